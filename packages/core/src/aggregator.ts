@@ -1,0 +1,41 @@
+import type { InboundMessage } from './message.js';
+import type { Turn } from './ports/query-pool.js';
+import type { SessionKey } from './session-key.js';
+
+/** What a pipeline receives: one turn, possibly a merged burst of messages. */
+export interface Query {
+  /** The turn id: stable across the re-runs of an interrupted turn's messages. */
+  id: string;
+  /** 1 on the first run; higher when the turn is a retry or a re-run after a crash. */
+  attempt: number;
+  pipeline: string;
+  /** True when any merged message was routed by a rule rather than the default. */
+  routedByRule: boolean;
+  session: SessionKey;
+  /** The first message: its sender, chat and raw event are the reply context. */
+  message: InboundMessage;
+  /** The texts of all messages joined with `\n`. */
+  text: string;
+  /** The merged originals, in arrival order. */
+  messages: InboundMessage[];
+}
+
+/**
+ * Merges a claimed turn into one query (LangBot's `_merge_messages`, seed 001): texts joined with
+ * a newline, the first message's event, sender and reply context kept, `routedByRule` = any.
+ */
+export function aggregate(turn: Turn): Query {
+  const messages = turn.messages.map((queued) => queued.message);
+  const first = messages[0];
+  if (first === undefined) throw new TypeError(`turn ${turn.id} has no messages`);
+  return {
+    id: turn.id,
+    attempt: turn.attempt,
+    pipeline: turn.pipeline,
+    routedByRule: turn.messages.some((queued) => queued.routedByRule),
+    session: turn.session,
+    message: first,
+    text: messages.map((message) => message.text).join('\n'),
+    messages,
+  };
+}

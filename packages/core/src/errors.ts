@@ -1,0 +1,66 @@
+/**
+ * One error class for the whole gateway. Every failure a caller may act on carries a stable
+ * `code` (`SB_<AREA>_<PROBLEM>`, never reused), an optional HTTP status, structured details and
+ * the `cause`. `docs/errors.md` lists every code with how to fix it; a test keeps both in step.
+ */
+export const ERROR_CODES = {
+  SB_CONFIG_INVALID: { status: 500, message: 'configuration is invalid' },
+  SB_CONFIG_NOT_FOUND: { status: 500, message: 'configuration file not found' },
+  SB_CONFIG_VARIABLE_MISSING: { status: 500, message: 'a ${VAR} used in the configuration is not set' },
+  SB_ROUTING_INVALID: { status: 500, message: 'routing rules are invalid' },
+  SB_MESSAGE_INVALID: { status: 400, message: 'message does not match the unified message schema' },
+  SB_HTTP_BAD_REQUEST: { status: 400, message: 'request is invalid' },
+  SB_HTTP_UNAUTHORIZED: { status: 401, message: 'missing or invalid credentials' },
+  SB_HTTP_FORBIDDEN: { status: 403, message: 'not allowed from this address' },
+  SB_HTTP_NOT_FOUND: { status: 404, message: 'not found' },
+  SB_HTTP_CONFLICT: { status: 409, message: 'request conflicts with an earlier one' },
+  SB_HTTP_PAYLOAD_TOO_LARGE: { status: 413, message: 'request body is too large' },
+  SB_HTTP_TOO_MANY_REQUESTS: { status: 429, message: 'too many concurrent requests' },
+  SB_QUEUE_FULL: { status: 429, message: 'the queue is full' },
+  SB_DRAINING: { status: 503, message: 'the gateway is shutting down' },
+  SB_PIPELINE_FAILED: { status: 502, message: 'the pipeline failed' },
+  SB_PIPELINE_TIMEOUT: { status: 504, message: 'the pipeline did not answer in time' },
+  SB_PIPELINE_MISSING: { status: 500, message: 'the pipeline is not configured' },
+  SB_CHANNEL_RATE_LIMITED: { status: 429, message: 'the platform rate-limited the request' },
+  SB_CHANNEL_AUTH_FAILED: { status: 502, message: 'the platform refused the credentials' },
+  SB_CHANNEL_SEND_FAILED: { status: 502, message: 'sending to the platform failed' },
+  SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
+  SB_SHUTDOWN: { status: 503, message: 'aborted by shutdown' },
+  SB_DEAD_LETTER_NOT_FOUND: { status: 404, message: 'no dead letter with this id' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface SwitchboardErrorOptions {
+  /** Overrides the code's default message. */
+  message?: string;
+  details?: Record<string, unknown>;
+  cause?: unknown;
+  /** For pipeline and channel failures: may the same work succeed if tried again later. */
+  retryable?: boolean;
+  /** A wait the remote side asked for (HTTP Retry-After, Telegram retry_after), in ms. */
+  retryAfterMs?: number;
+}
+
+export class SwitchboardError extends Error {
+  override readonly name = 'SwitchboardError';
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: Record<string, unknown> | undefined;
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(code: ErrorCode, options: SwitchboardErrorOptions = {}) {
+    super(options.message ?? ERROR_CODES[code].message, { cause: options.cause });
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.details = options.details;
+    this.retryable = options.retryable ?? false;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** True when `error` is a SwitchboardError, optionally with the given code. */
+export function isSwitchboardError(error: unknown, code?: ErrorCode): error is SwitchboardError {
+  return error instanceof SwitchboardError && (code === undefined || error.code === code);
+}

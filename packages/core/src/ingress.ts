@@ -1,0 +1,111 @@
+import { type AdmissionPolicy, admit } from './admission.js';
+import type { InboundMessage } from './message.js';
+import type { OutcomeSink } from './outcome.js';
+import type { DedupStore } from './ports/dedup-store.js';
+import type { QueryPool } from './ports/query-pool.js';
+import { DISCARD, type Router } from './router.js';
+import { type SessionKey, type SessionScope, sessionKeyOf } from './session-key.js';
+
+/** How one channel admits and keys its messages (`channels[].group`, `session_scope`). */
+export interface ChannelPolicy {
+  admission: AdmissionPolicy;
+  sessionScope: SessionScope;
+}
+
+export interface IngressOptions {
+  pool: QueryPool;
+  /** The current router; a getter so that a routing reload takes effect on the next message. */
+  router: () => Router;
+  outcomes: OutcomeSink;
+  /** Channel id → its policy; unknown channels get the defaults. */
+  channelPolicy: (channelId: string) => ChannelPolicy;
+  dedup?: DedupStore;
+  /** How long a delivery id is remembered. Default: 24 h. */
+  dedupTtlMs?: number;
+  now?: () => number;
+}
+
+export type IngressResult =
+  | { status: 'queued'; pipeline: string; session: SessionKey; rule: string | null }
+  | { status: 'duplicate' }
+  | { status: 'ignored'; reason: 'bot_author' | 'not_mentioned' }
+  | { status: 'discarded'; rule: string }
+  | { status: 'refused'; reason: 'queue_full' | 'draining'; retryAfterMs: number };
+
+/**
+ * The inbound half of the message flow (DESIGN §1): dedup → admission → routing → durable
+ * enqueue. Every message that enters leaves with exactly one result; all but `queued` are final
+ * and recorded here, `queued` ones are finished by the controller. A channel acknowledges its
+ * platform only after `accept` resolves, so that an accepted message is already journaled.
+ */
+export interface Ingress {
+  /**
+   * `deliveryId` is the platform's redelivery key (update_id, event_id…); omit it when the
+   * platform never redelivers.
+   */
+  accept(message: InboundMessage, deliveryId?: string): Promise<IngressResult>;
+}
+
+const DEFAULT_DEDUP_TTL_MS = 24 * 3_600_000;
+
+export function createIngress(options: IngressOptions): Ingress {
+  const { pool, outcomes, dedup } = options;
+  const now = options.now ?? Date.now;
+  const dedupTtlMs = options.dedupTtlMs ?? DEFAULT_DEDUP_TTL_MS;
+
+  return {
+    async accept(message, deliveryId) {
+      const policy = options.channelPolicy(message.channel);
+      const session = sessionKeyOf(message, policy.sessionScope);
+      const base = { message, session };
+
+      const dedupKey = deliveryId === undefined ? undefined : `${message.channel}:${deliveryId}`;
+      if (dedupKey !== undefined && dedup !== undefined) {
+        const first = await dedup.firstSeen(dedupKey, dedupTtlMs);
+        if (!first) {
+          outcomes.record({ ...base, kind: 'duplicate', reason: 'redelivery', at: now() });
+          return { status: 'duplicate' };
+        }
+      }
+
+      const route = options.router().route(message);
+      const rule = route.rule ?? undefined;
+      const admission = admit(message, policy.admission, route.routedByRule);
+      if (!admission.admitted) {
+        outcomes.record({ ...base, kind: 'ignored', reason: admission.reason, rule, at: now() });
+        return { status: 'ignored', reason: admission.reason };
+      }
+      if (route.pipeline === DISCARD) {
+        outcomes.record({ ...base, kind: 'discarded', reason: 'rule', rule, at: now() });
+        return { status: 'discarded', rule: route.rule ?? DISCARD };
+      }
+
+      const result = await pool.enqueue({
+        message,
+        session,
+        pipeline: route.pipeline,
+        routedByRule: route.routedByRule,
+        rule,
+        attempt: 0,
+        acceptedAt: now(),
+      });
+      if (!result.accepted) {
+        // The platform will redeliver a refused message; it must not count as a duplicate then.
+        if (dedupKey !== undefined) await dedup?.forget(dedupKey);
+        return { status: 'refused', reason: result.reason, retryAfterMs: result.retryAfterMs };
+      }
+      for (const dropped of result.overflowed) {
+        outcomes.record({
+          kind: 'dropped',
+          reason: 'queue_overflow',
+          at: now(),
+          message: dropped.message,
+          session: dropped.session,
+          pipeline: dropped.pipeline,
+          rule: dropped.rule,
+        });
+      }
+      return { status: 'queued', pipeline: route.pipeline, session, rule: route.rule };
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import type { InboundMessage, Reply } from './message.js';
+import type { SessionKey } from './session-key.js';
+
+/** Every message ends in exactly one of these (DESIGN §2 "Outcomes & audit"). */
+export const OUTCOME_KINDS = [
+  'completed',
+  'discarded',
+  'ignored',
+  'dropped',
+  'dead_lettered',
+  'duplicate',
+] as const;
+export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
+
+/** Why a message ended the way it did; `completed` has no reason. */
+export const OUTCOME_REASONS = {
+  completed: [],
+  discarded: ['rule'],
+  ignored: ['bot_author', 'not_mentioned'],
+  dropped: ['queue_overflow', 'pipeline_missing', 'shutdown'],
+  dead_lettered: ['max_attempts', 'fatal_error', 'delivery_failed'],
+  duplicate: ['redelivery'],
+} as const satisfies Record<OutcomeKind, readonly string[]>;
+export type OutcomeReason = (typeof OUTCOME_REASONS)[OutcomeKind][number];
+
+/** The final word on one message, emitted once through the `OutcomeSink`. */
+export interface Outcome {
+  kind: OutcomeKind;
+  reason?: OutcomeReason;
+  /** Milliseconds since the epoch. */
+  at: number;
+  message: InboundMessage;
+  session: SessionKey;
+  pipeline?: string;
+  /** Name of the routing rule that decided, when one did. */
+  rule?: string;
+  /** The turn that processed the message; shared by every message of a merged burst. */
+  turnId?: string;
+  attempt?: number;
+  replies?: Reply[];
+  error?: { code: string; message: string };
+}
+
+/** Where outcomes go: audit, metrics and waiting HTTP requests all subscribe in one place. */
+export interface OutcomeSink {
+  record(outcome: Outcome): void;
+}
+
+export type OutcomeListener = (outcome: Outcome) => void;
+
+/** Fans each outcome out to every subscriber; a throwing subscriber cannot hurt the others. */
+export interface OutcomeBus extends OutcomeSink {
+  /** Adds a listener; returns the function that removes it. */
+  subscribe(listener: OutcomeListener): () => void;
+}
+
+export function createOutcomeBus(onListenerError: (error: unknown) => void = () => {}): OutcomeBus {
+  const listeners = new Set<OutcomeListener>();
+  return {
+    record(outcome) {
+      for (const listener of listeners) {
+        try {
+          listener(outcome);
+        } catch (error) {
+          onListenerError(error);
+        }
+      }
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}

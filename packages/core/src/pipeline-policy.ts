@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import { durationMs } from './duration.js';
+
+/**
+ * Debounce of a pipeline (LangBot's aggregator, seed 001): a run of messages from one sender
+ * becomes runnable `delayMs` after its last message, `maxWaitMs` after its first, or at once
+ * when `maxMessages` are buffered.
+ */
+export const AggregationSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    delay: durationMs()
+      .default(1500)
+      .refine((ms) => ms >= 100 && ms <= 10_000, 'must be between 100ms and 10s'),
+    /** Defaults to 5 × delay. */
+    max_wait: durationMs().optional(),
+    max_messages: z.number().int().min(1).max(100).default(10),
+  })
+  .transform(({ enabled, delay, max_wait, max_messages }) => ({
+    enabled,
+    delayMs: delay,
+    maxWaitMs: max_wait ?? 5 * delay,
+    maxMessages: max_messages,
+  }));
+
+/** Retry of failed turns (buzz, seed 002): base × 2^(n−1), capped, ±20% jitter. */
+export const RetrySchema = z
+  .strictObject({
+    max_attempts: z.number().int().min(1).max(100).default(10),
+    base_delay: durationMs().default(5000),
+    max_delay: durationMs().default(300_000),
+  })
+  .transform(({ max_attempts, base_delay, max_delay }) => ({
+    maxAttempts: max_attempts,
+    baseDelayMs: base_delay,
+    maxDelayMs: max_delay,
+  }));
+
+/**
+ * The scheduling fields of `pipelines[]`, untransformed, so the config schema can extend them
+ * with each pipeline type's own keys and stay strict.
+ */
+export const PipelinePolicyFields = z.object({
+  id: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, _ . -'),
+  timeout: durationMs().default(120_000),
+  max_concurrency: z.number().int().min(1).optional(),
+  aggregation: AggregationSchema.prefault({}),
+  busy_mode: z.enum(['queue', 'collect']).default('queue'),
+  retry: RetrySchema.prefault({}),
+  dead_letter_reply: z.string().min(1).optional(),
+});
+
+/** The policy the core engine reads, from parsed `PipelinePolicyFields`. */
+export function toPipelinePolicy(fields: z.output<typeof PipelinePolicyFields>) {
+  return {
+    id: fields.id,
+    timeoutMs: fields.timeout,
+    maxConcurrency: fields.max_concurrency ?? Number.POSITIVE_INFINITY,
+    aggregation: fields.aggregation,
+    busyMode: fields.busy_mode,
+    retry: fields.retry,
+    deadLetterReply: fields.dead_letter_reply,
+  };
+}
+
+/** How a pipeline is scheduled: the part of `pipelines[]` the core engine reads. */
+export const PipelinePolicySchema = PipelinePolicyFields.transform(toPipelinePolicy);
+export type PipelinePolicy = z.output<typeof PipelinePolicySchema>;
+export type PipelinePolicyInput = z.input<typeof PipelinePolicySchema>;
+
+/** `concurrency:` — global turns in flight and turns per session. */
+export const ConcurrencySchema = z
+  .strictObject({
+    pipeline: z.number().int().min(1).default(20),
+    session: z.number().int().min(1).default(1),
+  })
+  .transform(({ pipeline, session }) => ({ global: pipeline, perSession: session }));
+export type Concurrency = z.output<typeof ConcurrencySchema>;
+
+/** `queue:` — bounds of the pool. */
+export const QueueLimitsSchema = z
+  .strictObject({
+    max_pending: z.number().int().min(1).default(10_000),
+    max_pending_per_session: z.number().int().min(1).default(500),
+  })
+  .transform(({ max_pending, max_pending_per_session }) => ({
+    maxPending: max_pending,
+    maxPendingPerSession: max_pending_per_session,
+  }));
+export type QueueLimits = z.output<typeof QueueLimitsSchema>;

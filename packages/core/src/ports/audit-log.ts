@@ -1,0 +1,74 @@
+import type { OutcomeKind, OutcomeReason } from '../outcome.js';
+import type { QueuedMessage } from './query-pool.js';
+
+/** One audited outcome (DESIGN §2 "Outcomes & audit"). */
+export interface AuditRecord {
+  /** Unique, sortable (ULID). */
+  id: string;
+  /** Milliseconds since the epoch. */
+  at: number;
+  outcome: OutcomeKind;
+  reason: OutcomeReason | null;
+  rule: string | null;
+  channel: string;
+  platform: string;
+  session: string;
+  chat_type: string;
+  chat_id: string;
+  sender_id: string;
+  sender_name: string | null;
+  pipeline: string | null;
+  /** Gateway message id. */
+  message_id: string;
+  platform_message_id: string;
+  /** As configured by `audit.store_text`: full, none (null) or truncated. */
+  text: string | null;
+  error: string | null;
+  /** Dead letters only: the message as it was queued, so it can be replayed. */
+  payload: QueuedMessage | null;
+  /** Dead letters only: when it was replayed (ms), null until then. */
+  replayed_at: number | null;
+}
+
+/** Filters of `GET /admin/audit` and `switchboard audit`; all optional, combined with AND. */
+export interface AuditQuery {
+  outcome?: OutcomeKind;
+  reason?: string;
+  rule?: string;
+  channel?: string;
+  session?: string;
+  /** Inclusive lower bound, ms since the epoch. */
+  since?: number;
+  /** Exclusive upper bound, ms since the epoch. */
+  until?: number;
+  /** Page size; newest first. */
+  limit: number;
+  /** Opaque cursor from a previous page's `nextCursor`. */
+  cursor?: string;
+}
+
+export interface AuditPage {
+  items: AuditRecord[];
+  /** Null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * The audit log of discarded, ignored (when enabled), dropped and dead-lettered messages.
+ *
+ * Ordering: pages run newest first with a stable cursor (records appended meanwhile do not
+ * shift a page). Dead letters keep their payload so an operator can replay them. The store owns
+ * its connection. Left out: metrics, which count every outcome including completed ones.
+ */
+export interface AuditLog {
+  append(record: AuditRecord): Promise<void>;
+  query(query: AuditQuery): Promise<AuditPage>;
+  /** Dead letters not yet replayed, newest first. */
+  deadLetters(limit: number): Promise<AuditRecord[]>;
+  /** A dead letter by audit id, or null when there is none with that id. */
+  getDeadLetter(id: string): Promise<AuditRecord | null>;
+  /** Marks a dead letter replayed; false when it does not exist or was replayed already. */
+  markReplayed(id: string, atMs: number): Promise<boolean>;
+  /** Deletes records older than `beforeMs`; returns how many. */
+  prune(beforeMs: number): Promise<number>;
+}

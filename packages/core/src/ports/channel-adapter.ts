@@ -1,0 +1,34 @@
+import type { Ingress } from '../ingress.js';
+import type { InboundMessage, Reply } from '../message.js';
+import type { Logger } from './logger.js';
+
+export interface ChannelContext {
+  /** Where normalized messages go; acknowledge the platform only after it resolves. */
+  ingress: Ingress;
+  logger: Logger;
+}
+
+export interface ChannelHealth {
+  ready: boolean;
+  detail?: string;
+}
+
+/**
+ * A platform connection (DESIGN §3). Inbound: platform events become `InboundMessage`s handed
+ * to `ingress.accept`. Outbound: `send` answers in the chat (and thread) of the message that
+ * started the turn, honouring the platform's rate limits.
+ *
+ * Owns its platform client and connections. Errors from `send` are SwitchboardErrors with
+ * SB_CHANNEL_* codes; tokens never appear in them. HTTP routes (webhooks) are mounted by the app
+ * through the adapter's own factory options; the core knows no HTTP server.
+ */
+export interface ChannelAdapter {
+  readonly id: string;
+  readonly type: string;
+  start(context: ChannelContext): Promise<void>;
+  /** Stops receiving; pending sends may still finish. */
+  stop(): Promise<void>;
+  /** Sends `replies` in answer to `origin` (the first message of the turn). */
+  send(origin: InboundMessage, replies: readonly Reply[]): Promise<void>;
+  health(): ChannelHealth;
+}

@@ -1,0 +1,22 @@
+import type { QueuedMessage } from './query-pool.js';
+
+/**
+ * Durable record of accepted messages, so nothing accepted is lost by a crash (DESIGN §2
+ * "Durability"). The in-memory pool writes through it: `append` completes before the platform
+ * is acknowledged, `remove` runs once a message's outcome is final. On start the pool reloads
+ * `load()` in acceptance order.
+ *
+ * Ordering: `load` returns entries in the order they were appended. Atomicity: each call is
+ * atomic on its own; the store owns its connection. Left out: the pool's in-memory ordering
+ * structures; they are rebuilt from `load` on start.
+ */
+export interface Journal {
+  /** Persists an accepted message before it is acknowledged. */
+  append(entry: QueuedMessage): Promise<void>;
+  /** Records that a turn started running these messages (their new `attempt`). */
+  markStarted(messageIds: readonly string[], attempt: number): Promise<void>;
+  /** Forgets messages whose outcome is final. Unknown ids are ignored. */
+  remove(messageIds: readonly string[]): Promise<void>;
+  /** Every entry still journaled, in acceptance order. */
+  load(): Promise<QueuedMessage[]>;
+}

@@ -1,0 +1,40 @@
+import type { Reply } from '../message.js';
+
+/** Where a message stands, as `GET /v1/messages/{id}` reports it. */
+export interface MessageStatus {
+  id: string;
+  status:
+    | 'queued'
+    | 'running'
+    | 'completed'
+    | 'discarded'
+    | 'ignored'
+    | 'dropped'
+    | 'dead_lettered'
+    | 'duplicate';
+  pipeline: string | null;
+  rule: string | null;
+  /** The turn that answered it; shared by every message of a merged burst. */
+  turn: string | null;
+  replies: Reply[];
+  error: string | null;
+  /** Milliseconds since the epoch. */
+  updated_at: number;
+}
+
+/**
+ * Status and replies of messages accepted over the HTTP channel, and its `Idempotency-Key`s.
+ * Each call is atomic; the store owns its connection.
+ */
+export interface MessageStatusStore {
+  put(status: MessageStatus): Promise<void>;
+  /** The status of a message, or null when unknown (never accepted, or pruned). */
+  get(id: string): Promise<MessageStatus | null>;
+  /**
+   * Binds an idempotency key to a message id unless it is bound already. Returns null when this
+   * call bound it, else the message id it was bound to earlier.
+   */
+  claimIdempotencyKey(key: string, messageId: string, ttlMs: number): Promise<string | null>;
+  /** Deletes statuses updated before `beforeMs` and expired keys; returns how many statuses. */
+  prune(beforeMs: number): Promise<number>;
+}

@@ -1,0 +1,87 @@
+import type { InboundMessage } from '../message.js';
+import type { SessionKey } from '../session-key.js';
+
+/** An accepted message waiting in, or running from, the pool. This is also what is journaled. */
+export interface QueuedMessage {
+  message: InboundMessage;
+  session: SessionKey;
+  pipeline: string;
+  routedByRule: boolean;
+  rule?: string;
+  /** Turns that have started with this message so far (0 until first claimed). */
+  attempt: number;
+  /** When the pool accepted it, ms since the epoch; kept across retries and restarts. */
+  acceptedAt: number;
+}
+
+/** A claimed unit of work: one or more messages of one session for one pipeline. */
+export interface Turn {
+  id: string;
+  session: SessionKey;
+  pipeline: string;
+  /** In arrival order; each `attempt` already counts this turn. */
+  messages: QueuedMessage[];
+  /** The highest attempt among the messages: 1 on a first run. */
+  attempt: number;
+}
+
+export type EnqueueResult =
+  | {
+      accepted: true;
+      /** Older messages of the same session dropped to make room (`queue_overflow`). */
+      overflowed: QueuedMessage[];
+    }
+  | { accepted: false; reason: 'queue_full' | 'draining'; retryAfterMs: number };
+
+export interface PoolStats {
+  /** Messages waiting (not running). */
+  pending: number;
+  /** Turns running. */
+  inflight: number;
+  /** Sessions with something queued or running. */
+  sessions: number;
+  /** Turns running per pipeline. */
+  inflightByPipeline: Record<string, number>;
+}
+
+/**
+ * The query pool (DESIGN §2): per-session FIFO queues, a ready structure ordered by the age of
+ * each session's head (oldest head first), debounce and backoff as readiness, and the slots —
+ * a claim takes the session slot, then the pipeline slot, then the global slot, atomically, so
+ * that a message waiting on its own session never holds a global slot.
+ *
+ * Costs: enqueue, claim, complete and retry are O(log n) in the number of sessions; nothing
+ * scans the backlog. Ordering: within a session, messages run in acceptance order, and a retried
+ * turn goes back to the head keeping its age. Per-session state exists only while a session has
+ * something queued or running.
+ *
+ * Implementations: in-memory (optionally writing through a `Journal`), and Redis (shared by
+ * replicas, every transition one Lua script). Left out: running pipelines, timeouts and outcomes
+ * — the controller owns those.
+ */
+export interface QueryPool {
+  /** True when accepted messages survive a restart (a journal or a shared store). */
+  readonly durable: boolean;
+  /**
+   * Accepts a message (journaled before this resolves) or refuses it when the pool is full or
+   * draining. A full session drops its oldest waiting message, returned in `overflowed`.
+   */
+  enqueue(message: QueuedMessage): Promise<EnqueueResult>;
+  /** Claims the runnable turn whose head is oldest, or null when nothing may run now. */
+  claim(): Promise<Turn | null>;
+  /** Frees the turn's slots and forgets its messages (their outcome is final). */
+  complete(turn: Turn): Promise<void>;
+  /** Frees the turn's slots and puts its messages back at the head of their session, runnable at `retryAtMs`. */
+  retry(turn: Turn, retryAtMs: number): Promise<void>;
+  /** Frees the turn's slots without touching its messages: they stay journaled for the next start. */
+  abandon(turn: Turn): Promise<void>;
+  /** Calls `listener` whenever a claim may now succeed (arrival, freed slot, due timer). */
+  onRunnable(listener: () => void): () => void;
+  /** Ends debounce waits: every buffered burst becomes runnable now, and later ones at once. */
+  flushDebounce(): void;
+  /** Refuses further enqueues (`draining`). */
+  close(): void;
+  /** Removes and returns every waiting message (shutdown of a non-durable pool). */
+  takeAll(): Promise<QueuedMessage[]>;
+  stats(): Promise<PoolStats>;
+}

@@ -1,0 +1,1 @@
+// Contract test suites every implementation of a port runs (STYLE.md "Ports").

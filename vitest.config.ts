@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// Tests run against the TypeScript sources: every package exports them under the
+// `development` condition, and `dist/` only for the built service.
+export default defineConfig({
+  resolve: { conditions: ['development'] },
+  ssr: { resolve: { conditions: ['development'] } },
+  test: {
+    include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+  },
+});
