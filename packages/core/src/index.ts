@@ -1,46 +1,37 @@
 // The public surface of @switchboard/core, grouped by the message flow of DESIGN §1.
 
-export type { AdmissionDecision, AdmissionPolicy } from './admission.js';
-// Inbound: admission, routing, ingress
-export { admit, GroupPolicySchema } from './admission.js';
-export type { Query } from './aggregator.js';
-export { aggregate } from './aggregator.js';
-export { durationMs, parseDurationMs } from './duration.js';
-export type { ErrorCode, SwitchboardErrorOptions } from './errors.js';
-// Errors, durations, validation
-export { ERROR_CODES, isSwitchboardError, SwitchboardError } from './errors.js';
-export type { ChannelPolicy, Ingress, IngressOptions, IngressResult } from './ingress.js';
-export { createIngress } from './ingress.js';
-export type {
-  ChatType,
-  Element,
-  ElementType,
-  InboundMessage,
-  InboundMessageInput,
-  Reply,
-} from './message.js';
 // Message model
 export {
   ChatTypeSchema,
   ELEMENT_TYPES,
   ElementSchema,
   InboundMessageSchema,
+  ReplySchema,
   newMessageId,
   parseInboundMessage,
-  ReplySchema,
 } from './message.js';
+export type { ChatType, Element, ElementType, InboundMessage, InboundMessageInput, Reply } from './message.js';
+export { sessionKeyOf } from './session-key.js';
+export type { SessionKey, SessionScope } from './session-key.js';
+
+// Inbound: admission, routing, ingress
+export { GroupPolicySchema, admit } from './admission.js';
+export type { AdmissionDecision, AdmissionPolicy } from './admission.js';
+export { DISCARD, RoutingConditionSchema, RoutingSchema, createRouter } from './router.js';
 export type {
-  Outcome,
-  OutcomeBus,
-  OutcomeKind,
-  OutcomeListener,
-  OutcomeReason,
-  OutcomeSink,
-} from './outcome.js';
-// Outcomes
-export { createOutcomeBus, OUTCOME_KINDS, OUTCOME_REASONS } from './outcome.js';
-export type { Concurrency, PipelinePolicy, PipelinePolicyInput, QueueLimits } from './pipeline-policy.js';
-// Scheduling
+  RouteDecision,
+  RouteExplanation,
+  RouteTraceStep,
+  Router,
+  RoutingCondition,
+  RoutingConfig,
+  RoutingConfigInput,
+  RoutingRule,
+} from './router.js';
+export { createIngress } from './ingress.js';
+export type { ChannelPolicy, Ingress, IngressOptions, IngressResult } from './ingress.js';
+
+// Scheduling: pool, aggregator, controller
 export {
   AggregationSchema,
   ConcurrencySchema,
@@ -50,19 +41,34 @@ export {
   RetrySchema,
   toPipelinePolicy,
 } from './pipeline-policy.js';
+export type { Concurrency, PipelinePolicy, PipelinePolicyInput, QueueLimits } from './pipeline-policy.js';
+export { createMemoryQueryPool } from './memory/memory-query-pool.js';
+export type { MemoryQueryPool, MemoryQueryPoolOptions, PoolPipelinePolicy } from './memory/memory-query-pool.js';
+export { aggregate } from './aggregator.js';
+export type { Query } from './aggregator.js';
+export { retryDelayMs } from './backoff.js';
+export type { BackoffPolicy } from './backoff.js';
+export { createController } from './controller.js';
+export type { Controller, ControllerObserver, ControllerOptions, TurnResult } from './controller.js';
+
+// Outcomes
+export { OUTCOME_KINDS, OUTCOME_REASONS, createOutcomeBus } from './outcome.js';
+export type { Outcome, OutcomeBus, OutcomeKind, OutcomeListener, OutcomeReason, OutcomeSink } from './outcome.js';
+
 // Ports
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
 export type { DedupStore } from './ports/dedup-store.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { Journal } from './ports/journal.js';
-export type { Logger } from './ports/logger.js';
 export { silentLogger } from './ports/logger.js';
+export type { Logger } from './ports/logger.js';
 export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
 export type { Pipeline, PipelineResult, PipelineRunContext } from './ports/pipeline.js';
 export type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
-export type { RouteDecision, Router, RoutingConfig, RoutingConfigInput } from './router.js';
-export { createRouter, DISCARD, RoutingSchema } from './router.js';
-export type { SessionKey, SessionScope } from './session-key.js';
-export { sessionKeyOf } from './session-key.js';
+
+// Errors, durations, validation
+export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './errors.js';
+export type { ErrorCode, SwitchboardErrorOptions } from './errors.js';
+export { durationMs, parseDurationMs } from './duration.js';
 export { formatIssues, formatPath, parseOrThrow } from './validation.js';

@@ -1,0 +1,362 @@
+import { monotonicFactory } from 'ulid';
+import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
+import type { Journal } from '../ports/journal.js';
+import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
+import { Fifo } from '../structures/fifo.js';
+import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
+
+/** The part of a pipeline's policy the pool applies: its slot limit and readiness rules. */
+export type PoolPipelinePolicy = Pick<PipelinePolicy, 'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'>;
+
+export interface MemoryQueryPoolOptions {
+  concurrency: Concurrency;
+  limits: QueueLimits;
+  pipelines: readonly PoolPipelinePolicy[];
+  /** Write-through journal; without one the pool is not durable. */
+  journal?: Journal;
+  /** The wait suggested to refused senders. Default: 1000 ms. */
+  refusalRetryAfterMs?: number;
+  now?: () => number;
+}
+
+export interface MemoryQueryPool extends QueryPool {
+  /** Reloads the journal in acceptance order; returns how many messages came back. */
+  recover(): Promise<number>;
+}
+
+interface Entry {
+  queued: QueuedMessage;
+  /** Acceptance order: the pool's measure of age. */
+  seq: number;
+  /** Backoff: not runnable before this time (ms). */
+  notBefore: number;
+}
+
+interface Session extends HeapNode {
+  key: string;
+  queue: Fifo<Entry>;
+  inflight: number;
+  /** When the head becomes runnable; the delayed heap's key. */
+  dueAt: number;
+  /** The heap holding the session: a pipeline's ready heap, the delayed heap, or none. */
+  heap: IndexedHeap<Session> | null;
+}
+
+interface PipelineSlots {
+  policy: PoolPipelinePolicy;
+  inflight: number;
+  /** Sessions whose head is for this pipeline and may run now, oldest head first. */
+  ready: IndexedHeap<Session>;
+}
+
+interface ClaimedTurn {
+  session: Session;
+  slots: PipelineSlots;
+  entries: Entry[];
+}
+
+const headSeq = (session: Session): number => (session.queue.peek() as Entry).seq;
+
+/** Used for messages of a pipeline no longer configured: run one at a time so the controller can drop them. */
+const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
+  id,
+  maxConcurrency: Number.POSITIVE_INFINITY,
+  aggregation: { enabled: false, delayMs: 0, maxWaitMs: 0, maxMessages: 1 },
+  busyMode: 'queue',
+});
+
+/**
+ * The in-memory `QueryPool`, optionally durable through a `Journal` (DESIGN §2 "Query pool").
+ *
+ * Structure: a map of sessions (deleted as soon as one has nothing queued or running), one ready
+ * heap per pipeline ordered by head age, and one delayed heap ordered by due time (debounce and
+ * backoff) served by a single timer. Claim compares the tops of the pipelines with free slots —
+ * pipelines are few — so every operation is O(log sessions).
+ */
+export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQueryPool {
+  const { concurrency, limits, journal } = options;
+  const now = options.now ?? Date.now;
+  const refusalRetryAfterMs = options.refusalRetryAfterMs ?? 1000;
+  const newTurnId = monotonicFactory();
+
+  const sessions = new Map<string, Session>();
+  const pipelines = new Map<string, PipelineSlots>();
+  const delayed = new IndexedHeap<Session>((a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && headSeq(a) < headSeq(b)));
+  const claimed = new Map<string, ClaimedTurn>();
+  const listeners = new Set<() => void>();
+  let nextSeq = 0;
+  let pending = 0;
+  let inflight = 0;
+  let closed = false;
+  let debounceFlushed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let timerAt = Number.POSITIVE_INFINITY;
+
+  const byHeadAge = (a: Session, b: Session) => headSeq(a) < headSeq(b);
+  for (const policy of options.pipelines) {
+    pipelines.set(policy.id, { policy, inflight: 0, ready: new IndexedHeap(byHeadAge) });
+  }
+
+  function slotsOf(pipeline: string): PipelineSlots {
+    let slots = pipelines.get(pipeline);
+    if (slots === undefined) {
+      slots = { policy: fallbackPolicy(pipeline), inflight: 0, ready: new IndexedHeap(byHeadAge) };
+      pipelines.set(pipeline, slots);
+    }
+    return slots;
+  }
+
+  function notify(): void {
+    for (const listener of listeners) listener();
+  }
+
+  /**
+   * The head run: consecutive messages at the head for the same pipeline and sender, at most
+   * `maxMessages` (LangBot merges other senders in; we end the run there, DESIGN §2).
+   * Returns its length and whether it can still grow.
+   */
+  function headRun(session: Session, maxMessages: number): { length: number; open: boolean; lastAt: number } {
+    const head = session.queue.peek() as Entry;
+    let length = 0;
+    let lastAt = head.queued.acceptedAt;
+    for (; length < maxMessages; length++) {
+      const entry = session.queue.at(length);
+      if (entry === undefined) return { length, open: true, lastAt };
+      if (entry.queued.pipeline !== head.queued.pipeline || entry.queued.message.sender.id !== head.queued.message.sender.id) {
+        return { length, open: false, lastAt };
+      }
+      lastAt = entry.queued.acceptedAt;
+    }
+    return { length, open: false, lastAt };
+  }
+
+  /** When the session's head may run: backoff first, then the debounce of its pipeline. */
+  function dueAtOf(session: Session): number {
+    const head = session.queue.peek() as Entry;
+    if (head.notBefore > 0) return head.notBefore;
+    const { aggregation } = slotsOf(head.queued.pipeline).policy;
+    if (!aggregation.enabled || debounceFlushed || head.queued.attempt > 0) return 0;
+    const run = headRun(session, aggregation.maxMessages);
+    if (!run.open) return 0;
+    return Math.min(run.lastAt + aggregation.delayMs, head.queued.acceptedAt + aggregation.maxWaitMs);
+  }
+
+  /** Puts the session in the heap its state calls for, or forgets it when it is idle. */
+  function place(session: Session, at: number): void {
+    session.heap?.remove(session);
+    session.heap = null;
+    const head = session.queue.peek();
+    if (head === undefined) {
+      if (session.inflight === 0) sessions.delete(session.key);
+      return;
+    }
+    if (session.inflight >= concurrency.perSession) return;
+    session.dueAt = dueAtOf(session);
+    session.heap = session.dueAt <= at ? slotsOf(head.queued.pipeline).ready : delayed;
+    session.heap.push(session);
+    if (session.heap === delayed) armTimer();
+  }
+
+  function promoteDue(at: number): boolean {
+    let promoted = false;
+    for (let top = delayed.peek(); top !== undefined && top.dueAt <= at; top = delayed.peek()) {
+      place(top, at);
+      promoted = true;
+    }
+    return promoted;
+  }
+
+  /** One timer for the whole pool, set for the earliest due session. */
+  function armTimer(): void {
+    const next = delayed.peek()?.dueAt ?? Number.POSITIVE_INFINITY;
+    if (next >= timerAt) return;
+    if (timer !== undefined) clearTimeout(timer);
+    timerAt = next;
+    timer = setTimeout(onTimer, Math.max(0, next - now()));
+    timer.unref();
+  }
+
+  function onTimer(): void {
+    timer = undefined;
+    timerAt = Number.POSITIVE_INFINITY;
+    const promoted = promoteDue(now());
+    armTimer();
+    if (promoted) notify();
+  }
+
+  function sessionFor(key: string): Session {
+    let session = sessions.get(key);
+    if (session === undefined) {
+      session = { key, queue: new Fifo(), inflight: 0, dueAt: 0, heap: null, heapIndex: -1 };
+      sessions.set(key, session);
+    }
+    return session;
+  }
+
+  /**
+   * Adds an already journaled message; returns the messages it pushed out of a session holding
+   * `sessionCap` already.
+   */
+  function insert(queued: QueuedMessage, sessionCap: number): QueuedMessage[] {
+    const session = sessionFor(queued.session);
+    const overflowed: QueuedMessage[] = [];
+    while (session.queue.length >= sessionCap) {
+      overflowed.push((session.queue.shift() as Entry).queued);
+      pending -= 1;
+    }
+    const wasEmpty = session.queue.length === 0;
+    session.queue.push({ queued, seq: nextSeq++, notBefore: 0 });
+    pending += 1;
+    // A ready session with an unchanged head stays where it is: the common case costs O(1).
+    if (wasEmpty || overflowed.length > 0 || session.heap === delayed) place(session, now());
+    return overflowed;
+  }
+
+  function release(turn: Turn): ClaimedTurn | undefined {
+    const claim = claimed.get(turn.id);
+    if (claim === undefined) return undefined;
+    claimed.delete(turn.id);
+    claim.session.inflight -= 1;
+    claim.slots.inflight -= 1;
+    inflight -= 1;
+    return claim;
+  }
+
+  async function markStarted(entries: readonly Entry[]): Promise<void> {
+    if (journal === undefined) return;
+    const byAttempt = new Map<number, string[]>();
+    for (const { queued } of entries) {
+      const ids = byAttempt.get(queued.attempt) ?? [];
+      ids.push(queued.message.id);
+      byAttempt.set(queued.attempt, ids);
+    }
+    for (const [attempt, ids] of byAttempt) await journal.markStarted(ids, attempt);
+  }
+
+  return {
+    durable: journal !== undefined,
+
+    async enqueue(queued): Promise<EnqueueResult> {
+      if (closed) return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
+      if (pending >= limits.maxPending) {
+        return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
+      }
+      await journal?.append(queued);
+      const overflowed = insert(queued, limits.maxPendingPerSession);
+      if (overflowed.length > 0) await journal?.remove(overflowed.map((dropped) => dropped.message.id));
+      notify();
+      return { accepted: true, overflowed };
+    },
+
+    async claim(): Promise<Turn | null> {
+      if (inflight >= concurrency.global) return null;
+      const at = now();
+      promoteDue(at);
+      let best: PipelineSlots | undefined;
+      for (const slots of pipelines.values()) {
+        const top = slots.ready.peek();
+        if (top === undefined || slots.inflight >= slots.policy.maxConcurrency) continue;
+        if (best === undefined || headSeq(top) < headSeq(best.ready.peek() as Session)) best = slots;
+      }
+      if (best === undefined) return null;
+      const session = best.ready.pop() as Session;
+      session.heap = null;
+      const { aggregation, busyMode } = best.policy;
+      const batchSize = aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
+      const entries: Entry[] = [];
+      for (let i = 0; i < batchSize; i++) {
+        const entry = session.queue.shift() as Entry;
+        entry.queued.attempt += 1;
+        entries.push(entry);
+      }
+      pending -= entries.length;
+      session.inflight += 1;
+      best.inflight += 1;
+      inflight += 1;
+      const turn: Turn = {
+        id: newTurnId(),
+        session: session.key,
+        pipeline: best.policy.id,
+        messages: entries.map((entry) => entry.queued),
+        attempt: Math.max(...entries.map((entry) => entry.queued.attempt)),
+      };
+      claimed.set(turn.id, { session, slots: best, entries });
+      place(session, at);
+      await markStarted(entries);
+      return turn;
+    },
+
+    async complete(turn) {
+      const claim = release(turn);
+      if (claim === undefined) return;
+      place(claim.session, now());
+      notify();
+      await journal?.remove(claim.entries.map((entry) => entry.queued.message.id));
+    },
+
+    async retry(turn, retryAtMs) {
+      const claim = release(turn);
+      if (claim === undefined) return;
+      for (const entry of claim.entries) entry.notBefore = retryAtMs;
+      claim.session.queue.unshiftAll(claim.entries);
+      pending += claim.entries.length;
+      place(claim.session, now());
+      notify();
+    },
+
+    async abandon(turn) {
+      const claim = release(turn);
+      if (claim === undefined) return;
+      place(claim.session, now());
+    },
+
+    onRunnable(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    flushDebounce() {
+      debounceFlushed = true;
+      const at = now();
+      for (const session of delayed.clear()) {
+        session.heap = null;
+        place(session, at);
+      }
+      notify();
+    },
+
+    close() {
+      closed = true;
+    },
+
+    async takeAll() {
+      const taken: QueuedMessage[] = [];
+      for (const session of [...sessions.values()]) {
+        session.heap?.remove(session);
+        session.heap = null;
+        for (const entry of session.queue.drain()) taken.push(entry.queued);
+        if (session.inflight === 0) sessions.delete(session.key);
+      }
+      pending = 0;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      timerAt = Number.POSITIVE_INFINITY;
+      return taken;
+    },
+
+    async stats(): Promise<PoolStats> {
+      const inflightByPipeline: Record<string, number> = {};
+      for (const [id, slots] of pipelines) inflightByPipeline[id] = slots.inflight;
+      return { pending, inflight, sessions: sessions.size, inflightByPipeline };
+    },
+
+    async recover() {
+      if (journal === undefined) return 0;
+      const entries = await journal.load();
+      // Everything journaled was accepted once: no cap may drop it now.
+      for (const queued of entries) insert(queued, Number.POSITIVE_INFINITY);
+      if (entries.length > 0) notify();
+      return entries.length;
+    },
+  };
+}

@@ -1,0 +1,229 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { SwitchboardError } from '../src/index.js';
+import { capturingLogger, createHarness, settle } from './harness.js';
+
+const retryable = () => new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, message: 'upstream 503' });
+
+describe('controller', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  describe('when two sessions compete for a global limit of 2 (VikingBot regression, seed 000 §13)', () => {
+    it('runs a1 and b1 together, a2 only after a1 ends, and a2 never holds a global slot', async () => {
+      const h = createHarness({ concurrency: { global: 2 } });
+      h.controller.start();
+      await h.send('A', 'a1');
+      await h.send('A', 'a2');
+      await h.send('B', 'b1');
+      await settle();
+
+      expect(new Set(h.events)).toEqual(new Set(['start:a1', 'start:b1']));
+      const stats = await h.pool.stats();
+      expect(stats.inflight).toBe(2);
+      // a2 waits on its session, not on a global slot: it is pending, not in flight.
+      expect(stats.pending).toBe(1);
+
+      h.run('b1').resolve();
+      await settle();
+      // b1's freed global slot must not go to a2 while a1 holds session A.
+      expect(h.events).not.toContain('start:a2');
+      expect((await h.pool.stats()).inflight).toBe(1);
+
+      h.run('a1').resolve();
+      await settle();
+      expect(h.events.indexOf('end:a1')).toBeLessThan(h.events.indexOf('start:a2'));
+      h.run('a2').resolve();
+      await settle();
+      expect(h.outcomes.map((o) => [o.kind, o.message.text])).toEqual([
+        ['completed', 'b1'],
+        ['completed', 'a1'],
+        ['completed', 'a2'],
+      ]);
+    });
+
+    it('stop waits for accepted work before resolving', async () => {
+      const h = createHarness({ concurrency: { global: 2 } });
+      h.controller.start();
+      await h.send('A', 'a1');
+      await h.send('A', 'a2');
+      await h.send('B', 'b1');
+      await settle();
+      let stopped = false;
+      const stopping = h.controller.stop({ drainTimeoutMs: 30_000 }).then(() => {
+        stopped = true;
+      });
+      // A late message is refused, not lost silently.
+      expect(await h.send('C', 'late')).toMatchObject({ accepted: false, reason: 'draining' });
+      h.run('a1').resolve();
+      h.run('b1').resolve();
+      await settle();
+      expect(stopped).toBe(false);
+      h.run('a2').resolve();
+      await stopping;
+      expect(stopped).toBe(true);
+      expect(h.outcomes.filter((o) => o.kind === 'completed')).toHaveLength(3);
+    });
+  });
+
+  describe('when a pipeline fails with a retryable error', () => {
+    it('retries after 5 s × 2^(n−1) (jitter neutral) keeping the message ahead of later ones', async () => {
+      const h = createHarness({ random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'first');
+      await h.send('A', 'second');
+      await settle();
+      h.run('first').reject(retryable());
+      await settle();
+      expect(h.runs).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(4_999);
+      expect(h.runs).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.run('first').query.attempt).toBe(2);
+    });
+
+    it('waits 5, 10, 20 … s capped at 300 s and dead-letters after 10 attempts, order kept behind it', async () => {
+      const h = createHarness({ random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'head');
+      await h.send('A', 'behind');
+      await settle();
+      const waits: number[] = [];
+      for (let attempt = 1; attempt <= 10; attempt++) {
+        const run = h.run('head');
+        expect(run.query.attempt).toBe(attempt);
+        const failedAt = Date.now();
+        run.reject(retryable());
+        await settle();
+        if (attempt === 10) break;
+        while (h.runs.length === 0) await vi.advanceTimersByTimeAsync(1000);
+        waits.push(Date.now() - failedAt);
+        expect(h.events.filter((e) => e === 'start:behind')).toHaveLength(0);
+      }
+      expect(waits).toEqual([5, 10, 20, 40, 80, 160, 300, 300, 300].map((s) => s * 1000));
+      const deadLetter = h.outcomes.find((o) => o.message.text === 'head');
+      expect(deadLetter).toMatchObject({ kind: 'dead_lettered', reason: 'max_attempts', attempt: 10 });
+      expect(deadLetter?.error?.message).toBe('upstream 503');
+      expect(h.run('behind').query.attempt).toBe(1);
+    });
+
+    it('honours a Retry-After longer than the backoff', async () => {
+      const h = createHarness({ random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      h.run('m').reject(new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, retryAfterMs: 42_000 }));
+      await vi.advanceTimersByTimeAsync(41_000);
+      expect(h.runs).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(h.runs).toHaveLength(1);
+    });
+  });
+
+  describe('when a pipeline fails with a fatal error', () => {
+    it('dead-letters at once and sends the dead letter reply', async () => {
+      const h = createHarness({ pipelines: [{ id: 'p', dead_letter_reply: 'Sorry.' }] });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      h.run('m').reject(new SwitchboardError('SB_PIPELINE_FAILED', { message: 'HTTP 400' }));
+      await settle();
+      expect(h.outcomes).toMatchObject([{ kind: 'dead_lettered', reason: 'fatal_error', attempt: 1 }]);
+      expect(h.delivered.map((d) => d.replies)).toEqual([[{ text: 'Sorry.' }]]);
+    });
+
+    it('treats an unknown thrown value as fatal', async () => {
+      const h = createHarness();
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      h.run('m').reject(new TypeError('bug in the pipeline'));
+      await settle();
+      expect(h.outcomes).toMatchObject([{ kind: 'dead_lettered', reason: 'fatal_error' }]);
+    });
+  });
+
+  describe('when a turn runs past its timeout', () => {
+    it('aborts its signal at the timeout and retries it as a timeout', async () => {
+      const h = createHarness({ pipelines: [{ id: 'p', timeout: '10s' }], random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'slow');
+      await settle();
+      const run = h.run('slow');
+      await vi.advanceTimersByTimeAsync(9_999);
+      expect(run.signal.aborted).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(run.signal.aborted).toBe(true);
+      expect(run.signal.reason).toMatchObject({ code: 'SB_PIPELINE_TIMEOUT' });
+      run.reject(run.signal.reason);
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(h.run('slow').query.attempt).toBe(2);
+    });
+
+    it('force-releases a turn that ignores the abort 100 s later with an orphaned turn error', async () => {
+      const logger = capturingLogger();
+      const h = createHarness({ pipelines: [{ id: 'p', timeout: '10s' }], random: () => 0.5, logger });
+      h.controller.start();
+      await h.send('A', 'hung');
+      await h.send('A', 'next');
+      await settle();
+      h.run('hung'); // taken and never settled: the pipeline ignores its signal
+      await vi.advanceTimersByTimeAsync(10_000 + 99_999);
+      expect(h.controller.running).toBe(1);
+      expect(logger.lines.filter((line) => line.startsWith('error orphaned turn'))).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.controller.running).toBe(0);
+      expect(logger.lines.filter((line) => line.startsWith('error orphaned turn'))).toHaveLength(1);
+      // Released as a retryable timeout: the same message runs again first, order kept.
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(h.runs.map((run) => [run.query.text, run.query.attempt])).toEqual([['hung', 2]]);
+    });
+  });
+
+  describe('when the pipeline is no longer configured', () => {
+    it('drops its messages with reason pipeline_missing', async () => {
+      const h = createHarness();
+      h.controller.start();
+      await h.send('A', 'm', { pipeline: 'gone' });
+      await settle();
+      expect(h.outcomes).toMatchObject([{ kind: 'dropped', reason: 'pipeline_missing', pipeline: 'gone' }]);
+      expect((await h.pool.stats()).sessions).toBe(0);
+    });
+  });
+
+  describe('when stopping', () => {
+    it('flushes debounce buffers so buffered bursts run before the stop resolves', async () => {
+      const h = createHarness({ pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '10s' } }], autoReply: true });
+      h.controller.start();
+      await h.send('A', 'a');
+      await h.send('A', 'b');
+      await settle();
+      expect(h.events).toEqual([]);
+      await h.controller.stop({ drainTimeoutMs: 30_000 });
+      expect(h.events).toEqual(['start:a\nb', 'end:a\nb']);
+    });
+
+    it('aborts turns still running at the drain timeout and drops them when the pool is not durable', async () => {
+      const h = createHarness();
+      h.controller.start();
+      await h.send('A', 'long');
+      await h.send('A', 'queued');
+      await settle();
+      const run = h.run('long');
+      const stopping = h.controller.stop({ drainTimeoutMs: 30_000 });
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(run.signal.aborted).toBe(true);
+      expect(run.signal.reason).toMatchObject({ code: 'SB_SHUTDOWN' });
+      run.reject(run.signal.reason);
+      await vi.advanceTimersByTimeAsync(2_000);
+      await stopping;
+      expect(h.outcomes.map((o) => [o.kind, o.reason, o.message.text])).toEqual([
+        ['dropped', 'shutdown', 'long'],
+        ['dropped', 'shutdown', 'queued'],
+      ]);
+    });
+  });
+});

@@ -1,0 +1,182 @@
+import { vi } from 'vitest';
+import {
+  type Concurrency,
+  type InboundMessage,
+  type Journal,
+  type Logger,
+  type Outcome,
+  type PipelinePolicyInput,
+  PipelinePolicySchema,
+  type Query,
+  type QueueLimits,
+  type Reply,
+  createController,
+  createMemoryQueryPool,
+  createOutcomeBus,
+  parseInboundMessage,
+} from '../src/index.js';
+
+let counter = 0;
+
+/** A unified message in chat `chat` of a test channel; the text doubles as its name. */
+export function message(
+  chat: string,
+  text: string,
+  overrides: { sender?: string; chatType?: 'person' | 'group' } = {},
+): InboundMessage {
+  counter += 1;
+  return parseInboundMessage({
+    id: `m${String(counter).padStart(9, '0')}`,
+    platform: 'test',
+    channel: 'c',
+    chat: { type: overrides.chatType ?? 'person', id: chat },
+    sender: { id: overrides.sender ?? `user-${chat}` },
+    text,
+    platform_message_id: `p${counter}`,
+    received_at: Date.now(),
+  });
+}
+
+export interface PendingRun {
+  query: Query;
+  signal: AbortSignal;
+  resolve(replies?: Reply[]): void;
+  reject(error: unknown): void;
+}
+
+export interface HarnessOptions {
+  concurrency?: Partial<Concurrency>;
+  limits?: Partial<QueueLimits>;
+  pipelines?: PipelinePolicyInput[];
+  journal?: Journal;
+  /** Answer every run at once with its text instead of waiting for the test. */
+  autoReply?: boolean;
+  random?: () => number;
+  logger?: Logger;
+}
+
+/** A logger that keeps `level message` lines for assertions. */
+export function capturingLogger(lines: string[] = []): Logger & { lines: string[] } {
+  const log = (level: string) => (_bindings: object, text: string) => void lines.push(`${level} ${text}`);
+  const logger: Logger & { lines: string[] } = {
+    lines,
+    debug: log('debug'),
+    info: log('info'),
+    warn: log('warn'),
+    error: log('error'),
+    child: () => logger,
+  };
+  return logger;
+}
+
+/**
+ * A pool and controller wired like the gateway does, with pipelines the test drives by hand:
+ * each run waits in `runs` until the test resolves or rejects it. `events` logs `start:<text>`
+ * and `end:<text>` in order.
+ */
+export function createHarness(options: HarnessOptions = {}) {
+  const policies = (options.pipelines ?? [{ id: 'p' }]).map((input) => PipelinePolicySchema.parse(input));
+  const pool = createMemoryQueryPool({
+    concurrency: { global: 20, perSession: 1, ...options.concurrency },
+    limits: { maxPending: 10_000, maxPendingPerSession: 500, ...options.limits },
+    pipelines: policies,
+    journal: options.journal,
+  });
+  const outcomes: Outcome[] = [];
+  const bus = createOutcomeBus((error) => {
+    throw error;
+  });
+  bus.subscribe((outcome) => outcomes.push(outcome));
+  const events: string[] = [];
+  const runs: PendingRun[] = [];
+  const delivered: Array<{ query: Query; replies: readonly Reply[] }> = [];
+  let active = 0;
+  let maxActive = 0;
+
+  const pipelines = new Map(
+    policies.map((policy) => [
+      policy.id,
+      {
+        id: policy.id,
+        run(query: Query, { signal }: { signal: AbortSignal }) {
+          active += 1;
+          maxActive = Math.max(maxActive, active);
+          events.push(`start:${query.text}`);
+          const settle = () => {
+            active -= 1;
+            events.push(`end:${query.text}`);
+          };
+          if (options.autoReply) {
+            settle();
+            return Promise.resolve({ replies: [{ text: query.text }] });
+          }
+          return new Promise<{ replies: Reply[] }>((resolve, reject) => {
+            runs.push({
+              query,
+              signal,
+              resolve: (replies = [{ text: query.text }]) => {
+                settle();
+                resolve({ replies });
+              },
+              reject: (error) => {
+                settle();
+                reject(error);
+              },
+            });
+          });
+        },
+      },
+    ]),
+  );
+
+  const controller = createController({
+    pool,
+    pipelines,
+    policies: new Map(policies.map((policy) => [policy.id, policy])),
+    outcomes: bus,
+    deliver: async (query, replies) => {
+      delivered.push({ query, replies });
+    },
+    random: options.random,
+    logger: options.logger,
+  });
+
+  return {
+    pool,
+    controller,
+    outcomes,
+    events,
+    runs,
+    delivered,
+    get maxActive() {
+      return maxActive;
+    },
+    /** Enqueues `text` in `chat` for `pipeline` as the ingress would. */
+    async send(chat: string, text: string, extra: { pipeline?: string; sender?: string; chatType?: 'person' | 'group' } = {}) {
+      const inbound = message(chat, text, extra);
+      return pool.enqueue({
+        message: inbound,
+        session: `test:c:${inbound.chat.type}:${chat}`,
+        pipeline: extra.pipeline ?? policies[0]?.id ?? 'p',
+        routedByRule: false,
+        attempt: 0,
+        acceptedAt: Date.now(),
+      });
+    },
+    /** The pending run whose query text is `text`. */
+    run(text: string): PendingRun {
+      const found = runs.find((run) => run.query.text === text);
+      if (found === undefined) throw new Error(`no run for "${text}"; running: ${runs.map((r) => r.query.text)}`);
+      runs.splice(runs.indexOf(found), 1);
+      return found;
+    },
+  };
+}
+
+/** Lets promise chains and zero-delay timers settle, with real or fake timers. */
+export async function settle(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    if (vi.isFakeTimers()) await vi.advanceTimersByTimeAsync(0);
+    else await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
