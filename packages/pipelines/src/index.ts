@@ -1,0 +1,11 @@
+// The public surface of @switchboard/pipelines: one factory and one options schema per type,
+// and the signature helpers an `http` pipeline's receiver verifies requests with.
+
+export type { EchoPipelineOptions } from './echo.js';
+export { createEchoPipeline, EchoPipelineOptionsSchema } from './echo.js';
+export type { HttpPipelineOptions, HttpRequestBody } from './http.js';
+export { createHttpPipeline, HttpPipelineOptionsSchema } from './http.js';
+export type { OpenAIPipelineDeps, OpenAIPipelineOptions } from './openai.js';
+export { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from './openai.js';
+export type { VerifySignatureOptions } from './signature.js';
+export { SIGNATURE_HEADER, signBody, verifySignature } from './signature.js';

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { retryDelayMs } from '../src/index.js';
+
+const policy = { baseDelayMs: 5000, maxDelayMs: 300_000 };
+
+describe('retryDelayMs', () => {
+  describe('when jitter is neutral', () => {
+    it('doubles from 5 s and caps at 300 s', () => {
+      const waits = Array.from({ length: 10 }, (_, i) => retryDelayMs(i + 1, policy, () => 0.5));
+      expect(waits).toEqual([5, 10, 20, 40, 80, 160, 300, 300, 300, 300].map((s) => s * 1000));
+    });
+
+    it('does not overflow for a huge attempt number', () => {
+      expect(retryDelayMs(Number.MAX_SAFE_INTEGER, policy, () => 0.5)).toBe(300_000);
+    });
+  });
+
+  describe('when jitter is at its bounds', () => {
+    it('stays within ±20% of the capped delay', () => {
+      expect(retryDelayMs(1, policy, () => 0)).toBe(4000);
+      expect(retryDelayMs(1, policy, () => 0.999_999)).toBeLessThanOrEqual(6000);
+      expect(retryDelayMs(9, policy, () => 0)).toBe(240_000);
+      expect(retryDelayMs(9, policy, () => 0.999_999)).toBeLessThanOrEqual(360_000);
+      for (let i = 0; i < 1000; i++) {
+        const wait = retryDelayMs(3, policy);
+        expect(wait).toBeGreaterThanOrEqual(16_000);
+        expect(wait).toBeLessThanOrEqual(24_000);
+      }
+    });
+  });
+});

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type Outcome,
+  type PipelinePolicyInput,
+  PipelinePolicySchema,
+  createIngress,
+  createMemoryQueryPool,
+  createOutcomeBus,
+  createRouter,
+} from '../src/index.js';
+import { createMemoryDedupStore } from '../src/memory/memory-dedup-store.js';
+import { message } from './harness.js';
+
+function setup(options: { maxPending?: number; maxPendingPerSession?: number; pipelines?: PipelinePolicyInput[] } = {}) {
+  const policies = (options.pipelines ?? [{ id: 'echo' }]).map((p) => PipelinePolicySchema.parse(p));
+  const pool = createMemoryQueryPool({
+    concurrency: { global: 1, perSession: 1 },
+    limits: { maxPending: options.maxPending ?? 100, maxPendingPerSession: options.maxPendingPerSession ?? 100 },
+    pipelines: policies,
+  });
+  const router = createRouter(
+    {
+      default: 'echo',
+      rules: [
+        { name: 'drop-ads', type: 'message_content', operator: 'contains', value: 'buy now', pipeline: '__discard__' },
+        { name: 'vip-group', type: 'launcher_id', operator: 'eq', value: 'vip', pipeline: 'echo' },
+      ],
+    },
+    { pipelines: policies.map((p) => p.id) },
+  );
+  const outcomes: Outcome[] = [];
+  const bus = createOutcomeBus();
+  bus.subscribe((o) => outcomes.push(o));
+  const ingress = createIngress({
+    pool,
+    router: () => router,
+    outcomes: bus,
+    dedup: createMemoryDedupStore(),
+    channelPolicy: () => ({ admission: { require_mention: true, prefixes: ['!'] }, sessionScope: 'chat' }),
+  });
+  return { pool, ingress, outcomes };
+}
+
+describe('ingress', () => {
+  describe('when a message is routed to a pipeline', () => {
+    it('queues it under its session key and records no outcome yet', async () => {
+      const { ingress, pool, outcomes } = setup();
+      const result = await ingress.accept(message('A', 'hello'));
+      expect(result).toEqual({ status: 'queued', pipeline: 'echo', session: 'test:c:person:A', rule: null });
+      expect((await pool.stats()).pending).toBe(1);
+      expect(outcomes).toEqual([]);
+    });
+  });
+
+  describe('when a rule routes it to __discard__', () => {
+    it('records a discarded outcome with the rule name and queues nothing', async () => {
+      const { ingress, pool, outcomes } = setup();
+      expect(await ingress.accept(message('A', 'BUY NOW? buy now!'))).toEqual({ status: 'discarded', rule: 'drop-ads' });
+      expect(outcomes).toMatchObject([{ kind: 'discarded', reason: 'rule', rule: 'drop-ads' }]);
+      expect((await pool.stats()).pending).toBe(0);
+    });
+  });
+
+  describe('when a group message does not mention the bot', () => {
+    it('is ignored as not_mentioned unless a rule routes it or a prefix starts it', async () => {
+      const { ingress, outcomes } = setup();
+      expect(await ingress.accept(message('G', 'chatter', { chatType: 'group' }))).toEqual({
+        status: 'ignored',
+        reason: 'not_mentioned',
+      });
+      expect(outcomes).toMatchObject([{ kind: 'ignored', reason: 'not_mentioned' }]);
+      expect((await ingress.accept(message('vip', 'chatter', { chatType: 'group' }))).status).toBe('queued');
+      expect((await ingress.accept(message('G', '!ask', { chatType: 'group' }))).status).toBe('queued');
+    });
+  });
+
+  describe('when a bot sends a message', () => {
+    it('is ignored as bot_author', async () => {
+      const { ingress } = setup();
+      const fromBot = message('A', 'beep');
+      fromBot.sender.is_bot = true;
+      expect(await ingress.accept(fromBot)).toEqual({ status: 'ignored', reason: 'bot_author' });
+    });
+  });
+
+  describe('when the platform redelivers an event', () => {
+    it('records the second delivery as duplicate and queues once', async () => {
+      const { ingress, pool, outcomes } = setup();
+      expect((await ingress.accept(message('A', 'x'), 'update-1')).status).toBe('queued');
+      expect(await ingress.accept(message('A', 'x'), 'update-1')).toEqual({ status: 'duplicate' });
+      expect(outcomes).toMatchObject([{ kind: 'duplicate', reason: 'redelivery' }]);
+      expect((await pool.stats()).pending).toBe(1);
+    });
+
+    it('accepts a redelivery of a message that was refused', async () => {
+      const { ingress } = setup({ maxPending: 1 });
+      await ingress.accept(message('A', 'fills the queue'));
+      expect(await ingress.accept(message('B', 'x'), 'update-2')).toMatchObject({ status: 'refused', reason: 'queue_full' });
+      // The refused delivery id was forgotten: the redelivery is judged again, not called a duplicate.
+      expect((await ingress.accept(message('B', 'x'), 'update-2')).status).toBe('refused');
+    });
+  });
+
+  describe('when a session overflows', () => {
+    it('records the dropped oldest message as dropped/queue_overflow', async () => {
+      const { ingress, outcomes } = setup({ maxPendingPerSession: 1 });
+      const first = message('A', 'first');
+      await ingress.accept(first);
+      await ingress.accept(message('A', 'second'));
+      expect(outcomes).toMatchObject([{ kind: 'dropped', reason: 'queue_overflow', message: { id: first.id } }]);
+    });
+  });
+});

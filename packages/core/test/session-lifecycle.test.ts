@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { createHarness, settle } from './harness.js';
+
+describe('per-session state', () => {
+  describe('when 1,000,000 distinct sessions are each processed once', () => {
+    it('leaves no per-session entry in the pool or the controller', { timeout: 240_000 }, async () => {
+      const h = createHarness({ autoReply: true, concurrency: { global: 20 } });
+      h.controller.start();
+      const batch = 10_000;
+      let peakSessions = 0;
+      for (let start = 0; start < 1_000_000; start += batch) {
+        for (let i = start; i < start + batch; i++) await h.send(`s${i}`, 'x');
+        peakSessions = Math.max(peakSessions, (await h.pool.stats()).sessions);
+        while ((await h.pool.stats()).pending > 0 || h.controller.running > 0) await settle(1);
+        h.outcomes.length = 0;
+        h.delivered.length = 0;
+        h.events.length = 0;
+      }
+      // The pool did hold sessions while they were busy…
+      expect(peakSessions).toBeGreaterThan(0);
+      // …and forgot every one of them afterwards.
+      expect(await h.pool.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
+      expect(h.controller.running).toBe(0);
+    });
+  });
+});

@@ -1,0 +1,131 @@
+import {
+  formatIssues,
+  type Pipeline,
+  type PipelineResult,
+  type Query,
+  ReplySchema,
+  SwitchboardError,
+} from '@switchboard/core';
+import { z } from 'zod';
+import { abortError, excerptOf, networkError, statusError } from './remote-errors.js';
+import { SIGNATURE_HEADER, signBody } from './signature.js';
+
+/** `pipelines[]` keys of `type: http`: where to POST turns and how to sign them. */
+export const HttpPipelineOptionsSchema = z.strictObject({
+  type: z.literal('http'),
+  /** The endpoint that answers `{replies:[{text}]}`; http or https only. */
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+  /** When set, every request carries `X-Switchboard-Signature` (see signature.ts). */
+  secret: z.string().min(1).optional(),
+  /** Extra request headers, e.g. an `Authorization` the endpoint expects. */
+  headers: z.record(z.string(), z.string()).optional(),
+});
+export type HttpPipelineOptions = z.output<typeof HttpPipelineOptionsSchema>;
+
+/** What the endpoint must answer with a 2xx: the replies to send, possibly none. */
+const HttpReplySchema = z.object({ replies: z.array(ReplySchema) });
+
+/**
+ * The JSON an `http` pipeline POSTs (DESIGN §4). Absent optional fields are `null` so that every
+ * key is always present for the receiver.
+ */
+function httpRequestBody(query: Query) {
+  const { message } = query;
+  return {
+    id: query.id,
+    attempt: query.attempt,
+    pipeline: query.pipeline,
+    routed_by_rule: query.routedByRule,
+    session: {
+      key: query.session,
+      platform: message.platform,
+      channel: message.channel,
+      chat_type: message.chat.type,
+      chat_id: message.chat.id,
+      thread: message.chat.thread ?? null,
+    },
+    sender: { id: message.sender.id, name: message.sender.name ?? null },
+    text: query.text,
+    messages: query.messages.map((original) => ({
+      id: original.id,
+      platform_message_id: original.platform_message_id,
+      text: original.text,
+      sender: { id: original.sender.id, name: original.sender.name ?? null },
+      received_at: original.received_at,
+      elements: original.elements,
+    })),
+  };
+}
+/** The JSON body an `http` pipeline POSTs, for receivers written in TypeScript. */
+export type HttpRequestBody = ReturnType<typeof httpRequestBody>;
+
+/**
+ * A pipeline that POSTs each turn as JSON to `options.url` and sends back the `replies` the
+ * endpoint answers with. Signed with `options.secret` when set. Failures: 408/429/5xx and
+ * network errors are retryable (honouring Retry-After), other statuses and malformed answers are
+ * fatal, an aborted run is SB_PIPELINE_TIMEOUT.
+ */
+export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pipeline {
+  // Values that must never reach an error or a log, even when the endpoint echoes them.
+  const secrets = [options.secret, ...Object.values(options.headers ?? {})];
+  return {
+    id,
+    async run(query, { signal, logger }) {
+      const body = JSON.stringify(httpRequestBody(query));
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': 'switchboard',
+        ...options.headers,
+      };
+      if (options.secret !== undefined) headers[SIGNATURE_HEADER] = signBody(options.secret, body);
+
+      const startedMs = Date.now();
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetch(options.url, { method: 'POST', headers, body, signal });
+        text = await response.text();
+      } catch (error) {
+        if (signal.aborted) throw abortError(id, signal, error);
+        throw networkError(id, error);
+      }
+      logger.debug(
+        { pipeline: id, status: response.status, durationMs: Date.now() - startedMs },
+        'pipeline answered',
+      );
+
+      if (!response.ok) throw statusError(id, response.status, response.headers, excerptOf(text, secrets));
+      return parseReply(id, response.status, text, secrets);
+    },
+  };
+}
+
+function parseReply(
+  id: string,
+  status: number,
+  text: string,
+  secrets: readonly (string | undefined)[],
+): PipelineResult {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw invalidReply(id, status, text, secrets, ['response body is not JSON']);
+  }
+  const parsed = HttpReplySchema.safeParse(json);
+  if (!parsed.success) throw invalidReply(id, status, text, secrets, formatIssues(parsed.error));
+  return { replies: parsed.data.replies };
+}
+
+function invalidReply(
+  id: string,
+  status: number,
+  text: string,
+  secrets: readonly (string | undefined)[],
+  problems: string[],
+): SwitchboardError {
+  return new SwitchboardError('SB_PIPELINE_FAILED', {
+    message: `pipeline ${id}: invalid reply: ${problems.join('; ')}`,
+    details: { pipeline: id, status, problems, body: excerptOf(text, secrets) },
+  });
+}

@@ -1,0 +1,86 @@
+import { isSwitchboardError, SwitchboardError } from '@switchboard/core';
+
+/** Longest response excerpt kept in error details: enough to diagnose, never a whole page. */
+const EXCERPT_CHARS = 200;
+
+/**
+ * Whether a remote answer with this status may succeed later (DESIGN §4): 408 request timeout,
+ * 429 rate limited and every 5xx. Other statuses mean the request itself is wrong.
+ */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/**
+ * The wait a remote side asked for, in ms: OpenAI's `retry-after-ms`, else `Retry-After` as
+ * seconds or an HTTP date (RFC 9110 §10.2.3). Undefined when absent or unreadable.
+ */
+export function retryAfterMsOf(headers: Headers, nowMs: number): number | undefined {
+  const ms = Number(headers.get('retry-after-ms') ?? Number.NaN);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const value = headers.get('retry-after')?.trim();
+  if (value === undefined || value === '') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined;
+  const dateMs = Date.parse(value);
+  return Number.isNaN(dateMs) ? undefined : Math.max(0, dateMs - nowMs);
+}
+
+/**
+ * The start of a remote body for error details, with every secret masked: a debugging endpoint
+ * that echoes its request headers must not leak a token into logs or the audit trail.
+ */
+export function excerptOf(text: string, secrets: readonly (string | undefined)[]): string {
+  let out = text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text;
+  for (const secret of secrets) if (secret) out = out.replaceAll(secret, '***');
+  return out;
+}
+
+/** SB_PIPELINE_FAILED for a non-2xx answer, retryable and delayed as the status says. */
+export function statusError(
+  pipeline: string,
+  status: number,
+  headers: Headers,
+  excerpt: string,
+  retryable = isRetryableStatus(status),
+): SwitchboardError {
+  return new SwitchboardError('SB_PIPELINE_FAILED', {
+    message: `pipeline ${pipeline}: endpoint answered ${status}`,
+    details: { pipeline, status, body: excerpt },
+    retryable,
+    retryAfterMs: retryable ? retryAfterMsOf(headers, Date.now()) : undefined,
+  });
+}
+
+/** SB_PIPELINE_FAILED, retryable, for a request that never got an answer (refused, reset, DNS). */
+export function networkError(pipeline: string, cause: unknown): SwitchboardError {
+  const reason = cause instanceof Error ? (causeMessage(cause) ?? cause.message) : String(cause);
+  return new SwitchboardError('SB_PIPELINE_FAILED', {
+    message: `pipeline ${pipeline}: endpoint unreachable (${reason})`,
+    details: { pipeline, reason },
+    cause,
+    retryable: true,
+  });
+}
+
+/**
+ * What to throw once the run's signal has fired: the controller's own reason when it is already
+ * a SwitchboardError (timeout, shutdown), else SB_PIPELINE_TIMEOUT, retryable.
+ */
+export function abortError(pipeline: string, signal: AbortSignal, cause: unknown): SwitchboardError {
+  if (isSwitchboardError(signal.reason)) return signal.reason;
+  return new SwitchboardError('SB_PIPELINE_TIMEOUT', {
+    message: `pipeline ${pipeline}: aborted before the endpoint answered`,
+    details: { pipeline },
+    cause,
+    retryable: true,
+  });
+}
+
+// Node's fetch reports every network failure as "fetch failed"; the reason is in `cause`.
+function causeMessage(error: Error): string | undefined {
+  const cause = error.cause;
+  if (!(cause instanceof Error)) return undefined;
+  const code = (cause as NodeJS.ErrnoException).code;
+  return code ?? cause.message;
+}

@@ -1,0 +1,298 @@
+import {
+  type HistoryEntry,
+  type HistoryStore,
+  isSwitchboardError,
+  type Query,
+  type SwitchboardError,
+} from '@switchboard/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from '../src/openai.js';
+import {
+  type FakeAnswer,
+  type FakeServer,
+  type RecordedRequest,
+  refusedUrl,
+  startFakeServer,
+} from './fake-server.js';
+import { queryOf, rejectionOf, runContext } from './query.js';
+
+const API_KEY = 'sk-test-0123456789abcdef';
+
+/** The HistoryStore port kept in a Map: enough to see what the pipeline reads and writes. */
+function createMemoryHistoryStore(): HistoryStore & {
+  entries(session: string, pipeline: string): HistoryEntry[];
+} {
+  const bySessionAndPipeline = new Map<string, HistoryEntry[]>();
+  const keyOf = (session: string, pipeline: string) => JSON.stringify([session, pipeline]);
+  return {
+    async append(session, pipeline, entries) {
+      bySessionAndPipeline.set(keyOf(session, pipeline), [...this.entries(session, pipeline), ...entries]);
+    },
+    async recent(session, pipeline, limit) {
+      return limit === 0 ? [] : this.entries(session, pipeline).slice(-limit);
+    },
+    entries(session, pipeline) {
+      return bySessionAndPipeline.get(keyOf(session, pipeline)) ?? [];
+    },
+  };
+}
+
+/** A standard chat-completions answer with one choice. */
+function completion(content: string): FakeAnswer {
+  return {
+    status: 200,
+    body: {
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: 'gpt-test',
+      choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    },
+  };
+}
+
+let server: FakeServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function setUp(answer: (request: RecordedRequest) => FakeAnswer, extra: object = {}) {
+  server = await startFakeServer(answer);
+  const history = createMemoryHistoryStore();
+  const options = OpenAIPipelineOptionsSchema.parse({
+    type: 'openai',
+    base_url: `${server.url}/v1`,
+    api_key: API_KEY,
+    model: 'gpt-test',
+    ...extra,
+  });
+  return { pipeline: createOpenAIPipeline('assistant', options, { history }), history, server };
+}
+
+const sentBody = (request: RecordedRequest | undefined) => JSON.parse(request?.body ?? '');
+
+async function failureOf(answer: FakeAnswer, query: Query = queryOf(['hi'])) {
+  const setup = await setUp(() => answer);
+  const error = await rejectionOf(setup.pipeline.run(query, runContext()));
+  if (!isSwitchboardError(error)) throw error;
+  return { error, server: setup.server, history: setup.history };
+}
+
+describe('createOpenAIPipeline', () => {
+  describe('when the endpoint answers', () => {
+    it('posts model, system prompt, history and the turn text with the API key as bearer', async () => {
+      const { pipeline, history, server } = await setUp(() => completion('sure'), {
+        system_prompt: 'You are terse.',
+        temperature: 0.2,
+      });
+      const query = queryOf(['what time', 'is it?']);
+      await history.append(query.session, 'assistant', [
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: 'hi there' },
+      ]);
+
+      await pipeline.run(query, runContext());
+
+      const request = server.requests[0];
+      expect(request?.method).toBe('POST');
+      expect(request?.url).toBe('/v1/chat/completions');
+      expect(request?.headers.authorization).toBe(`Bearer ${API_KEY}`);
+      expect(sentBody(request)).toMatchObject({
+        model: 'gpt-test',
+        temperature: 0.2,
+        messages: [
+          { role: 'system', content: 'You are terse.' },
+          { role: 'user', content: 'hello' },
+          { role: 'assistant', content: 'hi there' },
+          { role: 'user', content: 'what time\nis it?' },
+        ],
+      });
+    });
+
+    it('replies with the first choice and appends the exchange to the history', async () => {
+      const { pipeline, history } = await setUp(() => completion('It is noon.'));
+      const query = queryOf(['what time is it?']);
+
+      const result = await pipeline.run(query, runContext());
+
+      expect(result).toEqual({ replies: [{ text: 'It is noon.' }] });
+      expect(history.entries(query.session, 'assistant')).toEqual([
+        { role: 'user', content: 'what time is it?' },
+        { role: 'assistant', content: 'It is noon.' },
+      ]);
+    });
+
+    it('sends the previous turn as context on the next one', async () => {
+      let turn = 0;
+      const { pipeline, server } = await setUp(() => completion(`answer ${++turn}`));
+
+      await pipeline.run(queryOf(['one']), runContext());
+      await pipeline.run(queryOf(['two']), runContext());
+
+      expect(sentBody(server.requests[1]).messages).toEqual([
+        { role: 'user', content: 'one' },
+        { role: 'assistant', content: 'answer 1' },
+        { role: 'user', content: 'two' },
+      ]);
+    });
+  });
+
+  describe('when the history is longer than history_turns', () => {
+    it('sends only the last history_turns exchanges', async () => {
+      const { pipeline, history, server } = await setUp(() => completion('ok'), { history_turns: 1 });
+      const query = queryOf(['now']);
+      await history.append(query.session, 'assistant', [
+        { role: 'user', content: 'old' },
+        { role: 'assistant', content: 'old answer' },
+        { role: 'user', content: 'recent' },
+        { role: 'assistant', content: 'recent answer' },
+      ]);
+
+      await pipeline.run(query, runContext());
+
+      expect(sentBody(server.requests[0]).messages).toEqual([
+        { role: 'user', content: 'recent' },
+        { role: 'assistant', content: 'recent answer' },
+        { role: 'user', content: 'now' },
+      ]);
+    });
+  });
+
+  describe('when history_turns is 0', () => {
+    it('sends no history and keeps none', async () => {
+      const { pipeline, history, server } = await setUp(() => completion('ok'), { history_turns: 0 });
+      const query = queryOf(['now']);
+      await history.append(query.session, 'assistant', [{ role: 'user', content: 'old' }]);
+
+      await pipeline.run(query, runContext());
+
+      expect(sentBody(server.requests[0]).messages).toEqual([{ role: 'user', content: 'now' }]);
+      expect(history.entries(query.session, 'assistant')).toEqual([{ role: 'user', content: 'old' }]);
+    });
+  });
+
+  describe('when the answer has no content', () => {
+    it('fails as fatal naming the missing field and keeps no history', async () => {
+      const answer: FakeAnswer = { status: 200, body: { id: 'x', object: 'chat.completion', choices: [] } };
+      const query = queryOf(['hi']);
+
+      const { error, history } = await failureOf(answer, query);
+
+      expect(error.code).toBe('SB_PIPELINE_FAILED');
+      expect(error.retryable).toBe(false);
+      expect(error.message).toContain('choices[0].message.content');
+      expect(history.entries(query.session, 'assistant')).toEqual([]);
+    });
+  });
+
+  describe('when the endpoint answers 5xx', () => {
+    it('fails as retryable after exactly one request (the client does not retry)', async () => {
+      const { error, server } = await failureOf({ status: 500, body: { error: { message: 'overloaded' } } });
+
+      expect(error.code).toBe('SB_PIPELINE_FAILED');
+      expect(error.retryable).toBe(true);
+      expect(error.details).toMatchObject({ status: 500 });
+      expect(server.requests).toHaveLength(1);
+    });
+  });
+
+  describe('when the endpoint rate-limits', () => {
+    it('fails as retryable with the requested wait', async () => {
+      const { error, server } = await failureOf({
+        status: 429,
+        headers: { 'retry-after': '3' },
+        body: { error: { message: 'slow down', type: 'rate_limit' } },
+      });
+
+      expect(error.retryable).toBe(true);
+      expect(error.retryAfterMs).toBe(3000);
+      expect(server.requests).toHaveLength(1);
+    });
+  });
+
+  describe('when the endpoint answers 409', () => {
+    it('fails as retryable', async () => {
+      const { error } = await failureOf({ status: 409, body: { error: { message: 'lock timeout' } } });
+
+      expect(error.retryable).toBe(true);
+    });
+  });
+
+  describe('when the endpoint refuses the credentials', () => {
+    it('fails as fatal without the API key anywhere in the error', async () => {
+      const { error } = await failureOf({
+        status: 401,
+        body: { error: { message: `Incorrect API key provided: ${API_KEY}`, type: 'invalid_request_error' } },
+      });
+
+      expect(error.code).toBe('SB_PIPELINE_FAILED');
+      expect(error.retryable).toBe(false);
+      expect(error.details).toMatchObject({ status: 401 });
+      expect(JSON.stringify({ message: error.message, details: error.details })).not.toContain(API_KEY);
+      expect(error.cause).toBeUndefined();
+    });
+  });
+
+  describe('when nothing listens at base_url', () => {
+    it('fails as retryable', async () => {
+      const options = OpenAIPipelineOptionsSchema.parse({
+        type: 'openai',
+        base_url: `${await refusedUrl()}/v1`,
+        api_key: API_KEY,
+        model: 'gpt-test',
+      });
+      const pipeline = createOpenAIPipeline('assistant', options, { history: createMemoryHistoryStore() });
+
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
+
+      expect(isSwitchboardError(error, 'SB_PIPELINE_FAILED')).toBe(true);
+      expect((error as SwitchboardError).retryable).toBe(true);
+    });
+  });
+
+  describe('when the run is aborted before the endpoint answers', () => {
+    it('fails with SB_PIPELINE_TIMEOUT, retryable, and keeps no history', async () => {
+      const { pipeline, history, server } = await setUp(() => 'hang');
+      const context = runContext();
+      const query = queryOf(['hi']);
+      const running = rejectionOf(pipeline.run(query, context));
+
+      await server.nextRequest();
+      context.controller.abort();
+
+      const error = await running;
+      expect(isSwitchboardError(error, 'SB_PIPELINE_TIMEOUT')).toBe(true);
+      expect((error as SwitchboardError).retryable).toBe(true);
+      expect(history.entries(query.session, 'assistant')).toEqual([]);
+    });
+  });
+});
+
+describe('OpenAIPipelineOptionsSchema', () => {
+  describe('when only the required keys are given', () => {
+    it('fills in the documented defaults', () => {
+      expect(OpenAIPipelineOptionsSchema.parse({ type: 'openai', api_key: 'k', model: 'm' })).toEqual({
+        type: 'openai',
+        base_url: 'https://api.openai.com/v1',
+        api_key: 'k',
+        model: 'm',
+        history_turns: 10,
+      });
+    });
+  });
+
+  describe('when history_turns is out of range', () => {
+    it('refuses it on the history_turns key', () => {
+      const result = OpenAIPipelineOptionsSchema.safeParse({
+        type: 'openai',
+        api_key: 'k',
+        model: 'm',
+        history_turns: 101,
+      });
+
+      expect(result.error?.issues.map((issue) => issue.path)).toEqual([['history_turns']]);
+    });
+  });
+});
