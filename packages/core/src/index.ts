@@ -67,6 +67,16 @@ export type { MessageStatus, MessageStatusStore } from './ports/message-status-s
 export type { Pipeline, PipelineResult, PipelineRunContext } from './ports/pipeline.js';
 export type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
 
+// In-memory stores (`store: memory`, tests, benchmarks)
+export { createMemoryAuditLog } from './memory/memory-audit-log.js';
+export { createMemoryDedupStore } from './memory/memory-dedup-store.js';
+export type { MemoryDedupStoreOptions } from './memory/memory-dedup-store.js';
+export { createMemoryHistoryStore } from './memory/memory-history-store.js';
+export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
+export { createMemoryJournal } from './memory/memory-journal.js';
+export { createMemoryMessageStatusStore } from './memory/memory-message-status-store.js';
+export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-status-store.js';
+
 // Errors, durations, validation
 export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './errors.js';
 export type { ErrorCode, SwitchboardErrorOptions } from './errors.js';

@@ -1,1 +1,8 @@
 // Contract test suites every implementation of a port runs (STYLE.md "Ports").
+export { auditLogContract } from './audit-log-contract.js';
+export { dedupStoreContract } from './dedup-store-contract.js';
+export { historyStoreContract } from './history-store-contract.js';
+export { journalContract } from './journal-contract.js';
+export { messageStatusStoreContract } from './message-status-store-contract.js';
+export { auditRecordFixture, queuedMessageFixture, useStoreUnderTest } from './store-harness.js';
+export type { StoreFactory, StoreFactoryContext, StoreHarness, StoreUnderTest } from './store-harness.js';

@@ -1,0 +1,101 @@
+import { SwitchboardError } from '../errors.js';
+import type { AuditLog, AuditQuery, AuditRecord } from '../ports/audit-log.js';
+
+/** Newest first: `at` descending, then `id` descending so equal timestamps have a fixed order. */
+function newestFirst(a: AuditRecord, b: AuditRecord): number {
+  if (a.at !== b.at) return b.at - a.at;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/** A position in the newest-first order: the (at, id) of the last item of a page. */
+interface CursorPosition {
+  at: number;
+  id: string;
+}
+
+function encodeCursor(record: AuditRecord): string {
+  return Buffer.from(JSON.stringify([record.at, record.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): CursorPosition {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof at === 'number' && typeof id === 'string') return { at, id };
+  } catch {
+    // Falls through to the same error as a well-formed but foreign value.
+  }
+  throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
+    message: 'cursor: not a cursor this audit log issued',
+    details: { field: 'cursor' },
+  });
+}
+
+function matches(record: AuditRecord, query: AuditQuery, after: CursorPosition | null): boolean {
+  return (
+    (query.outcome === undefined || record.outcome === query.outcome) &&
+    (query.reason === undefined || record.reason === query.reason) &&
+    (query.rule === undefined || record.rule === query.rule) &&
+    (query.channel === undefined || record.channel === query.channel) &&
+    (query.session === undefined || record.session === query.session) &&
+    (query.since === undefined || record.at >= query.since) &&
+    (query.until === undefined || record.at < query.until) &&
+    (after === null || record.at < after.at || (record.at === after.at && record.id < after.id))
+  );
+}
+
+/**
+ * An `AuditLog` in process memory that keeps every record until `prune`: for tests, benchmarks
+ * and `store: memory`. Queries scan all records, which is fine at those sizes. Records are
+ * copied in and out so callers cannot change what is stored.
+ */
+export function createMemoryAuditLog(): AuditLog {
+  const records = new Map<string, AuditRecord>();
+
+  function deadLetter(id: string): AuditRecord | undefined {
+    const record = records.get(id);
+    return record?.outcome === 'dead_lettered' ? record : undefined;
+  }
+
+  return {
+    async append(record) {
+      records.set(record.id, structuredClone(record));
+    },
+    async query(query) {
+      const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
+      const found = [...records.values()].filter((record) => matches(record, query, after)).sort(newestFirst);
+      const items = found.slice(0, query.limit).map((record) => structuredClone(record));
+      const last = items.at(-1);
+      return {
+        items,
+        nextCursor: found.length > query.limit && last !== undefined ? encodeCursor(last) : null,
+      };
+    },
+    async deadLetters(limit) {
+      return [...records.values()]
+        .filter((record) => record.outcome === 'dead_lettered' && record.replayed_at === null)
+        .sort(newestFirst)
+        .slice(0, limit)
+        .map((record) => structuredClone(record));
+    },
+    async getDeadLetter(id) {
+      const record = deadLetter(id);
+      return record === undefined ? null : structuredClone(record);
+    },
+    async markReplayed(id, atMs) {
+      const record = deadLetter(id);
+      if (record === undefined || record.replayed_at !== null) return false;
+      record.replayed_at = atMs;
+      return true;
+    },
+    async prune(beforeMs) {
+      let pruned = 0;
+      for (const [id, record] of records) {
+        if (record.at < beforeMs) {
+          records.delete(id);
+          pruned += 1;
+        }
+      }
+      return pruned;
+    },
+  };
+}

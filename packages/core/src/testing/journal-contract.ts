@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import type { Journal } from '../ports/journal.js';
+import { queuedMessageFixture, type StoreFactory, useStoreUnderTest } from './store-harness.js';
+
+const idsOf = (entries: { message: { id: string } }[]) => entries.map((entry) => entry.message.id);
+
+/** The behaviour every `Journal` must show (ports/journal.ts); run it once per implementation. */
+export function journalContract(name: string, factory: StoreFactory<Journal>): void {
+  describe(`Journal contract: ${name}`, () => {
+    const subject = useStoreUnderTest(factory);
+
+    describe('when nothing was appended', () => {
+      it('loads an empty list', async () => {
+        expect(await subject.store.load()).toEqual([]);
+      });
+    });
+
+    describe('when entries are appended', () => {
+      it('loads them in acceptance order, 1000 of them included', async () => {
+        const entries = Array.from({ length: 1000 }, (_, index) => queuedMessageFixture(index));
+        // Descending ids prove the order is the append order, not an id sort.
+        entries.reverse();
+        for (const entry of entries) await subject.store.append(entry);
+        expect(idsOf(await subject.store.load())).toEqual(idsOf(entries));
+      });
+
+      it('returns every field as appended: elements, raw event, thread, rule', async () => {
+        const entry = queuedMessageFixture(1, { attempt: 2 });
+        const withoutRule = queuedMessageFixture(2, { routedByRule: false, rule: undefined });
+        await subject.store.append(entry);
+        await subject.store.append(withoutRule);
+        expect(await subject.store.load()).toEqual([entry, withoutRule]);
+      });
+
+      it('keeps what was appended when the caller mutates its object afterwards', async () => {
+        const entry = queuedMessageFixture(1);
+        await subject.store.append(entry);
+        entry.attempt = 9;
+        entry.message.text = 'changed';
+        const [loaded] = await subject.store.load();
+        expect(loaded?.attempt).toBe(0);
+        expect(loaded?.message.text).toBe('@switchboard hello 1');
+      });
+
+      it('updates an entry appended again in place, keeping its position', async () => {
+        for (const index of [1, 2, 3]) await subject.store.append(queuedMessageFixture(index));
+        await subject.store.append(queuedMessageFixture(1, { pipeline: 'echo' }));
+        const loaded = await subject.store.load();
+        expect(idsOf(loaded)).toEqual(idsOf([1, 2, 3].map((index) => queuedMessageFixture(index))));
+        expect(loaded[0]?.pipeline).toBe('echo');
+      });
+    });
+
+    describe('when a turn starts', () => {
+      it('records the new attempt of exactly the listed messages', async () => {
+        for (const index of [1, 2, 3]) await subject.store.append(queuedMessageFixture(index));
+        const [first, second, third] = [1, 2, 3].map((index) => queuedMessageFixture(index).message.id);
+        await subject.store.markStarted([first!, third!], 1);
+        await subject.store.markStarted([third!], 2);
+        const attempts = (await subject.store.load()).map((entry) => [entry.message.id, entry.attempt]);
+        expect(attempts).toEqual([
+          [first, 1],
+          [second, 0],
+          [third, 2],
+        ]);
+      });
+
+      it('ignores ids it does not hold', async () => {
+        await subject.store.append(queuedMessageFixture(1));
+        await subject.store.markStarted(['unknown'], 3);
+        expect(await subject.store.load()).toEqual([queuedMessageFixture(1)]);
+      });
+    });
+
+    describe('when entries are removed', () => {
+      it('forgets them and keeps the others in order', async () => {
+        for (const index of [1, 2, 3, 4]) await subject.store.append(queuedMessageFixture(index));
+        const ids = [1, 2, 3, 4].map((index) => queuedMessageFixture(index).message.id);
+        await subject.store.remove([ids[1]!, ids[3]!]);
+        expect(idsOf(await subject.store.load())).toEqual([ids[0], ids[2]]);
+      });
+
+      it('ignores unknown ids and an empty list', async () => {
+        await subject.store.append(queuedMessageFixture(1));
+        await subject.store.remove(['unknown']);
+        await subject.store.remove([]);
+        expect(await subject.store.load()).toHaveLength(1);
+      });
+    });
+
+    describe('when the store is reopened', () => {
+      it('still holds the entries, their order and their attempts', async (context) => {
+        for (const index of [3, 1, 2]) await subject.store.append(queuedMessageFixture(index));
+        await subject.store.markStarted([queuedMessageFixture(1).message.id], 1);
+        await subject.store.remove([queuedMessageFixture(2).message.id]);
+        const reopened = await subject.reopen();
+        if (reopened === null) return context.skip('not durable');
+        expect(await reopened.load()).toEqual([
+          queuedMessageFixture(3),
+          queuedMessageFixture(1, { attempt: 1 }),
+        ]);
+      });
+    });
+  });
+}

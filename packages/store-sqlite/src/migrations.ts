@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { SwitchboardError } from '@switchboard/core';
+import type { Database } from 'better-sqlite3';
+
+/**
+ * Schema migrations in the order they apply; migration N (1-based) brings the database to
+ * `PRAGMA user_version = N`. Append new files here, never edit or reorder applied ones.
+ */
+const MIGRATIONS = ['0001_init.sql'] as const;
+
+/** The schema version this build writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The database's schema version (`PRAGMA user_version`, 0 for a new file). */
+export function schemaVersion(db: Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+/**
+ * Applies the migrations `db` has not seen yet, each inside its own transaction together with the
+ * `user_version` bump, so a crash leaves the schema at a whole version. The version is read again
+ * inside an IMMEDIATE transaction because another process (the server, the CLI) may be migrating
+ * the same file at the same moment. Refuses a database written by a newer build.
+ */
+export function migrate(db: Database, path: string): void {
+  assertKnownVersion(db, path);
+  for (const [index, file] of MIGRATIONS.entries()) {
+    const version = index + 1;
+    if (schemaVersion(db) >= version) continue;
+    const sql = readFileSync(new URL(`../migrations/${file}`, import.meta.url), 'utf8');
+    db.transaction(() => {
+      if (schemaVersion(db) >= version) return;
+      db.exec(sql);
+      db.pragma(`user_version = ${version}`);
+    }).immediate();
+  }
+}
+
+/** Throws when `db` was written by a newer build, whose schema this one cannot read safely. */
+export function assertKnownVersion(db: Database, path: string): void {
+  const version = schemaVersion(db);
+  if (version > SCHEMA_VERSION) {
+    throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
+      message: `store.path: ${path} has schema version ${version}, newer than this build's ${SCHEMA_VERSION}; upgrade Switchboard`,
+      details: { path, version, supported: SCHEMA_VERSION },
+    });
+  }
+}

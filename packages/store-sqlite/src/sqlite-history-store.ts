@@ -1,0 +1,36 @@
+import type { HistoryEntry, HistoryStore } from '@switchboard/core';
+import type { Database } from 'better-sqlite3';
+
+/**
+ * The `HistoryStore` over the `history` table. Each append trims the conversation to its newest
+ * `maxEntries`, so a long-lived session cannot grow the file without bound.
+ */
+export function createSqliteHistoryStore(db: Database, maxEntries: number): HistoryStore {
+  const insert = db.prepare<[string, string, string, string]>(
+    'INSERT INTO history (session, pipeline, role, content) VALUES (?, ?, ?, ?)',
+  );
+  // The subquery finds the newest row past the kept ones; NULL (nothing to trim) deletes nothing.
+  const trim = db.prepare<{ session: string; pipeline: string; keep: number }>(
+    `DELETE FROM history WHERE session = @session AND pipeline = @pipeline AND seq <= (
+       SELECT seq FROM history WHERE session = @session AND pipeline = @pipeline
+       ORDER BY seq DESC LIMIT 1 OFFSET @keep)`,
+  );
+  const recent = db.prepare<[string, string, number], HistoryEntry>(
+    `SELECT role, content FROM (
+       SELECT seq, role, content FROM history WHERE session = ? AND pipeline = ? ORDER BY seq DESC LIMIT ?)
+     ORDER BY seq`,
+  );
+  const append = db.transaction((session: string, pipeline: string, entries: readonly HistoryEntry[]) => {
+    for (const entry of entries) insert.run(session, pipeline, entry.role, entry.content);
+    trim.run({ session, pipeline, keep: maxEntries });
+  });
+
+  return {
+    async append(session, pipeline, entries) {
+      if (entries.length > 0) append(session, pipeline, entries);
+    },
+    async recent(session, pipeline, limit) {
+      return limit > 0 ? recent.all(session, pipeline, limit) : [];
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import type { MessageStatus, MessageStatusStore } from '@switchboard/core';
+import type { Database } from 'better-sqlite3';
+
+/**
+ * The `MessageStatusStore` over the `message_status` and `idempotency_key` tables. A key is
+ * claimed by an upsert that only overwrites an expired binding, read back in the same
+ * transaction, so two processes cannot both bind one key.
+ */
+export function createSqliteMessageStatusStore(db: Database, now: () => number): MessageStatusStore {
+  const put = db.prepare<[string, number, string]>(
+    `INSERT INTO message_status (id, updated_at, body) VALUES (?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body`,
+  );
+  const get = db.prepare<[string], { body: string }>('SELECT body FROM message_status WHERE id = ?');
+  const bind = db.prepare<{ key: string; messageId: string; expiresAt: number; now: number }>(
+    `INSERT INTO idempotency_key (key, message_id, expires_at) VALUES (@key, @messageId, @expiresAt)
+     ON CONFLICT (key) DO UPDATE SET message_id = excluded.message_id, expires_at = excluded.expires_at
+     WHERE idempotency_key.expires_at <= @now`,
+  );
+  const boundTo = db.prepare<[string], { message_id: string }>(
+    'SELECT message_id FROM idempotency_key WHERE key = ?',
+  );
+  const pruneStatuses = db.prepare<[number]>('DELETE FROM message_status WHERE updated_at < ?');
+  const pruneKeys = db.prepare<[number]>('DELETE FROM idempotency_key WHERE expires_at <= ?');
+
+  const claim = db.transaction((key: string, messageId: string, ttlMs: number): string | null => {
+    const nowMs = now();
+    if (bind.run({ key, messageId, expiresAt: nowMs + ttlMs, now: nowMs }).changes === 1) return null;
+    return boundTo.get(key)?.message_id ?? null;
+  });
+  const prune = db.transaction((beforeMs: number): number => {
+    pruneKeys.run(now());
+    return pruneStatuses.run(beforeMs).changes;
+  });
+
+  return {
+    async put(status) {
+      put.run(status.id, status.updated_at, JSON.stringify(status));
+    },
+    async get(id) {
+      const row = get.get(id);
+      return row === undefined ? null : (JSON.parse(row.body) as MessageStatus);
+    },
+    async claimIdempotencyKey(key, messageId, ttlMs) {
+      return claim.immediate(key, messageId, ttlMs);
+    },
+    async prune(beforeMs) {
+      return prune(beforeMs);
+    },
+  };
+}

@@ -1,0 +1,180 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { StoreFactory } from '@switchboard/core/testing';
+import {
+  auditLogContract,
+  dedupStoreContract,
+  historyStoreContract,
+  journalContract,
+  messageStatusStoreContract,
+  queuedMessageFixture,
+} from '@switchboard/core/testing';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSqliteStore, SCHEMA_VERSION, type SqliteStore } from '../src/index.js';
+
+const temporaryFolders: string[] = [];
+
+/** A database path inside a new temporary folder, deleted after the test. */
+function temporaryPath(name = 'switchboard.db'): string {
+  const folder = mkdtempSync(join(tmpdir(), 'switchboard-sqlite-'));
+  temporaryFolders.push(folder);
+  return join(folder, name);
+}
+
+afterEach(() => {
+  for (const folder of temporaryFolders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A contract factory for one port of a store over a fresh file; `reopen` reopens that file. */
+function sqliteFactory<Store>(pick: (store: SqliteStore) => Store): StoreFactory<Store> {
+  return async ({ now }) => {
+    const path = temporaryPath();
+    let sqlite = createSqliteStore({ path, now });
+    return {
+      store: pick(sqlite),
+      close: async () => sqlite.close(),
+      reopen: async () => {
+        sqlite.close();
+        sqlite = createSqliteStore({ path, now });
+        return pick(sqlite);
+      },
+    };
+  };
+}
+
+journalContract(
+  'sqlite',
+  sqliteFactory((store) => store.journal),
+);
+auditLogContract(
+  'sqlite',
+  sqliteFactory((store) => store.auditLog),
+);
+dedupStoreContract(
+  'sqlite',
+  sqliteFactory((store) => store.dedup),
+);
+messageStatusStoreContract(
+  'sqlite',
+  sqliteFactory((store) => store.statuses),
+);
+historyStoreContract(
+  'sqlite',
+  sqliteFactory((store) => store.history),
+);
+
+/** Reads from the file with a connection of its own, as another process would. */
+function inspect<T>(path: string, read: (db: BetterSqlite3.Database) => T): T {
+  const db = new BetterSqlite3(path, { readonly: true });
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+describe('createSqliteStore', () => {
+  describe('when the file does not exist yet', () => {
+    it('creates missing parent folders and a WAL-mode database at the current schema version', () => {
+      const path = join(temporaryPath('unused'), '..', 'nested', 'deeper', 'switchboard.db');
+      createSqliteStore({ path }).close();
+      expect(inspect(path, (db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
+      expect(inspect(path, (db) => db.pragma('journal_mode', { simple: true }))).toBe('wal');
+    });
+  });
+
+  describe('when the file is opened again', () => {
+    it('applies no migration twice and keeps the data', async () => {
+      const path = temporaryPath();
+      const first = createSqliteStore({ path });
+      await first.journal.append(queuedMessageFixture(1));
+      first.close();
+      const second = createSqliteStore({ path });
+      expect(await second.journal.load()).toEqual([queuedMessageFixture(1)]);
+      second.close();
+      expect(inspect(path, (db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
+    });
+  });
+
+  describe('when the schema is newer than this build', () => {
+    it('refuses to open it with SB_STORE_UNAVAILABLE naming store.path', () => {
+      const path = temporaryPath();
+      createSqliteStore({ path }).close();
+      const db = new BetterSqlite3(path);
+      db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+      db.close();
+      expect(() => createSqliteStore({ path })).toThrow(
+        expect.objectContaining({
+          code: 'SB_STORE_UNAVAILABLE',
+          message: expect.stringMatching(/^store\.path: /),
+        }),
+      );
+    });
+  });
+
+  describe('when the path cannot be opened', () => {
+    it('throws SB_STORE_UNAVAILABLE naming the path', () => {
+      const blocker = temporaryPath('a-file');
+      writeFileSync(blocker, 'not a folder');
+      expect(() => createSqliteStore({ path: join(blocker, 'switchboard.db') })).toThrow(
+        expect.objectContaining({
+          code: 'SB_STORE_UNAVAILABLE',
+          details: { path: join(blocker, 'switchboard.db') },
+        }),
+      );
+    });
+  });
+
+  describe('when a process stops without closing the store', () => {
+    it('leaves every committed journal entry to the next open', async () => {
+      const path = temporaryPath();
+      // Never closed: the handle is simply dropped, as a killed process would leave it.
+      const crashed = createSqliteStore({ path });
+      for (const index of [1, 2, 3]) await crashed.journal.append(queuedMessageFixture(index));
+      await crashed.journal.markStarted([queuedMessageFixture(2).message.id], 1);
+      const restarted = createSqliteStore({ path });
+      expect(await restarted.journal.load()).toEqual([
+        queuedMessageFixture(1),
+        queuedMessageFixture(2, { attempt: 1 }),
+        queuedMessageFixture(3),
+      ]);
+      restarted.close();
+      crashed.close();
+    });
+  });
+
+  describe('when dedup keys expire', () => {
+    it('deletes expired rows while it keeps writing', async () => {
+      const path = temporaryPath();
+      let nowMs = 0;
+      const store = createSqliteStore({ path, now: () => nowMs });
+      for (let index = 0; index < 500; index += 1) await store.dedup.firstSeen(`old-${index}`, 1000);
+      nowMs = 1000;
+      for (let index = 0; index < 500; index += 1) await store.dedup.firstSeen(`new-${index}`, 60_000);
+      const rows = inspect(
+        path,
+        (db) => db.prepare('SELECT count(*) AS n FROM dedup').get() as { n: number },
+      );
+      store.close();
+      expect(rows.n).toBe(500);
+    });
+  });
+
+  describe('when a conversation grows past historyMaxEntries', () => {
+    it('keeps only the newest rows in the file', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path, historyMaxEntries: 3 });
+      for (const content of ['a', 'b', 'c', 'd', 'e']) {
+        await store.history.append('s', 'p', [{ role: 'user', content }]);
+      }
+      await store.history.append('other', 'p', [{ role: 'user', content: 'x' }]);
+      const rows = inspect(path, (db) =>
+        db.prepare('SELECT content FROM history ORDER BY seq').pluck().all(),
+      );
+      store.close();
+      expect(rows).toEqual(['c', 'd', 'e', 'x']);
+    });
+  });
+});
