@@ -1,1 +1,34 @@
+// The public surface of @switchboard/config: load and validate switchboard.yaml.
 
+export { configJsonSchema } from './config-json-schema.js';
+export type { ParseConfigOptions } from './load-config.js';
+export { loadConfig, parseConfig } from './load-config.js';
+export type {
+  AuditConfig,
+  ChannelConfig,
+  Config,
+  ConfigInput,
+  DiscordChannelConfig,
+  OpenApiChannelConfig,
+  PipelineConfig,
+  ServerConfig,
+  SlackChannelConfig,
+  StoreConfig,
+  TelegramChannelConfig,
+} from './schema.js';
+export {
+  AdminSchema,
+  AuditSchema,
+  ChannelSchema,
+  ConfigSchema,
+  DiscordChannelSchema,
+  OpenApiChannelSchema,
+  PipelineSchema,
+  ServerSchema,
+  ShutdownSchema,
+  SlackChannelSchema,
+  StoreSchema,
+  TelegramChannelSchema,
+} from './schema.js';
+export type { Env } from './substitute.js';
+export { substituteEnv } from './substitute.js';

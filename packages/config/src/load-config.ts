@@ -1,0 +1,118 @@
+import { readFile } from 'node:fs/promises';
+import {
+  createRouter,
+  isSwitchboardError,
+  type RoutingConfigInput,
+  SwitchboardError,
+} from '@switchboard/core';
+import { LineCounter, parseDocument } from 'yaml';
+import { configErrorMap, problemLines } from './problem-lines.js';
+import { type Config, ConfigSchema } from './schema.js';
+import { type Env, substituteEnv } from './substitute.js';
+
+export interface ParseConfigOptions {
+  /** Where `${VAR}` values come from. Default: `process.env`. */
+  env?: Env;
+  /** Names the text in error messages, usually its file path. Default: `configuration`. */
+  source?: string;
+}
+
+function invalid(source: string, problems: string[], cause?: unknown): SwitchboardError {
+  return new SwitchboardError('SB_CONFIG_INVALID', {
+    message: `${source}: invalid configuration\n  ${problems.join('\n  ')}`,
+    details: { source, problems },
+    cause,
+  });
+}
+
+/** YAML → plain data; every syntax error as `file:line:col: problem`. An empty text is `{}`. */
+function parseYaml(text: string, source: string): unknown {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (document.errors.length > 0) {
+    const problems = document.errors.map((error) => {
+      const { line, col } = lineCounter.linePos(error.pos[0]);
+      return `${source}:${line}:${col}: ${error.message}`;
+    });
+    throw invalid(source, problems, document.errors[0]);
+  }
+  return document.toJS() ?? {};
+}
+
+function section(document: unknown, key: string): unknown {
+  return document !== null && typeof document === 'object'
+    ? (document as Record<string, unknown>)[key]
+    : undefined;
+}
+
+/**
+ * Routing problems that need the rest of the file: unknown pipeline targets (and the rule
+ * problems themselves, worded by the router as `switchboard route` and reloads word them). Read
+ * from the raw document so they are reported together with every other problem.
+ */
+function routingProblems(document: unknown): string[] | null {
+  const pipelines = ConfigSchema.shape.pipelines.safeParse(section(document, 'pipelines'));
+  const pipelineIds = pipelines.success
+    ? pipelines.data.map((pipeline) => pipeline.id)
+    : [section(document, 'pipelines')]
+        .flat()
+        .map((pipeline) => section(pipeline, 'id'))
+        .filter((id): id is string => typeof id === 'string');
+  const routing = ConfigSchema.shape.routing.safeParse(section(document, 'routing'));
+  try {
+    createRouter(routing.success ? routing.data : (section(document, 'routing') as RoutingConfigInput), {
+      pipelines: pipelineIds,
+    });
+    return null;
+  } catch (error) {
+    if (!isSwitchboardError(error, 'SB_ROUTING_INVALID')) throw error;
+    return (error.details?.problems as string[] | undefined) ?? [error.message];
+  }
+}
+
+/**
+ * Parses the text of a switchboard.yaml: YAML, then `${VAR}` substitution, then the schema, then
+ * the routing rules against the pipelines. Throws a SwitchboardError listing every problem at
+ * once (also in `details.problems`): `SB_CONFIG_INVALID` (syntax, schema, routing) or
+ * `SB_CONFIG_VARIABLE_MISSING`.
+ */
+export function parseConfig(text: string, options: ParseConfigOptions = {}): Config {
+  const source = options.source ?? 'configuration';
+  const document = substituteEnv(parseYaml(text, source), options.env ?? process.env, source);
+
+  const parsed = ConfigSchema.safeParse(document, { error: configErrorMap, reportInput: true });
+  const routing = routingProblems(document);
+  if (parsed.success && routing === null) return parsed.data;
+
+  // The router words routing's own problems; the schema's lines for that section would repeat them.
+  const issues = parsed.success ? [] : parsed.error.issues;
+  const problems = [
+    ...problemLines(routing === null ? issues : issues.filter((issue) => issue.path[0] !== 'routing')),
+    ...(routing ?? []),
+  ];
+  throw invalid(source, problems, parsed.success ? undefined : parsed.error);
+}
+
+/**
+ * Reads and parses a configuration file (see `parseConfig`). A missing file throws
+ * `SB_CONFIG_NOT_FOUND` naming the path.
+ */
+export async function loadConfig(
+  path: string,
+  options: Omit<ParseConfigOptions, 'source'> = {},
+): Promise<Config> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new SwitchboardError('SB_CONFIG_NOT_FOUND', {
+        message: `configuration file not found: ${path}`,
+        details: { path },
+        cause: error,
+      });
+    }
+    throw invalid(path, [`cannot read the file: ${(error as Error).message}`], error);
+  }
+  return parseConfig(text, { ...options, source: path });
+}

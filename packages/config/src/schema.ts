@@ -1,0 +1,318 @@
+import {
+  ConcurrencySchema,
+  type ChannelPolicy,
+  durationMs,
+  GroupPolicySchema,
+  PipelinePolicyFields,
+  QueueLimitsSchema,
+  RoutingSchema,
+  toPipelinePolicy,
+} from '@switchboard/core';
+import {
+  EchoPipelineOptionsSchema,
+  HttpPipelineOptionsSchema,
+  OpenAIPipelineOptionsSchema,
+} from '@switchboard/pipelines';
+import { z } from 'zod';
+
+// The whole of switchboard.yaml (DESIGN §6). Every default lives here and nowhere else. YAML keys
+// are snake_case; the parsed output is camelCase with units in the names (`drainTimeoutMs`),
+// like core's own sections (`concurrency` → `{ global, perSession }`).
+
+const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+/**
+ * A number that may also arrive as a numeric string: `${VAR}` substitution always yields text
+ * (`port: ${PORT:-8080}`). Unlike `z.coerce.number()`, `""`, `true` or `[]` are refused, not 0/1.
+ * Give it a default with `.prefault()`: zod leaves `.default()` of a transforming schema out of
+ * the JSON Schema, and the README's reference is generated from it.
+ */
+function envNumber(inner: z.ZodNumber) {
+  return z.union([
+    inner,
+    z
+      .string()
+      .trim()
+      .regex(NUMERIC, 'expected a number')
+      .transform((value) => Number(value))
+      .pipe(inner),
+  ]);
+}
+
+/** An http(s) base URL of a platform API, for self-hosted servers, proxies and test fakes. */
+const apiUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional();
+const secret = () => z.string().min(1, 'must not be empty');
+
+export const ServerSchema = z
+  .strictObject({
+    host: z.string().min(1).default('0.0.0.0'),
+    /** 0 picks a free port (tests). */
+    port: envNumber(z.number().int().min(0).max(65_535)).prefault(8080),
+    /** Largest accepted request body, in bytes. */
+    body_limit: envNumber(z.number().int().min(1)).prefault(1_048_576),
+  })
+  .transform(({ host, port, body_limit }) => ({ host, port, bodyLimitBytes: body_limit }));
+
+export const AdminSchema = z
+  .strictObject({
+    /** Bearer token of the admin API; empty or absent = loopback only. */
+    token: z.string().optional(),
+  })
+  // `token: "${SWITCHBOARD_ADMIN_TOKEN:-}"` yields "" when unset: that means no token.
+  .transform(({ token }) => ({ token: token === '' ? undefined : token }));
+
+// `kind` may be left out for the default backend, so `store: { path: … }` means sqlite.
+export const StoreSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('sqlite').default('sqlite'),
+    path: z.string().min(1).default('./data/switchboard.db'),
+  }),
+  z.strictObject({ kind: z.literal('memory') }),
+  z.strictObject({
+    kind: z.literal('redis'),
+    url: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }),
+  }),
+]);
+
+const auditFields = {
+  retention_days: envNumber(z.number().int().min(1)).prefault(30),
+  /** `full`, `none`, or the number of characters kept. */
+  store_text: z
+    .union([z.enum(['full', 'none']), envNumber(z.number().int().min(1))], {
+      error: 'expected full, none or a number of characters (at least 1)',
+    })
+    .prefault('full'),
+  /** Also record `ignored` outcomes (admission); off because groups produce many. */
+  ignored: z.boolean().default(false),
+};
+
+export const AuditSchema = z
+  .discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('sqlite').default('sqlite'), ...auditFields }),
+    z.strictObject({
+      kind: z.literal('postgres'),
+      url: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }),
+      ...auditFields,
+    }),
+  ])
+  .transform(({ retention_days, store_text, ignored, ...target }) => ({
+    ...target,
+    retentionDays: retention_days,
+    storeText: store_text,
+    recordIgnored: ignored,
+  }));
+
+export const ShutdownSchema = z
+  .strictObject({ drain_timeout: durationMs().prefault('30s') })
+  .transform(({ drain_timeout }) => ({ drainTimeoutMs: drain_timeout }));
+
+const channelId = z.string().regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ and -');
+
+export const OpenApiChannelSchema = z
+  .strictObject({
+    id: channelId,
+    type: z.literal('openapi'),
+    prefix: z
+      .string()
+      .regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path like /v1, without a trailing slash')
+      .default('/v1'),
+    /** Requests in flight before 429. */
+    max_concurrent_requests: envNumber(z.number().int().min(1)).prefault(100),
+    /** Bearer keys; empty strings are dropped so `${API_KEY:-}` means none (loopback only). */
+    api_keys: z.array(z.string()).default([]),
+    /** How long `POST …/messages` with `wait: true` waits for the replies before answering 202. */
+    wait_timeout: durationMs().prefault('30s'),
+    /** The most a request may ask for with `timeout_ms`. */
+    max_wait_timeout: durationMs().prefault('2m'),
+  })
+  .superRefine((channel, ctx) => {
+    if (channel.max_wait_timeout < channel.wait_timeout) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['max_wait_timeout'],
+        message: 'must not be shorter than wait_timeout',
+      });
+    }
+  })
+  .transform((channel) => ({
+    id: channel.id,
+    type: channel.type,
+    prefix: channel.prefix,
+    maxConcurrentRequests: channel.max_concurrent_requests,
+    apiKeys: channel.api_keys.filter((key) => key !== ''),
+    waitTimeoutMs: channel.wait_timeout,
+    maxWaitTimeoutMs: channel.max_wait_timeout,
+  }));
+
+/** Keys every chat platform channel shares: how groups are admitted and sessions keyed. */
+const chatChannelFields = {
+  id: channelId,
+  group: GroupPolicySchema.prefault({}),
+  session_scope: z.enum(['chat', 'thread']).default('chat'),
+};
+
+function policyOf(channel: {
+  group: z.output<typeof GroupPolicySchema>;
+  session_scope: 'chat' | 'thread';
+}): ChannelPolicy {
+  return { admission: channel.group, sessionScope: channel.session_scope };
+}
+
+export const TelegramChannelSchema = z
+  .strictObject({
+    ...chatChannelFields,
+    type: z.literal('telegram'),
+    token: secret(),
+    mode: z.enum(['polling', 'webhook']).default('polling'),
+    api_root: apiUrl(),
+    /** Required with `mode: webhook`; with `url` the channel calls setWebhook itself. */
+    webhook: z
+      .strictObject({
+        // Telegram's own limits for X-Telegram-Bot-Api-Secret-Token.
+        secret_token: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'use 1-256 of A-Z a-z 0-9 _ -'),
+        url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+      })
+      .optional(),
+  })
+  .superRefine((channel, ctx) => {
+    if (channel.mode === 'webhook' && channel.webhook === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['webhook'], message: 'required when mode is webhook' });
+    }
+  })
+  .transform((channel) => ({
+    id: channel.id,
+    type: channel.type,
+    token: channel.token,
+    mode: channel.mode,
+    apiRoot: channel.api_root,
+    webhook: channel.webhook && { secretToken: channel.webhook.secret_token, url: channel.webhook.url },
+    policy: policyOf(channel),
+  }));
+
+export const SlackChannelSchema = z
+  .strictObject({
+    ...chatChannelFields,
+    type: z.literal('slack'),
+    bot_token: secret(),
+    signing_secret: secret(),
+    api_url: apiUrl(),
+    /** An app-level token (`xapp-…`) switches to Socket Mode. */
+    app_token: secret().optional(),
+    /** Skips the auth.test call at start. */
+    bot_user_id: z.string().min(1).optional(),
+  })
+  .transform((channel) => ({
+    id: channel.id,
+    type: channel.type,
+    botToken: channel.bot_token,
+    signingSecret: channel.signing_secret,
+    apiUrl: channel.api_url,
+    appToken: channel.app_token,
+    botUserId: channel.bot_user_id,
+    policy: policyOf(channel),
+  }));
+
+export const DiscordChannelSchema = z
+  .strictObject({ ...chatChannelFields, type: z.literal('discord'), token: secret(), api_url: apiUrl() })
+  .transform((channel) => ({
+    id: channel.id,
+    type: channel.type,
+    token: channel.token,
+    apiUrl: channel.api_url,
+    policy: policyOf(channel),
+  }));
+
+export const ChannelSchema = z.discriminatedUnion('type', [
+  OpenApiChannelSchema,
+  TelegramChannelSchema,
+  SlackChannelSchema,
+  DiscordChannelSchema,
+]);
+
+/**
+ * One `pipelines[]` type: the scheduling fields of core plus the type's own options, strict.
+ * Parsed into `{ id, type, policy, options }`: `policy` for the engine, `options` for the factory.
+ */
+function pipelineSchema<Shape extends z.ZodRawShape & { type: z.ZodLiteral<string> }>(
+  options: z.ZodObject<Shape>,
+) {
+  const optionKeys = Object.keys(options.shape);
+  return PipelinePolicyFields.extend(options.shape)
+    .strict()
+    .transform((fields) => {
+      // zod cannot name the merged output of a generic shape; these are its two halves.
+      const policyFields = fields as z.output<typeof PipelinePolicyFields>;
+      const own = Object.fromEntries(
+        Object.entries(fields).filter(([key]) => optionKeys.includes(key)),
+      ) as z.output<z.ZodObject<Shape>> & { type: z.output<Shape['type']> };
+      return { id: policyFields.id, type: own.type, policy: toPipelinePolicy(policyFields), options: own };
+    });
+}
+
+export const PipelineSchema = z.discriminatedUnion('type', [
+  pipelineSchema(EchoPipelineOptionsSchema),
+  pipelineSchema(HttpPipelineOptionsSchema),
+  pipelineSchema(OpenAIPipelineOptionsSchema),
+]);
+
+/**
+ * Flags repeated `id`s in `section`. It also runs when other problems were found (see `when`
+ * below), so the value may be partly unparsed: ids are read defensively.
+ */
+function checkUniqueIds(items: unknown, section: string, ctx: z.RefinementCtx) {
+  if (!Array.isArray(items)) return;
+  const first = new Map<string, number>();
+  items.forEach((item: unknown, index) => {
+    const id = (item as { id?: unknown } | null)?.id;
+    if (typeof id !== 'string') return;
+    const earlier = first.get(id);
+    if (earlier === undefined) first.set(id, index);
+    else {
+      ctx.addIssue({
+        code: 'custom',
+        path: [section, index, 'id'],
+        message: `duplicate id ${JSON.stringify(id)} (also ${section}[${earlier}])`,
+      });
+    }
+  });
+}
+
+/**
+ * The schema of switchboard.yaml. An empty file is valid and runs the quick start: an `openapi`
+ * channel `api`, an `echo` pipeline and `routing: { default: echo }`.
+ */
+export const ConfigSchema = z
+  .strictObject({
+    server: ServerSchema.prefault({}),
+    admin: AdminSchema.prefault({}),
+    store: StoreSchema.prefault({}),
+    audit: AuditSchema.prefault({}),
+    concurrency: ConcurrencySchema.prefault({}),
+    queue: QueueLimitsSchema.prefault({}),
+    shutdown: ShutdownSchema.prefault({}),
+    channels: z.array(ChannelSchema).prefault([{ id: 'api', type: 'openapi' }]),
+    pipelines: z.array(PipelineSchema).prefault([{ id: 'echo', type: 'echo' }]),
+    routing: RoutingSchema.prefault({ default: 'echo' }),
+  })
+  .superRefine(
+    (config, ctx) => {
+      checkUniqueIds(config.channels, 'channels', ctx);
+      checkUniqueIds(config.pipelines, 'pipelines', ctx);
+    },
+    // Report duplicates together with every other problem, not after they are fixed.
+    { when: () => true },
+  );
+
+/** The parsed configuration: defaults applied, durations in ms, keys camelCase. */
+export type Config = z.output<typeof ConfigSchema>;
+/** What may be written in switchboard.yaml. */
+export type ConfigInput = z.input<typeof ConfigSchema>;
+export type ServerConfig = Config['server'];
+export type StoreConfig = Config['store'];
+export type AuditConfig = Config['audit'];
+export type ChannelConfig = Config['channels'][number];
+export type OpenApiChannelConfig = z.output<typeof OpenApiChannelSchema>;
+export type TelegramChannelConfig = z.output<typeof TelegramChannelSchema>;
+export type SlackChannelConfig = z.output<typeof SlackChannelSchema>;
+export type DiscordChannelConfig = z.output<typeof DiscordChannelSchema>;
+export type PipelineConfig = Config['pipelines'][number];

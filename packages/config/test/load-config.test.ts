@@ -1,0 +1,330 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} strings are the syntax under test, not templates
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from '../src/load-config.js';
+
+const CONFIG_DIR = fileURLToPath(new URL('../../../config/', import.meta.url));
+
+/** Every variable the shipped files reference without a default. */
+const EXAMPLE_ENV = {
+  ASSISTANT_URL: 'http://127.0.0.1:9000/answer',
+  ASSISTANT_SECRET: 'assistant-secret',
+  OPENAI_API_KEY: 'sk-test',
+  TELEGRAM_BOT_TOKEN: '123:abc',
+  SLACK_BOT_TOKEN: 'xoxb-test',
+  SLACK_SIGNING_SECRET: 'signing-secret',
+  DISCORD_BOT_TOKEN: 'discord-token',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  DATABASE_URL: 'postgres://127.0.0.1:5432/test',
+  SWITCHBOARD_API_KEY: 'api-key',
+  SWITCHBOARD_ADMIN_TOKEN: 'admin-token',
+};
+
+function failure(run: () => unknown): SwitchboardError {
+  try {
+    run();
+  } catch (error) {
+    if (isSwitchboardError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a SwitchboardError');
+}
+
+function problems(text: string, env: Record<string, string> = {}): string[] {
+  const error = failure(() => parseConfig(text, { env, source: 'test.yaml' }));
+  expect(error.code).toBe('SB_CONFIG_INVALID');
+  return error.details?.problems as string[];
+}
+
+describe('parseConfig', () => {
+  describe('when the text is empty', () => {
+    it('returns the quick start defaults', () => {
+      const config = parseConfig('', { env: {} });
+      expect(config.channels.map((channel) => channel.id)).toEqual(['api']);
+      expect(config.pipelines.map((pipeline) => pipeline.id)).toEqual(['echo']);
+      expect(config.routing.default).toBe('echo');
+    });
+  });
+
+  describe('when the YAML is malformed', () => {
+    it('reports file:line:col', () => {
+      const error = failure(() =>
+        parseConfig('server:\n  port: 8080\nchannels: [\n  { id: api\n', { source: 'bad.yaml', env: {} }),
+      );
+      expect(error.code).toBe('SB_CONFIG_INVALID');
+      expect(error.message).toMatch(/^bad\.yaml: invalid configuration\n {2}bad\.yaml:\d+:\d+: /);
+    });
+
+    it('refuses a key written twice', () => {
+      expect(problems('server:\n  port: 1\n  port: 2\n')).toEqual([
+        expect.stringMatching(/^test\.yaml:3:3: Map keys must be unique/),
+      ]);
+    });
+  });
+
+  describe('when values come from ${VAR}', () => {
+    it('coerces a numeric port and applies defaults', () => {
+      expect(parseConfig('server: { port: "${PORT:-8080}" }', { env: {} }).server.port).toBe(8080);
+      expect(parseConfig('server: { port: "${PORT:-8080}" }', { env: { PORT: '9090' } }).server.port).toBe(
+        9090,
+      );
+    });
+
+    it('cannot add YAML structure through a value', () => {
+      const token = 'x\nserver: { port: 1 }';
+      const config = parseConfig('admin:\n  token: ${TOKEN}\n', { env: { TOKEN: token } });
+      expect(config.admin.token).toBe(token);
+      expect(config.server.port).toBe(8080);
+    });
+
+    it('lists every missing variable with its path', () => {
+      const text = [
+        'channels:',
+        '  - { id: api, type: openapi }',
+        '  - { id: tg, type: telegram, token: "${TELEGRAM_BOT_TOKEN}" }',
+        'store: { kind: redis, url: "${REDIS_URL}" }',
+      ].join('\n');
+      const error = failure(() => parseConfig(text, { env: {}, source: 'sb.yaml' }));
+      expect(error.code).toBe('SB_CONFIG_VARIABLE_MISSING');
+      expect(error.details?.problems).toEqual([
+        'channels[1].token: environment variable TELEGRAM_BOT_TOKEN is not set',
+        'store.url: environment variable REDIS_URL is not set',
+      ]);
+    });
+  });
+
+  describe('when the schema refuses values', () => {
+    it('starts the message with the source and lists one line per problem', () => {
+      const error = failure(() =>
+        parseConfig('store: { kind: mongo }\nserver: { port: 70000 }', { env: {}, source: 'sb.yaml' }),
+      );
+      expect(error.message).toBe(
+        'sb.yaml: invalid configuration\n  server.port: must be <= 65535, got 70000\n  store.kind: expected one of sqlite|memory|redis, got "mongo"',
+      );
+    });
+
+    it('names unknown keys at every depth with their path', () => {
+      const text = [
+        'servr: {}',
+        'server: { prot: 80 }',
+        'channels:',
+        '  - { id: tg, type: telegram, token: t, group: { require_mentions: false } }',
+        'pipelines:',
+        '  - { id: echo, type: echo, aggregation: { enabled: true, dely: 2s } }',
+      ].join('\n');
+      expect(problems(text).sort()).toEqual(
+        [
+          'unrecognized key "servr"',
+          'server: unrecognized key "prot"',
+          'channels[0].group: unrecognized key "require_mentions"',
+          'pipelines[0].aggregation: unrecognized key "dely"',
+        ].sort(),
+      );
+    });
+
+    it('names wrong types and enum values with the value given', () => {
+      const text = [
+        'audit: { ignored: "yes please", store_text: partial }',
+        'concurrency: { pipeline: many }',
+        'channels:',
+        '  - { id: tg, type: telegram, token: t, mode: push, session_scope: [chat] }',
+        '  - { id: "bad id", type: carrier-pigeon }',
+        'pipelines:',
+        '  - { id: echo, type: echo, busy_mode: drop }',
+      ].join('\n');
+      expect(problems(text).sort()).toEqual(
+        [
+          'audit.ignored: expected boolean, got "yes please"',
+          'audit.store_text: expected full, none or a number of characters (at least 1), got "partial"',
+          'concurrency.pipeline: expected number, got "many"',
+          'channels[0].mode: expected one of polling|webhook, got "push"',
+          'channels[0].session_scope: expected one of chat|thread, got a list',
+          'channels[1].type: expected one of openapi|telegram|slack|discord, got "carrier-pigeon"',
+          'pipelines[0].busy_mode: expected one of queue|collect, got "drop"',
+        ].sort(),
+      );
+    });
+
+    it('names a number that is not one, whether written or substituted', () => {
+      expect(problems('server: { port: "${PORT}", body_limit: [1] }', { PORT: '80x' })).toEqual([
+        'server.port: expected a number, got "80x"',
+        'server.body_limit: expected number or string, got a list',
+      ]);
+    });
+
+    it('reports a missing required field', () => {
+      expect(problems('channels: [{ id: sl, type: slack, bot_token: b }]')).toEqual([
+        'channels[0].signing_secret: required (expected string)',
+      ]);
+    });
+
+    it('never echoes a value under a secret key', () => {
+      const lines = problems(
+        'channels: [{ id: tg, type: telegram, token: t, mode: webhook, webhook: { secret_token: "my secret!" } }]',
+      );
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^channels\[0\]\.webhook\.secret_token: /);
+      expect(lines[0]).not.toContain('my secret!');
+    });
+    it('masks the password of a URL it shows', () => {
+      const lines = problems('audit: { kind: postgres, url: "mysql://admin:hunter2@db:3306/audit" }');
+      expect(lines).toEqual([
+        'audit.url: must be a postgres:// or postgresql:// URL, got "mysql://admin:***@db:3306/audit"',
+      ]);
+    });
+  });
+
+  describe('when durations are given', () => {
+    it('accepts 1500ms, 1.5s, 5m and bare milliseconds', () => {
+      const config = parseConfig(
+        [
+          'shutdown: { drain_timeout: 1500ms }',
+          'pipelines:',
+          '  - { id: echo, type: echo, timeout: 1.5s, retry: { max_delay: 5m, base_delay: 250 } }',
+        ].join('\n'),
+        { env: {} },
+      );
+      expect(config.shutdown.drainTimeoutMs).toBe(1500);
+      expect(config.pipelines[0]?.policy).toMatchObject({
+        timeoutMs: 1500,
+        retry: { maxDelayMs: 300_000, baseDelayMs: 250 },
+      });
+    });
+
+    it('refuses an unknown unit with the path and value', () => {
+      expect(problems('shutdown: { drain_timeout: 5 parsecs }')).toEqual([
+        'shutdown.drain_timeout: invalid duration "5 parsecs" (use e.g. 1500ms, 1.5s, 5m)',
+      ]);
+    });
+  });
+
+  describe('when routing is invalid', () => {
+    it('merges the router problems with the schema problems', () => {
+      const text = [
+        'server: { port: -1 }',
+        'pipelines: [{ id: echo, type: echo }, { id: bot, type: http, url: "http://127.0.0.1:9/x" }]',
+        'routing:',
+        '  default: echo',
+        '  rules:',
+        '    - { name: a, type: message_content, operator: contains, value: hi, pipeline: bot }',
+        '    - { name: b, type: channel, operator: eq, value: api, pipeline: missing }',
+        '    - { name: c, type: message_content, operator: regex, value: "([", pipeline: echo }',
+      ].join('\n');
+      expect(problems(text)).toEqual([
+        'server.port: must be >= 0, got -1',
+        expect.stringMatching(/^routing\.rules\[2\]\.value: invalid regular expression "\(\[" \(.+\)$/),
+        'routing.rules[1].pipeline: unknown pipeline "missing" (known: echo, bot)',
+      ]);
+    });
+
+    it('checks the default route against the configured pipelines', () => {
+      expect(problems('pipelines: [{ id: bot, type: http, url: "http://127.0.0.1:9/x" }]')).toEqual([
+        'routing.default: unknown pipeline "echo" (known: bot)',
+      ]);
+    });
+
+    it('accepts __discard__ as a target', () => {
+      const config = parseConfig(
+        'routing: { default: echo, rules: [{ name: drop, type: sender_id, operator: eq, value: spammer, pipeline: __discard__ }] }',
+        { env: {} },
+      );
+      expect(config.routing.rules).toHaveLength(1);
+    });
+  });
+});
+
+describe('loadConfig', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'switchboard-config-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  describe('when the file does not exist', () => {
+    it('throws SB_CONFIG_NOT_FOUND naming the path', async () => {
+      const path = join(dir, 'absent.yaml');
+      await expect(loadConfig(path)).rejects.toMatchObject({
+        code: 'SB_CONFIG_NOT_FOUND',
+        message: `configuration file not found: ${path}`,
+        details: { path },
+      });
+    });
+  });
+
+  describe('when the file is invalid', () => {
+    it('names the file in the message', async () => {
+      const path = join(dir, 'invalid.yaml');
+      await writeFile(path, 'queue: { max_pending: 0 }\n');
+      await expect(loadConfig(path, { env: {} })).rejects.toMatchObject({
+        code: 'SB_CONFIG_INVALID',
+        message: `${path}: invalid configuration\n  queue.max_pending: must be >= 1, got 0`,
+      });
+    });
+  });
+
+  describe('when loading the quick start', () => {
+    it('parses config/switchboard.yaml with no variables set', async () => {
+      const config = await loadConfig(join(CONFIG_DIR, 'switchboard.yaml'), { env: {} });
+      expect(config.server.port).toBe(8080);
+      expect(config.admin.token).toBeUndefined();
+      expect(config.store).toEqual({ kind: 'sqlite', path: './data/switchboard.db' });
+      expect(config.channels).toMatchObject([{ id: 'api', type: 'openapi', prefix: '/v1', apiKeys: [] }]);
+      expect(config.routing).toMatchObject({
+        default: 'echo',
+        rules: [{ name: 'drop-ads', pipeline: '__discard__' }],
+      });
+    });
+  });
+
+  describe('when loading the examples', () => {
+    it('parses every file in config/examples', async () => {
+      const files = (await readdir(join(CONFIG_DIR, 'examples'))).filter((file) => file.endsWith('.yaml'));
+      expect(files.sort()).toEqual([
+        'cluster.yaml',
+        'debounce.yaml',
+        'discord.yaml',
+        'multi-pipeline.yaml',
+        'slack.yaml',
+        'telegram.yaml',
+      ]);
+      for (const file of files) {
+        await expect(
+          loadConfig(join(CONFIG_DIR, 'examples', file), { env: EXAMPLE_ENV }),
+        ).resolves.toBeDefined();
+      }
+    });
+
+    it('takes secrets from the environment', async () => {
+      const cluster = await loadConfig(join(CONFIG_DIR, 'examples', 'cluster.yaml'), { env: EXAMPLE_ENV });
+      expect(cluster.store).toEqual({ kind: 'redis', url: EXAMPLE_ENV.REDIS_URL });
+      expect(cluster.audit).toMatchObject({
+        kind: 'postgres',
+        url: EXAMPLE_ENV.DATABASE_URL,
+        storeText: 500,
+      });
+      const telegram = await loadConfig(join(CONFIG_DIR, 'examples', 'telegram.yaml'), { env: EXAMPLE_ENV });
+      expect(telegram.channels[0]).toMatchObject({ token: EXAMPLE_ENV.TELEGRAM_BOT_TOKEN, mode: 'polling' });
+    });
+
+    it('refuses an example whose variables are unset, naming them', async () => {
+      await expect(loadConfig(join(CONFIG_DIR, 'examples', 'slack.yaml'), { env: {} })).rejects.toMatchObject(
+        {
+          code: 'SB_CONFIG_VARIABLE_MISSING',
+          details: {
+            problems: [
+              'channels[0].bot_token: environment variable SLACK_BOT_TOKEN is not set',
+              'channels[0].signing_secret: environment variable SLACK_SIGNING_SECRET is not set',
+              'pipelines[0].api_key: environment variable OPENAI_API_KEY is not set',
+            ],
+          },
+        },
+      );
+    });
+  });
+});

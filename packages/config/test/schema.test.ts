@@ -1,0 +1,244 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} strings are the syntax under test, not templates
+import { describe, expect, it } from 'vitest';
+import { ConfigSchema } from '../src/schema.js';
+
+const chat = { id: 'c', token: 't' };
+
+describe('ConfigSchema', () => {
+  describe('when the document is empty', () => {
+    const config = ConfigSchema.parse({});
+
+    it('defaults server, admin, store, audit and shutdown', () => {
+      expect(config.server).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 });
+      expect(config.admin).toEqual({ token: undefined });
+      expect(config.store).toEqual({ kind: 'sqlite', path: './data/switchboard.db' });
+      expect(config.audit).toEqual({
+        kind: 'sqlite',
+        retentionDays: 30,
+        storeText: 'full',
+        recordIgnored: false,
+      });
+      expect(config.shutdown).toEqual({ drainTimeoutMs: 30_000 });
+    });
+
+    it('defaults concurrency and queue through the core schemas', () => {
+      expect(config.concurrency).toEqual({ global: 20, perSession: 1 });
+      expect(config.queue).toEqual({ maxPending: 10_000, maxPendingPerSession: 500 });
+    });
+
+    it('runs the quick start: an openapi channel, an echo pipeline, routing to echo', () => {
+      expect(config.channels).toEqual([
+        {
+          id: 'api',
+          type: 'openapi',
+          prefix: '/v1',
+          maxConcurrentRequests: 100,
+          apiKeys: [],
+          waitTimeoutMs: 30_000,
+          maxWaitTimeoutMs: 120_000,
+        },
+      ]);
+      expect(config.pipelines).toEqual([
+        {
+          id: 'echo',
+          type: 'echo',
+          options: { type: 'echo' },
+          policy: {
+            id: 'echo',
+            timeoutMs: 120_000,
+            maxConcurrency: Number.POSITIVE_INFINITY,
+            aggregation: { enabled: false, delayMs: 1500, maxWaitMs: 7500, maxMessages: 10 },
+            busyMode: 'queue',
+            retry: { maxAttempts: 10, baseDelayMs: 5000, maxDelayMs: 300_000 },
+            deadLetterReply: undefined,
+          },
+        },
+      ]);
+      expect(config.routing).toEqual({ default: 'echo', rules: [] });
+    });
+  });
+
+  describe('when a section leaves its kind out', () => {
+    it('means sqlite for store and audit', () => {
+      const config = ConfigSchema.parse({ store: { path: '/var/lib/sb.db' }, audit: { retention_days: 7 } });
+      expect(config.store).toEqual({ kind: 'sqlite', path: '/var/lib/sb.db' });
+      expect(config.audit).toMatchObject({ kind: 'sqlite', retentionDays: 7 });
+    });
+  });
+
+  describe('when other backends are chosen', () => {
+    it('keeps their urls', () => {
+      const config = ConfigSchema.parse({
+        store: { kind: 'redis', url: 'redis://127.0.0.1:6379/0' },
+        audit: { kind: 'postgres', url: 'postgres://127.0.0.1/test', store_text: 200, ignored: true },
+      });
+      expect(config.store).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379/0' });
+      expect(config.audit).toEqual({
+        kind: 'postgres',
+        url: 'postgres://127.0.0.1/test',
+        retentionDays: 30,
+        storeText: 200,
+        recordIgnored: true,
+      });
+    });
+
+    it('refuses postgres audit without a url', () => {
+      const result = ConfigSchema.safeParse({ audit: { kind: 'postgres' } });
+      expect(result.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['audit.url']);
+    });
+  });
+
+  describe('when numbers arrive as strings from ${VAR}', () => {
+    it('coerces numeric strings where a number is expected', () => {
+      const config = ConfigSchema.parse({
+        server: { port: '9000', body_limit: ' 2048 ' },
+        audit: { retention_days: '14', store_text: '300' },
+        channels: [{ id: 'api', type: 'openapi', max_concurrent_requests: '5' }],
+      });
+      expect(config.server).toMatchObject({ port: 9000, bodyLimitBytes: 2048 });
+      expect(config.audit).toMatchObject({ retentionDays: 14, storeText: 300 });
+      expect(config.channels[0]).toMatchObject({ maxConcurrentRequests: 5 });
+    });
+
+    it('refuses text, an empty string and booleans instead of reading them as 0 or 1', () => {
+      for (const port of ['eighty', '', true]) {
+        expect(ConfigSchema.safeParse({ server: { port } }).success).toBe(false);
+      }
+    });
+  });
+
+  describe('when the admin token is empty', () => {
+    it('means no token', () => {
+      expect(ConfigSchema.parse({ admin: { token: '' } }).admin.token).toBeUndefined();
+      expect(ConfigSchema.parse({ admin: { token: 's3cret' } }).admin.token).toBe('s3cret');
+    });
+  });
+
+  describe('when an openapi channel is configured', () => {
+    it('drops empty api keys so ${API_KEY:-} means none', () => {
+      const config = ConfigSchema.parse({ channels: [{ id: 'api', type: 'openapi', api_keys: ['', 'k1'] }] });
+      expect(config.channels[0]).toMatchObject({ apiKeys: ['k1'] });
+    });
+
+    it('converts its timeouts to milliseconds and refuses a cap below the default wait', () => {
+      const config = ConfigSchema.parse({
+        channels: [{ id: 'api', type: 'openapi', wait_timeout: '1.5s', max_wait_timeout: '5m' }],
+      });
+      expect(config.channels[0]).toMatchObject({ waitTimeoutMs: 1500, maxWaitTimeoutMs: 300_000 });
+      const bad = ConfigSchema.safeParse({
+        channels: [{ id: 'api', type: 'openapi', wait_timeout: '10s', max_wait_timeout: '1500ms' }],
+      });
+      expect(bad.error?.issues[0]?.path).toEqual(['channels', 0, 'max_wait_timeout']);
+    });
+  });
+
+  describe('when chat channels are configured', () => {
+    it('gives each a channel policy with the group defaults and chat-scoped sessions', () => {
+      const config = ConfigSchema.parse({
+        channels: [
+          { ...chat, type: 'telegram' },
+          { id: 's', type: 'slack', bot_token: 'b', signing_secret: 's', session_scope: 'thread' },
+          { id: 'd', token: 't', type: 'discord', group: { prefixes: ['!'] } },
+        ],
+      });
+      expect(config.channels.map((channel) => ('policy' in channel ? channel.policy : null))).toEqual([
+        { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+        { admission: { require_mention: true, prefixes: [] }, sessionScope: 'thread' },
+        { admission: { require_mention: true, prefixes: ['!'] }, sessionScope: 'chat' },
+      ]);
+    });
+
+    it('defaults telegram to polling and requires a webhook block in webhook mode', () => {
+      const config = ConfigSchema.parse({ channels: [{ ...chat, type: 'telegram' }] });
+      expect(config.channels[0]).toMatchObject({ mode: 'polling', webhook: undefined });
+      const missing = ConfigSchema.safeParse({ channels: [{ ...chat, type: 'telegram', mode: 'webhook' }] });
+      expect(missing.error?.issues.map((issue) => [issue.path, issue.message])).toEqual([
+        [['channels', 0, 'webhook'], 'required when mode is webhook'],
+      ]);
+      const webhook = ConfigSchema.parse({
+        channels: [{ ...chat, type: 'telegram', mode: 'webhook', webhook: { secret_token: 'abc_123' } }],
+      });
+      expect(webhook.channels[0]).toMatchObject({ webhook: { secretToken: 'abc_123', url: undefined } });
+    });
+
+    it('keeps the api base urls the tests point at fake servers', () => {
+      const config = ConfigSchema.parse({
+        channels: [
+          { ...chat, type: 'telegram', api_root: 'http://127.0.0.1:9001' },
+          {
+            id: 's',
+            type: 'slack',
+            bot_token: 'b',
+            signing_secret: 's',
+            api_url: 'http://127.0.0.1:9002/api/',
+          },
+          { id: 'd', type: 'discord', token: 't', api_url: 'http://127.0.0.1:9003/api' },
+        ],
+      });
+      expect(config.channels.map((channel) => ('apiRoot' in channel ? channel.apiRoot : undefined))).toEqual([
+        'http://127.0.0.1:9001',
+        undefined,
+        undefined,
+      ]);
+      expect(config.channels[1]).toMatchObject({ apiUrl: 'http://127.0.0.1:9002/api/' });
+      expect(config.channels[2]).toMatchObject({ apiUrl: 'http://127.0.0.1:9003/api' });
+    });
+  });
+
+  describe('when pipelines are configured', () => {
+    it('splits each into the core policy and its type options', () => {
+      const config = ConfigSchema.parse({
+        pipelines: [
+          {
+            id: 'assistant',
+            type: 'http',
+            url: 'http://bot.internal/answer',
+            secret: 's',
+            timeout: '1m',
+            max_concurrency: 8,
+            aggregation: { enabled: true, delay: '2s' },
+            busy_mode: 'collect',
+            retry: { max_attempts: 3 },
+          },
+        ],
+        routing: { default: 'assistant' },
+      });
+      const [pipeline] = config.pipelines;
+      expect(pipeline?.options).toEqual({ type: 'http', url: 'http://bot.internal/answer', secret: 's' });
+      expect(pipeline?.policy).toMatchObject({
+        id: 'assistant',
+        timeoutMs: 60_000,
+        maxConcurrency: 8,
+        aggregation: { enabled: true, delayMs: 2000, maxWaitMs: 10_000 },
+        busyMode: 'collect',
+        retry: { maxAttempts: 3 },
+      });
+    });
+
+    it('refuses a key of another pipeline type', () => {
+      const result = ConfigSchema.safeParse({ pipelines: [{ id: 'e', type: 'echo', url: 'http://x' }] });
+      expect(result.error?.issues.map((issue) => [issue.code, issue.path])).toEqual([
+        ['unrecognized_keys', ['pipelines', 0]],
+      ]);
+    });
+  });
+
+  describe('when ids repeat', () => {
+    it('names the repeated channel and pipeline ids', () => {
+      const result = ConfigSchema.safeParse({
+        channels: [
+          { id: 'api', type: 'openapi' },
+          { id: 'api', type: 'openapi', prefix: '/v2' },
+        ],
+        pipelines: [
+          { id: 'echo', type: 'echo' },
+          { id: 'echo', type: 'echo' },
+        ],
+      });
+      expect(result.error?.issues.map((issue) => [issue.path, issue.message])).toEqual([
+        [['channels', 1, 'id'], 'duplicate id "api" (also channels[0])'],
+        [['pipelines', 1, 'id'], 'duplicate id "echo" (also pipelines[0])'],
+      ]);
+    });
+  });
+});
