@@ -2,6 +2,7 @@ import {
   ConcurrencySchema,
   type ChannelPolicy,
   durationMs,
+  numeric,
   GroupPolicySchema,
   PipelinePolicyFields,
   QueueLimitsSchema,
@@ -19,26 +20,6 @@ import { z } from 'zod';
 // are snake_case; the parsed output is camelCase with units in the names (`drainTimeoutMs`),
 // like core's own sections (`concurrency` → `{ global, perSession }`).
 
-const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
-
-/**
- * A number that may also arrive as a numeric string: `${VAR}` substitution always yields text
- * (`port: ${PORT:-8080}`). Unlike `z.coerce.number()`, `""`, `true` or `[]` are refused, not 0/1.
- * Give it a default with `.prefault()`: zod leaves `.default()` of a transforming schema out of
- * the JSON Schema, and the README's reference is generated from it.
- */
-function envNumber(inner: z.ZodNumber) {
-  return z.union([
-    inner,
-    z
-      .string()
-      .trim()
-      .regex(NUMERIC, 'expected a number')
-      .transform((value) => Number(value))
-      .pipe(inner),
-  ]);
-}
-
 /** An http(s) base URL of a platform API, for self-hosted servers, proxies and test fakes. */
 const apiUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional();
 const secret = () => z.string().min(1, 'must not be empty');
@@ -47,9 +28,9 @@ export const ServerSchema = z
   .strictObject({
     host: z.string().min(1).default('0.0.0.0'),
     /** 0 picks a free port (tests). */
-    port: envNumber(z.number().int().min(0).max(65_535)).prefault(8080),
+    port: numeric(z.number().int().min(0).max(65_535)).prefault(8080),
     /** Largest accepted request body, in bytes. */
-    body_limit: envNumber(z.number().int().min(1)).prefault(1_048_576),
+    body_limit: numeric(z.number().int().min(1)).prefault(1_048_576),
   })
   .transform(({ host, port, body_limit }) => ({ host, port, bodyLimitBytes: body_limit }));
 
@@ -75,10 +56,10 @@ export const StoreSchema = z.discriminatedUnion('kind', [
 ]);
 
 const auditFields = {
-  retention_days: envNumber(z.number().int().min(1)).prefault(30),
+  retention_days: numeric(z.number().int().min(1)).prefault(30),
   /** `full`, `none`, or the number of characters kept. */
   store_text: z
-    .union([z.enum(['full', 'none']), envNumber(z.number().int().min(1))], {
+    .union([z.enum(['full', 'none']), numeric(z.number().int().min(1))], {
       error: 'expected full, none or a number of characters (at least 1)',
     })
     .prefault('full'),
@@ -117,7 +98,7 @@ export const OpenApiChannelSchema = z
       .regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path like /v1, without a trailing slash')
       .default('/v1'),
     /** Requests in flight before 429. */
-    max_concurrent_requests: envNumber(z.number().int().min(1)).prefault(100),
+    max_concurrent_requests: numeric(z.number().int().min(1)).prefault(100),
     /** Bearer keys; empty strings are dropped so `${API_KEY:-}` means none (loopback only). */
     api_keys: z.array(z.string()).default([]),
     /** How long `POST …/messages` with `wait: true` waits for the replies before answering 202. */

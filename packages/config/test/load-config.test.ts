@@ -140,7 +140,7 @@ describe('parseConfig', () => {
         [
           'audit.ignored: expected boolean, got "yes please"',
           'audit.store_text: expected full, none or a number of characters (at least 1), got "partial"',
-          'concurrency.pipeline: expected number, got "many"',
+          'concurrency.pipeline: expected a number, got "many"',
           'channels[0].mode: expected one of polling|webhook, got "push"',
           'channels[0].session_scope: expected one of chat|thread, got a list',
           'channels[1].type: expected one of openapi|telegram|slack|discord, got "carrier-pigeon"',

@@ -81,4 +81,5 @@ export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-st
 export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './errors.js';
 export type { ErrorCode, SwitchboardErrorOptions } from './errors.js';
 export { durationMs, parseDurationMs } from './duration.js';
+export { numeric } from './numeric.js';
 export { formatIssues, formatPath, parseOrThrow } from './validation.js';

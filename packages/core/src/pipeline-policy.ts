@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { durationMs } from './duration.js';
+import { numeric } from './numeric.js';
 
 /**
  * Debounce of a pipeline (LangBot's aggregator, seed 001): a run of messages from one sender
@@ -10,11 +11,11 @@ export const AggregationSchema = z
   .strictObject({
     enabled: z.boolean().default(false),
     delay: durationMs()
-      .default(1500)
+      .prefault('1.5s')
       .refine((ms) => ms >= 100 && ms <= 10_000, 'must be between 100ms and 10s'),
     /** Defaults to 5 × delay. */
     max_wait: durationMs().optional(),
-    max_messages: z.number().int().min(1).max(100).default(10),
+    max_messages: numeric(z.number().int().min(1).max(100)).default(10),
   })
   .transform(({ enabled, delay, max_wait, max_messages }) => ({
     enabled,
@@ -26,9 +27,9 @@ export const AggregationSchema = z
 /** Retry of failed turns (buzz, seed 002): base × 2^(n−1), capped, ±20% jitter. */
 export const RetrySchema = z
   .strictObject({
-    max_attempts: z.number().int().min(1).max(100).default(10),
-    base_delay: durationMs().default(5000),
-    max_delay: durationMs().default(300_000),
+    max_attempts: numeric(z.number().int().min(1).max(100)).default(10),
+    base_delay: durationMs().prefault('5s'),
+    max_delay: durationMs().prefault('300s'),
   })
   .transform(({ max_attempts, base_delay, max_delay }) => ({
     maxAttempts: max_attempts,
@@ -42,8 +43,8 @@ export const RetrySchema = z
  */
 export const PipelinePolicyFields = z.object({
   id: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, _ . -'),
-  timeout: durationMs().default(120_000),
-  max_concurrency: z.number().int().min(1).optional(),
+  timeout: durationMs().prefault('120s'),
+  max_concurrency: numeric(z.number().int().min(1)).optional(),
   aggregation: AggregationSchema.prefault({}),
   busy_mode: z.enum(['queue', 'collect']).default('queue'),
   retry: RetrySchema.prefault({}),
@@ -71,8 +72,8 @@ export type PipelinePolicyInput = z.input<typeof PipelinePolicySchema>;
 /** `concurrency:` — global turns in flight and turns per session. */
 export const ConcurrencySchema = z
   .strictObject({
-    pipeline: z.number().int().min(1).default(20),
-    session: z.number().int().min(1).default(1),
+    pipeline: numeric(z.number().int().min(1)).default(20),
+    session: numeric(z.number().int().min(1)).default(1),
   })
   .transform(({ pipeline, session }) => ({ global: pipeline, perSession: session }));
 export type Concurrency = z.output<typeof ConcurrencySchema>;
@@ -80,8 +81,8 @@ export type Concurrency = z.output<typeof ConcurrencySchema>;
 /** `queue:` — bounds of the pool. */
 export const QueueLimitsSchema = z
   .strictObject({
-    max_pending: z.number().int().min(1).default(10_000),
-    max_pending_per_session: z.number().int().min(1).default(500),
+    max_pending: numeric(z.number().int().min(1)).default(10_000),
+    max_pending_per_session: numeric(z.number().int().min(1)).default(500),
   })
   .transform(({ max_pending, max_pending_per_session }) => ({
     maxPending: max_pending,
