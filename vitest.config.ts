@@ -10,5 +10,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // CI reads a plain `N passed, N failed` line that .ci/run prints from this report.
+    reporters: process.env.CI ? ['default', ['json', { outputFile: '.ci/results.json' }]] : ['default'],
   },
 });

@@ -15,6 +15,8 @@ export const ERROR_CODES = {
   SB_HTTP_FORBIDDEN: { status: 403, message: 'not allowed from this address' },
   SB_HTTP_NOT_FOUND: { status: 404, message: 'not found' },
   SB_HTTP_CONFLICT: { status: 409, message: 'request conflicts with an earlier one' },
+  SB_HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'the request body must be application/json' },
+  SB_HTTP_INTERNAL: { status: 500, message: 'internal error' },
   SB_HTTP_PAYLOAD_TOO_LARGE: { status: 413, message: 'request body is too large' },
   SB_HTTP_TOO_MANY_REQUESTS: { status: 429, message: 'too many concurrent requests' },
   SB_QUEUE_FULL: { status: 429, message: 'the queue is full' },

@@ -1,0 +1,90 @@
+import type { AuditConfig } from '@switchboard/config';
+import { type AuditLog, type Logger, type Outcome, type QueuedMessage, newMessageId } from '@switchboard/core';
+
+/** Outcomes that never reach the audit log: success and redelivery are only counted. */
+const NOT_AUDITED = new Set(['completed', 'duplicate']);
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+function keptText(text: string, storeText: AuditConfig['storeText']): string | null {
+  if (storeText === 'none') return null;
+  if (storeText === 'full') return text;
+  return text.slice(0, storeText);
+}
+
+/**
+ * Writes audited outcomes (DESIGN §2 "Outcomes & audit") to the audit log and prunes it to
+ * `audit.retention_days` every hour. A dead letter keeps its message as payload so it can be
+ * replayed. A failed write is logged, never thrown back into the message flow.
+ */
+export function createAuditRecorder(options: { auditLog: AuditLog; config: AuditConfig; logger: Logger }) {
+  const { auditLog, config } = options;
+  const logger = options.logger.child({ component: 'audit' });
+
+  function record(outcome: Outcome): void {
+    if (NOT_AUDITED.has(outcome.kind)) return;
+    if (outcome.kind === 'ignored' && !config.recordIgnored) return;
+    const { message } = outcome;
+    const payload: QueuedMessage | null =
+      outcome.kind === 'dead_lettered'
+        ? {
+            message,
+            session: outcome.session,
+            pipeline: outcome.pipeline ?? '',
+            routedByRule: outcome.rule !== undefined,
+            rule: outcome.rule,
+            attempt: 0,
+            acceptedAt: outcome.at,
+          }
+        : null;
+    auditLog
+      .append({
+        id: newMessageId(),
+        at: outcome.at,
+        outcome: outcome.kind,
+        reason: outcome.reason ?? null,
+        rule: outcome.rule ?? null,
+        channel: message.channel,
+        platform: message.platform,
+        session: outcome.session,
+        chat_type: message.chat.type,
+        chat_id: message.chat.id,
+        sender_id: message.sender.id,
+        sender_name: message.sender.name ?? null,
+        pipeline: outcome.pipeline ?? null,
+        message_id: message.id,
+        platform_message_id: message.platform_message_id,
+        text: keptText(message.text, config.storeText),
+        error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
+        payload,
+        replayed_at: null,
+      })
+      .catch((err: unknown) =>
+        logger.error({ err, messageId: message.id, outcome: outcome.kind }, 'audit write failed'),
+      );
+  }
+
+  async function prune(): Promise<void> {
+    try {
+      const removed = await auditLog.prune(Date.now() - config.retentionDays * DAY_MS);
+      if (removed > 0) logger.info({ removed, retentionDays: config.retentionDays }, 'audit pruned');
+    } catch (err) {
+      logger.error({ err }, 'audit prune failed');
+    }
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    record,
+    /** Prunes now and every hour until `stop`. */
+    start() {
+      void prune();
+      timer = setInterval(() => void prune(), HOUR_MS);
+      timer.unref();
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import { loadConfig } from '@switchboard/config';
+import { createPipelines } from '../pipelines.js';
+import type { CommandIo } from './io.js';
+
+/** `switchboard config check`: loads and validates the file; exit 0 and a summary when it is valid. */
+export async function configCheck(path: string, io: CommandIo): Promise<number> {
+  const config = await loadConfig(path);
+  // Building the pipelines catches what only a factory can see, without starting anything.
+  createPipelines(config, { history: { append: async () => {}, recent: async () => [] } });
+  io.out(
+    `${path}: ok — ${config.channels.length} channel(s), ${config.pipelines.length} pipeline(s), ` +
+      `${config.routing.rules.length} rule(s), default pipeline "${config.routing.default}", store ${config.store.kind}`,
+  );
+  return 0;
+}

@@ -1,0 +1,222 @@
+import { createOpenApiChannel, httpErrorHandler, registerApiDocs } from '@switchboard/channel-openapi';
+import { type Config, loadConfig } from '@switchboard/config';
+import {
+  type ChannelAdapter,
+  type ChannelPolicy,
+  type Logger,
+  type Router,
+  SwitchboardError,
+  type Turn,
+  createController,
+  createIngress,
+  createMemoryQueryPool,
+  createOutcomeBus,
+  createRouter,
+} from '@switchboard/core';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { createAuditRecorder } from './audit-recorder.js';
+import { registerAdminRoutes } from './http/admin-routes.js';
+import { registerHealthRoutes } from './http/health-routes.js';
+import { createMetrics } from './metrics.js';
+import { createPipelines } from './pipelines.js';
+import { openStores } from './stores.js';
+
+export interface GatewayOptions {
+  config: Config;
+  /** The file the config came from: `SIGHUP` and `POST /admin/reload` re-read it. */
+  configPath?: string;
+  logger: Logger & { child(bindings: object): Logger };
+  /** The root pino logger, for the errors fastify logs; omit to keep fastify quiet. */
+  httpLogger?: FastifyBaseLogger;
+  version?: string;
+}
+
+export interface Gateway {
+  server: FastifyInstance;
+  /** Recovers the journal, starts channels and the controller, and listens. Returns the bound address. */
+  start(): Promise<string>;
+  /** Drains and closes everything (DESIGN §2 "Shutdown"); safe to call twice. */
+  stop(): Promise<void>;
+  /** Re-reads the config file and swaps the routing rules; a bad file throws and keeps the old rules. */
+  reloadRouting(): Promise<{ rules: number }>;
+}
+
+/** The channel policy of HTTP callers: they always address the bot, so nothing is ignored for lack of a mention. */
+const OPENAPI_POLICY: ChannelPolicy = { admission: { require_mention: false, prefixes: [] }, sessionScope: 'chat' };
+
+/** Wires config → stores, pool, controller, channels and the HTTP server. */
+export async function createGateway(options: GatewayOptions): Promise<Gateway> {
+  const { config, logger } = options;
+  const stores = openStores(config);
+  const policies = new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy]));
+  const pool = createMemoryQueryPool({
+    concurrency: config.concurrency,
+    limits: config.queue,
+    pipelines: [...policies.values()],
+    journal: stores.journal,
+  });
+  const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
+  let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
+
+  const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'));
+  const metrics = createMetrics(pool);
+  const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
+  outcomes.subscribe(audit.record);
+  outcomes.subscribe(metrics.recordOutcome);
+  const turnStartListeners = new Set<(turn: Turn) => void>();
+
+  const server = Fastify({
+    bodyLimit: config.server.bodyLimitBytes,
+    loggerInstance: options.httpLogger,
+    disableRequestLogging: true,
+  }) as unknown as FastifyInstance;
+  server.setValidatorCompiler(validatorCompiler);
+  server.setSerializerCompiler(serializerCompiler);
+  server.setErrorHandler(httpErrorHandler);
+  await registerApiDocs(server, { title: 'Switchboard', version: options.version ?? '0.0.0' });
+
+  const channels = new Map<string, ChannelAdapter>();
+  const channelPolicies = new Map<string, ChannelPolicy>();
+  for (const channel of config.channels) {
+    if (channel.type !== 'openapi') {
+      throw new SwitchboardError('SB_CONFIG_INVALID', {
+        message: `channels: type "${channel.type}" (channel "${channel.id}") is not available in this version yet`,
+      });
+    }
+    channelPolicies.set(channel.id, OPENAPI_POLICY);
+    channels.set(
+      channel.id,
+      createOpenApiChannel({
+        config: channel,
+        server,
+        statuses: stores.statuses,
+        events: {
+          subscribeOutcomes: (listener) => outcomes.subscribe(listener),
+          subscribeTurnStarts: (listener) => {
+            turnStartListeners.add(listener);
+            return () => turnStartListeners.delete(listener);
+          },
+        },
+        logger: logger.child({ component: `channel.${channel.id}` }),
+      }),
+    );
+  }
+
+  const ingress = createIngress({
+    pool,
+    router: () => router,
+    outcomes,
+    dedup: stores.dedup,
+    channelPolicy: (id) => channelPolicies.get(id) ?? OPENAPI_POLICY,
+  });
+
+  const controller = createController({
+    pool,
+    pipelines: createPipelines(config, { history: stores.history }),
+    policies,
+    outcomes,
+    logger,
+    deliver: async (query, replies) => {
+      const channel = channels.get(query.message.channel);
+      if (channel === undefined) {
+        throw new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
+          message: `channel "${query.message.channel}" is no longer configured`,
+        });
+      }
+      await channel.send(query.message, replies);
+    },
+    observer: {
+      turnStarted(turn) {
+        metrics.observer.turnStarted?.(turn);
+        for (const listener of turnStartListeners) listener(turn);
+      },
+      turnEnded: metrics.observer.turnEnded,
+      turnRetried: metrics.observer.turnRetried,
+    },
+  });
+
+  let draining = false;
+  let stopping: Promise<void> | undefined;
+
+  async function reloadRouting(): Promise<{ rules: number }> {
+    if (options.configPath === undefined) {
+      throw new SwitchboardError('SB_CONFIG_NOT_FOUND', { message: 'no configuration file to reload' });
+    }
+    const next = await loadConfig(options.configPath);
+    const nextRouter = createRouter(next.routing, { pipelines: pipelineIds });
+    router = nextRouter;
+    logger.info({ rules: next.routing.rules.length, path: options.configPath }, 'routing reloaded');
+    return { rules: next.routing.rules.length };
+  }
+
+  registerHealthRoutes(server, {
+    registry: metrics.registry,
+    readiness: async () => {
+      const checks: Record<string, { ok: boolean; detail?: string }> = {
+        draining: { ok: !draining },
+        store: { ok: await stores.ping() },
+      };
+      for (const [id, channel] of channels) {
+        const health = channel.health();
+        checks[`channel.${id}`] = { ok: health.ready, ...(health.detail ? { detail: health.detail } : {}) };
+      }
+      return { ready: Object.values(checks).every((check) => check.ok), checks };
+    },
+  });
+
+  registerAdminRoutes(server, {
+    token: config.admin.token,
+    auditLog: stores.auditLog,
+    pool,
+    reload: reloadRouting,
+    async replay(id) {
+      const record = await stores.auditLog.getDeadLetter(id);
+      if (record?.payload == null) {
+        throw new SwitchboardError('SB_DEAD_LETTER_NOT_FOUND', { message: `no dead letter with id ${id}`, details: { id } });
+      }
+      if (record.replayed_at !== null) {
+        throw new SwitchboardError('SB_HTTP_CONFLICT', { message: `dead letter ${id} was already replayed`, details: { id } });
+      }
+      const result = await pool.enqueue({ ...record.payload, attempt: 0, acceptedAt: Date.now() });
+      if (!result.accepted) {
+        throw new SwitchboardError(result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL', {
+          retryAfterMs: result.retryAfterMs,
+        });
+      }
+      await stores.auditLog.markReplayed(id, Date.now());
+      logger.info({ auditId: id, messageId: record.message_id }, 'dead letter replayed');
+      return { id, message_id: record.message_id, status: 'queued' as const };
+    },
+  });
+
+  async function stop(): Promise<void> {
+    draining = true;
+    logger.info({ drainTimeoutMs: config.shutdown.drainTimeoutMs }, 'draining');
+    await controller.stop({ drainTimeoutMs: config.shutdown.drainTimeoutMs });
+    for (const channel of channels.values()) await channel.stop();
+    audit.stop();
+    await server.close();
+    await stores.close();
+    logger.info({}, 'stopped');
+  }
+
+  return {
+    server,
+    reloadRouting,
+    async start() {
+      const recovered = await pool.recover();
+      if (recovered > 0) logger.info({ recovered }, 'journal recovered');
+      audit.start();
+      for (const channel of channels.values()) await channel.start({ ingress, logger });
+      controller.start();
+      const address = await server.listen({ host: config.server.host, port: config.server.port });
+      logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
+      return address;
+    },
+    stop() {
+      stopping ??= stop();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import { bearerAuth } from '@switchboard/channel-openapi';
+import { type AuditLog, OUTCOME_KINDS, type QueryPool } from '@switchboard/core';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { parseTimeBound } from '../time-bound.js';
+
+export interface AdminDeps {
+  token: string | undefined;
+  auditLog: AuditLog;
+  pool: QueryPool;
+  /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
+  replay(id: string): Promise<{ id: string; message_id: string; status: 'queued' }>;
+  /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
+  reload(): Promise<{ rules: number }>;
+}
+
+const timeBound = (field: string) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      const at = parseTimeBound(text, Date.now());
+      if (at === null) {
+        ctx.addIssue({ code: 'custom', message: `${field}: expected a duration like 1h or an ISO date, got "${text}"` });
+        return z.NEVER;
+      }
+      return at;
+    })
+    .optional();
+
+const AuditQuerystring = z.strictObject({
+  outcome: z.enum(OUTCOME_KINDS).optional(),
+  reason: z.string().min(1).optional(),
+  rule: z.string().min(1).optional(),
+  channel: z.string().min(1).optional(),
+  session: z.string().min(1).optional(),
+  since: timeBound('since'),
+  until: timeBound('until'),
+  limit: z.coerce.number().int().min(1).max(1000).default(50),
+  cursor: z.string().min(1).optional(),
+});
+
+/**
+ * The admin API (DESIGN §7): audit search, queue stats, dead letters and their replay, routing
+ * reload. Bearer `admin.token`; without one it answers loopback clients only.
+ */
+export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): void {
+  server.register(
+    async (admin) => {
+      const routes = admin.withTypeProvider<ZodTypeProvider>();
+      admin.addHook('preHandler', bearerAuth({ tokens: deps.token ? [deps.token] : [], realm: 'switchboard-admin' }));
+
+      routes.get('/audit', { schema: { querystring: AuditQuerystring, tags: ['admin'] } }, async (request) => {
+        const page = await deps.auditLog.query(request.query);
+        return { items: page.items.map(({ payload: _payload, ...item }) => item), next_cursor: page.nextCursor };
+      });
+
+      routes.get('/queues', { schema: { tags: ['admin'] } }, async () => deps.pool.stats());
+
+      routes.get(
+        '/dead-letters',
+        { schema: { querystring: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(100) }), tags: ['admin'] } },
+        async (request) => {
+          const items = await deps.auditLog.deadLetters(request.query.limit);
+          return { items: items.map(({ payload: _payload, ...item }) => item) };
+        },
+      );
+
+      routes.post(
+        '/dead-letters/:id/replay',
+        { schema: { params: z.strictObject({ id: z.string().min(1) }), tags: ['admin'] } },
+        async (request, reply) => {
+          reply.code(202);
+          return deps.replay(request.params.id);
+        },
+      );
+
+      routes.post('/reload', { schema: { tags: ['admin'] } }, async () => deps.reload());
+    },
+    { prefix: '/admin' },
+  );
+}

@@ -1,0 +1,101 @@
+import { parseArgs } from 'node:util';
+import { isSwitchboardError } from '@switchboard/core';
+import { audit } from './commands/audit.js';
+import { configCheck } from './commands/config-check.js';
+import { type CommandIo, processIo } from './commands/io.js';
+import { route } from './commands/route.js';
+import { serve } from './commands/serve.js';
+import { resolveConfigPath } from './config-path.js';
+
+const USAGE = `Usage: switchboard <command> [options]
+
+Commands:
+  serve                      run the gateway
+  config check               validate the configuration and exit
+  route                      dry-run routing for one message
+      --channel ID --chat-type person|group --chat-id ID [--sender ID] --text TEXT [--mention] [--json]
+      (write ids that start with "-" as --chat-id=-100123)
+  audit                      list audited outcomes, newest first (reads the SQLite file)
+      [--outcome O] [--reason R] [--rule R] [--channel ID] [--session S]
+      [--since 1h|ISO] [--until ISO] [--limit N] [--cursor C] [--json]
+
+Options:
+  -c, --config FILE          configuration file (default: $SWITCHBOARD_CONFIG or config/switchboard.yaml)
+  -h, --help                 show this help`;
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  help: { type: 'boolean', short: 'h' },
+  json: { type: 'boolean' },
+  channel: { type: 'string' },
+  'chat-type': { type: 'string' },
+  'chat-id': { type: 'string' },
+  sender: { type: 'string' },
+  text: { type: 'string' },
+  mention: { type: 'boolean' },
+  outcome: { type: 'string' },
+  reason: { type: 'string' },
+  rule: { type: 'string' },
+  session: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+} as const;
+
+function usageError(io: CommandIo, problem: string): number {
+  io.err(`switchboard: ${problem}\n\n${USAGE}`);
+  return 2;
+}
+
+/** Runs one CLI invocation; returns the exit code. */
+export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  } catch (error) {
+    return usageError(io, (error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help || positionals.length === 0) {
+    io.out(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const path = resolveConfigPath(values.config);
+  const verb = positionals.join(' ');
+  try {
+    switch (verb) {
+      case 'serve':
+        return await serve(path);
+      case 'config check':
+        return await configCheck(path, io);
+      case 'route': {
+        const missing = (['channel', 'chat-type', 'chat-id', 'text'] as const).filter((flag) => values[flag] === undefined);
+        if (missing.length > 0) return usageError(io, `route needs ${missing.map((flag) => `--${flag}`).join(', ')}`);
+        return await route(
+          path,
+          {
+            channel: values.channel as string,
+            chatType: values['chat-type'] as string,
+            chatId: values['chat-id'] as string,
+            sender: values.sender,
+            text: values.text as string,
+            mention: values.mention ?? false,
+            json: values.json ?? false,
+          },
+          io,
+        );
+      }
+      case 'audit':
+        return await audit(path, { ...values, json: values.json ?? false }, io);
+      default:
+        return usageError(io, `unknown command "${verb}"`);
+    }
+  } catch (error) {
+    if (isSwitchboardError(error)) {
+      io.err(`switchboard: ${error.code}: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  }
+}

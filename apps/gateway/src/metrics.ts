@@ -1,0 +1,102 @@
+import type { ControllerObserver, Outcome, QueryPool } from '@switchboard/core';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** A session counts as active for this long after its last message (DESIGN §2 "Metrics"). */
+const ACTIVE_WINDOW_MS = 5 * 60_000;
+
+/**
+ * The Prometheus metrics of DESIGN §2. Concurrency (`switchboard_inflight`, slots in use) and
+ * sessions (`switchboard_active_sessions`) are named apart — seed 003's dashboard confused them.
+ */
+export function createMetrics(pool: QueryPool) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'switchboard_process_' });
+  const lastSeen = new Map<string, number>();
+
+  const messages = new Counter({
+    name: 'switchboard_messages_total',
+    help: 'Messages by final outcome.',
+    labelNames: ['channel', 'outcome', 'reason'] as const,
+    registers: [registry],
+  });
+  const queueWait = new Histogram({
+    name: 'switchboard_queue_wait_seconds',
+    help: 'Time from acceptance to the start of the turn that ran the message.',
+    buckets: [0.005, 0.05, 0.25, 1, 2.5, 5, 15, 60, 300],
+    registers: [registry],
+  });
+  const pipelineDuration = new Histogram({
+    name: 'switchboard_pipeline_duration_seconds',
+    help: 'Duration of turns by pipeline and result.',
+    labelNames: ['pipeline', 'result'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 120],
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'switchboard_retries_total',
+    help: 'Turns scheduled to run again after a retryable failure.',
+    labelNames: ['pipeline'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'switchboard_inflight',
+    help: 'Turns running now (global concurrency slots in use).',
+    registers: [registry],
+    async collect() {
+      this.set((await pool.stats()).inflight);
+    },
+  });
+  new Gauge({
+    name: 'switchboard_queue_pending',
+    help: 'Messages waiting in the pool.',
+    registers: [registry],
+    async collect() {
+      this.set((await pool.stats()).pending);
+    },
+  });
+  new Gauge({
+    name: 'switchboard_active_sessions',
+    help: 'Sessions with a message in the last 5 minutes.',
+    registers: [registry],
+    collect() {
+      forgetIdle(Date.now());
+      this.set(lastSeen.size);
+    },
+  });
+
+  function forgetIdle(now: number): void {
+    // Map iteration follows insertion order and `touch` re-inserts: the stalest come first.
+    for (const [session, seenAt] of lastSeen) {
+      if (now - seenAt < ACTIVE_WINDOW_MS) break;
+      lastSeen.delete(session);
+    }
+  }
+
+  function touch(session: string, at: number): void {
+    lastSeen.delete(session);
+    lastSeen.set(session, at);
+    forgetIdle(at);
+  }
+
+  const observer: ControllerObserver = {
+    turnStarted(turn) {
+      const now = Date.now();
+      for (const queued of turn.messages) queueWait.observe((now - queued.acceptedAt) / 1000);
+    },
+    turnEnded(turn, result, durationMs) {
+      pipelineDuration.observe({ pipeline: turn.pipeline, result }, durationMs / 1000);
+    },
+    turnRetried(turn) {
+      retries.inc({ pipeline: turn.pipeline });
+    },
+  };
+
+  return {
+    registry,
+    observer,
+    recordOutcome(outcome: Outcome) {
+      messages.inc({ channel: outcome.message.channel, outcome: outcome.kind, reason: outcome.reason ?? '' });
+      touch(outcome.session, outcome.at);
+    },
+  };
+}

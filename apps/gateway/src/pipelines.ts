@@ -1,0 +1,22 @@
+import type { Config } from '@switchboard/config';
+import type { HistoryStore, Pipeline } from '@switchboard/core';
+import { createEchoPipeline, createHttpPipeline, createOpenAIPipeline } from '@switchboard/pipelines';
+
+/** Builds every configured pipeline, keyed by id. */
+export function createPipelines(config: Config, deps: { history: HistoryStore }): Map<string, Pipeline> {
+  const pipelines = new Map<string, Pipeline>();
+  for (const entry of config.pipelines) {
+    switch (entry.type) {
+      case 'echo':
+        pipelines.set(entry.id, createEchoPipeline(entry.id));
+        break;
+      case 'http':
+        pipelines.set(entry.id, createHttpPipeline(entry.id, entry.options));
+        break;
+      case 'openai':
+        pipelines.set(entry.id, createOpenAIPipeline(entry.id, entry.options, deps));
+        break;
+    }
+  }
+  return pipelines;
+}

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { runCli, tempDir, writeConfig } from './serve-process.js';
+
+describe('switchboard CLI', () => {
+  describe('config check', () => {
+    it('accepts the quick-start file', async () => {
+      const result = await runCli(['config', 'check', '-c', 'config/switchboard.yaml'], { cwd: new URL('../../..', import.meta.url).pathname });
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/ok — 1 channel\(s\), 1 pipeline\(s\), 1 rule\(s\)/);
+    });
+
+    it('exits non-zero naming the YAML path of every problem', async () => {
+      const dir = tempDir();
+      const path = writeConfig(
+        dir,
+        `concurrency: { pipeline: 0, colour: red }
+routing:
+  default: echo
+  rules: [{ name: r, type: message_content, operator: regex, value: "([", pipeline: echo }]
+`,
+      );
+      const result = await runCli(['config', 'check', '-c', path], { cwd: dir });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('SB_CONFIG_INVALID');
+      expect(result.stderr).toContain('concurrency.pipeline');
+      expect(result.stderr).toMatch(/concurrency: unrecognized key "colour"|concurrency\.colour/);
+      expect(result.stderr).toContain('routing.rules[0].value: invalid regular expression');
+    });
+
+    it('names a missing ${VAR} with its path, for config check and for serve', async () => {
+      const dir = tempDir();
+      const path = writeConfig(dir, 'admin: { token: "${SWITCHBOARD_TEST_UNSET_TOKEN}" }\n');
+      const env = { SWITCHBOARD_TEST_UNSET_TOKEN: undefined };
+      for (const verb of [['config', 'check'], ['serve']]) {
+        const result = await runCli([...verb, '-c', path], { cwd: dir, env });
+        expect(result.code).not.toBe(0);
+        expect(result.stderr).toContain('admin.token');
+        expect(result.stderr).toContain('SWITCHBOARD_TEST_UNSET_TOKEN');
+      }
+    });
+
+    it('names a missing file', async () => {
+      const result = await runCli(['config', 'check', '-c', 'nope.yaml'], { cwd: tempDir() });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/SB_CONFIG_NOT_FOUND.*nope\.yaml/);
+    });
+  });
+
+  describe('route', () => {
+    const yaml = `pipelines: [{ id: echo, type: echo }, { id: support, type: echo }]
+routing:
+  default: echo
+  rules:
+    - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
+    - { name: support-group, type: launcher_id, operator: eq, value: "-100123", pipeline: support }
+`;
+
+    it('prints the matched rule, the pipeline and why', async () => {
+      const dir = tempDir();
+      const path = writeConfig(dir, yaml);
+      const result = await runCli(
+        ['route', '-c', path, '--channel', 'api', '--chat-type', 'group', '--chat-id=-100123', '--text', 'hello'],
+        { cwd: dir },
+      );
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/rule:\s+support-group/);
+      expect(result.stdout).toMatch(/pipeline:\s+support/);
+      expect(result.stdout).toMatch(/drop-ads: .*no/);
+    });
+
+    it('reports the default when no rule matches, and discards', async () => {
+      const dir = tempDir();
+      const path = writeConfig(dir, yaml);
+      const fallback = await runCli(['route', '-c', path, '--channel', 'api', '--chat-type', 'person', '--chat-id', '1', '--text', 'hi'], { cwd: dir });
+      expect(fallback.stdout).toMatch(/rule:\s+default/);
+      expect(fallback.stdout).toMatch(/pipeline:\s+echo/);
+      const discard = await runCli(['route', '-c', path, '--channel', 'api', '--chat-type', 'person', '--chat-id', '1', '--text', 'buy now', '--json'], { cwd: dir });
+      expect(JSON.parse(discard.stdout)).toMatchObject({ rule: 'drop-ads', pipeline: '__discard__' });
+    });
+
+    it('refuses missing flags and an unknown channel with a usage error', async () => {
+      const dir = tempDir();
+      const path = writeConfig(dir, yaml);
+      const missing = await runCli(['route', '-c', path, '--channel', 'api'], { cwd: dir });
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(/--chat-type, --chat-id, --text/);
+      const unknown = await runCli(['route', '-c', path, '--channel', 'tg', '--chat-type', 'person', '--chat-id', '1', '--text', 'x'], { cwd: dir });
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toMatch(/--channel: no channel "tg"/);
+    });
+  });
+
+  describe('audit', () => {
+    it('names a bad flag value', async () => {
+      const dir = tempDir();
+      const path = writeConfig(dir, `store: { kind: sqlite, path: ${dir}/data.db }\n`);
+      const result = await runCli(['audit', '-c', path, '--outcome', 'exploded'], { cwd: dir });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/--outcome: expected one of completed\|discarded/);
+    });
+  });
+});

@@ -1,0 +1,99 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
+import { type ServeProcess, eventually, get, post, startServe, tempDir, writeConfig } from './serve-process.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setup(backend: FakePipeline, extra = '') {
+  const dir = tempDir();
+  const configPath = writeConfig(
+    dir,
+    `server: { host: 127.0.0.1, port: 0 }
+store: { kind: sqlite, path: ${join(dir, 'data.db')} }
+concurrency: { pipeline: 2 }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }
+${extra}`,
+  );
+  const start = async (): Promise<ServeProcess> => {
+    const gateway = await startServe({ dir, configPath });
+    cleanups.push(() => gateway.stop('SIGKILL'));
+    return gateway;
+  };
+  return { start };
+}
+
+/** Sends `count` messages over `sessions` sessions without waiting; returns the accepted ids. */
+async function sendMany(url: string, count: number, sessions: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const answer = await post(`${url}/v1/messages`, { session_id: `s${i % sessions}`, user_id: 'u', text: `m${i}`, wait: false });
+    expect(answer.status).toBe(202);
+    ids.push(answer.body?.id);
+  }
+  return ids;
+}
+
+describe('durability (end to end)', () => {
+  describe('when the process is killed with 200 messages queued behind a slow pipeline', () => {
+    it('delivers every accepted message after a restart; only the turns running at the kill run twice', async () => {
+      const backend = await startFakePipeline({ delayMs: 250 });
+      cleanups.push(() => backend.close());
+      const { start } = await setup(backend);
+      const first = await start();
+      const accepted = await sendMany(first.url, 200, 20);
+      await eventually(() => backend.requests.length >= 6);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const requestedBeforeKill = new Set(backend.requests.flatMap((r) => r.messages.map((m) => m.id)));
+      const countBeforeKill = backend.requests.length;
+      expect(countBeforeKill).toBeLessThan(200);
+
+      await start();
+      const seen = await eventually(() => {
+        const ids = new Set(backend.requests.flatMap((r) => r.messages.map((m) => m.id)));
+        return ids.size >= 200 && ids;
+      }, 60_000);
+      expect([...seen].sort()).toEqual([...accepted].sort());
+
+      const runs = new Map<string, number[]>();
+      for (const request of backend.requests) {
+        for (const message of request.messages) runs.set(message.id, [...(runs.get(message.id) ?? []), request.attempt]);
+      }
+      const twice = [...runs].filter(([, attempts]) => attempts.length > 1);
+      // At most the 2 turns in flight at the kill ran again, each with a higher attempt.
+      expect(twice.length).toBeLessThanOrEqual(2);
+      for (const [id, attempts] of twice) {
+        expect(requestedBeforeKill.has(id)).toBe(true);
+        expect(attempts).toEqual([1, 2]);
+      }
+      expect([...runs.values()].every((attempts) => attempts.length <= 2)).toBe(true);
+    });
+  });
+
+  describe('when SIGTERM arrives under load', () => {
+    it('turns /readyz 503, drains every accepted message and exits 0', async () => {
+      const backend = await startFakePipeline({ delayMs: 100 });
+      cleanups.push(() => backend.close());
+      const { start } = await setup(backend);
+      const gateway = await start();
+      expect((await get(`${gateway.url}/readyz`)).status).toBe(200);
+      const accepted = await sendMany(gateway.url, 30, 3);
+      gateway.child.kill('SIGTERM');
+      const readiness = await eventually(async () => {
+        const answer = await get(`${gateway.url}/readyz`).catch(() => undefined);
+        return answer?.status === 503 && answer;
+      });
+      expect(readiness.body.checks.draining.ok).toBe(false);
+      const late = await post(`${gateway.url}/v1/messages`, { session_id: 'late', user_id: 'u', text: 'late' }).catch(() => undefined);
+      if (late !== undefined) expect(late.status).toBe(503);
+      expect(await gateway.exited).toBe(0);
+      const delivered = new Set(backend.requests.flatMap((r) => r.messages.map((m) => m.id)));
+      expect([...delivered].sort()).toEqual([...accepted].sort());
+    });
+  });
+});

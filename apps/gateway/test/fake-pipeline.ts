@@ -1,0 +1,60 @@
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface PipelineRequest {
+  id: string;
+  attempt: number;
+  session: { key: string; chat_id: string };
+  text: string;
+  messages: Array<{ id: string; text: string }>;
+}
+
+export interface FakePipeline {
+  url: string;
+  requests: PipelineRequest[];
+  /** Largest number of requests being answered at once. */
+  maxConcurrent: number;
+  /** Decides each answer: status and body; may wait. Defaults to an echo after `delayMs`. */
+  respond: (request: PipelineRequest) => Promise<{ status: number; body?: unknown }>;
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A bot backend for the `http` pipeline: a real HTTP server on 127.0.0.1 that records requests. */
+export async function startFakePipeline(options: { delayMs?: number } = {}): Promise<FakePipeline> {
+  let concurrent = 0;
+  const fake: FakePipeline = {
+    url: '',
+    requests: [],
+    maxConcurrent: 0,
+    respond: async (request) => {
+      await sleep(options.delayMs ?? 0);
+      return { status: 200, body: { replies: [{ text: `echo: ${request.text}` }] } };
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    req.on('data', (chunk: Buffer) => {
+      raw += chunk.toString();
+    });
+    req.on('end', async () => {
+      const request = JSON.parse(raw) as PipelineRequest;
+      fake.requests.push(request);
+      concurrent += 1;
+      fake.maxConcurrent = Math.max(fake.maxConcurrent, concurrent);
+      try {
+        const { status, body } = await fake.respond(request);
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body ?? {}));
+      } finally {
+        concurrent -= 1;
+      }
+    });
+  });
+  server.keepAliveTimeout = 1;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/answer`;
+  return fake;
+}

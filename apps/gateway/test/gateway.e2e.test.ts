@@ -1,0 +1,159 @@
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
+import { type ServeProcess, get, post, runCli, startServe, tempDir, writeConfig } from './serve-process.js';
+
+const running: ServeProcess[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((gateway) => gateway.stop('SIGKILL')));
+});
+
+async function serve(yaml: string, server = 'host: 127.0.0.1, port: 0'): Promise<ServeProcess> {
+  const dir = tempDir();
+  const configPath = writeConfig(dir, `server: { ${server} }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\n${yaml}`);
+  const gateway = await startServe({ dir, configPath });
+  running.push(gateway);
+  return gateway;
+}
+
+describe('switchboard serve (end to end)', () => {
+  describe('when a rule routes a message to __discard__', () => {
+    it('answers discarded and shows it in GET /admin/audit and `switchboard audit`', async () => {
+      const gateway = await serve(`
+pipelines: [{ id: echo, type: echo }]
+routing:
+  default: echo
+  rules:
+    - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
+`);
+      const echoed = await post(`${gateway.url}/v1/messages`, { session_id: 's1', user_id: 'u1', text: 'hello' });
+      expect(echoed.status).toBe(200);
+      expect(echoed.body).toMatchObject({ status: 'completed', pipeline: 'echo', replies: [{ text: 'hello' }] });
+
+      const discarded = await post(`${gateway.url}/v1/messages`, { session_id: 's1', user_id: 'u1', text: 'buy now!!' });
+      expect(discarded.body).toMatchObject({ status: 'discarded', rule: 'drop-ads' });
+
+      const audit = await get(`${gateway.url}/admin/audit?outcome=discarded`);
+      expect(audit.status).toBe(200);
+      expect(audit.body.items).toHaveLength(1);
+      expect(audit.body.items[0]).toMatchObject({
+        outcome: 'discarded',
+        rule: 'drop-ads',
+        channel: 'api',
+        session: 'openapi:api:person:s1',
+        chat_id: 's1',
+        sender_id: 'u1',
+        text: 'buy now!!',
+        message_id: discarded.body?.id,
+      });
+
+      const cli = await runCli(['audit', '-c', gateway.configPath, '--rule', 'drop-ads'], { cwd: gateway.dir });
+      expect(cli.code).toBe(0);
+      const row = cli.stdout.split('\n').find((line) => line.includes('drop-ads'));
+      expect(row).toContain('discarded');
+      expect(row).toContain('openapi:api:person:s1');
+      expect(row).toContain('buy now!!');
+      const json = await runCli(['audit', '-c', gateway.configPath, '--outcome', 'discarded', '--json'], { cwd: gateway.dir });
+      expect(JSON.parse(json.stdout).items[0]).toMatchObject({ rule: 'drop-ads', channel: 'api', text: 'buy now!!' });
+    });
+  });
+
+  describe('when an http pipeline is slow and concurrency.pipeline is 2', () => {
+    let backend: FakePipeline;
+    beforeAll(async () => {
+      backend = await startFakePipeline({ delayMs: 150 });
+    });
+    afterAll(() => backend.close());
+
+    it('runs at most 2 turns at once, each session in arrival order, and returns all 15 replies', async () => {
+      const gateway = await serve(`
+concurrency: { pipeline: 2 }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }
+`);
+      const sessions = ['a', 'b', 'c'];
+      const answers = await Promise.all(
+        sessions.flatMap((session) =>
+          [1, 2, 3, 4, 5].map(async (n) => {
+            // Stagger so that arrival order within a session is well defined.
+            await new Promise((resolve) => setTimeout(resolve, n * 10));
+            return post(`${gateway.url}/v1/messages`, { session_id: session, user_id: 'u', text: `${session}${n}`, timeout_ms: 20_000 });
+          }),
+        ),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(Array(15).fill(200));
+      expect(answers.map((answer) => answer.body?.replies[0].text).sort()).toEqual(
+        sessions.flatMap((s) => [1, 2, 3, 4, 5].map((n) => `echo: ${s}${n}`)).sort(),
+      );
+      expect(backend.maxConcurrent).toBe(2);
+      for (const session of sessions) {
+        const order = backend.requests.filter((r) => r.session.chat_id === session).map((r) => r.text);
+        expect(order).toEqual([1, 2, 3, 4, 5].map((n) => `${session}${n}`));
+      }
+    });
+  });
+
+  describe('when debounce is enabled', () => {
+    it('sends three quick messages to the pipeline as one request a\\nb\\nc and answers each with that turn', async () => {
+      const backend = await startFakePipeline();
+      try {
+        const gateway = await serve(`
+pipelines:
+  - { id: bot, type: http, url: "${backend.url}", aggregation: { enabled: true, delay: 300ms } }
+routing: { default: bot }
+`);
+        const answers = await Promise.all(
+          ['a', 'b', 'c'].map(async (text, index) => {
+            await new Promise((resolve) => setTimeout(resolve, index * 50));
+            return post(`${gateway.url}/v1/messages`, { session_id: 'burst', user_id: 'u', text });
+          }),
+        );
+        expect(backend.requests.map((r) => r.text)).toEqual(['a\nb\nc']);
+        expect(backend.requests[0]?.messages.map((m) => m.text)).toEqual(['a', 'b', 'c']);
+        expect(new Set(answers.map((answer) => answer.body?.turn)).size).toBe(1);
+        expect(answers.map((answer) => answer.body?.replies)).toEqual(Array(3).fill([{ text: 'echo: a\nb\nc' }]));
+      } finally {
+        await backend.close();
+      }
+    });
+  });
+
+  describe('when requests are malformed or unauthenticated', () => {
+    it('answers 400/401/413 with a JSON error naming the field', async () => {
+      const gateway = await serve(
+        'channels: [{ id: api, type: openapi, api_keys: [secret-key] }]',
+        'host: 127.0.0.1, port: 0, body_limit: 4096',
+      );
+      const url = `${gateway.url}/v1/messages`;
+      const auth = { authorization: 'Bearer secret-key' };
+      const ok = { session_id: 's', user_id: 'u', text: 'hi' };
+
+      const missingKey = await post(url, ok);
+      expect(missingKey.status).toBe(401);
+      expect(missingKey.body?.error.code).toBe('SB_HTTP_UNAUTHORIZED');
+      expect((await post(url, ok, { authorization: 'Bearer wrong' })).status).toBe(401);
+
+      const malformed = await post(url, '{"session_id": ', auth);
+      expect(malformed.status).toBe(400);
+      expect(malformed.body?.error.message).toMatch(/body/);
+
+      const wrongType = await post(url, { ...ok, text: 42 }, auth);
+      expect(wrongType.status).toBe(400);
+      expect(wrongType.body?.error.message).toMatch(/text/);
+
+      const missing = await post(url, { session_id: 's', text: 'hi' }, auth);
+      expect(missing.status).toBe(400);
+      expect(missing.body?.error.message).toMatch(/user_id/);
+
+      const unknown = await post(url, { ...ok, colour: 'blue' }, auth);
+      expect(unknown.status).toBe(400);
+      expect(unknown.body?.error.message).toMatch(/colour/);
+
+      const oversized = await post(url, { ...ok, text: 'x'.repeat(20_000) }, auth);
+      expect(oversized.status).toBe(413);
+      expect(oversized.body?.error.code).toBe('SB_HTTP_PAYLOAD_TOO_LARGE');
+
+      expect((await post(url, ok, auth)).body).toMatchObject({ status: 'completed', replies: [{ text: 'hi' }] });
+    });
+  });
+});

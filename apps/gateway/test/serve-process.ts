@@ -1,0 +1,147 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The built CLI: end-to-end tests run the real `switchboard` process, as users do. */
+export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface ServeProcess {
+  url: string;
+  child: ChildProcess;
+  logs: LogLine[];
+  stderr: string[];
+  dir: string;
+  configPath: string;
+  /** Sends `signal` and resolves the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** A fresh temp folder for one test's config and data. */
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'switchboard-e2e-'));
+}
+
+/** Writes `yaml` into `dir` and returns its path. */
+export function writeConfig(dir: string, yaml: string, name = 'switchboard.yaml'): string {
+  const path = join(dir, name);
+  writeFileSync(path, yaml);
+  return path;
+}
+
+/**
+ * Starts `switchboard serve -c <config>` in `dir` and resolves once it logs `listening`. The
+ * config should bind port 0; the bound address is read from that log line.
+ */
+export function startServe(options: { dir: string; configPath: string; env?: NodeJS.ProcessEnv }): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [CLI, 'serve', '-c', options.configPath], {
+    cwd: options.dir,
+    env: { ...process.env, LOG_LEVEL: 'debug', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: LogLine[] = [];
+  const stderr: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      let newline = buffered.indexOf('\n');
+      while (newline >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        newline = buffered.indexOf('\n');
+        try {
+          const entry = JSON.parse(line) as LogLine;
+          logs.push(entry);
+          if (entry.msg === 'listening') {
+            resolve({
+              url: String(entry.address),
+              child,
+              logs,
+              stderr,
+              dir: options.dir,
+              configPath: options.configPath,
+              exited,
+              stop: (signal = 'SIGTERM') => {
+                child.kill(signal);
+                return exited;
+              },
+            });
+          }
+        } catch {
+          stderr.push(line);
+        }
+      }
+    });
+    child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+    void exited.then((code) => reject(new Error(`switchboard serve exited with ${code} before listening:\n${stderr.join('')}`)));
+  });
+}
+
+/** Runs a CLI verb to completion. */
+export function runCli(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export interface JsonAnswer {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
+  body: Record<string, any> | null;
+}
+
+/** POSTs JSON to the gateway and returns status and parsed body. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonAnswer> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text === '' ? null : (JSON.parse(text) as Record<string, any>) };
+}
+
+export async function get(url: string, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { headers });
+  const text = await response.text();
+  let body: any = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  return { status: response.status, body };
+}
+
+/** Polls `check` every 50 ms until it returns a truthy value or `timeoutMs` passes. */
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

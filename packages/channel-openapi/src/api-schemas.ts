@@ -1,0 +1,93 @@
+import { ChatTypeSchema, ReplySchema } from '@switchboard/core';
+import { z } from 'zod';
+
+/**
+ * The request and response shapes of the channel's routes. Fastify validates with them and
+ * `@fastify/swagger` turns them into the OpenAPI document, so the document cannot drift from
+ * what the routes accept.
+ */
+
+/** Longest `text` a caller may send: far above a chat message, far below the body limit. */
+export const MAX_TEXT_CHARS = 32_768;
+const MAX_ID_CHARS = 256;
+
+/** `POST {prefix}/messages`; `timeout_ms` is capped by the channel's `max_wait_timeout`. */
+export function postMessageBodySchema(maxWaitTimeoutMs: number) {
+  return z.strictObject({
+    session_id: z
+      .string()
+      .min(1)
+      .max(MAX_ID_CHARS)
+      .describe('The conversation: messages of one session run one after the other.'),
+    user_id: z.string().min(1).max(MAX_ID_CHARS).describe('Who sent the message.'),
+    text: z.string().min(1).max(MAX_TEXT_CHARS),
+    user_name: z.string().min(1).max(MAX_ID_CHARS).optional(),
+    chat_type: ChatTypeSchema.default('person').describe('Routing rules of type launcher_type read this.'),
+    wait: z.boolean().default(true).describe('Wait for the replies (200) instead of answering 202 at once.'),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(maxWaitTimeoutMs)
+      .optional()
+      .describe('How long to wait for the replies before answering 202; default: the channel wait_timeout.'),
+  });
+}
+export type PostMessageBody = z.output<ReturnType<typeof postMessageBodySchema>>;
+
+/** Loose so that the other headers (Authorization…) stay on the request after validation. */
+export const PostMessageHeadersSchema = z.looseObject({
+  'idempotency-key': z
+    .string()
+    .min(1)
+    .max(MAX_ID_CHARS)
+    .optional()
+    .describe('Retries with the same key within 24 h return the first request’s message.'),
+});
+
+export const MessageParamsSchema = z.strictObject({ id: z.string().min(1).max(MAX_ID_CHARS) });
+export const SessionParamsSchema = z.strictObject({ session_id: z.string().min(1).max(MAX_ID_CHARS) });
+
+/** Where a message stands: the body of every `…/messages` answer but errors. */
+export const MessageViewSchema = z.object({
+  id: z.string(),
+  status: z.enum([
+    'queued',
+    'running',
+    'completed',
+    'discarded',
+    'ignored',
+    'dropped',
+    'dead_lettered',
+    'duplicate',
+  ]),
+  pipeline: z.string().nullable(),
+  /** The routing rule that decided (for `discarded`, the discarding rule). */
+  rule: z.string().nullable(),
+  /** The turn that answered; shared by every message of a merged burst. */
+  turn: z.string().nullable(),
+  replies: z.array(ReplySchema),
+  error: z.string().nullable(),
+  /** Why a message was ignored, dropped or dead-lettered; present on the answer that saw it happen. */
+  reason: z.string().optional(),
+});
+export type MessageView = z.output<typeof MessageViewSchema>;
+
+/** The one error shape of every HTTP answer (STYLE "Errors"). */
+export const ErrorBodySchema = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+export type ErrorBody = z.output<typeof ErrorBodySchema>;
+
+/** Error answers every channel route may give, for the document. */
+export const COMMON_ERROR_RESPONSES = {
+  400: ErrorBodySchema.describe('The request is invalid; the message names every bad field.'),
+  401: ErrorBodySchema.describe('Missing or invalid `Authorization: Bearer <api key>`.'),
+  403: ErrorBodySchema.describe('No api_keys are configured and the client is not on loopback.'),
+  429: ErrorBodySchema.describe('Too many requests in flight, or the queue is full; see Retry-After.'),
+  503: ErrorBodySchema.describe('The gateway is starting or shutting down; see Retry-After.'),
+};

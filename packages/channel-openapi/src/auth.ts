@@ -1,0 +1,79 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { SwitchboardError } from '@switchboard/core';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** Options of `bearerAuth`. */
+export interface BearerAuthOptions {
+  /** Accepted bearer tokens; empty strings are ignored. None: loopback clients only. */
+  tokens: readonly string[];
+  /** Named in the `WWW-Authenticate` challenge. */
+  realm: string;
+}
+
+/** A fastify `onRequest` (or `preHandler`) hook that throws SwitchboardErrors for the error handler. */
+export type AuthHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+const IPV4_MAPPED_PREFIX = '::ffff:';
+
+/** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback (`::ffff:127.0.0.1`). */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const mapped = address.toLowerCase().startsWith(IPV4_MAPPED_PREFIX)
+    ? address.slice(IPV4_MAPPED_PREFIX.length)
+    : address;
+  if (isIPv4(mapped)) return loopback.check(mapped, 'ipv4');
+  return isIPv6(address) && loopback.check(address, 'ipv6');
+}
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
+
+/**
+ * Bearer-token authentication for the channel and the admin API (DESIGN §3, §7). With tokens
+ * configured every request needs `Authorization: Bearer <token>` (401 otherwise). With none,
+ * only loopback clients pass (403 otherwise), so a quick start needs no key and is still closed
+ * to the network. The client address is `request.ip`: the socket peer, or the forwarded client
+ * when the app configures fastify's `trustProxy` — required behind a local reverse proxy, whose
+ * own loopback address would otherwise let everyone in.
+ */
+export function bearerAuth(options: BearerAuthOptions): AuthHook {
+  // Hashing first gives equal-length buffers, so timingSafeEqual leaks neither the token nor its length.
+  const digests = options.tokens.filter((token) => token !== '').map(digest);
+  const challenge = `Bearer realm="${options.realm.replaceAll('"', '')}"`;
+
+  return async (request, reply) => {
+    if (digests.length === 0) {
+      if (isLoopbackAddress(request.ip)) return;
+      throw new SwitchboardError('SB_HTTP_FORBIDDEN', {
+        message: 'no API key is configured, so only loopback clients are allowed; configure api_keys',
+      });
+    }
+    const header = request.headers.authorization;
+    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+    if (token !== undefined) {
+      const presented = digest(token);
+      // Compare with every key so the time taken does not tell which one matched.
+      let matched = false;
+      for (const expected of digests) matched = timingSafeEqual(expected, presented) || matched;
+      if (matched) return;
+    }
+    reply.header(
+      'www-authenticate',
+      header === undefined ? challenge : `${challenge}, error="invalid_token"`,
+    );
+    throw new SwitchboardError('SB_HTTP_UNAUTHORIZED', {
+      message:
+        header === undefined
+          ? 'missing credentials: send Authorization: Bearer <api key>'
+          : 'invalid credentials: the bearer token is not a configured API key',
+    });
+  };
+}

@@ -1,0 +1,81 @@
+import type { OpenApiChannelConfig } from '@switchboard/config';
+import type { ChannelAdapter, Ingress, Logger, MessageStatusStore } from '@switchboard/core';
+import type { FastifyInstance } from 'fastify';
+import { channelRoutes } from './routes.js';
+import { createSseHub } from './sse.js';
+import { type ChannelEvents, createStatusTracker } from './status-tracker.js';
+
+/** Options of `createOpenApiChannel`. */
+export interface OpenApiChannelOptions {
+  /** The parsed `channels[]` entry of `type: openapi`. */
+  config: OpenApiChannelConfig;
+  /**
+   * The app's HTTP server. The channel adds its routes under `config.prefix` at once; the app
+   * calls `registerApiDocs` before, and `server.ready()` / `listen()` after.
+   */
+  server: FastifyInstance;
+  /** Where message statuses, replies and idempotency keys are kept. */
+  statuses: MessageStatusStore;
+  /** Outcomes and turn starts of the engine, to keep statuses current and answer waiting requests. */
+  events: ChannelEvents;
+  logger: Logger;
+  /** Interval of the comment lines that keep idle event streams open. Default: 15 s. */
+  sseHeartbeatMs?: number;
+  /** Clock, ms since the epoch. Default: `Date.now`. */
+  now?: () => number;
+}
+
+const DEFAULTS = {
+  sseHeartbeatMs: 15_000,
+  now: Date.now,
+} satisfies Partial<OpenApiChannelOptions>;
+
+/**
+ * The HTTP API channel (DESIGN §3 "openapi"): `POST {prefix}/messages`, `GET {prefix}/messages/{id}`
+ * and `GET {prefix}/sessions/{session_id}/events`. Its routes exist from creation but answer
+ * 503 SB_DRAINING until `start` and again after `stop`. Its outbox (`send`) records the replies
+ * on the message's status and pushes them to the session's event streams. Statuses follow the
+ * engine's events for the life of the server, so messages accepted before `stop` still end in
+ * their final status while the engine drains.
+ */
+export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAdapter {
+  const { config, server, statuses, events } = options;
+  const now = options.now ?? DEFAULTS.now;
+  const logger = options.logger.child({ component: 'channel.openapi', channel: config.id });
+  const tracker = createStatusTracker({ channelId: config.id, statuses, events, logger, now });
+  const sse = createSseHub({ heartbeatMs: options.sseHeartbeatMs ?? DEFAULTS.sseHeartbeatMs });
+  let ingress: Ingress | null = null;
+
+  void server.register(channelRoutes({ config, statuses, tracker, sse, ingress: () => ingress, now }), {
+    prefix: config.prefix,
+  });
+  server.addHook('onClose', async () => tracker.close());
+
+  return {
+    id: config.id,
+    type: 'openapi',
+
+    async start(context) {
+      ingress = context.ingress;
+      logger.info({ prefix: config.prefix, apiKeys: config.apiKeys.length }, 'channel started');
+    },
+
+    async stop() {
+      ingress = null;
+      logger.info({}, 'channel stopped');
+    },
+
+    async send(origin, replies) {
+      const status = await tracker.appendReplies(origin.id, replies);
+      const turn = status?.turn ?? null;
+      sse.publish(
+        origin.chat.id,
+        replies.map((reply) => ({ message_id: origin.id, turn, text: reply.text })),
+      );
+    },
+
+    health() {
+      return ingress === null ? { ready: false, detail: 'not running (before start or after stop)' } : { ready: true };
+    },
+  };
+}

@@ -1,0 +1,303 @@
+import type { OpenApiChannelConfig } from '@switchboard/config';
+import {
+  type Ingress,
+  type IngressResult,
+  type MessageStatus,
+  type MessageStatusStore,
+  SwitchboardError,
+  newMessageId,
+} from '@switchboard/core';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import { type ZodTypeProvider, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  COMMON_ERROR_RESPONSES,
+  ErrorBodySchema,
+  MessageParamsSchema,
+  type MessageView,
+  MessageViewSchema,
+  type PostMessageBody,
+  PostMessageHeadersSchema,
+  SessionParamsSchema,
+  postMessageBodySchema,
+} from './api-schemas.js';
+import { bearerAuth } from './auth.js';
+import { httpErrorHandler } from './error-handler.js';
+import { createKeyedSerializer } from './keyed-serializer.js';
+import { toInboundMessage } from './normalize.js';
+import { limitConcurrentRequests } from './request-limit.js';
+import type { SseHub } from './sse.js';
+import { type StatusTracker, type StatusWatch, isFinal } from './status-tracker.js';
+
+/** How long an `Idempotency-Key` stays bound to its message. */
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+/** The wait suggested while the channel is not running: a start or a restart takes seconds. */
+const NOT_RUNNING_RETRY_AFTER_MS = 5000;
+/** Named in the OpenAPI document and in `WWW-Authenticate`. */
+const SECURITY = [{ bearerAuth: [] }];
+
+/** What the routes need from the channel. */
+export interface RouteContext {
+  config: OpenApiChannelConfig;
+  statuses: MessageStatusStore;
+  tracker: StatusTracker;
+  sse: SseHub;
+  /** The ingress while the channel runs; null before `start` and after `stop`. */
+  ingress(): Ingress | null;
+  now(): number;
+}
+
+/** The answer to a `POST …/messages`: 200 when the message is final, else 202. */
+interface Answer {
+  statusCode: 200 | 202;
+  body: MessageView;
+}
+
+function viewOf(status: MessageStatus, reason?: string): MessageView {
+  const { updated_at: _updatedAt, ...view } = status;
+  return reason === undefined ? view : { ...view, reason };
+}
+
+function answerOf(status: MessageStatus, reason?: string): Answer {
+  return { statusCode: isFinal(status) ? 200 : 202, body: viewOf(status, reason) };
+}
+
+/** The answer for an ingress result that is final at once (discarded, ignored, duplicate). */
+function immediateAnswer(
+  id: string,
+  result: Exclude<IngressResult, { status: 'queued' | 'refused' }>,
+): Answer {
+  const base = { id, pipeline: null, rule: null, turn: null, replies: [], error: null };
+  switch (result.status) {
+    case 'discarded':
+      return { statusCode: 200, body: { ...base, status: 'discarded', rule: result.rule } };
+    case 'ignored':
+      return { statusCode: 200, body: { ...base, status: 'ignored', reason: result.reason } };
+    case 'duplicate':
+      return { statusCode: 200, body: { ...base, status: 'duplicate' } };
+  }
+}
+
+function refusal(result: Extract<IngressResult, { status: 'refused' }>): SwitchboardError {
+  return result.reason === 'queue_full'
+    ? new SwitchboardError('SB_QUEUE_FULL', {
+        message: 'the queue is full; retry after the Retry-After delay',
+        retryAfterMs: result.retryAfterMs,
+      })
+    : new SwitchboardError('SB_DRAINING', { retryAfterMs: result.retryAfterMs });
+}
+
+/** What came of the admission step: a message accepted now, or the one an idempotency key names. */
+type Admission =
+  | { kind: 'accepted'; id: string; result: IngressResult; watch: StatusWatch }
+  | { kind: 'replay'; status: MessageStatus };
+
+/**
+ * The channel's routes as one encapsulated plugin (DESIGN §3 "openapi"): its own zod
+ * validation, error handler, 404 answer and hooks — not running → 503, authentication, and the
+ * cap on requests in flight (event streams excepted) — leave the rest of the server untouched.
+ */
+export function channelRoutes(context: RouteContext): FastifyPluginAsync {
+  const { config, statuses, tracker, sse } = context;
+  const bodySchema = postMessageBodySchema(config.maxWaitTimeoutMs);
+  // Requests carrying the same Idempotency-Key are admitted one at a time, so that a retry racing
+  // the first request finds its message instead of accepting a second one.
+  const keyed = createKeyedSerializer();
+
+  function runningIngress(): Ingress {
+    const ingress = context.ingress();
+    if (ingress === null) {
+      throw new SwitchboardError('SB_DRAINING', {
+        message: `channel ${config.id} is not running (starting or shutting down)`,
+        retryAfterMs: NOT_RUNNING_RETRY_AFTER_MS,
+      });
+    }
+    return ingress;
+  }
+
+  async function accept(id: string, body: PostMessageBody, idempotencyKey?: string): Promise<Admission> {
+    const message = toInboundMessage(body, {
+      id,
+      channelId: config.id,
+      idempotencyKey,
+      receivedAt: context.now(),
+    });
+    const watch = tracker.watch(id);
+    try {
+      const result = await runningIngress().accept(message);
+      if (result.status === 'queued')
+        await tracker.queued(id, { pipeline: result.pipeline, rule: result.rule });
+      return { kind: 'accepted', id, result, watch };
+    } catch (error) {
+      watch.cancel();
+      throw error;
+    }
+  }
+
+  function admit(body: PostMessageBody, idempotencyKey: string | undefined): Promise<Admission> {
+    if (idempotencyKey === undefined) return accept(newMessageId(), body);
+    const key = `${config.id}:${idempotencyKey}`;
+    return keyed.run(key, async () => {
+      const id = newMessageId();
+      const bound = await statuses.claimIdempotencyKey(key, id, IDEMPOTENCY_TTL_MS);
+      if (bound === null) return accept(id, body, idempotencyKey);
+      const status = await tracker.current(bound);
+      // No status: the first request was refused or failed before its message was accepted.
+      return status === null ? accept(bound, body, idempotencyKey) : { kind: 'replay', status };
+    });
+  }
+
+  /** Waits up to `timeoutMs` for a message already accepted, as a first request would. */
+  async function awaitFinal(watch: StatusWatch, id: string, timeoutMs: number): Promise<Answer | null> {
+    const final = await watch.wait(timeoutMs);
+    if (final !== null) return answerOf(final.status, final.reason);
+    const status = await tracker.current(id);
+    return status === null ? null : answerOf(status);
+  }
+
+  async function replay(status: MessageStatus, wait: boolean, timeoutMs: number): Promise<Answer> {
+    if (!wait || isFinal(status)) return answerOf(status);
+    const watch = tracker.watch(status.id);
+    // The outcome may have landed between the first read and the watch.
+    const latest = await tracker.current(status.id);
+    if (latest !== null && isFinal(latest)) {
+      watch.cancel();
+      return answerOf(latest);
+    }
+    return (await awaitFinal(watch, status.id, timeoutMs)) ?? answerOf(latest ?? status);
+  }
+
+  async function postMessage(body: PostMessageBody, idempotencyKey: string | undefined): Promise<Answer> {
+    const timeoutMs = body.timeout_ms ?? config.waitTimeoutMs;
+    const admission = await admit(body, idempotencyKey);
+    if (admission.kind === 'replay') return replay(admission.status, body.wait, timeoutMs);
+
+    const { id, result, watch } = admission;
+    if (result.status === 'refused') {
+      watch.cancel();
+      throw refusal(result);
+    }
+    if (result.status !== 'queued') {
+      watch.cancel();
+      // The outcome was recorded during `accept`; let its status write land so a GET agrees.
+      await tracker.current(id);
+      return immediateAnswer(id, result);
+    }
+    const queued: Answer = {
+      statusCode: 202,
+      body: {
+        id,
+        status: 'queued',
+        pipeline: result.pipeline,
+        rule: result.rule,
+        turn: null,
+        replies: [],
+        error: null,
+      },
+    };
+    if (!body.wait) {
+      watch.cancel();
+      return queued;
+    }
+    return (await awaitFinal(watch, id, timeoutMs)) ?? queued;
+  }
+
+  return async (scope: FastifyInstance) => {
+    scope.setValidatorCompiler(validatorCompiler);
+    scope.setSerializerCompiler(serializerCompiler);
+    scope.setErrorHandler(httpErrorHandler);
+    scope.setNotFoundHandler(async (request) => {
+      throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
+        message: `no route ${request.method} ${request.url}`,
+      });
+    });
+    scope.addHook('onRequest', async () => {
+      runningIngress();
+    });
+    scope.addHook('onRequest', bearerAuth({ tokens: config.apiKeys, realm: 'switchboard' }));
+    scope.addHook('preClose', async () => sse.closeAll());
+
+    scope.withTypeProvider<ZodTypeProvider>().get(
+      '/sessions/:session_id/events',
+      {
+        schema: {
+          summary: 'Stream the replies sent to a session (server-sent events)',
+          description:
+            'Each reply is an `event: reply` whose data is `{"message_id","turn","text"}`; a comment line every 15 s keeps the stream open.',
+          tags: ['sessions'],
+          security: SECURITY,
+          params: SessionParamsSchema,
+          response: {
+            200: {
+              description: 'An endless text/event-stream.',
+              content: { 'text/event-stream': { schema: z.string() } },
+            },
+            ...COMMON_ERROR_RESPONSES,
+          },
+        },
+      },
+      async (request, reply) => {
+        // Hijacked: fastify neither serializes nor ends this response; the stream owns it.
+        reply.hijack();
+        sse.open(request.params.session_id, reply.raw);
+      },
+    );
+
+    // Event streams live for hours; only the request/response routes count toward the cap.
+    await scope.register(async (limited) => {
+      limitConcurrentRequests(limited, config.maxConcurrentRequests);
+      const api = limited.withTypeProvider<ZodTypeProvider>();
+
+      api.post(
+        '/messages',
+        {
+          schema: {
+            summary: 'Send a message; by default wait for its replies',
+            tags: ['messages'],
+            security: SECURITY,
+            headers: PostMessageHeadersSchema,
+            body: bodySchema,
+            response: {
+              200: MessageViewSchema.describe(
+                'The message is final: completed, discarded, ignored, dropped…',
+              ),
+              202: MessageViewSchema.describe('Accepted; still queued or running (wait=false or timed out).'),
+              ...COMMON_ERROR_RESPONSES,
+              413: ErrorBodySchema.describe('The body is larger than the server accepts.'),
+            },
+          },
+        },
+        async (request, reply) => {
+          const answer = await postMessage(request.body, request.headers['idempotency-key']);
+          return reply.code(answer.statusCode).send(answer.body);
+        },
+      );
+
+      api.get(
+        '/messages/:id',
+        {
+          schema: {
+            summary: 'The status and replies of a message',
+            tags: ['messages'],
+            security: SECURITY,
+            params: MessageParamsSchema,
+            response: {
+              200: MessageViewSchema,
+              404: ErrorBodySchema.describe('No message with this id (never accepted, or pruned).'),
+              ...COMMON_ERROR_RESPONSES,
+            },
+          },
+        },
+        async (request) => {
+          const status = await tracker.current(request.params.id);
+          if (status === null) {
+            throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
+              message: `no message with id ${request.params.id}`,
+            });
+          }
+          return viewOf(status);
+        },
+      );
+    });
+  };
+}

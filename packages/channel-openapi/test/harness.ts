@@ -1,0 +1,196 @@
+import { OpenApiChannelSchema } from '@switchboard/config';
+import {
+  type ChannelAdapter,
+  type Controller,
+  type Ingress,
+  type MemoryQueryPool,
+  type MessageStatusStore,
+  type Outcome,
+  type Pipeline,
+  PipelinePolicySchema,
+  type PipelinePolicyInput,
+  type Query,
+  type RoutingConfigInput,
+  type Turn,
+  createController,
+  createIngress,
+  createMemoryMessageStatusStore,
+  createMemoryQueryPool,
+  createOutcomeBus,
+  createRouter,
+  silentLogger,
+} from '@switchboard/core';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createOpenApiChannel, registerApiDocs } from '../src/index.js';
+
+/** A pipeline whose turns wait until the test releases them; it counts its runs. */
+export interface GatedPipeline extends Pipeline {
+  readonly runs: Query[];
+  /** Lets every waiting and future turn answer. */
+  release(): void;
+}
+
+export function createGatedPipeline(id: string): GatedPipeline {
+  const runs: Query[] = [];
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return {
+    id,
+    runs,
+    release: () => open(),
+    async run(query, { signal }) {
+      runs.push(query);
+      await Promise.race([
+        gate,
+        new Promise((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        ),
+      ]);
+      return { replies: [{ text: `gated: ${query.text}` }] };
+    },
+  };
+}
+
+/** Answers every turn with its text and counts its runs. */
+export function createEchoPipeline(id: string): Pipeline & { readonly runs: Query[] } {
+  const runs: Query[] = [];
+  return {
+    id,
+    runs,
+    async run(query) {
+      runs.push(query);
+      return { replies: [{ text: query.text }] };
+    },
+  };
+}
+
+export interface HarnessOptions {
+  /** `channels[]` keys beyond id and type. */
+  channel?: Record<string, unknown>;
+  pipelines?: Array<{ pipeline: Pipeline; policy?: Partial<PipelinePolicyInput> }>;
+  routing?: RoutingConfigInput;
+  maxPending?: number;
+  /** The server's body limit in bytes. */
+  bodyLimit?: number;
+  /** Start the channel and the controller; default true. */
+  start?: boolean;
+  sseHeartbeatMs?: number;
+  /** Delays every enqueue into the pool, as a journal write or a Redis round trip would. */
+  enqueueDelayMs?: number;
+}
+
+export interface Harness {
+  server: FastifyInstance;
+  channel: ChannelAdapter;
+  controller: Controller;
+  pool: MemoryQueryPool;
+  ingress: Ingress;
+  statuses: MessageStatusStore;
+  outcomes: Outcome[];
+  startChannel(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real fastify server with the real channel in front of the real core engine: ingress, memory
+ * pool, controller and outcome bus, with a memory status store.
+ */
+export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const pipelineList = options.pipelines ?? [{ pipeline: createEchoPipeline('echo') }];
+  const policies = pipelineList.map(({ pipeline, policy }) =>
+    PipelinePolicySchema.parse({ id: pipeline.id, ...policy }),
+  );
+  const bus = createOutcomeBus();
+  const outcomes: Outcome[] = [];
+  bus.subscribe((outcome) => outcomes.push(outcome));
+  const turnListeners = new Set<(turn: Turn) => void>();
+
+  const pool = createMemoryQueryPool({
+    concurrency: { global: 20, perSession: 1 },
+    limits: { maxPending: options.maxPending ?? 10_000, maxPendingPerSession: 500 },
+    pipelines: policies,
+  });
+  const router = createRouter(options.routing ?? { default: pipelineList[0]?.pipeline.id ?? 'echo' }, {
+    pipelines: policies.map((policy) => policy.id),
+  });
+  const { enqueueDelayMs } = options;
+  const ingress = createIngress({
+    pool:
+      enqueueDelayMs === undefined
+        ? pool
+        : {
+            ...pool,
+            enqueue: (queued) =>
+              new Promise((resolve) => setTimeout(resolve, enqueueDelayMs)).then(() => pool.enqueue(queued)),
+          },
+    router: () => router,
+    outcomes: bus,
+    channelPolicy: () => ({ admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' }),
+  });
+
+  const server = Fastify({ bodyLimit: options.bodyLimit ?? 1_048_576 });
+  await registerApiDocs(server, { title: 'Switchboard test', version: '0.0.0' });
+  const statuses = createMemoryMessageStatusStore();
+  const channel = createOpenApiChannel({
+    config: OpenApiChannelSchema.parse({ id: 'api', type: 'openapi', ...options.channel }),
+    server,
+    statuses,
+    events: {
+      subscribeOutcomes: (listener) => bus.subscribe(listener),
+      subscribeTurnStarts: (listener) => {
+        turnListeners.add(listener);
+        return () => turnListeners.delete(listener);
+      },
+    },
+    logger: silentLogger,
+    sseHeartbeatMs: options.sseHeartbeatMs,
+  });
+  const controller = createController({
+    pool,
+    pipelines: new Map(pipelineList.map(({ pipeline }) => [pipeline.id, pipeline])),
+    policies: new Map(policies.map((policy) => [policy.id, policy])),
+    outcomes: bus,
+    deliver: (query, replies) => channel.send(query.message, replies),
+    observer: {
+      turnStarted: (turn) => {
+        for (const listener of turnListeners) listener(turn);
+      },
+    },
+  });
+  await server.ready();
+
+  const startChannel = () => channel.start({ ingress, logger: silentLogger });
+  if (options.start ?? true) {
+    controller.start();
+    await startChannel();
+  }
+
+  return {
+    server,
+    channel,
+    controller,
+    pool,
+    ingress,
+    statuses,
+    outcomes,
+    startChannel,
+    async close() {
+      await channel.stop();
+      await controller.stop({ drainTimeoutMs: 50 });
+      await server.close();
+    },
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 2000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
