@@ -38,11 +38,14 @@ routing: { default: bot }
       expect(answer.body).toMatchObject({ status: 'dead_lettered', reason: 'max_attempts' });
       expect(backend.requests.map((r) => r.attempt)).toEqual([1, 2, 3]);
       // Backoff: 200 ms then 400 ms (±20%) between the attempts.
-      const retryLines = gateway.logs.filter((line) => line.msg === 'turn failed, retrying');
+      const retryLines = await eventually(() => {
+        const lines = gateway.logs.filter((line) => line.msg === 'turn failed, retrying');
+        return lines.length === 2 && lines;
+      });
       expect(retryLines.map((line) => line.delayMs)).toEqual([expect.any(Number), expect.any(Number)]);
       expect(Number(retryLines[0]?.delayMs)).toBeGreaterThanOrEqual(160);
       expect(Number(retryLines[1]?.delayMs)).toBeGreaterThanOrEqual(320);
-      expect(gateway.logs.some((line) => String(line.msg).startsWith('dead letter'))).toBe(true);
+      await eventually(() => gateway.logs.some((line) => line.level === 50 && String(line.msg).startsWith('dead letter')));
 
       const audit = await get(`${gateway.url}/admin/audit?outcome=dead_lettered`);
       expect(audit.body.items).toHaveLength(1);

@@ -40,8 +40,8 @@ async function sendMany(url: string, count: number, sessions: number): Promise<s
 
 describe('durability (end to end)', () => {
   describe('when the process is killed with 200 messages queued behind a slow pipeline', () => {
-    it('delivers every accepted message after a restart; only the turns running at the kill run twice', async () => {
-      const backend = await startFakePipeline({ delayMs: 250 });
+    it('delivers every accepted message after a restart; only the turns running at the kill run twice', { timeout: 120_000 }, async () => {
+      const backend = await startFakePipeline({ delayMs: 100 });
       cleanups.push(() => backend.close());
       const { start } = await setup(backend);
       const first = await start();
@@ -76,7 +76,7 @@ describe('durability (end to end)', () => {
   });
 
   describe('when SIGTERM arrives under load', () => {
-    it('turns /readyz 503, drains every accepted message and exits 0', async () => {
+    it('turns /readyz 503, drains every accepted message and exits 0', { timeout: 60_000 }, async () => {
       const backend = await startFakePipeline({ delayMs: 100 });
       cleanups.push(() => backend.close());
       const { start } = await setup(backend);
