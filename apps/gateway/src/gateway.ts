@@ -1,8 +1,6 @@
-import { createOpenApiChannel, httpErrorHandler, registerApiDocs } from '@switchboard/channel-openapi';
+import { httpErrorHandler, registerApiDocs } from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
 import {
-  type ChannelAdapter,
-  type ChannelPolicy,
   type Logger,
   type Router,
   SwitchboardError,
@@ -16,6 +14,7 @@ import {
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
+import { createChannels } from './channels.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
 import { createMetrics } from './metrics.js';
@@ -41,9 +40,6 @@ export interface Gateway {
   /** Re-reads the config file and swaps the routing rules; a bad file throws and keeps the old rules. */
   reloadRouting(): Promise<{ rules: number }>;
 }
-
-/** The channel policy of HTTP callers: they always address the bot, so nothing is ignored for lack of a mention. */
-const OPENAPI_POLICY: ChannelPolicy = { admission: { require_mention: false, prefixes: [] }, sessionScope: 'chat' };
 
 /** Wires config → stores, pool, controller, channels and the HTTP server. */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
@@ -76,39 +72,25 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   server.setErrorHandler(httpErrorHandler);
   await registerApiDocs(server, { title: 'Switchboard', version: options.version ?? '0.0.0' });
 
-  const channels = new Map<string, ChannelAdapter>();
-  const channelPolicies = new Map<string, ChannelPolicy>();
-  for (const channel of config.channels) {
-    if (channel.type !== 'openapi') {
-      throw new SwitchboardError('SB_CONFIG_INVALID', {
-        message: `channels: type "${channel.type}" (channel "${channel.id}") is not available in this version yet`,
-      });
-    }
-    channelPolicies.set(channel.id, OPENAPI_POLICY);
-    channels.set(
-      channel.id,
-      createOpenApiChannel({
-        config: channel,
-        server,
-        statuses: stores.statuses,
-        events: {
-          subscribeOutcomes: (listener) => outcomes.subscribe(listener),
-          subscribeTurnStarts: (listener) => {
-            turnStartListeners.add(listener);
-            return () => turnStartListeners.delete(listener);
-          },
-        },
-        logger: logger.child({ component: `channel.${channel.id}` }),
-      }),
-    );
-  }
+  const { adapters: channels, policyOf } = createChannels(config, {
+    server,
+    statuses: stores.statuses,
+    logger,
+    events: {
+      subscribeOutcomes: (listener) => outcomes.subscribe(listener),
+      subscribeTurnStarts: (listener) => {
+        turnStartListeners.add(listener);
+        return () => turnStartListeners.delete(listener);
+      },
+    },
+  });
 
   const ingress = createIngress({
     pool,
     router: () => router,
     outcomes,
     dedup: stores.dedup,
-    channelPolicy: (id) => channelPolicies.get(id) ?? OPENAPI_POLICY,
+    channelPolicy: policyOf,
   });
 
   const controller = createController({
