@@ -1,6 +1,7 @@
 // The public surface of @switchboard/config: load and validate switchboard.yaml.
 
 export { configJsonSchema } from './config-json-schema.js';
+export { configReference } from './config-reference.js';
 export type { ParseConfigOptions } from './load-config.js';
 export { loadConfig, parseConfig } from './load-config.js';
 export type {

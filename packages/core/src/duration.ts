@@ -16,15 +16,19 @@ export function parseDurationMs(value: string | number): number | null {
 
 /** A zod type for a duration: accepts `1.5s`-style strings or milliseconds, outputs milliseconds. */
 export function durationMs() {
-  return z.union([z.string(), z.number()]).transform((value, ctx) => {
-    const ms = parseDurationMs(value);
-    if (ms === null) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `invalid duration ${JSON.stringify(value)} (use e.g. 1500ms, 1.5s, 5m)`,
-      });
-      return z.NEVER;
-    }
-    return ms;
-  });
+  // `format: duration` tells the generated configuration reference what the text means.
+  return z
+    .union([z.string(), z.number()])
+    .meta({ format: 'duration' })
+    .transform((value, ctx) => {
+      const ms = parseDurationMs(value);
+      if (ms === null) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `invalid duration ${JSON.stringify(value)} (use e.g. 1500ms, 1.5s, 5m)`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    });
 }

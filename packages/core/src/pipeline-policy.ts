@@ -15,7 +15,7 @@ export const AggregationSchema = z
       .refine((ms) => ms >= 100 && ms <= 10_000, 'must be between 100ms and 10s'),
     /** Defaults to 5 × delay. */
     max_wait: durationMs().optional(),
-    max_messages: numeric(z.number().int().min(1).max(100)).default(10),
+    max_messages: numeric(z.number().int().min(1).max(100)).prefault(10),
   })
   .transform(({ enabled, delay, max_wait, max_messages }) => ({
     enabled,
@@ -27,7 +27,7 @@ export const AggregationSchema = z
 /** Retry of failed turns (buzz, seed 002): base × 2^(n−1), capped, ±20% jitter. */
 export const RetrySchema = z
   .strictObject({
-    max_attempts: numeric(z.number().int().min(1).max(100)).default(10),
+    max_attempts: numeric(z.number().int().min(1).max(100)).prefault(10),
     base_delay: durationMs().prefault('5s'),
     max_delay: durationMs().prefault('300s'),
   })
@@ -72,8 +72,8 @@ export type PipelinePolicyInput = z.input<typeof PipelinePolicySchema>;
 /** `concurrency:` — global turns in flight and turns per session. */
 export const ConcurrencySchema = z
   .strictObject({
-    pipeline: numeric(z.number().int().min(1)).default(20),
-    session: numeric(z.number().int().min(1)).default(1),
+    pipeline: numeric(z.number().int().min(1)).prefault(20),
+    session: numeric(z.number().int().min(1)).prefault(1),
   })
   .transform(({ pipeline, session }) => ({ global: pipeline, perSession: session }));
 export type Concurrency = z.output<typeof ConcurrencySchema>;
@@ -81,8 +81,8 @@ export type Concurrency = z.output<typeof ConcurrencySchema>;
 /** `queue:` — bounds of the pool. */
 export const QueueLimitsSchema = z
   .strictObject({
-    max_pending: numeric(z.number().int().min(1)).default(10_000),
-    max_pending_per_session: numeric(z.number().int().min(1)).default(500),
+    max_pending: numeric(z.number().int().min(1)).prefault(10_000),
+    max_pending_per_session: numeric(z.number().int().min(1)).prefault(500),
   })
   .transform(({ max_pending, max_pending_per_session }) => ({
     maxPending: max_pending,
