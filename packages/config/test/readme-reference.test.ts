@@ -11,7 +11,7 @@ describe('README configuration reference', () => {
 
   it('lists every section with its defaults', () => {
     const table = configReference();
-    for (const row of ['`server.port` | number | `8080`', '`concurrency.pipeline` | number | `20`', '`queue.max_pending_per_session` | number | `500`', '`shutdown.drain_timeout` | number | `30s`']) {
+    for (const row of ['`server.port` | number | `8080`', '`concurrency.pipeline` | number | `20`', '`queue.max_pending_per_session` | number | `500`', '`shutdown.drain_timeout` | duration | `30s`']) {
       expect(table).toContain(row);
     }
   });
