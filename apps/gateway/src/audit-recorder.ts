@@ -1,5 +1,11 @@
 import type { AuditConfig } from '@switchboard/config';
-import { type AuditLog, type Logger, type Outcome, type QueuedMessage, newMessageId } from '@switchboard/core';
+import {
+  type AuditLog,
+  type Logger,
+  type Outcome,
+  type QueuedMessage,
+  newMessageId,
+} from '@switchboard/core';
 
 /** Outcomes that never reach the audit log: success and redelivery are only counted. */
 const NOT_AUDITED = new Set(['completed', 'duplicate']);

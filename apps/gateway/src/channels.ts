@@ -7,7 +7,10 @@ import type { ChannelAdapter, ChannelPolicy, Logger, MessageStatusStore } from '
 import type { FastifyInstance } from 'fastify';
 
 /** HTTP callers always address the bot, so nothing is ignored for lack of a mention. */
-const OPENAPI_POLICY: ChannelPolicy = { admission: { require_mention: false, prefixes: [] }, sessionScope: 'chat' };
+const OPENAPI_POLICY: ChannelPolicy = {
+  admission: { require_mention: false, prefixes: [] },
+  sessionScope: 'chat',
+};
 
 export interface Channels {
   adapters: Map<string, ChannelAdapter>;
@@ -29,7 +32,13 @@ export function createChannels(
         policies.set(channel.id, OPENAPI_POLICY);
         adapters.set(
           channel.id,
-          createOpenApiChannel({ config: channel, server: deps.server, statuses: deps.statuses, events: deps.events, logger }),
+          createOpenApiChannel({
+            config: channel,
+            server: deps.server,
+            statuses: deps.statuses,
+            events: deps.events,
+            logger,
+          }),
         );
         break;
       case 'telegram':

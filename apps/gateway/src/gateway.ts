@@ -155,10 +155,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     async replay(id) {
       const record = await stores.auditLog.getDeadLetter(id);
       if (record?.payload == null) {
-        throw new SwitchboardError('SB_DEAD_LETTER_NOT_FOUND', { message: `no dead letter with id ${id}`, details: { id } });
+        throw new SwitchboardError('SB_DEAD_LETTER_NOT_FOUND', {
+          message: `no dead letter with id ${id}`,
+          details: { id },
+        });
       }
       if (record.replayed_at !== null) {
-        throw new SwitchboardError('SB_HTTP_CONFLICT', { message: `dead letter ${id} was already replayed`, details: { id } });
+        throw new SwitchboardError('SB_HTTP_CONFLICT', {
+          message: `dead letter ${id} was already replayed`,
+          details: { id },
+        });
       }
       const result = await pool.enqueue({ ...record.payload, attempt: 0, acceptedAt: Date.now() });
       if (!result.accepted) {

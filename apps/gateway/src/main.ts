@@ -70,8 +70,11 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
       case 'config check':
         return await configCheck(path, io);
       case 'route': {
-        const missing = (['channel', 'chat-type', 'chat-id', 'text'] as const).filter((flag) => values[flag] === undefined);
-        if (missing.length > 0) return usageError(io, `route needs ${missing.map((flag) => `--${flag}`).join(', ')}`);
+        const missing = (['channel', 'chat-type', 'chat-id', 'text'] as const).filter(
+          (flag) => values[flag] === undefined,
+        );
+        if (missing.length > 0)
+          return usageError(io, `route needs ${missing.map((flag) => `--${flag}`).join(', ')}`);
         return await route(
           path,
           {

@@ -4,7 +4,9 @@ import { runCli, tempDir, writeConfig } from './serve-process.js';
 describe('switchboard CLI', () => {
   describe('config check', () => {
     it('accepts the quick-start file', async () => {
-      const result = await runCli(['config', 'check', '-c', 'config/switchboard.yaml'], { cwd: new URL('../../..', import.meta.url).pathname });
+      const result = await runCli(['config', 'check', '-c', 'config/switchboard.yaml'], {
+        cwd: new URL('../../..', import.meta.url).pathname,
+      });
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/ok — 1 channel\(s\), 1 pipeline\(s\), 1 rule\(s\)/);
@@ -60,7 +62,18 @@ routing:
       const dir = tempDir();
       const path = writeConfig(dir, yaml);
       const result = await runCli(
-        ['route', '-c', path, '--channel', 'api', '--chat-type', 'group', '--chat-id=-100123', '--text', 'hello'],
+        [
+          'route',
+          '-c',
+          path,
+          '--channel',
+          'api',
+          '--chat-type',
+          'group',
+          '--chat-id=-100123',
+          '--text',
+          'hello',
+        ],
         { cwd: dir },
       );
       expect(result.code).toBe(0);
@@ -72,10 +85,29 @@ routing:
     it('reports the default when no rule matches, and discards', async () => {
       const dir = tempDir();
       const path = writeConfig(dir, yaml);
-      const fallback = await runCli(['route', '-c', path, '--channel', 'api', '--chat-type', 'person', '--chat-id', '1', '--text', 'hi'], { cwd: dir });
+      const fallback = await runCli(
+        ['route', '-c', path, '--channel', 'api', '--chat-type', 'person', '--chat-id', '1', '--text', 'hi'],
+        { cwd: dir },
+      );
       expect(fallback.stdout).toMatch(/rule:\s+default/);
       expect(fallback.stdout).toMatch(/pipeline:\s+echo/);
-      const discard = await runCli(['route', '-c', path, '--channel', 'api', '--chat-type', 'person', '--chat-id', '1', '--text', 'buy now', '--json'], { cwd: dir });
+      const discard = await runCli(
+        [
+          'route',
+          '-c',
+          path,
+          '--channel',
+          'api',
+          '--chat-type',
+          'person',
+          '--chat-id',
+          '1',
+          '--text',
+          'buy now',
+          '--json',
+        ],
+        { cwd: dir },
+      );
       expect(JSON.parse(discard.stdout)).toMatchObject({ rule: 'drop-ads', pipeline: '__discard__' });
     });
 
@@ -85,7 +117,10 @@ routing:
       const missing = await runCli(['route', '-c', path, '--channel', 'api'], { cwd: dir });
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(/--chat-type, --chat-id, --text/);
-      const unknown = await runCli(['route', '-c', path, '--channel', 'tg', '--chat-type', 'person', '--chat-id', '1', '--text', 'x'], { cwd: dir });
+      const unknown = await runCli(
+        ['route', '-c', path, '--channel', 'tg', '--chat-type', 'person', '--chat-id', '1', '--text', 'x'],
+        { cwd: dir },
+      );
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toMatch(/--channel: no channel "tg"/);
     });

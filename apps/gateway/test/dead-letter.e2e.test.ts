@@ -1,7 +1,15 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, eventually, get, post, startServe, tempDir, writeConfig } from './serve-process.js';
+import {
+  type ServeProcess,
+  eventually,
+  get,
+  post,
+  startServe,
+  tempDir,
+  writeConfig,
+} from './serve-process.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -15,7 +23,9 @@ describe('dead letters (end to end)', () => {
       cleanups.push(() => backend.close());
       let healthy = false;
       backend.respond = async (request) =>
-        healthy ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } } : { status: 503, body: { error: 'down' } };
+        healthy
+          ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
+          : { status: 503, body: { error: 'down' } };
       const dir = tempDir();
       const configPath = writeConfig(
         dir,
@@ -33,7 +43,11 @@ routing: { default: bot }
       const gateway: ServeProcess = await startServe({ dir, configPath });
       cleanups.push(() => gateway.stop('SIGKILL'));
 
-      const answer = await post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text: 'help' });
+      const answer = await post(`${gateway.url}/v1/messages`, {
+        session_id: 's',
+        user_id: 'u',
+        text: 'help',
+      });
       expect(answer.status).toBe(200);
       expect(answer.body).toMatchObject({ status: 'dead_lettered', reason: 'max_attempts' });
       expect(backend.requests.map((r) => r.attempt)).toEqual([1, 2, 3]);
@@ -45,11 +59,18 @@ routing: { default: bot }
       expect(retryLines.map((line) => line.delayMs)).toEqual([expect.any(Number), expect.any(Number)]);
       expect(Number(retryLines[0]?.delayMs)).toBeGreaterThanOrEqual(160);
       expect(Number(retryLines[1]?.delayMs)).toBeGreaterThanOrEqual(320);
-      await eventually(() => gateway.logs.some((line) => line.level === 50 && String(line.msg).startsWith('dead letter')));
+      await eventually(() =>
+        gateway.logs.some((line) => line.level === 50 && String(line.msg).startsWith('dead letter')),
+      );
 
       const audit = await get(`${gateway.url}/admin/audit?outcome=dead_lettered`);
       expect(audit.body.items).toHaveLength(1);
-      expect(audit.body.items[0]).toMatchObject({ reason: 'max_attempts', pipeline: 'bot', text: 'help', message_id: answer.body?.id });
+      expect(audit.body.items[0]).toMatchObject({
+        reason: 'max_attempts',
+        pipeline: 'bot',
+        text: 'help',
+        message_id: answer.body?.id,
+      });
       expect(audit.body.items[0].error).toMatch(/503/);
       const deadLetters = await get(`${gateway.url}/admin/dead-letters`);
       const deadLetterId = deadLetters.body.items[0].id;

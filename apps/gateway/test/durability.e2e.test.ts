@@ -1,7 +1,15 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, eventually, get, post, startServe, tempDir, writeConfig } from './serve-process.js';
+import {
+  type ServeProcess,
+  eventually,
+  get,
+  post,
+  startServe,
+  tempDir,
+  writeConfig,
+} from './serve-process.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -31,7 +39,12 @@ ${extra}`,
 async function sendMany(url: string, count: number, sessions: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const answer = await post(`${url}/v1/messages`, { session_id: `s${i % sessions}`, user_id: 'u', text: `m${i}`, wait: false });
+    const answer = await post(`${url}/v1/messages`, {
+      session_id: `s${i % sessions}`,
+      user_id: 'u',
+      text: `m${i}`,
+      wait: false,
+    });
     expect(answer.status).toBe(202);
     ids.push(answer.body?.id);
   }
@@ -40,7 +53,9 @@ async function sendMany(url: string, count: number, sessions: number): Promise<s
 
 describe('durability (end to end)', () => {
   describe('when the process is killed with 200 messages queued behind a slow pipeline', () => {
-    it('delivers every accepted message after a restart; only the turns running at the kill run twice', { timeout: 120_000 }, async () => {
+    it('delivers every accepted message after a restart; only the turns running at the kill run twice', {
+      timeout: 120_000,
+    }, async () => {
       const backend = await startFakePipeline({ delayMs: 100 });
       cleanups.push(() => backend.close());
       const { start } = await setup(backend);
@@ -62,7 +77,8 @@ describe('durability (end to end)', () => {
 
       const runs = new Map<string, number[]>();
       for (const request of backend.requests) {
-        for (const message of request.messages) runs.set(message.id, [...(runs.get(message.id) ?? []), request.attempt]);
+        for (const message of request.messages)
+          runs.set(message.id, [...(runs.get(message.id) ?? []), request.attempt]);
       }
       const twice = [...runs].filter(([, attempts]) => attempts.length > 1);
       // At most the 2 turns in flight at the kill ran again, each with a higher attempt.
@@ -89,7 +105,11 @@ describe('durability (end to end)', () => {
         return answer?.status === 503 && answer;
       });
       expect(readiness.body.checks.draining.ok).toBe(false);
-      const late = await post(`${gateway.url}/v1/messages`, { session_id: 'late', user_id: 'u', text: 'late' }).catch(() => undefined);
+      const late = await post(`${gateway.url}/v1/messages`, {
+        session_id: 'late',
+        user_id: 'u',
+        text: 'late',
+      }).catch(() => undefined);
       if (late !== undefined) expect(late.status).toBe(503);
       expect(await gateway.exited).toBe(0);
       const delivered = new Set(backend.requests.flatMap((r) => r.messages.map((m) => m.id)));

@@ -10,7 +10,10 @@ afterEach(async () => {
 
 async function serve(yaml: string, server = 'host: 127.0.0.1, port: 0'): Promise<ServeProcess> {
   const dir = tempDir();
-  const configPath = writeConfig(dir, `server: { ${server} }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\n${yaml}`);
+  const configPath = writeConfig(
+    dir,
+    `server: { ${server} }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\n${yaml}`,
+  );
   const gateway = await startServe({ dir, configPath });
   running.push(gateway);
   return gateway;
@@ -26,11 +29,23 @@ routing:
   rules:
     - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
 `);
-      const echoed = await post(`${gateway.url}/v1/messages`, { session_id: 's1', user_id: 'u1', text: 'hello' });
+      const echoed = await post(`${gateway.url}/v1/messages`, {
+        session_id: 's1',
+        user_id: 'u1',
+        text: 'hello',
+      });
       expect(echoed.status).toBe(200);
-      expect(echoed.body).toMatchObject({ status: 'completed', pipeline: 'echo', replies: [{ text: 'hello' }] });
+      expect(echoed.body).toMatchObject({
+        status: 'completed',
+        pipeline: 'echo',
+        replies: [{ text: 'hello' }],
+      });
 
-      const discarded = await post(`${gateway.url}/v1/messages`, { session_id: 's1', user_id: 'u1', text: 'buy now!!' });
+      const discarded = await post(`${gateway.url}/v1/messages`, {
+        session_id: 's1',
+        user_id: 'u1',
+        text: 'buy now!!',
+      });
       expect(discarded.body).toMatchObject({ status: 'discarded', rule: 'drop-ads' });
 
       const audit = await get(`${gateway.url}/admin/audit?outcome=discarded`);
@@ -47,14 +62,22 @@ routing:
         message_id: discarded.body?.id,
       });
 
-      const cli = await runCli(['audit', '-c', gateway.configPath, '--rule', 'drop-ads'], { cwd: gateway.dir });
+      const cli = await runCli(['audit', '-c', gateway.configPath, '--rule', 'drop-ads'], {
+        cwd: gateway.dir,
+      });
       expect(cli.code).toBe(0);
       const row = cli.stdout.split('\n').find((line) => line.includes('drop-ads'));
       expect(row).toContain('discarded');
       expect(row).toContain('openapi:api:person:s1');
       expect(row).toContain('buy now!!');
-      const json = await runCli(['audit', '-c', gateway.configPath, '--outcome', 'discarded', '--json'], { cwd: gateway.dir });
-      expect(JSON.parse(json.stdout).items[0]).toMatchObject({ rule: 'drop-ads', channel: 'api', text: 'buy now!!' });
+      const json = await runCli(['audit', '-c', gateway.configPath, '--outcome', 'discarded', '--json'], {
+        cwd: gateway.dir,
+      });
+      expect(JSON.parse(json.stdout).items[0]).toMatchObject({
+        rule: 'drop-ads',
+        channel: 'api',
+        text: 'buy now!!',
+      });
     });
   });
 
@@ -77,7 +100,12 @@ routing: { default: bot }
           [1, 2, 3, 4, 5].map(async (n) => {
             // Stagger so that arrival order within a session is well defined.
             await new Promise((resolve) => setTimeout(resolve, n * 10));
-            return post(`${gateway.url}/v1/messages`, { session_id: session, user_id: 'u', text: `${session}${n}`, timeout_ms: 20_000 });
+            return post(`${gateway.url}/v1/messages`, {
+              session_id: session,
+              user_id: 'u',
+              text: `${session}${n}`,
+              timeout_ms: 20_000,
+            });
           }),
         ),
       );
@@ -111,7 +139,9 @@ routing: { default: bot }
         expect(backend.requests.map((r) => r.text)).toEqual(['a\nb\nc']);
         expect(backend.requests[0]?.messages.map((m) => m.text)).toEqual(['a', 'b', 'c']);
         expect(new Set(answers.map((answer) => answer.body?.turn)).size).toBe(1);
-        expect(answers.map((answer) => answer.body?.replies)).toEqual(Array(3).fill([{ text: 'echo: a\nb\nc' }]));
+        expect(answers.map((answer) => answer.body?.replies)).toEqual(
+          Array(3).fill([{ text: 'echo: a\nb\nc' }]),
+        );
       } finally {
         await backend.close();
       }
@@ -153,7 +183,10 @@ routing: { default: bot }
       expect(oversized.status).toBe(413);
       expect(oversized.body?.error.code).toBe('SB_HTTP_PAYLOAD_TOO_LARGE');
 
-      expect((await post(url, ok, auth)).body).toMatchObject({ status: 'completed', replies: [{ text: 'hi' }] });
+      expect((await post(url, ok, auth)).body).toMatchObject({
+        status: 'completed',
+        replies: [{ text: 'hi' }],
+      });
     });
   });
 });

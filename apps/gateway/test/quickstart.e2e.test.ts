@@ -19,7 +19,9 @@ function listeningAddress(output: string): string | undefined {
 
 describe('quick start (README)', () => {
   describe('when a newcomer runs the README command in a fresh clone', () => {
-    it('installs, builds and serves the echo pipeline on the HTTP channel', { timeout: 600_000 }, async () => {
+    it('installs, builds and serves the echo pipeline on the HTTP channel', {
+      timeout: 600_000,
+    }, async () => {
       const clone = join(tempDir(), 'switchboard');
       execFileSync('git', ['clone', '--quiet', ROOT, clone]);
       // The README's run command, with PORT=0 so that a busy 8080 cannot fail the test.
@@ -45,7 +47,11 @@ describe('quick start (README)', () => {
           }),
         ]);
         const port = new URL(address).port;
-        const answer = await post(`http://127.0.0.1:${port}/v1/messages`, { session_id: 's1', user_id: 'u1', text: 'hello' });
+        const answer = await post(`http://127.0.0.1:${port}/v1/messages`, {
+          session_id: 's1',
+          user_id: 'u1',
+          text: 'hello',
+        });
         expect(answer.status).toBe(200);
         expect(answer.body).toMatchObject({ status: 'completed', replies: [{ text: 'hello' }] });
       } finally {

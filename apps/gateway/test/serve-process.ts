@@ -41,7 +41,11 @@ export function writeConfig(dir: string, yaml: string, name = 'switchboard.yaml'
  * Starts `switchboard serve -c <config>` in `dir` and resolves once it logs `listening`. The
  * config should bind port 0; the bound address is read from that log line.
  */
-export function startServe(options: { dir: string; configPath: string; env?: NodeJS.ProcessEnv }): Promise<ServeProcess> {
+export function startServe(options: {
+  dir: string;
+  configPath: string;
+  env?: NodeJS.ProcessEnv;
+}): Promise<ServeProcess> {
   const child = spawn(process.execPath, [CLI, 'serve', '-c', options.configPath], {
     cwd: options.dir,
     env: { ...process.env, LOG_LEVEL: 'debug', ...options.env },
@@ -83,7 +87,9 @@ export function startServe(options: { dir: string; configPath: string; env?: Nod
       }
     });
     child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
-    void exited.then((code) => reject(new Error(`switchboard serve exited with ${code} before listening:\n${stderr.join('')}`)));
+    void exited.then((code) =>
+      reject(new Error(`switchboard serve exited with ${code} before listening:\n${stderr.join('')}`)),
+    );
   });
 }
 
@@ -115,14 +121,22 @@ export interface JsonAnswer {
 }
 
 /** POSTs JSON to the gateway and returns status and parsed body. */
-export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonAnswer> {
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<JsonAnswer> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text === '' ? null : (JSON.parse(text) as Record<string, any>) };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text === '' ? null : (JSON.parse(text) as Record<string, any>),
+  };
 }
 
 export async function get(url: string, headers: Record<string, string> = {}) {
@@ -136,7 +150,10 @@ export async function get(url: string, headers: Record<string, string> = {}) {
 }
 
 /** Polls `check` every 50 ms until it returns a truthy value or `timeoutMs` passes. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -53,8 +53,9 @@ function walk(schema: JsonSchema, key: string, required: boolean, rows: Row[]): 
     }
     return;
   }
-  if (variants !== undefined && variants.every((variant) => tagOf(variant) !== undefined)) {
-    for (const variant of variants) walk({ ...variant, oneOf: undefined }, `${key} (${tagOf(variant)})`, required, rows);
+  if (variants?.every((variant) => tagOf(variant) !== undefined)) {
+    for (const variant of variants)
+      walk({ ...variant, oneOf: undefined }, `${key} (${tagOf(variant)})`, required, rows);
     return;
   }
   if (typeOf(schema).startsWith('list of') && schema.items?.properties === undefined && schema.items?.oneOf) {

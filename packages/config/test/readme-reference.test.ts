@@ -11,13 +11,20 @@ describe('README configuration reference', () => {
 
   it('lists every section with its defaults', () => {
     const table = configReference();
-    for (const row of ['`server.port` | number | `8080`', '`concurrency.pipeline` | number | `20`', '`queue.max_pending_per_session` | number | `500`', '`shutdown.drain_timeout` | duration | `30s`']) {
+    for (const row of [
+      '`server.port` | number | `8080`',
+      '`concurrency.pipeline` | number | `20`',
+      '`queue.max_pending_per_session` | number | `500`',
+      '`shutdown.drain_timeout` | duration | `30s`',
+    ]) {
       expect(table).toContain(row);
     }
   });
 
   it('replaces only what lies between the markers', () => {
-    const replaced = replaceReference('before\n<!-- config-reference:start -->\nold\n<!-- config-reference:end -->\nafter');
+    const replaced = replaceReference(
+      'before\n<!-- config-reference:start -->\nold\n<!-- config-reference:end -->\nafter',
+    );
     expect(replaced.startsWith('before\n<!-- config-reference:start -->\n| key |')).toBe(true);
     expect(replaced.endsWith('<!-- config-reference:end -->\nafter')).toBe(true);
   });

@@ -12,7 +12,11 @@ const MAX_EXPONENT = 30;
  * at the maximum, then multiplied by a jitter factor in [0.8, 1.2) so that retries of many
  * sessions spread out (buzz's `retry_delay`, seed 002). `random` returns [0, 1).
  */
-export function retryDelayMs(attempt: number, policy: BackoffPolicy, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attempt: number,
+  policy: BackoffPolicy,
+  random: () => number = Math.random,
+): number {
   const exponent = Math.min(Math.max(attempt - 1, 0), MAX_EXPONENT);
   const capped = Math.min(policy.baseDelayMs * 2 ** exponent, policy.maxDelayMs);
   return Math.round(capped * (0.8 + 0.4 * random()));

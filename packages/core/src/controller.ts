@@ -151,7 +151,12 @@ export function createController(options: ControllerOptions): Controller {
   }
 
   function startTurn(turn: Turn): void {
-    const entry: RunningTurn = { turn, abort: new AbortController(), settled: Promise.resolve(), decided: false };
+    const entry: RunningTurn = {
+      turn,
+      abort: new AbortController(),
+      settled: Promise.resolve(),
+      decided: false,
+    };
     running.set(turn.id, entry);
     entry.settled = runTurn(entry)
       .catch((err) => logger.error({ err, turn: turn.id }, 'turn settlement failed'))
@@ -183,7 +188,10 @@ export function createController(options: ControllerOptions): Controller {
     log.debug({ attempt: turn.attempt, messages: turn.messages.length }, 'turn started');
     const settlement = await settle(entry, pipeline, query, policy, log);
     if (entry.decided) return;
-    if (isSwitchboardError(entry.abort.signal.reason, 'SB_SHUTDOWN') && !('ok' in settlement && settlement.ok)) {
+    if (
+      isSwitchboardError(entry.abort.signal.reason, 'SB_SHUTDOWN') &&
+      !('ok' in settlement && settlement.ok)
+    ) {
       await abandonForShutdown(entry);
       return;
     }
@@ -194,7 +202,14 @@ export function createController(options: ControllerOptions): Controller {
         { attempt: turn.attempt, timeoutMs: policy.timeoutMs, graceMs: orphanGraceMs },
         'orphaned turn: the pipeline ignored its abort signal; releasing its slot',
       );
-      await fail(turn, query, policy, new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true }), log, end);
+      await fail(
+        turn,
+        query,
+        policy,
+        new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true }),
+        log,
+        end,
+      );
       return;
     }
     if (!settlement.ok) {
@@ -243,7 +258,10 @@ export function createController(options: ControllerOptions): Controller {
         .then(() => pipeline.run(query, { signal: abort.signal, logger: log }))
         .then(
           (result): Settlement => ({ ok: true, replies: result.replies }),
-          (error: unknown): Settlement => ({ ok: false, error: abort.signal.aborted ? abort.signal.reason : error }),
+          (error: unknown): Settlement => ({
+            ok: false,
+            error: abort.signal.aborted ? abort.signal.reason : error,
+          }),
         );
       return await Promise.race([run, orphaned]);
     } finally {

@@ -10,7 +10,14 @@ export {
   newMessageId,
   parseInboundMessage,
 } from './message.js';
-export type { ChatType, Element, ElementType, InboundMessage, InboundMessageInput, Reply } from './message.js';
+export type {
+  ChatType,
+  Element,
+  ElementType,
+  InboundMessage,
+  InboundMessageInput,
+  Reply,
+} from './message.js';
 export { sessionKeyOf } from './session-key.js';
 export type { SessionKey, SessionScope } from './session-key.js';
 
@@ -43,7 +50,11 @@ export {
 } from './pipeline-policy.js';
 export type { Concurrency, PipelinePolicy, PipelinePolicyInput, QueueLimits } from './pipeline-policy.js';
 export { createMemoryQueryPool } from './memory/memory-query-pool.js';
-export type { MemoryQueryPool, MemoryQueryPoolOptions, PoolPipelinePolicy } from './memory/memory-query-pool.js';
+export type {
+  MemoryQueryPool,
+  MemoryQueryPoolOptions,
+  PoolPipelinePolicy,
+} from './memory/memory-query-pool.js';
 export { aggregate } from './aggregator.js';
 export type { Query } from './aggregator.js';
 export { retryDelayMs } from './backoff.js';
@@ -53,7 +64,14 @@ export type { Controller, ControllerObserver, ControllerOptions, TurnResult } fr
 
 // Outcomes
 export { OUTCOME_KINDS, OUTCOME_REASONS, createOutcomeBus } from './outcome.js';
-export type { Outcome, OutcomeBus, OutcomeKind, OutcomeListener, OutcomeReason, OutcomeSink } from './outcome.js';
+export type {
+  Outcome,
+  OutcomeBus,
+  OutcomeKind,
+  OutcomeListener,
+  OutcomeReason,
+  OutcomeSink,
+} from './outcome.js';
 
 // Ports
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord } from './ports/audit-log.js';

@@ -15,7 +15,13 @@ describe('aggregate', () => {
   describe('when a turn holds a burst', () => {
     it('joins texts with a newline, keeps the first message as context and ORs routedByRule', () => {
       const burst = [queued('a', false), queued('b', true, 'bob'), queued('c', false)];
-      const query = aggregate({ id: 't1', session: 'test:c:group:G', pipeline: 'p', messages: burst, attempt: 2 });
+      const query = aggregate({
+        id: 't1',
+        session: 'test:c:group:G',
+        pipeline: 'p',
+        messages: burst,
+        attempt: 2,
+      });
       expect(query.text).toBe('a\nb\nc');
       expect(query.message).toBe(burst[0]?.message);
       expect(query.message.sender.id).toBe('alice');
@@ -27,7 +33,13 @@ describe('aggregate', () => {
 
   describe('when no message was routed by a rule', () => {
     it('reports routedByRule false', () => {
-      const query = aggregate({ id: 't', session: 's', pipeline: 'p', messages: [queued('x', false)], attempt: 1 });
+      const query = aggregate({
+        id: 't',
+        session: 's',
+        pipeline: 'p',
+        messages: [queued('x', false)],
+        attempt: 1,
+      });
       expect(query.routedByRule).toBe(false);
       expect(query.text).toBe('x');
     });
@@ -35,7 +47,9 @@ describe('aggregate', () => {
 
   describe('when the turn is empty', () => {
     it('throws instead of producing a query without context', () => {
-      expect(() => aggregate({ id: 't', session: 's', pipeline: 'p', messages: [], attempt: 1 })).toThrow(/no messages/);
+      expect(() => aggregate({ id: 't', session: 's', pipeline: 'p', messages: [], attempt: 1 })).toThrow(
+        /no messages/,
+      );
     });
   });
 });

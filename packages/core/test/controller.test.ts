@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SwitchboardError } from '../src/index.js';
+import { SwitchboardError, createMemoryJournal } from '../src/index.js';
 import { capturingLogger, createHarness, settle } from './harness.js';
 
-const retryable = () => new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, message: 'upstream 503' });
+const retryable = () =>
+  new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, message: 'upstream 503' });
 
 describe('controller', () => {
   beforeEach(() => {
@@ -115,7 +116,9 @@ describe('controller', () => {
       h.controller.start();
       await h.send('A', 'm');
       await settle();
-      h.run('m').reject(new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, retryAfterMs: 42_000 }));
+      h.run('m').reject(
+        new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, retryAfterMs: 42_000 }),
+      );
       await vi.advanceTimersByTimeAsync(41_000);
       expect(h.runs).toHaveLength(0);
       await vi.advanceTimersByTimeAsync(1_000);
@@ -196,7 +199,10 @@ describe('controller', () => {
 
   describe('when stopping', () => {
     it('flushes debounce buffers so buffered bursts run before the stop resolves', async () => {
-      const h = createHarness({ pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '10s' } }], autoReply: true });
+      const h = createHarness({
+        pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '10s' } }],
+        autoReply: true,
+      });
       h.controller.start();
       await h.send('A', 'a');
       await h.send('A', 'b');
@@ -224,6 +230,39 @@ describe('controller', () => {
         ['dropped', 'shutdown', 'long'],
         ['dropped', 'shutdown', 'queued'],
       ]);
+    });
+  });
+
+  describe('when the pool is durable', () => {
+    it('keeps aborted and queued messages journaled at the drain timeout and re-runs them after recovery', async () => {
+      const journal = createMemoryJournal();
+      const h = createHarness({ journal });
+      h.controller.start();
+      await h.send('A', 'interrupted');
+      await h.send('A', 'waiting');
+      await settle();
+      const run = h.run('interrupted');
+      const stopping = h.controller.stop({ drainTimeoutMs: 1_000 });
+      await vi.advanceTimersByTimeAsync(1_000);
+      run.reject(run.signal.reason);
+      await vi.advanceTimersByTimeAsync(2_000);
+      await stopping;
+      // Nothing was recorded as dropped: both messages wait in the journal for the next start.
+      expect(h.outcomes).toEqual([]);
+      expect((await journal.load()).map((q) => [q.message.text, q.attempt])).toEqual([
+        ['interrupted', 1],
+        ['waiting', 0],
+      ]);
+
+      const next = createHarness({ journal, autoReply: true });
+      await next.pool.recover();
+      next.controller.start();
+      await settle();
+      expect(next.outcomes.map((o) => [o.kind, o.message.text, o.attempt])).toEqual([
+        ['completed', 'interrupted', 2],
+        ['completed', 'waiting', 1],
+      ]);
+      expect(await journal.load()).toEqual([]);
     });
   });
 });

@@ -6,7 +6,10 @@ const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'u
 
 describe('docs/errors.md', () => {
   it('documents every error code with its HTTP status, and nothing else', () => {
-    const rows = [...doc.matchAll(/^\| `(SB_[A-Z_]+)` \| (\d{3}|—) \|/gm)].map(([, code, status]) => [code, status]);
+    const rows = [...doc.matchAll(/^\| `(SB_[A-Z_]+)` \| (\d{3}|—) \|/gm)].map(([, code, status]) => [
+      code,
+      status,
+    ]);
     expect(rows.map(([code]) => code).sort()).toEqual(Object.keys(ERROR_CODES).sort());
     for (const [code, status] of rows) {
       const { status: expected } = ERROR_CODES[code as keyof typeof ERROR_CODES];

@@ -152,7 +152,11 @@ export function createHarness(options: HarnessOptions = {}) {
       return maxActive;
     },
     /** Enqueues `text` in `chat` for `pipeline` as the ingress would. */
-    async send(chat: string, text: string, extra: { pipeline?: string; sender?: string; chatType?: 'person' | 'group' } = {}) {
+    async send(
+      chat: string,
+      text: string,
+      extra: { pipeline?: string; sender?: string; chatType?: 'person' | 'group' } = {},
+    ) {
       const inbound = message(chat, text, extra);
       return pool.enqueue({
         message: inbound,
@@ -166,7 +170,8 @@ export function createHarness(options: HarnessOptions = {}) {
     /** The pending run whose query text is `text`. */
     run(text: string): PendingRun {
       const found = runs.find((run) => run.query.text === text);
-      if (found === undefined) throw new Error(`no run for "${text}"; running: ${runs.map((r) => r.query.text)}`);
+      if (found === undefined)
+        throw new Error(`no run for "${text}"; running: ${runs.map((r) => r.query.text)}`);
       runs.splice(runs.indexOf(found), 1);
       return found;
     },

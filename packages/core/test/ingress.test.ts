@@ -11,18 +11,29 @@ import {
 import { createMemoryDedupStore } from '../src/memory/memory-dedup-store.js';
 import { message } from './harness.js';
 
-function setup(options: { maxPending?: number; maxPendingPerSession?: number; pipelines?: PipelinePolicyInput[] } = {}) {
+function setup(
+  options: { maxPending?: number; maxPendingPerSession?: number; pipelines?: PipelinePolicyInput[] } = {},
+) {
   const policies = (options.pipelines ?? [{ id: 'echo' }]).map((p) => PipelinePolicySchema.parse(p));
   const pool = createMemoryQueryPool({
     concurrency: { global: 1, perSession: 1 },
-    limits: { maxPending: options.maxPending ?? 100, maxPendingPerSession: options.maxPendingPerSession ?? 100 },
+    limits: {
+      maxPending: options.maxPending ?? 100,
+      maxPendingPerSession: options.maxPendingPerSession ?? 100,
+    },
     pipelines: policies,
   });
   const router = createRouter(
     {
       default: 'echo',
       rules: [
-        { name: 'drop-ads', type: 'message_content', operator: 'contains', value: 'buy now', pipeline: '__discard__' },
+        {
+          name: 'drop-ads',
+          type: 'message_content',
+          operator: 'contains',
+          value: 'buy now',
+          pipeline: '__discard__',
+        },
         { name: 'vip-group', type: 'launcher_id', operator: 'eq', value: 'vip', pipeline: 'echo' },
       ],
     },
@@ -55,7 +66,10 @@ describe('ingress', () => {
   describe('when a rule routes it to __discard__', () => {
     it('records a discarded outcome with the rule name and queues nothing', async () => {
       const { ingress, pool, outcomes } = setup();
-      expect(await ingress.accept(message('A', 'BUY NOW? buy now!'))).toEqual({ status: 'discarded', rule: 'drop-ads' });
+      expect(await ingress.accept(message('A', 'BUY NOW? buy now!'))).toEqual({
+        status: 'discarded',
+        rule: 'drop-ads',
+      });
       expect(outcomes).toMatchObject([{ kind: 'discarded', reason: 'rule', rule: 'drop-ads' }]);
       expect((await pool.stats()).pending).toBe(0);
     });
@@ -95,7 +109,10 @@ describe('ingress', () => {
     it('accepts a redelivery of a message that was refused', async () => {
       const { ingress } = setup({ maxPending: 1 });
       await ingress.accept(message('A', 'fills the queue'));
-      expect(await ingress.accept(message('B', 'x'), 'update-2')).toMatchObject({ status: 'refused', reason: 'queue_full' });
+      expect(await ingress.accept(message('B', 'x'), 'update-2')).toMatchObject({
+        status: 'refused',
+        reason: 'queue_full',
+      });
       // The refused delivery id was forgotten: the redelivery is judged again, not called a duplicate.
       expect((await ingress.accept(message('B', 'x'), 'update-2')).status).toBe('refused');
     });
@@ -107,7 +124,9 @@ describe('ingress', () => {
       const first = message('A', 'first');
       await ingress.accept(first);
       await ingress.accept(message('A', 'second'));
-      expect(outcomes).toMatchObject([{ kind: 'dropped', reason: 'queue_overflow', message: { id: first.id } }]);
+      expect(outcomes).toMatchObject([
+        { kind: 'dropped', reason: 'queue_overflow', message: { id: first.id } },
+      ]);
     });
   });
 });

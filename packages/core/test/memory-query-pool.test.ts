@@ -98,7 +98,9 @@ describe('memory query pool', () => {
 
   describe('when busy_mode is collect', () => {
     it('merges everything that piled up for the pipeline while the session was busy', async () => {
-      const h = createHarness({ pipelines: [{ id: 'p', busy_mode: 'collect', aggregation: { max_messages: 3 } }] });
+      const h = createHarness({
+        pipelines: [{ id: 'p', busy_mode: 'collect', aggregation: { max_messages: 3 } }],
+      });
       h.controller.start();
       await h.send('A', 'first');
       await settle();

@@ -19,10 +19,19 @@ type Command =
   | { kind: 'advance'; ms: number };
 
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('arrive' as const), session: fc.nat(4), pipeline: fc.nat(1) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('arrive' as const), session: fc.nat(4), pipeline: fc.nat(1) }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('complete' as const), pick: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('fail' as const), pick: fc.nat(), retryable: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 300 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('fail' as const), pick: fc.nat(), retryable: fc.boolean() }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 300 }) }),
+  },
 );
 
 interface Run {
@@ -60,7 +69,8 @@ async function simulate(globalLimit: number, commands: Command[]) {
       const active = (activeBySession.get(query.session) ?? 0) + 1;
       activeBySession.set(query.session, active);
       if (active > 1) violations.push(`two turns in flight in ${query.session}`);
-      if (running.length + 1 > globalLimit) violations.push(`${running.length + 1} turns in flight > ${globalLimit}`);
+      if (running.length + 1 > globalLimit)
+        violations.push(`${running.length + 1} turns in flight > ${globalLimit}`);
       const started = firstStarts.get(query.session) ?? [];
       for (const m of query.messages) if (!started.includes(m.id)) started.push(m.id);
       firstStarts.set(query.session, started);
@@ -138,20 +148,24 @@ describe('scheduling (property)', () => {
 
   it('keeps the limits, per-session order and exactly one outcome per message under any interleaving', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(command, { maxLength: 60 }), async (limit, commands) => {
-        const result = await simulate(limit, commands);
-        expect(result.violations).toEqual([]);
-        for (const [session, order] of result.arrivals) {
-          expect(result.firstStarts.get(session) ?? []).toEqual(order);
-        }
-        const perMessage = new Map<string, number>();
-        for (const outcome of result.outcomes) {
-          perMessage.set(outcome.message.id, (perMessage.get(outcome.message.id) ?? 0) + 1);
-        }
-        expect(perMessage.size).toBe(result.sent);
-        expect([...perMessage.values()].every((count) => count === 1)).toBe(true);
-        expect(result.stats).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(command, { maxLength: 60 }),
+        async (limit, commands) => {
+          const result = await simulate(limit, commands);
+          expect(result.violations).toEqual([]);
+          for (const [session, order] of result.arrivals) {
+            expect(result.firstStarts.get(session) ?? []).toEqual(order);
+          }
+          const perMessage = new Map<string, number>();
+          for (const outcome of result.outcomes) {
+            perMessage.set(outcome.message.id, (perMessage.get(outcome.message.id) ?? 0) + 1);
+          }
+          expect(perMessage.size).toBe(result.sent);
+          expect([...perMessage.values()].every((count) => count === 1)).toBe(true);
+          expect(result.stats).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
+        },
+      ),
       { numRuns: 150 },
     );
   });

@@ -1,5 +1,11 @@
 import { loadConfig } from '@switchboard/config';
-import { type AuditQuery, type AuditRecord, OUTCOME_KINDS, type OutcomeKind, SwitchboardError } from '@switchboard/core';
+import {
+  type AuditQuery,
+  type AuditRecord,
+  OUTCOME_KINDS,
+  type OutcomeKind,
+  SwitchboardError,
+} from '@switchboard/core';
 import { openAuditReader } from '@switchboard/store-sqlite';
 import { parseTimeBound } from '../time-bound.js';
 import type { CommandIo } from './io.js';
@@ -42,7 +48,8 @@ export function auditQueryOf(flags: AuditFlags, nowMs: number): AuditQuery {
   }
   if (flags.limit !== undefined) {
     const limit = Number(flags.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw flagError('limit', `expected 1..1000, got "${flags.limit}"`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw flagError('limit', `expected 1..1000, got "${flags.limit}"`);
     query.limit = limit;
   }
   return query;
@@ -79,14 +86,30 @@ export async function audit(path: string, flags: AuditFlags, io: CommandIo): Pro
   try {
     const page = await reader.auditLog.query(query);
     if (flags.json) {
-      io.out(JSON.stringify({ items: page.items.map(({ payload: _payload, ...item }) => item), next_cursor: page.nextCursor }, null, 2));
+      io.out(
+        JSON.stringify(
+          { items: page.items.map(({ payload: _payload, ...item }) => item), next_cursor: page.nextCursor },
+          null,
+          2,
+        ),
+      );
       return 0;
     }
-    io.out(COLUMNS.map(([title, , width]) => cell(title, width)).join(' ').trimEnd());
+    io.out(
+      COLUMNS.map(([title, , width]) => cell(title, width))
+        .join(' ')
+        .trimEnd(),
+    );
     for (const record of page.items) {
-      io.out(COLUMNS.map(([, read, width]) => cell(read(record), width)).join(' ').trimEnd());
+      io.out(
+        COLUMNS.map(([, read, width]) => cell(read(record), width))
+          .join(' ')
+          .trimEnd(),
+      );
     }
-    io.out(`${page.items.length} record(s)${page.nextCursor ? `; more with --cursor ${page.nextCursor}` : ''}`);
+    io.out(
+      `${page.items.length} record(s)${page.nextCursor ? `; more with --cursor ${page.nextCursor}` : ''}`,
+    );
     return 0;
   } finally {
     reader.close();

@@ -1,5 +1,12 @@
 import { loadConfig } from '@switchboard/config';
-import { DISCARD, SwitchboardError, admit, createRouter, newMessageId, parseInboundMessage } from '@switchboard/core';
+import {
+  DISCARD,
+  SwitchboardError,
+  admit,
+  createRouter,
+  newMessageId,
+  parseInboundMessage,
+} from '@switchboard/core';
 import type { CommandIo } from './io.js';
 
 export interface RouteFlags {
@@ -50,14 +57,29 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
       : `pipeline ${decision.pipeline}`;
 
   if (flags.json) {
-    io.out(JSON.stringify({ rule: decision.rule, pipeline: decision.pipeline, routed_by_rule: decision.routedByRule, admission, trace }, null, 2));
+    io.out(
+      JSON.stringify(
+        {
+          rule: decision.rule,
+          pipeline: decision.pipeline,
+          routed_by_rule: decision.routedByRule,
+          admission,
+          trace,
+        },
+        null,
+        2,
+      ),
+    );
     return 0;
   }
   io.out(`rule:     ${decision.rule ?? 'default'}`);
   io.out(`pipeline: ${decision.pipeline}`);
   io.out(`result:   ${result}`);
   io.out('why:');
-  trace.forEach((step, index) => io.out(`  ${index + 1}. ${step.rule}: ${step.why}${step.matched ? '  ← match' : ''}`));
+  for (const [index, step] of trace.entries()) {
+    io.out(`  ${index + 1}. ${step.rule}: ${step.why}${step.matched ? '  ← match' : ''}`);
+  }
+
   if (decision.rule === null) io.out(`  no rule matched: routing.default is "${config.routing.default}"`);
   return 0;
 }

@@ -11,7 +11,13 @@ import { VERSION } from '../version.js';
 export async function serve(path: string): Promise<number> {
   const logger = createRootLogger();
   const config = await loadConfig(path);
-  const gateway = await createGateway({ config, configPath: path, logger, httpLogger: logger, version: VERSION });
+  const gateway = await createGateway({
+    config,
+    configPath: path,
+    logger,
+    httpLogger: logger,
+    version: VERSION,
+  });
 
   process.on('uncaughtException', (err) => {
     logger.fatal({ err }, 'uncaught exception: exiting');
@@ -23,7 +29,9 @@ export async function serve(path: string): Promise<number> {
 
   await gateway.start();
   process.on('SIGHUP', () => {
-    gateway.reloadRouting().catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
+    gateway
+      .reloadRouting()
+      .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
   });
 
   return new Promise<number>((resolve) => {

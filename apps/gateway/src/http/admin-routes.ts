@@ -21,7 +21,10 @@ const timeBound = (field: string) =>
     .transform((text, ctx) => {
       const at = parseTimeBound(text, Date.now());
       if (at === null) {
-        ctx.addIssue({ code: 'custom', message: `${field}: expected a duration like 1h or an ISO date, got "${text}"` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `${field}: expected a duration like 1h or an ISO date, got "${text}"`,
+        });
         return z.NEVER;
       }
       return at;
@@ -48,18 +51,33 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
   server.register(
     async (admin) => {
       const routes = admin.withTypeProvider<ZodTypeProvider>();
-      admin.addHook('preHandler', bearerAuth({ tokens: deps.token ? [deps.token] : [], realm: 'switchboard-admin' }));
+      admin.addHook(
+        'preHandler',
+        bearerAuth({ tokens: deps.token ? [deps.token] : [], realm: 'switchboard-admin' }),
+      );
 
-      routes.get('/audit', { schema: { querystring: AuditQuerystring, tags: ['admin'] } }, async (request) => {
-        const page = await deps.auditLog.query(request.query);
-        return { items: page.items.map(({ payload: _payload, ...item }) => item), next_cursor: page.nextCursor };
-      });
+      routes.get(
+        '/audit',
+        { schema: { querystring: AuditQuerystring, tags: ['admin'] } },
+        async (request) => {
+          const page = await deps.auditLog.query(request.query);
+          return {
+            items: page.items.map(({ payload: _payload, ...item }) => item),
+            next_cursor: page.nextCursor,
+          };
+        },
+      );
 
       routes.get('/queues', { schema: { tags: ['admin'] } }, async () => deps.pool.stats());
 
       routes.get(
         '/dead-letters',
-        { schema: { querystring: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(100) }), tags: ['admin'] } },
+        {
+          schema: {
+            querystring: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(100) }),
+            tags: ['admin'],
+          },
+        },
         async (request) => {
           const items = await deps.auditLog.deadLetters(request.query.limit);
           return { items: items.map(({ payload: _payload, ...item }) => item) };

@@ -7,7 +7,10 @@ export interface Readiness {
 }
 
 /** `/healthz` (the process answers), `/readyz` (channels up, store reachable, not draining), `/metrics`. */
-export function registerHealthRoutes(server: FastifyInstance, deps: { readiness: () => Promise<Readiness>; registry: Registry }) {
+export function registerHealthRoutes(
+  server: FastifyInstance,
+  deps: { readiness: () => Promise<Readiness>; registry: Registry },
+) {
   server.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   server.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     const readiness = await deps.readiness();

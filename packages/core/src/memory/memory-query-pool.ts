@@ -81,7 +81,9 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
 
   const sessions = new Map<string, Session>();
   const pipelines = new Map<string, PipelineSlots>();
-  const delayed = new IndexedHeap<Session>((a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && headSeq(a) < headSeq(b)));
+  const delayed = new IndexedHeap<Session>(
+    (a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && headSeq(a) < headSeq(b)),
+  );
   const claimed = new Map<string, ClaimedTurn>();
   const listeners = new Set<() => void>();
   let nextSeq = 0;
@@ -122,7 +124,10 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     for (; length < maxMessages; length++) {
       const entry = session.queue.at(length);
       if (entry === undefined) return { length, open: true, lastAt };
-      if (entry.queued.pipeline !== head.queued.pipeline || entry.queued.message.sender.id !== head.queued.message.sender.id) {
+      if (
+        entry.queued.pipeline !== head.queued.pipeline ||
+        entry.queued.message.sender.id !== head.queued.message.sender.id
+      ) {
         return { length, open: false, lastAt };
       }
       lastAt = entry.queued.acceptedAt;
@@ -262,7 +267,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       const session = best.ready.pop() as Session;
       session.heap = null;
       const { aggregation, busyMode } = best.policy;
-      const batchSize = aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
+      const batchSize =
+        aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
       const entries: Entry[] = [];
       for (let i = 0; i < batchSize; i++) {
         const entry = session.queue.shift() as Entry;

@@ -92,8 +92,7 @@ export class IndexedHeap<T extends HeapNode> {
       const left = 2 * index + 1;
       if (left >= length) break;
       const right = left + 1;
-      const child =
-        right < length && this.#before(nodes[right] as T, nodes[left] as T) ? right : left;
+      const child = right < length && this.#before(nodes[right] as T, nodes[left] as T) ? right : left;
       const childNode = nodes[child] as T;
       if (!this.#before(childNode, node)) break;
       nodes[index] = childNode;

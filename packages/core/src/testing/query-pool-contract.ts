@@ -1,0 +1,207 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Concurrency, PipelinePolicyInput, QueueLimits } from '../pipeline-policy.js';
+import { PipelinePolicySchema } from '../pipeline-policy.js';
+import type { QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
+import type { StoreHarness } from './store-harness.js';
+import { queuedMessageFixture } from './store-harness.js';
+
+/** What a pool factory is asked for by one contract test. */
+export interface QueryPoolFactoryContext {
+  /** The suite's clock; the pool must read time through it. */
+  now(): number;
+  concurrency: Concurrency;
+  limits: QueueLimits;
+  pipelines: ReturnType<typeof PipelinePolicySchema.parse>[];
+}
+
+export type QueryPoolFactory = (context: QueryPoolFactoryContext) => Promise<StoreHarness<QueryPool>>;
+
+const CLOCK_START_MS = Date.UTC(2025, 0, 1);
+
+/**
+ * The contract of `QueryPool` (DESIGN §2 "Query pool"): every implementation — in memory,
+ * journaled, Redis — runs it. Time is the suite's clock, so debounce and backoff are checked
+ * without waiting.
+ */
+export function queryPoolContract(name: string, factory: QueryPoolFactory): void {
+  describe(`${name} (QueryPool contract)`, () => {
+    let nowMs = CLOCK_START_MS;
+    const open: Array<StoreHarness<QueryPool>> = [];
+    afterEach(async () => {
+      for (const harness of open.splice(0)) await harness.close();
+      nowMs = CLOCK_START_MS;
+    });
+
+    async function pool(
+      options: {
+        global?: number;
+        perSession?: number;
+        maxPending?: number;
+        perSessionCap?: number;
+        pipelines?: PipelinePolicyInput[];
+      } = {},
+    ): Promise<QueryPool> {
+      const harness = await factory({
+        now: () => nowMs,
+        concurrency: { global: options.global ?? 20, perSession: options.perSession ?? 1 },
+        limits: {
+          maxPending: options.maxPending ?? 10_000,
+          maxPendingPerSession: options.perSessionCap ?? 500,
+        },
+        pipelines: (options.pipelines ?? [{ id: 'p' }, { id: 'q' }]).map((input) =>
+          PipelinePolicySchema.parse(input),
+        ),
+      });
+      open.push(harness);
+      return harness.store;
+    }
+
+    let sequence = 0;
+    function queued(session: string, extra: Partial<QueuedMessage> = {}): QueuedMessage {
+      sequence += 1;
+      const base = queuedMessageFixture(sequence);
+      // One sender per session, so that debounce may merge a session's messages.
+      base.message.sender = { id: `sender-${session}`, is_bot: false };
+      return { ...base, session, pipeline: 'p', attempt: 0, acceptedAt: nowMs, ...extra };
+    }
+    const texts = (turn: Turn | null) => turn?.messages.map((m) => m.message.id) ?? null;
+
+    describe('when empty', () => {
+      it('claims nothing and reports no state', async () => {
+        const p = await pool();
+        expect(await p.claim()).toBeNull();
+        expect(await p.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
+      });
+    });
+
+    describe('when one session has several messages', () => {
+      it('runs them one at a time in acceptance order, counting attempts', async () => {
+        const p = await pool();
+        const a = queued('A');
+        const b = queued('A');
+        await p.enqueue(a);
+        await p.enqueue(b);
+        const first = await p.claim();
+        expect(texts(first)).toEqual([a.message.id]);
+        expect(first?.attempt).toBe(1);
+        expect(await p.claim()).toBeNull();
+        await p.complete(first as Turn);
+        expect(texts(await p.claim())).toEqual([b.message.id]);
+      });
+    });
+
+    describe('when several sessions wait', () => {
+      it('hands out the session whose head is oldest first', async () => {
+        const p = await pool();
+        const order = ['S3', 'S1', 'S2'].map((session) => queued(session));
+        for (const message of order) await p.enqueue(message);
+        const claimed = [await p.claim(), await p.claim(), await p.claim()];
+        expect(claimed.map((turn) => turn?.session)).toEqual(['S3', 'S1', 'S2']);
+      });
+
+      it('never exceeds the global limit, and frees the slot on complete', async () => {
+        const p = await pool({ global: 2 });
+        for (const session of ['A', 'B', 'C']) await p.enqueue(queued(session));
+        const first = (await p.claim()) as Turn;
+        expect(await p.claim()).not.toBeNull();
+        expect(await p.claim()).toBeNull();
+        expect((await p.stats()).inflight).toBe(2);
+        await p.complete(first);
+        expect((await p.claim())?.session).toBe('C');
+      });
+
+      it('keeps a pipeline within its max_concurrency while others run', async () => {
+        const p = await pool({ pipelines: [{ id: 'p', max_concurrency: 1 }, { id: 'q' }] });
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('B'));
+        await p.enqueue(queued('C', { pipeline: 'q' }));
+        expect((await p.claim())?.session).toBe('A');
+        // B waits for pipeline p; C (pipeline q) may run.
+        expect((await p.claim())?.session).toBe('C');
+        expect(await p.claim()).toBeNull();
+      });
+    });
+
+    describe('when a turn is retried', () => {
+      it('puts it back at the head, runnable only at retryAt, ahead of later messages', async () => {
+        const p = await pool();
+        const head = queued('A');
+        const later = queued('A');
+        await p.enqueue(head);
+        await p.enqueue(later);
+        const turn = (await p.claim()) as Turn;
+        await p.retry(turn, nowMs + 5000);
+        expect(await p.claim()).toBeNull();
+        nowMs += 5000;
+        const again = await p.claim();
+        expect(texts(again)).toEqual([head.message.id]);
+        expect(again?.attempt).toBe(2);
+      });
+    });
+
+    describe('when debounce is enabled', () => {
+      it('makes a burst runnable after the delay as one turn', async () => {
+        const p = await pool({
+          pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '1s' } }, { id: 'q' }],
+        });
+        await p.enqueue(queued('A'));
+        nowMs += 500;
+        await p.enqueue(queued('A'));
+        nowMs += 999;
+        expect(await p.claim()).toBeNull();
+        nowMs += 1;
+        expect((await p.claim())?.messages).toHaveLength(2);
+      });
+
+      it('flushDebounce makes buffered bursts runnable at once', async () => {
+        const p = await pool({ pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '10s' } }] });
+        await p.enqueue(queued('A'));
+        expect(await p.claim()).toBeNull();
+        p.flushDebounce();
+        expect(await p.claim()).not.toBeNull();
+      });
+    });
+
+    describe('when limits are reached', () => {
+      it('drops the oldest waiting message of a full session', async () => {
+        const p = await pool({ perSessionCap: 2 });
+        const oldest = queued('A');
+        await p.enqueue(oldest);
+        await p.enqueue(queued('A'));
+        const result = await p.enqueue(queued('A'));
+        expect(result.accepted && result.overflowed.map((m) => m.message.id)).toEqual([oldest.message.id]);
+        expect((await p.stats()).pending).toBe(2);
+      });
+
+      it('refuses with queue_full past max_pending and with draining after close', async () => {
+        const p = await pool({ maxPending: 1 });
+        expect((await p.enqueue(queued('A'))).accepted).toBe(true);
+        expect(await p.enqueue(queued('B'))).toMatchObject({ accepted: false, reason: 'queue_full' });
+        p.close();
+        expect(await p.enqueue(queued('C'))).toMatchObject({ accepted: false, reason: 'draining' });
+      });
+    });
+
+    describe('when work finishes', () => {
+      it('forgets idle sessions and notifies listeners on arrival', async () => {
+        const p = await pool();
+        let wakeups = 0;
+        p.onRunnable(() => {
+          wakeups += 1;
+        });
+        await p.enqueue(queued('A'));
+        expect(wakeups).toBeGreaterThan(0);
+        await p.complete((await p.claim()) as Turn);
+        expect(await p.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
+      });
+
+      it('takeAll returns every waiting message', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('B'));
+        expect(await p.takeAll()).toHaveLength(2);
+        expect((await p.stats()).pending).toBe(0);
+      });
+    });
+  });
+}
