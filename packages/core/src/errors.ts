@@ -4,11 +4,11 @@
  * the `cause`. `docs/errors.md` lists every code with how to fix it; a test keeps both in step.
  */
 export const ERROR_CODES = {
-  SB_CONFIG_INVALID: { status: 500, message: 'configuration is invalid' },
-  SB_CONFIG_NOT_FOUND: { status: 500, message: 'configuration file not found' },
-  SB_CONFIG_VARIABLE_MISSING: { status: 500, message: 'a ${VAR} used in the configuration is not set' },
+  SB_CONFIG_INVALID: { status: 400, message: 'configuration is invalid' },
+  SB_CONFIG_NOT_FOUND: { status: 404, message: 'configuration file not found' },
+  SB_CONFIG_VARIABLE_MISSING: { status: 400, message: 'a ${VAR} used in the configuration is not set' },
   SB_CLI_USAGE: { status: 400, message: 'command-line arguments are invalid' },
-  SB_ROUTING_INVALID: { status: 500, message: 'routing rules are invalid' },
+  SB_ROUTING_INVALID: { status: 400, message: 'routing rules are invalid' },
   SB_MESSAGE_INVALID: { status: 400, message: 'message does not match the unified message schema' },
   SB_HTTP_BAD_REQUEST: { status: 400, message: 'request is invalid' },
   SB_HTTP_UNAUTHORIZED: { status: 401, message: 'missing or invalid credentials' },

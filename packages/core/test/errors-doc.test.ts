@@ -13,7 +13,8 @@ describe('docs/errors.md', () => {
     expect(rows.map(([code]) => code).sort()).toEqual(Object.keys(ERROR_CODES).sort());
     for (const [code, status] of rows) {
       const { status: expected } = ERROR_CODES[code as keyof typeof ERROR_CODES];
-      // Config and CLI errors never reach HTTP: the doc shows — for them.
+
+      // Only the CLI's own usage errors never reach HTTP; the table shows — for them.
       if (status !== '—') expect(Number(status)).toBe(expected);
     }
   });

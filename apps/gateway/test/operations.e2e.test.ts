@@ -1,0 +1,141 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  type ServeProcess,
+  eventually,
+  get,
+  post,
+  startServe,
+  tempDir,
+  writeConfig,
+} from './serve-process.js';
+
+const running: ServeProcess[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((gateway) => gateway.stop('SIGKILL')));
+});
+
+const config = (dir: string, rules: string) => `server: { host: 127.0.0.1, port: 0 }
+store: { kind: sqlite, path: ${join(dir, 'data.db')} }
+pipelines: [{ id: echo, type: echo }]
+routing:
+  default: echo
+  rules:
+${rules}
+`;
+const DROP_ADS =
+  '    - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }';
+const DROP_SPAM =
+  '    - { name: drop-spam, type: message_content, operator: contains, value: "spam", pipeline: __discard__ }';
+
+async function serve() {
+  const dir = tempDir();
+  const configPath = writeConfig(dir, config(dir, DROP_ADS));
+  const gateway = await startServe({ dir, configPath });
+  running.push(gateway);
+  const send = (text: string) => post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text });
+  return { gateway, dir, configPath, send };
+}
+
+describe('operations (end to end)', () => {
+  describe('when the routing rules change on disk', () => {
+    it('POST /admin/reload swaps them, and a bad file is refused keeping the old rules', async () => {
+      const { gateway, dir, configPath, send } = await serve();
+      expect((await send('spam')).body?.status).toBe('completed');
+
+      writeFileSync(configPath, config(dir, `${DROP_ADS}\n${DROP_SPAM}`));
+      const reload = await post(`${gateway.url}/admin/reload`, {});
+      expect(reload).toMatchObject({ status: 200, body: { rules: 2 } });
+      expect((await send('spam')).body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
+
+      writeFileSync(
+        configPath,
+        config(
+          dir,
+          '    - { name: broken, type: message_content, operator: regex, value: "([", pipeline: echo }',
+        ),
+      );
+      const refused = await post(`${gateway.url}/admin/reload`, {});
+      expect(refused.status).toBe(400);
+      expect(refused.body?.error.message).toContain('routing.rules[0].value: invalid regular expression');
+      expect((await send('spam')).body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
+    });
+
+    it('SIGHUP reloads them too, and logs a refusal for a bad file', async () => {
+      const { gateway, dir, configPath, send } = await serve();
+      writeFileSync(configPath, config(dir, DROP_SPAM));
+      gateway.child.kill('SIGHUP');
+      await eventually(() => gateway.logs.some((line) => line.msg === 'routing reloaded'));
+      expect((await send('spam')).body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
+      expect((await send('buy now')).body?.status).toBe('completed');
+
+      writeFileSync(configPath, 'routing: { default: nope }\n');
+      gateway.child.kill('SIGHUP');
+      await eventually(() =>
+        gateway.logs.some((line) => String(line.msg).startsWith('routing reload refused')),
+      );
+      expect((await send('spam')).body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
+    });
+  });
+
+  describe('when operators look at the running gateway', () => {
+    it('serves health, readiness, Prometheus metrics, queue stats and the OpenAPI document', async () => {
+      const { gateway, send } = await serve();
+      await send('hello');
+      await send('buy now');
+      expect((await get(`${gateway.url}/healthz`)).status).toBe(200);
+      const ready = await get(`${gateway.url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(ready.body.checks).toMatchObject({
+        draining: { ok: true },
+        store: { ok: true },
+        'channel.api': { ok: true },
+      });
+
+      const metrics = await get(`${gateway.url}/metrics`);
+      expect(metrics.body).toContain(
+        'switchboard_messages_total{channel="api",outcome="completed",reason=""} 1',
+      );
+      expect(metrics.body).toContain(
+        'switchboard_messages_total{channel="api",outcome="discarded",reason="rule"} 1',
+      );
+      for (const name of [
+        'switchboard_inflight',
+        'switchboard_active_sessions 1',
+        'switchboard_queue_pending 0',
+        'switchboard_queue_wait_seconds_count 1',
+        'switchboard_pipeline_duration_seconds_count{pipeline="echo",result="completed"} 1',
+        'switchboard_retries_total',
+      ]) {
+        expect(metrics.body).toContain(name);
+      }
+
+      expect((await get(`${gateway.url}/admin/queues`)).body).toMatchObject({
+        pending: 0,
+        inflight: 0,
+        sessions: 0,
+      });
+      const openapi = await get(`${gateway.url}/openapi.json`);
+      expect(Object.keys(openapi.body.paths)).toEqual(
+        expect.arrayContaining(['/v1/messages', '/v1/messages/{id}', '/admin/audit']),
+      );
+      expect((await get(`${gateway.url}/docs`)).status).toBe(200);
+    });
+
+    it('requires the admin token when one is set, and never logs it', async () => {
+      const dir = tempDir();
+      const configPath = writeConfig(
+        dir,
+        `server: { host: 127.0.0.1, port: 0 }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\nadmin: { token: "\${ADMIN_TOKEN}" }\n`,
+      );
+      const gateway = await startServe({ dir, configPath, env: { ADMIN_TOKEN: 's3cret' } });
+      running.push(gateway);
+      expect((await get(`${gateway.url}/admin/queues`)).status).toBe(401);
+      expect((await get(`${gateway.url}/admin/queues`, { authorization: 'Bearer wrong' })).status).toBe(401);
+      expect((await get(`${gateway.url}/admin/queues`, { authorization: 'Bearer s3cret' })).status).toBe(200);
+      // The token never reaches the log.
+      expect(JSON.stringify(gateway.logs)).not.toContain('s3cret');
+    });
+  });
+});
