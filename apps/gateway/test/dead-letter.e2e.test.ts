@@ -1,5 +1,4 @@
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
 import {
   type ServeProcess,
@@ -8,19 +7,18 @@ import {
   post,
   startServe,
   tempDir,
+  testConfig,
+  useCleanups,
   writeConfig,
 } from './serve-process.js';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanup = useCleanups();
 
 describe('dead letters (end to end)', () => {
   describe('when the pipeline keeps answering 503', () => {
     it('retries with backoff, dead-letters, audits, and replays once the pipeline recovers', async () => {
       const backend = await startFakePipeline();
-      cleanups.push(() => backend.close());
+      cleanup(() => backend.close());
       let healthy = false;
       backend.respond = async (request) =>
         healthy
@@ -29,9 +27,9 @@ describe('dead letters (end to end)', () => {
       const dir = tempDir();
       const configPath = writeConfig(
         dir,
-        `server: { host: 127.0.0.1, port: 0 }
-store: { kind: sqlite, path: ${join(dir, 'data.db')} }
-pipelines:
+        testConfig(
+          dir,
+          `pipelines:
   - id: bot
     type: http
     url: "${backend.url}"
@@ -39,9 +37,10 @@ pipelines:
     dead_letter_reply: "Sorry, try again later."
 routing: { default: bot }
 `,
+        ),
       );
       const gateway: ServeProcess = await startServe({ dir, configPath });
-      cleanups.push(() => gateway.stop('SIGKILL'));
+      cleanup(() => gateway.stop('SIGKILL'));
 
       const answer = await post(`${gateway.url}/v1/messages`, {
         session_id: 's',

@@ -1,5 +1,4 @@
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
 import {
   type ServeProcess,
@@ -8,28 +7,28 @@ import {
   post,
   startServe,
   tempDir,
+  testConfig,
+  useCleanups,
   writeConfig,
 } from './serve-process.js';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanup = useCleanups();
 
 async function setup(backend: FakePipeline, extra = '') {
   const dir = tempDir();
   const configPath = writeConfig(
     dir,
-    `server: { host: 127.0.0.1, port: 0 }
-store: { kind: sqlite, path: ${join(dir, 'data.db')} }
-concurrency: { pipeline: 2 }
+    testConfig(
+      dir,
+      `concurrency: { pipeline: 2 }
 pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
 ${extra}`,
+    ),
   );
   const start = async (): Promise<ServeProcess> => {
     const gateway = await startServe({ dir, configPath });
-    cleanups.push(() => gateway.stop('SIGKILL'));
+    cleanup(() => gateway.stop('SIGKILL'));
     return gateway;
   };
   return { start };
@@ -57,7 +56,7 @@ describe('durability (end to end)', () => {
       timeout: 120_000,
     }, async () => {
       const backend = await startFakePipeline({ delayMs: 100 });
-      cleanups.push(() => backend.close());
+      cleanup(() => backend.close());
       const { start } = await setup(backend);
       const first = await start();
       const accepted = await sendMany(first.url, 200, 20);
@@ -94,7 +93,7 @@ describe('durability (end to end)', () => {
   describe('when SIGTERM arrives under load', () => {
     it('turns /readyz 503, drains every accepted message and exits 0', { timeout: 60_000 }, async () => {
       const backend = await startFakePipeline({ delayMs: 100 });
-      cleanups.push(() => backend.close());
+      cleanup(() => backend.close());
       const { start } = await setup(backend);
       const gateway = await start();
       expect((await get(`${gateway.url}/readyz`)).status).toBe(200);

@@ -1,21 +1,24 @@
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, get, post, runCli, startServe, tempDir, writeConfig } from './serve-process.js';
+import {
+  type ServeProcess,
+  get,
+  post,
+  runCli,
+  startServe,
+  tempDir,
+  testConfig,
+  useCleanups,
+  writeConfig,
+} from './serve-process.js';
 
-const running: ServeProcess[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((gateway) => gateway.stop('SIGKILL')));
-});
+const cleanup = useCleanups();
 
 async function serve(yaml: string, server = 'host: 127.0.0.1, port: 0'): Promise<ServeProcess> {
   const dir = tempDir();
-  const configPath = writeConfig(
-    dir,
-    `server: { ${server} }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\n${yaml}`,
-  );
+  const configPath = writeConfig(dir, testConfig(dir, yaml, server));
   const gateway = await startServe({ dir, configPath });
-  running.push(gateway);
+  cleanup(() => gateway.stop('SIGKILL'));
   return gateway;
 }
 

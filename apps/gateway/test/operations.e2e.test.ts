@@ -1,29 +1,28 @@
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  type ServeProcess,
   eventually,
   get,
   post,
   startServe,
   tempDir,
+  testConfig,
+  useCleanups,
   writeConfig,
 } from './serve-process.js';
 
-const running: ServeProcess[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((gateway) => gateway.stop('SIGKILL')));
-});
+const cleanup = useCleanups();
 
-const config = (dir: string, rules: string) => `server: { host: 127.0.0.1, port: 0 }
-store: { kind: sqlite, path: ${join(dir, 'data.db')} }
-pipelines: [{ id: echo, type: echo }]
+const config = (dir: string, rules: string) =>
+  testConfig(
+    dir,
+    `pipelines: [{ id: echo, type: echo }]
 routing:
   default: echo
   rules:
 ${rules}
-`;
+`,
+  );
 const DROP_ADS =
   '    - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }';
 const DROP_SPAM =
@@ -33,7 +32,7 @@ async function serve() {
   const dir = tempDir();
   const configPath = writeConfig(dir, config(dir, DROP_ADS));
   const gateway = await startServe({ dir, configPath });
-  running.push(gateway);
+  cleanup(() => gateway.stop('SIGKILL'));
   const send = (text: string) => post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text });
   return { gateway, dir, configPath, send };
 }
@@ -125,12 +124,9 @@ describe('operations (end to end)', () => {
 
     it('requires the admin token when one is set, and never logs it', async () => {
       const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        `server: { host: 127.0.0.1, port: 0 }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\nadmin: { token: "\${ADMIN_TOKEN}" }\n`,
-      );
+      const configPath = writeConfig(dir, testConfig(dir, 'admin: { token: "${ADMIN_TOKEN}" }\n'));
       const gateway = await startServe({ dir, configPath, env: { ADMIN_TOKEN: 's3cret' } });
-      running.push(gateway);
+      cleanup(() => gateway.stop('SIGKILL'));
       expect((await get(`${gateway.url}/admin/queues`)).status).toBe(401);
       expect((await get(`${gateway.url}/admin/queues`, { authorization: 'Bearer wrong' })).status).toBe(401);
       expect((await get(`${gateway.url}/admin/queues`, { authorization: 'Bearer s3cret' })).status).toBe(200);

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
 
 /** The built CLI: end-to-end tests run the real `switchboard` process, as users do. */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -28,6 +29,23 @@ export interface ServeProcess {
 /** A fresh temp folder for one test's config and data. */
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'switchboard-e2e-'));
+}
+
+/**
+ * Registers an `afterEach` that runs, last first, the cleanups a test added (kill a gateway,
+ * close a fake server). Returns the function that adds one.
+ */
+export function useCleanups(): (cleanup: () => Promise<unknown>) => void {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return (cleanup) => cleanups.push(cleanup);
+}
+
+/** A test config: loopback on a free port and a SQLite file in `dir`, followed by `yaml`. */
+export function testConfig(dir: string, yaml: string, server = 'host: 127.0.0.1, port: 0'): string {
+  return `server: { ${server} }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\n${yaml}`;
 }
 
 /** Writes `yaml` into `dir` and returns its path. */

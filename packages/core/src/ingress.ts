@@ -60,6 +60,11 @@ export function createIngress(options: IngressOptions): Ingress {
       const base = { message, session };
 
       const dedupKey = deliveryId === undefined ? undefined : `${message.channel}:${deliveryId}`;
+      // A message that was not accepted will be redelivered: it must be judged again then, not
+      // called a duplicate.
+      const forgetDelivery = async () => {
+        if (dedupKey !== undefined) await dedup?.forget(dedupKey);
+      };
       if (dedupKey !== undefined && dedup !== undefined) {
         const first = await dedup.firstSeen(dedupKey, dedupTtlMs);
         if (!first) {
@@ -80,18 +85,23 @@ export function createIngress(options: IngressOptions): Ingress {
         return { status: 'discarded', rule: route.rule ?? DISCARD };
       }
 
-      const result = await pool.enqueue({
-        message,
-        session,
-        pipeline: route.pipeline,
-        routedByRule: route.routedByRule,
-        rule,
-        attempt: 0,
-        acceptedAt: now(),
-      });
+      let result: Awaited<ReturnType<QueryPool['enqueue']>>;
+      try {
+        result = await pool.enqueue({
+          message,
+          session,
+          pipeline: route.pipeline,
+          routedByRule: route.routedByRule,
+          rule,
+          attempt: 0,
+          acceptedAt: now(),
+        });
+      } catch (error) {
+        await forgetDelivery();
+        throw error;
+      }
       if (!result.accepted) {
-        // The platform will redeliver a refused message; it must not count as a duplicate then.
-        if (dedupKey !== undefined) await dedup?.forget(dedupKey);
+        await forgetDelivery();
         return { status: 'refused', reason: result.reason, retryAfterMs: result.retryAfterMs };
       }
       for (const dropped of result.overflowed) {

@@ -118,6 +118,19 @@ describe('ingress', () => {
     });
   });
 
+  describe('when the pool fails to journal a message', () => {
+    it('rethrows and forgets the delivery id, so the redelivery is not a duplicate', async () => {
+      const { ingress, pool } = setup();
+      const enqueue = pool.enqueue;
+      pool.enqueue = async () => {
+        throw new Error('disk full');
+      };
+      await expect(ingress.accept(message('A', 'x'), 'update-3')).rejects.toThrow('disk full');
+      pool.enqueue = enqueue;
+      expect((await ingress.accept(message('A', 'x'), 'update-3')).status).toBe('queued');
+    });
+  });
+
   describe('when a session overflows', () => {
     it('records the dropped oldest message as dropped/queue_overflow', async () => {
       const { ingress, outcomes } = setup({ maxPendingPerSession: 1 });
