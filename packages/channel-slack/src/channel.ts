@@ -1,0 +1,216 @@
+import { App, type AuthorizeResult, type Receiver, SocketModeReceiver } from '@slack/bolt';
+import type { SlackChannelConfig } from '@switchboard/config';
+import {
+  type ChannelAdapter,
+  type Ingress,
+  type Logger,
+  SwitchboardError,
+  newMessageId,
+} from '@switchboard/core';
+import type { FastifyInstance } from 'fastify';
+import { toBoltLogger } from './bolt-logger.js';
+import { toChannelError } from './errors.js';
+import { DELIVERY_KEY, type Delivery, createEventsReceiver } from './inbound/events-receiver.js';
+import { normalizeSlackEvent } from './inbound/normalize.js';
+import { renderSlackReplies } from './outbound/render.js';
+import { postSlackMessages } from './outbound/send.js';
+
+/** Options of `createSlackChannel`. */
+export interface SlackChannelOptions {
+  /** The parsed `channels[]` entry of `type: slack`. */
+  config: SlackChannelConfig;
+  /** The gateway's HTTP server: the Events API is mounted at `/slack/<channel id>/events`. */
+  server: FastifyInstance;
+  logger: Logger;
+  /** The longest an Events API request waits for the journal before answering 503. Default: 2.5 s. */
+  ackDeadlineMs?: number;
+  /** How many times a rate-limited `chat.postMessage` is retried. Default: 3. */
+  maxRateLimitRetries?: number;
+  /** A longer Retry-After than this fails the send instead of waiting. Default: 30 s. */
+  maxRateLimitWaitMs?: number;
+  /** Clock, ms since the epoch. Default: `Date.now`. */
+  now?: () => number;
+}
+
+const DEFAULTS = {
+  // Slack wants an answer within 3 s; the rest is the network's.
+  ackDeadlineMs: 2_500,
+  maxRateLimitRetries: 3,
+  maxRateLimitWaitMs: 30_000,
+  now: Date.now,
+} satisfies Partial<SlackChannelOptions>;
+
+/** Network failures and 5xx: retried by the Web API client itself, briefly (429s are ours). */
+const CLIENT_RETRY = { retries: 2, factor: 2, minTimeout: 250, maxTimeout: 2_000 };
+
+/** Who the bot is: its user id makes mentions of it recognisable. */
+interface BotIdentity {
+  botUserId: string;
+  botId?: string;
+  botName?: string;
+}
+
+/** Bolt's WebClient appends method names to the base URL, so it must end with a slash. */
+function slackApiUrlOf(apiUrl: string | undefined): string | undefined {
+  if (apiUrl === undefined) return undefined;
+  return apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`;
+}
+
+/**
+ * The Slack channel (DESIGN §3 "slack") on Bolt. Events arrive through the Events API at
+ * `POST /slack/<channel id>/events` in the gateway's server (signed, answered after the journal
+ * write) or, when `app_token` is set, through Socket Mode. `message` and `app_mention` events
+ * become messages; the rest is acknowledged and ignored. Replies go out with `chat.postMessage`
+ * in the origin's channel and thread, waiting out rate limits.
+ */
+export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter {
+  const { config } = options;
+  const now = options.now ?? DEFAULTS.now;
+  const logger = options.logger.child({ component: 'channel.slack', channel: config.id });
+  const slackApiUrl = slackApiUrlOf(config.apiUrl);
+  const mode = config.appToken === undefined ? 'events_api' : 'socket_mode';
+  let ingress: Ingress | null = null;
+  let identity: BotIdentity | null = null;
+  // Events between a start and a stop racing with them: the platform redelivers after a 503.
+  const notRunning = () =>
+    new SwitchboardError('SB_DRAINING', { message: `slack channel "${config.id}" is not running` });
+
+  const boltLogger = toBoltLogger(logger);
+  const receiver: Receiver =
+    config.appToken === undefined
+      ? createEventsReceiver({
+          server: options.server,
+          channelId: config.id,
+          signingSecret: config.signingSecret,
+          ackDeadlineMs: options.ackDeadlineMs ?? DEFAULTS.ackDeadlineMs,
+          now,
+          logger,
+        })
+      : new SocketModeReceiver({
+          appToken: config.appToken,
+          logger: boltLogger,
+          installerOptions: { clientOptions: slackApiUrl === undefined ? {} : { slackApiUrl } },
+        });
+
+  const app = new App({
+    receiver,
+    // One workspace, one token: the identity is learned once at start (or configured), instead
+    // of Bolt's single-token mode, which calls auth.test per event unless it has both bot ids.
+    authorize: async (): Promise<AuthorizeResult> => {
+      if (identity === null) throw notRunning();
+      return { botToken: config.botToken, botUserId: identity.botUserId, botId: identity.botId };
+    },
+    logger: boltLogger,
+    // The bot's own messages go to ingress like any other, which records them as ignored.
+    ignoreSelf: false,
+    convoStore: false,
+    clientOptions: {
+      ...(slackApiUrl === undefined ? {} : { slackApiUrl }),
+      // A 429 comes back as WebAPIRateLimitedError with its Retry-After, which send.ts waits
+      // out and, past its limits, reports as SB_CHANNEL_RATE_LIMITED; the client's own wait
+      // would end in an untyped error after its retries.
+      rejectRateLimitedCalls: true,
+      retryConfig: CLIENT_RETRY,
+    },
+  });
+  // Errors go back to the receiver (a 400 for a malformed event, 500 otherwise), unwrapped from
+  // Bolt's UnknownError, and are logged once there.
+  app.error(async (error) => {
+    throw (error as { original?: unknown }).original ?? error;
+  });
+
+  const onEvent = async ({
+    event,
+    body,
+    context,
+  }: {
+    event: unknown;
+    body: Record<string, unknown>;
+    context: Record<string, unknown>;
+  }) => {
+    const eventId = body.event_id;
+    const current = ingress;
+    if (current === null || identity === null) throw notRunning();
+    const message = normalizeSlackEvent(event, {
+      channelId: config.id,
+      botUserId: identity.botUserId,
+      ...(identity.botName === undefined ? {} : { botName: identity.botName }),
+      messageId: newMessageId(),
+      receivedAt: now(),
+    });
+    if (message === null) {
+      const { type, subtype } = event as { type?: unknown; subtype?: unknown };
+      logger.debug({ eventId, type, subtype }, 'slack event ignored');
+      return;
+    }
+    // Keyed on the message (`<channel>:<ts>`) rather than event_id: a redelivery has the same
+    // message, and so has the `app_mention` twin of a `message` event, which has its own event_id.
+    const result = await current.accept(message, message.platform_message_id);
+    logger.debug({ eventId, messageId: message.id, status: result.status }, 'slack event accepted');
+    const delivery = context[DELIVERY_KEY] as Delivery | undefined;
+    if (delivery !== undefined) {
+      delivery.result = result;
+    } else if (result.status === 'refused') {
+      // Socket Mode: Bolt has already acknowledged the envelope, so Slack will not redeliver.
+      logger.warn(
+        { eventId, messageId: message.id, reason: result.reason },
+        'slack event refused after socket mode ack',
+      );
+    }
+  };
+  app.event('message', onEvent);
+  app.event('app_mention', onEvent);
+
+  async function whoAmI(): Promise<BotIdentity> {
+    if (config.botUserId !== undefined) return { botUserId: config.botUserId };
+    try {
+      const auth = await app.client.auth.test({ token: config.botToken });
+      if (auth.user_id === undefined) throw new Error('auth.test returned no user_id');
+      return { botUserId: auth.user_id, botId: auth.bot_id, botName: auth.user };
+    } catch (error) {
+      throw toChannelError(error, { channelId: config.id, method: 'auth.test' });
+    }
+  }
+
+  return {
+    id: config.id,
+    type: 'slack',
+
+    async start(context) {
+      identity = await whoAmI();
+      ingress = context.ingress;
+      await app.start();
+      logger.info(
+        {
+          mode,
+          botUserId: identity.botUserId,
+          ...(mode === 'events_api' ? { path: `/slack/${config.id}/events` } : {}),
+        },
+        'channel started',
+      );
+    },
+
+    async stop() {
+      ingress = null;
+      await app.stop();
+      logger.info({}, 'channel stopped');
+    },
+
+    async send(origin, replies) {
+      await postSlackMessages(renderSlackReplies(origin, replies), {
+        client: app.client,
+        botToken: config.botToken,
+        channelId: config.id,
+        maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
+        maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
+        logger,
+      });
+    },
+
+    health() {
+      return ingress === null
+        ? { ready: false, detail: 'not running (before start or after stop)' }
+        : { ready: true };
+    },
+  };
+}

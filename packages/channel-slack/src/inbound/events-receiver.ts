@@ -1,0 +1,154 @@
+import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
+import { type IngressResult, type Logger, SwitchboardError } from '@switchboard/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseSlackBody } from './parse-body.js';
+import { verifySlackSignature } from './verify.js';
+
+/**
+ * Where the channel's Bolt listener leaves what ingress decided, so that the receiver can answer
+ * the HTTP request accordingly. It travels in Bolt's `customProperties` (they become the
+ * listener's `context`); Socket Mode deliveries have none.
+ */
+export interface Delivery {
+  result?: IngressResult;
+}
+
+/** The `context` key that carries the `Delivery`. */
+export const DELIVERY_KEY = 'switchboardDelivery';
+
+export interface EventsReceiverOptions {
+  /** The gateway's HTTP server; the route is added at once, in its own plugin scope. */
+  server: FastifyInstance;
+  /** The configured channel id; the route is `/slack/<channelId>/events`. */
+  channelId: string;
+  signingSecret: string;
+  /** The longest the answer waits for the journal; Slack gives up after 3 s. */
+  ackDeadlineMs: number;
+  /** Clock for the timestamp check, ms since the epoch. */
+  now: () => number;
+  logger: Logger;
+}
+
+type Settled = { kind: 'processed' } | { kind: 'failed'; error: unknown } | { kind: 'late' };
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A 503 in the gateway's error shape: Slack redelivers on any non-2xx answer. */
+function unavailable(reply: FastifyReply, code: string, message: string, retryAfterMs: number) {
+  return reply
+    .code(503)
+    .header('retry-after', String(Math.max(1, Math.ceil(retryAfterMs / 1000))))
+    .send({ error: { code, message } });
+}
+
+/**
+ * A Bolt `Receiver` for the Events API, mounted in the gateway's fastify server at
+ * `POST /slack/<channel id>/events` instead of Bolt's own HTTP server. It checks the request
+ * signature on the raw bytes (401 otherwise), answers `url_verification`, hands everything else
+ * to `app.processEvent` and answers once the listener's `ingress.accept` has resolved — so an
+ * acknowledged message is already journaled. Before `start` and after `stop` it answers 503.
+ */
+export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
+  const { channelId, signingSecret, ackDeadlineMs, now, logger } = options;
+  let app: App | null = null;
+  let running = false;
+
+  async function handle(request: FastifyRequest, reply: FastifyReply) {
+    if (!running || app === null) {
+      throw new SwitchboardError('SB_DRAINING', { message: `slack channel "${channelId}" is not running` });
+    }
+    const rawBody = request.body as string;
+    const problem = verifySlackSignature(
+      signingSecret,
+      {
+        signature: header(request, 'x-slack-signature'),
+        timestamp: header(request, 'x-slack-request-timestamp'),
+        rawBody,
+      },
+      now(),
+    );
+    if (problem !== null) {
+      logger.warn({ problem }, 'slack request refused');
+      throw new SwitchboardError('SB_HTTP_UNAUTHORIZED', { message: `x-slack-signature: ${problem}` });
+    }
+    const body = parseSlackBody(rawBody, header(request, 'content-type'));
+    if (body.type === 'url_verification') return { challenge: body.challenge };
+    if (body.type === 'ssl_check') return reply.code(200).send();
+
+    const retryNum = Number(header(request, 'x-slack-retry-num') ?? 0);
+    const delivery: Delivery = {};
+    const event: ReceiverEvent = {
+      body,
+      retryNum,
+      retryReason: header(request, 'x-slack-retry-reason'),
+      // Bolt acks Events API requests itself before its listeners run. The HTTP answer waits
+      // for the journal instead (below), so this ack only marks that Bolt is done with it.
+      ack: async () => {},
+      customProperties: { [DELIVERY_KEY]: delivery },
+    };
+    const processing: Promise<Settled> = app.processEvent(event).then(
+      () => ({ kind: 'processed' }),
+      (error: unknown) => ({ kind: 'failed', error }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<Settled>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'late' }), ackDeadlineMs);
+    });
+    const settled = await Promise.race([processing, deadline]).finally(() => clearTimeout(timer));
+
+    if (settled.kind === 'failed') throw settled.error;
+    if (settled.kind === 'late') {
+      // Answering 200 now could lose the message if the journal write then fails; a 503 makes
+      // Slack redeliver (X-Slack-Retry-Num), and if the slow write did succeed after all, the
+      // redelivery is recognised as a duplicate. Correctness over a quiet retry.
+      void processing.then((late) => {
+        if (late.kind === 'failed') logger.warn({ err: late.error, retryNum }, 'late slack event failed');
+      });
+      logger.warn({ ackDeadlineMs, retryNum }, 'slack event not journaled in time, asking for redelivery');
+      return unavailable(
+        reply,
+        'SB_STORE_UNAVAILABLE',
+        `the event was not journaled within ${ackDeadlineMs} ms; Slack will redeliver it`,
+        1000,
+      );
+    }
+    const result = delivery.result;
+    if (result?.status === 'refused') {
+      // DESIGN §2: a full or draining queue answers webhooks 503 so that the platform retries.
+      const code = result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL';
+      return unavailable(
+        reply,
+        code,
+        `the gateway cannot take the event now (${result.reason})`,
+        result.retryAfterMs,
+      );
+    }
+    return reply.code(200).send();
+  }
+
+  void options.server.register(async (scope) => {
+    // The signature covers the exact bytes, so this scope keeps bodies as raw strings.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      ['application/json', 'application/x-www-form-urlencoded'],
+      { parseAs: 'string' },
+      (_request, body, done) => done(null, body),
+    );
+    scope.post(`/slack/${channelId}/events`, handle);
+  });
+
+  return {
+    init(boltApp) {
+      app = boltApp;
+    },
+    async start() {
+      running = true;
+    },
+    async stop() {
+      running = false;
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import type { InboundMessage, Reply } from '@switchboard/core';
+
+/** The `chat.postMessage` arguments of one reply chunk. */
+export interface SlackPostMessage {
+  channel: string;
+  text: string;
+  /** Set when the origin was in a thread, so the answer stays in it. */
+  thread_ts?: string;
+}
+
+/**
+ * Slack truncates `text` past 40,000 characters and advises staying under 4,000 for readability;
+ * longer replies are split, at a newline when there is one in the second half of the chunk.
+ */
+export const MAX_CHUNK_CHARS = 4_000;
+
+/** `&`, `<` and `>` are Slack's control characters; escaping keeps a reply's text literal. */
+function escapeText(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+}
+
+function chunks(text: string): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  while (rest.length > MAX_CHUNK_CHARS) {
+    const newline = rest.lastIndexOf('\n', MAX_CHUNK_CHARS);
+    const cut = newline > MAX_CHUNK_CHARS / 2 ? newline + 1 : MAX_CHUNK_CHARS;
+    parts.push(rest.slice(0, cut));
+    rest = rest.slice(cut);
+  }
+  parts.push(rest);
+  return parts;
+}
+
+/**
+ * The messages that answer `origin` with `replies`: one or more per reply, in order, posted in
+ * the origin's Slack channel and, when it was in a thread, in that thread. Empty replies are
+ * skipped (Slack refuses them with `no_text`). Pure.
+ */
+export function renderSlackReplies(origin: InboundMessage, replies: readonly Reply[]): SlackPostMessage[] {
+  const thread = origin.chat.thread === undefined ? {} : { thread_ts: origin.chat.thread };
+  return replies
+    .filter((reply) => reply.text.trim() !== '')
+    .flatMap((reply) =>
+      chunks(reply.text).map((text) => ({ channel: origin.chat.id, text: escapeText(text), ...thread })),
+    );
+}

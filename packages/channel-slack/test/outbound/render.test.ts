@@ -1,0 +1,62 @@
+import type { InboundMessage } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { MAX_CHUNK_CHARS, renderSlackReplies } from '../../src/outbound/render.js';
+
+function origin(chat: InboundMessage['chat']): InboundMessage {
+  return {
+    id: '01J0000000000000000000TEST',
+    platform: 'slack',
+    channel: 'sl',
+    chat,
+    sender: { id: 'U0001', is_bot: false },
+    elements: [],
+    text: 'hi',
+    mentions_bot: true,
+    platform_message_id: `${chat.id}:1718000000.000100`,
+    received_at: 0,
+  };
+}
+
+describe('renderSlackReplies', () => {
+  describe('when the origin was in a thread', () => {
+    it('posts every reply in that thread of the origin channel', () => {
+      expect(
+        renderSlackReplies(origin({ type: 'group', id: 'C0001', thread: '1717.0001' }), [
+          { text: 'a' },
+          { text: 'b' },
+        ]),
+      ).toEqual([
+        { channel: 'C0001', text: 'a', thread_ts: '1717.0001' },
+        { channel: 'C0001', text: 'b', thread_ts: '1717.0001' },
+      ]);
+    });
+  });
+
+  describe('when the origin was not in a thread', () => {
+    it('posts in the channel itself', () => {
+      expect(renderSlackReplies(origin({ type: 'person', id: 'D0001' }), [{ text: 'a' }])).toEqual([
+        { channel: 'D0001', text: 'a' },
+      ]);
+    });
+  });
+
+  describe('when a reply contains Slack control characters', () => {
+    it('escapes &, < and > so the text stays literal', () => {
+      expect(
+        renderSlackReplies(origin({ type: 'person', id: 'D1' }), [{ text: 'a < b && <@U1>' }])[0]?.text,
+      ).toBe('a &lt; b &amp;&amp; &lt;@U1&gt;');
+    });
+  });
+
+  describe('when a reply is empty or longer than a chunk', () => {
+    it('skips the empty one and splits the long one at a newline, keeping all text', () => {
+      const long = `${'x'.repeat(MAX_CHUNK_CHARS - 100)}\n${'y'.repeat(500)}`;
+      const messages = renderSlackReplies(origin({ type: 'person', id: 'D1' }), [
+        { text: '  ' },
+        { text: long },
+      ]);
+      expect(messages.map((message) => message.text.length)).toEqual([MAX_CHUNK_CHARS - 99, 500]);
+      expect(messages.map((message) => message.text).join('')).toBe(long);
+    });
+  });
+});

@@ -1,0 +1,383 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type WebSocket, WebSocketServer } from 'ws';
+
+// A fake Slack for tests: the Web API at `/api/<method>` (what Bolt's WebClient calls through
+// `slackApiUrl`), a Socket Mode WebSocket at `/socket-mode`, and helpers that build and sign
+// Events API requests the way Slack does.
+
+/** One Web API call the fake received. */
+export interface SlackApiCall {
+  method: string;
+  /** The bearer token (Authorization header, or the `token` form field). */
+  token: string | undefined;
+  /** Form fields or JSON body; Bolt's client sends forms, so every value is a string. */
+  body: Record<string, unknown>;
+}
+
+/** How the next calls fail (see `failNext`). */
+export type SlackFailure =
+  | { kind: 'rate_limited'; retryAfterSec: number }
+  | { kind: 'http_status'; status: number }
+  | { kind: 'platform_error'; error: string }
+  /** Never answers (until `close`). */
+  | { kind: 'hang' };
+
+export interface FakeSlackOptions {
+  /** The token the Web API accepts; others get `invalid_auth`. Default: `xoxb-test`. */
+  botToken?: string;
+  /** The app-level token `apps.connections.open` accepts. Default: `xapp-test`. */
+  appToken?: string;
+  /** What `auth.test` answers. Defaults: `UBOT`, `BBOT`, `switchboard`, `T0001`. */
+  botUserId?: string;
+  botId?: string;
+  botName?: string;
+  teamId?: string;
+}
+
+export interface FakeSlack {
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  /** The Web API base to configure as `api_url` (with the trailing slash Bolt needs). */
+  apiUrl: string;
+  /** Every Web API call, in arrival order (also the failed ones). */
+  calls: SlackApiCall[];
+  /** The calls of one method. */
+  callsTo(method: string): SlackApiCall[];
+  /** Resolves once `method` has been called `count` times (or rejects after `timeoutMs`). */
+  waitForCalls(method: string, count: number, timeoutMs?: number): Promise<SlackApiCall[]>;
+  /** The next `count` Web API calls fail with `failure`. */
+  failNext(count: number, failure: SlackFailure): void;
+  /** Sends an `events_api` envelope to every Socket Mode connection; resolves with the envelope id once acked. */
+  pushSocketEvent(
+    body: Record<string, unknown>,
+    options?: { retryAttempt?: number; timeoutMs?: number },
+  ): Promise<string>;
+  /** Socket Mode connections currently open. */
+  socketConnections(): number;
+  close(): Promise<void>;
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+function parseBody(raw: string, contentType: string | undefined): Record<string, unknown> {
+  if (raw === '') return {};
+  if (contentType?.startsWith('application/json')) return JSON.parse(raw) as Record<string, unknown>;
+  return Object.fromEntries(new URLSearchParams(raw));
+}
+
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+  response.end(JSON.stringify(body));
+}
+
+async function until<T>(check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`fake slack: ${what} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Starts the fake on 127.0.0.1 and a free port. */
+export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<FakeSlack> {
+  const botToken = options.botToken ?? 'xoxb-test';
+  const appToken = options.appToken ?? 'xapp-test';
+  const identity = {
+    user_id: options.botUserId ?? 'UBOT',
+    bot_id: options.botId ?? 'BBOT',
+    user: options.botName ?? 'switchboard',
+    team_id: options.teamId ?? 'T0001',
+  };
+  const calls: SlackApiCall[] = [];
+  const failures: SlackFailure[] = [];
+  const hanging = new Set<ServerResponse>();
+  const sockets = new Set<WebSocket>();
+  const acks = new Set<string>();
+  let sequence = 0;
+  let baseUrl = '';
+
+  function answer(
+    method: string,
+    token: string | undefined,
+    body: Record<string, unknown>,
+  ): { status: number; body: unknown } {
+    if (method === 'apps.connections.open') {
+      return token === appToken
+        ? { status: 200, body: { ok: true, url: `${baseUrl.replace('http', 'ws')}/socket-mode` } }
+        : { status: 200, body: { ok: false, error: 'invalid_auth' } };
+    }
+    if (token !== botToken) return { status: 200, body: { ok: false, error: 'invalid_auth' } };
+    switch (method) {
+      case 'auth.test':
+        return {
+          status: 200,
+          body: {
+            ok: true,
+            url: 'https://switchboard-test.slack.com/',
+            team: 'Switchboard Test',
+            ...identity,
+          },
+        };
+      case 'chat.postMessage': {
+        if (typeof body.channel !== 'string' || body.channel === '')
+          return { status: 200, body: { ok: false, error: 'channel_not_found' } };
+        if (typeof body.text !== 'string' || body.text === '')
+          return { status: 200, body: { ok: false, error: 'no_text' } };
+        sequence += 1;
+        const ts = `${Math.floor(Date.now() / 1000)}.${String(sequence).padStart(6, '0')}`;
+        const message = {
+          type: 'message',
+          user: identity.user_id,
+          bot_id: identity.bot_id,
+          text: body.text,
+          ts,
+          ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}),
+        };
+        return { status: 200, body: { ok: true, channel: body.channel, ts, message } };
+      }
+      default:
+        return { status: 200, body: { ok: false, error: 'unknown_method' } };
+    }
+  }
+
+  const server = createServer(async (request, response) => {
+    const match = /^\/api\/([A-Za-z.]+)$/.exec(request.url?.split('?')[0] ?? '');
+    if (request.method !== 'POST' || match?.[1] === undefined) {
+      sendJson(response, 404, { ok: false, error: 'not_found' });
+      return;
+    }
+    const method = match[1];
+    const body = parseBody(await readBody(request), request.headers['content-type']);
+    const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    const token = bearer ?? (typeof body.token === 'string' ? body.token : undefined);
+    calls.push({ method, token, body });
+
+    const failure = failures.shift();
+    if (failure?.kind === 'hang') {
+      hanging.add(response);
+      return;
+    }
+    if (failure?.kind === 'rate_limited') {
+      sendJson(
+        response,
+        429,
+        { ok: false, error: 'ratelimited' },
+        { 'retry-after': String(failure.retryAfterSec) },
+      );
+      return;
+    }
+    if (failure?.kind === 'http_status') {
+      sendJson(response, failure.status, { ok: false, error: 'fake_failure' });
+      return;
+    }
+    if (failure?.kind === 'platform_error') {
+      sendJson(response, 200, { ok: false, error: failure.error });
+      return;
+    }
+    const result = answer(method, token, body);
+    sendJson(response, result.status, result.body);
+  });
+
+  const wss = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (request, socket, head) => {
+    if (request.url?.split('?')[0] !== '/socket-mode') {
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      sockets.add(ws);
+      ws.on('close', () => sockets.delete(ws));
+      ws.on('message', (data) => {
+        const reply = JSON.parse(String(data)) as { envelope_id?: unknown };
+        if (typeof reply.envelope_id === 'string') acks.add(reply.envelope_id);
+      });
+      ws.send(
+        JSON.stringify({
+          type: 'hello',
+          num_connections: 1,
+          connection_info: { app_id: 'A0001' },
+          debug_info: { host: 'fake' },
+        }),
+      );
+    });
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    url: baseUrl,
+    apiUrl: `${baseUrl}/api/`,
+    calls,
+    callsTo: (method) => calls.filter((call) => call.method === method),
+    waitForCalls(method, count, timeoutMs = 10_000) {
+      return until(
+        () => {
+          const matching = calls.filter((call) => call.method === method);
+          return matching.length >= count ? matching : undefined;
+        },
+        timeoutMs,
+        `expected ${count} ${method} call(s)`,
+      );
+    },
+    failNext(count, failure) {
+      for (let i = 0; i < count; i += 1) failures.push(failure);
+    },
+    async pushSocketEvent(body, pushOptions = {}) {
+      const envelopeId = randomUUID();
+      const envelope = {
+        envelope_id: envelopeId,
+        type: 'events_api',
+        accepts_response_payload: false,
+        retry_attempt: pushOptions.retryAttempt ?? 0,
+        retry_reason: '',
+        payload: body,
+      };
+      for (const ws of sockets) ws.send(JSON.stringify(envelope));
+      await until(
+        () => (acks.has(envelopeId) ? true : undefined),
+        pushOptions.timeoutMs ?? 5_000,
+        `envelope ${envelopeId} acked`,
+      );
+      return envelopeId;
+    },
+    socketConnections: () => sockets.size,
+    async close() {
+      for (const response of hanging) response.destroy();
+      for (const ws of sockets) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** `v0=` + hex HMAC-SHA256(secret, `v0:<timestamp>:<body>`): Slack's `X-Slack-Signature`. */
+export function signSlackRequest(signingSecret: string, body: string, timestampSec: number): string {
+  return `v0=${createHmac('sha256', signingSecret).update(`v0:${timestampSec}:${body}`).digest('hex')}`;
+}
+
+let tsSequence = 0;
+
+/** A message `ts` as Slack writes them (`<seconds>.<6 digits>`), unique within the process. */
+export function nextSlackTs(): string {
+  tsSequence += 1;
+  return `${Math.floor(Date.now() / 1000)}.${String(tsSequence).padStart(6, '0')}`;
+}
+
+/** A `message` event as Slack sends it for a person's message; `fields` override or add. */
+export function messageEvent(
+  fields: { channel: string; text: string } & Record<string, unknown>,
+): Record<string, unknown> {
+  const ts = typeof fields.ts === 'string' ? fields.ts : nextSlackTs();
+  return {
+    type: 'message',
+    user: 'U0001',
+    client_msg_id: randomUUID(),
+    ts,
+    event_ts: ts,
+    team: 'T0001',
+    channel_type: fields.channel.startsWith('D') ? 'im' : 'channel',
+    blocks: [
+      {
+        type: 'rich_text',
+        block_id: 'b1',
+        elements: [{ type: 'rich_text_section', elements: [{ type: 'text', text: fields.text }] }],
+      },
+    ],
+    ...fields,
+  };
+}
+
+/** The `event_callback` envelope Slack POSTs around an event. */
+export function eventEnvelope(
+  event: Record<string, unknown>,
+  options: { eventId?: string; teamId?: string } = {},
+): Record<string, unknown> {
+  const teamId = options.teamId ?? 'T0001';
+  return {
+    token: 'legacy-verification-token',
+    team_id: teamId,
+    context_team_id: teamId,
+    api_app_id: 'A0001',
+    event,
+    type: 'event_callback',
+    event_id: options.eventId ?? `Ev${randomUUID().replaceAll('-', '').slice(0, 10).toUpperCase()}`,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [
+      { enterprise_id: null, team_id: teamId, user_id: 'UBOT', is_bot: true, is_enterprise_install: false },
+    ],
+    is_ext_shared_channel: false,
+    event_context: `4-${randomUUID()}`,
+  };
+}
+
+export interface SendEventOptions {
+  signingSecret: string;
+  /** Sets `X-Slack-Retry-Num` (and `X-Slack-Retry-Reason: http_timeout`), as Slack's redeliveries do. */
+  retryNum?: number;
+  /** Signs with a timestamp ten minutes old. */
+  staleTimestamp?: boolean;
+  /** Sends a signature made with another secret. */
+  badSignature?: boolean;
+  /** Default: `application/json`. */
+  contentType?: string;
+}
+
+export interface SendEventAnswer {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON, the text when it is not JSON, `null` when empty. */
+  body: unknown;
+}
+
+/**
+ * Signs `body` (an object is sent as JSON; a string as is, e.g. to send malformed JSON) and POSTs
+ * it to the channel's Events API route, `<gatewayUrl>/slack/<channelId>/events`.
+ */
+export async function sendEvent(
+  gatewayUrl: string,
+  channelId: string,
+  body: Record<string, unknown> | string,
+  options: SendEventOptions,
+): Promise<SendEventAnswer> {
+  const raw = typeof body === 'string' ? body : JSON.stringify(body);
+  const timestampSec = Math.floor(Date.now() / 1000) - (options.staleTimestamp ? 600 : 0);
+  const secret = options.badSignature ? `${options.signingSecret}-wrong` : options.signingSecret;
+  const headers: Record<string, string> = {
+    'content-type': options.contentType ?? 'application/json',
+    'x-slack-request-timestamp': String(timestampSec),
+    'x-slack-signature': signSlackRequest(secret, raw, timestampSec),
+  };
+  if (options.retryNum !== undefined) {
+    headers['x-slack-retry-num'] = String(options.retryNum);
+    headers['x-slack-retry-reason'] = 'http_timeout';
+  }
+  const response = await fetch(`${gatewayUrl}/slack/${channelId}/events`, {
+    method: 'POST',
+    headers,
+    body: raw,
+  });
+  const text = await response.text();
+  let parsed: unknown = text === '' ? null : text;
+  try {
+    parsed = text === '' ? null : JSON.parse(text);
+  } catch {}
+  return { status: response.status, headers: response.headers, body: parsed };
+}
