@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   SB_PIPELINE_MISSING: { status: 500, message: 'the pipeline is not configured' },
   SB_CHANNEL_RATE_LIMITED: { status: 429, message: 'the platform rate-limited the request' },
   SB_CHANNEL_AUTH_FAILED: { status: 502, message: 'the platform refused the credentials' },
+  SB_CHANNEL_UNREACHABLE: { status: 503, message: 'the platform could not be reached' },
   SB_CHANNEL_SEND_FAILED: { status: 502, message: 'sending to the platform failed' },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_SHUTDOWN: { status: 503, message: 'aborted by shutdown' },

@@ -1,0 +1,159 @@
+import { once } from 'node:events';
+import type { DiscordChannelConfig } from '@switchboard/config';
+import { type ChannelAdapter, type Logger, newMessageId } from '@switchboard/core';
+import { Client, Events, GatewayIntentBits, type Message, Partials, REST } from 'discord.js';
+import { toStartError } from './errors.js';
+import { createGatewayHealth } from './gateway-health.js';
+import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
+import { toMessageData } from './inbound/message-data.js';
+import { normalizeMessage } from './inbound/normalize.js';
+import { sendReplies } from './outbound/send.js';
+
+/** Options of `createDiscordChannel`. */
+export interface DiscordChannelOptions {
+  /** The parsed `channels[]` entry of `type: discord`. */
+  config: DiscordChannelConfig;
+  logger: Logger;
+  /** How long `start` waits for the gateway session (READY and the guilds). Default: 30 s. */
+  startTimeoutMs?: number;
+  /** Clock, ms since the epoch. Default: `Date.now`. */
+  now?: () => number;
+}
+
+const DEFAULTS = {
+  startTimeoutMs: 30_000,
+  now: Date.now,
+} satisfies Partial<DiscordChannelOptions>;
+
+/**
+ * The Discord channel (DESIGN §3 "discord") on discord.js: a gateway client with the Guilds,
+ * GuildMessages, DirectMessages and MessageContent intents. `start` logs in and resolves once the
+ * gateway is ready; MESSAGE_CREATE events become unified messages handed to the ingress in order
+ * (Discord's message id is the dedup key); `send` posts replies through a REST client of its own,
+ * so replies still go out while the gateway reconnects or after it stopped. discord.js resumes
+ * or re-identifies after a dropped connection; `health` is ready only while the gateway is.
+ */
+export function createDiscordChannel(options: DiscordChannelOptions): ChannelAdapter {
+  const { config } = options;
+  const now = options.now ?? DEFAULTS.now;
+  const startTimeoutMs = options.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
+  const logger = options.logger.child({ component: 'channel.discord', channel: config.id });
+  // discord.js appends `/v10/…` to the API root itself.
+  const restOptions = config.apiUrl === undefined ? {} : { api: config.apiUrl.replace(/\/+$/, '') };
+  // Never set `rejectOnRateLimit`: the REST queue must wait out 429s, not throw them.
+  const rest = new REST(restOptions).setToken(config.token);
+  const health = createGatewayHealth();
+  let client: Client | null = null;
+  let queue: AcceptQueue | null = null;
+
+  function onMessage(message: Message, botUserId: string): void {
+    try {
+      const data = toMessageData(message);
+      if (data === null) {
+        logger.warn({ platformMessageId: message.id }, 'message without an author ignored');
+        return;
+      }
+      const inbound = normalizeMessage(data, {
+        id: newMessageId(),
+        channelId: config.id,
+        botUserId,
+        receivedAt: now(),
+      });
+      if (inbound === null) {
+        logger.debug({ platformMessageId: data.id, type: data.type }, 'unsupported message type ignored');
+        return;
+      }
+      queue?.push(inbound, data.id);
+    } catch (err) {
+      logger.warn({ err, platformMessageId: message.id }, 'failed to normalize message');
+    }
+  }
+
+  function createClient(): Client {
+    const created = new Client({
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.DirectMessages,
+        GatewayIntentBits.MessageContent,
+      ],
+      // DM channels are not cached before their first message; without this partial discord.js drops DMs.
+      partials: [Partials.Channel],
+      rest: restOptions,
+    });
+    created.on(Events.MessageCreate, (message) => onMessage(message, created.user?.id ?? ''));
+    created.on(Events.ShardReady, (shardId) => {
+      health.shardUp(shardId);
+      logger.info({ shardId }, 'gateway ready');
+    });
+    created.on(Events.ShardResume, (shardId, replayedEvents) => {
+      health.shardUp(shardId);
+      logger.info({ shardId, replayedEvents }, 'gateway resumed');
+    });
+    created.on(Events.ShardReconnecting, (shardId) => {
+      if (client !== created) return; // closing on purpose
+      health.shardReconnecting(shardId);
+      logger.warn({ shardId }, 'gateway connection lost: reconnecting');
+    });
+    created.on(Events.ShardDisconnect, (event, shardId) => {
+      health.shardDisconnected(shardId, event.code);
+      logger.error(
+        { shardId, closeCode: event.code },
+        'gateway closed for good: check the token and intents',
+      );
+    });
+    created.on(Events.ShardError, (err, shardId) => {
+      logger.warn(
+        { shardId, reason: err.message.replaceAll(config.token, '[redacted]') },
+        'gateway connection error',
+      );
+    });
+    return created;
+  }
+
+  return {
+    id: config.id,
+    type: 'discord',
+
+    async start(context) {
+      queue = createAcceptQueue(context.ingress, logger);
+      const created = createClient();
+      client = created;
+      const timeout = AbortSignal.timeout(startTimeoutMs);
+      try {
+        await Promise.all([
+          created.login(config.token),
+          once(created, Events.ClientReady, { signal: timeout }),
+        ]);
+      } catch (error) {
+        client = null;
+        await created.destroy();
+        throw timeout.aborted
+          ? toStartError(
+              new Error(`the gateway was not ready within ${startTimeoutMs} ms`),
+              config.id,
+              config.token,
+            )
+          : toStartError(error, config.id, config.token);
+      }
+      logger.info({ botUserId: created.user?.id }, 'channel started');
+    },
+
+    async stop() {
+      const closing = client;
+      client = null;
+      health.stopped();
+      await closing?.destroy();
+      await queue?.stop();
+      logger.info({}, 'channel stopped');
+    },
+
+    send(origin, replies) {
+      return sendReplies(rest, origin, replies, config.token);
+    },
+
+    health() {
+      return health.health();
+    },
+  };
+}

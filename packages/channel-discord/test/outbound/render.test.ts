@@ -1,0 +1,101 @@
+import { type InboundMessage, parseInboundMessage } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { DISCORD_MESSAGE_LIMIT, renderReplies, splitText } from '../../src/outbound/render.js';
+
+function origin(chat: InboundMessage['chat']): InboundMessage {
+  return parseInboundMessage({
+    id: '01JABCDEFGHJKMNPQRSTVWXYZ0',
+    platform: 'discord',
+    channel: 'dc',
+    chat,
+    sender: { id: '42' },
+    text: 'hi',
+    platform_message_id: '1250000000000000001',
+    received_at: 0,
+  });
+}
+
+describe('renderReplies', () => {
+  describe('when the origin is in a channel', () => {
+    it('posts each reply to that channel as a reply to the origin, pinging users only', () => {
+      const rendered = renderReplies(origin({ type: 'group', id: '600' }), [
+        { text: 'one' },
+        { text: 'two' },
+      ]);
+      expect(rendered).toEqual(
+        ['one', 'two'].map((content) => ({
+          channelId: '600',
+          body: {
+            content,
+            message_reference: { message_id: '1250000000000000001', fail_if_not_exists: false },
+            allowed_mentions: { parse: ['users'], replied_user: true },
+          },
+        })),
+      );
+    });
+  });
+
+  describe('when the origin is in a thread', () => {
+    it('posts to the thread', () => {
+      const [message] = renderReplies(origin({ type: 'group', id: '600', thread: '700' }), [
+        { text: 'in thread' },
+      ]);
+      expect(message?.channelId).toBe('700');
+    });
+  });
+
+  describe('when a reply is longer than 2000 characters', () => {
+    it('splits it and makes only the first part a reply', () => {
+      const rendered = renderReplies(origin({ type: 'person', id: '900' }), [{ text: 'a'.repeat(4500) }]);
+      expect(rendered.map((message) => message.body.content.length)).toEqual([2000, 2000, 500]);
+      expect(rendered.map((message) => message.body.message_reference !== undefined)).toEqual([
+        true,
+        false,
+        false,
+      ]);
+    });
+  });
+
+  describe('when a reply is empty', () => {
+    it('sends nothing for it', () => {
+      expect(renderReplies(origin({ type: 'person', id: '900' }), [{ text: '' }, { text: '  \n' }])).toEqual(
+        [],
+      );
+    });
+  });
+});
+
+describe('splitText', () => {
+  describe('when the text fits', () => {
+    it('returns it whole', () => {
+      expect(splitText('short')).toEqual(['short']);
+      expect(splitText('x'.repeat(DISCORD_MESSAGE_LIMIT))).toHaveLength(1);
+    });
+  });
+
+  describe('when a line break falls in the second half of the window', () => {
+    it('breaks there and drops the break', () => {
+      expect(splitText('aaaaaa\nbbbb', 8)).toEqual(['aaaaaa', 'bbbb']);
+    });
+  });
+
+  describe('when only a space is available', () => {
+    it('breaks at the last space', () => {
+      expect(splitText('aaaaa bbbbb', 8)).toEqual(['aaaaa', 'bbbbb']);
+    });
+  });
+
+  describe('when the only break is in the first half of the window', () => {
+    it('cuts at the limit instead of making tiny parts', () => {
+      expect(splitText('a bbbbbbbbbbb', 8)).toEqual(['a bbbbbb', 'bbbbb']);
+    });
+  });
+
+  describe('when the limit falls inside a surrogate pair', () => {
+    it('keeps the pair together', () => {
+      const parts = splitText(`abc${'😀'.repeat(3)}`, 4);
+      expect(parts).toEqual(['abc', '😀😀', '😀']);
+      expect(parts.join('')).toBe(`abc${'😀'.repeat(3)}`);
+    });
+  });
+});

@@ -1,0 +1,428 @@
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type WebSocket, WebSocketServer } from 'ws';
+
+/**
+ * A fake Discord for tests: the REST API under `/api/v10/…` on node:http and the gateway as a
+ * `ws` WebSocket server on the same port, both on 127.0.0.1. Point discord.js at it with
+ * `rest: { api: fake.url }` (the channel's `api_url`). Login fetches `GET /gateway/bot`, which
+ * names this server's `/gateway`; the fake answers HELLO, IDENTIFY → READY (+ GUILD_CREATE for
+ * known guilds), heartbeats, RESUME → RESUMED, and then whatever dispatches the test sends.
+ */
+
+/** A Discord user as the API returns it. */
+export interface FakeDiscordUser {
+  id: string;
+  username: string;
+  global_name?: string | null;
+  bot?: boolean;
+}
+
+export interface FakeDiscordOptions {
+  /** The bot token REST (`Authorization: Bot …`) and IDENTIFY must carry. Default: `fake-discord-token`. */
+  token?: string;
+  /** The bot's own user, sent in READY. Default: id `1100000000000000001`, username `switchboard`. */
+  botUser?: FakeDiscordUser;
+  /** HELLO's `heartbeat_interval`. Default: 41 250 ms (Discord's). */
+  heartbeatIntervalMs?: number;
+}
+
+/** One REST call the gateway made. */
+export interface RecordedDiscordRequest {
+  method: string;
+  /** Path below the API root, e.g. `/channels/42/messages`. */
+  path: string;
+  authorization: string | undefined;
+  body: unknown;
+}
+
+/** A message the bot posted: the channel it went to and the JSON body it sent. */
+export interface SentDiscordMessage {
+  channelId: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary request shapes
+  body: Record<string, any>;
+}
+
+/** What the next REST calls answer instead of succeeding (see `failNext`). */
+export type FakeDiscordFailure =
+  | { status: 429; retryAfterMs: number; global?: boolean }
+  | { status: number }
+  | { hang: true };
+
+/** A guild for GUILD_CREATE: ids are enough, the fake fills in the rest. */
+export interface FakeGuild {
+  id: string;
+  name?: string;
+  /** Text channels (type 0 unless given). */
+  channels: { id: string; name?: string; type?: number }[];
+  /** Active threads: `parent_id` is the channel they hang off. */
+  threads?: { id: string; parent_id: string; name?: string }[];
+}
+
+/** A MESSAGE_CREATE payload; omitted fields get Discord's defaults (`id` a fresh snowflake). */
+export type FakeMessageInput = { channel_id: string; author: FakeDiscordUser } & Record<string, unknown>;
+
+export interface FakeDiscord {
+  /** The API root to configure as the channel's `api_url` (`http://127.0.0.1:<port>/api`). */
+  url: string;
+  token: string;
+  botUser: FakeDiscordUser;
+  /** Every REST call, in arrival order. */
+  requests: RecordedDiscordRequest[];
+  /** The `POST /channels/:id/messages` calls that succeeded, in order. */
+  sentMessages(): SentDiscordMessage[];
+  /** Gateway counters: sockets opened, IDENTIFYs and RESUMEs received. */
+  stats: { connections: number; identifies: number; resumes: number };
+  /** Whether a session is identified or resumed on an open socket, so dispatches can be sent. */
+  connected(): boolean;
+  /** Adds a guild: sent after READY on every identify, and at once when a session is live. */
+  guildCreate(guild: FakeGuild): void;
+  /** Dispatches MESSAGE_CREATE and returns the full payload sent. */
+  messageCreate(message: FakeMessageInput): Record<string, unknown>;
+  /** Dispatches any event (`t`) with data `d` on the live session. */
+  dispatch(type: string, data: unknown): void;
+  /** Sends a raw text frame, e.g. a malformed payload. */
+  sendRaw(frame: string): void;
+  /** The next `count` REST calls answer `failure` instead (429 with Retry-After, a status, or never). */
+  failNext(count: number, failure: FakeDiscordFailure): void;
+  /**
+   * Closes the live gateway socket with `code` (default 4000, which clients resume after). With
+   * `holdReconnect`, new sockets get no HELLO until `releaseReconnect()`, so a test can observe
+   * the disconnected state for as long as it likes.
+   */
+  disconnect(options?: { code?: number; holdReconnect?: boolean }): void;
+  releaseReconnect(): void;
+  close(): Promise<void>;
+}
+
+const DEFAULT_TOKEN = 'fake-discord-token';
+const DEFAULT_BOT_USER: FakeDiscordUser = { id: '1100000000000000001', username: 'switchboard', bot: true };
+const DEFAULT_HEARTBEAT_INTERVAL_MS = 41_250;
+const API_PREFIX = '/api/v10';
+
+const Op = {
+  Dispatch: 0,
+  Heartbeat: 1,
+  Identify: 2,
+  Resume: 6,
+  InvalidSession: 9,
+  Hello: 10,
+  HeartbeatAck: 11,
+};
+
+/** Starts the fake on 127.0.0.1, port 0. */
+export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
+  const token = options.token ?? DEFAULT_TOKEN;
+  const botUser = { ...(options.botUser ?? DEFAULT_BOT_USER), bot: true };
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+
+  const requests: RecordedDiscordRequest[] = [];
+  const sent: SentDiscordMessage[] = [];
+  const guilds = new Map<string, FakeGuild>();
+  const failures: FakeDiscordFailure[] = [];
+  const hung = new Set<ServerResponse>();
+  const stats = { connections: 0, identifies: 0, resumes: 0 };
+  let snowflake = 1_300_000_000_000_000_000n;
+  const nextId = () => String(++snowflake);
+
+  // The one gateway session: Discord keeps it across sockets so that a client can resume it.
+  let session: { id: string; seq: number } | null = null;
+  let live: WebSocket | null = null;
+  let holding = false;
+  const held: WebSocket[] = [];
+
+  const server: Server = createServer((request, response) => {
+    void handleRest(request, response);
+  });
+  const wss = new WebSocketServer({ server, path: '/gateway' });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const gatewayUrl = `ws://127.0.0.1:${port}/gateway`;
+
+  async function readBody(request: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString();
+    if (text === '') return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+
+  function json(
+    response: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) {
+    response.writeHead(status, { 'content-type': 'application/json', ...headers });
+    response.end(JSON.stringify(body));
+  }
+
+  async function handleRest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) : url.pathname;
+    const method = request.method ?? 'GET';
+    const body = await readBody(request);
+    requests.push({ method, path, authorization: request.headers.authorization, body });
+
+    const failure = failures.shift();
+    if (failure !== undefined) {
+      if ('hang' in failure) {
+        hung.add(response);
+        return;
+      }
+      if (failure.status === 429 && 'retryAfterMs' in failure) {
+        const seconds = failure.retryAfterMs / 1000;
+        // Discord sends both: the headers drive @discordjs/rest's queue, the body is for humans.
+        json(
+          response,
+          429,
+          { message: 'You are being rate limited.', retry_after: seconds, global: failure.global ?? false },
+          {
+            'retry-after': String(seconds),
+            'x-ratelimit-limit': '5',
+            'x-ratelimit-remaining': '0',
+            'x-ratelimit-reset-after': String(seconds),
+            'x-ratelimit-bucket': 'fake-bucket',
+            'x-ratelimit-scope': failure.global ? 'global' : 'user',
+            ...(failure.global ? { 'x-ratelimit-global': 'true' } : {}),
+          },
+        );
+        return;
+      }
+      json(response, failure.status, { message: `fake failure ${failure.status}`, code: 0 });
+      return;
+    }
+
+    if (request.headers.authorization !== `Bot ${token}`) {
+      json(response, 401, { message: '401: Unauthorized', code: 0 });
+      return;
+    }
+    if (method === 'GET' && path === '/gateway/bot') {
+      json(response, 200, {
+        url: gatewayUrl,
+        shards: 1,
+        session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 },
+      });
+      return;
+    }
+    if (method === 'GET' && path === '/users/@me') {
+      json(response, 200, botUser);
+      return;
+    }
+    const channelMessages = /^\/channels\/(\d+)\/messages$/.exec(path);
+    if (method === 'POST' && channelMessages?.[1] !== undefined) {
+      const channelId = channelMessages[1];
+      const posted = (body ?? {}) as Record<string, unknown>;
+      sent.push({ channelId, body: posted });
+      json(response, 200, fullMessage({ ...posted, id: nextId(), channel_id: channelId, author: botUser }));
+      return;
+    }
+    json(response, 404, { message: '404: Not Found', code: 0 });
+  }
+
+  function fullMessage(fields: Record<string, unknown>): Record<string, unknown> {
+    return {
+      type: fields.message_reference === undefined ? 0 : 19,
+      content: '',
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: [],
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+      flags: 0,
+      components: [],
+      ...fields,
+    };
+  }
+
+  function fullGuild(guild: FakeGuild): Record<string, unknown> {
+    return {
+      id: guild.id,
+      name: guild.name ?? `guild ${guild.id}`,
+      icon: null,
+      owner_id: '1',
+      unavailable: false,
+      member_count: 2,
+      large: false,
+      features: [],
+      emojis: [],
+      stickers: [],
+      members: [],
+      presences: [],
+      voice_states: [],
+      stage_instances: [],
+      guild_scheduled_events: [],
+      // Every guild has an @everyone role whose id is the guild's.
+      roles: [
+        {
+          id: guild.id,
+          name: '@everyone',
+          color: 0,
+          hoist: false,
+          position: 0,
+          permissions: '0',
+          managed: false,
+          mentionable: false,
+          flags: 0,
+        },
+      ],
+      channels: guild.channels.map((channel, position) => ({
+        id: channel.id,
+        guild_id: guild.id,
+        type: channel.type ?? 0,
+        name: channel.name ?? `channel-${channel.id}`,
+        position,
+        permission_overwrites: [],
+        parent_id: null,
+        nsfw: false,
+      })),
+      threads: (guild.threads ?? []).map((thread) => ({
+        id: thread.id,
+        guild_id: guild.id,
+        parent_id: thread.parent_id,
+        type: 11,
+        name: thread.name ?? `thread-${thread.id}`,
+        owner_id: '1',
+        message_count: 0,
+        member_count: 1,
+        thread_metadata: {
+          archived: false,
+          auto_archive_duration: 1440,
+          archive_timestamp: new Date().toISOString(),
+          locked: false,
+        },
+      })),
+    };
+  }
+
+  function send(socket: WebSocket, payload: unknown) {
+    socket.send(JSON.stringify(payload));
+  }
+
+  function dispatchOn(socket: WebSocket, type: string, data: unknown) {
+    if (session === null) throw new Error('fake discord: no gateway session');
+    session.seq += 1;
+    send(socket, { op: Op.Dispatch, t: type, s: session.seq, d: data });
+  }
+
+  function hello(socket: WebSocket) {
+    send(socket, { op: Op.Hello, d: { heartbeat_interval: heartbeatIntervalMs } });
+  }
+
+  function onFrame(socket: WebSocket, frame: string) {
+    // biome-ignore lint/suspicious/noExplicitAny: gateway payloads are arbitrary JSON
+    let payload: any;
+    try {
+      payload = JSON.parse(frame);
+    } catch {
+      socket.close(4002, 'Error while decoding payload.');
+      return;
+    }
+    switch (payload?.op) {
+      case Op.Heartbeat:
+        send(socket, { op: Op.HeartbeatAck });
+        return;
+      case Op.Identify: {
+        stats.identifies += 1;
+        if (payload.d?.token !== token) {
+          socket.close(4004, 'Authentication failed.');
+          return;
+        }
+        session = { id: randomUUID(), seq: 0 };
+        live = socket;
+        dispatchOn(socket, 'READY', {
+          v: 10,
+          user: botUser,
+          guilds: [...guilds.keys()].map((id) => ({ id, unavailable: true })),
+          session_id: session.id,
+          resume_gateway_url: gatewayUrl,
+          shard: [0, 1],
+          application: { id: botUser.id, flags: 0 },
+        });
+        for (const guild of guilds.values()) dispatchOn(socket, 'GUILD_CREATE', fullGuild(guild));
+        return;
+      }
+      case Op.Resume:
+        stats.resumes += 1;
+        if (payload.d?.token !== token || session === null || payload.d?.session_id !== session.id) {
+          send(socket, { op: Op.InvalidSession, d: false });
+          return;
+        }
+        live = socket;
+        dispatchOn(socket, 'RESUMED', {});
+        return;
+      default:
+        // Presence updates, voice state, request guild members…: nothing to answer.
+        return;
+    }
+  }
+
+  wss.on('connection', (socket) => {
+    stats.connections += 1;
+    socket.on('message', (data) => onFrame(socket, data.toString()));
+    socket.on('close', () => {
+      if (live === socket) live = null;
+    });
+    if (holding) held.push(socket);
+    else hello(socket);
+  });
+
+  function liveSocket(): WebSocket {
+    if (live === null) throw new Error('fake discord: no live gateway session');
+    return live;
+  }
+
+  return {
+    url: `http://127.0.0.1:${port}/api`,
+    token,
+    botUser,
+    requests,
+    stats,
+    sentMessages: () => [...sent],
+    connected: () => live !== null,
+    guildCreate(guild) {
+      guilds.set(guild.id, guild);
+      if (live !== null) dispatchOn(live, 'GUILD_CREATE', fullGuild(guild));
+    },
+    messageCreate(message) {
+      const payload = fullMessage({ id: nextId(), ...message });
+      dispatchOn(liveSocket(), 'MESSAGE_CREATE', payload);
+      return payload;
+    },
+    dispatch(type, data) {
+      dispatchOn(liveSocket(), type, data);
+    },
+    sendRaw(frame) {
+      liveSocket().send(frame);
+    },
+    failNext(count, failure) {
+      for (let i = 0; i < count; i++) failures.push(failure);
+    },
+    disconnect({ code = 4000, holdReconnect = false } = {}) {
+      holding = holdReconnect;
+      const socket = liveSocket();
+      live = null;
+      socket.close(code, 'fake disconnect');
+    },
+    releaseReconnect() {
+      holding = false;
+      for (const socket of held.splice(0)) hello(socket);
+    },
+    async close() {
+      for (const response of hung) response.destroy();
+      for (const socket of wss.clients) socket.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
