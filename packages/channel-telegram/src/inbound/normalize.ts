@@ -1,0 +1,209 @@
+import {
+  type Element,
+  type InboundMessage,
+  type InboundMessageInput,
+  parseInboundMessage,
+} from '@switchboard/core';
+import type { Message, MessageEntity, Update } from 'grammy/types';
+
+/** The bot account, as getMe returned it at start. */
+export interface BotIdentity {
+  id: number;
+  username: string;
+}
+
+/** What normalizing one update needs besides the update; passed in so that it stays pure. */
+export interface NormalizeContext {
+  /** The configured channel id (`channels[].id`). */
+  channelId: string;
+  bot: BotIdentity;
+  /** The gateway id the message gets (`newMessageId()`). */
+  id: string;
+  /** Milliseconds since the epoch at which the update arrived. */
+  receivedAt: number;
+}
+
+/** A message for the ingress, or why the update is not one (acked and ignored). */
+export type NormalizeResult = { message: InboundMessage } | { unsupported: string };
+
+/** The updates the channel asks Telegram for; every other kind is ignored when it still arrives. */
+export const ALLOWED_UPDATES = ['message'] as const;
+
+/** `<chat id>:<message id>`: message ids are only unique within their chat. */
+export function platformMessageId(chatId: number | string, messageId: number): string {
+  return `${chatId}:${messageId}`;
+}
+
+/** `/start@MyBot` → `{ name: 'start', target: 'MyBot' }`. */
+function parseCommand(token: string): { name: string; target: string | undefined } {
+  const [name = '', target] = token.slice(1).split('@', 2);
+  return { name, target };
+}
+
+interface TextParts {
+  elements: Element[];
+  mentionsBot: boolean;
+}
+
+/**
+ * Splits the text into text, mention and command elements along Telegram's entities (offsets
+ * are UTF-16 code units, like JavaScript strings). Only a command that starts the text is a
+ * command — Telegram clients send only those to bots — and it takes the rest of the text as
+ * its arguments.
+ */
+function textParts(
+  text: string,
+  entities: readonly MessageEntity[],
+  bot: BotIdentity,
+  isPrivate: boolean,
+): TextParts {
+  const elements: Element[] = [];
+  let mentionsBot = false;
+  let cursor = 0;
+  const pushText = (end: number) => {
+    if (end > cursor) elements.push({ type: 'text', text: text.slice(cursor, end) });
+  };
+  const sorted = [...entities].sort((a, b) => a.offset - b.offset);
+  for (const entity of sorted) {
+    if (entity.offset < cursor) continue;
+    const token = text.slice(entity.offset, entity.offset + entity.length);
+    if (entity.type === 'bot_command' && entity.offset === 0) {
+      const { name, target } = parseCommand(token);
+      const addressed =
+        target === undefined ? isPrivate : target.toLowerCase() === bot.username.toLowerCase();
+      mentionsBot ||= addressed;
+      elements.push({ type: 'command', name, args: text.slice(entity.length).trim() });
+      return { elements, mentionsBot };
+    }
+    if (entity.type === 'mention') {
+      pushText(entity.offset);
+      const username = token.slice(1);
+      const isBotSelf = username.toLowerCase() === bot.username.toLowerCase();
+      mentionsBot ||= isBotSelf;
+      elements.push(
+        isBotSelf
+          ? { type: 'mention', user_id: String(bot.id), name: bot.username, is_bot_self: true }
+          : // Telegram gives only the username for @mentions, so it stands in for the id.
+            { type: 'mention', user_id: username, name: username, is_bot_self: false },
+      );
+      cursor = entity.offset + entity.length;
+    } else if (entity.type === 'text_mention') {
+      pushText(entity.offset);
+      const isBotSelf = entity.user.id === bot.id;
+      mentionsBot ||= isBotSelf;
+      elements.push({
+        type: 'mention',
+        user_id: String(entity.user.id),
+        name: entity.user.first_name,
+        is_bot_self: isBotSelf,
+      });
+      cursor = entity.offset + entity.length;
+    }
+  }
+  pushText(text.length);
+  return { elements, mentionsBot };
+}
+
+function mediaElement(message: Message): Element | undefined {
+  if (message.photo !== undefined && message.photo.length > 0) {
+    // Telegram lists the sizes smallest first.
+    const largest = message.photo.at(-1);
+    return { type: 'image', ...(largest?.file_id === undefined ? {} : { file_id: largest.file_id }) };
+  }
+  if (message.voice !== undefined) return { type: 'voice', file_id: message.voice.file_id };
+  if (message.document !== undefined) {
+    const { file_id, file_name } = message.document;
+    return { type: 'file', file_id, ...(file_name === undefined ? {} : { name: file_name }) };
+  }
+  return undefined;
+}
+
+/**
+ * The message this one replies to, unless the reply is only the forum's implicit link to the
+ * topic's first message (Telegram sets `reply_to_message` on every topic message).
+ */
+function repliedTo(message: Message): Message | undefined {
+  const reply = message.reply_to_message;
+  if (reply === undefined) return undefined;
+  if (message.is_topic_message === true && reply.message_id === message.message_thread_id) return undefined;
+  return reply;
+}
+
+function senderOf(message: Message): InboundMessageInput['sender'] | undefined {
+  // Anonymous group admins and linked channels post as a chat; `from` is then a placeholder bot.
+  const chat = message.sender_chat;
+  if (chat !== undefined) {
+    const name = 'title' in chat ? chat.title : undefined;
+    return { id: String(chat.id), ...(name === undefined ? {} : { name }), is_bot: false };
+  }
+  const from = message.from;
+  if (from === undefined) return undefined;
+  const name = [from.first_name, from.last_name].filter(Boolean).join(' ') || from.username;
+  return { id: String(from.id), ...(name ? { name } : {}), is_bot: from.is_bot };
+}
+
+function updateKind(update: Update): string {
+  return Object.keys(update).find((key) => key !== 'update_id') ?? 'empty update';
+}
+
+/**
+ * A Telegram update → the unified message (DESIGN §2), or why it is not one. Pure. Handles
+ * `message` updates with text, a caption, a photo, a voice note or a document; edits, reactions,
+ * member changes, channel posts and service messages (joins, pins…) are unsupported.
+ *
+ * Private chats are `person`, groups and supergroups `group`; a forum topic becomes
+ * `chat.thread`. `mentions_bot` is set by an @mention or text mention of the bot, a command
+ * addressed to it (`/cmd@bot`, or `/cmd` in a private chat), or a reply to one of its messages.
+ */
+export function normalizeUpdate(update: Update, context: NormalizeContext): NormalizeResult {
+  const message = update.message;
+  if (message === undefined) return { unsupported: updateKind(update) };
+  const { chat } = message;
+  // Typed as never a channel, but the body is only as good as its sender.
+  const chatType: string = chat.type;
+  if (chatType !== 'private' && chatType !== 'group' && chatType !== 'supergroup') {
+    return { unsupported: `message in a ${chatType} chat` };
+  }
+  const sender = senderOf(message);
+  if (sender === undefined) return { unsupported: 'message without sender' };
+  const isPrivate = chat.type === 'private';
+
+  const text = message.text ?? message.caption ?? '';
+  const entities = (message.text === undefined ? message.caption_entities : message.entities) ?? [];
+  const parts = textParts(text, entities, context.bot, isPrivate);
+  const media = mediaElement(message);
+  if (text === '' && media === undefined) return { unsupported: 'message without text or media' };
+
+  const reply = repliedTo(message);
+  const quote: Element[] =
+    reply === undefined
+      ? []
+      : [
+          {
+            type: 'quote',
+            message_id: platformMessageId(chat.id, reply.message_id),
+            ...((reply.text ?? reply.caption) === undefined ? {} : { text: reply.text ?? reply.caption }),
+          },
+        ];
+  const repliesToBot = reply?.from?.id === context.bot.id;
+  const thread =
+    message.is_topic_message === true && message.message_thread_id !== undefined
+      ? { thread: String(message.message_thread_id) }
+      : {};
+
+  return {
+    message: parseInboundMessage({
+      id: context.id,
+      platform: 'telegram',
+      channel: context.channelId,
+      chat: { type: isPrivate ? 'person' : 'group', id: String(chat.id), ...thread },
+      sender,
+      elements: [...quote, ...(media === undefined ? [] : [media]), ...parts.elements],
+      text,
+      mentions_bot: parts.mentionsBot || repliesToBot,
+      platform_message_id: platformMessageId(chat.id, message.message_id),
+      received_at: context.receivedAt,
+      raw: update,
+    } satisfies InboundMessageInput),
+  };
+}

@@ -1,0 +1,154 @@
+import { type BackoffPolicy, type Logger, isSwitchboardError, retryDelayMs } from '@switchboard/core';
+import type { Api } from 'grammy';
+import type { Update } from 'grammy/types';
+import { toChannelError } from '../errors.js';
+import { ALLOWED_UPDATES } from './normalize.js';
+
+/** What became of one update: acknowledged (offset may pass it), or to be fetched again later. */
+export type UpdateDisposition =
+  | { acknowledge: true }
+  | { acknowledge: false; reason: 'queue_full' | 'draining'; retryAfterMs: number };
+
+export interface PollingOptions {
+  api: Api;
+  channelId: string;
+  /** How long one getUpdates call waits for updates (Telegram's `timeout`, whole seconds). */
+  pollTimeoutMs: number;
+  /** Waits after failed getUpdates calls or failed handling, growing per consecutive failure. */
+  retry: BackoffPolicy;
+  /**
+   * Takes one update to the ingress. Resolves once it is journaled (or final); throws when it
+   * could not be, e.g. the store is down — the update is then fetched again after a wait.
+   */
+  handle: (update: Update) => Promise<UpdateDisposition>;
+  logger: Logger;
+}
+
+export interface Polling {
+  /** True until the loop has ended. */
+  readonly running: boolean;
+  /** Aborts the pending long poll or wait and resolves once the loop has ended. */
+  stop(): Promise<void>;
+}
+
+/**
+ * grammY types signals with its `abort-controller` polyfill; Node's own AbortSignal works at
+ * runtime (grammY only calls addEventListener on it).
+ */
+export type ApiSignal = Parameters<Api['getUpdates']>[1];
+
+/** How long `stop` waits for the call that confirms the last offset. */
+const CONFIRM_TIMEOUT_MS = 5_000;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * The getUpdates loop. Telegram forgets every update below the `offset` of the next call, so
+ * the offset moves past an update only after `handle` acknowledged it — that is, after the
+ * ingress journaled it. grammY's `bot.start()` confirms a batch as soon as its middleware
+ * returns, which would also confirm updates the ingress refused. A refused update stops the
+ * batch: the loop waits `retryAfterMs` and fetches from that update again. Updates run one at
+ * a time, so each chat keeps Telegram's order.
+ */
+export function startPolling(options: PollingOptions): Polling {
+  const { api, channelId, logger } = options;
+  const abort = new AbortController();
+  const { signal } = abort;
+  let offset: number | undefined;
+  let failures = 0;
+  let running = true;
+
+  async function fail(err: unknown, what: string): Promise<void> {
+    failures += 1;
+    const waitMs = retryDelayMs(failures, options.retry);
+    // A refused token or a competing poller (409) will not heal by waiting: a human must act.
+    const level = isSwitchboardError(err) && !err.retryable ? 'error' : 'warn';
+    logger[level]({ err, waitMs, failures }, what);
+    await sleep(waitMs, signal);
+  }
+
+  /** Handles a batch up to the first update that must be fetched again. */
+  async function handleBatch(updates: readonly Update[]): Promise<void> {
+    for (const update of updates) {
+      if (signal.aborted) return;
+      let disposition: UpdateDisposition;
+      try {
+        disposition = await options.handle(update);
+      } catch (err) {
+        await fail(err, 'update not accepted, fetching it again');
+        return;
+      }
+      if (!disposition.acknowledge) {
+        logger.debug(
+          { updateId: update.update_id, waitMs: disposition.retryAfterMs },
+          'update refused, polling paused',
+        );
+        await sleep(disposition.retryAfterMs, signal);
+        return;
+      }
+      offset = update.update_id + 1;
+      failures = 0;
+    }
+  }
+
+  async function loop(): Promise<void> {
+    const timeout = Math.round(options.pollTimeoutMs / 1000);
+    while (!signal.aborted) {
+      let updates: Update[];
+      try {
+        updates = await api.getUpdates(
+          { offset, timeout, allowed_updates: [...ALLOWED_UPDATES] },
+          signal as ApiSignal,
+        );
+      } catch (err) {
+        if (signal.aborted) break;
+        await fail(toChannelError(err, { channelId, method: 'getUpdates' }), 'getUpdates failed');
+        continue;
+      }
+      await handleBatch(updates);
+    }
+  }
+
+  /** Confirms what was handled since the last call, so that a restart does not fetch it again. */
+  async function confirm(): Promise<void> {
+    if (offset === undefined) return;
+    try {
+      await api.getUpdates(
+        { offset, limit: 1, timeout: 0 },
+        AbortSignal.timeout(CONFIRM_TIMEOUT_MS) as ApiSignal,
+      );
+    } catch (err) {
+      logger.debug(
+        { err: toChannelError(err, { channelId, method: 'getUpdates' }) },
+        'final offset not confirmed',
+      );
+    }
+  }
+
+  const done = loop()
+    .then(confirm)
+    .finally(() => {
+      running = false;
+    });
+
+  return {
+    get running() {
+      return running;
+    },
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { type InboundMessage, parseInboundMessage } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { TELEGRAM_TEXT_LIMIT, renderReplies, splitText } from '../src/outbound/render.js';
+
+function origin(chat: InboundMessage['chat'], platformMessageId: string): InboundMessage {
+  return parseInboundMessage({
+    id: '01JTESTMESSAGE0000000000001',
+    platform: 'telegram',
+    channel: 'tg',
+    chat,
+    sender: { id: '1' },
+    text: 'hi',
+    platform_message_id: platformMessageId,
+    received_at: 0,
+  });
+}
+
+describe('splitText', () => {
+  describe('when the text fits', () => {
+    it('returns it whole', () => {
+      expect(splitText('short', 10)).toEqual(['short']);
+      expect(splitText('x'.repeat(TELEGRAM_TEXT_LIMIT))).toEqual(['x'.repeat(TELEGRAM_TEXT_LIMIT)]);
+    });
+  });
+
+  describe('when the text is longer than the limit', () => {
+    it('cuts at the last newline of the window and drops it', () => {
+      expect(splitText('aaaa bb\ncc dd', 10)).toEqual(['aaaa bb', 'cc dd']);
+    });
+
+    it('cuts at the last space when no newline is in the second half', () => {
+      expect(splitText('a\nbbbbb cccccc', 10)).toEqual(['a\nbbbbb', 'cccccc']);
+    });
+
+    it('cuts hard without separators and never splits a surrogate pair', () => {
+      expect(splitText('abcdefghij', 4)).toEqual(['abcd', 'efgh', 'ij']);
+      const chunks = splitText('abc😀def', 4);
+      expect(chunks).toEqual(['abc', '😀de', 'f']);
+    });
+
+    it("keeps every chunk within Telegram's limit and loses no text but the separators", () => {
+      const words = Array.from({ length: 3000 }, (_, index) => `word${index}`);
+      const text = words.join(' ');
+      const chunks = splitText(text);
+      expect(chunks.length).toBeGreaterThan(1);
+      for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(TELEGRAM_TEXT_LIMIT);
+      expect(chunks.join(' ')).toBe(text);
+    });
+  });
+});
+
+describe('renderReplies', () => {
+  describe('when replying in a private chat', () => {
+    it('sends to the chat id as a number and answers the origin message first', () => {
+      expect(
+        renderReplies(origin({ type: 'person', id: '111222333' }, '111222333:42'), [
+          { text: 'one' },
+          { text: 'two' },
+        ]),
+      ).toEqual([
+        {
+          chat_id: 111_222_333,
+          text: 'one',
+          reply_parameters: { message_id: 42, allow_sending_without_reply: true },
+        },
+        { chat_id: 111_222_333, text: 'two' },
+      ]);
+    });
+  });
+
+  describe('when replying in a forum topic', () => {
+    it('sends every message into the topic', () => {
+      const messages = renderReplies(
+        origin({ type: 'group', id: '-1001234567890', thread: '500' }, '-1001234567890:501'),
+        [{ text: 'a' }, { text: 'b' }],
+      );
+      expect(messages.map((message) => message.message_thread_id)).toEqual([500, 500]);
+      expect(messages[0]?.chat_id).toBe(-1_001_234_567_890);
+    });
+  });
+
+  describe('when a reply is long or empty', () => {
+    it('splits the long one in order and skips the empty one', () => {
+      const long = `${'a'.repeat(4000)}\n${'b'.repeat(1000)}`;
+      const messages = renderReplies(origin({ type: 'person', id: '1' }, '1:2'), [
+        { text: ' ' },
+        { text: long },
+      ]);
+      expect(messages.map((message) => message.text)).toEqual(['a'.repeat(4000), 'b'.repeat(1000)]);
+      expect(messages[0]?.reply_parameters?.message_id).toBe(2);
+      expect(messages[1]?.reply_parameters).toBeUndefined();
+    });
+  });
+});

@@ -1,0 +1,387 @@
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A fake Telegram Bot API for tests: a node:http server on 127.0.0.1 that answers
+ * `POST /bot<token>/<method>` like api.telegram.org does. Point grammY at it with
+ * `client: { apiRoot: fake.url }` (the channel's `api_root`). It implements getMe,
+ * deleteWebhook, setWebhook, getWebhookInfo, getUpdates (long poll honouring `offset`,
+ * `limit`, `timeout` and `allowed_updates`; 409 while a webhook is set) and sendMessage
+ * (returns a full Message), records every call, and can answer 429 with `retry_after`, another
+ * error, or never, for the next calls of a method. Updates are queued with `pushUpdate` for
+ * getUpdates, or POSTed to a webhook with `deliverWebhook`, as Telegram does.
+ */
+
+/** A Telegram user as the Bot API returns it. */
+export interface FakeTelegramUser {
+  id: number;
+  is_bot: boolean;
+  first_name: string;
+  last_name?: string;
+  username?: string;
+}
+
+export interface FakeTelegramOptions {
+  /** The bot token the path must carry. Default: `123456789:fake-telegram-token`. */
+  token?: string;
+  /** What getMe answers. Default: id 7000000001, username `switchboard_bot`. */
+  botUser?: FakeTelegramUser;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely by tests
+type Json = Record<string, any>;
+
+/** One Bot API call, whatever it answered. */
+export interface RecordedTelegramCall {
+  method: string;
+  path: string;
+  body: Json;
+  /** The HTTP status it was answered with; `null` while it is pending or if it hung. */
+  status: number | null;
+  /** Milliseconds since the epoch at which it arrived. */
+  at: number;
+}
+
+/** A sendMessage call that succeeded: the parameters and the Message returned. */
+export interface SentTelegramMessage {
+  body: Json;
+  message: Json;
+  at: number;
+}
+
+/** What the next calls of a method answer instead of succeeding (see `failNext`). */
+export type FakeTelegramFailure =
+  | { status: 429; retryAfterS: number }
+  | { status: number; description?: string }
+  | { hang: true };
+
+/** The webhook set with setWebhook. */
+export interface FakeTelegramWebhook {
+  url: string;
+  secret_token?: string;
+  allowed_updates?: string[];
+}
+
+/** What `deliverWebhook` got back. */
+export interface WebhookAnswer {
+  status: number;
+  headers: Headers;
+  /** The parsed JSON body, or the text when it is not JSON (`''` when empty). */
+  body: unknown;
+}
+
+export interface FakeTelegram {
+  /** The API root to configure as the channel's `api_root` (`http://127.0.0.1:<port>`). */
+  url: string;
+  token: string;
+  botUser: FakeTelegramUser;
+  /** Every call, in arrival order. */
+  calls: RecordedTelegramCall[];
+  /** The calls of one method, in order. */
+  callsOf(method: string): RecordedTelegramCall[];
+  /** The sendMessage calls that succeeded, in order. */
+  sentMessages(): SentTelegramMessage[];
+  /** The current webhook, or `null` after deleteWebhook / before setWebhook. */
+  webhook(): FakeTelegramWebhook | null;
+  /** Updates confirmed by a getUpdates `offset`: every update_id below this number. */
+  confirmedOffset(): number;
+  /** Updates queued and not yet confirmed. */
+  pendingUpdates(): Json[];
+  /**
+   * A Message with `message_id` (unique per fake) and `date` filled in; pass `chat`, `from`,
+   * `text`… The chat is remembered, so replies to it carry the full chat object.
+   */
+  message(fields: Json): Json;
+  /**
+   * Queues an update for getUpdates and wakes a pending long poll. `update_id` is assigned
+   * (increasing) when missing; a given one may repeat an earlier id. Returns the update.
+   */
+  pushUpdate(update: Json): Json;
+  /**
+   * POSTs an update to `url` as Telegram does: JSON, and `X-Telegram-Bot-Api-Secret-Token` when
+   * `secretToken` is given. A string body is sent as is (for malformed-body tests).
+   */
+  deliverWebhook(url: string, update: Json | string, secretToken?: string): Promise<WebhookAnswer>;
+  /** The next `count` calls of `method` answer `failure` instead. */
+  failNext(method: string, count: number, failure: FakeTelegramFailure): void;
+  close(): Promise<void>;
+}
+
+const DEFAULT_TOKEN = '123456789:fake-telegram-token';
+const DEFAULT_BOT_USER: FakeTelegramUser = {
+  id: 7_000_000_001,
+  is_bot: true,
+  first_name: 'Switchboard',
+  username: 'switchboard_bot',
+};
+const TEXT_LIMIT = 4096;
+const DEFAULT_UPDATES_LIMIT = 100;
+
+interface Answer {
+  status: number;
+  body: Json;
+}
+
+const ok = (result: unknown): Answer => ({ status: 200, body: { ok: true, result } });
+const fail = (status: number, description: string, parameters?: Json): Answer => ({
+  status,
+  body: { ok: false, error_code: status, description, ...(parameters === undefined ? {} : { parameters }) },
+});
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden: bot was blocked by the user',
+  404: 'Not Found',
+  409: 'Conflict',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+};
+
+/** The kind of an update: its one field besides `update_id`. */
+function kindOf(update: Json): string | undefined {
+  return Object.keys(update).find((key) => key !== 'update_id');
+}
+
+function readBody(request: IncomingMessage): Promise<Json> {
+  return new Promise((resolve) => {
+    let raw = '';
+    request.on('data', (chunk: Buffer) => {
+      raw += chunk.toString();
+    });
+    request.on('end', () => {
+      try {
+        const parsed: unknown = raw === '' ? {} : JSON.parse(raw);
+        resolve(typeof parsed === 'object' && parsed !== null ? (parsed as Json) : {});
+      } catch {
+        resolve({});
+      }
+    });
+  });
+}
+
+/** Starts the fake on 127.0.0.1, port 0. */
+export async function startFakeTelegram(options: FakeTelegramOptions = {}): Promise<FakeTelegram> {
+  const token = options.token ?? DEFAULT_TOKEN;
+  const botUser = options.botUser ?? DEFAULT_BOT_USER;
+  const calls: RecordedTelegramCall[] = [];
+  const sent: SentTelegramMessage[] = [];
+  const chats = new Map<string, Json>();
+  const failures = new Map<string, FakeTelegramFailure[]>();
+  const hung = new Set<ServerResponse>();
+  /** Long polls waiting for updates: each re-checks the queue when woken. */
+  const waiters = new Set<() => void>();
+  let queue: Json[] = [];
+  let webhook: FakeTelegramWebhook | null = null;
+  let confirmed = 0;
+  let nextUpdateId = 100_000;
+  let nextMessageId = 1;
+
+  /** Assigns the next update_id when missing; a given numeric one moves the counter past it. */
+  function withUpdateId(update: Json): Json {
+    const full = { ...update, update_id: update.update_id ?? nextUpdateId++ };
+    if (Number.isSafeInteger(full.update_id)) nextUpdateId = Math.max(nextUpdateId, full.update_id + 1);
+    return full;
+  }
+
+  function rememberChat(update: Json): void {
+    const chat = (update[kindOf(update) ?? ''] as Json | undefined)?.chat as Json | undefined;
+    if (chat?.id !== undefined) chats.set(String(chat.id), chat);
+  }
+
+  /** Drops confirmed updates and those the caller did not ask for; returns what is left to send. */
+  function takeUpdates(body: Json): Json[] {
+    const offset = typeof body.offset === 'number' ? body.offset : undefined;
+    if (offset !== undefined && offset > 0) {
+      confirmed = Math.max(confirmed, offset);
+      queue = queue.filter((update) => update.update_id >= offset);
+    }
+    const allowed =
+      Array.isArray(body.allowed_updates) && body.allowed_updates.length > 0 ? body.allowed_updates : null;
+    // Telegram never creates updates of kinds the bot did not ask for.
+    if (allowed !== null) queue = queue.filter((update) => allowed.includes(kindOf(update)));
+    const limit = typeof body.limit === 'number' && body.limit > 0 ? body.limit : DEFAULT_UPDATES_LIMIT;
+    return queue.slice(0, limit);
+  }
+
+  function getUpdates(body: Json, response: ServerResponse): Promise<Answer> | Answer {
+    if (webhook !== null) {
+      return fail(
+        409,
+        "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      );
+    }
+    const ready = takeUpdates(body);
+    const timeoutS = typeof body.timeout === 'number' ? body.timeout : 0;
+    if (ready.length > 0 || timeoutS <= 0) return ok(ready);
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+        response.off('close', onClose);
+        resolve(ok(takeUpdates(body)));
+      };
+      const check = () => {
+        if (takeUpdates(body).length > 0) finish();
+      };
+      const onClose = () => finish();
+      const timer = setTimeout(finish, timeoutS * 1000);
+      waiters.add(check);
+      // The response, not the request: a request emits `close` once its body is read.
+      response.once('close', onClose);
+    });
+  }
+
+  function sendMessage(body: Json): Answer {
+    if (body.chat_id === undefined) return fail(400, 'Bad Request: chat_id is empty');
+    const text = typeof body.text === 'string' ? body.text : '';
+    if (text.trim() === '') return fail(400, 'Bad Request: message text is empty');
+    if (text.length > TEXT_LIMIT) return fail(400, 'Bad Request: message is too long');
+    const thread = typeof body.message_thread_id === 'number' ? body.message_thread_id : undefined;
+    const message = {
+      message_id: nextMessageId++,
+      from: botUser,
+      chat: chats.get(String(body.chat_id)) ?? { id: body.chat_id, type: 'private' },
+      date: Math.floor(Date.now() / 1000),
+      text,
+      ...(thread === undefined ? {} : { message_thread_id: thread, is_topic_message: true }),
+    };
+    sent.push({ body, message, at: Date.now() });
+    return ok(message);
+  }
+
+  function answer(method: string, body: Json, response: ServerResponse): Promise<Answer> | Answer {
+    switch (method) {
+      case 'getMe':
+        return ok(botUser);
+      case 'deleteWebhook':
+        webhook = null;
+        if (body.drop_pending_updates === true) queue = [];
+        return ok(true);
+      case 'setWebhook':
+        if (typeof body.url !== 'string' || body.url === '')
+          return fail(400, 'Bad Request: bad webhook: an HTTPS URL must be provided');
+        webhook = {
+          url: body.url,
+          ...(body.secret_token === undefined ? {} : { secret_token: body.secret_token }),
+          ...(body.allowed_updates === undefined ? {} : { allowed_updates: body.allowed_updates }),
+        };
+        return ok(true);
+      case 'getWebhookInfo':
+        return ok({
+          url: webhook?.url ?? '',
+          has_custom_certificate: false,
+          pending_update_count: queue.length,
+        });
+      case 'getUpdates':
+        return getUpdates(body, response);
+      case 'sendMessage':
+        return sendMessage(body);
+      default:
+        return fail(404, 'Not Found: method not found');
+    }
+  }
+
+  function injectedFailure(method: string): FakeTelegramFailure | undefined {
+    const pending = failures.get(method);
+    const failure = pending?.shift();
+    if (pending?.length === 0) failures.delete(method);
+    return failure;
+  }
+
+  const server: Server = createServer(async (request, response) => {
+    const body = await readBody(request);
+    const path = new URL(request.url ?? '/', 'http://fake').pathname;
+    const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(path);
+    const method = match?.[2] ?? '';
+    const call: RecordedTelegramCall = { method, path, body, status: null, at: Date.now() };
+    calls.push(call);
+    const send = ({ status, body: payload }: Answer) => {
+      call.status = status;
+      if (response.destroyed) return;
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(payload));
+    };
+    if (match === null) return send(fail(404, 'Not Found'));
+    if (match[1] !== token) return send(fail(401, 'Unauthorized'));
+    const failure = injectedFailure(method);
+    if (failure !== undefined) {
+      if ('hang' in failure) {
+        hung.add(response);
+        return;
+      }
+      if (failure.status === 429 && 'retryAfterS' in failure) {
+        return send(
+          fail(429, `Too Many Requests: retry after ${failure.retryAfterS}`, {
+            retry_after: failure.retryAfterS,
+          }),
+        );
+      }
+      const description =
+        ('description' in failure ? failure.description : undefined) ?? DESCRIPTIONS[failure.status];
+      return send(fail(failure.status, description ?? 'Error'));
+    }
+    send(await answer(method, body, response));
+  });
+  server.keepAliveTimeout = 1;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    url,
+    token,
+    botUser,
+    calls,
+    callsOf: (method) => calls.filter((call) => call.method === method),
+    sentMessages: () => [...sent],
+    webhook: () => webhook,
+    confirmedOffset: () => confirmed,
+    pendingUpdates: () => queue.filter((update) => update.update_id >= confirmed),
+    message(fields) {
+      const message: Json = { message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), ...fields };
+      if (message.chat?.id !== undefined) chats.set(String(message.chat.id), message.chat);
+      return message;
+    },
+    pushUpdate(update) {
+      const full = withUpdateId(update);
+      rememberChat(full);
+      queue.push(full);
+      for (const wake of [...waiters]) wake();
+      return full;
+    },
+    async deliverWebhook(target, update, secretToken) {
+      let payload = update;
+      if (typeof update !== 'string') {
+        payload = withUpdateId(update);
+        rememberChat(payload);
+      }
+      const response = await fetch(target, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(secretToken === undefined ? {} : { 'x-telegram-bot-api-secret-token': secretToken }),
+        },
+        body: typeof payload === 'string' ? payload : JSON.stringify(payload),
+      });
+      const text = await response.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {}
+      return { status: response.status, headers: response.headers, body };
+    },
+    failNext(method, count, failure) {
+      failures.set(method, [
+        ...(failures.get(method) ?? []),
+        ...Array<FakeTelegramFailure>(count).fill(failure),
+      ]);
+    },
+    close() {
+      for (const response of hung) response.destroy();
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
