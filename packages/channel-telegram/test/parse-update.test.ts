@@ -24,8 +24,8 @@ describe('parseUpdate', () => {
 
   describe('when the body is not an update', () => {
     it('refuses non-objects with SB_HTTP_BAD_REQUEST', () => {
-      expect(problemsOf([1, 2])).toEqual(['body: must be a JSON object (a Telegram Update)']);
-      expect(problemsOf('hello')).toEqual(['body: must be a JSON object (a Telegram Update)']);
+      expect(problemsOf([1, 2])).toEqual([expect.stringMatching(/^body: .*expected object/)]);
+      expect(problemsOf('hello')).toEqual([expect.stringMatching(/^body: .*expected object/)]);
     });
 
     it('names every bad field at once', () => {
@@ -41,13 +41,13 @@ describe('parseUpdate', () => {
           },
         }),
       ).toEqual([
-        'body.update_id: must be an integer',
-        'body.message.date: required',
-        'body.message.chat.id: required',
-        'body.message.from.is_bot: required',
-        'body.message.text: must be a string',
-        'body.message.entities[0].offset: must be an integer',
-        'body.message.entities[0].length: must be an integer',
+        expect.stringMatching(/^body\.update_id: .*expected number, received string/),
+        expect.stringMatching(/^body\.message\.date: /),
+        expect.stringMatching(/^body\.message\.chat\.id: /),
+        expect.stringMatching(/^body\.message\.from\.is_bot: /),
+        expect.stringMatching(/^body\.message\.text: .*expected string/),
+        expect.stringMatching(/^body\.message\.entities\[0\]\.offset: /),
+        expect.stringMatching(/^body\.message\.entities\[0\]\.length: /),
       ]);
     });
   });
