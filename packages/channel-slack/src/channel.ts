@@ -68,7 +68,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.slack', channel: config.id });
   const slackApiUrl = slackApiUrlOf(config.apiUrl);
-  const mode = config.appToken === undefined ? 'events_api' : 'socket_mode';
+  const { mode } = config.transport;
   let ingress: Ingress | null = null;
   let identity: BotIdentity | null = null;
   // Events between a start and a stop racing with them: the platform redelivers after a 503.
@@ -77,17 +77,17 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
 
   const boltLogger = toBoltLogger(logger);
   const receiver: Receiver =
-    config.appToken === undefined
+    config.transport.mode === 'events_api'
       ? createEventsReceiver({
           server: options.server,
           channelId: config.id,
-          signingSecret: config.signingSecret,
+          signingSecret: config.transport.signingSecret,
           ackDeadlineMs: options.ackDeadlineMs ?? DEFAULTS.ackDeadlineMs,
           now,
           logger,
         })
       : new SocketModeReceiver({
-          appToken: config.appToken,
+          appToken: config.transport.appToken,
           logger: boltLogger,
           installerOptions: { clientOptions: slackApiUrl === undefined ? {} : { slackApiUrl } },
         });

@@ -175,20 +175,33 @@ export const SlackChannelSchema = z
     ...chatChannelFields,
     type: z.literal('slack'),
     bot_token: secret(),
-    signing_secret: secret(),
+    /** Verifies Events API requests; not used in Socket Mode. */
+    signing_secret: secret().optional(),
     api_url: apiUrl(),
     /** An app-level token (`xapp-…`) switches to Socket Mode. */
     app_token: secret().optional(),
     /** Skips the auth.test call at start. */
     bot_user_id: z.string().min(1).optional(),
   })
+  .superRefine((channel, ctx) => {
+    if (channel.app_token === undefined && channel.signing_secret === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['signing_secret'],
+        message: 'required for the Events API (or set app_token for Socket Mode)',
+      });
+    }
+  })
   .transform((channel) => ({
     id: channel.id,
     type: channel.type,
     botToken: channel.bot_token,
-    signingSecret: channel.signing_secret,
+    /** How events arrive: signed HTTP requests, or Socket Mode's outgoing WebSocket. */
+    transport:
+      channel.app_token === undefined
+        ? { mode: 'events_api' as const, signingSecret: channel.signing_secret as string }
+        : { mode: 'socket_mode' as const, appToken: channel.app_token },
     apiUrl: channel.api_url,
-    appToken: channel.app_token,
     botUserId: channel.bot_user_id,
     policy: policyOf(channel),
   }));

@@ -157,9 +157,21 @@ describe('parseConfig', () => {
     });
 
     it('reports a missing required field', () => {
-      expect(problems('channels: [{ id: sl, type: slack, bot_token: b }]')).toEqual([
-        'channels[0].signing_secret: required (expected string)',
+      expect(problems('channels: [{ id: tg, type: telegram }]')).toEqual([
+        'channels[0].token: required (expected string)',
       ]);
+    });
+
+    it('requires the Slack signing secret unless Socket Mode is on', () => {
+      expect(problems('channels: [{ id: sl, type: slack, bot_token: b }]')).toEqual([
+        'channels[0].signing_secret: required for the Events API (or set app_token for Socket Mode)',
+      ]);
+      const socketMode = parseConfig('channels: [{ id: sl, type: slack, bot_token: b, app_token: xapp-1 }]', {
+        env: {},
+      });
+      expect(socketMode.channels[0]).toMatchObject({
+        transport: { mode: 'socket_mode', appToken: 'xapp-1' },
+      });
     });
 
     it('never echoes a value under a secret key', () => {
