@@ -26,7 +26,8 @@ export function createChannels(
   const adapters = new Map<string, ChannelAdapter>();
   const policies = new Map<string, ChannelPolicy>();
   for (const channel of config.channels) {
-    const logger = deps.logger.child({ component: `channel.${channel.id}` });
+    // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
+    const { logger } = deps;
     switch (channel.type) {
       case 'openapi':
         policies.set(channel.id, OPENAPI_POLICY);

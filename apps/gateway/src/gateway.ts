@@ -11,7 +11,7 @@ import {
   createOutcomeBus,
   createRouter,
 } from '@switchboard/core';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
 import { createChannels } from './channels.js';
@@ -65,7 +65,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const server = Fastify({
     bodyLimit: config.server.bodyLimitBytes,
     loggerInstance: options.httpLogger,
-    disableRequestLogging: true,
+    // Requests are not logged one by one: outcomes and metrics already account for each message.
+    logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
