@@ -1,0 +1,170 @@
+import type { TelegramChannelConfig } from '@switchboard/config';
+import {
+  type ChannelAdapter,
+  type InboundMessage,
+  type Ingress,
+  type IngressResult,
+  isSwitchboardError,
+  silentLogger,
+} from '@switchboard/core';
+import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
+import Fastify from 'fastify';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTelegramChannel } from '../src/index.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
+type Json = Record<string, any>;
+
+const alice = { id: 111_222_333, is_bot: false, first_name: 'Alice', username: 'alice' };
+const privateChat = (user: { id: number; first_name: string }) => ({
+  id: user.id,
+  first_name: user.first_name,
+  type: 'private',
+});
+
+function textUpdate(fake: FakeTelegram, fields: { chat: Json; text: string }): Json {
+  return { message: fake.message({ from: alice, ...fields }) };
+}
+
+/** Polls `check` every 20 ms until it holds, for at most 5 s. */
+async function eventually(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('createTelegramChannel (in process, against the fake Bot API)', () => {
+  let fake: FakeTelegram;
+  const channels: ChannelAdapter[] = [];
+
+  beforeAll(async () => {
+    fake = await startFakeTelegram();
+  });
+  afterEach(async () => {
+    await Promise.all(channels.splice(0).map((channel) => channel.stop()));
+  });
+  afterAll(() => fake.close());
+
+  function config(overrides: Partial<TelegramChannelConfig> = {}): TelegramChannelConfig {
+    return {
+      id: 'tg',
+      type: 'telegram',
+      token: fake.token,
+      mode: 'polling',
+      apiRoot: fake.url,
+      webhook: undefined,
+      policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+      ...overrides,
+    };
+  }
+
+  /** An ingress that answers from a script (then `queued`) and records what it was given. */
+  function scriptedIngress(script: IngressResult[]) {
+    const accepted: Array<{ message: InboundMessage; deliveryId: string | undefined }> = [];
+    const ingress: Ingress = {
+      async accept(message, deliveryId) {
+        accepted.push({ message, deliveryId });
+        return script.shift() ?? { status: 'queued', pipeline: 'echo', session: 's', rule: null };
+      },
+    };
+    return { ingress, accepted };
+  }
+
+  function channel(options: Partial<Parameters<typeof createTelegramChannel>[0]> = {}) {
+    const created = createTelegramChannel({
+      config: config(),
+      server: Fastify(),
+      logger: silentLogger,
+      ...options,
+    });
+    channels.push(created);
+    return created;
+  }
+
+  describe('when polling and the ingress refuses an update', () => {
+    it('does not confirm it, fetches it again after retryAfterMs, and confirms it once accepted', async () => {
+      const { ingress, accepted } = scriptedIngress([
+        { status: 'refused', reason: 'queue_full', retryAfterMs: 200 },
+      ]);
+      const tg = channel({ pollTimeoutMs: 1_000 });
+      await tg.start({ ingress, logger: silentLogger });
+      const update = fake.pushUpdate(textUpdate(fake, { chat: privateChat(alice), text: 'hold on' }));
+
+      await eventually(() => accepted.length === 2);
+      expect(accepted.map((entry) => entry.deliveryId)).toEqual([
+        String(update.update_id),
+        String(update.update_id),
+      ]);
+      const offsetsBeforeSecond = fake
+        .callsOf('getUpdates')
+        .filter((call) => call.at <= (accepted[1]?.message.received_at ?? 0))
+        .map((call) => call.body.offset ?? 0);
+      expect(Math.max(...offsetsBeforeSecond)).toBeLessThanOrEqual(update.update_id);
+      await eventually(() => fake.confirmedOffset() === update.update_id + 1);
+      expect(tg.health()).toEqual({ ready: true });
+    });
+  });
+
+  describe('when stopped during a long poll', () => {
+    it('aborts the poll at once and reports not ready', async () => {
+      const { ingress } = scriptedIngress([]);
+      const tg = channel({ pollTimeoutMs: 30_000 });
+      await tg.start({ ingress, logger: silentLogger });
+      const polls = fake.callsOf('getUpdates').length;
+      await eventually(() => fake.callsOf('getUpdates').length > polls);
+      const started = Date.now();
+      await tg.stop();
+      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(tg.health().ready).toBe(false);
+    });
+  });
+
+  describe('when the token is wrong', () => {
+    it('fails to start with SB_CHANNEL_AUTH_FAILED and does not reveal the token', async () => {
+      const token = '999:wrong-token-value';
+      const tg = channel({ config: config({ token }) });
+      const error = await tg
+        .start({ ingress: scriptedIngress([]).ingress, logger: silentLogger })
+        .catch((err: unknown) => err);
+      expect(isSwitchboardError(error, 'SB_CHANNEL_AUTH_FAILED')).toBe(true);
+      expect(
+        JSON.stringify({
+          message: (error as Error).message,
+          details: (error as { details?: unknown }).details,
+        }),
+      ).not.toContain(token);
+    });
+  });
+
+  describe('when a webhook call arrives', () => {
+    const secret = 'in-process-secret';
+    const headers = { 'x-telegram-bot-api-secret-token': secret };
+
+    it('answers 503 before start, 503 with Retry-After when refused, and 200 once accepted', async () => {
+      const server = Fastify();
+      const { ingress, accepted } = scriptedIngress([
+        { status: 'refused', reason: 'draining', retryAfterMs: 5_000 },
+      ]);
+      const tg = channel({
+        server,
+        config: config({ id: 'hook', mode: 'webhook', webhook: { secretToken: secret, url: undefined } }),
+      });
+      const update = { update_id: 1, ...textUpdate(fake, { chat: privateChat(alice), text: 'hi' }) };
+      const post = () => server.inject({ method: 'POST', url: '/telegram/hook', headers, payload: update });
+
+      expect((await post()).statusCode).toBe(503);
+      expect(accepted).toEqual([]);
+      await tg.start({ ingress, logger: silentLogger });
+      expect(tg.health()).toEqual({ ready: true });
+
+      const refused = await post();
+      expect(refused.statusCode).toBe(503);
+      expect(refused.headers['retry-after']).toBe('5');
+      expect(refused.json()).toMatchObject({ error: { code: 'SB_DRAINING' } });
+      expect((await post()).statusCode).toBe(200);
+      expect(accepted.map((entry) => entry.message.text)).toEqual(['hi', 'hi']);
+    });
+  });
+});
