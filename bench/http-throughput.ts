@@ -1,0 +1,231 @@
+/**
+ * The HTTP path: autocannon against `POST /v1/messages` (wait=true, echo pipeline) of the real
+ * gateway — the built CLI in its own process, once with `store: memory` and once with the
+ * default SQLite journal — and against a bare fastify route in the same kind of process that
+ * returns the same body. Every request carries a new session_id, so per-session ordering never
+ * makes a request wait for another and the figures show the cost of the path itself.
+ *
+ * Loaded runs: SETTINGS.httpConnections connections for SETTINGS.httpDurationS seconds after a
+ * warm-up, in SETTINGS.httpRounds rounds that alternate the servers; each server's best round
+ * counts (the machine is shared, and the best round is the least disturbed). Light load: SETTINGS.httpLightRequests requests one at a time over one keep-alive
+ * connection, timed by the client with sub-millisecond resolution (autocannon rounds latencies
+ * to whole milliseconds); gateway p50 − bare p50 is the latency the gateway adds per turn.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
+import { type ServerProcess, startServerProcess } from './support/server-process.js';
+import { SETTINGS } from './support/settings.js';
+import { summarize } from './support/stats.js';
+
+const GATEWAY_CLI = fileURLToPath(new URL('../apps/gateway/dist/cli.js', import.meta.url));
+const BARE_SERVER = fileURLToPath(new URL('./bare-fastify-server.mjs', import.meta.url));
+const PROFILE_DIR = fileURLToPath(new URL('./results/profiles', import.meta.url));
+
+interface Server {
+  id: 'bare fastify' | 'gateway · store memory' | 'gateway · store sqlite';
+  start(dir: string): Promise<ServerProcess>;
+  /** Required share of the bare server's requests/s. */
+  minShareOfBare?: number;
+}
+
+function gatewayConfig(store: 'memory' | 'sqlite', dir: string): string {
+  const storeLine =
+    store === 'memory'
+      ? '{ kind: memory }'
+      : `{ kind: sqlite, path: ${JSON.stringify(join(dir, 'switchboard.db'))} }`;
+  return [
+    'server: { host: 127.0.0.1, port: 0 }',
+    `store: ${storeLine}`,
+    'channels:',
+    `  - { id: api, type: openapi, prefix: /v1, max_concurrent_requests: ${Math.max(100, 2 * SETTINGS.httpConnections)} }`,
+    'pipelines:',
+    '  - { id: echo, type: echo }',
+    'routing: { default: echo }',
+    '',
+  ].join('\n');
+}
+
+function startGateway(store: 'memory' | 'sqlite', dir: string): Promise<ServerProcess> {
+  const configPath = join(dir, `switchboard-${store}.yaml`);
+  writeFileSync(configPath, gatewayConfig(store, dir));
+  const profile = SETTINGS.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  return startServerProcess([...profile, GATEWAY_CLI, 'serve', '-c', configPath], {
+    cwd: dir,
+    env: { LOG_LEVEL: 'info' },
+  });
+}
+
+const SERVERS: readonly Server[] = [
+  { id: 'bare fastify', start: () => startServerProcess([BARE_SERVER]) },
+  { id: 'gateway · store memory', start: (dir) => startGateway('memory', dir), minShareOfBare: 0.6 },
+  { id: 'gateway · store sqlite', start: (dir) => startGateway('sqlite', dir), minShareOfBare: 0.4 },
+];
+
+let nextSession = 0;
+
+/** A request body with a session nobody used before. */
+function body(): string {
+  nextSession += 1;
+  return JSON.stringify({ session_id: `bench-${nextSession}`, user_id: 'bench-user', text: 'hello' });
+}
+
+async function load(url: string, durationS: number): Promise<autocannon.Result> {
+  const result = await autocannon({
+    url: `${url}/v1/messages`,
+    method: 'POST',
+    connections: SETTINGS.httpConnections,
+    duration: durationS,
+    headers: { 'content-type': 'application/json' },
+    requests: [{ setupRequest: (req) => ({ ...req, body: body() }) }],
+  });
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(
+      `${url}: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} timeouts — the figures would not be comparable`,
+    );
+  }
+  return result;
+}
+
+/** One POST over `agent`; resolves its status once the body has been read. */
+function post(agent: Agent, url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/v1/messages`,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode ?? 0));
+        res.once('error', reject);
+      },
+    );
+    req.once('error', reject);
+    req.end(body());
+  });
+}
+
+/** Milliseconds per request, one request at a time over one keep-alive connection. */
+async function sequentialLatenciesMs(url: string, count: number): Promise<number[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const latencies: number[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const startedAt = performance.now();
+      const status = await post(agent, url);
+      if (status !== 200) throw new Error(`${url}: answered ${status} at light load`);
+      latencies.push(performance.now() - startedAt);
+    }
+  } finally {
+    agent.destroy();
+  }
+  return latencies;
+}
+
+interface ServerFigures {
+  requestsPerS: number;
+  p50Ms: number;
+  p99Ms: number;
+  lightP50Ms: number;
+  lightP99Ms: number;
+}
+
+async function measureServer(server: Server, dir: string): Promise<ServerFigures> {
+  const running = await server.start(dir);
+  try {
+    await load(running.url, SETTINGS.httpWarmupS);
+    const loaded = await load(running.url, SETTINGS.httpDurationS);
+    // Warm the single connection's path too before timing it.
+    await sequentialLatenciesMs(running.url, 200);
+    const light = summarize(await sequentialLatenciesMs(running.url, SETTINGS.httpLightRequests));
+    return {
+      requestsPerS: loaded.requests.average,
+      p50Ms: loaded.latency.p50,
+      p99Ms: loaded.latency.p99,
+      lightP50Ms: light.p50,
+      lightP99Ms: light.p99,
+    };
+  } finally {
+    await running.stop();
+  }
+}
+
+/** The loaded figures of the round with the most requests/s, the light-load ones of the quickest. */
+function best(rounds: readonly ServerFigures[]): ServerFigures {
+  const loaded = rounds.reduce((a, b) => (b.requestsPerS > a.requestsPerS ? b : a));
+  const light = rounds.reduce((a, b) => (b.lightP50Ms < a.lightP50Ms ? b : a));
+  return { ...loaded, lightP50Ms: light.lightP50Ms, lightP99Ms: light.lightP99Ms };
+}
+
+await runScenario('http-throughput', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
+  const rounds = new Map<Server['id'], ServerFigures[]>(SERVERS.map((server) => [server.id, []]));
+  try {
+    for (let round = 0; round < SETTINGS.httpRounds; round++) {
+      for (const server of SERVERS) {
+        const measured = await measureServer(server, dir);
+        rounds.get(server.id)?.push(measured);
+        progress(
+          `round ${round + 1} · ${server.id}: ${formatNumber(measured.requestsPerS)} req/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms; one at a time p50 ${formatNumber(measured.lightP50Ms)} ms`,
+        );
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const figures = Object.fromEntries(
+    SERVERS.map((server) => [server.id, best(rounds.get(server.id) ?? [])]),
+  ) as Record<Server['id'], ServerFigures>;
+
+  const bare = figures['bare fastify'];
+  const measurements: Measurement[] = [];
+  const targets: TargetCheck[] = [];
+  for (const server of SERVERS) {
+    const f = figures[server.id];
+    measurements.push(
+      {
+        metric: `${server.id} · ${SETTINGS.httpConnections} connections · throughput`,
+        value: f.requestsPerS,
+        unit: 'req/s',
+      },
+      { metric: `${server.id} · ${SETTINGS.httpConnections} connections · p50`, value: f.p50Ms, unit: 'ms' },
+      { metric: `${server.id} · ${SETTINGS.httpConnections} connections · p99`, value: f.p99Ms, unit: 'ms' },
+      { metric: `${server.id} · 1 request at a time · p50`, value: f.lightP50Ms, unit: 'ms' },
+      { metric: `${server.id} · 1 request at a time · p99`, value: f.lightP99Ms, unit: 'ms' },
+    );
+    if (server.minShareOfBare === undefined) continue;
+    const share = f.requestsPerS / bare.requestsPerS;
+    const addedMs = f.lightP50Ms - bare.lightP50Ms;
+    measurements.push(
+      { metric: `${server.id} ÷ bare fastify · throughput`, value: share * 100, unit: '%' },
+      { metric: `${server.id} − bare fastify · added latency p50`, value: addedMs, unit: 'ms' },
+    );
+    targets.push(
+      {
+        target: `HTTP req/s, ${server.id} vs bare fastify`,
+        expected: `≥ ${server.minShareOfBare * 100}%`,
+        actual: `${formatNumber(share * 100)}%`,
+        pass: share >= server.minShareOfBare,
+      },
+      {
+        target: `added latency per turn p50 over HTTP, ${server.id}`,
+        expected: '< 2 ms',
+        actual: `${formatNumber(addedMs)} ms`,
+        pass: addedMs < 2,
+      },
+    );
+  }
+  return {
+    measurements,
+    targets,
+    details: {
+      rounds: Object.fromEntries(rounds),
+      connections: SETTINGS.httpConnections,
+      durationS: SETTINGS.httpDurationS,
+      sessions: 'a new session_id per request',
+    },
+  };
+});

@@ -1,0 +1,56 @@
+/**
+ * The knobs of a run, read once from the environment. Defaults are the full run that
+ * docs/BENCHMARKS.md reports; `BENCH_QUICK=1` is a smoke run of a minute or two.
+ */
+function positiveNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`${name}: expected a positive number, got "${raw}"`);
+  return value;
+}
+
+function text(name: string): string {
+  return process.env[name] ?? '';
+}
+
+function flag(name: string): boolean {
+  return process.env[name] === '1';
+}
+
+const quick = flag('BENCH_QUICK');
+
+export const SETTINGS = {
+  quick,
+  /** Timed runs per scheduler and workload; the fastest is reported (the machine is shared). */
+  schedulerRuns: positiveNumber('BENCH_SCHEDULER_RUNS', quick ? 1 : 3),
+  /** Length of each measured HTTP run, in seconds. */
+  httpDurationS: positiveNumber('BENCH_HTTP_DURATION_S', quick ? 3 : 10),
+  /** Length of the warm-up before each measured HTTP run, in seconds. */
+  httpWarmupS: positiveNumber('BENCH_HTTP_WARMUP_S', quick ? 1 : 3),
+  /** Rounds over all HTTP servers, alternating them; each server's best round is reported. */
+  httpRounds: positiveNumber('BENCH_HTTP_ROUNDS', quick ? 1 : 2),
+  /** Concurrent connections of the loaded HTTP runs. */
+  httpConnections: positiveNumber('BENCH_HTTP_CONNECTIONS', 50),
+  /** Sequential requests of the light-load HTTP latency runs. */
+  httpLightRequests: positiveNumber('BENCH_HTTP_LIGHT_REQUESTS', quick ? 1000 : 5000),
+  /** Messages timed one at a time by the in-process latency run. */
+  latencyMessages: positiveNumber('BENCH_LATENCY_MESSAGES', quick ? 5000 : 20_000),
+  /** Distinct sessions served once by the memory run. */
+  memorySessions: positiveNumber('BENCH_MEMORY_SESSIONS', quick ? 100_000 : 1_000_000),
+  /** Adds --cpu-prof to every scenario process and to the gateway; profiles land in bench/results/. */
+  cpuProfile: flag('BENCH_CPU_PROF'),
+  /** Comma-separated scenario names to run instead of all (bench/run.ts). */
+  only: text('BENCH_ONLY'),
+} as const;
+
+/**
+ * Runs full garbage collections; the memory figures need `node --expose-gc`. Memory figures ask
+ * for several passes: weak references and finalizers free more on the second and third.
+ */
+export function collectGarbage(passes = 1): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run with node --expose-gc (npm run bench does)');
+  for (let pass = 0; pass < passes; pass++) gc();
+}
