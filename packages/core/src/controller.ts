@@ -5,7 +5,7 @@ import type { Reply } from './message.js';
 import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
-import type { Pipeline } from './ports/pipeline.js';
+import type { Pipeline, PipelineResult } from './ports/pipeline.js';
 import type { QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
 
 /** How a turn ended, for metrics. */
@@ -52,8 +52,17 @@ export interface Controller {
 
 interface RunningTurn {
   turn: Turn;
-  abort: AbortController;
-  settled: Promise<void>;
+  /** When the turn is aborted as timed out, and when it is force-released (ms). */
+  deadlineAt: number;
+  orphanAt: number;
+  /** Created on the first read of the signal: most turns finish without anyone asking for it. */
+  abort: AbortController | undefined;
+  /** Why the turn was aborted, also when nobody had asked for the signal yet. */
+  abortReason: unknown;
+  /** Resolves the turn's settlement: the pipeline's answer, or `orphaned` from the sweep. */
+  settle: (settlement: Settlement) => void;
+  /** The whole turn, settlement included; the drain waits on it. */
+  finished: Promise<void>;
   /** Set once the turn's fate is decided, so that a late settlement cannot decide it again. */
   decided: boolean;
 }
@@ -150,15 +159,74 @@ export function createController(options: ControllerOptions): Controller {
     for (const resolve of waiters) resolve();
   }
 
+  function signalOf(entry: RunningTurn): AbortSignal {
+    if (entry.abort === undefined) {
+      entry.abort = new AbortController();
+      if (entry.abortReason !== undefined) entry.abort.abort(entry.abortReason);
+    }
+    return entry.abort.signal;
+  }
+
+  function abortTurn(entry: RunningTurn, reason: unknown): void {
+    if (entry.abortReason !== undefined) return;
+    entry.abortReason = reason;
+    entry.abort?.abort(reason);
+  }
+
+  // One timer for every running turn's deadline, instead of two timers per turn: it is armed for
+  // the earliest deadline and, when it fires, scans the running turns (at most the global limit).
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let sweepAt = Number.POSITIVE_INFINITY;
+
+  function armSweep(at: number): void {
+    if (at >= sweepAt) return;
+    if (sweepTimer !== undefined) clearTimeout(sweepTimer);
+    sweepAt = at;
+    sweepTimer = setTimeout(sweep, Math.max(0, at - now()));
+    sweepTimer.unref();
+  }
+
+  function sweep(): void {
+    sweepTimer = undefined;
+    sweepAt = Number.POSITIVE_INFINITY;
+    const at = now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of running.values()) {
+      if (entry.decided) continue;
+      if (at >= entry.orphanAt) {
+        entry.settle({ orphaned: true });
+        continue;
+      }
+      if (at >= entry.deadlineAt) {
+        const policy = policies.get(entry.turn.pipeline);
+        abortTurn(
+          entry,
+          new SwitchboardError('SB_PIPELINE_TIMEOUT', {
+            retryable: true,
+            message: `pipeline "${entry.turn.pipeline}" did not answer within ${policy?.timeoutMs} ms`,
+          }),
+        );
+      }
+      next = Math.min(next, entry.abortReason === undefined ? entry.deadlineAt : entry.orphanAt);
+    }
+    if (next !== Number.POSITIVE_INFINITY) armSweep(next);
+  }
+
   function startTurn(turn: Turn): void {
+    const startedAt = now();
+    const timeoutMs = policies.get(turn.pipeline)?.timeoutMs ?? 0;
     const entry: RunningTurn = {
       turn,
-      abort: new AbortController(),
-      settled: Promise.resolve(),
+      deadlineAt: startedAt + timeoutMs,
+      orphanAt: startedAt + timeoutMs + orphanGraceMs,
+      abort: undefined,
+      abortReason: undefined,
+      settle: () => {},
+      finished: Promise.resolve(),
       decided: false,
     };
     running.set(turn.id, entry);
-    entry.settled = runTurn(entry)
+    entry.finished = runTurn(entry, startedAt)
       .catch((err) => logger.error({ err, turn: turn.id }, 'turn settlement failed'))
       .finally(() => {
         running.delete(turn.id);
@@ -166,17 +234,17 @@ export function createController(options: ControllerOptions): Controller {
       });
   }
 
-  async function runTurn(entry: RunningTurn): Promise<void> {
+  async function runTurn(entry: RunningTurn, startedAt: number): Promise<void> {
     const { turn } = entry;
     const pipeline = pipelines.get(turn.pipeline);
     const policy = policies.get(turn.pipeline);
-    const log = logger.child({ turn: turn.id, session: turn.session, pipeline: turn.pipeline });
-    const startedAt = now();
+    // Built only on the paths that log: a child logger per turn is measurable at high rates.
+    const log = () => logger.child({ turn: turn.id, session: turn.session, pipeline: turn.pipeline });
     const end = (result: TurnResult) => observer?.turnEnded?.(turn, result, now() - startedAt);
 
     if (pipeline === undefined || policy === undefined) {
       entry.decided = true;
-      log.error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
+      log().error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
       await pool.complete(turn);
       recordAll(turn.messages, 'dropped', { reason: 'pipeline_missing', turn });
       end('dropped');
@@ -185,31 +253,22 @@ export function createController(options: ControllerOptions): Controller {
 
     const query = aggregate(turn);
     observer?.turnStarted?.(turn);
-    log.debug({ attempt: turn.attempt, messages: turn.messages.length }, 'turn started');
-    const settlement = await settle(entry, pipeline, query, policy, log);
+    armSweep(entry.deadlineAt);
+    const settlement = await run(entry, pipeline, query, log);
     if (entry.decided) return;
-    if (
-      isSwitchboardError(entry.abort.signal.reason, 'SB_SHUTDOWN') &&
-      !('ok' in settlement && settlement.ok)
-    ) {
+    if (isSwitchboardError(entry.abortReason, 'SB_SHUTDOWN') && !('ok' in settlement && settlement.ok)) {
       await abandonForShutdown(entry);
       return;
     }
     entry.decided = true;
 
     if ('orphaned' in settlement) {
-      log.error(
+      log().error(
         { attempt: turn.attempt, timeoutMs: policy.timeoutMs, graceMs: orphanGraceMs },
         'orphaned turn: the pipeline ignored its abort signal; releasing its slot',
       );
-      await fail(
-        turn,
-        query,
-        policy,
-        new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true }),
-        log,
-        end,
-      );
+      const timeout = new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true });
+      await fail(turn, query, policy, timeout, log, end);
       return;
     }
     if (!settlement.ok) {
@@ -219,7 +278,7 @@ export function createController(options: ControllerOptions): Controller {
     try {
       await deliver(query, settlement.replies);
     } catch (err) {
-      log.error({ err }, 'dead letter: replies could not be delivered');
+      log().error({ err }, 'dead letter: replies could not be delivered');
       await pool.complete(turn);
       recordAll(turn.messages, 'dead_lettered', { reason: 'delivery_failed', turn, error: err });
       end('dead_lettered');
@@ -230,44 +289,33 @@ export function createController(options: ControllerOptions): Controller {
     end('completed');
   }
 
-  /** Runs the pipeline under its timeout; resolves `orphaned` when it outlives timeout + grace. */
-  async function settle(
-    entry: RunningTurn,
-    pipeline: Pipeline,
-    query: Query,
-    policy: PipelinePolicy,
-    log: Logger,
-  ): Promise<Settlement> {
-    const { abort } = entry;
-    const timeout = setTimeout(
-      () =>
-        abort.abort(
-          new SwitchboardError('SB_PIPELINE_TIMEOUT', {
-            retryable: true,
-            message: `pipeline "${policy.id}" did not answer within ${policy.timeoutMs} ms`,
-          }),
-        ),
-      policy.timeoutMs,
-    );
-    let orphanTimer: NodeJS.Timeout | undefined;
-    const orphaned = new Promise<Settlement>((resolve) => {
-      orphanTimer = setTimeout(() => resolve({ orphaned: true }), policy.timeoutMs + orphanGraceMs);
+  /**
+   * Runs the pipeline. Settles with its answer, or `orphaned` when the sweep finds it still
+   * running past timeout + grace — whichever comes first.
+   */
+  function run(entry: RunningTurn, pipeline: Pipeline, query: Query, log: () => Logger): Promise<Settlement> {
+    const settlement = new Promise<Settlement>((resolve) => {
+      entry.settle = resolve;
     });
+    const context = {
+      get signal() {
+        return signalOf(entry);
+      },
+      get logger() {
+        return log();
+      },
+    };
+    let answer: Promise<PipelineResult>;
     try {
-      const run = Promise.resolve()
-        .then(() => pipeline.run(query, { signal: abort.signal, logger: log }))
-        .then(
-          (result): Settlement => ({ ok: true, replies: result.replies }),
-          (error: unknown): Settlement => ({
-            ok: false,
-            error: abort.signal.aborted ? abort.signal.reason : error,
-          }),
-        );
-      return await Promise.race([run, orphaned]);
-    } finally {
-      clearTimeout(timeout);
-      clearTimeout(orphanTimer);
+      answer = pipeline.run(query, context);
+    } catch (error) {
+      answer = Promise.reject(error);
     }
+    answer.then(
+      (result) => entry.settle({ ok: true, replies: result.replies }),
+      (error: unknown) => entry.settle({ ok: false, error: entry.abortReason ?? error }),
+    );
+    return settlement;
   }
 
   async function fail(
@@ -275,26 +323,26 @@ export function createController(options: ControllerOptions): Controller {
     query: Query,
     policy: PipelinePolicy,
     error: unknown,
-    log: Logger,
+    log: () => Logger,
     end: (result: TurnResult) => void,
   ): Promise<void> {
     const retryable = isSwitchboardError(error) && error.retryable;
     if (retryable && turn.attempt < policy.retry.maxAttempts) {
       const delayMs = Math.max(retryDelayMs(turn.attempt, policy.retry, random), error.retryAfterMs ?? 0);
-      log.warn({ err: error, attempt: turn.attempt, delayMs }, 'turn failed, retrying');
+      log().warn({ err: error, attempt: turn.attempt, delayMs }, 'turn failed, retrying');
       await pool.retry(turn, now() + delayMs);
       observer?.turnRetried?.(turn, delayMs);
       end('retried');
       return;
     }
     const reason = retryable ? 'max_attempts' : 'fatal_error';
-    log.error({ err: error, attempt: turn.attempt, reason }, 'dead letter: turn failed for good');
+    log().error({ err: error, attempt: turn.attempt, reason }, 'dead letter: turn failed for good');
     await pool.complete(turn);
     recordAll(turn.messages, 'dead_lettered', { reason, turn, error });
     end('dead_lettered');
     if (policy.deadLetterReply !== undefined) {
       await deliver(query, [{ text: policy.deadLetterReply }]).catch((err) =>
-        log.warn({ err }, 'dead letter reply could not be delivered'),
+        log().warn({ err }, 'dead letter reply could not be delivered'),
       );
     }
   }
@@ -312,23 +360,32 @@ export function createController(options: ControllerOptions): Controller {
     observer?.turnEnded?.(entry.turn, 'abandoned', 0);
   }
 
-  function sleep(ms: number): Promise<'timeout'> {
-    return new Promise((resolve) => setTimeout(() => resolve('timeout'), ms).unref());
+  /** `promise`'s value, or 'timeout' after `ms`; the timer never outlives the race. */
+  async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), ms);
+    });
+    try {
+      return await Promise.race([promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async function drain(drainTimeoutMs: number): Promise<void> {
     pool.close();
     pool.flushDebounce();
     const idle = new Promise<'idle'>((resolve) => idleWaiters.push(() => resolve('idle')));
-    void pump();
-    const first = await Promise.race([idle, sleep(drainTimeoutMs)]);
+    void pump().then(checkIdle);
+    const first = await within(idle, drainTimeoutMs);
     stopped = true;
     unsubscribe?.();
     if (first === 'timeout') {
       const aborted = [...running.values()];
       logger.warn({ running: aborted.length }, 'drain timeout: aborting running turns');
-      for (const entry of aborted) entry.abort.abort(new SwitchboardError('SB_SHUTDOWN'));
-      await Promise.race([Promise.allSettled(aborted.map((entry) => entry.settled)), sleep(abortGraceMs)]);
+      for (const entry of aborted) abortTurn(entry, new SwitchboardError('SB_SHUTDOWN'));
+      await within(Promise.allSettled(aborted.map((entry) => entry.finished)), abortGraceMs);
       // Turns that ignored the abort are let go; their late results are ignored.
       for (const entry of aborted) await abandonForShutdown(entry);
     }
@@ -336,6 +393,7 @@ export function createController(options: ControllerOptions): Controller {
       const left = await pool.takeAll();
       recordAll(left, 'dropped', { reason: 'shutdown' });
     }
+    if (sweepTimer !== undefined) clearTimeout(sweepTimer);
     logger.info({}, 'controller stopped');
   }
 

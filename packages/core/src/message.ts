@@ -1,5 +1,5 @@
-import { monotonicFactory } from 'ulid';
 import { z } from 'zod';
+import { newUlid } from './ids.js';
 import { parseOrThrow } from './validation.js';
 
 /** Who started the conversation: a one-to-one chat or a group (channel, guild channel…). */
@@ -64,11 +64,9 @@ export type InboundMessage = z.infer<typeof InboundMessageSchema>;
 /** What a channel fills in; `parseInboundMessage` supplies the defaults. */
 export type InboundMessageInput = z.input<typeof InboundMessageSchema>;
 
-const nextUlid = monotonicFactory();
-
 /** A new gateway message id: ULIDs from one process sort in creation order. */
 export function newMessageId(): string {
-  return nextUlid();
+  return newUlid();
 }
 
 /** One reply the pipeline produced for a turn. */

@@ -1,4 +1,4 @@
-import { monotonicFactory } from 'ulid';
+import { randomBytes } from 'node:crypto';
 import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
 import type { Journal } from '../ports/journal.js';
 import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
@@ -77,7 +77,9 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   const { concurrency, limits, journal } = options;
   const now = options.now ?? Date.now;
   const refusalRetryAfterMs = options.refusalRetryAfterMs ?? 1000;
-  const newTurnId = monotonicFactory();
+  // Turn ids only need to be unique: a per-pool random prefix and a counter are enough, and cheap.
+  const turnIdPrefix = `t${randomBytes(6).toString('hex')}-`;
+  let turnCount = 0;
 
   const sessions = new Map<string, Session>();
   const pipelines = new Map<string, PipelineSlots>();
@@ -280,11 +282,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       best.inflight += 1;
       inflight += 1;
       const turn: Turn = {
-        id: newTurnId(),
+        id: turnIdPrefix + (turnCount++).toString(36),
         session: session.key,
         pipeline: best.policy.id,
         messages: entries.map((entry) => entry.queued),
-        attempt: Math.max(...entries.map((entry) => entry.queued.attempt)),
+        attempt: entries.reduce((highest, entry) => Math.max(highest, entry.queued.attempt), 0),
       };
       claimed.set(turn.id, { session, slots: best, entries });
       place(session, at);
