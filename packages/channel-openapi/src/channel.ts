@@ -75,7 +75,9 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
     },
 
     health() {
-      return ingress === null ? { ready: false, detail: 'not running (before start or after stop)' } : { ready: true };
+      return ingress === null
+        ? { ready: false, detail: 'not running (before start or after stop)' }
+        : { ready: true };
     },
   };
 }

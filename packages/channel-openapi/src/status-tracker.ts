@@ -105,6 +105,10 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   const log = options.logger;
   const serializer = createKeyedSerializer();
   const watchers = new Map<string, Set<(final: FinalStatus) => void>>();
+  // Statuses of messages not yet final live here and reach the store twice: when queued (so a
+  // restart still knows the id) and when final. `running` and replies in between stay in memory:
+  // four reads and writes per message fewer on the hot path (docs/BENCHMARKS.md).
+  const live = new Map<string, MessageStatus>();
 
   /** Applies `change` after the pending updates of `id`; `change` returns null to leave it as is. */
   function update(
@@ -112,10 +116,16 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     change: (current: MessageStatus | null) => MessageStatus | null,
   ): Promise<MessageStatus | null> {
     return serializer.run(id, async () => {
-      const current = await statuses.get(id);
+      const current = live.get(id) ?? (await statuses.get(id));
       const updated = change(current);
       if (updated === null) return current;
-      await statuses.put(updated);
+      if (isFinal(updated)) {
+        live.delete(id);
+        await statuses.put(updated);
+      } else {
+        live.set(id, updated);
+        if (current === null) await statuses.put(updated);
+      }
       return updated;
     });
   }
@@ -209,7 +219,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
     async current(id) {
       await serializer.idle(id);
-      return statuses.get(id);
+      return live.get(id) ?? statuses.get(id);
     },
 
     close() {
