@@ -1,4 +1,5 @@
 import type { AuditLog, AuditQuery, AuditRecord, QueuedMessage } from '@switchboard/core';
+import type { GroupCommit } from './group-commit.js';
 import type { Database, Statement } from 'better-sqlite3';
 import { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
 
@@ -110,7 +111,7 @@ export function createSqliteAuditReader(db: Database): AuditReader {
 }
 
 /** The `AuditLog` over the `audit` table (schema and indexes in migrations/0001_init.sql). */
-export function createSqliteAuditLog(db: Database): AuditLog {
+export function createSqliteAuditLog(db: Database, commit: GroupCommit): AuditLog {
   const insert = db.prepare<Record<string, unknown>>(
     `INSERT INTO audit (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((column) => `@${column}`).join(', ')})`,
   );
@@ -121,8 +122,9 @@ export function createSqliteAuditLog(db: Database): AuditLog {
 
   return {
     ...createSqliteAuditReader(db),
-    async append(record) {
-      insert.run({ ...record, payload: record.payload === null ? null : JSON.stringify(record.payload) });
+    append(record) {
+      const row = { ...record, payload: record.payload === null ? null : JSON.stringify(record.payload) };
+      return commit(() => insert.run(row));
     },
     async markReplayed(id, atMs) {
       return markReplayed.run(atMs, id).changes === 1;

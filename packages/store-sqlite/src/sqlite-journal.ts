@@ -1,5 +1,6 @@
 import type { Journal, QueuedMessage } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
+import type { GroupCommit } from './group-commit.js';
 
 interface JournalRow {
   attempt: number;
@@ -10,7 +11,7 @@ interface JournalRow {
  * The `Journal` over the `journal` table. Re-appending an id replaces its payload but keeps its
  * `seq`, so a message journaled again (after a reload) keeps its place in acceptance order.
  */
-export function createSqliteJournal(db: Database): Journal {
+export function createSqliteJournal(db: Database, commit: GroupCommit): Journal {
   const insert = db.prepare<[string, number, string]>(
     `INSERT INTO journal (id, attempt, payload) VALUES (?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET attempt = excluded.attempt, payload = excluded.payload`,
@@ -18,23 +19,21 @@ export function createSqliteJournal(db: Database): Journal {
   const setAttempt = db.prepare<[number, string]>('UPDATE journal SET attempt = ? WHERE id = ?');
   const remove = db.prepare<[string]>('DELETE FROM journal WHERE id = ?');
   const load = db.prepare<[], JournalRow>('SELECT attempt, payload FROM journal ORDER BY seq');
-  // One transaction per batch: one WAL commit (one fsync at most) instead of one per id.
-  const markStarted = db.transaction((ids: readonly string[], attempt: number) => {
-    for (const id of ids) setAttempt.run(attempt, id);
-  });
-  const removeAll = db.transaction((ids: readonly string[]) => {
-    for (const id of ids) remove.run(id);
-  });
 
   return {
-    async append(entry) {
-      insert.run(entry.message.id, entry.attempt, JSON.stringify(entry));
+    append(entry) {
+      const payload = JSON.stringify(entry);
+      return commit(() => insert.run(entry.message.id, entry.attempt, payload));
     },
-    async markStarted(messageIds, attempt) {
-      markStarted(messageIds, attempt);
+    markStarted(messageIds, attempt) {
+      return commit(() => {
+        for (const id of messageIds) setAttempt.run(attempt, id);
+      });
     },
-    async remove(messageIds) {
-      removeAll(messageIds);
+    remove(messageIds) {
+      return commit(() => {
+        for (const id of messageIds) remove.run(id);
+      });
     },
     async load() {
       return load

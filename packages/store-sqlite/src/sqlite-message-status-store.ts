@@ -1,12 +1,17 @@
 import type { MessageStatus, MessageStatusStore } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
+import type { GroupCommit } from './group-commit.js';
 
 /**
  * The `MessageStatusStore` over the `message_status` and `idempotency_key` tables. A key is
  * claimed by an upsert that only overwrites an expired binding, read back in the same
  * transaction, so two processes cannot both bind one key.
  */
-export function createSqliteMessageStatusStore(db: Database, now: () => number): MessageStatusStore {
+export function createSqliteMessageStatusStore(
+  db: Database,
+  commit: GroupCommit,
+  now: () => number,
+): MessageStatusStore {
   const put = db.prepare<[string, number, string]>(
     `INSERT INTO message_status (id, updated_at, body) VALUES (?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body`,
@@ -34,8 +39,9 @@ export function createSqliteMessageStatusStore(db: Database, now: () => number):
   });
 
   return {
-    async put(status) {
-      put.run(status.id, status.updated_at, JSON.stringify(status));
+    put(status) {
+      const payload = JSON.stringify(status);
+      return commit(() => put.run(status.id, status.updated_at, payload));
     },
     async get(id) {
       const row = get.get(id);

@@ -7,6 +7,7 @@ import { migrate } from './migrations.js';
 import { createSqliteAuditLog } from './sqlite-audit-log.js';
 import { createSqliteDedupStore } from './sqlite-dedup-store.js';
 import { createSqliteHistoryStore } from './sqlite-history-store.js';
+import { createGroupCommit } from './group-commit.js';
 import { createSqliteJournal } from './sqlite-journal.js';
 import { createSqliteMessageStatusStore } from './sqlite-message-status-store.js';
 
@@ -75,13 +76,17 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const db = openDatabase(options.path, options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs, false);
   try {
     migrate(db, options.path);
+    const commit = createGroupCommit(db);
     return {
-      journal: createSqliteJournal(db),
-      auditLog: createSqliteAuditLog(db),
+      journal: createSqliteJournal(db, commit),
+      auditLog: createSqliteAuditLog(db, commit),
       dedup: createSqliteDedupStore(db, now),
-      statuses: createSqliteMessageStatusStore(db, now),
+      statuses: createSqliteMessageStatusStore(db, commit, now),
       history: createSqliteHistoryStore(db, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
-      close: () => db.close(),
+      close: () => {
+        commit.flush();
+        db.close();
+      },
     };
   } catch (error) {
     db.close();

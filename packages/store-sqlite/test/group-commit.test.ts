@@ -1,0 +1,61 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { createGroupCommit } from '../src/group-commit.js';
+
+function database() {
+  const path = join(mkdtempSync(join(tmpdir(), 'group-commit-')), 'db.sqlite');
+  const db = new BetterSqlite3(path);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+  return { db, path };
+}
+
+describe('group commit', () => {
+  describe('when several writes are issued in one turn of the event loop', () => {
+    it('commits them in one transaction, visible to another connection once each promise resolves', async () => {
+      const { db, path } = database();
+      const commit = createGroupCommit(db);
+      const insert = db.prepare('INSERT INTO t (id, v) VALUES (?, ?)');
+      const writes = [1, 2, 3].map((id) => commit(() => insert.run(id, `v${id}`)));
+      const reader = new BetterSqlite3(path, { readonly: true });
+      expect(reader.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 0 });
+      await Promise.all(writes);
+      expect(reader.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 3 });
+      reader.close();
+      db.close();
+    });
+  });
+
+  describe('when one write of a batch fails', () => {
+    it('rejects that write only and commits the others', async () => {
+      const { db } = database();
+      const commit = createGroupCommit(db);
+      const insert = db.prepare('INSERT INTO t (id, v) VALUES (?, ?)');
+      const results = await Promise.allSettled([
+        commit(() => insert.run(1, 'a')),
+        commit(() => insert.run(1, 'duplicate id')),
+        commit(() => insert.run(2, 'b')),
+      ]);
+      expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(db.prepare('SELECT id, v FROM t ORDER BY id').all()).toEqual([
+        { id: 1, v: 'a' },
+        { id: 2, v: 'b' },
+      ]);
+      db.close();
+    });
+  });
+
+  describe('when flushed before closing', () => {
+    it('commits what is pending at once', () => {
+      const { db } = database();
+      const commit = createGroupCommit(db);
+      void commit(() => db.prepare('INSERT INTO t (id, v) VALUES (1, ?)').run('x'));
+      commit.flush();
+      expect(db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 1 });
+      db.close();
+    });
+  });
+});
