@@ -10,9 +10,6 @@ import {
 /** Outcomes that never reach the audit log: success and redelivery are only counted. */
 const NOT_AUDITED = new Set(['completed', 'duplicate']);
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
-
 function keptText(text: string, storeText: AuditConfig['storeText']): string | null {
   if (storeText === 'none') return null;
   if (storeText === 'full') return text;
@@ -20,9 +17,9 @@ function keptText(text: string, storeText: AuditConfig['storeText']): string | n
 }
 
 /**
- * Writes audited outcomes (DESIGN §2 "Outcomes & audit") to the audit log and prunes it to
- * `audit.retention_days` every hour. A dead letter keeps its message as payload so it can be
- * replayed. A failed write is logged, never thrown back into the message flow.
+ * Writes audited outcomes (DESIGN §2 "Outcomes & audit") to the audit log. A dead letter keeps
+ * its message as payload so it can be replayed. A failed write is logged, never thrown back into
+ * the message flow.
  */
 export function createAuditRecorder(options: { auditLog: AuditLog; config: AuditConfig; logger: Logger }) {
   const { auditLog, config } = options;
@@ -71,26 +68,5 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
       );
   }
 
-  async function prune(): Promise<void> {
-    try {
-      const removed = await auditLog.prune(Date.now() - config.retentionDays * DAY_MS);
-      if (removed > 0) logger.info({ removed, retentionDays: config.retentionDays }, 'audit pruned');
-    } catch (err) {
-      logger.error({ err }, 'audit prune failed');
-    }
-  }
-
-  let timer: NodeJS.Timeout | undefined;
-  return {
-    record,
-    /** Prunes now and every hour until `stop`. */
-    start() {
-      void prune();
-      timer = setInterval(() => void prune(), HOUR_MS);
-      timer.unref();
-    },
-    stop() {
-      clearInterval(timer);
-    },
-  };
+  return { record };
 }

@@ -19,6 +19,7 @@ import { registerAdminRoutes } from './http/admin-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
 import { createMetrics } from './metrics.js';
 import { createPipelines } from './pipelines.js';
+import { DAY_MS, createRetention } from './retention.js';
 import { openStores } from './stores.js';
 
 export interface GatewayOptions {
@@ -59,6 +60,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const metrics = createMetrics(pool);
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
+  // Statuses answer `GET /v1/messages/{id}`: a day is long enough for any client to ask.
+  const retention = createRetention(
+    [
+      {
+        name: 'audit',
+        keepMs: config.audit.retentionDays * DAY_MS,
+        prune: (before) => stores.auditLog.prune(before),
+      },
+      { name: 'message statuses', keepMs: DAY_MS, prune: (before) => stores.statuses.prune(before) },
+    ],
+    logger,
+  );
   outcomes.subscribe(metrics.recordOutcome);
   const turnStartListeners = new Set<(turn: Turn) => void>();
 
@@ -184,7 +197,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger.info({ drainTimeoutMs: config.shutdown.drainTimeoutMs }, 'draining');
     await controller.stop({ drainTimeoutMs: config.shutdown.drainTimeoutMs });
     for (const channel of channels.values()) await channel.stop();
-    audit.stop();
+    retention.stop();
     await server.close();
     await stores.close();
     logger.info({}, 'stopped');
@@ -196,7 +209,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     async start() {
       const recovered = await pool.recover();
       if (recovered > 0) logger.info({ recovered }, 'journal recovered');
-      audit.start();
+      retention.start();
       for (const channel of channels.values()) await channel.start({ ingress, logger });
       controller.start();
       const address = await server.listen({ host: config.server.host, port: config.server.port });
