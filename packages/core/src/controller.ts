@@ -226,12 +226,18 @@ export function createController(options: ControllerOptions): Controller {
       decided: false,
     };
     running.set(turn.id, entry);
-    entry.finished = runTurn(entry, startedAt)
-      .catch((err) => logger.error({ err, turn: turn.id }, 'turn settlement failed'))
-      .finally(() => {
-        running.delete(turn.id);
-        void pump();
-      });
+    entry.finished = finish(entry, startedAt);
+  }
+
+  async function finish(entry: RunningTurn, startedAt: number): Promise<void> {
+    try {
+      await runTurn(entry, startedAt);
+    } catch (err) {
+      logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
+    } finally {
+      running.delete(entry.turn.id);
+      void pump();
+    }
   }
 
   async function runTurn(entry: RunningTurn, startedAt: number): Promise<void> {

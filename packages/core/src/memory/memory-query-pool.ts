@@ -229,8 +229,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     return claim;
   }
 
-  async function markStarted(entries: readonly Entry[]): Promise<void> {
-    if (journal === undefined) return;
+  async function markStarted(journal: Journal, entries: readonly Entry[]): Promise<void> {
     const byAttempt = new Map<number, string[]>();
     for (const { queued } of entries) {
       const ids = byAttempt.get(queued.attempt) ?? [];
@@ -248,9 +247,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       if (pending >= limits.maxPending) {
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
       }
-      await journal?.append(queued);
+      if (journal !== undefined) await journal.append(queued);
       const overflowed = insert(queued, limits.maxPendingPerSession);
-      if (overflowed.length > 0) await journal?.remove(overflowed.map((dropped) => dropped.message.id));
+      if (journal !== undefined && overflowed.length > 0) {
+        await journal.remove(overflowed.map((dropped) => dropped.message.id));
+      }
       notify();
       return { accepted: true, overflowed };
     },
@@ -290,7 +291,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       };
       claimed.set(turn.id, { session, slots: best, entries });
       place(session, at);
-      await markStarted(entries);
+      if (journal !== undefined) await markStarted(journal, entries);
       return turn;
     },
 
@@ -299,7 +300,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       if (claim === undefined) return;
       place(claim.session, now());
       notify();
-      await journal?.remove(claim.entries.map((entry) => entry.queued.message.id));
+      if (journal !== undefined) await journal.remove(claim.entries.map((entry) => entry.queued.message.id));
     },
 
     async retry(turn, retryAtMs) {
