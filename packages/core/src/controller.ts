@@ -252,7 +252,10 @@ export function createController(options: ControllerOptions): Controller {
       entry.decided = true;
       log().error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
       await pool.complete(turn);
-      recordAll(turn.messages, 'dropped', { reason: 'pipeline_missing', turn });
+      const error = new SwitchboardError('SB_PIPELINE_MISSING', {
+        message: `pipeline "${turn.pipeline}" is not configured`,
+      });
+      recordAll(turn.messages, 'dropped', { reason: 'pipeline_missing', turn, error });
       end('dropped');
       return;
     }

@@ -192,7 +192,14 @@ describe('controller', () => {
       h.controller.start();
       await h.send('A', 'm', { pipeline: 'gone' });
       await settle();
-      expect(h.outcomes).toMatchObject([{ kind: 'dropped', reason: 'pipeline_missing', pipeline: 'gone' }]);
+      expect(h.outcomes).toMatchObject([
+        {
+          kind: 'dropped',
+          reason: 'pipeline_missing',
+          pipeline: 'gone',
+          error: { code: 'SB_PIPELINE_MISSING' },
+        },
+      ]);
       expect((await h.pool.stats()).sessions).toBe(0);
     });
   });
