@@ -1,5 +1,3 @@
-import { createDiscordChannel } from '@switchboard/channel-discord';
-import { type Ingress, silentLogger } from '@switchboard/core';
 import { type FakeDiscord, type FakeDiscordUser, startFakeDiscord } from '@switchboard/testkit/discord';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -320,40 +318,6 @@ routing: { default: echo }`);
         'SB_CHANNEL_AUTH_FAILED: channels[dc].token: Discord refused the bot token',
       );
       expect(error?.message).not.toContain('wrong-secret-token');
-    });
-  });
-});
-
-// Paths the YAML cannot reach (factory options) run in process; they move to
-// packages/channel-discord/test once that package may depend on @switchboard/testkit.
-describe('createDiscordChannel (in process, against the fake Discord)', () => {
-  describe('when the gateway is not ready within startTimeoutMs', () => {
-    it('rejects start with a retryable error and closes the client', async () => {
-      fake.failNext(1, { hang: true }); // GET /gateway/bot never answers
-      const channel = createDiscordChannel({
-        config: {
-          id: 'dc',
-          type: 'discord',
-          token: fake.token,
-          apiUrl: fake.url,
-          policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-        },
-        logger: silentLogger,
-        startTimeoutMs: 300,
-      });
-      const ingress: Ingress = { accept: async () => ({ status: 'duplicate' }) };
-
-      const error = await channel
-        .start({ ingress, logger: silentLogger })
-        .catch((rejection: unknown) => rejection);
-      expect(error).toMatchObject({
-        code: 'SB_CHANNEL_UNREACHABLE',
-        retryable: true,
-        message:
-          'channels[dc]: could not connect to the Discord gateway: the gateway was not ready within 300 ms',
-      });
-      expect(channel.health().ready).toBe(false);
-      expect(fake.stats.connections).toBe(0);
     });
   });
 });
