@@ -92,6 +92,17 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
           installerOptions: { clientOptions: slackApiUrl === undefined ? {} : { slackApiUrl } },
         });
 
+  // In Socket Mode, /readyz follows the WebSocket: Bolt reconnects by itself, but while it does
+  // no event can arrive.
+  let socketState = 'not connected';
+  if (receiver instanceof SocketModeReceiver) {
+    for (const state of ['connecting', 'connected', 'reconnecting', 'disconnected'] as const) {
+      receiver.client.on(state, () => {
+        socketState = state;
+      });
+    }
+  }
+
   const app = new App({
     receiver,
     // One workspace, one token: the identity is learned once at start (or configured), instead
@@ -208,9 +219,11 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     },
 
     health() {
-      return ingress === null
-        ? { ready: false, detail: 'not running (before start or after stop)' }
-        : { ready: true };
+      if (ingress === null) return { ready: false, detail: 'not running (before start or after stop)' };
+      if (mode === 'socket_mode' && socketState !== 'connected') {
+        return { ready: false, detail: `socket mode ${socketState}` };
+      }
+      return { ready: true };
     },
   };
 }

@@ -56,6 +56,8 @@ export interface FakeSlack {
   ): Promise<string>;
   /** Socket Mode connections currently open. */
   socketConnections(): number;
+  /** Cuts every Socket Mode connection, as a network failure would; clients reconnect. */
+  dropSockets(): void;
   close(): Promise<void>;
 }
 
@@ -258,6 +260,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return envelopeId;
     },
     socketConnections: () => sockets.size,
+    dropSockets() {
+      for (const ws of sockets) ws.terminate();
+    },
     async close() {
       for (const response of hanging) response.destroy();
       for (const ws of sockets) ws.terminate();
