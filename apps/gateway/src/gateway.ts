@@ -60,6 +60,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const metrics = createMetrics(pool);
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
+  outcomes.subscribe(metrics.recordOutcome);
   // Statuses answer `GET /v1/messages/{id}`: a day is long enough for any client to ask.
   const retention = createRetention(
     [
@@ -72,7 +73,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     logger,
   );
-  outcomes.subscribe(metrics.recordOutcome);
   const turnStartListeners = new Set<(turn: Turn) => void>();
 
   const server = Fastify({
