@@ -153,6 +153,7 @@ export async function post(
   return {
     status: response.status,
     headers: response.headers,
+    // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
     body: text === '' ? null : (JSON.parse(text) as Record<string, any>),
   };
 }
@@ -160,6 +161,7 @@ export async function post(
 export async function get(url: string, headers: Record<string, string> = {}) {
   const response = await fetch(url, { headers });
   const text = await response.text();
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
   let body: any = text;
   try {
     body = JSON.parse(text);

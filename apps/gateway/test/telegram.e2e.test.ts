@@ -1,17 +1,6 @@
 import { join } from 'node:path';
-import { createTelegramChannel } from '@switchboard/channel-telegram';
-import type { TelegramChannelConfig } from '@switchboard/config';
-import {
-  type ChannelAdapter,
-  type Ingress,
-  type IngressResult,
-  type InboundMessage,
-  isSwitchboardError,
-  silentLogger,
-} from '@switchboard/core';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
-import Fastify from 'fastify';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, eventually, get, startServe, tempDir, writeConfig } from './serve-process.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
