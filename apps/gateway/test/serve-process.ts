@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 
+export { eventually } from '@switchboard/testkit/eventually';
+
 /** The built CLI: end-to-end tests run the real `switchboard` process, as users do. */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
@@ -167,18 +169,4 @@ export async function get(url: string, headers: Record<string, string> = {}) {
     body = JSON.parse(text);
   } catch {}
   return { status: response.status, body };
-}
-
-/** Polls `check` every 50 ms until it returns a truthy value or `timeoutMs` passes. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import {
   type FakeSlack,
   eventEnvelope,
@@ -8,7 +7,15 @@ import {
   startFakeSlack,
 } from '@switchboard/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, eventually, get, startServe, tempDir, writeConfig } from './serve-process.js';
+import {
+  type ServeProcess,
+  eventually,
+  get,
+  startServe,
+  tempDir,
+  testConfig,
+  writeConfig,
+} from './serve-process.js';
 
 const SECRET = 'slack-signing-secret';
 const signed = { signingSecret: SECRET };
@@ -21,9 +28,9 @@ async function serveWithSlack(
   const dir = tempDir();
   const configPath = writeConfig(
     dir,
-    `
-server: { host: 127.0.0.1, port: 0 }
-store: { kind: sqlite, path: ${join(dir, 'data.db')} }
+    testConfig(
+      dir,
+      `
 audit: { ignored: true }
 channels:
   - { id: sl, type: slack, bot_token: ${options.botToken ?? 'xoxb-test'}, signing_secret: ${SECRET}, api_url: "${fake.apiUrl}"${options.extra ?? ''} }
@@ -36,6 +43,7 @@ routing:
     - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
     - { name: burst-chat, type: launcher_id, operator: eq, value: D0BURST, pipeline: burst }
 `,
+    ),
   );
   return startServe({ dir, configPath });
 }

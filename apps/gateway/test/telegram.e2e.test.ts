@@ -1,7 +1,14 @@
-import { join } from 'node:path';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, eventually, get, startServe, tempDir, writeConfig } from './serve-process.js';
+import {
+  type ServeProcess,
+  eventually,
+  get,
+  startServe,
+  tempDir,
+  testConfig,
+  writeConfig,
+} from './serve-process.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
 type Json = Record<string, any>;
@@ -33,10 +40,7 @@ function sentTo(fake: FakeTelegram, chatId: number): Json[] {
 
 const running: ServeProcess[] = [];
 async function serve(dir: string, yaml: string): Promise<ServeProcess> {
-  const configPath = writeConfig(
-    dir,
-    `server: { host: 127.0.0.1, port: 0 }\nstore: { kind: sqlite, path: ${join(dir, 'data.db')} }\naudit: { ignored: true }\n${yaml}`,
-  );
+  const configPath = writeConfig(dir, testConfig(dir, `audit: { ignored: true }\n${yaml}`));
   const gateway = await startServe({ dir, configPath });
   running.push(gateway);
   return gateway;

@@ -23,6 +23,8 @@ import {
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createOpenApiChannel, registerApiDocs } from '../src/index.js';
 
+export { eventually } from '@switchboard/testkit/eventually';
+
 /** A pipeline whose turns wait until the test releases them; it counts its runs. */
 export interface GatedPipeline extends Pipeline {
   readonly runs: Query[];
@@ -182,15 +184,4 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       await server.close();
     },
   };
-}
-
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 2000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }

@@ -1,17 +1,10 @@
 import type { SlackChannelConfig } from '@switchboard/config';
 import { type Ingress, silentLogger } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSlackChannel } from '../src/index.js';
-
-async function eventually(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('slack channel in Socket Mode (in process)', () => {
   let fake: FakeSlack;

@@ -7,6 +7,7 @@ import {
   isSwitchboardError,
   silentLogger,
 } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -24,15 +25,6 @@ const privateChat = (user: { id: number; first_name: string }) => ({
 
 function textUpdate(fake: FakeTelegram, fields: { chat: Json; text: string }): Json {
   return { message: fake.message({ from: alice, ...fields }) };
-}
-
-/** Polls `check` every 20 ms until it holds, for at most 5 s. */
-async function eventually(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe('createTelegramChannel (in process, against the fake Bot API)', () => {

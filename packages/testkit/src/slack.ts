@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { eventually } from './eventually.js';
 
 // A fake Slack for tests: the Web API at `/api/<method>` (what Bolt's WebClient calls through
 // `slackApiUrl`), a Socket Mode WebSocket at `/socket-mode`, and helpers that build and sign
@@ -84,16 +85,6 @@ function sendJson(
 ) {
   response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
   response.end(JSON.stringify(body));
-}
-
-async function until<T>(check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`fake slack: ${what} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** Starts the fake on 127.0.0.1 and a free port. */
@@ -229,13 +220,13 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     calls,
     callsTo: (method) => calls.filter((call) => call.method === method),
     waitForCalls(method, count, timeoutMs = 10_000) {
-      return until(
+      return eventually(
         () => {
           const matching = calls.filter((call) => call.method === method);
-          return matching.length >= count ? matching : undefined;
+          return matching.length >= count && matching;
         },
         timeoutMs,
-        `expected ${count} ${method} call(s)`,
+        `fake slack: ${count} ${method} call(s)`,
       );
     },
     failNext(count, failure) {
@@ -252,10 +243,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         payload: body,
       };
       for (const ws of sockets) ws.send(JSON.stringify(envelope));
-      await until(
-        () => (acks.has(envelopeId) ? true : undefined),
+      await eventually(
+        () => acks.has(envelopeId),
         pushOptions.timeoutMs ?? 5_000,
-        `envelope ${envelopeId} acked`,
+        `fake slack: envelope ${envelopeId} acked`,
       );
       return envelopeId;
     },
