@@ -1,4 +1,4 @@
-import { type Logger as PinoLogger, pino } from 'pino';
+import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino';
 
 /**
  * Paths of secrets that must never reach a log line, wherever a config or request object is
@@ -26,11 +26,17 @@ const REDACT_PATHS = [
   'req.headers["x-slack-signature"]',
 ];
 
-/** The one root logger of the process: pino JSON on stdout. Packages get children of it. */
-export function createRootLogger(level = process.env.LOG_LEVEL ?? 'info'): PinoLogger {
-  return pino({
-    level,
-    base: { service: 'switchboard' },
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-  });
+/** The one root logger of the process: pino JSON on stdout (or `destination`). Packages get children of it. */
+export function createRootLogger(
+  level = process.env.LOG_LEVEL ?? 'info',
+  destination?: DestinationStream,
+): PinoLogger {
+  return pino(
+    {
+      level,
+      base: { service: 'switchboard' },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    },
+    destination,
+  );
 }

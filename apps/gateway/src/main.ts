@@ -90,7 +90,22 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
         );
       }
       case 'audit':
-        return await audit(path, { ...values, json: values.json ?? false }, io);
+        return await audit(
+          path,
+          {
+            outcome: values.outcome,
+            reason: values.reason,
+            rule: values.rule,
+            channel: values.channel,
+            session: values.session,
+            since: values.since,
+            until: values.until,
+            limit: values.limit,
+            cursor: values.cursor,
+            json: values.json ?? false,
+          },
+          io,
+        );
       default:
         return usageError(io, `unknown command "${verb}"`);
     }

@@ -115,6 +115,10 @@ describe('operations (end to end)', () => {
         inflight: 0,
         sessions: 0,
       });
+      const badFilter = await get(`${gateway.url}/admin/audit?since=soon`);
+      expect(badFilter.status).toBe(400);
+      expect(badFilter.body.error.message).toContain('since: expected a duration like 1h or an ISO date');
+      expect((await get(`${gateway.url}/admin/audit?since=1h`)).body.items).toHaveLength(1);
       const openapi = await get(`${gateway.url}/openapi.json`);
       expect(Object.keys(openapi.body.paths)).toEqual(
         expect.arrayContaining(['/v1/messages', '/v1/messages/{id}', '/admin/audit']),

@@ -1,13 +1,8 @@
 import { loadConfig } from '@switchboard/config';
-import {
-  type AuditQuery,
-  type AuditRecord,
-  OUTCOME_KINDS,
-  type OutcomeKind,
-  SwitchboardError,
-} from '@switchboard/core';
+import { type AuditQuery, type AuditRecord, SwitchboardError } from '@switchboard/core';
 import { openAuditReader } from '@switchboard/store-sqlite';
-import { parseTimeBound } from '../time-bound.js';
+import { auditView } from '../audit-view.js';
+import { AuditFiltersSchema } from '../audit-filters.js';
 import type { CommandIo } from './io.js';
 
 export interface AuditFlags {
@@ -23,36 +18,13 @@ export interface AuditFlags {
   json: boolean;
 }
 
-function flagError(flag: string, problem: string): SwitchboardError {
-  return new SwitchboardError('SB_CLI_USAGE', { message: `--${flag}: ${problem}` });
-}
-
-/** Turns the flags into an audit query, naming the flag that is wrong. */
-export function auditQueryOf(flags: AuditFlags, nowMs: number): AuditQuery {
-  const query: AuditQuery = { limit: 50 };
-  if (flags.outcome !== undefined) {
-    if (!(OUTCOME_KINDS as readonly string[]).includes(flags.outcome)) {
-      throw flagError('outcome', `expected one of ${OUTCOME_KINDS.join('|')}, got "${flags.outcome}"`);
-    }
-    query.outcome = flags.outcome as OutcomeKind;
-  }
-  for (const key of ['reason', 'rule', 'channel', 'session', 'cursor'] as const) {
-    if (flags[key] !== undefined) query[key] = flags[key];
-  }
-  for (const key of ['since', 'until'] as const) {
-    const text = flags[key];
-    if (text === undefined) continue;
-    const at = parseTimeBound(text, nowMs);
-    if (at === null) throw flagError(key, `expected a duration like 1h or an ISO date, got "${text}"`);
-    query[key] = at;
-  }
-  if (flags.limit !== undefined) {
-    const limit = Number(flags.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
-      throw flagError('limit', `expected 1..1000, got "${flags.limit}"`);
-    query.limit = limit;
-  }
-  return query;
+/** Turns the flags into an audit query, naming every flag that is wrong. */
+export function auditQueryOf(flags: AuditFlags): AuditQuery {
+  const { json: _json, ...filters } = flags;
+  const result = AuditFiltersSchema.safeParse(filters);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `--${issue.path.join('.')}: ${issue.message}`);
+  throw new SwitchboardError('SB_CLI_USAGE', { message: problems.join('\n'), details: { problems } });
 }
 
 const COLUMNS: Array<[string, (record: AuditRecord) => string, number]> = [
@@ -81,18 +53,12 @@ export async function audit(path: string, flags: AuditFlags, io: CommandIo): Pro
       message: `store.kind: "${config.store.kind}" keeps no audit file to read; use GET /admin/audit on the running server`,
     });
   }
-  const query = auditQueryOf(flags, Date.now());
+  const query = auditQueryOf(flags);
   const reader = openAuditReader({ path: config.store.path });
   try {
     const page = await reader.auditLog.query(query);
     if (flags.json) {
-      io.out(
-        JSON.stringify(
-          { items: page.items.map(({ payload: _payload, ...item }) => item), next_cursor: page.nextCursor },
-          null,
-          2,
-        ),
-      );
+      io.out(JSON.stringify({ items: page.items.map(auditView), next_cursor: page.nextCursor }, null, 2));
       return 0;
     }
     io.out(

@@ -1,9 +1,10 @@
 import { bearerAuth } from '@switchboard/channel-openapi';
-import { type AuditLog, OUTCOME_KINDS, type QueryPool } from '@switchboard/core';
+import type { AuditLog, QueryPool } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseTimeBound } from '../time-bound.js';
+import { auditView } from '../audit-view.js';
+import { AuditFiltersSchema } from '../audit-filters.js';
 
 export interface AdminDeps {
   token: string | undefined;
@@ -14,34 +15,6 @@ export interface AdminDeps {
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
   reload(): Promise<{ rules: number }>;
 }
-
-const timeBound = (field: string) =>
-  z
-    .string()
-    .transform((text, ctx) => {
-      const at = parseTimeBound(text, Date.now());
-      if (at === null) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `${field}: expected a duration like 1h or an ISO date, got "${text}"`,
-        });
-        return z.NEVER;
-      }
-      return at;
-    })
-    .optional();
-
-const AuditQuerystring = z.strictObject({
-  outcome: z.enum(OUTCOME_KINDS).optional(),
-  reason: z.string().min(1).optional(),
-  rule: z.string().min(1).optional(),
-  channel: z.string().min(1).optional(),
-  session: z.string().min(1).optional(),
-  since: timeBound('since'),
-  until: timeBound('until'),
-  limit: z.coerce.number().int().min(1).max(1000).default(50),
-  cursor: z.string().min(1).optional(),
-});
 
 /**
  * The admin API (DESIGN §7): audit search, queue stats, dead letters and their replay, routing
@@ -58,11 +31,11 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
 
       routes.get(
         '/audit',
-        { schema: { querystring: AuditQuerystring, tags: ['admin'] } },
+        { schema: { querystring: AuditFiltersSchema, tags: ['admin'] } },
         async (request) => {
           const page = await deps.auditLog.query(request.query);
           return {
-            items: page.items.map(({ payload: _payload, ...item }) => item),
+            items: page.items.map(auditView),
             next_cursor: page.nextCursor,
           };
         },
@@ -80,7 +53,7 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
         async (request) => {
           const items = await deps.auditLog.deadLetters(request.query.limit);
-          return { items: items.map(({ payload: _payload, ...item }) => item) };
+          return { items: items.map(auditView) };
         },
       );
 

@@ -1,0 +1,90 @@
+import type { AuditConfig } from '@switchboard/config';
+import { type Outcome, createMemoryAuditLog, parseInboundMessage, silentLogger } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { createAuditRecorder } from '../src/audit-recorder.js';
+
+const message = parseInboundMessage({
+  id: '01JAUDIT000000000000000001',
+  platform: 'telegram',
+  channel: 'tg',
+  chat: { type: 'group', id: '-100123' },
+  sender: { id: '42', name: 'Ada' },
+  text: 'buy now, limited offer',
+  platform_message_id: '-100123:7',
+  received_at: 0,
+});
+const base = { at: 1, message, session: 'telegram:tg:group:-100123' };
+
+async function recorded(
+  config: Partial<Pick<AuditConfig, 'storeText' | 'recordIgnored'>>,
+  outcomes: Outcome[],
+) {
+  const auditLog = createMemoryAuditLog();
+  const recorder = createAuditRecorder({
+    auditLog,
+    config: { kind: 'sqlite', retentionDays: 30, storeText: 'full', recordIgnored: false, ...config },
+    logger: silentLogger,
+  });
+  for (const outcome of outcomes) recorder.record(outcome);
+  await new Promise((resolve) => setImmediate(resolve));
+  return (await auditLog.query({ limit: 10 })).items;
+}
+
+describe('audit recorder', () => {
+  describe('when outcomes of every kind arrive', () => {
+    it('audits all but completed, duplicate and (by default) ignored', async () => {
+      const items = await recorded({}, [
+        { ...base, kind: 'completed' },
+        { ...base, kind: 'duplicate', reason: 'redelivery' },
+        { ...base, kind: 'ignored', reason: 'not_mentioned' },
+        { ...base, kind: 'discarded', reason: 'rule', rule: 'drop-ads' },
+      ]);
+      expect(items).toMatchObject([
+        {
+          outcome: 'discarded',
+          rule: 'drop-ads',
+          channel: 'tg',
+          platform: 'telegram',
+          chat_type: 'group',
+          chat_id: '-100123',
+          sender_id: '42',
+          sender_name: 'Ada',
+          platform_message_id: '-100123:7',
+          text: 'buy now, limited offer',
+          payload: null,
+        },
+      ]);
+    });
+
+    it('also audits ignored outcomes with audit.ignored', async () => {
+      const items = await recorded({ recordIgnored: true }, [
+        { ...base, kind: 'ignored', reason: 'not_mentioned' },
+      ]);
+      expect(items.map((item) => item.reason)).toEqual(['not_mentioned']);
+    });
+  });
+
+  describe('when audit.store_text limits the text', () => {
+    it('keeps no text with none and the first n characters with a number', async () => {
+      const discarded: Outcome = { ...base, kind: 'discarded', reason: 'rule', rule: 'r' };
+      expect((await recorded({ storeText: 'none' }, [discarded]))[0]?.text).toBeNull();
+      expect((await recorded({ storeText: 7 }, [discarded]))[0]?.text).toBe('buy now');
+    });
+  });
+
+  describe('when a turn is dead-lettered', () => {
+    it('keeps the message as a replayable payload with the error', async () => {
+      const [item] = await recorded({}, [
+        {
+          ...base,
+          kind: 'dead_lettered',
+          reason: 'max_attempts',
+          pipeline: 'bot',
+          error: { code: 'SB_PIPELINE_FAILED', message: 'HTTP 503' },
+        },
+      ]);
+      expect(item).toMatchObject({ error: 'SB_PIPELINE_FAILED: HTTP 503', pipeline: 'bot' });
+      expect(item?.payload).toMatchObject({ message: { id: message.id }, pipeline: 'bot', attempt: 0 });
+    });
+  });
+});
