@@ -6,42 +6,15 @@
  *
  * Waiters live in a deque (as in CPython) rather than an array: a hot session can have tens of
  * thousands of tasks waiting on its lock, and `Array.prototype.shift` would charge the baseline
- * an O(n) cost that Python does not pay.
+ * an O(n) cost that Python does not pay. The deque is core's `Fifo`, the one Switchboard's pool
+ * uses, so both sides of the comparison pay the same for it.
  */
-
-/** A double-ended queue with O(1) push and shift: an array with a moving head. */
-export class Deque<T> {
-  #items: (T | undefined)[] = [];
-  #head = 0;
-
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-
-  push(item: T): void {
-    this.#items.push(item);
-  }
-
-  shift(): T | undefined {
-    if (this.#head === this.#items.length) return undefined;
-    const item = this.#items[this.#head];
-    this.#items[this.#head] = undefined;
-    this.#head += 1;
-    if (this.#head === this.#items.length) {
-      this.#items = [];
-      this.#head = 0;
-    } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-}
+import { Fifo } from '@switchboard/core';
 
 /** `asyncio.Lock`: acquired in arrival order; release hands the lock to the first waiter. */
 export class Lock {
   #locked = false;
-  readonly #waiters = new Deque<() => void>();
+  readonly #waiters = new Fifo<() => void>();
 
   locked(): boolean {
     return this.#locked;
@@ -65,7 +38,7 @@ export class Lock {
 /** `asyncio.Semaphore`: `value` slots, FIFO waiters, `locked()` when none is free or anyone waits. */
 export class Semaphore {
   #value: number;
-  readonly #waiters = new Deque<() => void>();
+  readonly #waiters = new Fifo<() => void>();
 
   constructor(value: number) {
     this.#value = value;
@@ -122,8 +95,8 @@ export class Condition {
 
 /** An unbounded `asyncio.Queue`: `put` never waits; `get` waits for an item, getters served in order. */
 export class Queue<T> {
-  readonly #items = new Deque<T>();
-  readonly #getters = new Deque<(item: T) => void>();
+  readonly #items = new Fifo<T>();
+  readonly #getters = new Fifo<(item: T) => void>();
 
   async put(item: T): Promise<void> {
     const getter = this.#getters.shift();

@@ -49,6 +49,7 @@ export {
   toPipelinePolicy,
 } from './pipeline-policy.js';
 export type { Concurrency, PipelinePolicy, PipelinePolicyInput, QueueLimits } from './pipeline-policy.js';
+export { Fifo } from './structures/fifo.js';
 export { createMemoryQueryPool } from './memory/memory-query-pool.js';
 export type {
   MemoryQueryPool,
