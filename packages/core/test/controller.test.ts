@@ -14,13 +14,19 @@ describe('controller', () => {
   });
 
   describe('when two sessions compete for a global limit of 2 (VikingBot regression, seed 000 §13)', () => {
-    it('runs a1 and b1 together, a2 only after a1 ends, and a2 never holds a global slot', async () => {
+    /** Global limit 2; a1 and a2 in session A, then b1 in session B. */
+    async function startA1A2B1() {
       const h = createHarness({ concurrency: { global: 2 } });
       h.controller.start();
       await h.send('A', 'a1');
       await h.send('A', 'a2');
       await h.send('B', 'b1');
       await settle();
+      return h;
+    }
+
+    it('runs a1 and b1 together, a2 only after a1 ends, and a2 never holds a global slot', async () => {
+      const h = await startA1A2B1();
 
       expect(new Set(h.events)).toEqual(new Set(['start:a1', 'start:b1']));
       const stats = await h.pool.stats();
@@ -47,12 +53,7 @@ describe('controller', () => {
     });
 
     it('stop waits for accepted work before resolving', async () => {
-      const h = createHarness({ concurrency: { global: 2 } });
-      h.controller.start();
-      await h.send('A', 'a1');
-      await h.send('A', 'a2');
-      await h.send('B', 'b1');
-      await settle();
+      const h = await startA1A2B1();
       let stopped = false;
       const stopping = h.controller.stop({ drainTimeoutMs: 30_000 }).then(() => {
         stopped = true;
