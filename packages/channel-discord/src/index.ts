@@ -8,5 +8,5 @@ export type { DiscordChannelOptions } from './channel.js';
 export { normalizeMessage } from './inbound/normalize.js';
 export type { NormalizeContext } from './inbound/normalize.js';
 export type { DiscordAttachmentData, DiscordMessageData, DiscordUserData } from './inbound/message-data.js';
-export { DISCORD_MESSAGE_LIMIT, renderReplies, splitText } from './outbound/render.js';
+export { DISCORD_MESSAGE_LIMIT, renderReplies } from './outbound/render.js';
 export type { DiscordMessageBody, RenderedMessage } from './outbound/render.js';

@@ -1,4 +1,4 @@
-import { ChatTypeSchema, ReplySchema } from '@switchboard/core';
+import { ChatTypeSchema, MESSAGE_STATUSES, ReplySchema } from '@switchboard/core';
 import { z } from 'zod';
 
 /**
@@ -51,16 +51,7 @@ export const SessionParamsSchema = z.strictObject({ session_id: z.string().min(1
 /** Where a message stands: the body of every `…/messages` answer but errors. */
 export const MessageViewSchema = z.object({
   id: z.string(),
-  status: z.enum([
-    'queued',
-    'running',
-    'completed',
-    'discarded',
-    'ignored',
-    'dropped',
-    'dead_lettered',
-    'duplicate',
-  ]),
+  status: z.enum(MESSAGE_STATUSES),
   pipeline: z.string().nullable(),
   /** The routing rule that decided (for `discarded`, the discarding rule). */
   rule: z.string().nullable(),

@@ -9,6 +9,6 @@ export { ALLOWED_UPDATES, normalizeUpdate, platformMessageId } from './inbound/n
 export type { BotIdentity, NormalizeContext, NormalizeResult } from './inbound/normalize.js';
 export { parseUpdate } from './inbound/parse-update.js';
 export { webhookPath } from './inbound/webhook.js';
-export { TELEGRAM_TEXT_LIMIT, renderReplies, splitText } from './outbound/render.js';
+export { TELEGRAM_TEXT_LIMIT, renderReplies } from './outbound/render.js';
 export type { SendMessageParams } from './outbound/render.js';
 export { toChannelError } from './errors.js';

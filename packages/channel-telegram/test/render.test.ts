@@ -1,6 +1,6 @@
 import { type InboundMessage, parseInboundMessage } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { TELEGRAM_TEXT_LIMIT, renderReplies, splitText } from '../src/outbound/render.js';
+import { renderReplies } from '../src/outbound/render.js';
 
 function origin(chat: InboundMessage['chat'], platformMessageId: string): InboundMessage {
   return parseInboundMessage({
@@ -14,40 +14,6 @@ function origin(chat: InboundMessage['chat'], platformMessageId: string): Inboun
     received_at: 0,
   });
 }
-
-describe('splitText', () => {
-  describe('when the text fits', () => {
-    it('returns it whole', () => {
-      expect(splitText('short', 10)).toEqual(['short']);
-      expect(splitText('x'.repeat(TELEGRAM_TEXT_LIMIT))).toEqual(['x'.repeat(TELEGRAM_TEXT_LIMIT)]);
-    });
-  });
-
-  describe('when the text is longer than the limit', () => {
-    it('cuts at the last newline of the window and drops it', () => {
-      expect(splitText('aaaa bb\ncc dd', 10)).toEqual(['aaaa bb', 'cc dd']);
-    });
-
-    it('cuts at the last space when no newline is in the second half', () => {
-      expect(splitText('a\nbbbbb cccccc', 10)).toEqual(['a\nbbbbb', 'cccccc']);
-    });
-
-    it('cuts hard without separators and never splits a surrogate pair', () => {
-      expect(splitText('abcdefghij', 4)).toEqual(['abcd', 'efgh', 'ij']);
-      const chunks = splitText('abc😀def', 4);
-      expect(chunks).toEqual(['abc', '😀de', 'f']);
-    });
-
-    it("keeps every chunk within Telegram's limit and loses no text but the separators", () => {
-      const words = Array.from({ length: 3000 }, (_, index) => `word${index}`);
-      const text = words.join(' ');
-      const chunks = splitText(text);
-      expect(chunks.length).toBeGreaterThan(1);
-      for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(TELEGRAM_TEXT_LIMIT);
-      expect(chunks.join(' ')).toBe(text);
-    });
-  });
-});
 
 describe('renderReplies', () => {
   describe('when replying in a private chat', () => {

@@ -19,6 +19,7 @@ export type {
   Reply,
 } from './message.js';
 export { sessionKeyOf } from './session-key.js';
+export { splitText } from './split-text.js';
 export type { SessionKey, SessionScope } from './session-key.js';
 
 // Inbound: admission, routing, ingress
@@ -82,6 +83,7 @@ export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { Journal } from './ports/journal.js';
 export { silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
+export { MESSAGE_STATUSES } from './ports/message-status-store.js';
 export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
 export type { Pipeline, PipelineResult, PipelineRunContext } from './ports/pipeline.js';
 export type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';

@@ -1,4 +1,4 @@
-import type { InboundMessage, Reply } from '@switchboard/core';
+import { type InboundMessage, type Reply, splitText } from '@switchboard/core';
 
 /** Discord refuses message content longer than this (UTF-16 units are a safe upper bound). */
 export const DISCORD_MESSAGE_LIMIT = 2000;
@@ -26,7 +26,7 @@ export interface RenderedMessage {
 export function renderReplies(origin: InboundMessage, replies: readonly Reply[]): RenderedMessage[] {
   const channelId = origin.chat.thread ?? origin.chat.id;
   return replies.flatMap((reply) =>
-    splitText(reply.text).map((content, part) => ({
+    splitText(reply.text, DISCORD_MESSAGE_LIMIT).map((content, part) => ({
       channelId,
       body: {
         content,
@@ -43,32 +43,4 @@ export function renderReplies(origin: InboundMessage, replies: readonly Reply[])
       },
     })),
   );
-}
-
-/**
- * Splits `text` into parts of at most `limit` UTF-16 units, preferring a line break, then a space
- * in the second half of each window, and never cutting a surrogate pair. Whitespace-only parts
- * are dropped.
- */
-export function splitText(text: string, limit = DISCORD_MESSAGE_LIMIT): string[] {
-  const parts: string[] = [];
-  let rest = text;
-  while (rest.length > limit) {
-    const window = rest.slice(0, limit);
-    const breakAt = [window.lastIndexOf('\n'), window.lastIndexOf(' ')].find((index) => index >= limit / 2);
-    if (breakAt !== undefined) {
-      parts.push(rest.slice(0, breakAt));
-      rest = rest.slice(breakAt + 1);
-    } else {
-      const cut = isHighSurrogate(rest.charCodeAt(limit - 1)) ? limit - 1 : limit;
-      parts.push(rest.slice(0, cut));
-      rest = rest.slice(cut);
-    }
-  }
-  parts.push(rest);
-  return parts.filter((part) => part.trim() !== '');
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
 }

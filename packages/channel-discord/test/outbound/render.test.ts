@@ -1,6 +1,6 @@
 import { type InboundMessage, parseInboundMessage } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { DISCORD_MESSAGE_LIMIT, renderReplies, splitText } from '../../src/outbound/render.js';
+import { DISCORD_MESSAGE_LIMIT, renderReplies } from '../../src/outbound/render.js';
 
 function origin(chat: InboundMessage['chat']): InboundMessage {
   return parseInboundMessage({
@@ -61,41 +61,6 @@ describe('renderReplies', () => {
       expect(renderReplies(origin({ type: 'person', id: '900' }), [{ text: '' }, { text: '  \n' }])).toEqual(
         [],
       );
-    });
-  });
-});
-
-describe('splitText', () => {
-  describe('when the text fits', () => {
-    it('returns it whole', () => {
-      expect(splitText('short')).toEqual(['short']);
-      expect(splitText('x'.repeat(DISCORD_MESSAGE_LIMIT))).toHaveLength(1);
-    });
-  });
-
-  describe('when a line break falls in the second half of the window', () => {
-    it('breaks there and drops the break', () => {
-      expect(splitText('aaaaaa\nbbbb', 8)).toEqual(['aaaaaa', 'bbbb']);
-    });
-  });
-
-  describe('when only a space is available', () => {
-    it('breaks at the last space', () => {
-      expect(splitText('aaaaa bbbbb', 8)).toEqual(['aaaaa', 'bbbbb']);
-    });
-  });
-
-  describe('when the only break is in the first half of the window', () => {
-    it('cuts at the limit instead of making tiny parts', () => {
-      expect(splitText('a bbbbbbbbbbb', 8)).toEqual(['a bbbbbb', 'bbbbb']);
-    });
-  });
-
-  describe('when the limit falls inside a surrogate pair', () => {
-    it('keeps the pair together', () => {
-      const parts = splitText(`abc${'😀'.repeat(3)}`, 4);
-      expect(parts).toEqual(['abc', '😀😀', '😀']);
-      expect(parts.join('')).toBe(`abc${'😀'.repeat(3)}`);
     });
   });
 });

@@ -1,4 +1,4 @@
-import type { InboundMessage, Reply } from '@switchboard/core';
+import { type InboundMessage, type Reply, splitText } from '@switchboard/core';
 
 /** The `chat.postMessage` arguments of one reply chunk. */
 export interface SlackPostMessage {
@@ -19,19 +19,6 @@ function escapeText(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
-function chunks(text: string): string[] {
-  const parts: string[] = [];
-  let rest = text;
-  while (rest.length > MAX_CHUNK_CHARS) {
-    const newline = rest.lastIndexOf('\n', MAX_CHUNK_CHARS);
-    const cut = newline > MAX_CHUNK_CHARS / 2 ? newline + 1 : MAX_CHUNK_CHARS;
-    parts.push(rest.slice(0, cut));
-    rest = rest.slice(cut);
-  }
-  parts.push(rest);
-  return parts;
-}
-
 /**
  * The messages that answer `origin` with `replies`: one or more per reply, in order, posted in
  * the origin's Slack channel and, when it was in a thread, in that thread. Empty replies are
@@ -39,9 +26,11 @@ function chunks(text: string): string[] {
  */
 export function renderSlackReplies(origin: InboundMessage, replies: readonly Reply[]): SlackPostMessage[] {
   const thread = origin.chat.thread === undefined ? {} : { thread_ts: origin.chat.thread };
-  return replies
-    .filter((reply) => reply.text.trim() !== '')
-    .flatMap((reply) =>
-      chunks(reply.text).map((text) => ({ channel: origin.chat.id, text: escapeText(text), ...thread })),
-    );
+  return replies.flatMap((reply) =>
+    splitText(reply.text, MAX_CHUNK_CHARS).map((text) => ({
+      channel: origin.chat.id,
+      text: escapeText(text),
+      ...thread,
+    })),
+  );
 }

@@ -49,14 +49,14 @@ describe('renderSlackReplies', () => {
   });
 
   describe('when a reply is empty or longer than a chunk', () => {
-    it('skips the empty one and splits the long one at a newline, keeping all text', () => {
+    it('skips the empty one and splits the long one at a newline, keeping all text but the newline', () => {
       const long = `${'x'.repeat(MAX_CHUNK_CHARS - 100)}\n${'y'.repeat(500)}`;
       const messages = renderSlackReplies(origin({ type: 'person', id: 'D1' }), [
         { text: '  ' },
         { text: long },
       ]);
-      expect(messages.map((message) => message.text.length)).toEqual([MAX_CHUNK_CHARS - 99, 500]);
-      expect(messages.map((message) => message.text).join('')).toBe(long);
+      expect(messages.map((message) => message.text.length)).toEqual([MAX_CHUNK_CHARS - 100, 500]);
+      expect(messages.map((message) => message.text).join('\n')).toBe(long);
     });
   });
 });

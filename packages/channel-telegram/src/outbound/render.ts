@@ -1,4 +1,4 @@
-import type { InboundMessage, Reply } from '@switchboard/core';
+import { type InboundMessage, type Reply, splitText } from '@switchboard/core';
 
 /** Telegram's limit for one message's text, in UTF-16 code units (the Bot API's "characters"). */
 export const TELEGRAM_TEXT_LIMIT = 4096;
@@ -9,37 +9,6 @@ export interface SendMessageParams {
   text: string;
   message_thread_id?: number;
   reply_parameters?: { message_id: number; allow_sending_without_reply: boolean };
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
-}
-
-/**
- * Cuts `text` into pieces of at most `limit` code units, in order. Prefers the last newline,
- * then the last space, in the second half of each window (the separator is dropped); otherwise
- * cuts hard, but never inside a surrogate pair, so that no emoji is broken in two.
- */
-export function splitText(text: string, limit: number = TELEGRAM_TEXT_LIMIT): string[] {
-  const chunks: string[] = [];
-  let rest = text;
-  while (rest.length > limit) {
-    const window = rest.slice(0, limit + 1);
-    const half = Math.max(1, Math.floor(limit / 2));
-    const newline = window.lastIndexOf('\n', limit);
-    const space = window.lastIndexOf(' ', limit);
-    const separator = newline >= half ? newline : space >= half ? space : -1;
-    if (separator >= 0) {
-      chunks.push(rest.slice(0, separator));
-      rest = rest.slice(separator + 1);
-    } else {
-      const cut = isHighSurrogate(rest.charCodeAt(limit - 1)) ? limit - 1 : limit;
-      chunks.push(rest.slice(0, cut));
-      rest = rest.slice(cut);
-    }
-  }
-  if (rest.length > 0) chunks.push(rest);
-  return chunks;
 }
 
 /** Telegram chat ids are integers; `@channelname` ids stay strings. */
@@ -62,7 +31,7 @@ export function renderReplies(origin: InboundMessage, replies: readonly Reply[])
   const chat_id = chatIdOf(origin.chat.id);
   const thread = origin.chat.thread === undefined ? {} : { message_thread_id: Number(origin.chat.thread) };
   const replyTo = messageIdOf(origin.platform_message_id);
-  const texts = replies.filter((reply) => reply.text.trim() !== '').flatMap((reply) => splitText(reply.text));
+  const texts = replies.flatMap((reply) => splitText(reply.text, TELEGRAM_TEXT_LIMIT));
   return texts.map((text, index) => ({
     chat_id,
     text,

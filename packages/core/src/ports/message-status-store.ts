@@ -1,17 +1,21 @@
 import type { Reply } from '../message.js';
 
+/** Where a message can stand: waiting, running, or one of the final outcome kinds. */
+export const MESSAGE_STATUSES = [
+  'queued',
+  'running',
+  'completed',
+  'discarded',
+  'ignored',
+  'dropped',
+  'dead_lettered',
+  'duplicate',
+] as const;
+
 /** Where a message stands, as `GET /v1/messages/{id}` reports it. */
 export interface MessageStatus {
   id: string;
-  status:
-    | 'queued'
-    | 'running'
-    | 'completed'
-    | 'discarded'
-    | 'ignored'
-    | 'dropped'
-    | 'dead_lettered'
-    | 'duplicate';
+  status: (typeof MESSAGE_STATUSES)[number];
   pipeline: string | null;
   rule: string | null;
   /** The turn that answered it; shared by every message of a merged burst. */
