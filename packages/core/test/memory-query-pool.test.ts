@@ -159,6 +159,19 @@ describe('memory query pool', () => {
     });
   });
 
+  describe('when concurrency.session is 2', () => {
+    it('runs two turns of one session at once, never a third', async () => {
+      const h = createHarness({ concurrency: { perSession: 2 } });
+      h.controller.start();
+      for (const text of ['s1', 's2', 's3']) await h.send('A', text);
+      await settle();
+      expect(h.runs.map((r) => r.query.text)).toEqual(['s1', 's2']);
+      h.run('s1').resolve();
+      await settle();
+      expect(h.runs.map((r) => r.query.text)).toEqual(['s2', 's3']);
+    });
+  });
+
   describe('when a session overflows max_pending_per_session', () => {
     it('drops the oldest waiting message and reports it', async () => {
       const h = createHarness({ limits: { maxPendingPerSession: 3 } });

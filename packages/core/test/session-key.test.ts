@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { parseInboundMessage, sessionKeyOf } from '../src/index.js';
+
+const inThread = (chatId: string, thread?: string) =>
+  parseInboundMessage({
+    id: 'm1',
+    platform: 'slack',
+    channel: 'sl',
+    chat: { type: 'group', id: chatId, ...(thread === undefined ? {} : { thread }) },
+    sender: { id: 'U1' },
+    text: 'hi',
+    platform_message_id: 'p1',
+    received_at: 0,
+  });
+
+describe('sessionKeyOf', () => {
+  describe('when the channel scopes sessions by chat (the default)', () => {
+    it('puts a thread in the session of its chat', () => {
+      expect(sessionKeyOf(inThread('C1', '1700.1'))).toBe('slack:sl:group:C1');
+      expect(sessionKeyOf(inThread('C1', '1700.1'))).toBe(sessionKeyOf(inThread('C1')));
+    });
+  });
+
+  describe('when the channel scopes sessions by thread', () => {
+    it('makes each thread a session of its own, and the chat outside threads another', () => {
+      expect(sessionKeyOf(inThread('C1', '1700.1'), 'thread')).toBe('slack:sl:group:C1:1700.1');
+      expect(sessionKeyOf(inThread('C1', '1700.2'), 'thread')).not.toBe(
+        sessionKeyOf(inThread('C1', '1700.1'), 'thread'),
+      );
+      expect(sessionKeyOf(inThread('C1'), 'thread')).toBe('slack:sl:group:C1');
+    });
+  });
+
+  describe('when an id contains the separator', () => {
+    it('encodes it, so that two different chats never share a key', () => {
+      expect(sessionKeyOf(inThread('a:b'), 'thread')).not.toBe(sessionKeyOf(inThread('a', 'b'), 'thread'));
+    });
+  });
+});
