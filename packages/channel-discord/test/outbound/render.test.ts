@@ -1,6 +1,6 @@
 import { type InboundMessage, parseInboundMessage } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { DISCORD_MESSAGE_LIMIT, renderReplies } from '../../src/outbound/render.js';
+import { renderReplies } from '../../src/outbound/render.js';
 
 function origin(chat: InboundMessage['chat']): InboundMessage {
   return parseInboundMessage({
