@@ -16,39 +16,36 @@ export type GroupCommit = ((write: () => void) => Promise<void>) & {
  * Group commit: the writes issued during one turn of the event loop run in one transaction,
  * committed on `setImmediate`, and each caller's promise settles after that commit. Under load
  * this turns one WAL commit per statement into one per batch — the store's largest cost on the
- * HTTP path (docs/BENCHMARKS.md) — while keeping "resolved means committed". Each write runs in
- * its own savepoint, so one failing write fails alone.
+ * HTTP path (docs/BENCHMARKS.md) — while keeping "resolved means committed". A failing write
+ * rolls the batch back; the batch then runs again one write per transaction, so it fails alone.
  */
 export function createGroupCommit(db: Database): GroupCommit {
   let pending: PendingWrite[] = [];
   const runOne = db.transaction((write: () => void) => write());
   const runBatch = db.transaction((batch: PendingWrite[]) => {
-    const failures = new Map<PendingWrite, unknown>();
-    for (const item of batch) {
-      try {
-        runOne(item.write);
-      } catch (error) {
-        failures.set(item, error);
-      }
-    }
-    return failures;
+    for (const item of batch) item.write();
   });
+
+  function runAlone(item: PendingWrite): void {
+    try {
+      runOne(item.write);
+      item.resolve();
+    } catch (error) {
+      item.reject(error);
+    }
+  }
 
   function flush(): void {
     if (pending.length === 0) return;
     const batch = pending;
     pending = [];
-    let failures: Map<PendingWrite, unknown>;
     try {
-      failures = runBatch(batch);
-    } catch (error) {
-      for (const item of batch) item.reject(error);
+      runBatch(batch);
+    } catch {
+      for (const item of batch) runAlone(item);
       return;
     }
-    for (const item of batch) {
-      if (failures.has(item)) item.reject(failures.get(item));
-      else item.resolve();
-    }
+    for (const item of batch) item.resolve();
   }
 
   const commit = (write: () => void) =>
