@@ -12,16 +12,21 @@ const RETRY_AFTER_MS = 1000;
  */
 export function limitConcurrentRequests(scope: FastifyInstance, maxInFlight: number): void {
   let inFlight = 0;
-  scope.addHook('onRequest', async (_request, reply) => {
+  const release = () => {
+    inFlight -= 1;
+  };
+  scope.addHook('onRequest', (_request, reply, done) => {
     if (inFlight >= maxInFlight) {
-      throw new SwitchboardError('SB_HTTP_TOO_MANY_REQUESTS', {
-        message: `more than ${maxInFlight} requests in flight; retry later`,
-        retryAfterMs: RETRY_AFTER_MS,
-      });
+      done(
+        new SwitchboardError('SB_HTTP_TOO_MANY_REQUESTS', {
+          message: `more than ${maxInFlight} requests in flight; retry later`,
+          retryAfterMs: RETRY_AFTER_MS,
+        }),
+      );
+      return;
     }
     inFlight += 1;
-    reply.raw.once('close', () => {
-      inFlight -= 1;
-    });
+    reply.raw.once('close', release);
+    done();
   });
 }
