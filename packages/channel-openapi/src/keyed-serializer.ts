@@ -12,18 +12,25 @@ export interface KeyedSerializer {
 export function createKeyedSerializer(): KeyedSerializer {
   const tails = new Map<string, Promise<void>>();
 
+  function start<T>(task: () => Promise<T>): Promise<T> {
+    try {
+      return task();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   return {
     run(key, task) {
-      const result = (tails.get(key) ?? Promise.resolve()).then(task);
-      // The next task runs after this one whether it succeeded or not.
-      const tail = result.then(
-        () => undefined,
-        () => undefined,
-      );
-      tails.set(key, tail);
-      void tail.then(() => {
+      const previous = tails.get(key);
+      // An idle key starts its task at once: the common case, one task per key, waits for no tick.
+      const result = previous === undefined ? start(task) : previous.then(task);
+      // The next task runs after this one whether it succeeded or not; the last one forgets the key.
+      const settled = () => {
         if (tails.get(key) === tail) tails.delete(key);
-      });
+      };
+      const tail = result.then(settled, settled);
+      tails.set(key, tail);
       return result;
     },
     async idle(key) {
