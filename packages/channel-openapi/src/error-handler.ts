@@ -132,7 +132,7 @@ export function errorBody(error: HttpError): ErrorBody {
 export function httpErrorHandler(error: Error, request: FastifyRequest, reply: FastifyReply): void {
   const answer = toHttpError(error);
   if (answer.status >= 500 && !isSwitchboardError(error, 'SB_DRAINING')) {
-    request.log.error({ err: error, code: answer.code }, 'request failed');
+    request.log.error({ err: error, code: answer.code, reqId: request.id }, 'request failed');
   }
   if (answer.retryAfterMs !== undefined) {
     reply.header('retry-after', String(Math.max(1, Math.ceil(answer.retryAfterMs / 1000))));
