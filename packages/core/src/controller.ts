@@ -5,8 +5,9 @@ import type { Reply } from './message.js';
 import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
-import type { Pipeline, PipelineResult } from './ports/pipeline.js';
+import type { Pipeline, PipelineRunContext } from './ports/pipeline.js';
 import type { QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
+import { IndexedSet, type SetNode } from './structures/indexed-set.js';
 
 /** How a turn ended, for metrics. */
 export type TurnResult = 'completed' | 'retried' | 'dead_lettered' | 'dropped' | 'abandoned';
@@ -50,28 +51,65 @@ export interface Controller {
   readonly running: number;
 }
 
-interface RunningTurn {
-  turn: Turn;
+/**
+ * A turn the controller runs, and the context its pipeline gets. The abort signal and the logger
+ * bound to the turn are built on first read: most turns finish without anyone asking for them.
+ */
+class RunningTurn implements PipelineRunContext, SetNode {
+  setIndex = -1;
   /** When the turn is aborted as timed out, and when it is force-released (ms). */
-  deadlineAt: number;
-  orphanAt: number;
-  /** Created on the first read of the signal: most turns finish without anyone asking for it. */
-  abort: AbortController | undefined;
+  readonly deadlineAt: number;
+  readonly orphanAt: number;
+  /** Set once the turn's fate is decided, so that a late answer cannot decide it again. */
+  decided = false;
+  /** The whole turn; the drain waits on it. */
+  finished: Promise<void> | undefined = undefined;
+  readonly #parentLogger: Logger;
+  #logger: Logger | undefined = undefined;
+  #abort: AbortController | undefined = undefined;
+  #abortReason: unknown = undefined;
+
+  constructor(
+    readonly turn: Turn,
+    readonly startedAt: number,
+    timeoutMs: number,
+    orphanGraceMs: number,
+    parentLogger: Logger,
+  ) {
+    this.deadlineAt = startedAt + timeoutMs;
+    this.orphanAt = startedAt + timeoutMs + orphanGraceMs;
+    this.#parentLogger = parentLogger;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#abort === undefined) {
+      this.#abort = new AbortController();
+      if (this.#abortReason !== undefined) this.#abort.abort(this.#abortReason);
+    }
+    return this.#abort.signal;
+  }
+
+  get logger(): Logger {
+    const { id, session, pipeline } = this.turn;
+    this.#logger ??= this.#parentLogger.child({ turn: id, session, pipeline });
+    return this.#logger;
+  }
+
   /** Why the turn was aborted, also when nobody had asked for the signal yet. */
-  abortReason: unknown;
-  /** Resolves the turn's settlement: the pipeline's answer, or `orphaned` from the sweep. */
-  settle: (settlement: Settlement) => void;
-  /** The whole turn, settlement included; the drain waits on it. */
-  finished: Promise<void>;
-  /** Set once the turn's fate is decided, so that a late settlement cannot decide it again. */
-  decided: boolean;
+  get abortReason(): unknown {
+    return this.#abortReason;
+  }
+
+  abort(reason: unknown): void {
+    if (this.#abortReason !== undefined) return;
+    this.#abortReason = reason;
+    this.#abort?.abort(reason);
+  }
 }
 
 const DEFAULT_ORPHAN_GRACE_MS = 100_000;
 const DEFAULT_ABORT_GRACE_MS = 2000;
 const CLAIM_ERROR_RETRY_MS = 1000;
-
-type Settlement = { ok: true; replies: Reply[] } | { ok: false; error: unknown } | { orphaned: true };
 
 function describeError(error: unknown): { code: string; message: string } {
   if (isSwitchboardError(error)) return { code: error.code, message: error.message };
@@ -94,7 +132,7 @@ export function createController(options: ControllerOptions): Controller {
   const random = options.random ?? Math.random;
   const now = options.now ?? Date.now;
 
-  const running = new Map<string, RunningTurn>();
+  const running = new IndexedSet<RunningTurn>();
   let started = false;
   let stopped = false;
   let pumping = false;
@@ -127,13 +165,18 @@ export function createController(options: ControllerOptions): Controller {
     }
   }
 
-  async function pump(): Promise<void> {
+  /** Starts turns until the pool has nothing runnable; one claim loop at a time. */
+  function pump(): void {
     if (!started || stopped) return;
     if (pumping) {
       pumpAgain = true;
       return;
     }
     pumping = true;
+    void claimRunnable();
+  }
+
+  async function claimRunnable(): Promise<void> {
     try {
       do {
         pumpAgain = false;
@@ -143,34 +186,22 @@ export function createController(options: ControllerOptions): Controller {
       } while (pumpAgain && !stopped);
     } catch (err) {
       logger.error({ err }, 'claim failed: the pool is unreachable, retrying');
-      setTimeout(() => void pump(), CLAIM_ERROR_RETRY_MS).unref();
+      setTimeout(pump, CLAIM_ERROR_RETRY_MS).unref();
     } finally {
       pumping = false;
     }
-    await checkIdle();
+    checkIdle();
   }
 
-  async function checkIdle(): Promise<void> {
+  /** Wakes the drain once nothing is queued, claimed or running. */
+  function checkIdle(): void {
     if (idleWaiters.length === 0 || running.size > 0) return;
-    const stats = await pool.stats();
-    if (stats.pending > 0 || stats.inflight > 0 || running.size > 0) return;
-    const waiters = idleWaiters;
-    idleWaiters = [];
-    for (const resolve of waiters) resolve();
-  }
-
-  function signalOf(entry: RunningTurn): AbortSignal {
-    if (entry.abort === undefined) {
-      entry.abort = new AbortController();
-      if (entry.abortReason !== undefined) entry.abort.abort(entry.abortReason);
-    }
-    return entry.abort.signal;
-  }
-
-  function abortTurn(entry: RunningTurn, reason: unknown): void {
-    if (entry.abortReason !== undefined) return;
-    entry.abortReason = reason;
-    entry.abort?.abort(reason);
+    void pool.stats().then((stats) => {
+      if (stats.pending > 0 || stats.inflight > 0 || running.size > 0) return;
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    });
   }
 
   // One timer for every running turn's deadline, instead of two timers per turn: it is armed for
@@ -193,17 +224,16 @@ export function createController(options: ControllerOptions): Controller {
     let next = Number.POSITIVE_INFINITY;
     for (const entry of running.values()) {
       if (entry.decided) continue;
+      const policy = policies.get(entry.turn.pipeline) as PipelinePolicy;
       if (at >= entry.orphanAt) {
-        entry.settle({ orphaned: true });
+        void releaseOrphan(entry, policy);
         continue;
       }
       if (at >= entry.deadlineAt) {
-        const policy = policies.get(entry.turn.pipeline);
-        abortTurn(
-          entry,
+        entry.abort(
           new SwitchboardError('SB_PIPELINE_TIMEOUT', {
             retryable: true,
-            message: `pipeline "${entry.turn.pipeline}" did not answer within ${policy?.timeoutMs} ms`,
+            message: `pipeline "${entry.turn.pipeline}" did not answer within ${policy.timeoutMs} ms`,
           }),
         );
       }
@@ -213,145 +243,127 @@ export function createController(options: ControllerOptions): Controller {
   }
 
   function startTurn(turn: Turn): void {
-    const startedAt = now();
-    const timeoutMs = policies.get(turn.pipeline)?.timeoutMs ?? 0;
-    const entry: RunningTurn = {
-      turn,
-      deadlineAt: startedAt + timeoutMs,
-      orphanAt: startedAt + timeoutMs + orphanGraceMs,
-      abort: undefined,
-      abortReason: undefined,
-      settle: () => {},
-      finished: Promise.resolve(),
-      decided: false,
-    };
-    running.set(turn.id, entry);
-    entry.finished = finish(entry, startedAt);
+    const pipeline = pipelines.get(turn.pipeline);
+    const policy = policies.get(turn.pipeline);
+    const entry = new RunningTurn(turn, now(), policy?.timeoutMs ?? 0, orphanGraceMs, logger);
+    running.add(entry);
+    entry.finished = runTurn(entry, pipeline, policy);
   }
 
-  async function finish(entry: RunningTurn, startedAt: number): Promise<void> {
+  /** Its slot is free again: the next turn may start, or the drain may end (the claim loop checks). */
+  function endTurn(entry: RunningTurn): void {
+    running.delete(entry);
+    pump();
+  }
+
+  function ended(entry: RunningTurn, result: TurnResult): void {
+    observer?.turnEnded?.(entry.turn, result, now() - entry.startedAt);
+  }
+
+  /**
+   * Runs the pipeline and settles the turn: completed, retried or dead-lettered. The whole turn
+   * is this one async function — it runs once per message at full load.
+   */
+  async function runTurn(
+    entry: RunningTurn,
+    pipeline: Pipeline | undefined,
+    policy: PipelinePolicy | undefined,
+  ): Promise<void> {
+    const { turn } = entry;
     try {
-      await runTurn(entry, startedAt);
+      if (pipeline === undefined || policy === undefined) {
+        entry.decided = true;
+        entry.logger.error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
+        await pool.complete(turn);
+        const error = new SwitchboardError('SB_PIPELINE_MISSING', {
+          message: `pipeline "${turn.pipeline}" is not configured`,
+        });
+        recordAll(turn.messages, 'dropped', { reason: 'pipeline_missing', turn, error });
+        ended(entry, 'dropped');
+        return;
+      }
+
+      const query = aggregate(turn);
+      observer?.turnStarted?.(turn);
+      armSweep(entry.deadlineAt);
+      let replies: Reply[];
+      try {
+        ({ replies } = await pipeline.run(query, entry));
+      } catch (error) {
+        // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
+        if (!entry.decided) await fail(entry, query, policy, entry.abortReason ?? error);
+        return;
+      }
+      if (entry.decided) return;
+      entry.decided = true;
+      try {
+        await deliver(query, replies);
+      } catch (err) {
+        entry.logger.error({ err }, 'dead letter: replies could not be delivered');
+        await pool.complete(turn);
+        recordAll(turn.messages, 'dead_lettered', { reason: 'delivery_failed', turn, error: err });
+        ended(entry, 'dead_lettered');
+        return;
+      }
+      await pool.complete(turn);
+      recordAll(turn.messages, 'completed', { turn, replies });
+      ended(entry, 'completed');
+    } catch (err) {
+      logger.error({ err, turn: turn.id }, 'turn settlement failed');
+    } finally {
+      endTurn(entry);
+    }
+  }
+
+  /**
+   * The sweep found the turn still running past timeout + grace: the pipeline ignored its abort
+   * signal. Its slot is released as a timeout; its late answer, if any, is ignored.
+   */
+  async function releaseOrphan(entry: RunningTurn, policy: PipelinePolicy): Promise<void> {
+    try {
+      entry.logger.error(
+        { attempt: entry.turn.attempt, timeoutMs: policy.timeoutMs, graceMs: orphanGraceMs },
+        'orphaned turn: the pipeline ignored its abort signal; releasing its slot',
+      );
+      const timeout = new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true });
+      await fail(entry, aggregate(entry.turn), policy, timeout);
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
-      running.delete(entry.turn.id);
-      void pump();
+      endTurn(entry);
     }
   }
 
-  async function runTurn(entry: RunningTurn, startedAt: number): Promise<void> {
-    const { turn } = entry;
-    const pipeline = pipelines.get(turn.pipeline);
-    const policy = policies.get(turn.pipeline);
-    // Built only on the paths that log: a child logger per turn is measurable at high rates.
-    const log = () => logger.child({ turn: turn.id, session: turn.session, pipeline: turn.pipeline });
-    const end = (result: TurnResult) => observer?.turnEnded?.(turn, result, now() - startedAt);
-
-    if (pipeline === undefined || policy === undefined) {
-      entry.decided = true;
-      log().error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
-      await pool.complete(turn);
-      const error = new SwitchboardError('SB_PIPELINE_MISSING', {
-        message: `pipeline "${turn.pipeline}" is not configured`,
-      });
-      recordAll(turn.messages, 'dropped', { reason: 'pipeline_missing', turn, error });
-      end('dropped');
-      return;
-    }
-
-    const query = aggregate(turn);
-    observer?.turnStarted?.(turn);
-    armSweep(entry.deadlineAt);
-    const settlement = await run(entry, pipeline, query, log);
-    if (entry.decided) return;
-    if (isSwitchboardError(entry.abortReason, 'SB_SHUTDOWN') && !('ok' in settlement && settlement.ok)) {
+  /** The turn failed: abandoned when the drain aborted it, else retried with backoff or dead-lettered. */
+  async function fail(
+    entry: RunningTurn,
+    query: Query,
+    policy: PipelinePolicy,
+    error: unknown,
+  ): Promise<void> {
+    if (isSwitchboardError(entry.abortReason, 'SB_SHUTDOWN')) {
       await abandonForShutdown(entry);
       return;
     }
     entry.decided = true;
-
-    if ('orphaned' in settlement) {
-      log().error(
-        { attempt: turn.attempt, timeoutMs: policy.timeoutMs, graceMs: orphanGraceMs },
-        'orphaned turn: the pipeline ignored its abort signal; releasing its slot',
-      );
-      const timeout = new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true });
-      await fail(turn, query, policy, timeout, log, end);
-      return;
-    }
-    if (!settlement.ok) {
-      await fail(turn, query, policy, settlement.error, log, end);
-      return;
-    }
-    try {
-      await deliver(query, settlement.replies);
-    } catch (err) {
-      log().error({ err }, 'dead letter: replies could not be delivered');
-      await pool.complete(turn);
-      recordAll(turn.messages, 'dead_lettered', { reason: 'delivery_failed', turn, error: err });
-      end('dead_lettered');
-      return;
-    }
-    await pool.complete(turn);
-    recordAll(turn.messages, 'completed', { turn, replies: settlement.replies });
-    end('completed');
-  }
-
-  /**
-   * Runs the pipeline. Settles with its answer, or `orphaned` when the sweep finds it still
-   * running past timeout + grace — whichever comes first.
-   */
-  function run(entry: RunningTurn, pipeline: Pipeline, query: Query, log: () => Logger): Promise<Settlement> {
-    const settlement = new Promise<Settlement>((resolve) => {
-      entry.settle = resolve;
-    });
-    const context = {
-      get signal() {
-        return signalOf(entry);
-      },
-      get logger() {
-        return log();
-      },
-    };
-    let answer: Promise<PipelineResult>;
-    try {
-      answer = pipeline.run(query, context);
-    } catch (error) {
-      answer = Promise.reject(error);
-    }
-    answer.then(
-      (result) => entry.settle({ ok: true, replies: result.replies }),
-      (error: unknown) => entry.settle({ ok: false, error: entry.abortReason ?? error }),
-    );
-    return settlement;
-  }
-
-  async function fail(
-    turn: Turn,
-    query: Query,
-    policy: PipelinePolicy,
-    error: unknown,
-    log: () => Logger,
-    end: (result: TurnResult) => void,
-  ): Promise<void> {
+    const { turn } = entry;
     const retryable = isSwitchboardError(error) && error.retryable;
     if (retryable && turn.attempt < policy.retry.maxAttempts) {
       const delayMs = Math.max(retryDelayMs(turn.attempt, policy.retry, random), error.retryAfterMs ?? 0);
-      log().warn({ err: error, attempt: turn.attempt, delayMs }, 'turn failed, retrying');
+      entry.logger.warn({ err: error, attempt: turn.attempt, delayMs }, 'turn failed, retrying');
       await pool.retry(turn, now() + delayMs);
       observer?.turnRetried?.(turn, delayMs);
-      end('retried');
+      ended(entry, 'retried');
       return;
     }
     const reason = retryable ? 'max_attempts' : 'fatal_error';
-    log().error({ err: error, attempt: turn.attempt, reason }, 'dead letter: turn failed for good');
+    entry.logger.error({ err: error, attempt: turn.attempt, reason }, 'dead letter: turn failed for good');
     await pool.complete(turn);
     recordAll(turn.messages, 'dead_lettered', { reason, turn, error });
-    end('dead_lettered');
+    ended(entry, 'dead_lettered');
     if (policy.deadLetterReply !== undefined) {
       await deliver(query, [{ text: policy.deadLetterReply }]).catch((err) =>
-        log().warn({ err }, 'dead letter reply could not be delivered'),
+        entry.logger.warn({ err }, 'dead letter reply could not be delivered'),
       );
     }
   }
@@ -386,14 +398,15 @@ export function createController(options: ControllerOptions): Controller {
     pool.close();
     pool.flushDebounce();
     const idle = new Promise<'idle'>((resolve) => idleWaiters.push(() => resolve('idle')));
-    void pump().then(checkIdle);
+    pump();
+    checkIdle();
     const first = await within(idle, drainTimeoutMs);
     stopped = true;
     unsubscribe?.();
     if (first === 'timeout') {
-      const aborted = [...running.values()];
+      const aborted = running.values();
       logger.warn({ running: aborted.length }, 'drain timeout: aborting running turns');
-      for (const entry of aborted) abortTurn(entry, new SwitchboardError('SB_SHUTDOWN'));
+      for (const entry of aborted) entry.abort(new SwitchboardError('SB_SHUTDOWN'));
       await within(Promise.allSettled(aborted.map((entry) => entry.finished)), abortGraceMs);
       // Turns that ignored the abort are let go; their late results are ignored.
       for (const entry of aborted) await abandonForShutdown(entry);
@@ -410,8 +423,8 @@ export function createController(options: ControllerOptions): Controller {
     start() {
       if (started) return;
       started = true;
-      unsubscribe = pool.onRunnable(() => void pump());
-      void pump();
+      unsubscribe = pool.onRunnable(pump);
+      pump();
     },
     stop({ drainTimeoutMs }) {
       stopping ??= drain(drainTimeoutMs);
