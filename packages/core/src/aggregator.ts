@@ -25,17 +25,25 @@ export interface Query {
  * a newline, the first message's event, sender and reply context kept, `routedByRule` = any.
  */
 export function aggregate(turn: Turn): Query {
-  const messages = turn.messages.map((queued) => queued.message);
-  const first = messages[0];
+  const first = turn.messages[0];
   if (first === undefined) throw new TypeError(`turn ${turn.id} has no messages`);
+  // One pass, no callbacks: this runs once per turn.
+  const messages: InboundMessage[] = [];
+  let text = first.message.text;
+  let routedByRule = false;
+  for (const queued of turn.messages) {
+    if (messages.length > 0) text += `\n${queued.message.text}`;
+    messages.push(queued.message);
+    routedByRule ||= queued.routedByRule;
+  }
   return {
     id: turn.id,
     attempt: turn.attempt,
     pipeline: turn.pipeline,
-    routedByRule: turn.messages.some((queued) => queued.routedByRule),
+    routedByRule,
     session: turn.session,
-    message: first,
-    text: messages.map((message) => message.text).join('\n'),
+    message: first.message,
+    text,
     messages,
   };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
 import type { Journal } from '../ports/journal.js';
 import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
+import type { SessionKey } from '../session-key.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 
@@ -30,12 +31,17 @@ interface Entry {
   seq: number;
   /** Backoff: not runnable before this time (ms). */
   notBefore: number;
+  /** The slots of the message's pipeline, looked up once on acceptance rather than on every move. */
+  slots: PipelineSlots;
 }
 
 interface Session extends HeapNode {
   key: string;
   queue: Fifo<Entry>;
-  inflight: number;
+  /** The session's turns in flight; the session slot is taken while they run. */
+  claims: Claim[];
+  /** The head's `seq`, kept while the session sits in a heap: compares read a field, not the queue. */
+  headSeq: number;
   /** When the head becomes runnable; the delayed heap's key. */
   dueAt: number;
   /** The heap holding the session: a pipeline's ready heap, the delayed heap, or none. */
@@ -49,13 +55,46 @@ interface PipelineSlots {
   ready: IndexedHeap<Session>;
 }
 
-interface ClaimedTurn {
+/**
+ * A turn in flight, kept on its session rather than in a map keyed by turn id: a map taking one
+ * insert and one delete per turn makes V8 rehash its table in the old generation again and again.
+ */
+interface Claim {
+  /** The pool that holds the claim. */
+  pool: QueryPool;
+  turnId: string;
   session: Session;
   slots: PipelineSlots;
   entries: Entry[];
 }
 
-const headSeq = (session: Session): number => (session.queue.peek() as Entry).seq;
+/**
+ * A turn as the pool hands it out: the `Turn` fields, plus a private link back to its claim, so
+ * that complete, retry and abandon reach the session without looking its key up (at 10k sessions
+ * that lookup was a tenth of the pool's time). Private: callers see, copy and log a plain turn.
+ */
+class ClaimedTurn implements Turn {
+  readonly #claim: Claim;
+
+  constructor(
+    readonly id: string,
+    readonly session: SessionKey,
+    readonly pipeline: string,
+    readonly messages: QueuedMessage[],
+    readonly attempt: number,
+    claim: Claim,
+  ) {
+    this.#claim = claim;
+  }
+
+  /** The claim behind `turn`, when `turn` is one a pool handed out. */
+  static claimOf(turn: Turn): Claim | undefined {
+    return #claim in turn ? turn.#claim : undefined;
+  }
+}
+
+const NO_TURN: Promise<Turn | null> = Promise.resolve(null);
+const DONE: Promise<void> = Promise.resolve();
 
 /** Used for messages of a pipeline no longer configured: run one at a time so the controller can drop them. */
 const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
@@ -84,9 +123,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   const sessions = new Map<string, Session>();
   const pipelines = new Map<string, PipelineSlots>();
   const delayed = new IndexedHeap<Session>(
-    (a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && headSeq(a) < headSeq(b)),
+    (a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.headSeq < b.headSeq),
   );
-  const claimed = new Map<string, ClaimedTurn>();
   const listeners = new Set<() => void>();
   let nextSeq = 0;
   let pending = 0;
@@ -96,7 +134,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   let timer: NodeJS.Timeout | undefined;
   let timerAt = Number.POSITIVE_INFINITY;
 
-  const byHeadAge = (a: Session, b: Session) => headSeq(a) < headSeq(b);
+  const byHeadAge = (a: Session, b: Session) => a.headSeq < b.headSeq;
   for (const policy of options.pipelines) {
     pipelines.set(policy.id, { policy, inflight: 0, ready: new IndexedHeap(byHeadAge) });
   }
@@ -141,7 +179,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   function dueAtOf(session: Session): number {
     const head = session.queue.peek() as Entry;
     if (head.notBefore > 0) return head.notBefore;
-    const { aggregation } = slotsOf(head.queued.pipeline).policy;
+    const { aggregation } = head.slots.policy;
     if (!aggregation.enabled || debounceFlushed || head.queued.attempt > 0) return 0;
     const run = headRun(session, aggregation.maxMessages);
     if (!run.open) return 0;
@@ -154,12 +192,13 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     session.heap = null;
     const head = session.queue.peek();
     if (head === undefined) {
-      if (session.inflight === 0) sessions.delete(session.key);
+      if (session.claims.length === 0) sessions.delete(session.key);
       return;
     }
-    if (session.inflight >= concurrency.perSession) return;
+    if (session.claims.length >= concurrency.perSession) return;
+    session.headSeq = head.seq;
     session.dueAt = dueAtOf(session);
-    session.heap = session.dueAt <= at ? slotsOf(head.queued.pipeline).ready : delayed;
+    session.heap = session.dueAt <= at ? head.slots.ready : delayed;
     session.heap.push(session);
     if (session.heap === delayed) armTimer();
   }
@@ -194,7 +233,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   function sessionFor(key: string): Session {
     let session = sessions.get(key);
     if (session === undefined) {
-      session = { key, queue: new Fifo(), inflight: 0, dueAt: 0, heap: null, heapIndex: -1 };
+      session = { key, queue: new Fifo(), claims: [], headSeq: 0, dueAt: 0, heap: null, heapIndex: -1 };
       sessions.set(key, session);
     }
     return session;
@@ -212,26 +251,70 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       pending -= 1;
     }
     const wasEmpty = session.queue.length === 0;
-    session.queue.push({ queued, seq: nextSeq++, notBefore: 0 });
+    session.queue.push({ queued, seq: nextSeq++, notBefore: 0, slots: slotsOf(queued.pipeline) });
     pending += 1;
     // A ready session with an unchanged head stays where it is: the common case costs O(1).
     if (wasEmpty || overflowed.length > 0 || session.heap === delayed) place(session, now());
     return overflowed;
   }
 
-  function release(turn: Turn): ClaimedTurn | undefined {
-    const claim = claimed.get(turn.id);
+  /** Frees the turn's slots; returns its claim, or undefined when the turn is not in flight. */
+  function release(turn: Turn): Claim | undefined {
+    const linked = ClaimedTurn.claimOf(turn);
+    const session = linked?.pool === pool ? linked.session : sessions.get(turn.session);
+    const claims = session?.claims ?? [];
+    let index = 0;
+    while (index < claims.length && (claims[index] as Claim).turnId !== turn.id) index++;
+    const claim = claims[index];
     if (claim === undefined) return undefined;
-    claimed.delete(turn.id);
-    claim.session.inflight -= 1;
+    // A session's claims are unordered: the last one takes the freed place.
+    claims[index] = claims[claims.length - 1] as Claim;
+    claims.pop();
     claim.slots.inflight -= 1;
     inflight -= 1;
     return claim;
   }
 
-  async function markStarted(journal: Journal, entries: readonly Entry[]): Promise<void> {
+  /** Takes the runnable turn whose head is oldest, or undefined when nothing may run now. */
+  function claimNext(): ClaimedTurn | undefined {
+    if (inflight >= concurrency.global) return undefined;
+    const at = now();
+    promoteDue(at);
+    let best: PipelineSlots | undefined;
+    for (const slots of pipelines.values()) {
+      const top = slots.ready.peek();
+      if (top === undefined || slots.inflight >= slots.policy.maxConcurrency) continue;
+      if (best === undefined || top.headSeq < (best.ready.peek() as Session).headSeq) best = slots;
+    }
+    if (best === undefined) return undefined;
+    const session = best.ready.pop() as Session;
+    session.heap = null;
+    const { aggregation, busyMode } = best.policy;
+    const batchSize =
+      aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
+    const entries: Entry[] = [];
+    const messages: QueuedMessage[] = [];
+    let attempt = 0;
+    for (let i = 0; i < batchSize; i++) {
+      const entry = session.queue.shift() as Entry;
+      entry.queued.attempt += 1;
+      attempt = Math.max(attempt, entry.queued.attempt);
+      entries.push(entry);
+      messages.push(entry.queued);
+    }
+    pending -= batchSize;
+    best.inflight += 1;
+    inflight += 1;
+    const id = turnIdPrefix + turnCount++;
+    const claim: Claim = { pool, turnId: id, session, slots: best, entries };
+    session.claims.push(claim);
+    place(session, at);
+    return new ClaimedTurn(id, session.key, best.policy.id, messages, attempt, claim);
+  }
+
+  async function markStarted(journal: Journal, messages: readonly QueuedMessage[]): Promise<void> {
     const byAttempt = new Map<number, string[]>();
-    for (const { queued } of entries) {
+    for (const queued of messages) {
       const ids = byAttempt.get(queued.attempt) ?? [];
       ids.push(queued.message.id);
       byAttempt.set(queued.attempt, ids);
@@ -239,7 +322,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     for (const [attempt, ids] of byAttempt) await journal.markStarted(ids, attempt);
   }
 
-  return {
+  const pool: MemoryQueryPool = {
     durable: journal !== undefined,
 
     async enqueue(queued): Promise<EnqueueResult> {
@@ -256,51 +339,22 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       return { accepted: true, overflowed };
     },
 
-    async claim(): Promise<Turn | null> {
-      if (inflight >= concurrency.global) return null;
-      const at = now();
-      promoteDue(at);
-      let best: PipelineSlots | undefined;
-      for (const slots of pipelines.values()) {
-        const top = slots.ready.peek();
-        if (top === undefined || slots.inflight >= slots.policy.maxConcurrency) continue;
-        if (best === undefined || headSeq(top) < headSeq(best.ready.peek() as Session)) best = slots;
-      }
-      if (best === undefined) return null;
-      const session = best.ready.pop() as Session;
-      session.heap = null;
-      const { aggregation, busyMode } = best.policy;
-      const batchSize =
-        aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
-      const entries: Entry[] = [];
-      for (let i = 0; i < batchSize; i++) {
-        const entry = session.queue.shift() as Entry;
-        entry.queued.attempt += 1;
-        entries.push(entry);
-      }
-      pending -= entries.length;
-      session.inflight += 1;
-      best.inflight += 1;
-      inflight += 1;
-      const turn: Turn = {
-        id: turnIdPrefix + (turnCount++).toString(36),
-        session: session.key,
-        pipeline: best.policy.id,
-        messages: entries.map((entry) => entry.queued),
-        attempt: entries.reduce((highest, entry) => Math.max(highest, entry.queued.attempt), 0),
-      };
-      claimed.set(turn.id, { session, slots: best, entries });
-      place(session, at);
-      if (journal !== undefined) await markStarted(journal, entries);
-      return turn;
+    // Without a journal, claim and complete answer at once, without an async function frame:
+    // they run once per turn (claim twice, the second finding the slots full) at full load.
+    claim(): Promise<Turn | null> {
+      const turn = claimNext();
+      if (turn === undefined) return NO_TURN;
+      if (journal === undefined) return Promise.resolve(turn);
+      return markStarted(journal, turn.messages).then(() => turn);
     },
 
-    async complete(turn) {
+    complete(turn): Promise<void> {
       const claim = release(turn);
-      if (claim === undefined) return;
+      if (claim === undefined) return DONE;
       place(claim.session, now());
       notify();
-      if (journal !== undefined) await journal.remove(claim.entries.map((entry) => entry.queued.message.id));
+      if (journal === undefined) return DONE;
+      return journal.remove(claim.entries.map((entry) => entry.queued.message.id));
     },
 
     async retry(turn, retryAtMs) {
@@ -344,7 +398,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
         session.heap?.remove(session);
         session.heap = null;
         for (const entry of session.queue.drain()) taken.push(entry.queued);
-        if (session.inflight === 0) sessions.delete(session.key);
+        if (session.claims.length === 0) sessions.delete(session.key);
       }
       pending = 0;
       if (timer !== undefined) clearTimeout(timer);
@@ -368,4 +422,5 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       return entries.length;
     },
   };
+  return pool;
 }
