@@ -4,18 +4,26 @@
  * whose dispatch is O(log n) keeps that figure flat as the backlog grows; one that scans its queue
  * per dispatch (LangBot) pays more per message the longer the queue. Two shapes: many quiet
  * sessions (backlog ÷ 10 sessions, 10 messages each) and one hot session holding half of the
- * backlog beside 99 others. Each figure is the fastest of its runs.
+ * backlog beside 99 others.
+ *
+ * Method, the same for every scheduler and backlog: a sample times 100k messages — one drain of
+ * 100k, ten of 10k or a hundred of 1k, each by a fresh scheduler — with one full GC before it and
+ * none between its drains; a figure is the fastest of SETTINGS.schedulerRuns samples, taken in
+ * turn with the other schedulers. Why not the fastest of many single drains with a GC before
+ * each: a forced GC makes V8 drop and re-warm optimized code, so a 1k drain after one timed
+ * mostly V8's warm-up (a spread of 10×), and the luckiest of 100 short drains was then compared
+ * with the luckiest of 3 long ones.
  */
 import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
-import { drainRunMs } from './support/scheduler-runs.js';
+import { drainSampleMs } from './support/scheduler-runs.js';
 import { SCHEDULERS } from './support/schedulers-under-test.js';
 import { SETTINGS } from './support/settings.js';
 import { SampleSet } from './support/stats.js';
 import { type Workload, buildMessages } from './support/workloads.js';
 
 const BACKLOGS = [1000, 10_000, 100_000] as const;
-/** Small backlogs drain in a millisecond or two: repeat them until the timing is stable. */
-const MIN_TIMED_MESSAGES = 100_000;
+/** Messages timed per sample: small backlogs are drained several times over. */
+const SAMPLE_MESSAGES = 100_000;
 
 const SHAPES: ReadonlyArray<{ id: string; workload: (backlog: number) => Workload }> = [
   { id: 'many sessions', workload: (backlog) => ({ id: 'many', messages: backlog, sessions: backlog / 10 }) },
@@ -33,16 +41,16 @@ await runScenario('scheduler-backlog', async () => {
   const costUs = (name: string, shape: string, backlog: number) =>
     costs.fastest(`${name} · ${shape} · ${backlog}`);
   const warmup = buildMessages({ id: 'warm-up', messages: 5000, sessions: 50 });
-  for (const scheduler of SCHEDULERS) await drainRunMs(scheduler.create, warmup);
+  for (const scheduler of SCHEDULERS) await drainSampleMs(scheduler.create, warmup, 1);
 
   for (const shape of SHAPES) {
     for (const backlog of BACKLOGS) {
       const messages = buildMessages(shape.workload(backlog));
-      const repeats = Math.max(SETTINGS.schedulerRuns, Math.ceil(MIN_TIMED_MESSAGES / backlog));
-      for (let run = 0; run < repeats; run++) {
+      const drains = Math.ceil(SAMPLE_MESSAGES / backlog);
+      for (let sample = 0; sample < SETTINGS.schedulerRuns; sample++) {
         for (const scheduler of SCHEDULERS) {
-          const elapsedMs = await drainRunMs(scheduler.create, messages);
-          costs.add(`${scheduler.name} · ${shape.id} · ${backlog}`, (elapsedMs * 1000) / backlog);
+          const elapsedMs = await drainSampleMs(scheduler.create, messages, drains);
+          costs.add(`${scheduler.name} · ${shape.id} · ${backlog}`, (elapsedMs * 1000) / (drains * backlog));
         }
       }
       progress(
