@@ -52,6 +52,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     limits: config.queue,
     pipelines: [...policies.values()],
     journal: stores.journal,
+    logger,
   });
   const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
   let router: Router = createRouter(config.routing, { pipelines: pipelineIds });

@@ -81,6 +81,7 @@ export function createHarness(options: HarnessOptions = {}) {
     limits: { maxPending: 10_000, maxPendingPerSession: 500, ...options.limits },
     pipelines: policies,
     journal: options.journal,
+    logger: options.logger,
   });
   const outcomes: Outcome[] = [];
   const bus = createOutcomeBus((error) => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SwitchboardError } from '../src/index.js';
-import { createHarness, settle } from './harness.js';
+import { SwitchboardError, createMemoryJournal } from '../src/index.js';
+import { capturingLogger, createHarness, settle } from './harness.js';
 
 const debounced = (extra: Record<string, unknown> = {}) => ({
   id: 'p',
@@ -204,6 +204,31 @@ describe('memory query pool', () => {
       await settle(10);
       expect(await h.pool.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
       expect(h.outcomes).toHaveLength(100);
+    });
+  });
+
+  describe('when the journal fails a write the pool does not wait for', () => {
+    it('still runs and completes the turn, and logs each failed turn start and removal', async () => {
+      const journal = createMemoryJournal();
+      const failing = new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'disk full' });
+      const logger = capturingLogger();
+      const h = createHarness({
+        journal: {
+          ...journal,
+          markStarted: () => Promise.reject(failing),
+          remove: () => Promise.reject(failing),
+        },
+        autoReply: true,
+        logger,
+      });
+      h.controller.start();
+      await h.send('A', 'a');
+      await settle();
+      expect(h.outcomes.map((o) => o.kind)).toEqual(['completed']);
+      expect(logger.lines.filter((line) => line.startsWith('error journal'))).toEqual([
+        'error journal turn start failed: the message may run again after a restart',
+        'error journal removal failed: the message may run again after a restart',
+      ]);
     });
   });
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
 import type { Journal } from '../ports/journal.js';
+import { type Logger, silentLogger } from '../ports/logger.js';
 import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
 import type { SessionKey } from '../session-key.js';
 import { Fifo } from '../structures/fifo.js';
@@ -15,6 +16,8 @@ export interface MemoryQueryPoolOptions {
   pipelines: readonly PoolPipelinePolicy[];
   /** Write-through journal; without one the pool is not durable. */
   journal?: Journal;
+  /** Where failed write-behind journal writes (turn starts, removals) are reported. */
+  logger?: Logger;
   /** The wait suggested to refused senders. Default: 1000 ms. */
   refusalRetryAfterMs?: number;
   now?: () => number;
@@ -114,6 +117,7 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
  */
 export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQueryPool {
   const { concurrency, limits, journal } = options;
+  const logger = (options.logger ?? silentLogger).child({ component: 'pool' });
   const now = options.now ?? Date.now;
   const refusalRetryAfterMs = options.refusalRetryAfterMs ?? 1000;
   // Turn ids only need to be unique: a per-pool random prefix and a counter are enough, and cheap.
@@ -312,14 +316,22 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     return new ClaimedTurn(id, session.key, best.policy.id, messages, attempt, claim);
   }
 
-  async function markStarted(journal: Journal, messages: readonly QueuedMessage[]): Promise<void> {
+  function writeBehind(write: Promise<void>, what: string): void {
+    write.catch((err: unknown) =>
+      logger.error({ err }, `journal ${what} failed: the message may run again after a restart`),
+    );
+  }
+
+  /** One write per attempt number, all issued now so that they precede the turn's removal. */
+  function markStarted(journal: Journal, messages: readonly QueuedMessage[]): Promise<void> {
     const byAttempt = new Map<number, string[]>();
     for (const queued of messages) {
       const ids = byAttempt.get(queued.attempt) ?? [];
       ids.push(queued.message.id);
       byAttempt.set(queued.attempt, ids);
     }
-    for (const [attempt, ids] of byAttempt) await journal.markStarted(ids, attempt);
+    const writes = [...byAttempt].map(([attempt, ids]) => journal.markStarted(ids, attempt));
+    return Promise.all(writes).then(() => undefined);
   }
 
   const pool: MemoryQueryPool = {
@@ -339,13 +351,15 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       return { accepted: true, overflowed };
     },
 
-    // Without a journal, claim and complete answer at once, without an async function frame:
-    // they run once per turn (claim twice, the second finding the slots full) at full load.
+    // Claim and complete answer at once, without an async function frame: they run once per turn
+    // (claim twice, the second finding the slots full) at full load. Their journal writes go
+    // behind: a turn start or a removal lost in a crash only means one more run after the restart
+    // (at least once), and waiting for each would put two commits on every message's path.
     claim(): Promise<Turn | null> {
       const turn = claimNext();
       if (turn === undefined) return NO_TURN;
-      if (journal === undefined) return Promise.resolve(turn);
-      return markStarted(journal, turn.messages).then(() => turn);
+      if (journal !== undefined) writeBehind(markStarted(journal, turn.messages), 'turn start');
+      return Promise.resolve(turn);
     },
 
     complete(turn): Promise<void> {
@@ -353,8 +367,10 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       if (claim === undefined) return DONE;
       place(claim.session, now());
       notify();
-      if (journal === undefined) return DONE;
-      return journal.remove(claim.entries.map((entry) => entry.queued.message.id));
+      if (journal !== undefined) {
+        writeBehind(journal.remove(claim.entries.map((entry) => entry.queued.message.id)), 'removal');
+      }
+      return DONE;
     },
 
     async retry(turn, retryAtMs) {

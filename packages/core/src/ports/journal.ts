@@ -3,11 +3,13 @@ import type { QueuedMessage } from './query-pool.js';
 /**
  * Durable record of accepted messages, so nothing accepted is lost by a crash (DESIGN §2
  * "Durability"). The in-memory pool writes through it: `append` completes before the platform
- * is acknowledged, `remove` runs once a message's outcome is final. On start the pool reloads
+ * is acknowledged; `markStarted` and `remove` are written behind, in order (see Ordering). On start the pool reloads
  * `load()` in acceptance order.
  *
- * Ordering: `load` returns entries in the order they were appended. Atomicity: each call is
- * atomic on its own; the store owns its connection. Left out: the pool's in-memory ordering
+ * Ordering: `load` returns entries in the order they were appended, and calls take effect in the
+ * order they were made, also when the caller does not wait for one before the next: the pool
+ * waits for `append` only, so a `remove` is durable once any write made after it is.
+ * Atomicity: each call is atomic on its own; the store owns its connection. Left out: the pool's in-memory ordering
  * structures; they are rebuilt from `load` on start.
  */
 export interface Journal {

@@ -51,6 +51,26 @@ export function journalContract(name: string, factory: StoreFactory<Journal>): v
       });
     });
 
+    describe('when calls are made without waiting for one another', () => {
+      it('applies them in call order', async () => {
+        const [first, second] = [1, 2].map((index) => queuedMessageFixture(index));
+        const firstId = first!.message.id;
+        const secondId = second!.message.id;
+        await Promise.all([
+          subject.store.append(first!),
+          subject.store.markStarted([firstId], 1),
+          subject.store.remove([firstId]),
+          subject.store.append(second!),
+          subject.store.markStarted([secondId], 1),
+          subject.store.markStarted([secondId], 2),
+          subject.store.remove([firstId]),
+        ]);
+        expect((await subject.store.load()).map((entry) => [entry.message.id, entry.attempt])).toEqual([
+          [secondId, 2],
+        ]);
+      });
+    });
+
     describe('when a turn starts', () => {
       it('records the new attempt of exactly the listed messages', async () => {
         for (const index of [1, 2, 3]) await subject.store.append(queuedMessageFixture(index));
