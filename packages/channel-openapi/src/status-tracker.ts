@@ -106,8 +106,9 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   const serializer = createKeyedSerializer();
   const watchers = new Map<string, Set<(final: FinalStatus) => void>>();
   // Statuses of messages not yet final live here and reach the store twice: when queued (so a
-  // restart still knows the id) and when final. `running` and replies in between stay in memory:
-  // four reads and writes per message fewer on the hot path (docs/BENCHMARKS.md).
+  // restart still knows the id; a store that forgets on restart skips this one) and when final.
+  // `running` and replies in between stay in memory: four reads and writes per message fewer on
+  // the hot path (docs/BENCHMARKS.md).
   const live = new Map<string, MessageStatus>();
 
   /** Applies `change` after the pending updates of `id`; `change` returns null to leave it as is. */
@@ -124,7 +125,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         await statuses.put(updated);
       } else {
         live.set(id, updated);
-        if (current === null) await statuses.put(updated);
+        if (current === null && statuses.durable) await statuses.put(updated);
       }
       return updated;
     });

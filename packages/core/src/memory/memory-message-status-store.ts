@@ -21,6 +21,7 @@ export function createMemoryMessageStatusStore(
   const keys = new Map<string, { messageId: string; expiresAt: number }>();
 
   return {
+    durable: false,
     async put(status) {
       statuses.set(status.id, { updatedAt: status.updated_at, json: JSON.stringify(status) });
     },
