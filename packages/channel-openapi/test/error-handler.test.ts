@@ -8,6 +8,8 @@ describe('httpErrorHandler', () => {
     const lines: string[] = [];
     const server = Fastify({
       logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } },
+      // As the gateway does: requests share the root logger, so no binding names the request.
+      childLoggerFactory: (logger) => logger,
     });
     server.setErrorHandler(httpErrorHandler);
     server.get('/fail', async () => {
@@ -17,13 +19,13 @@ describe('httpErrorHandler', () => {
     const response = await server.inject({ method: 'GET', url: '/fail' });
     await server.close();
     const logged = lines.map(
-      (line) => JSON.parse(line) as { level: number; msg: string; err?: { message: string } },
+      (line) => JSON.parse(line) as { level: number; msg: string; reqId?: string; err?: { message: string } },
     );
     return { response, errors: logged.filter((entry) => entry.level >= 50) };
   }
 
   describe('when a handler throws an unexpected error', () => {
-    it('answers 500 SB_HTTP_INTERNAL without its message or stack, and logs it at error level under err', async () => {
+    it('answers 500 SB_HTTP_INTERNAL without its message or stack, and logs it at error level under err with the request id', async () => {
       const { response, errors } = await serverThrowing(
         new Error('connect to postgres://admin:hunter2@db failed'),
       );
@@ -35,6 +37,7 @@ describe('httpErrorHandler', () => {
       expect(response.body).not.toContain('hunter2');
       expect(errors).toHaveLength(1);
       expect(errors[0]?.err?.message).toContain('hunter2');
+      expect(errors[0]?.reqId).toMatch(/^req-/);
     });
   });
 
