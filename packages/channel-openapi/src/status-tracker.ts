@@ -1,4 +1,12 @@
-import type { Logger, MessageStatus, MessageStatusStore, Outcome, Reply, Turn } from '@switchboard/core';
+import {
+  type Logger,
+  type MessageStatus,
+  type MessageStatusStore,
+  OUTCOME_KINDS,
+  type Outcome,
+  type Reply,
+  type Turn,
+} from '@switchboard/core';
 import { createKeyedSerializer } from './keyed-serializer.js';
 
 /** The engine events the channel follows; the app wires them to the outcome bus and controller. */
@@ -48,14 +56,8 @@ export interface StatusTrackerOptions {
   now?: () => number;
 }
 
-const FINAL: ReadonlySet<MessageStatus['status']> = new Set([
-  'completed',
-  'discarded',
-  'ignored',
-  'dropped',
-  'dead_lettered',
-  'duplicate',
-]);
+/** A status is final once the message has its outcome. */
+const FINAL: ReadonlySet<MessageStatus['status']> = new Set(OUTCOME_KINDS);
 
 /** True when nothing will change the status any more (but replies a dead letter reply adds). */
 export function isFinal(status: MessageStatus): boolean {

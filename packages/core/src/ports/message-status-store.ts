@@ -1,16 +1,8 @@
 import type { Reply } from '../message.js';
+import { OUTCOME_KINDS } from '../outcome.js';
 
 /** Where a message can stand: waiting, running, or one of the final outcome kinds. */
-export const MESSAGE_STATUSES = [
-  'queued',
-  'running',
-  'completed',
-  'discarded',
-  'ignored',
-  'dropped',
-  'dead_lettered',
-  'duplicate',
-] as const;
+export const MESSAGE_STATUSES = ['queued', 'running', ...OUTCOME_KINDS] as const;
 
 /** Where a message stands, as `GET /v1/messages/{id}` reports it. */
 export interface MessageStatus {
