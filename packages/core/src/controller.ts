@@ -8,6 +8,7 @@ import { type Logger, silentLogger } from './ports/logger.js';
 import type { Pipeline, PipelineRunContext } from './ports/pipeline.js';
 import type { QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
 import { IndexedSet, type SetNode } from './structures/indexed-set.js';
+import { WakeTimer } from './structures/wake-timer.js';
 
 /** How a turn ended, for metrics. */
 export type TurnResult = 'completed' | 'retried' | 'dead_lettered' | 'dropped' | 'abandoned';
@@ -206,20 +207,9 @@ export function createController(options: ControllerOptions): Controller {
 
   // One timer for every running turn's deadline, instead of two timers per turn: it is armed for
   // the earliest deadline and, when it fires, scans the running turns (at most the global limit).
-  let sweepTimer: NodeJS.Timeout | undefined;
-  let sweepAt = Number.POSITIVE_INFINITY;
-
-  function armSweep(at: number): void {
-    if (at >= sweepAt) return;
-    if (sweepTimer !== undefined) clearTimeout(sweepTimer);
-    sweepAt = at;
-    sweepTimer = setTimeout(sweep, Math.max(0, at - now()));
-    sweepTimer.unref();
-  }
+  const sweepTimer = new WakeTimer(sweep, now);
 
   function sweep(): void {
-    sweepTimer = undefined;
-    sweepAt = Number.POSITIVE_INFINITY;
     const at = now();
     let next = Number.POSITIVE_INFINITY;
     for (const entry of running.values()) {
@@ -239,7 +229,7 @@ export function createController(options: ControllerOptions): Controller {
       }
       next = Math.min(next, entry.abortReason === undefined ? entry.deadlineAt : entry.orphanAt);
     }
-    if (next !== Number.POSITIVE_INFINITY) armSweep(next);
+    sweepTimer.arm(next);
   }
 
   function startTurn(turn: Turn): void {
@@ -285,7 +275,7 @@ export function createController(options: ControllerOptions): Controller {
 
       const query = aggregate(turn);
       observer?.turnStarted?.(turn);
-      armSweep(entry.deadlineAt);
+      sweepTimer.arm(entry.deadlineAt);
       let replies: Reply[];
       try {
         ({ replies } = await pipeline.run(query, entry));
@@ -415,7 +405,7 @@ export function createController(options: ControllerOptions): Controller {
       const left = await pool.takeAll();
       recordAll(left, 'dropped', { reason: 'shutdown' });
     }
-    if (sweepTimer !== undefined) clearTimeout(sweepTimer);
+    sweepTimer.cancel();
     logger.info({}, 'controller stopped');
   }
 

@@ -6,6 +6,7 @@ import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '.
 import type { SessionKey } from '../session-key.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
+import { WakeTimer } from '../structures/wake-timer.js';
 
 /** The part of a pipeline's policy the pool applies: its slot limit and readiness rules. */
 export type PoolPipelinePolicy = Pick<PipelinePolicy, 'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'>;
@@ -135,8 +136,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   let inflight = 0;
   let closed = false;
   let debounceFlushed = false;
-  let timer: NodeJS.Timeout | undefined;
-  let timerAt = Number.POSITIVE_INFINITY;
+  // One timer for the whole pool, set for the earliest due session.
+  const timer = new WakeTimer(onTimer, now);
 
   const byHeadAge = (a: Session, b: Session) => a.headSeq < b.headSeq;
   for (const policy of options.pipelines) {
@@ -216,19 +217,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     return promoted;
   }
 
-  /** One timer for the whole pool, set for the earliest due session. */
   function armTimer(): void {
-    const next = delayed.peek()?.dueAt ?? Number.POSITIVE_INFINITY;
-    if (next >= timerAt) return;
-    if (timer !== undefined) clearTimeout(timer);
-    timerAt = next;
-    timer = setTimeout(onTimer, Math.max(0, next - now()));
-    timer.unref();
+    timer.arm(delayed.peek()?.dueAt ?? Number.POSITIVE_INFINITY);
   }
 
   function onTimer(): void {
-    timer = undefined;
-    timerAt = Number.POSITIVE_INFINITY;
     const promoted = promoteDue(now());
     armTimer();
     if (promoted) notify();
@@ -417,9 +410,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
         if (session.claims.length === 0) sessions.delete(session.key);
       }
       pending = 0;
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-      timerAt = Number.POSITIVE_INFINITY;
+      timer.cancel();
       return taken;
     },
 
