@@ -24,7 +24,7 @@ import { DockerfileParser, type Instruction } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { get, post, tempDir } from './serve-process.js';
+import { type RunResult, collectOutput, get, post, tempDir } from './serve-process.js';
 
 // No Docker engine runs on the development machines or in CI (TOOLCHAIN "Docker"): these tests
 // lint the files and perform the image's own steps outside Docker, on this machine's Node and
@@ -116,12 +116,6 @@ afterAll(() => {
   for (const child of running) if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
 });
 
-interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs a command to completion; never throws on a non-zero exit. */
 async function run(
   command: string,
@@ -129,15 +123,8 @@ async function run(
   options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<RunResult> {
   const { child, closed } = start(command, args, options);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  return { code: await closed, stdout, stderr };
+  const [result] = await Promise.all([collectOutput(child), closed]);
+  return result;
 }
 
 /** Runs a command that must succeed; a failure throws with its output. */

@@ -1,7 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 
@@ -113,24 +114,40 @@ export function startServe(options: {
   });
 }
 
-/** Runs a CLI verb to completion. */
-export function runCli(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: options.cwd,
-      env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+/** How a process that ran to completion ended, and what it printed. */
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Reads `child`'s output until its streams close; never throws on a non-zero exit. */
+export function collectOutput(child: ChildProcessByStdio<null, Readable, Readable>): Promise<RunResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
   });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs a CLI verb to completion. */
+export function runCli(
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<RunResult> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return collectOutput(child);
 }
 
 export interface JsonAnswer {
