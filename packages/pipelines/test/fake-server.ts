@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
 
 /** One request the fake server received, body as raw text. */
 export interface RecordedRequest {
@@ -67,4 +68,17 @@ export async function refusedUrl(): Promise<string> {
   const server = await startFakeServer(() => ({ status: 200 }));
   await server.close();
   return server.url;
+}
+
+/** `startFakeServer` for a test file: every server started through it is closed after each test. */
+export function useFakeServers(): (answer: (request: RecordedRequest) => FakeAnswer) => Promise<FakeServer> {
+  const started: FakeServer[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((server) => server.close()));
+  });
+  return async (answer) => {
+    const server = await startFakeServer(answer);
+    started.push(server);
+    return server;
+  };
 }

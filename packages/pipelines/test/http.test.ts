@@ -1,26 +1,16 @@
 import { isSwitchboardError, SwitchboardError } from '@switchboard/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHttpPipeline, HttpPipelineOptionsSchema } from '../src/http.js';
 import { verifySignature } from '../src/signature.js';
-import {
-  type FakeAnswer,
-  type FakeServer,
-  type RecordedRequest,
-  refusedUrl,
-  startFakeServer,
-} from './fake-server.js';
+import { type FakeAnswer, type RecordedRequest, refusedUrl, useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
 
 const SECRET = 'hmac-secret-value';
 
-let server: FakeServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const startServer = useFakeServers();
 
 async function pipelineAnswering(answer: (request: RecordedRequest) => FakeAnswer, extra: object = {}) {
-  server = await startFakeServer(answer);
+  const server = await startServer(answer);
   const options = HttpPipelineOptionsSchema.parse({ type: 'http', url: `${server.url}/answer`, ...extra });
   return { pipeline: createHttpPipeline('bot', options), server };
 }

@@ -5,15 +5,9 @@ import {
   type Query,
   type SwitchboardError,
 } from '@switchboard/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from '../src/openai.js';
-import {
-  type FakeAnswer,
-  type FakeServer,
-  type RecordedRequest,
-  refusedUrl,
-  startFakeServer,
-} from './fake-server.js';
+import { type FakeAnswer, type RecordedRequest, refusedUrl, useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
 
 const API_KEY = 'sk-test-0123456789abcdef';
@@ -52,14 +46,10 @@ function completion(content: string): FakeAnswer {
   };
 }
 
-let server: FakeServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+const startServer = useFakeServers();
 
 async function setUp(answer: (request: RecordedRequest) => FakeAnswer, extra: object = {}) {
-  server = await startFakeServer(answer);
+  const server = await startServer(answer);
   const history = createMemoryHistoryStore();
   const options = OpenAIPipelineOptionsSchema.parse({
     type: 'openai',
