@@ -58,23 +58,21 @@ routing:
     - { name: support-group, type: launcher_id, operator: eq, value: "-100123", pipeline: support }
 `;
 
-    it('prints the matched rule, the pipeline and why', async () => {
+    /** `switchboard route -c <the config above> …flags`, run in a fresh folder. */
+    function route(...flags: string[]) {
       const dir = tempDir();
-      const path = writeConfig(dir, yaml);
-      const result = await runCli(
-        [
-          'route',
-          '-c',
-          path,
-          '--channel',
-          'api',
-          '--chat-type',
-          'group',
-          '--chat-id=-100123',
-          '--text',
-          'hello',
-        ],
-        { cwd: dir },
+      return runCli(['route', '-c', writeConfig(dir, yaml), ...flags], { cwd: dir });
+    }
+
+    it('prints the matched rule, the pipeline and why', async () => {
+      const result = await route(
+        '--channel',
+        'api',
+        '--chat-type',
+        'group',
+        '--chat-id=-100123',
+        '--text',
+        'hello',
       );
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/rule:\s+support-group/);
@@ -83,43 +81,45 @@ routing:
     });
 
     it('reports the default when no rule matches, and discards', async () => {
-      const dir = tempDir();
-      const path = writeConfig(dir, yaml);
-      const fallback = await runCli(
-        ['route', '-c', path, '--channel', 'api', '--chat-type', 'person', '--chat-id', '1', '--text', 'hi'],
-        { cwd: dir },
+      const fallback = await route(
+        '--channel',
+        'api',
+        '--chat-type',
+        'person',
+        '--chat-id',
+        '1',
+        '--text',
+        'hi',
       );
       expect(fallback.stdout).toMatch(/rule:\s+default/);
       expect(fallback.stdout).toMatch(/pipeline:\s+echo/);
-      const discard = await runCli(
-        [
-          'route',
-          '-c',
-          path,
-          '--channel',
-          'api',
-          '--chat-type',
-          'person',
-          '--chat-id',
-          '1',
-          '--text',
-          'buy now',
-          '--json',
-        ],
-        { cwd: dir },
+      const discard = await route(
+        '--channel',
+        'api',
+        '--chat-type',
+        'person',
+        '--chat-id',
+        '1',
+        '--text',
+        'buy now',
+        '--json',
       );
       expect(JSON.parse(discard.stdout)).toMatchObject({ rule: 'drop-ads', pipeline: '__discard__' });
     });
 
     it('refuses missing flags and an unknown channel with a usage error', async () => {
-      const dir = tempDir();
-      const path = writeConfig(dir, yaml);
-      const missing = await runCli(['route', '-c', path, '--channel', 'api'], { cwd: dir });
+      const missing = await route('--channel', 'api');
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(/--chat-type, --chat-id, --text/);
-      const unknown = await runCli(
-        ['route', '-c', path, '--channel', 'tg', '--chat-type', 'person', '--chat-id', '1', '--text', 'x'],
-        { cwd: dir },
+      const unknown = await route(
+        '--channel',
+        'tg',
+        '--chat-type',
+        'person',
+        '--chat-id',
+        '1',
+        '--text',
+        'x',
       );
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toMatch(/--channel: no channel "tg"/);
