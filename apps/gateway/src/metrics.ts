@@ -1,5 +1,6 @@
 import type { ControllerObserver, Outcome, QueryPool } from '@switchboard/core';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ActiveSessions } from './active-sessions.js';
 
 /** A session counts as active for this long after its last message (DESIGN §2 "Metrics"). */
 const ACTIVE_WINDOW_MS = 5 * 60_000;
@@ -11,7 +12,7 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
 export function createMetrics(pool: QueryPool) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'switchboard_process_' });
-  const lastSeen = new Map<string, number>();
+  const activeSessions = new ActiveSessions(ACTIVE_WINDOW_MS);
 
   const messages = new Counter({
     name: 'switchboard_messages_total',
@@ -59,24 +60,9 @@ export function createMetrics(pool: QueryPool) {
     help: 'Sessions with a message in the last 5 minutes.',
     registers: [registry],
     collect() {
-      forgetIdle(Date.now());
-      this.set(lastSeen.size);
+      this.set(activeSessions.count(Date.now()));
     },
   });
-
-  function forgetIdle(now: number): void {
-    // Map iteration follows insertion order and `touch` re-inserts: the stalest come first.
-    for (const [session, seenAt] of lastSeen) {
-      if (now - seenAt < ACTIVE_WINDOW_MS) break;
-      lastSeen.delete(session);
-    }
-  }
-
-  function touch(session: string, at: number): void {
-    lastSeen.delete(session);
-    lastSeen.set(session, at);
-    forgetIdle(at);
-  }
 
   const observer: ControllerObserver = {
     turnStarted(turn) {
@@ -96,7 +82,7 @@ export function createMetrics(pool: QueryPool) {
     observer,
     recordOutcome(outcome: Outcome) {
       messages.inc({ channel: outcome.message.channel, outcome: outcome.kind, reason: outcome.reason ?? '' });
-      touch(outcome.session, outcome.at);
+      activeSessions.touch(outcome.session, outcome.at);
     },
   };
 }
