@@ -38,11 +38,14 @@ export interface StatusWatch {
 export interface StatusTracker {
   /** Watches `id`; call before `ingress.accept`, so that a fast pipeline cannot finish unseen. */
   watch(id: string): StatusWatch;
-  /** Records `queued`, unless a turn start or the outcome got there first. */
+  /**
+   * Records `queued`, unless a turn start or the outcome got there first. Call it while watching
+   * `id`: the watch keeps an outcome that beat it in memory.
+   */
   queued(id: string, fields: { pipeline: string; rule: string | null }): Promise<void>;
   /** Appends replies sent for `id`; returns the updated status, or null when `id` is unknown. */
   appendReplies(id: string, replies: readonly Reply[]): Promise<MessageStatus | null>;
-  /** The stored status once the updates already under way for `id` are written. */
+  /** The latest status: from memory while the message is followed, else from the store. */
   current(id: string): Promise<MessageStatus | null>;
   /** Stops following the engine events. */
   close(): void;
@@ -95,80 +98,141 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
   };
 }
 
+/** What the tracker holds for one message while anything still needs it in memory. */
+interface Tracked {
+  /** The latest status; null while a request watches a message not accepted yet. */
+  status: MessageStatus | null;
+  /** Requests waiting for the final status. */
+  waiters: Array<(final: FinalStatus | null) => void>;
+  /** Store writes under way. */
+  writes: number;
+}
+
+/** A request's interest in one message; `wait` and `cancel` both end it. */
+class Watch implements StatusWatch {
+  readonly #entry: Tracked;
+  readonly #release: () => void;
+  readonly #final: Promise<FinalStatus | null>;
+  #settle: ((final: FinalStatus | null) => void) | undefined;
+
+  constructor(entry: Tracked, release: () => void) {
+    this.#entry = entry;
+    this.#release = release;
+    this.#final = new Promise((resolve) => {
+      this.#settle = resolve;
+      entry.waiters.push(resolve);
+    });
+  }
+
+  async wait(timeoutMs: number): Promise<FinalStatus | null> {
+    const timer = setTimeout(() => this.cancel(), timeoutMs);
+    try {
+      return await this.#final;
+    } finally {
+      clearTimeout(timer);
+      this.cancel();
+    }
+  }
+
+  cancel(): void {
+    const settle = this.#settle;
+    if (settle === undefined) return;
+    this.#settle = undefined;
+    const { waiters } = this.#entry;
+    const at = waiters.indexOf(settle);
+    if (at >= 0) waiters.splice(at, 1);
+    settle(null);
+    this.#release();
+  }
+}
+
 /**
  * Creates the tracker and subscribes it to `events` at once, so that no outcome of a message
  * accepted through this channel is missed, even while the channel is stopped and the engine
- * drains. Updates of one message are applied one after the other (read, change, write), so
- * that a late `queued` never overwrites `running` or a final status.
+ * drains.
+ *
+ * Statuses change in memory, synchronously, in the order the events arrive; the store is written
+ * only when a message is first seen (if the store is durable, so that a restart still knows the
+ * id) and when it is final. A message stays in memory until it is final, its writes have landed
+ * and nobody watches it — so a late `queued` always finds the outcome that beat it, without
+ * reading the store (docs/BENCHMARKS.md).
  */
 export function createStatusTracker(options: StatusTrackerOptions): StatusTracker {
   const { channelId, statuses } = options;
   const now = options.now ?? Date.now;
   const log = options.logger;
-  const serializer = createKeyedSerializer();
-  const watchers = new Map<string, Set<(final: FinalStatus) => void>>();
-  // Statuses of messages not yet final live here and reach the store twice: when queued (so a
-  // restart still knows the id; a store that forgets on restart skips this one) and when final.
-  // `running` and replies in between stay in memory: four reads and writes per message fewer on
-  // the hot path (docs/BENCHMARKS.md).
-  const live = new Map<string, MessageStatus>();
+  // Orders the writes of one message, and the rare read-change-write of a message known only to
+  // the store (a dead letter reply after the status was written and forgotten).
+  const writes = createKeyedSerializer();
+  const tracked = new Map<string, Tracked>();
 
-  /** Applies `change` after the pending updates of `id`; `change` returns null to leave it as is. */
-  function update(
-    id: string,
-    change: (current: MessageStatus | null) => MessageStatus | null,
-  ): Promise<MessageStatus | null> {
-    return serializer.run(id, async () => {
-      const current = live.get(id) ?? (await statuses.get(id));
-      const updated = change(current);
-      if (updated === null) return current;
-      if (isFinal(updated)) {
-        live.delete(id);
-        await statuses.put(updated);
-      } else {
-        live.set(id, updated);
-        if (current === null && statuses.durable) await statuses.put(updated);
-      }
-      return updated;
-    });
+  function entryOf(id: string): Tracked {
+    let entry = tracked.get(id);
+    if (entry === undefined) {
+      entry = { status: null, waiters: [], writes: 0 };
+      tracked.set(id, entry);
+    }
+    return entry;
   }
 
-  function notify(id: string, final: FinalStatus): void {
-    const waiting = watchers.get(id);
-    watchers.delete(id);
-    for (const resolve of waiting ?? []) resolve(final);
+  /** Forgets `id` once nothing needs it in memory any more. */
+  function release(id: string, entry: Tracked): void {
+    const settled = entry.status === null || isFinal(entry.status);
+    if (settled && entry.waiters.length === 0 && entry.writes === 0 && tracked.get(id) === entry)
+      tracked.delete(id);
+  }
+
+  function write(id: string, entry: Tracked, status: MessageStatus): Promise<void> {
+    entry.writes += 1;
+    const written = writes.run(id, () => statuses.put(status));
+    const done = () => {
+      entry.writes -= 1;
+      release(id, entry);
+    };
+    written.then(done, done);
+    return written;
+  }
+
+  /** Sets a status that is not final; the first one a durable store sees is written. */
+  function track(id: string, entry: Tracked, status: MessageStatus): Promise<void> | undefined {
+    const first = entry.status === null;
+    entry.status = status;
+    return first && statuses.durable ? write(id, entry, status) : undefined;
   }
 
   function onOutcome(outcome: Outcome): void {
     const id = outcome.message.id;
     if (outcome.message.channel !== channelId || outcome.kind === 'duplicate') return;
-    let written: MessageStatus | undefined;
-    update(id, (current) => {
-      written = finalStatus(outcome, current, now());
-      return written;
-    })
+    const entry = entryOf(id);
+    const status = finalStatus(outcome, entry.status, now());
+    entry.status = status;
+    const notify = () => {
+      // A waiting caller gets its answer even when the store refused the write.
+      const final = { status, reason: outcome.reason };
+      // Watches end themselves (wait, cancel): until then the final status stays in memory.
+      for (const settle of entry.waiters) settle(final);
+      release(id, entry);
+    };
+    write(id, entry, status)
       .catch((err) => log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed'))
-      .finally(() => {
-        // A waiting caller gets its answer even when the store refused the write.
-        if (written !== undefined) notify(id, { status: written, reason: outcome.reason });
-      });
+      .finally(notify);
   }
 
   function onTurnStart(turn: Turn): void {
+    const at = now();
     for (const queued of turn.messages) {
       const { message } = queued;
       if (message.channel !== channelId) continue;
-      update(message.id, (current) => {
-        if (current !== null && isFinal(current)) return null;
-        return {
-          ...(current ?? emptyStatus(message.id, now())),
-          status: 'running',
-          pipeline: turn.pipeline,
-          rule: queued.rule ?? null,
-          turn: turn.id,
-          updated_at: now(),
-        };
-      }).catch((err) => log.error({ err, messageId: message.id }, 'status update failed'));
+      const entry = entryOf(message.id);
+      if (entry.status !== null && isFinal(entry.status)) continue;
+      track(message.id, entry, {
+        ...(entry.status ?? emptyStatus(message.id, at)),
+        status: 'running',
+        pipeline: turn.pipeline,
+        rule: queued.rule ?? null,
+        turn: turn.id,
+        updated_at: at,
+      })?.catch((err) => log.error({ err, messageId: message.id }, 'status update failed'));
     }
   }
 
@@ -179,50 +243,39 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
   return {
     watch(id) {
-      let resolveFinal: ((final: FinalStatus | null) => void) | undefined;
-      const final = new Promise<FinalStatus | null>((resolve) => {
-        resolveFinal = resolve;
-      });
-      const listener = (status: FinalStatus) => resolveFinal?.(status);
-      const set = watchers.get(id) ?? new Set();
-      set.add(listener);
-      watchers.set(id, set);
-      const cancel = () => {
-        set.delete(listener);
-        if (set.size === 0 && watchers.get(id) === set) watchers.delete(id);
-        resolveFinal?.(null);
-      };
-      return {
-        async wait(timeoutMs) {
-          const timer = setTimeout(cancel, timeoutMs);
-          try {
-            return await final;
-          } finally {
-            clearTimeout(timer);
-            cancel();
-          }
-        },
-        cancel,
-      };
+      const entry = entryOf(id);
+      return new Watch(entry, () => release(id, entry));
     },
 
     async queued(id, fields) {
-      await update(id, (current) =>
-        current === null ? { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule } : null,
-      );
+      const entry = entryOf(id);
+      if (entry.status !== null) return;
+      await track(id, entry, { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule });
     },
 
-    appendReplies(id, replies) {
-      return update(id, (current) =>
-        current === null
-          ? null
-          : { ...current, replies: [...current.replies, ...replies], updated_at: now() },
-      );
+    async appendReplies(id, replies) {
+      const entry = tracked.get(id);
+      const current = entry?.status ?? null;
+      if (entry === undefined || current === null) {
+        return writes.run(id, async () => {
+          const stored = await statuses.get(id);
+          if (stored === null) return null;
+          const updated = { ...stored, replies: [...stored.replies, ...replies], updated_at: now() };
+          await statuses.put(updated);
+          return updated;
+        });
+      }
+      const updated = { ...current, replies: [...current.replies, ...replies], updated_at: now() };
+      entry.status = updated;
+      if (isFinal(updated)) await write(id, entry, updated);
+      return updated;
     },
 
     async current(id) {
-      await serializer.idle(id);
-      return live.get(id) ?? statuses.get(id);
+      const status = tracked.get(id)?.status ?? null;
+      if (status !== null) return status;
+      await writes.idle(id);
+      return statuses.get(id);
     },
 
     close() {

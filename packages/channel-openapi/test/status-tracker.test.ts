@@ -20,7 +20,86 @@ const message = parseInboundMessage({
   received_at: 0,
 });
 
+/** A tracker over a memory store that records its writes and reads, with hand-fired events. */
+function trackerHarness(durable: boolean) {
+  const store = { ...createMemoryMessageStatusStore(), durable };
+  const writes: string[] = [];
+  const reads: string[] = [];
+  const counting: MessageStatusStore = {
+    ...store,
+    put: (status) => {
+      writes.push(status.status);
+      return store.put(status);
+    },
+    get: (id) => {
+      reads.push(id);
+      return store.get(id);
+    },
+  };
+  let emitOutcome: (outcome: Outcome) => void = () => {};
+  const tracker = createStatusTracker({
+    channelId: 'api',
+    statuses: counting,
+    logger: silentLogger,
+    events: {
+      subscribeOutcomes: (listener) => {
+        emitOutcome = listener;
+        return () => {};
+      },
+      subscribeTurnStarts: () => () => {},
+    },
+  });
+  const complete = (kind: Outcome['kind'] = 'completed') =>
+    emitOutcome({ kind, at: 1, message, session: 's', pipeline: 'echo', turnId: 't1', replies: [] });
+  return { store, writes, reads, tracker, complete };
+}
+
 describe('status tracker', () => {
+  describe('when the outcome lands before `queued` (a pipeline faster than the accept)', () => {
+    it('keeps the final status, answers the watch, and never writes queued over it', async () => {
+      const { tracker, writes, reads, complete } = trackerHarness(true);
+      const watch = tracker.watch(message.id);
+      complete();
+      // Let the final write land before the route gets to record `queued`.
+      await new Promise((resolve) => setImmediate(resolve));
+      await tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      const final = await watch.wait(1000);
+      expect(final?.status.status).toBe('completed');
+      expect(reads).toEqual([]);
+      expect((await tracker.current(message.id))?.status).toBe('completed');
+      expect(writes).toEqual(['completed']);
+    });
+  });
+
+  describe('when a final message is no longer watched', () => {
+    it('forgets it, and later answers and replies come from the store', async () => {
+      const { tracker, store, reads, complete } = trackerHarness(false);
+      const watch = tracker.watch(message.id);
+      await tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      complete('dead_lettered');
+      await watch.wait(1000);
+      expect((await tracker.current(message.id))?.status).toBe('dead_lettered');
+      expect(reads).toEqual([message.id]);
+      // The dead letter reply arrives after the final status was written and forgotten.
+      const updated = await tracker.appendReplies(message.id, [{ text: 'sorry' }]);
+      expect(updated?.replies).toEqual([{ text: 'sorry' }]);
+      expect((await store.get(message.id))?.replies).toEqual([{ text: 'sorry' }]);
+    });
+  });
+
+  describe('when a watch times out before the outcome', () => {
+    it('resolves null, and a later outcome still reaches the store', async () => {
+      const { tracker, store, complete } = trackerHarness(false);
+      const watch = tracker.watch(message.id);
+      await tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      expect(await watch.wait(5)).toBeNull();
+      expect((await tracker.current(message.id))?.status).toBe('queued');
+      complete();
+      await tracker.current(message.id);
+      expect((await store.get(message.id))?.status).toBe('completed');
+    });
+  });
+
   describe.each([
     { durable: true, expectedWrites: ['queued', 'completed'] },
     { durable: false, expectedWrites: ['completed'] },
