@@ -1,6 +1,7 @@
 import type { ControllerObserver, Outcome, QueryPool } from '@switchboard/core';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
+import { CountingHistogram } from './counting-histogram.js';
 
 /** A session counts as active for this long after its last message (DESIGN §2 "Metrics"). */
 const ACTIVE_WINDOW_MS = 5 * 60_000;
@@ -14,19 +15,29 @@ export function createMetrics(pool: QueryPool) {
   collectDefaultMetrics({ register: registry, prefix: 'switchboard_process_' });
   const activeSessions = new ActiveSessions(ACTIVE_WINDOW_MS);
 
-  const messages = new Counter({
+  // Counted per message in a Map and handed to prom-client when scraped: its `inc` hashes the
+  // labels on every call (see CountingHistogram).
+  const outcomeCounts = new Map<
+    string,
+    { labels: Record<'channel' | 'outcome' | 'reason', string>; count: number }
+  >();
+  new Counter({
     name: 'switchboard_messages_total',
     help: 'Messages by final outcome.',
     labelNames: ['channel', 'outcome', 'reason'] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      for (const { labels, count } of outcomeCounts.values()) this.inc(labels, count);
+    },
   });
-  const queueWait = new Histogram({
+  const queueWait = new CountingHistogram({
     name: 'switchboard_queue_wait_seconds',
     help: 'Time from acceptance to the start of the turn that ran the message.',
     buckets: [0.005, 0.05, 0.25, 1, 2.5, 5, 15, 60, 300],
     registers: [registry],
-  });
-  const pipelineDuration = new Histogram({
+  }).series({});
+  const pipelineDuration = new CountingHistogram({
     name: 'switchboard_pipeline_duration_seconds',
     help: 'Duration of turns by pipeline and result.',
     labelNames: ['pipeline', 'result'] as const,
@@ -70,7 +81,7 @@ export function createMetrics(pool: QueryPool) {
       for (const queued of turn.messages) queueWait.observe((now - queued.acceptedAt) / 1000);
     },
     turnEnded(turn, result, durationMs) {
-      pipelineDuration.observe({ pipeline: turn.pipeline, result }, durationMs / 1000);
+      pipelineDuration.series({ pipeline: turn.pipeline, result }).observe(durationMs / 1000);
     },
     turnRetried(turn) {
       retries.inc({ pipeline: turn.pipeline });
@@ -81,7 +92,15 @@ export function createMetrics(pool: QueryPool) {
     registry,
     observer,
     recordOutcome(outcome: Outcome) {
-      messages.inc({ channel: outcome.message.channel, outcome: outcome.kind, reason: outcome.reason ?? '' });
+      const { channel } = outcome.message;
+      const reason = outcome.reason ?? '';
+      const key = `${channel}\u0000${outcome.kind}\u0000${reason}`;
+      const counted = outcomeCounts.get(key);
+      if (counted === undefined) {
+        outcomeCounts.set(key, { labels: { channel, outcome: outcome.kind, reason }, count: 1 });
+      } else {
+        counted.count += 1;
+      }
       activeSessions.touch(outcome.session, outcome.at);
     },
   };
