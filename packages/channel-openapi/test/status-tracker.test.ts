@@ -49,8 +49,8 @@ function trackerHarness(durable: boolean) {
       subscribeTurnStarts: () => () => {},
     },
   });
-  const complete = (kind: Outcome['kind'] = 'completed') =>
-    emitOutcome({ kind, at: 1, message, session: 's', pipeline: 'echo', turnId: 't1', replies: [] });
+  const complete = (kind: Outcome['kind'] = 'completed', of = message) =>
+    emitOutcome({ kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies: [] });
   return { store, writes, reads, tracker, complete };
 }
 
@@ -84,6 +84,27 @@ describe('status tracker', () => {
       const updated = await tracker.appendReplies(message.id, [{ text: 'sorry' }]);
       expect(updated?.replies).toEqual([{ text: 'sorry' }]);
       expect((await store.get(message.id))?.replies).toEqual([{ text: 'sorry' }]);
+    });
+  });
+
+  describe('when several messages end in the same event-loop turn', () => {
+    it('answers them together once the turn is over, not one by one', async () => {
+      const { tracker, complete } = trackerHarness(false);
+      const second = { ...message, id: '01JSTATUS00000000000000002' };
+      const answered: string[] = [];
+      const waiting = [message, second].map((each) =>
+        tracker
+          .watch(each.id)
+          .wait(1000)
+          .then((final) => answered.push(final?.status.id ?? 'timed out')),
+      );
+      complete('completed', message);
+      complete('completed', second);
+      for (let tick = 0; tick < 10; tick++) await Promise.resolve();
+      expect(answered).toEqual([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      await Promise.all(waiting);
+      expect(answered).toEqual([message.id, second.id]);
     });
   });
 
