@@ -11,7 +11,7 @@
  * connection, timed by the client with sub-millisecond resolution (autocannon rounds latencies
  * to whole milliseconds); gateway p50 − bare p50 is the latency the gateway adds per turn.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,6 +91,25 @@ async function load(url: string, durationS: number): Promise<autocannon.Result> 
   return result;
 }
 
+/**
+ * CPU time (user + system) a process has used so far, in ms, from `/proc/<pid>/stat`; null where
+ * there is no procfs. It shows whether a server was saturated: a server the client cannot keep
+ * busy uses less CPU than its run lasted.
+ */
+function cpuTimeMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Fields after the parenthesized command name; utime and stime are the 12th and 13th of them.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticksPerS = 100; // USER_HZ, 100 on Linux
+  return ((Number(fields[11]) + Number(fields[12])) / ticksPerS) * 1000;
+}
+
 /** One POST over `agent`; resolves its status once the body has been read. */
 function post(agent: Agent, url: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -127,6 +146,10 @@ async function sequentialLatenciesMs(url: string, count: number): Promise<number
 
 interface ServerFigures {
   requestsPerS: number;
+  /** Server CPU per request during the loaded run, µs; null without procfs. */
+  cpuUsPerRequest: number | null;
+  /** Server CPU time ÷ wall time of the loaded run; null without procfs. */
+  cpuBusy: number | null;
   p50Ms: number;
   p99Ms: number;
   lightP50Ms: number;
@@ -137,12 +160,19 @@ async function measureServer(server: Server, dir: string): Promise<ServerFigures
   const running = await server.start(dir);
   try {
     await load(running.url, SETTINGS.httpWarmupS);
+    const cpuBefore = cpuTimeMs(running.child.pid);
+    const startedAt = performance.now();
     const loaded = await load(running.url, SETTINGS.httpDurationS);
+    const wallMs = performance.now() - startedAt;
+    const cpuAfter = cpuTimeMs(running.child.pid);
+    const cpuMs = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;
     // Warm the single connection's path too before timing it.
     await sequentialLatenciesMs(running.url, 200);
     const light = summarize(await sequentialLatenciesMs(running.url, SETTINGS.httpLightRequests));
     return {
       requestsPerS: loaded.requests.average,
+      cpuUsPerRequest: cpuMs === null ? null : (cpuMs * 1000) / loaded.requests.total,
+      cpuBusy: cpuMs === null ? null : cpuMs / wallMs,
       p50Ms: loaded.latency.p50,
       p99Ms: loaded.latency.p99,
       lightP50Ms: light.p50,
@@ -193,6 +223,20 @@ await runScenario('http-throughput', async () => {
       },
       { metric: `${server.id} · ${SETTINGS.httpConnections} connections · p50`, value: f.p50Ms, unit: 'ms' },
       { metric: `${server.id} · ${SETTINGS.httpConnections} connections · p99`, value: f.p99Ms, unit: 'ms' },
+      ...(f.cpuUsPerRequest === null || f.cpuBusy === null
+        ? []
+        : [
+            {
+              metric: `${server.id} · ${SETTINGS.httpConnections} connections · server CPU per request`,
+              value: f.cpuUsPerRequest,
+              unit: 'µs',
+            },
+            {
+              metric: `${server.id} · ${SETTINGS.httpConnections} connections · server CPU busy`,
+              value: f.cpuBusy * 100,
+              unit: '%',
+            },
+          ]),
       { metric: `${server.id} · 1 request at a time · p50`, value: f.lightP50Ms, unit: 'ms' },
       { metric: `${server.id} · 1 request at a time · p99`, value: f.lightP99Ms, unit: 'ms' },
     );
