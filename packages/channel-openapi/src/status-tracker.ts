@@ -221,7 +221,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   // Answers leave together at the end of the event-loop turn, not one by one as turns end: the
   // requests read in one turn are all handled before the first answer is written, and a client
   // waiting on many connections is woken once per burst of writes instead of once per answer.
-  // In the HTTP benchmark that took the gateway from ~13k to 15–17k req/s (docs/BENCHMARKS.md).
+  // In the HTTP benchmark that took the gateway from ~13k to 17–19k req/s (docs/BENCHMARKS.md).
   let answers: Array<() => void> = [];
 
   function answerSoon(answer: () => void): void {
