@@ -1,6 +1,7 @@
 import {
   type MessageStatusStore,
   type Outcome,
+  type Reply,
   type Turn,
   createMemoryMessageStatusStore,
   parseInboundMessage,
@@ -37,6 +38,7 @@ function trackerHarness(durable: boolean) {
     },
   };
   let emitOutcome: (outcome: Outcome) => void = () => {};
+  let emitTurnStart: (turn: Turn) => void = () => {};
   const tracker = createStatusTracker({
     channelId: 'api',
     statuses: counting,
@@ -46,12 +48,26 @@ function trackerHarness(durable: boolean) {
         emitOutcome = listener;
         return () => {};
       },
-      subscribeTurnStarts: () => () => {},
+      subscribeTurnStarts: (listener) => {
+        emitTurnStart = listener;
+        return () => {};
+      },
     },
   });
-  const complete = (kind: Outcome['kind'] = 'completed', of = message) =>
-    emitOutcome({ kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies: [] });
-  return { store, writes, reads, tracker, complete };
+  const startTurn = () => {
+    const queued = {
+      message,
+      session: 's',
+      pipeline: 'echo',
+      routedByRule: false,
+      attempt: 1,
+      acceptedAt: 0,
+    };
+    emitTurnStart({ id: 't1', session: 's', pipeline: 'echo', messages: [queued], attempt: 1 });
+  };
+  const complete = (kind: Outcome['kind'] = 'completed', of = message, replies: Reply[] = []) =>
+    emitOutcome({ kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies });
+  return { store, writes, reads, tracker, startTurn, complete };
 }
 
 describe('status tracker', () => {
@@ -128,55 +144,13 @@ describe('status tracker', () => {
     'when a message goes from queued to running to completed (durable store: $durable)',
     ({ durable, expectedWrites }) => {
       it('answers every state, but writes the store only when queued (if durable) and when final', async () => {
-        const store = { ...createMemoryMessageStatusStore(), durable };
-        const writes: string[] = [];
-        const counting: MessageStatusStore = {
-          ...store,
-          put: (status) => {
-            writes.push(status.status);
-            return store.put(status);
-          },
-        };
-        let emitOutcome: (outcome: Outcome) => void = () => {};
-        let emitTurnStart: (turn: Turn) => void = () => {};
-        const tracker = createStatusTracker({
-          channelId: 'api',
-          statuses: counting,
-          logger: silentLogger,
-          events: {
-            subscribeOutcomes: (listener) => {
-              emitOutcome = listener;
-              return () => {};
-            },
-            subscribeTurnStarts: (listener) => {
-              emitTurnStart = listener;
-              return () => {};
-            },
-          },
-        });
-
+        const { store, writes, tracker, startTurn, complete } = trackerHarness(durable);
         await tracker.queued(message.id, { pipeline: 'echo', rule: null });
         expect((await tracker.current(message.id))?.status).toBe('queued');
-        const queued = {
-          message,
-          session: 's',
-          pipeline: 'echo',
-          routedByRule: false,
-          attempt: 1,
-          acceptedAt: 0,
-        };
-        emitTurnStart({ id: 't1', session: 's', pipeline: 'echo', messages: [queued], attempt: 1 });
+        startTurn();
         expect((await tracker.current(message.id))?.status).toBe('running');
         await tracker.appendReplies(message.id, [{ text: 'hello' }]);
-        emitOutcome({
-          kind: 'completed',
-          at: 1,
-          message,
-          session: 's',
-          pipeline: 'echo',
-          turnId: 't1',
-          replies: [{ text: 'hello' }],
-        });
+        complete('completed', message, [{ text: 'hello' }]);
         const final = await tracker.current(message.id);
         expect(final).toMatchObject({ status: 'completed', turn: 't1', replies: [{ text: 'hello' }] });
         expect(writes).toEqual(expectedWrites);
