@@ -11,22 +11,26 @@ interface SeriesValue {
 export class HistogramSeries {
   /** Observations per bucket, not cumulative; values above the last bound are only in `count`. */
   readonly #inBucket: Float64Array;
+  readonly #bounds: readonly number[];
   #sum = 0;
   #count = 0;
 
   constructor(
     readonly labels: Readonly<Record<string, string>>,
-    private readonly bounds: readonly number[],
+    bounds: readonly number[],
   ) {
+    this.#bounds = bounds;
     this.#inBucket = new Float64Array(bounds.length);
   }
 
   observe(value: number): void {
-    const { bounds } = this;
     let bucket = 0;
-    while (bucket < bounds.length && value > (bounds[bucket] as number)) bucket += 1;
+    for (const bound of this.#bounds) {
+      if (value <= bound) break;
+      bucket += 1;
+    }
     const inBucket = this.#inBucket;
-    if (bucket < bounds.length) inBucket[bucket] = (inBucket[bucket] ?? 0) + 1;
+    if (bucket < inBucket.length) inBucket[bucket] = (inBucket[bucket] ?? 0) + 1;
     this.#sum += value;
     this.#count += 1;
   }
@@ -34,7 +38,7 @@ export class HistogramSeries {
   /** prom-client's values for this series: cumulative buckets, +Inf, sum and count. */
   values(name: string): SeriesValue[] {
     let cumulative = 0;
-    const values = this.bounds.map((le, bucket): SeriesValue => {
+    const values = this.#bounds.map((le, bucket): SeriesValue => {
       cumulative += this.#inBucket[bucket] ?? 0;
       return { metricName: `${name}_bucket`, labels: { le, ...this.labels }, value: cumulative };
     });
@@ -78,6 +82,8 @@ export class CountingHistogram<L extends string = never> {
     this.#labelNames = options.labelNames ?? [];
     // Like prom-client, a histogram without labels reports zeros before its first observation.
     if (this.#labelNames.length === 0) this.series({} as Record<L, string>);
+    // The registry reads only name, help, type, aggregator, get() and reset(); its parameter type
+    // names prom-client's own metric classes, hence the cast.
     for (const registry of options.registers) registry.registerMetric(this as unknown as Metric);
   }
 
