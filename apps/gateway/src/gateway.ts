@@ -212,9 +212,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     reloadRouting,
     async start() {
       const recovered = await pool.recover();
-      if (recovered > 0) logger.info({ recovered }, 'journal recovered');
+      if (recovered.length > 0) logger.info({ recovered: recovered.length }, 'journal recovered');
       retention.start();
-      for (const channel of channels.values()) await channel.start({ ingress, logger });
+      for (const [id, channel] of channels) {
+        const own = recovered.filter((queued) => queued.message.channel === id);
+        await channel.start({ ingress, logger, recovered: own });
+      }
       controller.start();
       const address = await server.listen({ host: config.server.host, port: config.server.port });
       logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');

@@ -56,6 +56,13 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
     type: 'openapi',
 
     async start(context) {
+      // Answer for messages accepted before a restart as for any other: an `Idempotency-Key`
+      // retry finds its message instead of accepting it a second time.
+      await Promise.all(
+        (context.recovered ?? []).map(({ message, pipeline, rule }) =>
+          tracker.recovered(message.id, { pipeline, rule: rule ?? null }),
+        ),
+      );
       ingress = context.ingress;
       logger.info({ prefix: config.prefix, apiKeys: config.apiKeys.length }, 'channel started');
     },

@@ -17,6 +17,12 @@ export interface ChannelEvents {
   subscribeTurnStarts(listener: (turn: Turn) => void): () => void;
 }
 
+/** Where a message was routed, as its `queued` status records it. */
+export interface QueuedFields {
+  pipeline: string;
+  rule: string | null;
+}
+
 /** A final status, with the outcome's reason when the answer is given as it happens. */
 export interface FinalStatus {
   status: MessageStatus;
@@ -42,7 +48,12 @@ export interface StatusTracker {
    * Records `queued`, unless a turn start or the outcome got there first. Call it while watching
    * `id`: the watch keeps an outcome that beat it in memory.
    */
-  queued(id: string, fields: { pipeline: string; rule: string | null }): Promise<void>;
+  queued(id: string, fields: QueuedFields): Promise<void>;
+  /**
+   * Follows a message recovered from the journal after a restart until its outcome: its stored
+   * status, or `queued` (written to a durable store) when the stop came before that was written.
+   */
+  recovered(id: string, fields: QueuedFields): Promise<void>;
   /** Appends replies sent for `id`; returns the updated status, or null when `id` is unknown. */
   appendReplies(id: string, replies: readonly Reply[]): Promise<MessageStatus | null>;
   /** The latest status: from memory while the message is followed, else from the store. */
@@ -200,6 +211,10 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     return first && statuses.durable ? write(id, entry, status) : undefined;
   }
 
+  function trackQueued(id: string, entry: Tracked, fields: QueuedFields): Promise<void> | undefined {
+    return track(id, entry, { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule });
+  }
+
   function onOutcome(outcome: Outcome): void {
     const id = outcome.message.id;
     if (outcome.message.channel !== channelId || outcome.kind === 'duplicate') return;
@@ -265,8 +280,20 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
     async queued(id, fields) {
       const entry = entryOf(id);
+      if (entry.status === null) await trackQueued(id, entry, fields);
+    },
+
+    async recovered(id, fields) {
+      const stored = await statuses.get(id);
+      const entry = entryOf(id);
       if (entry.status !== null) return;
-      await track(id, entry, { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule });
+      if (stored === null) {
+        await trackQueued(id, entry, fields);
+      } else {
+        // Followed as the stop left it, without writing it again.
+        entry.status = stored;
+        release(id, entry);
+      }
     },
 
     async appendReplies(id, replies) {

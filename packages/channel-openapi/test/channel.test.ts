@@ -1,4 +1,6 @@
+import { newMessageId, sessionKeyOf, silentLogger } from '@switchboard/core';
 import { afterEach, describe, expect, it } from 'vitest';
+import { toInboundMessage } from '../src/normalize.js';
 import {
   type Harness,
   createEchoPipeline,
@@ -407,6 +409,40 @@ describe('openapi channel', () => {
       slow.release();
       expect((await retry).json()).toMatchObject({ id: first.json().id, status: 'completed' });
       expect(slow.runs).toHaveLength(1);
+    });
+
+    it('finds a message recovered after a restart before its status was written, and runs it once', async () => {
+      const echo = createEchoPipeline('echo');
+      h = await createHarness({ pipelines: [{ pipeline: echo }], start: false });
+      // The stop came after the journal held the message and the key was bound, before `queued`
+      // was written: the journal gives the message back, the status store knows nothing of it.
+      const id = newMessageId();
+      const recovered = toInboundMessage(
+        { ...message(), chat_type: 'person', wait: true },
+        { id, channelId: 'api', idempotencyKey: 'order-42', receivedAt: Date.now() },
+      );
+      const queued = {
+        message: recovered,
+        session: sessionKeyOf(recovered, 'chat'),
+        pipeline: 'echo',
+        routedByRule: false,
+        attempt: 0,
+        acceptedAt: Date.now(),
+      };
+      await h.pool.enqueue(queued);
+      await h.statuses.claimIdempotencyKey('api:order-42', id, 60_000);
+      await h.channel.start({ ingress: h.ingress, logger: silentLogger, recovered: [queued] });
+
+      const retry = post(message(), { 'idempotency-key': 'order-42' });
+      // Let the retry be admitted before any turn can start, as when it races the replay.
+      for (let tick = 0; tick < 20; tick++) await new Promise((resolve) => setImmediate(resolve));
+      h.controller.start();
+
+      expect((await retry).json()).toMatchObject({ id, status: 'completed' });
+      await eventually(async () => ((await h.pool.stats()).pending === 0 ? true : undefined));
+      await h.controller.stop({ drainTimeoutMs: 1000 });
+      expect(echo.runs).toHaveLength(1);
+      expect(h.outcomes.filter((outcome) => outcome.message.id === id)).toHaveLength(1);
     });
 
     it('accepts the retry of a request the full queue refused', async () => {

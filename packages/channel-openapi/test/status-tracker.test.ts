@@ -103,6 +103,32 @@ describe('status tracker', () => {
     });
   });
 
+  describe('when a message comes back from the journal after a restart', () => {
+    it('follows its stored status without writing it again, and writes queued where none was stored', async () => {
+      const { tracker, store, writes } = trackerHarness(true);
+      const stored = { ...message, id: '01JSTATUS00000000000000003' };
+      await store.put({
+        id: stored.id,
+        status: 'queued',
+        pipeline: 'echo',
+        rule: 'vip',
+        turn: null,
+        replies: [],
+        error: null,
+        updated_at: 0,
+      });
+      await tracker.recovered(stored.id, { pipeline: 'echo', rule: 'vip' });
+      await tracker.recovered(message.id, { pipeline: 'echo', rule: null });
+      expect(writes).toEqual(['queued']);
+      expect(await tracker.current(stored.id)).toMatchObject({
+        status: 'queued',
+        rule: 'vip',
+        updated_at: 0,
+      });
+      expect((await store.get(message.id))?.status).toBe('queued');
+    });
+  });
+
   describe('when several messages end in the same event-loop turn', () => {
     it('answers them together once the turn is over, not one by one', async () => {
       const { tracker, complete } = trackerHarness(false);

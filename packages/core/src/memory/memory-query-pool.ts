@@ -25,8 +25,8 @@ export interface MemoryQueryPoolOptions {
 }
 
 export interface MemoryQueryPool extends QueryPool {
-  /** Reloads the journal in acceptance order; returns how many messages came back. */
-  recover(): Promise<number>;
+  /** Reloads the journal in acceptance order; returns the messages that came back. */
+  recover(): Promise<QueuedMessage[]>;
 }
 
 interface Entry {
@@ -421,12 +421,12 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     },
 
     async recover() {
-      if (journal === undefined) return 0;
+      if (journal === undefined) return [];
       const entries = await journal.load();
       // Everything journaled was accepted once: no cap may drop it now.
       for (const queued of entries) insert(queued, Number.POSITIVE_INFINITY);
       if (entries.length > 0) notify();
-      return entries.length;
+      return entries;
     },
   };
   return pool;

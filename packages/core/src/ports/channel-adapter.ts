@@ -1,11 +1,17 @@
 import type { Ingress } from '../ingress.js';
 import type { InboundMessage, Reply } from '../message.js';
 import type { Logger } from './logger.js';
+import type { QueuedMessage } from './query-pool.js';
 
 export interface ChannelContext {
   /** Where normalized messages go; acknowledge the platform only after it resolves. */
   ingress: Ingress;
   logger: Logger;
+  /**
+   * This channel's messages accepted before the last stop and recovered from the journal: still
+   * queued, their outcomes to come once the controller starts (after every channel has).
+   */
+  recovered?: readonly QueuedMessage[];
 }
 
 export interface ChannelHealth {
