@@ -109,6 +109,10 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
   };
 }
 
+function withReplies(status: MessageStatus, replies: readonly Reply[], at: number): MessageStatus {
+  return { ...status, replies: [...status.replies, ...replies], updated_at: at };
+}
+
 /** What the tracker holds for one message while anything still needs it in memory. */
 interface Tracked {
   /** The latest status; null while a request watches a message not accepted yet. */
@@ -303,12 +307,12 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         return writes.run(id, async () => {
           const stored = await statuses.get(id);
           if (stored === null) return null;
-          const updated = { ...stored, replies: [...stored.replies, ...replies], updated_at: now() };
+          const updated = withReplies(stored, replies, now());
           await statuses.put(updated);
           return updated;
         });
       }
-      const updated = { ...current, replies: [...current.replies, ...replies], updated_at: now() };
+      const updated = withReplies(current, replies, now());
       entry.status = updated;
       if (isFinal(updated)) await write(id, entry, updated);
       return updated;
