@@ -80,8 +80,7 @@ export class CountingHistogram<L extends string = never> {
     this.help = options.help;
     this.#bounds = [...options.buckets].sort((a, b) => a - b);
     this.#labelNames = options.labelNames ?? [];
-    // Like prom-client, a histogram without labels reports zeros before its first observation.
-    if (this.#labelNames.length === 0) this.series({} as Record<L, string>);
+    this.reset();
     // The registry reads only name, help, type, aggregator, get() and reset(); its parameter type
     // names prom-client's own metric classes, hence the cast.
     for (const registry of options.registers) registry.registerMetric(this as unknown as Metric);
@@ -89,7 +88,9 @@ export class CountingHistogram<L extends string = never> {
 
   /** The series of these label values, created on first use. */
   series(labels: Record<L, string>): HistogramSeries {
-    const key = this.#labelNames.map((name) => labels[name]).join('\u0000');
+    // Built without arrays: it runs once per turn.
+    let key = '';
+    for (const name of this.#labelNames) key += `${labels[name]}\u0000`;
     let series = this.#series.get(key);
     if (series === undefined) {
       const own = Object.fromEntries(this.#labelNames.map((name) => [name, labels[name]]));
@@ -105,9 +106,10 @@ export class CountingHistogram<L extends string = never> {
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 
-  /** Called by `registry.resetMetrics()`. */
+  /** Forgets every observation; called by `registry.resetMetrics()` too. */
   reset(): void {
     this.#series.clear();
+    // Like prom-client, a histogram without labels reports zeros before its first observation.
     if (this.#labelNames.length === 0) this.series({} as Record<L, string>);
   }
 }
