@@ -81,27 +81,14 @@ routing:
     });
 
     it('reports the default when no rule matches, and discards', async () => {
-      const fallback = await route(
-        '--channel',
-        'api',
-        '--chat-type',
-        'person',
-        '--chat-id',
-        '1',
-        '--text',
-        'hi',
-      );
+      const fallback = await route('--channel=api', '--chat-type=person', '--chat-id=1', '--text=hi');
       expect(fallback.stdout).toMatch(/rule:\s+default/);
       expect(fallback.stdout).toMatch(/pipeline:\s+echo/);
       const discard = await route(
-        '--channel',
-        'api',
-        '--chat-type',
-        'person',
-        '--chat-id',
-        '1',
-        '--text',
-        'buy now',
+        '--channel=api',
+        '--chat-type=person',
+        '--chat-id=1',
+        '--text=buy now',
         '--json',
       );
       expect(JSON.parse(discard.stdout)).toMatchObject({ rule: 'drop-ads', pipeline: '__discard__' });
@@ -111,16 +98,7 @@ routing:
       const missing = await route('--channel', 'api');
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(/--chat-type, --chat-id, --text/);
-      const unknown = await route(
-        '--channel',
-        'tg',
-        '--chat-type',
-        'person',
-        '--chat-id',
-        '1',
-        '--text',
-        'x',
-      );
+      const unknown = await route('--channel=tg', '--chat-type=person', '--chat-id=1', '--text=x');
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toMatch(/--channel: no channel "tg"/);
     });
