@@ -122,6 +122,20 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       });
     });
 
+    describe('when the turn handed back is a copy of the claimed one', () => {
+      it('frees its slot all the same, as after a round trip through JSON', async () => {
+        const p = await pool();
+        const a = queued('A');
+        const b = queued('A');
+        await p.enqueue(a);
+        await p.enqueue(b);
+        const first = (await p.claim()) as Turn;
+        await p.complete(JSON.parse(JSON.stringify(first)) as Turn);
+        expect((await p.stats()).inflight).toBe(0);
+        expect(texts(await p.claim())).toEqual([b.message.id]);
+      });
+    });
+
     describe('when a turn is retried', () => {
       it('puts it back at the head, runnable only at retryAt, ahead of later messages', async () => {
         const p = await pool();
