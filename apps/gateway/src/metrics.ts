@@ -1,7 +1,7 @@
 import type { ControllerObserver, Outcome, QueryPool } from '@switchboard/core';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
-import { CountingHistogram } from './counting-histogram.js';
+import { countingCounter, countingHistogram } from './counting-metrics.js';
 
 /** A session counts as active for this long after its last message (DESIGN §2 "Metrics"). */
 const ACTIVE_WINDOW_MS = 5 * 60_000;
@@ -15,36 +15,26 @@ export function createMetrics(pool: QueryPool) {
   collectDefaultMetrics({ register: registry, prefix: 'switchboard_process_' });
   const activeSessions = new ActiveSessions(ACTIVE_WINDOW_MS);
 
-  // Counted per message in a Map and handed to prom-client when scraped: its `inc` hashes the
-  // labels on every call (see CountingHistogram).
-  const outcomeCounts = new Map<
-    string,
-    { labels: Record<'channel' | 'outcome' | 'reason', string>; count: number }
-  >();
-  new Counter({
+  const messages = countingCounter({
     name: 'switchboard_messages_total',
     help: 'Messages by final outcome.',
     labelNames: ['channel', 'outcome', 'reason'] as const,
     registers: [registry],
-    collect() {
-      this.reset();
-      for (const { labels, count } of outcomeCounts.values()) this.inc(labels, count);
-    },
   });
-  const queueWait = new CountingHistogram({
+  const queueWait = countingHistogram({
     name: 'switchboard_queue_wait_seconds',
     help: 'Time from acceptance to the start of the turn that ran the message.',
     buckets: [0.005, 0.05, 0.25, 1, 2.5, 5, 15, 60, 300],
     registers: [registry],
   }).series({});
-  const pipelineDuration = new CountingHistogram({
+  const pipelineDuration = countingHistogram({
     name: 'switchboard_pipeline_duration_seconds',
     help: 'Duration of turns by pipeline and result.',
     labelNames: ['pipeline', 'result'] as const,
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 120],
     registers: [registry],
   });
-  const retries = new Counter({
+  const retries = countingCounter({
     name: 'switchboard_retries_total',
     help: 'Turns scheduled to run again after a retryable failure.',
     labelNames: ['pipeline'] as const,
@@ -84,7 +74,7 @@ export function createMetrics(pool: QueryPool) {
       pipelineDuration.series({ pipeline: turn.pipeline, result }).observe(durationMs / 1000);
     },
     turnRetried(turn) {
-      retries.inc({ pipeline: turn.pipeline });
+      retries.series({ pipeline: turn.pipeline }).inc();
     },
   };
 
@@ -92,15 +82,12 @@ export function createMetrics(pool: QueryPool) {
     registry,
     observer,
     recordOutcome(outcome: Outcome) {
-      const { channel } = outcome.message;
-      const reason = outcome.reason ?? '';
-      const key = `${channel}\u0000${outcome.kind}\u0000${reason}`;
-      const counted = outcomeCounts.get(key);
-      if (counted === undefined) {
-        outcomeCounts.set(key, { labels: { channel, outcome: outcome.kind, reason }, count: 1 });
-      } else {
-        counted.count += 1;
-      }
+      const labels = {
+        channel: outcome.message.channel,
+        outcome: outcome.kind,
+        reason: outcome.reason ?? '',
+      };
+      messages.series(labels).inc();
       activeSessions.touch(outcome.session, outcome.at);
     },
   };

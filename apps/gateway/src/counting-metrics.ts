@@ -2,13 +2,35 @@ import type { Metric, Registry } from 'prom-client';
 
 /** One line of the exposition, in the shape prom-client's registry formats. */
 interface SeriesValue {
-  metricName: string;
+  metricName?: string;
   labels: Readonly<Record<string, string | number>>;
   value: number;
 }
 
-/** The counts of one label set; keep it to observe without looking it up. */
-export class HistogramSeries {
+type Labels = Readonly<Record<string, string>>;
+
+/** What one set of label values has counted. */
+interface Series {
+  values(name: string): SeriesValue[];
+}
+
+/** A counter's count for one label set; keep it to count without looking it up. */
+export class CounterSeries implements Series {
+  #count = 0;
+
+  constructor(readonly labels: Labels) {}
+
+  inc(): void {
+    this.#count += 1;
+  }
+
+  values(): SeriesValue[] {
+    return [{ labels: this.labels, value: this.#count }];
+  }
+}
+
+/** A histogram's counts for one label set; keep it to observe without looking it up. */
+export class HistogramSeries implements Series {
   /** Observations per bucket, not cumulative; values above the last bound are only in `count`. */
   readonly #inBucket: Float64Array;
   readonly #bounds: readonly number[];
@@ -16,7 +38,7 @@ export class HistogramSeries {
   #count = 0;
 
   constructor(
-    readonly labels: Readonly<Record<string, string>>,
+    readonly labels: Labels,
     bounds: readonly number[],
   ) {
     this.#bounds = bounds;
@@ -35,7 +57,7 @@ export class HistogramSeries {
     this.#count += 1;
   }
 
-  /** prom-client's values for this series: cumulative buckets, +Inf, sum and count. */
+  /** Cumulative buckets, +Inf, sum and count. */
   values(name: string): SeriesValue[] {
     let cumulative = 0;
     const values = this.#bounds.map((le, bucket): SeriesValue => {
@@ -51,35 +73,37 @@ export class HistogramSeries {
   }
 }
 
-export interface CountingHistogramOptions<L extends string> {
+export interface CountingMetricOptions<L extends string> {
   name: string;
   help: string;
-  buckets: readonly number[];
   labelNames?: readonly L[];
   registers: Registry[];
 }
 
 /**
- * A Prometheus histogram that counts into plain arrays and leaves the text format to prom-client's
- * registry at scrape time. prom-client's own `observe` hashes the labels into a string and finds
- * the bucket by name on every call; with two observations per message that took a fifth of the
- * gateway's HTTP throughput (docs/BENCHMARKS.md). The exposition is the same as a prom-client
- * Histogram's (its test compares them).
+ * A Prometheus counter or histogram that counts in plain memory and leaves the text format to
+ * prom-client's registry at scrape time. prom-client's own `inc` and `observe` hash the label
+ * values into a string and (histograms) find the bucket by name on every call; three such calls
+ * per message took a fifth of the gateway's HTTP throughput (docs/BENCHMARKS.md). The exposition
+ * is the same as prom-client's (its test compares them).
  */
-export class CountingHistogram<L extends string = never> {
-  readonly type = 'histogram';
+export class CountingMetric<L extends string, S extends Series> {
   readonly aggregator = 'sum';
+  readonly #labelNames: readonly L[];
+  readonly #createSeries: (labels: Labels) => S;
+  readonly #series = new Map<string, S>();
   readonly name: string;
   readonly help: string;
-  readonly #bounds: readonly number[];
-  readonly #labelNames: readonly L[];
-  readonly #series = new Map<string, HistogramSeries>();
 
-  constructor(options: CountingHistogramOptions<L>) {
+  constructor(
+    readonly type: 'counter' | 'histogram',
+    options: CountingMetricOptions<L>,
+    createSeries: (labels: Labels) => S,
+  ) {
     this.name = options.name;
     this.help = options.help;
-    this.#bounds = [...options.buckets].sort((a, b) => a - b);
     this.#labelNames = options.labelNames ?? [];
+    this.#createSeries = createSeries;
     this.reset();
     // The registry reads only name, help, type, aggregator, get() and reset(); its parameter type
     // names prom-client's own metric classes, hence the cast.
@@ -87,14 +111,13 @@ export class CountingHistogram<L extends string = never> {
   }
 
   /** The series of these label values, created on first use. */
-  series(labels: Record<L, string>): HistogramSeries {
-    // Built without arrays: it runs once per turn.
+  series(labels: Record<L, string>): S {
+    // Built without arrays: it runs once per message or turn.
     let key = '';
     for (const name of this.#labelNames) key += `${labels[name]}\u0000`;
     let series = this.#series.get(key);
     if (series === undefined) {
-      const own = Object.fromEntries(this.#labelNames.map((name) => [name, labels[name]]));
-      series = new HistogramSeries(own, this.#bounds);
+      series = this.#createSeries(Object.fromEntries(this.#labelNames.map((name) => [name, labels[name]])));
       this.#series.set(key, series);
     }
     return series;
@@ -106,10 +129,23 @@ export class CountingHistogram<L extends string = never> {
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 
-  /** Forgets every observation; called by `registry.resetMetrics()` too. */
+  /** Forgets every count; called by `registry.resetMetrics()` too. */
   reset(): void {
     this.#series.clear();
-    // Like prom-client, a histogram without labels reports zeros before its first observation.
+    // Like prom-client, a metric without labels reports zero before its first count.
     if (this.#labelNames.length === 0) this.series({} as Record<L, string>);
   }
+}
+
+export function countingCounter<L extends string = never>(
+  options: CountingMetricOptions<L>,
+): CountingMetric<L, CounterSeries> {
+  return new CountingMetric('counter', options, (labels) => new CounterSeries(labels));
+}
+
+export function countingHistogram<L extends string = never>(
+  options: CountingMetricOptions<L> & { buckets: readonly number[] },
+): CountingMetric<L, HistogramSeries> {
+  const bounds = [...options.buckets].sort((a, b) => a - b);
+  return new CountingMetric('histogram', options, (labels) => new HistogramSeries(labels, bounds));
 }
