@@ -182,9 +182,9 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       throw refusal(result);
     }
     if (result.status !== 'queued') {
+      // The outcome was recorded during `accept`: the tracker holds it until its write lands, so
+      // a GET agrees at once.
       watch.cancel();
-      // The outcome was recorded during `accept`; let its status write land so a GET agrees.
-      await tracker.current(id);
       return immediateAnswer(id, result);
     }
     const queued: Answer = {

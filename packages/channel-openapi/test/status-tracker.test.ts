@@ -67,7 +67,7 @@ function trackerHarness(durable: boolean) {
   };
   const complete = (kind: Outcome['kind'] = 'completed', of = message, replies: Reply[] = []) =>
     emitOutcome({ kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies });
-  return { store, writes, reads, tracker, startTurn, complete };
+  return { store, statuses: counting, writes, reads, tracker, startTurn, complete };
 }
 
 describe('status tracker', () => {
@@ -84,6 +84,28 @@ describe('status tracker', () => {
       expect(reads).toEqual([]);
       expect((await tracker.current(message.id))?.status).toBe('completed');
       expect(writes).toEqual(['completed']);
+    });
+  });
+
+  describe('when a watch ends before the final status is written', () => {
+    it('keeps answering with that status until the write lands', async () => {
+      const { tracker, store, statuses, complete } = trackerHarness(false);
+      let land: () => void = () => {};
+      const landed = new Promise<void>((resolve) => {
+        land = resolve;
+      });
+      statuses.put = async (status) => {
+        await landed;
+        await store.put(status);
+      };
+      const watch = tracker.watch(message.id);
+      complete('discarded');
+      watch.cancel();
+      expect((await tracker.current(message.id))?.status).toBe('discarded');
+      expect(await store.get(message.id)).toBeNull();
+      land();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect((await store.get(message.id))?.status).toBe('discarded');
     });
   });
 
