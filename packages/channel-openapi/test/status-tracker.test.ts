@@ -180,7 +180,8 @@ describe('status tracker', () => {
       expect(await watch.wait(5)).toBeNull();
       expect((await tracker.current(message.id))?.status).toBe('queued');
       complete();
-      await tracker.current(message.id);
+      // The write is under way; it has landed once the event-loop turn is over.
+      await new Promise((resolve) => setImmediate(resolve));
       expect((await store.get(message.id))?.status).toBe('completed');
     });
   });
