@@ -1,4 +1,4 @@
-import { httpErrorHandler, registerApiDocs } from '@switchboard/channel-openapi';
+import { IDEMPOTENCY_TTL_MS, httpErrorHandler, registerApiDocs } from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
@@ -62,7 +62,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
-  // Statuses answer `GET /v1/messages/{id}`: a day is long enough for any client to ask.
+  // Statuses answer `GET /v1/messages/{id}` and `Idempotency-Key` retries: they are kept as long
+  // as a key can point at one (a day, long enough for any client to ask).
   const retention = createRetention(
     [
       {
@@ -70,7 +71,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         keepMs: config.audit.retentionDays * DAY_MS,
         prune: (before) => stores.auditLog.prune(before),
       },
-      { name: 'message statuses', keepMs: DAY_MS, prune: (before) => stores.statuses.prune(before) },
+      {
+        name: 'message statuses',
+        keepMs: IDEMPOTENCY_TTL_MS,
+        prune: (before) => stores.statuses.prune(before),
+      },
     ],
     logger,
   );

@@ -2,6 +2,7 @@
 
 // The channel
 export { createOpenApiChannel } from './channel.js';
+export { IDEMPOTENCY_TTL_MS } from './routes.js';
 export type { OpenApiChannelOptions } from './channel.js';
 export type { ChannelEvents } from './status-tracker.js';
 

@@ -29,8 +29,11 @@ import { limitConcurrentRequests } from './request-limit.js';
 import type { SseHub } from './sse.js';
 import { type StatusTracker, type StatusWatch, isFinal } from './status-tracker.js';
 
-/** How long an `Idempotency-Key` stays bound to its message. */
-const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+/**
+ * How long an `Idempotency-Key` stays bound to its message. The app keeps statuses at least this
+ * long: a key whose status was pruned would accept its message again.
+ */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /** The wait suggested while the channel is not running: a start or a restart takes seconds. */
 const NOT_RUNNING_RETRY_AFTER_MS = 5000;
 /** Named in the OpenAPI document and in `WWW-Authenticate`. */
