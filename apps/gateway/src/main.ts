@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isSwitchboardError } from '@switchboard/core';
+import { AuditFiltersSchema } from './audit-filters.js';
 import { audit } from './commands/audit.js';
 import { configCheck } from './commands/config-check.js';
 import { type CommandIo, processIo } from './commands/io.js';
@@ -89,23 +90,10 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
           io,
         );
       }
-      case 'audit':
-        return await audit(
-          path,
-          {
-            outcome: values.outcome,
-            reason: values.reason,
-            rule: values.rule,
-            channel: values.channel,
-            session: values.session,
-            since: values.since,
-            until: values.until,
-            limit: values.limit,
-            cursor: values.cursor,
-            json: values.json ?? false,
-          },
-          io,
-        );
+      case 'audit': {
+        const filters = AuditFiltersSchema.keyof().options.map((filter) => [filter, values[filter]]);
+        return await audit(path, { ...Object.fromEntries(filters), json: values.json ?? false }, io);
+      }
       default:
         return usageError(io, `unknown command "${verb}"`);
     }

@@ -4,19 +4,12 @@ import { openAuditReader } from '@switchboard/store-sqlite';
 import { auditView } from '../audit-view.js';
 import { AuditFiltersSchema } from '../audit-filters.js';
 import type { CommandIo } from './io.js';
+import type { z } from 'zod';
 
-export interface AuditFlags {
-  outcome?: string;
-  reason?: string;
-  rule?: string;
-  channel?: string;
-  session?: string;
-  since?: string;
-  until?: string;
-  limit?: string;
-  cursor?: string;
+/** The filters as typed on the command line (text, which the schema parses), and `--json`. */
+export type AuditFlags = { [Filter in keyof z.input<typeof AuditFiltersSchema>]?: string } & {
   json: boolean;
-}
+};
 
 /** Turns the flags into an audit query, naming every flag that is wrong. */
 export function auditQueryOf(flags: AuditFlags): AuditQuery {
