@@ -8,7 +8,7 @@ import {
   newMessageId,
 } from '@switchboard/core';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { type ZodTypeProvider, validatorCompiler } from 'fastify-type-provider-zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   COMMON_ERROR_RESPONSES,
@@ -28,6 +28,7 @@ import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
 import type { SseHub } from './sse.js';
 import { type StatusTracker, type StatusWatch, isFinal } from './status-tracker.js';
+import { validatorCompiler } from './validator-compiler.js';
 
 /**
  * How long an `Idempotency-Key` stays bound to its message. The app keeps statuses at least this

@@ -208,6 +208,16 @@ describe('openapi channel', () => {
       );
     });
 
+    it('names a bad Idempotency-Key header and leaves the other headers as they came', async () => {
+      h = await createHarness();
+      await expectBadRequest(
+        await post(message(), { 'idempotency-key': 'k'.repeat(257) }),
+        'headers.idempotency-key: Too big: expected string to have <=256 characters',
+      );
+      const accepted = await post(message(), { 'idempotency-key': 'k-1', 'x-trace': 'abc' });
+      expect(accepted.statusCode).toBe(200);
+    });
+
     it('refuses a timeout_ms above the channel maximum', async () => {
       h = await createHarness({ channel: { wait_timeout: '5s', max_wait_timeout: '10s' } });
       const response = await post(message({ timeout_ms: 10_001 }));
