@@ -240,10 +240,14 @@ export function createController(options: ControllerOptions): Controller {
     entry.finished = runTurn(entry, pipeline, policy);
   }
 
-  /** Its slot is free again: the next turn may start, or the drain may end (the claim loop checks). */
+  /**
+   * The turn no longer runs. Its slot was freed by the pool, which then wakes the claim loop
+   * itself (`onRunnable`): pumping here too started a second claim loop per turn that mostly
+   * found nothing. What is left to check is whether a drain may end.
+   */
   function endTurn(entry: RunningTurn): void {
     running.delete(entry);
-    pump();
+    checkIdle();
   }
 
   function ended(entry: RunningTurn, result: TurnResult): void {

@@ -209,6 +209,24 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(await p.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
       });
 
+      it('notifies listeners when complete or retry frees a slot (the controller claims on that alone)', async () => {
+        const p = await pool({ global: 1 });
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('B'));
+        const first = (await p.claim()) as Turn;
+        expect(await p.claim()).toBeNull();
+        let wakeups = 0;
+        p.onRunnable(() => {
+          wakeups += 1;
+        });
+        await p.retry(first, 0);
+        expect(wakeups).toBe(1);
+        const again = (await p.claim()) as Turn;
+        await p.complete(again);
+        expect(wakeups).toBe(2);
+        expect(await p.claim()).not.toBeNull();
+      });
+
       it('takeAll returns every waiting message', async () => {
         const p = await pool();
         await p.enqueue(queued('A'));
