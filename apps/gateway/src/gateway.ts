@@ -122,14 +122,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     policies,
     outcomes,
     logger,
-    deliver: async (query, replies) => {
+    deliver: (query, replies) => {
       const channel = channels.get(query.message.channel);
       if (channel === undefined) {
-        throw new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-          message: `channel "${query.message.channel}" is no longer configured`,
-        });
+        return Promise.reject(
+          new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
+            message: `channel "${query.message.channel}" is no longer configured`,
+          }),
+        );
       }
-      await channel.send(query.message, replies);
+      return channel.send(query.message, replies);
     },
     observer: {
       turnStarted(turn) {

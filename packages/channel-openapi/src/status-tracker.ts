@@ -119,8 +119,8 @@ interface Tracked {
   status: MessageStatus | null;
   /** Requests waiting for the final status. */
   waiters: Array<(final: FinalStatus | null) => void>;
-  /** Store writes under way. */
-  writes: number;
+  /** Settles once the message's last store write so far has landed; undefined when none is under way. */
+  writing: Promise<void> | undefined;
 }
 
 /** A request's interest in one message; `wait` and `cancel` both end it. */
@@ -176,15 +176,15 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   const { channelId, statuses } = options;
   const now = options.now ?? Date.now;
   const log = options.logger;
-  // Orders the writes of one message, and the rare read-change-write of a message known only to
-  // the store (a dead letter reply after the status was written and forgotten).
-  const writes = createKeyedSerializer();
+  // Orders the rare read-change-write of a message known only to the store (a dead letter reply
+  // after the status was written and forgotten); the writes of a followed message chain on it.
+  const storeOnly = createKeyedSerializer();
   const tracked = new Map<string, Tracked>();
 
   function entryOf(id: string): Tracked {
     let entry = tracked.get(id);
     if (entry === undefined) {
-      entry = { status: null, waiters: [], writes: 0 };
+      entry = { status: null, waiters: [], writing: undefined };
       tracked.set(id, entry);
     }
     return entry;
@@ -193,18 +193,21 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   /** Forgets `id` once nothing needs it in memory any more. */
   function release(id: string, entry: Tracked): void {
     const settled = entry.status === null || isFinal(entry.status);
-    if (settled && entry.waiters.length === 0 && entry.writes === 0 && tracked.get(id) === entry)
+    if (settled && entry.waiters.length === 0 && entry.writing === undefined && tracked.get(id) === entry)
       tracked.delete(id);
   }
 
+  /** Writes `status` after the message's earlier writes, so the store ends with the latest one. */
   function write(id: string, entry: Tracked, status: MessageStatus): Promise<void> {
-    entry.writes += 1;
-    const written = writes.run(id, () => statuses.put(status));
-    const done = () => {
-      entry.writes -= 1;
+    const previous = entry.writing;
+    const written = previous === undefined ? statuses.put(status) : previous.then(() => statuses.put(status));
+    const landed = () => {
+      if (entry.writing !== tail) return;
+      entry.writing = undefined;
       release(id, entry);
     };
-    written.then(done, done);
+    const tail: Promise<void> = written.then(landed, landed);
+    entry.writing = tail;
     return written;
   }
 
@@ -232,9 +235,13 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       for (const settle of entry.waiters) settle(final);
       release(id, entry);
     };
-    write(id, entry, status)
-      .catch((err) => log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed'))
-      .finally(() => answerSoon(notify));
+    write(id, entry, status).then(
+      () => answerSoon(notify),
+      (err) => {
+        log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed');
+        answerSoon(notify);
+      },
+    );
   }
 
   // Answers leave together at the end of the event-loop turn, not one by one as turns end: the
@@ -304,7 +311,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       const entry = tracked.get(id);
       const current = entry?.status ?? null;
       if (entry === undefined || current === null) {
-        return writes.run(id, async () => {
+        return storeOnly.run(id, async () => {
           const stored = await statuses.get(id);
           if (stored === null) return null;
           const updated = withReplies(stored, replies, now());
@@ -321,7 +328,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     async current(id) {
       const status = tracked.get(id)?.status ?? null;
       if (status !== null) return status;
-      await writes.idle(id);
+      await storeOnly.idle(id);
       return statuses.get(id);
     },
 

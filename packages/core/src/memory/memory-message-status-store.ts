@@ -1,5 +1,7 @@
 import type { MessageStatus, MessageStatusStore } from '../ports/message-status-store.js';
 
+const DONE: Promise<void> = Promise.resolve();
+
 /** Options of `createMemoryMessageStatusStore`. */
 export interface MemoryMessageStatusStoreOptions {
   /** Clock in ms since the epoch; tests inject their own. Default `Date.now`. */
@@ -22,8 +24,14 @@ export function createMemoryMessageStatusStore(
 
   return {
     durable: false,
-    async put(status) {
-      statuses.set(status.id, { updatedAt: status.updated_at, json: JSON.stringify(status) });
+    // Not async: it runs for every message, and has nothing to wait for.
+    put(status) {
+      try {
+        statuses.set(status.id, { updatedAt: status.updated_at, json: JSON.stringify(status) });
+        return DONE;
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
     async get(id) {
       const status = statuses.get(id);
