@@ -67,7 +67,12 @@ describe('durability (end to end)', () => {
       const countBeforeKill = backend.requests.length;
       expect(countBeforeKill).toBeLessThan(200);
 
-      await start();
+      const second = await start();
+      // A message still queued at the kill is known at once: the restart follows it from the journal.
+      const waiting = accepted.filter((id) => !requestedBeforeKill.has(id)).at(-1) as string;
+      const status = await get(`${second.url}/v1/messages/${waiting}`);
+      expect(status.status).toBe(200);
+      expect(['queued', 'running', 'completed']).toContain(status.body.status);
       const seen = await eventually(() => {
         const ids = new Set(backend.requests.flatMap((r) => r.messages.map((m) => m.id)));
         return ids.size >= 200 && ids;

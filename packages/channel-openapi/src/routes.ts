@@ -133,8 +133,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     const watch = tracker.watch(id);
     try {
       const result = await runningIngress().accept(message);
-      if (result.status === 'queued')
-        await tracker.queued(id, { pipeline: result.pipeline, rule: result.rule });
+      if (result.status === 'queued') tracker.queued(id, { pipeline: result.pipeline, rule: result.rule });
       return { kind: 'accepted', id, result, watch };
     } catch (error) {
       watch.cancel();

@@ -48,10 +48,10 @@ export interface StatusTracker {
    * Records `queued`, unless a turn start or the outcome got there first. Call it while watching
    * `id`: the watch keeps an outcome that beat it in memory.
    */
-  queued(id: string, fields: QueuedFields): Promise<void>;
+  queued(id: string, fields: QueuedFields): void;
   /**
    * Follows a message recovered from the journal after a restart until its outcome: its stored
-   * status, or `queued` (written to a durable store) when the stop came before that was written.
+   * status, or `queued` when the stop came before its final status was written.
    */
   recovered(id: string, fields: QueuedFields): Promise<void>;
   /** Appends replies sent for `id`; returns the updated status, or null when `id` is unknown. */
@@ -167,10 +167,11 @@ class Watch implements StatusWatch {
  * drains.
  *
  * Statuses change in memory, synchronously, in the order the events arrive; the store is written
- * only when a message is first seen (if the store is durable, so that a restart still knows the
- * id) and when it is final. A message stays in memory until it is final, its writes have landed
- * and nobody watches it — so a late `queued` always finds the outcome that beat it, without
- * reading the store (docs/BENCHMARKS.md).
+ * when a message is final. Until then a restart learns of the message from the journal, which
+ * holds it until its outcome, and follows it again (`recovered`): writing `queued` as well put a
+ * second status write on every message's path (docs/BENCHMARKS.md). A message stays in memory
+ * until it is final, its writes have landed and nobody watches it — so a late `queued` always
+ * finds the outcome that beat it, without reading the store.
  */
 export function createStatusTracker(options: StatusTrackerOptions): StatusTracker {
   const { channelId, statuses } = options;
@@ -211,15 +212,8 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     return written;
   }
 
-  /** Sets a status that is not final; the first one a durable store sees is written. */
-  function track(id: string, entry: Tracked, status: MessageStatus): Promise<void> | undefined {
-    const first = entry.status === null;
-    entry.status = status;
-    return first && statuses.durable ? write(id, entry, status) : undefined;
-  }
-
-  function trackQueued(id: string, entry: Tracked, fields: QueuedFields): Promise<void> | undefined {
-    return track(id, entry, { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule });
+  function trackQueued(id: string, entry: Tracked, fields: QueuedFields): void {
+    entry.status = { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule };
   }
 
   function onOutcome(outcome: Outcome): void {
@@ -267,14 +261,14 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       if (message.channel !== channelId) continue;
       const entry = entryOf(message.id);
       if (entry.status !== null && isFinal(entry.status)) continue;
-      track(message.id, entry, {
+      entry.status = {
         ...(entry.status ?? emptyStatus(message.id, at)),
         status: 'running',
         pipeline: turn.pipeline,
         rule: queued.rule ?? null,
         turn: turn.id,
         updated_at: at,
-      })?.catch((err) => log.error({ err, messageId: message.id }, 'status update failed'));
+      };
     }
   }
 
@@ -289,9 +283,9 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       return new Watch(entry, () => release(id, entry));
     },
 
-    async queued(id, fields) {
+    queued(id, fields) {
       const entry = entryOf(id);
-      if (entry.status === null) await trackQueued(id, entry, fields);
+      if (entry.status === null) trackQueued(id, entry, fields);
     },
 
     async recovered(id, fields) {
@@ -299,7 +293,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       const entry = entryOf(id);
       if (entry.status !== null) return;
       if (stored === null) {
-        await trackQueued(id, entry, fields);
+        trackQueued(id, entry, fields);
       } else {
         // Followed as the stop left it, without writing it again.
         entry.status = stored;

@@ -78,7 +78,7 @@ describe('status tracker', () => {
       complete();
       // Let the final write land before the route gets to record `queued`.
       await new Promise((resolve) => setImmediate(resolve));
-      await tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
       const final = await watch.wait(1000);
       expect(final?.status.status).toBe('completed');
       expect(reads).toEqual([]);
@@ -113,7 +113,7 @@ describe('status tracker', () => {
     it('forgets it, and later answers and replies come from the store', async () => {
       const { tracker, store, reads, complete } = trackerHarness(false);
       const watch = tracker.watch(message.id);
-      await tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
       complete('dead_lettered');
       await watch.wait(1000);
       expect((await tracker.current(message.id))?.status).toBe('dead_lettered');
@@ -126,7 +126,7 @@ describe('status tracker', () => {
   });
 
   describe('when a message comes back from the journal after a restart', () => {
-    it('follows its stored status without writing it again, and writes queued where none was stored', async () => {
+    it('follows its stored status, or queued where none was stored, without writing either', async () => {
       const { tracker, store, writes } = trackerHarness(true);
       const stored = { ...message, id: '01JSTATUS00000000000000003' };
       await store.put({
@@ -141,13 +141,14 @@ describe('status tracker', () => {
       });
       await tracker.recovered(stored.id, { pipeline: 'echo', rule: 'vip' });
       await tracker.recovered(message.id, { pipeline: 'echo', rule: null });
-      expect(writes).toEqual(['queued']);
+      expect(writes).toEqual([]);
       expect(await tracker.current(stored.id)).toMatchObject({
         status: 'queued',
         rule: 'vip',
         updated_at: 0,
       });
-      expect((await store.get(message.id))?.status).toBe('queued');
+      expect((await tracker.current(message.id))?.status).toBe('queued');
+      expect(await store.get(message.id)).toBeNull();
     });
   });
 
@@ -176,7 +177,7 @@ describe('status tracker', () => {
     it('resolves null, and a later outcome still reaches the store', async () => {
       const { tracker, store, complete } = trackerHarness(false);
       const watch = tracker.watch(message.id);
-      await tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
       expect(await watch.wait(5)).toBeNull();
       expect((await tracker.current(message.id))?.status).toBe('queued');
       complete();
@@ -186,15 +187,12 @@ describe('status tracker', () => {
     });
   });
 
-  describe.each([
-    { durable: true, expectedWrites: ['queued', 'completed'] },
-    { durable: false, expectedWrites: ['completed'] },
-  ])(
+  describe.each([{ durable: true }, { durable: false }])(
     'when a message goes from queued to running to completed (durable store: $durable)',
-    ({ durable, expectedWrites }) => {
-      it('answers every state, but writes the store only when queued (if durable) and when final', async () => {
+    ({ durable }) => {
+      it('answers every state, but writes the store only when final (the journal holds it until then)', async () => {
         const { store, writes, tracker, startTurn, complete } = trackerHarness(durable);
-        await tracker.queued(message.id, { pipeline: 'echo', rule: null });
+        tracker.queued(message.id, { pipeline: 'echo', rule: null });
         expect((await tracker.current(message.id))?.status).toBe('queued');
         startTurn();
         expect((await tracker.current(message.id))?.status).toBe('running');
@@ -202,7 +200,7 @@ describe('status tracker', () => {
         complete('completed', message, [{ text: 'hello' }]);
         const final = await tracker.current(message.id);
         expect(final).toMatchObject({ status: 'completed', turn: 't1', replies: [{ text: 'hello' }] });
-        expect(writes).toEqual(expectedWrites);
+        expect(writes).toEqual(['completed']);
         expect(await store.get(message.id)).toMatchObject({ status: 'completed' });
       });
     },
