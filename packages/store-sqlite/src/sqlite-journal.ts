@@ -19,6 +19,11 @@ export function createSqliteJournal(db: Database, commit: GroupCommit): Journal 
   const setAttempt = db.prepare<[number, string]>('UPDATE journal SET attempt = ? WHERE id = ?');
   const remove = db.prepare<[string]>('DELETE FROM journal WHERE id = ?');
   const load = db.prepare<[], JournalRow>('SELECT attempt, payload FROM journal ORDER BY seq');
+  // A turn that starts and ends within one group commit — a fast pipeline under load — need not
+  // update its messages' attempt: the removal later in the same transaction deletes the rows.
+  // Per id, the number of its latest removal still to run; calls are numbered in call order.
+  const pendingRemoval = new Map<string, number>();
+  let calls = 0;
 
   return {
     append(entry) {
@@ -26,13 +31,21 @@ export function createSqliteJournal(db: Database, commit: GroupCommit): Journal 
       return commit(() => insert.run(entry.message.id, entry.attempt, payload));
     },
     markStarted(messageIds, attempt) {
+      const call = ++calls;
       return commit(() => {
-        for (const id of messageIds) setAttempt.run(attempt, id);
+        for (const id of messageIds) {
+          if ((pendingRemoval.get(id) ?? 0) < call) setAttempt.run(attempt, id);
+        }
       });
     },
     remove(messageIds) {
+      const call = ++calls;
+      for (const id of messageIds) pendingRemoval.set(id, call);
       return commit(() => {
-        for (const id of messageIds) remove.run(id);
+        for (const id of messageIds) {
+          remove.run(id);
+          if (pendingRemoval.get(id) === call) pendingRemoval.delete(id);
+        }
       });
     },
     async load() {

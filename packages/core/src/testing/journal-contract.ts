@@ -69,6 +69,21 @@ export function journalContract(name: string, factory: StoreFactory<Journal>): v
           [secondId, 2],
         ]);
       });
+
+      it('applies a start made after a removal and a new append of the same id', async () => {
+        const entry = queuedMessageFixture(1);
+        const id = entry.message.id;
+        await subject.store.append(entry);
+        await Promise.all([
+          subject.store.markStarted([id], 1),
+          subject.store.remove([id]),
+          subject.store.append(entry),
+          subject.store.markStarted([id], 2),
+        ]);
+        expect((await subject.store.load()).map((loaded) => [loaded.message.id, loaded.attempt])).toEqual([
+          [id, 2],
+        ]);
+      });
     });
 
     describe('when a turn starts', () => {
