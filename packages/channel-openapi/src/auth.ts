@@ -22,9 +22,22 @@ loopbackV6.addAddress('::1', 'ipv6');
 
 const IPV4_MAPPED_PREFIX = '::ffff:';
 
+// The last address judged and its answer: a client's requests come from one address, and
+// judging it again lower-cased a copy of it on every request.
+let lastAddress: string | undefined;
+let lastIsLoopback = false;
+
 /** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback (`::ffff:127.0.0.1`). */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (address === undefined) return false;
+  if (address !== lastAddress) {
+    lastIsLoopback = judgeLoopback(address);
+    lastAddress = address;
+  }
+  return lastIsLoopback;
+}
+
+function judgeLoopback(address: string): boolean {
   const mapped = address.toLowerCase().startsWith(IPV4_MAPPED_PREFIX)
     ? address.slice(IPV4_MAPPED_PREFIX.length)
     : address;

@@ -24,6 +24,13 @@ describe('isLoopbackAddress', () => {
       expect(isLoopbackAddress(undefined)).toBe(false);
     });
   });
+
+  describe('when addresses alternate and repeat', () => {
+    it('judges each one by itself, not by the answer remembered for the last', () => {
+      const addresses = ['127.0.0.1', '127.0.0.1', '10.0.0.1', '10.0.0.1', '127.0.0.1', '::1', 'fe80::1'];
+      expect(addresses.map(isLoopbackAddress)).toEqual([true, true, false, false, true, true, false]);
+    });
+  });
 });
 
 describe('bearerAuth', () => {
