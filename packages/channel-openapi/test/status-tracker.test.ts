@@ -22,8 +22,8 @@ const message = parseInboundMessage({
 });
 
 /** A tracker over a memory store that records its writes and reads, with hand-fired events. */
-function trackerHarness(durable: boolean) {
-  const store = { ...createMemoryMessageStatusStore(), durable };
+function trackerHarness() {
+  const store = createMemoryMessageStatusStore();
   const writes: string[] = [];
   const reads: string[] = [];
   const counting: MessageStatusStore = {
@@ -73,7 +73,7 @@ function trackerHarness(durable: boolean) {
 describe('status tracker', () => {
   describe('when the outcome lands before `queued` (a pipeline faster than the accept)', () => {
     it('keeps the final status, answers the watch, and never writes queued over it', async () => {
-      const { tracker, writes, reads, complete } = trackerHarness(true);
+      const { tracker, writes, reads, complete } = trackerHarness();
       const watch = tracker.watch(message.id);
       complete();
       // Let the final write land before the route gets to record `queued`.
@@ -89,7 +89,7 @@ describe('status tracker', () => {
 
   describe('when a watch ends before the final status is written', () => {
     it('keeps answering with that status until the write lands', async () => {
-      const { tracker, store, statuses, complete } = trackerHarness(false);
+      const { tracker, store, statuses, complete } = trackerHarness();
       let land: () => void = () => {};
       const landed = new Promise<void>((resolve) => {
         land = resolve;
@@ -111,7 +111,7 @@ describe('status tracker', () => {
 
   describe('when a final message is no longer watched', () => {
     it('forgets it, and later answers and replies come from the store', async () => {
-      const { tracker, store, reads, complete } = trackerHarness(false);
+      const { tracker, store, reads, complete } = trackerHarness();
       const watch = tracker.watch(message.id);
       tracker.queued(message.id, { pipeline: 'echo', rule: null });
       complete('dead_lettered');
@@ -127,7 +127,7 @@ describe('status tracker', () => {
 
   describe('when a message comes back from the journal after a restart', () => {
     it('follows its stored status, or queued where none was stored, without writing either', async () => {
-      const { tracker, store, writes } = trackerHarness(true);
+      const { tracker, store, writes } = trackerHarness();
       const stored = { ...message, id: '01JSTATUS00000000000000003' };
       await store.put({
         id: stored.id,
@@ -154,7 +154,7 @@ describe('status tracker', () => {
 
   describe('when several messages end in the same event-loop turn', () => {
     it('answers them together once the turn is over, not one by one', async () => {
-      const { tracker, complete } = trackerHarness(false);
+      const { tracker, complete } = trackerHarness();
       const second = { ...message, id: '01JSTATUS00000000000000002' };
       const answered: string[] = [];
       const waiting = [message, second].map((each) =>
@@ -175,7 +175,7 @@ describe('status tracker', () => {
 
   describe('when a watch times out before the outcome', () => {
     it('resolves null, and a later outcome still reaches the store', async () => {
-      const { tracker, store, complete } = trackerHarness(false);
+      const { tracker, store, complete } = trackerHarness();
       const watch = tracker.watch(message.id);
       tracker.queued(message.id, { pipeline: 'echo', rule: null });
       expect(await watch.wait(5)).toBeNull();
@@ -187,22 +187,19 @@ describe('status tracker', () => {
     });
   });
 
-  describe.each([{ durable: true }, { durable: false }])(
-    'when a message goes from queued to running to completed (durable store: $durable)',
-    ({ durable }) => {
-      it('answers every state, but writes the store only when final (the journal holds it until then)', async () => {
-        const { store, writes, tracker, startTurn, complete } = trackerHarness(durable);
-        tracker.queued(message.id, { pipeline: 'echo', rule: null });
-        expect((await tracker.current(message.id))?.status).toBe('queued');
-        startTurn();
-        expect((await tracker.current(message.id))?.status).toBe('running');
-        await tracker.appendReplies(message.id, [{ text: 'hello' }]);
-        complete('completed', message, [{ text: 'hello' }]);
-        const final = await tracker.current(message.id);
-        expect(final).toMatchObject({ status: 'completed', turn: 't1', replies: [{ text: 'hello' }] });
-        expect(writes).toEqual(['completed']);
-        expect(await store.get(message.id)).toMatchObject({ status: 'completed' });
-      });
-    },
-  );
+  describe('when a message goes from queued to running to completed', () => {
+    it('answers every state, but writes the store only when final (the journal holds it until then)', async () => {
+      const { store, writes, tracker, startTurn, complete } = trackerHarness();
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      expect((await tracker.current(message.id))?.status).toBe('queued');
+      startTurn();
+      expect((await tracker.current(message.id))?.status).toBe('running');
+      await tracker.appendReplies(message.id, [{ text: 'hello' }]);
+      complete('completed', message, [{ text: 'hello' }]);
+      const final = await tracker.current(message.id);
+      expect(final).toMatchObject({ status: 'completed', turn: 't1', replies: [{ text: 'hello' }] });
+      expect(writes).toEqual(['completed']);
+      expect(await store.get(message.id)).toMatchObject({ status: 'completed' });
+    });
+  });
 });

@@ -39,7 +39,6 @@ export function createSqliteMessageStatusStore(
   });
 
   return {
-    durable: true,
     put(status) {
       const payload = JSON.stringify(status);
       return commit(() => put.run(status.id, status.updated_at, payload));

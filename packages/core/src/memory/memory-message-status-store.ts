@@ -23,7 +23,6 @@ export function createMemoryMessageStatusStore(
   const keys = new Map<string, { messageId: string; expiresAt: number }>();
 
   return {
-    durable: false,
     // Not async: it runs for every message, and has nothing to wait for.
     put(status) {
       try {

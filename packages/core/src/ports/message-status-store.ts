@@ -23,8 +23,6 @@ export interface MessageStatus {
  * Each call is atomic; the store owns its connection.
  */
 export interface MessageStatusStore {
-  /** True when statuses survive a restart; a store that forgets them needs only final ones. */
-  readonly durable: boolean;
   put(status: MessageStatus): Promise<void>;
   /** The status of a message, or null when unknown (never accepted, or pruned). */
   get(id: string): Promise<MessageStatus | null>;

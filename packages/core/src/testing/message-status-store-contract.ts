@@ -112,10 +112,6 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
     });
 
     describe('when the store is reopened', () => {
-      it('says whether it is durable: it is when it can be reopened', async () => {
-        expect(subject.store.durable).toBe((await subject.reopen()) !== null);
-      });
-
       it('still holds statuses and bound keys', async (context) => {
         const completed = status('m1', { status: 'completed', replies: [{ text: 'hi' }] });
         await subject.store.put(completed);
