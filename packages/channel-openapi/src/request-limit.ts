@@ -26,7 +26,8 @@ export function limitConcurrentRequests(scope: FastifyInstance, maxInFlight: num
       return;
     }
     inFlight += 1;
-    reply.raw.once('close', release);
+    // `on`, not `once`: a response closes once, and `once` wraps the listener anew per request.
+    reply.raw.on('close', release);
     done();
   });
 }

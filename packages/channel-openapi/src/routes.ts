@@ -82,6 +82,22 @@ function immediateAnswer(
   }
 }
 
+/** The answer for a message still queued: `wait=false`, or the wait timed out before its outcome. */
+function queuedAnswer(id: string, result: Extract<IngressResult, { status: 'queued' }>): Answer {
+  return {
+    statusCode: 202,
+    body: {
+      id,
+      status: 'queued',
+      pipeline: result.pipeline,
+      rule: result.rule,
+      turn: null,
+      replies: [],
+      error: null,
+    },
+  };
+}
+
 function refusal(result: Extract<IngressResult, { status: 'refused' }>): SwitchboardError {
   return result.reason === 'queue_full'
     ? new SwitchboardError('SB_QUEUE_FULL', {
@@ -190,23 +206,11 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       watch.cancel();
       return immediateAnswer(id, result);
     }
-    const queued: Answer = {
-      statusCode: 202,
-      body: {
-        id,
-        status: 'queued',
-        pipeline: result.pipeline,
-        rule: result.rule,
-        turn: null,
-        replies: [],
-        error: null,
-      },
-    };
     if (!body.wait) {
       watch.cancel();
-      return queued;
+      return queuedAnswer(id, result);
     }
-    return (await awaitFinal(watch, id, timeoutMs)) ?? queued;
+    return (await awaitFinal(watch, id, timeoutMs)) ?? queuedAnswer(id, result);
   }
 
   return async (scope: FastifyInstance) => {
