@@ -9,7 +9,10 @@ describe('per-session state', () => {
       const batch = 10_000;
       let peakSessions = 0;
       for (let start = 0; start < 1_000_000; start += batch) {
-        for (let i = start; i < start + batch; i++) await h.send(`s${i}`, 'x');
+        // Sent together, so the batch queues up behind the 20 slots and the pool holds its sessions.
+        const sends: Promise<unknown>[] = [];
+        for (let i = start; i < start + batch; i++) sends.push(h.send(`s${i}`, 'x'));
+        await Promise.all(sends);
         peakSessions = Math.max(peakSessions, (await h.pool.stats()).sessions);
         while ((await h.pool.stats()).pending > 0 || h.controller.running > 0) await settle(1);
         h.outcomes.length = 0;

@@ -153,7 +153,21 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     return slots;
   }
 
+  /** Whether a claim would succeed now: a free global slot, and a ready session whose pipeline has one. */
+  function claimable(): boolean {
+    if (inflight >= concurrency.global) return false;
+    for (const slots of pipelines.values()) {
+      if (slots.ready.size > 0 && slots.inflight < slots.policy.maxConcurrency) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Wakes the listeners when a claim would succeed. Waking them on every arrival and completion
+   * regardless started a claim loop per turn that found nothing (docs/BENCHMARKS.md).
+   */
   function notify(): void {
+    if (!claimable()) return;
     for (const listener of listeners) listener();
   }
 
