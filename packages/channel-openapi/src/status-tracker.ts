@@ -178,7 +178,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   const now = options.now ?? Date.now;
   const log = options.logger;
   // Orders the rare read-change-write of a message known only to the store (a dead letter reply
-  // after the status was written and forgotten); the writes of a followed message chain on it.
+  // after the status was written and forgotten). A followed message's writes chain on its entry.
   const storeOnly = createKeyedSerializer();
   const tracked = new Map<string, Tracked>();
 
