@@ -57,6 +57,15 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     }
 
     let sequence = 0;
+    /** Counts the pool's wake-ups from now on. */
+    function countWakeups(p: QueryPool): () => number {
+      let wakeups = 0;
+      p.onRunnable(() => {
+        wakeups += 1;
+      });
+      return () => wakeups;
+    }
+
     function queued(session: string, extra: Partial<QueuedMessage> = {}): QueuedMessage {
       sequence += 1;
       const base = queuedMessageFixture(sequence);
@@ -199,12 +208,9 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     describe('when work finishes', () => {
       it('forgets idle sessions and notifies listeners on arrival', async () => {
         const p = await pool();
-        let wakeups = 0;
-        p.onRunnable(() => {
-          wakeups += 1;
-        });
+        const wakeups = countWakeups(p);
         await p.enqueue(queued('A'));
-        expect(wakeups).toBeGreaterThan(0);
+        expect(wakeups()).toBeGreaterThan(0);
         await p.complete((await p.claim()) as Turn);
         expect(await p.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
       });
@@ -215,15 +221,12 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         await p.enqueue(queued('B'));
         const first = (await p.claim()) as Turn;
         expect(await p.claim()).toBeNull();
-        let wakeups = 0;
-        p.onRunnable(() => {
-          wakeups += 1;
-        });
+        const wakeups = countWakeups(p);
         await p.retry(first, 0);
-        expect(wakeups).toBe(1);
+        expect(wakeups()).toBe(1);
         const again = (await p.claim()) as Turn;
         await p.complete(again);
-        expect(wakeups).toBe(2);
+        expect(wakeups()).toBe(2);
         expect(await p.claim()).not.toBeNull();
       });
 
