@@ -222,13 +222,10 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     if (session.heap === delayed) armTimer();
   }
 
-  function promoteDue(at: number): boolean {
-    let promoted = false;
+  function promoteDue(at: number): void {
     for (let top = delayed.peek(); top !== undefined && top.dueAt <= at; top = delayed.peek()) {
       place(top, at);
-      promoted = true;
     }
-    return promoted;
   }
 
   function armTimer(): void {
@@ -236,9 +233,9 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   }
 
   function onTimer(): void {
-    const promoted = promoteDue(now());
+    promoteDue(now());
     armTimer();
-    if (promoted) notify();
+    notify();
   }
 
   function sessionFor(key: string): Session {
@@ -439,7 +436,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       const entries = await journal.load();
       // Everything journaled was accepted once: no cap may drop it now.
       for (const queued of entries) insert(queued, Number.POSITIVE_INFINITY);
-      if (entries.length > 0) notify();
+      notify();
       return entries;
     },
   };
