@@ -38,8 +38,9 @@ export interface StatusWatch {
 }
 
 /**
- * Keeps the stored status of this channel's messages current — queued on acceptance, running
- * when a turn starts, final on the outcome — and tells waiting requests when a message is final.
+ * Keeps the status of this channel's messages current — queued on acceptance, running when a turn
+ * starts, in memory; final on the outcome, in memory and then in the store — and tells waiting
+ * requests when a message is final.
  */
 export interface StatusTracker {
   /** Watches `id`; call before `ingress.accept`, so that a fast pipeline cannot finish unseen. */
