@@ -109,6 +109,15 @@ describe('operations (end to end)', () => {
       ]) {
         expect(metrics.body).toContain(name);
       }
+      // The process and Node metrics every Prometheus setup expects, under their usual names.
+      for (const name of [
+        'process_resident_memory_bytes',
+        'process_cpu_seconds_total',
+        'nodejs_eventloop_lag_seconds',
+        'nodejs_gc_duration_seconds',
+      ]) {
+        expect(metrics.body).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
+      }
 
       expect((await get(`${gateway.url}/admin/queues`)).body).toMatchObject({
         pending: 0,
