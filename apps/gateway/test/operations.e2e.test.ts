@@ -1,6 +1,9 @@
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { startFakeDiscord } from '@switchboard/testkit/discord';
 import { describe, expect, it } from 'vitest';
 import {
+  type LogLine,
   eventually,
   get,
   post,
@@ -75,6 +78,44 @@ describe('operations (end to end)', () => {
         gateway.logs.some((line) => String(line.msg).startsWith('routing reload refused')),
       );
       expect((await send('spam')).body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
+    });
+  });
+
+  describe('when a SIGHUP arrives while the gateway is still starting', () => {
+    it('holds it, keeps starting, serves, and applies the reload once listening', async () => {
+      // A Discord channel whose login the fake holds keeps the start going for as long as needed.
+      const discord = await startFakeDiscord();
+      cleanup(() => discord.close());
+      discord.holdConnections();
+      const dir = tempDir();
+      const channels = `channels:
+  - { id: api, type: openapi }
+  - { id: dc, type: discord, token: "${discord.token}", api_url: "${discord.url}" }
+`;
+      const configPath = writeConfig(dir, channels + config(dir, DROP_ADS));
+      let child: ChildProcess | undefined;
+      let logs: LogLine[] = [];
+      const starting = startServe({
+        dir,
+        configPath,
+        onSpawn: (spawned, lines) => {
+          child = spawned;
+          logs = lines;
+          cleanup(async () => spawned.kill('SIGKILL'));
+        },
+      });
+      await eventually(() => discord.stats.connections > 0, 10_000, 'the discord login');
+
+      writeFileSync(configPath, channels + config(dir, DROP_SPAM));
+      child?.kill('SIGHUP');
+      await eventually(() => logs.some((line) => line.msg.startsWith('reload requested while starting')));
+      expect(logs.some((line) => line.msg === 'listening')).toBe(false);
+      discord.releaseReconnect();
+
+      const gateway = await starting;
+      await eventually(() => gateway.logs.some((line) => line.msg === 'routing reloaded'));
+      const spam = await post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text: 'spam' });
+      expect(spam.body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
     });
   });
 
