@@ -7,7 +7,7 @@ export type { OpenApiChannelOptions } from './channel.js';
 export type { ChannelEvents } from './status-tracker.js';
 
 // Shared with the app's other routes (admin API, root server)
-export { bearerAuth, isLoopbackAddress, isLoopbackClient } from './auth.js';
+export { bearerAuth, isLoopbackAddress } from './auth.js';
 export type { AuthHook, BearerAuthOptions } from './auth.js';
 export { httpErrorHandler, toHttpError } from './error-handler.js';
 export type { HttpError } from './error-handler.js';
