@@ -15,6 +15,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
 import { createChannels } from './channels.js';
+import { adminAuth } from './http/admin-auth.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
 import { createMetrics } from './metrics.js';
@@ -83,6 +84,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const server = Fastify({
     bodyLimit: config.server.bodyLimitBytes,
+    // Which peers may name the client in X-Forwarded-For; the loopback check reads `request.ip`.
+    trustProxy: config.server.trustProxy,
     loggerInstance: options.httpLogger,
     // Requests are not logged one by one: outcomes and metrics already account for each message.
     logController: new LogController({ disableRequestLogging: true }),
@@ -93,7 +96,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   server.setErrorHandler(httpErrorHandler);
-  await registerApiDocs(server, { title: 'Switchboard', version: options.version ?? '0.0.0' });
+  const operatorAuth = adminAuth(config.admin.token);
+  await registerApiDocs(server, {
+    title: 'Switchboard',
+    version: options.version ?? '0.0.0',
+    ...(config.admin.protect.includes('docs') ? { auth: operatorAuth } : {}),
+  });
 
   const { adapters: channels, policyOf } = createChannels(config, {
     server,
@@ -159,6 +167,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   registerHealthRoutes(server, {
     registry: metrics.registry,
+    protect: config.admin.protect,
+    auth: operatorAuth,
     readiness: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {
         draining: { ok: !draining },
@@ -173,7 +183,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   registerAdminRoutes(server, {
-    token: config.admin.token,
+    auth: operatorAuth,
     auditLog: stores.auditLog,
     pool,
     reload: reloadRouting,

@@ -7,6 +7,7 @@ import { type CommandIo, processIo } from './commands/io.js';
 import { route } from './commands/route.js';
 import { serve } from './commands/serve.js';
 import { resolveConfigPath } from './config-path.js';
+import type { ReloadSignal } from './reload-signal.js';
 
 const USAGE = `Usage: switchboard <command> [options]
 
@@ -49,8 +50,15 @@ function usageError(io: CommandIo, problem: string): number {
   return 2;
 }
 
-/** Runs one CLI invocation; returns the exit code. */
-export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
+/**
+ * Runs one CLI invocation; returns the exit code. `reloadSignal`: SIGHUP as held since the process
+ * began (the CLI installs it first); `serve` handles it, the other commands release it.
+ */
+export async function main(
+  argv: string[],
+  io: CommandIo = processIo,
+  reloadSignal?: ReloadSignal,
+): Promise<number> {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
@@ -64,10 +72,11 @@ export async function main(argv: string[], io: CommandIo = processIo): Promise<n
   }
   const path = resolveConfigPath(values.config);
   const verb = positionals.join(' ');
+  if (verb !== 'serve') reloadSignal?.release();
   try {
     switch (verb) {
       case 'serve':
-        return await serve(path);
+        return await serve(path, reloadSignal);
       case 'config check':
         return await configCheck(path, io);
       case 'route': {

@@ -12,7 +12,9 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
  */
 export function createMetrics(pool: QueryPool) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'switchboard_process_' });
+  // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
+  // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.
+  collectDefaultMetrics({ register: registry });
   const activeSessions = new ActiveSessions(ACTIVE_WINDOW_MS);
 
   const messages = countingCounter({

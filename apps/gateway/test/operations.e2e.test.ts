@@ -1,6 +1,9 @@
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { startFakeDiscord } from '@switchboard/testkit/discord';
 import { describe, expect, it } from 'vitest';
 import {
+  type LogLine,
   eventually,
   get,
   post,
@@ -78,6 +81,47 @@ describe('operations (end to end)', () => {
     });
   });
 
+  describe('when a SIGHUP arrives while the gateway is still starting', () => {
+    // A whole start plus a reload: the default 20 s is too tight on a loaded machine.
+    it('holds it, keeps starting, serves, and applies the reload once listening', {
+      timeout: 60_000,
+    }, async () => {
+      // A Discord channel whose login the fake holds keeps the start going for as long as needed.
+      const discord = await startFakeDiscord();
+      cleanup(() => discord.close());
+      discord.holdConnections();
+      const dir = tempDir();
+      const channels = `channels:
+  - { id: api, type: openapi }
+  - { id: dc, type: discord, token: "${discord.token}", api_url: "${discord.url}" }
+`;
+      const configPath = writeConfig(dir, channels + config(dir, DROP_ADS));
+      let child: ChildProcess | undefined;
+      let logs: LogLine[] = [];
+      const starting = startServe({
+        dir,
+        configPath,
+        onSpawn: (spawned, lines) => {
+          child = spawned;
+          logs = lines;
+          cleanup(async () => spawned.kill('SIGKILL'));
+        },
+      });
+      await eventually(() => discord.stats.connections > 0, 30_000, 'the discord login');
+
+      writeFileSync(configPath, channels + config(dir, DROP_SPAM));
+      child?.kill('SIGHUP');
+      await eventually(() => logs.some((line) => line.msg.startsWith('reload requested while starting')));
+      expect(logs.some((line) => line.msg === 'listening')).toBe(false);
+      discord.releaseReconnect();
+
+      const gateway = await starting;
+      await eventually(() => gateway.logs.some((line) => line.msg === 'routing reloaded'));
+      const spam = await post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text: 'spam' });
+      expect(spam.body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
+    });
+  });
+
   describe('when operators look at the running gateway', () => {
     it('serves health, readiness, Prometheus metrics, queue stats and the OpenAPI document', async () => {
       const { gateway, send } = await serve();
@@ -108,6 +152,15 @@ describe('operations (end to end)', () => {
         'switchboard_retries_total',
       ]) {
         expect(metrics.body).toContain(name);
+      }
+      // The process and Node metrics every Prometheus setup expects, under their usual names.
+      for (const name of [
+        'process_resident_memory_bytes',
+        'process_cpu_seconds_total',
+        'nodejs_eventloop_lag_seconds',
+        'nodejs_gc_duration_seconds',
+      ]) {
+        expect(metrics.body).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
       }
 
       expect((await get(`${gateway.url}/admin/queues`)).body).toMatchObject({

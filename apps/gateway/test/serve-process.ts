@@ -60,12 +60,14 @@ export function writeConfig(dir: string, yaml: string, name = 'switchboard.yaml'
 
 /**
  * Starts `switchboard serve -c <config>` in `dir` and resolves once it logs `listening`. The
- * config should bind port 0; the bound address is read from that log line.
+ * config should bind port 0; the bound address is read from that log line. `onSpawn` gets the
+ * process and its log lines so far at once, for tests that act while it starts.
  */
 export function startServe(options: {
   dir: string;
   configPath: string;
   env?: NodeJS.ProcessEnv;
+  onSpawn?: (child: ChildProcess, logs: LogLine[]) => void;
 }): Promise<ServeProcess> {
   const child = spawn(process.execPath, [CLI, 'serve', '-c', options.configPath], {
     cwd: options.dir,
@@ -73,6 +75,7 @@ export function startServe(options: {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: LogLine[] = [];
+  options.onSpawn?.(child, logs);
   const stderr: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {

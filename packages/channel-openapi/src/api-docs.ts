@@ -2,6 +2,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+import type { AuthHook } from './auth.js';
 
 /** Options of `registerApiDocs`. */
 export interface ApiDocsOptions {
@@ -9,6 +10,8 @@ export interface ApiDocsOptions {
   title: string;
   /** `info.version` of the document: the gateway's version. */
   version: string;
+  /** Runs first on every docs request (`/openapi.json`, `/docs` and its assets); none: open. */
+  auth?: AuthHook;
 }
 
 /**
@@ -34,6 +37,10 @@ export async function registerApiDocs(server: FastifyInstance, options: ApiDocsO
     },
     transform: jsonSchemaTransform,
   });
-  await server.register(fastifySwaggerUi, { routePrefix: '/docs' });
-  server.get('/openapi.json', { schema: { hide: true } }, async () => server.swagger());
+  // A scope of their own, so that `auth` guards these routes and nothing else.
+  await server.register(async (docs) => {
+    if (options.auth !== undefined) docs.addHook('onRequest', options.auth);
+    await docs.register(fastifySwaggerUi, { routePrefix: '/docs' });
+    docs.get('/openapi.json', { schema: { hide: true } }, async () => server.swagger());
+  });
 }

@@ -9,6 +9,8 @@ export interface BearerAuthOptions {
   tokens: readonly string[];
   /** Named in the `WWW-Authenticate` challenge. */
   realm: string;
+  /** The config key that sets `tokens`, named in the 403 of a non-loopback client. */
+  setting: string;
 }
 
 /**
@@ -46,6 +48,44 @@ function judgeLoopback(address: string): boolean {
   return isIPv6(address) && loopbackV6.check(address, 'ipv6');
 }
 
+// Headers that name the client (or the original host, scheme or path) in a form fastify does not
+// read: only a proxy sends them, and the address they carry is not `request.ip`.
+const UNREAD_FORWARDING_HEADERS = new Set([
+  'forwarded',
+  'forwarded-for',
+  'x-forwarded',
+  'x-real-ip',
+  'x-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-cluster-client-ip',
+  'x-original-forwarded-for',
+]);
+
+/** `X-Forwarded-*` (fastify reads -For, -Host and -Proto from a trusted peer) and `Via`. */
+function isProxyHeader(name: string): boolean {
+  return name.startsWith('x-forwarded-') || name === 'via';
+}
+
+/**
+ * Whether the client itself is on loopback, not merely the proxy that forwarded its request
+ * (DESIGN §7 `server.trust_proxy`). A reverse proxy on the same host connects from loopback, so
+ * without this every client behind it would pass. `request.ip` is the forwarded client only when
+ * fastify's `trustProxy` trusted the peer and read `X-Forwarded-For`; fastify then sets
+ * `request.ips` to the peer and the addresses it believed. Any other request that carries
+ * forwarding headers came through a proxy whose client we cannot see, so it is not loopback.
+ */
+export function isLoopbackClient(request: FastifyRequest): boolean {
+  if (!isLoopbackAddress(request.ip)) return false;
+  const forwardedForRead = request.ips !== undefined && request.ips.length > 1;
+  for (const name in request.headers) {
+    if (UNREAD_FORWARDING_HEADERS.has(name)) return false;
+    if (!forwardedForRead && isProxyHeader(name)) return false;
+  }
+  return true;
+}
+
 function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
@@ -56,9 +96,8 @@ const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
  * Bearer-token authentication for the channel and the admin API (DESIGN §3, §7). With tokens
  * configured every request needs `Authorization: Bearer <token>` (401 otherwise). With none,
  * only loopback clients pass (403 otherwise), so a quick start needs no key and is still closed
- * to the network. The client address is `request.ip`: the socket peer, or the forwarded client
- * when the app configures fastify's `trustProxy` — required behind a local reverse proxy, whose
- * own loopback address would otherwise let everyone in.
+ * to the network. "Loopback" is judged by `isLoopbackClient`: a request carrying forwarding
+ * headers passes only when fastify's `trustProxy` read the client from them.
  */
 export function bearerAuth(options: BearerAuthOptions): AuthHook {
   // Hashing first gives equal-length buffers, so timingSafeEqual leaks neither the token nor its length.
@@ -68,9 +107,9 @@ export function bearerAuth(options: BearerAuthOptions): AuthHook {
   /** The error to answer with, or undefined when the request may pass. */
   function refusal(request: FastifyRequest, reply: FastifyReply): SwitchboardError | undefined {
     if (digests.length === 0) {
-      if (isLoopbackAddress(request.ip)) return undefined;
+      if (isLoopbackClient(request)) return undefined;
       return new SwitchboardError('SB_HTTP_FORBIDDEN', {
-        message: 'no API key is configured, so only loopback clients are allowed; configure api_keys',
+        message: `${options.setting} is not set, so only loopback clients not forwarded by a proxy are allowed; set ${options.setting}`,
       });
     }
     const header = request.headers.authorization;

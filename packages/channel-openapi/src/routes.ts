@@ -225,7 +225,10 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       });
     });
     scope.addHook('onRequest', (_request, _reply, done) => done(notRunning()));
-    scope.addHook('onRequest', bearerAuth({ tokens: config.apiKeys, realm: 'switchboard' }));
+    scope.addHook(
+      'onRequest',
+      bearerAuth({ tokens: config.apiKeys, realm: 'switchboard', setting: 'api_keys' }),
+    );
     scope.addHook('preClose', async () => sse.closeAll());
 
     scope.withTypeProvider<ZodTypeProvider>().get(

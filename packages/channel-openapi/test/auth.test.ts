@@ -1,4 +1,4 @@
-import Fastify from 'fastify';
+import Fastify, { type FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { bearerAuth, httpErrorHandler, isLoopbackAddress } from '../src/index.js';
 
@@ -34,10 +34,10 @@ describe('isLoopbackAddress', () => {
 });
 
 describe('bearerAuth', () => {
-  async function protectedServer(tokens: string[]) {
-    const server = Fastify();
+  async function protectedServer(tokens: string[], options: FastifyServerOptions = {}) {
+    const server = Fastify(options);
     server.setErrorHandler(httpErrorHandler);
-    server.addHook('onRequest', bearerAuth({ tokens, realm: 'admin' }));
+    server.addHook('onRequest', bearerAuth({ tokens, realm: 'admin', setting: 'admin.token' }));
     server.get('/admin/queues', async () => ({ ok: true }));
     await server.ready();
     return server;
@@ -74,7 +74,90 @@ describe('bearerAuth', () => {
       ).toBe(200);
       const remote = await server.inject({ url: '/admin/queues', remoteAddress: '192.0.2.1' });
       expect(remote.statusCode).toBe(403);
-      expect(remote.json().error.message).toContain('only loopback clients');
+      expect(remote.json().error.message).toBe(
+        'admin.token is not set, so only loopback clients not forwarded by a proxy are allowed; set admin.token',
+      );
+    });
+  });
+
+  describe('when no tokens are configured and the proxy is not trusted (trustProxy off)', () => {
+    it.each([
+      ['x-forwarded-for', '203.0.113.9'],
+      ['x-forwarded-for', '127.0.0.1'],
+      ['forwarded', 'for=203.0.113.9'],
+      ['x-real-ip', '203.0.113.9'],
+      ['x-forwarded-proto', 'https'],
+      ['via', '1.1 proxy'],
+    ])('refuses a loopback peer that forwards with %s: %s', async (name, value) => {
+      const server = await protectedServer([]);
+      const response = await server.inject({
+        url: '/admin/queues',
+        headers: { [name]: value },
+        remoteAddress: '127.0.0.1',
+      });
+      expect(response.statusCode).toBe(403);
+      expect(response.json().error.code).toBe('SB_HTTP_FORBIDDEN');
+    });
+
+    it('serves a loopback peer that forwards nothing', async () => {
+      const server = await protectedServer([]);
+      const response = await server.inject({ url: '/admin/queues', remoteAddress: '127.0.0.1' });
+      expect(response.statusCode).toBe(200);
+    });
+  });
+
+  describe('when no tokens are configured and every proxy is trusted (trustProxy true)', () => {
+    const ask = async (headers: Record<string, string>) => {
+      const server = await protectedServer([], { trustProxy: true });
+      return (await server.inject({ url: '/admin/queues', headers, remoteAddress: '127.0.0.1' })).statusCode;
+    };
+
+    it('judges the client named by X-Forwarded-For, not the proxy', async () => {
+      expect(await ask({ 'x-forwarded-for': '203.0.113.9' })).toBe(403);
+      expect(await ask({ 'x-forwarded-for': '127.0.0.1' })).toBe(200);
+      expect(await ask({ 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'https', via: '1.1 p' })).toBe(
+        200,
+      );
+    });
+
+    it('refuses a request that also names its client in a header fastify does not read', async () => {
+      expect(await ask({ 'x-forwarded-for': '127.0.0.1', 'x-real-ip': '203.0.113.9' })).toBe(403);
+      expect(await ask({ 'x-forwarded-for': '127.0.0.1', forwarded: 'for=203.0.113.9' })).toBe(403);
+    });
+
+    it('refuses proxy headers without X-Forwarded-For, which leave the client unknown', async () => {
+      expect(await ask({ 'x-forwarded-proto': 'https' })).toBe(403);
+    });
+  });
+
+  describe('when no tokens are configured and only some proxies are trusted (trustProxy addresses)', () => {
+    const ask = async (remoteAddress: string) => {
+      const server = await protectedServer([], { trustProxy: ['127.0.0.1'] });
+      const headers = { 'x-forwarded-for': '127.0.0.1' };
+      return (await server.inject({ url: '/admin/queues', headers, remoteAddress })).statusCode;
+    };
+
+    it('believes X-Forwarded-For from a trusted peer only', async () => {
+      expect(await ask('127.0.0.1')).toBe(200);
+      // A loopback peer not on the list (another local proxy) and a remote client claiming loopback.
+      expect(await ask('127.0.0.2')).toBe(403);
+      expect(await ask('203.0.113.9')).toBe(403);
+    });
+  });
+
+  describe('when a client connects over a loopback socket', () => {
+    it('serves it, and refuses the same socket once it carries X-Forwarded-For', async () => {
+      const server = await protectedServer([]);
+      const address = await server.listen({ host: '127.0.0.1', port: 0 });
+      try {
+        expect((await fetch(`${address}/admin/queues`)).status).toBe(200);
+        const forwarded = await fetch(`${address}/admin/queues`, {
+          headers: { 'x-forwarded-for': '203.0.113.9' },
+        });
+        expect(forwarded.status).toBe(403);
+      } finally {
+        await server.close();
+      }
     });
   });
 });

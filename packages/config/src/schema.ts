@@ -15,6 +15,7 @@ import {
   OpenAIPipelineOptionsSchema,
 } from '@switchboard/pipelines';
 import { z } from 'zod';
+import { isTrustedProxyEntry } from './trusted-proxy.js';
 
 // The whole of switchboard.yaml (DESIGN §6). Every default lives here and nowhere else. YAML keys
 // are snake_case; the parsed output is camelCase with units in the names (`drainTimeoutMs`),
@@ -31,16 +32,41 @@ export const ServerSchema = z
     port: numeric(z.number().int().min(0).max(65_535)).prefault(8080),
     /** Largest accepted request body, in bytes. */
     body_limit: numeric(z.number().int().min(1)).prefault(1_048_576),
+    /**
+     * Which peers may name the client in `X-Forwarded-For` (DESIGN §7): `false` none, `true`
+     * every peer, or a list of addresses, CIDR ranges and `loopback` / `linklocal` /
+     * `uniquelocal`. With it off, a request carrying forwarding headers is never loopback.
+     */
+    trust_proxy: z
+      .union([
+        z.boolean(),
+        z
+          .array(
+            z.string().refine(isTrustedProxyEntry, {
+              error:
+                'expected an IP address, a CIDR range like 10.0.0.0/8, loopback, linklocal or uniquelocal',
+            }),
+          )
+          .min(1, 'list at least one proxy, or write false'),
+      ])
+      .default(false),
   })
-  .transform(({ host, port, body_limit }) => ({ host, port, bodyLimitBytes: body_limit }));
+  .transform(({ host, port, body_limit, trust_proxy }) => ({
+    host,
+    port,
+    bodyLimitBytes: body_limit,
+    trustProxy: trust_proxy,
+  }));
 
 export const AdminSchema = z
   .strictObject({
     /** Bearer token of the admin API; empty or absent = loopback only. */
     token: z.string().optional(),
+    /** Operations endpoints that also need the admin token (or loopback); `/healthz` stays open. */
+    protect: z.array(z.enum(['metrics', 'readyz', 'docs'])).default([]),
   })
   // `token: "${SWITCHBOARD_ADMIN_TOKEN:-}"` yields "" when unset: that means no token.
-  .transform(({ token }) => ({ token: token === '' ? undefined : token }));
+  .transform(({ token, protect }) => ({ token: token === '' ? undefined : token, protect }));
 
 // `kind` may be left out for the default backend, so `store: { path: … }` means sqlite.
 export const StoreSchema = z.discriminatedUnion('kind', [

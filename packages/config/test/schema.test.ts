@@ -9,8 +9,13 @@ describe('ConfigSchema', () => {
     const config = ConfigSchema.parse({});
 
     it('defaults server, admin, store, audit and shutdown', () => {
-      expect(config.server).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 });
-      expect(config.admin).toEqual({ token: undefined });
+      expect(config.server).toEqual({
+        host: '0.0.0.0',
+        port: 8080,
+        bodyLimitBytes: 1_048_576,
+        trustProxy: false,
+      });
+      expect(config.admin).toEqual({ token: undefined, protect: [] });
       expect(config.store).toEqual({ kind: 'sqlite', path: './data/switchboard.db' });
       expect(config.audit).toEqual({
         kind: 'sqlite',
@@ -111,6 +116,39 @@ describe('ConfigSchema', () => {
     it('means no token', () => {
       expect(ConfigSchema.parse({ admin: { token: '' } }).admin.token).toBeUndefined();
       expect(ConfigSchema.parse({ admin: { token: 's3cret' } }).admin.token).toBe('s3cret');
+    });
+  });
+
+  describe('when server.trust_proxy is set', () => {
+    it('keeps true, false and a list of addresses, CIDR ranges and named ranges', () => {
+      const trustProxy = (trust_proxy: unknown) =>
+        ConfigSchema.parse({ server: { trust_proxy } }).server.trustProxy;
+      expect(trustProxy(true)).toBe(true);
+      expect(trustProxy(false)).toBe(false);
+      const list = ['loopback', '10.0.0.5', '10.0.0.0/8', 'fd00::/8', '::1'];
+      expect(trustProxy(list)).toEqual(list);
+    });
+
+    it('names each entry that is not an address or range, and refuses an empty list or a hop count', () => {
+      const issues = (trust_proxy: unknown) =>
+        ConfigSchema.safeParse({ server: { trust_proxy } }).error?.issues.map((issue) =>
+          issue.path.join('.'),
+        );
+      expect(issues(['10.0.0.0/33', 'proxy.local', '127.0.0.1', '1.2.3.4/8/1'])).toEqual([
+        'server.trust_proxy.0',
+        'server.trust_proxy.1',
+        'server.trust_proxy.3',
+      ]);
+      expect(issues([])).toEqual(['server.trust_proxy']);
+      expect(issues(1)).toEqual(['server.trust_proxy']);
+    });
+  });
+
+  describe('when admin.protect lists operations endpoints', () => {
+    it('keeps metrics, readyz and docs, and refuses healthz', () => {
+      const protect = ['metrics', 'readyz', 'docs'];
+      expect(ConfigSchema.parse({ admin: { protect } }).admin.protect).toEqual(protect);
+      expect(ConfigSchema.safeParse({ admin: { protect: ['healthz'] } }).success).toBe(false);
     });
   });
 

@@ -92,6 +92,8 @@ export interface FakeDiscord {
    * the disconnected state for as long as it likes.
    */
   disconnect(options?: { code?: number; holdReconnect?: boolean }): void;
+  /** New sockets get no HELLO until `releaseReconnect()`: a client's login, and its start, wait. */
+  holdConnections(): void;
   releaseReconnect(): void;
   close(): Promise<void>;
 }
@@ -412,6 +414,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const socket = liveSocket();
       live = null;
       socket.close(code, 'fake disconnect');
+    },
+    holdConnections() {
+      holding = true;
     },
     releaseReconnect() {
       holding = false;

@@ -1,15 +1,32 @@
 import { loadConfig } from '@switchboard/config';
-import { createGateway } from '../gateway.js';
+import { type Gateway, createGateway } from '../gateway.js';
 import { createRootLogger } from '../logger.js';
+import { type ReloadSignal, holdReloadSignal } from '../reload-signal.js';
 import { VERSION } from '../version.js';
 
 /**
  * `switchboard serve`: runs the gateway until SIGTERM/SIGINT, then drains and exits 0 (a second
  * signal exits at once). SIGHUP reloads the routing rules; a bad file is refused and the old
- * rules stay.
+ * rules stay. A SIGHUP that arrives while starting is applied once the gateway listens: the
+ * file may have changed after it was first read.
  */
-export async function serve(path: string): Promise<number> {
+export async function serve(path: string, reloadSignal: ReloadSignal = holdReloadSignal()): Promise<number> {
   const logger = createRootLogger();
+  let started: Gateway | undefined;
+  let reloadWhenStarted = false;
+  const reload = (gateway: Gateway) =>
+    gateway
+      .reloadRouting()
+      .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
+  reloadSignal.handleWith(() => {
+    if (started === undefined) {
+      reloadWhenStarted = true;
+      logger.info({}, 'reload requested while starting: applying it once started');
+      return;
+    }
+    void reload(started);
+  });
+
   const config = await loadConfig(path);
   const gateway = await createGateway({
     config,
@@ -28,11 +45,8 @@ export async function serve(path: string): Promise<number> {
   });
 
   await gateway.start();
-  process.on('SIGHUP', () => {
-    gateway
-      .reloadRouting()
-      .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
-  });
+  started = gateway;
+  if (reloadWhenStarted) void reload(gateway);
 
   return new Promise<number>((resolve) => {
     let signalled = false;

@@ -1,4 +1,4 @@
-import { bearerAuth } from '@switchboard/channel-openapi';
+import type { AuthHook } from '@switchboard/channel-openapi';
 import type { AuditLog, QueryPool } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -7,7 +7,8 @@ import { auditView } from '../audit-view.js';
 import { AuditFiltersSchema } from '../audit-filters.js';
 
 export interface AdminDeps {
-  token: string | undefined;
+  /** The admin check (`adminAuth`), run `onRequest`: before a query or body is validated. */
+  auth: AuthHook;
   auditLog: AuditLog;
   pool: QueryPool;
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
@@ -24,10 +25,8 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
   server.register(
     async (admin) => {
       const routes = admin.withTypeProvider<ZodTypeProvider>();
-      admin.addHook(
-        'preHandler',
-        bearerAuth({ tokens: deps.token ? [deps.token] : [], realm: 'switchboard-admin' }),
-      );
+      // onRequest, not preHandler: a stranger's bad query must get 401, not a 400 describing the route.
+      admin.addHook('onRequest', deps.auth);
 
       routes.get(
         '/audit',

@@ -1,3 +1,5 @@
+import type { AuthHook } from '@switchboard/channel-openapi';
+import type { Config } from '@switchboard/config';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 
@@ -6,18 +8,30 @@ export interface Readiness {
   checks: Record<string, { ok: boolean; detail?: string }>;
 }
 
-/** `/healthz` (the process answers), `/readyz` (channels up, store reachable, not draining), `/metrics`. */
-export function registerHealthRoutes(
-  server: FastifyInstance,
-  deps: { readiness: () => Promise<Readiness>; registry: Registry },
-) {
+export interface HealthDeps {
+  readiness: () => Promise<Readiness>;
+  registry: Registry;
+  /** `admin.protect`: which of `/metrics` and `/readyz` need `auth` (`docs` is guarded elsewhere). */
+  protect: Config['admin']['protect'];
+  /** The admin check. */
+  auth: AuthHook;
+}
+
+/**
+ * `/healthz` (the process answers), `/readyz` (channels up, store reachable, not draining),
+ * `/metrics`. `/healthz` is always open: Docker's HEALTHCHECK and load balancers call it without
+ * credentials, and it tells nothing about the deployment.
+ */
+export function registerHealthRoutes(server: FastifyInstance, deps: HealthDeps) {
+  const guard = (endpoint: 'metrics' | 'readyz') =>
+    deps.protect.includes(endpoint) ? { onRequest: deps.auth } : {};
   server.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  server.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+  server.get('/readyz', { schema: { hide: true }, ...guard('readyz') }, async (_request, reply) => {
     const readiness = await deps.readiness();
     reply.code(readiness.ready ? 200 : 503);
     return { status: readiness.ready ? 'ready' : 'not_ready', checks: readiness.checks };
   });
-  server.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+  server.get('/metrics', { schema: { hide: true }, ...guard('metrics') }, async (_request, reply) => {
     reply.header('content-type', deps.registry.contentType);
     return deps.registry.metrics();
   });

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { get, post, startServe, tempDir, testConfig, useCleanups, writeConfig } from './serve-process.js';
+
+// Who may call what, against the real `switchboard serve` over loopback sockets: the admin
+// token, `admin.protect`, and how forwarding headers change what "loopback" means.
+
+const cleanup = useCleanups();
+
+async function serve(yaml: string, server?: string) {
+  const dir = tempDir();
+  const configPath = writeConfig(dir, testConfig(dir, yaml, server));
+  const gateway = await startServe({ dir, configPath, env: { ADMIN_TOKEN: 's3cret' } });
+  cleanup(() => gateway.stop('SIGKILL'));
+  return gateway;
+}
+
+const OPERATIONS = ['/metrics', '/readyz', '/docs', '/docs/json', '/openapi.json'];
+const BEARER = { authorization: 'Bearer s3cret' };
+const FROM_PROXY = { 'x-forwarded-for': '203.0.113.9' };
+
+describe('access control (end to end)', () => {
+  describe('when admin.protect closes metrics, readyz and docs and an admin token is set', () => {
+    it('answers them 401 without the token and serves them with it; /healthz stays open', async () => {
+      const gateway = await serve('admin: { token: "${ADMIN_TOKEN}", protect: [metrics, readyz, docs] }\n');
+      for (const path of OPERATIONS) {
+        const refused = await get(`${gateway.url}${path}`);
+        expect({ path, status: refused.status }).toEqual({ path, status: 401 });
+        expect(refused.body.error.code).toBe('SB_HTTP_UNAUTHORIZED');
+        const served = await get(`${gateway.url}${path}`, BEARER);
+        expect({ path, status: served.status }).toEqual({ path, status: 200 });
+      }
+      expect((await get(`${gateway.url}/healthz`)).status).toBe(200);
+    });
+
+    it('checks the admin token before the query or body, so a stranger gets 401, not 400', async () => {
+      const gateway = await serve('admin: { token: "${ADMIN_TOKEN}" }\n');
+      for (const path of ['/admin/dead-letters?limit=abc', '/admin/audit?since=soon']) {
+        expect((await get(`${gateway.url}${path}`)).status).toBe(401);
+        expect((await get(`${gateway.url}${path}`, BEARER)).status).toBe(400);
+      }
+      expect((await post(`${gateway.url}/admin/reload`, '{not json')).status).toBe(401);
+    });
+  });
+
+  describe('when admin.protect is set without a token', () => {
+    it('serves loopback clients, but not a request a proxy on loopback forwarded', async () => {
+      const gateway = await serve('admin: { protect: [metrics, readyz, docs] }\n');
+      for (const path of [...OPERATIONS, '/admin/queues']) {
+        expect({ path, status: (await get(`${gateway.url}${path}`)).status }).toEqual({ path, status: 200 });
+        const forwarded = await get(`${gateway.url}${path}`, FROM_PROXY);
+        expect({ path, status: forwarded.status }).toEqual({ path, status: 403 });
+        expect(forwarded.body.error.message).toContain('admin.token is not set');
+      }
+    });
+  });
+
+  describe('when no keys are set and server.trust_proxy is off', () => {
+    it('refuses forwarded requests to the HTTP channel and the admin API', async () => {
+      const gateway = await serve('');
+      const message = { session_id: 's', user_id: 'u', text: 'hi' };
+      expect((await post(`${gateway.url}/v1/messages`, message)).status).toBe(200);
+      const forwarded = await post(`${gateway.url}/v1/messages`, message, { forwarded: 'for=203.0.113.9' });
+      expect(forwarded.status).toBe(403);
+      expect(forwarded.body?.error.message).toContain('api_keys is not set');
+      expect((await get(`${gateway.url}/admin/queues`, { 'x-real-ip': '203.0.113.9' })).status).toBe(403);
+    });
+  });
+
+  describe('when server.trust_proxy trusts the loopback proxy', () => {
+    it('judges the client it names in X-Forwarded-For', async () => {
+      const gateway = await serve('', 'host: 127.0.0.1, port: 0, trust_proxy: [loopback]');
+      expect((await get(`${gateway.url}/admin/queues`, FROM_PROXY)).status).toBe(403);
+      const local = await get(`${gateway.url}/admin/queues`, { 'x-forwarded-for': '127.0.0.1' });
+      expect(local.status).toBe(200);
+    });
+  });
+});
