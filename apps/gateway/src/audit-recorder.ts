@@ -4,6 +4,7 @@ import {
   type Logger,
   type Outcome,
   type QueuedMessage,
+  type SecretMasker,
   newMessageId,
 } from '@switchboard/core';
 
@@ -21,8 +22,17 @@ function keptText(text: string, storeText: AuditConfig['storeText']): string | n
  * its message as payload so it can be replayed. A failed write is logged, never thrown back into
  * the message flow.
  */
-export function createAuditRecorder(options: { auditLog: AuditLog; config: AuditConfig; logger: Logger }) {
-  const { auditLog, config } = options;
+export function createAuditRecorder(options: {
+  auditLog: AuditLog;
+  config: AuditConfig;
+  logger: Logger;
+  /**
+   * Hides configured secrets in the stored `error`: a platform's error text may quote a token
+   * (a proxy echoing the request path), and `GET /admin/audit` answers the record. Default: none.
+   */
+  mask?: SecretMasker;
+}) {
+  const { auditLog, config, mask = (text: string) => text } = options;
   const logger = options.logger.child({ component: 'audit' });
 
   function record(outcome: Outcome): void {
@@ -59,7 +69,7 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
         message_id: message.id,
         platform_message_id: message.platform_message_id,
         text: keptText(message.text, config.storeText),
-        error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
+        error: outcome.error ? mask(`${outcome.error.code}: ${outcome.error.message}`) : null,
         payload,
         replayed_at: null,
       })

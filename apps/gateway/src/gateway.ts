@@ -3,6 +3,7 @@ import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
   type Router,
+  type SecretMasker,
   SwitchboardError,
   type Turn,
   createController,
@@ -30,6 +31,8 @@ export interface GatewayOptions {
   /** The root pino logger, for the errors fastify logs; omit to keep fastify quiet. */
   httpLogger?: FastifyBaseLogger;
   version?: string;
+  /** Hides the configured secrets in the error text of audit records (the logger masks its own lines). */
+  mask?: SecretMasker;
 }
 
 export interface Gateway {
@@ -59,7 +62,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'));
   const metrics = createMetrics(pool);
-  const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
+  const audit = createAuditRecorder({
+    auditLog: stores.auditLog,
+    config: config.audit,
+    logger,
+    mask: options.mask,
+  });
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
   // Statuses answer `GET /v1/messages/{id}` and `Idempotency-Key` retries: they are kept as long

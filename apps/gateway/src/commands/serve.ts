@@ -1,4 +1,5 @@
 import { loadConfig } from '@switchboard/config';
+import { createSecretMasker } from '@switchboard/core';
 import { createGateway } from '../gateway.js';
 import { createRootLogger } from '../logger.js';
 import { VERSION } from '../version.js';
@@ -9,12 +10,16 @@ import { VERSION } from '../version.js';
  * rules stay.
  */
 export async function serve(path: string): Promise<number> {
-  const logger = createRootLogger();
+  // The config first: the logger masks its secrets. A config error is thrown to the CLI, which
+  // prints it; its lines never show a secret's value.
   const config = await loadConfig(path);
+  const mask = createSecretMasker(config.secrets);
+  const logger = createRootLogger({ mask });
   const gateway = await createGateway({
     config,
     configPath: path,
     logger,
+    mask,
     httpLogger: logger,
     version: VERSION,
   });
