@@ -4,7 +4,6 @@ import {
   type Logger,
   type Outcome,
   type QueuedMessage,
-  type SecretMasker,
   newMessageId,
 } from '@switchboard/core';
 
@@ -22,17 +21,8 @@ function keptText(text: string, storeText: AuditConfig['storeText']): string | n
  * its message as payload so it can be replayed. A failed write is logged, never thrown back into
  * the message flow.
  */
-export function createAuditRecorder(options: {
-  auditLog: AuditLog;
-  config: AuditConfig;
-  logger: Logger;
-  /**
-   * Hides configured secrets in the stored `error`: a platform's error text may quote a token
-   * (a proxy echoing the request path), and `GET /admin/audit` answers the record. Default: none.
-   */
-  mask?: SecretMasker;
-}) {
-  const { auditLog, config, mask = (text: string) => text } = options;
+export function createAuditRecorder(options: { auditLog: AuditLog; config: AuditConfig; logger: Logger }) {
+  const { auditLog, config } = options;
   const logger = options.logger.child({ component: 'audit' });
 
   function record(outcome: Outcome): void {
@@ -69,7 +59,7 @@ export function createAuditRecorder(options: {
         message_id: message.id,
         platform_message_id: message.platform_message_id,
         text: keptText(message.text, config.storeText),
-        error: outcome.error ? mask(`${outcome.error.code}: ${outcome.error.message}`) : null,
+        error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
         payload,
         replayed_at: null,
       })

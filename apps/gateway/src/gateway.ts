@@ -31,7 +31,10 @@ export interface GatewayOptions {
   /** The root pino logger, for the errors fastify logs; omit to keep fastify quiet. */
   httpLogger?: FastifyBaseLogger;
   version?: string;
-  /** Hides the configured secrets in the error text of audit records (the logger masks its own lines). */
+  /**
+   * Hides the configured secrets in the error text of outcomes, and so of audit records and
+   * message statuses (the logger masks its own lines). Default: none.
+   */
   mask?: SecretMasker;
 }
 
@@ -60,14 +63,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
   let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
 
-  const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'));
+  const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
   const metrics = createMetrics(pool);
-  const audit = createAuditRecorder({
-    auditLog: stores.auditLog,
-    config: config.audit,
-    logger,
-    mask: options.mask,
-  });
+  const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
   // Statuses answer `GET /v1/messages/{id}` and `Idempotency-Key` retries: they are kept as long
