@@ -3,6 +3,7 @@ import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
   type Router,
+  type SecretMasker,
   SwitchboardError,
   type Turn,
   createController,
@@ -31,6 +32,11 @@ export interface GatewayOptions {
   /** The root pino logger, for the errors fastify logs; omit to keep fastify quiet. */
   httpLogger?: FastifyBaseLogger;
   version?: string;
+  /**
+   * Hides the configured secrets in the error text of outcomes, and so of audit records and
+   * message statuses (the logger masks its own lines). Default: none.
+   */
+  mask?: SecretMasker;
 }
 
 export interface Gateway {
@@ -58,7 +64,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
   let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
 
-  const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'));
+  const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
   const metrics = createMetrics(pool);
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);

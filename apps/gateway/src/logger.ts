@@ -1,3 +1,4 @@
+import type { SecretMasker } from '@switchboard/core';
 import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino';
 
 /**
@@ -26,17 +27,33 @@ const REDACT_PATHS = [
   'req.headers["x-slack-signature"]',
 ];
 
+/**
+ * `destination` behind `mask`: each line is masked as pino hands it over, serialized and whole,
+ * so a secret is caught wherever it sits — an error message, a cause, a platform's description —
+ * which the key-based redaction paths cannot see. Only written lines pay for it.
+ */
+function maskedStream(destination: DestinationStream, mask: SecretMasker): DestinationStream {
+  return { write: (line: string) => destination.write(mask(line)) };
+}
+
+export interface RootLoggerOptions {
+  /** Default: `$LOG_LEVEL`, else `info`. */
+  level?: string;
+  /** Default: stdout. */
+  destination?: DestinationStream;
+  /** Built from every configured secret; with it, no line shows a secret. Default: none. */
+  mask?: SecretMasker;
+}
+
 /** The one root logger of the process: pino JSON on stdout (or `destination`). Packages get children of it. */
-export function createRootLogger(
-  level = process.env.LOG_LEVEL ?? 'info',
-  destination?: DestinationStream,
-): PinoLogger {
+export function createRootLogger(options: RootLoggerOptions = {}): PinoLogger {
+  const { level = process.env.LOG_LEVEL ?? 'info', destination = pino.destination(1), mask } = options;
   return pino(
     {
       level,
       base: { service: 'switchboard' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     },
-    destination,
+    mask === undefined ? destination : maskedStream(destination, mask),
   );
 }

@@ -4,11 +4,20 @@ import {
   isSwitchboardError,
   type RoutingConfigInput,
   SwitchboardError,
+  secretEntries,
+  secretValues,
 } from '@switchboard/core';
 import { LineCounter, parseDocument } from 'yaml';
 import { configErrorMap, problemLines } from './problem-lines.js';
 import { type Config, ConfigSchema } from './schema.js';
 import { type Env, substituteEnv } from './substitute.js';
+
+/**
+ * A parsed configuration with every secret value configured in it: the values of the fields
+ * marked with `secretField` (channel tokens, signing secrets, API keys, the admin token, pipeline
+ * secrets and headers), for the masker of log lines and audit records.
+ */
+export type LoadedConfig = Config & { secrets: readonly string[] };
 
 export interface ParseConfigOptions {
   /** Where `${VAR}` values come from. Default: `process.env`. */
@@ -70,27 +79,40 @@ function routingProblems(document: unknown): string[] | null {
   }
 }
 
+function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]): boolean {
+  return prefix.length <= path.length && prefix.every((part, index) => path[index] === part);
+}
+
 /**
  * Parses the text of a switchboard.yaml: YAML, then `${VAR}` substitution, then the schema, then
  * the routing rules against the pipelines. Throws a SwitchboardError listing every problem at
  * once (also in `details.problems`): `SB_CONFIG_INVALID` (syntax, schema, routing) or
- * `SB_CONFIG_VARIABLE_MISSING`.
+ * `SB_CONFIG_VARIABLE_MISSING`. No problem line shows the value of a secret field.
  */
-export function parseConfig(text: string, options: ParseConfigOptions = {}): Config {
+export function parseConfig(text: string, options: ParseConfigOptions = {}): LoadedConfig {
   const source = options.source ?? 'configuration';
   const document = substituteEnv(parseYaml(text, source), options.env ?? process.env, source);
 
   const parsed = ConfigSchema.safeParse(document, { error: configErrorMap, reportInput: true });
   const routing = routingProblems(document);
-  if (parsed.success && routing === null) return parsed.data;
+  if (parsed.success && routing === null)
+    return { ...parsed.data, secrets: secretValues(ConfigSchema, document) };
 
   // The router words routing's own problems; the schema's lines for that section would repeat them.
   const issues = parsed.success ? [] : parsed.error.issues;
+  // Read from the document as written: the fields are named as in the YAML, and may be malformed.
+  const secretPaths = secretEntries(ConfigSchema, document).map((entry) => entry.path);
+  const isSecret = (path: readonly PropertyKey[]) => secretPaths.some((secret) => startsWith(path, secret));
   const problems = [
-    ...problemLines(routing === null ? issues : issues.filter((issue) => issue.path[0] !== 'routing')),
+    ...problemLines(
+      routing === null ? issues : issues.filter((issue) => issue.path[0] !== 'routing'),
+      isSecret,
+    ),
     ...(routing ?? []),
   ];
-  throw invalid(source, problems, parsed.success ? undefined : parsed.error);
+  // No `cause`: the ZodError's message quotes every input it rejected, secrets included, and a
+  // logged error carries its cause's message. The problem lines say all it would.
+  throw invalid(source, problems);
 }
 
 /**
@@ -100,7 +122,7 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Con
 export async function loadConfig(
   path: string,
   options: Omit<ParseConfigOptions, 'source'> = {},
-): Promise<Config> {
+): Promise<LoadedConfig> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');

@@ -1,14 +1,21 @@
-import { formatPath } from '@switchboard/core';
+import { formatPath, isSecretField } from '@switchboard/core';
 import type { z } from 'zod';
 
 // Turns zod issues into the `path: problem` lines of a config error, worded for someone editing
 // YAML: `store.kind: expected one of sqlite|memory|redis, got "mongo"`.
 
-// Values under these keys are never echoed back: error messages end up in logs.
-const SECRET_KEY = /token|secret|key|password/i;
-
 // `scheme://user:password@` in database and Redis URLs.
 const URL_PASSWORD = /(\/\/[^/@\s:]*):[^/@\s]*@/;
+
+/**
+ * What a value is, never what it holds: how the value of a field marked with `secretField` is
+ * described, since config errors are printed, logged and answered by `POST /admin/reload`.
+ */
+function kindOf(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  if (value === null) return 'null';
+  return typeof value === 'object' ? 'a mapping' : `a ${typeof value}`;
+}
 
 /** A short rendering of an offending value, with any URL password masked. */
 export function showValue(value: unknown): string {
@@ -50,6 +57,11 @@ function expectedOfUnion(branches: readonly (readonly z.core.$ZodIssue[])[]): st
   return expected;
 }
 
+/** The offending value of a raw issue, or only its kind when the schema that raised it is secret. */
+function shownInput(issue: z.core.$ZodRawIssue): string {
+  return isSecretField(issue.inst) ? kindOf(issue.input) : showValue(issue.input);
+}
+
 /**
  * Per-parse error map: zod consults it only for issues whose schema gave no message of its own,
  * so messages written in the schemas (durations, routing) win.
@@ -61,13 +73,13 @@ export const configErrorMap: z.core.$ZodErrorMap = (issue) => {
     case 'invalid_type':
       return issue.input === undefined
         ? `required (expected ${issue.expected})`
-        : `expected ${issue.expected}, got ${showValue(issue.input)}`;
+        : `expected ${issue.expected}, got ${shownInput(issue)}`;
     case 'invalid_value': {
       const expected =
         issue.values.length === 1
           ? showValue(issue.values[0])
           : `one of ${issue.values.map(String).join('|')}`;
-      return `expected ${expected}, got ${showValue(issue.input)}`;
+      return `expected ${expected}, got ${shownInput(issue)}`;
     }
     case 'invalid_union': {
       if (typeof issue.discriminator === 'string') {
@@ -82,7 +94,7 @@ export const configErrorMap: z.core.$ZodErrorMap = (issue) => {
           : `expected one of ${options}, got ${showValue(got)}`;
       }
       const expected = expectedOfUnion(issue.errors);
-      if (expected !== null) return `expected ${expected.join(' or ')}, got ${showValue(issue.input)}`;
+      if (expected !== null) return `expected ${expected.join(' or ')}, got ${shownInput(issue)}`;
       // One branch accepted the type and failed later (`port: "80x"`): its complaint is the useful one.
       const typed = issue.errors.filter((branch) => branch.some((inner) => inner.code !== 'invalid_type'));
       const [only] = typed.length === 1 ? (typed[0] ?? []) : [];
@@ -100,18 +112,21 @@ export const configErrorMap: z.core.$ZodErrorMap = (issue) => {
 };
 
 /**
- * One line per issue: the YAML path, the problem and, unless the message already shows it or the
- * key holds a secret, the offending value. Parse with `{ error: configErrorMap, reportInput: true }`.
+ * One line per issue: the YAML path, the problem and, unless the message already shows it, the
+ * offending value — only its kind (`got a string`) under a secret field, which `isSecret` tells
+ * by the issue's path. Parse with `{ error: configErrorMap, reportInput: true }`.
  */
-export function problemLines(issues: readonly z.core.$ZodIssue[]): string[] {
+export function problemLines(
+  issues: readonly z.core.$ZodIssue[],
+  isSecret: (path: readonly PropertyKey[]) => boolean,
+): string[] {
   return issues.map((issue) => {
     const path = formatPath(issue.path);
-    const shown = showValue(issue.input);
-    const secret = issue.path.some((part) => typeof part === 'string' && SECRET_KEY.test(part));
+    const shown = isSecret(issue.path) ? kindOf(issue.input) : showValue(issue.input);
     // Custom issues of a refinement carry the whole object as input: only scalars are worth showing.
     const scalar = issue.input === null || ['string', 'number', 'boolean'].includes(typeof issue.input);
     const alreadyShown = issue.message.includes(', got ') || issue.message.includes(shown);
-    const message = scalar && !secret && !alreadyShown ? `${issue.message}, got ${shown}` : issue.message;
+    const message = scalar && !alreadyShown ? `${issue.message}, got ${shown}` : issue.message;
     return path === '' ? message : `${path}: ${message}`;
   });
 }

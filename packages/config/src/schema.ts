@@ -7,6 +7,7 @@ import {
   PipelinePolicyFields,
   QueueLimitsSchema,
   RoutingSchema,
+  secretField,
   toPipelinePolicy,
 } from '@switchboard/core';
 import {
@@ -23,7 +24,8 @@ import { isTrustedProxyEntry } from './trusted-proxy.js';
 
 /** An http(s) base URL of a platform API, for self-hosted servers, proxies and test fakes. */
 const apiUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional();
-const secret = () => z.string().min(1, 'must not be empty');
+/** A token or key: marked secret, so that logs, audit records and config errors never show it. */
+const secret = () => secretField(z.string().min(1, 'must not be empty'));
 
 export const ServerSchema = z
   .strictObject({
@@ -61,7 +63,7 @@ export const ServerSchema = z
 export const AdminSchema = z
   .strictObject({
     /** Bearer token of the admin API; empty or absent = loopback only. */
-    token: z.string().optional(),
+    token: secretField(z.string()).optional(),
     /** Operations endpoints that also need the admin token (or loopback); `/healthz` stays open. */
     protect: z.array(z.enum(['metrics', 'readyz', 'docs'])).default([]),
   })
@@ -126,7 +128,7 @@ export const OpenApiChannelSchema = z
     /** Requests in flight before 429. */
     max_concurrent_requests: numeric(z.number().int().min(1)).prefault(100),
     /** Bearer keys; empty strings are dropped so `${API_KEY:-}` means none (loopback only). */
-    api_keys: z.array(z.string()).default([]),
+    api_keys: secretField(z.array(z.string())).default([]),
     /** How long `POST …/messages` with `wait: true` waits for the replies before answering 202. */
     wait_timeout: durationMs().prefault('30s'),
     /** The most a request may ask for with `timeout_ms`. */
@@ -176,7 +178,7 @@ export const TelegramChannelSchema = z
     webhook: z
       .strictObject({
         // Telegram's own limits for X-Telegram-Bot-Api-Secret-Token.
-        secret_token: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'use 1-256 of A-Z a-z 0-9 _ -'),
+        secret_token: secretField(z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'use 1-256 of A-Z a-z 0-9 _ -')),
         url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
       })
       .optional(),

@@ -182,11 +182,71 @@ describe('parseConfig', () => {
       expect(lines[0]).toMatch(/^channels\[0\]\.webhook\.secret_token: /);
       expect(lines[0]).not.toContain('my secret!');
     });
+    it('names only the type of a secret field given the wrong type, in the lines and the cause', () => {
+      const key = 'sk-live-0123456789abcdef';
+      const error = failure(() =>
+        parseConfig(
+          [
+            'admin: { token: 12345678901234 }',
+            'channels: [{ id: api, type: openapi, api_keys: "${SWITCHBOARD_API_KEY}" }]',
+          ].join('\n'),
+          { env: { SWITCHBOARD_API_KEY: key }, source: 'test.yaml' },
+        ),
+      );
+
+      expect(error.details?.problems).toEqual([
+        'admin.token: expected string, got a number',
+        'channels[0].api_keys: expected array, got a string',
+      ]);
+      const everything = JSON.stringify({ message: error.message, details: error.details });
+      for (const text of [everything, String((error.cause as Error | undefined)?.message)]) {
+        expect(text).not.toContain(key);
+        expect(text).not.toContain('12345678901234');
+      }
+    });
+
     it('masks the password of a URL it shows', () => {
       const lines = problems('audit: { kind: postgres, url: "mysql://admin:hunter2@db:3306/audit" }');
       expect(lines).toEqual([
         'audit.url: must be a postgres:// or postgresql:// URL, got "mysql://admin:***@db:3306/audit"',
       ]);
+    });
+  });
+
+  describe('when the configuration holds secrets', () => {
+    it('lists every value of a field marked secret, and nothing else', () => {
+      const config = parseConfig(
+        [
+          'admin: { token: admin-token-1 }',
+          'channels:',
+          '  - { id: api, type: openapi, api_keys: [api-key-1, api-key-2, ""] }',
+          '  - { id: tg, type: telegram, token: "123:tg-token", mode: webhook, webhook: { secret_token: tg-webhook-1 } }',
+          '  - { id: sl, type: slack, bot_token: xoxb-1, signing_secret: slack-signing-1, app_token: xapp-1 }',
+          '  - { id: dc, type: discord, token: discord-token-1 }',
+          'pipelines:',
+          '  - { id: hook, type: http, url: "http://127.0.0.1:9/x", secret: http-secret-1, headers: { authorization: "Bearer header-1" } }',
+          '  - { id: llm, type: openai, api_key: sk-openai-1, model: m }',
+          'routing: { default: hook }',
+        ].join('\n'),
+        { env: {} },
+      );
+
+      expect([...config.secrets].sort()).toEqual(
+        [
+          'admin-token-1',
+          'api-key-1',
+          'api-key-2',
+          '123:tg-token',
+          'tg-webhook-1',
+          'xoxb-1',
+          'slack-signing-1',
+          'xapp-1',
+          'discord-token-1',
+          'http-secret-1',
+          'Bearer header-1',
+          'sk-openai-1',
+        ].sort(),
+      );
     });
   });
 

@@ -104,3 +104,9 @@ export type { ErrorCode, SwitchboardErrorOptions } from './errors.js';
 export { durationMs, parseDurationMs } from './duration.js';
 export { numeric } from './numeric.js';
 export { formatIssues, formatPath, parseOrThrow } from './validation.js';
+
+// Secrets: marked on their schemas, masked wherever text leaves the process
+export { isSecretField, secretEntries, secretField, secretValues } from './secret-fields.js';
+export type { SecretEntry } from './secret-fields.js';
+export { MIN_MASKED_CHARS, SECRET_MASK, createSecretMasker } from './secret-masker.js';
+export type { SecretMasker } from './secret-masker.js';

@@ -1,5 +1,6 @@
 import type { InboundMessage, Reply } from './message.js';
 import type { SessionKey } from './session-key.js';
+import type { SecretMasker } from './secret-masker.js';
 
 /** Every message ends in exactly one of these (DESIGN §2 "Outcomes & audit"). */
 export const OUTCOME_KINDS = [
@@ -54,10 +55,29 @@ export interface OutcomeBus extends OutcomeSink {
   subscribe(listener: OutcomeListener): () => void;
 }
 
-export function createOutcomeBus(onListenerError: (error: unknown) => void = () => {}): OutcomeBus {
+/**
+ * `outcome` with its error text masked. An error's message may quote a secret (a platform error
+ * echoing the request path with the token in it); it leaves the process through the listeners —
+ * the audit record `GET /admin/audit` answers, the status `GET /v1/messages/{id}` answers — so it
+ * is masked once here, for all of them. Outcomes without an error are passed on untouched.
+ */
+function maskedError(outcome: Outcome, mask: SecretMasker): Outcome {
+  if (outcome.error === undefined) return outcome;
+  return { ...outcome, error: { code: outcome.error.code, message: mask(outcome.error.message) } };
+}
+
+/**
+ * A bus that calls `onListenerError` when a listener throws, and hands listeners each outcome with
+ * its error text passed through `mask` (built from every configured secret; default: none).
+ */
+export function createOutcomeBus(
+  onListenerError: (error: unknown) => void = () => {},
+  mask?: SecretMasker,
+): OutcomeBus {
   const listeners = new Set<OutcomeListener>();
   return {
-    record(outcome) {
+    record(recorded) {
+      const outcome = mask === undefined ? recorded : maskedError(recorded, mask);
       for (const listener of listeners) {
         try {
           listener(outcome);

@@ -1,3 +1,4 @@
+import { RE2JS } from 're2js';
 import { z } from 'zod';
 import { SwitchboardError } from './errors.js';
 import { ChatTypeSchema, ELEMENT_TYPES, type InboundMessage } from './message.js';
@@ -8,6 +9,12 @@ import { formatIssues } from './validation.js';
  * first match wins, no match → `routing.default`. Unlike LangBot, a bad rule (invalid regex,
  * unknown pipeline, unsupported operator) stops the load with its path instead of silently never
  * matching, and every rule is compiled once into a matcher so routing a message parses nothing.
+ *
+ * `regex` values are compiled by RE2JS (a pure JavaScript port of RE2), not by `RegExp`: routing
+ * runs on every inbound message before admission, so a backtracking pattern such as
+ * `^(\w+\s?)*$` would block the event loop for seconds on a short message (issue 12 §3). RE2
+ * matches in time linear in the text's length whatever the pattern; the price is RE2 syntax,
+ * which has no backreferences or lookaround — such patterns are refused at load.
  */
 
 /** The routing target that discards a message (recorded in the audit log). */
@@ -40,14 +47,14 @@ const StringValueSchema = z
   )
   .transform(String);
 
-/** `new RegExp`'s complaint without its `Invalid regular expression: /…/: ` preamble, or null. */
+/** RE2's complaint without its `error parsing regexp: ` preamble, or null when `pattern` compiles. */
 function regexProblem(pattern: string): string | null {
   try {
-    new RegExp(pattern);
+    RE2JS.compile(pattern);
     return null;
   } catch (error) {
-    const reason = (error as Error).message.split(': ').at(-1);
-    return `invalid regular expression ${JSON.stringify(pattern)} (${reason})`;
+    const reason = (error as Error).message.replace(/^error parsing regexp: /, '');
+    return `invalid regular expression ${JSON.stringify(pattern)} (${reason}; RE2 syntax: no backreferences or lookaround)`;
   }
 }
 
@@ -221,9 +228,9 @@ function compileOperator(operator: Operator, expected: string): (actual: string)
     case 'starts_with':
       return (actual) => actual.startsWith(expected);
     case 'regex': {
-      // A search anywhere in the text, like Python's re.search in LangBot; no `g` flag, so
-      // `test` keeps no state between messages.
-      const pattern = new RegExp(expected);
+      // A search anywhere in the text, like Python's re.search in LangBot; case-sensitive, no
+      // flags. RE2JS's `test` keeps no state between messages and runs in linear time.
+      const pattern = RE2JS.compile(expected);
       return (actual) => pattern.test(actual);
     }
   }

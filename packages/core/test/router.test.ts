@@ -300,6 +300,48 @@ describe('createRouter', () => {
     });
   });
 
+  describe('when a regex would backtrack catastrophically in a backtracking engine', () => {
+    // `^(\w+\s?)*$` took 0.5 s with RegExp on 27 characters, doubling per character (issue 12
+    // §3), so the 10,000-character text below would never finish there. No clock is read: under
+    // RE2's linear-time guarantee the call simply returns.
+    it('routes a 10,000-character adversarial text without backtracking', () => {
+      const subject = router({
+        default: 'echo',
+        rules: [
+          {
+            name: 'words',
+            type: 'message_content',
+            operator: 'regex',
+            value: '^(\\w+\\s?)*$',
+            pipeline: 'support',
+          },
+        ],
+      });
+      expect(subject.route(message({ text: `${'a'.repeat(10_000)}!` })).pipeline).toBe('echo');
+      expect(subject.route(message({ text: 'just some words' })).pipeline).toBe('support');
+    });
+  });
+
+  describe('when a regex needs a backtracking engine', () => {
+    it.each([
+      ['a backreference', '(a)\\1'],
+      ['a lookahead', 'buy(?= now)'],
+      ['a lookbehind', '(?<=buy )now'],
+    ])('refuses %s at load with the path of its value', (_feature, pattern) => {
+      const problems = problemsOf(() =>
+        router({
+          default: 'echo',
+          rules: [
+            { name: 'bad', type: 'message_content', operator: 'regex', value: pattern, pipeline: 'echo' },
+          ],
+        }),
+      );
+      expect(problems).toEqual([
+        expect.stringMatching(/^routing\.rules\[0\]\.value: invalid regular expression .*RE2 syntax/),
+      ]);
+    });
+  });
+
   describe('when a value is a YAML number', () => {
     it('compares it as a string', () => {
       const routing: RoutingConfigInput = {

@@ -4,7 +4,11 @@ import {
   type PipelineResult,
   type Query,
   ReplySchema,
+  type SecretMasker,
   SwitchboardError,
+  createSecretMasker,
+  secretField,
+  secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
 import { abortError, excerptOf, networkError, statusError } from './remote-errors.js';
@@ -16,9 +20,9 @@ export const HttpPipelineOptionsSchema = z.strictObject({
   /** The endpoint that answers `{replies:[{text}]}`; http or https only. */
   url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
   /** When set, every request carries `X-Switchboard-Signature` (see signature.ts). */
-  secret: z.string().min(1).optional(),
-  /** Extra request headers, e.g. an `Authorization` the endpoint expects. */
-  headers: z.record(z.string(), z.string()).optional(),
+  secret: secretField(z.string().min(1)).optional(),
+  /** Extra request headers, e.g. an `Authorization` the endpoint expects; their values are secrets. */
+  headers: secretField(z.record(z.string(), z.string())).optional(),
 });
 export type HttpPipelineOptions = z.output<typeof HttpPipelineOptionsSchema>;
 
@@ -67,7 +71,7 @@ export type HttpRequestBody = ReturnType<typeof httpRequestBody>;
  */
 export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pipeline {
   // Values that must never reach an error or a log, even when the endpoint echoes them.
-  const secrets = [options.secret, ...Object.values(options.headers ?? {})];
+  const mask = createSecretMasker(secretValues(HttpPipelineOptionsSchema, options));
   return {
     id,
     async run(query, { signal, logger }) {
@@ -94,26 +98,21 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
         'pipeline answered',
       );
 
-      if (!response.ok) throw statusError(id, response.status, response.headers, excerptOf(text, secrets));
-      return parseReply(id, response.status, text, secrets);
+      if (!response.ok) throw statusError(id, response.status, response.headers, excerptOf(text, mask));
+      return parseReply(id, response.status, text, mask);
     },
   };
 }
 
-function parseReply(
-  id: string,
-  status: number,
-  text: string,
-  secrets: readonly (string | undefined)[],
-): PipelineResult {
+function parseReply(id: string, status: number, text: string, mask: SecretMasker): PipelineResult {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw invalidReply(id, status, text, secrets, ['response body is not JSON']);
+    throw invalidReply(id, status, text, mask, ['response body is not JSON']);
   }
   const parsed = HttpReplySchema.safeParse(json);
-  if (!parsed.success) throw invalidReply(id, status, text, secrets, formatIssues(parsed.error));
+  if (!parsed.success) throw invalidReply(id, status, text, mask, formatIssues(parsed.error));
   return { replies: parsed.data.replies };
 }
 
@@ -121,11 +120,11 @@ function invalidReply(
   id: string,
   status: number,
   text: string,
-  secrets: readonly (string | undefined)[],
+  mask: SecretMasker,
   problems: string[],
 ): SwitchboardError {
   return new SwitchboardError('SB_PIPELINE_FAILED', {
     message: `pipeline ${id}: invalid reply: ${problems.join('; ')}`,
-    details: { pipeline: id, status, problems, body: excerptOf(text, secrets) },
+    details: { pipeline: id, status, problems, body: excerptOf(text, mask) },
   });
 }

@@ -1,4 +1,12 @@
-import { type HistoryStore, type Pipeline, SwitchboardError } from '@switchboard/core';
+import {
+  type HistoryStore,
+  type Pipeline,
+  type SecretMasker,
+  SwitchboardError,
+  createSecretMasker,
+  secretField,
+  secretValues,
+} from '@switchboard/core';
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
@@ -9,7 +17,7 @@ export const OpenAIPipelineOptionsSchema = z.strictObject({
   type: z.literal('openai'),
   /** API root; the client appends `/chat/completions`. */
   base_url: z.url().default('https://api.openai.com/v1'),
-  api_key: z.string().min(1),
+  api_key: secretField(z.string().min(1)),
   model: z.string().min(1),
   /** Sent first, as the `system` message, on every turn. */
   system_prompt: z.string().optional(),
@@ -38,6 +46,7 @@ export function createOpenAIPipeline(
 ): Pipeline {
   // Retries belong to the controller (backoff, attempts, dead letters), never to the client.
   const client = new OpenAI({ baseURL: options.base_url, apiKey: options.api_key, maxRetries: 0 });
+  const mask = createSecretMasker(secretValues(OpenAIPipelineOptionsSchema, options));
   const historyLimit = options.history_turns * 2;
 
   return {
@@ -60,7 +69,7 @@ export function createOpenAIPipeline(
           { signal },
         );
       } catch (error) {
-        throw toPipelineError(id, options.api_key, signal, error);
+        throw toPipelineError(id, mask, signal, error);
       }
       logger.debug(
         { pipeline: id, model: options.model, durationMs: Date.now() - startedMs },
@@ -93,7 +102,12 @@ export function createOpenAIPipeline(
   };
 }
 
-function toPipelineError(id: string, apiKey: string, signal: AbortSignal, error: unknown): SwitchboardError {
+function toPipelineError(
+  id: string,
+  mask: SecretMasker,
+  signal: AbortSignal,
+  error: unknown,
+): SwitchboardError {
   if (signal.aborted) return abortError(id, signal, error);
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
     return new SwitchboardError('SB_PIPELINE_TIMEOUT', {
@@ -109,12 +123,12 @@ function toPipelineError(id: string, apiKey: string, signal: AbortSignal, error:
       id,
       error.status,
       error.headers ?? new Headers(),
-      excerptOf(error.message, [apiKey]),
+      excerptOf(error.message, mask),
       error.status === 409 || isRetryableStatus(error.status),
     );
   }
   return new SwitchboardError('SB_PIPELINE_FAILED', {
-    message: `pipeline ${id}: ${excerptOf(error instanceof Error ? error.message : String(error), [apiKey])}`,
+    message: `pipeline ${id}: ${excerptOf(error instanceof Error ? error.message : String(error), mask)}`,
     details: { pipeline: id },
   });
 }

@@ -1,4 +1,4 @@
-import { isSwitchboardError, SwitchboardError } from '@switchboard/core';
+import { isSwitchboardError, type SecretMasker, SwitchboardError } from '@switchboard/core';
 
 /** Longest response excerpt kept in error details: enough to diagnose, never a whole page. */
 const EXCERPT_CHARS = 200;
@@ -28,12 +28,12 @@ export function retryAfterMsOf(headers: Headers, nowMs: number): number | undefi
 
 /**
  * The start of a remote body for error details, with every secret masked: a debugging endpoint
- * that echoes its request headers must not leak a token into logs or the audit trail.
+ * that echoes its request headers must not leak a token into logs or the audit trail. Masked
+ * before the cut, so that a secret straddling the cut cannot leave its first part behind.
  */
-export function excerptOf(text: string, secrets: readonly (string | undefined)[]): string {
-  let out = text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text;
-  for (const secret of secrets) if (secret) out = out.replaceAll(secret, '***');
-  return out;
+export function excerptOf(text: string, mask: SecretMasker): string {
+  const masked = mask(text);
+  return masked.length > EXCERPT_CHARS ? `${masked.slice(0, EXCERPT_CHARS)}…` : masked;
 }
 
 /** SB_PIPELINE_FAILED for a non-2xx answer, retryable and delayed as the status says. */

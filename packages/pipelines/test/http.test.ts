@@ -181,6 +181,16 @@ describe('createHttpPipeline', () => {
       expect(seen).not.toContain(SECRET);
       expect(seen).not.toContain('bot-token');
     });
+
+    it('masks a secret that straddles the 200-character cut of the excerpt', async () => {
+      // The secret starts 5 characters before the cut: cutting first would keep "hmac-".
+      const body = `${'x'.repeat(195)}${SECRET} and more`;
+
+      const error = await failureOf({ status: 400, body }, { secret: SECRET });
+
+      expect(error.details?.body).toBe(`${'x'.repeat(195)}*** a…`);
+      expect(JSON.stringify({ message: error.message, details: error.details })).not.toContain('hmac-');
+    });
   });
 
   describe('when the endpoint answers 2xx with a malformed body', () => {

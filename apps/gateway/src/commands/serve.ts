@@ -1,4 +1,5 @@
 import { loadConfig } from '@switchboard/config';
+import { type Logger, createSecretMasker } from '@switchboard/core';
 import { type Gateway, createGateway } from '../gateway.js';
 import { createRootLogger } from '../logger.js';
 import { type ReloadSignal, holdReloadSignal } from '../reload-signal.js';
@@ -11,27 +12,38 @@ import { VERSION } from '../version.js';
  * file may have changed after it was first read.
  */
 export async function serve(path: string, reloadSignal: ReloadSignal = holdReloadSignal()): Promise<number> {
-  const logger = createRootLogger();
   let started: Gateway | undefined;
   let reloadWhenStarted = false;
-  const reload = (gateway: Gateway) =>
-    gateway
-      .reloadRouting()
-      .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
+  // Installed before the config is read, so before the logger that masks the config's secrets
+  // exists: a SIGHUP that comes first is only remembered, and logged once there is a logger.
+  let startLogger: Pick<Logger, 'info'> | undefined;
+  const noteReloadWhileStarting = () =>
+    startLogger?.info({}, 'reload requested while starting: applying it once started');
   reloadSignal.handleWith(() => {
     if (started === undefined) {
       reloadWhenStarted = true;
-      logger.info({}, 'reload requested while starting: applying it once started');
+      noteReloadWhileStarting();
       return;
     }
     void reload(started);
   });
 
+  // The config first: the logger masks its secrets. A config error is thrown to the CLI, which
+  // prints it; its lines never show a secret's value.
   const config = await loadConfig(path);
+  const mask = createSecretMasker(config.secrets);
+  const logger = createRootLogger({ mask });
+  startLogger = logger;
+  if (reloadWhenStarted) noteReloadWhileStarting();
+  const reload = (gateway: Gateway) =>
+    gateway
+      .reloadRouting()
+      .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
   const gateway = await createGateway({
     config,
     configPath: path,
     logger,
+    mask,
     httpLogger: logger,
     version: VERSION,
   });

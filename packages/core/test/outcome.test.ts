@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { parseInboundMessage } from '../src/message.js';
+import { createOutcomeBus, type Outcome } from '../src/outcome.js';
+import { createSecretMasker } from '../src/secret-masker.js';
+
+const TOKEN = '123456789:AAH-outcome-secret';
+
+const outcome: Outcome = {
+  kind: 'dead_lettered',
+  reason: 'delivery_failed',
+  at: 1,
+  session: 'telegram:tg:person:42',
+  message: parseInboundMessage({
+    id: '01JOUTCOME0000000000000001',
+    platform: 'telegram',
+    channel: 'tg',
+    chat: { type: 'person', id: '42' },
+    sender: { id: '42' },
+    text: 'hi',
+    platform_message_id: '42:1',
+    received_at: 0,
+  }),
+  error: { code: 'SB_CHANNEL_SEND_FAILED', message: `proxy refused /bot${TOKEN}/sendMessage` },
+};
+
+describe('createOutcomeBus', () => {
+  describe('when built with a masker and an outcome error quotes a secret', () => {
+    it('hands every listener the error with the secret masked', () => {
+      const bus = createOutcomeBus(undefined, createSecretMasker([TOKEN]));
+      const seen: Outcome[] = [];
+      bus.subscribe((received) => seen.push(received));
+      bus.subscribe((received) => seen.push(received));
+
+      bus.record(outcome);
+
+      expect(seen.map((received) => received.error)).toEqual([
+        { code: 'SB_CHANNEL_SEND_FAILED', message: 'proxy refused /bot***/sendMessage' },
+        { code: 'SB_CHANNEL_SEND_FAILED', message: 'proxy refused /bot***/sendMessage' },
+      ]);
+      expect(seen[0]).toMatchObject({ kind: 'dead_lettered', message: { id: outcome.message.id } });
+    });
+  });
+
+  describe('when an outcome has no error', () => {
+    it('passes the same object on', () => {
+      const bus = createOutcomeBus(undefined, createSecretMasker([TOKEN]));
+      const { error: _error, ...completed } = { ...outcome, kind: 'completed' as const, reason: undefined };
+      let seen: Outcome | undefined;
+      bus.subscribe((received) => {
+        seen = received;
+      });
+
+      bus.record(completed);
+
+      expect(seen).toBe(completed);
+    });
+  });
+});
