@@ -343,7 +343,7 @@ export function createController(options: ControllerOptions): Controller {
     const { turn } = entry;
     const retryable = isSwitchboardError(error) && error.retryable;
     if (retryable && turn.attempt < policy.retry.maxAttempts) {
-      const delayMs = Math.max(retryDelayMs(turn.attempt, policy.retry, random), error.retryAfterMs ?? 0);
+      const delayMs = retryDelayMs(turn.attempt, policy.retry, random, error.retryAfterMs);
       entry.logger.warn({ err: error, attempt: turn.attempt, delayMs }, 'turn failed, retrying');
       await pool.retry(turn, now() + delayMs);
       observer?.turnRetried?.(turn, delayMs);

@@ -125,6 +125,22 @@ describe('controller', () => {
       await vi.advanceTimersByTimeAsync(1_000);
       expect(h.runs).toHaveLength(1);
     });
+
+    it('waits no longer than max_delay whatever Retry-After the backend sends', async () => {
+      const h = createHarness({ pipelines: [{ id: 'p', retry: { max_delay: '60s' } }], random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      // A year: past Node's longest timer, which used to fire after 1 ms.
+      const yearMs = 365 * 86_400_000;
+      h.run('m').reject(
+        new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, retryAfterMs: yearMs }),
+      );
+      await vi.advanceTimersByTimeAsync(59_999);
+      expect(h.runs).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.run('m').query.attempt).toBe(2);
+    });
   });
 
   describe('when a pipeline fails with a fatal error', () => {
