@@ -52,6 +52,7 @@ export class RunningTurn implements PipelineRunContext, SetNode {
     return this.#abortReason;
   }
 
+  /** Aborts the run with `reason` (a timeout, the shutdown); only the first reason counts. */
   abort(reason: unknown): void {
     if (this.#abortReason !== undefined) return;
     this.#abortReason = reason;

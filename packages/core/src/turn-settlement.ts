@@ -8,11 +8,14 @@ import type { PipelinePolicy } from './pipeline-policy.js';
 import type { QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
 import type { RunningTurn } from './running-turn.js';
 
+/** What the settling policy works with; the controller passes its own options on. */
 export interface TurnSettlementOptions {
   pool: QueryPool;
   outcomes: OutcomeSink;
+  /** Sends replies through the channel the query came from (the outbox). */
   deliver: (query: Query, replies: readonly Reply[]) => Promise<void>;
   observer?: ControllerObserver;
+  /** Jitter source, [0, 1). */
   random: () => number;
   now: () => number;
 }
