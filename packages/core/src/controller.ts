@@ -8,7 +8,7 @@ import type { Pipeline } from './ports/pipeline.js';
 import type { QueryPool, Turn } from './ports/query-pool.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from './structures/indexed-set.js';
-import { WakeTimer } from './structures/wake-timer.js';
+import { MAX_TIMER_DELAY_MS, WakeTimer } from './structures/wake-timer.js';
 import { createTurnSettlement } from './turn-settlement.js';
 
 /** How a turn ended, for metrics. */
@@ -58,11 +58,14 @@ const DEFAULT_ORPHAN_GRACE_MS = 100_000;
 const DEFAULT_ABORT_GRACE_MS = 2000;
 const CLAIM_ERROR_RETRY_MS = 1000;
 
-/** `promise`'s value, or 'timeout' after `ms`; the timer never outlives the race. */
+/**
+ * `promise`'s value, or 'timeout' after `ms`; the timer never outlives the race. Clamped to
+ * Node's longest delay: a longer one would fire after 1 ms and end a drain at once.
+ */
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms);
+    timer = setTimeout(() => resolve('timeout'), Math.min(ms, MAX_TIMER_DELAY_MS));
   });
   try {
     return await Promise.race([promise, timeout]);

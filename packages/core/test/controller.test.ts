@@ -351,6 +351,24 @@ describe('controller', () => {
       ]);
     });
 
+    it('waits for a running turn when given a drain timeout past the longest timer delay', async () => {
+      const h = createHarness();
+      h.controller.start();
+      await h.send('A', 'long');
+      await settle();
+      const run = h.run('long');
+      let stopped = false;
+      void h.controller.stop({ drainTimeoutMs: 2 ** 32 }).then(() => {
+        stopped = true;
+      });
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(run.signal.aborted).toBe(false);
+      run.resolve();
+      await settle();
+      expect(stopped).toBe(true);
+      expect(h.outcomes.map((o) => o.kind)).toEqual(['completed']);
+    });
+
     it('ends the drain without asking the pool for its stats, which may be unreachable', async () => {
       const h = createHarness({
         autoReply: true,
