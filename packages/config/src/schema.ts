@@ -112,7 +112,7 @@ export const AuditSchema = z
   }));
 
 export const ShutdownSchema = z
-  .strictObject({ drain_timeout: durationMs().prefault('30s') })
+  .strictObject({ drain_timeout: durationMs({ max: '1h' }).prefault('30s') })
   .transform(({ drain_timeout }) => ({ drainTimeoutMs: drain_timeout }));
 
 const channelId = z.string().regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ and -');
@@ -130,9 +130,9 @@ export const OpenApiChannelSchema = z
     /** Bearer keys; empty strings are dropped so `${API_KEY:-}` means none (loopback only). */
     api_keys: secretField(z.array(z.string())).default([]),
     /** How long `POST …/messages` with `wait: true` waits for the replies before answering 202. */
-    wait_timeout: durationMs().prefault('30s'),
+    wait_timeout: durationMs({ max: '10m' }).prefault('30s'),
     /** The most a request may ask for with `timeout_ms`. */
-    max_wait_timeout: durationMs().prefault('2m'),
+    max_wait_timeout: durationMs({ max: '10m' }).prefault('2m'),
   })
   .superRefine((channel, ctx) => {
     if (channel.max_wait_timeout < channel.wait_timeout) {

@@ -272,6 +272,23 @@ describe('parseConfig', () => {
         'shutdown.drain_timeout: invalid duration "5 parsecs" (use e.g. 1500ms, 1.5s, 5m)',
       ]);
     });
+
+    it('refuses durations past their bound, every one named by its path', () => {
+      const text = [
+        'shutdown: { drain_timeout: 720h }',
+        'channels: [{ id: api, type: openapi, wait_timeout: 1h, max_wait_timeout: 2h }]',
+        'pipelines:',
+        '  - { id: echo, type: echo, timeout: 2h, retry: { max_delay: 600h, base_delay: 9000000000 } }',
+      ].join('\n');
+      expect(problems(text)).toEqual([
+        'shutdown.drain_timeout: must be at most 1h, got "720h"',
+        'channels[0].wait_timeout: must be at most 10m, got "1h"',
+        'channels[0].max_wait_timeout: must be at most 10m, got "2h"',
+        'pipelines[0].timeout: must be at most 1h, got "2h"',
+        'pipelines[0].retry.base_delay: must be at most 1h, got 9000000000',
+        'pipelines[0].retry.max_delay: must be at most 1h, got "600h"',
+      ]);
+    });
   });
 
   describe('when routing is invalid', () => {

@@ -4,7 +4,10 @@ import type { SessionKey } from './session-key.js';
 
 /** What a pipeline receives: one turn, possibly a merged burst of messages. */
 export interface Query {
-  /** The turn id, shared by the messages of a merged burst; a re-run gets a new one (deduplicate on message ids). */
+  /**
+   * The turn id, shared by the messages of a merged burst and the same on every attempt of the
+   * same messages, also after a restart: backends deduplicate on it (`turnIdOf`).
+   */
   id: string;
   /** 1 on the first run; higher when the turn is a retry or a re-run after a crash. */
   attempt: number;

@@ -10,14 +10,20 @@ const MAX_EXPONENT = 30;
 /**
  * The wait before retry number `attempt` (1 for the first retry): base × 2^(attempt−1), capped
  * at the maximum, then multiplied by a jitter factor in [0.8, 1.2) so that retries of many
- * sessions spread out (buzz's `retry_delay`, seed 002). `random` returns [0, 1).
+ * sessions spread out (buzz's `retry_delay`, seed 002); or the backend's Retry-After when that
+ * is longer. The result never exceeds `maxDelayMs`: a backend answering `Retry-After: 31536000`
+ * must not park a session for a year (issue 12), and at the cap jitter only shortens the wait.
+ * `random` returns [0, 1); a Retry-After of NaN ms is ignored.
  */
 export function retryDelayMs(
   attempt: number,
   policy: BackoffPolicy,
   random: () => number = Math.random,
+  retryAfterMs?: number,
 ): number {
   const exponent = Math.min(Math.max(attempt - 1, 0), MAX_EXPONENT);
   const capped = Math.min(policy.baseDelayMs * 2 ** exponent, policy.maxDelayMs);
-  return Math.round(capped * (0.8 + 0.4 * random()));
+  const backoffMs = Math.round(capped * (0.8 + 0.4 * random()));
+  const askedMs = retryAfterMs === undefined || Number.isNaN(retryAfterMs) ? 0 : retryAfterMs;
+  return Math.min(Math.max(backoffMs, askedMs), policy.maxDelayMs);
 }

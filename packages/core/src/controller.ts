@@ -1,14 +1,15 @@
 import { type Query, aggregate } from './aggregator.js';
-import { retryDelayMs } from './backoff.js';
-import { SwitchboardError, isSwitchboardError } from './errors.js';
+import { SwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
-import type { OutcomeReason, OutcomeSink } from './outcome.js';
+import type { OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
-import type { Pipeline, PipelineRunContext } from './ports/pipeline.js';
-import type { QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
-import { IndexedSet, type SetNode } from './structures/indexed-set.js';
-import { WakeTimer } from './structures/wake-timer.js';
+import type { Pipeline } from './ports/pipeline.js';
+import type { QueryPool, Turn } from './ports/query-pool.js';
+import { RunningTurn } from './running-turn.js';
+import { IndexedSet } from './structures/indexed-set.js';
+import { MAX_TIMER_DELAY_MS, WakeTimer } from './structures/wake-timer.js';
+import { createTurnSettlement } from './turn-settlement.js';
 
 /** How a turn ended, for metrics. */
 export type TurnResult = 'completed' | 'retried' | 'dead_lettered' | 'dropped' | 'abandoned';
@@ -43,128 +44,68 @@ export interface Controller {
   /** Starts dispatching whatever the pool makes runnable. */
   start(): void;
   /**
-   * Drains (DESIGN §2 "Shutdown"): refuses new messages, flushes debounce buffers, lets queued
-   * and running work finish within `drainTimeoutMs`, then aborts what still runs. A durable pool
-   * keeps what is left for the next start; otherwise it ends as `dropped/shutdown`.
+   * Drains (DESIGN §2 "Shutdown"): refuses new messages, flushes debounce buffers and stops
+   * claiming at once, lets the turns running now finish within `drainTimeoutMs`, then aborts
+   * what still runs. Nothing queued starts — a retry waiting on backoff included: a durable
+   * pool keeps it for the next start, otherwise it ends as `dropped/shutdown`.
    */
   stop(options: { drainTimeoutMs: number }): Promise<void>;
   /** Turns running now. */
   readonly running: number;
 }
 
-/**
- * A turn the controller runs, and the context its pipeline gets. The abort signal and the logger
- * bound to the turn are built on first read: most turns finish without anyone asking for them.
- */
-class RunningTurn implements PipelineRunContext, SetNode {
-  setIndex = -1;
-  /** When the turn is aborted as timed out, and when it is force-released (ms). */
-  readonly deadlineAt: number;
-  readonly orphanAt: number;
-  /** Set once the turn's fate is decided, so that a late answer cannot decide it again. */
-  decided = false;
-  /** The whole turn; the drain waits on it. */
-  finished: Promise<void> | undefined = undefined;
-  readonly #parentLogger: Logger;
-  #logger: Logger | undefined = undefined;
-  #abort: AbortController | undefined = undefined;
-  #abortReason: unknown = undefined;
-
-  constructor(
-    readonly turn: Turn,
-    readonly startedAt: number,
-    timeoutMs: number,
-    orphanGraceMs: number,
-    parentLogger: Logger,
-  ) {
-    this.deadlineAt = startedAt + timeoutMs;
-    this.orphanAt = startedAt + timeoutMs + orphanGraceMs;
-    this.#parentLogger = parentLogger;
-  }
-
-  get signal(): AbortSignal {
-    if (this.#abort === undefined) {
-      this.#abort = new AbortController();
-      if (this.#abortReason !== undefined) this.#abort.abort(this.#abortReason);
-    }
-    return this.#abort.signal;
-  }
-
-  get logger(): Logger {
-    const { id, session, pipeline } = this.turn;
-    this.#logger ??= this.#parentLogger.child({ turn: id, session, pipeline });
-    return this.#logger;
-  }
-
-  /** Why the turn was aborted, also when nobody had asked for the signal yet. */
-  get abortReason(): unknown {
-    return this.#abortReason;
-  }
-
-  abort(reason: unknown): void {
-    if (this.#abortReason !== undefined) return;
-    this.#abortReason = reason;
-    this.#abort?.abort(reason);
-  }
-}
-
 const DEFAULT_ORPHAN_GRACE_MS = 100_000;
 const DEFAULT_ABORT_GRACE_MS = 2000;
 const CLAIM_ERROR_RETRY_MS = 1000;
 
-function describeError(error: unknown): { code: string; message: string } {
-  if (isSwitchboardError(error)) return { code: error.code, message: error.message };
-  if (error instanceof Error) return { code: 'SB_PIPELINE_FAILED', message: error.message };
-  return { code: 'SB_PIPELINE_FAILED', message: String(error) };
+/**
+ * `promise`'s value, or 'timeout' after `ms`; the timer never outlives the race. Clamped to
+ * Node's longest delay: a longer one would fire after 1 ms and end a drain at once.
+ */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), Math.min(ms, MAX_TIMER_DELAY_MS));
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
- * The controller (DESIGN §2, seeds 000 and 001): claims runnable turns from the pool — which
- * takes the session slot, then the pipeline slot, then the global slot — runs each with an
- * AbortSignal at the pipeline's timeout, and settles it: completed, retried with backoff
- * (keeping its place), or dead-lettered. It keeps no per-session state: a finished turn leaves
- * nothing behind.
+ * The controller (DESIGN §2, seeds 000 and 001): a claim loop that takes runnable turns from the
+ * pool — which takes the session slot, then the pipeline slot, then the global slot — and runs
+ * each with an AbortSignal at the pipeline's timeout; a deadline sweep that aborts and releases
+ * overdue turns; and the drain. How a turn ends is the settling policy's (turn-settlement.ts).
+ * It keeps no per-session state: a finished turn leaves nothing behind.
  */
 export function createController(options: ControllerOptions): Controller {
-  const { pool, pipelines, policies, outcomes, deliver, observer } = options;
+  const { pool, pipelines, policies, deliver } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'controller' });
   const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
-  const random = options.random ?? Math.random;
   const now = options.now ?? Date.now;
+  const settlement = createTurnSettlement({
+    pool,
+    outcomes: options.outcomes,
+    deliver,
+    observer: options.observer,
+    random: options.random ?? Math.random,
+    now,
+  });
 
   const running = new IndexedSet<RunningTurn>();
   let started = false;
   let stopped = false;
   let pumping = false;
   let pumpAgain = false;
+  /** The claim loop now running, if any: the drain waits for it before taking what is queued. */
+  let claiming: Promise<void> = Promise.resolve();
   let idleWaiters: Array<() => void> = [];
   let stopping: Promise<void> | undefined;
   let unsubscribe: (() => void) | undefined;
-
-  function recordAll(
-    messages: readonly QueuedMessage[],
-    kind: 'completed' | 'dropped' | 'dead_lettered',
-    extra: { reason?: OutcomeReason; turn?: Turn; replies?: Reply[]; error?: unknown },
-  ): void {
-    const at = now();
-    const error = extra.error === undefined ? undefined : describeError(extra.error);
-    for (const queued of messages) {
-      outcomes.record({
-        kind,
-        reason: extra.reason,
-        at,
-        message: queued.message,
-        session: queued.session,
-        pipeline: queued.pipeline,
-        rule: queued.rule,
-        turnId: extra.turn?.id,
-        attempt: queued.attempt,
-        replies: extra.replies,
-        error,
-      });
-    }
-  }
 
   /** Starts turns until the pool has nothing runnable; one claim loop at a time. */
   function pump(): void {
@@ -174,14 +115,22 @@ export function createController(options: ControllerOptions): Controller {
       return;
     }
     pumping = true;
-    void claimRunnable();
+    claiming = claimRunnable();
   }
 
   async function claimRunnable(): Promise<void> {
     try {
       do {
         pumpAgain = false;
-        for (let turn = await pool.claim(); turn !== null; turn = stopped ? null : await pool.claim()) {
+        while (!stopped) {
+          const turn = await pool.claim();
+          if (turn === null) break;
+          // The drain may have begun while the claim was on its way: hand the turn back rather
+          // than start it after the stop (its messages go back to the head of their session).
+          if (stopped) {
+            await pool.abandon(turn);
+            break;
+          }
           startTurn(turn);
         }
       } while (pumpAgain && !stopped);
@@ -191,18 +140,14 @@ export function createController(options: ControllerOptions): Controller {
     } finally {
       pumping = false;
     }
-    checkIdle();
   }
 
-  /** Wakes the drain once nothing is queued, claimed or running. */
+  /** Wakes the drain once no turn of this controller runs; what is queued does not count. */
   function checkIdle(): void {
-    if (idleWaiters.length === 0 || running.size > 0) return;
-    void pool.stats().then((stats) => {
-      if (stats.pending > 0 || stats.inflight > 0 || running.size > 0) return;
-      const waiters = idleWaiters;
-      idleWaiters = [];
-      for (const resolve of waiters) resolve();
-    });
+    if (running.size > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   // One timer for every running turn's deadline, instead of two timers per turn: it is armed for
@@ -250,60 +195,31 @@ export function createController(options: ControllerOptions): Controller {
     checkIdle();
   }
 
-  function ended(entry: RunningTurn, result: TurnResult): void {
-    observer?.turnEnded?.(entry.turn, result, now() - entry.startedAt);
-  }
-
-  /**
-   * Runs the pipeline and settles the turn: completed, retried or dead-lettered. The whole turn
-   * is this one async function — it runs once per message at full load.
-   */
+  /** Runs the pipeline and settles the turn. The whole turn is this one async function. */
   async function runTurn(
     entry: RunningTurn,
     pipeline: Pipeline | undefined,
     policy: PipelinePolicy | undefined,
   ): Promise<void> {
-    const { turn } = entry;
     try {
       if (pipeline === undefined || policy === undefined) {
-        entry.decided = true;
-        entry.logger.error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
-        await pool.complete(turn);
-        const error = new SwitchboardError('SB_PIPELINE_MISSING', {
-          message: `pipeline "${turn.pipeline}" is not configured`,
-        });
-        recordAll(turn.messages, 'dropped', { reason: 'pipeline_missing', turn, error });
-        ended(entry, 'dropped');
+        await settlement.pipelineMissing(entry);
         return;
       }
-
-      const query = aggregate(turn);
-      observer?.turnStarted?.(turn);
+      const query = aggregate(entry.turn);
+      options.observer?.turnStarted?.(entry.turn);
       sweepTimer.arm(entry.deadlineAt);
       let replies: Reply[];
       try {
         ({ replies } = await pipeline.run(query, entry));
       } catch (error) {
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
-        if (!entry.decided) await fail(entry, query, policy, entry.abortReason ?? error);
+        if (!entry.decided) await settlement.failed(entry, query, policy, entry.abortReason ?? error);
         return;
       }
-      if (entry.decided) return;
-      entry.decided = true;
-      try {
-        await deliver(query, replies);
-      } catch (err) {
-        entry.logger.error({ err }, 'dead letter: replies could not be delivered');
-        await pool.complete(turn);
-        recordAll(turn.messages, 'dead_lettered', { reason: 'delivery_failed', turn, error: err });
-        ended(entry, 'dead_lettered');
-        return;
-      }
-      await pool.complete(turn);
-      recordAll(turn.messages, 'completed', { turn, replies });
-      ended(entry, 'completed');
+      if (!entry.decided) await settlement.answered(entry, query, replies);
     } catch (err) {
-      logger.error({ err, turn: turn.id }, 'turn settlement failed');
+      logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
       endTurn(entry);
     }
@@ -320,7 +236,7 @@ export function createController(options: ControllerOptions): Controller {
         'orphaned turn: the pipeline ignored its abort signal; releasing its slot',
       );
       const timeout = new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true });
-      await fail(entry, aggregate(entry.turn), policy, timeout);
+      await settlement.failed(entry, aggregate(entry.turn), policy, timeout);
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
@@ -328,87 +244,28 @@ export function createController(options: ControllerOptions): Controller {
     }
   }
 
-  /** The turn failed: abandoned when the drain aborted it, else retried with backoff or dead-lettered. */
-  async function fail(
-    entry: RunningTurn,
-    query: Query,
-    policy: PipelinePolicy,
-    error: unknown,
-  ): Promise<void> {
-    if (isSwitchboardError(entry.abortReason, 'SB_SHUTDOWN')) {
-      await abandonForShutdown(entry);
-      return;
-    }
-    entry.decided = true;
-    const { turn } = entry;
-    const retryable = isSwitchboardError(error) && error.retryable;
-    if (retryable && turn.attempt < policy.retry.maxAttempts) {
-      const delayMs = Math.max(retryDelayMs(turn.attempt, policy.retry, random), error.retryAfterMs ?? 0);
-      entry.logger.warn({ err: error, attempt: turn.attempt, delayMs }, 'turn failed, retrying');
-      await pool.retry(turn, now() + delayMs);
-      observer?.turnRetried?.(turn, delayMs);
-      ended(entry, 'retried');
-      return;
-    }
-    const reason = retryable ? 'max_attempts' : 'fatal_error';
-    entry.logger.error({ err: error, attempt: turn.attempt, reason }, 'dead letter: turn failed for good');
-    await pool.complete(turn);
-    recordAll(turn.messages, 'dead_lettered', { reason, turn, error });
-    ended(entry, 'dead_lettered');
-    if (policy.deadLetterReply !== undefined) {
-      await deliver(query, [{ text: policy.deadLetterReply }]).catch((err) =>
-        entry.logger.warn({ err }, 'dead letter reply could not be delivered'),
-      );
-    }
-  }
-
-  /** Ends a turn that the drain aborted or that never settled: kept for the next start, or dropped. */
-  async function abandonForShutdown(entry: RunningTurn): Promise<void> {
-    if (entry.decided) return;
-    entry.decided = true;
-    if (pool.durable) {
-      await pool.abandon(entry.turn);
-    } else {
-      await pool.complete(entry.turn);
-      recordAll(entry.turn.messages, 'dropped', { reason: 'shutdown', turn: entry.turn });
-    }
-    observer?.turnEnded?.(entry.turn, 'abandoned', 0);
-  }
-
-  /** `promise`'s value, or 'timeout' after `ms`; the timer never outlives the race. */
-  async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), ms);
-    });
-    try {
-      return await Promise.race([promise, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   async function drain(drainTimeoutMs: number): Promise<void> {
-    pool.close();
-    pool.flushDebounce();
-    const idle = new Promise<'idle'>((resolve) => idleWaiters.push(() => resolve('idle')));
-    pump();
-    checkIdle();
-    const first = await within(idle, drainTimeoutMs);
+    // Stop claiming first (DESIGN §2: in-flight turns finish, what is queued stays): starting
+    // queued work now would only have it aborted at the drain timeout.
     stopped = true;
     unsubscribe?.();
-    if (first === 'timeout') {
+    pool.close();
+    pool.flushDebounce();
+    // A claim already on its way is handed back by the loop; wait for that before taking stock.
+    await claiming;
+    const idle = new Promise<'idle'>((resolve) => {
+      idleWaiters.push(() => resolve('idle'));
+      checkIdle();
+    });
+    if ((await within(idle, drainTimeoutMs)) === 'timeout') {
       const aborted = running.values();
       logger.warn({ running: aborted.length }, 'drain timeout: aborting running turns');
       for (const entry of aborted) entry.abort(new SwitchboardError('SB_SHUTDOWN'));
       await within(Promise.allSettled(aborted.map((entry) => entry.finished)), abortGraceMs);
       // Turns that ignored the abort are let go; their late results are ignored.
-      for (const entry of aborted) await abandonForShutdown(entry);
+      for (const entry of aborted) await settlement.abandoned(entry);
     }
-    if (!pool.durable) {
-      const left = await pool.takeAll();
-      recordAll(left, 'dropped', { reason: 'shutdown' });
-    }
+    if (!pool.durable) settlement.droppedAtShutdown(await pool.takeAll());
     sweepTimer.cancel();
     logger.info({}, 'controller stopped');
   }

@@ -59,6 +59,7 @@ export type {
 } from './memory/memory-query-pool.js';
 export { aggregate } from './aggregator.js';
 export type { Query } from './aggregator.js';
+export { turnIdOf } from './turn-id.js';
 export { retryDelayMs } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { createController } from './controller.js';
@@ -102,6 +103,7 @@ export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-st
 export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './errors.js';
 export type { ErrorCode, SwitchboardErrorOptions } from './errors.js';
 export { durationMs, parseDurationMs } from './duration.js';
+export type { DurationBounds } from './duration.js';
 export { numeric } from './numeric.js';
 export { formatIssues, formatPath, parseOrThrow } from './validation.js';
 

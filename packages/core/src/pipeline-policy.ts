@@ -10,11 +10,9 @@ import { numeric } from './numeric.js';
 export const AggregationSchema = z
   .strictObject({
     enabled: z.boolean().default(false),
-    delay: durationMs()
-      .prefault('1.5s')
-      .refine((ms) => ms >= 100 && ms <= 10_000, 'must be between 100ms and 10s'),
+    delay: durationMs({ min: '100ms', max: '10s' }).prefault('1.5s'),
     /** Defaults to 5 × delay. */
-    max_wait: durationMs().optional(),
+    max_wait: durationMs({ max: '5m' }).optional(),
     max_messages: numeric(z.number().int().min(1).max(100)).prefault(10),
   })
   .transform(({ enabled, delay, max_wait, max_messages }) => ({
@@ -24,12 +22,16 @@ export const AggregationSchema = z
     maxMessages: max_messages,
   }));
 
-/** Retry of failed turns (buzz, seed 002): base × 2^(n−1), capped, ±20% jitter. */
+/**
+ * Retry of failed turns (buzz, seed 002): base × 2^(n−1), ±20% jitter, and no wait — a
+ * Retry-After included — longer than `max_delay`. The bounds keep a retried message from being
+ * parked for weeks by a typo.
+ */
 export const RetrySchema = z
   .strictObject({
     max_attempts: numeric(z.number().int().min(1).max(100)).prefault(10),
-    base_delay: durationMs().prefault('5s'),
-    max_delay: durationMs().prefault('300s'),
+    base_delay: durationMs({ max: '1h' }).prefault('5s'),
+    max_delay: durationMs({ max: '1h' }).prefault('300s'),
   })
   .transform(({ max_attempts, base_delay, max_delay }) => ({
     maxAttempts: max_attempts,
@@ -43,7 +45,7 @@ export const RetrySchema = z
  */
 export const PipelinePolicyFields = z.object({
   id: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, _ . -'),
-  timeout: durationMs().prefault('120s'),
+  timeout: durationMs({ max: '1h' }).prefault('120s'),
   max_concurrency: numeric(z.number().int().min(1)).optional(),
   aggregation: AggregationSchema.prefault({}),
   busy_mode: z.enum(['queue', 'collect']).default('queue'),

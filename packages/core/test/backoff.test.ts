@@ -16,16 +16,32 @@ describe('retryDelayMs', () => {
   });
 
   describe('when jitter is at its bounds', () => {
-    it('stays within ±20% of the capped delay', () => {
+    it('stays within ±20% of the capped delay and never exceeds the maximum', () => {
       expect(retryDelayMs(1, policy, () => 0)).toBe(4000);
       expect(retryDelayMs(1, policy, () => 0.999_999)).toBeLessThanOrEqual(6000);
       expect(retryDelayMs(9, policy, () => 0)).toBe(240_000);
-      expect(retryDelayMs(9, policy, () => 0.999_999)).toBeLessThanOrEqual(360_000);
+      expect(retryDelayMs(9, policy, () => 0.999_999)).toBe(300_000);
       for (let i = 0; i < 1000; i++) {
         const wait = retryDelayMs(3, policy);
         expect(wait).toBeGreaterThanOrEqual(16_000);
         expect(wait).toBeLessThanOrEqual(24_000);
       }
+    });
+  });
+
+  describe('when the backend asks for a Retry-After', () => {
+    it('waits that long when it is longer than the backoff', () => {
+      expect(retryDelayMs(1, policy, () => 0.5, 42_000)).toBe(42_000);
+      expect(retryDelayMs(1, policy, () => 0.5, 1_000)).toBe(5_000);
+    });
+
+    it('never waits longer than the maximum, whatever it asks for', () => {
+      expect(retryDelayMs(1, policy, () => 0.5, 365 * 86_400_000)).toBe(300_000);
+      expect(retryDelayMs(1, policy, () => 0.5, Number.POSITIVE_INFINITY)).toBe(300_000);
+    });
+
+    it('ignores a Retry-After that is not a number', () => {
+      expect(retryDelayMs(1, policy, () => 0.5, Number.NaN)).toBe(5_000);
     });
   });
 });

@@ -52,7 +52,7 @@ describe('controller', () => {
       ]);
     });
 
-    it('stop waits for accepted work before resolving', async () => {
+    it('stop lets running turns finish, starts nothing queued, and drops it with a memory store', async () => {
       const h = await startA1A2B1();
       let stopped = false;
       const stopping = h.controller.stop({ drainTimeoutMs: 30_000 }).then(() => {
@@ -61,13 +61,18 @@ describe('controller', () => {
       // A late message is refused, not lost silently.
       expect(await h.send('C', 'late')).toMatchObject({ accepted: false, reason: 'draining' });
       h.run('a1').resolve();
-      h.run('b1').resolve();
       await settle();
+      // a1 freed session A, but a2 was queued when the stop began: it must not start now only
+      // to be aborted at the drain timeout.
+      expect(h.events).not.toContain('start:a2');
       expect(stopped).toBe(false);
-      h.run('a2').resolve();
+      h.run('b1').resolve();
       await stopping;
-      expect(stopped).toBe(true);
-      expect(h.outcomes.filter((o) => o.kind === 'completed')).toHaveLength(3);
+      expect(h.outcomes.map((o) => [o.kind, o.reason, o.message.text])).toEqual([
+        ['completed', undefined, 'a1'],
+        ['completed', undefined, 'b1'],
+        ['dropped', 'shutdown', 'a2'],
+      ]);
     });
   });
 
@@ -78,13 +83,51 @@ describe('controller', () => {
       await h.send('A', 'first');
       await h.send('A', 'second');
       await settle();
-      h.run('first').reject(retryable());
+      const first = h.run('first');
+      first.reject(retryable());
       await settle();
       expect(h.runs).toHaveLength(0);
       await vi.advanceTimersByTimeAsync(4_999);
       expect(h.runs).toHaveLength(0);
       await vi.advanceTimersByTimeAsync(1);
-      expect(h.run('first').query.attempt).toBe(2);
+      const again = h.run('first').query;
+      expect(again.attempt).toBe(2);
+      // The same request for the backend: it deduplicates on the id (ports/pipeline.ts).
+      expect(again.id).toBe(first.query.id);
+    });
+
+    it('counts attempts per message: one merged into a retried burst is not dead-lettered with it', async () => {
+      const h = createHarness({
+        pipelines: [
+          { id: 'p', busy_mode: 'collect', retry: { max_attempts: 2 }, dead_letter_reply: 'Sorry.' },
+        ],
+        random: () => 0.5,
+      });
+      h.controller.start();
+      await h.send('A', 'head');
+      await settle();
+      h.run('head').reject(retryable());
+      await settle();
+      await h.send('A', 'joined');
+      await vi.advanceTimersByTimeAsync(5_000);
+      const merged = h.run('head\njoined');
+      expect(merged.query.attempt).toBe(2);
+      merged.reject(retryable());
+      await settle();
+      // head used its 2 attempts; joined has used 1 of its own.
+      expect(h.outcomes.map((o) => [o.kind, o.reason, o.message.text, o.attempt])).toEqual([
+        ['dead_lettered', 'max_attempts', 'head', 2],
+      ]);
+      expect(h.delivered.map((d) => [d.query.text, d.replies])).toEqual([['head', [{ text: 'Sorry.' }]]]);
+      await vi.advanceTimersByTimeAsync(5_000);
+      const alone = h.run('joined');
+      expect(alone.query.attempt).toBe(2);
+      alone.resolve();
+      await settle();
+      expect(h.outcomes.map((o) => [o.kind, o.message.text, o.attempt])).toEqual([
+        ['dead_lettered', 'head', 2],
+        ['completed', 'joined', 2],
+      ]);
     });
 
     it('waits 5, 10, 20 … s capped at 300 s and dead-letters after 10 attempts, order kept behind it', async () => {
@@ -125,6 +168,22 @@ describe('controller', () => {
       await vi.advanceTimersByTimeAsync(1_000);
       expect(h.runs).toHaveLength(1);
     });
+
+    it('waits no longer than max_delay whatever Retry-After the backend sends', async () => {
+      const h = createHarness({ pipelines: [{ id: 'p', retry: { max_delay: '60s' } }], random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      // A year: past Node's longest timer, which used to fire after 1 ms.
+      const yearMs = 365 * 86_400_000;
+      h.run('m').reject(
+        new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, retryAfterMs: yearMs }),
+      );
+      await vi.advanceTimersByTimeAsync(59_999);
+      expect(h.runs).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.run('m').query.attempt).toBe(2);
+    });
   });
 
   describe('when a pipeline fails with a fatal error', () => {
@@ -137,6 +196,29 @@ describe('controller', () => {
       await settle();
       expect(h.outcomes).toMatchObject([{ kind: 'dead_lettered', reason: 'fatal_error', attempt: 1 }]);
       expect(h.delivered.map((d) => d.replies)).toEqual([[{ text: 'Sorry.' }]]);
+    });
+
+    it("sends the dead letter reply before the session's next turn starts, so replies stay in order", async () => {
+      const sent: string[] = [];
+      const h = createHarness({
+        pipelines: [{ id: 'p', dead_letter_reply: 'Sorry.' }],
+        onDeliver: async (_query, replies) => {
+          // A slow platform: the apology takes a second to go out.
+          if (replies[0]?.text === 'Sorry.') await new Promise((resolve) => setTimeout(resolve, 1_000));
+          sent.push(replies.map((reply) => reply.text).join());
+        },
+      });
+      h.controller.start();
+      await h.send('A', 'first');
+      await h.send('A', 'second');
+      await settle();
+      h.run('first').reject(new SwitchboardError('SB_PIPELINE_FAILED', { message: 'HTTP 400' }));
+      await settle();
+      expect(h.events).not.toContain('start:second');
+      await vi.advanceTimersByTimeAsync(1_000);
+      h.run('second').resolve();
+      await settle();
+      expect(sent).toEqual(['Sorry.', 'second']);
     });
 
     it('treats an unknown thrown value as fatal', async () => {
@@ -206,7 +288,7 @@ describe('controller', () => {
   });
 
   describe('when stopping', () => {
-    it('flushes debounce buffers so buffered bursts run before the stop resolves', async () => {
+    it('starts no buffered burst: a memory store drops it as shutdown', async () => {
       const h = createHarness({
         pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '10s' } }],
         autoReply: true,
@@ -217,7 +299,95 @@ describe('controller', () => {
       await settle();
       expect(h.events).toEqual([]);
       await h.controller.stop({ drainTimeoutMs: 30_000 });
-      expect(h.events).toEqual(['start:a\nb', 'end:a\nb']);
+      expect(h.events).toEqual([]);
+      expect(h.outcomes.map((o) => [o.kind, o.reason, o.message.text])).toEqual([
+        ['dropped', 'shutdown', 'a'],
+        ['dropped', 'shutdown', 'b'],
+      ]);
+    });
+
+    it('does not wait for a retry due after the stop began', async () => {
+      const h = createHarness({ random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      h.run('m').reject(retryable());
+      await settle();
+      let stopped = false;
+      void h.controller.stop({ drainTimeoutMs: 30_000 }).then(() => {
+        stopped = true;
+      });
+      await settle();
+      // The retry is queued, not running: it neither holds the drain nor runs during it.
+      expect(stopped).toBe(true);
+      expect(h.events).toEqual(['start:m', 'end:m']);
+      expect(h.outcomes.map((o) => [o.kind, o.reason, o.attempt])).toEqual([['dropped', 'shutdown', 1]]);
+    });
+
+    it('hands back a turn whose claim was answered after the stop began', async () => {
+      let releaseClaims = () => {};
+      const claimsHeld = new Promise<void>((resolve) => {
+        releaseClaims = resolve;
+      });
+      const h = createHarness({
+        wrapPool: (pool) => ({
+          ...pool,
+          claim: async () => {
+            await claimsHeld;
+            return pool.claim();
+          },
+        }),
+      });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      const stopping = h.controller.stop({ drainTimeoutMs: 30_000 });
+      releaseClaims();
+      await settle();
+      expect(h.events).toEqual([]);
+      await stopping;
+      expect(h.outcomes.map((o) => [o.kind, o.reason, o.message.text])).toEqual([
+        ['dropped', 'shutdown', 'm'],
+      ]);
+    });
+
+    it('waits for a running turn when given a drain timeout past the longest timer delay', async () => {
+      const h = createHarness();
+      h.controller.start();
+      await h.send('A', 'long');
+      await settle();
+      const run = h.run('long');
+      let stopped = false;
+      void h.controller.stop({ drainTimeoutMs: 2 ** 32 }).then(() => {
+        stopped = true;
+      });
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(run.signal.aborted).toBe(false);
+      run.resolve();
+      await settle();
+      expect(stopped).toBe(true);
+      expect(h.outcomes.map((o) => o.kind)).toEqual(['completed']);
+    });
+
+    it('ends the drain without asking the pool for its stats, which may be unreachable', async () => {
+      const h = createHarness({
+        autoReply: true,
+        wrapPool: (pool) => ({
+          ...pool,
+          stats: () =>
+            Promise.reject(new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'store down' })),
+        }),
+      });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      let stopped = false;
+      void h.controller.stop({ drainTimeoutMs: 30_000 }).then(() => {
+        stopped = true;
+      });
+      await settle();
+      expect(stopped).toBe(true);
+      expect(h.outcomes.map((o) => o.kind)).toEqual(['completed']);
     });
 
     it('aborts turns still running at the drain timeout and drops them when the pool is not durable', async () => {
@@ -271,6 +441,26 @@ describe('controller', () => {
         ['completed', 'waiting', 1],
       ]);
       expect(await journal.load()).toEqual([]);
+    });
+
+    it('keeps a buffered burst journaled at the stop, without starting it', async () => {
+      const journal = createMemoryJournal();
+      const h = createHarness({
+        journal,
+        pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '10s' } }],
+        autoReply: true,
+      });
+      h.controller.start();
+      await h.send('A', 'a');
+      await h.send('A', 'b');
+      await settle();
+      await h.controller.stop({ drainTimeoutMs: 30_000 });
+      expect(h.events).toEqual([]);
+      expect(h.outcomes).toEqual([]);
+      expect((await journal.load()).map((q) => [q.message.text, q.attempt])).toEqual([
+        ['a', 0],
+        ['b', 0],
+      ]);
     });
   });
 });

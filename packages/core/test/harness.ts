@@ -8,6 +8,7 @@ import {
   type PipelinePolicyInput,
   PipelinePolicySchema,
   type Query,
+  type QueryPool,
   type QueueLimits,
   type Reply,
   createController,
@@ -53,6 +54,10 @@ export interface HarnessOptions {
   autoReply?: boolean;
   random?: () => number;
   logger?: Logger;
+  /** Called for every delivery after it is logged in `delivered`; may hold it. Default: none. */
+  onDeliver?: (query: Query, replies: readonly Reply[]) => Promise<void>;
+  /** Wraps the pool the controller sees, e.g. to hold its claims. */
+  wrapPool?: (pool: QueryPool) => QueryPool;
 }
 
 /** A logger that keeps `level message` lines for assertions. */
@@ -131,12 +136,13 @@ export function createHarness(options: HarnessOptions = {}) {
   );
 
   const controller = createController({
-    pool,
+    pool: options.wrapPool?.(pool) ?? pool,
     pipelines,
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
     deliver: async (query, replies) => {
       delivered.push({ query, replies });
+      await options.onDeliver?.(query, replies);
     },
     random: options.random,
     logger: options.logger,

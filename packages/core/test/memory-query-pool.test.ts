@@ -1,6 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SwitchboardError, createMemoryJournal } from '../src/index.js';
-import { capturingLogger, createHarness, settle } from './harness.js';
+import {
+  PipelinePolicySchema,
+  SwitchboardError,
+  type Turn,
+  createMemoryJournal,
+  createMemoryQueryPool,
+} from '../src/index.js';
+import { capturingLogger, createHarness, message, settle } from './harness.js';
 
 const debounced = (extra: Record<string, unknown> = {}) => ({
   id: 'p',
@@ -229,6 +235,65 @@ describe('memory query pool', () => {
         'error journal turn start failed: the message may run again after a restart',
         'error journal removal failed: the message may run again after a restart',
       ]);
+    });
+  });
+
+  describe('when the process restarts while a retry waits on backoff', () => {
+    it('recovers the retry time from the journal and runs the message only when due', async () => {
+      const journal = createMemoryJournal();
+      const h = createHarness({ journal, random: () => 0.5 });
+      h.controller.start();
+      await h.send('A', 'retried');
+      await h.send('B', 'fresh');
+      await settle();
+      h.run('retried').reject(new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true }));
+      h.run('fresh').reject(new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true }));
+      await settle();
+      // Both wait 5 s; the process stops 1 s into the backoff.
+      await vi.advanceTimersByTimeAsync(1_000);
+      await h.controller.stop({ drainTimeoutMs: 0 });
+
+      const next = createHarness({ journal, autoReply: true });
+      await next.pool.recover();
+      next.controller.start();
+      await vi.advanceTimersByTimeAsync(3_999);
+      expect(next.events).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(next.outcomes.map((o) => [o.kind, o.message.text, o.attempt])).toEqual([
+        ['completed', 'retried', 2],
+        ['completed', 'fresh', 2],
+      ]);
+    });
+  });
+
+  describe('when the only due time is far in the future', () => {
+    it('sleeps until then instead of reading its clock every millisecond', async () => {
+      let clockReads = 0;
+      const pool = createMemoryQueryPool({
+        concurrency: { global: 20, perSession: 1 },
+        limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+        pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+        now: () => {
+          clockReads += 1;
+          return Date.now();
+        },
+      });
+      const inbound = message('A', 'later');
+      await pool.enqueue({
+        message: inbound,
+        session: 'A',
+        pipeline: 'p',
+        routedByRule: false,
+        attempt: 0,
+        acceptedAt: Date.now(),
+      });
+      const turn = (await pool.claim()) as Turn;
+      // A Retry-After of a year, as a pool shared with an older replica could be handed.
+      await pool.retry(turn, Date.now() + 365 * 86_400_000);
+      const readsBefore = clockReads;
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(clockReads - readsBefore).toBeLessThanOrEqual(2);
+      expect(await pool.claim()).toBeNull();
     });
   });
 });

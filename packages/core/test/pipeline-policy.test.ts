@@ -38,7 +38,7 @@ describe('PipelinePolicySchema', () => {
     it('throws one error naming every bad field', () => {
       const bad = {
         id: 'has space',
-        aggregation: { delay: '20s', max_messages: 0, colour: 'red' },
+        aggregation: { delay: '20s', max_wait: '1h', max_messages: 0, colour: 'red' },
         busy_mode: 'drop',
         retry: { base_delay: '5 parsecs' },
       };
@@ -52,6 +52,7 @@ describe('PipelinePolicySchema', () => {
       const problems = (error as SwitchboardError).details?.problems as string[];
       expect(problems.join('\n')).toMatch(/^id: /m);
       expect(problems.join('\n')).toMatch(/^aggregation\.delay: must be between 100ms and 10s/m);
+      expect(problems.join('\n')).toMatch(/^aggregation\.max_wait: must be at most 5m, got "1h"$/m);
       expect(problems.join('\n')).toMatch(/^aggregation\.max_messages: /m);
       expect(problems.join('\n')).toMatch(/^aggregation: .*colour/m);
       expect(problems.join('\n')).toMatch(/^busy_mode: /m);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StoreFactory } from '@switchboard/core/testing';
@@ -95,6 +95,30 @@ describe('createSqliteStore', () => {
       expect(await second.journal.load()).toEqual([queuedMessageFixture(1)]);
       second.close();
       expect(inspect(path, (db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
+    });
+  });
+
+  describe('when the file was written at schema version 1', () => {
+    it('migrates it, keeping its journal, and then records retry times', async () => {
+      const path = temporaryPath();
+      const db = new BetterSqlite3(path);
+      db.exec(readFileSync(new URL('../migrations/0001_init.sql', import.meta.url), 'utf8'));
+      db.pragma('user_version = 1');
+      const old = queuedMessageFixture(1, { attempt: 2 });
+      db.prepare('INSERT INTO journal (id, attempt, payload) VALUES (?, ?, ?)').run(
+        old.message.id,
+        2,
+        JSON.stringify(old),
+      );
+      db.close();
+      const store = createSqliteStore({ path });
+      expect(await store.journal.load()).toEqual([old]);
+      await store.journal.markRetry([old.message.id], 9_000);
+      expect(await store.journal.load()).toEqual([{ ...old, retryAtMs: 9_000 }]);
+      store.close();
+      expect(inspect(path, (inspected) => inspected.pragma('user_version', { simple: true }))).toBe(
+        SCHEMA_VERSION,
+      );
     });
   });
 

@@ -19,6 +19,12 @@ export function createMemoryJournal(): Journal {
         if (entry !== undefined) entry.attempt = attempt;
       }
     },
+    async markRetry(messageIds, retryAtMs) {
+      for (const id of messageIds) {
+        const entry = entries.get(id);
+        if (entry !== undefined) entry.retryAtMs = retryAtMs;
+      }
+    },
     async remove(messageIds) {
       for (const id of messageIds) entries.delete(id);
     },

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
 import type { Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
@@ -7,6 +6,7 @@ import type { SessionKey } from '../session-key.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 import { WakeTimer } from '../structures/wake-timer.js';
+import { turnIdOf } from '../turn-id.js';
 
 /** The part of a pipeline's policy the pool applies: its slot limit and readiness rules. */
 export type PoolPipelinePolicy = Pick<PipelinePolicy, 'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'>;
@@ -33,8 +33,6 @@ interface Entry {
   queued: QueuedMessage;
   /** Acceptance order: the pool's measure of age. */
   seq: number;
-  /** Backoff: not runnable before this time (ms). */
-  notBefore: number;
   /** The slots of the message's pipeline, looked up once on acceptance rather than on every move. */
   slots: PipelineSlots;
 }
@@ -121,9 +119,6 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   const logger = (options.logger ?? silentLogger).child({ component: 'pool' });
   const now = options.now ?? Date.now;
   const refusalRetryAfterMs = options.refusalRetryAfterMs ?? 1000;
-  // Turn ids only need to be unique: a per-pool random prefix and a counter are enough, and cheap.
-  const turnIdPrefix = `t${randomBytes(6).toString('hex')}-`;
-  let turnCount = 0;
 
   const sessions = new Map<string, Session>();
   const pipelines = new Map<string, PipelineSlots>();
@@ -197,7 +192,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   /** When the session's head may run: backoff first, then the debounce of its pipeline. */
   function dueAtOf(session: Session): number {
     const head = session.queue.peek() as Entry;
-    if (head.notBefore > 0) return head.notBefore;
+    if (head.queued.retryAtMs !== undefined) return head.queued.retryAtMs;
     const { aggregation } = head.slots.policy;
     if (!aggregation.enabled || debounceFlushed || head.queued.attempt > 0) return 0;
     const run = headRun(session, aggregation.maxMessages);
@@ -259,7 +254,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       pending -= 1;
     }
     const wasEmpty = session.queue.length === 0;
-    session.queue.push({ queued, seq: nextSeq++, notBefore: 0, slots: slotsOf(queued.pipeline) });
+    session.queue.push({ queued, seq: nextSeq++, slots: slotsOf(queued.pipeline) });
     pending += 1;
     // A ready session with an unchanged head stays where it is: the common case costs O(1).
     if (wasEmpty || overflowed.length > 0 || session.heap === delayed) place(session, now());
@@ -271,8 +266,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     const linked = ClaimedTurn.claimOf(turn);
     const session = linked?.pool === pool ? linked.session : sessions.get(turn.session);
     const claims = session?.claims ?? [];
+    // A handed-out turn is matched by its claim, not its id: the same messages claimed again
+    // make the same id, and a stale turn must not release their new claim.
+    const matches = (claim: Claim) => (linked?.pool === pool ? claim === linked : claim.turnId === turn.id);
     let index = 0;
-    while (index < claims.length && (claims[index] as Claim).turnId !== turn.id) index++;
+    while (index < claims.length && !matches(claims[index] as Claim)) index++;
     const claim = claims[index];
     if (claim === undefined) return undefined;
     // A session's claims are unordered: the last one takes the freed place.
@@ -302,6 +300,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
     const entries: Entry[] = [];
     const messages: QueuedMessage[] = [];
+    const ids: string[] = [];
     let attempt = 0;
     for (let i = 0; i < batchSize; i++) {
       const entry = session.queue.shift() as Entry;
@@ -309,16 +308,27 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       attempt = Math.max(attempt, entry.queued.attempt);
       entries.push(entry);
       messages.push(entry.queued);
+      ids.push(entry.queued.message.id);
     }
     pending -= batchSize;
     best.inflight += 1;
     inflight += 1;
-    const id = turnIdPrefix + turnCount++;
+    const id = turnIdOf(ids);
     const claim: Claim = { pool, turnId: id, session, slots: best, entries };
     session.claims.push(claim);
     place(session, at);
     return new ClaimedTurn(id, session.key, best.policy.id, messages, attempt, claim);
   }
+
+  /** Puts a released claim's `entries` back at the head of its session. */
+  function putBack(claim: Claim, entries: readonly Entry[]): void {
+    claim.session.queue.unshiftAll(entries);
+    pending += entries.length;
+    place(claim.session, now());
+    notify();
+  }
+
+  const idsOf = (entries: readonly Entry[]) => entries.map((entry) => entry.queued.message.id);
 
   function writeBehind(write: Promise<void>, what: string): void {
     write.catch((err: unknown) =>
@@ -371,26 +381,29 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       if (claim === undefined) return DONE;
       place(claim.session, now());
       notify();
-      if (journal !== undefined) {
-        writeBehind(journal.remove(claim.entries.map((entry) => entry.queued.message.id)), 'removal');
-      }
+      if (journal !== undefined) writeBehind(journal.remove(idsOf(claim.entries)), 'removal');
       return DONE;
     },
 
-    async retry(turn, retryAtMs) {
+    async retry(turn, retryAtMs, finalIds = []) {
       const claim = release(turn);
       if (claim === undefined) return;
-      for (const entry of claim.entries) entry.notBefore = retryAtMs;
-      claim.session.queue.unshiftAll(claim.entries);
-      pending += claim.entries.length;
-      place(claim.session, now());
-      notify();
+      const final = new Set(finalIds);
+      const retried = claim.entries.filter((entry) => !final.has(entry.queued.message.id));
+      const done = claim.entries.filter((entry) => final.has(entry.queued.message.id));
+      for (const entry of retried) entry.queued.retryAtMs = retryAtMs;
+      putBack(claim, retried);
+      if (journal === undefined) return;
+      // Written behind like turn starts: a retry time lost in a crash only lets the message run
+      // early after the restart, and a lost removal runs it once more (at least once).
+      if (retried.length > 0) writeBehind(journal.markRetry(idsOf(retried), retryAtMs), 'retry time');
+      if (done.length > 0) writeBehind(journal.remove(idsOf(done)), 'removal');
     },
 
     async abandon(turn) {
       const claim = release(turn);
       if (claim === undefined) return;
-      place(claim.session, now());
+      putBack(claim, claim.entries);
     },
 
     onRunnable(listener) {

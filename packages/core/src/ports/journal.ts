@@ -3,8 +3,8 @@ import type { QueuedMessage } from './query-pool.js';
 /**
  * Durable record of accepted messages, so nothing accepted is lost by a crash (DESIGN §2
  * "Durability"). The in-memory pool writes through it: `append` completes before the platform
- * is acknowledged; `markStarted` and `remove` are written behind, in order (see Ordering). On start the pool reloads
- * `load()` in acceptance order.
+ * is acknowledged; `markStarted`, `markRetry` and `remove` are written behind, in order (see
+ * Ordering). On start the pool reloads `load()` in acceptance order.
  *
  * Ordering: `load` returns entries in the order they were appended, and calls take effect in the
  * order they were made, also when the caller does not wait for one before the next: the pool
@@ -17,8 +17,13 @@ export interface Journal {
   append(entry: QueuedMessage): Promise<void>;
   /** Records that a turn started running these messages (their new `attempt`). */
   markStarted(messageIds: readonly string[], attempt: number): Promise<void>;
+  /**
+   * Records that these messages wait on backoff until `retryAtMs` (ms since the epoch); `load`
+   * returns it as their `retryAtMs`. Unknown ids are ignored.
+   */
+  markRetry(messageIds: readonly string[], retryAtMs: number): Promise<void>;
   /** Forgets messages whose outcome is final. Unknown ids are ignored. */
   remove(messageIds: readonly string[]): Promise<void>;
-  /** Every entry still journaled, in acceptance order. */
+  /** Every entry still journaled, in acceptance order, with its latest attempt and retry time. */
   load(): Promise<QueuedMessage[]>;
 }

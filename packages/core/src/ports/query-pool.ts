@@ -8,20 +8,32 @@ export interface QueuedMessage {
   pipeline: string;
   routedByRule: boolean;
   rule?: string;
-  /** Turns that have started with this message so far (0 until first claimed). */
+  /**
+   * Turns that have started with this message so far (0 until first claimed). Retry limits
+   * apply per message: one merged into a retried burst has its own count.
+   */
   attempt: number;
   /** When the pool accepted it, ms since the epoch; kept across retries and restarts. */
   acceptedAt: number;
+  /**
+   * Set when a failed turn put the message back: it may not run before this time (ms since the
+   * epoch). Journaled (`Journal.markRetry`), so a restart keeps the backoff.
+   */
+  retryAtMs?: number;
 }
 
 /** A claimed unit of work: one or more messages of one session for one pipeline. */
 export interface Turn {
+  /**
+   * Made from the ids of its messages (`turnIdOf`): the same messages get the same id on every
+   * attempt, also after a restart, so a backend can deduplicate on it (`Query.id`).
+   */
   id: string;
   session: SessionKey;
   pipeline: string;
   /** In arrival order; each `attempt` already counts this turn. */
   messages: QueuedMessage[];
-  /** The highest attempt among the messages: 1 on a first run. */
+  /** The highest attempt among the messages: 1 on a first run. Limits apply per message. */
   attempt: number;
 }
 
@@ -71,9 +83,16 @@ export interface QueryPool {
   claim(): Promise<Turn | null>;
   /** Frees the turn's slots and forgets its messages (their outcome is final). */
   complete(turn: Turn): Promise<void>;
-  /** Frees the turn's slots and puts its messages back at the head of their session, runnable at `retryAtMs`. */
-  retry(turn: Turn, retryAtMs: number): Promise<void>;
-  /** Frees the turn's slots without touching its messages: they stay journaled for the next start. */
+  /**
+   * Frees the turn's slots and puts its messages back at the head of their session, runnable at
+   * `retryAtMs` (journaled, so a restart keeps it), except those in `finalIds`: their outcome is
+   * final (they reached their attempt limit) and they are forgotten, as by `complete`.
+   */
+  retry(turn: Turn, retryAtMs: number, finalIds?: readonly string[]): Promise<void>;
+  /**
+   * Frees the turn's slots and puts its messages back at the head of their session, runnable at
+   * once; a durable pool keeps them for the next start. The claim still counts as an attempt.
+   */
   abandon(turn: Turn): Promise<void>;
   /** Calls `listener` whenever a claim may now succeed (arrival, freed slot, due timer). */
   onRunnable(listener: () => void): () => void;

@@ -107,6 +107,42 @@ export function journalContract(name: string, factory: StoreFactory<Journal>): v
       });
     });
 
+    describe('when messages are put back to wait on backoff', () => {
+      it('records the retry time of exactly the listed messages, the latest one winning', async () => {
+        for (const index of [1, 2, 3]) await subject.store.append(queuedMessageFixture(index));
+        const [first, second, third] = [1, 2, 3].map((index) => queuedMessageFixture(index).message.id);
+        await subject.store.markRetry([first!, third!], 1_000);
+        await subject.store.markRetry([third!], 2_000);
+        await subject.store.markRetry(['unknown'], 3_000);
+        const retries = (await subject.store.load()).map((entry) => [entry.message.id, entry.retryAtMs]);
+        expect(retries).toEqual([
+          [first, 1_000],
+          [second, undefined],
+          [third, 2_000],
+        ]);
+      });
+
+      it('keeps the attempt and the retry time apart', async () => {
+        const id = queuedMessageFixture(1).message.id;
+        await subject.store.append(queuedMessageFixture(1));
+        await Promise.all([
+          subject.store.markStarted([id], 1),
+          subject.store.markRetry([id], 5_000),
+          subject.store.markStarted([id], 2),
+        ]);
+        expect(await subject.store.load()).toEqual([
+          queuedMessageFixture(1, { attempt: 2, retryAtMs: 5_000 }),
+        ]);
+      });
+
+      it('returns a retry time given to append', async () => {
+        await subject.store.append(queuedMessageFixture(1, { attempt: 3, retryAtMs: 7_000 }));
+        expect(await subject.store.load()).toEqual([
+          queuedMessageFixture(1, { attempt: 3, retryAtMs: 7_000 }),
+        ]);
+      });
+    });
+
     describe('when entries are removed', () => {
       it('forgets them and keeps the others in order', async () => {
         for (const index of [1, 2, 3, 4]) await subject.store.append(queuedMessageFixture(index));
@@ -124,15 +160,16 @@ export function journalContract(name: string, factory: StoreFactory<Journal>): v
     });
 
     describe('when the store is reopened', () => {
-      it('still holds the entries, their order and their attempts', async (context) => {
+      it('still holds the entries, their order, their attempts and retry times', async (context) => {
         for (const index of [3, 1, 2]) await subject.store.append(queuedMessageFixture(index));
         await subject.store.markStarted([queuedMessageFixture(1).message.id], 1);
+        await subject.store.markRetry([queuedMessageFixture(1).message.id], 60_000);
         await subject.store.remove([queuedMessageFixture(2).message.id]);
         const reopened = await subject.reopen();
         if (reopened === null) return context.skip('not durable');
         expect(await reopened.load()).toEqual([
           queuedMessageFixture(3),
-          queuedMessageFixture(1, { attempt: 1 }),
+          queuedMessageFixture(1, { attempt: 1, retryAtMs: 60_000 }),
         ]);
       });
     });

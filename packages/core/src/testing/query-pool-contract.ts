@@ -160,6 +160,62 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(texts(again)).toEqual([head.message.id]);
         expect(again?.attempt).toBe(2);
       });
+
+      it('claims the same messages again under the same turn id, for backends to deduplicate on', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        const turn = (await p.claim()) as Turn;
+        await p.retry(turn, nowMs);
+        expect((await p.claim())?.id).toBe(turn.id);
+      });
+
+      it('counts attempts per message when a later message joins the retried burst', async () => {
+        const p = await pool({ pipelines: [{ id: 'p', busy_mode: 'collect' }] });
+        const head = queued('A');
+        const joining = queued('A');
+        await p.enqueue(head);
+        const turn = (await p.claim()) as Turn;
+        await p.enqueue(joining);
+        await p.retry(turn, nowMs + 5000);
+        nowMs += 5000;
+        const merged = (await p.claim()) as Turn;
+        expect(merged.messages.map((m) => [m.message.id, m.attempt])).toEqual([
+          [head.message.id, 2],
+          [joining.message.id, 1],
+        ]);
+        expect(merged.attempt).toBe(2);
+        // Other messages, another request: the id of the first attempt must not be reused.
+        expect(merged.id).not.toBe(turn.id);
+      });
+
+      it('forgets the messages listed as final and puts back the others', async () => {
+        const p = await pool({ pipelines: [{ id: 'p', busy_mode: 'collect' }] });
+        const exhausted = queued('A');
+        const retried = queued('A');
+        await p.enqueue(exhausted);
+        await p.enqueue(retried);
+        const turn = (await p.claim()) as Turn;
+        expect(texts(turn)).toEqual([exhausted.message.id, retried.message.id]);
+        await p.retry(turn, nowMs + 1000, [exhausted.message.id]);
+        expect(await p.stats()).toMatchObject({ pending: 1, inflight: 0 });
+        nowMs += 1000;
+        expect(texts(await p.claim())).toEqual([retried.message.id]);
+      });
+    });
+
+    describe('when a turn is abandoned', () => {
+      it('puts its messages back at the head, runnable at once, the claim counted', async () => {
+        const p = await pool();
+        const head = queued('A');
+        await p.enqueue(head);
+        await p.enqueue(queued('A'));
+        const turn = (await p.claim()) as Turn;
+        await p.abandon(turn);
+        expect(await p.stats()).toMatchObject({ pending: 2, inflight: 0 });
+        const again = await p.claim();
+        expect(texts(again)).toEqual([head.message.id]);
+        expect(again?.attempt).toBe(2);
+      });
     });
 
     describe('when debounce is enabled', () => {
