@@ -61,7 +61,13 @@ export function createDeadLetterReplay(
         details: { id },
       });
     }
-    const queued = record.payload;
+    const { replayable, ...queued } = record.payload;
+    if (!replayable) {
+      throw new SwitchboardError('SB_DEAD_LETTER_NOT_REPLAYABLE', {
+        message: `dead letter ${id} was stored without its whole text (audit.store_text) and cannot be replayed`,
+        details: { id },
+      });
+    }
     if (record.replayed_at !== null) throw alreadyReplayed(id);
 
     const result = await pool.enqueue(

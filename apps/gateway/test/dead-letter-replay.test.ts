@@ -20,14 +20,14 @@ import { createDeadLetterReplay, replayDeliveryKey } from '../src/dead-letter-re
 const CLAIM_TTL_MS = 30 * 24 * 3_600_000;
 const DEAD_LETTER_ID = '01JDEAD0000000000000000001';
 
-function deadLetter(): AuditRecord {
+function deadLetter(replayable = true): AuditRecord {
   return auditRecordFixture(1, {
     id: DEAD_LETTER_ID,
     outcome: 'dead_lettered',
     reason: 'max_attempts',
     pipeline: 'assistant',
     session: queuedMessageFixture(1).session,
-    payload: queuedMessageFixture(1, { attempt: 3 }),
+    payload: { ...queuedMessageFixture(1, { attempt: 3 }), replayable },
   });
 }
 
@@ -101,6 +101,18 @@ describe('dead letter replay', () => {
       pool.close();
       await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_DRAINING' });
       expect((await auditLog.deadLetters(10)).map((record) => record.id)).toEqual([DEAD_LETTER_ID]);
+    });
+  });
+
+  describe('when the dead letter was stored without its whole text', () => {
+    it('answers SB_DEAD_LETTER_NOT_REPLAYABLE and queues nothing', async () => {
+      const { auditLog, pool, replay } = setup();
+      await auditLog.append(deadLetter(false));
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({
+        code: 'SB_DEAD_LETTER_NOT_REPLAYABLE',
+        status: 422,
+      });
+      expect((await pool.stats()).pending).toBe(0);
     });
   });
 

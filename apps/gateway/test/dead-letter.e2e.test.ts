@@ -178,4 +178,15 @@ ${audit}
       ]);
     });
   });
+
+  describe('when audit.store_text is none', () => {
+    it('lists the dead letter as not replayable and refuses its replay with SB_DEAD_LETTER_NOT_REPLAYABLE', async () => {
+      const { backend, gateway, deadLetter } = await deadLetteringGateway('audit: { store_text: none }');
+      expect(deadLetter).toMatchObject({ text: null, replayable: false });
+      const replay = await post(`${gateway.url}/admin/dead-letters/${deadLetter.id}/replay`, {});
+      expect(replay.status).toBe(422);
+      expect(replay.body?.error.code).toBe('SB_DEAD_LETTER_NOT_REPLAYABLE');
+      expect(backend.requests).toHaveLength(1);
+    });
+  });
 });

@@ -76,7 +76,7 @@ export type {
 } from './outcome.js';
 
 // Ports
-export type { AuditLog, AuditPage, AuditQuery, AuditRecord } from './ports/audit-log.js';
+export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';

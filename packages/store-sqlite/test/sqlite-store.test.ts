@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { StoreFactory } from '@switchboard/core/testing';
 import {
   auditLogContract,
+  auditRecordFixture,
   historyStoreContract,
   journalContract,
   messageStatusStoreContract,
@@ -170,6 +171,26 @@ describe('createSqliteStore', () => {
       );
       store.close();
       expect(rows.n).toBe(500);
+    });
+  });
+
+  describe('when a dead letter was written before payloads said whether they are replayable', () => {
+    it('reads it as replayable: it kept the whole message', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      const record = auditRecordFixture(1, { outcome: 'dead_lettered', payload: null });
+      await store.auditLog.append(record);
+      const db = new BetterSqlite3(path);
+      db.prepare('UPDATE audit SET payload = ? WHERE id = ?').run(
+        JSON.stringify(queuedMessageFixture(1)),
+        record.id,
+      );
+      db.close();
+      expect((await store.auditLog.getDeadLetter(record.id))?.payload).toEqual({
+        ...queuedMessageFixture(1),
+        replayable: true,
+      });
+      store.close();
     });
   });
 
