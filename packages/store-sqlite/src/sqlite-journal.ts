@@ -46,6 +46,7 @@ export function createSqliteJournal(db: Database, commit: GroupCommit, now: () =
     }
     return markKey.run({ key: delivery.key, expiresAt: nowMs + delivery.ttlMs, now: nowMs }).changes === 1;
   }
+
   // A turn that starts and ends within one group commit — a fast pipeline under load — need not
   // update its messages' attempt: the removal later in the same transaction deletes the rows.
   // Per id, the number of its latest removal still to run; calls are numbered in call order.
