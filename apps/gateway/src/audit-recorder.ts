@@ -1,24 +1,20 @@
 import type { AuditConfig } from '@switchboard/config';
 import {
   type AuditLog,
+  type DeadLetterPayload,
   type Logger,
   type Outcome,
-  type QueuedMessage,
   newMessageId,
 } from '@switchboard/core';
+import { keptMessage, keptText } from './stored-text.js';
 
 /** Outcomes that never reach the audit log: success and redelivery are only counted. */
 const NOT_AUDITED = new Set(['completed', 'duplicate']);
 
-function keptText(text: string, storeText: AuditConfig['storeText']): string | null {
-  if (storeText === 'none') return null;
-  if (storeText === 'full') return text;
-  return text.slice(0, storeText);
-}
-
 /**
  * Writes audited outcomes (DESIGN §2 "Outcomes & audit") to the audit log. A dead letter keeps
- * its message as payload so it can be replayed. A failed write is logged, never thrown back into
+ * its message as payload so it can be replayed, cut as `audit.store_text` says (then it is not
+ * replayable, see stored-text.ts). A failed write is logged, never thrown back into
  * the message flow.
  */
 export function createAuditRecorder(options: { auditLog: AuditLog; config: AuditConfig; logger: Logger }) {
@@ -29,10 +25,12 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
     if (NOT_AUDITED.has(outcome.kind)) return;
     if (outcome.kind === 'ignored' && !config.recordIgnored) return;
     const { message } = outcome;
-    const payload: QueuedMessage | null =
-      outcome.kind === 'dead_lettered'
+    const kept = outcome.kind === 'dead_lettered' ? keptMessage(message, config.storeText) : null;
+    const payload: DeadLetterPayload | null =
+      kept !== null
         ? {
-            message,
+            message: kept.message,
+            replayable: kept.whole,
             session: outcome.session,
             pipeline: outcome.pipeline ?? '',
             routedByRule: outcome.rule !== undefined,

@@ -17,6 +17,7 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import { createAuditRecorder } from './audit-recorder.js';
 import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
+import { createDeadLetterReplay } from './dead-letter-replay.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
 import { createMetrics } from './metrics.js';
@@ -126,7 +127,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     pool,
     router: () => router,
     outcomes,
-    dedup: stores.dedup,
     channelPolicy: policyOf,
   });
 
@@ -193,30 +193,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     auditLog: stores.auditLog,
     pool,
     reload: reloadRouting,
-    async replay(id) {
-      const record = await stores.auditLog.getDeadLetter(id);
-      if (record?.payload == null) {
-        throw new SwitchboardError('SB_DEAD_LETTER_NOT_FOUND', {
-          message: `no dead letter with id ${id}`,
-          details: { id },
-        });
-      }
-      if (record.replayed_at !== null) {
-        throw new SwitchboardError('SB_HTTP_CONFLICT', {
-          message: `dead letter ${id} was already replayed`,
-          details: { id },
-        });
-      }
-      const result = await pool.enqueue({ ...record.payload, attempt: 0, acceptedAt: Date.now() });
-      if (!result.accepted) {
-        throw new SwitchboardError(result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL', {
-          retryAfterMs: result.retryAfterMs,
-        });
-      }
-      await stores.auditLog.markReplayed(id, Date.now());
-      logger.info({ auditId: id, messageId: record.message_id }, 'dead letter replayed');
-      return { id, message_id: record.message_id, status: 'queued' as const };
-    },
+    replay: createDeadLetterReplay({
+      auditLog: stores.auditLog,
+      pool,
+      outcomes,
+      logger,
+      claimTtlMs: config.audit.retentionDays * DAY_MS,
+    }),
   });
 
   async function stop(): Promise<void> {

@@ -1,13 +1,11 @@
 import type { Config } from '@switchboard/config';
 import {
   type AuditLog,
-  type DedupStore,
   type HistoryStore,
   type Journal,
   type MessageStatusStore,
   SwitchboardError,
   createMemoryAuditLog,
-  createMemoryDedupStore,
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
 } from '@switchboard/core';
@@ -18,7 +16,6 @@ export interface Stores {
   /** Absent with `store: memory`: nothing survives a restart. */
   journal: Journal | undefined;
   auditLog: AuditLog;
-  dedup: DedupStore;
   statuses: MessageStatusStore;
   history: HistoryStore;
   /** Resolves true when the store answers (for /readyz). */
@@ -46,7 +43,6 @@ export function openStores(config: Config): Stores {
     return {
       journal: undefined,
       auditLog: createMemoryAuditLog(),
-      dedup: createMemoryDedupStore(),
       statuses: createMemoryMessageStatusStore(),
       history: createMemoryHistoryStore(),
       ping: async () => true,
@@ -57,7 +53,6 @@ export function openStores(config: Config): Stores {
   return {
     journal: sqlite.journal,
     auditLog: sqlite.auditLog,
-    dedup: sqlite.dedup,
     statuses: sqlite.statuses,
     history: sqlite.history,
     ping: () =>

@@ -84,7 +84,62 @@ describe('audit recorder', () => {
         },
       ]);
       expect(item).toMatchObject({ error: 'SB_PIPELINE_FAILED: HTTP 503', pipeline: 'bot' });
-      expect(item?.payload).toMatchObject({ message: { id: message.id }, pipeline: 'bot', attempt: 0 });
+      expect(item?.payload).toMatchObject({
+        message: { id: message.id, text: message.text, elements: message.elements },
+        pipeline: 'bot',
+        attempt: 0,
+        replayable: true,
+      });
+    });
+  });
+
+  describe('when audit.store_text limits what a dead letter keeps', () => {
+    const withEverything = parseInboundMessage({
+      ...message,
+      elements: [
+        { type: 'text', text: 'buy now, limited offer' },
+        { type: 'quote', message_id: '6', text: 'what is on offer today?' },
+        { type: 'command', name: 'ask', args: 'about the offer' },
+        { type: 'image', file_id: 'AgAD' },
+      ],
+      raw: { update_id: 7, message: { text: 'buy now, limited offer' } },
+    });
+    const deadLettered = (kept: typeof message): Outcome => ({
+      ...base,
+      message: kept,
+      kind: 'dead_lettered',
+      reason: 'fatal_error',
+      pipeline: 'bot',
+    });
+
+    it('keeps no text, no elements and no raw event with none, and marks it not replayable', async () => {
+      const [item] = await recorded({ storeText: 'none' }, [deadLettered(withEverything)]);
+      expect(item?.payload?.message).toMatchObject({ id: message.id, text: '', elements: [] });
+      expect(item?.payload?.message).not.toHaveProperty('raw');
+      expect(item?.payload?.replayable).toBe(false);
+      expect(JSON.stringify(item?.payload)).not.toMatch(/offer/);
+    });
+
+    it('cuts the text and every element text to n characters, drops the raw event, and marks a cut one not replayable', async () => {
+      const [item] = await recorded({ storeText: 7 }, [deadLettered(withEverything)]);
+      expect(item?.payload?.message).toMatchObject({
+        text: 'buy now',
+        elements: [
+          { type: 'text', text: 'buy now' },
+          { type: 'quote', message_id: '6', text: 'what is' },
+          { type: 'command', name: 'ask', args: 'about t' },
+          { type: 'image', file_id: 'AgAD' },
+        ],
+      });
+      expect(item?.payload?.message).not.toHaveProperty('raw');
+      expect(item?.payload?.replayable).toBe(false);
+    });
+
+    it('keeps a message that fits within n whole and replayable', async () => {
+      const short = parseInboundMessage({ ...message, text: 'hi', elements: [{ type: 'text', text: 'hi' }] });
+      const [item] = await recorded({ storeText: 7 }, [deadLettered(short)]);
+      expect(item?.payload?.message).toMatchObject({ text: 'hi', elements: [{ type: 'text', text: 'hi' }] });
+      expect(item?.payload?.replayable).toBe(true);
     });
   });
 });

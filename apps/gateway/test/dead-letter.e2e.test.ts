@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
 import {
@@ -13,6 +14,41 @@ import {
 } from './serve-process.js';
 
 const cleanup = useCleanups();
+
+/**
+ * POSTs `{}` to `url` `count` times in one TCP write (HTTP pipelining), so the server parses
+ * them in one read and runs their handlers together; requests sent one by one by fetch reach it
+ * in separate event-loop turns, each finished before the next arrives. Resolves each answer's
+ * status and JSON body, in order.
+ */
+function simultaneousPosts(url: string, count: number) {
+  const { hostname, port, pathname } = new URL(url);
+  const request = (last: boolean) =>
+    `POST ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: ${last ? 'close' : 'keep-alive'}\r\n\r\n{}`;
+  return new Promise<Array<{ status: number; body: { error?: { code: string } } }>>((resolve, reject) => {
+    let raw = Buffer.alloc(0);
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(Array.from({ length: count }, (_, index) => request(index === count - 1)).join(''));
+    });
+    socket.on('data', (chunk: Buffer) => {
+      raw = Buffer.concat([raw, chunk]);
+    });
+    socket.once('error', reject);
+    socket.once('end', () => {
+      const answers = [];
+      let rest = raw.toString();
+      while (rest.length > 0) {
+        const headEnd = rest.indexOf('\r\n\r\n');
+        const head = rest.slice(0, headEnd);
+        const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
+        const body = rest.slice(headEnd + 4, headEnd + 4 + length);
+        answers.push({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
+        rest = rest.slice(headEnd + 4 + length);
+      }
+      resolve(answers);
+    });
+  });
+}
 
 describe('dead letters (end to end)', () => {
   describe('when the pipeline keeps answering 503', () => {
@@ -88,6 +124,69 @@ routing: { default: bot }
       expect(again.status).toBe(409);
       const unknown = await post(`${gateway.url}/admin/dead-letters/nope/replay`, {});
       expect(unknown.status).toBe(404);
+    });
+  });
+
+  /** A gateway whose pipeline fails fatally (400) until `healthy`; `audit` is the audit: section. */
+  async function deadLetteringGateway(audit = '') {
+    const backend = await startFakePipeline();
+    cleanup(() => backend.close());
+    const state = { healthy: false };
+    backend.respond = async (request) =>
+      state.healthy
+        ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
+        : { status: 400, body: { error: 'bad' } };
+    const dir = tempDir();
+    const configPath = writeConfig(
+      dir,
+      testConfig(
+        dir,
+        `pipelines:
+  - id: bot
+    type: http
+    url: "${backend.url}"
+routing: { default: bot }
+${audit}
+`,
+      ),
+    );
+    const gateway = await startServe({ dir, configPath });
+    cleanup(() => gateway.stop('SIGKILL'));
+    const answer = await post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text: 'help' });
+    expect(answer.body).toMatchObject({ status: 'dead_lettered', reason: 'fatal_error' });
+    const deadLetters = await get(`${gateway.url}/admin/dead-letters`);
+    return { backend, state, gateway, messageId: answer.body?.id, deadLetter: deadLetters.body.items[0] };
+  }
+
+  describe('when several replays of one dead letter arrive at once', () => {
+    it('queues it once: one answers 202, the others 409 SB_HTTP_CONFLICT', async () => {
+      const { backend, state, gateway, messageId, deadLetter } = await deadLetteringGateway();
+      state.healthy = true;
+      const replays = await simultaneousPosts(`${gateway.url}/admin/dead-letters/${deadLetter.id}/replay`, 5);
+      expect(replays.map((replay) => replay.status).sort()).toEqual([202, 409, 409, 409, 409]);
+      expect(
+        replays.filter((replay) => replay.status === 409).map((replay) => replay.body.error?.code),
+      ).toEqual(Array(4).fill('SB_HTTP_CONFLICT'));
+      await eventually(
+        async () => (await get(`${gateway.url}/v1/messages/${messageId}`)).body.status === 'completed',
+      );
+      // The first request dead-lettered it; the replay ran it exactly once more.
+      expect((await get(`${gateway.url}/admin/queues`)).body).toMatchObject({ pending: 0, inflight: 0 });
+      expect(backend.requests.map((request) => request.messages.map((m) => m.id))).toEqual([
+        [messageId],
+        [messageId],
+      ]);
+    });
+  });
+
+  describe('when audit.store_text is none', () => {
+    it('lists the dead letter as not replayable and refuses its replay with SB_DEAD_LETTER_NOT_REPLAYABLE', async () => {
+      const { backend, gateway, deadLetter } = await deadLetteringGateway('audit: { store_text: none }');
+      expect(deadLetter).toMatchObject({ text: null, replayable: false });
+      const replay = await post(`${gateway.url}/admin/dead-letters/${deadLetter.id}/replay`, {});
+      expect(replay.status).toBe(422);
+      expect(replay.body?.error.code).toBe('SB_DEAD_LETTER_NOT_REPLAYABLE');
+      expect(backend.requests).toHaveLength(1);
     });
   });
 });

@@ -31,6 +31,10 @@ export const ERROR_CODES = {
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_SHUTDOWN: { status: 503, message: 'aborted by shutdown' },
   SB_DEAD_LETTER_NOT_FOUND: { status: 404, message: 'no dead letter with this id' },
+  SB_DEAD_LETTER_NOT_REPLAYABLE: {
+    status: 422,
+    message: 'the dead letter was not stored whole and cannot be replayed',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -66,7 +66,7 @@ export { createController } from './controller.js';
 export type { Controller, ControllerObserver, ControllerOptions, TurnResult } from './controller.js';
 
 // Outcomes
-export { OUTCOME_KINDS, OUTCOME_REASONS, createOutcomeBus } from './outcome.js';
+export { OUTCOME_KINDS, OUTCOME_REASONS, createOutcomeBus, recordOverflowed } from './outcome.js';
 export type {
   Outcome,
   OutcomeBus,
@@ -77,25 +77,30 @@ export type {
 } from './outcome.js';
 
 // Ports
-export type { AuditLog, AuditPage, AuditQuery, AuditRecord } from './ports/audit-log.js';
+export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
-export type { DedupStore } from './ports/dedup-store.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
-export type { Journal } from './ports/journal.js';
+export type { AppendResult, Journal } from './ports/journal.js';
 export { silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
 export { MESSAGE_STATUSES } from './ports/message-status-store.js';
 export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
 export type { Pipeline, PipelineResult, PipelineRunContext } from './ports/pipeline.js';
-export type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
+export type {
+  DeliveryKey,
+  EnqueueResult,
+  PoolStats,
+  QueryPool,
+  QueuedMessage,
+  Turn,
+} from './ports/query-pool.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
-export { createMemoryDedupStore } from './memory/memory-dedup-store.js';
-export type { MemoryDedupStoreOptions } from './memory/memory-dedup-store.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';
+export type { MemoryJournalOptions } from './memory/memory-journal.js';
 export { createMemoryMessageStatusStore } from './memory/memory-message-status-store.js';
 export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-status-store.js';
 

@@ -1,7 +1,6 @@
 import { type AdmissionPolicy, admit } from './admission.js';
 import type { InboundMessage } from './message.js';
-import type { OutcomeSink } from './outcome.js';
-import type { DedupStore } from './ports/dedup-store.js';
+import { type OutcomeSink, recordOverflowed } from './outcome.js';
 import type { QueryPool } from './ports/query-pool.js';
 import { DISCARD, type Router } from './router.js';
 import { type SessionKey, type SessionScope, sessionKeyOf } from './session-key.js';
@@ -19,8 +18,7 @@ export interface IngressOptions {
   outcomes: OutcomeSink;
   /** Channel id → its policy; unknown channels get the defaults. */
   channelPolicy: (channelId: string) => ChannelPolicy;
-  dedup?: DedupStore;
-  /** How long a delivery id is remembered. Default: 24 h. */
+  /** How long a delivery id is remembered by the pool. Default: 24 h. */
   dedupTtlMs?: number;
   now?: () => number;
 }
@@ -33,10 +31,17 @@ export type IngressResult =
   | { status: 'refused'; reason: 'queue_full' | 'draining'; retryAfterMs: number };
 
 /**
- * The inbound half of the message flow (DESIGN §1): dedup → admission → routing → durable
- * enqueue. Every message that enters leaves with exactly one result; all but `queued` are final
- * and recorded here, `queued` ones are finished by the controller. A channel acknowledges its
- * platform only after `accept` resolves, so that an accepted message is already journaled.
+ * The inbound half of the message flow (DESIGN §1): admission → routing → durable enqueue,
+ * which also deduplicates. Every message that enters leaves with exactly one result; all but
+ * `queued` are final and recorded here, `queued` ones are finished by the controller. A channel
+ * acknowledges its platform only after `accept` resolves, so that an accepted message is already
+ * journaled.
+ *
+ * Dedup lives in the pool's enqueue so that marking a delivery id seen and journaling its message
+ * are one write: marked first and journaled later, a crash between the two turned the platform's
+ * redelivery into a `duplicate` while the message was never journaled (lost). So only deliveries
+ * that reach the pool are remembered: a redelivered ignored or discarded message is judged again
+ * and gets the same outcome again, which runs nothing twice.
  */
 export interface Ingress {
   /**
@@ -49,7 +54,7 @@ export interface Ingress {
 const DEFAULT_DEDUP_TTL_MS = 24 * 3_600_000;
 
 export function createIngress(options: IngressOptions): Ingress {
-  const { pool, outcomes, dedup } = options;
+  const { pool, outcomes } = options;
   const now = options.now ?? Date.now;
   const dedupTtlMs = options.dedupTtlMs ?? DEFAULT_DEDUP_TTL_MS;
 
@@ -58,20 +63,6 @@ export function createIngress(options: IngressOptions): Ingress {
       const policy = options.channelPolicy(message.channel);
       const session = sessionKeyOf(message, policy.sessionScope);
       const base = { message, session };
-
-      const dedupKey = deliveryId === undefined ? undefined : `${message.channel}:${deliveryId}`;
-      // A message that was not accepted will be redelivered: it must be judged again then, not
-      // called a duplicate.
-      const forgetDelivery = async () => {
-        if (dedupKey !== undefined) await dedup?.forget(dedupKey);
-      };
-      if (dedupKey !== undefined && dedup !== undefined) {
-        const first = await dedup.firstSeen(dedupKey, dedupTtlMs);
-        if (!first) {
-          outcomes.record({ ...base, kind: 'duplicate', reason: 'redelivery', at: now() });
-          return { status: 'duplicate' };
-        }
-      }
 
       const route = options.router().route(message);
       const rule = route.rule ?? undefined;
@@ -85,9 +76,10 @@ export function createIngress(options: IngressOptions): Ingress {
         return { status: 'discarded', rule: route.rule ?? DISCARD };
       }
 
-      let result: Awaited<ReturnType<QueryPool['enqueue']>>;
-      try {
-        result = await pool.enqueue({
+      const delivery =
+        deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };
+      const result = await pool.enqueue(
+        {
           message,
           session,
           pipeline: route.pipeline,
@@ -95,26 +87,17 @@ export function createIngress(options: IngressOptions): Ingress {
           rule,
           attempt: 0,
           acceptedAt: now(),
-        });
-      } catch (error) {
-        await forgetDelivery();
-        throw error;
-      }
+        },
+        delivery,
+      );
       if (!result.accepted) {
-        await forgetDelivery();
+        if (result.reason === 'duplicate') {
+          outcomes.record({ ...base, kind: 'duplicate', reason: 'redelivery', at: now() });
+          return { status: 'duplicate' };
+        }
         return { status: 'refused', reason: result.reason, retryAfterMs: result.retryAfterMs };
       }
-      for (const dropped of result.overflowed) {
-        outcomes.record({
-          kind: 'dropped',
-          reason: 'queue_overflow',
-          at: now(),
-          message: dropped.message,
-          session: dropped.session,
-          pipeline: dropped.pipeline,
-          rule: dropped.rule,
-        });
-      }
+      recordOverflowed(outcomes, result.overflowed, now());
       return { status: 'queued', pipeline: route.pipeline, session, rule: route.rule };
     },
   };

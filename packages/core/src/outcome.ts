@@ -1,4 +1,5 @@
 import type { InboundMessage, Reply } from './message.js';
+import type { QueuedMessage } from './ports/query-pool.js';
 import type { SessionKey } from './session-key.js';
 import type { SecretMasker } from './secret-masker.js';
 
@@ -45,6 +46,24 @@ export interface Outcome {
 /** Where outcomes go: audit, metrics and waiting HTTP requests all subscribe in one place. */
 export interface OutcomeSink {
   record(outcome: Outcome): void;
+}
+
+/**
+ * Records the messages an enqueue pushed out of a full session (`EnqueueResult.overflowed`) as
+ * `dropped/queue_overflow`: whoever enqueued owns their outcome.
+ */
+export function recordOverflowed(sink: OutcomeSink, overflowed: readonly QueuedMessage[], at: number): void {
+  for (const dropped of overflowed) {
+    sink.record({
+      kind: 'dropped',
+      reason: 'queue_overflow',
+      at,
+      message: dropped.message,
+      session: dropped.session,
+      pipeline: dropped.pipeline,
+      rule: dropped.rule,
+    });
+  }
 }
 
 export type OutcomeListener = (outcome: Outcome) => void;

@@ -3,16 +3,22 @@ import {
   type Outcome,
   type PipelinePolicyInput,
   PipelinePolicySchema,
+  type Journal,
   createIngress,
+  createMemoryJournal,
   createMemoryQueryPool,
   createOutcomeBus,
   createRouter,
 } from '../src/index.js';
-import { createMemoryDedupStore } from '../src/memory/memory-dedup-store.js';
 import { message } from './harness.js';
 
 function setup(
-  options: { maxPending?: number; maxPendingPerSession?: number; pipelines?: PipelinePolicyInput[] } = {},
+  options: {
+    maxPending?: number;
+    maxPendingPerSession?: number;
+    pipelines?: PipelinePolicyInput[];
+    journal?: Journal;
+  } = {},
 ) {
   const policies = (options.pipelines ?? [{ id: 'echo' }]).map((p) => PipelinePolicySchema.parse(p));
   const pool = createMemoryQueryPool({
@@ -22,6 +28,7 @@ function setup(
       maxPendingPerSession: options.maxPendingPerSession ?? 100,
     },
     pipelines: policies,
+    journal: options.journal,
   });
   const router = createRouter(
     {
@@ -46,7 +53,6 @@ function setup(
     pool,
     router: () => router,
     outcomes: bus,
-    dedup: createMemoryDedupStore(),
     channelPolicy: () => ({ admission: { require_mention: true, prefixes: ['!'] }, sessionScope: 'chat' }),
   });
   return { pool, ingress, outcomes };
@@ -107,26 +113,39 @@ describe('ingress', () => {
     });
 
     it('accepts a redelivery of a message that was refused', async () => {
-      const { ingress } = setup({ maxPending: 1 });
+      const { ingress, pool } = setup({ maxPending: 1 });
       await ingress.accept(message('A', 'fills the queue'));
       expect(await ingress.accept(message('B', 'x'), 'update-2')).toMatchObject({
         status: 'refused',
         reason: 'queue_full',
       });
-      // The refused delivery id was forgotten: the redelivery is judged again, not called a duplicate.
-      expect((await ingress.accept(message('B', 'x'), 'update-2')).status).toBe('refused');
+      await pool.claim();
+      // The refused delivery id was never marked: the redelivery is judged again, not called a duplicate.
+      expect((await ingress.accept(message('B', 'x'), 'update-2')).status).toBe('queued');
+    });
+
+    it('queues one of two concurrent deliveries of one id and calls the other a duplicate', async () => {
+      const { ingress, pool, outcomes } = setup();
+      const results = await Promise.all([
+        ingress.accept(message('A', 'x'), 'update-4'),
+        ingress.accept(message('A', 'x'), 'update-4'),
+      ]);
+      expect(results.map((result) => result.status).sort()).toEqual(['duplicate', 'queued']);
+      expect(outcomes).toMatchObject([{ kind: 'duplicate', reason: 'redelivery' }]);
+      expect((await pool.stats()).pending).toBe(1);
     });
   });
 
   describe('when the pool fails to journal a message', () => {
-    it('rethrows and forgets the delivery id, so the redelivery is not a duplicate', async () => {
-      const { ingress, pool } = setup();
-      const enqueue = pool.enqueue;
-      pool.enqueue = async () => {
+    it('rethrows, and the redelivery is judged again rather than called a duplicate', async () => {
+      const journal = createMemoryJournal();
+      const append = journal.append;
+      journal.append = async () => {
         throw new Error('disk full');
       };
+      const { ingress } = setup({ journal });
       await expect(ingress.accept(message('A', 'x'), 'update-3')).rejects.toThrow('disk full');
-      pool.enqueue = enqueue;
+      journal.append = append;
       expect((await ingress.accept(message('A', 'x'), 'update-3')).status).toBe('queued');
     });
   });

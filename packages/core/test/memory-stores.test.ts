@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryAuditLog } from '../src/memory/memory-audit-log.js';
-import { createMemoryDedupStore } from '../src/memory/memory-dedup-store.js';
 import { createMemoryHistoryStore } from '../src/memory/memory-history-store.js';
 import { createMemoryJournal } from '../src/memory/memory-journal.js';
 import { createMemoryMessageStatusStore } from '../src/memory/memory-message-status-store.js';
 import { auditLogContract } from '../src/testing/audit-log-contract.js';
-import { dedupStoreContract } from '../src/testing/dedup-store-contract.js';
 import { historyStoreContract } from '../src/testing/history-store-contract.js';
 import { journalContract } from '../src/testing/journal-contract.js';
 import { messageStatusStoreContract } from '../src/testing/message-status-store-contract.js';
@@ -13,9 +11,8 @@ import { messageStatusStoreContract } from '../src/testing/message-status-store-
 /** Memory stores hold nothing to release and nothing survives them, so no `reopen`. */
 const inMemory = <Store>(store: Store) => ({ store, close: async () => {} });
 
-journalContract('memory', async () => inMemory(createMemoryJournal()));
+journalContract('memory', async ({ now }) => inMemory(createMemoryJournal({ now })));
 auditLogContract('memory', async () => inMemory(createMemoryAuditLog()));
-dedupStoreContract('memory', async ({ now }) => inMemory(createMemoryDedupStore({ now })));
 messageStatusStoreContract('memory', async ({ now }) => inMemory(createMemoryMessageStatusStore({ now })));
 historyStoreContract('memory', async () => inMemory(createMemoryHistoryStore()));
 

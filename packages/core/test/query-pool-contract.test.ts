@@ -7,6 +7,12 @@ queryPoolContract('memory query pool', async ({ now, concurrency, limits, pipeli
 }));
 
 queryPoolContract('memory query pool with a journal', async ({ now, concurrency, limits, pipelines }) => ({
-  store: createMemoryQueryPool({ now, concurrency, limits, pipelines, journal: createMemoryJournal() }),
+  store: createMemoryQueryPool({
+    now,
+    concurrency,
+    limits,
+    pipelines,
+    journal: createMemoryJournal({ now }),
+  }),
   close: async () => {},
 }));

@@ -1,4 +1,4 @@
-import type { AuditLog, AuditQuery, AuditRecord, QueuedMessage } from '@switchboard/core';
+import type { AuditLog, AuditQuery, AuditRecord, DeadLetterPayload } from '@switchboard/core';
 import type { GroupCommit } from './group-commit.js';
 import type { Database, Statement } from 'better-sqlite3';
 import { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
@@ -39,12 +39,14 @@ const NEWEST_FIRST = 'ORDER BY at DESC, id DESC';
 /** Filters compared for equality, in the order their SQL conditions are written. */
 const EQUALITY_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session'] as const;
 
+/** A stored payload; dead letters written before `replayable` existed kept the whole message. */
+function toPayload(json: string): DeadLetterPayload {
+  return { replayable: true, ...(JSON.parse(json) as Omit<DeadLetterPayload, 'replayable'>) };
+}
+
 function toRecord(row: AuditRow): AuditRecord {
   // The row was written from an AuditRecord, so its text columns hold the same literal types.
-  return {
-    ...row,
-    payload: row.payload === null ? null : (JSON.parse(row.payload) as QueuedMessage),
-  } as AuditRecord;
+  return { ...row, payload: row.payload === null ? null : toPayload(row.payload) } as AuditRecord;
 }
 
 /** The SQL conditions a query uses; queries with the same conditions share one statement. */

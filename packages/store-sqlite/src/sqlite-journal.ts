@@ -1,6 +1,9 @@
-import type { Journal, QueuedMessage } from '@switchboard/core';
+import type { AppendResult, DeliveryKey, Journal, QueuedMessage } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
+
+/** Delivery keys marked between two sweeps of expired `dedup` rows. */
+const SWEEP_EVERY_KEYS = 1000;
 
 interface JournalRow {
   attempt: number;
@@ -13,8 +16,15 @@ interface JournalRow {
  * `seq`, so a message journaled again (after a reload) keeps its place in acceptance order. The
  * `attempt` and `retry_at` columns override the payload's fields, so that turn starts and
  * retries update a number rather than rewrite the JSON.
+ *
+ * Delivery keys live in the `dedup` table. An append with a key marks it and inserts the entry
+ * inside one write of the group commit, so both commit or neither does (a crash, a failed batch).
+ * The mark is an upsert that only overwrites an expired row, so "first" is decided by SQLite's
+ * write lock, also between processes; the write of one append decides before the next one runs,
+ * so of two appends with one key in the same batch the second sees the first's row. Expired rows
+ * count as absent at once and are deleted every `SWEEP_EVERY_KEYS` marks.
  */
-export function createSqliteJournal(db: Database, commit: GroupCommit): Journal {
+export function createSqliteJournal(db: Database, commit: GroupCommit, now: () => number): Journal {
   const insert = db.prepare<[string, number, number | null, string]>(
     `INSERT INTO journal (id, attempt, retry_at, payload) VALUES (?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET
@@ -24,6 +34,24 @@ export function createSqliteJournal(db: Database, commit: GroupCommit): Journal 
   const setRetryAt = db.prepare<[number, string]>('UPDATE journal SET retry_at = ? WHERE id = ?');
   const remove = db.prepare<[string]>('DELETE FROM journal WHERE id = ?');
   const load = db.prepare<[], JournalRow>('SELECT attempt, retry_at, payload FROM journal ORDER BY seq');
+  const markKey = db.prepare<{ key: string; expiresAt: number; now: number }>(
+    `INSERT INTO dedup (key, expires_at) VALUES (@key, @expiresAt)
+     ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= @now`,
+  );
+  const sweepKeys = db.prepare<[number]>('DELETE FROM dedup WHERE expires_at <= ?');
+  let keysSinceSweep = 0;
+
+  /** Marks the key seen inside the current write; false when it already is, within its TTL. */
+  function markSeen(delivery: DeliveryKey): boolean {
+    const nowMs = now();
+    keysSinceSweep += 1;
+    if (keysSinceSweep >= SWEEP_EVERY_KEYS) {
+      sweepKeys.run(nowMs);
+      keysSinceSweep = 0;
+    }
+    return markKey.run({ key: delivery.key, expiresAt: nowMs + delivery.ttlMs, now: nowMs }).changes === 1;
+  }
+
   // A turn that starts and ends within one group commit — a fast pipeline under load — need not
   // update its messages' attempt: the removal later in the same transaction deletes the rows.
   // Per id, the number of its latest removal still to run; calls are numbered in call order.
@@ -31,9 +59,15 @@ export function createSqliteJournal(db: Database, commit: GroupCommit): Journal 
   let calls = 0;
 
   return {
-    append(entry) {
+    async append(entry, delivery) {
       const payload = JSON.stringify(entry);
-      return commit(() => insert.run(entry.message.id, entry.attempt, entry.retryAtMs ?? null, payload));
+      let result: AppendResult = 'appended';
+      // The write decides afresh each time it runs: a failed batch is rolled back and run again.
+      await commit(() => {
+        result = delivery === undefined || markSeen(delivery) ? 'appended' : 'duplicate';
+        if (result === 'appended') insert.run(entry.message.id, entry.attempt, entry.retryAtMs ?? null, payload);
+      });
+      return result;
     },
     markStarted(messageIds, attempt) {
       const call = ++calls;

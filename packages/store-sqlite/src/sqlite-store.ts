@@ -1,11 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { AuditLog, DedupStore, HistoryStore, Journal, MessageStatusStore } from '@switchboard/core';
+import type { AuditLog, HistoryStore, Journal, MessageStatusStore } from '@switchboard/core';
 import { SwitchboardError } from '@switchboard/core';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
 import { migrate } from './migrations.js';
 import { createSqliteAuditLog } from './sqlite-audit-log.js';
-import { createSqliteDedupStore } from './sqlite-dedup-store.js';
 import { createSqliteHistoryStore } from './sqlite-history-store.js';
 import { createGroupCommit } from './group-commit.js';
 import { createSqliteJournal } from './sqlite-journal.js';
@@ -33,7 +32,6 @@ const DEFAULTS = {
 export interface SqliteStore {
   journal: Journal;
   auditLog: AuditLog;
-  dedup: DedupStore;
   statuses: MessageStatusStore;
   history: HistoryStore;
   /** Closes the database; the stores must not be used afterwards. */
@@ -69,11 +67,11 @@ export function openDatabase(path: string, busyTimeoutMs: number, readonly: bool
 }
 
 /**
- * The embedded default store (`store: { kind: sqlite }`): journal, audit log, dedup, message
- * statuses and history in one SQLite file, migrated to the current schema on open. Calls run
- * synchronously on the event loop (better-sqlite3); each is one short indexed statement or
- * transaction. Several processes may open the same file: WAL serializes writers and never blocks
- * readers.
+ * The embedded default store (`store: { kind: sqlite }`): journal (with delivery dedup), audit
+ * log, message statuses and history in one SQLite file, migrated to the current schema on open.
+ * Calls run synchronously on the event loop (better-sqlite3); each is one short indexed statement
+ * or transaction. Several processes may open the same file: WAL serializes writers and never
+ * blocks readers.
  */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const now = options.now ?? DEFAULTS.now;
@@ -82,9 +80,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     migrate(db, options.path);
     const commit = createGroupCommit(db);
     return {
-      journal: createSqliteJournal(db, commit),
+      journal: createSqliteJournal(db, commit, now),
       auditLog: createSqliteAuditLog(db, commit),
-      dedup: createSqliteDedupStore(db, now),
       statuses: createSqliteMessageStatusStore(db, commit, now),
       history: createSqliteHistoryStore(db, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
       close: () => {

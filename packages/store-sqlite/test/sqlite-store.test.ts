@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { StoreFactory } from '@switchboard/core/testing';
 import {
   auditLogContract,
-  dedupStoreContract,
+  auditRecordFixture,
   historyStoreContract,
   journalContract,
   messageStatusStoreContract,
@@ -51,10 +51,6 @@ journalContract(
 auditLogContract(
   'sqlite',
   sqliteFactory((store) => store.auditLog),
-);
-dedupStoreContract(
-  'sqlite',
-  sqliteFactory((store) => store.dedup),
 );
 messageStatusStoreContract(
   'sqlite',
@@ -169,20 +165,56 @@ describe('createSqliteStore', () => {
     });
   });
 
-  describe('when dedup keys expire', () => {
+  describe('when a journal write fails after its delivery key was marked', () => {
+    it('rolls the mark back with it, so the redelivery is journaled', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      const delivery = { key: 'telegram:tg:7', ttlMs: 60_000 };
+      // A NULL attempt breaks the journal's NOT NULL constraint after the key was marked.
+      const broken = { ...queuedMessageFixture(1), attempt: null as unknown as number };
+      await expect(store.journal.append(broken, delivery)).rejects.toThrow(/NOT NULL/);
+      expect(await store.journal.append(queuedMessageFixture(1), delivery)).toBe('appended');
+      expect(await store.journal.load()).toEqual([queuedMessageFixture(1)]);
+      store.close();
+    });
+  });
+
+  describe('when delivery keys expire', () => {
     it('deletes expired rows while it keeps writing', async () => {
       const path = temporaryPath();
       let nowMs = 0;
       const store = createSqliteStore({ path, now: () => nowMs });
-      for (let index = 0; index < 500; index += 1) await store.dedup.firstSeen(`old-${index}`, 1000);
+      const append = (key: string, ttlMs: number, index: number) =>
+        store.journal.append(queuedMessageFixture(index), { key, ttlMs });
+      for (let index = 0; index < 500; index += 1) await append(`old-${index}`, 1000, index);
       nowMs = 1000;
-      for (let index = 0; index < 500; index += 1) await store.dedup.firstSeen(`new-${index}`, 60_000);
+      for (let index = 0; index < 500; index += 1) await append(`new-${index}`, 60_000, index);
       const rows = inspect(
         path,
         (db) => db.prepare('SELECT count(*) AS n FROM dedup').get() as { n: number },
       );
       store.close();
       expect(rows.n).toBe(500);
+    });
+  });
+
+  describe('when a dead letter was written before payloads said whether they are replayable', () => {
+    it('reads it as replayable: it kept the whole message', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      const record = auditRecordFixture(1, { outcome: 'dead_lettered', payload: null });
+      await store.auditLog.append(record);
+      const db = new BetterSqlite3(path);
+      db.prepare('UPDATE audit SET payload = ? WHERE id = ?').run(
+        JSON.stringify(queuedMessageFixture(1)),
+        record.id,
+      );
+      db.close();
+      expect((await store.auditLog.getDeadLetter(record.id))?.payload).toEqual({
+        ...queuedMessageFixture(1),
+        replayable: true,
+      });
+      store.close();
     });
   });
 

@@ -52,7 +52,13 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
         async (request) => {
           const items = await deps.auditLog.deadLetters(request.query.limit);
-          return { items: items.map(auditView) };
+          // `replayable: false`: kept without its whole text (audit.store_text), so replay answers 422.
+          return {
+            items: items.map((item) => ({
+              ...auditView(item),
+              replayable: item.payload?.replayable === true,
+            })),
+          };
         },
       );
 

@@ -3,6 +3,7 @@ import type { Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
 import type { SessionKey } from '../session-key.js';
+import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 import { WakeTimer } from '../structures/wake-timer.js';
@@ -96,6 +97,7 @@ class ClaimedTurn implements Turn {
 }
 
 const NO_TURN: Promise<Turn | null> = Promise.resolve(null);
+const DUPLICATE: EnqueueResult = { accepted: false, reason: 'duplicate' };
 const DONE: Promise<void> = Promise.resolve();
 
 /** Used for messages of a pipeline no longer configured: run one at a time so the controller can drop them. */
@@ -126,6 +128,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     (a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.headSeq < b.headSeq),
   );
   const listeners = new Set<() => void>();
+  // Delivery keys of a pool without a journal; a journaled pool marks them in the journal's write.
+  const seenDeliveries = new ExpiringKeys();
   let nextSeq = 0;
   let pending = 0;
   let inflight = 0;
@@ -351,12 +355,17 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   const pool: MemoryQueryPool = {
     durable: journal !== undefined,
 
-    async enqueue(queued): Promise<EnqueueResult> {
+    async enqueue(queued, delivery): Promise<EnqueueResult> {
+      // Refusals come before the delivery key is marked: a refused delivery stays unseen.
       if (closed) return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
       if (pending >= limits.maxPending) {
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
       }
-      if (journal !== undefined) await journal.append(queued);
+      if (journal !== undefined) {
+        if ((await journal.append(queued, delivery)) === 'duplicate') return DUPLICATE;
+      } else if (delivery !== undefined && !seenDeliveries.add(delivery.key, delivery.ttlMs, now())) {
+        return DUPLICATE;
+      }
       const overflowed = insert(queued, limits.maxPendingPerSession);
       if (journal !== undefined && overflowed.length > 0) {
         await journal.remove(overflowed.map((dropped) => dropped.message.id));

@@ -1,6 +1,16 @@
 import type { OutcomeKind, OutcomeReason } from '../outcome.js';
 import type { QueuedMessage } from './query-pool.js';
 
+/**
+ * What a dead letter keeps of its message, for replay. `audit.store_text` applies to it as to the
+ * `text` column, so it may hold less than the message had; then `replayable` is false and a
+ * replay is refused rather than run on a cut message.
+ */
+export interface DeadLetterPayload extends QueuedMessage {
+  /** True when the message was kept whole. */
+  replayable: boolean;
+}
+
 /** One audited outcome (DESIGN §2 "Outcomes & audit"). */
 export interface AuditRecord {
   /** Unique, sortable (ULID). */
@@ -24,8 +34,8 @@ export interface AuditRecord {
   /** As configured by `audit.store_text`: full, none (null) or truncated. */
   text: string | null;
   error: string | null;
-  /** Dead letters only: the message as it was queued, so it can be replayed. */
-  payload: QueuedMessage | null;
+  /** Dead letters only: the message as it was queued (as far as `audit.store_text` keeps it), for replay. */
+  payload: DeadLetterPayload | null;
   /** Dead letters only: when it was replayed (ms), null until then. */
   replayed_at: number | null;
 }
@@ -67,7 +77,12 @@ export interface AuditLog {
   deadLetters(limit: number): Promise<AuditRecord[]>;
   /** A dead letter by audit id, or null when there is none with that id. */
   getDeadLetter(id: string): Promise<AuditRecord | null>;
-  /** Marks a dead letter replayed; false when it does not exist or was replayed already. */
+  /**
+   * Marks a dead letter replayed (it leaves `deadLetters`); false when it does not exist or was
+   * replayed already. A replay's claim is not this mark but the pool's delivery key: the mark
+   * follows the enqueue, so a crash between the two leaves a queued message and an unmarked dead
+   * letter, never a marked dead letter whose message was not queued.
+   */
   markReplayed(id: string, atMs: number): Promise<boolean>;
   /** Deletes records older than `beforeMs`; returns how many. */
   prune(beforeMs: number): Promise<number>;

@@ -1,4 +1,7 @@
-import type { QueuedMessage } from './query-pool.js';
+import type { DeliveryKey, QueuedMessage } from './query-pool.js';
+
+/** What `append` did: journaled the entry, or found its delivery key already seen. */
+export type AppendResult = 'appended' | 'duplicate';
 
 /**
  * Durable record of accepted messages, so nothing accepted is lost by a crash (DESIGN §2
@@ -13,8 +16,12 @@ import type { QueuedMessage } from './query-pool.js';
  * structures; they are rebuilt from `load` on start.
  */
 export interface Journal {
-  /** Persists an accepted message before it is acknowledged. */
-  append(entry: QueuedMessage): Promise<void>;
+  /**
+   * Persists an accepted message before it is acknowledged. With `delivery`, marks its key seen
+   * in the same atomic write, or — when the key is already seen within its TTL — writes nothing
+   * and resolves `duplicate`. A rejected append wrote neither.
+   */
+  append(entry: QueuedMessage, delivery?: DeliveryKey): Promise<AppendResult>;
   /** Records that a turn started running these messages (their new `attempt`). */
   markStarted(messageIds: readonly string[], attempt: number): Promise<void>;
   /**

@@ -37,13 +37,24 @@ export interface Turn {
   attempt: number;
 }
 
+/**
+ * A delivery's redelivery key (`<channel>:<update_id>`, `replay:<auditId>`) and how long it is
+ * remembered, in ms. Within that time a second enqueue with the same key is a duplicate.
+ */
+export interface DeliveryKey {
+  key: string;
+  ttlMs: number;
+}
+
 export type EnqueueResult =
   | {
       accepted: true;
       /** Older messages of the same session dropped to make room (`queue_overflow`). */
       overflowed: QueuedMessage[];
     }
-  | { accepted: false; reason: 'queue_full' | 'draining'; retryAfterMs: number };
+  | { accepted: false; reason: 'queue_full' | 'draining'; retryAfterMs: number }
+  /** The delivery key was already seen within its TTL: nothing was queued. */
+  | { accepted: false; reason: 'duplicate' };
 
 export interface PoolStats {
   /** Messages waiting (not running). */
@@ -77,8 +88,15 @@ export interface QueryPool {
   /**
    * Accepts a message (journaled before this resolves) or refuses it when the pool is full or
    * draining. A full session drops its oldest waiting message, returned in `overflowed`.
+   *
+   * With a `delivery` key the pool also deduplicates (DESIGN §5 "dedup happens inside enqueue"):
+   * a key already seen answers `duplicate`. The key is marked in the same atomic write that
+   * journals the message, so a crash leaves both or neither — a redelivery of a message that was
+   * never journaled is accepted. A refused enqueue (full, draining) or a failed write leaves the
+   * key unseen, so the platform's redelivery is judged again. Of concurrent enqueues with one key,
+   * exactly one is accepted.
    */
-  enqueue(message: QueuedMessage): Promise<EnqueueResult>;
+  enqueue(message: QueuedMessage, delivery?: DeliveryKey): Promise<EnqueueResult>;
   /** Claims the runnable turn whose head is oldest, or null when nothing may run now. */
   claim(): Promise<Turn | null>;
   /** Frees the turn's slots and forgets its messages (their outcome is final). */

@@ -41,7 +41,7 @@ function filterDataset(): AuditRecord[] {
       session: 'telegram:tg:person:3',
       pipeline: 'assistant',
       error: 'SB_PIPELINE_FAILED: upstream answered 503',
-      payload: queuedMessageFixture(4),
+      payload: { ...queuedMessageFixture(4), replayable: true },
     }),
     auditRecordFixture(5, { outcome: 'discarded', reason: 'rule', rule: 'spam', channel: 'sl', session: s2 }),
     auditRecordFixture(6, {
@@ -190,13 +190,13 @@ export function auditLogContract(name: string, factory: StoreFactory<AuditLog>):
     });
 
     describe('when dead letters are recorded', () => {
-      const deadLetter = (index: number) =>
+      const deadLetter = (index: number, replayable = true) =>
         auditRecordFixture(index, {
           outcome: 'dead_lettered',
           reason: 'fatal_error',
           pipeline: 'assistant',
           error: 'SB_PIPELINE_FAILED: 400',
-          payload: queuedMessageFixture(index, { attempt: 3 }),
+          payload: { ...queuedMessageFixture(index, { attempt: 3 }), replayable },
         });
 
       it('lists the unreplayed ones newest first, up to the limit', async () => {
@@ -210,6 +210,15 @@ export function auditLogContract(name: string, factory: StoreFactory<AuditLog>):
         expect(await subject.store.getDeadLetter(idOf(1))).toEqual(deadLetter(1));
         expect(await subject.store.getDeadLetter(idOf(2))).toBeNull();
         expect(await subject.store.getDeadLetter('unknown')).toBeNull();
+      });
+
+      it('keeps whether a payload is replayable', async () => {
+        await appendAll([deadLetter(1, false), deadLetter(2)]);
+        expect((await subject.store.getDeadLetter(idOf(1)))?.payload?.replayable).toBe(false);
+        expect((await subject.store.deadLetters(10)).map((item) => item.payload?.replayable)).toEqual([
+          true,
+          false,
+        ]);
       });
 
       it('marks one replayed once: true the first time, false afterwards', async () => {

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Journal } from '../ports/journal.js';
 import { queuedMessageFixture, type StoreFactory, useStoreUnderTest } from './store-harness.js';
 
+const KEY_TTL_MS = 60_000;
+
 const idsOf = (entries: { message: { id: string } }[]) => entries.map((entry) => entry.message.id);
 
 /** The behaviour every `Journal` must show (ports/journal.ts); run it once per implementation. */
@@ -48,6 +50,54 @@ export function journalContract(name: string, factory: StoreFactory<Journal>): v
         const loaded = await subject.store.load();
         expect(idsOf(loaded)).toEqual(idsOf([1, 2, 3].map((index) => queuedMessageFixture(index))));
         expect(loaded[0]?.pipeline).toBe('echo');
+      });
+    });
+
+    describe('when appends carry a delivery key', () => {
+      it('journals the first and answers duplicate to the same key within its TTL, writing nothing', async () => {
+        const delivery = { key: 'telegram:tg:1', ttlMs: KEY_TTL_MS };
+        expect(await subject.store.append(queuedMessageFixture(1), delivery)).toBe('appended');
+        subject.advance(KEY_TTL_MS - 1);
+        expect(await subject.store.append(queuedMessageFixture(2), delivery)).toBe('duplicate');
+        expect(idsOf(await subject.store.load())).toEqual(idsOf([queuedMessageFixture(1)]));
+      });
+
+      it('journals exactly one of several concurrent appends with one key', async () => {
+        const entries = [1, 2, 3, 4, 5].map((index) => queuedMessageFixture(index));
+        const results = await Promise.all(
+          entries.map((entry) => subject.store.append(entry, { key: 'slack:sl:Ev1', ttlMs: KEY_TTL_MS })),
+        );
+        expect(results.filter((result) => result === 'appended')).toHaveLength(1);
+        expect(idsOf(await subject.store.load())).toEqual(idsOf([entries[results.indexOf('appended')]!]));
+      });
+
+      it('keeps keys apart and leaves appends without a key alone', async () => {
+        expect(await subject.store.append(queuedMessageFixture(1), { key: 'a', ttlMs: KEY_TTL_MS })).toBe(
+          'appended',
+        );
+        expect(await subject.store.append(queuedMessageFixture(2), { key: 'b', ttlMs: KEY_TTL_MS })).toBe(
+          'appended',
+        );
+        expect(await subject.store.append(queuedMessageFixture(3))).toBe('appended');
+        expect(await subject.store.load()).toHaveLength(3);
+      });
+
+      it('accepts the key again once its TTL has passed', async () => {
+        await subject.store.append(queuedMessageFixture(1), { key: 'discord:dc:9', ttlMs: 1000 });
+        subject.advance(1000);
+        expect(
+          await subject.store.append(queuedMessageFixture(2), { key: 'discord:dc:9', ttlMs: 1000 }),
+        ).toBe('appended');
+      });
+
+      it('still remembers keys within their TTL after a reopen', async (context) => {
+        await subject.store.append(queuedMessageFixture(1), { key: 'telegram:tg:5', ttlMs: KEY_TTL_MS });
+        const reopened = await subject.reopen();
+        if (reopened === null) return context.skip('not durable');
+        expect(
+          await reopened.append(queuedMessageFixture(2), { key: 'telegram:tg:5', ttlMs: KEY_TTL_MS }),
+        ).toBe('duplicate');
+        expect(idsOf(await reopened.load())).toEqual(idsOf([queuedMessageFixture(1)]));
       });
     });
 

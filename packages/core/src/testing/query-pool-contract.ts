@@ -261,6 +261,47 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       });
     });
 
+    describe('when enqueues carry a delivery key', () => {
+      const delivery = (key: string, ttlMs = 60_000) => ({ key, ttlMs });
+
+      it('queues the first and answers duplicate to the same key, queuing nothing', async () => {
+        const p = await pool();
+        expect(await p.enqueue(queued('A'), delivery('tg:1'))).toMatchObject({ accepted: true });
+        expect(await p.enqueue(queued('A'), delivery('tg:1'))).toEqual({
+          accepted: false,
+          reason: 'duplicate',
+        });
+        expect((await p.stats()).pending).toBe(1);
+      });
+
+      it('accepts exactly one of several concurrent enqueues with one key', async () => {
+        const p = await pool();
+        const results = await Promise.all(
+          ['A', 'B', 'C', 'D'].map((session) => p.enqueue(queued(session), delivery('sl:Ev1'))),
+        );
+        expect(results.filter((result) => result.accepted)).toHaveLength(1);
+        expect((await p.stats()).pending).toBe(1);
+      });
+
+      it('leaves the key of a refused enqueue unseen, so its redelivery is judged again', async () => {
+        const p = await pool({ maxPending: 1 });
+        await p.enqueue(queued('A'));
+        expect(await p.enqueue(queued('B'), delivery('dc:9'))).toMatchObject({
+          accepted: false,
+          reason: 'queue_full',
+        });
+        await p.claim();
+        expect(await p.enqueue(queued('B'), delivery('dc:9'))).toMatchObject({ accepted: true });
+      });
+
+      it('accepts the key again once its TTL has passed', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'), delivery('tg:2', 1000));
+        nowMs += 1000;
+        expect(await p.enqueue(queued('A'), delivery('tg:2', 1000))).toMatchObject({ accepted: true });
+      });
+    });
+
     describe('when work finishes', () => {
       it('forgets idle sessions and notifies listeners on arrival', async () => {
         const p = await pool();

@@ -1,0 +1,94 @@
+import {
+  type AuditLog,
+  type DeliveryKey,
+  type Logger,
+  type OutcomeSink,
+  type QueryPool,
+  SwitchboardError,
+  recordOverflowed,
+} from '@switchboard/core';
+
+/** What `POST /admin/dead-letters/{id}/replay` answers. */
+export interface ReplayResult {
+  id: string;
+  message_id: string;
+  status: 'queued';
+}
+
+export interface DeadLetterReplayOptions {
+  auditLog: AuditLog;
+  pool: QueryPool;
+  outcomes: OutcomeSink;
+  logger: Logger;
+  /** How long a replay's claim is remembered, in ms: as long as a dead letter is kept (`audit.retention_days`). */
+  claimTtlMs: number;
+  now?: () => number;
+}
+
+/**
+ * The pool's delivery key of a dead letter's replay. Enqueuing under it is the replay's claim:
+ * the key is marked in the same atomic write that journals the message, so of concurrent replays
+ * exactly one is queued, a refused one (queue full, draining) leaves the dead letter replayable,
+ * and a crash leaves either both the claim and the queued message or neither.
+ */
+export function replayDeliveryKey(auditId: string, claimTtlMs: number): DeliveryKey {
+  return { key: `replay:${auditId}`, ttlMs: claimTtlMs };
+}
+
+/**
+ * Replays dead letters (DESIGN §7): puts the message back in the pool as a new first attempt.
+ * The dead letter is marked replayed only after its enqueue; a crash in between leaves it listed,
+ * and the next replay finds the claim taken, marks it then and answers 409.
+ */
+export function createDeadLetterReplay(
+  options: DeadLetterReplayOptions,
+): (id: string) => Promise<ReplayResult> {
+  const { auditLog, pool, outcomes } = options;
+  const now = options.now ?? Date.now;
+  const logger = options.logger.child({ component: 'replay' });
+
+  const alreadyReplayed = (id: string) =>
+    new SwitchboardError('SB_HTTP_CONFLICT', {
+      message: `dead letter ${id} was already replayed`,
+      details: { id },
+    });
+
+  return async function replay(id) {
+    const record = await auditLog.getDeadLetter(id);
+    if (record?.payload == null) {
+      throw new SwitchboardError('SB_DEAD_LETTER_NOT_FOUND', {
+        message: `no dead letter with id ${id}`,
+        details: { id },
+      });
+    }
+    const { replayable, ...queued } = record.payload;
+    if (!replayable) {
+      throw new SwitchboardError('SB_DEAD_LETTER_NOT_REPLAYABLE', {
+        message: `dead letter ${id} was stored without its whole text (audit.store_text) and cannot be replayed`,
+        details: { id },
+      });
+    }
+    if (record.replayed_at !== null) throw alreadyReplayed(id);
+
+    const result = await pool.enqueue(
+      { ...queued, attempt: 0, acceptedAt: now() },
+      replayDeliveryKey(id, options.claimTtlMs),
+    );
+    if (!result.accepted) {
+      if (result.reason !== 'duplicate') {
+        throw new SwitchboardError(result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL', {
+          retryAfterMs: result.retryAfterMs,
+        });
+      }
+      // Another replay holds the claim and queued the message. Marking here too repairs a replay
+      // whose process died between its enqueue and its mark; whichever mark lands first wins,
+      // and either way the dead letter leaves the list.
+      await auditLog.markReplayed(id, now());
+      throw alreadyReplayed(id);
+    }
+    recordOverflowed(outcomes, result.overflowed, now());
+    await auditLog.markReplayed(id, now());
+    logger.info({ auditId: id, messageId: record.message_id }, 'dead letter replayed');
+    return { id, message_id: record.message_id, status: 'queued' };
+  };
+}

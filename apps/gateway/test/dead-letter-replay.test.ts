@@ -1,0 +1,145 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type AuditLog,
+  type AuditRecord,
+  type Journal,
+  type Outcome,
+  PipelinePolicySchema,
+  createMemoryAuditLog,
+  createMemoryQueryPool,
+  createOutcomeBus,
+  silentLogger,
+} from '@switchboard/core';
+import { auditRecordFixture, queuedMessageFixture } from '@switchboard/core/testing';
+import { createSqliteStore } from '@switchboard/store-sqlite';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createDeadLetterReplay, replayDeliveryKey } from '../src/dead-letter-replay.js';
+
+const CLAIM_TTL_MS = 30 * 24 * 3_600_000;
+const DEAD_LETTER_ID = '01JDEAD0000000000000000001';
+
+function deadLetter(replayable = true): AuditRecord {
+  return auditRecordFixture(1, {
+    id: DEAD_LETTER_ID,
+    outcome: 'dead_lettered',
+    reason: 'max_attempts',
+    pipeline: 'assistant',
+    session: queuedMessageFixture(1).session,
+    payload: { ...queuedMessageFixture(1, { attempt: 3 }), replayable },
+  });
+}
+
+/** A replay over real memory components (or a journal), as the gateway wires it. */
+function setup(
+  options: { maxPending?: number; perSession?: number; journal?: Journal; auditLog?: AuditLog } = {},
+) {
+  const auditLog = options.auditLog ?? createMemoryAuditLog();
+  const pool = createMemoryQueryPool({
+    concurrency: { global: 1, perSession: 1 },
+    limits: { maxPending: options.maxPending ?? 100, maxPendingPerSession: options.perSession ?? 100 },
+    pipelines: [PipelinePolicySchema.parse({ id: 'assistant' })],
+    journal: options.journal,
+  });
+  const outcomes: Outcome[] = [];
+  const bus = createOutcomeBus();
+  bus.subscribe((outcome) => outcomes.push(outcome));
+  const replay = createDeadLetterReplay({
+    auditLog,
+    pool,
+    outcomes: bus,
+    logger: silentLogger,
+    claimTtlMs: CLAIM_TTL_MS,
+  });
+  return { auditLog, pool, outcomes, replay };
+}
+
+describe('dead letter replay', () => {
+  describe('when two replays of one dead letter run at once', () => {
+    it('queues it once and answers the other SB_HTTP_CONFLICT', async () => {
+      const { auditLog, pool, replay } = setup();
+      await auditLog.append(deadLetter());
+      const results = await Promise.allSettled([replay(DEAD_LETTER_ID), replay(DEAD_LETTER_ID)]);
+      expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
+      expect(results.find((result) => result.status === 'rejected')).toMatchObject({
+        reason: { code: 'SB_HTTP_CONFLICT', status: 409 },
+      });
+      expect((await pool.stats()).pending).toBe(1);
+      expect(await auditLog.deadLetters(10)).toEqual([]);
+    });
+  });
+
+  describe("when the replay's enqueue pushes a waiting message out of its session", () => {
+    it('records that message as dropped/queue_overflow', async () => {
+      const { auditLog, pool, outcomes, replay } = setup({ perSession: 1 });
+      await auditLog.append(deadLetter());
+      // Fixtures share one session: this one waits in the dead letter's session.
+      const waiting = queuedMessageFixture(2);
+      await pool.enqueue(waiting);
+      await replay(DEAD_LETTER_ID);
+      expect(outcomes).toMatchObject([
+        { kind: 'dropped', reason: 'queue_overflow', message: { id: waiting.message.id } },
+      ]);
+    });
+  });
+
+  describe('when the pool refuses the replay', () => {
+    it('answers SB_QUEUE_FULL and leaves the dead letter replayable', async () => {
+      const { auditLog, pool, replay } = setup({ maxPending: 1 });
+      await auditLog.append(deadLetter());
+      await pool.enqueue(queuedMessageFixture(2, { session: 'other' }));
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_QUEUE_FULL' });
+      expect((await auditLog.deadLetters(10)).map((record) => record.id)).toEqual([DEAD_LETTER_ID]);
+      await pool.claim();
+      await expect(replay(DEAD_LETTER_ID)).resolves.toMatchObject({ status: 'queued' });
+    });
+
+    it('answers SB_DRAINING while draining and leaves the dead letter listed', async () => {
+      const { auditLog, pool, replay } = setup();
+      await auditLog.append(deadLetter());
+      pool.close();
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_DRAINING' });
+      expect((await auditLog.deadLetters(10)).map((record) => record.id)).toEqual([DEAD_LETTER_ID]);
+    });
+  });
+
+  describe('when the dead letter was stored without its whole text', () => {
+    it('answers SB_DEAD_LETTER_NOT_REPLAYABLE and queues nothing', async () => {
+      const { auditLog, pool, replay } = setup();
+      await auditLog.append(deadLetter(false));
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({
+        code: 'SB_DEAD_LETTER_NOT_REPLAYABLE',
+        status: 422,
+      });
+      expect((await pool.stats()).pending).toBe(0);
+    });
+  });
+
+  describe('when the process died after a replay was queued and before it was marked', () => {
+    const folders: string[] = [];
+    afterEach(() => {
+      for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+    });
+
+    it('recovers the message once, and the next replay marks the dead letter and answers 409', async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'switchboard-replay-'));
+      folders.push(folder);
+      const path = join(folder, 'switchboard.db');
+      const crashed = createSqliteStore({ path });
+      await crashed.auditLog.append(deadLetter());
+      // What the replay's enqueue wrote before the process died: the claim and the message, in one write.
+      const queued = { ...queuedMessageFixture(1), acceptedAt: 5 };
+      await crashed.journal.append(queued, replayDeliveryKey(DEAD_LETTER_ID, CLAIM_TTL_MS));
+      crashed.close();
+
+      const store = createSqliteStore({ path });
+      const { pool, replay } = setup({ journal: store.journal, auditLog: store.auditLog });
+      expect((await pool.recover()).map((entry) => entry.message.id)).toEqual([queued.message.id]);
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_HTTP_CONFLICT' });
+      expect((await pool.stats()).pending).toBe(1);
+      expect(await store.auditLog.deadLetters(10)).toEqual([]);
+      store.close();
+    });
+  });
+});
