@@ -26,7 +26,7 @@ const METHOD = 'chat.postMessage';
 
 /**
  * A Web API client for one send, every request of which `signal` aborts. Bolt's WebClient takes
- * no signal per call, so the send's signal is joined to each request in its `fetch`. Its own
+ * no signal per call, so the send's signal is given to each request in its `fetch`. Its own
  * retries are off: they wait on timers no signal reaches, so a run of 5xx answers could outlast
  * the deadline; `postSlackMessages` retries instead, with waits that end with the signal.
  */
@@ -43,11 +43,8 @@ export function createSendClient(options: {
     // waits out; the client's own wait would not end with the deadline.
     rejectRateLimitedCalls: true,
     retryConfig: { retries: 0 },
-    fetch: (url, init) =>
-      fetch(url, {
-        ...init,
-        signal: init?.signal === undefined ? signal : AbortSignal.any([init.signal, signal]),
-      }),
+    // Without a `timeout` the client gives its requests no signal of its own: the send's is theirs.
+    fetch: (url, init) => fetch(url, { ...init, signal }),
   });
 }
 
