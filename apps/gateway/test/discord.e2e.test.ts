@@ -68,8 +68,6 @@ function sentMessages(count: number) {
   return eventually(() => fake.sentMessages().length >= count && fake.sentMessages());
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('discord channel (switchboard serve against a fake Discord)', { timeout: 60_000 }, () => {
   describe('when a DM, a channel mention and a thread mention arrive', () => {
     it('answers each as a message reply in its own channel or thread', async () => {
@@ -149,25 +147,25 @@ routing:
         platform_message_id: ad.id,
         text: 'buy now!!',
       });
-      await pause(300);
-      expect(fake.sentMessages()).toEqual([]);
+      // A sentinel in the same DM: had the ad been queued, it would have been answered first.
+      dm('sentinel');
+      const sent = await sentMessages(1);
+      expect(sent.map((message) => message.body.content)).toEqual(['sentinel']);
     });
   });
 
   describe('when a burst arrives with debounce enabled', () => {
     it('answers the three messages with one merged reply', async () => {
-      await serve(`pipelines: [{ id: echo, type: echo, aggregation: { enabled: true, delay: 300ms } }]
+      // Runnable by count (max_messages: 3): a long delay, so the gaps between messages do not matter.
+      await serve(`pipelines: [{ id: echo, type: echo, aggregation: { enabled: true, delay: 10s, max_messages: 3 } }]
 routing: { default: echo }`);
       const first = dm('a');
-      await pause(50);
       dm('b');
-      await pause(50);
       dm('c');
 
+      // The first reply holds all three, so there is nothing left to answer.
       const [reply] = await sentMessages(1);
       expect(reply?.body).toMatchObject({ content: 'a\nb\nc', message_reference: { message_id: first.id } });
-      await pause(500);
-      expect(fake.sentMessages()).toHaveLength(1);
     });
   });
 
@@ -177,9 +175,11 @@ routing: { default: echo }`);
       const original = dm('only once');
       fake.messageCreate({ ...original, channel_id: DM, author: alice });
 
-      await sentMessages(1);
-      await pause(500);
-      expect(fake.sentMessages().map((message) => message.body.content)).toEqual(['only once']);
+      dm('sentinel');
+
+      // One session runs in order: a second turn for the repeat would come before the sentinel.
+      const sent = await sentMessages(2);
+      expect(sent.map((message) => message.body.content)).toEqual(['only once', 'sentinel']);
     });
   });
 
