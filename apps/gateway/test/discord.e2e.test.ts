@@ -1,9 +1,11 @@
 import { type FakeDiscord, type FakeDiscordUser, startFakeDiscord } from '@switchboard/testkit/discord';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { startFakePipeline } from './fake-pipeline.js';
 import {
   type ServeProcess,
   eventually,
   get,
+  runCli,
   startServe,
   tempDir,
   testConfig,
@@ -295,6 +297,45 @@ routing: { default: echo }`);
       const sent = await sentMessages(2);
       expect(sent.map((message) => message.body.content)).toEqual(['x'.repeat(1500), 'y'.repeat(1500)]);
       expect(sent.map((message) => 'message_reference' in message.body)).toEqual([true, false]);
+    });
+  });
+
+  describe('when the queue stays full until the process stops', () => {
+    it('records the refused message as dropped/refused in the audit log', async () => {
+      // The backend never answers: the first message holds the turn, the second fills the queue
+      // (max_pending: 1), the third is refused until the stop.
+      const backend = await startFakePipeline();
+      cleanup(() => backend.close());
+      backend.respond = () => new Promise(() => {});
+      const gateway = await serve(`queue: { max_pending: 1 }
+shutdown: { drain_timeout: 1s }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }`);
+      dm('first');
+      dm('second');
+      const third = dm('third');
+      await eventually(() =>
+        gateway.logs.some(
+          (line) =>
+            line.msg === 'ingress refused the message: retrying' && line.platformMessageId === third.id,
+        ),
+      );
+
+      expect(await gateway.stop('SIGTERM')).toBe(0);
+      const audit = await runCli(['audit', '-c', gateway.configPath, '--outcome', 'dropped', '--json'], {
+        cwd: gateway.dir,
+        env: { DISCORD_BOT_TOKEN: fake.token },
+      });
+      expect(audit.stderr).toBe('');
+      expect(JSON.parse(audit.stdout).items).toEqual([
+        expect.objectContaining({
+          outcome: 'dropped',
+          reason: 'refused',
+          channel: 'dc',
+          platform_message_id: third.id,
+          text: 'third',
+        }),
+      ]);
     });
   });
 
