@@ -4,7 +4,11 @@ import type { Logger } from './logger.js';
 import type { QueuedMessage } from './query-pool.js';
 
 export interface ChannelContext {
-  /** Where normalized messages go; acknowledge the platform only after it resolves. */
+  /**
+   * Where normalized messages go; acknowledge the platform only after `accept` resolves. A
+   * message refused or failed there is answered so that the platform redelivers it, or, when the
+   * platform never does (Discord's gateway), ended with `drop` so that it has an outcome.
+   */
   ingress: Ingress;
   logger: Logger;
   /**
