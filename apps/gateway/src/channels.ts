@@ -16,6 +16,8 @@ export interface Channels {
   adapters: Map<string, ChannelAdapter>;
   /** Channel id → how it admits and keys messages. */
   policyOf(channelId: string): ChannelPolicy;
+  /** Channel id → the deadline of one send (`channels[].outbound.send_timeout`) in ms; undefined if unknown. */
+  sendTimeoutMsOf(channelId: string): number | undefined;
 }
 
 /** Builds every configured channel; webhook channels mount their routes on `server` now. */
@@ -56,5 +58,12 @@ export function createChannels(
         break;
     }
   }
-  return { adapters, policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY };
+  const sendTimeoutsMs = new Map(
+    config.channels.map((channel) => [channel.id, channel.outbound.sendTimeoutMs]),
+  );
+  return {
+    adapters,
+    policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
+    sendTimeoutMsOf: (id) => sendTimeoutsMs.get(id),
+  };
 }

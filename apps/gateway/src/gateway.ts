@@ -11,6 +11,7 @@ import {
   createMemoryQueryPool,
   createOutcomeBus,
   createRouter,
+  sendWithDeadline,
 } from '@switchboard/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -110,7 +111,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...(config.admin.protect.includes('docs') ? { auth: operatorAuth } : {}),
   });
 
-  const { adapters: channels, policyOf } = createChannels(config, {
+  const {
+    adapters: channels,
+    policyOf,
+    sendTimeoutMsOf,
+  } = createChannels(config, {
     server,
     statuses: stores.statuses,
     logger,
@@ -138,14 +143,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     deliver: (query, replies) => {
       const channel = channels.get(query.message.channel);
-      if (channel === undefined) {
+      const sendTimeoutMs = sendTimeoutMsOf(query.message.channel);
+      if (channel === undefined || sendTimeoutMs === undefined) {
         return Promise.reject(
           new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
             message: `channel "${query.message.channel}" is no longer configured`,
           }),
         );
       }
-      return channel.send(query.message, replies);
+      // Bounded, so that a hung platform call cannot hold the turn's slots (the controller ends
+      // the turn as a failed delivery).
+      return sendWithDeadline(channel, query.message, replies, sendTimeoutMs);
     },
     observer: {
       turnStarted(turn) {

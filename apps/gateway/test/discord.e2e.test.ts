@@ -1,9 +1,11 @@
 import { type FakeDiscord, type FakeDiscordUser, startFakeDiscord } from '@switchboard/testkit/discord';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { startFakePipeline } from './fake-pipeline.js';
 import {
   type ServeProcess,
   eventually,
   get,
+  runCli,
   startServe,
   tempDir,
   testConfig,
@@ -67,8 +69,6 @@ function inGuild(channelId: string, content: string, options: { mentionBot?: boo
 function sentMessages(count: number) {
   return eventually(() => fake.sentMessages().length >= count && fake.sentMessages());
 }
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('discord channel (switchboard serve against a fake Discord)', { timeout: 60_000 }, () => {
   describe('when a DM, a channel mention and a thread mention arrive', () => {
@@ -149,25 +149,25 @@ routing:
         platform_message_id: ad.id,
         text: 'buy now!!',
       });
-      await pause(300);
-      expect(fake.sentMessages()).toEqual([]);
+      // A sentinel in the same DM: had the ad been queued, it would have been answered first.
+      dm('sentinel');
+      const sent = await sentMessages(1);
+      expect(sent.map((message) => message.body.content)).toEqual(['sentinel']);
     });
   });
 
   describe('when a burst arrives with debounce enabled', () => {
     it('answers the three messages with one merged reply', async () => {
-      await serve(`pipelines: [{ id: echo, type: echo, aggregation: { enabled: true, delay: 300ms } }]
+      // Runnable by count (max_messages: 3): a long delay, so the gaps between messages do not matter.
+      await serve(`pipelines: [{ id: echo, type: echo, aggregation: { enabled: true, delay: 10s, max_messages: 3 } }]
 routing: { default: echo }`);
       const first = dm('a');
-      await pause(50);
       dm('b');
-      await pause(50);
       dm('c');
 
+      // The first reply holds all three, so there is nothing left to answer.
       const [reply] = await sentMessages(1);
       expect(reply?.body).toMatchObject({ content: 'a\nb\nc', message_reference: { message_id: first.id } });
-      await pause(500);
-      expect(fake.sentMessages()).toHaveLength(1);
     });
   });
 
@@ -177,9 +177,11 @@ routing: { default: echo }`);
       const original = dm('only once');
       fake.messageCreate({ ...original, channel_id: DM, author: alice });
 
-      await sentMessages(1);
-      await pause(500);
-      expect(fake.sentMessages().map((message) => message.body.content)).toEqual(['only once']);
+      dm('sentinel');
+
+      // One session runs in order: a second turn for the repeat would come before the sentinel.
+      const sent = await sentMessages(2);
+      expect(sent.map((message) => message.body.content)).toEqual(['only once', 'sentinel']);
     });
   });
 
@@ -295,6 +297,45 @@ routing: { default: echo }`);
       const sent = await sentMessages(2);
       expect(sent.map((message) => message.body.content)).toEqual(['x'.repeat(1500), 'y'.repeat(1500)]);
       expect(sent.map((message) => 'message_reference' in message.body)).toEqual([true, false]);
+    });
+  });
+
+  describe('when the queue stays full until the process stops', () => {
+    it('records the refused message as dropped/refused in the audit log', async () => {
+      // The backend never answers: the first message holds the turn, the second fills the queue
+      // (max_pending: 1), the third is refused until the stop.
+      const backend = await startFakePipeline();
+      cleanup(() => backend.close());
+      backend.respond = () => new Promise(() => {});
+      const gateway = await serve(`queue: { max_pending: 1 }
+shutdown: { drain_timeout: 1s }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }`);
+      dm('first');
+      dm('second');
+      const third = dm('third');
+      await eventually(() =>
+        gateway.logs.some(
+          (line) =>
+            line.msg === 'ingress refused the message: retrying' && line.platformMessageId === third.id,
+        ),
+      );
+
+      expect(await gateway.stop('SIGTERM')).toBe(0);
+      const audit = await runCli(['audit', '-c', gateway.configPath, '--outcome', 'dropped', '--json'], {
+        cwd: gateway.dir,
+        env: { DISCORD_BOT_TOKEN: fake.token },
+      });
+      expect(audit.stderr).toBe('');
+      expect(JSON.parse(audit.stdout).items).toEqual([
+        expect.objectContaining({
+          outcome: 'dropped',
+          reason: 'refused',
+          channel: 'dc',
+          platform_message_id: third.id,
+          text: 'third',
+        }),
+      ]);
     });
   });
 

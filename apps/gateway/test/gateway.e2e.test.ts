@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
 import {
   type ServeProcess,
+  eventually,
   get,
   post,
   runCli,
@@ -84,36 +85,58 @@ routing:
     });
   });
 
-  describe('when an http pipeline is slow and concurrency.pipeline is 2', () => {
+  describe('when an http pipeline is busy and concurrency.pipeline is 2', () => {
     let backend: FakePipeline;
     beforeAll(async () => {
-      backend = await startFakePipeline({ delayMs: 150 });
+      backend = await startFakePipeline();
     });
     afterAll(() => backend.close());
 
-    it('runs at most 2 turns at once, each session in arrival order, and returns all 15 replies', async () => {
+    it('runs at most 2 turns at once, each session in arrival order, and answers all 15', async () => {
+      // The backend holds its answers until every message is queued, so that the limit, not
+      // timing, decides how many turns run at once.
+      let open: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      backend.respond = async (request) => {
+        await gate;
+        return { status: 200, body: { replies: [{ text: `echo: ${request.text}` }] } };
+      };
       const gateway = await serve(`
 concurrency: { pipeline: 2 }
 pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
 `);
       const sessions = ['a', 'b', 'c'];
-      const answers = await Promise.all(
-        sessions.flatMap((session) =>
-          [1, 2, 3, 4, 5].map(async (n) => {
-            // Stagger so that arrival order within a session is well defined.
-            await new Promise((resolve) => setTimeout(resolve, n * 10));
-            return post(`${gateway.url}/v1/messages`, {
-              session_id: session,
-              user_id: 'u',
-              text: `${session}${n}`,
-              timeout_ms: 20_000,
-            });
+      const ids = (
+        await Promise.all(
+          sessions.map(async (session) => {
+            const sessionIds: string[] = [];
+            // One after the other: each is journaled (202) before the next is sent, so the
+            // arrival order within a session is the order of the awaits.
+            for (const n of [1, 2, 3, 4, 5]) {
+              const queued = await post(`${gateway.url}/v1/messages`, {
+                session_id: session,
+                user_id: 'u',
+                text: `${session}${n}`,
+                wait: false,
+              });
+              expect(queued.status).toBe(202);
+              sessionIds.push(String(queued.body?.id));
+            }
+            return sessionIds;
           }),
-        ),
-      );
-      expect(answers.map((answer) => answer.status)).toEqual(Array(15).fill(200));
-      expect(answers.map((answer) => answer.body?.replies[0].text).sort()).toEqual(
+        )
+      ).flat();
+      await eventually(() => backend.requests.length === 2);
+      open();
+
+      const statuses = await eventually(async () => {
+        const answers = await Promise.all(ids.map((id) => get(`${gateway.url}/v1/messages/${id}`)));
+        return answers.every((answer) => answer.body.status === 'completed') && answers;
+      }, 30_000);
+      expect(statuses.map((answer) => answer.body.replies[0].text).sort()).toEqual(
         sessions.flatMap((s) => [1, 2, 3, 4, 5].map((n) => `echo: ${s}${n}`)).sort(),
       );
       expect(backend.maxConcurrent).toBe(2);
@@ -125,24 +148,34 @@ routing: { default: bot }
   });
 
   describe('when debounce is enabled', () => {
-    it('sends three quick messages to the pipeline as one request a\\nb\\nc and answers each with that turn', async () => {
+    it('sends a burst of max_messages (3) to the pipeline as one request a\\nb\\nc and answers each with that turn', async () => {
       const backend = await startFakePipeline();
       try {
+        // A long delay: the burst becomes runnable by its count, whatever the gaps between messages.
         const gateway = await serve(`
 pipelines:
-  - { id: bot, type: http, url: "${backend.url}", aggregation: { enabled: true, delay: 300ms } }
+  - { id: bot, type: http, url: "${backend.url}", aggregation: { enabled: true, delay: 10s, max_messages: 3 } }
 routing: { default: bot }
 `);
-        const answers = await Promise.all(
-          ['a', 'b', 'c'].map(async (text, index) => {
-            await new Promise((resolve) => setTimeout(resolve, index * 50));
-            return post(`${gateway.url}/v1/messages`, { session_id: 'burst', user_id: 'u', text });
-          }),
-        );
+        const ids: string[] = [];
+        for (const text of ['a', 'b', 'c']) {
+          const queued = await post(`${gateway.url}/v1/messages`, {
+            session_id: 'burst',
+            user_id: 'u',
+            text,
+            wait: false,
+          });
+          expect(queued.status).toBe(202);
+          ids.push(String(queued.body?.id));
+        }
+        const answers = await eventually(async () => {
+          const all = await Promise.all(ids.map((id) => get(`${gateway.url}/v1/messages/${id}`)));
+          return all.every((answer) => answer.body.status === 'completed') && all;
+        });
         expect(backend.requests.map((r) => r.text)).toEqual(['a\nb\nc']);
         expect(backend.requests[0]?.messages.map((m) => m.text)).toEqual(['a', 'b', 'c']);
-        expect(new Set(answers.map((answer) => answer.body?.turn)).size).toBe(1);
-        expect(answers.map((answer) => answer.body?.replies)).toEqual(
+        expect(new Set(answers.map((answer) => answer.body.turn)).size).toBe(1);
+        expect(answers.map((answer) => answer.body.replies)).toEqual(
           Array(3).fill([{ text: 'echo: a\nb\nc' }]),
         );
       } finally {

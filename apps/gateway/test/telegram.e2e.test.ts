@@ -62,11 +62,14 @@ channels:
   - { id: tg, type: telegram, token: "${fake.token}", mode: polling, api_root: "${fake.url}/" }
 pipelines:
   - { id: echo, type: echo }
-  - { id: burst, type: echo, aggregation: { enabled: true, delay: 300ms } }
+  # Runnable by count: long delays, so that the gaps between a burst's messages do not matter.
+  - { id: burst, type: echo, aggregation: { enabled: true, delay: 10s, max_messages: 3 } }
+  - { id: pair, type: echo, aggregation: { enabled: true, delay: 10s, max_messages: 2 } }
 routing:
   default: echo
   rules:
     - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
+    - { name: long-pair, type: launcher_id, operator: eq, value: "424243", pipeline: pair }
     - { name: bursty, type: sender_id, operator: eq, value: "${bob.id}", pipeline: burst }
 `,
     );
@@ -175,13 +178,10 @@ routing:
   describe('when messages come in a burst and the pipeline debounces', () => {
     it('answers once with the merged text', async () => {
       const chat = privateChat(bob);
-      for (const text of ['a', 'b', 'c']) {
-        fake.pushUpdate(textUpdate(fake, { chat, from: bob, text }));
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await eventually(() => sentTo(fake, bob.id).length > 0);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      expect(sentTo(fake, bob.id).map((body) => body.text)).toEqual(['a\nb\nc']);
+      for (const text of ['a', 'b', 'c']) fake.pushUpdate(textUpdate(fake, { chat, from: bob, text }));
+      // The first answer holds all three (max_messages: 3), so there is nothing left to answer.
+      const [first] = await eventually(() => sentTo(fake, bob.id).length > 0 && sentTo(fake, bob.id));
+      expect(first?.text).toBe('a\nb\nc');
     });
   });
 
@@ -192,7 +192,7 @@ routing:
       const second = 'b'.repeat(3000);
       fake.pushUpdate(textUpdate(fake, { chat, from: bob, text: first }));
       fake.pushUpdate(textUpdate(fake, { chat, from: bob, text: second }));
-      // The merged reply is `${first}\n${second}`: 6001 characters, split at the newline.
+      // Merged by count (max_messages: 2): `${first}\n${second}`, 6001 characters, split at the newline.
       const texts = await eventually(
         () => sentTo(fake, chat.id).length >= 2 && sentTo(fake, chat.id).map((body) => body.text),
       );
@@ -273,12 +273,13 @@ routing: { default: echo }
       expect(wrong.status).toBe(401);
       expect(wrong.body).toMatchObject({ error: { code: 'SB_HTTP_UNAUTHORIZED' } });
       expect((await fake.deliverWebhook(hook, update)).status).toBe(401);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(sentTo(fake, alice.id)).toEqual([]);
 
       expect((await fake.deliverWebhook(hook, update, secret)).status).toBe(200);
-      const replies = await eventually(() => sentTo(fake, alice.id).length > 0 && sentTo(fake, alice.id));
-      expect(replies.map((body) => body.text)).toEqual(['knock knock']);
+      // Had a 401'd delivery reached the ingress, its update_id would be known and this one a duplicate.
+      const metrics = await get(`${gateway.url}/metrics`);
+      expect(metrics.body).not.toMatch(/switchboard_messages_total\{channel="tgw",outcome="duplicate"/);
+      const [reply] = await eventually(() => sentTo(fake, alice.id).length > 0 && sentTo(fake, alice.id));
+      expect(reply?.text).toBe('knock knock');
     });
   });
 
@@ -291,9 +292,13 @@ routing: { default: echo }
       };
       expect((await fake.deliverWebhook(hook, update, secret)).status).toBe(200);
       expect((await fake.deliverWebhook(hook, update, secret)).status).toBe(200);
-      await eventually(() => sentTo(fake, chat.id).length > 0);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(sentTo(fake, chat.id)).toHaveLength(1);
+      const sentinel = textUpdate(fake, { chat, from: { ...alice, id: 600_001 }, text: 'after' });
+      expect((await fake.deliverWebhook(hook, sentinel, secret)).status).toBe(200);
+      // One session runs in order: a second turn for the redelivery would come before `after`.
+      const texts = await eventually(
+        () => sentTo(fake, chat.id).length >= 2 && sentTo(fake, chat.id).map((body) => body.text),
+      );
+      expect(texts).toEqual(['once', 'after']);
       const metrics = await get(`${gateway.url}/metrics`);
       expect(metrics.body).toMatch(
         /switchboard_messages_total\{channel="tgw",outcome="duplicate",reason="redelivery"\} 1/,
@@ -335,12 +340,29 @@ routing: { default: echo }
       const before = fake.sentMessages().length;
       for (const update of unsupported)
         expect((await fake.deliverWebhook(hook, update, secret)).status).toBe(200);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(fake.sentMessages()).toHaveLength(before);
-      expect(problems(gateway)).toEqual([]);
-      expect(gateway.logs.filter((line) => line.msg === 'unsupported update ignored')).toHaveLength(
-        unsupported.length,
+      // Sentinels in the two chats the updates came from: anything queued there would be answered first.
+      for (const sentinel of [
+        textUpdate(fake, { chat: privateChat(alice), text: 'sentinel' }),
+        textUpdate(fake, { chat: group, text: '@switchboard_bot sentinel' }),
+      ]) {
+        expect((await fake.deliverWebhook(hook, sentinel, secret)).status).toBe(200);
+      }
+      const texts = await eventually(
+        () =>
+          fake.sentMessages().length >= before + 2 &&
+          fake
+            .sentMessages()
+            .slice(before)
+            .map((sent) => sent.body.text),
       );
+      expect(texts.sort()).toEqual(['@switchboard_bot sentinel', 'sentinel']);
+      expect(problems(gateway)).toEqual([]);
+      const ignored = await eventually(
+        () =>
+          gateway.logs.filter((line) => line.msg === 'unsupported update ignored').length >=
+            unsupported.length && gateway.logs.filter((line) => line.msg === 'unsupported update ignored'),
+      );
+      expect(ignored).toHaveLength(unsupported.length);
     });
   });
 

@@ -148,8 +148,8 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
       logger.info({}, 'channel stopped');
     },
 
-    send(origin, replies) {
-      return sendReplies(rest, origin, replies, config.token);
+    send(origin, replies, signal) {
+      return sendReplies(rest, origin, replies, config.token, signal);
     },
 
     health() {

@@ -1,33 +1,73 @@
-import { type Ingress, silentLogger } from '@switchboard/core';
+import type { DiscordChannelConfig } from '@switchboard/config';
+import {
+  type ChannelAdapter,
+  type InboundMessage,
+  type Ingress,
+  type IngressDropReason,
+  type IngressResult,
+  silentLogger,
+} from '@switchboard/core';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
+import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../src/index.js';
+
+const DM = '1240000000000000009';
+const alice = { id: '234567890123456789', username: 'alice' };
+
+/** An ingress that answers every accept with `answer` and records what it accepted and dropped. */
+function recordingIngress(answer: () => Promise<IngressResult>) {
+  const accepted: InboundMessage[] = [];
+  const drops: { message: InboundMessage; reason: IngressDropReason; error?: unknown }[] = [];
+  const ingress: Ingress = {
+    accept(message) {
+      accepted.push(message);
+      return answer();
+    },
+    drop(message, reason, error) {
+      drops.push({ message, reason, error });
+    },
+  };
+  return { ingress, accepted, drops };
+}
 
 // Paths the YAML cannot reach (factory options) run in process against the fake Discord.
 describe('createDiscordChannel (in process, against the fake Discord)', () => {
   let fake: FakeDiscord;
+  const started: ChannelAdapter[] = [];
   beforeEach(async () => {
     fake = await startFakeDiscord();
   });
-  afterEach(() => fake.close());
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((channel) => channel.stop()));
+    await fake.close();
+  });
+
+  function channel(startTimeoutMs?: number): ChannelAdapter {
+    const config: DiscordChannelConfig = {
+      id: 'dc',
+      type: 'discord',
+      token: fake.token,
+      apiUrl: fake.url,
+      policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+      outbound: { sendTimeoutMs: 30_000 },
+    };
+    const created = createDiscordChannel({
+      config,
+      logger: silentLogger,
+      ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
+    });
+    started.push(created);
+    return created;
+  }
 
   describe('when the gateway is not ready within startTimeoutMs', () => {
     it('rejects start with a retryable error and closes the client', async () => {
       fake.failNext(1, { hang: true }); // GET /gateway/bot never answers
-      const channel = createDiscordChannel({
-        config: {
-          id: 'dc',
-          type: 'discord',
-          token: fake.token,
-          apiUrl: fake.url,
-          policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-        },
-        logger: silentLogger,
-        startTimeoutMs: 300,
-      });
-      const ingress: Ingress = { accept: async () => ({ status: 'duplicate' }) };
+      const dc = channel(300);
+      const { ingress } = recordingIngress(async () => ({ status: 'duplicate' }));
 
-      const error = await channel
+      const error = await dc
         .start({ ingress, logger: silentLogger })
         .catch((rejection: unknown) => rejection);
       expect(error).toMatchObject({
@@ -36,8 +76,67 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
         message:
           'channels[dc]: could not connect to the Discord gateway: the gateway was not ready within 300 ms',
       });
-      expect(channel.health().ready).toBe(false);
+      expect(dc.health().ready).toBe(false);
       expect(fake.stats.connections).toBe(0);
+    });
+  });
+
+  describe('when the ingress fails for a gateway message', () => {
+    it('records it as dropped/ingress_failed, since Discord will not send it again', async () => {
+      const failure = new Error('journal write failed');
+      const { ingress, accepted, drops } = recordingIngress(async () => {
+        throw failure;
+      });
+      const dc = channel();
+      await dc.start({ ingress, logger: silentLogger });
+      const sent = fake.messageCreate({ channel_id: DM, channel_type: 1, author: alice, content: 'hi' });
+
+      await eventually(() => drops.length === 1);
+      expect(accepted.map((message) => message.platform_message_id)).toEqual([sent.id]);
+      expect(drops).toEqual([{ message: accepted[0], reason: 'ingress_failed', error: failure }]);
+    });
+  });
+
+  describe('when the channel stops while the ingress refuses a message', () => {
+    it('records it as dropped/refused before stop resolves', async () => {
+      const { ingress, accepted, drops } = recordingIngress(async () => ({
+        status: 'refused',
+        reason: 'draining',
+        retryAfterMs: 60_000,
+      }));
+      const dc = channel();
+      await dc.start({ ingress, logger: silentLogger });
+      fake.messageCreate({ channel_id: DM, channel_type: 1, author: alice, content: 'too late' });
+      await eventually(() => accepted.length === 1);
+
+      await dc.stop();
+      expect(accepted).toHaveLength(2);
+      expect(drops).toEqual([{ message: accepted[0], reason: 'refused', error: undefined }]);
+    });
+  });
+
+  describe('when posting a reply hangs and the send deadline passes', () => {
+    it('aborts the request and rejects with the deadline reason', async () => {
+      const { ingress, accepted } = recordingIngress(async () => ({
+        status: 'queued',
+        pipeline: 'echo',
+        session: 's',
+        rule: null,
+      }));
+      const dc = channel();
+      await dc.start({ ingress, logger: silentLogger });
+      fake.messageCreate({ channel_id: DM, channel_type: 1, author: alice, content: 'answer me' });
+      const [origin] = await eventually(() => accepted.length === 1 && accepted);
+      if (origin === undefined) throw new Error('no message accepted');
+
+      fake.failNext(1, { hang: true });
+      const deadline = new AbortController();
+      const sent = dc.send(origin, [{ text: 'hello' }], deadline.signal).catch((error: unknown) => error);
+      await eventually(() => fake.requests.some((request) => request.method === 'POST'));
+      const reason = new Error('send deadline passed');
+      deadline.abort(reason);
+      expect(await sent).toBe(reason);
+      expect(fake.sentMessages()).toEqual([]);
     });
   });
 });

@@ -72,7 +72,9 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
       logger.info({}, 'channel stopped');
     },
 
-    async send(origin, replies) {
+    async send(origin, replies, signal) {
+      // Local writes that do not hang; a send whose deadline already passed does not start.
+      signal.throwIfAborted();
       const status = await tracker.appendReplies(origin.id, replies);
       const turn = status?.turn ?? null;
       sse.publish(

@@ -476,7 +476,10 @@ describe('openapi channel', () => {
     it('gives every request of the burst the turn id and its replies', async () => {
       const echo = createEchoPipeline('echo');
       h = await createHarness({
-        pipelines: [{ pipeline: echo, policy: { aggregation: { enabled: true, delay: '100ms' } } }],
+        // Merged by count, whatever the time between the requests.
+        pipelines: [
+          { pipeline: echo, policy: { aggregation: { enabled: true, delay: '10s', max_messages: 3 } } },
+        ],
       });
 
       const answers = await Promise.all(['a', 'b', 'c'].map((text) => post(message({ text }))));

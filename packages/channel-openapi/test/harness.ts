@@ -18,6 +18,7 @@ import {
   createMemoryQueryPool,
   createOutcomeBus,
   createRouter,
+  sendWithDeadline,
   silentLogger,
 } from '@switchboard/core';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -154,7 +155,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     pipelines: new Map(pipelineList.map(({ pipeline }) => [pipeline.id, pipeline])),
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
-    deliver: (query, replies) => channel.send(query.message, replies),
+    deliver: (query, replies) => sendWithDeadline(channel, query.message, replies, 30_000),
     observer: {
       turnStarted: (turn) => {
         for (const listener of turnListeners) listener(turn);

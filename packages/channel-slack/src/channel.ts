@@ -1,6 +1,7 @@
-import { App, type AuthorizeResult, type Receiver, SocketModeReceiver } from '@slack/bolt';
+import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
 import type { SlackChannelConfig } from '@switchboard/config';
 import {
+  type BackoffPolicy,
   type ChannelAdapter,
   type Ingress,
   type Logger,
@@ -10,10 +11,12 @@ import {
 import type { FastifyInstance } from 'fastify';
 import { toBoltLogger } from './bolt-logger.js';
 import { toChannelError } from './errors.js';
-import { DELIVERY_KEY, type Delivery, createEventsReceiver } from './inbound/events-receiver.js';
+import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
+import { createEventsReceiver } from './inbound/events-receiver.js';
 import { normalizeSlackEvent } from './inbound/normalize.js';
+import { type SocketModeReceiver, createSocketModeReceiver } from './inbound/socket-mode-receiver.js';
 import { renderSlackReplies } from './outbound/render.js';
-import { postSlackMessages } from './outbound/send.js';
+import { createSendClient, postSlackMessages } from './outbound/send.js';
 
 /** Options of `createSlackChannel`. */
 export interface SlackChannelOptions {
@@ -28,6 +31,10 @@ export interface SlackChannelOptions {
   maxRateLimitRetries?: number;
   /** A longer Retry-After than this fails the send instead of waiting. Default: 30 s. */
   maxRateLimitWaitMs?: number;
+  /** How many times a `chat.postMessage` that met a network failure or a 5xx is retried. Default: 2. */
+  maxTransientRetries?: number;
+  /** The waits between those retries, doubling. Default: 250 ms up to 2 s. */
+  transientRetry?: BackoffPolicy;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -37,10 +44,12 @@ const DEFAULTS = {
   ackDeadlineMs: 2_500,
   maxRateLimitRetries: 3,
   maxRateLimitWaitMs: 30_000,
+  maxTransientRetries: 2,
+  transientRetry: { baseDelayMs: 250, maxDelayMs: 2_000 },
   now: Date.now,
 } satisfies Partial<SlackChannelOptions>;
 
-/** Network failures and 5xx: retried by the Web API client itself, briefly (429s are ours). */
+/** `auth.test` at start: network failures and 5xx retried by the client itself, briefly. */
 const CLIENT_RETRY = { retries: 2, factor: 2, minTimeout: 250, maxTimeout: 2_000 };
 
 /** Who the bot is: its user id makes mentions of it recognisable. */
@@ -76,31 +85,38 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     new SwitchboardError('SB_DRAINING', { message: `slack channel "${config.id}" is not running` });
 
   const boltLogger = toBoltLogger(logger);
-  const receiver: Receiver =
-    config.transport.mode === 'events_api'
-      ? createEventsReceiver({
-          server: options.server,
-          channelId: config.id,
-          signingSecret: config.transport.signingSecret,
-          ackDeadlineMs: options.ackDeadlineMs ?? DEFAULTS.ackDeadlineMs,
-          now,
-          logger,
-        })
-      : new SocketModeReceiver({
-          appToken: config.transport.appToken,
-          logger: boltLogger,
-          installerOptions: { clientOptions: slackApiUrl === undefined ? {} : { slackApiUrl } },
-        });
-
-  // In Socket Mode, /readyz follows the WebSocket: Bolt reconnects by itself, but while it does
-  // no event can arrive.
-  let socketState = 'not connected';
-  if (receiver instanceof SocketModeReceiver) {
-    for (const state of ['connecting', 'connected', 'reconnecting', 'disconnected'] as const) {
-      receiver.client.on(state, () => {
-        socketState = state;
+  /** The Events API route in the gateway's server, or Socket Mode with its client for health. */
+  function createReceiver(): { receiver: Receiver; socketMode: SocketModeReceiver | null } {
+    const { transport } = config;
+    if (transport.mode === 'socket_mode') {
+      const socketMode = createSocketModeReceiver({
+        appToken: transport.appToken,
+        slackApiUrl,
+        channelId: config.id,
+        boltLogger,
+        logger,
       });
+      return { receiver: socketMode, socketMode };
     }
+    const receiver = createEventsReceiver({
+      server: options.server,
+      channelId: config.id,
+      signingSecret: transport.signingSecret,
+      ackDeadlineMs: options.ackDeadlineMs ?? DEFAULTS.ackDeadlineMs,
+      now,
+      logger,
+    });
+    return { receiver, socketMode: null };
+  }
+  const { receiver, socketMode } = createReceiver();
+
+  // In Socket Mode, /readyz follows the WebSocket: the client reconnects by itself, but while it
+  // does no event can arrive.
+  let socketState = 'not connected';
+  for (const state of ['connecting', 'connected', 'reconnecting', 'disconnected'] as const) {
+    socketMode?.client.on(state, () => {
+      socketState = state;
+    });
   }
 
   const app = new App({
@@ -117,9 +133,8 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     convoStore: false,
     clientOptions: {
       ...(slackApiUrl === undefined ? {} : { slackApiUrl }),
-      // A 429 comes back as WebAPIRateLimitedError with its Retry-After, which send.ts waits
-      // out and, past its limits, reports as SB_CHANNEL_RATE_LIMITED; the client's own wait
-      // would end in an untyped error after its retries.
+      // A 429 comes back as WebAPIRateLimitedError, reported as SB_CHANNEL_RATE_LIMITED; the
+      // client's own wait would end in an untyped error after its retries.
       rejectRateLimitedCalls: true,
       retryConfig: CLIENT_RETRY,
     },
@@ -158,16 +173,9 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     // message, and so has the `app_mention` twin of a `message` event, which has its own event_id.
     const result = await current.accept(message, message.platform_message_id);
     logger.debug({ eventId, messageId: message.id, status: result.status }, 'slack event accepted');
+    // The receiver answers Slack from it: 503 or no acknowledgement when refused, so Slack redelivers.
     const delivery = context[DELIVERY_KEY] as Delivery | undefined;
-    if (delivery !== undefined) {
-      delivery.result = result;
-    } else if (result.status === 'refused') {
-      // Socket Mode: Bolt has already acknowledged the envelope, so Slack will not redeliver.
-      logger.warn(
-        { eventId, messageId: message.id, reason: result.reason },
-        'slack event refused after socket mode ack',
-      );
-    }
+    if (delivery !== undefined) delivery.result = result;
   };
   app.event('message', onEvent);
   app.event('app_mention', onEvent);
@@ -207,13 +215,16 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       logger.info({}, 'channel stopped');
     },
 
-    async send(origin, replies) {
+    async send(origin, replies, signal) {
       await postSlackMessages(renderSlackReplies(origin, replies), {
-        client: app.client,
+        client: createSendClient({ slackApiUrl, logger: boltLogger, signal }),
         botToken: config.botToken,
         channelId: config.id,
         maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
         maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
+        maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
+        transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
+        signal,
         logger,
       });
     },

@@ -6,6 +6,7 @@ import {
   isSwitchboardError,
   silentLogger,
 } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSlackChannel } from '../src/channel.js';
@@ -40,6 +41,10 @@ function recordingIngress(answer: () => Promise<IngressResult> = async () => QUE
       accept(message: InboundMessage, deliveryId?: string) {
         accepted.push({ message, deliveryId });
         return answer();
+      },
+      drop(): void {
+        // Slack redelivers what was not answered 2xx: the channel never drops.
+        throw new Error('unexpected drop');
       },
     },
   };
@@ -156,7 +161,8 @@ describe('createSlackChannel (Events API)', () => {
         answered = true;
         return response;
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await eventually(() => accepted.length === 1);
+      // Ingress has the message but has not resolved: the request is still unanswered.
       expect(answered).toBe(false);
       release(QUEUED);
       expect((await answer).statusCode).toBe(200);
@@ -197,6 +203,19 @@ describe('createSlackChannel (Events API)', () => {
       expect(answer.statusCode).toBe(503);
       expect(answer.headers['retry-after']).toBe('2');
       expect(answer.json().error.code).toBe('SB_QUEUE_FULL');
+    });
+  });
+
+  describe('when ingress fails to journal the message', () => {
+    it('answers 500 so that Slack redelivers', async () => {
+      const { server, channel } = await setUp();
+      const { ingress, accepted } = recordingIngress(async () => {
+        throw new Error('disk I/O error');
+      });
+      await channel.start({ ingress, logger: silentLogger });
+      const answer = await post(server, envelope(directMessage));
+      expect(answer.statusCode).toBe(500);
+      expect(accepted).toHaveLength(1);
     });
   });
 

@@ -1,45 +1,140 @@
 import type { SlackChannelConfig } from '@switchboard/config';
-import { type Ingress, silentLogger } from '@switchboard/core';
+import {
+  type ChannelAdapter,
+  type InboundMessage,
+  type Ingress,
+  type IngressResult,
+  type Logger,
+  silentLogger,
+} from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
-import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
+import { type FakeSlack, eventEnvelope, messageEvent, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSlackChannel } from '../src/index.js';
 
+const QUEUED: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };
+
+/** An ingress that answers with `answers` in turn (then queued) and records what it got. */
+function scriptedIngress(answers: Array<() => Promise<IngressResult>>) {
+  const accepted: { message: InboundMessage; deliveryId: string | undefined }[] = [];
+  const ingress: Ingress = {
+    accept(message, deliveryId) {
+      accepted.push({ message, deliveryId });
+      return answers.shift()?.() ?? Promise.resolve(QUEUED);
+    },
+    drop() {
+      // Slack redelivers an unacknowledged envelope: the channel never drops.
+      throw new Error('unexpected drop');
+    },
+  };
+  return { ingress, accepted };
+}
+
+/** A logger that keeps its warning lines' messages. */
+function warningLogger() {
+  const warnings: string[] = [];
+  const logger: Logger = {
+    ...silentLogger,
+    warn: (_bindings: object, message: string) => {
+      warnings.push(message);
+    },
+    child: () => logger,
+  };
+  return { logger, warnings };
+}
+
 describe('slack channel in Socket Mode (in process)', () => {
   let fake: FakeSlack;
+  const started: ChannelAdapter[] = [];
   beforeEach(async () => {
     fake = await startFakeSlack();
   });
-  afterEach(() => fake.close());
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((channel) => channel.stop()));
+    await fake.close();
+  });
+
+  async function startChannel(ingress: Ingress, logger: Logger = silentLogger): Promise<ChannelAdapter> {
+    const config: SlackChannelConfig = {
+      id: 'sl',
+      type: 'slack',
+      botToken: 'xoxb-test',
+      transport: { mode: 'socket_mode', appToken: 'xapp-test' },
+      apiUrl: fake.apiUrl,
+      botUserId: 'UBOT',
+      policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+      outbound: { sendTimeoutMs: 30_000 },
+    };
+    const channel = createSlackChannel({ config, server: Fastify(), logger });
+    await channel.start({ ingress, logger });
+    started.push(channel);
+    await eventually(() => channel.health().ready);
+    return channel;
+  }
 
   describe('when the WebSocket drops and the reconnect is held up', () => {
     it('reports not ready until the library has reconnected', async () => {
-      const config: SlackChannelConfig = {
-        id: 'sl',
-        type: 'slack',
-        botToken: 'xoxb-test',
-        transport: { mode: 'socket_mode', appToken: 'xapp-test' },
-        apiUrl: fake.apiUrl,
-        botUserId: 'UBOT',
-        policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      };
-      const channel = createSlackChannel({ config, server: Fastify(), logger: silentLogger });
-      const ingress: Ingress = { accept: async () => ({ status: 'duplicate' }) };
-      await channel.start({ ingress, logger: silentLogger });
-      try {
-        await eventually(() => channel.health().ready);
+      const channel = await startChannel(scriptedIngress([]).ingress);
 
-        // The next apps.connections.open answers 500: the reconnect fails once, then succeeds.
-        fake.failNext(1, { kind: 'http_status', status: 500 });
-        fake.dropSockets();
-        await eventually(() => !channel.health().ready);
-        expect(channel.health().detail).toMatch(/^socket mode (disconnected|reconnecting|connecting)$/);
-        await eventually(() => channel.health().ready, 20_000);
-        expect(fake.socketConnections()).toBe(1);
-      } finally {
-        await channel.stop();
-      }
+      // The next apps.connections.open answers 500: the reconnect fails once, then succeeds.
+      fake.failNext(1, { kind: 'http_status', status: 500 });
+      fake.dropSockets();
+      await eventually(() => !channel.health().ready);
+      expect(channel.health().detail).toMatch(/^socket mode (disconnected|reconnecting|connecting)$/);
+      await eventually(() => channel.health().ready, 20_000);
+      expect(fake.socketConnections()).toBe(1);
+    });
+  });
+
+  describe('when ingress journals the message', () => {
+    it('acknowledges the envelope', async () => {
+      const { ingress, accepted } = scriptedIngress([]);
+      await startChannel(ingress);
+      await fake.pushSocketEvent(eventEnvelope(messageEvent({ channel: 'D0OK', text: 'hello' })));
+      expect(accepted.map((entry) => entry.message.text)).toEqual(['hello']);
+    });
+  });
+
+  describe('when ingress refuses the message', () => {
+    it('leaves the envelope unacknowledged, so that Slack redelivers it, and acknowledges the redelivery', async () => {
+      const { ingress, accepted } = scriptedIngress([
+        async () => ({ status: 'refused', reason: 'queue_full', retryAfterMs: 1_000 }),
+      ]);
+      const { logger, warnings } = warningLogger();
+      await startChannel(ingress, logger);
+      const body = eventEnvelope(messageEvent({ channel: 'D0FULL', text: 'wait for me' }));
+
+      const first = fake.sendSocketEvent(body);
+      // The line is written once the receiver has decided against the ack.
+      await eventually(() => warnings.includes('slack event refused, left unacknowledged for redelivery'));
+      expect(fake.acknowledged(first)).toBe(false);
+
+      await fake.pushSocketEvent(body, { retryAttempt: 1 });
+      // The same message again, under the same delivery id.
+      expect(accepted).toHaveLength(2);
+      expect(accepted[1]?.deliveryId).toBe(accepted[0]?.deliveryId);
+    });
+  });
+
+  describe('when ingress fails to journal the message', () => {
+    it('leaves the envelope unacknowledged, so that Slack redelivers it', async () => {
+      const { ingress, accepted } = scriptedIngress([
+        async () => {
+          throw new Error('disk I/O error');
+        },
+      ]);
+      const { logger, warnings } = warningLogger();
+      await startChannel(ingress, logger);
+      const body = eventEnvelope(messageEvent({ channel: 'D0DISK', text: 'keep me' }));
+
+      const first = fake.sendSocketEvent(body);
+      await eventually(() =>
+        warnings.includes('slack event not accepted, left unacknowledged for redelivery'),
+      );
+      expect(fake.acknowledged(first)).toBe(false);
+      await fake.pushSocketEvent(body, { retryAttempt: 1 });
+      expect(accepted).toHaveLength(2);
     });
   });
 });

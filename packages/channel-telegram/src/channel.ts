@@ -188,8 +188,8 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
       logger.info({}, 'channel stopped');
     },
 
-    async send(origin, replies) {
-      await sendMessages(bot.api, config.id, renderReplies(origin, replies));
+    async send(origin, replies, signal) {
+      await sendMessages(bot.api, config.id, renderReplies(origin, replies), signal);
     },
 
     health() {

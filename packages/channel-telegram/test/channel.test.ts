@@ -5,6 +5,8 @@ import {
   type Ingress,
   type IngressResult,
   isSwitchboardError,
+  newMessageId,
+  parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
@@ -48,6 +50,7 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       apiRoot: fake.url,
       webhook: undefined,
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+      outbound: { sendTimeoutMs: 30_000 },
       ...overrides,
     };
   }
@@ -59,6 +62,10 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       async accept(message, deliveryId) {
         accepted.push({ message, deliveryId });
         return script.shift() ?? { status: 'queued', pipeline: 'echo', session: 's', rule: null };
+      },
+      drop() {
+        // Telegram redelivers what it was not answered 200 for: the channel never drops.
+        throw new Error('unexpected drop');
       },
     };
     return { ingress, accepted };
@@ -157,6 +164,33 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       expect(refused.json()).toMatchObject({ error: { code: 'SB_DRAINING' } });
       expect((await post()).statusCode).toBe(200);
       expect(accepted.map((entry) => entry.message.text)).toEqual(['hi', 'hi']);
+    });
+  });
+
+  describe('when sendMessage hangs and the send deadline passes', () => {
+    it('aborts the call in flight and rejects with the deadline reason', async () => {
+      const chatId = 555_000_001;
+      const origin = parseInboundMessage({
+        id: newMessageId(),
+        platform: 'telegram',
+        channel: 'tg',
+        chat: { type: 'person', id: String(chatId) },
+        sender: { id: String(chatId) },
+        text: 'hello',
+        platform_message_id: `${chatId}:7`,
+        received_at: 0,
+      });
+      fake.failNext('sendMessage', 1, { hang: true });
+      const deadline = new AbortController();
+      const sent = channel()
+        .send(origin, [{ text: 'hello' }], deadline.signal)
+        .catch((error: unknown) => error);
+
+      await eventually(() => fake.callsOf('sendMessage').some((call) => call.body.chat_id === chatId));
+      const reason = new Error('send deadline passed');
+      deadline.abort(reason);
+      expect(await sent).toBe(reason);
+      expect(fake.sentMessages().filter((sentMessage) => sentMessage.body.chat_id === chatId)).toEqual([]);
     });
   });
 });

@@ -117,6 +117,19 @@ export const ShutdownSchema = z
 
 const channelId = z.string().regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ and -');
 
+/** `channels[].outbound`: how a channel sends replies; every channel type has it. */
+const OutboundSchema = z
+  .strictObject({
+    /**
+     * The longest sending one turn's replies may take (DESIGN §7), rate-limit waits and retries
+     * included; then the send is aborted and the turn dead-lettered as `delivery_failed`.
+     */
+    send_timeout: durationMs()
+      .prefault('30s')
+      .refine((ms) => ms >= 1_000 && ms <= 600_000, 'must be between 1s and 10m'),
+  })
+  .transform(({ send_timeout }) => ({ sendTimeoutMs: send_timeout }));
+
 export const OpenApiChannelSchema = z
   .strictObject({
     id: channelId,
@@ -133,6 +146,7 @@ export const OpenApiChannelSchema = z
     wait_timeout: durationMs({ max: '10m' }).prefault('30s'),
     /** The most a request may ask for with `timeout_ms`. */
     max_wait_timeout: durationMs({ max: '10m' }).prefault('2m'),
+    outbound: OutboundSchema.prefault({}),
   })
   .superRefine((channel, ctx) => {
     if (channel.max_wait_timeout < channel.wait_timeout) {
@@ -151,6 +165,7 @@ export const OpenApiChannelSchema = z
     apiKeys: channel.api_keys.filter((key) => key !== ''),
     waitTimeoutMs: channel.wait_timeout,
     maxWaitTimeoutMs: channel.max_wait_timeout,
+    outbound: channel.outbound,
   }));
 
 /** Keys every chat platform channel shares: how groups are admitted and sessions keyed. */
@@ -158,6 +173,7 @@ const chatChannelFields = {
   id: channelId,
   group: GroupPolicySchema.prefault({}),
   session_scope: z.enum(['chat', 'thread']).default('chat'),
+  outbound: OutboundSchema.prefault({}),
 };
 
 function policyOf(channel: {
@@ -196,6 +212,7 @@ export const TelegramChannelSchema = z
     apiRoot: channel.api_root,
     webhook: channel.webhook && { secretToken: channel.webhook.secret_token, url: channel.webhook.url },
     policy: policyOf(channel),
+    outbound: channel.outbound,
   }));
 
 export const SlackChannelSchema = z
@@ -232,6 +249,7 @@ export const SlackChannelSchema = z
     apiUrl: channel.api_url,
     botUserId: channel.bot_user_id,
     policy: policyOf(channel),
+    outbound: channel.outbound,
   }));
 
 export const DiscordChannelSchema = z
@@ -242,6 +260,7 @@ export const DiscordChannelSchema = z
     token: channel.token,
     apiUrl: channel.api_url,
     policy: policyOf(channel),
+    outbound: channel.outbound,
   }));
 
 export const ChannelSchema = z.discriminatedUnion('type', [

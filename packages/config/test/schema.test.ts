@@ -41,6 +41,7 @@ describe('ConfigSchema', () => {
           apiKeys: [],
           waitTimeoutMs: 30_000,
           maxWaitTimeoutMs: 120_000,
+          outbound: { sendTimeoutMs: 30_000 },
         },
       ]);
       expect(config.pipelines).toEqual([
@@ -197,6 +198,35 @@ describe('ConfigSchema', () => {
         channels: [{ ...chat, type: 'telegram', mode: 'webhook', webhook: { secret_token: 'abc_123' } }],
       });
       expect(webhook.channels[0]).toMatchObject({ webhook: { secretToken: 'abc_123', url: undefined } });
+    });
+
+    it('gives every channel type a send deadline: 30 s by default, between 1s and 10m', () => {
+      const config = ConfigSchema.parse({
+        channels: [
+          { id: 'a', type: 'openapi', outbound: { send_timeout: '1s' } },
+          { ...chat, type: 'telegram' },
+          { id: 's', type: 'slack', bot_token: 'b', signing_secret: 's', outbound: { send_timeout: '10m' } },
+          { id: 'd', type: 'discord', token: 't', outbound: { send_timeout: 2500 } },
+        ],
+      });
+      expect(config.channels.map((channel) => channel.outbound)).toEqual([
+        { sendTimeoutMs: 1_000 },
+        { sendTimeoutMs: 30_000 },
+        { sendTimeoutMs: 600_000 },
+        { sendTimeoutMs: 2_500 },
+      ]);
+      const bad = ConfigSchema.safeParse({
+        channels: [
+          { ...chat, type: 'telegram', outbound: { send_timeout: '500ms' } },
+          { id: 'd', type: 'discord', token: 't', outbound: { send_timeout: '11m' } },
+          { id: 'a', type: 'openapi', outbound: { send_timout: '5s' } },
+        ],
+      });
+      expect(bad.error?.issues.map((issue) => [issue.path.join('.'), issue.message])).toEqual([
+        ['channels.0.outbound.send_timeout', 'must be between 1s and 10m'],
+        ['channels.1.outbound.send_timeout', 'must be between 1s and 10m'],
+        ['channels.2.outbound', 'Unrecognized key: "send_timout"'],
+      ]);
     });
 
     it('keeps the api base urls the tests point at fake servers', () => {

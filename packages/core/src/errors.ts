@@ -28,6 +28,7 @@ export const ERROR_CODES = {
   SB_CHANNEL_AUTH_FAILED: { status: 502, message: 'the platform refused the credentials' },
   SB_CHANNEL_UNREACHABLE: { status: 503, message: 'the platform could not be reached' },
   SB_CHANNEL_SEND_FAILED: { status: 502, message: 'sending to the platform failed' },
+  SB_CHANNEL_SEND_TIMEOUT: { status: 504, message: 'sending to the platform did not finish in time' },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_SHUTDOWN: { status: 503, message: 'aborted by shutdown' },
   SB_DEAD_LETTER_NOT_FOUND: { status: 404, message: 'no dead letter with this id' },

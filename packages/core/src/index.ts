@@ -37,7 +37,13 @@ export type {
   RoutingRule,
 } from './router.js';
 export { createIngress } from './ingress.js';
-export type { ChannelPolicy, Ingress, IngressOptions, IngressResult } from './ingress.js';
+export type {
+  ChannelPolicy,
+  Ingress,
+  IngressDropReason,
+  IngressOptions,
+  IngressResult,
+} from './ingress.js';
 
 // Scheduling: pool, aggregator, controller
 export {
@@ -79,6 +85,7 @@ export type {
 // Ports
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
+export { sendWithDeadline } from './send-deadline.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
 export { silentLogger } from './ports/logger.js';

@@ -1,4 +1,5 @@
 import { type AdmissionPolicy, admit } from './admission.js';
+import { isSwitchboardError } from './errors.js';
 import type { InboundMessage } from './message.js';
 import { type OutcomeSink, recordOverflowed } from './outcome.js';
 import type { QueryPool } from './ports/query-pool.js';
@@ -49,6 +50,25 @@ export interface Ingress {
    * platform never redelivers.
    */
   accept(message: InboundMessage, deliveryId?: string): Promise<IngressResult>;
+  /**
+   * Records `message` as dropped when its channel gave up on it and its platform will never
+   * deliver it again: `refused` (the queue stayed full, or the gateway was draining, until the
+   * channel stopped) or `ingress_failed` (`accept` threw; `error` says why). Channels whose
+   * platform redelivers answer it so that it does, instead.
+   */
+  drop(message: InboundMessage, reason: IngressDropReason, error?: unknown): void;
+}
+
+/** Why a channel gave up on a message it received (see `Ingress.drop`). */
+export type IngressDropReason = 'refused' | 'ingress_failed';
+
+/** `accept` reaches only the dedup store and the pool, so an uncoded failure is theirs. */
+function describeIngressError(error: unknown): { code: string; message: string } {
+  if (isSwitchboardError(error)) return { code: error.code, message: error.message };
+  return {
+    code: 'SB_STORE_UNAVAILABLE',
+    message: error instanceof Error ? error.message : String(error),
+  };
 }
 
 const DEFAULT_DEDUP_TTL_MS = 24 * 3_600_000;
@@ -99,6 +119,18 @@ export function createIngress(options: IngressOptions): Ingress {
       }
       recordOverflowed(outcomes, result.overflowed, now());
       return { status: 'queued', pipeline: route.pipeline, session, rule: route.rule };
+    },
+
+    drop(message, reason, error) {
+      const session = sessionKeyOf(message, options.channelPolicy(message.channel).sessionScope);
+      outcomes.record({
+        kind: 'dropped',
+        reason,
+        at: now(),
+        message,
+        session,
+        ...(error === undefined ? {} : { error: describeIngressError(error) }),
+      });
     },
   };
 }

@@ -19,7 +19,9 @@ export const OUTCOME_REASONS = {
   completed: [],
   discarded: ['rule'],
   ignored: ['bot_author', 'not_mentioned'],
-  dropped: ['queue_overflow', 'pipeline_missing', 'shutdown'],
+  // `refused` and `ingress_failed`: a platform that never redelivers (Discord's gateway) sent a
+  // message the gateway could not accept, until the channel stopped or because accepting threw.
+  dropped: ['queue_overflow', 'pipeline_missing', 'shutdown', 'refused', 'ingress_failed'],
   dead_lettered: ['max_attempts', 'fatal_error', 'delivery_failed'],
   duplicate: ['redelivery'],
 } as const satisfies Record<OutcomeKind, readonly string[]>;

@@ -150,6 +150,32 @@ describe('ingress', () => {
     });
   });
 
+  describe('when a channel gives up on a message its platform will not redeliver', () => {
+    it('records it as dropped with the reason, its session and the error', () => {
+      const { ingress, outcomes } = setup();
+      const refused = message('A', 'refused until stop');
+      const failed = message('B', 'store down');
+      ingress.drop(refused, 'refused');
+      ingress.drop(failed, 'ingress_failed', new Error('disk full'));
+      expect(outcomes).toEqual([
+        expect.objectContaining({
+          kind: 'dropped',
+          reason: 'refused',
+          message: refused,
+          session: 'test:c:person:A',
+        }),
+        expect.objectContaining({
+          kind: 'dropped',
+          reason: 'ingress_failed',
+          message: failed,
+          session: 'test:c:person:B',
+          error: { code: 'SB_STORE_UNAVAILABLE', message: 'disk full' },
+        }),
+      ]);
+      expect(outcomes[0]).not.toHaveProperty('error');
+    });
+  });
+
   describe('when a session overflows', () => {
     it('records the dropped oldest message as dropped/queue_overflow', async () => {
       const { ingress, outcomes } = setup({ maxPendingPerSession: 1 });

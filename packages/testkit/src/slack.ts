@@ -55,6 +55,10 @@ export interface FakeSlack {
     body: Record<string, unknown>,
     options?: { retryAttempt?: number; timeoutMs?: number },
   ): Promise<string>;
+  /** Sends an `events_api` envelope like `pushSocketEvent` without waiting for the ack; returns its id. */
+  sendSocketEvent(body: Record<string, unknown>, options?: { retryAttempt?: number }): string;
+  /** Whether a client has acknowledged the envelope. */
+  acknowledged(envelopeId: string): boolean;
   /** Socket Mode connections currently open. */
   socketConnections(): number;
   /** Cuts every Socket Mode connection, as a network failure would; clients reconnect. */
@@ -211,6 +215,20 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     });
   });
 
+  function sendSocketEvent(body: Record<string, unknown>, sendOptions: { retryAttempt?: number } = {}) {
+    const envelopeId = randomUUID();
+    const envelope = {
+      envelope_id: envelopeId,
+      type: 'events_api',
+      accepts_response_payload: false,
+      retry_attempt: sendOptions.retryAttempt ?? 0,
+      retry_reason: sendOptions.retryAttempt ? 'timeout' : '',
+      payload: body,
+    };
+    for (const ws of sockets) ws.send(JSON.stringify(envelope));
+    return envelopeId;
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -232,17 +250,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     failNext(count, failure) {
       for (let i = 0; i < count; i += 1) failures.push(failure);
     },
+    sendSocketEvent,
     async pushSocketEvent(body, pushOptions = {}) {
-      const envelopeId = randomUUID();
-      const envelope = {
-        envelope_id: envelopeId,
-        type: 'events_api',
-        accepts_response_payload: false,
-        retry_attempt: pushOptions.retryAttempt ?? 0,
-        retry_reason: '',
-        payload: body,
-      };
-      for (const ws of sockets) ws.send(JSON.stringify(envelope));
+      const envelopeId = sendSocketEvent(body, pushOptions);
       await eventually(
         () => acks.has(envelopeId),
         pushOptions.timeoutMs ?? 5_000,
@@ -250,6 +260,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       );
       return envelopeId;
     },
+    acknowledged: (envelopeId) => acks.has(envelopeId),
     socketConnections: () => sockets.size,
     dropSockets() {
       for (const ws of sockets) ws.terminate();

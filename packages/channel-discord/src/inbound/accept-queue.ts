@@ -1,25 +1,40 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { InboundMessage, Ingress, IngressResult, Logger } from '@switchboard/core';
 
 /**
  * Hands gateway messages to the ingress one at a time, in arrival order. The gateway pushes
- * events and never redelivers them, so a message the ingress refuses (queue full) is retried here
- * after the wait it asks for, and the messages behind it wait too, keeping each chat in order.
+ * events and never redelivers them, so a message the ingress refuses (queue full, draining) is
+ * retried here after the wait it asks for, and the messages behind it wait too, keeping each chat
+ * in order. A message that cannot be accepted in the end is recorded as dropped (`ingress.drop`),
+ * never lost without an outcome.
  */
 export interface AcceptQueue {
   /** Queues `message`; `deliveryId` is Discord's message id, so a repeated MESSAGE_CREATE is a duplicate. */
   push(message: InboundMessage, deliveryId: string): void;
   /**
    * Stops waiting between retries: every queued message still gets one more try, and those
-   * refused again are abandoned (logged). Resolves when the queue is empty.
+   * refused again are dropped (`refused`). Resolves when the queue is empty.
    */
   stop(): Promise<void>;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 export function createAcceptQueue(ingress: Ingress, logger: Logger): AcceptQueue {
   const stopping = new AbortController();
   let tail: Promise<void> = Promise.resolve();
-  let abandoned = 0;
+  let refusedAtStop = 0;
 
   async function accept(message: InboundMessage, deliveryId: string): Promise<void> {
     const log = logger.child({ messageId: message.id, platformMessageId: deliveryId });
@@ -28,7 +43,10 @@ export function createAcceptQueue(ingress: Ingress, logger: Logger): AcceptQueue
       try {
         result = await ingress.accept(message, deliveryId);
       } catch (err) {
-        log.error({ err }, 'message could not be accepted');
+        // The journal (or dedup store) failed. Retrying could hold every message behind this one
+        // for as long as the failure lasts; Discord will not send it again, so it ends here.
+        log.error({ err }, 'message could not be accepted: dropped');
+        ingress.drop(message, 'ingress_failed', err);
         return;
       }
       if (result.status !== 'refused') {
@@ -36,25 +54,31 @@ export function createAcceptQueue(ingress: Ingress, logger: Logger): AcceptQueue
         return;
       }
       if (stopping.signal.aborted) {
-        abandoned += 1;
+        refusedAtStop += 1;
+        ingress.drop(message, 'refused');
         return;
       }
       log.warn(
         { reason: result.reason, retryAfterMs: result.retryAfterMs },
         'ingress refused the message: retrying',
       );
-      await sleep(result.retryAfterMs, undefined, { signal: stopping.signal }).catch(() => undefined);
+      await pause(result.retryAfterMs, stopping.signal);
     }
   }
 
   return {
     push(message, deliveryId) {
-      tail = tail.then(() => accept(message, deliveryId));
+      // A failure must not break the chain: the messages behind it still need their turn.
+      tail = tail
+        .then(() => accept(message, deliveryId))
+        .catch((err: unknown) => logger.error({ err, messageId: message.id }, 'accept queue failed'));
     },
     async stop() {
       stopping.abort();
       await tail;
-      if (abandoned > 0) logger.warn({ abandoned }, 'messages not accepted before stop were abandoned');
+      if (refusedAtStop > 0) {
+        logger.warn({ dropped: refusedAtStop }, 'messages refused until stop were dropped');
+      }
     },
   };
 }

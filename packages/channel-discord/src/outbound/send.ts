@@ -7,17 +7,23 @@ import { renderReplies } from './render.js';
  * Posts the replies to `origin` one message after the other, in order. `rest` queues requests
  * per rate-limit bucket and waits out 429s (Retry-After) itself, and retries 5xx and network
  * errors three times; what still fails becomes an SB_CHANNEL_* error without the token.
+ * `signal` (the send's deadline) aborts the request in flight and its retries; the send then
+ * rejects with `signal.reason`.
  */
 export async function sendReplies(
   rest: REST,
   origin: InboundMessage,
   replies: readonly Reply[],
   token: string,
+  signal: AbortSignal,
 ): Promise<void> {
   for (const message of renderReplies(origin, replies)) {
+    signal.throwIfAborted();
     try {
-      await rest.post(Routes.channelMessages(message.channelId), { body: message.body });
+      await rest.post(Routes.channelMessages(message.channelId), { body: message.body, signal });
     } catch (error) {
+      // discord.js reports an aborted request as an AbortError; the deadline is the real cause.
+      if (signal.aborted) throw signal.reason;
       throw toSendError(error, message.channelId, token);
     }
   }

@@ -1,11 +1,13 @@
 import {
   type InboundMessage,
   type Ingress,
+  type IngressDropReason,
   type IngressResult,
   parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
-import { describe, expect, it } from 'vitest';
+import { eventually } from '@switchboard/testkit/eventually';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAcceptQueue } from '../../src/inbound/accept-queue.js';
 
 function message(text: string): InboundMessage {
@@ -23,53 +25,86 @@ function message(text: string): InboundMessage {
 
 const queued: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };
 
-/** An ingress that answers from `answers` in turn (then `afterwards`) and records what it saw. */
-function scriptedIngress(
-  answers: IngressResult[],
-  options: { delayMs?: number; afterwards?: IngressResult } = {},
-) {
+interface Drop {
+  text: string;
+  reason: IngressDropReason;
+  error?: unknown;
+}
+
+/**
+ * An ingress that records what it saw and what it was told to drop, and answers each accept with
+ * `answer` (queued unless told otherwise).
+ */
+function recordingIngress(answer: (text: string) => Promise<IngressResult> = async () => queued) {
   const seen: string[] = [];
+  const drops: Drop[] = [];
   const ingress: Ingress = {
-    async accept(accepted, deliveryId) {
+    accept(accepted, deliveryId) {
       seen.push(`${accepted.text}@${deliveryId}`);
-      await new Promise((resolve) => setTimeout(resolve, options.delayMs ?? 0));
-      return answers.shift() ?? options.afterwards ?? queued;
+      return answer(accepted.text);
+    },
+    drop(dropped, reason, error) {
+      drops.push({ text: dropped.text, reason, ...(error === undefined ? {} : { error }) });
     },
   };
-  return { ingress, seen };
+  return { ingress, seen, drops };
 }
 
 describe('createAcceptQueue', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   describe('when accepts are slow', () => {
     it('hands messages over one at a time in arrival order', async () => {
-      const { ingress, seen } = scriptedIngress([], { delayMs: 20 });
+      const releases: Array<() => void> = [];
+      const { ingress, seen } = recordingIngress(
+        () => new Promise((resolve) => releases.push(() => resolve(queued))),
+      );
       const queue = createAcceptQueue(ingress, silentLogger);
       for (const text of ['1', '2', '3']) queue.push(message(text), `d${text}`);
+
+      for (const expected of [['1@d1'], ['1@d1', '2@d2'], ['1@d1', '2@d2', '3@d3']]) {
+        await eventually(() => seen.length === expected.length);
+        // The next one is handed over only once this accept has resolved.
+        expect(seen).toEqual(expected);
+        releases.shift()?.();
+      }
       await queue.stop();
-      expect(seen).toEqual(['1@d1', '2@d2', '3@d3']);
+      expect(seen).toHaveLength(3);
     });
   });
 
   describe('when the ingress refuses a message', () => {
-    it('retries it after retryAfterMs before handing over the next one', async () => {
-      const { ingress, seen } = scriptedIngress([
-        { status: 'refused', reason: 'queue_full', retryAfterMs: 50 },
-      ]);
+    it('retries it after exactly retryAfterMs, and only then hands over the next one', async () => {
+      vi.useFakeTimers();
+      let refusals = 1;
+      const { ingress, seen, drops } = recordingIngress(async () => {
+        if (refusals === 0) return queued;
+        refusals -= 1;
+        return { status: 'refused', reason: 'queue_full', retryAfterMs: 50 };
+      });
       const queue = createAcceptQueue(ingress, silentLogger);
-      const startedAt = Date.now();
       queue.push(message('1'), 'd1');
       queue.push(message('2'), 'd2');
-      await new Promise((resolve) => setTimeout(resolve, 150));
+
+      await vi.advanceTimersByTimeAsync(49);
+      expect(seen).toEqual(['1@d1']);
+      await vi.advanceTimersByTimeAsync(1);
       expect(seen).toEqual(['1@d1', '1@d1', '2@d2']);
-      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(50);
       await queue.stop();
+      expect(drops).toEqual([]);
     });
   });
 
   describe('when the channel stops while a message is refused', () => {
-    it('stops waiting, tries each message once more, and abandons those refused again', async () => {
-      const refused: IngressResult = { status: 'refused', reason: 'draining', retryAfterMs: 60_000 };
-      const { ingress, seen } = scriptedIngress([], { afterwards: refused });
+    it('stops waiting, tries each message once more, and records those refused again as dropped', async () => {
+      vi.useFakeTimers();
+      const { ingress, seen, drops } = recordingIngress(async () => ({
+        status: 'refused',
+        reason: 'draining',
+        retryAfterMs: 60_000,
+      }));
       const warnings: object[] = [];
       const logger = {
         ...silentLogger,
@@ -79,25 +114,51 @@ describe('createAcceptQueue', () => {
       const queue = createAcceptQueue(ingress, logger);
       queue.push(message('1'), 'd1');
       queue.push(message('2'), 'd2');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const stoppedAt = Date.now();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(seen).toEqual(['1@d1']);
+
+      // No timer is advanced from here on: stop must not wait for the 60 s retry.
       await queue.stop();
-      expect(Date.now() - stoppedAt).toBeLessThan(1000);
       expect(seen).toEqual(['1@d1', '1@d1', '2@d2']);
-      expect(warnings).toContainEqual({ abandoned: 2 });
+      expect(drops).toEqual([
+        { text: '1', reason: 'refused' },
+        { text: '2', reason: 'refused' },
+      ]);
+      expect(warnings).toContainEqual({ dropped: 2 });
+    });
+  });
+
+  describe('when the channel stops with messages not yet handed over', () => {
+    it('hands every one of them to the ingress before stop resolves', async () => {
+      const releases: Array<() => void> = [];
+      const { ingress, seen, drops } = recordingIngress(
+        () => new Promise((resolve) => releases.push(() => resolve(queued))),
+      );
+      const queue = createAcceptQueue(ingress, silentLogger);
+      for (const text of ['1', '2', '3']) queue.push(message(text), `d${text}`);
+      let stopped = false;
+      const stopping = queue.stop().then(() => {
+        stopped = true;
+      });
+
+      for (let accepted = 1; accepted <= 3; accepted += 1) {
+        await eventually(() => seen.length === accepted);
+        expect(stopped).toBe(false);
+        releases.shift()?.();
+      }
+      await stopping;
+      expect(seen).toEqual(['1@d1', '2@d2', '3@d3']);
+      expect(drops).toEqual([]);
     });
   });
 
   describe('when the ingress throws', () => {
-    it('logs it and goes on with the next message', async () => {
-      const seen: string[] = [];
-      const ingress: Ingress = {
-        async accept(accepted) {
-          seen.push(accepted.text);
-          if (accepted.text === '1') throw new Error('store down');
-          return queued;
-        },
-      };
+    it('records the message as dropped/ingress_failed with the error and goes on with the next one', async () => {
+      const failure = new Error('store down');
+      const { ingress, seen, drops } = recordingIngress(async (text) => {
+        if (text === '1') throw failure;
+        return queued;
+      });
       const errors: string[] = [];
       const logger = {
         ...silentLogger,
@@ -108,8 +169,9 @@ describe('createAcceptQueue', () => {
       queue.push(message('1'), 'd1');
       queue.push(message('2'), 'd2');
       await queue.stop();
-      expect(seen).toEqual(['1', '2']);
-      expect(errors).toEqual(['message could not be accepted']);
+      expect(seen).toEqual(['1@d1', '2@d2']);
+      expect(drops).toEqual([{ text: '1', reason: 'ingress_failed', error: failure }]);
+      expect(errors).toEqual(['message could not be accepted: dropped']);
     });
   });
 });

@@ -1,20 +1,9 @@
 import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
-import { type IngressResult, type Logger, SwitchboardError } from '@switchboard/core';
+import { type Logger, SwitchboardError } from '@switchboard/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DELIVERY_KEY, type Delivery } from './delivery.js';
 import { parseSlackBody } from './parse-body.js';
 import { verifySlackSignature } from './verify.js';
-
-/**
- * Where the channel's Bolt listener leaves what ingress decided, so that the receiver can answer
- * the HTTP request accordingly. It travels in Bolt's `customProperties` (they become the
- * listener's `context`); Socket Mode deliveries have none.
- */
-export interface Delivery {
-  result?: IngressResult;
-}
-
-/** The `context` key that carries the `Delivery`. */
-export const DELIVERY_KEY = 'switchboardDelivery';
 
 export interface EventsReceiverOptions {
   /** The gateway's HTTP server; the route is added at once, in its own plugin scope. */

@@ -1,10 +1,10 @@
 import { webApi } from '@slack/bolt';
-import type { Logger } from '@switchboard/core';
+import { type BackoffPolicy, type Logger, retryDelayMs } from '@switchboard/core';
 import { toChannelError } from '../errors.js';
 import type { SlackPostMessage } from './render.js';
 
 export interface SendOptions {
-  /** A client built with `rejectRateLimitedCalls: true`, so that a 429 comes back here. */
+  /** A client from `createSendClient` for this send. */
   client: webApi.WebClient;
   botToken: string;
   /** The configured channel id, for error messages. */
@@ -13,43 +13,103 @@ export interface SendOptions {
   maxRateLimitRetries: number;
   /** A longer Retry-After than this is not waited for: the error goes to the caller. */
   maxRateLimitWaitMs: number;
+  /** How many times one message is retried after a network failure or a 5xx. */
+  maxTransientRetries: number;
+  /** The waits between those retries. */
+  transientRetry: BackoffPolicy;
+  /** The send's deadline: aborts the request in flight and any wait. */
+  signal: AbortSignal;
   logger: Logger;
-  sleep?: (ms: number) => Promise<void>;
 }
 
 const METHOD = 'chat.postMessage';
 
-function defaultSleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A Web API client for one send, every request of which `signal` aborts. Bolt's WebClient takes
+ * no signal per call, so the send's signal is given to each request in its `fetch`. Its own
+ * retries are off: they wait on timers no signal reaches, so a run of 5xx answers could outlast
+ * the deadline; `postSlackMessages` retries instead, with waits that end with the signal.
+ */
+export function createSendClient(options: {
+  slackApiUrl: string | undefined;
+  logger: webApi.WebClientOptions['logger'];
+  signal: AbortSignal;
+}): webApi.WebClient {
+  const { signal } = options;
+  return new webApi.WebClient(undefined, {
+    ...(options.slackApiUrl === undefined ? {} : { slackApiUrl: options.slackApiUrl }),
+    logger: options.logger,
+    // A 429 comes back as WebAPIRateLimitedError with its Retry-After, which `postSlackMessages`
+    // waits out; the client's own wait would not end with the deadline.
+    rejectRateLimitedCalls: true,
+    retryConfig: { retries: 0 },
+    // Without a `timeout` the client gives its requests no signal of its own: the send's is theirs.
+    fetch: (url, init) => fetch(url, { ...init, signal }),
+  });
+}
+
+/** Resolves after `ms`; rejects with `signal.reason` as soon as `signal` aborts. */
+function wait(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', abort);
+      resolve();
+    }, ms);
+    function abort() {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }
+    signal.addEventListener('abort', abort, { once: true });
+  });
+}
+
+function isTransient(error: unknown): boolean {
+  return (
+    error instanceof webApi.WebAPIRequestError ||
+    (error instanceof webApi.WebAPIHTTPError && error.statusCode >= 500)
+  );
 }
 
 /**
  * Posts `messages` in order. A 429 is waited out (Retry-After) and the same message retried, up to
- * `maxRateLimitRetries` times; anything else, or a rate limit that outlasts those retries, ends
- * the send with an SB_CHANNEL_* error (earlier messages stay posted). Network failures and 5xx
- * are retried by the client itself (its `retryConfig`).
+ * `maxRateLimitRetries` times; network failures and 5xx are retried with backoff up to
+ * `maxTransientRetries` times; anything else, or a failure that outlasts those retries, ends the
+ * send with an SB_CHANNEL_* error (earlier messages stay posted). When `signal` aborts, the
+ * request in flight or the wait is cut short and the send rejects with `signal.reason`.
  */
 export async function postSlackMessages(
   messages: readonly SlackPostMessage[],
   options: SendOptions,
 ): Promise<void> {
-  const sleep = options.sleep ?? defaultSleep;
+  const { signal } = options;
   for (const message of messages) {
-    for (let retries = 0; ; retries += 1) {
+    let rateLimited = 0;
+    let transient = 0;
+    for (;;) {
+      signal.throwIfAborted();
       try {
         await options.client.chat.postMessage({ token: options.botToken, ...message });
         break;
       } catch (error) {
-        const waitMs = error instanceof webApi.WebAPIRateLimitedError ? error.retryAfter * 1000 : undefined;
-        if (
-          waitMs === undefined ||
-          retries >= options.maxRateLimitRetries ||
-          waitMs > options.maxRateLimitWaitMs
-        ) {
-          throw toChannelError(error, { channelId: options.channelId, method: METHOD });
+        // An aborted request surfaces as a network error; the deadline is the real cause.
+        if (signal.aborted) throw signal.reason;
+        let waitMs: number | undefined;
+        if (error instanceof webApi.WebAPIRateLimitedError) {
+          rateLimited += 1;
+          const retryAfterMs = error.retryAfter * 1000;
+          if (rateLimited <= options.maxRateLimitRetries && retryAfterMs <= options.maxRateLimitWaitMs) {
+            waitMs = retryAfterMs;
+          }
+        } else if (isTransient(error)) {
+          transient += 1;
+          if (transient <= options.maxTransientRetries)
+            waitMs = retryDelayMs(transient, options.transientRetry);
         }
-        options.logger.warn({ method: METHOD, waitMs, retry: retries + 1 }, 'rate limited, waiting');
-        await sleep(waitMs);
+        if (waitMs === undefined)
+          throw toChannelError(error, { channelId: options.channelId, method: METHOD });
+        options.logger.warn({ method: METHOD, waitMs, rateLimited, transient }, 'send failed, retrying');
+        await wait(waitMs, signal);
       }
     }
   }

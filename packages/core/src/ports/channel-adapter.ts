@@ -4,7 +4,11 @@ import type { Logger } from './logger.js';
 import type { QueuedMessage } from './query-pool.js';
 
 export interface ChannelContext {
-  /** Where normalized messages go; acknowledge the platform only after it resolves. */
+  /**
+   * Where normalized messages go; acknowledge the platform only after `accept` resolves. A
+   * message refused or failed there is answered so that the platform redelivers it, or, when the
+   * platform never does (Discord's gateway), ended with `drop` so that it has an outcome.
+   */
   ingress: Ingress;
   logger: Logger;
   /**
@@ -27,6 +31,11 @@ export interface ChannelHealth {
  * Owns its platform client and connections. Errors from `send` are SwitchboardErrors with
  * SB_CHANNEL_* codes; tokens never appear in them. HTTP routes (webhooks) are mounted by the app
  * through the adapter's own factory options; the core knows no HTTP server.
+ *
+ * Every send has a deadline (`channels[].outbound.send_timeout`): the caller aborts `signal`
+ * when it passes, and does not wait any longer (`sendWithDeadline`), so a hung platform call
+ * cannot hold a turn's slot. An adapter passes the signal on to its platform calls so that they
+ * stop too; replies already posted stay posted.
  */
 export interface ChannelAdapter {
   readonly id: string;
@@ -34,7 +43,10 @@ export interface ChannelAdapter {
   start(context: ChannelContext): Promise<void>;
   /** Stops receiving; pending sends may still finish. */
   stop(): Promise<void>;
-  /** Sends `replies` in answer to `origin` (the first message of the turn). */
-  send(origin: InboundMessage, replies: readonly Reply[]): Promise<void>;
+  /**
+   * Sends `replies` in answer to `origin` (the first message of the turn). Once `signal` aborts,
+   * stops sending and rejects with `signal.reason`.
+   */
+  send(origin: InboundMessage, replies: readonly Reply[], signal: AbortSignal): Promise<void>;
   health(): ChannelHealth;
 }

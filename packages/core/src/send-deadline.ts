@@ -1,0 +1,39 @@
+import { SwitchboardError } from './errors.js';
+import type { InboundMessage, Reply } from './message.js';
+import type { ChannelAdapter } from './ports/channel-adapter.js';
+
+/**
+ * Sends `replies` through `channel` with a deadline (DESIGN §7, `channels[].outbound.send_timeout`).
+ * At `timeoutMs` the send's signal aborts with SB_CHANNEL_SEND_TIMEOUT and this rejects with that
+ * error at once, whether or not the platform library honours the signal: the controller marks a
+ * turn decided before it delivers, and its deadline sweep skips decided turns, so a send that
+ * never settled would hold the turn's session and global slots for good. A send that settles
+ * after the deadline is ignored; whatever it posted stays posted (the turn is dead-lettered as
+ * `delivery_failed` all the same, so a reply may show up that the audit calls undelivered).
+ */
+export async function sendWithDeadline(
+  channel: Pick<ChannelAdapter, 'id' | 'send'>,
+  origin: InboundMessage,
+  replies: readonly Reply[],
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new SwitchboardError('SB_CHANNEL_SEND_TIMEOUT', {
+        message: `channel "${channel.id}" did not finish sending within ${timeoutMs} ms`,
+        details: { channel: channel.id, timeout_ms: timeoutMs },
+        retryable: true,
+      });
+      deadline.abort(error);
+      reject(error);
+    }, timeoutMs);
+  });
+  try {
+    // The race keeps listening to the send, so its late rejection is handled, not unhandled.
+    await Promise.race([channel.send(origin, replies, deadline.signal), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
