@@ -31,8 +31,18 @@ export const ServerSchema = z
     port: numeric(z.number().int().min(0).max(65_535)).prefault(8080),
     /** Largest accepted request body, in bytes. */
     body_limit: numeric(z.number().int().min(1)).prefault(1_048_576),
+    /**
+     * Longest a client may take to send a request's headers and body; then 408 and the connection
+     * is closed. A client trickling a body must not hold a socket (and a shutdown) for ever.
+     */
+    request_timeout: durationMs().prefault('30s'),
   })
-  .transform(({ host, port, body_limit }) => ({ host, port, bodyLimitBytes: body_limit }));
+  .transform(({ host, port, body_limit, request_timeout }) => ({
+    host,
+    port,
+    bodyLimitBytes: body_limit,
+    requestTimeoutMs: request_timeout,
+  }));
 
 export const AdminSchema = z
   .strictObject({
@@ -105,6 +115,12 @@ export const OpenApiChannelSchema = z
     wait_timeout: durationMs().prefault('30s'),
     /** The most a request may ask for with `timeout_ms`. */
     max_wait_timeout: durationMs().prefault('2m'),
+    /** Event streams (`GET …/sessions/{id}/events`) open at once on the channel, before 429. */
+    max_event_streams: numeric(z.number().int().min(1)).prefault(1000),
+    /** Event streams open at once on one session, before 429. */
+    max_event_streams_per_session: numeric(z.number().int().min(1)).prefault(10),
+    /** Bytes an event stream may have unsent (a client that does not read) before it is disconnected. */
+    max_event_stream_buffer: numeric(z.number().int().min(1)).prefault(1_048_576),
   })
   .superRefine((channel, ctx) => {
     if (channel.max_wait_timeout < channel.wait_timeout) {
@@ -123,6 +139,9 @@ export const OpenApiChannelSchema = z
     apiKeys: channel.api_keys.filter((key) => key !== ''),
     waitTimeoutMs: channel.wait_timeout,
     maxWaitTimeoutMs: channel.max_wait_timeout,
+    maxEventStreams: channel.max_event_streams,
+    maxEventStreamsPerSession: channel.max_event_streams_per_session,
+    maxEventStreamBufferBytes: channel.max_event_stream_buffer,
   }));
 
 /** Keys every chat platform channel shares: how groups are admitted and sessions keyed. */
