@@ -9,7 +9,12 @@ describe('ConfigSchema', () => {
     const config = ConfigSchema.parse({});
 
     it('defaults server, admin, store, audit and shutdown', () => {
-      expect(config.server).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 });
+      expect(config.server).toEqual({
+        host: '0.0.0.0',
+        port: 8080,
+        bodyLimitBytes: 1_048_576,
+        requestTimeoutMs: 30_000,
+      });
       expect(config.admin).toEqual({ token: undefined });
       expect(config.store).toEqual({ kind: 'sqlite', path: './data/switchboard.db' });
       expect(config.audit).toEqual({
@@ -36,6 +41,9 @@ describe('ConfigSchema', () => {
           apiKeys: [],
           waitTimeoutMs: 30_000,
           maxWaitTimeoutMs: 120_000,
+          maxEventStreams: 1000,
+          maxEventStreamsPerSession: 10,
+          maxEventStreamBufferBytes: 1_048_576,
         },
       ]);
       expect(config.pipelines).toEqual([
