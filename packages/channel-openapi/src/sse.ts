@@ -117,7 +117,9 @@ export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }
 
     closeAll() {
       for (const set of streams.values()) {
-        for (const response of set) response.end();
+        // The connection too, once the stream's end is out: a stream is sent as keep-alive, and
+        // its connection, idle a moment later, would hold the server's close for 72 s.
+        for (const response of set) response.end(() => response.destroy());
       }
     },
   };

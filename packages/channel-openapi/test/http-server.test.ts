@@ -69,4 +69,20 @@ describe('the HTTP server (httpServerOptions, createHttpServerShutdown)', () => 
       slow.release();
     });
   });
+
+  describe('when a client follows an event stream as the server closes', () => {
+    it('ends the stream and its connection, so the close does not wait for its timeout', async () => {
+      h = await createHarness();
+      const base = await h.server.listen({ host: '127.0.0.1', port: 0 });
+      const client = await connectRaw(base);
+      await client.write('GET /v1/sessions/s1/events HTTP/1.1\r\nHost: test\r\n\r\n');
+      await eventually(() => client.received().includes(': connected'));
+
+      const started = Date.now();
+      await h.httpShutdown.close(60_000);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      // The chunked stream's last chunk: it ended, rather than being cut.
+      expect(await client.closed).toMatch(/0\r\n\r\n$/);
+    });
+  });
 });

@@ -5,6 +5,8 @@ export interface RawClient {
   socket: Socket;
   /** Everything the server sent, once it closed the connection. */
   closed: Promise<string>;
+  /** What the server sent so far. */
+  received(): string;
   /** Writes `text`; resolves once it is handed to the kernel. */
   write(text: string): Promise<void>;
 }
@@ -22,6 +24,7 @@ export async function connectRaw(base: string, options: { read?: boolean } = {})
   return {
     socket,
     closed,
+    received: () => received,
     write: (text) =>
       new Promise((resolve, reject) => socket.write(text, (err) => (err ? reject(err) : resolve()))),
   };
