@@ -18,7 +18,7 @@ describe('the HTTP server (httpServerOptions, createHttpServerShutdown)', () => 
 
   describe('when a client sends its body slower than server.request_timeout', () => {
     it('answers 408 SB_HTTP_REQUEST_TIMEOUT in the one error shape and closes the connection', async () => {
-      h = await createHarness({ server: { request_timeout: '300ms' } });
+      h = await createHarness({ server: { request_timeout: '1s' } });
       const base = await h.server.listen({ host: '127.0.0.1', port: 0 });
       const client = await connectRaw(base);
       await client.write(`${postHead('/v1/messages', BODY.length)}${BODY.slice(0, 10)}`);

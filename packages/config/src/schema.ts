@@ -35,7 +35,9 @@ export const ServerSchema = z
      * Longest a client may take to send a request's headers and body; then 408 and the connection
      * is closed. A client trickling a body must not hold a socket (and a shutdown) for ever.
      */
-    request_timeout: durationMs().prefault('30s'),
+    request_timeout: durationMs()
+      .refine((ms) => ms >= 1000, 'must be at least 1s')
+      .prefault('30s'),
   })
   .transform(({ host, port, body_limit, request_timeout }) => ({
     host,

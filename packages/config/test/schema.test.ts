@@ -115,6 +115,17 @@ describe('ConfigSchema', () => {
     });
   });
 
+  describe('when server.request_timeout is set', () => {
+    it('converts it to milliseconds and refuses one under a second (0 would disable it)', () => {
+      expect(ConfigSchema.parse({ server: { request_timeout: '5s' } }).server.requestTimeoutMs).toBe(5000);
+      const refused = ConfigSchema.safeParse({ server: { request_timeout: '0s' } });
+      expect(refused.error?.issues[0]).toMatchObject({
+        path: ['server', 'request_timeout'],
+        message: 'must be at least 1s',
+      });
+    });
+  });
+
   describe('when the admin token is empty', () => {
     it('means no token', () => {
       expect(ConfigSchema.parse({ admin: { token: '' } }).admin.token).toBeUndefined();
