@@ -56,6 +56,7 @@ export function formatReplyEvent(event: ReplyEvent): string {
   return `event: reply\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
+/** Creates the hub of one channel; its limits count that channel's streams only. */
 export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }): SseHub {
   const { limits } = options;
   const streams = new Map<string, Set<ServerResponse>>();
