@@ -1,4 +1,10 @@
-import { IDEMPOTENCY_TTL_MS, httpErrorHandler, registerApiDocs } from '@switchboard/channel-openapi';
+import {
+  IDEMPOTENCY_TTL_MS,
+  createHttpServerShutdown,
+  httpErrorHandler,
+  httpServerOptions,
+  registerApiDocs,
+} from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
@@ -91,7 +97,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const turnStartListeners = new Set<(turn: Turn) => void>();
 
   const server = Fastify({
-    bodyLimit: config.server.bodyLimitBytes,
+    ...httpServerOptions(config.server),
     // Which peers may name the client in X-Forwarded-For; the loopback check reads `request.ip`.
     trustProxy: config.server.trustProxy,
     loggerInstance: options.httpLogger,
@@ -104,6 +110,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   server.setErrorHandler(httpErrorHandler);
+  const httpShutdown = createHttpServerShutdown(server);
   const operatorAuth = adminAuth(config.admin.token);
   await registerApiDocs(server, {
     title: 'Switchboard',
@@ -211,12 +218,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   async function stop(): Promise<void> {
+    const { drainTimeoutMs } = config.shutdown;
+    // One deadline for the whole stop: the container's stop grace counts from the signal.
+    const deadline = Date.now() + drainTimeoutMs;
     draining = true;
-    logger.info({ drainTimeoutMs: config.shutdown.drainTimeoutMs }, 'draining');
-    await controller.stop({ drainTimeoutMs: config.shutdown.drainTimeoutMs });
+    logger.info({ drainTimeoutMs }, 'draining');
+    httpShutdown.drain();
+    for (const channel of channels.values()) channel.drain?.();
+    await controller.stop({ drainTimeoutMs });
     for (const channel of channels.values()) await channel.stop();
     retention.stop();
-    await server.close();
+    await httpShutdown.close(deadline - Date.now());
     await stores.close();
     logger.info({}, 'stopped');
   }

@@ -1,4 +1,4 @@
-import { ChatTypeSchema, MESSAGE_STATUSES, ReplySchema } from '@switchboard/core';
+import { ChatTypeSchema, MESSAGE_STATUSES, ReplySchema, hasUnpairedSurrogate } from '@switchboard/core';
 import { z } from 'zod';
 
 /**
@@ -11,17 +11,34 @@ import { z } from 'zod';
 export const MAX_TEXT_CHARS = 32_768;
 const MAX_ID_CHARS = 256;
 
+/**
+ * The server's `maxParamLength`: a path parameter is matched still percent-encoded, and a BMP
+ * character takes up to 9 characters that way (`%E2%82%AC`). With fastify's default of 100, an id
+ * the body accepts made its event stream answer 414.
+ */
+export const MAX_PARAM_LENGTH = MAX_ID_CHARS * 9;
+
+/**
+ * Text as callers send it: `"\ud800"` is valid JSON but no text; it broke session keys (a 500)
+ * and would be stored as U+FFFD. Refused here, so the 400 names the field.
+ */
+function text(maxChars: number) {
+  return z
+    .string()
+    .min(1)
+    .max(maxChars)
+    .refine((value) => !hasUnpairedSurrogate(value), 'must not contain an unpaired UTF-16 surrogate');
+}
+
 /** `POST {prefix}/messages`; `timeout_ms` is capped by the channel's `max_wait_timeout`. */
 export function postMessageBodySchema(maxWaitTimeoutMs: number) {
   return z.strictObject({
-    session_id: z
-      .string()
-      .min(1)
-      .max(MAX_ID_CHARS)
-      .describe('The conversation: messages of one session run one after the other.'),
-    user_id: z.string().min(1).max(MAX_ID_CHARS).describe('Who sent the message.'),
-    text: z.string().min(1).max(MAX_TEXT_CHARS),
-    user_name: z.string().min(1).max(MAX_ID_CHARS).optional(),
+    session_id: text(MAX_ID_CHARS).describe(
+      'The conversation: messages of one session run one after the other.',
+    ),
+    user_id: text(MAX_ID_CHARS).describe('Who sent the message.'),
+    text: text(MAX_TEXT_CHARS),
+    user_name: text(MAX_ID_CHARS).optional(),
     chat_type: ChatTypeSchema.default('person').describe('Routing rules of type launcher_type read this.'),
     wait: z.boolean().default(true).describe('Wait for the replies (200) instead of answering 202 at once.'),
     timeout_ms: z
@@ -45,8 +62,8 @@ export const PostMessageHeadersSchema = z.looseObject({
     .describe('Retries with the same key within 24 h return the first request’s message.'),
 });
 
-export const MessageParamsSchema = z.strictObject({ id: z.string().min(1).max(MAX_ID_CHARS) });
-export const SessionParamsSchema = z.strictObject({ session_id: z.string().min(1).max(MAX_ID_CHARS) });
+export const MessageParamsSchema = z.strictObject({ id: text(MAX_ID_CHARS) });
+export const SessionParamsSchema = z.strictObject({ session_id: text(MAX_ID_CHARS) });
 
 /** Where a message stands: the body of every `…/messages` answer but errors. */
 export const MessageViewSchema = z.object({

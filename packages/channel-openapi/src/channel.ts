@@ -33,7 +33,8 @@ const DEFAULTS = {
 /**
  * The HTTP API channel (DESIGN §3 "openapi"): `POST {prefix}/messages`, `GET {prefix}/messages/{id}`
  * and `GET {prefix}/sessions/{session_id}/events`. Its routes exist from creation but answer
- * 503 SB_DRAINING until `start` and again after `stop`. Its outbox (`send`) records the replies
+ * 503 SB_DRAINING until `start` and again after `stop`; from `drain` on, requests waiting for
+ * replies are answered 202 at once, so none holds the server open through a shutdown. Its outbox (`send`) records the replies
  * on the message's status and pushes them to the session's event streams. Statuses follow the
  * engine's events for the life of the server, so messages accepted before `stop` still end in
  * their final status while the engine drains.
@@ -43,7 +44,14 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.openapi', channel: config.id });
   const tracker = createStatusTracker({ channelId: config.id, statuses, events, logger, now });
-  const sse = createSseHub({ heartbeatMs: options.sseHeartbeatMs ?? DEFAULTS.sseHeartbeatMs });
+  const sse = createSseHub({
+    heartbeatMs: options.sseHeartbeatMs ?? DEFAULTS.sseHeartbeatMs,
+    limits: {
+      maxStreams: config.maxEventStreams,
+      maxStreamsPerSession: config.maxEventStreamsPerSession,
+      maxBufferedBytes: config.maxEventStreamBufferBytes,
+    },
+  });
   let ingress: Ingress | null = null;
 
   void server.register(channelRoutes({ config, statuses, tracker, sse, ingress: () => ingress, now }), {
@@ -65,6 +73,10 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
       );
       ingress = context.ingress;
       logger.info({ prefix: config.prefix, apiKeys: config.apiKeys.length }, 'channel started');
+    },
+
+    drain() {
+      tracker.drain();
     },
 
     async stop() {

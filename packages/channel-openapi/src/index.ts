@@ -13,6 +13,8 @@ export { httpErrorHandler, toHttpError } from './error-handler.js';
 export type { HttpError } from './error-handler.js';
 export { registerApiDocs } from './api-docs.js';
 export type { ApiDocsOptions } from './api-docs.js';
+export { createHttpServerShutdown, httpServerOptions } from './http-server.js';
+export type { HttpServerShutdown } from './http-server.js';
 
 // The HTTP shapes, for clients and tests
 export { ErrorBodySchema, MessageViewSchema } from './api-schemas.js';

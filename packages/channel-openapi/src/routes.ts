@@ -26,7 +26,7 @@ import { httpErrorHandler } from './error-handler.js';
 import { createKeyedSerializer } from './keyed-serializer.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
-import type { SseHub } from './sse.js';
+import { SSE_HEADERS, type SseHub } from './sse.js';
 import { type StatusTracker, type StatusWatch, isFinal } from './status-tracker.js';
 import { validatorCompiler } from './validator-compiler.js';
 
@@ -237,7 +237,9 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
         schema: {
           summary: 'Stream the replies sent to a session (server-sent events)',
           description:
-            'Each reply is an `event: reply` whose data is `{"message_id","turn","text"}`; a comment line every 15 s keeps the stream open.',
+            'Each reply is an `event: reply` whose data is `{"message_id","turn","text"}`; a comment line every 15 s keeps the stream open. ' +
+            'Any caller the channel admits (any API key, or loopback without keys) may follow any session: session ids are not secrets the API checks, so give each end user an id others cannot guess, or keep the key on your server. ' +
+            'Streams are bounded by `max_event_streams` and `max_event_streams_per_session` (429 past them), and a client that does not read is disconnected once `max_event_stream_buffer` bytes wait unsent.',
           tags: ['sessions'],
           security: SECURITY,
           params: SessionParamsSchema,
@@ -247,13 +249,17 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
               content: { 'text/event-stream': { schema: z.string() } },
             },
             ...COMMON_ERROR_RESPONSES,
+            429: ErrorBodySchema.describe('Too many event streams open, on the channel or on this session.'),
           },
         },
       },
       async (request, reply) => {
+        // HEAD shares the GET route: the headers of a stream, and the end of the answer.
+        if (request.method === 'HEAD') return reply.headers(SSE_HEADERS).send('');
+        // Throws 429 past a limit, before anything is written: the error handler answers.
+        sse.open(request.params.session_id, reply.raw);
         // Hijacked: fastify neither serializes nor ends this response; the stream owns it.
         reply.hijack();
-        sse.open(request.params.session_id, reply.raw);
       },
     );
 

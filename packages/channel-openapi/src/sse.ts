@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { SwitchboardError } from '@switchboard/core';
 
 /** The data of one `event: reply`. */
 export interface ReplyEvent {
@@ -7,64 +8,119 @@ export interface ReplyEvent {
   text: string;
 }
 
+/** The bounds of the event streams; from the channel config (`max_event_streams`…). */
+export interface SseLimits {
+  /** Streams open at once on the channel. */
+  maxStreams: number;
+  /** Streams open at once on one session. */
+  maxStreamsPerSession: number;
+  /** Bytes a stream may have unsent before it is disconnected as a reader too slow. */
+  maxBufferedBytes: number;
+}
+
 /**
  * Server-sent event streams per session (`GET {prefix}/sessions/{session_id}/events`). Each
  * reply the channel sends to a session goes to every stream open on it; a comment line every
  * `heartbeatMs` keeps proxies from closing an idle stream.
+ *
+ * Streams live for hours and are not counted toward `max_concurrent_requests`, so they have
+ * bounds of their own: a number per channel and per session (past them, `open` throws 429), and
+ * the bytes a stream may hold unsent. A client that does not read made the server buffer every
+ * reply for ever; past `maxBufferedBytes` its connection is closed and it may reconnect.
  */
 export interface SseHub {
-  /** Starts the event stream on `response` (headers included) until either side closes it. */
+  /**
+   * Starts the event stream on `response` (headers included) until either side closes it.
+   * Throws SB_HTTP_TOO_MANY_REQUESTS, before writing anything, when a limit is reached.
+   */
   open(sessionId: string, response: ServerResponse): void;
   publish(sessionId: string, events: readonly ReplyEvent[]): void;
   /** Ends every stream (server shutdown: open streams would keep it from closing). */
   closeAll(): void;
 }
 
+/** The headers of an event stream; also the answer to `HEAD`. */
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  // nginx buffers responses unless told otherwise, which would hold events back.
+  'x-accel-buffering': 'no',
+};
+
+/** Streams end only when a client leaves; a free place is a matter of seconds, not of a second. */
+const RETRY_AFTER_MS = 5000;
+
 /** Every event on one line: JSON.stringify escapes newlines, which would end an SSE field. */
 export function formatReplyEvent(event: ReplyEvent): string {
   return `event: reply\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
-export function createSseHub(options: { heartbeatMs: number }): SseHub {
+/** Creates the hub of one channel; its limits count that channel's streams only. */
+export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }): SseHub {
+  const { limits } = options;
   const streams = new Map<string, Set<ServerResponse>>();
+  let open = 0;
 
   function remove(sessionId: string, response: ServerResponse): void {
     const set = streams.get(sessionId);
-    set?.delete(response);
-    if (set?.size === 0) streams.delete(sessionId);
+    if (set?.delete(response) !== true) return;
+    open -= 1;
+    if (set.size === 0) streams.delete(sessionId);
+  }
+
+  function refuseBeyondLimits(sessionId: string): void {
+    const onSession = streams.get(sessionId)?.size ?? 0;
+    const message =
+      open >= limits.maxStreams
+        ? `${open} event streams are open on the channel (max_event_streams); retry later`
+        : onSession >= limits.maxStreamsPerSession
+          ? `${onSession} event streams are open on session ${sessionId} (max_event_streams_per_session); retry later`
+          : undefined;
+    if (message !== undefined) {
+      throw new SwitchboardError('SB_HTTP_TOO_MANY_REQUESTS', { message, retryAfterMs: RETRY_AFTER_MS });
+    }
+  }
+
+  /** Writes `chunk`, or closes the connection of a reader that lets too much pile up unsent. */
+  function send(response: ServerResponse, chunk: string): void {
+    if (response.destroyed) return;
+    // `write` buffers whatever the socket does not take; its return value only advises.
+    response.write(chunk);
+    if (response.writableLength > limits.maxBufferedBytes) response.destroy();
   }
 
   return {
     open(sessionId, response) {
-      response.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        // nginx buffers responses unless told otherwise, which would hold events back.
-        'x-accel-buffering': 'no',
-      });
-      // The first bytes send the headers, so the client sees the stream open at once.
-      response.write(': connected\n\n');
+      refuseBeyondLimits(sessionId);
+      // Gone before its stream began: 'close' has fired already and would never remove it.
+      if (response.closed) return;
+      response.writeHead(200, SSE_HEADERS);
       const set = streams.get(sessionId) ?? new Set();
       set.add(response);
       streams.set(sessionId, set);
-      const heartbeat = setInterval(() => response.write(': heartbeat\n\n'), options.heartbeatMs);
+      open += 1;
+      const heartbeat = setInterval(() => send(response, ': heartbeat\n\n'), options.heartbeatMs);
       response.once('close', () => {
         clearInterval(heartbeat);
         remove(sessionId, response);
       });
+      // The first bytes send the headers, so the client sees the stream open at once.
+      send(response, ': connected\n\n');
     },
 
     publish(sessionId, events) {
       const set = streams.get(sessionId);
       if (set === undefined) return;
       const chunk = events.map(formatReplyEvent).join('');
-      for (const response of set) response.write(chunk);
+      for (const response of set) send(response, chunk);
     },
 
     closeAll() {
       for (const set of streams.values()) {
-        for (const response of set) response.end();
+        // The connection too, once the stream's end is out: a stream is sent as keep-alive, and
+        // its connection, idle a moment later, would hold the server's close for 72 s.
+        for (const response of set) response.end(() => response.destroy());
       }
     },
   };

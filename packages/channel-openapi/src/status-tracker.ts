@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   type Logger,
   type MessageStatus,
@@ -31,7 +32,10 @@ export interface FinalStatus {
 
 /** Interest in one message's final status, registered before it is accepted. */
 export interface StatusWatch {
-  /** The final status, or null when `timeoutMs` passes first. Ends the watch either way. */
+  /**
+   * The final status, or null when `timeoutMs` passes first or the channel drains (see
+   * `StatusTracker.drain`). Ends the watch either way.
+   */
   wait(timeoutMs: number): Promise<FinalStatus | null>;
   /** Ends the watch without waiting. */
   cancel(): void;
@@ -59,6 +63,12 @@ export interface StatusTracker {
   appendReplies(id: string, replies: readonly Reply[]): Promise<MessageStatus | null>;
   /** The latest status: from memory while the message is followed, else from the store. */
   current(id: string): Promise<MessageStatus | null>;
+  /**
+   * Shutdown began: every `wait` under way and to come returns null at once. A waiting request
+   * held its connection until its own timeout (up to `max_wait_timeout`), and with it the
+   * shutdown past the container's stop grace; answered 202 now, the client asks again with GET.
+   */
+  drain(): void;
   /** Stops following the engine events. */
   close(): void;
 }
@@ -128,12 +138,14 @@ interface Tracked {
 class Watch implements StatusWatch {
   readonly #entry: Tracked;
   readonly #release: () => void;
+  readonly #drained: AbortSignal;
   readonly #final: Promise<FinalStatus | null>;
   #settle: ((final: FinalStatus | null) => void) | undefined;
 
-  constructor(entry: Tracked, release: () => void) {
+  constructor(entry: Tracked, release: () => void, drained: AbortSignal) {
     this.#entry = entry;
     this.#release = release;
+    this.#drained = drained;
     this.#final = new Promise((resolve) => {
       this.#settle = resolve;
       entry.waiters.push(resolve);
@@ -141,11 +153,15 @@ class Watch implements StatusWatch {
   }
 
   async wait(timeoutMs: number): Promise<FinalStatus | null> {
-    const timer = setTimeout(() => this.cancel(), timeoutMs);
+    const end = () => this.cancel();
+    const timer = setTimeout(end, timeoutMs);
+    this.#drained.addEventListener('abort', end);
+    if (this.#drained.aborted) end();
     try {
       return await this.#final;
     } finally {
       clearTimeout(timer);
+      this.#drained.removeEventListener('abort', end);
       this.cancel();
     }
   }
@@ -182,6 +198,11 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   // after the status was written and forgotten). A followed message's writes chain on its entry.
   const storeOnly = createKeyedSerializer();
   const tracked = new Map<string, Tracked>();
+  // Waits end on drain, not watches: a watch also keeps an outcome that beat `queued` in memory,
+  // and a request admitted as the drain began still needs that.
+  const drained = new AbortController();
+  // One listener per waiting request: up to max_concurrent_requests, past Node's warning at 10.
+  setMaxListeners(0, drained.signal);
 
   function entryOf(id: string): Tracked {
     let entry = tracked.get(id);
@@ -281,7 +302,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   return {
     watch(id) {
       const entry = entryOf(id);
-      return new Watch(entry, () => release(id, entry));
+      return new Watch(entry, () => release(id, entry), drained.signal);
     },
 
     queued(id, fields) {
@@ -325,6 +346,10 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       if (status !== null) return status;
       await storeOnly.idle(id);
       return statuses.get(id);
+    },
+
+    drain() {
+      drained.abort();
     },
 
     close() {

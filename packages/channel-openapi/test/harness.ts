@@ -1,4 +1,4 @@
-import { OpenApiChannelSchema } from '@switchboard/config';
+import { OpenApiChannelSchema, ServerSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Controller,
@@ -22,7 +22,13 @@ import {
   silentLogger,
 } from '@switchboard/core';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createOpenApiChannel, registerApiDocs } from '../src/index.js';
+import {
+  type HttpServerShutdown,
+  createHttpServerShutdown,
+  createOpenApiChannel,
+  httpServerOptions,
+  registerApiDocs,
+} from '../src/index.js';
 
 export { eventually } from '@switchboard/testkit/eventually';
 
@@ -77,6 +83,8 @@ export interface HarnessOptions {
   maxPending?: number;
   /** The server's body limit in bytes. */
   bodyLimit?: number;
+  /** `server` keys beyond body_limit (request_timeout…). */
+  server?: Record<string, unknown>;
   /** Start the channel and the controller; default true. */
   start?: boolean;
   sseHeartbeatMs?: number;
@@ -86,6 +94,8 @@ export interface HarnessOptions {
 
 export interface Harness {
   server: FastifyInstance;
+  /** The app's shutdown of the server: `drain`, then `close` within a deadline. */
+  httpShutdown: HttpServerShutdown;
   channel: ChannelAdapter;
   controller: Controller;
   pool: MemoryQueryPool;
@@ -133,7 +143,11 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     channelPolicy: () => ({ admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' }),
   });
 
-  const server = Fastify({ bodyLimit: options.bodyLimit ?? 1_048_576 });
+  // The app's server options, so that the limits under test are the ones the gateway runs with.
+  const server = Fastify(
+    httpServerOptions(ServerSchema.parse({ body_limit: options.bodyLimit, ...options.server })),
+  ) as unknown as FastifyInstance;
+  const httpShutdown = createHttpServerShutdown(server);
   await registerApiDocs(server, { title: 'Switchboard test', version: '0.0.0' });
   const statuses = createMemoryMessageStatusStore();
   const channel = createOpenApiChannel({
@@ -172,6 +186,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
 
   return {
     server,
+    httpShutdown,
     channel,
     controller,
     pool,

@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Harness, createHarness } from './harness.js';
+import type { ErrorBody } from '../src/api-schemas.js';
+import { toInboundMessage } from '../src/normalize.js';
+import { type Harness, createHarness, eventually } from './harness.js';
+import { connectRaw } from './raw-client.js';
 
 /** Reads a fetch body as text until `done(text)` holds; fails after `timeoutMs`. */
 async function readUntil(
@@ -100,6 +103,73 @@ describe('session event stream', () => {
       const response = await h.server.inject({ method: 'GET', url: '/v1/sessions/s1/events' });
       expect(response.statusCode).toBe(401);
       expect(response.json().error.code).toBe('SB_HTTP_UNAUTHORIZED');
+    });
+  });
+
+  describe('when more streams are asked for than max_event_streams_per_session or max_event_streams', () => {
+    it('answers 429 with Retry-After past either limit, and accepts again once a stream ends', async () => {
+      h = await createHarness({ channel: { max_event_streams_per_session: 1, max_event_streams: 2 } });
+      const base = await listen();
+      const aborts: AbortController[] = [];
+      const open = (session: string) => {
+        const abort = new AbortController();
+        aborts.push(abort);
+        return fetch(`${base}/v1/sessions/${session}/events`, { signal: abort.signal });
+      };
+      try {
+        const first = await open('s1');
+        expect(first.status).toBe(200);
+        const again = await open('s1');
+        expect(again.status).toBe(429);
+        expect(again.headers.get('retry-after')).toBe('5');
+        expect(((await again.json()) as ErrorBody).error).toMatchObject({
+          code: 'SB_HTTP_TOO_MANY_REQUESTS',
+          message: expect.stringContaining('max_event_streams_per_session'),
+        });
+        expect((await open('s2')).status).toBe(200);
+        const third = await open('s3');
+        expect(third.status).toBe(429);
+        expect(((await third.json()) as ErrorBody).error.message).toContain('(max_event_streams)');
+
+        aborts[0]?.abort();
+        await eventually(async () => (await open('s1')).status === 200);
+      } finally {
+        for (const abort of aborts) abort.abort();
+      }
+    });
+  });
+
+  describe('when a client opens a stream and never reads it', () => {
+    it('disconnects it once max_event_stream_buffer bytes wait unsent, and frees its place', async () => {
+      h = await createHarness({
+        channel: { max_event_streams_per_session: 1, max_event_stream_buffer: 65_536 },
+      });
+      const base = await listen();
+      const reader = await connectRaw(base, { read: false });
+      await reader.write('GET /v1/sessions/s1/events HTTP/1.1\r\nHost: test\r\n\r\n');
+      const abort = new AbortController();
+      const openStream = () => fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
+      // Its stream is open once the session has no place left.
+      await eventually(async () => (await openStream()).status === 429);
+
+      const origin = toInboundMessage(
+        { session_id: 's1', user_id: 'u1', text: 'hi', chat_type: 'person', wait: false },
+        { id: 'm1', channelId: 'api', receivedAt: 0 },
+      );
+      const reply = { text: 'x'.repeat(262_144) };
+      let next: Response | undefined;
+      // 16 MB at most, far past the limit: the unread stream must lose its place on the way.
+      for (let sent = 0; sent < 64 && next === undefined; sent++) {
+        await h.channel.send(origin, [reply], new AbortController().signal);
+        const attempt = await openStream();
+        if (attempt.status === 200) next = attempt;
+      }
+      expect(next?.status).toBe(200);
+      abort.abort();
+      // A client that does not read sees no close either; once it reads, it finds its stream cut.
+      reader.socket.resume();
+      await reader.closed;
+      abort.abort();
     });
   });
 });

@@ -202,4 +202,21 @@ describe('status tracker', () => {
       expect(await store.get(message.id)).toMatchObject({ status: 'completed' });
     });
   });
+
+  describe('when the tracker drains (shutdown)', () => {
+    it('ends a wait under way and a wait begun later at once, and still records the outcome', async () => {
+      const { tracker, complete } = trackerHarness();
+      const first = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      const waiting = first.wait(60_000);
+      tracker.drain();
+      expect(await waiting).toBeNull();
+
+      const second = tracker.watch(message.id);
+      expect(await second.wait(60_000)).toBeNull();
+      complete();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect((await tracker.current(message.id))?.status).toBe('completed');
+    });
+  });
 });

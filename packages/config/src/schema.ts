@@ -52,12 +52,20 @@ export const ServerSchema = z
           .min(1, 'list at least one proxy, or write false'),
       ])
       .default(false),
+    /**
+     * Longest a client may take to send a request's headers and body; then 408 and the connection
+     * is closed. A client trickling a body must not hold a socket (and a shutdown) for ever.
+     */
+    request_timeout: durationMs()
+      .refine((ms) => ms >= 1000, 'must be at least 1s')
+      .prefault('30s'),
   })
-  .transform(({ host, port, body_limit, trust_proxy }) => ({
+  .transform(({ host, port, body_limit, trust_proxy, request_timeout }) => ({
     host,
     port,
     bodyLimitBytes: body_limit,
     trustProxy: trust_proxy,
+    requestTimeoutMs: request_timeout,
   }));
 
 export const AdminSchema = z
@@ -147,6 +155,12 @@ export const OpenApiChannelSchema = z
     /** The most a request may ask for with `timeout_ms`. */
     max_wait_timeout: durationMs({ max: '10m' }).prefault('2m'),
     outbound: OutboundSchema.prefault({}),
+    /** Event streams (`GET …/sessions/{id}/events`) open at once on the channel, before 429. */
+    max_event_streams: numeric(z.number().int().min(1)).prefault(1000),
+    /** Event streams open at once on one session, before 429. */
+    max_event_streams_per_session: numeric(z.number().int().min(1)).prefault(10),
+    /** Bytes an event stream may have unsent (a client that does not read) before it is disconnected. */
+    max_event_stream_buffer: numeric(z.number().int().min(1)).prefault(1_048_576),
   })
   .superRefine((channel, ctx) => {
     if (channel.max_wait_timeout < channel.wait_timeout) {
@@ -166,6 +180,9 @@ export const OpenApiChannelSchema = z
     waitTimeoutMs: channel.wait_timeout,
     maxWaitTimeoutMs: channel.max_wait_timeout,
     outbound: channel.outbound,
+    maxEventStreams: channel.max_event_streams,
+    maxEventStreamsPerSession: channel.max_event_streams_per_session,
+    maxEventStreamBufferBytes: channel.max_event_stream_buffer,
   }));
 
 /** Keys every chat platform channel shares: how groups are admitted and sessions keyed. */

@@ -14,6 +14,7 @@ describe('ConfigSchema', () => {
         port: 8080,
         bodyLimitBytes: 1_048_576,
         trustProxy: false,
+        requestTimeoutMs: 30_000,
       });
       expect(config.admin).toEqual({ token: undefined, protect: [] });
       expect(config.store).toEqual({ kind: 'sqlite', path: './data/switchboard.db' });
@@ -42,6 +43,9 @@ describe('ConfigSchema', () => {
           waitTimeoutMs: 30_000,
           maxWaitTimeoutMs: 120_000,
           outbound: { sendTimeoutMs: 30_000 },
+          maxEventStreams: 1000,
+          maxEventStreamsPerSession: 10,
+          maxEventStreamBufferBytes: 1_048_576,
         },
       ]);
       expect(config.pipelines).toEqual([
@@ -110,6 +114,17 @@ describe('ConfigSchema', () => {
       for (const port of ['eighty', '', true]) {
         expect(ConfigSchema.safeParse({ server: { port } }).success).toBe(false);
       }
+    });
+  });
+
+  describe('when server.request_timeout is set', () => {
+    it('converts it to milliseconds and refuses one under a second (0 would disable it)', () => {
+      expect(ConfigSchema.parse({ server: { request_timeout: '5s' } }).server.requestTimeoutMs).toBe(5000);
+      const refused = ConfigSchema.safeParse({ server: { request_timeout: '0s' } });
+      expect(refused.error?.issues[0]).toMatchObject({
+        path: ['server', 'request_timeout'],
+        message: 'must be at least 1s',
+      });
     });
   });
 

@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   SB_HTTP_INTERNAL: { status: 500, message: 'internal error' },
   SB_HTTP_PAYLOAD_TOO_LARGE: { status: 413, message: 'request body is too large' },
   SB_HTTP_TOO_MANY_REQUESTS: { status: 429, message: 'too many concurrent requests' },
+  SB_HTTP_REQUEST_TIMEOUT: { status: 408, message: 'the request was not received in time' },
   SB_QUEUE_FULL: { status: 429, message: 'the queue is full' },
   SB_DRAINING: { status: 503, message: 'the gateway is shutting down' },
   SB_PIPELINE_FAILED: { status: 502, message: 'the pipeline failed' },

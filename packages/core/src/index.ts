@@ -20,6 +20,7 @@ export type {
 } from './message.js';
 export { sessionKeyOf } from './session-key.js';
 export { splitText } from './split-text.js';
+export { UNPAIRED_SURROGATE, hasUnpairedSurrogate } from './unpaired-surrogate.js';
 export type { SessionKey, SessionScope } from './session-key.js';
 
 // Inbound: admission, routing, ingress

@@ -1,4 +1,5 @@
 import type { InboundMessage } from './message.js';
+import { UNPAIRED_SURROGATE } from './unpaired-surrogate.js';
 
 /**
  * Whether a thread is a conversation of its own (`thread`) or part of its chat (`chat`).
@@ -12,9 +13,26 @@ export type SessionScope = 'chat' | 'thread';
  */
 export type SessionKey = string;
 
+/**
+ * `part` URI-encoded, total over every string. Platform ids arrive as the platform sent them —
+ * a signed Slack event may carry `"\ud800"` — and a throw here would answer the platform 500 and
+ * have it redeliver forever. An unpaired surrogate becomes `%uD800`, which `encodeURIComponent`
+ * never writes (`u` is no hex digit), so distinct ids keep distinct keys.
+ */
+function encodeKeyPart(part: string): string {
+  let encoded = '';
+  let from = 0;
+  for (const match of part.matchAll(UNPAIRED_SURROGATE)) {
+    const unit = match[0].charCodeAt(0).toString(16).toUpperCase();
+    encoded += `${encodeURIComponent(part.slice(from, match.index))}%u${unit}`;
+    from = match.index + 1;
+  }
+  return encoded + encodeURIComponent(part.slice(from));
+}
+
 /** The session key of `message`: platform + channel + chat type + chat id (+ thread). */
 export function sessionKeyOf(message: InboundMessage, scope: SessionScope = 'chat'): SessionKey {
   const parts = [message.platform, message.channel, message.chat.type, message.chat.id];
   if (scope === 'thread' && message.chat.thread !== undefined) parts.push(message.chat.thread);
-  return parts.map(encodeURIComponent).join(':');
+  return parts.map(encodeKeyPart).join(':');
 }

@@ -36,4 +36,15 @@ describe('sessionKeyOf', () => {
       expect(sessionKeyOf(inThread('a:b'), 'thread')).not.toBe(sessionKeyOf(inThread('a', 'b'), 'thread'));
     });
   });
+
+  describe('when an id holds an unpaired UTF-16 surrogate', () => {
+    it('still gives a key, distinct from the replacement character and from other surrogates', () => {
+      const keys = ['\ud800', '\udc00', '\ufffd', 'a\ud800b', '\ud83d\ude00'].map((id) =>
+        sessionKeyOf(inThread(id, '\ud800'), 'thread'),
+      );
+      expect(keys[0]).toBe('slack:sl:group:%uD800:%uD800');
+      expect(keys[3]).toBe('slack:sl:group:a%uD800b:%uD800');
+      expect(new Set(keys).size).toBe(keys.length);
+    });
+  });
 });

@@ -41,6 +41,12 @@ export interface ChannelAdapter {
   readonly id: string;
   readonly type: string;
   start(context: ChannelContext): Promise<void>;
+  /**
+   * Shutdown began, before the engine drains: release at once whatever waits on this channel
+   * (a request waiting for its replies) rather than hold the process past the drain. Receiving
+   * and `send` go on until `stop`. Optional: most channels have nothing waiting.
+   */
+  drain?(): void;
   /** Stops receiving; pending sends may still finish. */
   stop(): Promise<void>;
   /**

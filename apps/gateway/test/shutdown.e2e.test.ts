@@ -1,0 +1,103 @@
+import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { startFakePipeline } from './fake-pipeline.js';
+import {
+  eventually,
+  post,
+  startServe,
+  tempDir,
+  testConfig,
+  useCleanups,
+  writeConfig,
+} from './serve-process.js';
+
+const cleanup = useCleanups();
+
+const DRAIN_TIMEOUT_MS = 2000;
+/**
+ * What a stop may take past `drain_timeout`: the abort grace of running turns, the close, and a
+ * loaded test machine. Before the fix these stops took the request's 60 s, or for ever.
+ */
+const STOP_SLACK_MS = 8000;
+
+/** A gateway in front of a backend that never answers, with a short drain timeout. */
+async function startWithHangingBackend() {
+  const backend = await startFakePipeline();
+  const answers: Array<() => void> = [];
+  // Held until the test ends: the turn runs for as long as the gateway lets it.
+  backend.respond = () =>
+    new Promise((resolve) => answers.push(() => resolve({ status: 200, body: { replies: [] } })));
+  cleanup(async () => {
+    for (const answer of answers) answer();
+    await backend.close();
+  });
+  const dir = tempDir();
+  const configPath = writeConfig(
+    dir,
+    testConfig(
+      dir,
+      `shutdown: { drain_timeout: ${DRAIN_TIMEOUT_MS}ms }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }`,
+    ),
+  );
+  const gateway = await startServe({ dir, configPath });
+  cleanup(() => gateway.stop('SIGKILL'));
+  return { gateway, backend };
+}
+
+describe('shutdown (end to end)', () => {
+  describe('when SIGTERM arrives while a request waits (timeout_ms: 60000) on a backend that hangs', () => {
+    it('answers the request 202 at the drain and exits 0 within drain_timeout + a few seconds', {
+      timeout: 120_000,
+    }, async () => {
+      const { gateway, backend } = await startWithHangingBackend();
+      // fetch keeps its connection alive: the gateway must close it rather than wait for it.
+      const waiting = post(`${gateway.url}/v1/messages`, {
+        session_id: 's1',
+        user_id: 'u1',
+        text: 'slow',
+        timeout_ms: 60_000,
+      });
+      await eventually(() => backend.requests.length === 1);
+
+      const signalledAt = Date.now();
+      gateway.child.kill('SIGTERM');
+      const answer = await waiting;
+      expect(answer.status).toBe(202);
+      expect(answer.body?.status).toBe('running');
+      expect(Date.now() - signalledAt).toBeLessThan(DRAIN_TIMEOUT_MS);
+
+      expect(await gateway.exited).toBe(0);
+      expect(Date.now() - signalledAt).toBeLessThan(DRAIN_TIMEOUT_MS + STOP_SLACK_MS);
+    });
+  });
+
+  describe('when SIGTERM arrives while a client has sent half a request body', () => {
+    it('exits 0 within drain_timeout + a few seconds instead of waiting for the rest', {
+      timeout: 120_000,
+    }, async () => {
+      const { gateway } = await startWithHangingBackend();
+      const { hostname, port } = new URL(gateway.url);
+      const socket = connect(Number(port), hostname);
+      cleanup(async () => socket.destroy());
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.on('error', () => {});
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      // Parsed long before the close begins: the engine drains for drain_timeout first.
+      await new Promise<void>((resolve) =>
+        socket.write(
+          'POST /v1/messages HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n' +
+            'Content-Length: 100\r\n\r\n{"session_id":',
+          () => resolve(),
+        ),
+      );
+
+      const signalledAt = Date.now();
+      gateway.child.kill('SIGTERM');
+      expect(await gateway.exited).toBe(0);
+      expect(Date.now() - signalledAt).toBeLessThan(DRAIN_TIMEOUT_MS + STOP_SLACK_MS);
+      await closed;
+    });
+  });
+});
