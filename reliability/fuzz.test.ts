@@ -8,6 +8,15 @@ import { type ErrorAnswer, describeExchange, errorOf, names } from './support/er
 import { type EveryChannelGateway, startEveryChannelGateway } from './support/every-channel-gateway.js';
 import { type Figures, profile, recordFigures } from './support/figures.js';
 import { check, seed } from './support/fuzz-run.js';
+import { ALIAS_BOMB, oneWrongValue, yamlText } from './support/generated-configs.js';
+import {
+  anyUnits,
+  codeUnit,
+  longText,
+  notAString,
+  queryString,
+  wellFormed,
+} from './support/generated-text.js';
 import { percentEncode } from './support/percent-encode.js';
 import { type RawAnswer, type RawRequest, exchange } from './support/raw-http.js';
 
@@ -80,6 +89,8 @@ async function send(request: RawRequest | Buffer): Promise<{ answer: RawAnswer; 
   }
   if (answer.status < 400) return { answer };
   figures.answers_4xx += 1;
+  // An answer to HEAD has no body: its status is all it can say.
+  if (!Buffer.isBuffer(request) && request.method === 'HEAD') return { answer };
   const error = errorOf(answer);
   if (typeof error === 'string') {
     figures.bad_error_shape += 1;
@@ -108,33 +119,6 @@ function expectStatus(request: RawRequest | Buffer, answer: RawAnswer, statuses:
 }
 
 // ---- generators ---------------------------------------------------------------------------
-
-/** Any UTF-16 code unit, lone surrogates, NUL and bidi controls more often than chance. */
-const codeUnit = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom(...'abcXYZ019 -_./%?#&=@:') },
-  { weight: 3, arbitrary: fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit)) },
-  {
-    weight: 1,
-    arbitrary: fc.constantFrom('\ud800', '\udbff', '\udc00', '\udfff', '\u0000', '\u202e', '\ufeff'),
-  },
-);
-const anyUnits = (maxLength: number) => fc.string({ unit: codeUnit, maxLength });
-/** Well-formed Unicode, as a legitimate client sends. */
-const wellFormed = (minLength: number, maxLength: number) =>
-  fc.string({ unit: 'grapheme', minLength, maxLength }).filter((text) => text.length <= MAX_ID_CHARS);
-/** A long run of one character: past a limit without costing fast-check its shrinking time. */
-const longText = (minLength: number, maxLength: number) =>
-  fc
-    .tuple(fc.constantFrom('a', 'é', '%', '/', '\ud800'), fc.integer({ min: minLength, max: maxLength }))
-    .map(([char, length]) => char.repeat(length));
-const notAString = fc.oneof(
-  fc.integer(),
-  fc.double({ noNaN: true, noDefaultInfinity: true }),
-  fc.boolean(),
-  fc.constant(null),
-  fc.array(fc.integer(), { maxLength: 3 }),
-  fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 2 }),
-);
 
 const POST_FIELDS = [
   'session_id',
@@ -189,12 +173,6 @@ function withMember(body: object, key: string, value: unknown): string {
 function post(body: string, headers: Array<[string, string]> = [AUTH, JSON_TYPE], target = '/v1/messages') {
   return { method: 'POST', target, headers, body } satisfies RawRequest;
 }
-
-/** A query string of generated keys and values; keys may repeat. */
-const queryString = (keys: fc.Arbitrary<string>) =>
-  fc
-    .array(fc.tuple(keys, anyUnits(20)), { maxLength: 4 })
-    .map((pairs) => pairs.map(([key, value]) => `${percentEncode(key)}=${percentEncode(value)}`).join('&'));
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'] as const;
 
@@ -654,6 +632,136 @@ describe('generated bad input (fuzz)', () => {
     });
   });
 
+  describe('when credentials are generated', () => {
+    const headerValue = fc.string({
+      unit: fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)),
+      maxLength: 60,
+    });
+    /** Anything but the right value, near misses included. */
+    const wrong = (secret: string) =>
+      fc
+        .oneof(
+          headerValue,
+          headerValue.map((suffix) => `${secret}${suffix}`),
+          fc.nat({ max: secret.length - 1 }).map((length) => secret.slice(0, length)),
+          fc.constantFrom(secret.toUpperCase(), ` ${secret}x`, `${secret}\t`),
+        )
+        .filter((value) => value.trim() !== secret);
+
+    it('answers generated Authorization headers on the API and the admin API with 401', async () => {
+      const routes: Array<[string, string]> = [
+        ['POST', '/v1/messages'],
+        ['GET', '/v1/messages/01ABC'],
+        ['GET', '/v1/sessions/s1/events'],
+        ['GET', '/admin/audit'],
+        ['GET', '/admin/queues'],
+        ['POST', '/admin/reload'],
+      ];
+      const scheme = fc.constantFrom('Bearer ', 'Basic ', '', 'Bearer  ', 'Token ');
+      // The route's own secret with a mistake, or the other surface's secret.
+      const attempt = fc.constantFrom(...routes).chain(([method, path]) => {
+        const [own, other] = path.startsWith('/admin')
+          ? [SECRETS.adminToken, SECRETS.apiKey]
+          : [SECRETS.apiKey, SECRETS.adminToken];
+        return fc.tuple(fc.constant(method), fc.constant(path), fc.oneof(wrong(own), fc.constant(other)));
+      });
+      await check(
+        fc.asyncProperty(attempt, scheme, async ([method, path, value], prefix) => {
+          const request: RawRequest = {
+            method,
+            target: path,
+            headers: [['authorization', `${prefix}${value}`], JSON_TYPE],
+            ...(method === 'POST'
+              ? { body: JSON.stringify({ session_id: 's', user_id: 'u', text: 'forged' }) }
+              : {}),
+          };
+          const { answer } = await send(request);
+          expectStatus(request, answer, [401]);
+        }),
+        150,
+      );
+    });
+
+    it('answers generated Telegram secret tokens with 401', async () => {
+      await check(
+        fc.asyncProperty(wrong(SECRETS.telegramSecretToken), async (token) => {
+          const request: RawRequest = {
+            method: 'POST',
+            target: '/telegram/tg',
+            headers: [['x-telegram-bot-api-secret-token', token], JSON_TYPE],
+            body: JSON.stringify({ update_id: 1, message: { text: 'forged' } }),
+          };
+          const { answer } = await send(request);
+          expectStatus(request, answer, [401]);
+        }),
+        100,
+      );
+    });
+
+    it('answers generated Slack signature and timestamp headers with 401', async () => {
+      const nowSec = Math.floor(Date.now() / 1000);
+      const timestamp = fc.oneof(
+        headerValue,
+        fc.integer({ min: -(2 ** 40), max: 2 ** 40 }).map(String),
+        fc.constantFrom(
+          String(nowSec),
+          `${nowSec}.5`,
+          ` ${nowSec}`,
+          '1e10',
+          'NaN',
+          '-0',
+          String(nowSec - 301),
+        ),
+      );
+      const signature = fc.oneof(
+        headerValue,
+        fc.stringMatching(/^v0=[0-9a-f]{0,70}$/),
+        fc.constantFrom('v0=', 'v1=abc', `v0=${'0'.repeat(64)}`, `v0=${'g'.repeat(64)}`),
+      );
+      await check(
+        fc.asyncProperty(fc.option(timestamp), fc.option(signature), async (sentTimestamp, sentSignature) => {
+          const body = JSON.stringify(eventEnvelope(messageEvent({ channel: 'D0FORGED', text: 'forged' })));
+          const headers: Array<[string, string]> = [JSON_TYPE];
+          if (sentTimestamp !== null) headers.push(['x-slack-request-timestamp', sentTimestamp]);
+          if (sentSignature !== null) headers.push(['x-slack-signature', sentSignature]);
+          const request: RawRequest = { method: 'POST', target: '/slack/sl/events', headers, body };
+          const { answer } = await send(request);
+          expectStatus(request, answer, [401]);
+        }),
+        150,
+      );
+    });
+  });
+
+  describe('when the health, metrics and documentation routes get generated requests', () => {
+    it('answers them below 500, in the error shape when refused', async () => {
+      const path = fc.constantFrom(
+        '/healthz',
+        '/readyz',
+        '/metrics',
+        '/openapi.json',
+        '/docs',
+        '/docs/',
+        '/docs/json',
+        '/admin/reload',
+      );
+      await check(
+        fc.asyncProperty(
+          fc.constantFrom(...HTTP_METHODS),
+          path,
+          queryString(anyUnits(8)),
+          fc.option(fc.jsonValue({ maxDepth: 2 }).map((value) => JSON.stringify(value) ?? '')),
+          async (method, route, query, body) => {
+            const headers: Array<[string, string]> = route.startsWith('/admin') ? [ADMIN] : [];
+            if (body !== null) headers.push(JSON_TYPE);
+            await send({ method, target: `${route}?${query}`, headers, ...(body === null ? {} : { body }) });
+          },
+        ),
+        100,
+      );
+    });
+  });
+
   describe('when requests are malformed below HTTP', () => {
     const token = fc.stringMatching(/^[A-Z]{1,8}$/);
     const garbage = (maxLength: number) => fc.uint8Array({ maxLength }).map((bytes) => Buffer.from(bytes));
@@ -781,99 +889,6 @@ describe('generated bad input (fuzz)', () => {
 
 // ---- random YAML configs ------------------------------------------------------------------
 
-// biome-ignore lint/suspicious/noExplicitAny: configs are edited freely at generated paths
-type ConfigData = Record<string, any>;
-
-/** A valid config as plain data; JSON text is YAML, so `JSON.stringify` writes the file. */
-function validConfig(): ConfigData {
-  return {
-    server: { host: '127.0.0.1', port: 0 },
-    admin: { token: 'admin' },
-    store: { kind: 'memory' },
-    shutdown: { drain_timeout: '5s' },
-    channels: [
-      { id: 'api', type: 'openapi', api_keys: ['key'] },
-      { id: 'tg', type: 'telegram', token: 't', mode: 'webhook', webhook: { secret_token: 's' } },
-    ],
-    pipelines: [
-      { id: 'echo', type: 'echo', retry: { max_attempts: 3 }, aggregation: { enabled: true, delay: '1s' } },
-      { id: 'bot', type: 'http', url: 'http://127.0.0.1:9/answer', timeout: '10s' },
-    ],
-    routing: {
-      default: 'echo',
-      rules: [{ name: 'r', type: 'message_content', operator: 'contains', value: 'x', pipeline: 'bot' }],
-    },
-  };
-}
-
-/** `['channels', 0, 'token']` → `channels[0].token`, the style of every problem line. */
-function pathText(path: ReadonlyArray<string | number>): string {
-  return path
-    .map((part, at) => (typeof part === 'number' ? `[${part}]` : at === 0 ? part : `.${part}`))
-    .join('');
-}
-
-const garbageDuration = fc.constantFrom('soon', '5 parsecs', '-1s', '1.5.5s', '', 'ms', '1e999s');
-/** Where one wrong value goes, and values that are wrong there. */
-const CONFIG_MUTATIONS: Array<[ReadonlyArray<string | number>, fc.Arbitrary<unknown>]> = [
-  [['server', 'port'], fc.oneof(fc.constantFrom('80x', -1, 70_000, 1.5, null, [80]))],
-  [['server', 'host'], notAString.filter((value) => value !== null)],
-  [['server', 'body_limit'], fc.constantFrom(-5, 0, 'lots', 1.5)],
-  [['admin', 'token'], fc.oneof(fc.integer(), fc.array(fc.string(), { maxLength: 2 }), fc.constant({}))],
-  [
-    ['store', 'kind'],
-    fc.string({ maxLength: 10 }).filter((kind) => !['sqlite', 'memory', 'redis'].includes(kind)),
-  ],
-  [['shutdown', 'drain_timeout'], garbageDuration],
-  [
-    ['channels', 0, 'type'],
-    fc
-      .string({ maxLength: 10 })
-      .filter((type) => !['openapi', 'telegram', 'slack', 'discord'].includes(type)),
-  ],
-  [['channels', 0, 'prefix'], fc.oneof(fc.integer(), fc.boolean())],
-  [
-    ['channels', 0, 'api_keys'],
-    fc.oneof(fc.integer(), fc.array(fc.integer(), { minLength: 1, maxLength: 2 })),
-  ],
-  [['channels', 0, 'wait_timeout'], garbageDuration],
-  [['channels', 0, 'max_concurrent_requests'], fc.constantFrom(0, -1, 'many', 2.5)],
-  [
-    ['channels', 1, 'mode'],
-    fc.string({ maxLength: 10 }).filter((mode) => mode !== 'polling' && mode !== 'webhook'),
-  ],
-  [['channels', 1, 'webhook', 'url'], fc.constantFrom('not a url', 5, 'ftp://x')],
-  [['channels', 1, 'id'], fc.constant('api')],
-  [['pipelines', 0, 'timeout'], garbageDuration],
-  [['pipelines', 0, 'retry', 'max_attempts'], fc.constantFrom(0, -1, 'x', 1.5)],
-  [['pipelines', 0, 'aggregation', 'delay'], garbageDuration],
-  [
-    ['pipelines', 0, 'busy_mode'],
-    fc.string({ maxLength: 8 }).filter((mode) => mode !== 'queue' && mode !== 'collect'),
-  ],
-  [['pipelines', 1, 'url'], fc.constantFrom('ftp://x', 5, '', 'http//missing-colon')],
-  [
-    ['routing', 'default'],
-    fc.string({ minLength: 1, maxLength: 10 }).filter((id) => id !== 'echo' && id !== 'bot'),
-  ],
-  [
-    ['routing', 'rules', 0, 'operator'],
-    fc
-      .string({ maxLength: 8 })
-      .filter((op) => !['eq', 'neq', 'contains', 'not_contains', 'starts_with', 'regex'].includes(op)),
-  ],
-  [
-    ['routing', 'rules', 0, 'pipeline'],
-    fc.string({ minLength: 1, maxLength: 10 }).filter((id) => !['echo', 'bot', '__discard__'].includes(id)),
-  ],
-];
-
-function setAt(target: ConfigData, path: ReadonlyArray<string | number>, value: unknown): void {
-  let node = target;
-  for (const key of path.slice(0, -1)) node = node[key];
-  node[path[path.length - 1] as string] = value;
-}
-
 /** The problems of a config text, or a string saying how the parse broke its promise. */
 function problemsOf(text: string): string[] | string {
   figures.configs_tried += 1;
@@ -896,58 +911,6 @@ function problemsOf(text: string): string[] | string {
   }
 }
 
-/** YAML made of the pieces parsers trip on: anchors, aliases, tags, merges, flow, `${…}`. */
-const yamlText = fc
-  .array(
-    fc.oneof(
-      fc.constantFrom(
-        'server:',
-        '  port: 8080',
-        'channels:',
-        '- id: api',
-        '  type: openapi',
-        'pipelines: [',
-        ']',
-        '{',
-        '}',
-        'routing: { default: echo }',
-        'a: &a [1, 2]',
-        'b: *a',
-        'c: *missing',
-        '<<: *a',
-        '? [x]',
-        ': y',
-        '!!binary eA==',
-        'x: !!js/function "f"',
-        'token: ${SB_MISSING}',
-        'token: ${',
-        'v: $${X}',
-        '---',
-        '...',
-        '%YAML 1.1',
-        '\t- tab',
-        '"\\ud800": 1',
-        'k: "\\x00"',
-        '- - - -',
-        '&anchor',
-        '*alias',
-        '|',
-        '>-',
-      ),
-      anyUnits(20),
-    ),
-    { maxLength: 12 },
-  )
-  .map((lines) => lines.join('\n'));
-
-const ALIAS_BOMB = [
-  'a: &a [x, x, x, x, x, x, x, x, x]',
-  'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]',
-  'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]',
-  'd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]',
-  'e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]',
-].join('\n');
-
 describe('generated config files', () => {
   it('answers any YAML text with coded problems, never a crash', async () => {
     await check(
@@ -960,17 +923,9 @@ describe('generated config files', () => {
   });
 
   it('names the path of the one wrong value', async () => {
-    const mutation = fc.integer({ min: 0, max: CONFIG_MUTATIONS.length - 1 }).chain((at) => {
-      const [path, bad] = CONFIG_MUTATIONS[at] as [ReadonlyArray<string | number>, fc.Arbitrary<unknown>];
-      return fc.tuple(fc.constant(path), bad);
-    });
     await check(
-      fc.asyncProperty(mutation, async ([path, value]) => {
-        const config = validConfig();
-        setAt(config, path, value);
-        const text = JSON.stringify(config);
+      fc.asyncProperty(oneWrongValue, async ({ where, text }) => {
         const problems = problemsOf(text);
-        const where = pathText(path);
         // A line for the value itself or for a part of it (`channels[0].api_keys[0]: …`).
         const named = (line: string) => [':', '.', '['].some((next) => line.startsWith(`${where}${next}`));
         if (typeof problems === 'string' || !problems.some(named)) {
@@ -979,25 +934,19 @@ describe('generated config files', () => {
           );
         }
       }),
-      300,
+      200,
     );
   });
 
   it('`switchboard config check` exits 1 with `path: problem` lines and no stack trace', async () => {
     const dir = tempDir();
     const badConfig = fc.oneof(
-      fc.integer({ min: 0, max: CONFIG_MUTATIONS.length - 1 }).chain((at) => {
-        const [path, bad] = CONFIG_MUTATIONS[at] as [ReadonlyArray<string | number>, fc.Arbitrary<unknown>];
-        return bad.map((value) => {
-          const config = validConfig();
-          setAt(config, path, value);
-          return JSON.stringify(config, null, 2);
-        });
-      }),
+      oneWrongValue.map(({ text }) => text),
       fc.constantFrom(ALIAS_BOMB, 'a: *missing', 'server: [', '- 1'),
     );
     await check(
-      fc.asyncProperty(badConfig, async (text) => {
+      // Each run starts a process: a failure is reported as found, not shrunk through more runs.
+      fc.asyncProperty(fc.noShrink(badConfig), async (text) => {
         figures.cli_config_checks += 1;
         const path = writeConfig(dir, text, 'generated.yaml');
         const { code, stdout, stderr } = await runCli(['config', 'check', '-c', path], { cwd: dir });
@@ -1012,7 +961,7 @@ describe('generated config files', () => {
         if (!wellFormed)
           throw new Error(`config check answered ${code}\nconfig:\n${text}\nstderr:\n${stderr}`);
       }),
-      6,
+      4,
     );
   });
 });
