@@ -370,6 +370,8 @@ routing:
       // The OpenAI-compatible endpoint answers 401 "Incorrect API key provided: <key>".
       const openai = await send('openai pipeline failure', postMessage('please fail-openai', 'sec-openai'));
       expect(JSON.parse(openai.body)).toMatchObject({ status: 'dead_lettered' });
+      // Two attempts of the http pipeline and the one of the OpenAI pipeline reached the backend.
+      expect(backend.calls()).toBe(3);
       figures.failures_driven += 2;
 
       // Telegram and Slack refuse the replies, naming the token in their error.
