@@ -1,4 +1,5 @@
 import { OUTCOME_KINDS } from '@switchboard/core';
+import { readFileSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, runCli, tempDir, writeConfig } from '../apps/gateway/test/serve-process.js';
@@ -464,6 +465,30 @@ describe('generated bad input (fuzz)', () => {
         }),
         100,
       );
+    });
+
+    it('answers POST /admin/reload of a generated bad file with 4xx and keeps the old config', async () => {
+      const good = readFileSync(under.gateway.configPath, 'utf8');
+      const badFile = fc.oneof(
+        oneWrongValue.map(({ text }) => text),
+        yamlText,
+        fc.constantFrom(ALIAS_BOMB, `${good}\nextra: *missing\n`),
+      );
+      try {
+        await check(
+          fc.asyncProperty(badFile, async (text) => {
+            writeFileSync(under.gateway.configPath, text);
+            const request = { method: 'POST', target: '/admin/reload', headers: [ADMIN] };
+            const { answer } = await send(request);
+            expectStatus(request, answer, [400]);
+          }),
+          40,
+        );
+      } finally {
+        writeFileSync(under.gateway.configPath, good);
+      }
+      const request = { method: 'POST', target: '/admin/reload', headers: [ADMIN] };
+      expectStatus(request, (await send(request)).answer, [200]);
     });
   });
 
