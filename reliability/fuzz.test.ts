@@ -987,6 +987,7 @@ describe('generated config files', () => {
           throw new Error(`config check answered ${code}\nconfig:\n${text}\nstderr:\n${stderr}`);
       }),
       4,
+      { sameInFull: true },
     );
   });
 });

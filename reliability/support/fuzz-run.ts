@@ -12,14 +12,20 @@ export const seed = Number(process.env.RELIABILITY_SEED ?? 20_261_201);
 const FULL_SCALE = 15;
 
 /** The runs of one property: `shortRuns` in the short profile. */
-export function runs(shortRuns: number): number {
+function runs(shortRuns: number): number {
   return profile === 'full' ? shortRuns * FULL_SCALE : shortRuns;
 }
 
 /**
- * Checks `property` with the file's seed; on failure fast-check reports the shrunk
- * counterexample and the check's own message (the request and the answer).
+ * Checks `property` with the file's seed, `shortRuns` times in the short profile and, unless
+ * `sameInFull` (inputs that each start a process), fifteen times as often in the full one. On
+ * failure fast-check reports the shrunk counterexample and the check's own message (the request
+ * and the answer).
  */
-export async function check<T>(property: fc.IAsyncPropertyWithHooks<T>, shortRuns: number): Promise<void> {
-  await fc.assert(property, { seed, numRuns: runs(shortRuns) });
+export async function check<T>(
+  property: fc.IAsyncPropertyWithHooks<T>,
+  shortRuns: number,
+  options: { sameInFull?: boolean } = {},
+): Promise<void> {
+  await fc.assert(property, { seed, numRuns: options.sameInFull ? shortRuns : runs(shortRuns) });
 }
