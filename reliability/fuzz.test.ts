@@ -179,12 +179,14 @@ const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'
 
 // ---- the scenario -------------------------------------------------------------------------
 
+beforeAll(() => {
+  process.stdout.write(`fuzz: seed ${seed} (RELIABILITY_SEED to replay), profile ${profile}\n`);
+});
 // One record for the whole file, once the config describe below has counted its inputs too.
 afterAll(() => recordFigures('fuzz', figures));
 
 describe('generated bad input (fuzz)', () => {
   beforeAll(async () => {
-    process.stdout.write(`fuzz: seed ${seed} (RELIABILITY_SEED to replay), profile ${profile}\n`);
     under = await startEveryChannelGateway({
       secrets: SECRETS,
       pipelinesYaml: 'pipelines:\n  - { id: echo, type: echo }\nrouting: { default: echo }\n',
