@@ -1,0 +1,94 @@
+import { readFileSync, readdirSync } from 'node:fs';
+
+/** One reading of a running gateway's resources. */
+export interface ResourceSample {
+  /** Milliseconds since the sampler started. */
+  atMs: number;
+  rssBytes: number;
+  /** V8 heap in use, from `/metrics`; null when the gateway does not export it. */
+  heapBytes: number | null;
+  openFds: number;
+}
+
+/** Resident set size of `pid` from /proc (Linux), in bytes. */
+export function readRssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+  if (match === null) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(match[1]) * 1024;
+}
+
+/** Open file descriptors of `pid` (sockets, the SQLite file and its WAL, pipes…). */
+export function countOpenFds(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/** `nodejs_heap_size_used_bytes` from a Prometheus exposition, whatever its prefix. */
+export async function readHeapBytes(metricsUrl: string): Promise<number | null> {
+  const response = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
+  const text = await response.text();
+  const match = /^\w*nodejs_heap_size_used_bytes(?:\{[^}]*\})?\s+([0-9.e+]+)$/m.exec(text);
+  return match === null ? null : Number(match[1]);
+}
+
+/**
+ * Least-squares slope of `value` over time, in units per minute: how fast a resource grows once
+ * the process is warm. A flat process gives a slope near zero whatever its level.
+ */
+export function slopePerMinute(
+  samples: readonly ResourceSample[],
+  value: (s: ResourceSample) => number,
+): number {
+  if (samples.length < 2) return 0;
+  const xs = samples.map((s) => s.atMs / 60_000);
+  const ys = samples.map(value);
+  const meanX = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const meanY = ys.reduce((a, b) => a + b, 0) / ys.length;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < xs.length; i++) {
+    const dx = (xs[i] as number) - meanX;
+    num += dx * ((ys[i] as number) - meanY);
+    den += dx * dx;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
+/** Samples a gateway process every `intervalMs` until stopped. */
+export interface ProcessSampler {
+  readonly samples: ResourceSample[];
+  stop(): Promise<void>;
+}
+
+export function sampleProcess(options: {
+  pid: number;
+  metricsUrl: string;
+  intervalMs: number;
+}): ProcessSampler {
+  const samples: ResourceSample[] = [];
+  const startedAt = Date.now();
+  let stopped = false;
+  let pending: Promise<void> = Promise.resolve();
+  const take = async (): Promise<void> => {
+    const heapBytes = await readHeapBytes(options.metricsUrl).catch(() => null);
+    samples.push({
+      atMs: Date.now() - startedAt,
+      rssBytes: readRssBytes(options.pid),
+      heapBytes,
+      openFds: countOpenFds(options.pid),
+    });
+  };
+  const timer = setInterval(() => {
+    if (stopped) return;
+    pending = pending.then(take).catch(() => undefined);
+  }, options.intervalMs);
+  pending = take();
+  return {
+    samples,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await pending;
+    },
+  };
+}
