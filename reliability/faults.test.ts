@@ -12,6 +12,7 @@ import {
 } from '../apps/gateway/test/serve-process.js';
 import { type FaultyBackend, startFaultyBackend } from './support/faulty-backend.js';
 import { profile, recordFigures } from './support/figures.js';
+import { metricSum, scrapeMetrics } from './support/prometheus.js';
 import { deriveSeed, runSeed, seededRandom } from './support/seeded-random.js';
 
 /**
@@ -223,8 +224,11 @@ routing: { default: bot }
     await eventually(
       async () => {
         if (fake.pendingUpdates().length > 0) return false;
-        const metrics = await fetch(`${last.url}/metrics`).then((r) => r.text());
-        return /^switchboard_queue_pending 0$/m.test(metrics) && /^switchboard_inflight 0$/m.test(metrics);
+        const metrics = await scrapeMetrics(last.url);
+        return (
+          metricSum(metrics, 'switchboard_queue_pending') === 0 &&
+          metricSum(metrics, 'switchboard_inflight') === 0
+        );
       },
       DRAIN_BOUND_MS,
       'the last gateway drained',

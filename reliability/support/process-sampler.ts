@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync } from 'node:fs';
+import { scrapeMetrics } from './prometheus.js';
 
 /** One reading of a running gateway's resources. */
 export interface ResourceSample {
@@ -23,11 +24,9 @@ export function countOpenFds(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
 }
 
-/** `nodejs_heap_size_used_bytes` from a Prometheus exposition, whatever its prefix. */
-export async function readHeapBytes(metricsUrl: string): Promise<number | null> {
-  const response = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
-  const text = await response.text();
-  const match = /^\w*nodejs_heap_size_used_bytes(?:\{[^}]*\})?\s+([0-9.e+]+)$/m.exec(text);
+/** `nodejs_heap_size_used_bytes` from the gateway's metrics, whatever their prefix; null without it. */
+export async function readHeapBytes(baseUrl: string): Promise<number | null> {
+  const match = /^\w*nodejs_heap_size_used_bytes(?:\{[^}]*\})?\s+(\S+)$/m.exec(await scrapeMetrics(baseUrl));
   return match === null ? null : Number(match[1]);
 }
 
@@ -60,29 +59,26 @@ export interface ProcessSampler {
   stop(): Promise<void>;
 }
 
-export function sampleProcess(options: {
-  pid: number;
-  metricsUrl: string;
-  intervalMs: number;
-}): ProcessSampler {
+/** One reading of `pid`'s resources now (`atMs` 0). */
+export async function readResources(options: { pid: number; baseUrl: string }): Promise<ResourceSample> {
+  const heapBytes = await readHeapBytes(options.baseUrl).catch(() => null);
+  return { atMs: 0, rssBytes: readRssBytes(options.pid), heapBytes, openFds: countOpenFds(options.pid) };
+}
+
+export function sampleProcess(options: { pid: number; baseUrl: string; intervalMs: number }): ProcessSampler {
   const samples: ResourceSample[] = [];
   const startedAt = Date.now();
   let stopped = false;
   let pending: Promise<void> = Promise.resolve();
   const take = async (): Promise<void> => {
-    const heapBytes = await readHeapBytes(options.metricsUrl).catch(() => null);
-    samples.push({
-      atMs: Date.now() - startedAt,
-      rssBytes: readRssBytes(options.pid),
-      heapBytes,
-      openFds: countOpenFds(options.pid),
-    });
+    const sample = await readResources(options);
+    samples.push({ ...sample, atMs: Date.now() - startedAt });
   };
   const timer = setInterval(() => {
     if (stopped) return;
     pending = pending.then(take).catch(() => undefined);
   }, options.intervalMs);
-  pending = take();
+  pending = take().catch(() => undefined);
   return {
     samples,
     async stop() {
