@@ -6,7 +6,7 @@ export interface ResourceSample {
   /** Milliseconds since the sampler started. */
   atMs: number;
   rssBytes: number;
-  /** V8 heap in use, from `/metrics`; null when the gateway does not export it. */
+  /** V8 heap in use (from `/metrics` unless the source reads it otherwise); null when unknown. */
   heapBytes: number | null;
   openFds: number;
 }
@@ -59,13 +59,21 @@ export interface ProcessSampler {
   stop(): Promise<void>;
 }
 
+/** Where a sample reads from: the process, its `/metrics`, or `readHeap` for the heap. */
+export interface SampleSource {
+  pid: number;
+  baseUrl: string;
+  /** Reads the heap instead of `/metrics` (e.g. the live heap after a forced collection). */
+  readHeap?: () => Promise<number>;
+}
+
 /** One reading of `pid`'s resources now (`atMs` 0). */
-export async function readResources(options: { pid: number; baseUrl: string }): Promise<ResourceSample> {
-  const heapBytes = await readHeapBytes(options.baseUrl).catch(() => null);
+export async function readResources(options: SampleSource): Promise<ResourceSample> {
+  const heapBytes = await (options.readHeap?.() ?? readHeapBytes(options.baseUrl)).catch(() => null);
   return { atMs: 0, rssBytes: readRssBytes(options.pid), heapBytes, openFds: countOpenFds(options.pid) };
 }
 
-export function sampleProcess(options: { pid: number; baseUrl: string; intervalMs: number }): ProcessSampler {
+export function sampleProcess(options: SampleSource & { intervalMs: number }): ProcessSampler {
   const samples: ResourceSample[] = [];
   const startedAt = Date.now();
   let stopped = false;
