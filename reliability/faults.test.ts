@@ -305,6 +305,18 @@ routing: { default: bot }
       ...sequenceViolations(visits.filter((visit) => visit.answer === 'ok')),
     ];
 
+    /** What the backend and the platform saw of one message, for a failure to say where it stopped. */
+    const trace = (marker: string): string => {
+      const answers = visits
+        .filter((visit) => visit.marker === marker)
+        .map((v) => `${v.answer}@${v.attempt}`);
+      const sends = fake
+        .callsOf('sendMessage')
+        .filter((call) => call.body.text === `echo: ${marker}`)
+        .map((call) => String(call.status));
+      return `backend: [${answers.join(' ')}], sendMessage: [${sends.join(' ')}]`;
+    };
+
     const figures = {
       seed: SEED,
       'inputs tried': ledger.tried,
@@ -334,7 +346,10 @@ routing: { default: bot }
     );
     expect(gateways.unexpectedExits, 'gateway exits other than our SIGKILLs').toBe(0);
     expect(ledger.serverErrors, '5xx answers other than 503').toBe(0);
-    expect(lost, 'accepted messages without an outcome').toEqual([]);
+    expect(
+      lost.map((marker) => `${marker} (${trace(marker)})`),
+      'accepted messages without an outcome',
+    ).toEqual([]);
     expect(multiple.map((marker) => `${marker}: ${outcomes.get(marker)?.join(',')}`)).toEqual([]);
     expect(auditMismatches, 'statuses and audit records that disagree').toEqual([]);
     expect(orderViolations, 'messages of one session that ran out of order').toEqual([]);
