@@ -91,6 +91,8 @@ interface ClientLedger {
   /** Answers 500–599 other than 503 (a 503 with Retry-After is backpressure or draining). */
   serverErrors: number;
   refused: number;
+  /** 4xx answers other than 429 to these valid requests. */
+  otherAnswers: number;
   connectionErrors: number;
   /** Gateway ids answered for each API marker (more than one only if deduplication failed). */
   apiIds: Map<string, Set<string>>;
@@ -140,6 +142,7 @@ routing: { default: bot }
       tried: 0,
       serverErrors: 0,
       refused: 0,
+      otherAnswers: 0,
       connectionErrors: 0,
       apiIds: new Map(),
       telegramMarkers: [],
@@ -171,8 +174,13 @@ routing: { default: bot }
             ledger.apiIds.set(marker, ids);
             break;
           }
-          if (answer.status >= 500 && answer.status !== 503) ledger.serverErrors += 1;
-          else ledger.refused += 1;
+          if (answer.status !== 429 && answer.status !== 503) {
+            // Anything else is a wrong answer to a valid request: counted, and the message given up.
+            if (answer.status >= 500) ledger.serverErrors += 1;
+            else ledger.otherAnswers += 1;
+            break;
+          }
+          ledger.refused += 1;
           const retryAfterS = Number(answer.headers.get('retry-after') ?? '1');
           await sleep(Math.min(1_000, retryAfterS * 1_000));
         }
@@ -322,6 +330,7 @@ routing: { default: bot }
       'inputs tried': ledger.tried,
       '5xx answers (not 503)': ledger.serverErrors,
       'refused (429/503), retried': ledger.refused,
+      'other 4xx answers': ledger.otherAnswers,
       'connection errors (kills)': ledger.connectionErrors,
       crashes: gateways.unexpectedExits,
       'SIGKILLs + restarts': kills,
@@ -346,6 +355,7 @@ routing: { default: bot }
     );
     expect(gateways.unexpectedExits, 'gateway exits other than our SIGKILLs').toBe(0);
     expect(ledger.serverErrors, '5xx answers other than 503').toBe(0);
+    expect(ledger.otherAnswers, '4xx answers other than 429').toBe(0);
     expect(
       lost.map((marker) => `${marker} (${trace(marker)})`),
       'accepted messages without an outcome',
