@@ -1,0 +1,477 @@
+import { describe, expect, it } from 'vitest';
+import { startFakePipeline } from '../apps/gateway/test/fake-pipeline.js';
+import {
+  type JsonAnswer,
+  type ServeProcess,
+  eventually,
+  get,
+  post,
+  startServe,
+  tempDir,
+  testConfig,
+  useCleanups,
+  writeConfig,
+} from '../apps/gateway/test/serve-process.js';
+import { profile, recordFigures } from './support/figures.js';
+import { type HeldConnection, openEventStream, startSlowUpload } from './support/held-connections.js';
+import { LIVE_HEAP_ENV, connectLiveHeap } from './support/live-heap.js';
+import {
+  type ResourceSample,
+  readResources,
+  sampleProcess,
+  slopePerMinute,
+} from './support/process-sampler.js';
+import { metricSum, scrapeMetrics } from './support/prometheus.js';
+import { deriveSeed, runSeed, seededRandom } from './support/seeded-random.js';
+
+/**
+ * Load (docs/RELIABILITY.md): many sessions, a long mixed run, overload and held connections
+ * against the real `switchboard serve` on a SQLite file. Memory and descriptors must stay flat,
+ * overload must be refused with 429/503 + Retry-After rather than absorbed, and a normal request
+ * must still be answered within a second while hundreds of connections are held open.
+ */
+
+const SEED = runSeed();
+const MiB = 1024 * 1024;
+const LOAD = {
+  sessions: 5_000,
+  messagesPerSession: 2,
+  clients: 50,
+  mixedRunMs: profile === 'full' ? 10 * 60_000 : 60_000,
+  sampleEveryMs: profile === 'full' ? 10_000 : 3_000,
+  /** Samples before this are warm-up (JIT, pools, SQLite cache) and not part of the slope. */
+  warmUpMs: profile === 'full' ? 60_000 : 15_000,
+  mixedClients: 16,
+  eventStreams: 500,
+  slowUploads: 200,
+};
+/**
+ * Generous bounds on growth after warm-up, per minute. The heap is the live heap after a forced
+ * collection (support/live-heap.ts), so a leak shows at once; RSS also carries allocator and
+ * SQLite cache noise, hence the wider bound. The full run's ten minutes allow tighter ones.
+ */
+const FLAT = {
+  rssBytesPerMinute: profile === 'full' ? 8 * MiB : 24 * MiB,
+  heapBytesPerMinute: profile === 'full' ? 2 * MiB : 8 * MiB,
+  fdsPerMinute: profile === 'full' ? 2 : 10,
+};
+
+const cleanup = useCleanups();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function serve(yaml: string, env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  const dir = tempDir();
+  const configPath = writeConfig(dir, testConfig(dir, yaml));
+  const gateway = await startServe({ dir, configPath, env: { LOG_LEVEL: 'info', ...env } });
+  cleanup(() => gateway.stop('SIGKILL'));
+  return gateway;
+}
+
+/** Counts of the answers a load client got, by status class. */
+class AnswerTally {
+  tried = 0;
+  byStatus = new Map<number, number>();
+  /** 429 and 503 answers without a Retry-After header: backpressure a client cannot follow. */
+  refusedWithoutRetryAfter = 0;
+  connectionErrors = 0;
+
+  add(answer: JsonAnswer | undefined): void {
+    this.tried += 1;
+    if (answer === undefined) {
+      this.connectionErrors += 1;
+      return;
+    }
+    this.byStatus.set(answer.status, (this.byStatus.get(answer.status) ?? 0) + 1);
+    if ((answer.status === 429 || answer.status === 503) && answer.headers.get('retry-after') === null) {
+      this.refusedWithoutRetryAfter += 1;
+    }
+  }
+
+  count(predicate: (status: number) => boolean): number {
+    let total = 0;
+    for (const [status, count] of this.byStatus) if (predicate(status)) total += count;
+    return total;
+  }
+
+  figures(): Record<string, number> {
+    return {
+      'inputs tried': this.tried,
+      '5xx answers (not 503)': this.count((s) => s >= 500 && s !== 503),
+      '429/503 answers': this.count((s) => s === 429 || s === 503),
+      '429/503 without Retry-After': this.refusedWithoutRetryAfter,
+      'connection errors': this.connectionErrors,
+    };
+  }
+}
+
+/** Slopes and levels of the samples after warm-up. */
+function resourceFigures(samples: readonly ResourceSample[], warmUpMs: number) {
+  const warm = samples.filter((sample) => sample.atMs >= warmUpMs);
+  const heap = warm.filter((sample) => sample.heapBytes !== null);
+  const first = warm[0];
+  const last = warm.at(-1);
+  return {
+    samples: warm.length,
+    rssSlope: slopePerMinute(warm, (s) => s.rssBytes),
+    heapSlope: heap.length >= 2 ? slopePerMinute(heap, (s) => s.heapBytes as number) : null,
+    fdSlope: slopePerMinute(warm, (s) => s.openFds),
+    rssFirst: first?.rssBytes ?? 0,
+    rssLast: last?.rssBytes ?? 0,
+    rssPeak: Math.max(...samples.map((s) => s.rssBytes)),
+    fdsFirst: first?.openFds ?? 0,
+    fdsLast: last?.openFds ?? 0,
+    heapFirst: heap[0]?.heapBytes ?? null,
+    heapLast: heap.at(-1)?.heapBytes ?? null,
+  };
+}
+
+const mib = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
+
+describe('load', () => {
+  describe(`when ${LOAD.sessions} sessions send ${LOAD.messagesPerSession} messages each`, () => {
+    it('accepts and completes every message, with no 5xx', { timeout: 600_000 }, async () => {
+      const gateway = await serve(`channels: [{ id: api, type: openapi }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`);
+      const sampler = sampleProcess({
+        pid: gateway.child.pid as number,
+        baseUrl: gateway.url,
+        intervalMs: 2_000,
+      });
+      cleanup(() => sampler.stop());
+      const tally = new AnswerTally();
+      const startedAt = Date.now();
+      let accepted = 0;
+      let nextSession = 0;
+      // Each client takes the next session and sends its messages in order, following Retry-After.
+      async function client(): Promise<void> {
+        for (let session = nextSession++; session < LOAD.sessions; session = nextSession++) {
+          for (let n = 0; n < LOAD.messagesPerSession; n++) {
+            for (let attempt = 0; attempt < 20; attempt++) {
+              const answer = await post(`${gateway.url}/v1/messages`, {
+                session_id: `load-${session}`,
+                user_id: `u${session}`,
+                text: `m${n}`,
+                wait: false,
+              }).catch(() => undefined);
+              tally.add(answer);
+              if (answer?.status === 202 || answer?.status === 200) {
+                accepted += 1;
+                break;
+              }
+              const retryAfterS = Number(answer?.headers.get('retry-after') ?? '1');
+              await sleep(Math.min(2_000, retryAfterS * 1_000));
+            }
+          }
+        }
+      }
+      await Promise.all(Array.from({ length: LOAD.clients }, () => client()));
+      const acceptedMs = Date.now() - startedAt;
+      const completed = await eventually(
+        async () => {
+          const metrics = await scrapeMetrics(gateway.url);
+          const pending = metricSum(metrics, 'switchboard_queue_pending');
+          const inflight = metricSum(metrics, 'switchboard_inflight');
+          return (
+            pending === 0 &&
+            inflight === 0 &&
+            metricSum(metrics, 'switchboard_messages_total', 'outcome="completed"')
+          );
+        },
+        300_000,
+        'every accepted message settled',
+      );
+      const drainedMs = Date.now() - startedAt;
+      await sampler.stop();
+      const resources = resourceFigures(sampler.samples, 0);
+      recordFigures(`load: ${LOAD.sessions} sessions × ${LOAD.messagesPerSession}`, {
+        ...tally.figures(),
+        accepted,
+        answered: completed,
+        lost: accepted - completed,
+        'accepted in (s)': Math.round(acceptedMs / 100) / 10,
+        'all answered in (s)': Math.round(drainedMs / 100) / 10,
+        'messages per second': Math.round(accepted / (drainedMs / 1000)),
+        'RSS start (MiB)': mib(resources.rssFirst),
+        'RSS peak (MiB)': mib(resources.rssPeak),
+        'RSS end (MiB)': mib(resources.rssLast),
+        'open fds start': resources.fdsFirst,
+        'open fds end': resources.fdsLast,
+      });
+      expect(tally.count((s) => s >= 500 && s !== 503)).toBe(0);
+      expect(tally.refusedWithoutRetryAfter).toBe(0);
+      expect(accepted).toBe(LOAD.sessions * LOAD.messagesPerSession);
+      expect(completed).toBe(accepted);
+      // The clients' keep-alive connections are still open; beyond them, no descriptor per session.
+      expect(resources.fdsLast).toBeLessThanOrEqual(resources.fdsFirst + LOAD.clients + 20);
+    });
+  });
+
+  describe(`when a mixed load runs for ${LOAD.mixedRunMs / 1000} s`, () => {
+    it('keeps memory and open descriptors flat', { timeout: LOAD.mixedRunMs + 300_000 }, async () => {
+      const backend = await startFakePipeline({ delayMs: 20 });
+      cleanup(() => backend.close());
+      const gateway = await serve(
+        `channels: [{ id: api, type: openapi }]
+pipelines:
+  - { id: echo, type: echo }
+  - { id: bot, type: http, url: "${backend.url}", timeout: 5s }
+  - { id: burst, type: echo, aggregation: { enabled: true, delay: 200ms } }
+routing:
+  default: echo
+  rules:
+    - { name: to-bot, type: message_content, operator: starts_with, value: "bot ", pipeline: bot }
+    - { name: to-burst, type: message_content, operator: starts_with, value: "burst ", pipeline: burst }
+    - { name: drop, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
+`,
+        LIVE_HEAP_ENV,
+      );
+      const liveHeap = await connectLiveHeap(gateway.stderr);
+      cleanup(async () => liveHeap.close());
+      const sampler = sampleProcess({
+        pid: gateway.child.pid as number,
+        baseUrl: gateway.url,
+        readHeap: () => liveHeap.readBytes(),
+        intervalMs: LOAD.sampleEveryMs,
+      });
+      cleanup(() => sampler.stop());
+      const tally = new AnswerTally();
+      const ops = new Map<string, number>();
+      const endAt = Date.now() + LOAD.mixedRunMs;
+      const api = `${gateway.url}/v1`;
+
+      /** One client: seeded mix of everything a user does, one request at a time, until the end. */
+      async function client(index: number): Promise<void> {
+        const random = seededRandom(deriveSeed(SEED, 'mixed', index));
+        let lastId: string | undefined;
+        for (let n = 0; Date.now() < endAt; n++) {
+          const session = `mix-${index}-${random.between(0, 199)}`;
+          const roll = random.next();
+          let op: string;
+          let answer: JsonAnswer | undefined;
+          if (roll < 0.3) {
+            op = 'POST wait';
+            answer = await post(`${api}/messages`, { session_id: session, user_id: 'u', text: `hi ${n}` });
+          } else if (roll < 0.45) {
+            op = 'POST http pipeline';
+            answer = await post(`${api}/messages`, { session_id: session, user_id: 'u', text: `bot ${n}` });
+          } else if (roll < 0.55) {
+            op = 'POST wait=false';
+            answer = await post(`${api}/messages`, {
+              session_id: session,
+              user_id: 'u',
+              text: `burst ${n}`,
+              wait: false,
+            });
+            lastId = answer?.body?.id ?? lastId;
+          } else if (roll < 0.62) {
+            op = 'POST idempotent repeat';
+            const key = `${index}-${random.between(0, 49)}`;
+            answer = await post(
+              `${api}/messages`,
+              { session_id: session, user_id: 'u', text: `again ${key}` },
+              { 'idempotency-key': key },
+            );
+          } else if (roll < 0.67) {
+            op = 'POST discarded';
+            answer = await post(`${api}/messages`, { session_id: session, user_id: 'u', text: 'buy now' });
+          } else if (roll < 0.77) {
+            op = 'POST invalid';
+            answer = await post(`${api}/messages`, { session_id: session, text: 42 });
+          } else if (roll < 0.87) {
+            op = 'GET status';
+            const response = await get(`${api}/messages/${lastId ?? 'unknown'}`).catch(() => undefined);
+            answer = response && { status: response.status, headers: new Headers(), body: null };
+          } else if (roll < 0.92) {
+            op = 'SSE open and close';
+            const stream = await openEventStream(`${api}/sessions/${session}/events`, 2_000);
+            stream.close();
+            answer =
+              stream.status === null
+                ? undefined
+                : { status: stream.status, headers: new Headers(), body: null };
+          } else {
+            op = 'GET admin';
+            const path = random.next() < 0.5 ? '/admin/audit?limit=20' : '/admin/queues';
+            const response = await get(`${gateway.url}${path}`).catch(() => undefined);
+            answer = response && { status: response.status, headers: new Headers(), body: null };
+          }
+          ops.set(op, (ops.get(op) ?? 0) + 1);
+          tally.add(answer);
+          if (answer?.status === 429 || answer?.status === 503) {
+            await sleep(Number(answer.headers.get('retry-after') ?? '1') * 1_000);
+          }
+        }
+      }
+      await Promise.all(Array.from({ length: LOAD.mixedClients }, (_, index) => client(index)));
+      await sampler.stop();
+      const resources = resourceFigures(sampler.samples, LOAD.warmUpMs);
+      const metrics = await scrapeMetrics(gateway.url);
+      recordFigures(`load: mixed ${LOAD.mixedRunMs / 1000} s`, {
+        seed: SEED,
+        ...tally.figures(),
+        ...Object.fromEntries([...ops].map(([op, count]) => [`op ${op}`, count])),
+        'outcome completed': metricSum(metrics, 'switchboard_messages_total', 'outcome="completed"'),
+        'outcome discarded': metricSum(metrics, 'switchboard_messages_total', 'outcome="discarded"'),
+        'outcome duplicate': metricSum(metrics, 'switchboard_messages_total', 'outcome="duplicate"'),
+        'outcome dead_lettered': metricSum(metrics, 'switchboard_messages_total', 'outcome="dead_lettered"'),
+        'outcome dropped': metricSum(metrics, 'switchboard_messages_total', 'outcome="dropped"'),
+        'samples after warm-up': resources.samples,
+        'RSS after warm-up (MiB)': mib(resources.rssFirst),
+        'RSS end (MiB)': mib(resources.rssLast),
+        'RSS slope (MiB/min)': mib(resources.rssSlope),
+        'live heap after warm-up (MiB)': resources.heapFirst === null ? 'n/a' : mib(resources.heapFirst),
+        'live heap end (MiB)': resources.heapLast === null ? 'n/a' : mib(resources.heapLast),
+        'live heap slope (MiB/min)': resources.heapSlope === null ? 'n/a' : mib(resources.heapSlope),
+        'open fds after warm-up': resources.fdsFirst,
+        'open fds end': resources.fdsLast,
+        'open fds slope (/min)': Math.round(resources.fdSlope * 10) / 10,
+      });
+      expect(
+        tally.count((s) => s >= 500 && s !== 503),
+        '5xx answers',
+      ).toBe(0);
+      expect(tally.refusedWithoutRetryAfter).toBe(0);
+      expect(resources.samples).toBeGreaterThanOrEqual(5);
+      expect(resources.rssSlope, 'RSS growth per minute after warm-up').toBeLessThan(FLAT.rssBytesPerMinute);
+      expect(resources.heapSlope, 'live heap growth per minute after warm-up').toBeLessThan(
+        FLAT.heapBytesPerMinute,
+      );
+      expect(resources.fdSlope, 'open descriptors growth per minute').toBeLessThan(FLAT.fdsPerMinute);
+    });
+  });
+
+  describe('when more arrives than the queue may hold', () => {
+    it('refuses the excess with 429/503 and Retry-After instead of growing', {
+      timeout: 180_000,
+    }, async () => {
+      const maxPending = 50;
+      const backend = await startFakePipeline({ delayMs: 200 });
+      cleanup(() => backend.close());
+      const gateway = await serve(`channels: [{ id: api, type: openapi }]
+concurrency: { pipeline: 2 }
+queue: { max_pending: ${maxPending} }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }
+`);
+      const tally = new AnswerTally();
+      let accepted = 0;
+      let highestPending = 0;
+      const watching = { on: true };
+      const watcher = (async () => {
+        while (watching.on) {
+          const metrics = await scrapeMetrics(gateway.url).catch(() => '');
+          highestPending = Math.max(highestPending, metricSum(metrics, 'switchboard_queue_pending'));
+          await sleep(50);
+        }
+      })();
+      const target = { pid: gateway.child.pid as number, baseUrl: gateway.url };
+      const before = await readResources(target);
+      // Waves of 150 at once: over the queue's bound, and over the 100 requests in flight.
+      for (let wave = 0; wave < 4; wave++) {
+        const answers = await Promise.all(
+          Array.from({ length: 150 }, (_, n) =>
+            post(`${gateway.url}/v1/messages`, {
+              session_id: `bp-${n % 30}`,
+              user_id: 'u',
+              text: `w${wave} m${n}`,
+              wait: n % 2 === 0,
+              timeout_ms: 2_000,
+            }).catch(() => undefined),
+          ),
+        );
+        for (const answer of answers) {
+          tally.add(answer);
+          if (answer?.status === 200 || answer?.status === 202) accepted += 1;
+        }
+      }
+      const after = await readResources(target);
+      watching.on = false;
+      await watcher;
+      const completed = await eventually(
+        async () => {
+          const metrics = await scrapeMetrics(gateway.url);
+          const done =
+            metricSum(metrics, 'switchboard_queue_pending') === 0 &&
+            metricSum(metrics, 'switchboard_inflight') === 0;
+          return done && metricSum(metrics, 'switchboard_messages_total', 'outcome="completed"');
+        },
+        120_000,
+        'the accepted messages settled',
+      );
+      const refused = tally.count((s) => s === 429 || s === 503);
+      recordFigures('load: backpressure', {
+        ...tally.figures(),
+        'queue.max_pending': maxPending,
+        accepted,
+        answered: completed,
+        lost: accepted - completed,
+        'highest queue_pending seen': highestPending,
+        'RSS before (MiB)': mib(before.rssBytes),
+        'RSS after overload (MiB)': mib(after.rssBytes),
+      });
+      expect(
+        tally.count((s) => s >= 500 && s !== 503),
+        '5xx answers',
+      ).toBe(0);
+      expect(refused, 'overload refused').toBeGreaterThan(0);
+      expect(tally.refusedWithoutRetryAfter, 'refusals without Retry-After').toBe(0);
+      expect(highestPending).toBeLessThanOrEqual(maxPending);
+      // 600 requests against a bounded queue: what is refused must not be held in memory.
+      expect(after.rssBytes - before.rssBytes).toBeLessThan(64 * MiB);
+      expect(completed).toBe(accepted);
+    });
+  });
+
+  describe(`when ${LOAD.eventStreams} SSE clients and ${LOAD.slowUploads} slow uploads are connected`, () => {
+    it('still answers a normal request within 1 s', { timeout: 180_000 }, async () => {
+      const gateway = await serve(`channels: [{ id: api, type: openapi }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`);
+      const held: HeldConnection[] = [];
+      cleanup(async () => {
+        for (const connection of held) connection.close();
+      });
+      const streams = await Promise.all(
+        Array.from({ length: LOAD.eventStreams }, (_, n) =>
+          openEventStream(`${gateway.url}/v1/sessions/watch-${n % 50}/events`, 10_000),
+        ),
+      );
+      held.push(...streams);
+      const uploads = await Promise.all(
+        Array.from({ length: LOAD.slowUploads }, () =>
+          startSlowUpload(`${gateway.url}/v1/messages`, { bodyBytes: 10_000, intervalMs: 1_000 }),
+        ),
+      );
+      held.push(...uploads);
+      const resources = await readResources({ pid: gateway.child.pid as number, baseUrl: gateway.url });
+
+      const startedAt = performance.now();
+      const answer = await post(`${gateway.url}/v1/messages`, {
+        session_id: 'probe',
+        user_id: 'u',
+        text: 'are you there?',
+      }).catch((err: Error) => err);
+      const answeredMs = Math.round(performance.now() - startedAt);
+      const status = answer instanceof Error ? `error: ${answer.message}` : answer.status;
+
+      recordFigures('load: held connections', {
+        'SSE streams asked': LOAD.eventStreams,
+        'SSE streams opened (200)': streams.filter((s) => s.status === 200).length,
+        'SSE streams refused': streams.filter((s) => s.status !== null && s.status !== 200).length,
+        'SSE streams unanswered': streams.filter((s) => s.status === null).length,
+        'slow uploads held': uploads.length,
+        'slow uploads answered early': uploads.filter((u) => u.status !== null).length,
+        'open fds (gateway)': resources.openFds,
+        'RSS (MiB)': mib(resources.rssBytes),
+        'normal request status': status,
+        'normal request answered in (ms)': answeredMs,
+      });
+      expect(status, 'the normal request is answered').toBe(200);
+      expect(answer instanceof Error ? null : answer.body?.status).toBe('completed');
+      expect(answeredMs, 'answer time of the normal request').toBeLessThan(1_000);
+    });
+  });
+});
