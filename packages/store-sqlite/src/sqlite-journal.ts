@@ -65,7 +65,8 @@ export function createSqliteJournal(db: Database, commit: GroupCommit, now: () =
       // The write decides afresh each time it runs: a failed batch is rolled back and run again.
       await commit(() => {
         result = delivery === undefined || markSeen(delivery) ? 'appended' : 'duplicate';
-        if (result === 'appended') insert.run(entry.message.id, entry.attempt, entry.retryAtMs ?? null, payload);
+        if (result === 'appended')
+          insert.run(entry.message.id, entry.attempt, entry.retryAtMs ?? null, payload);
       });
       return result;
     },
