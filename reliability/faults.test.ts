@@ -25,8 +25,8 @@ import { deriveSeed, runSeed, seededRandom } from './support/seeded-random.js';
 const SEED = runSeed();
 const SIZES =
   profile === 'full'
-    ? { apiSessions: 60, apiPerSession: 30, chats: 10, perChat: 12 }
-    : { apiSessions: 30, apiPerSession: 20, chats: 6, perChat: 8 };
+    ? { apiSessions: 60, apiPerSession: 30, chats: 16, perChat: 40 }
+    : { apiSessions: 30, apiPerSession: 20, chats: 10, perChat: 30 };
 const KILLS = 3;
 /** Time the whole send phase may take, and the drain after the last restart. */
 const SEND_BOUND_MS = 120_000;
@@ -206,7 +206,8 @@ routing: { default: bot }
             text: marker,
           }),
         });
-        await sleep(random.between(200, 800));
+        // Steady enough that the poller is handling an update at most kill moments.
+        await sleep(random.between(100, 400));
       }
     }
 

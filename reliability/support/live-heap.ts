@@ -13,7 +13,9 @@ export interface LiveHeap {
 }
 
 /** Environment for `startServe` that opens the inspector on a free loopback port. */
-export const LIVE_HEAP_ENV = { NODE_OPTIONS: '--inspect=127.0.0.1:0' };
+export const LIVE_HEAP_ENV = {
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --inspect=127.0.0.1:0`.trim(),
+};
 
 /** Connects to the inspector whose address the gateway printed on stderr. */
 export async function connectLiveHeap(stderr: readonly string[]): Promise<LiveHeap> {
