@@ -10,7 +10,7 @@ import {
 import { LineCounter, parseDocument } from 'yaml';
 import { configErrorMap, problemLines } from './problem-lines.js';
 import { type Config, ConfigSchema } from './schema.js';
-import { type Env, substituteEnv } from './substitute.js';
+import { type Env, referencedValues, substituteEnv } from './substitute.js';
 
 /**
  * A parsed configuration with every secret value configured in it: the values of the fields
@@ -79,6 +79,16 @@ function routingProblems(document: unknown): string[] | null {
   }
 }
 
+/**
+ * Every secret value to mask: each secret field's whole value, and the value of each variable
+ * referenced inside one (`"Bearer ${API_KEY}"` → the key alone, as a backend would echo it).
+ */
+function configuredSecrets(written: unknown, document: unknown, env: Env): string[] {
+  const referenced = secretValues(ConfigSchema, written).flatMap((text) => referencedValues(text, env));
+  const values = [...secretValues(ConfigSchema, document), ...referenced];
+  return [...new Set(values)].filter((value) => value !== '');
+}
+
 function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]): boolean {
   return prefix.length <= path.length && prefix.every((part, index) => path[index] === part);
 }
@@ -91,12 +101,14 @@ function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]
  */
 export function parseConfig(text: string, options: ParseConfigOptions = {}): LoadedConfig {
   const source = options.source ?? 'configuration';
-  const document = substituteEnv(parseYaml(text, source), options.env ?? process.env, source);
+  const env = options.env ?? process.env;
+  const written = parseYaml(text, source);
+  const document = substituteEnv(written, env, source);
 
   const parsed = ConfigSchema.safeParse(document, { error: configErrorMap, reportInput: true });
   const routing = routingProblems(document);
   if (parsed.success && routing === null)
-    return { ...parsed.data, secrets: secretValues(ConfigSchema, document) };
+    return { ...parsed.data, secrets: configuredSecrets(written, document, env) };
 
   // The router words routing's own problems; the schema's lines for that section would repeat them.
   const issues = parsed.success ? [] : parsed.error.issues;

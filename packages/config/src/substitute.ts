@@ -63,3 +63,19 @@ export function substituteEnv(document: unknown, env: Env, source = 'configurati
   }
   return result;
 }
+
+/**
+ * The values the `${VAR}` references in `text` resolve to (a variable's value, else its default).
+ * A secret is often one variable inside a longer field (`authorization: "Bearer ${API_KEY}"`):
+ * the masker needs the variable's value on its own, since that is what a backend echoes.
+ */
+export function referencedValues(text: string, env: Env): string[] {
+  const values: string[] = [];
+  for (const [match, body] of text.matchAll(REFERENCE)) {
+    if (match === '$${' || body === undefined) continue;
+    const reference = BODY.exec(body);
+    const value = reference === null ? undefined : (env[reference[1]!] ?? reference[2]);
+    if (value !== undefined) values.push(value);
+  }
+  return values;
+}

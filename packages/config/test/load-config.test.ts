@@ -248,6 +248,24 @@ describe('parseConfig', () => {
         ].sort(),
       );
     });
+
+    it('also lists the value of each variable referenced inside a secret field, alone', () => {
+      const config = parseConfig(
+        [
+          'pipelines:',
+          '  - id: hook',
+          '    type: http',
+          '    url: "http://127.0.0.1:9/${HOOK_PATH}"',
+          '    headers: { authorization: "Bearer ${HOOK_KEY}", x-tenant: "${TENANT:-tenant-default-1}" }',
+          'routing: { default: hook }',
+        ].join('\n'),
+        { env: { HOOK_KEY: 'hook-key-value-1', HOOK_PATH: 'not-secret-path' } },
+      );
+
+      expect([...config.secrets].sort()).toEqual(
+        ['Bearer hook-key-value-1', 'hook-key-value-1', 'tenant-default-1'].sort(),
+      );
+    });
   });
 
   describe('when durations are given', () => {
