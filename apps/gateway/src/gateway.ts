@@ -3,6 +3,7 @@ import {
   createHttpServerShutdown,
   httpErrorHandler,
   httpServerOptions,
+  notFoundHandler,
   registerApiDocs,
 } from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
@@ -110,6 +111,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   server.setErrorHandler(httpErrorHandler);
+  server.setNotFoundHandler(notFoundHandler);
   const httpShutdown = createHttpServerShutdown(server);
   const operatorAuth = adminAuth(config.admin.token);
   await registerApiDocs(server, {

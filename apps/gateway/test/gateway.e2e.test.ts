@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
 import {
@@ -14,6 +15,19 @@ import {
 } from './serve-process.js';
 
 const cleanup = useCleanups();
+
+/** Sends `text` on a bare socket (for what fetch refuses to send); resolves all the server wrote. */
+async function exchangeRaw(base: string, text: string): Promise<{ status: number; body: unknown }> {
+  const { hostname, port } = new URL(base);
+  const socket = connect(Number(port), hostname);
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+  socket.on('error', () => {});
+  socket.end(text);
+  await new Promise((resolve) => socket.once('close', resolve));
+  const [head = '', body = ''] = received.split('\r\n\r\n');
+  return { status: Number(head.split(' ')[1]), body: JSON.parse(body) };
+}
 
 async function serve(yaml: string, server = 'host: 127.0.0.1, port: 0'): Promise<ServeProcess> {
   const dir = tempDir();
@@ -222,6 +236,41 @@ routing: { default: bot }
       expect((await post(url, ok, auth)).body).toMatchObject({
         status: 'completed',
         replies: [{ text: 'hi' }],
+      });
+    });
+  });
+
+  describe('when a request matches no route or breaks HTTP itself', () => {
+    it('answers 404, a bad percent-encoding, a bad request line and oversized headers in the one error shape', async () => {
+      const gateway = await serve('channels: [{ id: api, type: openapi, api_keys: [secret-key] }]');
+
+      const unknown = await get(`${gateway.url}/slack`);
+      expect(unknown.status).toBe(404);
+      expect(unknown.body).toEqual({ error: { code: 'SB_HTTP_NOT_FOUND', message: 'no route GET /slack' } });
+      const wrongMethod = await exchangeRaw(gateway.url, 'OPTIONS /healthz HTTP/1.1\r\nHost: t\r\n\r\n');
+      expect(wrongMethod).toEqual({
+        status: 404,
+        body: { error: { code: 'SB_HTTP_NOT_FOUND', message: 'no route OPTIONS /healthz' } },
+      });
+
+      const badUrl = await get(`${gateway.url}/v1/messages/%ED%A0%80`, {
+        authorization: 'Bearer secret-key',
+      });
+      expect(badUrl.status).toBe(400);
+      expect(badUrl.body?.error.code).toBe('SB_HTTP_BAD_REQUEST');
+
+      const badLine = await exchangeRaw(gateway.url, 'GET /healthz HTTP/9\r\n\r\n');
+      expect(badLine).toEqual({
+        status: 400,
+        body: { error: { code: 'SB_HTTP_BAD_REQUEST', message: 'malformed HTTP request' } },
+      });
+      const bigHeaders = await exchangeRaw(
+        gateway.url,
+        `GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`,
+      );
+      expect(bigHeaders).toEqual({
+        status: 431,
+        body: { error: { code: 'SB_HTTP_BAD_REQUEST', message: 'headers: larger than the server accepts' } },
       });
     });
   });

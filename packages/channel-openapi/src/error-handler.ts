@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode, isSwitchboardError } from '@switchboard/core';
+import { ERROR_CODES, type ErrorCode, SwitchboardError, isSwitchboardError } from '@switchboard/core';
 import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import type { ErrorBody } from './api-schemas.js';
 
@@ -138,4 +138,13 @@ export function httpErrorHandler(error: Error, request: FastifyRequest, reply: F
     reply.header('retry-after', String(Math.max(1, Math.ceil(answer.retryAfterMs / 1000))));
   }
   void reply.code(answer.status).send(errorBody(answer));
+}
+
+/**
+ * The fastify not-found handler of the gateway and of the channel's scope: an unknown route or
+ * method is a 404 SB_HTTP_NOT_FOUND naming both, answered by the error handler in the one shape
+ * rather than fastify's own `{message, error, statusCode}`.
+ */
+export async function notFoundHandler(request: FastifyRequest): Promise<never> {
+  throw new SwitchboardError('SB_HTTP_NOT_FOUND', { message: `no route ${request.method} ${request.url}` });
 }

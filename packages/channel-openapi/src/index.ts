@@ -9,7 +9,7 @@ export type { ChannelEvents } from './status-tracker.js';
 // Shared with the app's other routes (admin API, root server)
 export { bearerAuth, isLoopbackAddress } from './auth.js';
 export type { AuthHook, BearerAuthOptions } from './auth.js';
-export { httpErrorHandler, toHttpError } from './error-handler.js';
+export { httpErrorHandler, notFoundHandler, toHttpError } from './error-handler.js';
 export type { HttpError } from './error-handler.js';
 export { registerApiDocs } from './api-docs.js';
 export type { ApiDocsOptions } from './api-docs.js';

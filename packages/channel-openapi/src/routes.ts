@@ -22,8 +22,9 @@ import {
   postMessageBodySchema,
 } from './api-schemas.js';
 import { bearerAuth } from './auth.js';
-import { httpErrorHandler } from './error-handler.js';
+import { httpErrorHandler, notFoundHandler } from './error-handler.js';
 import { createKeyedSerializer } from './keyed-serializer.js';
+import { jsonBodyParser } from './json-body.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
 import { SSE_HEADERS, type SseHub } from './sse.js';
@@ -219,11 +220,9 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     // them again with zod on every response cost 8% of the gateway's CPU (docs/BENCHMARKS.md).
     scope.setSerializerCompiler(() => (data) => JSON.stringify(data));
     scope.setErrorHandler(httpErrorHandler);
-    scope.setNotFoundHandler(async (request) => {
-      throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
-        message: `no route ${request.method} ${request.url}`,
-      });
-    });
+    scope.setNotFoundHandler(notFoundHandler);
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
     scope.addHook('onRequest', (_request, _reply, done) => done(notRunning()));
     scope.addHook(
       'onRequest',

@@ -29,6 +29,36 @@ describe('channelRoutes on bad input', () => {
     });
   });
 
+  describe('when the body holds a __proto__ or constructor.prototype key', () => {
+    it('answers 400 naming the key where it is, not "malformed JSON", and accepts nothing', async () => {
+      h = await createHarness();
+      const cases: Array<[string, string]> = [
+        ['{"session_id":"s1","user_id":"u1","text":"hi","__proto__":{"x":1}}', 'body.__proto__'],
+        ['{"session_id":"s1","user_id":"u1","text":"hi","\\u005f_proto__":1}', 'body.__proto__'],
+        [
+          '{"session_id":"s1","user_id":"u1","text":[{"constructor":{"prototype":{}}}]}',
+          'body.text[0].constructor.prototype',
+        ],
+      ];
+      for (const [payload, path] of cases) {
+        const response = await post(payload);
+        expect(response.statusCode).toBe(400);
+        expect(response.json().error).toEqual({
+          code: 'SB_HTTP_BAD_REQUEST',
+          message: `${path}: key not allowed (it could change an object's prototype)`,
+          details: { path },
+        });
+      }
+      expect(h.outcomes).toEqual([]);
+    });
+
+    it('still answers malformed JSON and an empty body as before', async () => {
+      h = await createHarness();
+      expect((await post('{"session_id":')).json().error.message).toBe('body: malformed JSON');
+      expect((await post('')).json().error.message).toMatch(/^body: empty/);
+    });
+  });
+
   describe('when the session id is longer than 100 characters (fastify’s default path limit)', () => {
     it('streams the events of a session that POST accepts, up to 256 characters of it', async () => {
       h = await createHarness();

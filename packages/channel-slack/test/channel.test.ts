@@ -3,6 +3,7 @@ import {
   type ChannelAdapter,
   type InboundMessage,
   type IngressResult,
+  type Logger,
   isSwitchboardError,
   silentLogger,
 } from '@switchboard/core';
@@ -17,6 +18,7 @@ import {
   directMessage,
   messageChanged,
   reactionAdded,
+  warningLogger,
 } from './fixtures.js';
 
 const SECRET = 'signing-secret';
@@ -58,7 +60,7 @@ afterEach(async () => {
 
 /** A fastify server with the app's error answer shape and a Slack channel on it (not started). */
 async function setUp(
-  options: { ackDeadlineMs?: number } = {},
+  options: { ackDeadlineMs?: number; logger?: Logger } = {},
 ): Promise<{ server: FastifyInstance; channel: ChannelAdapter }> {
   server = Fastify();
   server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
@@ -243,7 +245,7 @@ describe('createSlackChannel (Events API)', () => {
     });
   });
 
-  describe('when the body is malformed', () => {
+  describe('when the body is malformed or no Events API callback', () => {
     it('answers 400 naming the problem, and 415 for other content types', async () => {
       const { server, channel } = await setUp();
       const { ingress, accepted } = recordingIngress();
@@ -251,13 +253,66 @@ describe('createSlackChannel (Events API)', () => {
       const broken = await post(server, '{"type": "event_callback", ');
       expect(broken.statusCode).toBe(400);
       expect(broken.json().error).toEqual({ code: 'SB_HTTP_BAD_REQUEST', message: 'body: malformed JSON' });
-      const noChannel = await post(
-        server,
-        envelope({ type: 'message', user: 'U0001', text: 'hi', ts: '1.2' }),
-      );
-      expect(noChannel.statusCode).toBe(400);
-      expect(noChannel.json().error.message).toBe('event.channel: expected a non-empty string');
+      // Bolt read `{"name": …}` as an options request and threw a TypeError: 500.
+      for (const body of ['{"name":"x"}', '{"type":"block_actions","actions":[]}']) {
+        const notEvent = await post(server, body);
+        expect(notEvent.statusCode).toBe(400);
+        expect(notEvent.json().error).toEqual({
+          code: 'SB_HTTP_BAD_REQUEST',
+          message: 'body.type: expected event_callback, url_verification, ssl_check or app_rate_limited',
+        });
+      }
       expect((await post(server, 'hello', { contentType: 'text/plain' })).statusCode).toBe(415);
+      expect(accepted).toEqual([]);
+    });
+  });
+
+  describe('when a signed event_callback holds an event that cannot be read', () => {
+    it('acknowledges it 200, so that Slack does not redeliver it, and logs the problem; ingress gets nothing', async () => {
+      const { logger, lines } = warningLogger();
+      const { server, channel } = await setUp({ logger });
+      const { ingress, accepted } = recordingIngress();
+      await channel.start({ ingress, logger: silentLogger });
+      const form = (value: unknown) => `payload=${encodeURIComponent(JSON.stringify(value))}`;
+      // Each got a 500 from a TypeError inside Bolt before the channel's own checks ran.
+      const cases: Array<[string, string, string | undefined]> = [
+        [
+          JSON.stringify(envelope({ ...directMessage, user: null })),
+          'event.user: expected a string or an object',
+          undefined,
+        ],
+        [
+          JSON.stringify(envelope({ ...directMessage, channel: null })),
+          'event.channel: expected a string or an object',
+          undefined,
+        ],
+        [
+          form({ ...envelope(directMessage), event: false }),
+          'event: expected an object',
+          'application/x-www-form-urlencoded',
+        ],
+        [
+          JSON.stringify({ ...envelope(directMessage), authorizations: [null] }),
+          'authorizations: expected a list of objects',
+          undefined,
+        ],
+        [
+          JSON.stringify({ ...envelope(directMessage), team_id: 'constructor' }),
+          'team_id: expected a Slack id (capital letters and digits)',
+          undefined,
+        ],
+        // Routed by Bolt, refused by the normalizer: answered the same way.
+        [
+          JSON.stringify(envelope({ type: 'message', user: 'U0001', text: 'hi', ts: '1.2' })),
+          'event.channel: expected a non-empty string',
+          undefined,
+        ],
+      ];
+      for (const [body, problem, contentType] of cases) {
+        const answer = await post(server, body, contentType === undefined ? {} : { contentType });
+        expect([answer.statusCode, answer.body, problem]).toEqual([200, '', problem]);
+        expect(lines.at(-1)).toMatchObject({ msg: 'malformed slack event acknowledged', problem });
+      }
       expect(accepted).toEqual([]);
     });
   });

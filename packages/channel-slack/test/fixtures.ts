@@ -1,3 +1,5 @@
+import { type Logger, silentLogger } from '@switchboard/core';
+
 // Events in the shapes Slack sends them (Events API `event` objects, trimmed of nothing the
 // normalizer reads). The bot is UBOT / BBOT; people are U0001 (ann) and U0002.
 
@@ -158,3 +160,18 @@ export const reactionAdded = {
   item_user: 'UBOT',
   event_ts: '1718000012.001100',
 };
+
+/** A logger that keeps its warning lines: the messages, and each line's bindings with it as `msg`. */
+export function warningLogger() {
+  const warnings: string[] = [];
+  const lines: Record<string, unknown>[] = [];
+  const logger: Logger = {
+    ...silentLogger,
+    warn: (bindings: object, message: string) => {
+      warnings.push(message);
+      lines.push({ ...bindings, msg: message });
+    },
+    child: () => logger,
+  };
+  return { logger, warnings, lines };
+}

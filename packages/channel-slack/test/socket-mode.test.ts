@@ -12,6 +12,7 @@ import { type FakeSlack, eventEnvelope, messageEvent, startFakeSlack } from '@sw
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSlackChannel } from '../src/index.js';
+import { warningLogger } from './fixtures.js';
 
 const QUEUED: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };
 
@@ -29,19 +30,6 @@ function scriptedIngress(answers: Array<() => Promise<IngressResult>>) {
     },
   };
   return { ingress, accepted };
-}
-
-/** A logger that keeps its warning lines' messages. */
-function warningLogger() {
-  const warnings: string[] = [];
-  const logger: Logger = {
-    ...silentLogger,
-    warn: (_bindings: object, message: string) => {
-      warnings.push(message);
-    },
-    child: () => logger,
-  };
-  return { logger, warnings };
 }
 
 describe('slack channel in Socket Mode (in process)', () => {
@@ -93,6 +81,25 @@ describe('slack channel in Socket Mode (in process)', () => {
       await startChannel(ingress);
       await fake.pushSocketEvent(eventEnvelope(messageEvent({ channel: 'D0OK', text: 'hello' })));
       expect(accepted.map((entry) => entry.message.text)).toEqual(['hello']);
+    });
+  });
+
+  describe('when an event_callback holds an event Bolt cannot route', () => {
+    it('acknowledges the envelope and logs it, instead of leaving it for a redelivery as unreadable', async () => {
+      const { ingress, accepted } = scriptedIngress([]);
+      const { logger, lines } = warningLogger();
+      await startChannel(ingress, logger);
+      // Bolt threw a TypeError on it: not SB_HTTP_BAD_REQUEST, so the envelope stayed unacked.
+      const body = eventEnvelope(messageEvent({ channel: 'D0BAD', text: 'hello' }));
+      const envelopeId = await fake.pushSocketEvent({
+        ...body,
+        event: { ...(body.event as object), user: null },
+      });
+      expect(fake.acknowledged(envelopeId)).toBe(true);
+      expect(lines).toContainEqual(
+        expect.objectContaining({ msg: 'malformed slack event acknowledged', envelopeId }),
+      );
+      expect(accepted).toEqual([]);
     });
   });
 

@@ -7,7 +7,7 @@ import {
   secretEntries,
   secretValues,
 } from '@switchboard/core';
-import { LineCounter, parseDocument } from 'yaml';
+import { LineCounter, parseDocument, visit } from 'yaml';
 import { configErrorMap, problemLines } from './problem-lines.js';
 import { type Config, ConfigSchema } from './schema.js';
 import { type Env, referencedValues, substituteEnv } from './substitute.js';
@@ -34,18 +34,45 @@ function invalid(source: string, problems: string[], cause?: unknown): Switchboa
   });
 }
 
-/** YAML → plain data; every syntax error as `file:line:col: problem`. An empty text is `{}`. */
+/**
+ * The most nodes one alias may expand to (yaml's `maxAliasCount`): a configuration has no use for
+ * deep aliasing, and nine levels of nine aliases each would build hundreds of millions of nodes.
+ */
+const MAX_ALIAS_COUNT = 100;
+
+/**
+ * YAML → plain data; every syntax error and unresolved alias as `file:line:col: problem`, aliases
+ * that expand past `MAX_ALIAS_COUNT` as one line. An empty text is `{}`.
+ */
 function parseYaml(text: string, source: string): unknown {
   const lineCounter = new LineCounter();
+  const at = (offset: number) => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `${source}:${line}:${col}`;
+  };
   const document = parseDocument(text, { lineCounter, prettyErrors: false });
   if (document.errors.length > 0) {
-    const problems = document.errors.map((error) => {
-      const { line, col } = lineCounter.linePos(error.pos[0]);
-      return `${source}:${line}:${col}: ${error.message}`;
-    });
+    const problems = document.errors.map((error) => `${at(error.pos[0])}: ${error.message}`);
     throw invalid(source, problems, document.errors[0]);
   }
-  return document.toJS() ?? {};
+  // yaml reports these only from toJS, as a ReferenceError without a position.
+  const unresolved: string[] = [];
+  visit(document, {
+    Alias(_key, alias) {
+      if (alias.resolve(document) === undefined)
+        unresolved.push(
+          `${at(alias.range?.[0] ?? 0)}: unresolved alias *${alias.source} (no &${alias.source} before it)`,
+        );
+    },
+  });
+  if (unresolved.length > 0) throw invalid(source, unresolved);
+  try {
+    return document.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) ?? {};
+  } catch (error) {
+    // With every alias resolved, toJS throws only when the expansion passes the bound.
+    if (!(error instanceof ReferenceError)) throw error;
+    throw invalid(source, [`${source}: aliases expand to more than ${MAX_ALIAS_COUNT} nodes each`], error);
+  }
 }
 
 function section(document: unknown, key: string): unknown {

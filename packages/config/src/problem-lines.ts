@@ -112,9 +112,9 @@ export const configErrorMap: z.core.$ZodErrorMap = (issue) => {
 };
 
 /**
- * One line per issue: the YAML path, the problem and, unless the message already shows it, the
- * offending value — only its kind (`got a string`) under a secret field, which `isSecret` tells
- * by the issue's path. Parse with `{ error: configErrorMap, reportInput: true }`.
+ * One line per issue: the YAML path (`(root)` for the document itself, as `${VAR}` problems
+ * say), the problem and, unless the message already shows it, the offending value — only its
+ * kind (`got a string`) under a secret field, which `isSecret` tells by the issue's path. Parse with `{ error: configErrorMap, reportInput: true }`.
  */
 export function problemLines(
   issues: readonly z.core.$ZodIssue[],
@@ -127,6 +127,6 @@ export function problemLines(
     const scalar = issue.input === null || ['string', 'number', 'boolean'].includes(typeof issue.input);
     const alreadyShown = issue.message.includes(', got ') || issue.message.includes(shown);
     const message = scalar && !alreadyShown ? `${issue.message}, got ${shown}` : issue.message;
-    return path === '' ? message : `${path}: ${message}`;
+    return `${path || '(root)'}: ${message}`;
   });
 }

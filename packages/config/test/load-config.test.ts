@@ -64,6 +64,23 @@ describe('parseConfig', () => {
         expect.stringMatching(/^test\.yaml:3:3: Map keys must be unique/),
       ]);
     });
+
+    it('names an alias without its anchor by line and column', () => {
+      expect(problems('server:\n  port: *missing\nstore: { kind: *memory }\n')).toEqual([
+        'test.yaml:2:9: unresolved alias *missing (no &missing before it)',
+        'test.yaml:3:16: unresolved alias *memory (no &memory before it)',
+      ]);
+    });
+
+    it('refuses aliases that expand to an exponential number of nodes', () => {
+      const bomb = [
+        'a: &a [x, x, x, x, x, x, x, x, x]',
+        'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]',
+        'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]',
+        'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]',
+      ].join('\n');
+      expect(problems(bomb)).toEqual(['test.yaml: aliases expand to more than 100 nodes each']);
+    });
   });
 
   describe('when values come from ${VAR}', () => {
@@ -107,6 +124,10 @@ describe('parseConfig', () => {
       );
     });
 
+    it('names problems of the document itself (root)', () => {
+      expect(problems('- 1')).toEqual(['(root): expected object, got a list']);
+    });
+
     it('names unknown keys at every depth with their path', () => {
       const text = [
         'servr: {}',
@@ -118,7 +139,7 @@ describe('parseConfig', () => {
       ].join('\n');
       expect(problems(text).sort()).toEqual(
         [
-          'unrecognized key "servr"',
+          '(root): unrecognized key "servr"',
           'server: unrecognized key "prot"',
           'channels[0].group: unrecognized key "require_mentions"',
           'pipelines[0].aggregation: unrecognized key "dely"',

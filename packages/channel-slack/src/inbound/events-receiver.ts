@@ -1,7 +1,8 @@
 import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
-import { type Logger, SwitchboardError } from '@switchboard/core';
+import { type Logger, SwitchboardError, isSwitchboardError } from '@switchboard/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DELIVERY_KEY, type Delivery } from './delivery.js';
+import { eventCallbackProblem } from './event-callback.js';
 import { parseSlackBody } from './parse-body.js';
 import { verifySlackSignature } from './verify.js';
 
@@ -36,8 +37,9 @@ function unavailable(reply: FastifyReply, code: string, message: string, retryAf
 /**
  * A Bolt `Receiver` for the Events API, mounted in the gateway's fastify server at
  * `POST /slack/<channel id>/events` instead of Bolt's own HTTP server. It checks the request
- * signature on the raw bytes (401 otherwise), answers `url_verification`, hands everything else
- * to `app.processEvent` and answers once the listener's `ingress.accept` has resolved — so an
+ * signature on the raw bytes (401 otherwise), answers `url_verification`, refuses bodies that are not
+ * Events API callbacks (400), acknowledges unreadable events (200, logged), hands the rest to
+ * `app.processEvent` and answers once the listener's `ingress.accept` has resolved — so an
  * acknowledged message is already journaled. Before `start` and after `stop` it answers 503.
  */
 export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
@@ -66,8 +68,28 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
     const body = parseSlackBody(rawBody, header(request, 'content-type'));
     if (body.type === 'url_verification') return { challenge: body.challenge };
     if (body.type === 'ssl_check') return reply.code(200).send();
+    if (body.type === 'app_rate_limited') {
+      logger.warn({ minuteRateLimited: body.minute_rate_limited }, 'slack is dropping events: rate limited');
+      return reply.code(200).send();
+    }
+    // Interactivity and slash commands have no listener here; Bolt could not even route a body
+    // that is not a Slack callback at all (`{"name": "x"}` reads as an options request).
+    if (body.type !== 'event_callback') {
+      throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
+        message: 'body.type: expected event_callback, url_verification, ssl_check or app_rate_limited',
+        details: { path: 'body.type' },
+      });
+    }
 
     const retryNum = Number(header(request, 'x-slack-retry-num') ?? 0);
+    // Slack redelivers whatever is not answered 2xx, and a redelivery would be just as unreadable:
+    // such an event is acknowledged and logged, never handed to ingress (it is no message yet).
+    const acknowledgeMalformed = (problem: string) => {
+      logger.warn({ eventId: body.event_id, retryNum, problem }, 'malformed slack event acknowledged');
+      return reply.code(200).send();
+    };
+    const unreadable = eventCallbackProblem(body);
+    if (unreadable !== null) return acknowledgeMalformed(unreadable);
     const delivery: Delivery = {};
     const event: ReceiverEvent = {
       body,
@@ -88,7 +110,12 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
     });
     const settled = await Promise.race([processing, deadline]).finally(() => clearTimeout(timer));
 
-    if (settled.kind === 'failed') throw settled.error;
+    if (settled.kind === 'failed') {
+      // The normalizer's verdict on the fields it reads (`event.ts: expected a non-empty string`).
+      if (isSwitchboardError(settled.error, 'SB_HTTP_BAD_REQUEST'))
+        return acknowledgeMalformed(settled.error.message);
+      throw settled.error;
+    }
     if (settled.kind === 'late') {
       // Answering 200 now could lose the message if the journal write then fails; a 503 makes
       // Slack redeliver (X-Slack-Retry-Num), and if the slow write did succeed after all, the

@@ -2,6 +2,7 @@ import type { App, Logger as BoltLogger, Receiver, ReceiverEvent } from '@slack/
 import { SocketModeClient } from '@slack/socket-mode';
 import { type Logger, SwitchboardError, isSwitchboardError } from '@switchboard/core';
 import { DELIVERY_KEY, type Delivery } from './delivery.js';
+import { eventCallbackProblem } from './event-callback.js';
 
 export interface SocketModeReceiverOptions {
   /** The app-level token (`xapp-…`) that opens the connection. */
@@ -62,6 +63,9 @@ export function createSocketModeReceiver(options: SocketModeReceiverOptions): So
             message: `slack channel "${channelId}" is not running`,
           });
         }
+        // Bolt throws a TypeError on an event_callback it cannot route, which would leave it unacked.
+        const problem = args.body.type === 'event_callback' ? eventCallbackProblem(args.body) : null;
+        if (problem !== null) throw new SwitchboardError('SB_HTTP_BAD_REQUEST', { message: problem });
         await app.processEvent(event);
       } catch (err) {
         if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST')) {
