@@ -101,6 +101,19 @@ async function send(request: RawRequest | Buffer): Promise<{ answer: RawAnswer; 
 }
 
 /** Fails with the exchange unless the answer is `status` and its error names `field`. */
+/**
+ * An id over the length limit: 400 naming the parameter while the path is short enough for the
+ * router to match, else 414 (the router's own limit on a path parameter), in the one error shape.
+ */
+function expectOverLong(
+  request: RawRequest,
+  result: { answer: RawAnswer; error?: ErrorAnswer },
+  field: string,
+): void {
+  if (result.answer.status === 414 && result.error !== undefined) return;
+  expectNamed(request, result, 400, field);
+}
+
 function expectNamed(
   request: RawRequest,
   result: { answer: RawAnswer; error?: ErrorAnswer },
@@ -353,7 +366,7 @@ describe('generated bad input (fuzz)', () => {
         fc.asyncProperty(pathParam, async (id) => {
           const request = { method: 'GET', target: `/v1/messages/${percentEncode(id)}`, headers: [AUTH] };
           const result = await send(request);
-          if (id.length > MAX_ID_CHARS) expectNamed(request, result, 400, 'params.id');
+          if (id.length > MAX_ID_CHARS) expectOverLong(request, result, 'params.id');
         }),
         150,
       );
@@ -369,7 +382,7 @@ describe('generated bad input (fuzz)', () => {
           };
           const result = await send(request);
           if (sessionId.length > MAX_ID_CHARS && method === 'GET')
-            expectNamed(request, result, 400, 'params.session_id');
+            expectOverLong(request, result, 'params.session_id');
         }),
         150,
       );
@@ -471,9 +484,19 @@ describe('generated bad input (fuzz)', () => {
 
     it('answers POST /admin/reload of a generated bad file with 4xx and keeps the old config', async () => {
       const good = readFileSync(under.gateway.configPath, 'utf8');
+      // Generated YAML is sometimes a valid configuration (an empty file is the quick start's
+      // defaults): only the texts the loader refuses are bad files.
+      const refused = (text: string) => {
+        try {
+          parseConfig(text, { source: 'fuzz.yaml', env: {} });
+          return false;
+        } catch {
+          return true;
+        }
+      };
       const badFile = fc.oneof(
         oneWrongValue.map(({ text }) => text),
-        yamlText,
+        yamlText.filter(refused),
         fc.constantFrom(ALIAS_BOMB, `${good}\nextra: *missing\n`),
       );
       try {
