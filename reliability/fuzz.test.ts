@@ -101,16 +101,23 @@ async function send(request: RawRequest | Buffer): Promise<{ answer: RawAnswer; 
 }
 
 /** Fails with the exchange unless the answer is `status` and its error names `field`. */
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 /**
- * An id over the length limit: 400 naming the parameter while the path is short enough for the
- * router to match, else 414 (the router's own limit on a path parameter), in the one error shape.
+ * An id over the length limit, in the one error shape: 400 naming the parameter while the path is
+ * short enough for the router to match; else 414 (the router's limit on a path parameter) or 431
+ * (a request line past Node's header limit). An id with an unpaired surrogate is also a URL that
+ * is not UTF-8: a 400 for the URL is as right as one for the length.
  */
 function expectOverLong(
   request: RawRequest,
   result: { answer: RawAnswer; error?: ErrorAnswer },
   field: string,
+  id: string,
 ): void {
-  if (result.answer.status === 414 && result.error !== undefined) return;
+  const { status } = result.answer;
+  if ((status === 414 || status === 431) && result.error !== undefined) return;
+  if (status === 400 && result.error !== undefined && UNPAIRED_SURROGATE.test(id)) return;
   expectNamed(request, result, 400, field);
 }
 
@@ -366,7 +373,7 @@ describe('generated bad input (fuzz)', () => {
         fc.asyncProperty(pathParam, async (id) => {
           const request = { method: 'GET', target: `/v1/messages/${percentEncode(id)}`, headers: [AUTH] };
           const result = await send(request);
-          if (id.length > MAX_ID_CHARS) expectOverLong(request, result, 'params.id');
+          if (id.length > MAX_ID_CHARS) expectOverLong(request, result, 'params.id', id);
         }),
         150,
       );
@@ -382,7 +389,7 @@ describe('generated bad input (fuzz)', () => {
           };
           const result = await send(request);
           if (sessionId.length > MAX_ID_CHARS && method === 'GET')
-            expectOverLong(request, result, 'params.session_id');
+            expectOverLong(request, result, 'params.session_id', sessionId);
         }),
         150,
       );
