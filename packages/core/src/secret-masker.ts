@@ -1,8 +1,9 @@
 /**
  * Hides configured secret values in text that leaves the process: log lines, audit records,
  * error excerpts. One masker is built from every secret of the configuration (see
- * `secretValues`) and applied where text is finally written, after any truncation, so that a
- * secret cut in half by an excerpt is never left half visible.
+ * `secretValues`) and applied where text is finally written (every log line, every outcome's
+ * error). Code that cuts text to a length masks it before the cut, never after: a secret cut in
+ * half no longer matches, and its first half would stay visible.
  */
 
 /** What replaces a secret. */
