@@ -1,5 +1,5 @@
 import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
-import type { Journal } from '../ports/journal.js';
+import type { AppendResult, Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
 import type { SessionKey } from '../session-key.js';
@@ -132,6 +132,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   const seenDeliveries = new ExpiringKeys();
   let nextSeq = 0;
   let pending = 0;
+  /** Places taken by enqueues whose journal append is under way. */
+  let reserved = 0;
   let inflight = 0;
   let closed = false;
   let debounceFlushed = false;
@@ -358,17 +360,31 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     async enqueue(queued, delivery): Promise<EnqueueResult> {
       // Refusals come before the delivery key is marked: a refused delivery stays unseen.
       if (closed) return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
-      if (pending >= limits.maxPending) {
+      if (pending + reserved >= limits.maxPending) {
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
       }
       if (journal !== undefined) {
-        if ((await journal.append(queued, delivery)) === 'duplicate') return DUPLICATE;
+        // The place is taken before the write: checked now and taken after it, the enqueues
+        // awaiting their appends together would all pass the check and overshoot the bound.
+        reserved += 1;
+        let appended: AppendResult;
+        try {
+          appended = await journal.append(queued, delivery);
+        } finally {
+          reserved -= 1;
+        }
+        if (appended === 'duplicate') return DUPLICATE;
       } else if (delivery !== undefined && !seenDeliveries.add(delivery.key, delivery.ttlMs, now())) {
         return DUPLICATE;
       }
+      // From here on nothing may reject: the message is journaled and its sender is about to be
+      // told so. The removal of the messages it pushed out goes behind, issued in this tick like
+      // the caller's record of their outcome (`recordOverflowed`, also this tick), so both land
+      // in one group commit: a kill leaves the dropped message journaled and unrecorded, or
+      // removed and recorded. A failed removal runs the message again after a restart.
       const overflowed = insert(queued, limits.maxPendingPerSession);
       if (journal !== undefined && overflowed.length > 0) {
-        await journal.remove(overflowed.map((dropped) => dropped.message.id));
+        writeBehind(journal.remove(overflowed.map((dropped) => dropped.message.id)), 'removal');
       }
       notify();
       return { accepted: true, overflowed };

@@ -87,7 +87,10 @@ export interface QueryPool {
   readonly durable: boolean;
   /**
    * Accepts a message (journaled before this resolves) or refuses it when the pool is full or
-   * draining. A full session drops its oldest waiting message, returned in `overflowed`.
+   * draining. A full session drops its oldest waiting message, returned in `overflowed`: the
+   * caller records their outcome in the same tick as this resolves, so that a store committing
+   * writes in groups commits the record with their removal. Once the message is journaled this
+   * never rejects (a failed removal of the overflowed ones is only logged).
    *
    * With a `delivery` key the pool also deduplicates (DESIGN §5 "dedup happens inside enqueue"):
    * a key already seen answers `duplicate`. The key is marked in the same atomic write that
