@@ -342,7 +342,10 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     );
   }
 
-  /** One write per attempt number, all issued now so that they precede the turn's removal. */
+  /**
+   * Journals the messages' current attempt: one write per attempt number, all issued now so that
+   * they precede the turn's removal.
+   */
   function markStarted(journal: Journal, messages: readonly QueuedMessage[]): Promise<void> {
     const byAttempt = new Map<number, string[]>();
     for (const queued of messages) {
@@ -425,9 +428,17 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       if (done.length > 0) writeBehind(journal.remove(idsOf(done)), 'removal');
     },
 
-    async abandon(turn) {
+    async abandon(turn, options = { ran: true }) {
       const claim = release(turn);
       if (claim === undefined) return;
+      if (!options.ran) {
+        for (const entry of claim.entries) entry.queued.attempt -= 1;
+        // Written behind after the claim's own write, so the journal ends at the undone count.
+        if (journal !== undefined) {
+          const queued = claim.entries.map((entry) => entry.queued);
+          writeBehind(markStarted(journal, queued), 'attempt undo');
+        }
+      }
       putBack(claim, claim.entries);
     },
 

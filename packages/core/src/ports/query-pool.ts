@@ -112,9 +112,11 @@ export interface QueryPool {
   retry(turn: Turn, retryAtMs: number, finalIds?: readonly string[]): Promise<void>;
   /**
    * Frees the turn's slots and puts its messages back at the head of their session, runnable at
-   * once; a durable pool keeps them for the next start. The claim still counts as an attempt.
+   * once; a durable pool keeps them for the next start. A turn that ran (and was aborted) still
+   * counts as an attempt; one handed back without running (`ran: false`, claimed after the stop)
+   * does not, so that shutdowns alone never use up a message's attempts.
    */
-  abandon(turn: Turn): Promise<void>;
+  abandon(turn: Turn, options?: { ran: boolean }): Promise<void>;
   /** Calls `listener` whenever a claim may now succeed (arrival, freed slot, due timer). */
   onRunnable(listener: () => void): () => void;
   /** Ends debounce waits: every buffered burst becomes runnable now, and later ones at once. */
