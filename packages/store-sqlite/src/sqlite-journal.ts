@@ -12,8 +12,10 @@ interface JournalRow {
 }
 
 /**
- * The `Journal` over the `journal` table. Re-appending an id replaces its payload but keeps its
- * `seq`, so a message journaled again (after a reload) keeps its place in acceptance order. The
+ * The `Journal` over the `journal` table. Re-appending an id (a dead letter's replay whose
+ * original row a failed removal left) replaces the row with a new `seq` (`INSERT OR REPLACE`
+ * under AUTOINCREMENT): the replay is a new acceptance and must not run ahead of the messages its
+ * session accepted in between, also after a restart. The
  * `attempt` and `retry_at` columns override the payload's fields, so that turn starts and
  * retries update a number rather than rewrite the JSON.
  *
@@ -26,9 +28,7 @@ interface JournalRow {
  */
 export function createSqliteJournal(db: Database, commit: GroupCommit, now: () => number): Journal {
   const insert = db.prepare<[string, number, number | null, string]>(
-    `INSERT INTO journal (id, attempt, retry_at, payload) VALUES (?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET
-       attempt = excluded.attempt, retry_at = excluded.retry_at, payload = excluded.payload`,
+    'INSERT OR REPLACE INTO journal (id, attempt, retry_at, payload) VALUES (?, ?, ?, ?)',
   );
   const setAttempt = db.prepare<[number, string]>('UPDATE journal SET attempt = ? WHERE id = ?');
   const setRetryAt = db.prepare<[number, string]>('UPDATE journal SET retry_at = ? WHERE id = ?');

@@ -7,7 +7,7 @@ import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 import { WakeTimer } from '../structures/wake-timer.js';
-import { turnIdOf } from '../turn-id.js';
+import { requestIdOf, turnIdOf } from '../turn-id.js';
 
 /** The part of a pipeline's policy the pool applies: its slot limit and readiness rules. */
 export type PoolPipelinePolicy = Pick<PipelinePolicy, 'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'>;
@@ -306,7 +306,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
     const entries: Entry[] = [];
     const messages: QueuedMessage[] = [];
-    const ids: string[] = [];
+    const requestIds: string[] = [];
     let attempt = 0;
     for (let i = 0; i < batchSize; i++) {
       const entry = session.queue.shift() as Entry;
@@ -314,12 +314,12 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       attempt = Math.max(attempt, entry.queued.attempt);
       entries.push(entry);
       messages.push(entry.queued);
-      ids.push(entry.queued.message.id);
+      requestIds.push(requestIdOf(entry.queued));
     }
     pending -= batchSize;
     best.inflight += 1;
     inflight += 1;
-    const id = turnIdOf(ids);
+    const id = turnIdOf(requestIds);
     const claim: Claim = { pool, turnId: id, session, slots: best, entries };
     session.claims.push(claim);
     place(session, at);

@@ -20,13 +20,21 @@ export interface QueuedMessage {
    * epoch). Journaled (`Journal.markRetry`), so a restart keeps the backoff.
    */
   retryAtMs?: number;
+  /**
+   * Set on an operator's replay of a dead letter: the dead letter's audit id. The message keeps
+   * its id (statuses and audit refer to it), but the replay is a new request for the backend, so
+   * it is folded into the turn id (`requestIdOf`): a backend deduplicating on the turn id must not
+   * take the replay for a re-run of the attempts that failed.
+   */
+  replayOf?: string;
 }
 
 /** A claimed unit of work: one or more messages of one session for one pipeline. */
 export interface Turn {
   /**
-   * Made from the ids of its messages (`turnIdOf`): the same messages get the same id on every
-   * attempt, also after a restart, so a backend can deduplicate on it (`Query.id`).
+   * Made from the request ids of its messages (`turnIdOf`, `requestIdOf`): the same messages get
+   * the same id on every attempt, also after a restart, so a backend can deduplicate on it
+   * (`Query.id`); a replayed dead letter is a new request and gets a new id.
    */
   id: string;
   session: SessionKey;
