@@ -105,6 +105,29 @@ describe('ingress over a SQLite journal', () => {
     });
   });
 
+  describe('when the journal write fails after the delivery key was marked in it', () => {
+    it('rethrows, and the redelivery is judged again rather than called a duplicate', async () => {
+      const folder = temporaryFolder();
+      const path = join(folder, 'switchboard.db');
+      const store = createSqliteStore({ path });
+      const { ingress, pool } = ingressOver(store.journal);
+      const { message } = queuedMessageFixture(1);
+      // The key is marked first in the write, then the entry insert fails: the write rolls back whole.
+      const admin = new BetterSqlite3(path);
+      admin.exec(
+        `CREATE TRIGGER full_disk BEFORE INSERT ON journal BEGIN SELECT RAISE(ABORT, 'disk full'); END`,
+      );
+      await expect(ingress.accept(message, 'update-3')).rejects.toThrow('disk full');
+      admin.exec('DROP TRIGGER full_disk');
+      admin.close();
+
+      expect((await ingress.accept(message, 'update-3')).status).toBe('queued');
+      expect((await pool.stats()).pending).toBe(1);
+      expect((await store.journal.load()).map((entry) => entry.message.id)).toEqual([message.id]);
+      store.close();
+    });
+  });
+
   describe('when a message pushes the oldest out of a full session', () => {
     /** An outcome sink writing each outcome to `store`'s audit log in the same tick, as the gateway's recorder does. */
     function auditingSink(store: SqliteStore) {
