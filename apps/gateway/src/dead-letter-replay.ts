@@ -36,7 +36,9 @@ export function replayDeliveryKey(auditId: string, claimTtlMs: number): Delivery
 }
 
 /**
- * Replays dead letters (DESIGN §7): puts the message back in the pool as a new first attempt.
+ * Replays dead letters (DESIGN §7): puts the message back in the pool as a new first attempt of
+ * a new request (`QueuedMessage.replayOf`: a backend deduplicating on the turn id runs it), at
+ * the end of its session's queue, also in the journal.
  * The dead letter is marked replayed only after its enqueue; a crash in between leaves it listed,
  * and the next replay finds the claim taken, marks it then and answers 409.
  */
@@ -70,8 +72,9 @@ export function createDeadLetterReplay(
     }
     if (record.replayed_at !== null) throw alreadyReplayed(id);
 
+    // A new request under the same message id: `replayOf` gives its turns their own id.
     const result = await pool.enqueue(
-      { ...queued, attempt: 0, acceptedAt: now() },
+      { ...queued, attempt: 0, acceptedAt: now(), replayOf: id },
       replayDeliveryKey(id, options.claimTtlMs),
     );
     if (!result.accepted) {

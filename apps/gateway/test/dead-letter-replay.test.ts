@@ -11,6 +11,7 @@ import {
   createMemoryQueryPool,
   createOutcomeBus,
   silentLogger,
+  turnIdOf,
 } from '@switchboard/core';
 import { auditRecordFixture, queuedMessageFixture } from '@switchboard/core/testing';
 import { createSqliteStore } from '@switchboard/store-sqlite';
@@ -55,10 +56,26 @@ function setup(
   return { auditLog, pool, outcomes, replay };
 }
 
+const folders: string[] = [];
+afterEach(() => {
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A path for a new SQLite file in a folder removed after the test. */
+function databasePath(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'switchboard-replay-'));
+  folders.push(folder);
+  return join(folder, 'switchboard.db');
+}
+
 describe('dead letter replay', () => {
   describe('when two replays of one dead letter run at once', () => {
-    it('queues it once and answers the other SB_HTTP_CONFLICT', async () => {
-      const { auditLog, pool, replay } = setup();
+    it.each([
+      ['a pool without a journal', () => undefined],
+      ['a pool journaling to SQLite', () => createSqliteStore({ path: databasePath() })],
+    ])('queues it once and answers the other SB_HTTP_CONFLICT, with %s', async (_, openStore) => {
+      const store = openStore();
+      const { auditLog, pool, replay } = setup({ journal: store?.journal, auditLog: store?.auditLog });
       await auditLog.append(deadLetter());
       const results = await Promise.allSettled([replay(DEAD_LETTER_ID), replay(DEAD_LETTER_ID)]);
       expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
@@ -67,6 +84,43 @@ describe('dead letter replay', () => {
       });
       expect((await pool.stats()).pending).toBe(1);
       expect(await auditLog.deadLetters(10)).toEqual([]);
+      if (store !== undefined) expect(await store.journal.load()).toHaveLength(1);
+      store?.close();
+    });
+  });
+
+  describe('when a dead letter is replayed', () => {
+    it("runs it under the same message id in a turn of its own id, not the failed attempts' one", async () => {
+      const { auditLog, pool, replay } = setup();
+      await auditLog.append(deadLetter());
+      await replay(DEAD_LETTER_ID);
+      const turn = await pool.claim();
+      const { message } = queuedMessageFixture(1);
+      expect(turn?.messages.map((queued) => queued.message.id)).toEqual([message.id]);
+      expect(turn?.id).not.toBe(turnIdOf([message.id]));
+      expect(turn?.attempt).toBe(1);
+    });
+
+    it('runs it after the messages its session accepted before the replay, also when its old journal row was left', async () => {
+      const path = databasePath();
+      const crashed = createSqliteStore({ path });
+      await crashed.auditLog.append(deadLetter());
+      // The original's removal failed: its row is still journaled, ahead of a later message.
+      await crashed.journal.append(queuedMessageFixture(1, { attempt: 3 }));
+      const later = queuedMessageFixture(2);
+      await crashed.journal.append(later);
+      const { replay } = setup({ journal: crashed.journal, auditLog: crashed.auditLog });
+      await replay(DEAD_LETTER_ID);
+      crashed.close();
+
+      const store = createSqliteStore({ path });
+      const { pool } = setup({ journal: store.journal, auditLog: store.auditLog });
+      const recovered = await pool.recover();
+      expect(recovered.map((queued) => [queued.message.id, queued.attempt, queued.replayOf])).toEqual([
+        [later.message.id, 0, undefined],
+        [queuedMessageFixture(1).message.id, 0, DEAD_LETTER_ID],
+      ]);
+      store.close();
     });
   });
 
@@ -117,15 +171,8 @@ describe('dead letter replay', () => {
   });
 
   describe('when the process died after a replay was queued and before it was marked', () => {
-    const folders: string[] = [];
-    afterEach(() => {
-      for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-    });
-
     it('recovers the message once, and the next replay marks the dead letter and answers 409', async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'switchboard-replay-'));
-      folders.push(folder);
-      const path = join(folder, 'switchboard.db');
+      const path = databasePath();
       const crashed = createSqliteStore({ path });
       await crashed.auditLog.append(deadLetter());
       // What the replay's enqueue wrote before the process died: the claim and the message, in one write.

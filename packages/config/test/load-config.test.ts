@@ -323,7 +323,7 @@ describe('parseConfig', () => {
         'shutdown.drain_timeout: must be at most 1h, got "720h"',
         'channels[0].wait_timeout: must be at most 10m, got "1h"',
         'channels[0].max_wait_timeout: must be at most 10m, got "2h"',
-        'pipelines[0].timeout: must be at most 1h, got "2h"',
+        'pipelines[0].timeout: must be between 1s and 1h, got "2h"',
         'pipelines[0].retry.base_delay: must be at most 1h, got 9000000000',
         'pipelines[0].retry.max_delay: must be at most 1h, got "600h"',
       ]);

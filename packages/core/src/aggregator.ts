@@ -6,7 +6,8 @@ import type { SessionKey } from './session-key.js';
 export interface Query {
   /**
    * The turn id, shared by the messages of a merged burst and the same on every attempt of the
-   * same messages, also after a restart: backends deduplicate on it (`turnIdOf`).
+   * same messages, also after a restart: backends deduplicate on it (`turnIdOf`). A replayed dead
+   * letter is a new request with a new id.
    */
   id: string;
   /** 1 on the first run; higher when the turn is a retry or a re-run after a crash. */

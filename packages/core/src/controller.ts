@@ -128,7 +128,7 @@ export function createController(options: ControllerOptions): Controller {
           // The drain may have begun while the claim was on its way: hand the turn back rather
           // than start it after the stop (its messages go back to the head of their session).
           if (stopped) {
-            await pool.abandon(turn);
+            await pool.abandon(turn, { ran: false });
             break;
           }
           startTurn(turn);

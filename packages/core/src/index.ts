@@ -66,7 +66,7 @@ export type {
 } from './memory/memory-query-pool.js';
 export { aggregate } from './aggregator.js';
 export type { Query } from './aggregator.js';
-export { turnIdOf } from './turn-id.js';
+export { requestIdOf, turnIdOf } from './turn-id.js';
 export { retryDelayMs } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { createController } from './controller.js';

@@ -45,7 +45,9 @@ export const RetrySchema = z
  */
 export const PipelinePolicyFields = z.object({
   id: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, _ . -'),
-  timeout: durationMs({ max: '1h' }).prefault('120s'),
+  // At least 1 s: 0 (or a few ms) fails every turn at once, each failure a retryable timeout,
+  // so messages would only cycle through their attempts into the dead letters.
+  timeout: durationMs({ min: '1s', max: '1h' }).prefault('120s'),
   max_concurrency: numeric(z.number().int().min(1)).optional(),
   aggregation: AggregationSchema.prefault({}),
   busy_mode: z.enum(['queue', 'collect']).default('queue'),

@@ -351,6 +351,35 @@ describe('controller', () => {
       ]);
     });
 
+    it('does not count an attempt for a turn it handed back without running', async () => {
+      let releaseClaims = () => {};
+      const claimsHeld = new Promise<void>((resolve) => {
+        releaseClaims = resolve;
+      });
+      const journal = createMemoryJournal();
+      const h = createHarness({
+        journal,
+        wrapPool: (pool) => ({
+          ...pool,
+          claim: async () => {
+            await claimsHeld;
+            return pool.claim();
+          },
+        }),
+      });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      const stopping = h.controller.stop({ drainTimeoutMs: 30_000 });
+      releaseClaims();
+      await stopping;
+      await settle();
+      expect(h.events).toEqual([]);
+      expect((await journal.load()).map((queued) => [queued.message.text, queued.attempt])).toEqual([
+        ['m', 0],
+      ]);
+    });
+
     it('waits for a running turn when given a drain timeout past the longest timer delay', async () => {
       const h = createHarness();
       h.controller.start();

@@ -3,9 +3,7 @@ import {
   type Outcome,
   type PipelinePolicyInput,
   PipelinePolicySchema,
-  type Journal,
   createIngress,
-  createMemoryJournal,
   createMemoryQueryPool,
   createOutcomeBus,
   createRouter,
@@ -13,12 +11,7 @@ import {
 import { message } from './harness.js';
 
 function setup(
-  options: {
-    maxPending?: number;
-    maxPendingPerSession?: number;
-    pipelines?: PipelinePolicyInput[];
-    journal?: Journal;
-  } = {},
+  options: { maxPending?: number; maxPendingPerSession?: number; pipelines?: PipelinePolicyInput[] } = {},
 ) {
   const policies = (options.pipelines ?? [{ id: 'echo' }]).map((p) => PipelinePolicySchema.parse(p));
   const pool = createMemoryQueryPool({
@@ -28,7 +21,6 @@ function setup(
       maxPendingPerSession: options.maxPendingPerSession ?? 100,
     },
     pipelines: policies,
-    journal: options.journal,
   });
   const router = createRouter(
     {
@@ -133,20 +125,6 @@ describe('ingress', () => {
       expect(results.map((result) => result.status).sort()).toEqual(['duplicate', 'queued']);
       expect(outcomes).toMatchObject([{ kind: 'duplicate', reason: 'redelivery' }]);
       expect((await pool.stats()).pending).toBe(1);
-    });
-  });
-
-  describe('when the pool fails to journal a message', () => {
-    it('rethrows, and the redelivery is judged again rather than called a duplicate', async () => {
-      const journal = createMemoryJournal();
-      const append = journal.append;
-      journal.append = async () => {
-        throw new Error('disk full');
-      };
-      const { ingress } = setup({ journal });
-      await expect(ingress.accept(message('A', 'x'), 'update-3')).rejects.toThrow('disk full');
-      journal.append = append;
-      expect((await ingress.accept(message('A', 'x'), 'update-3')).status).toBe('queued');
     });
   });
 

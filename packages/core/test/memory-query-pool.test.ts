@@ -200,6 +200,31 @@ describe('memory query pool', () => {
       await h.send('B', '2');
       expect(await h.send('C', '3')).toEqual({ accepted: false, reason: 'queue_full', retryAfterMs: 1000 });
     });
+
+    it('accepts no more than max_pending of enqueues that await their journal writes together', async () => {
+      const h = createHarness({ journal: createMemoryJournal(), limits: { maxPending: 5 } });
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => h.send(`S${i}`, `m${i}`)));
+      expect(results.filter((result) => result.accepted)).toHaveLength(5);
+      expect((await h.pool.stats()).pending).toBe(5);
+    });
+
+    it('gives the place taken by a failed journal write back', async () => {
+      const journal = createMemoryJournal();
+      let failNext = true;
+      const h = createHarness({
+        journal: {
+          ...journal,
+          append: (entry, delivery) => {
+            if (!failNext) return journal.append(entry, delivery);
+            failNext = false;
+            return Promise.reject(new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'disk full' }));
+          },
+        },
+        limits: { maxPending: 1 },
+      });
+      await expect(h.send('A', 'failed')).rejects.toThrow('disk full');
+      expect(await h.send('B', 'accepted')).toMatchObject({ accepted: true });
+    });
   });
 
   describe('when sessions finish', () => {

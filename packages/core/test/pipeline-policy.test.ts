@@ -58,6 +58,17 @@ describe('PipelinePolicySchema', () => {
       expect(problems.join('\n')).toMatch(/^busy_mode: /m);
       expect(problems.join('\n')).toMatch(/^retry\.base_delay: invalid duration "5 parsecs"/m);
     });
+
+    it.each([0, '0s', '500ms'])('refuses a timeout of %j, naming the allowed range', (timeout) => {
+      expect(() =>
+        parseOrThrow(PipelinePolicySchema, { id: 'p', timeout }, 'SB_CONFIG_INVALID', 'invalid pipeline'),
+      ).toThrow(
+        expect.objectContaining({
+          code: 'SB_CONFIG_INVALID',
+          details: { problems: [`timeout: must be between 1s and 1h, got ${JSON.stringify(timeout)}`] },
+        }),
+      );
+    });
   });
 });
 

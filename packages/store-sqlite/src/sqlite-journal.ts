@@ -5,6 +5,12 @@ import type { GroupCommit } from './group-commit.js';
 /** Delivery keys marked between two sweeps of expired `dedup` rows. */
 const SWEEP_EVERY_KEYS = 1000;
 
+/** The SQLite `Journal`, with its in-memory bookkeeping made visible for diagnostics and tests. */
+export interface SqliteJournal extends Journal {
+  /** Ids whose latest removal has been called and has neither committed nor failed yet. */
+  readonly pendingRemovals: number;
+}
+
 interface JournalRow {
   attempt: number;
   retry_at: number | null;
@@ -12,8 +18,10 @@ interface JournalRow {
 }
 
 /**
- * The `Journal` over the `journal` table. Re-appending an id replaces its payload but keeps its
- * `seq`, so a message journaled again (after a reload) keeps its place in acceptance order. The
+ * The `Journal` over the `journal` table. Re-appending an id (a dead letter's replay whose
+ * original row a failed removal left) replaces the row with a new `seq` (`INSERT OR REPLACE`
+ * under AUTOINCREMENT): the replay is a new acceptance and must not run ahead of the messages its
+ * session accepted in between, also after a restart. The
  * `attempt` and `retry_at` columns override the payload's fields, so that turn starts and
  * retries update a number rather than rewrite the JSON.
  *
@@ -24,11 +32,9 @@ interface JournalRow {
  * so of two appends with one key in the same batch the second sees the first's row. Expired rows
  * count as absent at once and are deleted every `SWEEP_EVERY_KEYS` marks.
  */
-export function createSqliteJournal(db: Database, commit: GroupCommit, now: () => number): Journal {
+export function createSqliteJournal(db: Database, commit: GroupCommit, now: () => number): SqliteJournal {
   const insert = db.prepare<[string, number, number | null, string]>(
-    `INSERT INTO journal (id, attempt, retry_at, payload) VALUES (?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET
-       attempt = excluded.attempt, retry_at = excluded.retry_at, payload = excluded.payload`,
+    'INSERT OR REPLACE INTO journal (id, attempt, retry_at, payload) VALUES (?, ?, ?, ?)',
   );
   const setAttempt = db.prepare<[number, string]>('UPDATE journal SET attempt = ? WHERE id = ?');
   const setRetryAt = db.prepare<[number, string]>('UPDATE journal SET retry_at = ? WHERE id = ?');
@@ -87,12 +93,23 @@ export function createSqliteJournal(db: Database, commit: GroupCommit, now: () =
     remove(messageIds) {
       const call = ++calls;
       for (const id of messageIds) pendingRemoval.set(id, call);
-      return commit(() => {
+      const forget = () => {
         for (const id of messageIds) {
-          remove.run(id);
           if (pendingRemoval.get(id) === call) pendingRemoval.delete(id);
         }
+      };
+      return commit(() => {
+        for (const id of messageIds) remove.run(id);
+        forget();
+      }).catch((error: unknown) => {
+        // The rows stay (rolled back): later starts must update them, and the map must not
+        // keep an entry per failed removal for the life of the process.
+        forget();
+        throw error;
       });
+    },
+    get pendingRemovals() {
+      return pendingRemoval.size;
     },
     async load() {
       // The payload holds `retryAtMs` exactly when `append` wrote a non-null `retry_at`.

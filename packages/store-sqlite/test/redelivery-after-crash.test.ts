@@ -3,16 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type Journal,
+  type Outcome,
+  type OutcomeSink,
   PipelinePolicySchema,
   createIngress,
   createMemoryQueryPool,
   createOutcomeBus,
   createRouter,
 } from '@switchboard/core';
-import { queuedMessageFixture } from '@switchboard/core/testing';
+import { auditRecordFixture, queuedMessageFixture } from '@switchboard/core/testing';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqliteStore } from '../src/index.js';
+import { type SqliteStore, createSqliteStore } from '../src/index.js';
 
 const folders: string[] = [];
 afterEach(() => {
@@ -40,18 +42,21 @@ function crashImage(path: string, into: string): string {
 }
 
 /** Ingress over a pool that journals to `journal`, as the gateway wires them. */
-function ingressOver(journal: Journal) {
+function ingressOver(
+  journal: Journal,
+  options: { maxPendingPerSession?: number; outcomes?: OutcomeSink } = {},
+) {
   const policy = PipelinePolicySchema.parse({ id: 'assistant' });
   const pool = createMemoryQueryPool({
     concurrency: { global: 1, perSession: 1 },
-    limits: { maxPending: 100, maxPendingPerSession: 100 },
+    limits: { maxPending: 100, maxPendingPerSession: options.maxPendingPerSession ?? 100 },
     pipelines: [policy],
     journal,
   });
   const ingress = createIngress({
     pool,
     router: () => createRouter({ default: 'assistant', rules: [] }, { pipelines: ['assistant'] }),
-    outcomes: createOutcomeBus(),
+    outcomes: options.outcomes ?? createOutcomeBus(),
     channelPolicy: () => ({ admission: { require_mention: false, prefixes: [] }, sessionScope: 'chat' }),
   });
   return { ingress, pool };
@@ -97,6 +102,107 @@ describe('ingress over a SQLite journal', () => {
       expect((await pool.recover()).map((entry) => entry.message.id)).toEqual([message.id]);
       expect(await ingress.accept(message, 'update-1')).toEqual({ status: 'duplicate' });
       restarted.close();
+    });
+  });
+
+  describe('when the journal write fails after the delivery key was marked in it', () => {
+    it('rethrows, and the redelivery is judged again rather than called a duplicate', async () => {
+      const folder = temporaryFolder();
+      const path = join(folder, 'switchboard.db');
+      const store = createSqliteStore({ path });
+      const { ingress, pool } = ingressOver(store.journal);
+      const { message } = queuedMessageFixture(1);
+      // The key is marked first in the write, then the entry insert fails: the write rolls back whole.
+      const admin = new BetterSqlite3(path);
+      admin.exec(
+        `CREATE TRIGGER full_disk BEFORE INSERT ON journal BEGIN SELECT RAISE(ABORT, 'disk full'); END`,
+      );
+      await expect(ingress.accept(message, 'update-3')).rejects.toThrow('disk full');
+      admin.exec('DROP TRIGGER full_disk');
+      admin.close();
+
+      expect((await ingress.accept(message, 'update-3')).status).toBe('queued');
+      expect((await pool.stats()).pending).toBe(1);
+      expect((await store.journal.load()).map((entry) => entry.message.id)).toEqual([message.id]);
+      store.close();
+    });
+  });
+
+  describe('when a message pushes the oldest out of a full session', () => {
+    /** An outcome sink writing each outcome to `store`'s audit log in the same tick, as the gateway's recorder does. */
+    function auditingSink(store: SqliteStore) {
+      const writes: Promise<void>[] = [];
+      const outcomes: Outcome[] = [];
+      const sink: OutcomeSink = {
+        record(outcome) {
+          outcomes.push(outcome);
+          const record = {
+            outcome: outcome.kind,
+            reason: outcome.reason ?? null,
+            message_id: outcome.message.id,
+          };
+          writes.push(store.auditLog.append(auditRecordFixture(outcomes.length, record)));
+        },
+      };
+      return { sink, outcomes, settled: () => Promise.all(writes) };
+    }
+
+    /** What a restart would find of `messageId` in the database at `path`: journaled, recorded dropped. */
+    function traceOf(path: string, messageId: string) {
+      const db = new BetterSqlite3(path, { readonly: true });
+      try {
+        return {
+          journaled: db.prepare('SELECT 1 FROM journal WHERE id = ?').get(messageId) !== undefined,
+          dropped:
+            db.prepare("SELECT 1 FROM audit WHERE message_id = ? AND outcome = 'dropped'").get(messageId) !==
+            undefined,
+        };
+      } finally {
+        db.close();
+      }
+    }
+
+    it('commits the removal of the dropped message with its dropped record, so a kill loses neither', async () => {
+      const folder = temporaryFolder();
+      const path = join(folder, 'switchboard.db');
+      const store = createSqliteStore({ path });
+      const audit = auditingSink(store);
+      const { ingress } = ingressOver(store.journal, { maxPendingPerSession: 1, outcomes: audit.sink });
+      const [oldest, newest] = [queuedMessageFixture(1).message, queuedMessageFixture(2).message];
+      expect((await ingress.accept(oldest, 'update-1')).status).toBe('queued');
+      expect((await ingress.accept(newest, 'update-2')).status).toBe('queued');
+      // Killed as the new message is acknowledged: the dropped one is still journaled, unrecorded.
+      const killedAtAck = crashImage(path, join(folder, 'at-ack.db'));
+      await audit.settled();
+      const killedAfter = crashImage(path, join(folder, 'after.db'));
+      store.close();
+
+      expect(traceOf(killedAtAck, oldest.id)).toEqual({ journaled: true, dropped: false });
+      expect(traceOf(killedAfter, oldest.id)).toEqual({ journaled: false, dropped: true });
+    });
+
+    it('queues the new message once, even when the removal of the dropped one fails', async () => {
+      const folder = temporaryFolder();
+      const path = join(folder, 'switchboard.db');
+      const store = createSqliteStore({ path });
+      const audit = auditingSink(store);
+      const { ingress } = ingressOver(store.journal, { maxPendingPerSession: 1, outcomes: audit.sink });
+      const [oldest, newest] = [queuedMessageFixture(1).message, queuedMessageFixture(2).message];
+      expect((await ingress.accept(oldest, 'update-1')).status).toBe('queued');
+      const admin = new BetterSqlite3(path);
+      admin.exec(
+        `CREATE TRIGGER keep_journal BEFORE DELETE ON journal BEGIN SELECT RAISE(ABORT, 'disk says no'); END`,
+      );
+      admin.close();
+
+      expect((await ingress.accept(newest, 'update-2')).status).toBe('queued');
+      await audit.settled();
+      expect(audit.outcomes.map((outcome) => [outcome.message.id, outcome.kind, outcome.reason])).toEqual([
+        [oldest.id, 'dropped', 'queue_overflow'],
+      ]);
+      // The removal failed: the dropped message may run again after a restart (at least once).
+      expect((await store.journal.load()).map((entry) => entry.message.id)).toEqual([oldest.id, newest.id]);
+      store.close();
     });
   });
 });

@@ -97,6 +97,32 @@ describe('createAcceptQueue', () => {
     });
   });
 
+  describe('when maxWaiting messages are held while the ingress refuses', () => {
+    it('records each further message dropped/refused at once, and holds new ones once there is room', async () => {
+      vi.useFakeTimers();
+      let refusing = true;
+      const { ingress, seen, drops } = recordingIngress(async () =>
+        refusing ? { status: 'refused', reason: 'queue_full', retryAfterMs: 1000 } : queued,
+      );
+      const queue = createAcceptQueue(ingress, silentLogger, { maxWaiting: 3 });
+      for (const text of ['1', '2', '3', '4', '5']) queue.push(message(text), `d${text}`);
+      expect(drops).toEqual([
+        { text: '4', reason: 'refused' },
+        { text: '5', reason: 'refused' },
+      ]);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(seen).toEqual(['1@d1']);
+
+      refusing = false;
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(seen).toEqual(['1@d1', '1@d1', '2@d2', '3@d3']);
+      queue.push(message('6'), 'd6');
+      await queue.stop();
+      expect(seen.at(-1)).toBe('6@d6');
+      expect(drops).toHaveLength(2);
+    });
+  });
+
   describe('when the channel stops while a message is refused', () => {
     it('stops waiting, tries each message once more, and records those refused again as dropped', async () => {
       vi.useFakeTimers();

@@ -16,7 +16,8 @@ export interface MemoryJournalOptions {
  */
 export function createMemoryJournal(options: MemoryJournalOptions = {}): Journal {
   const now = options.now ?? Date.now;
-  // A Map keeps insertion order, and re-setting a key keeps its position: acceptance order.
+  // A Map keeps insertion order: acceptance order. A re-append (a replay) is deleted first, as
+  // re-setting a key would keep its old position.
   const entries = new Map<string, QueuedMessage>();
   const seen = new ExpiringKeys();
   return {
@@ -24,6 +25,7 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): Journal
       // Copied first: an entry that cannot be copied fails the append before its key is marked.
       const copy = structuredClone(entry);
       if (delivery !== undefined && !seen.add(delivery.key, delivery.ttlMs, now())) return 'duplicate';
+      entries.delete(entry.message.id);
       entries.set(entry.message.id, copy);
       return 'appended';
     },

@@ -1,5 +1,5 @@
 import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
-import type { Journal } from '../ports/journal.js';
+import type { AppendResult, Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
 import type { SessionKey } from '../session-key.js';
@@ -7,7 +7,7 @@ import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 import { WakeTimer } from '../structures/wake-timer.js';
-import { turnIdOf } from '../turn-id.js';
+import { requestIdOf, turnIdOf } from '../turn-id.js';
 
 /** The part of a pipeline's policy the pool applies: its slot limit and readiness rules. */
 export type PoolPipelinePolicy = Pick<PipelinePolicy, 'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'>;
@@ -132,6 +132,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   const seenDeliveries = new ExpiringKeys();
   let nextSeq = 0;
   let pending = 0;
+  /** Places taken by enqueues whose journal append is under way. */
+  let reserved = 0;
   let inflight = 0;
   let closed = false;
   let debounceFlushed = false;
@@ -304,7 +306,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
     const entries: Entry[] = [];
     const messages: QueuedMessage[] = [];
-    const ids: string[] = [];
+    const requestIds: string[] = [];
     let attempt = 0;
     for (let i = 0; i < batchSize; i++) {
       const entry = session.queue.shift() as Entry;
@@ -312,12 +314,12 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       attempt = Math.max(attempt, entry.queued.attempt);
       entries.push(entry);
       messages.push(entry.queued);
-      ids.push(entry.queued.message.id);
+      requestIds.push(requestIdOf(entry.queued));
     }
     pending -= batchSize;
     best.inflight += 1;
     inflight += 1;
-    const id = turnIdOf(ids);
+    const id = turnIdOf(requestIds);
     const claim: Claim = { pool, turnId: id, session, slots: best, entries };
     session.claims.push(claim);
     place(session, at);
@@ -340,7 +342,10 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     );
   }
 
-  /** One write per attempt number, all issued now so that they precede the turn's removal. */
+  /**
+   * Journals the messages' current attempt: one write per attempt number, all issued now so that
+   * they precede the turn's removal.
+   */
   function markStarted(journal: Journal, messages: readonly QueuedMessage[]): Promise<void> {
     const byAttempt = new Map<number, string[]>();
     for (const queued of messages) {
@@ -358,17 +363,31 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     async enqueue(queued, delivery): Promise<EnqueueResult> {
       // Refusals come before the delivery key is marked: a refused delivery stays unseen.
       if (closed) return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
-      if (pending >= limits.maxPending) {
+      if (pending + reserved >= limits.maxPending) {
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
       }
       if (journal !== undefined) {
-        if ((await journal.append(queued, delivery)) === 'duplicate') return DUPLICATE;
+        // The place is taken before the write: checked now and taken after it, the enqueues
+        // awaiting their appends together would all pass the check and overshoot the bound.
+        reserved += 1;
+        let appended: AppendResult;
+        try {
+          appended = await journal.append(queued, delivery);
+        } finally {
+          reserved -= 1;
+        }
+        if (appended === 'duplicate') return DUPLICATE;
       } else if (delivery !== undefined && !seenDeliveries.add(delivery.key, delivery.ttlMs, now())) {
         return DUPLICATE;
       }
+      // From here on nothing may reject: the message is journaled and its sender is about to be
+      // told so. The removal of the messages it pushed out goes behind, issued in this tick like
+      // the caller's record of their outcome (`recordOverflowed`, also this tick), so both land
+      // in one group commit: a kill leaves the dropped message journaled and unrecorded, or
+      // removed and recorded. A failed removal runs the message again after a restart.
       const overflowed = insert(queued, limits.maxPendingPerSession);
       if (journal !== undefined && overflowed.length > 0) {
-        await journal.remove(overflowed.map((dropped) => dropped.message.id));
+        writeBehind(journal.remove(overflowed.map((dropped) => dropped.message.id)), 'removal');
       }
       notify();
       return { accepted: true, overflowed };
@@ -409,9 +428,17 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       if (done.length > 0) writeBehind(journal.remove(idsOf(done)), 'removal');
     },
 
-    async abandon(turn) {
+    async abandon(turn, options = { ran: true }) {
       const claim = release(turn);
       if (claim === undefined) return;
+      if (!options.ran) {
+        for (const entry of claim.entries) entry.queued.attempt -= 1;
+        // Written behind after the claim's own write, so the journal ends at the undone count.
+        if (journal !== undefined) {
+          const queued = claim.entries.map((entry) => entry.queued);
+          writeBehind(markStarted(journal, queued), 'attempt undo');
+        }
+      }
       putBack(claim, claim.entries);
     },
 

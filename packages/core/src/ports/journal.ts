@@ -19,7 +19,8 @@ export interface Journal {
   /**
    * Persists an accepted message before it is acknowledged. With `delivery`, marks its key seen
    * in the same atomic write, or — when the key is already seen within its TTL — writes nothing
-   * and resolves `duplicate`. A rejected append wrote neither.
+   * and resolves `duplicate`. A rejected append wrote neither. Appending an id still journaled
+   * (a replay of a dead letter whose removal failed) replaces it, at the end of acceptance order.
    */
   append(entry: QueuedMessage, delivery?: DeliveryKey): Promise<AppendResult>;
   /** Records that a turn started running these messages (their new `attempt`). */

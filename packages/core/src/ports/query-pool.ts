@@ -20,13 +20,21 @@ export interface QueuedMessage {
    * epoch). Journaled (`Journal.markRetry`), so a restart keeps the backoff.
    */
   retryAtMs?: number;
+  /**
+   * Set on an operator's replay of a dead letter: the dead letter's audit id. The message keeps
+   * its id (statuses and audit refer to it), but the replay is a new request for the backend, so
+   * it is folded into the turn id (`requestIdOf`): a backend deduplicating on the turn id must not
+   * take the replay for a re-run of the attempts that failed.
+   */
+  replayOf?: string;
 }
 
 /** A claimed unit of work: one or more messages of one session for one pipeline. */
 export interface Turn {
   /**
-   * Made from the ids of its messages (`turnIdOf`): the same messages get the same id on every
-   * attempt, also after a restart, so a backend can deduplicate on it (`Query.id`).
+   * Made from the request ids of its messages (`turnIdOf`, `requestIdOf`): the same messages get
+   * the same id on every attempt, also after a restart, so a backend can deduplicate on it
+   * (`Query.id`); a replayed dead letter is a new request and gets a new id.
    */
   id: string;
   session: SessionKey;
@@ -87,7 +95,10 @@ export interface QueryPool {
   readonly durable: boolean;
   /**
    * Accepts a message (journaled before this resolves) or refuses it when the pool is full or
-   * draining. A full session drops its oldest waiting message, returned in `overflowed`.
+   * draining. A full session drops its oldest waiting message, returned in `overflowed`: the
+   * caller records their outcome in the same tick as this resolves, so that a store committing
+   * writes in groups commits the record with their removal. Once the message is journaled this
+   * never rejects (a failed removal of the overflowed ones is only logged).
    *
    * With a `delivery` key the pool also deduplicates (DESIGN §5 "dedup happens inside enqueue"):
    * a key already seen answers `duplicate`. The key is marked in the same atomic write that
@@ -109,9 +120,11 @@ export interface QueryPool {
   retry(turn: Turn, retryAtMs: number, finalIds?: readonly string[]): Promise<void>;
   /**
    * Frees the turn's slots and puts its messages back at the head of their session, runnable at
-   * once; a durable pool keeps them for the next start. The claim still counts as an attempt.
+   * once; a durable pool keeps them for the next start. A turn that ran (and was aborted) still
+   * counts as an attempt; one handed back without running (`ran: false`, claimed after the stop)
+   * does not, so that shutdowns alone never use up a message's attempts.
    */
-  abandon(turn: Turn): Promise<void>;
+  abandon(turn: Turn, options?: { ran: boolean }): Promise<void>;
   /** Calls `listener` whenever a claim may now succeed (arrival, freed slot, due timer). */
   onRunnable(listener: () => void): () => void;
   /** Ends debounce waits: every buffered burst becomes runnable now, and later ones at once. */

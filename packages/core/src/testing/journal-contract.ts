@@ -44,12 +44,12 @@ export function journalContract(name: string, factory: StoreFactory<Journal>): v
         expect(loaded?.message.text).toBe('@switchboard hello 1');
       });
 
-      it('updates an entry appended again in place, keeping its position', async () => {
+      it('replaces an entry appended again and moves it behind the later ones (a replay)', async () => {
         for (const index of [1, 2, 3]) await subject.store.append(queuedMessageFixture(index));
-        await subject.store.append(queuedMessageFixture(1, { pipeline: 'echo' }));
+        await subject.store.append(queuedMessageFixture(1, { replayOf: 'audit-1' }));
         const loaded = await subject.store.load();
-        expect(idsOf(loaded)).toEqual(idsOf([1, 2, 3].map((index) => queuedMessageFixture(index))));
-        expect(loaded[0]?.pipeline).toBe('echo');
+        expect(idsOf(loaded)).toEqual(idsOf([2, 3, 1].map((index) => queuedMessageFixture(index))));
+        expect(loaded[2]?.replayOf).toBe('audit-1');
       });
     });
 

@@ -216,6 +216,16 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(texts(again)).toEqual([head.message.id]);
         expect(again?.attempt).toBe(2);
       });
+
+      it('does not count the claim of a turn handed back without running', async () => {
+        const p = await pool();
+        const head = queued('A');
+        await p.enqueue(head);
+        await p.abandon((await p.claim()) as Turn, { ran: false });
+        const again = await p.claim();
+        expect(texts(again)).toEqual([head.message.id]);
+        expect(again?.attempt).toBe(1);
+      });
     });
 
     describe('when debounce is enabled', () => {
