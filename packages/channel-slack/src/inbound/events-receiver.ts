@@ -116,6 +116,11 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
       // The normalizer's verdict on the fields it reads (`event.ts: expected a non-empty string`).
       if (isSwitchboardError(settled.error, 'SB_HTTP_BAD_REQUEST'))
         return acknowledgeMalformed(settled.error.message);
+      // The listener dropped what ingress failed on; this failed before ingress (the channel
+      // stopping under the event), where no outcome can be recorded and Slack will not retry.
+      if (delivery.last) {
+        logger.error({ err: settled.error, eventId: body.event_id }, 'slack event lost on its last retry');
+      }
       throw settled.error;
     }
     if (settled.kind === 'late' && delivery.last) {

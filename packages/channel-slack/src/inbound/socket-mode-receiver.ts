@@ -70,6 +70,12 @@ export function createSocketModeReceiver(options: SocketModeReceiverOptions): So
         await app.processEvent(event);
       } catch (err) {
         if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST')) {
+          // The listener dropped what ingress failed on; this failed before ingress (the
+          // channel stopping), where no outcome can be recorded and Slack will not retry.
+          if (delivery.last) {
+            logger.error({ ...log, err }, 'slack event lost on its last retry');
+            return;
+          }
           // Unacknowledged: if the process dies here too, Slack still holds the envelope.
           logger.warn({ ...log, err }, 'slack event not accepted, left unacknowledged for redelivery');
           return;
