@@ -11,6 +11,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import { toBoltLogger } from './bolt-logger.js';
 import { toChannelError } from './errors.js';
+import { acceptDelivery } from './inbound/accept-delivery.js';
 import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
 import { createEventsReceiver } from './inbound/events-receiver.js';
 import { normalizeSlackEvent } from './inbound/normalize.js';
@@ -169,13 +170,9 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       logger.debug({ eventId, type, subtype }, 'slack event ignored');
       return;
     }
-    // Keyed on the message (`<channel>:<ts>`) rather than event_id: a redelivery has the same
-    // message, and so has the `app_mention` twin of a `message` event, which has its own event_id.
-    const result = await current.accept(message, message.platform_message_id);
-    logger.debug({ eventId, messageId: message.id, status: result.status }, 'slack event accepted');
-    // The receiver answers Slack from it: 503 or no acknowledgement when refused, so Slack redelivers.
+    // Our receivers always pass a Delivery; without one (no receiver of ours) nobody could answer Slack.
     const delivery = context[DELIVERY_KEY] as Delivery | undefined;
-    if (delivery !== undefined) delivery.result = result;
+    await acceptDelivery(current, message, delivery ?? { last: false }, logger);
   };
   app.event('message', onEvent);
   app.event('app_mention', onEvent);

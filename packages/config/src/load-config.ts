@@ -8,7 +8,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { LineCounter, parseDocument, visit } from 'yaml';
-import { configErrorMap, problemLines } from './problem-lines.js';
+import { configErrorMap, type EnvValues, hideEnvValues, problemLines } from './problem-lines.js';
 import { type Config, ConfigSchema } from './schema.js';
 import { type Env, referencedValues, substituteEnv } from './substitute.js';
 
@@ -116,6 +116,28 @@ function configuredSecrets(written: unknown, document: unknown, env: Env): strin
   return [...new Set(values)].filter((value) => value !== '');
 }
 
+/**
+ * What came from the environment: each string that holds a `${VAR}` reference, as substituted,
+ * and each referenced variable's value alone. `document` is `written` substituted (same shape).
+ */
+function envValuesOf(written: unknown, document: unknown, env: Env): EnvValues {
+  const values = new Set<string>();
+  const walk = (text: unknown, substituted: unknown): void => {
+    if (typeof text === 'string') {
+      const referenced = referencedValues(text, env);
+      if (referenced.length > 0 && typeof substituted === 'string') values.add(substituted);
+      for (const value of referenced) values.add(value);
+    } else if (text !== null && typeof text === 'object') {
+      for (const [key, child] of Object.entries(text)) {
+        walk(child, (substituted as Record<string, unknown> | undefined)?.[key]);
+      }
+    }
+  };
+  walk(written, document);
+  values.delete('');
+  return values;
+}
+
 function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]): boolean {
   return prefix.length <= path.length && prefix.every((part, index) => path[index] === part);
 }
@@ -124,7 +146,8 @@ function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]
  * Parses the text of a switchboard.yaml: YAML, then `${VAR}` substitution, then the schema, then
  * the routing rules against the pipelines. Throws a SwitchboardError listing every problem at
  * once (also in `details.problems`): `SB_CONFIG_INVALID` (syntax, schema, routing) or
- * `SB_CONFIG_VARIABLE_MISSING`. No problem line shows the value of a secret field.
+ * `SB_CONFIG_VARIABLE_MISSING`. No problem line shows the value of a secret field, nor a value
+ * that came from a `${VAR}`.
  */
 export function parseConfig(text: string, options: ParseConfigOptions = {}): LoadedConfig {
   const source = options.source ?? 'configuration';
@@ -132,7 +155,8 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
   const written = parseYaml(text, source);
   const document = substituteEnv(written, env, source);
 
-  const parsed = ConfigSchema.safeParse(document, { error: configErrorMap, reportInput: true });
+  const envValues = envValuesOf(written, document, env);
+  const parsed = ConfigSchema.safeParse(document, { error: configErrorMap(envValues), reportInput: true });
   const routing = routingProblems(document);
   if (parsed.success && routing === null)
     return { ...parsed.data, secrets: configuredSecrets(written, document, env) };
@@ -146,8 +170,9 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
     ...problemLines(
       routing === null ? issues : issues.filter((issue) => issue.path[0] !== 'routing'),
       isSecret,
+      envValues,
     ),
-    ...(routing ?? []),
+    ...(routing ?? []).map((line) => hideEnvValues(line, envValues)),
   ];
   // No `cause`: the ZodError's message quotes every input it rejected, secrets included, and a
   // logged error carries its cause's message. The problem lines say all it would.

@@ -170,9 +170,9 @@ describe('parseConfig', () => {
       );
     });
 
-    it('names a number that is not one, whether written or substituted', () => {
+    it('names a number that is not one, a substituted one by its kind only', () => {
       expect(problems('server: { port: "${PORT}", body_limit: [1] }', { PORT: '80x' })).toEqual([
-        'server.port: expected a number, got "80x"',
+        'server.port: expected a number, got a string',
         'server.body_limit: expected number or string, got a list',
       ]);
     });
@@ -224,6 +224,52 @@ describe('parseConfig', () => {
         expect(text).not.toContain(key);
         expect(text).not.toContain('12345678901234');
       }
+    });
+
+    it('never echoes a value that came from a ${VAR}, even at a place no secret field marks', () => {
+      const token = 'ADMINTOKEN-SECRET-0123456789';
+      const lines = problems(
+        [
+          'admin: "${TOK}"',
+          'server: { port: "${PORT}" }',
+          'store: { kind: "x-${TOK}" }',
+          'channels: [{ id: tg, type: telegram, token: t, mode: webhook, webhook: "${TOK}" }]',
+        ].join('\n'),
+        { TOK: token, PORT: `80-${token}` },
+      );
+      expect(lines).toEqual([
+        'server.port: expected a number, got a string',
+        'admin: expected object, got a string',
+        'store.kind: expected one of sqlite|memory|redis, got a string',
+        'channels[0].webhook: expected object, got a string',
+      ]);
+      expect(lines.join('\n')).not.toContain('ADMINTOKEN');
+    });
+
+    it("never echoes a routing value that came from a ${VAR}, in the router's own lines", () => {
+      const secret = '([SECRET-PATTERN-0123456789';
+      const lines = problems(
+        [
+          'routing:',
+          '  default: echo',
+          '  rules:',
+          '    - { name: a, type: message_content, operator: regex, value: "${RX}", pipeline: echo }',
+        ].join('\n'),
+        { RX: secret },
+      );
+      expect(lines).toEqual([
+        expect.stringMatching(/^routing\.rules\[0\]\.value: invalid regular expression a string \(/),
+      ]);
+      expect(lines.join('\n')).not.toContain('SECRET-PATTERN');
+      // RE2's reason quotes the faulty range of the pattern.
+      expect(lines.join('\n')).not.toContain('T-P');
+    });
+
+    it('never echoes a list given as a ${VAR} where a list of mappings belongs', () => {
+      const token = '123456:TELEGRAM-SECRET-abcdefghijklmnop';
+      expect(problems('channels: "${TG}"', { TG: token })).toEqual([
+        'channels: expected array, got a string',
+      ]);
     });
 
     it('masks the password of a URL it shows', () => {

@@ -2,6 +2,7 @@ import { RE2JS } from 're2js';
 import { z } from 'zod';
 import { SwitchboardError } from './errors.js';
 import { ChatTypeSchema, ELEMENT_TYPES, type InboundMessage } from './message.js';
+import { regexSizeProblem } from './regex-size.js';
 import { formatIssues } from './validation.js';
 
 /**
@@ -13,8 +14,10 @@ import { formatIssues } from './validation.js';
  * `regex` values are compiled by RE2JS (a pure JavaScript port of RE2), not by `RegExp`: routing
  * runs on every inbound message before admission, so a backtracking pattern such as
  * `^(\w+\s?)*$` would block the event loop for seconds on a short message (issue 12 §3). RE2
- * matches in time linear in the text's length whatever the pattern; the price is RE2 syntax,
- * which has no backreferences or lookaround — such patterns are refused at load.
+ * matches in time proportional to the text's length times the pattern's compiled size, never
+ * exponential; the price is RE2 syntax, which has no backreferences or lookaround — such
+ * patterns are refused at load. The pattern's size is bounded at load too (`regex-size.ts`:
+ * a counted repetition compiles to a copy per count); the text's length is capped by its platform.
  */
 
 /** The routing target that discards a message (recorded in the audit log). */
@@ -47,11 +50,14 @@ const StringValueSchema = z
   )
   .transform(String);
 
-/** RE2's complaint without its `error parsing regexp: ` preamble, or null when `pattern` compiles. */
+/**
+ * RE2's complaint without its `error parsing regexp: ` preamble, or a size bound the pattern
+ * passes (`regexSizeProblem`), or null when `pattern` compiles within them.
+ */
 function regexProblem(pattern: string): string | null {
   try {
     RE2JS.compile(pattern);
-    return null;
+    return regexSizeProblem(pattern);
   } catch (error) {
     const reason = (error as Error).message.replace(/^error parsing regexp: /, '');
     return `invalid regular expression ${JSON.stringify(pattern)} (${reason}; RE2 syntax: no backreferences or lookaround)`;
@@ -229,7 +235,8 @@ function compileOperator(operator: Operator, expected: string): (actual: string)
       return (actual) => actual.startsWith(expected);
     case 'regex': {
       // A search anywhere in the text, like Python's re.search in LangBot; case-sensitive, no
-      // flags. RE2JS's `test` keeps no state between messages and runs in linear time.
+      // flags. RE2JS's `test` keeps no state between messages and runs in time linear in the
+      // text's length for a pattern of bounded size (the schema refused larger ones).
       const pattern = RE2JS.compile(expected);
       return (actual) => pattern.test(actual);
     }

@@ -342,6 +342,75 @@ describe('createRouter', () => {
     });
   });
 
+  describe('when a regex is too large to match quickly', () => {
+    // RE2's time grows with the text times the compiled pattern, and a counted repetition
+    // compiles to one copy per count: `(?:\w+\s?){1000}$` took ~0.7 s on a 32 KiB message.
+    const regexRule = (value: string) => ({
+      name: 'big',
+      type: 'message_content' as const,
+      operator: 'regex' as const,
+      value,
+      pipeline: 'echo',
+    });
+
+    it.each([
+      [
+        'a counted repetition above {100}',
+        '(?:\\w+\\s?){1000}$',
+        'regular expression repeats {1000}, at most {100} (matching time grows with the size of the pattern)',
+      ],
+      ['a bounded range above {100}', 'a{2,101}', 'regular expression repeats {2,101}, at most {100}'],
+      [
+        'a pattern longer than 1,000 characters',
+        'a'.repeat(1_001),
+        'regular expression is 1001 characters long, at most 1000',
+      ],
+      [
+        'nested repetitions that multiply past 1,000 characters written out',
+        '((?:\\w+\\s?){100}){10}$',
+        'regular expression is 10021 characters long with its counted repetitions written out, at most 1000',
+      ],
+      [
+        'repetitions in a row that add up past 1,000 characters written out',
+        '(?:\\w+\\s?){100}'.repeat(2),
+        'regular expression is 2000 characters long with its counted repetitions written out, at most 1000',
+      ],
+    ])('refuses %s at load with the path of its value', (_case, pattern, problem) => {
+      const problems = problemsOf(() => router({ default: 'echo', rules: [regexRule(pattern)] }));
+      expect(problems).toEqual([expect.stringContaining(`routing.rules[0].value: ${problem}`)]);
+    });
+
+    it('refuses it inside all: with its nested path', () => {
+      const problems = problemsOf(() =>
+        router({
+          default: 'echo',
+          rules: [
+            {
+              name: 'nested',
+              all: [{ type: 'sender_id', operator: 'regex', value: 'x{1000}' }],
+              pipeline: 'echo',
+            },
+          ],
+        }),
+      );
+      expect(problems).toEqual([
+        expect.stringMatching(/^routing\.rules\[0\]\.all\[0\]\.value: regular expression repeats \{1000\}/),
+      ]);
+    });
+
+    it.each([
+      ['{100} of a 10-character group, 1,000 characters written out', '(?:\\w+\\s?){100}'],
+      ['a 1,000-character pattern', 'b'.repeat(1_000)],
+      [
+        'braces that are no repetition, and repetitions inside classes and escapes',
+        '[{1000}]\\{1000\\}x{,5}\\Q{1000}\\E',
+      ],
+    ])('accepts %s', (_case, pattern) => {
+      const subject = router({ default: 'assistant', rules: [regexRule(pattern)] });
+      expect(subject.route(message({ text: 'nothing like it' })).pipeline).toBe('assistant');
+    });
+  });
+
   describe('when a value is a YAML number', () => {
     it('compares it as a string', () => {
       const routing: RoutingConfigInput = {

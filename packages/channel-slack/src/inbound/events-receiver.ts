@@ -1,7 +1,7 @@
 import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
 import { type Logger, SwitchboardError, isSwitchboardError } from '@switchboard/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DELIVERY_KEY, type Delivery } from './delivery.js';
+import { DELIVERY_KEY, type Delivery, isLastSlackDelivery } from './delivery.js';
 import { eventCallbackProblem } from './event-callback.js';
 import { parseSlackBody } from './parse-body.js';
 import { verifySlackSignature } from './verify.js';
@@ -40,7 +40,9 @@ function unavailable(reply: FastifyReply, code: string, message: string, retryAf
  * signature on the raw bytes (401 otherwise), answers `url_verification`, refuses bodies that are not
  * Events API callbacks (400), acknowledges unreadable events (200, logged), hands the rest to
  * `app.processEvent` and answers once the listener's `ingress.accept` has resolved — so an
- * acknowledged message is already journaled. Before `start` and after `stop` it answers 503.
+ * acknowledged message is already journaled. A refused message is answered 503 (500 when ingress
+ * failed) so that Slack retries, except on Slack's last retry (`X-Slack-Retry-Num` 3), where the
+ * listener records it as dropped and the answer is 200. Before `start` and after `stop` it answers 503.
  */
 export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
   const { channelId, signingSecret, ackDeadlineMs, now, logger } = options;
@@ -90,7 +92,7 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
     };
     const unreadable = eventCallbackProblem(body);
     if (unreadable !== null) return acknowledgeMalformed(unreadable);
-    const delivery: Delivery = {};
+    const delivery: Delivery = { last: isLastSlackDelivery(retryNum) };
     const event: ReceiverEvent = {
       body,
       retryNum,
@@ -114,7 +116,18 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
       // The normalizer's verdict on the fields it reads (`event.ts: expected a non-empty string`).
       if (isSwitchboardError(settled.error, 'SB_HTTP_BAD_REQUEST'))
         return acknowledgeMalformed(settled.error.message);
+      // The listener dropped what ingress failed on; this failed before ingress (the channel
+      // stopping under the event), where no outcome can be recorded and Slack will not retry.
+      if (delivery.last) {
+        logger.error({ err: settled.error, eventId: body.event_id }, 'slack event lost on its last retry');
+      }
       throw settled.error;
+    }
+    if (settled.kind === 'late' && delivery.last) {
+      // Slack will not send it again whatever the answer: the listener records its outcome when
+      // the write ends (queued, or dropped if refused or failed).
+      logger.warn({ ackDeadlineMs, retryNum }, 'slack event on its last retry not journaled in time');
+      return reply.code(200).send();
     }
     if (settled.kind === 'late') {
       // Answering 200 now could lose the message if the journal write then fails; a 503 makes
@@ -132,8 +145,9 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
       );
     }
     const result = delivery.result;
-    if (result?.status === 'refused') {
-      // DESIGN §2: a full or draining queue answers webhooks 503 so that the platform retries.
+    if (result?.status === 'refused' && delivery.dropped === undefined) {
+      // DESIGN §2: a full or draining queue answers webhooks 503 so that the platform retries;
+      // on Slack's last retry the listener has recorded the message as dropped instead (200).
       const code = result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL';
       return unavailable(
         reply,

@@ -1,7 +1,7 @@
 import type { App, Logger as BoltLogger, Receiver, ReceiverEvent } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
 import { type Logger, SwitchboardError, isSwitchboardError } from '@switchboard/core';
-import { DELIVERY_KEY, type Delivery } from './delivery.js';
+import { DELIVERY_KEY, type Delivery, isLastSlackDelivery } from './delivery.js';
 import { eventCallbackProblem } from './event-callback.js';
 
 export interface SocketModeReceiverOptions {
@@ -28,8 +28,9 @@ export interface SocketModeReceiver extends Receiver {
  * so a message refused (queue full, draining) or not journaled (store down) would be lost without
  * an outcome. Here Bolt gets a no-op `ack` and the envelope is acked after `processEvent`: not
  * at all when ingress refused the message or failed, so Slack sends it again (`retry_attempt`,
- * deduplicated on the message like any redelivery). Malformed events are acked and logged:
- * sending them again would not make them readable.
+ * deduplicated on the message like any redelivery). On Slack's last retry (`retry_attempt` 3)
+ * the listener records such a message as dropped instead, and the envelope is acked. Malformed
+ * events are acked and logged: sending them again would not make them readable.
  */
 export function createSocketModeReceiver(options: SocketModeReceiverOptions): SocketModeReceiver {
   const { channelId, logger } = options;
@@ -49,7 +50,7 @@ export function createSocketModeReceiver(options: SocketModeReceiverOptions): So
       },
     ) => {
       const log = { envelopeId: args.envelope_id, retryNum: args.retry_num };
-      const delivery: Delivery = {};
+      const delivery: Delivery = { last: isLastSlackDelivery(args.retry_num) };
       const event: ReceiverEvent = {
         body: args.body,
         ...(args.retry_num === undefined ? {} : { retryNum: args.retry_num }),
@@ -69,6 +70,12 @@ export function createSocketModeReceiver(options: SocketModeReceiverOptions): So
         await app.processEvent(event);
       } catch (err) {
         if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST')) {
+          // The listener dropped what ingress failed on; this failed before ingress (the
+          // channel stopping), where no outcome can be recorded and Slack will not retry.
+          if (delivery.last) {
+            logger.error({ ...log, err }, 'slack event lost on its last retry');
+            return;
+          }
           // Unacknowledged: if the process dies here too, Slack still holds the envelope.
           logger.warn({ ...log, err }, 'slack event not accepted, left unacknowledged for redelivery');
           return;
@@ -76,7 +83,7 @@ export function createSocketModeReceiver(options: SocketModeReceiverOptions): So
         logger.warn({ ...log, err }, 'malformed slack event acknowledged');
       }
       const result = delivery.result;
-      if (result?.status === 'refused') {
+      if (result?.status === 'refused' && delivery.dropped === undefined) {
         logger.warn(
           { ...log, reason: result.reason, retryAfterMs: result.retryAfterMs },
           'slack event refused, left unacknowledged for redelivery',
