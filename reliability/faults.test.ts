@@ -32,6 +32,8 @@ const KILLS = 3;
 const SEND_BOUND_MS = 120_000;
 const DRAIN_BOUND_MS = 180_000;
 const TURN_TIMEOUT_MS = 1_000;
+/** What a user is sent when their message is dead-lettered: a reply that is not a completion. */
+const DEAD_LETTER_REPLY = 'Sorry, that failed for good.';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const markerPattern = /^(\S+)#(\d+)$/;
@@ -97,6 +99,8 @@ interface ClientLedger {
   /** Gateway ids answered for each API marker (more than one only if deduplication failed). */
   apiIds: Map<string, Set<string>>;
   telegramMarkers: string[];
+  /** The marker of each Telegram message, by its `message_id`: what a reply answers. */
+  telegramMessages: Map<number, string>;
 }
 
 describe('faults: failing backend, failing platform, SIGKILL and restart', () => {
@@ -132,6 +136,7 @@ pipelines:
     url: "${backend.url}"
     timeout: ${TURN_TIMEOUT_MS}ms
     retry: { max_attempts: 10, base_delay: 100ms, max_delay: 1s }
+    dead_letter_reply: "${DEAD_LETTER_REPLY}"
 routing: { default: bot }
 `,
       ),
@@ -146,6 +151,7 @@ routing: { default: bot }
       connectionErrors: 0,
       apiIds: new Map(),
       telegramMarkers: [],
+      telegramMessages: new Map(),
     };
     const sendDeadline = Date.now() + SEND_BOUND_MS;
 
@@ -199,13 +205,14 @@ routing: { default: bot }
         else if (roll < 0.3) fake.failNext('sendMessage', 1, { status: 502, description: 'Bad Gateway' });
         ledger.tried += 1;
         ledger.telegramMarkers.push(marker);
-        fake.pushUpdate({
+        const update = fake.pushUpdate({
           message: fake.message({
             chat: { id: user.id, first_name: user.first_name, type: 'private' },
             from: user,
             text: marker,
           }),
         });
+        ledger.telegramMessages.set(update.message.message_id, marker);
         // Steady enough that the poller is handling an update at most kill moments.
         await sleep(random.between(100, 400));
       }
@@ -277,10 +284,22 @@ routing: { default: bot }
         found.filter((kind) => kind !== 'queued' && kind !== 'running' && kind !== 'undefined'),
       );
     }
-    const replies = group(fake.sentMessages(), (sent) => String(sent.body.text).replace(/^echo: /, ''));
+    // Telegram replies in the order they were sent, each tied to the message it answers.
+    const sentReplies = fake.sentMessages().map((sent) => ({
+      marker: ledger.telegramMessages.get(Number(sent.body.reply_parameters?.message_id)),
+      text: String(sent.body.text),
+    }));
+    const unmatchedReplies = sentReplies.filter((reply) => reply.marker === undefined);
+    const replies = group(
+      sentReplies.filter((reply) => reply.marker !== undefined),
+      (reply) => reply.marker as string,
+    );
     for (const marker of ledger.telegramMarkers) {
       const audited = (auditByText.get(marker) ?? []).map((record) => record.outcome);
-      outcomes.set(marker, audited.length > 0 ? audited : replies.has(marker) ? ['completed'] : []);
+      // Completed only by the pipeline's answer (not by the dead-letter reply), and once however
+      // often it was sent: a reply and an audit record are two outcomes of one message.
+      const answered = (replies.get(marker) ?? []).some((reply) => reply.text === `echo: ${marker}`);
+      outcomes.set(marker, answered ? ['completed', ...audited] : audited);
     }
 
     const accepted = [...ledger.apiIds.keys(), ...ledger.telegramMarkers];
@@ -304,7 +323,11 @@ routing: { default: bot }
       (visit) => visit.marker,
     );
     const runTwice = [...okRuns.values()].filter((runs) => runs.length > 1).length;
-    const repliedTwice = [...replies.values()].filter((sent) => sent.length > 1).length;
+    // At-least-once allows it (a crash after the send and before the pool's write): printed only.
+    const repliedTwice = [...replies.entries()].filter(
+      ([marker, sent]) => sent.filter((reply) => reply.text === `echo: ${marker}`).length > 1,
+    ).length;
+    const deadLetterReplies = sentReplies.filter((reply) => reply.text === DEAD_LETTER_REPLY).length;
     const answersByKind = new Map<string, number>();
     for (const visit of visits) answersByKind.set(visit.answer, (answersByKind.get(visit.answer) ?? 0) + 1);
 
@@ -313,6 +336,11 @@ routing: { default: bot }
       ...sequenceViolations(visits),
       ...sequenceViolations(visits.filter((visit) => visit.answer === 'ok')),
     ];
+    // Per-chat order of what the user sees: the first reply to each message (its answer or its
+    // dead-letter reply) in message order; a re-run's repeat of an earlier reply is allowed.
+    const replyOrderViolations = sequenceViolations(
+      sentReplies.filter((reply): reply is { marker: string; text: string } => reply.marker !== undefined),
+    );
 
     /** What the backend and the platform saw of one message, for a failure to say where it stopped. */
     const trace = (marker: string): string => {
@@ -342,7 +370,10 @@ routing: { default: bot }
       'more than one outcome': multiple.length,
       'run twice (at-least-once)': runTwice,
       'Telegram replies sent twice': repliedTwice,
+      'Telegram dead-letter replies': deadLetterReplies,
+      'Telegram replies to no message sent': unmatchedReplies.length,
       'order violations': orderViolations.length,
+      'Telegram reply order violations': replyOrderViolations.length,
       'audit/status mismatches': auditMismatches.length,
       'backend requests': visits.length,
       ...Object.fromEntries([...answersByKind].map(([kind, count]) => [`backend answer ${kind}`, count])),
@@ -361,9 +392,17 @@ routing: { default: bot }
       lost.map((marker) => `${marker} (${trace(marker)})`),
       'accepted messages without an outcome',
     ).toEqual([]);
-    expect(multiple.map((marker) => `${marker}: ${outcomes.get(marker)?.join(',')}`)).toEqual([]);
+    expect(
+      multiple.map((marker) => `${marker}: ${outcomes.get(marker)?.join(',')} (${trace(marker)})`),
+      'messages with more than one outcome',
+    ).toEqual([]);
     expect(auditMismatches, 'statuses and audit records that disagree').toEqual([]);
     expect(orderViolations, 'messages of one session that ran out of order').toEqual([]);
+    expect(replyOrderViolations, 'replies of one chat sent out of message order').toEqual([]);
+    expect(
+      unmatchedReplies.map((reply) => reply.text),
+      'Telegram replies that answer no message sent',
+    ).toEqual([]);
   });
 });
 
