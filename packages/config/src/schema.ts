@@ -37,7 +37,8 @@ export const ServerSchema = z
     /**
      * Which peers may name the client in `X-Forwarded-For` (DESIGN §7): `false` none, `true`
      * every peer, or a list of addresses, CIDR ranges and `loopback` / `linklocal` /
-     * `uniquelocal`. With it off, a request carrying forwarding headers is never loopback.
+     * `uniquelocal`. Only the logged client address follows it; a request carrying forwarding
+     * headers is never loopback, whatever this says.
      */
     trust_proxy: z
       .union([
