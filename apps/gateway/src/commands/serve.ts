@@ -39,24 +39,35 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
     gateway
       .reloadRouting()
       .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
-  const gateway = await createGateway({
-    config,
-    configPath: path,
-    logger,
-    mask,
-    httpLogger: logger,
-    version: VERSION,
-  });
+  let gateway: Gateway;
+  try {
+    gateway = await createGateway({
+      config,
+      configPath: path,
+      logger,
+      mask,
+      httpLogger: logger,
+      version: VERSION,
+    });
 
-  process.on('uncaughtException', (err) => {
-    logger.fatal({ err }, 'uncaught exception: exiting');
-    process.exit(1);
-  });
-  process.on('unhandledRejection', (err) => {
-    logger.error({ err }, 'unhandled rejection');
-  });
+    process.on('uncaughtException', (err) => {
+      logger.fatal({ err }, 'uncaught exception: exiting');
+      process.exit(1);
+    });
+    process.on('unhandledRejection', (err) => {
+      logger.error({ err }, 'unhandled rejection');
+    });
 
-  await gateway.start();
+    await gateway.start();
+  } catch (err) {
+    // Logged here, through the masking logger, not thrown to the CLI, which prints errors as they
+    // are (and Node a stack): a platform's error text may quote a secret, as a self-hosted Bot API
+    // or a proxy echoing `/bot<token>/getMe` does. The process then exits without a drain:
+    // whatever a channel accepted before the failure is in the journal (acknowledged only after
+    // the write) and is recovered at the next start.
+    logger.fatal({ err }, 'start failed: exiting');
+    return 1;
+  }
   started = gateway;
   if (reloadWhenStarted) void reload(gateway);
 
