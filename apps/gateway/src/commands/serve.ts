@@ -9,7 +9,8 @@ import { VERSION } from '../version.js';
  * `switchboard serve`: runs the gateway until SIGTERM/SIGINT, then drains and exits 0 (a second
  * signal exits at once). SIGHUP reloads the routing rules; a bad file is refused and the old
  * rules stay. A SIGHUP that arrives while starting is applied once the gateway listens: the
- * file may have changed after it was first read.
+ * file may have changed after it was first read. A failed start is logged through the masking
+ * logger and returns 1.
  */
 export async function serve(path: string, reloadSignal: ReloadSignal = holdReloadSignal()): Promise<number> {
   let started: Gateway | undefined;
