@@ -99,7 +99,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const server = Fastify({
     ...httpServerOptions(config.server),
-    // Which peers may name the client in X-Forwarded-For; the loopback check reads `request.ip`.
+    // Which peers may name the client in X-Forwarded-For: the address logged as `request.ip`.
+    // The loopback check never believes it (channel-openapi `isLoopbackClient`).
     trustProxy: config.server.trustProxy,
     loggerInstance: options.httpLogger,
     // Requests are not logged one by one: outcomes and metrics already account for each message.
@@ -108,6 +109,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // each time) cost more than the rare error line it would label; that line names the request.
     childLoggerFactory: (logger) => logger,
   }) as unknown as FastifyInstance;
+  // Each connection holds a descriptor (a slow sender up to request_timeout, an idle keep-alive
+  // one 72 s); past the cap Node closes a new one as soon as it accepts it. Node takes it only as
+  // a property of its server, which fastify has built by now.
+  server.server.maxConnections = config.server.maxConnections;
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   server.setErrorHandler(httpErrorHandler);

@@ -66,12 +66,19 @@ describe('access control (end to end)', () => {
     });
   });
 
-  describe('when server.trust_proxy trusts the loopback proxy', () => {
-    it('judges the client it names in X-Forwarded-For', async () => {
-      const gateway = await serve('', 'host: 127.0.0.1, port: 0, trust_proxy: [loopback]');
+  // Security regression: with trust_proxy the client named in X-Forwarded-For was judged, and a
+  // client writes that header itself, so `X-Forwarded-For: 127.0.0.1` opened the admin API.
+  describe('when server.trust_proxy trusts every peer', () => {
+    it('refuses a forwarded request even when X-Forwarded-For names 127.0.0.1', async () => {
+      const gateway = await serve('', 'host: 127.0.0.1, port: 0, trust_proxy: true');
+      const message = { session_id: 's', user_id: 'u', text: 'hi' };
+      const claimed = { 'x-forwarded-for': '127.0.0.1' };
       expect((await get(`${gateway.url}/admin/queues`, FROM_PROXY)).status).toBe(403);
-      const local = await get(`${gateway.url}/admin/queues`, { 'x-forwarded-for': '127.0.0.1' });
-      expect(local.status).toBe(200);
+      expect((await get(`${gateway.url}/admin/queues`, claimed)).status).toBe(403);
+      const channel = await post(`${gateway.url}/v1/messages`, message, claimed);
+      expect(channel.status).toBe(403);
+      expect(channel.body?.error.message).toContain('api_keys is not set');
+      expect((await get(`${gateway.url}/admin/queues`)).status).toBe(200);
     });
   });
 });

@@ -29,6 +29,31 @@ async function exchangeRaw(base: string, text: string): Promise<{ status: number
   return { status: Number(head.split(' ')[1]), body: JSON.parse(body) };
 }
 
+/** A keep-alive connection on a bare socket that asks `GET /healthz` and counts the 200s. */
+async function keepAliveConnection(base: string) {
+  const { hostname, port } = new URL(base);
+  const socket = connect(Number(port), hostname);
+  let received = '';
+  let closed = false;
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+  socket.on('error', () => {});
+  socket.on('close', () => (closed = true));
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const answered = () => received.split('HTTP/1.1 200 ').length - 1;
+  return {
+    socket,
+    isClosed: () => closed,
+    received: () => received,
+    /** Asks once more; resolves true once answered 200, false if the connection closed first. */
+    async ask(): Promise<boolean> {
+      const before = answered();
+      socket.write('GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n');
+      await eventually(() => closed || answered() > before);
+      return answered() > before;
+    },
+  };
+}
+
 async function serve(yaml: string, server = 'host: 127.0.0.1, port: 0'): Promise<ServeProcess> {
   const dir = tempDir();
   const configPath = writeConfig(dir, testConfig(dir, yaml, server));
@@ -158,6 +183,25 @@ routing: { default: bot }
         const order = backend.requests.filter((r) => r.session.chat_id === session).map((r) => r.text);
         expect(order).toEqual([1, 2, 3, 4, 5].map((n) => `${session}${n}`));
       }
+    });
+  });
+
+  describe('when more connections are opened than server.max_connections', () => {
+    it('closes a new connection as soon as it is accepted, while those open are still served', async () => {
+      const gateway = await serve('', 'host: 127.0.0.1, port: 0, max_connections: 2');
+      const open = [await keepAliveConnection(gateway.url), await keepAliveConnection(gateway.url)];
+      // Answered: the server has accepted both, so they count toward the cap.
+      for (const connection of open) expect(await connection.ask()).toBe(true);
+
+      const extra = await keepAliveConnection(gateway.url);
+      expect(await extra.ask()).toBe(false);
+      expect(extra.received()).toBe('');
+
+      for (const connection of open) expect(await connection.ask()).toBe(true);
+      // A place freed is taken again.
+      open[0]?.socket.destroy();
+      await eventually(async () => (await keepAliveConnection(gateway.url)).ask());
+      open[1]?.socket.destroy();
     });
   });
 

@@ -48,9 +48,8 @@ function judgeLoopback(address: string): boolean {
   return isIPv6(address) && loopbackV6.check(address, 'ipv6');
 }
 
-// Headers that name the client (or the original host, scheme or path) in a form fastify does not
-// read: only a proxy sends them, and the address they carry is not `request.ip`.
-const UNREAD_FORWARDING_HEADERS = new Set([
+// Headers that name the client (or the original host, scheme or path): only a proxy sends them.
+const FORWARDING_HEADERS = new Set([
   'forwarded',
   'forwarded-for',
   'x-forwarded',
@@ -61,27 +60,27 @@ const UNREAD_FORWARDING_HEADERS = new Set([
   'fastly-client-ip',
   'x-cluster-client-ip',
   'x-original-forwarded-for',
+  'via',
 ]);
 
-/** `X-Forwarded-*` (fastify reads -For, -Host and -Proto from a trusted peer) and `Via`. */
-function isProxyHeader(name: string): boolean {
-  return name.startsWith('x-forwarded-') || name === 'via';
+function isForwardingHeader(name: string): boolean {
+  return FORWARDING_HEADERS.has(name) || name.startsWith('x-forwarded-');
 }
 
 /**
- * Whether the client itself is on loopback, not merely the proxy that forwarded its request
- * (DESIGN §7 `server.trust_proxy`). A reverse proxy on the same host connects from loopback, so
- * without this every client behind it would pass. `request.ip` is the forwarded client only when
- * fastify's `trustProxy` trusted the peer and read `X-Forwarded-For`; fastify then sets
- * `request.ips` to the peer and the addresses it believed. Any other request that carries
- * forwarding headers came through a proxy whose client we cannot see, so it is not loopback.
+ * Whether the client itself is on loopback, not merely a proxy that forwarded its request
+ * (DESIGN §7 "Who is trusted"): the peer of the socket is on loopback and the request carries no
+ * forwarding header. A reverse proxy on the same host connects from loopback, so without the
+ * header check every client behind it would pass. The address a forwarding header names is never
+ * believed here, whatever `server.trust_proxy` says: any client can send `X-Forwarded-For:
+ * 127.0.0.1`, and a trusted proxy passes it on (fastify takes the leftmost address), as does
+ * anything else on a trusted network that connects directly. `trustProxy` only decides which
+ * address `request.ip` reports in logs.
  */
 export function isLoopbackClient(request: FastifyRequest): boolean {
-  if (!isLoopbackAddress(request.ip)) return false;
-  const forwardedForRead = request.ips !== undefined && request.ips.length > 1;
+  if (!isLoopbackAddress(request.socket.remoteAddress)) return false;
   for (const name in request.headers) {
-    if (UNREAD_FORWARDING_HEADERS.has(name)) return false;
-    if (!forwardedForRead && isProxyHeader(name)) return false;
+    if (isForwardingHeader(name)) return false;
   }
   return true;
 }
@@ -97,7 +96,7 @@ const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
  * configured every request needs `Authorization: Bearer <token>` (401 otherwise). With none,
  * only loopback clients pass (403 otherwise), so a quick start needs no key and is still closed
  * to the network. "Loopback" is judged by `isLoopbackClient`: a request carrying forwarding
- * headers passes only when fastify's `trustProxy` read the client from them.
+ * headers never passes.
  */
 export function bearerAuth(options: BearerAuthOptions): AuthHook {
   // Hashing first gives equal-length buffers, so timingSafeEqual leaks neither the token nor its length.

@@ -50,6 +50,7 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
       maxStreams: config.maxEventStreams,
       maxStreamsPerSession: config.maxEventStreamsPerSession,
       maxBufferedBytes: config.maxEventStreamBufferBytes,
+      maxBufferedBytesTotal: config.maxEventStreamBufferTotalBytes,
     },
   });
   let ingress: Ingress | null = null;

@@ -16,6 +16,8 @@ export interface SseLimits {
   maxStreamsPerSession: number;
   /** Bytes a stream may have unsent before it is disconnected as a reader too slow. */
   maxBufferedBytes: number;
+  /** Bytes all streams may have unsent together; past it the streams holding most are disconnected. */
+  maxBufferedBytesTotal: number;
 }
 
 /**
@@ -26,7 +28,9 @@ export interface SseLimits {
  * Streams live for hours and are not counted toward `max_concurrent_requests`, so they have
  * bounds of their own: a number per channel and per session (past them, `open` throws 429), and
  * the bytes a stream may hold unsent. A client that does not read made the server buffer every
- * reply for ever; past `maxBufferedBytes` its connection is closed and it may reconnect.
+ * reply for ever; past `maxBufferedBytes` its connection is closed and it may reconnect. Many
+ * such clients together are bounded by `maxBufferedBytesTotal`, not by `maxStreams` times
+ * `maxBufferedBytes`: past it the streams holding most unsent are closed first.
  */
 export interface SseHub {
   /**
@@ -82,12 +86,58 @@ export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }
     }
   }
 
+  // Bytes unsent per stream as last seen, and their sum. A count is refreshed at each write and
+  // 'drain'; between them it can only be high, by less than the socket's high-water mark (a write
+  // that returned true gets no 'drain'), so the sum is recounted before anyone is disconnected.
+  // Recounting every stream on every write would cost streams × writes at each heartbeat.
+  const unsent = new Map<ServerResponse, number>();
+  let unsentTotal = 0;
+
+  function forget(response: ServerResponse): void {
+    unsentTotal -= unsent.get(response) ?? 0;
+    unsent.delete(response);
+  }
+
+  function recount(response: ServerResponse): void {
+    forget(response);
+    // A 'drain' may still come after the stream closed and was forgotten.
+    if (response.destroyed) return;
+    unsentTotal += response.writableLength;
+    unsent.set(response, response.writableLength);
+  }
+
+  function disconnect(response: ServerResponse): void {
+    forget(response);
+    response.destroy();
+  }
+
+  /** Past the total, disconnects the streams holding most unsent until it is met again. */
+  function enforceTotal(): void {
+    if (unsentTotal <= limits.maxBufferedBytesTotal) return;
+    // A copy: recount deletes and re-adds, which a live iteration would visit again.
+    for (const response of [...unsent.keys()]) recount(response);
+    while (unsentTotal > limits.maxBufferedBytesTotal) {
+      let largest: ServerResponse | undefined;
+      let largestBytes = 0;
+      for (const [response, bytes] of unsent) {
+        if (bytes > largestBytes) [largest, largestBytes] = [response, bytes];
+      }
+      if (largest === undefined) return;
+      disconnect(largest);
+    }
+  }
+
   /** Writes `chunk`, or closes the connection of a reader that lets too much pile up unsent. */
   function send(response: ServerResponse, chunk: string): void {
     if (response.destroyed) return;
     // `write` buffers whatever the socket does not take; its return value only advises.
     response.write(chunk);
-    if (response.writableLength > limits.maxBufferedBytes) response.destroy();
+    if (response.writableLength > limits.maxBufferedBytes) {
+      disconnect(response);
+      return;
+    }
+    recount(response);
+    enforceTotal();
   }
 
   return {
@@ -101,8 +151,10 @@ export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }
       streams.set(sessionId, set);
       open += 1;
       const heartbeat = setInterval(() => send(response, ': heartbeat\n\n'), options.heartbeatMs);
+      response.on('drain', () => recount(response));
       response.once('close', () => {
         clearInterval(heartbeat);
+        forget(response);
         remove(sessionId, response);
       });
       // The first bytes send the headers, so the client sees the stream open at once.

@@ -106,42 +106,71 @@ describe('bearerAuth', () => {
     });
   });
 
+  // Security regression: fastify's trustProxy takes the leftmost X-Forwarded-For address, which
+  // the client writes, so a remote client naming 127.0.0.1 there was admitted as loopback.
   describe('when no tokens are configured and every proxy is trusted (trustProxy true)', () => {
-    const ask = async (headers: Record<string, string>) => {
+    const ask = async (headers: Record<string, string>, remoteAddress = '127.0.0.1') => {
       const server = await protectedServer([], { trustProxy: true });
-      return (await server.inject({ url: '/admin/queues', headers, remoteAddress: '127.0.0.1' })).statusCode;
-    };
-
-    it('judges the client named by X-Forwarded-For, not the proxy', async () => {
-      expect(await ask({ 'x-forwarded-for': '203.0.113.9' })).toBe(403);
-      expect(await ask({ 'x-forwarded-for': '127.0.0.1' })).toBe(200);
-      expect(await ask({ 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'https', via: '1.1 p' })).toBe(
-        200,
-      );
-    });
-
-    it('refuses a request that also names its client in a header fastify does not read', async () => {
-      expect(await ask({ 'x-forwarded-for': '127.0.0.1', 'x-real-ip': '203.0.113.9' })).toBe(403);
-      expect(await ask({ 'x-forwarded-for': '127.0.0.1', forwarded: 'for=203.0.113.9' })).toBe(403);
-    });
-
-    it('refuses proxy headers without X-Forwarded-For, which leave the client unknown', async () => {
-      expect(await ask({ 'x-forwarded-proto': 'https' })).toBe(403);
-    });
-  });
-
-  describe('when no tokens are configured and only some proxies are trusted (trustProxy addresses)', () => {
-    const ask = async (remoteAddress: string) => {
-      const server = await protectedServer([], { trustProxy: ['127.0.0.1'] });
-      const headers = { 'x-forwarded-for': '127.0.0.1' };
       return (await server.inject({ url: '/admin/queues', headers, remoteAddress })).statusCode;
     };
 
-    it('believes X-Forwarded-For from a trusted peer only', async () => {
-      expect(await ask('127.0.0.1')).toBe(200);
-      // A loopback peer not on the list (another local proxy) and a remote client claiming loopback.
-      expect(await ask('127.0.0.2')).toBe(403);
-      expect(await ask('203.0.113.9')).toBe(403);
+    it('refuses a remote client that names 127.0.0.1 in X-Forwarded-For', async () => {
+      expect(await ask({ 'x-forwarded-for': '127.0.0.1' }, '203.0.113.9')).toBe(403);
+      expect(await ask({ 'x-forwarded-for': '::1' }, '203.0.113.9')).toBe(403);
+    });
+
+    it('refuses every request a proxy on loopback forwarded, whatever client it names', async () => {
+      expect(await ask({ 'x-forwarded-for': '203.0.113.9' })).toBe(403);
+      expect(await ask({ 'x-forwarded-for': '127.0.0.1' })).toBe(403);
+      expect(await ask({ 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'https', via: '1.1 p' })).toBe(
+        403,
+      );
+      expect(await ask({ 'x-forwarded-proto': 'https' })).toBe(403);
+    });
+
+    it('still serves a loopback peer that forwards nothing', async () => {
+      expect(await ask({})).toBe(200);
+    });
+  });
+
+  describe('when no tokens are configured and a network of proxies is trusted (trustProxy CIDR)', () => {
+    it('refuses a client on that network that names 127.0.0.1 in X-Forwarded-For itself', async () => {
+      const server = await protectedServer([], { trustProxy: ['172.16.0.0/12'] });
+      const response = await server.inject({
+        url: '/admin/queues',
+        headers: { 'x-forwarded-for': '127.0.0.1' },
+        remoteAddress: '172.18.0.5',
+      });
+      expect(response.statusCode).toBe(403);
+      expect(response.json().error.code).toBe('SB_HTTP_FORBIDDEN');
+    });
+  });
+
+  describe('when no tokens are configured and the loopback proxy is trusted (trustProxy addresses)', () => {
+    it('refuses its forwarded requests but reports the client it names as request.ip', async () => {
+      const server = Fastify({ trustProxy: ['127.0.0.1'] });
+      server.setErrorHandler(httpErrorHandler);
+      let seenIp: string | undefined;
+      server.addHook('onRequest', (request, _reply, done) => {
+        seenIp = request.ip;
+        done();
+      });
+      server.addHook('onRequest', bearerAuth({ tokens: [], realm: 'admin', setting: 'admin.token' }));
+      server.get('/admin/queues', async () => ({ ok: true }));
+      const response = await server.inject({
+        url: '/admin/queues',
+        headers: { 'x-forwarded-for': '127.0.0.1' },
+        remoteAddress: '127.0.0.1',
+      });
+      expect(response.statusCode).toBe(403);
+      expect(seenIp).toBe('127.0.0.1');
+      const remote = await server.inject({
+        url: '/admin/queues',
+        headers: { 'x-forwarded-for': '203.0.113.9' },
+        remoteAddress: '127.0.0.1',
+      });
+      expect(remote.statusCode).toBe(403);
+      expect(seenIp).toBe('203.0.113.9');
     });
   });
 

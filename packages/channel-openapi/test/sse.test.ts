@@ -172,4 +172,47 @@ describe('session event stream', () => {
       abort.abort();
     });
   });
+
+  describe('when readers that do not read together hold more than max_event_stream_buffer_total', () => {
+    it('disconnects the stream holding most, though each is far below max_event_stream_buffer', async () => {
+      h = await createHarness({
+        channel: {
+          max_event_streams_per_session: 1,
+          max_event_stream_buffer: 268_435_456,
+          max_event_stream_buffer_total: 65_536,
+        },
+      });
+      const base = await listen();
+      const abort = new AbortController();
+      const openStream = (session: string) =>
+        fetch(`${base}/v1/sessions/${session}/events`, { signal: abort.signal });
+      const readers = [];
+      for (const session of ['s1', 's2']) {
+        const reader = await connectRaw(base, { read: false });
+        await reader.write(`GET /v1/sessions/${session}/events HTTP/1.1\r\nHost: test\r\n\r\n`);
+        await eventually(async () => (await openStream(session)).status === 429);
+        readers.push(reader);
+      }
+
+      const origin = (session: string) =>
+        toInboundMessage(
+          { session_id: session, user_id: 'u1', text: 'hi', chat_type: 'person', wait: false },
+          { id: `m-${session}`, channelId: 'api', receivedAt: 0 },
+        );
+      const reply = { text: 'x'.repeat(262_144) };
+      let freed: string | undefined;
+      // 16 MB at most, under a 256 MiB limit per stream: only the total can cut a stream.
+      for (let sent = 0; sent < 64 && freed === undefined; sent++) {
+        await h.channel.send(origin('s1'), [reply], new AbortController().signal);
+        if ((await openStream('s1')).status === 200) freed = 's1';
+      }
+      expect(freed).toBe('s1');
+      // The other reader held less, so it keeps its place.
+      expect((await openStream('s2')).status).toBe(429);
+      abort.abort();
+      readers[0]?.socket.resume();
+      await readers[0]?.closed;
+      readers[1]?.socket.destroy();
+    });
+  });
 });

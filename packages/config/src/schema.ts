@@ -37,7 +37,8 @@ export const ServerSchema = z
     /**
      * Which peers may name the client in `X-Forwarded-For` (DESIGN §7): `false` none, `true`
      * every peer, or a list of addresses, CIDR ranges and `loopback` / `linklocal` /
-     * `uniquelocal`. With it off, a request carrying forwarding headers is never loopback.
+     * `uniquelocal`. Only the logged client address follows it; a request carrying forwarding
+     * headers is never loopback, whatever this says.
      */
     trust_proxy: z
       .union([
@@ -59,13 +60,20 @@ export const ServerSchema = z
     request_timeout: durationMs()
       .refine((ms) => ms >= 1000, 'must be at least 1s')
       .prefault('30s'),
+    /**
+     * Connections open at once; past it a new one is closed as soon as it is accepted. Each
+     * holds a file descriptor (a slow sender up to `request_timeout`, an idle keep-alive one
+     * 72 s), so without a cap clients could exhaust the process's descriptors.
+     */
+    max_connections: numeric(z.number().int().min(1).max(1_000_000)).prefault(10_000),
   })
-  .transform(({ host, port, body_limit, trust_proxy, request_timeout }) => ({
+  .transform(({ host, port, body_limit, trust_proxy, request_timeout, max_connections }) => ({
     host,
     port,
     bodyLimitBytes: body_limit,
     trustProxy: trust_proxy,
     requestTimeoutMs: request_timeout,
+    maxConnections: max_connections,
   }));
 
 export const AdminSchema = z
@@ -161,6 +169,12 @@ export const OpenApiChannelSchema = z
     max_event_streams_per_session: numeric(z.number().int().min(1)).prefault(10),
     /** Bytes an event stream may have unsent (a client that does not read) before it is disconnected. */
     max_event_stream_buffer: numeric(z.number().int().min(1)).prefault(1_048_576),
+    /**
+     * Bytes all event streams of the channel may have unsent together; past it the streams
+     * holding most are disconnected. Without it the worst case was `max_event_streams` times
+     * `max_event_stream_buffer` (1 GiB with the defaults).
+     */
+    max_event_stream_buffer_total: numeric(z.number().int().min(1)).prefault(67_108_864),
   })
   .superRefine((channel, ctx) => {
     if (channel.max_wait_timeout < channel.wait_timeout) {
@@ -183,6 +197,7 @@ export const OpenApiChannelSchema = z
     maxEventStreams: channel.max_event_streams,
     maxEventStreamsPerSession: channel.max_event_streams_per_session,
     maxEventStreamBufferBytes: channel.max_event_stream_buffer,
+    maxEventStreamBufferTotalBytes: channel.max_event_stream_buffer_total,
   }));
 
 /** Keys every chat platform channel shares: how groups are admitted and sessions keyed. */

@@ -15,6 +15,7 @@ describe('ConfigSchema', () => {
         bodyLimitBytes: 1_048_576,
         trustProxy: false,
         requestTimeoutMs: 30_000,
+        maxConnections: 10_000,
       });
       expect(config.admin).toEqual({ token: undefined, protect: [] });
       expect(config.store).toEqual({ kind: 'sqlite', path: './data/switchboard.db' });
@@ -46,6 +47,7 @@ describe('ConfigSchema', () => {
           maxEventStreams: 1000,
           maxEventStreamsPerSession: 10,
           maxEventStreamBufferBytes: 1_048_576,
+          maxEventStreamBufferTotalBytes: 67_108_864,
         },
       ]);
       expect(config.pipelines).toEqual([
@@ -125,6 +127,16 @@ describe('ConfigSchema', () => {
         path: ['server', 'request_timeout'],
         message: 'must be at least 1s',
       });
+    });
+  });
+
+  describe('when server.max_connections is set', () => {
+    it('takes a count from 1 to 1 000 000 and refuses 0, which would leave descriptors unbounded', () => {
+      const maxConnections = (max_connections: unknown) =>
+        ConfigSchema.safeParse({ server: { max_connections } }).data?.server.maxConnections;
+      expect(maxConnections(500)).toBe(500);
+      expect(maxConnections(0)).toBeUndefined();
+      expect(maxConnections(2_000_000)).toBeUndefined();
     });
   });
 

@@ -9,7 +9,8 @@ import { VERSION } from '../version.js';
  * `switchboard serve`: runs the gateway until SIGTERM/SIGINT, then drains and exits 0 (a second
  * signal exits at once). SIGHUP reloads the routing rules; a bad file is refused and the old
  * rules stay. A SIGHUP that arrives while starting is applied once the gateway listens: the
- * file may have changed after it was first read.
+ * file may have changed after it was first read. A failed start is logged through the masking
+ * logger and returns 1.
  */
 export async function serve(path: string, reloadSignal: ReloadSignal = holdReloadSignal()): Promise<number> {
   let started: Gateway | undefined;
@@ -39,24 +40,35 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
     gateway
       .reloadRouting()
       .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
-  const gateway = await createGateway({
-    config,
-    configPath: path,
-    logger,
-    mask,
-    httpLogger: logger,
-    version: VERSION,
-  });
+  let gateway: Gateway;
+  try {
+    gateway = await createGateway({
+      config,
+      configPath: path,
+      logger,
+      mask,
+      httpLogger: logger,
+      version: VERSION,
+    });
 
-  process.on('uncaughtException', (err) => {
-    logger.fatal({ err }, 'uncaught exception: exiting');
-    process.exit(1);
-  });
-  process.on('unhandledRejection', (err) => {
-    logger.error({ err }, 'unhandled rejection');
-  });
+    process.on('uncaughtException', (err) => {
+      logger.fatal({ err }, 'uncaught exception: exiting');
+      process.exit(1);
+    });
+    process.on('unhandledRejection', (err) => {
+      logger.error({ err }, 'unhandled rejection');
+    });
 
-  await gateway.start();
+    await gateway.start();
+  } catch (err) {
+    // Logged here, through the masking logger, not thrown to the CLI, which prints errors as they
+    // are (and Node a stack): a platform's error text may quote a secret, as a self-hosted Bot API
+    // or a proxy echoing `/bot<token>/getMe` does. The process then exits without a drain:
+    // whatever a channel accepted before the failure is in the journal (acknowledged only after
+    // the write) and is recovered at the next start.
+    logger.fatal({ err }, 'start failed: exiting');
+    return 1;
+  }
   started = gateway;
   if (reloadWhenStarted) void reload(gateway);
 
