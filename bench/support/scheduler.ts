@@ -14,9 +14,9 @@ export type BenchPipeline = (messageId: string, text: string) => Promise<string>
 
 /** The limits and hooks every scheduler under test gets. */
 export interface SchedulerOptions {
-  /** Turns running at once across all sessions (DESIGN `concurrency.pipeline`). */
+  /** Turns running at once across all sessions (`concurrency.pipeline`). */
   globalLimit: number;
-  /** Turns running at once per session (DESIGN `concurrency.session`). */
+  /** Turns running at once per session (`concurrency.session`). */
   sessionLimit: number;
   pipeline: BenchPipeline;
   /** Called once per message when its reply has been handed on, i.e. when its turn is over. */

@@ -15,7 +15,7 @@ const timeBound = z
   .optional();
 
 /**
- * The audit filters of DESIGN §7, as text in (query string or CLI flags) and an `AuditQuery`
+ * The audit filters of docs/design.md §7, as text in (query string or CLI flags) and an `AuditQuery`
  * out: one schema for `GET /admin/audit` and `switchboard audit`.
  */
 export const AuditFiltersSchema = z.strictObject({

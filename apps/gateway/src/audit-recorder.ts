@@ -12,7 +12,7 @@ import { keptMessage, keptText } from './stored-text.js';
 const NOT_AUDITED = new Set(['completed', 'duplicate']);
 
 /**
- * Writes audited outcomes (DESIGN §2 "Outcomes & audit") to the audit log. A dead letter keeps
+ * Writes audited outcomes (docs/design.md §2 "Outcomes & audit") to the audit log. A dead letter keeps
  * its message as payload so it can be replayed, cut as `audit.store_text` says (then it is not
  * replayable, see stored-text.ts). A failed write is logged, never thrown back into
  * the message flow.

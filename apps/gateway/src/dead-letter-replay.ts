@@ -36,7 +36,7 @@ export function replayDeliveryKey(auditId: string, claimTtlMs: number): Delivery
 }
 
 /**
- * Replays dead letters (DESIGN §7): puts the message back in the pool as a new first attempt of
+ * Replays dead letters (docs/design.md §7): puts the message back in the pool as a new first attempt of
  * a new request (`QueuedMessage.replayOf`: a backend deduplicating on the turn id runs it), at
  * the end of its session's queue, also in the journal.
  * The dead letter is marked replayed only after its enqueue; a crash in between leaves it listed,

@@ -52,7 +52,7 @@ export interface Gateway {
   server: FastifyInstance;
   /** Recovers the journal, starts channels and the controller, and listens. Returns the bound address. */
   start(): Promise<string>;
-  /** Drains and closes everything (DESIGN §2 "Shutdown"); safe to call twice. */
+  /** Drains and closes everything (docs/design.md §2 "Shutdown"); safe to call twice. */
   stop(): Promise<void>;
   /** Re-reads the config file and swaps the routing rules; a bad file throws and keeps the old rules. */
   reloadRouting(): Promise<{ rules: number }>;

@@ -3,11 +3,11 @@ import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
 
-/** A session counts as active for this long after its last message (DESIGN §2 "Metrics"). */
+/** A session counts as active for this long after its last message (docs/design.md §2 "Metrics"). */
 const ACTIVE_WINDOW_MS = 5 * 60_000;
 
 /**
- * The Prometheus metrics of DESIGN §2. Concurrency (`switchboard_inflight`, slots in use) and
+ * The Prometheus metrics of docs/design.md §2. Concurrency (`switchboard_inflight`, slots in use) and
  * sessions (`switchboard_active_sessions`) are named apart — seed 003's dashboard confused them.
  */
 export function createMetrics(pool: QueryPool) {

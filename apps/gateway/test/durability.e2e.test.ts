@@ -142,7 +142,7 @@ describe('durability (end to end)', () => {
       if (late !== undefined) expect(late.status).toBe(503);
       release();
       expect(await gateway.exited).toBe(0);
-      // DESIGN §2: the running turns finished, no queued one started, the rest stays journaled.
+      // docs/design.md §2: the running turns finished, no queued one started, the rest stays journaled.
       expect(backend.requests).toHaveLength(2);
       expect(await journaled()).toHaveLength(28);
 

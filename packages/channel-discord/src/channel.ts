@@ -26,7 +26,7 @@ const DEFAULTS = {
 } satisfies Partial<DiscordChannelOptions>;
 
 /**
- * The Discord channel (DESIGN §3 "discord") on discord.js: a gateway client with the Guilds,
+ * The Discord channel (docs/design.md §3 "discord") on discord.js: a gateway client with the Guilds,
  * GuildMessages, DirectMessages and MessageContent intents. `start` logs in and resolves once the
  * gateway is ready; MESSAGE_CREATE events become unified messages handed to the ingress in order
  * (Discord's message id is the dedup key); `send` posts replies through a REST client of its own,

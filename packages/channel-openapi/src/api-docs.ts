@@ -16,7 +16,7 @@ export interface ApiDocsOptions {
 
 /**
  * Serves the OpenAPI 3 document of every route at `GET /openapi.json` and Swagger UI at `/docs`
- * (DESIGN §3). The document is built from the routes' zod schemas, so routes must be added after
+ * (docs/design.md §3). The document is built from the routes' zod schemas, so routes must be added after
  * this resolves — `@fastify/swagger` collects them as they are registered. Routes with plain JSON
  * schemas are not supported by the zod transform; give them zod schemas or none.
  */

@@ -69,7 +69,7 @@ function isForwardingHeader(name: string): boolean {
 
 /**
  * Whether the client itself is on loopback, not merely a proxy that forwarded its request
- * (DESIGN §7 "Who is trusted"): the peer of the socket is on loopback and the request carries no
+ * (docs/design.md §7 "Who is trusted"): the peer of the socket is on loopback and the request carries no
  * forwarding header. A reverse proxy on the same host connects from loopback, so without the
  * header check every client behind it would pass. The address a forwarding header names is never
  * believed here, whatever `server.trust_proxy` says: any client can send `X-Forwarded-For:
@@ -92,7 +92,7 @@ function digest(token: string): Buffer {
 const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
 
 /**
- * Bearer-token authentication for the channel and the admin API (DESIGN §3, §7). With tokens
+ * Bearer-token authentication for the channel and the admin API (docs/design.md §3, §7). With tokens
  * configured every request needs `Authorization: Bearer <token>` (401 otherwise). With none,
  * only loopback clients pass (403 otherwise), so a quick start needs no key and is still closed
  * to the network. "Loopback" is judged by `isLoopbackClient`: a request carrying forwarding

@@ -31,7 +31,7 @@ const DEFAULTS = {
 } satisfies Partial<OpenApiChannelOptions>;
 
 /**
- * The HTTP API channel (DESIGN §3 "openapi"): `POST {prefix}/messages`, `GET {prefix}/messages/{id}`
+ * The HTTP API channel (docs/design.md §3 "openapi"): `POST {prefix}/messages`, `GET {prefix}/messages/{id}`
  * and `GET {prefix}/sessions/{session_id}/events`. Its routes exist from creation but answer
  * 503 SB_DRAINING until `start` and again after `stop`; from `drain` on, requests waiting for
  * replies are answered 202 at once, so none holds the server open through a shutdown. Its outbox (`send`) records the replies

@@ -81,7 +81,7 @@ function answerClientError(error: ConnectionError, socket: Socket): void {
   socket.destroy();
 }
 
-/** The HTTP side of a shutdown (DESIGN §2 "Shutdown"). */
+/** The HTTP side of a shutdown (docs/design.md §2 "Shutdown"). */
 export interface HttpServerShutdown {
   /**
    * Shutdown began: idle keep-alive connections are closed now, and every answer from now on

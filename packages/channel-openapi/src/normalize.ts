@@ -14,7 +14,7 @@ export interface NormalizeContext {
 }
 
 /**
- * A validated `POST …/messages` body as the unified message (DESIGN §2). The session is the
+ * A validated `POST …/messages` body as the unified message (docs/design.md §2). The session is the
  * chat; an HTTP caller always addresses the bot, so `mentions_bot` is true and group admission
  * never ignores it.
  */

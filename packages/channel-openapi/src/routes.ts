@@ -114,7 +114,7 @@ type Admission =
   | { kind: 'replay'; status: MessageStatus };
 
 /**
- * The channel's routes as one encapsulated plugin (DESIGN §3 "openapi"): its own zod
+ * The channel's routes as one encapsulated plugin (docs/design.md §3 "openapi"): its own zod
  * validation, error handler, 404 answer and hooks — not running → 503, authentication, and the
  * cap on requests in flight (event streams excepted) — leave the rest of the server untouched.
  */

@@ -67,7 +67,7 @@ function slackApiUrlOf(apiUrl: string | undefined): string | undefined {
 }
 
 /**
- * The Slack channel (DESIGN §3 "slack") on Bolt. Events arrive through the Events API at
+ * The Slack channel (docs/design.md §3 "slack") on Bolt. Events arrive through the Events API at
  * `POST /slack/<channel id>/events` in the gateway's server (signed, answered after the journal
  * write) or, when `app_token` is set, through Socket Mode. `message` and `app_mention` events
  * become messages; the rest is acknowledged and ignored. Replies go out with `chat.postMessage`

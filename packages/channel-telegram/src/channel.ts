@@ -55,7 +55,7 @@ function isMalformedUpdate(err: unknown): boolean {
 }
 
 /**
- * The Telegram channel (DESIGN §3 "telegram") on grammY. `start` calls getMe, then either
+ * The Telegram channel (docs/design.md §3 "telegram") on grammY. `start` calls getMe, then either
  * deletes any webhook and long-polls, or (webhook mode) registers the webhook when
  * `webhook.url` is set. Every update goes through `ingress.accept` with its `update_id` as the
  * delivery id, and Telegram is acknowledged only after that resolved. Replies go to the origin

@@ -18,7 +18,7 @@ import {
 import { z } from 'zod';
 import { isTrustedProxyEntry } from './trusted-proxy.js';
 
-// The whole of switchboard.yaml (DESIGN §6). Every default lives here and nowhere else. YAML keys
+// The whole of switchboard.yaml (docs/design.md §6). Every default lives here and nowhere else. YAML keys
 // are snake_case; the parsed output is camelCase with units in the names (`drainTimeoutMs`),
 // like core's own sections (`concurrency` → `{ global, perSession }`).
 
@@ -35,7 +35,7 @@ export const ServerSchema = z
     /** Largest accepted request body, in bytes. */
     body_limit: numeric(z.number().int().min(1)).prefault(1_048_576),
     /**
-     * Which peers may name the client in `X-Forwarded-For` (DESIGN §7): `false` none, `true`
+     * Which peers may name the client in `X-Forwarded-For` (docs/design.md §7): `false` none, `true`
      * every peer, or a list of addresses, CIDR ranges and `loopback` / `linklocal` /
      * `uniquelocal`. Only the logged client address follows it; a request carrying forwarding
      * headers is never loopback, whatever this says.
@@ -137,7 +137,7 @@ const channelId = z.string().regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ a
 const OutboundSchema = z
   .strictObject({
     /**
-     * The longest sending one turn's replies may take (DESIGN §7), rate-limit waits and retries
+     * The longest sending one turn's replies may take (docs/design.md §7), rate-limit waits and retries
      * included; then the send is aborted and the turn dead-lettered as `delivery_failed`.
      */
     send_timeout: durationMs()

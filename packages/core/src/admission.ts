@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { InboundMessage } from './message.js';
 
-/** `channels[].group`: when a chat channel answers in groups (DESIGN §2 "Admission"). */
+/** `channels[].group`: when a chat channel answers in groups (docs/design.md §2 "Admission"). */
 export const GroupPolicySchema = z.strictObject({
   /** Answer in groups only when the bot is mentioned or a prefix starts the text. */
   require_mention: z.boolean().default(true),

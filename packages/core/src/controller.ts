@@ -44,7 +44,7 @@ export interface Controller {
   /** Starts dispatching whatever the pool makes runnable. */
   start(): void;
   /**
-   * Drains (DESIGN §2 "Shutdown"): refuses new messages, flushes debounce buffers and stops
+   * Drains (docs/design.md §2 "Shutdown"): refuses new messages, flushes debounce buffers and stops
    * claiming at once, lets the turns running now finish within `drainTimeoutMs`, then aborts
    * what still runs. Nothing queued starts — a retry waiting on backoff included: a durable
    * pool keeps it for the next start, otherwise it ends as `dropped/shutdown`.
@@ -75,7 +75,7 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'
 }
 
 /**
- * The controller (DESIGN §2, seeds 000 and 001): a claim loop that takes runnable turns from the
+ * The controller (docs/design.md §2, seeds 000 and 001): a claim loop that takes runnable turns from the
  * pool — which takes the session slot, then the pipeline slot, then the global slot — and runs
  * each with an AbortSignal at the pipeline's timeout; a deadline sweep that aborts and releases
  * overdue turns; and the drain. How a turn ends is the settling policy's (turn-settlement.ts).
@@ -245,7 +245,7 @@ export function createController(options: ControllerOptions): Controller {
   }
 
   async function drain(drainTimeoutMs: number): Promise<void> {
-    // Stop claiming first (DESIGN §2: in-flight turns finish, what is queued stays): starting
+    // Stop claiming first (docs/design.md §2: in-flight turns finish, what is queued stays): starting
     // queued work now would only have it aborted at the drain timeout.
     stopped = true;
     unsubscribe?.();

@@ -1,4 +1,4 @@
-// The public surface of @switchboard/core, grouped by the message flow of DESIGN §1.
+// The public surface of @switchboard/core, grouped by the message flow of docs/design.md §1.
 
 // Message model
 export {

@@ -32,7 +32,7 @@ export type IngressResult =
   | { status: 'refused'; reason: 'queue_full' | 'draining'; retryAfterMs: number };
 
 /**
- * The inbound half of the message flow (DESIGN §1): admission → routing → durable enqueue,
+ * The inbound half of the message flow (docs/design.md §1): admission → routing → durable enqueue,
  * which also deduplicates. Every message that enters leaves with exactly one result; all but
  * `queued` are final and recorded here, `queued` ones are finished by the controller. A channel
  * acknowledges its platform only after `accept` resolves, so that an accepted message is already

@@ -33,7 +33,7 @@ export type Element = z.infer<typeof ElementSchema>;
 export type ElementType = Element['type'];
 export const ELEMENT_TYPES = ElementSchema.options.map((option) => option.shape.type.value);
 
-/** The one shape every channel turns its platform events into (DESIGN §2). */
+/** The one shape every channel turns its platform events into (docs/design.md §2). */
 export const InboundMessageSchema = z.object({
   /** Gateway id: a ULID, so ids sort by arrival. */
   id: z.string().min(1),

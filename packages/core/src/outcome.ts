@@ -3,7 +3,7 @@ import type { QueuedMessage } from './ports/query-pool.js';
 import type { SessionKey } from './session-key.js';
 import type { SecretMasker } from './secret-masker.js';
 
-/** Every message ends in exactly one of these (DESIGN §2 "Outcomes & audit"). */
+/** Every message ends in exactly one of these (docs/design.md §2 "Outcomes & audit"). */
 export const OUTCOME_KINDS = [
   'completed',
   'discarded',

@@ -3,7 +3,7 @@ import type { InboundMessage, Reply } from './message.js';
 import type { ChannelAdapter } from './ports/channel-adapter.js';
 
 /**
- * Sends `replies` through `channel` with a deadline (DESIGN §7, `channels[].outbound.send_timeout`).
+ * Sends `replies` through `channel` with a deadline (docs/design.md §7, `channels[].outbound.send_timeout`).
  * At `timeoutMs` the send's signal aborts with SB_CHANNEL_SEND_TIMEOUT and this rejects with that
  * error at once, whether or not the platform library honours the signal: the controller marks a
  * turn decided before it delivers, and its deadline sweep skips decided turns, so a send that

@@ -9,7 +9,7 @@ export type SessionScope = 'chat' | 'thread';
 
 /**
  * The ordering unit: two messages must run one after the other iff their keys are equal
- * (DESIGN §2). Parts are URI-encoded so that an id containing `:` cannot collide with another.
+ * (docs/design.md §2). Parts are URI-encoded so that an id containing `:` cannot collide with another.
  */
 export type SessionKey = string;
 

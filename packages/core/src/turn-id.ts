@@ -12,7 +12,7 @@ export function requestIdOf(queued: Pick<QueuedMessage, 'message' | 'replayOf'>)
 /**
  * The id of a turn running these messages (their `requestIdOf`, in arrival order): the same
  * messages make the same id on every attempt and after a restart, so a backend can deduplicate a
- * re-run on it (DESIGN §2 "Durability"); a turn that merges one more message, or a replay, is
+ * re-run on it (docs/design.md §2 "Durability"); a turn that merges one more message, or a replay, is
  * another request and gets another id. One message — the common case — makes its id without
  * hashing.
  */

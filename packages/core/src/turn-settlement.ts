@@ -21,7 +21,7 @@ export interface TurnSettlementOptions {
 }
 
 /**
- * How a turn ends (DESIGN §2 "Controller"): each method makes the pool write and records the
+ * How a turn ends (docs/design.md §2 "Controller"): each method makes the pool write and records the
  * outcomes of one ending. It owns the turn's messages once called; `entry.decided` guards against
  * a second ending (a late answer after the sweep released the turn).
  */

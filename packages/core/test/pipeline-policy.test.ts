@@ -9,7 +9,7 @@ import {
 
 describe('PipelinePolicySchema', () => {
   describe('when only the id is given', () => {
-    it('applies the defaults of DESIGN §2, in milliseconds', () => {
+    it('applies the defaults of docs/design.md §2, in milliseconds', () => {
       expect(PipelinePolicySchema.parse({ id: 'p' })).toEqual({
         id: 'p',
         timeoutMs: 120_000,

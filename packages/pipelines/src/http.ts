@@ -30,7 +30,7 @@ export type HttpPipelineOptions = z.output<typeof HttpPipelineOptionsSchema>;
 const HttpReplySchema = z.object({ replies: z.array(ReplySchema) });
 
 /**
- * The JSON an `http` pipeline POSTs (DESIGN §4). Absent optional fields are `null` so that every
+ * The JSON an `http` pipeline POSTs (docs/design.md §4). Absent optional fields are `null` so that every
  * key is always present for the receiver.
  */
 function httpRequestBody(query: Query) {

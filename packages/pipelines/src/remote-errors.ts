@@ -4,7 +4,7 @@ import { isSwitchboardError, type SecretMasker, SwitchboardError } from '@switch
 const EXCERPT_CHARS = 200;
 
 /**
- * Whether a remote answer with this status may succeed later (DESIGN §4): 408 request timeout,
+ * Whether a remote answer with this status may succeed later (docs/design.md §4): 408 request timeout,
  * 429 rate limited and every 5xx. Other statuses mean the request itself is wrong.
  */
 export function isRetryableStatus(status: number): boolean {

@@ -1,4 +1,4 @@
-// @switchboard/store-sqlite: the embedded default store (DESIGN §2 "Durability").
+// @switchboard/store-sqlite: the embedded default store (docs/design.md §2 "Durability").
 
 export type { AuditReaderOptions, SqliteAuditReader } from './audit-reader.js';
 export { openAuditReader } from './audit-reader.js';

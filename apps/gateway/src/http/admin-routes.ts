@@ -18,7 +18,7 @@ export interface AdminDeps {
 }
 
 /**
- * The admin API (DESIGN §7): audit search, queue stats, dead letters and their replay, routing
+ * The admin API (docs/design.md §7): audit search, queue stats, dead letters and their replay, routing
  * reload. Bearer `admin.token`; without one it answers loopback clients only.
  */
 export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): void {

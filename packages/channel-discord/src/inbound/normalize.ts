@@ -20,7 +20,7 @@ const CONVERSATION_TYPES: ReadonlySet<number> = new Set([0 /* Default */, 19 /* 
 const USER_MENTION = /<@!?(\d+)>/g;
 
 /**
- * A Discord message as the unified message (DESIGN §3 "discord"), or null when its type is not
+ * A Discord message as the unified message (docs/design.md §3 "discord"), or null when its type is not
  * conversation (member joins, pins…). DM → person with the DM channel as chat; guild channel →
  * group; a thread → its parent channel as chat and the thread as `chat.thread`, so
  * `session_scope` decides whether a thread is a conversation of its own. User mentions in the

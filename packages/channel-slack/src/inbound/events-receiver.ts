@@ -146,7 +146,7 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
     }
     const result = delivery.result;
     if (result?.status === 'refused' && delivery.dropped === undefined) {
-      // DESIGN §2: a full or draining queue answers webhooks 503 so that the platform retries;
+      // docs/design.md §2: a full or draining queue answers webhooks 503 so that the platform retries;
       // on Slack's last retry the listener has recorded the message as dropped instead (200).
       const code = result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL';
       return unavailable(

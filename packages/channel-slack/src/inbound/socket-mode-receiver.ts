@@ -22,7 +22,7 @@ export interface SocketModeReceiver extends Receiver {
 }
 
 /**
- * Socket Mode (DESIGN §3 "slack") that acknowledges an envelope only once the ingress has
+ * Socket Mode (docs/design.md §3 "slack") that acknowledges an envelope only once the ingress has
  * journaled its message. Bolt's own SocketModeReceiver cannot: `App.processEvent` acks every
  * `events_api` envelope before the listeners run, and Slack redelivers only what was not acked,
  * so a message refused (queue full, draining) or not journaled (store down) would be lost without

@@ -147,7 +147,7 @@ function updateKind(update: Update): string {
 }
 
 /**
- * A Telegram update → the unified message (DESIGN §2), or why it is not one. Pure. Handles
+ * A Telegram update → the unified message (docs/design.md §2), or why it is not one. Pure. Handles
  * `message` updates with text, a caption, a photo, a voice note or a document; edits, reactions,
  * member changes, channel posts and service messages (joins, pins…) are unsupported.
  *

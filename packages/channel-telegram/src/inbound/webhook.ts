@@ -35,7 +35,7 @@ function unavailable(
 }
 
 /**
- * Mounts `POST /telegram/<channel id>` (DESIGN §3 "telegram"). The secret token is checked
+ * Mounts `POST /telegram/<channel id>` (docs/design.md §3 "telegram"). The secret token is checked
  * before the body is even parsed: 401 without it, and nothing is queued. The answer waits for
  * the ingress, so 200 means journaled (or final: duplicate, ignored, unsupported). Telegram
  * redelivers anything else, so a refused update (full queue, draining) and any call before

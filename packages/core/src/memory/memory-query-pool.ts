@@ -109,7 +109,7 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
 });
 
 /**
- * The in-memory `QueryPool`, optionally durable through a `Journal` (DESIGN §2 "Query pool").
+ * The in-memory `QueryPool`, optionally durable through a `Journal` (docs/design.md §2 "Query pool").
  *
  * Structure: a map of sessions (deleted as soon as one has nothing queued or running), one ready
  * heap per pipeline ordered by head age, and one delayed heap ordered by due time (debounce and
@@ -174,7 +174,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
 
   /**
    * The head run: consecutive messages at the head for the same pipeline and sender, at most
-   * `maxMessages` (LangBot merges other senders in; we end the run there, DESIGN §2).
+   * `maxMessages` (LangBot merges other senders in; we end the run there, docs/design.md §2).
    * Returns its length and whether it can still grow.
    */
   function headRun(session: Session, maxMessages: number): { length: number; open: boolean; lastAt: number } {

@@ -11,7 +11,7 @@ export interface DeadLetterPayload extends QueuedMessage {
   replayable: boolean;
 }
 
-/** One audited outcome (DESIGN §2 "Outcomes & audit"). */
+/** One audited outcome (docs/design.md §2 "Outcomes & audit"). */
 export interface AuditRecord {
   /** Unique, sortable (ULID). */
   id: string;

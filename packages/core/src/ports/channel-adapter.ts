@@ -24,7 +24,7 @@ export interface ChannelHealth {
 }
 
 /**
- * A platform connection (DESIGN §3). Inbound: platform events become `InboundMessage`s handed
+ * A platform connection (docs/design.md §3). Inbound: platform events become `InboundMessage`s handed
  * to `ingress.accept`. Outbound: `send` answers in the chat (and thread) of the message that
  * started the turn, honouring the platform's rate limits.
  *

@@ -4,7 +4,7 @@ import type { DeliveryKey, QueuedMessage } from './query-pool.js';
 export type AppendResult = 'appended' | 'duplicate';
 
 /**
- * Durable record of accepted messages, so nothing accepted is lost by a crash (DESIGN §2
+ * Durable record of accepted messages, so nothing accepted is lost by a crash (docs/design.md §2
  * "Durability"). The in-memory pool writes through it: `append` completes before the platform
  * is acknowledged; `markStarted`, `markRetry` and `remove` are written behind, in order (see
  * Ordering). On start the pool reloads `load()` in acceptance order.

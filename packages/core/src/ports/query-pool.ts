@@ -76,7 +76,7 @@ export interface PoolStats {
 }
 
 /**
- * The query pool (DESIGN §2): per-session FIFO queues, a ready structure ordered by the age of
+ * The query pool (docs/design.md §2): per-session FIFO queues, a ready structure ordered by the age of
  * each session's head (oldest head first), debounce and backoff as readiness, and the slots —
  * a claim takes the session slot, then the pipeline slot, then the global slot, atomically, so
  * that a message waiting on its own session never holds a global slot.
@@ -100,7 +100,7 @@ export interface QueryPool {
    * writes in groups commits the record with their removal. Once the message is journaled this
    * never rejects (a failed removal of the overflowed ones is only logged).
    *
-   * With a `delivery` key the pool also deduplicates (DESIGN §5 "dedup happens inside enqueue"):
+   * With a `delivery` key the pool also deduplicates (docs/design.md §2 "Query pool"):
    * a key already seen answers `duplicate`. The key is marked in the same atomic write that
    * journals the message, so a crash leaves both or neither — a redelivery of a message that was
    * never journaled is accepted. A refused enqueue (full, draining) or a failed write leaves the

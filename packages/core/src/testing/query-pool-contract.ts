@@ -19,7 +19,7 @@ export type QueryPoolFactory = (context: QueryPoolFactoryContext) => Promise<Sto
 const CLOCK_START_MS = Date.UTC(2025, 0, 1);
 
 /**
- * The contract of `QueryPool` (DESIGN §2 "Query pool"): every implementation — in memory,
+ * The contract of `QueryPool` (docs/design.md §2 "Query pool"): every implementation — in memory,
  * journaled, Redis — runs it. Time is the suite's clock, so debounce and backoff are checked
  * without waiting.
  */
