@@ -49,12 +49,13 @@ export interface Ingress {
    * `deliveryId` is the platform's redelivery key (update_id, event_id…); omit it when the
    * platform never redelivers.
    */
-  accept(message: InboundMessage, deliveryId?: string): Promise<IngressResult>;
+  accept(message: InboundMessage, deliveryId?: string, options?: { last?: boolean }): Promise<IngressResult>;
   /**
    * Records `message` as dropped when its channel gave up on it and its platform will never
    * deliver it again: `refused` (the queue stayed full, or the gateway was draining, until the
    * channel stopped) or `ingress_failed` (`accept` threw; `error` says why). Channels whose
-   * platform redelivers answer it so that it does, instead.
+   * platform redelivers answer it so that it does, instead. A message that admission would
+   * ignore or routing discard gets that outcome instead: a dropped one is one the pool missed.
    */
   drop(message: InboundMessage, reason: IngressDropReason, error?: unknown): void;
 }
@@ -78,23 +79,32 @@ export function createIngress(options: IngressOptions): Ingress {
   const now = options.now ?? Date.now;
   const dedupTtlMs = options.dedupTtlMs ?? DEFAULT_DEDUP_TTL_MS;
 
-  return {
-    async accept(message, deliveryId) {
-      const policy = options.channelPolicy(message.channel);
-      const session = sessionKeyOf(message, policy.sessionScope);
-      const base = { message, session };
+  /**
+   * Admission, then routing: records and returns the final result when they decide the message
+   * (ignored, discarded), else returns where it goes.
+   */
+  function judge(message: InboundMessage) {
+    const policy = options.channelPolicy(message.channel);
+    const session = sessionKeyOf(message, policy.sessionScope);
+    const route = options.router().route(message);
+    const rule = route.rule ?? undefined;
+    const admission = admit(message, policy.admission, route.routedByRule);
+    if (!admission.admitted) {
+      outcomes.record({ message, session, kind: 'ignored', reason: admission.reason, rule, at: now() });
+      return { session, final: { status: 'ignored', reason: admission.reason } as const };
+    }
+    if (route.pipeline === DISCARD) {
+      outcomes.record({ message, session, kind: 'discarded', reason: 'rule', rule, at: now() });
+      return { session, final: { status: 'discarded', rule: route.rule ?? DISCARD } as const };
+    }
+    return { session, route, rule, final: undefined };
+  }
 
-      const route = options.router().route(message);
-      const rule = route.rule ?? undefined;
-      const admission = admit(message, policy.admission, route.routedByRule);
-      if (!admission.admitted) {
-        outcomes.record({ ...base, kind: 'ignored', reason: admission.reason, rule, at: now() });
-        return { status: 'ignored', reason: admission.reason };
-      }
-      if (route.pipeline === DISCARD) {
-        outcomes.record({ ...base, kind: 'discarded', reason: 'rule', rule, at: now() });
-        return { status: 'discarded', rule: route.rule ?? DISCARD };
-      }
+  return {
+    async accept(message, deliveryId, acceptOptions) {
+      const judged = judge(message);
+      if (judged.final !== undefined) return judged.final;
+      const { session, route, rule } = judged;
 
       const delivery =
         deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };
@@ -109,10 +119,11 @@ export function createIngress(options: IngressOptions): Ingress {
           acceptedAt: now(),
         },
         delivery,
+        acceptOptions,
       );
       if (!result.accepted) {
         if (result.reason === 'duplicate') {
-          outcomes.record({ ...base, kind: 'duplicate', reason: 'redelivery', at: now() });
+          outcomes.record({ message, session, kind: 'duplicate', reason: 'redelivery', at: now() });
           return { status: 'duplicate' };
         }
         return { status: 'refused', reason: result.reason, retryAfterMs: result.retryAfterMs };
@@ -122,7 +133,9 @@ export function createIngress(options: IngressOptions): Ingress {
     },
 
     drop(message, reason, error) {
-      const session = sessionKeyOf(message, options.channelPolicy(message.channel).sessionScope);
+      const judged = judge(message);
+      if (judged.final !== undefined) return;
+      const { session } = judged;
       outcomes.record({
         kind: 'dropped',
         reason,

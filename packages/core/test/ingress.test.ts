@@ -152,6 +152,32 @@ describe('ingress', () => {
       ]);
       expect(outcomes[0]).not.toHaveProperty('error');
     });
+
+    it('records what admission or routing would have decided instead, not a drop', () => {
+      const { ingress, outcomes } = setup();
+      const fromBot = message('A', 'beep');
+      fromBot.sender.is_bot = true;
+      ingress.drop(fromBot, 'refused');
+      ingress.drop(message('B', 'buy now'), 'refused');
+      expect(outcomes).toMatchObject([
+        { kind: 'ignored', reason: 'bot_author' },
+        { kind: 'discarded', reason: 'rule', rule: 'drop-ads' },
+      ]);
+    });
+  });
+
+  describe('when the platform will not deliver a message again (its last try)', () => {
+    it('keeps it past max_pending, and still calls an earlier try that was journaled a duplicate', async () => {
+      const { ingress, pool, outcomes } = setup({ maxPending: 1 });
+      expect((await ingress.accept(message('A', 'x'), 'update-7')).status).toBe('queued');
+      expect(await ingress.accept(message('B', 'y'), 'update-8')).toMatchObject({ status: 'refused' });
+      expect((await ingress.accept(message('B', 'y'), 'update-8', { last: true })).status).toBe('queued');
+      expect(await ingress.accept(message('A', 'x'), 'update-7', { last: true })).toEqual({
+        status: 'duplicate',
+      });
+      expect((await pool.stats()).pending).toBe(2);
+      expect(outcomes).toMatchObject([{ kind: 'duplicate', reason: 'redelivery' }]);
+    });
   });
 
   describe('when a session overflows', () => {

@@ -227,6 +227,46 @@ describe('memory query pool', () => {
     });
   });
 
+  describe('when the platform will not deliver a message again (enqueue with last)', () => {
+    const queued = (session: string, text: string) => ({
+      message: message(session, text),
+      session: `test:c:person:${session}`,
+      pipeline: 'p',
+      routedByRule: false,
+      attempt: 0,
+      acceptedAt: 0,
+    });
+
+    it('keeps it while draining when a journal holds it for the next start', async () => {
+      const journal = createMemoryJournal();
+      const pool = createMemoryQueryPool({
+        concurrency: { global: 1, perSession: 1 },
+        limits: { maxPending: 1, maxPendingPerSession: 10 },
+        pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+        journal,
+      });
+      pool.close();
+      expect(await pool.enqueue(queued('A', 'x'))).toMatchObject({ accepted: false, reason: 'draining' });
+      expect(await pool.enqueue(queued('A', 'y'), undefined, { last: true })).toMatchObject({
+        accepted: true,
+      });
+      expect((await journal.load()).map((entry) => entry.message.text)).toEqual(['y']);
+    });
+
+    it('refuses it while draining without a journal: nothing would keep it', async () => {
+      const pool = createMemoryQueryPool({
+        concurrency: { global: 1, perSession: 1 },
+        limits: { maxPending: 1, maxPendingPerSession: 10 },
+        pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+      });
+      pool.close();
+      expect(await pool.enqueue(queued('A', 'y'), undefined, { last: true })).toMatchObject({
+        accepted: false,
+        reason: 'draining',
+      });
+    });
+  });
+
   describe('when sessions finish', () => {
     it('forgets them: no per-session state is left', async () => {
       const h = createHarness({ autoReply: true });

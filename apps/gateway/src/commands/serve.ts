@@ -1,5 +1,5 @@
 import { loadConfig } from '@switchboard/config';
-import { type Logger, createSecretMasker } from '@switchboard/core';
+import { type Logger, SwitchboardError, createSecretMasker, isSwitchboardError } from '@switchboard/core';
 import { type Gateway, createGateway } from '../gateway.js';
 import { createRootLogger } from '../logger.js';
 import { type ReloadSignal, holdReloadSignal } from '../reload-signal.js';
@@ -61,12 +61,14 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
 
     await gateway.start();
   } catch (err) {
-    // Logged here, through the masking logger, not thrown to the CLI, which prints errors as they
-    // are (and Node a stack): a platform's error text may quote a secret, as a self-hosted Bot API
-    // or a proxy echoing `/bot<token>/getMe` does. The process then exits without a drain:
-    // whatever a channel accepted before the failure is in the journal (acknowledged only after
-    // the write) and is recovered at the next start.
+    // Logged through the masking logger, and only a masked copy goes to the CLI, which prints it
+    // as `switchboard: CODE: message` (anything else would reach Node, which prints a stack): a
+    // platform's error text may quote a secret, as a self-hosted Bot API or a proxy echoing
+    // `/bot<token>/getMe` does. The process then exits without a drain: whatever a channel
+    // accepted before the failure is in the journal (acknowledged only after the write) and is
+    // recovered at the next start.
     logger.fatal({ err }, 'start failed: exiting');
+    if (isSwitchboardError(err)) throw new SwitchboardError(err.code, { message: mask(err.message) });
     return 1;
   }
   started = gateway;

@@ -22,7 +22,9 @@ export async function acceptDelivery(
   const log = { messageId: message.id, platformMessageId: message.platform_message_id };
   let result: IngressResult;
   try {
-    result = await ingress.accept(message, message.platform_message_id);
+    // On the last try the pool keeps the message even when full or draining, and still knows it
+    // when an earlier try was journaled after its answer went out (a duplicate, not a second).
+    result = await ingress.accept(message, message.platform_message_id, { last: delivery.last });
   } catch (err) {
     if (!delivery.last) throw err;
     logger.error({ ...log, err }, 'dropped on slack last retry: ingress failed');

@@ -127,6 +127,11 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
       // Slack will not send it again whatever the answer: the listener records its outcome when
       // the write ends (queued, or dropped if refused or failed).
       logger.warn({ ackDeadlineMs, retryNum }, 'slack event on its last retry not journaled in time');
+      void processing.then((late) => {
+        if (late.kind === 'failed') {
+          logger.error({ err: late.error, eventId: body.event_id }, 'slack event lost on its last retry');
+        }
+      });
       return reply.code(200).send();
     }
     if (settled.kind === 'late') {

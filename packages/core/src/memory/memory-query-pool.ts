@@ -360,10 +360,14 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   const pool: MemoryQueryPool = {
     durable: journal !== undefined,
 
-    async enqueue(queued, delivery): Promise<EnqueueResult> {
-      // Refusals come before the delivery key is marked: a refused delivery stays unseen.
-      if (closed) return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
-      if (pending + reserved >= limits.maxPending) {
+    async enqueue(queued, delivery, options): Promise<EnqueueResult> {
+      // Refusals come before the delivery key is marked: a refused delivery stays unseen. A last
+      // delivery is kept past the bound, and by a journal while draining (see the port).
+      const last = options?.last === true;
+      if (closed && !(last && journal !== undefined)) {
+        return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
+      }
+      if (!last && pending + reserved >= limits.maxPending) {
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
       }
       if (journal !== undefined) {

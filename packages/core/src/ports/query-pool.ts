@@ -106,8 +106,17 @@ export interface QueryPool {
    * never journaled is accepted. A refused enqueue (full, draining) or a failed write leaves the
    * key unseen, so the platform's redelivery is judged again. Of concurrent enqueues with one key,
    * exactly one is accepted.
+   *
+   * `last`: the platform will not deliver this message again, so refusing it would lose it. A
+   * durable pool then keeps it past `max_pending` and while draining (it runs after the next
+   * start); a pool that is not durable only past `max_pending`. It is still deduplicated, so a
+   * last delivery of a message already journaled is a `duplicate`, not a second message.
    */
-  enqueue(message: QueuedMessage, delivery?: DeliveryKey): Promise<EnqueueResult>;
+  enqueue(
+    message: QueuedMessage,
+    delivery?: DeliveryKey,
+    options?: { last?: boolean },
+  ): Promise<EnqueueResult>;
   /** Claims the runnable turn whose head is oldest, or null when nothing may run now. */
   claim(): Promise<Turn | null>;
   /** Frees the turn's slots and forgets its messages (their outcome is final). */
