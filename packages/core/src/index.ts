@@ -87,6 +87,7 @@ export type {
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
 export { sendWithDeadline } from './send-deadline.js';
+export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
 export { silentLogger } from './ports/logger.js';

@@ -1,4 +1,4 @@
-import type { InboundMessage, Ingress, IngressResult, Logger } from '@switchboard/core';
+import { type InboundMessage, type Ingress, type IngressResult, type Logger, pause } from '@switchboard/core';
 
 /**
  * Hands gateway messages to the ingress one at a time, in arrival order. The gateway pushes
@@ -19,20 +19,6 @@ export interface AcceptQueue {
    * refused again are dropped (`refused`). Resolves when the queue is empty.
    */
   stop(): Promise<void>;
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /** Options of `createAcceptQueue`. */

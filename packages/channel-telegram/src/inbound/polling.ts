@@ -1,4 +1,4 @@
-import { type BackoffPolicy, type Logger, isSwitchboardError, retryDelayMs } from '@switchboard/core';
+import { type BackoffPolicy, type Logger, isSwitchboardError, pause, retryDelayMs } from '@switchboard/core';
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import { toChannelError } from '../errors.js';
@@ -40,19 +40,6 @@ export type ApiSignal = Parameters<Api['getUpdates']>[1];
 /** How long `stop` waits for the call that confirms the last offset. */
 const CONFIRM_TIMEOUT_MS = 5_000;
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 /**
  * The getUpdates loop. Telegram forgets every update below the `offset` of the next call, so
  * the offset moves past an update only after `handle` acknowledged it — that is, after the
@@ -75,7 +62,7 @@ export function startPolling(options: PollingOptions): Polling {
     // A refused token or a competing poller (409) will not heal by waiting: a human must act.
     const level = isSwitchboardError(err) && !err.retryable ? 'error' : 'warn';
     logger[level]({ err, waitMs, failures }, what);
-    await sleep(waitMs, signal);
+    await pause(waitMs, signal);
   }
 
   /** Handles a batch up to the first update that must be fetched again. */
@@ -94,7 +81,7 @@ export function startPolling(options: PollingOptions): Polling {
           { updateId: update.update_id, waitMs: disposition.retryAfterMs },
           'update refused, polling paused',
         );
-        await sleep(disposition.retryAfterMs, signal);
+        await pause(disposition.retryAfterMs, signal);
         return;
       }
       offset = update.update_id + 1;
