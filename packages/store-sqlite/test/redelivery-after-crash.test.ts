@@ -31,6 +31,13 @@ function temporaryFolder(): string {
  * What a process killed at this instant leaves on disk: the committed state of `path`, copied by
  * another connection (as a restarted process would read it) into a new file.
  */
+/** A store on a database file of its own, in a temporary folder beside its crash images. */
+function openStore(): { folder: string; path: string; store: SqliteStore } {
+  const folder = temporaryFolder();
+  const path = join(folder, 'switchboard.db');
+  return { folder, path, store: createSqliteStore({ path }) };
+}
+
 function crashImage(path: string, into: string): string {
   const reader = new BetterSqlite3(path, { readonly: true });
   try {
@@ -65,9 +72,7 @@ function ingressOver(
 describe('ingress over a SQLite journal', () => {
   describe('when the process dies before the group commit that journals a delivery', () => {
     it('accepts the redelivery after the restart instead of calling it a duplicate', async () => {
-      const folder = temporaryFolder();
-      const path = join(folder, 'switchboard.db');
-      const store = createSqliteStore({ path });
+      const { folder, path, store } = openStore();
       const { message } = queuedMessageFixture(1);
       // Queued before the delivery starts, so it runs ahead of the group commit the delivery
       // schedules: the image is what a kill between the dedup decision and that commit leaves.
@@ -89,9 +94,7 @@ describe('ingress over a SQLite journal', () => {
 
   describe('when the process dies after the group commit that journals a delivery', () => {
     it('recovers the message and calls the redelivery a duplicate', async () => {
-      const folder = temporaryFolder();
-      const path = join(folder, 'switchboard.db');
-      const store = createSqliteStore({ path });
+      const { folder, path, store } = openStore();
       const { message } = queuedMessageFixture(1);
       expect((await ingressOver(store.journal).ingress.accept(message, 'update-1')).status).toBe('queued');
       const image = crashImage(path, join(folder, 'crashed.db'));
@@ -107,9 +110,7 @@ describe('ingress over a SQLite journal', () => {
 
   describe('when the journal write fails after the delivery key was marked in it', () => {
     it('rethrows, and the redelivery is judged again rather than called a duplicate', async () => {
-      const folder = temporaryFolder();
-      const path = join(folder, 'switchboard.db');
-      const store = createSqliteStore({ path });
+      const { path, store } = openStore();
       const { ingress, pool } = ingressOver(store.journal);
       const { message } = queuedMessageFixture(1);
       // The key is marked first in the write, then the entry insert fails: the write rolls back whole.
@@ -163,9 +164,7 @@ describe('ingress over a SQLite journal', () => {
     }
 
     it('commits the removal of the dropped message with its dropped record, so a kill loses neither', async () => {
-      const folder = temporaryFolder();
-      const path = join(folder, 'switchboard.db');
-      const store = createSqliteStore({ path });
+      const { folder, path, store } = openStore();
       const audit = auditingSink(store);
       const { ingress } = ingressOver(store.journal, { maxPendingPerSession: 1, outcomes: audit.sink });
       const [oldest, newest] = [queuedMessageFixture(1).message, queuedMessageFixture(2).message];
@@ -182,9 +181,7 @@ describe('ingress over a SQLite journal', () => {
     });
 
     it('queues the new message once, even when the removal of the dropped one fails', async () => {
-      const folder = temporaryFolder();
-      const path = join(folder, 'switchboard.db');
-      const store = createSqliteStore({ path });
+      const { path, store } = openStore();
       const audit = auditingSink(store);
       const { ingress } = ingressOver(store.journal, { maxPendingPerSession: 1, outcomes: audit.sink });
       const [oldest, newest] = [queuedMessageFixture(1).message, queuedMessageFixture(2).message];
