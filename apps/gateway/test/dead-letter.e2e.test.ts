@@ -50,33 +50,48 @@ function simultaneousPosts(url: string, count: number) {
   });
 }
 
-describe('dead letters (end to end)', () => {
-  describe('when the pipeline keeps answering 503', () => {
-    it('retries with backoff, dead-letters, audits, and replays once the pipeline recovers', async () => {
-      const backend = await startFakePipeline();
-      cleanup(() => backend.close());
-      let healthy = false;
-      backend.respond = async (request) =>
-        healthy
-          ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
-          : { status: 503, body: { error: 'down' } };
-      const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        testConfig(
-          dir,
-          `pipelines:
+/**
+ * A gateway whose `bot` pipeline answers `failure` until `state.healthy` is set, then replies
+ * `ok: <text>`. `pipeline` adds keys to the pipeline; `rest` ends the config (an audit: section).
+ */
+async function gatewayFailingUntilHealthy(
+  failure: { status: number; body: unknown },
+  pipeline = '',
+  rest = '',
+) {
+  const backend = await startFakePipeline();
+  cleanup(() => backend.close());
+  const state = { healthy: false };
+  backend.respond = async (request) =>
+    state.healthy ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } } : failure;
+  const dir = tempDir();
+  const configPath = writeConfig(
+    dir,
+    testConfig(
+      dir,
+      `pipelines:
   - id: bot
     type: http
     url: "${backend.url}"
-    retry: { max_attempts: 3, base_delay: 200ms, max_delay: 1s }
-    dead_letter_reply: "Sorry, try again later."
-routing: { default: bot }
+${pipeline}routing: { default: bot }
+${rest}
 `,
-        ),
+    ),
+  );
+  const gateway: ServeProcess = await startServe({ dir, configPath });
+  cleanup(() => gateway.stop('SIGKILL'));
+  return { backend, state, gateway };
+}
+
+describe('dead letters (end to end)', () => {
+  describe('when the pipeline keeps answering 503', () => {
+    it('retries with backoff, dead-letters, audits, and replays once the pipeline recovers', async () => {
+      const { backend, state, gateway } = await gatewayFailingUntilHealthy(
+        { status: 503, body: { error: 'down' } },
+        `    retry: { max_attempts: 3, base_delay: 200ms, max_delay: 1s }
+    dead_letter_reply: "Sorry, try again later."
+`,
       );
-      const gateway: ServeProcess = await startServe({ dir, configPath });
-      cleanup(() => gateway.stop('SIGKILL'));
 
       const answer = await post(`${gateway.url}/v1/messages`, {
         session_id: 's',
@@ -110,7 +125,7 @@ routing: { default: bot }
       const deadLetters = await get(`${gateway.url}/admin/dead-letters`);
       const deadLetterId = deadLetters.body.items[0].id;
 
-      healthy = true;
+      state.healthy = true;
       const replay = await post(`${gateway.url}/admin/dead-letters/${deadLetterId}/replay`, {});
       expect(replay.status).toBe(202);
       const status = await eventually(async () => {
@@ -129,29 +144,11 @@ routing: { default: bot }
 
   /** A gateway whose pipeline fails fatally (400) until `healthy`; `audit` is the audit: section. */
   async function deadLetteringGateway(audit = '') {
-    const backend = await startFakePipeline();
-    cleanup(() => backend.close());
-    const state = { healthy: false };
-    backend.respond = async (request) =>
-      state.healthy
-        ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
-        : { status: 400, body: { error: 'bad' } };
-    const dir = tempDir();
-    const configPath = writeConfig(
-      dir,
-      testConfig(
-        dir,
-        `pipelines:
-  - id: bot
-    type: http
-    url: "${backend.url}"
-routing: { default: bot }
-${audit}
-`,
-      ),
+    const { backend, state, gateway } = await gatewayFailingUntilHealthy(
+      { status: 400, body: { error: 'bad' } },
+      '',
+      audit,
     );
-    const gateway = await startServe({ dir, configPath });
-    cleanup(() => gateway.stop('SIGKILL'));
     const answer = await post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text: 'help' });
     expect(answer.body).toMatchObject({ status: 'dead_lettered', reason: 'fatal_error' });
     const deadLetters = await get(`${gateway.url}/admin/dead-letters`);
