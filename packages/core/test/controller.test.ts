@@ -1,9 +1,25 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SwitchboardError, createMemoryJournal } from '../src/index.js';
+import { type QueryPool, SwitchboardError, createMemoryJournal } from '../src/index.js';
 import { capturingLogger, createHarness, settle } from './harness.js';
 
 const retryable = () =>
   new SwitchboardError('SB_PIPELINE_FAILED', { retryable: true, message: 'upstream 503' });
+
+/** A pool wrapper whose claims wait until `release()`: a claim that answers after the stop began. */
+function heldClaims() {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const wrap = (pool: QueryPool): QueryPool => ({
+    ...pool,
+    claim: async () => {
+      await held;
+      return pool.claim();
+    },
+  });
+  return { wrap, release: () => release() };
+}
 
 describe('controller', () => {
   beforeEach(() => {
@@ -325,24 +341,13 @@ describe('controller', () => {
     });
 
     it('hands back a turn whose claim was answered after the stop began', async () => {
-      let releaseClaims = () => {};
-      const claimsHeld = new Promise<void>((resolve) => {
-        releaseClaims = resolve;
-      });
-      const h = createHarness({
-        wrapPool: (pool) => ({
-          ...pool,
-          claim: async () => {
-            await claimsHeld;
-            return pool.claim();
-          },
-        }),
-      });
+      const claims = heldClaims();
+      const h = createHarness({ wrapPool: claims.wrap });
       h.controller.start();
       await h.send('A', 'm');
       await settle();
       const stopping = h.controller.stop({ drainTimeoutMs: 30_000 });
-      releaseClaims();
+      claims.release();
       await settle();
       expect(h.events).toEqual([]);
       await stopping;
@@ -352,26 +357,14 @@ describe('controller', () => {
     });
 
     it('does not count an attempt for a turn it handed back without running', async () => {
-      let releaseClaims = () => {};
-      const claimsHeld = new Promise<void>((resolve) => {
-        releaseClaims = resolve;
-      });
+      const claims = heldClaims();
       const journal = createMemoryJournal();
-      const h = createHarness({
-        journal,
-        wrapPool: (pool) => ({
-          ...pool,
-          claim: async () => {
-            await claimsHeld;
-            return pool.claim();
-          },
-        }),
-      });
+      const h = createHarness({ journal, wrapPool: claims.wrap });
       h.controller.start();
       await h.send('A', 'm');
       await settle();
       const stopping = h.controller.stop({ drainTimeoutMs: 30_000 });
-      releaseClaims();
+      claims.release();
       await stopping;
       await settle();
       expect(h.events).toEqual([]);
