@@ -1,12 +1,6 @@
 import type { DiscordChannelConfig } from '@switchboard/config';
-import {
-  type ChannelAdapter,
-  type InboundMessage,
-  type Ingress,
-  type IngressDropReason,
-  type IngressResult,
-  silentLogger,
-} from '@switchboard/core';
+import { type ChannelAdapter, silentLogger } from '@switchboard/core';
+import { recordingIngress } from '@switchboard/core/testing';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -14,22 +8,6 @@ import { createDiscordChannel } from '../src/index.js';
 
 const DM = '1240000000000000009';
 const alice = { id: '234567890123456789', username: 'alice' };
-
-/** An ingress that answers every accept with `answer` and records what it accepted and dropped. */
-function recordingIngress(answer: () => Promise<IngressResult>) {
-  const accepted: InboundMessage[] = [];
-  const drops: { message: InboundMessage; reason: IngressDropReason; error?: unknown }[] = [];
-  const ingress: Ingress = {
-    accept(message) {
-      accepted.push(message);
-      return answer();
-    },
-    drop(message, reason, error) {
-      drops.push({ message, reason, error });
-    },
-  };
-  return { ingress, accepted, drops };
-}
 
 // Paths the YAML cannot reach (factory options) run in process against the fake Discord.
 describe('createDiscordChannel (in process, against the fake Discord)', () => {

@@ -1,12 +1,6 @@
 import { SlackChannelSchema, type SlackChannelConfig } from '@switchboard/config';
-import {
-  type ChannelAdapter,
-  type InboundMessage,
-  type Ingress,
-  type IngressDropReason,
-  type IngressResult,
-  silentLogger,
-} from '@switchboard/core';
+import { type ChannelAdapter, type Ingress, type IngressResult, silentLogger } from '@switchboard/core';
+import { recordingIngress } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import {
   type FakeSlack,
@@ -22,31 +16,9 @@ import { createSlackChannel } from '../src/index.js';
 const SECRET = 'signing-secret';
 const REFUSED: IngressResult = { status: 'refused', reason: 'queue_full', retryAfterMs: 1_000 };
 
-interface Dropped {
-  message: InboundMessage;
-  reason: IngressDropReason;
-  error: unknown;
-}
-
-/** An ingress whose `accept` always answers `answer`, recording what it accepts and drops. */
-function failingIngress(answer: () => Promise<IngressResult>) {
-  const accepted: InboundMessage[] = [];
-  const dropped: Dropped[] = [];
-  const ingress: Ingress = {
-    accept(message) {
-      accepted.push(message);
-      return answer();
-    },
-    drop(message, reason, error) {
-      dropped.push({ message, reason, error });
-    },
-  };
-  return { ingress, accepted, dropped };
-}
-
-const refusing = () => failingIngress(async () => REFUSED);
+const refusing = () => recordingIngress(async () => REFUSED);
 const failing = () =>
-  failingIngress(async () => {
+  recordingIngress(async () => {
     throw new Error('disk I/O error');
   });
 
@@ -90,33 +62,33 @@ describe('slack channel on the last retry (Events API, over HTTP)', () => {
 
   describe('when ingress refuses the message on X-Slack-Retry-Num 3', () => {
     it('records it as dropped/refused and answers 200, where earlier tries answered 503', async () => {
-      const { ingress, accepted, dropped } = refusing();
+      const { ingress, accepted, drops } = refusing();
       const url = await startChannel(ingress);
       const body = eventEnvelope(messageEvent({ channel: 'D0FULL', text: 'last chance' }));
 
       const second = await sendEvent(url, 'sl', body, { signingSecret: SECRET, retryNum: 2 });
       expect(second.status).toBe(503);
-      expect(dropped).toEqual([]);
+      expect(drops).toEqual([]);
 
       const last = await sendEvent(url, 'sl', body, { signingSecret: SECRET, retryNum: 3 });
       expect(last.status).toBe(200);
-      expect(dropped).toHaveLength(1);
-      expect(dropped[0]).toMatchObject({ reason: 'refused', error: undefined });
-      expect(dropped[0]?.message).toBe(accepted[1]);
-      expect(dropped[0]?.message.text).toBe('last chance');
+      expect(drops).toHaveLength(1);
+      expect(drops[0]).toMatchObject({ reason: 'refused', error: undefined });
+      expect(drops[0]?.message).toBe(accepted[1]);
+      expect(drops[0]?.message.text).toBe('last chance');
     });
   });
 
   describe('when ingress throws on X-Slack-Retry-Num 3', () => {
     it('records it as dropped/ingress_failed with the error and answers 200', async () => {
-      const { ingress, dropped } = failing();
+      const { ingress, drops } = failing();
       const url = await startChannel(ingress);
       const body = eventEnvelope(messageEvent({ channel: 'D0DISK', text: 'keep me' }));
 
       const last = await sendEvent(url, 'sl', body, { signingSecret: SECRET, retryNum: 3 });
       expect(last.status).toBe(200);
-      expect(dropped).toHaveLength(1);
-      expect(dropped[0]).toMatchObject({
+      expect(drops).toHaveLength(1);
+      expect(drops[0]).toMatchObject({
         reason: 'ingress_failed',
         error: expect.objectContaining({ message: 'disk I/O error' }),
       });
@@ -126,7 +98,7 @@ describe('slack channel on the last retry (Events API, over HTTP)', () => {
   describe('when the journal write on X-Slack-Retry-Num 3 outlasts the ack deadline and is refused', () => {
     it('answers 200 at the deadline and records it as dropped/refused once ingress answers', async () => {
       let refuse: () => void = () => {};
-      const { ingress, dropped } = failingIngress(
+      const { ingress, drops } = recordingIngress(
         () =>
           new Promise((resolve) => {
             refuse = () => resolve(REFUSED);
@@ -137,10 +109,10 @@ describe('slack channel on the last retry (Events API, over HTTP)', () => {
 
       const last = await sendEvent(url, 'sl', body, { signingSecret: SECRET, retryNum: 3 });
       expect(last.status).toBe(200);
-      expect(dropped).toEqual([]);
+      expect(drops).toEqual([]);
       refuse();
-      await eventually(() => dropped.length === 1);
-      expect(dropped[0]?.reason).toBe('refused');
+      await eventually(() => drops.length === 1);
+      expect(drops[0]?.reason).toBe('refused');
     });
   });
 });
@@ -168,27 +140,27 @@ describe('slack channel on the last retry (Socket Mode, against the fake Slack)'
 
   describe('when ingress refuses the message on retry_attempt 3', () => {
     it('records it as dropped/refused and acknowledges the envelope', async () => {
-      const { ingress, accepted, dropped } = refusing();
+      const { ingress, accepted, drops } = refusing();
       const slack = await startChannel(ingress);
       const body = eventEnvelope(messageEvent({ channel: 'D0FULL', text: 'last chance' }));
 
       const envelopeId = await slack.pushSocketEvent(body, { retryAttempt: 3 });
       expect(slack.acknowledged(envelopeId)).toBe(true);
       expect(accepted).toHaveLength(1);
-      expect(dropped).toEqual([{ message: accepted[0], reason: 'refused', error: undefined }]);
+      expect(drops).toEqual([{ message: accepted[0], reason: 'refused', error: undefined }]);
     });
   });
 
   describe('when ingress throws on retry_attempt 3', () => {
     it('records it as dropped/ingress_failed with the error and acknowledges the envelope', async () => {
-      const { ingress, dropped } = failing();
+      const { ingress, drops } = failing();
       const slack = await startChannel(ingress);
       const body = eventEnvelope(messageEvent({ channel: 'D0DISK', text: 'keep me' }));
 
       const envelopeId = await slack.pushSocketEvent(body, { retryAttempt: 3 });
       expect(slack.acknowledged(envelopeId)).toBe(true);
-      expect(dropped).toHaveLength(1);
-      expect(dropped[0]).toMatchObject({
+      expect(drops).toHaveLength(1);
+      expect(drops[0]).toMatchObject({
         reason: 'ingress_failed',
         error: expect.objectContaining({ message: 'disk I/O error' }),
       });

@@ -7,3 +7,5 @@ export { auditRecordFixture, queuedMessageFixture, useStoreUnderTest } from './s
 export type { StoreFactory, StoreFactoryContext, StoreHarness, StoreUnderTest } from './store-harness.js';
 export { queryPoolContract } from './query-pool-contract.js';
 export type { QueryPoolFactory, QueryPoolFactoryContext } from './query-pool-contract.js';
+export { recordingIngress } from './recording-ingress.js';
+export type { RecordedDrop } from './recording-ingress.js';
