@@ -250,7 +250,6 @@ export function createController(options: ControllerOptions): Controller {
     stopped = true;
     unsubscribe?.();
     pool.close();
-    pool.flushDebounce();
     // A claim already on its way is handed back by the loop; wait for that before taking stock.
     await claiming;
     const idle = new Promise<'idle'>((resolve) => {

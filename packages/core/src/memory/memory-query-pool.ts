@@ -136,7 +136,6 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   let reserved = 0;
   let inflight = 0;
   let closed = false;
-  let debounceFlushed = false;
   // One timer for the whole pool, set for the earliest due session.
   const timer = new WakeTimer(onTimer, now);
 
@@ -200,7 +199,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     const head = session.queue.peek() as Entry;
     if (head.queued.retryAtMs !== undefined) return head.queued.retryAtMs;
     const { aggregation } = head.slots.policy;
-    if (!aggregation.enabled || debounceFlushed || head.queued.attempt > 0) return 0;
+    if (!aggregation.enabled || head.queued.attempt > 0) return 0;
     const run = headRun(session, aggregation.maxMessages);
     if (!run.open) return 0;
     return Math.min(run.lastAt + aggregation.delayMs, head.queued.acceptedAt + aggregation.maxWaitMs);
@@ -449,16 +448,6 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     onRunnable(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
-    },
-
-    flushDebounce() {
-      debounceFlushed = true;
-      const at = now();
-      for (const session of delayed.clear()) {
-        session.heap = null;
-        place(session, at);
-      }
-      notify();
     },
 
     close() {

@@ -136,8 +136,6 @@ export interface QueryPool {
   abandon(turn: Turn, options?: { ran: boolean }): Promise<void>;
   /** Calls `listener` whenever a claim may now succeed (arrival, freed slot, due timer). */
   onRunnable(listener: () => void): () => void;
-  /** Ends debounce waits: every buffered burst becomes runnable now, and later ones at once. */
-  flushDebounce(): void;
   /** Refuses further enqueues (`draining`). */
   close(): void;
   /** Removes and returns every waiting message (shutdown of a non-durable pool). */

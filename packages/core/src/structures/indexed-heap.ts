@@ -60,13 +60,6 @@ export class IndexedHeap<T extends HeapNode> {
     return node.heapIndex >= 0 && this.#nodes[node.heapIndex] === node;
   }
 
-  /** Removes and returns every node (order unspecified). */
-  clear(): T[] {
-    const nodes = this.#nodes.splice(0);
-    for (const node of nodes) node.heapIndex = -1;
-    return nodes;
-  }
-
   #up(start: number): void {
     const nodes = this.#nodes;
     let index = start;

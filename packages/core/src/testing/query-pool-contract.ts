@@ -241,14 +241,6 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         nowMs += 1;
         expect((await p.claim())?.messages).toHaveLength(2);
       });
-
-      it('flushDebounce makes buffered bursts runnable at once', async () => {
-        const p = await pool({ pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '10s' } }] });
-        await p.enqueue(queued('A'));
-        expect(await p.claim()).toBeNull();
-        p.flushDebounce();
-        expect(await p.claim()).not.toBeNull();
-      });
     });
 
     describe('when limits are reached', () => {
