@@ -19,8 +19,7 @@ function kindOf(value: unknown): string {
 
 /** A short rendering of an offending value, with any URL password masked. */
 export function showValue(value: unknown): string {
-  if (Array.isArray(value)) return 'a list';
-  if (value !== null && typeof value === 'object') return 'a mapping';
+  if (value !== null && typeof value === 'object') return kindOf(value);
   const text = (JSON.stringify(value) ?? String(value)).replace(URL_PASSWORD, '$1:***@');
   return text.length > 60 ? `${text.slice(0, 57)}…` : text;
 }
