@@ -58,6 +58,7 @@ export {
 } from './pipeline-policy.js';
 export type { Concurrency, PipelinePolicy, PipelinePolicyInput, QueueLimits } from './pipeline-policy.js';
 export { Fifo } from './structures/fifo.js';
+export { WakeTimer } from './structures/wake-timer.js';
 export { createMemoryQueryPool } from './memory/memory-query-pool.js';
 export type {
   MemoryQueryPool,
