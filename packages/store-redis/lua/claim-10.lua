@@ -1,0 +1,82 @@
+--[[
+  Claims the runnable turn whose head is oldest (docs/design.md §2 "Query pool", §5). First puts
+  the messages of expired leases back at the head of their sessions and places the delayed
+  sessions now due (both bounded), then takes the session, pipeline and global slots at once:
+  among the pipelines with a free slot, the ready session with the oldest head. The batch is the
+  head run when the pipeline debounces or collects, else the head alone; each message's attempt
+  counts the claim. The lease is created under the caller's token: a claim repeated with a token
+  that holds a lease (its reply was lost) answers that same turn and takes no second slot.
+
+  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines)
+  ARGV[1..3] key prefix, now (ms), replica id
+  ARGV[4] lease token, made by the caller, unique per claim
+  ARGV[5] lease duration, ms
+
+  Returns {claimable (0|1), nextDueAt (ms, -1 for none), reclaimed, turn}
+    reclaimed  {{token, session, pipeline, replica, {request ids}}...}: expired leases taken over
+    turn       {} when nothing may run, else
+               {token, session, pipeline, expiresAt, {{payload, attempt, retryAt or ''}...}}
+]]
+--- @include "includes/pool"
+--- @include "includes/place-session"
+--- @include "includes/leases"
+--- @include "includes/runnable-state"
+
+local token = ARGV[4]
+local leaseMs = tonumber(ARGV[5])
+
+local function turnOf(leaseToken)
+  local fields = rcall('HMGET', leaseKey(leaseToken), 'session', 'pipeline', 'seqs')
+  local expiresAt = tonumber(rcall('ZSCORE', K.leases, leaseToken))
+  return { leaseToken, fields[1], fields[2], expiresAt, messagesOf(splitSeqs(fields[3])) }
+end
+
+if rcall('EXISTS', leaseKey(token)) == 1 then
+  local state = runnableState(false)
+  return { state[1], state[2], {}, turnOf(token) }
+end
+
+local reclaimed = reclaimExpired()
+promoteDue()
+
+local function claimNext()
+  if countOf('inflight') >= limits().global then
+    return nil
+  end
+  local best, bestSession, bestSeq
+  for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+    if countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+      local top = rcall('ZRANGE', readyKey(pipeline), 0, 0, 'WITHSCORES')
+      if top[1] and (best == nil or tonumber(top[2]) < bestSeq) then
+        best, bestSession, bestSeq = pipeline, top[1], tonumber(top[2])
+      end
+    end
+  end
+  if best == nil then
+    return nil
+  end
+  unplace(bestSession)
+  local policy = policyOf(best)
+  local size = 1
+  if policy.aggregate or policy.collect then
+    size = headRun(bestSession, policy.maxMessages)
+  end
+  local seqs = rcall('LPOP', queueKey(bestSession), size)
+  for _, seq in ipairs(seqs) do
+    rcall('HINCRBY', messageKey(seq), 'attempt', 1)
+  end
+  rcall('HINCRBY', K.counts, 'pending', -#seqs)
+  rcall('HINCRBY', K.counts, 'inflight', 1)
+  rcall('HINCRBY', K.counts, 'inflight:' .. best, 1)
+  rcall('HINCRBY', K.sessions, bestSession, 1)
+  rcall('HSET', leaseKey(token), 'session', bestSession, 'pipeline', best, 'seqs', table.concat(seqs, ','),
+    'replica', replica)
+  rcall('ZADD', K.leases, now + leaseMs, token)
+  placeSession(bestSession)
+  return turnOf(token)
+end
+
+local turn = claimNext() or {}
+local state = runnableState(#reclaimed > 0)
+return { state[1], state[2], reclaimed, turn }

@@ -1,0 +1,82 @@
+--[[
+  Accepts a message in one step: delivery dedup, the max_pending bound, the per-session cap
+  (dropping the session's oldest waiting messages), the push and the session's placement
+  (docs/design.md §2 "Query pool"). A refused enqueue marks no delivery key.
+
+  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines)
+  ARGV[1..3] key prefix, now (ms), replica id
+  ARGV[4]  the QueuedMessage JSON without `attempt` and `retryAtMs` (kept as fields beside it)
+  ARGV[5]  message id
+  ARGV[6]  request id (`requestIdOf`), from which turn ids are made
+  ARGV[7]  session key
+  ARGV[8]  pipeline id
+  ARGV[9]  sender id (a debounce run is one sender's)
+  ARGV[10] acceptedAt, ms
+  ARGV[11] attempt
+  ARGV[12] retryAtMs, or '' for none
+  ARGV[13] delivery key, or '' for none
+  ARGV[14] when the delivery key expires, ms on the caller's clock
+  ARGV[15] '1' for a last delivery: kept past max_pending
+
+  Returns
+    {'duplicate'}   the delivery key was seen and has not expired
+    {'queue_full'}  max_pending messages wait already
+    {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt}...}}
+                    the last part lists the messages dropped from the full session
+]]
+--- @include "includes/pool"
+--- @include "includes/place-session"
+--- @include "includes/leases"
+--- @include "includes/runnable-state"
+
+local session = ARGV[7]
+local deliveryKey = ARGV[13]
+
+if deliveryKey ~= '' then
+  local expired = rcall('ZRANGEBYSCORE', K.dedup, '-inf', now, 'LIMIT', 0, DEDUP_PURGE_PER_CALL)
+  if #expired > 0 then
+    rcall('ZREM', K.dedup, unpack(expired))
+  end
+  local expiresAt = rcall('ZSCORE', K.dedup, deliveryKey)
+  if expiresAt and tonumber(expiresAt) > now then
+    return { 'duplicate' }
+  end
+end
+
+if ARGV[15] ~= '1' and countOf('pending') >= limits().maxPending then
+  return { 'queue_full' }
+end
+
+if deliveryKey ~= '' then
+  rcall('ZADD', K.dedup, ARGV[14], deliveryKey)
+end
+
+local seq = rcall('INCR', K.seq)
+rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', ARGV[6], 'session', session,
+  'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', ARGV[10], 'attempt', ARGV[11])
+if ARGV[12] ~= '' then
+  rcall('HSET', messageKey(seq), 'retryAt', ARGV[12])
+end
+rcall('HSETNX', K.sessions, session, 0)
+
+local queue = queueKey(session)
+local overflowed = {}
+local length = rcall('LLEN', queue)
+while length >= limits().maxPendingPerSession do
+  local dropped = rcall('LPOP', queue)
+  overflowed[#overflowed + 1] = messagesOf({ dropped })[1]
+  rcall('DEL', messageKey(dropped))
+  length = length - 1
+end
+rcall('RPUSH', queue, seq)
+rcall('HINCRBY', K.counts, 'pending', 1 - #overflowed)
+
+-- A ready session whose head is unchanged stays where it is: a later message cannot make the
+-- head's run wait again.
+if length == 0 or #overflowed > 0 or rcall('HGET', K.placed, session) == DELAYED then
+  placeSession(session)
+end
+
+local state = runnableState(true)
+return { 'accepted', state[1], state[2], overflowed }

@@ -1,0 +1,99 @@
+--[[
+  The pool's keys and the arguments every script starts with (docs/design.md §5), plus the
+  limits and pipeline policies that `register` stored.
+
+  KEYS (the order of src/pool-keys.ts):
+    KEYS[1]  config    HASH   limits and pipeline policies of the replicas (see register-10.lua)
+    KEYS[2]  counts    HASH   pending, inflight, inflight:<pipeline>
+    KEYS[3]  sessions  HASH   session -> turns running; a field exists while the session has
+                              something queued or running
+    KEYS[4]  placed    HASH   session -> the pipeline whose ready set holds it, or '~' (delayed)
+    KEYS[5]  delayed   ZSET   session, scored by when its head may run (debounce, backoff)
+    KEYS[6]  leases    ZSET   lease token, scored by its deadline
+    KEYS[7]  dedup     ZSET   delivery key, scored by when it expires (the caller's clock)
+    KEYS[8]  replicas  ZSET   replica id, scored by when its heartbeat expires
+    KEYS[9]  seq       STRING acceptance counter: a message's age
+    KEYS[10] pipelines SET    pipelines that have a ready set
+
+  ARGV[1] key prefix ('{<prefix>}:') for the keys named by session, message, pipeline or token:
+          q:<session> LIST of message seqs, m:<seq> HASH of one message, ready:<pipeline> ZSET
+          of sessions scored by head seq, lease:<token> HASH of one claim
+  ARGV[2] now, ms on the pool's clock (scripts never read Redis TIME)
+  ARGV[3] the calling replica's id
+]]
+local rcall = redis.call
+local K = {
+  config = KEYS[1],
+  counts = KEYS[2],
+  sessions = KEYS[3],
+  placed = KEYS[4],
+  delayed = KEYS[5],
+  leases = KEYS[6],
+  dedup = KEYS[7],
+  replicas = KEYS[8],
+  seq = KEYS[9],
+  pipelines = KEYS[10],
+}
+local prefix = ARGV[1]
+local now = tonumber(ARGV[2])
+local replica = ARGV[3]
+
+-- Bounds of the work one call does, so no call scans the backlog.
+local RECLAIM_PER_CALL = 10
+local PROMOTE_PER_CALL = 100
+local DEDUP_PURGE_PER_CALL = 100
+-- Marks a delayed session in `placed`: pipeline ids cannot contain it.
+local DELAYED = '~'
+
+local function queueKey(session)
+  return prefix .. 'q:' .. session
+end
+local function messageKey(seq)
+  return prefix .. 'm:' .. seq
+end
+local function readyKey(pipeline)
+  return prefix .. 'ready:' .. pipeline
+end
+local function leaseKey(token)
+  return prefix .. 'lease:' .. token
+end
+
+local cachedLimits
+local function limits()
+  if not cachedLimits then
+    local fields = rcall('HMGET', K.config, 'global', 'perSession', 'maxPending', 'maxPendingPerSession')
+    cachedLimits = {
+      global = tonumber(fields[1]),
+      perSession = tonumber(fields[2]),
+      maxPending = tonumber(fields[3]),
+      maxPendingPerSession = tonumber(fields[4]),
+    }
+  end
+  return cachedLimits
+end
+
+local cachedPolicies = {}
+-- A pipeline no longer configured runs one message at a time without a slot limit, so that the
+-- controller can drop its messages (as the memory pool's fallback policy).
+local function policyOf(pipeline)
+  local policy = cachedPolicies[pipeline]
+  if policy then
+    return policy
+  end
+  local fields = rcall('HMGET', K.config, 'max:' .. pipeline, 'aggregate:' .. pipeline, 'delay:' .. pipeline,
+    'maxWait:' .. pipeline, 'maxMessages:' .. pipeline, 'collect:' .. pipeline)
+  policy = {
+    maxConcurrency = tonumber(fields[1]) or math.huge,
+    aggregate = fields[2] == '1',
+    delayMs = tonumber(fields[3]) or 0,
+    maxWaitMs = tonumber(fields[4]) or 0,
+    maxMessages = tonumber(fields[5]) or 1,
+    collect = fields[6] == '1',
+  }
+  cachedPolicies[pipeline] = policy
+  return policy
+end
+
+local function countOf(field)
+  return tonumber(rcall('HGET', K.counts, field) or 0)
+end

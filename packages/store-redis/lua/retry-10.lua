@@ -1,0 +1,40 @@
+--[[
+  Retries a claim: frees its slots and puts its messages back at the head of their session,
+  runnable `delay` from now (each keeps its attempt count and age), except the messages listed
+  as final: they are forgotten, as by complete. A token that holds no lease changes nothing.
+
+  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines)
+  ARGV[1..3] key prefix, now (ms), replica id
+  ARGV[4]    lease token
+  ARGV[5]    delay, ms
+  ARGV[6...] ids of the messages whose outcome is final
+
+  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
+]]
+--- @include "includes/pool"
+--- @include "includes/place-session"
+--- @include "includes/leases"
+--- @include "includes/runnable-state"
+
+local lease = releaseLease(ARGV[4])
+if not lease then
+  return { 'lost' }
+end
+local retryAt = now + tonumber(ARGV[5])
+local final = {}
+for index = 6, #ARGV do
+  final[ARGV[index]] = true
+end
+local retried = {}
+for _, seq in ipairs(lease.seqs) do
+  if final[rcall('HGET', messageKey(seq), 'id')] then
+    rcall('DEL', messageKey(seq))
+  else
+    rcall('HSET', messageKey(seq), 'retryAt', retryAt)
+    retried[#retried + 1] = seq
+  end
+end
+putBack(lease.session, retried)
+local state = runnableState(true)
+return { 'settled', state[1], state[2] }

@@ -1,0 +1,33 @@
+--[[
+  Removes and returns the waiting messages of a chunk of sessions (the shutdown of a pool that
+  is not durable); the caller repeats with the returned cursor until it is '0'. Running turns
+  stay.
+
+  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines)
+  ARGV[1..3] key prefix, now (ms), replica id
+  ARGV[4] cursor ('0' to start)
+  ARGV[5] sessions to visit in this call (a hint to HSCAN)
+
+  Returns {next cursor, {{payload, attempt, retryAt or ''}...}}
+]]
+--- @include "includes/pool"
+--- @include "includes/place-session"
+--- @include "includes/leases"
+
+local scan = rcall('HSCAN', K.sessions, ARGV[4], 'COUNT', ARGV[5])
+local taken = {}
+for index = 1, #scan[2], 2 do
+  local session = scan[2][index]
+  local seqs = rcall('LRANGE', queueKey(session), 0, -1)
+  for _, message in ipairs(messagesOf(seqs)) do
+    taken[#taken + 1] = message
+  end
+  for _, seq in ipairs(seqs) do
+    rcall('DEL', messageKey(seq))
+  end
+  rcall('DEL', queueKey(session))
+  rcall('HINCRBY', K.counts, 'pending', -#seqs)
+  placeSession(session)
+end
+return { scan[1], taken }

@@ -1,0 +1,116 @@
+import {
+  type Concurrency,
+  type PoolPipelinePolicy,
+  type QueueLimits,
+  SwitchboardError,
+} from '@switchboard/core';
+
+/**
+ * What replicas sharing a pool must agree on (docs/design.md §5): the pool's limits and each
+ * pipeline's scheduling, plus — when the caller passes whole pipeline policies — retry and
+ * timeout. Endpoints, headers and secrets may differ per replica and are not part of it.
+ */
+export interface SharedPipelinePolicy extends PoolPipelinePolicy {
+  retry?: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  timeoutMs?: number;
+}
+
+export interface SharedConfig {
+  concurrency: Concurrency;
+  limits: QueueLimits;
+  pipelines: readonly SharedPipelinePolicy[];
+}
+
+/** `[config path, value]` pairs, sorted by path: the fingerprint compares whole, names by path. */
+type Fingerprint = Array<[string, string]>;
+
+const ms = (value: number) => `${value}ms`;
+const limit = (value: number) => (Number.isFinite(value) ? String(value) : 'unlimited');
+
+/** The fingerprint as the config file's paths name the values, e.g. `pipelines.p.max_concurrency`. */
+export function fingerprintOf(config: SharedConfig): string {
+  const entries: Fingerprint = [
+    ['concurrency.pipeline', String(config.concurrency.global)],
+    ['concurrency.session', String(config.concurrency.perSession)],
+    ['queue.max_pending', String(config.limits.maxPending)],
+    ['queue.max_pending_per_session', String(config.limits.maxPendingPerSession)],
+  ];
+  for (const policy of config.pipelines) {
+    const path = `pipelines.${policy.id}`;
+    const { aggregation } = policy;
+    entries.push(
+      [path, 'configured'],
+      [`${path}.max_concurrency`, limit(policy.maxConcurrency)],
+      [`${path}.aggregation.enabled`, String(aggregation.enabled)],
+      [`${path}.aggregation.delay`, ms(aggregation.delayMs)],
+      [`${path}.aggregation.max_wait`, ms(aggregation.maxWaitMs)],
+      [`${path}.aggregation.max_messages`, String(aggregation.maxMessages)],
+      [`${path}.busy_mode`, policy.busyMode],
+    );
+    if (policy.retry !== undefined) {
+      entries.push(
+        [`${path}.retry.max_attempts`, String(policy.retry.maxAttempts)],
+        [`${path}.retry.base_delay`, ms(policy.retry.baseDelayMs)],
+        [`${path}.retry.max_delay`, ms(policy.retry.maxDelayMs)],
+      );
+    }
+    if (policy.timeoutMs !== undefined) entries.push([`${path}.timeout`, ms(policy.timeoutMs)]);
+  }
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify(entries);
+}
+
+/** One `path: this replica X, the shared store Y` line per difference. */
+export function differencesOf(mine: string, stored: string): string[] {
+  const ours = new Map(JSON.parse(mine) as Fingerprint);
+  const theirs = new Map(JSON.parse(stored) as Fingerprint);
+  const paths = [...new Set([...ours.keys(), ...theirs.keys()])].sort();
+  return paths
+    .filter((path) => ours.get(path) !== theirs.get(path))
+    .map(
+      (path) =>
+        `${path}: this replica ${ours.get(path) ?? 'absent'}, the shared store ${theirs.get(path) ?? 'absent'}`,
+    );
+}
+
+/** The refusal of a replica whose configuration differs from the running replicas'. */
+export function configMismatch(mine: string, stored: string): SwitchboardError {
+  const differences = differencesOf(mine, stored);
+  return new SwitchboardError('SB_STORE_CONFIG_MISMATCH', {
+    message: `this replica's limits or pipeline policies differ from those of the replicas running on the shared store:\n${differences.join('\n')}`,
+    details: { differences },
+  });
+}
+
+/**
+ * The config hash the scripts read (lua/includes/pool.lua) as field, value pairs: limits, and
+ * per pipeline its slot limit (absent: unlimited) and readiness rules.
+ */
+export function configFieldsOf(config: SharedConfig): string[] {
+  const fields = [
+    'global',
+    String(config.concurrency.global),
+    'perSession',
+    String(config.concurrency.perSession),
+    'maxPending',
+    String(config.limits.maxPending),
+    'maxPendingPerSession',
+    String(config.limits.maxPendingPerSession),
+  ];
+  for (const { id, maxConcurrency, aggregation, busyMode } of config.pipelines) {
+    if (Number.isFinite(maxConcurrency)) fields.push(`max:${id}`, String(maxConcurrency));
+    fields.push(
+      `aggregate:${id}`,
+      aggregation.enabled ? '1' : '0',
+      `delay:${id}`,
+      String(aggregation.delayMs),
+      `maxWait:${id}`,
+      String(aggregation.maxWaitMs),
+      `maxMessages:${id}`,
+      String(aggregation.maxMessages),
+      `collect:${id}`,
+      busyMode === 'collect' ? '1' : '0',
+    );
+  }
+  return fields;
+}

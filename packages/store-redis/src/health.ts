@@ -1,0 +1,29 @@
+import type { Redis } from 'ioredis';
+
+/** Whether the shared store can serve the pool, and if not, why (for `/readyz`). */
+export type StoreHealth = { ready: true } | { ready: false; reason: string };
+
+/**
+ * Redis answers PING and evicts nothing (docs/design.md §5): under any `maxmemory-policy` but
+ * `noeviction`, a full Redis would silently drop queued messages or leases instead of refusing
+ * writes.
+ */
+export async function checkRedisHealth(client: Redis): Promise<StoreHealth> {
+  try {
+    await client.ping();
+    const info = await client.info('memory');
+    const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+    if (policy !== 'noeviction') {
+      return {
+        ready: false,
+        reason: `redis maxmemory-policy is ${policy ?? 'unknown'}: set it to noeviction, or queued messages may be evicted`,
+      };
+    }
+    return { ready: true };
+  } catch (err) {
+    return {
+      ready: false,
+      reason: `redis is unreachable: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+}

@@ -1,0 +1,97 @@
+import type { Logger, TurnLease } from '@switchboard/core';
+
+/** What one renewal call answers: the tokens no longer held, and the deadline the others got. */
+export interface Renewal {
+  lost: string[];
+  expiresAt: number;
+}
+
+export interface LeaseKeeperOptions {
+  /** Renews the given tokens (and this replica's heartbeat) in one call. */
+  renew(tokens: string[]): Promise<Renewal>;
+  /** Told once per token this replica claimed and no longer holds. */
+  onLost(token: string): void;
+  now(): number;
+  renewEveryMs: number;
+  /** Without a successful renewal for this long, the replica gives up all its turns itself. */
+  fenceAfterMs: number;
+  logger: Logger;
+}
+
+/**
+ * This replica's leases (docs/design.md §5): all of them renewed in one call every
+ * `renewEveryMs`; a token the store no longer holds for it, and every token once no renewal has
+ * succeeded for `fenceAfterMs`, is given up (`onLost`). Fencing stops a turn this replica can no
+ * longer vouch for before its lease expires and another replica runs the same messages.
+ */
+export class LeaseKeeper {
+  readonly #options: LeaseKeeperOptions;
+  readonly #held = new Map<string, TurnLease>();
+  readonly #timer: NodeJS.Timeout;
+  #lastRenewedAt: number;
+  #renewing = false;
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#options = options;
+    this.#lastRenewedAt = options.now();
+    this.#timer = setInterval(() => void this.renewNow(), options.renewEveryMs);
+    this.#timer.unref();
+  }
+
+  /** Starts renewing a claim's lease; its `expiresAt` follows each renewal. */
+  hold(lease: TurnLease): void {
+    this.#held.set(lease.token, lease);
+  }
+
+  /**
+   * Stops renewing `token` (its turn is being settled): a settlement that then fails leaves the
+   * lease to expire, so another replica re-runs the messages rather than nobody.
+   */
+  release(token: string): void {
+    this.#held.delete(token);
+  }
+
+  /** One renewal round; skipped while the previous one is still on its way. */
+  async renewNow(): Promise<void> {
+    if (this.#renewing) return;
+    this.#renewing = true;
+    const startedAt = this.#options.now();
+    try {
+      const { lost, expiresAt } = await this.#options.renew([...this.#held.keys()]);
+      this.#lastRenewedAt = startedAt;
+      const gone = new Set(lost);
+      for (const [token, lease] of this.#held) {
+        if (!gone.has(token)) lease.expiresAt = expiresAt;
+      }
+      for (const token of lost) this.#giveUp(token);
+    } catch (err) {
+      this.#fenceIfOverdue(err);
+    } finally {
+      this.#renewing = false;
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  #fenceIfOverdue(err: unknown): void {
+    const silentMs = this.#options.now() - this.#lastRenewedAt;
+    if (silentMs < this.#options.fenceAfterMs) {
+      this.#options.logger.warn({ err, silentMs, turns: this.#held.size }, 'lease renewal failed: retrying');
+      return;
+    }
+    if (this.#held.size === 0) return;
+    this.#options.logger.error(
+      { err, silentMs, turns: this.#held.size },
+      "lease lost: no renewal for too long, giving up this replica's turns",
+    );
+    for (const token of [...this.#held.keys()]) this.#giveUp(token);
+  }
+
+  #giveUp(token: string): void {
+    // A token settled while the renewal was on its way is no longer held here: nothing to tell.
+    if (!this.#held.delete(token)) return;
+    this.#options.onLost(token);
+  }
+}

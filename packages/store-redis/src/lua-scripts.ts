@@ -1,0 +1,74 @@
+import { readdir, readFile } from 'node:fs/promises';
+import type { Redis } from 'ioredis';
+
+/** The Lua files, beside `src/` and `dist/` alike. */
+const LUA_FOLDER = new URL('../lua/', import.meta.url);
+
+/** `--- @include "includes/<name>"` on a line of its own, as in BullMQ's commands. */
+const INCLUDE_LINE = /^--- @include "([^"]+)"\s*$/gm;
+
+/** One script: `<name>-<numKeys>.lua` in `lua/`, its includes inlined. */
+export interface LuaScript {
+  name: string;
+  numberOfKeys: number;
+  source: string;
+}
+
+/**
+ * Inlines the includes of `source`, each once per script (a second mention is dropped, so two
+ * includes may both name a third), and refuses a cycle.
+ */
+async function inlineIncludes(source: string, seen: Set<string>, stack: readonly string[]): Promise<string> {
+  const parts: string[] = [];
+  let last = 0;
+  for (const match of source.matchAll(INCLUDE_LINE)) {
+    const include = match[1] as string;
+    parts.push(source.slice(last, match.index));
+    last = match.index + match[0].length;
+    if (stack.includes(include)) throw new Error(`lua include cycle: ${[...stack, include].join(' -> ')}`);
+    if (seen.has(include)) continue;
+    seen.add(include);
+    const text = await readFile(new URL(`${include}.lua`, LUA_FOLDER), 'utf8');
+    parts.push(await inlineIncludes(text, seen, [...stack, include]));
+  }
+  parts.push(source.slice(last));
+  return parts.join('');
+}
+
+let loaded: Promise<LuaScript[]> | undefined;
+
+/** Reads every script of `lua/` once per process. */
+export function loadLuaScripts(): Promise<LuaScript[]> {
+  loaded ??= (async () => {
+    const files = (await readdir(LUA_FOLDER)).filter((file) => file.endsWith('.lua'));
+    return Promise.all(
+      files.map(async (file) => {
+        const match = /^(.+)-(\d+)\.lua$/.exec(file);
+        if (match === null) throw new Error(`lua/${file}: name it <command>-<numKeys>.lua`);
+        const text = await readFile(new URL(file, LUA_FOLDER), 'utf8');
+        return {
+          name: match[1] as string,
+          numberOfKeys: Number(match[2]),
+          source: await inlineIncludes(text, new Set(), [file]),
+        };
+      }),
+    );
+  })();
+  return loaded;
+}
+
+/** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
+export const commandNameOf = (script: string) => `switchboard:${script}`;
+
+/**
+ * Defines every script on `client` (`defineCommand`: called by SHA, sent whole once per
+ * connection and again after a NOSCRIPT).
+ */
+export async function defineLuaScripts(client: Redis): Promise<void> {
+  for (const script of await loadLuaScripts()) {
+    client.defineCommand(commandNameOf(script.name), {
+      lua: script.source,
+      numberOfKeys: script.numberOfKeys,
+    });
+  }
+}

@@ -1,0 +1,408 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  type Concurrency,
+  type EnqueueResult,
+  type Logger,
+  type PoolStats,
+  type QueryPool,
+  type QueueLimits,
+  type Settlement,
+  SwitchboardError,
+  type Turn,
+  WakeTimer,
+  requestIdOf,
+  silentLogger,
+  turnIdOf,
+} from '@switchboard/core';
+import type { Redis } from 'ioredis';
+import {
+  type SharedPipelinePolicy,
+  configFieldsOf,
+  configMismatch,
+  fingerprintOf,
+} from './config-fingerprint.js';
+import { type StoreHealth, checkRedisHealth } from './health.js';
+import { LeaseKeeper, type Renewal } from './lease-keeper.js';
+import { commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import { poolKeysOf } from './pool-keys.js';
+import { startRedisClock } from './redis-clock.js';
+import { type RedisClientFactory, connect, redisClientFactory, storeFailure } from './redis-connection.js';
+import {
+  type MessageReply,
+  type ReclaimedReply,
+  type RunnableState,
+  type TurnReply,
+  payloadOf,
+  queuedOf,
+  runnableStateOf,
+  turnOf,
+} from './script-replies.js';
+
+export interface RedisQueryPoolOptions {
+  /** Redis to connect to, e.g. `redis://127.0.0.1:6379/0`. Either this or `createClient`. */
+  url?: string;
+  /**
+   * Makes the pool's two connections instead of `url` (give them `FAIL_FAST_OPTIONS`, or
+   * enqueues wait in ioredis' offline queue while Redis is down).
+   */
+  createClient?: RedisClientFactory;
+  /** Namespaces the pool's keys (`{<prefix>}:…`); replicas sharing a pool use the same prefix. */
+  prefix: string;
+  concurrency: Concurrency;
+  limits: QueueLimits;
+  /** The pipelines' policies; pass whole `PipelinePolicy` objects to also agree on retry and timeout. */
+  pipelines: readonly SharedPipelinePolicy[];
+  /** The pool's clock, ms since the epoch. Default: this host's clock corrected to Redis' `TIME`. */
+  now?: () => number;
+  logger?: Logger;
+  /** How long a claim holds without renewal. Default: 15 000 ms. */
+  leaseMs?: number;
+  /** How often this replica renews its leases and heartbeat. Default: 5000 ms. */
+  renewEveryMs?: number;
+  /** Without a successful renewal for this long, this replica gives up its turns. Default: 10 000 ms. */
+  fenceAfterMs?: number;
+  /** The wait suggested to refused senders, and to callers while Redis is down. Default: 1000 ms. */
+  refusalRetryAfterMs?: number;
+  /** How often the default clock re-measures its offset to Redis' `TIME`. Default: 60 000 ms. */
+  clockRemeasureEveryMs?: number;
+  /** This replica's name in leases and heartbeats. Default: `<hostname>:<pid>:<random>`. */
+  replicaId?: string;
+}
+
+const DEFAULTS = {
+  leaseMs: 15_000,
+  renewEveryMs: 5_000,
+  fenceAfterMs: 10_000,
+  refusalRetryAfterMs: 1_000,
+  clockRemeasureEveryMs: 60_000,
+} satisfies Partial<RedisQueryPoolOptions>;
+
+/** Sessions one `take-all` call visits. */
+const TAKE_ALL_CHUNK = 20;
+
+/** A `QueryPool` shared by replicas, plus what only its owner calls. */
+export interface RedisQueryPool extends QueryPool {
+  /** This replica's id in leases and heartbeats. */
+  readonly replicaId: string;
+  /** Redis answers and evicts nothing (`maxmemory-policy noeviction`); for `/readyz`. */
+  health(): Promise<StoreHealth>;
+  /**
+   * Stops the timers, renewals and subscription, leaves the live replicas and closes the
+   * connections. Turns still held expire and are re-run by another replica.
+   */
+  shutdown(): Promise<void>;
+}
+
+type ScriptName =
+  | 'enqueue'
+  | 'claim'
+  | 'complete'
+  | 'retry'
+  | 'abandon'
+  | 'renew'
+  | 'wake'
+  | 'register'
+  | 'stats'
+  | 'take-all';
+type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
+
+/**
+ * The query pool in Redis (docs/design.md §5): several replicas share one pool; every transition
+ * is one Lua script (`lua/`), so per-session order and the slot limits hold across replicas.
+ * Connects, registers this replica's configuration (refused with `SB_STORE_CONFIG_MISMATCH`
+ * while live replicas run another), and subscribes to wake-ups before it resolves.
+ */
+export async function createRedisQueryPool(options: RedisQueryPoolOptions): Promise<RedisQueryPool> {
+  const settings = { ...DEFAULTS, ...options };
+  const { leaseMs, refusalRetryAfterMs } = settings;
+  const logger = (options.logger ?? silentLogger).child({ component: 'pool.redis' });
+  const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const keys = poolKeysOf(options.prefix);
+  const createClient = clientFactoryOf(options);
+
+  const client = createClient('commands');
+  const subscriber = createClient('subscriber');
+  watchConnection(client, 'commands', logger);
+  watchConnection(subscriber, 'subscriber', logger);
+  const closeConnections = () => {
+    client.disconnect();
+    subscriber.disconnect();
+  };
+
+  let now: () => number;
+  let stopClock = () => {};
+  try {
+    await Promise.all([connect(client, refusalRetryAfterMs), connect(subscriber, refusalRetryAfterMs)]);
+    await defineLuaScripts(client);
+    if (options.now !== undefined) now = options.now;
+    else {
+      const clock = await startRedisClock(client, {
+        remeasureEveryMs: settings.clockRemeasureEveryMs,
+        logger,
+      });
+      now = clock.now;
+      stopClock = clock.stop;
+    }
+  } catch (err) {
+    closeConnections();
+    throw storeFailure(err, refusalRetryAfterMs);
+  }
+
+  const commands = client as unknown as Record<string, ScriptCommand>;
+  async function run<Reply>(script: ScriptName, ...args: Array<string | number>): Promise<Reply> {
+    const command = commands[commandNameOf(script)] as ScriptCommand;
+    try {
+      return (await command.call(client, ...keys.keys, keys.prefix, now(), replicaId, ...args)) as Reply;
+    } catch (err) {
+      throw storeFailure(err, refusalRetryAfterMs);
+    }
+  }
+
+  const shared = { concurrency: options.concurrency, limits: options.limits, pipelines: options.pipelines };
+  const fingerprint = fingerprintOf(shared);
+  try {
+    const [registered, stored] = await run<[number, string?]>(
+      'register',
+      now() + leaseMs,
+      fingerprint,
+      ...configFieldsOf(shared),
+    );
+    if (registered !== 1) throw configMismatch(fingerprint, stored as string);
+  } catch (err) {
+    stopClock();
+    closeConnections();
+    throw err;
+  }
+
+  const runnableListeners = new Set<() => void>();
+  const leaseLostListeners = new Set<(token: string) => void>();
+  /** Tokens of claims whose answer never arrived: the next claim repeats them (idempotent by token). */
+  const unansweredClaims: string[] = [];
+  let closed = false;
+
+  function notify(): void {
+    for (const listener of runnableListeners) listener();
+  }
+
+  const wakeTimer = new WakeTimer(
+    () => void wake(),
+    () => now(),
+  );
+
+  /** Acts on what a script said: wakes the listeners when a claim may succeed, arms the timer. */
+  function apply(state: RunnableState): void {
+    if (state.nextDueAt >= 0) wakeTimer.arm(state.nextDueAt);
+    if (state.claimable) notify();
+  }
+
+  function logReclaimed(reclaimed: ReclaimedReply[]): void {
+    for (const [token, session, pipeline, holder, requestIds] of reclaimed) {
+      logger.error(
+        { turnId: turnIdOf(requestIds), token, session, pipeline, holder, reclaimedBy: replicaId },
+        'lease expired: the replica holding the turn stopped renewing it; its messages go back to the head of their session',
+      );
+    }
+  }
+
+  async function wake(): Promise<void> {
+    try {
+      const [claimable, nextDueAt, reclaimed] = await run<[number, number, ReclaimedReply[]]>('wake');
+      logReclaimed(reclaimed);
+      apply(runnableStateOf(claimable, nextDueAt));
+    } catch (err) {
+      // The renewal round is the safety net: it reports the state again within renewEveryMs.
+      logger.warn({ err }, 'wake-up check failed: retrying with the next renewal');
+    }
+  }
+
+  const leases = new LeaseKeeper({
+    async renew(tokens): Promise<Renewal> {
+      const startedAt = now();
+      const [claimable, nextDueAt, lost] = await run<[number, number, string[]]>('renew', leaseMs, ...tokens);
+      apply(runnableStateOf(claimable, nextDueAt));
+      return { lost, expiresAt: startedAt + leaseMs };
+    },
+    onLost(token) {
+      for (const listener of leaseLostListeners) listener(token);
+    },
+    now: () => now(),
+    renewEveryMs: settings.renewEveryMs,
+    fenceAfterMs: settings.fenceAfterMs,
+    logger,
+  });
+
+  // Other replicas announce work on the channel; this replica's own announcements come back too.
+  subscriber.on('message', (_channel: string, from: string) => {
+    if (from !== replicaId) notify();
+  });
+  try {
+    await subscriber.subscribe(keys.runnableChannel);
+  } catch (err) {
+    leases.stop();
+    stopClock();
+    closeConnections();
+    throw storeFailure(err, refusalRetryAfterMs);
+  }
+  await wake();
+
+  async function settle(
+    turn: Turn,
+    script: ScriptName,
+    ...args: Array<string | number>
+  ): Promise<Settlement> {
+    const token = turn.lease?.token;
+    if (token === undefined) return 'lost';
+    leases.release(token);
+    const [outcome, claimable, nextDueAt] = await run<[Settlement, number?, number?]>(script, token, ...args);
+    if (outcome === 'settled') apply(runnableStateOf(claimable as number, nextDueAt as number));
+    return outcome;
+  }
+
+  const pool: RedisQueryPool = {
+    durable: true,
+    replicaId,
+
+    async enqueue(queued, delivery, enqueueOptions): Promise<EnqueueResult> {
+      // Durable: a last delivery is kept while draining too (it runs on another replica or later).
+      const last = enqueueOptions?.last === true;
+      if (closed && !last) return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
+      const reply = await run<[string, number?, number?, MessageReply[]?]>(
+        'enqueue',
+        payloadOf(queued),
+        queued.message.id,
+        requestIdOf(queued),
+        queued.session,
+        queued.pipeline,
+        queued.message.sender.id,
+        queued.acceptedAt,
+        queued.attempt,
+        queued.retryAtMs ?? '',
+        delivery?.key ?? '',
+        delivery === undefined ? 0 : now() + delivery.ttlMs,
+        last ? '1' : '0',
+      );
+      const [outcome, claimable, nextDueAt, overflowed] = reply;
+      if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };
+      if (outcome === 'queue_full')
+        return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
+      apply(runnableStateOf(claimable as number, nextDueAt as number));
+      return { accepted: true, overflowed: (overflowed ?? []).map(queuedOf) };
+    },
+
+    async claim() {
+      const token = unansweredClaims.shift() ?? randomUUID();
+      let reply: [number, number, ReclaimedReply[], TurnReply];
+      try {
+        reply = await run('claim', token, leaseMs);
+      } catch (err) {
+        unansweredClaims.push(token);
+        throw err;
+      }
+      const [, nextDueAt, reclaimed, turnReply] = reply;
+      logReclaimed(reclaimed);
+      const turn = turnOf(turnReply);
+      if (turn !== null) leases.hold(turn.lease);
+      // The timer only: the caller claims again until null anyway, and the script told the other
+      // replicas about work it reclaimed.
+      apply(runnableStateOf(0, nextDueAt));
+      return turn;
+    },
+
+    complete(turn) {
+      return settle(turn, 'complete');
+    },
+
+    retry(turn, delayMs, finalIds = []) {
+      return settle(turn, 'retry', Math.max(0, delayMs), ...finalIds);
+    },
+
+    abandon(turn, abandonOptions = { ran: true }) {
+      return settle(turn, 'abandon', abandonOptions.ran ? '1' : '0');
+    },
+
+    onRunnable(listener) {
+      runnableListeners.add(listener);
+      return () => runnableListeners.delete(listener);
+    },
+
+    onLeaseLost(listener) {
+      leaseLostListeners.add(listener);
+      return () => leaseLostListeners.delete(listener);
+    },
+
+    // The messages live in Redis: nothing to reload. A dead replica's turns come back by lease
+    // expiry, through the claims of whoever is alive.
+    async recover() {
+      return [];
+    },
+
+    close() {
+      closed = true;
+    },
+
+    async takeAll() {
+      const taken = [];
+      let cursor = '0';
+      do {
+        const [next, messages] = await run<[string, MessageReply[]]>('take-all', cursor, TAKE_ALL_CHUNK);
+        taken.push(...messages.map(queuedOf));
+        cursor = next;
+      } while (cursor !== '0');
+      return taken;
+    },
+
+    async stats(): Promise<PoolStats> {
+      const [pending, inflight, sessions, byPipeline] =
+        await run<[number, number, number, string[]]>('stats');
+      const inflightByPipeline: Record<string, number> = {};
+      for (const policy of options.pipelines) inflightByPipeline[policy.id] = 0;
+      for (let index = 0; index < byPipeline.length; index += 2) {
+        inflightByPipeline[byPipeline[index] as string] = Number(byPipeline[index + 1]);
+      }
+      return { pending, inflight, sessions, inflightByPipeline };
+    },
+
+    health() {
+      return checkRedisHealth(client);
+    },
+
+    async shutdown() {
+      closed = true;
+      leases.stop();
+      wakeTimer.cancel();
+      stopClock();
+      try {
+        await client.zrem(keys.replicas, replicaId);
+        await Promise.all([subscriber.quit(), client.quit()]);
+      } catch {
+        // Redis is gone: the heartbeat expires by itself.
+        closeConnections();
+      }
+    },
+  };
+  return pool;
+}
+
+function clientFactoryOf(options: RedisQueryPoolOptions): RedisClientFactory {
+  if (options.createClient !== undefined) return options.createClient;
+  if (options.url !== undefined) return redisClientFactory(options.url);
+  throw new SwitchboardError('SB_CONFIG_INVALID', {
+    message: 'the redis query pool needs `url` or `createClient`',
+  });
+}
+
+/** Logs a connection's loss and return once each, not every reconnect attempt. */
+function watchConnection(connection: Redis, role: string, logger: Logger): void {
+  let lost = false;
+  connection.on('error', (err: unknown) => {
+    if (lost) return;
+    lost = true;
+    logger.warn({ err, connection: role }, 'redis connection lost: reconnecting');
+  });
+  connection.on('ready', () => {
+    if (!lost) return;
+    lost = false;
+    logger.info({ connection: role }, 'redis connection restored');
+  });
+}

@@ -1,0 +1,63 @@
+import { type QueuedMessage, type Turn, requestIdOf, turnIdOf } from '@switchboard/core';
+
+/**
+ * The shapes the Lua scripts answer (see each file's header) and their decoding. Integer replies
+ * arrive as numbers, bulk strings as strings.
+ */
+
+/** `{payload, attempt, retryAt or ''}`: a message as stored beside its mutable fields. */
+export type MessageReply = [payload: string, attempt: string, retryAt: string];
+/** `{token, session, pipeline, replica, {request ids}}`: an expired lease taken over. */
+export type ReclaimedReply = [
+  token: string,
+  session: string,
+  pipeline: string,
+  replica: string,
+  requestIds: string[],
+];
+/** `{token, session, pipeline, expiresAt, messages}`, or `{}` for no turn. */
+export type TurnReply =
+  | [token: string, session: string, pipeline: string, expiresAt: number, messages: MessageReply[]]
+  | [];
+
+/** What a transition tells the replica that made it: may a claim succeed, when is the next due time (-1: none). */
+export interface RunnableState {
+  claimable: boolean;
+  nextDueAt: number;
+}
+
+export const runnableStateOf = (claimable: number, nextDueAt: number): RunnableState => ({
+  claimable: claimable === 1,
+  nextDueAt,
+});
+
+/**
+ * The message as stored: without `attempt` and `retryAtMs`, which live in fields beside the
+ * payload so that scripts update them without decoding JSON (Redis' cjson would also turn an
+ * empty array into an object).
+ */
+export function payloadOf(queued: QueuedMessage): string {
+  const { attempt: _attempt, retryAtMs: _retryAtMs, ...stored } = queued;
+  return JSON.stringify(stored);
+}
+
+export function queuedOf([payload, attempt, retryAt]: MessageReply): QueuedMessage {
+  const queued = JSON.parse(payload) as QueuedMessage;
+  queued.attempt = Number(attempt);
+  if (retryAt !== '') queued.retryAtMs = Number(retryAt);
+  return queued;
+}
+
+export function turnOf(reply: TurnReply): Turn | null {
+  if (reply.length === 0) return null;
+  const [token, session, pipeline, expiresAt, messages] = reply;
+  const queued = messages.map(queuedOf);
+  return {
+    id: turnIdOf(queued.map(requestIdOf)),
+    session,
+    pipeline,
+    messages: queued,
+    attempt: Math.max(...queued.map((message) => message.attempt)),
+    lease: { token, expiresAt },
+  };
+}
