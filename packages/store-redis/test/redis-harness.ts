@@ -4,8 +4,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PipelinePolicySchema, type PipelinePolicyInput, type QueuedMessage } from '@switchboard/core';
+import {
+  type Logger,
+  type PipelinePolicyInput,
+  PipelinePolicySchema,
+  type QueuedMessage,
+} from '@switchboard/core';
 import { queuedMessageFixture } from '@switchboard/core/testing';
+import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterEach } from 'vitest';
 import {
@@ -14,6 +20,8 @@ import {
   type RedisQueryPool,
   type RedisQueryPoolOptions,
 } from '../src/index.js';
+import { commandNameOf, defineLuaScripts } from '../src/lua-scripts.js';
+import { poolKeysOf } from '../src/pool-keys.js';
 
 /** The machine's Redis (docs: /work/shared TOOLCHAIN "Services"); tests isolate by key prefix. */
 export const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -135,17 +143,6 @@ export function queued(
   return { ...base, session, pipeline: 'p', attempt: 0, acceptedAt, ...extra };
 }
 
-/** Polls `condition` every 10 ms until it holds; fails after `timeoutMs`. */
-export async function eventually<T>(condition: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await condition();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 /** A free TCP port on 127.0.0.1. */
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -234,5 +231,62 @@ export async function startPrivateRedis() {
       }
       rmSync(folder, { recursive: true, force: true });
     },
+  };
+}
+
+/** A log line kept by `recordingLogger`. */
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  bindings: Record<string, unknown>;
+  message: string;
+}
+
+/** A logger that keeps every line, bindings included, for assertions. */
+export function recordingLogger(): Logger & { lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const make = (inherited: Record<string, unknown>): Logger & { lines: LogLine[] } => {
+    const log = (level: LogLine['level']) => (bindings: object, message: string) =>
+      void lines.push({ level, bindings: { ...inherited, ...bindings }, message });
+    return {
+      lines,
+      debug: log('debug'),
+      info: log('info'),
+      warn: log('warn'),
+      error: log('error'),
+      child: (bindings) => make({ ...inherited, ...bindings }),
+    };
+  };
+  return make({});
+}
+
+/**
+ * Calls the pool's scripts directly, as replica `replicaId`, for tests of one script's behaviour
+ * (a pool on the same prefix must have registered the configuration first).
+ */
+export async function openScriptRunner(
+  url: string,
+  prefix: string,
+  now: () => number,
+  replicaId = 'script-runner',
+) {
+  const client = new Redis(url, FAIL_FAST_OPTIONS);
+  await client.connect();
+  await defineLuaScripts(client);
+  const keys = poolKeysOf(prefix);
+  const commands = client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
+  return {
+    client,
+    keys,
+    run(script: string, ...args: Array<string | number>): Promise<unknown> {
+      return (commands[commandNameOf(script)] as (...a: Array<string | number>) => Promise<unknown>).call(
+        client,
+        ...keys.keys,
+        keys.prefix,
+        now(),
+        replicaId,
+        ...args,
+      );
+    },
+    close: () => client.quit(),
   };
 }

@@ -1,0 +1,74 @@
+import type { Turn } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAIL_FAST_OPTIONS } from '../src/index.js';
+import {
+  REDIS_URL,
+  manualClock,
+  openScriptRunner,
+  queued,
+  redisReachable,
+  startPrivateRedis,
+  usePools,
+} from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+describe.skipIf(!reachable)('claim-10.lua with a token that already holds a lease', () => {
+  const pools = usePools();
+
+  describe('when the same token claims twice', () => {
+    it('answers the same turn and takes no second slot', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      await pool.enqueue(queued('A', clock.now()));
+      await pool.enqueue(queued('B', clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const first = (await runner.run('claim', 'token-1', 15_000)) as unknown[];
+        const again = (await runner.run('claim', 'token-1', 15_000)) as unknown[];
+        expect(first[3]).toEqual(again[3]);
+        expect((first[3] as unknown[])[1]).toBe('A');
+        expect(await pool.stats()).toMatchObject({ pending: 1, inflight: 1 });
+      } finally {
+        await runner.close();
+      }
+    });
+  });
+
+  describe('when a claim times out after Redis ran it (its reply lost)', () => {
+    // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
+    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+    beforeAll(async () => {
+      redis = await startPrivateRedis();
+      pools.setUrl(redis.url);
+    });
+    afterAll(async () => {
+      await redis?.remove();
+    });
+
+    it('hands out that turn on the next claim instead of leaving it to expire', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        createClient: () => new Redis(redis.url, { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+      });
+      await pool.enqueue(queued('A', clock.now()));
+      await pool.enqueue(queued('B', clock.now()));
+      const admin = new Redis(redis.url);
+      try {
+        await admin.client('PAUSE', 600, 'WRITE');
+        await expect(pool.claim()).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+        // Once the pause ends, Redis runs the claim whose caller gave up.
+        await eventually(async () => (await admin.hget(`{${pools.prefix}}:counts`, 'inflight')) === '1');
+        const turn = (await pool.claim()) as Turn;
+        expect(turn.session).toBe('A');
+        expect(await pool.stats()).toMatchObject({ pending: 1, inflight: 1 });
+        expect(((await pool.claim()) as Turn).session).toBe('B');
+      } finally {
+        admin.disconnect();
+      }
+    });
+  });
+});

@@ -1,0 +1,72 @@
+import type { Turn } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { manualClock, queued, redisReachable, usePools } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+describe.skipIf(!reachable)('complete-10.lua, retry-10.lua, abandon-10.lua', () => {
+  const pools = usePools();
+
+  describe('when a turn is settled twice', () => {
+    it.each([
+      ['complete', (pool, turn) => pool.complete(turn)],
+      ['retry', (pool, turn) => pool.retry(turn, 1000)],
+      ['abandon', (pool, turn) => pool.abandon(turn)],
+    ] as const)('answers lost to the second %s and changes nothing', async (_name, settle) => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      await pool.enqueue(queued('A', clock.now()));
+      await pool.enqueue(queued('B', clock.now()));
+      const turn = (await pool.claim()) as Turn;
+      const other = (await pool.claim()) as Turn;
+      expect(await settle(pool, turn)).toBe('settled');
+      const after = await pool.stats();
+      expect(await settle(pool, turn)).toBe('lost');
+      expect(await pool.stats()).toEqual(after);
+      expect(await pool.complete(other)).toBe('settled');
+    });
+  });
+
+  describe('when a turn carries a token the pool never handed out', () => {
+    it('answers lost', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      await pool.enqueue(queued('A', clock.now()));
+      const turn = (await pool.claim()) as Turn;
+      const forged = { ...turn, lease: { token: 'not-a-token', expiresAt: null } };
+      expect(await pool.complete(forged)).toBe('lost');
+      expect(await pool.stats()).toMatchObject({ inflight: 1 });
+    });
+  });
+
+  describe('when a retried turn lists final messages', () => {
+    it('forgets those and puts the others back due after the delay', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now, pipelines: [{ id: 'p', busy_mode: 'collect' }] });
+      const exhausted = queued('A', clock.now());
+      const retried = queued('A', clock.now());
+      await pool.enqueue(exhausted);
+      await pool.enqueue(retried);
+      const turn = (await pool.claim()) as Turn;
+      expect(await pool.retry(turn, 2000, [exhausted.message.id])).toBe('settled');
+      expect(await pool.stats()).toMatchObject({ pending: 1, inflight: 0, sessions: 1 });
+      clock.advance(1999);
+      expect(await pool.claim()).toBeNull();
+      clock.advance(1);
+      const again = (await pool.claim()) as Turn;
+      expect(again.messages.map((m) => [m.message.id, m.attempt, m.retryAtMs])).toEqual([
+        [retried.message.id, 2, clock.now()],
+      ]);
+    });
+  });
+
+  describe('when an abandoned turn never ran', () => {
+    it('does not count its claim as an attempt', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      await pool.enqueue(queued('A', clock.now()));
+      expect(await pool.abandon((await pool.claim()) as Turn, { ran: false })).toBe('settled');
+      expect(((await pool.claim()) as Turn).attempt).toBe(1);
+    });
+  });
+});
