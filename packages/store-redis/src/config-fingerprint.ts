@@ -60,13 +60,18 @@ export function fingerprintOf(config: SharedConfig): string {
   return JSON.stringify(entries);
 }
 
-/** One `path: this replica X, the shared store Y` line per difference. */
+/**
+ * One `path: this replica X, the shared store Y` line per difference; a pipeline only one side
+ * has is one line, not one per field.
+ */
 export function differencesOf(mine: string, stored: string): string[] {
   const ours = new Map(JSON.parse(mine) as Fingerprint);
   const theirs = new Map(JSON.parse(stored) as Fingerprint);
   const paths = [...new Set([...ours.keys(), ...theirs.keys()])].sort();
+  const oneSided = paths.filter((path) => ours.has(path) !== theirs.has(path));
   return paths
     .filter((path) => ours.get(path) !== theirs.get(path))
+    .filter((path) => !oneSided.some((parent) => path.startsWith(`${parent}.`)))
     .map(
       (path) =>
         `${path}: this replica ${ours.get(path) ?? 'absent'}, the shared store ${theirs.get(path) ?? 'absent'}`,

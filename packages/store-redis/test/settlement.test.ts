@@ -1,4 +1,4 @@
-import type { Turn } from '@switchboard/core';
+import type { QueryPool, Settlement, Turn } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { manualClock, queued, redisReachable, usePools } from './redis-harness.js';
 
@@ -8,11 +8,12 @@ describe.skipIf(!reachable)('complete-10.lua, retry-10.lua, abandon-10.lua', () 
   const pools = usePools();
 
   describe('when a turn is settled twice', () => {
-    it.each([
+    const settlements: Array<[string, (pool: QueryPool, turn: Turn) => Promise<Settlement>]> = [
       ['complete', (pool, turn) => pool.complete(turn)],
       ['retry', (pool, turn) => pool.retry(turn, 1000)],
       ['abandon', (pool, turn) => pool.abandon(turn)],
-    ] as const)('answers lost to the second %s and changes nothing', async (_name, settle) => {
+    ];
+    it.each(settlements)('answers lost to the second %s and changes nothing', async (_name, settle) => {
       const clock = manualClock();
       const pool = await pools.open({ now: clock.now });
       await pool.enqueue(queued('A', clock.now()));

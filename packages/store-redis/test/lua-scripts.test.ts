@@ -1,0 +1,48 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { loadLuaScripts } from '../src/lua-scripts.js';
+
+const luaFolder = new URL('../lua/', import.meta.url);
+
+describe('lua scripts', () => {
+  describe('when loaded', () => {
+    it('inlines every include once and leaves no include line', async () => {
+      const scripts = await loadLuaScripts();
+      const claim = scripts.find((script) => script.name === 'claim');
+      expect(claim?.numberOfKeys).toBe(10);
+      expect(claim?.source).not.toContain('@include');
+      // includes/pool is named by the script and needed by the others it includes: inlined once.
+      expect(claim?.source.match(/^local K = \{/gm)).toHaveLength(1);
+      expect(claim?.source.match(/^local function placeSession\(/gm)).toHaveLength(1);
+    });
+
+    it('loads every command file of lua/', async () => {
+      const names = (await loadLuaScripts()).map((script) => script.name).sort();
+      expect(names).toEqual(
+        [
+          'abandon',
+          'claim',
+          'complete',
+          'enqueue',
+          'register',
+          'renew',
+          'retry',
+          'stats',
+          'take-all',
+          'wake',
+        ].sort(),
+      );
+    });
+  });
+
+  describe('each command file', () => {
+    const files = readdirSync(luaFolder).filter((file) => file.endsWith('.lua'));
+    it.each(files)('%s opens with a header naming its KEYS, ARGV and reply', (file) => {
+      const header = /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';
+      expect(header).toMatch(/^\s+KEYS: the ten pool keys of includes\/pool/m);
+      expect(header).toMatch(/^\s+ARGV\[1\.\.3\] key prefix, now \(ms\), replica id/m);
+      expect(header).toMatch(/^\s+Returns/m);
+      expect(file).toMatch(/-10\.lua$/);
+    });
+  });
+});

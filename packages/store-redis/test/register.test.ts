@@ -1,0 +1,66 @@
+import { isSwitchboardError } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { manualClock, redisReachable, usePools } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+describe.skipIf(!reachable)('register-10.lua', () => {
+  const pools = usePools();
+
+  describe('when a replica differs from the live replicas', () => {
+    it('is refused with SB_STORE_CONFIG_MISMATCH naming each differing field', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 3 }, { id: 'q' }] });
+      const refusal = await pools
+        .open({
+          now: clock.now,
+          concurrency: { global: 20, perSession: 2 },
+          pipelines: [{ id: 'p', max_concurrency: 2 }, { id: 'r' }],
+        })
+        .catch((err: unknown) => err);
+      expect(isSwitchboardError(refusal, 'SB_STORE_CONFIG_MISMATCH')).toBe(true);
+      expect((refusal as Error).message).toContain(
+        'pipelines.p.max_concurrency: this replica 2, the shared store 3',
+      );
+      expect((refusal as { details: { differences: string[] } }).details.differences).toEqual([
+        'concurrency.session: this replica 2, the shared store 1',
+        'pipelines.p.max_concurrency: this replica 2, the shared store 3',
+        'pipelines.q: this replica absent, the shared store configured',
+        'pipelines.r: this replica configured, the shared store absent',
+      ]);
+    });
+
+    it('joins when it agrees', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now });
+      await expect(pools.open({ now: clock.now })).resolves.toBeDefined();
+    });
+  });
+
+  describe('when no other replica is alive', () => {
+    it('replaces the stored configuration once the other replica shut down', async () => {
+      const clock = manualClock();
+      const first = await pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 3 }] });
+      await pools.shutdown(first);
+      const second = await pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 2 }] });
+      // The new limit holds: a third replica with the old one is refused.
+      await expect(
+        pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 3 }] }),
+      ).rejects.toMatchObject({ code: 'SB_STORE_CONFIG_MISMATCH' });
+      expect(second.replicaId).not.toBe(first.replicaId);
+    });
+
+    it("replaces it once the other replica's heartbeat expired", async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now, leaseMs: 15_000, pipelines: [{ id: 'p', max_concurrency: 3 }] });
+      clock.advance(14_999);
+      await expect(
+        pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 2 }] }),
+      ).rejects.toMatchObject({ code: 'SB_STORE_CONFIG_MISMATCH' });
+      clock.advance(1);
+      await expect(
+        pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 2 }] }),
+      ).resolves.toBeDefined();
+    });
+  });
+});
