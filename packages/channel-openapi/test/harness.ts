@@ -3,7 +3,7 @@ import {
   type ChannelAdapter,
   type Controller,
   type Ingress,
-  type MemoryQueryPool,
+  type QueryPool,
   type MessageStatusStore,
   type Outcome,
   type Pipeline,
@@ -98,7 +98,7 @@ export interface Harness {
   httpShutdown: HttpServerShutdown;
   channel: ChannelAdapter;
   controller: Controller;
-  pool: MemoryQueryPool;
+  pool: QueryPool;
   ingress: Ingress;
   statuses: MessageStatusStore;
   outcomes: Outcome[];

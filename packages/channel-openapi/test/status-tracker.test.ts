@@ -63,7 +63,14 @@ function trackerHarness() {
       attempt: 1,
       acceptedAt: 0,
     };
-    emitTurnStart({ id: 't1', session: 's', pipeline: 'echo', messages: [queued], attempt: 1 });
+    emitTurnStart({
+      id: 't1',
+      session: 's',
+      pipeline: 'echo',
+      messages: [queued],
+      attempt: 1,
+      lease: { token: '1', expiresAt: null },
+    });
   };
   const complete = (kind: Outcome['kind'] = 'completed', of = message, replies: Reply[] = []) =>
     emitOutcome({ kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies });

@@ -28,7 +28,7 @@ export interface Query {
  * Merges a claimed turn into one query (LangBot's `_merge_messages`, seed 001): texts joined with
  * a newline, the first message's event, sender and reply context kept, `routedByRule` = any.
  */
-export function aggregate(turn: Turn): Query {
+export function aggregate(turn: Omit<Turn, 'lease'>): Query {
   const first = turn.messages[0];
   if (first === undefined) throw new TypeError(`turn ${turn.id} has no messages`);
   // One pass, no callbacks: this runs once per turn.

@@ -11,8 +11,8 @@ import { IndexedSet } from './structures/indexed-set.js';
 import { MAX_TIMER_DELAY_MS, WakeTimer } from './structures/wake-timer.js';
 import { createTurnSettlement } from './turn-settlement.js';
 
-/** How a turn ended, for metrics. */
-export type TurnResult = 'completed' | 'retried' | 'dead_lettered' | 'dropped' | 'abandoned';
+/** How a turn ended, for metrics; `lost`: its lease was taken over, another replica settles it. */
+export type TurnResult = 'completed' | 'retried' | 'dead_lettered' | 'dropped' | 'abandoned' | 'lost';
 
 /** Hooks for metrics and status tracking; every method is optional and must not throw. */
 export interface ControllerObserver {
@@ -57,6 +57,8 @@ export interface Controller {
 const DEFAULT_ORPHAN_GRACE_MS = 100_000;
 const DEFAULT_ABORT_GRACE_MS = 2000;
 const CLAIM_ERROR_RETRY_MS = 1000;
+/** While the pool stays unreachable, one ERROR line per this long, not one per retry. */
+const CLAIM_ERROR_LOG_EVERY_MS = 30_000;
 
 /**
  * `promise`'s value, or 'timeout' after `ms`; the timer never outlives the race. Clamped to
@@ -106,6 +108,10 @@ export function createController(options: ControllerOptions): Controller {
   let idleWaiters: Array<() => void> = [];
   let stopping: Promise<void> | undefined;
   let unsubscribe: (() => void) | undefined;
+  let unsubscribeLeaseLost: (() => void) | undefined;
+  /** When the claim loop last logged a failure, and how many failed since. */
+  let claimErrorLoggedAt = Number.NEGATIVE_INFINITY;
+  let claimErrorsUnlogged = 0;
 
   /** Starts turns until the pool has nothing runnable; one claim loop at a time. */
   function pump(): void {
@@ -135,10 +141,40 @@ export function createController(options: ControllerOptions): Controller {
         }
       } while (pumpAgain && !stopped);
     } catch (err) {
-      logger.error({ err }, 'claim failed: the pool is unreachable, retrying');
+      claimFailed(err);
       setTimeout(pump, CLAIM_ERROR_RETRY_MS).unref();
     } finally {
       pumping = false;
+    }
+  }
+
+  /** Logs a failed claim, at most once per `CLAIM_ERROR_LOG_EVERY_MS` with the count in between. */
+  function claimFailed(err: unknown): void {
+    claimErrorsUnlogged += 1;
+    const at = now();
+    if (at - claimErrorLoggedAt < CLAIM_ERROR_LOG_EVERY_MS) return;
+    logger.error(
+      { err, failures: claimErrorsUnlogged, retryInMs: CLAIM_ERROR_RETRY_MS },
+      'claim failed: the pool is unreachable, retrying',
+    );
+    claimErrorLoggedAt = at;
+    claimErrorsUnlogged = 0;
+  }
+
+  /**
+   * The pool no longer holds this turn for us (docs/design.md §5): another replica may run it now.
+   * It is aborted and settles nothing; the pool already said so, and a settlement would be `lost`.
+   */
+  function leaseLost(token: string): void {
+    for (const entry of running.values()) {
+      if (entry.turn.lease.token !== token || entry.decided) continue;
+      entry.decided = true;
+      entry.logger.warn(
+        { attempt: entry.turn.attempt },
+        'lease lost: aborting the turn; recording no outcome',
+      );
+      entry.abort(new SwitchboardError('SB_LEASE_LOST'));
+      options.observer?.turnEnded?.(entry.turn, 'lost', now() - entry.startedAt);
     }
   }
 
@@ -206,6 +242,10 @@ export function createController(options: ControllerOptions): Controller {
         await settlement.pipelineMissing(entry);
         return;
       }
+      if (entry.turn.messages.some((queued) => queued.attempt > policy.retry.maxAttempts)) {
+        await settlement.exhaustedAtClaim(entry, policy);
+        return;
+      }
       const query = aggregate(entry.turn);
       options.observer?.turnStarted?.(entry.turn);
       sweepTimer.arm(entry.deadlineAt);
@@ -214,7 +254,7 @@ export function createController(options: ControllerOptions): Controller {
         ({ replies } = await pipeline.run(query, entry));
       } catch (error) {
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
-        if (!entry.decided) await settlement.failed(entry, query, policy, entry.abortReason ?? error);
+        if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);
         return;
       }
       if (!entry.decided) await settlement.answered(entry, query, replies);
@@ -236,7 +276,7 @@ export function createController(options: ControllerOptions): Controller {
         'orphaned turn: the pipeline ignored its abort signal; releasing its slot',
       );
       const timeout = new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true });
-      await settlement.failed(entry, aggregate(entry.turn), policy, timeout);
+      await settlement.failed(entry, policy, timeout);
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
@@ -266,6 +306,7 @@ export function createController(options: ControllerOptions): Controller {
     }
     if (!pool.durable) settlement.droppedAtShutdown(await pool.takeAll());
     sweepTimer.cancel();
+    unsubscribeLeaseLost?.();
     logger.info({}, 'controller stopped');
   }
 
@@ -274,6 +315,7 @@ export function createController(options: ControllerOptions): Controller {
       if (started) return;
       started = true;
       unsubscribe = pool.onRunnable(pump);
+      unsubscribeLeaseLost = pool.onLeaseLost(leaseLost);
       pump();
     },
     stop({ drainTimeoutMs }) {

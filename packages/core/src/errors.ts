@@ -31,6 +31,11 @@ export const ERROR_CODES = {
   SB_CHANNEL_SEND_FAILED: { status: 502, message: 'sending to the platform failed' },
   SB_CHANNEL_SEND_TIMEOUT: { status: 504, message: 'sending to the platform did not finish in time' },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
+  SB_STORE_CONFIG_MISMATCH: {
+    status: 400,
+    message: 'the limits or pipeline policies of this replica differ from those of the shared store',
+  },
+  SB_LEASE_LOST: { status: 503, message: 'the turn was taken over by another replica' },
   SB_SHUTDOWN: { status: 503, message: 'aborted by shutdown' },
   SB_DEAD_LETTER_NOT_FOUND: { status: 404, message: 'no dead letter with this id' },
   SB_DEAD_LETTER_NOT_REPLAYABLE: {

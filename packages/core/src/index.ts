@@ -56,15 +56,17 @@ export {
   RetrySchema,
   toPipelinePolicy,
 } from './pipeline-policy.js';
-export type { Concurrency, PipelinePolicy, PipelinePolicyInput, QueueLimits } from './pipeline-policy.js';
+export type {
+  Concurrency,
+  PipelinePolicy,
+  PipelinePolicyInput,
+  PoolPipelinePolicy,
+  QueueLimits,
+} from './pipeline-policy.js';
 export { Fifo } from './structures/fifo.js';
 export { WakeTimer } from './structures/wake-timer.js';
 export { createMemoryQueryPool } from './memory/memory-query-pool.js';
-export type {
-  MemoryQueryPool,
-  MemoryQueryPoolOptions,
-  PoolPipelinePolicy,
-} from './memory/memory-query-pool.js';
+export type { MemoryQueryPoolOptions } from './memory/memory-query-pool.js';
 export { aggregate } from './aggregator.js';
 export type { Query } from './aggregator.js';
 export { requestIdOf, turnIdOf } from './turn-id.js';
@@ -102,7 +104,9 @@ export type {
   PoolStats,
   QueryPool,
   QueuedMessage,
+  Settlement,
   Turn,
+  TurnLease,
 } from './ports/query-pool.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)

@@ -5,7 +5,7 @@ import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
 import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
-import type { QueryPool, QueuedMessage, Turn } from './ports/query-pool.js';
+import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
 import type { RunningTurn } from './running-turn.js';
 
 /** What the settling policy works with; the controller passes its own options on. */
@@ -29,11 +29,17 @@ export interface TurnSettlement {
   /** The pipeline answered: its replies are delivered, then the messages complete. */
   answered(entry: RunningTurn, query: Query, replies: Reply[]): Promise<void>;
   /** The pipeline failed: abandoned when the drain aborted it, else retried or dead-lettered. */
-  failed(entry: RunningTurn, query: Query, policy: PipelinePolicy, error: unknown): Promise<void>;
+  failed(entry: RunningTurn, policy: PipelinePolicy, error: unknown): Promise<void>;
   /** The turn's pipeline is no longer configured: its messages are dropped. */
   pipelineMissing(entry: RunningTurn): Promise<void>;
   /** The drain aborted the turn or let it go: kept for the next start, or dropped. */
   abandoned(entry: RunningTurn): Promise<void>;
+  /**
+   * The claim handed out messages past their pipeline's `retry.max_attempts`: each attempt so far
+   * ended without a settlement (the process died running them). Those are dead-lettered without
+   * running; the others go back at once.
+   */
+  exhaustedAtClaim(entry: RunningTurn, policy: PipelinePolicy): Promise<void>;
   /** Records waiting messages a non-durable pool gave up at shutdown. */
   droppedAtShutdown(messages: readonly QueuedMessage[]): void;
 }
@@ -76,13 +82,58 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     observer?.turnEnded?.(entry.turn, result, now() - entry.startedAt);
   }
 
+  /**
+   * Whether the pool applied a settlement. On `lost` the claim had been taken over (its lease
+   * expired): whoever holds the messages now records their outcome, so this replica records none.
+   */
+  function held(entry: RunningTurn, settlement: Settlement): boolean {
+    if (settlement === 'settled') return true;
+    entry.logger.warn(
+      { attempt: entry.turn.attempt },
+      'lease lost: the turn was taken over by another replica; recording no outcome',
+    );
+    ended(entry, 'lost');
+    return false;
+  }
+
+  /**
+   * Dead-letters `final` (with the pipeline's dead-letter reply) and puts the `retried` messages
+   * back after `delayMs`.
+   */
+  async function retryOrDeadLetter(
+    entry: RunningTurn,
+    policy: PipelinePolicy,
+    final: readonly QueuedMessage[],
+    retried: readonly QueuedMessage[],
+    delayMs: number,
+    dead: { reason: OutcomeReason; error: unknown },
+  ): Promise<void> {
+    const { turn } = entry;
+    // Sent while the turn still holds its session, so that the session's next turn cannot reply
+    // first. A crash after it and before the pool write below re-runs the messages (at least
+    // once): the user may get the apology twice, never a lost message.
+    if (final.length > 0 && policy.deadLetterReply !== undefined) {
+      const finalQuery = aggregate(retried.length === 0 ? turn : { ...turn, messages: [...final] });
+      await deliver(finalQuery, [{ text: policy.deadLetterReply }]).catch((err: unknown) =>
+        entry.logger.warn({ err }, 'dead letter reply could not be delivered'),
+      );
+    }
+    const finalIds = final.map((queued) => queued.message.id);
+    const settlement =
+      retried.length === 0 ? await pool.complete(turn) : await pool.retry(turn, delayMs, finalIds);
+    if (!held(entry, settlement)) return;
+    if (retried.length > 0) observer?.turnRetried?.(turn, delayMs);
+    recordAll(final, 'dead_lettered', { reason: dead.reason, turn, error: dead.error });
+    ended(entry, retried.length === 0 ? 'dead_lettered' : 'retried');
+  }
+
   async function abandoned(entry: RunningTurn): Promise<void> {
     if (entry.decided) return;
     entry.decided = true;
     if (pool.durable) {
-      await pool.abandon(entry.turn);
+      if (!held(entry, await pool.abandon(entry.turn))) return;
     } else {
-      await pool.complete(entry.turn);
+      if (!held(entry, await pool.complete(entry.turn))) return;
       recordAll(entry.turn.messages, 'dropped', { reason: 'shutdown', turn: entry.turn });
     }
     observer?.turnEnded?.(entry.turn, 'abandoned', 0);
@@ -96,17 +147,17 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         await deliver(query, replies);
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be delivered');
-        await pool.complete(turn);
+        if (!held(entry, await pool.complete(turn))) return;
         recordAll(turn.messages, 'dead_lettered', { reason: 'delivery_failed', turn, error: err });
         ended(entry, 'dead_lettered');
         return;
       }
-      await pool.complete(turn);
+      if (!held(entry, await pool.complete(turn))) return;
       recordAll(turn.messages, 'completed', { turn, replies });
       ended(entry, 'completed');
     },
 
-    async failed(entry, query, policy, error) {
+    async failed(entry, policy, error) {
       if (isSwitchboardError(entry.abortReason, 'SB_SHUTDOWN')) return abandoned(entry);
       entry.decided = true;
       const { turn } = entry;
@@ -125,38 +176,39 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
           { err: error, attempt: turn.attempt, reason, messages: final.length },
           'dead letter: turn failed for good',
         );
-        // Sent while the turn still holds its session, so that the session's next turn cannot
-        // reply first. A crash after it and before the pool write below re-runs the messages
-        // (at least once): the user may get the apology twice, never a lost message.
-        if (policy.deadLetterReply !== undefined) {
-          const finalQuery = retried.length === 0 ? query : aggregate({ ...turn, messages: final });
-          await deliver(finalQuery, [{ text: policy.deadLetterReply }]).catch((err: unknown) =>
-            entry.logger.warn({ err }, 'dead letter reply could not be delivered'),
-          );
-        }
       }
 
-      if (retried.length === 0) {
-        await pool.complete(turn);
-      } else {
+      let delayMs = 0;
+      if (retried.length > 0) {
         let attempt = 0;
         for (const queued of retried) attempt = Math.max(attempt, queued.attempt);
         const retryAfterMs = isSwitchboardError(error) ? error.retryAfterMs : undefined;
-        const delayMs = retryDelayMs(attempt, policy.retry, random, retryAfterMs);
+        delayMs = retryDelayMs(attempt, policy.retry, random, retryAfterMs);
         entry.logger.warn({ err: error, attempt, delayMs }, 'turn failed, retrying');
-        const finalIds = final.map((queued) => queued.message.id);
-        await pool.retry(turn, now() + delayMs, finalIds);
-        observer?.turnRetried?.(turn, delayMs);
       }
-      recordAll(final, 'dead_lettered', { reason, turn, error });
-      ended(entry, retried.length === 0 ? 'dead_lettered' : 'retried');
+      await retryOrDeadLetter(entry, policy, final, retried, delayMs, { reason, error });
+    },
+
+    async exhaustedAtClaim(entry, policy) {
+      entry.decided = true;
+      const { maxAttempts } = policy.retry;
+      const final = entry.turn.messages.filter((queued) => queued.attempt > maxAttempts);
+      const retried = entry.turn.messages.filter((queued) => queued.attempt <= maxAttempts);
+      const error = new SwitchboardError('SB_PIPELINE_FAILED', {
+        message: `started ${maxAttempts} times without an answer (the process stopped while it ran)`,
+      });
+      entry.logger.error(
+        { attempt: entry.turn.attempt, maxAttempts, messages: final.length },
+        'dead letter: attempts used up before this claim; not running it again',
+      );
+      await retryOrDeadLetter(entry, policy, final, retried, 0, { reason: 'max_attempts', error });
     },
 
     async pipelineMissing(entry) {
       entry.decided = true;
       const { turn } = entry;
       entry.logger.error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
-      await pool.complete(turn);
+      if (!held(entry, await pool.complete(turn))) return;
       const error = new SwitchboardError('SB_PIPELINE_MISSING', {
         message: `pipeline "${turn.pipeline}" is not configured`,
       });

@@ -465,6 +465,32 @@ describe('controller', () => {
       expect(await journal.load()).toEqual([]);
     });
 
+    it('dead-letters at claim, without running it, a message whose every attempt was cut short', async () => {
+      const journal = createMemoryJournal();
+      const policy = { id: 'p', retry: { max_attempts: 2 } };
+      const crashed = createHarness({ journal, pipelines: [policy] });
+      crashed.controller.start();
+      await crashed.send('A', 'kills the process');
+      await crashed.send('B', 'fine');
+      await settle();
+      // Two starts of each, each ended by the process dying: the journal keeps attempt 2.
+      await journal.markStarted(
+        (await journal.load()).map((q) => q.message.id),
+        2,
+      );
+
+      const next = createHarness({ journal, pipelines: [policy], autoReply: true });
+      await next.pool.recover();
+      next.controller.start();
+      await settle();
+      expect(next.events).toEqual([]);
+      expect(next.outcomes.map((o) => [o.kind, o.reason, o.message.text, o.attempt])).toEqual([
+        ['dead_lettered', 'max_attempts', 'kills the process', 3],
+        ['dead_lettered', 'max_attempts', 'fine', 3],
+      ]);
+      expect(await journal.load()).toEqual([]);
+    });
+
     it('keeps a buffered burst journaled at the stop, without starting it', async () => {
       const journal = createMemoryJournal();
       const h = createHarness({

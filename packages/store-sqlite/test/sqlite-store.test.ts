@@ -8,8 +8,10 @@ import {
   historyStoreContract,
   journalContract,
   messageStatusStoreContract,
+  queryPoolContract,
   queuedMessageFixture,
 } from '@switchboard/core/testing';
+import { createMemoryQueryPool } from '@switchboard/core';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore, SCHEMA_VERSION, type SqliteStore } from '../src/index.js';
@@ -59,6 +61,16 @@ messageStatusStoreContract(
 historyStoreContract(
   'sqlite',
   sqliteFactory((store) => store.history),
+);
+queryPoolContract(
+  'memory query pool with a SQLite journal',
+  async ({ now, concurrency, limits, pipelines }) => {
+    const sqlite = createSqliteStore({ path: temporaryPath(), now });
+    return {
+      store: createMemoryQueryPool({ now, concurrency, limits, pipelines, journal: sqlite.journal }),
+      close: async () => sqlite.close(),
+    };
+  },
 );
 
 /** Reads from the file with a connection of its own, as another process would. */

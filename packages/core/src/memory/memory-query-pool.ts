@@ -1,16 +1,21 @@
-import type { Concurrency, PipelinePolicy, QueueLimits } from '../pipeline-policy.js';
+import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../pipeline-policy.js';
 import type { AppendResult, Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
-import type { EnqueueResult, PoolStats, QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
+import type {
+  EnqueueResult,
+  PoolStats,
+  QueryPool,
+  QueuedMessage,
+  Settlement,
+  Turn,
+  TurnLease,
+} from '../ports/query-pool.js';
 import type { SessionKey } from '../session-key.js';
 import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 import { WakeTimer } from '../structures/wake-timer.js';
 import { requestIdOf, turnIdOf } from '../turn-id.js';
-
-/** The part of a pipeline's policy the pool applies: its slot limit and readiness rules. */
-export type PoolPipelinePolicy = Pick<PipelinePolicy, 'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'>;
 
 export interface MemoryQueryPoolOptions {
   concurrency: Concurrency;
@@ -23,11 +28,6 @@ export interface MemoryQueryPoolOptions {
   /** The wait suggested to refused senders. Default: 1000 ms. */
   refusalRetryAfterMs?: number;
   now?: () => number;
-}
-
-export interface MemoryQueryPool extends QueryPool {
-  /** Reloads the journal in acceptance order; returns the messages that came back. */
-  recover(): Promise<QueuedMessage[]>;
 }
 
 interface Entry {
@@ -65,7 +65,8 @@ interface PipelineSlots {
 interface Claim {
   /** The pool that holds the claim. */
   pool: QueryPool;
-  turnId: string;
+  /** The lease token handed out with the turn: a copy of the turn is matched by it. */
+  token: string;
   session: Session;
   slots: PipelineSlots;
   entries: Entry[];
@@ -85,6 +86,7 @@ class ClaimedTurn implements Turn {
     readonly pipeline: string,
     readonly messages: QueuedMessage[],
     readonly attempt: number,
+    readonly lease: TurnLease,
     claim: Claim,
   ) {
     this.#claim = claim;
@@ -98,7 +100,8 @@ class ClaimedTurn implements Turn {
 
 const NO_TURN: Promise<Turn | null> = Promise.resolve(null);
 const DUPLICATE: EnqueueResult = { accepted: false, reason: 'duplicate' };
-const DONE: Promise<void> = Promise.resolve();
+const SETTLED: Promise<Settlement> = Promise.resolve('settled');
+const LOST: Promise<Settlement> = Promise.resolve('lost');
 
 /** Used for messages of a pipeline no longer configured: run one at a time so the controller can drop them. */
 const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
@@ -116,7 +119,7 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
  * backoff) served by a single timer. Claim compares the tops of the pipelines with free slots —
  * pipelines are few — so every operation is O(log sessions).
  */
-export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQueryPool {
+export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPool {
   const { concurrency, limits, journal } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'pool' });
   const now = options.now ?? Date.now;
@@ -131,6 +134,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
   // Delivery keys of a pool without a journal; a journaled pool marks them in the journal's write.
   const seenDeliveries = new ExpiringKeys();
   let nextSeq = 0;
+  let nextToken = 0;
   let pending = 0;
   /** Places taken by enqueues whose journal append is under way. */
   let reserved = 0;
@@ -271,9 +275,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     const linked = ClaimedTurn.claimOf(turn);
     const session = linked?.pool === pool ? linked.session : sessions.get(turn.session);
     const claims = session?.claims ?? [];
-    // A handed-out turn is matched by its claim, not its id: the same messages claimed again
-    // make the same id, and a stale turn must not release their new claim.
-    const matches = (claim: Claim) => (linked?.pool === pool ? claim === linked : claim.turnId === turn.id);
+    // A handed-out turn is matched by its claim, a copy by its lease token, never by its id: the
+    // same messages claimed again make the same id, and a stale turn must not release their new
+    // claim.
+    const matches = (claim: Claim) =>
+      linked?.pool === pool ? claim === linked : claim.token === turn.lease?.token;
     let index = 0;
     while (index < claims.length && !matches(claims[index] as Claim)) index++;
     const claim = claims[index];
@@ -318,11 +324,20 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     pending -= batchSize;
     best.inflight += 1;
     inflight += 1;
-    const id = turnIdOf(requestIds);
-    const claim: Claim = { pool, turnId: id, session, slots: best, entries };
+    const token = String(nextToken++);
+    const claim: Claim = { pool, token, session, slots: best, entries };
     session.claims.push(claim);
     place(session, at);
-    return new ClaimedTurn(id, session.key, best.policy.id, messages, attempt, claim);
+    const lease: TurnLease = { token, expiresAt: null };
+    return new ClaimedTurn(
+      turnIdOf(requestIds),
+      session.key,
+      best.policy.id,
+      messages,
+      attempt,
+      lease,
+      claim,
+    );
   }
 
   /** Puts a released claim's `entries` back at the head of its session. */
@@ -356,7 +371,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
     return Promise.all(writes).then(() => undefined);
   }
 
-  const pool: MemoryQueryPool = {
+  const pool: QueryPool = {
     durable: journal !== undefined,
 
     async enqueue(queued, delivery, options): Promise<EnqueueResult> {
@@ -407,33 +422,35 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
       return Promise.resolve(turn);
     },
 
-    complete(turn): Promise<void> {
+    complete(turn): Promise<Settlement> {
       const claim = release(turn);
-      if (claim === undefined) return DONE;
+      if (claim === undefined) return LOST;
       place(claim.session, now());
       notify();
       if (journal !== undefined) writeBehind(journal.remove(idsOf(claim.entries)), 'removal');
-      return DONE;
+      return SETTLED;
     },
 
-    async retry(turn, retryAtMs, finalIds = []) {
+    async retry(turn, delayMs, finalIds = []) {
       const claim = release(turn);
-      if (claim === undefined) return;
+      if (claim === undefined) return 'lost';
+      const retryAtMs = now() + delayMs;
       const final = new Set(finalIds);
       const retried = claim.entries.filter((entry) => !final.has(entry.queued.message.id));
       const done = claim.entries.filter((entry) => final.has(entry.queued.message.id));
       for (const entry of retried) entry.queued.retryAtMs = retryAtMs;
       putBack(claim, retried);
-      if (journal === undefined) return;
+      if (journal === undefined) return 'settled';
       // Written behind like turn starts: a retry time lost in a crash only lets the message run
       // early after the restart, and a lost removal runs it once more (at least once).
       if (retried.length > 0) writeBehind(journal.markRetry(idsOf(retried), retryAtMs), 'retry time');
       if (done.length > 0) writeBehind(journal.remove(idsOf(done)), 'removal');
+      return 'settled';
     },
 
     async abandon(turn, options = { ran: true }) {
       const claim = release(turn);
-      if (claim === undefined) return;
+      if (claim === undefined) return 'lost';
       if (!options.ran) {
         for (const entry of claim.entries) entry.queued.attempt -= 1;
         // Written behind after the claim's own write, so the journal ends at the undone count.
@@ -443,11 +460,18 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): MemoryQu
         }
       }
       putBack(claim, claim.entries);
+      return 'settled';
     },
 
     onRunnable(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+
+    // Only this process claims from this pool: a claim holds until it is settled, so no lease is
+    // ever lost and there is nothing to tell.
+    onLeaseLost() {
+      return () => {};
     },
 
     close() {

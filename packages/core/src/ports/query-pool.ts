@@ -29,6 +29,30 @@ export interface QueuedMessage {
   replayOf?: string;
 }
 
+/**
+ * A claim's hold on its turn. A shared pool hands a claim to one replica for a while and renews
+ * it while the turn runs there; when the holder stops renewing (it died, or lost the store), the
+ * lease expires and another replica reclaims the messages. Whoever then settles with the old
+ * token is told `lost`.
+ */
+export interface TurnLease {
+  /** Unique per claim: the same messages claimed again get the same turn id but a new token. */
+  token: string;
+  /**
+   * Until when the claim holds, ms on the pool's clock; renewed by the pool while the turn runs.
+   * Null on a pool that only this process uses: its claims cannot be taken over.
+   */
+  expiresAt: number | null;
+}
+
+/**
+ * How a settlement (`complete`, `retry`, `abandon`) ended: `settled` when the claim still held
+ * and the pool applied it; `lost` when the claim had been taken over or settled already — the
+ * pool changed nothing, and the caller must record no outcome (whoever holds the messages now
+ * will).
+ */
+export type Settlement = 'settled' | 'lost';
+
 /** A claimed unit of work: one or more messages of one session for one pipeline. */
 export interface Turn {
   /**
@@ -43,6 +67,7 @@ export interface Turn {
   messages: QueuedMessage[];
   /** The highest attempt among the messages: 1 on a first run. Limits apply per message. */
   attempt: number;
+  lease: TurnLease;
 }
 
 /**
@@ -81,6 +106,9 @@ export interface PoolStats {
  * a claim takes the session slot, then the pipeline slot, then the global slot, atomically, so
  * that a message waiting on its own session never holds a global slot.
  *
+ * One controller works on a local or a shared pool unchanged: a claim carries a lease, settlement
+ * answers whether the claim still held, and retry delays are relative to the pool's clock.
+ *
  * Costs: enqueue, claim, complete and retry are O(log n) in the number of sessions; nothing
  * scans the backlog. Ordering: within a session, messages run in acceptance order, and a retried
  * turn goes back to the head keeping its age. Per-session state exists only while a session has
@@ -117,28 +145,48 @@ export interface QueryPool {
     delivery?: DeliveryKey,
     options?: { last?: boolean },
   ): Promise<EnqueueResult>;
-  /** Claims the runnable turn whose head is oldest, or null when nothing may run now. */
+  /**
+   * Claims the runnable turn whose head is oldest, or null when nothing may run now. The claim
+   * counts an attempt for each of its messages: a turn whose messages exceed their pipeline's
+   * `retry.max_attempts` (a message that killed the process each time it ran) is handed out all
+   * the same, and the controller dead-letters it without running it.
+   */
   claim(): Promise<Turn | null>;
   /** Frees the turn's slots and forgets its messages (their outcome is final). */
-  complete(turn: Turn): Promise<void>;
+  complete(turn: Turn): Promise<Settlement>;
+  /**
+   * Frees the turn's slots and puts its messages back at the head of their session, runnable
+   * after `delayMs` on the pool's clock (kept by a durable pool across a restart), except those
+   * in `finalIds`: their outcome is final (they reached their attempt limit) and they are
+   * forgotten, as by `complete`.
+   */
+  retry(turn: Turn, delayMs: number, finalIds?: readonly string[]): Promise<Settlement>;
   /**
    * Frees the turn's slots and puts its messages back at the head of their session, runnable at
-   * `retryAtMs` (journaled, so a restart keeps it), except those in `finalIds`: their outcome is
-   * final (they reached their attempt limit) and they are forgotten, as by `complete`.
+   * once (a durable pool keeps them for the next start; a shared one for any replica). A turn
+   * that ran (and was aborted) still counts as an attempt; one handed back without running
+   * (`ran: false`, claimed after the stop) does not, so that shutdowns alone never use up a
+   * message's attempts.
    */
-  retry(turn: Turn, retryAtMs: number, finalIds?: readonly string[]): Promise<void>;
-  /**
-   * Frees the turn's slots and puts its messages back at the head of their session, runnable at
-   * once; a durable pool keeps them for the next start. A turn that ran (and was aborted) still
-   * counts as an attempt; one handed back without running (`ran: false`, claimed after the stop)
-   * does not, so that shutdowns alone never use up a message's attempts.
-   */
-  abandon(turn: Turn, options?: { ran: boolean }): Promise<void>;
+  abandon(turn: Turn, options?: { ran: boolean }): Promise<Settlement>;
   /** Calls `listener` whenever a claim may now succeed (arrival, freed slot, due timer). */
   onRunnable(listener: () => void): () => void;
-  /** Refuses further enqueues (`draining`). */
+  /**
+   * Calls `listener` with the lease token of a turn this process claimed and no longer holds:
+   * another replica reclaimed it, or the pool could not renew it in time and gave it up itself
+   * (fencing: better to stop a turn than to run it twice at once). The caller aborts that turn
+   * and settles nothing. A pool whose leases never expire never calls it.
+   */
+  onLeaseLost(listener: (token: string) => void): () => void;
+  /**
+   * Loads what the store kept from before this process started and makes it claimable; returns
+   * the messages that came back. A journaled pool reloads its journal; a shared pool keeps its
+   * messages in the store and returns none (a dead replica's claims come back by lease expiry).
+   */
+  recover(): Promise<QueuedMessage[]>;
+  /** Refuses further enqueues through this instance (`draining`); other replicas go on. */
   close(): void;
-  /** Removes and returns every waiting message (shutdown of a non-durable pool). */
+  /** Removes and returns every waiting message (shutdown of a pool that is not durable). */
   takeAll(): Promise<QueuedMessage[]>;
   stats(): Promise<PoolStats>;
 }

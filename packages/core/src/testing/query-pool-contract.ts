@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { type TestContext, afterEach, describe, expect, it } from 'vitest';
 import type { Concurrency, PipelinePolicyInput, QueueLimits } from '../pipeline-policy.js';
 import { PipelinePolicySchema } from '../pipeline-policy.js';
 import type { QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
@@ -29,18 +29,21 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     const open: Array<StoreHarness<QueryPool>> = [];
     afterEach(async () => {
       for (const harness of open.splice(0)) await harness.close();
+      harnesses.clear();
       nowMs = CLOCK_START_MS;
     });
 
-    async function pool(
-      options: {
-        global?: number;
-        perSession?: number;
-        maxPending?: number;
-        perSessionCap?: number;
-        pipelines?: PipelinePolicyInput[];
-      } = {},
-    ): Promise<QueryPool> {
+    type PoolOptions = {
+      global?: number;
+      perSession?: number;
+      maxPending?: number;
+      perSessionCap?: number;
+      pipelines?: PipelinePolicyInput[];
+    };
+    /** The harness of each pool the test opened, for `peerOf`. */
+    const harnesses = new Map<QueryPool, StoreHarness<QueryPool>>();
+
+    async function pool(options: PoolOptions = {}): Promise<QueryPool> {
       const harness = await factory({
         now: () => nowMs,
         concurrency: { global: options.global ?? 20, perSession: options.perSession ?? 1 },
@@ -53,7 +56,24 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         ),
       });
       open.push(harness);
+      harnesses.set(harness.store, harness);
       return harness.store;
+    }
+
+    /** A second replica's pool over `p`'s store; skips the test when the implementation is not shared. */
+    async function peerOf(p: QueryPool, context: TestContext): Promise<QueryPool> {
+      const harness = harnesses.get(p);
+      if (harness?.peer === undefined) context.skip('the pool is not shared by replicas');
+      return (harness as Required<StoreHarness<QueryPool>>).peer();
+    }
+
+    /** Waits (real time, bounded) until `condition` holds: for timers and pub/sub, never a sleep. */
+    async function eventually(condition: () => boolean, what: string, withinMs = 5000): Promise<void> {
+      const deadline = Date.now() + withinMs;
+      while (!condition()) {
+        if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
     }
 
     let sequence = 0;
@@ -66,11 +86,15 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       return () => wakeups;
     }
 
-    function queued(session: string, extra: Partial<QueuedMessage> = {}): QueuedMessage {
+    /** A message of `session`, from one sender per session (so debounce may merge them) unless `sender` says. */
+    function queued(
+      session: string,
+      extra: Partial<QueuedMessage> = {},
+      sender = `sender-${session}`,
+    ): QueuedMessage {
       sequence += 1;
       const base = queuedMessageFixture(sequence);
-      // One sender per session, so that debounce may merge a session's messages.
-      base.message.sender = { id: `sender-${session}`, is_bot: false };
+      base.message.sender = { id: sender, is_bot: false };
       return { ...base, session, pipeline: 'p', attempt: 0, acceptedAt: nowMs, ...extra };
     }
     const texts = (turn: Turn | null) => turn?.messages.map((m) => m.message.id) ?? null;
@@ -131,6 +155,20 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       });
     });
 
+    describe('when concurrency.session is 2', () => {
+      it('runs two turns of one session at once, never a third', async () => {
+        const p = await pool({ perSession: 2 });
+        const [s1, s2, s3] = [queued('A'), queued('A'), queued('A')];
+        for (const message of [s1, s2, s3]) await p.enqueue(message as QueuedMessage);
+        const first = await p.claim();
+        expect(texts(first)).toEqual([s1?.message.id]);
+        expect(texts(await p.claim())).toEqual([s2?.message.id]);
+        expect(await p.claim()).toBeNull();
+        await p.complete(first as Turn);
+        expect(texts(await p.claim())).toEqual([s3?.message.id]);
+      });
+    });
+
     describe('when the turn handed back is a copy of the claimed one', () => {
       it('frees its slot all the same, as after a round trip through JSON', async () => {
         const p = await pool();
@@ -153,7 +191,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         await p.enqueue(head);
         await p.enqueue(later);
         const turn = (await p.claim()) as Turn;
-        await p.retry(turn, nowMs + 5000);
+        await p.retry(turn, 5000);
         expect(await p.claim()).toBeNull();
         nowMs += 5000;
         const again = await p.claim();
@@ -165,7 +203,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         const p = await pool();
         await p.enqueue(queued('A'));
         const turn = (await p.claim()) as Turn;
-        await p.retry(turn, nowMs);
+        await p.retry(turn, 0);
         expect((await p.claim())?.id).toBe(turn.id);
       });
 
@@ -176,7 +214,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         await p.enqueue(head);
         const turn = (await p.claim()) as Turn;
         await p.enqueue(joining);
-        await p.retry(turn, nowMs + 5000);
+        await p.retry(turn, 5000);
         nowMs += 5000;
         const merged = (await p.claim()) as Turn;
         expect(merged.messages.map((m) => [m.message.id, m.attempt])).toEqual([
@@ -196,7 +234,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         await p.enqueue(retried);
         const turn = (await p.claim()) as Turn;
         expect(texts(turn)).toEqual([exhausted.message.id, retried.message.id]);
-        await p.retry(turn, nowMs + 1000, [exhausted.message.id]);
+        await p.retry(turn, 1000, [exhausted.message.id]);
         expect(await p.stats()).toMatchObject({ pending: 1, inflight: 0 });
         nowMs += 1000;
         expect(texts(await p.claim())).toEqual([retried.message.id]);
@@ -229,10 +267,12 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     });
 
     describe('when debounce is enabled', () => {
-      it('makes a burst runnable after the delay as one turn', async () => {
-        const p = await pool({
-          pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '1s' } }, { id: 'q' }],
-        });
+      const debounced = (aggregation: Record<string, unknown> = {}) => ({
+        pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '1s', ...aggregation } }, { id: 'q' }],
+      });
+
+      it('makes a burst runnable `delay` after its last message, as one turn', async () => {
+        const p = await pool(debounced());
         await p.enqueue(queued('A'));
         nowMs += 500;
         await p.enqueue(queued('A'));
@@ -240,6 +280,234 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(await p.claim()).toBeNull();
         nowMs += 1;
         expect((await p.claim())?.messages).toHaveLength(2);
+      });
+
+      it('bounds a burst that never pauses by max_wait after its first message', async () => {
+        const p = await pool(debounced({ max_wait: '3s', max_messages: 100 }));
+        for (let second = 0; second < 3; second++) {
+          await p.enqueue(queued('A'));
+          nowMs += 900;
+          expect(await p.claim()).toBeNull();
+        }
+        await p.enqueue(queued('A'));
+        // 3.6 s after the first message: past max_wait although the last one came just now.
+        nowMs += 900;
+        expect((await p.claim())?.messages).toHaveLength(4);
+      });
+
+      it('makes the burst runnable at once when max_messages are buffered', async () => {
+        const p = await pool(debounced({ max_messages: 3 }));
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('A'));
+        expect(await p.claim()).toBeNull();
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('A'));
+        expect((await p.claim())?.messages).toHaveLength(3);
+      });
+
+      it('ends a group run at another sender: the first run is runnable at once, alone', async () => {
+        const p = await pool(debounced());
+        const x1 = queued('G', {}, 'alice');
+        const x2 = queued('G', {}, 'alice');
+        await p.enqueue(x1);
+        await p.enqueue(x2);
+        await p.enqueue(queued('G', {}, 'bob'));
+        expect(texts(await p.claim())).toEqual([x1.message.id, x2.message.id]);
+      });
+
+      it('never merges messages of two pipelines in one session', async () => {
+        const p = await pool({
+          pipelines: [
+            { id: 'p', aggregation: { enabled: true, delay: '1s' } },
+            { id: 'q', aggregation: { enabled: true, delay: '1s' } },
+          ],
+        });
+        const p1 = queued('A');
+        await p.enqueue(p1);
+        await p.enqueue(queued('A', { pipeline: 'q' }));
+        await p.enqueue(queued('A'));
+        expect(texts(await p.claim())).toEqual([p1.message.id]);
+      });
+
+      it('wakes the listeners when the burst becomes due, with no call in between', async () => {
+        const p = await pool(debounced({ delay: '100ms' }));
+        await p.enqueue(queued('A'));
+        const wakeups = countWakeups(p);
+        nowMs += 100;
+        await eventually(() => wakeups() > 0, 'a wake-up once the debounce delay has passed');
+        expect(await p.claim()).not.toBeNull();
+      });
+    });
+
+    describe('when busy_mode is collect', () => {
+      it('merges what piled up while the session was busy, up to max_messages', async () => {
+        const p = await pool({
+          pipelines: [{ id: 'p', busy_mode: 'collect', aggregation: { max_messages: 3 } }],
+        });
+        await p.enqueue(queued('A'));
+        const first = (await p.claim()) as Turn;
+        const piled = [queued('A'), queued('A'), queued('A'), queued('A')];
+        for (const message of piled) await p.enqueue(message);
+        await p.complete(first);
+        expect(texts(await p.claim())).toEqual(piled.slice(0, 3).map((m) => m.message.id));
+      });
+
+      it('runs one message per turn in queue mode', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        const first = (await p.claim()) as Turn;
+        const b = queued('A');
+        await p.enqueue(b);
+        await p.enqueue(queued('A'));
+        await p.complete(first);
+        expect(texts(await p.claim())).toEqual([b.message.id]);
+      });
+    });
+
+    describe('when turns wait on backoff', () => {
+      it('gives a retried session, once due, its original age: ahead of a later session', async () => {
+        const p = await pool({ global: 1 });
+        const a1 = queued('A');
+        await p.enqueue(a1);
+        const failed = (await p.claim()) as Turn;
+        await p.enqueue(queued('B'));
+        await p.retry(failed, 5000);
+        // B runs during A's backoff and holds the only slot; C arrives meanwhile.
+        const b1 = (await p.claim()) as Turn;
+        expect(b1.session).toBe('B');
+        await p.enqueue(queued('C'));
+        nowMs += 5000;
+        await p.complete(b1);
+        const next = await p.claim();
+        expect(texts(next)).toEqual([a1.message.id]);
+        expect(next?.attempt).toBe(2);
+      });
+
+      it('lets the retry due first run first', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('B'));
+        const a = (await p.claim()) as Turn;
+        const b = (await p.claim()) as Turn;
+        await p.retry(a, 3000);
+        await p.retry(b, 1000);
+        nowMs += 1000;
+        expect((await p.claim())?.session).toBe('B');
+        expect(await p.claim()).toBeNull();
+        nowMs += 2000;
+        expect((await p.claim())?.session).toBe('A');
+      });
+
+      it('wakes the listeners when the retry becomes due, with no call in between', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        await p.retry((await p.claim()) as Turn, 100);
+        const wakeups = countWakeups(p);
+        nowMs += 100;
+        await eventually(() => wakeups() > 0, 'a wake-up once the backoff has passed');
+        expect(await p.claim()).not.toBeNull();
+      });
+    });
+
+    describe('when a turn is settled by a claim that no longer holds it', () => {
+      it('answers lost to a second settlement and changes nothing', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        const later = queued('A');
+        await p.enqueue(later);
+        const turn = (await p.claim()) as Turn;
+        expect(await p.complete(turn)).toBe('settled');
+        const next = (await p.claim()) as Turn;
+        expect(await p.complete(turn)).toBe('lost');
+        expect(await p.retry(turn, 0)).toBe('lost');
+        expect(await p.abandon(turn)).toBe('lost');
+        expect(await p.stats()).toMatchObject({ pending: 0, inflight: 1 });
+        expect(texts(next)).toEqual([later.message.id]);
+      });
+
+      it('answers lost to the stale claim of messages claimed again, leaving the new claim alone', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        const stale = (await p.claim()) as Turn;
+        await p.abandon(stale);
+        const current = (await p.claim()) as Turn;
+        // Same messages, same turn id: only the lease tells the claims apart.
+        expect(current.id).toBe(stale.id);
+        expect(current.lease.token).not.toBe(stale.lease.token);
+        expect(await p.complete(stale)).toBe('lost');
+        expect((await p.stats()).inflight).toBe(1);
+        expect(await p.complete(current)).toBe('settled');
+      });
+    });
+
+    describe('when two replicas share the store', () => {
+      it('holds the global and pipeline limits across both', async (context) => {
+        const a = await pool({ global: 2, pipelines: [{ id: 'p', max_concurrency: 1 }, { id: 'q' }] });
+        const b = await peerOf(a, context);
+        await a.enqueue(queued('A'));
+        await b.enqueue(queued('B'));
+        await a.enqueue(queued('C', { pipeline: 'q' }));
+        await b.enqueue(queued('D', { pipeline: 'q' }));
+        expect((await a.claim())?.session).toBe('A');
+        // B waits for pipeline p's one slot, held by the other replica.
+        expect((await b.claim())?.session).toBe('C');
+        expect(await b.claim()).toBeNull();
+        expect(await a.claim()).toBeNull();
+        expect((await b.stats()).inflight).toBe(2);
+      });
+
+      it('runs one session in order across both: the peer waits for the session slot', async (context) => {
+        const a = await pool();
+        const b = await peerOf(a, context);
+        const first = queued('A');
+        const second = queued('A');
+        await a.enqueue(first);
+        await b.enqueue(second);
+        const turn = (await b.claim()) as Turn;
+        expect(texts(turn)).toEqual([first.message.id]);
+        expect(await a.claim()).toBeNull();
+        expect(await b.complete(turn)).toBe('settled');
+        expect(texts(await a.claim())).toEqual([second.message.id]);
+      });
+
+      it('wakes the other replica when work arrives through one', async (context) => {
+        const a = await pool();
+        const b = await peerOf(a, context);
+        const wakeups = countWakeups(b);
+        await a.enqueue(queued('A'));
+        await eventually(() => wakeups() > 0, 'the peer is woken by an enqueue on the other replica');
+      });
+
+      it('reclaims an expired lease with its attempt kept; the old holder is told lost', async (context) => {
+        const a = await pool();
+        const b = await peerOf(a, context);
+        const head = queued('A');
+        await a.enqueue(head);
+        const later = queued('A');
+        await a.enqueue(later);
+        const held = (await a.claim()) as Turn;
+        expect(held.lease.expiresAt).not.toBeNull();
+        expect(await b.claim()).toBeNull();
+        nowMs = (held.lease.expiresAt as number) + 1;
+        const taken = await b.claim();
+        // Back at the head of its session, ahead of the later message, this claim counted too.
+        expect(texts(taken)).toEqual([head.message.id]);
+        expect(taken?.attempt).toBe(2);
+        expect(taken?.id).toBe(held.id);
+        expect(await a.complete(held)).toBe('lost');
+        expect(await b.complete(taken as Turn)).toBe('settled');
+        expect(texts(await a.claim())).toEqual([later.message.id]);
+      });
+
+      it('deduplicates one delivery key across both', async (context) => {
+        const a = await pool();
+        const b = await peerOf(a, context);
+        const delivery = { key: 'tg:77', ttlMs: 60_000 };
+        const results = await Promise.all([
+          a.enqueue(queued('A'), delivery),
+          b.enqueue(queued('A'), delivery),
+        ]);
+        expect(results.filter((result) => result.accepted)).toHaveLength(1);
       });
     });
 

@@ -12,6 +12,12 @@ export interface StoreHarness<Store> {
    * prove that what was written survives a restart. Suites skip their durability cases without it.
    */
   reopen?(): Promise<Store>;
+  /**
+   * Shared stores only: another instance over the same data, as a second replica would open it
+   * (its own connections and timers), closed with the harness. Suites skip their cases about
+   * several replicas without it.
+   */
+  peer?(): Promise<Store>;
 }
 
 /** What a contract suite hands its factory. */
