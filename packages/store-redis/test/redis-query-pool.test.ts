@@ -1,0 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import type { QueryPool } from '@switchboard/core';
+import { queryPoolContract } from '@switchboard/core/testing';
+import { describe } from 'vitest';
+import { createRedisQueryPool, type RedisQueryPool } from '../src/index.js';
+import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+describe.skipIf(!reachable)('redis', () => {
+  queryPoolContract('redis', async ({ now, concurrency, limits, pipelines }) => {
+    const prefix = `sb-contract-${randomUUID()}`;
+    const replicas: RedisQueryPool[] = [];
+    const open = async (): Promise<QueryPool> => {
+      const pool = await createRedisQueryPool({
+        url: REDIS_URL,
+        prefix,
+        now,
+        concurrency,
+        limits,
+        pipelines,
+      });
+      replicas.push(pool);
+      return pool;
+    };
+    return {
+      store: await open(),
+      peer: open,
+      async close() {
+        for (const pool of replicas) await pool.shutdown();
+        await removePoolKeys(REDIS_URL, prefix);
+      },
+    };
+  });
+});
