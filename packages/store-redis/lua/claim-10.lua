@@ -23,6 +23,8 @@
 --- @include "includes/leases"
 --- @include "includes/runnable-state"
 
+assertRegistered()
+
 local token = ARGV[4]
 local leaseMs = tonumber(ARGV[5])
 

@@ -14,6 +14,8 @@
 --- @include "includes/leases"
 --- @include "includes/runnable-state"
 
+assertRegistered()
+
 local lease = releaseLease(ARGV[4])
 if not lease then
   return { 'lost' }

@@ -30,6 +30,8 @@
 --- @include "includes/leases"
 --- @include "includes/runnable-state"
 
+assertRegistered()
+
 local session = ARGV[7]
 local deliveryKey = ARGV[13]
 

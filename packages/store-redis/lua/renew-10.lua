@@ -15,6 +15,8 @@
 --- @include "includes/pool"
 --- @include "includes/runnable-state"
 
+assertRegistered()
+
 local expiresAt = now + tonumber(ARGV[4])
 rcall('ZADD', K.replicas, expiresAt, replica)
 local lost = {}

@@ -15,6 +15,8 @@
 --- @include "includes/place-session"
 --- @include "includes/leases"
 
+assertRegistered()
+
 local scan = rcall('HSCAN', K.sessions, ARGV[4], 'COUNT', ARGV[5])
 local taken = {}
 for index = 1, #scan[2], 2 do

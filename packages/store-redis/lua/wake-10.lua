@@ -15,6 +15,8 @@
 --- @include "includes/leases"
 --- @include "includes/runnable-state"
 
+assertRegistered()
+
 local reclaimed = reclaimExpired()
 promoteDue()
 local state = runnableState(true)

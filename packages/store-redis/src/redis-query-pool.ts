@@ -78,6 +78,9 @@ const DEFAULTS = {
   clockRemeasureEveryMs: 60_000,
 } satisfies Partial<RedisQueryPoolOptions>;
 
+/** The error reply of a script that found no configuration (lua/includes/pool.lua). */
+const NO_CONFIG_REPLY = 'SBNOCONFIG';
+
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
 
@@ -150,29 +153,50 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   }
 
   const commands = client as unknown as Record<string, ScriptCommand>;
-  async function run<Reply>(script: ScriptName, ...args: Array<string | number>): Promise<Reply> {
+  const shared = { concurrency: options.concurrency, limits: options.limits, pipelines: options.pipelines };
+  const fingerprint = fingerprintOf(shared);
+
+  function call<Reply>(script: ScriptName, args: Array<string | number>): Promise<Reply> {
     const command = commands[commandNameOf(script)] as ScriptCommand;
+    return command.call(client, ...keys.keys, keys.prefix, now(), replicaId, ...args) as Promise<Reply>;
+  }
+
+  /** Stores this replica's configuration, or refuses it while live replicas run another. */
+  async function register(): Promise<void> {
+    const [registered, stored] = await call<[number, string?]>('register', [
+      now() + leaseMs,
+      fingerprint,
+      ...configFieldsOf(shared),
+    ]);
+    if (registered !== 1) throw configMismatch(fingerprint, stored as string);
+  }
+
+  async function run<Reply>(script: ScriptName, ...args: Array<string | number>): Promise<Reply> {
     try {
-      return (await command.call(client, ...keys.keys, keys.prefix, now(), replicaId, ...args)) as Reply;
+      return await call<Reply>(script, args);
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith(NO_CONFIG_REPLY)))
+        throw storeFailure(err, refusalRetryAfterMs);
+    }
+    // Redis lost its data (restarted without persistence, or flushed): join again and go on.
+    logger.error(
+      { script },
+      'pool configuration missing in redis: registering again; what was queued is lost',
+    );
+    try {
+      await register();
+      return await call<Reply>(script, args);
     } catch (err) {
       throw storeFailure(err, refusalRetryAfterMs);
     }
   }
 
-  const shared = { concurrency: options.concurrency, limits: options.limits, pipelines: options.pipelines };
-  const fingerprint = fingerprintOf(shared);
   try {
-    const [registered, stored] = await run<[number, string?]>(
-      'register',
-      now() + leaseMs,
-      fingerprint,
-      ...configFieldsOf(shared),
-    );
-    if (registered !== 1) throw configMismatch(fingerprint, stored as string);
+    await register();
   } catch (err) {
     stopClock();
     closeConnections();
-    throw err;
+    throw storeFailure(err, refusalRetryAfterMs);
   }
 
   const runnableListeners = new Set<() => void>();
@@ -236,6 +260,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   subscriber.on('message', (_channel: string, from: string) => {
     if (from !== replicaId) notify();
   });
+  // Announcements made while the subscriber was away are lost: look for work once it is back.
+  subscriber.on('ready', () => void wake());
   try {
     await subscriber.subscribe(keys.runnableChannel);
   } catch (err) {

@@ -50,6 +50,28 @@ describe.skipIf(!reachable)('the pool while Redis is down', () => {
     expect(await pool.health()).toEqual({ ready: true });
   });
 
+  it('wakes the other replicas again once Redis is back', async () => {
+    const clock = manualClock();
+    const first = await pools.open({ now: clock.now });
+    const second = await pools.open({ now: clock.now });
+    let wakeups = 0;
+    second.onRunnable(() => {
+      wakeups += 1;
+    });
+    await redis.stop();
+    await redis.start();
+    await eventually(
+      () =>
+        first.enqueue(queued('A', clock.now())).then(
+          (result) => result.accepted,
+          () => false,
+        ),
+      10_000,
+      'an enqueue accepted after the restart',
+    );
+    await eventually(() => wakeups > 0, 10_000, 'the other replica woken after the restart');
+  });
+
   it('is not ready when Redis may evict keys', async () => {
     const pool = await pools.open({ now: manualClock().now });
     const admin = await import('ioredis').then(({ Redis }) => new Redis(redis.url));

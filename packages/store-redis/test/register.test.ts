@@ -1,6 +1,14 @@
 import { isSwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { manualClock, redisReachable, usePools } from './redis-harness.js';
+import {
+  REDIS_URL,
+  manualClock,
+  queued,
+  recordingLogger,
+  redisReachable,
+  removePoolKeys,
+  usePools,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -61,6 +69,21 @@ describe.skipIf(!reachable)('register-10.lua', () => {
       await expect(
         pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 2 }] }),
       ).resolves.toBeDefined();
+    });
+  });
+
+  describe("when Redis lost the pool's keys while replicas run", () => {
+    it('registers again at the next call, which then goes through, and says so', async () => {
+      const clock = manualClock();
+      const logger = recordingLogger();
+      const pool = await pools.open({ now: clock.now, logger });
+      await pool.enqueue(queued('A', clock.now()));
+      await removePoolKeys(REDIS_URL, pools.prefix);
+      expect(await pool.enqueue(queued('B', clock.now()))).toMatchObject({ accepted: true });
+      expect(await pool.stats()).toMatchObject({ pending: 1, sessions: 1 });
+      expect(logger.lines.filter((line) => line.level === 'error').map((line) => line.message)).toEqual([
+        'pool configuration missing in redis: registering again; what was queued is lost',
+      ]);
     });
   });
 });

@@ -20,6 +20,9 @@
           of sessions scored by head seq, lease:<token> HASH of one claim
   ARGV[2] now, ms on the pool's clock (scripts never read Redis TIME)
   ARGV[3] the calling replica's id
+
+  Every script but register and stats fails with an error reply starting `SBNOCONFIG` when the
+  configuration is missing (Redis lost its data): the caller registers again and retries.
 ]]
 local rcall = redis.call
 local K = {
@@ -62,6 +65,10 @@ local cachedLimits
 local function limits()
   if not cachedLimits then
     local fields = rcall('HMGET', K.config, 'global', 'perSession', 'maxPending', 'maxPendingPerSession')
+    if not fields[1] then
+      -- Redis lost its data (restarted without persistence, flushed): the caller registers again.
+      error({ err = 'SBNOCONFIG the pool has no configuration: register again' })
+    end
     cachedLimits = {
       global = tonumber(fields[1]),
       perSession = tonumber(fields[2]),
@@ -70,6 +77,12 @@ local function limits()
     }
   end
   return cachedLimits
+end
+
+-- Scripts that read the configuration call this before their first write: a script that fails
+-- midway keeps the writes it made.
+local function assertRegistered()
+  limits()
 end
 
 local cachedPolicies = {}
