@@ -81,6 +81,9 @@ const DEFAULTS = {
 /** The error reply of a script that found no configuration (lua/includes/pool.lua). */
 const NO_CONFIG_REPLY = 'SBNOCONFIG';
 
+/** Due times are sorted-set scores and must be finite: a longer delay (or NaN) is bounded. */
+const MAX_RETRY_DELAY_MS = 2 ** 31 - 1;
+
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
 
@@ -340,7 +343,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     retry(turn, delayMs, finalIds = []) {
-      return settle(turn, 'retry', Math.max(0, delayMs), ...finalIds);
+      const boundedDelayMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(0, delayMs), MAX_RETRY_DELAY_MS);
+      return settle(turn, 'retry', boundedDelayMs, ...finalIds);
     },
 
     abandon(turn, abandonOptions = { ran: true }) {

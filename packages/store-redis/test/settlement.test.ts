@@ -70,4 +70,23 @@ describe.skipIf(!reachable)('complete-10.lua, retry-10.lua, abandon-10.lua', () 
       expect(((await pool.claim()) as Turn).attempt).toBe(1);
     });
   });
+
+  describe('when a retry delay is not a finite number', () => {
+    it('retries a NaN delay at once and bounds an infinite one', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      await pool.enqueue(queued('A', clock.now()));
+      await pool.enqueue(queued('B', clock.now()));
+      const a = (await pool.claim()) as Turn;
+      const b = (await pool.claim()) as Turn;
+      expect(await pool.retry(a, Number.NaN)).toBe('settled');
+      expect(await pool.retry(b, Number.POSITIVE_INFINITY)).toBe('settled');
+      const again = (await pool.claim()) as Turn;
+      expect(again.session).toBe('A');
+      await pool.complete(again);
+      expect(await pool.claim()).toBeNull();
+      clock.advance(2 ** 31 - 1);
+      expect((await pool.claim())?.session).toBe('B');
+    });
+  });
 });
