@@ -71,8 +71,10 @@ export class LeaseKeeper {
     }
   }
 
+  /** Stops renewing and gives up every lease still held (the replica shuts down). */
   stop(): void {
     clearInterval(this.#timer);
+    this.#giveUpAll();
   }
 
   #fenceIfOverdue(err: unknown): void {
@@ -86,6 +88,10 @@ export class LeaseKeeper {
       { err, silentMs, turns: this.#held.size },
       "lease lost: no renewal for too long, giving up this replica's turns",
     );
+    this.#giveUpAll();
+  }
+
+  #giveUpAll(): void {
     for (const token of [...this.#held.keys()]) this.#giveUp(token);
   }
 

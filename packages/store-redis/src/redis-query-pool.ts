@@ -95,7 +95,8 @@ export interface RedisQueryPool extends QueryPool {
   health(): Promise<StoreHealth>;
   /**
    * Stops the timers, renewals and subscription, leaves the live replicas and closes the
-   * connections. Turns still held expire and are re-run by another replica.
+   * connections. Turns still held are given up (`onLeaseLost`): their leases expire and another
+   * replica runs them again. Drain the controller first.
    */
   shutdown(): Promise<void>;
 }

@@ -1,0 +1,124 @@
+import {
+  type Outcome,
+  type Pipeline,
+  PipelinePolicySchema,
+  type Query,
+  createController,
+} from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
+import { describe, expect, it } from 'vitest';
+import type { RedisQueryPool } from '../src/index.js';
+import { queued, recordingLogger, redisReachable, usePools } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+const policies = new Map([['p', PipelinePolicySchema.parse({ id: 'p' })]]);
+
+/**
+ * A controller on `pool` running `pipeline`; records what it delivered (in `delivered`, which
+ * several replicas may share to keep one order) and every outcome.
+ */
+function replica(
+  pool: RedisQueryPool,
+  pipeline: Pipeline['run'],
+  logger = recordingLogger(),
+  delivered: Query[] = [],
+) {
+  const outcomes: Outcome[] = [];
+  const controller = createController({
+    pool,
+    pipelines: new Map([['p', { id: 'p', run: pipeline }]]),
+    policies,
+    outcomes: { record: (outcome) => outcomes.push(outcome) },
+    deliver: async (query) => {
+      delivered.push(query);
+    },
+    logger,
+    // The dying replica's pipeline ignores its abort: do not wait long for it at the end.
+    abortGraceMs: 50,
+  });
+  controller.start();
+  return { controller, delivered, outcomes };
+}
+
+describe.skipIf(!reachable)('replicas sharing one pool, each with its controller', () => {
+  const pools = usePools();
+
+  describe('when both run a backlog', () => {
+    it('runs every message once, each session in order, never past the global limit', async () => {
+      const setup = { concurrency: { global: 3, perSession: 1 }, pipelines: [{ id: 'p' }] };
+      const pools2 = [await pools.open(setup), await pools.open(setup)];
+      let running = 0;
+      let mostRunning = 0;
+      const work: Pipeline['run'] = async (query) => {
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+        // Work that takes a while, so that turns of both replicas overlap.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        running -= 1;
+        return { replies: [{ text: query.text }] };
+      };
+      const deliveredInOrder: Query[] = [];
+      const replicas = pools2.map((pool) => replica(pool, work, recordingLogger(), deliveredInOrder));
+      try {
+        const sent = Array.from({ length: 30 }, (_, index) => queued(`S${index % 6}`, Date.now()));
+        for (const [index, message] of sent.entries()) {
+          await (pools2[index % 2] as RedisQueryPool).enqueue(message);
+        }
+        await eventually(() => deliveredInOrder.length === 30, 10_000, 'all 30 delivered');
+
+        const ids = deliveredInOrder.map((query) => query.message.id);
+        expect(new Set(ids).size).toBe(30);
+        expect(replicas.every((one) => one.outcomes.length > 0)).toBe(true);
+        for (let session = 0; session < 6; session++) {
+          const expected = sent
+            .filter((message) => message.session === `S${session}`)
+            .map((m) => m.message.id);
+          const order = deliveredInOrder
+            .filter((query) => query.session === `S${session}`)
+            .map((query) => query.message.id);
+          expect(order).toEqual(expected);
+        }
+        expect(mostRunning).toBeLessThanOrEqual(3);
+        expect(await pools2[0]?.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
+      } finally {
+        await Promise.all(replicas.map((one) => one.controller.stop({ drainTimeoutMs: 0 })));
+      }
+    });
+  });
+
+  describe('when a replica dies in the middle of a turn', () => {
+    it('loses nothing: another replica runs the turn once the lease expires', async () => {
+      const leases = { leaseMs: 400, renewEveryMs: 100, fenceAfterMs: 300 };
+      const dying = await pools.open({ ...leases, pipelines: [{ id: 'p' }] });
+      const hung = replica(dying, () => new Promise(() => {}));
+      const survivorLog = recordingLogger();
+      const survivorPool = await pools.open({ ...leases, pipelines: [{ id: 'p' }], logger: survivorLog });
+      const survivor = replica(
+        survivorPool,
+        async (query) => ({ replies: [{ text: query.text }] }),
+        survivorLog,
+      );
+      try {
+        const message = queued('A', Date.now());
+        await dying.enqueue(message);
+        await eventually(async () => (await survivorPool.stats()).inflight === 1, 5000, 'the turn running');
+        expect(survivor.delivered).toEqual([]);
+        // The process dies: its renewals stop and it settles nothing (its controller is told the
+        // lease is lost and aborts the turn, as a dead process would not run it either).
+        await pools.shutdown(dying);
+
+        await eventually(() => survivor.delivered.length === 1, 10_000, 'the turn run by the survivor');
+        expect(survivor.delivered[0]?.message.id).toBe(message.message.id);
+        expect(survivor.delivered[0]?.attempt).toBe(2);
+        expect(survivorLog.lines.some((line) => line.message.startsWith('lease expired'))).toBe(true);
+        expect(hung.delivered).toEqual([]);
+      } finally {
+        await Promise.all([
+          hung.controller.stop({ drainTimeoutMs: 0 }),
+          survivor.controller.stop({ drainTimeoutMs: 0 }),
+        ]);
+      }
+    });
+  });
+});
