@@ -208,6 +208,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   /** Tokens of claims whose answer never arrived: the next claim repeats them (idempotent by token). */
   const unansweredClaims: string[] = [];
   let closed = false;
+  let shutDown = false;
 
   function notify(): void {
     for (const listener of runnableListeners) listener();
@@ -321,6 +322,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     async claim() {
+      if (shutDown) return null;
       const token = unansweredClaims.shift() ?? randomUUID();
       let reply: [number, number, ReclaimedReply[], TurnReply];
       try {
@@ -331,6 +333,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       }
       const [, nextDueAt, reclaimed, turnReply] = reply;
       logReclaimed(reclaimed);
+      // Answered after shutdown began: nobody renews the lease any more, so the turn is left to
+      // expire and run on another replica rather than started here.
+      if (shutDown) return null;
       const turn = turnOf(turnReply);
       if (turn !== null) leases.hold(turn.lease);
       // The timer only: the caller claims again until null anyway, and the script told the other
@@ -400,6 +405,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     async shutdown() {
       closed = true;
+      shutDown = true;
       leases.stop();
       wakeTimer.cancel();
       stopClock();

@@ -91,7 +91,11 @@ describe.skipIf(!reachable)('replicas sharing one pool, each with its controller
     it('loses nothing: another replica runs the turn once the lease expires', async () => {
       const leases = { leaseMs: 400, renewEveryMs: 100, fenceAfterMs: 300 };
       const dying = await pools.open({ ...leases, pipelines: [{ id: 'p' }] });
-      const hung = replica(dying, () => new Promise(() => {}));
+      let hungStarted = false;
+      const hung = replica(dying, () => {
+        hungStarted = true;
+        return new Promise(() => {});
+      });
       const survivorLog = recordingLogger();
       const survivorPool = await pools.open({ ...leases, pipelines: [{ id: 'p' }], logger: survivorLog });
       const survivor = replica(
@@ -102,7 +106,7 @@ describe.skipIf(!reachable)('replicas sharing one pool, each with its controller
       try {
         const message = queued('A', Date.now());
         await dying.enqueue(message);
-        await eventually(async () => (await survivorPool.stats()).inflight === 1, 5000, 'the turn running');
+        await eventually(() => hungStarted, 5000, 'the turn running on the dying replica');
         expect(survivor.delivered).toEqual([]);
         // The process dies: its renewals stop and it settles nothing (its controller is told the
         // lease is lost and aborts the turn, as a dead process would not run it either).
