@@ -57,6 +57,19 @@ export function loadLuaScripts(): Promise<LuaScript[]> {
   return loaded;
 }
 
+/** The scripts of `lua/`, by the name before `-<numKeys>.lua`. */
+export type ScriptName =
+  | 'enqueue'
+  | 'claim'
+  | 'complete'
+  | 'retry'
+  | 'abandon'
+  | 'renew'
+  | 'wake'
+  | 'register'
+  | 'stats'
+  | 'take-all';
+
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
 export const commandNameOf = (script: string) => `switchboard:${script}`;
 

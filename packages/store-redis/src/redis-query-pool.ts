@@ -15,7 +15,6 @@ import {
   silentLogger,
   turnIdOf,
 } from '@switchboard/core';
-import type { Redis } from 'ioredis';
 import {
   type SharedPipelinePolicy,
   configFieldsOf,
@@ -24,10 +23,10 @@ import {
 } from './config-fingerprint.js';
 import { type StoreHealth, checkRedisHealth } from './health.js';
 import { LeaseKeeper, type Renewal } from './lease-keeper.js';
-import { commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import type { ScriptName } from './lua-scripts.js';
+import { openPoolConnection } from './pool-connection.js';
 import { poolKeysOf } from './pool-keys.js';
-import { startRedisClock } from './redis-clock.js';
-import { type RedisClientFactory, connect, redisClientFactory, storeFailure } from './redis-connection.js';
+import { type RedisClientFactory, redisClientFactory, storeFailure } from './redis-connection.js';
 import {
   type MessageReply,
   type ReclaimedReply,
@@ -101,19 +100,6 @@ export interface RedisQueryPool extends QueryPool {
   shutdown(): Promise<void>;
 }
 
-type ScriptName =
-  | 'enqueue'
-  | 'claim'
-  | 'complete'
-  | 'retry'
-  | 'abandon'
-  | 'renew'
-  | 'wake'
-  | 'register'
-  | 'stats'
-  | 'take-all';
-type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
-
 /**
  * The query pool in Redis (docs/design.md §5): several replicas share one pool; every transition
  * is one Lua script (`lua/`), so per-session order and the slot limits hold across replicas.
@@ -126,48 +112,22 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const logger = (options.logger ?? silentLogger).child({ component: 'pool.redis' });
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const keys = poolKeysOf(options.prefix);
-  const createClient = clientFactoryOf(options);
-
-  const client = createClient('commands');
-  const subscriber = createClient('subscriber');
-  watchConnection(client, 'commands', logger);
-  watchConnection(subscriber, 'subscriber', logger);
-  const closeConnections = () => {
-    client.disconnect();
-    subscriber.disconnect();
-  };
-
-  let now: () => number;
-  let stopClock = () => {};
-  try {
-    await Promise.all([connect(client, refusalRetryAfterMs), connect(subscriber, refusalRetryAfterMs)]);
-    await defineLuaScripts(client);
-    if (options.now !== undefined) now = options.now;
-    else {
-      const clock = await startRedisClock(client, {
-        remeasureEveryMs: settings.clockRemeasureEveryMs,
-        logger,
-      });
-      now = clock.now;
-      stopClock = clock.stop;
-    }
-  } catch (err) {
-    closeConnections();
-    throw storeFailure(err, refusalRetryAfterMs);
-  }
-
-  const commands = client as unknown as Record<string, ScriptCommand>;
+  const connection = await openPoolConnection({
+    createClient: clientFactoryOf(options),
+    keys,
+    replicaId,
+    now: options.now,
+    clockRemeasureEveryMs: settings.clockRemeasureEveryMs,
+    retryAfterMs: refusalRetryAfterMs,
+    logger,
+  });
+  const { client, subscriber, now } = connection;
   const shared = { concurrency: options.concurrency, limits: options.limits, pipelines: options.pipelines };
   const fingerprint = fingerprintOf(shared);
 
-  function call<Reply>(script: ScriptName, args: Array<string | number>): Promise<Reply> {
-    const command = commands[commandNameOf(script)] as ScriptCommand;
-    return command.call(client, ...keys.keys, keys.prefix, now(), replicaId, ...args) as Promise<Reply>;
-  }
-
   /** Stores this replica's configuration, or refuses it while live replicas run another. */
   async function register(): Promise<void> {
-    const [registered, stored] = await call<[number, string?]>('register', [
+    const [registered, stored] = await connection.call<[number, string?]>('register', [
       now() + leaseMs,
       fingerprint,
       ...configFieldsOf(shared),
@@ -175,12 +135,13 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     if (registered !== 1) throw configMismatch(fingerprint, stored as string);
   }
 
+  /** Runs a script; Redis failures become `SB_STORE_UNAVAILABLE`. */
   async function run<Reply>(script: ScriptName, ...args: Array<string | number>): Promise<Reply> {
     try {
-      return await call<Reply>(script, args);
+      return await connection.call<Reply>(script, args);
     } catch (err) {
-      if (!(err instanceof Error && err.message.startsWith(NO_CONFIG_REPLY)))
-        throw storeFailure(err, refusalRetryAfterMs);
+      const lostConfig = err instanceof Error && err.message.startsWith(NO_CONFIG_REPLY);
+      if (!lostConfig) throw storeFailure(err, refusalRetryAfterMs);
     }
     // Redis lost its data (restarted without persistence, or flushed): join again and go on.
     logger.error(
@@ -189,18 +150,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     );
     try {
       await register();
-      return await call<Reply>(script, args);
+      return await connection.call<Reply>(script, args);
     } catch (err) {
       throw storeFailure(err, refusalRetryAfterMs);
     }
-  }
-
-  try {
-    await register();
-  } catch (err) {
-    stopClock();
-    closeConnections();
-    throw storeFailure(err, refusalRetryAfterMs);
   }
 
   const runnableListeners = new Set<() => void>();
@@ -214,10 +167,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     for (const listener of runnableListeners) listener();
   }
 
-  const wakeTimer = new WakeTimer(
-    () => void wake(),
-    () => now(),
-  );
+  const wakeTimer = new WakeTimer(() => void wake(), now);
 
   /** Acts on what a script said: wakes the listeners when a claim may succeed, arms the timer. */
   function apply(state: RunnableState): void {
@@ -245,6 +195,20 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     }
   }
 
+  // Other replicas announce work on the channel; this replica's own announcements come back too.
+  subscriber.on('message', (_channel: string, from: string) => {
+    if (from !== replicaId) notify();
+  });
+  // Announcements made while the subscriber was away are lost: look for work once it is back.
+  subscriber.on('ready', () => void wake());
+  try {
+    await register();
+    await subscriber.subscribe(keys.runnableChannel);
+  } catch (err) {
+    await connection.close();
+    throw storeFailure(err, refusalRetryAfterMs);
+  }
+
   const leases = new LeaseKeeper({
     async renew(tokens): Promise<Renewal> {
       const startedAt = now();
@@ -255,26 +219,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     onLost(token) {
       for (const listener of leaseLostListeners) listener(token);
     },
-    now: () => now(),
+    now,
     renewEveryMs: settings.renewEveryMs,
     fenceAfterMs: settings.fenceAfterMs,
     logger,
   });
-
-  // Other replicas announce work on the channel; this replica's own announcements come back too.
-  subscriber.on('message', (_channel: string, from: string) => {
-    if (from !== replicaId) notify();
-  });
-  // Announcements made while the subscriber was away are lost: look for work once it is back.
-  subscriber.on('ready', () => void wake());
-  try {
-    await subscriber.subscribe(keys.runnableChannel);
-  } catch (err) {
-    leases.stop();
-    stopClock();
-    closeConnections();
-    throw storeFailure(err, refusalRetryAfterMs);
-  }
   await wake();
 
   async function settle(
@@ -408,14 +357,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       shutDown = true;
       leases.stop();
       wakeTimer.cancel();
-      stopClock();
-      try {
-        await client.zrem(keys.replicas, replicaId);
-        await Promise.all([subscriber.quit(), client.quit()]);
-      } catch {
-        // Redis is gone: the heartbeat expires by itself.
-        closeConnections();
-      }
+      // Leaves the live replicas at once; with Redis gone, the heartbeat expires by itself.
+      await client.zrem(keys.replicas, replicaId).catch(() => {});
+      await connection.close();
     },
   };
   return pool;
@@ -426,20 +370,5 @@ function clientFactoryOf(options: RedisQueryPoolOptions): RedisClientFactory {
   if (options.url !== undefined) return redisClientFactory(options.url);
   throw new SwitchboardError('SB_CONFIG_INVALID', {
     message: 'the redis query pool needs `url` or `createClient`',
-  });
-}
-
-/** Logs a connection's loss and return once each, not every reconnect attempt. */
-function watchConnection(connection: Redis, role: string, logger: Logger): void {
-  let lost = false;
-  connection.on('error', (err: unknown) => {
-    if (lost) return;
-    lost = true;
-    logger.warn({ err, connection: role }, 'redis connection lost: reconnecting');
-  });
-  connection.on('ready', () => {
-    if (!lost) return;
-    lost = false;
-    logger.info({ connection: role }, 'redis connection restored');
   });
 }

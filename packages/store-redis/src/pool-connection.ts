@@ -1,0 +1,94 @@
+import type { Logger } from '@switchboard/core';
+import type { Redis } from 'ioredis';
+import { type ScriptName, commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import type { PoolKeys } from './pool-keys.js';
+import { startRedisClock } from './redis-clock.js';
+import { type RedisClientFactory, connect, storeFailure } from './redis-connection.js';
+
+/** A pool's two connections, its clock, and the calls of its scripts. */
+export interface PoolConnection {
+  client: Redis;
+  /** Subscribed to the pool's wake-up channel only. */
+  subscriber: Redis;
+  now(): number;
+  /** Runs `script` with the pool's KEYS and the ARGV every script starts with (prefix, now, replica). */
+  call<Reply>(script: ScriptName, args: ReadonlyArray<string | number>): Promise<Reply>;
+  /** Stops the clock and quits both connections (drops them at once when Redis is gone). */
+  close(): Promise<void>;
+}
+
+export interface PoolConnectionOptions {
+  createClient: RedisClientFactory;
+  keys: PoolKeys;
+  replicaId: string;
+  /** The caller's clock; without one, this host's clock corrected to Redis' `TIME`. */
+  now: (() => number) | undefined;
+  clockRemeasureEveryMs: number;
+  /** For `SB_STORE_UNAVAILABLE` when Redis does not answer. */
+  retryAfterMs: number;
+  logger: Logger;
+}
+
+type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
+
+/** Connects both clients and defines the scripts; on failure leaves nothing open behind. */
+export async function openPoolConnection(options: PoolConnectionOptions): Promise<PoolConnection> {
+  const { keys, replicaId, logger } = options;
+  const client = options.createClient('commands');
+  const subscriber = options.createClient('subscriber');
+  watchConnection(client, 'commands', logger);
+  watchConnection(subscriber, 'subscriber', logger);
+  let now = options.now;
+  let stopClock = () => {};
+  try {
+    await Promise.all([connect(client, options.retryAfterMs), connect(subscriber, options.retryAfterMs)]);
+    await defineLuaScripts(client);
+    if (now === undefined) {
+      const clock = await startRedisClock(client, {
+        remeasureEveryMs: options.clockRemeasureEveryMs,
+        logger,
+      });
+      now = clock.now;
+      stopClock = clock.stop;
+    }
+  } catch (err) {
+    client.disconnect();
+    subscriber.disconnect();
+    throw storeFailure(err, options.retryAfterMs);
+  }
+  const clock = now;
+  const commands = client as unknown as Record<string, ScriptCommand>;
+  return {
+    client,
+    subscriber,
+    now: clock,
+    call<Reply>(script: ScriptName, args: ReadonlyArray<string | number>) {
+      const command = commands[commandNameOf(script)] as ScriptCommand;
+      return command.call(client, ...keys.keys, keys.prefix, clock(), replicaId, ...args) as Promise<Reply>;
+    },
+    async close() {
+      stopClock();
+      try {
+        await Promise.all([subscriber.quit(), client.quit()]);
+      } catch {
+        client.disconnect();
+        subscriber.disconnect();
+      }
+    },
+  };
+}
+
+/** Logs a connection's loss and its return once each, not every reconnect attempt. */
+function watchConnection(connection: Redis, role: string, logger: Logger): void {
+  let lost = false;
+  connection.on('error', (err: unknown) => {
+    if (lost) return;
+    lost = true;
+    logger.warn({ err, connection: role }, 'redis connection lost: reconnecting');
+  });
+  connection.on('ready', () => {
+    if (!lost) return;
+    lost = false;
+    logger.info({ connection: role }, 'redis connection restored');
+  });
+}
