@@ -40,9 +40,9 @@ describe.skipIf(!reachable)('claim-10.lua with a token that already holds a leas
   describe('when a claim times out after Redis ran it (its reply lost)', () => {
     // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
     let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+    const privatePools = usePools(() => redis.url);
     beforeAll(async () => {
       redis = await startPrivateRedis();
-      pools.setUrl(redis.url);
     });
     afterAll(async () => {
       await redis?.remove();
@@ -50,7 +50,7 @@ describe.skipIf(!reachable)('claim-10.lua with a token that already holds a leas
 
     it('hands out that turn on the next claim instead of leaving it to expire', async () => {
       const clock = manualClock();
-      const pool = await pools.open({
+      const pool = await privatePools.open({
         now: clock.now,
         createClient: () => new Redis(redis.url, { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
       });
@@ -61,7 +61,9 @@ describe.skipIf(!reachable)('claim-10.lua with a token that already holds a leas
         await admin.client('PAUSE', 600, 'WRITE');
         await expect(pool.claim()).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
         // Once the pause ends, Redis runs the claim whose caller gave up.
-        await eventually(async () => (await admin.hget(`{${pools.prefix}}:counts`, 'inflight')) === '1');
+        await eventually(
+          async () => (await admin.hget(`{${privatePools.prefix}}:counts`, 'inflight')) === '1',
+        );
         const turn = (await pool.claim()) as Turn;
         expect(turn.session).toBe('A');
         expect(await pool.stats()).toMatchObject({ pending: 1, inflight: 1 });

@@ -35,7 +35,7 @@ describe('lua scripts', () => {
     });
   });
 
-  describe('each command file', () => {
+  describe('when read as files', () => {
     const files = readdirSync(luaFolder).filter((file) => file.endsWith('.lua'));
     it.each(files)('%s opens with a header naming its KEYS, ARGV and reply', (file) => {
       const header = /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';

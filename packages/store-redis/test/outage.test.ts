@@ -6,11 +6,10 @@ import { manualClock, queued, redisReachable, startPrivateRedis, usePools } from
 const reachable = await redisReachable();
 
 describe.skipIf(!reachable)('the pool while Redis is down', () => {
-  const pools = usePools();
   let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+  const pools = usePools(() => redis.url);
   beforeAll(async () => {
     redis = await startPrivateRedis();
-    pools.setUrl(redis.url);
   });
   afterAll(async () => {
     await redis?.remove();

@@ -84,18 +84,17 @@ export interface PoolSetup extends Partial<Omit<RedisQueryPoolOptions, 'pipeline
 }
 
 /**
- * Pools of one test on one random prefix, shut down and their keys removed after the test.
- * `open` makes another replica on the same prefix unless `prefix` is given.
+ * Pools of one test on one random prefix of the Redis at `url()`, shut down and their keys
+ * removed after the test. Each `open` is another replica on the same prefix.
  */
-export function usePools(defaults: { url?: string } = {}) {
+export function usePools(url: () => string = () => REDIS_URL) {
   const opened: RedisQueryPool[] = [];
   const prefixes = new Set<string>();
   let prefix = `sb-test-${randomUUID()}`;
-  let url = defaults.url ?? REDIS_URL;
 
   afterEach(async () => {
     for (const pool of opened.splice(0)) await pool.shutdown();
-    for (const used of prefixes) await removePoolKeys(url, used);
+    for (const used of prefixes) await removePoolKeys(url(), used);
     prefixes.clear();
     prefix = `sb-test-${randomUUID()}`;
   });
@@ -104,13 +103,10 @@ export function usePools(defaults: { url?: string } = {}) {
     get prefix() {
       return prefix;
     },
-    setUrl(next: string) {
-      url = next;
-    },
     async open(setup: PoolSetup = {}): Promise<RedisQueryPool> {
       const { pipelines = [{ id: 'p' }, { id: 'q' }], ...rest } = setup;
       const options: RedisQueryPoolOptions = {
-        url,
+        url: url(),
         prefix,
         concurrency: { global: 20, perSession: 1 },
         limits: { maxPending: 10_000, maxPendingPerSession: 500 },

@@ -53,9 +53,9 @@ describe.skipIf(!reachable)('renew-10.lua and fencing', () => {
 
   describe('when Redis is unreachable for fenceAfterMs', () => {
     let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+    const privatePools = usePools(() => redis.url);
     beforeAll(async () => {
       redis = await startPrivateRedis();
-      pools.setUrl(redis.url);
     });
     afterAll(async () => {
       await redis?.remove();
@@ -64,7 +64,12 @@ describe.skipIf(!reachable)('renew-10.lua and fencing', () => {
     it('gives up every turn of the replica itself, and not before', async () => {
       const clock = manualClock();
       const logger = recordingLogger();
-      const pool = await pools.open({ now: clock.now, renewEveryMs: 20, fenceAfterMs: 10_000, logger });
+      const pool = await privatePools.open({
+        now: clock.now,
+        renewEveryMs: 20,
+        fenceAfterMs: 10_000,
+        logger,
+      });
       const lost: string[] = [];
       pool.onLeaseLost((token) => lost.push(token));
       await pool.enqueue(queued('A', clock.now()));
