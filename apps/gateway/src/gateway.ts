@@ -15,7 +15,6 @@ import {
   type Turn,
   createController,
   createIngress,
-  createMemoryQueryPool,
   createOutcomeBus,
   createRouter,
   sendWithDeadline,
@@ -63,11 +62,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, logger } = options;
   const stores = openStores(config);
   const policies = new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy]));
-  const pool = createMemoryQueryPool({
+  const pool = await stores.createPool({
     concurrency: config.concurrency,
     limits: config.queue,
     pipelines: [...policies.values()],
-    journal: stores.journal,
     logger,
   });
   const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
@@ -200,7 +198,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     readiness: async () => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {
         draining: { ok: !draining },
-        store: { ok: await stores.ping() },
+        store: await stores.health(),
       };
       for (const [id, channel] of channels) {
         const health = channel.health();

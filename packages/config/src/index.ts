@@ -22,6 +22,7 @@ export {
   AuditSchema,
   ChannelSchema,
   ConfigSchema,
+  DEFAULT_SQLITE_PATH,
   DiscordChannelSchema,
   OpenApiChannelSchema,
   PipelineSchema,

@@ -86,16 +86,27 @@ export const AdminSchema = z
   // `token: "${SWITCHBOARD_ADMIN_TOKEN:-}"` yields "" when unset: that means no token.
   .transform(({ token, protect }) => ({ token: token === '' ? undefined : token, protect }));
 
+/** Where SQLite keeps its file unless `store.path` (or `audit.path`) says otherwise. */
+export const DEFAULT_SQLITE_PATH = './data/switchboard.db';
+
 // `kind` may be left out for the default backend, so `store: { path: … }` means sqlite.
 export const StoreSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('sqlite').default('sqlite'),
-    path: z.string().min(1).default('./data/switchboard.db'),
+    path: z.string().min(1).default(DEFAULT_SQLITE_PATH),
   }),
   z.strictObject({ kind: z.literal('memory') }),
   z.strictObject({
     kind: z.literal('redis'),
-    url: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }),
+    url: secretField(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })),
+    /**
+     * Names this deployment's keys (`{<prefix>}:…`, one Redis Cluster slot): replicas with the
+     * same prefix share one pool; deployments on one Redis keep apart by their prefixes.
+     */
+    prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'use 1 to 64 letters, digits, _ . : -')
+      .default('switchboard'),
   }),
 ]);
 
@@ -113,7 +124,15 @@ const auditFields = {
 
 export const AuditSchema = z
   .discriminatedUnion('kind', [
-    z.strictObject({ kind: z.literal('sqlite').default('sqlite'), ...auditFields }),
+    z.strictObject({
+      kind: z.literal('sqlite').default('sqlite'),
+      /**
+       * The SQLite file of the audit log, message statuses and history. Default: `store.path`
+       * with `store: sqlite`; `./data/switchboard.db` with `store: redis` (each replica its own).
+       */
+      path: z.string().min(1).optional(),
+      ...auditFields,
+    }),
     z.strictObject({
       kind: z.literal('postgres'),
       url: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }),

@@ -476,7 +476,7 @@ describe('loadConfig', () => {
 
     it('takes secrets from the environment', async () => {
       const cluster = await loadConfig(join(CONFIG_DIR, 'examples', 'cluster.yaml'), { env: EXAMPLE_ENV });
-      expect(cluster.store).toEqual({ kind: 'redis', url: EXAMPLE_ENV.REDIS_URL });
+      expect(cluster.store).toEqual({ kind: 'redis', url: EXAMPLE_ENV.REDIS_URL, prefix: 'switchboard' });
       expect(cluster.audit).toMatchObject({
         kind: 'postgres',
         url: EXAMPLE_ENV.DATABASE_URL,

@@ -84,7 +84,7 @@ describe('ConfigSchema', () => {
         store: { kind: 'redis', url: 'redis://127.0.0.1:6379/0' },
         audit: { kind: 'postgres', url: 'postgres://127.0.0.1/test', store_text: 200, ignored: true },
       });
-      expect(config.store).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379/0' });
+      expect(config.store).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379/0', prefix: 'switchboard' });
       expect(config.audit).toEqual({
         kind: 'postgres',
         url: 'postgres://127.0.0.1/test',
@@ -92,6 +92,18 @@ describe('ConfigSchema', () => {
         storeText: 200,
         recordIgnored: true,
       });
+    });
+
+    it('refuses a redis prefix that would break the key hash tag, naming store.prefix', () => {
+      const result = ConfigSchema.safeParse({
+        store: { kind: 'redis', url: 'redis://127.0.0.1', prefix: 'a}b' },
+      });
+      expect(result.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['store.prefix']);
+    });
+
+    it('keeps an audit file apart from the store file', () => {
+      const config = ConfigSchema.parse({ audit: { path: './audit.db' } });
+      expect(config.audit).toMatchObject({ kind: 'sqlite', path: './audit.db' });
     });
 
     it('refuses postgres audit without a url', () => {

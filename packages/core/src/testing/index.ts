@@ -9,3 +9,10 @@ export { queryPoolContract } from './query-pool-contract.js';
 export type { QueryPoolFactory, QueryPoolFactoryContext } from './query-pool-contract.js';
 export { recordingIngress } from './recording-ingress.js';
 export type { RecordedDrop } from './recording-ingress.js';
+export {
+  SCHEDULING_POLICIES,
+  expectSchedulingInvariants,
+  schedulingCommand,
+  simulateScheduling,
+} from './scheduling-property.js';
+export type { SchedulingCommand, SchedulingResult, SchedulingWorld } from './scheduling-property.js';
