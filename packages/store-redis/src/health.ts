@@ -1,7 +1,11 @@
 import type { Redis } from 'ioredis';
 
-/** Whether the shared store can serve the pool, and if not, why (for `/readyz`). */
-export type StoreHealth = { ready: true } | { ready: false; reason: string };
+/** Whether the shared store can serve the pool, and if not, why (the gateway's `/readyz` shape). */
+export interface StoreHealth {
+  ok: boolean;
+  /** Why not, when not. */
+  detail?: string;
+}
 
 /**
  * Redis answers PING and evicts nothing (docs/design.md §5): under any `maxmemory-policy` but
@@ -15,15 +19,12 @@ export async function checkRedisHealth(client: Redis): Promise<StoreHealth> {
     const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
     if (policy !== 'noeviction') {
       return {
-        ready: false,
-        reason: `redis maxmemory-policy is ${policy ?? 'unknown'}: set it to noeviction, or queued messages may be evicted`,
+        ok: false,
+        detail: `redis maxmemory-policy is ${policy ?? 'unknown'}: set it to noeviction, or queued messages may be evicted`,
       };
     }
-    return { ready: true };
+    return { ok: true };
   } catch (err) {
-    return {
-      ready: false,
-      reason: `redis is unreachable: ${err instanceof Error ? err.message : String(err)}`,
-    };
+    return { ok: false, detail: `redis is unreachable: ${err instanceof Error ? err.message : String(err)}` };
   }
 }

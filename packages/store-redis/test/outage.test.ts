@@ -29,8 +29,8 @@ describe.skipIf(!reachable)('the pool while Redis is down', () => {
     expect(isSwitchboardError(refusal, 'SB_STORE_UNAVAILABLE')).toBe(true);
     expect(refusal).toMatchObject({ retryable: true, retryAfterMs: 2500 });
     expect(await pool.health()).toMatchObject({
-      ready: false,
-      reason: expect.stringMatching(/^redis is unreachable/),
+      ok: false,
+      detail: expect.stringMatching(/^redis is unreachable/),
     });
 
     await redis.start();
@@ -46,7 +46,7 @@ describe.skipIf(!reachable)('the pool while Redis is down', () => {
     // What was written before the outage is still there, and the running turn settles.
     expect(await pool.complete(running)).toBe('settled');
     expect(await pool.stats()).toMatchObject({ pending: 2, inflight: 0, sessions: 2 });
-    expect(await pool.health()).toEqual({ ready: true });
+    expect(await pool.health()).toEqual({ ok: true });
   });
 
   it('wakes the other replicas again once Redis is back', async () => {
@@ -77,8 +77,8 @@ describe.skipIf(!reachable)('the pool while Redis is down', () => {
     try {
       await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
       expect(await pool.health()).toEqual({
-        ready: false,
-        reason:
+        ok: false,
+        detail:
           'redis maxmemory-policy is allkeys-lru: set it to noeviction, or queued messages may be evicted',
       });
     } finally {
