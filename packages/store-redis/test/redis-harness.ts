@@ -49,18 +49,26 @@ export async function redisReachable(): Promise<boolean> {
   }
 }
 
+/** Every key of a pool prefix, found with SCAN (KEYS would block the shared Redis). */
+export async function poolKeyNames(client: Redis, prefix: string): Promise<string[]> {
+  const names: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await client.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 500);
+    names.push(...found);
+    cursor = next;
+  } while (cursor !== '0');
+  return names;
+}
+
 /** Deletes every key of a pool prefix. */
 export async function removePoolKeys(url: string, prefix: string): Promise<void> {
   const client = new Redis(url, { ...FAIL_FAST_OPTIONS, retryStrategy: () => null });
   client.on('error', () => {});
   try {
     await client.connect();
-    let cursor = '0';
-    do {
-      const [next, found] = await client.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 500);
-      if (found.length > 0) await client.del(...found);
-      cursor = next;
-    } while (cursor !== '0');
+    const names = await poolKeyNames(client, prefix);
+    if (names.length > 0) await client.del(...names);
   } catch {
     // A private Redis already stopped takes its keys with it.
   } finally {

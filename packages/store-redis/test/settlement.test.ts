@@ -1,6 +1,14 @@
 import type { QueryPool, Settlement, Turn } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { manualClock, queued, redisReachable, usePools } from './redis-harness.js';
+import {
+  REDIS_URL,
+  manualClock,
+  openScriptRunner,
+  poolKeyNames,
+  queued,
+  redisReachable,
+  usePools,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -87,6 +95,38 @@ describe.skipIf(!reachable)('complete-10.lua, retry-10.lua, abandon-10.lua', () 
       expect(await pool.claim()).toBeNull();
       clock.advance(2 ** 31 - 1);
       expect((await pool.claim())?.session).toBe('B');
+    });
+  });
+
+  describe('when everything has settled', () => {
+    it('leaves no per-session, per-message or per-lease key behind', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        limits: { maxPending: 100, maxPendingPerSession: 2 },
+        pipelines: [
+          { id: 'p', busy_mode: 'collect' },
+          { id: 'q', aggregation: { enabled: true } },
+        ],
+      });
+      for (const session of ['A', 'A', 'A', 'B', 'C']) await pool.enqueue(queued(session, clock.now()));
+      await pool.enqueue(queued('D', clock.now(), { pipeline: 'q' }), { key: 'tg:1', ttlMs: 1000 });
+      const a = (await pool.claim()) as Turn;
+      await pool.retry(a, 1000, [a.messages[0]?.message.id as string]);
+      await pool.abandon((await pool.claim()) as Turn, { ran: false });
+      clock.advance(10_000);
+      for (let turn = await pool.claim(); turn !== null; turn = await pool.claim()) await pool.complete(turn);
+      expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
+
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const left = (await poolKeyNames(runner.client, pools.prefix))
+          .map((key) => key.split('}:')[1])
+          .sort();
+        expect(left).toEqual(['config', 'counts', 'dedup', 'pipelines', 'replicas', 'seq']);
+      } finally {
+        await runner.close();
+      }
     });
   });
 });
