@@ -167,13 +167,16 @@ export function createController(options: ControllerOptions): Controller {
    */
   function leaseLost(token: string): void {
     for (const entry of running.values()) {
-      if (entry.turn.lease.token !== token || entry.decided) continue;
+      if (entry.turn.lease.token !== token) continue;
+      // A settlement under way (waiting for the store) sees the flag and gives up as `lost`.
+      entry.leaseLost = true;
+      if (entry.decided) continue;
       entry.decided = true;
+      entry.abort(new SwitchboardError('SB_LEASE_LOST'));
       entry.logger.warn(
         { attempt: entry.turn.attempt },
         'lease lost: aborting the turn; recording no outcome',
       );
-      entry.abort(new SwitchboardError('SB_LEASE_LOST'));
       options.observer?.turnEnded?.(entry.turn, 'lost', now() - entry.startedAt);
     }
   }

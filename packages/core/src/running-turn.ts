@@ -14,6 +14,8 @@ export class RunningTurn implements PipelineRunContext, SetNode {
   readonly orphanAt: number;
   /** Set once the turn's fate is decided, so that a late answer cannot decide it again. */
   decided = false;
+  /** Set when the pool no longer holds the turn for this process (`QueryPool.onLeaseLost`). */
+  leaseLost = false;
   /** The whole turn; the drain waits on it. */
   finished: Promise<void> | undefined = undefined;
   readonly #parentLogger: Logger;

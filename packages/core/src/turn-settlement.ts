@@ -7,6 +7,10 @@ import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
 import type { RunningTurn } from './running-turn.js';
+import { pause } from './structures/pause.js';
+
+/** How long a settlement waits before writing again to a store that did not answer. */
+const STORE_RETRY_MS = 1000;
 
 /** What the settling policy works with; the controller passes its own options on. */
 export interface TurnSettlementOptions {
@@ -83,6 +87,29 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
   }
 
   /**
+   * Makes a settlement's pool write, again every `STORE_RETRY_MS` while the store is unreachable
+   * (a shared pool's Redis restarting): the turn has run, and giving up would run it again. It
+   * stops as `lost` once the pool gives the lease up, which a shared pool does when it cannot
+   * renew it (docs/design.md §5 "Redis down").
+   */
+  async function settle(entry: RunningTurn, write: () => Promise<Settlement>): Promise<Settlement> {
+    // Not the turn's own signal: a timed-out turn's is aborted already, and would not wait.
+    let waiting: AbortController | undefined;
+    for (let failures = 0; ; failures++) {
+      if (entry.leaseLost) return 'lost';
+      try {
+        return await write();
+      } catch (err) {
+        if (!isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) throw err;
+        if (failures === 0)
+          entry.logger.error({ err }, 'settlement failed: the store is unreachable, retrying');
+      }
+      waiting ??= new AbortController();
+      await pause(STORE_RETRY_MS, waiting.signal);
+    }
+  }
+
+  /**
    * Whether the pool applied a settlement. On `lost` the claim had been taken over (its lease
    * expired): whoever holds the messages now records their outcome, so this replica records none.
    */
@@ -120,7 +147,9 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     }
     const finalIds = final.map((queued) => queued.message.id);
     const settlement =
-      retried.length === 0 ? await pool.complete(turn) : await pool.retry(turn, delayMs, finalIds);
+      retried.length === 0
+        ? await settle(entry, () => pool.complete(turn))
+        : await settle(entry, () => pool.retry(turn, delayMs, finalIds));
     if (!held(entry, settlement)) return;
     if (retried.length > 0) observer?.turnRetried?.(turn, delayMs);
     recordAll(final, 'dead_lettered', { reason: dead.reason, turn, error: dead.error });
@@ -131,9 +160,9 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     if (entry.decided) return;
     entry.decided = true;
     if (pool.durable) {
-      if (!held(entry, await pool.abandon(entry.turn))) return;
+      if (!held(entry, await settle(entry, () => pool.abandon(entry.turn)))) return;
     } else {
-      if (!held(entry, await pool.complete(entry.turn))) return;
+      if (!held(entry, await settle(entry, () => pool.complete(entry.turn)))) return;
       recordAll(entry.turn.messages, 'dropped', { reason: 'shutdown', turn: entry.turn });
     }
     observer?.turnEnded?.(entry.turn, 'abandoned', 0);
@@ -147,12 +176,12 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         await deliver(query, replies);
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be delivered');
-        if (!held(entry, await pool.complete(turn))) return;
+        if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
         recordAll(turn.messages, 'dead_lettered', { reason: 'delivery_failed', turn, error: err });
         ended(entry, 'dead_lettered');
         return;
       }
-      if (!held(entry, await pool.complete(turn))) return;
+      if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
       recordAll(turn.messages, 'completed', { turn, replies });
       ended(entry, 'completed');
     },
@@ -208,7 +237,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       entry.decided = true;
       const { turn } = entry;
       entry.logger.error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
-      if (!held(entry, await pool.complete(turn))) return;
+      if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
       const error = new SwitchboardError('SB_PIPELINE_MISSING', {
         message: `pipeline "${turn.pipeline}" is not configured`,
       });

@@ -433,6 +433,33 @@ describe('controller', () => {
     });
   });
 
+  describe('when the store does not answer a settlement', () => {
+    it('writes it again each second until the store is back, recording one outcome', async () => {
+      const logger = capturingLogger();
+      let failures = 3;
+      const h = createHarness({
+        autoReply: true,
+        logger,
+        wrapPool: (pool) => ({
+          ...pool,
+          complete: (turn) => {
+            if (failures === 0) return pool.complete(turn);
+            failures -= 1;
+            return Promise.reject(new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'store down' }));
+          },
+        }),
+      });
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      expect(h.outcomes).toEqual([]);
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(h.outcomes.map((o) => o.kind)).toEqual(['completed']);
+      expect((await h.pool.stats()).inflight).toBe(0);
+      expect(logger.lines.filter((line) => line.includes('settlement failed'))).toHaveLength(1);
+    });
+  });
+
   describe('when the pool is durable', () => {
     it('keeps aborted and queued messages journaled at the drain timeout and re-runs them after recovery', async () => {
       const journal = createMemoryJournal();
