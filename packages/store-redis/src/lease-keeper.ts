@@ -44,8 +44,8 @@ export class LeaseKeeper {
   }
 
   /**
-   * Stops renewing `token` (its turn is being settled): a settlement that then fails leaves the
-   * lease to expire, so another replica re-runs the messages rather than nobody.
+   * Stops renewing `token`: the store answered its settlement. A settlement that failed keeps
+   * its lease renewed while the caller writes it again, until renewals fail for `fenceAfterMs`.
    */
   release(token: string): void {
     this.#held.delete(token);

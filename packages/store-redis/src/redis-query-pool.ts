@@ -233,8 +233,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   ): Promise<Settlement> {
     const token = turn.lease?.token;
     if (token === undefined) return 'lost';
-    leases.release(token);
+    // Released once answered, not before: while the store is unreachable the caller writes the
+    // settlement again (docs/design.md §5 "Redis down"), and the lease must hold meanwhile, or
+    // another replica would run the turn again; fencing ends the wait if Redis stays away.
     const [outcome, claimable, nextDueAt] = await run<[Settlement, number?, number?]>(script, token, ...args);
+    leases.release(token);
     if (outcome === 'settled') apply(runnableStateOf(claimable as number, nextDueAt as number));
     return outcome;
   }

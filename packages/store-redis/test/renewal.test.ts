@@ -61,6 +61,27 @@ describe.skipIf(!reachable)('renew-10.lua and fencing', () => {
       await redis?.remove();
     });
 
+    it('keeps renewing the lease of a turn whose settlement failed, so it can be written again', async () => {
+      const clock = manualClock();
+      const holder = await privatePools.open({ now: clock.now, renewEveryMs: 20, leaseMs: 15_000 });
+      await holder.enqueue(queued('A', clock.now()));
+      const turn = (await holder.claim()) as Turn;
+      await redis.stop();
+      await expect(holder.complete(turn)).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+      await redis.start();
+
+      clock.advance(14_000);
+      await eventually(
+        () => turn.lease.expiresAt === clock.now() + 15_000,
+        10_000,
+        'a renewal after the restart',
+      );
+      clock.advance(2_000);
+      const other = await privatePools.open({ now: clock.now });
+      expect(await other.claim()).toBeNull();
+      expect(await holder.complete(turn)).toBe('settled');
+    });
+
     it('gives up every turn of the replica itself, and not before', async () => {
       const clock = manualClock();
       const logger = recordingLogger();
