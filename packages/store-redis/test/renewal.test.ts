@@ -69,14 +69,17 @@ describe.skipIf(!reachable)('renew-10.lua and fencing', () => {
       await redis.stop();
       await expect(holder.complete(turn)).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
       await redis.start();
+      await eventually(async () => (await holder.health()).ok, 10_000, 'the holder reconnected');
 
-      clock.advance(14_000);
+      // Less than fenceAfterMs since the last renewal, so the replica keeps the turn.
+      clock.advance(5_000);
       await eventually(
         () => turn.lease.expiresAt === clock.now() + 15_000,
-        10_000,
+        5_000,
         'a renewal after the restart',
       );
-      clock.advance(2_000);
+      // Past the deadline the claim had when its settlement failed.
+      clock.advance(11_000);
       const other = await privatePools.open({ now: clock.now });
       expect(await other.claim()).toBeNull();
       expect(await holder.complete(turn)).toBe('settled');
