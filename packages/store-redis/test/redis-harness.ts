@@ -23,7 +23,7 @@ import {
 import { commandNameOf, defineLuaScripts } from '../src/lua-scripts.js';
 import { poolKeysOf } from '../src/pool-keys.js';
 
-/** The machine's Redis (docs: /work/shared TOOLCHAIN "Services"); tests isolate by key prefix. */
+/** The Redis the tests run against; every test keeps to a key prefix of its own. */
 export const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /**
