@@ -62,12 +62,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, logger } = options;
   const stores = openStores(config);
   const policies = new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy]));
-  const pool = await stores.createPool({
-    concurrency: config.concurrency,
-    limits: config.queue,
-    pipelines: [...policies.values()],
-    logger,
-  });
+  // A shared store may refuse this replica (unreachable, or other limits than its peers'): the
+  // files and connections opened so far are closed before the refusal is reported.
+  const pool = await stores
+    .createPool({
+      concurrency: config.concurrency,
+      limits: config.queue,
+      pipelines: [...policies.values()],
+      logger,
+    })
+    .catch(async (err: unknown) => {
+      await stores.close();
+      throw err;
+    });
   const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
   let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
 

@@ -4,7 +4,7 @@ import {
   type HistoryStore,
   type Logger,
   type MessageStatusStore,
-  type PoolPipelinePolicy,
+  type PipelinePolicy,
   type QueryPool,
   SwitchboardError,
   createMemoryAuditLog,
@@ -12,13 +12,15 @@ import {
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
 } from '@switchboard/core';
-import { createSqliteStore } from '@switchboard/store-sqlite';
+import { type RedisQueryPool, createRedisQueryPool } from '@switchboard/store-redis';
+import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
 
 /** What every query pool is built from, whichever store holds it. */
 export interface PoolOptions {
   concurrency: Config['concurrency'];
   limits: Config['queue'];
-  pipelines: readonly PoolPipelinePolicy[];
+  /** Whole policies: a shared store also checks that replicas agree on retry and timeout. */
+  pipelines: readonly PipelinePolicy[];
   logger: Logger;
 }
 
@@ -52,15 +54,11 @@ function sqliteHealth(statuses: MessageStatusStore): Promise<StoreHealth> {
 
 /**
  * Opens the configured stores. `sqlite` keeps everything in one file (or the audit log,
- * statuses and history in `audit.path`); `memory` keeps everything in the process (tests,
- * benchmarks) — the audit log included, since there is no file to put it in.
+ * statuses and history in `audit.path`); `redis` keeps the pool in Redis and the rest in SQLite;
+ * `memory` keeps everything in the process (tests, benchmarks) — the audit log included, since
+ * there is no file to put it in.
  */
 export function openStores(config: Config): Stores {
-  if (config.store.kind === 'redis') {
-    throw new SwitchboardError('SB_CONFIG_INVALID', {
-      message: 'store.kind: "redis" is not available in this version yet (use sqlite or memory)',
-    });
-  }
   if (config.audit.kind === 'postgres') {
     throw new SwitchboardError('SB_CONFIG_INVALID', {
       message: 'audit.kind: "postgres" is not available in this version yet (use sqlite)',
@@ -77,11 +75,11 @@ export function openStores(config: Config): Stores {
     };
   }
   // The audit log, statuses and history go to `audit.path`, by default the store's own file.
-  const localPath =
-    config.audit.path ?? (config.store.kind === 'sqlite' ? config.store.path : DEFAULT_SQLITE_PATH);
+  const storePath = config.store.kind === 'sqlite' ? config.store.path : undefined;
+  const localPath = config.audit.path ?? storePath ?? DEFAULT_SQLITE_PATH;
   const local = createSqliteStore({ path: localPath });
-  const journalStore =
-    config.store.path === localPath ? local : createSqliteStore({ path: config.store.path });
+  if (storePath === undefined) return redisStores(config.store as RedisStoreConfig, local);
+  const journalStore = storePath === localPath ? local : createSqliteStore({ path: storePath });
   return {
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: journalStore.journal }),
     auditLog: local.auditLog,
@@ -91,6 +89,36 @@ export function openStores(config: Config): Stores {
     close: async () => {
       local.close();
       if (journalStore !== local) journalStore.close();
+    },
+  };
+}
+
+type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
+
+/**
+ * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5);
+ * the audit log, statuses and history in this replica's SQLite file.
+ */
+function redisStores(store: RedisStoreConfig, local: SqliteStore): Stores {
+  let pool: RedisQueryPool | undefined;
+  return {
+    auditLog: local.auditLog,
+    statuses: local.statuses,
+    history: local.history,
+    async createPool(options) {
+      pool = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
+      return pool;
+    },
+    async health() {
+      const [redis, sqlite] = await Promise.all([
+        pool?.health() ?? { ok: false, detail: 'the pool is not connected yet' },
+        sqliteHealth(local.statuses),
+      ]);
+      return redis.ok ? sqlite : redis;
+    },
+    async close() {
+      await pool?.shutdown();
+      local.close();
     },
   };
 }

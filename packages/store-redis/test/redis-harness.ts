@@ -1,9 +1,4 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   type Logger,
   type PipelinePolicyInput,
@@ -11,7 +6,7 @@ import {
   type QueuedMessage,
 } from '@switchboard/core';
 import { queuedMessageFixture } from '@switchboard/core/testing';
-import { eventually } from '@switchboard/testkit/eventually';
+import { REDIS_URL, removePoolKeys } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { afterEach } from 'vitest';
 import {
@@ -23,58 +18,13 @@ import {
 import { commandNameOf, defineLuaScripts } from '../src/lua-scripts.js';
 import { poolKeysOf } from '../src/pool-keys.js';
 
-/** The Redis the tests run against; every test keeps to a key prefix of its own. */
-export const REDIS_URL = process.env.SWITCHBOARD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/**
- * Whether the shared Redis answers. Unreachable: the suites fail when `CI=true` (CI must never
- * skip them silently) and are skipped with a loud notice otherwise.
- */
-export async function redisReachable(): Promise<boolean> {
-  const probe = new Redis(REDIS_URL, { ...FAIL_FAST_OPTIONS, retryStrategy: () => null });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    await probe.ping();
-    return true;
-  } catch (err) {
-    if (process.env.CI === 'true')
-      throw new Error(`Redis at ${REDIS_URL} is unreachable and CI=true`, { cause: err });
-    console.warn(
-      `\n!!! SKIPPING the Redis store tests: no Redis at ${REDIS_URL} (set CI=true to fail instead) !!!\n`,
-    );
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
-
-/** Every key of a pool prefix, found with SCAN (KEYS would block the shared Redis). */
-export async function poolKeyNames(client: Redis, prefix: string): Promise<string[]> {
-  const names: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await client.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 500);
-    names.push(...found);
-    cursor = next;
-  } while (cursor !== '0');
-  return names;
-}
-
-/** Deletes every key of a pool prefix. */
-export async function removePoolKeys(url: string, prefix: string): Promise<void> {
-  const client = new Redis(url, { ...FAIL_FAST_OPTIONS, retryStrategy: () => null });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    const names = await poolKeyNames(client, prefix);
-    if (names.length > 0) await client.del(...names);
-  } catch {
-    // A private Redis already stopped takes its keys with it.
-  } finally {
-    client.disconnect();
-  }
-}
+export {
+  REDIS_URL,
+  poolKeyNames,
+  redisReachable,
+  removePoolKeys,
+  startPrivateRedis,
+} from '@switchboard/testkit/redis';
 
 /** A clock the test moves by hand. */
 export function manualClock(startMs = Date.UTC(2025, 0, 1)) {
@@ -145,97 +95,6 @@ export function queued(
   const base = queuedMessageFixture(sequence);
   base.message.sender = { id: `sender-${session}`, is_bot: false };
   return { ...base, session, pipeline: 'p', attempt: 0, acceptedAt, ...extra };
-}
-
-/** A free TCP port on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
-}
-
-/**
- * A Redis of the test's own on a free port, for outage tests: stopping it touches nothing else.
- * Append-only with fsync on every write, so a restart keeps what was written.
- */
-export async function startPrivateRedis() {
-  const port = await freePort();
-  const folder = mkdtempSync(join(tmpdir(), 'switchboard-redis-'));
-  const pidFile = join(folder, 'redis.pid');
-  const url = `redis://127.0.0.1:${port}`;
-
-  async function start(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn('redis-server', [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'always',
-        '--dir',
-        folder,
-        '--daemonize',
-        'yes',
-        '--pidfile',
-        pidFile,
-      ]);
-      child.once('error', reject);
-      child.once('exit', (code) =>
-        code === 0 ? resolve() : reject(new Error(`redis-server exited with ${code}`)),
-      );
-    });
-    await eventually(async () => {
-      const probe = new Redis(url, { ...FAIL_FAST_OPTIONS, retryStrategy: () => null });
-      probe.on('error', () => {});
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } catch {
-        return false;
-      } finally {
-        probe.disconnect();
-      }
-    });
-  }
-
-  /** Stops this Redis (only the one whose pid file is ours) and waits until its port is closed. */
-  async function stop(): Promise<void> {
-    const pid = Number(readFileSync(pidFile, 'utf8').trim());
-    process.kill(pid, 'SIGTERM');
-    await eventually(() => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    });
-  }
-
-  await start();
-  return {
-    url,
-    start,
-    stop,
-    async remove() {
-      try {
-        await stop();
-      } catch {
-        // Already stopped.
-      }
-      rmSync(folder, { recursive: true, force: true });
-    },
-  };
 }
 
 /** A log line kept by `recordingLogger`. */
