@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 
-export { eventually } from '@switchboard/testkit/eventually';
+export { eventually, resolvesWithin } from '@switchboard/testkit/eventually';
 
 /** The built CLI: end-to-end tests run the real `switchboard` process, as users do. */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));

@@ -4,6 +4,7 @@ import { startFakePipeline } from './fake-pipeline.js';
 import {
   eventually,
   post,
+  resolvesWithin,
   startServe,
   tempDir,
   testConfig,
@@ -19,6 +20,8 @@ const DRAIN_TIMEOUT_MS = 2000;
  * loaded test machine. Before the fix these stops took the request's 60 s, or for ever.
  */
 const STOP_SLACK_MS = 8000;
+/** The longest a stop may take, from the signal to the exit. */
+const STOP_BOUND_MS = DRAIN_TIMEOUT_MS + STOP_SLACK_MS;
 
 /** A gateway in front of a backend that never answers, with a short drain timeout. */
 async function startWithHangingBackend() {
@@ -63,13 +66,13 @@ describe('shutdown (end to end)', () => {
 
       const signalledAt = Date.now();
       gateway.child.kill('SIGTERM');
-      const answer = await waiting;
+      const answer = await resolvesWithin(waiting, STOP_BOUND_MS, 'an answer to the waiting request');
       expect(answer.status).toBe(202);
       expect(answer.body?.status).toBe('running');
       expect(Date.now() - signalledAt).toBeLessThan(DRAIN_TIMEOUT_MS);
 
-      expect(await gateway.exited).toBe(0);
-      expect(Date.now() - signalledAt).toBeLessThan(DRAIN_TIMEOUT_MS + STOP_SLACK_MS);
+      expect(await resolvesWithin(gateway.exited, STOP_BOUND_MS, 'the exit after SIGTERM')).toBe(0);
+      expect(Date.now() - signalledAt).toBeLessThan(STOP_BOUND_MS);
     });
   });
 
@@ -81,23 +84,34 @@ describe('shutdown (end to end)', () => {
       const { hostname, port } = new URL(gateway.url);
       const socket = connect(Number(port), hostname);
       cleanup(async () => socket.destroy());
-      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       socket.on('error', () => {});
-      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-      // Parsed long before the close begins: the engine drains for drain_timeout first.
-      await new Promise<void>((resolve) =>
-        socket.write(
-          'POST /v1/messages HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n' +
-            'Content-Length: 100\r\n\r\n{"session_id":',
-          () => resolve(),
-        ),
+      // Read as it comes: a socket holding unread data never emits 'close', even once the gateway
+      // has closed its side.
+      let received = '';
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString();
+      });
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      // A write's callback says only that the kernel has the bytes. The gateway's `100 Continue`
+      // says it has parsed the headers, so the request waits for its body when the signal comes;
+      // headers parsed after the channel has stopped are answered 503 at once, with no wait to cut.
+      socket.write(
+        'POST /v1/messages HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n' +
+          'Content-Length: 100\r\nExpect: 100-continue\r\n\r\n',
       );
+      const head = await eventually(
+        () => received.includes('\r\n\r\n') && received,
+        10_000,
+        'an answer to the request headers',
+      );
+      expect(head).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+      await new Promise<void>((resolve) => socket.write('{"session_id":', () => resolve()));
 
       const signalledAt = Date.now();
       gateway.child.kill('SIGTERM');
-      expect(await gateway.exited).toBe(0);
-      expect(Date.now() - signalledAt).toBeLessThan(DRAIN_TIMEOUT_MS + STOP_SLACK_MS);
-      await closed;
+      expect(await resolvesWithin(gateway.exited, STOP_BOUND_MS, 'the exit after SIGTERM')).toBe(0);
+      expect(Date.now() - signalledAt).toBeLessThan(STOP_BOUND_MS);
+      await resolvesWithin(closed, STOP_SLACK_MS, 'the close of the connection with the half-sent body');
     });
   });
 });

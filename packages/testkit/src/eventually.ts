@@ -15,3 +15,22 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/**
+ * Resolves what `promise` resolves, or fails naming `what` once `timeoutMs` has passed: a wait on
+ * an event (a process exit, a socket close) that fails within its bound instead of at the test's
+ * timeout, and says what did not happen. Real time, like `eventually`.
+ */
+export async function resolvesWithin<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  // Made here, so that its stack names the test's line rather than a timer's.
+  const failure = new Error(`${what} did not happen within ${timeoutMs} ms`);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(failure), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
