@@ -7,7 +7,6 @@ import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
 import type { RunningTurn } from './running-turn.js';
-import { pause } from './structures/pause.js';
 
 /** How long a settlement waits before writing again to a store that did not answer. */
 const STORE_RETRY_MS = 1000;
@@ -93,8 +92,6 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
    * renew it (docs/design.md §5 "Redis down").
    */
   async function settle(entry: RunningTurn, write: () => Promise<Settlement>): Promise<Settlement> {
-    // Not the turn's own signal: a timed-out turn's is aborted already, and would not wait.
-    let waiting: AbortController | undefined;
     for (let failures = 0; ; failures++) {
       if (entry.leaseLost) return 'lost';
       try {
@@ -104,8 +101,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         if (failures === 0)
           entry.logger.error({ err }, 'settlement failed: the store is unreachable, retrying');
       }
-      waiting ??= new AbortController();
-      await pause(STORE_RETRY_MS, waiting.signal);
+      await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS));
     }
   }
 
