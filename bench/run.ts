@@ -22,13 +22,17 @@ import {
 } from './support/report.js';
 import { SETTINGS } from './support/settings.js';
 
-/** In the order they run: in-process scenarios first, the HTTP one (several processes) last. */
+/**
+ * In the order they run: in-process scenarios first, then the one against Redis, the HTTP one
+ * (several processes) last.
+ */
 const SCENARIOS = [
   'scheduler-throughput',
   'scheduler-backlog',
   'scheduler-latency',
   'memory-pending',
   'memory-sessions',
+  'pool-claims',
   'http-throughput',
 ] as const;
 

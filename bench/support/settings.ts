@@ -39,6 +39,14 @@ export const SETTINGS = {
   latencyMessages: positiveNumber('BENCH_LATENCY_MESSAGES', quick ? 5000 : 20_000),
   /** Distinct sessions served once by the memory run. */
   memorySessions: positiveNumber('BENCH_MEMORY_SESSIONS', quick ? 100_000 : 1_000_000),
+  /** Timed runs per pool and replica count in `pool-claims`; the fastest is reported. */
+  poolRuns: positiveNumber('BENCH_POOL_RUNS', quick ? 1 : 3),
+  /** enqueue → claim → complete cycles per Redis run of `pool-claims` (the memory pool runs 10×). */
+  poolMessages: positiveNumber('BENCH_POOL_MESSAGES', quick ? 1000 : 3000),
+  /** Cycles in flight per pool in `pool-claims`. */
+  poolConcurrency: positiveNumber('BENCH_POOL_CONCURRENCY', 8),
+  /** The Redis `pool-claims` runs against; it works on a random prefix and removes it. */
+  redisUrl: text('BENCH_REDIS_URL') || 'redis://127.0.0.1:6379',
   /** Adds --cpu-prof to every scenario process and to the gateway; profiles land in bench/results/. */
   cpuProfile: flag('BENCH_CPU_PROF'),
   /** Comma-separated scenario names to run instead of all (bench/run.ts). */

@@ -1,8 +1,8 @@
 import {
-  type MemoryQueryPool,
   type Pipeline,
   type PipelinePolicy,
   PipelinePolicySchema,
+  type QueryPool,
   type QueuedMessage,
   createController,
   createMemoryQueryPool,
@@ -16,13 +16,18 @@ const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 /** The one pipeline policy of the benchmarks: the schema's defaults. */
 export const BENCH_POLICY: PipelinePolicy = PipelinePolicySchema.parse({ id: 'bench' });
 
-/** Switchboard's in-memory pool, without a journal and without caps, for one pipeline. */
-export function createBenchPool(limits: { globalLimit: number; sessionLimit: number }): MemoryQueryPool {
-  return createMemoryQueryPool({
+/** The limits and pipeline every benchmark pool gets, whichever its store: no caps, one pipeline. */
+export function benchPoolSettings(limits: { globalLimit: number; sessionLimit: number }) {
+  return {
     concurrency: { global: limits.globalLimit, perSession: limits.sessionLimit },
     limits: { maxPending: UNBOUNDED, maxPendingPerSession: UNBOUNDED },
     pipelines: [BENCH_POLICY],
-  });
+  };
+}
+
+/** Switchboard's in-memory pool, without a journal and without caps, for one pipeline. */
+export function createBenchPool(limits: { globalLimit: number; sessionLimit: number }): QueryPool {
+  return createMemoryQueryPool(benchPoolSettings(limits));
 }
 
 /** What the ingress would enqueue for `message`. */

@@ -43,6 +43,11 @@ export class LeaseKeeper {
     this.#held.set(lease.token, lease);
   }
 
+  /** Whether `token` is still renewed: claimed here, not yet settled nor given up. */
+  holds(token: string): boolean {
+    return this.#held.has(token);
+  }
+
   /**
    * Stops renewing `token`: the store answered its settlement. A settlement that failed keeps
    * its lease renewed while the caller writes it again, until renewals fail for `fenceAfterMs`.

@@ -25,6 +25,7 @@ const FIXED_KEYS = [
   'replicas',
   'seq',
   'pipelines',
+  'settled',
 ] as const;
 
 export function poolKeysOf(prefix: string): PoolKeys {

@@ -83,6 +83,14 @@ const NO_CONFIG_REPLY = 'SBNOCONFIG';
 /** Due times are sorted-set scores and must be finite: a longer delay (or NaN) is bounded. */
 const MAX_RETRY_DELAY_MS = 2 ** 31 - 1;
 
+/**
+ * How much longer than `fenceAfterMs` a settled claim's tombstone lasts. Its holder repeats an
+ * unanswered settlement until Redis answers or fencing gives the lease up, `fenceAfterMs` after
+ * its last renewal; the margin covers the pauses between repeats, command timeouts and the
+ * skew between replicas' clocks (another replica may purge the tombstone).
+ */
+const TOMBSTONE_MARGIN_MS = 50_000;
+
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
 
@@ -160,6 +168,13 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const leaseLostListeners = new Set<(token: string) => void>();
   /** Tokens of claims whose answer never arrived: the next claim repeats them (idempotent by token). */
   const unansweredClaims: string[] = [];
+  /**
+   * Held tokens whose last settlement call got no answer: Redis may have applied it, so the
+   * next call for the token says it repeats one, and finding the first call's tombstone answers
+   * `settled` instead of `lost` (lua/includes/settlement.lua).
+   */
+  const unansweredSettlements = new Set<string>();
+  const tombstoneMs = settings.fenceAfterMs + TOMBSTONE_MARGIN_MS;
   let closed = false;
   let shutDown = false;
 
@@ -217,6 +232,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       return { lost, expiresAt: startedAt + leaseMs };
     },
     onLost(token) {
+      unansweredSettlements.delete(token);
       for (const listener of leaseLostListeners) listener(token);
     },
     now,
@@ -236,7 +252,17 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     // Released once answered, not before: while the store is unreachable the caller writes the
     // settlement again (docs/design.md §5 "Redis down"), and the lease must hold meanwhile, or
     // another replica would run the turn again; fencing ends the wait if Redis stays away.
-    const [outcome, claimable, nextDueAt] = await run<[Settlement, number?, number?]>(script, token, ...args);
+    const repeat = unansweredSettlements.has(token) ? '1' : '0';
+    let reply: [Settlement, number?, number?];
+    try {
+      reply = await run(script, token, repeat, tombstoneMs, ...args);
+    } catch (err) {
+      // A token already answered or given up is not held: a later call for it is no repeat.
+      if (leases.holds(token)) unansweredSettlements.add(token);
+      throw err;
+    }
+    const [outcome, claimable, nextDueAt] = reply;
+    unansweredSettlements.delete(token);
     leases.release(token);
     if (outcome === 'settled') apply(runnableStateOf(claimable as number, nextDueAt as number));
     return outcome;

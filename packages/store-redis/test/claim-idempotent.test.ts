@@ -15,7 +15,7 @@ import {
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('claim-10.lua with a token that already holds a lease', () => {
+describe.skipIf(!reachable)('claim-11.lua with a token that already holds a lease', () => {
   const pools = usePools();
 
   describe('when the same token claims twice', () => {

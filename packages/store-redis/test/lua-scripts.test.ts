@@ -9,7 +9,7 @@ describe('lua scripts', () => {
     it('inlines every include once and leaves no include line', async () => {
       const scripts = await loadLuaScripts();
       const claim = scripts.find((script) => script.name === 'claim');
-      expect(claim?.numberOfKeys).toBe(10);
+      expect(claim?.numberOfKeys).toBe(11);
       expect(claim?.source).not.toContain('@include');
       // includes/pool is named by the script and needed by the others it includes: inlined once.
       expect(claim?.source.match(/^local K = \{/gm)).toHaveLength(1);
@@ -39,10 +39,10 @@ describe('lua scripts', () => {
     const files = readdirSync(luaFolder).filter((file) => file.endsWith('.lua'));
     it.each(files)('%s opens with a header naming its KEYS, ARGV and reply', (file) => {
       const header = /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';
-      expect(header).toMatch(/^\s+KEYS: the ten pool keys of includes\/pool/m);
+      expect(header).toMatch(/^\s+KEYS: the eleven pool keys of includes\/pool/m);
       expect(header).toMatch(/^\s+ARGV\[1\.\.3\] key prefix, now \(ms\), replica id/m);
       expect(header).toMatch(/^\s+Returns/m);
-      expect(file).toMatch(/-10\.lua$/);
+      expect(file).toMatch(/-11\.lua$/);
     });
   });
 });

@@ -12,7 +12,7 @@ import {
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('register-10.lua', () => {
+describe.skipIf(!reachable)('register-11.lua', () => {
   const pools = usePools();
 
   describe('when a replica differs from the live replicas', () => {

@@ -12,7 +12,7 @@ import {
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('renew-10.lua and fencing', () => {
+describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
   const pools = usePools();
 
   describe('when another replica reclaimed a turn', () => {

@@ -12,7 +12,7 @@ import {
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('complete-10.lua, retry-10.lua, abandon-10.lua', () => {
+describe.skipIf(!reachable)('complete-11.lua, retry-11.lua, abandon-11.lua', () => {
   const pools = usePools();
 
   describe('when a turn is settled twice', () => {
@@ -123,7 +123,7 @@ describe.skipIf(!reachable)('complete-10.lua, retry-10.lua, abandon-10.lua', () 
         const left = (await poolKeyNames(runner.client, pools.prefix))
           .map((key) => key.split('}:')[1])
           .sort();
-        expect(left).toEqual(['config', 'counts', 'dedup', 'pipelines', 'replicas', 'seq']);
+        expect(left).toEqual(['config', 'counts', 'dedup', 'pipelines', 'replicas', 'seq', 'settled']);
       } finally {
         await runner.close();
       }

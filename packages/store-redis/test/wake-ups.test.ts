@@ -14,7 +14,7 @@ function countWakeups(pool: { onRunnable(listener: () => void): () => void }): (
   return () => wakeups;
 }
 
-describe.skipIf(!reachable)('wake-ups (wake-10.lua, the runnable channel)', () => {
+describe.skipIf(!reachable)('wake-ups (wake-11.lua, the runnable channel)', () => {
   const pools = usePools();
 
   describe('when one replica makes work claimable', () => {

@@ -3,7 +3,7 @@
   limits and pipeline policies that `register` stored.
 
   KEYS (the order of src/pool-keys.ts):
-    KEYS[1]  config    HASH   limits and pipeline policies of the replicas (see register-10.lua)
+    KEYS[1]  config    HASH   limits and pipeline policies of the replicas (see register-11.lua)
     KEYS[2]  counts    HASH   pending, inflight, inflight:<pipeline>
     KEYS[3]  sessions  HASH   session -> turns running; a field exists while the session has
                               something queued or running
@@ -14,6 +14,8 @@
     KEYS[8]  replicas  ZSET   replica id, scored by when its heartbeat expires
     KEYS[9]  seq       STRING acceptance counter: a message's age
     KEYS[10] pipelines SET    pipelines that have a ready set
+    KEYS[11] settled   ZSET   '<kind>:<token>' of a settled claim (kind: complete, retry,
+                              abandon), scored by when the tombstone expires (the caller's clock)
 
   ARGV[1] key prefix ('{<prefix>}:') for the keys named by session, message, pipeline or token:
           q:<session> LIST of message seqs, m:<seq> HASH of one message, ready:<pipeline> ZSET
@@ -36,6 +38,7 @@ local K = {
   replicas = KEYS[8],
   seq = KEYS[9],
   pipelines = KEYS[10],
+  settled = KEYS[11],
 }
 local prefix = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -45,6 +48,7 @@ local replica = ARGV[3]
 local RECLAIM_PER_CALL = 10
 local PROMOTE_PER_CALL = 100
 local DEDUP_PURGE_PER_CALL = 100
+local TOMBSTONE_PURGE_PER_CALL = 100
 -- Marks a delayed session in `placed`: pipeline ids cannot contain it.
 local DELAYED = '~'
 
@@ -105,6 +109,15 @@ local function policyOf(pipeline)
   }
   cachedPolicies[pipeline] = policy
   return policy
+end
+
+-- Removes at most `limit` members of an expiring set (scored by expiry on the caller's clock)
+-- whose time has passed: Redis TTLs would run on Redis' clock, not the pool's.
+local function purgeExpired(key, limit)
+  local expired = rcall('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, limit)
+  if #expired > 0 then
+    rcall('ZREM', key, unpack(expired))
+  end
 end
 
 local function countOf(field)

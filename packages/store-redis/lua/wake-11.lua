@@ -3,8 +3,8 @@
   sessions and places the delayed sessions now due (both bounded), and tells the other replicas
   when a claim may now succeed.
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
 
   Returns {claimable (0|1), nextDueAt (ms, -1 for none), reclaimed}

@@ -1,11 +1,14 @@
 --[[
   Completes a claim: frees its slots and forgets its messages (their outcome is final). A token
-  that holds no lease (settled already, or reclaimed after it expired) changes nothing.
+  that holds no lease (settled already, or reclaimed after it expired) changes nothing; it
+  answers `settled` only to a flagged repeat of a complete that was applied (includes/settlement).
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
   ARGV[4] lease token
+  ARGV[5] '1' when repeating a complete of this token whose reply never came, else '0'
+  ARGV[6] how long the tombstone lasts, ms
 
   Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
 ]]
@@ -13,12 +16,14 @@
 --- @include "includes/place-session"
 --- @include "includes/leases"
 --- @include "includes/runnable-state"
+--- @include "includes/tombstones"
+--- @include "includes/settlement"
 
 assertRegistered()
 
-local lease = releaseLease(ARGV[4])
+local lease, reply = settleLease('complete')
 if not lease then
-  return { 'lost' }
+  return reply
 end
 for _, seq in ipairs(lease.seqs) do
   rcall('DEL', messageKey(seq))

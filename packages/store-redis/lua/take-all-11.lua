@@ -3,8 +3,8 @@
   is not durable); the caller repeats with the returned cursor until it is '0'. Running turns
   stay.
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
   ARGV[4] cursor ('0' to start)
   ARGV[5] sessions to visit in this call (a hint to HSCAN)

@@ -3,8 +3,8 @@
   (dropping the session's oldest waiting messages), the push and the session's placement
   (docs/design.md §2 "Query pool"). A refused enqueue marks no delivery key.
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
   ARGV[4]  the QueuedMessage JSON without `attempt` and `retryAtMs` (kept as fields beside it)
   ARGV[5]  message id
@@ -36,10 +36,7 @@ local session = ARGV[7]
 local deliveryKey = ARGV[13]
 
 if deliveryKey ~= '' then
-  local expired = rcall('ZRANGEBYSCORE', K.dedup, '-inf', now, 'LIMIT', 0, DEDUP_PURGE_PER_CALL)
-  if #expired > 0 then
-    rcall('ZREM', K.dedup, unpack(expired))
-  end
+  purgeExpired(K.dedup, DEDUP_PURGE_PER_CALL)
   local expiresAt = rcall('ZSCORE', K.dedup, deliveryKey)
   if expiresAt and tonumber(expiresAt) > now then
     return { 'duplicate' }

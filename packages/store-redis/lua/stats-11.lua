@@ -1,8 +1,8 @@
 --[[
   The pool's counts, cluster-wide.
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
 
   Returns {pending, inflight, sessions, {pipeline, turns running, ...}}

@@ -7,8 +7,8 @@
   counts the claim. The lease is created under the caller's token: a claim repeated with a token
   that holds a lease (its reply was lost) answers that same turn and takes no second slot.
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
   ARGV[4] lease token, made by the caller, unique per claim
   ARGV[5] lease duration, ms

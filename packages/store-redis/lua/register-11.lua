@@ -4,8 +4,8 @@
   expired) and the stored configuration differs, the newcomer is refused; when none is, the
   newcomer's configuration replaces the stored one.
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
   ARGV[4]    when this replica's heartbeat expires, ms
   ARGV[5]    the configuration's fingerprint (canonical JSON), compared whole

@@ -1,14 +1,17 @@
 --[[
   Retries a claim: frees its slots and puts its messages back at the head of their session,
   runnable `delay` from now (each keeps its attempt count and age), except the messages listed
-  as final: they are forgotten, as by complete. A token that holds no lease changes nothing.
+  as final: they are forgotten, as by complete. A token that holds no lease changes nothing; it
+  answers `settled` only to a flagged repeat of a retry that was applied (includes/settlement).
 
-  KEYS: the ten pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
-        dedup, replicas, seq, pipelines)
+  KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
+        dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
   ARGV[4]    lease token
-  ARGV[5]    delay, ms
-  ARGV[6...] ids of the messages whose outcome is final
+  ARGV[5]    '1' when repeating a retry of this token whose reply never came, else '0'
+  ARGV[6]    how long the tombstone lasts, ms
+  ARGV[7]    delay, ms
+  ARGV[8...] ids of the messages whose outcome is final
 
   Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
 ]]
@@ -16,16 +19,18 @@
 --- @include "includes/place-session"
 --- @include "includes/leases"
 --- @include "includes/runnable-state"
+--- @include "includes/tombstones"
+--- @include "includes/settlement"
 
 assertRegistered()
 
-local lease = releaseLease(ARGV[4])
+local lease, reply = settleLease('retry')
 if not lease then
-  return { 'lost' }
+  return reply
 end
-local retryAt = now + tonumber(ARGV[5])
+local retryAt = now + tonumber(ARGV[7])
 local final = {}
-for index = 6, #ARGV do
+for index = 8, #ARGV do
   final[ARGV[index]] = true
 end
 local retried = {}
