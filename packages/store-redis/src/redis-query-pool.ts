@@ -22,11 +22,16 @@ import {
   fingerprintOf,
 } from './config-fingerprint.js';
 import { type StoreHealth, checkRedisHealth } from './health.js';
-import { LeaseKeeper, type Renewal } from './lease-keeper.js';
+import { LeaseKeeper, type Renewal, leaseTimingProblems } from './lease-keeper.js';
 import type { ScriptName } from './lua-scripts.js';
 import { openPoolConnection } from './pool-connection.js';
 import { poolKeysOf } from './pool-keys.js';
-import { type RedisClientFactory, redisClientFactory, storeFailure } from './redis-connection.js';
+import {
+  FAIL_FAST_OPTIONS,
+  type RedisClientFactory,
+  redisClientFactory,
+  storeFailure,
+} from './redis-connection.js';
 import {
   type MessageReply,
   type ReclaimedReply,
@@ -116,7 +121,17 @@ export interface RedisQueryPool extends QueryPool {
  */
 export async function createRedisQueryPool(options: RedisQueryPoolOptions): Promise<RedisQueryPool> {
   const settings = { ...DEFAULTS, ...options };
-  const { leaseMs, refusalRetryAfterMs } = settings;
+  const { leaseMs, renewEveryMs, fenceAfterMs, refusalRetryAfterMs } = settings;
+  const timingProblems = leaseTimingProblems(
+    { leaseMs, renewEveryMs, fenceAfterMs },
+    FAIL_FAST_OPTIONS.commandTimeout,
+  );
+  if (timingProblems.length > 0) {
+    throw new SwitchboardError('SB_CONFIG_INVALID', {
+      message: `the redis query pool's lease timing is invalid:\n${timingProblems.join('\n')}`,
+      details: { problems: timingProblems },
+    });
+  }
   const logger = (options.logger ?? silentLogger).child({ component: 'pool.redis' });
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const keys = poolKeysOf(options.prefix);
@@ -174,7 +189,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * `settled` instead of `lost` (lua/includes/settlement.lua).
    */
   const unansweredSettlements = new Set<string>();
-  const tombstoneMs = settings.fenceAfterMs + TOMBSTONE_MARGIN_MS;
+  const tombstoneMs = fenceAfterMs + TOMBSTONE_MARGIN_MS;
   let closed = false;
   let shutDown = false;
 
@@ -236,8 +251,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       for (const listener of leaseLostListeners) listener(token);
     },
     now,
-    renewEveryMs: settings.renewEveryMs,
-    fenceAfterMs: settings.fenceAfterMs,
+    renewEveryMs,
+    fenceAfterMs,
     logger,
   });
   await wake();

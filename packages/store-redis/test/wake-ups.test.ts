@@ -65,8 +65,10 @@ describe.skipIf(!reachable)('wake-ups (wake-11.lua, the runnable channel)', () =
   describe('when a lease expires', () => {
     it('wakes the replica that learnt the deadline, whose timer reclaims the turn', async () => {
       const holderClock = manualClock(Date.now());
-      const holder = await pools.open({ now: holderClock.now, leaseMs: 300, renewEveryMs: 60_000 });
-      const other = await pools.open({ now: Date.now, leaseMs: 300 });
+      // The shortest lease the timing rules allow (fencing plus the 2 s command timeout first).
+      const leases = { leaseMs: 2400, renewEveryMs: 100, fenceAfterMs: 300 };
+      const holder = await pools.open({ now: holderClock.now, ...leases });
+      const other = await pools.open({ now: Date.now, ...leases });
       await holder.enqueue(queued('A', Date.now()));
       const turn = (await holder.claim()) as Turn;
       const wakeups = countWakeups(other);
