@@ -11,6 +11,7 @@ import {
   SwitchboardError,
   type Turn,
   WakeTimer,
+  isSwitchboardError,
   requestIdOf,
   silentLogger,
   turnIdOf,
@@ -264,16 +265,30 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   ): Promise<Settlement> {
     const token = turn.lease?.token;
     if (token === undefined) return 'lost';
-    // Released once answered, not before: while the store is unreachable the caller writes the
-    // settlement again (docs/design.md §5 "Redis down"), and the lease must hold meanwhile, or
-    // another replica would run the turn again; fencing ends the wait if Redis stays away.
+    // Released once answered (or failed for good), not before: while the store is unreachable
+    // the caller writes the settlement again (docs/design.md §5 "Redis down"), and the lease must
+    // hold meanwhile, or another replica would run the turn again; fencing ends the wait if Redis
+    // stays away.
     const repeat = unansweredSettlements.has(token) ? '1' : '0';
     let reply: [Settlement, number?, number?];
     try {
       reply = await run(script, token, repeat, tombstoneMs, ...args);
     } catch (err) {
-      // A token already answered or given up is not held: a later call for it is no repeat.
-      if (leases.holds(token)) unansweredSettlements.add(token);
+      if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
+        // A token already answered or given up is not held: a later call for it is no repeat.
+        if (leases.holds(token)) unansweredSettlements.add(token);
+        throw err;
+      }
+      // Writing it again would fail the same way: renewing the lease meanwhile would keep the
+      // session stuck until this replica stops. Let it expire, so the turn runs again elsewhere.
+      unansweredSettlements.delete(token);
+      if (leases.holds(token)) {
+        leases.release(token);
+        logger.error(
+          { err, script, token, turnId: turn.id, session: turn.session },
+          'settlement failed for good: releasing the lease; the turn runs again once it expires',
+        );
+      }
       throw err;
     }
     const [outcome, claimable, nextDueAt] = reply;
