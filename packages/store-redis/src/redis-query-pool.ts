@@ -314,7 +314,6 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         queued.session,
         queued.pipeline,
         queued.message.sender.id,
-        queued.acceptedAt,
         queued.attempt,
         queued.retryAtMs ?? '',
         delivery?.key ?? '',
