@@ -141,10 +141,13 @@ export function leaseTimingProblems(timing: LeaseTiming, commandTimeoutMs: numbe
   const { leaseMs, renewEveryMs, fenceAfterMs } = timing;
   const problems: string[] = [];
   for (const [option, value] of Object.entries(timing)) {
-    if (!Number.isFinite(value) || value <= 0) problems.push(`${option}: must be a positive number of ms, got ${value}`);
+    if (!Number.isFinite(value) || value <= 0)
+      problems.push(`${option}: must be a positive number of ms, got ${value}`);
   }
   if (!(renewEveryMs < fenceAfterMs)) {
-    problems.push(`renewEveryMs: must be less than fenceAfterMs (${fenceAfterMs} ms), got ${renewEveryMs} ms`);
+    problems.push(
+      `renewEveryMs: must be less than fenceAfterMs (${fenceAfterMs} ms), got ${renewEveryMs} ms`,
+    );
   }
   if (!(fenceAfterMs + commandTimeoutMs < leaseMs)) {
     problems.push(

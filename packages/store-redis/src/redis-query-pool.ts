@@ -20,6 +20,7 @@ import {
   type SharedPipelinePolicy,
   configFieldsOf,
   configMismatch,
+  differencesOf,
   fingerprintOf,
 } from './config-fingerprint.js';
 import { type StoreHealth, checkRedisHealth } from './health.js';
@@ -287,7 +288,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     leases.giveUpAll();
     if (known) return;
     logger.error(
-      { differences: refusal.details?.differences },
+      { differences: differencesOf(fingerprint, stored) },
       'config mismatch: live replicas run other limits or pipeline policies; this replica gave up its turns and refuses work until they are gone',
     );
   }
@@ -485,6 +486,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       closed = true;
     },
 
+    // Takes the waiting messages of every replica, not this one's only: the controller calls it
+    // only for a pool that is not durable, so nothing calls it here (docs/design.md §2 "Shutdown").
     async takeAll() {
       const taken = [];
       let cursor = '0';
@@ -509,7 +512,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     async health() {
       if (mismatch !== undefined) {
-        const differences = (mismatch.details?.differences as string[]).join('; ');
+        const differences = (mismatch.details as { differences: string[] }).differences.join('; ');
         return { ok: false, detail: `config mismatch with the live replicas: ${differences}` };
       }
       return checkRedisHealth(client);

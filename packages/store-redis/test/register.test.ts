@@ -121,7 +121,10 @@ describe.skipIf(!reachable)('register-11.lua', () => {
       const { stalled, stalledClock, logger, newcomer } = await stalledReplica();
       await pools.shutdown(newcomer);
       await eventually(
-        () => logger.lines.some((line) => line.message.startsWith('config replaced while this replica was silent')),
+        () =>
+          logger.lines.some((line) =>
+            line.message.startsWith('config replaced while this replica was silent'),
+          ),
         5000,
         'the configuration registered again',
       );

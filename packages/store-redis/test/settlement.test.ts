@@ -143,7 +143,8 @@ describe.skipIf(!reachable)('complete-11.lua, retry-11.lua, abandon-11.lua', () 
       const turn = (await holder.claim()) as Turn;
       const admin = new Redis(REDIS_URL);
       const settledKey = `{${pools.prefix}}:settled`;
-      const heartbeat = async () => Number(await admin.zscore(`{${pools.prefix}}:replicas`, holder.replicaId));
+      const heartbeat = async () =>
+        Number(await admin.zscore(`{${pools.prefix}}:replicas`, holder.replicaId));
       try {
         // A key of the wrong type: the script fails with WRONGTYPE before it writes anything.
         await admin.set(settledKey, 'not a sorted set');
