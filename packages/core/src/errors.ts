@@ -32,7 +32,7 @@ export const ERROR_CODES = {
   SB_CHANNEL_SEND_TIMEOUT: { status: 504, message: 'sending to the platform did not finish in time' },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_STORE_CONFIG_MISMATCH: {
-    status: 400,
+    status: 503,
     message: 'the limits or pipeline policies of this replica differ from those of the shared store',
   },
   SB_LEASE_LOST: { status: 503, message: 'the turn was taken over by another replica' },

@@ -16,7 +16,7 @@
   Returns {claimable (0|1), nextDueAt (ms, -1 for none), reclaimed, turn}
     reclaimed  {{token, session, pipeline, replica, {request ids}}...}: expired leases taken over
     turn       {} when nothing may run, else
-               {token, session, pipeline, expiresAt, {{payload, attempt, retryAt or ''}...}}
+               {token, session, pipeline, expiresAt, {{payload, attempt, retryAt or '', acceptedAt}...}}
 ]]
 --- @include "includes/pool"
 --- @include "includes/place-session"

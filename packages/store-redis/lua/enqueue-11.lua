@@ -6,23 +6,24 @@
   KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
         dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
-  ARGV[4]  the QueuedMessage JSON without `attempt` and `retryAtMs` (kept as fields beside it)
+  ARGV[4]  the QueuedMessage JSON without `attempt`, `retryAtMs` and `acceptedAt` (kept as fields
+           beside it; acceptedAt is this call's `now`, so that the debounce and max_wait of one
+           burst run on the pool's clock whichever replica accepted each message)
   ARGV[5]  message id
   ARGV[6]  request id (`requestIdOf`), from which turn ids are made
   ARGV[7]  session key
   ARGV[8]  pipeline id
   ARGV[9]  sender id (a debounce run is one sender's)
-  ARGV[10] acceptedAt, ms
-  ARGV[11] attempt
-  ARGV[12] retryAtMs, or '' for none
-  ARGV[13] delivery key, or '' for none
-  ARGV[14] when the delivery key expires, ms on the caller's clock
-  ARGV[15] '1' for a last delivery: kept past max_pending
+  ARGV[10] attempt
+  ARGV[11] retryAtMs, or '' for none
+  ARGV[12] delivery key, or '' for none
+  ARGV[13] when the delivery key expires, ms on the caller's clock
+  ARGV[14] '1' for a last delivery: kept past max_pending
 
   Returns
     {'duplicate'}   the delivery key was seen and has not expired
     {'queue_full'}  max_pending messages wait already
-    {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt}...}}
+    {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt, acceptedAt}...}}
                     the last part lists the messages dropped from the full session
 ]]
 --- @include "includes/pool"
@@ -33,7 +34,7 @@
 assertRegistered()
 
 local session = ARGV[7]
-local deliveryKey = ARGV[13]
+local deliveryKey = ARGV[12]
 
 if deliveryKey ~= '' then
   purgeExpired(K.dedup, DEDUP_PURGE_PER_CALL)
@@ -43,19 +44,19 @@ if deliveryKey ~= '' then
   end
 end
 
-if ARGV[15] ~= '1' and countOf('pending') >= limits().maxPending then
+if ARGV[14] ~= '1' and countOf('pending') >= limits().maxPending then
   return { 'queue_full' }
 end
 
 if deliveryKey ~= '' then
-  rcall('ZADD', K.dedup, ARGV[14], deliveryKey)
+  rcall('ZADD', K.dedup, ARGV[13], deliveryKey)
 end
 
 local seq = rcall('INCR', K.seq)
 rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', ARGV[6], 'session', session,
-  'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', ARGV[10], 'attempt', ARGV[11])
-if ARGV[12] ~= '' then
-  rcall('HSET', messageKey(seq), 'retryAt', ARGV[12])
+  'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10])
+if ARGV[11] ~= '' then
+  rcall('HSET', messageKey(seq), 'retryAt', ARGV[11])
 end
 rcall('HSETNX', K.sessions, session, 0)
 

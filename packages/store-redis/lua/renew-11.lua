@@ -7,14 +7,19 @@
   (includes/settlement). Purges expired tombstones (bounded), so that they go while nothing
   settles too. Also reports the pool's runnable state, so that a replica whose wake-up on the
   channel was lost finds the work anyway.
+  A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
+  with other values registered meanwhile) is not renewed: it leaves the live replicas and is
+  told so, and registers again or refuses work (docs/design.md §5 "Replicas agree").
 
   KEYS: the eleven pool keys of includes/pool (config, counts, sessions, placed, delayed, leases,
         dedup, replicas, seq, pipelines, settled)
   ARGV[1..3] key prefix, now (ms), replica id
   ARGV[4]    lease duration, ms: the leases and the heartbeat last that long from now
-  ARGV[5...] the lease tokens this replica holds
+  ARGV[5]    this replica's configuration fingerprint (as given to register), compared whole
+  ARGV[6...] the lease tokens this replica holds
 
-  Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}}
+  Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}},
+    or {'config_mismatch', stored fingerprint}: nothing renewed, the replica left the live ones
 ]]
 --- @include "includes/pool"
 --- @include "includes/runnable-state"
@@ -22,11 +27,17 @@
 
 assertRegistered()
 
+local stored = rcall('HGET', K.config, 'fingerprint')
+if stored ~= ARGV[5] then
+  rcall('ZREM', K.replicas, replica)
+  return { 'config_mismatch', stored }
+end
+
 purgeExpired(K.settled, TOMBSTONE_PURGE_PER_CALL)
 local expiresAt = now + tonumber(ARGV[4])
 rcall('ZADD', K.replicas, expiresAt, replica)
 local lost = {}
-for index = 5, #ARGV do
+for index = 6, #ARGV do
   local token = ARGV[index]
   if rcall('HGET', leaseKey(token), 'replica') == replica then
     rcall('ZADD', K.leases, 'XX', expiresAt, token)

@@ -9,7 +9,7 @@
   ARGV[4] cursor ('0' to start)
   ARGV[5] sessions to visit in this call (a hint to HSCAN)
 
-  Returns {next cursor, {{payload, attempt, retryAt or ''}...}}
+  Returns {next cursor, {{payload, attempt, retryAt or '', acceptedAt}...}}
 ]]
 --- @include "includes/pool"
 --- @include "includes/place-session"

@@ -78,12 +78,16 @@ export function differencesOf(mine: string, stored: string): string[] {
     );
 }
 
-/** The refusal of a replica whose configuration differs from the running replicas'. */
-export function configMismatch(mine: string, stored: string): SwitchboardError {
+/**
+ * The refusal of a replica whose configuration differs from the running replicas': at start, or
+ * of its enqueues while it runs (then with `retryAfterMs`: another replica may take them).
+ */
+export function configMismatch(mine: string, stored: string, retryAfterMs?: number): SwitchboardError {
   const differences = differencesOf(mine, stored);
   return new SwitchboardError('SB_STORE_CONFIG_MISMATCH', {
     message: `this replica's limits or pipeline policies differ from those of the replicas running on the shared store:\n${differences.join('\n')}`,
     details: { differences },
+    retryAfterMs,
   });
 }
 

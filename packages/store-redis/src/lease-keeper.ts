@@ -34,7 +34,7 @@ export class LeaseKeeper {
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
     this.#lastRenewedAt = options.now();
-    this.#timer = setInterval(() => void this.renewNow(), options.renewEveryMs);
+    this.#timer = setInterval(() => this.#tick(), options.renewEveryMs);
     this.#timer.unref();
   }
 
@@ -56,6 +56,15 @@ export class LeaseKeeper {
     this.#held.delete(token);
   }
 
+  /**
+   * Fences first, whether or not a round is on its way: a renewal that hangs (a client without a
+   * command timeout) must not hold fencing back until after the leases expired.
+   */
+  #tick(): void {
+    this.#fenceIfOverdue();
+    void this.renewNow();
+  }
+
   /** One renewal round; skipped while the previous one is still on its way. */
   async renewNow(): Promise<void> {
     if (this.#renewing) return;
@@ -70,7 +79,12 @@ export class LeaseKeeper {
       }
       for (const token of lost) this.#giveUp(token);
     } catch (err) {
-      this.#fenceIfOverdue(err);
+      if (!this.#fenceIfOverdue(err)) {
+        this.#options.logger.warn(
+          { err, silentMs: this.#options.now() - this.#lastRenewedAt, turns: this.#held.size },
+          'lease renewal failed: retrying',
+        );
+      }
     } finally {
       this.#renewing = false;
     }
@@ -82,18 +96,22 @@ export class LeaseKeeper {
     this.#giveUpAll();
   }
 
-  #fenceIfOverdue(err: unknown): void {
+  /** Gives up every lease held now (`onLost` for each); renewals go on for later claims. */
+  giveUpAll(): void {
+    this.#giveUpAll();
+  }
+
+  /** Gives up every turn once no renewal has succeeded for `fenceAfterMs`; says whether it is that late. */
+  #fenceIfOverdue(err?: unknown): boolean {
     const silentMs = this.#options.now() - this.#lastRenewedAt;
-    if (silentMs < this.#options.fenceAfterMs) {
-      this.#options.logger.warn({ err, silentMs, turns: this.#held.size }, 'lease renewal failed: retrying');
-      return;
-    }
-    if (this.#held.size === 0) return;
+    if (silentMs < this.#options.fenceAfterMs) return false;
+    if (this.#held.size === 0) return true;
     this.#options.logger.error(
       { err, silentMs, turns: this.#held.size },
       "lease lost: no renewal for too long, giving up this replica's turns",
     );
     this.#giveUpAll();
+    return true;
   }
 
   #giveUpAll(): void {
@@ -105,4 +123,36 @@ export class LeaseKeeper {
     if (!this.#held.delete(token)) return;
     this.#options.onLost(token);
   }
+}
+
+/** The timing a pool's leases run on, ms. */
+export interface LeaseTiming {
+  leaseMs: number;
+  renewEveryMs: number;
+  fenceAfterMs: number;
+}
+
+/**
+ * One `option: problem` line per broken rule of docs/design.md §5 "If a replica dies": fencing
+ * (checked once per renewal round) must fire, and a call the replica made just before must have
+ * timed out, before the lease expires and another replica may run the turn.
+ */
+export function leaseTimingProblems(timing: LeaseTiming, commandTimeoutMs: number): string[] {
+  const { leaseMs, renewEveryMs, fenceAfterMs } = timing;
+  const problems: string[] = [];
+  for (const [option, value] of Object.entries(timing)) {
+    if (!Number.isFinite(value) || value <= 0)
+      problems.push(`${option}: must be a positive number of ms, got ${value}`);
+  }
+  if (!(renewEveryMs < fenceAfterMs)) {
+    problems.push(
+      `renewEveryMs: must be less than fenceAfterMs (${fenceAfterMs} ms), got ${renewEveryMs} ms`,
+    );
+  }
+  if (!(fenceAfterMs + commandTimeoutMs < leaseMs)) {
+    problems.push(
+      `fenceAfterMs: with the ${commandTimeoutMs} ms command timeout must end before leaseMs (${leaseMs} ms), got ${fenceAfterMs} ms`,
+    );
+  }
+  return problems;
 }

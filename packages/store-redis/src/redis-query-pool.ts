@@ -11,6 +11,7 @@ import {
   SwitchboardError,
   type Turn,
   WakeTimer,
+  isSwitchboardError,
   requestIdOf,
   silentLogger,
   turnIdOf,
@@ -19,14 +20,20 @@ import {
   type SharedPipelinePolicy,
   configFieldsOf,
   configMismatch,
+  differencesOf,
   fingerprintOf,
 } from './config-fingerprint.js';
 import { type StoreHealth, checkRedisHealth } from './health.js';
-import { LeaseKeeper, type Renewal } from './lease-keeper.js';
+import { LeaseKeeper, type Renewal, leaseTimingProblems } from './lease-keeper.js';
 import type { ScriptName } from './lua-scripts.js';
 import { openPoolConnection } from './pool-connection.js';
 import { poolKeysOf } from './pool-keys.js';
-import { type RedisClientFactory, redisClientFactory, storeFailure } from './redis-connection.js';
+import {
+  FAIL_FAST_OPTIONS,
+  type RedisClientFactory,
+  redisClientFactory,
+  storeFailure,
+} from './redis-connection.js';
 import {
   type MessageReply,
   type ReclaimedReply,
@@ -91,6 +98,19 @@ const MAX_RETRY_DELAY_MS = 2 ** 31 - 1;
  */
 const TOMBSTONE_MARGIN_MS = 50_000;
 
+/** How long `shutdown()` waits for claims under way, and then for handing back unstarted ones. */
+const HAND_BACK_TIMEOUT_MS = 2000;
+
+/** Waits until every one of `promises` settled, at most `ms`. */
+async function settledWithin(promises: Array<Promise<unknown>>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([Promise.allSettled(promises), timeout]);
+  clearTimeout(timer);
+}
+
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
 
@@ -98,12 +118,16 @@ const TAKE_ALL_CHUNK = 20;
 export interface RedisQueryPool extends QueryPool {
   /** This replica's id in leases and heartbeats. */
   readonly replicaId: string;
-  /** Redis answers and evicts nothing (`maxmemory-policy noeviction`); for `/readyz`. */
+  /**
+   * Redis answers and evicts nothing (`maxmemory-policy noeviction`), and live replicas do not
+   * run another configuration; for `/readyz`.
+   */
   health(): Promise<StoreHealth>;
   /**
-   * Stops the timers, renewals and subscription, leaves the live replicas and closes the
-   * connections. Turns still held are given up (`onLeaseLost`): their leases expire and another
-   * replica runs them again. Drain the controller first.
+   * Stops the timers, renewals and subscription, hands back unrun the claims that never started
+   * (answered after this began, or never answered; bounded), leaves the live replicas and closes
+   * the connections. Turns still held are given up (`onLeaseLost`): their leases expire and
+   * another replica runs them again. Drain the controller first.
    */
   shutdown(): Promise<void>;
 }
@@ -116,7 +140,17 @@ export interface RedisQueryPool extends QueryPool {
  */
 export async function createRedisQueryPool(options: RedisQueryPoolOptions): Promise<RedisQueryPool> {
   const settings = { ...DEFAULTS, ...options };
-  const { leaseMs, refusalRetryAfterMs } = settings;
+  const { leaseMs, renewEveryMs, fenceAfterMs, refusalRetryAfterMs } = settings;
+  const timingProblems = leaseTimingProblems(
+    { leaseMs, renewEveryMs, fenceAfterMs },
+    FAIL_FAST_OPTIONS.commandTimeout,
+  );
+  if (timingProblems.length > 0) {
+    throw new SwitchboardError('SB_CONFIG_INVALID', {
+      message: `the redis query pool's lease timing is invalid:\n${timingProblems.join('\n')}`,
+      details: { problems: timingProblems },
+    });
+  }
   const logger = (options.logger ?? silentLogger).child({ component: 'pool.redis' });
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const keys = poolKeysOf(options.prefix);
@@ -174,9 +208,16 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * `settled` instead of `lost` (lua/includes/settlement.lua).
    */
   const unansweredSettlements = new Set<string>();
-  const tombstoneMs = settings.fenceAfterMs + TOMBSTONE_MARGIN_MS;
+  /** Claim calls on their way: `shutdown()` waits for them (bounded) to hand their turns back. */
+  const claimsUnderWay = new Set<Promise<unknown>>();
+  const tombstoneMs = fenceAfterMs + TOMBSTONE_MARGIN_MS;
   let closed = false;
   let shutDown = false;
+  /**
+   * Set while live replicas run another configuration than this one (found by a renewal after
+   * this replica's heartbeat lapsed): enqueues are refused with it and claims find nothing.
+   */
+  let mismatch: SwitchboardError | undefined;
 
   function notify(): void {
     for (const listener of runnableListeners) listener();
@@ -224,10 +265,57 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     throw storeFailure(err, refusalRetryAfterMs);
   }
 
+  /** Whether this replica could register its configuration again (no other replica is alive). */
+  async function registerAgain(): Promise<boolean> {
+    try {
+      await register();
+    } catch (err) {
+      if (isSwitchboardError(err, 'SB_STORE_CONFIG_MISMATCH')) return false;
+      throw err;
+    }
+    logger.warn(
+      {},
+      'config replaced while this replica was silent; no other replica is alive: registered this configuration again',
+    );
+    return true;
+  }
+
+  /** Live replicas run another configuration: give up every turn and refuse work until they are gone. */
+  function refuseWork(stored: string): void {
+    const refusal = configMismatch(fingerprint, stored, refusalRetryAfterMs);
+    const known = mismatch?.message === refusal.message;
+    mismatch = refusal;
+    leases.giveUpAll();
+    if (known) return;
+    logger.error(
+      { differences: differencesOf(fingerprint, stored) },
+      'config mismatch: live replicas run other limits or pipeline policies; this replica gave up its turns and refuses work until they are gone',
+    );
+  }
+
+  function acceptWorkAgain(): void {
+    if (mismatch === undefined) return;
+    mismatch = undefined;
+    logger.info({}, 'config mismatch resolved: this replica takes work again');
+  }
+
+  type RenewReply = [number, number, string[]] | ['config_mismatch', string];
+  const isMismatch = (reply: RenewReply): reply is ['config_mismatch', string] =>
+    reply[0] === 'config_mismatch';
+
   const leases = new LeaseKeeper({
     async renew(tokens): Promise<Renewal> {
       const startedAt = now();
-      const [claimable, nextDueAt, lost] = await run<[number, number, string[]]>('renew', leaseMs, ...tokens);
+      const renewal = () => run<RenewReply>('renew', leaseMs, fingerprint, ...tokens);
+      let reply = await renewal();
+      if (isMismatch(reply) && (await registerAgain())) reply = await renewal();
+      if (isMismatch(reply)) {
+        refuseWork(reply[1]);
+        // Nothing is held any more: nothing to renew.
+        return { lost: [], expiresAt: startedAt + leaseMs };
+      }
+      acceptWorkAgain();
+      const [claimable, nextDueAt, lost] = reply;
       apply(runnableStateOf(claimable, nextDueAt));
       return { lost, expiresAt: startedAt + leaseMs };
     },
@@ -236,11 +324,50 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       for (const listener of leaseLostListeners) listener(token);
     },
     now,
-    renewEveryMs: settings.renewEveryMs,
-    fenceAfterMs: settings.fenceAfterMs,
+    renewEveryMs,
+    fenceAfterMs,
     logger,
   });
   await wake();
+
+  /** Claims answered after `shutdown()` began: never started, handed back by the shutdown. */
+  const claimedAfterShutdown: string[] = [];
+
+  async function claimOnce(): Promise<Turn | null> {
+    const token = unansweredClaims.shift() ?? randomUUID();
+    let reply: [number, number, ReclaimedReply[], TurnReply];
+    try {
+      reply = await run('claim', token, leaseMs);
+    } catch (err) {
+      unansweredClaims.push(token);
+      throw err;
+    }
+    const [, nextDueAt, reclaimed, turnReply] = reply;
+    logReclaimed(reclaimed);
+    const turn = turnOf(turnReply);
+    // Answered once this replica may no longer start it: nobody would renew the lease, and
+    // leaving it to expire would count an attempt that never ran (docs/design.md §5).
+    if (turn !== null && shutDown) claimedAfterShutdown.push(token);
+    else if (turn !== null && mismatch !== undefined) void handBack(token);
+    if (shutDown || mismatch !== undefined) return null;
+    if (turn !== null) leases.hold(turn.lease);
+    // The timer only: the caller claims again until null anyway, and the script told the other
+    // replicas about work it reclaimed.
+    apply(runnableStateOf(0, nextDueAt));
+    return turn;
+  }
+
+  /**
+   * Gives back a claim that never started (`abandon` with `ran: false`: its attempt is undone),
+   * best effort: if it fails, the lease expires and the attempt counts.
+   */
+  async function handBack(token: string): Promise<void> {
+    try {
+      await run('abandon', token, '0', tombstoneMs, '0');
+    } catch (err) {
+      logger.warn({ err, token }, 'claim hand-back failed: its lease expires and the attempt counts');
+    }
+  }
 
   async function settle(
     turn: Turn,
@@ -249,16 +376,30 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   ): Promise<Settlement> {
     const token = turn.lease?.token;
     if (token === undefined) return 'lost';
-    // Released once answered, not before: while the store is unreachable the caller writes the
-    // settlement again (docs/design.md §5 "Redis down"), and the lease must hold meanwhile, or
-    // another replica would run the turn again; fencing ends the wait if Redis stays away.
+    // Released once answered (or failed for good), not before: while the store is unreachable
+    // the caller writes the settlement again (docs/design.md §5 "Redis down"), and the lease must
+    // hold meanwhile, or another replica would run the turn again; fencing ends the wait if Redis
+    // stays away.
     const repeat = unansweredSettlements.has(token) ? '1' : '0';
     let reply: [Settlement, number?, number?];
     try {
       reply = await run(script, token, repeat, tombstoneMs, ...args);
     } catch (err) {
-      // A token already answered or given up is not held: a later call for it is no repeat.
-      if (leases.holds(token)) unansweredSettlements.add(token);
+      if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
+        // A token already answered or given up is not held: a later call for it is no repeat.
+        if (leases.holds(token)) unansweredSettlements.add(token);
+        throw err;
+      }
+      // Writing it again would fail the same way: renewing the lease meanwhile would keep the
+      // session stuck until this replica stops. Let it expire, so the turn runs again elsewhere.
+      unansweredSettlements.delete(token);
+      if (leases.holds(token)) {
+        leases.release(token);
+        logger.error(
+          { err, script, token, turnId: turn.id, session: turn.session },
+          'settlement failed for good: releasing the lease; the turn runs again once it expires',
+        );
+      }
       throw err;
     }
     const [outcome, claimable, nextDueAt] = reply;
@@ -276,6 +417,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       // Durable: a last delivery is kept while draining too (it runs on another replica or later).
       const last = enqueueOptions?.last === true;
       if (closed && !last) return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
+      // A last delivery is kept here too: refusing it would lose it, and the replicas running the
+      // stored configuration take it.
+      if (mismatch !== undefined && !last) throw mismatch;
       const reply = await run<[string, number?, number?, MessageReply[]?]>(
         'enqueue',
         payloadOf(queued),
@@ -284,7 +428,6 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         queued.session,
         queued.pipeline,
         queued.message.sender.id,
-        queued.acceptedAt,
         queued.attempt,
         queued.retryAtMs ?? '',
         delivery?.key ?? '',
@@ -300,26 +443,14 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     async claim() {
-      if (shutDown) return null;
-      const token = unansweredClaims.shift() ?? randomUUID();
-      let reply: [number, number, ReclaimedReply[], TurnReply];
+      if (shutDown || mismatch !== undefined) return null;
+      const attempt = claimOnce();
+      claimsUnderWay.add(attempt);
       try {
-        reply = await run('claim', token, leaseMs);
-      } catch (err) {
-        unansweredClaims.push(token);
-        throw err;
+        return await attempt;
+      } finally {
+        claimsUnderWay.delete(attempt);
       }
-      const [, nextDueAt, reclaimed, turnReply] = reply;
-      logReclaimed(reclaimed);
-      // Answered after shutdown began: nobody renews the lease any more, so the turn is left to
-      // expire and run on another replica rather than started here.
-      if (shutDown) return null;
-      const turn = turnOf(turnReply);
-      if (turn !== null) leases.hold(turn.lease);
-      // The timer only: the caller claims again until null anyway, and the script told the other
-      // replicas about work it reclaimed.
-      apply(runnableStateOf(0, nextDueAt));
-      return turn;
     },
 
     complete(turn) {
@@ -355,6 +486,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       closed = true;
     },
 
+    // Takes the waiting messages of every replica, not this one's only: the controller calls it
+    // only for a pool that is not durable, so nothing calls it here (docs/design.md §2 "Shutdown").
     async takeAll() {
       const taken = [];
       let cursor = '0';
@@ -377,7 +510,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       return { pending, inflight, sessions, inflightByPipeline };
     },
 
-    health() {
+    async health() {
+      if (mismatch !== undefined) {
+        const differences = (mismatch.details as { differences: string[] }).differences.join('; ');
+        return { ok: false, detail: `config mismatch with the live replicas: ${differences}` };
+      }
       return checkRedisHealth(client);
     },
 
@@ -386,6 +523,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       shutDown = true;
       leases.stop();
       wakeTimer.cancel();
+      // Claims that never started are handed back, not left to expire with an attempt counted:
+      // those answered from now on, and those whose answer never came (Redis may have applied them).
+      await settledWithin([...claimsUnderWay], HAND_BACK_TIMEOUT_MS);
+      const unstarted = [...unansweredClaims.splice(0), ...claimedAfterShutdown.splice(0)];
+      await settledWithin(unstarted.map(handBack), HAND_BACK_TIMEOUT_MS);
       // Leaves the live replicas at once; with Redis gone, the heartbeat expires by itself.
       await client.zrem(keys.replicas, replicaId).catch(() => {});
       await connection.close();

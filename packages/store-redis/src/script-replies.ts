@@ -5,8 +5,8 @@ import { type QueuedMessage, type Turn, requestIdOf, turnIdOf } from '@switchboa
  * arrive as numbers, bulk strings as strings.
  */
 
-/** `{payload, attempt, retryAt or ''}`: a message as stored beside its mutable fields. */
-export type MessageReply = [payload: string, attempt: string, retryAt: string];
+/** `{payload, attempt, retryAt or '', acceptedAt}`: a message as stored beside the fields scripts set. */
+export type MessageReply = [payload: string, attempt: string, retryAt: string, acceptedAt: string];
 /** `{token, session, pipeline, replica, {request ids}}`: an expired lease taken over. */
 export type ReclaimedReply = [
   token: string,
@@ -32,18 +32,20 @@ export const runnableStateOf = (claimable: number, nextDueAt: number): RunnableS
 });
 
 /**
- * The message as stored: without `attempt` and `retryAtMs`, which live in fields beside the
- * payload so that scripts update them without decoding JSON (Redis' cjson would also turn an
- * empty array into an object).
+ * The message as stored: without `attempt`, `retryAtMs` and `acceptedAt`, which live in fields
+ * beside the payload so that scripts set them without decoding JSON (Redis' cjson would also
+ * turn an empty array into an object). `acceptedAt` is the enqueue script's `now`, not the
+ * caller's: the debounce of one burst compares times on one clock (lua/enqueue-11.lua).
  */
 export function payloadOf(queued: QueuedMessage): string {
-  const { attempt: _attempt, retryAtMs: _retryAtMs, ...stored } = queued;
+  const { attempt: _attempt, retryAtMs: _retryAtMs, acceptedAt: _acceptedAt, ...stored } = queued;
   return JSON.stringify(stored);
 }
 
-export function queuedOf([payload, attempt, retryAt]: MessageReply): QueuedMessage {
+export function queuedOf([payload, attempt, retryAt, acceptedAt]: MessageReply): QueuedMessage {
   const queued = JSON.parse(payload) as QueuedMessage;
   queued.attempt = Number(attempt);
+  queued.acceptedAt = Number(acceptedAt);
   if (retryAt !== '') queued.retryAtMs = Number(retryAt);
   return queued;
 }

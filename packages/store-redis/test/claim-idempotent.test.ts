@@ -1,4 +1,4 @@
-import type { Turn } from '@switchboard/core';
+import { type Outcome, PipelinePolicySchema, type Turn, createController } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,6 +70,97 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
         expect(((await pool.claim()) as Turn).session).toBe('B');
       } finally {
         admin.disconnect();
+      }
+    });
+  });
+
+  describe('when shutdown() finds claims that never started', () => {
+    // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
+    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+    const privatePools = usePools(() => redis.url);
+    let admin: Redis;
+    beforeAll(async () => {
+      redis = await startPrivateRedis();
+      admin = new Redis(redis.url);
+    });
+    afterAll(async () => {
+      admin?.disconnect();
+      await redis?.remove();
+    });
+    const inflight = async () => Number(await admin.hget(`{${privatePools.prefix}}:counts`, 'inflight'));
+
+    /** Another replica whose controller runs pipeline `p` with `retry.max_attempts: 1`. */
+    async function survivor() {
+      const policy = PipelinePolicySchema.parse({ id: 'p', retry: { max_attempts: 1 } });
+      const pool = await privatePools.open({ pipelines: [{ id: 'p', retry: { max_attempts: 1 } }] });
+      const attempts: number[] = [];
+      const outcomes: Outcome[] = [];
+      const controller = createController({
+        pool,
+        pipelines: new Map([
+          [
+            'p',
+            {
+              id: 'p',
+              run: async (query) => {
+                attempts.push(query.attempt);
+                return { replies: [{ text: query.text }] };
+              },
+            },
+          ],
+        ]),
+        policies: new Map([['p', policy]]),
+        outcomes: { record: (outcome) => outcomes.push(outcome) },
+        deliver: async () => {},
+      });
+      controller.start();
+      return { attempts, outcomes, stop: () => controller.stop({ drainTimeoutMs: 0 }) };
+    }
+
+    it('hands back a claim answered after shutdown began, which then runs once on another replica', async () => {
+      const leaving = await privatePools.open({ pipelines: [{ id: 'p', retry: { max_attempts: 1 } }] });
+      const message = queued('A', Date.now());
+      await leaving.enqueue(message);
+      await admin.client('PAUSE', 500, 'WRITE');
+      const claim = leaving.claim();
+      const shutdown = privatePools.shutdown(leaving);
+      // Redis runs the claim once the pause ends; its answer reaches a pool shutting down.
+      expect(await claim).toBeNull();
+      await shutdown;
+      expect(await inflight()).toBe(0);
+
+      const other = await survivor();
+      try {
+        await eventually(() => other.outcomes.length > 0, 5000, 'an outcome on the other replica');
+        expect(other.attempts).toEqual([1]);
+        expect(other.outcomes.map((outcome) => [outcome.kind, outcome.message.id])).toEqual([
+          ['completed', message.message.id],
+        ]);
+      } finally {
+        await other.stop();
+      }
+    });
+
+    it('hands back a claim whose answer never came and that no later claim repeated', async () => {
+      const leaving = await privatePools.open({
+        pipelines: [{ id: 'p', retry: { max_attempts: 1 } }],
+        createClient: () => new Redis(redis.url, { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+      });
+      const message = queued('A', Date.now());
+      await leaving.enqueue(message);
+      await admin.client('PAUSE', 600, 'WRITE');
+      await expect(leaving.claim()).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+      await eventually(async () => (await inflight()) === 1, 5000, 'Redis ran the claim');
+      await privatePools.shutdown(leaving);
+      expect(await inflight()).toBe(0);
+
+      const other = await survivor();
+      try {
+        await eventually(() => other.outcomes.length > 0, 5000, 'an outcome on the other replica');
+        expect(other.attempts).toEqual([1]);
+        expect(other.outcomes.map((outcome) => outcome.kind)).toEqual(['completed']);
+      } finally {
+        await other.stop();
       }
     });
   });

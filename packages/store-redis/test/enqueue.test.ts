@@ -85,4 +85,23 @@ describe.skipIf(!reachable)('enqueue-11.lua', () => {
       expect((await pool.stats()).pending).toBe(2);
     });
   });
+
+  describe("when a message's acceptedAt comes from another clock than the pool's", () => {
+    it("debounces on the pool's clock and hands the message out with the pool's acceptance time", async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        pipelines: [{ id: 'p', aggregation: { enabled: true, delay: '200ms', max_wait: '1s' } }],
+      });
+      const acceptedAt = clock.now();
+      // The accepting host's clock runs 10 s behind the pool's: its own time would put the
+      // burst's max_wait long past, and the message would run at once.
+      await pool.enqueue(queued('A', acceptedAt - 10_000));
+      expect(await pool.claim()).toBeNull();
+      clock.advance(200);
+      const turn = await pool.claim();
+      expect(turn?.session).toBe('A');
+      expect(turn?.messages.map((message) => message.acceptedAt)).toEqual([acceptedAt]);
+    });
+  });
 });

@@ -1,4 +1,5 @@
-import { isSwitchboardError } from '@switchboard/core';
+import { type Turn, isSwitchboardError } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import {
   REDIS_URL,
@@ -69,6 +70,70 @@ describe.skipIf(!reachable)('register-11.lua', () => {
       await expect(
         pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 2 }] }),
       ).resolves.toBeDefined();
+    });
+  });
+
+  describe('when a replica with other values registered while this replica was silent', () => {
+    // The stalled replica's clock stands still, so its heartbeat lapses on the newcomer's clock.
+    async function stalledReplica() {
+      const stalledClock = manualClock();
+      const clock = manualClock();
+      const logger = recordingLogger();
+      const stalled = await pools.open({
+        now: stalledClock.now,
+        renewEveryMs: 20,
+        logger,
+        pipelines: [{ id: 'p', max_concurrency: 3 }],
+      });
+      const lost: string[] = [];
+      stalled.onLeaseLost((token) => lost.push(token));
+      await stalled.enqueue(queued('A', stalledClock.now()));
+      const turn = (await stalled.claim()) as Turn;
+      clock.advance(15_000);
+      const newcomer = await pools.open({ now: clock.now, pipelines: [{ id: 'p', max_concurrency: 2 }] });
+      return { stalled, stalledClock, clock, logger, lost, turn, newcomer };
+    }
+
+    it('gives up its turns and refuses work while the other replica lives, naming the differences', async () => {
+      const { stalled, stalledClock, logger, lost, turn } = await stalledReplica();
+      await eventually(() => lost.length === 1, 5000, 'the turn given up at the next renewal');
+      expect(lost).toEqual([turn.lease.token]);
+      const mismatchLines = logger.lines.filter(
+        (line) => line.level === 'error' && line.message.startsWith('config mismatch'),
+      );
+      expect(mismatchLines).toHaveLength(1);
+      expect(mismatchLines[0]?.bindings.differences).toEqual([
+        'pipelines.p.max_concurrency: this replica 3, the shared store 2',
+      ]);
+
+      const refusal = await stalled.enqueue(queued('B', stalledClock.now())).catch((err: unknown) => err);
+      expect(isSwitchboardError(refusal, 'SB_STORE_CONFIG_MISMATCH')).toBe(true);
+      expect(refusal).toMatchObject({ status: 503, retryAfterMs: 1000 });
+      expect(await stalled.claim()).toBeNull();
+      expect(await stalled.health()).toEqual({
+        ok: false,
+        detail:
+          'config mismatch with the live replicas: pipelines.p.max_concurrency: this replica 3, the shared store 2',
+      });
+    });
+
+    it('registers its configuration again once no other replica is alive', async () => {
+      const { stalled, stalledClock, logger, newcomer } = await stalledReplica();
+      await pools.shutdown(newcomer);
+      await eventually(
+        () =>
+          logger.lines.some((line) =>
+            line.message.startsWith('config replaced while this replica was silent'),
+          ),
+        5000,
+        'the configuration registered again',
+      );
+      // Its values hold again: a replica with the newcomer's is refused.
+      await expect(
+        pools.open({ now: stalledClock.now, pipelines: [{ id: 'p', max_concurrency: 2 }] }),
+      ).rejects.toMatchObject({ code: 'SB_STORE_CONFIG_MISMATCH' });
+      expect(await stalled.enqueue(queued('B', stalledClock.now()))).toMatchObject({ accepted: true });
+      expect(await stalled.health()).toEqual({ ok: true });
     });
   });
 

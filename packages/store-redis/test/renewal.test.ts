@@ -1,6 +1,8 @@
-import type { Turn } from '@switchboard/core';
+import { type Turn, isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAIL_FAST_OPTIONS, createRedisQueryPool } from '../src/index.js';
 import {
   manualClock,
   queued,
@@ -11,6 +13,32 @@ import {
 } from './redis-harness.js';
 
 const reachable = await redisReachable();
+
+describe('the lease timing', () => {
+  const base = { url: 'redis://127.0.0.1:1', prefix: 'unused', concurrency: { global: 1, perSession: 1 } };
+  const open = (timing: { leaseMs?: number; renewEveryMs?: number; fenceAfterMs?: number }) =>
+    createRedisQueryPool({
+      ...base,
+      limits: { maxPending: 1, maxPendingPerSession: 1 },
+      pipelines: [],
+      ...timing,
+    }).catch((err: unknown) => err);
+
+  it('is refused with SB_CONFIG_INVALID when fencing could end after the lease, naming the option', async () => {
+    const refusal = await open({ leaseMs: 12_000, fenceAfterMs: 10_000 });
+    expect(isSwitchboardError(refusal, 'SB_CONFIG_INVALID')).toBe(true);
+    expect((refusal as { details: { problems: string[] } }).details.problems).toEqual([
+      'fenceAfterMs: with the 2000 ms command timeout must end before leaseMs (12000 ms), got 10000 ms',
+    ]);
+  });
+
+  it('is refused when renewals come no more often than fencing', async () => {
+    const refusal = await open({ renewEveryMs: 10_000 });
+    expect((refusal as { details: { problems: string[] } }).details.problems).toEqual([
+      'renewEveryMs: must be less than fenceAfterMs (10000 ms), got 10000 ms',
+    ]);
+  });
+});
 
 describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
   const pools = usePools();
@@ -114,6 +142,43 @@ describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
         logger.lines.some((line) => line.level === 'error' && line.message.startsWith('lease lost')),
       ).toBe(true);
       await redis.start();
+    });
+  });
+
+  describe('when a renewal hangs (a client without a command timeout)', () => {
+    // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
+    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+    const privatePools = usePools(() => redis.url);
+    beforeAll(async () => {
+      redis = await startPrivateRedis();
+    });
+    afterAll(async () => {
+      await redis?.remove();
+    });
+
+    it('gives up every turn once fenceAfterMs passed, while the renewal is still on its way', async () => {
+      const clock = manualClock();
+      const { commandTimeout: _none, ...withoutTimeout } = FAIL_FAST_OPTIONS;
+      const pool = await privatePools.open({
+        now: clock.now,
+        renewEveryMs: 20,
+        createClient: () => new Redis(redis.url, withoutTimeout),
+      });
+      const lost: string[] = [];
+      pool.onLeaseLost((token) => lost.push(token));
+      await pool.enqueue(queued('A', clock.now()));
+      const turn = (await pool.claim()) as Turn;
+      const admin = new Redis(redis.url);
+      try {
+        // Longer than the test waits: the renewal under way hangs until the pause ends.
+        await admin.client('PAUSE', 8000, 'WRITE');
+        clock.advance(10_000);
+        await eventually(() => lost.length === 1, 3000, 'the turn given up while the renewal hangs');
+        expect(lost).toEqual([turn.lease.token]);
+      } finally {
+        await admin.client('UNPAUSE');
+        admin.disconnect();
+      }
     });
   });
 });

@@ -89,7 +89,7 @@ describe.skipIf(!reachable)('replicas sharing one pool, each with its controller
 
   describe('when a replica dies in the middle of a turn', () => {
     it('loses nothing: another replica runs the turn once the lease expires', async () => {
-      const leases = { leaseMs: 400, renewEveryMs: 100, fenceAfterMs: 300 };
+      const leases = { leaseMs: 2400, renewEveryMs: 100, fenceAfterMs: 300 };
       const dying = await pools.open({ ...leases, pipelines: [{ id: 'p' }] });
       let hungStarted = false;
       const hung = replica(dying, () => {

@@ -1,4 +1,6 @@
 import type { QueryPool, Settlement, Turn } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import {
   REDIS_URL,
@@ -6,6 +8,7 @@ import {
   openScriptRunner,
   poolKeyNames,
   queued,
+  recordingLogger,
   redisReachable,
   usePools,
 } from './redis-harness.js';
@@ -126,6 +129,44 @@ describe.skipIf(!reachable)('complete-11.lua, retry-11.lua, abandon-11.lua', () 
         expect(left).toEqual(['config', 'counts', 'dedup', 'pipelines', 'replicas', 'seq', 'settled']);
       } finally {
         await runner.close();
+      }
+    });
+  });
+
+  describe('when a settlement fails with an error other than the store being unreachable', () => {
+    it('stops renewing the lease, so the turn runs again elsewhere once it expires', async () => {
+      const clock = manualClock();
+      const logger = recordingLogger();
+      const leaseMs = 15_000;
+      const holder = await pools.open({ now: clock.now, renewEveryMs: 20, leaseMs, logger });
+      await holder.enqueue(queued('A', clock.now()));
+      const turn = (await holder.claim()) as Turn;
+      const admin = new Redis(REDIS_URL);
+      const settledKey = `{${pools.prefix}}:settled`;
+      const heartbeat = async () =>
+        Number(await admin.zscore(`{${pools.prefix}}:replicas`, holder.replicaId));
+      try {
+        // A key of the wrong type: the script fails with WRONGTYPE before it writes anything.
+        await admin.set(settledKey, 'not a sorted set');
+        await expect(holder.complete(turn)).rejects.toThrow(/WRONGTYPE/);
+        await admin.del(settledKey);
+
+        // Renewals go on for the replica, not for the turn.
+        clock.advance(5_000);
+        await eventually(async () => (await heartbeat()) === clock.now() + leaseMs, 5000, 'a renewal');
+        expect(Number(await admin.zscore(`{${pools.prefix}}:leases`, turn.lease.token))).toBe(
+          clock.now() - 5_000 + leaseMs,
+        );
+        clock.advance(leaseMs - 5_000);
+        const other = await pools.open({ now: clock.now });
+        expect((await other.claim())?.id).toBe(turn.id);
+        expect(
+          logger.lines.some(
+            (line) => line.level === 'error' && line.message.startsWith('settlement failed for good'),
+          ),
+        ).toBe(true);
+      } finally {
+        admin.disconnect();
       }
     });
   });

@@ -1,7 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Turn } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
-import { describe, expect, it } from 'vitest';
-import { manualClock, queued, redisReachable, usePools } from './redis-harness.js';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAIL_FAST_OPTIONS } from '../src/index.js';
+import { poolKeysOf } from '../src/pool-keys.js';
+import { REDIS_URL, manualClock, queued, redisReachable, usePools } from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -16,33 +20,76 @@ function countWakeups(pool: { onRunnable(listener: () => void): () => void }): (
 
 describe.skipIf(!reachable)('wake-ups (wake-11.lua, the runnable channel)', () => {
   const pools = usePools();
+  let publisher: Redis;
+  beforeAll(() => {
+    publisher = new Redis(REDIS_URL);
+  });
+  afterAll(() => {
+    publisher?.disconnect();
+  });
+
+  /** Opens a replica and keeps its subscriber connection, for `channelBarrier`. */
+  async function openTapped(setup: Parameters<typeof pools.open>[0] = {}) {
+    let subscriber: Redis | undefined;
+    const pool = await pools.open({
+      ...setup,
+      createClient: (role) => {
+        const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
+        if (role === 'subscriber') subscriber = client;
+        return client;
+      },
+    });
+    return { pool, subscriber: subscriber as Redis };
+  }
+
+  /**
+   * Publishes a marker on the runnable channel and waits until the replica's subscriber
+   * connection has delivered it: every announcement published before (an echo, a wrong extra
+   * wake-up) has then reached the pool. The pool counts the marker as one wake-up.
+   */
+  async function channelBarrier(subscriber: Redis): Promise<void> {
+    const marker = `barrier:${randomUUID()}`;
+    let seen = false;
+    const onMessage = (_channel: string, message: string) => {
+      if (message === marker) seen = true;
+    };
+    subscriber.on('message', onMessage);
+    try {
+      await publisher.publish(poolKeysOf(pools.prefix).runnableChannel, marker);
+      await eventually(() => seen, 5000, 'the barrier marker delivered');
+    } finally {
+      subscriber.off('message', onMessage);
+    }
+  }
 
   describe('when one replica makes work claimable', () => {
     it('wakes its own listeners once and the other replicas through the channel', async () => {
       const clock = manualClock();
-      const first = await pools.open({ now: clock.now });
+      const first = await openTapped({ now: clock.now });
       const second = await pools.open({ now: clock.now });
-      const firstWakeups = countWakeups(first);
+      const firstWakeups = countWakeups(first.pool);
       const secondWakeups = countWakeups(second);
-      await first.enqueue(queued('A', clock.now()));
+      await first.pool.enqueue(queued('A', clock.now()));
       expect(firstWakeups()).toBe(1);
       await eventually(() => secondWakeups() === 1, 5000, 'the other replica woken');
-      // The enqueuing replica's own announcement came back on the channel: it stays ignored.
-      await first.stats();
-      expect(firstWakeups()).toBe(1);
+      // The enqueuing replica's own announcement came back before the marker: it stayed ignored.
+      await channelBarrier(first.subscriber);
+      expect(firstWakeups()).toBe(2);
     });
 
     it('wakes nobody while nothing may run', async () => {
       const clock = manualClock();
-      const first = await pools.open({ now: clock.now, concurrency: { global: 1, perSession: 1 } });
-      const second = await pools.open({ now: clock.now, concurrency: { global: 1, perSession: 1 } });
+      const concurrency = { global: 1, perSession: 1 };
+      const first = await pools.open({ now: clock.now, concurrency });
+      const second = await openTapped({ now: clock.now, concurrency });
       await first.enqueue(queued('A', clock.now()));
       const running = (await first.claim()) as Turn;
-      const secondWakeups = countWakeups(second);
+      const secondWakeups = countWakeups(second.pool);
       await first.enqueue(queued('B', clock.now()));
       await first.complete(running);
-      await eventually(() => secondWakeups() === 1, 5000, 'the wake-up after the freed slot');
-      expect(secondWakeups()).toBe(1);
+      // One wake-up for the freed slot, one for the marker: none for the enqueue behind it.
+      await channelBarrier(second.subscriber);
+      expect(secondWakeups()).toBe(2);
     });
   });
 
@@ -65,8 +112,10 @@ describe.skipIf(!reachable)('wake-ups (wake-11.lua, the runnable channel)', () =
   describe('when a lease expires', () => {
     it('wakes the replica that learnt the deadline, whose timer reclaims the turn', async () => {
       const holderClock = manualClock(Date.now());
-      const holder = await pools.open({ now: holderClock.now, leaseMs: 300, renewEveryMs: 60_000 });
-      const other = await pools.open({ now: Date.now, leaseMs: 300 });
+      // The shortest lease the timing rules allow (fencing plus the 2 s command timeout first).
+      const leases = { leaseMs: 2400, renewEveryMs: 100, fenceAfterMs: 300 };
+      const holder = await pools.open({ now: holderClock.now, ...leases });
+      const other = await pools.open({ now: Date.now, ...leases });
       await holder.enqueue(queued('A', Date.now()));
       const turn = (await holder.claim()) as Turn;
       const wakeups = countWakeups(other);

@@ -41,12 +41,12 @@ local function putBack(session, seqs)
   placeSession(session)
 end
 
--- The messages of a claim as replies carry them: {payload, attempt, retryAt or ''} each.
+-- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt} each.
 local function messagesOf(seqs)
   local messages = {}
   for index, seq in ipairs(seqs) do
-    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt')
-    messages[index] = { fields[1], fields[2], fields[3] or '' }
+    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt')
+    messages[index] = { fields[1], fields[2], fields[3] or '', fields[4] }
   end
   return messages
 end
