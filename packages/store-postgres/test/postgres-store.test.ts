@@ -3,6 +3,7 @@ import {
   historyStoreContract,
   messageStatusStoreContract,
 } from '@switchboard/core/testing';
+import { createServer, type Server, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../src/index.js';
 import { closedPostgresUrl, postgresFactory, postgresReachable, useSchema } from './postgres-harness.js';
@@ -95,6 +96,30 @@ describe('createPostgresStore', () => {
         retryable: true,
         message: expect.stringContaining(new URL(url).host),
       });
+    });
+  });
+
+  describe('when the server accepts connections but never answers', () => {
+    it('rejects with SB_STORE_UNAVAILABLE once connectTimeoutMs has passed', async () => {
+      const sockets: Socket[] = [];
+      const server: Server = createServer((socket) => void sockets.push(socket));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      try {
+        const startedAt = performance.now();
+        const error = await createPostgresStore({
+          url: `postgres://postgres@127.0.0.1:${port}/test`,
+          connectTimeoutMs: 300,
+        }).catch((err: unknown) => err);
+        const elapsedMs = performance.now() - startedAt;
+        expect(elapsedMs).toBeGreaterThanOrEqual(250);
+        expect(elapsedMs).toBeLessThan(2000);
+        expect(error).toMatchObject({ code: 'SB_STORE_UNAVAILABLE', retryable: true });
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => server.close(resolve));
+      }
     });
   });
 });
