@@ -20,6 +20,15 @@ ROW_TYPES.setTypeParser(types.builtins.INT8, Number);
  */
 const UNAVAILABLE_SQLSTATE_CLASSES = new Set(['08', '53', '57']);
 
+/**
+ * PostgreSQL text cannot hold U+0000 (it refuses the statement), while platforms and HTTP
+ * clients may send it; it is stored as U+FFFD, in lookups too, so keys holding it still match.
+ */
+function storable(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('\0', '\uFFFD');
+  return Array.isArray(value) ? value.map(storable) : value;
+}
+
 /** Something that runs one statement: the pool, or the connection of a transaction. */
 export interface Queryable {
   query<Row extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<Row>>;
@@ -61,7 +70,7 @@ export function createSql(pool: Pool, target: string): Sql {
     values?: unknown[],
   ): Promise<QueryResult<Row>> {
     try {
-      return await on.query<Row>({ text, values, types: ROW_TYPES });
+      return await on.query<Row>({ text, values: values?.map(storable), types: ROW_TYPES });
     } catch (error) {
       throw toStoreError(error, target);
     }

@@ -1,12 +1,20 @@
+import { createServer, type Server, type Socket } from 'node:net';
 import {
   auditLogContract,
+  auditRecordFixture,
   historyStoreContract,
   messageStatusStoreContract,
 } from '@switchboard/core/testing';
-import { createServer, type Server, type Socket } from 'node:net';
+import { Pool } from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../src/index.js';
-import { closedPostgresUrl, postgresFactory, postgresReachable, useSchema } from './postgres-harness.js';
+import {
+  POSTGRES_URL,
+  closedPostgresUrl,
+  postgresFactory,
+  postgresReachable,
+  useSchema,
+} from './postgres-harness.js';
 
 const reachable = await postgresReachable();
 
@@ -68,6 +76,36 @@ describe.skipIf(!reachable)('postgres', () => {
         await store.history.append('s', 'assistant', entries.slice(0, 2));
         await store.history.append('s', 'assistant', entries.slice(2));
         expect(await store.history.recent('s', 'assistant', 10)).toEqual(entries.slice(2));
+      });
+    });
+
+    describe('when texts hold U+0000, which PostgreSQL text cannot', () => {
+      it('stores it as U+FFFD and still finds what was keyed by it', async () => {
+        const store = await schema.open();
+        const record = auditRecordFixture(1, { text: 'a\0b', session: 's\0' });
+        await store.auditLog.append(record);
+        await store.history.append('s\0', 'assistant', [{ role: 'user', content: 'x\0y' }]);
+        expect((await store.auditLog.query({ limit: 10, session: 's\0' })).items).toEqual([
+          { ...record, text: 'a\uFFFDb', session: 's\uFFFD' },
+        ]);
+        expect(await store.history.recent('s\0', 'assistant', 10)).toEqual([
+          { role: 'user', content: 'x\uFFFDy' },
+        ]);
+      });
+    });
+
+    describe('when the caller passes its own pool', () => {
+      it('uses it and leaves it open on close', async () => {
+        const pool = new Pool({ connectionString: POSTGRES_URL, max: 2 });
+        try {
+          const store = await schema.open({ pool, url: undefined });
+          await store.statuses.claimIdempotencyKey('key-1', 'm1', 60_000);
+          await store.close();
+          const { rows } = await pool.query(`SELECT message_id FROM ${schema.name}.idempotency_key`);
+          expect(rows).toEqual([{ message_id: 'm1' }]);
+        } finally {
+          await pool.end();
+        }
       });
     });
 
