@@ -1,7 +1,13 @@
-import type { AuditLog, AuditQuery, AuditRecord, DeadLetterPayload } from '@switchboard/core';
+import {
+  type AuditLog,
+  type AuditQuery,
+  type AuditRecord,
+  type DeadLetterPayload,
+  decodeAuditCursor,
+  encodeAuditCursor,
+} from '@switchboard/core';
 import type { GroupCommit } from './group-commit.js';
 import type { Database, Statement } from 'better-sqlite3';
-import { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
 
 /** The read side of the audit log: what `switchboard audit` and the admin API need. */
 export type AuditReader = Pick<AuditLog, 'query' | 'deadLetters' | 'getDeadLetter'>;

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { eventually } from './eventually.js';
+import { freePort } from './free-port.js';
 
 /** Fails at once instead of queueing or retrying while Redis is away: probes must not hang. */
 const PROBE_OPTIONS: RedisOptions = {
@@ -66,18 +66,6 @@ export async function removePoolKeys(url: string, prefix: string): Promise<void>
   } finally {
     client.disconnect();
   }
-}
-
-/** A free TCP port on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { SwitchboardError } from '../errors.js';
+import { type AuditCursor, decodeAuditCursor, encodeAuditCursor } from '../audit-cursor.js';
 import type { AuditLog, AuditQuery, AuditRecord } from '../ports/audit-log.js';
 
 /** Newest first: `at` descending, then `id` descending so equal timestamps have a fixed order. */
@@ -7,30 +7,7 @@ function newestFirst(a: AuditRecord, b: AuditRecord): number {
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
-/** A position in the newest-first order: the (at, id) of the last item of a page. */
-interface CursorPosition {
-  at: number;
-  id: string;
-}
-
-function encodeCursor(record: AuditRecord): string {
-  return Buffer.from(JSON.stringify([record.at, record.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): CursorPosition {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof at === 'number' && typeof id === 'string') return { at, id };
-  } catch {
-    // Falls through to the same error as a well-formed but foreign value.
-  }
-  throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
-    message: 'cursor: not a cursor this audit log issued',
-    details: { field: 'cursor' },
-  });
-}
-
-function matches(record: AuditRecord, query: AuditQuery, after: CursorPosition | null): boolean {
+function matches(record: AuditRecord, query: AuditQuery, after: AuditCursor | null): boolean {
   return (
     (query.outcome === undefined || record.outcome === query.outcome) &&
     (query.reason === undefined || record.reason === query.reason) &&
@@ -61,13 +38,13 @@ export function createMemoryAuditLog(): AuditLog {
       records.set(record.id, structuredClone(record));
     },
     async query(query) {
-      const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
+      const after = query.cursor === undefined ? null : decodeAuditCursor(query.cursor);
       const found = [...records.values()].filter((record) => matches(record, query, after)).sort(newestFirst);
       const items = found.slice(0, query.limit).map((record) => structuredClone(record));
       const last = items.at(-1);
       return {
         items,
-        nextCursor: found.length > query.limit && last !== undefined ? encodeCursor(last) : null,
+        nextCursor: found.length > query.limit && last !== undefined ? encodeAuditCursor(last) : null,
       };
     },
     async deadLetters(limit) {

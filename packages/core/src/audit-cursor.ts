@@ -1,4 +1,4 @@
-import { SwitchboardError } from '@switchboard/core';
+import { SwitchboardError } from './errors.js';
 
 /**
  * Where a newest-first audit page ended: the (at, id) of its last record. The next page starts

@@ -1,0 +1,103 @@
+import { SwitchboardError } from '@switchboard/core';
+import {
+  DatabaseError,
+  type Pool,
+  type PoolClient,
+  type QueryResult,
+  type QueryResultRow,
+  TypeOverrides,
+  types,
+} from 'pg';
+
+/** Values as the stores hand them out: BIGINT columns (ms since the epoch) as numbers, not strings. */
+const ROW_TYPES = new TypeOverrides();
+ROW_TYPES.setTypeParser(types.builtins.INT8, Number);
+
+/**
+ * SQLSTATE classes meaning the server cannot serve us now, whatever the statement: 08 connection
+ * exception, 53 insufficient resources (too many connections, disk full), 57 operator
+ * intervention (shutdown, starting up, statement timeout).
+ */
+const UNAVAILABLE_SQLSTATE_CLASSES = new Set(['08', '53', '57']);
+
+/**
+ * PostgreSQL text cannot hold U+0000 (it refuses the statement), while platforms and HTTP
+ * clients may send it; it is stored as U+FFFD, in lookups too, so keys holding it still match.
+ */
+function storable(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('\0', '\uFFFD');
+  return Array.isArray(value) ? value.map(storable) : value;
+}
+
+/** Something that runs one statement: the pool, or the connection of a transaction. */
+export interface Queryable {
+  query<Row extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<Row>>;
+}
+
+/** Statements over the pool, with connectivity failures turned into SB_STORE_UNAVAILABLE. */
+export interface Sql extends Queryable {
+  /** Runs `work` inside one transaction on one connection; commits when it resolves. */
+  transaction<Result>(work: (tx: Queryable) => Promise<Result>): Promise<Result>;
+}
+
+/**
+ * True when `error` says the database is out of reach rather than that a statement is wrong.
+ * Errors not sent by the server (refused or reset connections, connect and query timeouts, a
+ * pool already ended) all mean that.
+ */
+function isUnavailable(error: unknown): boolean {
+  if (!(error instanceof DatabaseError)) return true;
+  return UNAVAILABLE_SQLSTATE_CLASSES.has(error.code?.slice(0, 2) ?? '');
+}
+
+/** `error` as callers should see it: SB_STORE_UNAVAILABLE (retryable) when the database is out of reach. */
+export function toStoreError(error: unknown, target: string): unknown {
+  if (!isUnavailable(error)) return error;
+  const reason = error instanceof Error ? error.message || error.name : String(error);
+  return new SwitchboardError('SB_STORE_UNAVAILABLE', {
+    message: `PostgreSQL at ${target} is unavailable: ${reason}`,
+    details: { target, ...(error instanceof DatabaseError ? { sqlstate: error.code } : {}) },
+    retryable: true,
+    cause: error,
+  });
+}
+
+/** `Sql` over `pool`; `target` names the database in errors (never with credentials). */
+export function createSql(pool: Pool, target: string): Sql {
+  async function run<Row extends QueryResultRow>(
+    on: Pool | PoolClient,
+    text: string,
+    values?: unknown[],
+  ): Promise<QueryResult<Row>> {
+    try {
+      return await on.query<Row>({ text, values: values?.map(storable), types: ROW_TYPES });
+    } catch (error) {
+      throw toStoreError(error, target);
+    }
+  }
+
+  return {
+    query: (text, values) => run(pool, text, values),
+    async transaction(work) {
+      let client: PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw toStoreError(error, target);
+      }
+      const tx: Queryable = { query: (text, values) => run(client, text, values) };
+      try {
+        await tx.query('BEGIN');
+        const result = await work(tx);
+        await tx.query('COMMIT');
+        client.release();
+        return result;
+      } catch (error) {
+        // Destroying the connection rolls back whatever it had begun, and a connection in an
+        // unknown state never goes back to the pool.
+        client.release(true);
+        throw error;
+      }
+    },
+  };
+}
