@@ -61,7 +61,8 @@ export function createPostgresAuditLog(sql: Sql, schemaName: string): AuditLog {
   const table = `${schemaName}.audit`;
   const select = `SELECT ${COLUMNS.join(', ')} FROM ${table}`;
   const insert = `INSERT INTO ${table} (${COLUMNS.join(', ')})
-    VALUES (${COLUMNS.map((_, index) => `$${index + 1}`).join(', ')})`;
+    VALUES (${COLUMNS.map((_, index) => `$${index + 1}`).join(', ')})
+    ON CONFLICT (id) DO NOTHING`;
 
   return {
     async append(record) {

@@ -121,7 +121,7 @@ export function createSqliteAuditReader(db: Database): AuditReader {
 /** The `AuditLog` over the `audit` table (schema and indexes in migrations/0001_init.sql). */
 export function createSqliteAuditLog(db: Database, commit: GroupCommit): AuditLog {
   const insert = db.prepare<Record<string, unknown>>(
-    `INSERT INTO audit (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((column) => `@${column}`).join(', ')})`,
+    `INSERT OR IGNORE INTO audit (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((column) => `@${column}`).join(', ')})`,
   );
   const markReplayed = db.prepare<[number, string]>(
     `UPDATE audit SET replayed_at = ? WHERE id = ? AND outcome = 'dead_lettered' AND replayed_at IS NULL`,

@@ -35,7 +35,7 @@ export function createMemoryAuditLog(): AuditLog {
 
   return {
     async append(record) {
-      records.set(record.id, structuredClone(record));
+      if (!records.has(record.id)) records.set(record.id, structuredClone(record));
     },
     async query(query) {
       const after = query.cursor === undefined ? null : decodeAuditCursor(query.cursor);

@@ -71,6 +71,11 @@ export interface AuditPage {
  * its connection. Left out: metrics, which count every outcome including completed ones.
  */
 export interface AuditLog {
+  /**
+   * Stores `record`. Idempotent by `id`: appending an id that is stored already keeps the stored
+   * record unchanged (its replay mark included), so a writer that cannot tell whether its first
+   * call landed — the audit outbox's drainer after a crash (docs/design.md §5) — may append again.
+   */
   append(record: AuditRecord): Promise<void>;
   query(query: AuditQuery): Promise<AuditPage>;
   /** Dead letters not yet replayed, newest first. */

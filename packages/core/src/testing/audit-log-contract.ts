@@ -111,6 +111,19 @@ export function auditLogContract(name: string, factory: StoreFactory<AuditLog>):
         expect(items.map((item) => item.id)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1].map(idOf));
         expect(nextCursor).toBeNull();
       });
+
+      it('keeps one record, the first, when the same id is recorded twice', async () => {
+        const deadLetter = auditRecordFixture(1, {
+          outcome: 'dead_lettered',
+          reason: 'fatal_error',
+          payload: { ...queuedMessageFixture(1), replayable: true },
+        });
+        await subject.store.append(deadLetter);
+        await subject.store.markReplayed(deadLetter.id, subject.now());
+        await subject.store.append({ ...deadLetter, text: 'a second write' });
+        const { items } = await subject.store.query({ limit: 100 });
+        expect(items).toEqual([{ ...deadLetter, replayed_at: subject.now() }]);
+      });
     });
 
     describe('when the query has filters', () => {
