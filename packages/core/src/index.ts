@@ -43,6 +43,7 @@ export type {
   Ingress,
   IngressDropReason,
   IngressOptions,
+  IngressRefusal,
   IngressResult,
 } from './ingress.js';
 

@@ -1,5 +1,5 @@
 import { type AdmissionPolicy, admit } from './admission.js';
-import { isSwitchboardError } from './errors.js';
+import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { InboundMessage } from './message.js';
 import { type OutcomeSink, recordOverflowed } from './outcome.js';
 import type { QueryPool } from './ports/query-pool.js';
@@ -21,7 +21,24 @@ export interface IngressOptions {
   channelPolicy: (channelId: string) => ChannelPolicy;
   /** How long a delivery id is remembered by the pool. Default: 24 h. */
   dedupTtlMs?: number;
+  /**
+   * Asked at the start of every `accept`; when it answers, `accept` throws `SB_STORE_UNAVAILABLE`
+   * with its `retryAfterMs` (HTTP 503 + `Retry-After`; platforms that redeliver are not
+   * acknowledged) and judges, records and enqueues nothing. The gateway answers while the audit
+   * outbox is full (docs/design.md §5 "Several replicas"): the check runs before judging because
+   * judging records outcomes, which are audited too. Called once per message, so keep it cheap
+   * (a cached flag). Default: never refuses.
+   */
+  refuseWhen?: () => IngressRefusal | undefined;
   now?: () => number;
+}
+
+/** Why `accept` refuses every message for now (see `IngressOptions.refuseWhen`). */
+export interface IngressRefusal {
+  /** Becomes the error's message, e.g. `audit outbox is full`. */
+  reason: string;
+  /** When the client should try again (ms). */
+  retryAfterMs: number;
 }
 
 export type IngressResult =
@@ -102,6 +119,14 @@ export function createIngress(options: IngressOptions): Ingress {
 
   return {
     async accept(message, deliveryId, acceptOptions) {
+      const refusal = options.refuseWhen?.();
+      if (refusal !== undefined) {
+        throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
+          message: refusal.reason,
+          retryable: true,
+          retryAfterMs: refusal.retryAfterMs,
+        });
+      }
       const judged = judge(message);
       if (judged.final !== undefined) return judged.final;
       const { session, route, rule } = judged;

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  type IngressOptions,
+  type IngressRefusal,
   type Outcome,
   type PipelinePolicyInput,
   PipelinePolicySchema,
@@ -11,7 +13,12 @@ import {
 import { message } from './harness.js';
 
 function setup(
-  options: { maxPending?: number; maxPendingPerSession?: number; pipelines?: PipelinePolicyInput[] } = {},
+  options: {
+    maxPending?: number;
+    maxPendingPerSession?: number;
+    pipelines?: PipelinePolicyInput[];
+    refuseWhen?: IngressOptions['refuseWhen'];
+  } = {},
 ) {
   const policies = (options.pipelines ?? [{ id: 'echo' }]).map((p) => PipelinePolicySchema.parse(p));
   const pool = createMemoryQueryPool({
@@ -46,6 +53,7 @@ function setup(
     router: () => router,
     outcomes: bus,
     channelPolicy: () => ({ admission: { require_mention: true, prefixes: ['!'] }, sessionScope: 'chat' }),
+    refuseWhen: options.refuseWhen,
   });
   return { pool, ingress, outcomes };
 }
@@ -189,6 +197,27 @@ describe('ingress', () => {
       expect(outcomes).toMatchObject([
         { kind: 'dropped', reason: 'queue_overflow', message: { id: first.id } },
       ]);
+    });
+  });
+
+  describe('when the refusal check answers (the audit outbox is full)', () => {
+    it('throws SB_STORE_UNAVAILABLE with its retryAfterMs, enqueues nothing and records nothing', async () => {
+      let refusal: IngressRefusal | undefined = { reason: 'audit outbox is full', retryAfterMs: 5000 };
+      const { ingress, pool, outcomes } = setup({ refuseWhen: () => refusal });
+      await expect(ingress.accept(message('A', 'hello'), 'delivery-1')).rejects.toMatchObject({
+        code: 'SB_STORE_UNAVAILABLE',
+        message: 'audit outbox is full',
+        retryAfterMs: 5000,
+      });
+      await expect(ingress.accept(message('A', 'buy now'))).rejects.toMatchObject({
+        code: 'SB_STORE_UNAVAILABLE',
+      });
+      expect((await pool.stats()).pending).toBe(0);
+      expect(outcomes).toEqual([]);
+
+      refusal = undefined;
+      expect(await ingress.accept(message('A', 'hello'), 'delivery-1')).toMatchObject({ status: 'queued' });
+      expect((await pool.stats()).pending).toBe(1);
     });
   });
 });
