@@ -68,7 +68,10 @@ export type ScriptName =
   | 'wake'
   | 'register'
   | 'stats'
-  | 'take-all';
+  | 'take-all'
+  | 'outbox-push'
+  | 'outbox-claim'
+  | 'outbox-recover';
 
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
 export const commandNameOf = (script: string) => `switchboard:${script}`;

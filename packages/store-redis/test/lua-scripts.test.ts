@@ -30,6 +30,9 @@ describe('lua scripts', () => {
           'stats',
           'take-all',
           'wake',
+          'outbox-push',
+          'outbox-claim',
+          'outbox-recover',
         ].sort(),
       );
     });
@@ -37,8 +40,22 @@ describe('lua scripts', () => {
 
   describe('when read as files', () => {
     const files = readdirSync(luaFolder).filter((file) => file.endsWith('.lua'));
-    it.each(files)('%s opens with a header naming its KEYS, ARGV and reply', (file) => {
-      const header = /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';
+    const headerOf = (file: string) =>
+      /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';
+    const poolFiles = files.filter((file) => !file.startsWith('outbox-'));
+    const outboxFiles = files.filter((file) => file.startsWith('outbox-'));
+
+    it.each(outboxFiles)('%s opens with a header naming each of its KEYS, its ARGV and reply', (file) => {
+      const header = headerOf(file);
+      const numberOfKeys = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
+      const keys = [...header.matchAll(/^\s+KEYS\[(\d+)\]/gm)].map((match) => Number(match[1]));
+      expect(keys).toEqual(Array.from({ length: numberOfKeys }, (_, index) => index + 1));
+      expect(header).toMatch(/^\s+ARGV\[1\]/m);
+      expect(header).toMatch(/^\s+Returns/m);
+    });
+
+    it.each(poolFiles)('%s opens with a header naming its KEYS, ARGV and reply', (file) => {
+      const header = headerOf(file);
       expect(header).toMatch(/^\s+KEYS: the eleven pool keys of includes\/pool/m);
       expect(header).toMatch(/^\s+ARGV\[1\.\.3\] key prefix, now \(ms\), replica id/m);
       expect(header).toMatch(/^\s+Returns/m);

@@ -1,0 +1,300 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  type AuditLog,
+  type AuditRecord,
+  type IngressRefusal,
+  type Logger,
+  SwitchboardError,
+  isSwitchboardError,
+  silentLogger,
+} from '@switchboard/core';
+import { Redis } from 'ioredis';
+import { commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
+
+export interface AuditOutboxOptions {
+  /** Redis URL; the outbox opens and owns one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
+  url?: string;
+  /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `shutdown()` leaves it open. */
+  client?: Redis;
+  /** Key namespace, the pool's: keys are `{<prefix>}:audit-outbox…`. */
+  prefix: string;
+  /** The audit log the records belong in (PostgreSQL); every read goes to it. */
+  inner: AuditLog;
+  /** Records the outbox list holds at most; a write past it is refused. Default 100000. */
+  maxEntries?: number;
+  /** How often every replica's drainer looks at the outbox (ms). Default 1000. */
+  drainEveryMs?: number;
+  /** Records one drain step moves to `inner` at most (also the size of a processing list). Default 100. */
+  batchSize?: number;
+  /** How long a drainer's claim on its batch lasts without a drain step (ms). Default 30000. */
+  leaseMs?: number;
+  /** `retryAfterMs` of a refused write and of `refusal()` (ms). Default 5000. */
+  retryAfterMs?: number;
+  /** This replica's name in the drainer leases. Default `<hostname>:<pid>:<random>`. */
+  replicaId?: string;
+  /** Clock of the drainer leases (ms); replicas must agree within `leaseMs`. Default `Date.now`. */
+  now?: () => number;
+  /** Child `component: audit.outbox`. Default silent. */
+  logger?: Logger;
+}
+
+const DEFAULTS = {
+  maxEntries: 100_000,
+  drainEveryMs: 1000,
+  batchSize: 100,
+  leaseMs: 30_000,
+  retryAfterMs: 5000,
+  now: Date.now,
+} satisfies Partial<AuditOutboxOptions>;
+
+/** Expired drainers one drain step recovers at most: the work per step stays bounded. */
+const RECOVERIES_PER_STEP = 5;
+
+/**
+ * An `AuditLog` in front of another (PostgreSQL) that keeps records in a bounded Redis list while
+ * the other is unavailable, and moves them over once it answers again (docs/design.md §5
+ * "Several replicas"). Reads go to the inner log only: a record waiting in the outbox is not
+ * visible to `query`, `deadLetters`, `getDeadLetter`, `markReplayed` or `prune` until it is drained.
+ */
+export interface AuditOutbox extends AuditLog {
+  /**
+   * True while the outbox list held `maxEntries` records when this replica last looked (its last
+   * write or drain step, at most `drainEveryMs` ago): no Redis call.
+   */
+  isFull(): boolean;
+  /** For `createIngress({ refuseWhen })`: a refusal while `isFull()`, else undefined. */
+  refusal(): IngressRefusal | undefined;
+  /**
+   * Moves records to the inner log until the outbox is empty or the inner log fails; returns how
+   * many it wrote. The timer calls it every `drainEveryMs`; a call while one runs joins it.
+   */
+  drain(): Promise<number>;
+  /** Stops the drainer, hands this replica's unfinished batch back to the outbox, closes an owned connection. */
+  shutdown(): Promise<void>;
+  readonly replicaId: string;
+}
+
+type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
+
+/** The outbox's keys; all under the deployment's hash tag, so one Redis Cluster slot. */
+function outboxKeysOf(prefix: string) {
+  const base = `{${prefix}}:audit-outbox`;
+  return {
+    outbox: base,
+    drainers: `${base}:drainers`,
+    processingOf: (replicaId: string) => `${base}:processing:${replicaId}`,
+  };
+}
+
+const isUnavailable = (err: unknown) => isSwitchboardError(err) && err.code === 'SB_STORE_UNAVAILABLE';
+
+/**
+ * Connects (unless given a client), defines the scripts and starts this replica's drainer.
+ * Rejects with `SB_STORE_UNAVAILABLE` when Redis does not answer.
+ */
+export async function createAuditOutbox(options: AuditOutboxOptions): Promise<AuditOutbox> {
+  const settings = { ...DEFAULTS, ...definedOnly(options) };
+  const { inner } = options;
+  const { maxEntries, batchSize, leaseMs, retryAfterMs, now } = settings;
+  if (options.url === undefined && options.client === undefined) {
+    throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'audit outbox: give url or client' });
+  }
+  const problems = (['maxEntries', 'drainEveryMs', 'batchSize', 'leaseMs'] as const)
+    .filter((name) => !Number.isInteger(settings[name]) || settings[name] < 1)
+    .map((name) => `${name}: must be a positive integer`);
+  if (problems.length > 0) {
+    throw new SwitchboardError('SB_CONFIG_INVALID', {
+      message: `audit outbox: ${problems.join('; ')}`,
+      details: { problems },
+    });
+  }
+  const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const logger = (options.logger ?? silentLogger).child({ component: 'audit.outbox' });
+  const keys = outboxKeysOf(options.prefix);
+  const processing = keys.processingOf(replicaId);
+
+  const ownsClient = options.client === undefined;
+  const client = options.client ?? new Redis(options.url as string, FAIL_FAST_OPTIONS);
+  if (ownsClient) client.on('error', () => {});
+  await connect(client, retryAfterMs);
+  await defineLuaScripts(client);
+  const commands = client as unknown as Record<string, ScriptCommand>;
+  const script = <Reply>(
+    name: 'outbox-push' | 'outbox-claim' | 'outbox-recover',
+    ...args: Array<string | number>
+  ) =>
+    (commands[commandNameOf(name)] as ScriptCommand).call(client, ...args).catch((err: unknown) => {
+      throw storeFailure(err, retryAfterMs);
+    }) as Promise<Reply>;
+
+  let full = false;
+  // Set when the inner log failed; until a drain step writes to it again, appends go straight to
+  // the outbox instead of waiting for the inner log's timeout each.
+  let innerDown = false;
+  let running: Promise<number> | undefined;
+  let stopped = false;
+
+  function noteLength(length: number): void {
+    const nowFull = length >= maxEntries;
+    if (nowFull && !full) logger.error({ maxEntries }, 'audit outbox is full: admission refuses messages');
+    if (!nowFull && full) logger.warn({ length }, 'audit outbox has room again');
+    full = nowFull;
+  }
+
+  async function push(record: AuditRecord): Promise<void> {
+    const [appended, length] = await script<[number, number]>(
+      'outbox-push',
+      keys.outbox,
+      maxEntries,
+      JSON.stringify(record),
+    );
+    noteLength(appended === 1 ? length : maxEntries);
+    if (appended !== 1) {
+      throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
+        message: `audit outbox is full (${maxEntries} records wait for the audit store)`,
+        retryable: true,
+        retryAfterMs,
+      });
+    }
+  }
+
+  /** Returns dead replicas' batches to the outbox; a failure waits for the next step. */
+  async function recover(expired: readonly string[]): Promise<void> {
+    for (const other of expired) {
+      if (other === replicaId) continue;
+      const moved = await script<number>(
+        'outbox-recover',
+        keys.outbox,
+        keys.processingOf(other),
+        keys.drainers,
+        other,
+        now(),
+      );
+      if (moved > 0)
+        logger.warn(
+          { replica: other, records: moved },
+          'drainer lease expired: batch returned to the outbox',
+        );
+    }
+  }
+
+  /**
+   * One batch: claim (or take back the unfinished one), append each record in order, then trim
+   * what was written. A crash between an append and the trim leaves the record in the processing
+   * list: it is appended again, which the inner log ignores (`AuditLog.append` is idempotent by id).
+   */
+  async function step(): Promise<{ written: number; more: boolean }> {
+    const [batch, remaining, expired] = await script<[string[], number, string[]]>(
+      'outbox-claim',
+      keys.outbox,
+      processing,
+      keys.drainers,
+      batchSize,
+      replicaId,
+      now() + leaseMs,
+      now(),
+      RECOVERIES_PER_STEP,
+    );
+    noteLength(remaining);
+    let written = 0;
+    try {
+      for (const entry of batch) {
+        try {
+          await inner.append(JSON.parse(entry) as AuditRecord);
+        } catch (err) {
+          if (isUnavailable(err)) throw err;
+          // Writing it again would fail the same way and hold every record behind it.
+          logger.error({ err, record: entry }, 'dead audit record: the audit store refused it, dropped');
+        }
+        written += 1;
+      }
+      // An empty batch proves nothing, but lets the next append try the inner log again.
+      if (innerDown && batch.length > 0)
+        logger.info({ written }, 'audit store answers again: draining the outbox');
+      innerDown = false;
+    } catch (err) {
+      innerDown = true;
+      logger.debug({ err, written }, 'audit store still unavailable: outbox waits');
+    }
+    if (written > 0)
+      await client.ltrim(processing, written, -1).catch((err: unknown) => {
+        throw storeFailure(err, retryAfterMs);
+      });
+    await recover(expired);
+    return { written, more: written === batch.length && batch.length > 0 && !innerDown };
+  }
+
+  async function drainAll(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { written, more } = await step();
+      total += written;
+      if (!more || stopped) return total;
+    }
+  }
+
+  function drain(): Promise<number> {
+    running ??= drainAll().finally(() => {
+      running = undefined;
+    });
+    return running;
+  }
+
+  const timer = setInterval(() => {
+    drain().catch((err: unknown) => logger.warn({ err }, 'audit outbox drain failed: retrying'));
+  }, settings.drainEveryMs);
+  timer.unref();
+
+  return {
+    replicaId,
+    async append(record) {
+      if (!innerDown) {
+        try {
+          await inner.append(record);
+          return;
+        } catch (err) {
+          if (!isUnavailable(err)) throw err;
+          innerDown = true;
+          logger.warn({ err }, 'audit store unavailable: records wait in the redis outbox');
+        }
+      }
+      await push(record);
+    },
+    query: (query) => inner.query(query),
+    deadLetters: (limit) => inner.deadLetters(limit),
+    getDeadLetter: (id) => inner.getDeadLetter(id),
+    markReplayed: (id, atMs) => inner.markReplayed(id, atMs),
+    prune: (beforeMs) => inner.prune(beforeMs),
+    isFull: () => full,
+    refusal: () => (full ? { reason: 'audit outbox is full', retryAfterMs } : undefined),
+    drain,
+    async shutdown() {
+      stopped = true;
+      clearInterval(timer);
+      await running?.catch(() => {});
+      try {
+        await script<number>(
+          'outbox-recover',
+          keys.outbox,
+          processing,
+          keys.drainers,
+          replicaId,
+          Number.MAX_SAFE_INTEGER,
+        );
+      } catch (err) {
+        logger.warn(
+          { err },
+          'audit outbox batch not handed back: another replica recovers it after its lease',
+        );
+      }
+      if (ownsClient) await client.quit().catch(() => client.disconnect());
+    },
+  };
+}
+
+/** `options` without its undefined fields, so that spreading it keeps the defaults. */
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}

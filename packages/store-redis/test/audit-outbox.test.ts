@@ -1,0 +1,215 @@
+import { randomUUID } from 'node:crypto';
+import type { AuditLog, AuditRecord } from '@switchboard/core';
+import { auditRecordFixture } from '@switchboard/core/testing';
+import { createPostgresStore, type PostgresStore } from '@switchboard/store-postgres';
+import { eventually } from '@switchboard/testkit/eventually';
+import { postgresReachable, startPrivatePostgres } from '@switchboard/testkit/postgres';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type AuditOutbox,
+  type AuditOutboxOptions,
+  createAuditOutbox,
+  FAIL_FAST_OPTIONS,
+} from '../src/index.js';
+import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';
+
+const reachable = (await redisReachable()) && (await postgresReachable());
+
+const records = (count: number, from = 1): AuditRecord[] =>
+  Array.from({ length: count }, (_, index) => auditRecordFixture(from + index));
+
+/** The real store, counting the appends that reach it per id (the outbox's drainers' writes). */
+function counting(inner: AuditLog) {
+  const appends = new Map<string, number>();
+  const log: AuditLog = {
+    ...inner,
+    async append(record) {
+      await inner.append(record);
+      appends.set(record.id, (appends.get(record.id) ?? 0) + 1);
+    },
+  };
+  return { log, appends };
+}
+
+describe.skipIf(!reachable)('createAuditOutbox', () => {
+  let database: Awaited<ReturnType<typeof startPrivatePostgres>>;
+  let prefix: string;
+  let redis: Redis;
+  const opened: AuditOutbox[] = [];
+  const stores: PostgresStore[] = [];
+
+  beforeAll(async () => {
+    database = await startPrivatePostgres();
+  }, 30_000);
+  afterAll(() => database?.remove());
+
+  beforeEach(async () => {
+    prefix = `sb-test-${randomUUID()}`;
+    redis = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
+    await redis.connect();
+  });
+  afterEach(async () => {
+    for (const outbox of opened.splice(0)) await outbox.shutdown();
+    for (const store of stores.splice(0)) await store.close();
+    redis.disconnect();
+    await removePoolKeys(REDIS_URL, prefix);
+  });
+
+  /** A PostgreSQL store on its own schema of the private database. */
+  async function openStore() {
+    const schema = `s_${randomUUID().replaceAll('-', '')}`;
+    const store = await createPostgresStore({ url: database.url, schema, connectTimeoutMs: 500 });
+    stores.push(store);
+    return store;
+  }
+
+  async function open(options: Partial<AuditOutboxOptions> & { inner: AuditLog }) {
+    const outbox = await createAuditOutbox({ url: REDIS_URL, prefix, drainEveryMs: 50, ...options });
+    opened.push(outbox);
+    return outbox;
+  }
+
+  const outboxLength = () => redis.llen(`{${prefix}}:audit-outbox`);
+
+  async function storedIds(store: PostgresStore): Promise<string[]> {
+    const { items } = await store.auditLog.query({ limit: 10_000 });
+    return items.map((item) => item.id).sort();
+  }
+
+  describe('when PostgreSQL stops while records are written at a steady pace', () => {
+    it('keeps them in Redis and, once PostgreSQL is back, stores every record in it exactly once', async () => {
+      const store = await openStore();
+      const outbox = await open({ inner: store.auditLog });
+      const written = records(200);
+      try {
+        for (const [index, record] of written.entries()) {
+          if (index === 50) await database.stop();
+          if (index === 150) {
+            // The 100 records written meanwhile wait in Redis: in the outbox or this replica's batch.
+            const processing = `{${prefix}}:audit-outbox:processing:${outbox.replicaId}`;
+            expect((await outboxLength()) + (await redis.llen(processing))).toBe(100);
+            await database.start();
+          }
+          await outbox.append(record);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        await eventually(
+          async () => (await storedIds(store)).length === 200,
+          20_000,
+          'all 200 records in postgresql',
+        );
+      } finally {
+        await database.start().catch(() => {});
+      }
+      expect(await storedIds(store)).toEqual(written.map((record) => record.id).sort());
+      expect(await outboxLength()).toBe(0);
+    }, 60_000);
+  });
+
+  describe('when the outbox holds maxEntries records', () => {
+    it('refuses further writes with SB_STORE_UNAVAILABLE and is full until a drain makes room', async () => {
+      const store = await openStore();
+      const outbox = await open({ inner: store.auditLog, maxEntries: 5, drainEveryMs: 60_000 });
+      await database.stop();
+      try {
+        for (const record of records(5)) await outbox.append(record);
+        expect(outbox.isFull()).toBe(true);
+        expect(outbox.refusal()).toEqual({ reason: 'audit outbox is full', retryAfterMs: 5000 });
+        await expect(outbox.append(auditRecordFixture(6))).rejects.toMatchObject({
+          code: 'SB_STORE_UNAVAILABLE',
+          retryAfterMs: 5000,
+        });
+        expect(await outboxLength()).toBe(5);
+      } finally {
+        await database.start();
+      }
+      await eventually(
+        async () => {
+          await outbox.drain();
+          return (await outboxLength()) === 0;
+        },
+        20_000,
+        'the outbox drained',
+      );
+      expect(outbox.isFull()).toBe(false);
+      expect(outbox.refusal()).toBeUndefined();
+      expect(await storedIds(store)).toEqual(records(5).map((record) => record.id));
+    }, 60_000);
+  });
+
+  describe('when two replicas drain the same outbox', () => {
+    it('hands every record to exactly one of them', async () => {
+      const store = await openStore();
+      const writer = await open({ inner: store.auditLog, drainEveryMs: 60_000 });
+      const written = records(300);
+      await database.stop();
+      try {
+        for (const record of written) await writer.append(record);
+      } finally {
+        await database.start();
+      }
+      expect(await outboxLength()).toBe(300);
+
+      const first = counting(store.auditLog);
+      const second = counting(store.auditLog);
+      const replicas = [
+        await open({ inner: first.log, batchSize: 7, drainEveryMs: 60_000 }),
+        await open({ inner: second.log, batchSize: 7, drainEveryMs: 60_000 }),
+      ];
+      const drained = await Promise.all(replicas.map((replica) => replica.drain()));
+
+      expect(drained.reduce((sum, count) => sum + count, 0)).toBe(300);
+      const appendsPerId = written.map(
+        (record) => (first.appends.get(record.id) ?? 0) + (second.appends.get(record.id) ?? 0),
+      );
+      expect(new Set(appendsPerId)).toEqual(new Set([1]));
+      expect(await storedIds(store)).toEqual(written.map((record) => record.id).sort());
+      expect(await outboxLength()).toBe(0);
+    }, 30_000);
+  });
+
+  describe('when a replica dies holding a batch', () => {
+    it('another replica returns the batch to the outbox once the lease expires and stores it', async () => {
+      const store = await openStore();
+      const doomedClient = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
+      const doomed = await createAuditOutbox({
+        client: doomedClient,
+        prefix,
+        inner: store.auditLog,
+        batchSize: 10,
+        leaseMs: 5000,
+        drainEveryMs: 60_000,
+        replicaId: 'doomed',
+      });
+      const written = records(25);
+      const processing = `{${prefix}}:audit-outbox:processing:doomed`;
+      await database.stop();
+      try {
+        for (const record of written) await doomed.append(record);
+        await doomed.drain();
+        expect(await redis.llen(processing)).toBe(10);
+      } finally {
+        await database.start();
+      }
+      // Dies: its connection is gone and it never trims or hands back its batch.
+      doomedClient.disconnect();
+
+      const survivor = await open({ inner: store.auditLog, drainEveryMs: 60_000, replicaId: 'survivor' });
+      // Before the lease ends the batch is the dead replica's: the survivor drains the rest only.
+      expect(await survivor.drain()).toBe(15);
+      expect(await redis.llen(processing)).toBe(10);
+      await eventually(
+        async () => {
+          await survivor.drain();
+          return (await storedIds(store)).length === 25;
+        },
+        10_000,
+        'the dead replica batch stored',
+      );
+      expect(await storedIds(store)).toEqual(written.map((record) => record.id).sort());
+      expect(await redis.exists(processing)).toBe(0);
+      expect(await redis.zscore(`{${prefix}}:audit-outbox:drainers`, 'doomed')).toBeNull();
+    }, 30_000);
+  });
+});
