@@ -122,7 +122,10 @@ describe('ConfigSchema', () => {
 
     it('takes postgres or sqlite audit with a sqlite or memory store', () => {
       for (const store of [{ kind: 'sqlite' as const }, { kind: 'memory' as const }]) {
-        for (const audit of [{ kind: 'sqlite' as const }, { kind: 'postgres' as const, url: 'postgres://db/sb' }]) {
+        for (const audit of [
+          { kind: 'sqlite' as const },
+          { kind: 'postgres' as const, url: 'postgres://db/sb' },
+        ]) {
           expect(ConfigSchema.parse({ store, audit }).audit.kind).toBe(audit.kind);
         }
       }
