@@ -188,14 +188,23 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
       const stores = sharedStores();
       const first = await serveOn(stores, '', pipeline);
       const second = await serveOn(stores, '', pipeline);
-      const failed = await post(`${first.url}/v1/messages`, message('help'));
-      expect(failed.body).toMatchObject({ status: 'dead_lettered', reason: 'fatal_error' });
-      // The other replica lists it: the audit log is shared.
-      const listed = await get(`${second.url}/admin/dead-letters`);
-      expect(listed.body.items.map((item: { message_id: string }) => item.message_id)).toEqual([
-        failed.body?.id,
-      ]);
-      const deadLetterId = listed.body.items[0].id;
+      // Not waiting: either replica may run it, and only the accepting one answers a wait.
+      const accepted = await post(`${first.url}/v1/messages`, { ...message('help'), wait: false });
+      expect(accepted.status).toBe(202);
+      const messageId = accepted.body?.id;
+      // Both replicas list it, whichever dead-lettered it: the audit log is shared.
+      const listed = await eventually(
+        async () => {
+          const lists = await Promise.all(
+            [first, second].map((replica) => get(`${replica.url}/admin/dead-letters`)),
+          );
+          return lists.every((list) => list.body.items.length === 1) && lists;
+        },
+        20_000,
+        'the dead letter on both replicas',
+      );
+      expect(listed.map((list) => list.body.items[0].message_id)).toEqual([messageId, messageId]);
+      const deadLetterId = listed[0]?.body.items[0].id;
 
       state.healthy = true;
       const replays = await Promise.all(
@@ -204,8 +213,9 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
         ),
       );
       expect(replays.map((replay) => replay.status).sort()).toEqual([202, 409, 409, 409, 409, 409]);
+      // The pipeline's second request is the replay; a second replay would follow it at once.
       await eventually(
-        async () => (await get(`${second.url}/v1/messages/${failed.body?.id}`)).body.status === 'completed',
+        async () => (await get(`${second.url}/v1/messages/${messageId}`)).body.status === 'completed',
         20_000,
         'the replay completed',
       );
