@@ -7,8 +7,11 @@ import {
   startPrivatePostgres,
 } from '@switchboard/testkit/postgres';
 import { REDIS_URL, redisReachable, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
+import { auditRecordFixture } from '@switchboard/core/testing';
+import { createPostgresStore } from '@switchboard/store-postgres';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { DAY_MS } from '../src/retention.js';
 import { startFakePipeline } from './fake-pipeline.js';
 import {
   eventually,
@@ -154,6 +157,27 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
       const page = await cliAudit(filters);
       expect(page.next_cursor).toEqual(expect.any(String));
       expect(page).toEqual((await get(`${gateway.url}/admin/audit?${new URLSearchParams(filters)}`)).body);
+    });
+
+    it('prunes audit records older than audit.retention_days (30 by default) from PostgreSQL when it starts', {
+      timeout: 60_000,
+    }, async () => {
+      const stores = sharedStores();
+      const seeded = await createPostgresStore({ url: stores.postgresUrl, schema: stores.schema });
+      cleanup(() => seeded.close());
+      const old = auditRecordFixture(1, { at: Date.now() - 31 * DAY_MS });
+      const recent = auditRecordFixture(2, { at: Date.now() });
+      await seeded.auditLog.append(old);
+      await seeded.auditLog.append(recent);
+      const gateway = await serveOn(stores);
+      await eventually(
+        () =>
+          gateway.logs.some((line) => line.msg === 'pruned' && line.task === 'audit' && line.removed === 1),
+        20_000,
+        'the audit prune',
+      );
+      const { items } = await seeded.auditLog.query({ limit: 10 });
+      expect(items.map((item) => item.id)).toEqual([recent.id]);
     });
 
     it('is not ready while PostgreSQL is away, naming it, and ready again once it is back', {
