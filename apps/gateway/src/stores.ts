@@ -78,7 +78,7 @@ function sqliteRecords(store: SqliteStore): RecordStores {
  * (`audit.path`, by default `store.path`) belongs to one process; `store: memory` keeps them in
  * the process unless `audit: postgres` says otherwise.
  */
-export async function openRecordStores(config: Config, logger: Logger): Promise<RecordStores> {
+async function openRecordStores(config: Config, logger: Logger): Promise<RecordStores> {
   const { audit, store } = config;
   if (audit.kind === 'postgres') {
     const postgres = await createPostgresStore({ url: audit.url, schema: audit.schema, logger });
