@@ -60,7 +60,7 @@ export interface Gateway {
 /** Wires config → stores, pool, controller, channels and the HTTP server. */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, logger } = options;
-  const stores = openStores(config);
+  const stores = await openStores(config, logger);
   const policies = new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy]));
   // A shared store may refuse this replica (unreachable, or other limits than its peers'): the
   // files and connections opened so far are closed before the refusal is reported.

@@ -6,12 +6,12 @@ import {
   type MessageStatusStore,
   type PipelinePolicy,
   type QueryPool,
-  SwitchboardError,
   createMemoryAuditLog,
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
 } from '@switchboard/core';
+import { createPostgresStore } from '@switchboard/store-postgres';
 import { type RedisQueryPool, createRedisQueryPool } from '@switchboard/store-redis';
 import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
 
@@ -31,42 +31,61 @@ export interface StoreHealth {
   detail?: string;
 }
 
-/** The stores the gateway runs on, opened from `store:` and `audit:`. */
-export interface Stores {
-  /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
-  createPool(options: PoolOptions): Promise<QueryPool>;
+/** The audit log, statuses and history: where settled messages are recorded (`audit:`). */
+export interface RecordStores {
   auditLog: AuditLog;
   statuses: MessageStatusStore;
   history: HistoryStore;
-  /** Whether the stores answer (for /readyz). */
+  /** Whether the database answers a read (for /readyz); the detail names the database. */
   health(): Promise<StoreHealth>;
-  /** Closes files and connections; the pool must be drained first. */
+  /** Closes the file or connections. */
   close(): Promise<void>;
 }
 
-/** Ready when a read from the SQLite file succeeds. */
-function sqliteHealth(statuses: MessageStatusStore): Promise<StoreHealth> {
-  return statuses.get('readiness-probe').then(
-    () => ({ ok: true }),
-    (err: unknown) => ({ ok: false, detail: err instanceof Error ? err.message : String(err) }),
-  );
+/** The stores the gateway runs on, opened from `store:` and `audit:`. */
+export interface Stores extends RecordStores {
+  /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
+  createPool(options: PoolOptions): Promise<QueryPool>;
+  /** Closes the pool's connections (the pool must be drained first), then the record stores. */
+  close(): Promise<void>;
+}
+
+/** Ready when a status read succeeds: one indexed lookup, cheap on every backend. */
+function probe(database: string, statuses: MessageStatusStore): () => Promise<StoreHealth> {
+  return () =>
+    statuses.get('readiness-probe').then(
+      () => ({ ok: true }),
+      (err: unknown) => ({
+        ok: false,
+        detail: `${database}: ${err instanceof Error ? err.message : String(err)}`,
+      }),
+    );
+}
+
+function sqliteRecords(store: SqliteStore): RecordStores {
+  return {
+    auditLog: store.auditLog,
+    statuses: store.statuses,
+    history: store.history,
+    health: probe('sqlite', store.statuses),
+    close: async () => store.close(),
+  };
 }
 
 /**
- * Opens the configured stores. `sqlite` keeps everything in one file (or the audit log,
- * statuses and history in `audit.path`); `redis` keeps the pool in Redis and the rest in SQLite;
- * `memory` keeps everything in the process (tests, benchmarks) — the audit log included, since
- * there is no file to put it in.
+ * Opens the audit log, statuses and history of `audit:` (docs/design.md §5). PostgreSQL is
+ * shared by the replicas naming the same `audit.url` and `audit.schema`; a SQLite file
+ * (`audit.path`, by default `store.path`) belongs to one process; `store: memory` keeps them in
+ * the process unless `audit: postgres` says otherwise.
  */
-export function openStores(config: Config): Stores {
-  if (config.audit.kind === 'postgres') {
-    throw new SwitchboardError('SB_CONFIG_INVALID', {
-      message: 'audit.kind: "postgres" is not available in this version yet (use sqlite)',
-    });
+async function openRecordStores(config: Config, logger: Logger): Promise<RecordStores> {
+  const { audit, store } = config;
+  if (audit.kind === 'postgres') {
+    const postgres = await createPostgresStore({ url: audit.url, schema: audit.schema, logger });
+    return { ...postgres, health: probe('postgresql', postgres.statuses) };
   }
-  if (config.store.kind === 'memory') {
+  if (store.kind === 'memory') {
     return {
-      createPool: async (options) => createMemoryQueryPool(options),
       auditLog: createMemoryAuditLog(),
       statuses: createMemoryMessageStatusStore(),
       history: createMemoryHistoryStore(),
@@ -74,21 +93,38 @@ export function openStores(config: Config): Stores {
       close: async () => {},
     };
   }
-  // The audit log, statuses and history go to `audit.path`, by default the store's own file.
-  const storePath = config.store.kind === 'sqlite' ? config.store.path : undefined;
-  const localPath = config.audit.path ?? storePath ?? DEFAULT_SQLITE_PATH;
-  const local = createSqliteStore({ path: localPath });
-  if (storePath === undefined) return redisStores(config.store as RedisStoreConfig, local);
-  const journalStore = storePath === localPath ? local : createSqliteStore({ path: storePath });
+  // `store: redis` never gets here: the config asks it for `audit: postgres`.
+  const storePath = store.kind === 'sqlite' ? store.path : DEFAULT_SQLITE_PATH;
+  return sqliteRecords(createSqliteStore({ path: audit.path ?? storePath }));
+}
+
+/**
+ * Opens the configured stores: the records of `audit:` and the pool of `store:` — in memory,
+ * in memory journaled to the SQLite file `store.path` (which also holds the records unless
+ * `audit:` names another place), or in Redis, shared by every replica with the same
+ * `store.prefix`.
+ */
+export async function openStores(config: Config, logger: Logger): Promise<Stores> {
+  const { audit, store } = config;
+  if (store.kind === 'redis') return withRedisPool(store, await openRecordStores(config, logger));
+  if (store.kind === 'memory') {
+    const records = await openRecordStores(config, logger);
+    return { ...records, createPool: async (options) => createMemoryQueryPool(options) };
+  }
+  const file = createSqliteStore({ path: store.path });
+  const sharesFile = audit.kind === 'sqlite' && (audit.path ?? store.path) === store.path;
+  const records = sharesFile
+    ? sqliteRecords(file)
+    : await openRecordStores(config, logger).catch((err: unknown) => {
+        file.close();
+        throw err;
+      });
   return {
-    createPool: async (options) => createMemoryQueryPool({ ...options, journal: journalStore.journal }),
-    auditLog: local.auditLog,
-    statuses: local.statuses,
-    history: local.history,
-    health: () => sqliteHealth(local.statuses),
-    close: async () => {
-      local.close();
-      if (journalStore !== local) journalStore.close();
+    ...records,
+    createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
+    async close() {
+      if (!sharesFile) file.close();
+      await records.close();
     },
   };
 }
@@ -96,29 +132,30 @@ export function openStores(config: Config): Stores {
 type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
 
 /**
- * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5);
- * the audit log, statuses and history in this replica's SQLite file.
+ * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5),
+ * beside the records in PostgreSQL that the same replicas share.
  */
-function redisStores(store: RedisStoreConfig, local: SqliteStore): Stores {
+function withRedisPool(store: RedisStoreConfig, records: RecordStores): Stores {
   let pool: RedisQueryPool | undefined;
   return {
-    auditLog: local.auditLog,
-    statuses: local.statuses,
-    history: local.history,
+    ...records,
     async createPool(options) {
       pool = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
       return pool;
     },
     async health() {
-      const [redis, sqlite] = await Promise.all([
+      const [redis, database] = await Promise.all([
         pool?.health() ?? { ok: false, detail: 'the pool is not connected yet' },
-        sqliteHealth(local.statuses),
+        records.health(),
       ]);
-      return redis.ok ? sqlite : redis;
+      const failed = [redis, database].filter((check) => !check.ok);
+      return failed.length === 0
+        ? { ok: true }
+        : { ok: false, detail: failed.map((check) => check.detail).join('; ') };
     },
     async close() {
       await pool?.shutdown();
-      local.close();
+      await records.close();
     },
   };
 }

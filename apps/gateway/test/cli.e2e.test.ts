@@ -1,3 +1,6 @@
+import { join } from 'node:path';
+import { auditRecordFixture } from '@switchboard/core/testing';
+import { createSqliteStore } from '@switchboard/store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { runCli, tempDir, writeConfig } from './serve-process.js';
 
@@ -111,6 +114,22 @@ routing:
       const result = await runCli(['audit', '-c', path, '--outcome', 'exploded'], { cwd: dir });
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(/--outcome: expected one of completed\|discarded/);
+    });
+
+    it('reads the file audit.path names, not the store file', async () => {
+      const dir = tempDir();
+      const auditFile = createSqliteStore({ path: join(dir, 'audit.db') });
+      await auditFile.auditLog.append(auditRecordFixture(1));
+      auditFile.close();
+      const path = writeConfig(
+        dir,
+        `store: { kind: sqlite, path: ${join(dir, 'data.db')} }\naudit: { path: ${join(dir, 'audit.db')} }\n`,
+      );
+      const result = await runCli(['audit', '-c', path, '--json'], { cwd: dir });
+      expect(result.code, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout).items.map((item: { id: string }) => item.id)).toEqual([
+        auditRecordFixture(1).id,
+      ]);
     });
   });
 });

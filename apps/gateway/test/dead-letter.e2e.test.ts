@@ -1,4 +1,3 @@
-import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
 import {
@@ -6,6 +5,7 @@ import {
   eventually,
   get,
   post,
+  simultaneousPosts,
   startServe,
   tempDir,
   testConfig,
@@ -14,41 +14,6 @@ import {
 } from './serve-process.js';
 
 const cleanup = useCleanups();
-
-/**
- * POSTs `{}` to `url` `count` times in one TCP write (HTTP pipelining), so the server parses
- * them in one read and runs their handlers together; requests sent one by one by fetch reach it
- * in separate event-loop turns, each finished before the next arrives. Resolves each answer's
- * status and JSON body, in order.
- */
-function simultaneousPosts(url: string, count: number) {
-  const { hostname, port, pathname } = new URL(url);
-  const request = (last: boolean) =>
-    `POST ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: ${last ? 'close' : 'keep-alive'}\r\n\r\n{}`;
-  return new Promise<Array<{ status: number; body: { error?: { code: string } } }>>((resolve, reject) => {
-    let raw = Buffer.alloc(0);
-    const socket = connect(Number(port), hostname, () => {
-      socket.write(Array.from({ length: count }, (_, index) => request(index === count - 1)).join(''));
-    });
-    socket.on('data', (chunk: Buffer) => {
-      raw = Buffer.concat([raw, chunk]);
-    });
-    socket.once('error', reject);
-    socket.once('end', () => {
-      const answers = [];
-      let rest = raw.toString();
-      while (rest.length > 0) {
-        const headEnd = rest.indexOf('\r\n\r\n');
-        const head = rest.slice(0, headEnd);
-        const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
-        const body = rest.slice(headEnd + 4, headEnd + 4 + length);
-        answers.push({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
-        rest = rest.slice(headEnd + 4 + length);
-      }
-      resolve(answers);
-    });
-  });
-}
 
 /**
  * A gateway whose `bot` pipeline answers `failure` until `state.healthy` is set, then replies

@@ -1,13 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import {
+  POSTGRES_URL,
+  dropSchema,
+  postgresReachable,
+  randomSchemaName,
+  startPrivatePostgres,
+} from '@switchboard/testkit/postgres';
 import { REDIS_URL, redisReachable, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
+import { auditRecordFixture } from '@switchboard/core/testing';
+import { createPostgresStore } from '@switchboard/store-postgres';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { DAY_MS } from '../src/retention.js';
+import { startFakePipeline } from './fake-pipeline.js';
 import {
   eventually,
   get,
   post,
   runCli,
+  simultaneousPosts,
   startServe,
   tempDir,
   useCleanups,
@@ -15,28 +26,74 @@ import {
 } from './serve-process.js';
 
 const cleanup = useCleanups();
-const reachable = await redisReachable();
+// Both first: each one fails loudly under CI=true when its service is away.
+const reachable = (await redisReachable()) && (await postgresReachable());
 
-/** A gateway config on the pool of `url` under `prefix`, the audit file in `dir`. */
-function redisConfig(dir: string, url: string, prefix: string, extra = ''): string {
+/** Where a test's replicas keep things: a pool in Redis and a PostgreSQL schema for the records. */
+interface SharedStores {
+  redisUrl: string;
+  prefix: string;
+  postgresUrl: string;
+  schema: string;
+}
+
+/** A pool prefix and a schema of the test's own, removed after it; on the shared servers by default. */
+function sharedStores(overrides: Partial<SharedStores> = {}): SharedStores {
+  const stores = {
+    redisUrl: REDIS_URL,
+    prefix: `sb-e2e-${randomUUID()}`,
+    postgresUrl: POSTGRES_URL,
+    schema: randomSchemaName(),
+    ...overrides,
+  };
+  cleanup(async () => {
+    await removePoolKeys(stores.redisUrl, stores.prefix);
+    if (stores.postgresUrl === POSTGRES_URL) await dropSchema(stores.schema);
+  });
+  return stores;
+}
+
+/** The one pipeline of a config, which routing sends everything to. */
+interface OnlyPipeline {
+  id: string;
+  /** Its entry in `pipelines:`, as YAML flow. */
+  yaml: string;
+}
+
+const ECHO: OnlyPipeline = { id: 'echo', yaml: '{ id: echo, type: echo }' };
+
+/** A gateway config on the pool and the PostgreSQL schema of `stores`. */
+function redisConfig(stores: SharedStores, extra = '', pipeline = ECHO): string {
   return `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${url}", prefix: ${prefix} }
-audit: { path: ${join(dir, 'audit.db')} }
-pipelines: [{ id: echo, type: echo }]
-routing: { default: echo }
+store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix} }
+audit: { kind: postgres, url: "${stores.postgresUrl}", schema: ${stores.schema} }
+pipelines: [${pipeline.yaml}]
+routing: { default: ${pipeline.id} }
 ${extra}`;
 }
 
-/** `switchboard serve` on the pool of `url`; stopped and its keys removed after the test. */
-async function serveOnRedis(url: string, prefix: string, extra = '') {
+/** `switchboard serve` on `stores`; stopped after the test (before its stores are removed). */
+async function serveOn(stores: SharedStores, extra = '', pipeline?: OnlyPipeline) {
   const dir = tempDir();
-  const configPath = writeConfig(dir, redisConfig(dir, url, prefix, extra));
+  const configPath = writeConfig(dir, redisConfig(stores, extra, pipeline));
   const gateway = await startServe({ dir, configPath });
-  cleanup(async () => {
-    await gateway.stop('SIGTERM');
-    await removePoolKeys(url, prefix);
-  });
-  return gateway;
+  cleanup(() => gateway.stop('SIGTERM'));
+  return { ...gateway, configPath };
+}
+
+/**
+ * An `http` pipeline `bot` whose backend fails fatally (400, so a message is dead-lettered at
+ * once) until `state.healthy` is set, then echoes.
+ */
+async function pipelineFailingUntilHealthy() {
+  const backend = await startFakePipeline();
+  cleanup(() => backend.close());
+  const state = { healthy: false };
+  backend.respond = async (request) =>
+    state.healthy
+      ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
+      : { status: 400, body: { error: 'bad' } };
+  return { backend, state, pipeline: { id: 'bot', yaml: `{ id: bot, type: http, url: "${backend.url}" }` } };
 }
 
 const message = (text: string) => ({ session_id: `s-${randomUUID()}`, user_id: 'u1', text });
@@ -46,7 +103,7 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     it('answers a message with its reply, reports it completed and is ready', {
       timeout: 60_000,
     }, async () => {
-      const gateway = await serveOnRedis(REDIS_URL, `sb-e2e-${randomUUID()}`);
+      const gateway = await serveOn(sharedStores());
       const answer = await post(`${gateway.url}/v1/messages`, message('hello over redis'));
       expect(answer.status).toBe(200);
       expect(answer.body).toMatchObject({ status: 'completed', replies: [{ text: 'hello over redis' }] });
@@ -61,18 +118,139 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     it('refuses to start a replica whose limits differ, naming the difference', {
       timeout: 60_000,
     }, async () => {
-      const prefix = `sb-e2e-${randomUUID()}`;
-      await serveOnRedis(REDIS_URL, prefix, 'concurrency: { pipeline: 20 }');
+      const stores = sharedStores();
+      await serveOn(stores, 'concurrency: { pipeline: 20 }');
       const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        redisConfig(dir, REDIS_URL, prefix, 'concurrency: { pipeline: 5 }'),
-      );
+      const configPath = writeConfig(dir, redisConfig(stores, 'concurrency: { pipeline: 5 }'));
       const refused = await runCli(['serve', '-c', configPath], { cwd: dir });
       expect(refused.code).not.toBe(0);
       const output = refused.stdout + refused.stderr;
       expect(output).toContain('SB_STORE_CONFIG_MISMATCH');
       expect(output).toMatch(/concurrency\.pipeline: this replica 5, the shared store 20/);
+    });
+  });
+
+  describe('when the audit log is in PostgreSQL', () => {
+    it('switchboard audit --json answers the records GET /admin/audit answers, filters included', {
+      timeout: 60_000,
+    }, async () => {
+      const { state, pipeline } = await pipelineFailingUntilHealthy();
+      const gateway = await serveOn(sharedStores(), '', pipeline);
+      const failed = await post(`${gateway.url}/v1/messages`, message('first'));
+      expect(failed.body).toMatchObject({ status: 'dead_lettered', reason: 'fatal_error' });
+      await post(`${gateway.url}/v1/messages`, message('second'));
+      state.healthy = true;
+      expect((await post(`${gateway.url}/v1/messages`, message('third'))).body?.status).toBe('completed');
+
+      const cliAudit = async (filters: Record<string, string>) => {
+        const flags = Object.entries(filters).flatMap(([name, value]) => [`--${name}`, value]);
+        const result = await runCli(['audit', '-c', gateway.configPath, '--json', ...flags], {
+          cwd: gateway.dir,
+        });
+        expect(result.code, result.stderr).toBe(0);
+        return JSON.parse(result.stdout);
+      };
+      const all = await cliAudit({});
+      expect(all.items.map((item: { text: string }) => item.text)).toEqual(['second', 'first']);
+      expect(all).toEqual((await get(`${gateway.url}/admin/audit`)).body);
+      const filters = { outcome: 'dead_lettered', limit: '1' };
+      const page = await cliAudit(filters);
+      expect(page.next_cursor).toEqual(expect.any(String));
+      expect(page).toEqual((await get(`${gateway.url}/admin/audit?${new URLSearchParams(filters)}`)).body);
+    });
+
+    it('prunes audit records older than audit.retention_days (30 by default) from PostgreSQL when it starts', {
+      timeout: 60_000,
+    }, async () => {
+      const stores = sharedStores();
+      const seeded = await createPostgresStore({ url: stores.postgresUrl, schema: stores.schema });
+      cleanup(() => seeded.close());
+      const old = auditRecordFixture(1, { at: Date.now() - 31 * DAY_MS });
+      const recent = auditRecordFixture(2, { at: Date.now() });
+      await seeded.auditLog.append(old);
+      await seeded.auditLog.append(recent);
+      const gateway = await serveOn(stores);
+      await eventually(
+        () =>
+          gateway.logs.some((line) => line.msg === 'pruned' && line.task === 'audit' && line.removed === 1),
+        20_000,
+        'the audit prune',
+      );
+      const { items } = await seeded.auditLog.query({ limit: 10 });
+      expect(items.map((item) => item.id)).toEqual([recent.id]);
+    });
+
+    it('is not ready while PostgreSQL is away, naming it, and ready again once it is back', {
+      timeout: 120_000,
+    }, async () => {
+      const postgres = await startPrivatePostgres();
+      cleanup(() => postgres.remove());
+      const gateway = await serveOn(sharedStores({ postgresUrl: postgres.url }));
+      expect((await get(`${gateway.url}/readyz`)).status).toBe(200);
+
+      await postgres.stop();
+      const notReady = await get(`${gateway.url}/readyz`);
+      expect(notReady.status).toBe(503);
+      expect(notReady.body.checks.store).toMatchObject({
+        ok: false,
+        detail: expect.stringMatching(/^postgresql: /),
+      });
+
+      await postgres.start();
+      await eventually(
+        async () => (await get(`${gateway.url}/readyz`)).status === 200,
+        30_000,
+        'ready again',
+      );
+    });
+  });
+
+  describe('when replicas on one pool and one schema replay one dead letter at once', () => {
+    it('queues it once: one replay answers 202, the others 409, and the pipeline runs it once more', {
+      timeout: 60_000,
+    }, async () => {
+      const { backend, state, pipeline } = await pipelineFailingUntilHealthy();
+      const stores = sharedStores();
+      const first = await serveOn(stores, '', pipeline);
+      const second = await serveOn(stores, '', pipeline);
+      // Not waiting: either replica may run it, and only the accepting one answers a wait.
+      const accepted = await post(`${first.url}/v1/messages`, { ...message('help'), wait: false });
+      expect(accepted.status).toBe(202);
+      const messageId = accepted.body?.id;
+      // Both replicas list it, whichever dead-lettered it: the audit log is shared.
+      const listed = await eventually(
+        async () => {
+          const lists = await Promise.all(
+            [first, second].map((replica) => get(`${replica.url}/admin/dead-letters`)),
+          );
+          return lists.every((list) => list.body.items.length === 1) && lists;
+        },
+        20_000,
+        'the dead letter on both replicas',
+      );
+      expect(listed.map((list) => list.body.items[0].message_id)).toEqual([messageId, messageId]);
+      const deadLetterId = listed[0]?.body.items[0].id;
+
+      state.healthy = true;
+      // Three at once on each replica: each one's requests run in one event-loop turn, so they race
+      // each other as well as the other replica's.
+      const replays = (
+        await Promise.all(
+          [first, second].map((replica) =>
+            simultaneousPosts(`${replica.url}/admin/dead-letters/${deadLetterId}/replay`, 3),
+          ),
+        )
+      ).flat();
+      expect(replays.map((replay) => replay.status).sort()).toEqual([202, 409, 409, 409, 409, 409]);
+      // The pipeline's second request is the replay; a second replay would follow it at once.
+      await eventually(
+        async () => (await get(`${second.url}/v1/messages/${messageId}`)).body.status === 'completed',
+        20_000,
+        'the replay completed',
+      );
+      expect((await get(`${first.url}/admin/queues`)).body).toMatchObject({ pending: 0, inflight: 0 });
+      expect(backend.requests.map((request) => request.text)).toEqual(['help', 'help']);
+      expect((await get(`${first.url}/admin/dead-letters`)).body.items).toEqual([]);
     });
   });
 
@@ -82,7 +260,7 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     }, async () => {
       const redis = await startPrivateRedis();
       cleanup(() => redis.remove());
-      const gateway = await serveOnRedis(redis.url, 'outage');
+      const gateway = await serveOn(sharedStores({ redisUrl: redis.url, prefix: 'outage' }));
       expect((await post(`${gateway.url}/v1/messages`, message('before'))).status).toBe(200);
 
       await redis.stop();
@@ -111,7 +289,7 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     }, async () => {
       const redis = await startPrivateRedis();
       cleanup(() => redis.remove());
-      const gateway = await serveOnRedis(redis.url, 'eviction');
+      const gateway = await serveOn(sharedStores({ redisUrl: redis.url, prefix: 'eviction' }));
       const admin = new Redis(redis.url);
       cleanup(async () => admin.quit());
       await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');

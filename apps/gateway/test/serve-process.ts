@@ -1,5 +1,6 @@
 import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -178,6 +179,41 @@ export async function post(
     // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
     body: text === '' ? null : (JSON.parse(text) as Record<string, any>),
   };
+}
+
+/**
+ * POSTs `{}` to `url` `count` times in one TCP write (HTTP pipelining), so the server parses
+ * them in one read and runs their handlers together; requests sent one by one by fetch reach it
+ * in separate event-loop turns, each finished before the next arrives. Resolves each answer's
+ * status and JSON body, in order.
+ */
+export function simultaneousPosts(url: string, count: number) {
+  const { hostname, port, pathname } = new URL(url);
+  const request = (last: boolean) =>
+    `POST ${pathname} HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: ${last ? 'close' : 'keep-alive'}\r\n\r\n{}`;
+  return new Promise<Array<{ status: number; body: { error?: { code: string } } }>>((resolve, reject) => {
+    let raw = Buffer.alloc(0);
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(Array.from({ length: count }, (_, index) => request(index === count - 1)).join(''));
+    });
+    socket.on('data', (chunk: Buffer) => {
+      raw = Buffer.concat([raw, chunk]);
+    });
+    socket.once('error', reject);
+    socket.once('end', () => {
+      const answers = [];
+      let rest = raw.toString();
+      while (rest.length > 0) {
+        const headEnd = rest.indexOf('\r\n\r\n');
+        const head = rest.slice(0, headEnd);
+        const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
+        const body = rest.slice(headEnd + 4, headEnd + 4 + length);
+        answers.push({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
+        rest = rest.slice(headEnd + 4 + length);
+      }
+      resolve(answers);
+    });
+  });
 }
 
 export async function get(url: string, headers: Record<string, string> = {}) {

@@ -1,3 +1,4 @@
+import { closedPostgresUrl } from '@switchboard/testkit/postgres';
 import { startFakeTelegram } from '@switchboard/testkit/telegram';
 import { describe, expect, it } from 'vitest';
 import { runCli, tempDir, testConfig, useCleanups, writeConfig } from './serve-process.js';
@@ -35,6 +36,26 @@ describe('switchboard serve when the gateway fails to start (end to end)', () =>
       expect(printed).toContain('upstream refused GET /bot');
       expect(printed).not.toContain(TELEGRAM_TOKEN);
       expect(printed).not.toContain('SECRET-start-failure-token');
+    });
+  });
+
+  describe('when PostgreSQL (audit: postgres) refuses connections', () => {
+    it('exits 1 with SB_STORE_UNAVAILABLE naming host, port and database, never the password', async () => {
+      const url = (await closedPostgresUrl()).replace('postgres@', 'postgres:SECRET-db-password@');
+      const { port } = new URL(url);
+      const dir = tempDir();
+      const configPath = writeConfig(
+        dir,
+        `server: { host: 127.0.0.1, port: 0 }\nstore: { kind: memory }\naudit: { kind: postgres, url: "${url}" }\n`,
+      );
+
+      const result = await runCli(['serve', '-c', configPath], { cwd: dir });
+
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `SB_STORE_UNAVAILABLE: PostgreSQL at 127.0.0.1:${port}/test is unavailable`,
+      );
+      expect(`${result.stdout}\n${result.stderr}`).not.toContain('SECRET-db-password');
     });
   });
 });

@@ -128,7 +128,7 @@ export const AuditSchema = z
       kind: z.literal('sqlite').default('sqlite'),
       /**
        * The SQLite file of the audit log, message statuses and history. Default: `store.path`
-       * with `store: sqlite`; `./data/switchboard.db` with `store: redis` (each replica its own).
+       * with `store: sqlite`.
        */
       path: z.string().min(1).optional(),
       ...auditFields,
@@ -136,6 +136,14 @@ export const AuditSchema = z
     z.strictObject({
       kind: z.literal('postgres'),
       url: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }),
+      /**
+       * The PostgreSQL schema of the audit log, message statuses and history, created when
+       * missing; replicas naming the same one share them. The rule is store-postgres's own.
+       */
+      schema: z
+        .string()
+        .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'use 1 to 63 of a-z, 0-9 and _, not starting with a digit')
+        .default('switchboard'),
       ...auditFields,
     }),
   ])
@@ -370,6 +378,24 @@ function checkUniqueIds(items: unknown, section: string, ctx: z.RefinementCtx) {
 }
 
 /**
+ * A pool in Redis is shared by replicas, so what it settles must be too (docs/design.md §5
+ * "Several replicas"): the audit log, statuses and history go to PostgreSQL.
+ */
+function checkSharedAudit(
+  // Partial when other sections failed: this check runs with them (see the superRefine below).
+  config: { store?: { kind?: string }; audit?: { kind?: string } },
+  ctx: z.RefinementCtx,
+): void {
+  if (config.store?.kind !== 'redis' || config.audit?.kind === 'postgres') return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['audit', 'kind'],
+    message:
+      'store.kind redis needs audit.kind postgres (replicas sharing a pool share its audit log, statuses and history)',
+  });
+}
+
+/**
  * The schema of switchboard.yaml. An empty file is valid and runs the quick start: an `openapi`
  * channel `api`, an `echo` pipeline and `routing: { default: echo }`.
  */
@@ -390,6 +416,7 @@ export const ConfigSchema = z
     (config, ctx) => {
       checkUniqueIds(config.channels, 'channels', ctx);
       checkUniqueIds(config.pipelines, 'pipelines', ctx);
+      checkSharedAudit(config, ctx);
     },
     // Report duplicates together with every other problem, not after they are fixed.
     { when: () => true },

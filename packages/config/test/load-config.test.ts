@@ -115,6 +115,18 @@ describe('parseConfig', () => {
   });
 
   describe('when the schema refuses values', () => {
+    it('refuses a redis store without postgres audit, naming audit.kind', () => {
+      const error = failure(() =>
+        parseConfig('store: { kind: redis, url: "redis://127.0.0.1:6379" }\naudit: { path: ./audit.db }', {
+          env: {},
+          source: 'sb.yaml',
+        }),
+      );
+      expect(error.message).toBe(
+        'sb.yaml: invalid configuration\n  audit.kind: store.kind redis needs audit.kind postgres (replicas sharing a pool share its audit log, statuses and history)',
+      );
+    });
+
     it('starts the message with the source and lists one line per problem', () => {
       const error = failure(() =>
         parseConfig('store: { kind: mongo }\nserver: { port: 70000 }', { env: {}, source: 'sb.yaml' }),

@@ -88,6 +88,7 @@ describe('ConfigSchema', () => {
       expect(config.audit).toEqual({
         kind: 'postgres',
         url: 'postgres://127.0.0.1/test',
+        schema: 'switchboard',
         retentionDays: 30,
         storeText: 200,
         recordIgnored: true,
@@ -97,6 +98,7 @@ describe('ConfigSchema', () => {
     it('refuses a redis prefix that would break the key hash tag, naming store.prefix', () => {
       const result = ConfigSchema.safeParse({
         store: { kind: 'redis', url: 'redis://127.0.0.1', prefix: 'a}b' },
+        audit: { kind: 'postgres', url: 'postgres://127.0.0.1/test' },
       });
       expect(result.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['store.prefix']);
     });
@@ -104,6 +106,40 @@ describe('ConfigSchema', () => {
     it('keeps an audit file apart from the store file', () => {
       const config = ConfigSchema.parse({ audit: { path: './audit.db' } });
       expect(config.audit).toMatchObject({ kind: 'sqlite', path: './audit.db' });
+    });
+
+    it('refuses a redis store without postgres audit, naming audit.kind', () => {
+      for (const audit of [undefined, { kind: 'sqlite' as const, path: './audit.db' }]) {
+        const result = ConfigSchema.safeParse({ store: { kind: 'redis', url: 'redis://127.0.0.1' }, audit });
+        expect(result.error?.issues.map((issue) => [issue.path.join('.'), issue.message])).toEqual([
+          [
+            'audit.kind',
+            'store.kind redis needs audit.kind postgres (replicas sharing a pool share its audit log, statuses and history)',
+          ],
+        ]);
+      }
+    });
+
+    it('takes postgres or sqlite audit with a sqlite or memory store', () => {
+      for (const store of [{ kind: 'sqlite' as const }, { kind: 'memory' as const }]) {
+        for (const audit of [
+          { kind: 'sqlite' as const },
+          { kind: 'postgres' as const, url: 'postgres://db/sb' },
+        ]) {
+          expect(ConfigSchema.parse({ store, audit }).audit.kind).toBe(audit.kind);
+        }
+      }
+    });
+
+    it('takes a postgres schema name and refuses one that is not a plain identifier, naming audit.schema', () => {
+      const audit = { kind: 'postgres' as const, url: 'postgres://db/sb' };
+      expect(ConfigSchema.parse({ audit: { ...audit, schema: 'tenant_a' } }).audit).toMatchObject({
+        schema: 'tenant_a',
+      });
+      for (const schema of ['Tenant', '1st', 'a-b', 'x'.repeat(64)]) {
+        const result = ConfigSchema.safeParse({ audit: { ...audit, schema } });
+        expect(result.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['audit.schema']);
+      }
     });
 
     it('refuses postgres audit without a url', () => {

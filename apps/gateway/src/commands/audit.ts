@@ -1,5 +1,6 @@
-import { loadConfig } from '@switchboard/config';
-import { type AuditQuery, type AuditRecord, SwitchboardError } from '@switchboard/core';
+import { type Config, loadConfig } from '@switchboard/config';
+import { type AuditLog, type AuditQuery, type AuditRecord, SwitchboardError } from '@switchboard/core';
+import { createPostgresStore } from '@switchboard/store-postgres';
 import { openAuditReader } from '@switchboard/store-sqlite';
 import { auditView } from '../audit-view.js';
 import { AuditFiltersSchema } from '../audit-filters.js';
@@ -36,18 +37,30 @@ function cell(text: string, width: number): string {
 }
 
 /**
- * `switchboard audit`: reads the audit log straight from the SQLite file, so it works while the
- * server is down (and, thanks to WAL, while it is running).
+ * The audit log `audit:` names, read directly: PostgreSQL, or the SQLite file (read-only; thanks
+ * to WAL, also while the server runs). Either works while the server is down.
  */
-export async function audit(path: string, flags: AuditFlags, io: CommandIo): Promise<number> {
-  const config = await loadConfig(path);
-  if (config.store.kind !== 'sqlite') {
+async function openAuditLog(
+  config: Config,
+): Promise<{ auditLog: Pick<AuditLog, 'query'>; close(): Promise<void> }> {
+  const { audit, store } = config;
+  if (audit.kind === 'postgres') {
+    return createPostgresStore({ url: audit.url, schema: audit.schema, maxConnections: 1 });
+  }
+  if (store.kind !== 'sqlite') {
     throw new SwitchboardError('SB_CONFIG_INVALID', {
-      message: `store.kind: "${config.store.kind}" keeps no audit file to read; use GET /admin/audit on the running server`,
+      message: `store.kind: "${store.kind}" keeps no audit file to read; use GET /admin/audit on the running server`,
     });
   }
+  const reader = openAuditReader({ path: audit.path ?? store.path });
+  return { auditLog: reader.auditLog, close: async () => reader.close() };
+}
+
+/** `switchboard audit`: one page of the audit log, as a table or as `GET /admin/audit` answers it. */
+export async function audit(path: string, flags: AuditFlags, io: CommandIo): Promise<number> {
+  const config = await loadConfig(path);
   const query = auditQueryOf(flags);
-  const reader = openAuditReader({ path: config.store.path });
+  const reader = await openAuditLog(config);
   try {
     const page = await reader.auditLog.query(query);
     if (flags.json) {
@@ -71,6 +84,6 @@ export async function audit(path: string, flags: AuditFlags, io: CommandIo): Pro
     );
     return 0;
   } finally {
-    reader.close();
+    await reader.close();
   }
 }
