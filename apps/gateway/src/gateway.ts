@@ -152,6 +152,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     router: () => router,
     outcomes,
     channelPolicy: policyOf,
+    refuseWhen: stores.refusal,
   });
 
   const controller = createController({

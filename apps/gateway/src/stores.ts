@@ -2,6 +2,7 @@ import { type Config, DEFAULT_SQLITE_PATH } from '@switchboard/config';
 import {
   type AuditLog,
   type HistoryStore,
+  type IngressRefusal,
   type Logger,
   type MessageStatusStore,
   type PipelinePolicy,
@@ -12,7 +13,7 @@ import {
   createMemoryQueryPool,
 } from '@switchboard/core';
 import { createPostgresStore } from '@switchboard/store-postgres';
-import { type RedisQueryPool, createRedisQueryPool } from '@switchboard/store-redis';
+import { type RedisQueryPool, createAuditOutbox, createRedisQueryPool } from '@switchboard/store-redis';
 import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
 
 /** What every query pool is built from, whichever store holds it. */
@@ -48,6 +49,8 @@ export interface Stores extends RecordStores {
   createPool(options: PoolOptions): Promise<QueryPool>;
   /** Closes the pool's connections (the pool must be drained first), then the record stores. */
   close(): Promise<void>;
+  /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
+  refusal?: () => IngressRefusal | undefined;
 }
 
 /** Ready when a status read succeeds: one indexed lookup, cheap on every backend. */
@@ -106,7 +109,7 @@ async function openRecordStores(config: Config, logger: Logger): Promise<RecordS
  */
 export async function openStores(config: Config, logger: Logger): Promise<Stores> {
   const { audit, store } = config;
-  if (store.kind === 'redis') return withRedisPool(store, await openRecordStores(config, logger));
+  if (store.kind === 'redis') return withRedisPool(config, await openRecordStores(config, logger), logger);
   if (store.kind === 'memory') {
     const records = await openRecordStores(config, logger);
     return { ...records, createPool: async (options) => createMemoryQueryPool(options) };
@@ -133,12 +136,26 @@ type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
 
 /**
  * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5),
- * beside the records in PostgreSQL that the same replicas share.
+ * beside the records in PostgreSQL that the same replicas share. Audit records PostgreSQL cannot
+ * take wait in a bounded outbox in Redis; while it is full, admission refuses.
  */
-function withRedisPool(store: RedisStoreConfig, records: RecordStores): Stores {
+async function withRedisPool(config: Config, records: RecordStores, logger: Logger): Promise<Stores> {
+  const store = config.store as RedisStoreConfig;
+  const outbox = await createAuditOutbox({
+    url: store.url,
+    prefix: store.prefix,
+    inner: records.auditLog,
+    maxEntries: config.audit.kind === 'postgres' ? config.audit.outboxMaxEntries : undefined,
+    logger,
+  }).catch(async (err: unknown) => {
+    await records.close();
+    throw err;
+  });
   let pool: RedisQueryPool | undefined;
   return {
     ...records,
+    auditLog: outbox,
+    refusal: outbox.refusal,
     async createPool(options) {
       pool = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
       return pool;
@@ -155,6 +172,7 @@ function withRedisPool(store: RedisStoreConfig, records: RecordStores): Stores {
     },
     async close() {
       await pool?.shutdown();
+      await outbox.shutdown();
       await records.close();
     },
   };

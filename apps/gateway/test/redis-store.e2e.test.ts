@@ -3,6 +3,7 @@ import {
   POSTGRES_URL,
   dropSchema,
   postgresReachable,
+  queryPostgres,
   randomSchemaName,
   startPrivatePostgres,
 } from '@switchboard/testkit/postgres';
@@ -202,6 +203,78 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
         30_000,
         'ready again',
       );
+    });
+  });
+
+  describe('when PostgreSQL is away while messages are audited', () => {
+    const DISCARD_DROPS = `routing:
+  default: echo
+  rules: [{ name: drop, type: message_content, operator: regex, value: "^drop", pipeline: __discard__ }]`;
+    /** A gateway whose `drop…` messages are discarded (each one audit record), on a private PostgreSQL. */
+    async function auditedGateway(extraAudit = '') {
+      const postgres = await startPrivatePostgres();
+      cleanup(() => postgres.remove());
+      const stores = sharedStores({ postgresUrl: postgres.url });
+      const dir = tempDir();
+      const yaml = redisConfig(stores)
+        .replace(`schema: ${stores.schema} }`, `schema: ${stores.schema}${extraAudit} }`)
+        .replace(`routing: { default: echo }`, DISCARD_DROPS);
+      const gateway = await startServe({ dir, configPath: writeConfig(dir, yaml) });
+      cleanup(() => gateway.stop('SIGTERM'));
+      const discardedCount = async () => {
+        const rows = await queryPostgres<{ count: string }>(
+          `SELECT count(*) AS count FROM "${stores.schema}".audit WHERE outcome = 'discarded'`,
+          [],
+          postgres.url,
+        );
+        return Number(rows[0]?.count);
+      };
+      return { gateway, postgres, discardedCount };
+    }
+
+    it('keeps every record in the Redis outbox meanwhile and stores each exactly once when it is back', {
+      timeout: 120_000,
+    }, async () => {
+      const { gateway, postgres, discardedCount } = await auditedGateway();
+      const send = async (count: number, tag: string) => {
+        for (let i = 0; i < count; i++) {
+          const answer = await post(`${gateway.url}/v1/messages`, message(`drop ${tag} ${i}`));
+          expect(answer.status).toBe(200);
+        }
+      };
+      await send(10, 'before');
+      await eventually(async () => (await discardedCount()) === 10, 10_000, '10 records stored');
+      await postgres.stop();
+      await send(40, 'during');
+      await postgres.start();
+      await send(10, 'after');
+      await eventually(async () => (await discardedCount().catch(() => 0)) === 60, 30_000, 'all 60 records');
+      // Drained once, not twice: a record written again by a drainer is kept once.
+      expect(await discardedCount()).toBe(60);
+    });
+
+    it('answers 503 with Retry-After while the outbox is full, and admits again once it drains', {
+      timeout: 120_000,
+    }, async () => {
+      const { gateway, postgres, discardedCount } = await auditedGateway(', outbox_max_entries: 3');
+      await postgres.stop();
+      const refused = await eventually(
+        async () => {
+          const answer = await post(`${gateway.url}/v1/messages`, message('drop while away'));
+          return answer.status === 503 ? answer : undefined;
+        },
+        20_000,
+        'a 503 once the outbox is full',
+      );
+      expect(refused.body?.error.code).toBe('SB_STORE_UNAVAILABLE');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      await postgres.start();
+      await eventually(
+        async () => (await post(`${gateway.url}/v1/messages`, message('drop after'))).status === 200,
+        30_000,
+        'admitted again',
+      );
+      expect(await discardedCount()).toBeGreaterThanOrEqual(3);
     });
   });
 

@@ -144,15 +144,20 @@ export const AuditSchema = z
         .string()
         .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'use 1 to 63 of a-z, 0-9 and _, not starting with a digit')
         .default('switchboard'),
+      /**
+       * With `store: redis`: audit records written while PostgreSQL is unreachable wait in Redis
+       * (drained by any replica once it answers); past this many, admission answers 503.
+       */
+      outbox_max_entries: numeric(z.number().int().min(1).max(10_000_000)).prefault(100_000),
       ...auditFields,
     }),
   ])
-  .transform(({ retention_days, store_text, ignored, ...target }) => ({
-    ...target,
-    retentionDays: retention_days,
-    storeText: store_text,
-    recordIgnored: ignored,
-  }));
+  .transform(({ retention_days, store_text, ignored, ...target }) => {
+    const common = { retentionDays: retention_days, storeText: store_text, recordIgnored: ignored };
+    if (target.kind === 'sqlite') return { ...target, ...common };
+    const { outbox_max_entries, ...postgres } = target;
+    return { ...postgres, ...common, outboxMaxEntries: outbox_max_entries };
+  });
 
 export const ShutdownSchema = z
   .strictObject({ drain_timeout: durationMs({ max: '1h' }).prefault('30s') })

@@ -63,8 +63,12 @@ export async function dropSchema(schema: string): Promise<void> {
 }
 
 /** Queries `text` on the shared PostgreSQL, for assertions on what a store wrote. */
-export async function queryPostgres<Row>(text: string, values: unknown[] = []): Promise<Row[]> {
-  return withClient(async (client) => (await client.query(text, values)).rows as Row[]);
+export async function queryPostgres<Row>(
+  text: string,
+  values: unknown[] = [],
+  url = POSTGRES_URL,
+): Promise<Row[]> {
+  return withClient(async (client) => (await client.query(text, values)).rows as Row[], url);
 }
 
 /** A connection string to a port of 127.0.0.1 nothing listens on (connections are refused). */
