@@ -144,7 +144,7 @@ describe('status tracker', () => {
     });
   });
 
-  describe("when another replica runs a message followed here (docs/design.md §5)", () => {
+  describe('when another replica runs a message followed here (docs/design.md §5)', () => {
     it('shows it running, answers the watch with its replies, and leaves the write to that replica', async () => {
       const { tracker, writes, reads, relayed } = trackerHarness();
       const watch = tracker.watch(message.id);
