@@ -1,4 +1,5 @@
 import {
+  type EventOrigin,
   IDEMPOTENCY_TTL_MS,
   createHttpServerShutdown,
   httpErrorHandler,
@@ -12,7 +13,7 @@ import {
   type Router,
   type SecretMasker,
   SwitchboardError,
-  type Turn,
+  type TurnStart,
   createController,
   createIngress,
   createOutcomeBus,
@@ -55,6 +56,13 @@ export interface Gateway {
   stop(): Promise<void>;
   /** Re-reads the config file and swaps the routing rules; a bad file throws and keeps the old rules. */
   reloadRouting(): Promise<{ rules: number }>;
+}
+
+/** One unsubscribe for several subscriptions; the absent ones are skipped. */
+function unsubscribeAll(...stops: Array<(() => unknown) | undefined>): () => void {
+  return () => {
+    for (const stop of stops) stop?.();
+  };
 }
 
 /** Wires config → stores, pool, controller, channels and the HTTP server. */
@@ -100,7 +108,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     logger,
   );
-  const turnStartListeners = new Set<(turn: Turn) => void>();
+  const turnStartListeners = new Set<(turn: TurnStart, origin: EventOrigin) => void>();
+  // With a shared pool another replica may run the turn of a message this one accepted: the
+  // channels hear its events too, marked relayed (docs/design.md §5 "Several replicas").
+  const relay = stores.replicaEvents();
 
   const server = Fastify({
     ...httpServerOptions(config.server),
@@ -139,13 +150,24 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     statuses: stores.statuses,
     logger,
     events: {
-      subscribeOutcomes: (listener) => outcomes.subscribe(listener),
+      subscribeOutcomes: (listener) =>
+        unsubscribeAll(
+          outcomes.subscribe((outcome) => listener(outcome, 'local')),
+          relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
+        ),
       subscribeTurnStarts: (listener) => {
         turnStartListeners.add(listener);
-        return () => turnStartListeners.delete(listener);
+        return unsubscribeAll(
+          () => turnStartListeners.delete(listener),
+          relay?.subscribeTurnStarts((turn) => listener(turn, 'relayed')),
+        );
       },
     },
   });
+  // Subscribed after the channels, so that a status write of this replica starts before the
+  // replica that accepted the message hears of the outcome, answers and is asked again (its
+  // status then comes from the store this replica writes).
+  if (relay !== null) outcomes.subscribe(relay.publishOutcome);
 
   const ingress = createIngress({
     pool,
@@ -178,7 +200,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     observer: {
       turnStarted(turn) {
         metrics.observer.turnStarted?.(turn);
-        for (const listener of turnStartListeners) listener(turn);
+        for (const listener of turnStartListeners) listener(turn, 'local');
+        relay?.publishTurnStart(turn);
       },
       turnEnded: metrics.observer.turnEnded,
       turnRetried: metrics.observer.turnRetried,

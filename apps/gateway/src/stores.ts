@@ -13,7 +13,13 @@ import {
   createMemoryQueryPool,
 } from '@switchboard/core';
 import { createPostgresStore } from '@switchboard/store-postgres';
-import { type RedisQueryPool, createAuditOutbox, createRedisQueryPool } from '@switchboard/store-redis';
+import {
+  type RedisEventRelay,
+  type RedisQueryPool,
+  createAuditOutbox,
+  createRedisEventRelay,
+  createRedisQueryPool,
+} from '@switchboard/store-redis';
 import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
 
 /** What every query pool is built from, whichever store holds it. */
@@ -47,6 +53,12 @@ export interface RecordStores {
 export interface Stores extends RecordStores {
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
   createPool(options: PoolOptions): Promise<QueryPool>;
+  /**
+   * The other replicas' outcomes and turn starts, and where to send this one's, once
+   * `createPool` resolved: with `store: redis`, a relay among the replicas sharing the pool
+   * (docs/design.md §5 "Several replicas"); null for a pool of one process.
+   */
+  replicaEvents(): RedisEventRelay | null;
   /** Closes the pool's connections (the pool must be drained first), then the record stores. */
   close(): Promise<void>;
   /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
@@ -112,7 +124,11 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
   if (store.kind === 'redis') return withRedisPool(config, await openRecordStores(config, logger), logger);
   if (store.kind === 'memory') {
     const records = await openRecordStores(config, logger);
-    return { ...records, createPool: async (options) => createMemoryQueryPool(options) };
+    return {
+      ...records,
+      createPool: async (options) => createMemoryQueryPool(options),
+      replicaEvents: () => null,
+    };
   }
   const file = createSqliteStore({ path: store.path });
   const sharesFile = audit.kind === 'sqlite' && (audit.path ?? store.path) === store.path;
@@ -125,6 +141,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
   return {
     ...records,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
+    replicaEvents: () => null,
     async close() {
       if (!sharesFile) file.close();
       await records.close();
@@ -136,8 +153,9 @@ type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
 
 /**
  * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5),
- * beside the records in PostgreSQL that the same replicas share. Audit records PostgreSQL cannot
- * take wait in a bounded outbox in Redis; while it is full, admission refuses.
+ * beside the records in PostgreSQL that the same replicas share, and the relay of their events.
+ * Audit records PostgreSQL cannot take wait in a bounded outbox in Redis; while it is full,
+ * admission refuses.
  */
 async function withRedisPool(config: Config, records: RecordStores, logger: Logger): Promise<Stores> {
   const store = config.store as RedisStoreConfig;
@@ -152,14 +170,26 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     throw err;
   });
   let pool: RedisQueryPool | undefined;
+  let relay: RedisEventRelay | null = null;
   return {
     ...records,
     auditLog: outbox,
     refusal: outbox.refusal,
     async createPool(options) {
-      pool = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
+      const opened = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
+      relay = await createRedisEventRelay({
+        url: store.url,
+        prefix: store.prefix,
+        replicaId: opened.replicaId,
+        logger: options.logger,
+      }).catch(async (err: unknown) => {
+        await opened.shutdown();
+        throw err;
+      });
+      pool = opened;
       return pool;
     },
+    replicaEvents: () => relay,
     async health() {
       const [redis, database] = await Promise.all([
         pool?.health() ?? { ok: false, detail: 'the pool is not connected yet' },
@@ -172,6 +202,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     },
     async close() {
       await pool?.shutdown();
+      await relay?.close();
       await outbox.shutdown();
       await records.close();
     },

@@ -131,6 +131,59 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     });
   });
 
+  describe('when another replica runs the turn of a message a replica accepted', () => {
+    it('answers the waiting request and the status on the accepting replica', {
+      timeout: 90_000,
+    }, async () => {
+      // Each replica calls a backend of its own, which tells who ran each message.
+      const backends = await Promise.all([
+        startFakePipeline({ delayMs: 50 }),
+        startFakePipeline({ delayMs: 50 }),
+      ]);
+      for (const backend of backends) cleanup(() => backend.close());
+      const stores = sharedStores();
+      const replicas = await Promise.all(
+        backends.map((backend) =>
+          serveOn(stores, '', { id: 'bot', yaml: `{ id: bot, type: http, url: "${backend.url}" }` }),
+        ),
+      );
+      // Four sessions of five messages, sent alternately to each replica: a session's next
+      // message waits for its previous turn, and whichever replica claims it first runs it.
+      const sessions = Array.from({ length: 4 }, () => `s-${randomUUID()}`);
+      const sent = Array.from({ length: 20 }, (_, index) => ({
+        text: `message ${index}`,
+        accepting: replicas[index % 2] as (typeof replicas)[number],
+        session: sessions[index % 4] as string,
+      }));
+      const answers = await Promise.all(
+        sent.map(({ text, accepting, session }) =>
+          post(`${accepting.url}/v1/messages`, { session_id: session, user_id: 'u1', text, wait: true }),
+        ),
+      );
+
+      for (const [index, answer] of answers.entries()) {
+        expect(answer.status, `answer to ${sent[index]?.text}`).toBe(200);
+        expect(answer.body).toMatchObject({
+          status: 'completed',
+          replies: [{ text: `echo: ${sent[index]?.text}` }],
+        });
+      }
+      const ranBy = (text: string) =>
+        backends.findIndex((backend) => backend.requests.some((request) => request.text === text));
+      const crossRuns = sent.filter(({ text }, index) => ranBy(text) !== index % 2);
+      expect(crossRuns.length, 'messages run by the replica that did not accept them').toBeGreaterThan(0);
+      expect(backends.map((backend) => backend.requests.length > 0)).toEqual([true, true]);
+
+      for (const [index, answer] of answers.entries()) {
+        const status = await get(`${sent[index]?.accepting.url}/v1/messages/${answer.body?.id}`);
+        expect(status.body).toMatchObject({
+          status: 'completed',
+          replies: [{ text: `echo: ${sent[index]?.text}` }],
+        });
+      }
+    });
+  });
+
   describe('when the audit log is in PostgreSQL', () => {
     it('switchboard audit --json answers the records GET /admin/audit answers, filters included', {
       timeout: 60_000,

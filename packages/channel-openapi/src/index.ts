@@ -4,7 +4,7 @@
 export { createOpenApiChannel } from './channel.js';
 export { IDEMPOTENCY_TTL_MS } from './routes.js';
 export type { OpenApiChannelOptions } from './channel.js';
-export type { ChannelEvents } from './status-tracker.js';
+export type { ChannelEvents, EventOrigin } from './status-tracker.js';
 
 // Shared with the app's other routes (admin API, root server)
 export { bearerAuth, isLoopbackAddress } from './auth.js';

@@ -6,16 +6,26 @@ import {
   OUTCOME_KINDS,
   type Outcome,
   type Reply,
-  type Turn,
+  type TurnStart,
 } from '@switchboard/core';
 import { createKeyedSerializer } from './keyed-serializer.js';
 
-/** The engine events the channel follows; the app wires them to the outcome bus and controller. */
+/**
+ * Where an engine event happened: on this replica (`local`, the default when a listener is called
+ * without one), or on another replica sharing its pool (`relayed`, docs/design.md §5 "Several
+ * replicas").
+ */
+export type EventOrigin = 'local' | 'relayed';
+
+/**
+ * The engine events the channel follows; the app wires them to the outcome bus and controller,
+ * and with a shared pool to the other replicas' events too.
+ */
 export interface ChannelEvents {
   /** Calls `listener` with every final outcome; returns the function that unsubscribes. */
-  subscribeOutcomes(listener: (outcome: Outcome) => void): () => void;
+  subscribeOutcomes(listener: (outcome: Outcome, origin?: EventOrigin) => void): () => void;
   /** Calls `listener` whenever a turn starts (again, for a retry); returns the unsubscribe. */
-  subscribeTurnStarts(listener: (turn: Turn) => void): () => void;
+  subscribeTurnStarts(listener: (turn: TurnStart, origin?: EventOrigin) => void): () => void;
 }
 
 /** Where a message was routed, as its `queued` status records it. */
@@ -238,19 +248,17 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     entry.status = { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule };
   }
 
-  function onOutcome(outcome: Outcome): void {
+  function onOutcome(outcome: Outcome, origin: EventOrigin = 'local'): void {
     const id = outcome.message.id;
     if (outcome.message.channel !== channelId || outcome.kind === 'duplicate') return;
+    if (origin === 'relayed') {
+      onRelayedOutcome(id, outcome);
+      return;
+    }
     const entry = entryOf(id);
     const status = finalStatus(outcome, entry.status, now());
     entry.status = status;
-    const notify = () => {
-      // A waiting caller gets its answer even when the store refused the write.
-      const final = { status, reason: outcome.reason };
-      // Watches end themselves (wait, cancel): until then the final status stays in memory.
-      for (const settle of entry.waiters) settle(final);
-      release(id, entry);
-    };
+    const notify = notifier(id, entry, status, outcome);
     write(id, entry, status).then(
       () => answerSoon(notify),
       (err) => {
@@ -258,6 +266,29 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         answerSoon(notify);
       },
     );
+  }
+
+  /**
+   * Another replica's outcome answers this replica's waiting requests, only for messages followed
+   * here, and is not written: the replica that recorded it writes the final status, with the
+   * replies its `send` appended, which this one never saw (docs/design.md §5 "Several replicas").
+   */
+  function onRelayedOutcome(id: string, outcome: Outcome): void {
+    const entry = tracked.get(id);
+    if (entry === undefined || (entry.status !== null && isFinal(entry.status))) return;
+    const status = finalStatus(outcome, entry.status, now());
+    entry.status = status;
+    answerSoon(notifier(id, entry, status, outcome));
+  }
+
+  function notifier(id: string, entry: Tracked, status: MessageStatus, outcome: Outcome): () => void {
+    return () => {
+      // A waiting caller gets its answer even when the store refused the write.
+      const final = { status, reason: outcome.reason };
+      // Watches end themselves (wait, cancel): until then the final status stays in memory.
+      for (const settle of entry.waiters) settle(final);
+      release(id, entry);
+    };
   }
 
   // Answers leave together at the end of the event-loop turn, not one by one as turns end: the
@@ -276,13 +307,15 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     for (const answer of due) answer();
   }
 
-  function onTurnStart(turn: Turn): void {
+  function onTurnStart(turn: TurnStart, origin: EventOrigin = 'local'): void {
     const at = now();
     for (const queued of turn.messages) {
       const { message } = queued;
       if (message.channel !== channelId) continue;
-      const entry = entryOf(message.id);
-      if (entry.status !== null && isFinal(entry.status)) continue;
+      // Another replica's turn moves only messages followed here: an entry made for a message
+      // nobody here follows would wait for an outcome this replica may never hear of.
+      const entry = origin === 'relayed' ? tracked.get(message.id) : entryOf(message.id);
+      if (entry === undefined || (entry.status !== null && isFinal(entry.status))) continue;
       entry.status = {
         ...(entry.status ?? emptyStatus(message.id, at)),
         status: 'running',

@@ -3,12 +3,13 @@ import {
   type Outcome,
   type Reply,
   type Turn,
+  type TurnStart,
   createMemoryMessageStatusStore,
   parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { createStatusTracker } from '../src/status-tracker.js';
+import { type EventOrigin, createStatusTracker } from '../src/status-tracker.js';
 
 const message = parseInboundMessage({
   id: '01JSTATUS00000000000000001',
@@ -37,8 +38,8 @@ function trackerHarness() {
       return store.get(id);
     },
   };
-  let emitOutcome: (outcome: Outcome) => void = () => {};
-  let emitTurnStart: (turn: Turn) => void = () => {};
+  let emitOutcome: (outcome: Outcome, origin?: EventOrigin) => void = () => {};
+  let emitTurnStart: (turn: TurnStart, origin?: EventOrigin) => void = () => {};
   const tracker = createStatusTracker({
     channelId: 'api',
     statuses: counting,
@@ -63,18 +64,29 @@ function trackerHarness() {
       attempt: 1,
       acceptedAt: 0,
     };
-    emitTurnStart({
+    const turn: Turn = {
       id: 't1',
       session: 's',
       pipeline: 'echo',
       messages: [queued],
       attempt: 1,
       lease: { token: '1', expiresAt: null },
-    });
+    };
+    emitTurnStart(turn);
   };
   const complete = (kind: Outcome['kind'] = 'completed', of = message, replies: Reply[] = []) =>
     emitOutcome({ kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies });
-  return { store, statuses: counting, writes, reads, tracker, startTurn, complete };
+  /** The events of a turn another replica ran, as the relay hands them over. */
+  const relayed = {
+    startTurn: (of = message) =>
+      emitTurnStart({ id: 't2', pipeline: 'echo', messages: [{ message: of }] }, 'relayed'),
+    complete: (of = message, replies: Reply[] = []) =>
+      emitOutcome(
+        { kind: 'completed', at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't2', replies },
+        'relayed',
+      ),
+  };
+  return { store, statuses: counting, writes, reads, tracker, startTurn, complete, relayed };
 }
 
 describe('status tracker', () => {
@@ -129,6 +141,39 @@ describe('status tracker', () => {
       const updated = await tracker.appendReplies(message.id, [{ text: 'sorry' }]);
       expect(updated?.replies).toEqual([{ text: 'sorry' }]);
       expect((await store.get(message.id))?.replies).toEqual([{ text: 'sorry' }]);
+    });
+  });
+
+  describe('when another replica runs a message followed here (docs/design.md §5)', () => {
+    it('shows it running, answers the watch with its replies, and leaves the write to that replica', async () => {
+      const { tracker, writes, reads, relayed } = trackerHarness();
+      const watch = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      relayed.startTurn();
+      expect(await tracker.current(message.id)).toMatchObject({ status: 'running', turn: 't2' });
+      relayed.complete(message, [{ text: 'from the other replica' }]);
+      const final = await watch.wait(1000);
+      expect(final?.status).toMatchObject({
+        status: 'completed',
+        turn: 't2',
+        replies: [{ text: 'from the other replica' }],
+      });
+      expect(writes).toEqual([]);
+      // Forgotten once answered: the status now comes from the store the other replica writes.
+      await tracker.current(message.id);
+      expect(reads).toEqual([message.id]);
+    });
+  });
+
+  describe('when another replica runs a message nobody follows here', () => {
+    it('neither keeps it in memory nor writes a status for it', async () => {
+      const { tracker, writes, reads, relayed } = trackerHarness();
+      relayed.startTurn();
+      relayed.complete();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await tracker.current(message.id)).toBeNull();
+      expect(reads).toEqual([message.id]);
+      expect(writes).toEqual([]);
     });
   });
 

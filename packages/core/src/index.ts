@@ -110,6 +110,7 @@ export type {
   Settlement,
   Turn,
   TurnLease,
+  TurnStart,
 } from './ports/query-pool.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)

@@ -71,6 +71,17 @@ export interface Turn {
 }
 
 /**
+ * What a turn start says about its messages: which turn, which pipeline, and each message's id,
+ * channel and rule. A `Turn` is one; it is also all that crosses to other replicas
+ * (docs/design.md §5 "Several replicas").
+ */
+export interface TurnStart {
+  id: string;
+  pipeline: string;
+  messages: ReadonlyArray<{ message: Pick<InboundMessage, 'id' | 'channel'>; rule?: string }>;
+}
+
+/**
  * A delivery's redelivery key (`<channel>:<update_id>`, `replay:<auditId>`) and how long it is
  * remembered, in ms. Within that time a second enqueue with the same key is a duplicate.
  */

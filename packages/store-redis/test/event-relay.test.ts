@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { Outcome, TurnStart } from '@switchboard/core';
+import { queuedMessageFixture } from '@switchboard/core/testing';
+import { eventually } from '@switchboard/testkit/eventually';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type RedisEventRelay, createRedisEventRelay } from '../src/index.js';
+import { REDIS_URL, recordingLogger, redisReachable, startPrivateRedis } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+function outcomeOf(sequence: number): Outcome {
+  const { message } = queuedMessageFixture(sequence);
+  return {
+    kind: 'completed',
+    at: Date.UTC(2025, 0, 1),
+    message,
+    session: `s-${sequence}`,
+    pipeline: 'p',
+    turnId: `turn-${sequence}`,
+    replies: [{ text: `reply ${sequence}` }],
+  };
+}
+
+const turnStart: TurnStart = {
+  id: 'turn-1',
+  pipeline: 'p',
+  messages: [
+    { message: { id: 'm-1', channel: 'http' }, rule: 'r' },
+    { message: { id: 'm-2', channel: 'http' } },
+  ],
+};
+
+describe.skipIf(!reachable)('createRedisEventRelay', () => {
+  const opened: RedisEventRelay[] = [];
+  afterEach(async () => {
+    for (const relay of opened.splice(0)) await relay.close();
+  });
+
+  async function open(prefix: string, replicaId: string, url = REDIS_URL) {
+    const logger = recordingLogger();
+    const relay = await createRedisEventRelay({ url, prefix, replicaId, logger });
+    opened.push(relay);
+    const outcomes: Outcome[] = [];
+    const turnStarts: TurnStart[] = [];
+    relay.subscribeOutcomes((outcome) => outcomes.push(outcome));
+    relay.subscribeTurnStarts((turn) => turnStarts.push(turn));
+    return { relay, logger, outcomes, turnStarts };
+  }
+
+  describe('when two replicas share a prefix', () => {
+    it("hands each one the other's outcomes and turn starts, never its own", async () => {
+      const prefix = `sb-test-${randomUUID()}`;
+      const a = await open(prefix, 'replica-a');
+      const b = await open(prefix, 'replica-b');
+
+      // Each event is published once the previous one arrived, so Redis delivers every echo
+      // before the next event: a replica that got the next event has seen its own echo by then.
+      a.relay.publishOutcome(outcomeOf(1));
+      await eventually(() => b.outcomes.length === 1, 5000, 'b hears a');
+      b.relay.publishOutcome(outcomeOf(2));
+      await eventually(() => a.outcomes.length === 1, 5000, 'a hears b');
+      // A whole turn: only its id, pipeline and each message's id, channel and rule cross.
+      a.relay.publishTurnStart({ ...turnStart, session: 'not relayed', attempt: 1 } as TurnStart);
+      await eventually(() => b.turnStarts.length === 1, 5000, 'b hears the turn start');
+
+      expect(b.outcomes).toEqual([outcomeOf(1)]);
+      expect(a.outcomes).toEqual([outcomeOf(2)]);
+      expect(b.turnStarts).toEqual([turnStart]);
+      expect(a.turnStarts).toEqual([]);
+    });
+  });
+
+  describe('when Redis is down', () => {
+    it('logs a failed publish and throws nothing into the caller', { timeout: 30_000 }, async () => {
+      const redis = await startPrivateRedis();
+      try {
+        const a = await open('outage', 'replica-a', redis.url);
+        await redis.stop();
+        expect(() => a.relay.publishOutcome(outcomeOf(5))).not.toThrow();
+        await eventually(() =>
+          a.logger.lines.some(
+            (line) =>
+              line.level === 'warn' &&
+              line.message.startsWith('event relay failed') &&
+              line.bindings.kind === 'outcome',
+          ),
+        );
+      } finally {
+        await redis.remove();
+      }
+    });
+  });
+});
