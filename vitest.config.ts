@@ -7,7 +7,9 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['development'] } },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts'],
-    testTimeout: 20_000,
+    // End-to-end tests start `switchboard serve` processes, which take up to ~15 s on a loaded
+    // 2-core machine; a hang still fails, within a minute.
+    testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: 'forks',
     // CI reads a plain `N passed, N failed` line that .ci/run prints from this report.

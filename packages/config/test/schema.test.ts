@@ -89,6 +89,7 @@ describe('ConfigSchema', () => {
         kind: 'postgres',
         url: 'postgres://127.0.0.1/test',
         schema: 'switchboard',
+        outboxMaxEntries: 100_000,
         retentionDays: 30,
         storeText: 200,
         recordIgnored: true,
