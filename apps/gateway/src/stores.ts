@@ -201,10 +201,19 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
         : { ok: false, detail: failed.map((check) => check.detail).join('; ') };
     },
     async close() {
-      await pool?.shutdown();
-      await relay?.close();
-      await outbox.shutdown();
-      await records.close();
+      // Each step runs even if one before it failed: a connection left open keeps the process up.
+      const steps = [
+        () => pool?.shutdown(),
+        () => relay?.close(),
+        () => outbox.shutdown(),
+        () => records.close(),
+      ];
+      const failures: unknown[] = [];
+      for (const step of steps)
+        await Promise.resolve()
+          .then(step)
+          .catch((err: unknown) => failures.push(err));
+      if (failures.length > 0) throw failures[0];
     },
   };
 }

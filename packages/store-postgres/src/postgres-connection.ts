@@ -14,11 +14,13 @@ const ROW_TYPES = new TypeOverrides();
 ROW_TYPES.setTypeParser(types.builtins.INT8, Number);
 
 /**
- * SQLSTATE classes meaning the server cannot serve us now, whatever the statement: 08 connection
- * exception, 53 insufficient resources (too many connections, disk full), 57 operator
- * intervention (shutdown, starting up, statement timeout).
+ * SQLSTATE classes that blame the statement's values, not the server: 22 data exception, 23
+ * integrity constraint violation. Every other server error (08 connection, 53 resources, 57
+ * operator intervention, 25006 a read-only standby after a failover, 42501 a revoked permission,
+ * 42P01 a missing table) says the database cannot serve us now: a caller keeping work until it
+ * answers (the audit outbox) must keep it, not drop it as a bad record.
  */
-const UNAVAILABLE_SQLSTATE_CLASSES = new Set(['08', '53', '57']);
+const STATEMENT_ERROR_CLASSES = new Set(['22', '23']);
 
 /**
  * PostgreSQL text cannot hold U+0000 (it refuses the statement), while platforms and HTTP
@@ -41,13 +43,13 @@ export interface Sql extends Queryable {
 }
 
 /**
- * True when `error` says the database is out of reach rather than that a statement is wrong.
- * Errors not sent by the server (refused or reset connections, connect and query timeouts, a
- * pool already ended) all mean that.
+ * True when `error` says the database cannot serve us now rather than that a statement's values
+ * are wrong. Errors not sent by the server (refused or reset connections, connect and query
+ * timeouts, a pool already ended) all mean that.
  */
 function isUnavailable(error: unknown): boolean {
   if (!(error instanceof DatabaseError)) return true;
-  return UNAVAILABLE_SQLSTATE_CLASSES.has(error.code?.slice(0, 2) ?? '');
+  return !STATEMENT_ERROR_CLASSES.has(error.code?.slice(0, 2) ?? '');
 }
 
 /** `error` as callers should see it: SB_STORE_UNAVAILABLE (retryable) when the database is out of reach. */

@@ -247,20 +247,29 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
   }, settings.drainEveryMs);
   timer.unref();
 
+  async function append(record: AuditRecord): Promise<void> {
+    if (!innerDown) {
+      try {
+        await inner.append(record);
+        return;
+      } catch (err) {
+        if (!isUnavailable(err)) throw err;
+        innerDown = true;
+        logger.warn({ err }, 'audit store unavailable: records wait in the redis outbox');
+      }
+    }
+    await push(record);
+  }
+  // Appends under way: shutdown waits for them before it closes Redis, their fallback.
+  const appending = new Set<Promise<void>>();
+
   return {
     replicaId,
-    async append(record) {
-      if (!innerDown) {
-        try {
-          await inner.append(record);
-          return;
-        } catch (err) {
-          if (!isUnavailable(err)) throw err;
-          innerDown = true;
-          logger.warn({ err }, 'audit store unavailable: records wait in the redis outbox');
-        }
-      }
-      await push(record);
+    append(record) {
+      const write = append(record);
+      const tracked = write.finally(() => appending.delete(tracked)).catch(() => {});
+      appending.add(tracked);
+      return write;
     },
     query: (query) => inner.query(query),
     deadLetters: (limit) => inner.deadLetters(limit),
@@ -273,6 +282,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     async shutdown() {
       stopped = true;
       clearInterval(timer);
+      await Promise.all(appending);
       await running?.catch(() => {});
       try {
         await script<number>(

@@ -77,6 +77,27 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
     return items.map((item) => item.id).sort();
   }
 
+  describe('when the replica shuts down while an append waits on an unreachable PostgreSQL', () => {
+    it('lets the append reach the outbox before it closes Redis', async () => {
+      const store = await openStore();
+      const outbox = await createAuditOutbox({
+        url: REDIS_URL,
+        prefix,
+        drainEveryMs: 60_000,
+        inner: store.auditLog,
+      });
+      await database.stop();
+      try {
+        const write = outbox.append(auditRecordFixture(1));
+        await outbox.shutdown();
+        await expect(write).resolves.toBeUndefined();
+        expect(await outboxLength()).toBe(1);
+      } finally {
+        await database.start();
+      }
+    });
+  });
+
   describe('when PostgreSQL stops while records are written at a steady pace', () => {
     it('keeps them in Redis and, once PostgreSQL is back, stores every record in it exactly once', async () => {
       const store = await openStore();
