@@ -1,4 +1,5 @@
 import {
+  AUDIT_RECORD_FIELDS,
   type AuditLog,
   type AuditQuery,
   type AuditRecord,
@@ -7,27 +8,7 @@ import {
 } from '@switchboard/core';
 import type { Sql } from './postgres-connection.js';
 
-const COLUMNS = [
-  'id',
-  'at',
-  'outcome',
-  'reason',
-  'rule',
-  'channel',
-  'platform',
-  'session',
-  'chat_type',
-  'chat_id',
-  'sender_id',
-  'sender_name',
-  'pipeline',
-  'message_id',
-  'platform_message_id',
-  'text',
-  'error',
-  'payload',
-  'replayed_at',
-] as const satisfies readonly (keyof AuditRecord)[];
+const COLUMNS = AUDIT_RECORD_FIELDS;
 
 const NEWEST_FIRST = 'ORDER BY at DESC, id DESC';
 /** Filters compared for equality. */

@@ -40,6 +40,29 @@ export interface AuditRecord {
   replayed_at: number | null;
 }
 
+/** Every field of `AuditRecord`, in the order the stores keep their columns. */
+export const AUDIT_RECORD_FIELDS = [
+  'id',
+  'at',
+  'outcome',
+  'reason',
+  'rule',
+  'channel',
+  'platform',
+  'session',
+  'chat_type',
+  'chat_id',
+  'sender_id',
+  'sender_name',
+  'pipeline',
+  'message_id',
+  'platform_message_id',
+  'text',
+  'error',
+  'payload',
+  'replayed_at',
+] as const satisfies readonly (keyof AuditRecord)[];
+
 /** Filters of `GET /admin/audit` and `switchboard audit`; all optional, combined with AND. */
 export interface AuditQuery {
   outcome?: OutcomeKind;
