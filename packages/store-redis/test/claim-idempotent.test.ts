@@ -10,6 +10,7 @@ import {
   queued,
   redisReachable,
   startPrivateRedis,
+  usePausableRedis,
   usePools,
 } from './redis-harness.js';
 
@@ -75,19 +76,8 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
   });
 
   describe('when shutdown() finds claims that never started', () => {
-    // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
-    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
-    const privatePools = usePools(() => redis.url);
-    let admin: Redis;
-    beforeAll(async () => {
-      redis = await startPrivateRedis();
-      admin = new Redis(redis.url);
-    });
-    afterAll(async () => {
-      admin?.disconnect();
-      await redis?.remove();
-    });
-    const inflight = async () => Number(await admin.hget(`{${privatePools.prefix}}:counts`, 'inflight'));
+    const paused = usePausableRedis();
+    const { pools: privatePools, inflight } = paused;
 
     /** Another replica whose controller runs pipeline `p` with `retry.max_attempts: 1`. */
     async function survivor() {
@@ -121,7 +111,7 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
       const leaving = await privatePools.open({ pipelines: [{ id: 'p', retry: { max_attempts: 1 } }] });
       const message = queued('A', Date.now());
       await leaving.enqueue(message);
-      await admin.client('PAUSE', 500, 'WRITE');
+      await paused.admin.client('PAUSE', 500, 'WRITE');
       const claim = leaving.claim();
       const shutdown = privatePools.shutdown(leaving);
       // Redis runs the claim once the pause ends; its answer reaches a pool shutting down.
@@ -144,11 +134,11 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
     it('hands back a claim whose answer never came and that no later claim repeated', async () => {
       const leaving = await privatePools.open({
         pipelines: [{ id: 'p', retry: { max_attempts: 1 } }],
-        createClient: () => new Redis(redis.url, { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+        createClient: () => new Redis(paused.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
       });
       const message = queued('A', Date.now());
       await leaving.enqueue(message);
-      await admin.client('PAUSE', 600, 'WRITE');
+      await paused.admin.client('PAUSE', 600, 'WRITE');
       await expect(leaving.claim()).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
       await eventually(async () => (await inflight()) === 1, 5000, 'Redis ran the claim');
       await privatePools.shutdown(leaving);

@@ -6,9 +6,9 @@ import {
   type QueuedMessage,
 } from '@switchboard/core';
 import { queuedMessageFixture } from '@switchboard/core/testing';
-import { REDIS_URL, removePoolKeys } from '@switchboard/testkit/redis';
+import { REDIS_URL, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   FAIL_FAST_OPTIONS,
   createRedisQueryPool,
@@ -25,6 +25,34 @@ export {
   removePoolKeys,
   startPrivateRedis,
 } from '@switchboard/testkit/redis';
+
+/**
+ * A Redis of the enclosing `describe`'s own, for tests that hold its writes with `CLIENT PAUSE`
+ * (on the shared one that would stall every other test): its URL, pools on it, a client for
+ * pausing and reading keys, and its pool's `inflight` count.
+ */
+export function usePausableRedis() {
+  let redis: Awaited<ReturnType<typeof startPrivateRedis>> | undefined;
+  let admin: Redis | undefined;
+  const url = () => (redis as { url: string }).url;
+  const pools = usePools(url);
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await redis?.remove();
+  });
+  return {
+    url,
+    pools,
+    get admin(): Redis {
+      return admin as Redis;
+    },
+    inflight: async () => Number(await (admin as Redis).hget(`{${pools.prefix}}:counts`, 'inflight')),
+  };
+}
 
 /** A clock the test moves by hand. */
 export function manualClock(startMs = Date.UTC(2025, 0, 1)) {

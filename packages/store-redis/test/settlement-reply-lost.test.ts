@@ -8,7 +8,7 @@ import {
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FAIL_FAST_OPTIONS } from '../src/index.js';
 import {
   REDIS_URL,
@@ -17,7 +17,7 @@ import {
   queued,
   recordingLogger,
   redisReachable,
-  startPrivateRedis,
+  usePausableRedis,
   usePools,
 } from './redis-harness.js';
 
@@ -78,26 +78,15 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
   });
 
   describe('when a settlement times out after Redis ran it', () => {
-    // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
-    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
-    const pools = usePools(() => redis.url);
-    let admin: Redis;
-    beforeAll(async () => {
-      redis = await startPrivateRedis();
-      admin = new Redis(redis.url);
-    });
-    afterAll(async () => {
-      admin?.disconnect();
-      await redis?.remove();
-    });
+    const paused = usePausableRedis();
+    const { pools, inflight } = paused;
 
-    const failFast = () => () => new Redis(redis.url, { ...FAIL_FAST_OPTIONS, commandTimeout: 200 });
-    const inflight = async () => Number(await admin.hget(`{${pools.prefix}}:counts`, 'inflight'));
-    const tombstones = () => admin.zcard(`{${pools.prefix}}:settled`);
+    const failFast = () => () => new Redis(paused.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 });
+    const tombstones = () => paused.admin.zcard(`{${pools.prefix}}:settled`);
 
     /** Settles while Redis holds writes: the call times out, and Redis runs it afterwards. */
     async function settleUnanswered(settle: () => Promise<Settlement>) {
-      await admin.client('PAUSE', 600, 'WRITE');
+      await paused.admin.client('PAUSE', 600, 'WRITE');
       await expect(settle()).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
       await eventually(async () => (await inflight()) === 0, 5000, 'Redis ran the settlement');
     }
@@ -135,7 +124,8 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
 
       // A round starts only once the previous one was handled: the second heartbeat proves that
       // the pool has handled a whole renewal made after the settlement.
-      const heartbeat = async () => Number(await admin.zscore(`{${pools.prefix}}:replicas`, pool.replicaId));
+      const heartbeat = async () =>
+        Number(await paused.admin.zscore(`{${pools.prefix}}:replicas`, pool.replicaId));
       for (const round of ['a renewal', 'a second renewal']) {
         clock.advance(1_000);
         await eventually(async () => (await heartbeat()) === clock.now() + leaseMs, 5000, round);
@@ -162,7 +152,7 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
               id: 'p',
               // Holds Redis' writes as the turn ends: the controller's complete times out.
               run: async (query) => {
-                await admin.client('PAUSE', 600, 'WRITE');
+                await paused.admin.client('PAUSE', 600, 'WRITE');
                 return { replies: [{ text: query.text }] };
               },
             },
