@@ -433,6 +433,35 @@ describe('controller', () => {
     });
   });
 
+  describe('when the pool cannot be reached for claims', () => {
+    it('retries every second with one ERROR line per 30 s, and runs the turn once the pool is back', async () => {
+      const logger = capturingLogger();
+      let down = true;
+      const h = createHarness({
+        autoReply: true,
+        logger,
+        wrapPool: (pool) => ({
+          ...pool,
+          claim: () =>
+            down
+              ? Promise.reject(new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'redis down' }))
+              : pool.claim(),
+        }),
+      });
+      h.controller.start();
+      await h.send('A', 'm');
+      await vi.advanceTimersByTimeAsync(65_000);
+      const failures = logger.lines.filter((line) => line.includes('claim failed'));
+      // 66 attempts in 65 s; one line at the first and one each 30 s after.
+      expect(failures.length).toBeGreaterThanOrEqual(2);
+      expect(failures.length).toBeLessThanOrEqual(3);
+      expect(h.outcomes).toEqual([]);
+      down = false;
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(h.outcomes.map((o) => o.kind)).toEqual(['completed']);
+    });
+  });
+
   describe('when the store does not answer a settlement', () => {
     it('writes it again each second until the store is back, recording one outcome', async () => {
       const logger = capturingLogger();
