@@ -67,10 +67,10 @@ function answerOf(status: MessageStatus, reason?: string): Answer {
   return { statusCode: isFinal(status) ? 200 : 202, body: viewOf(status, reason) };
 }
 
-/** The answer for an ingress result that is final at once (discarded, ignored, duplicate). */
+/** The answer for an ingress result that is final at once (discarded, ignored). */
 function immediateAnswer(
   id: string,
-  result: Exclude<IngressResult, { status: 'queued' | 'refused' }>,
+  result: Extract<IngressResult, { status: 'discarded' | 'ignored' }>,
 ): Answer {
   const base = { id, pipeline: null, rule: null, turn: null, replies: [], error: null };
   switch (result.status) {
@@ -78,9 +78,12 @@ function immediateAnswer(
       return { statusCode: 200, body: { ...base, status: 'discarded', rule: result.rule } };
     case 'ignored':
       return { statusCode: 200, body: { ...base, status: 'ignored', reason: result.reason } };
-    case 'duplicate':
-      return { statusCode: 200, body: { ...base, status: 'duplicate' } };
   }
+}
+
+/** A message known to be accepted whose status has not reached this replica yet. */
+function acceptedStatus(id: string, now: number): MessageStatus {
+  return { id, status: 'queued', pipeline: null, rule: null, turn: null, replies: [], error: null, updated_at: now };
 }
 
 /** The answer for a message still queued: `wait=false`, or the wait timed out before its outcome. */
@@ -149,7 +152,9 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     });
     const watch = tracker.watch(id);
     try {
-      const result = await runningIngress().accept(message);
+      // A keyed request is deduplicated by its message id too: when replicas race on one key, the
+      // loser enqueues the id the winner bound, and the pool answers `duplicate` if it got there first.
+      const result = await runningIngress().accept(message, idempotencyKey === undefined ? undefined : id);
       if (result.status === 'queued') tracker.queued(id, { pipeline: result.pipeline, rule: result.rule });
       return { kind: 'accepted', id, result, watch };
     } catch (error) {
@@ -197,6 +202,13 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     if (admission.kind === 'replay') return replay(admission.status, body.wait, timeoutMs);
 
     const { id, result, watch } = admission;
+    if (result.status === 'duplicate') {
+      // Another request bound to the same Idempotency-Key enqueued this id first (on another
+      // replica, or before a restart): answer as its repeat.
+      watch.cancel();
+      const status = await tracker.current(id);
+      return replay(status ?? acceptedStatus(id, context.now()), body.wait, timeoutMs);
+    }
     if (result.status === 'refused') {
       watch.cancel();
       throw refusal(result);

@@ -106,6 +106,7 @@ export type {
   DeliveryKey,
   EnqueueResult,
   PoolStats,
+  PooledMessageState,
   QueryPool,
   QueuedMessage,
   Settlement,

@@ -26,7 +26,7 @@ if not lease then
   return reply
 end
 for _, seq in ipairs(lease.seqs) do
-  rcall('DEL', messageKey(seq))
+  forgetMessage(seq)
 end
 placeSession(lease.session)
 local state = runnableState(true)

@@ -58,6 +58,7 @@ rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', ARGV[6]
 if ARGV[11] ~= '' then
   rcall('HSET', messageKey(seq), 'retryAt', ARGV[11])
 end
+rcall('SET', idKey(ARGV[5]), seq)
 rcall('HSETNX', K.sessions, session, 0)
 
 local queue = queueKey(session)
@@ -66,7 +67,7 @@ local length = rcall('LLEN', queue)
 while length >= limits().maxPendingPerSession do
   local dropped = rcall('LPOP', queue)
   overflowed[#overflowed + 1] = messagesOf({ dropped })[1]
-  rcall('DEL', messageKey(dropped))
+  forgetMessage(dropped)
   length = length - 1
 end
 rcall('RPUSH', queue, seq)

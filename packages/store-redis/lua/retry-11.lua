@@ -36,7 +36,7 @@ end
 local retried = {}
 for _, seq in ipairs(lease.seqs) do
   if final[rcall('HGET', messageKey(seq), 'id')] then
-    rcall('DEL', messageKey(seq))
+    forgetMessage(seq)
   else
     rcall('HSET', messageKey(seq), 'retryAt', retryAt)
     retried[#retried + 1] = seq

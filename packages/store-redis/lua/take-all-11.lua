@@ -26,7 +26,7 @@ for index = 1, #scan[2], 2 do
     taken[#taken + 1] = message
   end
   for _, seq in ipairs(seqs) do
-    rcall('DEL', messageKey(seq))
+    forgetMessage(seq)
   end
   rcall('DEL', queueKey(session))
   rcall('HINCRBY', K.counts, 'pending', -#seqs)

@@ -69,6 +69,7 @@ export type ScriptName =
   | 'register'
   | 'stats'
   | 'take-all'
+  | 'locate'
   | 'outbox-push'
   | 'outbox-claim'
   | 'outbox-recover';

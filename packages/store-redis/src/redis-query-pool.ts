@@ -5,6 +5,7 @@ import {
   type EnqueueResult,
   type Logger,
   type PoolStats,
+  type PooledMessageState,
   type QueryPool,
   type QueueLimits,
   type Settlement,
@@ -35,10 +36,12 @@ import {
   storeFailure,
 } from './redis-connection.js';
 import {
+  type LocateReply,
   type MessageReply,
   type ReclaimedReply,
   type RunnableState,
   type TurnReply,
+  locatedOf,
   payloadOf,
   queuedOf,
   runnableStateOf,
@@ -508,6 +511,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         inflightByPipeline[byPipeline[index] as string] = Number(byPipeline[index + 1]);
       }
       return { pending, inflight, sessions, inflightByPipeline };
+    },
+
+    async locate(messageId) {
+      const reply = await run<LocateReply>('locate', messageId);
+      return locatedOf(reply);
     },
 
     async health() {

@@ -1,4 +1,4 @@
-import { type QueuedMessage, type Turn, requestIdOf, turnIdOf } from '@switchboard/core';
+import { type PooledMessageState, type QueuedMessage, type Turn, requestIdOf, turnIdOf } from '@switchboard/core';
 
 /**
  * The shapes the Lua scripts answer (see each file's header) and their decoding. Integer replies
@@ -62,4 +62,18 @@ export function turnOf(reply: TurnReply): Turn | null {
     attempt: Math.max(...queued.map((message) => message.attempt)),
     lease: { token, expiresAt },
   };
+}
+
+/** `{}`, `{'settled', pipeline}` or `{'queued' | 'running', pipeline, payload}` (lua/locate-11.lua). */
+export type LocateReply =
+  | []
+  | ['settled', pipeline: string]
+  | [state: 'queued' | 'running', pipeline: string, payload: string];
+
+export function locatedOf(reply: LocateReply): PooledMessageState | null {
+  if (reply.length === 0) return null;
+  if (reply[0] === 'settled') return { state: 'settled', pipeline: reply[1], rule: null };
+  const [state, pipeline, payload] = reply;
+  const { rule } = JSON.parse(payload) as Pick<QueuedMessage, 'rule'>;
+  return { state, pipeline, rule: rule ?? null };
 }

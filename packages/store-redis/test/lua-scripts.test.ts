@@ -24,6 +24,7 @@ describe('lua scripts', () => {
           'claim',
           'complete',
           'enqueue',
+          'locate',
           'register',
           'renew',
           'retry',

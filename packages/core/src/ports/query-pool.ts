@@ -100,6 +100,17 @@ export type EnqueueResult =
   /** The delivery key was already seen within its TTL: nothing was queued. */
   | { accepted: false; reason: 'duplicate' };
 
+/**
+ * Where a shared pool says a message stands (`QueryPool.locate`): waiting, in a running turn, or
+ * `settled` — its outcome is final and its status is being stored by the replica that ran it.
+ */
+export interface PooledMessageState {
+  state: 'queued' | 'running' | 'settled';
+  pipeline: string;
+  /** The routing rule, unknown once settled. */
+  rule: string | null;
+}
+
 export interface PoolStats {
   /** Messages waiting (not running). */
   pending: number;
@@ -200,4 +211,10 @@ export interface QueryPool {
   /** Removes and returns every waiting message (shutdown of a pool that is not durable). */
   takeAll(): Promise<QueuedMessage[]>;
   stats(): Promise<PoolStats>;
+  /**
+   * Where a message stands, for a replica asked about one another replica accepted (docs/design.md
+   * §5 "Several replicas"); null when the pool does not hold it. A pool of one process leaves
+   * this out: the process follows every message it accepted.
+   */
+  locate?(messageId: string): Promise<PooledMessageState | null>;
 }

@@ -499,6 +499,29 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(texts(await a.claim())).toEqual([later.message.id]);
       });
 
+      it('tells either replica where a message stands: queued, running, queued again, settled', async (context) => {
+        const a = await pool();
+        const b = await peerOf(a, context);
+        if (b.locate === undefined) return context.skip('the pool does not locate messages');
+        const locate = b.locate.bind(b);
+        const head = queued('A', { rule: 'r1' });
+        const later = queued('A');
+        const dropped = queued('A');
+        await a.enqueue(head);
+        await a.enqueue(later);
+        expect(await locate(head.message.id)).toEqual({ state: 'queued', pipeline: 'p', rule: 'r1' });
+        const turn = (await a.claim()) as Turn;
+        expect(await locate(head.message.id)).toMatchObject({ state: 'running' });
+        expect(await locate(later.message.id)).toMatchObject({ state: 'queued', pipeline: 'p' });
+        expect(await a.retry(turn, 1000)).toBe('settled');
+        expect(await locate(head.message.id)).toMatchObject({ state: 'queued' });
+        nowMs += 1000;
+        const again = (await b.claim()) as Turn;
+        expect(await b.complete(again)).toBe('settled');
+        expect(await locate(head.message.id)).toEqual({ state: 'settled', pipeline: 'p', rule: null });
+        expect(await a.locate?.(dropped.message.id)).toBeNull();
+      });
+
       it('deduplicates one delivery key across both', async (context) => {
         const a = await pool();
         const b = await peerOf(a, context);

@@ -19,7 +19,9 @@
 
   ARGV[1] key prefix ('{<prefix>}:') for the keys named by session, message, pipeline or token:
           q:<session> LIST of message seqs, m:<seq> HASH of one message, ready:<pipeline> ZSET
-          of sessions scored by head seq, lease:<token> HASH of one claim
+          of sessions scored by head seq, lease:<token> HASH of one claim, id:<message id>
+          STRING: the message's seq while the pool holds it, then `settled:<pipeline>` for
+          SETTLED_ID_MS once its outcome is final (see forgetMessage)
   ARGV[2] now, ms on the pool's clock (scripts never read Redis TIME)
   ARGV[3] the calling replica's id
 
@@ -51,6 +53,8 @@ local DEDUP_PURGE_PER_CALL = 100
 local TOMBSTONE_PURGE_PER_CALL = 100
 -- Marks a delayed session in `placed`: pipeline ids cannot contain it.
 local DELAYED = '~'
+-- How long a forgotten message's id key still says `settled` (Redis' clock: only a bound on memory).
+local SETTLED_ID_MS = 60000
 
 local function queueKey(session)
   return prefix .. 'q:' .. session
@@ -63,6 +67,19 @@ local function readyKey(pipeline)
 end
 local function leaseKey(token)
   return prefix .. 'lease:' .. token
+end
+local function idKey(id)
+  return prefix .. 'id:' .. id
+end
+
+-- Deletes a message whose outcome is final. Its id key says `settled` a while longer: a replica
+-- asked for its status between now and its final status being stored answers `running`, not 404.
+local function forgetMessage(seq)
+  local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline')
+  rcall('DEL', messageKey(seq))
+  if fields[1] then
+    rcall('SET', idKey(fields[1]), 'settled:' .. fields[2], 'PX', SETTLED_ID_MS)
+  end
 end
 
 local cachedLimits
