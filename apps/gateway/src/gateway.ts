@@ -162,12 +162,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           relay?.subscribeTurnStarts((turn) => listener(turn, 'relayed')),
         );
       },
+      ...(relay === null
+        ? {}
+        : {
+            shareOutcome: relay.publishOutcome,
+            shareReplies: relay.publishReplies,
+            followSession: relay.followSession,
+          }),
+      ...(pool.locate === undefined ? {} : { locate: pool.locate.bind(pool) }),
     },
   });
-  // Subscribed after the channels, so that a status write of this replica starts before the
-  // replica that accepted the message hears of the outcome, answers and is asked again (its
-  // status then comes from the store this replica writes).
-  if (relay !== null) outcomes.subscribe(relay.publishOutcome);
 
   const ingress = createIngress({
     pool,

@@ -1,8 +1,8 @@
 import type { OpenApiChannelConfig } from '@switchboard/config';
-import type { ChannelAdapter, Ingress, Logger, MessageStatusStore } from '@switchboard/core';
+import type { ChannelAdapter, Ingress, Logger, MessageStatusStore, SessionReplies } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import { channelRoutes } from './routes.js';
-import { createSseHub } from './sse.js';
+import { type ReplyEvent, createSseHub } from './sse.js';
 import { type ChannelEvents, createStatusTracker } from './status-tracker.js';
 
 /** Options of `createOpenApiChannel`. */
@@ -25,6 +25,10 @@ export interface OpenApiChannelOptions {
   now?: () => number;
 }
 
+function replyEventsOf({ messageId, turn, replies }: SessionReplies): ReplyEvent[] {
+  return replies.map((reply) => ({ message_id: messageId, turn, text: reply.text }));
+}
+
 const DEFAULTS = {
   sseHeartbeatMs: 15_000,
   now: Date.now,
@@ -44,8 +48,15 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.openapi', channel: config.id });
   const tracker = createStatusTracker({ channelId: config.id, statuses, events, logger, now });
+  const { followSession, shareReplies } = events;
   const sse = createSseHub({
     heartbeatMs: options.sseHeartbeatMs ?? DEFAULTS.sseHeartbeatMs,
+    ...(followSession === undefined
+      ? {}
+      : {
+          follow: (sessionId, publish) =>
+            followSession(config.id, sessionId, (replies) => publish(replyEventsOf(replies))),
+        }),
     limits: {
       maxStreams: config.maxEventStreams,
       maxStreamsPerSession: config.maxEventStreamsPerSession,
@@ -89,11 +100,15 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
       // Local writes that do not hang; a send whose deadline already passed does not start.
       signal.throwIfAborted();
       const status = await tracker.appendReplies(origin.id, replies);
-      const turn = status?.turn ?? null;
-      sse.publish(
-        origin.chat.id,
-        replies.map((reply) => ({ message_id: origin.id, turn, text: reply.text })),
-      );
+      const sent = {
+        channel: config.id,
+        session: origin.chat.id,
+        messageId: origin.id,
+        turn: status?.turn ?? null,
+        replies,
+      };
+      sse.publish(sent.session, replyEventsOf(sent));
+      shareReplies?.(sent);
     },
 
     health() {

@@ -83,7 +83,16 @@ function immediateAnswer(
 
 /** A message known to be accepted whose status has not reached this replica yet. */
 function acceptedStatus(id: string, now: number): MessageStatus {
-  return { id, status: 'queued', pipeline: null, rule: null, turn: null, replies: [], error: null, updated_at: now };
+  return {
+    id,
+    status: 'queued',
+    pipeline: null,
+    rule: null,
+    turn: null,
+    replies: [],
+    error: null,
+    updated_at: now,
+  };
 }
 
 /** The answer for a message still queued: `wait=false`, or the wait timed out before its outcome. */

@@ -60,21 +60,59 @@ export function formatReplyEvent(event: ReplyEvent): string {
   return `event: reply\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
+export interface SseHubOptions {
+  heartbeatMs: number;
+  limits: SseLimits;
+  /**
+   * Called when a session gets its first stream, with the function that publishes to its
+   * streams; returns the function called when its last stream closes. With several replicas,
+   * the channel follows the replies the others send to the session.
+   */
+  follow?: (sessionId: string, publish: (events: readonly ReplyEvent[]) => void) => () => void;
+}
+
+/** One session's streams, and how to stop following it once the last one closes. */
+interface SessionStreams {
+  responses: Set<ServerResponse>;
+  unfollow: () => void;
+}
+
 /** Creates the hub of one channel; its limits count that channel's streams only. */
-export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }): SseHub {
+export function createSseHub(options: SseHubOptions): SseHub {
   const { limits } = options;
-  const streams = new Map<string, Set<ServerResponse>>();
+  const streams = new Map<string, SessionStreams>();
   let open = 0;
 
   function remove(sessionId: string, response: ServerResponse): void {
-    const set = streams.get(sessionId);
-    if (set?.delete(response) !== true) return;
+    const session = streams.get(sessionId);
+    if (session?.responses.delete(response) !== true) return;
     open -= 1;
-    if (set.size === 0) streams.delete(sessionId);
+    if (session.responses.size === 0) {
+      streams.delete(sessionId);
+      session.unfollow();
+    }
+  }
+
+  function sessionOf(sessionId: string): SessionStreams {
+    let session = streams.get(sessionId);
+    if (session === undefined) {
+      session = { responses: new Set(), unfollow: () => {} };
+      streams.set(sessionId, session);
+      if (options.follow !== undefined)
+        session.unfollow = options.follow(sessionId, (events) => publish(sessionId, events));
+    }
+    return session;
+  }
+
+  function publish(sessionId: string, events: readonly ReplyEvent[]): void {
+    const session = streams.get(sessionId);
+    if (session === undefined) return;
+    const chunk = events.map(formatReplyEvent).join('');
+    for (const response of session.responses) send(response, chunk);
   }
 
   function refuseBeyondLimits(sessionId: string): void {
-    const onSession = streams.get(sessionId)?.size ?? 0;
+    const onSession = streams.get(sessionId)?.responses.size ?? 0;
     const message =
       open >= limits.maxStreams
         ? `${open} event streams are open on the channel (max_event_streams); retry later`
@@ -146,9 +184,7 @@ export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }
       // Gone before its stream began: 'close' has fired already and would never remove it.
       if (response.closed) return;
       response.writeHead(200, SSE_HEADERS);
-      const set = streams.get(sessionId) ?? new Set();
-      set.add(response);
-      streams.set(sessionId, set);
+      sessionOf(sessionId).responses.add(response);
       open += 1;
       const heartbeat = setInterval(() => send(response, ': heartbeat\n\n'), options.heartbeatMs);
       response.on('drain', () => recount(response));
@@ -161,18 +197,13 @@ export function createSseHub(options: { heartbeatMs: number; limits: SseLimits }
       send(response, ': connected\n\n');
     },
 
-    publish(sessionId, events) {
-      const set = streams.get(sessionId);
-      if (set === undefined) return;
-      const chunk = events.map(formatReplyEvent).join('');
-      for (const response of set) send(response, chunk);
-    },
+    publish,
 
     closeAll() {
-      for (const set of streams.values()) {
+      for (const session of streams.values()) {
         // The connection too, once the stream's end is out: a stream is sent as keep-alive, and
         // its connection, idle a moment later, would hold the server's close for 72 s.
-        for (const response of set) response.end(() => response.destroy());
+        for (const response of session.responses) response.end(() => response.destroy());
       }
     },
   };

@@ -5,7 +5,9 @@ import {
   type MessageStatusStore,
   OUTCOME_KINDS,
   type Outcome,
+  type PooledMessageState,
   type Reply,
+  type SessionReplies,
   type TurnStart,
 } from '@switchboard/core';
 import { createKeyedSerializer } from './keyed-serializer.js';
@@ -26,6 +28,24 @@ export interface ChannelEvents {
   subscribeOutcomes(listener: (outcome: Outcome, origin?: EventOrigin) => void): () => void;
   /** Calls `listener` whenever a turn starts (again, for a retry); returns the unsubscribe. */
   subscribeTurnStarts(listener: (turn: TurnStart, origin?: EventOrigin) => void): () => void;
+  /**
+   * With a shared pool: hands a local outcome of this channel to the other replicas. The tracker
+   * calls it once the final status write has landed (or failed), so that a replica answered by
+   * it and asked again reads the status from the store.
+   */
+  shareOutcome?(outcome: Outcome): void;
+  /**
+   * With a shared pool: where a message another replica accepted stands (`QueryPool.locate`), so
+   * that it reads queued or running here too, and never 404 before its final status is stored.
+   */
+  locate?(messageId: string): Promise<PooledMessageState | null>;
+  /** With a shared pool: hands replies sent here to the event streams other replicas hold. */
+  shareReplies?(replies: SessionReplies): void;
+  /**
+   * With a shared pool: calls `listener` with the replies other replicas send to one session of
+   * this channel until the returned function is called.
+   */
+  followSession?(channel: string, session: string, listener: (replies: SessionReplies) => void): () => void;
 }
 
 /** Where a message was routed, as its `queued` status records it. */
@@ -259,13 +279,14 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     const status = finalStatus(outcome, entry.status, now());
     entry.status = status;
     const notify = notifier(id, entry, status, outcome);
-    write(id, entry, status).then(
-      () => answerSoon(notify),
-      (err) => {
-        log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed');
-        answerSoon(notify);
-      },
-    );
+    const settled = () => {
+      answerSoon(notify);
+      options.events.shareOutcome?.(outcome);
+    };
+    write(id, entry, status).then(settled, (err) => {
+      log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed');
+      settled();
+    });
   }
 
   /**
@@ -327,6 +348,23 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     }
   }
 
+  /** A message not followed here and not in the store: where the shared pool says it stands. */
+  async function elsewhere(id: string): Promise<MessageStatus | null> {
+    const pooled = (await options.events.locate?.(id)) ?? null;
+    if (pooled === null) return null;
+    if (pooled.state === 'settled') {
+      // Final, its status written by the replica that ran it: it reads as running until it lands.
+      const stored = await statuses.get(id);
+      if (stored !== null) return stored;
+    }
+    return {
+      ...emptyStatus(id, now()),
+      status: pooled.state === 'queued' ? 'queued' : 'running',
+      pipeline: pooled.pipeline,
+      rule: pooled.rule,
+    };
+  }
+
   const unsubscribe = [
     options.events.subscribeOutcomes(onOutcome),
     options.events.subscribeTurnStarts(onTurnStart),
@@ -378,7 +416,8 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       const status = tracked.get(id)?.status ?? null;
       if (status !== null) return status;
       await storeOnly.idle(id);
-      return statuses.get(id);
+      const stored = await statuses.get(id);
+      return stored === null ? elsewhere(id) : stored;
     },
 
     drain() {

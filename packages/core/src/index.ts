@@ -17,6 +17,7 @@ export type {
   InboundMessage,
   InboundMessageInput,
   Reply,
+  SessionReplies,
 } from './message.js';
 export { sessionKeyOf } from './session-key.js';
 export { splitText } from './split-text.js';

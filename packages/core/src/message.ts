@@ -73,6 +73,19 @@ export function newMessageId(): string {
 export const ReplySchema = z.object({ text: z.string() });
 export type Reply = z.infer<typeof ReplySchema>;
 
+/**
+ * Replies sent to one chat (a session of the HTTP channel) for one message, as a replica hands
+ * them to the event streams other replicas hold (docs/design.md §5 "Several replicas").
+ */
+export interface SessionReplies {
+  channel: string;
+  /** The chat id: the HTTP channel's `session_id`. */
+  session: string;
+  messageId: string;
+  turn: string | null;
+  replies: readonly Reply[];
+}
+
 /** Validates a channel's message; throws SB_MESSAGE_INVALID naming every bad field. */
 export function parseInboundMessage(input: unknown): InboundMessage {
   return parseOrThrow(InboundMessageSchema, input, 'SB_MESSAGE_INVALID', 'invalid message');

@@ -1,4 +1,4 @@
-import type { Logger, Outcome, TurnStart } from '@switchboard/core';
+import type { Logger, Outcome, SessionReplies, TurnStart } from '@switchboard/core';
 import type { Redis } from 'ioredis';
 import { connect, redisClientFactory, storeFailure } from './redis-connection.js';
 
@@ -20,6 +20,17 @@ export interface RedisEventRelay {
   subscribeOutcomes(listener: (outcome: Outcome) => void): () => void;
   /** Calls `listener` with every turn start another replica publishes; returns the unsubscribe. */
   subscribeTurnStarts(listener: (turn: TurnStart) => void): () => void;
+  /**
+   * Sends replies sent to a session to the replicas following it (`followSession`), on the
+   * session's own pub/sub channel; a failure is logged, never thrown.
+   */
+  publishReplies(replies: SessionReplies): void;
+  /**
+   * Calls `listener` with the replies other replicas send to one session (of one channel) until
+   * the returned function is called: the replica subscribes to the session's channel while it
+   * has listeners. Replies published before the subscription took effect are not seen.
+   */
+  followSession(channel: string, session: string, listener: (replies: SessionReplies) => void): () => void;
   /** Quits both connections (drops them at once when Redis is gone). */
   close(): Promise<void>;
 }
@@ -46,6 +57,14 @@ type RelayedEvent =
 /** The channel of a pool's events, in the pool's hash tag (docs/design.md §5). */
 export function eventChannelOf(prefix: string): string {
   return `{${prefix}}:events`;
+}
+
+/**
+ * The channel of one session's replies: only replicas with an event stream on it subscribe.
+ * Channel ids have no `:`, so the name is unambiguous.
+ */
+export function sessionChannelOf(prefix: string, channel: string, session: string): string {
+  return `{${prefix}}:replies:${channel}:${session}`;
 }
 
 /** Only what the channels read of a turn start: the whole `Turn` carries every message's text. */
@@ -76,7 +95,16 @@ export async function createRedisEventRelay(options: RedisEventRelayOptions): Pr
   const outcomeListeners = new Set<(outcome: Outcome) => void>();
   const turnStartListeners = new Set<(turn: TurnStart) => void>();
 
-  subscriber.on('message', (_channel: string, text: string) => {
+  // Listeners per session channel; subscribed while the set is not empty.
+  const sessionListeners = new Map<string, Set<(replies: SessionReplies) => void>>();
+
+  subscriber.on('message', (from: string, text: string) => {
+    if (from !== channel) {
+      const listeners = sessionListeners.get(from);
+      const replies = listeners === undefined ? null : parseReplies(text, replicaId);
+      if (listeners !== undefined && replies !== null) deliver(listeners, replies);
+      return;
+    }
     const event = parse(text);
     if (event === null) {
       logger.warn({ channel }, 'relayed event unreadable: ignored');
@@ -120,7 +148,40 @@ export async function createRedisEventRelay(options: RedisEventRelayOptions): Pr
     });
   }
 
+  /** (Un)subscribes a session channel; a failure is logged: its streams miss other replicas' replies. */
+  function setSubscribed(topic: string, subscribed: boolean): void {
+    const change = subscribed ? subscriber.subscribe(topic) : subscriber.unsubscribe(topic);
+    change.catch((err: unknown) => {
+      logger.warn(
+        { err, subscribed },
+        "session reply subscription failed: streams here miss other replicas' replies",
+      );
+    });
+  }
+
   return {
+    publishReplies(replies) {
+      const topic = sessionChannelOf(options.prefix, replies.channel, replies.session);
+      publisher.publish(topic, JSON.stringify({ from: replicaId, ...replies })).catch((err: unknown) => {
+        logger.warn({ err }, 'reply relay failed: streams on other replicas miss these replies');
+      });
+    },
+    followSession(channelId, session, listener) {
+      const topic = sessionChannelOf(options.prefix, channelId, session);
+      let listeners = sessionListeners.get(topic);
+      if (listeners === undefined) {
+        listeners = new Set();
+        sessionListeners.set(topic, listeners);
+        setSubscribed(topic, true);
+      }
+      listeners.add(listener);
+      return () => {
+        if (listeners.delete(listener) && listeners.size === 0 && sessionListeners.get(topic) === listeners) {
+          sessionListeners.delete(topic);
+          setSubscribed(topic, false);
+        }
+      };
+    },
     publishOutcome(outcome) {
       publish({ from: replicaId, kind: 'outcome', outcome });
     },
@@ -138,6 +199,7 @@ export async function createRedisEventRelay(options: RedisEventRelayOptions): Pr
     async close() {
       outcomeListeners.clear();
       turnStartListeners.clear();
+      sessionListeners.clear();
       await quit([publisher, subscriber]);
     },
   };
@@ -159,6 +221,19 @@ function parse(text: string): RelayedEvent | null {
     if (event.kind === 'outcome' && typeof event.outcome === 'object') return event as RelayedEvent;
     if (event.kind === 'turn_start' && typeof event.turn === 'object') return event as RelayedEvent;
     return null;
+  } catch {
+    return null;
+  }
+}
+
+/** The replies in `text` unless this replica sent them or they are not replies. */
+function parseReplies(text: string, replicaId: string): SessionReplies | null {
+  try {
+    const event = JSON.parse(text) as (SessionReplies & { from?: unknown }) | null;
+    if (typeof event?.from !== 'string' || event.from === replicaId || !Array.isArray(event.replies))
+      return null;
+    const { from: _from, ...replies } = event;
+    return replies;
   } catch {
     return null;
   }

@@ -1,4 +1,10 @@
-import { type PooledMessageState, type QueuedMessage, type Turn, requestIdOf, turnIdOf } from '@switchboard/core';
+import {
+  type PooledMessageState,
+  type QueuedMessage,
+  type Turn,
+  requestIdOf,
+  turnIdOf,
+} from '@switchboard/core';
 
 /**
  * The shapes the Lua scripts answer (see each file's header) and their decoding. Integer replies

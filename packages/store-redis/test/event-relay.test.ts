@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Outcome, TurnStart } from '@switchboard/core';
+import type { Outcome, SessionReplies, TurnStart } from '@switchboard/core';
 import { queuedMessageFixture } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { sessionChannelOf } from '../src/event-relay.js';
 import { type RedisEventRelay, createRedisEventRelay } from '../src/index.js';
 import { REDIS_URL, recordingLogger, redisReachable, startPrivateRedis } from './redis-harness.js';
 
@@ -67,6 +69,57 @@ describe.skipIf(!reachable)('createRedisEventRelay', () => {
       expect(a.outcomes).toEqual([outcomeOf(2)]);
       expect(b.turnStarts).toEqual([turnStart]);
       expect(a.turnStarts).toEqual([]);
+    });
+  });
+
+  describe('when replicas hold event streams on a session', () => {
+    const repliesTo = (session: string, text: string): SessionReplies => ({
+      channel: 'http',
+      session,
+      messageId: `m-${text}`,
+      turn: 't-1',
+      replies: [{ text }],
+    });
+
+    /** Subscribers of one session's channel, as Redis counts them. */
+    async function followers(prefix: string, session: string): Promise<number> {
+      const admin = new Redis(REDIS_URL);
+      try {
+        const [, count] = (await admin.pubsub('NUMSUB', sessionChannelOf(prefix, 'http', session))) as [
+          string,
+          number,
+        ];
+        return count;
+      } finally {
+        admin.disconnect();
+      }
+    }
+
+    it('hands the replies sent to a session to the replicas following it, only while they follow', async () => {
+      const prefix = `sb-test-${randomUUID()}`;
+      const a = await open(prefix, 'replica-a');
+      const b = await open(prefix, 'replica-b');
+      const heardByA: SessionReplies[] = [];
+      const heardByB: SessionReplies[] = [];
+      const stopA = a.relay.followSession('http', 's-1', (replies) => heardByA.push(replies));
+      a.relay.followSession('http', 's-3', (replies) => heardByA.push(replies));
+      b.relay.followSession('http', 's-2', (replies) => heardByB.push(replies));
+      for (const session of ['s-1', 's-2', 's-3'])
+        await eventually(async () => (await followers(prefix, session)) === 1, 5000, `${session} followed`);
+
+      b.relay.publishReplies(repliesTo('s-1', 'one'));
+      a.relay.publishReplies(repliesTo('s-1', 'own echo'));
+      await eventually(() => heardByA.length === 1, 5000, 'a hears the reply b sent to s-1');
+      expect(heardByA).toEqual([repliesTo('s-1', 'one')]);
+      expect(heardByB).toEqual([]);
+
+      stopA();
+      await eventually(async () => (await followers(prefix, 's-1')) === 0, 5000, 'a unsubscribed from s-1');
+      // From one connection, in order: once a hears the second, it would have heard the first.
+      b.relay.publishReplies(repliesTo('s-1', 'after'));
+      b.relay.publishReplies(repliesTo('s-3', 'marker'));
+      await eventually(() => heardByA.length === 2, 5000, 'a hears the reply b sent to s-3');
+      expect(heardByA.map((replies) => replies.replies[0]?.text)).toEqual(['one', 'marker']);
     });
   });
 
