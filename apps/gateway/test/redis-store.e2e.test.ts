@@ -9,7 +9,9 @@ import {
 } from '@switchboard/testkit/postgres';
 import { REDIS_URL, redisReachable, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
 import { auditRecordFixture } from '@switchboard/core/testing';
+import { readUntil, replyEvents } from '@switchboard/testkit/sse';
 import { createPostgresStore } from '@switchboard/store-postgres';
+import { sessionChannelOf } from '@switchboard/store-redis';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { DAY_MS } from '../src/retention.js';
@@ -97,6 +99,39 @@ async function pipelineFailingUntilHealthy() {
   return { backend, state, pipeline: { id: 'bot', yaml: `{ id: bot, type: http, url: "${backend.url}" }` } };
 }
 
+/**
+ * Two replicas on one pool and one schema, each calling an `http` pipeline `bot` of its own, an
+ * echo backend answering after `delayMs`: a backend's requests tell which replica ran what.
+ */
+async function twoReplicas(delayMs = 50) {
+  const backends = await Promise.all([startFakePipeline({ delayMs }), startFakePipeline({ delayMs })]);
+  for (const backend of backends) cleanup(() => backend.close());
+  const stores = sharedStores();
+  const [a, b] = await Promise.all(
+    backends.map((backend) =>
+      serveOn(stores, '', { id: 'bot', yaml: `{ id: bot, type: http, url: "${backend.url}" }` }),
+    ),
+  );
+  if (a === undefined || b === undefined) throw new Error('two replicas expected');
+  const ranOn = (text: string) =>
+    backends.findIndex((backend) => backend.requests.some((r) => r.text === text));
+  return { stores, backends, replicas: [a, b] as const, ranOn };
+}
+
+/** Redis' count of subscribers to one session's reply channel (the HTTP channel's id is `api`). */
+async function followersOf(stores: SharedStores, session: string): Promise<number> {
+  const admin = new Redis(stores.redisUrl);
+  try {
+    const [, count] = (await admin.pubsub('NUMSUB', sessionChannelOf(stores.prefix, 'api', session))) as [
+      string,
+      number,
+    ];
+    return count;
+  } finally {
+    admin.disconnect();
+  }
+}
+
 const message = (text: string) => ({ session_id: `s-${randomUUID()}`, user_id: 'u1', text });
 
 describe.skipIf(!reachable)('store: redis (end to end)', () => {
@@ -135,18 +170,7 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     it('answers the waiting request and the status on the accepting replica', {
       timeout: 90_000,
     }, async () => {
-      // Each replica calls a backend of its own, which tells who ran each message.
-      const backends = await Promise.all([
-        startFakePipeline({ delayMs: 50 }),
-        startFakePipeline({ delayMs: 50 }),
-      ]);
-      for (const backend of backends) cleanup(() => backend.close());
-      const stores = sharedStores();
-      const replicas = await Promise.all(
-        backends.map((backend) =>
-          serveOn(stores, '', { id: 'bot', yaml: `{ id: bot, type: http, url: "${backend.url}" }` }),
-        ),
-      );
+      const { backends, replicas, ranOn } = await twoReplicas();
       // Four sessions of five messages, sent alternately to each replica: a session's next
       // message waits for its previous turn, and whichever replica claims it first runs it.
       const sessions = Array.from({ length: 4 }, () => `s-${randomUUID()}`);
@@ -168,9 +192,7 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
           replies: [{ text: `echo: ${sent[index]?.text}` }],
         });
       }
-      const ranBy = (text: string) =>
-        backends.findIndex((backend) => backend.requests.some((request) => request.text === text));
-      const crossRuns = sent.filter(({ text }, index) => ranBy(text) !== index % 2);
+      const crossRuns = sent.filter(({ text }, index) => ranOn(text) !== index % 2);
       expect(crossRuns.length, 'messages run by the replica that did not accept them').toBeGreaterThan(0);
       expect(backends.map((backend) => backend.requests.length > 0)).toEqual([true, true]);
 
@@ -181,6 +203,108 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
           replies: [{ text: `echo: ${sent[index]?.text}` }],
         });
       }
+    });
+  });
+
+  describe('when a load balancer spreads the requests of one client over two replicas', () => {
+    it('shows each of 200 messages on the replica that did not accept it: never 404, then completed with replies', {
+      timeout: 180_000,
+    }, async () => {
+      const { replicas } = await twoReplicas(5);
+      const sessions = Array.from({ length: 20 }, () => `s-${randomUUID()}`);
+      const sent = await Promise.all(
+        Array.from({ length: 200 }, async (_, index) => {
+          const text = `message ${index}`;
+          const accepting = replicas[index % 2] as (typeof replicas)[number];
+          const other = replicas[(index + 1) % 2] as (typeof replicas)[number];
+          const answer = await post(`${accepting.url}/v1/messages`, {
+            session_id: sessions[index % 20],
+            user_id: 'u1',
+            text,
+            wait: false,
+          });
+          expect(answer.status, `answer to ${text}`).toBe(202);
+          // Asked at once of the other replica: queued or running there too (or done already).
+          const seen = await get(`${other.url}/v1/messages/${answer.body?.id}`);
+          expect(seen.status, `status of ${text} on the other replica`).toBe(200);
+          return { id: answer.body?.id as string, text, other };
+        }),
+      );
+      for (const { id, text, other } of sent) {
+        const final = await eventually(
+          async () => {
+            const status = await get(`${other.url}/v1/messages/${id}`);
+            expect(status.status, `status of ${text} on the other replica`).toBe(200);
+            return status.body.status === 'completed' ? status.body : undefined;
+          },
+          60_000,
+          `${text} completed`,
+        );
+        expect(final.replies).toEqual([{ text: `echo: ${text}` }]);
+      }
+    });
+
+    it('accepts one message per Idempotency-Key sent to both replicas at the same moment, 50 times', {
+      timeout: 120_000,
+    }, async () => {
+      const { backends, replicas } = await twoReplicas(5);
+      const keys = Array.from({ length: 50 }, () => randomUUID());
+      const pairs = await Promise.all(
+        keys.map((key, index) => {
+          const body = { session_id: `s-${key}`, user_id: 'u1', text: `keyed ${index}`, wait: true };
+          return Promise.all(
+            replicas.map((replica) => post(`${replica.url}/v1/messages`, body, { 'idempotency-key': key })),
+          );
+        }),
+      );
+      for (const [index, [fromA, fromB]] of pairs.entries()) {
+        expect(fromA?.body?.id, `key ${index}: one message id on both replicas`).toBe(fromB?.body?.id);
+        for (const answer of [fromA, fromB]) {
+          expect(answer?.status).toBe(200);
+          expect(answer?.body).toMatchObject({
+            status: 'completed',
+            replies: [{ text: `echo: keyed ${index}` }],
+          });
+        }
+      }
+      const runs = backends.flatMap((backend) => backend.requests.map((request) => request.text));
+      expect(runs.sort()).toEqual(keys.map((_, index) => `keyed ${index}`).sort());
+    });
+
+    it('streams to a client of one replica the replies the other replica sends', {
+      timeout: 90_000,
+    }, async () => {
+      const { stores, replicas, ranOn } = await twoReplicas();
+      const [a, b] = replicas;
+      const session = `s-${randomUUID()}`;
+      const abort = new AbortController();
+      cleanup(async () => abort.abort());
+      const stream = await fetch(`${a.url}/v1/sessions/${session}/events`, { signal: abort.signal });
+      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+      await readUntil(reader, (text) => text.includes(': connected'));
+      await eventually(
+        async () => (await followersOf(stores, session)) === 1,
+        10_000,
+        'replica a follows the session',
+      );
+
+      const texts = ['one', 'two', 'three', 'four'];
+      const answers = [];
+      for (const text of texts) {
+        answers.push(
+          await post(`${b.url}/v1/messages`, { session_id: session, user_id: 'u1', text, wait: true }),
+        );
+      }
+      expect(texts.filter((text) => ranOn(text) === 1).length, 'turns run by replica b').toBeGreaterThan(0);
+      const received = await readUntil(reader, (text) => replyEvents(text).length === texts.length, 10_000);
+      expect(replyEvents(received)).toEqual(
+        answers.map((answer, index) => ({
+          message_id: answer.body?.id,
+          turn: answer.body?.turn,
+          text: `echo: ${texts[index]}`,
+        })),
+      );
+      abort.abort();
     });
   });
 

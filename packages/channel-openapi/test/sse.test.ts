@@ -1,36 +1,9 @@
+import { readUntil, replyEvents } from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../src/api-schemas.js';
 import { toInboundMessage } from '../src/normalize.js';
 import { type Harness, createHarness, eventually } from './harness.js';
 import { connectRaw } from './raw-client.js';
-
-/** Reads a fetch body as text until `done(text)` holds; fails after `timeoutMs`. */
-async function readUntil(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  done: (text: string) => boolean,
-  timeoutMs = 2000,
-): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = '';
-  const deadline = setTimeout(() => void reader.cancel(), timeoutMs);
-  try {
-    while (!done(text)) {
-      const chunk = await reader.read();
-      if (chunk.done) throw new Error(`stream ended before the expected data; got:\n${text}`);
-      text += decoder.decode(chunk.value, { stream: true });
-    }
-    return text;
-  } finally {
-    clearTimeout(deadline);
-  }
-}
-
-function replyEvents(text: string): unknown[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.startsWith('event: reply\n'))
-    .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
-}
 
 describe('session event stream', () => {
   let h: Harness;

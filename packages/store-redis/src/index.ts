@@ -8,5 +8,5 @@ export { checkRedisHealth } from './health.js';
 export { createAuditOutbox } from './audit-outbox.js';
 export type { AuditOutbox, AuditOutboxOptions } from './audit-outbox.js';
 export type { StoreHealth } from './health.js';
-export { createRedisEventRelay, eventChannelOf } from './event-relay.js';
+export { createRedisEventRelay, eventChannelOf, sessionChannelOf } from './event-relay.js';
 export type { RedisEventRelay, RedisEventRelayOptions } from './event-relay.js';

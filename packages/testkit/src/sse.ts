@@ -1,0 +1,30 @@
+/** Reading `text/event-stream` answers in tests. */
+
+/** Reads a fetch body as text until `done(text)` holds; fails after `timeoutMs`. */
+export async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  done: (text: string) => boolean,
+  timeoutMs = 2000,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = '';
+  const deadline = setTimeout(() => void reader.cancel(), timeoutMs);
+  try {
+    while (!done(text)) {
+      const chunk = await reader.read();
+      if (chunk.done) throw new Error(`stream ended before the expected data; got:\n${text}`);
+      text += decoder.decode(chunk.value, { stream: true });
+    }
+    return text;
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
+/** The data of every `event: reply` in `text`, parsed. */
+export function replyEvents(text: string): unknown[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.startsWith('event: reply\n'))
+    .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
+}
