@@ -154,8 +154,8 @@ type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
 /**
  * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5),
  * beside the records in PostgreSQL that the same replicas share, and the relay of their events.
- * Audit records PostgreSQL cannot take wait in a bounded outbox in Redis; while it is full,
- * admission refuses.
+ * Audit records and final statuses PostgreSQL cannot take wait in a bounded outbox in Redis;
+ * while it is full, admission refuses.
  */
 async function withRedisPool(config: Config, records: RecordStores, logger: Logger): Promise<Stores> {
   const store = config.store as RedisStoreConfig;
@@ -163,6 +163,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     url: store.url,
     prefix: store.prefix,
     inner: records.auditLog,
+    statuses: records.statuses,
     maxEntries: config.audit.kind === 'postgres' ? config.audit.outboxMaxEntries : undefined,
     logger,
   }).catch(async (err: unknown) => {
@@ -174,6 +175,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
   return {
     ...records,
     auditLog: outbox,
+    statuses: outbox.statuses ?? records.statuses,
     refusal: outbox.refusal,
     async createPool(options) {
       const opened = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });

@@ -33,7 +33,8 @@ export function createPostgresMessageStatusStore(
     async put(status) {
       await sql.query(
         `INSERT INTO ${statuses} (id, updated_at, body) VALUES ($1, $2, $3)
-         ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body`,
+         ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body
+         WHERE excluded.updated_at >= ${statuses}.updated_at`,
         [status.id, status.updated_at, JSON.stringify(status)],
       );
     },

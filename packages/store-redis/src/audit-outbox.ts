@@ -5,6 +5,8 @@ import {
   type AuditRecord,
   type IngressRefusal,
   type Logger,
+  type MessageStatus,
+  type MessageStatusStore,
   SwitchboardError,
   isSwitchboardError,
   silentLogger,
@@ -22,7 +24,15 @@ export interface AuditOutboxOptions {
   prefix: string;
   /** The audit log the records belong in (PostgreSQL); every read goes to it. */
   inner: AuditLog;
-  /** Records the outbox list holds at most; a write past it is refused. Default 100000. */
+  /**
+   * The message statuses beside it (PostgreSQL): a final status written while it is unavailable
+   * waits in the outbox too, in order with the records (see `AuditOutbox.statuses`).
+   */
+  statuses?: MessageStatusStore;
+  /**
+   * Entries (records and statuses) from which the outbox counts as full: admission then refuses
+   * new messages, while the messages admitted already may still add theirs. Default 100000.
+   */
   maxEntries?: number;
   /** How often every replica's drainer looks at the outbox (ms). Default 1000. */
   drainEveryMs?: number;
@@ -53,12 +63,19 @@ const DEFAULTS = {
 const RECOVERIES_PER_STEP = 5;
 
 /**
- * An `AuditLog` in front of another (PostgreSQL) that keeps records in a bounded Redis list while
- * the other is unavailable, and moves them over once it answers again (docs/design.md §5
+ * An `AuditLog` (and a `MessageStatusStore`) in front of PostgreSQL that keeps records and final
+ * statuses in a Redis list while it is unavailable — bounded, since admission refuses new messages
+ * once the list holds `maxEntries` — and moves them over once it answers again (docs/design.md §5
  * "Several replicas"). Reads go to the inner log only: a record waiting in the outbox is not
  * visible to `query`, `deadLetters`, `getDeadLetter`, `markReplayed` or `prune` until it is drained.
  */
 export interface AuditOutbox extends AuditLog {
+  /**
+   * The inner statuses, whose `put` falls back to the outbox as `append` does (the store keeps
+   * the newest of two puts, so one drained late does not undo a later one); reads go to the
+   * inner store. Present when `statuses` was given.
+   */
+  readonly statuses: MessageStatusStore | undefined;
   /**
    * True while the outbox list held `maxEntries` records when this replica last looked (its last
    * write or drain step, at most `drainEveryMs` ago): no Redis call.
@@ -78,6 +95,9 @@ export interface AuditOutbox extends AuditLog {
 
 type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
 
+/** One entry of the outbox list: an audit record or a message status, applied in list order. */
+type OutboxEntry = { audit: AuditRecord } | { status: MessageStatus };
+
 /** The outbox's keys; all under the deployment's hash tag, so one Redis Cluster slot. */
 function outboxKeysOf(prefix: string) {
   const base = `{${prefix}}:audit-outbox`;
@@ -96,7 +116,7 @@ const isUnavailable = (err: unknown) => isSwitchboardError(err) && err.code === 
  */
 export async function createAuditOutbox(options: AuditOutboxOptions): Promise<AuditOutbox> {
   const settings = { ...DEFAULTS, ...definedOnly(options) };
-  const { inner } = options;
+  const { inner, statuses } = options;
   const { maxEntries, batchSize, leaseMs, retryAfterMs, now } = settings;
   if (options.url === undefined && options.client === undefined) {
     throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'audit outbox: give url or client' });
@@ -121,10 +141,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
   await connect(client, retryAfterMs);
   await defineLuaScripts(client);
   const commands = client as unknown as Record<string, ScriptCommand>;
-  const script = <Reply>(
-    name: 'outbox-push' | 'outbox-claim' | 'outbox-recover',
-    ...args: Array<string | number>
-  ) =>
+  const script = <Reply>(name: 'outbox-claim' | 'outbox-recover', ...args: Array<string | number>) =>
     (commands[commandNameOf(name)] as ScriptCommand).call(client, ...args).catch((err: unknown) => {
       throw storeFailure(err, retryAfterMs);
     }) as Promise<Reply>;
@@ -143,21 +160,15 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     full = nowFull;
   }
 
-  async function push(record: AuditRecord): Promise<void> {
-    const [appended, length] = await script<[number, number]>(
-      'outbox-push',
-      keys.outbox,
-      maxEntries,
-      JSON.stringify(record),
-    );
-    noteLength(appended === 1 ? length : maxEntries);
-    if (appended !== 1) {
-      throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
-        message: `audit outbox is full (${maxEntries} records wait for the audit store)`,
-        retryable: true,
-        retryAfterMs,
-      });
-    }
+  /**
+   * Appends `entry` to the outbox. Never refused: it belongs to a message admitted already, and
+   * admission stops at `maxEntries`, so the list exceeds it by what admitted messages still write.
+   */
+  async function push(entry: OutboxEntry): Promise<void> {
+    const length = await client.rpush(keys.outbox, JSON.stringify(entry)).catch((err: unknown) => {
+      throw storeFailure(err, retryAfterMs);
+    });
+    noteLength(length);
   }
 
   /** Returns dead replicas' batches to the outbox; a failure waits for the next step. */
@@ -202,11 +213,11 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     try {
       for (const entry of batch) {
         try {
-          await inner.append(JSON.parse(entry) as AuditRecord);
+          await apply(JSON.parse(entry) as OutboxEntry);
         } catch (err) {
           if (isUnavailable(err)) throw err;
           // Writing it again would fail the same way and hold every record behind it.
-          logger.error({ err, record: entry }, 'dead audit record: the audit store refused it, dropped');
+          logger.error({ err, entry }, 'dead outbox entry: the audit store refused it, dropped');
         }
         written += 1;
       }
@@ -247,30 +258,49 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
   }, settings.drainEveryMs);
   timer.unref();
 
-  async function append(record: AuditRecord): Promise<void> {
+  /** Writes one entry to the inner stores. */
+  async function apply(entry: OutboxEntry): Promise<void> {
+    if ('audit' in entry) return inner.append(entry.audit);
+    if (statuses === undefined) throw new Error('a status in the outbox, but no status store to write it to');
+    return statuses.put(entry.status);
+  }
+
+  /** Writes `entry` to the inner stores, or to the outbox while they are unavailable. */
+  async function write(entry: OutboxEntry): Promise<void> {
     if (!innerDown) {
       try {
-        await inner.append(record);
+        await apply(entry);
         return;
       } catch (err) {
         if (!isUnavailable(err)) throw err;
         innerDown = true;
-        logger.warn({ err }, 'audit store unavailable: records wait in the redis outbox');
+        logger.warn({ err }, 'audit store unavailable: records and statuses wait in the redis outbox');
       }
     }
-    await push(record);
+    await push(entry);
   }
   // Appends under way: shutdown waits for them before it closes Redis, their fallback.
   const appending = new Set<Promise<void>>();
 
+  function tracked(entry: OutboxEntry): Promise<void> {
+    const written = write(entry);
+    const done = written.finally(() => appending.delete(done)).catch(() => {});
+    appending.add(done);
+    return written;
+  }
   return {
     replicaId,
-    append(record) {
-      const write = append(record);
-      const tracked = write.finally(() => appending.delete(tracked)).catch(() => {});
-      appending.add(tracked);
-      return write;
-    },
+    append: (record) => tracked({ audit: record }),
+    statuses:
+      statuses === undefined
+        ? undefined
+        : {
+            put: (status) => tracked({ status }),
+            get: (id) => statuses.get(id),
+            claimIdempotencyKey: (key, messageId, ttlMs) =>
+              statuses.claimIdempotencyKey(key, messageId, ttlMs),
+            prune: (beforeMs) => statuses.prune(beforeMs),
+          },
     query: (query) => inner.query(query),
     deadLetters: (limit) => inner.deadLetters(limit),
     getDeadLetter: (id) => inner.getDeadLetter(id),

@@ -70,7 +70,6 @@ export type ScriptName =
   | 'stats'
   | 'take-all'
   | 'locate'
-  | 'outbox-push'
   | 'outbox-claim'
   | 'outbox-recover';
 

@@ -31,7 +31,6 @@ describe('lua scripts', () => {
           'stats',
           'take-all',
           'wake',
-          'outbox-push',
           'outbox-claim',
           'outbox-recover',
         ].sort(),

@@ -14,7 +14,8 @@ export function createSqliteMessageStatusStore(
 ): MessageStatusStore {
   const put = db.prepare<[string, number, string]>(
     `INSERT INTO message_status (id, updated_at, body) VALUES (?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body`,
+     ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body
+     WHERE excluded.updated_at >= message_status.updated_at`,
   );
   const get = db.prepare<[string], { body: string }>('SELECT body FROM message_status WHERE id = ?');
   const bind = db.prepare<{ key: string; messageId: string; expiresAt: number; now: number }>(

@@ -26,6 +26,7 @@ export function createMemoryMessageStatusStore(
     // Not async: it runs for every message, and has nothing to wait for.
     put(status) {
       try {
+        if ((statuses.get(status.id)?.updatedAt ?? status.updated_at) > status.updated_at) return DONE;
         statuses.set(status.id, { updatedAt: status.updated_at, json: JSON.stringify(status) });
         return DONE;
       } catch (error) {

@@ -23,6 +23,10 @@ export interface MessageStatus {
  * Each call is atomic; the store owns its connection.
  */
 export interface MessageStatusStore {
+  /**
+   * Stores `status` unless the one stored is newer (`updated_at`): a write held back (an outbox
+   * draining after an outage) must not overwrite a later one.
+   */
   put(status: MessageStatus): Promise<void>;
   /** The status of a message, or null when unknown (never accepted, or pruned). */
   get(id: string): Promise<MessageStatus | null>;

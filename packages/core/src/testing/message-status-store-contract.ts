@@ -42,8 +42,8 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
       });
 
       it('keeps the latest of several puts for one id', async () => {
-        await subject.store.put(status('m1'));
-        await subject.store.put(status('m1', { status: 'running' }));
+        await subject.store.put(status('m1', { updated_at: 3 }));
+        await subject.store.put(status('m1', { status: 'running', updated_at: 4 }));
         const done = status('m1', {
           status: 'completed',
           turn: 't1',
@@ -51,6 +51,13 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
           updated_at: 5,
         });
         await subject.store.put(done);
+        expect(await subject.store.get('m1')).toEqual(done);
+      });
+
+      it('keeps the newer status when an older one is put after it', async () => {
+        const done = status('m1', { status: 'completed', updated_at: 20 });
+        await subject.store.put(done);
+        await subject.store.put(status('m1', { status: 'running', updated_at: 10 }));
         expect(await subject.store.get('m1')).toEqual(done);
       });
 
