@@ -145,8 +145,9 @@ export const AuditSchema = z
         .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'use 1 to 63 of a-z, 0-9 and _, not starting with a digit')
         .default('switchboard'),
       /**
-       * With `store: redis`: audit records written while PostgreSQL is unreachable wait in Redis
-       * (drained by any replica once it answers); past this many, admission answers 503.
+       * With `store: redis`: audit records and final statuses written while PostgreSQL is
+       * unreachable wait in Redis (drained by any replica once it answers); from this many on,
+       * admission answers 503 (messages admitted already still add theirs).
        */
       outbox_max_entries: numeric(z.number().int().min(1).max(10_000_000)).prefault(100_000),
       ...auditFields,
