@@ -102,7 +102,7 @@ describe.skipIf(!reachable)('complete-11.lua, retry-11.lua, abandon-11.lua', () 
   });
 
   describe('when everything has settled', () => {
-    it('leaves no per-session, per-message or per-lease key behind', async () => {
+    it('leaves no per-session, per-message or per-lease key behind; id keys say settled and expire', async () => {
       const clock = manualClock();
       const pool = await pools.open({
         now: clock.now,
@@ -123,10 +123,20 @@ describe.skipIf(!reachable)('complete-11.lua, retry-11.lua, abandon-11.lua', () 
 
       const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
       try {
-        const left = (await poolKeyNames(runner.client, pools.prefix))
+        const keys = await poolKeyNames(runner.client, pools.prefix);
+        const idKeys = keys.filter((key) => key.split('}:')[1]?.startsWith('id:'));
+        const left = keys
+          .filter((key) => !idKeys.includes(key))
           .map((key) => key.split('}:')[1])
           .sort();
         expect(left).toEqual(['config', 'counts', 'dedup', 'pipelines', 'replicas', 'seq', 'settled']);
+        // One per message enqueued (the one dropped from the full session A included).
+        expect(idKeys).toHaveLength(6);
+        for (const key of idKeys) {
+          expect(await runner.client.get(key)).toMatch(/^settled:[pq]$/);
+          expect(await runner.client.pttl(key)).toBeGreaterThan(0);
+          expect(await runner.client.pttl(key)).toBeLessThanOrEqual(60_000);
+        }
       } finally {
         await runner.close();
       }
