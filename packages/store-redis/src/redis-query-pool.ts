@@ -5,7 +5,6 @@ import {
   type EnqueueResult,
   type Logger,
   type PoolStats,
-  type PooledMessageState,
   type QueryPool,
   type QueueLimits,
   type Settlement,
