@@ -87,7 +87,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
 
   const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
-  const metrics = createMetrics(pool);
+  const metrics = createMetrics(pool, {
+    // Read at scrape time, once the controller below exists.
+    running: () => controller.running,
+    sharedPool: config.store.kind === 'redis',
+  });
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
@@ -247,6 +251,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     auth: operatorAuth,
     auditLog: stores.auditLog,
     pool,
+    ...(stores.replicas === undefined ? {} : { replicas: stores.replicas }),
     reload: reloadRouting,
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,

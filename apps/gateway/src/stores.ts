@@ -16,6 +16,7 @@ import { createPostgresStore } from '@switchboard/store-postgres';
 import {
   type RedisEventRelay,
   type RedisQueryPool,
+  type ReplicaView,
   createAuditOutbox,
   createRedisEventRelay,
   createRedisQueryPool,
@@ -59,6 +60,8 @@ export interface Stores extends RecordStores {
    * (docs/design.md §5 "Several replicas"); null for a pool of one process.
    */
   replicaEvents(): RedisEventRelay | null;
+  /** With `store: redis`, once `createPool` resolved: the replicas sharing the pool (`/admin/queues`). */
+  replicas?: () => Promise<ReplicaView[]>;
   /** Closes the pool's connections (the pool must be drained first), then the record stores. */
   close(): Promise<void>;
   /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
@@ -192,6 +195,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
       return pool;
     },
     replicaEvents: () => relay,
+    replicas: async () => (pool === undefined ? [] : pool.replicas()),
     async health() {
       const [redis, database] = await Promise.all([
         pool?.health() ?? { ok: false, detail: 'the pool is not connected yet' },

@@ -148,6 +148,28 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
       const ready = await get(`${gateway.url}/readyz`);
       expect(ready).toMatchObject({ status: 200, body: { checks: { store: { ok: true } } } });
     });
+
+    it("says which metrics are this replica's and which the shared pool's, and lists the replicas", {
+      timeout: 60_000,
+    }, async () => {
+      const stores = sharedStores();
+      const [a, b] = await Promise.all([serveOn(stores), serveOn(stores)]);
+      const metrics = await get(`${a.url}/metrics`);
+      for (const series of [
+        'switchboard_inflight{scope="replica"} 0',
+        'switchboard_inflight{scope="cluster"} 0',
+        'switchboard_queue_pending{scope="cluster"} 0',
+      ])
+        expect(metrics.body).toContain(series);
+      expect(metrics.body).not.toContain('switchboard_queue_pending{scope="replica"}');
+      const queues = await get(`${b.url}/admin/queues`);
+      expect(queues.status).toBe(200);
+      expect(queues.body.replicas).toHaveLength(2);
+      for (const replica of queues.body.replicas) {
+        expect(replica).toMatchObject({ alive: true, turns_running: 0 });
+        expect(replica.heartbeat_expires_at).toBeGreaterThan(Date.now());
+      }
+    });
   });
 
   describe('when two replicas share one prefix', () => {

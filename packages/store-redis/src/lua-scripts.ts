@@ -70,6 +70,7 @@ export type ScriptName =
   | 'stats'
   | 'take-all'
   | 'locate'
+  | 'replicas'
   | 'outbox-claim'
   | 'outbox-recover';
 

@@ -25,6 +25,7 @@ describe('lua scripts', () => {
           'complete',
           'enqueue',
           'locate',
+          'replicas',
           'register',
           'renew',
           'retry',
