@@ -1,4 +1,4 @@
-import type { ControllerObserver, Outcome, QueryPool } from '@switchboard/core';
+import type { ControllerObserver, Outcome, Pipeline, QueryPool } from '@switchboard/core';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
@@ -10,7 +10,7 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
  * The Prometheus metrics of docs/design.md §2. Concurrency (`switchboard_inflight`, slots in use) and
  * sessions (`switchboard_active_sessions`) are named apart — seed 003's dashboard confused them.
  */
-export function createMetrics(pool: QueryPool) {
+export function createMetrics(pool: QueryPool, pipelines: ReadonlyMap<string, Pipeline>) {
   const registry = new Registry();
   // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
   // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.
@@ -64,6 +64,19 @@ export function createMetrics(pool: QueryPool) {
     registers: [registry],
     collect() {
       this.set(activeSessions.count(Date.now()));
+    },
+  });
+
+  new Gauge({
+    name: 'switchboard_pipeline_sessions',
+    help: 'Sessions bound to a worker of a process pipeline (held context; apart from switchboard_inflight).',
+    labelNames: ['pipeline'] as const,
+    registers: [registry],
+    collect() {
+      for (const [id, pipeline] of pipelines) {
+        const status = pipeline.status?.();
+        if (status !== undefined) this.set({ pipeline: id }, status.sessions);
+      }
     },
   });
 

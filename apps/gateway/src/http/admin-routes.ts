@@ -1,5 +1,5 @@
 import type { AuthHook } from '@switchboard/channel-openapi';
-import type { AuditLog, QueryPool } from '@switchboard/core';
+import type { AuditLog, PipelineStatus, QueryPool } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -11,6 +11,8 @@ export interface AdminDeps {
   auth: AuthHook;
   auditLog: AuditLog;
   pool: QueryPool;
+  /** The state of each pipeline that reports one (`process` pipelines: workers, bound sessions). */
+  pipelineStatuses(): Record<string, PipelineStatus>;
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
   replay(id: string): Promise<{ id: string; message_id: string; status: 'queued' }>;
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
@@ -40,7 +42,10 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
       );
 
-      routes.get('/queues', { schema: { tags: ['admin'] } }, async () => deps.pool.stats());
+      routes.get('/queues', { schema: { tags: ['admin'] } }, async () => ({
+        ...(await deps.pool.stats()),
+        pipelines: deps.pipelineStatuses(),
+      }));
 
       routes.get(
         '/dead-letters',
