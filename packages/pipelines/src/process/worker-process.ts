@@ -87,6 +87,8 @@ export class WorkerProcess {
   #retired = false;
   /** Why the gateway killed it, when it did: a better exit reason than `SIGKILL`. */
   #killReason: string | undefined = undefined;
+  /** Set by `stop`: its exit is expected, not a failure. */
+  #stopping = false;
   #startTimer: NodeJS.Timeout | undefined;
   #markReady!: () => void;
   #failStart!: (error: Error) => void;
@@ -185,7 +187,7 @@ export class WorkerProcess {
    */
   async stop(timeoutMs: number): Promise<void> {
     if (this.#state !== 'exited') {
-      this.#killReason ??= 'stopped';
+      this.#stopping = true;
       this.#child.stdin.end();
       if (!(await settlesWithin(this.exited, timeoutMs))) this.kill(`not stopped within ${timeoutMs} ms`);
     }
@@ -300,7 +302,8 @@ export class WorkerProcess {
     // Tools the worker started in its group would otherwise live on, reparented.
     this.#signalGroup('SIGKILL');
     if (wasStarting) this.#failStart(new Error(reason));
-    this.#logger.warn({ pid: this.pid, reason }, 'worker exited');
+    if (this.#stopping) this.#logger.info({ pid: this.pid, reason }, 'worker exited');
+    else this.#logger.warn({ pid: this.pid, reason }, 'worker exited');
     this.#options.onExit(reason);
     const { stdout } = this.#child;
     const flushed = stdout.closed
