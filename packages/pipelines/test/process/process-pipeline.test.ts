@@ -189,7 +189,7 @@ describe('process pipeline', () => {
 
     it('restarts after base × 2^(n−1), capped at max_delay', async () => {
       const { pipeline, logger, events } = processPipeline(
-        { restart: { base_delay: '200ms', max_delay: '800ms' } },
+        { restart: { base_delay: '300ms', max_delay: '1200ms' } },
         { WORKER_START: 'fail' },
       );
       await failureOf(pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
@@ -199,9 +199,10 @@ describe('process pipeline', () => {
         return found.length >= 5 && found;
       });
       const gaps = starts.slice(1).map((start, index) => start.at - (starts[index]?.at ?? 0));
-      [200, 400, 800, 800].forEach((delay, index) => {
+      // Each gap is the delay plus a process start; the last would be 2400 ms without the cap.
+      [300, 600, 1200, 1200].forEach((delay, index) => {
         expect(gaps[index]).toBeGreaterThanOrEqual(delay);
-        expect(gaps[index]).toBeLessThan(delay + 400);
+        expect(gaps[index]).toBeLessThan(delay + 800);
       });
       const failed = await eventually(() => pipeline.status?.().state === 'failed' && pipeline.status());
       expect(failed.detail).toMatch(/^failed: exited with code 3; restart in \d+ ms$/);
