@@ -31,12 +31,15 @@ interface Waiter {
  * Session affinity and session limits (seed 003: a mechanism apart from concurrency slots). A
  * session is bound to a worker by its first turn and stays there while it is active; idle for
  * `idleTimeoutMs` it is released. At most `maxActive` sessions are bound: the turn of a further
- * session waits, first come first bound, until one is released — it is not refused. Costs: a bind
- * or a turn's end is O(1); an expiry scans the bound sessions (at most `maxActive` when set).
+ * session waits, first come first bound, until one is released — it is not refused. Costs: a bind,
+ * a turn's end and a slot's count are O(1); an expiry scans the bound sessions (at most
+ * `maxActive` when set).
  */
 export class SessionBindings {
   readonly #options: SessionBindingsOptions;
   readonly #bindings = new Map<string, Binding>();
+  /** Bound sessions per slot, kept with every bind and unbind: a new session's choice reads it. */
+  readonly #perSlot = new Map<number, number>();
   #waiters: Waiter[] = [];
   readonly #expiry: WakeTimer;
 
@@ -57,9 +60,7 @@ export class SessionBindings {
 
   /** Sessions bound to `slot`. */
   countOn(slot: number): number {
-    let count = 0;
-    for (const binding of this.#bindings.values()) if (binding.slot === slot) count += 1;
-    return count;
+    return this.#perSlot.get(slot) ?? 0;
   }
 
   /**
@@ -112,8 +113,8 @@ export class SessionBindings {
 
   /** The worker of `slot` is gone with its context: its sessions are unbound, without a release. */
   dropSlot(slot: number): void {
-    for (const [session, binding] of this.#bindings)
-      if (binding.slot === slot) this.#bindings.delete(session);
+    // Deleting the entry being visited is safe in a Map iteration.
+    for (const binding of this.#bindings.values()) if (binding.slot === slot) this.#unbind(binding);
     this.#grant();
   }
 
@@ -128,7 +129,13 @@ export class SessionBindings {
   #bind(session: string, slot: number): Binding {
     const binding: Binding = { session, slot, running: 0, lastUsedAt: this.#options.now() };
     this.#bindings.set(session, binding);
+    this.#perSlot.set(slot, this.countOn(slot) + 1);
     return binding;
+  }
+
+  #unbind(binding: Binding): void {
+    this.#bindings.delete(binding.session);
+    this.#perSlot.set(binding.slot, this.countOn(binding.slot) - 1);
   }
 
   #use(binding: Binding): Binding {
@@ -167,7 +174,7 @@ export class SessionBindings {
         next = Math.min(next, expiresAt);
         continue;
       }
-      this.#bindings.delete(session);
+      this.#unbind(binding);
       this.#options.onRelease(session, binding.slot);
     }
     this.#expiry.arm(next);

@@ -68,11 +68,12 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
    * SB_PIPELINE_WORKER_UNAVAILABLE when every slot failed.
    */
   function choose(): number {
-    const rank = (slot: WorkerSlot) => [sessions.countOn(slot.index), slot.state === 'idle' ? 1 : 0];
-    const usable = slots.filter((slot) => slot.usable).map((slot) => ({ slot, rank: rank(slot) }));
-    usable.sort((a, b) => (a.rank[0] ?? 0) - (b.rank[0] ?? 0) || (a.rank[1] ?? 0) - (b.rank[1] ?? 0));
-    const chosen = usable[0];
-    if (chosen !== undefined) return chosen.slot.index;
+    const load = (slot: WorkerSlot) => sessions.countOn(slot.index);
+    const idle = (slot: WorkerSlot) => (slot.state === 'idle' ? 1 : 0);
+    const [chosen] = slots
+      .filter((slot) => slot.usable)
+      .sort((a, b) => load(a) - load(b) || idle(a) - idle(b));
+    if (chosen !== undefined) return chosen.index;
     // Every slot failed: the one restarting soonest says when to try again.
     const soonest = slots
       .filter((slot) => slot.state === 'failed')

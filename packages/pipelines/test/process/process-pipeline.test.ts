@@ -144,6 +144,8 @@ describe('process pipeline', () => {
 
       const exited = await failureOf(running);
       expect(exited).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED', retryable: true });
+      // Its context died with it: the session is no longer bound.
+      expect(pipeline.status?.().sessions).toBe(0);
       const early = await failureOf(pipeline.run(turnOf('a', 'again'), contextOf(logger)));
       expect(early).toMatchObject({ code: 'SB_PIPELINE_WORKER_UNAVAILABLE', retryable: true });
       expect(early.retryAfterMs).toBeGreaterThan(0);
