@@ -1,4 +1,4 @@
-import type { ControllerObserver, Outcome, QueryPool } from '@switchboard/core';
+import type { ControllerObserver, Outcome, Pipeline, QueryPool } from '@switchboard/core';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
@@ -13,6 +13,8 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
 export function createMetrics(
   pool: QueryPool,
   options: {
+    /** The pipelines; those that bind sessions report how many (`switchboard_pipeline_sessions`). */
+    pipelines: ReadonlyMap<string, Pipeline>;
     /** Turns this replica runs now (the controller's count). */
     running: () => number;
     /** True when other replicas share `pool` (`store: redis`). */
@@ -78,6 +80,19 @@ export function createMetrics(
     registers: [registry],
     collect() {
       this.set(activeSessions.count(Date.now()));
+    },
+  });
+
+  new Gauge({
+    name: 'switchboard_pipeline_sessions',
+    help: 'Sessions bound to a worker of a process pipeline (held context; apart from switchboard_inflight).',
+    labelNames: ['pipeline'] as const,
+    registers: [registry],
+    collect() {
+      for (const [id, pipeline] of options.pipelines) {
+        const status = pipeline.status?.();
+        if (status !== undefined) this.set({ pipeline: id }, status.sessions);
+      }
     },
   });
 

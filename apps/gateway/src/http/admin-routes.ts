@@ -1,5 +1,5 @@
 import type { AuthHook } from '@switchboard/channel-openapi';
-import type { AuditLog, QueryPool } from '@switchboard/core';
+import type { AuditLog, PipelineStatus, QueryPool } from '@switchboard/core';
 import type { ReplicaView } from '@switchboard/store-redis';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -14,6 +14,8 @@ export interface AdminDeps {
   pool: QueryPool;
   /** With a shared pool: the replicas sharing it and the turns each runs (`/admin/queues`). */
   replicas?: () => Promise<ReplicaView[]>;
+  /** The state of each pipeline that reports one (`process` pipelines: workers, bound sessions). */
+  pipelineStatuses(): Record<string, PipelineStatus>;
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
   replay(id: string): Promise<{ id: string; message_id: string; status: 'queued' }>;
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
@@ -43,19 +45,24 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
       );
 
-      // The pool's counts (cluster-wide with a shared pool), and then each replica: its heartbeat
-      // and the turns it runs, which add up to `inflight` unless a lease was just reclaimed.
+      // The pool's counts (cluster-wide with a shared pool), each pipeline that reports a state,
+      // and with a shared pool each replica: its heartbeat and the turns it runs (they add up to
+      // the cluster's `inflight` unless a lease was just reclaimed).
       routes.get('/queues', { schema: { tags: ['admin'] } }, async () => {
         const [stats, replicas] = await Promise.all([deps.pool.stats(), deps.replicas?.()]);
-        if (replicas === undefined) return stats;
         return {
           ...stats,
-          replicas: replicas.map((replica) => ({
-            id: replica.id,
-            alive: replica.alive,
-            heartbeat_expires_at: replica.heartbeatExpiresAt,
-            turns_running: replica.turnsRunning,
-          })),
+          pipelines: deps.pipelineStatuses(),
+          ...(replicas === undefined
+            ? {}
+            : {
+                replicas: replicas.map((replica) => ({
+                  id: replica.id,
+                  alive: replica.alive,
+                  heartbeat_expires_at: replica.heartbeatExpiresAt,
+                  turns_running: replica.turnsRunning,
+                })),
+              }),
         };
       });
 
