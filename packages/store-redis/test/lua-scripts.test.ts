@@ -32,6 +32,7 @@ describe('lua scripts', () => {
           'stats',
           'take-all',
           'wake',
+          'outbox-applied',
           'outbox-claim',
           'outbox-recover',
         ].sort(),
