@@ -126,7 +126,8 @@ export function isFinal(status: MessageStatus): boolean {
   return FINAL.has(status.status);
 }
 
-function emptyStatus(id: string, updatedAt: number): MessageStatus {
+/** A message known to be accepted, nothing more: queued, with no route yet. */
+export function emptyStatus(id: string, updatedAt: number): MessageStatus {
   return {
     id,
     status: 'queued',
