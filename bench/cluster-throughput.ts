@@ -12,9 +12,10 @@
  * the event relay. Each setup runs SETTINGS.httpDurationS seconds after a warm-up, in
  * SETTINGS.httpRounds rounds that alternate the setups; each setup's best round counts.
  *
- * Redis is a private `redis-server` on a free port configured as docker/compose.cluster.yaml
- * configures it (AOF, `appendfsync always`), so `INFO commandstats` counts the gateways' calls
- * only: Redis calls per message = the delta of `calls` over every command during the measured
+ * Redis is a private `redis-server` on a free port with AOF, run with `appendfsync always` as
+ * docker/compose.cluster.yaml configures it and again with `everysec` (Redis' default, `CONFIG
+ * SET` between setups), so the price of fsyncing every write shows; being private, its `INFO
+ * commandstats` counts the gateways' calls only: Redis calls per message = the delta of `calls` over every command during the measured
  * run (the scripts' own commands, renewals, wake-ups and relayed events included) ÷ completed
  * messages. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message show which side
  * is the bottleneck. Everything runs on this machine: the replicas, Redis, PostgreSQL and the
@@ -37,16 +38,21 @@ import type { ServerProcess } from './support/server-process.js';
 import { SETTINGS } from './support/settings.js';
 
 interface Setup {
-  id: 'gateway · store memory' | 'redis · 1 replica' | 'redis · 3 replicas';
-  replicas: number;
-  shared: boolean;
+  id: string;
+  replicas: 1 | 3;
+  /** Redis' fsync policy for a setup on the shared stores; none for the baseline. */
+  appendfsync?: 'always' | 'everysec';
 }
 
-const SETUPS: readonly Setup[] = [
-  { id: 'gateway · store memory', replicas: 1, shared: false },
-  { id: 'redis · 1 replica', replicas: 1, shared: true },
-  { id: 'redis · 3 replicas', replicas: 3, shared: true },
-];
+const BASELINE: Setup = { id: 'gateway · store memory', replicas: 1 };
+const SHARED_SETUPS: readonly Setup[] = (['always', 'everysec'] as const).flatMap((appendfsync) =>
+  ([1, 3] as const).map((replicas) => ({
+    id: `redis ${appendfsync} · ${replicas} replica${replicas === 1 ? '' : 's'}`,
+    replicas,
+    appendfsync,
+  })),
+);
+const SETUPS: readonly Setup[] = [BASELINE, ...SHARED_SETUPS];
 
 interface RoundFigures {
   messagesPerS: number;
@@ -106,7 +112,8 @@ await runScenario('cluster-throughput', async () => {
   async function startSetup(setup: Setup) {
     const prefix = `sb-bench-${randomUUID()}`;
     const schema = `sb_bench_${randomBytes(8).toString('hex')}`;
-    const stores = setup.shared
+    if (setup.appendfsync !== undefined) await admin.config('SET', 'appendfsync', setup.appendfsync);
+    const stores = setup.appendfsync
       ? {
           name: 'cluster',
           store: `{ kind: redis, url: ${JSON.stringify(redis.url)}, prefix: ${prefix} }`,
@@ -119,7 +126,7 @@ await runScenario('cluster-throughput', async () => {
       replicas,
       async stop() {
         await Promise.all(replicas.map((replica) => replica.stop()));
-        if (!setup.shared) return;
+        if (setup.appendfsync === undefined) return;
         await removePoolKeys(redis.url, prefix);
         await queryPostgres(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`, [], SETTINGS.postgresUrl);
       },
@@ -149,7 +156,7 @@ await runScenario('cluster-throughput', async () => {
             ? null
             : ((gatewayCpuAfter - gatewayCpuBefore) * 1000) / messages,
       };
-      if (!setup.shared) return figures;
+      if (setup.appendfsync === undefined) return figures;
       return {
         ...figures,
         redisCalls: callsPerCycle(statsBefore.calls, statsAfter.calls, messages),
@@ -162,8 +169,6 @@ await runScenario('cluster-throughput', async () => {
   }
 
   try {
-    const appendfsync = await admin.config('GET', 'appendfsync');
-    progress(`private Redis at ${redis.url}: appendfsync ${appendfsync[1]}`);
     for (let round = 0; round < SETTINGS.httpRounds; round++) {
       for (const setup of SETUPS) {
         const measured = await measureSetup(setup);
@@ -183,17 +188,18 @@ await runScenario('cluster-throughput', async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const best = Object.fromEntries(
+  const best = new Map(
     SETUPS.map((setup) => [
       setup.id,
       (rounds.get(setup.id) ?? []).reduce((a, b) => (b.messagesPerS > a.messagesPerS ? b : a)),
     ]),
-  ) as Record<Setup['id'], RoundFigures>;
-  const baseline = best['gateway · store memory'];
+  );
+  const figuresOf = (setup: Setup) => best.get(setup.id) as RoundFigures;
+  const baseline = figuresOf(BASELINE);
   const connections = `${SETTINGS.httpConnections} connections`;
   const measurements: Measurement[] = [];
   for (const setup of SETUPS) {
-    const f = best[setup.id];
+    const f = figuresOf(setup);
     measurements.push(
       { metric: `${setup.id} · ${connections} · throughput`, value: f.messagesPerS, unit: 'msg/s' },
       { metric: `${setup.id} · ${connections} · p50`, value: f.p50Ms, unit: 'ms' },
@@ -206,25 +212,33 @@ await runScenario('cluster-throughput', async () => {
         unit: 'µs',
       });
     }
-    if (!setup.shared) continue;
+    if (setup.appendfsync === undefined) continue;
     const calls = f.redisCalls ?? {};
     measurements.push(
-      {
-        metric: `${setup.id} ÷ gateway · store memory`,
-        value: f.messagesPerS / baseline.messagesPerS,
-        unit: '×',
-      },
+      { metric: `${setup.id} ÷ ${BASELINE.id}`, value: f.messagesPerS / baseline.messagesPerS, unit: '×' },
       { metric: `${setup.id} · Redis calls per message`, value: total(calls), unit: 'calls' },
       { metric: `${setup.id} · Redis evalsha per message`, value: calls.evalsha ?? 0, unit: 'calls' },
       { metric: `${setup.id} · Redis CPU per message`, value: f.redisCpuUsPerMessage ?? 0, unit: 'µs' },
       { metric: `${setup.id} · Redis CPU busy`, value: (f.redisBusy ?? 0) * 100, unit: '%' },
     );
   }
-  measurements.push({
-    metric: 'redis · 3 replicas ÷ 1 replica · throughput',
-    value: best['redis · 3 replicas'].messagesPerS / best['redis · 1 replica'].messagesPerS,
-    unit: '×',
-  });
+  /** The shared setup with this fsync policy and replica count. */
+  const shared = (appendfsync: Setup['appendfsync'], replicas: Setup['replicas']) =>
+    figuresOf(SHARED_SETUPS.find((s) => s.appendfsync === appendfsync && s.replicas === replicas) as Setup);
+  for (const appendfsync of ['always', 'everysec'] as const) {
+    measurements.push({
+      metric: `redis ${appendfsync} · 3 replicas ÷ 1 replica · throughput`,
+      value: shared(appendfsync, 3).messagesPerS / shared(appendfsync, 1).messagesPerS,
+      unit: '×',
+    });
+  }
+  for (const replicas of [1, 3] as const) {
+    measurements.push({
+      metric: `redis everysec ÷ always · ${replicas} replica${replicas === 1 ? '' : 's'} · throughput`,
+      value: shared('everysec', replicas).messagesPerS / shared('always', replicas).messagesPerS,
+      unit: '×',
+    });
+  }
   return {
     measurements,
     targets: [],
@@ -232,7 +246,7 @@ await runScenario('cluster-throughput', async () => {
       rounds: Object.fromEntries(rounds),
       connections: SETTINGS.httpConnections,
       durationS: SETTINGS.httpDurationS,
-      redis: 'private redis-server, appendonly yes, appendfsync always, no RDB',
+      redis: 'private redis-server, appendonly yes, no RDB; appendfsync as the setup names',
       sessions: 'a new session_id per request',
     },
   };
