@@ -121,16 +121,20 @@ await runScenario('cluster-throughput', async () => {
         }
       : { name: 'memory', store: '{ kind: memory }' };
     const replicas: ServerProcess[] = [];
-    for (let replica = 0; replica < setup.replicas; replica++) replicas.push(await startGateway(stores, dir));
-    return {
-      replicas,
-      async stop() {
-        await Promise.all(replicas.map((replica) => replica.stop()));
-        if (setup.appendfsync === undefined) return;
-        await removePoolKeys(redis.url, prefix);
-        await queryPostgres(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`, [], SETTINGS.postgresUrl);
-      },
+    const stop = async () => {
+      await Promise.all(replicas.map((replica) => replica.stop()));
+      if (setup.appendfsync === undefined) return;
+      await removePoolKeys(redis.url, prefix);
+      await queryPostgres(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`, [], SETTINGS.postgresUrl);
     };
+    try {
+      for (let replica = 0; replica < setup.replicas; replica++)
+        replicas.push(await startGateway(stores, dir));
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+    return { replicas, stop };
   }
 
   async function measureSetup(setup: Setup): Promise<RoundFigures> {
