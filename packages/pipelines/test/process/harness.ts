@@ -43,7 +43,7 @@ export function recordingLogger(
 export interface WorkerEvent {
   pid: number;
   at: number;
-  event: 'start' | 'hold' | 'release' | 'turn' | 'cancel' | 'answered' | 'exit';
+  event: 'start' | 'hold' | 'release' | 'turn' | 'late' | 'cancel' | 'answered' | 'exit';
   session?: string;
   id?: string;
   n?: number;
