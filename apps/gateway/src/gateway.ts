@@ -23,6 +23,7 @@ import {
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
+import { ownChannels } from './channel-ownership.js';
 import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { createDeadLetterReplay } from './dead-letter-replay.js';
@@ -142,7 +143,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const {
-    adapters: channels,
+    adapters: configured,
     policyOf,
     sendTimeoutMsOf,
   } = createChannels(config, {
@@ -172,6 +173,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       ...(pool.locate === undefined ? {} : { locate: pool.locate.bind(pool) }),
     },
   });
+  // Single-consumer connections run only where this replica holds the channel's lease (§5).
+  const ownership = ownChannels(configured, { ...stores.channelLeases(), logger });
+  const channels = ownership.adapters;
 
   const ingress = createIngress({
     pool,
@@ -237,7 +241,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       };
       for (const [id, channel] of channels) {
         const health = channel.health();
-        checks[`channel.${id}`] = { ok: health.ready, ...(health.detail ? { detail: health.detail } : {}) };
+        const role = ownership.owned.get(id)?.role();
+        checks[`channel.${id}`] = {
+          ok: health.ready,
+          ...(role === undefined ? {} : { state: role }),
+          ...(health.detail ? { detail: health.detail } : {}),
+        };
       }
       return { ready: Object.values(checks).every((check) => check.ok), checks };
     },
@@ -247,6 +256,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     auth: operatorAuth,
     auditLog: stores.auditLog,
     pool,
+    channelHolders: ownership.holders,
     reload: reloadRouting,
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,

@@ -1,5 +1,6 @@
 import type { AuthHook } from '@switchboard/channel-openapi';
 import type { AuditLog, QueryPool } from '@switchboard/core';
+import type { OwnedChannels } from '../channel-ownership.js';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -11,6 +12,8 @@ export interface AdminDeps {
   auth: AuthHook;
   auditLog: AuditLog;
   pool: QueryPool;
+  /** The single-owner channels and who holds each one's lease, for `/admin/queues`. */
+  channelHolders: OwnedChannels['holders'];
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
   replay(id: string): Promise<{ id: string; message_id: string; status: 'queued' }>;
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
@@ -40,7 +43,21 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
       );
 
-      routes.get('/queues', { schema: { tags: ['admin'] } }, async () => deps.pool.stats());
+      routes.get('/queues', { schema: { tags: ['admin'] } }, async () => {
+        const [stats, channels] = await Promise.all([deps.pool.stats(), deps.channelHolders()]);
+        return {
+          ...stats,
+          // Which replica runs each single-owner connection (docs/design.md §5).
+          channels: channels.map(({ id, type, role, lease }) => ({
+            id,
+            type,
+            state: role,
+            holder: lease?.holder ?? null,
+            epoch: lease?.epoch ?? null,
+            expires_at: lease?.expiresAt ?? null,
+          })),
+        };
+      });
 
       routes.get(
         '/dead-letters',
