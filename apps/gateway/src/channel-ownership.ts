@@ -11,6 +11,12 @@ export const CHANNEL_LEASE_TIMING = { leaseMs: 15_000, renewEveryMs: 5_000, fenc
 /** A standby tries again this soon after the holder's deadline, ms: one clock tick's margin. */
 const AFTER_DEADLINE_MS = 10;
 
+/**
+ * How often a standby asks for the lease, ms: the wait for a lease released at a graceful stop
+ * (one cheap script call per standby channel and second).
+ */
+const STANDBY_RETRY_MS = 1_000;
+
 /** Where a single-owner channel runs, as `/readyz` and `/admin/queues` show it. */
 export type ChannelRole = 'active' | 'standby';
 
@@ -88,7 +94,7 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
       const renewed = await leases.renew(held, leaseMs);
       if (lease !== held) return; // fenced while the call was on its way
       if (renewed === null) {
-        fence('warn', 'channel lease lost: taken over, connection stopped');
+        fence('warn', 'channel lease lost: taken over or expired, connection stopped');
         return;
       }
       lease = renewed;
@@ -153,13 +159,18 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     });
   }
 
-  /** A standby tries again right after the holder's deadline when that comes before the next tick. */
+  /**
+   * A standby tries again every `STANDBY_RETRY_MS`, and right after the holder's deadline when
+   * that comes sooner: a lease released at a graceful stop is taken within that wait.
+   */
   function armDeadlineTimer(): void {
     clearTimeout(deadlineTimer);
-    if (other === null || lease !== null || handingOver !== undefined) return;
-    const waitMs = other.expiresAt - now() + AFTER_DEADLINE_MS;
-    if (waitMs >= renewEveryMs) return;
-    deadlineTimer = setTimeout(runTick, Math.max(AFTER_DEADLINE_MS, waitMs));
+    if (lease !== null || handingOver !== undefined) return;
+    const untilDeadlineMs = other === null ? STANDBY_RETRY_MS : other.expiresAt - now() + AFTER_DEADLINE_MS;
+    deadlineTimer = setTimeout(
+      runTick,
+      Math.max(AFTER_DEADLINE_MS, Math.min(STANDBY_RETRY_MS, untilDeadlineMs)),
+    );
     deadlineTimer.unref();
   }
 
@@ -185,7 +196,9 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     lease = null;
     if (running) {
       running = false;
-      transition = transition.then(() => adapter.stop());
+      transition = transition
+        .then(() => adapter.stop())
+        .catch((err: unknown) => logger.error({ err }, 'channel stop failed at the hand-over'));
     }
     await transition;
     if (held === null) return;
