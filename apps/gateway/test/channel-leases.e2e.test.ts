@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { dropSchema, POSTGRES_URL, postgresReachable, randomSchemaName } from '@switchboard/testkit/postgres';
+import { REDIS_URL, redisReachable, removePoolKeys } from '@switchboard/testkit/redis';
+import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
+import { type ServeProcess, eventually, get, startServe, tempDir, writeConfig } from './serve-process.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
+type Json = Record<string, any>;
+
+const reachable = (await redisReachable()) && (await postgresReachable());
+
+/** The channel lease's length (apps/gateway/src/channel-ownership.ts `CHANNEL_LEASE_TIMING`). */
+const LEASE_MS = 15_000;
+
+/** Where a replica runs the `tg` channel, from its `/readyz`. */
+async function stateOf(replica: ServeProcess): Promise<string | undefined> {
+  const answer = await get(`${replica.url}/readyz`).catch(() => null);
+  return answer?.body?.checks?.['channel.tg']?.state;
+}
+
+describe.skipIf(!reachable)('telegram polling on three replicas (end to end)', () => {
+  const prefix = `sb-e2e-${randomUUID()}`;
+  const schema = randomSchemaName();
+  let fake: FakeTelegram;
+  let backend: FakePipeline;
+  let replicas: ServeProcess[] = [];
+  /** Every update pushed, by its text (one private chat per update). */
+  const pushed = new Map<string, Json>();
+  let nextUser = 500_000;
+
+  function push(texts: readonly string[]): void {
+    for (const text of texts) {
+      nextUser += 1;
+      const from = { id: nextUser, is_bot: false, first_name: `User ${nextUser}` };
+      const chat = { id: nextUser, first_name: from.first_name, type: 'private' };
+      pushed.set(text, fake.pushUpdate({ message: fake.message({ from, chat, text }) }));
+    }
+  }
+
+  const turnsOf = (text: string) => backend.requests.filter((request) => request.text === text).length;
+  const texts = (from: number, count: number, tag: string) =>
+    Array.from({ length: count }, (_, index) => `${tag} ${from + index}`);
+  const alive = () =>
+    replicas.filter((replica) => replica.child.exitCode === null && replica.child.signalCode === null);
+  async function active(): Promise<ServeProcess> {
+    let found: ServeProcess | undefined;
+    await eventually(async () => {
+      const states = await Promise.all(alive().map(stateOf));
+      found =
+        states.filter((state) => state === 'active').length === 1
+          ? alive()[states.indexOf('active')]
+          : undefined;
+      return found !== undefined;
+    }, 30_000);
+    return found as ServeProcess;
+  }
+  /** Every pushed update confirmed to Telegram and every turn of the pool settled. */
+  async function quiet(): Promise<void> {
+    await eventually(async () => {
+      if (fake.pendingUpdates().length > 0) return false;
+      const queues = await get(`${alive()[0]?.url}/admin/queues`);
+      return queues.body?.pending === 0 && queues.body?.inflight === 0;
+    }, 30_000);
+  }
+
+  beforeAll(async () => {
+    fake = await startFakeTelegram();
+    backend = await startFakePipeline();
+    const yaml = `server: { host: 127.0.0.1, port: 0 }
+store: { kind: redis, url: "${REDIS_URL}", prefix: ${prefix} }
+audit: { kind: postgres, url: "${POSTGRES_URL}", schema: ${schema} }
+shutdown: { drain_timeout: 5s }
+channels:
+  - { id: tg, type: telegram, token: "${fake.token}", mode: polling, api_root: "${fake.url}" }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }
+`;
+    // One after the other: the first to start takes the lease.
+    for (let index = 0; index < 3; index += 1) {
+      const dir = tempDir();
+      replicas.push(await startServe({ dir, configPath: writeConfig(dir, yaml) }));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(alive().map((replica) => replica.stop('SIGKILL')));
+    replicas = [];
+    await fake?.close();
+    await backend?.close();
+    await removePoolKeys(REDIS_URL, prefix);
+    await dropSchema(schema);
+  });
+
+  describe('when all three run', () => {
+    it('polls on one replica only; the others are standby and ready, and every replica names the holder', async () => {
+      const holder = await active();
+      expect(holder).toBe(replicas[0]);
+      const acquired = holder.logs.find(
+        (line) => line.msg === 'channel lease acquired: starting the connection',
+      );
+      for (const standby of replicas.slice(1)) {
+        const ready = await get(`${standby.url}/readyz`);
+        expect(ready.status).toBe(200);
+        expect(ready.body.checks['channel.tg']).toMatchObject({ ok: true, state: 'standby' });
+        const queues = await get(`${standby.url}/admin/queues`);
+        expect(queues.body.channels).toEqual([
+          {
+            id: 'tg',
+            type: 'telegram',
+            state: 'standby',
+            holder: acquired?.replica,
+            epoch: acquired?.epoch,
+            expires_at: expect.any(Number),
+          },
+        ]);
+      }
+      push(texts(1, 10, 'first'));
+      await eventually(() => texts(1, 10, 'first').every((text) => turnsOf(text) === 1), 20_000);
+    });
+  });
+
+  describe('when the poller stops gracefully', () => {
+    it('hands the lease over at once: another replica polls within a few seconds, not a lease', async () => {
+      const holder = await active();
+      await quiet();
+      const stoppedAt = Date.now();
+      const exited = holder.stop('SIGTERM');
+      const next = await active();
+      const handOverMs = Date.now() - stoppedAt;
+      console.log(`graceful hand-over: ${handOverMs} ms`);
+      expect(next).not.toBe(holder);
+      expect(handOverMs).toBeLessThan(3_000);
+      expect(await exited).toBe(0);
+      expect(holder.logs.some((line) => line.msg === 'channel lease released')).toBe(true);
+      push(texts(1, 10, 'second'));
+      await eventually(() => texts(1, 10, 'second').every((text) => turnsOf(text) === 1), 20_000);
+    });
+  });
+
+  describe('when the poller is killed (kill -9)', () => {
+    it('another replica takes over within one lease plus a few seconds, and each update_id makes one turn although fetched again', async () => {
+      const holder = await active();
+      await quiet();
+      const killedAt = Date.now();
+      await holder.stop('SIGKILL');
+      // Telegram hands out again what the dead poller fetched but never confirmed: pushed again
+      // here, with their update_ids, they reach the next poller a second time.
+      const again = texts(1, 5, 'second').map((text) => pushed.get(text) as Json);
+      for (const update of again) fake.pushUpdate(update);
+      push(texts(1, 10, 'third'));
+      const next = await active();
+      const takeoverMs = Date.now() - killedAt;
+      console.log(`takeover after kill -9: ${takeoverMs} ms (lease ${LEASE_MS} ms)`);
+      expect(next).not.toBe(holder);
+      expect(takeoverMs).toBeLessThan(LEASE_MS + 3_000);
+      await eventually(() => texts(1, 10, 'third').every((text) => turnsOf(text) === 1), 20_000);
+      await quiet();
+      for (const update of again) expect(fake.fetchCounts().get(update.update_id)).toBeGreaterThanOrEqual(2);
+      expect([...pushed.keys()].filter((text) => turnsOf(text) !== 1)).toEqual([]);
+      expect(backend.requests).toHaveLength(pushed.size);
+      expect(next.logs.filter((line) => line.level >= 50)).toEqual([]);
+    });
+  });
+
+  describe('afterwards', () => {
+    it('never had two getUpdates open at once', () => {
+      expect(fake.maxOpenPolls()).toBe(1);
+    });
+  });
+});
