@@ -135,7 +135,10 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     lease = answer;
     lastRenewedAt = startedAt;
     running = true;
-    logger.info({ epoch: answer.epoch, replica: replicaId }, 'channel lease acquired: starting the connection');
+    logger.info(
+      { epoch: answer.epoch, replica: replicaId },
+      'channel lease acquired: starting the connection',
+    );
     const starting = transition.then(() => adapter.start(context as ChannelContext));
     transition = starting.catch((err: unknown) => startFailed(answer, err));
     return starting;
