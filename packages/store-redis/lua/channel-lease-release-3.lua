@@ -12,12 +12,11 @@
 
   Returns 1 when released, 0 when the caller no longer held it
 ]]
-local channel = ARGV[1]
-if redis.call('HGET', KEYS[1], channel) ~= ARGV[2]
-  or redis.call('HGET', KEYS[2], channel) ~= ARGV[3]
-  or tonumber(redis.call('ZSCORE', KEYS[3], channel) or '0') <= tonumber(ARGV[4]) then
+--- @include "includes/channel-lease"
+
+if not holdsChannelLease(ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])) then
   return 0
 end
-redis.call('HDEL', KEYS[1], channel)
-redis.call('ZREM', KEYS[3], channel)
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
 return 1

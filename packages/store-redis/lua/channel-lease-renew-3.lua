@@ -14,12 +14,12 @@
 
   Returns the new deadline (ms), or 0 when the lease was lost
 ]]
-local channel, now = ARGV[1], tonumber(ARGV[4])
-if redis.call('HGET', KEYS[1], channel) ~= ARGV[2]
-  or redis.call('HGET', KEYS[2], channel) ~= ARGV[3]
-  or tonumber(redis.call('ZSCORE', KEYS[3], channel) or '0') <= now then
+--- @include "includes/channel-lease"
+
+local now = tonumber(ARGV[4])
+if not holdsChannelLease(ARGV[1], ARGV[2], ARGV[3], now) then
   return 0
 end
 local deadline = now + tonumber(ARGV[5])
-redis.call('ZADD', KEYS[3], deadline, channel)
+redis.call('ZADD', KEYS[3], deadline, ARGV[1])
 return deadline
