@@ -10,6 +10,7 @@ import {
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
+  type PipelineStatus,
   type Router,
   type SecretMasker,
   SwitchboardError,
@@ -88,7 +89,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
 
   const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
-  const metrics = createMetrics(pool);
+  const pipelines = createPipelines(config, { history: stores.history, logger });
+  const metrics = createMetrics(pool, {
+    pipelines,
+    // Read at scrape time, once the controller below exists.
+    running: () => controller.running,
+    sharedPool: config.store.kind === 'redis',
+  });
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
@@ -187,7 +194,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const controller = createController({
     pool,
-    pipelines: createPipelines(config, { history: stores.history }),
+    pipelines,
     policies,
     outcomes,
     logger,
@@ -230,6 +237,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return { rules: next.routing.rules.length };
   }
 
+  /** The pipelines that report a state: those owning worker processes. */
+  function pipelineStatuses(): Record<string, PipelineStatus> {
+    const statuses: Record<string, PipelineStatus> = {};
+    for (const [id, pipeline] of pipelines) {
+      const status = pipeline.status?.();
+      if (status !== undefined) statuses[id] = status;
+    }
+    return statuses;
+  }
+
   registerHealthRoutes(server, {
     registry: metrics.registry,
     protect: config.admin.protect,
@@ -248,6 +265,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           ...(health.detail ? { detail: health.detail } : {}),
         };
       }
+      for (const [id, status] of Object.entries(pipelineStatuses())) {
+        checks[`pipeline.${id}`] = { ok: status.ok, ...(status.detail ? { detail: status.detail } : {}) };
+      }
       return { ready: Object.values(checks).every((check) => check.ok), checks };
     },
   });
@@ -256,6 +276,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     auth: operatorAuth,
     auditLog: stores.auditLog,
     pool,
+    ...(stores.replicas === undefined ? {} : { replicas: stores.replicas }),
+    pipelineStatuses,
     channelHolders: ownership.holders,
     reload: reloadRouting,
     replay: createDeadLetterReplay({
@@ -276,6 +298,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpShutdown.drain();
     for (const channel of channels.values()) channel.drain?.();
     await controller.stop({ drainTimeoutMs });
+    // After the drain no turn runs: worker processes get what is left of the drain to exit.
+    await Promise.all(
+      [...pipelines.values()].map((pipeline) =>
+        pipeline.stop?.({ timeoutMs: Math.max(0, deadline - Date.now()) }),
+      ),
+    );
     for (const channel of channels.values()) await channel.stop();
     retention.stop();
     await httpShutdown.close(deadline - Date.now());

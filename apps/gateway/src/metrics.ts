@@ -1,4 +1,4 @@
-import type { ControllerObserver, Outcome, QueryPool } from '@switchboard/core';
+import type { ControllerObserver, Outcome, Pipeline, QueryPool } from '@switchboard/core';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
@@ -10,7 +10,17 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
  * The Prometheus metrics of docs/design.md §2. Concurrency (`switchboard_inflight`, slots in use) and
  * sessions (`switchboard_active_sessions`) are named apart — seed 003's dashboard confused them.
  */
-export function createMetrics(pool: QueryPool) {
+export function createMetrics(
+  pool: QueryPool,
+  options: {
+    /** The pipelines; those that bind sessions report how many (`switchboard_pipeline_sessions`). */
+    pipelines: ReadonlyMap<string, Pipeline>;
+    /** Turns this replica runs now (the controller's count). */
+    running: () => number;
+    /** True when other replicas share `pool` (`store: redis`). */
+    sharedPool: boolean;
+  },
+) {
   const registry = new Registry();
   // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
   // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.
@@ -42,28 +52,47 @@ export function createMetrics(pool: QueryPool) {
     labelNames: ['pipeline'] as const,
     registers: [registry],
   });
+  // `scope` tells how to add replicas up: `replica` series are this process's own (sum them);
+  // `cluster` ones are the shared pool's, the same on every replica (take the max, not the sum).
+  const poolScope = options.sharedPool ? 'cluster' : 'replica';
   new Gauge({
     name: 'switchboard_inflight',
-    help: 'Turns running now (global concurrency slots in use).',
+    help: 'Turns running now (concurrency slots in use): scope="replica" on this replica, scope="cluster" in the shared pool.',
+    labelNames: ['scope'] as const,
     registers: [registry],
     async collect() {
-      this.set((await pool.stats()).inflight);
+      this.set({ scope: 'replica' }, options.running());
+      if (options.sharedPool) this.set({ scope: 'cluster' }, (await pool.stats()).inflight);
     },
   });
   new Gauge({
     name: 'switchboard_queue_pending',
-    help: 'Messages waiting in the pool.',
+    help: 'Messages waiting in the pool (scope="cluster": the shared pool, the same on every replica).',
+    labelNames: ['scope'] as const,
     registers: [registry],
     async collect() {
-      this.set((await pool.stats()).pending);
+      this.set({ scope: poolScope }, (await pool.stats()).pending);
     },
   });
   new Gauge({
     name: 'switchboard_active_sessions',
-    help: 'Sessions with a message in the last 5 minutes.',
+    help: 'Sessions with a message in the last 5 minutes, on this replica.',
     registers: [registry],
     collect() {
       this.set(activeSessions.count(Date.now()));
+    },
+  });
+
+  new Gauge({
+    name: 'switchboard_pipeline_sessions',
+    help: 'Sessions bound to a worker of a process pipeline (held context; apart from switchboard_inflight).',
+    labelNames: ['pipeline'] as const,
+    registers: [registry],
+    collect() {
+      for (const [id, pipeline] of options.pipelines) {
+        const status = pipeline.status?.();
+        if (status !== undefined) this.set({ pipeline: id }, status.sessions);
+      }
     },
   });
 

@@ -1,9 +1,17 @@
 import type { Config } from '@switchboard/config';
-import type { HistoryStore, Pipeline } from '@switchboard/core';
-import { createEchoPipeline, createHttpPipeline, createOpenAIPipeline } from '@switchboard/pipelines';
+import type { HistoryStore, Logger, Pipeline } from '@switchboard/core';
+import {
+  createEchoPipeline,
+  createHttpPipeline,
+  createOpenAIPipeline,
+  createProcessPipeline,
+} from '@switchboard/pipelines';
 
-/** Builds every configured pipeline, keyed by id. */
-export function createPipelines(config: Config, deps: { history: HistoryStore }): Map<string, Pipeline> {
+/** Builds every configured pipeline, keyed by id. None starts anything before its first turn. */
+export function createPipelines(
+  config: Config,
+  deps: { history: HistoryStore; logger: Logger },
+): Map<string, Pipeline> {
   const pipelines = new Map<string, Pipeline>();
   for (const entry of config.pipelines) {
     switch (entry.type) {
@@ -15,6 +23,9 @@ export function createPipelines(config: Config, deps: { history: HistoryStore })
         break;
       case 'openai':
         pipelines.set(entry.id, createOpenAIPipeline(entry.id, entry.options, deps));
+        break;
+      case 'process':
+        pipelines.set(entry.id, createProcessPipeline(entry.id, entry.options, deps));
         break;
     }
   }

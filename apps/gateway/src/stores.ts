@@ -20,6 +20,7 @@ import {
   type RedisChannelLeases,
   type RedisEventRelay,
   type RedisQueryPool,
+  type ReplicaView,
   createAuditOutbox,
   createRedisChannelLeases,
   createRedisEventRelay,
@@ -64,6 +65,8 @@ export interface Stores extends RecordStores {
    * (docs/design.md §5 "Several replicas"); null for a pool of one process.
    */
   replicaEvents(): RedisEventRelay | null;
+  /** With `store: redis`, once `createPool` resolved: the replicas sharing the pool (`/admin/queues`). */
+  replicas?: () => Promise<ReplicaView[]>;
   /**
    * Who holds each single-owner connection, once `createPool` resolved (docs/design.md §5
    * "Single-owner connections"): with `store: redis` leases shared by the replicas and this
@@ -214,6 +217,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
       return pool;
     },
     replicaEvents: () => relay,
+    replicas: async () => (pool === undefined ? [] : pool.replicas()),
     channelLeases() {
       if (pool === undefined || channelLeases === undefined)
         throw new Error('channelLeases() before createPool()');

@@ -115,6 +115,9 @@ routing: { default: bot }
             expires_at: expect.any(Number),
           },
         ]);
+        expect(queues.body.replicas.map((replica: { id: string }) => replica.id)).toContain(
+          acquired?.replica,
+        );
       }
       push(texts(1, 10, 'first'));
       await eventually(() => texts(1, 10, 'first').every((text) => turnsOf(text) === 1), 20_000);

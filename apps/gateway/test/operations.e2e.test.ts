@@ -144,9 +144,9 @@ describe('operations (end to end)', () => {
         'switchboard_messages_total{channel="api",outcome="discarded",reason="rule"} 1',
       );
       for (const name of [
-        'switchboard_inflight',
+        'switchboard_inflight{scope="replica"} 0',
         'switchboard_active_sessions 1',
-        'switchboard_queue_pending 0',
+        'switchboard_queue_pending{scope="replica"} 0',
         'switchboard_queue_wait_seconds_count 1',
         'switchboard_pipeline_duration_seconds_count{pipeline="echo",result="completed"} 1',
         'switchboard_retries_total',

@@ -28,7 +28,7 @@ import { jsonBodyParser } from './json-body.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
 import { SSE_HEADERS, type SseHub } from './sse.js';
-import { type StatusTracker, type StatusWatch, isFinal } from './status-tracker.js';
+import { type StatusTracker, type StatusWatch, emptyStatus, isFinal } from './status-tracker.js';
 import { validatorCompiler } from './validator-compiler.js';
 
 /**
@@ -79,20 +79,6 @@ function immediateAnswer(
     case 'ignored':
       return { statusCode: 200, body: { ...base, status: 'ignored', reason: result.reason } };
   }
-}
-
-/** A message known to be accepted whose status has not reached this replica yet. */
-function acceptedStatus(id: string, now: number): MessageStatus {
-  return {
-    id,
-    status: 'queued',
-    pipeline: null,
-    rule: null,
-    turn: null,
-    replies: [],
-    error: null,
-    updated_at: now,
-  };
 }
 
 /** The answer for a message still queued: `wait=false`, or the wait timed out before its outcome. */
@@ -216,7 +202,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       // replica, or before a restart): answer as its repeat.
       watch.cancel();
       const status = await tracker.current(id);
-      return replay(status ?? acceptedStatus(id, context.now()), body.wait, timeoutMs);
+      return replay(status ?? emptyStatus(id, context.now()), body.wait, timeoutMs);
     }
     if (result.status === 'refused') {
       watch.cancel();

@@ -109,7 +109,14 @@ export interface StatusTrackerOptions {
   events: ChannelEvents;
   logger: Logger;
   now?: () => number;
+  /** With `events.locate`: how often followed messages are checked for a lost outcome. Default 30 s. */
+  sweepEveryMs?: number;
+  /** With `events.locate`: a followed message not final this long (ms) is checked. Default 60 s. */
+  staleAfterMs?: number;
 }
+
+/** Followed messages one sweep checks at most (two reads each). */
+const SWEEP_PER_ROUND = 100;
 
 /** A status is final once the message has its outcome. */
 const FINAL: ReadonlySet<MessageStatus['status']> = new Set(OUTCOME_KINDS);
@@ -119,7 +126,8 @@ export function isFinal(status: MessageStatus): boolean {
   return FINAL.has(status.status);
 }
 
-function emptyStatus(id: string, updatedAt: number): MessageStatus {
+/** A message known to be accepted, nothing more: queued, with no route yet. */
+export function emptyStatus(id: string, updatedAt: number): MessageStatus {
   return {
     id,
     status: 'queued',
@@ -278,7 +286,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     const entry = entryOf(id);
     const status = finalStatus(outcome, entry.status, now());
     entry.status = status;
-    const notify = notifier(id, entry, status, outcome);
+    const notify = notifier(id, entry, status, outcome.reason);
     const settled = () => {
       answerSoon(notify);
       options.events.shareOutcome?.(outcome);
@@ -293,19 +301,31 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * Another replica's outcome answers this replica's waiting requests, only for messages followed
    * here, and is not written: the replica that recorded it writes the final status, with the
    * replies its `send` appended, which this one never saw (docs/design.md §5 "Several replicas").
+   * That status was stored before the outcome was relayed, so the answer is read from the store;
+   * the outcome's own account only stands in when the store fails to answer.
    */
   function onRelayedOutcome(id: string, outcome: Outcome): void {
     const entry = tracked.get(id);
     if (entry === undefined || (entry.status !== null && isFinal(entry.status))) return;
-    const status = finalStatus(outcome, entry.status, now());
-    entry.status = status;
-    answerSoon(notifier(id, entry, status, outcome));
+    const told = finalStatus(outcome, entry.status, now());
+    statuses.get(id).then(
+      (stored) =>
+        settleFollowed(id, entry, stored !== null && isFinal(stored) ? stored : told, outcome.reason),
+      () => settleFollowed(id, entry, told, outcome.reason),
+    );
   }
 
-  function notifier(id: string, entry: Tracked, status: MessageStatus, outcome: Outcome): () => void {
+  /** A followed message turned out final elsewhere: answers its waiters and lets it go. */
+  function settleFollowed(id: string, entry: Tracked, status: MessageStatus, reason?: string): void {
+    if (entry.status !== null && isFinal(entry.status)) return;
+    entry.status = status;
+    answerSoon(notifier(id, entry, status, reason));
+  }
+
+  function notifier(id: string, entry: Tracked, status: MessageStatus, reason?: string): () => void {
     return () => {
       // A waiting caller gets its answer even when the store refused the write.
-      const final = { status, reason: outcome.reason };
+      const final = { status, reason };
       // Watches end themselves (wait, cancel): until then the final status stays in memory.
       for (const settle of entry.waiters) settle(final);
       release(id, entry);
@@ -347,6 +367,49 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       };
     }
   }
+
+  /**
+   * A followed message still queued or running here, with a shared pool: another replica may have
+   * ended it while its relayed outcome was lost (pub/sub is at most once), so the store decides.
+   */
+  async function checkedElsewhere(id: string, entry: Tracked, status: MessageStatus): Promise<MessageStatus> {
+    const stored = await statuses.get(id);
+    if (stored === null || !isFinal(stored)) return entry.status ?? status;
+    settleFollowed(id, entry, stored);
+    return stored;
+  }
+
+  /**
+   * With a shared pool, every `sweepEveryMs`: followed messages not final after `staleAfterMs` whose
+   * outcome this replica may never hear of (a lost relayed event, a turn whose lease it lost).
+   * Those final in the store are settled; those the pool no longer holds, with no status stored,
+   * are let go — nothing here would ever end them.
+   */
+  async function sweepStale(): Promise<void> {
+    const before = now() - (options.staleAfterMs ?? 60_000);
+    const stale = [...tracked]
+      .filter(
+        ([, entry]) => entry.status !== null && !isFinal(entry.status) && entry.status.updated_at < before,
+      )
+      .slice(0, SWEEP_PER_ROUND);
+    for (const [id, entry] of stale) {
+      const status = entry.status as MessageStatus;
+      if (isFinal(await checkedElsewhere(id, entry, status))) continue;
+      if (
+        (await options.events.locate?.(id)) === null &&
+        entry.waiters.length === 0 &&
+        tracked.get(id) === entry
+      )
+        tracked.delete(id);
+    }
+  }
+  const sweeper =
+    options.events.locate === undefined
+      ? undefined
+      : setInterval(() => {
+          sweepStale().catch((err: unknown) => log.warn({ err }, 'status sweep failed: retrying'));
+        }, options.sweepEveryMs ?? 30_000);
+  sweeper?.unref();
 
   /** A message not followed here and not in the store: where the shared pool says it stands. */
   async function elsewhere(id: string): Promise<MessageStatus | null> {
@@ -413,7 +476,10 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     },
 
     async current(id) {
-      const status = tracked.get(id)?.status ?? null;
+      const entry = tracked.get(id);
+      const status = entry?.status ?? null;
+      if (status !== null && entry !== undefined && !isFinal(status) && options.events.locate !== undefined)
+        return checkedElsewhere(id, entry, status);
       if (status !== null) return status;
       await storeOnly.idle(id);
       const stored = await statuses.get(id);
@@ -425,6 +491,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     },
 
     close() {
+      clearInterval(sweeper);
       for (const stop of unsubscribe) stop();
     },
   };

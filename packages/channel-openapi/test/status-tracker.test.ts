@@ -8,8 +8,9 @@ import {
   parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
-import { type EventOrigin, createStatusTracker } from '../src/status-tracker.js';
+import { type ChannelEvents, type EventOrigin, createStatusTracker } from '../src/status-tracker.js';
 
 const message = parseInboundMessage({
   id: '01JSTATUS00000000000000001',
@@ -22,8 +23,14 @@ const message = parseInboundMessage({
   received_at: 0,
 });
 
-/** A tracker over a memory store that records its writes and reads, with hand-fired events. */
-function trackerHarness() {
+/**
+ * A tracker over a memory store that records its writes and reads, with hand-fired events; with
+ * `locate`, as on a replica sharing its pool.
+ */
+function trackerHarness(
+  locate?: ChannelEvents['locate'],
+  sweep?: { sweepEveryMs: number; staleAfterMs: number },
+) {
   const store = createMemoryMessageStatusStore();
   const writes: string[] = [];
   const reads: string[] = [];
@@ -44,6 +51,7 @@ function trackerHarness() {
     channelId: 'api',
     statuses: counting,
     logger: silentLogger,
+    ...sweep,
     events: {
       subscribeOutcomes: (listener) => {
         emitOutcome = listener;
@@ -53,6 +61,7 @@ function trackerHarness() {
         emitTurnStart = listener;
         return () => {};
       },
+      ...(locate === undefined ? {} : { locate }),
     },
   });
   const startTurn = () => {
@@ -80,9 +89,9 @@ function trackerHarness() {
   const relayed = {
     startTurn: (of = message) =>
       emitTurnStart({ id: 't2', pipeline: 'echo', messages: [{ message: of }] }, 'relayed'),
-    complete: (of = message, replies: Reply[] = []) =>
+    complete: (of = message, replies: Reply[] = [], kind: Outcome['kind'] = 'completed') =>
       emitOutcome(
-        { kind: 'completed', at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't2', replies },
+        { kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't2', replies },
         'relayed',
       ),
   };
@@ -159,8 +168,74 @@ describe('status tracker', () => {
         replies: [{ text: 'from the other replica' }],
       });
       expect(writes).toEqual([]);
-      // Forgotten once answered: the status now comes from the store the other replica writes.
+      // The answer was looked up in the store (the other replica wrote it before relaying); once
+      // answered the message is forgotten, and the status comes from the store again.
+      expect(reads).toEqual([message.id]);
       await tracker.current(message.id);
+      expect(reads).toEqual([message.id, message.id]);
+    });
+
+    it("answers a relayed dead letter with the replies the other replica's send stored", async () => {
+      const { tracker, store, relayed } = trackerHarness();
+      const watch = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      await store.put({
+        id: message.id,
+        status: 'dead_lettered',
+        pipeline: 'echo',
+        rule: null,
+        turn: 't2',
+        replies: [{ text: 'sorry, that failed' }],
+        error: 'SB_PIPELINE_FAILED: boom',
+        updated_at: 2,
+      });
+      relayed.complete(message, [], 'dead_lettered');
+      const final = await watch.wait(1000);
+      expect(final?.status).toMatchObject({
+        status: 'dead_lettered',
+        replies: [{ text: 'sorry, that failed' }],
+      });
+    });
+
+    it('lets go of a followed message that the pool no longer holds and that has no stored status', async () => {
+      let held = true;
+      const { tracker, relayed } = trackerHarness(
+        async () => (held ? { state: 'running', pipeline: 'echo', rule: null } : null),
+        {
+          sweepEveryMs: 10,
+          staleAfterMs: 0,
+        },
+      );
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      relayed.startTurn();
+      expect(await tracker.current(message.id)).toMatchObject({ status: 'running' });
+      held = false;
+      await eventually(async () => (await tracker.current(message.id)) === null, 2000, 'the message let go');
+      tracker.close();
+    });
+
+    it('reads the store when the relayed outcome never comes, and stops following the message', async () => {
+      const { tracker, store, reads, relayed } = trackerHarness(async () => null);
+      const watch = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      relayed.startTurn();
+      const done = {
+        id: message.id,
+        status: 'completed' as const,
+        pipeline: 'echo',
+        rule: null,
+        turn: 't2',
+        replies: [{ text: 'stored by the other replica' }],
+        error: null,
+        updated_at: 2,
+      };
+      await store.put(done);
+      // The relayed outcome is lost: the wait times out, and the answer comes from the store.
+      expect(await watch.wait(20)).toBeNull();
+      expect(await tracker.current(message.id)).toEqual(done);
+      await new Promise((resolve) => setImmediate(resolve));
+      reads.length = 0;
+      expect(await tracker.current(message.id)).toEqual(done);
       expect(reads).toEqual([message.id]);
     });
   });

@@ -14,6 +14,7 @@ import {
   EchoPipelineOptionsSchema,
   HttpPipelineOptionsSchema,
   OpenAIPipelineOptionsSchema,
+  ProcessPipelineOptionsSchema,
 } from '@switchboard/pipelines';
 import { z } from 'zod';
 import { isTrustedProxyEntry } from './trusted-proxy.js';
@@ -359,6 +360,7 @@ export const PipelineSchema = z.discriminatedUnion('type', [
   pipelineSchema(EchoPipelineOptionsSchema),
   pipelineSchema(HttpPipelineOptionsSchema),
   pipelineSchema(OpenAIPipelineOptionsSchema),
+  pipelineSchema(ProcessPipelineOptionsSchema),
 ]);
 
 /**

@@ -35,7 +35,7 @@ describe('configJsonSchema', () => {
           (variant) => (variant.properties?.type as { const?: string } | undefined)?.const,
         );
       expect(typesOf('channels')).toEqual(['openapi', 'telegram', 'slack', 'discord']);
-      expect(typesOf('pipelines')).toEqual(['echo', 'http', 'openai']);
+      expect(typesOf('pipelines')).toEqual(['echo', 'http', 'openai', 'process']);
     });
 
     it('is plain JSON', () => {

@@ -14,6 +14,7 @@ const EXAMPLE_ENV = {
   ASSISTANT_URL: 'http://127.0.0.1:9000/answer',
   ASSISTANT_SECRET: 'assistant-secret',
   OPENAI_API_KEY: 'sk-test',
+  AGENT_API_KEY: 'agent-key-test',
   TELEGRAM_BOT_TOKEN: '123:abc',
   SLACK_BOT_TOKEN: 'xoxb-test',
   SLACK_SIGNING_SECRET: 'signing-secret',
@@ -472,6 +473,7 @@ describe('loadConfig', () => {
     it('parses every file in config/examples', async () => {
       const files = (await readdir(join(CONFIG_DIR, 'examples'))).filter((file) => file.endsWith('.yaml'));
       expect(files.sort()).toEqual([
+        'agent-workers.yaml',
         'cluster.yaml',
         'debounce.yaml',
         'discord.yaml',

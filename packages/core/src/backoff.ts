@@ -8,6 +8,15 @@ export interface BackoffPolicy {
 const MAX_EXPONENT = 30;
 
 /**
+ * base × 2^(attempt−1), capped at the maximum, without jitter: the restart delay of a worker
+ * (`process` pipelines) and the core of `retryDelayMs`. `attempt` counts from 1.
+ */
+export function backoffDelayMs(attempt: number, policy: BackoffPolicy): number {
+  const exponent = Math.min(Math.max(attempt - 1, 0), MAX_EXPONENT);
+  return Math.min(policy.baseDelayMs * 2 ** exponent, policy.maxDelayMs);
+}
+
+/**
  * The wait before retry number `attempt` (1 for the first retry): base × 2^(attempt−1), capped
  * at the maximum, then multiplied by a jitter factor in [0.8, 1.2) so that retries of many
  * sessions spread out (buzz's `retry_delay`, seed 002); or the backend's Retry-After when that
@@ -21,9 +30,7 @@ export function retryDelayMs(
   random: () => number = Math.random,
   retryAfterMs?: number,
 ): number {
-  const exponent = Math.min(Math.max(attempt - 1, 0), MAX_EXPONENT);
-  const capped = Math.min(policy.baseDelayMs * 2 ** exponent, policy.maxDelayMs);
-  const backoffMs = Math.round(capped * (0.8 + 0.4 * random()));
+  const backoffMs = Math.round(backoffDelayMs(attempt, policy) * (0.8 + 0.4 * random()));
   const askedMs = retryAfterMs === undefined || Number.isNaN(retryAfterMs) ? 0 : retryAfterMs;
   return Math.min(Math.max(backoffMs, askedMs), policy.maxDelayMs);
 }

@@ -25,6 +25,11 @@ export const ERROR_CODES = {
   SB_PIPELINE_FAILED: { status: 502, message: 'the pipeline failed' },
   SB_PIPELINE_TIMEOUT: { status: 504, message: 'the pipeline did not answer in time' },
   SB_PIPELINE_MISSING: { status: 500, message: 'the pipeline is not configured' },
+  SB_PIPELINE_WORKER_UNAVAILABLE: {
+    status: 503,
+    message: 'no worker process of the pipeline could be started',
+  },
+  SB_PIPELINE_WORKER_EXITED: { status: 502, message: 'the worker process exited before answering' },
   SB_CHANNEL_RATE_LIMITED: { status: 429, message: 'the platform rate-limited the request' },
   SB_CHANNEL_AUTH_FAILED: { status: 502, message: 'the platform refused the credentials' },
   SB_CHANNEL_UNREACHABLE: { status: 503, message: 'the platform could not be reached' },

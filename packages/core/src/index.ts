@@ -72,7 +72,7 @@ export type { MemoryQueryPoolOptions } from './memory/memory-query-pool.js';
 export { aggregate } from './aggregator.js';
 export type { Query } from './aggregator.js';
 export { requestIdOf, turnIdOf } from './turn-id.js';
-export { retryDelayMs } from './backoff.js';
+export { backoffDelayMs, retryDelayMs } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { createController } from './controller.js';
 export type { Controller, ControllerObserver, ControllerOptions, TurnResult } from './controller.js';
@@ -103,7 +103,7 @@ export { silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
 export { MESSAGE_STATUSES } from './ports/message-status-store.js';
 export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
-export type { Pipeline, PipelineResult, PipelineRunContext } from './ports/pipeline.js';
+export type { Pipeline, PipelineResult, PipelineRunContext, PipelineStatus } from './ports/pipeline.js';
 export type {
   DeliveryKey,
   EnqueueResult,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryDelayMs } from '../src/index.js';
+import { backoffDelayMs, retryDelayMs } from '../src/index.js';
 
 const policy = { baseDelayMs: 5000, maxDelayMs: 300_000 };
 
@@ -42,6 +42,16 @@ describe('retryDelayMs', () => {
 
     it('ignores a Retry-After that is not a number', () => {
       expect(retryDelayMs(1, policy, () => 0.5, Number.NaN)).toBe(5_000);
+    });
+  });
+});
+
+describe('backoffDelayMs', () => {
+  describe('when counting restarts of a worker', () => {
+    it('waits 5 s × 2^(n−1), capped at 300 s, without jitter', () => {
+      const waits = Array.from({ length: 9 }, (_, i) => backoffDelayMs(i + 1, policy));
+      expect(waits).toEqual([5, 10, 20, 40, 80, 160, 300, 300, 300].map((s) => s * 1000));
+      expect(backoffDelayMs(Number.MAX_SAFE_INTEGER, policy)).toBe(300_000);
     });
   });
 });

@@ -2,7 +2,6 @@ import {
   formatIssues,
   type Pipeline,
   type PipelineResult,
-  type Query,
   ReplySchema,
   type SecretMasker,
   SwitchboardError,
@@ -13,6 +12,7 @@ import {
 import { z } from 'zod';
 import { abortError, excerptOf, networkError, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
+import { turnBody } from './turn-body.js';
 
 /** `pipelines[]` keys of `type: http`: where to POST turns and how to sign them. */
 export const HttpPipelineOptionsSchema = z.strictObject({
@@ -30,40 +30,6 @@ export type HttpPipelineOptions = z.output<typeof HttpPipelineOptionsSchema>;
 const HttpReplySchema = z.object({ replies: z.array(ReplySchema) });
 
 /**
- * The JSON an `http` pipeline POSTs (docs/design.md §4). Absent optional fields are `null` so that every
- * key is always present for the receiver.
- */
-function httpRequestBody(query: Query) {
-  const { message } = query;
-  return {
-    id: query.id,
-    attempt: query.attempt,
-    pipeline: query.pipeline,
-    routed_by_rule: query.routedByRule,
-    session: {
-      key: query.session,
-      platform: message.platform,
-      channel: message.channel,
-      chat_type: message.chat.type,
-      chat_id: message.chat.id,
-      thread: message.chat.thread ?? null,
-    },
-    sender: { id: message.sender.id, name: message.sender.name ?? null },
-    text: query.text,
-    messages: query.messages.map((original) => ({
-      id: original.id,
-      platform_message_id: original.platform_message_id,
-      text: original.text,
-      sender: { id: original.sender.id, name: original.sender.name ?? null },
-      received_at: original.received_at,
-      elements: original.elements,
-    })),
-  };
-}
-/** The JSON body an `http` pipeline POSTs, for receivers written in TypeScript. */
-export type HttpRequestBody = ReturnType<typeof httpRequestBody>;
-
-/**
  * A pipeline that POSTs each turn as JSON to `options.url` and sends back the `replies` the
  * endpoint answers with. Signed with `options.secret` when set. Failures: 408/429/5xx and
  * network errors are retryable (honouring Retry-After), other statuses and malformed answers are
@@ -75,7 +41,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
   return {
     id,
     async run(query, { signal, logger }) {
-      const body = JSON.stringify(httpRequestBody(query));
+      const body = JSON.stringify(turnBody(query));
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         'user-agent': 'switchboard',

@@ -3,9 +3,12 @@
 
 export type { EchoPipelineOptions } from './echo.js';
 export { createEchoPipeline, EchoPipelineOptionsSchema } from './echo.js';
-export type { HttpPipelineOptions, HttpRequestBody } from './http.js';
+export type { HttpPipelineOptions } from './http.js';
+export type { HttpRequestBody } from './turn-body.js';
 export { createHttpPipeline, HttpPipelineOptionsSchema } from './http.js';
 export type { OpenAIPipelineDeps, OpenAIPipelineOptions } from './openai.js';
 export { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from './openai.js';
 export type { VerifySignatureOptions } from './signature.js';
 export { SIGNATURE_HEADER, signBody, verifySignature } from './signature.js';
+export type { ProcessPipelineDeps, ProcessPipelineOptions } from './process/process-pipeline.js';
+export { createProcessPipeline, ProcessPipelineOptionsSchema } from './process/process-pipeline.js';

@@ -104,6 +104,7 @@ function outboxKeysOf(prefix: string) {
   return {
     outbox: base,
     drainers: `${base}:drainers`,
+    waitingStatuses: `${base}:statuses`,
     processingOf: (replicaId: string) => `${base}:processing:${replicaId}`,
   };
 }
@@ -141,7 +142,10 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
   await connect(client, retryAfterMs);
   await defineLuaScripts(client);
   const commands = client as unknown as Record<string, ScriptCommand>;
-  const script = <Reply>(name: 'outbox-claim' | 'outbox-recover', ...args: Array<string | number>) =>
+  const script = <Reply>(
+    name: 'outbox-applied' | 'outbox-claim' | 'outbox-recover',
+    ...args: Array<string | number>
+  ) =>
     (commands[commandNameOf(name)] as ScriptCommand).call(client, ...args).catch((err: unknown) => {
       throw storeFailure(err, retryAfterMs);
     }) as Promise<Reply>;
@@ -165,10 +169,17 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
    * admission stops at `maxEntries`, so the list exceeds it by what admitted messages still write.
    */
   async function push(entry: OutboxEntry): Promise<void> {
-    const length = await client.rpush(keys.outbox, JSON.stringify(entry)).catch((err: unknown) => {
+    const line = JSON.stringify(entry);
+    // A status is also kept readable by id until it is written (one transaction with the push).
+    const transaction = client.multi().rpush(keys.outbox, line);
+    if ('status' in entry)
+      transaction.hset(keys.waitingStatuses, entry.status.id, JSON.stringify(entry.status));
+    const replies = await transaction.exec().catch((err: unknown) => {
       throw storeFailure(err, retryAfterMs);
     });
-    noteLength(length);
+    const [failure, length] = replies?.[0] ?? [new Error('transaction discarded'), 0];
+    if (failure !== null) throw storeFailure(failure, retryAfterMs);
+    noteLength(length as number);
   }
 
   /** Returns dead replicas' batches to the outbox; a failure waits for the next step. */
@@ -210,15 +221,18 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     );
     noteLength(remaining);
     let written = 0;
+    const writtenStatuses: string[] = [];
     try {
-      for (const entry of batch) {
+      for (const line of batch) {
+        const entry = JSON.parse(line) as OutboxEntry;
         try {
-          await apply(JSON.parse(entry) as OutboxEntry);
+          await apply(entry);
         } catch (err) {
           if (isUnavailable(err)) throw err;
           // Writing it again would fail the same way and hold every record behind it.
-          logger.error({ err, entry }, 'dead outbox entry: the audit store refused it, dropped');
+          logger.error({ err, entry: line }, 'dead outbox entry: the audit store refused it, dropped');
         }
+        if ('status' in entry) writtenStatuses.push(entry.status.id, JSON.stringify(entry.status));
         written += 1;
       }
       // An empty batch proves nothing, but lets the next append try the inner log again.
@@ -229,6 +243,8 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
       innerDown = true;
       logger.debug({ err, written }, 'audit store still unavailable: outbox waits');
     }
+    if (writtenStatuses.length > 0)
+      await script<number>('outbox-applied', keys.waitingStatuses, ...writtenStatuses);
     if (written > 0)
       await client.ltrim(processing, written, -1).catch((err: unknown) => {
         throw storeFailure(err, retryAfterMs);
@@ -296,7 +312,14 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
         ? undefined
         : {
             put: (status) => tracked({ status }),
-            get: (id) => statuses.get(id),
+            // The copy waiting in the outbox first: it is newer than PostgreSQL's, and a drain
+            // writes PostgreSQL before it forgets the copy, so one of the two always has it.
+            async get(id) {
+              const waiting = await client.hget(keys.waitingStatuses, id).catch((err: unknown) => {
+                throw storeFailure(err, retryAfterMs);
+              });
+              return waiting === null ? statuses.get(id) : (JSON.parse(waiting) as MessageStatus);
+            },
             claimIdempotencyKey: (key, messageId, ttlMs) =>
               statuses.claimIdempotencyKey(key, messageId, ttlMs),
             prune: (beforeMs) => statuses.prune(beforeMs),

@@ -148,6 +148,13 @@ export async function createRedisEventRelay(options: RedisEventRelayOptions): Pr
     });
   }
 
+  // A (un)subscribe sent while the connection is away fails at once (no offline queue), and ioredis
+  // only restores the subscriptions it saw succeed: after a reconnect the followed sessions are
+  // subscribed again (again is harmless).
+  subscriber.on('ready', () => {
+    for (const topic of sessionListeners.keys()) setSubscribed(topic, true);
+  });
+
   /** (Un)subscribes a session channel; a failure is logged: its streams miss other replicas' replies. */
   function setSubscribed(topic: string, subscribed: boolean): void {
     const change = subscribed ? subscriber.subscribe(topic) : subscriber.unsubscribe(topic);

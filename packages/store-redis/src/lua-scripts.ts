@@ -70,6 +70,8 @@ export type ScriptName =
   | 'stats'
   | 'take-all'
   | 'locate'
+  | 'replicas'
+  | 'outbox-applied'
   | 'outbox-claim'
   | 'outbox-recover'
   | 'channel-lease-acquire'

@@ -116,10 +116,25 @@ async function settledWithin(promises: Array<Promise<unknown>>, ms: number): Pro
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
 
+/** One replica as `RedisQueryPool.replicas` reports it. */
+export interface ReplicaView {
+  id: string;
+  /** Its heartbeat holds until then (ms on the pool's clock); null when its entry is gone. */
+  heartbeatExpiresAt: number | null;
+  alive: boolean;
+  /** Turns it holds a lease on. */
+  turnsRunning: number;
+}
+
 /** A `QueryPool` shared by replicas, plus what only its owner calls. */
 export interface RedisQueryPool extends QueryPool {
   /** This replica's id in leases and heartbeats. */
   readonly replicaId: string;
+  /**
+   * The replicas sharing the pool and the turns each runs now, for operators: live ones and those
+   * whose heartbeat lapsed but whose entry or leases remain (`alive: false`).
+   */
+  replicas(): Promise<ReplicaView[]>;
   /**
    * Redis answers and evicts nothing (`maxmemory-policy noeviction`), and live replicas do not
    * run another configuration; for `/readyz`.
@@ -510,6 +525,17 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         inflightByPipeline[byPipeline[index] as string] = Number(byPipeline[index + 1]);
       }
       return { pending, inflight, sessions, inflightByPipeline };
+    },
+
+    async replicas() {
+      const at = now();
+      const rows = await run<Array<[string, number, number]>>('replicas');
+      return rows.map(([id, deadline, turnsRunning]) => ({
+        id,
+        heartbeatExpiresAt: deadline < 0 ? null : deadline,
+        alive: deadline > at,
+        turnsRunning,
+      }));
     },
 
     async locate(messageId) {

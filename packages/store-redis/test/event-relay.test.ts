@@ -123,6 +123,40 @@ describe.skipIf(!reachable)('createRedisEventRelay', () => {
     });
   });
 
+  describe('when a session is followed while Redis is away', () => {
+    it('subscribes to it once Redis is back, and hands over the replies sent from then on', {
+      timeout: 30_000,
+    }, async () => {
+      const redis = await startPrivateRedis();
+      try {
+        const a = await open('away', 'replica-a', redis.url);
+        await redis.stop();
+        const heard: SessionReplies[] = [];
+        a.relay.followSession('http', 's-1', (replies) => heard.push(replies));
+        await redis.start();
+        const b = await open('away', 'replica-b', redis.url);
+        // Published until one arrives: the subscription is restored when the connection is ready.
+        await eventually(
+          () => {
+            b.relay.publishReplies({
+              channel: 'http',
+              session: 's-1',
+              messageId: 'm',
+              turn: null,
+              replies: [{ text: 'back' }],
+            });
+            return heard.length > 0;
+          },
+          15_000,
+          'a hears the session after the reconnect',
+        );
+        expect(heard[0]?.replies).toEqual([{ text: 'back' }]);
+      } finally {
+        await redis.remove();
+      }
+    });
+  });
+
   describe('when Redis is down', () => {
     it('logs a failed publish and throws nothing into the caller', { timeout: 30_000 }, async () => {
       const redis = await startPrivateRedis();

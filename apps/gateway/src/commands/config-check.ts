@@ -1,4 +1,5 @@
 import { loadConfig } from '@switchboard/config';
+import { silentLogger } from '@switchboard/core';
 import { createPipelines } from '../pipelines.js';
 import type { CommandIo } from './io.js';
 
@@ -6,7 +7,10 @@ import type { CommandIo } from './io.js';
 export async function configCheck(path: string, io: CommandIo): Promise<number> {
   const config = await loadConfig(path);
   // Building the pipelines catches what only a factory can see, without starting anything.
-  createPipelines(config, { history: { append: async () => {}, recent: async () => [] } });
+  createPipelines(config, {
+    history: { append: async () => {}, recent: async () => [] },
+    logger: silentLogger,
+  });
   io.out(
     `${path}: ok — ${config.channels.length} channel(s), ${config.pipelines.length} pipeline(s), ` +
       `${config.routing.rules.length} rule(s), default pipeline "${config.routing.default}", store ${config.store.kind}`,

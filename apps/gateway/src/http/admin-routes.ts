@@ -1,5 +1,6 @@
 import type { AuthHook } from '@switchboard/channel-openapi';
-import type { AuditLog, QueryPool } from '@switchboard/core';
+import type { AuditLog, PipelineStatus, QueryPool } from '@switchboard/core';
+import type { ReplicaView } from '@switchboard/store-redis';
 import type { OwnedChannels } from '../channel-ownership.js';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -12,6 +13,10 @@ export interface AdminDeps {
   auth: AuthHook;
   auditLog: AuditLog;
   pool: QueryPool;
+  /** With a shared pool: the replicas sharing it and the turns each runs (`/admin/queues`). */
+  replicas?: () => Promise<ReplicaView[]>;
+  /** The state of each pipeline that reports one (`process` pipelines: workers, bound sessions). */
+  pipelineStatuses(): Record<string, PipelineStatus>;
   /** The single-owner channels and who holds each one's lease, for `/admin/queues`. */
   channelHolders: OwnedChannels['holders'];
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
@@ -43,11 +48,29 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
       );
 
+      // The pool's counts (cluster-wide with a shared pool), each pipeline that reports a state,
+      // with a shared pool each replica: its heartbeat and the turns it runs (they add up to the
+      // cluster's `inflight` unless a lease was just reclaimed), and which replica runs each
+      // single-owner connection (docs/design.md §5).
       routes.get('/queues', { schema: { tags: ['admin'] } }, async () => {
-        const [stats, channels] = await Promise.all([deps.pool.stats(), deps.channelHolders()]);
+        const [stats, replicas, channels] = await Promise.all([
+          deps.pool.stats(),
+          deps.replicas?.(),
+          deps.channelHolders(),
+        ]);
         return {
           ...stats,
-          // Which replica runs each single-owner connection (docs/design.md §5).
+          pipelines: deps.pipelineStatuses(),
+          ...(replicas === undefined
+            ? {}
+            : {
+                replicas: replicas.map((replica) => ({
+                  id: replica.id,
+                  alive: replica.alive,
+                  heartbeat_expires_at: replica.heartbeatExpiresAt,
+                  turns_running: replica.turnsRunning,
+                })),
+              }),
           channels: channels.map(({ id, type, role, lease }) => ({
             id,
             type,

@@ -19,7 +19,7 @@ export interface HealthDeps {
 }
 
 /**
- * `/healthz` (the process answers), `/readyz` (channels up, store reachable, not draining),
+ * `/healthz` (the process answers), `/readyz` (channels up, store reachable, no `process` pipeline failed, not draining),
  * `/metrics`. `/healthz` is always open: Docker's HEALTHCHECK and load balancers call it without
  * credentials, and it tells nothing about the deployment.
  */

@@ -13,6 +13,23 @@ export interface PipelineResult {
 }
 
 /**
+ * What a pipeline that keeps state between turns (worker processes, bound sessions) reports for
+ * `/readyz`, `/admin/queues` and the metrics. Stateless pipelines report nothing.
+ */
+export interface PipelineStatus {
+  /** Lifecycle state, e.g. `listening`, `waking`, `ready`, `failed` for a pool of workers. */
+  state: string;
+  /** False while it cannot run turns (its workers fail to start): `/readyz` answers 503. */
+  ok: boolean;
+  /** A short explanation for operators, e.g. the last start failure and the next restart. */
+  detail?: string;
+  /** Sessions holding state in the pipeline now (`switchboard_pipeline_sessions`). */
+  sessions: number;
+  /** Further figures for `/admin/queues`, e.g. each worker's state and pid. */
+  details?: Record<string, unknown>;
+}
+
+/**
  * A bot backend: `text in → replies out`. Delivery is at least once: a turn that is retried, or
  * interrupted by a crash, runs again with a higher `query.attempt` and the same `query.id` — the
  * id is made from the turn's message ids (`turnIdOf`) — so pipelines with side effects
@@ -22,8 +39,15 @@ export interface PipelineResult {
  * Errors: throw a SwitchboardError with `retryable: true` (network, timeout, 408/429/5xx) to get
  * the controller's backoff, anything else dead-letters the turn. Left out: concurrency and
  * ordering, which the controller guarantees.
+ *
+ * A pipeline that owns resources beyond a run (child processes) implements `status` and `stop`;
+ * the gateway calls `stop` once, after the controller's drain.
  */
 export interface Pipeline {
   readonly id: string;
   run(query: Query, context: PipelineRunContext): Promise<PipelineResult>;
+  /** Its state now; absent for stateless pipelines. */
+  status?(): PipelineStatus;
+  /** Releases what it owns within `timeoutMs`, forcibly past it; resolves when nothing is left. */
+  stop?(options: { timeoutMs: number }): Promise<void>;
 }

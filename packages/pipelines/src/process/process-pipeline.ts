@@ -1,0 +1,64 @@
+import { durationMs, type Logger, numeric, type Pipeline, secretField } from '@switchboard/core';
+import { z } from 'zod';
+import { createWorkerPool } from './worker-pool.js';
+
+/**
+ * `pipelines[]` keys of `type: process`: long-lived worker processes speaking line-delimited JSON
+ * on stdin/stdout (protocol.ts, packages/pipelines/README.md "process").
+ */
+export const ProcessPipelineOptionsSchema = z.strictObject({
+  type: z.literal('process'),
+  /** The worker program: a path or a name on `PATH`, run without a shell. */
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  /** Added to the gateway's environment for the workers; the values are secrets (API keys). */
+  env: secretField(z.record(z.string(), z.string())).optional(),
+  /** Working directory of the workers; default the gateway's. */
+  cwd: z.string().min(1).optional(),
+  /** Most worker processes, each started when a session first needs it. */
+  workers: numeric(z.number().int().min(1).max(32)).prefault(1),
+  /** A session without a turn this long is released, and its worker told so. */
+  idle_timeout: durationMs({ min: '100ms', max: '24h' }).prefault('10m'),
+  /** Most sessions bound to workers at once; a further session waits for one to be released. */
+  max_active_sessions: numeric(z.number().int().min(1)).optional(),
+  /** How long a worker may take from its start to its `{"ready": true}` line. */
+  start_timeout: durationMs({ min: '100ms', max: '10m' }).prefault('30s'),
+  /** How long a worker may take to answer a `{"cancel"}` before it is killed and restarted. */
+  cancel_grace: durationMs({ min: '100ms', max: '5m' }).prefault('5s'),
+  /** Restart delay after the n-th failure in a row: base_delay × 2^(n−1), at most max_delay. */
+  restart: z
+    .strictObject({
+      base_delay: durationMs({ min: '100ms', max: '1h' }).prefault('5s'),
+      max_delay: durationMs({ min: '100ms', max: '1h' }).prefault('300s'),
+    })
+    .prefault({}),
+});
+export type ProcessPipelineOptions = z.output<typeof ProcessPipelineOptionsSchema>;
+
+export interface ProcessPipelineDeps {
+  /** Where worker lifecycle events and stderr lines go. */
+  logger: Logger;
+}
+
+/**
+ * A pipeline that runs turns on a pool of long-lived worker processes (seed 002's agent pool):
+ * none until the first turn, at most `workers`, with session affinity, `max_active_sessions`,
+ * idle release and restart backoff (worker-pool.ts).
+ */
+export function createProcessPipeline(
+  id: string,
+  options: ProcessPipelineOptions,
+  { logger }: ProcessPipelineDeps,
+): Pipeline {
+  return createWorkerPool(id, {
+    command: { command: options.command, args: options.args, env: options.env, cwd: options.cwd },
+    workers: options.workers,
+    idleTimeoutMs: options.idle_timeout,
+    maxActiveSessions: options.max_active_sessions ?? Number.POSITIVE_INFINITY,
+    startTimeoutMs: options.start_timeout,
+    cancelGraceMs: options.cancel_grace,
+    restart: { baseDelayMs: options.restart.base_delay, maxDelayMs: options.restart.max_delay },
+    logger,
+    now: Date.now,
+  });
+}

@@ -1,0 +1,323 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type Logger, type PipelineResult, type Query, SwitchboardError } from '@switchboard/core';
+import { abortError } from '../remote-errors.js';
+import { readLines } from './line-reader.js';
+import { cancelLine, parseWorkerLine, releaseLine, requestLine } from './protocol.js';
+
+/** How to run a worker: a program and its arguments, never through a shell. */
+export interface WorkerCommand {
+  command: string;
+  args: readonly string[];
+  /** Added to the gateway's own environment. */
+  env: Readonly<Record<string, string>> | undefined;
+  cwd: string | undefined;
+}
+
+export interface WorkerProcessOptions {
+  pipeline: string;
+  command: WorkerCommand;
+  /** The worker's slot in the pool and how many times that slot has started one: 1, 2, … */
+  slot: number;
+  generation: number;
+  startTimeoutMs: number;
+  cancelGraceMs: number;
+  logger: Logger;
+  /** Called once, as soon as the process is gone or failed to start, with why. */
+  onExit(reason: string): void;
+  /** Called when it answers a request: it works, so its slot's restart backoff starts over. */
+  onAnswer(): void;
+}
+
+/** Longest stdout line (an answer): past it the worker is killed as broken. */
+const MAX_LINE_CHARS = 16 * 1024 * 1024;
+/** stderr lines are logged cut to this length. */
+const MAX_STDERR_LINE_CHARS = 4096;
+/**
+ * After the process exits, how long its last lines may still be on their way: `exit` can come
+ * before the pipe is read, and an answer written just before dying should still count.
+ */
+const EXIT_FLUSH_MS = 200;
+/** How long a SIGKILLed process may take to be reported gone. */
+const KILL_WAIT_MS = 2000;
+
+interface PendingRequest {
+  resolve(result: PipelineResult): void;
+  reject(error: unknown): void;
+  /** Stops listening to the run's signal. */
+  detach(): void;
+  /** Set once the run was aborted and `{cancel}` sent: kills a worker that ignores it. */
+  cancelTimer?: NodeJS.Timeout;
+}
+
+/** `promise` settled, or false after `ms`; the timer never outlives the race. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * One worker child process of a `process` pipeline and its side of the protocol (protocol.ts):
+ * spawned at once in its own process group, ready once it writes `{"ready": true}` (or killed at
+ * `startTimeoutMs`), then requests multiplexed by id. Once it has exited every request it held
+ * fails as SB_PIPELINE_WORKER_EXITED (retryable) and whatever still arrives on its stdout — from a
+ * process it left behind — is dropped and logged as a stale answer: the turn may already run again
+ * on a newer generation of the slot.
+ */
+export class WorkerProcess {
+  readonly slot: number;
+  readonly generation: number;
+  /** Resolves once the worker is ready; rejects with the reason when it dies or times out first. */
+  readonly ready: Promise<void>;
+  /** Resolves once the process is gone and every request it held has failed. */
+  readonly exited: Promise<void>;
+  readonly #options: WorkerProcessOptions;
+  readonly #logger: Logger;
+  readonly #child: ChildProcessWithoutNullStreams;
+  readonly #pending = new Map<string, PendingRequest>();
+  #sequence = 0;
+  #state: 'starting' | 'ready' | 'exited' = 'starting';
+  /** Set after the exit flush: from then on every answer is stale. */
+  #retired = false;
+  /** Why the gateway killed it, when it did: a better exit reason than `SIGKILL`. */
+  #killReason: string | undefined = undefined;
+  /** Set by `stop`: its exit is expected, not a failure. */
+  #stopping = false;
+  #startTimer: NodeJS.Timeout | undefined;
+  #markReady!: () => void;
+  #failStart!: (error: Error) => void;
+  #markExited!: () => void;
+
+  constructor(options: WorkerProcessOptions) {
+    this.#options = options;
+    this.slot = options.slot;
+    this.generation = options.generation;
+    this.ready = new Promise((resolve, reject) => {
+      this.#markReady = resolve;
+      this.#failStart = reject;
+    });
+    // Waiters attach their own handlers; this one keeps a start nobody waits for from being unhandled.
+    this.ready.catch(() => {});
+    this.exited = new Promise((resolve) => {
+      this.#markExited = resolve;
+    });
+    const { command, args, env, cwd } = options.command;
+    // Its own process group (detached): stopping the worker stops the tools it started too, and
+    // a Ctrl-C meant for the gateway does not reach it before the drain does.
+    this.#child = spawn(command, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.#logger = options.logger.child({ worker: options.slot, generation: options.generation });
+    this.#child.on('error', (err) => this.#died(err.message));
+    this.#child.on('exit', (code, signal) =>
+      this.#died(signal === null ? `exited with code ${code}` : `killed by ${signal}`),
+    );
+    // A worker that died leaves a broken pipe; its exit is handled above.
+    this.#child.stdin.on('error', (err) => this.#logger.debug({ err }, 'worker stdin closed'));
+    readLines(this.#child.stdout, MAX_LINE_CHARS, (line, truncated) => this.#onLine(line, truncated));
+    readLines(this.#child.stderr, MAX_STDERR_LINE_CHARS, (line) =>
+      this.#logger.info({ line }, 'worker stderr'),
+    );
+    this.#startTimer = setTimeout(
+      () => this.kill(`not ready within ${options.startTimeoutMs} ms (start_timeout)`),
+      options.startTimeoutMs,
+    );
+    this.#logger.info({ pid: this.#child.pid, command }, 'worker starting');
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /**
+   * Runs `query` on the worker; resolves its replies. An abort of `signal` rejects at once, sends
+   * `{"cancel": id}` and kills the worker if it has not answered that request `cancelGraceMs` later.
+   */
+  request(query: Query, signal: AbortSignal): Promise<PipelineResult> {
+    const { pipeline, slot, generation, cancelGraceMs } = this.#options;
+    if (signal.aborted) return Promise.reject(abortError(pipeline, signal, undefined));
+    if (this.#state !== 'ready') return Promise.reject(this.#exitedError('not running'));
+    this.#sequence += 1;
+    const id = `${slot}.${generation}.${this.#sequence}`;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        pending.cancelTimer = setTimeout(
+          () => this.kill(`ignored a cancel for ${cancelGraceMs} ms (cancel_grace)`),
+          cancelGraceMs,
+        );
+        this.#write(cancelLine(id));
+        reject(abortError(pipeline, signal, undefined));
+      };
+      const pending: PendingRequest = {
+        resolve,
+        reject,
+        detach: () => signal.removeEventListener('abort', onAbort),
+      };
+      this.#pending.set(id, pending);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#write(requestLine(id, query));
+    });
+  }
+
+  /** Tells the worker that `session` went idle: it may drop the session's context. */
+  release(session: string): void {
+    if (this.#state === 'ready') this.#write(releaseLine(session));
+  }
+
+  /** Kills the worker's process group at once; `reason` becomes its exit reason. */
+  kill(reason: string): void {
+    if (this.#state === 'exited') return;
+    this.#killReason ??= reason;
+    this.#logger.warn({ reason }, 'killing worker');
+    this.#signalGroup('SIGKILL');
+  }
+
+  /**
+   * Closes the worker's stdin (the protocol's "stop": finish and exit), kills it if it has not
+   * exited within `timeoutMs`, and resolves once it is gone.
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    if (this.#state !== 'exited') {
+      this.#stopping = true;
+      this.#child.stdin.end();
+      if (!(await settlesWithin(this.exited, timeoutMs))) this.kill(`not stopped within ${timeoutMs} ms`);
+    }
+    await settlesWithin(this.exited, KILL_WAIT_MS);
+  }
+
+  #write(line: string): void {
+    if (this.#state !== 'exited' && this.#child.stdin.writable) this.#child.stdin.write(line);
+  }
+
+  #signalGroup(signal: NodeJS.Signals): void {
+    const pid = this.#child.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // The group is gone already (ESRCH): nothing left to stop.
+    }
+  }
+
+  #onLine(line: string, truncated: boolean): void {
+    if (truncated) {
+      this.kill(`wrote a line longer than ${MAX_LINE_CHARS} characters`);
+      return;
+    }
+    const parsed = parseWorkerLine(line);
+    if (this.#retired) {
+      if (parsed.kind !== 'ready') {
+        this.#logger.warn(
+          { id: 'id' in parsed ? parsed.id : undefined, kind: parsed.kind },
+          'stale answer: its worker generation has exited; dropped',
+        );
+      }
+      return;
+    }
+    switch (parsed.kind) {
+      case 'ready':
+        if (this.#state !== 'starting') return;
+        this.#state = 'ready';
+        clearTimeout(this.#startTimer);
+        this.#logger.info({ pid: this.pid }, 'worker ready');
+        this.#markReady();
+        return;
+      case 'progress':
+        this.#logger.debug({ id: parsed.id }, 'worker progress');
+        return;
+      case 'answer':
+        this.#settle(parsed.id, (pending) => pending.resolve({ replies: parsed.replies }));
+        return;
+      case 'error':
+        this.#settle(parsed.id, (pending) =>
+          pending.reject(
+            new SwitchboardError('SB_PIPELINE_FAILED', {
+              message: `pipeline ${this.#options.pipeline}: worker failed the turn: ${parsed.message}`,
+              details: { pipeline: this.#options.pipeline, worker: this.slot, error: parsed.message },
+              retryable: parsed.retryable,
+            }),
+          ),
+        );
+        return;
+      case 'invalid':
+        if (parsed.id !== undefined && this.#pending.has(parsed.id)) {
+          this.#settle(parsed.id, (pending) =>
+            pending.reject(
+              new SwitchboardError('SB_PIPELINE_FAILED', {
+                message: `pipeline ${this.#options.pipeline}: invalid answer: ${parsed.problems.join('; ')}`,
+                details: { pipeline: this.#options.pipeline, worker: this.slot, problems: parsed.problems },
+              }),
+            ),
+          );
+          return;
+        }
+        this.#logger.warn(
+          { problems: parsed.problems, line: line.slice(0, 200) },
+          'worker wrote an invalid line',
+        );
+    }
+  }
+
+  /** Hands an answer to its request; an answer to a cancelled request only stops the kill timer. */
+  #settle(id: string, settle: (pending: PendingRequest) => void): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) {
+      this.#logger.warn({ id }, 'unknown answer: no request with this id; dropped');
+      return;
+    }
+    this.#pending.delete(id);
+    pending.detach();
+    this.#options.onAnswer();
+    if (pending.cancelTimer !== undefined) {
+      clearTimeout(pending.cancelTimer);
+      this.#logger.debug({ id }, 'cancelled request answered');
+      return;
+    }
+    settle(pending);
+  }
+
+  #exitedError(reason: string): SwitchboardError {
+    return new SwitchboardError('SB_PIPELINE_WORKER_EXITED', {
+      message: `pipeline ${this.#options.pipeline}: worker ${this.slot} ${reason} before answering`,
+      details: { pipeline: this.#options.pipeline, worker: this.slot, generation: this.generation, reason },
+      retryable: true,
+    });
+  }
+
+  #died(cause: string): void {
+    if (this.#state === 'exited') return;
+    const wasStarting = this.#state === 'starting';
+    this.#state = 'exited';
+    clearTimeout(this.#startTimer);
+    const reason = this.#killReason === undefined ? cause : `${this.#killReason} (${cause})`;
+    // Tools the worker started in its group would otherwise live on, reparented.
+    this.#signalGroup('SIGKILL');
+    if (wasStarting) this.#failStart(new Error(reason));
+    if (this.#stopping) this.#logger.info({ pid: this.pid, reason }, 'worker exited');
+    else this.#logger.warn({ pid: this.pid, reason }, 'worker exited');
+    this.#options.onExit(reason);
+    const { stdout } = this.#child;
+    const flushed = stdout.closed
+      ? Promise.resolve()
+      : new Promise((resolve) => stdout.once('close', resolve));
+    void settlesWithin(flushed, EXIT_FLUSH_MS).then(() => {
+      this.#retired = true;
+      for (const [id, pending] of this.#pending) {
+        this.#pending.delete(id);
+        pending.detach();
+        clearTimeout(pending.cancelTimer);
+        if (pending.cancelTimer === undefined) pending.reject(this.#exitedError(reason));
+      }
+      this.#markExited();
+    });
+  }
+}

@@ -1,0 +1,189 @@
+import { type BackoffPolicy, backoffDelayMs, type Logger, SwitchboardError } from '@switchboard/core';
+import { abortError } from '../remote-errors.js';
+import { type WorkerCommand, WorkerProcess } from './worker-process.js';
+
+/**
+ * `idle`: never started; `starting`: spawned, not ready yet; `ready`: takes requests; `failed`:
+ * its worker exited or could not start, restarting after the backoff; `stopped`: the pipeline
+ * stopped.
+ */
+export type SlotState = 'idle' | 'starting' | 'ready' | 'failed' | 'stopped';
+
+export interface WorkerSlotOptions {
+  pipeline: string;
+  index: number;
+  command: WorkerCommand;
+  startTimeoutMs: number;
+  cancelGraceMs: number;
+  restart: BackoffPolicy;
+  logger: Logger;
+  now: () => number;
+  /** Its worker is gone: the sessions bound to it lose their context. */
+  onWorkerGone(index: number): void;
+}
+
+/** The waiter's signal aborting first rejects with the abort's reason; the wait itself goes on. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, pipeline: string): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortError(pipeline, signal, undefined));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(abortError(pipeline, signal, undefined));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/**
+ * One place for a worker in the pool, across the processes that fill it: started on first need,
+ * restarted `restart.baseDelayMs × 2^(n−1)` (at most `restart.maxDelayMs`) after its n-th failure
+ * in a row — an exit or a failed start; an answer resets n. Each process is a new generation.
+ */
+export class WorkerSlot {
+  readonly index: number;
+  #state: SlotState = 'idle';
+  #generation = 0;
+  /** Failures since a worker of this slot last answered: the exponent of the restart delay. */
+  #failures = 0;
+  #restarts = 0;
+  #restartAt: number | undefined = undefined;
+  #lastError: string | undefined = undefined;
+  #worker: WorkerProcess | undefined = undefined;
+  #ready: Promise<WorkerProcess> | undefined = undefined;
+  #restartTimer: NodeJS.Timeout | undefined = undefined;
+  readonly #options: WorkerSlotOptions;
+
+  constructor(options: WorkerSlotOptions) {
+    this.#options = options;
+    this.index = options.index;
+  }
+
+  get state(): SlotState {
+    return this.#state;
+  }
+
+  /** Whether a session may be bound to it now: it is running, starting, or may be started. */
+  get usable(): boolean {
+    return this.#state === 'idle' || this.#state === 'starting' || this.#state === 'ready';
+  }
+
+  /** When a failed slot restarts (ms), and why it failed. */
+  get restartAt(): number | undefined {
+    return this.#restartAt;
+  }
+
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+
+  /**
+   * Its worker once ready, started now if the slot is idle. Rejects with
+   * SB_PIPELINE_WORKER_UNAVAILABLE (retryable, after the restart) when it fails or is failed.
+   */
+  worker(signal: AbortSignal): Promise<WorkerProcess> {
+    const { pipeline } = this.#options;
+    if (this.#state === 'idle') this.#start();
+    if (this.#state === 'ready' && this.#worker !== undefined) return Promise.resolve(this.#worker);
+    if (this.#state === 'starting' && this.#ready !== undefined)
+      return untilAborted(this.#ready, signal, pipeline);
+    if (this.#state === 'stopped') return Promise.reject(new SwitchboardError('SB_SHUTDOWN'));
+    return Promise.reject(this.unavailable());
+  }
+
+  /** SB_PIPELINE_WORKER_UNAVAILABLE for this slot, retryable when its restart is due. */
+  unavailable(): SwitchboardError {
+    const { pipeline, now } = this.#options;
+    const retryAfterMs = this.#restartAt === undefined ? undefined : Math.max(0, this.#restartAt - now());
+    return new SwitchboardError('SB_PIPELINE_WORKER_UNAVAILABLE', {
+      message: `pipeline ${pipeline}: worker ${this.index} failed (${this.#lastError}); restart in ${retryAfterMs} ms`,
+      details: { pipeline, worker: this.index, reason: this.#lastError, retryAfterMs },
+      retryable: true,
+      retryAfterMs,
+    });
+  }
+
+  /** Tells its worker, if running, that `session` was released. */
+  release(session: string): void {
+    this.#worker?.release(session);
+  }
+
+  /** For `/admin/queues`. */
+  snapshot() {
+    const { now } = this.#options;
+    return {
+      index: this.index,
+      state: this.#state,
+      pid: this.#worker?.pid ?? null,
+      generation: this.#generation,
+      restarts: this.#restarts,
+      failures: this.#failures,
+      last_error: this.#lastError ?? null,
+      restart_in_ms:
+        this.#state === 'failed' && this.#restartAt !== undefined
+          ? Math.max(0, this.#restartAt - now())
+          : null,
+    };
+  }
+
+  /** No more restarts; its worker is stopped (stdin closed, killed past `timeoutMs`). */
+  async stop(timeoutMs: number): Promise<void> {
+    this.#state = 'stopped';
+    clearTimeout(this.#restartTimer);
+    await this.#worker?.stop(timeoutMs);
+  }
+
+  #start(): void {
+    this.#generation += 1;
+    this.#state = 'starting';
+    this.#restartAt = undefined;
+    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger } = this.#options;
+    const worker = new WorkerProcess({
+      pipeline,
+      command,
+      slot: this.index,
+      generation: this.#generation,
+      startTimeoutMs,
+      cancelGraceMs,
+      logger,
+      onExit: (reason) => this.#gone(worker, reason),
+      onAnswer: () => {
+        this.#failures = 0;
+      },
+    });
+    this.#worker = worker;
+    this.#ready = worker.ready.then(
+      () => {
+        if (this.#worker === worker && this.#state === 'starting') this.#state = 'ready';
+        return worker;
+      },
+      () => {
+        throw this.#state === 'stopped' ? new SwitchboardError('SB_SHUTDOWN') : this.unavailable();
+      },
+    );
+    // A restart nobody waits for must not fail as an unhandled rejection.
+    this.#ready.catch(() => {});
+  }
+
+  #gone(worker: WorkerProcess, reason: string): void {
+    if (this.#worker !== worker) return;
+    const wasStarting = this.#state === 'starting';
+    this.#worker = undefined;
+    this.#options.onWorkerGone(this.index);
+    if (this.#state === 'stopped') return;
+    this.#failures += 1;
+    const delayMs = backoffDelayMs(this.#failures, this.#options.restart);
+    this.#state = 'failed';
+    this.#lastError = reason;
+    this.#restartAt = this.#options.now() + delayMs;
+    const fields = { worker: this.index, reason, failures: this.#failures, restartInMs: delayMs };
+    // A worker that cannot start needs a human (bad command, missing dependency); a crash of a
+    // running one is handled by the restart.
+    if (wasStarting) this.#options.logger.error(fields, 'worker failed to start; restarting after backoff');
+    else this.#options.logger.warn(fields, 'worker exited; restarting after backoff');
+    this.#restartTimer = setTimeout(() => {
+      if (this.#state !== 'failed') return;
+      this.#restarts += 1;
+      this.#start();
+    }, delayMs);
+    // A pending restart must not keep an otherwise finished process alive.
+    this.#restartTimer.unref();
+  }
+}

@@ -1,0 +1,132 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger, Pipeline, PipelineResult, Query } from '@switchboard/core';
+import { afterEach } from 'vitest';
+import { createProcessPipeline, ProcessPipelineOptionsSchema } from '../../src/process/process-pipeline.js';
+import { queryOf } from '../query.js';
+
+export { eventually } from '@switchboard/testkit/eventually';
+
+/** The test worker program (protocol of packages/pipelines/README.md "process"). */
+export const ECHO_WORKER = fileURLToPath(new URL('../fixtures/echo-worker.mjs', import.meta.url));
+
+export interface LogEntry {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** A logger that keeps every line, bindings of its parents included. */
+export function recordingLogger(
+  lines: LogEntry[] = [],
+  bindings: object = {},
+): Logger & { lines: LogEntry[] } {
+  const at =
+    (level: LogEntry['level']) =>
+    (fields: object, msg: string): void => {
+      lines.push({ ...bindings, ...fields, level, msg });
+    };
+  return {
+    lines,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: (more) => recordingLogger(lines, { ...bindings, ...more }),
+  };
+}
+
+/** One event the worker recorded in $WORKER_LOG. */
+export interface WorkerEvent {
+  pid: number;
+  at: number;
+  event: 'start' | 'hold' | 'release' | 'turn' | 'cancel' | 'answered' | 'exit';
+  session?: string;
+  id?: string;
+  n?: number;
+  text?: string;
+  attempt?: number;
+}
+
+/** What the reply text of the echo worker says. */
+export interface EchoAnswer {
+  pid: number;
+  session: string;
+  n: number;
+  text: string;
+  held: number;
+}
+
+export function answerOf(result: PipelineResult): EchoAnswer {
+  return JSON.parse(result.replies[0]?.text ?? '') as EchoAnswer;
+}
+
+let turns = 0;
+
+/** A turn of `session` (a private chat id) with `text`; each call is a new turn id. */
+export function turnOf(session: string, text: string, attempt = 1, id = `turn-${++turns}`): Query {
+  return { ...queryOf([text], { chat: { type: 'person', id: session } }), id, attempt };
+}
+
+/** A run context aborted after `timeoutMs`, as the controller's pipeline timeout does. */
+export function contextOf(logger: Logger, timeoutMs = 20_000) {
+  return { signal: AbortSignal.timeout(timeoutMs), logger };
+}
+
+/** Whether `pid` still exists in any form, a zombie included (`kill 0` succeeds on zombies too). */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `ps` state letters of `pid` (`Z` for a zombie), or null when there is no such process. */
+export function processState(pid: number): string | null {
+  try {
+    return execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Builds `process` pipelines running the echo worker with `$WORKER_LOG` in a fresh folder, and
+ * stops each after its test.
+ */
+export function useProcessPipelines() {
+  const started: Pipeline[] = [];
+  afterEach(async () => {
+    for (const pipeline of started.splice(0)) await pipeline.stop?.({ timeoutMs: 2000 });
+  });
+  return (options: Record<string, unknown> = {}, env: Record<string, string> = {}) => {
+    const logPath = join(mkdtempSync(join(tmpdir(), 'switchboard-worker-')), 'worker.log');
+    const logger = recordingLogger();
+    const parsed = ProcessPipelineOptionsSchema.parse({
+      type: 'process',
+      command: process.execPath,
+      args: [ECHO_WORKER],
+      env: { WORKER_LOG: logPath, ...env },
+      ...options,
+    });
+    const pipeline = createProcessPipeline('agent', parsed, { logger });
+    started.push(pipeline);
+    return {
+      pipeline,
+      logger,
+      /** The worker's events so far, in the order the workers wrote them. */
+      events(): WorkerEvent[] {
+        if (!existsSync(logPath)) return [];
+        return readFileSync(logPath, 'utf8')
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => JSON.parse(line) as WorkerEvent);
+      },
+    };
+  };
+}

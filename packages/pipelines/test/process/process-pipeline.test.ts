@@ -1,0 +1,275 @@
+import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { rejectionOf } from '../query.js';
+import {
+  answerOf,
+  contextOf,
+  eventually,
+  processExists,
+  processState,
+  turnOf,
+  useProcessPipelines,
+} from './harness.js';
+
+const processPipeline = useProcessPipelines();
+
+async function failureOf(promise: Promise<unknown>): Promise<SwitchboardError> {
+  const error = await rejectionOf(promise);
+  if (!isSwitchboardError(error)) throw error;
+  return error;
+}
+
+describe('process pipeline', () => {
+  describe('when the first turn arrives', () => {
+    it('starts exactly one worker, lazily, and answers through it', async () => {
+      const { pipeline, logger, events } = processPipeline({ workers: 4 });
+      expect(pipeline.status?.()).toMatchObject({ state: 'listening', ok: true, sessions: 0 });
+      expect(events()).toEqual([]);
+
+      const answer = answerOf(await pipeline.run(turnOf('a', 'hello'), contextOf(logger)));
+
+      expect(answer).toMatchObject({ n: 1, text: 'hello' });
+      const starts = events().filter((event) => event.event === 'start');
+      expect(starts.map((event) => event.pid)).toEqual([answer.pid]);
+      expect(pipeline.status?.()).toMatchObject({ state: 'ready', ok: true, sessions: 1 });
+    });
+  });
+
+  describe('when 4 sessions share 2 workers', () => {
+    it('keeps every session on its worker: its counter there counts up without a reset', async () => {
+      const { pipeline, logger, events } = processPipeline({ workers: 2 });
+      const sessions = ['s1', 's2', 's3', 's4'];
+      const seen = new Map<string, Array<{ pid: number; n: number }>>();
+      for (let round = 1; round <= 3; round++) {
+        const answers = await Promise.all(
+          sessions.map((session) => pipeline.run(turnOf(session, `round ${round}`), contextOf(logger))),
+        );
+        answers.map(answerOf).forEach((answer, index) => {
+          const session = sessions[index] as string;
+          seen.set(session, [...(seen.get(session) ?? []), { pid: answer.pid, n: answer.n }]);
+        });
+      }
+
+      for (const runs of seen.values()) {
+        expect(runs.map((run) => run.n)).toEqual([1, 2, 3]);
+        expect(new Set(runs.map((run) => run.pid)).size).toBe(1);
+      }
+      const pids = new Set([...seen.values()].map((runs) => runs[0]?.pid));
+      expect(pids.size).toBe(2);
+      expect(events().filter((event) => event.event === 'start')).toHaveLength(2);
+      expect(pipeline.status?.().sessions).toBe(4);
+    });
+  });
+
+  describe('when a session stays idle past idle_timeout', () => {
+    it('releases it, tells its worker, and binds its next turn afresh wherever the pool picks', async () => {
+      const { pipeline, logger, events } = processPipeline({ workers: 2, idle_timeout: '300ms' });
+      const first = answerOf(await pipeline.run(turnOf('a', 'one'), contextOf(logger)));
+
+      await eventually(() => events().some((event) => event.event === 'release' && event.pid === first.pid));
+      expect(pipeline.status?.().sessions).toBe(0);
+      // Another session now takes the free worker; `a` comes back to a pool whose only free
+      // place is a second worker.
+      const other = pipeline.run(turnOf('b', 'slow 1500'), contextOf(logger));
+      await eventually(() => events().some((event) => event.event === 'turn' && event.text === 'slow 1500'));
+      const again = answerOf(await pipeline.run(turnOf('a', 'two'), contextOf(logger)));
+
+      expect(again.pid).not.toBe(first.pid);
+      expect(again.n).toBe(1);
+      expect(answerOf(await other).pid).toBe(first.pid);
+      expect(
+        events().filter((event) => event.event === 'hold' && event.session === again.session),
+      ).toHaveLength(2);
+    });
+  });
+
+  describe('when max_active_sessions is 2 and 5 sessions talk', () => {
+    it('never binds more than 2 at once (measured in the workers), answers all 5 in order per session', async () => {
+      const { pipeline, logger, events } = processPipeline({
+        workers: 2,
+        max_active_sessions: 2,
+        idle_timeout: '200ms',
+      });
+      const sessions = ['p1', 'p2', 'p3', 'p4', 'p5'];
+      let mostBound = 0;
+      const sampler = setInterval(() => {
+        mostBound = Math.max(mostBound, pipeline.status?.().sessions ?? 0);
+      }, 5);
+      const conversations = await Promise.all(
+        sessions.map(async (session) => {
+          // One turn after the other, as the controller runs a session's turns.
+          const answers = [];
+          for (const text of ['first', 'second', 'third']) {
+            answers.push(answerOf(await pipeline.run(turnOf(session, text), contextOf(logger))));
+          }
+          return answers;
+        }),
+      );
+      clearInterval(sampler);
+
+      for (const answers of conversations) {
+        expect(answers.map((answer) => [answer.text, answer.n])).toEqual([
+          ['first', 1],
+          ['second', 2],
+          ['third', 3],
+        ]);
+      }
+      // Replay the workers' own hold/release events, both workers in the order they were written.
+      let held = 0;
+      let mostHeld = 0;
+      for (const event of events()) {
+        if (event.event === 'hold') held += 1;
+        if (event.event === 'release') held -= 1;
+        mostHeld = Math.max(mostHeld, held);
+      }
+      expect(mostHeld).toBe(2);
+      expect(mostBound).toBeLessThanOrEqual(2);
+      expect(
+        new Set(
+          events()
+            .filter((e) => e.event === 'hold')
+            .map((e) => e.session),
+        ).size,
+      ).toBe(5);
+    });
+  });
+
+  describe('when a worker is killed with SIGKILL mid-turn', () => {
+    it('fails the turn as retryable, refuses turns until the restart backoff passes, then runs it on a new worker', async () => {
+      const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '600ms' } });
+      const running = pipeline.run(turnOf('a', 'slow 10000'), contextOf(logger));
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      const killedAt = Date.now();
+      process.kill(turn.pid, 'SIGKILL');
+
+      const exited = await failureOf(running);
+      expect(exited).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED', retryable: true });
+      // Its context died with it: the session is no longer bound.
+      expect(pipeline.status?.().sessions).toBe(0);
+      const early = await failureOf(pipeline.run(turnOf('a', 'again'), contextOf(logger)));
+      expect(early).toMatchObject({ code: 'SB_PIPELINE_WORKER_UNAVAILABLE', retryable: true });
+      expect(early.retryAfterMs).toBeGreaterThan(0);
+      expect(early.retryAfterMs).toBeLessThanOrEqual(600);
+      expect(pipeline.status?.()).toMatchObject({ state: 'failed', ok: false });
+
+      await eventually(() => pipeline.status?.().state === 'ready');
+      const answer = answerOf(await pipeline.run(turnOf('a', 'again'), contextOf(logger)));
+      expect(answer.pid).not.toBe(turn.pid);
+      const restart = events().filter((event) => event.event === 'start')[1];
+      expect(restart?.at).toBeGreaterThanOrEqual(killedAt + 600);
+    });
+
+    it('drops an answer the dead generation still writes as stale; the retry answers', async () => {
+      const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '200ms' } });
+      const running = pipeline.run(turnOf('a', 'late 1200', 1, 'turn-late'), contextOf(logger));
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      process.kill(turn.pid, 'SIGKILL');
+      expect(await failureOf(running)).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED' });
+
+      await eventually(() => pipeline.status?.().state === 'ready');
+      const retried = await pipeline.run(turnOf('a', 'late 1200', 2, 'turn-late'), contextOf(logger));
+
+      expect(answerOf(retried)).toMatchObject({ text: 'late 1200', n: 1 });
+      const stale = await eventually(() => logger.lines.find((line) => line.msg.startsWith('stale answer')));
+      expect(stale).toMatchObject({ level: 'warn', worker: 0, generation: 1, kind: 'answer' });
+    });
+  });
+
+  describe('when the command cannot start', () => {
+    it('goes failed at once and names the cause', async () => {
+      const { pipeline, logger } = processPipeline({ command: '/nonexistent/agent-worker', args: [] });
+
+      const error = await failureOf(pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_WORKER_UNAVAILABLE', retryable: true });
+      expect(pipeline.status?.()).toMatchObject({ state: 'failed', ok: false });
+      expect(pipeline.status?.().detail).toMatch(/ENOENT/);
+      expect(
+        logger.lines.some((line) => line.level === 'error' && line.msg.startsWith('worker failed to start')),
+      ).toBe(true);
+    });
+
+    it('restarts after base × 2^(n−1), capped at max_delay', async () => {
+      const { pipeline, logger, events } = processPipeline(
+        { restart: { base_delay: '300ms', max_delay: '1200ms' } },
+        { WORKER_START: 'fail' },
+      );
+      await failureOf(pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+
+      const starts = await eventually(() => {
+        const found = events().filter((event) => event.event === 'start');
+        return found.length >= 5 && found;
+      });
+      const gaps = starts.slice(1).map((start, index) => start.at - (starts[index]?.at ?? 0));
+      // Each gap is the delay plus a process start; the last would be 2400 ms without the cap.
+      [300, 600, 1200, 1200].forEach((delay, index) => {
+        expect(gaps[index]).toBeGreaterThanOrEqual(delay);
+        expect(gaps[index]).toBeLessThan(delay + 800);
+      });
+      const failed = await eventually(() => pipeline.status?.().state === 'failed' && pipeline.status());
+      expect(failed.detail).toMatch(/^failed: exited with code 3; restart in \d+ ms$/);
+    });
+
+    it('fails a turn waiting for a worker that is never ready within start_timeout', async () => {
+      const { pipeline, logger } = processPipeline({ start_timeout: '300ms' }, { WORKER_START: 'hang' });
+
+      const error = await failureOf(pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+
+      expect(error.code).toBe('SB_PIPELINE_WORKER_UNAVAILABLE');
+      expect(error.message).toMatch(/start_timeout/);
+    });
+  });
+
+  describe('when a run is aborted', () => {
+    it('sends {cancel} and keeps a worker that answers it', async () => {
+      const { pipeline, logger, events } = processPipeline();
+      const aborted = new AbortController();
+      const running = pipeline.run(turnOf('a', 'slow 10000'), { signal: aborted.signal, logger });
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      aborted.abort();
+
+      expect(await failureOf(running)).toMatchObject({ code: 'SB_PIPELINE_TIMEOUT', retryable: true });
+      await eventually(() => events().some((event) => event.event === 'cancel' && event.id === turn.id));
+      expect(answerOf(await pipeline.run(turnOf('a', 'next'), contextOf(logger))).pid).toBe(turn.pid);
+    });
+
+    it('kills and restarts a worker that ignores the cancel past cancel_grace', async () => {
+      const { pipeline, logger, events } = processPipeline({
+        cancel_grace: '300ms',
+        restart: { base_delay: '200ms' },
+      });
+      const aborted = new AbortController();
+      const running = pipeline.run(turnOf('a', 'stubborn 10000'), { signal: aborted.signal, logger });
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      aborted.abort();
+      await failureOf(running);
+
+      await eventually(() => !processExists(turn.pid));
+      expect(logger.lines.find((line) => line.msg === 'killing worker')?.reason).toMatch(/cancel_grace/);
+      await eventually(() => pipeline.status?.().state === 'ready');
+      expect(answerOf(await pipeline.run(turnOf('a', 'next'), contextOf(logger))).pid).not.toBe(turn.pid);
+    });
+  });
+
+  describe('when the pipeline stops', () => {
+    it('closes stdin, kills a worker that does not exit within the timeout, and leaves no process behind', async () => {
+      const { pipeline, logger, events } = processPipeline({ workers: 2 }, { WORKER_ON_EOF: 'ignore' });
+      await Promise.all(['a', 'b'].map((session) => pipeline.run(turnOf(session, 'hi'), contextOf(logger))));
+      const pids = [...new Set(events().map((event) => event.pid))];
+      expect(pids).toHaveLength(2);
+
+      const startedAt = Date.now();
+      await pipeline.stop?.({ timeoutMs: 300 });
+
+      expect(Date.now() - startedAt).toBeLessThan(2000);
+      for (const pid of pids) {
+        expect(processState(pid)).toBeNull();
+        expect(processExists(pid)).toBe(false);
+      }
+      expect(pipeline.status?.().state).toBe('stopped');
+      expect(await failureOf(pipeline.run(turnOf('a', 'hi'), contextOf(logger)))).toMatchObject({
+        code: 'SB_SHUTDOWN',
+      });
+    });
+  });
+});
