@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { dropSchema, POSTGRES_URL, postgresReachable, randomSchemaName } from '@switchboard/testkit/postgres';
 import { REDIS_URL, redisReachable, removePoolKeys } from '@switchboard/testkit/redis';
+import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
@@ -14,15 +15,31 @@ const reachable = (await redisReachable()) && (await postgresReachable());
 /** The channel lease's length (apps/gateway/src/channel-ownership.ts `CHANNEL_LEASE_TIMING`). */
 const LEASE_MS = 15_000;
 
-/** Where a replica runs the `tg` channel, from its `/readyz`. */
-async function stateOf(replica: ServeProcess): Promise<string | undefined> {
+/** Where a replica runs channel `id` (`tg` by default), from its `/readyz`. */
+async function stateOf(replica: ServeProcess, id = 'tg'): Promise<string | undefined> {
   const answer = await get(`${replica.url}/readyz`).catch(() => null);
-  return answer?.body?.checks?.['channel.tg']?.state;
+  return answer?.body?.checks?.[`channel.${id}`]?.state;
+}
+
+/** A pool prefix and a PostgreSQL schema of the describe's own, and a config on them. */
+function sharedStores() {
+  const prefix = `sb-e2e-${randomUUID()}`;
+  const schema = randomSchemaName();
+  return {
+    yaml: (rest: string) => `server: { host: 127.0.0.1, port: 0 }
+store: { kind: redis, url: "${REDIS_URL}", prefix: ${prefix} }
+audit: { kind: postgres, url: "${POSTGRES_URL}", schema: ${schema} }
+shutdown: { drain_timeout: 5s }
+${rest}`,
+    async remove() {
+      await removePoolKeys(REDIS_URL, prefix);
+      await dropSchema(schema);
+    },
+  };
 }
 
 describe.skipIf(!reachable)('telegram polling on three replicas (end to end)', () => {
-  const prefix = `sb-e2e-${randomUUID()}`;
-  const schema = randomSchemaName();
+  const stores = sharedStores();
   let fake: FakeTelegram;
   let backend: FakePipeline;
   let replicas: ServeProcess[] = [];
@@ -47,7 +64,7 @@ describe.skipIf(!reachable)('telegram polling on three replicas (end to end)', (
   async function active(): Promise<ServeProcess> {
     let found: ServeProcess | undefined;
     await eventually(async () => {
-      const states = await Promise.all(alive().map(stateOf));
+      const states = await Promise.all(alive().map((replica) => stateOf(replica)));
       found =
         states.filter((state) => state === 'active').length === 1
           ? alive()[states.indexOf('active')]
@@ -68,15 +85,11 @@ describe.skipIf(!reachable)('telegram polling on three replicas (end to end)', (
   beforeAll(async () => {
     fake = await startFakeTelegram();
     backend = await startFakePipeline();
-    const yaml = `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${REDIS_URL}", prefix: ${prefix} }
-audit: { kind: postgres, url: "${POSTGRES_URL}", schema: ${schema} }
-shutdown: { drain_timeout: 5s }
-channels:
+    const yaml = stores.yaml(`channels:
   - { id: tg, type: telegram, token: "${fake.token}", mode: polling, api_root: "${fake.url}" }
 pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
-`;
+`);
     // One after the other: the first to start takes the lease.
     for (let index = 0; index < 3; index += 1) {
       const dir = tempDir();
@@ -89,8 +102,7 @@ routing: { default: bot }
     replicas = [];
     await fake?.close();
     await backend?.close();
-    await removePoolKeys(REDIS_URL, prefix);
-    await dropSchema(schema);
+    await stores.remove();
   });
 
   describe('when all three run', () => {
@@ -163,6 +175,13 @@ routing: { default: bot }
       for (const update of again) expect(fake.fetchCounts().get(update.update_id)).toBeGreaterThanOrEqual(2);
       expect([...pushed.keys()].filter((text) => turnsOf(text) !== 1)).toEqual([]);
       expect(backend.requests).toHaveLength(pushed.size);
+      // Replies go out from whichever replica ran the turn, standbys included.
+      expect(
+        fake
+          .sentMessages()
+          .map((sent) => sent.body.text)
+          .sort(),
+      ).toEqual([...pushed.keys()].map((text) => `echo: ${text}`).sort());
       expect(next.logs.filter((line) => line.level >= 50)).toEqual([]);
     });
   });
@@ -170,6 +189,56 @@ routing: { default: bot }
   describe('afterwards', () => {
     it('never had two getUpdates open at once', () => {
       expect(fake.maxOpenPolls()).toBe(1);
+    });
+  });
+});
+
+describe.skipIf(!reachable)('discord gateway on two replicas (end to end)', () => {
+  const stores = sharedStores();
+  let fake: FakeDiscord;
+  const replicas: ServeProcess[] = [];
+
+  beforeAll(async () => {
+    fake = await startFakeDiscord();
+    const yaml =
+      stores.yaml(`channels: [{ id: dc, type: discord, token: "${fake.token}", api_url: "${fake.url}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`);
+    for (let index = 0; index < 2; index += 1) {
+      const dir = tempDir();
+      replicas.push(await startServe({ dir, configPath: writeConfig(dir, yaml) }));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.stop('SIGKILL')));
+    await fake?.close();
+    await stores.remove();
+  });
+
+  describe('when the holder stops gracefully', () => {
+    it('one gateway session at a time: the standby identifies at once and answers the next DM once', async () => {
+      const [first, second] = replicas as [ServeProcess, ServeProcess];
+      expect(await stateOf(first, 'dc')).toBe('active');
+      expect(await stateOf(second, 'dc')).toBe('standby');
+      expect(fake.stats.identifies).toBe(1);
+      const stoppedAt = Date.now();
+      const exited = first.stop('SIGTERM');
+      await eventually(async () => (await stateOf(second, 'dc')) === 'active' && fake.connected(), 10_000);
+      console.log(`discord hand-over: ${Date.now() - stoppedAt} ms`);
+      expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+      expect(await exited).toBe(0);
+      expect(fake.stats.identifies).toBe(2);
+      const alice = { id: '234567890123456789', username: 'alice' };
+      const sent = fake.messageCreate({
+        channel_id: '1240000000000000009',
+        channel_type: 1,
+        author: alice,
+        content: 'hi',
+      });
+      await eventually(() => fake.sentMessages().length === 1);
+      expect(fake.sentMessages()[0]?.body).toMatchObject({ message_reference: { message_id: sent.id } });
     });
   });
 });
