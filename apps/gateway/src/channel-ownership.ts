@@ -1,4 +1,11 @@
-import type { ChannelAdapter, ChannelContext, ChannelLease, ChannelLeases, Logger } from '@switchboard/core';
+import {
+  type ChannelAdapter,
+  type ChannelContext,
+  type ChannelLease,
+  type ChannelLeases,
+  type Logger,
+  backoffDelayMs,
+} from '@switchboard/core';
 
 /**
  * Lease timing of single-owner connections, ms: the same as the Redis pool's turn leases, so a
@@ -16,6 +23,13 @@ const AFTER_DEADLINE_MS = 10;
  * (one cheap script call per standby channel and second).
  */
 const STANDBY_RETRY_MS = 1_000;
+
+/**
+ * After a start that failed with the lease in hand (a refused token, the platform down), this
+ * replica waits before it asks for the lease again, doubling per failure: other replicas may
+ * try meanwhile, and a broken token does not call the platform every second.
+ */
+const START_RETRY = { baseDelayMs: 1_000, maxDelayMs: 60_000 };
 
 /** Where a single-owner channel runs, as `/readyz` and `/admin/queues` show it. */
 export type ChannelRole = 'active' | 'standby';
@@ -68,6 +82,14 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
   /** The tick under way, if any. */
   let ticking: Promise<void> | undefined;
   let handingOver: Promise<void> | undefined;
+  /**
+   * Why the last start after acquiring the lease failed, until one succeeds: a standby stays
+   * ready (it must keep its webhooks and HTTP channel), but says so.
+   */
+  let lastStartFailure: string | undefined;
+  let startFailures = 0;
+  /** No acquisition before this (ms, `now`): the wait after a failed start. */
+  let retryStartAt = 0;
 
   /** Stops the connection now; the lease is gone already (no longer ours or no longer known). */
   function fence(level: 'warn' | 'error', message: string, fields: object = {}): void {
@@ -109,6 +131,9 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
   /** A start after the lease was acquired failed: the lease goes back at once. */
   async function startFailed(acquired: ChannelLease, err: unknown): Promise<void> {
     running = false;
+    lastStartFailure = err instanceof Error ? err.message : String(err);
+    startFailures += 1;
+    retryStartAt = now() + backoffDelayMs(startFailures, START_RETRY);
     logger.error(
       { err, epoch: acquired.epoch },
       'channel failed to start after acquiring its lease: lease released',
@@ -139,7 +164,11 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
       { epoch: answer.epoch, replica: replicaId },
       'channel lease acquired: starting the connection',
     );
-    const starting = transition.then(() => adapter.start(context as ChannelContext));
+    const starting = transition.then(async () => {
+      await adapter.start(context as ChannelContext);
+      lastStartFailure = undefined;
+      startFailures = 0;
+    });
     transition = starting.catch((err: unknown) => startFailed(answer, err));
     return starting;
   }
@@ -147,7 +176,7 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
   async function tick(): Promise<void> {
     fenceIfOverdue();
     if (lease !== null) await renew(lease);
-    else {
+    else if (now() >= retryStartAt) {
       await transition;
       await acquire().catch((err: unknown) => logger.warn({ err }, 'channel lease not acquired: retrying'));
     }
@@ -248,7 +277,10 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
       if (handingOver !== undefined) return { ready: false, detail: 'stopped' };
       return {
         ready: true,
-        detail: other === null ? 'standby' : `standby: replica ${other.holder} holds the lease`,
+        detail: [
+          other === null ? 'standby' : `standby: replica ${other.holder} holds the lease`,
+          ...(lastStartFailure === undefined ? [] : [`the last start here failed: ${lastStartFailure}`]),
+        ].join('; '),
       };
     },
   };

@@ -135,7 +135,7 @@ describe('ownChannels', () => {
   });
 
   describe('when the connection fails to start after the lease was acquired on standby', () => {
-    it('releases the lease, so that another replica may take it, and tries again later', async () => {
+    it('releases the lease, so that another replica may take it, and waits before trying again', async () => {
       const leases = createMemoryChannelLeases();
       const events: string[] = [];
       const a = await replica('a', leases, events);
@@ -157,6 +157,17 @@ describe('ownChannels', () => {
       await eventually(() => events.includes('b failed'), 2_000);
       await eventually(async () => (await leases.holders()).length === 0, 2_000);
       expect(owned.owned.get('tg')?.role()).toBe('standby');
+      expect(owned.adapters.get('tg')?.health()).toEqual({
+        ready: true,
+        detail: 'standby; the last start here failed: refused',
+      });
+      // Backoff: 1 s after the first failure, then 2 s.
+      const failedAt = Date.now();
+      await eventually(() => events.filter((event) => event === 'b failed').length === 2, 3_000);
+      expect(Date.now() - failedAt).toBeGreaterThanOrEqual(800);
+      await eventually(async () => (await leases.holders()).length === 0, 2_000);
+      const c = await replica('c', leases, events);
+      expect(c.role()).toBe('active');
     });
   });
 });
