@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { dropSchema, POSTGRES_URL, postgresReachable, randomSchemaName } from '@switchboard/testkit/postgres';
 import { REDIS_URL, redisReachable, removePoolKeys } from '@switchboard/testkit/redis';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
+import { type FakeSlack, eventEnvelope, messageEvent, startFakeSlack } from '@switchboard/testkit/slack';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
@@ -239,6 +240,57 @@ routing: { default: echo }
       });
       await eventually(() => fake.sentMessages().length === 1);
       expect(fake.sentMessages()[0]?.body).toMatchObject({ message_reference: { message_id: sent.id } });
+    });
+  });
+});
+
+describe.skipIf(!reachable)('slack socket mode on two replicas (end to end)', () => {
+  const stores = sharedStores();
+  let fake: FakeSlack;
+  const replicas: ServeProcess[] = [];
+
+  beforeAll(async () => {
+    fake = await startFakeSlack();
+    const yaml = stores.yaml(`channels:
+  - { id: sl, type: slack, bot_token: xoxb-test, signing_secret: shh-secret, app_token: xapp-test, bot_user_id: UBOT, api_url: "${fake.apiUrl}" }
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`);
+    for (let index = 0; index < 2; index += 1) {
+      const dir = tempDir();
+      replicas.push(await startServe({ dir, configPath: writeConfig(dir, yaml) }));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.stop('SIGKILL')));
+    await fake?.close();
+    await stores.remove();
+  });
+
+  describe('when the holder stops gracefully', () => {
+    it('one socket at a time: the standby connects at once and its events are answered once', async () => {
+      const [first, second] = replicas as [ServeProcess, ServeProcess];
+      await eventually(
+        async () => (await stateOf(first, 'sl')) === 'active' && fake.socketConnections() === 1,
+      );
+      expect(await stateOf(second, 'sl')).toBe('standby');
+      expect(fake.callsTo('apps.connections.open')).toHaveLength(1);
+      const stoppedAt = Date.now();
+      const exited = first.stop('SIGTERM');
+      await eventually(
+        async () => (await stateOf(second, 'sl')) === 'active' && fake.socketConnections() === 1,
+        10_000,
+      );
+      console.log(`slack socket mode hand-over: ${Date.now() - stoppedAt} ms`);
+      expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+      expect(await exited).toBe(0);
+      expect(fake.callsTo('apps.connections.open')).toHaveLength(2);
+      await fake.pushSocketEvent(
+        eventEnvelope(messageEvent({ channel: 'D0LEASE', text: 'after the hand-over' })),
+      );
+      await eventually(() => fake.callsTo('chat.postMessage').length === 1);
+      expect(fake.callsTo('chat.postMessage')[0]).toMatchObject({ body: { channel: 'D0LEASE' } });
     });
   });
 });
