@@ -158,12 +158,14 @@ routing: { default: bot }
   describe('when the poller is killed (kill -9)', () => {
     it('another replica takes over within one lease plus a few seconds, and each update_id makes one turn although fetched again', async () => {
       const holder = await active();
+      push(texts(1, 5, 'before the kill'));
+      await eventually(() => texts(1, 5, 'before the kill').every((text) => turnsOf(text) === 1), 20_000);
       await quiet();
       const killedAt = Date.now();
       await holder.stop('SIGKILL');
       // Telegram hands out again what the dead poller fetched but never confirmed: pushed again
       // here, with their update_ids, they reach the next poller a second time.
-      const again = texts(1, 5, 'second').map((text) => pushed.get(text) as Json);
+      const again = texts(1, 5, 'before the kill').map((text) => pushed.get(text) as Json);
       for (const update of again) fake.pushUpdate(update);
       push(texts(1, 10, 'third'));
       const next = await active();
