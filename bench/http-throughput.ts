@@ -11,20 +11,20 @@
  * connection, timed by the client with sub-millisecond resolution (autocannon rounds latencies
  * to whole milliseconds); gateway p50 − bare p50 is the latency the gateway adds per turn.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { loadMessages, newSessionBody } from './support/http-load.js';
+import { cpuTimeMs } from './support/process-cpu.js';
 import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
+import { startGateway } from './support/gateway-process.js';
 import { type ServerProcess, startServerProcess } from './support/server-process.js';
 import { SETTINGS } from './support/settings.js';
 import { summarize } from './support/stats.js';
 
-const GATEWAY_CLI = fileURLToPath(new URL('../apps/gateway/dist/cli.js', import.meta.url));
 const BARE_SERVER = fileURLToPath(new URL('./bare-fastify-server.mjs', import.meta.url));
-const PROFILE_DIR = fileURLToPath(new URL('./results/profiles', import.meta.url));
 
 interface Server {
   id: 'bare fastify' | 'gateway · store memory' | 'gateway · store sqlite';
@@ -33,82 +33,26 @@ interface Server {
   minShareOfBare?: number;
 }
 
-function gatewayConfig(store: 'memory' | 'sqlite', dir: string): string {
-  const storeLine =
-    store === 'memory'
-      ? '{ kind: memory }'
-      : `{ kind: sqlite, path: ${JSON.stringify(join(dir, 'switchboard.db'))} }`;
-  return [
-    'server: { host: 127.0.0.1, port: 0 }',
-    `store: ${storeLine}`,
-    'channels:',
-    `  - { id: api, type: openapi, prefix: /v1, max_concurrent_requests: ${Math.max(100, 2 * SETTINGS.httpConnections)} }`,
-    'pipelines:',
-    '  - { id: echo, type: echo }',
-    'routing: { default: echo }',
-    '',
-  ].join('\n');
-}
-
-function startGateway(store: 'memory' | 'sqlite', dir: string): Promise<ServerProcess> {
-  const configPath = join(dir, `switchboard-${store}.yaml`);
-  writeFileSync(configPath, gatewayConfig(store, dir));
-  const profile = SETTINGS.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  return startServerProcess([...profile, GATEWAY_CLI, 'serve', '-c', configPath], {
-    cwd: dir,
-    env: { LOG_LEVEL: 'info' },
-  });
+/** The gateway's stores by server: the journal in memory or in a SQLite file. */
+function storesOf(store: 'memory' | 'sqlite', dir: string) {
+  return store === 'memory'
+    ? { name: store, store: '{ kind: memory }' }
+    : { name: store, store: `{ kind: sqlite, path: ${JSON.stringify(join(dir, 'switchboard.db'))} }` };
 }
 
 const SERVERS: readonly Server[] = [
   { id: 'bare fastify', start: () => startServerProcess([BARE_SERVER]) },
-  { id: 'gateway · store memory', start: (dir) => startGateway('memory', dir), minShareOfBare: 0.6 },
-  { id: 'gateway · store sqlite', start: (dir) => startGateway('sqlite', dir), minShareOfBare: 0.4 },
+  {
+    id: 'gateway · store memory',
+    start: (dir) => startGateway(storesOf('memory', dir), dir),
+    minShareOfBare: 0.6,
+  },
+  {
+    id: 'gateway · store sqlite',
+    start: (dir) => startGateway(storesOf('sqlite', dir), dir),
+    minShareOfBare: 0.4,
+  },
 ];
-
-let nextSession = 0;
-
-/** A request body with a session nobody used before. */
-function body(): string {
-  nextSession += 1;
-  return JSON.stringify({ session_id: `bench-${nextSession}`, user_id: 'bench-user', text: 'hello' });
-}
-
-async function load(url: string, durationS: number): Promise<autocannon.Result> {
-  const result = await autocannon({
-    url: `${url}/v1/messages`,
-    method: 'POST',
-    connections: SETTINGS.httpConnections,
-    duration: durationS,
-    headers: { 'content-type': 'application/json' },
-    requests: [{ setupRequest: (req) => ({ ...req, body: body() }) }],
-  });
-  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(
-      `${url}: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} timeouts — the figures would not be comparable`,
-    );
-  }
-  return result;
-}
-
-/**
- * CPU time (user + system) a process has used so far, in ms, from `/proc/<pid>/stat`; null where
- * there is no procfs. It shows whether a server was saturated: a server the client cannot keep
- * busy uses less CPU than its run lasted.
- */
-function cpuTimeMs(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  // Fields after the parenthesized command name; utime and stime are the 12th and 13th of them.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticksPerS = 100; // USER_HZ, 100 on Linux
-  return ((Number(fields[11]) + Number(fields[12])) / ticksPerS) * 1000;
-}
 
 /** One POST over `agent`; resolves its status once the body has been read. */
 function post(agent: Agent, url: string): Promise<number> {
@@ -123,7 +67,7 @@ function post(agent: Agent, url: string): Promise<number> {
       },
     );
     req.once('error', reject);
-    req.end(body());
+    req.end(newSessionBody());
   });
 }
 
@@ -159,10 +103,10 @@ interface ServerFigures {
 async function measureServer(server: Server, dir: string): Promise<ServerFigures> {
   const running = await server.start(dir);
   try {
-    await load(running.url, SETTINGS.httpWarmupS);
+    await loadMessages(running.url, SETTINGS.httpWarmupS, SETTINGS.httpConnections);
     const cpuBefore = cpuTimeMs(running.child.pid);
     const startedAt = performance.now();
-    const loaded = await load(running.url, SETTINGS.httpDurationS);
+    const loaded = await loadMessages(running.url, SETTINGS.httpDurationS, SETTINGS.httpConnections);
     const wallMs = performance.now() - startedAt;
     const cpuAfter = cpuTimeMs(running.child.pid);
     const cpuMs = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;

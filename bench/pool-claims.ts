@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { QueryPool, QueuedMessage } from '@switchboard/core';
 import { FAIL_FAST_OPTIONS, type RedisQueryPool, createRedisQueryPool } from '@switchboard/store-redis';
 import { Redis } from 'ioredis';
+import { callsPerCycle, commandStats } from './support/redis-commandstats.js';
 import { type Measurement, progress, runScenario } from './support/report.js';
 import { SETTINGS } from './support/settings.js';
 import { SampleSet, timeMs } from './support/stats.js';
@@ -61,33 +62,6 @@ async function runCycles(pools: readonly QueryPool[], messages: readonly QueuedM
   // many messages behind as claims came back empty.
   for (const pool of pools) await settleAll(pool);
   if (completed !== messages.length) throw new Error(`${completed} of ${messages.length} cycles completed`);
-}
-
-/** `calls` of every command Redis has run, by command name, and the µs EVALSHA took (`INFO commandstats`). */
-async function commandStats(admin: Redis): Promise<{ calls: Map<string, number>; evalshaUs: number }> {
-  const calls = new Map<string, number>();
-  let evalshaUs = 0;
-  for (const [, command, count, usec] of (await admin.info('commandstats')).matchAll(
-    /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm,
-  )) {
-    calls.set(command as string, Number(count));
-    if (command === 'evalsha') evalshaUs = Number(usec);
-  }
-  return { calls, evalshaUs };
-}
-
-/** Calls per command between two readings, per cycle; commands not called are left out. */
-function callsPerCycle(
-  before: Map<string, number>,
-  after: Map<string, number>,
-  cycles: number,
-): Record<string, number> {
-  const perCycle: Record<string, number> = {};
-  for (const [command, count] of after) {
-    const delta = count - (before.get(command) ?? 0);
-    if (delta > 0) perCycle[command] = delta / cycles;
-  }
-  return perCycle;
 }
 
 /** Deletes every key of a pool prefix, found with SCAN (KEYS would block a shared Redis). */

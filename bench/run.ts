@@ -23,7 +23,7 @@ import {
 import { SETTINGS } from './support/settings.js';
 
 /**
- * In the order they run: in-process scenarios first, then the one against Redis, the HTTP one
+ * In the order they run: in-process scenarios first, then the one against Redis, the HTTP ones
  * (several processes) last.
  */
 const SCENARIOS = [
@@ -34,6 +34,7 @@ const SCENARIOS = [
   'memory-sessions',
   'pool-claims',
   'http-throughput',
+  'cluster-throughput',
 ] as const;
 
 const RESULTS_DIR = fileURLToPath(new URL('./results', import.meta.url));

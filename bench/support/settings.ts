@@ -47,6 +47,8 @@ export const SETTINGS = {
   poolConcurrency: positiveNumber('BENCH_POOL_CONCURRENCY', 8),
   /** The Redis `pool-claims` runs against; it works on a random prefix and removes it. */
   redisUrl: text('BENCH_REDIS_URL') || 'redis://127.0.0.1:6379',
+  /** The PostgreSQL `cluster-throughput` gives its replicas; it works in a random schema and drops it. */
+  postgresUrl: text('BENCH_POSTGRES_URL') || 'postgres://postgres@127.0.0.1:5432/test',
   /** Adds --cpu-prof to every scenario process and to the gateway; profiles land in bench/results/. */
   cpuProfile: flag('BENCH_CPU_PROF'),
   /** Comma-separated scenario names to run instead of all (bench/run.ts). */

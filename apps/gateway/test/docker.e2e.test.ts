@@ -37,6 +37,10 @@ const COMPOSE = join(DOCKER_DIR, 'compose.yaml');
 const ENV_EXAMPLE = join(DOCKER_DIR, 'switchboard.env.example');
 /** The config the image bakes in and compose mounts at /app/config. */
 const CONTAINER_CONFIG = join(DOCKER_DIR, 'config', 'switchboard.yaml');
+const CLUSTER_COMPOSE = join(DOCKER_DIR, 'compose.cluster.yaml');
+/** The config the gateways of compose.cluster.yaml run. */
+const CLUSTER_CONFIG = join(ROOT, 'config', 'examples', 'cluster.yaml');
+const HAPROXY_CONFIG = join(DOCKER_DIR, 'haproxy', 'haproxy.cfg');
 const PNPM = join(ROOT, 'node_modules', '.bin', 'pnpm');
 // The node-gyp that pnpm runs for install scripts, as it does for better-sqlite3 in the image.
 const NODE_GYP = join(ROOT, 'node_modules', 'pnpm', 'dist', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
@@ -87,6 +91,21 @@ function runCommands(stageName: string): string[] {
 const IMAGE_NODE_MAJOR = /^NODE_MAJOR=(\d+)$/.exec(argumentsOf('', 'ARG'))?.[1] ?? 'missing';
 /** The image's HEALTHCHECK command, e.g. `["node", "-e", "…"]`. */
 const HEALTHCHECK = JSON.parse(argumentsOf('runtime', 'HEALTHCHECK').replace(/^CMD\s+/, '')) as string[];
+
+/** dclint's findings on a compose file: every rule at its default level, ports quoted as biome formats YAML. */
+function composeLintMessages(file: string): unknown[] {
+  const rules = { 'require-quotes-in-ports': [1, { quoteType: 'double' }] };
+  const linter = new DCLinter({ rules, quiet: true, debug: false, exclude: [] });
+  return linter.lintFiles([file], false).flatMap((result: { messages: unknown[] }) => result.messages);
+}
+
+/** Variable names the env file made from docker/switchboard.env.example can set, each set to `set`. */
+function envExampleNames(): Record<string, string> {
+  const names = [...readFileSync(ENV_EXAMPLE, 'utf8').matchAll(/^#?([A-Z][A-Z0-9_]*)=/gm)].map(
+    (match) => match[1] as string,
+  );
+  return Object.fromEntries(names.map((name) => [name, 'set']));
+}
 
 const running = new Set<ChildProcess>();
 
@@ -364,12 +383,7 @@ describe('docker/compose.yaml', () => {
 
   describe('when checked against the compose schema and dclint rules', () => {
     it('reports no problems', () => {
-      // Every rule on at its default level; ports quoted the way biome formats YAML.
-      const rules = { 'require-quotes-in-ports': [1, { quoteType: 'double' }] };
-      const linter = new DCLinter({ rules, quiet: true, debug: false, exclude: [] });
-      expect(
-        linter.lintFiles([COMPOSE], false).flatMap((result: { messages: unknown[] }) => result.messages),
-      ).toEqual([]);
+      expect(composeLintMessages(COMPOSE)).toEqual([]);
     });
   });
 
@@ -402,11 +416,126 @@ describe('docker/compose.yaml', () => {
 
   describe('when the env file is made from docker/switchboard.env.example', () => {
     it('names every variable the container config needs', async () => {
-      const names = [...readFileSync(ENV_EXAMPLE, 'utf8').matchAll(/^#?([A-Z][A-Z0-9_]*)=/gm)].map(
-        (match) => match[1],
+      await expect(loadConfig(CONTAINER_CONFIG, { env: envExampleNames() })).resolves.toBeDefined();
+    });
+  });
+});
+
+describe('docker/compose.cluster.yaml', () => {
+  const compose = parse(readFileSync(CLUSTER_COMPOSE, 'utf8'));
+  const GATEWAYS = ['gateway-1', 'gateway-2', 'gateway-3'];
+  const gateway = compose.services['gateway-1'];
+
+  /**
+   * What a gateway container sees: the env file's variables (ASSISTANT_URL as a URL, which the
+   * http pipeline checks) under the compose `environment`.
+   */
+  const gatewayEnv = () => ({
+    ...envExampleNames(),
+    ASSISTANT_URL: 'http://assistant:8000/turn',
+    ...gateway.environment,
+  });
+
+  describe('when checked against the compose schema and dclint rules', () => {
+    it('reports no problems', () => {
+      expect(composeLintMessages(CLUSTER_COMPOSE)).toEqual([]);
+    });
+  });
+
+  describe('when read', () => {
+    it('runs three identical gateways built from the image, a load balancer, PostgreSQL and Redis', () => {
+      expect(Object.keys(compose.services).sort()).toEqual([...GATEWAYS, 'lb', 'postgres', 'redis']);
+      for (const name of GATEWAYS) expect(compose.services[name]).toEqual(gateway);
+      expect(join(DOCKER_DIR, gateway.build.context, gateway.build.dockerfile)).toBe(DOCKERFILE);
+      expect(gateway.env_file).toEqual([{ path: 'switchboard.env', required: true }]);
+      expect(gateway.healthcheck.test).toEqual(['CMD', ...HEALTHCHECK]);
+      expect(gateway.depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+      });
+      expect(gateway.ports).toBeUndefined();
+    });
+
+    it('mounts config/examples read-only and runs cluster.yaml from it', () => {
+      expect(gateway.volumes).toEqual([
+        { type: 'bind', source: '../config/examples', target: '/app/config', read_only: true },
+      ]);
+      const configInContainer = gateway.environment.SWITCHBOARD_CONFIG as string;
+      expect(dirname(configInContainer)).toBe('/app/config');
+      expect(join(DOCKER_DIR, '../config/examples', configInContainer.slice('/app/config/'.length))).toBe(
+        CLUSTER_CONFIG,
       );
-      const env = Object.fromEntries(names.map((name) => [name, 'set']));
-      await expect(loadConfig(CONTAINER_CONFIG, { env })).resolves.toBeDefined();
+    });
+
+    it('points every gateway at the compose Redis and PostgreSQL', async () => {
+      const config = await loadConfig(CLUSTER_CONFIG, { env: gatewayEnv() });
+      expect(config.store).toMatchObject({ kind: 'redis', url: 'redis://redis:6379' });
+      expect(config.audit).toMatchObject({ kind: 'postgres' });
+      const database = new URL((config.audit as { url: string }).url);
+      expect(`${database.hostname}:${database.port}${database.pathname}`).toBe(
+        `postgres:5432/${compose.services.postgres.environment.POSTGRES_DB}`,
+      );
+      expect(database.username).toBe(compose.services.postgres.environment.POSTGRES_USER);
+      // The one password, given to PostgreSQL and to pg (PGPASSWORD) from the same variable.
+      expect(gateway.environment.PGPASSWORD).toBe(compose.services.postgres.environment.POSTGRES_PASSWORD);
+    });
+
+    it('runs Redis with AOF fsynced on every write and no eviction, on a named volume', () => {
+      const redis = compose.services.redis;
+      const flags = (redis.command as string[]).slice(1).join(' ');
+      expect(redis.command[0]).toBe('redis-server');
+      expect(flags).toContain('--appendonly yes');
+      expect(flags).toContain('--appendfsync always');
+      expect(flags).toContain('--maxmemory-policy noeviction');
+      expect(redis.volumes).toEqual([{ type: 'volume', source: 'redis', target: '/data' }]);
+      expect(compose.services.postgres.volumes).toEqual([
+        { type: 'volume', source: 'postgres', target: '/var/lib/postgresql/data' },
+      ]);
+      expect(Object.keys(compose.volumes).sort()).toEqual(['postgres', 'redis']);
+    });
+
+    it('balances over the three gateways, checking /readyz, published on loopback only', () => {
+      const lb = compose.services.lb;
+      expect(Object.keys(lb.depends_on).sort()).toEqual(GATEWAYS);
+      expect(lb.ports).toEqual(['127.0.0.1:8080:8080']);
+      expect(lb.volumes).toContainEqual({
+        type: 'bind',
+        source: './haproxy',
+        target: '/usr/local/etc/haproxy',
+        read_only: true,
+      });
+      const haproxy = readFileSync(HAPROXY_CONFIG, 'utf8');
+      const servers = [...haproxy.matchAll(/^\s*server\s+\S+\s+([^:\s]+):(\d+)/gm)];
+      expect(servers.map(([, host]) => host)).toEqual(GATEWAYS);
+      expect(servers.map(([, , port]) => port)).toEqual(['8080', '8080', '8080']);
+      expect(haproxy).toMatch(/^\s*option httpchk GET \/readyz$/m);
+    });
+
+    it('keeps the load balancer waiting longer than the longest wait: true request', async () => {
+      const config = await loadConfig(CLUSTER_CONFIG, { env: gatewayEnv() });
+      const serverTimeout = /^\s*timeout server (\S+)$/m.exec(readFileSync(HAPROXY_CONFIG, 'utf8'))?.[1];
+      const api = config.channels.find((channel) => channel.type === 'openapi') as {
+        maxWaitTimeoutMs: number;
+      };
+      expect(durationMs().parse(serverTimeout)).toBeGreaterThan(api.maxWaitTimeoutMs);
+    });
+
+    it('restarts every service unless stopped and checks the health of each', () => {
+      for (const [name, service] of Object.entries(compose.services) as Array<
+        [string, Record<string, unknown>]
+      >) {
+        expect({ name, restart: service.restart }).toEqual({ name, restart: 'unless-stopped' });
+        expect({ name, healthcheck: service.healthcheck !== undefined }).toEqual({ name, healthcheck: true });
+      }
+    });
+
+    it("gives each gateway longer to stop than the cluster config's drain timeout", async () => {
+      const config = await loadConfig(CLUSTER_CONFIG, { env: gatewayEnv() });
+      for (const name of GATEWAYS) {
+        expect(durationMs().parse(compose.services[name].stop_grace_period)).toBeGreaterThan(
+          config.shutdown.drainTimeoutMs,
+        );
+      }
     });
   });
 });

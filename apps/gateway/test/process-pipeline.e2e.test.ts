@@ -88,6 +88,8 @@ describe('process pipeline (end to end)', () => {
         text: 'late 2500',
         timeout_ms: 30_000,
       });
+      // Killed once the process that will write its late answer exists.
+      await eventually(() => events().find((event) => event.event === 'late'));
       const turn = await eventually(() => events().find((event) => event.event === 'turn'));
       const killedAt = Date.now();
       process.kill(turn.pid, 'SIGKILL');

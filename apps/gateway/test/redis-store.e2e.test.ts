@@ -1,13 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  POSTGRES_URL,
-  dropSchema,
-  postgresReachable,
-  queryPostgres,
-  randomSchemaName,
-  startPrivatePostgres,
-} from '@switchboard/testkit/postgres';
-import { REDIS_URL, redisReachable, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
+import { postgresReachable, queryPostgres, startPrivatePostgres } from '@switchboard/testkit/postgres';
+import { redisReachable, startPrivateRedis } from '@switchboard/testkit/redis';
 import { auditRecordFixture } from '@switchboard/core/testing';
 import { readUntil, replyEvents } from '@switchboard/testkit/sse';
 import { createPostgresStore } from '@switchboard/store-postgres';
@@ -16,6 +9,13 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { DAY_MS } from '../src/retention.js';
 import { startFakePipeline } from './fake-pipeline.js';
+import {
+  type OnlyPipeline,
+  type SharedStores,
+  redisConfig,
+  serveOn as serveOnStores,
+  sharedStores as sharedStoresOf,
+} from './shared-stores.js';
 import {
   eventually,
   get,
@@ -32,57 +32,9 @@ const cleanup = useCleanups();
 // Both first: each one fails loudly under CI=true when its service is away.
 const reachable = (await redisReachable()) && (await postgresReachable());
 
-/** Where a test's replicas keep things: a pool in Redis and a PostgreSQL schema for the records. */
-interface SharedStores {
-  redisUrl: string;
-  prefix: string;
-  postgresUrl: string;
-  schema: string;
-}
-
-/** A pool prefix and a schema of the test's own, removed after it; on the shared servers by default. */
-function sharedStores(overrides: Partial<SharedStores> = {}): SharedStores {
-  const stores = {
-    redisUrl: REDIS_URL,
-    prefix: `sb-e2e-${randomUUID()}`,
-    postgresUrl: POSTGRES_URL,
-    schema: randomSchemaName(),
-    ...overrides,
-  };
-  cleanup(async () => {
-    await removePoolKeys(stores.redisUrl, stores.prefix);
-    if (stores.postgresUrl === POSTGRES_URL) await dropSchema(stores.schema);
-  });
-  return stores;
-}
-
-/** The one pipeline of a config, which routing sends everything to. */
-interface OnlyPipeline {
-  id: string;
-  /** Its entry in `pipelines:`, as YAML flow. */
-  yaml: string;
-}
-
-const ECHO: OnlyPipeline = { id: 'echo', yaml: '{ id: echo, type: echo }' };
-
-/** A gateway config on the pool and the PostgreSQL schema of `stores`. */
-function redisConfig(stores: SharedStores, extra = '', pipeline = ECHO): string {
-  return `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix} }
-audit: { kind: postgres, url: "${stores.postgresUrl}", schema: ${stores.schema} }
-pipelines: [${pipeline.yaml}]
-routing: { default: ${pipeline.id} }
-${extra}`;
-}
-
-/** `switchboard serve` on `stores`; stopped after the test (before its stores are removed). */
-async function serveOn(stores: SharedStores, extra = '', pipeline?: OnlyPipeline) {
-  const dir = tempDir();
-  const configPath = writeConfig(dir, redisConfig(stores, extra, pipeline));
-  const gateway = await startServe({ dir, configPath });
-  cleanup(() => gateway.stop('SIGTERM'));
-  return { ...gateway, configPath };
-}
+const sharedStores = (overrides: Partial<SharedStores> = {}) => sharedStoresOf(cleanup, overrides);
+const serveOn = (stores: SharedStores, extra = '', pipeline?: OnlyPipeline) =>
+  serveOnStores(cleanup, stores, extra, pipeline);
 
 /**
  * An `http` pipeline `bot` whose backend fails fatally (400, so a message is dead-lettered at

@@ -38,4 +38,10 @@ describe.skipIf(!reachable)('errors of statements the database refuses', () => {
     expect(division).toBeInstanceOf(pg.DatabaseError);
     expect((division as pg.DatabaseError).code).toBe('22012');
   });
+
+  it('passes a statement past a program limit (class 54) on as it is: writing it again fails the same way', async () => {
+    const tooMany = await failureOf(`SELECT concat(${Array.from({ length: 101 }, () => "'x'").join(', ')})`);
+    expect(tooMany).toBeInstanceOf(pg.DatabaseError);
+    expect((tooMany as pg.DatabaseError).code).toBe('54023');
+  });
 });

@@ -117,10 +117,13 @@ export async function startPrivateRedis() {
     });
   }
 
-  /** Stops this Redis (only the one whose pid file is ours) and waits until its port is closed. */
-  async function stop(): Promise<void> {
+  /**
+   * Stops this Redis (only the one whose pid file is ours) and waits until it is gone; `SIGKILL`
+   * for a crash (the append-only file keeps every acknowledged write).
+   */
+  async function stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
-    process.kill(pid, 'SIGTERM');
+    process.kill(pid, signal);
     await eventually(() => {
       try {
         process.kill(pid, 0);

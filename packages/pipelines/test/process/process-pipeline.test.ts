@@ -162,6 +162,8 @@ describe('process pipeline', () => {
     it('drops an answer the dead generation still writes as stale; the retry answers', async () => {
       const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '200ms' } });
       const running = pipeline.run(turnOf('a', 'late 1200', 1, 'turn-late'), contextOf(logger));
+      // Killed once the process that will write its late answer exists.
+      await eventually(() => events().find((event) => event.event === 'late'));
       const turn = await eventually(() => events().find((event) => event.event === 'turn'));
       process.kill(turn.pid, 'SIGKILL');
       expect(await failureOf(running)).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED' });

@@ -1,0 +1,261 @@
+/**
+ * Messages/s of the cluster path: the built gateway (`switchboard serve`, one process per
+ * replica) with `store: redis` and `audit: postgres`, as 1 and as 3 replicas on one Redis prefix
+ * and one PostgreSQL schema, the echo pipeline as the no-op, default limits (20 turns at once
+ * across the replicas, 1 per session). The baseline, measured in the same run, is one gateway
+ * with `store: memory`: the same HTTP path with no shared store.
+ *
+ * Load: autocannon `POST /v1/messages` (wait=true, so a 200 is a completed message), every request
+ * in a new session, SETTINGS.httpConnections connections in all, split evenly over the replicas
+ * (one autocannon per replica, as a round-robin load balancer would spread them). A message is
+ * run by whichever replica claims it first, and its outcome reaches the accepting replica over
+ * the event relay. Each setup runs SETTINGS.httpDurationS seconds after a warm-up, in
+ * SETTINGS.httpRounds rounds that alternate the setups; each setup's best round counts.
+ *
+ * Redis is a private `redis-server` on a free port with AOF, run with `appendfsync always` as
+ * docker/compose.cluster.yaml configures it and again with `everysec` (Redis' default, `CONFIG
+ * SET` between setups), so the price of fsyncing every write shows; being private, its `INFO
+ * commandstats` counts the gateways' calls only: Redis calls per message = the delta of `calls` over every command during the measured
+ * run (the scripts' own commands, renewals, wake-ups and relayed events included) ÷ completed
+ * messages. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message show which side
+ * is the bottleneck. Everything runs on this machine: the replicas, Redis, PostgreSQL and the
+ * client share its cores.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { queryPostgres } from '@switchboard/testkit/postgres';
+import { removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
+import type autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { startGateway } from './support/gateway-process.js';
+import { loadMessages } from './support/http-load.js';
+import { cpuTimeMs } from './support/process-cpu.js';
+import { callsPerCycle, commandStats } from './support/redis-commandstats.js';
+import { type Measurement, formatNumber, progress, runScenario } from './support/report.js';
+import type { ServerProcess } from './support/server-process.js';
+import { SETTINGS } from './support/settings.js';
+
+interface Setup {
+  id: string;
+  replicas: 1 | 3;
+  /** Redis' fsync policy for a setup on the shared stores; none for the baseline. */
+  appendfsync?: 'always' | 'everysec';
+}
+
+const BASELINE: Setup = { id: 'gateway · store memory', replicas: 1 };
+const SHARED_SETUPS: readonly Setup[] = (['always', 'everysec'] as const).flatMap((appendfsync) =>
+  ([1, 3] as const).map((replicas) => ({
+    id: `redis ${appendfsync} · ${replicas} replica${replicas === 1 ? '' : 's'}`,
+    replicas,
+    appendfsync,
+  })),
+);
+const SETUPS: readonly Setup[] = [BASELINE, ...SHARED_SETUPS];
+
+interface RoundFigures {
+  messagesPerS: number;
+  messages: number;
+  /** The slowest replica's client percentiles, ms. */
+  p50Ms: number;
+  p99Ms: number;
+  /** The replicas' CPU per message, summed, µs; null without procfs. */
+  gatewayCpuUsPerMessage: number | null;
+  /** Shared setups only: Redis commands per message, by command. */
+  redisCalls?: Record<string, number>;
+  /** Shared setups only: Redis CPU per message, µs, and its CPU time ÷ wall time. */
+  redisCpuUsPerMessage?: number;
+  redisBusy?: number;
+}
+
+/** Redis' own CPU time so far, ms (`INFO cpu`: used_cpu_sys + used_cpu_user, in seconds). */
+async function redisCpuMs(admin: Redis): Promise<number> {
+  const info = await admin.info('cpu');
+  const seconds = (name: string) =>
+    Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return (seconds('used_cpu_sys') + seconds('used_cpu_user')) * 1000;
+}
+
+/** CPU ms of every replica so far, summed; null when any is unreadable. */
+function replicasCpuMs(replicas: readonly ServerProcess[]): number | null {
+  let total = 0;
+  for (const replica of replicas) {
+    const ms = cpuTimeMs(replica.child.pid);
+    if (ms === null) return null;
+    total += ms;
+  }
+  return total;
+}
+
+/** Loads every replica at once, the connections split evenly; resolves each client's result and the wall time. */
+async function loadAll(replicas: readonly ServerProcess[], durationS: number) {
+  const connections = (index: number) =>
+    Math.floor(SETTINGS.httpConnections / replicas.length) +
+    (index < SETTINGS.httpConnections % replicas.length ? 1 : 0);
+  const startedAt = performance.now();
+  const results: autocannon.Result[] = await Promise.all(
+    replicas.map((replica, index) => loadMessages(replica.url, durationS, connections(index))),
+  );
+  return { results, wallMs: performance.now() - startedAt };
+}
+
+await runScenario('cluster-throughput', async () => {
+  const redis = await startPrivateRedis();
+  const admin = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  admin.on('error', () => {});
+  await admin.connect();
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-cluster-'));
+  const rounds = new Map<Setup['id'], RoundFigures[]>(SETUPS.map((setup) => [setup.id, []]));
+
+  /** Starts a setup's replicas, one after the other (the first migrates the schema), on a fresh prefix and schema. */
+  async function startSetup(setup: Setup) {
+    const prefix = `sb-bench-${randomUUID()}`;
+    const schema = `sb_bench_${randomBytes(8).toString('hex')}`;
+    if (setup.appendfsync !== undefined) await admin.config('SET', 'appendfsync', setup.appendfsync);
+    const stores = setup.appendfsync
+      ? {
+          name: 'cluster',
+          store: `{ kind: redis, url: ${JSON.stringify(redis.url)}, prefix: ${prefix} }`,
+          audit: `{ kind: postgres, url: ${JSON.stringify(SETTINGS.postgresUrl)}, schema: ${schema} }`,
+        }
+      : { name: 'memory', store: '{ kind: memory }' };
+    const replicas: ServerProcess[] = [];
+    const stop = async () => {
+      await Promise.all(replicas.map((replica) => replica.stop()));
+      if (setup.appendfsync === undefined) return;
+      await removePoolKeys(redis.url, prefix);
+      await queryPostgres(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`, [], SETTINGS.postgresUrl);
+    };
+    try {
+      for (let replica = 0; replica < setup.replicas; replica++)
+        replicas.push(await startGateway(stores, dir));
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+    return { replicas, stop };
+  }
+
+  async function measureSetup(setup: Setup): Promise<RoundFigures> {
+    const running = await startSetup(setup);
+    try {
+      await loadAll(running.replicas, SETTINGS.httpWarmupS);
+      const gatewayCpuBefore = replicasCpuMs(running.replicas);
+      const statsBefore = await commandStats(admin);
+      const redisCpuBefore = await redisCpuMs(admin);
+      const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS);
+      const redisCpuAfter = await redisCpuMs(admin);
+      const statsAfter = await commandStats(admin);
+      const gatewayCpuAfter = replicasCpuMs(running.replicas);
+
+      const messages = results.reduce((sum, result) => sum + result.requests.total, 0);
+      const figures: RoundFigures = {
+        messagesPerS: messages / (wallMs / 1000),
+        messages,
+        p50Ms: Math.max(...results.map((result) => result.latency.p50)),
+        p99Ms: Math.max(...results.map((result) => result.latency.p99)),
+        gatewayCpuUsPerMessage:
+          gatewayCpuBefore === null || gatewayCpuAfter === null
+            ? null
+            : ((gatewayCpuAfter - gatewayCpuBefore) * 1000) / messages,
+      };
+      if (setup.appendfsync === undefined) return figures;
+      return {
+        ...figures,
+        redisCalls: callsPerCycle(statsBefore.calls, statsAfter.calls, messages),
+        redisCpuUsPerMessage: ((redisCpuAfter - redisCpuBefore) * 1000) / messages,
+        redisBusy: (redisCpuAfter - redisCpuBefore) / wallMs,
+      };
+    } finally {
+      await running.stop();
+    }
+  }
+
+  try {
+    for (let round = 0; round < SETTINGS.httpRounds; round++) {
+      for (const setup of SETUPS) {
+        const measured = await measureSetup(setup);
+        rounds.get(setup.id)?.push(measured);
+        const redisPart =
+          measured.redisCalls === undefined
+            ? ''
+            : `, ${formatNumber(total(measured.redisCalls))} Redis calls/msg, Redis CPU ${formatNumber((measured.redisBusy ?? 0) * 100)}%`;
+        progress(
+          `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms${redisPart}`,
+        );
+      }
+    }
+  } finally {
+    admin.disconnect();
+    await redis.remove();
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const best = new Map(
+    SETUPS.map((setup) => [
+      setup.id,
+      (rounds.get(setup.id) ?? []).reduce((a, b) => (b.messagesPerS > a.messagesPerS ? b : a)),
+    ]),
+  );
+  const figuresOf = (setup: Setup) => best.get(setup.id) as RoundFigures;
+  const baseline = figuresOf(BASELINE);
+  const connections = `${SETTINGS.httpConnections} connections`;
+  const measurements: Measurement[] = [];
+  for (const setup of SETUPS) {
+    const f = figuresOf(setup);
+    measurements.push(
+      { metric: `${setup.id} · ${connections} · throughput`, value: f.messagesPerS, unit: 'msg/s' },
+      { metric: `${setup.id} · ${connections} · p50`, value: f.p50Ms, unit: 'ms' },
+      { metric: `${setup.id} · ${connections} · p99`, value: f.p99Ms, unit: 'ms' },
+    );
+    if (f.gatewayCpuUsPerMessage !== null) {
+      measurements.push({
+        metric: `${setup.id} · gateway CPU per message (all replicas)`,
+        value: f.gatewayCpuUsPerMessage,
+        unit: 'µs',
+      });
+    }
+    if (setup.appendfsync === undefined) continue;
+    const calls = f.redisCalls ?? {};
+    measurements.push(
+      { metric: `${setup.id} ÷ ${BASELINE.id}`, value: f.messagesPerS / baseline.messagesPerS, unit: '×' },
+      { metric: `${setup.id} · Redis calls per message`, value: total(calls), unit: 'calls' },
+      { metric: `${setup.id} · Redis evalsha per message`, value: calls.evalsha ?? 0, unit: 'calls' },
+      { metric: `${setup.id} · Redis CPU per message`, value: f.redisCpuUsPerMessage ?? 0, unit: 'µs' },
+      { metric: `${setup.id} · Redis CPU busy`, value: (f.redisBusy ?? 0) * 100, unit: '%' },
+    );
+  }
+  /** The shared setup with this fsync policy and replica count. */
+  const shared = (appendfsync: Setup['appendfsync'], replicas: Setup['replicas']) =>
+    figuresOf(SHARED_SETUPS.find((s) => s.appendfsync === appendfsync && s.replicas === replicas) as Setup);
+  for (const appendfsync of ['always', 'everysec'] as const) {
+    measurements.push({
+      metric: `redis ${appendfsync} · 3 replicas ÷ 1 replica · throughput`,
+      value: shared(appendfsync, 3).messagesPerS / shared(appendfsync, 1).messagesPerS,
+      unit: '×',
+    });
+  }
+  for (const replicas of [1, 3] as const) {
+    measurements.push({
+      metric: `redis everysec ÷ always · ${replicas} replica${replicas === 1 ? '' : 's'} · throughput`,
+      value: shared('everysec', replicas).messagesPerS / shared('always', replicas).messagesPerS,
+      unit: '×',
+    });
+  }
+  return {
+    measurements,
+    targets: [],
+    details: {
+      rounds: Object.fromEntries(rounds),
+      connections: SETTINGS.httpConnections,
+      durationS: SETTINGS.httpDurationS,
+      redis: 'private redis-server, appendonly yes, no RDB; appendfsync as the setup names',
+      sessions: 'a new session_id per request',
+    },
+  };
+});
+
+function total(calls: Record<string, number>): number {
+  return Object.values(calls).reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,35 @@
+import autocannon from 'autocannon';
+
+let nextSession = 0;
+
+/** A `POST /v1/messages` body with a session nobody used before. */
+export function newSessionBody(): string {
+  nextSession += 1;
+  return JSON.stringify({ session_id: `bench-${nextSession}`, user_id: 'bench-user', text: 'hello' });
+}
+
+/**
+ * autocannon against `POST {url}/v1/messages` for `durationS` seconds, each request in a new
+ * session. Throws when any answer is not 2xx, errs or times out: the figures would not be
+ * comparable.
+ */
+export async function loadMessages(
+  url: string,
+  durationS: number,
+  connections: number,
+): Promise<autocannon.Result> {
+  const result = await autocannon({
+    url: `${url}/v1/messages`,
+    method: 'POST',
+    connections,
+    duration: durationS,
+    headers: { 'content-type': 'application/json' },
+    requests: [{ setupRequest: (req) => ({ ...req, body: newSessionBody() }) }],
+  });
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(
+      `${url}: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} timeouts — the figures would not be comparable`,
+    );
+  }
+  return result;
+}
