@@ -24,6 +24,7 @@ import {
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
+import { ownChannels } from './channel-ownership.js';
 import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { createDeadLetterReplay } from './dead-letter-replay.js';
@@ -149,7 +150,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const {
-    adapters: channels,
+    adapters: configured,
     policyOf,
     sendTimeoutMsOf,
   } = createChannels(config, {
@@ -179,6 +180,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       ...(pool.locate === undefined ? {} : { locate: pool.locate.bind(pool) }),
     },
   });
+  // Single-consumer connections run only where this replica holds the channel's lease (§5).
+  const ownership = ownChannels(configured, { ...stores.channelLeases(), logger });
+  const channels = ownership.adapters;
 
   const ingress = createIngress({
     pool,
@@ -254,7 +258,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       };
       for (const [id, channel] of channels) {
         const health = channel.health();
-        checks[`channel.${id}`] = { ok: health.ready, ...(health.detail ? { detail: health.detail } : {}) };
+        const role = ownership.owned.get(id)?.role();
+        checks[`channel.${id}`] = {
+          ok: health.ready,
+          ...(role === undefined ? {} : { state: role }),
+          ...(health.detail ? { detail: health.detail } : {}),
+        };
       }
       for (const [id, status] of Object.entries(pipelineStatuses())) {
         checks[`pipeline.${id}`] = { ok: status.ok, ...(status.detail ? { detail: status.detail } : {}) };
@@ -269,6 +278,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     pool,
     ...(stores.replicas === undefined ? {} : { replicas: stores.replicas }),
     pipelineStatuses,
+    channelHolders: ownership.holders,
     reload: reloadRouting,
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,

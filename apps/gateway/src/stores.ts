@@ -1,6 +1,8 @@
+import { hostname } from 'node:os';
 import { type Config, DEFAULT_SQLITE_PATH } from '@switchboard/config';
 import {
   type AuditLog,
+  type ChannelLeases,
   type HistoryStore,
   type IngressRefusal,
   type Logger,
@@ -8,16 +10,19 @@ import {
   type PipelinePolicy,
   type QueryPool,
   createMemoryAuditLog,
+  createMemoryChannelLeases,
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
 } from '@switchboard/core';
 import { createPostgresStore } from '@switchboard/store-postgres';
 import {
+  type RedisChannelLeases,
   type RedisEventRelay,
   type RedisQueryPool,
   type ReplicaView,
   createAuditOutbox,
+  createRedisChannelLeases,
   createRedisEventRelay,
   createRedisQueryPool,
 } from '@switchboard/store-redis';
@@ -62,6 +67,12 @@ export interface Stores extends RecordStores {
   replicaEvents(): RedisEventRelay | null;
   /** With `store: redis`, once `createPool` resolved: the replicas sharing the pool (`/admin/queues`). */
   replicas?: () => Promise<ReplicaView[]>;
+  /**
+   * Who holds each single-owner connection, once `createPool` resolved (docs/design.md §5
+   * "Single-owner connections"): with `store: redis` leases shared by the replicas and this
+   * replica's id (the pool's); otherwise leases of this process alone, which it always gets.
+   */
+  channelLeases(): { leases: ChannelLeases; replicaId: string };
   /** Closes the pool's connections (the pool must be drained first), then the record stores. */
   close(): Promise<void>;
   /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
@@ -125,12 +136,14 @@ async function openRecordStores(config: Config, logger: Logger): Promise<RecordS
 export async function openStores(config: Config, logger: Logger): Promise<Stores> {
   const { audit, store } = config;
   if (store.kind === 'redis') return withRedisPool(config, await openRecordStores(config, logger), logger);
+  const processLeases = { leases: createMemoryChannelLeases(), replicaId: `${hostname()}:${process.pid}` };
   if (store.kind === 'memory') {
     const records = await openRecordStores(config, logger);
     return {
       ...records,
       createPool: async (options) => createMemoryQueryPool(options),
       replicaEvents: () => null,
+      channelLeases: () => processLeases,
     };
   }
   const file = createSqliteStore({ path: store.path });
@@ -145,6 +158,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
     ...records,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
+    channelLeases: () => processLeases,
     async close() {
       if (!sharesFile) file.close();
       await records.close();
@@ -175,6 +189,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
   });
   let pool: RedisQueryPool | undefined;
   let relay: RedisEventRelay | null = null;
+  let channelLeases: RedisChannelLeases | undefined;
   return {
     ...records,
     auditLog: outbox,
@@ -191,11 +206,23 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
         await opened.shutdown();
         throw err;
       });
+      channelLeases = await createRedisChannelLeases({ url: store.url, prefix: store.prefix }).catch(
+        async (err: unknown) => {
+          await relay?.close();
+          await opened.shutdown();
+          throw err;
+        },
+      );
       pool = opened;
       return pool;
     },
     replicaEvents: () => relay,
     replicas: async () => (pool === undefined ? [] : pool.replicas()),
+    channelLeases() {
+      if (pool === undefined || channelLeases === undefined)
+        throw new Error('channelLeases() before createPool()');
+      return { leases: channelLeases, replicaId: pool.replicaId };
+    },
     async health() {
       const [redis, database] = await Promise.all([
         pool?.health() ?? { ok: false, detail: 'the pool is not connected yet' },
@@ -211,6 +238,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
       const steps = [
         () => pool?.shutdown(),
         () => relay?.close(),
+        () => channelLeases?.close(),
         () => outbox.shutdown(),
         () => records.close(),
       ];

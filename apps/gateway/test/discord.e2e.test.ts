@@ -229,7 +229,11 @@ routing: { default: echo }`);
         const readyz = await get(`${gateway.url}/readyz`);
         return readyz.status === 503 && readyz.body;
       });
-      expect(down.checks['channel.dc']).toEqual({ ok: false, detail: 'shard 0 reconnecting' });
+      expect(down.checks['channel.dc']).toEqual({
+        ok: false,
+        state: 'active',
+        detail: 'shard 0 reconnecting',
+      });
 
       fake.releaseReconnect();
       const up = await eventually(async () => {

@@ -114,8 +114,10 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   return {
     id: config.id,
     type: 'discord',
+    singleConsumer: true,
 
     async start(context) {
+      health.starting();
       queue = createAcceptQueue(context.ingress, logger);
       const created = createClient();
       client = created;

@@ -12,6 +12,8 @@ export interface GatewayHealth {
   shardReconnecting(shardId: number): void;
   /** A shard closed with a code discord.js does not recover from (bad token, disallowed intents…). */
   shardDisconnected(shardId: number, closeCode: number): void;
+  /** A (new) start logs in: forgets the shards of an earlier run. */
+  starting(): void;
   stopped(): void;
   health(): ChannelHealth;
 }
@@ -36,6 +38,11 @@ export function createGatewayHealth(): GatewayHealth {
     shardDisconnected(shardId, closeCode) {
       up.delete(shardId);
       down.set(shardId, `shard ${shardId} disconnected for good (close code ${closeCode})`);
+    },
+    starting() {
+      lifecycle = 'starting';
+      down.clear();
+      up.clear();
     },
     stopped() {
       lifecycle = 'stopped';

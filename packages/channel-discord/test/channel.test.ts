@@ -59,6 +59,21 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
     });
   });
 
+  describe('when started again after a stop', () => {
+    it('is ready again and hands new gateway messages to the ingress', async () => {
+      const { ingress, accepted } = recordingIngress(async () => ({ status: 'duplicate' }));
+      const dc = channel();
+      await dc.start({ ingress, logger: silentLogger });
+      await dc.stop();
+      expect(dc.health().ready).toBe(false);
+      await dc.start({ ingress, logger: silentLogger });
+      expect(dc.health().ready).toBe(true);
+      const sent = fake.messageCreate({ channel_id: DM, channel_type: 1, author: alice, content: 'again' });
+      await eventually(() => accepted.length === 1);
+      expect(accepted[0]?.platform_message_id).toBe(sent.id);
+    });
+  });
+
   describe('when the ingress fails for a gateway message', () => {
     it('records it as dropped/ingress_failed, since Discord will not send it again', async () => {
       const failure = new Error('journal write failed');

@@ -191,6 +191,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
   return {
     id: config.id,
     type: 'slack',
+    singleConsumer: mode === 'socket_mode',
 
     async start(context) {
       identity = await whoAmI();

@@ -75,6 +75,21 @@ describe('slack channel in Socket Mode (in process)', () => {
     });
   });
 
+  describe('when started again after a stop', () => {
+    it('opens one socket again and hands its events to the ingress', async () => {
+      const { ingress, accepted } = scriptedIngress([]);
+      const channel = await startChannel(ingress);
+      await channel.stop();
+      await eventually(() => fake.socketConnections() === 0);
+      expect(channel.health().ready).toBe(false);
+      await channel.start({ ingress, logger: silentLogger });
+      await eventually(() => channel.health().ready);
+      expect(fake.socketConnections()).toBe(1);
+      await fake.pushSocketEvent(eventEnvelope(messageEvent({ channel: 'D0OK', text: 'again' })));
+      expect(accepted.map((entry) => entry.message.text)).toEqual(['again']);
+    });
+  });
+
   describe('when ingress journals the message', () => {
     it('acknowledges the envelope', async () => {
       const { ingress, accepted } = scriptedIngress([]);

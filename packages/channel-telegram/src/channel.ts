@@ -82,7 +82,8 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
   let ingress: Ingress | null = null;
   let identity: BotIdentity | null = null;
   let polling: Polling | null = null;
-  const stopping = new AbortController();
+  // One per start: the channel starts again after a stop when it regains its lease.
+  let stopping = new AbortController();
 
   async function handle(update: Update): Promise<UpdateDisposition> {
     if (ingress === null || identity === null) {
@@ -157,8 +158,10 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
   return {
     id: config.id,
     type: 'telegram',
+    singleConsumer: config.mode === 'polling',
 
     async start(context) {
+      stopping = new AbortController();
       identity = await connect();
       ingress = context.ingress;
       if (config.mode === 'polling') {
@@ -185,6 +188,7 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
       stopping.abort();
       ingress = null;
       await polling?.stop();
+      polling = null;
       logger.info({}, 'channel stopped');
     },
 

@@ -4,6 +4,7 @@ import {
   type InboundMessage,
   type Ingress,
   type IngressResult,
+  type Logger,
   isSwitchboardError,
   newMessageId,
   parseInboundMessage,
@@ -117,6 +118,58 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       await tg.stop();
       expect(Date.now() - started).toBeLessThan(1_000);
       expect(tg.health().ready).toBe(false);
+    });
+  });
+
+  describe('when started again after a stop', () => {
+    it('polls again from the confirmed offset and accepts new updates', async () => {
+      const { ingress, accepted } = scriptedIngress([]);
+      const tg = channel({ pollTimeoutMs: 1_000 });
+      await tg.start({ ingress, logger: silentLogger });
+      const first = fake.pushUpdate(textUpdate(fake, { chat: privateChat(alice), text: 'before' }));
+      await eventually(() => accepted.length === 1);
+      await tg.stop();
+      const second = fake.pushUpdate(textUpdate(fake, { chat: privateChat(alice), text: 'after' }));
+      await tg.start({ ingress, logger: silentLogger });
+      await eventually(() => accepted.length === 2);
+      expect(accepted.map((entry) => entry.deliveryId)).toEqual([
+        String(first.update_id),
+        String(second.update_id),
+      ]);
+      expect(tg.health()).toEqual({ ready: true });
+    });
+  });
+
+  describe('when another getUpdates is still open just after start', () => {
+    it('waits the 409 Conflict out, logging a warning and no error, and polls on', async () => {
+      const { ingress, accepted } = scriptedIngress([]);
+      const lines: string[] = [];
+      const log = (level: string) => (_bindings: object, text: string) => void lines.push(`${level} ${text}`);
+      const logger: Logger = {
+        debug: log('debug'),
+        info: log('info'),
+        warn: log('warn'),
+        error: log('error'),
+        child: () => logger,
+      };
+      fake.failNext('getUpdates', 2, {
+        status: 409,
+        description:
+          'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+      });
+      const tg = channel({ pollTimeoutMs: 1_000, pollRetry: { baseDelayMs: 50, maxDelayMs: 100 }, logger });
+      await tg.start({ ingress, logger });
+      const update = fake.pushUpdate(
+        textUpdate(fake, { chat: privateChat(alice), text: 'after the conflict' }),
+      );
+      await eventually(() => accepted.length === 1);
+      expect(accepted[0]?.deliveryId).toBe(String(update.update_id));
+      expect(lines.filter((line) => line.includes('conflict'))).toEqual([
+        'warn getUpdates conflict after start: waiting for the previous poller to end',
+        'warn getUpdates conflict after start: waiting for the previous poller to end',
+      ]);
+      expect(lines.filter((line) => line.startsWith('error'))).toEqual([]);
+      expect(tg.health()).toEqual({ ready: true });
     });
   });
 

@@ -94,6 +94,7 @@ export type { AuditCursor } from './audit-cursor.js';
 export { AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
+export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
 export { sendWithDeadline } from './send-deadline.js';
 export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
@@ -118,6 +119,8 @@ export type {
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
+export { createMemoryChannelLeases } from './memory/memory-channel-leases.js';
+export type { MemoryChannelLeasesOptions } from './memory/memory-channel-leases.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryAuditLog } from '../src/memory/memory-audit-log.js';
+import { createMemoryChannelLeases } from '../src/memory/memory-channel-leases.js';
 import { createMemoryHistoryStore } from '../src/memory/memory-history-store.js';
 import { createMemoryJournal } from '../src/memory/memory-journal.js';
 import { createMemoryMessageStatusStore } from '../src/memory/memory-message-status-store.js';
 import { auditLogContract } from '../src/testing/audit-log-contract.js';
+import { channelLeasesContract } from '../src/testing/channel-leases-contract.js';
 import { historyStoreContract } from '../src/testing/history-store-contract.js';
 import { journalContract } from '../src/testing/journal-contract.js';
 import { messageStatusStoreContract } from '../src/testing/message-status-store-contract.js';
@@ -15,6 +17,7 @@ journalContract('memory', async ({ now }) => inMemory(createMemoryJournal({ now 
 auditLogContract('memory', async () => inMemory(createMemoryAuditLog()));
 messageStatusStoreContract('memory', async ({ now }) => inMemory(createMemoryMessageStatusStore({ now })));
 historyStoreContract('memory', async () => inMemory(createMemoryHistoryStore()));
+channelLeasesContract('memory', async ({ now }) => inMemory(createMemoryChannelLeases({ now })));
 
 describe('createMemoryHistoryStore', () => {
   describe('when a conversation grows past maxEntries', () => {

@@ -10,3 +10,5 @@ export type { AuditOutbox, AuditOutboxOptions } from './audit-outbox.js';
 export type { StoreHealth } from './health.js';
 export { createRedisEventRelay, eventChannelOf, sessionChannelOf } from './event-relay.js';
 export type { RedisEventRelay, RedisEventRelayOptions } from './event-relay.js';
+export { channelLeaseKeysOf, createRedisChannelLeases } from './redis-channel-leases.js';
+export type { RedisChannelLeases, RedisChannelLeasesOptions } from './redis-channel-leases.js';

@@ -73,7 +73,11 @@ export type ScriptName =
   | 'replicas'
   | 'outbox-applied'
   | 'outbox-claim'
-  | 'outbox-recover';
+  | 'outbox-recover'
+  | 'channel-lease-acquire'
+  | 'channel-lease-renew'
+  | 'channel-lease-release'
+  | 'channel-lease-holders';
 
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
 export const commandNameOf = (script: string) => `switchboard:${script}`;

@@ -8,7 +8,9 @@ import type { AddressInfo } from 'node:net';
  * deleteWebhook, setWebhook, getWebhookInfo, getUpdates (long poll honouring `offset`,
  * `limit`, `timeout` and `allowed_updates`; 409 while a webhook is set) and sendMessage
  * (returns a full Message), records every call, and can answer 429 with `retry_after`, another
- * error, or never, for the next calls of a method. Updates are queued with `pushUpdate` for
+ * error, or never, for the next calls of a method. Like Telegram, a getUpdates arriving while
+ * another is open ends the open one with 409 Conflict; the fake records the most getUpdates
+ * calls ever open at once and how often each update was fetched. Updates are queued with `pushUpdate` for
  * getUpdates, or POSTed to a webhook with `deliverWebhook`, as Telegram does.
  */
 
@@ -87,6 +89,13 @@ export interface FakeTelegram {
   confirmedOffset(): number;
   /** Updates queued and not yet confirmed. */
   pendingUpdates(): Json[];
+  /**
+   * The most getUpdates calls open at the same moment (a call is open from its arrival until it
+   * is answered or its client goes away): more than 1 means two pollers competed for the token.
+   */
+  maxOpenPolls(): number;
+  /** How many getUpdates answers carried each update, by update_id (a refetch counts twice). */
+  fetchCounts(): Map<number, number>;
   /**
    * A Message with `message_id` (unique per fake) and `date` filled in; pass `chat`, `from`,
    * `text`… The chat is remembered, so replies to it carry the full chat object.
@@ -171,6 +180,10 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const hung = new Set<ServerResponse>();
   /** Long polls waiting for updates: each re-checks the queue when woken. */
   const waiters = new Set<() => void>();
+  /** Open long polls, each ended with 409 when another getUpdates arrives. */
+  const openPolls = new Set<() => void>();
+  let maxOpenPolls = 0;
+  const fetchCounts = new Map<number, number>();
   let queue: Json[] = [];
   let webhook: FakeTelegramWebhook | null = null;
   let confirmed = 0;
@@ -204,6 +217,15 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     return queue.slice(0, limit);
   }
 
+  /** Answers `updates`, counting each one's fetches. */
+  function fetched(updates: Json[]): Answer {
+    for (const update of updates) {
+      if (typeof update.update_id === 'number')
+        fetchCounts.set(update.update_id, (fetchCounts.get(update.update_id) ?? 0) + 1);
+    }
+    return ok(updates);
+  }
+
   function getUpdates(body: Json, response: ServerResponse): Promise<Answer> | Answer {
     if (webhook !== null) {
       return fail(
@@ -211,22 +233,35 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
       );
     }
+    maxOpenPolls = Math.max(maxOpenPolls, openPolls.size + 1);
+    for (const terminate of [...openPolls]) terminate();
     const ready = takeUpdates(body);
     const timeoutS = typeof body.timeout === 'number' ? body.timeout : 0;
-    if (ready.length > 0 || timeoutS <= 0) return ok(ready);
+    if (ready.length > 0 || timeoutS <= 0) return fetched(ready);
     return new Promise((resolve) => {
-      const finish = () => {
+      const end = (answer: () => Answer) => {
         clearTimeout(timer);
         waiters.delete(check);
+        openPolls.delete(terminate);
         response.off('close', onClose);
-        resolve(ok(takeUpdates(body)));
+        resolve(answer());
       };
+      const finish = () => end(() => fetched(takeUpdates(body)));
+      const terminate = () =>
+        end(() =>
+          fail(
+            409,
+            'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+          ),
+        );
       const check = () => {
         if (takeUpdates(body).length > 0) finish();
       };
-      const onClose = () => finish();
+      // The client went away (stopped or killed): nothing reaches it, so nothing counts as fetched.
+      const onClose = () => end(() => ok([]));
       const timer = setTimeout(finish, timeoutS * 1000);
       waiters.add(check);
+      openPolls.add(terminate);
       // The response, not the request: a request emits `close` once its body is read.
       response.once('close', onClose);
     });
@@ -337,6 +372,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     webhook: () => webhook,
     confirmedOffset: () => confirmed,
     pendingUpdates: () => queue.filter((update) => update.update_id >= confirmed),
+    maxOpenPolls: () => maxOpenPolls,
+    fetchCounts: () => new Map(fetchCounts),
     message(fields) {
       const message: Json = { message_id: nextMessageId++, date: Math.floor(Date.now() / 1000), ...fields };
       if (message.chat?.id !== undefined) chats.set(String(message.chat.id), message.chat);

@@ -1,6 +1,7 @@
 import type { AuthHook } from '@switchboard/channel-openapi';
 import type { AuditLog, PipelineStatus, QueryPool } from '@switchboard/core';
 import type { ReplicaView } from '@switchboard/store-redis';
+import type { OwnedChannels } from '../channel-ownership.js';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -16,6 +17,8 @@ export interface AdminDeps {
   replicas?: () => Promise<ReplicaView[]>;
   /** The state of each pipeline that reports one (`process` pipelines: workers, bound sessions). */
   pipelineStatuses(): Record<string, PipelineStatus>;
+  /** The single-owner channels and who holds each one's lease, for `/admin/queues`. */
+  channelHolders: OwnedChannels['holders'];
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
   replay(id: string): Promise<{ id: string; message_id: string; status: 'queued' }>;
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
@@ -46,10 +49,15 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
       );
 
       // The pool's counts (cluster-wide with a shared pool), each pipeline that reports a state,
-      // and with a shared pool each replica: its heartbeat and the turns it runs (they add up to
-      // the cluster's `inflight` unless a lease was just reclaimed).
+      // with a shared pool each replica: its heartbeat and the turns it runs (they add up to the
+      // cluster's `inflight` unless a lease was just reclaimed), and which replica runs each
+      // single-owner connection (docs/design.md §5).
       routes.get('/queues', { schema: { tags: ['admin'] } }, async () => {
-        const [stats, replicas] = await Promise.all([deps.pool.stats(), deps.replicas?.()]);
+        const [stats, replicas, channels] = await Promise.all([
+          deps.pool.stats(),
+          deps.replicas?.(),
+          deps.channelHolders(),
+        ]);
         return {
           ...stats,
           pipelines: deps.pipelineStatuses(),
@@ -63,6 +71,14 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
                   turns_running: replica.turnsRunning,
                 })),
               }),
+          channels: channels.map(({ id, type, role, lease }) => ({
+            id,
+            type,
+            state: role,
+            holder: lease?.holder ?? null,
+            epoch: lease?.epoch ?? null,
+            expires_at: lease?.expiresAt ?? null,
+          })),
         };
       });
 

@@ -5,7 +5,8 @@ import type { Registry } from 'prom-client';
 
 export interface Readiness {
   ready: boolean;
-  checks: Record<string, { ok: boolean; detail?: string }>;
+  /** `state`: a single-owner channel's role on this replica; `standby` is ready. */
+  checks: Record<string, { ok: boolean; state?: 'active' | 'standby'; detail?: string }>;
 }
 
 export interface HealthDeps {

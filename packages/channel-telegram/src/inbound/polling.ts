@@ -41,6 +41,18 @@ export type ApiSignal = Parameters<Api['getUpdates']>[1];
 const CONFIRM_TIMEOUT_MS = 5_000;
 
 /**
+ * For this many poll timeouts after the loop starts, a 409 Conflict is the previous holder's
+ * long poll still open at Telegram (a takeover of the channel lease, docs/design.md §5): it ends
+ * within one poll timeout, so it is waited out, not reported as a fault.
+ */
+const CONFLICT_GRACE_POLLS = 2;
+
+/** Telegram's 409: another getUpdates (or a webhook) holds the token. */
+function isConflict(err: unknown): boolean {
+  return isSwitchboardError(err) && (err.details as { error_code?: unknown } | undefined)?.error_code === 409;
+}
+
+/**
  * The getUpdates loop. Telegram forgets every update below the `offset` of the next call, so
  * the offset moves past an update only after `handle` acknowledged it — that is, after the
  * ingress journaled it. grammY's `bot.start()` confirms a batch as soon as its middleware
@@ -55,13 +67,21 @@ export function startPolling(options: PollingOptions): Polling {
   let offset: number | undefined;
   let failures = 0;
   let running = true;
+  const conflictsExpectedUntil = performance.now() + CONFLICT_GRACE_POLLS * options.pollTimeoutMs;
 
   async function fail(err: unknown, what: string): Promise<void> {
     failures += 1;
     const waitMs = retryDelayMs(failures, options.retry);
-    // A refused token or a competing poller (409) will not heal by waiting: a human must act.
-    const level = isSwitchboardError(err) && !err.retryable ? 'error' : 'warn';
-    logger[level]({ err, waitMs, failures }, what);
+    if (isConflict(err) && performance.now() < conflictsExpectedUntil) {
+      logger.warn(
+        { waitMs, failures },
+        'getUpdates conflict after start: waiting for the previous poller to end',
+      );
+    } else {
+      // A refused token or a competing poller (409) will not heal by waiting: a human must act.
+      const level = isSwitchboardError(err) && !err.retryable ? 'error' : 'warn';
+      logger[level]({ err, waitMs, failures }, what);
+    }
     await pause(waitMs, signal);
   }
 

@@ -40,6 +40,13 @@ export interface ChannelHealth {
 export interface ChannelAdapter {
   readonly id: string;
   readonly type: string;
+  /**
+   * True when its inbound connection admits one consumer per token (Telegram long polling, a
+   * Discord gateway session, Slack Socket Mode): replicas sharing a store run it only where they
+   * hold the channel's lease (docs/design.md §5 "Single-owner connections"), so it must start
+   * again after a stop. `send` must work whether or not it runs. Absent: false.
+   */
+  readonly singleConsumer?: boolean;
   start(context: ChannelContext): Promise<void>;
   /**
    * Shutdown began, before the engine drains: release at once whatever waits on this channel

@@ -1,5 +1,6 @@
 // Contract test suites every implementation of a port runs (STYLE.md "Ports").
 export { auditLogContract } from './audit-log-contract.js';
+export { channelLeasesContract } from './channel-leases-contract.js';
 export { historyStoreContract } from './history-store-contract.js';
 export { journalContract } from './journal-contract.js';
 export { messageStatusStoreContract } from './message-status-store-contract.js';

@@ -1,0 +1,330 @@
+import {
+  type ChannelAdapter,
+  type ChannelContext,
+  type ChannelLease,
+  type ChannelLeases,
+  type Logger,
+  backoffDelayMs,
+} from '@switchboard/core';
+
+/**
+ * Lease timing of single-owner connections, ms: the same as the Redis pool's turn leases, so a
+ * dead replica's turns and connections move on together. Fencing stops the connection
+ * `fenceAfterMs` after the last successful renewal, well before the lease expires elsewhere
+ * (a Redis command times out after 2 s; a connection stops within a second or two).
+ */
+export const CHANNEL_LEASE_TIMING = { leaseMs: 15_000, renewEveryMs: 5_000, fenceAfterMs: 10_000 };
+
+/** A standby tries again this soon after the holder's deadline, ms: one clock tick's margin. */
+const AFTER_DEADLINE_MS = 10;
+
+/**
+ * How often a standby asks for the lease, ms: the wait for a lease released at a graceful stop
+ * (one cheap script call per standby channel and second).
+ */
+const STANDBY_RETRY_MS = 1_000;
+
+/**
+ * After a start that failed with the lease in hand (a refused token, the platform down), this
+ * replica waits before it asks for the lease again, doubling per failure: other replicas may
+ * try meanwhile, and a broken token does not call the platform every second.
+ */
+const START_RETRY = { baseDelayMs: 1_000, maxDelayMs: 60_000 };
+
+/** Where a single-owner channel runs, as `/readyz` and `/admin/queues` show it. */
+export type ChannelRole = 'active' | 'standby';
+
+/** A single-owner channel as this replica sees it. */
+export interface OwnedChannel {
+  readonly id: string;
+  readonly type: string;
+  /** `active` while this replica runs the connection, `standby` otherwise. */
+  role(): ChannelRole;
+}
+
+/** The channel of `adapter`, started only while this replica holds its lease. */
+interface LeasedChannel extends ChannelAdapter, OwnedChannel {}
+
+export interface ChannelOwnershipOptions {
+  leases: ChannelLeases;
+  /** This replica's id, the lease holder's name. */
+  replicaId: string;
+  logger: Logger;
+  /** Default: `CHANNEL_LEASE_TIMING`. */
+  timing?: typeof CHANNEL_LEASE_TIMING;
+  /** Default: `Date.now`; the leases' own clock should agree. */
+  now?: () => number;
+}
+
+/**
+ * Wraps `adapter` so that its connection runs only on the replica holding the channel's lease
+ * (docs/design.md §5 "Single-owner connections"): the lease is acquired at start or, on
+ * standby, as soon as the holder's deadline passes; renewed every `renewEveryMs`; on losing it
+ * (taken over, or no renewal for `fenceAfterMs`) the connection stops at once; `drain` stops
+ * the connection and releases the lease so that another replica takes over at once. `send`
+ * works on every replica: turns run wherever the pool hands them out.
+ */
+function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): LeasedChannel {
+  const { leases, replicaId } = options;
+  const { leaseMs, renewEveryMs, fenceAfterMs } = options.timing ?? CHANNEL_LEASE_TIMING;
+  const now = options.now ?? Date.now;
+  const logger = options.logger.child({ component: 'channel.lease', channel: adapter.id });
+  let context: ChannelContext | null = null;
+  let lease: ChannelLease | null = null;
+  /** The other replica's lease, as the last acquire saw it. */
+  let other: ChannelLease | null = null;
+  let lastRenewedAt = 0;
+  let running = false;
+  /** Starts and stops of the connection, one after the other. */
+  let transition: Promise<void> = Promise.resolve();
+  let interval: NodeJS.Timeout | undefined;
+  let deadlineTimer: NodeJS.Timeout | undefined;
+  /** The tick under way, if any. */
+  let ticking: Promise<void> | undefined;
+  let handingOver: Promise<void> | undefined;
+  /**
+   * Why the last start after acquiring the lease failed, until one succeeds: a standby stays
+   * ready (it must keep its webhooks and HTTP channel), but says so.
+   */
+  let lastStartFailure: string | undefined;
+  let startFailures = 0;
+  /** No acquisition before this (ms, `now`): the wait after a failed start. */
+  let retryStartAt = 0;
+
+  /** Stops the connection now; the lease is gone already (no longer ours or no longer known). */
+  function fence(level: 'warn' | 'error', message: string, fields: object = {}): void {
+    const lost = lease;
+    lease = null;
+    if (!running) return;
+    running = false;
+    logger[level]({ ...fields, epoch: lost?.epoch }, message);
+    transition = transition
+      .then(() => adapter.stop())
+      .catch((err: unknown) => logger.error({ err }, 'channel stop failed after losing its lease'));
+  }
+
+  function fenceIfOverdue(): void {
+    const silentMs = now() - lastRenewedAt;
+    if (lease !== null && silentMs >= fenceAfterMs) {
+      fence('error', 'channel lease lost: no renewal for too long, connection stopped', { silentMs });
+    }
+  }
+
+  async function renew(held: ChannelLease): Promise<void> {
+    const startedAt = now();
+    try {
+      const renewed = await leases.renew(held, leaseMs);
+      if (lease !== held) return; // fenced while the call was on its way
+      if (renewed === null) {
+        fence('warn', 'channel lease lost: taken over or expired, connection stopped');
+        return;
+      }
+      lease = renewed;
+      lastRenewedAt = startedAt;
+    } catch (err) {
+      fenceIfOverdue();
+      if (lease === held)
+        logger.warn({ err, silentMs: now() - lastRenewedAt }, 'channel lease renewal failed: retrying');
+    }
+  }
+
+  /** A start after the lease was acquired failed: the lease goes back at once. */
+  async function startFailed(acquired: ChannelLease, err: unknown): Promise<void> {
+    running = false;
+    lastStartFailure = err instanceof Error ? err.message : String(err);
+    startFailures += 1;
+    retryStartAt = now() + backoffDelayMs(startFailures, START_RETRY);
+    logger.error(
+      { err, epoch: acquired.epoch },
+      'channel failed to start after acquiring its lease: lease released',
+    );
+    if (lease !== acquired) return;
+    lease = null;
+    await leases.release(acquired).catch(() => {});
+  }
+
+  /**
+   * Takes the lease if it is free and starts the connection, without waiting for that start
+   * (renewals go on meanwhile): returns the start, or null on standby.
+   */
+  async function acquire(): Promise<Promise<void> | null> {
+    const startedAt = now();
+    const answer = await leases.acquire(adapter.id, replicaId, leaseMs);
+    if (answer.holder !== replicaId) {
+      if (other?.holder !== answer.holder)
+        logger.info({ holder: answer.holder, epoch: answer.epoch }, 'channel on standby');
+      other = answer;
+      return null;
+    }
+    other = null;
+    lease = answer;
+    lastRenewedAt = startedAt;
+    running = true;
+    logger.info(
+      { epoch: answer.epoch, replica: replicaId },
+      'channel lease acquired: starting the connection',
+    );
+    const starting = transition.then(async () => {
+      await adapter.start(context as ChannelContext);
+      lastStartFailure = undefined;
+      startFailures = 0;
+    });
+    transition = starting.catch((err: unknown) => startFailed(answer, err));
+    return starting;
+  }
+
+  async function tick(): Promise<void> {
+    fenceIfOverdue();
+    if (lease !== null) await renew(lease);
+    else if (now() >= retryStartAt) {
+      await transition;
+      await acquire().catch((err: unknown) => logger.warn({ err }, 'channel lease not acquired: retrying'));
+    }
+  }
+
+  /** One tick at a time; none once the hand-over began. */
+  function runTick(): void {
+    if (ticking !== undefined || handingOver !== undefined) return;
+    ticking = tick().finally(() => {
+      ticking = undefined;
+      armDeadlineTimer();
+    });
+  }
+
+  /**
+   * A standby tries again every `STANDBY_RETRY_MS`, and right after the holder's deadline when
+   * that comes sooner: a lease released at a graceful stop is taken within that wait.
+   */
+  function armDeadlineTimer(): void {
+    clearTimeout(deadlineTimer);
+    if (lease !== null || handingOver !== undefined) return;
+    const untilDeadlineMs = other === null ? STANDBY_RETRY_MS : other.expiresAt - now() + AFTER_DEADLINE_MS;
+    deadlineTimer = setTimeout(
+      runTick,
+      Math.max(AFTER_DEADLINE_MS, Math.min(STANDBY_RETRY_MS, untilDeadlineMs)),
+    );
+    deadlineTimer.unref();
+  }
+
+  /**
+   * Every `renewEveryMs`: fencing first, whether or not a tick is still on its way (a renewal
+   * waiting for its command timeout must not hold it back), then a renewal or an acquisition.
+   */
+  function schedule(): void {
+    interval = setInterval(() => {
+      fenceIfOverdue();
+      runTick();
+    }, renewEveryMs);
+    interval.unref();
+    armDeadlineTimer();
+  }
+
+  /** Stops the connection, then releases the lease: the next holder never overlaps with this one. */
+  async function handOver(): Promise<void> {
+    clearInterval(interval);
+    clearTimeout(deadlineTimer);
+    await ticking;
+    const held = lease;
+    lease = null;
+    if (running) {
+      running = false;
+      transition = transition
+        .then(() => adapter.stop())
+        .catch((err: unknown) => logger.error({ err }, 'channel stop failed at the hand-over'));
+    }
+    await transition;
+    if (held === null) return;
+    const released = await leases.release(held).catch((err: unknown) => {
+      logger.warn({ err }, 'channel lease not released: it expires at its deadline');
+      return false;
+    });
+    if (released) logger.info({ epoch: held.epoch }, 'channel lease released');
+  }
+
+  return {
+    id: adapter.id,
+    type: adapter.type,
+    singleConsumer: true,
+    role: () => (running ? 'active' : 'standby'),
+
+    async start(started) {
+      context = started;
+      // A start that fails at once fails the gateway's start, as for any channel.
+      const starting = await acquire();
+      try {
+        await starting;
+      } catch (err) {
+        await transition;
+        throw err;
+      }
+      schedule();
+    },
+
+    drain() {
+      adapter.drain?.();
+      handingOver ??= handOver();
+    },
+
+    async stop() {
+      handingOver ??= handOver();
+      await handingOver;
+    },
+
+    send: (origin, replies, signal) => adapter.send(origin, replies, signal),
+
+    health() {
+      if (running) return adapter.health();
+      if (handingOver !== undefined) return { ready: false, detail: 'stopped' };
+      return {
+        ready: true,
+        detail: [
+          other === null ? 'standby' : `standby: replica ${other.holder} holds the lease`,
+          ...(lastStartFailure === undefined ? [] : [`the last start here failed: ${lastStartFailure}`]),
+        ].join('; '),
+      };
+    },
+  };
+}
+
+/** The channels of this replica, the single-owner ones behind their leases. */
+export interface OwnedChannels {
+  adapters: Map<string, ChannelAdapter>;
+  /** The single-owner channels by id. */
+  owned: Map<string, OwnedChannel>;
+  /**
+   * Every single-owner channel with the lease in force on it (null while none is), for
+   * `/admin/queues`.
+   */
+  holders(): Promise<Array<{ id: string; type: string; role: ChannelRole; lease: ChannelLease | null }>>;
+}
+
+/** Puts each single-consumer adapter (`singleConsumer`) behind its channel lease. */
+export function ownChannels(
+  adapters: ReadonlyMap<string, ChannelAdapter>,
+  options: ChannelOwnershipOptions,
+): OwnedChannels {
+  const wrapped = new Map<string, ChannelAdapter>();
+  const owned = new Map<string, OwnedChannel>();
+  for (const [id, adapter] of adapters) {
+    if (adapter.singleConsumer !== true) {
+      wrapped.set(id, adapter);
+      continue;
+    }
+    const channel = leased(adapter, options);
+    wrapped.set(id, channel);
+    owned.set(id, channel);
+  }
+  return {
+    adapters: wrapped,
+    owned,
+    async holders() {
+      const held = new Map((await options.leases.holders()).map((lease) => [lease.channel, lease]));
+      return [...owned.values()].map((channel) => ({
+        id: channel.id,
+        type: channel.type,
+        role: channel.role(),
+        lease: held.get(channel.id) ?? null,
+      }));
+    },
+  };
+}

@@ -1,0 +1,173 @@
+import {
+  type ChannelAdapter,
+  type ChannelLeases,
+  SwitchboardError,
+  createMemoryChannelLeases,
+  silentLogger,
+} from '@switchboard/core';
+import { recordingIngress } from '@switchboard/core/testing';
+import { eventually } from '@switchboard/testkit/eventually';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type OwnedChannels, ownChannels } from '../src/channel-ownership.js';
+
+/** Short leases, so that expiry and fencing happen within a test. */
+const TIMING = { leaseMs: 600, renewEveryMs: 100, fenceAfterMs: 300 };
+
+/** A single-consumer adapter of replica `name` that writes its starts and stops to `events`. */
+function connection(name: string, events: string[]): ChannelAdapter {
+  let running = false;
+  return {
+    id: 'tg',
+    type: 'telegram',
+    singleConsumer: true,
+    async start() {
+      running = true;
+      events.push(`${name} start`);
+    },
+    async stop() {
+      running = false;
+      events.push(`${name} stop`);
+    },
+    async send() {},
+    health: () => (running ? { ready: true } : { ready: false, detail: 'stopped' }),
+  };
+}
+
+/** Leases whose calls fail while `cut.off` (the replica lost Redis). */
+function cuttable(leases: ChannelLeases) {
+  const cut = { off: false };
+  const unreachable = () => new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'redis is unreachable' });
+  const wrapped: ChannelLeases = {
+    ...leases,
+    renew: (lease, ttlMs) => (cut.off ? Promise.reject(unreachable()) : leases.renew(lease, ttlMs)),
+    acquire: (channel, holder, ttlMs) =>
+      cut.off ? Promise.reject(unreachable()) : leases.acquire(channel, holder, ttlMs),
+  };
+  return { leases: wrapped, cut };
+}
+
+describe('ownChannels', () => {
+  const started: OwnedChannels[] = [];
+  const { ingress } = recordingIngress(async () => ({ status: 'duplicate' }));
+  afterEach(async () => {
+    await Promise.all(
+      started.splice(0).flatMap((owned) => [...owned.adapters.values()].map((a) => a.stop())),
+    );
+  });
+
+  async function replica(name: string, leases: ChannelLeases, events: string[]) {
+    const owned = ownChannels(new Map([['tg', connection(name, events)]]), {
+      leases,
+      replicaId: name,
+      logger: silentLogger,
+      timing: TIMING,
+    });
+    started.push(owned);
+    const channel = owned.adapters.get('tg') as ChannelAdapter;
+    await channel.start({ ingress, logger: silentLogger });
+    return { owned, channel, role: () => owned.owned.get('tg')?.role() };
+  }
+
+  describe('when two replicas share the leases', () => {
+    it('runs the connection on the first only; the second is standby and ready, naming the holder', async () => {
+      const leases = createMemoryChannelLeases();
+      const events: string[] = [];
+      const a = await replica('a', leases, events);
+      const b = await replica('b', leases, events);
+      expect(events).toEqual(['a start']);
+      expect([a.role(), b.role()]).toEqual(['active', 'standby']);
+      expect(b.channel.health()).toEqual({ ready: true, detail: 'standby: replica a holds the lease' });
+      expect(await b.owned.holders()).toEqual([
+        {
+          id: 'tg',
+          type: 'telegram',
+          role: 'standby',
+          lease: expect.objectContaining({ holder: 'a', epoch: 1 }),
+        },
+      ]);
+    });
+  });
+
+  describe('when the holder can no longer renew', () => {
+    it('stops its connection after fenceAfterMs, before another replica starts one past the deadline', async () => {
+      const shared = createMemoryChannelLeases();
+      const events: string[] = [];
+      const { leases, cut } = cuttable(shared);
+      await replica('a', leases, events);
+      const b = await replica('b', shared, events);
+      cut.off = true;
+      await eventually(() => events.includes('b start'), 5_000);
+      expect(events).toEqual(['a start', 'a stop', 'b start']);
+      expect(b.role()).toBe('active');
+      expect((await shared.holders())[0]).toMatchObject({ holder: 'b', epoch: 2 });
+    });
+  });
+
+  describe('when a renewal finds the lease gone', () => {
+    it('stops the connection at once and stands by', async () => {
+      const leases = createMemoryChannelLeases();
+      const events: string[] = [];
+      const a = await replica('a', leases, events);
+      const [held] = await leases.holders();
+      await leases.release(held as NonNullable<typeof held>);
+      await leases.acquire('tg', 'c', TIMING.leaseMs);
+      await eventually(() => events.includes('a stop'), 2_000);
+      expect(a.role()).toBe('standby');
+      await eventually(() => a.channel.health().detail === 'standby: replica c holds the lease', 2_000);
+      expect(a.channel.health().ready).toBe(true);
+    });
+  });
+
+  describe('when the holder drains', () => {
+    it('stops the connection, then releases the lease, and a standby starts within a second', async () => {
+      const leases = createMemoryChannelLeases();
+      const events: string[] = [];
+      const a = await replica('a', leases, events);
+      await replica('b', leases, events);
+      const drainedAt = Date.now();
+      a.channel.drain?.();
+      await a.channel.stop();
+      expect(events).toEqual(['a start', 'a stop']);
+      await eventually(() => events.includes('b start'), 2_000);
+      expect(Date.now() - drainedAt).toBeLessThan(TIMING.leaseMs);
+      expect((await leases.holders())[0]).toMatchObject({ holder: 'b', epoch: 2 });
+    });
+  });
+
+  describe('when the connection fails to start after the lease was acquired on standby', () => {
+    it('releases the lease, so that another replica may take it, and waits before trying again', async () => {
+      const leases = createMemoryChannelLeases();
+      const events: string[] = [];
+      const a = await replica('a', leases, events);
+      const failing = connection('b', events);
+      failing.start = async () => {
+        events.push('b failed');
+        throw new SwitchboardError('SB_CHANNEL_AUTH_FAILED', { message: 'refused' });
+      };
+      const owned = ownChannels(new Map([['tg', failing]]), {
+        leases,
+        replicaId: 'b',
+        logger: silentLogger,
+        timing: TIMING,
+      });
+      started.push(owned);
+      await owned.adapters.get('tg')?.start({ ingress, logger: silentLogger });
+      a.channel.drain?.();
+      await a.channel.stop();
+      await eventually(() => events.includes('b failed'), 2_000);
+      await eventually(async () => (await leases.holders()).length === 0, 2_000);
+      expect(owned.owned.get('tg')?.role()).toBe('standby');
+      expect(owned.adapters.get('tg')?.health()).toEqual({
+        ready: true,
+        detail: 'standby; the last start here failed: refused',
+      });
+      // Backoff: 1 s after the first failure, then 2 s.
+      const failedAt = Date.now();
+      await eventually(() => events.filter((event) => event === 'b failed').length === 2, 3_000);
+      expect(Date.now() - failedAt).toBeGreaterThanOrEqual(800);
+      await eventually(async () => (await leases.holders()).length === 0, 2_000);
+      const c = await replica('c', leases, events);
+      expect(c.role()).toBe('active');
+    });
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * Who may hold a platform connection that allows one consumer per token (docs/design.md §5
+ * "Single-owner connections"): Telegram long polling, a Discord gateway session, Slack Socket
+ * Mode. Replicas sharing a store contend for one lease per channel id; the holder runs the
+ * connection, the others stand by.
+ *
+ * A lease has a holder (a replica id), a deadline on the caller's clock and an epoch. The epoch
+ * grows by one each time the lease passes to a holder (a first acquisition, a takeover after the
+ * deadline, an acquisition after a release) and never goes back: it is the fencing token — a
+ * renewal or release naming an older epoch changes nothing.
+ *
+ * Each call is atomic. Time comes from the implementation's clock (`now`), never from the
+ * store's, so the replicas' clocks must agree well within a lease. The store owns its connection.
+ * Deliberately left out: waiting for a lease (callers poll `acquire`) and telling the holder that
+ * it lost one (it learns so from `renew`).
+ */
+
+/** One channel's lease as the store holds it. */
+export interface ChannelLease {
+  /** The channel id (`channels[].id`). */
+  channel: string;
+  /** The replica holding it. */
+  holder: string;
+  /** Fencing token: grows by one whenever the lease passes to a holder. */
+  epoch: number;
+  /** Until when it holds without renewal, ms since the epoch on the implementation's clock. */
+  expiresAt: number;
+}
+
+/** The leases of the single-owner channels of one deployment. */
+export interface ChannelLeases {
+  /**
+   * Takes the lease of `channel` for `holder` for `ttlMs` unless another holder's lease is still
+   * in force; a holder acquiring its own live lease extends it and keeps its epoch. Returns the
+   * lease in force after the call: `holder`'s own when it got it, else the other holder's.
+   */
+  acquire(channel: string, holder: string, ttlMs: number): Promise<ChannelLease>;
+  /**
+   * Extends `lease` to `ttlMs` from now if its holder still holds it with the same epoch and it
+   * has not expired. Returns the renewed lease, or null when it was lost (expired, taken over,
+   * released).
+   */
+  renew(lease: ChannelLease, ttlMs: number): Promise<ChannelLease | null>;
+  /** Gives `lease` up at once if it is still held with its epoch; returns whether it was. */
+  release(lease: ChannelLease): Promise<boolean>;
+  /** The leases in force now (not expired, not released), by channel id. */
+  holders(): Promise<ChannelLease[]>;
+}

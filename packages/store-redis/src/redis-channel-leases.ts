@@ -1,0 +1,116 @@
+import { type ChannelLease, type ChannelLeases, SwitchboardError } from '@switchboard/core';
+import { Redis } from 'ioredis';
+import { type ScriptName, commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
+
+export interface RedisChannelLeasesOptions {
+  /** Redis URL; the leases open and own one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
+  url?: string;
+  /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
+  client?: Redis;
+  /** The deployment's prefix: keys are `{<prefix>}:channel-lease:…`. */
+  prefix: string;
+  /** The leases' clock (ms); the replicas' clocks must agree well within a lease. Default `Date.now`. */
+  now?: () => number;
+  /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */
+  retryAfterMs?: number;
+}
+
+const DEFAULTS = {
+  now: Date.now,
+  retryAfterMs: 1000,
+} satisfies Partial<RedisChannelLeasesOptions>;
+
+/** `ChannelLeases` in Redis, plus closing the connection it owns. */
+export interface RedisChannelLeases extends ChannelLeases {
+  /** Closes an owned connection; a lease still held expires at its deadline. */
+  close(): Promise<void>;
+}
+
+type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
+
+/** The three keys every channel-lease script takes, in its KEYS order; one Redis Cluster slot. */
+export function channelLeaseKeysOf(prefix: string): string[] {
+  const base = `{${prefix}}:channel-lease`;
+  return [`${base}:holders`, `${base}:epochs`, `${base}:deadlines`];
+}
+
+/**
+ * The channel leases of a deployment in Redis (docs/design.md §5 "Single-owner connections"):
+ * every call is one Lua script over three keys, with `now` from the caller's clock. Connects
+ * (unless given a client) and defines the scripts; rejects with `SB_STORE_UNAVAILABLE` when
+ * Redis does not answer, as does every call while it stays away.
+ */
+export async function createRedisChannelLeases(
+  options: RedisChannelLeasesOptions,
+): Promise<RedisChannelLeases> {
+  const now = options.now ?? DEFAULTS.now;
+  const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
+  const keys = channelLeaseKeysOf(options.prefix);
+  const ownsClient = options.client === undefined;
+  if (options.url === undefined && ownsClient) {
+    throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'channel leases: give url or client' });
+  }
+  const client = options.client ?? new Redis(options.url as string, FAIL_FAST_OPTIONS);
+  if (ownsClient) client.on('error', () => {});
+  await connect(client, retryAfterMs);
+  await defineLuaScripts(client);
+  const commands = client as unknown as Record<string, ScriptCommand>;
+  const script = <Reply>(
+    name: Extract<ScriptName, `channel-lease-${string}`>,
+    ...args: Array<string | number>
+  ) =>
+    (commands[commandNameOf(name)] as ScriptCommand).call(client, ...keys, ...args).catch((err: unknown) => {
+      throw storeFailure(err, retryAfterMs);
+    }) as Promise<Reply>;
+
+  return {
+    async acquire(channel, holder, ttlMs) {
+      const [current, epoch, expiresAt] = await script<[string, number, number]>(
+        'channel-lease-acquire',
+        channel,
+        holder,
+        now(),
+        ttlMs,
+      );
+      return { channel, holder: current, epoch, expiresAt };
+    },
+    async renew(lease, ttlMs) {
+      const expiresAt = await script<number>(
+        'channel-lease-renew',
+        lease.channel,
+        lease.holder,
+        lease.epoch,
+        now(),
+        ttlMs,
+      );
+      return expiresAt === 0 ? null : { ...lease, expiresAt };
+    },
+    async release(lease) {
+      const released = await script<number>(
+        'channel-lease-release',
+        lease.channel,
+        lease.holder,
+        lease.epoch,
+        now(),
+      );
+      return released === 1;
+    },
+    async holders() {
+      const flat = await script<Array<string | number>>('channel-lease-holders', now());
+      const leases: ChannelLease[] = [];
+      for (let i = 0; i < flat.length; i += 4) {
+        leases.push({
+          channel: String(flat[i]),
+          holder: String(flat[i + 1]),
+          epoch: Number(flat[i + 2]),
+          expiresAt: Number(flat[i + 3]),
+        });
+      }
+      return leases.sort((a, b) => a.channel.localeCompare(b.channel));
+    },
+    async close() {
+      if (ownsClient) client.disconnect();
+    },
+  };
+}

@@ -1,0 +1,21 @@
+import { randomUUID } from 'node:crypto';
+import { channelLeasesContract } from '@switchboard/core/testing';
+import { describe } from 'vitest';
+import { createRedisChannelLeases } from '../src/index.js';
+import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+describe.skipIf(!reachable)('createRedisChannelLeases', () => {
+  channelLeasesContract('redis', async ({ now }) => {
+    const prefix = `sb-test-${randomUUID()}`;
+    const leases = await createRedisChannelLeases({ url: REDIS_URL, prefix, now });
+    return {
+      store: leases,
+      async close() {
+        await leases.close();
+        await removePoolKeys(REDIS_URL, prefix);
+      },
+    };
+  });
+});
