@@ -79,6 +79,10 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
   let transition: Promise<void> = Promise.resolve();
   let interval: NodeJS.Timeout | undefined;
   let deadlineTimer: NodeJS.Timeout | undefined;
+  /** Fires `fenceAfterMs` after the last renewal: fencing must not wait for the next tick. */
+  let fenceTimer: NodeJS.Timeout | undefined;
+  /** Set while acquisitions fail (Redis away): logged once, retried at the standby pace. */
+  let acquireFailing = false;
   /** The tick under way, if any. */
   let ticking: Promise<void> | undefined;
   let handingOver: Promise<void> | undefined;
@@ -95,6 +99,7 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
   function fence(level: 'warn' | 'error', message: string, fields: object = {}): void {
     const lost = lease;
     lease = null;
+    clearTimeout(fenceTimer);
     if (!running) return;
     running = false;
     logger[level]({ ...fields, epoch: lost?.epoch }, message);
@@ -110,6 +115,14 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     }
   }
 
+  /** (Re)arms the fencing timer for the lease held since `lastRenewedAt`. */
+  function armFence(): void {
+    clearTimeout(fenceTimer);
+    if (lease === null) return;
+    fenceTimer = setTimeout(fenceIfOverdue, Math.max(0, lastRenewedAt + fenceAfterMs - now()));
+    fenceTimer.unref();
+  }
+
   async function renew(held: ChannelLease): Promise<void> {
     const startedAt = now();
     try {
@@ -121,6 +134,7 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
       }
       lease = renewed;
       lastRenewedAt = startedAt;
+      armFence();
     } catch (err) {
       fenceIfOverdue();
       if (lease === held)
@@ -145,9 +159,10 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
 
   /**
    * Takes the lease if it is free and starts the connection, without waiting for that start
-   * (renewals go on meanwhile): returns the start, or null on standby.
+   * (renewals go on meanwhile): returns the start — in an object, which an async function
+   * does not wait for as it would for a promise — or null on standby.
    */
-  async function acquire(): Promise<Promise<void> | null> {
+  async function acquire(): Promise<{ starting: Promise<void> } | null> {
     const startedAt = now();
     const answer = await leases.acquire(adapter.id, replicaId, leaseMs);
     if (answer.holder !== replicaId) {
@@ -159,6 +174,7 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     other = null;
     lease = answer;
     lastRenewedAt = startedAt;
+    armFence();
     running = true;
     logger.info(
       { epoch: answer.epoch, replica: replicaId },
@@ -170,7 +186,7 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
       startFailures = 0;
     });
     transition = starting.catch((err: unknown) => startFailed(answer, err));
-    return starting;
+    return { starting };
   }
 
   async function tick(): Promise<void> {
@@ -178,7 +194,16 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     if (lease !== null) await renew(lease);
     else if (now() >= retryStartAt) {
       await transition;
-      await acquire().catch((err: unknown) => logger.warn({ err }, 'channel lease not acquired: retrying'));
+      try {
+        await acquire();
+        if (acquireFailing) logger.info({}, 'channel lease store answers again');
+        acquireFailing = false;
+      } catch (err) {
+        // The holder's deadline is no longer known: ask again at the standby pace, not at once.
+        other = null;
+        if (!acquireFailing) logger.warn({ err }, 'channel lease not acquired: retrying every second');
+        acquireFailing = true;
+      }
     }
   }
 
@@ -223,6 +248,7 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
   async function handOver(): Promise<void> {
     clearInterval(interval);
     clearTimeout(deadlineTimer);
+    clearTimeout(fenceTimer);
     await ticking;
     const held = lease;
     lease = null;
@@ -249,15 +275,20 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
 
     async start(started) {
       context = started;
-      // A start that fails at once fails the gateway's start, as for any channel.
-      const starting = await acquire();
+      const acquired = await acquire();
+      // Renewals run while the connection starts: a slow start (a Discord login) must not let
+      // the lease lapse, nor fence itself.
+      schedule();
       try {
-        await starting;
+        await acquired?.starting;
       } catch (err) {
+        // A start that fails at once fails the gateway's start, as for any channel.
+        clearInterval(interval);
+        clearTimeout(deadlineTimer);
+        clearTimeout(fenceTimer);
         await transition;
         throw err;
       }
-      schedule();
     },
 
     drain() {

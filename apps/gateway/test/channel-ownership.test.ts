@@ -55,12 +55,12 @@ describe('ownChannels', () => {
     );
   });
 
-  async function replica(name: string, leases: ChannelLeases, events: string[]) {
+  async function replica(name: string, leases: ChannelLeases, events: string[], timing = TIMING) {
     const owned = ownChannels(new Map([['tg', connection(name, events)]]), {
       leases,
       replicaId: name,
       logger: silentLogger,
-      timing: TIMING,
+      timing,
     });
     started.push(owned);
     const channel = owned.adapters.get('tg') as ChannelAdapter;
@@ -100,6 +100,80 @@ describe('ownChannels', () => {
       expect(events).toEqual(['a start', 'a stop', 'b start']);
       expect(b.role()).toBe('active');
       expect((await shared.holders())[0]).toMatchObject({ holder: 'b', epoch: 2 });
+    });
+  });
+
+  describe('when the connection takes longer to start than fenceAfterMs', () => {
+    it('renews the lease meanwhile: the connection starts once and is never fenced', async () => {
+      const leases = createMemoryChannelLeases();
+      const events: string[] = [];
+      const slow = connection('a', events);
+      const startOnce = slow.start;
+      slow.start = async (context) => {
+        await new Promise((resolve) => setTimeout(resolve, TIMING.fenceAfterMs * 2));
+        await startOnce(context);
+      };
+      const owned = ownChannels(new Map([['tg', slow]]), {
+        leases,
+        replicaId: 'a',
+        logger: silentLogger,
+        timing: TIMING,
+      });
+      started.push(owned);
+      await owned.adapters.get('tg')?.start({ ingress, logger: silentLogger });
+      const b = await replica('b', leases, events);
+      // Two more lease lengths: a lapsed lease would have been taken by b, a fenced one restarted.
+      const until = Date.now() + TIMING.leaseMs * 2;
+      await eventually(() => Date.now() >= until, TIMING.leaseMs * 3);
+      expect(events).toEqual(['a start']);
+      expect(b.role()).toBe('standby');
+      expect((await leases.holders())[0]).toMatchObject({ holder: 'a', epoch: 1 });
+    });
+  });
+
+  describe('when a holder that took over mid-cycle loses the store', () => {
+    it('stops its connection fenceAfterMs after its last renewal, not a renewal period later', async () => {
+      // A long renewal period, as in production (a third of the lease): a fencing check that
+      // waited for the next period would eat most of the margin.
+      const timing = { leaseMs: 1500, renewEveryMs: 500, fenceAfterMs: 700 };
+      const shared = createMemoryChannelLeases();
+      const events: string[] = [];
+      const a = await replica('a', shared, events, timing);
+      const { leases, cut } = cuttable(shared);
+      const b = await replica('b', leases, events, timing);
+      a.channel.drain?.();
+      await a.channel.stop();
+      await eventually(() => b.role() === 'active', 3_000);
+      const [held] = await shared.holders();
+      cut.off = true;
+      await eventually(() => events.includes('b stop'), 3_000);
+      // Stopped before the lease could pass to anyone else, with about the margin fencing promises.
+      const marginMs = (held?.expiresAt ?? 0) - Date.now();
+      expect(marginMs).toBeGreaterThanOrEqual(timing.leaseMs - timing.fenceAfterMs - 250);
+    });
+  });
+
+  describe('when a standby cannot reach the store', () => {
+    it('asks again at its own pace once the holder it last saw is past its deadline, not every few ms', async () => {
+      const shared = createMemoryChannelLeases();
+      const events: string[] = [];
+      await replica('a', shared, events);
+      let calls = 0;
+      const { leases, cut } = cuttable(shared);
+      const counted: ChannelLeases = {
+        ...leases,
+        acquire: (...args) => {
+          calls += 1;
+          return leases.acquire(...args);
+        },
+      };
+      await replica('b', counted, events);
+      cut.off = true;
+      calls = 0;
+      const from = Date.now();
+      await eventually(() => Date.now() - from >= 2_000, 3_000);
+      // Its renewal ticks (every renewEveryMs) and a second's retries; no spinning past the deadline.
+      expect(calls).toBeLessThanOrEqual(2_000 / TIMING.renewEveryMs + 5);
     });
   });
 
