@@ -152,8 +152,11 @@ describe.skipIf(!reachable)('a fleet of replicas on Redis and PostgreSQL (end to
       );
       const openOn = (replica: number) =>
         calls.filter((call) => call.replica === replica && call.end === undefined);
-      const victim = await eventually(
-        () => [0, 1, 2].find((replica) => openOn(replica).length >= 2),
+      const { victim } = await eventually(
+        () => {
+          const found = [0, 1, 2].findIndex((replica) => openOn(replica).length >= 2);
+          return found >= 0 ? { victim: found } : undefined;
+        },
         30_000,
         'a replica running two turns',
       );
