@@ -94,6 +94,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     pipelines,
     // Read at scrape time, once the controller below exists.
     running: () => controller.running,
+    channelRoles: () =>
+      [...ownership.owned.values()].map((channel) => ({ id: channel.id, role: channel.role() })),
     sharedPool: config.store.kind === 'redis',
   });
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });

@@ -17,6 +17,8 @@ export function createMetrics(
     pipelines: ReadonlyMap<string, Pipeline>;
     /** Turns this replica runs now (the controller's count). */
     running: () => number;
+    /** The single-owner channels (`active` here or `standby`), read at scrape time. */
+    channelRoles: () => Iterable<{ id: string; role: 'active' | 'standby' }>;
     /** True when other replicas share `pool` (`store: redis`). */
     sharedPool: boolean;
   },
@@ -83,6 +85,15 @@ export function createMetrics(
     },
   });
 
+  new Gauge({
+    name: 'switchboard_channel_active',
+    help: 'Single-owner connections (polling, gateway, socket) this replica runs: 1 active, 0 standby. Summed over replicas, each channel should read 1.',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+    collect() {
+      for (const { id, role } of options.channelRoles()) this.set({ channel: id }, role === 'active' ? 1 : 0);
+    },
+  });
   new Gauge({
     name: 'switchboard_pipeline_sessions',
     help: 'Sessions bound to a worker of a process pipeline (held context; apart from switchboard_inflight).',

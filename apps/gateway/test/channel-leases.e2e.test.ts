@@ -132,6 +132,13 @@ routing: { default: bot }
           acquired?.replica,
         );
       }
+      const roles = await Promise.all(
+        replicas.map(async (replica) => {
+          const metrics = await get(`${replica.url}/metrics`);
+          return /switchboard_channel_active\{channel="tg"\} (\d)/.exec(metrics.body)?.[1];
+        }),
+      );
+      expect(roles, 'switchboard_channel_active per replica').toEqual(['1', '0', '0']);
       push(texts(1, 10, 'first'));
       await eventually(() => texts(1, 10, 'first').every((text) => turnsOf(text) === 1), 20_000);
     });
