@@ -223,15 +223,22 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
         throw new Error('channelLeases() before createPool()');
       return { leases: channelLeases, replicaId: pool.replicaId };
     },
+    // Ready while messages can be admitted and recorded: PostgreSQL away is named, but only an
+    // outbox full stops admission (a load balancer must not take every replica out with it).
     async health() {
       const [redis, database] = await Promise.all([
         pool?.health() ?? { ok: false, detail: 'the pool is not connected yet' },
         records.health(),
       ]);
-      const failed = [redis, database].filter((check) => !check.ok);
-      return failed.length === 0
-        ? { ok: true }
-        : { ok: false, detail: failed.map((check) => check.detail).join('; ') };
+      if (!redis.ok)
+        return {
+          ok: false,
+          detail: [redis, database].flatMap((check) => (check.ok ? [] : [check.detail])).join('; '),
+        };
+      if (database.ok) return { ok: true };
+      return outbox.isFull()
+        ? { ok: false, detail: `${database.detail}; the audit outbox is full` }
+        : { ok: true, detail: `${database.detail}; audit records and statuses wait in the redis outbox` };
     },
     async close() {
       // Each step runs even if one before it failed: a connection left open keeps the process up.
