@@ -118,6 +118,16 @@ export class SessionBindings {
     this.#grant();
   }
 
+  /**
+   * Unbinds the session of `binding` at once, without a release (its worker never got it, e.g. the
+   * slot failed meanwhile), so that it holds no place for `idleTimeoutMs`. No-op once unbound.
+   */
+  unbind(binding: Binding): void {
+    if (this.#bindings.get(binding.session) !== binding) return;
+    this.#unbind(binding);
+    this.#grant();
+  }
+
   /** Fails every waiting turn with `error` and stops the expiry timer (the pipeline stops). */
   close(error: unknown): void {
     this.#expiry.cancel();

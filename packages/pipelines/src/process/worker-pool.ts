@@ -89,7 +89,11 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
         abortError(id, aborted, undefined),
       );
       try {
-        const worker = await (slots[binding.slot] as WorkerSlot).worker(signal);
+        const worker = await (slots[binding.slot] as WorkerSlot).worker(signal).catch((error) => {
+          // Its slot cannot run the turn: the session must not keep its place for idle_timeout.
+          if (!signal.aborted) sessions.unbind(binding);
+          throw error;
+        });
         return await worker.request(query, signal);
       } finally {
         sessions.done(binding);

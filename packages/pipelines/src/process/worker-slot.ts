@@ -166,8 +166,10 @@ export class WorkerSlot {
     if (this.#worker !== worker) return;
     const wasStarting = this.#state === 'starting';
     this.#worker = undefined;
-    this.#options.onWorkerGone(this.index);
-    if (this.#state === 'stopped') return;
+    if (this.#state === 'stopped') {
+      this.#options.onWorkerGone(this.index);
+      return;
+    }
     this.#failures += 1;
     const delayMs = backoffDelayMs(this.#failures, this.#options.restart);
     this.#state = 'failed';
@@ -185,5 +187,8 @@ export class WorkerSlot {
     }, delayMs);
     // A pending restart must not keep an otherwise finished process alive.
     this.#restartTimer.unref();
+    // Last, once the slot is failed: the sessions it frees may let waiting turns bind, and those
+    // must choose a usable slot, not this one.
+    this.#options.onWorkerGone(this.index);
   }
 }

@@ -159,6 +159,25 @@ describe('process pipeline', () => {
       expect(restart?.at).toBeGreaterThanOrEqual(killedAt + 600);
     });
 
+    it('binds a session waiting for room to a healthy worker, not to the dead one', async () => {
+      const { pipeline, logger, events } = processPipeline({
+        workers: 2,
+        max_active_sessions: 1,
+        restart: { base_delay: '10s' },
+      });
+      const running = pipeline.run(turnOf('a', 'slow 10000'), contextOf(logger));
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      const waiting = pipeline.run(turnOf('b', 'hi'), contextOf(logger));
+      await eventually(() => pipeline.status?.().details?.waiting_turns === 1);
+
+      process.kill(turn.pid, 'SIGKILL');
+
+      expect(await failureOf(running)).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED' });
+      const answer = answerOf(await waiting);
+      expect(answer).toMatchObject({ session: expect.stringContaining('b'), n: 1 });
+      expect(answer.pid).not.toBe(turn.pid);
+    });
+
     it('drops an answer the dead generation still writes as stale; the retry answers', async () => {
       const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '200ms' } });
       const running = pipeline.run(turnOf('a', 'late 1200', 1, 'turn-late'), contextOf(logger));
