@@ -35,6 +35,26 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
 });
 export type ProcessPipelineOptions = z.output<typeof ProcessPipelineOptionsSchema>;
 
+/**
+ * The check of a `process` entry against its scheduling policy, for the config package to run on
+ * the whole `pipelines[]` entry. With `max_active_sessions`, a new session's turn waits for a bound
+ * one to be idle for `idle_timeout`, inside its run: within its `timeout` and holding one of the
+ * pipeline's concurrency slots. An `idle_timeout` not shorter than `timeout` lets such a turn
+ * only time out, while it blocks turns that could run.
+ */
+export function checkProcessPipelinePolicy(
+  entry: ProcessPipelineOptions & { timeout: number },
+  ctx: z.RefinementCtx,
+): void {
+  if (entry.max_active_sessions !== undefined && entry.idle_timeout >= entry.timeout) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['idle_timeout'],
+      message: `must be shorter than timeout (${entry.timeout} ms) when max_active_sessions is set: a turn waiting for a session place waits up to idle_timeout within its timeout`,
+    });
+  }
+}
+
 export interface ProcessPipelineDeps {
   /** Where worker lifecycle events and stderr lines go. */
   logger: Logger;
