@@ -11,8 +11,13 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
   /** The worker program: a path or a name on `PATH`, run without a shell. */
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
-  /** Added to the gateway's environment for the workers; the values are secrets (API keys). */
+  /**
+   * Set for the workers, over the few variables they take from the gateway's environment (PATH,
+   * HOME, LANG, LC_ALL, TMPDIR, TZ); the values are secrets (API keys).
+   */
   env: secretField(z.record(z.string(), z.string())).optional(),
+  /** Gives the workers the gateway's whole environment, its secrets included. */
+  inherit_env: z.boolean().default(false),
   /** Working directory of the workers; default the gateway's. */
   cwd: z.string().min(1).optional(),
   /** Most worker processes, each started when a session first needs it. */
@@ -71,7 +76,13 @@ export function createProcessPipeline(
   { logger }: ProcessPipelineDeps,
 ): Pipeline {
   return createWorkerPool(id, {
-    command: { command: options.command, args: options.args, env: options.env, cwd: options.cwd },
+    command: {
+      command: options.command,
+      args: options.args,
+      env: options.env,
+      inheritEnv: options.inherit_env,
+      cwd: options.cwd,
+    },
     workers: options.workers,
     idleTimeoutMs: options.idle_timeout,
     maxActiveSessions: options.max_active_sessions ?? Number.POSITIVE_INFINITY,

@@ -8,9 +8,27 @@ import { cancelLine, parseWorkerLine, releaseLine, requestLine } from './protoco
 export interface WorkerCommand {
   command: string;
   args: readonly string[];
-  /** Added to the gateway's own environment. */
+  /** Set for the worker, over what it takes from the gateway's environment. */
   env: Readonly<Record<string, string>> | undefined;
+  /** The whole gateway environment for the worker, not only `BASE_ENV_KEYS`. */
+  inheritEnv: boolean;
   cwd: string | undefined;
+}
+
+/**
+ * What a worker takes from the gateway's environment by default: enough to find programs and
+ * write files, none of the gateway's secrets (bot tokens, the admin token, database URLs), which
+ * an agent's tools could otherwise read and leak.
+ */
+const BASE_ENV_KEYS = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ'] as const;
+
+function workerEnv({ env, inheritEnv }: WorkerCommand): NodeJS.ProcessEnv {
+  const base = inheritEnv
+    ? process.env
+    : Object.fromEntries(
+        BASE_ENV_KEYS.flatMap((key) => (key in process.env ? [[key, process.env[key]]] : [])),
+      );
+  return { ...base, ...env };
 }
 
 export interface WorkerProcessOptions {
@@ -107,12 +125,12 @@ export class WorkerProcess {
     this.exited = new Promise((resolve) => {
       this.#markExited = resolve;
     });
-    const { command, args, env, cwd } = options.command;
+    const { command, args, cwd } = options.command;
     // Its own process group (detached): stopping the worker stops the tools it started too, and
     // a Ctrl-C meant for the gateway does not reach it before the drain does.
     this.#child = spawn(command, args, {
       cwd,
-      env: { ...process.env, ...env },
+      env: workerEnv(options.command),
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });

@@ -35,6 +35,27 @@ describe('process pipeline', () => {
     });
   });
 
+  describe('when the gateway has secrets in its environment', () => {
+    const secret = 'SWITCHBOARD_TEST_BOT_TOKEN';
+    const valueIn = async (run: ReturnType<typeof processPipeline>, name: string) =>
+      answerOf(await run.pipeline.run(turnOf('a', `env ${name}`), contextOf(run.logger))).value;
+
+    it('gives the workers PATH and their env, not the rest; inherit_env gives them all', async () => {
+      process.env[secret] = 'bot-token-value';
+      try {
+        const minimal = processPipeline({}, { AGENT_KEY: 'k1' });
+        expect(await valueIn(minimal, secret)).toBeNull();
+        expect(await valueIn(minimal, 'PATH')).toBe(process.env.PATH);
+        expect(await valueIn(minimal, 'AGENT_KEY')).toBe('k1');
+
+        const inheriting = processPipeline({ inherit_env: true });
+        expect(await valueIn(inheriting, secret)).toBe('bot-token-value');
+      } finally {
+        delete process.env[secret];
+      }
+    });
+  });
+
   describe('when 4 sessions share 2 workers', () => {
     it('keeps every session on its worker: its counter there counts up without a reset', async () => {
       const { pipeline, logger, events } = processPipeline({ workers: 2 });
