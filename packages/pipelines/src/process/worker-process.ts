@@ -40,8 +40,11 @@ export interface WorkerProcessOptions {
   startTimeoutMs: number;
   cancelGraceMs: number;
   logger: Logger;
-  /** Called once, as soon as the process is gone or failed to start, with why. */
-  onExit(reason: string): void;
+  /**
+   * Called once, as soon as the process is gone or failed to start, with why; `clean` when it
+   * exited with code 0 on its own while ready and holding no request (an idle exit, not a failure).
+   */
+  onExit(reason: string, clean: boolean): void;
   /** Called when it answers a request: it works, so its slot's restart backoff starts over. */
   onAnswer(): void;
 }
@@ -137,7 +140,7 @@ export class WorkerProcess {
     this.#logger = options.logger.child({ worker: options.slot, generation: options.generation });
     this.#child.on('error', (err) => this.#died(err.message));
     this.#child.on('exit', (code, signal) =>
-      this.#died(signal === null ? `exited with code ${code}` : `killed by ${signal}`),
+      this.#died(signal === null ? `exited with code ${code}` : `killed by ${signal}`, code === 0),
     );
     // A worker that died leaves a broken pipe; its exit is handled above.
     this.#child.stdin.on('error', (err) => this.#logger.debug({ err }, 'worker stdin closed'));
@@ -311,18 +314,19 @@ export class WorkerProcess {
     });
   }
 
-  #died(cause: string): void {
+  #died(cause: string, exitedZero = false): void {
     if (this.#state === 'exited') return;
     const wasStarting = this.#state === 'starting';
+    const clean = exitedZero && !wasStarting && this.#killReason === undefined && this.#pending.size === 0;
     this.#state = 'exited';
     clearTimeout(this.#startTimer);
     const reason = this.#killReason === undefined ? cause : `${this.#killReason} (${cause})`;
     // Tools the worker started in its group would otherwise live on, reparented.
     this.#signalGroup('SIGKILL');
     if (wasStarting) this.#failStart(new Error(reason));
-    if (this.#stopping) this.#logger.info({ pid: this.pid, reason }, 'worker exited');
+    if (this.#stopping || clean) this.#logger.info({ pid: this.pid, reason }, 'worker exited');
     else this.#logger.warn({ pid: this.pid, reason }, 'worker exited');
-    this.#options.onExit(reason);
+    this.#options.onExit(reason, clean);
     const { stdout } = this.#child;
     const flushed = stdout.closed
       ? Promise.resolve()

@@ -3,7 +3,8 @@ import { abortError } from '../remote-errors.js';
 import { type WorkerCommand, WorkerProcess } from './worker-process.js';
 
 /**
- * `idle`: never started; `starting`: spawned, not ready yet; `ready`: takes requests; `failed`:
+ * `idle`: not running, started on first need (never started, or its worker exited cleanly while
+ * idle); `starting`: spawned, not ready yet; `ready`: takes requests; `failed`:
  * its worker exited or could not start, restarting after the backoff; `stopped`: the pipeline
  * stopped.
  */
@@ -143,7 +144,7 @@ export class WorkerSlot {
       startTimeoutMs,
       cancelGraceMs,
       logger,
-      onExit: (reason) => this.#gone(worker, reason),
+      onExit: (reason, clean) => this.#gone(worker, reason, clean),
       onAnswer: () => {
         this.#failures = 0;
       },
@@ -162,11 +163,22 @@ export class WorkerSlot {
     this.#ready.catch(() => {});
   }
 
-  #gone(worker: WorkerProcess, reason: string): void {
+  #gone(worker: WorkerProcess, reason: string, clean: boolean): void {
     if (this.#worker !== worker) return;
     const wasStarting = this.#state === 'starting';
     this.#worker = undefined;
     if (this.#state === 'stopped') {
+      this.#options.onWorkerGone(this.index);
+      return;
+    }
+    if (clean) {
+      // A worker may end itself when idle (to free memory): the next session that needs the slot
+      // starts it again, with no backoff and no failure counted.
+      this.#state = 'idle';
+      this.#options.logger.info(
+        { worker: this.index, reason },
+        'worker exited while idle; starts on next need',
+      );
       this.#options.onWorkerGone(this.index);
       return;
     }

@@ -217,6 +217,36 @@ describe('process pipeline', () => {
     });
   });
 
+  describe('when one worker failed and another slot is idle', () => {
+    it('stays ready for turns (listening, ok) and runs a new session on the idle slot', async () => {
+      const { pipeline, logger } = processPipeline({ workers: 2, restart: { base_delay: '10s' } });
+      const first = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      process.kill(first.pid, 'SIGKILL');
+      await eventually(() => pipeline.status?.().state !== 'ready');
+
+      expect(pipeline.status?.()).toMatchObject({ state: 'listening', ok: true });
+      const answer = answerOf(await pipeline.run(turnOf('b', 'hi'), contextOf(logger)));
+      expect(answer.pid).not.toBe(first.pid);
+    });
+  });
+
+  describe('when an idle worker exits with code 0', () => {
+    it('is no failure: the pipeline listens and the next turn starts a worker without the backoff', async () => {
+      const { pipeline, logger } = processPipeline(
+        { restart: { base_delay: '10s' } },
+        { WORKER_IDLE_EXIT: '300' },
+      );
+      const first = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      await eventually(() => pipeline.status?.().state !== 'ready');
+
+      expect(pipeline.status?.()).toMatchObject({ state: 'listening', ok: true });
+      const answer = answerOf(await pipeline.run(turnOf('a', 'again'), contextOf(logger, 5000)));
+      expect(answer.pid).not.toBe(first.pid);
+      expect(answer.n).toBe(1);
+      expect(logger.lines.some((line) => line.level === 'warn' && line.msg === 'worker exited')).toBe(false);
+    });
+  });
+
   describe('when the command cannot start', () => {
     it('goes failed at once and names the cause', async () => {
       const { pipeline, logger } = processPipeline({ command: '/nonexistent/agent-worker', args: [] });
