@@ -88,15 +88,21 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
       const binding = await sessions.acquire(query.session, choose, signal, (aborted) =>
         abortError(id, aborted, undefined),
       );
+      let finished: Promise<void> | undefined;
       try {
         const worker = await (slots[binding.slot] as WorkerSlot).worker(signal).catch((error) => {
           // Its slot cannot run the turn: the session must not keep its place for idle_timeout.
           if (!signal.aborted) sessions.unbind(binding);
           throw error;
         });
-        return await worker.request(query, signal);
+        const request = worker.request(query, signal);
+        finished = request.finished;
+        return await request.answer;
       } finally {
-        sessions.done(binding);
+        // Aborted, the turn may still run on the worker until it answers the cancel or is killed:
+        // the session's retry must not overlap it there.
+        if (finished === undefined) sessions.done(binding);
+        else sessions.doneWhen(binding, finished);
       }
     },
     status(): PipelineStatus {

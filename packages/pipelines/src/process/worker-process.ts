@@ -61,9 +61,21 @@ const EXIT_FLUSH_MS = 200;
 /** How long a SIGKILLed process may take to be reported gone. */
 const KILL_WAIT_MS = 2000;
 
+/** A request sent to a worker: its answer, and when the worker is done with it. */
+export interface WorkerRequest {
+  answer: Promise<PipelineResult>;
+  /**
+   * Resolves once the worker no longer runs it: answered, or gone. After an abort this is later
+   * than `answer`, which rejects at once.
+   */
+  finished: Promise<void>;
+}
+
 interface PendingRequest {
   resolve(result: PipelineResult): void;
   reject(error: unknown): void;
+  /** The worker is done with it (`WorkerRequest.finished`). */
+  finish(): void;
   /** Stops listening to the run's signal. */
   detach(): void;
   /** Set once the run was aborted and `{cancel}` sent: kills a worker that ignores it. */
@@ -160,16 +172,23 @@ export class WorkerProcess {
   }
 
   /**
-   * Runs `query` on the worker; resolves its replies. An abort of `signal` rejects at once, sends
-   * `{"cancel": id}` and kills the worker if it has not answered that request `cancelGraceMs` later.
+   * Runs `query` on the worker; `answer` resolves its replies. An abort of `signal` rejects it at
+   * once, sends `{"cancel": id}` and kills the worker if it has not answered that request
+   * `cancelGraceMs` later; `finished` tells when the worker is done with it.
    */
-  request(query: Query, signal: AbortSignal): Promise<PipelineResult> {
+  request(query: Query, signal: AbortSignal): WorkerRequest {
     const { pipeline, slot, generation, cancelGraceMs } = this.#options;
-    if (signal.aborted) return Promise.reject(abortError(pipeline, signal, undefined));
-    if (this.#state !== 'ready') return Promise.reject(this.#exitedError('not running'));
+    const finished = Promise.resolve();
+    if (signal.aborted) return { answer: Promise.reject(abortError(pipeline, signal, undefined)), finished };
+    if (this.#state !== 'ready')
+      return { answer: Promise.reject(this.#exitedError('not running')), finished };
     this.#sequence += 1;
     const id = `${slot}.${generation}.${this.#sequence}`;
-    return new Promise((resolve, reject) => {
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const answer = new Promise<PipelineResult>((resolve, reject) => {
       const onAbort = () => {
         pending.cancelTimer = setTimeout(
           () => this.kill(`ignored a cancel for ${cancelGraceMs} ms (cancel_grace)`),
@@ -181,12 +200,14 @@ export class WorkerProcess {
       const pending: PendingRequest = {
         resolve,
         reject,
+        finish,
         detach: () => signal.removeEventListener('abort', onAbort),
       };
       this.#pending.set(id, pending);
       signal.addEventListener('abort', onAbort, { once: true });
       this.#write(requestLine(id, query));
     });
+    return { answer, finished: done };
   }
 
   /** Tells the worker that `session` went idle: it may drop the session's context. */
@@ -297,6 +318,7 @@ export class WorkerProcess {
     }
     this.#pending.delete(id);
     pending.detach();
+    pending.finish();
     this.#options.onAnswer();
     if (pending.cancelTimer !== undefined) {
       clearTimeout(pending.cancelTimer);
@@ -336,6 +358,7 @@ export class WorkerProcess {
       for (const [id, pending] of this.#pending) {
         this.#pending.delete(id);
         pending.detach();
+        pending.finish();
         clearTimeout(pending.cancelTimer);
         if (pending.cancelTimer === undefined) pending.reject(this.#exitedError(reason));
       }

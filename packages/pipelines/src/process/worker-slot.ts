@@ -1,5 +1,6 @@
 import { type BackoffPolicy, backoffDelayMs, type Logger, SwitchboardError } from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
+import { untilAborted } from './until-aborted.js';
 import { type WorkerCommand, WorkerProcess } from './worker-process.js';
 
 /**
@@ -21,16 +22,6 @@ export interface WorkerSlotOptions {
   now: () => number;
   /** Its worker is gone: the sessions bound to it lose their context. */
   onWorkerGone(index: number): void;
-}
-
-/** The waiter's signal aborting first rejects with the abort's reason; the wait itself goes on. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, pipeline: string): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(pipeline, signal, undefined));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(abortError(pipeline, signal, undefined));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /**
@@ -84,7 +75,7 @@ export class WorkerSlot {
     if (this.#state === 'idle') this.#start();
     if (this.#state === 'ready' && this.#worker !== undefined) return Promise.resolve(this.#worker);
     if (this.#state === 'starting' && this.#ready !== undefined)
-      return untilAborted(this.#ready, signal, pipeline);
+      return untilAborted(this.#ready, signal, (aborted) => abortError(pipeline, aborted, undefined));
     if (this.#state === 'stopped') return Promise.reject(new SwitchboardError('SB_SHUTDOWN'));
     return Promise.reject(this.unavailable());
   }

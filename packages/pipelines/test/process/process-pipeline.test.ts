@@ -305,6 +305,25 @@ describe('process pipeline', () => {
       expect(answerOf(await pipeline.run(turnOf('a', 'next'), contextOf(logger))).pid).toBe(turn.pid);
     });
 
+    it("runs the session's next turn only once the worker answered the cancelled one", async () => {
+      const { pipeline, logger, events } = processPipeline();
+      const aborted = new AbortController();
+      const running = pipeline.run(turnOf('a', 'stubborn 800'), { signal: aborted.signal, logger });
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      aborted.abort();
+      await failureOf(running);
+
+      const next = answerOf(await pipeline.run(turnOf('a', 'next'), contextOf(logger)));
+
+      expect(next.pid).toBe(turn.pid);
+      // One process wrote both, in this order.
+      const log = events();
+      const cancelledAnswered = log.findIndex((event) => event.event === 'answered' && event.id === turn.id);
+      const nextStarted = log.findIndex((event) => event.event === 'turn' && event.text === 'next');
+      expect(cancelledAnswered).toBeGreaterThan(-1);
+      expect(nextStarted).toBeGreaterThan(cancelledAnswered);
+    });
+
     it('kills and restarts a worker that ignores the cancel past cancel_grace', async () => {
       const { pipeline, logger, events } = processPipeline({
         cancel_grace: '300ms',
