@@ -43,7 +43,12 @@ function processExists(pid: number): boolean {
  * A gateway whose default pipeline `agent` runs `command` (default: the echo worker), with
  * `pipeline` keys added and `rest` ending the config.
  */
-async function gatewayWithWorkers(pipeline: string, rest = '', command = process.execPath) {
+async function gatewayWithWorkers(
+  pipeline: string,
+  rest = '',
+  command = process.execPath,
+  workerEnv: Record<string, string> = {},
+) {
   const dir = tempDir();
   const workerLog = join(dir, 'worker.log');
   const configPath = writeConfig(
@@ -55,7 +60,7 @@ async function gatewayWithWorkers(pipeline: string, rest = '', command = process
     type: process
     command: ${JSON.stringify(command)}
     args: [${JSON.stringify(ECHO_WORKER)}]
-    env: { WORKER_LOG: ${JSON.stringify(workerLog)} }
+    env: ${JSON.stringify({ WORKER_LOG: workerLog, ...workerEnv })}
 ${pipeline}routing: { default: agent }
 ${rest}`,
     ),
@@ -150,6 +155,26 @@ describe('process pipeline (end to end)', () => {
       const stoppedAt = Date.now();
       expect(await resolvesWithin(gateway.stop('SIGTERM'), 10_000, 'the gateway exit')).toBe(0);
       expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    });
+  });
+
+  describe('when the gateway exits without draining (a second SIGTERM) while a worker runs', () => {
+    it('kills the worker, even one that ignores its stdin closing', async () => {
+      const { gateway, events } = await gatewayWithWorkers('', '', process.execPath, {
+        WORKER_ON_EOF: 'ignore',
+      });
+      void post(`${gateway.url}/v1/messages`, {
+        session_id: 's1',
+        user_id: 'u',
+        text: 'stubborn 60000',
+      }).catch(() => {});
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      gateway.child.kill('SIGTERM');
+      await eventually(() => gateway.logs.some((line) => line.msg === 'shutting down'));
+
+      expect(await resolvesWithin(gateway.stop('SIGTERM'), 10_000, 'the gateway exit')).toBe(1);
+
+      await eventually(() => !processExists(turn.pid));
     });
   });
 

@@ -2,6 +2,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { type Logger, type PipelineResult, type Query, SwitchboardError } from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
 import { readLines } from './line-reader.js';
+import { guardProcessGroup } from './orphan-guard.js';
 import { cancelLine, parseWorkerLine, releaseLine, requestLine } from './protocol.js';
 
 /** How to run a worker: a program and its arguments, never through a shell. */
@@ -123,6 +124,8 @@ export class WorkerProcess {
   /** Set by `stop`: its exit is expected, not a failure. */
   #stopping = false;
   #startTimer: NodeJS.Timeout | undefined;
+  /** Unlists its process group from those killed when the gateway exits (orphan-guard.ts). */
+  #unguard: () => void = () => {};
   #markReady!: () => void;
   #failStart!: (error: Error) => void;
   #markExited!: () => void;
@@ -149,6 +152,7 @@ export class WorkerProcess {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    if (this.#child.pid !== undefined) this.#unguard = guardProcessGroup(this.#child.pid);
     this.#logger = options.logger.child({ worker: options.slot, generation: options.generation });
     this.#child.on('error', (err) => this.#died(err.message));
     this.#child.on('exit', (code, signal) =>
@@ -345,6 +349,7 @@ export class WorkerProcess {
     const reason = this.#killReason === undefined ? cause : `${this.#killReason} (${cause})`;
     // Tools the worker started in its group would otherwise live on, reparented.
     this.#signalGroup('SIGKILL');
+    this.#unguard();
     if (wasStarting) this.#failStart(new Error(reason));
     if (this.#stopping || clean) this.#logger.info({ pid: this.pid, reason }, 'worker exited');
     else this.#logger.warn({ pid: this.pid, reason }, 'worker exited');
