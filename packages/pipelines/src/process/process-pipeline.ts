@@ -1,4 +1,12 @@
-import { durationMs, type Logger, numeric, type Pipeline, secretField } from '@switchboard/core';
+import {
+  createSecretMasker,
+  durationMs,
+  type Logger,
+  numeric,
+  type Pipeline,
+  secretField,
+  secretValues,
+} from '@switchboard/core';
 import { z } from 'zod';
 import { createWorkerPool } from './worker-pool.js';
 
@@ -90,6 +98,7 @@ export function createProcessPipeline(
     cancelGraceMs: options.cancel_grace,
     restart: { baseDelayMs: options.restart.base_delay, maxDelayMs: options.restart.max_delay },
     logger,
+    mask: createSecretMasker(secretValues(ProcessPipelineOptionsSchema, options)),
     now: Date.now,
   });
 }

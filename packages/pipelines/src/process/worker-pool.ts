@@ -6,6 +6,7 @@ import {
   type PipelineRunContext,
   type PipelineStatus,
   type Query,
+  type SecretMasker,
   SwitchboardError,
 } from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
@@ -24,6 +25,8 @@ export interface WorkerPoolOptions {
   cancelGraceMs: number;
   restart: BackoffPolicy;
   logger: Logger;
+  /** Masks the workers' secrets in their stderr lines before they are cut. */
+  mask: SecretMasker;
   now: () => number;
 }
 
@@ -56,6 +59,7 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
         cancelGraceMs: options.cancelGraceMs,
         restart: options.restart,
         logger,
+        mask: options.mask,
         now: options.now,
         onWorkerGone: (slot) => sessions.dropSlot(slot),
       }),

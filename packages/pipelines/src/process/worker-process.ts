@@ -1,5 +1,11 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { type Logger, type PipelineResult, type Query, SwitchboardError } from '@switchboard/core';
+import {
+  type Logger,
+  type PipelineResult,
+  type Query,
+  type SecretMasker,
+  SwitchboardError,
+} from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
 import { readLines } from './line-reader.js';
 import { guardProcessGroup } from './orphan-guard.js';
@@ -41,6 +47,8 @@ export interface WorkerProcessOptions {
   startTimeoutMs: number;
   cancelGraceMs: number;
   logger: Logger;
+  /** Masks its secrets in its stderr lines before they are cut. */
+  mask: SecretMasker;
   /**
    * Called once, as soon as the process is gone or failed to start, with why; `clean` when it
    * exited with code 0 on its own while ready and holding no request (an idle exit, not a failure).
@@ -54,6 +62,11 @@ export interface WorkerProcessOptions {
 const MAX_LINE_CHARS = 16 * 1024 * 1024;
 /** stderr lines are logged cut to this length. */
 const MAX_STDERR_LINE_CHARS = 4096;
+/**
+ * How much of a stderr line is read: masked, then cut to `MAX_STDERR_LINE_CHARS`. A secret (up
+ * to the difference long) that straddles the cut is then masked whole, never half shown.
+ */
+const STDERR_READ_CHARS = 64 * 1024;
 /**
  * After the process exits, how long its last lines may still be on their way: `exit` can come
  * before the pipe is read, and an answer written just before dying should still count.
@@ -161,8 +174,8 @@ export class WorkerProcess {
     // A worker that died leaves a broken pipe; its exit is handled above.
     this.#child.stdin.on('error', (err) => this.#logger.debug({ err }, 'worker stdin closed'));
     readLines(this.#child.stdout, MAX_LINE_CHARS, (line, truncated) => this.#onLine(line, truncated));
-    readLines(this.#child.stderr, MAX_STDERR_LINE_CHARS, (line) =>
-      this.#logger.info({ line }, 'worker stderr'),
+    readLines(this.#child.stderr, STDERR_READ_CHARS, (line) =>
+      this.#logger.info({ line: options.mask(line).slice(0, MAX_STDERR_LINE_CHARS) }, 'worker stderr'),
     );
     this.#startTimer = setTimeout(
       () => this.kill(`not ready within ${options.startTimeoutMs} ms (start_timeout)`),
@@ -271,7 +284,10 @@ export class WorkerProcess {
     }
     switch (parsed.kind) {
       case 'ready':
-        if (this.#state !== 'starting') return;
+        if (this.#state !== 'starting') {
+          this.#logger.warn({ line: line.slice(0, 200) }, 'worker wrote ready again; ignored');
+          return;
+        }
         this.#state = 'ready';
         clearTimeout(this.#startTimer);
         this.#logger.info({ pid: this.pid }, 'worker ready');

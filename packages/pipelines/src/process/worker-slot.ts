@@ -1,4 +1,10 @@
-import { type BackoffPolicy, backoffDelayMs, type Logger, SwitchboardError } from '@switchboard/core';
+import {
+  type BackoffPolicy,
+  backoffDelayMs,
+  type Logger,
+  type SecretMasker,
+  SwitchboardError,
+} from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
 import { untilAborted } from './until-aborted.js';
 import { type WorkerCommand, WorkerProcess } from './worker-process.js';
@@ -19,6 +25,8 @@ export interface WorkerSlotOptions {
   cancelGraceMs: number;
   restart: BackoffPolicy;
   logger: Logger;
+  /** Masks the worker's secrets in its stderr lines before they are cut. */
+  mask: SecretMasker;
   now: () => number;
   /** Its worker is gone: the sessions bound to it lose their context. */
   onWorkerGone(index: number): void;
@@ -126,7 +134,7 @@ export class WorkerSlot {
     this.#generation += 1;
     this.#state = 'starting';
     this.#restartAt = undefined;
-    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger } = this.#options;
+    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger, mask } = this.#options;
     const worker = new WorkerProcess({
       pipeline,
       command,
@@ -135,6 +143,7 @@ export class WorkerSlot {
       startTimeoutMs,
       cancelGraceMs,
       logger,
+      mask,
       onExit: (reason, clean) => this.#gone(worker, reason, clean),
       onAnswer: () => {
         this.#failures = 0;

@@ -56,6 +56,21 @@ describe('process pipeline', () => {
     });
   });
 
+  describe('when a worker writes long stderr lines', () => {
+    it('logs each cut to 4096 characters, its secrets masked before the cut', async () => {
+      const secret = 'sk-agent-secret-0123456789';
+      const { pipeline, logger } = processPipeline({}, { AGENT_KEY: secret });
+      await pipeline.run(turnOf('a', 'stderr 4090'), contextOf(logger));
+      await pipeline.run(turnOf('a', 'stderr 5000'), contextOf(logger));
+
+      const lines = await eventually(() => {
+        const found = logger.lines.filter((line) => line.msg === 'worker stderr').map((line) => line.line);
+        return found.length === 2 && found;
+      });
+      expect(lines).toEqual([`${'x'.repeat(4090)}***`, 'x'.repeat(4096)]);
+    });
+  });
+
   describe('when 4 sessions share 2 workers', () => {
     it('keeps every session on its worker: its counter there counts up without a reset', async () => {
       const { pipeline, logger, events } = processPipeline({ workers: 2 });
