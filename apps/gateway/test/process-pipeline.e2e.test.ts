@@ -201,7 +201,13 @@ describe('process pipeline (end to end)', () => {
       const stopMs = Date.now() - stoppedAt;
 
       expect(stopMs).toBeLessThan(5000);
-      await Promise.all(answers);
+      // Their callers were answered 202 at the drain's start (channel-openapi README: waits end
+      // at once, so none holds the server open), with the message still running, not failed.
+      const drained = await Promise.all(answers);
+      expect(drained.map(({ status, body }) => [status, body?.status])).toEqual([
+        [202, 'running'],
+        [202, 'running'],
+      ]);
       const answered = events()
         .filter((event) => event.event === 'answered')
         .map((event) => event.id);
