@@ -103,8 +103,8 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
         finished = request.finished;
         return await request.answer;
       } finally {
-        // Aborted, the turn may still run on the worker until it answers the cancel or is killed:
-        // the session's retry must not overlap it there.
+        // `finished` comes after the answer only after an abort: the worker may still run the turn
+        // until it answers the cancel or is killed, and the session's retry must not overlap it.
         if (finished === undefined) sessions.done(binding);
         else sessions.doneWhen(binding, finished);
       }
