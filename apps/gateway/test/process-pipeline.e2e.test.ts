@@ -43,7 +43,12 @@ function processExists(pid: number): boolean {
  * A gateway whose default pipeline `agent` runs `command` (default: the echo worker), with
  * `pipeline` keys added and `rest` ending the config.
  */
-async function gatewayWithWorkers(pipeline: string, rest = '', command = process.execPath) {
+async function gatewayWithWorkers(
+  pipeline: string,
+  rest = '',
+  command = process.execPath,
+  workerEnv: Record<string, string> = {},
+) {
   const dir = tempDir();
   const workerLog = join(dir, 'worker.log');
   const configPath = writeConfig(
@@ -55,7 +60,7 @@ async function gatewayWithWorkers(pipeline: string, rest = '', command = process
     type: process
     command: ${JSON.stringify(command)}
     args: [${JSON.stringify(ECHO_WORKER)}]
-    env: { WORKER_LOG: ${JSON.stringify(workerLog)} }
+    env: ${JSON.stringify({ WORKER_LOG: workerLog, ...workerEnv })}
 ${pipeline}routing: { default: agent }
 ${rest}`,
     ),
@@ -153,6 +158,26 @@ describe('process pipeline (end to end)', () => {
     });
   });
 
+  describe('when the gateway exits without draining (a second SIGTERM) while a worker runs', () => {
+    it('kills the worker, even one that ignores its stdin closing', async () => {
+      const { gateway, events } = await gatewayWithWorkers('', '', process.execPath, {
+        WORKER_ON_EOF: 'ignore',
+      });
+      void post(`${gateway.url}/v1/messages`, {
+        session_id: 's1',
+        user_id: 'u',
+        text: 'stubborn 60000',
+      }).catch(() => {});
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      gateway.child.kill('SIGTERM');
+      await eventually(() => gateway.logs.some((line) => line.msg === 'shutting down'));
+
+      expect(await resolvesWithin(gateway.stop('SIGTERM'), 10_000, 'the gateway exit')).toBe(1);
+
+      await eventually(() => !processExists(turn.pid));
+    });
+  });
+
   describe('when the gateway drains while worker turns run', () => {
     it('lets them finish within drain_timeout, then stops the workers and leaves no process behind', async () => {
       const { gateway, events } = await gatewayWithWorkers(
@@ -176,7 +201,13 @@ describe('process pipeline (end to end)', () => {
       const stopMs = Date.now() - stoppedAt;
 
       expect(stopMs).toBeLessThan(5000);
-      await Promise.all(answers);
+      // Their callers were answered 202 at the drain's start (channel-openapi README: waits end
+      // at once, so none holds the server open), with the message still running, not failed.
+      const drained = await Promise.all(answers);
+      expect(drained.map(({ status, body }) => [status, body?.status])).toEqual([
+        [202, 'running'],
+        [202, 'running'],
+      ]);
       const answered = events()
         .filter((event) => event.event === 'answered')
         .map((event) => event.id);

@@ -14,6 +14,7 @@ import {
   EchoPipelineOptionsSchema,
   HttpPipelineOptionsSchema,
   OpenAIPipelineOptionsSchema,
+  checkProcessPipelinePolicy,
   ProcessPipelineOptionsSchema,
 } from '@switchboard/pipelines';
 import { z } from 'zod';
@@ -337,15 +338,24 @@ export const ChannelSchema = z.discriminatedUnion('type', [
 ]);
 
 /**
- * One `pipelines[]` type: the scheduling fields of core plus the type's own options, strict.
- * Parsed into `{ id, type, policy, options }`: `policy` for the engine, `options` for the factory.
+ * One `pipelines[]` type: the scheduling fields of core plus the type's own options, strict, and
+ * the type's own `check` of the two together. Parsed into `{ id, type, policy, options }`:
+ * `policy` for the engine, `options` for the factory.
  */
 function pipelineSchema<Shape extends z.ZodRawShape & { type: z.ZodLiteral<string> }>(
   options: z.ZodObject<Shape>,
+  check?: (
+    entry: z.output<z.ZodObject<Shape>> & z.output<typeof PipelinePolicyFields>,
+    ctx: z.RefinementCtx,
+  ) => void,
 ) {
   const optionKeys = Object.keys(options.shape);
   return PipelinePolicyFields.extend(options.shape)
     .strict()
+    .superRefine((fields, ctx) =>
+      // zod cannot name the merged output of a generic shape; it is the two outputs together.
+      check?.(fields as z.output<z.ZodObject<Shape>> & z.output<typeof PipelinePolicyFields>, ctx),
+    )
     .transform((fields) => {
       // zod cannot name the merged output of a generic shape; these are its two halves.
       const policyFields = fields as z.output<typeof PipelinePolicyFields>;
@@ -360,7 +370,7 @@ export const PipelineSchema = z.discriminatedUnion('type', [
   pipelineSchema(EchoPipelineOptionsSchema),
   pipelineSchema(HttpPipelineOptionsSchema),
   pipelineSchema(OpenAIPipelineOptionsSchema),
-  pipelineSchema(ProcessPipelineOptionsSchema),
+  pipelineSchema(ProcessPipelineOptionsSchema, checkProcessPipelinePolicy),
 ]);
 
 /**

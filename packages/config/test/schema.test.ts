@@ -367,6 +367,35 @@ describe('ConfigSchema', () => {
     });
   });
 
+  describe('when a process pipeline limits its sessions', () => {
+    const agent = { id: 'agent', type: 'process', command: 'agent', max_active_sessions: 4 };
+
+    it('refuses an idle_timeout not shorter than timeout, naming the key', () => {
+      const result = ConfigSchema.safeParse({
+        pipelines: [{ ...agent, idle_timeout: '10m', timeout: '10m' }],
+        routing: { default: 'agent' },
+      });
+      expect(result.error?.issues.map((issue) => [issue.path, issue.message])).toEqual([
+        [
+          ['pipelines', 0, 'idle_timeout'],
+          expect.stringMatching(
+            /^must be shorter than timeout \(600000 ms\) when max_active_sessions is set/,
+          ),
+        ],
+      ]);
+    });
+
+    it('accepts an idle_timeout shorter than timeout, and any idle_timeout without a limit', () => {
+      const limited = { ...agent, idle_timeout: '2m', timeout: '10m' };
+      const { max_active_sessions: _, ...unlimited } = { ...agent, idle_timeout: '1h', timeout: '10m' };
+      for (const pipeline of [limited, unlimited]) {
+        expect(
+          ConfigSchema.safeParse({ pipelines: [pipeline], routing: { default: 'agent' } }).error,
+        ).toBeUndefined();
+      }
+    });
+  });
+
   describe('when ids repeat', () => {
     it('names the repeated channel and pipeline ids', () => {
       const result = ConfigSchema.safeParse({

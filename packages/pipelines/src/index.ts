@@ -11,4 +11,8 @@ export { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from './openai.js';
 export type { VerifySignatureOptions } from './signature.js';
 export { SIGNATURE_HEADER, signBody, verifySignature } from './signature.js';
 export type { ProcessPipelineDeps, ProcessPipelineOptions } from './process/process-pipeline.js';
-export { createProcessPipeline, ProcessPipelineOptionsSchema } from './process/process-pipeline.js';
+export {
+  checkProcessPipelinePolicy,
+  createProcessPipeline,
+  ProcessPipelineOptionsSchema,
+} from './process/process-pipeline.js';

@@ -3,8 +3,8 @@ import type { Readable } from 'node:stream';
 /**
  * Calls `onLine` for every `\n`-terminated line of `stream` (a trailing `\r` removed, and the
  * last unterminated line at the end). A line longer than `maxChars` is cut there and passed with
- * `truncated: true`, and the rest of it is skipped: a worker writing without newlines must not
- * grow the gateway's memory without bound.
+ * `truncated: true` — whether it came in one chunk or many — and the rest of it is skipped: a
+ * worker writing without newlines must not grow the gateway's memory without bound.
  */
 export function readLines(
   stream: Readable,
@@ -13,8 +13,11 @@ export function readLines(
 ): void {
   let buffered = '';
   let skipping = false;
-  const emit = (line: string, truncated: boolean) =>
-    onLine(line.endsWith('\r') ? line.slice(0, -1) : line, truncated);
+  const emit = (line: string, truncated: boolean) => {
+    const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+    if (text.length > maxChars) onLine(text.slice(0, maxChars), true);
+    else onLine(text, truncated);
+  };
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
     let start = 0;

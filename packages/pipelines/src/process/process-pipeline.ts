@@ -1,4 +1,12 @@
-import { durationMs, type Logger, numeric, type Pipeline, secretField } from '@switchboard/core';
+import {
+  createSecretMasker,
+  durationMs,
+  type Logger,
+  numeric,
+  type Pipeline,
+  secretField,
+  secretValues,
+} from '@switchboard/core';
 import { z } from 'zod';
 import { createWorkerPool } from './worker-pool.js';
 
@@ -11,8 +19,13 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
   /** The worker program: a path or a name on `PATH`, run without a shell. */
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
-  /** Added to the gateway's environment for the workers; the values are secrets (API keys). */
+  /**
+   * Set for the workers, over the few variables they take from the gateway's environment (PATH,
+   * HOME, LANG, LC_ALL, TMPDIR, TZ); the values are secrets (API keys).
+   */
   env: secretField(z.record(z.string(), z.string())).optional(),
+  /** Gives the workers the gateway's whole environment, its secrets included. */
+  inherit_env: z.boolean().default(false),
   /** Working directory of the workers; default the gateway's. */
   cwd: z.string().min(1).optional(),
   /** Most worker processes, each started when a session first needs it. */
@@ -35,6 +48,26 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
 });
 export type ProcessPipelineOptions = z.output<typeof ProcessPipelineOptionsSchema>;
 
+/**
+ * The check of a `process` entry against its scheduling policy, for the config package to run on
+ * the whole `pipelines[]` entry. With `max_active_sessions`, a new session's turn waits for a bound
+ * one to be idle for `idle_timeout`, inside its run: within its `timeout` and holding one of the
+ * pipeline's concurrency slots. An `idle_timeout` not shorter than `timeout` lets such a turn
+ * only time out, while it blocks turns that could run.
+ */
+export function checkProcessPipelinePolicy(
+  entry: ProcessPipelineOptions & { timeout: number },
+  ctx: z.RefinementCtx,
+): void {
+  if (entry.max_active_sessions !== undefined && entry.idle_timeout >= entry.timeout) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['idle_timeout'],
+      message: `must be shorter than timeout (${entry.timeout} ms) when max_active_sessions is set: a turn waiting for a session place waits up to idle_timeout within its timeout`,
+    });
+  }
+}
+
 export interface ProcessPipelineDeps {
   /** Where worker lifecycle events and stderr lines go. */
   logger: Logger;
@@ -51,7 +84,13 @@ export function createProcessPipeline(
   { logger }: ProcessPipelineDeps,
 ): Pipeline {
   return createWorkerPool(id, {
-    command: { command: options.command, args: options.args, env: options.env, cwd: options.cwd },
+    command: {
+      command: options.command,
+      args: options.args,
+      env: options.env,
+      inheritEnv: options.inherit_env,
+      cwd: options.cwd,
+    },
     workers: options.workers,
     idleTimeoutMs: options.idle_timeout,
     maxActiveSessions: options.max_active_sessions ?? Number.POSITIVE_INFINITY,
@@ -59,6 +98,7 @@ export function createProcessPipeline(
     cancelGraceMs: options.cancel_grace,
     restart: { baseDelayMs: options.restart.base_delay, maxDelayMs: options.restart.max_delay },
     logger,
+    mask: createSecretMasker(secretValues(ProcessPipelineOptionsSchema, options)),
     now: Date.now,
   });
 }

@@ -55,7 +55,9 @@ export function parseWorkerLine(line: string): WorkerLine {
   }
   const { id } = json as { id?: unknown };
   const requestId = typeof id === 'string' ? id : undefined;
-  const entry = LINE_SCHEMAS.find(([key]) => key in json);
+  // A line naming a request is about that request, whatever else it holds: taken for the
+  // handshake it would be ignored, and the request would wait for ever.
+  const entry = LINE_SCHEMAS.find(([key]) => key in json && !(key === 'ready' && 'id' in json));
   if (entry === undefined) {
     return { kind: 'invalid', id: requestId, problems: ['expected a ready, replies, error or progress key'] };
   }

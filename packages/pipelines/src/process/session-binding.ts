@@ -1,4 +1,5 @@
 import { WakeTimer } from '@switchboard/core';
+import { untilAborted } from './until-aborted.js';
 
 /** A session held by a worker: its turns go to `slot` while it is bound. */
 export interface Binding {
@@ -8,6 +9,8 @@ export interface Binding {
   running: number;
   /** When its last turn ended (ms). */
   lastUsedAt: number;
+  /** Set while its worker may still run a cancelled turn: its next turn waits for it. */
+  settling?: Promise<void> | undefined;
 }
 
 export interface SessionBindingsOptions {
@@ -76,6 +79,12 @@ export class SessionBindings {
   ): Promise<Binding> {
     if (signal.aborted) return Promise.reject(abort(signal));
     const bound = this.#bindings.get(session);
+    if (bound?.settling !== undefined) {
+      // Its binding may be gone meanwhile (the worker killed): bind again from the start.
+      return untilAborted(bound.settling, signal, abort).then(() =>
+        this.acquire(session, choose, signal, abort),
+      );
+    }
     if (bound !== undefined) return Promise.resolve(this.#use(bound));
     if (this.#bindings.size < this.#options.maxActive && this.#waiters.length === 0) {
       return Promise.resolve(this.#use(this.#bind(session, choose())));
@@ -111,10 +120,32 @@ export class SessionBindings {
     }
   }
 
+  /**
+   * A turn of `binding` ended while its worker may still run it (cancelled, not answered yet): the
+   * session stays busy — its next turn waits, it does not expire — until `finished`.
+   */
+  doneWhen(binding: Binding, finished: Promise<void>): void {
+    const settling = finished.then(() => {
+      if (binding.settling === settling) binding.settling = undefined;
+      this.done(binding);
+    });
+    binding.settling = settling;
+  }
+
   /** The worker of `slot` is gone with its context: its sessions are unbound, without a release. */
   dropSlot(slot: number): void {
     // Deleting the entry being visited is safe in a Map iteration.
     for (const binding of this.#bindings.values()) if (binding.slot === slot) this.#unbind(binding);
+    this.#grant();
+  }
+
+  /**
+   * Unbinds the session of `binding` at once, without a release (its worker never got it, e.g. the
+   * slot failed meanwhile), so that it holds no place for `idleTimeoutMs`. No-op once unbound.
+   */
+  unbind(binding: Binding): void {
+    if (this.#bindings.get(binding.session) !== binding) return;
+    this.#unbind(binding);
     this.#grant();
   }
 

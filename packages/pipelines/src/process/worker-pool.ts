@@ -6,6 +6,7 @@ import {
   type PipelineRunContext,
   type PipelineStatus,
   type Query,
+  type SecretMasker,
   SwitchboardError,
 } from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
@@ -24,6 +25,8 @@ export interface WorkerPoolOptions {
   cancelGraceMs: number;
   restart: BackoffPolicy;
   logger: Logger;
+  /** Masks the workers' secrets in their stderr lines before they are cut. */
+  mask: SecretMasker;
   now: () => number;
 }
 
@@ -56,6 +59,7 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
         cancelGraceMs: options.cancelGraceMs,
         restart: options.restart,
         logger,
+        mask: options.mask,
         now: options.now,
         onWorkerGone: (slot) => sessions.dropSlot(slot),
       }),
@@ -88,11 +92,21 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
       const binding = await sessions.acquire(query.session, choose, signal, (aborted) =>
         abortError(id, aborted, undefined),
       );
+      let finished: Promise<void> | undefined;
       try {
-        const worker = await (slots[binding.slot] as WorkerSlot).worker(signal);
-        return await worker.request(query, signal);
+        const worker = await (slots[binding.slot] as WorkerSlot).worker(signal).catch((error) => {
+          // Its slot cannot run the turn: the session must not keep its place for idle_timeout.
+          if (!signal.aborted) sessions.unbind(binding);
+          throw error;
+        });
+        const request = worker.request(query, signal);
+        finished = request.finished;
+        return await request.answer;
       } finally {
-        sessions.done(binding);
+        // `finished` comes after the answer only after an abort: the worker may still run the turn
+        // until it answers the cancel or is killed, and the session's retry must not overlap it.
+        if (finished === undefined) sessions.done(binding);
+        else sessions.doneWhen(binding, finished);
       }
     },
     status(): PipelineStatus {

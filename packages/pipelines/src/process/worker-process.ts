@@ -1,16 +1,41 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { type Logger, type PipelineResult, type Query, SwitchboardError } from '@switchboard/core';
+import {
+  type Logger,
+  type PipelineResult,
+  type Query,
+  type SecretMasker,
+  SwitchboardError,
+} from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
 import { readLines } from './line-reader.js';
+import { guardProcessGroup } from './orphan-guard.js';
 import { cancelLine, parseWorkerLine, releaseLine, requestLine } from './protocol.js';
 
 /** How to run a worker: a program and its arguments, never through a shell. */
 export interface WorkerCommand {
   command: string;
   args: readonly string[];
-  /** Added to the gateway's own environment. */
+  /** Set for the worker, over what it takes from the gateway's environment. */
   env: Readonly<Record<string, string>> | undefined;
+  /** The whole gateway environment for the worker, not only `BASE_ENV_KEYS`. */
+  inheritEnv: boolean;
   cwd: string | undefined;
+}
+
+/**
+ * What a worker takes from the gateway's environment by default: enough to find programs and
+ * write files, none of the gateway's secrets (bot tokens, the admin token, database URLs), which
+ * an agent's tools could otherwise read and leak.
+ */
+const BASE_ENV_KEYS = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ'] as const;
+
+function workerEnv({ env, inheritEnv }: WorkerCommand): NodeJS.ProcessEnv {
+  const base = inheritEnv
+    ? process.env
+    : Object.fromEntries(
+        BASE_ENV_KEYS.flatMap((key) => (key in process.env ? [[key, process.env[key]]] : [])),
+      );
+  return { ...base, ...env };
 }
 
 export interface WorkerProcessOptions {
@@ -22,8 +47,13 @@ export interface WorkerProcessOptions {
   startTimeoutMs: number;
   cancelGraceMs: number;
   logger: Logger;
-  /** Called once, as soon as the process is gone or failed to start, with why. */
-  onExit(reason: string): void;
+  /** Masks its secrets in its stderr lines before they are cut. */
+  mask: SecretMasker;
+  /**
+   * Called once, as soon as the process is gone or failed to start, with why; `clean` when it
+   * exited with code 0 on its own while ready and holding no request (an idle exit, not a failure).
+   */
+  onExit(reason: string, clean: boolean): void;
   /** Called when it answers a request: it works, so its slot's restart backoff starts over. */
   onAnswer(): void;
 }
@@ -33,6 +63,11 @@ const MAX_LINE_CHARS = 16 * 1024 * 1024;
 /** stderr lines are logged cut to this length. */
 const MAX_STDERR_LINE_CHARS = 4096;
 /**
+ * How much of a stderr line is read: masked, then cut to `MAX_STDERR_LINE_CHARS`. A secret (up
+ * to the difference long) that straddles the cut is then masked whole, never half shown.
+ */
+const STDERR_READ_CHARS = 64 * 1024;
+/**
  * After the process exits, how long its last lines may still be on their way: `exit` can come
  * before the pipe is read, and an answer written just before dying should still count.
  */
@@ -40,9 +75,21 @@ const EXIT_FLUSH_MS = 200;
 /** How long a SIGKILLed process may take to be reported gone. */
 const KILL_WAIT_MS = 2000;
 
+/** A request sent to a worker: its answer, and when the worker is done with it. */
+export interface WorkerRequest {
+  answer: Promise<PipelineResult>;
+  /**
+   * Resolves once the worker no longer runs it: answered, or gone. After an abort this is later
+   * than `answer`, which rejects at once.
+   */
+  finished: Promise<void>;
+}
+
 interface PendingRequest {
   resolve(result: PipelineResult): void;
   reject(error: unknown): void;
+  /** The worker is done with it (`WorkerRequest.finished`). */
+  finish(): void;
   /** Stops listening to the run's signal. */
   detach(): void;
   /** Set once the run was aborted and `{cancel}` sent: kills a worker that ignores it. */
@@ -90,6 +137,8 @@ export class WorkerProcess {
   /** Set by `stop`: its exit is expected, not a failure. */
   #stopping = false;
   #startTimer: NodeJS.Timeout | undefined;
+  /** Unlists its process group from those killed when the gateway exits (orphan-guard.ts). */
+  #unguard: () => void = () => {};
   #markReady!: () => void;
   #failStart!: (error: Error) => void;
   #markExited!: () => void;
@@ -107,25 +156,26 @@ export class WorkerProcess {
     this.exited = new Promise((resolve) => {
       this.#markExited = resolve;
     });
-    const { command, args, env, cwd } = options.command;
+    const { command, args, cwd } = options.command;
     // Its own process group (detached): stopping the worker stops the tools it started too, and
     // a Ctrl-C meant for the gateway does not reach it before the drain does.
     this.#child = spawn(command, args, {
       cwd,
-      env: { ...process.env, ...env },
+      env: workerEnv(options.command),
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    if (this.#child.pid !== undefined) this.#unguard = guardProcessGroup(this.#child.pid);
     this.#logger = options.logger.child({ worker: options.slot, generation: options.generation });
     this.#child.on('error', (err) => this.#died(err.message));
     this.#child.on('exit', (code, signal) =>
-      this.#died(signal === null ? `exited with code ${code}` : `killed by ${signal}`),
+      this.#died(signal === null ? `exited with code ${code}` : `killed by ${signal}`, code === 0),
     );
     // A worker that died leaves a broken pipe; its exit is handled above.
     this.#child.stdin.on('error', (err) => this.#logger.debug({ err }, 'worker stdin closed'));
     readLines(this.#child.stdout, MAX_LINE_CHARS, (line, truncated) => this.#onLine(line, truncated));
-    readLines(this.#child.stderr, MAX_STDERR_LINE_CHARS, (line) =>
-      this.#logger.info({ line }, 'worker stderr'),
+    readLines(this.#child.stderr, STDERR_READ_CHARS, (line) =>
+      this.#logger.info({ line: options.mask(line).slice(0, MAX_STDERR_LINE_CHARS) }, 'worker stderr'),
     );
     this.#startTimer = setTimeout(
       () => this.kill(`not ready within ${options.startTimeoutMs} ms (start_timeout)`),
@@ -139,16 +189,23 @@ export class WorkerProcess {
   }
 
   /**
-   * Runs `query` on the worker; resolves its replies. An abort of `signal` rejects at once, sends
-   * `{"cancel": id}` and kills the worker if it has not answered that request `cancelGraceMs` later.
+   * Runs `query` on the worker; `answer` resolves its replies. An abort of `signal` rejects it at
+   * once, sends `{"cancel": id}` and kills the worker if it has not answered that request
+   * `cancelGraceMs` later; `finished` tells when the worker is done with it.
    */
-  request(query: Query, signal: AbortSignal): Promise<PipelineResult> {
+  request(query: Query, signal: AbortSignal): WorkerRequest {
     const { pipeline, slot, generation, cancelGraceMs } = this.#options;
-    if (signal.aborted) return Promise.reject(abortError(pipeline, signal, undefined));
-    if (this.#state !== 'ready') return Promise.reject(this.#exitedError('not running'));
+    const finished = Promise.resolve();
+    if (signal.aborted) return { answer: Promise.reject(abortError(pipeline, signal, undefined)), finished };
+    if (this.#state !== 'ready')
+      return { answer: Promise.reject(this.#exitedError('not running')), finished };
     this.#sequence += 1;
     const id = `${slot}.${generation}.${this.#sequence}`;
-    return new Promise((resolve, reject) => {
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const answer = new Promise<PipelineResult>((resolve, reject) => {
       const onAbort = () => {
         pending.cancelTimer = setTimeout(
           () => this.kill(`ignored a cancel for ${cancelGraceMs} ms (cancel_grace)`),
@@ -160,12 +217,14 @@ export class WorkerProcess {
       const pending: PendingRequest = {
         resolve,
         reject,
+        finish,
         detach: () => signal.removeEventListener('abort', onAbort),
       };
       this.#pending.set(id, pending);
       signal.addEventListener('abort', onAbort, { once: true });
       this.#write(requestLine(id, query));
     });
+    return { answer, finished: done };
   }
 
   /** Tells the worker that `session` went idle: it may drop the session's context. */
@@ -225,7 +284,10 @@ export class WorkerProcess {
     }
     switch (parsed.kind) {
       case 'ready':
-        if (this.#state !== 'starting') return;
+        if (this.#state !== 'starting') {
+          this.#logger.warn({ line: line.slice(0, 200) }, 'worker wrote ready again; ignored');
+          return;
+        }
         this.#state = 'ready';
         clearTimeout(this.#startTimer);
         this.#logger.info({ pid: this.pid }, 'worker ready');
@@ -276,6 +338,7 @@ export class WorkerProcess {
     }
     this.#pending.delete(id);
     pending.detach();
+    pending.finish();
     this.#options.onAnswer();
     if (pending.cancelTimer !== undefined) {
       clearTimeout(pending.cancelTimer);
@@ -293,18 +356,20 @@ export class WorkerProcess {
     });
   }
 
-  #died(cause: string): void {
+  #died(cause: string, exitedZero = false): void {
     if (this.#state === 'exited') return;
     const wasStarting = this.#state === 'starting';
+    const clean = exitedZero && !wasStarting && this.#killReason === undefined && this.#pending.size === 0;
     this.#state = 'exited';
     clearTimeout(this.#startTimer);
     const reason = this.#killReason === undefined ? cause : `${this.#killReason} (${cause})`;
     // Tools the worker started in its group would otherwise live on, reparented.
     this.#signalGroup('SIGKILL');
+    this.#unguard();
     if (wasStarting) this.#failStart(new Error(reason));
-    if (this.#stopping) this.#logger.info({ pid: this.pid, reason }, 'worker exited');
+    if (this.#stopping || clean) this.#logger.info({ pid: this.pid, reason }, 'worker exited');
     else this.#logger.warn({ pid: this.pid, reason }, 'worker exited');
-    this.#options.onExit(reason);
+    this.#options.onExit(reason, clean);
     const { stdout } = this.#child;
     const flushed = stdout.closed
       ? Promise.resolve()
@@ -314,6 +379,7 @@ export class WorkerProcess {
       for (const [id, pending] of this.#pending) {
         this.#pending.delete(id);
         pending.detach();
+        pending.finish();
         clearTimeout(pending.cancelTimer);
         if (pending.cancelTimer === undefined) pending.reject(this.#exitedError(reason));
       }

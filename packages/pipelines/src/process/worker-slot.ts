@@ -1,9 +1,17 @@
-import { type BackoffPolicy, backoffDelayMs, type Logger, SwitchboardError } from '@switchboard/core';
+import {
+  type BackoffPolicy,
+  backoffDelayMs,
+  type Logger,
+  type SecretMasker,
+  SwitchboardError,
+} from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
+import { untilAborted } from './until-aborted.js';
 import { type WorkerCommand, WorkerProcess } from './worker-process.js';
 
 /**
- * `idle`: never started; `starting`: spawned, not ready yet; `ready`: takes requests; `failed`:
+ * `idle`: not running, started on first need (never started, or its worker exited cleanly while
+ * idle); `starting`: spawned, not ready yet; `ready`: takes requests; `failed`:
  * its worker exited or could not start, restarting after the backoff; `stopped`: the pipeline
  * stopped.
  */
@@ -17,19 +25,11 @@ export interface WorkerSlotOptions {
   cancelGraceMs: number;
   restart: BackoffPolicy;
   logger: Logger;
+  /** Masks the worker's secrets in its stderr lines before they are cut. */
+  mask: SecretMasker;
   now: () => number;
   /** Its worker is gone: the sessions bound to it lose their context. */
   onWorkerGone(index: number): void;
-}
-
-/** The waiter's signal aborting first rejects with the abort's reason; the wait itself goes on. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal, pipeline: string): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(pipeline, signal, undefined));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(abortError(pipeline, signal, undefined));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /**
@@ -83,7 +83,7 @@ export class WorkerSlot {
     if (this.#state === 'idle') this.#start();
     if (this.#state === 'ready' && this.#worker !== undefined) return Promise.resolve(this.#worker);
     if (this.#state === 'starting' && this.#ready !== undefined)
-      return untilAborted(this.#ready, signal, pipeline);
+      return untilAborted(this.#ready, signal, (aborted) => abortError(pipeline, aborted, undefined));
     if (this.#state === 'stopped') return Promise.reject(new SwitchboardError('SB_SHUTDOWN'));
     return Promise.reject(this.unavailable());
   }
@@ -134,7 +134,7 @@ export class WorkerSlot {
     this.#generation += 1;
     this.#state = 'starting';
     this.#restartAt = undefined;
-    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger } = this.#options;
+    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger, mask } = this.#options;
     const worker = new WorkerProcess({
       pipeline,
       command,
@@ -143,7 +143,8 @@ export class WorkerSlot {
       startTimeoutMs,
       cancelGraceMs,
       logger,
-      onExit: (reason) => this.#gone(worker, reason),
+      mask,
+      onExit: (reason, clean) => this.#gone(worker, reason, clean),
       onAnswer: () => {
         this.#failures = 0;
       },
@@ -162,12 +163,25 @@ export class WorkerSlot {
     this.#ready.catch(() => {});
   }
 
-  #gone(worker: WorkerProcess, reason: string): void {
+  #gone(worker: WorkerProcess, reason: string, clean: boolean): void {
     if (this.#worker !== worker) return;
     const wasStarting = this.#state === 'starting';
     this.#worker = undefined;
-    this.#options.onWorkerGone(this.index);
-    if (this.#state === 'stopped') return;
+    if (this.#state === 'stopped') {
+      this.#options.onWorkerGone(this.index);
+      return;
+    }
+    if (clean) {
+      // A worker may end itself when idle (to free memory): the next session that needs the slot
+      // starts it again, with no backoff and no failure counted.
+      this.#state = 'idle';
+      this.#options.logger.info(
+        { worker: this.index, reason },
+        'worker exited while idle; starts on next need',
+      );
+      this.#options.onWorkerGone(this.index);
+      return;
+    }
     this.#failures += 1;
     const delayMs = backoffDelayMs(this.#failures, this.#options.restart);
     this.#state = 'failed';
@@ -185,5 +199,8 @@ export class WorkerSlot {
     }, delayMs);
     // A pending restart must not keep an otherwise finished process alive.
     this.#restartTimer.unref();
+    // Last, once the slot is failed: the sessions it frees may let waiting turns bind, and those
+    // must choose a usable slot, not this one.
+    this.#options.onWorkerGone(this.index);
   }
 }

@@ -58,6 +58,8 @@ export interface EchoAnswer {
   n: number;
   text: string;
   held: number;
+  /** The environment variable asked for by an `env <NAME>` turn, or null. */
+  value?: string | null;
 }
 
 export function answerOf(result: PipelineResult): EchoAnswer {

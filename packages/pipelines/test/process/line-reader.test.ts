@@ -31,5 +31,12 @@ describe('readLines', () => {
         ['next', false],
       ]);
     });
+
+    it('cuts a whole line that came in one chunk as well', async () => {
+      expect(await linesOf(['0123456789\nnext\n'], 8)).toEqual([
+        ['01234567', true],
+        ['next', false],
+      ]);
+    });
   });
 });

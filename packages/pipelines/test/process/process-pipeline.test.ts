@@ -35,6 +35,42 @@ describe('process pipeline', () => {
     });
   });
 
+  describe('when the gateway has secrets in its environment', () => {
+    const secret = 'SWITCHBOARD_TEST_BOT_TOKEN';
+    const valueIn = async (run: ReturnType<typeof processPipeline>, name: string) =>
+      answerOf(await run.pipeline.run(turnOf('a', `env ${name}`), contextOf(run.logger))).value;
+
+    it('gives the workers PATH and their env, not the rest; inherit_env gives them all', async () => {
+      process.env[secret] = 'bot-token-value';
+      try {
+        const minimal = processPipeline({}, { AGENT_KEY: 'k1' });
+        expect(await valueIn(minimal, secret)).toBeNull();
+        expect(await valueIn(minimal, 'PATH')).toBe(process.env.PATH);
+        expect(await valueIn(minimal, 'AGENT_KEY')).toBe('k1');
+
+        const inheriting = processPipeline({ inherit_env: true });
+        expect(await valueIn(inheriting, secret)).toBe('bot-token-value');
+      } finally {
+        delete process.env[secret];
+      }
+    });
+  });
+
+  describe('when a worker writes long stderr lines', () => {
+    it('logs each cut to 4096 characters, its secrets masked before the cut', async () => {
+      const secret = 'sk-agent-secret-0123456789';
+      const { pipeline, logger } = processPipeline({}, { AGENT_KEY: secret });
+      await pipeline.run(turnOf('a', 'stderr 4090'), contextOf(logger));
+      await pipeline.run(turnOf('a', 'stderr 5000'), contextOf(logger));
+
+      const lines = await eventually(() => {
+        const found = logger.lines.filter((line) => line.msg === 'worker stderr').map((line) => line.line);
+        return found.length === 2 && found;
+      });
+      expect(lines).toEqual([`${'x'.repeat(4090)}***`, 'x'.repeat(4096)]);
+    });
+  });
+
   describe('when 4 sessions share 2 workers', () => {
     it('keeps every session on its worker: its counter there counts up without a reset', async () => {
       const { pipeline, logger, events } = processPipeline({ workers: 2 });
@@ -159,6 +195,25 @@ describe('process pipeline', () => {
       expect(restart?.at).toBeGreaterThanOrEqual(killedAt + 600);
     });
 
+    it('binds a session waiting for room to a healthy worker, not to the dead one', async () => {
+      const { pipeline, logger, events } = processPipeline({
+        workers: 2,
+        max_active_sessions: 1,
+        restart: { base_delay: '10s' },
+      });
+      const running = pipeline.run(turnOf('a', 'slow 10000'), contextOf(logger));
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      const waiting = pipeline.run(turnOf('b', 'hi'), contextOf(logger));
+      await eventually(() => pipeline.status?.().details?.waiting_turns === 1);
+
+      process.kill(turn.pid, 'SIGKILL');
+
+      expect(await failureOf(running)).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED' });
+      const answer = answerOf(await waiting);
+      expect(answer).toMatchObject({ session: expect.stringContaining('b'), n: 1 });
+      expect(answer.pid).not.toBe(turn.pid);
+    });
+
     it('drops an answer the dead generation still writes as stale; the retry answers', async () => {
       const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '200ms' } });
       const running = pipeline.run(turnOf('a', 'late 1200', 1, 'turn-late'), contextOf(logger));
@@ -174,6 +229,36 @@ describe('process pipeline', () => {
       expect(answerOf(retried)).toMatchObject({ text: 'late 1200', n: 1 });
       const stale = await eventually(() => logger.lines.find((line) => line.msg.startsWith('stale answer')));
       expect(stale).toMatchObject({ level: 'warn', worker: 0, generation: 1, kind: 'answer' });
+    });
+  });
+
+  describe('when one worker failed and another slot is idle', () => {
+    it('stays ready for turns (listening, ok) and runs a new session on the idle slot', async () => {
+      const { pipeline, logger } = processPipeline({ workers: 2, restart: { base_delay: '10s' } });
+      const first = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      process.kill(first.pid, 'SIGKILL');
+      await eventually(() => pipeline.status?.().state !== 'ready');
+
+      expect(pipeline.status?.()).toMatchObject({ state: 'listening', ok: true });
+      const answer = answerOf(await pipeline.run(turnOf('b', 'hi'), contextOf(logger)));
+      expect(answer.pid).not.toBe(first.pid);
+    });
+  });
+
+  describe('when an idle worker exits with code 0', () => {
+    it('is no failure: the pipeline listens and the next turn starts a worker without the backoff', async () => {
+      const { pipeline, logger } = processPipeline(
+        { restart: { base_delay: '10s' } },
+        { WORKER_IDLE_EXIT: '300' },
+      );
+      const first = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      await eventually(() => pipeline.status?.().state !== 'ready');
+
+      expect(pipeline.status?.()).toMatchObject({ state: 'listening', ok: true });
+      const answer = answerOf(await pipeline.run(turnOf('a', 'again'), contextOf(logger, 5000)));
+      expect(answer.pid).not.toBe(first.pid);
+      expect(answer.n).toBe(1);
+      expect(logger.lines.some((line) => line.level === 'warn' && line.msg === 'worker exited')).toBe(false);
     });
   });
 
@@ -233,6 +318,25 @@ describe('process pipeline', () => {
       expect(await failureOf(running)).toMatchObject({ code: 'SB_PIPELINE_TIMEOUT', retryable: true });
       await eventually(() => events().some((event) => event.event === 'cancel' && event.id === turn.id));
       expect(answerOf(await pipeline.run(turnOf('a', 'next'), contextOf(logger))).pid).toBe(turn.pid);
+    });
+
+    it("runs the session's next turn only once the worker answered the cancelled one", async () => {
+      const { pipeline, logger, events } = processPipeline();
+      const aborted = new AbortController();
+      const running = pipeline.run(turnOf('a', 'stubborn 800'), { signal: aborted.signal, logger });
+      const turn = await eventually(() => events().find((event) => event.event === 'turn'));
+      aborted.abort();
+      await failureOf(running);
+
+      const next = answerOf(await pipeline.run(turnOf('a', 'next'), contextOf(logger)));
+
+      expect(next.pid).toBe(turn.pid);
+      // One process wrote both, in this order.
+      const log = events();
+      const cancelledAnswered = log.findIndex((event) => event.event === 'answered' && event.id === turn.id);
+      const nextStarted = log.findIndex((event) => event.event === 'turn' && event.text === 'next');
+      expect(cancelledAnswered).toBeGreaterThan(-1);
+      expect(nextStarted).toBeGreaterThan(cancelledAnswered);
     });
 
     it('kills and restarts a worker that ignores the cancel past cancel_grace', async () => {

@@ -25,6 +25,17 @@ describe('process protocol', () => {
     });
   });
 
+  describe('when a line names a request and also says ready', () => {
+    it('classifies it by the request: an answer, or invalid keeping the id', () => {
+      expect(parseWorkerLine('{"ready":true,"id":"0.1.1","replies":[]}')).toEqual({
+        kind: 'answer',
+        id: '0.1.1',
+        replies: [],
+      });
+      expect(parseWorkerLine('{"ready":true,"id":"0.1.1"}')).toMatchObject({ kind: 'invalid', id: '0.1.1' });
+    });
+  });
+
   describe('when a worker writes anything else', () => {
     it('reports it invalid, keeping the request id it named', () => {
       expect(parseWorkerLine('not json')).toEqual({ kind: 'invalid', problems: ['not JSON'] });

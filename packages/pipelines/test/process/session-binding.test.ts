@@ -62,18 +62,39 @@ describe('SessionBindings', () => {
     it('lets a waiting turn go when its signal aborts, and one whose worker died frees room at once', async () => {
       const sessions = bindings(1);
       const never = new AbortController().signal;
-      await sessions.acquire('a', () => 0, never, abortReason);
+      // As the pool chooses: the least loaded slot still usable.
+      const usable = new Set([0, 1]);
+      const choose = () => [...usable].sort((x, y) => sessions.countOn(x) - sessions.countOn(y))[0] as number;
+      await sessions.acquire('a', choose, never, abortReason);
       const timeout = new AbortController();
-      const b = sessions.acquire('b', () => 0, timeout.signal, abortReason);
-      const c = sessions.acquire('c', () => 0, never, abortReason);
+      const b = sessions.acquire('b', choose, timeout.signal, abortReason);
+      const c = sessions.acquire('c', choose, never, abortReason);
       timeout.abort(new Error('timeout'));
       await expect(b).rejects.toThrow('timeout');
       expect(sessions.waiting).toBe(1);
 
+      // The slot is unusable before its sessions are dropped (worker-slot.ts).
+      usable.delete(0);
       sessions.dropSlot(0);
 
-      expect(await c).toMatchObject({ session: 'c', slot: 0 });
-      expect(sessions.countOn(0)).toBe(1);
+      expect(await c).toMatchObject({ session: 'c', slot: 1 });
+      expect(sessions.countOn(0)).toBe(0);
+    });
+
+    it('gives the place of a session unbound before its turn ran to the next waiting session', async () => {
+      const released: Array<[string, number]> = [];
+      const sessions = bindings(1, released);
+      const never = new AbortController().signal;
+      const a = await sessions.acquire('a', () => 0, never, abortReason);
+      const b = sessions.acquire('b', () => 1, never, abortReason);
+
+      sessions.unbind(a);
+      sessions.done(a);
+
+      expect(await b).toMatchObject({ session: 'b', slot: 1 });
+      expect(sessions.size).toBe(1);
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(released).toEqual([]);
     });
   });
 
