@@ -1,6 +1,7 @@
 import { type Query, aggregate } from './aggregator.js';
 import { SwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
+import type { MessageTracer } from './message-trace.js';
 import type { OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
@@ -31,6 +32,8 @@ export interface ControllerOptions {
   deliver: (query: Query, replies: readonly Reply[]) => Promise<void>;
   logger?: Logger;
   observer?: ControllerObserver;
+  /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
+  tracer?: MessageTracer;
   /** How long after its timeout an unsettled turn is force-released. Default: 100 s (seed 002). */
   orphanGraceMs?: number;
   /** How long aborted turns get to settle at the end of a drain. Default: 2 s. */
@@ -84,7 +87,12 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'
  * It keeps no per-session state: a finished turn leaves nothing behind.
  */
 export function createController(options: ControllerOptions): Controller {
-  const { pool, pipelines, policies, deliver } = options;
+  const { pool, pipelines, policies, tracer } = options;
+  const deliver =
+    tracer === undefined
+      ? options.deliver
+      : (query: Query, replies: readonly Reply[]) =>
+          tracer.delivery(query, replies, () => options.deliver(query, replies));
   const logger = (options.logger ?? silentLogger).child({ component: 'controller' });
   const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
@@ -221,7 +229,10 @@ export function createController(options: ControllerOptions): Controller {
     const policy = policies.get(turn.pipeline);
     const entry = new RunningTurn(turn, now(), policy?.timeoutMs ?? 0, orphanGraceMs, logger);
     running.add(entry);
-    entry.finished = runTurn(entry, pipeline, policy);
+    entry.finished =
+      tracer === undefined
+        ? runTurn(entry, pipeline, policy)
+        : tracer.turn(turn, policy, entry.startedAt, () => runTurn(entry, pipeline, policy));
   }
 
   /**
@@ -254,7 +265,9 @@ export function createController(options: ControllerOptions): Controller {
       sweepTimer.arm(entry.deadlineAt);
       let replies: Reply[];
       try {
-        ({ replies } = await pipeline.run(query, entry));
+        ({ replies } = await (tracer === undefined
+          ? pipeline.run(query, entry)
+          : tracer.pipelineCall(pipeline.id, () => pipeline.run(query, entry))));
       } catch (error) {
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
         if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);

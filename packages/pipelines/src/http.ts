@@ -12,6 +12,7 @@ import {
 import { z } from 'zod';
 import { abortError, excerptOf, networkError, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
+import { traceHeaders } from './trace-headers.js';
 import { turnBody } from './turn-body.js';
 
 /** `pipelines[]` keys of `type: http`: where to POST turns and how to sign them. */
@@ -45,6 +46,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         'user-agent': 'switchboard',
+        ...traceHeaders(),
         ...options.headers,
       };
       if (options.secret !== undefined) headers[SIGNATURE_HEADER] = signBody(options.secret, body);

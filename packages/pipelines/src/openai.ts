@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import { abortError, excerptOf, isRetryableStatus, networkError, statusError } from './remote-errors.js';
+import { traceHeaders } from './trace-headers.js';
 
 /** `pipelines[]` keys of `type: openai`: any OpenAI-compatible chat-completions endpoint. */
 export const OpenAIPipelineOptionsSchema = z.strictObject({
@@ -66,7 +67,7 @@ export function createOpenAIPipeline(
       try {
         completion = await client.chat.completions.create(
           { model: options.model, messages, temperature: options.temperature },
-          { signal },
+          { signal, headers: traceHeaders() },
         );
       } catch (error) {
         throw toPipelineError(id, mask, signal, error);
