@@ -10,9 +10,14 @@
  * counts (the machine is shared, and the best round is the least disturbed). Light load: SETTINGS.httpLightRequests requests one at a time over one keep-alive
  * connection, timed by the client with sub-millisecond resolution (autocannon rounds latencies
  * to whole milliseconds); gateway p50 − bare p50 is the latency the gateway adds per turn.
+ *
+ * Tracing: the `store: memory` gateway runs once more with `telemetry.traces` pointed at a sink
+ * in this process that accepts every OTLP export (answering 200) and drops it; traced − untraced
+ * server CPU per request is what tracing costs per message (docs/BENCHMARKS.md).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,13 +32,17 @@ const BARE_SERVER = fileURLToPath(new URL('./bare-fastify-server.mjs', import.me
 const PROFILE_DIR = fileURLToPath(new URL('./results/profiles', import.meta.url));
 
 interface Server {
-  id: 'bare fastify' | 'gateway · store memory' | 'gateway · store sqlite';
+  id:
+    | 'bare fastify'
+    | 'gateway · store memory'
+    | 'gateway · store sqlite'
+    | 'gateway · store memory · traced';
   start(dir: string): Promise<ServerProcess>;
   /** Required share of the bare server's requests/s. */
   minShareOfBare?: number;
 }
 
-function gatewayConfig(store: 'memory' | 'sqlite', dir: string): string {
+function gatewayConfig(store: 'memory' | 'sqlite', dir: string, tracesUrl?: string): string {
   const storeLine =
     store === 'memory'
       ? '{ kind: memory }'
@@ -46,13 +55,14 @@ function gatewayConfig(store: 'memory' | 'sqlite', dir: string): string {
     'pipelines:',
     '  - { id: echo, type: echo }',
     'routing: { default: echo }',
+    ...(tracesUrl === undefined ? [] : [`telemetry: { traces: { endpoint: "${tracesUrl}" } }`]),
     '',
   ].join('\n');
 }
 
-function startGateway(store: 'memory' | 'sqlite', dir: string): Promise<ServerProcess> {
-  const configPath = join(dir, `switchboard-${store}.yaml`);
-  writeFileSync(configPath, gatewayConfig(store, dir));
+function startGateway(store: 'memory' | 'sqlite', dir: string, tracesUrl?: string): Promise<ServerProcess> {
+  const configPath = join(dir, `switchboard-${store}${tracesUrl === undefined ? '' : '-traced'}.yaml`);
+  writeFileSync(configPath, gatewayConfig(store, dir, tracesUrl));
   const profile = SETTINGS.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
   return startServerProcess([...profile, GATEWAY_CLI, 'serve', '-c', configPath], {
     cwd: dir,
@@ -60,10 +70,29 @@ function startGateway(store: 'memory' | 'sqlite', dir: string): Promise<ServerPr
   });
 }
 
+/** The `store: memory` gateway exporting its traces to a sink that accepts and drops them. */
+async function startTracedGateway(dir: string): Promise<ServerProcess> {
+  const sink = createServer((req, res) => {
+    req.resume();
+    req.once('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  const closeSink = () => new Promise<void>((resolve) => sink.close(() => resolve()));
+  const { port } = sink.address() as AddressInfo;
+  try {
+    const gateway = await startGateway('memory', dir, `http://127.0.0.1:${port}/v1/traces`);
+    return { ...gateway, stop: () => gateway.stop().finally(closeSink) };
+  } catch (error) {
+    await closeSink();
+    throw error;
+  }
+}
+
 const SERVERS: readonly Server[] = [
   { id: 'bare fastify', start: () => startServerProcess([BARE_SERVER]) },
   { id: 'gateway · store memory', start: (dir) => startGateway('memory', dir), minShareOfBare: 0.6 },
   { id: 'gateway · store sqlite', start: (dir) => startGateway('sqlite', dir), minShareOfBare: 0.4 },
+  { id: 'gateway · store memory · traced', start: startTracedGateway },
 ];
 
 let nextSession = 0;
@@ -261,6 +290,15 @@ await runScenario('http-throughput', async () => {
         pass: addedMs < 2,
       },
     );
+  }
+  const untraced = figures['gateway · store memory'].cpuUsPerRequest;
+  const traced = figures['gateway · store memory · traced'].cpuUsPerRequest;
+  if (untraced !== null && traced !== null) {
+    measurements.push({
+      metric: 'tracing on − off · server CPU per request',
+      value: traced - untraced,
+      unit: 'µs',
+    });
   }
   return {
     measurements,

@@ -1,5 +1,5 @@
 import type { SecretMasker } from '@switchboard/core';
-import { type DestinationStream, type Logger as PinoLogger, type LoggerOptions, pino } from 'pino';
+import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 
 /**
@@ -74,8 +74,6 @@ export interface RootLoggerOptions {
   destination?: DestinationStream;
   /** Built from every configured secret; with it, no line shows a secret. Default: none. */
   mask?: SecretMasker;
-  /** Fields added to every line, read when it is written (the active trace's ids). Default: none. */
-  mixin?: LoggerOptions['mixin'];
 }
 
 /**
@@ -88,7 +86,6 @@ export function createRootLogger(options: RootLoggerOptions = {}): PinoLogger {
     destination,
     format = destination === undefined ? logFormatOf() : 'json',
     mask,
-    mixin,
   } = options;
   // Masked before prettifying: the masker matches secrets in the serialized JSON line.
   const target = destination ?? pino.destination(1);
@@ -98,7 +95,6 @@ export function createRootLogger(options: RootLoggerOptions = {}): PinoLogger {
       level,
       base: { service: 'switchboard' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      ...(mixin === undefined ? {} : { mixin }),
     },
     mask === undefined ? out : maskedStream(out, mask),
   );

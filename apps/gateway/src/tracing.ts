@@ -1,5 +1,4 @@
-import { context, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { propagation, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -15,11 +14,9 @@ import { type MessageTracer, createMessageTracer } from '@switchboard/core';
 /** `service.name` when neither `telemetry.traces.service_name` nor `OTEL_SERVICE_NAME` names one. */
 const DEFAULT_SERVICE_NAME = 'switchboard';
 
-/** Tracing as the app runs it: the tracer the engine uses, log fields, and the exporter's end. */
+/** Tracing as the app runs it: the tracer the engine uses, and the exporter's end. */
 export interface Tracing {
   tracer: MessageTracer;
-  /** `trace_id` and `span_id` of the active span, for every log line (pino's `mixin`). */
-  logFields(): object;
   /** Exports the spans still buffered, then stops the exporter. */
   shutdown(): Promise<void>;
 }
@@ -49,18 +46,12 @@ function batchDelayOf(env: NodeJS.ProcessEnv): { scheduledDelayMillis?: number }
     : {};
 }
 
-function logFields(): object {
-  const span = trace.getSpan(context.active());
-  if (span === undefined) return {};
-  const { traceId, spanId } = span.spanContext();
-  return { trace_id: traceId, span_id: spanId };
-}
-
 /**
- * Starts the OpenTelemetry SDK when a collector is configured (docs/design.md §9 "Tracing"):
- * a tracer provider with an OTLP/HTTP exporter behind a batching processor, W3C trace context
- * propagation and an AsyncLocalStorage context manager, all registered globally so that the
- * packages' `@opentelemetry/api` calls reach them. Returns undefined, and registers nothing, when
+ * Starts the OpenTelemetry SDK when a collector is configured (docs/design.md §2 "Tracing"):
+ * a tracer provider with an OTLP/HTTP exporter behind a batching processor and W3C trace context
+ * propagation, registered globally so that the packages' `@opentelemetry/api` calls reach them.
+ * No context manager: the engine passes parents explicitly, and AsyncLocalStorage would tax every
+ * promise of the process. Returns undefined, and registers nothing, when
  * tracing is off: the API then stays the no-op it is by default.
  */
 export function startTracing(
@@ -84,18 +75,14 @@ export function startTracing(
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
     spanProcessors: [new BatchSpanProcessor({ exporter, ...batchDelayOf(env) })],
   });
-  const contextManager = new AsyncLocalStorageContextManager().enable();
-  context.setGlobalContextManager(contextManager);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   return {
     tracer: createMessageTracer(provider.getTracer('switchboard', version)),
-    logFields,
     async shutdown() {
       await provider.shutdown();
       trace.disable();
       propagation.disable();
-      context.disable();
     },
   };
 }

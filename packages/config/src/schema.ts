@@ -167,7 +167,7 @@ export const ShutdownSchema = z
 
 /**
  * `telemetry.traces`: OpenTelemetry traces of every message, exported over OTLP/HTTP
- * (docs/design.md "Tracing"). Off unless `endpoint` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
+ * (docs/design.md §2 "Tracing"). Off unless `endpoint` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
  * `OTEL_EXPORTER_OTLP_ENDPOINT`) is set; the other `OTEL_*` variables of the exporter and the
  * resource apply as usual.
  */

@@ -87,12 +87,7 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'
  * It keeps no per-session state: a finished turn leaves nothing behind.
  */
 export function createController(options: ControllerOptions): Controller {
-  const { pool, pipelines, policies, tracer } = options;
-  const deliver =
-    tracer === undefined
-      ? options.deliver
-      : (query: Query, replies: readonly Reply[]) =>
-          tracer.delivery(query, replies, () => options.deliver(query, replies));
+  const { pool, pipelines, policies, deliver, tracer } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'controller' });
   const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
@@ -100,7 +95,10 @@ export function createController(options: ControllerOptions): Controller {
   const settlement = createTurnSettlement({
     pool,
     outcomes: options.outcomes,
-    deliver,
+    deliver: (entry, query, replies) =>
+      entry.trace === undefined || tracer === undefined
+        ? deliver(query, replies)
+        : tracer.delivery(entry.trace.span, query, replies, () => deliver(query, replies)),
     observer: options.observer,
     random: options.random ?? Math.random,
     now,
@@ -228,11 +226,12 @@ export function createController(options: ControllerOptions): Controller {
     const pipeline = pipelines.get(turn.pipeline);
     const policy = policies.get(turn.pipeline);
     const entry = new RunningTurn(turn, now(), policy?.timeoutMs ?? 0, orphanGraceMs, logger);
+    if (tracer !== undefined) {
+      const span = tracer.startTurn(turn, policy, entry.startedAt);
+      entry.trace = { span, logFields: tracer.logFields(span) };
+    }
     running.add(entry);
-    entry.finished =
-      tracer === undefined
-        ? runTurn(entry, pipeline, policy)
-        : tracer.turn(turn, policy, entry.startedAt, () => runTurn(entry, pipeline, policy));
+    entry.finished = runTurn(entry, pipeline, policy);
   }
 
   /**
@@ -265,9 +264,12 @@ export function createController(options: ControllerOptions): Controller {
       sweepTimer.arm(entry.deadlineAt);
       let replies: Reply[];
       try {
-        ({ replies } = await (tracer === undefined
+        ({ replies } = await (entry.trace === undefined || tracer === undefined
           ? pipeline.run(query, entry)
-          : tracer.pipelineCall(pipeline.id, () => pipeline.run(query, entry))));
+          : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {
+              entry.traceHeaders = headers;
+              return pipeline.run(query, entry);
+            })));
       } catch (error) {
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
         if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);
@@ -277,6 +279,7 @@ export function createController(options: ControllerOptions): Controller {
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
+      entry.trace?.span.end();
       endTurn(entry);
     }
   }

@@ -6,7 +6,6 @@ import {
   SpanKind,
   SpanStatusCode,
   type Tracer,
-  context,
   propagation,
   trace,
 } from '@opentelemetry/api';
@@ -25,7 +24,7 @@ export function traceIdOf(traceparent: string | undefined): string | null {
 }
 
 /**
- * The spans of a message's way through the gateway (docs/design.md §9 "Tracing"), on the
+ * The spans of a message's way through the gateway (docs/design.md §2 "Tracing"), on the
  * OpenTelemetry API: one trace per message — receive → route, then per turn that runs it a
  * debounce wait and a queue wait, and the turn (per attempt) → pipeline call, deliveries. A merged
  * message's waits link to the turn that ran it, and the turn links back to each merged message.
@@ -34,7 +33,9 @@ export function traceIdOf(traceparent: string | undefined): string | null {
  * with it, so that a turn run by another replica or after a restart joins the same trace.
  *
  * Callers hold a `MessageTracer | undefined`: with tracing off there is none, so an untraced
- * message pays one check per step and no span, context or header is made.
+ * message pays one check per step and no span, context or header is made. Parents are passed
+ * explicitly rather than through an active context: an AsyncLocalStorage context manager would
+ * tax every promise of the process, traced or not.
  */
 export interface MessageTracer {
   /**
@@ -47,19 +48,23 @@ export interface MessageTracer {
   /** Ends the receive span with how ingress decided the message (`queued`, `ignored`…). */
   received(span: Span, result: string, error?: unknown): void;
   /**
-   * Records how long each of `turn`'s messages waited (debounce, queue) up to `claimedAt` (ms),
-   * then runs `run` as the turn's span, active for everything it does and logs.
+   * Starts the span of one attempt at `turn`, claimed at `claimedAt` (ms), and records how long
+   * each of its messages waited (debounce, queue) until then. The caller ends it.
    */
-  turn<T>(
-    turn: Turn,
-    policy: PipelinePolicy | undefined,
-    claimedAt: number,
-    run: (span: Span) => Promise<T>,
+  startTurn(turn: Turn, policy: PipelinePolicy | undefined, claimedAt: number): Span;
+  /**
+   * Runs the pipeline in a client span under `turnSpan`; `run` gets that span as W3C headers
+   * (`traceparent`) for the backend.
+   */
+  pipelineCall<T>(
+    turnSpan: Span,
+    pipeline: string,
+    run: (headers: Record<string, string>) => Promise<T>,
   ): Promise<T>;
-  /** Runs the pipeline in a client span under the active turn, active so that a pipeline can inject it. */
-  pipelineCall<T>(pipeline: string, run: () => Promise<T>): Promise<T>;
-  /** Runs one delivery of replies in a span under the active turn. */
-  delivery(query: Query, replies: readonly Reply[], run: () => Promise<void>): Promise<void>;
+  /** Runs one delivery of replies in a span under `turnSpan`. */
+  delivery(turnSpan: Span, query: Query, replies: readonly Reply[], run: () => Promise<void>): Promise<void>;
+  /** `trace_id` and `span_id` of `span`, for the log lines written under it. */
+  logFields(span: Span): { trace_id: string; span_id: string };
 }
 
 /** Semantic attribute names of Switchboard's spans. */
@@ -78,6 +83,13 @@ const ATTR = {
 
 function contextOf(traceparent: string | undefined): Context {
   return traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent });
+}
+
+/** `span` as W3C trace context headers. */
+function headersOf(span: Span): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpan(ROOT_CONTEXT, span), carrier);
+  return carrier;
 }
 
 function failed(span: Span, error: unknown): void {
@@ -152,9 +164,7 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
         },
         contextOf(message.traceparent),
       );
-      const carrier: { traceparent?: string } = {};
-      propagation.inject(trace.setSpan(ROOT_CONTEXT, span), carrier);
-      message.traceparent = carrier.traceparent;
+      message.traceparent = headersOf(span).traceparent;
       return span;
     },
 
@@ -178,7 +188,7 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
       span.end();
     },
 
-    async turn(turn, policy, claimedAt, run) {
+    startTurn(turn, policy, claimedAt) {
       const head = turn.messages[0] as QueuedMessage;
       const links = turn.messages
         .slice(1)
@@ -199,20 +209,17 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
         contextOf(head.message.traceparent),
       );
       waits(turn, policy, claimedAt, span);
-      try {
-        return await context.with(trace.setSpan(ROOT_CONTEXT, span), () => run(span));
-      } finally {
-        span.end();
-      }
+      return span;
     },
 
-    async pipelineCall(pipeline, run) {
-      const span = tracer.startSpan(`pipeline ${pipeline}`, {
-        kind: SpanKind.CLIENT,
-        attributes: { [ATTR.pipeline]: pipeline },
-      });
+    async pipelineCall(turnSpan, pipeline, run) {
+      const span = tracer.startSpan(
+        `pipeline ${pipeline}`,
+        { kind: SpanKind.CLIENT, attributes: { [ATTR.pipeline]: pipeline } },
+        trace.setSpan(ROOT_CONTEXT, turnSpan),
+      );
       try {
-        return await context.with(trace.setSpan(context.active(), span), run);
+        return await run(headersOf(span));
       } catch (error) {
         failed(span, error);
         throw error;
@@ -221,19 +228,28 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
       }
     },
 
-    async delivery(query, replies, run) {
-      const span = tracer.startSpan(`deliver ${query.message.channel}`, {
-        kind: SpanKind.PRODUCER,
-        attributes: { [ATTR.channel]: query.message.channel, [ATTR.replies]: replies.length },
-      });
+    async delivery(turnSpan, query, replies, run) {
+      const span = tracer.startSpan(
+        `deliver ${query.message.channel}`,
+        {
+          kind: SpanKind.PRODUCER,
+          attributes: { [ATTR.channel]: query.message.channel, [ATTR.replies]: replies.length },
+        },
+        trace.setSpan(ROOT_CONTEXT, turnSpan),
+      );
       try {
-        await context.with(trace.setSpan(context.active(), span), run);
+        await run();
       } catch (error) {
         failed(span, error);
         throw error;
       } finally {
         span.end();
       }
+    },
+
+    logFields(span) {
+      const { traceId, spanId } = span.spanContext();
+      return { trace_id: traceId, span_id: spanId };
     },
   };
 }

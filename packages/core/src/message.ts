@@ -61,7 +61,7 @@ export const InboundMessageSchema = z.object({
   /** The platform event as received, kept so a reply can quote or thread on it. */
   raw: z.unknown().optional(),
   /**
-   * The message's trace context, a W3C `traceparent` (docs/design.md §9 "Tracing"): a channel
+   * The message's trace context, a W3C `traceparent` (docs/design.md §2 "Tracing"): a channel
    * sets the caller's, to continue its trace; with tracing on, ingress points it at the message's
    * receive span, and it travels with the queued message to whichever replica runs the turn.
    */

@@ -12,7 +12,6 @@ import {
 import { z } from 'zod';
 import { abortError, excerptOf, networkError, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
-import { traceHeaders } from './trace-headers.js';
 import { turnBody } from './turn-body.js';
 
 /** `pipelines[]` keys of `type: http`: where to POST turns and how to sign them. */
@@ -41,12 +40,12 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
   const mask = createSecretMasker(secretValues(HttpPipelineOptionsSchema, options));
   return {
     id,
-    async run(query, { signal, logger }) {
+    async run(query, { signal, logger, traceHeaders }) {
       const body = JSON.stringify(turnBody(query));
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         'user-agent': 'switchboard',
-        ...traceHeaders(),
+        ...traceHeaders,
         ...options.headers,
       };
       if (options.secret !== undefined) headers[SIGNATURE_HEADER] = signBody(options.secret, body);

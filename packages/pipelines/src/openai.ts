@@ -11,7 +11,6 @@ import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import { abortError, excerptOf, isRetryableStatus, networkError, statusError } from './remote-errors.js';
-import { traceHeaders } from './trace-headers.js';
 
 /** `pipelines[]` keys of `type: openai`: any OpenAI-compatible chat-completions endpoint. */
 export const OpenAIPipelineOptionsSchema = z.strictObject({
@@ -52,7 +51,7 @@ export function createOpenAIPipeline(
 
   return {
     id,
-    async run(query, { signal, logger }) {
+    async run(query, { signal, logger, traceHeaders }) {
       const past = historyLimit > 0 ? await history.recent(query.session, id, historyLimit) : [];
       const messages: ChatCompletionMessageParam[] = [
         ...(options.system_prompt === undefined
@@ -67,7 +66,7 @@ export function createOpenAIPipeline(
       try {
         completion = await client.chat.completions.create(
           { model: options.model, messages, temperature: options.temperature },
-          { signal, headers: traceHeaders() },
+          { signal, headers: { ...traceHeaders } },
         );
       } catch (error) {
         throw toPipelineError(id, mask, signal, error);

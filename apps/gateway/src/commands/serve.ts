@@ -34,9 +34,9 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
   // prints it; its lines never show a secret's value.
   const config = await loadConfig(path);
   const mask = createSecretMasker(config.secrets);
-  // Off unless a collector is configured; when on, every log line names the active span.
+  // Off unless a collector is configured.
   const tracing = startTracing(config.telemetry.traces, VERSION);
-  const logger = createRootLogger({ mask, mixin: tracing?.logFields });
+  const logger = createRootLogger({ mask });
   startLogger = logger;
   if (reloadWhenStarted) noteReloadWhileStarting();
   const reload = (gateway: Gateway) =>
