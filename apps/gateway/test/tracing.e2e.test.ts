@@ -194,6 +194,64 @@ routing:
     });
   });
 
+  describe('when the process dies while the turn runs and the message runs again after a restart', () => {
+    it('joins the message trace begun before the crash', { timeout: 60_000 }, async () => {
+      const collector = await startFakeOtlpCollector();
+      addCleanup(() => collector.close());
+      const backend = await startFakePipeline();
+      addCleanup(() => backend.close());
+      let calls = 0;
+      backend.respond = (request) => {
+        calls += 1;
+        // The first attempt never answers: the gateway is killed while it waits.
+        if (calls === 1) return new Promise(() => {});
+        return Promise.resolve({ status: 200, body: { replies: [{ text: `echo: ${request.text}` }] } });
+      };
+      const dir = tempDir();
+      const configPath = writeConfig(
+        dir,
+        testConfig(
+          dir,
+          `telemetry: { traces: { endpoint: "${collector.tracesUrl}" } }
+pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+routing: { default: bot }
+`,
+        ),
+      );
+      const env = envWithoutOtel({ OTEL_BSP_SCHEDULE_DELAY: '100' });
+      const first = await startServe({ dir, configPath, env });
+      const accepted = await post(`${first.url}/v1/messages`, {
+        session_id: 's1',
+        user_id: 'u1',
+        text: 'hello',
+        wait: false,
+      });
+      const traceId = accepted.body?.trace_id as string;
+      const receive = await eventually(
+        () => collector.spans.find((span) => span.traceId === traceId && span.name === 'receive api'),
+        10_000,
+      );
+      await eventually(() => calls === 1 || undefined, 10_000);
+      await first.stop('SIGKILL');
+
+      const second = await startServe({ dir, configPath, env });
+      addCleanup(() => second.stop());
+      const status = await eventually(async () => {
+        const answer = await get(`${second.url}/v1/messages/${accepted.body?.id}`);
+        return answer.body?.status === 'completed' ? answer.body : undefined;
+      }, 20_000);
+      const turn = await eventually(
+        () => collector.spans.find((span) => span.traceId === traceId && span.name === 'turn'),
+        10_000,
+      );
+
+      expect(status.trace_id).toBe(traceId);
+      expect(turn.parentSpanId).toBe(receive.spanId);
+      expect(turn.attributes['switchboard.attempt']).toBe(2);
+      expect(backend.headers[1]?.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    });
+  });
+
   describe('when no collector is configured', () => {
     it('creates no span: no trace id, no traceparent to the backend, none in the logs', {
       timeout: 30_000,
