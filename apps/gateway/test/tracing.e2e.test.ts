@@ -191,6 +191,16 @@ routing:
       // The turn's log lines name the trace.
       const retried = gateway.logs.find((line) => line.msg === 'turn failed, retrying');
       expect(retried).toMatchObject({ trace_id: traceA, span_id: turn1.spanId });
+
+      // A malformed traceparent is ignored, not refused: the message starts a trace of its own.
+      const garbled = await post(
+        `${gateway.url}/v1/messages`,
+        { session_id: 's9', user_id: 'u1', text: 'plain' },
+        { traceparent: `00-${CALLER_TRACE_ID}-not-a-span` },
+      );
+      expect(garbled.body).toMatchObject({ status: 'completed', replies: [{ text: 'plain' }] });
+      expect(garbled.body?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+      expect(garbled.body?.trace_id).not.toBe(CALLER_TRACE_ID);
     });
   });
 
