@@ -299,6 +299,8 @@ export function createController(options: ControllerOptions): Controller {
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
+      // The hung pipeline may never return to end it; a late return ends it again, which is a no-op.
+      entry.trace?.span.end();
       endTurn(entry);
     }
   }

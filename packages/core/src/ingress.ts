@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import { type AdmissionPolicy, admit } from './admission.js';
 import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { InboundMessage } from './message.js';
@@ -5,7 +6,6 @@ import type { MessageTracer } from './message-trace.js';
 import { type OutcomeSink, recordOverflowed } from './outcome.js';
 import type { QueryPool } from './ports/query-pool.js';
 import { DISCARD, type Router } from './router.js';
-import type { Span } from '@opentelemetry/api';
 import { type SessionKey, type SessionScope, sessionKeyOf } from './session-key.js';
 
 /** How one channel admits and keys its messages (`channels[].group`, `session_scope`). */
@@ -110,9 +110,9 @@ export function createIngress(options: IngressOptions): Ingress {
     const session = sessionKeyOf(message, policy.sessionScope);
     const router = options.router();
     const route =
-      received === undefined
+      received === undefined || tracer === undefined
         ? router.route(message)
-        : (tracer as MessageTracer).route(received, () => router.route(message));
+        : tracer.route(received, () => router.route(message));
     const rule = route.rule ?? undefined;
     const admission = admit(message, policy.admission, route.routedByRule);
     if (!admission.admitted) {
