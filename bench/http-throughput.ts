@@ -10,9 +10,14 @@
  * counts (the machine is shared, and the best round is the least disturbed). Light load: SETTINGS.httpLightRequests requests one at a time over one keep-alive
  * connection, timed by the client with sub-millisecond resolution (autocannon rounds latencies
  * to whole milliseconds); gateway p50 − bare p50 is the latency the gateway adds per turn.
+ *
+ * Tracing: the `store: memory` gateway runs once more with `telemetry.traces` pointed at a sink
+ * in this process that accepts every OTLP export (answering 200) and drops it; traced − untraced
+ * server CPU per request is what tracing costs per message (docs/BENCHMARKS.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +32,11 @@ import { summarize } from './support/stats.js';
 const BARE_SERVER = fileURLToPath(new URL('./bare-fastify-server.mjs', import.meta.url));
 
 interface Server {
-  id: 'bare fastify' | 'gateway · store memory' | 'gateway · store sqlite';
+  id:
+    | 'bare fastify'
+    | 'gateway · store memory'
+    | 'gateway · store sqlite'
+    | 'gateway · store memory · traced';
   start(dir: string): Promise<ServerProcess>;
   /** Required share of the bare server's requests/s. */
   minShareOfBare?: number;
@@ -38,6 +47,28 @@ function storesOf(store: 'memory' | 'sqlite', dir: string) {
   return store === 'memory'
     ? { name: store, store: '{ kind: memory }' }
     : { name: store, store: `{ kind: sqlite, path: ${JSON.stringify(join(dir, 'switchboard.db'))} }` };
+}
+
+/** The `store: memory` gateway exporting its traces to a sink that accepts and drops them. */
+async function startTracedGateway(dir: string): Promise<ServerProcess> {
+  const sink = createServer((req, res) => {
+    req.resume();
+    req.once('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  const closeSink = () => new Promise<void>((resolve) => sink.close(() => resolve()));
+  const { port } = sink.address() as AddressInfo;
+  try {
+    const traced = { ...storesOf('memory', dir), name: 'memory-traced' };
+    const gateway = await startGateway(
+      { ...traced, telemetry: `{ traces: { endpoint: "http://127.0.0.1:${port}/v1/traces" } }` },
+      dir,
+    );
+    return { ...gateway, stop: () => gateway.stop().finally(closeSink) };
+  } catch (error) {
+    await closeSink();
+    throw error;
+  }
 }
 
 const SERVERS: readonly Server[] = [
@@ -52,6 +83,7 @@ const SERVERS: readonly Server[] = [
     start: (dir) => startGateway(storesOf('sqlite', dir), dir),
     minShareOfBare: 0.4,
   },
+  { id: 'gateway · store memory · traced', start: startTracedGateway },
 ];
 
 /** One POST over `agent`; resolves its status once the body has been read. */
@@ -205,6 +237,15 @@ await runScenario('http-throughput', async () => {
         pass: addedMs < 2,
       },
     );
+  }
+  const untraced = figures['gateway · store memory'].cpuUsPerRequest;
+  const traced = figures['gateway · store memory · traced'].cpuUsPerRequest;
+  if (untraced !== null && traced !== null) {
+    measurements.push({
+      metric: 'tracing on − off · server CPU per request',
+      value: traced - untraced,
+      unit: 'µs',
+    });
   }
   return {
     measurements,

@@ -15,6 +15,8 @@ export interface BenchGatewayStores {
   store: string;
   /** The `audit:` value; the default (SQLite beside the journal) when absent. */
   audit?: string;
+  /** The `telemetry:` value; none (tracing off) when absent. */
+  telemetry?: string;
 }
 
 /**
@@ -31,6 +33,7 @@ function gatewayConfig(stores: BenchGatewayStores): string {
     'pipelines:',
     '  - { id: echo, type: echo }',
     'routing: { default: echo }',
+    ...(stores.telemetry === undefined ? [] : [`telemetry: ${stores.telemetry}`]),
     '',
   ].join('\n');
 }

@@ -10,6 +10,7 @@ import {
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
+  type MessageTracer,
   type PipelineStatus,
   type Router,
   type SecretMasker,
@@ -48,6 +49,8 @@ export interface GatewayOptions {
    * message statuses (the logger masks its own lines). Default: none.
    */
   mask?: SecretMasker;
+  /** Traces every message (`startTracing`); absent when tracing is off. */
+  tracer?: MessageTracer;
 }
 
 export interface Gateway {
@@ -192,6 +195,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outcomes,
     channelPolicy: policyOf,
     refuseWhen: stores.refusal,
+    tracer: options.tracer,
   });
 
   const controller = createController({
@@ -200,6 +204,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     policies,
     outcomes,
     logger,
+    tracer: options.tracer,
     deliver: (query, replies) => {
       const channel = channels.get(query.message.channel);
       const sendTimeoutMs = sendTimeoutMsOf(query.message.channel);

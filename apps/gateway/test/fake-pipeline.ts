@@ -1,4 +1,10 @@
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  createServer,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface PipelineRequest {
@@ -12,6 +18,8 @@ export interface PipelineRequest {
 export interface FakePipeline {
   url: string;
   requests: PipelineRequest[];
+  /** The headers of each request, in the order of `requests`. */
+  headers: IncomingHttpHeaders[];
   /** Largest number of requests being answered at once. */
   maxConcurrent: number;
   /** Decides each answer: status and body; may wait. Defaults to an echo after `delayMs`. */
@@ -27,6 +35,7 @@ export async function startFakePipeline(options: { delayMs?: number } = {}): Pro
   const fake: FakePipeline = {
     url: '',
     requests: [],
+    headers: [],
     maxConcurrent: 0,
     respond: async (request) => {
       await sleep(options.delayMs ?? 0);
@@ -42,6 +51,7 @@ export async function startFakePipeline(options: { delayMs?: number } = {}): Pro
     req.on('end', async () => {
       const request = JSON.parse(raw) as PipelineRequest;
       fake.requests.push(request);
+      fake.headers.push(req.headers);
       concurrent += 1;
       fake.maxConcurrent = Math.max(fake.maxConcurrent, concurrent);
       try {

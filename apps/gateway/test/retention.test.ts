@@ -10,6 +10,7 @@ const status = (id: string, updatedAt: number) => ({
   turn: 't',
   replies: [],
   error: null,
+  trace_id: null,
   updated_at: updatedAt,
 });
 

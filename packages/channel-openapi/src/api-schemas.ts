@@ -54,6 +54,12 @@ export type PostMessageBody = z.output<ReturnType<typeof postMessageBodySchema>>
 
 /** Loose so that the other headers (Authorization…) stay on the request after validation. */
 export const PostMessageHeadersSchema = z.looseObject({
+  traceparent: z
+    .string()
+    .optional()
+    .describe(
+      'W3C trace context: with tracing on, the message continues this trace (an invalid value is ignored).',
+    ),
   'idempotency-key': z
     .string()
     .min(1)
@@ -76,6 +82,8 @@ export const MessageViewSchema = z.object({
   turn: z.string().nullable(),
   replies: z.array(ReplySchema),
   error: z.string().nullable(),
+  /** The message's OpenTelemetry trace id (32 hex digits); null when tracing is off. */
+  trace_id: z.string().nullable(),
   /** Why a message was ignored, dropped or dead-lettered; present on the answer that saw it happen. */
   reason: z.string().optional(),
 });

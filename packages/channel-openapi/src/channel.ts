@@ -1,5 +1,12 @@
 import type { OpenApiChannelConfig } from '@switchboard/config';
-import type { ChannelAdapter, Ingress, Logger, MessageStatusStore, SessionReplies } from '@switchboard/core';
+import {
+  type ChannelAdapter,
+  type Ingress,
+  type Logger,
+  type MessageStatusStore,
+  type SessionReplies,
+  traceIdOf,
+} from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import { channelRoutes } from './routes.js';
 import { type ReplyEvent, createSseHub } from './sse.js';
@@ -80,7 +87,11 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
       // retry finds its message instead of accepting it a second time.
       await Promise.all(
         (context.recovered ?? []).map(({ message, pipeline, rule }) =>
-          tracker.recovered(message.id, { pipeline, rule: rule ?? null }),
+          tracker.recovered(message.id, {
+            pipeline,
+            rule: rule ?? null,
+            traceId: traceIdOf(message.traceparent),
+          }),
         ),
       );
       ingress = context.ingress;

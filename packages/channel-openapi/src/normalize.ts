@@ -11,6 +11,8 @@ export interface NormalizeContext {
   idempotencyKey?: string;
   /** Milliseconds since the epoch. */
   receivedAt: number;
+  /** The caller's W3C `traceparent`, when it sent a valid one: the message continues its trace. */
+  traceparent?: string;
 }
 
 /**
@@ -30,5 +32,6 @@ export function toInboundMessage(body: PostMessageBody, context: NormalizeContex
     mentions_bot: true,
     platform_message_id: context.idempotencyKey ?? context.id,
     received_at: context.receivedAt,
+    ...(context.traceparent === undefined ? {} : { traceparent: context.traceparent }),
   };
 }

@@ -5,7 +5,9 @@ import {
   type MessageStatus,
   type MessageStatusStore,
   SwitchboardError,
+  TRACEPARENT_PATTERN,
   newMessageId,
+  traceIdOf,
 } from '@switchboard/core';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -70,9 +72,10 @@ function answerOf(status: MessageStatus, reason?: string): Answer {
 /** The answer for an ingress result that is final at once (discarded, ignored). */
 function immediateAnswer(
   id: string,
+  traceId: string | null,
   result: Extract<IngressResult, { status: 'discarded' | 'ignored' }>,
 ): Answer {
-  const base = { id, pipeline: null, rule: null, turn: null, replies: [], error: null };
+  const base = { id, pipeline: null, rule: null, turn: null, replies: [], error: null, trace_id: traceId };
   switch (result.status) {
     case 'discarded':
       return { statusCode: 200, body: { ...base, status: 'discarded', rule: result.rule } };
@@ -82,7 +85,11 @@ function immediateAnswer(
 }
 
 /** The answer for a message still queued: `wait=false`, or the wait timed out before its outcome. */
-function queuedAnswer(id: string, result: Extract<IngressResult, { status: 'queued' }>): Answer {
+function queuedAnswer(
+  id: string,
+  traceId: string | null,
+  result: Extract<IngressResult, { status: 'queued' }>,
+): Answer {
   return {
     statusCode: 202,
     body: {
@@ -93,6 +100,7 @@ function queuedAnswer(id: string, result: Extract<IngressResult, { status: 'queu
       turn: null,
       replies: [],
       error: null,
+      trace_id: traceId,
     },
   };
 }
@@ -108,7 +116,7 @@ function refusal(result: Extract<IngressResult, { status: 'refused' }>): Switchb
 
 /** What came of the admission step: a message accepted now, or the one an idempotency key names. */
 type Admission =
-  | { kind: 'accepted'; id: string; result: IngressResult; watch: StatusWatch }
+  | { kind: 'accepted'; id: string; traceId: string | null; result: IngressResult; watch: StatusWatch }
   | { kind: 'replay'; status: MessageStatus };
 
 /**
@@ -138,36 +146,49 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     return ingress;
   }
 
-  async function accept(id: string, body: PostMessageBody, idempotencyKey?: string): Promise<Admission> {
+  async function accept(
+    id: string,
+    body: PostMessageBody,
+    traceparent: string | undefined,
+    idempotencyKey?: string,
+  ): Promise<Admission> {
     const message = toInboundMessage(body, {
       id,
       channelId: config.id,
       idempotencyKey,
       receivedAt: context.now(),
+      traceparent,
     });
     const watch = tracker.watch(id);
     try {
       // A keyed request is deduplicated by its message id too: when replicas race on one key, the
       // loser enqueues the id the winner bound, and the pool answers `duplicate` if it got there first.
       const result = await runningIngress().accept(message, idempotencyKey === undefined ? undefined : id);
-      if (result.status === 'queued') tracker.queued(id, { pipeline: result.pipeline, rule: result.rule });
-      return { kind: 'accepted', id, result, watch };
+      // Ingress points the message at its receive span when tracing is on, and clears it when off.
+      const traceId = traceIdOf(message.traceparent);
+      if (result.status === 'queued')
+        tracker.queued(id, { pipeline: result.pipeline, rule: result.rule, traceId });
+      return { kind: 'accepted', id, traceId, result, watch };
     } catch (error) {
       watch.cancel();
       throw error;
     }
   }
 
-  function admit(body: PostMessageBody, idempotencyKey: string | undefined): Promise<Admission> {
-    if (idempotencyKey === undefined) return accept(newMessageId(), body);
+  function admit(
+    body: PostMessageBody,
+    traceparent: string | undefined,
+    idempotencyKey: string | undefined,
+  ): Promise<Admission> {
+    if (idempotencyKey === undefined) return accept(newMessageId(), body, traceparent);
     const key = `${config.id}:${idempotencyKey}`;
     return keyed.run(key, async () => {
       const id = newMessageId();
       const bound = await statuses.claimIdempotencyKey(key, id, IDEMPOTENCY_TTL_MS);
-      if (bound === null) return accept(id, body, idempotencyKey);
+      if (bound === null) return accept(id, body, traceparent, idempotencyKey);
       const status = await tracker.current(bound);
       // No status: the first request was refused or failed before its message was accepted.
-      return status === null ? accept(bound, body, idempotencyKey) : { kind: 'replay', status };
+      return status === null ? accept(bound, body, traceparent, idempotencyKey) : { kind: 'replay', status };
     });
   }
 
@@ -191,12 +212,19 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     return (await awaitFinal(watch, status.id, timeoutMs)) ?? answerOf(latest ?? status);
   }
 
-  async function postMessage(body: PostMessageBody, idempotencyKey: string | undefined): Promise<Answer> {
+  async function postMessage(
+    body: PostMessageBody,
+    headers: { traceparent?: string; 'idempotency-key'?: string },
+  ): Promise<Answer> {
     const timeoutMs = body.timeout_ms ?? config.waitTimeoutMs;
-    const admission = await admit(body, idempotencyKey);
+    // W3C trace context: a malformed traceparent is ignored, not refused.
+    const { traceparent } = headers;
+    const inbound =
+      traceparent !== undefined && TRACEPARENT_PATTERN.test(traceparent) ? traceparent : undefined;
+    const admission = await admit(body, inbound, headers['idempotency-key']);
     if (admission.kind === 'replay') return replay(admission.status, body.wait, timeoutMs);
 
-    const { id, result, watch } = admission;
+    const { id, traceId, result, watch } = admission;
     if (result.status === 'duplicate') {
       // Another request bound to the same Idempotency-Key enqueued this id first (on another
       // replica, or before a restart): answer as its repeat.
@@ -212,13 +240,13 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       // The outcome was recorded during `accept`: the tracker holds it until its write lands, so
       // a GET agrees at once.
       watch.cancel();
-      return immediateAnswer(id, result);
+      return immediateAnswer(id, traceId, result);
     }
     if (!body.wait) {
       watch.cancel();
-      return queuedAnswer(id, result);
+      return queuedAnswer(id, traceId, result);
     }
-    return (await awaitFinal(watch, id, timeoutMs)) ?? queuedAnswer(id, result);
+    return (await awaitFinal(watch, id, timeoutMs)) ?? queuedAnswer(id, traceId, result);
   }
 
   return async (scope: FastifyInstance) => {
@@ -294,7 +322,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
           },
         },
         async (request, reply) => {
-          const answer = await postMessage(request.body, request.headers['idempotency-key']);
+          const answer = await postMessage(request.body, request.headers);
           return reply.code(answer.statusCode).send(answer.body);
         },
       );

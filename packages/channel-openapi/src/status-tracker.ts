@@ -9,6 +9,7 @@ import {
   type Reply,
   type SessionReplies,
   type TurnStart,
+  traceIdOf,
 } from '@switchboard/core';
 import { createKeyedSerializer } from './keyed-serializer.js';
 
@@ -52,6 +53,7 @@ export interface ChannelEvents {
 export interface QueuedFields {
   pipeline: string;
   rule: string | null;
+  traceId: string | null;
 }
 
 /** A final status, with the outcome's reason when the answer is given as it happens. */
@@ -136,6 +138,7 @@ export function emptyStatus(id: string, updatedAt: number): MessageStatus {
     turn: null,
     replies: [],
     error: null,
+    trace_id: null,
     updated_at: updatedAt,
   };
 }
@@ -154,6 +157,7 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
     replies: outcome.replies ?? base.replies,
     // Without an error, the reason (queue_overflow, shutdown…) is the only account of a failure.
     error: error ?? (failed ? (outcome.reason ?? null) : null),
+    trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id,
     updated_at: at,
   };
 }
@@ -273,7 +277,12 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   }
 
   function trackQueued(id: string, entry: Tracked, fields: QueuedFields): void {
-    entry.status = { ...emptyStatus(id, now()), pipeline: fields.pipeline, rule: fields.rule };
+    entry.status = {
+      ...emptyStatus(id, now()),
+      pipeline: fields.pipeline,
+      rule: fields.rule,
+      trace_id: fields.traceId,
+    };
   }
 
   function onOutcome(outcome: Outcome, origin: EventOrigin = 'local'): void {

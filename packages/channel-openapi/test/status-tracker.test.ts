@@ -106,7 +106,7 @@ describe('status tracker', () => {
       complete();
       // Let the final write land before the route gets to record `queued`.
       await new Promise((resolve) => setImmediate(resolve));
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       const final = await watch.wait(1000);
       expect(final?.status.status).toBe('completed');
       expect(reads).toEqual([]);
@@ -141,7 +141,7 @@ describe('status tracker', () => {
     it('forgets it, and later answers and replies come from the store', async () => {
       const { tracker, store, reads, complete } = trackerHarness();
       const watch = tracker.watch(message.id);
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       complete('dead_lettered');
       await watch.wait(1000);
       expect((await tracker.current(message.id))?.status).toBe('dead_lettered');
@@ -157,7 +157,7 @@ describe('status tracker', () => {
     it('shows it running, answers the watch with its replies, and leaves the write to that replica', async () => {
       const { tracker, writes, reads, relayed } = trackerHarness();
       const watch = tracker.watch(message.id);
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       relayed.startTurn();
       expect(await tracker.current(message.id)).toMatchObject({ status: 'running', turn: 't2' });
       relayed.complete(message, [{ text: 'from the other replica' }]);
@@ -178,7 +178,7 @@ describe('status tracker', () => {
     it("answers a relayed dead letter with the replies the other replica's send stored", async () => {
       const { tracker, store, relayed } = trackerHarness();
       const watch = tracker.watch(message.id);
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       await store.put({
         id: message.id,
         status: 'dead_lettered',
@@ -187,6 +187,7 @@ describe('status tracker', () => {
         turn: 't2',
         replies: [{ text: 'sorry, that failed' }],
         error: 'SB_PIPELINE_FAILED: boom',
+        trace_id: null,
         updated_at: 2,
       });
       relayed.complete(message, [], 'dead_lettered');
@@ -206,7 +207,7 @@ describe('status tracker', () => {
           staleAfterMs: 0,
         },
       );
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       relayed.startTurn();
       expect(await tracker.current(message.id)).toMatchObject({ status: 'running' });
       held = false;
@@ -217,7 +218,7 @@ describe('status tracker', () => {
     it('reads the store when the relayed outcome never comes, and stops following the message', async () => {
       const { tracker, store, reads, relayed } = trackerHarness(async () => null);
       const watch = tracker.watch(message.id);
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       relayed.startTurn();
       const done = {
         id: message.id,
@@ -227,6 +228,7 @@ describe('status tracker', () => {
         turn: 't2',
         replies: [{ text: 'stored by the other replica' }],
         error: null,
+        trace_id: null,
         updated_at: 2,
       };
       await store.put(done);
@@ -264,10 +266,11 @@ describe('status tracker', () => {
         turn: null,
         replies: [],
         error: null,
+        trace_id: null,
         updated_at: 0,
       });
-      await tracker.recovered(stored.id, { pipeline: 'echo', rule: 'vip' });
-      await tracker.recovered(message.id, { pipeline: 'echo', rule: null });
+      await tracker.recovered(stored.id, { pipeline: 'echo', rule: 'vip', traceId: null });
+      await tracker.recovered(message.id, { pipeline: 'echo', rule: null, traceId: null });
       expect(writes).toEqual([]);
       expect(await tracker.current(stored.id)).toMatchObject({
         status: 'queued',
@@ -304,7 +307,7 @@ describe('status tracker', () => {
     it('resolves null, and a later outcome still reaches the store', async () => {
       const { tracker, store, complete } = trackerHarness();
       const watch = tracker.watch(message.id);
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       expect(await watch.wait(5)).toBeNull();
       expect((await tracker.current(message.id))?.status).toBe('queued');
       complete();
@@ -317,7 +320,7 @@ describe('status tracker', () => {
   describe('when a message goes from queued to running to completed', () => {
     it('answers every state, but writes the store only when final (the journal holds it until then)', async () => {
       const { store, writes, tracker, startTurn, complete } = trackerHarness();
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       expect((await tracker.current(message.id))?.status).toBe('queued');
       startTurn();
       expect((await tracker.current(message.id))?.status).toBe('running');
@@ -334,7 +337,7 @@ describe('status tracker', () => {
     it('ends a wait under way and a wait begun later at once, and still records the outcome', async () => {
       const { tracker, complete } = trackerHarness();
       const first = tracker.watch(message.id);
-      tracker.queued(message.id, { pipeline: 'echo', rule: null });
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       const waiting = first.wait(60_000);
       tracker.drain();
       expect(await waiting).toBeNull();

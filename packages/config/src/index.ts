@@ -16,6 +16,7 @@ export type {
   SlackChannelConfig,
   StoreConfig,
   TelegramChannelConfig,
+  TracesConfig,
 } from './schema.js';
 export {
   AdminSchema,
@@ -31,6 +32,8 @@ export {
   SlackChannelSchema,
   StoreSchema,
   TelegramChannelSchema,
+  TelemetrySchema,
+  TracesSchema,
 } from './schema.js';
 export type { Env } from './substitute.js';
 export { substituteEnv } from './substitute.js';

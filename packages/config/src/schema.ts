@@ -166,6 +166,29 @@ export const ShutdownSchema = z
   .strictObject({ drain_timeout: durationMs({ max: '1h' }).prefault('30s') })
   .transform(({ drain_timeout }) => ({ drainTimeoutMs: drain_timeout }));
 
+/**
+ * `telemetry.traces`: OpenTelemetry traces of every message, exported over OTLP/HTTP
+ * (docs/design.md §2 "Tracing"). Off unless `endpoint` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
+ * `OTEL_EXPORTER_OTLP_ENDPOINT`) is set; the other `OTEL_*` variables of the exporter and the
+ * resource apply as usual.
+ */
+export const TracesSchema = z
+  .strictObject({
+    /** The collector's OTLP/HTTP traces URL, e.g. `http://collector:4318/v1/traces`. */
+    endpoint: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+    /** Share of messages traced, 0–1 (a continued inbound trace follows its parent's choice). */
+    sample_ratio: z.number().min(0).max(1).default(1),
+    /** `service.name` of the spans; `OTEL_SERVICE_NAME` when absent, else `switchboard`. */
+    service_name: z.string().min(1).optional(),
+  })
+  .transform(({ endpoint, sample_ratio, service_name }) => ({
+    endpoint,
+    sampleRatio: sample_ratio,
+    serviceName: service_name,
+  }));
+
+export const TelemetrySchema = z.strictObject({ traces: TracesSchema.prefault({}) });
+
 const channelId = z.string().regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ and -');
 
 /** `channels[].outbound`: how a channel sends replies; every channel type has it. */
@@ -426,6 +449,7 @@ export const ConfigSchema = z
     concurrency: ConcurrencySchema.prefault({}),
     queue: QueueLimitsSchema.prefault({}),
     shutdown: ShutdownSchema.prefault({}),
+    telemetry: TelemetrySchema.prefault({}),
     channels: z.array(ChannelSchema).prefault([{ id: 'api', type: 'openapi' }]),
     pipelines: z.array(PipelineSchema).prefault([{ id: 'echo', type: 'echo' }]),
     routing: RoutingSchema.prefault({ default: 'echo' }),
@@ -447,6 +471,7 @@ export type ConfigInput = z.input<typeof ConfigSchema>;
 export type ServerConfig = Config['server'];
 export type StoreConfig = Config['store'];
 export type AuditConfig = Config['audit'];
+export type TracesConfig = Config['telemetry']['traces'];
 export type ChannelConfig = Config['channels'][number];
 export type OpenApiChannelConfig = z.output<typeof OpenApiChannelSchema>;
 export type TelegramChannelConfig = z.output<typeof TelegramChannelSchema>;

@@ -1,6 +1,7 @@
 import { type Query, aggregate } from './aggregator.js';
 import { SwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
+import type { MessageTracer } from './message-trace.js';
 import type { OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
@@ -31,6 +32,8 @@ export interface ControllerOptions {
   deliver: (query: Query, replies: readonly Reply[]) => Promise<void>;
   logger?: Logger;
   observer?: ControllerObserver;
+  /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
+  tracer?: MessageTracer;
   /** How long after its timeout an unsettled turn is force-released. Default: 100 s (seed 002). */
   orphanGraceMs?: number;
   /** How long aborted turns get to settle at the end of a drain. Default: 2 s. */
@@ -84,7 +87,7 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'
  * It keeps no per-session state: a finished turn leaves nothing behind.
  */
 export function createController(options: ControllerOptions): Controller {
-  const { pool, pipelines, policies, deliver } = options;
+  const { pool, pipelines, policies, deliver, tracer } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'controller' });
   const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
@@ -92,7 +95,10 @@ export function createController(options: ControllerOptions): Controller {
   const settlement = createTurnSettlement({
     pool,
     outcomes: options.outcomes,
-    deliver,
+    deliver: (entry, query, replies) =>
+      entry.trace === undefined || tracer === undefined
+        ? deliver(query, replies)
+        : tracer.delivery(entry.trace.span, query, replies, () => deliver(query, replies)),
     observer: options.observer,
     random: options.random ?? Math.random,
     now,
@@ -220,6 +226,10 @@ export function createController(options: ControllerOptions): Controller {
     const pipeline = pipelines.get(turn.pipeline);
     const policy = policies.get(turn.pipeline);
     const entry = new RunningTurn(turn, now(), policy?.timeoutMs ?? 0, orphanGraceMs, logger);
+    if (tracer !== undefined) {
+      const span = tracer.startTurn(turn, policy, entry.startedAt);
+      entry.trace = { span, logFields: tracer.logFields(span) };
+    }
     running.add(entry);
     entry.finished = runTurn(entry, pipeline, policy);
   }
@@ -254,7 +264,12 @@ export function createController(options: ControllerOptions): Controller {
       sweepTimer.arm(entry.deadlineAt);
       let replies: Reply[];
       try {
-        ({ replies } = await pipeline.run(query, entry));
+        ({ replies } = await (entry.trace === undefined || tracer === undefined
+          ? pipeline.run(query, entry)
+          : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {
+              entry.traceHeaders = headers;
+              return pipeline.run(query, entry);
+            })));
       } catch (error) {
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
         if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);
@@ -264,6 +279,7 @@ export function createController(options: ControllerOptions): Controller {
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
+      entry.trace?.span.end();
       endTurn(entry);
     }
   }
@@ -283,6 +299,8 @@ export function createController(options: ControllerOptions): Controller {
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
+      // The hung pipeline may never return to end it; a late return ends it again, which is a no-op.
+      entry.trace?.span.end();
       endTurn(entry);
     }
   }

@@ -39,6 +39,8 @@ export type {
   RoutingRule,
 } from './router.js';
 export { createIngress } from './ingress.js';
+export { TRACEPARENT_PATTERN, createMessageTracer, traceIdOf } from './message-trace.js';
+export type { MessageTracer } from './message-trace.js';
 export type {
   ChannelPolicy,
   Ingress,

@@ -1,6 +1,8 @@
+import type { Span } from '@opentelemetry/api';
 import { type AdmissionPolicy, admit } from './admission.js';
 import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { InboundMessage } from './message.js';
+import type { MessageTracer } from './message-trace.js';
 import { type OutcomeSink, recordOverflowed } from './outcome.js';
 import type { QueryPool } from './ports/query-pool.js';
 import { DISCARD, type Router } from './router.js';
@@ -30,6 +32,8 @@ export interface IngressOptions {
    * (a cached flag). Default: never refuses.
    */
   refuseWhen?: () => IngressRefusal | undefined;
+  /** Traces each message from here on; absent when tracing is off. */
+  tracer?: MessageTracer;
   now?: () => number;
 }
 
@@ -95,15 +99,20 @@ export function createIngress(options: IngressOptions): Ingress {
   const { pool, outcomes } = options;
   const now = options.now ?? Date.now;
   const dedupTtlMs = options.dedupTtlMs ?? DEFAULT_DEDUP_TTL_MS;
+  const { tracer } = options;
 
   /**
    * Admission, then routing: records and returns the final result when they decide the message
-   * (ignored, discarded), else returns where it goes.
+   * (ignored, discarded), else returns where it goes. `received`: the message's receive span.
    */
-  function judge(message: InboundMessage) {
+  function judge(message: InboundMessage, received?: Span) {
     const policy = options.channelPolicy(message.channel);
     const session = sessionKeyOf(message, policy.sessionScope);
-    const route = options.router().route(message);
+    const router = options.router();
+    const route =
+      received === undefined || tracer === undefined
+        ? router.route(message)
+        : tracer.route(received, () => router.route(message));
     const rule = route.rule ?? undefined;
     const admission = admit(message, policy.admission, route.routedByRule);
     if (!admission.admitted) {
@@ -117,44 +126,66 @@ export function createIngress(options: IngressOptions): Ingress {
     return { session, route, rule, final: undefined };
   }
 
+  async function accept(
+    message: InboundMessage,
+    deliveryId: string | undefined,
+    acceptOptions: { last?: boolean } | undefined,
+    received: Span | undefined,
+  ): Promise<IngressResult> {
+    const refusal = options.refuseWhen?.();
+    if (refusal !== undefined) {
+      throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
+        message: refusal.reason,
+        retryable: true,
+        retryAfterMs: refusal.retryAfterMs,
+      });
+    }
+    const judged = judge(message, received);
+    if (judged.final !== undefined) return judged.final;
+    const { session, route, rule } = judged;
+
+    const delivery =
+      deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };
+    const result = await pool.enqueue(
+      {
+        message,
+        session,
+        pipeline: route.pipeline,
+        routedByRule: route.routedByRule,
+        rule,
+        attempt: 0,
+        acceptedAt: now(),
+      },
+      delivery,
+      acceptOptions,
+    );
+    if (!result.accepted) {
+      if (result.reason === 'duplicate') {
+        outcomes.record({ message, session, kind: 'duplicate', reason: 'redelivery', at: now() });
+        return { status: 'duplicate' };
+      }
+      return { status: 'refused', reason: result.reason, retryAfterMs: result.retryAfterMs };
+    }
+    recordOverflowed(outcomes, result.overflowed, now());
+    return { status: 'queued', pipeline: route.pipeline, session, rule: route.rule };
+  }
+
   return {
     async accept(message, deliveryId, acceptOptions) {
-      const refusal = options.refuseWhen?.();
-      if (refusal !== undefined) {
-        throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
-          message: refusal.reason,
-          retryable: true,
-          retryAfterMs: refusal.retryAfterMs,
-        });
+      if (tracer === undefined) {
+        // Only a traced message keeps a caller's context: untraced, nothing would continue it.
+        if (message.traceparent !== undefined) message.traceparent = undefined;
+        return accept(message, deliveryId, acceptOptions, undefined);
       }
-      const judged = judge(message);
-      if (judged.final !== undefined) return judged.final;
-      const { session, route, rule } = judged;
-
-      const delivery =
-        deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };
-      const result = await pool.enqueue(
-        {
-          message,
-          session,
-          pipeline: route.pipeline,
-          routedByRule: route.routedByRule,
-          rule,
-          attempt: 0,
-          acceptedAt: now(),
-        },
-        delivery,
-        acceptOptions,
-      );
-      if (!result.accepted) {
-        if (result.reason === 'duplicate') {
-          outcomes.record({ message, session, kind: 'duplicate', reason: 'redelivery', at: now() });
-          return { status: 'duplicate' };
-        }
-        return { status: 'refused', reason: result.reason, retryAfterMs: result.retryAfterMs };
+      const received = tracer.receive(message);
+      try {
+        const result = await accept(message, deliveryId, acceptOptions, received);
+        tracer.received(received, result.status);
+        return result;
+      } catch (error) {
+        tracer.received(received, 'failed', error);
+        throw error;
       }
-      recordOverflowed(outcomes, result.overflowed, now());
-      return { status: 'queued', pipeline: route.pipeline, session, rule: route.rule };
     },
 
     drop(message, reason, error) {

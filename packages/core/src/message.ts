@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { newUlid } from './ids.js';
+import { TRACEPARENT_PATTERN } from './message-trace.js';
 import { parseOrThrow } from './validation.js';
 
 /** Who started the conversation: a one-to-one chat or a group (channel, guild channel…). */
@@ -59,6 +60,12 @@ export const InboundMessageSchema = z.object({
   received_at: z.number().int().nonnegative(),
   /** The platform event as received, kept so a reply can quote or thread on it. */
   raw: z.unknown().optional(),
+  /**
+   * The message's trace context, a W3C `traceparent` (docs/design.md §2 "Tracing"): a channel
+   * sets the caller's, to continue its trace; with tracing on, ingress points it at the message's
+   * receive span, and it travels with the queued message to whichever replica runs the turn.
+   */
+  traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
 });
 export type InboundMessage = z.infer<typeof InboundMessageSchema>;
 /** What a channel fills in; `parseInboundMessage` supplies the defaults. */

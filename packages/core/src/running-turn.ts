@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { Logger } from './ports/logger.js';
 import type { PipelineRunContext } from './ports/pipeline.js';
 import type { Turn } from './ports/query-pool.js';
@@ -18,6 +19,10 @@ export class RunningTurn implements PipelineRunContext, SetNode {
   leaseLost = false;
   /** The whole turn; the drain waits on it. */
   finished: Promise<void> | undefined = undefined;
+  /** The turn's span and its ids for log lines, set before anything runs when tracing is on. */
+  trace: { span: Span; logFields: object } | undefined = undefined;
+  /** The pipeline call's W3C trace context headers, while it runs traced. */
+  traceHeaders: Readonly<Record<string, string>> | undefined = undefined;
   readonly #parentLogger: Logger;
   #logger: Logger | undefined = undefined;
   #abort: AbortController | undefined = undefined;
@@ -45,7 +50,7 @@ export class RunningTurn implements PipelineRunContext, SetNode {
 
   get logger(): Logger {
     const { id, session, pipeline } = this.turn;
-    this.#logger ??= this.#parentLogger.child({ turn: id, session, pipeline });
+    this.#logger ??= this.#parentLogger.child({ turn: id, session, pipeline, ...this.trace?.logFields });
     return this.#logger;
   }
 

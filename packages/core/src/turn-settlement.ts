@@ -15,8 +15,8 @@ const STORE_RETRY_MS = 1000;
 export interface TurnSettlementOptions {
   pool: QueryPool;
   outcomes: OutcomeSink;
-  /** Sends replies through the channel the query came from (the outbox). */
-  deliver: (query: Query, replies: readonly Reply[]) => Promise<void>;
+  /** Sends one running turn's replies through the channel the query came from (the outbox). */
+  deliver: (entry: RunningTurn, query: Query, replies: readonly Reply[]) => Promise<void>;
   observer?: ControllerObserver;
   /** Jitter source, [0, 1). */
   random: () => number;
@@ -137,7 +137,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     // once): the user may get the apology twice, never a lost message.
     if (final.length > 0 && policy.deadLetterReply !== undefined) {
       const finalQuery = aggregate(retried.length === 0 ? turn : { ...turn, messages: [...final] });
-      await deliver(finalQuery, [{ text: policy.deadLetterReply }]).catch((err: unknown) =>
+      await deliver(entry, finalQuery, [{ text: policy.deadLetterReply }]).catch((err: unknown) =>
         entry.logger.warn({ err }, 'dead letter reply could not be delivered'),
       );
     }
@@ -169,7 +169,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       entry.decided = true;
       const { turn } = entry;
       try {
-        await deliver(query, replies);
+        await deliver(entry, query, replies);
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be delivered');
         if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;

@@ -40,11 +40,12 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
   const mask = createSecretMasker(secretValues(HttpPipelineOptionsSchema, options));
   return {
     id,
-    async run(query, { signal, logger }) {
+    async run(query, { signal, logger, traceHeaders }) {
       const body = JSON.stringify(turnBody(query));
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         'user-agent': 'switchboard',
+        ...traceHeaders,
         ...options.headers,
       };
       if (options.secret !== undefined) headers[SIGNATURE_HEADER] = signBody(options.secret, body);

@@ -51,7 +51,7 @@ export function createOpenAIPipeline(
 
   return {
     id,
-    async run(query, { signal, logger }) {
+    async run(query, { signal, logger, traceHeaders }) {
       const past = historyLimit > 0 ? await history.recent(query.session, id, historyLimit) : [];
       const messages: ChatCompletionMessageParam[] = [
         ...(options.system_prompt === undefined
@@ -66,7 +66,7 @@ export function createOpenAIPipeline(
       try {
         completion = await client.chat.completions.create(
           { model: options.model, messages, temperature: options.temperature },
-          { signal },
+          { signal, headers: { ...traceHeaders } },
         );
       } catch (error) {
         throw toPipelineError(id, mask, signal, error);

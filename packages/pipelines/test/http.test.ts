@@ -113,6 +113,31 @@ describe('createHttpPipeline', () => {
     });
   });
 
+  describe('when the turn is traced', () => {
+    it("sends the call's trace context as traceparent, so the backend joins the trace", async () => {
+      const { pipeline, server } = await pipelineAnswering(() => ({ status: 200, body: { replies: [] } }));
+
+      await pipeline.run(queryOf(['hi']), {
+        ...runContext(),
+        traceHeaders: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+      });
+
+      expect(server.requests[0]?.headers.traceparent).toBe(
+        '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      );
+    });
+  });
+
+  describe('when tracing is off', () => {
+    it('sends no traceparent', async () => {
+      const { pipeline, server } = await pipelineAnswering(() => ({ status: 200, body: { replies: [] } }));
+
+      await pipeline.run(queryOf(['hi']), runContext());
+
+      expect(server.requests[0]?.headers.traceparent).toBeUndefined();
+    });
+  });
+
   describe('when custom headers are configured', () => {
     it('sends them with the request', async () => {
       const { pipeline, server } = await pipelineAnswering(() => ({ status: 200, body: { replies: [] } }), {

@@ -101,6 +101,21 @@ describe('createOpenAIPipeline', () => {
       });
     });
 
+    it("sends the call's trace context as traceparent when the turn is traced, none otherwise", async () => {
+      const { pipeline, server } = await setUp(() => completion('sure'));
+
+      await pipeline.run(queryOf(['hi']), {
+        ...runContext(),
+        traceHeaders: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+      });
+      await pipeline.run(queryOf(['again']), runContext());
+
+      expect(server.requests.map((request) => request.headers.traceparent)).toEqual([
+        '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+        undefined,
+      ]);
+    });
+
     it('replies with the first choice and appends the exchange to the history', async () => {
       const { pipeline, history } = await setUp(() => completion('It is noon.'));
       const query = queryOf(['what time is it?']);

@@ -57,6 +57,7 @@ describe.skipIf(!reachable)('postgres', () => {
           turn: 't1',
           replies: [{ text: 'hi' }],
           error: null,
+          trace_id: null,
           updated_at: 1,
         });
         await a.history.append('s', 'assistant', [{ role: 'user', content: 'one' }]);

@@ -141,6 +141,7 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
         turn: 't',
         replies: state === 'completed' ? [{ text: `reply to ${id}` }] : [],
         error: null,
+        trace_id: null,
         updated_at: at,
       });
       await database.stop();

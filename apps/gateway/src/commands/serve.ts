@@ -3,6 +3,7 @@ import { type Logger, SwitchboardError, createSecretMasker, isSwitchboardError }
 import { type Gateway, createGateway } from '../gateway.js';
 import { createRootLogger } from '../logger.js';
 import { type ReloadSignal, holdReloadSignal } from '../reload-signal.js';
+import { startTracing } from '../tracing.js';
 import { VERSION } from '../version.js';
 
 /**
@@ -33,6 +34,8 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
   // prints it; its lines never show a secret's value.
   const config = await loadConfig(path);
   const mask = createSecretMasker(config.secrets);
+  // Off unless a collector is configured.
+  const tracing = startTracing(config.telemetry.traces, VERSION);
   const logger = createRootLogger({ mask });
   startLogger = logger;
   if (reloadWhenStarted) noteReloadWhileStarting();
@@ -49,6 +52,7 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
       mask,
       httpLogger: logger,
       version: VERSION,
+      tracer: tracing?.tracer,
     });
 
     process.on('uncaughtException', (err) => {
@@ -84,7 +88,8 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
       signalled = true;
       logger.info({ signal }, 'shutting down');
       gateway.stop().then(
-        () => resolve(0),
+        // The spans of the drain's last turns leave before the process does.
+        () => (tracing === undefined ? resolve(0) : tracing.shutdown().finally(() => resolve(0))),
         (err: unknown) => {
           logger.error({ err }, 'shutdown failed');
           resolve(1);

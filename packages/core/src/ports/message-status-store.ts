@@ -14,6 +14,8 @@ export interface MessageStatus {
   turn: string | null;
   replies: Reply[];
   error: string | null;
+  /** The message's OpenTelemetry trace id; null when it was not traced. */
+  trace_id: string | null;
   /** Milliseconds since the epoch. */
   updated_at: number;
 }

@@ -6,6 +6,11 @@ export interface PipelineRunContext {
   /** Aborted at the pipeline's timeout and on shutdown; honour it to release the slot early. */
   signal: AbortSignal;
   logger: Logger;
+  /**
+   * The W3C trace context of this call (`traceparent`) for a backend that joins the message's
+   * trace; undefined when tracing is off. Send it as request headers.
+   */
+  traceHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface PipelineResult {

@@ -11,6 +11,7 @@ function status(id: string, overrides: Partial<MessageStatus> = {}): MessageStat
     pipeline: 'assistant',
     rule: null,
     turn: null,
+    trace_id: null,
     replies: [],
     error: null,
     updated_at: Date.UTC(2025, 0, 1),

@@ -107,6 +107,17 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       });
     });
 
+    describe('when a message is claimed', () => {
+      it('hands it out whole, its trace context included, so a turn run elsewhere joins its trace', async () => {
+        const p = await pool();
+        const a = queued('A');
+        await p.enqueue(a);
+        const turn = await p.claim();
+        expect(turn?.messages[0]?.message).toEqual(a.message);
+        expect(turn?.messages[0]?.message.traceparent).toBe(a.message.traceparent);
+      });
+    });
+
     describe('when one session has several messages', () => {
       it('runs them one at a time in acceptance order, counting attempts', async () => {
         const p = await pool();

@@ -109,6 +109,8 @@ export function queuedMessageFixture(index: number, overrides: Partial<QueuedMes
       platform_message_id: String(1000 + index),
       received_at: CLOCK_START_MS + index,
       raw: { update_id: index, message: { chat: { id: -100123 }, entities: [{ offset: 0, length: 12 }] } },
+      // The message's trace context, which must reach the replica that runs its turn.
+      traceparent: `00-4bf92f3577b34da6a3ce929d0e0e4736-${String(index).padStart(16, '0')}-01`,
     },
     session: 'telegram:tg:group:-100123',
     pipeline: 'assistant',
