@@ -26,14 +26,24 @@ export interface Tracing {
  * says, `/v1/traces` is appended to `OTEL_EXPORTER_OTLP_ENDPOINT` only); undefined leaves tracing off.
  */
 function endpointOf(config: TracesConfig, env: NodeJS.ProcessEnv): string | undefined {
-  if (env.OTEL_SDK_DISABLED === 'true') return undefined;
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (setting(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return undefined;
+  if (setting(env, 'OTEL_TRACES_EXPORTER')?.toLowerCase() === 'none') return undefined;
+  const base = setting(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   return (
     config.endpoint ??
-    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    setting(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ??
     (base === undefined ? undefined : `${base.replace(/\/$/, '')}/v1/traces`)
   );
 }
+
+/** A variable's value; empty counts as unset, as the OpenTelemetry specification says. */
+function setting(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/** How long the last export may take at shutdown: a collector that is down must not hold the exit. */
+const SHUTDOWN_TIMEOUT_MS = 2000;
 
 /**
  * `OTEL_BSP_SCHEDULE_DELAY` (ms between exports; default 5 s), which this SDK's processor does
@@ -58,6 +68,7 @@ export function startTracing(
   config: TracesConfig,
   version: string,
   env: NodeJS.ProcessEnv = process.env,
+  mask: (text: string) => string = (text) => text,
 ): Tracing | undefined {
   const endpoint = endpointOf(config, env);
   if (endpoint === undefined) return undefined;
@@ -71,16 +82,26 @@ export function startTracing(
   const exporter = new OTLPTraceExporter({ url: endpoint });
   const provider = new TracerProvider({
     resource,
-    // A continued trace keeps its caller's decision; a new one is sampled at the configured ratio.
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
+    // The configured ratio decides for a trace a caller began too: a client's `traceparent` may
+    // not switch sampling on (the cost lever) — only off, for a parent it did not sample.
+    sampler: new ParentBasedSampler({
+      root: new TraceIdRatioBasedSampler(config.sampleRatio),
+      remoteParentSampled: new TraceIdRatioBasedSampler(config.sampleRatio),
+    }),
     spanProcessors: [new BatchSpanProcessor({ exporter, ...batchDelayOf(env) })],
   });
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   return {
-    tracer: createMessageTracer(provider.getTracer('switchboard', version)),
+    tracer: createMessageTracer(provider.getTracer('switchboard', version), mask),
     async shutdown() {
-      await provider.shutdown();
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS);
+      });
+      // Spans a collector that is away cannot take are lost, not worth a late exit.
+      await Promise.race([provider.shutdown().catch(() => {}), timeout]);
+      clearTimeout(timer);
       trace.disable();
       propagation.disable();
     },

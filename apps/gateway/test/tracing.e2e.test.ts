@@ -118,9 +118,16 @@ routing:
       expect(traceB).toMatch(/^[0-9a-f]{32}$/);
       expect(traceB).not.toBe(traceA);
 
+      // Every span of A's story has been exported: batches may split it anywhere.
       const spansA = await eventually(() => {
         const spans = collector.spans.filter((span) => span.traceId === traceA);
-        return spans.some((span) => span.name === 'deliver api') ? spans : undefined;
+        const count = (name: string) => spans.filter((span) => span.name === name).length;
+        const complete =
+          count('deliver api') === 1 &&
+          count('turn') === 2 &&
+          count('pipeline bot') === 2 &&
+          count('route') === 1;
+        return complete ? spans : undefined;
       }, 10_000);
       const spansB = await eventually(() => {
         const spans = collector.spans.filter((span) => span.traceId === traceB);

@@ -37,6 +37,18 @@ describe('startTracing', () => {
     });
   });
 
+  describe('when the standard variables are set but empty, or turn tracing off in other words', () => {
+    it('leaves tracing off, as the specification reads an empty variable as unset', () => {
+      for (const env of [
+        { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' },
+        { OTEL_EXPORTER_OTLP_ENDPOINT: ' ' },
+        { OTEL_SDK_DISABLED: 'TRUE', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+        { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+      ])
+        expect(startTracing(OFF, '1.0.0', env), JSON.stringify(env)).toBeUndefined();
+    });
+  });
+
   describe('when only the standard variables name the collector and the service', () => {
     it('exports the spans there under OTEL_SERVICE_NAME, flushed by shutdown', async () => {
       const collector = await startFakeOtlpCollector();

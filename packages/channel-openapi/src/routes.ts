@@ -61,7 +61,9 @@ interface Answer {
 }
 
 function viewOf(status: MessageStatus, reason?: string): MessageView {
-  const { updated_at: _updatedAt, ...view } = status;
+  const { updated_at: _updatedAt, ...stored } = status;
+  // Statuses stored before trace ids existed (or by a replica not upgraded yet) have none.
+  const view = { ...stored, trace_id: stored.trace_id ?? null };
   return reason === undefined ? view : { ...view, reason };
 }
 

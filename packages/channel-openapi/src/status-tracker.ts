@@ -157,7 +157,7 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
     replies: outcome.replies ?? base.replies,
     // Without an error, the reason (queue_overflow, shutdown…) is the only account of a failure.
     error: error ?? (failed ? (outcome.reason ?? null) : null),
-    trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id,
+    trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id ?? null,
     updated_at: at,
   };
 }

@@ -177,13 +177,18 @@ export function createIngress(options: IngressOptions): Ingress {
         if (message.traceparent !== undefined) message.traceparent = undefined;
         return accept(message, deliveryId, acceptOptions, undefined);
       }
+      // A refused or failed message may be offered again (a channel's retry): its next receive
+      // span continues the caller's context, not this one's.
+      const callerContext = message.traceparent;
       const received = tracer.receive(message);
       try {
         const result = await accept(message, deliveryId, acceptOptions, received);
         tracer.received(received, result.status);
+        if (result.status === 'refused') message.traceparent = callerContext;
         return result;
       } catch (error) {
         tracer.received(received, 'failed', error);
+        message.traceparent = callerContext;
         throw error;
       }
     },

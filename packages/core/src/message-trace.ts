@@ -14,6 +14,7 @@ import type { InboundMessage, Reply } from './message.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { QueuedMessage, Turn } from './ports/query-pool.js';
 import type { RouteDecision } from './router.js';
+import { isSwitchboardError } from './errors.js';
 
 /** A W3C `traceparent` header value: version, trace id, parent span id, flags. */
 export const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
@@ -92,12 +93,15 @@ function headersOf(span: Span): Record<string, string> {
   return carrier;
 }
 
-function failed(span: Span, error: unknown): void {
-  span.recordException(error instanceof Error ? error : String(error));
-  span.setStatus({
-    code: SpanStatusCode.ERROR,
-    message: error instanceof Error ? error.message : String(error),
-  });
+/**
+ * Marks `span` failed with the error's code and masked message, never its stack: spans go to a
+ * collector outside the gateway, and a platform's error text may quote a secret (a token in a URL).
+ */
+function failed(span: Span, error: unknown, mask: (text: string) => string): void {
+  const message = mask(error instanceof Error ? error.message : String(error));
+  const name = isSwitchboardError(error) ? error.code : error instanceof Error ? error.name : 'Error';
+  span.recordException({ name, message });
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
 }
 
 /**
@@ -113,7 +117,11 @@ function debouncedAt(turn: Turn, policy: PipelinePolicy, claimedAt: number): num
   return Math.min(due, claimedAt);
 }
 
-export function createMessageTracer(tracer: Tracer): MessageTracer {
+/** The engine's tracer over `tracer`; `mask` hides secrets in the error texts spans record. */
+export function createMessageTracer(
+  tracer: Tracer,
+  mask: (text: string) => string = (text) => text,
+): MessageTracer {
   /** A span from `startMs` to `endMs` that has already happened. */
   function past(
     name: string,
@@ -175,7 +183,7 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
         span.setAttributes({ [ATTR.rule]: decision.rule ?? '', [ATTR.pipeline]: decision.pipeline });
         return decision;
       } catch (error) {
-        failed(span, error);
+        failed(span, error, mask);
         throw error;
       } finally {
         span.end();
@@ -184,7 +192,7 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
 
     received(span, result, error) {
       span.setAttribute(ATTR.result, result);
-      if (error !== undefined) failed(span, error);
+      if (error !== undefined) failed(span, error, mask);
       span.end();
     },
 
@@ -221,7 +229,7 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
       try {
         return await run(headersOf(span));
       } catch (error) {
-        failed(span, error);
+        failed(span, error, mask);
         throw error;
       } finally {
         span.end();
@@ -240,7 +248,7 @@ export function createMessageTracer(tracer: Tracer): MessageTracer {
       try {
         await run();
       } catch (error) {
-        failed(span, error);
+        failed(span, error, mask);
         throw error;
       } finally {
         span.end();
