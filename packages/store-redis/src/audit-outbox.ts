@@ -11,9 +11,9 @@ import {
   isSwitchboardError,
   silentLogger,
 } from '@switchboard/core';
-import { Redis } from 'ioredis';
-import { commandNameOf, defineLuaScripts } from './lua-scripts.js';
-import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
+import type { Redis } from 'ioredis';
+import { storeFailure } from './redis-connection.js';
+import { openScriptClient } from './script-client.js';
 
 export interface AuditOutboxOptions {
   /** Redis URL; the outbox opens and owns one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
@@ -93,8 +93,6 @@ export interface AuditOutbox extends AuditLog {
   readonly replicaId: string;
 }
 
-type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
-
 /** One entry of the outbox list: an audit record or a message status, applied in list order. */
 type OutboxEntry = { audit: AuditRecord } | { status: MessageStatus };
 
@@ -136,19 +134,11 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
   const keys = outboxKeysOf(options.prefix);
   const processing = keys.processingOf(replicaId);
 
-  const ownsClient = options.client === undefined;
-  const client = options.client ?? new Redis(options.url as string, FAIL_FAST_OPTIONS);
-  if (ownsClient) client.on('error', () => {});
-  await connect(client, retryAfterMs);
-  await defineLuaScripts(client);
-  const commands = client as unknown as Record<string, ScriptCommand>;
-  const script = <Reply>(
-    name: 'outbox-applied' | 'outbox-claim' | 'outbox-recover',
-    ...args: Array<string | number>
-  ) =>
-    (commands[commandNameOf(name)] as ScriptCommand).call(client, ...args).catch((err: unknown) => {
-      throw storeFailure(err, retryAfterMs);
-    }) as Promise<Reply>;
+  const { client, ownsClient, script } = await openScriptClient({
+    url: options.url,
+    client: options.client,
+    retryAfterMs,
+  });
 
   let full = false;
   // Set when the inner log failed; until a drain step writes to it again, appends go straight to

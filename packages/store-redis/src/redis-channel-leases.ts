@@ -1,7 +1,7 @@
 import { type ChannelLease, type ChannelLeases, SwitchboardError } from '@switchboard/core';
-import { Redis } from 'ioredis';
-import { type ScriptName, commandNameOf, defineLuaScripts } from './lua-scripts.js';
-import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
+import type { Redis } from 'ioredis';
+import type { ScriptName } from './lua-scripts.js';
+import { openScriptClient } from './script-client.js';
 
 export interface RedisChannelLeasesOptions {
   /** Redis URL; the leases open and own one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
@@ -27,8 +27,6 @@ export interface RedisChannelLeases extends ChannelLeases {
   close(): Promise<void>;
 }
 
-type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
-
 /** The three keys every channel-lease script takes, in its KEYS order; one Redis Cluster slot. */
 export function channelLeaseKeysOf(prefix: string): string[] {
   const base = `{${prefix}}:channel-lease`;
@@ -47,22 +45,15 @@ export async function createRedisChannelLeases(
   const now = options.now ?? DEFAULTS.now;
   const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
   const keys = channelLeaseKeysOf(options.prefix);
-  const ownsClient = options.client === undefined;
-  if (options.url === undefined && ownsClient) {
+  if (options.url === undefined && options.client === undefined) {
     throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'channel leases: give url or client' });
   }
-  const client = options.client ?? new Redis(options.url as string, FAIL_FAST_OPTIONS);
-  if (ownsClient) client.on('error', () => {});
-  await connect(client, retryAfterMs);
-  await defineLuaScripts(client);
-  const commands = client as unknown as Record<string, ScriptCommand>;
+  const opened = await openScriptClient({ url: options.url, client: options.client, retryAfterMs });
+  const { client, ownsClient } = opened;
   const script = <Reply>(
     name: Extract<ScriptName, `channel-lease-${string}`>,
     ...args: Array<string | number>
-  ) =>
-    (commands[commandNameOf(name)] as ScriptCommand).call(client, ...keys, ...args).catch((err: unknown) => {
-      throw storeFailure(err, retryAfterMs);
-    }) as Promise<Reply>;
+  ) => opened.script<Reply>(name, ...keys, ...args);
 
   return {
     async acquire(channel, holder, ttlMs) {

@@ -1,0 +1,40 @@
+import { Redis } from 'ioredis';
+import { type ScriptName, commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
+
+type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
+
+/** A connection that runs the `lua/` scripts, and whether its user owns (and so closes) it. */
+export interface ScriptClient {
+  client: Redis;
+  ownsClient: boolean;
+  /** Runs `name` with its keys and arguments; Redis failures become `SB_STORE_UNAVAILABLE`. */
+  script<Reply>(name: ScriptName, ...keysAndArgs: Array<string | number>): Promise<Reply>;
+}
+
+/**
+ * Connects `client`, or a fail-fast connection of its own to `url`, and defines the scripts on
+ * it. Rejects with `SB_STORE_UNAVAILABLE` (`retryAfterMs`) when Redis does not answer.
+ */
+export async function openScriptClient(options: {
+  url: string | undefined;
+  client: Redis | undefined;
+  retryAfterMs: number;
+}): Promise<ScriptClient> {
+  const { retryAfterMs } = options;
+  const ownsClient = options.client === undefined;
+  const client = options.client ?? new Redis(options.url as string, FAIL_FAST_OPTIONS);
+  // Failures are answered per call; the event must not crash the process.
+  if (ownsClient) client.on('error', () => {});
+  await connect(client, retryAfterMs);
+  await defineLuaScripts(client);
+  const commands = client as unknown as Record<string, ScriptCommand>;
+  return {
+    client,
+    ownsClient,
+    script: <Reply>(name: ScriptName, ...keysAndArgs: Array<string | number>) =>
+      (commands[commandNameOf(name)] as ScriptCommand).call(client, ...keysAndArgs).catch((err: unknown) => {
+        throw storeFailure(err, retryAfterMs);
+      }) as Promise<Reply>,
+  };
+}
