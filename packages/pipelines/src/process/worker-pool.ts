@@ -1,33 +1,21 @@
 import {
-  type BackoffPolicy,
-  type Logger,
   type Pipeline,
   type PipelineResult,
   type PipelineRunContext,
   type PipelineStatus,
   type Query,
-  type SecretMasker,
   SwitchboardError,
 } from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
 import { poolStateOf } from './pool-lifecycle.js';
 import { SessionBindings } from './session-binding.js';
-import type { WorkerCommand } from './worker-process.js';
-import { WorkerSlot } from './worker-slot.js';
+import { WorkerSlot, type WorkerSlotOptions } from './worker-slot.js';
 
 /** What a pool of workers needs, resolved from the `process` options (milliseconds). */
-export interface WorkerPoolOptions {
-  command: WorkerCommand;
+export interface WorkerPoolOptions extends Omit<WorkerSlotOptions, 'pipeline' | 'index' | 'onWorkerGone'> {
   workers: number;
   idleTimeoutMs: number;
   maxActiveSessions: number;
-  startTimeoutMs: number;
-  cancelGraceMs: number;
-  restart: BackoffPolicy;
-  logger: Logger;
-  /** Masks the workers' secrets in their stderr lines before they are cut. */
-  mask: SecretMasker;
-  now: () => number;
 }
 
 /**
