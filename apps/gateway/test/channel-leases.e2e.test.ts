@@ -1,12 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { dropSchema, POSTGRES_URL, postgresReachable, randomSchemaName } from '@switchboard/testkit/postgres';
-import { REDIS_URL, redisReachable, removePoolKeys } from '@switchboard/testkit/redis';
+import { postgresReachable } from '@switchboard/testkit/postgres';
+import { redisReachable } from '@switchboard/testkit/redis';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { type FakeSlack, eventEnvelope, messageEvent, startFakeSlack } from '@switchboard/testkit/slack';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, eventually, get, startServe, tempDir, writeConfig } from './serve-process.js';
+import { type ServeProcess, eventually, get } from './serve-process.js';
+import { newStores, removeStores, startReplicas, storesConfig } from './shared-stores.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
 type Json = Record<string, any>;
@@ -22,20 +22,12 @@ async function stateOf(replica: ServeProcess, id = 'tg'): Promise<string | undef
   return answer?.body?.checks?.[`channel.${id}`]?.state;
 }
 
-/** A pool prefix and a PostgreSQL schema of the describe's own, and a config on them. */
+/** A pool prefix and a schema of the describe block's own, and its configs' head. */
 function sharedStores() {
-  const prefix = `sb-e2e-${randomUUID()}`;
-  const schema = randomSchemaName();
+  const stores = newStores();
   return {
-    yaml: (rest: string) => `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${REDIS_URL}", prefix: ${prefix} }
-audit: { kind: postgres, url: "${POSTGRES_URL}", schema: ${schema} }
-shutdown: { drain_timeout: 5s }
-${rest}`,
-    async remove() {
-      await removePoolKeys(REDIS_URL, prefix);
-      await dropSchema(schema);
-    },
+    yaml: (rest: string) => storesConfig(stores, `shutdown: { drain_timeout: 5s }\n${rest}`),
+    remove: () => removeStores(stores),
   };
 }
 
@@ -92,10 +84,7 @@ pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
 `);
     // One after the other: the first to start takes the lease.
-    for (let index = 0; index < 3; index += 1) {
-      const dir = tempDir();
-      replicas.push(await startServe({ dir, configPath: writeConfig(dir, yaml) }));
-    }
+    replicas.push(...(await startReplicas(3, yaml)));
   }, 60_000);
 
   afterAll(async () => {
@@ -215,10 +204,7 @@ describe.skipIf(!reachable)('discord gateway on two replicas (end to end)', () =
 pipelines: [{ id: echo, type: echo }]
 routing: { default: echo }
 `);
-    for (let index = 0; index < 2; index += 1) {
-      const dir = tempDir();
-      replicas.push(await startServe({ dir, configPath: writeConfig(dir, yaml) }));
-    }
+    replicas.push(...(await startReplicas(2, yaml)));
   }, 60_000);
 
   afterAll(async () => {
@@ -265,10 +251,7 @@ describe.skipIf(!reachable)('slack socket mode on two replicas (end to end)', ()
 pipelines: [{ id: echo, type: echo }]
 routing: { default: echo }
 `);
-    for (let index = 0; index < 2; index += 1) {
-      const dir = tempDir();
-      replicas.push(await startServe({ dir, configPath: writeConfig(dir, yaml) }));
-    }
+    replicas.push(...(await startReplicas(2, yaml)));
   }, 60_000);
 
   afterAll(async () => {

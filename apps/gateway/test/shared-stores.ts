@@ -14,20 +14,46 @@ export interface SharedStores {
   schema: string;
 }
 
-/** A pool prefix and a schema of the test's own, removed after it; on the shared servers by default. */
-export function sharedStores(cleanup: Cleanup, overrides: Partial<SharedStores> = {}): SharedStores {
-  const stores = {
+/** A pool prefix and a schema of their own; on the shared servers unless `overrides` say otherwise. */
+export function newStores(overrides: Partial<SharedStores> = {}): SharedStores {
+  return {
     redisUrl: REDIS_URL,
     prefix: `sb-e2e-${randomUUID()}`,
     postgresUrl: POSTGRES_URL,
     schema: randomSchemaName(),
     ...overrides,
   };
-  cleanup(async () => {
-    await removePoolKeys(stores.redisUrl, stores.prefix);
-    if (stores.postgresUrl === POSTGRES_URL) await dropSchema(stores.schema);
-  });
+}
+
+/** Removes the pool's keys and, on the shared PostgreSQL, the schema (stop the replicas first). */
+export async function removeStores(stores: SharedStores): Promise<void> {
+  await removePoolKeys(stores.redisUrl, stores.prefix);
+  if (stores.postgresUrl === POSTGRES_URL) await dropSchema(stores.schema);
+}
+
+/** New stores for one test, removed after it. */
+export function sharedStores(cleanup: Cleanup, overrides: Partial<SharedStores> = {}): SharedStores {
+  const stores = newStores(overrides);
+  cleanup(() => removeStores(stores));
   return stores;
+}
+
+/** The head of a config on `stores` (server on a free port, the pool, the records); `rest` follows. */
+export function storesConfig(stores: SharedStores, rest: string): string {
+  return `server: { host: 127.0.0.1, port: 0 }
+store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix} }
+audit: { kind: postgres, url: "${stores.postgresUrl}", schema: ${stores.schema} }
+${rest}`;
+}
+
+/** `switchboard serve` `count` times on one config, one after the other (the first takes the leases). */
+export async function startReplicas(count: number, yaml: string) {
+  const replicas = [];
+  for (let index = 0; index < count; index += 1) {
+    const dir = tempDir();
+    replicas.push(await startServe({ dir, configPath: writeConfig(dir, yaml) }));
+  }
+  return replicas;
 }
 
 /** The one pipeline of a config, which routing sends everything to. */
@@ -41,12 +67,12 @@ const ECHO: OnlyPipeline = { id: 'echo', yaml: '{ id: echo, type: echo }' };
 
 /** A gateway config on the pool and the PostgreSQL schema of `stores`. */
 export function redisConfig(stores: SharedStores, extra = '', pipeline = ECHO): string {
-  return `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix} }
-audit: { kind: postgres, url: "${stores.postgresUrl}", schema: ${stores.schema} }
-pipelines: [${pipeline.yaml}]
+  return storesConfig(
+    stores,
+    `pipelines: [${pipeline.yaml}]
 routing: { default: ${pipeline.id} }
-${extra}`;
+${extra}`,
+  );
 }
 
 /** `switchboard serve` on `stores`; stopped after the test (before its stores are removed). */
