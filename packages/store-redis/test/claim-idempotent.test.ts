@@ -1,7 +1,7 @@
 import { type Outcome, PipelinePolicySchema, type Turn, createController } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FAIL_FAST_OPTIONS } from '../src/index.js';
 import {
   REDIS_URL,
@@ -9,8 +9,7 @@ import {
   openScriptRunner,
   queued,
   redisReachable,
-  startPrivateRedis,
-  usePausableRedis,
+  usePrivateRedis,
   usePools,
 } from './redis-harness.js';
 
@@ -40,24 +39,18 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
 
   describe('when a claim times out after Redis ran it (its reply lost)', () => {
     // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
-    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
-    const privatePools = usePools(() => redis.url);
-    beforeAll(async () => {
-      redis = await startPrivateRedis();
-    });
-    afterAll(async () => {
-      await redis?.remove();
-    });
+    const redis = usePrivateRedis();
+    const privatePools = redis.pools;
 
     it('hands out that turn on the next claim instead of leaving it to expire', async () => {
       const clock = manualClock();
       const pool = await privatePools.open({
         now: clock.now,
-        createClient: () => new Redis(redis.url, { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+        createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
       });
       await pool.enqueue(queued('A', clock.now()));
       await pool.enqueue(queued('B', clock.now()));
-      const admin = new Redis(redis.url);
+      const admin = new Redis(redis.url());
       try {
         await admin.client('PAUSE', 600, 'WRITE');
         await expect(pool.claim()).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
@@ -76,7 +69,7 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
   });
 
   describe('when shutdown() finds claims that never started', () => {
-    const paused = usePausableRedis();
+    const paused = usePrivateRedis();
     const { pools: privatePools, inflight } = paused;
 
     /** Another replica whose controller runs pipeline `p` with `retry.max_attempts: 1`. */

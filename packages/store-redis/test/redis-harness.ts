@@ -27,11 +27,12 @@ export {
 } from '@switchboard/testkit/redis';
 
 /**
- * A Redis of the enclosing `describe`'s own, for tests that hold its writes with `CLIENT PAUSE`
- * (on the shared one that would stall every other test): its URL, pools on it, a client for
- * pausing and reading keys, and its pool's `inflight` count.
+ * A Redis of the enclosing `describe`'s own, for tests that stop it or hold its writes with
+ * `CLIENT PAUSE` (on the shared one that would stall every other test): the server (`stop`,
+ * `start`), its URL, pools on it, a client for pausing and reading keys, and its pool's
+ * `inflight` count.
  */
-export function usePausableRedis() {
+export function usePrivateRedis() {
   let redis: Awaited<ReturnType<typeof startPrivateRedis>> | undefined;
   let admin: Redis | undefined;
   const url = () => (redis as { url: string }).url;
@@ -47,6 +48,9 @@ export function usePausableRedis() {
   return {
     url,
     pools,
+    get server() {
+      return redis as Awaited<ReturnType<typeof startPrivateRedis>>;
+    },
     get admin(): Redis {
       return admin as Redis;
     },

@@ -1,15 +1,15 @@
 import { type Turn, isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FAIL_FAST_OPTIONS, createRedisQueryPool } from '../src/index.js';
 import {
   manualClock,
   queued,
   recordingLogger,
   redisReachable,
-  startPrivateRedis,
   usePools,
+  usePrivateRedis,
 } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -80,23 +80,17 @@ describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
   });
 
   describe('when Redis is unreachable for fenceAfterMs', () => {
-    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
-    const privatePools = usePools(() => redis.url);
-    beforeAll(async () => {
-      redis = await startPrivateRedis();
-    });
-    afterAll(async () => {
-      await redis?.remove();
-    });
+    const redis = usePrivateRedis();
+    const privatePools = redis.pools;
 
     it('keeps renewing the lease of a turn whose settlement failed, so it can be written again', async () => {
       const clock = manualClock();
       const holder = await privatePools.open({ now: clock.now, renewEveryMs: 20, leaseMs: 15_000 });
       await holder.enqueue(queued('A', clock.now()));
       const turn = (await holder.claim()) as Turn;
-      await redis.stop();
+      await redis.server.stop();
       await expect(holder.complete(turn)).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
-      await redis.start();
+      await redis.server.start();
       await eventually(async () => (await holder.health()).ok, 10_000, 'the holder reconnected');
 
       // Less than fenceAfterMs since the last renewal, so the replica keeps the turn.
@@ -127,7 +121,7 @@ describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
       await pool.enqueue(queued('A', clock.now()));
       await pool.enqueue(queued('B', clock.now()));
       const turns = [(await pool.claim()) as Turn, (await pool.claim()) as Turn];
-      await redis.stop();
+      await redis.server.stop();
 
       clock.advance(9_999);
       const failedRenewals = () =>
@@ -141,20 +135,14 @@ describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
       expect(
         logger.lines.some((line) => line.level === 'error' && line.message.startsWith('lease lost')),
       ).toBe(true);
-      await redis.start();
+      await redis.server.start();
     });
   });
 
   describe('when a renewal hangs (a client without a command timeout)', () => {
     // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
-    let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
-    const privatePools = usePools(() => redis.url);
-    beforeAll(async () => {
-      redis = await startPrivateRedis();
-    });
-    afterAll(async () => {
-      await redis?.remove();
-    });
+    const redis = usePrivateRedis();
+    const privatePools = redis.pools;
 
     it('gives up every turn once fenceAfterMs passed, while the renewal is still on its way', async () => {
       const clock = manualClock();
@@ -162,13 +150,13 @@ describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
       const pool = await privatePools.open({
         now: clock.now,
         renewEveryMs: 20,
-        createClient: () => new Redis(redis.url, withoutTimeout),
+        createClient: () => new Redis(redis.url(), withoutTimeout),
       });
       const lost: string[] = [];
       pool.onLeaseLost((token) => lost.push(token));
       await pool.enqueue(queued('A', clock.now()));
       const turn = (await pool.claim()) as Turn;
-      const admin = new Redis(redis.url);
+      const admin = new Redis(redis.url());
       try {
         // Longer than the test waits: the renewal under way hangs until the pause ends.
         await admin.client('PAUSE', 8000, 'WRITE');

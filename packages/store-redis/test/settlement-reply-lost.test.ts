@@ -17,7 +17,7 @@ import {
   queued,
   recordingLogger,
   redisReachable,
-  usePausableRedis,
+  usePrivateRedis,
   usePools,
 } from './redis-harness.js';
 
@@ -78,7 +78,7 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
   });
 
   describe('when a settlement times out after Redis ran it', () => {
-    const paused = usePausableRedis();
+    const paused = usePrivateRedis();
     const { pools, inflight } = paused;
 
     const failFast = () => () => new Redis(paused.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 });
