@@ -9,7 +9,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import type { TracesConfig } from '@switchboard/config';
-import { type MessageTracer, createMessageTracer } from '@switchboard/core';
+import { type MessageTracer, createMessageTracer, within } from '@switchboard/core';
 
 /** `service.name` when neither `telemetry.traces.service_name` nor `OTEL_SERVICE_NAME` names one. */
 const DEFAULT_SERVICE_NAME = 'switchboard';
@@ -95,13 +95,11 @@ export function startTracing(
   return {
     tracer: createMessageTracer(provider.getTracer('switchboard', version), mask),
     async shutdown() {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS);
-      });
       // Spans a collector that is away cannot take are lost, not worth a late exit.
-      await Promise.race([provider.shutdown().catch(() => {}), timeout]);
-      clearTimeout(timer);
+      await within(
+        provider.shutdown().catch(() => {}),
+        SHUTDOWN_TIMEOUT_MS,
+      );
       trace.disable();
       propagation.disable();
     },

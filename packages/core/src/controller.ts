@@ -9,7 +9,8 @@ import type { Pipeline } from './ports/pipeline.js';
 import type { QueryPool, Turn } from './ports/query-pool.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from './structures/indexed-set.js';
-import { MAX_TIMER_DELAY_MS, WakeTimer } from './structures/wake-timer.js';
+import { WakeTimer } from './structures/wake-timer.js';
+import { within } from './within.js';
 import { createTurnSettlement } from './turn-settlement.js';
 
 /** How a turn ended, for metrics; `lost`: its lease was taken over, another replica settles it. */
@@ -62,22 +63,6 @@ const DEFAULT_ABORT_GRACE_MS = 2000;
 const CLAIM_ERROR_RETRY_MS = 1000;
 /** While the pool stays unreachable, one ERROR line per this long, not one per retry. */
 const CLAIM_ERROR_LOG_EVERY_MS = 30_000;
-
-/**
- * `promise`'s value, or 'timeout' after `ms`; the timer never outlives the race. Clamped to
- * Node's longest delay: a longer one would fire after 1 ms and end a drain at once.
- */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), Math.min(ms, MAX_TIMER_DELAY_MS));
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * The controller (docs/design.md §2, seeds 000 and 001): a claim loop that takes runnable turns from the

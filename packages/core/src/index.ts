@@ -143,3 +143,4 @@ export { isSecretField, secretEntries, secretField, secretValues } from './secre
 export type { SecretEntry } from './secret-fields.js';
 export { MIN_MASKED_CHARS, SECRET_MASK, createSecretMasker } from './secret-masker.js';
 export type { SecretMasker } from './secret-masker.js';
+export { within } from './within.js';

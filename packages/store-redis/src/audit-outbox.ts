@@ -10,6 +10,7 @@ import {
   SwitchboardError,
   isSwitchboardError,
   silentLogger,
+  within,
 } from '@switchboard/core';
 import type { Redis } from 'ioredis';
 import { storeFailure } from './redis-connection.js';
@@ -326,7 +327,12 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
       stopped = true;
       clearInterval(timer);
       await Promise.all(appending);
-      await running?.catch(() => {});
+      // A drain stuck on a slow PostgreSQL must not hold the exit: its batch is handed back below.
+      if (running !== undefined)
+        await within(
+          running.catch(() => 0),
+          leaseMs,
+        );
       try {
         await script<number>(
           'outbox-recover',

@@ -15,6 +15,7 @@ import {
   requestIdOf,
   silentLogger,
   turnIdOf,
+  within,
 } from '@switchboard/core';
 import {
   type SharedPipelinePolicy,
@@ -102,16 +103,6 @@ const TOMBSTONE_MARGIN_MS = 50_000;
 
 /** How long `shutdown()` waits for claims under way, and then for handing back unstarted ones. */
 const HAND_BACK_TIMEOUT_MS = 2000;
-
-/** Waits until every one of `promises` settled, at most `ms`. */
-async function settledWithin(promises: Array<Promise<unknown>>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  await Promise.race([Promise.allSettled(promises), timeout]);
-  clearTimeout(timer);
-}
 
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
@@ -558,9 +549,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       wakeTimer.cancel();
       // Claims that never started are handed back, not left to expire with an attempt counted:
       // those answered from now on, and those whose answer never came (Redis may have applied them).
-      await settledWithin([...claimsUnderWay], HAND_BACK_TIMEOUT_MS);
+      await within(Promise.allSettled([...claimsUnderWay]), HAND_BACK_TIMEOUT_MS);
       const unstarted = [...unansweredClaims.splice(0), ...claimedAfterShutdown.splice(0)];
-      await settledWithin(unstarted.map(handBack), HAND_BACK_TIMEOUT_MS);
+      await within(Promise.allSettled(unstarted.map(handBack)), HAND_BACK_TIMEOUT_MS);
       // Leaves the live replicas at once; with Redis gone, the heartbeat expires by itself.
       await client.zrem(keys.replicas, replicaId).catch(() => {});
       await connection.close();

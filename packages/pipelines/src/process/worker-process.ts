@@ -5,6 +5,7 @@ import {
   type Query,
   type SecretMasker,
   SwitchboardError,
+  within,
 } from '@switchboard/core';
 import { abortError } from '../remote-errors.js';
 import { readLines } from './line-reader.js';
@@ -94,19 +95,6 @@ interface PendingRequest {
   detach(): void;
   /** Set once the run was aborted and `{cancel}` sent: kills a worker that ignores it. */
   cancelTimer?: NodeJS.Timeout;
-}
-
-/** `promise` settled, or false after `ms`; the timer never outlives the race. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
@@ -248,9 +236,10 @@ export class WorkerProcess {
     if (this.#state !== 'exited') {
       this.#stopping = true;
       this.#child.stdin.end();
-      if (!(await settlesWithin(this.exited, timeoutMs))) this.kill(`not stopped within ${timeoutMs} ms`);
+      if ((await within(this.exited, timeoutMs)) === 'timeout')
+        this.kill(`not stopped within ${timeoutMs} ms`);
     }
-    await settlesWithin(this.exited, KILL_WAIT_MS);
+    await within(this.exited, KILL_WAIT_MS);
   }
 
   #write(line: string): void {
@@ -374,7 +363,7 @@ export class WorkerProcess {
     const flushed = stdout.closed
       ? Promise.resolve()
       : new Promise((resolve) => stdout.once('close', resolve));
-    void settlesWithin(flushed, EXIT_FLUSH_MS).then(() => {
+    void within(flushed, EXIT_FLUSH_MS).then(() => {
       this.#retired = true;
       for (const [id, pending] of this.#pending) {
         this.#pending.delete(id);
