@@ -14,6 +14,7 @@ import {
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
+  within,
 } from '@switchboard/core';
 import { createPostgresStore } from '@switchboard/store-postgres';
 import {
@@ -79,16 +80,26 @@ export interface Stores extends RecordStores {
   refusal?: () => IngressRefusal | undefined;
 }
 
-/** Ready when a status read succeeds: one indexed lookup, cheap on every backend. */
+/** How long `/readyz` waits for the database: a silent one must not hold the probe for its timeouts. */
+const PROBE_TIMEOUT_MS = 1000;
+
+/** Ready when a status read succeeds within `PROBE_TIMEOUT_MS`: one indexed lookup, cheap on every backend. */
 function probe(database: string, statuses: MessageStatusStore): () => Promise<StoreHealth> {
-  return () =>
-    statuses.get('readiness-probe').then(
-      () => ({ ok: true }),
-      (err: unknown) => ({
-        ok: false,
-        detail: `${database}: ${err instanceof Error ? err.message : String(err)}`,
-      }),
+  return async () => {
+    const answer = await within(
+      statuses.get('readiness-probe').then(
+        () => ({ ok: true }),
+        (err: unknown) => ({
+          ok: false,
+          detail: `${database}: ${err instanceof Error ? err.message : String(err)}`,
+        }),
+      ),
+      PROBE_TIMEOUT_MS,
     );
+    return answer === 'timeout'
+      ? { ok: false, detail: `${database}: no answer within ${PROBE_TIMEOUT_MS} ms` }
+      : answer;
+  };
 }
 
 function sqliteRecords(store: SqliteStore): RecordStores {

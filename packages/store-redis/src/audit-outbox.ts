@@ -303,13 +303,17 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
         ? undefined
         : {
             put: (status) => tracked({ status }),
-            // The copy waiting in the outbox first: it is newer than PostgreSQL's, and a drain
-            // writes PostgreSQL before it forgets the copy, so one of the two always has it.
+            // The copy waiting in the outbox, read first: a drain writes PostgreSQL before it
+            // forgets the copy, so one of the two always has the status. With both, the newer wins:
+            // a replica whose PostgreSQL answers again writes there while older copies still wait.
             async get(id) {
               const waiting = await client.hget(keys.waitingStatuses, id).catch((err: unknown) => {
                 throw storeFailure(err, retryAfterMs);
               });
-              return waiting === null ? statuses.get(id) : (JSON.parse(waiting) as MessageStatus);
+              if (waiting === null) return statuses.get(id);
+              const copy = JSON.parse(waiting) as MessageStatus;
+              const stored = await statuses.get(id).catch(() => null);
+              return stored !== null && stored.updated_at > copy.updated_at ? stored : copy;
             },
             claimIdempotencyKey: (key, messageId, ttlMs) =>
               statuses.claimIdempotencyKey(key, messageId, ttlMs),

@@ -167,6 +167,9 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
         20_000,
         'PostgreSQL answers again',
       );
+      // Read before the drain: the newer of the waiting copy and PostgreSQL's.
+      expect(await statuses.get('m2')).toEqual(status('m2', 'completed', 4));
+      expect(await statuses.get('m1')).toEqual(status('m1', 'completed', 2));
       await eventually(
         async () => {
           await outbox.drain();

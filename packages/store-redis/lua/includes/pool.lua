@@ -77,7 +77,8 @@ end
 local function forgetMessage(seq)
   local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline')
   rcall('DEL', messageKey(seq))
-  if fields[1] then
+  -- Unless the id names a later copy (a replay of the same message queued meanwhile).
+  if fields[1] and rcall('GET', idKey(fields[1])) == tostring(seq) then
     rcall('SET', idKey(fields[1]), 'settled:' .. fields[2], 'PX', SETTLED_ID_MS)
   end
 end
