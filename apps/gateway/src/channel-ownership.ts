@@ -6,14 +6,15 @@ import {
   type Logger,
   backoffDelayMs,
 } from '@switchboard/core';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '@switchboard/store-redis';
 
 /**
- * Lease timing of single-owner connections, ms: the same as the Redis pool's turn leases, so a
- * dead replica's turns and connections move on together. Fencing stops the connection
+ * Lease timing of single-owner connections, ms: the Redis pool's turn leases', so a dead
+ * replica's turns and connections move on together. Fencing stops the connection
  * `fenceAfterMs` after the last successful renewal, well before the lease expires elsewhere
  * (a Redis command times out after 2 s; a connection stops within a second or two).
  */
-export const CHANNEL_LEASE_TIMING = { leaseMs: 15_000, renewEveryMs: 5_000, fenceAfterMs: 10_000 };
+export const CHANNEL_LEASE_TIMING: LeaseTiming = DEFAULT_LEASE_TIMING;
 
 /** A standby tries again this soon after the holder's deadline, ms: one clock tick's margin. */
 const AFTER_DEADLINE_MS = 10;
@@ -51,7 +52,7 @@ export interface ChannelOwnershipOptions {
   replicaId: string;
   logger: Logger;
   /** Default: `CHANNEL_LEASE_TIMING`. */
-  timing?: typeof CHANNEL_LEASE_TIMING;
+  timing?: LeaseTiming;
   /** Default: `Date.now`; the leases' own clock should agree. */
   now?: () => number;
 }

@@ -125,6 +125,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // With a shared pool another replica may run the turn of a message this one accepted: the
   // channels hear its events too, marked relayed (docs/design.md §5 "Several replicas").
   const relay = stores.replicaEvents();
+  const httpChannels = new Set(
+    config.channels.filter((channel) => channel.type === 'openapi').map((channel) => channel.id),
+  );
 
   const server = Fastify({
     ...httpServerOptions(config.server),
@@ -223,7 +226,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       turnStarted(turn) {
         metrics.observer.turnStarted?.(turn);
         for (const listener of turnStartListeners) listener(turn, 'local');
-        relay?.publishTurnStart(turn);
+        // Only the HTTP channel's trackers follow turns across replicas.
+        if (relay !== null && turn.messages.some(({ message }) => httpChannels.has(message.channel)))
+          relay.publishTurnStart(turn);
       },
       turnEnded: metrics.observer.turnEnded,
       turnRetried: metrics.observer.turnRetried,

@@ -1,7 +1,10 @@
-import type { ControllerObserver, Outcome, Pipeline, QueryPool } from '@switchboard/core';
+import type { ControllerObserver, Outcome, Pipeline, PoolStats, QueryPool } from '@switchboard/core';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
+
+/** How long one scrape's pool counts serve the other gauges of that scrape, ms. */
+const SCRAPE_STATS_MS = 100;
 
 /** A session counts as active for this long after its last message (docs/design.md §2 "Metrics"). */
 const ACTIVE_WINDOW_MS = 5 * 60_000;
@@ -57,6 +60,15 @@ export function createMetrics(
   // `scope` tells how to add replicas up: `replica` series are this process's own (sum them);
   // `cluster` ones are the shared pool's, the same on every replica (take the max, not the sum).
   const poolScope = options.sharedPool ? 'cluster' : 'replica';
+  // The gauges below are collected together at each scrape: one `stats()` (a Redis round trip
+  // with a shared pool) serves them all.
+  let scraped: { at: number; stats: Promise<PoolStats> } | undefined;
+  function poolStats(): Promise<PoolStats> {
+    const now = Date.now();
+    if (scraped === undefined || now - scraped.at > SCRAPE_STATS_MS)
+      scraped = { at: now, stats: pool.stats() };
+    return scraped.stats;
+  }
   new Gauge({
     name: 'switchboard_inflight',
     help: 'Turns running now (concurrency slots in use): scope="replica" on this replica, scope="cluster" in the shared pool.',
@@ -64,7 +76,7 @@ export function createMetrics(
     registers: [registry],
     async collect() {
       this.set({ scope: 'replica' }, options.running());
-      if (options.sharedPool) this.set({ scope: 'cluster' }, (await pool.stats()).inflight);
+      if (options.sharedPool) this.set({ scope: 'cluster' }, (await poolStats()).inflight);
     },
   });
   new Gauge({
@@ -73,7 +85,7 @@ export function createMetrics(
     labelNames: ['scope'] as const,
     registers: [registry],
     async collect() {
-      this.set({ scope: poolScope }, (await pool.stats()).pending);
+      this.set({ scope: poolScope }, (await poolStats()).pending);
     },
   });
   new Gauge({

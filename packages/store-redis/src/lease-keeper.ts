@@ -133,6 +133,16 @@ export interface LeaseTiming {
 }
 
 /**
+ * The default lease timing of a replica's turns, also that of its single-owner connections, so
+ * that a dead replica's turns and connections move on together.
+ */
+export const DEFAULT_LEASE_TIMING: LeaseTiming = {
+  leaseMs: 15_000,
+  renewEveryMs: 5_000,
+  fenceAfterMs: 10_000,
+};
+
+/**
  * One `option: problem` line per broken rule of docs/design.md §5 "If a replica dies": fencing
  * (checked once per renewal round) must fire, and a call the replica made just before must have
  * timed out, before the lease expires and another replica may run the turn.

@@ -25,7 +25,7 @@ import {
   fingerprintOf,
 } from './config-fingerprint.js';
 import { type StoreHealth, checkRedisHealth } from './health.js';
-import { LeaseKeeper, type Renewal, leaseTimingProblems } from './lease-keeper.js';
+import { DEFAULT_LEASE_TIMING, LeaseKeeper, type Renewal, leaseTimingProblems } from './lease-keeper.js';
 import type { ScriptName } from './lua-scripts.js';
 import { openPoolConnection } from './pool-connection.js';
 import { poolKeysOf } from './pool-keys.js';
@@ -80,9 +80,7 @@ export interface RedisQueryPoolOptions {
 }
 
 const DEFAULTS = {
-  leaseMs: 15_000,
-  renewEveryMs: 5_000,
-  fenceAfterMs: 10_000,
+  ...DEFAULT_LEASE_TIMING,
   refusalRetryAfterMs: 1_000,
   clockRemeasureEveryMs: 60_000,
 } satisfies Partial<RedisQueryPoolOptions>;
