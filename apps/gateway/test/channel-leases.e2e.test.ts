@@ -6,7 +6,7 @@ import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/teleg
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
 import { type ServeProcess, eventually, get } from './serve-process.js';
-import { newStores, removeStores, startReplicas, storesConfig } from './shared-stores.js';
+import { describeStores, startReplicas } from './shared-stores.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
 type Json = Record<string, any>;
@@ -22,17 +22,8 @@ async function stateOf(replica: ServeProcess, id = 'tg'): Promise<string | undef
   return answer?.body?.checks?.[`channel.${id}`]?.state;
 }
 
-/** A pool prefix and a schema of the describe block's own, and its configs' head. */
-function sharedStores() {
-  const stores = newStores();
-  return {
-    yaml: (rest: string) => storesConfig(stores, `shutdown: { drain_timeout: 5s }\n${rest}`),
-    remove: () => removeStores(stores),
-  };
-}
-
 describe.skipIf(!reachable)('telegram polling on three replicas (end to end)', () => {
-  const stores = sharedStores();
+  const stores = describeStores('shutdown: { drain_timeout: 5s }');
   let fake: FakeTelegram;
   let backend: FakePipeline;
   let replicas: ServeProcess[] = [];
@@ -193,7 +184,7 @@ routing: { default: bot }
 });
 
 describe.skipIf(!reachable)('discord gateway on two replicas (end to end)', () => {
-  const stores = sharedStores();
+  const stores = describeStores('shutdown: { drain_timeout: 5s }');
   let fake: FakeDiscord;
   const replicas: ServeProcess[] = [];
 
@@ -240,7 +231,7 @@ routing: { default: echo }
 });
 
 describe.skipIf(!reachable)('slack socket mode on two replicas (end to end)', () => {
-  const stores = sharedStores();
+  const stores = describeStores('shutdown: { drain_timeout: 5s }');
   let fake: FakeSlack;
   const replicas: ServeProcess[] = [];
 

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processExists } from '@switchboard/testkit/process';
 import { describe, expect, it } from 'vitest';
 import {
   eventually,
@@ -27,16 +28,6 @@ interface WorkerEvent {
   event: string;
   id?: string;
   text?: string;
-}
-
-/** Whether `pid` exists in any form, a zombie included. */
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

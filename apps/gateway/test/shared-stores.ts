@@ -38,6 +38,18 @@ export function sharedStores(cleanup: Cleanup, overrides: Partial<SharedStores> 
   return stores;
 }
 
+/**
+ * New stores for a whole describe block: `yaml(rest)` is a config on them (`head` first), and
+ * `remove()` goes in its `afterAll`, after its replicas stopped.
+ */
+export function describeStores(head = '') {
+  const stores = newStores();
+  return {
+    yaml: (rest: string) => storesConfig(stores, `${head}\n${rest}`),
+    remove: () => removeStores(stores),
+  };
+}
+
 /** The head of a config on `stores` (server on a free port, the pool, the records); `rest` follows. */
 export function storesConfig(stores: SharedStores, rest: string): string {
   return `server: { host: 127.0.0.1, port: 0 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { eventually } from './eventually.js';
+import { processExists } from './process.js';
 import { freePort } from './free-port.js';
 
 /** Fails at once instead of queueing or retrying while Redis is away: probes must not hang. */
@@ -124,14 +125,7 @@ export async function startPrivateRedis() {
   async function stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
     process.kill(pid, signal);
-    await eventually(() => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await eventually(() => !processExists(pid));
   }
 
   await start();

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { createProcessPipeline, ProcessPipelineOptionsSchema } from '../../src/p
 import { queryOf } from '../query.js';
 
 export { eventually } from '@switchboard/testkit/eventually';
+export { processExists, processState } from '@switchboard/testkit/process';
 
 /** The test worker program (protocol of packages/pipelines/README.md "process"). */
 export const ECHO_WORKER = fileURLToPath(new URL('../fixtures/echo-worker.mjs', import.meta.url));
@@ -76,25 +76,6 @@ export function turnOf(session: string, text: string, attempt = 1, id = `turn-${
 /** A run context aborted after `timeoutMs`, as the controller's pipeline timeout does. */
 export function contextOf(logger: Logger, timeoutMs = 20_000) {
   return { signal: AbortSignal.timeout(timeoutMs), logger };
-}
-
-/** Whether `pid` still exists in any form, a zombie included (`kill 0` succeeds on zombies too). */
-export function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** `ps` state letters of `pid` (`Z` for a zombie), or null when there is no such process. */
-export function processState(pid: number): string | null {
-  try {
-    return execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim() || null;
-  } catch {
-    return null;
-  }
 }
 
 /**
