@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type IngressOptions,
   type IngressRefusal,
+  type MessageTracer,
   type Outcome,
   type PipelinePolicyInput,
   PipelinePolicySchema,
@@ -18,6 +19,7 @@ function setup(
     maxPendingPerSession?: number;
     pipelines?: PipelinePolicyInput[];
     refuseWhen?: IngressOptions['refuseWhen'];
+    tracer?: IngressOptions['tracer'];
   } = {},
 ) {
   const policies = (options.pipelines ?? [{ id: 'echo' }]).map((p) => PipelinePolicySchema.parse(p));
@@ -54,6 +56,7 @@ function setup(
     outcomes: bus,
     channelPolicy: () => ({ admission: { require_mention: true, prefixes: ['!'] }, sessionScope: 'chat' }),
     refuseWhen: options.refuseWhen,
+    tracer: options.tracer,
   });
   return { pool, ingress, outcomes };
 }
@@ -218,6 +221,30 @@ describe('ingress', () => {
       refusal = undefined;
       expect(await ingress.accept(message('A', 'hello'), 'delivery-1')).toMatchObject({ status: 'queued' });
       expect((await pool.stats()).pending).toBe(1);
+    });
+  });
+
+  describe('when a traced message is refused and its channel offers it again', () => {
+    it("gives it back the caller's trace context, so the retry's receive span is not a child of the refused one", async () => {
+      const CALLER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      const seen: Array<string | undefined> = [];
+      // Each receive records the context it continues and puts its own span's in its place.
+      const tracer = {
+        receive(received: { traceparent?: string }) {
+          seen.push(received.traceparent);
+          received.traceparent = `00-4bf92f3577b34da6a3ce929d0e0e4736-${String(seen.length).padStart(16, '0')}-01`;
+          return {};
+        },
+        route: (_span: unknown, decide: () => unknown) => decide(),
+        received() {},
+      } as unknown as MessageTracer;
+      const { ingress } = setup({ maxPending: 1, tracer });
+      expect(await ingress.accept(message('A', 'first'))).toMatchObject({ status: 'queued' });
+      const offered = { ...message('B', 'second'), traceparent: CALLER };
+      expect(await ingress.accept(offered)).toMatchObject({ status: 'refused' });
+      expect(await ingress.accept(offered)).toMatchObject({ status: 'refused' });
+      expect(seen.slice(1)).toEqual([CALLER, CALLER]);
+      expect(offered.traceparent).toBe(CALLER);
     });
   });
 });
