@@ -5,8 +5,10 @@ import type { MessageTracer } from './message-trace.js';
 import type { OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
+import type { ChannelSendOptions } from './ports/channel-adapter.js';
 import type { Pipeline } from './ports/pipeline.js';
 import type { QueryPool, Turn } from './ports/query-pool.js';
+import type { ReplyStream } from './reply-stream.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from './structures/indexed-set.js';
 import { WakeTimer } from './structures/wake-timer.js';
@@ -29,8 +31,16 @@ export interface ControllerOptions {
   pipelines: ReadonlyMap<string, Pipeline>;
   policies: ReadonlyMap<string, PipelinePolicy>;
   outcomes: OutcomeSink;
-  /** Sends replies through the channel the query came from (the outbox). */
-  deliver: (query: Query, replies: readonly Reply[]) => Promise<void>;
+  /**
+   * Sends replies through the channel the query came from (the outbox); `options.draft` is the
+   * preview showing the answer so far, for the send to edit.
+   */
+  deliver: (query: Query, replies: readonly Reply[], options?: ChannelSendOptions) => Promise<void>;
+  /**
+   * Opens the progressive rendering of a turn's answer (docs/design.md §4 "Streaming") when the
+   * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
+   */
+  streamReplies?: (query: Query, logger: Logger) => ReplyStream | undefined;
   logger?: Logger;
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
@@ -80,10 +90,10 @@ export function createController(options: ControllerOptions): Controller {
   const settlement = createTurnSettlement({
     pool,
     outcomes: options.outcomes,
-    deliver: (entry, query, replies) =>
+    deliver: (entry, query, replies, sendOptions) =>
       entry.trace === undefined || tracer === undefined
-        ? deliver(query, replies)
-        : tracer.delivery(entry.trace.span, query, replies, () => deliver(query, replies)),
+        ? deliver(query, replies, sendOptions)
+        : tracer.delivery(entry.trace.span, query, replies, () => deliver(query, replies, sendOptions)),
     observer: options.observer,
     random: options.random ?? Math.random,
     now,
@@ -247,6 +257,8 @@ export function createController(options: ControllerOptions): Controller {
       const query = aggregate(entry.turn);
       options.observer?.turnStarted?.(entry.turn);
       sweepTimer.arm(entry.deadlineAt);
+      const replyStream = options.streamReplies?.(query, entry.logger);
+      entry.stream = replyStream?.push;
       let replies: Reply[];
       try {
         ({ replies } = await (entry.trace === undefined || tracer === undefined
@@ -256,11 +268,18 @@ export function createController(options: ControllerOptions): Controller {
               return pipeline.run(query, entry);
             })));
       } catch (error) {
+        replyStream?.cancel();
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
         if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);
         return;
       }
-      if (!entry.decided) await settlement.answered(entry, query, replies);
+      if (entry.decided) {
+        replyStream?.cancel();
+        return;
+      }
+      // The preview in flight ends first, so that the final send edits the message it posted.
+      const draft = await replyStream?.finish();
+      if (!entry.decided) await settlement.answered(entry, query, replies, draft);
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {

@@ -3,6 +3,7 @@ import { retryDelayMs } from './backoff.js';
 import type { ControllerObserver, TurnResult } from './controller.js';
 import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
+import type { ChannelSendOptions } from './ports/channel-adapter.js';
 import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
@@ -16,7 +17,12 @@ export interface TurnSettlementOptions {
   pool: QueryPool;
   outcomes: OutcomeSink;
   /** Sends one running turn's replies through the channel the query came from (the outbox). */
-  deliver: (entry: RunningTurn, query: Query, replies: readonly Reply[]) => Promise<void>;
+  deliver: (
+    entry: RunningTurn,
+    query: Query,
+    replies: readonly Reply[],
+    options?: ChannelSendOptions,
+  ) => Promise<void>;
   observer?: ControllerObserver;
   /** Jitter source, [0, 1). */
   random: () => number;
@@ -29,8 +35,11 @@ export interface TurnSettlementOptions {
  * a second ending (a late answer after the sweep released the turn).
  */
 export interface TurnSettlement {
-  /** The pipeline answered: its replies are delivered, then the messages complete. */
-  answered(entry: RunningTurn, query: Query, replies: Reply[]): Promise<void>;
+  /**
+   * The pipeline answered: its replies are delivered (editing `draft`, the preview of a streamed
+   * answer, when there is one), then the messages complete.
+   */
+  answered(entry: RunningTurn, query: Query, replies: Reply[], draft?: string): Promise<void>;
   /** The pipeline failed: abandoned when the drain aborted it, else retried or dead-lettered. */
   failed(entry: RunningTurn, policy: PipelinePolicy, error: unknown): Promise<void>;
   /** The turn's pipeline is no longer configured: its messages are dropped. */
@@ -165,11 +174,11 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
   }
 
   return {
-    async answered(entry, query, replies) {
+    async answered(entry, query, replies, draft) {
       entry.decided = true;
       const { turn } = entry;
       try {
-        await deliver(entry, query, replies);
+        await deliver(entry, query, replies, draft === undefined ? undefined : { draft });
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be delivered');
         if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
