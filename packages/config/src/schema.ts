@@ -201,8 +201,18 @@ const OutboundSchema = z
     send_timeout: durationMs()
       .prefault('30s')
       .refine((ms) => ms >= 1_000 && ms <= 600_000, 'must be between 1s and 10m'),
+    /**
+     * Streamed answers (docs/design.md §4): the least time between two previews of an answer in
+     * one chat (the post, each edit and the final edit); pieces arriving meanwhile are coalesced.
+     */
+    edit_interval: durationMs()
+      .prefault('1s')
+      .refine((ms) => ms >= 100 && ms <= 60_000, 'must be between 100ms and 1m'),
   })
-  .transform(({ send_timeout }) => ({ sendTimeoutMs: send_timeout }));
+  .transform(({ send_timeout, edit_interval }) => ({
+    sendTimeoutMs: send_timeout,
+    editIntervalMs: edit_interval,
+  }));
 
 export const OpenApiChannelSchema = z
   .strictObject({

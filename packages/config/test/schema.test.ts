@@ -43,7 +43,7 @@ describe('ConfigSchema', () => {
           apiKeys: [],
           waitTimeoutMs: 30_000,
           maxWaitTimeoutMs: 120_000,
-          outbound: { sendTimeoutMs: 30_000 },
+          outbound: { sendTimeoutMs: 30_000, editIntervalMs: 1_000 },
           maxEventStreams: 1000,
           maxEventStreamsPerSession: 10,
           maxEventStreamBufferBytes: 1_048_576,
@@ -276,6 +276,23 @@ describe('ConfigSchema', () => {
       expect(webhook.channels[0]).toMatchObject({ webhook: { secretToken: 'abc_123', url: undefined } });
     });
 
+    it('gives every channel type an edit interval for streamed answers: 1 s by default, between 100ms and 1m', () => {
+      const config = ConfigSchema.parse({
+        channels: [
+          { id: 'a', type: 'openapi', outbound: { edit_interval: '250ms' } },
+          { ...chat, type: 'telegram' },
+        ],
+      });
+      expect(config.channels.map((channel) => channel.outbound.editIntervalMs)).toEqual([250, 1_000]);
+      const bad = ConfigSchema.safeParse({
+        channels: [{ ...chat, type: 'telegram', outbound: { edit_interval: '50ms' } }],
+      });
+      expect(bad.success).toBe(false);
+      expect(bad.error?.issues.map((issue) => issue.path.join('.'))).toEqual([
+        'channels.0.outbound.edit_interval',
+      ]);
+    });
+
     it('gives every channel type a send deadline: 30 s by default, between 1s and 10m', () => {
       const config = ConfigSchema.parse({
         channels: [
@@ -285,11 +302,8 @@ describe('ConfigSchema', () => {
           { id: 'd', type: 'discord', token: 't', outbound: { send_timeout: 2500 } },
         ],
       });
-      expect(config.channels.map((channel) => channel.outbound)).toEqual([
-        { sendTimeoutMs: 1_000 },
-        { sendTimeoutMs: 30_000 },
-        { sendTimeoutMs: 600_000 },
-        { sendTimeoutMs: 2_500 },
+      expect(config.channels.map((channel) => channel.outbound.sendTimeoutMs)).toEqual([
+        1_000, 30_000, 600_000, 2_500,
       ]);
       const bad = ConfigSchema.safeParse({
         channels: [

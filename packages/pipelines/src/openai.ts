@@ -8,7 +8,10 @@ import {
   secretValues,
 } from '@switchboard/core';
 import OpenAI from 'openai';
-import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import { abortError, excerptOf, isRetryableStatus, networkError, statusError } from './remote-errors.js';
 
@@ -24,6 +27,11 @@ export const OpenAIPipelineOptionsSchema = z.strictObject({
   /** Past exchanges (user + assistant) sent as context; 0 keeps no history. */
   history_turns: z.number().int().min(0).max(100).default(10),
   temperature: z.number().min(0).max(2).optional(),
+  /**
+   * Asks for the answer as a stream (`stream: true`) and passes its pieces on to channels that
+   * show answers as they are written (docs/design.md §4 "Streaming"); the reply is the whole text.
+   */
+  stream: z.boolean().default(false),
 });
 export type OpenAIPipelineOptions = z.output<typeof OpenAIPipelineOptionsSchema>;
 
@@ -51,7 +59,7 @@ export function createOpenAIPipeline(
 
   return {
     id,
-    async run(query, { signal, logger, traceHeaders }) {
+    async run(query, { signal, logger, traceHeaders, stream }) {
       const past = historyLimit > 0 ? await history.recent(query.session, id, historyLimit) : [];
       const messages: ChatCompletionMessageParam[] = [
         ...(options.system_prompt === undefined
@@ -62,29 +70,19 @@ export function createOpenAIPipeline(
       ];
 
       const startedMs = Date.now();
-      let completion: ChatCompletion;
-      try {
-        completion = await client.chat.completions.create(
-          { model: options.model, messages, temperature: options.temperature },
-          { signal, headers: { ...traceHeaders } },
-        );
-      } catch (error) {
-        throw toPipelineError(id, mask, signal, error);
-      }
+      const request: ChatCompletionCreateParamsNonStreaming = {
+        model: options.model,
+        messages,
+        temperature: options.temperature,
+      };
+      const requestOptions = { signal, headers: { ...traceHeaders } };
+      const text = options.stream
+        ? await streamedAnswer(request, requestOptions, stream)
+        : await completeAnswer(request, requestOptions);
       logger.debug(
         { pipeline: id, model: options.model, durationMs: Date.now() - startedMs },
         'pipeline answered',
       );
-
-      const message = completion.choices[0]?.message;
-      // A refusal is still an answer the user should see; no text at all is a broken endpoint.
-      const text = message?.content ?? message?.refusal;
-      if (typeof text !== 'string') {
-        throw new SwitchboardError('SB_PIPELINE_FAILED', {
-          message: `pipeline ${id}: invalid reply: choices[0].message.content is missing`,
-          details: { pipeline: id, problems: ['choices[0].message.content: missing'] },
-        });
-      }
 
       if (historyLimit > 0) {
         try {
@@ -100,6 +98,76 @@ export function createOpenAIPipeline(
       return { replies: [{ text }] };
     },
   };
+
+  /** The first choice's text of a plain answer; a refusal is still an answer the user should see. */
+  async function completeAnswer(
+    request: ChatCompletionCreateParamsNonStreaming,
+    requestOptions: OpenAI.RequestOptions & { signal: AbortSignal },
+  ): Promise<string> {
+    let text: string | null | undefined;
+    try {
+      const completion = await client.chat.completions.create(request, requestOptions);
+      const message = completion.choices[0]?.message;
+      text = message?.content ?? message?.refusal;
+    } catch (error) {
+      throw toPipelineError(id, mask, requestOptions.signal, error);
+    }
+    // No text at all is a broken endpoint.
+    if (typeof text !== 'string') {
+      throw new SwitchboardError('SB_PIPELINE_FAILED', {
+        message: `pipeline ${id}: invalid reply: choices[0].message.content is missing`,
+        details: { pipeline: id, problems: ['choices[0].message.content: missing'] },
+      });
+    }
+    return text;
+  }
+
+  /**
+   * The first choice's text of a streamed answer, each piece passed to `onDelta` as it arrives. A
+   * stream that breaks, or ends before a chunk with `finish_reason`, fails retryably: the answer
+   * is incomplete, and asking again may get it whole.
+   */
+  async function streamedAnswer(
+    request: ChatCompletionCreateParamsNonStreaming,
+    requestOptions: OpenAI.RequestOptions & { signal: AbortSignal },
+    onDelta: ((delta: string) => void) | undefined,
+  ): Promise<string> {
+    const { signal } = requestOptions;
+    let text = '';
+    let finished = false;
+    let answering = false;
+    try {
+      const chunks = await client.chat.completions.create({ ...request, stream: true }, requestOptions);
+      answering = true;
+      for await (const chunk of chunks) {
+        const choice = chunk.choices[0];
+        const delta = choice?.delta?.content ?? choice?.delta?.refusal;
+        if (typeof delta === 'string' && delta !== '') {
+          text += delta;
+          onDelta?.(delta);
+        }
+        if (choice?.finish_reason) finished = true;
+      }
+    } catch (error) {
+      // An error event in the stream is an APIError with a status; the client reports a connection
+      // cut under way as a connection error, which is a broken stream, not an unreachable endpoint.
+      const statusError = error instanceof OpenAI.APIError && error.status !== undefined;
+      if (signal.aborted || !answering || statusError) throw toPipelineError(id, mask, signal, error);
+      throw brokenStream(id, excerptOf(error instanceof Error ? error.message : String(error), mask), error);
+    }
+    if (!finished) throw brokenStream(id, 'the stream ended before a chunk with finish_reason');
+    return text;
+  }
+}
+
+/** SB_PIPELINE_FAILED, retryable, for a streamed answer that did not arrive whole. */
+function brokenStream(id: string, reason: string, cause?: unknown): SwitchboardError {
+  return new SwitchboardError('SB_PIPELINE_FAILED', {
+    message: `pipeline ${id}: broken stream: ${reason}`,
+    details: { pipeline: id, reason },
+    cause,
+    retryable: true,
+  });
 }
 
 function toPipelineError(
