@@ -13,7 +13,14 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import { abortError, excerptOf, isRetryableStatus, networkError, statusError } from './remote-errors.js';
+import {
+  abortError,
+  brokenStream,
+  excerptOf,
+  isRetryableStatus,
+  networkError,
+  statusError,
+} from './remote-errors.js';
 
 /** `pipelines[]` keys of `type: openai`: any OpenAI-compatible chat-completions endpoint. */
 export const OpenAIPipelineOptionsSchema = z.strictObject({
@@ -158,16 +165,6 @@ export function createOpenAIPipeline(
     if (!finished) throw brokenStream(id, 'the stream ended before a chunk with finish_reason');
     return text;
   }
-}
-
-/** SB_PIPELINE_FAILED, retryable, for a streamed answer that did not arrive whole. */
-function brokenStream(id: string, reason: string, cause?: unknown): SwitchboardError {
-  return new SwitchboardError('SB_PIPELINE_FAILED', {
-    message: `pipeline ${id}: broken stream: ${reason}`,
-    details: { pipeline: id, reason },
-    cause,
-    retryable: true,
-  });
 }
 
 function toPipelineError(
