@@ -302,7 +302,8 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
       await handingOver;
     },
 
-    send: (origin, replies, signal) => adapter.send(origin, replies, signal),
+    send: (origin, replies, signal, sendOptions) => adapter.send(origin, replies, signal, sendOptions),
+    ...(adapter.preview === undefined ? {} : { preview: adapter.preview.bind(adapter) }),
 
     health() {
       if (running) return adapter.health();

@@ -18,6 +18,8 @@ export interface Channels {
   policyOf(channelId: string): ChannelPolicy;
   /** Channel id → the deadline of one send (`channels[].outbound.send_timeout`) in ms; undefined if unknown. */
   sendTimeoutMsOf(channelId: string): number | undefined;
+  /** Channel id → the least time between two previews (`channels[].outbound.edit_interval`) in ms. */
+  editIntervalMsOf(channelId: string): number | undefined;
 }
 
 /** Builds every configured channel; webhook channels mount their routes on `server` now. */
@@ -58,12 +60,11 @@ export function createChannels(
         break;
     }
   }
-  const sendTimeoutsMs = new Map(
-    config.channels.map((channel) => [channel.id, channel.outbound.sendTimeoutMs]),
-  );
+  const outbound = new Map(config.channels.map((channel) => [channel.id, channel.outbound]));
   return {
     adapters,
     policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
-    sendTimeoutMsOf: (id) => sendTimeoutsMs.get(id),
+    sendTimeoutMsOf: (id) => outbound.get(id)?.sendTimeoutMs,
+    editIntervalMsOf: (id) => outbound.get(id)?.editIntervalMs,
   };
 }

@@ -19,6 +19,7 @@ import {
   createController,
   createIngress,
   createOutcomeBus,
+  createReplyStream,
   createRouter,
   sendWithDeadline,
 } from '@switchboard/core';
@@ -161,6 +162,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     adapters: configured,
     policyOf,
     sendTimeoutMsOf,
+    editIntervalMsOf,
   } = createChannels(config, {
     server,
     statuses: stores.statuses,
@@ -208,7 +210,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outcomes,
     logger,
     tracer: options.tracer,
-    deliver: (query, replies) => {
+    deliver: (query, replies, sendOptions) => {
       const channel = channels.get(query.message.channel);
       const sendTimeoutMs = sendTimeoutMsOf(query.message.channel);
       if (channel === undefined || sendTimeoutMs === undefined) {
@@ -220,7 +222,21 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
       // Bounded, so that a hung platform call cannot hold the turn's slots (the controller ends
       // the turn as a failed delivery).
-      return sendWithDeadline(channel, query.message, replies, sendTimeoutMs);
+      return sendWithDeadline(channel, query.message, replies, sendTimeoutMs, sendOptions);
+    },
+    // Answers stream into previews where the channel shows them (docs/design.md §4 "Streaming").
+    streamReplies: (query, turnLogger) => {
+      const preview = channels.get(query.message.channel)?.preview;
+      const editIntervalMs = editIntervalMsOf(query.message.channel);
+      const finishTimeoutMs = sendTimeoutMsOf(query.message.channel);
+      if (preview === undefined || editIntervalMs === undefined || finishTimeoutMs === undefined)
+        return undefined;
+      return createReplyStream({
+        preview: (text, draft, signal) => preview(query.message, text, draft, signal),
+        editIntervalMs,
+        finishTimeoutMs,
+        logger: turnLogger,
+      });
     },
     observer: {
       turnStarted(turn) {

@@ -28,7 +28,7 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
       token: fake.token,
       apiUrl: fake.url,
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000 },
+      outbound: { sendTimeoutMs: 30_000, editIntervalMs: 1_000 },
     };
     const created = createDiscordChannel({
       config,

@@ -52,7 +52,7 @@ describe('slack channel in Socket Mode (in process)', () => {
       apiUrl: fake.apiUrl,
       botUserId: 'UBOT',
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000 },
+      outbound: { sendTimeoutMs: 30_000, editIntervalMs: 1_000 },
     };
     const channel = createSlackChannel({ config, server: Fastify(), logger });
     await channel.start({ ingress, logger });

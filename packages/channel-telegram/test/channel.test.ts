@@ -51,7 +51,7 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       apiRoot: fake.url,
       webhook: undefined,
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000 },
+      outbound: { sendTimeoutMs: 30_000, editIntervalMs: 1_000 },
       ...overrides,
     };
   }

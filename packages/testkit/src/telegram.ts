@@ -6,8 +6,9 @@ import type { AddressInfo } from 'node:net';
  * `POST /bot<token>/<method>` like api.telegram.org does. Point grammY at it with
  * `client: { apiRoot: fake.url }` (the channel's `api_root`). It implements getMe,
  * deleteWebhook, setWebhook, getWebhookInfo, getUpdates (long poll honouring `offset`,
- * `limit`, `timeout` and `allowed_updates`; 409 while a webhook is set) and sendMessage
- * (returns a full Message), records every call, and can answer 429 with `retry_after`, another
+ * `limit`, `timeout` and `allowed_updates`; 409 while a webhook is set), sendMessage
+ * (returns a full Message) and editMessageText (of the bot's own messages; 400 "message is not
+ * modified" for the same text, as Telegram answers), records every call, and can answer 429 with `retry_after`, another
  * error, or never, for the next calls of a method. Like Telegram, a getUpdates arriving while
  * another is open ends the open one with 409 Conflict; the fake records the most getUpdates
  * calls ever open at once and how often each update was fetched. Updates are queued with `pushUpdate` for
@@ -51,6 +52,14 @@ export interface SentTelegramMessage {
   at: number;
 }
 
+/** An editMessageText call that succeeded. */
+export interface TelegramEdit {
+  chatId: string;
+  messageId: number;
+  text: string;
+  at: number;
+}
+
 /** What the next calls of a method answer instead of succeeding (see `failNext`). */
 export type FakeTelegramFailure =
   | { status: 429; retryAfterS: number }
@@ -83,6 +92,10 @@ export interface FakeTelegram {
   callsOf(method: string): RecordedTelegramCall[];
   /** The sendMessage calls that succeeded, in order. */
   sentMessages(): SentTelegramMessage[];
+  /** The editMessageText calls that succeeded, in order. */
+  edits(): TelegramEdit[];
+  /** The text a message of the bot shows now (after its edits); undefined for an unknown message. */
+  textOf(chatId: number | string, messageId: number): string | undefined;
   /** The current webhook, or `null` after deleteWebhook / before setWebhook. */
   webhook(): FakeTelegramWebhook | null;
   /** Updates confirmed by a getUpdates `offset`: every update_id below this number. */
@@ -175,6 +188,9 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const botUser = options.botUser ?? DEFAULT_BOT_USER;
   const calls: RecordedTelegramCall[] = [];
   const sent: SentTelegramMessage[] = [];
+  const edits: TelegramEdit[] = [];
+  /** The text of each message the bot sent, by `<chat id>:<message id>`. */
+  const texts = new Map<string, string>();
   const chats = new Map<string, Json>();
   const failures = new Map<string, FakeTelegramFailure[]>();
   const hung = new Set<ServerResponse>();
@@ -282,7 +298,26 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       ...(thread === undefined ? {} : { message_thread_id: thread, is_topic_message: true }),
     };
     sent.push({ body, message, at: Date.now() });
+    texts.set(`${body.chat_id}:${message.message_id}`, text);
     return ok(message);
+  }
+
+  function editMessageText(body: Json): Answer {
+    const key = `${body.chat_id}:${body.message_id}`;
+    const current = texts.get(key);
+    if (current === undefined) return fail(400, 'Bad Request: message to edit not found');
+    const text = typeof body.text === 'string' ? body.text : '';
+    if (text.trim() === '') return fail(400, 'Bad Request: message text is empty');
+    if (text.length > TEXT_LIMIT) return fail(400, 'Bad Request: MESSAGE_TOO_LONG');
+    if (text === current) {
+      return fail(
+        400,
+        'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+      );
+    }
+    texts.set(key, text);
+    edits.push({ chatId: String(body.chat_id), messageId: Number(body.message_id), text, at: Date.now() });
+    return ok({ ...(sent.find((entry) => `${entry.body.chat_id}:${entry.message.message_id}` === key)?.message ?? {}), text });
   }
 
   function answer(method: string, body: Json, response: ServerResponse): Promise<Answer> | Answer {
@@ -312,6 +347,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         return getUpdates(body, response);
       case 'sendMessage':
         return sendMessage(body);
+      case 'editMessageText':
+        return editMessageText(body);
       default:
         return fail(404, 'Not Found: method not found');
     }
@@ -369,6 +406,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     calls,
     callsOf: (method) => calls.filter((call) => call.method === method),
     sentMessages: () => [...sent],
+    edits: () => [...edits],
+    textOf: (chatId, messageId) => texts.get(`${chatId}:${messageId}`),
     webhook: () => webhook,
     confirmedOffset: () => confirmed,
     pendingUpdates: () => queue.filter((update) => update.update_id >= confirmed),
