@@ -16,8 +16,14 @@ import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
 import { createEventsReceiver } from './inbound/events-receiver.js';
 import { normalizeSlackEvent } from './inbound/normalize.js';
 import { type SocketModeReceiver, createSocketModeReceiver } from './inbound/socket-mode-receiver.js';
-import { renderSlackReplies } from './outbound/render.js';
-import { createSendClient, postSlackMessages } from './outbound/send.js';
+import { renderSlackPreview, renderSlackReplies } from './outbound/render.js';
+import {
+  type SendOptions,
+  createSendClient,
+  postSlackMessage,
+  postSlackMessages,
+  updateSlackMessage,
+} from './outbound/send.js';
 
 /** Options of `createSlackChannel`. */
 export interface SlackChannelOptions {
@@ -188,6 +194,21 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     }
   }
 
+  /** How this channel's posts and updates are made, with a client whose requests `signal` aborts. */
+  function outboundOptions(signal: AbortSignal): SendOptions {
+    return {
+      client: createSendClient({ slackApiUrl, logger: boltLogger, signal }),
+      botToken: config.botToken,
+      channelId: config.id,
+      maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
+      maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
+      maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
+      transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
+      signal,
+      logger,
+    };
+  }
+
   return {
     id: config.id,
     type: 'slack',
@@ -213,18 +234,19 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       logger.info({}, 'channel stopped');
     },
 
-    async send(origin, replies, signal) {
-      await postSlackMessages(renderSlackReplies(origin, replies), {
-        client: createSendClient({ slackApiUrl, logger: boltLogger, signal }),
-        botToken: config.botToken,
-        channelId: config.id,
-        maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
-        maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
-        maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
-        transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
-        signal,
-        logger,
-      });
+    async send(origin, replies, signal, sendOptions) {
+      await postSlackMessages(
+        renderSlackReplies(origin, replies),
+        outboundOptions(signal),
+        sendOptions?.draft,
+      );
+    },
+
+    async preview(origin, text, draft, signal) {
+      const message = renderSlackPreview(origin, text);
+      if (draft === undefined) return postSlackMessage(message, outboundOptions(signal));
+      await updateSlackMessage(message, draft, outboundOptions(signal));
+      return draft;
     },
 
     health() {

@@ -61,9 +61,16 @@ function chunkOf(model: string, delta: Json, finishReason: string | null): strin
   return `data: ${JSON.stringify(chunk)}\n\n`;
 }
 
-async function streamAnswer(response: ServerResponse, model: string, answer: FakeOpenAIAnswer): Promise<void> {
+async function streamAnswer(
+  response: ServerResponse,
+  model: string,
+  answer: FakeOpenAIAnswer,
+): Promise<void> {
   const tokens = answer.tokens ?? DEFAULT_TOKENS;
-  response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+  });
   response.write(chunkOf(model, { role: 'assistant', content: '' }, null));
   for (const [index, token] of tokens.entries()) {
     if (answer.breakAfter !== undefined && index >= answer.breakAfter) {

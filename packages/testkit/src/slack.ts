@@ -17,6 +17,15 @@ export interface SlackApiCall {
   body: Record<string, unknown>;
 }
 
+/** A `chat.update` the fake applied. */
+export interface SlackEdit {
+  channel: string;
+  ts: string;
+  text: string;
+  /** Milliseconds since the epoch at which it arrived. */
+  at: number;
+}
+
 /** How the next calls fail (see `failNext`). */
 export type SlackFailure =
   | { kind: 'rate_limited'; retryAfterSec: number }
@@ -46,6 +55,10 @@ export interface FakeSlack {
   calls: SlackApiCall[];
   /** The calls of one method. */
   callsTo(method: string): SlackApiCall[];
+  /** The `chat.update` calls that succeeded, in order. */
+  edits(): SlackEdit[];
+  /** The text a message the bot posted shows now (after its updates); undefined if unknown. */
+  textOf(channel: string, ts: string): string | undefined;
   /** Resolves once `method` has been called `count` times (or rejects after `timeoutMs`). */
   waitForCalls(method: string, count: number, timeoutMs?: number): Promise<SlackApiCall[]>;
   /** The next `count` Web API calls fail with `failure`. */
@@ -106,6 +119,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const hanging = new Set<ServerResponse>();
   const sockets = new Set<WebSocket>();
   const acks = new Set<string>();
+  const edits: SlackEdit[] = [];
+  /** The text of each message the bot posted, by `<channel>/<ts>`. */
+  const texts = new Map<string, string>();
   let sequence = 0;
   let baseUrl = '';
 
@@ -146,7 +162,17 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
           ts,
           ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}),
         };
+        texts.set(`${body.channel}/${ts}`, body.text);
         return { status: 200, body: { ok: true, channel: body.channel, ts, message } };
+      }
+      case 'chat.update': {
+        const key = `${body.channel}/${body.ts}`;
+        if (!texts.has(key)) return { status: 200, body: { ok: false, error: 'message_not_found' } };
+        if (typeof body.text !== 'string' || body.text === '')
+          return { status: 200, body: { ok: false, error: 'no_text' } };
+        texts.set(key, body.text);
+        edits.push({ channel: String(body.channel), ts: String(body.ts), text: body.text, at: Date.now() });
+        return { status: 200, body: { ok: true, channel: body.channel, ts: body.ts, text: body.text } };
       }
       default:
         return { status: 200, body: { ok: false, error: 'unknown_method' } };
@@ -237,6 +263,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     apiUrl: `${baseUrl}/api/`,
     calls,
     callsTo: (method) => calls.filter((call) => call.method === method),
+    edits: () => [...edits],
+    textOf: (channel, ts) => texts.get(`${channel}/${ts}`),
     waitForCalls(method, count, timeoutMs = 10_000) {
       return eventually(
         () => {

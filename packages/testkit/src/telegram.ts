@@ -317,7 +317,10 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     }
     texts.set(key, text);
     edits.push({ chatId: String(body.chat_id), messageId: Number(body.message_id), text, at: Date.now() });
-    return ok({ ...(sent.find((entry) => `${entry.body.chat_id}:${entry.message.message_id}` === key)?.message ?? {}), text });
+    return ok({
+      ...(sent.find((entry) => `${entry.body.chat_id}:${entry.message.message_id}` === key)?.message ?? {}),
+      text,
+    });
   }
 
   function answer(method: string, body: Json, response: ServerResponse): Promise<Answer> | Answer {
