@@ -7,7 +7,8 @@ import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
 import { toMessageData } from './inbound/message-data.js';
 import { normalizeMessage } from './inbound/normalize.js';
-import { sendReplies } from './outbound/send.js';
+import { renderPreview } from './outbound/render.js';
+import { editMessage, postMessage, sendReplies } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
 export interface DiscordChannelOptions {
@@ -150,8 +151,15 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
       logger.info({}, 'channel stopped');
     },
 
-    send(origin, replies, signal) {
-      return sendReplies(rest, origin, replies, config.token, signal);
+    send(origin, replies, signal, sendOptions) {
+      return sendReplies(rest, origin, replies, config.token, signal, sendOptions?.draft);
+    },
+
+    async preview(origin, text, draft, signal) {
+      const message = renderPreview(origin, text);
+      if (draft === undefined) return postMessage(rest, message, config.token, signal);
+      await editMessage(rest, message, draft, config.token, signal);
+      return draft;
     },
 
     health() {

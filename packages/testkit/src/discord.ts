@@ -44,6 +44,15 @@ export interface SentDiscordMessage {
   body: Record<string, any>;
 }
 
+/** A `PATCH /channels/:id/messages/:id` the fake applied. */
+export interface DiscordEdit {
+  channelId: string;
+  messageId: string;
+  content: string;
+  /** Milliseconds since the epoch at which it arrived. */
+  at: number;
+}
+
 /** What the next REST calls answer instead of succeeding (see `failNext`). */
 export type FakeDiscordFailure =
   | { status: 429; retryAfterMs: number; global?: boolean }
@@ -72,6 +81,10 @@ export interface FakeDiscord {
   requests: RecordedDiscordRequest[];
   /** The `POST /channels/:id/messages` calls that succeeded, in order. */
   sentMessages(): SentDiscordMessage[];
+  /** The `PATCH /channels/:id/messages/:id` calls that succeeded, in order. */
+  edits(): DiscordEdit[];
+  /** The content a message the bot posted shows now (after its edits); undefined if unknown. */
+  contentOf(channelId: string, messageId: string): string | undefined;
   /** Gateway counters: sockets opened, IDENTIFYs and RESUMEs received. */
   stats: { connections: number; identifies: number; resumes: number };
   /** Whether a session is identified or resumed on an open socket, so dispatches can be sent. */
@@ -121,6 +134,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
 
   const requests: RecordedDiscordRequest[] = [];
   const sent: SentDiscordMessage[] = [];
+  const edits: DiscordEdit[] = [];
+  /** The content of each message the bot posted, by `<channel id>/<message id>`. */
+  const contents = new Map<string, string>();
   const guilds = new Map<string, FakeGuild>();
   const failures: FakeDiscordFailure[] = [];
   const hung = new Set<ServerResponse>();
@@ -221,7 +237,23 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const channelId = channelMessages[1];
       const posted = (body ?? {}) as Record<string, unknown>;
       sent.push({ channelId, body: posted });
-      json(response, 200, fullMessage({ ...posted, id: nextId(), channel_id: channelId, author: botUser }));
+      const id = nextId();
+      contents.set(`${channelId}/${id}`, String(posted.content ?? ''));
+      json(response, 200, fullMessage({ ...posted, id, channel_id: channelId, author: botUser }));
+      return;
+    }
+    const channelMessage = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (method === 'PATCH' && channelMessage?.[1] !== undefined && channelMessage[2] !== undefined) {
+      const [, channelId, messageId] = channelMessage;
+      const key = `${channelId}/${messageId}`;
+      if (!contents.has(key)) {
+        json(response, 404, { message: 'Unknown Message', code: 10008 });
+        return;
+      }
+      const content = String((body as Record<string, unknown> | undefined)?.content ?? '');
+      contents.set(key, content);
+      edits.push({ channelId, messageId, content, at: Date.now() });
+      json(response, 200, fullMessage({ content, id: messageId, channel_id: channelId, author: botUser }));
       return;
     }
     json(response, 404, { message: '404: Not Found', code: 0 });
@@ -390,6 +422,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     requests,
     stats,
     sentMessages: () => [...sent],
+    edits: () => [...edits],
+    contentOf: (channelId, messageId) => contents.get(`${channelId}/${messageId}`),
     connected: () => live !== null,
     guildCreate(guild) {
       guilds.set(guild.id, guild);
