@@ -17,6 +17,7 @@ import {
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
   createOutcomeBus,
+  createReplyStream,
   createRouter,
   sendWithDeadline,
   silentLogger,
@@ -90,6 +91,8 @@ export interface HarnessOptions {
   sseHeartbeatMs?: number;
   /** Delays every enqueue into the pool, as a journal write or a Redis round trip would. */
   enqueueDelayMs?: number;
+  /** Least time between two previews of a streamed answer, ms. Default: 1 s. */
+  editIntervalMs?: number;
 }
 
 export interface Harness {
@@ -169,7 +172,16 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     pipelines: new Map(pipelineList.map(({ pipeline }) => [pipeline.id, pipeline])),
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
-    deliver: (query, replies) => sendWithDeadline(channel, query.message, replies, 30_000),
+    deliver: (query, replies, sendOptions) =>
+      sendWithDeadline(channel, query.message, replies, 30_000, sendOptions),
+    streamReplies: (query, logger) =>
+      createReplyStream({
+        preview: (text, draft, signal) =>
+          (channel.preview as NonNullable<ChannelAdapter['preview']>)(query.message, text, draft, signal),
+        editIntervalMs: options.editIntervalMs ?? 1_000,
+        finishTimeoutMs: 30_000,
+        logger,
+      }),
     observer: {
       turnStarted: (turn) => {
         for (const listener of turnListeners) listener(turn);

@@ -95,7 +95,12 @@ export { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
 export type { AuditCursor } from './audit-cursor.js';
 export { AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
-export type { ChannelAdapter, ChannelContext, ChannelHealth, ChannelSendOptions } from './ports/channel-adapter.js';
+export type {
+  ChannelAdapter,
+  ChannelContext,
+  ChannelHealth,
+  ChannelSendOptions,
+} from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
 export { sendWithDeadline } from './send-deadline.js';
 export { pause } from './structures/pause.js';

@@ -68,14 +68,17 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
       }, waitMs);
       return;
     }
-    render(text);
+    render();
   }
 
-  function render(snapshot: string): void {
-    rendered = snapshot;
+  function render(): void {
     const posting = draft === undefined;
     inFlight = Promise.resolve()
-      .then(() => preview(snapshot, draft, stop.signal))
+      // Read when the call starts, so that pieces pushed in the same tick go with it.
+      .then(() => {
+        rendered = text;
+        return preview(text, draft, stop.signal);
+      })
       .then(
         (ref) => {
           draft = ref;
@@ -110,7 +113,10 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
       clearTimeout(timer);
       timer = undefined;
       if (inFlight !== undefined && (await within(inFlight, finishTimeoutMs)) === 'timeout') {
-        logger.warn({ timeoutMs: finishTimeoutMs }, 'preview still unanswered when the answer was complete: abandoned');
+        logger.warn(
+          { timeoutMs: finishTimeoutMs },
+          'preview still unanswered when the answer was complete: abandoned',
+        );
         stop.abort();
       }
       if (draft === undefined) return undefined;

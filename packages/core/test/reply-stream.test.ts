@@ -28,7 +28,10 @@ function instantPreview() {
   return { calls, preview };
 }
 
-function streamOf(preview: ReturnType<typeof instantPreview>['preview'], finishTimeoutMs = 30_000): ReplyStream {
+function streamOf(
+  preview: ReturnType<typeof instantPreview>['preview'],
+  finishTimeoutMs = 30_000,
+): ReplyStream {
   return createReplyStream({ preview, editIntervalMs: 1_000, finishTimeoutMs, logger: silentLogger });
 }
 

@@ -102,7 +102,10 @@ export async function readStreamedReply(
   } finally {
     reader.cancel().catch(() => {});
   }
-  throw brokenStream(pipeline, `the ${format === 'sse' ? 'event stream' : 'NDJSON stream'} ended before its {"replies": […]}`);
+  throw brokenStream(
+    pipeline,
+    `the ${format === 'sse' ? 'event stream' : 'NDJSON stream'} ended before its {"replies": […]}`,
+  );
 }
 
 function invalidLine(pipeline: string, line: number, problem: string, excerpt: string): SwitchboardError {

@@ -315,7 +315,9 @@ describe('createOpenAIPipeline with stream: true', () => {
 
     it('still answers whole when the channel shows no previews (no stream callback)', async () => {
       const { pipeline } = await streaming({ tokens: ['a', 'b'] });
-      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({ replies: [{ text: 'ab' }] });
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+        replies: [{ text: 'ab' }],
+      });
     });
   });
 

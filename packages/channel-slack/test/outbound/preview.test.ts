@@ -45,7 +45,11 @@ describe('slack channel previews (against the fake Web API)', () => {
       await sl.send(origin, [{ text: 'a <b> c d' }, { text: 'PS' }], signal, { draft });
 
       expect(fake.callsTo('chat.postMessage').map((call) => call.body)).toEqual([
-        expect.objectContaining({ channel: 'C0PREVIEW', thread_ts: '1718000000.000100', text: 'a &lt;b&gt;' }),
+        expect.objectContaining({
+          channel: 'C0PREVIEW',
+          thread_ts: '1718000000.000100',
+          text: 'a &lt;b&gt;',
+        }),
         expect.objectContaining({ channel: 'C0PREVIEW', text: 'PS' }),
       ]);
       expect(fake.edits().map((edit) => edit.text)).toEqual(['a &lt;b&gt; c', 'a &lt;b&gt; c d']);

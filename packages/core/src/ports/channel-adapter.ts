@@ -89,6 +89,11 @@ export interface ChannelAdapter {
    * message is cut: the final `send` posts it whole. Rejects with `signal.reason` once `signal`
    * aborts. Optional: a channel without it gets each answer whole.
    */
-  preview?(origin: InboundMessage, text: string, draft: string | undefined, signal: AbortSignal): Promise<string>;
+  preview?(
+    origin: InboundMessage,
+    text: string,
+    draft: string | undefined,
+    signal: AbortSignal,
+  ): Promise<string>;
   health(): ChannelHealth;
 }
