@@ -16,7 +16,7 @@ type Json = Record<string, any>;
 export interface FakeOpenAIAnswer {
   /** The answer's pieces; the whole answer is their concatenation. Default: `['Hello', ' world']`. */
   tokens?: readonly string[];
-  /** Time between two streamed chunks, ms. Default: 0. */
+  /** Time between two streamed chunks, ms (token i is due i × spacingMs after the first). Default: 0. */
   spacingMs?: number;
   /** Streams this many tokens, then destroys the connection without a finish chunk. */
   breakAfter?: number;
@@ -72,6 +72,7 @@ async function streamAnswer(
     'cache-control': 'no-cache',
   });
   response.write(chunkOf(model, { role: 'assistant', content: '' }, null));
+  const startedAt = Date.now();
   for (const [index, token] of tokens.entries()) {
     if (answer.breakAfter !== undefined && index >= answer.breakAfter) {
       // A FIN in the middle of the chunked body: the client reads what came, then the cut. (A
@@ -79,8 +80,10 @@ async function streamAnswer(
       response.socket?.end();
       return;
     }
-    if (index > 0 && (answer.spacingMs ?? 0) > 0)
-      await new Promise((resolve) => setTimeout(resolve, answer.spacingMs));
+    // Token i is due `i × spacingMs` after the first, so a late timer on a busy machine does not
+    // stretch the whole answer.
+    const dueInMs = startedAt + index * (answer.spacingMs ?? 0) - Date.now();
+    if (dueInMs > 0) await new Promise((resolve) => setTimeout(resolve, dueInMs));
     if (response.destroyed) return;
     await new Promise((resolve) => response.write(chunkOf(model, { content: token }, null), resolve));
   }
