@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type ReplyStream, createReplyStream, silentLogger } from '../src/index.js';
+import { type ReplyStream, type ShowPreview, createReplyStream, silentLogger } from '../src/index.js';
 
 /** A channel's preview whose calls settle when the test says so, each recorded with its clock time. */
 function fakePreview() {
@@ -28,10 +28,7 @@ function instantPreview() {
   return { calls, preview };
 }
 
-function streamOf(
-  preview: ReturnType<typeof instantPreview>['preview'],
-  finishTimeoutMs = 30_000,
-): ReplyStream {
+function streamOf(preview: ShowPreview, finishTimeoutMs = 30_000): ReplyStream {
   return createReplyStream({ preview, editIntervalMs: 1_000, finishTimeoutMs, logger: silentLogger });
 }
 
