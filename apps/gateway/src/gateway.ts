@@ -161,7 +161,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     adapters: configured,
     policyOf,
     sendTimeoutMsOf,
-  } = createChannels(config, {
+  } = await createChannels(config, {
     server,
     statuses: stores.statuses,
     logger,

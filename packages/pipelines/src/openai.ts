@@ -7,7 +7,7 @@ import {
   secretField,
   secretValues,
 } from '@switchboard/core';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import { abortError, excerptOf, isRetryableStatus, networkError, statusError } from './remote-errors.js';
@@ -44,8 +44,14 @@ export function createOpenAIPipeline(
   options: OpenAIPipelineOptions,
   { history }: OpenAIPipelineDeps,
 ): Pipeline {
-  // Retries belong to the controller (backoff, attempts, dead letters), never to the client.
-  const client = new OpenAI({ baseURL: options.base_url, apiKey: options.api_key, maxRetries: 0 });
+  // The SDK is loaded by the first turn, not by every process that reads a config naming it.
+  let loaded: Promise<{ sdk: typeof OpenAI; client: OpenAI }> | undefined;
+  const connect = () =>
+    (loaded ??= import('openai').then(({ default: sdk }) => ({
+      sdk,
+      // Retries belong to the controller (backoff, attempts, dead letters), never to the client.
+      client: new sdk({ baseURL: options.base_url, apiKey: options.api_key, maxRetries: 0 }),
+    })));
   const mask = createSecretMasker(secretValues(OpenAIPipelineOptionsSchema, options));
   const historyLimit = options.history_turns * 2;
 
@@ -61,6 +67,7 @@ export function createOpenAIPipeline(
         { role: 'user', content: query.text },
       ];
 
+      const { sdk, client } = await connect();
       const startedMs = Date.now();
       let completion: ChatCompletion;
       try {
@@ -69,7 +76,7 @@ export function createOpenAIPipeline(
           { signal, headers: { ...traceHeaders } },
         );
       } catch (error) {
-        throw toPipelineError(id, mask, signal, error);
+        throw toPipelineError(id, mask, signal, error, sdk);
       }
       logger.debug(
         { pipeline: id, model: options.model, durationMs: Date.now() - startedMs },
@@ -107,17 +114,18 @@ function toPipelineError(
   mask: SecretMasker,
   signal: AbortSignal,
   error: unknown,
+  sdk: typeof OpenAI,
 ): SwitchboardError {
   if (signal.aborted) return abortError(id, signal, error);
-  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+  if (error instanceof sdk.APIConnectionTimeoutError) {
     return new SwitchboardError('SB_PIPELINE_TIMEOUT', {
       message: `pipeline ${id}: the client timed out`,
       details: { pipeline: id },
       retryable: true,
     });
   }
-  if (error instanceof OpenAI.APIConnectionError) return networkError(id, error.cause ?? error);
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+  if (error instanceof sdk.APIConnectionError) return networkError(id, error.cause ?? error);
+  if (error instanceof sdk.APIError && error.status !== undefined) {
     // The cause is left out: an APIError's message and body may quote the key (e.g. "Incorrect API key").
     return statusError(
       id,
