@@ -6,7 +6,7 @@ import {
   type Logger,
   backoffDelayMs,
 } from '@switchboard/core';
-import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '@switchboard/store-redis';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '@switchboard/store-redis/lease-timing';
 
 /**
  * Lease timing of single-owner connections, ms: the Redis pool's turn leases', so a dead

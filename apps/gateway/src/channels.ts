@@ -1,7 +1,4 @@
 import { type ChannelEvents, createOpenApiChannel } from '@switchboard/channel-openapi';
-import { createDiscordChannel } from '@switchboard/channel-discord';
-import { createSlackChannel } from '@switchboard/channel-slack';
-import { createTelegramChannel } from '@switchboard/channel-telegram';
 import type { Config } from '@switchboard/config';
 import type { ChannelAdapter, ChannelPolicy, Logger, MessageStatusStore } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
@@ -22,11 +19,14 @@ export interface Channels {
   editIntervalMsOf(channelId: string): number | undefined;
 }
 
-/** Builds every configured channel; webhook channels mount their routes on `server` now. */
-export function createChannels(
+/**
+ * Builds every configured channel; webhook channels mount their routes on `server` now. A
+ * platform's package (and its library) is imported only when a channel of its type is configured.
+ */
+export async function createChannels(
   config: Config,
   deps: { server: FastifyInstance; statuses: MessageStatusStore; events: ChannelEvents; logger: Logger },
-): Channels {
+): Promise<Channels> {
   const adapters = new Map<string, ChannelAdapter>();
   const policies = new Map<string, ChannelPolicy>();
   for (const channel of config.channels) {
@@ -46,18 +46,24 @@ export function createChannels(
           }),
         );
         break;
-      case 'telegram':
+      case 'telegram': {
+        const { createTelegramChannel } = await import('@switchboard/channel-telegram');
         policies.set(channel.id, channel.policy);
         adapters.set(channel.id, createTelegramChannel({ config: channel, server: deps.server, logger }));
         break;
-      case 'slack':
+      }
+      case 'slack': {
+        const { createSlackChannel } = await import('@switchboard/channel-slack');
         policies.set(channel.id, channel.policy);
         adapters.set(channel.id, createSlackChannel({ config: channel, server: deps.server, logger }));
         break;
-      case 'discord':
+      }
+      case 'discord': {
+        const { createDiscordChannel } = await import('@switchboard/channel-discord');
         policies.set(channel.id, channel.policy);
         adapters.set(channel.id, createDiscordChannel({ config: channel, logger }));
         break;
+      }
     }
   }
   const outbound = new Map(config.channels.map((channel) => [channel.id, channel.outbound]));

@@ -163,7 +163,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     policyOf,
     sendTimeoutMsOf,
     editIntervalMsOf,
-  } = createChannels(config, {
+  } = await createChannels(config, {
     server,
     statuses: stores.statuses,
     logger,

@@ -16,18 +16,13 @@ import {
   createMemoryQueryPool,
   within,
 } from '@switchboard/core';
-import { createPostgresStore } from '@switchboard/store-postgres';
-import {
-  type RedisChannelLeases,
-  type RedisEventRelay,
-  type RedisQueryPool,
-  type ReplicaView,
-  createAuditOutbox,
-  createRedisChannelLeases,
-  createRedisEventRelay,
-  createRedisQueryPool,
+import type {
+  RedisChannelLeases,
+  RedisEventRelay,
+  RedisQueryPool,
+  ReplicaView,
 } from '@switchboard/store-redis';
-import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
+import type { SqliteStore } from '@switchboard/store-sqlite';
 
 /** What every query pool is built from, whichever store holds it. */
 export interface PoolOptions {
@@ -80,6 +75,8 @@ export interface Stores extends RecordStores {
   refusal?: () => IngressRefusal | undefined;
 }
 
+// Each store package (and its database client) is imported only when the config names it.
+
 /** How long `/readyz` waits for the database: a silent one must not hold the probe for its timeouts. */
 const PROBE_TIMEOUT_MS = 1000;
 
@@ -121,6 +118,7 @@ function sqliteRecords(store: SqliteStore): RecordStores {
 async function openRecordStores(config: Config, logger: Logger): Promise<RecordStores> {
   const { audit, store } = config;
   if (audit.kind === 'postgres') {
+    const { createPostgresStore } = await import('@switchboard/store-postgres');
     const postgres = await createPostgresStore({ url: audit.url, schema: audit.schema, logger });
     return { ...postgres, health: probe('postgresql', postgres.statuses) };
   }
@@ -135,6 +133,7 @@ async function openRecordStores(config: Config, logger: Logger): Promise<RecordS
   }
   // `store: redis` never gets here: the config asks it for `audit: postgres`.
   const storePath = store.kind === 'sqlite' ? store.path : DEFAULT_SQLITE_PATH;
+  const { createSqliteStore } = await import('@switchboard/store-sqlite');
   return sqliteRecords(createSqliteStore({ path: audit.path ?? storePath }));
 }
 
@@ -157,6 +156,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
       channelLeases: () => processLeases,
     };
   }
+  const { createSqliteStore } = await import('@switchboard/store-sqlite');
   const file = createSqliteStore({ path: store.path });
   const sharesFile = audit.kind === 'sqlite' && (audit.path ?? store.path) === store.path;
   const records = sharesFile
@@ -187,6 +187,8 @@ type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
  */
 async function withRedisPool(config: Config, records: RecordStores, logger: Logger): Promise<Stores> {
   const store = config.store as RedisStoreConfig;
+  const { createAuditOutbox, createRedisChannelLeases, createRedisEventRelay, createRedisQueryPool } =
+    await import('@switchboard/store-redis');
   const outbox = await createAuditOutbox({
     url: store.url,
     prefix: store.prefix,

@@ -7,7 +7,7 @@ import {
   secretField,
   secretValues,
 } from '@switchboard/core';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam,
@@ -59,8 +59,14 @@ export function createOpenAIPipeline(
   options: OpenAIPipelineOptions,
   { history }: OpenAIPipelineDeps,
 ): Pipeline {
-  // Retries belong to the controller (backoff, attempts, dead letters), never to the client.
-  const client = new OpenAI({ baseURL: options.base_url, apiKey: options.api_key, maxRetries: 0 });
+  // The SDK is loaded by the first turn, not by every process that reads a config naming it.
+  let loaded: Promise<{ sdk: typeof OpenAI; client: OpenAI }> | undefined;
+  const connect = () =>
+    (loaded ??= import('openai').then(({ default: sdk }) => ({
+      sdk,
+      // Retries belong to the controller (backoff, attempts, dead letters), never to the client.
+      client: new sdk({ baseURL: options.base_url, apiKey: options.api_key, maxRetries: 0 }),
+    })));
   const mask = createSecretMasker(secretValues(OpenAIPipelineOptionsSchema, options));
   const historyLimit = options.history_turns * 2;
 
@@ -76,6 +82,7 @@ export function createOpenAIPipeline(
         { role: 'user', content: query.text },
       ];
 
+      const openai = await connect();
       const startedMs = Date.now();
       const request: ChatCompletionCreateParamsNonStreaming = {
         model: options.model,
@@ -84,8 +91,8 @@ export function createOpenAIPipeline(
       };
       const requestOptions = { signal, headers: { ...traceHeaders } };
       const text = options.stream
-        ? await streamedAnswer(request, requestOptions, stream)
-        : await completeAnswer(request, requestOptions);
+        ? await streamedAnswer(openai, request, requestOptions, stream)
+        : await completeAnswer(openai, request, requestOptions);
       logger.debug(
         { pipeline: id, model: options.model, durationMs: Date.now() - startedMs },
         'pipeline answered',
@@ -108,6 +115,7 @@ export function createOpenAIPipeline(
 
   /** The first choice's text of a plain answer; a refusal is still an answer the user should see. */
   async function completeAnswer(
+    { sdk, client }: { sdk: typeof OpenAI; client: OpenAI },
     request: ChatCompletionCreateParamsNonStreaming,
     requestOptions: OpenAI.RequestOptions & { signal: AbortSignal },
   ): Promise<string> {
@@ -117,7 +125,7 @@ export function createOpenAIPipeline(
       const message = completion.choices[0]?.message;
       text = message?.content ?? message?.refusal;
     } catch (error) {
-      throw toPipelineError(id, mask, requestOptions.signal, error);
+      throw toPipelineError(id, mask, requestOptions.signal, error, sdk);
     }
     // No text at all is a broken endpoint.
     if (typeof text !== 'string') {
@@ -135,6 +143,7 @@ export function createOpenAIPipeline(
    * is incomplete, and asking again may get it whole.
    */
   async function streamedAnswer(
+    { sdk, client }: { sdk: typeof OpenAI; client: OpenAI },
     request: ChatCompletionCreateParamsNonStreaming,
     requestOptions: OpenAI.RequestOptions & { signal: AbortSignal },
     onDelta: ((delta: string) => void) | undefined,
@@ -158,8 +167,8 @@ export function createOpenAIPipeline(
     } catch (error) {
       // An error event in the stream is an APIError with a status; the client reports a connection
       // cut under way as a connection error, which is a broken stream, not an unreachable endpoint.
-      const statusError = error instanceof OpenAI.APIError && error.status !== undefined;
-      if (signal.aborted || !answering || statusError) throw toPipelineError(id, mask, signal, error);
+      const statusError = error instanceof sdk.APIError && error.status !== undefined;
+      if (signal.aborted || !answering || statusError) throw toPipelineError(id, mask, signal, error, sdk);
       throw brokenStream(id, excerptOf(error instanceof Error ? error.message : String(error), mask), error);
     }
     if (!finished) throw brokenStream(id, 'the stream ended before a chunk with finish_reason');
@@ -172,17 +181,18 @@ function toPipelineError(
   mask: SecretMasker,
   signal: AbortSignal,
   error: unknown,
+  sdk: typeof OpenAI,
 ): SwitchboardError {
   if (signal.aborted) return abortError(id, signal, error);
-  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+  if (error instanceof sdk.APIConnectionTimeoutError) {
     return new SwitchboardError('SB_PIPELINE_TIMEOUT', {
       message: `pipeline ${id}: the client timed out`,
       details: { pipeline: id },
       retryable: true,
     });
   }
-  if (error instanceof OpenAI.APIConnectionError) return networkError(id, error.cause ?? error);
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+  if (error instanceof sdk.APIConnectionError) return networkError(id, error.cause ?? error);
+  if (error instanceof sdk.APIError && error.status !== undefined) {
     // The cause is left out: an APIError's message and body may quote the key (e.g. "Incorrect API key").
     return statusError(
       id,
