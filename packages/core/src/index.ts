@@ -95,12 +95,20 @@ export { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
 export type { AuditCursor } from './audit-cursor.js';
 export { AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
-export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
+export type { ChannelAdapter, ChannelContext, ChannelHealth, SendOptions } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
 export { sendWithDeadline } from './send-deadline.js';
 export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
+export type {
+  AddResult,
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  DeliveryMessage,
+  ReplyOutbox,
+} from './ports/reply-outbox.js';
 export { silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
 export { MESSAGE_STATUSES } from './ports/message-status-store.js';
@@ -127,6 +135,7 @@ export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';
 export type { MemoryJournalOptions } from './memory/memory-journal.js';
+export { createMemoryReplyOutbox } from './memory/memory-reply-outbox.js';
 export { createMemoryMessageStatusStore } from './memory/memory-message-status-store.js';
 export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-status-store.js';
 

@@ -18,6 +18,12 @@ export interface ChannelContext {
   recovered?: readonly QueuedMessage[];
 }
 
+/** How `ChannelAdapter.send` sends. */
+export interface SendOptions {
+  /** A platform message ref a streamed answer already posted: the final send edits it. */
+  draft?: string;
+}
+
 export interface ChannelHealth {
   ready: boolean;
   detail?: string;
@@ -58,8 +64,14 @@ export interface ChannelAdapter {
   stop(): Promise<void>;
   /**
    * Sends `replies` in answer to `origin` (the first message of the turn). Once `signal` aborts,
-   * stops sending and rejects with `signal.reason`.
+   * stops sending and rejects with `signal.reason`. With `options.draft` (a platform message a
+   * streamed answer already posted), the first reply edits that message instead of posting.
    */
-  send(origin: InboundMessage, replies: readonly Reply[], signal: AbortSignal): Promise<void>;
+  send(
+    origin: InboundMessage,
+    replies: readonly Reply[],
+    signal: AbortSignal,
+    options?: SendOptions,
+  ): Promise<void>;
   health(): ChannelHealth;
 }

@@ -6,6 +6,7 @@ export { journalContract } from './journal-contract.js';
 export { messageStatusStoreContract } from './message-status-store-contract.js';
 export { auditRecordFixture, queuedMessageFixture, useStoreUnderTest } from './store-harness.js';
 export type { StoreFactory, StoreFactoryContext, StoreHarness, StoreUnderTest } from './store-harness.js';
+export { deliveryFixture, replyOutboxContract } from './reply-outbox-contract.js';
 export { queryPoolContract } from './query-pool-contract.js';
 export type { QueryPoolFactory, QueryPoolFactoryContext } from './query-pool-contract.js';
 export { recordingIngress } from './recording-ingress.js';
