@@ -88,6 +88,7 @@ export type {
   OutcomeListener,
   OutcomeReason,
   OutcomeSink,
+  UndeliveredReplies,
 } from './outcome.js';
 
 // Ports
@@ -98,6 +99,9 @@ export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } 
 export type { ChannelAdapter, ChannelContext, ChannelHealth, SendOptions } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
 export { sendWithDeadline } from './send-deadline.js';
+export { deliveryOf } from './delivery.js';
+export { createReplySender } from './reply-sender.js';
+export type { DeliveryResult, OutboundPolicy, ReplySender, ReplySenderOptions } from './reply-sender.js';
 export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
