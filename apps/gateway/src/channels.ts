@@ -3,7 +3,13 @@ import { createDiscordChannel } from '@switchboard/channel-discord';
 import { createSlackChannel } from '@switchboard/channel-slack';
 import { createTelegramChannel } from '@switchboard/channel-telegram';
 import type { Config } from '@switchboard/config';
-import type { ChannelAdapter, ChannelPolicy, Logger, MessageStatusStore } from '@switchboard/core';
+import type {
+  ChannelAdapter,
+  ChannelPolicy,
+  Logger,
+  MessageStatusStore,
+  OutboundPolicy,
+} from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 
 /** HTTP callers always address the bot, so nothing is ignored for lack of a mention. */
@@ -16,8 +22,8 @@ export interface Channels {
   adapters: Map<string, ChannelAdapter>;
   /** Channel id → how it admits and keys messages. */
   policyOf(channelId: string): ChannelPolicy;
-  /** Channel id → the deadline of one send (`channels[].outbound.send_timeout`) in ms; undefined if unknown. */
-  sendTimeoutMsOf(channelId: string): number | undefined;
+  /** Channel id → how the reply sender sends through it (`channels[].outbound`). */
+  outboundPolicies: ReadonlyMap<string, OutboundPolicy>;
 }
 
 /** Builds every configured channel; webhook channels mount their routes on `server` now. */
@@ -58,12 +64,9 @@ export function createChannels(
         break;
     }
   }
-  const sendTimeoutsMs = new Map(
-    config.channels.map((channel) => [channel.id, channel.outbound.sendTimeoutMs]),
-  );
   return {
     adapters,
     policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
-    sendTimeoutMsOf: (id) => sendTimeoutsMs.get(id),
+    outboundPolicies: new Map(config.channels.map((channel) => [channel.id, channel.outbound])),
   };
 }

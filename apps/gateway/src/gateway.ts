@@ -15,12 +15,13 @@ import {
   type Router,
   type SecretMasker,
   SwitchboardError,
+  type Delivery,
   type TurnStart,
   createController,
   createIngress,
   createOutcomeBus,
+  createReplySender,
   createRouter,
-  sendWithDeadline,
 } from '@switchboard/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -100,6 +101,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     channelRoles: () =>
       [...ownership.owned.values()].map((channel) => ({ id: channel.id, role: channel.role() })),
     sharedPool: config.store.kind === 'redis',
+    outbox: stores.outbox,
   });
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
@@ -122,6 +124,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
   );
   const turnStartListeners = new Set<(turn: TurnStart, origin: EventOrigin) => void>();
+  const repliesStoredListeners = new Set<(delivery: Delivery) => void>();
   // With a shared pool another replica may run the turn of a message this one accepted: the
   // channels hear its events too, marked relayed (docs/design.md §5 "Several replicas").
   const relay = stores.replicaEvents();
@@ -160,7 +163,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const {
     adapters: configured,
     policyOf,
-    sendTimeoutMsOf,
+    outboundPolicies,
   } = createChannels(config, {
     server,
     statuses: stores.statuses,
@@ -171,6 +174,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           outcomes.subscribe((outcome) => listener(outcome, 'local')),
           relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
         ),
+      subscribeRepliesStored: (listener) => {
+        repliesStoredListeners.add(listener);
+        return () => repliesStoredListeners.delete(listener);
+      },
       subscribeTurnStarts: (listener) => {
         turnStartListeners.add(listener);
         return unsubscribeAll(
@@ -208,20 +215,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outcomes,
     logger,
     tracer: options.tracer,
-    deliver: (query, replies) => {
-      const channel = channels.get(query.message.channel);
-      const sendTimeoutMs = sendTimeoutMsOf(query.message.channel);
-      if (channel === undefined || sendTimeoutMs === undefined) {
-        return Promise.reject(
-          new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-            message: `channel "${query.message.channel}" is no longer configured`,
-          }),
-        );
-      }
-      // Bounded, so that a hung platform call cannot hold the turn's slots (the controller ends
-      // the turn as a failed delivery).
-      return sendWithDeadline(channel, query.message, replies, sendTimeoutMs);
-    },
+    outbox: stores.outbox,
     observer: {
       turnStarted(turn) {
         metrics.observer.turnStarted?.(turn);
@@ -232,7 +226,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       },
       turnEnded: metrics.observer.turnEnded,
       turnRetried: metrics.observer.turnRetried,
+      repliesStored: (delivery) => {
+        for (const listener of repliesStoredListeners) listener(delivery);
+      },
     },
+  });
+
+  // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
+  const sender = createReplySender({
+    outbox: stores.outbox,
+    channel: (id) => channels.get(id),
+    policies: outboundPolicies,
+    outcomes,
+    logger,
+    observer: { deliveryEnded: metrics.deliveryEnded },
   });
 
   let draining = false;
@@ -295,6 +302,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,
       pool,
+      outbox: stores.outbox,
       outcomes,
       logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
@@ -310,6 +318,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpShutdown.drain();
     for (const channel of channels.values()) channel.drain?.();
     await controller.stop({ drainTimeoutMs });
+    // Replies of the turns that finished in the drain went out meanwhile; now the sender stops
+    // claiming, and its sends under way get what is left of the drain.
+    await sender.stop({ drainTimeoutMs: Math.max(0, deadline - Date.now()) });
+    // Nothing adds replies any more: what an outbox in memory still holds is dropped.
+    await sender.dropUnsent();
     // After the drain no turn runs: worker processes get what is left of the drain to exit.
     await Promise.all(
       [...pipelines.values()].map((pipeline) =>
@@ -335,6 +348,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         await channel.start({ ingress, logger, recovered: own });
       }
       controller.start();
+      sender.start();
       const address = await server.listen({ host: config.server.host, port: config.server.port });
       logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
       return address;

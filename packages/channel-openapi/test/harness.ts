@@ -2,6 +2,7 @@ import { OpenApiChannelSchema, ServerSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Controller,
+  type Delivery,
   type Ingress,
   type QueryPool,
   type MessageStatusStore,
@@ -16,9 +17,10 @@ import {
   createIngress,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
+  createMemoryReplyOutbox,
   createOutcomeBus,
+  createReplySender,
   createRouter,
-  sendWithDeadline,
   silentLogger,
 } from '@switchboard/core';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -119,6 +121,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const outcomes: Outcome[] = [];
   bus.subscribe((outcome) => outcomes.push(outcome));
   const turnListeners = new Set<(turn: Turn) => void>();
+  const storedListeners = new Set<(delivery: Delivery) => void>();
+  const outbox = createMemoryReplyOutbox();
 
   const pool = createMemoryQueryPool({
     concurrency: { global: 20, perSession: 1 },
@@ -160,6 +164,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         turnListeners.add(listener);
         return () => turnListeners.delete(listener);
       },
+      subscribeRepliesStored: (listener) => {
+        storedListeners.add(listener);
+        return () => storedListeners.delete(listener);
+      },
     },
     logger: silentLogger,
     sseHeartbeatMs: options.sseHeartbeatMs,
@@ -169,18 +177,28 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     pipelines: new Map(pipelineList.map(({ pipeline }) => [pipeline.id, pipeline])),
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
-    deliver: (query, replies) => sendWithDeadline(channel, query.message, replies, 30_000),
+    outbox,
     observer: {
       turnStarted: (turn) => {
         for (const listener of turnListeners) listener(turn);
       },
+      repliesStored: (delivery) => {
+        for (const listener of storedListeners) listener(delivery);
+      },
     },
+  });
+  const sender = createReplySender({
+    outbox,
+    channel: (id) => (id === channel.id ? channel : undefined),
+    policies: new Map([[channel.id, OpenApiChannelSchema.parse({ id: 'api', type: 'openapi' }).outbound]]),
+    outcomes: bus,
   });
   await server.ready();
 
   const startChannel = () => channel.start({ ingress, logger: silentLogger });
   if (options.start ?? true) {
     controller.start();
+    sender.start();
     await startChannel();
   }
 
@@ -197,6 +215,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     async close() {
       await channel.stop();
       await controller.stop({ drainTimeoutMs: 50 });
+      await sender.stop({ drainTimeoutMs: 50 });
       await server.close();
     },
   };

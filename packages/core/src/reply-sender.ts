@@ -45,10 +45,14 @@ export interface ReplySender {
   start(): void;
   /**
    * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
-   * deliveries stay stored: sent again after the next start by a durable outbox). With an outbox
-   * that is not durable, what is left ends as `dropped/shutdown`.
+   * deliveries stay stored: sent again after the next start by a durable outbox).
    */
   stop(options: { drainTimeoutMs: number }): Promise<void>;
+  /**
+   * With an outbox that is not durable, records the messages of what it still holds as
+   * `dropped/shutdown`; call after `stop`, once no turn adds replies any more.
+   */
+  dropUnsent(): Promise<void>;
 }
 
 const DEFAULT_POLL_MS = 1000;
@@ -250,6 +254,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         leftBehind = true;
         logger.warn({ sending: sends.length }, 'drain timeout: sends still under way are left behind');
       }
+    },
+
+    async dropUnsent() {
       if (outbox.durable) return;
       for (const channel of await channelsWithWork()) {
         for (const delivery of await outbox.list(channel)) {

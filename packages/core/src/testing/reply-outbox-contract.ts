@@ -106,7 +106,7 @@ export function replyOutboxContract(name: string, factory: StoreFactory<ReplyOut
         await subject.store.add(deliveryFixture(1));
         await subject.store.add(deliveryFixture(2));
         const first = (await claim()) as DeliveryClaim;
-        const error = { code: 'SB_CHANNEL_NETWORK', message: 'down' };
+        const error = { code: 'SB_CHANNEL_UNREACHABLE', message: 'down' };
         expect(await subject.store.retry(first, subject.now() + 1000, error)).toBe('settled');
         expect(await claim()).toBeNull();
         subject.advance(999);
