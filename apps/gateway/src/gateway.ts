@@ -236,7 +236,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const sender = createReplySender({
     outbox: stores.outbox,
     channel: (id) => channels.get(id),
-    policies: outboundPolicies,
+    policy: (id) => outboundPolicies.get(id),
     outcomes,
     logger,
     observer: { deliveryEnded: metrics.deliveryEnded },

@@ -158,7 +158,7 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
   });
 
   describe('when the process is killed with replies in the outbox', () => {
-    it('delivers them after the restart, each once, without asking the backend again', {
+    it('delivers them after the restart, each once', {
       timeout: 90_000,
     }, async () => {
       const { fake, backend } = await fakes();
@@ -179,7 +179,9 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
       expect(textsTo(fake, alice.id)).toEqual(['echo: one']);
       expect(textsTo(fake, bob.id)).toEqual(['echo: two']);
       expect(textsTo(fake, carol.id)).toEqual(['echo: three']);
-      expect(asked(backend)).toHaveLength(3);
+      // A turn whose journal removal had not committed at the kill ran again (at least once,
+      // docs/design.md §2 "Durability"): the same request, whose answer the outbox held already.
+      expect(new Set(backend.requests.map((request) => request.id)).size).toBe(3);
       await eventually(async () => (await metric(second, 'switchboard_outbox_pending{channel="tg"}')) === 0);
       expect(await metric(second, 'switchboard_deliveries_total{channel="tg",outcome="delivered"}')).toBe(3);
       expect(fake.sentMessages()).toHaveLength(3);

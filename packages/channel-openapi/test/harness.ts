@@ -190,7 +190,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const sender = createReplySender({
     outbox,
     channel: (id) => (id === channel.id ? channel : undefined),
-    policies: new Map([[channel.id, OpenApiChannelSchema.parse({ id: 'api', type: 'openapi' }).outbound]]),
+    policy: () => OpenApiChannelSchema.parse({ id: 'api', type: 'openapi' }).outbound,
     outcomes: bus,
   });
   await server.ready();

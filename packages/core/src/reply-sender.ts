@@ -27,8 +27,8 @@ export interface ReplySenderOptions {
   outbox: ReplyOutbox;
   /** The channel that sends a delivery, or undefined when it is no longer configured. */
   channel: (id: string) => Pick<ChannelAdapter, 'id' | 'send'> | undefined;
-  /** The outbound policy of each channel whose deliveries this sender sends. */
-  policies: ReadonlyMap<string, OutboundPolicy>;
+  /** The outbound policy of a channel, or undefined when it is no longer configured. */
+  policy: (channelId: string) => OutboundPolicy | undefined;
   outcomes: OutcomeSink;
   logger?: Logger;
   /** Called after each attempt; must not throw. */
@@ -73,7 +73,7 @@ function describeError(error: unknown): DeliveryError {
  * commits both together.
  */
 export function createReplySender(options: ReplySenderOptions): ReplySender {
-  const { outbox, policies, outcomes } = options;
+  const { outbox, outcomes } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'reply-sender' });
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
@@ -200,7 +200,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   }
 
   async function claimDue(channel: string): Promise<void> {
-    const policy = policies.get(channel);
+    const policy = options.policy(channel);
     let sends = inFlight.get(channel);
     if (sends === undefined) {
       sends = new Set();

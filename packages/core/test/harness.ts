@@ -158,17 +158,15 @@ export function createHarness(options: HarnessOptions = {}) {
   const sender = createReplySender({
     outbox,
     channel: (id) => (id === 'c' ? channel : undefined),
-    policies: new Map([
-      [
-        'c',
-        {
-          sendTimeoutMs: 30_000,
-          concurrency: 8,
-          maxAgeMs: 3_600_000,
-          retry: { baseDelayMs: 1000, maxDelayMs: 30_000 },
-        },
-      ],
-    ]),
+    policy: (id) =>
+      id === 'c'
+        ? {
+            sendTimeoutMs: 30_000,
+            concurrency: 8,
+            maxAgeMs: 3_600_000,
+            retry: { baseDelayMs: 1000, maxDelayMs: 30_000 },
+          }
+        : undefined,
     outcomes: bus,
     random: options.random,
     logger: options.logger,

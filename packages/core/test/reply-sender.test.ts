@@ -47,7 +47,7 @@ function setup(policy: Partial<OutboundPolicy> = {}) {
   const sender = createReplySender({
     outbox,
     channel: (id) => (id === 'tg' ? channel : undefined),
-    policies: new Map([['tg', { ...POLICY, ...policy }]]),
+    policy: (id) => (id === 'tg' ? { ...POLICY, ...policy } : undefined),
     outcomes: bus,
     random: () => 0.5,
   });

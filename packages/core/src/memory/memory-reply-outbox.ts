@@ -1,6 +1,7 @@
-import { newUlid } from '../ids.js';
 import type { Settlement } from '../ports/query-pool.js';
 import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox } from '../ports/reply-outbox.js';
+import { Fifo } from '../structures/fifo.js';
+import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 
 /** A stored delivery and its place in add order. */
 interface Stored {
@@ -8,45 +9,78 @@ interface Stored {
   seq: number;
 }
 
-/** One chat's deliveries, oldest first, and the token of the claim on its head. */
-interface ChatQueue {
-  deliveries: Stored[];
+/**
+ * One chat's deliveries, oldest first, and the token of the claim on its head. While its head is
+ * unclaimed the chat sits in its channel's `delayed` heap until a claim finds it due, then in
+ * `ready`.
+ */
+interface ChatQueue extends HeapNode {
+  chat: string;
+  deliveries: Fifo<Stored>;
   claimToken: string | null;
 }
+
+/** One channel's chats and the heaps of those whose head may be claimed. */
+interface ChannelQueues {
+  chats: Map<string, ChatQueue>;
+  /** Unclaimed chats whose head is due, the oldest head first. */
+  ready: IndexedHeap<ChatQueue>;
+  /** Unclaimed chats not yet found due (new heads, heads on backoff), the earliest due first. */
+  delayed: IndexedHeap<ChatQueue>;
+  count: number;
+}
+
+const headOf = (queue: ChatQueue) => queue.deliveries.peek() as Stored;
 
 /**
  * A `ReplyOutbox` in process memory: survives nothing (at shutdown the gateway records what is
  * left as `dropped/shutdown`). Deliveries are copied in and out, as a durable store would
- * serialize them. A claim scans the channel's chats: fine for the chats one process serves.
+ * serialize them. A claim is O(log n) in the channel's chats, as the pool's is.
  */
 export function createMemoryReplyOutbox(): ReplyOutbox {
-  // Per channel, chats in the order their current head was added (a Map keeps insertion order;
-  // a chat whose head leaves is moved behind, see `settle`).
-  const channels = new Map<string, Map<string, ChatQueue>>();
+  const channels = new Map<string, ChannelQueues>();
   const ids = new Set<string>();
-  let lastSeq = 0;
   const listeners = new Set<(channel: string) => void>();
+  let lastSeq = 0;
+  let lastToken = 0;
 
   function signal(channel: string): void {
     for (const listener of listeners) listener(channel);
   }
 
-  function claimedQueue(claim: DeliveryClaim): ChatQueue | null {
-    const queue = channels.get(claim.delivery.channel)?.get(claim.delivery.chat);
-    return queue?.claimToken === claim.token ? queue : null;
+  function channelOf(channel: string): ChannelQueues {
+    let queues = channels.get(channel);
+    if (queues === undefined) {
+      queues = {
+        chats: new Map(),
+        ready: new IndexedHeap((a, b) => headOf(a).seq < headOf(b).seq),
+        delayed: new IndexedHeap((a, b) => headOf(a).delivery.notBefore < headOf(b).delivery.notBefore),
+        count: 0,
+      };
+      channels.set(channel, queues);
+    }
+    return queues;
+  }
+
+  function claimedQueue(claim: DeliveryClaim): { queues: ChannelQueues; queue: ChatQueue } | null {
+    const queues = channels.get(claim.delivery.channel);
+    const queue = queues?.chats.get(claim.delivery.chat);
+    if (queues === undefined || queue === undefined || queue.claimToken !== claim.token) return null;
+    return { queues, queue };
   }
 
   /** Removes the claimed head; the chat's next delivery becomes its head. */
   function removeHead(claim: DeliveryClaim): Settlement {
-    const chats = channels.get(claim.delivery.channel);
-    const queue = claimedQueue(claim);
-    if (chats === undefined || queue === null) return 'lost';
+    const held = claimedQueue(claim);
+    if (held === null) return 'lost';
+    const { queues, queue } = held;
     const head = queue.deliveries.shift();
     if (head !== undefined) ids.delete(head.delivery.id);
+    queues.count -= 1;
     queue.claimToken = null;
-    chats.delete(claim.delivery.chat);
-    // Re-inserted behind the other chats; claim compares the heads' add order anyway.
-    if (queue.deliveries.length > 0) chats.set(claim.delivery.chat, queue);
+    if (queue.deliveries.length === 0) queues.chats.delete(queue.chat);
+    // Filed as waiting: the next claim moves it to `ready` by the caller's clock.
+    else queues.delayed.push(queue);
     signal(claim.delivery.channel);
     return 'settled';
   }
@@ -56,36 +90,35 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
 
     async add(delivery): Promise<AddResult> {
       if (ids.has(delivery.id)) return 'duplicate';
-      const copy = structuredClone(delivery);
-      const stored = { delivery: copy, seq: ++lastSeq };
-      ids.add(copy.id);
-      let chats = channels.get(copy.channel);
-      if (chats === undefined) {
-        chats = new Map();
-        channels.set(copy.channel, chats);
+      const stored = { delivery: structuredClone(delivery), seq: ++lastSeq };
+      ids.add(delivery.id);
+      const queues = channelOf(delivery.channel);
+      queues.count += 1;
+      let queue = queues.chats.get(delivery.chat);
+      if (queue === undefined) {
+        queue = { chat: delivery.chat, deliveries: new Fifo(), claimToken: null, heapIndex: -1 };
+        queue.deliveries.push(stored);
+        queues.chats.set(delivery.chat, queue);
+        queues.delayed.push(queue);
+      } else {
+        queue.deliveries.push(stored);
       }
-      const queue = chats.get(copy.chat);
-      if (queue === undefined) chats.set(copy.chat, { deliveries: [stored], claimToken: null });
-      else queue.deliveries.push(stored);
-      signal(copy.channel);
+      signal(delivery.channel);
       return 'added';
     },
 
     async claim(channel, nowMs) {
-      const chats = channels.get(channel);
-      if (chats === undefined) return null;
-      let chosen: ChatQueue | null = null;
-      for (const queue of chats.values()) {
-        const head = queue.deliveries[0];
-        if (head === undefined || queue.claimToken !== null || head.delivery.notBefore > nowMs) continue;
-        if (chosen === null || head.seq < (chosen.deliveries[0] as Stored).seq) chosen = queue;
+      const queues = channels.get(channel);
+      if (queues === undefined) return null;
+      for (let due = queues.delayed.peek(); due !== undefined; due = queues.delayed.peek()) {
+        if (headOf(due).delivery.notBefore > nowMs) break;
+        queues.delayed.pop();
+        queues.ready.push(due);
       }
-      if (chosen === null) return null;
-      chosen.claimToken = newUlid();
-      return {
-        delivery: structuredClone((chosen.deliveries[0] as Stored).delivery),
-        token: chosen.claimToken,
-      };
+      const queue = queues.ready.pop();
+      if (queue === undefined) return null;
+      queue.claimToken = String(++lastToken);
+      return { delivery: structuredClone(headOf(queue).delivery), token: queue.claimToken };
     },
 
     async delivered(claim) {
@@ -93,13 +126,14 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
     },
 
     async retry(claim, notBeforeMs, error) {
-      const queue = claimedQueue(claim);
-      const head = queue?.deliveries[0]?.delivery;
-      if (queue === null || head === undefined) return 'lost';
+      const held = claimedQueue(claim);
+      if (held === null) return 'lost';
+      const head = headOf(held.queue).delivery;
       head.attempts += 1;
       head.notBefore = notBeforeMs;
       head.lastError = { ...error };
-      queue.claimToken = null;
+      held.queue.claimToken = null;
+      held.queues.delayed.push(held.queue);
       return 'settled';
     },
 
@@ -109,17 +143,16 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
 
     async pending() {
       const counts: Record<string, number> = {};
-      for (const [channel, chats] of channels) {
-        let count = 0;
-        for (const queue of chats.values()) count += queue.deliveries.length;
-        if (count > 0) counts[channel] = count;
-      }
+      for (const [channel, queues] of channels) if (queues.count > 0) counts[channel] = queues.count;
       return counts;
     },
 
     async list(channel) {
       const all: Stored[] = [];
-      for (const queue of channels.get(channel)?.values() ?? []) all.push(...queue.deliveries);
+      for (const queue of channels.get(channel)?.chats.values() ?? []) {
+        for (let index = 0; index < queue.deliveries.length; index++)
+          all.push(queue.deliveries.at(index) as Stored);
+      }
       return structuredClone(all.sort((a, b) => a.seq - b.seq).map((stored) => stored.delivery));
     },
 

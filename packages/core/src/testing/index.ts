@@ -1,6 +1,8 @@
 // Contract test suites every implementation of a port runs (STYLE.md "Ports").
 export { auditLogContract } from './audit-log-contract.js';
 export { channelLeasesContract } from './channel-leases-contract.js';
+export { instantDelivery } from './instant-delivery.js';
+export type { InstantDelivery } from './instant-delivery.js';
 export { historyStoreContract } from './history-store-contract.js';
 export { journalContract } from './journal-contract.js';
 export { messageStatusStoreContract } from './message-status-store-contract.js';
