@@ -196,9 +196,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   await server.ready();
 
   const startChannel = () => channel.start({ ingress, logger: silentLogger });
+  // Sends whatever the outbox holds, also before a test starts the controller by hand.
+  sender.start();
   if (options.start ?? true) {
     controller.start();
-    sender.start();
     await startChannel();
   }
 
