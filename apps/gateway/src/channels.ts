@@ -1,6 +1,12 @@
 import { type ChannelEvents, createOpenApiChannel } from '@switchboard/channel-openapi';
 import type { Config } from '@switchboard/config';
-import type { ChannelAdapter, ChannelPolicy, Logger, MessageStatusStore } from '@switchboard/core';
+import type {
+  ChannelAdapter,
+  ChannelPolicy,
+  Logger,
+  MessageStatusStore,
+  OutboundPolicy,
+} from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 
 /** HTTP callers always address the bot, so nothing is ignored for lack of a mention. */
@@ -13,8 +19,8 @@ export interface Channels {
   adapters: Map<string, ChannelAdapter>;
   /** Channel id → how it admits and keys messages. */
   policyOf(channelId: string): ChannelPolicy;
-  /** Channel id → the deadline of one send (`channels[].outbound.send_timeout`) in ms; undefined if unknown. */
-  sendTimeoutMsOf(channelId: string): number | undefined;
+  /** Channel id → how the reply sender sends through it (`channels[].outbound`). */
+  outboundPolicies: ReadonlyMap<string, OutboundPolicy>;
   /** Channel id → the least time between two previews (`channels[].outbound.edit_interval`) in ms. */
   editIntervalMsOf(channelId: string): number | undefined;
 }
@@ -70,7 +76,7 @@ export async function createChannels(
   return {
     adapters,
     policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
-    sendTimeoutMsOf: (id) => outbound.get(id)?.sendTimeoutMs,
+    outboundPolicies: outbound,
     editIntervalMsOf: (id) => outbound.get(id)?.editIntervalMs,
   };
 }

@@ -15,13 +15,14 @@ import {
   type Router,
   type SecretMasker,
   SwitchboardError,
+  type Delivery,
   type TurnStart,
   createController,
   createIngress,
   createOutcomeBus,
+  createReplySender,
   createReplyStream,
   createRouter,
-  sendWithDeadline,
 } from '@switchboard/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -101,6 +102,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     channelRoles: () =>
       [...ownership.owned.values()].map((channel) => ({ id: channel.id, role: channel.role() })),
     sharedPool: config.store.kind === 'redis',
+    outbox: stores.outbox,
   });
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
@@ -123,6 +125,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
   );
   const turnStartListeners = new Set<(turn: TurnStart, origin: EventOrigin) => void>();
+  const repliesStoredListeners = new Set<(delivery: Delivery) => void>();
   // With a shared pool another replica may run the turn of a message this one accepted: the
   // channels hear its events too, marked relayed (docs/design.md §5 "Several replicas").
   const relay = stores.replicaEvents();
@@ -161,7 +164,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const {
     adapters: configured,
     policyOf,
-    sendTimeoutMsOf,
+    outboundPolicies,
     editIntervalMsOf,
   } = await createChannels(config, {
     server,
@@ -173,6 +176,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           outcomes.subscribe((outcome) => listener(outcome, 'local')),
           relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
         ),
+      subscribeRepliesStored: (listener) => {
+        repliesStoredListeners.add(listener);
+        return () => repliesStoredListeners.delete(listener);
+      },
       subscribeTurnStarts: (listener) => {
         turnStartListeners.add(listener);
         return unsubscribeAll(
@@ -210,25 +217,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outcomes,
     logger,
     tracer: options.tracer,
-    deliver: (query, replies, sendOptions) => {
-      const channel = channels.get(query.message.channel);
-      const sendTimeoutMs = sendTimeoutMsOf(query.message.channel);
-      if (channel === undefined || sendTimeoutMs === undefined) {
-        return Promise.reject(
-          new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-            message: `channel "${query.message.channel}" is no longer configured`,
-          }),
-        );
-      }
-      // Bounded, so that a hung platform call cannot hold the turn's slots (the controller ends
-      // the turn as a failed delivery).
-      return sendWithDeadline(channel, query.message, replies, sendTimeoutMs, sendOptions);
-    },
+    outbox: stores.outbox,
     // Answers stream into previews where the channel shows them (docs/design.md §4 "Streaming").
     streamReplies: (query, turnLogger) => {
       const preview = channels.get(query.message.channel)?.preview;
       const editIntervalMs = editIntervalMsOf(query.message.channel);
-      const finishTimeoutMs = sendTimeoutMsOf(query.message.channel);
+      const finishTimeoutMs = outboundPolicies.get(query.message.channel)?.sendTimeoutMs;
       if (preview === undefined || editIntervalMs === undefined || finishTimeoutMs === undefined)
         return undefined;
       return createReplyStream({
@@ -248,7 +242,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       },
       turnEnded: metrics.observer.turnEnded,
       turnRetried: metrics.observer.turnRetried,
+      repliesStored: (delivery) => {
+        for (const listener of repliesStoredListeners) listener(delivery);
+      },
     },
+  });
+
+  // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
+  const sender = createReplySender({
+    outbox: stores.outbox,
+    channel: (id) => channels.get(id),
+    policy: (id) => outboundPolicies.get(id),
+    outcomes,
+    logger,
+    observer: { deliveryEnded: metrics.deliveryEnded },
   });
 
   let draining = false;
@@ -311,6 +318,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,
       pool,
+      outbox: stores.outbox,
       outcomes,
       logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
@@ -326,6 +334,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpShutdown.drain();
     for (const channel of channels.values()) channel.drain?.();
     await controller.stop({ drainTimeoutMs });
+    // Replies of the turns that finished in the drain went out meanwhile; now the sender stops
+    // claiming, and its sends under way get what is left of the drain.
+    await sender.stop({ drainTimeoutMs: Math.max(0, deadline - Date.now()) });
+    // Nothing adds replies any more: what an outbox in memory still holds is dropped.
+    await sender.dropUnsent();
     // After the drain no turn runs: worker processes get what is left of the drain to exit.
     await Promise.all(
       [...pipelines.values()].map((pipeline) =>
@@ -351,6 +364,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         await channel.start({ ingress, logger, recovered: own });
       }
       controller.start();
+      sender.start();
       const address = await server.listen({ host: config.server.host, port: config.server.port });
       logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
       return address;

@@ -1,4 +1,13 @@
-import type { ControllerObserver, Outcome, Pipeline, PoolStats, QueryPool } from '@switchboard/core';
+import type {
+  ControllerObserver,
+  Delivery,
+  DeliveryResult,
+  Outcome,
+  Pipeline,
+  PoolStats,
+  QueryPool,
+  ReplyOutbox,
+} from '@switchboard/core';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
@@ -24,6 +33,8 @@ export function createMetrics(
     channelRoles: () => Iterable<{ id: string; role: 'active' | 'standby' }>;
     /** True when other replicas share `pool` (`store: redis`). */
     sharedPool: boolean;
+    /** The reply outbox, counted at scrape time (`switchboard_outbox_pending`). */
+    outbox: ReplyOutbox;
   },
 ) {
   const registry = new Registry();
@@ -119,6 +130,25 @@ export function createMetrics(
     },
   });
 
+  new Gauge({
+    name: 'switchboard_outbox_pending',
+    help: 'Deliveries of replies stored and not yet delivered or given up, per channel.',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+    async collect() {
+      // A channel whose outbox emptied reads 0, not its last count.
+      this.reset();
+      for (const [channel, count] of Object.entries(await options.outbox.pending()))
+        this.set({ channel }, count);
+    },
+  });
+  const deliveries = countingCounter({
+    name: 'switchboard_deliveries_total',
+    help: 'Attempts at sending a delivery of replies: delivered, retried (failed, tried again later) or failed (given up, a dead letter).',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [registry],
+  });
+
   const observer: ControllerObserver = {
     turnStarted(turn) {
       const now = Date.now();
@@ -135,6 +165,9 @@ export function createMetrics(
   return {
     registry,
     observer,
+    deliveryEnded(delivery: Delivery, result: DeliveryResult) {
+      deliveries.series({ channel: delivery.channel, outcome: result }).inc();
+    },
     recordOutcome(outcome: Outcome) {
       const labels = {
         channel: outcome.message.channel,

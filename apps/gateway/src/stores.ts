@@ -9,11 +9,13 @@ import {
   type MessageStatusStore,
   type PipelinePolicy,
   type QueryPool,
+  type ReplyOutbox,
   createMemoryAuditLog,
   createMemoryChannelLeases,
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
+  createMemoryReplyOutbox,
   within,
 } from '@switchboard/core';
 import type {
@@ -53,6 +55,11 @@ export interface RecordStores {
 
 /** The stores the gateway runs on, opened from `store:` and `audit:`. */
 export interface Stores extends RecordStores {
+  /**
+   * Where answered turns leave their replies (docs/design.md §2 "Outbox"): in the SQLite file
+   * with `store: sqlite`, in memory with `store: memory`.
+   */
+  outbox: ReplyOutbox;
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
   createPool(options: PoolOptions): Promise<QueryPool>;
   /**
@@ -151,6 +158,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
     const records = await openRecordStores(config, logger);
     return {
       ...records,
+      outbox: createMemoryReplyOutbox(),
       createPool: async (options) => createMemoryQueryPool(options),
       replicaEvents: () => null,
       channelLeases: () => processLeases,
@@ -167,6 +175,9 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
       });
   return {
     ...records,
+    // In the file that journals the pool: a settlement's outbox row and journal removal, and a
+    // delivery's removal and audit record, go through one group commit.
+    outbox: file.outbox,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
     channelLeases: () => processLeases,
@@ -207,6 +218,9 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     ...records,
     auditLog: outbox,
     statuses: outbox.statuses ?? records.statuses,
+    // The Redis reply outbox, shared by the replicas, goes here once it exists; until then each
+    // replica keeps the replies of the turns it ran in its memory (lost with the process).
+    outbox: createMemoryReplyOutbox(),
     refusal: outbox.refusal,
     async createPool(options) {
       const opened = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });

@@ -1,4 +1,10 @@
-import { ChatTypeSchema, MESSAGE_STATUSES, ReplySchema, hasUnpairedSurrogate } from '@switchboard/core';
+import {
+  ChatTypeSchema,
+  DELIVERY_STATES,
+  MESSAGE_STATUSES,
+  ReplySchema,
+  hasUnpairedSurrogate,
+} from '@switchboard/core';
 import { z } from 'zod';
 
 /**
@@ -80,7 +86,13 @@ export const MessageViewSchema = z.object({
   rule: z.string().nullable(),
   /** The turn that answered; shared by every message of a merged burst. */
   turn: z.string().nullable(),
+  /** The replies delivered so far. */
   replies: z.array(ReplySchema),
+  /**
+   * Where the replies stand: `pending` (stored, being sent: `status` is already `completed`),
+   * `delivered`, `failed` (given up); null when there is nothing to deliver.
+   */
+  delivery: z.enum(DELIVERY_STATES).nullable(),
   error: z.string().nullable(),
   /** The message's OpenTelemetry trace id (32 hex digits); null when tracing is off. */
   trace_id: z.string().nullable(),

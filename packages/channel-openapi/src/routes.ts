@@ -62,8 +62,9 @@ interface Answer {
 
 function viewOf(status: MessageStatus, reason?: string): MessageView {
   const { updated_at: _updatedAt, ...stored } = status;
-  // Statuses stored before trace ids existed (or by a replica not upgraded yet) have none.
-  const view = { ...stored, trace_id: stored.trace_id ?? null };
+  // Statuses stored before trace ids or deliveries existed (or by a replica not upgraded yet)
+  // have none.
+  const view = { ...stored, trace_id: stored.trace_id ?? null, delivery: stored.delivery ?? null };
   return reason === undefined ? view : { ...view, reason };
 }
 
@@ -77,7 +78,16 @@ function immediateAnswer(
   traceId: string | null,
   result: Extract<IngressResult, { status: 'discarded' | 'ignored' }>,
 ): Answer {
-  const base = { id, pipeline: null, rule: null, turn: null, replies: [], error: null, trace_id: traceId };
+  const base = {
+    id,
+    pipeline: null,
+    rule: null,
+    turn: null,
+    replies: [],
+    delivery: null,
+    error: null,
+    trace_id: traceId,
+  };
   switch (result.status) {
     case 'discarded':
       return { statusCode: 200, body: { ...base, status: 'discarded', rule: result.rule } };
@@ -101,6 +111,7 @@ function queuedAnswer(
       rule: result.rule,
       turn: null,
       replies: [],
+      delivery: null,
       error: null,
       trace_id: traceId,
     },

@@ -2,6 +2,7 @@ import { OpenApiChannelSchema, ServerSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Controller,
+  type Delivery,
   type Ingress,
   type QueryPool,
   type MessageStatusStore,
@@ -16,10 +17,11 @@ import {
   createIngress,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
+  createMemoryReplyOutbox,
   createOutcomeBus,
+  createReplySender,
   createReplyStream,
   createRouter,
-  sendWithDeadline,
   silentLogger,
 } from '@switchboard/core';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -122,6 +124,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const outcomes: Outcome[] = [];
   bus.subscribe((outcome) => outcomes.push(outcome));
   const turnListeners = new Set<(turn: Turn) => void>();
+  const storedListeners = new Set<(delivery: Delivery) => void>();
+  const outbox = createMemoryReplyOutbox();
 
   const pool = createMemoryQueryPool({
     concurrency: { global: 20, perSession: 1 },
@@ -163,6 +167,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         turnListeners.add(listener);
         return () => turnListeners.delete(listener);
       },
+      subscribeRepliesStored: (listener) => {
+        storedListeners.add(listener);
+        return () => storedListeners.delete(listener);
+      },
     },
     logger: silentLogger,
     sseHeartbeatMs: options.sseHeartbeatMs,
@@ -172,8 +180,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     pipelines: new Map(pipelineList.map(({ pipeline }) => [pipeline.id, pipeline])),
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
-    deliver: (query, replies, sendOptions) =>
-      sendWithDeadline(channel, query.message, replies, 30_000, sendOptions),
+    outbox,
     streamReplies: (query, logger) =>
       createReplyStream({
         preview: (text, draft, signal) =>
@@ -186,11 +193,22 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       turnStarted: (turn) => {
         for (const listener of turnListeners) listener(turn);
       },
+      repliesStored: (delivery) => {
+        for (const listener of storedListeners) listener(delivery);
+      },
     },
+  });
+  const sender = createReplySender({
+    outbox,
+    channel: (id) => (id === channel.id ? channel : undefined),
+    policy: () => OpenApiChannelSchema.parse({ id: 'api', type: 'openapi' }).outbound,
+    outcomes: bus,
   });
   await server.ready();
 
   const startChannel = () => channel.start({ ingress, logger: silentLogger });
+  // Sends whatever the outbox holds, also before a test starts the controller by hand.
+  sender.start();
   if (options.start ?? true) {
     controller.start();
     await startChannel();
@@ -209,6 +227,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     async close() {
       await channel.stop();
       await controller.stop({ drainTimeoutMs: 50 });
+      await sender.stop({ drainTimeoutMs: 50 });
       await server.close();
     },
   };

@@ -1,14 +1,14 @@
-import { type Query, aggregate } from './aggregator.js';
+import { aggregate } from './aggregator.js';
 import { SwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
 import type { MessageTracer } from './message-trace.js';
 import type { OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
-import type { ChannelSendOptions } from './ports/channel-adapter.js';
 import type { Pipeline } from './ports/pipeline.js';
 import type { QueryPool, Turn } from './ports/query-pool.js';
 import type { ReplyStream } from './reply-stream.js';
+import type { Delivery, ReplyOutbox } from './ports/reply-outbox.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from './structures/indexed-set.js';
 import { WakeTimer } from './structures/wake-timer.js';
@@ -24,6 +24,8 @@ export interface ControllerObserver {
   turnEnded?(turn: Turn, result: TurnResult, durationMs: number): void;
   /** A turn will run again after `delayMs`. */
   turnRetried?(turn: Turn, delayMs: number): void;
+  /** A turn's replies were stored in the outbox and the turn completed; they are on their way. */
+  repliesStored?(delivery: Delivery): void;
 }
 
 export interface ControllerOptions {
@@ -31,11 +33,8 @@ export interface ControllerOptions {
   pipelines: ReadonlyMap<string, Pipeline>;
   policies: ReadonlyMap<string, PipelinePolicy>;
   outcomes: OutcomeSink;
-  /**
-   * Sends replies through the channel the query came from (the outbox); `options.draft` is the
-   * preview showing the answer so far, for the send to edit.
-   */
-  deliver: (query: Query, replies: readonly Reply[], options?: ChannelSendOptions) => Promise<void>;
+  /** Where answered turns leave their replies; the reply sender sends them (reply-sender.ts). */
+  outbox: ReplyOutbox;
   /**
    * Opens the progressive rendering of a turn's answer (docs/design.md §4 "Streaming") when the
    * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
@@ -82,7 +81,7 @@ const CLAIM_ERROR_LOG_EVERY_MS = 30_000;
  * It keeps no per-session state: a finished turn leaves nothing behind.
  */
 export function createController(options: ControllerOptions): Controller {
-  const { pool, pipelines, policies, deliver, tracer } = options;
+  const { pool, pipelines, policies, outbox, tracer } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'controller' });
   const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
@@ -90,10 +89,14 @@ export function createController(options: ControllerOptions): Controller {
   const settlement = createTurnSettlement({
     pool,
     outcomes: options.outcomes,
-    deliver: (entry, query, replies, sendOptions) =>
-      entry.trace === undefined || tracer === undefined
-        ? deliver(query, replies, sendOptions)
-        : tracer.delivery(entry.trace.span, query, replies, () => deliver(query, replies, sendOptions)),
+    storeReplies: async (entry, query, delivery) => {
+      const add = async () => {
+        await outbox.add(delivery);
+      };
+      await (entry.trace === undefined || tracer === undefined
+        ? add()
+        : tracer.delivery(entry.trace.span, query, delivery.replies, add));
+    },
     observer: options.observer,
     random: options.random ?? Math.random,
     now,

@@ -88,6 +88,7 @@ export type {
   OutcomeListener,
   OutcomeReason,
   OutcomeSink,
+  UndeliveredReplies,
 } from './outcome.js';
 
 // Ports
@@ -103,12 +104,23 @@ export type {
 } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
 export { sendWithDeadline } from './send-deadline.js';
+export { deliveryOf } from './delivery.js';
+export { createReplySender } from './reply-sender.js';
+export type { DeliveryResult, OutboundPolicy, ReplySender, ReplySenderOptions } from './reply-sender.js';
 export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
+export type {
+  AddResult,
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  DeliveryMessage,
+  ReplyOutbox,
+} from './ports/reply-outbox.js';
 export { silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
-export { MESSAGE_STATUSES } from './ports/message-status-store.js';
+export { DELIVERY_STATES, MESSAGE_STATUSES } from './ports/message-status-store.js';
 export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
 export type { Pipeline, PipelineResult, PipelineRunContext, PipelineStatus } from './ports/pipeline.js';
 export type {
@@ -132,6 +144,7 @@ export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';
 export type { MemoryJournalOptions } from './memory/memory-journal.js';
+export { createMemoryReplyOutbox } from './memory/memory-reply-outbox.js';
 export { createMemoryMessageStatusStore } from './memory/memory-message-status-store.js';
 export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-status-store.js';
 

@@ -4,12 +4,12 @@ import type { ChannelAdapter, ChannelSendOptions } from './ports/channel-adapter
 
 /**
  * Sends `replies` through `channel` with a deadline (docs/design.md §7, `channels[].outbound.send_timeout`),
- * editing `options.draft` when a preview showed the answer (§4 "Streaming"). At `timeoutMs` the send's signal aborts with SB_CHANNEL_SEND_TIMEOUT and this rejects with that
- * error at once, whether or not the platform library honours the signal: the controller marks a
- * turn decided before it delivers, and its deadline sweep skips decided turns, so a send that
- * never settled would hold the turn's session and global slots for good. A send that settles
- * after the deadline is ignored; whatever it posted stays posted (the turn is dead-lettered as
- * `delivery_failed` all the same, so a reply may show up that the audit calls undelivered).
+ * editing `options.draft` when a preview showed the answer (§4 "Streaming"). At `timeoutMs` the
+ * send's signal aborts with SB_CHANNEL_SEND_TIMEOUT and this rejects with that error at once,
+ * whether or not the platform library honours the signal: a send that never settled would hold
+ * its chat in the outbox, and its place in the channel's concurrency, for good. A send that
+ * settles after the deadline is ignored; whatever it posted stays posted (the delivery is tried
+ * again, so a reply may show up twice).
  */
 export async function sendWithDeadline(
   channel: Pick<ChannelAdapter, 'id' | 'send'>,

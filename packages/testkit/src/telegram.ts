@@ -126,6 +126,8 @@ export interface FakeTelegram {
   deliverWebhook(url: string, update: Json | string, secretToken?: string): Promise<WebhookAnswer>;
   /** The next `count` calls of `method` answer `failure` instead. */
   failNext(method: string, count: number, failure: FakeTelegramFailure): void;
+  /** Until called again with null, every call of `method` answers `failure` (the platform is down). */
+  failAll(method: string, failure: FakeTelegramFailure | null): void;
   close(): Promise<void>;
 }
 
@@ -193,6 +195,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const texts = new Map<string, string>();
   const chats = new Map<string, Json>();
   const failures = new Map<string, FakeTelegramFailure[]>();
+  const down = new Map<string, FakeTelegramFailure>();
   const hung = new Set<ServerResponse>();
   /** Long polls waiting for updates: each re-checks the queue when woken. */
   const waiters = new Set<() => void>();
@@ -358,6 +361,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   }
 
   function injectedFailure(method: string): FakeTelegramFailure | undefined {
+    const lasting = down.get(method);
+    if (lasting !== undefined) return lasting;
     const pending = failures.get(method);
     const failure = pending?.shift();
     if (pending?.length === 0) failures.delete(method);
@@ -448,6 +453,10 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         body = JSON.parse(text);
       } catch {}
       return { status: response.status, headers: response.headers, body };
+    },
+    failAll(method, failure) {
+      if (failure === null) down.delete(method);
+      else down.set(method, failure);
     },
     failNext(method, count, failure) {
       failures.set(method, [

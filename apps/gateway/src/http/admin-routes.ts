@@ -2,6 +2,7 @@ import type { AuthHook } from '@switchboard/channel-openapi';
 import type { AuditLog, PipelineStatus, QueryPool } from '@switchboard/core';
 import type { ReplicaView } from '@switchboard/store-redis';
 import type { OwnedChannels } from '../channel-ownership.js';
+import type { ReplayResult } from '../dead-letter-replay.js';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -20,7 +21,7 @@ export interface AdminDeps {
   /** The single-owner channels and who holds each one's lease, for `/admin/queues`. */
   channelHolders: OwnedChannels['holders'];
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
-  replay(id: string): Promise<{ id: string; message_id: string; status: 'queued' }>;
+  replay(id: string): Promise<ReplayResult>;
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
   reload(): Promise<{ rules: number }>;
 }

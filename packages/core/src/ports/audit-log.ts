@@ -1,4 +1,4 @@
-import type { OutcomeKind, OutcomeReason } from '../outcome.js';
+import type { OutcomeKind, OutcomeReason, UndeliveredReplies } from '../outcome.js';
 import type { QueuedMessage } from './query-pool.js';
 
 /**
@@ -9,6 +9,11 @@ import type { QueuedMessage } from './query-pool.js';
 export interface DeadLetterPayload extends QueuedMessage {
   /** True when the message was kept whole. */
   replayable: boolean;
+  /**
+   * `delivery_failed` only: the replies that were not delivered. A replay sends them again
+   * through the outbox and never runs the pipeline. Kept only with the whole message.
+   */
+  undelivered?: UndeliveredReplies;
 }
 
 /** One audited outcome (docs/design.md §2 "Outcomes & audit"). */

@@ -74,7 +74,8 @@ export interface ChannelAdapter {
   stop(): Promise<void>;
   /**
    * Sends `replies` in answer to `origin` (the first message of the turn). Once `signal` aborts,
-   * stops sending and rejects with `signal.reason`.
+   * stops sending and rejects with `signal.reason`. With `options.draft` (a platform message a
+   * streamed answer already posted), the first reply edits that message instead of posting.
    */
   send(
     origin: InboundMessage,
