@@ -30,6 +30,7 @@ import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { createDeadLetterReplay } from './dead-letter-replay.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
+import { registerConsoleRoutes } from './http/console-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
 import { createMetrics } from './metrics.js';
 import { createPipelines } from './pipelines.js';
@@ -299,6 +300,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
     }),
+  });
+
+  registerConsoleRoutes(server, {
+    auth: config.admin.token === undefined ? operatorAuth : undefined,
+    logger,
   });
 
   async function stop(): Promise<void> {
