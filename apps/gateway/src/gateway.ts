@@ -1,12 +1,4 @@
-import {
-  type EventOrigin,
-  IDEMPOTENCY_TTL_MS,
-  createHttpServerShutdown,
-  httpErrorHandler,
-  httpServerOptions,
-  notFoundHandler,
-  registerApiDocs,
-} from '@switchboard/channel-openapi';
+import type { EventOrigin } from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
@@ -22,8 +14,17 @@ import {
   createRouter,
   sendWithDeadline,
 } from '@switchboard/core';
+import {
+  IDEMPOTENCY_TTL_MS,
+  createHttpServerShutdown,
+  httpErrorHandler,
+  httpServerOptions,
+  notFoundHandler,
+  registerApiDocs,
+  validatorCompiler,
+} from '@switchboard/http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
 import { ownChannels } from './channel-ownership.js';
 import { createChannels } from './channels.js';
@@ -133,7 +134,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const server = Fastify({
     ...httpServerOptions(config.server),
     // Which peers may name the client in X-Forwarded-For: the address logged as `request.ip`.
-    // The loopback check never believes it (channel-openapi `isLoopbackClient`).
+    // The loopback check never believes it (@switchboard/http `isLoopbackClient`).
     trustProxy: config.server.trustProxy,
     loggerInstance: options.httpLogger,
     // Requests are not logged one by one: outcomes and metrics already account for each message.

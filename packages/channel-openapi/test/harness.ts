@@ -21,14 +21,14 @@ import {
   sendWithDeadline,
   silentLogger,
 } from '@switchboard/core';
-import Fastify, { type FastifyInstance } from 'fastify';
 import {
   type HttpServerShutdown,
   createHttpServerShutdown,
-  createOpenApiChannel,
   httpServerOptions,
   registerApiDocs,
-} from '../src/index.js';
+} from '@switchboard/http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createOpenApiChannel } from '../src/index.js';
 
 export { eventually } from '@switchboard/testkit/eventually';
 

@@ -1,6 +1,6 @@
 import { readUntil, replyEvents } from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/api-schemas.js';
+import type { ErrorBody } from '@switchboard/http';
 import { toInboundMessage } from '../src/normalize.js';
 import { type Harness, createHarness, eventually } from './harness.js';
 import { connectRaw } from './raw-client.js';

@@ -1,4 +1,4 @@
-import type { AuthHook } from '@switchboard/channel-openapi';
+import type { AuthHook } from '@switchboard/http';
 import type { AuditLog, PipelineStatus, QueryPool } from '@switchboard/core';
 import type { ReplicaView } from '@switchboard/store-redis';
 import type { OwnedChannels } from '../channel-ownership.js';
