@@ -57,36 +57,56 @@ export interface Queues {
 
 /** `GET /admin/messages/{id}`: one message's whole path. */
 export interface MessagePath {
-  message_id: string;
+  id: string;
   received: {
-    at: number;
     channel: string;
-    session: string;
+    platform: string;
+    chat_type: string;
+    chat_id: string;
     sender_id: string;
     sender_name: string | null;
     text: string | null;
+    at: number | null;
   } | null;
-  routed: { rule: string | null; pipeline: string | null } | null;
+  routed: { rule: string | null; by_default: boolean; pipeline: string | null } | null;
   merged_with: string[];
-  turns: Array<{ attempt: number; at: number; error: string | null }>;
+  turns: Array<{
+    id: string;
+    pipeline: string;
+    attempt: number;
+    messages: string[];
+    started_at: number;
+    ended_at: number | null;
+    result: string | null;
+    duration_ms: number | null;
+    retry_delay_ms: number | null;
+  }>;
   replies: Array<{ text?: string }>;
   /** The latest outcome; a replayed dead letter ends again. */
-  outcome: AuditItem | null;
-  /** Every outcome recorded for it, oldest first. */
-  history: AuditItem[];
+  outcome: { status: string; reason: string | null; error: string | null; at: number } | null;
+  /** Its audit records, newest first. */
+  audit: AuditItem[];
+}
+
+/** One routing rule as configured: one condition inline, or `all` of several. */
+export interface Condition {
+  type: string;
+  operator: string;
+  value: string;
 }
 
 /** `GET /admin/routing`: the rules in order, each with the messages it routed since start. */
 export interface Routing {
-  default: string;
-  default_hits: number;
-  rules: Array<{
-    name: string;
-    pipeline: string;
-    channels: string[] | null;
-    conditions: string[];
-    hits: number;
-  }>;
+  rules: Array<
+    Partial<Condition> & {
+      name: string;
+      pipeline: string;
+      channels?: string[];
+      all?: Condition[];
+      hits: number;
+    }
+  >;
+  default: { pipeline: string; hits: number };
 }
 
 /** `POST /admin/route`: what `switchboard route --json` prints for the same message. */
@@ -95,18 +115,39 @@ export interface RouteDryRun {
   pipeline: string;
   routed_by_rule: boolean;
   admission: { admitted: boolean; reason?: string };
+  /** `pipeline <id>`, `discarded (audited)` or `ignored (<reason>)`. */
+  result: string;
   trace: Array<{ rule: string; matched: boolean; why: string }>;
+}
+
+/** `POST /admin/dead-letters/replay` and `/purge`: each id's own result. */
+export interface SelectionResults {
+  results: Array<
+    { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string } }
+  >;
 }
 
 /** `GET /admin/overview`: what is happening now, and the last 60 minutes. */
 export interface Overview {
+  at: number;
   /** Messages per minute by outcome, oldest minute first. */
-  minutes: Array<{ at: number; outcomes: Partial<Record<Outcome, number>> }>;
-  inflight: number;
-  sessions: number;
-  pending: number;
-  limits: { concurrency: number; pipelines: Record<string, number> };
-  queues: Array<{ pipeline: string; pending: number; oldest_wait_ms: number | null }>;
-  latency: Array<{ pipeline: string; p50_ms: number | null; p95_ms: number | null }>;
-  channels: Array<{ id: string; type: string; ok: boolean; state?: string; detail?: string }>;
+  messages_per_minute: Array<{ at: number; counts: Partial<Record<Outcome, number>> }>;
+  last_hour: Partial<Record<Outcome, number>>;
+  load: {
+    inflight_turns: number;
+    active_sessions: number;
+    pending: number;
+    limits: { concurrency_pipeline: number; concurrency_session: number; max_pending: number };
+  };
+  pipelines: Record<
+    string,
+    {
+      inflight: number;
+      p50_ms: number | null;
+      p95_ms: number | null;
+      pending?: number;
+      oldest_wait_ms?: number | null;
+    }
+  >;
+  channels: Array<{ id: string; ready: boolean; state?: string; detail?: string }>;
 }

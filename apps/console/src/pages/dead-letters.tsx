@@ -1,17 +1,14 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import type { DeadLetter, MessagePath } from '../api-types.js';
+import type { DeadLetter, MessagePath, SelectionResults } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
 import { formatTime, outcomeText } from '../format.js';
 import { href } from '../hash-route.js';
 import { usePoll } from '../use-poll.js';
 
-/** What the console last did to a dead letter, and what became of its message since. */
-type ActionState =
-  | { action: 'replaying' | 'purging' }
-  | { action: 'failed'; message: string }
-  | { action: 'queued' };
+/** An action on a dead letter still under way, or the one that failed; the list shows the rest. */
+type ActionState = { action: 'replaying' | 'purging' } | { action: 'failed'; message: string };
 
 /** Dead letters with reason and error; replay or purge one or a selection; replay state shown. */
 export function DeadLettersPage() {
@@ -34,25 +31,27 @@ export function DeadLettersPage() {
     replayed.join(','),
   );
 
+  /** Replays or purges one or a selection through the selection routes; each id gets its own result. */
   async function act(ids: string[], action: 'replaying' | 'purging') {
     setActions((states) => ({ ...states, ...Object.fromEntries(ids.map((id) => [id, { action }])) }));
-    await Promise.all(
-      ids.map(async (id) => {
-        let state: ActionState;
-        try {
-          if (action === 'replaying') {
-            await api(`/admin/dead-letters/${encodeURIComponent(id)}/replay`, { method: 'POST', body: {} });
-            state = { action: 'queued' };
-          } else {
-            await api(`/admin/dead-letters/${encodeURIComponent(id)}`, { method: 'DELETE' });
-            state = { action: 'queued' };
-          }
-        } catch (error) {
-          state = { action: 'failed', message: (error as Error).message };
-        }
-        setActions((states) => ({ ...states, [id]: state }));
-      }),
-    );
+    const route = action === 'replaying' ? 'replay' : 'purge';
+    let results: SelectionResults['results'];
+    try {
+      ({ results } = await api<SelectionResults>(`/admin/dead-letters/${route}`, {
+        method: 'POST',
+        body: { ids },
+      }));
+    } catch (error) {
+      results = ids.map((id) => ({ id, ok: false, error: { code: '', message: (error as Error).message } }));
+    }
+    setActions((states) => {
+      const next = { ...states };
+      for (const result of results) {
+        if (result.ok) delete next[result.id];
+        else next[result.id] = { action: 'failed', message: result.error.message };
+      }
+      return next;
+    });
     setSelected(new Set());
     list.refresh();
   }
@@ -164,7 +163,9 @@ function replayState(item: DeadLetter, state: ActionState | undefined, now: Mess
   if (state?.action === 'purging') return 'purging…';
   if (state?.action === 'failed') return `failed: ${state.message}`;
   if (item.replayed_at === null) return item.replayable ? 'not replayed' : 'not replayable';
+  // The message ends anew after a replay: an outcome older than the replay is the dead letter's own.
   const outcome = now?.outcome;
-  if (outcome == null || outcome.id === item.id) return `replayed ${formatTime(item.replayed_at)}, running`;
-  return `replayed → ${outcomeText(outcome.outcome, outcome.reason)}`;
+  if (outcome == null || outcome.at < item.replayed_at)
+    return `replayed ${formatTime(item.replayed_at)}, running`;
+  return `replayed → ${outcomeText(outcome.status, outcome.reason)}`;
 }

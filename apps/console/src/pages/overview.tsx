@@ -20,29 +20,30 @@ export function OverviewPage() {
 }
 
 function OverviewBody({ data }: { data: Overview }) {
+  const minutes = data.messages_per_minute;
   const counts = Object.fromEntries(
-    OUTCOMES.map((outcome) => [outcome, data.minutes.map((minute) => minute.outcomes[outcome] ?? 0)]),
+    OUTCOMES.map((outcome) => [outcome, minutes.map((minute) => minute.counts[outcome] ?? 0)]),
   ) as Record<Outcome, number[]>;
-  const totals = OUTCOMES.map(
-    (outcome) => [outcome, counts[outcome].reduce((sum, n) => sum + n, 0)] as const,
-  );
-  const sum = totals.reduce((all, [, n]) => all + n, 0);
+  const total = OUTCOMES.reduce((sum, outcome) => sum + (data.last_hour[outcome] ?? 0), 0);
+  const { load } = data;
+  const pipelines = Object.entries(data.pipelines);
+  const queued = pipelines.some(([, pipeline]) => pipeline.pending !== undefined);
   return (
     <div class="grid">
       <section class="card span-all" aria-labelledby="throughput">
         <h2 id="throughput">Messages per minute, last 60 minutes</h2>
         <OutcomeChart
-          data={{ minutes: data.minutes.map((minute) => minute.at), counts }}
-          label={`Stacked bar chart of messages per minute by outcome: ${sum} in the last 60 minutes`}
+          data={{ minutes: minutes.map((minute) => minute.at), counts }}
+          label={`Stacked bar chart of messages per minute by outcome: ${total} in the last 60 minutes`}
         />
         <table class="totals">
           <caption>Messages in the last 60 minutes by outcome</caption>
           <tbody>
             <tr>
-              {totals.map(([outcome, n]) => (
+              {OUTCOMES.map((outcome) => (
                 <td key={outcome} data-outcome={outcome}>
                   <span class="swatch" style={{ background: OUTCOME_COLOURS[outcome] }} aria-hidden="true" />
-                  {outcome} <strong>{n}</strong>
+                  {outcome} <strong>{data.last_hour[outcome] ?? 0}</strong>
                 </td>
               ))}
             </tr>
@@ -56,64 +57,50 @@ function OverviewBody({ data }: { data: Overview }) {
           <div>
             <dt>Turns running</dt>
             <dd>
-              {data.inflight} <small>of {data.limits.concurrency}</small>
+              {load.inflight_turns} <small>of {load.limits.concurrency_pipeline}</small>
             </dd>
           </div>
           <div>
             <dt>Active sessions</dt>
-            <dd>{data.sessions}</dd>
+            <dd>{load.active_sessions}</dd>
           </div>
           <div>
             <dt>Waiting</dt>
-            <dd>{data.pending}</dd>
+            <dd>
+              {load.pending} <small>of {load.limits.max_pending}</small>
+            </dd>
           </div>
         </dl>
-        <meter
-          min={0}
-          max={data.limits.concurrency}
-          value={data.inflight}
-          aria-label="Turns running against the concurrency limit"
-        />
+        <label class="meter">
+          Turns running against the concurrency limit
+          <meter min={0} max={load.limits.concurrency_pipeline} value={load.inflight_turns} />
+        </label>
+        <label class="meter">
+          Messages waiting against the queue limit
+          <meter min={0} max={load.limits.max_pending} value={load.pending} />
+        </label>
+        <p class="hint">Each session runs at most {load.limits.concurrency_session} turn(s) at once.</p>
       </section>
 
-      <section class="card" aria-labelledby="queues">
-        <h2 id="queues">Queues</h2>
+      <section class="card" aria-labelledby="pipelines">
+        <h2 id="pipelines">Pipelines</h2>
         <table>
           <thead>
             <tr>
               <th scope="col">Pipeline</th>
               <th scope="col" class="num">
-                Waiting
+                Running
               </th>
-              <th scope="col" class="num">
-                Oldest wait
-              </th>
-              <th scope="col" class="num">
-                Limit
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.queues.map((queue) => (
-              <tr key={queue.pipeline}>
-                <th scope="row">{queue.pipeline}</th>
-                <td class="num">{queue.pending}</td>
-                <td class="num">
-                  {queue.oldest_wait_ms === null ? '—' : formatDuration(queue.oldest_wait_ms)}
-                </td>
-                <td class="num">{data.limits.pipelines[queue.pipeline] ?? '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
-
-      <section class="card" aria-labelledby="latency">
-        <h2 id="latency">Pipeline latency</h2>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Pipeline</th>
+              {queued && (
+                <>
+                  <th scope="col" class="num">
+                    Waiting
+                  </th>
+                  <th scope="col" class="num">
+                    Oldest wait
+                  </th>
+                </>
+              )}
               <th scope="col" class="num">
                 p50
               </th>
@@ -123,11 +110,18 @@ function OverviewBody({ data }: { data: Overview }) {
             </tr>
           </thead>
           <tbody>
-            {data.latency.map((row) => (
-              <tr key={row.pipeline}>
-                <th scope="row">{row.pipeline}</th>
-                <td class="num">{row.p50_ms === null ? '—' : formatDuration(row.p50_ms)}</td>
-                <td class="num">{row.p95_ms === null ? '—' : formatDuration(row.p95_ms)}</td>
+            {pipelines.map(([id, pipeline]) => (
+              <tr key={id}>
+                <th scope="row">{id}</th>
+                <td class="num">{pipeline.inflight}</td>
+                {queued && (
+                  <>
+                    <td class="num">{pipeline.pending ?? '—'}</td>
+                    <td class="num">{duration(pipeline.oldest_wait_ms ?? null)}</td>
+                  </>
+                )}
+                <td class="num">{duration(pipeline.p50_ms)}</td>
+                <td class="num">{duration(pipeline.p95_ms)}</td>
               </tr>
             ))}
           </tbody>
@@ -138,9 +132,9 @@ function OverviewBody({ data }: { data: Overview }) {
         <h2 id="channels">Channels</h2>
         <ul class="health">
           {data.channels.map((channel) => (
-            <li key={channel.id} class={channel.ok ? 'ok' : 'bad'}>
+            <li key={channel.id} class={channel.ready ? 'ok' : 'bad'}>
               <span class="dot" aria-hidden="true" />
-              <strong>{channel.id}</strong> ({channel.type}) {channel.ok ? 'healthy' : 'unhealthy'}
+              <strong>{channel.id}</strong> {channel.ready ? 'ready' : 'not ready'}
               {channel.state && `, ${channel.state}`}
               {channel.detail && <span class="hint"> — {channel.detail}</span>}
             </li>
@@ -149,4 +143,8 @@ function OverviewBody({ data }: { data: Overview }) {
       </section>
     </div>
   );
+}
+
+function duration(ms: number | null): string {
+  return ms === null ? '—' : formatDuration(ms);
 }

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import type { RouteDryRun, Routing } from '../api-types.js';
+import type { Condition, RouteDryRun, Routing } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
 import { usePoll } from '../use-poll.js';
@@ -64,8 +64,8 @@ export function RoutingPage() {
                   <td>{index + 1}</td>
                   <th scope="row">{rule.name}</th>
                   <td class="text">
-                    {rule.channels !== null && <div>channels: {rule.channels.join(', ')}</div>}
-                    {rule.conditions.join(' and ')}
+                    {rule.channels && <div>channels: {rule.channels.join(', ')}</div>}
+                    {conditions(rule)}
                   </td>
                   <td>{rule.pipeline}</td>
                   <td class="num">{rule.hits}</td>
@@ -75,8 +75,8 @@ export function RoutingPage() {
                 <td />
                 <th scope="row">default</th>
                 <td>no rule matched</td>
-                <td>{data.default}</td>
-                <td class="num">{data.default_hits}</td>
+                <td>{data.default.pipeline}</td>
+                <td class="num">{data.default.hits}</td>
               </tr>
             </tbody>
           </table>
@@ -128,8 +128,8 @@ export function RoutingPage() {
             <dd class="rule">{result.rule ?? 'default'}</dd>
             <dt>Pipeline</dt>
             <dd>{result.pipeline}</dd>
-            <dt>Admission</dt>
-            <dd>{result.admission.admitted ? 'admitted' : `ignored (${result.admission.reason})`}</dd>
+            <dt>Result</dt>
+            <dd>{result.result}</dd>
           </dl>
           <ol class="trace">
             {result.trace.map((step) => (
@@ -143,4 +143,12 @@ export function RoutingPage() {
       )}
     </>
   );
+}
+
+/** A rule's conditions as the config states them: `message_content contains "buy now" and …`. */
+function conditions(rule: Routing['rules'][number]): string {
+  const all: Array<Partial<Condition>> = rule.all ?? [rule];
+  return all
+    .map((condition) => `${condition.type} ${condition.operator} ${JSON.stringify(condition.value)}`)
+    .join(' and ');
 }

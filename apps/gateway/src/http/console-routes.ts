@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, relative, sep } from 'node:path';
-import type { AuthHook } from '@switchboard/channel-openapi';
+import type { AuthHook } from '@switchboard/http';
 import type { Logger } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 
