@@ -105,7 +105,7 @@ describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
     async () => {
       await logIn(TOKEN);
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
-      const completed = page.locator('td[data-outcome="completed"] strong');
+      const completed = page.locator('[data-outcome="completed"] strong');
       await expect.poll(() => completed.textContent()).toBe('0');
       const answers = await Promise.all(
         Array.from({ length: 50 }, (_, index) =>
@@ -167,16 +167,25 @@ describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
       });
       expect(failed.body).toMatchObject({ status: 'dead_lettered', reason: 'fatal_error' });
       await page.getByRole('link', { name: 'Dead letters' }).click();
-      const row = page.getByRole('row').filter({ hasText: 'bot: help' });
+      const row = page
+        .getByRole('table', { name: 'Dead letters' })
+        .getByRole('row')
+        .filter({ hasText: 'bot: help' });
       await expect.poll(() => row.count()).toBe(1);
       expect(await row.textContent()).toContain('fatal_error');
-      expect(await row.locator('.replay-state').textContent()).toBe('not replayed');
+      expect(await row.textContent()).toContain('400');
 
       state.healthy = true;
       await row.getByRole('button', { name: /^Replay/ }).click();
+      // The replayed dead letter leaves the list; its replay's state is shown until the message ends.
+      await expect.poll(() => row.count()).toBe(0);
+      const replay = page
+        .getByRole('table', { name: 'Replays' })
+        .getByRole('row')
+        .filter({ hasText: 'bot: help' });
       await expect
-        .poll(() => row.locator('.replay-state').textContent(), { timeout: 20_000 })
-        .toBe('replayed → completed');
+        .poll(() => replay.locator('.replay-state').textContent(), { timeout: 20_000 })
+        .toBe('completed');
       expect(backend.requests.at(-1)).toMatchObject({ text: 'bot: help' });
       const status = await get(`${gateway.url}/v1/messages/${failed.body?.id}`);
       expect(status.body).toMatchObject({ status: 'completed', replies: [{ text: 'ok: bot: help' }] });
@@ -194,7 +203,7 @@ describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
         .filter({ has: page.getByRole('rowheader', { name: 'drop-ads' }) });
       await expect.poll(() => dropAds.locator('.num').textContent()).toBe('1');
       await page.getByLabel('Channel').fill('api');
-      await page.getByLabel('Text').fill('Buy now! limited offer');
+      await page.getByLabel('Text').fill('buy now! limited offer');
       await page.getByRole('button', { name: 'Dry run' }).click();
       const result = page.getByRole('region', { name: 'Result' });
       await expect.poll(() => result.locator('dd.rule').textContent()).toBe('drop-ads');

@@ -7,28 +7,35 @@ import { formatTime, outcomeText } from '../format.js';
 import { href } from '../hash-route.js';
 import { usePoll } from '../use-poll.js';
 
-/** An action on a dead letter still under way, or the one that failed; the list shows the rest. */
+/** An action on a dead letter still under way, or the one that failed. */
 type ActionState = { action: 'replaying' | 'purging' } | { action: 'failed'; message: string };
+
+/** A dead letter replayed from this page: it leaves the list, and its message ends anew. */
+interface Replay {
+  deadLetter: DeadLetter;
+  /** When the replay was accepted (ms). */
+  at: number;
+}
 
 /** Dead letters with reason and error; replay or purge one or a selection; replay state shown. */
 export function DeadLettersPage() {
   const list = usePoll(() => api<{ items: DeadLetter[] }>('/admin/dead-letters?limit=200'), 5000);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [actions, setActions] = useState<Record<string, ActionState>>({});
+  const [replays, setReplays] = useState<Replay[]>([]);
   const items = list.data?.items ?? [];
-  // The latest outcome of each replayed message: a replay queues it again, and it ends anew.
-  const replayed = items.filter((item) => item.replayed_at !== null).map((item) => item.message_id);
+  const replayedIds = replays.map((replay) => replay.deadLetter.message_id);
   const latest = usePoll(
     async () =>
       Object.fromEntries(
         await Promise.all(
-          replayed.map(
+          replayedIds.map(
             async (id) => [id, await api<MessagePath>(`/admin/messages/${encodeURIComponent(id)}`)] as const,
           ),
         ),
       ),
-    3000,
-    replayed.join(','),
+    2000,
+    replayedIds.join(','),
   );
 
   /** Replays or purges one or a selection through the selection routes; each id gets its own result. */
@@ -44,6 +51,13 @@ export function DeadLettersPage() {
     } catch (error) {
       results = ids.map((id) => ({ id, ok: false, error: { code: '', message: (error as Error).message } }));
     }
+    const at = Date.now();
+    const accepted = new Set(results.filter((result) => result.ok).map((result) => result.id));
+    if (action === 'replaying')
+      setReplays((shown) => [
+        ...items.filter((item) => accepted.has(item.id)).map((deadLetter) => ({ deadLetter, at })),
+        ...shown,
+      ]);
     setActions((states) => {
       const next = { ...states };
       for (const result of results) {
@@ -86,7 +100,7 @@ export function DeadLettersPage() {
         </button>
       </fieldset>
       <div class="table-wrap">
-        <table>
+        <table aria-label="Dead letters">
           <caption>
             {items.length === 0 ? 'No dead letters.' : `${items.length} dead letters, newest first`}
           </caption>
@@ -100,14 +114,12 @@ export function DeadLettersPage() {
               <th scope="col">Error</th>
               <th scope="col">Text</th>
               <th scope="col">Pipeline</th>
-              <th scope="col">Replay</th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
             {items.map((item) => {
               const state = actions[item.id];
-              const now = latest.data?.[item.message_id];
               return (
                 <tr key={item.id}>
                   <td>
@@ -125,28 +137,37 @@ export function DeadLettersPage() {
                   <td class="text error">{item.error ?? '—'}</td>
                   <td class="text">{item.text ?? '—'}</td>
                   <td>{item.pipeline ?? '—'}</td>
-                  <td class="replay-state" aria-live="polite">
-                    {replayState(item, state, now)}
-                  </td>
-                  <td class="row-actions">
-                    <button
-                      type="button"
-                      disabled={!item.replayable || item.replayed_at !== null}
-                      title={item.replayable ? undefined : 'Kept without its whole text: cannot be replayed'}
-                      onClick={() => void act([item.id], 'replaying')}
-                    >
-                      Replay<span class="visually-hidden"> {item.id}</span>
-                    </button>
-                    <button
-                      type="button"
-                      class="danger"
-                      onClick={() => {
-                        if (confirm('Purge this dead letter? It cannot be replayed afterwards.'))
-                          void act([item.id], 'purging');
-                      }}
-                    >
-                      Purge<span class="visually-hidden"> {item.id}</span>
-                    </button>
+                  <td>
+                    <div class="row-actions">
+                      <button
+                        type="button"
+                        disabled={!item.replayable || state !== undefined}
+                        title={
+                          item.replayable ? undefined : 'Kept without its whole text: cannot be replayed'
+                        }
+                        onClick={() => void act([item.id], 'replaying')}
+                      >
+                        Replay<span class="visually-hidden"> {item.id}</span>
+                      </button>
+                      <button
+                        type="button"
+                        class="danger"
+                        disabled={state !== undefined && state.action !== 'failed'}
+                        onClick={() => {
+                          if (confirm('Purge this dead letter? It cannot be replayed afterwards.'))
+                            void act([item.id], 'purging');
+                        }}
+                      >
+                        Purge<span class="visually-hidden"> {item.id}</span>
+                      </button>
+                    </div>
+                    <span class="action-state" aria-live="polite">
+                      {state === undefined
+                        ? ''
+                        : state.action === 'failed'
+                          ? `failed: ${state.message}`
+                          : `${state.action}…`}
+                    </span>
                   </td>
                 </tr>
               );
@@ -154,18 +175,41 @@ export function DeadLettersPage() {
           </tbody>
         </table>
       </div>
+
+      {replays.length > 0 && (
+        <div class="table-wrap">
+          <table aria-label="Replays">
+            <caption>Replayed from this page: each message runs again and ends anew</caption>
+            <thead>
+              <tr>
+                <th scope="col">Replayed</th>
+                <th scope="col">Text</th>
+                <th scope="col">Now</th>
+              </tr>
+            </thead>
+            <tbody>
+              {replays.map(({ deadLetter, at }) => (
+                <tr key={deadLetter.id}>
+                  <td>
+                    <a href={href(['messages', deadLetter.message_id])}>{formatTime(at)}</a>
+                  </td>
+                  <td class="text">{deadLetter.text ?? '—'}</td>
+                  <td class="replay-state" aria-live="polite">
+                    {replayState(deadLetter, latest.data?.[deadLetter.message_id])}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
     </>
   );
 }
 
-function replayState(item: DeadLetter, state: ActionState | undefined, now: MessagePath | undefined): string {
-  if (state?.action === 'replaying') return 'replaying…';
-  if (state?.action === 'purging') return 'purging…';
-  if (state?.action === 'failed') return `failed: ${state.message}`;
-  if (item.replayed_at === null) return item.replayable ? 'not replayed' : 'not replayable';
-  // The message ends anew after a replay: an outcome older than the replay is the dead letter's own.
+/** `running` until the message has an outcome newer than its dead letter, then that outcome. */
+function replayState(deadLetter: DeadLetter, now: MessagePath | undefined): string {
   const outcome = now?.outcome;
-  if (outcome == null || outcome.at < item.replayed_at)
-    return `replayed ${formatTime(item.replayed_at)}, running`;
-  return `replayed → ${outcomeText(outcome.status, outcome.reason)}`;
+  if (outcome == null || outcome.at <= deadLetter.at) return 'running';
+  return outcomeText(outcome.status, outcome.reason);
 }

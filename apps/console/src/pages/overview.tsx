@@ -36,19 +36,14 @@ function OverviewBody({ data }: { data: Overview }) {
           data={{ minutes: minutes.map((minute) => minute.at), counts }}
           label={`Stacked bar chart of messages per minute by outcome: ${total} in the last 60 minutes`}
         />
-        <table class="totals">
-          <caption>Messages in the last 60 minutes by outcome</caption>
-          <tbody>
-            <tr>
-              {OUTCOMES.map((outcome) => (
-                <td key={outcome} data-outcome={outcome}>
-                  <span class="swatch" style={{ background: OUTCOME_COLOURS[outcome] }} aria-hidden="true" />
-                  {outcome} <strong>{data.last_hour[outcome] ?? 0}</strong>
-                </td>
-              ))}
-            </tr>
-          </tbody>
-        </table>
+        <ul class="totals" aria-label="Messages in the last 60 minutes by outcome">
+          {OUTCOMES.map((outcome) => (
+            <li key={outcome} data-outcome={outcome}>
+              <span class="swatch" style={{ background: OUTCOME_COLOURS[outcome] }} aria-hidden="true" />
+              {outcome} <strong>{data.last_hour[outcome] ?? 0}</strong>
+            </li>
+          ))}
+        </ul>
       </section>
 
       <section class="card" aria-labelledby="load">
