@@ -23,14 +23,11 @@ export interface OutcomeSeries {
 /**
  * Messages per minute by outcome as stacked bars. uPlot has no stacking of its own: each series
  * is drawn at the running total up to it, the tallest first, so each bar shows its own band on
- * top of the ones below; the legend shows the series' own counts.
+ * top of the ones below.
  */
 export function OutcomeChart({ data, label }: { data: OutcomeSeries; label: string }) {
   const holder = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
-  // The legend reads the counts shown now, not those of the first render.
-  const shown = useRef(data);
-  shown.current = data;
 
   const totals = OUTCOMES.map((_, index) =>
     data.minutes.map((_minute, at) =>
@@ -46,7 +43,7 @@ export function OutcomeChart({ data, label }: { data: OutcomeSeries; label: stri
 
   useEffect(() => {
     const element = holder.current!;
-    const bars = uPlot.paths.bars!({ size: [0.8, 40], align: 1 });
+    const bars = uPlot.paths.bars!({ size: [0.8, 40] });
     const options: uPlot.Options = {
       width: element.clientWidth,
       height: 240,
@@ -60,8 +57,6 @@ export function OutcomeChart({ data, label }: { data: OutcomeSeries; label: stri
             fill: OUTCOME_COLOURS[outcome],
             paths: bars,
             points: { show: false },
-            value: (_plot: uPlot, _value: number, _series: number, at: number | null) =>
-              at === null ? '—' : String(shown.current.counts[outcome][at] ?? 0),
           };
         }),
       ],
@@ -69,8 +64,13 @@ export function OutcomeChart({ data, label }: { data: OutcomeSeries; label: stri
         { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } },
         { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, label: 'messages / min' },
       ],
-      scales: { y: { range: (_plot, _min, max) => [0, Math.max(5, max * 1.1)] } },
-      legend: { live: true },
+      // Half a minute either side, so the first and the current minute's bars are drawn whole.
+      scales: {
+        x: { time: true, range: (_plot, min, max) => [min - 30, max + 30] },
+        y: { range: (_plot, _min, max) => [0, Math.max(5, max * 1.1)] },
+      },
+      // The totals under the chart name the colours; a legend of the hovered minute would repeat them.
+      legend: { show: false },
     };
     plot.current = new uPlot(options, aligned, element);
     const resized = new ResizeObserver(() =>
