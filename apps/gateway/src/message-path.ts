@@ -1,6 +1,7 @@
 import {
   type AuditLog,
   type AuditRecord,
+  DISCARD,
   type MessageStatusStore,
   type Reply,
   SwitchboardError,
@@ -60,8 +61,14 @@ export async function messagePath(
   }
   const turns = trail?.turns ?? [];
   const rule = trail?.outcome?.rule ?? newest?.rule ?? status?.rule ?? null;
+  const discarded = (trail?.outcome?.kind ?? newest?.outcome ?? status?.status) === 'discarded';
+  // A discarded message's outcome names no pipeline: the rule sent it to the discard target.
   const pipeline =
-    trail?.outcome?.pipeline ?? newest?.pipeline ?? status?.pipeline ?? turns.at(-1)?.pipeline ?? null;
+    trail?.outcome?.pipeline ??
+    newest?.pipeline ??
+    status?.pipeline ??
+    turns.at(-1)?.pipeline ??
+    (discarded ? DISCARD : null);
   const received =
     trail?.received ??
     (newest === undefined
