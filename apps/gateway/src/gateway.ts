@@ -1,12 +1,4 @@
-import {
-  type EventOrigin,
-  IDEMPOTENCY_TTL_MS,
-  createHttpServerShutdown,
-  httpErrorHandler,
-  httpServerOptions,
-  notFoundHandler,
-  registerApiDocs,
-} from '@switchboard/channel-openapi';
+import type { EventOrigin } from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
@@ -24,16 +16,33 @@ import {
   createReplyStream,
   createRouter,
 } from '@switchboard/core';
+import {
+  IDEMPOTENCY_TTL_MS,
+  createHttpServerShutdown,
+  httpErrorHandler,
+  httpServerOptions,
+  notFoundHandler,
+  registerApiDocs,
+  validatorCompiler,
+} from '@switchboard/http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
 import { ownChannels } from './channel-ownership.js';
 import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { createDeadLetterReplay } from './dead-letter-replay.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
+import { registerConsoleRoutes } from './http/console-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
+import { createMessageTrail } from './message-trail.js';
 import { createMetrics } from './metrics.js';
+import { createOutcomeRate } from './outcome-rate.js';
+import { type ChannelHealth, overview } from './overview.js';
+import { dryRunRoute } from './route-dry-run.js';
+import { createRouteHits } from './route-hits.js';
+import { routingView } from './routing-view.js';
+import { createTurnLatency } from './turn-latency.js';
 import { createPipelines } from './pipelines.js';
 import { DAY_MS, createRetention } from './retention.js';
 import { openStores } from './stores.js';
@@ -91,7 +100,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       throw err;
     });
   const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
-  let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
+  const routeHits = createRouteHits();
+  let routing = config.routing;
+  let router: Router = routeHits.counting(createRouter(routing, { pipelines: pipelineIds }));
 
   const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
   const pipelines = createPipelines(config, { history: stores.history, logger });
@@ -107,6 +118,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
+  // What the console reads besides the stores: in memory, per replica, lost on restart.
+  const trail = createMessageTrail({ storeText: config.audit.storeText });
+  const outcomeRate = createOutcomeRate();
+  const turnLatency = createTurnLatency();
+  outcomes.subscribe(trail.recordOutcome);
+  outcomes.subscribe(outcomeRate.record);
   // Statuses answer `GET /v1/messages/{id}` and `Idempotency-Key` retries: they are kept as long
   // as a key can point at one (a day, long enough for any client to ask).
   const retention = createRetention(
@@ -136,7 +153,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const server = Fastify({
     ...httpServerOptions(config.server),
     // Which peers may name the client in X-Forwarded-For: the address logged as `request.ip`.
-    // The loopback check never believes it (channel-openapi `isLoopbackClient`).
+    // The loopback check never believes it (@switchboard/http `isLoopbackClient`).
     trustProxy: config.server.trustProxy,
     loggerInstance: options.httpLogger,
     // Requests are not logged one by one: outcomes and metrics already account for each message.
@@ -235,13 +252,21 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     observer: {
       turnStarted(turn) {
         metrics.observer.turnStarted?.(turn);
+        trail.observer.turnStarted(turn);
         for (const listener of turnStartListeners) listener(turn, 'local');
         // Only the HTTP channel's trackers follow turns across replicas.
         if (relay !== null && turn.messages.some(({ message }) => httpChannels.has(message.channel)))
           relay.publishTurnStart(turn);
       },
-      turnEnded: metrics.observer.turnEnded,
-      turnRetried: metrics.observer.turnRetried,
+      turnEnded(turn, result, durationMs) {
+        metrics.observer.turnEnded?.(turn, result, durationMs);
+        trail.observer.turnEnded(turn, result, durationMs);
+        turnLatency.turnEnded(turn, result, durationMs);
+      },
+      turnRetried(turn, delayMs) {
+        metrics.observer.turnRetried?.(turn, delayMs);
+        trail.observer.turnRetried(turn, delayMs);
+      },
       repliesStored: (delivery) => {
         for (const listener of repliesStoredListeners) listener(delivery);
       },
@@ -267,7 +292,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }
     const next = await loadConfig(options.configPath);
     const nextRouter = createRouter(next.routing, { pipelines: pipelineIds });
-    router = nextRouter;
+    router = routeHits.counting(nextRouter);
+    routing = next.routing;
     logger.info({ rules: next.routing.rules.length, path: options.configPath }, 'routing reloaded');
     return { rules: next.routing.rules.length };
   }
@@ -282,6 +308,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return statuses;
   }
 
+  /** Each channel's readiness, and for single-owner ones whether this replica holds it. */
+  function channelHealth(): ChannelHealth[] {
+    return [...channels].map(([id, channel]) => {
+      const health = channel.health();
+      const role = ownership.owned.get(id)?.role();
+      return {
+        id,
+        ready: health.ready,
+        ...(role === undefined ? {} : { state: role }),
+        ...(health.detail ? { detail: health.detail } : {}),
+      };
+    });
+  }
+
   registerHealthRoutes(server, {
     registry: metrics.registry,
     protect: config.admin.protect,
@@ -291,15 +331,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         draining: { ok: !draining },
         store: await stores.health(),
       };
-      for (const [id, channel] of channels) {
-        const health = channel.health();
-        const role = ownership.owned.get(id)?.role();
-        checks[`channel.${id}`] = {
-          ok: health.ready,
-          ...(role === undefined ? {} : { state: role }),
-          ...(health.detail ? { detail: health.detail } : {}),
-        };
-      }
+      for (const { id, ready, ...rest } of channelHealth()) checks[`channel.${id}`] = { ok: ready, ...rest };
       for (const [id, status] of Object.entries(pipelineStatuses())) {
         checks[`pipeline.${id}`] = { ok: status.ok, ...(status.detail ? { detail: status.detail } : {}) };
       }
@@ -315,6 +347,21 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     pipelineStatuses,
     channelHolders: ownership.holders,
     reload: reloadRouting,
+    statuses: stores.statuses,
+    trail,
+    routing: () => routingView(routing, routeHits),
+    channels: config.channels,
+    dryRun: (channel, input) => dryRunRoute(router, channel, input),
+    overview: async () =>
+      overview({
+        nowMs: Date.now(),
+        rate: outcomeRate,
+        stats: await pool.stats(),
+        latency: turnLatency,
+        pipelineIds,
+        limits: { concurrency: config.concurrency, queue: config.queue },
+        channels: channelHealth(),
+      }),
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,
       pool,
@@ -323,6 +370,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
     }),
+  });
+
+  registerConsoleRoutes(server, {
+    auth: config.admin.token === undefined ? operatorAuth : undefined,
+    logger,
   });
 
   async function stop(): Promise<void> {

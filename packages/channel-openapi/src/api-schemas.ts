@@ -5,6 +5,7 @@ import {
   ReplySchema,
   hasUnpairedSurrogate,
 } from '@switchboard/core';
+import { ErrorBodySchema, MAX_ID_CHARS } from '@switchboard/http';
 import { z } from 'zod';
 
 /**
@@ -15,14 +16,6 @@ import { z } from 'zod';
 
 /** Longest `text` a caller may send: far above a chat message, far below the body limit. */
 export const MAX_TEXT_CHARS = 32_768;
-const MAX_ID_CHARS = 256;
-
-/**
- * The server's `maxParamLength`: a path parameter is matched still percent-encoded, and a BMP
- * character takes up to 9 characters that way (`%E2%82%AC`). With fastify's default of 100, an id
- * the body accepts made its event stream answer 414.
- */
-export const MAX_PARAM_LENGTH = MAX_ID_CHARS * 9;
 
 /**
  * Text as callers send it: `"\ud800"` is valid JSON but no text; it broke session keys (a 500)
@@ -100,16 +93,6 @@ export const MessageViewSchema = z.object({
   reason: z.string().optional(),
 });
 export type MessageView = z.output<typeof MessageViewSchema>;
-
-/** The one error shape of every HTTP answer (STYLE "Errors"). */
-export const ErrorBodySchema = z.object({
-  error: z.object({
-    code: z.string(),
-    message: z.string(),
-    details: z.record(z.string(), z.unknown()).optional(),
-  }),
-});
-export type ErrorBody = z.output<typeof ErrorBodySchema>;
 
 /** Error answers every channel route may give, for the document. */
 export const COMMON_ERROR_RESPONSES = {

@@ -9,12 +9,20 @@ import {
   newMessageId,
   traceIdOf,
 } from '@switchboard/core';
+import {
+  ErrorBodySchema,
+  IDEMPOTENCY_TTL_MS,
+  bearerAuth,
+  httpErrorHandler,
+  jsonBodyParser,
+  notFoundHandler,
+  validatorCompiler,
+} from '@switchboard/http';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   COMMON_ERROR_RESPONSES,
-  ErrorBodySchema,
   MessageParamsSchema,
   type MessageView,
   MessageViewSchema,
@@ -23,21 +31,12 @@ import {
   SessionParamsSchema,
   postMessageBodySchema,
 } from './api-schemas.js';
-import { bearerAuth } from './auth.js';
-import { httpErrorHandler, notFoundHandler } from './error-handler.js';
 import { createKeyedSerializer } from './keyed-serializer.js';
-import { jsonBodyParser } from './json-body.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
 import { SSE_HEADERS, type SseHub } from './sse.js';
 import { type StatusTracker, type StatusWatch, emptyStatus, isFinal } from './status-tracker.js';
-import { validatorCompiler } from './validator-compiler.js';
 
-/**
- * How long an `Idempotency-Key` stays bound to its message. The app keeps statuses at least this
- * long: a key whose status was pruned would accept its message again.
- */
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /** The wait suggested while the channel is not running: a start or a restart takes seconds. */
 const NOT_RUNNING_RETRY_AFTER_MS = 5000;
 /** Named in the OpenAPI document and in `WWW-Authenticate`. */

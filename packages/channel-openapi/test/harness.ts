@@ -24,14 +24,14 @@ import {
   createRouter,
   silentLogger,
 } from '@switchboard/core';
-import Fastify, { type FastifyInstance } from 'fastify';
 import {
   type HttpServerShutdown,
   createHttpServerShutdown,
-  createOpenApiChannel,
   httpServerOptions,
   registerApiDocs,
-} from '../src/index.js';
+} from '@switchboard/http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createOpenApiChannel } from '../src/index.js';
 
 export { eventually } from '@switchboard/testkit/eventually';
 

@@ -1,7 +1,7 @@
 import type { Pipeline } from '@switchboard/core';
 import { eventNames, readUntil, replyDeltaEvents, replyEvents } from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/api-schemas.js';
+import type { ErrorBody } from '@switchboard/http';
 import { toInboundMessage } from '../src/normalize.js';
 import { type Harness, createHarness, eventually } from './harness.js';
 import { connectRaw } from './raw-client.js';
