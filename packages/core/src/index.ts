@@ -93,7 +93,7 @@ export type {
 // Ports
 export { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
 export type { AuditCursor } from './audit-cursor.js';
-export { AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
+export { AUDIT_EQUALITY_FILTERS, AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
