@@ -73,7 +73,11 @@ function bodyOf(delivery: Delivery): string {
 }
 
 function deliveryOf([body, attempts, notBefore, lastError]: DeliveryReply): Delivery {
-  const delivery: Delivery = { ...JSON.parse(body), attempts: Number(attempts), notBefore: Number(notBefore) };
+  const delivery: Delivery = {
+    ...JSON.parse(body),
+    attempts: Number(attempts),
+    notBefore: Number(notBefore),
+  };
   if (lastError !== '') delivery.lastError = JSON.parse(lastError) as DeliveryError;
   return delivery;
 }
@@ -156,7 +160,12 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
 
   async function remove(claim: DeliveryClaim): Promise<Settlement> {
     const { id, channel } = claim.delivery;
-    const [outcome, nextHead] = await run<[Settlement, number?]>('reply-outbox-remove', channel, id, claim.token);
+    const [outcome, nextHead] = await run<[Settlement, number?]>(
+      'reply-outbox-remove',
+      channel,
+      id,
+      claim.token,
+    );
     if (nextHead === 1) notify(channel);
     return outcome;
   }
@@ -227,7 +236,12 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       const deliveries: Delivery[] = [];
       let after = '0';
       for (;;) {
-        const [last, page] = await run<[string, DeliveryReply[]]>('reply-outbox-list', channel, after, LIST_PAGE);
+        const [last, page] = await run<[string, DeliveryReply[]]>(
+          'reply-outbox-list',
+          channel,
+          after,
+          LIST_PAGE,
+        );
         deliveries.push(...page.map(deliveryOf));
         if (page.length < LIST_PAGE) return deliveries;
         after = last;
