@@ -39,6 +39,11 @@ function useOutboxes() {
   };
 }
 
+/** Appends `id` to the list of `chat`. */
+function append(lists: Record<string, string[]>, chat: string, id: string): void {
+  lists[chat] = [...(lists[chat] ?? []), id];
+}
+
 const idsOf = async (outbox: RedisReplyOutbox) => (await outbox.list(CHANNEL)).map((delivery) => delivery.id);
 
 describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
@@ -53,7 +58,7 @@ describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
         const chat = `chat-${index % 6}`;
         const delivery = deliveryFixture(index, { chat });
         await replicas[index % 2]?.add(delivery);
-        (added[chat] ??= []).push(delivery.id);
+        append(added, chat, delivery.id);
       }
       const holder = new Map<string, string>();
       const overlaps: string[] = [];
@@ -73,7 +78,7 @@ describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
           const { chat, id } = claim.delivery;
           if (holder.has(chat)) overlaps.push(`${chat}: ${holder.get(chat)} and ${id}`);
           holder.set(chat, id);
-          (sent[chat] ??= []).push(id);
+          append(sent, chat, id);
           // The send: a round trip to Redis, during which every other sender claims on.
           await outbox.pending();
           // Freed before the settlement call: the other replica may claim the next one only once it is applied.
