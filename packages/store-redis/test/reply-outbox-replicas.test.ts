@@ -1,43 +1,22 @@
-import { randomUUID } from 'node:crypto';
 import type { DeliveryClaim } from '@switchboard/core';
 import { deliveryFixture } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisReplyOutbox, type RedisReplyOutbox, type RedisReplyOutboxOptions } from '../src/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisReplyOutbox } from '../src/index.js';
 import { replyOutboxKeysOf } from '../src/reply-outbox-keys.js';
-import { REDIS_URL, manualClock, recordingLogger, redisReachable, removePoolKeys } from './redis-harness.js';
+import {
+  REDIS_URL,
+  REPLY_OUTBOX_LEASE_MS,
+  manualClock,
+  recordingLogger,
+  redisReachable,
+  useReplyOutboxes,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 
 const CHANNEL = 'tg';
-const LEASE_MS = 30_000;
-
-/** Outboxes of one test on one random prefix, each another replica; closed and their keys removed after. */
-function useOutboxes() {
-  const opened: RedisReplyOutbox[] = [];
-  let prefix = `sb-test-${randomUUID()}`;
-  afterEach(async () => {
-    for (const outbox of opened.splice(0)) await outbox.close();
-    await removePoolKeys(REDIS_URL, prefix);
-    prefix = `sb-test-${randomUUID()}`;
-  });
-  return {
-    get prefix() {
-      return prefix;
-    },
-    async open(options: Partial<RedisReplyOutboxOptions> = {}): Promise<RedisReplyOutbox> {
-      const outbox = await createRedisReplyOutbox({ url: REDIS_URL, prefix, leaseMs: LEASE_MS, ...options });
-      opened.push(outbox);
-      return outbox;
-    },
-    /** Closes `outbox` before the test ends, as a replica that stops. */
-    async close(outbox: RedisReplyOutbox) {
-      opened.splice(opened.indexOf(outbox), 1);
-      await outbox.close();
-    },
-  };
-}
 
 /** Appends `id` to the list of `chat`. */
 function append(lists: Record<string, string[]>, chat: string, id: string): void {
@@ -47,7 +26,7 @@ function append(lists: Record<string, string[]>, chat: string, id: string): void
 const idsOf = async (outbox: RedisReplyOutbox) => (await outbox.list(CHANNEL)).map((delivery) => delivery.id);
 
 describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
-  const outboxes = useOutboxes();
+  const outboxes = useReplyOutboxes();
 
   describe('when two replicas send the same channel at once', () => {
     it('never hold the same chat at once, and each chat leaves in add order, every delivery once', async () => {
@@ -105,7 +84,7 @@ describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
       await first.add(deliveryFixture(2));
       const stale = (await first.claim(CHANNEL, clock.now())) as DeliveryClaim;
 
-      clock.advance(LEASE_MS - 1);
+      clock.advance(REPLY_OUTBOX_LEASE_MS - 1);
       expect(await second.claim(CHANNEL, clock.now())).toBeNull();
       clock.advance(1);
       const taken = (await second.claim(CHANNEL, clock.now())) as DeliveryClaim;
@@ -158,7 +137,7 @@ describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
       expect((await later.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
       expect(await later.claim(CHANNEL, clock.now())).toBeNull();
       // The dead replica's lease was taken at the start, 500 ms before the one on delivery 2.
-      clock.advance(LEASE_MS - 500);
+      clock.advance(REPLY_OUTBOX_LEASE_MS - 500);
       expect((await later.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(3).id);
       expect(await later.claim(CHANNEL, clock.now())).toBeNull();
     });

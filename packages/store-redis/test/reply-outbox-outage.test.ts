@@ -1,0 +1,71 @@
+import { type DeliveryClaim, isSwitchboardError } from '@switchboard/core';
+import { deliveryFixture } from '@switchboard/core/testing';
+import { eventually } from '@switchboard/testkit/eventually';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock, redisReachable, startPrivateRedis, useReplyOutboxes } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+const CHANNEL = 'tg';
+
+describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => {
+  let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+  const outboxes = useReplyOutboxes(() => redis.url);
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+  });
+  afterAll(async () => {
+    await redis?.remove();
+  });
+
+  it('rejects calls at once with a retryable SB_STORE_UNAVAILABLE, then keeps what it stored, the claim included, and wakes the other replica again', async () => {
+    const clock = manualClock();
+    const first = await outboxes.open({ retryAfterMs: 2500 });
+    const second = await outboxes.open();
+    const woken: string[] = [];
+    second.onDue((channel) => woken.push(channel));
+    await first.add(deliveryFixture(1));
+    await first.add(deliveryFixture(2));
+    const held = (await first.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    await redis.stop();
+
+    const startedAt = Date.now();
+    const refusals = await Promise.all([
+      first.add(deliveryFixture(3)).catch((err: unknown) => err),
+      first.claim(CHANNEL, clock.now()).catch((err: unknown) => err),
+      first.delivered(held).catch((err: unknown) => err),
+      first.pending().catch((err: unknown) => err),
+    ]);
+    expect(Date.now() - startedAt).toBeLessThan(500);
+    for (const refusal of refusals) {
+      expect(isSwitchboardError(refusal, 'SB_STORE_UNAVAILABLE')).toBe(true);
+      expect(refusal).toMatchObject({ retryable: true, retryAfterMs: 2500 });
+    }
+
+    await redis.start();
+    await eventually(
+      () =>
+        first.add(deliveryFixture(3)).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+      'an add stored after the restart',
+    );
+    // The settlement the outage refused is written again: the claim held meanwhile.
+    expect(await first.delivered(held)).toBe('settled');
+    expect((await first.list(CHANNEL)).map((delivery) => delivery.id)).toEqual(
+      [2, 3].map((index) => deliveryFixture(index).id),
+    );
+    // Each try adds another delivery: one added before the subscription is back goes unheard.
+    let index = 4;
+    await eventually(
+      async () => {
+        await first.add(deliveryFixture(index++, { channel: 'sl' }));
+        return woken.includes('sl');
+      },
+      10_000,
+      'the other replica woken through its resubscribed connection',
+    );
+  });
+});
