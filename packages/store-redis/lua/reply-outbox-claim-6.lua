@@ -3,7 +3,8 @@
   takes back expired leases (their instance stopped or lost Redis: the heads go back among the
   unclaimed chats, attempts unchanged) and moves the chats whose head is due by `now` from
   `waiting` to `ready`, both bounded; then pops the ready chat with the oldest head and leases
-  the head to the caller's token until now + leaseMs.
+  the head to the caller's token until now + leaseMs. A token that holds a claim already (the
+  caller repeats a claim whose reply it never got) answers that delivery and claims nothing more.
 
   KEYS: the six reply-outbox keys of includes/reply-outbox (counts, seq, order, waiting, ready,
         leases)
@@ -23,6 +24,12 @@ local RECLAIM_PER_CALL = 10
 local PROMOTE_PER_CALL = 100
 
 local now = tonumber(ARGV[4])
+local token = ARGV[5]
+
+local repeated = rcall('GET', tokenKey(token))
+if repeated then
+  return { {}, deliveryFields(repeated) }
+end
 
 local reclaimed = {}
 for _, id in ipairs(rcall('ZRANGEBYSCORE', K.leases, '-inf', now, 'LIMIT', 0, RECLAIM_PER_CALL)) do
@@ -50,6 +57,7 @@ local head = top[1] and rcall('LINDEX', chatKey(top[1]), 0)
 if not head then
   return { reclaimed, {} }
 end
-rcall('HSET', deliveryKey(head), 'token', ARGV[5])
+rcall('HSET', deliveryKey(head), 'token', token)
+rcall('SET', tokenKey(token), head)
 rcall('ZADD', K.leases, now + tonumber(ARGV[6]), head)
 return { reclaimed, deliveryFields(head) }

@@ -155,6 +155,13 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     else if (announcement[0] !== replicaId) notify(announcement[1]);
   });
 
+  /**
+   * Per channel, tokens of claims whose reply never came (Redis may have applied them): the next
+   * claim of the channel repeats one, which answers that delivery instead of leaving its chat
+   * held until the lease ends.
+   */
+  const unansweredClaims = new Map<string, string[]>();
+
   const run = <Reply>(script: ScriptName, channel: string, ...args: Array<string | number>) =>
     opened.script<Reply>(script, ...keys.keysOf(channel), keys.prefix, channel, replicaId, ...args);
 
@@ -192,14 +199,17 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     },
 
     async claim(channel, nowMs) {
-      const token = randomUUID();
-      const [reclaimed, fields] = await run<[Array<[string, string]>, DeliveryReply | []]>(
-        'reply-outbox-claim',
-        channel,
-        nowMs,
-        token,
-        leaseMs,
-      );
+      const unanswered = unansweredClaims.get(channel) ?? [];
+      unansweredClaims.set(channel, unanswered);
+      const token = unanswered.shift() ?? randomUUID();
+      let reply: [Array<[string, string]>, DeliveryReply | []];
+      try {
+        reply = await run('reply-outbox-claim', channel, nowMs, token, leaseMs);
+      } catch (err) {
+        unanswered.push(token);
+        throw err;
+      }
+      const [reclaimed, fields] = reply;
       for (const [deliveryId, chat] of reclaimed) {
         logger.warn(
           { deliveryId, channel, chat, reclaimedBy: replicaId },

@@ -16,7 +16,7 @@
           chat:<channel>:<chat> LIST of the chat's delivery ids in add order (channel ids have
           no ':'), d:<id> HASH of one delivery: body (the Delivery JSON without attempts,
           notBefore and lastError), chat, seq, attempts, notBefore, lastError (JSON or ''), and
-          token while it is claimed
+          token while it is claimed; token:<token> STRING the id a claim holds, while it holds
   ARGV[2] channel
   ARGV[3] the calling instance's id, in announcements
 
@@ -42,6 +42,9 @@ local function chatKey(chat)
 end
 local function deliveryKey(id)
   return prefix .. 'd:' .. id
+end
+local function tokenKey(token)
+  return prefix .. 'token:' .. token
 end
 
 -- Puts the chat's head, if it has one, among the unclaimed chats until its notBefore; returns
@@ -69,8 +72,12 @@ local function heldChat(id, token)
   return nil
 end
 
--- Ends a claim: the delivery is no longer in `leases` nor tokened.
+-- Ends the claim on delivery `id`: its token, its token key and its lease go.
 local function releaseClaim(id)
+  local token = rcall('HGET', deliveryKey(id), 'token')
+  if token then
+    rcall('DEL', tokenKey(token))
+  end
   rcall('HDEL', deliveryKey(id), 'token')
   rcall('ZREM', K.leases, id)
 end
