@@ -47,6 +47,14 @@ const DEFAULTS = {
 /** Deliveries one `list` script call reads. */
 const LIST_PAGE = 100;
 
+/**
+ * A due time as the scripts store it: a sorted-set score must be a number, so NaN counts as due
+ * at once and a time is kept within [0, 2^53). A script failing on it halfway would leave its
+ * chat in no set, never claimed again.
+ */
+const storedTimeOf = (ms: number) =>
+  Number.isNaN(ms) ? 0 : Math.min(Math.max(0, ms), Number.MAX_SAFE_INTEGER);
+
 /** A `ReplyOutbox` shared by replicas, plus what only its owner calls. */
 export interface RedisReplyOutbox extends ReplyOutbox {
   readonly replicaId: string;
@@ -184,6 +192,10 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
 
     async add(delivery): Promise<AddResult> {
       const { id, channel, chat, attempts, notBefore, lastError } = delivery;
+      // The retry script counts attempts up with HINCRBY, which fails on anything but an integer.
+      if (!Number.isSafeInteger(attempts) || attempts < 0) {
+        throw new TypeError(`delivery ${id}: attempts must be a whole number >= 0, got ${attempts}`);
+      }
       const result = await run<AddResult>(
         'reply-outbox-add',
         channel,
@@ -191,7 +203,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
         chat,
         bodyOf(delivery),
         attempts,
-        notBefore,
+        storedTimeOf(notBefore),
         lastError === undefined ? '' : JSON.stringify(lastError),
       );
       if (result === 'added') notify(channel);
@@ -228,7 +240,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
         channel,
         id,
         claim.token,
-        notBeforeMs,
+        storedTimeOf(notBeforeMs),
         JSON.stringify(error),
       );
     },
