@@ -2,23 +2,18 @@ import { type DeliveryClaim, isSwitchboardError } from '@switchboard/core';
 import { deliveryFixture } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FAIL_FAST_OPTIONS } from '../src/index.js';
-import { manualClock, redisReachable, startPrivateRedis, useReplyOutboxes } from './redis-harness.js';
+import { manualClock, redisReachable, usePrivateRedis, useReplyOutboxes } from './redis-harness.js';
 
 const reachable = await redisReachable();
 
 const CHANNEL = 'tg';
 
 describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => {
-  let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
-  const outboxes = useReplyOutboxes(() => redis.url);
-  beforeAll(async () => {
-    redis = await startPrivateRedis();
-  });
-  afterAll(async () => {
-    await redis?.remove();
-  });
+  // Stopped and paused: a Redis of this file's own.
+  const redis = usePrivateRedis();
+  const outboxes = useReplyOutboxes(redis.url);
 
   it('rejects calls at once with a retryable SB_STORE_UNAVAILABLE, then keeps what it stored, the claim included, and wakes the other replica again', async () => {
     const clock = manualClock();
@@ -29,7 +24,7 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
     await first.add(deliveryFixture(1));
     await first.add(deliveryFixture(2));
     const held = (await first.claim(CHANNEL, clock.now())) as DeliveryClaim;
-    await redis.stop();
+    await redis.server.stop();
 
     const startedAt = Date.now();
     const refusals = await Promise.all([
@@ -44,7 +39,7 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
       expect(refusal).toMatchObject({ retryable: true, retryAfterMs: 2500 });
     }
 
-    await redis.start();
+    await redis.server.start();
     await eventually(
       () =>
         first.add(deliveryFixture(3)).then(
@@ -70,34 +65,31 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
       'the other replica woken through its resubscribed connection',
     );
   });
+
   it('hands out the delivery of a claim whose reply was lost on the next claim, instead of holding its chat until the lease ends', async () => {
     const clock = manualClock();
     const outbox = await outboxes.open({
       url: undefined,
-      createClient: () => new Redis(redis.url, { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
     });
     await outbox.add(deliveryFixture(1));
     await outbox.add(deliveryFixture(2, { chat: 'telegram:tg:person:7' }));
-    const admin = new Redis(redis.url);
-    try {
-      // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
-      await admin.client('PAUSE', 600, 'WRITE');
-      await expect(outbox.claim(CHANNEL, clock.now())).rejects.toMatchObject({
-        code: 'SB_STORE_UNAVAILABLE',
-      });
-      // Once the pause ends, Redis runs the claim whose caller gave up.
-      const deliveryKey = `{${outboxes.prefix}}:reply-outbox:d:${deliveryFixture(1).id}`;
-      await eventually(
-        async () => (await admin.hget(deliveryKey, 'token')) !== null,
-        5000,
-        'the claim applied',
-      );
-      const repeated = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
-      expect(repeated.delivery).toEqual(deliveryFixture(1));
-      expect(await outbox.delivered(repeated)).toBe('settled');
-      expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
-    } finally {
-      admin.disconnect();
-    }
+    const { admin } = redis;
+    // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
+    await admin.client('PAUSE', 600, 'WRITE');
+    await expect(outbox.claim(CHANNEL, clock.now())).rejects.toMatchObject({
+      code: 'SB_STORE_UNAVAILABLE',
+    });
+    // Once the pause ends, Redis runs the claim whose caller gave up.
+    const deliveryKey = `{${outboxes.prefix}}:reply-outbox:d:${deliveryFixture(1).id}`;
+    await eventually(
+      async () => (await admin.hget(deliveryKey, 'token')) !== null,
+      5000,
+      'the claim applied',
+    );
+    const repeated = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    expect(repeated.delivery).toEqual(deliveryFixture(1));
+    expect(await outbox.delivered(repeated)).toBe('settled');
+    expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
   });
 });
