@@ -276,6 +276,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
   const sender = createReplySender({
     outbox: stores.outbox,
+    ...(stores.outboxNow === undefined ? {} : { now: stores.outboxNow }),
     channel: (id) => channels.get(id),
     policy: (id) => outboundPolicies.get(id),
     outcomes,

@@ -57,9 +57,12 @@ export interface RecordStores {
 export interface Stores extends RecordStores {
   /**
    * Where answered turns leave their replies (docs/design.md §2 "Outbox"): in the SQLite file
-   * with `store: sqlite`, in memory with `store: memory`.
+   * with `store: sqlite`, in memory with `store: memory`, in Redis (shared by the replicas) with
+   * `store: redis`.
    */
   outbox: ReplyOutbox;
+  /** The clock the reply sender claims by: the Redis server's with `store: redis`, else this host's. */
+  outboxNow?: () => number;
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
   createPool(options: PoolOptions): Promise<QueryPool>;
   /**
@@ -190,6 +193,9 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
 
 type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
 
+/** How much longer than the longest `outbound.send_timeout` a replica holds a delivery it claimed. */
+const REPLY_LEASE_MARGIN_MS = 15_000;
+
 /**
  * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5),
  * beside the records in PostgreSQL that the same replicas share, and the relay of their events.
@@ -198,8 +204,13 @@ type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
  */
 async function withRedisPool(config: Config, records: RecordStores, logger: Logger): Promise<Stores> {
   const store = config.store as RedisStoreConfig;
-  const { createAuditOutbox, createRedisChannelLeases, createRedisEventRelay, createRedisQueryPool } =
-    await import('@switchboard/store-redis');
+  const {
+    createAuditOutbox,
+    createRedisChannelLeases,
+    createRedisEventRelay,
+    createRedisQueryPool,
+    createRedisReplyOutbox,
+  } = await import('@switchboard/store-redis');
   const outbox = await createAuditOutbox({
     url: store.url,
     prefix: store.prefix,
@@ -211,6 +222,20 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     await records.close();
     throw err;
   });
+  // A claim outlives the longest send by a margin, so that only a replica that died (or lost
+  // Redis for that long) has its deliveries claimed again by another.
+  const replyLeaseMs =
+    Math.max(0, ...config.channels.map((channel) => channel.outbound.sendTimeoutMs)) + REPLY_LEASE_MARGIN_MS;
+  const replies = await createRedisReplyOutbox({
+    url: store.url,
+    prefix: store.prefix,
+    leaseMs: replyLeaseMs,
+    logger,
+  }).catch(async (err: unknown) => {
+    await outbox.shutdown();
+    await records.close();
+    throw err;
+  });
   let pool: RedisQueryPool | undefined;
   let relay: RedisEventRelay | null = null;
   let channelLeases: RedisChannelLeases | undefined;
@@ -218,9 +243,8 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     ...records,
     auditLog: outbox,
     statuses: outbox.statuses ?? records.statuses,
-    // The Redis reply outbox, shared by the replicas, goes here once it exists; until then each
-    // replica keeps the replies of the turns it ran in its memory (lost with the process).
-    outbox: createMemoryReplyOutbox(),
+    outbox: replies,
+    outboxNow: () => replies.now(),
     refusal: outbox.refusal,
     async createPool(options) {
       const opened = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
@@ -274,6 +298,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
         () => relay?.close(),
         () => channelLeases?.close(),
         () => outbox.shutdown(),
+        () => replies.close(),
         () => records.close(),
       ];
       const failures: unknown[] = [];

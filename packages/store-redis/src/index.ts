@@ -14,3 +14,5 @@ export { channelLeaseKeysOf, createRedisChannelLeases } from './redis-channel-le
 export type { RedisChannelLeases, RedisChannelLeasesOptions } from './redis-channel-leases.js';
 export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 export type { LeaseTiming } from './lease-timing.js';
+export { createRedisReplyOutbox } from './redis-reply-outbox.js';
+export type { RedisReplyOutbox, RedisReplyOutboxOptions } from './redis-reply-outbox.js';

@@ -77,7 +77,12 @@ export type ScriptName =
   | 'channel-lease-acquire'
   | 'channel-lease-renew'
   | 'channel-lease-release'
-  | 'channel-lease-holders';
+  | 'channel-lease-holders'
+  | 'reply-outbox-add'
+  | 'reply-outbox-claim'
+  | 'reply-outbox-remove'
+  | 'reply-outbox-retry'
+  | 'reply-outbox-list';
 
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
 export const commandNameOf = (script: string) => `switchboard:${script}`;
