@@ -141,7 +141,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       } catch (err) {
         if (!isSwitchboardError(err, 'SB_STORE_UNAVAILABLE') || leftBehind) throw err;
         if (failures === 0)
-          logger.error({ err, deliveryId: claim.delivery.id }, 'settlement failed: the outbox is unreachable, retrying');
+          logger.error(
+            { err, deliveryId: claim.delivery.id },
+            'settlement failed: the outbox is unreachable, retrying',
+          );
       }
       await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS));
     }
