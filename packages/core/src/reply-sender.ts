@@ -84,6 +84,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   /** Channels whose claim loop runs, and those to loop again once it ends. */
   const claiming = new Set<string>();
   const again = new Set<string>();
+  /** The claim loops running now: the drain waits for them before it takes stock of the sends. */
+  const claimLoops = new Set<Promise<void>>();
   let stopped = true;
   /**
    * Set when the drain left sends behind: their deliveries stay as they are (a durable outbox
@@ -239,12 +241,14 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       return;
     }
     claiming.add(channel);
-    claimDue(channel)
+    const loop: Promise<void> = claimDue(channel)
       .catch((err: unknown) => logger.error({ err, channel }, 'claim failed: the outbox is unreachable'))
       .finally(() => {
+        claimLoops.delete(loop);
         claiming.delete(channel);
         if (again.delete(channel)) pump(channel);
       });
+    claimLoops.add(loop);
   }
 
   async function claimDue(channel: string): Promise<void> {
@@ -258,6 +262,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     while (!stopped && sends.size < limit) {
       const claim = await outbox.claim(channel, now());
       if (claim === null) return;
+      // The drain began while the claim was on its way: no send starts after it. The claim stays
+      // (a durable outbox sends it after the next start; memory records it dropped).
+      if (stopped) return;
       const send: Promise<void> = attempt(claim, policy)
         .catch((err: unknown) =>
           logger.error({ err, deliveryId: claim.delivery.id }, 'delivery settlement failed'),
@@ -297,6 +304,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       stopped = true;
       clearInterval(poller);
       unsubscribe?.();
+      await Promise.allSettled([...claimLoops]);
       const sends = [...inFlight.values()].flatMap((set) => [...set]);
       if ((await within(Promise.allSettled(sends), drainTimeoutMs)) === 'timeout') {
         leftBehind = true;
