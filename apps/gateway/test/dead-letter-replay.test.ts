@@ -94,7 +94,7 @@ describe('dead letter replay', () => {
           // Its end is the message's new outcome: completed once sent, a new dead letter if not.
           ownsOutcome: true,
           messages: [
-            expect.objectContaining({ message: expect.objectContaining({ id: record.message_id }) }),
+            expect.objectContaining({ message: expect.objectContaining({ id: origin.id }) }),
           ],
         }),
       ]);
