@@ -45,3 +45,20 @@ export const AuditFiltersSchema = z.strictObject({
     .default(50),
   cursor: z.string().min(1).optional(),
 });
+
+/** The filters besides `text` that narrow a search to one index range (docs/design.md §7). */
+const INDEXED_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session', 'sender', 'since'] as const;
+
+/**
+ * The audit filters of the admin API: a text search must come with another filter or `since`,
+ * because on its own it reads the whole audit table, synchronously on the gateway's event loop.
+ */
+export const AdminAuditFiltersSchema = AuditFiltersSchema.superRefine((filters, ctx) => {
+  if (filters.text !== undefined && INDEXED_FILTERS.every((filter) => filters[filter] === undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['text'],
+      message: `a text search needs another filter or since (e.g. since=24h): alone it reads the whole audit log`,
+    });
+  }
+});
