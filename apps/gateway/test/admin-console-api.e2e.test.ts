@@ -98,7 +98,7 @@ describe('the console admin API (end to end)', () => {
       });
     });
 
-    it('answers 400 naming the field for a text search past 200 characters or without another filter or since, or a bad limit', async () => {
+    it('answers 400 naming the field for a text search past 200 characters or without another filter or since, a filter past its length or a bad limit', async () => {
       const long = await get(`${gateway.url}/admin/messages?text=${'a'.repeat(201)}`);
       expect(long.status).toBe(400);
       expect(long.body.error).toMatchObject({ code: 'SB_HTTP_BAD_REQUEST' });
@@ -106,6 +106,11 @@ describe('the console admin API (end to end)', () => {
       const alone = await get(`${gateway.url}/admin/messages?text=watches`);
       expect(alone.status).toBe(400);
       expect(alone.body.error.message).toContain('querystring.text');
+      for (const field of ['reason', 'rule', 'channel', 'session', 'sender', 'cursor']) {
+        const tooLong = await get(`${gateway.url}/admin/messages?${field}=${'a'.repeat(513)}`);
+        expect(tooLong.status).toBe(400);
+        expect(tooLong.body.error.message).toContain(`querystring.${field}`);
+      }
       const limit = await get(`${gateway.url}/admin/messages?limit=0`);
       expect(limit.status).toBe(400);
       expect(limit.body.error.message).toContain('querystring.limit');
