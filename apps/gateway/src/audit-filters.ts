@@ -6,6 +6,11 @@ import { parseTimeBound } from './time-bound.js';
 /** Longest text searched for: a contains-search scans, and a phrase is enough to find a message. */
 export const MAX_TEXT_SEARCH_CHARS = 200;
 
+/** A filter compared for equality: as long as an id may be, so a query cannot carry a megabyte. */
+const boundedId = z.string().min(1).max(MAX_ID_CHARS).optional();
+/** A cursor is the base64 of `[at, id]`; audit record ids are ULIDs, which fit many times over. */
+const MAX_CURSOR_CHARS = 2 * MAX_ID_CHARS;
+
 const timeBound = z
   .string()
   .transform((text, ctx) => {
@@ -29,11 +34,11 @@ export const AuditFiltersSchema = z.strictObject({
       error: (issue) => `expected one of ${OUTCOME_KINDS.join('|')}, got "${issue.input}"`,
     })
     .optional(),
-  reason: z.string().min(1).optional(),
-  rule: z.string().min(1).optional(),
-  channel: z.string().min(1).optional(),
-  session: z.string().min(1).optional(),
-  sender: z.string().min(1).max(MAX_ID_CHARS).optional(),
+  reason: boundedId,
+  rule: boundedId,
+  channel: boundedId,
+  session: boundedId,
+  sender: boundedId,
   text: z.string().min(1).max(MAX_TEXT_SEARCH_CHARS).optional(),
   since: timeBound,
   until: timeBound,
@@ -43,5 +48,22 @@ export const AuditFiltersSchema = z.strictObject({
     .min(1, 'expected 1..1000')
     .max(1000, 'expected 1..1000')
     .default(50),
-  cursor: z.string().min(1).optional(),
+  cursor: z.string().min(1).max(MAX_CURSOR_CHARS).optional(),
+});
+
+/** The filters besides `text` that narrow a search to one index range (docs/design.md §7). */
+const INDEXED_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session', 'sender', 'since'] as const;
+
+/**
+ * The audit filters of the admin API: a text search must come with another filter or `since`,
+ * because on its own it reads the whole audit table, synchronously on the gateway's event loop.
+ */
+export const AdminAuditFiltersSchema = AuditFiltersSchema.superRefine((filters, ctx) => {
+  if (filters.text !== undefined && INDEXED_FILTERS.every((filter) => filters[filter] === undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['text'],
+      message: `a text search needs another filter or since (e.g. since=24h): alone it reads the whole audit log`,
+    });
+  }
 });

@@ -119,7 +119,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
   // What the console reads besides the stores: in memory, per replica, lost on restart.
-  const trail = createMessageTrail({ storeText: config.audit.storeText });
+  const trail = createMessageTrail({
+    storeText: config.audit.storeText,
+    recordIgnored: config.audit.recordIgnored,
+  });
   const outcomeRate = createOutcomeRate();
   const turnLatency = createTurnLatency();
   outcomes.subscribe(trail.recordOutcome);

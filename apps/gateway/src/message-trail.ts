@@ -6,6 +6,11 @@ import { keptText } from './stored-text.js';
 const DEFAULT_MAX_MESSAGES = 10_000;
 /** Attempts kept per message: a message retried more often keeps its first ones. */
 const MAX_TURNS_PER_MESSAGE = 20;
+/**
+ * Longest text the trail keeps of a message or a reply, whatever `audit.store_text` says: 10 000
+ * messages of unbounded text would hold the replica's memory hostage; the audit log has the rest.
+ */
+export const MAX_TRAIL_TEXT_CHARS = 500;
 
 /** One run of a turn, as the trail saw it on this replica. */
 export interface TrailTurn {
@@ -31,7 +36,7 @@ export interface TrailEntry {
     chat_id: string;
     sender_id: string;
     sender_name: string | null;
-    /** As `audit.store_text` keeps it. */
+    /** As `audit.store_text` keeps it, cut to `MAX_TRAIL_TEXT_CHARS`. */
     text: string | null;
     at: number;
   };
@@ -43,6 +48,7 @@ export interface TrailEntry {
     rule: string | null;
     pipeline: string | null;
     error: string | null;
+    /** Only under `audit.store_text: full`, each cut to `MAX_TRAIL_TEXT_CHARS`. */
     replies: Reply[];
     at: number;
   } | null;
@@ -62,10 +68,13 @@ export interface MessageTrail {
  * A bounded, in-memory trail of recent messages: which turns ran them, each attempt's result and
  * retry wait, the other messages of their turn, their outcome. Per replica and lost on restart
  * (the audit log and the status store are what survives); with a shared pool a turn run by
- * another replica is missing here. Text is kept as `audit.store_text` says.
+ * another replica is missing here. It follows the audit recorder's rules: text as
+ * `audit.store_text` keeps it, replies only when text is kept whole, `ignored` outcomes only under
+ * `audit.ignored`; and it cuts every text to `MAX_TRAIL_TEXT_CHARS`.
  */
 export function createMessageTrail(options: {
   storeText: AuditConfig['storeText'];
+  recordIgnored: AuditConfig['recordIgnored'];
   maxMessages?: number;
   now?: () => number;
 }): MessageTrail {
@@ -86,7 +95,7 @@ export function createMessageTrail(options: {
           chat_id: message.chat.id,
           sender_id: message.sender.id,
           sender_name: message.sender.name ?? null,
-          text: keptText(message.text, options.storeText),
+          text: keptText(message.text, options.storeText)?.slice(0, MAX_TRAIL_TEXT_CHARS) ?? null,
           at: message.received_at,
         },
         session,
@@ -135,6 +144,7 @@ export function createMessageTrail(options: {
       },
     },
     recordOutcome(outcome) {
+      if (outcome.kind === 'ignored' && !options.recordIgnored) return;
       const entry = entryOf(outcome.message, outcome.session);
       entry.outcome = {
         kind: outcome.kind,
@@ -142,7 +152,13 @@ export function createMessageTrail(options: {
         rule: outcome.rule ?? null,
         pipeline: outcome.pipeline ?? null,
         error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
-        replies: outcome.replies ?? [],
+        replies:
+          options.storeText === 'full'
+            ? (outcome.replies ?? []).map((reply) => ({
+                ...reply,
+                text: reply.text.slice(0, MAX_TRAIL_TEXT_CHARS),
+              }))
+            : [],
         at: outcome.at,
       };
     },

@@ -82,9 +82,9 @@ describe('the console admin API (end to end)', () => {
       expect(discarded.status).toBe('discarded');
       await send(gateway, 'buy now again', 'bob');
       // The audit log commits in groups: the record is there a moment after the answer.
-      let byText = await get(`${gateway.url}/admin/messages?text=cheap%20WATCHES`);
+      let byText = await get(`${gateway.url}/admin/messages?text=cheap%20WATCHES&since=1h`);
       await eventually(async () => {
-        byText = await get(`${gateway.url}/admin/messages?text=cheap%20WATCHES`);
+        byText = await get(`${gateway.url}/admin/messages?text=cheap%20WATCHES&since=1h`);
         return byText.body.items?.length > 0;
       });
       expect(byText.status).toBe(200);
@@ -98,11 +98,19 @@ describe('the console admin API (end to end)', () => {
       });
     });
 
-    it('answers 400 naming the field for a text search past 200 characters or a bad limit', async () => {
+    it('answers 400 naming the field for a text search past 200 characters or without another filter or since, a filter past its length or a bad limit', async () => {
       const long = await get(`${gateway.url}/admin/messages?text=${'a'.repeat(201)}`);
       expect(long.status).toBe(400);
       expect(long.body.error).toMatchObject({ code: 'SB_HTTP_BAD_REQUEST' });
       expect(long.body.error.message).toContain('querystring.text');
+      const alone = await get(`${gateway.url}/admin/messages?text=watches`);
+      expect(alone.status).toBe(400);
+      expect(alone.body.error.message).toContain('querystring.text');
+      for (const field of ['reason', 'rule', 'channel', 'session', 'sender', 'cursor']) {
+        const tooLong = await get(`${gateway.url}/admin/messages?${field}=${'a'.repeat(513)}`);
+        expect(tooLong.status).toBe(400);
+        expect(tooLong.body.error.message).toContain(`querystring.${field}`);
+      }
       const limit = await get(`${gateway.url}/admin/messages?limit=0`);
       expect(limit.status).toBe(400);
       expect(limit.body.error.message).toContain('querystring.limit');

@@ -101,7 +101,7 @@ describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
   );
 
   it(
-    'logs in with the token, and the overview chart counts 50 messages sent after the page opened',
+    'logs in with the token, and the overview chart counts and draws 50 messages sent after the page opened',
     async () => {
       await logIn(TOKEN);
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
@@ -123,6 +123,8 @@ describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
       await expect
         .poll(() => page.locator('.chart').getAttribute('aria-label'))
         .toContain('50 in the last 60 minutes');
+      // What the chart hands to uPlot, not only the server's totals.
+      await expect.poll(() => page.locator('.chart').getAttribute('data-total')).toBe('50');
       await screenshot('overview');
     },
     BROWSER_TIMEOUT_MS,

@@ -88,5 +88,8 @@ export function OutcomeChart({ data, label }: { data: OutcomeSeries; label: stri
     plot.current?.setData(aligned);
   });
 
-  return <div ref={holder} class="chart" role="img" aria-label={label} />;
+  // What the bars add up to, from the tallest series handed to uPlot (every outcome's running total).
+  const drawnTotal = (totals[OUTCOMES.length - 1] ?? []).reduce((sum, count) => sum + count, 0);
+
+  return <div ref={holder} class="chart" role="img" aria-label={label} data-total={drawnTotal} />;
 }

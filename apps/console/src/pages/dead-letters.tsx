@@ -15,7 +15,12 @@ interface Replay {
   deadLetter: DeadLetter;
   /** When the replay was accepted (ms). */
   at: number;
+  /** The message's path once the replay ended: then it is no longer polled. */
+  ended?: MessagePath;
 }
+
+/** Replays shown: the newest ones, so a long session's list and polling stay bounded. */
+const MAX_REPLAYS_SHOWN = 100;
 
 /** Dead letters with reason and error; replay or purge one or a selection; replay state shown. */
 export function DeadLettersPage() {
@@ -24,18 +29,32 @@ export function DeadLettersPage() {
   const [actions, setActions] = useState<Record<string, ActionState>>({});
   const [replays, setReplays] = useState<Replay[]>([]);
   const items = list.data?.items ?? [];
-  const replayedIds = replays.map((replay) => replay.deadLetter.message_id);
+  const running = replays.filter((replay) => replay.ended === undefined);
   const latest = usePoll(
-    async () =>
-      Object.fromEntries(
-        await Promise.all(
-          replayedIds.map(
-            async (id) => [id, await api<MessagePath>(`/admin/messages/${encodeURIComponent(id)}`)] as const,
-          ),
+    async () => {
+      // allSettled: a message the gateway no longer knows (404) must not stop the others' updates.
+      const answers = await Promise.allSettled(
+        running.map((replay) =>
+          api<MessagePath>(`/admin/messages/${encodeURIComponent(replay.deadLetter.message_id)}`),
         ),
-      ),
+      );
+      const paths = new Map<Replay, MessagePath>();
+      answers.forEach((answer, index) => {
+        const replay = running[index];
+        if (answer.status === 'fulfilled' && replay !== undefined) paths.set(replay, answer.value);
+      });
+      setReplays((shown) =>
+        shown.map((replay) => {
+          const path = paths.get(replay);
+          return path !== undefined && replayState(replay.deadLetter, path) !== 'running'
+            ? { ...replay, ended: path }
+            : replay;
+        }),
+      );
+      return Object.fromEntries([...paths].map(([replay, path]) => [replay.deadLetter.message_id, path]));
+    },
     2000,
-    replayedIds.join(','),
+    running.map((replay) => replay.deadLetter.message_id).join(','),
   );
 
   /** Replays or purges one or a selection through the selection routes; each id gets its own result. */
@@ -54,10 +73,12 @@ export function DeadLettersPage() {
     const at = Date.now();
     const accepted = new Set(results.filter((result) => result.ok).map((result) => result.id));
     if (action === 'replaying')
-      setReplays((shown) => [
-        ...items.filter((item) => accepted.has(item.id)).map((deadLetter) => ({ deadLetter, at })),
-        ...shown,
-      ]);
+      setReplays((shown) =>
+        [
+          ...items.filter((item) => accepted.has(item.id)).map((deadLetter) => ({ deadLetter, at })),
+          ...shown,
+        ].slice(0, MAX_REPLAYS_SHOWN),
+      );
     setActions((states) => {
       const next = { ...states };
       for (const result of results) {
@@ -188,14 +209,14 @@ export function DeadLettersPage() {
               </tr>
             </thead>
             <tbody>
-              {replays.map(({ deadLetter, at }) => (
+              {replays.map(({ deadLetter, at, ended }) => (
                 <tr key={deadLetter.id}>
                   <td>
                     <a href={href(['messages', deadLetter.message_id])}>{formatTime(at)}</a>
                   </td>
                   <td class="text">{deadLetter.text ?? '—'}</td>
                   <td class="replay-state" aria-live="polite">
-                    {replayState(deadLetter, latest.data?.[deadLetter.message_id])}
+                    {replayState(deadLetter, ended ?? latest.data?.[deadLetter.message_id])}
                   </td>
                 </tr>
               ))}

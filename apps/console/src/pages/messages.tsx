@@ -52,6 +52,8 @@ export function MessagesPage({ params }: { params: URLSearchParams }) {
     const next = new URLSearchParams();
     for (const [name, value] of form)
       if (typeof value === 'string' && value.trim() !== '') next.set(name, value.trim());
+    // The API refuses a text search alone (it would read the whole audit log): default to a day.
+    if (next.has('text') && [...next.keys()].length === 1) next.set('since', '24h');
     location.hash = href(['messages'], next);
   }
 

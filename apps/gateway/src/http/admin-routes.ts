@@ -12,7 +12,7 @@ import type { ReplicaView } from '@switchboard/store-redis';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AuditFiltersSchema } from '../audit-filters.js';
+import { AdminAuditFiltersSchema } from '../audit-filters.js';
 import { auditView } from '../audit-view.js';
 import type { OwnedChannels } from '../channel-ownership.js';
 import type { ReplayResult } from '../dead-letter-replay.js';
@@ -82,17 +82,21 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
       admin.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
       const purge = createDeadLetterPurge(deps.auditLog);
 
-      const searchAudit = async (request: { query: z.output<typeof AuditFiltersSchema> }) => {
+      const searchAudit = async (request: { query: z.output<typeof AdminAuditFiltersSchema> }) => {
         const page = await deps.auditLog.query(request.query);
         return { items: page.items.map(auditView), next_cursor: page.nextCursor };
       };
-      routes.get('/audit', { schema: { querystring: AuditFiltersSchema, tags: ['admin'] } }, searchAudit);
+      routes.get(
+        '/audit',
+        { schema: { querystring: AdminAuditFiltersSchema, tags: ['admin'] } },
+        searchAudit,
+      );
       routes.get(
         '/messages',
         {
           schema: {
             summary: 'Search the audit log (every outcome but completed and duplicate)',
-            querystring: AuditFiltersSchema,
+            querystring: AdminAuditFiltersSchema,
             tags: ['admin'],
           },
         },
