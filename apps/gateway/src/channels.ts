@@ -3,7 +3,14 @@ import { createDiscordChannel } from '@switchboard/channel-discord';
 import { createSlackChannel } from '@switchboard/channel-slack';
 import { createTelegramChannel } from '@switchboard/channel-telegram';
 import type { Config } from '@switchboard/config';
-import type { ChannelAdapter, ChannelPolicy, Logger, MessageStatusStore } from '@switchboard/core';
+import type {
+  ChannelAdapter,
+  ChannelPolicy,
+  Logger,
+  MessageStatusStore,
+  OutboundObserver,
+  RateBuckets,
+} from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 
 /** HTTP callers always address the bot, so nothing is ignored for lack of a mention. */
@@ -23,13 +30,22 @@ export interface Channels {
 /** Builds every configured channel; webhook channels mount their routes on `server` now. */
 export function createChannels(
   config: Config,
-  deps: { server: FastifyInstance; statuses: MessageStatusStore; events: ChannelEvents; logger: Logger },
+  deps: {
+    server: FastifyInstance;
+    statuses: MessageStatusStore;
+    events: ChannelEvents;
+    logger: Logger;
+    /** The pacing buckets of the chat channels (`outbound.rate`): shared by replicas on Redis. */
+    rateBuckets: RateBuckets;
+    /** Told of pacing waits and platform 429s (metrics). */
+    outbound: OutboundObserver;
+  },
 ): Channels {
   const adapters = new Map<string, ChannelAdapter>();
   const policies = new Map<string, ChannelPolicy>();
   for (const channel of config.channels) {
     // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
-    const { logger } = deps;
+    const { logger, rateBuckets, outbound: observer } = deps;
     switch (channel.type) {
       case 'openapi':
         policies.set(channel.id, OPENAPI_POLICY);
@@ -46,15 +62,21 @@ export function createChannels(
         break;
       case 'telegram':
         policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createTelegramChannel({ config: channel, server: deps.server, logger }));
+        adapters.set(
+          channel.id,
+          createTelegramChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
         break;
       case 'slack':
         policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createSlackChannel({ config: channel, server: deps.server, logger }));
+        adapters.set(
+          channel.id,
+          createSlackChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
         break;
       case 'discord':
         policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createDiscordChannel({ config: channel, logger }));
+        adapters.set(channel.id, createDiscordChannel({ config: channel, logger, rateBuckets, observer }));
         break;
     }
   }

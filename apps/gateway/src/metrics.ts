@@ -1,4 +1,11 @@
-import type { ControllerObserver, Outcome, Pipeline, PoolStats, QueryPool } from '@switchboard/core';
+import type {
+  ControllerObserver,
+  Outcome,
+  OutboundObserver,
+  Pipeline,
+  PoolStats,
+  QueryPool,
+} from '@switchboard/core';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
@@ -119,6 +126,28 @@ export function createMetrics(
     },
   });
 
+  const sendWait = countingHistogram({
+    name: 'switchboard_send_wait_seconds',
+    help: 'Time a send or edit waited for its pacing tokens (outbound.rate) before going to the platform.',
+    labelNames: ['channel'] as const,
+    buckets: [0.001, 0.05, 0.25, 1, 2.5, 5, 15, 60],
+    registers: [registry],
+  });
+  const platformRateLimited = countingCounter({
+    name: 'switchboard_platform_rate_limited_total',
+    help: 'Calls a platform answered 429 (Too Many Requests); pacing aims to keep this at 0.',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+  });
+  const outbound: OutboundObserver = {
+    paced(channel, waitedMs) {
+      sendWait.series({ channel }).observe(waitedMs / 1000);
+    },
+    rateLimited(channel) {
+      platformRateLimited.series({ channel }).inc();
+    },
+  };
+
   const observer: ControllerObserver = {
     turnStarted(turn) {
       const now = Date.now();
@@ -135,6 +164,8 @@ export function createMetrics(
   return {
     registry,
     observer,
+    /** What the chat channels report about their platform calls. */
+    outbound,
     recordOutcome(outcome: Outcome) {
       const labels = {
         channel: outcome.message.channel,

@@ -1,7 +1,16 @@
 import { once } from 'node:events';
 import type { DiscordChannelConfig } from '@switchboard/config';
-import { type ChannelAdapter, type Logger, newMessageId } from '@switchboard/core';
-import { Client, Events, GatewayIntentBits, type Message, Partials, REST } from 'discord.js';
+import {
+  type ChannelAdapter,
+  IGNORING_OBSERVER,
+  type Logger,
+  type OutboundObserver,
+  type RateBuckets,
+  createMemoryRateBuckets,
+  createSendPacer,
+  newMessageId,
+} from '@switchboard/core';
+import { Client, Events, GatewayIntentBits, type Message, Partials, REST, RESTEvents } from 'discord.js';
 import { toStartError } from './errors.js';
 import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
@@ -16,6 +25,13 @@ export interface DiscordChannelOptions {
   logger: Logger;
   /** How long `start` waits for the gateway session (READY and the guilds). Default: 30 s. */
   startTimeoutMs?: number;
+  /**
+   * Where the pacing buckets of `config.outbound.rate` live (when it is enabled): shared (Redis)
+   * when replicas send for the same bot. Default: this process's memory.
+   */
+  rateBuckets?: RateBuckets;
+  /** Told of pacing waits and of the 429s Discord answers, for metrics. Default: nobody. */
+  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -42,6 +58,18 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   const restOptions = config.apiUrl === undefined ? {} : { api: config.apiUrl.replace(/\/+$/, '') };
   // Never set `rejectOnRateLimit`: the REST queue must wait out 429s, not throw them.
   const rest = new REST(restOptions).setToken(config.token);
+  const observer = options.observer ?? IGNORING_OBSERVER;
+  rest.on(RESTEvents.Response, (_request, response) => {
+    if (response.status !== 429) return;
+    const retryAfterS = Number(response.headers.get('retry-after'));
+    observer.rateLimited(config.id, Number.isFinite(retryAfterS) ? retryAfterS * 1000 : 0);
+  });
+  const pacer = createSendPacer({
+    channel: config.id,
+    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
+    rates: config.outbound.rate,
+    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
+  });
   const health = createGatewayHealth();
   let client: Client | null = null;
   let queue: AcceptQueue | null = null;
@@ -151,7 +179,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     },
 
     send(origin, replies, signal) {
-      return sendReplies(rest, origin, replies, config.token, signal);
+      return sendReplies(rest, origin, replies, config.token, pacer, signal);
     },
 
     health() {

@@ -6,6 +6,9 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../src/index.js';
 
+/** These tests are not about pacing: calls go out as fast as they come. */
+const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+
 const DM = '1240000000000000009';
 const alice = { id: '234567890123456789', username: 'alice' };
 
@@ -28,7 +31,7 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
       token: fake.token,
       apiUrl: fake.url,
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000 },
+      outbound: { sendTimeoutMs: 30_000, rate: NO_PACING },
     };
     const created = createDiscordChannel({
       config,

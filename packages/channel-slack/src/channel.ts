@@ -3,10 +3,16 @@ import type { SlackChannelConfig } from '@switchboard/config';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
+  IGNORING_OBSERVER,
   type Ingress,
   type Logger,
+  type OutboundObserver,
+  type RateBuckets,
   SwitchboardError,
+  createMemoryRateBuckets,
+  createSendPacer,
   newMessageId,
+  pacedChatOf,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import { toBoltLogger } from './bolt-logger.js';
@@ -36,6 +42,13 @@ export interface SlackChannelOptions {
   maxTransientRetries?: number;
   /** The waits between those retries, doubling. Default: 250 ms up to 2 s. */
   transientRetry?: BackoffPolicy;
+  /**
+   * Where the pacing buckets of `config.outbound.rate` live: shared (Redis) when replicas send
+   * for the same app. Default: this process's memory.
+   */
+  rateBuckets?: RateBuckets;
+  /** Told of pacing waits and of the 429s Slack still answers, for metrics. Default: nobody. */
+  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -71,13 +84,21 @@ function slackApiUrlOf(apiUrl: string | undefined): string | undefined {
  * `POST /slack/<channel id>/events` in the gateway's server (signed, answered after the journal
  * write) or, when `app_token` is set, through Socket Mode. `message` and `app_mention` events
  * become messages; the rest is acknowledged and ignored. Replies go out with `chat.postMessage`
- * in the origin's channel and thread, waiting out rate limits.
+ * in the origin's channel and thread, paced by the token buckets of `outbound.rate`; a 429 is
+ * still waited out (Retry-After).
  */
 export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter {
   const { config } = options;
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.slack', channel: config.id });
   const slackApiUrl = slackApiUrlOf(config.apiUrl);
+  const observer = options.observer ?? IGNORING_OBSERVER;
+  const pacer = createSendPacer({
+    channel: config.id,
+    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
+    rates: config.outbound.rate,
+    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
+  });
   const { mode } = config.transport;
   let ingress: Ingress | null = null;
   let identity: BotIdentity | null = null;
@@ -222,6 +243,9 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
         maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
         maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
         transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
+        pacer,
+        chat: pacedChatOf(origin),
+        onRateLimited: (retryAfterMs) => observer.rateLimited(config.id, retryAfterMs),
         signal,
         logger,
       });

@@ -14,6 +14,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSlackChannel } from '../src/index.js';
 import { warningLogger } from './fixtures.js';
 
+/** These tests are not about pacing: calls go out as fast as they come. */
+const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+
 const QUEUED: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };
 
 /** An ingress that answers with `answers` in turn (then queued) and records what it got. */
@@ -52,7 +55,7 @@ describe('slack channel in Socket Mode (in process)', () => {
       apiUrl: fake.apiUrl,
       botUserId: 'UBOT',
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000 },
+      outbound: { sendTimeoutMs: 30_000, rate: NO_PACING },
     };
     const channel = createSlackChannel({ config, server: Fastify(), logger });
     await channel.start({ ingress, logger });

@@ -97,7 +97,13 @@ export { AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
+export { IGNORING_OBSERVER } from './ports/outbound-observer.js';
+export type { OutboundObserver } from './ports/outbound-observer.js';
+export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
+export type { BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
 export { sendWithDeadline } from './send-deadline.js';
+export { UNPACED, createSendPacer, pacedChatOf } from './send-pacer.js';
+export type { BucketRate, PacedChat, SendPacer, SendPacerOptions, SendRates } from './send-pacer.js';
 export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
@@ -122,6 +128,8 @@ export type {
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
 export { createMemoryChannelLeases } from './memory/memory-channel-leases.js';
+export { createMemoryRateBuckets } from './memory/memory-rate-buckets.js';
+export type { MemoryRateBucketsOptions } from './memory/memory-rate-buckets.js';
 export type { MemoryChannelLeasesOptions } from './memory/memory-channel-leases.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';

@@ -12,5 +12,7 @@ export { createRedisEventRelay, eventChannelOf, sessionChannelOf } from './event
 export type { RedisEventRelay, RedisEventRelayOptions } from './event-relay.js';
 export { channelLeaseKeysOf, createRedisChannelLeases } from './redis-channel-leases.js';
 export type { RedisChannelLeases, RedisChannelLeasesOptions } from './redis-channel-leases.js';
+export { createRedisRateBuckets, rateBucketKeyOf } from './redis-rate-buckets.js';
+export type { RedisRateBuckets, RedisRateBucketsOptions } from './redis-rate-buckets.js';
 export { DEFAULT_LEASE_TIMING } from './lease-keeper.js';
 export type { LeaseTiming } from './lease-keeper.js';

@@ -77,7 +77,8 @@ export type ScriptName =
   | 'channel-lease-acquire'
   | 'channel-lease-renew'
   | 'channel-lease-release'
-  | 'channel-lease-holders';
+  | 'channel-lease-holders'
+  | 'rate-take';
 
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
 export const commandNameOf = (script: string) => `switchboard:${script}`;

@@ -39,6 +39,7 @@ describe('lua scripts', () => {
           'channel-lease-renew',
           'channel-lease-release',
           'channel-lease-holders',
+          'rate-take',
         ].sort(),
       );
     });
@@ -48,8 +49,9 @@ describe('lua scripts', () => {
     const files = readdirSync(luaFolder).filter((file) => file.endsWith('.lua'));
     const headerOf = (file: string) =>
       /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';
-    // The outbox's and the channel leases' scripts declare every key they touch.
-    const declaresAll = (file: string) => file.startsWith('outbox-') || file.startsWith('channel-lease-');
+    // The outbox's, the channel leases' and the rate buckets' scripts declare every key they touch.
+    const declaresAll = (file: string) =>
+      file.startsWith('outbox-') || file.startsWith('channel-lease-') || file.startsWith('rate-');
     const poolFiles = files.filter((file) => !declaresAll(file));
     const declaringFiles = files.filter(declaresAll);
 

@@ -1,5 +1,5 @@
 import { webApi } from '@slack/bolt';
-import { type BackoffPolicy, type Logger, retryDelayMs } from '@switchboard/core';
+import { type BackoffPolicy, type Logger, type PacedChat, type SendPacer, retryDelayMs } from '@switchboard/core';
 import { toChannelError } from '../errors.js';
 import type { SlackPostMessage } from './render.js';
 
@@ -17,6 +17,12 @@ export interface SendOptions {
   maxTransientRetries: number;
   /** The waits between those retries. */
   transientRetry: BackoffPolicy;
+  /** Holds each call back until it fits the channel's token buckets (shared with edits). */
+  pacer: SendPacer;
+  /** The Slack channel the messages go to, as the pacer counts it. */
+  chat: PacedChat;
+  /** Told of each 429 Slack answered, with its Retry-After in ms. */
+  onRateLimited: (retryAfterMs: number) => void;
   /** The send's deadline: aborts the request in flight and any wait. */
   signal: AbortSignal;
   logger: Logger;
@@ -72,7 +78,8 @@ function isTransient(error: unknown): boolean {
 }
 
 /**
- * Posts `messages` in order. A 429 is waited out (Retry-After) and the same message retried, up to
+ * Posts `messages` in order, each call (a retry too) once `pacer` lets it into `chat`. A 429 the
+ * pacing did not avoid is waited out (Retry-After) and the same message retried, up to
  * `maxRateLimitRetries` times; network failures and 5xx are retried with backoff up to
  * `maxTransientRetries` times; anything else, or a failure that outlasts those retries, ends the
  * send with an SB_CHANNEL_* error (earlier messages stay posted). When `signal` aborts, the
@@ -87,7 +94,7 @@ export async function postSlackMessages(
     let rateLimited = 0;
     let transient = 0;
     for (;;) {
-      signal.throwIfAborted();
+      await options.pacer.pace(options.chat, signal);
       try {
         await options.client.chat.postMessage({ token: options.botToken, ...message });
         break;
@@ -98,6 +105,7 @@ export async function postSlackMessages(
         if (error instanceof webApi.WebAPIRateLimitedError) {
           rateLimited += 1;
           const retryAfterMs = error.retryAfter * 1000;
+          options.onRateLimited(retryAfterMs);
           if (rateLimited <= options.maxRateLimitRetries && retryAfterMs <= options.maxRateLimitWaitMs) {
             waitMs = retryAfterMs;
           }
