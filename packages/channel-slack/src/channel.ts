@@ -236,15 +236,13 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
 
     async send(origin, replies, signal) {
       await postSlackMessages(renderSlackReplies(origin, replies), {
-        client: createSendClient({ slackApiUrl, logger: boltLogger, signal }),
+        client: createSendClient({ slackApiUrl, logger: boltLogger, pacer, chat: pacedChatOf(origin), signal }),
         botToken: config.botToken,
         channelId: config.id,
         maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
         maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
         maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
         transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
-        pacer,
-        chat: pacedChatOf(origin),
         onRateLimited: (retryAfterMs) => observer.rateLimited(config.id, retryAfterMs),
         signal,
         logger,

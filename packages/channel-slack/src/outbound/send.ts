@@ -17,10 +17,6 @@ export interface SendOptions {
   maxTransientRetries: number;
   /** The waits between those retries. */
   transientRetry: BackoffPolicy;
-  /** Holds each call back until it fits the channel's token buckets (shared with edits). */
-  pacer: SendPacer;
-  /** The Slack channel the messages go to, as the pacer counts it. */
-  chat: PacedChat;
   /** Told of each 429 Slack answered, with its Retry-After in ms. */
   onRateLimited: (retryAfterMs: number) => void;
   /** The send's deadline: aborts the request in flight and any wait. */
@@ -31,17 +27,22 @@ export interface SendOptions {
 const METHOD = 'chat.postMessage';
 
 /**
- * A Web API client for one send, every request of which `signal` aborts. Bolt's WebClient takes
- * no signal per call, so the send's signal is given to each request in its `fetch`. Its own
- * retries are off: they wait on timers no signal reaches, so a run of 5xx answers could outlast
- * the deadline; `postSlackMessages` retries instead, with waits that end with the signal.
+ * A Web API client for one send into `chat`, every request of which `signal` aborts. Bolt's
+ * WebClient takes no signal per call, so the send's signal is given to each request in its
+ * `fetch`. Its own retries are off: they wait on timers no signal reaches, so a run of 5xx
+ * answers could outlast the deadline; `postSlackMessages` retries instead, with waits that end
+ * with the signal. Each request, a retry too, first waits for `pacer` (the channel's token
+ * buckets, shared by posts and edits) in `fetch`, right before it leaves: pacing any earlier
+ * lets the client's own delays bunch requests up on their way to Slack.
  */
 export function createSendClient(options: {
   slackApiUrl: string | undefined;
   logger: webApi.WebClientOptions['logger'];
+  pacer: SendPacer;
+  chat: PacedChat;
   signal: AbortSignal;
 }): webApi.WebClient {
-  const { signal } = options;
+  const { signal, pacer, chat } = options;
   return new webApi.WebClient(undefined, {
     ...(options.slackApiUrl === undefined ? {} : { slackApiUrl: options.slackApiUrl }),
     logger: options.logger,
@@ -50,7 +51,10 @@ export function createSendClient(options: {
     rejectRateLimitedCalls: true,
     retryConfig: { retries: 0 },
     // Without a `timeout` the client gives its requests no signal of its own: the send's is theirs.
-    fetch: (url, init) => fetch(url, { ...init, signal }),
+    fetch: async (url, init) => {
+      await pacer.pace(chat, signal);
+      return fetch(url, { ...init, signal });
+    },
   });
 }
 
@@ -78,8 +82,8 @@ function isTransient(error: unknown): boolean {
 }
 
 /**
- * Posts `messages` in order, each call (a retry too) once `pacer` lets it into `chat`. A 429 the
- * pacing did not avoid is waited out (Retry-After) and the same message retried, up to
+ * Posts `messages` in order (paced by the client, `createSendClient`). A 429 the pacing did not
+ * avoid is waited out (Retry-After) and the same message retried, up to
  * `maxRateLimitRetries` times; network failures and 5xx are retried with backoff up to
  * `maxTransientRetries` times; anything else, or a failure that outlasts those retries, ends the
  * send with an SB_CHANNEL_* error (earlier messages stay posted). When `signal` aborts, the
@@ -94,7 +98,7 @@ export async function postSlackMessages(
     let rateLimited = 0;
     let transient = 0;
     for (;;) {
-      await options.pacer.pace(options.chat, signal);
+      signal.throwIfAborted();
       try {
         await options.client.chat.postMessage({ token: options.botToken, ...message });
         break;
