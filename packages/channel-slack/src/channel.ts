@@ -236,7 +236,13 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
 
     async send(origin, replies, signal) {
       await postSlackMessages(renderSlackReplies(origin, replies), {
-        client: createSendClient({ slackApiUrl, logger: boltLogger, pacer, chat: pacedChatOf(origin), signal }),
+        client: createSendClient({
+          slackApiUrl,
+          logger: boltLogger,
+          pacer,
+          chat: pacedChatOf(origin),
+          signal,
+        }),
         botToken: config.botToken,
         channelId: config.id,
         maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,

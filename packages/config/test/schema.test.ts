@@ -302,7 +302,7 @@ describe('ConfigSchema', () => {
       ]);
     });
 
-    it("paces each chat platform by its documented limits unless outbound.rate says otherwise", () => {
+    it('paces each chat platform by its documented limits unless outbound.rate says otherwise', () => {
       const config = ConfigSchema.parse({
         channels: [
           { ...chat, type: 'telegram' },
@@ -318,8 +318,15 @@ describe('ConfigSchema', () => {
         ],
       });
       const second = (limit: number, burst = limit) => ({ limit, perMs: 1_000, burst });
-      expect(config.channels.map((channel) => ('rate' in channel.outbound ? channel.outbound.rate : null))).toEqual([
-        { enabled: true, perBot: second(30, 1), perChat: second(1), perGroup: { limit: 20, perMs: 60_000, burst: 20 } },
+      expect(
+        config.channels.map((channel) => ('rate' in channel.outbound ? channel.outbound.rate : null)),
+      ).toEqual([
+        {
+          enabled: true,
+          perBot: second(30, 1),
+          perChat: second(1),
+          perGroup: { limit: 20, perMs: 60_000, burst: 20 },
+        },
         { enabled: true, perBot: second(5), perChat: second(1), perGroup: null },
         { enabled: false, perBot: second(50), perChat: { limit: 5, perMs: 5_000, burst: 5 }, perGroup: null },
         { enabled: true, perBot: { limit: 10, perMs: 2_000, burst: 10 }, perChat: second(1), perGroup: null },
@@ -331,7 +338,13 @@ describe('ConfigSchema', () => {
       const bad = ConfigSchema.safeParse({
         channels: [
           { ...chat, type: 'telegram', outbound: { rate: { per_chat: { limit: 0, per: '1s' } } } },
-          { id: 's', type: 'slack', bot_token: 'b', signing_secret: 's', outbound: { rate: { per_bot: { limit: 1 } } } },
+          {
+            id: 's',
+            type: 'slack',
+            bot_token: 'b',
+            signing_secret: 's',
+            outbound: { rate: { per_bot: { limit: 1 } } },
+          },
           { id: 'd', type: 'discord', token: 't', outbound: { rate: { enabled: 'yes', per_chan: null } } },
           { id: 'o', type: 'openapi', outbound: { rate: { enabled: true } } },
         ],

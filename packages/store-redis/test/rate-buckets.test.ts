@@ -35,7 +35,12 @@ describe.skipIf(!reachable)('createRedisRateBuckets', () => {
     });
 
     it('never lets them together exceed a limit', async () => {
-      const rates = { enabled: true, perBot: { limit: 20, perMs: 1000, burst: 20 }, perChat: { limit: 2, perMs: 500, burst: 2 }, perGroup: null };
+      const rates = {
+        enabled: true,
+        perBot: { limit: 20, perMs: 1000, burst: 20 },
+        perChat: { limit: 2, perMs: 500, burst: 2 },
+        perGroup: null,
+      };
       const granted: Array<{ chat: string; at: number }> = [];
       const chats = ['1', '2', '3', '4', '5', '6'];
       const signal = new AbortController().signal;
@@ -56,7 +61,9 @@ describe.skipIf(!reachable)('createRedisRateBuckets', () => {
       // buckets would let its 30 through in 0.5 s); a chat's 10 at 2 per 500 ms, 2 s (not 0.75 s).
       expect(spanOf(granted.map((grant) => grant.at))).toBeGreaterThanOrEqual(1900);
       for (const chat of chats) {
-        expect(spanOf(granted.filter((grant) => grant.chat === chat).map((grant) => grant.at))).toBeGreaterThanOrEqual(1900);
+        expect(
+          spanOf(granted.filter((grant) => grant.chat === chat).map((grant) => grant.at)),
+        ).toBeGreaterThanOrEqual(1900);
       }
     });
   });

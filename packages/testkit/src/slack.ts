@@ -21,7 +21,9 @@ export interface FakeSlackRateLimits {
 }
 
 /** Slack's documented chat.postMessage limit: 1 message a second per channel. */
-export const SLACK_RATE_LIMITS: FakeSlackRateLimits = Object.freeze({ perChannel: { limit: 1, perMs: 1000 } });
+export const SLACK_RATE_LIMITS: FakeSlackRateLimits = Object.freeze({
+  perChannel: { limit: 1, perMs: 1000 },
+});
 
 /** The methods that post into a channel, and so count against the rate limits. */
 const RATE_LIMITED_METHODS = new Set(['chat.postMessage']);
@@ -140,7 +142,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   function overRateLimit(body: Record<string, unknown>, arrivedAt: number): number | null {
     const buckets: Array<readonly [string, FakeRateLimit]> = [];
     if (rateLimits.perApp !== undefined) buckets.push(['app', rateLimits.perApp]);
-    if (rateLimits.perChannel !== undefined) buckets.push([`channel:${String(body.channel)}`, rateLimits.perChannel]);
+    if (rateLimits.perChannel !== undefined)
+      buckets.push([`channel:${String(body.channel)}`, rateLimits.perChannel]);
     if (buckets.length === 0) return null;
     const waitMs = limiter.admit(buckets, arrivedAt);
     return waitMs === 0 ? null : Math.ceil(waitMs / 1000);
@@ -292,7 +295,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         `fake slack: ${count} ${method} call(s)`,
       );
     },
-    deliveredTo: (channel) => delivered.filter((entry) => entry.channel === channel).map((entry) => entry.text),
+    deliveredTo: (channel) =>
+      delivered.filter((entry) => entry.channel === channel).map((entry) => entry.text),
     rateLimitViolations: () => limiter.violations(),
     failNext(count, failure) {
       for (let i = 0; i < count; i += 1) failures.push(failure);

@@ -226,7 +226,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     const buckets: Array<readonly [string, FakeRateLimit]> = [];
     if (rateLimits.perBot !== undefined) buckets.push(['bot', rateLimits.perBot]);
     if (rateLimits.perChat !== undefined) buckets.push([`chat:${chat}`, rateLimits.perChat]);
-    if (rateLimits.perGroup !== undefined && chat.startsWith('-')) buckets.push([`group:${chat}`, rateLimits.perGroup]);
+    if (rateLimits.perGroup !== undefined && chat.startsWith('-'))
+      buckets.push([`group:${chat}`, rateLimits.perGroup]);
     if (buckets.length === 0) return null;
     const waitMs = limiter.admit(buckets, arrivedAt);
     if (waitMs === 0) return null;
@@ -417,7 +418,9 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     callsOf: (method) => calls.filter((call) => call.method === method),
     sentMessages: () => [...sent],
     deliveredTo: (chatId) =>
-      sent.filter((entry) => String(entry.body.chat_id) === String(chatId)).map((entry) => entry.message.text),
+      sent
+        .filter((entry) => String(entry.body.chat_id) === String(chatId))
+        .map((entry) => entry.message.text),
     rateLimitViolations: () => limiter.violations(),
     webhook: () => webhook,
     confirmedOffset: () => confirmed,

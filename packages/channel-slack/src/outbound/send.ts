@@ -1,5 +1,11 @@
 import { webApi } from '@slack/bolt';
-import { type BackoffPolicy, type Logger, type PacedChat, type SendPacer, retryDelayMs } from '@switchboard/core';
+import {
+  type BackoffPolicy,
+  type Logger,
+  type PacedChat,
+  type SendPacer,
+  retryDelayMs,
+} from '@switchboard/core';
 import { toChannelError } from '../errors.js';
 import type { SlackPostMessage } from './render.js';
 
