@@ -246,11 +246,12 @@ const TELEGRAM_RATE: RateDefaults = {
 
 /**
  * Slack's chat.postMessage: 1 message a second per channel (short bursts tolerated); the
- * workspace-wide limit is undocumented ("several hundred a minute"), so the bot is kept at 300.
+ * workspace-wide limit is undocumented ("several hundred a minute"), so the bot is kept at 300,
+ * evenly like Telegram's.
  */
 const SLACK_RATE: RateDefaults = {
   enabled: true,
-  per_bot: { limit: 5, per: '1s' },
+  per_bot: { limit: 5, per: '1s', burst: 1 },
   per_chat: { limit: 1, per: '1s' },
   per_group: null,
 };

@@ -327,7 +327,7 @@ describe('ConfigSchema', () => {
           perChat: second(1),
           perGroup: { limit: 20, perMs: 60_000, burst: 20 },
         },
-        { enabled: true, perBot: second(5), perChat: second(1), perGroup: null },
+        { enabled: true, perBot: second(5, 1), perChat: second(1), perGroup: null },
         { enabled: false, perBot: second(50), perChat: { limit: 5, perMs: 5_000, burst: 5 }, perGroup: null },
         { enabled: true, perBot: { limit: 10, perMs: 2_000, burst: 10 }, perChat: second(1), perGroup: null },
         { enabled: true, perBot: second(50), perChat: null, perGroup: null },
