@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 /**
  * A fake Discord for tests: the REST API under `/api/v10/…` on node:http and the gateway as a
@@ -26,7 +27,25 @@ export interface FakeDiscordOptions {
   botUser?: FakeDiscordUser;
   /** HELLO's `heartbeat_interval`. Default: 41 250 ms (Discord's). */
   heartbeatIntervalMs?: number;
+  /**
+   * Limits on `POST /channels/:id/messages` (`DISCORD_RATE_LIMITS`): answers carry the route's
+   * `X-RateLimit-*` headers, and a call past the limit gets 429 with `retry_after`. Default: none.
+   */
+  rateLimits?: FakeDiscordRateLimits;
 }
+
+/** Limits on posting messages; a limit left out is not enforced. */
+export interface FakeDiscordRateLimits {
+  /** Every post into one channel (Discord's per-route bucket of `POST /channels/:id/messages`). */
+  perChannel?: FakeRateLimit;
+  /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
+  toleranceMs?: number;
+}
+
+/** The bucket Discord answers for a channel's messages: 5 per 5 s. */
+export const DISCORD_RATE_LIMITS: FakeDiscordRateLimits = Object.freeze({
+  perChannel: { limit: 5, perMs: 5000 },
+});
 
 /** One REST call the gateway made. */
 export interface RecordedDiscordRequest {
@@ -72,6 +91,8 @@ export interface FakeDiscord {
   requests: RecordedDiscordRequest[];
   /** The `POST /channels/:id/messages` calls that succeeded, in order. */
   sentMessages(): SentDiscordMessage[];
+  /** Posts answered 429 for exceeding `rateLimits` (injected failures not included). */
+  rateLimitViolations(): number;
   /** Gateway counters: sockets opened, IDENTIFYs and RESUMEs received. */
   stats: { connections: number; identifies: number; resumes: number };
   /** Whether a session is identified or resumed on an open socket, so dispatches can be sent. */
@@ -127,6 +148,36 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const stats = { connections: 0, identifies: 0, resumes: 0 };
   let snowflake = 1_300_000_000_000_000_000n;
   const nextId = () => String(++snowflake);
+  const rateLimits = options.rateLimits ?? {};
+  const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
+
+  /**
+   * Counts a post into `channelId` against its bucket: the route's `X-RateLimit-*` headers (as
+   * @discordjs/rest reads them to queue), and whether the post went past the limit.
+   */
+  function channelBucket(
+    channelId: string,
+    arrivedAt: number,
+  ): { headers: Record<string, string>; limited: boolean } {
+    const limit = rateLimits.perChannel;
+    if (limit === undefined) return { headers: {}, limited: false };
+    const bucket = [`channel:${channelId}`, limit] as const;
+    const waitMs = limiter.admit([bucket], arrivedAt);
+    const limited = waitMs > 0;
+    const { remaining, fullInMs } = limiter.state(bucket, arrivedAt);
+    const resetAfterS = (fullInMs / 1000).toFixed(3);
+    return {
+      limited,
+      headers: {
+        'x-ratelimit-limit': String(limit.limit),
+        'x-ratelimit-remaining': String(remaining),
+        'x-ratelimit-reset-after': resetAfterS,
+        'x-ratelimit-reset': ((arrivedAt + fullInMs) / 1000).toFixed(3),
+        'x-ratelimit-bucket': 'fake-channel-messages',
+        ...(limited ? { 'retry-after': (waitMs / 1000).toFixed(3), 'x-ratelimit-scope': 'user' } : {}),
+      },
+    };
+  }
 
   // The one gateway session: Discord keeps it across sockets so that a client can resume it.
   let session: { id: string; seq: number } | null = null;
@@ -165,6 +216,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   }
 
   async function handleRest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    // Read before the body: limits count a request when it reaches the server.
+    const arrivedAt = Date.now();
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
     const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) : url.pathname;
     const method = request.method ?? 'GET';
@@ -219,9 +272,25 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     const channelMessages = /^\/channels\/(\d+)\/messages$/.exec(path);
     if (method === 'POST' && channelMessages?.[1] !== undefined) {
       const channelId = channelMessages[1];
+      const { headers, limited } = channelBucket(channelId, arrivedAt);
+      if (limited) {
+        const retryAfter = Number(headers['retry-after']);
+        json(
+          response,
+          429,
+          { message: 'You are being rate limited.', retry_after: retryAfter, global: false },
+          headers,
+        );
+        return;
+      }
       const posted = (body ?? {}) as Record<string, unknown>;
       sent.push({ channelId, body: posted });
-      json(response, 200, fullMessage({ ...posted, id: nextId(), channel_id: channelId, author: botUser }));
+      json(
+        response,
+        200,
+        fullMessage({ ...posted, id: nextId(), channel_id: channelId, author: botUser }),
+        headers,
+      );
       return;
     }
     json(response, 404, { message: '404: Not Found', code: 0 });
@@ -390,6 +459,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     requests,
     stats,
     sentMessages: () => [...sent],
+    rateLimitViolations: () => limiter.violations(),
     connected: () => live !== null,
     guildCreate(guild) {
       guilds.set(guild.id, guild);

@@ -31,6 +31,8 @@ export interface FakeRateLimiter {
   admit(buckets: ReadonlyArray<readonly [string, FakeRateLimit]>, nowMs: number): number;
   /** Calls refused so far for exceeding a limit. */
   violations(): number;
+  /** What a platform tells of `bucket` now: calls left at once, and ms until it is full again. */
+  state(bucket: readonly [string, FakeRateLimit], nowMs: number): { remaining: number; fullInMs: number };
 }
 
 export function createFakeRateLimiter(toleranceMs: number = DEFAULT_TOLERANCE_MS): FakeRateLimiter {
@@ -53,5 +55,9 @@ export function createFakeRateLimiter(toleranceMs: number = DEFAULT_TOLERANCE_MS
       return 0;
     },
     violations: () => violations,
+    state([key, { limit, perMs }], nowMs) {
+      const fullInMs = Math.max(0, (fullAtByKey.get(key) ?? nowMs) - nowMs);
+      return { remaining: Math.max(0, Math.floor(limit - fullInMs / (perMs / limit))), fullInMs };
+    },
   };
 }
