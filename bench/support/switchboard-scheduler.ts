@@ -8,6 +8,7 @@ import {
   createMemoryQueryPool,
   createOutcomeBus,
 } from '@switchboard/core';
+import { instantDelivery } from '@switchboard/core/testing';
 import type { BenchMessage, SchedulerFactory } from './scheduler.js';
 
 /** No cap may refuse or drop a benchmark message: the backlogs are the point. */
@@ -60,12 +61,14 @@ export const createSwitchboardScheduler: SchedulerFactory = (options) => {
       return { replies: [{ text: await options.pipeline(query.message.id, query.text) }] };
     },
   };
+  // Replies leave through the outbox, as in the gateway; a message completes once they are sent.
+  const sending = instantDelivery(outcomes);
   const controller = createController({
     pool,
     pipelines: new Map([[policy.id, pipeline]]),
     policies: new Map([[policy.id, policy]]),
     outcomes,
-    deliver: async () => {},
+    outbox: sending.outbox,
   });
 
   return {
@@ -74,6 +77,9 @@ export const createSwitchboardScheduler: SchedulerFactory = (options) => {
       if (!result.accepted) throw new Error(`switchboard refused ${message.id}: ${result.reason}`);
     },
     start: () => controller.start(),
-    stop: () => controller.stop({ drainTimeoutMs: 1000 }),
+    stop: async () => {
+      await controller.stop({ drainTimeoutMs: 1000 });
+      await sending.stop();
+    },
   };
 };

@@ -1,6 +1,10 @@
 import { OUTCOME_KINDS } from '@switchboard/core';
+import { MAX_ID_CHARS } from '@switchboard/http';
 import { z } from 'zod';
 import { parseTimeBound } from './time-bound.js';
+
+/** Longest text searched for: a contains-search scans, and a phrase is enough to find a message. */
+export const MAX_TEXT_SEARCH_CHARS = 200;
 
 const timeBound = z
   .string()
@@ -16,7 +20,8 @@ const timeBound = z
 
 /**
  * The audit filters of docs/design.md §7, as text in (query string or CLI flags) and an `AuditQuery`
- * out: one schema for `GET /admin/audit` and `switchboard audit`.
+ * out: one schema for `GET /admin/audit`, `GET /admin/messages` and `switchboard audit`. `sender`
+ * is the sender id; `text` a case-insensitive contains-search.
  */
 export const AuditFiltersSchema = z.strictObject({
   outcome: z
@@ -28,6 +33,8 @@ export const AuditFiltersSchema = z.strictObject({
   rule: z.string().min(1).optional(),
   channel: z.string().min(1).optional(),
   session: z.string().min(1).optional(),
+  sender: z.string().min(1).max(MAX_ID_CHARS).optional(),
+  text: z.string().min(1).max(MAX_TEXT_SEARCH_CHARS).optional(),
   since: timeBound,
   until: timeBound,
   limit: z.coerce

@@ -37,6 +37,8 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
             rule: outcome.rule,
             attempt: 0,
             acceptedAt: outcome.at,
+            // The replies are as private as the text: kept only where the text is kept whole.
+            ...(kept.whole && outcome.undelivered !== undefined ? { undelivered: outcome.undelivered } : {}),
           }
         : null;
     auditLog

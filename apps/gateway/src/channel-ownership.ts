@@ -6,7 +6,7 @@ import {
   type Logger,
   backoffDelayMs,
 } from '@switchboard/core';
-import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '@switchboard/store-redis';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '@switchboard/store-redis/lease-timing';
 
 /**
  * Lease timing of single-owner connections, ms: the Redis pool's turn leases', so a dead
@@ -302,7 +302,8 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
       await handingOver;
     },
 
-    send: (origin, replies, signal) => adapter.send(origin, replies, signal),
+    send: (origin, replies, signal, sendOptions) => adapter.send(origin, replies, signal, sendOptions),
+    ...(adapter.preview === undefined ? {} : { preview: adapter.preview.bind(adapter) }),
 
     health() {
       if (running) return adapter.health();

@@ -1,7 +1,4 @@
 import { type ChannelEvents, createOpenApiChannel } from '@switchboard/channel-openapi';
-import { createDiscordChannel } from '@switchboard/channel-discord';
-import { createSlackChannel } from '@switchboard/channel-slack';
-import { createTelegramChannel } from '@switchboard/channel-telegram';
 import type { Config } from '@switchboard/config';
 import type {
   ChannelAdapter,
@@ -9,6 +6,7 @@ import type {
   Logger,
   MessageStatusStore,
   OutboundObserver,
+  OutboundPolicy,
   RateBuckets,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
@@ -23,12 +21,17 @@ export interface Channels {
   adapters: Map<string, ChannelAdapter>;
   /** Channel id → how it admits and keys messages. */
   policyOf(channelId: string): ChannelPolicy;
-  /** Channel id → the deadline of one send (`channels[].outbound.send_timeout`) in ms; undefined if unknown. */
-  sendTimeoutMsOf(channelId: string): number | undefined;
+  /** Channel id → how the reply sender sends through it (`channels[].outbound`). */
+  outboundPolicies: ReadonlyMap<string, OutboundPolicy>;
+  /** Channel id → the least time between two previews (`channels[].outbound.edit_interval`) in ms. */
+  editIntervalMsOf(channelId: string): number | undefined;
 }
 
-/** Builds every configured channel; webhook channels mount their routes on `server` now. */
-export function createChannels(
+/**
+ * Builds every configured channel; webhook channels mount their routes on `server` now. A
+ * platform's package (and its library) is imported only when a channel of its type is configured.
+ */
+export async function createChannels(
   config: Config,
   deps: {
     server: FastifyInstance;
@@ -40,7 +43,7 @@ export function createChannels(
     /** Told of pacing waits and platform 429s (metrics). */
     outbound: OutboundObserver;
   },
-): Channels {
+): Promise<Channels> {
   const adapters = new Map<string, ChannelAdapter>();
   const policies = new Map<string, ChannelPolicy>();
   for (const channel of config.channels) {
@@ -60,32 +63,37 @@ export function createChannels(
           }),
         );
         break;
-      case 'telegram':
+      case 'telegram': {
+        const { createTelegramChannel } = await import('@switchboard/channel-telegram');
         policies.set(channel.id, channel.policy);
         adapters.set(
           channel.id,
           createTelegramChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
         );
         break;
-      case 'slack':
+      }
+      case 'slack': {
+        const { createSlackChannel } = await import('@switchboard/channel-slack');
         policies.set(channel.id, channel.policy);
         adapters.set(
           channel.id,
           createSlackChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
         );
         break;
-      case 'discord':
+      }
+      case 'discord': {
+        const { createDiscordChannel } = await import('@switchboard/channel-discord');
         policies.set(channel.id, channel.policy);
         adapters.set(channel.id, createDiscordChannel({ config: channel, logger, rateBuckets, observer }));
         break;
+      }
     }
   }
-  const sendTimeoutsMs = new Map(
-    config.channels.map((channel) => [channel.id, channel.outbound.sendTimeoutMs]),
-  );
+  const outbound = new Map(config.channels.map((channel) => [channel.id, channel.outbound]));
   return {
     adapters,
     policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
-    sendTimeoutMsOf: (id) => sendTimeoutsMs.get(id),
+    outboundPolicies: outbound,
+    editIntervalMsOf: (id) => outbound.get(id)?.editIntervalMs,
   };
 }

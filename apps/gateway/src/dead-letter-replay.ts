@@ -1,9 +1,12 @@
 import {
   type AuditLog,
+  type DeadLetterPayload,
+  type Delivery,
   type DeliveryKey,
   type Logger,
   type OutcomeSink,
   type QueryPool,
+  type ReplyOutbox,
   SwitchboardError,
   recordOverflowed,
 } from '@switchboard/core';
@@ -12,12 +15,15 @@ import {
 export interface ReplayResult {
   id: string;
   message_id: string;
-  status: 'queued';
+  /** `queued`: the message runs again; `sending`: its stored replies are sent again. */
+  status: 'queued' | 'sending';
 }
 
 export interface DeadLetterReplayOptions {
   auditLog: AuditLog;
   pool: QueryPool;
+  /** Where a `delivery_failed` dead letter's replies go again. */
+  outbox: ReplyOutbox;
   outcomes: OutcomeSink;
   logger: Logger;
   /** How long a replay's claim is remembered, in ms: as long as a dead letter is kept (`audit.retention_days`). */
@@ -33,6 +39,34 @@ export interface DeadLetterReplayOptions {
  */
 export function replayDeliveryKey(auditId: string, claimTtlMs: number): DeliveryKey {
   return { key: `replay:${auditId}`, ttlMs: claimTtlMs };
+}
+
+/**
+ * The delivery that re-sends a `delivery_failed` dead letter's replies. Its id is derived from
+ * the audit id, so adding it twice (concurrent replays, a replay whose mark was lost) stores it
+ * once while it waits. The message has its outcome already (the dead letter): the delivery
+ * records none.
+ */
+export function replayDelivery(
+  auditId: string,
+  payload: DeadLetterPayload & { undelivered: NonNullable<DeadLetterPayload['undelivered']> },
+  nowMs: number,
+): Delivery {
+  const { origin, replies, draft } = payload.undelivered;
+  return {
+    id: `replay:${auditId}`,
+    channel: origin.channel,
+    chat: payload.session,
+    origin,
+    messages: [],
+    turnId: null,
+    replies,
+    ...(draft === undefined ? {} : { draft }),
+    ownsOutcome: false,
+    createdAt: nowMs,
+    attempts: 0,
+    notBefore: nowMs,
+  };
 }
 
 /**
@@ -71,6 +105,17 @@ export function createDeadLetterReplay(
       });
     }
     if (record.replayed_at !== null) throw alreadyReplayed(id);
+
+    // The pipeline answered; only the sending failed: the answer is sent again, not asked again.
+    if (record.reason === 'delivery_failed' && record.payload.undelivered !== undefined) {
+      const added = await options.outbox.add(
+        replayDelivery(id, { ...record.payload, undelivered: record.payload.undelivered }, now()),
+      );
+      await auditLog.markReplayed(id, now());
+      if (added === 'duplicate') throw alreadyReplayed(id);
+      logger.info({ auditId: id, messageId: record.message_id }, 'dead letter replayed: sending its replies');
+      return { id, message_id: record.message_id, status: 'sending' };
+    }
 
     // A new request under the same message id: `replayOf` gives its turns their own id.
     const result = await pool.enqueue(

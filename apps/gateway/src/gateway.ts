@@ -1,12 +1,4 @@
-import {
-  type EventOrigin,
-  IDEMPOTENCY_TTL_MS,
-  createHttpServerShutdown,
-  httpErrorHandler,
-  httpServerOptions,
-  notFoundHandler,
-  registerApiDocs,
-} from '@switchboard/channel-openapi';
+import type { EventOrigin } from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
@@ -15,23 +7,42 @@ import {
   type Router,
   type SecretMasker,
   SwitchboardError,
+  type Delivery,
   type TurnStart,
   createController,
   createIngress,
   createOutcomeBus,
+  createReplySender,
+  createReplyStream,
   createRouter,
-  sendWithDeadline,
 } from '@switchboard/core';
+import {
+  IDEMPOTENCY_TTL_MS,
+  createHttpServerShutdown,
+  httpErrorHandler,
+  httpServerOptions,
+  notFoundHandler,
+  registerApiDocs,
+  validatorCompiler,
+} from '@switchboard/http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
 import { ownChannels } from './channel-ownership.js';
 import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { createDeadLetterReplay } from './dead-letter-replay.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
+import { registerConsoleRoutes } from './http/console-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
+import { createMessageTrail } from './message-trail.js';
 import { createMetrics } from './metrics.js';
+import { createOutcomeRate } from './outcome-rate.js';
+import { type ChannelHealth, overview } from './overview.js';
+import { dryRunRoute } from './route-dry-run.js';
+import { createRouteHits } from './route-hits.js';
+import { routingView } from './routing-view.js';
+import { createTurnLatency } from './turn-latency.js';
 import { createPipelines } from './pipelines.js';
 import { DAY_MS, createRetention } from './retention.js';
 import { openStores } from './stores.js';
@@ -89,7 +100,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       throw err;
     });
   const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
-  let router: Router = createRouter(config.routing, { pipelines: pipelineIds });
+  const routeHits = createRouteHits();
+  let routing = config.routing;
+  let router: Router = routeHits.counting(createRouter(routing, { pipelines: pipelineIds }));
 
   const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
   const pipelines = createPipelines(config, { history: stores.history, logger });
@@ -100,10 +113,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     channelRoles: () =>
       [...ownership.owned.values()].map((channel) => ({ id: channel.id, role: channel.role() })),
     sharedPool: config.store.kind === 'redis',
+    outbox: stores.outbox,
   });
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
   outcomes.subscribe(audit.record);
   outcomes.subscribe(metrics.recordOutcome);
+  // What the console reads besides the stores: in memory, per replica, lost on restart.
+  const trail = createMessageTrail({ storeText: config.audit.storeText });
+  const outcomeRate = createOutcomeRate();
+  const turnLatency = createTurnLatency();
+  outcomes.subscribe(trail.recordOutcome);
+  outcomes.subscribe(outcomeRate.record);
   // Statuses answer `GET /v1/messages/{id}` and `Idempotency-Key` retries: they are kept as long
   // as a key can point at one (a day, long enough for any client to ask).
   const retention = createRetention(
@@ -122,6 +142,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
   );
   const turnStartListeners = new Set<(turn: TurnStart, origin: EventOrigin) => void>();
+  const repliesStoredListeners = new Set<(delivery: Delivery) => void>();
   // With a shared pool another replica may run the turn of a message this one accepted: the
   // channels hear its events too, marked relayed (docs/design.md §5 "Several replicas").
   const relay = stores.replicaEvents();
@@ -132,7 +153,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const server = Fastify({
     ...httpServerOptions(config.server),
     // Which peers may name the client in X-Forwarded-For: the address logged as `request.ip`.
-    // The loopback check never believes it (channel-openapi `isLoopbackClient`).
+    // The loopback check never believes it (@switchboard/http `isLoopbackClient`).
     trustProxy: config.server.trustProxy,
     loggerInstance: options.httpLogger,
     // Requests are not logged one by one: outcomes and metrics already account for each message.
@@ -160,8 +181,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const {
     adapters: configured,
     policyOf,
-    sendTimeoutMsOf,
-  } = createChannels(config, {
+    outboundPolicies,
+    editIntervalMsOf,
+  } = await createChannels(config, {
     server,
     statuses: stores.statuses,
     logger,
@@ -173,6 +195,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           outcomes.subscribe((outcome) => listener(outcome, 'local')),
           relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
         ),
+      subscribeRepliesStored: (listener) => {
+        repliesStoredListeners.add(listener);
+        return () => repliesStoredListeners.delete(listener);
+      },
       subscribeTurnStarts: (listener) => {
         turnStartListeners.add(listener);
         return unsubscribeAll(
@@ -210,31 +236,53 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outcomes,
     logger,
     tracer: options.tracer,
-    deliver: (query, replies) => {
-      const channel = channels.get(query.message.channel);
-      const sendTimeoutMs = sendTimeoutMsOf(query.message.channel);
-      if (channel === undefined || sendTimeoutMs === undefined) {
-        return Promise.reject(
-          new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-            message: `channel "${query.message.channel}" is no longer configured`,
-          }),
-        );
-      }
-      // Bounded, so that a hung platform call cannot hold the turn's slots (the controller ends
-      // the turn as a failed delivery).
-      return sendWithDeadline(channel, query.message, replies, sendTimeoutMs);
+    outbox: stores.outbox,
+    // Answers stream into previews where the channel shows them (docs/design.md §4 "Streaming").
+    streamReplies: (query, turnLogger) => {
+      const preview = channels.get(query.message.channel)?.preview;
+      const editIntervalMs = editIntervalMsOf(query.message.channel);
+      const finishTimeoutMs = outboundPolicies.get(query.message.channel)?.sendTimeoutMs;
+      if (preview === undefined || editIntervalMs === undefined || finishTimeoutMs === undefined)
+        return undefined;
+      return createReplyStream({
+        preview: (text, draft, signal) => preview(query.message, text, draft, signal),
+        editIntervalMs,
+        finishTimeoutMs,
+        logger: turnLogger,
+      });
     },
     observer: {
       turnStarted(turn) {
         metrics.observer.turnStarted?.(turn);
+        trail.observer.turnStarted(turn);
         for (const listener of turnStartListeners) listener(turn, 'local');
         // Only the HTTP channel's trackers follow turns across replicas.
         if (relay !== null && turn.messages.some(({ message }) => httpChannels.has(message.channel)))
           relay.publishTurnStart(turn);
       },
-      turnEnded: metrics.observer.turnEnded,
-      turnRetried: metrics.observer.turnRetried,
+      turnEnded(turn, result, durationMs) {
+        metrics.observer.turnEnded?.(turn, result, durationMs);
+        trail.observer.turnEnded(turn, result, durationMs);
+        turnLatency.turnEnded(turn, result, durationMs);
+      },
+      turnRetried(turn, delayMs) {
+        metrics.observer.turnRetried?.(turn, delayMs);
+        trail.observer.turnRetried(turn, delayMs);
+      },
+      repliesStored: (delivery) => {
+        for (const listener of repliesStoredListeners) listener(delivery);
+      },
     },
+  });
+
+  // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
+  const sender = createReplySender({
+    outbox: stores.outbox,
+    channel: (id) => channels.get(id),
+    policy: (id) => outboundPolicies.get(id),
+    outcomes,
+    logger,
+    observer: { deliveryEnded: metrics.deliveryEnded },
   });
 
   let draining = false;
@@ -246,7 +294,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }
     const next = await loadConfig(options.configPath);
     const nextRouter = createRouter(next.routing, { pipelines: pipelineIds });
-    router = nextRouter;
+    router = routeHits.counting(nextRouter);
+    routing = next.routing;
     logger.info({ rules: next.routing.rules.length, path: options.configPath }, 'routing reloaded');
     return { rules: next.routing.rules.length };
   }
@@ -261,6 +310,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return statuses;
   }
 
+  /** Each channel's readiness, and for single-owner ones whether this replica holds it. */
+  function channelHealth(): ChannelHealth[] {
+    return [...channels].map(([id, channel]) => {
+      const health = channel.health();
+      const role = ownership.owned.get(id)?.role();
+      return {
+        id,
+        ready: health.ready,
+        ...(role === undefined ? {} : { state: role }),
+        ...(health.detail ? { detail: health.detail } : {}),
+      };
+    });
+  }
+
   registerHealthRoutes(server, {
     registry: metrics.registry,
     protect: config.admin.protect,
@@ -270,15 +333,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         draining: { ok: !draining },
         store: await stores.health(),
       };
-      for (const [id, channel] of channels) {
-        const health = channel.health();
-        const role = ownership.owned.get(id)?.role();
-        checks[`channel.${id}`] = {
-          ok: health.ready,
-          ...(role === undefined ? {} : { state: role }),
-          ...(health.detail ? { detail: health.detail } : {}),
-        };
-      }
+      for (const { id, ready, ...rest } of channelHealth()) checks[`channel.${id}`] = { ok: ready, ...rest };
       for (const [id, status] of Object.entries(pipelineStatuses())) {
         checks[`pipeline.${id}`] = { ok: status.ok, ...(status.detail ? { detail: status.detail } : {}) };
       }
@@ -294,13 +349,34 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     pipelineStatuses,
     channelHolders: ownership.holders,
     reload: reloadRouting,
+    statuses: stores.statuses,
+    trail,
+    routing: () => routingView(routing, routeHits),
+    channels: config.channels,
+    dryRun: (channel, input) => dryRunRoute(router, channel, input),
+    overview: async () =>
+      overview({
+        nowMs: Date.now(),
+        rate: outcomeRate,
+        stats: await pool.stats(),
+        latency: turnLatency,
+        pipelineIds,
+        limits: { concurrency: config.concurrency, queue: config.queue },
+        channels: channelHealth(),
+      }),
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,
       pool,
+      outbox: stores.outbox,
       outcomes,
       logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
     }),
+  });
+
+  registerConsoleRoutes(server, {
+    auth: config.admin.token === undefined ? operatorAuth : undefined,
+    logger,
   });
 
   async function stop(): Promise<void> {
@@ -312,6 +388,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpShutdown.drain();
     for (const channel of channels.values()) channel.drain?.();
     await controller.stop({ drainTimeoutMs });
+    // Replies of the turns that finished in the drain went out meanwhile; now the sender stops
+    // claiming, and its sends under way get what is left of the drain.
+    await sender.stop({ drainTimeoutMs: Math.max(0, deadline - Date.now()) });
+    // Nothing adds replies any more: what an outbox in memory still holds is dropped.
+    await sender.dropUnsent();
     // After the drain no turn runs: worker processes get what is left of the drain to exit.
     await Promise.all(
       [...pipelines.values()].map((pipeline) =>
@@ -337,6 +418,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         await channel.start({ ingress, logger, recovered: own });
       }
       controller.start();
+      sender.start();
       const address = await server.listen({ host: config.server.host, port: config.server.port });
       logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
       return address;

@@ -1,6 +1,6 @@
+import { createRequire } from 'node:module';
 import type { SecretMasker } from '@switchboard/core';
 import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino';
-import { prettyFactory } from 'pino-pretty';
 
 /**
  * Paths of secrets that must never reach a log line, wherever a config or request object is
@@ -54,9 +54,11 @@ export function logFormatOf(
 
 /**
  * `destination` behind pino-pretty, in process and synchronous: a worker-thread transport would
- * lose the last lines of a process that exits at once (a failed start).
+ * lose the last lines of a process that exits at once (a failed start). pino-pretty is required
+ * here, not imported above: JSON logs (production) never load it.
  */
 function prettyStream(destination: DestinationStream): DestinationStream {
+  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
   const prettify = prettyFactory({
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: 'pid,hostname,service',

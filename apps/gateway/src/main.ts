@@ -1,11 +1,7 @@
 import { parseArgs } from 'node:util';
 import { isSwitchboardError } from '@switchboard/core';
 import { AuditFiltersSchema } from './audit-filters.js';
-import { audit } from './commands/audit.js';
-import { configCheck } from './commands/config-check.js';
 import { type CommandIo, processIo } from './commands/io.js';
-import { route } from './commands/route.js';
-import { serve } from './commands/serve.js';
 import { resolveConfigPath } from './config-path.js';
 import type { ReloadSignal } from './reload-signal.js';
 
@@ -73,18 +69,25 @@ export async function main(
   const path = resolveConfigPath(values.config);
   const verb = positionals.join(' ');
   if (verb !== 'serve') reloadSignal?.release();
+  // Each command is loaded when it runs: only `serve` needs the HTTP server, the stores and the
+  // platform libraries, and `--help` or `route` must answer without loading them.
   try {
     switch (verb) {
-      case 'serve':
+      case 'serve': {
+        const { serve } = await import('./commands/serve.js');
         return await serve(path, reloadSignal);
-      case 'config check':
+      }
+      case 'config check': {
+        const { configCheck } = await import('./commands/config-check.js');
         return await configCheck(path, io);
+      }
       case 'route': {
         const missing = (['channel', 'chat-type', 'chat-id', 'text'] as const).filter(
           (flag) => values[flag] === undefined,
         );
         if (missing.length > 0)
           return usageError(io, `route needs ${missing.map((flag) => `--${flag}`).join(', ')}`);
+        const { route } = await import('./commands/route.js');
         return await route(
           path,
           {
@@ -101,6 +104,7 @@ export async function main(
       }
       case 'audit': {
         const filters = AuditFiltersSchema.keyof().options.map((filter) => [filter, values[filter]]);
+        const { audit } = await import('./commands/audit.js');
         return await audit(path, { ...Object.fromEntries(filters), json: values.json ?? false }, io);
       }
       default:

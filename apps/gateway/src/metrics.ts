@@ -1,10 +1,13 @@
 import type {
   ControllerObserver,
+  Delivery,
+  DeliveryResult,
   Outcome,
   OutboundObserver,
   Pipeline,
   PoolStats,
   QueryPool,
+  ReplyOutbox,
 } from '@switchboard/core';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
@@ -31,6 +34,8 @@ export function createMetrics(
     channelRoles: () => Iterable<{ id: string; role: 'active' | 'standby' }>;
     /** True when other replicas share `pool` (`store: redis`). */
     sharedPool: boolean;
+    /** The reply outbox, counted at scrape time (`switchboard_outbox_pending`). */
+    outbox: ReplyOutbox;
   },
 ) {
   const registry = new Registry();
@@ -126,6 +131,25 @@ export function createMetrics(
     },
   });
 
+  new Gauge({
+    name: 'switchboard_outbox_pending',
+    help: 'Deliveries of replies stored and not yet delivered or given up, per channel.',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+    async collect() {
+      // A channel whose outbox emptied reads 0, not its last count.
+      this.reset();
+      for (const [channel, count] of Object.entries(await options.outbox.pending()))
+        this.set({ channel }, count);
+    },
+  });
+  const deliveries = countingCounter({
+    name: 'switchboard_deliveries_total',
+    help: 'Attempts at sending a delivery of replies: delivered, retried (failed, tried again later) or failed (given up, a dead letter).',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [registry],
+  });
+
   const sendWait = countingHistogram({
     name: 'switchboard_send_wait_seconds',
     help: 'Time a send or edit waited for its pacing tokens (outbound.rate) before going to the platform.',
@@ -166,6 +190,9 @@ export function createMetrics(
     observer,
     /** What the chat channels report about their platform calls. */
     outbound,
+    deliveryEnded(delivery: Delivery, result: DeliveryResult) {
+      deliveries.series({ channel: delivery.channel, outcome: result }).inc();
+    },
     recordOutcome(outcome: Outcome) {
       const labels = {
         channel: outcome.message.channel,

@@ -10,28 +10,24 @@ import {
   type PipelinePolicy,
   type QueryPool,
   type RateBuckets,
+  type ReplyOutbox,
   createMemoryAuditLog,
   createMemoryChannelLeases,
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
   createMemoryRateBuckets,
+  createMemoryReplyOutbox,
   within,
 } from '@switchboard/core';
-import { createPostgresStore } from '@switchboard/store-postgres';
-import {
-  type RedisChannelLeases,
-  type RedisEventRelay,
-  type RedisQueryPool,
-  type RedisRateBuckets,
-  type ReplicaView,
-  createAuditOutbox,
-  createRedisChannelLeases,
-  createRedisEventRelay,
-  createRedisQueryPool,
-  createRedisRateBuckets,
+import type {
+  RedisChannelLeases,
+  RedisEventRelay,
+  RedisQueryPool,
+  RedisRateBuckets,
+  ReplicaView,
 } from '@switchboard/store-redis';
-import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
+import type { SqliteStore } from '@switchboard/store-sqlite';
 
 /** What every query pool is built from, whichever store holds it. */
 export interface PoolOptions {
@@ -62,6 +58,11 @@ export interface RecordStores {
 
 /** The stores the gateway runs on, opened from `store:` and `audit:`. */
 export interface Stores extends RecordStores {
+  /**
+   * Where answered turns leave their replies (docs/design.md §2 "Outbox"): in the SQLite file
+   * with `store: sqlite`, in memory with `store: memory`.
+   */
+  outbox: ReplyOutbox;
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
   createPool(options: PoolOptions): Promise<QueryPool>;
   /**
@@ -88,6 +89,8 @@ export interface Stores extends RecordStores {
   /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
   refusal?: () => IngressRefusal | undefined;
 }
+
+// Each store package (and its database client) is imported only when the config names it.
 
 /** How long `/readyz` waits for the database: a silent one must not hold the probe for its timeouts. */
 const PROBE_TIMEOUT_MS = 1000;
@@ -130,6 +133,7 @@ function sqliteRecords(store: SqliteStore): RecordStores {
 async function openRecordStores(config: Config, logger: Logger): Promise<RecordStores> {
   const { audit, store } = config;
   if (audit.kind === 'postgres') {
+    const { createPostgresStore } = await import('@switchboard/store-postgres');
     const postgres = await createPostgresStore({ url: audit.url, schema: audit.schema, logger });
     return { ...postgres, health: probe('postgresql', postgres.statuses) };
   }
@@ -144,6 +148,7 @@ async function openRecordStores(config: Config, logger: Logger): Promise<RecordS
   }
   // `store: redis` never gets here: the config asks it for `audit: postgres`.
   const storePath = store.kind === 'sqlite' ? store.path : DEFAULT_SQLITE_PATH;
+  const { createSqliteStore } = await import('@switchboard/store-sqlite');
   return sqliteRecords(createSqliteStore({ path: audit.path ?? storePath }));
 }
 
@@ -162,12 +167,14 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
     const records = await openRecordStores(config, logger);
     return {
       ...records,
+      outbox: createMemoryReplyOutbox(),
       createPool: async (options) => createMemoryQueryPool(options),
       replicaEvents: () => null,
       channelLeases: () => processLeases,
       rateBuckets: () => processBuckets,
     };
   }
+  const { createSqliteStore } = await import('@switchboard/store-sqlite');
   const file = createSqliteStore({ path: store.path });
   const sharesFile = audit.kind === 'sqlite' && (audit.path ?? store.path) === store.path;
   const records = sharesFile
@@ -178,6 +185,9 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
       });
   return {
     ...records,
+    // In the file that journals the pool: a settlement's outbox row and journal removal, and a
+    // delivery's removal and audit record, go through one group commit.
+    outbox: file.outbox,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
     channelLeases: () => processLeases,
@@ -199,6 +209,13 @@ type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
  */
 async function withRedisPool(config: Config, records: RecordStores, logger: Logger): Promise<Stores> {
   const store = config.store as RedisStoreConfig;
+  const {
+    createAuditOutbox,
+    createRedisChannelLeases,
+    createRedisEventRelay,
+    createRedisQueryPool,
+    createRedisRateBuckets,
+  } = await import('@switchboard/store-redis');
   const outbox = await createAuditOutbox({
     url: store.url,
     prefix: store.prefix,
@@ -218,6 +235,9 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     ...records,
     auditLog: outbox,
     statuses: outbox.statuses ?? records.statuses,
+    // The Redis reply outbox, shared by the replicas, goes here once it exists; until then each
+    // replica keeps the replies of the turns it ran in its memory (lost with the process).
+    outbox: createMemoryReplyOutbox(),
     refusal: outbox.refusal,
     async createPool(options) {
       const opened = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });

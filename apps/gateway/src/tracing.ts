@@ -1,13 +1,4 @@
 import { propagation, trace } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-} from '@opentelemetry/sdk-trace';
 import type { TracesConfig } from '@switchboard/config';
 import { type MessageTracer, createMessageTracer, within } from '@switchboard/core';
 
@@ -61,17 +52,28 @@ function batchDelayOf(env: NodeJS.ProcessEnv): { scheduledDelayMillis?: number }
  * a tracer provider with an OTLP/HTTP exporter behind a batching processor and W3C trace context
  * propagation, registered globally so that the packages' `@opentelemetry/api` calls reach them.
  * No context manager: the engine passes parents explicitly, and AsyncLocalStorage would tax every
- * promise of the process. Returns undefined, and registers nothing, when
- * tracing is off: the API then stays the no-op it is by default.
+ * promise of the process. Resolves to undefined, and registers nothing, when tracing is off:
+ * the API then stays the no-op it is by default, and the SDK is not even loaded.
  */
-export function startTracing(
+export async function startTracing(
   config: TracesConfig,
   version: string,
   env: NodeJS.ProcessEnv = process.env,
   mask: (text: string) => string = (text) => text,
-): Tracing | undefined {
+): Promise<Tracing | undefined> {
   const endpoint = endpointOf(config, env);
   if (endpoint === undefined) return undefined;
+  const [
+    { W3CTraceContextPropagator },
+    { OTLPTraceExporter },
+    { detectResources, envDetector, resourceFromAttributes },
+    { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider },
+  ] = await Promise.all([
+    import('@opentelemetry/core'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace'),
+  ]);
   const resource = detectResources({ detectors: [envDetector] }).merge(
     resourceFromAttributes({
       'service.name': config.serviceName ?? env.OTEL_SERVICE_NAME ?? DEFAULT_SERVICE_NAME,

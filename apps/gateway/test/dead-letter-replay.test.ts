@@ -9,6 +9,7 @@ import {
   PipelinePolicySchema,
   createMemoryAuditLog,
   createMemoryQueryPool,
+  createMemoryReplyOutbox,
   createOutcomeBus,
   silentLogger,
   turnIdOf,
@@ -46,14 +47,16 @@ function setup(
   const outcomes: Outcome[] = [];
   const bus = createOutcomeBus();
   bus.subscribe((outcome) => outcomes.push(outcome));
+  const outbox = createMemoryReplyOutbox();
   const replay = createDeadLetterReplay({
     auditLog,
     pool,
+    outbox,
     outcomes: bus,
     logger: silentLogger,
     claimTtlMs: CLAIM_TTL_MS,
   });
-  return { auditLog, pool, outcomes, replay };
+  return { auditLog, pool, outbox, outcomes, replay };
 }
 
 const folders: string[] = [];
@@ -69,6 +72,34 @@ function databasePath(): string {
 }
 
 describe('dead letter replay', () => {
+  describe('when the dead letter is a delivery that failed', () => {
+    it('sends its stored replies again through the outbox, runs nothing, and answers 409 the second time', async () => {
+      const { auditLog, pool, outbox, replay } = setup();
+      const { raw: _raw, ...origin } = queuedMessageFixture(1).message;
+      const record = deadLetter();
+      await auditLog.append({
+        ...record,
+        reason: 'delivery_failed',
+        payload: {
+          ...(record.payload as NonNullable<AuditRecord['payload']>),
+          undelivered: { origin, replies: [{ text: 'the answer' }] },
+        },
+      });
+      expect(await replay(DEAD_LETTER_ID)).toMatchObject({ status: 'sending' });
+      expect(await outbox.list(origin.channel)).toEqual([
+        expect.objectContaining({
+          id: `replay:${DEAD_LETTER_ID}`,
+          origin,
+          replies: [{ text: 'the answer' }],
+          ownsOutcome: false,
+        }),
+      ]);
+      expect((await pool.stats()).pending).toBe(0);
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_HTTP_CONFLICT' });
+      expect(await outbox.list(origin.channel)).toHaveLength(1);
+    });
+  });
+
   describe('when two replays of one dead letter run at once', () => {
     it.each([
       ['a pool without a journal', () => undefined],

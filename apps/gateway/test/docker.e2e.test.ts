@@ -230,6 +230,11 @@ async function expectServesAndDrains(gateway: Gateway, options: { node: string; 
   expect(await get(`${base}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });
   expect(await healthcheck(options.node, gateway.port)).toBe(0);
 
+  // The console's built assets ship in the deployed folder (through @switchboard/console).
+  const consolePage = await fetch(`${base}/admin/`);
+  expect(consolePage.status).toBe(200);
+  expect(await consolePage.text()).toMatch(/src="\/admin\/assets\/[^"]+\.js"/);
+
   const message = { session_id: 's1', user_id: 'u1', text: 'hello' };
   const answer = await post(`${base}/v1/messages`, message, { authorization: `Bearer ${API_KEY}` });
   expect(answer.status).toBe(200);

@@ -12,8 +12,8 @@ describe('startTracing', () => {
   });
 
   describe('when neither the config nor OTEL_EXPORTER_OTLP_* names a collector', () => {
-    it('starts nothing: the API stays a no-op that records no span and injects no header', () => {
-      expect(startTracing(OFF, '1.0.0', {})).toBeUndefined();
+    it('starts nothing: the API stays a no-op that records no span and injects no header', async () => {
+      expect(await startTracing(OFF, '1.0.0', {})).toBeUndefined();
 
       const span = trace.getTracer('test').startSpan('probe');
       expect(span.isRecording()).toBe(false);
@@ -28,7 +28,7 @@ describe('startTracing', () => {
       const collector = await startFakeOtlpCollector();
       try {
         const env = { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.tracesUrl };
-        expect(startTracing(OFF, '1.0.0', env)).toBeUndefined();
+        expect(await startTracing(OFF, '1.0.0', env)).toBeUndefined();
         trace.getTracer('test').startSpan('probe').end();
         expect(collector.requests).toBe(0);
       } finally {
@@ -38,14 +38,14 @@ describe('startTracing', () => {
   });
 
   describe('when the standard variables are set but empty, or turn tracing off in other words', () => {
-    it('leaves tracing off, as the specification reads an empty variable as unset', () => {
+    it('leaves tracing off, as the specification reads an empty variable as unset', async () => {
       for (const env of [
         { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' },
         { OTEL_EXPORTER_OTLP_ENDPOINT: ' ' },
         { OTEL_SDK_DISABLED: 'TRUE', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
         { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
       ])
-        expect(startTracing(OFF, '1.0.0', env), JSON.stringify(env)).toBeUndefined();
+        expect(await startTracing(OFF, '1.0.0', env), JSON.stringify(env)).toBeUndefined();
     });
   });
 
@@ -54,7 +54,7 @@ describe('startTracing', () => {
       const collector = await startFakeOtlpCollector();
       try {
         const env = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.tracesUrl, OTEL_SERVICE_NAME: 'bots-eu' };
-        const tracing = startTracing(OFF, '1.2.3', env);
+        const tracing = await startTracing(OFF, '1.2.3', env);
         expect(tracing).toBeDefined();
         trace.getTracer('test').startSpan('probe').end();
         await tracing?.shutdown();

@@ -3,12 +3,14 @@ import type { DiscordChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   IGNORING_OBSERVER,
+  type InboundMessage,
   type Logger,
   type OutboundObserver,
   type RateBuckets,
   createMemoryRateBuckets,
   createSendPacer,
   newMessageId,
+  pacedChatOf,
 } from '@switchboard/core';
 import { Client, Events, GatewayIntentBits, type Message, Partials, REST, RESTEvents } from 'discord.js';
 import { toStartError } from './errors.js';
@@ -16,7 +18,8 @@ import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
 import { toMessageData } from './inbound/message-data.js';
 import { normalizeMessage } from './inbound/normalize.js';
-import { sendReplies } from './outbound/send.js';
+import { renderPreview } from './outbound/render.js';
+import { type Outbound, editMessage, postMessage, sendReplies } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
 export interface DiscordChannelOptions {
@@ -69,6 +72,14 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     buckets: options.rateBuckets ?? createMemoryRateBuckets(),
     rates: config.outbound.rate,
     onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
+  });
+  /** What a send or preview answering `origin` calls Discord with. */
+  const outboundOf = (origin: InboundMessage, signal: AbortSignal): Outbound => ({
+    rest,
+    token: config.token,
+    pacer,
+    chat: pacedChatOf(origin),
+    signal,
   });
   const health = createGatewayHealth();
   let client: Client | null = null;
@@ -178,8 +189,16 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
       logger.info({}, 'channel stopped');
     },
 
-    send(origin, replies, signal) {
-      return sendReplies(rest, origin, replies, config.token, pacer, signal);
+    send(origin, replies, signal, sendOptions) {
+      return sendReplies(origin, replies, outboundOf(origin, signal), sendOptions?.draft);
+    },
+
+    async preview(origin, text, draft, signal) {
+      const message = renderPreview(origin, text);
+      const outbound = outboundOf(origin, signal);
+      if (draft === undefined) return postMessage(message, outbound);
+      await editMessage(message, draft, outbound);
+      return draft;
     },
 
     health() {

@@ -31,7 +31,14 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
       token: fake.token,
       apiUrl: fake.url,
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000, rate: NO_PACING },
+      outbound: {
+        sendTimeoutMs: 30_000,
+        editIntervalMs: 1_000,
+        concurrency: 8,
+        maxAgeMs: 3_600_000,
+        retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        rate: NO_PACING,
+      },
     };
     const created = createDiscordChannel({
       config,

@@ -1,4 +1,11 @@
-import { ChatTypeSchema, MESSAGE_STATUSES, ReplySchema, hasUnpairedSurrogate } from '@switchboard/core';
+import {
+  ChatTypeSchema,
+  DELIVERY_STATES,
+  MESSAGE_STATUSES,
+  ReplySchema,
+  hasUnpairedSurrogate,
+} from '@switchboard/core';
+import { ErrorBodySchema, MAX_ID_CHARS } from '@switchboard/http';
 import { z } from 'zod';
 
 /**
@@ -9,14 +16,6 @@ import { z } from 'zod';
 
 /** Longest `text` a caller may send: far above a chat message, far below the body limit. */
 export const MAX_TEXT_CHARS = 32_768;
-const MAX_ID_CHARS = 256;
-
-/**
- * The server's `maxParamLength`: a path parameter is matched still percent-encoded, and a BMP
- * character takes up to 9 characters that way (`%E2%82%AC`). With fastify's default of 100, an id
- * the body accepts made its event stream answer 414.
- */
-export const MAX_PARAM_LENGTH = MAX_ID_CHARS * 9;
 
 /**
  * Text as callers send it: `"\ud800"` is valid JSON but no text; it broke session keys (a 500)
@@ -80,7 +79,13 @@ export const MessageViewSchema = z.object({
   rule: z.string().nullable(),
   /** The turn that answered; shared by every message of a merged burst. */
   turn: z.string().nullable(),
+  /** The replies delivered so far. */
   replies: z.array(ReplySchema),
+  /**
+   * Where the replies stand: `pending` (stored, being sent: `status` is already `completed`),
+   * `delivered`, `failed` (given up); null when there is nothing to deliver.
+   */
+  delivery: z.enum(DELIVERY_STATES).nullable(),
   error: z.string().nullable(),
   /** The message's OpenTelemetry trace id (32 hex digits); null when tracing is off. */
   trace_id: z.string().nullable(),
@@ -88,16 +93,6 @@ export const MessageViewSchema = z.object({
   reason: z.string().optional(),
 });
 export type MessageView = z.output<typeof MessageViewSchema>;
-
-/** The one error shape of every HTTP answer (STYLE "Errors"). */
-export const ErrorBodySchema = z.object({
-  error: z.object({
-    code: z.string(),
-    message: z.string(),
-    details: z.record(z.string(), z.unknown()).optional(),
-  }),
-});
-export type ErrorBody = z.output<typeof ErrorBodySchema>;
 
 /** Error answers every channel route may give, for the document. */
 export const COMMON_ERROR_RESPONSES = {

@@ -46,7 +46,8 @@ const DEFAULTS = {
  * and `GET {prefix}/sessions/{session_id}/events`. Its routes exist from creation but answer
  * 503 SB_DRAINING until `start` and again after `stop`; from `drain` on, requests waiting for
  * replies are answered 202 at once, so none holds the server open through a shutdown. Its outbox (`send`) records the replies
- * on the message's status and pushes them to the session's event streams. Statuses follow the
+ * on the message's status and pushes them to the session's event streams; a streamed answer's
+ * previews reach those streams first as `reply.delta` events (the streams of this replica only). Statuses follow the
  * engine's events for the life of the server, so messages accepted before `stop` still end in
  * their final status while the engine drains.
  */
@@ -120,6 +121,17 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
       };
       sse.publish(sent.session, replyEventsOf(sent));
       shareReplies?.(sent);
+    },
+
+    // The ref is how much of the answer the session's streams have: each delta is what came since.
+    async preview(origin, text, draft, signal) {
+      signal.throwIfAborted();
+      const status = await tracker.current(origin.id);
+      const delta = text.slice(draft === undefined ? 0 : Number(draft));
+      if (delta !== '') {
+        sse.publishDelta(origin.chat.id, { message_id: origin.id, turn: status?.turn ?? null, delta });
+      }
+      return String(text.length);
     },
 
     health() {

@@ -9,12 +9,20 @@ import {
   newMessageId,
   traceIdOf,
 } from '@switchboard/core';
+import {
+  ErrorBodySchema,
+  IDEMPOTENCY_TTL_MS,
+  bearerAuth,
+  httpErrorHandler,
+  jsonBodyParser,
+  notFoundHandler,
+  validatorCompiler,
+} from '@switchboard/http';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   COMMON_ERROR_RESPONSES,
-  ErrorBodySchema,
   MessageParamsSchema,
   type MessageView,
   MessageViewSchema,
@@ -23,21 +31,12 @@ import {
   SessionParamsSchema,
   postMessageBodySchema,
 } from './api-schemas.js';
-import { bearerAuth } from './auth.js';
-import { httpErrorHandler, notFoundHandler } from './error-handler.js';
 import { createKeyedSerializer } from './keyed-serializer.js';
-import { jsonBodyParser } from './json-body.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
 import { SSE_HEADERS, type SseHub } from './sse.js';
 import { type StatusTracker, type StatusWatch, emptyStatus, isFinal } from './status-tracker.js';
-import { validatorCompiler } from './validator-compiler.js';
 
-/**
- * How long an `Idempotency-Key` stays bound to its message. The app keeps statuses at least this
- * long: a key whose status was pruned would accept its message again.
- */
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /** The wait suggested while the channel is not running: a start or a restart takes seconds. */
 const NOT_RUNNING_RETRY_AFTER_MS = 5000;
 /** Named in the OpenAPI document and in `WWW-Authenticate`. */
@@ -62,8 +61,9 @@ interface Answer {
 
 function viewOf(status: MessageStatus, reason?: string): MessageView {
   const { updated_at: _updatedAt, ...stored } = status;
-  // Statuses stored before trace ids existed (or by a replica not upgraded yet) have none.
-  const view = { ...stored, trace_id: stored.trace_id ?? null };
+  // Statuses stored before trace ids or deliveries existed (or by a replica not upgraded yet)
+  // have none.
+  const view = { ...stored, trace_id: stored.trace_id ?? null, delivery: stored.delivery ?? null };
   return reason === undefined ? view : { ...view, reason };
 }
 
@@ -77,7 +77,16 @@ function immediateAnswer(
   traceId: string | null,
   result: Extract<IngressResult, { status: 'discarded' | 'ignored' }>,
 ): Answer {
-  const base = { id, pipeline: null, rule: null, turn: null, replies: [], error: null, trace_id: traceId };
+  const base = {
+    id,
+    pipeline: null,
+    rule: null,
+    turn: null,
+    replies: [],
+    delivery: null,
+    error: null,
+    trace_id: traceId,
+  };
   switch (result.status) {
     case 'discarded':
       return { statusCode: 200, body: { ...base, status: 'discarded', rule: result.rule } };
@@ -101,6 +110,7 @@ function queuedAnswer(
       rule: result.rule,
       turn: null,
       replies: [],
+      delivery: null,
       error: null,
       trace_id: traceId,
     },
@@ -274,6 +284,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
           summary: 'Stream the replies sent to a session (server-sent events)',
           description:
             'Each reply is an `event: reply` whose data is `{"message_id","turn","text"}`; a comment line every 15 s keeps the stream open. ' +
+            'While a streaming pipeline writes an answer, `event: reply.delta` events come first, at most one per `outbound.edit_interval`, with data `{"message_id","turn","delta"}`: the text added since the previous delta of that message (their concatenation is the answer so far). The `reply` events that follow carry the whole answer, once. ' +
             'Any caller the channel admits (any API key, or loopback without keys) may follow any session: session ids are not secrets the API checks, so give each end user an id others cannot guess, or keep the key on your server. ' +
             'Streams are bounded by `max_event_streams` and `max_event_streams_per_session` (429 past them), and a client that does not read is disconnected once `max_event_stream_buffer` bytes wait unsent.',
           tags: ['sessions'],

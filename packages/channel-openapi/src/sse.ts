@@ -8,6 +8,13 @@ export interface ReplyEvent {
   text: string;
 }
 
+/** The data of one `event: reply.delta`: text a streamed answer gained since its previous delta. */
+export interface ReplyDeltaEvent {
+  message_id: string;
+  turn: string | null;
+  delta: string;
+}
+
 /** The bounds of the event streams; from the channel config (`max_event_streams`…). */
 export interface SseLimits {
   /** Streams open at once on the channel. */
@@ -39,6 +46,8 @@ export interface SseHub {
    */
   open(sessionId: string, response: ServerResponse): void;
   publish(sessionId: string, events: readonly ReplyEvent[]): void;
+  /** Sends a piece of a streamed answer to the session's streams (docs/design.md §4 "Streaming"). */
+  publishDelta(sessionId: string, event: ReplyDeltaEvent): void;
   /** Ends every stream (server shutdown: open streams would keep it from closing). */
   closeAll(): void;
 }
@@ -58,6 +67,11 @@ const RETRY_AFTER_MS = 5000;
 /** Every event on one line: JSON.stringify escapes newlines, which would end an SSE field. */
 export function formatReplyEvent(event: ReplyEvent): string {
   return `event: reply\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/** Like `formatReplyEvent`, for `event: reply.delta`. */
+export function formatReplyDeltaEvent(event: ReplyDeltaEvent): string {
+  return `event: reply.delta\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
 export interface SseHubOptions {
@@ -105,9 +119,12 @@ export function createSseHub(options: SseHubOptions): SseHub {
   }
 
   function publish(sessionId: string, events: readonly ReplyEvent[]): void {
+    write(sessionId, events.map(formatReplyEvent).join(''));
+  }
+
+  function write(sessionId: string, chunk: string): void {
     const session = streams.get(sessionId);
     if (session === undefined) return;
-    const chunk = events.map(formatReplyEvent).join('');
     for (const response of session.responses) send(response, chunk);
   }
 
@@ -198,6 +215,10 @@ export function createSseHub(options: SseHubOptions): SseHub {
     },
 
     publish,
+
+    publishDelta(sessionId, event) {
+      write(sessionId, formatReplyDeltaEvent(event));
+    },
 
     closeAll() {
       for (const session of streams.values()) {

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import {
+  type Delivery,
   type Logger,
   type MessageStatus,
   type MessageStatusStore,
@@ -29,6 +30,11 @@ export interface ChannelEvents {
   subscribeOutcomes(listener: (outcome: Outcome, origin?: EventOrigin) => void): () => void;
   /** Calls `listener` whenever a turn starts (again, for a retry); returns the unsubscribe. */
   subscribeTurnStarts(listener: (turn: TurnStart, origin?: EventOrigin) => void): () => void;
+  /**
+   * Calls `listener` when a turn's replies were stored in the outbox and the turn completed: its
+   * messages are answered, their replies on their way. Returns the unsubscribe.
+   */
+  subscribeRepliesStored?(listener: (delivery: Delivery) => void): () => void;
   /**
    * With a shared pool: hands a local outcome of this channel to the other replicas. The tracker
    * calls it once the final status write has landed (or failed), so that a replica answered by
@@ -123,9 +129,20 @@ const SWEEP_PER_ROUND = 100;
 /** A status is final once the message has its outcome. */
 const FINAL: ReadonlySet<MessageStatus['status']> = new Set(OUTCOME_KINDS);
 
-/** True when nothing will change the status any more (but replies a dead letter reply adds). */
+/**
+ * True when nothing will change the status any more (but replies a dead letter reply adds): the
+ * message has its outcome, and its replies are not waiting in the outbox.
+ */
 export function isFinal(status: MessageStatus): boolean {
-  return FINAL.has(status.status);
+  return FINAL.has(status.status) && status.delivery !== 'pending';
+}
+
+/** Where the replies of a message with this outcome stand. */
+function deliveryAfter(outcome: Outcome, base: MessageStatus): MessageStatus['delivery'] {
+  if (outcome.kind === 'completed') return (outcome.replies?.length ?? 0) > 0 ? 'delivered' : null;
+  // Given up by the outbox (a dead letter), or left in it at shutdown.
+  if (outcome.reason === 'delivery_failed' || base.delivery === 'pending') return 'failed';
+  return base.delivery ?? null;
 }
 
 /** A message known to be accepted, nothing more: queued, with no route yet. */
@@ -137,6 +154,7 @@ export function emptyStatus(id: string, updatedAt: number): MessageStatus {
     rule: null,
     turn: null,
     replies: [],
+    delivery: null,
     error: null,
     trace_id: null,
     updated_at: updatedAt,
@@ -154,7 +172,8 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
     rule: outcome.rule ?? base.rule,
     turn: outcome.turnId ?? base.turn,
     // The outcome carries the turn's replies, which `send` already appended for the first message.
-    replies: outcome.replies ?? base.replies,
+    replies: outcome.kind === 'completed' ? (outcome.replies ?? base.replies) : base.replies,
+    delivery: deliveryAfter(outcome, base),
     // Without an error, the reason (queue_overflow, shutdown…) is the only account of a failure.
     error: error ?? (failed ? (outcome.reason ?? null) : null),
     trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id ?? null,
@@ -378,6 +397,35 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   }
 
   /**
+   * A followed message's replies were stored and its turn completed: it reads `completed` with
+   * its delivery `pending` until the outbox delivers them or gives up. Written to the store, so
+   * that it is known after a restart while the outbox still holds its replies. A message no
+   * longer followed is final already (its delivery beat this event), and is left alone.
+   */
+  function onRepliesStored(delivery: Delivery): void {
+    if (delivery.channel !== channelId) return;
+    const at = now();
+    for (const answered of delivery.messages) {
+      const id = answered.message.id;
+      const entry = tracked.get(id);
+      if (entry === undefined || (entry.status !== null && isFinal(entry.status))) continue;
+      const status: MessageStatus = {
+        ...(entry.status ?? emptyStatus(id, at)),
+        status: 'completed',
+        pipeline: answered.pipeline,
+        rule: answered.rule ?? null,
+        turn: delivery.turnId,
+        delivery: 'pending',
+        updated_at: at,
+      };
+      entry.status = status;
+      write(id, entry, status).catch((err: unknown) =>
+        log.error({ err, messageId: id }, 'status update failed'),
+      );
+    }
+  }
+
+  /**
    * A followed message still queued or running here, with a shared pool: another replica may have
    * ended it while its relayed outcome was lost (pub/sub is at most once), so the store decides.
    */
@@ -440,6 +488,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   const unsubscribe = [
     options.events.subscribeOutcomes(onOutcome),
     options.events.subscribeTurnStarts(onTurnStart),
+    options.events.subscribeRepliesStored?.(onRepliesStored),
   ];
 
   return {
@@ -501,7 +550,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
     close() {
       clearInterval(sweeper);
-      for (const stop of unsubscribe) stop();
+      for (const stop of unsubscribe) stop?.();
     },
   };
 }

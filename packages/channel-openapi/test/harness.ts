@@ -2,6 +2,7 @@ import { OpenApiChannelSchema, ServerSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Controller,
+  type Delivery,
   type Ingress,
   type QueryPool,
   type MessageStatusStore,
@@ -16,19 +17,21 @@ import {
   createIngress,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
+  createMemoryReplyOutbox,
   createOutcomeBus,
+  createReplySender,
+  createReplyStream,
   createRouter,
-  sendWithDeadline,
   silentLogger,
 } from '@switchboard/core';
-import Fastify, { type FastifyInstance } from 'fastify';
 import {
   type HttpServerShutdown,
   createHttpServerShutdown,
-  createOpenApiChannel,
   httpServerOptions,
   registerApiDocs,
-} from '../src/index.js';
+} from '@switchboard/http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createOpenApiChannel } from '../src/index.js';
 
 export { eventually } from '@switchboard/testkit/eventually';
 
@@ -90,6 +93,8 @@ export interface HarnessOptions {
   sseHeartbeatMs?: number;
   /** Delays every enqueue into the pool, as a journal write or a Redis round trip would. */
   enqueueDelayMs?: number;
+  /** Least time between two previews of a streamed answer, ms. Default: 1 s. */
+  editIntervalMs?: number;
 }
 
 export interface Harness {
@@ -119,6 +124,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const outcomes: Outcome[] = [];
   bus.subscribe((outcome) => outcomes.push(outcome));
   const turnListeners = new Set<(turn: Turn) => void>();
+  const storedListeners = new Set<(delivery: Delivery) => void>();
+  const outbox = createMemoryReplyOutbox();
 
   const pool = createMemoryQueryPool({
     concurrency: { global: 20, perSession: 1 },
@@ -160,6 +167,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         turnListeners.add(listener);
         return () => turnListeners.delete(listener);
       },
+      subscribeRepliesStored: (listener) => {
+        storedListeners.add(listener);
+        return () => storedListeners.delete(listener);
+      },
     },
     logger: silentLogger,
     sseHeartbeatMs: options.sseHeartbeatMs,
@@ -169,16 +180,35 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     pipelines: new Map(pipelineList.map(({ pipeline }) => [pipeline.id, pipeline])),
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
-    deliver: (query, replies) => sendWithDeadline(channel, query.message, replies, 30_000),
+    outbox,
+    streamReplies: (query, logger) =>
+      createReplyStream({
+        preview: (text, draft, signal) =>
+          (channel.preview as NonNullable<ChannelAdapter['preview']>)(query.message, text, draft, signal),
+        editIntervalMs: options.editIntervalMs ?? 1_000,
+        finishTimeoutMs: 30_000,
+        logger,
+      }),
     observer: {
       turnStarted: (turn) => {
         for (const listener of turnListeners) listener(turn);
       },
+      repliesStored: (delivery) => {
+        for (const listener of storedListeners) listener(delivery);
+      },
     },
+  });
+  const sender = createReplySender({
+    outbox,
+    channel: (id) => (id === channel.id ? channel : undefined),
+    policy: () => OpenApiChannelSchema.parse({ id: 'api', type: 'openapi' }).outbound,
+    outcomes: bus,
   });
   await server.ready();
 
   const startChannel = () => channel.start({ ingress, logger: silentLogger });
+  // Sends whatever the outbox holds, also before a test starts the controller by hand.
+  sender.start();
   if (options.start ?? true) {
     controller.start();
     await startChannel();
@@ -197,6 +227,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     async close() {
       await channel.stop();
       await controller.stop({ drainTimeoutMs: 50 });
+      await sender.stop({ drainTimeoutMs: 50 });
       await server.close();
     },
   };

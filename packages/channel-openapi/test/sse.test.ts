@@ -1,6 +1,7 @@
-import { readUntil, replyEvents } from '@switchboard/testkit/sse';
+import type { Pipeline } from '@switchboard/core';
+import { eventNames, readUntil, replyDeltaEvents, replyEvents } from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ErrorBody } from '../src/api-schemas.js';
+import type { ErrorBody } from '@switchboard/http';
 import { toInboundMessage } from '../src/normalize.js';
 import { type Harness, createHarness, eventually } from './harness.js';
 import { connectRaw } from './raw-client.js';
@@ -39,6 +40,51 @@ describe('session event stream', () => {
 
       const text = await readUntil(reader, (received) => received.includes('event: reply'));
       expect(replyEvents(text)).toEqual([{ message_id: answer.id, turn: answer.turn, text: 'hello stream' }]);
+      abort.abort();
+    });
+  });
+
+  describe('when the pipeline streams its answer', () => {
+    it('sends reply.delta events with the text so far in pieces, then the whole reply once; wait: true gets it whole', async () => {
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const streaming: Pipeline = {
+        id: 'streaming',
+        async run(_query, { stream }) {
+          stream?.('Hel');
+          stream?.('lo');
+          await released;
+          stream?.(', world');
+          return { replies: [{ text: 'Hello, world' }] };
+        },
+      };
+      h = await createHarness({ pipelines: [{ pipeline: streaming }], editIntervalMs: 100 });
+      const base = await listen();
+      const abort = new AbortController();
+      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
+      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+      await readUntil(reader, (text) => text.includes(': connected'));
+
+      const answered = fetch(`${base}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ session_id: 's1', user_id: 'u1', text: 'hi', wait: true }),
+      }).then((response) => response.json() as Promise<{ id: string; turn: string; replies: unknown[] }>);
+      let text = await readUntil(reader, (received) => received.includes('event: reply.delta'));
+      release();
+      text += await readUntil(reader, (received) => received.includes('event: reply\n'));
+      const answer = await answered;
+
+      expect(answer.replies).toEqual([{ text: 'Hello, world' }]);
+      const names = eventNames(text);
+      expect(names.at(-1)).toBe('reply');
+      expect(names.slice(0, -1).every((name) => name === 'reply.delta')).toBe(true);
+      const deltas = replyDeltaEvents(text) as Array<{ message_id: string; turn: string; delta: string }>;
+      expect(deltas[0]).toEqual({ message_id: answer.id, turn: answer.turn, delta: 'Hello' });
+      expect('Hello, world'.startsWith(deltas.map((event) => event.delta).join(''))).toBe(true);
+      expect(replyEvents(text)).toEqual([{ message_id: answer.id, turn: answer.turn, text: 'Hello, world' }]);
       abort.abort();
     });
   });

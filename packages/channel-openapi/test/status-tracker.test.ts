@@ -1,4 +1,5 @@
 import {
+  type Delivery,
   type MessageStatusStore,
   type Outcome,
   type Reply,
@@ -47,6 +48,7 @@ function trackerHarness(
   };
   let emitOutcome: (outcome: Outcome, origin?: EventOrigin) => void = () => {};
   let emitTurnStart: (turn: TurnStart, origin?: EventOrigin) => void = () => {};
+  let emitRepliesStored: (delivery: Delivery) => void = () => {};
   const tracker = createStatusTracker({
     channelId: 'api',
     statuses: counting,
@@ -59,6 +61,10 @@ function trackerHarness(
       },
       subscribeTurnStarts: (listener) => {
         emitTurnStart = listener;
+        return () => {};
+      },
+      subscribeRepliesStored: (listener) => {
+        emitRepliesStored = listener;
         return () => {};
       },
       ...(locate === undefined ? {} : { locate }),
@@ -95,10 +101,62 @@ function trackerHarness(
         'relayed',
       ),
   };
-  return { store, statuses: counting, writes, reads, tracker, startTurn, complete, relayed };
+  /** The turn's replies were stored in the outbox and the turn completed. */
+  const storeReplies = (replies: Reply[]) =>
+    emitRepliesStored({
+      id: 't1',
+      channel: 'api',
+      chat: 's',
+      origin: message,
+      messages: [{ message, session: 's', pipeline: 'echo', attempt: 1 }],
+      turnId: 't1',
+      replies,
+      ownsOutcome: true,
+      createdAt: 1,
+      attempts: 0,
+      notBefore: 1,
+    });
+  return { store, statuses: counting, writes, reads, tracker, startTurn, complete, relayed, storeReplies };
 }
 
 describe('status tracker', () => {
+  describe('when the replies wait in the outbox, then are delivered', () => {
+    it('reads completed with delivery pending (stored, the watch still waiting), then delivered with the replies', async () => {
+      const { tracker, store, writes, startTurn, complete, storeReplies } = trackerHarness();
+      const watch = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      startTurn();
+      storeReplies([{ text: 'on its way' }]);
+      expect(await tracker.current(message.id)).toMatchObject({
+        status: 'completed',
+        delivery: 'pending',
+        replies: [],
+      });
+      await eventually(async () => (await store.get(message.id))?.delivery === 'pending');
+      const waited = watch.wait(1000);
+      complete('completed', message, [{ text: 'on its way' }]);
+      const final = await waited;
+      expect(final?.status).toMatchObject({
+        status: 'completed',
+        delivery: 'delivered',
+        replies: [{ text: 'on its way' }],
+      });
+      await eventually(async () => (await store.get(message.id))?.delivery === 'delivered');
+      expect(writes).toEqual(['completed', 'completed']);
+    });
+
+    it('reads dead_lettered with delivery failed when the outbox gives them up', async () => {
+      const { tracker, startTurn, complete, storeReplies } = trackerHarness();
+      const watch = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      startTurn();
+      storeReplies([{ text: 'never sent' }]);
+      complete('dead_lettered', message, [{ text: 'never sent' }]);
+      const final = await watch.wait(1000);
+      expect(final?.status).toMatchObject({ status: 'dead_lettered', delivery: 'failed', replies: [] });
+    });
+  });
+
   describe('when the outcome lands before `queued` (a pipeline faster than the accept)', () => {
     it('keeps the final status, answers the watch, and never writes queued over it', async () => {
       const { tracker, writes, reads, complete } = trackerHarness();

@@ -4,6 +4,7 @@ import {
   type BackoffPolicy,
   type ChannelAdapter,
   IGNORING_OBSERVER,
+  type InboundMessage,
   type Ingress,
   type Logger,
   type OutboundObserver,
@@ -22,8 +23,14 @@ import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
 import { createEventsReceiver } from './inbound/events-receiver.js';
 import { normalizeSlackEvent } from './inbound/normalize.js';
 import { type SocketModeReceiver, createSocketModeReceiver } from './inbound/socket-mode-receiver.js';
-import { renderSlackReplies } from './outbound/render.js';
-import { createSendClient, postSlackMessages } from './outbound/send.js';
+import { renderSlackPreview, renderSlackReplies } from './outbound/render.js';
+import {
+  type SendOptions,
+  createSendClient,
+  postSlackMessage,
+  postSlackMessages,
+  updateSlackMessage,
+} from './outbound/send.js';
 
 /** Options of `createSlackChannel`. */
 export interface SlackChannelOptions {
@@ -209,6 +216,25 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     }
   }
 
+  /**
+   * How this channel's posts and updates into `origin`'s chat are made: with a client paced for
+   * that chat, whose requests `signal` aborts.
+   */
+  function outboundOptions(origin: InboundMessage, signal: AbortSignal): SendOptions {
+    return {
+      client: createSendClient({ slackApiUrl, logger: boltLogger, pacer, chat: pacedChatOf(origin), signal }),
+      botToken: config.botToken,
+      channelId: config.id,
+      maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
+      maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
+      maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
+      transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
+      onRateLimited: (retryAfterMs) => observer.rateLimited(config.id, retryAfterMs),
+      signal,
+      logger,
+    };
+  }
+
   return {
     id: config.id,
     type: 'slack',
@@ -234,25 +260,19 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       logger.info({}, 'channel stopped');
     },
 
-    async send(origin, replies, signal) {
-      await postSlackMessages(renderSlackReplies(origin, replies), {
-        client: createSendClient({
-          slackApiUrl,
-          logger: boltLogger,
-          pacer,
-          chat: pacedChatOf(origin),
-          signal,
-        }),
-        botToken: config.botToken,
-        channelId: config.id,
-        maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
-        maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
-        maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
-        transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
-        onRateLimited: (retryAfterMs) => observer.rateLimited(config.id, retryAfterMs),
-        signal,
-        logger,
-      });
+    async send(origin, replies, signal, sendOptions) {
+      await postSlackMessages(
+        renderSlackReplies(origin, replies),
+        outboundOptions(origin, signal),
+        sendOptions?.draft,
+      );
+    },
+
+    async preview(origin, text, draft, signal) {
+      const message = renderSlackPreview(origin, text);
+      if (draft === undefined) return postSlackMessage(message, outboundOptions(origin, signal));
+      await updateSlackMessage(message, draft, outboundOptions(origin, signal));
+      return draft;
     },
 
     health() {

@@ -55,7 +55,14 @@ describe('slack channel in Socket Mode (in process)', () => {
       apiUrl: fake.apiUrl,
       botUserId: 'UBOT',
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000, rate: NO_PACING },
+      outbound: {
+        sendTimeoutMs: 30_000,
+        editIntervalMs: 1_000,
+        concurrency: 8,
+        maxAgeMs: 3_600_000,
+        retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        rate: NO_PACING,
+      },
     };
     const channel = createSlackChannel({ config, server: Fastify(), logger });
     await channel.start({ ingress, logger });

@@ -24,8 +24,8 @@ import { type ApiSignal, type Polling, type UpdateDisposition, startPolling } fr
 import { mountWebhook, webhookPath } from './inbound/webhook.js';
 import { countRateLimits } from './outbound/count-rate-limits.js';
 import { paceCalls } from './outbound/pace-calls.js';
-import { renderReplies } from './outbound/render.js';
-import { sendMessages } from './outbound/send.js';
+import { renderPreview, renderReplies } from './outbound/render.js';
+import { editMessage, postMessage, sendMessages } from './outbound/send.js';
 
 /** Options of `createTelegramChannel`. */
 export interface TelegramChannelOptions {
@@ -74,7 +74,9 @@ function isMalformedUpdate(err: unknown): boolean {
  * `webhook.url` is set. Every update goes through `ingress.accept` with its `update_id` as the
  * delivery id, and Telegram is acknowledged only after that resolved. Replies go to the origin
  * chat and topic, split at 4096 characters, paced by the token buckets of `outbound.rate`; a 429
- * `retry_after` is still waited out, up to `maxRetryAfterMs`.
+ * `retry_after` is still waited out, up to `maxRetryAfterMs`. A streamed answer is previewed by
+ * posting its first 4096 characters and editing that message (edits paced like sends); the final
+ * send edits it into the first chunk of the answer.
  */
 export function createTelegramChannel(options: TelegramChannelOptions): ChannelAdapter {
   const { config } = options;
@@ -218,8 +220,16 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
       logger.info({}, 'channel stopped');
     },
 
-    async send(origin, replies, signal) {
-      await sendMessages(bot.api, config.id, renderReplies(origin, replies), signal);
+    async send(origin, replies, signal, sendOptions) {
+      const draft = sendOptions?.draft === undefined ? undefined : Number(sendOptions.draft);
+      await sendMessages(bot.api, config.id, renderReplies(origin, replies), signal, draft);
+    },
+
+    async preview(origin, text, draft, signal) {
+      const message = renderPreview(origin, text);
+      if (draft === undefined) return String(await postMessage(bot.api, config.id, message, signal));
+      await editMessage(bot.api, config.id, message, Number(draft), signal);
+      return draft;
     },
 
     health() {

@@ -54,7 +54,14 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       apiRoot: fake.url,
       webhook: undefined,
       policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: { sendTimeoutMs: 30_000, rate: NO_PACING },
+      outbound: {
+        sendTimeoutMs: 30_000,
+        editIntervalMs: 1_000,
+        concurrency: 8,
+        maxAgeMs: 3_600_000,
+        retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        rate: NO_PACING,
+      },
       ...overrides,
     };
   }

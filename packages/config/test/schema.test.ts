@@ -43,7 +43,13 @@ describe('ConfigSchema', () => {
           apiKeys: [],
           waitTimeoutMs: 30_000,
           maxWaitTimeoutMs: 120_000,
-          outbound: { sendTimeoutMs: 30_000 },
+          outbound: {
+            sendTimeoutMs: 30_000,
+            editIntervalMs: 1_000,
+            concurrency: 8,
+            maxAgeMs: 3_600_000,
+            retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+          },
           maxEventStreams: 1000,
           maxEventStreamsPerSession: 10,
           maxEventStreamBufferBytes: 1_048_576,
@@ -274,6 +280,60 @@ describe('ConfigSchema', () => {
         channels: [{ ...chat, type: 'telegram', mode: 'webhook', webhook: { secret_token: 'abc_123' } }],
       });
       expect(webhook.channels[0]).toMatchObject({ webhook: { secretToken: 'abc_123', url: undefined } });
+    });
+
+    it('gives every channel type an edit interval for streamed answers: 1 s by default, between 100ms and 1m', () => {
+      const config = ConfigSchema.parse({
+        channels: [
+          { id: 'a', type: 'openapi', outbound: { edit_interval: '250ms' } },
+          { ...chat, type: 'telegram' },
+        ],
+      });
+      expect(config.channels.map((channel) => channel.outbound.editIntervalMs)).toEqual([250, 1_000]);
+      const bad = ConfigSchema.safeParse({
+        channels: [{ ...chat, type: 'telegram', outbound: { edit_interval: '50ms' } }],
+      });
+      expect(bad.success).toBe(false);
+      expect(bad.error?.issues.map((issue) => issue.path.join('.'))).toEqual([
+        'channels.0.outbound.edit_interval',
+      ]);
+    });
+
+    it('gives every channel an outbox policy: 8 chats at once, 1 h max age, retries from 1 s to 1 min', () => {
+      const config = ConfigSchema.parse({
+        channels: [
+          { id: 'a', type: 'openapi' },
+          {
+            id: 'd',
+            type: 'discord',
+            token: 't',
+            outbound: { concurrency: 2, max_age: '10m', retry: { base_delay: '500ms', max_delay: '5s' } },
+          },
+        ],
+      });
+      expect(config.channels.map((channel) => channel.outbound)).toEqual([
+        {
+          sendTimeoutMs: 30_000,
+          editIntervalMs: 1_000,
+          concurrency: 8,
+          maxAgeMs: 3_600_000,
+          retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        },
+        {
+          sendTimeoutMs: 30_000,
+          editIntervalMs: 1_000,
+          concurrency: 2,
+          maxAgeMs: 600_000,
+          retry: { baseDelayMs: 500, maxDelayMs: 5_000 },
+        },
+      ]);
+      const bad = ConfigSchema.safeParse({
+        channels: [{ id: 'a', type: 'openapi', outbound: { concurrency: 0, max_age: '100ms' } }],
+      });
+      expect(bad.error?.issues.map((issue) => issue.path.join('.'))).toEqual([
+        'channels.0.outbound.concurrency',
+        'channels.0.outbound.max_age',
+      ]);
     });
 
     it('gives every channel type a send deadline: 30 s by default, between 1s and 10m', () => {

@@ -1,4 +1,4 @@
-import { type Query, aggregate } from './aggregator.js';
+import { aggregate } from './aggregator.js';
 import { SwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
 import type { MessageTracer } from './message-trace.js';
@@ -7,6 +7,8 @@ import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
 import type { Pipeline } from './ports/pipeline.js';
 import type { QueryPool, Turn } from './ports/query-pool.js';
+import type { ReplyStream } from './reply-stream.js';
+import type { Delivery, ReplyOutbox } from './ports/reply-outbox.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from './structures/indexed-set.js';
 import { WakeTimer } from './structures/wake-timer.js';
@@ -22,6 +24,8 @@ export interface ControllerObserver {
   turnEnded?(turn: Turn, result: TurnResult, durationMs: number): void;
   /** A turn will run again after `delayMs`. */
   turnRetried?(turn: Turn, delayMs: number): void;
+  /** A turn's replies were stored in the outbox and the turn completed; they are on their way. */
+  repliesStored?(delivery: Delivery): void;
 }
 
 export interface ControllerOptions {
@@ -29,8 +33,13 @@ export interface ControllerOptions {
   pipelines: ReadonlyMap<string, Pipeline>;
   policies: ReadonlyMap<string, PipelinePolicy>;
   outcomes: OutcomeSink;
-  /** Sends replies through the channel the query came from (the outbox). */
-  deliver: (query: Query, replies: readonly Reply[]) => Promise<void>;
+  /** Where answered turns leave their replies; the reply sender sends them (reply-sender.ts). */
+  outbox: ReplyOutbox;
+  /**
+   * Opens the progressive rendering of a turn's answer (docs/design.md §4 "Streaming") when the
+   * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
+   */
+  streamReplies?: (query: Query, logger: Logger) => ReplyStream | undefined;
   logger?: Logger;
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
@@ -72,7 +81,7 @@ const CLAIM_ERROR_LOG_EVERY_MS = 30_000;
  * It keeps no per-session state: a finished turn leaves nothing behind.
  */
 export function createController(options: ControllerOptions): Controller {
-  const { pool, pipelines, policies, deliver, tracer } = options;
+  const { pool, pipelines, policies, outbox, tracer } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'controller' });
   const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
@@ -80,10 +89,14 @@ export function createController(options: ControllerOptions): Controller {
   const settlement = createTurnSettlement({
     pool,
     outcomes: options.outcomes,
-    deliver: (entry, query, replies) =>
-      entry.trace === undefined || tracer === undefined
-        ? deliver(query, replies)
-        : tracer.delivery(entry.trace.span, query, replies, () => deliver(query, replies)),
+    storeReplies: async (entry, query, delivery) => {
+      const add = async () => {
+        await outbox.add(delivery);
+      };
+      await (entry.trace === undefined || tracer === undefined
+        ? add()
+        : tracer.delivery(entry.trace.span, query, delivery.replies, add));
+    },
     observer: options.observer,
     random: options.random ?? Math.random,
     now,
@@ -247,6 +260,8 @@ export function createController(options: ControllerOptions): Controller {
       const query = aggregate(entry.turn);
       options.observer?.turnStarted?.(entry.turn);
       sweepTimer.arm(entry.deadlineAt);
+      const replyStream = options.streamReplies?.(query, entry.logger);
+      entry.stream = replyStream?.push;
       let replies: Reply[];
       try {
         ({ replies } = await (entry.trace === undefined || tracer === undefined
@@ -256,11 +271,18 @@ export function createController(options: ControllerOptions): Controller {
               return pipeline.run(query, entry);
             })));
       } catch (error) {
+        replyStream?.cancel();
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
         if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);
         return;
       }
-      if (!entry.decided) await settlement.answered(entry, query, replies);
+      if (entry.decided) {
+        replyStream?.cancel();
+        return;
+      }
+      // The preview in flight ends first, so that the final send edits the message it posted.
+      const draft = await replyStream?.finish();
+      if (!entry.decided) await settlement.answered(entry, query, replies, draft);
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {

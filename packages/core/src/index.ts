@@ -88,6 +88,7 @@ export type {
   OutcomeListener,
   OutcomeReason,
   OutcomeSink,
+  UndeliveredReplies,
 } from './outcome.js';
 
 // Ports
@@ -95,7 +96,12 @@ export { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
 export type { AuditCursor } from './audit-cursor.js';
 export { AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
-export type { ChannelAdapter, ChannelContext, ChannelHealth } from './ports/channel-adapter.js';
+export type {
+  ChannelAdapter,
+  ChannelContext,
+  ChannelHealth,
+  ChannelSendOptions,
+} from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
 export { IGNORING_OBSERVER } from './ports/outbound-observer.js';
 export type { OutboundObserver } from './ports/outbound-observer.js';
@@ -104,12 +110,23 @@ export type { BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.
 export { sendWithDeadline } from './send-deadline.js';
 export { UNPACED, createSendPacer, pacedChatOf } from './send-pacer.js';
 export type { BucketRate, PacedChat, SendPacer, SendPacerOptions, SendRates } from './send-pacer.js';
+export { deliveryOf } from './delivery.js';
+export { createReplySender } from './reply-sender.js';
+export type { DeliveryResult, OutboundPolicy, ReplySender, ReplySenderOptions } from './reply-sender.js';
 export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
+export type {
+  AddResult,
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  DeliveryMessage,
+  ReplyOutbox,
+} from './ports/reply-outbox.js';
 export { silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
-export { MESSAGE_STATUSES } from './ports/message-status-store.js';
+export { DELIVERY_STATES, MESSAGE_STATUSES } from './ports/message-status-store.js';
 export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
 export type { Pipeline, PipelineResult, PipelineRunContext, PipelineStatus } from './ports/pipeline.js';
 export type {
@@ -135,6 +152,7 @@ export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';
 export type { MemoryJournalOptions } from './memory/memory-journal.js';
+export { createMemoryReplyOutbox } from './memory/memory-reply-outbox.js';
 export { createMemoryMessageStatusStore } from './memory/memory-message-status-store.js';
 export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-status-store.js';
 
@@ -152,3 +170,5 @@ export type { SecretEntry } from './secret-fields.js';
 export { MIN_MASKED_CHARS, SECRET_MASK, createSecretMasker } from './secret-masker.js';
 export type { SecretMasker } from './secret-masker.js';
 export { within } from './within.js';
+export { createReplyStream } from './reply-stream.js';
+export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './reply-stream.js';

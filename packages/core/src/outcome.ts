@@ -43,6 +43,20 @@ export interface Outcome {
   attempt?: number;
   replies?: Reply[];
   error?: { code: string; message: string };
+  /**
+   * `dead_lettered/delivery_failed` only: the replies that could not be delivered and where they
+   * were going, kept in the dead letter so that a replay sends them without running the pipeline.
+   */
+  undelivered?: UndeliveredReplies;
+}
+
+/** Replies given up by the outbox, as a `delivery_failed` dead letter keeps them. */
+export interface UndeliveredReplies {
+  /** The message the replies answer (the delivery's origin). */
+  origin: InboundMessage;
+  replies: Reply[];
+  /** A platform message a streamed answer had posted, which the send was to edit. */
+  draft?: string;
 }
 
 /** Where outcomes go: audit, metrics and waiting HTTP requests all subscribe in one place. */

@@ -23,6 +23,8 @@ export class RunningTurn implements PipelineRunContext, SetNode {
   trace: { span: Span; logFields: object } | undefined = undefined;
   /** The pipeline call's W3C trace context headers, while it runs traced. */
   traceHeaders: Readonly<Record<string, string>> | undefined = undefined;
+  /** The rendering of the answer while it streams, when the turn's channel shows previews. */
+  stream: ((delta: string) => void) | undefined = undefined;
   readonly #parentLogger: Logger;
   #logger: Logger | undefined = undefined;
   #abort: AbortController | undefined = undefined;

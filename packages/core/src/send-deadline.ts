@@ -1,21 +1,22 @@
 import { SwitchboardError } from './errors.js';
 import type { InboundMessage, Reply } from './message.js';
-import type { ChannelAdapter } from './ports/channel-adapter.js';
+import type { ChannelAdapter, ChannelSendOptions } from './ports/channel-adapter.js';
 
 /**
- * Sends `replies` through `channel` with a deadline (docs/design.md §7, `channels[].outbound.send_timeout`).
- * At `timeoutMs` the send's signal aborts with SB_CHANNEL_SEND_TIMEOUT and this rejects with that
- * error at once, whether or not the platform library honours the signal: the controller marks a
- * turn decided before it delivers, and its deadline sweep skips decided turns, so a send that
- * never settled would hold the turn's session and global slots for good. A send that settles
- * after the deadline is ignored; whatever it posted stays posted (the turn is dead-lettered as
- * `delivery_failed` all the same, so a reply may show up that the audit calls undelivered).
+ * Sends `replies` through `channel` with a deadline (docs/design.md §7, `channels[].outbound.send_timeout`),
+ * editing `options.draft` when a preview showed the answer (§4 "Streaming"). At `timeoutMs` the
+ * send's signal aborts with SB_CHANNEL_SEND_TIMEOUT and this rejects with that error at once,
+ * whether or not the platform library honours the signal: a send that never settled would hold
+ * its chat in the outbox, and its place in the channel's concurrency, for good. A send that
+ * settles after the deadline is ignored; whatever it posted stays posted (the delivery is tried
+ * again, so a reply may show up twice).
  */
 export async function sendWithDeadline(
   channel: Pick<ChannelAdapter, 'id' | 'send'>,
   origin: InboundMessage,
   replies: readonly Reply[],
   timeoutMs: number,
+  options?: ChannelSendOptions,
 ): Promise<void> {
   const deadline = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -32,7 +33,7 @@ export async function sendWithDeadline(
   });
   try {
     // The race keeps listening to the send, so its late rejection is handled, not unhandled.
-    await Promise.race([channel.send(origin, replies, deadline.signal), expired]);
+    await Promise.race([channel.send(origin, replies, deadline.signal, options), expired]);
   } finally {
     clearTimeout(timer);
   }

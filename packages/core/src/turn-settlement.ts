@@ -1,11 +1,13 @@
 import { type Query, aggregate } from './aggregator.js';
 import { retryDelayMs } from './backoff.js';
 import type { ControllerObserver, TurnResult } from './controller.js';
+import { deliveryOf } from './delivery.js';
 import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
 import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
+import type { Delivery } from './ports/reply-outbox.js';
 import type { RunningTurn } from './running-turn.js';
 
 /** How long a settlement waits before writing again to a store that did not answer. */
@@ -15,8 +17,11 @@ const STORE_RETRY_MS = 1000;
 export interface TurnSettlementOptions {
   pool: QueryPool;
   outcomes: OutcomeSink;
-  /** Sends one running turn's replies through the channel the query came from (the outbox). */
-  deliver: (entry: RunningTurn, query: Query, replies: readonly Reply[]) => Promise<void>;
+  /**
+   * Stores a delivery of one running turn's replies in the outbox (durable once resolved); the
+   * reply sender sends it after the turn ended.
+   */
+  storeReplies: (entry: RunningTurn, query: Query, delivery: Delivery) => Promise<void>;
   observer?: ControllerObserver;
   /** Jitter source, [0, 1). */
   random: () => number;
@@ -29,8 +34,12 @@ export interface TurnSettlementOptions {
  * a second ending (a late answer after the sweep released the turn).
  */
 export interface TurnSettlement {
-  /** The pipeline answered: its replies are delivered, then the messages complete. */
-  answered(entry: RunningTurn, query: Query, replies: Reply[]): Promise<void>;
+  /**
+   * The pipeline answered: its replies are stored in the outbox (with `draft`, the preview of a
+   * streamed answer, for the final send to edit), then the turn completes; the messages' outcome
+   * is recorded when the delivery ends (reply-sender.ts). Without replies the messages complete at once.
+   */
+  answered(entry: RunningTurn, query: Query, replies: Reply[], draft?: string): Promise<void>;
   /** The pipeline failed: abandoned when the drain aborted it, else retried or dead-lettered. */
   failed(entry: RunningTurn, policy: PipelinePolicy, error: unknown): Promise<void>;
   /** The turn's pipeline is no longer configured: its messages are dropped. */
@@ -55,12 +64,18 @@ function describeError(error: unknown): { code: string; message: string } {
 
 /** The settling policy of the controller: retry with backoff, dead letter, outcome recording. */
 export function createTurnSettlement(options: TurnSettlementOptions): TurnSettlement {
-  const { pool, outcomes, deliver, observer, random, now } = options;
+  const { pool, outcomes, storeReplies, observer, random, now } = options;
 
   function recordAll(
     messages: readonly QueuedMessage[],
     kind: 'completed' | 'dropped' | 'dead_lettered',
-    extra: { reason?: OutcomeReason; turn?: Turn; replies?: Reply[]; error?: unknown },
+    extra: {
+      reason?: OutcomeReason;
+      turn?: Turn;
+      replies?: Reply[];
+      error?: unknown;
+      undelivered?: Delivery;
+    },
   ): void {
     const at = now();
     const error = extra.error === undefined ? undefined : describeError(extra.error);
@@ -77,6 +92,9 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         attempt: queued.attempt,
         replies: extra.replies,
         error,
+        ...(extra.undelivered === undefined
+          ? {}
+          : { undelivered: { origin: extra.undelivered.origin, replies: extra.undelivered.replies } }),
       });
     }
   }
@@ -86,12 +104,12 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
   }
 
   /**
-   * Makes a settlement's pool write, again every `STORE_RETRY_MS` while the store is unreachable
-   * (a shared pool's Redis restarting): the turn has run, and giving up would run it again. It
-   * stops as `lost` once the pool gives the lease up, which a shared pool does when it cannot
-   * renew it (docs/design.md §5 "Redis down").
+   * Makes a settlement's store write (the pool's, the outbox's), again every `STORE_RETRY_MS`
+   * while the store is unreachable (a shared pool's Redis restarting): the turn has run, and
+   * giving up would run it again. It stops as `lost` once the pool gives the lease up, which a
+   * shared pool does when it cannot renew it (docs/design.md §5 "Redis down").
    */
-  async function settle(entry: RunningTurn, write: () => Promise<Settlement>): Promise<Settlement> {
+  async function settle<T>(entry: RunningTurn, write: () => Promise<T>): Promise<T | 'lost'> {
     for (let failures = 0; ; failures++) {
       if (entry.leaseLost) return 'lost';
       try {
@@ -132,13 +150,18 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     dead: { reason: OutcomeReason; error: unknown },
   ): Promise<void> {
     const { turn } = entry;
-    // Sent while the turn still holds its session, so that the session's next turn cannot reply
-    // first. A crash after it and before the pool write below re-runs the messages (at least
-    // once): the user may get the apology twice, never a lost message.
+    // Stored while the turn still holds its session, so that it leaves before any reply of the
+    // session's next turn (same chat, added earlier). A crash after it and before the pool write
+    // below re-runs the messages (at least once): its id is derived from the turn's, so the apology
+    // is stored once while it waits, and may be sent twice at worst, never a lost message.
     if (final.length > 0 && policy.deadLetterReply !== undefined) {
       const finalQuery = aggregate(retried.length === 0 ? turn : { ...turn, messages: [...final] });
-      await deliver(entry, finalQuery, [{ text: policy.deadLetterReply }]).catch((err: unknown) =>
-        entry.logger.warn({ err }, 'dead letter reply could not be delivered'),
+      const apology = deliveryOf(turn, final, [{ text: policy.deadLetterReply }], {
+        kind: 'dead_letter_reply',
+        nowMs: now(),
+      });
+      await storeReplies(entry, finalQuery, apology).catch((err: unknown) =>
+        entry.logger.warn({ err }, 'dead letter reply could not be stored'),
       );
     }
     const finalIds = final.map((queued) => queued.message.id);
@@ -165,20 +188,36 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
   }
 
   return {
-    async answered(entry, query, replies) {
+    async answered(entry, query, replies, draft) {
       entry.decided = true;
       const { turn } = entry;
-      try {
-        await deliver(entry, query, replies);
-      } catch (err) {
-        entry.logger.error({ err }, 'dead letter: replies could not be delivered');
+      if (replies.length === 0) {
         if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
-        recordAll(turn.messages, 'dead_lettered', { reason: 'delivery_failed', turn, error: err });
+        recordAll(turn.messages, 'completed', { turn, replies });
+        ended(entry, 'completed');
+        return;
+      }
+      // Stored before the turn completes: a crash in between runs the turn again (at least once),
+      // never loses its answer (docs/design.md §2 "Durability").
+      const answer = deliveryOf(turn, turn.messages, replies, { kind: 'answer', nowMs: now() });
+      const delivery = draft === undefined ? answer : { ...answer, draft };
+      try {
+        const stored = await settle(entry, () => storeReplies(entry, query, delivery));
+        if (!held(entry, stored === 'lost' ? stored : 'settled')) return;
+      } catch (err) {
+        entry.logger.error({ err }, 'dead letter: replies could not be stored');
+        if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
+        recordAll(turn.messages, 'dead_lettered', {
+          reason: 'delivery_failed',
+          turn,
+          error: err,
+          undelivered: delivery,
+        });
         ended(entry, 'dead_lettered');
         return;
       }
       if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
-      recordAll(turn.messages, 'completed', { turn, replies });
+      observer?.repliesStored?.(delivery);
       ended(entry, 'completed');
     },
 

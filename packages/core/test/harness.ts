@@ -13,7 +13,9 @@ import {
   type Reply,
   createController,
   createMemoryQueryPool,
+  createMemoryReplyOutbox,
   createOutcomeBus,
+  createReplySender,
   parseInboundMessage,
 } from '../src/index.js';
 
@@ -54,8 +56,8 @@ export interface HarnessOptions {
   autoReply?: boolean;
   random?: () => number;
   logger?: Logger;
-  /** Called for every delivery after it is logged in `delivered`; may hold it. Default: none. */
-  onDeliver?: (query: Query, replies: readonly Reply[]) => Promise<void>;
+  /** Called for every send after it is logged in `delivered`; may hold or fail it. Default: none. */
+  onDeliver?: (origin: InboundMessage, replies: readonly Reply[]) => Promise<void>;
   /** Wraps the pool the controller sees, e.g. to hold its claims. */
   wrapPool?: (pool: QueryPool) => QueryPool;
 }
@@ -95,7 +97,7 @@ export function createHarness(options: HarnessOptions = {}) {
   bus.subscribe((outcome) => outcomes.push(outcome));
   const events: string[] = [];
   const runs: PendingRun[] = [];
-  const delivered: Array<{ query: Query; replies: readonly Reply[] }> = [];
+  const delivered: Array<{ origin: InboundMessage; replies: readonly Reply[] }> = [];
   let active = 0;
   let maxActive = 0;
 
@@ -135,22 +137,47 @@ export function createHarness(options: HarnessOptions = {}) {
     ]),
   );
 
+  const outbox = createMemoryReplyOutbox();
   const controller = createController({
     pool: options.wrapPool?.(pool) ?? pool,
     pipelines,
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
-    deliver: async (query, replies) => {
-      delivered.push({ query, replies });
-      await options.onDeliver?.(query, replies);
-    },
+    outbox,
     random: options.random,
     logger: options.logger,
   });
+  // The test channel `c`: every send is logged in `delivered`.
+  const channel = {
+    id: 'c',
+    async send(origin: InboundMessage, replies: readonly Reply[]) {
+      delivered.push({ origin, replies });
+      await options.onDeliver?.(origin, replies);
+    },
+  };
+  const sender = createReplySender({
+    outbox,
+    channel: (id) => (id === 'c' ? channel : undefined),
+    policy: (id) =>
+      id === 'c'
+        ? {
+            sendTimeoutMs: 30_000,
+            concurrency: 8,
+            maxAgeMs: 3_600_000,
+            retry: { baseDelayMs: 1000, maxDelayMs: 30_000 },
+          }
+        : undefined,
+    outcomes: bus,
+    random: options.random,
+    logger: options.logger,
+  });
+  sender.start();
 
   return {
     pool,
     controller,
+    outbox,
+    sender,
     outcomes,
     events,
     runs,

@@ -6,12 +6,14 @@ import {
   type SecretMasker,
   SwitchboardError,
   createSecretMasker,
+  isSwitchboardError,
   secretField,
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
-import { abortError, excerptOf, networkError, statusError } from './remote-errors.js';
+import { abortError, brokenStream, excerptOf, networkError, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
+import { type StreamFormat, readStreamedReply, streamFormatOf } from './streamed-reply.js';
 import { turnBody } from './turn-body.js';
 
 /** `pipelines[]` keys of `type: http`: where to POST turns and how to sign them. */
@@ -31,7 +33,7 @@ const HttpReplySchema = z.object({ replies: z.array(ReplySchema) });
 
 /**
  * A pipeline that POSTs each turn as JSON to `options.url` and sends back the `replies` the
- * endpoint answers with. Signed with `options.secret` when set. Failures: 408/429/5xx and
+ * endpoint answers with, or streams (NDJSON or SSE, see streamed-reply.ts). Signed with `options.secret` when set. Failures: 408/429/5xx and
  * network errors are retryable (honouring Retry-After), other statuses and malformed answers are
  * fatal, an aborted run is SB_PIPELINE_TIMEOUT.
  */
@@ -40,7 +42,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
   const mask = createSecretMasker(secretValues(HttpPipelineOptionsSchema, options));
   return {
     id,
-    async run(query, { signal, logger, traceHeaders }) {
+    async run(query, { signal, logger, traceHeaders, stream }) {
       const body = JSON.stringify(turnBody(query));
       const headers: Record<string, string> = {
         'content-type': 'application/json',
@@ -52,9 +54,23 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
 
       const startedMs = Date.now();
       let response: Response;
-      let text: string;
       try {
         response = await fetch(options.url, { method: 'POST', headers, body, signal });
+      } catch (error) {
+        if (signal.aborted) throw abortError(id, signal, error);
+        throw networkError(id, error);
+      }
+      const format = streamFormatOf(response.headers.get('content-type'));
+      if (response.ok && format !== undefined && response.body !== null) {
+        const result = await readStream(response.body, format, stream, signal);
+        logger.debug(
+          { pipeline: id, status: response.status, format, durationMs: Date.now() - startedMs },
+          'pipeline answered',
+        );
+        return result;
+      }
+      let text: string;
+      try {
         text = await response.text();
       } catch (error) {
         if (signal.aborted) throw abortError(id, signal, error);
@@ -69,6 +85,23 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       return parseReply(id, response.status, text, mask);
     },
   };
+
+  /** A streamed answer (docs/design.md §4 "Streaming"); a body cut under way is a broken stream. */
+  async function readStream(
+    responseBody: ReadableStream<Uint8Array>,
+    format: StreamFormat,
+    onDelta: ((delta: string) => void) | undefined,
+    signal: AbortSignal,
+  ): Promise<PipelineResult> {
+    try {
+      return await readStreamedReply(id, responseBody, format, onDelta, mask);
+    } catch (error) {
+      if (isSwitchboardError(error)) throw error;
+      if (signal.aborted) throw abortError(id, signal, error);
+      const reason = error instanceof Error ? error.message : String(error);
+      throw brokenStream(id, excerptOf(reason, mask), error);
+    }
+  }
 }
 
 function parseReply(id: string, status: number, text: string, mask: SecretMasker): PipelineResult {

@@ -63,6 +63,16 @@ export function networkError(pipeline: string, cause: unknown): SwitchboardError
   });
 }
 
+/** SB_PIPELINE_FAILED, retryable, for a streamed answer that did not arrive whole. */
+export function brokenStream(pipeline: string, reason: string, cause?: unknown): SwitchboardError {
+  return new SwitchboardError('SB_PIPELINE_FAILED', {
+    message: `pipeline ${pipeline}: broken stream: ${reason}`,
+    details: { pipeline, reason },
+    cause,
+    retryable: true,
+  });
+}
+
 /**
  * What to throw once the run's signal has fired: the controller's own reason when it is already
  * a SwitchboardError (timeout, shutdown), else SB_PIPELINE_TIMEOUT, retryable.

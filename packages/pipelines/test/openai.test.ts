@@ -5,10 +5,11 @@ import {
   type Query,
   type SwitchboardError,
 } from '@switchboard/core';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from '../src/openai.js';
 import { type FakeAnswer, type RecordedRequest, refusedUrl, useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
+import { type FakeOpenAI, type FakeOpenAIAnswer, startFakeOpenAI } from '@switchboard/testkit/openai';
 
 const API_KEY = 'sk-test-0123456789abcdef';
 
@@ -275,6 +276,75 @@ describe('createOpenAIPipeline', () => {
   });
 });
 
+describe('createOpenAIPipeline with stream: true', () => {
+  const started: FakeOpenAI[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((fake) => fake.close()));
+  });
+
+  async function streaming(answer: FakeOpenAIAnswer) {
+    const fake = await startFakeOpenAI(answer);
+    started.push(fake);
+    const history = createMemoryHistoryStore();
+    const options = OpenAIPipelineOptionsSchema.parse({
+      type: 'openai',
+      base_url: fake.baseUrl,
+      api_key: API_KEY,
+      model: 'gpt-test',
+      stream: true,
+    });
+    return { fake, history, pipeline: createOpenAIPipeline('assistant', options, { history }) };
+  }
+
+  describe('when the endpoint streams the answer', () => {
+    it('passes each piece on in order and answers with their concatenation, kept in the history', async () => {
+      const { fake, history, pipeline } = await streaming({ tokens: ['Hel', 'lo', ', ', 'world'] });
+      const deltas: string[] = [];
+      const context = { ...runContext(), stream: (delta: string) => deltas.push(delta) };
+
+      const result = await pipeline.run(queryOf(['hi']), context);
+
+      expect(fake.requests[0]?.body).toMatchObject({ model: 'gpt-test', stream: true });
+      expect(deltas).toEqual(['Hel', 'lo', ', ', 'world']);
+      expect(result).toEqual({ replies: [{ text: 'Hello, world' }] });
+      expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'Hello, world' },
+      ]);
+    });
+
+    it('still answers whole when the channel shows no previews (no stream callback)', async () => {
+      const { pipeline } = await streaming({ tokens: ['a', 'b'] });
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+        replies: [{ text: 'ab' }],
+      });
+    });
+  });
+
+  describe('when the stream breaks mid-way', () => {
+    it('fails retryably, naming the broken stream, and keeps no history', async () => {
+      const { history, pipeline } = await streaming({ tokens: ['a', 'b', 'c'], breakAfter: 2 });
+      const deltas: string[] = [];
+      const error = await rejectionOf(
+        pipeline.run(queryOf(['hi']), { ...runContext(), stream: (delta) => deltas.push(delta) }),
+      );
+
+      expect(isSwitchboardError(error, 'SB_PIPELINE_FAILED')).toBe(true);
+      expect(error).toMatchObject({ retryable: true, message: expect.stringContaining('broken stream') });
+      expect(deltas).toEqual(['a', 'b']);
+      expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([]);
+    });
+  });
+
+  describe('when the endpoint refuses the request', () => {
+    it('maps the status as without streaming', async () => {
+      const { pipeline } = await streaming({ status: 503 });
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: true, details: { status: 503 } });
+    });
+  });
+});
+
 describe('OpenAIPipelineOptionsSchema', () => {
   describe('when only the required keys are given', () => {
     it('fills in the documented defaults', () => {
@@ -284,6 +354,7 @@ describe('OpenAIPipelineOptionsSchema', () => {
         api_key: 'k',
         model: 'm',
         history_turns: 10,
+        stream: false,
       });
     });
   });

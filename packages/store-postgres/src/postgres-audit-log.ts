@@ -12,7 +12,17 @@ const COLUMNS = AUDIT_RECORD_FIELDS;
 
 const NEWEST_FIRST = 'ORDER BY at DESC, id DESC';
 /** Filters compared for equality. */
-const EQUALITY_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session'] as const;
+const EQUALITY_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session', 'sender', 'message'] as const;
+/** The column each equality filter compares. */
+const FILTER_COLUMNS: Record<(typeof EQUALITY_FILTERS)[number], string> = {
+  outcome: 'outcome',
+  reason: 'reason',
+  rule: 'rule',
+  channel: 'channel',
+  session: 'session',
+  sender: 'sender_id',
+  message: 'message_id',
+};
 
 /** The WHERE clause of `query` and its parameters, numbered from $1. */
 function whereOf(query: AuditQuery): { where: string; values: unknown[] } {
@@ -23,8 +33,10 @@ function whereOf(query: AuditQuery): { where: string; values: unknown[] } {
     return `$${values.length}`;
   };
   for (const field of EQUALITY_FILTERS) {
-    if (query[field] !== undefined) conditions.push(`${field} = ${parameter(query[field])}`);
+    if (query[field] !== undefined) conditions.push(`${FILTER_COLUMNS[field]} = ${parameter(query[field])}`);
   }
+  // strpos, not LIKE: the text searched for may hold % and _.
+  if (query.text !== undefined) conditions.push(`strpos(lower(text), lower(${parameter(query.text)})) > 0`);
   if (query.since !== undefined) conditions.push(`at >= ${parameter(query.since)}`);
   if (query.until !== undefined) conditions.push(`at < ${parameter(query.until)}`);
   if (query.cursor !== undefined) {
@@ -86,6 +98,13 @@ export function createPostgresAuditLog(sql: Sql, schemaName: string): AuditLog {
         `UPDATE ${table} SET replayed_at = $1
          WHERE id = $2 AND outcome = 'dead_lettered' AND replayed_at IS NULL`,
         [atMs, id],
+      );
+      return rowCount === 1;
+    },
+    async deleteDeadLetter(id) {
+      const { rowCount } = await sql.query(
+        `DELETE FROM ${table} WHERE id = $1 AND outcome = 'dead_lettered'`,
+        [id],
       );
       return rowCount === 1;
     },

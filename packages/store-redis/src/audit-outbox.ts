@@ -68,7 +68,7 @@ const RECOVERIES_PER_STEP = 5;
  * statuses in a Redis list while it is unavailable — bounded, since admission refuses new messages
  * once the list holds `maxEntries` — and moves them over once it answers again (docs/design.md §5
  * "Several replicas"). Reads go to the inner log only: a record waiting in the outbox is not
- * visible to `query`, `deadLetters`, `getDeadLetter`, `markReplayed` or `prune` until it is drained.
+ * visible to `query`, `deadLetters`, `getDeadLetter`, `markReplayed`, `deleteDeadLetter` or `prune` until it is drained.
  */
 export interface AuditOutbox extends AuditLog {
   /**
@@ -323,6 +323,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     deadLetters: (limit) => inner.deadLetters(limit),
     getDeadLetter: (id) => inner.getDeadLetter(id),
     markReplayed: (id, atMs) => inner.markReplayed(id, atMs),
+    deleteDeadLetter: (id) => inner.deleteDeadLetter(id),
     prune: (beforeMs) => inner.prune(beforeMs),
     isFull: () => full,
     refusal: () => (full ? { reason: 'audit outbox is full', retryAfterMs } : undefined),

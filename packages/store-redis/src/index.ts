@@ -14,5 +14,5 @@ export { channelLeaseKeysOf, createRedisChannelLeases } from './redis-channel-le
 export type { RedisChannelLeases, RedisChannelLeasesOptions } from './redis-channel-leases.js';
 export { createRedisRateBuckets, rateBucketKeyOf } from './redis-rate-buckets.js';
 export type { RedisRateBuckets, RedisRateBucketsOptions } from './redis-rate-buckets.js';
-export { DEFAULT_LEASE_TIMING } from './lease-keeper.js';
-export type { LeaseTiming } from './lease-keeper.js';
+export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
+export type { LeaseTiming } from './lease-timing.js';

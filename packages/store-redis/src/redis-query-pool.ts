@@ -25,7 +25,8 @@ import {
   fingerprintOf,
 } from './config-fingerprint.js';
 import { type StoreHealth, checkRedisHealth } from './health.js';
-import { DEFAULT_LEASE_TIMING, LeaseKeeper, type Renewal, leaseTimingProblems } from './lease-keeper.js';
+import { LeaseKeeper, type Renewal } from './lease-keeper.js';
+import { DEFAULT_LEASE_TIMING, leaseTimingProblems } from './lease-timing.js';
 import type { ScriptName } from './lua-scripts.js';
 import { openPoolConnection } from './pool-connection.js';
 import { poolKeysOf } from './pool-keys.js';

@@ -1,4 +1,5 @@
 import { type Outcome, PipelinePolicySchema, type Turn, createController } from '@switchboard/core';
+import { instantDelivery } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -78,6 +79,7 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
       const pool = await privatePools.open({ pipelines: [{ id: 'p', retry: { max_attempts: 1 } }] });
       const attempts: number[] = [];
       const outcomes: Outcome[] = [];
+      const sending = instantDelivery({ record: (outcome) => outcomes.push(outcome) });
       const controller = createController({
         pool,
         pipelines: new Map([
@@ -94,7 +96,7 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
         ]),
         policies: new Map([['p', policy]]),
         outcomes: { record: (outcome) => outcomes.push(outcome) },
-        deliver: async () => {},
+        outbox: sending.outbox,
       });
       controller.start();
       return { attempts, outcomes, stop: () => controller.stop({ drainTimeoutMs: 0 }) };

@@ -5,6 +5,7 @@ import {
   type Turn,
   createController,
 } from '@switchboard/core';
+import { instantDelivery } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import { manualClock, queued, recordingLogger, redisReachable, usePools } from './redis-harness.js';
@@ -24,6 +25,7 @@ describe.skipIf(!reachable)('a turn taken over while its first holder still runs
     let answerSlowTurn: ((result: { replies: Reply[] }) => void) | undefined;
     const outcomes: Outcome[] = [];
     const logger = recordingLogger();
+    const sending = instantDelivery({ record: (outcome) => outcomes.push(outcome) });
     const controller = createController({
       pool: slowPool,
       pipelines: new Map([
@@ -34,7 +36,7 @@ describe.skipIf(!reachable)('a turn taken over while its first holder still runs
       ]),
       policies: new Map([['p', PipelinePolicySchema.parse({ id: 'p' })]]),
       outcomes: { record: (outcome) => outcomes.push(outcome) },
-      deliver: async () => {},
+      outbox: sending.outbox,
       logger,
     });
     controller.start();

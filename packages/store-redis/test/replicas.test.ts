@@ -1,10 +1,5 @@
-import {
-  type Outcome,
-  type Pipeline,
-  PipelinePolicySchema,
-  type Query,
-  createController,
-} from '@switchboard/core';
+import { type Outcome, type Pipeline, PipelinePolicySchema, createController } from '@switchboard/core';
+import { type InstantDelivery, instantDelivery } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import type { RedisQueryPool } from '../src/index.js';
@@ -15,30 +10,30 @@ const reachable = await redisReachable();
 const policies = new Map([['p', PipelinePolicySchema.parse({ id: 'p' })]]);
 
 /**
- * A controller on `pool` running `pipeline`; records what it delivered (in `delivered`, which
- * several replicas may share to keep one order) and every outcome.
+ * A controller on `pool` running `pipeline`; records every outcome, and what it delivered in
+ * `sending.delivered` — an outbox several replicas may share, as they would share the store.
  */
 function replica(
   pool: RedisQueryPool,
   pipeline: Pipeline['run'],
   logger = recordingLogger(),
-  delivered: Query[] = [],
+  shared?: InstantDelivery,
 ) {
   const outcomes: Outcome[] = [];
+  const record = { record: (outcome: Outcome) => outcomes.push(outcome) };
+  const sending = shared ?? instantDelivery(record);
   const controller = createController({
     pool,
     pipelines: new Map([['p', { id: 'p', run: pipeline }]]),
     policies,
-    outcomes: { record: (outcome) => outcomes.push(outcome) },
-    deliver: async (query) => {
-      delivered.push(query);
-    },
+    outcomes: record,
+    outbox: sending.outbox,
     logger,
     // The dying replica's pipeline ignores its abort: do not wait long for it at the end.
     abortGraceMs: 50,
   });
   controller.start();
-  return { controller, delivered, outcomes };
+  return { controller, delivered: sending.delivered, outcomes };
 }
 
 describe.skipIf(!reachable)('replicas sharing one pool, each with its controller', () => {
@@ -58,8 +53,11 @@ describe.skipIf(!reachable)('replicas sharing one pool, each with its controller
         running -= 1;
         return { replies: [{ text: query.text }] };
       };
-      const deliveredInOrder: Query[] = [];
-      const replicas = pools2.map((pool) => replica(pool, work, recordingLogger(), deliveredInOrder));
+      // The outcomes of both replicas' deliveries: the shared outbox's sender records them.
+      const outcomes: Outcome[] = [];
+      const shared = instantDelivery({ record: (outcome) => outcomes.push(outcome) });
+      const deliveredInOrder = shared.delivered;
+      const replicas = pools2.map((pool) => replica(pool, work, recordingLogger(), shared));
       try {
         const sent = Array.from({ length: 30 }, (_, index) => queued(`S${index % 6}`, Date.now()));
         for (const [index, message] of sent.entries()) {
@@ -67,16 +65,16 @@ describe.skipIf(!reachable)('replicas sharing one pool, each with its controller
         }
         await eventually(() => deliveredInOrder.length === 30, 10_000, 'all 30 delivered');
 
-        const ids = deliveredInOrder.map((query) => query.message.id);
+        const ids = deliveredInOrder.map((delivery) => delivery.origin.id);
         expect(new Set(ids).size).toBe(30);
-        expect(replicas.every((one) => one.outcomes.length > 0)).toBe(true);
+        expect(outcomes.filter((outcome) => outcome.kind === 'completed')).toHaveLength(30);
         for (let session = 0; session < 6; session++) {
           const expected = sent
             .filter((message) => message.session === `S${session}`)
             .map((m) => m.message.id);
           const order = deliveredInOrder
-            .filter((query) => query.session === `S${session}`)
-            .map((query) => query.message.id);
+            .filter((delivery) => delivery.chat === `S${session}`)
+            .map((delivery) => delivery.origin.id);
           expect(order).toEqual(expected);
         }
         expect(mostRunning).toBeLessThanOrEqual(3);
@@ -113,8 +111,8 @@ describe.skipIf(!reachable)('replicas sharing one pool, each with its controller
         await pools.shutdown(dying);
 
         await eventually(() => survivor.delivered.length === 1, 10_000, 'the turn run by the survivor');
-        expect(survivor.delivered[0]?.message.id).toBe(message.message.id);
-        expect(survivor.delivered[0]?.attempt).toBe(2);
+        expect(survivor.delivered[0]?.origin.id).toBe(message.message.id);
+        expect(survivor.delivered[0]?.messages[0]?.attempt).toBe(2);
         expect(survivorLog.lines.some((line) => line.message.startsWith('lease expired'))).toBe(true);
         expect(hung.delivered).toEqual([]);
       } finally {

@@ -6,6 +6,7 @@ import {
   type Turn,
   createController,
 } from '@switchboard/core';
+import { instantDelivery } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -143,6 +144,7 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
       const pool = await pools.open({ createClient: failFast(), pipelines: [{ id: 'p' }] });
       const logger = recordingLogger();
       const outcomes: Outcome[] = [];
+      const sending = instantDelivery({ record: (outcome) => outcomes.push(outcome) });
       const controller = createController({
         pool,
         pipelines: new Map([
@@ -160,7 +162,7 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
         ]),
         policies: new Map([['p', PipelinePolicySchema.parse({ id: 'p' })]]),
         outcomes: { record: (outcome) => outcomes.push(outcome) },
-        deliver: async () => {},
+        outbox: sending.outbox,
         logger,
       });
       controller.start();

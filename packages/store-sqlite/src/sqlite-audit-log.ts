@@ -24,7 +24,22 @@ const COLUMNS = AUDIT_RECORD_FIELDS;
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM audit`;
 const NEWEST_FIRST = 'ORDER BY at DESC, id DESC';
 /** Filters compared for equality, in the order their SQL conditions are written. */
-const EQUALITY_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session'] as const;
+const EQUALITY_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session', 'sender', 'message'] as const;
+/** The column each equality filter compares. */
+const FILTER_COLUMNS: Record<(typeof EQUALITY_FILTERS)[number], string> = {
+  outcome: 'outcome',
+  reason: 'reason',
+  rule: 'rule',
+  channel: 'channel',
+  session: 'session',
+  sender: 'sender_id',
+  message: 'message_id',
+};
+/**
+ * SQLite's `lower()` and `LIKE` fold ASCII only; this function folds as the other stores do
+ * (JavaScript's `toLowerCase`). The needle comes lower-cased already.
+ */
+const CONTAINS_FOLDED = 'sb_contains_folded';
 
 /** A stored payload; dead letters written before `replayable` existed kept the whole message. */
 function toPayload(json: string): DeadLetterPayload {
@@ -39,8 +54,9 @@ function toRecord(row: AuditRow): AuditRecord {
 /** The SQL conditions a query uses; queries with the same conditions share one statement. */
 function conditionsOf(query: AuditQuery): string[] {
   const conditions: string[] = EQUALITY_FILTERS.filter((field) => query[field] !== undefined).map(
-    (field) => `${field} = @${field}`,
+    (field) => `${FILTER_COLUMNS[field]} = @${field}`,
   );
+  if (query.text !== undefined) conditions.push(`${CONTAINS_FOLDED}(text, @text)`);
   if (query.since !== undefined) conditions.push('at >= @since');
   if (query.until !== undefined) conditions.push('at < @until');
   if (query.cursor !== undefined) conditions.push('(at, id) < (@cursorAt, @cursorId)');
@@ -49,7 +65,10 @@ function conditionsOf(query: AuditQuery): string[] {
 
 /** The audit log's read side over the `audit` table; also used on a read-only connection. */
 export function createSqliteAuditReader(db: Database): AuditReader {
-  // One statement per combination of filters (at most 2^8), each prepared on first use.
+  db.function(CONTAINS_FOLDED, { deterministic: true }, (text: unknown, part: unknown) =>
+    typeof text === 'string' && text.toLowerCase().includes(String(part)) ? 1 : 0,
+  );
+  // One statement per combination of filters (at most 2^11), each prepared on first use.
   const queries = new Map<string, Statement<Record<string, unknown>, AuditRow>>();
   const deadLetters = db.prepare<[number], AuditRow>(
     `${SELECT} WHERE outcome = 'dead_lettered' AND replayed_at IS NULL ${NEWEST_FIRST} LIMIT ?`,
@@ -76,6 +95,7 @@ export function createSqliteAuditReader(db: Database): AuditReader {
       for (const field of [...EQUALITY_FILTERS, 'since', 'until'] as const) {
         if (query[field] !== undefined) parameters[field] = query[field];
       }
+      if (query.text !== undefined) parameters.text = query.text.toLowerCase();
       if (cursor !== undefined) {
         parameters.cursorAt = cursor.at;
         parameters.cursorId = cursor.id;
@@ -108,6 +128,9 @@ export function createSqliteAuditLog(db: Database, commit: GroupCommit): AuditLo
     `UPDATE audit SET replayed_at = ? WHERE id = ? AND outcome = 'dead_lettered' AND replayed_at IS NULL`,
   );
   const prune = db.prepare<[number]>('DELETE FROM audit WHERE at < ?');
+  const deleteDeadLetter = db.prepare<[string]>(
+    `DELETE FROM audit WHERE id = ? AND outcome = 'dead_lettered'`,
+  );
 
   return {
     ...createSqliteAuditReader(db),
@@ -117,6 +140,9 @@ export function createSqliteAuditLog(db: Database, commit: GroupCommit): AuditLo
     },
     async markReplayed(id, atMs) {
       return markReplayed.run(atMs, id).changes === 1;
+    },
+    async deleteDeadLetter(id) {
+      return deleteDeadLetter.run(id).changes === 1;
     },
     async prune(beforeMs) {
       return prune.run(beforeMs).changes;

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { AuditLog, HistoryStore, Journal, MessageStatusStore } from '@switchboard/core';
+import type { AuditLog, HistoryStore, Journal, MessageStatusStore, ReplyOutbox } from '@switchboard/core';
 import { SwitchboardError } from '@switchboard/core';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
 import { migrate } from './migrations.js';
@@ -9,6 +9,7 @@ import { createSqliteHistoryStore } from './sqlite-history-store.js';
 import { createGroupCommit } from './group-commit.js';
 import { createSqliteJournal } from './sqlite-journal.js';
 import { createSqliteMessageStatusStore } from './sqlite-message-status-store.js';
+import { createSqliteReplyOutbox } from './sqlite-reply-outbox.js';
 
 /** Options of `createSqliteStore`. */
 export interface SqliteStoreOptions {
@@ -34,6 +35,7 @@ export interface SqliteStore {
   auditLog: AuditLog;
   statuses: MessageStatusStore;
   history: HistoryStore;
+  outbox: ReplyOutbox;
   /** Closes the database; the stores must not be used afterwards. */
   close(): void;
 }
@@ -68,7 +70,7 @@ export function openDatabase(path: string, busyTimeoutMs: number, readonly: bool
 
 /**
  * The embedded default store (`store: { kind: sqlite }`): journal (with delivery dedup), audit
- * log, message statuses and history in one SQLite file, migrated to the current schema on open.
+ * log, message statuses, history and the reply outbox in one SQLite file, migrated to the current schema on open.
  * Calls run synchronously on the event loop (better-sqlite3); each is one short indexed statement
  * or transaction. Several processes may open the same file: WAL serializes writers and never
  * blocks readers.
@@ -84,6 +86,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       auditLog: createSqliteAuditLog(db, commit),
       statuses: createSqliteMessageStatusStore(db, commit, now),
       history: createSqliteHistoryStore(db, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
+      outbox: createSqliteReplyOutbox(db, commit),
       close: () => {
         commit.flush();
         db.close();

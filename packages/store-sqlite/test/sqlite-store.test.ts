@@ -10,6 +10,7 @@ import {
   messageStatusStoreContract,
   queryPoolContract,
   queuedMessageFixture,
+  replyOutboxContract,
 } from '@switchboard/core/testing';
 import { createMemoryQueryPool } from '@switchboard/core';
 import BetterSqlite3 from 'better-sqlite3';
@@ -57,6 +58,10 @@ auditLogContract(
 messageStatusStoreContract(
   'sqlite',
   sqliteFactory((store) => store.statuses),
+);
+replyOutboxContract(
+  'sqlite',
+  sqliteFactory((store) => store.outbox),
 );
 historyStoreContract(
   'sqlite',

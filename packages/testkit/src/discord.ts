@@ -28,15 +28,15 @@ export interface FakeDiscordOptions {
   /** HELLO's `heartbeat_interval`. Default: 41 250 ms (Discord's). */
   heartbeatIntervalMs?: number;
   /**
-   * Limits on `POST /channels/:id/messages` (`DISCORD_RATE_LIMITS`): answers carry the route's
-   * `X-RateLimit-*` headers, and a call past the limit gets 429 with `retry_after`. Default: none.
+   * Limits on posting and editing a channel's messages (`DISCORD_RATE_LIMITS`): answers carry the
+   * route's `X-RateLimit-*` headers, and a call past the limit gets 429 with `retry_after`. Default: none.
    */
   rateLimits?: FakeDiscordRateLimits;
 }
 
-/** Limits on posting messages; a limit left out is not enforced. */
+/** Limits on posting and editing messages; a limit left out is not enforced. */
 export interface FakeDiscordRateLimits {
-  /** Every post into one channel (Discord's per-route bucket of `POST /channels/:id/messages`). */
+  /** Every post or edit in one channel (one bucket, shared by sends and edits as the pacer's is). */
   perChannel?: FakeRateLimit;
   /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
   toleranceMs?: number;
@@ -61,6 +61,15 @@ export interface SentDiscordMessage {
   channelId: string;
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary request shapes
   body: Record<string, any>;
+}
+
+/** A `PATCH /channels/:id/messages/:id` the fake applied. */
+export interface DiscordEdit {
+  channelId: string;
+  messageId: string;
+  content: string;
+  /** Milliseconds since the epoch at which it arrived. */
+  at: number;
 }
 
 /** What the next REST calls answer instead of succeeding (see `failNext`). */
@@ -91,8 +100,12 @@ export interface FakeDiscord {
   requests: RecordedDiscordRequest[];
   /** The `POST /channels/:id/messages` calls that succeeded, in order. */
   sentMessages(): SentDiscordMessage[];
-  /** Posts answered 429 for exceeding `rateLimits` (injected failures not included). */
+  /** Posts and edits answered 429 for exceeding `rateLimits` (injected failures not included). */
   rateLimitViolations(): number;
+  /** The `PATCH /channels/:id/messages/:id` calls that succeeded, in order. */
+  edits(): DiscordEdit[];
+  /** The content a message the bot posted shows now (after its edits); undefined if unknown. */
+  contentOf(channelId: string, messageId: string): string | undefined;
   /** Gateway counters: sockets opened, IDENTIFYs and RESUMEs received. */
   stats: { connections: number; identifies: number; resumes: number };
   /** Whether a session is identified or resumed on an open socket, so dispatches can be sent. */
@@ -142,6 +155,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
 
   const requests: RecordedDiscordRequest[] = [];
   const sent: SentDiscordMessage[] = [];
+  const edits: DiscordEdit[] = [];
+  /** The content of each message the bot posted, by `<channel id>/<message id>`. */
+  const contents = new Map<string, string>();
   const guilds = new Map<string, FakeGuild>();
   const failures: FakeDiscordFailure[] = [];
   const hung = new Set<ServerResponse>();
@@ -152,8 +168,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
 
   /**
-   * Counts a post into `channelId` against its bucket: the route's `X-RateLimit-*` headers (as
-   * @discordjs/rest reads them to queue), and whether the post went past the limit.
+   * Counts a post or an edit into `channelId` against its bucket: the route's `X-RateLimit-*`
+   * headers (as @discordjs/rest reads them to queue), and whether the call went past the limit.
    */
   function channelBucket(
     channelId: string,
@@ -177,6 +193,27 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         ...(limited ? { 'retry-after': (waitMs / 1000).toFixed(3), 'x-ratelimit-scope': 'user' } : {}),
       },
     };
+  }
+
+  /**
+   * Counts a post or an edit into `channelId` against the channel's bucket; past the limit it
+   * answers 429 and returns null, else the headers the answer carries.
+   */
+  function admitted(
+    response: ServerResponse,
+    channelId: string,
+    arrivedAt: number,
+  ): Record<string, string> | null {
+    const { headers, limited } = channelBucket(channelId, arrivedAt);
+    if (!limited) return headers;
+    const retryAfter = Number(headers['retry-after']);
+    json(
+      response,
+      429,
+      { message: 'You are being rate limited.', retry_after: retryAfter, global: false },
+      headers,
+    );
+    return null;
   }
 
   // The one gateway session: Discord keeps it across sockets so that a client can resume it.
@@ -272,23 +309,32 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     const channelMessages = /^\/channels\/(\d+)\/messages$/.exec(path);
     if (method === 'POST' && channelMessages?.[1] !== undefined) {
       const channelId = channelMessages[1];
-      const { headers, limited } = channelBucket(channelId, arrivedAt);
-      if (limited) {
-        const retryAfter = Number(headers['retry-after']);
-        json(
-          response,
-          429,
-          { message: 'You are being rate limited.', retry_after: retryAfter, global: false },
-          headers,
-        );
-        return;
-      }
+      const headers = admitted(response, channelId, arrivedAt);
+      if (headers === null) return;
       const posted = (body ?? {}) as Record<string, unknown>;
       sent.push({ channelId, body: posted });
+      const id = nextId();
+      contents.set(`${channelId}/${id}`, String(posted.content ?? ''));
+      json(response, 200, fullMessage({ ...posted, id, channel_id: channelId, author: botUser }), headers);
+      return;
+    }
+    const channelMessage = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (method === 'PATCH' && channelMessage?.[1] !== undefined && channelMessage[2] !== undefined) {
+      const [, channelId, messageId] = channelMessage;
+      const headers = admitted(response, channelId, arrivedAt);
+      if (headers === null) return;
+      const key = `${channelId}/${messageId}`;
+      if (!contents.has(key)) {
+        json(response, 404, { message: 'Unknown Message', code: 10008 }, headers);
+        return;
+      }
+      const content = String((body as Record<string, unknown> | undefined)?.content ?? '');
+      contents.set(key, content);
+      edits.push({ channelId, messageId, content, at: Date.now() });
       json(
         response,
         200,
-        fullMessage({ ...posted, id: nextId(), channel_id: channelId, author: botUser }),
+        fullMessage({ content, id: messageId, channel_id: channelId, author: botUser }),
         headers,
       );
       return;
@@ -460,6 +506,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     stats,
     sentMessages: () => [...sent],
     rateLimitViolations: () => limiter.violations(),
+    edits: () => [...edits],
+    contentOf: (channelId, messageId) => contents.get(`${channelId}/${messageId}`),
     connected: () => live !== null,
     guildCreate(guild) {
       guilds.set(guild.id, guild);

@@ -8,13 +8,13 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
 // A fake Slack for tests: the Web API at `/api/<method>` (what Bolt's WebClient calls through
 // `slackApiUrl`), a Socket Mode WebSocket at `/socket-mode`, and helpers that build and sign
 // Events API requests the way Slack does. With `rateLimits` it enforces Slack's limits on posting
-// (`SLACK_RATE_LIMITS`): a call past one is answered HTTP 429 with Retry-After and counted.
+// and updating messages (`SLACK_RATE_LIMITS`): a call past one is answered HTTP 429 with Retry-After and counted.
 
-/** Limits on posting messages; a limit left out is not enforced. */
+/** Limits on posting and updating messages; a limit left out is not enforced. */
 export interface FakeSlackRateLimits {
-  /** Every post of the app. */
+  /** Every post or update of the app. */
   perApp?: FakeRateLimit;
-  /** Every post into one Slack channel. */
+  /** Every post or update into one Slack channel. */
   perChannel?: FakeRateLimit;
   /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
   toleranceMs?: number;
@@ -25,8 +25,8 @@ export const SLACK_RATE_LIMITS: FakeSlackRateLimits = Object.freeze({
   perChannel: { limit: 1, perMs: 1000 },
 });
 
-/** The methods that post into a channel, and so count against the rate limits. */
-const RATE_LIMITED_METHODS = new Set(['chat.postMessage']);
+/** The methods that post into a channel, and so count against the rate limits: posts and edits alike. */
+const RATE_LIMITED_METHODS = new Set(['chat.postMessage', 'chat.update']);
 
 /** One Web API call the fake received. */
 export interface SlackApiCall {
@@ -35,6 +35,15 @@ export interface SlackApiCall {
   token: string | undefined;
   /** Form fields or JSON body; Bolt's client sends forms, so every value is a string. */
   body: Record<string, unknown>;
+}
+
+/** A `chat.update` the fake applied. */
+export interface SlackEdit {
+  channel: string;
+  ts: string;
+  text: string;
+  /** Milliseconds since the epoch at which it arrived. */
+  at: number;
 }
 
 /** How the next calls fail (see `failNext`). */
@@ -68,6 +77,10 @@ export interface FakeSlack {
   calls: SlackApiCall[];
   /** The calls of one method. */
   callsTo(method: string): SlackApiCall[];
+  /** The `chat.update` calls that succeeded, in order. */
+  edits(): SlackEdit[];
+  /** The text a message the bot posted shows now (after its updates); undefined if unknown. */
+  textOf(channel: string, ts: string): string | undefined;
   /** Resolves once `method` has been called `count` times (or rejects after `timeoutMs`). */
   waitForCalls(method: string, count: number, timeoutMs?: number): Promise<SlackApiCall[]>;
   /** The texts posted into one Slack channel (successful chat.postMessage calls), in order. */
@@ -132,6 +145,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const hanging = new Set<ServerResponse>();
   const sockets = new Set<WebSocket>();
   const acks = new Set<string>();
+  const edits: SlackEdit[] = [];
+  /** The text of each message the bot posted, by `<channel>/<ts>`. */
+  const texts = new Map<string, string>();
   let sequence = 0;
   let baseUrl = '';
   const delivered: Array<{ channel: string; text: string }> = [];
@@ -187,7 +203,17 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
           ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}),
         };
         delivered.push({ channel: body.channel, text: body.text });
+        texts.set(`${body.channel}/${ts}`, body.text);
         return { status: 200, body: { ok: true, channel: body.channel, ts, message } };
+      }
+      case 'chat.update': {
+        const key = `${body.channel}/${body.ts}`;
+        if (!texts.has(key)) return { status: 200, body: { ok: false, error: 'message_not_found' } };
+        if (typeof body.text !== 'string' || body.text === '')
+          return { status: 200, body: { ok: false, error: 'no_text' } };
+        texts.set(key, body.text);
+        edits.push({ channel: String(body.channel), ts: String(body.ts), text: body.text, at: Date.now() });
+        return { status: 200, body: { ok: true, channel: body.channel, ts: body.ts, text: body.text } };
       }
       default:
         return { status: 200, body: { ok: false, error: 'unknown_method' } };
@@ -285,6 +311,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     apiUrl: `${baseUrl}/api/`,
     calls,
     callsTo: (method) => calls.filter((call) => call.method === method),
+    edits: () => [...edits],
+    textOf: (channel, ts) => texts.get(`${channel}/${ts}`),
     waitForCalls(method, count, timeoutMs = 10_000) {
       return eventually(
         () => {

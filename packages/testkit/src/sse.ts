@@ -28,3 +28,19 @@ export function replyEvents(text: string): unknown[] {
     .filter((block) => block.startsWith('event: reply\n'))
     .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
 }
+
+/** The data of every `event: reply.delta` in `text`, parsed. */
+export function replyDeltaEvents(text: string): unknown[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.startsWith('event: reply.delta\n'))
+    .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
+}
+
+/** The names of the events in `text`, in order (comments left out). */
+export function eventNames(text: string): string[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.startsWith('event: '))
+    .map((block) => block.slice('event: '.length, block.indexOf('\n')));
+}

@@ -7,13 +7,14 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
  * `POST /bot<token>/<method>` like api.telegram.org does. Point grammY at it with
  * `client: { apiRoot: fake.url }` (the channel's `api_root`). It implements getMe,
  * deleteWebhook, setWebhook, getWebhookInfo, getUpdates (long poll honouring `offset`,
- * `limit`, `timeout` and `allowed_updates`; 409 while a webhook is set) and sendMessage
- * (returns a full Message), records every call, and can answer 429 with `retry_after`, another
+ * `limit`, `timeout` and `allowed_updates`; 409 while a webhook is set), sendMessage
+ * (returns a full Message) and editMessageText (of the bot's own messages; 400 "message is not
+ * modified" for the same text, as Telegram answers), records every call, and can answer 429 with `retry_after`, another
  * error, or never, for the next calls of a method. Like Telegram, a getUpdates arriving while
  * another is open ends the open one with 409 Conflict; the fake records the most getUpdates
  * calls ever open at once and how often each update was fetched. Updates are queued with `pushUpdate` for
  * getUpdates, or POSTed to a webhook with `deliverWebhook`, as Telegram does. With `rateLimits`
- * it enforces Telegram's limits on messages sent (`TELEGRAM_RATE_LIMITS`): a call past one is
+ * it enforces Telegram's limits on messages sent and edited (`TELEGRAM_RATE_LIMITS`): a call past one is
  * answered 429 with `parameters.retry_after` and counted as a violation.
  */
 
@@ -26,7 +27,7 @@ export interface FakeTelegramUser {
   username?: string;
 }
 
-/** Limits on sending messages; a limit left out is not enforced. */
+/** Limits on sending and editing messages; a limit left out is not enforced. */
 export interface FakeTelegramRateLimits {
   perBot?: FakeRateLimit;
   perChat?: FakeRateLimit;
@@ -73,6 +74,14 @@ export interface SentTelegramMessage {
   at: number;
 }
 
+/** An editMessageText call that succeeded. */
+export interface TelegramEdit {
+  chatId: string;
+  messageId: number;
+  text: string;
+  at: number;
+}
+
 /** What the next calls of a method answer instead of succeeding (see `failNext`). */
 export type FakeTelegramFailure =
   | { status: 429; retryAfterS: number }
@@ -109,6 +118,10 @@ export interface FakeTelegram {
   deliveredTo(chatId: number | string): string[];
   /** Calls answered 429 for exceeding `rateLimits` (injected failures not included). */
   rateLimitViolations(): number;
+  /** The editMessageText calls that succeeded, in order. */
+  edits(): TelegramEdit[];
+  /** The text a message of the bot shows now (after its edits); undefined for an unknown message. */
+  textOf(chatId: number | string, messageId: number): string | undefined;
   /** The current webhook, or `null` after deleteWebhook / before setWebhook. */
   webhook(): FakeTelegramWebhook | null;
   /** Updates confirmed by a getUpdates `offset`: every update_id below this number. */
@@ -139,6 +152,8 @@ export interface FakeTelegram {
   deliverWebhook(url: string, update: Json | string, secretToken?: string): Promise<WebhookAnswer>;
   /** The next `count` calls of `method` answer `failure` instead. */
   failNext(method: string, count: number, failure: FakeTelegramFailure): void;
+  /** Until called again with null, every call of `method` answers `failure` (the platform is down). */
+  failAll(method: string, failure: FakeTelegramFailure | null): void;
   close(): Promise<void>;
 }
 
@@ -150,8 +165,8 @@ const DEFAULT_BOT_USER: FakeTelegramUser = {
   username: 'switchboard_bot',
 };
 const TEXT_LIMIT = 4096;
-/** The methods that post into a chat, and so count against the rate limits. */
-const RATE_LIMITED_METHODS = new Set(['sendMessage']);
+/** The methods that post into a chat, and so count against the rate limits: sends and edits alike. */
+const RATE_LIMITED_METHODS = new Set(['sendMessage', 'editMessageText']);
 const DEFAULT_UPDATES_LIMIT = 100;
 
 interface Answer {
@@ -203,8 +218,12 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const botUser = options.botUser ?? DEFAULT_BOT_USER;
   const calls: RecordedTelegramCall[] = [];
   const sent: SentTelegramMessage[] = [];
+  const edits: TelegramEdit[] = [];
+  /** The text of each message the bot sent, by `<chat id>:<message id>`. */
+  const texts = new Map<string, string>();
   const chats = new Map<string, Json>();
   const failures = new Map<string, FakeTelegramFailure[]>();
+  const down = new Map<string, FakeTelegramFailure>();
   const hung = new Set<ServerResponse>();
   /** Long polls waiting for updates: each re-checks the queue when woken. */
   const waiters = new Set<() => void>();
@@ -327,7 +346,29 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       ...(thread === undefined ? {} : { message_thread_id: thread, is_topic_message: true }),
     };
     sent.push({ body, message, at: Date.now() });
+    texts.set(`${body.chat_id}:${message.message_id}`, text);
     return ok(message);
+  }
+
+  function editMessageText(body: Json): Answer {
+    const key = `${body.chat_id}:${body.message_id}`;
+    const current = texts.get(key);
+    if (current === undefined) return fail(400, 'Bad Request: message to edit not found');
+    const text = typeof body.text === 'string' ? body.text : '';
+    if (text.trim() === '') return fail(400, 'Bad Request: message text is empty');
+    if (text.length > TEXT_LIMIT) return fail(400, 'Bad Request: MESSAGE_TOO_LONG');
+    if (text === current) {
+      return fail(
+        400,
+        'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+      );
+    }
+    texts.set(key, text);
+    edits.push({ chatId: String(body.chat_id), messageId: Number(body.message_id), text, at: Date.now() });
+    return ok({
+      ...(sent.find((entry) => `${entry.body.chat_id}:${entry.message.message_id}` === key)?.message ?? {}),
+      text,
+    });
   }
 
   function answer(method: string, body: Json, response: ServerResponse): Promise<Answer> | Answer {
@@ -357,12 +398,16 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         return getUpdates(body, response);
       case 'sendMessage':
         return sendMessage(body);
+      case 'editMessageText':
+        return editMessageText(body);
       default:
         return fail(404, 'Not Found: method not found');
     }
   }
 
   function injectedFailure(method: string): FakeTelegramFailure | undefined {
+    const lasting = down.get(method);
+    if (lasting !== undefined) return lasting;
     const pending = failures.get(method);
     const failure = pending?.shift();
     if (pending?.length === 0) failures.delete(method);
@@ -422,6 +467,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         .filter((entry) => String(entry.body.chat_id) === String(chatId))
         .map((entry) => entry.message.text),
     rateLimitViolations: () => limiter.violations(),
+    edits: () => [...edits],
+    textOf: (chatId, messageId) => texts.get(`${chatId}:${messageId}`),
     webhook: () => webhook,
     confirmedOffset: () => confirmed,
     pendingUpdates: () => queue.filter((update) => update.update_id >= confirmed),
@@ -459,6 +506,10 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         body = JSON.parse(text);
       } catch {}
       return { status: response.status, headers: response.headers, body };
+    },
+    failAll(method, failure) {
+      if (failure === null) down.delete(method);
+      else down.set(method, failure);
     },
     failNext(method, count, failure) {
       failures.set(method, [

@@ -1,7 +1,5 @@
 import { type Config, loadConfig } from '@switchboard/config';
 import { type AuditLog, type AuditQuery, type AuditRecord, SwitchboardError } from '@switchboard/core';
-import { createPostgresStore } from '@switchboard/store-postgres';
-import { openAuditReader } from '@switchboard/store-sqlite';
 import { auditView } from '../audit-view.js';
 import { AuditFiltersSchema } from '../audit-filters.js';
 import type { CommandIo } from './io.js';
@@ -44,7 +42,9 @@ async function openAuditLog(
   config: Config,
 ): Promise<{ auditLog: Pick<AuditLog, 'query'>; close(): Promise<void> }> {
   const { audit, store } = config;
+  // Only the database named is loaded, with its client.
   if (audit.kind === 'postgres') {
+    const { createPostgresStore } = await import('@switchboard/store-postgres');
     return createPostgresStore({ url: audit.url, schema: audit.schema, maxConnections: 1 });
   }
   if (store.kind !== 'sqlite') {
@@ -52,6 +52,7 @@ async function openAuditLog(
       message: `store.kind: "${store.kind}" keeps no audit file to read; use GET /admin/audit on the running server`,
     });
   }
+  const { openAuditReader } = await import('@switchboard/store-sqlite');
   const reader = openAuditReader({ path: audit.path ?? store.path });
   return { auditLog: reader.auditLog, close: async () => reader.close() };
 }

@@ -1,12 +1,6 @@
 import { loadConfig } from '@switchboard/config';
-import {
-  DISCARD,
-  SwitchboardError,
-  admit,
-  createRouter,
-  newMessageId,
-  parseInboundMessage,
-} from '@switchboard/core';
+import { SwitchboardError, createRouter } from '@switchboard/core';
+import { dryRunRoute } from '../route-dry-run.js';
 import type { CommandIo } from './io.js';
 
 export interface RouteFlags {
@@ -32,39 +26,24 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
       message: `--channel: no channel "${flags.channel}" in ${path} (known: ${known})`,
     });
   }
-  const message = parseInboundMessage({
-    id: newMessageId(),
-    platform: channel.type,
-    channel: channel.id,
-    chat: { type: flags.chatType, id: flags.chatId },
-    sender: { id: flags.sender ?? 'cli-user' },
-    elements: [{ type: 'text', text: flags.text }],
-    text: flags.text,
-    mentions_bot: flags.mention,
-    platform_message_id: 'dry-run',
-    received_at: Date.now(),
-  });
   const router = createRouter(config.routing, { pipelines: config.pipelines.map((pipeline) => pipeline.id) });
-  const { decision, trace } = router.explain(message);
-  const admission =
-    channel.type === 'openapi'
-      ? ({ admitted: true } as const)
-      : admit(message, channel.policy.admission, decision.routedByRule);
-  const result = !admission.admitted
-    ? `ignored (${admission.reason})`
-    : decision.pipeline === DISCARD
-      ? 'discarded (audited)'
-      : `pipeline ${decision.pipeline}`;
+  const run = dryRunRoute(router, channel, {
+    chatType: flags.chatType,
+    chatId: flags.chatId,
+    ...(flags.sender === undefined ? {} : { sender: flags.sender }),
+    text: flags.text,
+    mention: flags.mention,
+  });
 
   if (flags.json) {
     io.out(
       JSON.stringify(
         {
-          rule: decision.rule,
-          pipeline: decision.pipeline,
-          routed_by_rule: decision.routedByRule,
-          admission,
-          trace,
+          rule: run.rule,
+          pipeline: run.pipeline,
+          routed_by_rule: run.routed_by_rule,
+          admission: run.admission,
+          trace: run.trace,
         },
         null,
         2,
@@ -72,14 +51,14 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
     );
     return 0;
   }
-  io.out(`rule:     ${decision.rule ?? 'default'}`);
-  io.out(`pipeline: ${decision.pipeline}`);
-  io.out(`result:   ${result}`);
+  io.out(`rule:     ${run.rule ?? 'default'}`);
+  io.out(`pipeline: ${run.pipeline}`);
+  io.out(`result:   ${run.result}`);
   io.out('why:');
-  for (const [index, step] of trace.entries()) {
+  for (const [index, step] of run.trace.entries()) {
     io.out(`  ${index + 1}. ${step.rule}: ${step.why}${step.matched ? '  ← match' : ''}`);
   }
 
-  if (decision.rule === null) io.out(`  no rule matched: routing.default is "${config.routing.default}"`);
+  if (run.rule === null) io.out(`  no rule matched: routing.default is "${config.routing.default}"`);
   return 0;
 }

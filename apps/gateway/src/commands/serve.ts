@@ -35,7 +35,7 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
   const config = await loadConfig(path);
   const mask = createSecretMasker(config.secrets);
   // Off unless a collector is configured.
-  const tracing = startTracing(config.telemetry.traces, VERSION, process.env, mask);
+  const tracing = await startTracing(config.telemetry.traces, VERSION, process.env, mask);
   const logger = createRootLogger({ mask });
   startLogger = logger;
   if (reloadWhenStarted) noteReloadWhileStarting();

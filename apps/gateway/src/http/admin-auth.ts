@@ -1,4 +1,4 @@
-import { type AuthHook, bearerAuth } from '@switchboard/channel-openapi';
+import { type AuthHook, bearerAuth } from '@switchboard/http';
 
 /**
  * The admin check (docs/design.md §7): bearer `admin.token`, or loopback clients only when it is unset.

@@ -1,12 +1,42 @@
-import type { AuthHook } from '@switchboard/channel-openapi';
-import type { AuditLog, PipelineStatus, QueryPool } from '@switchboard/core';
+import type { ChannelConfig } from '@switchboard/config';
+import {
+  type AuditLog,
+  ChatTypeSchema,
+  type MessageStatusStore,
+  type PipelineStatus,
+  type QueryPool,
+  SwitchboardError,
+} from '@switchboard/core';
+import { type AuthHook, MAX_ID_CHARS, jsonBodyParser } from '@switchboard/http';
 import type { ReplicaView } from '@switchboard/store-redis';
-import type { OwnedChannels } from '../channel-ownership.js';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { auditView } from '../audit-view.js';
 import { AuditFiltersSchema } from '../audit-filters.js';
+import { auditView } from '../audit-view.js';
+import type { OwnedChannels } from '../channel-ownership.js';
+import { MAX_SELECTION, applyToSelection, createDeadLetterPurge } from '../dead-letter-selection.js';
+import { messagePath } from '../message-path.js';
+import type { MessageTrail } from '../message-trail.js';
+import type { Overview } from '../overview.js';
+import type { DryRunInput, DryRunResult } from '../route-dry-run.js';
+import type { RoutingView } from '../routing-view.js';
+
+/** Longest text a dry run routes: the channel's own `text` bound. */
+const MAX_DRY_RUN_TEXT_CHARS = 32_768;
+
+const IdSchema = z.string().min(1).max(MAX_ID_CHARS);
+const SelectionSchema = z.strictObject({ ids: z.array(IdSchema).min(1).max(MAX_SELECTION) });
+
+/** `POST /admin/route`: the message a dry run routes, as `switchboard route` takes it. */
+const DryRunBodySchema = z.strictObject({
+  channel: IdSchema.describe('A configured channel id.'),
+  chat_type: ChatTypeSchema.default('person'),
+  chat_id: IdSchema,
+  sender: IdSchema.optional(),
+  text: z.string().min(1).max(MAX_DRY_RUN_TEXT_CHARS),
+  mention: z.boolean().default(false).describe('Whether the message mentions the bot (group admission).'),
+});
 
 export interface AdminDeps {
   /** The admin check (`adminAuth`), run `onRequest`: before a query or body is validated. */
@@ -20,14 +50,25 @@ export interface AdminDeps {
   /** The single-owner channels and who holds each one's lease, for `/admin/queues`. */
   channelHolders: OwnedChannels['holders'];
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
-  replay(id: string): Promise<{ id: string; message_id: string; status: 'queued' }>;
+  replay(id: string): Promise<ReplayResult>;
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
   reload(): Promise<{ rules: number }>;
+  statuses: MessageStatusStore;
+  /** This replica's recent turns and outcomes per message (`GET /admin/messages/{id}`). */
+  trail: MessageTrail;
+  /** The rules in force with their hit counts. */
+  routing(): RoutingView;
+  /** The configured channels, for dry runs. */
+  channels: readonly ChannelConfig[];
+  /** A dry run on the router in force (`POST /admin/route`). */
+  dryRun(channel: ChannelConfig, input: DryRunInput): DryRunResult;
+  overview(): Promise<Overview>;
 }
 
 /**
- * The admin API (docs/design.md §7): audit search, queue stats, dead letters and their replay, routing
- * reload. Bearer `admin.token`; without one it answers loopback clients only.
+ * The admin API (docs/design.md §7): audit and message search, a message's path, queue stats and
+ * the overview, dead letters (replay, purge, one or a selection), routing (rules with hits, dry
+ * run, reload). The logic lives in named modules; the routes validate and answer. Bearer `admin.token`; without one it answers loopback clients only.
  */
 export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): void {
   server.register(
@@ -35,17 +76,77 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
       const routes = admin.withTypeProvider<ZodTypeProvider>();
       // onRequest, not preHandler: a stranger's bad query must get 401, not a 400 describing the route.
       admin.addHook('onRequest', deps.auth);
+      // The shared parser: a `__proto__` key is refused with 400 naming where it is.
+      admin.removeContentTypeParser('application/json');
+      admin.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
+      const purge = createDeadLetterPurge(deps.auditLog);
+
+      const searchAudit = async (request: { query: z.output<typeof AuditFiltersSchema> }) => {
+        const page = await deps.auditLog.query(request.query);
+        return { items: page.items.map(auditView), next_cursor: page.nextCursor };
+      };
+      routes.get('/audit', { schema: { querystring: AuditFiltersSchema, tags: ['admin'] } }, searchAudit);
+      routes.get(
+        '/messages',
+        {
+          schema: {
+            summary: 'Search the audit log (every outcome but completed and duplicate)',
+            querystring: AuditFiltersSchema,
+            tags: ['admin'],
+          },
+        },
+        searchAudit,
+      );
+      routes.get(
+        '/messages/:id',
+        {
+          schema: {
+            summary: "A message's path: received, routed, merged, turns, replies, outcome",
+            params: z.strictObject({ id: IdSchema }),
+            tags: ['admin'],
+          },
+        },
+        async (request) => messagePath(request.params.id, deps),
+      );
 
       routes.get(
-        '/audit',
-        { schema: { querystring: AuditFiltersSchema, tags: ['admin'] } },
-        async (request) => {
-          const page = await deps.auditLog.query(request.query);
-          return {
-            items: page.items.map(auditView),
-            next_cursor: page.nextCursor,
-          };
+        '/routing',
+        { schema: { summary: 'The routing rules in order with hit counts since start', tags: ['admin'] } },
+        async () => deps.routing(),
+      );
+      routes.post(
+        '/route',
+        {
+          schema: {
+            summary: 'Dry run: the rule and pipeline a message would get, and why',
+            body: DryRunBodySchema,
+            tags: ['admin'],
+          },
         },
+        async (request) => {
+          const { channel: id, chat_type, chat_id, sender, text, mention } = request.body;
+          const channel = deps.channels.find((candidate) => candidate.id === id);
+          if (channel === undefined) {
+            const problem = `body.channel: no channel "${id}" (known: ${deps.channels.map((known) => known.id).join(', ')})`;
+            throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
+              message: `invalid request: ${problem}`,
+              details: { problems: [problem] },
+            });
+          }
+          return deps.dryRun(channel, {
+            chatType: chat_type,
+            chatId: chat_id,
+            ...(sender === undefined ? {} : { sender }),
+            text,
+            mention,
+          });
+        },
+      );
+
+      routes.get(
+        '/overview',
+        { schema: { summary: "The console's overview: rates, load, latency, channels", tags: ['admin'] } },
+        async () => deps.overview(),
       );
 
       // The pool's counts (cluster-wide with a shared pool), each pipeline that reports a state,
@@ -104,11 +205,48 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
 
       routes.post(
         '/dead-letters/:id/replay',
-        { schema: { params: z.strictObject({ id: z.string().min(1) }), tags: ['admin'] } },
+        { schema: { params: z.strictObject({ id: IdSchema }), tags: ['admin'] } },
         async (request, reply) => {
           reply.code(202);
           return deps.replay(request.params.id);
         },
+      );
+
+      routes.delete(
+        '/dead-letters/:id',
+        {
+          schema: {
+            summary: 'Purge one dead letter',
+            params: z.strictObject({ id: IdSchema }),
+            tags: ['admin'],
+          },
+        },
+        async (request, reply) => {
+          await purge(request.params.id);
+          return reply.code(204).send();
+        },
+      );
+      routes.post(
+        '/dead-letters/replay',
+        {
+          schema: {
+            summary: `Replay up to ${MAX_SELECTION} dead letters, one after the other`,
+            body: SelectionSchema,
+            tags: ['admin'],
+          },
+        },
+        async (request) => ({ results: await applyToSelection(request.body.ids, deps.replay) }),
+      );
+      routes.post(
+        '/dead-letters/purge',
+        {
+          schema: {
+            summary: `Purge up to ${MAX_SELECTION} dead letters`,
+            body: SelectionSchema,
+            tags: ['admin'],
+          },
+        },
+        async (request) => ({ results: await applyToSelection(request.body.ids, purge) }),
       );
 
       routes.post('/reload', { schema: { tags: ['admin'] } }, async () => deps.reload());

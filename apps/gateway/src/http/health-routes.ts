@@ -1,4 +1,4 @@
-import type { AuthHook } from '@switchboard/channel-openapi';
+import type { AuthHook } from '@switchboard/http';
 import type { Config } from '@switchboard/config';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';

@@ -34,3 +34,11 @@ export function renderSlackReplies(origin: InboundMessage, replies: readonly Rep
     })),
   );
 }
+
+/**
+ * The message previewing `text`, the answer so far (pure): the first message its reply would be,
+ * so the part past a chunk shows once the answer is complete. `text` is never blank.
+ */
+export function renderSlackPreview(origin: InboundMessage, text: string): SlackPostMessage {
+  return renderSlackReplies(origin, [{ text }])[0] as SlackPostMessage;
+}

@@ -30,13 +30,11 @@ export interface SendOptions {
   logger: Logger;
 }
 
-const METHOD = 'chat.postMessage';
-
 /**
  * A Web API client for one send into `chat`, every request of which `signal` aborts. Bolt's
  * WebClient takes no signal per call, so the send's signal is given to each request in its
  * `fetch`. Its own retries are off: they wait on timers no signal reaches, so a run of 5xx
- * answers could outlast the deadline; `postSlackMessages` retries instead, with waits that end
+ * answers could outlast the deadline; `outboundCall` retries instead, with waits that end
  * with the signal. Each request, a retry too, first waits for `pacer` (the channel's token
  * buckets, shared by posts and edits) in `fetch`, right before it leaves: pacing any earlier
  * lets the client's own delays bunch requests up on their way to Slack.
@@ -88,47 +86,87 @@ function isTransient(error: unknown): boolean {
 }
 
 /**
- * Posts `messages` in order (paced by the client, `createSendClient`). A 429 the pacing did not
- * avoid is waited out (Retry-After) and the same message retried, up to
+ * Makes one Web API call that answers in a chat; every post and update goes through here, paced
+ * by the client (`createSendClient`). A 429 the pacing did not avoid is waited out (Retry-After)
+ * and the call repeated, up to
  * `maxRateLimitRetries` times; network failures and 5xx are retried with backoff up to
- * `maxTransientRetries` times; anything else, or a failure that outlasts those retries, ends the
- * send with an SB_CHANNEL_* error (earlier messages stay posted). When `signal` aborts, the
- * request in flight or the wait is cut short and the send rejects with `signal.reason`.
+ * `maxTransientRetries` times; anything else, or a failure that outlasts those retries, is an
+ * SB_CHANNEL_* error. When `signal` aborts, the request in flight or the wait is cut short and the
+ * call rejects with `signal.reason`.
+ */
+async function outboundCall<T>(method: string, call: () => Promise<T>, options: SendOptions): Promise<T> {
+  const { signal } = options;
+  let rateLimited = 0;
+  let transient = 0;
+  for (;;) {
+    signal.throwIfAborted();
+    try {
+      return await call();
+    } catch (error) {
+      // An aborted request surfaces as a network error; the deadline is the real cause.
+      if (signal.aborted) throw signal.reason;
+      let waitMs: number | undefined;
+      if (error instanceof webApi.WebAPIRateLimitedError) {
+        rateLimited += 1;
+        const retryAfterMs = error.retryAfter * 1000;
+        options.onRateLimited(retryAfterMs);
+        if (rateLimited <= options.maxRateLimitRetries && retryAfterMs <= options.maxRateLimitWaitMs) {
+          waitMs = retryAfterMs;
+        }
+      } else if (isTransient(error)) {
+        transient += 1;
+        if (transient <= options.maxTransientRetries)
+          waitMs = retryDelayMs(transient, options.transientRetry);
+      }
+      if (waitMs === undefined) throw toChannelError(error, { channelId: options.channelId, method });
+      options.logger.warn({ method, waitMs, rateLimited, transient }, 'send failed, retrying');
+      await wait(waitMs, signal);
+    }
+  }
+}
+
+/** Posts one message; resolves with its `ts`, the ref that `updateSlackMessage` edits. */
+export function postSlackMessage(message: SlackPostMessage, options: SendOptions): Promise<string> {
+  return outboundCall(
+    'chat.postMessage',
+    async () => {
+      const posted = await options.client.chat.postMessage({ token: options.botToken, ...message });
+      return posted.ts ?? '';
+    },
+    options,
+  );
+}
+
+/** Sets the text of the bot's message `ts` in `message.channel` (`chat.update`). */
+export async function updateSlackMessage(
+  message: SlackPostMessage,
+  ts: string,
+  options: SendOptions,
+): Promise<void> {
+  await outboundCall(
+    'chat.update',
+    () =>
+      options.client.chat.update({
+        token: options.botToken,
+        channel: message.channel,
+        ts,
+        text: message.text,
+      }),
+    options,
+  );
+}
+
+/**
+ * Posts `messages` in order; with `draft` (the `ts` of a streamed answer's preview) the first one
+ * updates that message instead. A failure ends the send (earlier messages stay posted).
  */
 export async function postSlackMessages(
   messages: readonly SlackPostMessage[],
   options: SendOptions,
+  draft?: string,
 ): Promise<void> {
-  const { signal } = options;
-  for (const message of messages) {
-    let rateLimited = 0;
-    let transient = 0;
-    for (;;) {
-      signal.throwIfAborted();
-      try {
-        await options.client.chat.postMessage({ token: options.botToken, ...message });
-        break;
-      } catch (error) {
-        // An aborted request surfaces as a network error; the deadline is the real cause.
-        if (signal.aborted) throw signal.reason;
-        let waitMs: number | undefined;
-        if (error instanceof webApi.WebAPIRateLimitedError) {
-          rateLimited += 1;
-          const retryAfterMs = error.retryAfter * 1000;
-          options.onRateLimited(retryAfterMs);
-          if (rateLimited <= options.maxRateLimitRetries && retryAfterMs <= options.maxRateLimitWaitMs) {
-            waitMs = retryAfterMs;
-          }
-        } else if (isTransient(error)) {
-          transient += 1;
-          if (transient <= options.maxTransientRetries)
-            waitMs = retryDelayMs(transient, options.transientRetry);
-        }
-        if (waitMs === undefined)
-          throw toChannelError(error, { channelId: options.channelId, method: METHOD });
-        options.logger.warn({ method: METHOD, waitMs, rateLimited, transient }, 'send failed, retrying');
-        await wait(waitMs, signal);
-      }
-    }
+  for (const [index, message] of messages.entries()) {
+    if (index === 0 && draft !== undefined) await updateSlackMessage(message, draft, options);
+    else await postSlackMessage(message, options);
   }
 }

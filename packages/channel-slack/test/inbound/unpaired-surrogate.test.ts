@@ -12,6 +12,7 @@ import {
   createRouter,
   silentLogger,
 } from '@switchboard/core';
+import { instantDelivery } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
 import {
   type FakeSlack,
@@ -81,12 +82,13 @@ describe('slack Events API with an unpaired UTF-16 surrogate in an id', () => {
       outcomes: bus,
       channelPolicy: () => config.policy,
     });
+    const sending = instantDelivery(bus);
     controller = createController({
       pool,
       pipelines: new Map([[quiet.id, quiet]]),
       policies: new Map([[policy.id, policy]]),
       outcomes: bus,
-      deliver: (query, replies) => channel.send(query.message, replies, new AbortController().signal),
+      outbox: sending.outbox,
     });
     controller.start();
     await channel.start({ ingress, logger: silentLogger });

@@ -41,3 +41,11 @@ export function renderReplies(origin: InboundMessage, replies: readonly Reply[])
       : {}),
   }));
 }
+
+/**
+ * The message previewing `text`, the answer so far (pure): the first message its reply would be,
+ * so the part past the limit shows once the answer is complete. `text` is never blank.
+ */
+export function renderPreview(origin: InboundMessage, text: string): SendMessageParams {
+  return renderReplies(origin, [{ text }])[0] as SendMessageParams;
+}

@@ -7,6 +7,10 @@ function newestFirst(a: AuditRecord, b: AuditRecord): number {
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
+function containsIgnoringCase(text: string | null, part: string): boolean {
+  return text?.toLowerCase().includes(part.toLowerCase()) === true;
+}
+
 function matches(record: AuditRecord, query: AuditQuery, after: AuditCursor | null): boolean {
   return (
     (query.outcome === undefined || record.outcome === query.outcome) &&
@@ -14,6 +18,9 @@ function matches(record: AuditRecord, query: AuditQuery, after: AuditCursor | nu
     (query.rule === undefined || record.rule === query.rule) &&
     (query.channel === undefined || record.channel === query.channel) &&
     (query.session === undefined || record.session === query.session) &&
+    (query.sender === undefined || record.sender_id === query.sender) &&
+    (query.message === undefined || record.message_id === query.message) &&
+    (query.text === undefined || containsIgnoringCase(record.text, query.text)) &&
     (query.since === undefined || record.at >= query.since) &&
     (query.until === undefined || record.at < query.until) &&
     (after === null || record.at < after.at || (record.at === after.at && record.id < after.id))
@@ -63,6 +70,9 @@ export function createMemoryAuditLog(): AuditLog {
       if (record === undefined || record.replayed_at !== null) return false;
       record.replayed_at = atMs;
       return true;
+    },
+    async deleteDeadLetter(id) {
+      return deadLetter(id) !== undefined && records.delete(id);
     },
     async prune(beforeMs) {
       let pruned = 0;

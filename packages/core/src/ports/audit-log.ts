@@ -1,4 +1,4 @@
-import type { OutcomeKind, OutcomeReason } from '../outcome.js';
+import type { OutcomeKind, OutcomeReason, UndeliveredReplies } from '../outcome.js';
 import type { QueuedMessage } from './query-pool.js';
 
 /**
@@ -9,6 +9,11 @@ import type { QueuedMessage } from './query-pool.js';
 export interface DeadLetterPayload extends QueuedMessage {
   /** True when the message was kept whole. */
   replayable: boolean;
+  /**
+   * `delivery_failed` only: the replies that were not delivered. A replay sends them again
+   * through the outbox and never runs the pipeline. Kept only with the whole message.
+   */
+  undelivered?: UndeliveredReplies;
 }
 
 /** One audited outcome (docs/design.md §2 "Outcomes & audit"). */
@@ -70,6 +75,16 @@ export interface AuditQuery {
   rule?: string;
   channel?: string;
   session?: string;
+  /** `sender_id` equals this. */
+  sender?: string;
+  /** The gateway message id (`message_id`) equals this. */
+  message?: string;
+  /**
+   * `text` contains this, ignoring case (JavaScript's `toLowerCase` in memory and SQLite, the
+   * database's `lower()` in PostgreSQL); records kept without text never match. A scan within
+   * the other filters: callers bound its length and the page size.
+   */
+  text?: string;
   /** Inclusive lower bound, ms since the epoch. */
   since?: number;
   /** Exclusive upper bound, ms since the epoch. */
@@ -112,6 +127,11 @@ export interface AuditLog {
    * letter, never a marked dead letter whose message was not queued.
    */
   markReplayed(id: string, atMs: number): Promise<boolean>;
+  /**
+   * Deletes a dead letter (replayed or not); false when there is no dead letter with that id. A
+   * replay already past its read goes on: its enqueue is the claim, and its mark finds nothing.
+   */
+  deleteDeadLetter(id: string): Promise<boolean>;
   /** Deletes records older than `beforeMs`; returns how many. */
   prune(beforeMs: number): Promise<number>;
 }

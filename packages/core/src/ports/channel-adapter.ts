@@ -18,6 +18,16 @@ export interface ChannelContext {
   recovered?: readonly QueuedMessage[];
 }
 
+/** Options of `ChannelAdapter.send`. */
+export interface ChannelSendOptions {
+  /**
+   * The ref `preview` returned for this turn's answer: the platform message showing the answer
+   * so far. The send edits it into the first part of the final text and posts the rest, so the
+   * answer shows once; without it every part is posted.
+   */
+  draft?: string;
+}
+
 export interface ChannelHealth {
   ready: boolean;
   detail?: string;
@@ -36,6 +46,12 @@ export interface ChannelHealth {
  * when it passes, and does not wait any longer (`sendWithDeadline`), so a hung platform call
  * cannot hold a turn's slot. An adapter passes the signal on to its platform calls so that they
  * stop too; replies already posted stay posted.
+ *
+ * Streamed answers (docs/design.md §4 "Streaming"): a channel that implements `preview` shows an
+ * answer while the pipeline is still writing it, by posting a message and editing it; the
+ * controller calls it at most once per `channels[].outbound.edit_interval`, one call at a time,
+ * and hands the ref it returned to `send` as `draft`. Previews are best effort (a failed one is
+ * skipped); the final text always goes through `send`.
  */
 export interface ChannelAdapter {
   readonly id: string;
@@ -58,8 +74,27 @@ export interface ChannelAdapter {
   stop(): Promise<void>;
   /**
    * Sends `replies` in answer to `origin` (the first message of the turn). Once `signal` aborts,
-   * stops sending and rejects with `signal.reason`.
+   * stops sending and rejects with `signal.reason`. With `options.draft` (a platform message a
+   * streamed answer already posted), the first reply edits that message instead of posting.
    */
-  send(origin: InboundMessage, replies: readonly Reply[], signal: AbortSignal): Promise<void>;
+  send(
+    origin: InboundMessage,
+    replies: readonly Reply[],
+    signal: AbortSignal,
+    options?: ChannelSendOptions,
+  ): Promise<void>;
+  /**
+   * Shows `text`, the answer so far, in answer to `origin`: posts it when `draft` is undefined,
+   * else edits the message `draft` names (an edit that changes nothing succeeds). Resolves with
+   * the ref of the message showing it, which `send` accepts as `draft`. Text beyond one platform
+   * message is cut: the final `send` posts it whole. Rejects with `signal.reason` once `signal`
+   * aborts. Optional: a channel without it gets each answer whole.
+   */
+  preview?(
+    origin: InboundMessage,
+    text: string,
+    draft: string | undefined,
+    signal: AbortSignal,
+  ): Promise<string>;
   health(): ChannelHealth;
 }

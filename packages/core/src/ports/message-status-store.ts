@@ -4,6 +4,12 @@ import { OUTCOME_KINDS } from '../outcome.js';
 /** Where a message can stand: waiting, running, or one of the final outcome kinds. */
 export const MESSAGE_STATUSES = ['queued', 'running', ...OUTCOME_KINDS] as const;
 
+/**
+ * Where the replies of an answered message stand: `pending` in the outbox, `delivered`, or
+ * `failed` (given up: a dead letter `delivery_failed`, or dropped at shutdown).
+ */
+export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
+
 /** Where a message stands, as `GET /v1/messages/{id}` reports it. */
 export interface MessageStatus {
   id: string;
@@ -12,7 +18,13 @@ export interface MessageStatus {
   rule: string | null;
   /** The turn that answered it; shared by every message of a merged burst. */
   turn: string | null;
+  /** The replies delivered so far (none while `delivery` is `pending`). */
   replies: Reply[];
+  /**
+   * Where its replies stand; null when there is nothing to deliver (not answered yet, answered
+   * without replies, failed before an answer). A status stored by an older build has none.
+   */
+  delivery?: (typeof DELIVERY_STATES)[number] | null;
   error: string | null;
   /** The message's OpenTelemetry trace id; null when it was not traced. */
   trace_id: string | null;

@@ -11,6 +11,14 @@ export interface PipelineRunContext {
    * trace; undefined when tracing is off. Send it as request headers.
    */
   traceHeaders?: Readonly<Record<string, string>>;
+  /**
+   * Present when the turn's channel renders answers progressively (docs/design.md §4
+   * "Streaming"): a streaming pipeline calls it with each piece of text as it arrives, in order,
+   * and still returns the whole answer as `replies` at the end. It returns at once and never
+   * throws (rendering runs beside the pipeline). A stream that breaks is an error of the run,
+   * thrown like any other; what was previewed is then left as it is.
+   */
+  stream?: (delta: string) => void;
 }
 
 export interface PipelineResult {

@@ -50,6 +50,7 @@ function filterDataset(): AuditRecord[] {
       rule: null,
       channel: 'dc',
       session: 'd:4',
+      text: '100% Off',
     }),
     auditRecordFixture(7, {
       outcome: 'dropped',
@@ -57,6 +58,7 @@ function filterDataset(): AuditRecord[] {
       rule: null,
       channel: 'sl',
       session: s2,
+      sender_id: 'u7',
     }),
     auditRecordFixture(8, {
       outcome: 'discarded',
@@ -143,6 +145,11 @@ export function auditLogContract(name: string, factory: StoreFactory<AuditLog>):
           { outcome: 'discarded', rule: 'drop-ads', session: 'telegram:tg:group:1', since: atOf(2) },
           [8],
         ],
+        ['sender', { sender: 'u7' }, [7]],
+        ['message id', { message: auditRecordFixture(5).message_id }, [5]],
+        ['text, ignoring case', { text: 'BUY NOW 1' }, [1]],
+        ['text with LIKE wildcards taken literally', { text: '%' }, [6]],
+        ['text and channel', { text: 'buy now', channel: 'sl' }, [7, 5, 2]],
         ['filters nothing matches', { outcome: 'ignored', channel: 'tg' }, []],
       ];
 
@@ -243,6 +250,25 @@ export function auditLogContract(name: string, factory: StoreFactory<AuditLog>):
         expect(await subject.store.markReplayed('unknown', replayedAt)).toBe(false);
         expect((await subject.store.getDeadLetter(idOf(1)))?.replayed_at).toBe(replayedAt);
         expect((await subject.store.deadLetters(10)).map((item) => item.id)).toEqual([idOf(2)]);
+      });
+
+      it('deletes one by id: true once, false for a second time, another outcome or an unknown id', async () => {
+        await appendAll([deadLetter(1), deadLetter(2), auditRecordFixture(3)]);
+        expect(await subject.store.deleteDeadLetter(idOf(1))).toBe(true);
+        expect(await subject.store.deleteDeadLetter(idOf(1))).toBe(false);
+        expect(await subject.store.deleteDeadLetter(idOf(3))).toBe(false);
+        expect(await subject.store.deleteDeadLetter('unknown')).toBe(false);
+        expect(await subject.store.getDeadLetter(idOf(1))).toBeNull();
+        expect(await subject.store.markReplayed(idOf(1), subject.now())).toBe(false);
+        const { items } = await subject.store.query({ limit: 10 });
+        expect(items.map((item) => item.id)).toEqual([3, 2].map(idOf));
+      });
+
+      it('deletes a replayed one too', async () => {
+        await appendAll([deadLetter(1)]);
+        await subject.store.markReplayed(idOf(1), subject.now());
+        expect(await subject.store.deleteDeadLetter(idOf(1))).toBe(true);
+        expect((await subject.store.query({ limit: 10 })).items).toEqual([]);
       });
     });
 

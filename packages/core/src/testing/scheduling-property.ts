@@ -3,6 +3,7 @@ import { expect } from 'vitest';
 import type { Query } from '../aggregator.js';
 import { createController } from '../controller.js';
 import { SwitchboardError } from '../errors.js';
+import { createMemoryReplyOutbox } from '../memory/memory-reply-outbox.js';
 import type { Reply } from '../message.js';
 import { type Outcome, createOutcomeBus } from '../outcome.js';
 import { type PipelinePolicy, PipelinePolicySchema } from '../pipeline-policy.js';
@@ -133,7 +134,8 @@ export async function simulateScheduling(
       pipelines: new Map(policies.map((p) => [p.id, pipeline(p.id)])),
       policies: new Map(policies.map((p) => [p.id, p])),
       outcomes: bus,
-      deliver: async () => {},
+      // Runs answer without replies: nothing reaches the outbox, messages complete with their turn.
+      outbox: createMemoryReplyOutbox(),
       now: world.now,
     }),
   );

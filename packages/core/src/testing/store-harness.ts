@@ -45,6 +45,8 @@ export interface StoreUnderTest<Store> {
   now(): number;
   /** Reopens a durable store, or null when the implementation is not durable. */
   reopen(): Promise<Store | null>;
+  /** Another instance over the same data (a second replica), or null when the store is not shared. */
+  peer(): Promise<Store | null>;
 }
 
 /**
@@ -81,6 +83,9 @@ export function useStoreUnderTest<Store>(factory: StoreFactory<Store>): StoreUnd
       if (harness?.reopen === undefined) return null;
       store = await harness.reopen();
       return store;
+    },
+    async peer() {
+      return harness?.peer === undefined ? null : harness.peer();
     },
   };
 }

@@ -3,7 +3,7 @@ import { validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider
 import { z } from 'zod';
 
 /**
- * The channel's validator compiler: zod for every request part, but headers are validated by
+ * The validator compiler of the gateway and the channel: zod for every request part, but headers are validated by
  * the names their schema declares only. Parsing the whole header object with a loose schema
  * copied every header into a new object on every request — 1–2% of the gateway's CPU under load
  * (docs/BENCHMARKS.md) — to check one optional header. Headers stay as they came.

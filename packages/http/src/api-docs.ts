@@ -30,7 +30,8 @@ export async function registerApiDocs(server: FastifyInstance, options: ApiDocsO
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
-            description: 'One of the channel api_keys; with none configured, loopback clients need none.',
+            description:
+              'A channel api_key (channel routes) or admin.token (admin routes); with none configured, loopback clients need none.',
           },
         },
       },

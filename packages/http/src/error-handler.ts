@@ -1,6 +1,6 @@
 import { ERROR_CODES, type ErrorCode, SwitchboardError, isSwitchboardError } from '@switchboard/core';
 import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
-import type { ErrorBody } from './api-schemas.js';
+import type { ErrorBody } from './error-body.js';
 
 /** An error answer before it is sent. */
 export interface HttpError {

@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ServerConfig } from '@switchboard/config';
 import type { ConnectionError, FastifyHttpOptions, FastifyInstance } from 'fastify';
-import { MAX_PARAM_LENGTH } from './api-schemas.js';
+import { MAX_PARAM_LENGTH } from './id-length.js';
 import { type HttpError, errorBody, httpErrorHandler } from './error-handler.js';
 
 /**

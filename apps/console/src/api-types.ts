@@ -1,0 +1,153 @@
+/**
+ * The admin API's answers as the console reads them (README "Admin API"; docs/design.md §7).
+ * Only the fields the pages show are named.
+ */
+export const OUTCOMES = [
+  'completed',
+  'discarded',
+  'ignored',
+  'dropped',
+  'dead_lettered',
+  'duplicate',
+] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** One audit record: a message's outcome (`GET /admin/audit`, `/admin/messages`). */
+export interface AuditItem {
+  id: string;
+  /** Milliseconds since the epoch. */
+  at: number;
+  outcome: Outcome;
+  reason: string | null;
+  rule: string | null;
+  channel: string;
+  platform: string;
+  session: string;
+  chat_type: string;
+  chat_id: string;
+  sender_id: string;
+  sender_name: string | null;
+  pipeline: string | null;
+  message_id: string;
+  text: string | null;
+  error: string | null;
+  replayed_at: number | null;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+/** `GET /admin/dead-letters`. */
+export interface DeadLetter extends AuditItem {
+  replayable: boolean;
+}
+
+/** `GET /admin/queues`. */
+export interface Queues {
+  pending: number;
+  inflight: number;
+  sessions: number;
+  inflightByPipeline: Record<string, number>;
+  pipelines: Record<string, { ok: boolean; detail?: string }>;
+  replicas?: Array<{ id: string; alive: boolean; heartbeat_expires_at: number; turns_running: number }>;
+  channels: Array<{ id: string; type: string; state: string; holder: string | null }>;
+}
+
+/** `GET /admin/messages/{id}`: one message's whole path. */
+export interface MessagePath {
+  id: string;
+  received: {
+    channel: string;
+    platform: string;
+    chat_type: string;
+    chat_id: string;
+    sender_id: string;
+    sender_name: string | null;
+    text: string | null;
+    at: number | null;
+  } | null;
+  routed: { rule: string | null; by_default: boolean; pipeline: string | null } | null;
+  merged_with: string[];
+  turns: Array<{
+    id: string;
+    pipeline: string;
+    attempt: number;
+    messages: string[];
+    started_at: number;
+    ended_at: number | null;
+    result: string | null;
+    duration_ms: number | null;
+    retry_delay_ms: number | null;
+  }>;
+  replies: Array<{ text?: string }>;
+  /** The latest outcome; a replayed dead letter ends again. */
+  outcome: { status: string; reason: string | null; error: string | null; at: number } | null;
+  /** Its audit records, newest first. */
+  audit: AuditItem[];
+}
+
+/** One routing rule as configured: one condition inline, or `all` of several. */
+export interface Condition {
+  type: string;
+  operator: string;
+  value: string;
+}
+
+/** `GET /admin/routing`: the rules in order, each with the messages it routed since start. */
+export interface Routing {
+  rules: Array<
+    Partial<Condition> & {
+      name: string;
+      pipeline: string;
+      channels?: string[];
+      all?: Condition[];
+      hits: number;
+    }
+  >;
+  default: { pipeline: string; hits: number };
+}
+
+/** `POST /admin/route`: what `switchboard route --json` prints for the same message. */
+export interface RouteDryRun {
+  rule: string | null;
+  pipeline: string;
+  routed_by_rule: boolean;
+  admission: { admitted: boolean; reason?: string };
+  /** `pipeline <id>`, `discarded (audited)` or `ignored (<reason>)`. */
+  result: string;
+  trace: Array<{ rule: string; matched: boolean; why: string }>;
+}
+
+/** `POST /admin/dead-letters/replay` and `/purge`: each id's own result. */
+export interface SelectionResults {
+  results: Array<
+    { id: string; ok: true } | { id: string; ok: false; error: { code: string; message: string } }
+  >;
+}
+
+/** `GET /admin/overview`: what is happening now, and the last 60 minutes. */
+export interface Overview {
+  at: number;
+  /** Messages per minute by outcome, oldest minute first. */
+  messages_per_minute: Array<{ at: number; counts: Partial<Record<Outcome, number>> }>;
+  last_hour: Partial<Record<Outcome, number>>;
+  load: {
+    inflight_turns: number;
+    active_sessions: number;
+    pending: number;
+    limits: { concurrency_pipeline: number; concurrency_session: number; max_pending: number };
+  };
+  pipelines: Record<
+    string,
+    {
+      inflight: number;
+      p50_ms: number | null;
+      p95_ms: number | null;
+      pending?: number;
+      oldest_wait_ms?: number | null;
+    }
+  >;
+  channels: Array<{ id: string; ready: boolean; state?: string; detail?: string }>;
+}

@@ -1,0 +1,112 @@
+import {
+  type AuditLog,
+  type AuditRecord,
+  DISCARD,
+  type MessageStatusStore,
+  type Reply,
+  SwitchboardError,
+} from '@switchboard/core';
+import { auditView } from './audit-view.js';
+import type { MessageTrail, TrailTurn } from './message-trail.js';
+
+/** Audit records read per message: a message has one outcome, a replayed dead letter a few. */
+const MAX_AUDIT_RECORDS = 20;
+
+/** Everything known of one message's way through the gateway (`GET /admin/messages/{id}`). */
+export interface MessagePath {
+  id: string;
+  received: {
+    channel: string;
+    platform: string;
+    chat_type: string;
+    chat_id: string;
+    sender_id: string;
+    sender_name: string | null;
+    text: string | null;
+    /** When the channel received it; null when only the audit log knows the message. */
+    at: number | null;
+  } | null;
+  routed: { rule: string | null; by_default: boolean; pipeline: string | null } | null;
+  /** The other messages of its turn(s): a merged burst runs as one turn. */
+  merged_with: string[];
+  turns: TrailTurn[];
+  replies: Reply[];
+  outcome: { status: string; reason: string | null; error: string | null; at: number } | null;
+  /** Its audit records (a dead letter, its replay's outcome…), newest first, without payloads. */
+  audit: Array<Omit<AuditRecord, 'payload'>>;
+  /** Which sources knew it: the audit log and the status store survive a restart, the trail does not. */
+  sources: { audit: boolean; status: boolean; trail: boolean };
+}
+
+/**
+ * Puts a message's path together from the audit log (outcomes other than completed), the status
+ * store (messages of HTTP channels) and this replica's in-memory trail (turns, attempts, merges).
+ * Throws SB_HTTP_NOT_FOUND when none of them knows the id.
+ */
+export async function messagePath(
+  id: string,
+  sources: { auditLog: AuditLog; statuses: MessageStatusStore; trail: MessageTrail },
+): Promise<MessagePath> {
+  const [page, status] = await Promise.all([
+    sources.auditLog.query({ message: id, limit: MAX_AUDIT_RECORDS }),
+    sources.statuses.get(id),
+  ]);
+  const trail = sources.trail.get(id);
+  const newest = page.items[0];
+  if (newest === undefined && status === null && trail === null) {
+    throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
+      message: `no message ${id} in the audit log, the status store or this replica's recent trail`,
+      details: { id },
+    });
+  }
+  const turns = trail?.turns ?? [];
+  const rule = trail?.outcome?.rule ?? newest?.rule ?? status?.rule ?? null;
+  const discarded = (trail?.outcome?.kind ?? newest?.outcome ?? status?.status) === 'discarded';
+  // A discarded message's outcome names no pipeline: the rule sent it to the discard target.
+  const pipeline =
+    trail?.outcome?.pipeline ??
+    newest?.pipeline ??
+    status?.pipeline ??
+    turns.at(-1)?.pipeline ??
+    (discarded ? DISCARD : null);
+  const received =
+    trail?.received ??
+    (newest === undefined
+      ? null
+      : {
+          channel: newest.channel,
+          platform: newest.platform,
+          chat_type: newest.chat_type,
+          chat_id: newest.chat_id,
+          sender_id: newest.sender_id,
+          sender_name: newest.sender_name,
+          text: newest.text,
+          at: null,
+        });
+  const outcome =
+    trail?.outcome !== null && trail?.outcome !== undefined
+      ? {
+          status: trail.outcome.kind,
+          reason: trail.outcome.reason,
+          error: trail.outcome.error,
+          at: trail.outcome.at,
+        }
+      : newest !== undefined
+        ? { status: newest.outcome, reason: newest.reason, error: newest.error, at: newest.at }
+        : status !== null
+          ? { status: status.status, reason: null, error: status.error, at: status.updated_at }
+          : null;
+  const mergedWith = new Set(turns.flatMap((turn) => turn.messages));
+  mergedWith.delete(id);
+  return {
+    id,
+    received,
+    routed: rule === null && pipeline === null ? null : { rule, by_default: rule === null, pipeline },
+    merged_with: [...mergedWith],
+    turns,
+    replies: trail?.outcome?.replies.length ? trail.outcome.replies : (status?.replies ?? []),
+    outcome,
+    audit: page.items.map(auditView),
+    sources: { audit: newest !== undefined, status: status !== null, trail: trail !== null },
+  };
+}

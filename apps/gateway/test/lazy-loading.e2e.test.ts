@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runCli, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
+
+const RECORDER = fileURLToPath(new URL('./record-imports.mjs', import.meta.url));
+
+/** The HTTP channel and the echo pipeline alone: the quick start's shape. */
+const HTTP_ONLY = `channels: [{ id: api, type: openapi }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+
+/** Libraries only a platform, pipeline type, store or setting that this config does not name needs. */
+const UNCONFIGURED = [
+  'grammy',
+  '@slack/bolt',
+  'discord.js',
+  'openai',
+  '@opentelemetry/sdk-trace',
+  '@opentelemetry/exporter-trace-otlp-http',
+  'pino-pretty',
+  'pg',
+  'ioredis',
+];
+
+/** What a CLI verb that does not serve has no use for. */
+const SERVER_ONLY = ['fastify', '@fastify/swagger', '@fastify/swagger-ui', 'prom-client', 'better-sqlite3'];
+
+/** Runs the process with the recorder and returns a check of which npm packages it loaded. */
+function recording(dir: string) {
+  const file = join(dir, 'loaded.txt');
+  return {
+    env: { NODE_OPTIONS: `--import ${RECORDER}`, RECORD_IMPORTS_TO: file, LOG_FORMAT: 'json' },
+    loaded(): Set<string> {
+      const names = readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line) => /.*\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(line)?.[1] ?? []);
+      return new Set(names);
+    },
+  };
+}
+
+describe('what a process loads', () => {
+  describe('when serve runs the HTTP channel alone, JSON logs and no tracing', () => {
+    it('loads fastify and SQLite but no platform library, OpenAI SDK, OTel SDK, pino-pretty or other database client', async () => {
+      const dir = tempDir();
+      const record = recording(dir);
+      const gateway = await startServe({
+        dir,
+        configPath: writeConfig(dir, testConfig(dir, HTTP_ONLY)),
+        env: { ...record.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' },
+      });
+      expect(await gateway.stop()).toBe(0);
+
+      const loaded = record.loaded();
+      // The recorder sees what the gateway needs: an empty list would prove nothing.
+      expect(loaded).toContain('fastify');
+      expect(loaded).toContain('better-sqlite3');
+      expect(UNCONFIGURED.filter((name) => loaded.has(name))).toEqual([]);
+    });
+  });
+
+  describe.each([
+    ['--help'],
+    ['config check'],
+    ['route --channel api --chat-type person --chat-id 1 --text hello'],
+  ])('when the CLI runs `%s`', (command) => {
+    it('loads neither the HTTP server nor a store, a platform or a pipeline library', async () => {
+      const dir = tempDir();
+      const record = recording(dir);
+      const configPath = writeConfig(dir, testConfig(dir, HTTP_ONLY));
+      const result = await runCli([...command.split(' '), '-c', configPath], { cwd: dir, env: record.env });
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+
+      const loaded = record.loaded();
+      expect(loaded).toContain('zod');
+      expect([...SERVER_ONLY, ...UNCONFIGURED].filter((name) => loaded.has(name))).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,164 @@
+import type { Settlement } from '../ports/query-pool.js';
+import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox } from '../ports/reply-outbox.js';
+import { Fifo } from '../structures/fifo.js';
+import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
+
+/** A stored delivery and its place in add order. */
+interface Stored {
+  delivery: Delivery;
+  seq: number;
+}
+
+/**
+ * One chat's deliveries, oldest first, and the token of the claim on its head. While its head is
+ * unclaimed the chat sits in its channel's `delayed` heap until a claim finds it due, then in
+ * `ready`.
+ */
+interface ChatQueue extends HeapNode {
+  chat: string;
+  deliveries: Fifo<Stored>;
+  claimToken: string | null;
+}
+
+/** One channel's chats and the heaps of those whose head may be claimed. */
+interface ChannelQueues {
+  chats: Map<string, ChatQueue>;
+  /** Unclaimed chats whose head is due, the oldest head first. */
+  ready: IndexedHeap<ChatQueue>;
+  /** Unclaimed chats not yet found due (new heads, heads on backoff), the earliest due first. */
+  delayed: IndexedHeap<ChatQueue>;
+  count: number;
+}
+
+const headOf = (queue: ChatQueue) => queue.deliveries.peek() as Stored;
+
+/**
+ * A `ReplyOutbox` in process memory: survives nothing (at shutdown the gateway records what is
+ * left as `dropped/shutdown`). Deliveries are copied in and out, as a durable store would
+ * serialize them. A claim is O(log n) in the channel's chats, as the pool's is.
+ */
+export function createMemoryReplyOutbox(): ReplyOutbox {
+  const channels = new Map<string, ChannelQueues>();
+  const ids = new Set<string>();
+  const listeners = new Set<(channel: string) => void>();
+  let lastSeq = 0;
+  let lastToken = 0;
+
+  function signal(channel: string): void {
+    for (const listener of listeners) listener(channel);
+  }
+
+  function channelOf(channel: string): ChannelQueues {
+    let queues = channels.get(channel);
+    if (queues === undefined) {
+      queues = {
+        chats: new Map(),
+        ready: new IndexedHeap((a, b) => headOf(a).seq < headOf(b).seq),
+        delayed: new IndexedHeap((a, b) => headOf(a).delivery.notBefore < headOf(b).delivery.notBefore),
+        count: 0,
+      };
+      channels.set(channel, queues);
+    }
+    return queues;
+  }
+
+  function claimedQueue(claim: DeliveryClaim): { queues: ChannelQueues; queue: ChatQueue } | null {
+    const queues = channels.get(claim.delivery.channel);
+    const queue = queues?.chats.get(claim.delivery.chat);
+    if (queues === undefined || queue === undefined || queue.claimToken !== claim.token) return null;
+    return { queues, queue };
+  }
+
+  /** Removes the claimed head; the chat's next delivery becomes its head. */
+  function removeHead(claim: DeliveryClaim): Settlement {
+    const held = claimedQueue(claim);
+    if (held === null) return 'lost';
+    const { queues, queue } = held;
+    const head = queue.deliveries.shift();
+    if (head !== undefined) ids.delete(head.delivery.id);
+    queues.count -= 1;
+    queue.claimToken = null;
+    if (queue.deliveries.length === 0) queues.chats.delete(queue.chat);
+    // Filed as waiting: the next claim moves it to `ready` by the caller's clock.
+    else queues.delayed.push(queue);
+    signal(claim.delivery.channel);
+    return 'settled';
+  }
+
+  return {
+    durable: false,
+
+    async add(delivery): Promise<AddResult> {
+      if (ids.has(delivery.id)) return 'duplicate';
+      const stored = { delivery: structuredClone(delivery), seq: ++lastSeq };
+      ids.add(delivery.id);
+      const queues = channelOf(delivery.channel);
+      queues.count += 1;
+      let queue = queues.chats.get(delivery.chat);
+      if (queue === undefined) {
+        queue = { chat: delivery.chat, deliveries: new Fifo(), claimToken: null, heapIndex: -1 };
+        queue.deliveries.push(stored);
+        queues.chats.set(delivery.chat, queue);
+        queues.delayed.push(queue);
+      } else {
+        queue.deliveries.push(stored);
+      }
+      signal(delivery.channel);
+      return 'added';
+    },
+
+    async claim(channel, nowMs) {
+      const queues = channels.get(channel);
+      if (queues === undefined) return null;
+      for (let due = queues.delayed.peek(); due !== undefined; due = queues.delayed.peek()) {
+        if (headOf(due).delivery.notBefore > nowMs) break;
+        queues.delayed.pop();
+        queues.ready.push(due);
+      }
+      const queue = queues.ready.pop();
+      if (queue === undefined) return null;
+      queue.claimToken = String(++lastToken);
+      return { delivery: structuredClone(headOf(queue).delivery), token: queue.claimToken };
+    },
+
+    async delivered(claim) {
+      return removeHead(claim);
+    },
+
+    async retry(claim, notBeforeMs, error) {
+      const held = claimedQueue(claim);
+      if (held === null) return 'lost';
+      const head = headOf(held.queue).delivery;
+      head.attempts += 1;
+      head.notBefore = notBeforeMs;
+      head.lastError = { ...error };
+      held.queue.claimToken = null;
+      held.queues.delayed.push(held.queue);
+      return 'settled';
+    },
+
+    async failed(claim) {
+      return removeHead(claim);
+    },
+
+    async pending() {
+      const counts: Record<string, number> = {};
+      for (const [channel, queues] of channels) if (queues.count > 0) counts[channel] = queues.count;
+      return counts;
+    },
+
+    async list(channel) {
+      const all: Stored[] = [];
+      for (const queue of channels.get(channel)?.chats.values() ?? []) {
+        for (let index = 0; index < queue.deliveries.length; index++)
+          all.push(queue.deliveries.at(index) as Stored);
+      }
+      return structuredClone(all.sort((a, b) => a.seq - b.seq).map((stored) => stored.delivery));
+    },
+
+    onDue(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}

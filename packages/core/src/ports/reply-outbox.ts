@@ -1,0 +1,117 @@
+import type { InboundMessage, Reply } from '../message.js';
+import type { SessionKey } from '../session-key.js';
+import type { Settlement } from './query-pool.js';
+
+/**
+ * One answered message a delivery settles: enough to record its outcome when the delivery ends
+ * (`completed` once delivered, `dead_lettered/delivery_failed` once given up).
+ */
+export interface DeliveryMessage {
+  /** The message without its `raw` platform event (what the outcome and audit need). */
+  message: InboundMessage;
+  session: SessionKey;
+  pipeline: string;
+  rule?: string;
+  /** The attempt of the turn that answered it. */
+  attempt: number;
+}
+
+/** Why the last attempt to send a delivery failed. */
+export interface DeliveryError {
+  code: string;
+  message: string;
+}
+
+/** Replies waiting to be sent to one chat (docs/design.md §2 "Outbox"). */
+export interface Delivery {
+  /** Unique: a ULID, or derived from what it answers (a replay: from the dead letter's audit id). */
+  id: string;
+  /** The channel that sends it (`channels[].id`). */
+  channel: string;
+  /**
+   * The ordering key: the session key of `origin`. Deliveries of one chat leave strictly in the
+   * order they were added, one at a time.
+   */
+  chat: string;
+  /** The first message of the turn, which the replies answer (without its `raw` event). */
+  origin: InboundMessage;
+  /** The messages whose outcome this delivery records when it ends; empty unless `ownsOutcome`. */
+  messages: DeliveryMessage[];
+  /** The turn that produced the replies; null for a replay's re-send. */
+  turnId: string | null;
+  replies: Reply[];
+  /** A platform message a streamed answer already posted; the final send edits it. */
+  draft?: string;
+  /**
+   * True when the end of this delivery is the end of its messages (a pipeline's answer); false
+   * for a dead letter's apology, whose messages already have their outcome.
+   */
+  ownsOutcome: boolean;
+  /** When it was added, ms since the epoch: `outbound.max_age` counts from here. */
+  createdAt: number;
+  /** Sends tried so far (0 until the first claim ends). */
+  attempts: number;
+  /** Not to be sent before this time, ms since the epoch (backoff after a failed send). */
+  notBefore: number;
+  lastError?: DeliveryError;
+}
+
+/** What `claim` hands out: the delivery and the token its settlement must carry. */
+export interface DeliveryClaim {
+  delivery: Delivery;
+  /** Unique per claim: settling with a token the store no longer honours answers `lost`. */
+  token: string;
+}
+
+/** What `add` did: stored the delivery, or found one with its id already stored. */
+export type AddResult = 'added' | 'duplicate';
+
+/**
+ * The reply outbox (docs/design.md §2 "Outbox"): the replies of answered turns, stored before the
+ * turn completes so that a crash or a platform outage never loses an answer that was paid for,
+ * and handed to the channel's sender in order per chat.
+ *
+ * Ordering: per `chat`, deliveries are claimed in the order they were added, and the next one
+ * only once the one before is settled (`delivered`, `failed`): a delivery waiting on backoff
+ * (`notBefore`) holds its chat back. Different chats go in parallel, the chat whose head was
+ * added first claimed first.
+ *
+ * Claims: each claim carries a token. A store of one process holds a claim until it is settled
+ * or the process stops (a reopened store has no claims). A store shared by replicas holds it for
+ * a lease longer than the send deadline; once expired, another consumer may claim the delivery
+ * and the late settlement answers `lost`. Two consumers never hold the same delivery at once.
+ *
+ * Atomicity: each call is atomic; the store owns its connection. A store that commits writes in
+ * groups (SQLite) commits a settlement together with the writes made in the same tick (the
+ * journal removal of the turn, the audit of the outcome). Left out: sending, retry policy and
+ * outcomes — the reply sender owns those.
+ */
+export interface ReplyOutbox {
+  /** True when stored deliveries survive a restart. */
+  readonly durable: boolean;
+  /** Stores a delivery (durable once this resolves); an id already stored answers `duplicate`. */
+  add(delivery: Delivery): Promise<AddResult>;
+  /**
+   * Claims, for `channel`, the head of a chat that has no claimed delivery and whose head is due
+   * (`notBefore <= nowMs`), oldest head first; null when there is none.
+   */
+  claim(channel: string, nowMs: number): Promise<DeliveryClaim | null>;
+  /** The delivery was sent: removes it, freeing its chat. */
+  delivered(claim: DeliveryClaim): Promise<Settlement>;
+  /**
+   * The send failed and is tried again: the delivery stays at the head of its chat, one attempt
+   * more, with `lastError`, not claimable before `notBeforeMs`.
+   */
+  retry(claim: DeliveryClaim, notBeforeMs: number, error: DeliveryError): Promise<Settlement>;
+  /** The delivery is given up (a dead letter): removes it, freeing its chat. */
+  failed(claim: DeliveryClaim): Promise<Settlement>;
+  /** Deliveries stored per channel, claimed ones included; channels with none are left out. */
+  pending(): Promise<Record<string, number>>;
+  /** Every stored delivery of `channel`, in the order they were added. */
+  list(channel: string): Promise<Delivery[]>;
+  /**
+   * Calls `listener` with a channel whose deliveries may now be claimable (one was added, or a
+   * chat was freed). Due times passing are not signalled: the sender keeps its own timer.
+   */
+  onDue(listener: (channel: string) => void): () => void;
+}

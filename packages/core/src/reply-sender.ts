@@ -1,0 +1,283 @@
+import { type BackoffPolicy, retryDelayMs } from './backoff.js';
+import { isSwitchboardError } from './errors.js';
+import type { OutcomeSink } from './outcome.js';
+import type { ChannelAdapter } from './ports/channel-adapter.js';
+import { type Logger, silentLogger } from './ports/logger.js';
+import type { Settlement } from './ports/query-pool.js';
+import type { Delivery, DeliveryClaim, DeliveryError, ReplyOutbox } from './ports/reply-outbox.js';
+import { sendWithDeadline } from './send-deadline.js';
+import { within } from './within.js';
+
+/** How one channel sends (`channels[].outbound`), in milliseconds. */
+export interface OutboundPolicy {
+  /** Deadline of one send (`send_timeout`). */
+  sendTimeoutMs: number;
+  /** Chats sent to at once (`concurrency`). */
+  concurrency: number;
+  /** Past this age a delivery is given up as a dead letter (`max_age`). */
+  maxAgeMs: number;
+  /** Waits between tries (`retry`); a platform's `retry_after` is honoured up to its maximum. */
+  retry: BackoffPolicy;
+}
+
+/** How a delivery attempt ended, for metrics. */
+export type DeliveryResult = 'delivered' | 'retried' | 'failed';
+
+export interface ReplySenderOptions {
+  outbox: ReplyOutbox;
+  /** The channel that sends a delivery, or undefined when it is no longer configured. */
+  channel: (id: string) => Pick<ChannelAdapter, 'id' | 'send'> | undefined;
+  /** The outbound policy of a channel, or undefined when it is no longer configured. */
+  policy: (channelId: string) => OutboundPolicy | undefined;
+  outcomes: OutcomeSink;
+  logger?: Logger;
+  /** Called after each attempt; must not throw. */
+  observer?: { deliveryEnded?(delivery: Delivery, result: DeliveryResult): void };
+  /** How often due deliveries are looked for besides `onDue` (backoff ending, another replica). */
+  pollMs?: number;
+  /** Jitter source, [0, 1). */
+  random?: () => number;
+  now?: () => number;
+}
+
+export interface ReplySender {
+  /** Starts sending whatever the outbox holds, the deliveries kept from before a restart first. */
+  start(): void;
+  /**
+   * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
+   * deliveries stay stored: sent again after the next start by a durable outbox).
+   */
+  stop(options: { drainTimeoutMs: number }): Promise<void>;
+  /**
+   * With an outbox that is not durable, records the messages of what it still holds as
+   * `dropped/shutdown`; call after `stop`, once no turn adds replies any more.
+   */
+  dropUnsent(): Promise<void>;
+}
+
+const DEFAULT_POLL_MS = 1000;
+
+function describeError(error: unknown): DeliveryError {
+  if (isSwitchboardError(error)) return { code: error.code, message: error.message };
+  return { code: 'SB_CHANNEL_SEND_FAILED', message: error instanceof Error ? error.message : String(error) };
+}
+
+/**
+ * The reply sender (docs/design.md §2 "Outbox"): per channel, claims due deliveries — at most
+ * `concurrency` chats at once, one delivery per chat, in order — and sends each with its
+ * deadline, outside any turn (no pool slot is held). A failed send is retried with backoff,
+ * honouring the platform's `retry_after`, while the next try falls within `max_age`; after that,
+ * or on an error that cannot pass by retrying, the delivery is a dead letter
+ * `delivery_failed` whose audit record keeps the replies. Messages get their outcome when their
+ * delivery ends, recorded in the same tick as the outbox write so a store committing in groups
+ * commits both together.
+ */
+export function createReplySender(options: ReplySenderOptions): ReplySender {
+  const { outbox, outcomes } = options;
+  const logger = (options.logger ?? silentLogger).child({ component: 'reply-sender' });
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+  /** Per channel, the sends under way. */
+  const inFlight = new Map<string, Set<Promise<void>>>();
+  /** Channels whose claim loop runs, and those to loop again once it ends. */
+  const claiming = new Set<string>();
+  const again = new Set<string>();
+  let stopped = true;
+  /**
+   * Set when the drain left sends behind: their deliveries stay as they are (a durable outbox
+   * sends them after the next start; otherwise they are recorded dropped), so a late end of
+   * theirs settles and records nothing.
+   */
+  let leftBehind = false;
+  let poller: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
+
+  function recordEnd(delivery: Delivery, kind: 'completed' | 'dead_lettered', error?: DeliveryError): void {
+    if (!delivery.ownsOutcome) return;
+    const at = now();
+    for (const answered of delivery.messages) {
+      outcomes.record({
+        kind,
+        at,
+        message: answered.message,
+        session: answered.session,
+        pipeline: answered.pipeline,
+        rule: answered.rule,
+        turnId: delivery.turnId ?? undefined,
+        attempt: answered.attempt,
+        replies: delivery.replies,
+        ...(kind === 'completed'
+          ? {}
+          : {
+              reason: 'delivery_failed' as const,
+              error,
+              undelivered: {
+                origin: delivery.origin,
+                replies: delivery.replies,
+                ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+              },
+            }),
+      });
+    }
+  }
+
+  /** Logs a settlement the outbox did not apply: the claim's lease expired during the send. */
+  function checkHeld(claim: DeliveryClaim, settlement: Settlement): void {
+    if (settlement === 'lost')
+      logger.warn({ deliveryId: claim.delivery.id }, 'lease lost: the delivery was claimed again meanwhile');
+  }
+
+  async function giveUp(claim: DeliveryClaim, error: DeliveryError): Promise<void> {
+    const { delivery } = claim;
+    logger.error(
+      { deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, error },
+      'dead letter: replies could not be delivered',
+    );
+    const removed = outbox.failed(claim);
+    recordEnd(delivery, 'dead_lettered', error);
+    checkHeld(claim, await removed);
+    options.observer?.deliveryEnded?.(delivery, 'failed');
+  }
+
+  async function attempt(claim: DeliveryClaim, policy: OutboundPolicy | undefined): Promise<void> {
+    const { delivery } = claim;
+    const channel = options.channel(delivery.channel);
+    if (channel === undefined || policy === undefined) {
+      await giveUp(claim, {
+        code: 'SB_CHANNEL_SEND_FAILED',
+        message: `channel "${delivery.channel}" is no longer configured`,
+      });
+      return;
+    }
+    try {
+      await sendWithDeadline(
+        channel,
+        delivery.origin,
+        delivery.replies,
+        policy.sendTimeoutMs,
+        delivery.draft === undefined ? undefined : { draft: delivery.draft },
+      );
+    } catch (err) {
+      if (leftBehind) return;
+      const error = describeError(err);
+      const retryAfterMs = isSwitchboardError(err) ? err.retryAfterMs : undefined;
+      const delayMs = retryDelayMs(delivery.attempts + 1, policy.retry, random, retryAfterMs);
+      const retryAt = now() + delayMs;
+      const retryable = !isSwitchboardError(err) || err.retryable;
+      if (!retryable || retryAt >= delivery.createdAt + policy.maxAgeMs) {
+        await giveUp(claim, error);
+        return;
+      }
+      logger.warn(
+        { err, deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, delayMs },
+        'send failed, retrying',
+      );
+      checkHeld(claim, await outbox.retry(claim, retryAt, error));
+      options.observer?.deliveryEnded?.(delivery, 'retried');
+      return;
+    }
+    if (leftBehind) return;
+    const removed = outbox.delivered(claim);
+    recordEnd(delivery, 'completed');
+    checkHeld(claim, await removed);
+    options.observer?.deliveryEnded?.(delivery, 'delivered');
+  }
+
+  /** Claims and starts sends for `channel` until its concurrency is used or nothing is due. */
+  function pump(channel: string): void {
+    if (stopped) return;
+    if (claiming.has(channel)) {
+      again.add(channel);
+      return;
+    }
+    claiming.add(channel);
+    claimDue(channel)
+      .catch((err: unknown) => logger.error({ err, channel }, 'claim failed: the outbox is unreachable'))
+      .finally(() => {
+        claiming.delete(channel);
+        if (again.delete(channel)) pump(channel);
+      });
+  }
+
+  async function claimDue(channel: string): Promise<void> {
+    const policy = options.policy(channel);
+    let sends = inFlight.get(channel);
+    if (sends === undefined) {
+      sends = new Set();
+      inFlight.set(channel, sends);
+    }
+    const limit = policy?.concurrency ?? 1;
+    while (!stopped && sends.size < limit) {
+      const claim = await outbox.claim(channel, now());
+      if (claim === null) return;
+      const send: Promise<void> = attempt(claim, policy)
+        .catch((err: unknown) =>
+          logger.error({ err, deliveryId: claim.delivery.id }, 'delivery settlement failed'),
+        )
+        .finally(() => {
+          sends.delete(send);
+          pump(channel);
+        });
+      sends.add(send);
+    }
+  }
+
+  async function channelsWithWork(): Promise<string[]> {
+    return Object.keys(await outbox.pending());
+  }
+
+  function pumpAll(): void {
+    channelsWithWork().then(
+      (channels) => {
+        for (const channel of channels) pump(channel);
+      },
+      (err: unknown) => logger.error({ err }, 'claim failed: the outbox is unreachable'),
+    );
+  }
+
+  return {
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      unsubscribe = outbox.onDue(pump);
+      poller = setInterval(pumpAll, options.pollMs ?? DEFAULT_POLL_MS);
+      poller.unref();
+      pumpAll();
+    },
+
+    async stop({ drainTimeoutMs }) {
+      stopped = true;
+      clearInterval(poller);
+      unsubscribe?.();
+      const sends = [...inFlight.values()].flatMap((set) => [...set]);
+      if ((await within(Promise.allSettled(sends), drainTimeoutMs)) === 'timeout') {
+        leftBehind = true;
+        logger.warn({ sending: sends.length }, 'drain timeout: sends still under way are left behind');
+      }
+    },
+
+    async dropUnsent() {
+      if (outbox.durable) return;
+      for (const channel of await channelsWithWork()) {
+        for (const delivery of await outbox.list(channel)) {
+          if (!delivery.ownsOutcome) continue;
+          for (const answered of delivery.messages) {
+            outcomes.record({
+              kind: 'dropped',
+              reason: 'shutdown',
+              at: now(),
+              message: answered.message,
+              session: answered.session,
+              pipeline: answered.pipeline,
+              rule: answered.rule,
+              turnId: delivery.turnId ?? undefined,
+              attempt: answered.attempt,
+              replies: delivery.replies,
+              error: { code: 'SB_SHUTDOWN', message: 'the replies were not delivered before shutdown' },
+            });
+          }
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,128 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isSwitchboardError } from '@switchboard/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpPipelineOptionsSchema, createHttpPipeline } from '../src/http.js';
+import { useFakeServers } from './fake-server.js';
+import { queryOf, rejectionOf, runContext } from './query.js';
+
+const startServer = useFakeServers();
+
+/** An http pipeline whose endpoint answers `body` with `contentType`, and the pieces it streamed. */
+async function streaming(contentType: string, body: string) {
+  const server = await startServer(() => ({ status: 200, headers: { 'content-type': contentType }, body }));
+  const pipeline = createHttpPipeline(
+    'bot',
+    HttpPipelineOptionsSchema.parse({ type: 'http', url: `${server.url}/answer` }),
+  );
+  const deltas: string[] = [];
+  const run = () => pipeline.run(queryOf(['hi']), { ...runContext(), stream: (delta) => deltas.push(delta) });
+  return { run, deltas };
+}
+
+const ndjson = (...objects: unknown[]) => objects.map((object) => `${JSON.stringify(object)}\n`).join('');
+
+describe('createHttpPipeline streaming', () => {
+  describe('when the endpoint answers application/x-ndjson', () => {
+    it('passes every delta on in order and answers with the final replies', async () => {
+      const { run, deltas } = await streaming(
+        'application/x-ndjson',
+        ndjson({ delta: 'Hel' }, { delta: 'lo' }, { replies: [{ text: 'Hello' }, { text: 'PS' }] }),
+      );
+      await expect(run()).resolves.toEqual({ replies: [{ text: 'Hello' }, { text: 'PS' }] });
+      expect(deltas).toEqual(['Hel', 'lo']);
+    });
+
+    it('reads a last line without its newline and skips blank lines', async () => {
+      const { run, deltas } = await streaming(
+        'application/x-ndjson; charset=utf-8',
+        `\n${JSON.stringify({ delta: 'a' })}\r\n\r\n${JSON.stringify({ replies: [{ text: 'a' }] })}`,
+      );
+      await expect(run()).resolves.toEqual({ replies: [{ text: 'a' }] });
+      expect(deltas).toEqual(['a']);
+    });
+  });
+
+  describe('when the endpoint answers text/event-stream', () => {
+    it('reads the same objects from data: fields, ignoring comments and other fields', async () => {
+      const body = [
+        ': keep-alive',
+        '',
+        'event: delta',
+        'data: {"delta":"Hel"}',
+        '',
+        'id: 2',
+        'data: {"delta":"lo"}',
+        '',
+        'data: {"replies":',
+        'data: [{"text":"Hello"}]}',
+        '',
+        '',
+      ].join('\r\n');
+      const { run, deltas } = await streaming('text/event-stream', body);
+      await expect(run()).resolves.toEqual({ replies: [{ text: 'Hello' }] });
+      expect(deltas).toEqual(['Hel', 'lo']);
+    });
+  });
+
+  describe('when a line is not a delta or the replies', () => {
+    it('fails for good, naming the line and what was expected', async () => {
+      const { run } = await streaming('application/x-ndjson', ndjson({ delta: 'a' }, { text: 'b' }));
+      const error = await rejectionOf(run());
+      expect(isSwitchboardError(error, 'SB_PIPELINE_FAILED')).toBe(true);
+      expect(error).toMatchObject({
+        retryable: false,
+        message: expect.stringMatching(/^pipeline bot: invalid stream: line 2: expected \{"delta": string\}/),
+        details: { line: 2 },
+      });
+    });
+
+    it('fails for good on a line that is not JSON', async () => {
+      const { run } = await streaming('text/event-stream', 'data: {"delta":\n\n');
+      await expect(rejectionOf(run())).resolves.toMatchObject({
+        retryable: false,
+        message: 'pipeline bot: invalid stream: line 2: not JSON',
+      });
+    });
+  });
+
+  describe('when the stream ends before the replies', () => {
+    it('fails retryably as a broken stream', async () => {
+      const { run, deltas } = await streaming('application/x-ndjson', ndjson({ delta: 'a' }));
+      await expect(rejectionOf(run())).resolves.toMatchObject({
+        code: 'SB_PIPELINE_FAILED',
+        retryable: true,
+        message: 'pipeline bot: broken stream: the NDJSON stream ended before its {"replies": […]}',
+      });
+      expect(deltas).toEqual(['a']);
+    });
+  });
+
+  describe('when the connection is cut mid-stream', () => {
+    const servers: ReturnType<typeof createServer>[] = [];
+    afterEach(() => {
+      for (const server of servers.splice(0)) server.close();
+    });
+
+    it('fails retryably as a broken stream', async () => {
+      const server = createServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        // A FIN inside the chunked body, once the first line is out.
+        response.write(ndjson({ delta: 'a' }), () => response.socket?.end());
+      });
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      const pipeline = createHttpPipeline(
+        'bot',
+        HttpPipelineOptionsSchema.parse({ type: 'http', url: `http://127.0.0.1:${port}/answer` }),
+      );
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
+      expect(error).toMatchObject({
+        code: 'SB_PIPELINE_FAILED',
+        retryable: true,
+        message: expect.stringContaining('pipeline bot: broken stream: '),
+      });
+    });
+  });
+});

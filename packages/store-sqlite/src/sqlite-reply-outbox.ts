@@ -1,0 +1,144 @@
+import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox, Settlement } from '@switchboard/core';
+import type { Database } from 'better-sqlite3';
+import type { GroupCommit } from './group-commit.js';
+
+/** What a claimed chat maps to while its settlement commits. */
+const SETTLING = '';
+
+interface OutboxRow {
+  attempts: number;
+  not_before: number;
+  last_error: string | null;
+  payload: string;
+}
+
+function deliveryOf(row: OutboxRow): Delivery {
+  const stored = JSON.parse(row.payload) as Delivery;
+  const { lastError: _stored, ...delivery } = stored;
+  const fields = { ...delivery, attempts: row.attempts, notBefore: row.not_before };
+  return row.last_error === null ? fields : { ...fields, lastError: JSON.parse(row.last_error) };
+}
+
+/**
+ * The `ReplyOutbox` over the `outbox` table. Writes go through the group commit, so a delivery's
+ * removal commits with the outcome's audit record written in the same tick. Claims live in this
+ * process (the file belongs to one server): a chat stays claimed until its settlement has
+ * committed, so no claim can read the row a pending removal is about to delete; a reopened
+ * store starts with none.
+ */
+export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): ReplyOutbox {
+  const insert = db.prepare<[string, string, string, number, number, string]>(
+    `INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO NOTHING`,
+  );
+  // Each chat's head (lowest seq), due and not claimed, oldest first; claimed chats arrive as a
+  // JSON array, as few as the sender's concurrency.
+  const dueHead = db.prepare<{ channel: string; now: number; claimed: string }, OutboxRow>(
+    `SELECT attempts, not_before, last_error, payload FROM outbox AS o
+     WHERE o.channel = @channel AND o.not_before <= @now
+       AND o.chat NOT IN (SELECT value FROM json_each(@claimed))
+       AND o.seq = (SELECT MIN(seq) FROM outbox WHERE channel = o.channel AND chat = o.chat)
+     ORDER BY o.seq LIMIT 1`,
+  );
+  const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
+  const reschedule = db.prepare<[number, string, string]>(
+    'UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ? WHERE id = ?',
+  );
+  const counts = db.prepare<[], { channel: string; count: number }>(
+    'SELECT channel, COUNT(*) AS count FROM outbox GROUP BY channel',
+  );
+  const listed = db.prepare<[string], OutboxRow>(
+    'SELECT attempts, not_before, last_error, payload FROM outbox WHERE channel = ? ORDER BY seq',
+  );
+  // Per channel, claimed chat → the claim's token.
+  const claims = new Map<string, Map<string, string>>();
+  const listeners = new Set<(channel: string) => void>();
+  // Tokens need only be unique within this store object: claims do not outlive it.
+  let lastToken = 0;
+
+  function signal(channel: string): void {
+    for (const listener of listeners) listener(channel);
+  }
+
+  function holds(claim: DeliveryClaim): boolean {
+    return claims.get(claim.delivery.channel)?.get(claim.delivery.chat) === claim.token;
+  }
+
+  /** Commits `write` for a claim that still holds, then frees its chat. */
+  async function settle(claim: DeliveryClaim, write: () => void): Promise<Settlement> {
+    if (!holds(claim)) return 'lost';
+    const { channel, chat } = claim.delivery;
+    // Settling: the token no longer holds (a second settlement is lost), the chat stays claimed.
+    claims.get(channel)?.set(chat, SETTLING);
+    try {
+      await commit(write);
+    } finally {
+      claims.get(channel)?.delete(chat);
+      signal(channel);
+    }
+    return 'settled';
+  }
+
+  return {
+    durable: true,
+
+    async add(delivery): Promise<AddResult> {
+      const payload = JSON.stringify(delivery);
+      let result: AddResult = 'added';
+      await commit(() => {
+        const { changes } = insert.run(
+          delivery.id,
+          delivery.channel,
+          delivery.chat,
+          delivery.attempts,
+          delivery.notBefore,
+          payload,
+        );
+        result = changes === 1 ? 'added' : 'duplicate';
+      });
+      if (result === 'added') signal(delivery.channel);
+      return result;
+    },
+
+    async claim(channel, nowMs) {
+      let claimed = claims.get(channel);
+      const row = dueHead.get({ channel, now: nowMs, claimed: JSON.stringify([...(claimed?.keys() ?? [])]) });
+      if (row === undefined) return null;
+      const delivery = deliveryOf(row);
+      const token = String(++lastToken);
+      if (claimed === undefined) {
+        claimed = new Map();
+        claims.set(channel, claimed);
+      }
+      claimed.set(delivery.chat, token);
+      return { delivery, token };
+    },
+
+    delivered(claim) {
+      return settle(claim, () => remove.run(claim.delivery.id));
+    },
+
+    retry(claim, notBeforeMs, error) {
+      return settle(claim, () => reschedule.run(notBeforeMs, JSON.stringify(error), claim.delivery.id));
+    },
+
+    failed(claim) {
+      return settle(claim, () => remove.run(claim.delivery.id));
+    },
+
+    async pending() {
+      const result: Record<string, number> = {};
+      for (const { channel, count } of counts.all()) result[channel] = count;
+      return result;
+    },
+
+    async list(channel) {
+      return listed.all(channel).map(deliveryOf);
+    },
+
+    onDue(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
