@@ -7,7 +7,7 @@ import {
   SwitchboardError,
 } from '@switchboard/core';
 import { auditView } from './audit-view.js';
-import type { MessageTrail, TrailTurn } from './message-trail.js';
+import type { MessageTrail, TrailEntry, TrailTurn } from './message-trail.js';
 
 /** Audit records read per message: a message has one outcome, a replayed dead letter a few. */
 const MAX_AUDIT_RECORDS = 20;
@@ -15,17 +15,8 @@ const MAX_AUDIT_RECORDS = 20;
 /** Everything known of one message's way through the gateway (`GET /admin/messages/{id}`). */
 export interface MessagePath {
   id: string;
-  received: {
-    channel: string;
-    platform: string;
-    chat_type: string;
-    chat_id: string;
-    sender_id: string;
-    sender_name: string | null;
-    text: string | null;
-    /** When the channel received it; null when only the audit log knows the message. */
-    at: number | null;
-  } | null;
+  /** `at`: when the channel received it; null when only the audit log knows the message. */
+  received: (Omit<TrailEntry['received'], 'at'> & { at: number | null }) | null;
   routed: { rule: string | null; by_default: boolean; pipeline: string | null } | null;
   /** The other messages of its turn(s): a merged burst runs as one turn. */
   merged_with: string[];

@@ -94,7 +94,7 @@ export type {
 // Ports
 export { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
 export type { AuditCursor } from './audit-cursor.js';
-export { AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
+export { AUDIT_EQUALITY_FILTERS, AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
 export type {
   ChannelAdapter,

@@ -1,4 +1,5 @@
 import {
+  AUDIT_EQUALITY_FILTERS,
   AUDIT_RECORD_FIELDS,
   type AuditLog,
   type AuditQuery,
@@ -11,18 +12,8 @@ import type { Sql } from './postgres-connection.js';
 const COLUMNS = AUDIT_RECORD_FIELDS;
 
 const NEWEST_FIRST = 'ORDER BY at DESC, id DESC';
-/** Filters compared for equality. */
-const EQUALITY_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session', 'sender', 'message'] as const;
-/** The column each equality filter compares. */
-const FILTER_COLUMNS: Record<(typeof EQUALITY_FILTERS)[number], string> = {
-  outcome: 'outcome',
-  reason: 'reason',
-  rule: 'rule',
-  channel: 'channel',
-  session: 'session',
-  sender: 'sender_id',
-  message: 'message_id',
-};
+/** Filters compared for equality, in the order their SQL conditions are written. */
+const EQUALITY_FILTERS = Object.keys(AUDIT_EQUALITY_FILTERS) as Array<keyof typeof AUDIT_EQUALITY_FILTERS>;
 
 /** The WHERE clause of `query` and its parameters, numbered from $1. */
 function whereOf(query: AuditQuery): { where: string; values: unknown[] } {
@@ -33,7 +24,8 @@ function whereOf(query: AuditQuery): { where: string; values: unknown[] } {
     return `$${values.length}`;
   };
   for (const field of EQUALITY_FILTERS) {
-    if (query[field] !== undefined) conditions.push(`${FILTER_COLUMNS[field]} = ${parameter(query[field])}`);
+    if (query[field] !== undefined)
+      conditions.push(`${AUDIT_EQUALITY_FILTERS[field]} = ${parameter(query[field])}`);
   }
   // strpos, not LIKE: the text searched for may hold % and _.
   if (query.text !== undefined) conditions.push(`strpos(lower(text), lower(${parameter(query.text)})) > 0`);

@@ -1,4 +1,5 @@
 import {
+  AUDIT_EQUALITY_FILTERS,
   AUDIT_RECORD_FIELDS,
   type AuditLog,
   type AuditQuery,
@@ -24,22 +25,7 @@ const COLUMNS = AUDIT_RECORD_FIELDS;
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM audit`;
 const NEWEST_FIRST = 'ORDER BY at DESC, id DESC';
 /** Filters compared for equality, in the order their SQL conditions are written. */
-const EQUALITY_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session', 'sender', 'message'] as const;
-/** The column each equality filter compares. */
-const FILTER_COLUMNS: Record<(typeof EQUALITY_FILTERS)[number], string> = {
-  outcome: 'outcome',
-  reason: 'reason',
-  rule: 'rule',
-  channel: 'channel',
-  session: 'session',
-  sender: 'sender_id',
-  message: 'message_id',
-};
-/**
- * SQLite's `lower()` and `LIKE` fold ASCII only; this function folds as the other stores do
- * (JavaScript's `toLowerCase`). The needle comes lower-cased already.
- */
-const CONTAINS_FOLDED = 'sb_contains_folded';
+const EQUALITY_FILTERS = Object.keys(AUDIT_EQUALITY_FILTERS) as Array<keyof typeof AUDIT_EQUALITY_FILTERS>;
 
 /** A stored payload; dead letters written before `replayable` existed kept the whole message. */
 function toPayload(json: string): DeadLetterPayload {
@@ -54,9 +40,10 @@ function toRecord(row: AuditRow): AuditRecord {
 /** The SQL conditions a query uses; queries with the same conditions share one statement. */
 function conditionsOf(query: AuditQuery): string[] {
   const conditions: string[] = EQUALITY_FILTERS.filter((field) => query[field] !== undefined).map(
-    (field) => `${FILTER_COLUMNS[field]} = @${field}`,
+    (field) => `${AUDIT_EQUALITY_FILTERS[field]} = @${field}`,
   );
-  if (query.text !== undefined) conditions.push(`${CONTAINS_FOLDED}(text, @text)`);
+  // instr, not LIKE: the text searched for may hold % and _. SQLite's lower() folds ASCII only.
+  if (query.text !== undefined) conditions.push('instr(lower(text), lower(@text)) > 0');
   if (query.since !== undefined) conditions.push('at >= @since');
   if (query.until !== undefined) conditions.push('at < @until');
   if (query.cursor !== undefined) conditions.push('(at, id) < (@cursorAt, @cursorId)');
@@ -65,9 +52,6 @@ function conditionsOf(query: AuditQuery): string[] {
 
 /** The audit log's read side over the `audit` table; also used on a read-only connection. */
 export function createSqliteAuditReader(db: Database): AuditReader {
-  db.function(CONTAINS_FOLDED, { deterministic: true }, (text: unknown, part: unknown) =>
-    typeof text === 'string' && text.toLowerCase().includes(String(part)) ? 1 : 0,
-  );
   // One statement per combination of filters (at most 2^11), each prepared on first use.
   const queries = new Map<string, Statement<Record<string, unknown>, AuditRow>>();
   const deadLetters = db.prepare<[number], AuditRow>(
@@ -95,7 +79,7 @@ export function createSqliteAuditReader(db: Database): AuditReader {
       for (const field of [...EQUALITY_FILTERS, 'since', 'until'] as const) {
         if (query[field] !== undefined) parameters[field] = query[field];
       }
-      if (query.text !== undefined) parameters.text = query.text.toLowerCase();
+      if (query.text !== undefined) parameters.text = query.text;
       if (cursor !== undefined) {
         parameters.cursorAt = cursor.at;
         parameters.cursorId = cursor.id;

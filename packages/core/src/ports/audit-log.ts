@@ -80,8 +80,9 @@ export interface AuditQuery {
   /** The gateway message id (`message_id`) equals this. */
   message?: string;
   /**
-   * `text` contains this, ignoring case (JavaScript's `toLowerCase` in memory and SQLite, the
-   * database's `lower()` in PostgreSQL); records kept without text never match. A scan within
+   * `text` contains this, ignoring case: ASCII letters everywhere; others as the store's
+   * `lower()` folds them (JavaScript's in memory, the database's in PostgreSQL, none in SQLite).
+   * Records kept without text never match. A scan within
    * the other filters: callers bound its length and the page size.
    */
   text?: string;
@@ -94,6 +95,17 @@ export interface AuditQuery {
   /** Opaque cursor from a previous page's `nextCursor`. */
   cursor?: string;
 }
+
+/** The `AuditQuery` filters compared for equality, and the record field each one compares. */
+export const AUDIT_EQUALITY_FILTERS = {
+  outcome: 'outcome',
+  reason: 'reason',
+  rule: 'rule',
+  channel: 'channel',
+  session: 'session',
+  sender: 'sender_id',
+  message: 'message_id',
+} as const satisfies Partial<Record<keyof AuditQuery, keyof AuditRecord>>;
 
 export interface AuditPage {
   items: AuditRecord[];
