@@ -51,7 +51,7 @@ export interface TrailEntry {
 /** The recent path of messages through this replica, for `GET /admin/messages/{id}`. */
 export interface MessageTrail {
   /** Feeds the trail from the controller: turns, attempts, retries. */
-  observer: Required<ControllerObserver>;
+  observer: Required<Pick<ControllerObserver, 'turnStarted' | 'turnEnded' | 'turnRetried'>>;
   /** Feeds the trail from the outcome bus. */
   recordOutcome(outcome: Outcome): void;
   /** What the trail holds of a message, or null when it never passed here or was forgotten. */

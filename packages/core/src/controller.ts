@@ -1,4 +1,4 @@
-import { aggregate } from './aggregator.js';
+import { type Query, aggregate } from './aggregator.js';
 import { SwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
 import type { MessageTracer } from './message-trace.js';

@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { AuditFiltersSchema } from '../audit-filters.js';
 import { auditView } from '../audit-view.js';
 import type { OwnedChannels } from '../channel-ownership.js';
+import type { ReplayResult } from '../dead-letter-replay.js';
 import { MAX_SELECTION, applyToSelection, createDeadLetterPurge } from '../dead-letter-selection.js';
 import { messagePath } from '../message-path.js';
 import type { MessageTrail } from '../message-trail.js';

@@ -32,7 +32,14 @@ describe('discord channel previews (against the fake Discord)', () => {
         token: fake.token,
         apiUrl: fake.url,
         policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-        outbound: { sendTimeoutMs: 30_000, editIntervalMs: 1_000 },
+        outbound: {
+          sendTimeoutMs: 30_000,
+          editIntervalMs: 1_000,
+          concurrency: 8,
+          maxAgeMs: 3_600_000,
+          retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+          rate: { enabled: false, perBot: null, perChat: null, perGroup: null },
+        },
       },
       logger: silentLogger,
     });
