@@ -109,6 +109,27 @@ describe('createTelegramChannel pacing (against a fake enforcing 30/s per bot an
     });
   });
 
+  describe('when an answer is streamed into a chat (a preview, its edits, the final send)', () => {
+    it("paces the edits with the sends: every call waits its turn and the fake counts no violation", async () => {
+      const { observer, waits, rateLimited } = recordingObserver();
+      const tg = channel(TELEGRAM_RATE, observer);
+      const signal = new AbortController().signal;
+      const chat = origin(chatIds(1)[0] ?? 0);
+      const draft = await tg.preview?.(chat, 'He', undefined, signal);
+      if (draft === undefined) throw new Error('the Telegram channel shows previews');
+      await tg.preview?.(chat, 'Hell', draft, signal);
+      await tg.preview?.(chat, 'Hello', draft, signal);
+      await tg.send(chat, [{ text: 'Hello, world' }, { text: 'PS' }], signal, { draft });
+
+      expect(fake.edits().map((edit) => edit.text)).toEqual(['Hell', 'Hello', 'Hello, world']);
+      expect(fake.rateLimitViolations()).toBe(0);
+      expect(rateLimited).toEqual([]);
+      // The post, three edits and the second message: five calls into one chat, paced one by one.
+      expect(waits).toHaveLength(5);
+      expect(waits.filter((ms) => ms > 0).length).toBeGreaterThan(0);
+    });
+  });
+
   describe('when pacing is switched off', () => {
     it("meets the fake's 429s and reports each one; auto-retry still waits them out", async () => {
       const { observer, waits, rateLimited } = recordingObserver();

@@ -325,6 +325,8 @@ describe('ConfigSchema', () => {
           concurrency: 2,
           maxAgeMs: 600_000,
           retry: { baseDelayMs: 500, maxDelayMs: 5_000 },
+          // Discord's pacing defaults: 'paces each chat platform by its documented limits'.
+          rate: expect.objectContaining({ enabled: false }),
         },
       ]);
       const bad = ConfigSchema.safeParse({
