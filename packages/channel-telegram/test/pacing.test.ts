@@ -110,7 +110,7 @@ describe('createTelegramChannel pacing (against a fake enforcing 30/s per bot an
   });
 
   describe('when an answer is streamed into a chat (a preview, its edits, the final send)', () => {
-    it("paces the edits with the sends: every call waits its turn and the fake counts no violation", async () => {
+    it('paces the edits with the sends: every call waits its turn and the fake counts no violation', async () => {
       const { observer, waits, rateLimited } = recordingObserver();
       const tg = channel(TELEGRAM_RATE, observer);
       const signal = new AbortController().signal;
