@@ -88,11 +88,10 @@ function isTransient(error: unknown): boolean {
 /**
  * Makes one Web API call that answers in a chat; every post and update goes through here, paced
  * by the client (`createSendClient`). A 429 the pacing did not avoid is waited out (Retry-After)
- * and the call repeated, up to
- * `maxRateLimitRetries` times; network failures and 5xx are retried with backoff up to
- * `maxTransientRetries` times; anything else, or a failure that outlasts those retries, is an
- * SB_CHANNEL_* error. When `signal` aborts, the request in flight or the wait is cut short and the
- * call rejects with `signal.reason`.
+ * and the call repeated, up to `maxRateLimitRetries` times; network failures and 5xx are retried
+ * with backoff up to `maxTransientRetries` times; anything else, or a failure that outlasts those
+ * retries, is an SB_CHANNEL_* error. When `signal` aborts, the request in flight or the wait is
+ * cut short and the call rejects with `signal.reason`.
  */
 async function outboundCall<T>(method: string, call: () => Promise<T>, options: SendOptions): Promise<T> {
   const { signal } = options;
