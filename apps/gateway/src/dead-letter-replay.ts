@@ -44,8 +44,8 @@ export function replayDeliveryKey(auditId: string, claimTtlMs: number): Delivery
 /**
  * The delivery that re-sends a `delivery_failed` dead letter's replies. Its id is derived from
  * the audit id, so adding it twice (concurrent replays, a replay whose mark was lost) stores it
- * once while it waits. The message has its outcome already (the dead letter): the delivery
- * records none.
+ * once while it waits. Like any answer it ends its message: `completed` once sent, or a new
+ * `delivery_failed` dead letter (replayable in turn) once given up, never silently.
  */
 export function replayDelivery(
   auditId: string,
@@ -53,16 +53,17 @@ export function replayDelivery(
   nowMs: number,
 ): Delivery {
   const { origin, replies, draft } = payload.undelivered;
+  const { message, session, pipeline, rule, attempt } = payload;
   return {
     id: `replay:${auditId}`,
     channel: origin.channel,
     chat: payload.session,
     origin,
-    messages: [],
+    messages: [{ message, session, pipeline, ...(rule === undefined ? {} : { rule }), attempt }],
     turnId: null,
     replies,
     ...(draft === undefined ? {} : { draft }),
-    ownsOutcome: false,
+    ownsOutcome: true,
     createdAt: nowMs,
     attempts: 0,
     notBefore: nowMs,

@@ -229,6 +229,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     tracer: options.tracer,
   });
 
+  const outboxNow = stores.outboxNow ?? Date.now;
   const controller = createController({
     pool,
     pipelines,
@@ -237,6 +238,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     tracer: options.tracer,
     outbox: stores.outbox,
+    // Deliveries are stamped on the clock the sender claims them by (a skewed replica would hold
+    // every reply back by its skew); the same clock as the host's unless the outbox is shared.
+    now: outboxNow,
     // Answers stream into previews where the channel shows them (docs/design.md §4 "Streaming").
     streamReplies: (query, turnLogger) => {
       const preview = channels.get(query.message.channel)?.preview;
@@ -278,6 +282,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
   const sender = createReplySender({
     outbox: stores.outbox,
+    now: outboxNow,
     channel: (id) => channels.get(id),
     policy: (id) => outboundPolicies.get(id),
     outcomes,
@@ -371,6 +376,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       outcomes,
       logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
+      now: outboxNow,
     }),
   });
 

@@ -60,9 +60,12 @@ export interface RecordStores {
 export interface Stores extends RecordStores {
   /**
    * Where answered turns leave their replies (docs/design.md §2 "Outbox"): in the SQLite file
-   * with `store: sqlite`, in memory with `store: memory`.
+   * with `store: sqlite`, in memory with `store: memory`, in Redis (shared by the replicas) with
+   * `store: redis`.
    */
   outbox: ReplyOutbox;
+  /** The clock the reply sender claims by: the Redis server's with `store: redis`, else this host's. */
+  outboxNow?: () => number;
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
   createPool(options: PoolOptions): Promise<QueryPool>;
   /**
@@ -201,6 +204,9 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
 
 type RedisStoreConfig = Extract<Config['store'], { kind: 'redis' }>;
 
+/** How much longer than the longest `outbound.send_timeout` a replica holds a delivery it claimed. */
+const REPLY_LEASE_MARGIN_MS = 15_000;
+
 /**
  * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5),
  * beside the records in PostgreSQL that the same replicas share, and the relay of their events.
@@ -215,6 +221,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     createRedisEventRelay,
     createRedisQueryPool,
     createRedisRateBuckets,
+    createRedisReplyOutbox,
   } = await import('@switchboard/store-redis');
   const outbox = await createAuditOutbox({
     url: store.url,
@@ -227,6 +234,20 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     await records.close();
     throw err;
   });
+  // A claim outlives the longest send by a margin, so that only a replica that died (or lost
+  // Redis for that long) has its deliveries claimed again by another.
+  const replyLeaseMs =
+    Math.max(0, ...config.channels.map((channel) => channel.outbound.sendTimeoutMs)) + REPLY_LEASE_MARGIN_MS;
+  const replies = await createRedisReplyOutbox({
+    url: store.url,
+    prefix: store.prefix,
+    leaseMs: replyLeaseMs,
+    logger,
+  }).catch(async (err: unknown) => {
+    await outbox.shutdown();
+    await records.close();
+    throw err;
+  });
   let pool: RedisQueryPool | undefined;
   let relay: RedisEventRelay | null = null;
   let channelLeases: RedisChannelLeases | undefined;
@@ -235,9 +256,8 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     ...records,
     auditLog: outbox,
     statuses: outbox.statuses ?? records.statuses,
-    // The Redis reply outbox, shared by the replicas, goes here once it exists; until then each
-    // replica keeps the replies of the turns it ran in its memory (lost with the process).
-    outbox: createMemoryReplyOutbox(),
+    outbox: replies,
+    outboxNow: () => replies.now(),
     refusal: outbox.refusal,
     async createPool(options) {
       const opened = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
@@ -304,6 +324,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
         () => channelLeases?.close(),
         () => rateBuckets?.close(),
         () => outbox.shutdown(),
+        () => replies.close(),
         () => records.close(),
       ];
       const failures: unknown[] = [];

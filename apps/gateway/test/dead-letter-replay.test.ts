@@ -73,7 +73,7 @@ function databasePath(): string {
 
 describe('dead letter replay', () => {
   describe('when the dead letter is a delivery that failed', () => {
-    it('sends its stored replies again through the outbox, runs nothing, and answers 409 the second time', async () => {
+    it('sends its stored replies again through the outbox as the end of its message, runs nothing, and answers 409 the second time', async () => {
       const { auditLog, pool, outbox, replay } = setup();
       const { raw: _raw, ...origin } = queuedMessageFixture(1).message;
       const record = deadLetter();
@@ -91,7 +91,11 @@ describe('dead letter replay', () => {
           id: `replay:${DEAD_LETTER_ID}`,
           origin,
           replies: [{ text: 'the answer' }],
-          ownsOutcome: false,
+          // Its end is the message's new outcome: completed once sent, a new dead letter if not.
+          ownsOutcome: true,
+          messages: [
+            expect.objectContaining({ message: expect.objectContaining({ id: origin.id }) }),
+          ],
         }),
       ]);
       expect((await pool.stats()).pending).toBe(0);

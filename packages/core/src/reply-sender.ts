@@ -56,6 +56,8 @@ export interface ReplySender {
 }
 
 const DEFAULT_POLL_MS = 1000;
+/** How long a settlement waits before writing again to an outbox that did not answer. */
+const STORE_RETRY_MS = 1000;
 
 function describeError(error: unknown): DeliveryError {
   if (isSwitchboardError(error)) return { code: error.code, message: error.message };
@@ -82,6 +84,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   /** Channels whose claim loop runs, and those to loop again once it ends. */
   const claiming = new Set<string>();
   const again = new Set<string>();
+  /** The claim loops running now: the drain waits for them before it takes stock of the sends. */
+  const claimLoops = new Set<Promise<void>>();
   let stopped = true;
   /**
    * Set when the drain left sends behind: their deliveries stay as they are (a durable outbox
@@ -127,15 +131,59 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       logger.warn({ deliveryId: claim.delivery.id }, 'lease lost: the delivery was claimed again meanwhile');
   }
 
+  /**
+   * Writes a settlement, again every `STORE_RETRY_MS` while the store is unreachable: giving up
+   * would leave the delivery claimed until its lease ends, then send it a second time. A write
+   * that was applied before the connection dropped answers `lost` when repeated, changing nothing.
+   */
+  async function settleRetrying(claim: DeliveryClaim, write: () => Promise<Settlement>): Promise<Settlement> {
+    for (let failures = 0; ; failures++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (!isSwitchboardError(err, 'SB_STORE_UNAVAILABLE') || leftBehind) throw err;
+        if (failures === 0)
+          logger.error(
+            { err, deliveryId: claim.delivery.id },
+            'settlement failed: the outbox is unreachable, retrying',
+          );
+      }
+      await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS));
+    }
+  }
+
+  /**
+   * Ends a claim with `write` and records the messages' outcome with `record`: in the same tick
+   * for an outbox of this process alone (one group commit), after the write was applied for a
+   * shared one (a `lost` claim belongs to whoever claimed it again, who records it).
+   */
+  async function settleAndRecord(
+    claim: DeliveryClaim,
+    write: () => Promise<Settlement>,
+    record: () => void,
+  ): Promise<void> {
+    if (!outbox.shared) {
+      const written = write();
+      record();
+      checkHeld(claim, await written);
+      return;
+    }
+    const settlement = await settleRetrying(claim, write);
+    checkHeld(claim, settlement);
+    if (settlement === 'settled') record();
+  }
+
   async function giveUp(claim: DeliveryClaim, error: DeliveryError): Promise<void> {
     const { delivery } = claim;
     logger.error(
       { deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, error },
       'dead letter: replies could not be delivered',
     );
-    const removed = outbox.failed(claim);
-    recordEnd(delivery, 'dead_lettered', error);
-    checkHeld(claim, await removed);
+    await settleAndRecord(
+      claim,
+      () => outbox.failed(claim),
+      () => recordEnd(delivery, 'dead_lettered', error),
+    );
     options.observer?.deliveryEnded?.(delivery, 'failed');
   }
 
@@ -172,14 +220,16 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         { err, deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, delayMs },
         'send failed, retrying',
       );
-      checkHeld(claim, await outbox.retry(claim, retryAt, error));
+      checkHeld(claim, await settleRetrying(claim, () => outbox.retry(claim, retryAt, error)));
       options.observer?.deliveryEnded?.(delivery, 'retried');
       return;
     }
     if (leftBehind) return;
-    const removed = outbox.delivered(claim);
-    recordEnd(delivery, 'completed');
-    checkHeld(claim, await removed);
+    await settleAndRecord(
+      claim,
+      () => outbox.delivered(claim),
+      () => recordEnd(delivery, 'completed'),
+    );
     options.observer?.deliveryEnded?.(delivery, 'delivered');
   }
 
@@ -191,12 +241,14 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       return;
     }
     claiming.add(channel);
-    claimDue(channel)
+    const loop: Promise<void> = claimDue(channel)
       .catch((err: unknown) => logger.error({ err, channel }, 'claim failed: the outbox is unreachable'))
       .finally(() => {
+        claimLoops.delete(loop);
         claiming.delete(channel);
         if (again.delete(channel)) pump(channel);
       });
+    claimLoops.add(loop);
   }
 
   async function claimDue(channel: string): Promise<void> {
@@ -210,6 +262,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     while (!stopped && sends.size < limit) {
       const claim = await outbox.claim(channel, now());
       if (claim === null) return;
+      // The drain began while the claim was on its way: no send starts after it. The claim stays
+      // (a durable outbox sends it after the next start; memory records it dropped).
+      if (stopped) return;
       const send: Promise<void> = attempt(claim, policy)
         .catch((err: unknown) =>
           logger.error({ err, deliveryId: claim.delivery.id }, 'delivery settlement failed'),
@@ -249,6 +304,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       stopped = true;
       clearInterval(poller);
       unsubscribe?.();
+      await Promise.allSettled([...claimLoops]);
       const sends = [...inFlight.values()].flatMap((set) => [...set]);
       if ((await within(Promise.allSettled(sends), drainTimeoutMs)) === 'timeout') {
         leftBehind = true;

@@ -78,7 +78,12 @@ export type ScriptName =
   | 'channel-lease-renew'
   | 'channel-lease-release'
   | 'channel-lease-holders'
-  | 'rate-take';
+  | 'rate-take'
+  | 'reply-outbox-add'
+  | 'reply-outbox-claim'
+  | 'reply-outbox-remove'
+  | 'reply-outbox-retry'
+  | 'reply-outbox-list';
 
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
 export const commandNameOf = (script: string) => `switchboard:${script}`;

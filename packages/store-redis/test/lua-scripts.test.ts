@@ -6,6 +6,16 @@ const luaFolder = new URL('../lua/', import.meta.url);
 
 describe('lua scripts', () => {
   describe('when loaded', () => {
+    it('inlines the reply outbox include into each of its scripts', async () => {
+      const scripts = (await loadLuaScripts()).filter((script) => script.name.startsWith('reply-outbox-'));
+      expect(scripts).toHaveLength(5);
+      for (const script of scripts) {
+        expect(script.numberOfKeys).toBe(6);
+        expect(script.source).not.toContain('@include');
+        expect(script.source.match(/^local K = \{/gm)).toHaveLength(1);
+      }
+    });
+
     it('inlines every include once and leaves no include line', async () => {
       const scripts = await loadLuaScripts();
       const claim = scripts.find((script) => script.name === 'claim');
@@ -40,6 +50,11 @@ describe('lua scripts', () => {
           'channel-lease-release',
           'channel-lease-holders',
           'rate-take',
+          'reply-outbox-add',
+          'reply-outbox-claim',
+          'reply-outbox-remove',
+          'reply-outbox-retry',
+          'reply-outbox-list',
         ].sort(),
       );
     });
@@ -52,8 +67,18 @@ describe('lua scripts', () => {
     // The outbox's, the channel leases' and the rate buckets' scripts declare every key they touch.
     const declaresAll = (file: string) =>
       file.startsWith('outbox-') || file.startsWith('channel-lease-') || file.startsWith('rate-');
-    const poolFiles = files.filter((file) => !declaresAll(file));
+    const isReplyOutbox = (file: string) => file.startsWith('reply-outbox-');
+    const poolFiles = files.filter((file) => !declaresAll(file) && !isReplyOutbox(file));
     const declaringFiles = files.filter(declaresAll);
+    const replyOutboxFiles = files.filter(isReplyOutbox);
+
+    it.each(replyOutboxFiles)('%s opens with a header naming its KEYS, ARGV and reply', (file) => {
+      const header = headerOf(file);
+      expect(header).toMatch(/^\s+KEYS: the six reply-outbox keys of includes\/reply-outbox/m);
+      expect(header).toMatch(/^\s+ARGV\[1\.\.3\] key prefix, channel, instance id/m);
+      expect(header).toMatch(/^\s+Returns/m);
+      expect(file).toMatch(/-6\.lua$/);
+    });
 
     it.each(declaringFiles)('%s opens with a header naming each of its KEYS, its ARGV and reply', (file) => {
       const header = headerOf(file);

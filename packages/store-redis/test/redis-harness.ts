@@ -12,8 +12,11 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   FAIL_FAST_OPTIONS,
   createRedisQueryPool,
+  createRedisReplyOutbox,
   type RedisQueryPool,
   type RedisQueryPoolOptions,
+  type RedisReplyOutbox,
+  type RedisReplyOutboxOptions,
 } from '../src/index.js';
 import { commandNameOf, defineLuaScripts } from '../src/lua-scripts.js';
 import { poolKeysOf } from '../src/pool-keys.js';
@@ -112,6 +115,40 @@ export function usePools(url: () => string = () => REDIS_URL) {
     async shutdown(pool: RedisQueryPool) {
       opened.splice(opened.indexOf(pool), 1);
       await pool.shutdown();
+    },
+  };
+}
+
+/** The lease of the reply outboxes `useReplyOutboxes` opens, unless a test gives another. */
+export const REPLY_OUTBOX_LEASE_MS = 30_000;
+
+/** Outboxes of one test on one random prefix, each another replica; closed and their keys removed after. */
+export function useReplyOutboxes(url: () => string = () => REDIS_URL) {
+  const opened: RedisReplyOutbox[] = [];
+  let prefix = `sb-test-${randomUUID()}`;
+  afterEach(async () => {
+    for (const outbox of opened.splice(0)) await outbox.close();
+    await removePoolKeys(url(), prefix);
+    prefix = `sb-test-${randomUUID()}`;
+  });
+  return {
+    get prefix() {
+      return prefix;
+    },
+    async open(options: Partial<RedisReplyOutboxOptions> = {}): Promise<RedisReplyOutbox> {
+      const outbox = await createRedisReplyOutbox({
+        url: url(),
+        prefix,
+        leaseMs: REPLY_OUTBOX_LEASE_MS,
+        ...options,
+      });
+      opened.push(outbox);
+      return outbox;
+    },
+    /** Closes `outbox` before the test ends, as a replica that stops. */
+    async close(outbox: RedisReplyOutbox) {
+      opened.splice(opened.indexOf(outbox), 1);
+      await outbox.close();
     },
   };
 }

@@ -81,6 +81,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
 
   return {
     durable: true,
+    shared: false,
 
     async add(delivery): Promise<AddResult> {
       const payload = JSON.stringify(delivery);

@@ -87,6 +87,7 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
 
   return {
     durable: false,
+    shared: false,
 
     async add(delivery): Promise<AddResult> {
       if (ids.has(delivery.id)) return 'duplicate';

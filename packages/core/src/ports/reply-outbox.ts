@@ -89,6 +89,13 @@ export type AddResult = 'added' | 'duplicate';
 export interface ReplyOutbox {
   /** True when stored deliveries survive a restart. */
   readonly durable: boolean;
+  /**
+   * True when several processes claim from it (replicas sharing Redis): a settlement may answer
+   * `lost`, so the sender records the messages' outcome only once its settlement was applied.
+   * False: claims are this process's alone, and a settlement is written in the same tick as the
+   * outcome so that a store committing in groups commits both together.
+   */
+  readonly shared: boolean;
   /** Stores a delivery (durable once this resolves); an id already stored answers `duplicate`. */
   add(delivery: Delivery): Promise<AddResult>;
   /**

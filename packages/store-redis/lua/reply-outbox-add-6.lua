@@ -1,0 +1,32 @@
+--[[
+  Stores a delivery at the tail of its chat (src/redis-reply-outbox.ts); an id already stored
+  changes nothing. A chat that was empty gets it as its head, waiting for its notBefore.
+
+  KEYS: the six reply-outbox keys of includes/reply-outbox (counts, seq, order, waiting, ready,
+        leases)
+  ARGV[1..3] key prefix, channel, instance id
+  ARGV[4] delivery id
+  ARGV[5] chat
+  ARGV[6] body: the Delivery JSON without attempts, notBefore and lastError
+  ARGV[7] attempts
+  ARGV[8] notBefore, ms
+  ARGV[9] lastError JSON, or ''
+
+  Returns 'added' (and announces the channel) or 'duplicate'
+]]
+--- @include "includes/reply-outbox"
+
+local id, chat = ARGV[4], ARGV[5]
+if rcall('EXISTS', deliveryKey(id)) == 1 then
+  return 'duplicate'
+end
+local seq = rcall('INCR', K.seq)
+rcall('HSET', deliveryKey(id), 'body', ARGV[6], 'chat', chat, 'seq', seq, 'attempts', ARGV[7],
+  'notBefore', ARGV[8], 'lastError', ARGV[9])
+rcall('ZADD', K.order, seq, id)
+rcall('HINCRBY', K.counts, channel, 1)
+if rcall('RPUSH', chatKey(chat), id) == 1 then
+  placeHead(chat)
+end
+announce()
+return 'added'

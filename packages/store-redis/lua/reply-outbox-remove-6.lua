@@ -1,0 +1,34 @@
+--[[
+  Settles a claim by removing its delivery (`delivered` and `failed`, src/redis-reply-outbox.ts):
+  when the token still holds the claim, deletes the delivery and makes the chat's next delivery
+  its head, waiting for its notBefore. A token that no longer holds (settled already, or taken
+  back after its lease expired) changes nothing.
+
+  KEYS: the six reply-outbox keys of includes/reply-outbox (counts, seq, order, waiting, ready,
+        leases)
+  ARGV[1..3] key prefix, channel, instance id
+  ARGV[4] delivery id
+  ARGV[5] claim token
+
+  Returns {'lost'} or {'settled', 1 when the chat has a next delivery (announced) else 0}
+]]
+--- @include "includes/reply-outbox"
+
+local id = ARGV[4]
+local chat = heldChat(id, ARGV[5])
+if not chat then
+  return { 'lost' }
+end
+releaseClaim(id)
+-- The claimed delivery is the chat's head: LREM stops at the first element.
+rcall('LREM', chatKey(chat), 1, id)
+rcall('DEL', deliveryKey(id))
+rcall('ZREM', K.order, id)
+if rcall('HINCRBY', K.counts, channel, -1) <= 0 then
+  rcall('HDEL', K.counts, channel)
+end
+if placeHead(chat) then
+  announce()
+  return { 'settled', 1 }
+end
+return { 'settled', 0 }

@@ -1,0 +1,95 @@
+import { type DeliveryClaim, isSwitchboardError } from '@switchboard/core';
+import { deliveryFixture } from '@switchboard/core/testing';
+import { eventually } from '@switchboard/testkit/eventually';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { FAIL_FAST_OPTIONS } from '../src/index.js';
+import { manualClock, redisReachable, usePrivateRedis, useReplyOutboxes } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+const CHANNEL = 'tg';
+
+describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => {
+  // Stopped and paused: a Redis of this file's own.
+  const redis = usePrivateRedis();
+  const outboxes = useReplyOutboxes(redis.url);
+
+  it('rejects calls at once with a retryable SB_STORE_UNAVAILABLE, then keeps what it stored, the claim included, and wakes the other replica again', async () => {
+    const clock = manualClock();
+    const first = await outboxes.open({ retryAfterMs: 2500 });
+    const second = await outboxes.open();
+    const woken: string[] = [];
+    second.onDue((channel) => woken.push(channel));
+    await first.add(deliveryFixture(1));
+    await first.add(deliveryFixture(2));
+    const held = (await first.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    await redis.server.stop();
+
+    const startedAt = Date.now();
+    const refusals = await Promise.all([
+      first.add(deliveryFixture(3)).catch((err: unknown) => err),
+      first.claim(CHANNEL, clock.now()).catch((err: unknown) => err),
+      first.delivered(held).catch((err: unknown) => err),
+      first.pending().catch((err: unknown) => err),
+    ]);
+    expect(Date.now() - startedAt).toBeLessThan(500);
+    for (const refusal of refusals) {
+      expect(isSwitchboardError(refusal, 'SB_STORE_UNAVAILABLE')).toBe(true);
+      expect(refusal).toMatchObject({ retryable: true, retryAfterMs: 2500 });
+    }
+
+    await redis.server.start();
+    await eventually(
+      () =>
+        first.add(deliveryFixture(3)).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+      'an add stored after the restart',
+    );
+    // The settlement the outage refused is written again: the claim held meanwhile.
+    expect(await first.delivered(held)).toBe('settled');
+    expect((await first.list(CHANNEL)).map((delivery) => delivery.id)).toEqual(
+      [2, 3].map((index) => deliveryFixture(index).id),
+    );
+    // Each try adds another delivery: one added before the subscription is back goes unheard.
+    let index = 4;
+    await eventually(
+      async () => {
+        await first.add(deliveryFixture(index++, { channel: 'sl' }));
+        return woken.includes('sl');
+      },
+      10_000,
+      'the other replica woken through its resubscribed connection',
+    );
+  });
+
+  it('hands out the delivery of a claim whose reply was lost on the next claim, instead of holding its chat until the lease ends', async () => {
+    const clock = manualClock();
+    const outbox = await outboxes.open({
+      url: undefined,
+      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+    });
+    await outbox.add(deliveryFixture(1));
+    await outbox.add(deliveryFixture(2, { chat: 'telegram:tg:person:7' }));
+    const { admin } = redis;
+    // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
+    await admin.client('PAUSE', 600, 'WRITE');
+    await expect(outbox.claim(CHANNEL, clock.now())).rejects.toMatchObject({
+      code: 'SB_STORE_UNAVAILABLE',
+    });
+    // Once the pause ends, Redis runs the claim whose caller gave up.
+    const deliveryKey = `{${outboxes.prefix}}:reply-outbox:d:${deliveryFixture(1).id}`;
+    await eventually(
+      async () => (await admin.hget(deliveryKey, 'token')) !== null,
+      5000,
+      'the claim applied',
+    );
+    const repeated = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    expect(repeated.delivery).toEqual(deliveryFixture(1));
+    expect(await outbox.delivered(repeated)).toBe('settled');
+    expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
+  });
+});
