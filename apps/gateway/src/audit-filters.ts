@@ -1,5 +1,6 @@
 import { OUTCOME_KINDS } from '@switchboard/core';
-import { MAX_ID_CHARS } from '@switchboard/http';
+// The id-length entry alone: the package's index loads fastify, which CLI verbs never need.
+import { MAX_ID_CHARS } from '@switchboard/http/id-length';
 import { z } from 'zod';
 import { parseTimeBound } from './time-bound.js';
 

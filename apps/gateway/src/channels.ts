@@ -5,7 +5,9 @@ import type {
   ChannelPolicy,
   Logger,
   MessageStatusStore,
+  OutboundObserver,
   OutboundPolicy,
+  RateBuckets,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 
@@ -31,13 +33,22 @@ export interface Channels {
  */
 export async function createChannels(
   config: Config,
-  deps: { server: FastifyInstance; statuses: MessageStatusStore; events: ChannelEvents; logger: Logger },
+  deps: {
+    server: FastifyInstance;
+    statuses: MessageStatusStore;
+    events: ChannelEvents;
+    logger: Logger;
+    /** The pacing buckets of the chat channels (`outbound.rate`): shared by replicas on Redis. */
+    rateBuckets: RateBuckets;
+    /** Told of pacing waits and platform 429s (metrics). */
+    outbound: OutboundObserver;
+  },
 ): Promise<Channels> {
   const adapters = new Map<string, ChannelAdapter>();
   const policies = new Map<string, ChannelPolicy>();
   for (const channel of config.channels) {
     // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
-    const { logger } = deps;
+    const { logger, rateBuckets, outbound: observer } = deps;
     switch (channel.type) {
       case 'openapi':
         policies.set(channel.id, OPENAPI_POLICY);
@@ -55,19 +66,25 @@ export async function createChannels(
       case 'telegram': {
         const { createTelegramChannel } = await import('@switchboard/channel-telegram');
         policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createTelegramChannel({ config: channel, server: deps.server, logger }));
+        adapters.set(
+          channel.id,
+          createTelegramChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
         break;
       }
       case 'slack': {
         const { createSlackChannel } = await import('@switchboard/channel-slack');
         policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createSlackChannel({ config: channel, server: deps.server, logger }));
+        adapters.set(
+          channel.id,
+          createSlackChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
         break;
       }
       case 'discord': {
         const { createDiscordChannel } = await import('@switchboard/channel-discord');
         policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createDiscordChannel({ config: channel, logger }));
+        adapters.set(channel.id, createDiscordChannel({ config: channel, logger, rateBuckets, observer }));
         break;
       }
     }

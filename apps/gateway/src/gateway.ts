@@ -190,6 +190,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     server,
     statuses: stores.statuses,
     logger,
+    rateBuckets: stores.rateBuckets(),
+    outbound: metrics.outbound,
     events: {
       subscribeOutcomes: (listener) =>
         unsubscribeAll(

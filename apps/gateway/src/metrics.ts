@@ -3,6 +3,7 @@ import type {
   Delivery,
   DeliveryResult,
   Outcome,
+  OutboundObserver,
   Pipeline,
   PoolStats,
   QueryPool,
@@ -149,6 +150,28 @@ export function createMetrics(
     registers: [registry],
   });
 
+  const sendWait = countingHistogram({
+    name: 'switchboard_send_wait_seconds',
+    help: 'Time a send or edit waited for its pacing tokens (outbound.rate) before going to the platform.',
+    labelNames: ['channel'] as const,
+    buckets: [0.001, 0.05, 0.25, 1, 2.5, 5, 15, 60],
+    registers: [registry],
+  });
+  const platformRateLimited = countingCounter({
+    name: 'switchboard_platform_rate_limited_total',
+    help: 'Calls a platform answered 429 (Too Many Requests); pacing aims to keep this at 0.',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+  });
+  const outbound: OutboundObserver = {
+    paced(channel, waitedMs) {
+      sendWait.series({ channel }).observe(waitedMs / 1000);
+    },
+    rateLimited(channel) {
+      platformRateLimited.series({ channel }).inc();
+    },
+  };
+
   const observer: ControllerObserver = {
     turnStarted(turn) {
       const now = Date.now();
@@ -165,6 +188,8 @@ export function createMetrics(
   return {
     registry,
     observer,
+    /** What the chat channels report about their platform calls. */
+    outbound,
     deliveryEnded(delivery: Delivery, result: DeliveryResult) {
       deliveries.series({ channel: delivery.channel, outcome: result }).inc();
     },

@@ -9,12 +9,14 @@ import {
   type MessageStatusStore,
   type PipelinePolicy,
   type QueryPool,
+  type RateBuckets,
   type ReplyOutbox,
   createMemoryAuditLog,
   createMemoryChannelLeases,
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
+  createMemoryRateBuckets,
   createMemoryReplyOutbox,
   within,
 } from '@switchboard/core';
@@ -22,6 +24,7 @@ import type {
   RedisChannelLeases,
   RedisEventRelay,
   RedisQueryPool,
+  RedisRateBuckets,
   ReplicaView,
 } from '@switchboard/store-redis';
 import type { SqliteStore } from '@switchboard/store-sqlite';
@@ -79,6 +82,11 @@ export interface Stores extends RecordStores {
    * replica's id (the pool's); otherwise leases of this process alone, which it always gets.
    */
   channelLeases(): { leases: ChannelLeases; replicaId: string };
+  /**
+   * The token buckets pacing the chat channels' sends (docs/design.md §3 "Pacing"), once
+   * `createPool` resolved: in Redis, shared by the replicas, with `store: redis`; else in memory.
+   */
+  rateBuckets(): RateBuckets;
   /** Closes the pool's connections (the pool must be drained first), then the record stores. */
   close(): Promise<void>;
   /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
@@ -157,6 +165,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
   const { audit, store } = config;
   if (store.kind === 'redis') return withRedisPool(config, await openRecordStores(config, logger), logger);
   const processLeases = { leases: createMemoryChannelLeases(), replicaId: `${hostname()}:${process.pid}` };
+  const processBuckets = createMemoryRateBuckets();
   if (store.kind === 'memory') {
     const records = await openRecordStores(config, logger);
     return {
@@ -165,6 +174,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
       createPool: async (options) => createMemoryQueryPool(options),
       replicaEvents: () => null,
       channelLeases: () => processLeases,
+      rateBuckets: () => processBuckets,
     };
   }
   const { createSqliteStore } = await import('@switchboard/store-sqlite');
@@ -184,6 +194,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
     channelLeases: () => processLeases,
+    rateBuckets: () => processBuckets,
     async close() {
       if (!sharesFile) file.close();
       await records.close();
@@ -209,6 +220,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     createRedisChannelLeases,
     createRedisEventRelay,
     createRedisQueryPool,
+    createRedisRateBuckets,
     createRedisReplyOutbox,
   } = await import('@switchboard/store-redis');
   const outbox = await createAuditOutbox({
@@ -239,6 +251,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
   let pool: RedisQueryPool | undefined;
   let relay: RedisEventRelay | null = null;
   let channelLeases: RedisChannelLeases | undefined;
+  let rateBuckets: RedisRateBuckets | undefined;
   return {
     ...records,
     auditLog: outbox,
@@ -264,6 +277,14 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
           throw err;
         },
       );
+      rateBuckets = await createRedisRateBuckets({ url: store.url, prefix: store.prefix }).catch(
+        async (err: unknown) => {
+          await channelLeases?.close();
+          await relay?.close();
+          await opened.shutdown();
+          throw err;
+        },
+      );
       pool = opened;
       return pool;
     },
@@ -273,6 +294,10 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
       if (pool === undefined || channelLeases === undefined)
         throw new Error('channelLeases() before createPool()');
       return { leases: channelLeases, replicaId: pool.replicaId };
+    },
+    rateBuckets() {
+      if (rateBuckets === undefined) throw new Error('rateBuckets() before createPool()');
+      return rateBuckets;
     },
     // Ready while messages can be admitted and recorded: PostgreSQL away is named, but only an
     // outbox full stops admission (a load balancer must not take every replica out with it).
@@ -297,6 +322,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
         () => pool?.shutdown(),
         () => relay?.close(),
         () => channelLeases?.close(),
+        () => rateBuckets?.close(),
         () => outbox.shutdown(),
         () => replies.close(),
         () => records.close(),

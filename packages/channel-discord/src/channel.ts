@@ -1,14 +1,25 @@
 import { once } from 'node:events';
 import type { DiscordChannelConfig } from '@switchboard/config';
-import { type ChannelAdapter, type Logger, newMessageId } from '@switchboard/core';
-import { Client, Events, GatewayIntentBits, type Message, Partials, REST } from 'discord.js';
+import {
+  type ChannelAdapter,
+  IGNORING_OBSERVER,
+  type InboundMessage,
+  type Logger,
+  type OutboundObserver,
+  type RateBuckets,
+  createMemoryRateBuckets,
+  createSendPacer,
+  newMessageId,
+  pacedChatOf,
+} from '@switchboard/core';
+import { Client, Events, GatewayIntentBits, type Message, Partials, REST, RESTEvents } from 'discord.js';
 import { toStartError } from './errors.js';
 import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
 import { toMessageData } from './inbound/message-data.js';
 import { normalizeMessage } from './inbound/normalize.js';
 import { renderPreview } from './outbound/render.js';
-import { editMessage, postMessage, sendReplies } from './outbound/send.js';
+import { type Outbound, editMessage, postMessage, sendReplies } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
 export interface DiscordChannelOptions {
@@ -17,6 +28,13 @@ export interface DiscordChannelOptions {
   logger: Logger;
   /** How long `start` waits for the gateway session (READY and the guilds). Default: 30 s. */
   startTimeoutMs?: number;
+  /**
+   * Where the pacing buckets of `config.outbound.rate` live (when it is enabled): shared (Redis)
+   * when replicas send for the same bot. Default: this process's memory.
+   */
+  rateBuckets?: RateBuckets;
+  /** Told of pacing waits and of the 429s Discord answers, for metrics. Default: nobody. */
+  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -43,6 +61,26 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   const restOptions = config.apiUrl === undefined ? {} : { api: config.apiUrl.replace(/\/+$/, '') };
   // Never set `rejectOnRateLimit`: the REST queue must wait out 429s, not throw them.
   const rest = new REST(restOptions).setToken(config.token);
+  const observer = options.observer ?? IGNORING_OBSERVER;
+  rest.on(RESTEvents.Response, (_request, response) => {
+    if (response.status !== 429) return;
+    const retryAfterS = Number(response.headers.get('retry-after'));
+    observer.rateLimited(config.id, Number.isFinite(retryAfterS) ? retryAfterS * 1000 : 0);
+  });
+  const pacer = createSendPacer({
+    channel: config.id,
+    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
+    rates: config.outbound.rate,
+    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
+  });
+  /** What a send or preview answering `origin` calls Discord with. */
+  const outboundOf = (origin: InboundMessage, signal: AbortSignal): Outbound => ({
+    rest,
+    token: config.token,
+    pacer,
+    chat: pacedChatOf(origin),
+    signal,
+  });
   const health = createGatewayHealth();
   let client: Client | null = null;
   let queue: AcceptQueue | null = null;
@@ -152,13 +190,14 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     },
 
     send(origin, replies, signal, sendOptions) {
-      return sendReplies(rest, origin, replies, config.token, signal, sendOptions?.draft);
+      return sendReplies(origin, replies, outboundOf(origin, signal), sendOptions?.draft);
     },
 
     async preview(origin, text, draft, signal) {
       const message = renderPreview(origin, text);
-      if (draft === undefined) return postMessage(rest, message, config.token, signal);
-      await editMessage(rest, message, draft, config.token, signal);
+      const outbound = outboundOf(origin, signal);
+      if (draft === undefined) return postMessage(message, outbound);
+      await editMessage(message, draft, outbound);
       return draft;
     },
 

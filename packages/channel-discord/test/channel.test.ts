@@ -6,6 +6,9 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../src/index.js';
 
+/** These tests are not about pacing: calls go out as fast as they come. */
+const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+
 const DM = '1240000000000000009';
 const alice = { id: '234567890123456789', username: 'alice' };
 
@@ -34,6 +37,7 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
         concurrency: 8,
         maxAgeMs: 3_600_000,
         retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        rate: NO_PACING,
       },
     };
     const created = createDiscordChannel({

@@ -3,10 +3,17 @@ import type { SlackChannelConfig } from '@switchboard/config';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
+  IGNORING_OBSERVER,
+  type InboundMessage,
   type Ingress,
   type Logger,
+  type OutboundObserver,
+  type RateBuckets,
   SwitchboardError,
+  createMemoryRateBuckets,
+  createSendPacer,
   newMessageId,
+  pacedChatOf,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import { toBoltLogger } from './bolt-logger.js';
@@ -42,6 +49,13 @@ export interface SlackChannelOptions {
   maxTransientRetries?: number;
   /** The waits between those retries, doubling. Default: 250 ms up to 2 s. */
   transientRetry?: BackoffPolicy;
+  /**
+   * Where the pacing buckets of `config.outbound.rate` live: shared (Redis) when replicas send
+   * for the same app. Default: this process's memory.
+   */
+  rateBuckets?: RateBuckets;
+  /** Told of pacing waits and of the 429s Slack still answers, for metrics. Default: nobody. */
+  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -77,13 +91,21 @@ function slackApiUrlOf(apiUrl: string | undefined): string | undefined {
  * `POST /slack/<channel id>/events` in the gateway's server (signed, answered after the journal
  * write) or, when `app_token` is set, through Socket Mode. `message` and `app_mention` events
  * become messages; the rest is acknowledged and ignored. Replies go out with `chat.postMessage`
- * in the origin's channel and thread, waiting out rate limits.
+ * in the origin's channel and thread, paced by the token buckets of `outbound.rate`; a 429 is
+ * still waited out (Retry-After).
  */
 export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter {
   const { config } = options;
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.slack', channel: config.id });
   const slackApiUrl = slackApiUrlOf(config.apiUrl);
+  const observer = options.observer ?? IGNORING_OBSERVER;
+  const pacer = createSendPacer({
+    channel: config.id,
+    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
+    rates: config.outbound.rate,
+    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
+  });
   const { mode } = config.transport;
   let ingress: Ingress | null = null;
   let identity: BotIdentity | null = null;
@@ -194,16 +216,20 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     }
   }
 
-  /** How this channel's posts and updates are made, with a client whose requests `signal` aborts. */
-  function outboundOptions(signal: AbortSignal): SendOptions {
+  /**
+   * How this channel's posts and updates into `origin`'s chat are made: with a client paced for
+   * that chat, whose requests `signal` aborts.
+   */
+  function outboundOptions(origin: InboundMessage, signal: AbortSignal): SendOptions {
     return {
-      client: createSendClient({ slackApiUrl, logger: boltLogger, signal }),
+      client: createSendClient({ slackApiUrl, logger: boltLogger, pacer, chat: pacedChatOf(origin), signal }),
       botToken: config.botToken,
       channelId: config.id,
       maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
       maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
       maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,
       transientRetry: options.transientRetry ?? DEFAULTS.transientRetry,
+      onRateLimited: (retryAfterMs) => observer.rateLimited(config.id, retryAfterMs),
       signal,
       logger,
     };
@@ -237,15 +263,15 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     async send(origin, replies, signal, sendOptions) {
       await postSlackMessages(
         renderSlackReplies(origin, replies),
-        outboundOptions(signal),
+        outboundOptions(origin, signal),
         sendOptions?.draft,
       );
     },
 
     async preview(origin, text, draft, signal) {
       const message = renderSlackPreview(origin, text);
-      if (draft === undefined) return postSlackMessage(message, outboundOptions(signal));
-      await updateSlackMessage(message, draft, outboundOptions(signal));
+      if (draft === undefined) return postSlackMessage(message, outboundOptions(origin, signal));
+      await updateSlackMessage(message, draft, outboundOptions(origin, signal));
       return draft;
     },
 

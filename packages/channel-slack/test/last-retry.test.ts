@@ -13,6 +13,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSlackChannel } from '../src/index.js';
 
+/** These tests are not about pacing: calls go out as fast as they come. */
+const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+
 const SECRET = 'signing-secret';
 const REFUSED: IngressResult = { status: 'refused', reason: 'queue_full', retryAfterMs: 1_000 };
 
@@ -135,6 +138,7 @@ describe('slack channel on the last retry (Socket Mode, against the fake Slack)'
         concurrency: 8,
         maxAgeMs: 3_600_000,
         retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        rate: NO_PACING,
       },
     };
     const channel = createSlackChannel({ config, server: Fastify(), logger: silentLogger });

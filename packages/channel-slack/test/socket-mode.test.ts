@@ -14,6 +14,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSlackChannel } from '../src/index.js';
 import { warningLogger } from './fixtures.js';
 
+/** These tests are not about pacing: calls go out as fast as they come. */
+const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+
 const QUEUED: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };
 
 /** An ingress that answers with `answers` in turn (then queued) and records what it got. */
@@ -58,6 +61,7 @@ describe('slack channel in Socket Mode (in process)', () => {
         concurrency: 8,
         maxAgeMs: 3_600_000,
         retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        rate: NO_PACING,
       },
     };
     const channel = createSlackChannel({ config, server: Fastify(), logger });

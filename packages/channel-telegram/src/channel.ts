@@ -3,9 +3,14 @@ import type { TelegramChannelConfig } from '@switchboard/config';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
+  IGNORING_OBSERVER,
   type Ingress,
   type Logger,
+  type OutboundObserver,
+  type RateBuckets,
   SwitchboardError,
+  createMemoryRateBuckets,
+  createSendPacer,
   isSwitchboardError,
   newMessageId,
 } from '@switchboard/core';
@@ -17,6 +22,8 @@ import { ALLOWED_UPDATES, type BotIdentity, normalizeUpdate } from './inbound/no
 import { parseUpdate } from './inbound/parse-update.js';
 import { type ApiSignal, type Polling, type UpdateDisposition, startPolling } from './inbound/polling.js';
 import { mountWebhook, webhookPath } from './inbound/webhook.js';
+import { countRateLimits } from './outbound/count-rate-limits.js';
+import { paceCalls } from './outbound/pace-calls.js';
 import { renderPreview, renderReplies } from './outbound/render.js';
 import { editMessage, postMessage, sendMessages } from './outbound/send.js';
 
@@ -35,6 +42,13 @@ export interface TelegramChannelOptions {
   maxRetryAfterMs?: number;
   /** Retries of one Bot API call after a 429 or 5xx answer. Default: 5. */
   maxCallRetries?: number;
+  /**
+   * Where the pacing buckets of `config.outbound.rate` live: shared (Redis) when replicas send
+   * for the same bot. Default: this process's memory.
+   */
+  rateBuckets?: RateBuckets;
+  /** Told of pacing waits and of the 429s Telegram still answers, for metrics. Default: nobody. */
+  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -59,9 +73,10 @@ function isMalformedUpdate(err: unknown): boolean {
  * deletes any webhook and long-polls, or (webhook mode) registers the webhook when
  * `webhook.url` is set. Every update goes through `ingress.accept` with its `update_id` as the
  * delivery id, and Telegram is acknowledged only after that resolved. Replies go to the origin
- * chat and topic, split at 4096 characters; 429 `retry_after` is waited out, up to
- * `maxRetryAfterMs`. A streamed answer is previewed by posting its first 4096 characters and
- * editing that message; the final send edits it into the first chunk of the answer.
+ * chat and topic, split at 4096 characters, paced by the token buckets of `outbound.rate`; a 429
+ * `retry_after` is still waited out, up to `maxRetryAfterMs`. A streamed answer is previewed by
+ * posting its first 4096 characters and editing that message (edits paced like sends); the final
+ * send edits it into the first chunk of the answer.
  */
 export function createTelegramChannel(options: TelegramChannelOptions): ChannelAdapter {
   const { config } = options;
@@ -69,8 +84,20 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs;
   const logger = options.logger.child({ component: 'channel.telegram', channel: config.id });
 
+  const observer = options.observer ?? IGNORING_OBSERVER;
+  const pacer = createSendPacer({
+    channel: config.id,
+    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
+    rates: config.outbound.rate,
+    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
+  });
+
   // grammY refuses an apiRoot with a trailing slash; users paste them.
   const bot = new Bot(config.token, { client: { apiRoot: config.apiRoot?.replace(/\/+$/, '') } });
+  // The last transformer installed is the outermost: auto-retry wraps pacing, which wraps the
+  // 429 count, so that every attempt is paced and every 429 counted.
+  bot.api.config.use(countRateLimits((retryAfterMs) => observer.rateLimited(config.id, retryAfterMs)));
+  bot.api.config.use(paceCalls(pacer));
   bot.api.config.use(
     autoRetry({
       maxDelaySeconds: maxRetryAfterMs / 1000,

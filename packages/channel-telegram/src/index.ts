@@ -11,4 +11,5 @@ export { parseUpdate } from './inbound/parse-update.js';
 export { webhookPath } from './inbound/webhook.js';
 export { TELEGRAM_TEXT_LIMIT, renderReplies } from './outbound/render.js';
 export type { SendMessageParams } from './outbound/render.js';
+export { PACED_METHODS, pacedChatOfId } from './outbound/pace-calls.js';
 export { toChannelError } from './errors.js';

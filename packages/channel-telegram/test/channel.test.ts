@@ -16,6 +16,9 @@ import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../src/index.js';
 
+/** These tests are not about pacing: calls go out as fast as they come. */
+const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
 type Json = Record<string, any>;
 
@@ -57,6 +60,7 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
         concurrency: 8,
         maxAgeMs: 3_600_000,
         retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+        rate: NO_PACING,
       },
       ...overrides,
     };

@@ -39,6 +39,7 @@ describe('createTelegramChannel previews (against the fake Bot API)', () => {
           concurrency: 8,
           maxAgeMs: 3_600_000,
           retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+          rate: { enabled: false, perBot: null, perChat: null, perGroup: null },
         },
       },
       server: Fastify(),

@@ -203,40 +203,131 @@ const OutboundRetrySchema = z
 
 /**
  * `channels[].outbound`: how a channel sends replies (docs/design.md §2 "Outbox"); every channel
- * type has it.
+ * type has these keys.
  */
-const OutboundSchema = z
-  .strictObject({
-    /**
-     * The longest one try at sending a delivery may take, rate-limit waits included; then the
-     * send is aborted and tried again later (docs/design.md §7).
-     */
-    send_timeout: durationMs()
-      .prefault('30s')
-      .refine((ms) => ms >= 1_000 && ms <= 600_000, 'must be between 1s and 10m'),
-    /**
-     * Streamed answers (docs/design.md §4): the least time between two previews of an answer in
-     * one chat (the post, each edit and the final edit); pieces arriving meanwhile are coalesced.
-     */
-    edit_interval: durationMs()
-      .prefault('1s')
-      .refine((ms) => ms >= 100 && ms <= 60_000, 'must be between 100ms and 1m'),
-    /** Chats of this channel sent to at once; one delivery at a time per chat. */
-    concurrency: numeric(z.number().int().min(1).max(1000)).prefault(8),
-    /**
-     * How long a delivery is tried, from when its replies were stored; then it is a dead letter
-     * `delivery_failed` whose replay sends the stored replies again.
-     */
-    max_age: durationMs({ min: '1s', max: '168h' }).prefault('1h'),
-    retry: OutboundRetrySchema.prefault({}),
-  })
-  .transform(({ send_timeout, edit_interval, concurrency, max_age, retry }) => ({
+const outboundFields = {
+  /**
+   * The longest one try at sending a delivery may take, rate-limit waits included; then the
+   * send is aborted and tried again later (docs/design.md §7).
+   */
+  send_timeout: durationMs()
+    .prefault('30s')
+    .refine((ms) => ms >= 1_000 && ms <= 600_000, 'must be between 1s and 10m'),
+  /**
+   * Streamed answers (docs/design.md §4): the least time between two previews of an answer in
+   * one chat (the post, each edit and the final edit); pieces arriving meanwhile are coalesced.
+   */
+  edit_interval: durationMs()
+    .prefault('1s')
+    .refine((ms) => ms >= 100 && ms <= 60_000, 'must be between 100ms and 1m'),
+  /** Chats of this channel sent to at once; one delivery at a time per chat. */
+  concurrency: numeric(z.number().int().min(1).max(1000)).prefault(8),
+  /**
+   * How long a delivery is tried, from when its replies were stored; then it is a dead letter
+   * `delivery_failed` whose replay sends the stored replies again.
+   */
+  max_age: durationMs({ min: '1s', max: '168h' }).prefault('1h'),
+  retry: OutboundRetrySchema.prefault({}),
+};
+
+type OutboundFields = z.output<z.ZodObject<typeof outboundFields>>;
+
+function toOutbound({ send_timeout, edit_interval, concurrency, max_age, retry }: OutboundFields) {
+  return {
     sendTimeoutMs: send_timeout,
     editIntervalMs: edit_interval,
     concurrency,
     maxAgeMs: max_age,
     retry,
-  }));
+  };
+}
+
+const OutboundSchema = z.strictObject(outboundFields).transform(toOutbound);
+
+/**
+ * One token bucket of `outbound.rate`: `limit` calls per `per`, at most `burst` of them at once
+ * (default: `limit`); `null` switches the bucket off.
+ */
+const BucketRateSchema = z
+  .strictObject({
+    limit: numeric(z.number().int().min(1).max(100_000)),
+    per: durationMs({ min: '1ms', max: '1h' }),
+    burst: numeric(z.number().int().min(1).max(100_000)).optional(),
+  })
+  .transform(({ limit, per, burst }) => ({ limit, perMs: per, burst: burst ?? limit }));
+
+type BucketRateInput = z.input<typeof BucketRateSchema>;
+
+/** A platform's pacing defaults (README "Pacing"), in YAML form. */
+interface RateDefaults {
+  enabled: boolean;
+  per_bot: BucketRateInput | null;
+  per_chat: BucketRateInput | null;
+  per_group: BucketRateInput | null;
+}
+
+/**
+ * Telegram's documented limits: 30 messages a second per bot, 1 per chat, 20 a minute per group.
+ * The bot's 30 go out evenly (burst 1): a burst of 30 requests leaves the process spread out
+ * anyway and reaches Telegram bunched, looking faster than it was sent.
+ */
+const TELEGRAM_RATE: RateDefaults = {
+  enabled: true,
+  per_bot: { limit: 30, per: '1s', burst: 1 },
+  per_chat: { limit: 1, per: '1s' },
+  per_group: { limit: 20, per: '1m' },
+};
+
+/**
+ * Slack's chat.postMessage: 1 message a second per channel (short bursts tolerated); the
+ * workspace-wide limit is undocumented ("several hundred a minute"), so the bot is kept at 300,
+ * evenly like Telegram's.
+ */
+const SLACK_RATE: RateDefaults = {
+  enabled: true,
+  per_bot: { limit: 5, per: '1s', burst: 1 },
+  per_chat: { limit: 1, per: '1s' },
+  per_group: null,
+};
+
+/**
+ * discord.js queues requests by Discord's own per-route buckets, so ours are off by default;
+ * switched on they pace at Discord's global 50 a second and a channel's 5 per 5 s.
+ */
+const DISCORD_RATE: RateDefaults = {
+  enabled: false,
+  per_bot: { limit: 50, per: '1s' },
+  per_chat: { limit: 5, per: '5s' },
+  per_group: null,
+};
+
+/** `channels[].outbound.rate`: the token buckets that pace a chat platform's sends and edits. */
+function outboundRateSchema(defaults: RateDefaults) {
+  return z
+    .strictObject({
+      /** Off: calls are never held back, and the platform's 429s are waited out (its `retry_after`). */
+      enabled: z.boolean().default(defaults.enabled),
+      /** Every call of the bot. */
+      per_bot: BucketRateSchema.nullable().prefault(defaults.per_bot),
+      /** Every call into one chat (a Slack or Discord channel). */
+      per_chat: BucketRateSchema.nullable().prefault(defaults.per_chat),
+      /** Every call into one group chat, on top of `per_chat`. */
+      per_group: BucketRateSchema.nullable().prefault(defaults.per_group),
+    })
+    .transform((rate) => ({
+      enabled: rate.enabled,
+      perBot: rate.per_bot,
+      perChat: rate.per_chat,
+      perGroup: rate.per_group,
+    }));
+}
+
+/** `channels[].outbound` of a chat platform: the common keys plus `rate` with the platform's defaults. */
+function pacedOutboundSchema(defaults: RateDefaults) {
+  return z
+    .strictObject({ ...outboundFields, rate: outboundRateSchema(defaults).prefault({}) })
+    .transform(({ rate, ...fields }) => ({ ...toOutbound(fields), rate }));
+}
 
 export const OpenApiChannelSchema = z
   .strictObject({
@@ -297,7 +388,6 @@ const chatChannelFields = {
   id: channelId,
   group: GroupPolicySchema.prefault({}),
   session_scope: z.enum(['chat', 'thread']).default('chat'),
-  outbound: OutboundSchema.prefault({}),
 };
 
 function policyOf(channel: {
@@ -311,6 +401,7 @@ export const TelegramChannelSchema = z
   .strictObject({
     ...chatChannelFields,
     type: z.literal('telegram'),
+    outbound: pacedOutboundSchema(TELEGRAM_RATE).prefault({}),
     token: secret(),
     mode: z.enum(['polling', 'webhook']).default('polling'),
     api_root: apiUrl(),
@@ -343,6 +434,7 @@ export const SlackChannelSchema = z
   .strictObject({
     ...chatChannelFields,
     type: z.literal('slack'),
+    outbound: pacedOutboundSchema(SLACK_RATE).prefault({}),
     bot_token: secret(),
     /** Verifies Events API requests; not used in Socket Mode. */
     signing_secret: secret().optional(),
@@ -377,7 +469,13 @@ export const SlackChannelSchema = z
   }));
 
 export const DiscordChannelSchema = z
-  .strictObject({ ...chatChannelFields, type: z.literal('discord'), token: secret(), api_url: apiUrl() })
+  .strictObject({
+    ...chatChannelFields,
+    type: z.literal('discord'),
+    outbound: pacedOutboundSchema(DISCORD_RATE).prefault({}),
+    token: secret(),
+    api_url: apiUrl(),
+  })
   .transform((channel) => ({
     id: channel.id,
     type: channel.type,

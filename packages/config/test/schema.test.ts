@@ -325,6 +325,8 @@ describe('ConfigSchema', () => {
           concurrency: 2,
           maxAgeMs: 600_000,
           retry: { baseDelayMs: 500, maxDelayMs: 5_000 },
+          // Discord's pacing defaults: 'paces each chat platform by its documented limits'.
+          rate: expect.objectContaining({ enabled: false }),
         },
       ]);
       const bad = ConfigSchema.safeParse({
@@ -359,6 +361,62 @@ describe('ConfigSchema', () => {
         ['channels.0.outbound.send_timeout', 'must be between 1s and 10m'],
         ['channels.1.outbound.send_timeout', 'must be between 1s and 10m'],
         ['channels.2.outbound', 'Unrecognized key: "send_timout"'],
+      ]);
+    });
+
+    it('paces each chat platform by its documented limits unless outbound.rate says otherwise', () => {
+      const config = ConfigSchema.parse({
+        channels: [
+          { ...chat, type: 'telegram' },
+          { id: 's', type: 'slack', bot_token: 'b', signing_secret: 's' },
+          { id: 'd', type: 'discord', token: 't' },
+          {
+            id: 't2',
+            type: 'telegram',
+            token: 't',
+            outbound: { rate: { per_bot: { limit: '10', per: '2s' }, per_group: null } },
+          },
+          { id: 'd2', type: 'discord', token: 't', outbound: { rate: { enabled: true, per_chat: null } } },
+        ],
+      });
+      const second = (limit: number, burst = limit) => ({ limit, perMs: 1_000, burst });
+      expect(
+        config.channels.map((channel) => ('rate' in channel.outbound ? channel.outbound.rate : null)),
+      ).toEqual([
+        {
+          enabled: true,
+          perBot: second(30, 1),
+          perChat: second(1),
+          perGroup: { limit: 20, perMs: 60_000, burst: 20 },
+        },
+        { enabled: true, perBot: second(5, 1), perChat: second(1), perGroup: null },
+        { enabled: false, perBot: second(50), perChat: { limit: 5, perMs: 5_000, burst: 5 }, perGroup: null },
+        { enabled: true, perBot: { limit: 10, perMs: 2_000, burst: 10 }, perChat: second(1), perGroup: null },
+        { enabled: true, perBot: second(50), perChat: null, perGroup: null },
+      ]);
+    });
+
+    it('names the path of every bad outbound.rate entry', () => {
+      const bad = ConfigSchema.safeParse({
+        channels: [
+          { ...chat, type: 'telegram', outbound: { rate: { per_chat: { limit: 0, per: '1s' } } } },
+          {
+            id: 's',
+            type: 'slack',
+            bot_token: 'b',
+            signing_secret: 's',
+            outbound: { rate: { per_bot: { limit: 1 } } },
+          },
+          { id: 'd', type: 'discord', token: 't', outbound: { rate: { enabled: 'yes', per_chan: null } } },
+          { id: 'o', type: 'openapi', outbound: { rate: { enabled: true } } },
+        ],
+      });
+      expect(bad.error?.issues.map((issue) => issue.path.join('.'))).toEqual([
+        'channels.0.outbound.rate.per_chat.limit',
+        'channels.1.outbound.rate.per_bot.per',
+        'channels.2.outbound.rate.enabled',
+        'channels.2.outbound.rate',
+        'channels.3.outbound',
       ]);
     });
 

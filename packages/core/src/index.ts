@@ -103,7 +103,13 @@ export type {
   ChannelSendOptions,
 } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
+export { IGNORING_OBSERVER } from './ports/outbound-observer.js';
+export type { OutboundObserver } from './ports/outbound-observer.js';
+export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
+export type { BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
 export { sendWithDeadline } from './send-deadline.js';
+export { UNPACED, createSendPacer, pacedChatOf } from './send-pacer.js';
+export type { BucketRate, PacedChat, SendPacer, SendPacerOptions, SendRates } from './send-pacer.js';
 export { deliveryOf } from './delivery.js';
 export { createReplySender } from './reply-sender.js';
 export type { DeliveryResult, OutboundPolicy, ReplySender, ReplySenderOptions } from './reply-sender.js';
@@ -139,6 +145,8 @@ export type {
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
 export { createMemoryChannelLeases } from './memory/memory-channel-leases.js';
+export { createMemoryRateBuckets } from './memory/memory-rate-buckets.js';
+export type { MemoryRateBucketsOptions } from './memory/memory-rate-buckets.js';
 export type { MemoryChannelLeasesOptions } from './memory/memory-channel-leases.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';

@@ -12,6 +12,8 @@ export { createRedisEventRelay, eventChannelOf, sessionChannelOf } from './event
 export type { RedisEventRelay, RedisEventRelayOptions } from './event-relay.js';
 export { channelLeaseKeysOf, createRedisChannelLeases } from './redis-channel-leases.js';
 export type { RedisChannelLeases, RedisChannelLeasesOptions } from './redis-channel-leases.js';
+export { createRedisRateBuckets, rateBucketKeyOf } from './redis-rate-buckets.js';
+export type { RedisRateBuckets, RedisRateBucketsOptions } from './redis-rate-buckets.js';
 export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 export type { LeaseTiming } from './lease-timing.js';
 export { createRedisReplyOutbox } from './redis-reply-outbox.js';

@@ -78,6 +78,7 @@ export type ScriptName =
   | 'channel-lease-renew'
   | 'channel-lease-release'
   | 'channel-lease-holders'
+  | 'rate-take'
   | 'reply-outbox-add'
   | 'reply-outbox-claim'
   | 'reply-outbox-remove'

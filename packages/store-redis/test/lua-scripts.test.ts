@@ -49,6 +49,7 @@ describe('lua scripts', () => {
           'channel-lease-renew',
           'channel-lease-release',
           'channel-lease-holders',
+          'rate-take',
           'reply-outbox-add',
           'reply-outbox-claim',
           'reply-outbox-remove',
@@ -63,8 +64,9 @@ describe('lua scripts', () => {
     const files = readdirSync(luaFolder).filter((file) => file.endsWith('.lua'));
     const headerOf = (file: string) =>
       /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';
-    // The outbox's and the channel leases' scripts declare every key they touch.
-    const declaresAll = (file: string) => file.startsWith('outbox-') || file.startsWith('channel-lease-');
+    // The outbox's, the channel leases' and the rate buckets' scripts declare every key they touch.
+    const declaresAll = (file: string) =>
+      file.startsWith('outbox-') || file.startsWith('channel-lease-') || file.startsWith('rate-');
     const isReplyOutbox = (file: string) => file.startsWith('reply-outbox-');
     const poolFiles = files.filter((file) => !declaresAll(file) && !isReplyOutbox(file));
     const declaringFiles = files.filter(declaresAll);

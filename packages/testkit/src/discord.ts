@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 /**
  * A fake Discord for tests: the REST API under `/api/v10/…` on node:http and the gateway as a
@@ -26,7 +27,25 @@ export interface FakeDiscordOptions {
   botUser?: FakeDiscordUser;
   /** HELLO's `heartbeat_interval`. Default: 41 250 ms (Discord's). */
   heartbeatIntervalMs?: number;
+  /**
+   * Limits on posting and editing a channel's messages (`DISCORD_RATE_LIMITS`): answers carry the
+   * route's `X-RateLimit-*` headers, and a call past the limit gets 429 with `retry_after`. Default: none.
+   */
+  rateLimits?: FakeDiscordRateLimits;
 }
+
+/** Limits on posting and editing messages; a limit left out is not enforced. */
+export interface FakeDiscordRateLimits {
+  /** Every post or edit in one channel (one bucket, shared by sends and edits as the pacer's is). */
+  perChannel?: FakeRateLimit;
+  /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
+  toleranceMs?: number;
+}
+
+/** The bucket Discord answers for a channel's messages: 5 per 5 s. */
+export const DISCORD_RATE_LIMITS: FakeDiscordRateLimits = Object.freeze({
+  perChannel: { limit: 5, perMs: 5000 },
+});
 
 /** One REST call the gateway made. */
 export interface RecordedDiscordRequest {
@@ -81,6 +100,8 @@ export interface FakeDiscord {
   requests: RecordedDiscordRequest[];
   /** The `POST /channels/:id/messages` calls that succeeded, in order. */
   sentMessages(): SentDiscordMessage[];
+  /** Posts and edits answered 429 for exceeding `rateLimits` (injected failures not included). */
+  rateLimitViolations(): number;
   /** The `PATCH /channels/:id/messages/:id` calls that succeeded, in order. */
   edits(): DiscordEdit[];
   /** The content a message the bot posted shows now (after its edits); undefined if unknown. */
@@ -143,6 +164,57 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const stats = { connections: 0, identifies: 0, resumes: 0 };
   let snowflake = 1_300_000_000_000_000_000n;
   const nextId = () => String(++snowflake);
+  const rateLimits = options.rateLimits ?? {};
+  const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
+
+  /**
+   * Counts a post or an edit into `channelId` against its bucket: the route's `X-RateLimit-*`
+   * headers (as @discordjs/rest reads them to queue), and whether the call went past the limit.
+   */
+  function channelBucket(
+    channelId: string,
+    arrivedAt: number,
+  ): { headers: Record<string, string>; limited: boolean } {
+    const limit = rateLimits.perChannel;
+    if (limit === undefined) return { headers: {}, limited: false };
+    const bucket = [`channel:${channelId}`, limit] as const;
+    const waitMs = limiter.admit([bucket], arrivedAt);
+    const limited = waitMs > 0;
+    const { remaining, fullInMs } = limiter.state(bucket, arrivedAt);
+    const resetAfterS = (fullInMs / 1000).toFixed(3);
+    return {
+      limited,
+      headers: {
+        'x-ratelimit-limit': String(limit.limit),
+        'x-ratelimit-remaining': String(remaining),
+        'x-ratelimit-reset-after': resetAfterS,
+        'x-ratelimit-reset': ((arrivedAt + fullInMs) / 1000).toFixed(3),
+        'x-ratelimit-bucket': 'fake-channel-messages',
+        ...(limited ? { 'retry-after': (waitMs / 1000).toFixed(3), 'x-ratelimit-scope': 'user' } : {}),
+      },
+    };
+  }
+
+  /**
+   * Counts a post or an edit into `channelId` against the channel's bucket; past the limit it
+   * answers 429 and returns null, else the headers the answer carries.
+   */
+  function admitted(
+    response: ServerResponse,
+    channelId: string,
+    arrivedAt: number,
+  ): Record<string, string> | null {
+    const { headers, limited } = channelBucket(channelId, arrivedAt);
+    if (!limited) return headers;
+    const retryAfter = Number(headers['retry-after']);
+    json(
+      response,
+      429,
+      { message: 'You are being rate limited.', retry_after: retryAfter, global: false },
+      headers,
+    );
+    return null;
+  }
 
   // The one gateway session: Discord keeps it across sockets so that a client can resume it.
   let session: { id: string; seq: number } | null = null;
@@ -181,6 +253,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   }
 
   async function handleRest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    // Read before the body: limits count a request when it reaches the server.
+    const arrivedAt = Date.now();
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
     const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) : url.pathname;
     const method = request.method ?? 'GET';
@@ -235,25 +309,34 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     const channelMessages = /^\/channels\/(\d+)\/messages$/.exec(path);
     if (method === 'POST' && channelMessages?.[1] !== undefined) {
       const channelId = channelMessages[1];
+      const headers = admitted(response, channelId, arrivedAt);
+      if (headers === null) return;
       const posted = (body ?? {}) as Record<string, unknown>;
       sent.push({ channelId, body: posted });
       const id = nextId();
       contents.set(`${channelId}/${id}`, String(posted.content ?? ''));
-      json(response, 200, fullMessage({ ...posted, id, channel_id: channelId, author: botUser }));
+      json(response, 200, fullMessage({ ...posted, id, channel_id: channelId, author: botUser }), headers);
       return;
     }
     const channelMessage = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
     if (method === 'PATCH' && channelMessage?.[1] !== undefined && channelMessage[2] !== undefined) {
       const [, channelId, messageId] = channelMessage;
+      const headers = admitted(response, channelId, arrivedAt);
+      if (headers === null) return;
       const key = `${channelId}/${messageId}`;
       if (!contents.has(key)) {
-        json(response, 404, { message: 'Unknown Message', code: 10008 });
+        json(response, 404, { message: 'Unknown Message', code: 10008 }, headers);
         return;
       }
       const content = String((body as Record<string, unknown> | undefined)?.content ?? '');
       contents.set(key, content);
       edits.push({ channelId, messageId, content, at: Date.now() });
-      json(response, 200, fullMessage({ content, id: messageId, channel_id: channelId, author: botUser }));
+      json(
+        response,
+        200,
+        fullMessage({ content, id: messageId, channel_id: channelId, author: botUser }),
+        headers,
+      );
       return;
     }
     json(response, 404, { message: '404: Not Found', code: 0 });
@@ -422,6 +505,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     requests,
     stats,
     sentMessages: () => [...sent],
+    rateLimitViolations: () => limiter.violations(),
     edits: () => [...edits],
     contentOf: (channelId, messageId) => contents.get(`${channelId}/${messageId}`),
     connected: () => live !== null,

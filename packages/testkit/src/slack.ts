@@ -3,10 +3,30 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { eventually } from './eventually.js';
+import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 // A fake Slack for tests: the Web API at `/api/<method>` (what Bolt's WebClient calls through
 // `slackApiUrl`), a Socket Mode WebSocket at `/socket-mode`, and helpers that build and sign
-// Events API requests the way Slack does.
+// Events API requests the way Slack does. With `rateLimits` it enforces Slack's limits on posting
+// and updating messages (`SLACK_RATE_LIMITS`): a call past one is answered HTTP 429 with Retry-After and counted.
+
+/** Limits on posting and updating messages; a limit left out is not enforced. */
+export interface FakeSlackRateLimits {
+  /** Every post or update of the app. */
+  perApp?: FakeRateLimit;
+  /** Every post or update into one Slack channel. */
+  perChannel?: FakeRateLimit;
+  /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
+  toleranceMs?: number;
+}
+
+/** Slack's documented chat.postMessage limit: 1 message a second per channel. */
+export const SLACK_RATE_LIMITS: FakeSlackRateLimits = Object.freeze({
+  perChannel: { limit: 1, perMs: 1000 },
+});
+
+/** The methods that post into a channel, and so count against the rate limits: posts and edits alike. */
+const RATE_LIMITED_METHODS = new Set(['chat.postMessage', 'chat.update']);
 
 /** One Web API call the fake received. */
 export interface SlackApiCall {
@@ -44,6 +64,8 @@ export interface FakeSlackOptions {
   botId?: string;
   botName?: string;
   teamId?: string;
+  /** Limits enforced on the methods that post into a channel. Default: none. */
+  rateLimits?: FakeSlackRateLimits;
 }
 
 export interface FakeSlack {
@@ -61,6 +83,10 @@ export interface FakeSlack {
   textOf(channel: string, ts: string): string | undefined;
   /** Resolves once `method` has been called `count` times (or rejects after `timeoutMs`). */
   waitForCalls(method: string, count: number, timeoutMs?: number): Promise<SlackApiCall[]>;
+  /** The texts posted into one Slack channel (successful chat.postMessage calls), in order. */
+  deliveredTo(channel: string): string[];
+  /** Calls answered 429 for exceeding `rateLimits` (injected failures not included). */
+  rateLimitViolations(): number;
   /** The next `count` Web API calls fail with `failure`. */
   failNext(count: number, failure: SlackFailure): void;
   /** Sends an `events_api` envelope to every Socket Mode connection; resolves with the envelope id once acked. */
@@ -124,6 +150,20 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const texts = new Map<string, string>();
   let sequence = 0;
   let baseUrl = '';
+  const delivered: Array<{ channel: string; text: string }> = [];
+  const rateLimits = options.rateLimits ?? {};
+  const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
+
+  /** Seconds to wait (Retry-After) when a post into the channel is past a limit, else null. */
+  function overRateLimit(body: Record<string, unknown>, arrivedAt: number): number | null {
+    const buckets: Array<readonly [string, FakeRateLimit]> = [];
+    if (rateLimits.perApp !== undefined) buckets.push(['app', rateLimits.perApp]);
+    if (rateLimits.perChannel !== undefined)
+      buckets.push([`channel:${String(body.channel)}`, rateLimits.perChannel]);
+    if (buckets.length === 0) return null;
+    const waitMs = limiter.admit(buckets, arrivedAt);
+    return waitMs === 0 ? null : Math.ceil(waitMs / 1000);
+  }
 
   function answer(
     method: string,
@@ -162,6 +202,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
           ts,
           ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}),
         };
+        delivered.push({ channel: body.channel, text: body.text });
         texts.set(`${body.channel}/${ts}`, body.text);
         return { status: 200, body: { ok: true, channel: body.channel, ts, message } };
       }
@@ -180,6 +221,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   }
 
   const server = createServer(async (request, response) => {
+    // Read before the body: limits count a request when it reaches the server.
+    const arrivedAt = Date.now();
     const match = /^\/api\/([A-Za-z.]+)$/.exec(request.url?.split('?')[0] ?? '');
     if (request.method !== 'POST' || match?.[1] === undefined) {
       sendJson(response, 404, { ok: false, error: 'not_found' });
@@ -211,6 +254,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     }
     if (failure?.kind === 'platform_error') {
       sendJson(response, 200, { ok: false, error: failure.error });
+      return;
+    }
+    const retryAfterSec = RATE_LIMITED_METHODS.has(method) ? overRateLimit(body, arrivedAt) : null;
+    if (retryAfterSec !== null) {
+      sendJson(response, 429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(retryAfterSec) });
       return;
     }
     const result = answer(method, token, body);
@@ -275,6 +323,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         `fake slack: ${count} ${method} call(s)`,
       );
     },
+    deliveredTo: (channel) =>
+      delivered.filter((entry) => entry.channel === channel).map((entry) => entry.text),
+    rateLimitViolations: () => limiter.violations(),
     failNext(count, failure) {
       for (let i = 0; i < count; i += 1) failures.push(failure);
     },

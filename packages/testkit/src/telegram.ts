@@ -1,5 +1,6 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 /**
  * A fake Telegram Bot API for tests: a node:http server on 127.0.0.1 that answers
@@ -12,7 +13,9 @@ import type { AddressInfo } from 'node:net';
  * error, or never, for the next calls of a method. Like Telegram, a getUpdates arriving while
  * another is open ends the open one with 409 Conflict; the fake records the most getUpdates
  * calls ever open at once and how often each update was fetched. Updates are queued with `pushUpdate` for
- * getUpdates, or POSTed to a webhook with `deliverWebhook`, as Telegram does.
+ * getUpdates, or POSTed to a webhook with `deliverWebhook`, as Telegram does. With `rateLimits`
+ * it enforces Telegram's limits on messages sent and edited (`TELEGRAM_RATE_LIMITS`): a call past one is
+ * answered 429 with `parameters.retry_after` and counted as a violation.
  */
 
 /** A Telegram user as the Bot API returns it. */
@@ -24,11 +27,30 @@ export interface FakeTelegramUser {
   username?: string;
 }
 
+/** Limits on sending and editing messages; a limit left out is not enforced. */
+export interface FakeTelegramRateLimits {
+  perBot?: FakeRateLimit;
+  perChat?: FakeRateLimit;
+  /** On top of `perChat` for group chats (negative chat ids). */
+  perGroup?: FakeRateLimit;
+  /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
+  toleranceMs?: number;
+}
+
+/** Telegram's documented limits: 30 messages a second per bot, 1 per chat, 20 a minute per group. */
+export const TELEGRAM_RATE_LIMITS: FakeTelegramRateLimits = Object.freeze({
+  perBot: { limit: 30, perMs: 1000 },
+  perChat: { limit: 1, perMs: 1000 },
+  perGroup: { limit: 20, perMs: 60_000 },
+});
+
 export interface FakeTelegramOptions {
   /** The bot token the path must carry. Default: `123456789:fake-telegram-token`. */
   token?: string;
   /** What getMe answers. Default: id 7000000001, username `switchboard_bot`. */
   botUser?: FakeTelegramUser;
+  /** Limits enforced on the methods that post into a chat. Default: none. */
+  rateLimits?: FakeTelegramRateLimits;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely by tests
@@ -92,6 +114,10 @@ export interface FakeTelegram {
   callsOf(method: string): RecordedTelegramCall[];
   /** The sendMessage calls that succeeded, in order. */
   sentMessages(): SentTelegramMessage[];
+  /** The texts delivered to one chat (successful sendMessage calls), in order. */
+  deliveredTo(chatId: number | string): string[];
+  /** Calls answered 429 for exceeding `rateLimits` (injected failures not included). */
+  rateLimitViolations(): number;
   /** The editMessageText calls that succeeded, in order. */
   edits(): TelegramEdit[];
   /** The text a message of the bot shows now (after its edits); undefined for an unknown message. */
@@ -139,6 +165,8 @@ const DEFAULT_BOT_USER: FakeTelegramUser = {
   username: 'switchboard_bot',
 };
 const TEXT_LIMIT = 4096;
+/** The methods that post into a chat, and so count against the rate limits: sends and edits alike. */
+const RATE_LIMITED_METHODS = new Set(['sendMessage', 'editMessageText']);
 const DEFAULT_UPDATES_LIMIT = 100;
 
 interface Answer {
@@ -208,6 +236,23 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   let confirmed = 0;
   let nextUpdateId = 100_000;
   let nextMessageId = 1;
+  const rateLimits = options.rateLimits ?? {};
+  const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
+
+  /** 429 with `retry_after` (whole seconds, as Telegram) when a call into the chat is past a limit. */
+  function overRateLimit(body: Json, arrivedAt: number): Answer | null {
+    const chat = String(body.chat_id);
+    const buckets: Array<readonly [string, FakeRateLimit]> = [];
+    if (rateLimits.perBot !== undefined) buckets.push(['bot', rateLimits.perBot]);
+    if (rateLimits.perChat !== undefined) buckets.push([`chat:${chat}`, rateLimits.perChat]);
+    if (rateLimits.perGroup !== undefined && chat.startsWith('-'))
+      buckets.push([`group:${chat}`, rateLimits.perGroup]);
+    if (buckets.length === 0) return null;
+    const waitMs = limiter.admit(buckets, arrivedAt);
+    if (waitMs === 0) return null;
+    const retryAfterS = Math.ceil(waitMs / 1000);
+    return fail(429, `Too Many Requests: retry after ${retryAfterS}`, { retry_after: retryAfterS });
+  }
 
   /** Assigns the next update_id when missing; a given numeric one moves the counter past it. */
   function withUpdateId(update: Json): Json {
@@ -370,11 +415,13 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   }
 
   const server: Server = createServer(async (request, response) => {
+    // Read before the body: limits count a request when it reaches the server.
+    const arrivedAt = Date.now();
     const body = await readBody(request);
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(path);
     const method = match?.[2] ?? '';
-    const call: RecordedTelegramCall = { method, path, body, status: null, at: Date.now() };
+    const call: RecordedTelegramCall = { method, path, body, status: null, at: arrivedAt };
     calls.push(call);
     const send = ({ status, body: payload }: Answer) => {
       call.status = status;
@@ -401,7 +448,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         ('description' in failure ? failure.description : undefined) ?? DESCRIPTIONS[failure.status];
       return send(fail(failure.status, description ?? 'Error'));
     }
-    send(await answer(method, body, response));
+    const limited = RATE_LIMITED_METHODS.has(method) ? overRateLimit(body, arrivedAt) : null;
+    send(limited ?? (await answer(method, body, response)));
   });
   server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -414,6 +462,11 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     calls,
     callsOf: (method) => calls.filter((call) => call.method === method),
     sentMessages: () => [...sent],
+    deliveredTo: (chatId) =>
+      sent
+        .filter((entry) => String(entry.body.chat_id) === String(chatId))
+        .map((entry) => entry.message.text),
+    rateLimitViolations: () => limiter.violations(),
     edits: () => [...edits],
     textOf: (chatId, messageId) => texts.get(`${chatId}:${messageId}`),
     webhook: () => webhook,

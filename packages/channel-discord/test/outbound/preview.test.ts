@@ -38,6 +38,7 @@ describe('discord channel previews (against the fake Discord)', () => {
           concurrency: 8,
           maxAgeMs: 3_600_000,
           retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+          rate: { enabled: false, perBot: null, perChat: null, perGroup: null },
         },
       },
       logger: silentLogger,

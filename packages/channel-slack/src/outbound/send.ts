@@ -1,5 +1,11 @@
 import { webApi } from '@slack/bolt';
-import { type BackoffPolicy, type Logger, retryDelayMs } from '@switchboard/core';
+import {
+  type BackoffPolicy,
+  type Logger,
+  type PacedChat,
+  type SendPacer,
+  retryDelayMs,
+} from '@switchboard/core';
 import { toChannelError } from '../errors.js';
 import type { SlackPostMessage } from './render.js';
 
@@ -17,23 +23,30 @@ export interface SendOptions {
   maxTransientRetries: number;
   /** The waits between those retries. */
   transientRetry: BackoffPolicy;
+  /** Told of each 429 Slack answered, with its Retry-After in ms. */
+  onRateLimited: (retryAfterMs: number) => void;
   /** The send's deadline: aborts the request in flight and any wait. */
   signal: AbortSignal;
   logger: Logger;
 }
 
 /**
- * A Web API client for one send, every request of which `signal` aborts. Bolt's WebClient takes
- * no signal per call, so the send's signal is given to each request in its `fetch`. Its own
- * retries are off: they wait on timers no signal reaches, so a run of 5xx answers could outlast
- * the deadline; `postSlackMessages` retries instead, with waits that end with the signal.
+ * A Web API client for one send into `chat`, every request of which `signal` aborts. Bolt's
+ * WebClient takes no signal per call, so the send's signal is given to each request in its
+ * `fetch`. Its own retries are off: they wait on timers no signal reaches, so a run of 5xx
+ * answers could outlast the deadline; `outboundCall` retries instead, with waits that end
+ * with the signal. Each request, a retry too, first waits for `pacer` (the channel's token
+ * buckets, shared by posts and edits) in `fetch`, right before it leaves: pacing any earlier
+ * lets the client's own delays bunch requests up on their way to Slack.
  */
 export function createSendClient(options: {
   slackApiUrl: string | undefined;
   logger: webApi.WebClientOptions['logger'];
+  pacer: SendPacer;
+  chat: PacedChat;
   signal: AbortSignal;
 }): webApi.WebClient {
-  const { signal } = options;
+  const { signal, pacer, chat } = options;
   return new webApi.WebClient(undefined, {
     ...(options.slackApiUrl === undefined ? {} : { slackApiUrl: options.slackApiUrl }),
     logger: options.logger,
@@ -42,7 +55,10 @@ export function createSendClient(options: {
     rejectRateLimitedCalls: true,
     retryConfig: { retries: 0 },
     // Without a `timeout` the client gives its requests no signal of its own: the send's is theirs.
-    fetch: (url, init) => fetch(url, { ...init, signal }),
+    fetch: async (url, init) => {
+      await pacer.pace(chat, signal);
+      return fetch(url, { ...init, signal });
+    },
   });
 }
 
@@ -70,12 +86,12 @@ function isTransient(error: unknown): boolean {
 }
 
 /**
- * Makes one Web API call that answers in a chat; every post and update goes through here (so a
- * pacer has one place to wait in). A 429 is waited out (Retry-After) and the call repeated, up to
- * `maxRateLimitRetries` times; network failures and 5xx are retried with backoff up to
- * `maxTransientRetries` times; anything else, or a failure that outlasts those retries, is an
- * SB_CHANNEL_* error. When `signal` aborts, the request in flight or the wait is cut short and the
- * call rejects with `signal.reason`.
+ * Makes one Web API call that answers in a chat; every post and update goes through here, paced
+ * by the client (`createSendClient`). A 429 the pacing did not avoid is waited out (Retry-After)
+ * and the call repeated, up to `maxRateLimitRetries` times; network failures and 5xx are retried
+ * with backoff up to `maxTransientRetries` times; anything else, or a failure that outlasts those
+ * retries, is an SB_CHANNEL_* error. When `signal` aborts, the request in flight or the wait is
+ * cut short and the call rejects with `signal.reason`.
  */
 async function outboundCall<T>(method: string, call: () => Promise<T>, options: SendOptions): Promise<T> {
   const { signal } = options;
@@ -92,6 +108,7 @@ async function outboundCall<T>(method: string, call: () => Promise<T>, options: 
       if (error instanceof webApi.WebAPIRateLimitedError) {
         rateLimited += 1;
         const retryAfterMs = error.retryAfter * 1000;
+        options.onRateLimited(retryAfterMs);
         if (rateLimited <= options.maxRateLimitRetries && retryAfterMs <= options.maxRateLimitWaitMs) {
           waitMs = retryAfterMs;
         }

@@ -20,3 +20,4 @@ export {
   simulateScheduling,
 } from './scheduling-property.js';
 export type { SchedulingCommand, SchedulingResult, SchedulingWorld } from './scheduling-property.js';
+export { rateBucketsContract } from './rate-buckets-contract.js';

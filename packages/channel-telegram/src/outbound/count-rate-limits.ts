@@ -1,0 +1,14 @@
+import type { Transformer } from 'grammy';
+
+/**
+ * A Bot API transformer that reports every 429 answer with its `retry_after` in ms. Installed
+ * before auto-retry, so it sits between auto-retry and the network and sees each 429 that
+ * auto-retry then waits out, not only the last one.
+ */
+export function countRateLimits(onRateLimited: (retryAfterMs: number) => void): Transformer {
+  return async (prev, method, payload, signal) => {
+    const result = await prev(method, payload, signal);
+    if (!result.ok && result.error_code === 429) onRateLimited((result.parameters?.retry_after ?? 1) * 1000);
+    return result;
+  };
+}

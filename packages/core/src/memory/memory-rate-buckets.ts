@@ -1,0 +1,48 @@
+import type { RateBucket, RateBuckets } from '../ports/rate-buckets.js';
+
+export interface MemoryRateBucketsOptions {
+  /** The buckets' clock, ms since the epoch. Default: `Date.now`. */
+  now?: () => number;
+}
+
+/** Takes between sweeps never drop below this, so a few buckets are not rescanned constantly. */
+const MIN_SWEEP_INTERVAL = 1024;
+
+/**
+ * `RateBuckets` of one process (`store: memory` or `sqlite`). Each bucket is kept as the moment
+ * it will be full again (GCRA's "theoretical arrival time": a token bucket in one number). With
+ * `interval = perMs / limit`, a bucket has a token at `t` when `t >= fullAt - (burst - 1) *
+ * interval`, and taking it moves `fullAt` to `max(fullAt, t) + interval`. A bucket full again is
+ * the same as none, so a sweep forgets those once the takes since the last sweep reach the count
+ * kept after it. The Redis implementation (`rate-take-3.lua`) runs the same arithmetic.
+ */
+export function createMemoryRateBuckets(options: MemoryRateBucketsOptions = {}): RateBuckets {
+  const now = options.now ?? Date.now;
+  const fullAtByKey = new Map<string, number>();
+  let takesSinceSweep = 0;
+  let sizeAfterSweep = 0;
+
+  function sweep(nowMs: number): void {
+    for (const [key, fullAt] of fullAtByKey) if (fullAt <= nowMs) fullAtByKey.delete(key);
+    takesSinceSweep = 0;
+    sizeAfterSweep = fullAtByKey.size;
+  }
+
+  return {
+    async take(buckets: readonly RateBucket[]) {
+      const nowMs = now();
+      let waitMs = 0;
+      for (const { key, limit, perMs, burst } of buckets) {
+        const fullAt = fullAtByKey.get(key) ?? nowMs;
+        waitMs = Math.max(waitMs, fullAt - (burst - 1) * (perMs / limit) - nowMs);
+      }
+      if (waitMs > 0) return Math.ceil(waitMs);
+      for (const { key, limit, perMs } of buckets) {
+        fullAtByKey.set(key, Math.max(fullAtByKey.get(key) ?? nowMs, nowMs) + perMs / limit);
+      }
+      takesSinceSweep += 1;
+      if (takesSinceSweep >= Math.max(MIN_SWEEP_INTERVAL, sizeAfterSweep)) sweep(nowMs);
+      return 0;
+    },
+  };
+}

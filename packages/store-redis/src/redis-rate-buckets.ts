@@ -1,0 +1,68 @@
+import { MAX_BUCKETS_PER_TAKE, type RateBuckets, SwitchboardError } from '@switchboard/core';
+import type { Redis } from 'ioredis';
+import { openScriptClient } from './script-client.js';
+
+export interface RedisRateBucketsOptions {
+  /** Redis URL; the buckets open and own one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
+  url?: string;
+  /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
+  client?: Redis;
+  /** The deployment's prefix: keys are `{<prefix>}:rate:<bucket key>`. */
+  prefix: string;
+  /**
+   * The buckets' clock (ms); the replicas' clocks must agree well within the shortest interval
+   * (give them the pool's Redis-corrected clock). Default `Date.now`.
+   */
+  now?: () => number;
+  /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */
+  retryAfterMs?: number;
+}
+
+const DEFAULTS = {
+  now: Date.now,
+  retryAfterMs: 1000,
+} satisfies Partial<RedisRateBucketsOptions>;
+
+/** `RateBuckets` in Redis, plus closing the connection it owns. */
+export interface RedisRateBuckets extends RateBuckets {
+  /** Closes an owned connection. */
+  close(): Promise<void>;
+}
+
+/** The Redis key of a bucket; every bucket of a deployment is in one Redis Cluster slot. */
+export function rateBucketKeyOf(prefix: string, bucket: string): string {
+  return `{${prefix}}:rate:${bucket}`;
+}
+
+/**
+ * The pacing buckets of a deployment in Redis, shared by its replicas (docs/design.md §3
+ * "Pacing"): each take is one Lua script (`rate-take-3.lua`) over the buckets named, with `now`
+ * from the caller's clock; a bucket's key expires once it is full again. Connects (unless given a
+ * client) and defines the scripts; rejects with `SB_STORE_UNAVAILABLE` when Redis does not
+ * answer, as does every take while it stays away.
+ */
+export async function createRedisRateBuckets(options: RedisRateBucketsOptions): Promise<RedisRateBuckets> {
+  const now = options.now ?? DEFAULTS.now;
+  const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
+  if (options.url === undefined && options.client === undefined) {
+    throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'rate buckets: give url or client' });
+  }
+  const opened = await openScriptClient({ url: options.url, client: options.client, retryAfterMs });
+  const { client, ownsClient } = opened;
+
+  return {
+    async take(buckets) {
+      if (buckets.length === 0 || buckets.length > MAX_BUCKETS_PER_TAKE) {
+        throw new RangeError(`a take names 1 to ${MAX_BUCKETS_PER_TAKE} buckets, not ${buckets.length}`);
+      }
+      const keys = buckets.map((bucket) => rateBucketKeyOf(options.prefix, bucket.key));
+      // The script always takes three keys; the unused ones repeat the first (same slot, never read).
+      while (keys.length < MAX_BUCKETS_PER_TAKE) keys.push(keys[0] as string);
+      const rates = buckets.flatMap((bucket) => [bucket.limit, bucket.perMs, bucket.burst]);
+      return opened.script<number>('rate-take', ...keys, now(), buckets.length, ...rates);
+    },
+    async close() {
+      if (ownsClient) client.disconnect();
+    },
+  };
+}
