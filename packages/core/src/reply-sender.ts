@@ -203,7 +203,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         delivery.origin,
         delivery.replies,
         policy.sendTimeoutMs,
-        delivery.draft === undefined ? undefined : { draft: delivery.draft },
+        {
+          ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+          ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
+        },
       );
     } catch (err) {
       if (leftBehind) return;
