@@ -93,9 +93,7 @@ describe('dead letter replay', () => {
           replies: [{ text: 'the answer' }],
           // Its end is the message's new outcome: completed once sent, a new dead letter if not.
           ownsOutcome: true,
-          messages: [
-            expect.objectContaining({ message: expect.objectContaining({ id: origin.id }) }),
-          ],
+          messages: [expect.objectContaining({ message: expect.objectContaining({ id: origin.id }) })],
         }),
       ]);
       expect((await pool.stats()).pending).toBe(0);

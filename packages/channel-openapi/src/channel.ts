@@ -108,7 +108,7 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
       logger.info({}, 'channel stopped');
     },
 
-    async send(origin, replies, signal) {
+    async send(origin, replies, signal, sendOptions) {
       // Local writes that do not hang; a send whose deadline already passed does not start.
       signal.throwIfAborted();
       const status = await tracker.appendReplies(origin.id, replies);
@@ -116,7 +116,8 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
         channel: config.id,
         session: origin.chat.id,
         messageId: origin.id,
-        turn: status?.turn ?? null,
+        // The sender's replica may not know the message yet: the delivery names its turn.
+        turn: sendOptions?.turn ?? status?.turn ?? null,
         replies,
       };
       sse.publish(sent.session, replyEventsOf(sent));

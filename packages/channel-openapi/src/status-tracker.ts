@@ -193,6 +193,8 @@ interface Tracked {
   waiters: Array<(final: FinalStatus | null) => void>;
   /** Settles once the message's last store write so far has landed; undefined when none is under way. */
   writing: Promise<void> | undefined;
+  /** Another replica's outcome for it arrived: its final status is that replica's to write. */
+  endedElsewhere: boolean;
 }
 
 /** A request's interest in one message; `wait` and `cancel` both end it. */
@@ -268,7 +270,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   function entryOf(id: string): Tracked {
     let entry = tracked.get(id);
     if (entry === undefined) {
-      entry = { status: null, waiters: [], writing: undefined };
+      entry = { status: null, waiters: [], writing: undefined, endedElsewhere: false };
       tracked.set(id, entry);
     }
     return entry;
@@ -331,16 +333,36 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * replies its `send` appended, which this one never saw (docs/design.md §5 "Several replicas").
    * That status was stored before the outcome was relayed, so the answer is read from the store;
    * the outcome's own account only stands in when the store fails to answer.
+   *
+   * With a shared reply outbox, the replica that ran the turn writes `delivery: pending` when its
+   * replies are stored, while another replica's sender may already be delivering them: a pending
+   * write of this replica that reached the store after that replica's final status replaced it.
+   * So the store is read once this replica's writes have landed, and the final status is written
+   * again from the outcome when the store holds this replica's pending one.
    */
   function onRelayedOutcome(id: string, outcome: Outcome): void {
     const entry = tracked.get(id);
     if (entry === undefined || (entry.status !== null && isFinal(entry.status))) return;
+    entry.endedElsewhere = true;
     const told = finalStatus(outcome, entry.status, now());
-    statuses.get(id).then(
-      (stored) =>
-        settleFollowed(id, entry, stored !== null && isFinal(stored) ? stored : told, outcome.reason),
-      () => settleFollowed(id, entry, told, outcome.reason),
-    );
+    const wrotePending = entry.status?.delivery === 'pending';
+    const landed = entry.writing ?? Promise.resolve();
+    landed
+      .then(() => statuses.get(id))
+      .then(
+        (stored) => {
+          if (stored !== null && isFinal(stored)) {
+            settleFollowed(id, entry, stored, outcome.reason);
+            return;
+          }
+          if (wrotePending)
+            write(id, entry, told).catch((err: unknown) =>
+              log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed'),
+            );
+          settleFollowed(id, entry, told, outcome.reason);
+        },
+        () => settleFollowed(id, entry, told, outcome.reason),
+      );
   }
 
   /** A followed message turned out final elsewhere: answers its waiters and lets it go. */
@@ -400,7 +422,10 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * A followed message's replies were stored and its turn completed: it reads `completed` with
    * its delivery `pending` until the outbox delivers them or gives up. Written to the store, so
    * that it is known after a restart while the outbox still holds its replies. A message no
-   * longer followed is final already (its delivery beat this event), and is left alone.
+   * longer followed is final already (its delivery beat this event), and is left alone, as is one
+   * another replica's sender told the outcome of. Stamped when the replies were stored: the final
+   * status, written when their delivery ended (maybe by another replica, before this event), is
+   * newer, and the store keeps it.
    */
   function onRepliesStored(delivery: Delivery): void {
     if (delivery.channel !== channelId) return;
@@ -408,7 +433,8 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     for (const answered of delivery.messages) {
       const id = answered.message.id;
       const entry = tracked.get(id);
-      if (entry === undefined || (entry.status !== null && isFinal(entry.status))) continue;
+      if (entry === undefined || entry.endedElsewhere || (entry.status !== null && isFinal(entry.status)))
+        continue;
       const status: MessageStatus = {
         ...(entry.status ?? emptyStatus(id, at)),
         status: 'completed',
@@ -416,7 +442,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         rule: answered.rule ?? null,
         turn: delivery.turnId,
         delivery: 'pending',
-        updated_at: at,
+        updated_at: delivery.createdAt,
       };
       entry.status = status;
       write(id, entry, status).catch((err: unknown) =>

@@ -198,13 +198,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       return;
     }
     try {
-      await sendWithDeadline(
-        channel,
-        delivery.origin,
-        delivery.replies,
-        policy.sendTimeoutMs,
-        delivery.draft === undefined ? undefined : { draft: delivery.draft },
-      );
+      await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
+        ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+        ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
+      });
     } catch (err) {
       if (leftBehind) return;
       const error = describeError(err);

@@ -26,6 +26,11 @@ export interface ChannelSendOptions {
    * answer shows once; without it every part is posted.
    */
   draft?: string;
+  /**
+   * The turn that answered `origin`, for a channel that reports it with the replies: with a
+   * shared reply outbox the sender may be a replica that never heard of the message.
+   */
+  turn?: string;
 }
 
 export interface ChannelHealth {
