@@ -170,9 +170,22 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
         const message = queued('A', Date.now());
         await pool.enqueue(message);
         await eventually(() => outcomes.length > 0, 10_000, 'an outcome');
-        expect(
-          logger.lines.some((line) => line.message.startsWith('settlement failed: the store is unreachable')),
-        ).toBe(true);
+        // The outcome comes from the outbox's delivery, which may end before the completion
+        // written again: the pool is then emptied by that second write.
+        await eventually(
+          () =>
+            logger.lines.some((line) =>
+              line.message.startsWith('settlement failed: the store is unreachable'),
+            ),
+          10_000,
+          'the completion written again',
+        );
+        await eventually(
+          // Redis answers nothing while its writes are paused.
+          async () => (await pool.stats().catch(() => null))?.inflight === 0,
+          10_000,
+          'the turn completed in the pool',
+        );
         expect(outcomes.map((outcome) => [outcome.kind, outcome.message.id])).toEqual([
           ['completed', message.message.id],
         ]);
