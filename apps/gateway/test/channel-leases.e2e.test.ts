@@ -143,7 +143,9 @@ routing: { default: bot }
   });
 
   describe('when the poller is killed (kill -9)', () => {
-    it('another replica takes over within one lease plus a few seconds, and each update_id makes one turn although fetched again', async () => {
+    it('another replica takes over within one lease plus a few seconds, and each update_id makes one turn although fetched again', {
+      timeout: 120_000,
+    }, async () => {
       const holder = await active();
       push(texts(1, 5, 'before the kill'));
       await eventually(() => texts(1, 5, 'before the kill').every((text) => turnsOf(text) === 1), 20_000);
@@ -165,7 +167,9 @@ routing: { default: bot }
       for (const update of again) expect(fake.fetchCounts().get(update.update_id)).toBeGreaterThanOrEqual(2);
       expect([...pushed.keys()].filter((text) => turnsOf(text) !== 1)).toEqual([]);
       expect(backend.requests).toHaveLength(pushed.size);
-      // Replies go out from whichever replica ran the turn, standbys included.
+      // Replies go out from whichever replica's sender claims them, standbys included; a chat whose
+      // head the killed replica had claimed waits for that claim's lease (send_timeout + 15 s).
+      await eventually(() => fake.sentMessages().length >= pushed.size, 60_000, 'every reply sent');
       expect(
         fake
           .sentMessages()
