@@ -37,6 +37,8 @@ const SECRETS = {
 const AUTH: [string, string] = ['authorization', `Bearer ${SECRETS.apiKey}`];
 const ADMIN: [string, string] = ['authorization', `Bearer ${SECRETS.adminToken}`];
 const JSON_TYPE: [string, string] = ['content-type', 'application/json'];
+/** The most one paced reply to one chat may take (`outbound.rate` per chat: 1 per second). */
+const PACED_SEND_MS = 1_100;
 const TELEGRAM_SECRET: [string, string] = ['x-telegram-bot-api-secret-token', SECRETS.telegramSecretToken];
 /** zod limits of the openapi channel (packages/channel-openapi/src/api-schemas.ts). */
 const MAX_ID_CHARS = 256;
@@ -898,7 +900,11 @@ describe('generated bad input (fuzz)', () => {
   });
 
   describe('after every input', () => {
-    it('every accepted message ended with a final status and every platform message was answered', async () => {
+    // Replies to the platforms are paced (1 per second per chat by default): the wait for them
+    // grows with what was accepted.
+    it('every accepted message ended with a final status and every platform message was answered', {
+      timeout: 900_000,
+    }, async () => {
       const final = new Set<string>(OUTCOME_KINDS);
       for (const id of acceptedIds) {
         await eventually(
@@ -917,13 +923,13 @@ describe('generated bad input (fuzz)', () => {
       }
       await eventually(
         () => under.telegram.sentMessages().length >= figures.telegram_accepted,
-        30_000,
+        30_000 + figures.telegram_accepted * PACED_SEND_MS,
         'a Telegram answer to every accepted update',
       );
       figures.telegram_answered = under.telegram.sentMessages().length;
       await eventually(
         () => under.slack.callsTo('chat.postMessage').length >= figures.slack_accepted,
-        30_000,
+        30_000 + figures.slack_accepted * PACED_SEND_MS,
         'a Slack answer to every accepted event',
       );
       figures.slack_answered = under.slack.callsTo('chat.postMessage').length;
