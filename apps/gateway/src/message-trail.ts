@@ -3,7 +3,7 @@ import type { ControllerObserver, InboundMessage, Outcome, Reply, TurnResult } f
 import { keptText } from './stored-text.js';
 
 /** Messages the trail remembers; past it the oldest is forgotten. */
-const DEFAULT_MAX_MESSAGES = 10_000;
+const DEFAULT_MAX_MESSAGES = 1_000;
 /** Attempts kept per message: a message retried more often keeps its first ones. */
 const MAX_TURNS_PER_MESSAGE = 20;
 /**
