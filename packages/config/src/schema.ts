@@ -221,7 +221,7 @@ const outboundFields = {
     .prefault('1s')
     .refine((ms) => ms >= 100 && ms <= 60_000, 'must be between 100ms and 1m'),
   /** Chats of this channel sent to at once; one delivery at a time per chat. */
-  concurrency: numeric(z.number().int().min(1).max(1000)).prefault(8),
+  concurrency: numeric(z.number().int().min(1).max(1000)).prefault(64),
   /**
    * How long a delivery is tried, from when its replies were stored; then it is a dead letter
    * `delivery_failed` whose replay sends the stored replies again.

@@ -46,7 +46,7 @@ describe('ConfigSchema', () => {
           outbound: {
             sendTimeoutMs: 30_000,
             editIntervalMs: 1_000,
-            concurrency: 8,
+            concurrency: 64,
             maxAgeMs: 3_600_000,
             retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
           },
@@ -299,7 +299,7 @@ describe('ConfigSchema', () => {
       ]);
     });
 
-    it('gives every channel an outbox policy: 8 chats at once, 1 h max age, retries from 1 s to 1 min', () => {
+    it('gives every channel an outbox policy: 64 chats at once, 1 h max age, retries from 1 s to 1 min', () => {
       const config = ConfigSchema.parse({
         channels: [
           { id: 'a', type: 'openapi' },
@@ -315,7 +315,7 @@ describe('ConfigSchema', () => {
         {
           sendTimeoutMs: 30_000,
           editIntervalMs: 1_000,
-          concurrency: 8,
+          concurrency: 64,
           maxAgeMs: 3_600_000,
           retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
         },
