@@ -235,7 +235,8 @@ routing: { default: bot }
       ...Array.from({ length: SIZES.chats }, (_, chat) => telegramChat(chat)),
     ]);
 
-    // Drained: every update confirmed, nothing queued or running in the last gateway.
+    // Drained: every update confirmed, nothing queued, running or waiting in the reply outbox of
+    // the last gateway (replies are paced per chat, so the outbox empties after the queue).
     const last = await gateways.current;
     await eventually(
       async () => {
@@ -243,7 +244,8 @@ routing: { default: bot }
         const metrics = await scrapeMetrics(last.url);
         return (
           metricSum(metrics, 'switchboard_queue_pending') === 0 &&
-          metricSum(metrics, 'switchboard_inflight') === 0
+          metricSum(metrics, 'switchboard_inflight') === 0 &&
+          metricSum(metrics, 'switchboard_outbox_pending') === 0
         );
       },
       DRAIN_BOUND_MS,
