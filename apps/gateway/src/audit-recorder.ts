@@ -37,8 +37,11 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
             rule: outcome.rule,
             attempt: 0,
             acceptedAt: outcome.at,
-            // The replies are as private as the text: kept only where the text is kept whole.
-            ...(kept.whole && outcome.undelivered !== undefined ? { undelivered: outcome.undelivered } : {}),
+            // The replies are as private as the text, and `store_text` cuts texts, not replies:
+            // they are kept only under `full`. Under a length, a replay asks the pipeline again.
+            ...(config.storeText === 'full' && outcome.undelivered !== undefined
+              ? { undelivered: outcome.undelivered }
+              : {}),
           }
         : null;
     auditLog

@@ -359,6 +359,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     reload: reloadRouting,
     statuses: stores.statuses,
     trail,
+    storeText: config.audit.storeText,
     routing: () => routingView(routing, routeHits),
     channels: config.channels,
     dryRun: (channel, input) => dryRunRoute(router, channel, input),

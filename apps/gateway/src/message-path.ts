@@ -6,8 +6,10 @@ import {
   type Reply,
   SwitchboardError,
 } from '@switchboard/core';
+import type { AuditConfig } from '@switchboard/config';
 import { auditView } from './audit-view.js';
-import type { MessageTrail, TrailEntry, TrailTurn } from './message-trail.js';
+import { type MessageTrail, TRAIL_REPLY_LIMITS, type TrailEntry, type TrailTurn } from './message-trail.js';
+import { keptReplies } from './stored-text.js';
 
 /** Audit records read per message: a message has one outcome, a replayed dead letter a few. */
 const MAX_AUDIT_RECORDS = 20;
@@ -36,7 +38,13 @@ export interface MessagePath {
  */
 export async function messagePath(
   id: string,
-  sources: { auditLog: AuditLog; statuses: MessageStatusStore; trail: MessageTrail },
+  sources: {
+    auditLog: AuditLog;
+    statuses: MessageStatusStore;
+    trail: MessageTrail;
+    /** `audit.store_text`: the status store keeps an HTTP message's replies whatever it says. */
+    storeText: AuditConfig['storeText'];
+  },
 ): Promise<MessagePath> {
   const [page, status] = await Promise.all([
     sources.auditLog.query({ message: id, limit: MAX_AUDIT_RECORDS }),
@@ -51,8 +59,23 @@ export async function messagePath(
     });
   }
   const turns = trail?.turns ?? [];
+  // The sources are written at different moments (a replay's outcome on another replica reaches
+  // the status store, not this trail): the latest one tells where the message stands now.
+  const outcome = latest([
+    trail?.outcome
+      ? {
+          status: trail.outcome.kind,
+          reason: trail.outcome.reason,
+          error: trail.outcome.error,
+          at: trail.outcome.at,
+        }
+      : null,
+    newest ? { status: newest.outcome, reason: newest.reason, error: newest.error, at: newest.at } : null,
+    // A status newer than a dead letter is its replay, queued or running.
+    status ? { status: status.status, reason: null, error: status.error, at: status.updated_at } : null,
+  ]);
   const rule = trail?.outcome?.rule ?? newest?.rule ?? status?.rule ?? null;
-  const discarded = (trail?.outcome?.kind ?? newest?.outcome ?? status?.status) === 'discarded';
+  const discarded = outcome?.status === 'discarded';
   // A discarded message's outcome names no pipeline: the rule sent it to the discard target.
   const pipeline =
     trail?.outcome?.pipeline ??
@@ -74,19 +97,6 @@ export async function messagePath(
           text: newest.text,
           at: null,
         });
-  const outcome =
-    trail?.outcome !== null && trail?.outcome !== undefined
-      ? {
-          status: trail.outcome.kind,
-          reason: trail.outcome.reason,
-          error: trail.outcome.error,
-          at: trail.outcome.at,
-        }
-      : newest !== undefined
-        ? { status: newest.outcome, reason: newest.reason, error: newest.error, at: newest.at }
-        : status !== null
-          ? { status: status.status, reason: null, error: status.error, at: status.updated_at }
-          : null;
   const mergedWith = new Set(turns.flatMap((turn) => turn.messages));
   mergedWith.delete(id);
   return {
@@ -95,9 +105,20 @@ export async function messagePath(
     routed: rule === null && pipeline === null ? null : { rule, by_default: rule === null, pipeline },
     merged_with: [...mergedWith],
     turns,
-    replies: trail?.outcome?.replies.length ? trail.outcome.replies : (status?.replies ?? []),
+    replies: trail?.outcome?.replies.length
+      ? trail.outcome.replies
+      : keptReplies(status?.replies, sources.storeText, TRAIL_REPLY_LIMITS),
     outcome,
     audit: page.items.map(auditView),
     sources: { audit: newest !== undefined, status: status !== null, trail: trail !== null },
   };
+}
+
+/** The newest of the known outcomes; ties go to the earlier source (the trail, then the audit log). */
+function latest(candidates: Array<MessagePath['outcome']>): MessagePath['outcome'] {
+  let found: MessagePath['outcome'] = null;
+  for (const candidate of candidates) {
+    if (candidate !== null && (found === null || candidate.at > found.at)) found = candidate;
+  }
+  return found;
 }

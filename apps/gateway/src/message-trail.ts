@@ -1,6 +1,6 @@
 import type { AuditConfig } from '@switchboard/config';
 import type { ControllerObserver, InboundMessage, Outcome, Reply, TurnResult } from '@switchboard/core';
-import { keptText } from './stored-text.js';
+import { keptReplies, keptText } from './stored-text.js';
 
 /** Messages the trail remembers; past it the oldest is forgotten. */
 const DEFAULT_MAX_MESSAGES = 1_000;
@@ -11,6 +11,8 @@ const MAX_TURNS_PER_MESSAGE = 20;
  * messages of unbounded text would hold the replica's memory hostage; the audit log has the rest.
  */
 export const MAX_TRAIL_TEXT_CHARS = 500;
+/** What the trail and a message's path keep of its replies: a bounded few, each cut. */
+export const TRAIL_REPLY_LIMITS = { maxReplies: 20, maxChars: MAX_TRAIL_TEXT_CHARS };
 
 /** One run of a turn, as the trail saw it on this replica. */
 export interface TrailTurn {
@@ -48,7 +50,7 @@ export interface TrailEntry {
     rule: string | null;
     pipeline: string | null;
     error: string | null;
-    /** Only under `audit.store_text: full`, each cut to `MAX_TRAIL_TEXT_CHARS`. */
+    /** Only under `audit.store_text: full`, within `TRAIL_REPLY_LIMITS`. */
     replies: Reply[];
     at: number;
   } | null;
@@ -152,13 +154,7 @@ export function createMessageTrail(options: {
         rule: outcome.rule ?? null,
         pipeline: outcome.pipeline ?? null,
         error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
-        replies:
-          options.storeText === 'full'
-            ? (outcome.replies ?? []).map((reply) => ({
-                ...reply,
-                text: reply.text.slice(0, MAX_TRAIL_TEXT_CHARS),
-              }))
-            : [],
+        replies: keptReplies(outcome.replies, options.storeText, TRAIL_REPLY_LIMITS),
         at: outcome.at,
       };
     },

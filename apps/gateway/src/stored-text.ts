@@ -1,5 +1,5 @@
 import type { AuditConfig } from '@switchboard/config';
-import type { Element, InboundMessage } from '@switchboard/core';
+import type { Element, InboundMessage, Reply } from '@switchboard/core';
 
 type StoreText = AuditConfig['storeText'];
 
@@ -8,6 +8,23 @@ export function keptText(text: string, storeText: StoreText): string | null {
   if (storeText === 'none') return null;
   if (storeText === 'full') return text;
   return text.slice(0, storeText);
+}
+
+/**
+ * Replies as the admin views may show them: only under `full` (a reply quotes and answers the
+ * text, so it is as private), at most `maxReplies`, each cut to `maxChars`.
+ */
+export function keptReplies(
+  replies: readonly Reply[] | undefined,
+  storeText: StoreText,
+  limits: { maxReplies: number; maxChars: number },
+): Reply[] {
+  if (storeText !== 'full' || replies === undefined) return [];
+  return replies
+    .slice(0, limits.maxReplies)
+    .map((reply) =>
+      reply.text.length > limits.maxChars ? { ...reply, text: reply.text.slice(0, limits.maxChars) } : reply,
+    );
 }
 
 /** A dead letter's message as `audit.store_text` lets the audit log keep it. */

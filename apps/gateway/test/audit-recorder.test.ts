@@ -135,6 +135,22 @@ describe('audit recorder', () => {
       expect(item?.payload?.replayable).toBe(false);
     });
 
+    it('keeps the undelivered replies of a delivery_failed dead letter only under full', async () => {
+      const short = parseInboundMessage({ ...message, text: 'hi', elements: [{ type: 'text', text: 'hi' }] });
+      const failedDelivery: Outcome = {
+        ...deadLettered(short),
+        reason: 'delivery_failed',
+        undelivered: { origin: short, replies: [{ text: 'a long and private answer' }] },
+      };
+      const [full] = await recorded({ storeText: 'full' }, [failedDelivery]);
+      expect(full?.payload?.undelivered?.replies).toEqual([{ text: 'a long and private answer' }]);
+      // The text fits the length and is kept whole; the answer is not kept at all.
+      const [cut] = await recorded({ storeText: 7 }, [failedDelivery]);
+      expect(cut?.payload?.replayable).toBe(true);
+      expect(cut?.payload).not.toHaveProperty('undelivered');
+      expect(JSON.stringify(cut?.payload)).not.toMatch(/private answer/);
+    });
+
     it('keeps a message that fits within n whole and replayable', async () => {
       const short = parseInboundMessage({ ...message, text: 'hi', elements: [{ type: 'text', text: 'hi' }] });
       const [item] = await recorded({ storeText: 7 }, [deadLettered(short)]);

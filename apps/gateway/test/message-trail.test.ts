@@ -1,7 +1,7 @@
 import type { AuditConfig } from '@switchboard/config';
 import { parseInboundMessage } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { createMessageTrail, MAX_TRAIL_TEXT_CHARS } from '../src/message-trail.js';
+import { createMessageTrail, MAX_TRAIL_TEXT_CHARS, TRAIL_REPLY_LIMITS } from '../src/message-trail.js';
 
 const longText = 'x'.repeat(MAX_TRAIL_TEXT_CHARS + 100);
 const message = parseInboundMessage({
@@ -47,6 +47,19 @@ describe('message trail', () => {
         { text: longText.slice(0, MAX_TRAIL_TEXT_CHARS) },
         { text: 'ok' },
       ]);
+    });
+  });
+
+  describe('when a message has more replies than the trail keeps', () => {
+    it('keeps the first TRAIL_REPLY_LIMITS.maxReplies of them', () => {
+      const trail = trailOf({ storeText: 'full', recordIgnored: false });
+      const replies = Array.from({ length: TRAIL_REPLY_LIMITS.maxReplies + 5 }, (_, i) => ({
+        text: `r${i}`,
+      }));
+      trail.recordOutcome({ ...base, kind: 'completed', replies });
+      expect(trail.get(message.id)?.outcome?.replies).toEqual(
+        replies.slice(0, TRAIL_REPLY_LIMITS.maxReplies),
+      );
     });
   });
 

@@ -1,4 +1,4 @@
-import type { ChannelConfig } from '@switchboard/config';
+import type { AuditConfig, ChannelConfig } from '@switchboard/config';
 import {
   type AuditLog,
   ChatTypeSchema,
@@ -57,6 +57,8 @@ export interface AdminDeps {
   statuses: MessageStatusStore;
   /** This replica's recent turns and outcomes per message (`GET /admin/messages/{id}`). */
   trail: MessageTrail;
+  /** `audit.store_text`: what a message's path may show of its replies. */
+  storeText: AuditConfig['storeText'];
   /** The rules in force with their hit counts. */
   routing(): RoutingView;
   /** The configured channels, for dry runs. */
