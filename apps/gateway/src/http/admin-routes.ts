@@ -242,7 +242,7 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
             tags: ['admin'],
           },
         },
-        async (request) => ({ results: await applyToSelection(request.body.ids, deps.replay) }),
+        async (request) => ({ results: await applyToSelection(request.body.ids, deps.replay, request.log) }),
       );
       routes.post(
         '/dead-letters/purge',
@@ -253,7 +253,7 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
             tags: ['admin'],
           },
         },
-        async (request) => ({ results: await applyToSelection(request.body.ids, purge) }),
+        async (request) => ({ results: await applyToSelection(request.body.ids, purge, request.log) }),
       );
 
       routes.post('/reload', { schema: { tags: ['admin'] } }, async () => deps.reload());
