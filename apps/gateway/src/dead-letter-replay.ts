@@ -43,14 +43,16 @@ export function replayDeliveryKey(auditId: string, claimTtlMs: number): Delivery
 
 /**
  * The delivery that re-sends a `delivery_failed` dead letter's replies. Its id is derived from
- * the audit id, so adding it twice (concurrent replays, a replay whose mark was lost) stores it
- * once while it waits. Like any answer it ends its message: `completed` once sent, or a new
+ * the audit id and remembered by the outbox for `claimTtlMs` after it ended, so adding it twice
+ * (concurrent replays, a replay whose mark was lost) stores and sends it once, also after the
+ * first was sent. Like any answer it ends its message: `completed` once sent, or a new
  * `delivery_failed` dead letter (replayable in turn) once given up, never silently.
  */
 export function replayDelivery(
   auditId: string,
   payload: DeadLetterPayload & { undelivered: NonNullable<DeadLetterPayload['undelivered']> },
   nowMs: number,
+  claimTtlMs: number,
 ): Delivery {
   const { origin, replies, draft } = payload.undelivered;
   const { message, session, pipeline, rule, attempt } = payload;
@@ -67,6 +69,7 @@ export function replayDelivery(
     createdAt: nowMs,
     attempts: 0,
     notBefore: nowMs,
+    rememberForMs: claimTtlMs,
   };
 }
 
@@ -110,7 +113,12 @@ export function createDeadLetterReplay(
     // The pipeline answered; only the sending failed: the answer is sent again, not asked again.
     if (record.reason === 'delivery_failed' && record.payload.undelivered !== undefined) {
       const added = await options.outbox.add(
-        replayDelivery(id, { ...record.payload, undelivered: record.payload.undelivered }, now()),
+        replayDelivery(
+          id,
+          { ...record.payload, undelivered: record.payload.undelivered },
+          now(),
+          options.claimTtlMs,
+        ),
       );
       await auditLog.markReplayed(id, now());
       if (added === 'duplicate') throw alreadyReplayed(id);

@@ -102,6 +102,37 @@ describe('dead letter replay', () => {
     });
   });
 
+  describe('when a delivery_failed replay was sent but its mark was lost', () => {
+    it('answers 409 to the next replay and sends nothing again', async () => {
+      const { auditLog, outbox, replay } = setup();
+      const { raw: _raw, ...origin } = queuedMessageFixture(1).message;
+      const record = deadLetter();
+      await auditLog.append({
+        ...record,
+        reason: 'delivery_failed',
+        payload: {
+          ...(record.payload as NonNullable<AuditRecord['payload']>),
+          undelivered: { origin, replies: [{ text: 'the answer' }] },
+        },
+      });
+      // The audit database blips on the mark: the replay fails after its delivery was stored.
+      const markReplayed = auditLog.markReplayed.bind(auditLog);
+      auditLog.markReplayed = async () => {
+        throw new Error('connection reset');
+      };
+      await expect(replay(DEAD_LETTER_ID)).rejects.toThrow('connection reset');
+      auditLog.markReplayed = markReplayed;
+      // The sender sends it and removes it from the outbox.
+      const claim = await outbox.claim(origin.channel, Date.now());
+      expect(claim?.delivery.id).toBe(`replay:${DEAD_LETTER_ID}`);
+      await outbox.delivered(claim as NonNullable<typeof claim>);
+      // The operator, told it failed, replays again.
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_HTTP_CONFLICT' });
+      expect(await outbox.list(origin.channel)).toEqual([]);
+      expect(await auditLog.deadLetters(10)).toEqual([]);
+    });
+  });
+
   describe('when two replays of one dead letter run at once', () => {
     it.each([
       ['a pool without a journal', () => undefined],

@@ -11,18 +11,19 @@
   ARGV[7] attempts
   ARGV[8] notBefore, ms
   ARGV[9] lastError JSON, or ''
+  ARGV[10] rememberForMs, or '': how long the id is remembered once the delivery ended
 
-  Returns 'added' (and announces the channel) or 'duplicate'
+  Returns 'added' (and announces the channel) or 'duplicate' (stored, or ended and remembered)
 ]]
 --- @include "includes/reply-outbox"
 
 local id, chat = ARGV[4], ARGV[5]
-if rcall('EXISTS', deliveryKey(id)) == 1 then
+if rcall('EXISTS', deliveryKey(id), endedKey(id)) > 0 then
   return 'duplicate'
 end
 local seq = rcall('INCR', K.seq)
 rcall('HSET', deliveryKey(id), 'body', ARGV[6], 'chat', chat, 'seq', seq, 'attempts', ARGV[7],
-  'notBefore', ARGV[8], 'lastError', ARGV[9])
+  'notBefore', ARGV[8], 'lastError', ARGV[9], 'rememberForMs', ARGV[10])
 rcall('ZADD', K.order, seq, id)
 rcall('HINCRBY', K.counts, channel, 1)
 if rcall('RPUSH', chatKey(chat), id) == 1 then

@@ -1,7 +1,8 @@
 --[[
   Settles a claim by removing its delivery (`delivered` and `failed`, src/redis-reply-outbox.ts):
-  when the token still holds the claim, deletes the delivery and makes the chat's next delivery
-  its head, waiting for its notBefore. A token that no longer holds (settled already, or taken
+  when the token still holds the claim, deletes the delivery (remembering its id for its
+  rememberForMs, when it has one) and makes the chat's next delivery its head, waiting for its
+  notBefore. A token that no longer holds (settled already, or taken
   back after its lease expired) changes nothing.
 
   KEYS: the six reply-outbox keys of includes/reply-outbox (counts, seq, order, waiting, ready,
@@ -22,7 +23,11 @@ end
 releaseClaim(id)
 -- The claimed delivery is the chat's head: LREM stops at the first element.
 rcall('LREM', chatKey(chat), 1, id)
+local rememberForMs = tonumber(rcall('HGET', deliveryKey(id), 'rememberForMs'))
 rcall('DEL', deliveryKey(id))
+if rememberForMs then
+  rcall('SET', endedKey(id), 1, 'PX', rememberForMs)
+end
 rcall('ZREM', K.order, id)
 if rcall('HINCRBY', K.counts, channel, -1) <= 0 then
   rcall('HDEL', K.counts, channel)

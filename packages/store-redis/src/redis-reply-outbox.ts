@@ -197,6 +197,11 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       if (!Number.isSafeInteger(attempts) || attempts < 0) {
         throw new TypeError(`delivery ${id}: attempts must be a whole number >= 0, got ${attempts}`);
       }
+      // Redis' PX takes a whole number of ms above 0.
+      const { rememberForMs } = delivery;
+      if (rememberForMs !== undefined && (!Number.isSafeInteger(rememberForMs) || rememberForMs <= 0)) {
+        throw new TypeError(`delivery ${id}: rememberForMs must be a whole number > 0, got ${rememberForMs}`);
+      }
       const result = await run<AddResult>(
         'reply-outbox-add',
         channel,
@@ -206,6 +211,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
         attempts,
         storedTimeOf(notBefore),
         lastError === undefined ? '' : JSON.stringify(lastError),
+        rememberForMs ?? '',
       );
       if (result === 'added') notify(channel);
       return result;

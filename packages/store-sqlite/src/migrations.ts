@@ -11,6 +11,7 @@ const MIGRATIONS = [
   '0002_journal_retry_at.sql',
   '0003_reply_outbox.sql',
   '0004_audit_message_sender.sql',
+  '0005_outbox_ended.sql',
 ] as const;
 
 /** The schema version this build writes and reads. */

@@ -41,6 +41,13 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
      ORDER BY o.seq LIMIT 1`,
   );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
+  const remembered = db.prepare<[string, number], { id: string }>(
+    'SELECT id FROM outbox_ended WHERE id = ? AND expires_at > ?',
+  );
+  const remember = db.prepare<[string, number]>(
+    'INSERT INTO outbox_ended (id, expires_at) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at',
+  );
+  const forgetExpired = db.prepare<[number]>('DELETE FROM outbox_ended WHERE expires_at <= ?');
   const reschedule = db.prepare<[number, string, string]>(
     'UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ? WHERE id = ?',
   );
@@ -62,6 +69,15 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
 
   function holds(claim: DeliveryClaim): boolean {
     return claims.get(claim.delivery.channel)?.get(claim.delivery.chat) === claim.token;
+  }
+
+  /** Removes an ended delivery, remembering its id when it asked to be. */
+  function end(delivery: Delivery): void {
+    remove.run(delivery.id);
+    if (delivery.rememberForMs === undefined) return;
+    const nowMs = Date.now();
+    forgetExpired.run(nowMs);
+    remember.run(delivery.id, nowMs + delivery.rememberForMs);
   }
 
   /** Commits `write` for a claim that still holds, then frees its chat. */
@@ -87,6 +103,10 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
       const payload = JSON.stringify(delivery);
       let result: AddResult = 'added';
       await commit(() => {
+        if (remembered.get(delivery.id, Date.now()) !== undefined) {
+          result = 'duplicate';
+          return;
+        }
         const { changes } = insert.run(
           delivery.id,
           delivery.channel,
@@ -116,7 +136,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     },
 
     delivered(claim) {
-      return settle(claim, () => remove.run(claim.delivery.id));
+      return settle(claim, () => end(claim.delivery));
     },
 
     retry(claim, notBeforeMs, error) {
@@ -124,7 +144,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     },
 
     failed(claim) {
-      return settle(claim, () => remove.run(claim.delivery.id));
+      return settle(claim, () => end(claim.delivery));
     },
 
     async pending() {

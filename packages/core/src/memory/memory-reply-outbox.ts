@@ -1,5 +1,6 @@
 import type { Settlement } from '../ports/query-pool.js';
 import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox } from '../ports/reply-outbox.js';
+import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 
@@ -40,6 +41,8 @@ const headOf = (queue: ChatQueue) => queue.deliveries.peek() as Stored;
 export function createMemoryReplyOutbox(): ReplyOutbox {
   const channels = new Map<string, ChannelQueues>();
   const ids = new Set<string>();
+  // Ended deliveries whose id is remembered (`rememberForMs`).
+  const ended = new ExpiringKeys();
   const listeners = new Set<(channel: string) => void>();
   let lastSeq = 0;
   let lastToken = 0;
@@ -75,7 +78,11 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
     if (held === null) return 'lost';
     const { queues, queue } = held;
     const head = queue.deliveries.shift();
-    if (head !== undefined) ids.delete(head.delivery.id);
+    if (head !== undefined) {
+      ids.delete(head.delivery.id);
+      const { rememberForMs } = head.delivery;
+      if (rememberForMs !== undefined) ended.add(head.delivery.id, rememberForMs, Date.now());
+    }
     queues.count -= 1;
     queue.claimToken = null;
     if (queue.deliveries.length === 0) queues.chats.delete(queue.chat);
@@ -90,7 +97,7 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
     shared: false,
 
     async add(delivery): Promise<AddResult> {
-      if (ids.has(delivery.id)) return 'duplicate';
+      if (ids.has(delivery.id) || ended.has(delivery.id, Date.now())) return 'duplicate';
       const stored = { delivery: structuredClone(delivery), seq: ++lastSeq };
       ids.add(delivery.id);
       const queues = channelOf(delivery.channel);

@@ -54,6 +54,12 @@ export interface Delivery {
   /** Not to be sent before this time, ms since the epoch (backoff after a failed send). */
   notBefore: number;
   lastError?: DeliveryError;
+  /**
+   * How long its id is remembered once it ended (sent or given up), in ms: adding it again
+   * meanwhile answers `duplicate`. For ids derived from what they answer (a replay of a dead
+   * letter), so a second add after the first delivery was sent does not send it again.
+   */
+  rememberForMs?: number;
 }
 
 /** What `claim` hands out: the delivery and the token its settlement must carry. */
@@ -63,7 +69,7 @@ export interface DeliveryClaim {
   token: string;
 }
 
-/** What `add` did: stored the delivery, or found one with its id already stored. */
+/** What `add` did: stored the delivery, or found its id stored or remembered (`rememberForMs`). */
 export type AddResult = 'added' | 'duplicate';
 
 /**
@@ -96,7 +102,10 @@ export interface ReplyOutbox {
    * outcome so that a store committing in groups commits both together.
    */
   readonly shared: boolean;
-  /** Stores a delivery (durable once this resolves); an id already stored answers `duplicate`. */
+  /**
+   * Stores a delivery (durable once this resolves); an id already stored, or one that ended
+   * within its `rememberForMs`, answers `duplicate`.
+   */
   add(delivery: Delivery): Promise<AddResult>;
   /**
    * Claims, for `channel`, the head of a chat that has no claimed delivery and whose head is due

@@ -47,6 +47,11 @@ export class ExpiringKeys {
     return true;
   }
 
+  /** True when `key` is held and not expired at `nowMs`. */
+  has(key: string, nowMs: number): boolean {
+    return (this.#expiresAtByKey.get(key) ?? Number.NEGATIVE_INFINITY) > nowMs;
+  }
+
   /** How many keys are held, expired ones not yet swept included. */
   get size(): number {
     return this.#expiresAtByKey.size;

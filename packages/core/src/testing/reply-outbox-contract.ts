@@ -171,6 +171,38 @@ export function replyOutboxContract(name: string, factory: StoreFactory<ReplyOut
       });
     });
 
+    describe('when a delivery asked for its id to be remembered (rememberForMs)', () => {
+      it.each(['delivered', 'failed'] as const)(
+        'answers duplicate to the same id added again after it was %s, and stores nothing',
+        async (ending) => {
+          const remembered = deliveryFixture(1, { id: 'replay:01JAUDIT', rememberForMs: 60_000 });
+          expect(await subject.store.add(remembered)).toBe('added');
+          const claimed = (await claim()) as DeliveryClaim;
+          expect(claimed.delivery).toEqual(remembered);
+          await subject.store[ending](claimed);
+          expect(await subject.store.add(remembered)).toBe('duplicate');
+          expect(await subject.store.pending()).toEqual({});
+          expect(await claim()).toBeNull();
+        },
+      );
+
+      it('still remembers it after a reopen', async (context) => {
+        const remembered = deliveryFixture(1, { id: 'replay:01JAUDIT', rememberForMs: 60_000 });
+        await subject.store.add(remembered);
+        await subject.store.delivered((await claim()) as DeliveryClaim);
+        const reopened = await subject.reopen();
+        if (reopened === null) return context.skip('not durable');
+        expect(await reopened.add(remembered)).toBe('duplicate');
+      });
+
+      it('forgets an ended id without rememberForMs: adding it again stores it again', async () => {
+        await subject.store.add(deliveryFixture(1));
+        await subject.store.delivered((await claim()) as DeliveryClaim);
+        expect(await subject.store.add(deliveryFixture(1))).toBe('added');
+        expect(idOf(await claim())).toBe(deliveryFixture(1).id);
+      });
+    });
+
     describe('when a claim was settled already', () => {
       it('answers lost to a second settlement with its token and changes nothing', async () => {
         await subject.store.add(deliveryFixture(1));

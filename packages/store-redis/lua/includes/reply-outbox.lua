@@ -15,8 +15,10 @@
   ARGV[1] key prefix ('{<prefix>}:reply-outbox:') for the per-chat and per-delivery keys:
           chat:<channel>:<chat> LIST of the chat's delivery ids in add order (channel ids have
           no ':'), d:<id> HASH of one delivery: body (the Delivery JSON without attempts,
-          notBefore and lastError), chat, seq, attempts, notBefore, lastError (JSON or ''), and
-          token while it is claimed; token:<token> STRING the id a claim holds, while it holds
+          notBefore and lastError), chat, seq, attempts, notBefore, lastError (JSON or ''),
+          rememberForMs (ms or ''), and token while it is claimed; token:<token> STRING the id a
+          claim holds, while it holds; ended:<id> STRING an ended delivery whose id is remembered,
+          expiring after its rememberForMs
   ARGV[2] channel
   ARGV[3] the calling instance's id, in announcements
 
@@ -42,6 +44,9 @@ local function chatKey(chat)
 end
 local function deliveryKey(id)
   return prefix .. 'd:' .. id
+end
+local function endedKey(id)
+  return prefix .. 'ended:' .. id
 end
 local function tokenKey(token)
   return prefix .. 'token:' .. token
