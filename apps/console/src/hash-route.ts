@@ -15,7 +15,7 @@ export function useHashRoute(): HashRoute {
     return () => removeEventListener('hashchange', changed);
   }, []);
   const [path = '', search = ''] = hash.replace(/^#\/?/, '').split('?');
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  const parts = path.split('/').filter(Boolean).map(decodedOrAsIs);
   return { path: parts.length === 0 ? ['overview'] : parts, params: new URLSearchParams(search) };
 }
 
@@ -23,4 +23,13 @@ export function useHashRoute(): HashRoute {
 export function href(parts: string[], params?: URLSearchParams): string {
   const search = params?.toString() ?? '';
   return `#/${parts.map(encodeURIComponent).join('/')}${search === '' ? '' : `?${search}`}`;
+}
+
+/** A hash part decoded; a malformed escape (`%E0`, typed or pasted) is kept as typed, not a blank page. */
+function decodedOrAsIs(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }

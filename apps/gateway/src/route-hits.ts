@@ -1,6 +1,11 @@
 import type { Router } from '@switchboard/core';
 
-/** How many messages each rule (and the default) routed since the process started. */
+/**
+ * How many routing decisions each rule (and the default) made since the process started. Routing
+ * comes before admission (which reads whether a rule matched) and before deduplication, so an
+ * ignored message and a platform's redelivery count too: a hit says a rule matched, not that a
+ * message ran.
+ */
 export interface RouteHits {
   /** `router` counting what it routes; `explain` (dry runs) is not counted. */
   counting(router: Router): Router;
