@@ -96,32 +96,40 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   let poller: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
 
-  function recordEnd(delivery: Delivery, kind: 'completed' | 'dead_lettered', error?: DeliveryError): void {
+  function recordEnd(
+    delivery: Delivery,
+    kind: 'completed' | 'dead_lettered',
+    committed: Promise<boolean> | undefined,
+    error?: DeliveryError,
+  ): void {
     if (!delivery.ownsOutcome) return;
     const at = now();
     for (const answered of delivery.messages) {
-      outcomes.record({
-        kind,
-        at,
-        message: answered.message,
-        session: answered.session,
-        pipeline: answered.pipeline,
-        rule: answered.rule,
-        turnId: delivery.turnId ?? undefined,
-        attempt: answered.attempt,
-        replies: delivery.replies,
-        ...(kind === 'completed'
-          ? {}
-          : {
-              reason: 'delivery_failed' as const,
-              error,
-              undelivered: {
-                origin: delivery.origin,
-                replies: delivery.replies,
-                ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
-              },
-            }),
-      });
+      outcomes.record(
+        {
+          kind,
+          at,
+          message: answered.message,
+          session: answered.session,
+          pipeline: answered.pipeline,
+          rule: answered.rule,
+          turnId: delivery.turnId ?? undefined,
+          attempt: answered.attempt,
+          replies: delivery.replies,
+          ...(kind === 'completed'
+            ? {}
+            : {
+                reason: 'delivery_failed' as const,
+                error,
+                undelivered: {
+                  origin: delivery.origin,
+                  replies: delivery.replies,
+                  ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+                },
+              }),
+        },
+        committed,
+      );
     }
   }
 
@@ -153,18 +161,25 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   }
 
   /**
-   * Ends a claim with `write` and records the messages' outcome with `record`: in the same tick
-   * for an outbox of this process alone (one group commit), after the write was applied for a
-   * shared one (a `lost` claim belongs to whoever claimed it again, who records it).
+   * Ends a claim with `write` and records the messages' outcome with `record`. For an outbox of
+   * this process alone, in the same tick, so that the outcome's audit record joins the write's
+   * group commit; the other listeners hear of it once that commit succeeded, and nobody if it
+   * failed (the delivery stays and is sent again). For a shared one, after the write was applied
+   * (a `lost` claim belongs to whoever claimed it again, who records it).
    */
   async function settleAndRecord(
     claim: DeliveryClaim,
     write: () => Promise<Settlement>,
-    record: () => void,
+    record: (committed?: Promise<boolean>) => void,
   ): Promise<void> {
     if (!outbox.shared) {
       const written = write();
-      record();
+      record(
+        written.then(
+          (settlement) => settlement === 'settled',
+          () => false,
+        ),
+      );
       checkHeld(claim, await written);
       return;
     }
@@ -182,7 +197,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     await settleAndRecord(
       claim,
       () => outbox.failed(claim),
-      () => recordEnd(delivery, 'dead_lettered', error),
+      (committed) => recordEnd(delivery, 'dead_lettered', committed, error),
     );
     options.observer?.deliveryEnded?.(delivery, 'failed');
   }
@@ -225,7 +240,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     await settleAndRecord(
       claim,
       () => outbox.delivered(claim),
-      () => recordEnd(delivery, 'completed'),
+      (committed) => recordEnd(delivery, 'completed', committed),
     );
     options.observer?.deliveryEnded?.(delivery, 'delivered');
   }
