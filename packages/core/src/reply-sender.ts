@@ -45,7 +45,9 @@ export interface ReplySender {
   start(): void;
   /**
    * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
-   * deliveries stay stored: sent again after the next start by a durable outbox).
+   * deliveries stay stored: sent again after the next start by a durable outbox). With an outbox
+   * that is not durable it first goes on claiming until the outbox is empty or `drainTimeoutMs`
+   * has passed, since what it still holds then is lost.
    */
   stop(options: { drainTimeoutMs: number }): Promise<void>;
   /**
@@ -95,6 +97,18 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   let leftBehind = false;
   let poller: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
+  /** Set while the drain of an outbox in memory waits for it to empty; called once it is. */
+  let emptied: (() => void) | undefined;
+
+  function checkEmptied(): void {
+    if (emptied === undefined) return;
+    outbox.pending().then(
+      (pending) => {
+        if (Object.keys(pending).length === 0) emptied?.();
+      },
+      (err: unknown) => logger.error({ err }, 'claim failed: the outbox is unreachable'),
+    );
+  }
 
   function recordEnd(
     delivery: Delivery,
@@ -284,6 +298,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         .finally(() => {
           sends.delete(send);
           pump(channel);
+          checkEmptied();
         });
       sends.add(send);
     }
@@ -313,12 +328,29 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     },
 
     async stop({ drainTimeoutMs }) {
+      const deadline = Date.now() + drainTimeoutMs;
+      // What an outbox in memory still holds after the drain is lost (dropUnsent): it goes on
+      // sending, the deliveries queued behind a slow chat too, while the drain lasts.
+      if (!stopped && !outbox.durable) {
+        const empty = new Promise<void>((resolve) => {
+          emptied = resolve;
+        });
+        checkEmptied();
+        const drained = await within(empty, drainTimeoutMs);
+        emptied = undefined;
+        if (drained === 'timeout')
+          logger.warn({ drainTimeoutMs }, 'drain timeout: replies still queued are dropped');
+      }
       stopped = true;
       clearInterval(poller);
       unsubscribe?.();
       await Promise.allSettled([...claimLoops]);
       const sends = [...inFlight.values()].flatMap((set) => [...set]);
-      if ((await within(Promise.allSettled(sends), drainTimeoutMs)) === 'timeout') {
+      const leftMs = deadline - Date.now();
+      if (
+        sends.length > 0 &&
+        (leftMs <= 0 || (await within(Promise.allSettled(sends), leftMs)) === 'timeout')
+      ) {
         leftBehind = true;
         logger.warn({ sending: sends.length }, 'drain timeout: sends still under way are left behind');
       }
