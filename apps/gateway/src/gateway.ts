@@ -116,7 +116,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outbox: stores.outbox,
   });
   const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
-  outcomes.subscribe(audit.record);
+  // Its write joins the commit that ends the message; the others hear of an outcome once committed.
+  outcomes.subscribe(audit.record, { stores: true });
   outcomes.subscribe(metrics.recordOutcome);
   // What the console reads besides the stores: in memory, per replica, lost on restart.
   const trail = createMessageTrail({

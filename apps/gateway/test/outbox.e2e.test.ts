@@ -188,6 +188,44 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
     });
   });
 
+  describe('when SIGTERM arrives with store: memory and replies queued behind a send that hangs', () => {
+    it('sends them all within the drain before it exits', {
+      timeout: 90_000,
+    }, async () => {
+      const fake = await startFakeTelegram();
+      cleanup(() => fake.close());
+      const dir = tempDir();
+      const configPath = writeConfig(
+        dir,
+        `server: { host: 127.0.0.1, port: 0 }
+store: { kind: memory }
+shutdown: { drain_timeout: 30s }
+channels:
+  - { id: tg, type: telegram, token: "${fake.token}", api_root: "${fake.url}", outbound: { send_timeout: 8s, retry: { base_delay: 200ms } } }
+pipelines: [{ id: bot, type: echo }]
+routing: { default: bot }`,
+      );
+      const gateway = await startServe({ dir, configPath });
+      cleanup(() => gateway.stop('SIGKILL'));
+      fake.failNext('sendMessage', 1, { hang: true });
+      // One turn per message: each is answered before the next arrives, so three deliveries wait
+      // in one chat, behind the first send.
+      for (const [index, text] of ['one', 'two', 'three'].entries()) {
+        fake.pushUpdate(privateMessage(fake, alice, text));
+        await eventually(
+          async () => (await metric(gateway, 'switchboard_outbox_pending{channel="tg"}')) === index + 1,
+        );
+      }
+      expect(fake.callsOf('sendMessage')).toHaveLength(1);
+
+      expect(await gateway.stop('SIGTERM')).toBe(0);
+      expect(textsTo(fake, alice.id)).toEqual(['one', 'two', 'three']);
+      expect(
+        gateway.logs.some((line) => line.msg === 'drain timeout: replies still queued are dropped'),
+      ).toBe(false);
+    });
+  });
+
   describe('when a delivery is given up and its dead letter replayed', () => {
     it('sends the stored replies without asking the backend again, and answers 409 to a second replay', {
       timeout: 60_000,

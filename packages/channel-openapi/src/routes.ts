@@ -6,6 +6,7 @@ import {
   type MessageStatusStore,
   SwitchboardError,
   TRACEPARENT_PATTERN,
+  isFinalStatus,
   newMessageId,
   traceIdOf,
 } from '@switchboard/core';
@@ -35,7 +36,7 @@ import { createKeyedSerializer } from './keyed-serializer.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
 import { SSE_HEADERS, type SseHub } from './sse.js';
-import { type StatusTracker, type StatusWatch, emptyStatus, isFinal } from './status-tracker.js';
+import { type StatusTracker, type StatusWatch, emptyStatus } from './status-tracker.js';
 
 /** The wait suggested while the channel is not running: a start or a restart takes seconds. */
 const NOT_RUNNING_RETRY_AFTER_MS = 5000;
@@ -68,7 +69,7 @@ function viewOf(status: MessageStatus, reason?: string): MessageView {
 }
 
 function answerOf(status: MessageStatus, reason?: string): Answer {
-  return { statusCode: isFinal(status) ? 200 : 202, body: viewOf(status, reason) };
+  return { statusCode: isFinalStatus(status) ? 200 : 202, body: viewOf(status, reason) };
 }
 
 /** The answer for an ingress result that is final at once (discarded, ignored). */
@@ -213,11 +214,11 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
   }
 
   async function replay(status: MessageStatus, wait: boolean, timeoutMs: number): Promise<Answer> {
-    if (!wait || isFinal(status)) return answerOf(status);
+    if (!wait || isFinalStatus(status)) return answerOf(status);
     const watch = tracker.watch(status.id);
     // The outcome may have landed between the first read and the watch.
     const latest = await tracker.current(status.id);
-    if (latest !== null && isFinal(latest)) {
+    if (latest !== null && isFinalStatus(latest)) {
       watch.cancel();
       return answerOf(latest);
     }

@@ -4,12 +4,12 @@ import {
   type Logger,
   type MessageStatus,
   type MessageStatusStore,
-  OUTCOME_KINDS,
   type Outcome,
   type PooledMessageState,
   type Reply,
   type SessionReplies,
   type TurnStart,
+  isFinalStatus,
   traceIdOf,
 } from '@switchboard/core';
 import { createKeyedSerializer } from './keyed-serializer.js';
@@ -125,17 +125,6 @@ export interface StatusTrackerOptions {
 
 /** Followed messages one sweep checks at most (two reads each). */
 const SWEEP_PER_ROUND = 100;
-
-/** A status is final once the message has its outcome. */
-const FINAL: ReadonlySet<MessageStatus['status']> = new Set(OUTCOME_KINDS);
-
-/**
- * True when nothing will change the status any more (but replies a dead letter reply adds): the
- * message has its outcome, and its replies are not waiting in the outbox.
- */
-export function isFinal(status: MessageStatus): boolean {
-  return FINAL.has(status.status) && status.delivery !== 'pending';
-}
 
 /** Where the replies of a message with this outcome stand. */
 function deliveryAfter(outcome: Outcome, base: MessageStatus): MessageStatus['delivery'] {
@@ -278,7 +267,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
   /** Forgets `id` once nothing needs it in memory any more. */
   function release(id: string, entry: Tracked): void {
-    const settled = entry.status === null || isFinal(entry.status);
+    const settled = entry.status === null || isFinalStatus(entry.status);
     if (settled && entry.waiters.length === 0 && entry.writing === undefined && tracked.get(id) === entry)
       tracked.delete(id);
   }
@@ -335,14 +324,14 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * the outcome's own account only stands in when the store fails to answer.
    *
    * With a shared reply outbox, the replica that ran the turn writes `delivery: pending` when its
-   * replies are stored, while another replica's sender may already be delivering them: a pending
-   * write of this replica that reached the store after that replica's final status replaced it.
-   * So the store is read once this replica's writes have landed, and the final status is written
-   * again from the outcome when the store holds this replica's pending one.
+   * replies are stored, while another replica's sender may already be delivering them. The store
+   * keeps a final status over a later pending one, but that replica's final write may have
+   * failed. So the store is read once this replica's writes have landed, and the final status is
+   * written again from the outcome when the store holds this replica's pending one.
    */
   function onRelayedOutcome(id: string, outcome: Outcome): void {
     const entry = tracked.get(id);
-    if (entry === undefined || (entry.status !== null && isFinal(entry.status))) return;
+    if (entry === undefined || (entry.status !== null && isFinalStatus(entry.status))) return;
     entry.endedElsewhere = true;
     const told = finalStatus(outcome, entry.status, now());
     const wrotePending = entry.status?.delivery === 'pending';
@@ -351,7 +340,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       .then(() => statuses.get(id))
       .then(
         (stored) => {
-          if (stored !== null && isFinal(stored)) {
+          if (stored !== null && isFinalStatus(stored)) {
             settleFollowed(id, entry, stored, outcome.reason);
             return;
           }
@@ -367,7 +356,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
   /** A followed message turned out final elsewhere: answers its waiters and lets it go. */
   function settleFollowed(id: string, entry: Tracked, status: MessageStatus, reason?: string): void {
-    if (entry.status !== null && isFinal(entry.status)) return;
+    if (entry.status !== null && isFinalStatus(entry.status)) return;
     entry.status = status;
     answerSoon(notifier(id, entry, status, reason));
   }
@@ -406,7 +395,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       // Another replica's turn moves only messages followed here: an entry made for a message
       // nobody here follows would wait for an outcome this replica may never hear of.
       const entry = origin === 'relayed' ? tracked.get(message.id) : entryOf(message.id);
-      if (entry === undefined || (entry.status !== null && isFinal(entry.status))) continue;
+      if (entry === undefined || (entry.status !== null && isFinalStatus(entry.status))) continue;
       entry.status = {
         ...(entry.status ?? emptyStatus(message.id, at)),
         status: 'running',
@@ -425,7 +414,8 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * longer followed is final already (its delivery beat this event), and is left alone, as is one
    * another replica's sender told the outcome of. Stamped when the replies were stored: the final
    * status, written when their delivery ended (maybe by another replica, before this event), is
-   * newer, and the store keeps it.
+   * newer or of the same millisecond, and the store keeps it (a non-final status never replaces a
+   * final one).
    */
   function onRepliesStored(delivery: Delivery): void {
     if (delivery.channel !== channelId) return;
@@ -433,7 +423,11 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     for (const answered of delivery.messages) {
       const id = answered.message.id;
       const entry = tracked.get(id);
-      if (entry === undefined || entry.endedElsewhere || (entry.status !== null && isFinal(entry.status)))
+      if (
+        entry === undefined ||
+        entry.endedElsewhere ||
+        (entry.status !== null && isFinalStatus(entry.status))
+      )
         continue;
       const status: MessageStatus = {
         ...(entry.status ?? emptyStatus(id, at)),
@@ -457,7 +451,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    */
   async function checkedElsewhere(id: string, entry: Tracked, status: MessageStatus): Promise<MessageStatus> {
     const stored = await statuses.get(id);
-    if (stored === null || !isFinal(stored)) return entry.status ?? status;
+    if (stored === null || !isFinalStatus(stored)) return entry.status ?? status;
     settleFollowed(id, entry, stored);
     return stored;
   }
@@ -472,12 +466,13 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     const before = now() - (options.staleAfterMs ?? 60_000);
     const stale = [...tracked]
       .filter(
-        ([, entry]) => entry.status !== null && !isFinal(entry.status) && entry.status.updated_at < before,
+        ([, entry]) =>
+          entry.status !== null && !isFinalStatus(entry.status) && entry.status.updated_at < before,
       )
       .slice(0, SWEEP_PER_ROUND);
     for (const [id, entry] of stale) {
       const status = entry.status as MessageStatus;
-      if (isFinal(await checkedElsewhere(id, entry, status))) continue;
+      if (isFinalStatus(await checkedElsewhere(id, entry, status))) continue;
       if (
         (await options.events.locate?.(id)) === null &&
         entry.waiters.length === 0 &&
@@ -555,14 +550,19 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       }
       const updated = withReplies(current, replies, now());
       entry.status = updated;
-      if (isFinal(updated)) await write(id, entry, updated);
+      if (isFinalStatus(updated)) await write(id, entry, updated);
       return updated;
     },
 
     async current(id) {
       const entry = tracked.get(id);
       const status = entry?.status ?? null;
-      if (status !== null && entry !== undefined && !isFinal(status) && options.events.locate !== undefined)
+      if (
+        status !== null &&
+        entry !== undefined &&
+        !isFinalStatus(status) &&
+        options.events.locate !== undefined
+      )
         return checkedElsewhere(id, entry, status);
       if (status !== null) return status;
       await storeOnly.idle(id);

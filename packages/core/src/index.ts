@@ -126,7 +126,12 @@ export type {
 } from './ports/reply-outbox.js';
 export { silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
-export { DELIVERY_STATES, MESSAGE_STATUSES } from './ports/message-status-store.js';
+export {
+  DELIVERY_STATES,
+  MESSAGE_STATUSES,
+  isFinalStatus,
+  replacesStatus,
+} from './ports/message-status-store.js';
 export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
 export type { Pipeline, PipelineResult, PipelineRunContext, PipelineStatus } from './ports/pipeline.js';
 export type {

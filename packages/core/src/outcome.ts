@@ -61,7 +61,14 @@ export interface UndeliveredReplies {
 
 /** Where outcomes go: audit, metrics and waiting HTTP requests all subscribe in one place. */
 export interface OutcomeSink {
-  record(outcome: Outcome): void;
+  /**
+   * Records `outcome`. With `committed` — whether the store write that ends the message, issued
+   * in the same tick, committed — listeners that store outcomes are called at once, so that
+   * their writes join that commit (SQLite's group commit), and the others only once it resolved
+   * true: a message whose end did not commit is not over (its delivery is sent again), so
+   * nobody may be told that it is.
+   */
+  record(outcome: Outcome, committed?: Promise<boolean>): void;
 }
 
 /**
@@ -86,8 +93,11 @@ export type OutcomeListener = (outcome: Outcome) => void;
 
 /** Fans each outcome out to every subscriber; a throwing subscriber cannot hurt the others. */
 export interface OutcomeBus extends OutcomeSink {
-  /** Adds a listener; returns the function that removes it. */
-  subscribe(listener: OutcomeListener): () => void;
+  /**
+   * Adds a listener; `stores`: it writes outcomes to the store (the audit log), see `record`.
+   * Returns the function that removes it.
+   */
+  subscribe(listener: OutcomeListener, options?: { stores?: boolean }): () => void;
 }
 
 /**
@@ -109,20 +119,34 @@ export function createOutcomeBus(
   onListenerError: (error: unknown) => void = () => {},
   mask?: SecretMasker,
 ): OutcomeBus {
-  const listeners = new Set<OutcomeListener>();
-  return {
-    record(recorded) {
-      const outcome = mask === undefined ? recorded : maskedError(recorded, mask);
-      for (const listener of listeners) {
-        try {
-          listener(outcome);
-        } catch (error) {
-          onListenerError(error);
-        }
+  /** Each listener, and whether it stores outcomes. */
+  const listeners = new Map<OutcomeListener, boolean>();
+
+  function notify(outcome: Outcome, which: (stores: boolean) => boolean): void {
+    for (const [listener, stores] of listeners) {
+      if (!which(stores)) continue;
+      try {
+        listener(outcome);
+      } catch (error) {
+        onListenerError(error);
       }
+    }
+  }
+
+  return {
+    record(recorded, committed) {
+      const outcome = mask === undefined ? recorded : maskedError(recorded, mask);
+      if (committed === undefined) {
+        notify(outcome, () => true);
+        return;
+      }
+      notify(outcome, (stores) => stores);
+      void committed.then((done) => {
+        if (done) notify(outcome, (stores) => !stores);
+      });
     },
-    subscribe(listener) {
-      listeners.add(listener);
+    subscribe(listener, options) {
+      listeners.set(listener, options?.stores ?? false);
       return () => listeners.delete(listener);
     },
   };

@@ -45,7 +45,9 @@ export interface ReplySender {
   start(): void;
   /**
    * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
-   * deliveries stay stored: sent again after the next start by a durable outbox).
+   * deliveries stay stored: sent again after the next start by a durable outbox). With an outbox
+   * that is not durable it first goes on claiming until the outbox is empty or `drainTimeoutMs`
+   * has passed, since what it still holds then is lost.
    */
   stop(options: { drainTimeoutMs: number }): Promise<void>;
   /**
@@ -95,33 +97,53 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   let leftBehind = false;
   let poller: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
+  /** Set while the drain of an outbox in memory waits for it to empty; called once it is. */
+  let emptied: (() => void) | undefined;
 
-  function recordEnd(delivery: Delivery, kind: 'completed' | 'dead_lettered', error?: DeliveryError): void {
+  function checkEmptied(): void {
+    if (emptied === undefined) return;
+    outbox.pending().then(
+      (pending) => {
+        if (Object.keys(pending).length === 0) emptied?.();
+      },
+      (err: unknown) => logger.error({ err }, 'claim failed: the outbox is unreachable'),
+    );
+  }
+
+  function recordEnd(
+    delivery: Delivery,
+    kind: 'completed' | 'dead_lettered',
+    committed: Promise<boolean> | undefined,
+    error?: DeliveryError,
+  ): void {
     if (!delivery.ownsOutcome) return;
     const at = now();
     for (const answered of delivery.messages) {
-      outcomes.record({
-        kind,
-        at,
-        message: answered.message,
-        session: answered.session,
-        pipeline: answered.pipeline,
-        rule: answered.rule,
-        turnId: delivery.turnId ?? undefined,
-        attempt: answered.attempt,
-        replies: delivery.replies,
-        ...(kind === 'completed'
-          ? {}
-          : {
-              reason: 'delivery_failed' as const,
-              error,
-              undelivered: {
-                origin: delivery.origin,
-                replies: delivery.replies,
-                ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
-              },
-            }),
-      });
+      outcomes.record(
+        {
+          kind,
+          at,
+          message: answered.message,
+          session: answered.session,
+          pipeline: answered.pipeline,
+          rule: answered.rule,
+          turnId: delivery.turnId ?? undefined,
+          attempt: answered.attempt,
+          replies: delivery.replies,
+          ...(kind === 'completed'
+            ? {}
+            : {
+                reason: 'delivery_failed' as const,
+                error,
+                undelivered: {
+                  origin: delivery.origin,
+                  replies: delivery.replies,
+                  ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+                },
+              }),
+        },
+        committed,
+      );
     }
   }
 
@@ -153,18 +175,25 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   }
 
   /**
-   * Ends a claim with `write` and records the messages' outcome with `record`: in the same tick
-   * for an outbox of this process alone (one group commit), after the write was applied for a
-   * shared one (a `lost` claim belongs to whoever claimed it again, who records it).
+   * Ends a claim with `write` and records the messages' outcome with `record`. For an outbox of
+   * this process alone, in the same tick, so that the outcome's audit record joins the write's
+   * group commit; the other listeners hear of it once that commit succeeded, and nobody if it
+   * failed (the delivery stays and is sent again). For a shared one, after the write was applied
+   * (a `lost` claim belongs to whoever claimed it again, who records it).
    */
   async function settleAndRecord(
     claim: DeliveryClaim,
     write: () => Promise<Settlement>,
-    record: () => void,
+    record: (committed?: Promise<boolean>) => void,
   ): Promise<void> {
     if (!outbox.shared) {
       const written = write();
-      record();
+      record(
+        written.then(
+          (settlement) => settlement === 'settled',
+          () => false,
+        ),
+      );
       checkHeld(claim, await written);
       return;
     }
@@ -182,7 +211,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     await settleAndRecord(
       claim,
       () => outbox.failed(claim),
-      () => recordEnd(delivery, 'dead_lettered', error),
+      (committed) => recordEnd(delivery, 'dead_lettered', committed, error),
     );
     options.observer?.deliveryEnded?.(delivery, 'failed');
   }
@@ -225,7 +254,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     await settleAndRecord(
       claim,
       () => outbox.delivered(claim),
-      () => recordEnd(delivery, 'completed'),
+      (committed) => recordEnd(delivery, 'completed', committed),
     );
     options.observer?.deliveryEnded?.(delivery, 'delivered');
   }
@@ -269,6 +298,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         .finally(() => {
           sends.delete(send);
           pump(channel);
+          checkEmptied();
         });
       sends.add(send);
     }
@@ -298,12 +328,29 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     },
 
     async stop({ drainTimeoutMs }) {
+      const deadline = Date.now() + drainTimeoutMs;
+      // What an outbox in memory still holds after the drain is lost (dropUnsent): it goes on
+      // sending, the deliveries queued behind a slow chat too, while the drain lasts.
+      if (!stopped && !outbox.durable) {
+        const empty = new Promise<void>((resolve) => {
+          emptied = resolve;
+        });
+        checkEmptied();
+        const drained = await within(empty, drainTimeoutMs);
+        emptied = undefined;
+        if (drained === 'timeout')
+          logger.warn({ drainTimeoutMs }, 'drain timeout: replies still queued are dropped');
+      }
       stopped = true;
       clearInterval(poller);
       unsubscribe?.();
       await Promise.allSettled([...claimLoops]);
       const sends = [...inFlight.values()].flatMap((set) => [...set]);
-      if ((await within(Promise.allSettled(sends), drainTimeoutMs)) === 'timeout') {
+      const leftMs = deadline - Date.now();
+      if (
+        sends.length > 0 &&
+        (leftMs <= 0 || (await within(Promise.allSettled(sends), leftMs)) === 'timeout')
+      ) {
         leftBehind = true;
         logger.warn({ sending: sends.length }, 'drain timeout: sends still under way are left behind');
       }

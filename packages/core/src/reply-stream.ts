@@ -29,6 +29,8 @@ export interface ReplyStream {
   /**
    * The pipeline returned: no preview starts any more; waits (within `finishTimeoutMs`) for the one in
    * flight, then until the interval since it has passed, so that the final edit is spaced too.
+   * A call still in flight at `finishTimeoutMs` is aborted and waited for until it settles (at most
+   * `finishTimeoutMs` more), so that no preview reaches the platform after the final send starts.
    * Resolves with the ref of the posted preview, for the final send to edit; undefined when none
    * was posted (the final send posts the answer). Never rejects.
    */
@@ -112,12 +114,22 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
       closed = true;
       clearTimeout(timer);
       timer = undefined;
-      if (inFlight !== undefined && (await within(inFlight, finishTimeoutMs)) === 'timeout') {
+      const call = inFlight;
+      if (call !== undefined && (await within(call, finishTimeoutMs)) === 'timeout') {
         logger.warn(
           { timeoutMs: finishTimeoutMs },
           'preview still unanswered when the answer was complete: abandoned',
         );
         stop.abort();
+        // The final send must not overtake it: a post that lands unseen leaves the answer shown
+        // twice, an edit that lands after the final one shows the partial text again. Aborted,
+        // a call settles at once (the port's contract); one that answered meanwhile gives its ref.
+        if ((await within(call, finishTimeoutMs)) === 'timeout') {
+          logger.error(
+            { timeoutMs: finishTimeoutMs },
+            'preview ignored its abort signal: the answer may show twice or end partial',
+          );
+        }
       }
       if (draft === undefined) return undefined;
       const waitMs = Math.min(lastEndedAt + editIntervalMs, deadline) - now();

@@ -56,3 +56,40 @@ describe('createOutcomeBus', () => {
     });
   });
 });
+
+describe('createOutcomeBus with the commit that ends the message', () => {
+  describe('when that commit succeeds', () => {
+    it('calls the listeners that store outcomes at once and the others once it committed', async () => {
+      const bus = createOutcomeBus();
+      const heard: string[] = [];
+      bus.subscribe(() => heard.push('metrics'));
+      bus.subscribe(() => heard.push('audit'), { stores: true });
+      let commit: (done: boolean) => void = () => {};
+      bus.record(
+        outcome,
+        new Promise<boolean>((resolve) => {
+          commit = resolve;
+        }),
+      );
+      expect(heard).toEqual(['audit']);
+      commit(true);
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(heard).toEqual(['audit', 'metrics']);
+    });
+  });
+
+  describe('when that commit fails', () => {
+    it('tells no listener but those that store outcomes', async () => {
+      const bus = createOutcomeBus();
+      const heard: string[] = [];
+      bus.subscribe(() => heard.push('metrics'));
+      bus.subscribe(() => heard.push('audit'), { stores: true });
+      const committed = Promise.resolve(false);
+      bus.record(outcome, committed);
+      await committed;
+      await Promise.resolve();
+      expect(heard).toEqual(['audit']);
+    });
+  });
+});

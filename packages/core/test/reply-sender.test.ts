@@ -163,7 +163,7 @@ describe('reply sender', () => {
   });
 
   describe('when it stops with an outbox in memory', () => {
-    it('lets the send under way finish, sends nothing more, and drops what is left', async () => {
+    it('goes on sending what is queued behind the send under way while the drain lasts', async () => {
       const { outcomes, sends, sender, add } = setup();
       sender.start();
       await add(1, 'a');
@@ -171,11 +171,33 @@ describe('reply sender', () => {
       await settle();
       const stopped = sender.stop({ drainTimeoutMs: 5_000 });
       sends[0]?.finish();
+      await settle();
+      sends[1]?.finish();
       await stopped;
       await sender.dropUnsent();
-      expect(sends).toHaveLength(1);
+      expect(sends).toHaveLength(2);
       expect(outcomes.map((outcome) => [outcome.kind, outcome.reason, outcome.replies])).toEqual([
         ['completed', undefined, [{ text: 'r1' }]],
+        ['completed', undefined, [{ text: 'r2' }]],
+      ]);
+    });
+
+    it('drops what is left at the drain deadline, the send under way included, each message once', async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1, 'a');
+      await add(2, 'a');
+      await settle();
+      const stopped = sender.stop({ drainTimeoutMs: 5_000 });
+      await vi.advanceTimersByTimeAsync(5_000);
+      await stopped;
+      await sender.dropUnsent();
+      // Late, the slow send ends: its message already has its outcome.
+      sends[0]?.finish();
+      await settle();
+      expect(sends).toHaveLength(1);
+      expect(outcomes.map((outcome) => [outcome.kind, outcome.reason, outcome.replies])).toEqual([
+        ['dropped', 'shutdown', [{ text: 'r1' }]],
         ['dropped', 'shutdown', [{ text: 'r2' }]],
       ]);
     });

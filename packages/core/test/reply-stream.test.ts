@@ -121,8 +121,61 @@ describe('createReplyStream', () => {
       const draft = stream.finish();
       await vi.advanceTimersByTimeAsync(5_000);
       expect(calls[1]?.signal.aborted).toBe(true);
+      calls[1]?.reject(new Error('aborted'));
       // The post succeeded: the final send edits it, whatever became of the edit.
       expect(await draft).toBe('m1');
+    });
+
+    it('hands back the ref of a post abandoned at the deadline that answers once aborted, so the final send edits it', async () => {
+      const { calls, preview } = fakePreview();
+      const stream = streamOf(preview, 5_000);
+      stream.push('a');
+      await vi.advanceTimersByTimeAsync(0);
+      const draft = stream.finish();
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(calls[0]?.signal.aborted).toBe(true);
+      // The platform had posted it: without its ref the final send would post the answer a second time.
+      calls[0]?.resolve('m1');
+      expect(await draft).toBe('m1');
+    });
+
+    it('hands back the draft only once an edit abandoned at the deadline has settled, so it cannot overwrite the final text', async () => {
+      const { calls, preview } = fakePreview();
+      const stream = streamOf(preview, 5_000);
+      stream.push('a');
+      await vi.advanceTimersByTimeAsync(0);
+      calls[0]?.resolve('m1');
+      await vi.advanceTimersByTimeAsync(1_000);
+      stream.push('b');
+      await vi.advanceTimersByTimeAsync(0);
+      let settled = false;
+      const draft = stream.finish().then((ref) => {
+        settled = true;
+        return ref;
+      });
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(calls[1]?.signal.aborted).toBe(true);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(settled).toBe(false);
+      calls[1]?.reject(new Error('aborted'));
+      expect(await draft).toBe('m1');
+    });
+
+    it('gives up on a call that ignores its abort one more deadline later', async () => {
+      const { calls, preview } = fakePreview();
+      const stream = streamOf(preview, 5_000);
+      stream.push('a');
+      await vi.advanceTimersByTimeAsync(0);
+      let settled = false;
+      const draft = stream.finish().then((ref) => {
+        settled = true;
+        return ref;
+      });
+      await vi.advanceTimersByTimeAsync(9_999);
+      expect(calls[0]?.signal.aborted).toBe(true);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(await draft).toBeUndefined();
     });
   });
 

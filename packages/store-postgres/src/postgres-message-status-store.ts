@@ -1,4 +1,4 @@
-import type { MessageStatus, MessageStatusStore } from '@switchboard/core';
+import { type MessageStatus, type MessageStatusStore, OUTCOME_KINDS, isFinalStatus } from '@switchboard/core';
 import type { Sql } from './postgres-connection.js';
 
 /**
@@ -31,11 +31,14 @@ export function createPostgresMessageStatusStore(
 
   return {
     async put(status) {
+      // `replacesStatus` in SQL: not older, and never a non-final status over a final one.
       await sql.query(
         `INSERT INTO ${statuses} (id, updated_at, body) VALUES ($1, $2, $3)
          ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body
-         WHERE excluded.updated_at >= ${statuses}.updated_at`,
-        [status.id, status.updated_at, JSON.stringify(status)],
+         WHERE excluded.updated_at >= ${statuses}.updated_at
+           AND ($4::boolean OR NOT ((${statuses}.body ->> 'status') = ANY($5::text[])
+             AND coalesce(${statuses}.body ->> 'delivery', '') <> 'pending'))`,
+        [status.id, status.updated_at, JSON.stringify(status), isFinalStatus(status), [...OUTCOME_KINDS]],
       );
     },
     async get(id) {

@@ -9,6 +9,7 @@ import {
   type MessageStatusStore,
   SwitchboardError,
   isSwitchboardError,
+  replacesStatus,
   silentLogger,
   within,
 } from '@switchboard/core';
@@ -304,7 +305,8 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
         : {
             put: (status) => tracked({ status }),
             // The copy waiting in the outbox, read first: a drain writes PostgreSQL before it
-            // forgets the copy, so one of the two always has the status. With both, the newer wins:
+            // forgets the copy, so one of the two always has the status. With both, the one `put`
+            // would keep wins (the newer; a final one over a non-final one of the same time):
             // a replica whose PostgreSQL answers again writes there while older copies still wait.
             async get(id) {
               const waiting = await client.hget(keys.waitingStatuses, id).catch((err: unknown) => {
@@ -313,7 +315,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
               if (waiting === null) return statuses.get(id);
               const copy = JSON.parse(waiting) as MessageStatus;
               const stored = await statuses.get(id).catch(() => null);
-              return stored !== null && stored.updated_at > copy.updated_at ? stored : copy;
+              return stored !== null && !replacesStatus(stored, copy) ? stored : copy;
             },
             claimIdempotencyKey: (key, messageId, ttlMs) =>
               statuses.claimIdempotencyKey(key, messageId, ttlMs),

@@ -1,4 +1,4 @@
-import type { MessageStatus, MessageStatusStore } from '@switchboard/core';
+import { type MessageStatus, type MessageStatusStore, OUTCOME_KINDS, isFinalStatus } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
 
@@ -12,11 +12,16 @@ export function createSqliteMessageStatusStore(
   commit: GroupCommit,
   now: () => number,
 ): MessageStatusStore {
-  const put = db.prepare<[string, number, string]>(
-    `INSERT INTO message_status (id, updated_at, body) VALUES (?, ?, ?)
+  // `replacesStatus` in SQL: not older, and never a non-final status over a final one.
+  const put = db.prepare<{ id: string; updatedAt: number; body: string; final: number; outcomes: string }>(
+    `INSERT INTO message_status (id, updated_at, body) VALUES (@id, @updatedAt, @body)
      ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body
-     WHERE excluded.updated_at >= message_status.updated_at`,
+     WHERE excluded.updated_at >= message_status.updated_at
+       AND (@final = 1 OR NOT (
+         json_extract(message_status.body, '$.status') IN (SELECT value FROM json_each(@outcomes))
+         AND coalesce(json_extract(message_status.body, '$.delivery'), '') <> 'pending'))`,
   );
+  const outcomes = JSON.stringify(OUTCOME_KINDS);
   const get = db.prepare<[string], { body: string }>('SELECT body FROM message_status WHERE id = ?');
   const bind = db.prepare<{ key: string; messageId: string; expiresAt: number; now: number }>(
     `INSERT INTO idempotency_key (key, message_id, expires_at) VALUES (@key, @messageId, @expiresAt)
@@ -42,7 +47,10 @@ export function createSqliteMessageStatusStore(
   return {
     put(status) {
       const payload = JSON.stringify(status);
-      return commit(() => put.run(status.id, status.updated_at, payload));
+      const final = isFinalStatus(status) ? 1 : 0;
+      return commit(() =>
+        put.run({ id: status.id, updatedAt: status.updated_at, body: payload, final, outcomes }),
+      );
     },
     async get(id) {
       const row = get.get(id);

@@ -1,4 +1,8 @@
-import type { MessageStatus, MessageStatusStore } from '../ports/message-status-store.js';
+import {
+  type MessageStatus,
+  type MessageStatusStore,
+  replacesStatus,
+} from '../ports/message-status-store.js';
 
 const DONE: Promise<void> = Promise.resolve();
 
@@ -19,15 +23,23 @@ export function createMemoryMessageStatusStore(
   options: MemoryMessageStatusStoreOptions = {},
 ): MessageStatusStore {
   const now = options.now ?? Date.now;
-  const statuses = new Map<string, { updatedAt: number; json: string }>();
+  const statuses = new Map<
+    string,
+    { stored: Pick<MessageStatus, 'status' | 'delivery' | 'updated_at'>; json: string }
+  >();
   const keys = new Map<string, { messageId: string; expiresAt: number }>();
 
   return {
     // Not async: it runs for every message, and has nothing to wait for.
     put(status) {
       try {
-        if ((statuses.get(status.id)?.updatedAt ?? status.updated_at) > status.updated_at) return DONE;
-        statuses.set(status.id, { updatedAt: status.updated_at, json: JSON.stringify(status) });
+        const previous = statuses.get(status.id);
+        if (previous !== undefined && !replacesStatus(previous.stored, status)) return DONE;
+        const { delivery, updated_at } = status;
+        statuses.set(status.id, {
+          stored: { status: status.status, delivery, updated_at },
+          json: JSON.stringify(status),
+        });
         return DONE;
       } catch (error) {
         return Promise.reject(error);
@@ -51,7 +63,7 @@ export function createMemoryMessageStatusStore(
       }
       let pruned = 0;
       for (const [id, status] of statuses) {
-        if (status.updatedAt < beforeMs) {
+        if (status.stored.updated_at < beforeMs) {
           statuses.delete(id);
           pruned += 1;
         }

@@ -10,6 +10,28 @@ export const MESSAGE_STATUSES = ['queued', 'running', ...OUTCOME_KINDS] as const
  */
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
 
+const OUTCOMES: ReadonlySet<string> = new Set(OUTCOME_KINDS);
+
+/**
+ * True when nothing will change the status any more (but replies a dead letter reply adds): the
+ * message has its outcome, and its replies are not waiting in the outbox.
+ */
+export function isFinalStatus(status: Pick<MessageStatus, 'status' | 'delivery'>): boolean {
+  return OUTCOMES.has(status.status) && status.delivery !== 'pending';
+}
+
+/**
+ * Whether `incoming` may replace `stored` (`MessageStatusStore.put`): it is not older, and a
+ * non-final status never replaces a final one — a `pending` stamped when the replies were stored
+ * may carry the very millisecond their delivery ended in.
+ */
+export function replacesStatus(
+  stored: Pick<MessageStatus, 'status' | 'delivery' | 'updated_at'>,
+  incoming: Pick<MessageStatus, 'status' | 'delivery' | 'updated_at'>,
+): boolean {
+  return incoming.updated_at >= stored.updated_at && (isFinalStatus(incoming) || !isFinalStatus(stored));
+}
+
 /** Where a message stands, as `GET /v1/messages/{id}` reports it. */
 export interface MessageStatus {
   id: string;
@@ -38,8 +60,9 @@ export interface MessageStatus {
  */
 export interface MessageStatusStore {
   /**
-   * Stores `status` unless the one stored is newer (`updated_at`): a write held back (an outbox
-   * draining after an outage) must not overwrite a later one.
+   * Stores `status` unless the one stored is newer (`updated_at`) or final while `status` is not
+   * (`replacesStatus`): a write held back (an outbox draining after an outage) must not overwrite
+   * a later one, nor a `pending` delivery a final status of the same millisecond.
    */
   put(status: MessageStatus): Promise<void>;
   /** The status of a message, or null when unknown (never accepted, or pruned). */

@@ -62,6 +62,26 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
         expect(await subject.store.get('m1')).toEqual(done);
       });
 
+      it('keeps a final status when a non-final one of the same millisecond is put after it', async () => {
+        const delivered = status('m1', {
+          status: 'completed',
+          replies: [{ text: 'ok' }],
+          delivery: 'delivered',
+          updated_at: 20,
+        });
+        await subject.store.put(delivered);
+        await subject.store.put(status('m1', { status: 'completed', delivery: 'pending', updated_at: 20 }));
+        await subject.store.put(status('m1', { status: 'running', updated_at: 20 }));
+        expect(await subject.store.get('m1')).toEqual(delivered);
+      });
+
+      it('replaces a non-final status by a final one of the same millisecond', async () => {
+        await subject.store.put(status('m1', { status: 'completed', delivery: 'pending', updated_at: 20 }));
+        const delivered = status('m1', { status: 'completed', delivery: 'delivered', updated_at: 20 });
+        await subject.store.put(delivered);
+        expect(await subject.store.get('m1')).toEqual(delivered);
+      });
+
       it('answers null for an id never put', async () => {
         expect(await subject.store.get('unknown')).toBeNull();
       });
