@@ -136,10 +136,13 @@ export type {
   PooledMessageState,
   QueryPool,
   QueuedMessage,
+  RunningTurn,
+  SessionsView,
   Settlement,
   Turn,
   TurnLease,
   TurnStart,
+  WaitingSession,
 } from './ports/query-pool.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
