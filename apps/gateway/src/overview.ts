@@ -32,7 +32,13 @@ export interface Overview {
    */
   pipelines: Record<
     string,
-    { inflight: number; pending: number; oldest_wait_ms: number; p50_ms: number | null; p95_ms: number | null }
+    {
+      inflight: number;
+      pending: number;
+      oldest_wait_ms: number;
+      p50_ms: number | null;
+      p95_ms: number | null;
+    }
   >;
   channels: ChannelHealth[];
 }

@@ -323,11 +323,20 @@ describe('the console admin API (end to end)', () => {
         },
       ]);
       expect(view.waiting).toEqual([
-        { session: expect.stringContaining('s-ivy'), pipeline: 'bot', pending: 1, oldest_wait_ms: expect.any(Number) },
+        {
+          session: expect.stringContaining('s-ivy'),
+          pipeline: 'bot',
+          pending: 1,
+          oldest_wait_ms: expect.any(Number),
+        },
       ]);
       // The overview shows the same queue: two waiting on `bot`.
       const overview = (await get(`${gateway.url}/admin/overview`)).body;
-      expect(overview.pipelines.bot).toMatchObject({ inflight: 1, pending: 2, oldest_wait_ms: expect.any(Number) });
+      expect(overview.pipelines.bot).toMatchObject({
+        inflight: 1,
+        pending: 2,
+        oldest_wait_ms: expect.any(Number),
+      });
       // Ages grow while the turn is held.
       const age = view.running[0].age_ms;
       await eventually(async () => (await sessions()).running[0]?.age_ms > age);
@@ -352,7 +361,13 @@ describe('the console admin API (end to end)', () => {
 
   describe('when no admin.token is set', () => {
     it('refuses a client a proxy forwarded with 403 on every console route', async () => {
-      for (const path of ['/admin/messages', '/admin/messages/x', '/admin/routing', '/admin/overview', '/admin/sessions']) {
+      for (const path of [
+        '/admin/messages',
+        '/admin/messages/x',
+        '/admin/routing',
+        '/admin/overview',
+        '/admin/sessions',
+      ]) {
         const refused = await get(`${gateway.url}${path}`, FROM_PROXY);
         expect({ path, status: refused.status }).toEqual({ path, status: 403 });
       }
