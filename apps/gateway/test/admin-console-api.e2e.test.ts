@@ -357,6 +357,21 @@ describe('the console admin API (end to end)', () => {
       }
       expect((await get(`${gateway.url}/admin/sessions?limit=200`)).status).toBe(200);
     });
+
+    it('is in the OpenAPI document with its limit', async () => {
+      const openapi = (await get(`${gateway.url}/openapi.json`)).body;
+      const route = openapi.paths['/admin/sessions']?.get;
+      expect(route?.tags).toEqual(['admin']);
+      expect(route?.parameters).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            in: 'query',
+            name: 'limit',
+            schema: expect.objectContaining({ maximum: 200 }),
+          }),
+        ]),
+      );
+    });
   });
 
   describe('when no admin.token is set', () => {
