@@ -50,9 +50,27 @@ export interface Queues {
   inflight: number;
   sessions: number;
   inflightByPipeline: Record<string, number>;
+  pendingByPipeline: Record<string, number>;
+  /** 0 when none waits. */
+  oldestWaitMsByPipeline: Record<string, number>;
   pipelines: Record<string, { ok: boolean; detail?: string }>;
   replicas?: Array<{ id: string; alive: boolean; heartbeat_expires_at: number; turns_running: number }>;
   channels: Array<{ id: string; type: string; state: string; holder: string | null }>;
+}
+
+/** `GET /admin/sessions`: the longest-waiting ready sessions and every running turn. */
+export interface Sessions {
+  waiting: Array<{ session: string; pipeline: string; pending: number; oldest_wait_ms: number }>;
+  running: Array<{
+    turn_id: string;
+    session: string;
+    pipeline: string;
+    messages: number;
+    age_ms: number;
+    /** Null unless replicas share the pool. */
+    replica: string | null;
+    pending: number;
+  }>;
 }
 
 /** `GET /admin/messages/{id}`: one message's whole path. */
@@ -145,8 +163,9 @@ export interface Overview {
       inflight: number;
       p50_ms: number | null;
       p95_ms: number | null;
-      pending?: number;
-      oldest_wait_ms?: number | null;
+      pending: number;
+      /** 0 when none waits. */
+      oldest_wait_ms: number;
     }
   >;
   channels: Array<{ id: string; ready: boolean; state?: string; detail?: string }>;

@@ -25,8 +25,21 @@ export interface Overview {
     pending: number;
     limits: { concurrency_pipeline: number; concurrency_session: number; max_pending: number };
   };
-  /** Per pipeline: turns running, and p50/p95 of its recent completed turns on this replica. */
-  pipelines: Record<string, { inflight: number; p50_ms: number | null; p95_ms: number | null }>;
+  /**
+   * Per pipeline: turns running, messages waiting and how long the oldest has waited (ms, 0 when
+   * none waits; cluster-wide with a shared pool), and p50/p95 of its recent completed turns on
+   * this replica.
+   */
+  pipelines: Record<
+    string,
+    {
+      inflight: number;
+      pending: number;
+      oldest_wait_ms: number;
+      p50_ms: number | null;
+      p95_ms: number | null;
+    }
+  >;
   channels: ChannelHealth[];
 }
 
@@ -52,6 +65,8 @@ export function overview(parts: {
   for (const id of parts.pipelineIds) {
     pipelines[id] = {
       inflight: parts.stats.inflightByPipeline[id] ?? 0,
+      pending: parts.stats.pendingByPipeline[id] ?? 0,
+      oldest_wait_ms: parts.stats.oldestWaitMsByPipeline[id] ?? 0,
       p50_ms: latencies[id]?.p50_ms ?? null,
       p95_ms: latencies[id]?.p95_ms ?? null,
     };

@@ -33,7 +33,7 @@ async function serve(backend: FakePipeline, admin = '') {
       dir,
       `pipelines:
   - { id: echo, type: echo }
-  - { id: bot, type: http, url: "${backend.url}" }
+  - { id: bot, type: http, url: "${backend.url}", max_concurrency: 1 }
 ${ROUTING}${admin}`,
     ),
   );
@@ -61,14 +61,21 @@ describe('the console admin API (end to end)', () => {
   let backend: FakePipeline;
   let gateway: ServeProcess;
   const healthy = { value: false };
+  /** While set, the backend holds messages whose text has `hold` until it resolves. */
+  const hold: { gate: Promise<void> | null } = { gate: null };
 
   beforeAll(async () => {
     backend = await startFakePipeline();
     // 400 is fatal: a message routed to `bot` is dead-lettered at its first attempt.
-    backend.respond = async (call) =>
-      healthy.value
+    backend.respond = async (call) => {
+      if (hold.gate !== null && call.text.includes('hold')) {
+        await hold.gate;
+        return { status: 200, body: { replies: [{ text: `held: ${call.text}` }] } };
+      }
+      return healthy.value
         ? { status: 200, body: { replies: [{ text: `bot: ${call.text}` }] } }
         : { status: 400, body: { error: 'bad' } };
+    };
     gateway = await serve(backend);
   });
   afterAll(async () => {
@@ -286,9 +293,96 @@ describe('the console admin API (end to end)', () => {
     });
   });
 
+  describe('GET /admin/sessions', () => {
+    it('lists a running turn with its session, age and what waits behind it, and the ready session waiting for the slot', async () => {
+      let release = () => {};
+      hold.gate = new Promise((resolve) => {
+        release = resolve;
+      });
+      const sessions = async () => (await get(`${gateway.url}/admin/sessions`)).body;
+      // Not awaited: the backend holds the turn.
+      const first = send(gateway, 'bot hold first', 'hal');
+      await eventually(async () => (await sessions()).running?.length === 1);
+      // Behind hal's own turn, and ivy's waiting for `bot`'s one slot (max_concurrency: 1).
+      const behind = send(gateway, 'bot hold second', 'hal');
+      const other = send(gateway, 'bot hold other', 'ivy');
+      let view = await sessions();
+      await eventually(async () => {
+        view = await sessions();
+        return view.running[0]?.pending === 1 && view.waiting.length === 1;
+      });
+      expect(view.running).toEqual([
+        {
+          turn_id: expect.any(String),
+          session: expect.stringContaining('s-hal'),
+          pipeline: 'bot',
+          messages: 1,
+          age_ms: expect.any(Number),
+          replica: null,
+          pending: 1,
+        },
+      ]);
+      expect(view.waiting).toEqual([
+        {
+          session: expect.stringContaining('s-ivy'),
+          pipeline: 'bot',
+          pending: 1,
+          oldest_wait_ms: expect.any(Number),
+        },
+      ]);
+      // The overview shows the same queue: two waiting on `bot`.
+      const overview = (await get(`${gateway.url}/admin/overview`)).body;
+      expect(overview.pipelines.bot).toMatchObject({
+        inflight: 1,
+        pending: 2,
+        oldest_wait_ms: expect.any(Number),
+      });
+      // Ages grow while the turn is held.
+      const age = view.running[0].age_ms;
+      await eventually(async () => (await sessions()).running[0]?.age_ms > age);
+      release();
+      hold.gate = null;
+      await Promise.all([first, behind, other]);
+      await eventually(async () => {
+        const after = await sessions();
+        return after.running.length === 0 && after.waiting.length === 0;
+      });
+    });
+
+    it('answers 400 naming the field for a limit out of 1..200', async () => {
+      for (const limit of ['0', '201', 'many']) {
+        const bad = await get(`${gateway.url}/admin/sessions?limit=${limit}`);
+        expect(bad.status).toBe(400);
+        expect(bad.body.error.message).toContain('querystring.limit');
+      }
+      expect((await get(`${gateway.url}/admin/sessions?limit=200`)).status).toBe(200);
+    });
+
+    it('is in the OpenAPI document with its limit', async () => {
+      const openapi = (await get(`${gateway.url}/openapi.json`)).body;
+      const route = openapi.paths['/admin/sessions']?.get;
+      expect(route?.tags).toEqual(['admin']);
+      expect(route?.parameters).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            in: 'query',
+            name: 'limit',
+            schema: expect.objectContaining({ maximum: 200 }),
+          }),
+        ]),
+      );
+    });
+  });
+
   describe('when no admin.token is set', () => {
     it('refuses a client a proxy forwarded with 403 on every console route', async () => {
-      for (const path of ['/admin/messages', '/admin/messages/x', '/admin/routing', '/admin/overview']) {
+      for (const path of [
+        '/admin/messages',
+        '/admin/messages/x',
+        '/admin/routing',
+        '/admin/overview',
+        '/admin/sessions',
+      ]) {
         const refused = await get(`${gateway.url}${path}`, FROM_PROXY);
         expect({ path, status: refused.status }).toEqual({ path, status: 403 });
       }

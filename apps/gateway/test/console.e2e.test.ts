@@ -23,14 +23,22 @@ const TOKEN = 's3cret';
 const ARTIFACTS = fileURLToPath(new URL('../../../artifacts/console/', import.meta.url));
 const BROWSER_TIMEOUT_MS = 120_000;
 
-/** A gateway with a discarding rule and a `bot` pipeline that fails fatally (400) until `healthy`. */
+/**
+ * A gateway with a discarding rule and a `bot` pipeline (one turn at a time) that fails fatally
+ * (400) until `healthy`; while `hold` is set, it holds messages saying `hold` until that resolves.
+ */
 async function consoleGateway(admin: string) {
   const backend = await startFakePipeline();
-  const state = { healthy: false };
-  backend.respond = async (request) =>
-    state.healthy
+  const state: { healthy: boolean; hold: Promise<void> | null } = { healthy: false, hold: null };
+  backend.respond = async (request) => {
+    if (state.hold !== null && request.text.includes('hold')) {
+      await state.hold;
+      return { status: 200, body: { replies: [{ text: `held: ${request.text}` }] } };
+    }
+    return state.healthy
       ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
       : { status: 400, body: { error: 'bad request' } };
+  };
   const dir = tempDir();
   const configPath = writeConfig(
     dir,
@@ -39,7 +47,7 @@ async function consoleGateway(admin: string) {
       `${admin}
 pipelines:
   - { id: echo, type: echo }
-  - { id: bot, type: http, url: "${backend.url}" }
+  - { id: bot, type: http, url: "${backend.url}", max_concurrency: 1 }
 routing:
   default: echo
   rules:
@@ -63,7 +71,7 @@ async function scriptPath(gateway: ServeProcess): Promise<string> {
 describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
   let gateway: ServeProcess;
   let backend: FakePipeline;
-  let state: { healthy: boolean };
+  let state: { healthy: boolean; hold: Promise<void> | null };
   let browser: Browser;
   let page: Page;
 
@@ -216,15 +224,63 @@ describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
   );
 
   it(
-    'shows sessions and queues, on a phone-sized screen too',
+    'shows sessions and queues: a held turn with its session and age, the session waiting behind it, and the queue per pipeline on the overview, on a phone-sized screen too',
     async () => {
-      await page.getByRole('link', { name: 'Sessions & queues' }).click();
-      await page.getByRole('heading', { name: 'Sessions & queues' }).waitFor();
-      await expect.poll(() => page.getByRole('rowheader', { name: 'echo' }).count()).toBe(1);
-      await screenshot('sessions');
-      await page.setViewportSize({ width: 390, height: 844 });
-      await page.getByRole('link', { name: 'Overview' }).click();
-      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      let release = () => {};
+      state.hold = new Promise((resolve) => {
+        release = resolve;
+      });
+      const bearer = { authorization: `Bearer ${TOKEN}` };
+      const running = async () => (await get(`${gateway.url}/admin/sessions`, bearer)).body.running ?? [];
+      // One at a time, so that `held-one` is the turn running and `held-two` waits for bot's one slot.
+      const held = post(`${gateway.url}/v1/messages`, {
+        session_id: 'held-one',
+        user_id: 'u',
+        text: 'bot: hold one',
+      });
+      await expect.poll(async () => (await running()).length).toBe(1);
+      const waiting = post(`${gateway.url}/v1/messages`, {
+        session_id: 'held-two',
+        user_id: 'u',
+        text: 'bot: hold two',
+      });
+      try {
+        await page.getByRole('link', { name: 'Sessions & queues' }).click();
+        await page.getByRole('heading', { name: 'Sessions & queues' }).waitFor();
+        await expect.poll(() => page.getByRole('rowheader', { name: 'echo' }).count()).toBe(1);
+        const turns = page.getByRole('table', { name: 'Turns running' });
+        await expect
+          .poll(() => turns.getByRole('rowheader').allTextContents())
+          .toEqual([expect.stringContaining('held-one')]);
+        const turn = turns.getByRole('row').filter({ has: page.getByRole('rowheader') });
+        expect(await turn.locator('td').first().textContent()).toBe('bot');
+        // Its age: a duration, growing while the page polls.
+        expect(await turn.locator('td').nth(1).textContent()).toMatch(/^\d+(\.\d)? (ms|s)$/);
+        const longest = page.getByRole('table', { name: 'Sessions waiting longest for a slot' });
+        await expect
+          .poll(() => longest.getByRole('rowheader').allTextContents())
+          .toEqual([expect.stringContaining('held-two')]);
+        await screenshot('sessions');
+        await page.setViewportSize({ width: 390, height: 844 });
+        await page.getByRole('link', { name: 'Overview' }).click();
+        await page.getByRole('heading', { name: 'Overview' }).waitFor();
+        // Running, waiting, oldest wait for `bot`: one held, one waiting for a while.
+        const bot = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'bot' }) });
+        await expect
+          .poll(() => bot.locator('td').allTextContents())
+          .toEqual([
+            '1',
+            '1',
+            expect.stringMatching(/^\d+(\.\d)? (ms|s)$/),
+            expect.any(String),
+            expect.any(String),
+          ]);
+      } finally {
+        release();
+        state.hold = null;
+      }
+      expect((await held).body?.status).toBe('completed');
+      expect((await waiting).body?.status).toBe('completed');
       // Nothing wider than the screen but the tables' own scrolling boxes.
       // A string, so this Node-typed file need not know the DOM's types.
       const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');

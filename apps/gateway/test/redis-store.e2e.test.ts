@@ -124,6 +124,69 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     });
   });
 
+  describe('when operators look at the sessions of two replicas', () => {
+    it('shows on either replica the turns both run, naming the replica of each, and the session waiting for a slot', {
+      timeout: 60_000,
+    }, async () => {
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const backends = await Promise.all([startFakePipeline(), startFakePipeline()]);
+      for (const backend of backends) {
+        cleanup(() => backend.close());
+        backend.respond = async (request) => {
+          await gate;
+          return { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } };
+        };
+      }
+      const stores = sharedStores();
+      const replicas = await Promise.all(
+        backends.map((backend) =>
+          serveOn(stores, '', {
+            id: 'bot',
+            yaml: `{ id: bot, type: http, url: "${backend.url}", max_concurrency: 2 }`,
+          }),
+        ),
+      );
+      const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+      try {
+        const sent = ['one', 'two', 'three'].map((text) => post(`${a.url}/v1/messages`, message(text)));
+        let view = (await get(`${b.url}/admin/sessions`)).body;
+        await eventually(async () => {
+          view = (await get(`${b.url}/admin/sessions`)).body;
+          return view.running?.length === 2 && view.waiting?.length === 1;
+        });
+        // Each turn names the replica whose backend got it (replica ids carry the process id).
+        for (const turn of view.running) {
+          const ranOn = backends.findIndex((backend) =>
+            backend.requests.some((r) => r.session.key === turn.session),
+          );
+          expect(ranOn).toBeGreaterThanOrEqual(0);
+          expect(turn).toMatchObject({
+            pipeline: 'bot',
+            messages: 1,
+            pending: 0,
+            age_ms: expect.any(Number),
+          });
+          expect(turn.replica).toContain(`:${replicas[ranOn]?.child.pid}:`);
+        }
+        expect(view.waiting).toEqual([
+          { session: expect.any(String), pipeline: 'bot', pending: 1, oldest_wait_ms: expect.any(Number) },
+        ]);
+        expect((await get(`${a.url}/admin/sessions`)).body.running).toEqual(
+          view.running.map((turn: { age_ms: number }) => ({ ...turn, age_ms: expect.any(Number) })),
+        );
+        const overview = (await get(`${a.url}/admin/overview`)).body;
+        expect(overview.pipelines.bot).toMatchObject({ pending: 1, oldest_wait_ms: expect.any(Number) });
+        release();
+        await Promise.all(sent);
+      } finally {
+        release();
+      }
+    });
+  });
+
   describe('when two replicas share one prefix', () => {
     it('refuses to start a replica whose limits differ, naming the difference', {
       timeout: 60_000,

@@ -141,10 +141,13 @@ export type {
   PooledMessageState,
   QueryPool,
   QueuedMessage,
+  RunningTurn,
+  SessionsView,
   Settlement,
   Turn,
   TurnLease,
   TurnStart,
+  WaitingSession,
 } from './ports/query-pool.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)

@@ -65,6 +65,7 @@ local function claimNext()
     size = headRun(bestSession, policy.maxMessages)
   end
   local seqs = rcall('LPOP', queueKey(bestSession), size)
+  removeWaiting(best, seqs)
   for _, seq in ipairs(seqs) do
     rcall('HINCRBY', messageKey(seq), 'attempt', 1)
   end
@@ -73,7 +74,7 @@ local function claimNext()
   rcall('HINCRBY', K.counts, 'inflight:' .. best, 1)
   rcall('HINCRBY', K.sessions, bestSession, 1)
   rcall('HSET', leaseKey(token), 'session', bestSession, 'pipeline', best, 'seqs', table.concat(seqs, ','),
-    'replica', replica)
+    'replica', replica, 'claimedAt', now)
   rcall('ZADD', K.leases, now + leaseMs, token)
   placeSession(bestSession)
   return turnOf(token)

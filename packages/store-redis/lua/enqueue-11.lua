@@ -67,10 +67,12 @@ local length = rcall('LLEN', queue)
 while length >= limits().maxPendingPerSession do
   local dropped = rcall('LPOP', queue)
   overflowed[#overflowed + 1] = messagesOf({ dropped })[1]
+  removeWaiting(rcall('HGET', messageKey(dropped), 'pipeline'), { dropped })
   forgetMessage(dropped)
   length = length - 1
 end
 rcall('RPUSH', queue, seq)
+addWaiting(ARGV[8], { seq })
 rcall('HINCRBY', K.counts, 'pending', 1 - #overflowed)
 
 -- A ready session whose head is unchanged stays where it is: a later message cannot make the

@@ -42,6 +42,6 @@ for _, seq in ipairs(lease.seqs) do
     retried[#retried + 1] = seq
   end
 end
-putBack(lease.session, retried)
+putBack(lease.session, lease.pipeline, retried)
 local state = runnableState(true)
 return { 'settled', state[1], state[2] }

@@ -26,10 +26,12 @@ for index = 1, #scan[2], 2 do
     taken[#taken + 1] = message
   end
   for _, seq in ipairs(seqs) do
+    removeWaiting(rcall('HGET', messageKey(seq), 'pipeline'), { seq })
     forgetMessage(seq)
   end
   rcall('DEL', queueKey(session))
-  rcall('HINCRBY', K.counts, 'pending', -#seqs)
+  -- Not -#seqs: for a session with only running turns that is -0, which Redis refuses as an integer.
+  rcall('HINCRBY', K.counts, 'pending', 0 - #seqs)
   placeSession(session)
 end
 return { scan[1], taken }

@@ -71,6 +71,7 @@ export type ScriptName =
   | 'take-all'
   | 'locate'
   | 'replicas'
+  | 'sessions'
   | 'outbox-applied'
   | 'outbox-claim'
   | 'outbox-recover'

@@ -7,6 +7,7 @@ import {
   type PoolStats,
   type QueryPool,
   type QueueLimits,
+  type SessionsView,
   type Settlement,
   SwitchboardError,
   type Turn,
@@ -105,6 +106,18 @@ const HAND_BACK_TIMEOUT_MS = 2000;
 
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
+
+/** A ready session as `sessions-11.lua` answers it. */
+type WaitingReply = [session: string, pipeline: string, pending: number, headSeq: number, acceptedAt: number];
+/** A claim as `sessions-11.lua` answers it. */
+type RunningReply = [
+  session: string,
+  pipeline: string,
+  replica: string,
+  claimedAt: number,
+  pending: number,
+  requestIds: string[],
+];
 
 /** One replica as `RedisQueryPool.replicas` reports it. */
 export interface ReplicaView {
@@ -507,14 +520,54 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     async stats(): Promise<PoolStats> {
-      const [pending, inflight, sessions, byPipeline] =
-        await run<[number, number, number, string[]]>('stats');
+      const [pending, inflight, sessions, byPipeline, waiting] =
+        await run<[number, number, number, string[], Array<string | number>]>('stats');
+      const at = now();
       const inflightByPipeline: Record<string, number> = {};
-      for (const policy of options.pipelines) inflightByPipeline[policy.id] = 0;
+      const pendingByPipeline: Record<string, number> = {};
+      const oldestWaitMsByPipeline: Record<string, number> = {};
+      for (const policy of options.pipelines) {
+        inflightByPipeline[policy.id] = 0;
+        pendingByPipeline[policy.id] = 0;
+        oldestWaitMsByPipeline[policy.id] = 0;
+      }
       for (let index = 0; index < byPipeline.length; index += 2) {
         inflightByPipeline[byPipeline[index] as string] = Number(byPipeline[index + 1]);
       }
-      return { pending, inflight, sessions, inflightByPipeline };
+      for (let index = 0; index < waiting.length; index += 3) {
+        const pipeline = String(waiting[index]);
+        const acceptedAt = Number(waiting[index + 2]);
+        pendingByPipeline[pipeline] = Number(waiting[index + 1]);
+        oldestWaitMsByPipeline[pipeline] = acceptedAt < 0 ? 0 : Math.max(0, at - acceptedAt);
+      }
+      return { pending, inflight, sessions, inflightByPipeline, pendingByPipeline, oldestWaitMsByPipeline };
+    },
+
+    async sessions(limit): Promise<SessionsView> {
+      const [waiting, running] = await run<[WaitingReply[], RunningReply[]]>('sessions', limit);
+      const at = now();
+      return {
+        waiting: waiting
+          .sort((a, b) => a[3] - b[3])
+          .slice(0, limit)
+          .map(([session, pipeline, pending, , acceptedAt]) => ({
+            session,
+            pipeline,
+            pending,
+            oldestWaitMs: Math.max(0, at - acceptedAt),
+          })),
+        running: running
+          .sort((a, b) => a[3] - b[3])
+          .map(([session, pipeline, replica, claimedAt, pending, requestIds]) => ({
+            turnId: turnIdOf(requestIds),
+            session,
+            pipeline,
+            messages: requestIds.length,
+            ageMs: Math.max(0, at - claimedAt),
+            replica,
+            pending,
+          })),
+      };
     },
 
     async replicas() {

@@ -39,6 +39,7 @@ describe('lua scripts', () => {
           'register',
           'renew',
           'retry',
+          'sessions',
           'stats',
           'take-all',
           'wake',

@@ -27,7 +27,6 @@ function OverviewBody({ data }: { data: Overview }) {
   const total = OUTCOMES.reduce((sum, outcome) => sum + (data.last_hour[outcome] ?? 0), 0);
   const { load } = data;
   const pipelines = Object.entries(data.pipelines);
-  const queued = pipelines.some(([, pipeline]) => pipeline.pending !== undefined);
   return (
     <div class="grid">
       <section class="card span-all" aria-labelledby="throughput">
@@ -79,48 +78,43 @@ function OverviewBody({ data }: { data: Overview }) {
 
       <section class="card" aria-labelledby="pipelines">
         <h2 id="pipelines">Pipelines</h2>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Pipeline</th>
-              <th scope="col" class="num">
-                Running
-              </th>
-              {queued && (
-                <>
-                  <th scope="col" class="num">
-                    Waiting
-                  </th>
-                  <th scope="col" class="num">
-                    Oldest wait
-                  </th>
-                </>
-              )}
-              <th scope="col" class="num">
-                p50
-              </th>
-              <th scope="col" class="num">
-                p95
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {pipelines.map(([id, pipeline]) => (
-              <tr key={id}>
-                <th scope="row">{id}</th>
-                <td class="num">{pipeline.inflight}</td>
-                {queued && (
-                  <>
-                    <td class="num">{pipeline.pending ?? '—'}</td>
-                    <td class="num">{duration(pipeline.oldest_wait_ms ?? null)}</td>
-                  </>
-                )}
-                <td class="num">{duration(pipeline.p50_ms)}</td>
-                <td class="num">{duration(pipeline.p95_ms)}</td>
+        {/* Five columns: on a phone the table scrolls in its own box, not the page. */}
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Pipeline</th>
+                <th scope="col" class="num">
+                  Running
+                </th>
+                <th scope="col" class="num">
+                  Waiting
+                </th>
+                <th scope="col" class="num">
+                  Oldest wait
+                </th>
+                <th scope="col" class="num">
+                  p50
+                </th>
+                <th scope="col" class="num">
+                  p95
+                </th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {pipelines.map(([id, pipeline]) => (
+                <tr key={id}>
+                  <th scope="row">{id}</th>
+                  <td class="num">{pipeline.inflight}</td>
+                  <td class="num">{pipeline.pending}</td>
+                  <td class="num">{duration(pipeline.pending === 0 ? null : pipeline.oldest_wait_ms)}</td>
+                  <td class="num">{duration(pipeline.p50_ms)}</td>
+                  <td class="num">{duration(pipeline.p95_ms)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       </section>
 
       <section class="card" aria-labelledby="channels">

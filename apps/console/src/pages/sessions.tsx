@@ -1,18 +1,26 @@
 import { api } from '../api.js';
-import type { Queues } from '../api-types.js';
+import type { Queues, Sessions } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
-import { formatTime } from '../format.js';
+import { formatDuration, formatTime } from '../format.js';
 import { usePoll } from '../use-poll.js';
 
-/** The pool's counts, turns per pipeline, pipeline workers, replicas and channel holders; live. */
+/** How many sessions the page lists as waiting longest. */
+const SESSIONS_LISTED = 50;
+
+/**
+ * The pool's counts, queues per pipeline, running turns (with the replica running each when
+ * replicas share the pool), the sessions waiting longest, pipeline workers, replicas and channel
+ * holders; live.
+ */
 export function SessionsPage() {
   const queues = usePoll(() => api<Queues>('/admin/queues'), 2000);
+  const sessions = usePoll(() => api<Sessions>(`/admin/sessions?limit=${SESSIONS_LISTED}`), 2000);
   const data = queues.data;
   return (
     <>
       <PageHeading>Sessions &amp; queues</PageHeading>
-      <Problem error={queues.error} />
+      <Problem error={queues.error ?? sessions.error} />
       {data && (
         <>
           <dl class="stats" aria-label="Query pool">
@@ -31,12 +39,18 @@ export function SessionsPage() {
           </dl>
           <div class="table-wrap">
             <table>
-              <caption>Turns running per pipeline</caption>
+              <caption>Queues per pipeline</caption>
               <thead>
                 <tr>
                   <th scope="col">Pipeline</th>
                   <th scope="col" class="num">
                     Running
+                  </th>
+                  <th scope="col" class="num">
+                    Waiting
+                  </th>
+                  <th scope="col" class="num">
+                    Oldest wait
                   </th>
                   <th scope="col">Workers</th>
                 </tr>
@@ -44,10 +58,15 @@ export function SessionsPage() {
               <tbody>
                 {Object.entries(data.inflightByPipeline).map(([pipeline, running]) => {
                   const status = data.pipelines[pipeline];
+                  const waiting = data.pendingByPipeline[pipeline] ?? 0;
                   return (
                     <tr key={pipeline}>
                       <th scope="row">{pipeline}</th>
                       <td class="num">{running}</td>
+                      <td class="num">{waiting}</td>
+                      <td class="num">
+                        {waiting === 0 ? '—' : formatDuration(data.oldestWaitMsByPipeline[pipeline] ?? 0)}
+                      </td>
                       <td>
                         {status === undefined
                           ? '—'
@@ -59,6 +78,7 @@ export function SessionsPage() {
               </tbody>
             </table>
           </div>
+          {sessions.data && <SessionTables data={sessions.data} />}
           {data.replicas && (
             <div class="table-wrap">
               <table>
@@ -113,6 +133,94 @@ export function SessionsPage() {
           )}
         </>
       )}
+    </>
+  );
+}
+
+/** Running turns, oldest first, and the ready sessions waiting longest (`/admin/sessions`). */
+function SessionTables({ data }: { data: Sessions }) {
+  // The replica column only means something when replicas share the pool.
+  const replicas = data.running.some((turn) => turn.replica !== null);
+  return (
+    <>
+      <div class="table-wrap">
+        <table>
+          <caption>Turns running</caption>
+          <thead>
+            <tr>
+              <th scope="col">Session</th>
+              <th scope="col">Pipeline</th>
+              <th scope="col" class="num">
+                Running for
+              </th>
+              <th scope="col" class="num">
+                Messages
+              </th>
+              <th scope="col" class="num">
+                Waiting behind
+              </th>
+              {replicas && <th scope="col">Replica</th>}
+            </tr>
+          </thead>
+          <tbody>
+            {data.running.length === 0 && (
+              <tr>
+                <td colSpan={replicas ? 6 : 5} class="hint">
+                  No turn is running.
+                </td>
+              </tr>
+            )}
+            {data.running.map((turn) => (
+              <tr key={turn.turn_id}>
+                <th scope="row" class="mono">
+                  {turn.session}
+                </th>
+                <td>{turn.pipeline}</td>
+                <td class="num">{formatDuration(turn.age_ms)}</td>
+                <td class="num">{turn.messages}</td>
+                <td class="num">{turn.pending}</td>
+                {replicas && <td class="mono">{turn.replica ?? '—'}</td>}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <div class="table-wrap">
+        <table>
+          <caption>Sessions waiting longest for a slot</caption>
+          <thead>
+            <tr>
+              <th scope="col">Session</th>
+              <th scope="col">Pipeline</th>
+              <th scope="col" class="num">
+                Waiting
+              </th>
+              <th scope="col" class="num">
+                Oldest wait
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {data.waiting.length === 0 && (
+              <tr>
+                <td colSpan={4} class="hint">
+                  No session waits for a slot.
+                </td>
+              </tr>
+            )}
+            {data.waiting.map((session) => (
+              <tr key={session.session}>
+                <th scope="row" class="mono">
+                  {session.session}
+                </th>
+                <td>{session.pipeline}</td>
+                <td class="num">{session.pending}</td>
+                <td class="num">{formatDuration(session.oldest_wait_ms)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </>
   );
 }

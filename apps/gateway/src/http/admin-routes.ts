@@ -26,6 +26,8 @@ import type { RoutingView } from '../routing-view.js';
 /** Longest text a dry run routes: the channel's own `text` bound. */
 const MAX_DRY_RUN_TEXT_CHARS = 32_768;
 
+/** `GET /admin/sessions`: its answer is read in one pool call, so it stays small. */
+const MAX_SESSIONS_LISTED = 200;
 const IdSchema = z.string().min(1).max(MAX_ID_CHARS);
 const SelectionSchema = z.strictObject({ ids: z.array(IdSchema).min(1).max(MAX_SELECTION) });
 
@@ -69,8 +71,8 @@ export interface AdminDeps {
 }
 
 /**
- * The admin API (docs/design.md §7): audit and message search, a message's path, queue stats and
- * the overview, dead letters (replay, purge, one or a selection), routing (rules with hits, dry
+ * The admin API (docs/design.md §7): audit and message search, a message's path, queue stats,
+ * sessions (longest waiting, running turns) and the overview, dead letters (replay, purge, one or a selection), routing (rules with hits, dry
  * run, reload). The logic lives in named modules; the routes validate and answer. Bearer `admin.token`; without one it answers loopback clients only.
  */
 export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): void {
@@ -189,6 +191,46 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
           })),
         };
       });
+
+      // The longest-waiting ready sessions and every running turn with its age and, with a shared
+      // pool, the replica running it (docs/design.md §7; cluster-wide with a shared pool).
+      routes.get(
+        '/sessions',
+        {
+          schema: {
+            querystring: z.strictObject({
+              limit: z.coerce
+                .number()
+                .int()
+                .min(1)
+                .max(MAX_SESSIONS_LISTED)
+                .default(50)
+                .describe('Waiting sessions listed at most; running turns are all listed.'),
+            }),
+            tags: ['admin'],
+          },
+        },
+        async (request) => {
+          const view = await deps.pool.sessions(request.query.limit);
+          return {
+            waiting: view.waiting.map((entry) => ({
+              session: entry.session,
+              pipeline: entry.pipeline,
+              pending: entry.pending,
+              oldest_wait_ms: entry.oldestWaitMs,
+            })),
+            running: view.running.map((turn) => ({
+              turn_id: turn.turnId,
+              session: turn.session,
+              pipeline: turn.pipeline,
+              messages: turn.messages,
+              age_ms: turn.ageMs,
+              replica: turn.replica,
+              pending: turn.pending,
+            })),
+          };
+        },
+      );
 
       routes.get(
         '/dead-letters',

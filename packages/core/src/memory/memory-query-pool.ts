@@ -6,6 +6,8 @@ import type {
   PoolStats,
   QueryPool,
   QueuedMessage,
+  RunningTurn,
+  SessionsView,
   Settlement,
   Turn,
   TurnLease,
@@ -30,7 +32,7 @@ export interface MemoryQueryPoolOptions {
   now?: () => number;
 }
 
-interface Entry {
+interface Entry extends HeapNode {
   queued: QueuedMessage;
   /** Acceptance order: the pool's measure of age. */
   seq: number;
@@ -56,6 +58,8 @@ interface PipelineSlots {
   inflight: number;
   /** Sessions whose head is for this pipeline and may run now, oldest head first. */
   ready: IndexedHeap<Session>;
+  /** The pipeline's waiting messages, oldest first: its pending count and oldest wait. */
+  waiting: IndexedHeap<Entry>;
 }
 
 /**
@@ -70,6 +74,11 @@ interface Claim {
   session: Session;
   slots: PipelineSlots;
   entries: Entry[];
+  turnId: string;
+  /** When it was claimed, ms. */
+  claimedAt: number;
+  /** Position in the pool's list of running claims, for O(1) removal. */
+  runningIndex: number;
 }
 
 /**
@@ -143,15 +152,23 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   // One timer for the whole pool, set for the earliest due session.
   const timer = new WakeTimer(onTimer, now);
 
+  /** Every claim in flight, in no order: what `sessions()` lists, bounded by the global limit. */
+  const running: Claim[] = [];
+
   const byHeadAge = (a: Session, b: Session) => a.headSeq < b.headSeq;
-  for (const policy of options.pipelines) {
-    pipelines.set(policy.id, { policy, inflight: 0, ready: new IndexedHeap(byHeadAge) });
-  }
+  const bySeq = (a: Entry, b: Entry) => a.seq < b.seq;
+  const slotsFor = (policy: PoolPipelinePolicy): PipelineSlots => ({
+    policy,
+    inflight: 0,
+    ready: new IndexedHeap(byHeadAge),
+    waiting: new IndexedHeap(bySeq),
+  });
+  for (const policy of options.pipelines) pipelines.set(policy.id, slotsFor(policy));
 
   function slotsOf(pipeline: string): PipelineSlots {
     let slots = pipelines.get(pipeline);
     if (slots === undefined) {
-      slots = { policy: fallbackPolicy(pipeline), inflight: 0, ready: new IndexedHeap(byHeadAge) };
+      slots = slotsFor(fallbackPolicy(pipeline));
       pipelines.set(pipeline, slots);
     }
     return slots;
@@ -259,11 +276,15 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     const session = sessionFor(queued.session);
     const overflowed: QueuedMessage[] = [];
     while (session.queue.length >= sessionCap) {
-      overflowed.push((session.queue.shift() as Entry).queued);
+      const dropped = session.queue.shift() as Entry;
+      dropped.slots.waiting.remove(dropped);
+      overflowed.push(dropped.queued);
       pending -= 1;
     }
     const wasEmpty = session.queue.length === 0;
-    session.queue.push({ queued, seq: nextSeq++, slots: slotsOf(queued.pipeline) });
+    const entry: Entry = { queued, seq: nextSeq++, slots: slotsOf(queued.pipeline), heapIndex: -1 };
+    session.queue.push(entry);
+    entry.slots.waiting.push(entry);
     pending += 1;
     // A ready session with an unchanged head stays where it is: the common case costs O(1).
     if (wasEmpty || overflowed.length > 0 || session.heap === delayed) place(session, now());
@@ -284,9 +305,13 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     while (index < claims.length && !matches(claims[index] as Claim)) index++;
     const claim = claims[index];
     if (claim === undefined) return undefined;
-    // A session's claims are unordered: the last one takes the freed place.
+    // A session's claims are unordered: the last one takes the freed place (so in `running`).
     claims[index] = claims[claims.length - 1] as Claim;
     claims.pop();
+    const moved = running[running.length - 1] as Claim;
+    running[claim.runningIndex] = moved;
+    moved.runningIndex = claim.runningIndex;
+    running.pop();
     claim.slots.inflight -= 1;
     inflight -= 1;
     return claim;
@@ -315,6 +340,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     let attempt = 0;
     for (let i = 0; i < batchSize; i++) {
       const entry = session.queue.shift() as Entry;
+      best.waiting.remove(entry);
       entry.queued.attempt += 1;
       attempt = Math.max(attempt, entry.queued.attempt);
       entries.push(entry);
@@ -325,24 +351,28 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     best.inflight += 1;
     inflight += 1;
     const token = String(nextToken++);
-    const claim: Claim = { pool, token, session, slots: best, entries };
+    const turnId = turnIdOf(requestIds);
+    const claim: Claim = {
+      pool,
+      token,
+      session,
+      slots: best,
+      entries,
+      turnId,
+      claimedAt: at,
+      runningIndex: running.length,
+    };
     session.claims.push(claim);
+    running.push(claim);
     place(session, at);
     const lease: TurnLease = { token, expiresAt: null };
-    return new ClaimedTurn(
-      turnIdOf(requestIds),
-      session.key,
-      best.policy.id,
-      messages,
-      attempt,
-      lease,
-      claim,
-    );
+    return new ClaimedTurn(turnId, session.key, best.policy.id, messages, attempt, lease, claim);
   }
 
   /** Puts a released claim's `entries` back at the head of its session. */
   function putBack(claim: Claim, entries: readonly Entry[]): void {
     claim.session.queue.unshiftAll(entries);
+    for (const entry of entries) entry.slots.waiting.push(entry);
     pending += entries.length;
     place(claim.session, now());
     notify();
@@ -486,15 +516,59 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
         for (const entry of session.queue.drain()) taken.push(entry.queued);
         if (session.claims.length === 0) sessions.delete(session.key);
       }
+      for (const slots of pipelines.values()) slots.waiting = new IndexedHeap(bySeq);
       pending = 0;
       timer.cancel();
       return taken;
     },
 
     async stats(): Promise<PoolStats> {
+      const at = now();
       const inflightByPipeline: Record<string, number> = {};
-      for (const [id, slots] of pipelines) inflightByPipeline[id] = slots.inflight;
-      return { pending, inflight, sessions: sessions.size, inflightByPipeline };
+      const pendingByPipeline: Record<string, number> = {};
+      const oldestWaitMsByPipeline: Record<string, number> = {};
+      for (const [id, slots] of pipelines) {
+        inflightByPipeline[id] = slots.inflight;
+        pendingByPipeline[id] = slots.waiting.size;
+        const oldest = slots.waiting.peek();
+        oldestWaitMsByPipeline[id] = oldest === undefined ? 0 : Math.max(0, at - oldest.queued.acceptedAt);
+      }
+      return {
+        pending,
+        inflight,
+        sessions: sessions.size,
+        inflightByPipeline,
+        pendingByPipeline,
+        oldestWaitMsByPipeline,
+      };
+    },
+
+    async sessions(limit): Promise<SessionsView> {
+      const at = now();
+      const ready: Session[] = [];
+      for (const slots of pipelines.values()) ready.push(...slots.ready.first(limit));
+      ready.sort((a, b) => a.headSeq - b.headSeq);
+      const waiting = ready.slice(0, limit).map((session) => {
+        const head = (session.queue.peek() as Entry).queued;
+        return {
+          session: session.key,
+          pipeline: head.pipeline,
+          pending: session.queue.length,
+          oldestWaitMs: Math.max(0, at - head.acceptedAt),
+        };
+      });
+      const turns: RunningTurn[] = [...running]
+        .sort((a, b) => a.claimedAt - b.claimedAt)
+        .map((claim) => ({
+          turnId: claim.turnId,
+          session: claim.session.key,
+          pipeline: claim.slots.policy.id,
+          messages: claim.entries.length,
+          ageMs: Math.max(0, at - claim.claimedAt),
+          replica: null,
+          pending: claim.session.queue.length,
+        }));
+      return { waiting, running: turns };
     },
 
     async recover() {

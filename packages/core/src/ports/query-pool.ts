@@ -120,6 +120,55 @@ export interface PoolStats {
   sessions: number;
   /** Turns running per pipeline. */
   inflightByPipeline: Record<string, number>;
+  /**
+   * Messages waiting per pipeline (queued, debounced or backing off; not running). Every
+   * configured pipeline is listed, 0 when none waits.
+   */
+  pendingByPipeline: Record<string, number>;
+  /**
+   * Per pipeline, how long its oldest waiting message has waited since it was accepted, ms on the
+   * pool's clock (a retried message keeps its age); 0 when none waits. Exact: each pool keeps
+   * its waiting messages per pipeline in acceptance order, so this reads one entry.
+   */
+  oldestWaitMsByPipeline: Record<string, number>;
+}
+
+/** A session among the longest waiting (`QueryPool.sessions`). */
+export interface WaitingSession {
+  session: SessionKey;
+  /** The pipeline of the session's head. */
+  pipeline: string;
+  /** Messages of the session waiting, whatever their pipeline. */
+  pending: number;
+  /** How long the head (the session's oldest waiting message) has waited since acceptance, ms. */
+  oldestWaitMs: number;
+}
+
+/** A turn running now (`QueryPool.sessions`). */
+export interface RunningTurn {
+  turnId: string;
+  session: SessionKey;
+  pipeline: string;
+  messages: number;
+  /** Since the claim, ms on the pool's clock (a turn reclaimed by another replica counts anew). */
+  ageMs: number;
+  /** The replica whose claim it is; null on a pool that only this process uses. */
+  replica: string | null;
+  /** Messages of the same session waiting behind it. */
+  pending: number;
+}
+
+/** What the pool's sessions are doing, for operators (`QueryPool.sessions`). */
+export interface SessionsView {
+  /**
+   * The sessions whose heads are ready to run and have waited longest, oldest first: the order
+   * in which claims take them (read from the pool's ready ordering, so no scan of the backlog).
+   * A session held back by debounce, backoff or its own running turn is not listed here; one
+   * with a running turn shows under `running` with what waits behind it.
+   */
+  waiting: WaitingSession[];
+  /** Every running turn, oldest claim first; bounded by the global concurrency limit. */
+  running: RunningTurn[];
 }
 
 /**
@@ -211,6 +260,12 @@ export interface QueryPool {
   /** Removes and returns every waiting message (shutdown of a pool that is not durable). */
   takeAll(): Promise<QueuedMessage[]>;
   stats(): Promise<PoolStats>;
+  /**
+   * The `limit` longest-waiting ready sessions and every running turn (`SessionsView`), for
+   * operators (`GET /admin/sessions`). Costs O(pipelines × limit × log limit) plus the running
+   * turns; a shared pool answers cluster-wide.
+   */
+  sessions(limit: number): Promise<SessionsView>;
   /**
    * Where a message stands, for a replica asked about one another replica accepted (docs/design.md
    * §5 "Several replicas"); null when the pool does not hold it. A pool of one process leaves

@@ -56,6 +56,29 @@ export class IndexedHeap<T extends HeapNode> {
     this.#down(node.heapIndex);
   }
 
+  /**
+   * The first `count` nodes in order, left in place: a best-first walk of the heap's tree, so
+   * O(count log count) whatever the heap's size (for operators' views of the oldest entries).
+   */
+  first(count: number): T[] {
+    const nodes = this.#nodes;
+    const taken: T[] = [];
+    // The walk's frontier: positions whose parents were taken, the best one next.
+    const frontier = new IndexedHeap<{ index: number; heapIndex: number }>((a, b) =>
+      this.#before(nodes[a.index] as T, nodes[b.index] as T),
+    );
+    if (nodes.length > 0) frontier.push({ index: 0, heapIndex: -1 });
+    while (taken.length < count) {
+      const next = frontier.pop();
+      if (next === undefined) break;
+      taken.push(nodes[next.index] as T);
+      for (const child of [2 * next.index + 1, 2 * next.index + 2]) {
+        if (child < nodes.length) frontier.push({ index: child, heapIndex: -1 });
+      }
+    }
+    return taken;
+  }
+
   has(node: T): boolean {
     return node.heapIndex >= 0 && this.#nodes[node.heapIndex] === node;
   }

@@ -614,6 +614,121 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       });
     });
 
+    describe('when operators look at the queues (stats per pipeline)', () => {
+      it('counts waiting messages and the oldest wait per pipeline, through claims, overflow and takeAll', async () => {
+        const p = await pool({ perSessionCap: 2 });
+        expect(await p.stats()).toMatchObject({
+          pendingByPipeline: { p: 0, q: 0 },
+          oldestWaitMsByPipeline: { p: 0, q: 0 },
+        });
+        await p.enqueue(queued('A'));
+        nowMs += 100;
+        await p.enqueue(queued('B', { pipeline: 'q' }));
+        nowMs += 50;
+        await p.enqueue(queued('C'));
+        expect(await p.stats()).toMatchObject({
+          pending: 3,
+          pendingByPipeline: { p: 2, q: 1 },
+          oldestWaitMsByPipeline: { p: 150, q: 50 },
+        });
+        // A (the oldest head) runs: p's oldest waiting message is now C.
+        const turn = (await p.claim()) as Turn;
+        expect(turn.session).toBe('A');
+        expect(await p.stats()).toMatchObject({
+          pendingByPipeline: { p: 1, q: 1 },
+          oldestWaitMsByPipeline: { p: 0, q: 50 },
+        });
+        // C's session overflows: its oldest waiting message (C) is dropped.
+        nowMs += 10;
+        await p.enqueue(queued('C'));
+        await p.enqueue(queued('C'));
+        expect(await p.stats()).toMatchObject({
+          pendingByPipeline: { p: 2, q: 1 },
+          oldestWaitMsByPipeline: { p: 0, q: 60 },
+        });
+        await p.takeAll();
+        expect(await p.stats()).toMatchObject({
+          pendingByPipeline: { p: 0, q: 0 },
+          oldestWaitMsByPipeline: { p: 0, q: 0 },
+        });
+        expect(await p.complete(turn)).toBe('settled');
+      });
+
+      it('gives a retried message back its age in the oldest wait', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        nowMs += 40;
+        const turn = (await p.claim()) as Turn;
+        expect((await p.stats()).pendingByPipeline.p).toBe(0);
+        nowMs += 60;
+        await p.retry(turn, 1000);
+        expect(await p.stats()).toMatchObject({
+          pendingByPipeline: { p: 1 },
+          oldestWaitMsByPipeline: { p: 100 },
+        });
+      });
+    });
+
+    describe('when operators look at the sessions', () => {
+      it('lists the longest-waiting ready sessions with their pending counts, up to the limit', async () => {
+        const p = await pool();
+        await p.enqueue(queued('S2'));
+        nowMs += 30;
+        await p.enqueue(queued('S1', { pipeline: 'q' }));
+        await p.enqueue(queued('S1', { pipeline: 'q' }));
+        nowMs += 20;
+        await p.enqueue(queued('S3'));
+        const view = await p.sessions(2);
+        expect(view.waiting).toEqual([
+          { session: 'S2', pipeline: 'p', pending: 1, oldestWaitMs: 50 },
+          { session: 'S1', pipeline: 'q', pending: 2, oldestWaitMs: 20 },
+        ]);
+        expect(view.running).toEqual([]);
+        expect((await p.sessions(10)).waiting.map((entry) => entry.session)).toEqual(['S2', 'S1', 'S3']);
+      });
+
+      it('lists running turns with their session, age and what waits behind them; not as waiting', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('A'));
+        const turn = (await p.claim()) as Turn;
+        nowMs += 75;
+        const view = await p.sessions(50);
+        expect(view.running).toEqual([
+          {
+            turnId: turn.id,
+            session: 'A',
+            pipeline: 'p',
+            messages: 1,
+            ageMs: 75,
+            replica: turn.lease.expiresAt === null ? null : expect.any(String),
+            pending: 1,
+          },
+        ]);
+        // A's second message waits on A's own running turn, so A is not among the ready sessions.
+        expect(view.waiting).toEqual([]);
+        await p.complete(turn);
+        expect((await p.sessions(50)).running).toEqual([]);
+      });
+
+      it('shows each replica the turns of both, naming the replica that claimed each', async (context) => {
+        const a = await pool();
+        const b = await peerOf(a, context);
+        await a.enqueue(queued('A'));
+        await a.enqueue(queued('B'));
+        const first = (await a.claim()) as Turn;
+        nowMs += 10;
+        const second = (await b.claim()) as Turn;
+        const running = (await b.sessions(50)).running;
+        expect(running.map((entry) => entry.session)).toEqual([first.session, second.session]);
+        const [byA, byB] = running.map((entry) => entry.replica);
+        expect(byA).toEqual(expect.any(String));
+        expect(byB).toEqual(expect.any(String));
+        expect(byA).not.toBe(byB);
+        expect((await a.sessions(50)).running).toEqual(running);
+      });
+    });
+
     describe('when work finishes', () => {
       it('forgets idle sessions and notifies listeners on arrival', async () => {
         const p = await pool();

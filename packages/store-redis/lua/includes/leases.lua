@@ -1,7 +1,7 @@
 --[[
   Claims and their leases (seed 003: slots in a ZSET scored by deadline, released explicitly or
   by expiry). A lease record lease:<token> holds the claim's session, pipeline, message seqs
-  (comma-separated, arrival order) and the replica that claimed it.
+  (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms).
   Needs includes/pool and includes/place-session.
 ]]
 
@@ -28,8 +28,10 @@ local function releaseLease(token)
   return { session = fields[1], pipeline = fields[2], seqs = splitSeqs(fields[3]), replica = fields[4] }
 end
 
--- Puts messages back at the head of their session, in their order, and re-places the session.
-local function putBack(session, seqs)
+-- Puts messages of `pipeline` back at the head of their session, in their order, and re-places
+-- the session.
+local function putBack(session, pipeline, seqs)
+  addWaiting(pipeline, seqs)
   if #seqs > 0 then
     local reversed = {}
     for index = #seqs, 1, -1 do
@@ -64,7 +66,7 @@ local function reclaimExpired()
       for index, seq in ipairs(lease.seqs) do
         requestIds[index] = rcall('HGET', messageKey(seq), 'rid')
       end
-      putBack(lease.session, lease.seqs)
+      putBack(lease.session, lease.pipeline, lease.seqs)
       reclaimed[#reclaimed + 1] = { token, lease.session, lease.pipeline, lease.replica, requestIds }
     else
       rcall('ZREM', K.leases, token)

@@ -13,13 +13,15 @@
     KEYS[7]  dedup     ZSET   delivery key, scored by when it expires (the caller's clock)
     KEYS[8]  replicas  ZSET   replica id, scored by when its heartbeat expires
     KEYS[9]  seq       STRING acceptance counter: a message's age
-    KEYS[10] pipelines SET    pipelines that have a ready set
+    KEYS[10] pipelines SET    pipelines that have had a ready or a waiting set
     KEYS[11] settled   ZSET   '<kind>:<token>' of a settled claim (kind: complete, retry,
                               abandon), scored by when the tombstone expires (the caller's clock)
 
   ARGV[1] key prefix ('{<prefix>}:') for the keys named by session, message, pipeline or token:
           q:<session> LIST of message seqs, m:<seq> HASH of one message, ready:<pipeline> ZSET
-          of sessions scored by head seq, lease:<token> HASH of one claim, id:<message id>
+          of sessions scored by head seq, waiting:<pipeline> ZSET of the seqs of the pipeline's
+          waiting messages (scored by seq: oldest first, for the operators' counts), lease:<token>
+          HASH of one claim, id:<message id>
           STRING: the message's seq while the pool holds it, then `settled:<pipeline>` for
           SETTLED_ID_MS once its outcome is final (see forgetMessage)
   ARGV[2] now, ms on the pool's clock (scripts never read Redis TIME)
@@ -70,6 +72,30 @@ local function leaseKey(token)
 end
 local function idKey(id)
   return prefix .. 'id:' .. id
+end
+local function waitingKey(pipeline)
+  return prefix .. 'waiting:' .. pipeline
+end
+
+-- Counts messages of `pipeline` as waiting (accepted, or put back after a claim).
+local function addWaiting(pipeline, seqs)
+  if #seqs == 0 then
+    return
+  end
+  local scored = {}
+  for _, seq in ipairs(seqs) do
+    scored[#scored + 1] = seq
+    scored[#scored + 1] = seq
+  end
+  rcall('ZADD', waitingKey(pipeline), unpack(scored))
+  rcall('SADD', K.pipelines, pipeline)
+end
+
+-- Counts messages of `pipeline` as no longer waiting (claimed, dropped or taken).
+local function removeWaiting(pipeline, seqs)
+  if #seqs > 0 then
+    rcall('ZREM', waitingKey(pipeline), unpack(seqs))
+  end
 end
 
 -- Deletes a message whose outcome is final. Its id key says `settled` a while longer: a replica
