@@ -1,4 +1,6 @@
 import type { AuditConfig } from '@switchboard/config';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { type InboundMessage, type Turn, parseInboundMessage } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { boundedText, createMessageTrail, MAX_TRAIL_TEXT_CHARS } from '../src/message-trail.js';
@@ -176,6 +178,27 @@ describe('message trail', () => {
       });
       expect(trail.get(message.id)?.outcome?.error).toBe('SB_PIPELINE_FAILED: upstream answered 500');
     });
+  });
+});
+
+describe('message trail memory', () => {
+  it('holds no more of a long text or reply than it keeps: 100 texts of 1 MB stay far below 100 MB', () => {
+    // A full collection before each reading; V8 allows turning its gc() on at run time.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const trail = createMessageTrail({ storeText: 'full', recordIgnored: false });
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let n = 0; n < 100; n++) {
+      // Each text its own string (repeat of a varying unit), as parsed bodies are.
+      const text = `${n}`.padEnd(8, '-').repeat(131_072);
+      const long = { ...messageNumbered(n), text };
+      trail.recordOutcome({ ...base, message: long, kind: 'completed', replies: [{ text: `${text}!` }] });
+    }
+    gc();
+    const grownMb = (process.memoryUsage().heapUsed - before) / 1e6;
+    expect(trail.get(messageNumbered(99).id)?.received.text).toHaveLength(MAX_TRAIL_TEXT_CHARS);
+    expect(grownMb).toBeLessThan(10);
   });
 });
 
