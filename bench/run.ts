@@ -35,6 +35,7 @@ const SCENARIOS = [
   'pool-claims',
   'http-throughput',
   'cluster-throughput',
+  'console-recorders',
 ] as const;
 
 const RESULTS_DIR = fileURLToPath(new URL('./results', import.meta.url));

@@ -1,6 +1,5 @@
 import type { AuditConfig } from '@switchboard/config';
 import type { ControllerObserver, InboundMessage, Outcome, Reply, TurnResult } from '@switchboard/core';
-import { keptReplies, keptText } from './stored-text.js';
 
 /** Messages the trail remembers; past it the oldest is forgotten. */
 const DEFAULT_MAX_MESSAGES = 1_000;
@@ -67,12 +66,154 @@ export interface MessageTrail {
 }
 
 /**
+ * `text` itself when it is within `maxChars`, else its first `maxChars` characters as a string of
+ * their own: V8 makes a slice a view that keeps the whole text alive, which would leave the trail's
+ * memory unbounded. JSON round-trips every string exactly, lone surrogates included.
+ */
+export function boundedText(text: string, maxChars: number): string {
+  return text.length <= maxChars ? text : JSON.parse(JSON.stringify(text.slice(0, maxChars)));
+}
+
+const NO_REPLIES: readonly Reply[] = Object.freeze([]);
+
+/** One run of a turn as recorded; `turnView` makes the `TrailTurn` the API answers. */
+class TrailRun {
+  startedAt: number;
+  endedAt: number | null = null;
+  result: TurnResult | null = null;
+  durationMs: number | null = null;
+  retryDelayMs: number | null = null;
+  constructor(
+    readonly id: string,
+    readonly pipeline: string,
+    readonly attempt: number,
+    /** The ids of its messages; one id, no array, for the usual turn of one message. */
+    readonly messages: string | readonly string[],
+    startedAt: number,
+  ) {
+    this.startedAt = startedAt;
+  }
+}
+
+/**
+ * What the trail keeps of a message: one object, filled in place as the message goes on, holding
+ * references to strings and objects the message and its outcome already made (never the message
+ * itself, whose `raw` event may be large). `entryView` builds the `TrailEntry` when it is read.
+ */
+class TrailRecord {
+  /** Runs past the first, made only for a message that ran more than once. */
+  moreRuns: TrailRun[] | null = null;
+  outcome: Outcome['kind'] | null = null;
+  reason: string | null = null;
+  rule: string | null = null;
+  pipeline: string | null = null;
+  error: { code: string; message: string } | null = null;
+  /** Already within `MAX_TRAIL_TEXT_CHARS` each; empty unless `audit.store_text` is `full`. */
+  replies: readonly Reply[] = NO_REPLIES;
+  outcomeAt = 0;
+  firstRun: TrailRun | null = null;
+  /** The run started last, kept or not: where its end and retry wait are written. */
+  lastRun: TrailRun | null = null;
+  readonly channel: string;
+  readonly platform: string;
+  readonly chatType: string;
+  readonly chatId: string;
+  readonly senderId: string;
+  readonly senderName: string | null;
+  readonly receivedAt: number;
+  constructor(
+    message: InboundMessage,
+    readonly session: string | null,
+    readonly text: string | null,
+  ) {
+    this.channel = message.channel;
+    this.platform = message.platform;
+    this.chatType = message.chat.type;
+    this.chatId = message.chat.id;
+    this.senderId = message.sender.id;
+    this.senderName = message.sender.name ?? null;
+    this.receivedAt = message.received_at;
+  }
+
+  addRun(run: TrailRun): void {
+    this.lastRun = run;
+    if (this.firstRun === null) this.firstRun = run;
+    else if (this.moreRuns === null) this.moreRuns = [run];
+    else if (this.moreRuns.length < MAX_TURNS_PER_MESSAGE - 1) this.moreRuns.push(run);
+  }
+}
+
+function turnView(run: TrailRun): TrailTurn {
+  return {
+    id: run.id,
+    pipeline: run.pipeline,
+    attempt: run.attempt,
+    messages: typeof run.messages === 'string' ? [run.messages] : [...run.messages],
+    started_at: run.startedAt,
+    ended_at: run.endedAt,
+    result: run.result,
+    duration_ms: run.durationMs,
+    retry_delay_ms: run.retryDelayMs,
+  };
+}
+
+function entryView(record: TrailRecord): TrailEntry {
+  const runs = record.firstRun === null ? [] : [record.firstRun, ...(record.moreRuns ?? [])];
+  return {
+    received: {
+      channel: record.channel,
+      platform: record.platform,
+      chat_type: record.chatType,
+      chat_id: record.chatId,
+      sender_id: record.senderId,
+      sender_name: record.senderName,
+      text: record.text,
+      at: record.receivedAt,
+    },
+    session: record.session,
+    turns: runs.map(turnView),
+    outcome:
+      record.outcome === null
+        ? null
+        : {
+            kind: record.outcome,
+            reason: record.reason,
+            rule: record.rule,
+            pipeline: record.pipeline,
+            error: record.error === null ? null : `${record.error.code}: ${record.error.message}`,
+            replies: [...record.replies],
+            at: record.outcomeAt,
+          },
+  };
+}
+
+/**
+ * `replies` within `TRAIL_REPLY_LIMITS`: the same array when none is longer and they are few (the
+ * usual case).
+ */
+function boundedReplies(replies: readonly Reply[]): readonly Reply[] {
+  const { maxReplies, maxChars } = TRAIL_REPLY_LIMITS;
+  const few = replies.length > maxReplies ? replies.slice(0, maxReplies) : replies;
+  for (const reply of few) {
+    if (reply.text.length > maxChars) {
+      return few.map((each) => ({ ...each, text: boundedText(each.text, maxChars) }));
+    }
+  }
+  return few;
+}
+
+/**
  * A bounded, in-memory trail of recent messages: which turns ran them, each attempt's result and
  * retry wait, the other messages of their turn, their outcome. Per replica and lost on restart
  * (the audit log and the status store are what survives); with a shared pool a turn run by
  * another replica is missing here. It follows the audit recorder's rules: text as
  * `audit.store_text` keeps it, replies only when text is kept whole, `ignored` outcomes only under
  * `audit.ignored`; and it cuts every text to `MAX_TRAIL_TEXT_CHARS`.
+ *
+ * It runs for every message, so recording is O(1) and allocates one record per message and one
+ * run per turn, both filled with references; strings and the answer's shape are made when a
+ * message is read (`get`). The oldest message is forgotten through a ring of ids, not by
+ * iterating the map.
  */
 export function createMessageTrail(options: {
   storeText: AuditConfig['storeText'];
@@ -82,84 +223,94 @@ export function createMessageTrail(options: {
 }): MessageTrail {
   const maxMessages = options.maxMessages ?? DEFAULT_MAX_MESSAGES;
   const now = options.now ?? Date.now;
-  const entries = new Map<string, TrailEntry>();
-  // The running attempt of each turn id: a turn runs once at a time.
-  const running = new Map<string, TrailTurn>();
+  const textChars =
+    options.storeText === 'none'
+      ? 0
+      : options.storeText === 'full'
+        ? MAX_TRAIL_TEXT_CHARS
+        : Math.min(options.storeText, MAX_TRAIL_TEXT_CHARS);
+  const records = new Map<string, TrailRecord>();
+  // The ids in `records`, oldest at `oldest`: slot i is overwritten by the id added i-th modulo the bound.
+  const ids: Array<string | undefined> = new Array(maxMessages).fill(undefined);
+  let oldest = 0;
 
-  function entryOf(message: InboundMessage, session: string | null): TrailEntry {
-    let entry = entries.get(message.id);
-    if (entry === undefined) {
-      entry = {
-        received: {
-          channel: message.channel,
-          platform: message.platform,
-          chat_type: message.chat.type,
-          chat_id: message.chat.id,
-          sender_id: message.sender.id,
-          sender_name: message.sender.name ?? null,
-          text: keptText(message.text, options.storeText)?.slice(0, MAX_TRAIL_TEXT_CHARS) ?? null,
-          at: message.received_at,
-        },
+  function recordOf(message: InboundMessage, session: string | null): TrailRecord {
+    let record = records.get(message.id);
+    if (record === undefined) {
+      record = new TrailRecord(
+        message,
         session,
-        turns: [],
-        outcome: null,
-      };
-      entries.set(message.id, entry);
-      // Maps iterate in insertion order: the first key is the oldest message.
-      if (entries.size > maxMessages) entries.delete(entries.keys().next().value as string);
+        textChars === 0 ? null : boundedText(message.text, textChars),
+      );
+      const evicted = ids[oldest];
+      if (evicted !== undefined) records.delete(evicted);
+      ids[oldest] = message.id;
+      oldest = oldest + 1 === maxMessages ? 0 : oldest + 1;
+      records.set(message.id, record);
     }
-    return entry;
+    return record;
+  }
+
+  /**
+   * The running attempt of `turn`, found through its messages (a turn runs once at a time, and
+   * each of its messages names it last); null when the trail has forgotten them all.
+   */
+  function runOf(turn: {
+    id: string;
+    messages: ReadonlyArray<{ message: { id: string } }>;
+  }): TrailRun | null {
+    for (const { message } of turn.messages) {
+      const run = records.get(message.id)?.lastRun;
+      if (run?.id === turn.id) return run;
+    }
+    return null;
   }
 
   return {
     observer: {
       turnStarted(turn) {
-        const run: TrailTurn = {
-          id: turn.id,
-          pipeline: turn.pipeline,
-          attempt: turn.attempt,
-          messages: turn.messages.map(({ message }) => message.id),
-          started_at: now(),
-          ended_at: null,
-          result: null,
-          duration_ms: null,
-          retry_delay_ms: null,
-        };
-        running.set(turn.id, run);
-        for (const queued of turn.messages) {
-          const entry = entryOf(queued.message, turn.session);
-          if (entry.turns.length < MAX_TURNS_PER_MESSAGE) entry.turns.push(run);
-        }
+        const queued = turn.messages;
+        const run = new TrailRun(
+          turn.id,
+          turn.pipeline,
+          turn.attempt,
+          queued.length === 1 ? (queued[0]?.message.id ?? '') : queued.map(({ message }) => message.id),
+          now(),
+        );
+        for (const { message } of queued) recordOf(message, turn.session).addRun(run);
       },
       turnEnded(turn, result, durationMs) {
-        const run = running.get(turn.id);
-        running.delete(turn.id);
-        if (run === undefined) return;
-        run.ended_at = now();
+        const run = runOf(turn);
+        // An end is written once: a later end of the same attempt changes nothing.
+        if (run === null || run.result !== null) return;
+        // From the turn's own duration: one clock read per turn, not two.
+        run.endedAt = run.startedAt + durationMs;
         run.result = result;
-        run.duration_ms = durationMs;
+        run.durationMs = durationMs;
       },
       // Called before `turnEnded(turn, 'retried')`.
       turnRetried(turn, delayMs) {
-        const run = running.get(turn.id);
-        if (run !== undefined) run.retry_delay_ms = delayMs;
+        const run = runOf(turn);
+        if (run !== null && run.result === null) run.retryDelayMs = delayMs;
       },
     },
     recordOutcome(outcome) {
       if (outcome.kind === 'ignored' && !options.recordIgnored) return;
-      const entry = entryOf(outcome.message, outcome.session);
-      entry.outcome = {
-        kind: outcome.kind,
-        reason: outcome.reason ?? null,
-        rule: outcome.rule ?? null,
-        pipeline: outcome.pipeline ?? null,
-        error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
-        replies: keptReplies(outcome.replies, options.storeText, TRAIL_REPLY_LIMITS),
-        at: outcome.at,
-      };
+      const record = recordOf(outcome.message, outcome.session);
+      record.outcome = outcome.kind;
+      record.reason = outcome.reason ?? null;
+      record.rule = outcome.rule ?? null;
+      record.pipeline = outcome.pipeline ?? null;
+      record.error = outcome.error ?? null;
+      record.replies =
+        options.storeText === 'full' && outcome.replies !== undefined
+          ? boundedReplies(outcome.replies)
+          : NO_REPLIES;
+      record.outcomeAt = outcome.at;
     },
     get(messageId) {
-      return entries.get(messageId) ?? null;
+      const record = records.get(messageId);
+      return record === undefined ? null : entryView(record);
     },
   };
 }

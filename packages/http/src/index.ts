@@ -3,6 +3,7 @@
 // Who may call
 export { bearerAuth, isLoopbackAddress, isLoopbackClient } from './auth.js';
 export type { AuthHook, BearerAuthOptions } from './auth.js';
+export { isLoopbackHost, requestForgeryRefusal } from './request-forgery.js';
 
 // Errors in one shape
 export { errorBody, httpErrorHandler, notFoundHandler, toHttpError } from './error-handler.js';

@@ -1,15 +1,22 @@
-import { type AuthHook, bearerAuth } from '@switchboard/http';
+import { type AuthHook, bearerAuth, requestForgeryRefusal } from '@switchboard/http';
 
 /**
- * The admin check (docs/design.md §7): bearer `admin.token`, or loopback clients only when it is unset.
- * Guards the admin API and what `admin.protect` closes (`/metrics`, `/readyz`, `/docs`). Use it
- * as an `onRequest` hook, so a request is refused before its query or body is even parsed: an
- * unauthenticated caller learns nothing about the route from a validation error.
+ * The admin check (docs/design.md §7): bearer `admin.token`, or loopback clients only when it is
+ * unset — and then only requests a browser was not driven to send (`requestForgeryRefusal`: a
+ * `Host` that is no loopback name, a state-changing request from another origin), since every
+ * process on the machine passes as loopback, a browser showing a hostile page included.
+ * Guards the admin API, the console and what `admin.protect` closes (`/metrics`, `/readyz`,
+ * `/docs`). Use it as an `onRequest` hook, so a request is refused before its query or body is
+ * even parsed: an unauthenticated caller learns nothing about the route from a validation error.
  */
 export function adminAuth(token: string | undefined): AuthHook {
-  return bearerAuth({
+  const bearer = bearerAuth({
     tokens: token === undefined ? [] : [token],
     realm: 'switchboard-admin',
     setting: 'admin.token',
   });
+  // A bearer token is something a page cannot make the browser send (config turns "" into none).
+  if (token !== undefined) return bearer;
+  return (request, reply, done) =>
+    bearer(request, reply, (err?: Error) => done(err ?? requestForgeryRefusal(request)));
 }
