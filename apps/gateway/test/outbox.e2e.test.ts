@@ -182,7 +182,16 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
       // A turn whose journal removal had not committed at the kill ran again (at least once,
       // docs/design.md §2 "Durability"): the same request, whose answer the outbox held already.
       expect(new Set(backend.requests.map((request) => request.id)).size).toBe(3);
-      await eventually(async () => (await metric(second, 'switchboard_outbox_pending{channel="tg"}')) === 0);
+      // Settled: nothing queued, running or waiting to be sent. A re-run whose first delivery was
+      // sent already finds its id remembered by the outbox, and sends nothing again.
+      await eventually(async () => {
+        const [queued, running, unsent] = await Promise.all([
+          metric(second, 'switchboard_queue_pending{scope="replica"}'),
+          metric(second, 'switchboard_inflight{scope="replica"}'),
+          metric(second, 'switchboard_outbox_pending{channel="tg"}'),
+        ]);
+        return queued === 0 && running === 0 && unsent === 0;
+      });
       expect(await metric(second, 'switchboard_deliveries_total{channel="tg",outcome="delivered"}')).toBe(3);
       expect(fake.sentMessages()).toHaveLength(3);
     });

@@ -9,10 +9,18 @@ function withoutRaw(message: InboundMessage): InboundMessage {
 }
 
 /**
+ * How long a turn's delivery id is remembered once it was sent or given up: as long as a
+ * platform's redelivery is deduplicated by default. A turn run again within it (a crash between
+ * storing its replies and completing, then a restart) adds a duplicate, not a second send.
+ */
+const REMEMBERED_FOR_MS = 24 * 3_600_000;
+
+/**
  * The delivery of `replies` in answer to `messages` of `turn`, to its session's chat. Its id is
- * derived from the turn id, which is the same on every attempt of the same messages: a turn run
- * again after a crash between storing its replies and completing (docs/design.md §2
- * "Durability") adds a duplicate, not a second delivery, while the first is still stored.
+ * derived from the turn id, which is the same on every attempt of the same messages, and the
+ * outbox remembers it after it ended: a turn run again after a crash between storing its replies
+ * and completing (docs/design.md §2 "Durability") adds a duplicate, not a second delivery,
+ * whether the first is still stored or was sent meanwhile.
  */
 export function deliveryOf(
   turn: Pick<Turn, 'id' | 'session'>,
@@ -43,5 +51,6 @@ export function deliveryOf(
     createdAt: options.nowMs,
     attempts: 0,
     notBefore: options.nowMs,
+    rememberForMs: REMEMBERED_FOR_MS,
   };
 }

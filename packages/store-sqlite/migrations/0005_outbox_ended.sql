@@ -1,7 +1,8 @@
--- 0005_outbox_ended: ids of ended deliveries that asked to be remembered (`Delivery.rememberForMs`,
--- a dead letter's replay), so adding one again while remembered answers `duplicate`. Few rows:
--- expired ones are deleted whenever one is written.
+-- 0005_outbox_ended: ids of ended deliveries that asked to be remembered (`Delivery.rememberForMs`:
+-- a turn's answer, a dead letter's replay), so adding one again while remembered answers
+-- `duplicate`. Expired rows are deleted at most once a minute, through `outbox_ended_expiry`.
 CREATE TABLE outbox_ended (
   id TEXT PRIMARY KEY,
   expires_at INTEGER NOT NULL
 );
+CREATE INDEX outbox_ended_expiry ON outbox_ended (expires_at);

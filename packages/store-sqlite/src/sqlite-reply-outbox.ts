@@ -2,6 +2,9 @@ import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox, Settlement } from
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
 
+/** How often expired remembered ids are deleted: each delete is one index range, not per send. */
+const FORGET_EVERY_MS = 60_000;
+
 /** What a claimed chat maps to while its settlement commits. */
 const SETTLING = '';
 
@@ -62,6 +65,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   const listeners = new Set<(channel: string) => void>();
   // Tokens need only be unique within this store object: claims do not outlive it.
   let lastToken = 0;
+  let forgotAt = Number.NEGATIVE_INFINITY;
 
   function signal(channel: string): void {
     for (const listener of listeners) listener(channel);
@@ -76,7 +80,10 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     remove.run(delivery.id);
     if (delivery.rememberForMs === undefined) return;
     const nowMs = Date.now();
-    forgetExpired.run(nowMs);
+    if (nowMs - forgotAt >= FORGET_EVERY_MS) {
+      forgotAt = nowMs;
+      forgetExpired.run(nowMs);
+    }
     remember.run(delivery.id, nowMs + delivery.rememberForMs);
   }
 
