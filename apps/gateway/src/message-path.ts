@@ -74,7 +74,8 @@ export async function messagePath(
     // A status newer than a dead letter is its replay, queued or running.
     status ? { status: status.status, reason: null, error: status.error, at: status.updated_at } : null,
   ]);
-  const rule = trail?.outcome?.rule ?? newest?.rule ?? status?.rule ?? null;
+  // The trail knows the rule from the turn's start, before any outcome names it.
+  const rule = trail?.outcome?.rule ?? trail?.rule ?? newest?.rule ?? status?.rule ?? null;
   const discarded = outcome?.status === 'discarded';
   // A discarded message's outcome names no pipeline: the rule sent it to the discard target.
   const pipeline =

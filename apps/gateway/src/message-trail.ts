@@ -42,6 +42,8 @@ export interface TrailEntry {
     at: number;
   };
   session: string | null;
+  /** The rule that routed it, known once a turn of it started; null: the default (or no turn yet). */
+  rule: string | null;
   turns: TrailTurn[];
   outcome: {
     kind: Outcome['kind'];
@@ -105,7 +107,10 @@ class TrailRecord {
   moreRuns: TrailRun[] | null = null;
   outcome: Outcome['kind'] | null = null;
   reason: string | null = null;
+  /** The outcome's rule. */
   rule: string | null = null;
+  /** The rule its queued message carried into its turns. */
+  routedRule: string | null = null;
   pipeline: string | null = null;
   error: { code: string; message: string } | null = null;
   /** Already within `MAX_TRAIL_TEXT_CHARS` each; empty unless `audit.store_text` is `full`. */
@@ -171,6 +176,7 @@ function entryView(record: TrailRecord): TrailEntry {
       at: record.receivedAt,
     },
     session: record.session,
+    rule: record.routedRule ?? record.rule,
     turns: runs.map(turnView),
     outcome:
       record.outcome === null
@@ -277,7 +283,11 @@ export function createMessageTrail(options: {
           queued.length === 1 ? (queued[0]?.message.id ?? '') : queued.map(({ message }) => message.id),
           now(),
         );
-        for (const { message } of queued) recordOf(message, turn.session).addRun(run);
+        for (const { message, rule } of queued) {
+          const record = recordOf(message, turn.session);
+          record.addRun(run);
+          if (rule !== undefined) record.routedRule = rule;
+        }
       },
       turnEnded(turn, result, durationMs) {
         const run = runOf(turn);

@@ -83,6 +83,25 @@ describe('message path', () => {
     });
   });
 
+  describe('when its turn is still running', () => {
+    it('names the rule that routed it, not the default', async () => {
+      const sources = sourcesOf('full');
+      sources.trail.observer.turnStarted({
+        id: 't1',
+        session,
+        pipeline: 'bot',
+        attempt: 1,
+        messages: [
+          { message, session, pipeline: 'bot', routedByRule: true, rule: 'vip', attempt: 1, acceptedAt: 0 },
+        ],
+        lease: { token: 'x', expiresAt: null },
+      });
+      const path = await messagePath(message.id, sources);
+      expect(path.outcome).toBeNull();
+      expect(path.routed).toEqual({ rule: 'vip', by_default: false, pipeline: 'bot' });
+    });
+  });
+
   describe('when the sources disagree on the outcome', () => {
     it('reports the newest: a replay completed after the dead letter this replica recorded', async () => {
       const sources = sourcesOf('full');

@@ -31,7 +31,7 @@ function messageNumbered(n: number): InboundMessage {
   return { ...message, id: `01JTRAIL${String(n).padStart(18, '0')}`, text: 'hi' };
 }
 
-function turnOf(messages: InboundMessage[], attempt = 1): Turn {
+function turnOf(messages: InboundMessage[], attempt = 1, rule?: string): Turn {
   return {
     id: `turn-${messages.map(({ id }) => id).join('+')}`,
     session: base.session,
@@ -41,7 +41,8 @@ function turnOf(messages: InboundMessage[], attempt = 1): Turn {
       message: queued,
       session: base.session,
       pipeline: 'echo',
-      routedByRule: false,
+      routedByRule: rule !== undefined,
+      ...(rule === undefined ? {} : { rule }),
       attempt,
       acceptedAt: 0,
     })),
@@ -122,6 +123,18 @@ describe('message trail', () => {
         false,
         true,
       ]);
+    });
+  });
+
+  describe('when a turn of a message routed by a rule is still running', () => {
+    it('names the rule before any outcome does', () => {
+      const trail = trailOf({ storeText: 'full', recordIgnored: false });
+      const routed = messageNumbered(3);
+      trail.observer.turnStarted(turnOf([routed], 1, 'vip'));
+      expect(trail.get(routed.id)).toMatchObject({ rule: 'vip', outcome: null });
+      const byDefault = messageNumbered(4);
+      trail.observer.turnStarted(turnOf([byDefault]));
+      expect(trail.get(byDefault.id)?.rule).toBeNull();
     });
   });
 
