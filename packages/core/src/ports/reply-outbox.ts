@@ -109,7 +109,8 @@ export interface ReplyOutbox {
   add(delivery: Delivery): Promise<AddResult>;
   /**
    * Claims, for `channel`, the head of a chat that has no claimed delivery and whose head is due
-   * (`notBefore <= nowMs`), oldest head first; null when there is none.
+   * (`notBefore <= nowMs`), oldest head first; null when there is none. The delivery handed out
+   * is the holder's to read, not to change (a store in memory may share its nested objects).
    */
   claim(channel: string, nowMs: number): Promise<DeliveryClaim | null>;
   /** The delivery was sent: removes it, freeing its chat. */
