@@ -178,8 +178,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
    * Ends a claim with `write` and records the messages' outcome with `record`. For an outbox of
    * this process alone, in the same tick, so that the outcome's audit record joins the write's
    * group commit; the other listeners hear of it once that commit succeeded, and nobody if it
-   * failed (the delivery stays and is sent again). For a shared one, after the write was applied
-   * (a `lost` claim belongs to whoever claimed it again, who records it).
+   * failed: the claim still holds, and the settlement (never the send) is tried again every
+   * `STORE_RETRY_MS` until it commits. For a shared one, after the write was applied (a `lost`
+   * claim belongs to whoever claimed it again, who records it).
    */
   async function settleAndRecord(
     claim: DeliveryClaim,
@@ -187,15 +188,27 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     record: (committed?: Promise<boolean>) => void,
   ): Promise<void> {
     if (!outbox.shared) {
-      const written = write();
-      record(
-        written.then(
-          (settlement) => settlement === 'settled',
-          () => false,
-        ),
-      );
-      checkHeld(claim, await written);
-      return;
+      for (let failures = 0; ; failures++) {
+        const written = write();
+        record(
+          written.then(
+            (settlement) => settlement === 'settled',
+            () => false,
+          ),
+        );
+        try {
+          checkHeld(claim, await written);
+          return;
+        } catch (err) {
+          if (leftBehind) throw err;
+          if (failures === 0)
+            logger.error(
+              { err, deliveryId: claim.delivery.id },
+              'settlement failed to commit: writing it again, not sending again',
+            );
+        }
+        await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS));
+      }
     }
     const settlement = await settleRetrying(claim, write);
     checkHeld(claim, settlement);

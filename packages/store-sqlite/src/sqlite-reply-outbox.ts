@@ -95,10 +95,14 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     claims.get(channel)?.set(chat, SETTLING);
     try {
       await commit(write);
-    } finally {
-      claims.get(channel)?.delete(chat);
-      signal(channel);
+    } catch (err) {
+      // Rolled back: the claim holds again, so its holder retries the settlement. Freeing the
+      // chat would hand a sent delivery out to be sent again, as often as the commit fails.
+      claims.get(channel)?.set(chat, claim.token);
+      throw err;
     }
+    claims.get(channel)?.delete(chat);
+    signal(channel);
     return 'settled';
   }
 

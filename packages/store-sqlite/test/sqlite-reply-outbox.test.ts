@@ -1,7 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Outcome, createOutcomeBus, createReplySender, silentLogger } from '@switchboard/core';
+import {
+  type Logger,
+  type Outcome,
+  createOutcomeBus,
+  createReplySender,
+  silentLogger,
+} from '@switchboard/core';
 import { deliveryFixture } from '@switchboard/core/testing';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,7 +21,7 @@ afterEach(() => {
 
 describe('sqlite reply outbox with the reply sender', () => {
   describe('when the commit that removes a delivered delivery fails', () => {
-    it('records no outcome, sends the delivery again, and records its outcome once that removal commits', async () => {
+    it('records no outcome and sends nothing again, writes the removal again, and records the outcome once it commits', async () => {
       const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
       folders.push(folder);
       const path = join(folder, 'switchboard.db');
@@ -35,23 +41,22 @@ describe('sqlite reply outbox with the reply sender', () => {
         outcomes.push(outcome);
         outcomeRecorded();
       });
-      // The first send succeeds; the second waits for the test, so the sender does not spin.
+      let commitFailed: () => void = () => {};
+      const failedOnce = new Promise<void>((resolve) => {
+        commitFailed = resolve;
+      });
+      const logger: Logger = {
+        ...silentLogger,
+        error: (_bindings, message) => {
+          if (message.startsWith('settlement failed to commit')) commitFailed();
+        },
+        child: () => logger,
+      };
       let sends = 0;
-      let secondSendStarted: () => void = () => {};
-      const secondSend = new Promise<void>((resolve) => {
-        secondSendStarted = resolve;
-      });
-      let releaseSecond: () => void = () => {};
-      const released = new Promise<void>((resolve) => {
-        releaseSecond = resolve;
-      });
       const channel = {
         id: 'tg',
         send: async () => {
           sends += 1;
-          if (sends === 1) return;
-          secondSendStarted();
-          await released;
         },
       };
       const delivery = deliveryFixture(1, { channel: 'tg', createdAt: Date.now(), notBefore: 0 });
@@ -66,22 +71,23 @@ describe('sqlite reply outbox with the reply sender', () => {
           retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 },
         }),
         outcomes: bus,
-        logger: silentLogger,
+        logger,
       });
       try {
         sender.start();
-        await secondSend;
-        // The removal rolled back: the message is not over, and nobody was told it was.
+        await failedOnce;
+        // The removal rolled back: the message is not over, nobody was told it was, and the
+        // delivery, sent once, is not handed out to be sent again.
         expect(outcomes).toHaveLength(0);
         expect(await store.outbox.pending()).toEqual({ tg: 1 });
+        expect(await store.outbox.claim('tg', Date.now())).toBeNull();
 
         other.exec('DROP TRIGGER outbox_full');
-        releaseSecond();
         await recorded;
         await sender.stop({ drainTimeoutMs: 1_000 });
         expect(outcomes).toEqual([expect.objectContaining({ kind: 'completed' })]);
         expect(await store.outbox.pending()).toEqual({});
-        expect(sends).toBe(2);
+        expect(sends).toBe(1);
       } finally {
         await sender.stop({ drainTimeoutMs: 0 });
         other.close();
