@@ -61,19 +61,21 @@ export async function messagePath(
   const turns = trail?.turns ?? [];
   // The sources are written at different moments (a replay's outcome on another replica reaches
   // the status store, not this trail): the latest one tells where the message stands now.
-  const outcome = latest([
-    trail?.outcome
-      ? {
-          status: trail.outcome.kind,
-          reason: trail.outcome.reason,
-          error: trail.outcome.error,
-          at: trail.outcome.at,
-        }
-      : null,
-    newest ? { status: newest.outcome, reason: newest.reason, error: newest.error, at: newest.at } : null,
-    // A status newer than a dead letter is its replay, queued or running.
+  const outcome = latest(
+    [
+      trail?.outcome
+        ? {
+            status: trail.outcome.kind,
+            reason: trail.outcome.reason,
+            error: trail.outcome.error,
+            at: trail.outcome.at,
+          }
+        : null,
+      newest ? { status: newest.outcome, reason: newest.reason, error: newest.error, at: newest.at } : null,
+    ],
+    // A status newer than a dead letter, of another kind, is its replay's end.
     status ? { status: status.status, reason: null, error: status.error, at: status.updated_at } : null,
-  ]);
+  );
   // The trail knows the rule from the turn's start, before any outcome names it.
   const rule = trail?.outcome?.rule ?? trail?.rule ?? newest?.rule ?? status?.rule ?? null;
   const discarded = outcome?.status === 'discarded';
@@ -115,11 +117,20 @@ export async function messagePath(
   };
 }
 
-/** The newest of the known outcomes; ties go to the earlier source (the trail, then the audit log). */
-function latest(candidates: Array<MessagePath['outcome']>): MessagePath['outcome'] {
+/**
+ * The newest of the known outcomes (the trail's, the audit log's), then the status when it is
+ * newer and of another kind: a status of the same kind is the same end told later (a status is
+ * stamped when it is written), and the outcome it repeats names the reason.
+ */
+function latest(
+  outcomes: Array<MessagePath['outcome']>,
+  status: MessagePath['outcome'],
+): MessagePath['outcome'] {
   let found: MessagePath['outcome'] = null;
-  for (const candidate of candidates) {
-    if (candidate !== null && (found === null || candidate.at > found.at)) found = candidate;
+  for (const outcome of outcomes) {
+    if (outcome !== null && (found === null || outcome.at > found.at)) found = outcome;
   }
-  return found;
+  if (status === null) return found;
+  if (found !== null && (status.status === found.status || status.at <= found.at)) return found;
+  return status;
 }

@@ -111,6 +111,20 @@ describe('message path', () => {
       expect((await messagePath(message.id, sources)).outcome).toMatchObject({ status: 'completed', at: 20 });
     });
 
+    it('keeps the reason the audit log names when the status tells the same end later', async () => {
+      const sources = sourcesOf('full');
+      await sources.auditLog.append(deadLetter(10));
+      await sources.statuses.put({
+        ...status({ status: 'completed', updated_at: 12 }),
+        status: 'dead_lettered',
+      });
+      expect((await messagePath(message.id, sources)).outcome).toMatchObject({
+        status: 'dead_lettered',
+        reason: 'fatal_error',
+        at: 10,
+      });
+    });
+
     it('keeps the dead letter when the status is older', async () => {
       const sources = sourcesOf('full');
       await sources.auditLog.append(deadLetter(30));

@@ -9,11 +9,12 @@ function withoutRaw(message: InboundMessage): InboundMessage {
 }
 
 /**
- * How long a turn's delivery id is remembered once it was sent or given up: as long as a
- * platform's redelivery is deduplicated by default. A turn run again within it (a crash between
- * storing its replies and completing, then a restart) adds a duplicate, not a second send.
+ * How long a turn's delivery id is remembered once it was sent or given up. A turn runs again
+ * after a crash between storing its replies and completing, once the gateway is back (SQLite) or
+ * its lease ran out (Redis, seconds): within this window that run adds a duplicate, not a second
+ * send. An hour covers a restart; a store holds one small record per delivery of the last hour.
  */
-const REMEMBERED_FOR_MS = 24 * 3_600_000;
+const REMEMBERED_FOR_MS = 3_600_000;
 
 /**
  * The delivery of `replies` in answer to `messages` of `turn`, to its session's chat. Its id is

@@ -141,9 +141,10 @@ export function createOutcomeBus(
         return;
       }
       notify(outcome, (stores) => stores);
-      void committed.then((done) => {
+      // A commit that rejects is one that did not happen: nobody else hears, nothing is thrown.
+      committed.then((done) => {
         if (done) notify(outcome, (stores) => !stores);
-      });
+      }, onListenerError);
     },
     subscribe(listener, options) {
       listeners.set(listener, options?.stores ?? false);

@@ -1,6 +1,6 @@
 -- 0005_outbox_ended: ids of ended deliveries that asked to be remembered (`Delivery.rememberForMs`:
 -- a turn's answer, a dead letter's replay), so adding one again while remembered answers
--- `duplicate`. Expired rows are deleted at most once a minute, through `outbox_ended_expiry`.
+-- `duplicate`. Expired rows are deleted in batches of 1 000, through `outbox_ended_expiry`.
 CREATE TABLE outbox_ended (
   id TEXT PRIMARY KEY,
   expires_at INTEGER NOT NULL

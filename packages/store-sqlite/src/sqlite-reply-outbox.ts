@@ -4,6 +4,8 @@ import type { GroupCommit } from './group-commit.js';
 
 /** How often expired remembered ids are deleted: each delete is one index range, not per send. */
 const FORGET_EVERY_MS = 60_000;
+/** Expired remembered ids deleted at most per removal. */
+const FORGET_BATCH = 1000;
 
 /** What a claimed chat maps to while its settlement commits. */
 const SETTLING = '';
@@ -50,7 +52,11 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   const remember = db.prepare<[string, number]>(
     'INSERT INTO outbox_ended (id, expires_at) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at',
   );
-  const forgetExpired = db.prepare<[number]>('DELETE FROM outbox_ended WHERE expires_at <= ?');
+  // A bounded batch, so that the first removal after a long stop does not delete a backlog in
+  // one go inside its own commit; the rest goes with the next ones.
+  const forgetExpired = db.prepare<[number]>(
+    `DELETE FROM outbox_ended WHERE id IN (SELECT id FROM outbox_ended WHERE expires_at <= ? LIMIT ${FORGET_BATCH})`,
+  );
   const reschedule = db.prepare<[number, string, string]>(
     'UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ? WHERE id = ?',
   );
@@ -66,6 +72,8 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   // Tokens need only be unique within this store object: claims do not outlive it.
   let lastToken = 0;
   let forgotAt = Number.NEGATIVE_INFINITY;
+  // The last batch was full: expired ids are left, so the next removal deletes more.
+  let expiredLeft = false;
 
   function signal(channel: string): void {
     for (const listener of listeners) listener(channel);
@@ -80,9 +88,9 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     remove.run(delivery.id);
     if (delivery.rememberForMs === undefined) return;
     const nowMs = Date.now();
-    if (nowMs - forgotAt >= FORGET_EVERY_MS) {
+    if (expiredLeft || nowMs - forgotAt >= FORGET_EVERY_MS) {
       forgotAt = nowMs;
-      forgetExpired.run(nowMs);
+      expiredLeft = forgetExpired.run(nowMs).changes === FORGET_BATCH;
     }
     remember.run(delivery.id, nowMs + delivery.rememberForMs);
   }
