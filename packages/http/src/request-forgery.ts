@@ -22,12 +22,20 @@ function hostName(host: string): string | undefined {
   }
 }
 
-/** True for a `Host` header naming 127.0.0.0/8, `[::1]` or `localhost`, with any port. */
+/** `[::ffff:127.x.y.z]` as URL writes it: IPv4-mapped loopback. */
+const MAPPED_LOOPBACK = /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/;
+
+/**
+ * True for a `Host` header naming 127.0.0.0/8 (also IPv4-mapped), `[::1]`, `localhost` or a name
+ * under `.localhost` (RFC 6761: resolved to loopback, never by DNS), with any port and an
+ * optional trailing dot.
+ */
 export function isLoopbackHost(host: string | undefined): boolean {
   if (host === undefined) return false;
-  const name = hostName(host);
+  const name = hostName(host)?.replace(/\.$/, '');
   if (name === undefined) return false;
-  if (name === 'localhost' || name === '[::1]') return true;
+  if (name === 'localhost' || name.endsWith('.localhost') || name === '[::1]') return true;
+  if (MAPPED_LOOPBACK.test(name)) return true;
   // URL normalises IPv4 (`127.1`, `0x7f.0.0.1`) to a dotted quad.
   return isIPv4(name) && name.startsWith('127.');
 }

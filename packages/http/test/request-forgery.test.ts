@@ -12,6 +12,10 @@ describe('isLoopbackHost', () => {
       'LocalHost:3000',
       '[::1]',
       '[::1]:8080',
+      'localhost.:8080',
+      '127.0.0.1.',
+      'console.localhost:3000',
+      '[::ffff:127.0.0.1]:8080',
     ])('accepts %s', (host) => {
       expect(isLoopbackHost(host)).toBe(true);
     });
@@ -23,6 +27,8 @@ describe('isLoopbackHost', () => {
       'evil.example:8080',
       '127.0.0.1.nip.io',
       'localhost.evil.example',
+      'evil-localhost',
+      '[::ffff:10.0.0.1]',
       '10.0.0.1',
       '[::2]:80',
       'evil.example@127.0.0.1',
