@@ -173,7 +173,11 @@ routing: { default: bot }
 
       const statuses = await eventually(async () => {
         const answers = await Promise.all(ids.map((id) => get(`${gateway.url}/v1/messages/${id}`)));
-        return answers.every((answer) => answer.body.status === 'completed') && answers;
+        return (
+          answers.every(
+            (answer) => answer.body.status === 'completed' && answer.body.delivery === 'delivered',
+          ) && answers
+        );
       }, 30_000);
       expect(statuses.map((answer) => answer.body.replies[0].text).sort()).toEqual(
         sessions.flatMap((s) => [1, 2, 3, 4, 5].map((n) => `echo: ${s}${n}`)).sort(),
@@ -228,7 +232,12 @@ routing: { default: bot }
         }
         const answers = await eventually(async () => {
           const all = await Promise.all(ids.map((id) => get(`${gateway.url}/v1/messages/${id}`)));
-          return all.every((answer) => answer.body.status === 'completed') && all;
+          // Completed with its replies sent: a status says `delivery: pending` while they wait.
+          return (
+            all.every(
+              (answer) => answer.body.status === 'completed' && answer.body.delivery === 'delivered',
+            ) && all
+          );
         });
         expect(backend.requests.map((r) => r.text)).toEqual(['a\nb\nc']);
         expect(backend.requests[0]?.messages.map((m) => m.text)).toEqual(['a', 'b', 'c']);

@@ -514,7 +514,10 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
         const status = await eventually(
           async () => {
             const answer = await get(`${other}/v1/messages/${id}`);
-            return answer.body?.status === 'completed' ? answer : undefined;
+            // Its replies sent: a status says `delivery: pending` while they wait in the outbox.
+            return answer.body?.status === 'completed' && answer.body.delivery === 'delivered'
+              ? answer
+              : undefined;
           },
           30_000,
           `${text} completed on the other replica`,
