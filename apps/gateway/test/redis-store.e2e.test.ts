@@ -155,7 +155,9 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
         let view = (await get(`${b.url}/admin/sessions`)).body;
         await eventually(async () => {
           view = (await get(`${b.url}/admin/sessions`)).body;
-          return view.running?.length === 2 && view.waiting?.length === 1;
+          // A turn is listed from its claim; its request reaches a backend a moment later.
+          const received = backends.reduce((sum, backend) => sum + backend.requests.length, 0);
+          return view.running?.length === 2 && view.waiting?.length === 1 && received === 2;
         });
         // Each turn names the replica whose backend got it (replica ids carry the process id).
         for (const turn of view.running) {
