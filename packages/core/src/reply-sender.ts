@@ -4,7 +4,13 @@ import type { OutcomeSink } from './outcome.js';
 import type { ChannelAdapter } from './ports/channel-adapter.js';
 import { type Logger, silentLogger } from './ports/logger.js';
 import type { Settlement } from './ports/query-pool.js';
-import type { Delivery, DeliveryClaim, DeliveryError, ReplyOutbox } from './ports/reply-outbox.js';
+import type {
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  DeliveryMessage,
+  ReplyOutbox,
+} from './ports/reply-outbox.js';
 import { sendWithDeadline } from './send-deadline.js';
 import { within } from './within.js';
 
@@ -66,6 +72,19 @@ function describeError(error: unknown): DeliveryError {
   return { code: 'SB_CHANNEL_SEND_FAILED', message: error instanceof Error ? error.message : String(error) };
 }
 
+/** What every outcome of a message a delivery answers carries, whatever its kind. */
+function answeredBy(delivery: Delivery, answered: DeliveryMessage) {
+  return {
+    message: answered.message,
+    session: answered.session,
+    pipeline: answered.pipeline,
+    rule: answered.rule,
+    turnId: delivery.turnId ?? undefined,
+    attempt: answered.attempt,
+    replies: delivery.replies,
+  };
+}
+
 /**
  * The reply sender (docs/design.md §2 "Outbox"): per channel, claims due deliveries — at most
  * `concurrency` chats at once, one delivery per chat, in order — and sends each with its
@@ -121,15 +140,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     for (const answered of delivery.messages) {
       outcomes.record(
         {
+          ...answeredBy(delivery, answered),
           kind,
           at,
-          message: answered.message,
-          session: answered.session,
-          pipeline: answered.pipeline,
-          rule: answered.rule,
-          turnId: delivery.turnId ?? undefined,
-          attempt: answered.attempt,
-          replies: delivery.replies,
           ...(kind === 'completed'
             ? {}
             : {
@@ -376,16 +389,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
           if (!delivery.ownsOutcome) continue;
           for (const answered of delivery.messages) {
             outcomes.record({
+              ...answeredBy(delivery, answered),
               kind: 'dropped',
               reason: 'shutdown',
               at: now(),
-              message: answered.message,
-              session: answered.session,
-              pipeline: answered.pipeline,
-              rule: answered.rule,
-              turnId: delivery.turnId ?? undefined,
-              attempt: answered.attempt,
-              replies: delivery.replies,
               error: { code: 'SB_SHUTDOWN', message: 'the replies were not delivered before shutdown' },
             });
           }
