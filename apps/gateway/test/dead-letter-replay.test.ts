@@ -59,6 +59,21 @@ function setup(
   return { auditLog, pool, outbox, outcomes, replay };
 }
 
+/** Appends a `delivery_failed` dead letter holding the reply 'the answer'; returns its origin. */
+async function appendDeliveryFailed(auditLog: AuditLog) {
+  const { raw: _raw, ...origin } = queuedMessageFixture(1).message;
+  const record = deadLetter();
+  await auditLog.append({
+    ...record,
+    reason: 'delivery_failed',
+    payload: {
+      ...(record.payload as NonNullable<AuditRecord['payload']>),
+      undelivered: { origin, replies: [{ text: 'the answer' }] },
+    },
+  });
+  return origin;
+}
+
 const folders: string[] = [];
 afterEach(() => {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
@@ -75,16 +90,7 @@ describe('dead letter replay', () => {
   describe('when the dead letter is a delivery that failed', () => {
     it('sends its stored replies again through the outbox as the end of its message, runs nothing, and answers 409 the second time', async () => {
       const { auditLog, pool, outbox, replay } = setup();
-      const { raw: _raw, ...origin } = queuedMessageFixture(1).message;
-      const record = deadLetter();
-      await auditLog.append({
-        ...record,
-        reason: 'delivery_failed',
-        payload: {
-          ...(record.payload as NonNullable<AuditRecord['payload']>),
-          undelivered: { origin, replies: [{ text: 'the answer' }] },
-        },
-      });
+      const origin = await appendDeliveryFailed(auditLog);
       expect(await replay(DEAD_LETTER_ID)).toMatchObject({ status: 'sending' });
       expect(await outbox.list(origin.channel)).toEqual([
         expect.objectContaining({
@@ -105,16 +111,7 @@ describe('dead letter replay', () => {
   describe('when a delivery_failed replay was sent but its mark was lost', () => {
     it('answers 409 to the next replay and sends nothing again', async () => {
       const { auditLog, outbox, replay } = setup();
-      const { raw: _raw, ...origin } = queuedMessageFixture(1).message;
-      const record = deadLetter();
-      await auditLog.append({
-        ...record,
-        reason: 'delivery_failed',
-        payload: {
-          ...(record.payload as NonNullable<AuditRecord['payload']>),
-          undelivered: { origin, replies: [{ text: 'the answer' }] },
-        },
-      });
+      const origin = await appendDeliveryFailed(auditLog);
       // The audit database blips on the mark: the replay fails after its delivery was stored.
       const markReplayed = auditLog.markReplayed.bind(auditLog);
       auditLog.markReplayed = async () => {
