@@ -17,7 +17,7 @@ const UNCONFIGURED = [
   'grammy',
   '@slack/bolt',
   'discord.js',
-  'openai',
+  'undici',
   '@opentelemetry/sdk-trace',
   '@opentelemetry/exporter-trace-otlp-http',
   'pino-pretty',
@@ -44,7 +44,7 @@ function recording(dir: string) {
 
 describe('what a process loads', () => {
   describe('when serve runs the HTTP channel alone, JSON logs and no tracing', () => {
-    it('loads fastify and SQLite but no platform library, OpenAI SDK, OTel SDK, pino-pretty or other database client', async () => {
+    it('loads fastify and SQLite but no platform library, pipeline HTTP client, OTel SDK, pino-pretty or other database client', async () => {
       const dir = tempDir();
       const record = recording(dir);
       const gateway = await startServe({

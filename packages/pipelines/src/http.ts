@@ -11,9 +11,11 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
+import { type RemoteAnswer, headerOf, postJson } from './post-json.js';
 import { abortError, brokenStream, excerptOf, networkError, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
-import { type StreamFormat, readStreamedReply, streamFormatOf } from './streamed-reply.js';
+import { type StreamFormat, streamFormatOf } from './stream-events.js';
+import { readStreamedReply } from './streamed-reply.js';
 import { turnBody } from './turn-body.js';
 
 /** `pipelines[]` keys of `type: http`: where to POST turns and how to sign them. */
@@ -53,15 +55,16 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       if (options.secret !== undefined) headers[SIGNATURE_HEADER] = signBody(options.secret, body);
 
       const startedMs = Date.now();
-      let response: Response;
+      let response: RemoteAnswer;
       try {
-        response = await fetch(options.url, { method: 'POST', headers, body, signal });
+        response = await postJson(options.url, { headers, body, signal });
       } catch (error) {
         if (signal.aborted) throw abortError(id, signal, error);
         throw networkError(id, error);
       }
-      const format = streamFormatOf(response.headers.get('content-type'));
-      if (response.ok && format !== undefined && response.body !== null) {
+      const ok = response.status >= 200 && response.status < 300;
+      const format = streamFormatOf(headerOf(response.headers, 'content-type'));
+      if (ok && format !== undefined) {
         const result = await readStream(response.body, format, stream, signal);
         logger.debug(
           { pipeline: id, status: response.status, format, durationMs: Date.now() - startedMs },
@@ -71,7 +74,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       }
       let text: string;
       try {
-        text = await response.text();
+        text = await response.body.text();
       } catch (error) {
         if (signal.aborted) throw abortError(id, signal, error);
         throw networkError(id, error);
@@ -81,14 +84,14 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
         'pipeline answered',
       );
 
-      if (!response.ok) throw statusError(id, response.status, response.headers, excerptOf(text, mask));
+      if (!ok) throw statusError(id, response.status, response.headers, excerptOf(text, mask));
       return parseReply(id, response.status, text, mask);
     },
   };
 
   /** A streamed answer (docs/design.md §4 "Streaming"); a body cut under way is a broken stream. */
   async function readStream(
-    responseBody: ReadableStream<Uint8Array>,
+    responseBody: RemoteAnswer['body'],
     format: StreamFormat,
     onDelta: ((delta: string) => void) | undefined,
     signal: AbortSignal,
@@ -100,6 +103,9 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       if (signal.aborted) throw abortError(id, signal, error);
       const reason = error instanceof Error ? error.message : String(error);
       throw brokenStream(id, excerptOf(reason, mask), error);
+    } finally {
+      // Unread when the replies came before the end, or the read failed: frees the connection.
+      responseBody.destroy();
     }
   }
 }

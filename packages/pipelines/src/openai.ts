@@ -1,18 +1,15 @@
 import {
+  type HistoryEntry,
   type HistoryStore,
   type Pipeline,
-  type SecretMasker,
   SwitchboardError,
   createSecretMasker,
+  formatIssues,
   secretField,
   secretValues,
 } from '@switchboard/core';
-import type OpenAI from 'openai';
-import type {
-  ChatCompletionCreateParamsNonStreaming,
-  ChatCompletionMessageParam,
-} from 'openai/resources/chat/completions';
 import { z } from 'zod';
+import { type RemoteAnswer, postJson } from './post-json.js';
 import {
   abortError,
   brokenStream,
@@ -21,6 +18,7 @@ import {
   networkError,
   statusError,
 } from './remote-errors.js';
+import { streamEvents } from './stream-events.js';
 
 /** `pipelines[]` keys of `type: openai`: any OpenAI-compatible chat-completions endpoint. */
 export const OpenAIPipelineOptionsSchema = z.strictObject({
@@ -47,26 +45,45 @@ export interface OpenAIPipelineDeps {
   history: HistoryStore;
 }
 
+/** The part of a chat completion this pipeline reads: the first choice's text. */
+const CompletionSchema = z.object({
+  choices: z.array(
+    z.object({
+      message: z.object({ content: z.string().nullish(), refusal: z.string().nullish() }).nullish(),
+    }),
+  ),
+});
+
+/** The part of a streamed chunk this pipeline reads; an `error` chunk ends the stream unfinished. */
+const ChunkSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        delta: z.object({ content: z.string().nullish(), refusal: z.string().nullish() }).nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .optional(),
+  error: z.object({ message: z.string().optional() }).optional(),
+});
+
+/** What a message of the conversation sent to the model looks like. */
+type ChatMessage = { role: 'system'; content: string } | HistoryEntry;
+
 /**
  * A pipeline that asks an OpenAI-compatible chat-completions endpoint: the system prompt, the
  * session's last `history_turns` exchanges, then the turn's text; the first choice is the reply.
- * The exchange is appended to the history after a successful answer. Failures map like the
- * `http` pipeline's, plus 409 (OpenAI's lock timeout) as retryable; the API key never appears
- * in an error.
+ * The exchange is appended to the history after a successful answer. The call is a plain JSON
+ * POST (post-json.ts; the protocol is small, and the SDK's per-call cost was a fifth of the
+ * gateway's CPU per message). Failures map like the `http` pipeline's, plus 409 (OpenAI's lock
+ * timeout) as retryable; the API key never appears in an error.
  */
 export function createOpenAIPipeline(
   id: string,
   options: OpenAIPipelineOptions,
   { history }: OpenAIPipelineDeps,
 ): Pipeline {
-  // The SDK is loaded by the first turn, not by every process that reads a config naming it.
-  let loaded: Promise<{ sdk: typeof OpenAI; client: OpenAI }> | undefined;
-  const connect = () =>
-    (loaded ??= import('openai').then(({ default: sdk }) => ({
-      sdk,
-      // Retries belong to the controller (backoff, attempts, dead letters), never to the client.
-      client: new sdk({ baseURL: options.base_url, apiKey: options.api_key, maxRetries: 0 }),
-    })));
+  const url = `${options.base_url.replace(/\/+$/, '')}/chat/completions`;
   const mask = createSecretMasker(secretValues(OpenAIPipelineOptionsSchema, options));
   const historyLimit = options.history_turns * 2;
 
@@ -74,7 +91,7 @@ export function createOpenAIPipeline(
     id,
     async run(query, { signal, logger, traceHeaders, stream }) {
       const past = historyLimit > 0 ? await history.recent(query.session, id, historyLimit) : [];
-      const messages: ChatCompletionMessageParam[] = [
+      const messages: ChatMessage[] = [
         ...(options.system_prompt === undefined
           ? []
           : [{ role: 'system' as const, content: options.system_prompt }]),
@@ -82,17 +99,33 @@ export function createOpenAIPipeline(
         { role: 'user', content: query.text },
       ];
 
-      const openai = await connect();
       const startedMs = Date.now();
-      const request: ChatCompletionCreateParamsNonStreaming = {
+      const body = JSON.stringify({
         model: options.model,
         messages,
         temperature: options.temperature,
+        ...(options.stream ? { stream: true } : {}),
+      });
+      const headers = {
+        'content-type': 'application/json',
+        accept: options.stream ? 'text/event-stream' : 'application/json',
+        'user-agent': 'switchboard',
+        ...traceHeaders,
+        authorization: `Bearer ${options.api_key}`,
       };
-      const requestOptions = { signal, headers: { ...traceHeaders } };
-      const text = options.stream
-        ? await streamedAnswer(openai, request, requestOptions, stream)
-        : await completeAnswer(openai, request, requestOptions);
+      let response: RemoteAnswer;
+      try {
+        response = await postJson(url, { headers, body, signal });
+      } catch (error) {
+        if (signal.aborted) throw abortError(id, signal, error);
+        throw networkError(id, error);
+      }
+      const text =
+        response.status >= 200 && response.status < 300
+          ? options.stream
+            ? await streamedAnswer(response.body, signal, stream)
+            : completeAnswer(await bodyText(response, signal))
+          : failed(response.status, response.headers, await bodyText(response, signal));
       logger.debug(
         { pipeline: id, model: options.model, durationMs: Date.now() - startedMs },
         'pipeline answered',
@@ -113,50 +146,69 @@ export function createOpenAIPipeline(
     },
   };
 
-  /** The first choice's text of a plain answer; a refusal is still an answer the user should see. */
-  async function completeAnswer(
-    { sdk, client }: { sdk: typeof OpenAI; client: OpenAI },
-    request: ChatCompletionCreateParamsNonStreaming,
-    requestOptions: OpenAI.RequestOptions & { signal: AbortSignal },
-  ): Promise<string> {
-    let text: string | null | undefined;
+  /** The whole body; a connection cut while reading it never got an answer. */
+  async function bodyText(response: RemoteAnswer, signal: AbortSignal): Promise<string> {
     try {
-      const completion = await client.chat.completions.create(request, requestOptions);
-      const message = completion.choices[0]?.message;
-      text = message?.content ?? message?.refusal;
+      return await response.body.text();
     } catch (error) {
-      throw toPipelineError(id, mask, requestOptions.signal, error, sdk);
+      if (signal.aborted) throw abortError(id, signal, error);
+      throw networkError(id, error);
     }
+  }
+
+  /** A non-2xx answer: retryable as the status says, and 409 (OpenAI's lock timeout). */
+  function failed(status: number, headers: RemoteAnswer['headers'], text: string): never {
+    throw statusError(
+      id,
+      status,
+      headers,
+      excerptOf(text, mask),
+      status === 409 || isRetryableStatus(status),
+    );
+  }
+
+  /** The first choice's text of a plain answer; a refusal is still an answer the user should see. */
+  function completeAnswer(text: string): string {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw invalidReply(['response body is not JSON'], text);
+    }
+    const parsed = CompletionSchema.safeParse(json);
+    if (!parsed.success) throw invalidReply(formatIssues(parsed.error), text);
+    const message = parsed.data.choices[0]?.message;
+    const answer = message?.content ?? message?.refusal;
     // No text at all is a broken endpoint.
-    if (typeof text !== 'string') {
-      throw new SwitchboardError('SB_PIPELINE_FAILED', {
-        message: `pipeline ${id}: invalid reply: choices[0].message.content is missing`,
-        details: { pipeline: id, problems: ['choices[0].message.content: missing'] },
-      });
-    }
-    return text;
+    if (typeof answer !== 'string') throw invalidReply(['choices[0].message.content: missing'], text);
+    return answer;
+  }
+
+  function invalidReply(problems: string[], text: string): SwitchboardError {
+    return new SwitchboardError('SB_PIPELINE_FAILED', {
+      message: `pipeline ${id}: invalid reply: ${problems.join('; ')}`,
+      details: { pipeline: id, problems, body: excerptOf(text, mask) },
+    });
   }
 
   /**
-   * The first choice's text of a streamed answer, each piece passed to `onDelta` as it arrives. A
-   * stream that breaks, or ends before a chunk with `finish_reason`, fails retryably: the answer
-   * is incomplete, and asking again may get it whole.
+   * The first choice's text of a streamed answer (server-sent events of chunks, then `[DONE]`),
+   * each piece passed to `onDelta` as it arrives. A stream that breaks, sends an error, or ends
+   * before a chunk with `finish_reason` fails retryably: the answer is incomplete, and asking
+   * again may get it whole.
    */
   async function streamedAnswer(
-    { sdk, client }: { sdk: typeof OpenAI; client: OpenAI },
-    request: ChatCompletionCreateParamsNonStreaming,
-    requestOptions: OpenAI.RequestOptions & { signal: AbortSignal },
+    body: RemoteAnswer['body'],
+    signal: AbortSignal,
     onDelta: ((delta: string) => void) | undefined,
   ): Promise<string> {
-    const { signal } = requestOptions;
     let text = '';
     let finished = false;
-    let answering = false;
     try {
-      const chunks = await client.chat.completions.create({ ...request, stream: true }, requestOptions);
-      answering = true;
-      for await (const chunk of chunks) {
-        const choice = chunk.choices[0];
+      for await (const event of streamEvents(body, 'sse')) {
+        if (event.text === '[DONE]') break;
+        const chunk = chunkOf(event.text);
+        const choice = chunk.choices?.[0];
         const delta = choice?.delta?.content ?? choice?.delta?.refusal;
         if (typeof delta === 'string' && delta !== '') {
           text += delta;
@@ -165,45 +217,32 @@ export function createOpenAIPipeline(
         if (choice?.finish_reason) finished = true;
       }
     } catch (error) {
-      // An error event in the stream is an APIError with a status; the client reports a connection
-      // cut under way as a connection error, which is a broken stream, not an unreachable endpoint.
-      const statusError = error instanceof sdk.APIError && error.status !== undefined;
-      if (signal.aborted || !answering || statusError) throw toPipelineError(id, mask, signal, error, sdk);
+      if (signal.aborted) throw abortError(id, signal, error);
+      if (error instanceof SwitchboardError) throw error;
       throw brokenStream(id, excerptOf(error instanceof Error ? error.message : String(error), mask), error);
+    } finally {
+      // Unread after `[DONE]` or a failure: frees the connection.
+      body.destroy();
     }
     if (!finished) throw brokenStream(id, 'the stream ended before a chunk with finish_reason');
     return text;
   }
-}
 
-function toPipelineError(
-  id: string,
-  mask: SecretMasker,
-  signal: AbortSignal,
-  error: unknown,
-  sdk: typeof OpenAI,
-): SwitchboardError {
-  if (signal.aborted) return abortError(id, signal, error);
-  if (error instanceof sdk.APIConnectionTimeoutError) {
-    return new SwitchboardError('SB_PIPELINE_TIMEOUT', {
-      message: `pipeline ${id}: the client timed out`,
-      details: { pipeline: id },
-      retryable: true,
-    });
+  function chunkOf(text: string): z.output<typeof ChunkSchema> {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw brokenStream(id, `a chunk is not JSON: ${excerptOf(text, mask)}`);
+    }
+    const parsed = ChunkSchema.safeParse(json);
+    if (!parsed.success) throw brokenStream(id, `invalid chunk: ${formatIssues(parsed.error).join('; ')}`);
+    if (parsed.data.error !== undefined) {
+      throw brokenStream(
+        id,
+        `the endpoint sent an error: ${excerptOf(parsed.data.error.message ?? text, mask)}`,
+      );
+    }
+    return parsed.data;
   }
-  if (error instanceof sdk.APIConnectionError) return networkError(id, error.cause ?? error);
-  if (error instanceof sdk.APIError && error.status !== undefined) {
-    // The cause is left out: an APIError's message and body may quote the key (e.g. "Incorrect API key").
-    return statusError(
-      id,
-      error.status,
-      error.headers ?? new Headers(),
-      excerptOf(error.message, mask),
-      error.status === 409 || isRetryableStatus(error.status),
-    );
-  }
-  return new SwitchboardError('SB_PIPELINE_FAILED', {
-    message: `pipeline ${id}: ${excerptOf(error instanceof Error ? error.message : String(error), mask)}`,
-    details: { pipeline: id },
-  });
 }

@@ -1,4 +1,5 @@
 import { isSwitchboardError, type SecretMasker, SwitchboardError } from '@switchboard/core';
+import { type RemoteAnswer, headerOf } from './post-json.js';
 
 /** Longest response excerpt kept in error details: enough to diagnose, never a whole page. */
 const EXCERPT_CHARS = 200;
@@ -15,10 +16,10 @@ export function isRetryableStatus(status: number): boolean {
  * The wait a remote side asked for, in ms: OpenAI's `retry-after-ms`, else `Retry-After` as
  * seconds or an HTTP date (RFC 9110 §10.2.3). Undefined when absent or unreadable.
  */
-export function retryAfterMsOf(headers: Headers, nowMs: number): number | undefined {
-  const ms = Number(headers.get('retry-after-ms') ?? Number.NaN);
+export function retryAfterMsOf(headers: RemoteAnswer['headers'], nowMs: number): number | undefined {
+  const ms = Number(headerOf(headers, 'retry-after-ms') ?? Number.NaN);
   if (Number.isFinite(ms) && ms >= 0) return ms;
-  const value = headers.get('retry-after')?.trim();
+  const value = headerOf(headers, 'retry-after')?.trim();
   if (value === undefined || value === '') return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined;
@@ -40,7 +41,7 @@ export function excerptOf(text: string, mask: SecretMasker): string {
 export function statusError(
   pipeline: string,
   status: number,
-  headers: Headers,
+  headers: RemoteAnswer['headers'],
   excerpt: string,
   retryable = isRetryableStatus(status),
 ): SwitchboardError {
@@ -54,7 +55,8 @@ export function statusError(
 
 /** SB_PIPELINE_FAILED, retryable, for a request that never got an answer (refused, reset, DNS). */
 export function networkError(pipeline: string, cause: unknown): SwitchboardError {
-  const reason = cause instanceof Error ? (causeMessage(cause) ?? cause.message) : String(cause);
+  // Node's own messages name the code ("connect ECONNREFUSED …"), undici's say what happened.
+  const reason = cause instanceof Error ? cause.message : String(cause);
   return new SwitchboardError('SB_PIPELINE_FAILED', {
     message: `pipeline ${pipeline}: endpoint unreachable (${reason})`,
     details: { pipeline, reason },
@@ -85,12 +87,4 @@ export function abortError(pipeline: string, signal: AbortSignal, cause: unknown
     cause,
     retryable: true,
   });
-}
-
-// Node's fetch reports every network failure as "fetch failed"; the reason is in `cause`.
-function causeMessage(error: Error): string | undefined {
-  const cause = error.cause;
-  if (!(cause instanceof Error)) return undefined;
-  const code = (cause as NodeJS.ErrnoException).code;
-  return code ?? cause.message;
 }

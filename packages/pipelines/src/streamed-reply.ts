@@ -7,17 +7,7 @@ import {
 } from '@switchboard/core';
 import { z } from 'zod';
 import { brokenStream, excerptOf } from './remote-errors.js';
-
-/** How an `http` endpoint streams its answer: the media type of its response. */
-export type StreamFormat = 'ndjson' | 'sse';
-
-/** The format of a response of this `content-type`, or undefined when it is a plain JSON answer. */
-export function streamFormatOf(contentType: string | null): StreamFormat | undefined {
-  const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
-  if (mediaType === 'application/x-ndjson') return 'ndjson';
-  if (mediaType === 'text/event-stream') return 'sse';
-  return undefined;
-}
+import { type StreamFormat, streamEvents } from './stream-events.js';
 
 /** One object of a streamed answer: a piece of text, or the final replies that end the stream. */
 const StreamLineSchema = z.union([
@@ -35,72 +25,31 @@ const StreamLineSchema = z.union([
  */
 export async function readStreamedReply(
   pipeline: string,
-  body: ReadableStream<Uint8Array>,
+  body: AsyncIterable<Uint8Array>,
   format: StreamFormat,
   onDelta: ((delta: string) => void) | undefined,
   mask: SecretMasker,
 ): Promise<PipelineResult> {
-  let lineNumber = 0;
-  /** SSE: the `data:` lines of the event being read. */
-  let data: string[] = [];
-
-  /** The replies when `text` ends the answer, else undefined. */
-  function handle(text: string, at: number): PipelineResult | undefined {
+  for await (const { text, line } of streamEvents(body, format)) {
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      throw invalidLine(pipeline, at, 'not JSON', excerptOf(text, mask));
+      throw invalidLine(pipeline, line, 'not JSON', excerptOf(text, mask));
     }
     const parsed = StreamLineSchema.safeParse(json);
     if (!parsed.success) {
       const problem = 'expected {"delta": string} or {"replies": [{"text": string}, …]}';
       throw invalidLine(
         pipeline,
-        at,
+        line,
         `${problem} (${formatIssues(parsed.error).join('; ')})`,
         excerptOf(text, mask),
       );
     }
+    // What may follow the replies is not read: the answer is whole.
     if ('replies' in parsed.data) return { replies: parsed.data.replies };
     if (parsed.data.delta !== '') onDelta?.(parsed.data.delta);
-    return undefined;
-  }
-
-  function lineOf(line: string): PipelineResult | undefined {
-    lineNumber += 1;
-    if (format === 'ndjson') return line.trim() === '' ? undefined : handle(line, lineNumber);
-    if (line === '') {
-      const event = data.join('\n');
-      data = [];
-      return event === '' ? undefined : handle(event, lineNumber);
-    }
-    if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-    return undefined;
-  }
-
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let pending = '';
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      pending += value;
-      let newline = pending.indexOf('\n');
-      while (newline !== -1) {
-        const line = pending.slice(0, newline).replace(/\r$/, '');
-        pending = pending.slice(newline + 1);
-        const result = lineOf(line);
-        // What may follow the replies is not read: the answer is whole.
-        if (result !== undefined) return result;
-        newline = pending.indexOf('\n');
-      }
-    }
-    // The last line or event may lack its terminator.
-    const result = lineOf(pending.replace(/\r$/, '')) ?? (format === 'sse' ? lineOf('') : undefined);
-    if (result !== undefined) return result;
-  } finally {
-    reader.cancel().catch(() => {});
   }
   throw brokenStream(
     pipeline,

@@ -193,6 +193,32 @@ describe('createOpenAIPipeline', () => {
     });
   });
 
+  describe('when the answer is not JSON', () => {
+    it('fails as fatal, saying so, with an excerpt of the body', async () => {
+      const { error } = await failureOf({ status: 200, body: '<html>gateway page</html>' });
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
+      expect(error.message).toContain('response body is not JSON');
+      expect(error.details).toMatchObject({ body: '<html>gateway page</html>' });
+    });
+  });
+
+  describe('when base_url ends with a slash', () => {
+    it('posts to one /chat/completions below it', async () => {
+      const server = await startServer(() => completion('ok'));
+      const options = OpenAIPipelineOptionsSchema.parse({
+        type: 'openai',
+        base_url: `${server.url}/v1/`,
+        api_key: API_KEY,
+        model: 'gpt-test',
+      });
+      const pipeline = createOpenAIPipeline('assistant', options, { history: createMemoryHistoryStore() });
+
+      expect(await pipeline.run(queryOf(['hi']), runContext())).toEqual({ replies: [{ text: 'ok' }] });
+      expect(server.requests[0]?.url).toBe('/v1/chat/completions');
+    });
+  });
+
   describe('when the endpoint answers 5xx', () => {
     it('fails as retryable after exactly one request (the client does not retry)', async () => {
       const { error, server } = await failureOf({ status: 500, body: { error: { message: 'overloaded' } } });
@@ -332,6 +358,36 @@ describe('createOpenAIPipeline with stream: true', () => {
       expect(isSwitchboardError(error, 'SB_PIPELINE_FAILED')).toBe(true);
       expect(error).toMatchObject({ retryable: true, message: expect.stringContaining('broken stream') });
       expect(deltas).toEqual(['a', 'b']);
+      expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([]);
+    });
+  });
+
+  describe('when the endpoint sends an error event', () => {
+    it("fails retryably, quoting the endpoint's error without the API key, and keeps no history", async () => {
+      const chunk = (content: string) =>
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+      const server = await startServer(() => ({
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        body: `${chunk('par')}data: ${JSON.stringify({ error: { message: `overloaded for ${API_KEY}` } })}\n\n`,
+      }));
+      const history = createMemoryHistoryStore();
+      const options = OpenAIPipelineOptionsSchema.parse({
+        type: 'openai',
+        base_url: `${server.url}/v1`,
+        api_key: API_KEY,
+        model: 'gpt-test',
+        stream: true,
+      });
+      const pipeline = createOpenAIPipeline('assistant', options, { history });
+
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: true });
+      expect((error as SwitchboardError).message).toContain(
+        'broken stream: the endpoint sent an error: overloaded',
+      );
+      expect((error as SwitchboardError).message).not.toContain(API_KEY);
       expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([]);
     });
   });
