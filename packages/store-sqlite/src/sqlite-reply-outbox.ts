@@ -36,14 +36,27 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     `INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO NOTHING`,
   );
-  // Each chat's head (lowest seq), due and not claimed, oldest first; claimed chats arrive as a
-  // JSON array, as few as the sender's concurrency.
-  const dueHead = db.prepare<{ channel: string; now: number; claimed: string }, OutboxRow>(
-    `SELECT attempts, not_before, last_error, payload FROM outbox AS o
-     WHERE o.channel = @channel AND o.not_before <= @now
-       AND o.chat NOT IN (SELECT value FROM json_each(@claimed))
-       AND o.seq = (SELECT MIN(seq) FROM outbox WHERE channel = o.channel AND chat = o.chat)
-     ORDER BY o.seq LIMIT 1`,
+  // The chats of a channel whose head is due, oldest head first, through `outbox_head_order`
+  // (migrations/0006_outbox_head.sql). At most as many of them are claimed as the channel has
+  // claims, so the first `claims + 1` hold the one to hand out when there is one: the cost
+  // follows the sender's concurrency, not the rows pending.
+  const dueChats = db
+    .prepare<[string, number, number], string>(
+      'SELECT chat FROM outbox_head WHERE channel = ? AND not_before <= ? ORDER BY seq LIMIT ?',
+    )
+    .pluck();
+  const head = db.prepare<[string, string], OutboxRow>(
+    `SELECT attempts, not_before, last_error, payload FROM outbox WHERE channel = ? AND chat = ?
+     ORDER BY seq LIMIT 1`,
+  );
+  // One read transaction for both statements: outside one, each statement takes and drops the
+  // WAL read lock on its own, which costs more than the statement.
+  const readHead = db.transaction(
+    (channel: string, nowMs: number, claimed: Map<string, string> | undefined): OutboxRow | undefined => {
+      const chats = dueChats.all(channel, nowMs, (claimed?.size ?? 0) + 1);
+      const chat = claimed === undefined ? chats[0] : chats.find((due) => !claimed.has(due));
+      return chat === undefined ? undefined : head.get(channel, chat);
+    },
   );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(
@@ -142,7 +155,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
 
     async claim(channel, nowMs) {
       let claimed = claims.get(channel);
-      const row = dueHead.get({ channel, now: nowMs, claimed: JSON.stringify([...(claimed?.keys() ?? [])]) });
+      const row = readHead(channel, nowMs, claimed);
       if (row === undefined) return null;
       const delivery = deliveryOf(row);
       const token = String(++lastToken);
