@@ -1,4 +1,11 @@
-import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox, Settlement } from '@switchboard/core';
+import type {
+  AddResult,
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  ReplyOutbox,
+  Settlement,
+} from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
 
@@ -17,11 +24,15 @@ interface OutboxRow {
   payload: string;
 }
 
+/** The stored delivery with the columns a retry updates; set on the parsed object, not copied. */
 function deliveryOf(row: OutboxRow): Delivery {
-  const stored = JSON.parse(row.payload) as Delivery;
-  const { lastError: _stored, ...delivery } = stored;
-  const fields = { ...delivery, attempts: row.attempts, notBefore: row.not_before };
-  return row.last_error === null ? fields : { ...fields, lastError: JSON.parse(row.last_error) };
+  const delivery = JSON.parse(row.payload) as Delivery;
+  delivery.attempts = row.attempts;
+  delivery.notBefore = row.not_before;
+  if (row.last_error !== null) delivery.lastError = JSON.parse(row.last_error) as DeliveryError;
+  // Only a delivery added with a `lastError` stores one in its payload; the column wins.
+  else if (delivery.lastError !== undefined) delete delivery.lastError;
+  return delivery;
 }
 
 /**
