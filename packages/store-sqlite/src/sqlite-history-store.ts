@@ -1,11 +1,17 @@
 import type { HistoryEntry, HistoryStore } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
+import type { GroupCommit } from './group-commit.js';
 
 /**
  * The `HistoryStore` over the `history` table. Each append trims the conversation to its newest
- * `maxEntries`, so a long-lived session cannot grow the file without bound.
+ * `maxEntries`, so a long-lived session cannot grow the file without bound. An append resolves once
+ * the group commit that holds it has committed.
  */
-export function createSqliteHistoryStore(db: Database, maxEntries: number): HistoryStore {
+export function createSqliteHistoryStore(
+  db: Database,
+  commit: GroupCommit,
+  maxEntries: number,
+): HistoryStore {
   const insert = db.prepare<[string, string, string, string]>(
     'INSERT INTO history (session, pipeline, role, content) VALUES (?, ?, ?, ?)',
   );
@@ -20,14 +26,16 @@ export function createSqliteHistoryStore(db: Database, maxEntries: number): Hist
        SELECT seq, role, content FROM history WHERE session = ? AND pipeline = ? ORDER BY seq DESC LIMIT ?)
      ORDER BY seq`,
   );
-  const append = db.transaction((session: string, pipeline: string, entries: readonly HistoryEntry[]) => {
-    for (const entry of entries) insert.run(session, pipeline, entry.role, entry.content);
-    trim.run({ session, pipeline, keep: maxEntries });
-  });
 
   return {
     async append(session, pipeline, entries) {
-      if (entries.length > 0) append(session, pipeline, entries);
+      if (entries.length === 0) return;
+      // In the group commit, as the other writes of a turn: a transaction of its own would cost
+      // one more WAL commit per message.
+      await commit(() => {
+        for (const entry of entries) insert.run(session, pipeline, entry.role, entry.content);
+        trim.run({ session, pipeline, keep: maxEntries });
+      });
     },
     async recent(session, pipeline, limit) {
       return limit > 0 ? recent.all(session, pipeline, limit) : [];

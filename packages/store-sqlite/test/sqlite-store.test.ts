@@ -274,6 +274,24 @@ describe('createSqliteStore', () => {
     });
   });
 
+  describe('when history is appended', () => {
+    it('writes it with the group commit: another connection sees it once the append resolves, not before', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      const reader = new BetterSqlite3(path, { readonly: true });
+      const count = reader.prepare('SELECT count(*) FROM history').pluck();
+      try {
+        const appended = store.history.append('s', 'p', [{ role: 'user', content: 'hello' }]);
+        expect(count.get()).toBe(0);
+        await appended;
+        expect(count.get()).toBe(1);
+      } finally {
+        reader.close();
+        store.close();
+      }
+    });
+  });
+
   describe('when a conversation grows past historyMaxEntries', () => {
     it('keeps only the newest rows in the file', async () => {
       const path = temporaryPath();
