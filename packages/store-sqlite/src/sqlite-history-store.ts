@@ -21,10 +21,9 @@ export function createSqliteHistoryStore(
        SELECT seq FROM history WHERE session = @session AND pipeline = @pipeline
        ORDER BY seq DESC LIMIT 1 OFFSET @keep)`,
   );
-  const recent = db.prepare<[string, string, number], HistoryEntry>(
-    `SELECT role, content FROM (
-       SELECT seq, role, content FROM history WHERE session = ? AND pipeline = ? ORDER BY seq DESC LIMIT ?)
-     ORDER BY seq`,
+  // Newest first, as the index walks backwards; `recent` reverses them, so SQLite sorts nothing.
+  const newest = db.prepare<[string, string, number], HistoryEntry>(
+    'SELECT role, content FROM history WHERE session = ? AND pipeline = ? ORDER BY seq DESC LIMIT ?',
   );
 
   return {
@@ -38,7 +37,7 @@ export function createSqliteHistoryStore(
       });
     },
     async recent(session, pipeline, limit) {
-      return limit > 0 ? recent.all(session, pipeline, limit) : [];
+      return limit > 0 ? newest.all(session, pipeline, limit).reverse() : [];
     },
   };
 }
