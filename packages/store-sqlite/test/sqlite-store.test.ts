@@ -274,6 +274,24 @@ describe('createSqliteStore', () => {
     });
   });
 
+  describe('when an idempotency key is claimed', () => {
+    it('binds it with the group commit: another connection sees the binding once the claim resolves, not before', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      const reader = new BetterSqlite3(path, { readonly: true });
+      const boundTo = reader.prepare("SELECT message_id FROM idempotency_key WHERE key = 'k'").pluck();
+      try {
+        const claimed = store.statuses.claimIdempotencyKey('k', 'm1', 60_000);
+        expect(boundTo.get()).toBeUndefined();
+        expect(await claimed).toBeNull();
+        expect(boundTo.get()).toBe('m1');
+      } finally {
+        reader.close();
+        store.close();
+      }
+    });
+  });
+
   describe('when history is appended', () => {
     it('writes it with the group commit: another connection sees it once the append resolves, not before', async () => {
       const path = temporaryPath();
