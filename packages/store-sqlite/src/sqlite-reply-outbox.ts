@@ -47,27 +47,18 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     `INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO NOTHING`,
   );
-  // The chats of a channel whose head is due, oldest head first, through `outbox_head_order`
-  // (migrations/0006_outbox_head.sql). At most as many of them are claimed as the channel has
-  // claims, so the first `claims + 1` hold the one to hand out when there is one: the cost
-  // follows the sender's concurrency, not the rows pending.
-  const dueChats = db
-    .prepare<[string, number, number], string>(
-      'SELECT chat FROM outbox_head WHERE channel = ? AND not_before <= ? ORDER BY seq LIMIT ?',
-    )
-    .pluck();
-  const head = db.prepare<[string, string], OutboxRow>(
-    `SELECT attempts, not_before, last_error, payload FROM outbox WHERE channel = ? AND chat = ?
-     ORDER BY seq LIMIT 1`,
-  );
-  // One read transaction for both statements: outside one, each statement takes and drops the
-  // WAL read lock on its own, which costs more than the statement.
-  const readHead = db.transaction(
-    (channel: string, nowMs: number, claimed: Map<string, string> | undefined): OutboxRow | undefined => {
-      const chats = dueChats.all(channel, nowMs, (claimed?.size ?? 0) + 1);
-      const chat = claimed === undefined ? chats[0] : chats.find((due) => !claimed.has(due));
-      return chat === undefined ? undefined : head.get(channel, chat);
-    },
+  // The oldest due head of a chat not claimed, walking the channel's heads in seq order through
+  // `outbox_head_order` (migrations/0006_outbox_head.sql): the walk passes the claimed chats'
+  // heads (no more than the sender's concurrency) and heads waiting on backoff, never the rows
+  // queued behind them. Claimed chats arrive as a JSON array. One statement, not a read of the
+  // heads and then of the row: each statement outside a transaction takes the WAL read lock on
+  // its own, which costs more here than the walk.
+  const dueHead = db.prepare<{ channel: string; now: number; claimed: string }, OutboxRow>(
+    `SELECT o.attempts, o.not_before, o.last_error, o.payload
+     FROM outbox_head AS h JOIN outbox AS o ON o.seq = h.seq
+     WHERE h.channel = @channel AND h.not_before <= @now
+       AND h.chat NOT IN (SELECT value FROM json_each(@claimed))
+     ORDER BY h.seq LIMIT 1`,
   );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(
@@ -166,7 +157,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
 
     async claim(channel, nowMs) {
       let claimed = claims.get(channel);
-      const row = readHead(channel, nowMs, claimed);
+      const row = dueHead.get({ channel, now: nowMs, claimed: JSON.stringify([...(claimed?.keys() ?? [])]) });
       if (row === undefined) return null;
       const delivery = deliveryOf(row);
       const token = String(++lastToken);
