@@ -32,6 +32,7 @@ const SCENARIOS = [
   'scheduler-latency',
   'memory-pending',
   'memory-sessions',
+  'outbox-drain',
   'pool-claims',
   'http-throughput',
   'cluster-throughput',

@@ -49,6 +49,8 @@ export const SETTINGS = {
   redisUrl: text('BENCH_REDIS_URL') || 'redis://127.0.0.1:6379',
   /** The PostgreSQL `cluster-throughput` gives its replicas; it works in a random schema and drops it. */
   postgresUrl: text('BENCH_POSTGRES_URL') || 'postgres://postgres@127.0.0.1:5432/test',
+  /** Another build of the SQLite store for `outbox-drain` (its `dist/index.js`); empty: this one. */
+  outboxStore: text('BENCH_OUTBOX_STORE'),
   /** Adds --cpu-prof to every scenario process and to the gateway; profiles land in bench/results/. */
   cpuProfile: flag('BENCH_CPU_PROF'),
   /** Comma-separated scenario names to run instead of all (bench/run.ts). */

@@ -12,6 +12,7 @@ const MIGRATIONS = [
   '0003_reply_outbox.sql',
   '0004_audit_message_sender.sql',
   '0005_outbox_ended.sql',
+  '0006_outbox_head.sql',
 ] as const;
 
 /** The schema version this build writes and reads. */

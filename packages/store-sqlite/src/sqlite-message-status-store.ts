@@ -4,8 +4,8 @@ import type { GroupCommit } from './group-commit.js';
 
 /**
  * The `MessageStatusStore` over the `message_status` and `idempotency_key` tables. A key is
- * claimed by an upsert that only overwrites an expired binding, read back in the same
- * transaction, so two processes cannot both bind one key.
+ * claimed by an upsert that only overwrites an expired binding, read back in the same write of
+ * the group commit, so two processes cannot both bind one key.
  */
 export function createSqliteMessageStatusStore(
   db: Database,
@@ -34,11 +34,12 @@ export function createSqliteMessageStatusStore(
   const pruneStatuses = db.prepare<[number]>('DELETE FROM message_status WHERE updated_at < ?');
   const pruneKeys = db.prepare<[number]>('DELETE FROM idempotency_key WHERE expires_at <= ?');
 
-  const claim = db.transaction((key: string, messageId: string, ttlMs: number): string | null => {
+  /** Binds `key` inside the current write; the message id it was bound to already, if it was. */
+  function claim(key: string, messageId: string, ttlMs: number): string | null {
     const nowMs = now();
     if (bind.run({ key, messageId, expiresAt: nowMs + ttlMs, now: nowMs }).changes === 1) return null;
     return boundTo.get(key)?.message_id ?? null;
-  });
+  }
   const prune = db.transaction((beforeMs: number): number => {
     pruneKeys.run(now());
     return pruneStatuses.run(beforeMs).changes;
@@ -57,7 +58,14 @@ export function createSqliteMessageStatusStore(
       return row === undefined ? null : (JSON.parse(row.body) as MessageStatus);
     },
     async claimIdempotencyKey(key, messageId, ttlMs) {
-      return claim.immediate(key, messageId, ttlMs);
+      // In the group commit rather than a transaction (a WAL commit) of its own per keyed
+      // request. The write decides afresh each time it runs: a failed batch is rolled back and
+      // run again; its upsert takes the write lock first, so two processes still cannot both bind.
+      let bound: string | null = null;
+      await commit(() => {
+        bound = claim(key, messageId, ttlMs);
+      });
+      return bound;
     },
     async prune(beforeMs) {
       return prune(beforeMs);

@@ -1,4 +1,11 @@
-import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox, Settlement } from '@switchboard/core';
+import type {
+  AddResult,
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  ReplyOutbox,
+  Settlement,
+} from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
 
@@ -17,11 +24,15 @@ interface OutboxRow {
   payload: string;
 }
 
+/** The stored delivery with the columns a retry updates; set on the parsed object, not copied. */
 function deliveryOf(row: OutboxRow): Delivery {
-  const stored = JSON.parse(row.payload) as Delivery;
-  const { lastError: _stored, ...delivery } = stored;
-  const fields = { ...delivery, attempts: row.attempts, notBefore: row.not_before };
-  return row.last_error === null ? fields : { ...fields, lastError: JSON.parse(row.last_error) };
+  const delivery = JSON.parse(row.payload) as Delivery;
+  delivery.attempts = row.attempts;
+  delivery.notBefore = row.not_before;
+  if (row.last_error !== null) delivery.lastError = JSON.parse(row.last_error) as DeliveryError;
+  // Only a delivery added with a `lastError` stores one in its payload; the column wins.
+  else if (delivery.lastError !== undefined) delete delivery.lastError;
+  return delivery;
 }
 
 /**
@@ -36,14 +47,18 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     `INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO NOTHING`,
   );
-  // Each chat's head (lowest seq), due and not claimed, oldest first; claimed chats arrive as a
-  // JSON array, as few as the sender's concurrency.
+  // The oldest due head of a chat not claimed, walking the channel's heads in seq order through
+  // `outbox_head_order` (migrations/0006_outbox_head.sql): the walk passes the claimed chats'
+  // heads (no more than the sender's concurrency) and heads waiting on backoff, never the rows
+  // queued behind them. Claimed chats arrive as a JSON array. One statement, not a read of the
+  // heads and then of the row: each statement outside a transaction takes the WAL read lock on
+  // its own, which costs more here than the walk.
   const dueHead = db.prepare<{ channel: string; now: number; claimed: string }, OutboxRow>(
-    `SELECT attempts, not_before, last_error, payload FROM outbox AS o
-     WHERE o.channel = @channel AND o.not_before <= @now
-       AND o.chat NOT IN (SELECT value FROM json_each(@claimed))
-       AND o.seq = (SELECT MIN(seq) FROM outbox WHERE channel = o.channel AND chat = o.chat)
-     ORDER BY o.seq LIMIT 1`,
+    `SELECT o.attempts, o.not_before, o.last_error, o.payload
+     FROM outbox_head AS h JOIN outbox AS o ON o.seq = h.seq
+     WHERE h.channel = @channel AND h.not_before <= @now
+       AND h.chat NOT IN (SELECT value FROM json_each(@claimed))
+     ORDER BY h.seq LIMIT 1`,
   );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(

@@ -85,7 +85,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       journal: createSqliteJournal(db, commit, now),
       auditLog: createSqliteAuditLog(db, commit),
       statuses: createSqliteMessageStatusStore(db, commit, now),
-      history: createSqliteHistoryStore(db, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
+      history: createSqliteHistoryStore(db, commit, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
       outbox: createSqliteReplyOutbox(db, commit),
       close: () => {
         commit.flush();

@@ -5,6 +5,7 @@ import type { StoreFactory } from '@switchboard/core/testing';
 import {
   auditLogContract,
   auditRecordFixture,
+  deliveryFixture,
   historyStoreContract,
   journalContract,
   messageStatusStoreContract,
@@ -12,7 +13,7 @@ import {
   queuedMessageFixture,
   replyOutboxContract,
 } from '@switchboard/core/testing';
-import { createMemoryQueryPool } from '@switchboard/core';
+import { type DeliveryClaim, createMemoryQueryPool } from '@switchboard/core';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore, SCHEMA_VERSION, type SqliteStore } from '../src/index.js';
@@ -135,6 +136,44 @@ describe('createSqliteStore', () => {
     });
   });
 
+  describe('when the file was written at schema version 5 with deliveries in the outbox', () => {
+    it('migrates it and claims the head of each chat, oldest first, once it is due', async () => {
+      const path = temporaryPath();
+      const db = new BetterSqlite3(path);
+      const version5 = [
+        '0001_init.sql',
+        '0002_journal_retry_at.sql',
+        '0003_reply_outbox.sql',
+        '0004_audit_message_sender.sql',
+        '0005_outbox_ended.sql',
+      ];
+      for (const file of version5) {
+        db.exec(readFileSync(new URL(`../migrations/${file}`, import.meta.url), 'utf8'));
+      }
+      db.pragma('user_version = 5');
+      const insert = db.prepare(
+        'INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)',
+      );
+      const waiting = deliveryFixture(1, { chat: 'a', attempts: 1, notBefore: 5_000 });
+      const rows = [waiting, deliveryFixture(2, { chat: 'b' }), deliveryFixture(3, { chat: 'a' })];
+      for (const row of [...rows, deliveryFixture(4, { chat: 'b' })]) {
+        insert.run(row.id, row.channel, row.chat, row.attempts, row.notBefore, JSON.stringify(row));
+      }
+      db.close();
+      const store = createSqliteStore({ path });
+      try {
+        const first = await store.outbox.claim('tg', 1_000);
+        expect(first?.delivery.id).toBe(deliveryFixture(2).id);
+        expect(await store.outbox.claim('tg', 1_000)).toBeNull();
+        expect((await store.outbox.claim('tg', 5_000))?.delivery).toEqual(waiting);
+        await store.outbox.delivered(first as DeliveryClaim);
+        expect((await store.outbox.claim('tg', 5_000))?.delivery.id).toBe(deliveryFixture(4).id);
+      } finally {
+        store.close();
+      }
+    });
+  });
+
   describe('when the schema is newer than this build', () => {
     it('refuses to open it with SB_STORE_UNAVAILABLE naming store.path', () => {
       const path = temporaryPath();
@@ -232,6 +271,42 @@ describe('createSqliteStore', () => {
         replayable: true,
       });
       store.close();
+    });
+  });
+
+  describe('when an idempotency key is claimed', () => {
+    it('binds it with the group commit: another connection sees the binding once the claim resolves, not before', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      const reader = new BetterSqlite3(path, { readonly: true });
+      const boundTo = reader.prepare("SELECT message_id FROM idempotency_key WHERE key = 'k'").pluck();
+      try {
+        const claimed = store.statuses.claimIdempotencyKey('k', 'm1', 60_000);
+        expect(boundTo.get()).toBeUndefined();
+        expect(await claimed).toBeNull();
+        expect(boundTo.get()).toBe('m1');
+      } finally {
+        reader.close();
+        store.close();
+      }
+    });
+  });
+
+  describe('when history is appended', () => {
+    it('writes it with the group commit: another connection sees it once the append resolves, not before', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      const reader = new BetterSqlite3(path, { readonly: true });
+      const count = reader.prepare('SELECT count(*) FROM history').pluck();
+      try {
+        const appended = store.history.append('s', 'p', [{ role: 'user', content: 'hello' }]);
+        expect(count.get()).toBe(0);
+        await appended;
+        expect(count.get()).toBe(1);
+      } finally {
+        reader.close();
+        store.close();
+      }
     });
   });
 
