@@ -11,7 +11,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
-import { type RemoteAnswer, headerOf, postJson } from './post-json.js';
+import { type RemoteAnswer, discard, headerOf, postJson } from './post-json.js';
 import { abortError, brokenStream, excerptOf, networkError, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
 import { type StreamFormat, streamFormatOf } from './stream-events.js';
@@ -57,9 +57,10 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       const startedMs = Date.now();
       let response: RemoteAnswer;
       try {
-        response = await postJson(options.url, { headers, body, signal });
+        response = await postJson(id, options.url, { headers, body, signal });
       } catch (error) {
         if (signal.aborted) throw abortError(id, signal, error);
+        if (isSwitchboardError(error)) throw error;
         throw networkError(id, error);
       }
       const ok = response.status >= 200 && response.status < 300;
@@ -105,7 +106,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       throw brokenStream(id, excerptOf(reason, mask), error);
     } finally {
       // Unread when the replies came before the end, or the read failed: frees the connection.
-      responseBody.destroy();
+      discard(responseBody);
     }
   }
 }

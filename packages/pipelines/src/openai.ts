@@ -5,11 +5,12 @@ import {
   SwitchboardError,
   createSecretMasker,
   formatIssues,
+  isSwitchboardError,
   secretField,
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
-import { type RemoteAnswer, postJson } from './post-json.js';
+import { type RemoteAnswer, discard, postJson } from './post-json.js';
 import {
   abortError,
   brokenStream,
@@ -27,6 +28,10 @@ export const OpenAIPipelineOptionsSchema = z.strictObject({
   base_url: z.url().default('https://api.openai.com/v1'),
   api_key: secretField(z.string().min(1)),
   model: z.string().min(1),
+  /** Sent as `OpenAI-Organization`: the organization a key of several bills to. */
+  organization: z.string().min(1).optional(),
+  /** Sent as `OpenAI-Project`: the project a key of several works in. */
+  project: z.string().min(1).optional(),
   /** Sent first, as the `system` message, on every turn. */
   system_prompt: z.string().optional(),
   /** Past exchanges (user + assistant) sent as context; 0 keeps no history. */
@@ -86,6 +91,14 @@ export function createOpenAIPipeline(
   const url = `${options.base_url.replace(/\/+$/, '')}/chat/completions`;
   const mask = createSecretMasker(secretValues(OpenAIPipelineOptionsSchema, options));
   const historyLimit = options.history_turns * 2;
+  const fixedHeaders: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: options.stream ? 'text/event-stream' : 'application/json',
+    'user-agent': 'switchboard',
+    ...(options.organization === undefined ? {} : { 'openai-organization': options.organization }),
+    ...(options.project === undefined ? {} : { 'openai-project': options.project }),
+    authorization: `Bearer ${options.api_key}`,
+  };
 
   return {
     id,
@@ -106,18 +119,14 @@ export function createOpenAIPipeline(
         temperature: options.temperature,
         ...(options.stream ? { stream: true } : {}),
       });
-      const headers = {
-        'content-type': 'application/json',
-        accept: options.stream ? 'text/event-stream' : 'application/json',
-        'user-agent': 'switchboard',
-        ...traceHeaders,
-        authorization: `Bearer ${options.api_key}`,
-      };
+      // The trace context may not replace what the endpoint needs.
+      const headers = traceHeaders === undefined ? fixedHeaders : { ...traceHeaders, ...fixedHeaders };
       let response: RemoteAnswer;
       try {
-        response = await postJson(url, { headers, body, signal });
+        response = await postJson(id, url, { headers, body, signal });
       } catch (error) {
         if (signal.aborted) throw abortError(id, signal, error);
+        if (isSwitchboardError(error)) throw error;
         throw networkError(id, error);
       }
       const text =
@@ -204,9 +213,15 @@ export function createOpenAIPipeline(
   ): Promise<string> {
     let text = '';
     let finished = false;
+    let done = false;
     try {
       for await (const event of streamEvents(body, 'sse')) {
-        if (event.text === '[DONE]') break;
+        // Read on to the body's end after [DONE] (as the SDK does): a body left unread costs its
+        // keep-alive connection. What follows is ignored.
+        if (done || event.text.startsWith('[DONE]')) {
+          done = true;
+          continue;
+        }
         const chunk = chunkOf(event.text);
         const choice = chunk.choices?.[0];
         const delta = choice?.delta?.content ?? choice?.delta?.refusal;
@@ -221,8 +236,8 @@ export function createOpenAIPipeline(
       if (error instanceof SwitchboardError) throw error;
       throw brokenStream(id, excerptOf(error instanceof Error ? error.message : String(error), mask), error);
     } finally {
-      // Unread after `[DONE]` or a failure: frees the connection.
-      body.destroy();
+      // Unread after a failure: frees the connection.
+      discard(body);
     }
     if (!finished) throw brokenStream(id, 'the stream ended before a chunk with finish_reason');
     return text;

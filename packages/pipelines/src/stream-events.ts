@@ -9,6 +9,9 @@ export function streamFormatOf(contentType: string | undefined): StreamFormat | 
   return undefined;
 }
 
+/** Longest line read: a body that never ends its line is cut, not buffered until the timeout. */
+export const MAX_LINE_CHARS = 1024 * 1024;
+
 /** One event of a streamed body: its text, and the line that ended it (for error messages). */
 export interface StreamEvent {
   text: string;
@@ -18,7 +21,7 @@ export interface StreamEvent {
 /**
  * The events of a streamed body, in order: NDJSON's non-blank lines; SSE's events, each the
  * `data:` lines between blank lines joined by newlines (other fields and comments are ignored).
- * The last line or event may lack its terminator. A consumer that stops early (`break`, `return`)
+ * The last line or event may lack its terminator; a line past `MAX_LINE_CHARS` throws. A consumer that stops early (`break`, `return`)
  * leaves the rest of the body unread; the caller destroys it.
  */
 export async function* streamEvents(
@@ -44,14 +47,17 @@ export async function* streamEvents(
 
   let pending = '';
   for await (const chunk of body) {
+    // Only the new text can hold the next newline: a long line is not searched again per chunk.
+    const searchFrom = pending.length;
     pending += decoder.decode(chunk, { stream: true });
-    let newline = pending.indexOf('\n');
+    let newline = pending.indexOf('\n', searchFrom);
     while (newline !== -1) {
       const event = eventOf(pending.slice(0, newline).replace(/\r$/, ''));
       pending = pending.slice(newline + 1);
       if (event !== undefined) yield event;
       newline = pending.indexOf('\n');
     }
+    if (pending.length > MAX_LINE_CHARS) throw new Error(`a line longer than ${MAX_LINE_CHARS} characters`);
   }
   pending += decoder.decode();
   const last = eventOf(pending.replace(/\r$/, ''));

@@ -10,7 +10,7 @@ export interface RecordedRequest {
   body: string;
 }
 
-/** What the fake answers; `hang` never answers (until the server closes). */
+/** What the fake answers (a string or Buffer body as it is); `hang` never answers (until the server closes). */
 export type FakeAnswer = { status: number; headers?: Record<string, string>; body?: unknown } | 'hang';
 
 export interface FakeServer {
@@ -44,7 +44,10 @@ export async function startFakeServer(answer: (request: RecordedRequest) => Fake
       waiters = [];
       const reply = answer(request);
       if (reply === 'hang') return;
-      const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {});
+      const body =
+        typeof reply.body === 'string' || Buffer.isBuffer(reply.body)
+          ? reply.body
+          : JSON.stringify(reply.body ?? {});
       res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
       res.end(body);
     });

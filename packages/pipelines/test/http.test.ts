@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { isSwitchboardError, SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { createHttpPipeline, HttpPipelineOptionsSchema } from '../src/http.js';
@@ -241,6 +242,31 @@ describe('createHttpPipeline', () => {
       expect(error.retryable).toBe(false);
       expect(error.message).toContain('not JSON');
       expect(error.details).toMatchObject({ body: '<html>oops</html>' });
+    });
+  });
+
+  describe('when the endpoint answers compressed', () => {
+    it('asks for an uncompressed answer by default', async () => {
+      const { pipeline, server } = await pipelineAnswering(() => ({ status: 200, body: { replies: [] } }));
+
+      await pipeline.run(queryOf(['hi']), runContext());
+
+      expect(server.requests[0]?.headers['accept-encoding']).toBe('identity');
+    });
+
+    it('fails as fatal naming the encoding, when the headers asked for it', async () => {
+      const error = await failureOf(
+        {
+          status: 200,
+          headers: { 'content-encoding': 'gzip' },
+          body: gzipSync(JSON.stringify({ replies: [{ text: 'hi' }] })),
+        },
+        { headers: { 'accept-encoding': 'gzip' } },
+      );
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
+      expect(error.message).toContain('content-encoding: gzip');
+      expect(error.details).toMatchObject({ content_encoding: 'gzip' });
     });
   });
 

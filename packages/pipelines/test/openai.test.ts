@@ -193,6 +193,39 @@ describe('createOpenAIPipeline', () => {
     });
   });
 
+  describe('when organization and project are set', () => {
+    it('sends them as OpenAI-Organization and OpenAI-Project', async () => {
+      const { pipeline, server } = await setUp(() => completion('ok'), {
+        organization: 'org-1',
+        project: 'proj-1',
+      });
+
+      await pipeline.run(queryOf(['hi']), runContext());
+
+      expect(server.requests[0]?.headers).toMatchObject({
+        'openai-organization': 'org-1',
+        'openai-project': 'proj-1',
+      });
+    });
+  });
+
+  describe('when the endpoint redirects with 307', () => {
+    it('posts the same request to the new location and answers from there', async () => {
+      const { pipeline, server } = await setUp((request) =>
+        request.url === '/v1/chat/completions'
+          ? { status: 307, headers: { location: '/v2/chat/completions' } }
+          : completion('moved'),
+      );
+
+      expect(await pipeline.run(queryOf(['hi']), runContext())).toEqual({ replies: [{ text: 'moved' }] });
+      expect(server.requests.map((request) => [request.method, request.url])).toEqual([
+        ['POST', '/v1/chat/completions'],
+        ['POST', '/v2/chat/completions'],
+      ]);
+      expect(sentBody(server.requests[1])).toMatchObject({ model: 'gpt-test' });
+    });
+  });
+
   describe('when the answer is not JSON', () => {
     it('fails as fatal, saying so, with an excerpt of the body', async () => {
       const { error } = await failureOf({ status: 200, body: '<html>gateway page</html>' });
@@ -344,6 +377,45 @@ describe('createOpenAIPipeline with stream: true', () => {
       await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
         replies: [{ text: 'ab' }],
       });
+    });
+  });
+
+  describe('when the body ends a while after [DONE]', () => {
+    it('reads it to the end, so later calls reuse the connections', async () => {
+      const { fake, pipeline } = await streaming({ tokens: ['a', 'b'], endDelayMs: 50 });
+
+      for (const _ of [1, 2, 3, 4, 5, 6]) {
+        await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+          replies: [{ text: 'ab' }],
+        });
+      }
+
+      expect(fake.requests).toHaveLength(6);
+      // undici may open a second connection while the first is handed back; a body cut after
+      // [DONE] would cost one per call.
+      expect(fake.connections()).toBeLessThanOrEqual(2);
+    });
+  });
+
+  describe('when the run is aborted while the answer streams', () => {
+    it('fails with SB_PIPELINE_TIMEOUT at once, retryable, and keeps no history', async () => {
+      const { history, pipeline } = await streaming({ tokens: ['a', 'b', 'c'], spacingMs: 60_000 });
+      const context = runContext();
+      let deltaArrived: () => void = () => {};
+      const firstDelta = new Promise<void>((resolve) => {
+        deltaArrived = resolve;
+      });
+      const outcome = rejectionOf(
+        pipeline.run(queryOf(['hi']), { ...context, stream: () => deltaArrived() }),
+      );
+
+      await firstDelta;
+      context.controller.abort();
+
+      const error = await outcome;
+      expect(isSwitchboardError(error, 'SB_PIPELINE_TIMEOUT')).toBe(true);
+      expect((error as SwitchboardError).retryable).toBe(true);
+      expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([]);
     });
   });
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { isSwitchboardError } from '@switchboard/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpPipelineOptionsSchema, createHttpPipeline } from '../src/http.js';
+import { MAX_LINE_CHARS } from '../src/stream-events.js';
 import { useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
 
@@ -93,6 +94,21 @@ describe('createHttpPipeline streaming', () => {
         code: 'SB_PIPELINE_FAILED',
         retryable: true,
         message: 'pipeline bot: broken stream: the NDJSON stream ended before its {"replies": […]}',
+      });
+      expect(deltas).toEqual(['a']);
+    });
+  });
+
+  describe('when a line goes on past the longest line read', () => {
+    it('fails retryably as a broken stream naming the bound, without buffering the rest', async () => {
+      const { run, deltas } = await streaming(
+        'application/x-ndjson',
+        `${ndjson({ delta: 'a' })}${'x'.repeat(MAX_LINE_CHARS + 1)}`,
+      );
+      await expect(rejectionOf(run())).resolves.toMatchObject({
+        code: 'SB_PIPELINE_FAILED',
+        retryable: true,
+        message: `pipeline bot: broken stream: a line longer than ${MAX_LINE_CHARS} characters`,
       });
       expect(deltas).toEqual(['a']);
     });

@@ -20,6 +20,8 @@ export interface FakeOpenAIAnswer {
   spacingMs?: number;
   /** Streams this many tokens, then destroys the connection without a finish chunk. */
   breakAfter?: number;
+  /** Time between `data: [DONE]` and the end of the body, ms (a server that ends it in a write of its own). Default: 0. */
+  endDelayMs?: number;
   /** Answers this status with an OpenAI error body instead. */
   status?: number;
 }
@@ -37,6 +39,8 @@ export interface FakeOpenAI {
   /** The `base_url` to configure (`http://127.0.0.1:<port>/v1`). */
   baseUrl: string;
   requests: RecordedOpenAIRequest[];
+  /** TCP connections accepted so far: a client that keeps its connection alive opens one. */
+  connections(): number;
   /** What the next requests answer. */
   answerWith(answer: FakeOpenAIAnswer): void;
   close(): Promise<void>;
@@ -88,7 +92,13 @@ async function streamAnswer(
     await new Promise((resolve) => response.write(chunkOf(model, { content: token }, null), resolve));
   }
   response.write(chunkOf(model, {}, 'stop'));
-  response.end('data: [DONE]\n\n');
+  if (answer.endDelayMs === undefined) {
+    response.end('data: [DONE]\n\n');
+    return;
+  }
+  response.write('data: [DONE]\n\n');
+  await new Promise((resolve) => setTimeout(resolve, answer.endDelayMs));
+  if (!response.destroyed) response.end();
 }
 
 function completionOf(model: string, answer: FakeOpenAIAnswer): Json {
@@ -136,11 +146,16 @@ export async function startFakeOpenAI(initial: FakeOpenAIAnswer = {}): Promise<F
       else json(200, completionOf(model, answer));
     });
   });
+  let connections = 0;
+  server.on('connection', () => {
+    connections += 1;
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    connections: () => connections,
     answerWith(next) {
       answer = next;
     },
