@@ -18,6 +18,7 @@ const UNCONFIGURED = [
   '@slack/bolt',
   'discord.js',
   'openai',
+  '@opentelemetry/api',
   '@opentelemetry/sdk-trace',
   '@opentelemetry/exporter-trace-otlp-http',
   'pino-pretty',
@@ -25,8 +26,11 @@ const UNCONFIGURED = [
   'ioredis',
 ];
 
-/** What only a request for the API docs' page needs: Swagger UI and the static file server of its assets. */
-const DOCS_PAGE = ['@fastify/swagger-ui', '@fastify/static', 'glob'];
+/**
+ * What only a request needs: the API docs' page (Swagger UI, the static file server of its
+ * assets) or a scrape of /metrics (prom-client).
+ */
+const ON_REQUEST = ['@fastify/swagger-ui', '@fastify/static', 'glob', 'prom-client'];
 
 /** What a CLI verb that does not serve has no use for. */
 const SERVER_ONLY = ['fastify', '@fastify/swagger', '@fastify/swagger-ui', 'prom-client', 'better-sqlite3'];
@@ -47,7 +51,7 @@ function recording(dir: string) {
 
 describe('what a process loads', () => {
   describe('when serve runs the HTTP channel alone, JSON logs and no tracing', () => {
-    it('loads fastify and SQLite but no platform library, OpenAI SDK, OTel SDK, pino-pretty, other database client or Swagger UI', async () => {
+    it('loads fastify and SQLite but no platform library, OpenAI SDK, OTel SDK, pino-pretty, other database client, Swagger UI or prom-client', async () => {
       const dir = tempDir();
       const record = recording(dir);
       const gateway = await startServe({
@@ -61,7 +65,7 @@ describe('what a process loads', () => {
       // The recorder sees what the gateway needs: an empty list would prove nothing.
       expect(loaded).toContain('fastify');
       expect(loaded).toContain('better-sqlite3');
-      expect([...UNCONFIGURED, ...DOCS_PAGE].filter((name) => loaded.has(name))).toEqual([]);
+      expect([...UNCONFIGURED, ...ON_REQUEST].filter((name) => loaded.has(name))).toEqual([]);
     });
 
     it('loads Swagger UI only once the docs page is asked for, and serves it then', async () => {
