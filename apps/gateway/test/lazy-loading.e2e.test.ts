@@ -22,6 +22,7 @@ const UNCONFIGURED = [
   '@opentelemetry/sdk-trace',
   '@opentelemetry/exporter-trace-otlp-http',
   'pino-pretty',
+  're2js',
   'pg',
   'ioredis',
 ];
