@@ -77,7 +77,8 @@ export interface CountingMetricOptions<L extends string> {
   name: string;
   help: string;
   labelNames?: readonly L[];
-  registers: Registry[];
+  /** Registries to join now; default none (a registry built later registers the metric itself). */
+  registers?: Registry[];
 }
 
 /**
@@ -107,7 +108,7 @@ export class CountingMetric<L extends string, S extends Series> {
     this.reset();
     // The registry reads only name, help, type, aggregator, get() and reset(); its parameter type
     // names prom-client's own metric classes, hence the cast.
-    for (const registry of options.registers) registry.registerMetric(this as unknown as Metric);
+    for (const registry of options.registers ?? []) registry.registerMetric(this as unknown as Metric);
   }
 
   /** The series of these label values, created on first use. */

@@ -9,7 +9,7 @@ import type {
   QueryPool,
   ReplyOutbox,
 } from '@switchboard/core';
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Metric, Registry } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
 
@@ -22,6 +22,12 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
 /**
  * The Prometheus metrics of docs/design.md §2. Concurrency (`switchboard_inflight`, slots in use) and
  * sessions (`switchboard_active_sessions`) are named apart — seed 003's dashboard confused them.
+ *
+ * Switchboard's counters count in plain memory from the start; prom-client's registry, which
+ * formats them beside the gauges and Node's default metrics, is built on the first scrape:
+ * loading prom-client (and the OpenTelemetry API it requires) took a tenth of the start's CPU
+ * (docs/BENCHMARKS.md §7). Default metrics that observe over time (GC durations, event loop
+ * lag) count from that first scrape.
  */
 export function createMetrics(
   pool: QueryPool,
@@ -38,36 +44,29 @@ export function createMetrics(
     outbox: ReplyOutbox;
   },
 ) {
-  const registry = new Registry();
-  // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
-  // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.
-  collectDefaultMetrics({ register: registry });
   const activeSessions = new ActiveSessions(ACTIVE_WINDOW_MS);
 
   const messages = countingCounter({
     name: 'switchboard_messages_total',
     help: 'Messages by final outcome.',
     labelNames: ['channel', 'outcome', 'reason'] as const,
-    registers: [registry],
   });
-  const queueWait = countingHistogram({
+  const queueWaits = countingHistogram({
     name: 'switchboard_queue_wait_seconds',
     help: 'Time from acceptance to the start of the turn that ran the message.',
     buckets: [0.005, 0.05, 0.25, 1, 2.5, 5, 15, 60, 300],
-    registers: [registry],
-  }).series({});
+  });
+  const queueWait = queueWaits.series({});
   const pipelineDuration = countingHistogram({
     name: 'switchboard_pipeline_duration_seconds',
     help: 'Duration of turns by pipeline and result.',
     labelNames: ['pipeline', 'result'] as const,
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 120],
-    registers: [registry],
   });
   const retries = countingCounter({
     name: 'switchboard_retries_total',
     help: 'Turns scheduled to run again after a retryable failure.',
     labelNames: ['pipeline'] as const,
-    registers: [registry],
   });
   // `scope` tells how to add replicas up: `replica` series are this process's own (sum them);
   // `cluster` ones are the shared pool's, the same on every replica (take the max, not the sum).
@@ -81,73 +80,10 @@ export function createMetrics(
       scraped = { at: now, stats: pool.stats() };
     return scraped.stats;
   }
-  new Gauge({
-    name: 'switchboard_inflight',
-    help: 'Turns running now (concurrency slots in use): scope="replica" on this replica, scope="cluster" in the shared pool.',
-    labelNames: ['scope'] as const,
-    registers: [registry],
-    async collect() {
-      this.set({ scope: 'replica' }, options.running());
-      if (options.sharedPool) this.set({ scope: 'cluster' }, (await poolStats()).inflight);
-    },
-  });
-  new Gauge({
-    name: 'switchboard_queue_pending',
-    help: 'Messages waiting in the pool (scope="cluster": the shared pool, the same on every replica).',
-    labelNames: ['scope'] as const,
-    registers: [registry],
-    async collect() {
-      this.set({ scope: poolScope }, (await poolStats()).pending);
-    },
-  });
-  new Gauge({
-    name: 'switchboard_active_sessions',
-    help: 'Sessions with a message in the last 5 minutes, on this replica.',
-    registers: [registry],
-    collect() {
-      this.set(activeSessions.count(Date.now()));
-    },
-  });
-
-  new Gauge({
-    name: 'switchboard_channel_active',
-    help: 'Single-owner connections (polling, gateway, socket) this replica runs: 1 active, 0 standby. Summed over replicas, each channel should read 1.',
-    labelNames: ['channel'] as const,
-    registers: [registry],
-    collect() {
-      for (const { id, role } of options.channelRoles()) this.set({ channel: id }, role === 'active' ? 1 : 0);
-    },
-  });
-  new Gauge({
-    name: 'switchboard_pipeline_sessions',
-    help: 'Sessions bound to a worker of a process pipeline (held context; apart from switchboard_inflight).',
-    labelNames: ['pipeline'] as const,
-    registers: [registry],
-    collect() {
-      for (const [id, pipeline] of options.pipelines) {
-        const status = pipeline.status?.();
-        if (status !== undefined) this.set({ pipeline: id }, status.sessions);
-      }
-    },
-  });
-
-  new Gauge({
-    name: 'switchboard_outbox_pending',
-    help: 'Deliveries of replies stored and not yet delivered or given up, per channel.',
-    labelNames: ['channel'] as const,
-    registers: [registry],
-    async collect() {
-      // A channel whose outbox emptied reads 0, not its last count.
-      this.reset();
-      for (const [channel, count] of Object.entries(await options.outbox.pending()))
-        this.set({ channel }, count);
-    },
-  });
   const deliveries = countingCounter({
     name: 'switchboard_deliveries_total',
     help: 'Attempts at sending a delivery of replies: delivered, retried (failed, tried again later) or failed (given up, a dead letter).',
     labelNames: ['channel', 'outcome'] as const,
-    registers: [registry],
   });
 
   const sendWait = countingHistogram({
@@ -155,14 +91,21 @@ export function createMetrics(
     help: 'Time a send or edit waited for its pacing tokens (outbound.rate) before going to the platform.',
     labelNames: ['channel'] as const,
     buckets: [0.001, 0.05, 0.25, 1, 2.5, 5, 15, 60],
-    registers: [registry],
   });
   const platformRateLimited = countingCounter({
     name: 'switchboard_platform_rate_limited_total',
     help: 'Calls a platform answered 429 (Too Many Requests); pacing aims to keep this at 0.',
     labelNames: ['channel'] as const,
-    registers: [registry],
   });
+  const counted = [
+    messages,
+    queueWaits,
+    pipelineDuration,
+    retries,
+    deliveries,
+    sendWait,
+    platformRateLimited,
+  ];
   const outbound: OutboundObserver = {
     paced(channel, waitedMs) {
       sendWait.series({ channel }).observe(waitedMs / 1000);
@@ -185,8 +128,86 @@ export function createMetrics(
     },
   };
 
+  /** Builds the registry on the first scrape (see above). */
+  async function buildRegistry(): Promise<Registry> {
+    const { Gauge, Registry, collectDefaultMetrics } = await import('prom-client');
+    const registry = new Registry();
+    // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
+    // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.
+    collectDefaultMetrics({ register: registry });
+    // The registry reads only name, help, type, aggregator, get() and reset() of a metric; its
+    // parameter type names prom-client's own metric classes, hence the cast.
+    for (const metric of counted) registry.registerMetric(metric as unknown as Metric);
+    new Gauge({
+      name: 'switchboard_inflight',
+      help: 'Turns running now (concurrency slots in use): scope="replica" on this replica, scope="cluster" in the shared pool.',
+      labelNames: ['scope'] as const,
+      registers: [registry],
+      async collect() {
+        this.set({ scope: 'replica' }, options.running());
+        if (options.sharedPool) this.set({ scope: 'cluster' }, (await poolStats()).inflight);
+      },
+    });
+    new Gauge({
+      name: 'switchboard_queue_pending',
+      help: 'Messages waiting in the pool (scope="cluster": the shared pool, the same on every replica).',
+      labelNames: ['scope'] as const,
+      registers: [registry],
+      async collect() {
+        this.set({ scope: poolScope }, (await poolStats()).pending);
+      },
+    });
+    new Gauge({
+      name: 'switchboard_active_sessions',
+      help: 'Sessions with a message in the last 5 minutes, on this replica.',
+      registers: [registry],
+      collect() {
+        this.set(activeSessions.count(Date.now()));
+      },
+    });
+
+    new Gauge({
+      name: 'switchboard_channel_active',
+      help: 'Single-owner connections (polling, gateway, socket) this replica runs: 1 active, 0 standby. Summed over replicas, each channel should read 1.',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+      collect() {
+        for (const { id, role } of options.channelRoles())
+          this.set({ channel: id }, role === 'active' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'switchboard_pipeline_sessions',
+      help: 'Sessions bound to a worker of a process pipeline (held context; apart from switchboard_inflight).',
+      labelNames: ['pipeline'] as const,
+      registers: [registry],
+      collect() {
+        for (const [id, pipeline] of options.pipelines) {
+          const status = pipeline.status?.();
+          if (status !== undefined) this.set({ pipeline: id }, status.sessions);
+        }
+      },
+    });
+
+    new Gauge({
+      name: 'switchboard_outbox_pending',
+      help: 'Deliveries of replies stored and not yet delivered or given up, per channel.',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+      async collect() {
+        // A channel whose outbox emptied reads 0, not its last count.
+        this.reset();
+        for (const [channel, count] of Object.entries(await options.outbox.pending()))
+          this.set({ channel }, count);
+      },
+    });
+    return registry;
+  }
+  let registry: Promise<Registry> | undefined;
+
   return {
-    registry,
+    /** prom-client's registry of every metric, built on the first call. */
+    registry: () => (registry ??= buildRegistry()),
     observer,
     /** What the chat channels report about their platform calls. */
     outbound,

@@ -1,4 +1,3 @@
-import { propagation, trace } from '@opentelemetry/api';
 import type { TracesConfig } from '@switchboard/config';
 import { type MessageTracer, createMessageTracer, within } from '@switchboard/core';
 
@@ -53,7 +52,7 @@ function batchDelayOf(env: NodeJS.ProcessEnv): { scheduledDelayMillis?: number }
  * propagation, registered globally so that the packages' `@opentelemetry/api` calls reach them.
  * No context manager: the engine passes parents explicitly, and AsyncLocalStorage would tax every
  * promise of the process. Resolves to undefined, and registers nothing, when tracing is off:
- * the API then stays the no-op it is by default, and the SDK is not even loaded.
+ * neither the SDK nor the API is then loaded.
  */
 export async function startTracing(
   config: TracesConfig,
@@ -64,11 +63,13 @@ export async function startTracing(
   const endpoint = endpointOf(config, env);
   if (endpoint === undefined) return undefined;
   const [
+    api,
     { W3CTraceContextPropagator },
     { OTLPTraceExporter },
     { detectResources, envDetector, resourceFromAttributes },
     { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider },
   ] = await Promise.all([
+    import('@opentelemetry/api'),
     import('@opentelemetry/core'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
@@ -92,10 +93,11 @@ export async function startTracing(
     }),
     spanProcessors: [new BatchSpanProcessor({ exporter, ...batchDelayOf(env) })],
   });
+  const { propagation, trace } = api;
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   return {
-    tracer: createMessageTracer(provider.getTracer('switchboard', version), mask),
+    tracer: createMessageTracer(api, provider.getTracer('switchboard', version), mask),
     async shutdown() {
       // Spans a collector that is away cannot take are lost, not worth a late exit.
       await within(

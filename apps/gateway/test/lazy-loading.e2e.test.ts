@@ -18,12 +18,20 @@ const UNCONFIGURED = [
   '@slack/bolt',
   'discord.js',
   'undici',
+  '@opentelemetry/api',
   '@opentelemetry/sdk-trace',
   '@opentelemetry/exporter-trace-otlp-http',
   'pino-pretty',
+  're2js',
   'pg',
   'ioredis',
 ];
+
+/**
+ * What only a request needs: the API docs' page (Swagger UI, the static file server of its
+ * assets) or a scrape of /metrics (prom-client).
+ */
+const ON_REQUEST = ['@fastify/swagger-ui', '@fastify/static', 'glob', 'prom-client'];
 
 /** What a CLI verb that does not serve has no use for. */
 const SERVER_ONLY = ['fastify', '@fastify/swagger', '@fastify/swagger-ui', 'prom-client', 'better-sqlite3'];
@@ -44,7 +52,7 @@ function recording(dir: string) {
 
 describe('what a process loads', () => {
   describe('when serve runs the HTTP channel alone, JSON logs and no tracing', () => {
-    it('loads fastify and SQLite but no platform library, pipeline HTTP client, OTel SDK, pino-pretty or other database client', async () => {
+    it('loads fastify and SQLite but no platform library, pipeline HTTP client, OTel API, pino-pretty, other database client, Swagger UI or prom-client', async () => {
       const dir = tempDir();
       const record = recording(dir);
       const gateway = await startServe({
@@ -58,7 +66,32 @@ describe('what a process loads', () => {
       // The recorder sees what the gateway needs: an empty list would prove nothing.
       expect(loaded).toContain('fastify');
       expect(loaded).toContain('better-sqlite3');
-      expect(UNCONFIGURED.filter((name) => loaded.has(name))).toEqual([]);
+      expect([...UNCONFIGURED, ...ON_REQUEST].filter((name) => loaded.has(name))).toEqual([]);
+    });
+
+    it('loads Swagger UI only once the docs page is asked for, and serves it then', async () => {
+      const dir = tempDir();
+      const record = recording(dir);
+      const gateway = await startServe({
+        dir,
+        configPath: writeConfig(dir, testConfig(dir, HTTP_ONLY)),
+        env: record.env,
+      });
+      const openapi = await fetch(`${gateway.url}/openapi.json`);
+      expect(openapi.status).toBe(200);
+      // Imported ES modules are recorded as they load (CommonJS ones only at exit).
+      const before = record.loaded();
+      expect(before).toContain('@fastify/swagger');
+      expect(before).not.toContain('@fastify/swagger-ui');
+
+      const page = await fetch(`${gateway.url}/docs/`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('swagger-initializer.js');
+      const stylesheet = await fetch(`${gateway.url}/docs/static/swagger-ui.css`);
+      expect(stylesheet.status).toBe(200);
+      expect(stylesheet.headers.get('content-type')).toContain('text/css');
+      expect(await gateway.stop()).toBe(0);
+      expect(record.loaded()).toContain('@fastify/swagger-ui');
     });
   });
 

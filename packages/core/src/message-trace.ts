@@ -1,14 +1,5 @@
-import {
-  type Context,
-  type Link,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  type Tracer,
-  propagation,
-  trace,
-} from '@opentelemetry/api';
+import type * as OpenTelemetryApi from '@opentelemetry/api';
+import type { Context, Link, Span, Tracer } from '@opentelemetry/api';
 import type { Query } from './aggregator.js';
 import type { InboundMessage, Reply } from './message.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
@@ -82,28 +73,6 @@ const ATTR = {
   replies: 'switchboard.replies',
 } as const;
 
-function contextOf(traceparent: string | undefined): Context {
-  return traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent });
-}
-
-/** `span` as W3C trace context headers. */
-function headersOf(span: Span): Record<string, string> {
-  const carrier: Record<string, string> = {};
-  propagation.inject(trace.setSpan(ROOT_CONTEXT, span), carrier);
-  return carrier;
-}
-
-/**
- * Marks `span` failed with the error's code and masked message, never its stack: spans go to a
- * collector outside the gateway, and a platform's error text may quote a secret (a token in a URL).
- */
-function failed(span: Span, error: unknown, mask: (text: string) => string): void {
-  const message = mask(error instanceof Error ? error.message : String(error));
-  const name = isSwitchboardError(error) ? error.code : error instanceof Error ? error.name : 'Error';
-  span.recordException({ name, message });
-  span.setStatus({ code: SpanStatusCode.ERROR, message });
-}
-
 /**
  * When a first-attempt message could leave debounce: the pool's rule (`dueAtOf`), from the
  * turn's run of messages; never after the claim.
@@ -117,11 +86,40 @@ function debouncedAt(turn: Turn, policy: PipelinePolicy, claimedAt: number): num
   return Math.min(due, claimedAt);
 }
 
-/** The engine's tracer over `tracer`; `mask` hides secrets in the error texts spans record. */
+/**
+ * The engine's tracer over `tracer`; `mask` hides secrets in the error texts spans record. `api`
+ * is the `@opentelemetry/api` module, passed in by the app that started tracing, so that a
+ * process without tracing never loads it.
+ */
 export function createMessageTracer(
+  api: typeof OpenTelemetryApi,
   tracer: Tracer,
   mask: (text: string) => string = (text) => text,
 ): MessageTracer {
+  const { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace } = api;
+
+  function contextOf(traceparent: string | undefined): Context {
+    return traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent });
+  }
+
+  /** `span` as W3C trace context headers. */
+  function headersOf(span: Span): Record<string, string> {
+    const carrier: Record<string, string> = {};
+    propagation.inject(trace.setSpan(ROOT_CONTEXT, span), carrier);
+    return carrier;
+  }
+
+  /**
+   * Marks `span` failed with the error's code and masked message, never its stack: spans go to a
+   * collector outside the gateway, and a platform's error text may quote a secret (a token in a URL).
+   */
+  function failed(span: Span, error: unknown): void {
+    const message = mask(error instanceof Error ? error.message : String(error));
+    const name = isSwitchboardError(error) ? error.code : error instanceof Error ? error.name : 'Error';
+    span.recordException({ name, message });
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
+  }
+
   /** A span from `startMs` to `endMs` that has already happened. */
   function past(
     name: string,
@@ -183,7 +181,7 @@ export function createMessageTracer(
         span.setAttributes({ [ATTR.rule]: decision.rule ?? '', [ATTR.pipeline]: decision.pipeline });
         return decision;
       } catch (error) {
-        failed(span, error, mask);
+        failed(span, error);
         throw error;
       } finally {
         span.end();
@@ -192,7 +190,7 @@ export function createMessageTracer(
 
     received(span, result, error) {
       span.setAttribute(ATTR.result, result);
-      if (error !== undefined) failed(span, error, mask);
+      if (error !== undefined) failed(span, error);
       span.end();
     },
 
@@ -229,7 +227,7 @@ export function createMessageTracer(
       try {
         return await run(headersOf(span));
       } catch (error) {
-        failed(span, error, mask);
+        failed(span, error);
         throw error;
       } finally {
         span.end();
@@ -248,7 +246,7 @@ export function createMessageTracer(
       try {
         await run();
       } catch (error) {
-        failed(span, error, mask);
+        failed(span, error);
         throw error;
       } finally {
         span.end();

@@ -1,4 +1,5 @@
-import { RE2JS } from 're2js';
+import { createRequire } from 'node:module';
+import type { RE2JS } from 're2js';
 import { z } from 'zod';
 import { SwitchboardError } from './errors.js';
 import { ChatTypeSchema, ELEMENT_TYPES, type InboundMessage } from './message.js';
@@ -50,13 +51,24 @@ const StringValueSchema = z
   )
   .transform(String);
 
+let re2js: typeof RE2JS | undefined;
+
+/**
+ * RE2JS, loaded by the first `regex` rule: most configs have none, and its quarter megabyte of
+ * code cost every start its compiling.
+ */
+function re2(): typeof RE2JS {
+  re2js ??= (createRequire(import.meta.url)('re2js') as typeof import('re2js')).RE2JS;
+  return re2js;
+}
+
 /**
  * RE2's complaint without its `error parsing regexp: ` preamble, or a size bound the pattern
  * passes (`regexSizeProblem`), or null when `pattern` compiles within them.
  */
 function regexProblem(pattern: string): string | null {
   try {
-    RE2JS.compile(pattern);
+    re2().compile(pattern);
     return regexSizeProblem(pattern);
   } catch (error) {
     const reason = (error as Error).message.replace(/^error parsing regexp: /, '');
@@ -237,7 +249,7 @@ function compileOperator(operator: Operator, expected: string): (actual: string)
       // A search anywhere in the text, like Python's re.search in LangBot; case-sensitive, no
       // flags. RE2JS's `test` keeps no state between messages and runs in time linear in the
       // text's length for a pattern of bounded size (the schema refused larger ones).
-      const pattern = RE2JS.compile(expected);
+      const pattern = re2().compile(expected);
       return (actual) => pattern.test(actual);
     }
   }

@@ -1,3 +1,4 @@
+import * as api from '@opentelemetry/api';
 import { type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { SwitchboardError, createMessageTracer } from '../src/index.js';
@@ -39,7 +40,7 @@ describe('createMessageTracer', () => {
           return span;
         },
       } as unknown as Tracer;
-      const traced = createMessageTracer(tracer, (text) => text.replaceAll('123:SECRET', '[secret]'));
+      const traced = createMessageTracer(api, tracer, (text) => text.replaceAll('123:SECRET', '[secret]'));
       const failure = new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
         message: 'POST /bot123:SECRET/sendMessage refused',
       });

@@ -1,6 +1,6 @@
 import fastifySwagger from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import type { AuthHook } from './auth.js';
 
@@ -15,10 +15,50 @@ export interface ApiDocsOptions {
 }
 
 /**
+ * Swagger UI in a server of its own, never listening: `/docs` requests are handed to it. Built on
+ * the first of them, so that a gateway nobody reads the docs of never loads Swagger UI and its
+ * static file server (a tenth of the start's work), yet the UI keeps its own routes and assets.
+ */
+function lazySwaggerUi(
+  server: FastifyInstance,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  let ui: Promise<FastifyInstance> | undefined;
+  async function build(): Promise<FastifyInstance> {
+    const { default: fastifySwaggerUi } = await import('@fastify/swagger-ui');
+    const app = Fastify() as unknown as FastifyInstance;
+    // Stands in for `@fastify/swagger`, which Swagger UI requires: its `/docs/json` and
+    // `/docs/yaml` serve the gateway's document.
+    await app.register(
+      fastifyPlugin(
+        async (scope) => {
+          scope.decorate('swagger', server.swagger.bind(server));
+        },
+        { name: '@fastify/swagger' },
+      ),
+    );
+    await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+    await app.ready();
+    return app;
+  }
+  return async (request, reply) => {
+    ui ??= build().catch((err: unknown) => {
+      ui = undefined;
+      throw err;
+    });
+    // Always a GET: on a HEAD request fastify drops the body itself.
+    const answer = await (await ui).inject({ method: 'GET', url: request.url, headers: request.headers });
+    if (answer.statusCode === 404) return reply.callNotFound();
+    const { 'transfer-encoding': _chunked, connection: _connection, ...headers } = answer.headers;
+    await reply.code(answer.statusCode).headers(headers).send(answer.rawPayload);
+  };
+}
+
+/**
  * Serves the OpenAPI 3 document of every route at `GET /openapi.json` and Swagger UI at `/docs`
  * (docs/design.md §3). The document is built from the routes' zod schemas, so routes must be added after
- * this resolves — `@fastify/swagger` collects them as they are registered. Routes with plain JSON
- * schemas are not supported by the zod transform; give them zod schemas or none.
+ * this resolves — `@fastify/swagger` collects them as they are registered; it is built on its
+ * first request. Routes with plain JSON schemas are not supported by the zod transform; give them
+ * zod schemas or none.
  */
 export async function registerApiDocs(server: FastifyInstance, options: ApiDocsOptions): Promise<void> {
   await server.register(fastifySwagger, {
@@ -41,7 +81,9 @@ export async function registerApiDocs(server: FastifyInstance, options: ApiDocsO
   // A scope of their own, so that `auth` guards these routes and nothing else.
   await server.register(async (docs) => {
     if (options.auth !== undefined) docs.addHook('onRequest', options.auth);
-    await docs.register(fastifySwaggerUi, { routePrefix: '/docs' });
+    const swaggerUi = lazySwaggerUi(server);
+    docs.get('/docs', { schema: { hide: true } }, swaggerUi);
+    docs.get('/docs/*', { schema: { hide: true } }, swaggerUi);
     docs.get('/openapi.json', { schema: { hide: true } }, async () => server.swagger());
   });
 }

@@ -11,7 +11,8 @@ export interface Readiness {
 
 export interface HealthDeps {
   readiness: () => Promise<Readiness>;
-  registry: Registry;
+  /** prom-client's registry, built on the first scrape. */
+  registry: () => Promise<Registry>;
   /** `admin.protect`: which of `/metrics` and `/readyz` need `auth` (`docs` is guarded elsewhere). */
   protect: Config['admin']['protect'];
   /** The admin check. */
@@ -33,7 +34,8 @@ export function registerHealthRoutes(server: FastifyInstance, deps: HealthDeps) 
     return { status: readiness.ready ? 'ready' : 'not_ready', checks: readiness.checks };
   });
   server.get('/metrics', { schema: { hide: true }, ...guard('metrics') }, async (_request, reply) => {
-    reply.header('content-type', deps.registry.contentType);
-    return deps.registry.metrics();
+    const registry = await deps.registry();
+    reply.header('content-type', registry.contentType);
+    return registry.metrics();
   });
 }
