@@ -327,9 +327,13 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
         'replica a follows the session',
       );
 
-      const texts = ['one', 'two', 'three', 'four'];
+      // Either replica may claim a turn: messages go on until replica b ran some (each replica
+      // claims about half, so 4 in a row on replica a happened; 30 in a row would not).
+      const texts: string[] = [];
       const answers = [];
-      for (const text of texts) {
+      while (texts.length < 4 || (texts.every((text) => ranOn(text) !== 1) && texts.length < 30)) {
+        const text = `message ${texts.length + 1}`;
+        texts.push(text);
         answers.push(
           await post(`${b.url}/v1/messages`, { session_id: session, user_id: 'u1', text, wait: true }),
         );
