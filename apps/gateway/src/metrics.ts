@@ -13,6 +13,8 @@ import type { Metric, Registry } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
 
+/** Long enough for the event-loop delay monitor (10 ms resolution) to hold a sample. */
+const FIRST_LAG_SAMPLE_MS = 25;
 /** How long one scrape's pool counts serve the other gauges of that scrape, ms. */
 const SCRAPE_STATS_MS = 100;
 
@@ -27,7 +29,7 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
  * formats them beside the gauges and Node's default metrics, is built on the first scrape:
  * loading prom-client (and the OpenTelemetry API it requires) took a tenth of the start's CPU
  * (docs/BENCHMARKS.md §7). Default metrics that observe over time (GC durations, event loop
- * lag) count from that first scrape.
+ * lag) count from that first scrape; a build that fails is tried again by the next.
  */
 export function createMetrics(
   pool: QueryPool,
@@ -128,13 +130,10 @@ export function createMetrics(
     },
   };
 
-  /** Builds the registry on the first scrape (see above). */
+  /** Builds the registry on the first scrape (see above); the first scrape waits 25 ms more. */
   async function buildRegistry(): Promise<Registry> {
     const { Gauge, Registry, collectDefaultMetrics } = await import('prom-client');
     const registry = new Registry();
-    // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
-    // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.
-    collectDefaultMetrics({ register: registry });
     // The registry reads only name, help, type, aggregator, get() and reset() of a metric; its
     // parameter type names prom-client's own metric classes, hence the cast.
     for (const metric of counted) registry.registerMetric(metric as unknown as Metric);
@@ -201,13 +200,25 @@ export function createMetrics(
           this.set({ channel }, count);
       },
     });
+    // Last: its observers (GC, event-loop delay) start here, so a build that failed started none.
+    // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
+    // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.
+    collectDefaultMetrics({ register: registry });
+    // The event-loop delay monitor it starts samples every 10 ms; read before its first sample,
+    // the first scrape would report a lag minimum of 9.2e9 s and a NaN mean.
+    await new Promise((resolve) => setTimeout(resolve, FIRST_LAG_SAMPLE_MS));
     return registry;
   }
   let registry: Promise<Registry> | undefined;
 
   return {
     /** prom-client's registry of every metric, built on the first call. */
-    registry: () => (registry ??= buildRegistry()),
+    registry: () =>
+      (registry ??= buildRegistry().catch((err: unknown) => {
+        // Not kept: the next scrape builds it again.
+        registry = undefined;
+        throw err;
+      })),
     observer,
     /** What the chat channels report about their platform calls. */
     outbound,

@@ -15,7 +15,14 @@ async function serve(yaml: string, server?: string) {
   return gateway;
 }
 
-const OPERATIONS = ['/metrics', '/readyz', '/docs', '/docs/json', '/openapi.json'];
+const OPERATIONS = [
+  '/metrics',
+  '/readyz',
+  '/docs',
+  '/docs/json',
+  '/docs/static/swagger-ui.css',
+  '/openapi.json',
+];
 const BEARER = { authorization: 'Bearer s3cret' };
 const FROM_PROXY = { 'x-forwarded-for': '203.0.113.9' };
 

@@ -69,7 +69,7 @@ describe('what a process loads', () => {
       expect([...UNCONFIGURED, ...ON_REQUEST].filter((name) => loaded.has(name))).toEqual([]);
     });
 
-    it('loads Swagger UI only once the docs page is asked for, and serves it then', async () => {
+    it('loads Swagger UI only once the docs page is asked for, and serves it then (HEAD too; unknown assets 404 in the gateway shape)', async () => {
       const dir = tempDir();
       const record = recording(dir);
       const gateway = await startServe({
@@ -90,6 +90,12 @@ describe('what a process loads', () => {
       const stylesheet = await fetch(`${gateway.url}/docs/static/swagger-ui.css`);
       expect(stylesheet.status).toBe(200);
       expect(stylesheet.headers.get('content-type')).toContain('text/css');
+      const head = await fetch(`${gateway.url}/docs/static/swagger-ui.css`, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(await head.text()).toBe('');
+      const unknown = await fetch(`${gateway.url}/docs/static/no-such-file.js`);
+      expect(unknown.status).toBe(404);
+      expect(await unknown.json()).toMatchObject({ error: { code: 'SB_HTTP_NOT_FOUND' } });
       expect(await gateway.stop()).toBe(0);
       expect(record.loaded()).toContain('@fastify/swagger-ui');
     });

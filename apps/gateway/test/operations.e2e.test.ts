@@ -162,6 +162,12 @@ describe('operations (end to end)', () => {
       ]) {
         expect(metrics.body).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
       }
+      // The first scrape builds the registry: the event-loop lag it reports is already sampled.
+      const lagMin = Number(/^nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(metrics.body)?.[1]);
+      const lagMean = Number(/^nodejs_eventloop_lag_mean_seconds (\S+)$/m.exec(metrics.body)?.[1]);
+      expect(lagMin).toBeGreaterThan(0);
+      expect(lagMin).toBeLessThan(10);
+      expect(Number.isFinite(lagMean)).toBe(true);
 
       expect((await get(`${gateway.url}/admin/queues`)).body).toMatchObject({
         pending: 0,

@@ -67,8 +67,10 @@ function re2(): typeof RE2JS {
  * passes (`regexSizeProblem`), or null when `pattern` compiles within them.
  */
 function regexProblem(pattern: string): string | null {
+  // Outside the try: a library that fails to load is not the pattern's fault.
+  const engine = re2();
   try {
-    re2().compile(pattern);
+    engine.compile(pattern);
     return regexSizeProblem(pattern);
   } catch (error) {
     const reason = (error as Error).message.replace(/^error parsing regexp: /, '');

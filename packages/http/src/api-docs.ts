@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import fastifyPlugin from 'fastify-plugin';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import type { AuthHook } from './auth.js';
+import { httpErrorHandler, notFoundHandler } from './error-handler.js';
 
 /** Options of `registerApiDocs`. */
 export interface ApiDocsOptions {
@@ -15,9 +16,13 @@ export interface ApiDocsOptions {
 }
 
 /**
- * Swagger UI in a server of its own, never listening: `/docs` requests are handed to it. Built on
- * the first of them, so that a gateway nobody reads the docs of never loads Swagger UI and its
- * static file server (a tenth of the start's work), yet the UI keeps its own routes and assets.
+ * Swagger UI in a server of its own, never listening: `/docs` requests are handed to it, their
+ * socket included, once the outer routes' hooks (auth) passed. Built on the first of them, so
+ * that a gateway nobody reads the docs of never loads Swagger UI and its static file server (a
+ * tenth of the start's work), yet the UI keeps its own routes and streams its assets (a slow
+ * reader holds no whole file in memory). The inner server answers errors in the gateway's shape;
+ * the outer `onSend` hooks do not run for these answers (the drain's `Connection: close` among
+ * them: a docs connection may stay open until `close` cuts it).
  */
 function lazySwaggerUi(
   server: FastifyInstance,
@@ -25,7 +30,9 @@ function lazySwaggerUi(
   let ui: Promise<FastifyInstance> | undefined;
   async function build(): Promise<FastifyInstance> {
     const { default: fastifySwaggerUi } = await import('@fastify/swagger-ui');
-    const app = Fastify() as unknown as FastifyInstance;
+    const app = Fastify({ loggerInstance: server.log }) as unknown as FastifyInstance;
+    app.setErrorHandler(httpErrorHandler);
+    app.setNotFoundHandler(notFoundHandler);
     // Stands in for `@fastify/swagger`, which Swagger UI requires: its `/docs/json` and
     // `/docs/yaml` serve the gateway's document.
     await app.register(
@@ -45,11 +52,9 @@ function lazySwaggerUi(
       ui = undefined;
       throw err;
     });
-    // Always a GET: on a HEAD request fastify drops the body itself.
-    const answer = await (await ui).inject({ method: 'GET', url: request.url, headers: request.headers });
-    if (answer.statusCode === 404) return reply.callNotFound();
-    const { 'transfer-encoding': _chunked, connection: _connection, ...headers } = answer.headers;
-    await reply.code(answer.statusCode).headers(headers).send(answer.rawPayload);
+    const app = await ui;
+    reply.hijack();
+    app.routing(request.raw, reply.raw);
   };
 }
 
