@@ -438,20 +438,14 @@ describe('createOpenAIPipeline with stream: true', () => {
     it("fails retryably, quoting the endpoint's error without the API key, and keeps no history", async () => {
       const chunk = (content: string) =>
         `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
-      const server = await startServer(() => ({
-        status: 200,
-        headers: { 'content-type': 'text/event-stream' },
-        body: `${chunk('par')}data: ${JSON.stringify({ error: { message: `overloaded for ${API_KEY}` } })}\n\n`,
-      }));
-      const history = createMemoryHistoryStore();
-      const options = OpenAIPipelineOptionsSchema.parse({
-        type: 'openai',
-        base_url: `${server.url}/v1`,
-        api_key: API_KEY,
-        model: 'gpt-test',
-        stream: true,
-      });
-      const pipeline = createOpenAIPipeline('assistant', options, { history });
+      const { pipeline, history } = await setUp(
+        () => ({
+          status: 200,
+          headers: { 'content-type': 'text/event-stream' },
+          body: `${chunk('par')}data: ${JSON.stringify({ error: { message: `overloaded for ${API_KEY}` } })}\n\n`,
+        }),
+        { stream: true },
+      );
 
       const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
 
