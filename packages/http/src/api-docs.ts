@@ -1,5 +1,10 @@
 import fastifySwagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import type { AuthHook } from './auth.js';
@@ -30,7 +35,12 @@ function lazySwaggerUi(
   let ui: Promise<FastifyInstance> | undefined;
   async function build(): Promise<FastifyInstance> {
     const { default: fastifySwaggerUi } = await import('@fastify/swagger-ui');
-    const app = Fastify({ loggerInstance: server.log }) as unknown as FastifyInstance;
+    // Logged as on the outer server: no line per request, the one logger shared.
+    const app = Fastify({
+      loggerInstance: server.log,
+      logController: new LogController({ disableRequestLogging: true }),
+      childLoggerFactory: (logger) => logger,
+    }) as unknown as FastifyInstance;
     app.setErrorHandler(httpErrorHandler);
     app.setNotFoundHandler(notFoundHandler);
     // Stands in for `@fastify/swagger`, which Swagger UI requires: its `/docs/json` and

@@ -11,7 +11,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
-import { type RemoteAnswer, discard, headerOf, postJson } from './post-json.js';
+import { type RemoteAnswer, discard, headerOf, postJson, textOf } from './post-json.js';
 import { abortError, brokenStream, excerptOf, networkError, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
 import { type StreamFormat, streamFormatOf } from './stream-events.js';
@@ -75,9 +75,10 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       }
       let text: string;
       try {
-        text = await response.body.text();
+        text = await textOf(id, response.body);
       } catch (error) {
         if (signal.aborted) throw abortError(id, signal, error);
+        if (isSwitchboardError(error)) throw error;
         throw networkError(id, error);
       }
       logger.debug(

@@ -10,7 +10,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
-import { type RemoteAnswer, discard, postJson } from './post-json.js';
+import { type RemoteAnswer, discard, drainRest, postJson, textOf } from './post-json.js';
 import {
   abortError,
   brokenStream,
@@ -49,6 +49,9 @@ export interface OpenAIPipelineDeps {
   /** Where the per-session conversation is kept (the gateway's store). */
   history: HistoryStore;
 }
+
+/** How long the rest of a stream after `[DONE]` may take to end before its connection is cut. */
+const DRAIN_AFTER_DONE_MS = 1000;
 
 /** The part of a chat completion this pipeline reads: the first choice's text. */
 const CompletionSchema = z.object({
@@ -158,9 +161,10 @@ export function createOpenAIPipeline(
   /** The whole body; a connection cut while reading it never got an answer. */
   async function bodyText(response: RemoteAnswer, signal: AbortSignal): Promise<string> {
     try {
-      return await response.body.text();
+      return await textOf(id, response.body);
     } catch (error) {
       if (signal.aborted) throw abortError(id, signal, error);
+      if (isSwitchboardError(error)) throw error;
       throw networkError(id, error);
     }
   }
@@ -215,12 +219,11 @@ export function createOpenAIPipeline(
     let finished = false;
     let done = false;
     try {
-      for await (const event of streamEvents(body, 'sse')) {
-        // Read on to the body's end after [DONE] (as the SDK does): a body left unread costs its
-        // keep-alive connection. What follows is ignored.
-        if (done || event.text.startsWith('[DONE]')) {
+      // Not destroyed when the loop leaves at [DONE]: the rest is drained below.
+      for await (const event of streamEvents(body.iterator({ destroyOnReturn: false }), 'sse')) {
+        if (event.text.startsWith('[DONE]')) {
           done = true;
-          continue;
+          break;
         }
         const chunk = chunkOf(event.text);
         const choice = chunk.choices?.[0];
@@ -236,8 +239,11 @@ export function createOpenAIPipeline(
       if (error instanceof SwitchboardError) throw error;
       throw brokenStream(id, excerptOf(error instanceof Error ? error.message : String(error), mask), error);
     } finally {
-      // Unread after a failure: frees the connection.
-      discard(body);
+      // After [DONE] the answer is whole: the rest (the body's end, usually at once) is read in
+      // the background so the connection serves the next call, and the turn does not wait for it.
+      // After a failure: cut.
+      if (done) drainRest(body, DRAIN_AFTER_DONE_MS);
+      else discard(body);
     }
     if (!finished) throw brokenStream(id, 'the stream ended before a chunk with finish_reason');
     return text;

@@ -5,13 +5,13 @@ import type { Dispatcher } from 'undici';
 export interface RemoteAnswer {
   status: number;
   headers: Dispatcher.ResponseData['headers'];
-  /** Read it whole (`text()`, `json()`) or as chunks (`for await`); `discard` what is left unread. */
+  /** Read it whole (`textOf`) or as chunks (`for await`); `discard` what is left unread. */
   body: Dispatcher.ResponseData['body'];
 }
 
-/** Redirects followed (307/308 keep the POST; fetch followed up to 20). */
+/** Same-origin 307/308 redirects followed in a row. */
 const MAX_REDIRECTS = 3;
-/** Largest answer read, decompressed: far beyond any reply, short of exhausting memory. */
+/** Largest answer read whole: far beyond any reply, short of exhausting memory. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 type Client = { request: typeof import('undici').request; agent: Dispatcher };
@@ -21,13 +21,7 @@ let client: Promise<Client> | undefined;
 
 function connect(): Promise<Client> {
   client ??= import('undici').then(
-    ({ Agent, interceptors, request }) => ({
-      request,
-      // Redirected like fetch (a cross-origin hop drops the authorization).
-      agent: new Agent({ headersTimeout: 0, bodyTimeout: 0, maxResponseSize: MAX_RESPONSE_BYTES }).compose(
-        interceptors.redirect({ maxRedirections: MAX_REDIRECTS }),
-      ),
-    }),
+    ({ Agent, request }) => ({ request, agent: new Agent({ headersTimeout: 0, bodyTimeout: 0 }) }),
     (error: unknown) => {
       // A failed load (EMFILE) is tried again by the next call, not kept for good.
       client = undefined;
@@ -42,10 +36,14 @@ function connect(): Promise<Client> {
  * OpenAI SDK built on it) because a call costs a third of the CPU: no `Request`, web streams or
  * header objects per call (docs/BENCHMARKS.md §7). Waiting for headers and for body chunks has no
  * limit of its own (fetch's was 300 s): the run's `signal` (the pipeline's `timeout`, a shutdown)
- * bounds the call. Asks for an uncompressed answer (`accept-encoding: identity` unless the
- * caller's headers say otherwise) and refuses a compressed one with SB_PIPELINE_FAILED naming its
- * encoding, fatal. Rejects when no answer came (refused, reset, aborted, too large); any status
- * resolves.
+ * bounds the call.
+ *
+ * A 307 or 308 to the same origin is followed (the POST and its headers as they were); any other
+ * redirect is refused by name, fatal: another origin would receive the pipeline's secret headers
+ * and signature, and a 301/302/303 turns the POST into a GET. The answer is asked for uncompressed
+ * (`accept-encoding: identity` unless the caller's headers name an encoding) and a compressed 2xx
+ * is refused by name, fatal. Rejects when no answer came (refused, reset, aborted); any other
+ * status resolves.
  */
 export async function postJson(
   pipeline: string,
@@ -53,22 +51,66 @@ export async function postJson(
   request: { headers: Record<string, string>; body: string; signal: AbortSignal },
 ): Promise<RemoteAnswer> {
   const { request: send, agent } = await connect();
-  const { statusCode, headers, body } = await send(url, {
-    method: 'POST',
-    dispatcher: agent,
-    headers: { 'accept-encoding': 'identity', ...request.headers },
-    body: request.body,
-    signal: request.signal,
-  });
-  const encoding = headerOf(headers, 'content-encoding')?.trim().toLowerCase();
-  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
-    discard(body);
-    throw new SwitchboardError('SB_PIPELINE_FAILED', {
-      message: `pipeline ${pipeline}: the endpoint answered compressed (content-encoding: ${encoding}), which is not read; remove any Accept-Encoding from the pipeline's headers`,
-      details: { pipeline, content_encoding: encoding },
+  const askedEncoding = Object.keys(request.headers).some((name) => name.toLowerCase() === 'accept-encoding');
+  const headers = askedEncoding ? request.headers : { 'accept-encoding': 'identity', ...request.headers };
+  let target = url;
+  for (let redirects = 0; ; redirects += 1) {
+    const answer = await send(target, {
+      method: 'POST',
+      dispatcher: agent,
+      headers,
+      body: request.body,
+      signal: request.signal,
     });
+    const { statusCode: status, body } = answer;
+    if (status >= 300 && status < 400) {
+      discard(body);
+      const location = headerOf(answer.headers, 'location');
+      const next = location === undefined ? undefined : urlOf(location, target);
+      const followed = (status === 307 || status === 308) && next?.origin === new URL(target).origin;
+      if (followed && next !== undefined && redirects < MAX_REDIRECTS) {
+        target = next.href;
+        continue;
+      }
+      throw new SwitchboardError('SB_PIPELINE_FAILED', {
+        message: `pipeline ${pipeline}: the endpoint redirects (${status} to ${location ?? 'nowhere'}); configure the URL it redirects to`,
+        details: { pipeline, status, location: location ?? null },
+      });
+    }
+    const encoding = headerOf(answer.headers, 'content-encoding')?.trim().toLowerCase();
+    if (status < 300 && encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+      discard(body);
+      const advice = askedEncoding
+        ? "remove Accept-Encoding from the pipeline's headers"
+        : 'it was asked for none (accept-encoding: identity)';
+      throw new SwitchboardError('SB_PIPELINE_FAILED', {
+        message: `pipeline ${pipeline}: the endpoint answered compressed (content-encoding: ${encoding}), which is not read; ${advice}`,
+        details: { pipeline, content_encoding: encoding },
+      });
+    }
+    return { status, headers: answer.headers, body };
   }
-  return { status: statusCode, headers, body };
+}
+
+/**
+ * The whole body as text, up to `MAX_RESPONSE_BYTES`: past it, SB_PIPELINE_FAILED, fatal (the
+ * same answer would be too large again).
+ */
+export async function textOf(pipeline: string, body: RemoteAnswer['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > MAX_RESPONSE_BYTES) {
+      discard(body);
+      throw new SwitchboardError('SB_PIPELINE_FAILED', {
+        message: `pipeline ${pipeline}: the answer is larger than ${MAX_RESPONSE_BYTES} bytes`,
+        details: { pipeline, max_bytes: MAX_RESPONSE_BYTES },
+      });
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**
@@ -78,6 +120,27 @@ export async function postJson(
 export function discard(body: RemoteAnswer['body']): void {
   body.on('error', () => {});
   body.destroy();
+}
+
+/**
+ * What is left of a body whose answer is complete, read in the background so that its connection
+ * can serve the next call, and cut after `graceMs` (a server may keep it open).
+ */
+export function drainRest(body: RemoteAnswer['body'], graceMs: number): void {
+  body.on('error', () => {});
+  const cut = setTimeout(() => body.destroy(), graceMs);
+  cut.unref();
+  body.once('close', () => clearTimeout(cut));
+  body.resume();
+}
+
+/** `location` resolved against `base`, undefined when it is no URL. */
+function urlOf(location: string, base: string): URL | undefined {
+  try {
+    return new URL(location, base);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A header's value (the first one when repeated), undefined when absent. */

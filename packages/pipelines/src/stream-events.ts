@@ -32,6 +32,7 @@ export async function* streamEvents(
   let lineNumber = 0;
   /** SSE: the `data:` lines of the event being read. */
   let data: string[] = [];
+  let dataChars = 0;
 
   function eventOf(line: string): StreamEvent | undefined {
     lineNumber += 1;
@@ -39,9 +40,16 @@ export async function* streamEvents(
     if (line === '') {
       const text = data.join('\n');
       data = [];
+      dataChars = 0;
       return text === '' ? undefined : { text, line: lineNumber };
     }
-    if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+    if (line.startsWith('data:')) {
+      const piece = line.slice(line.startsWith('data: ') ? 6 : 5);
+      dataChars += piece.length + 1;
+      // An event of many data lines is bounded as one line is.
+      if (dataChars > MAX_LINE_CHARS) throw new Error(`an event longer than ${MAX_LINE_CHARS} characters`);
+      data.push(piece);
+    }
     return undefined;
   }
 

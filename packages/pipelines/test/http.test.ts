@@ -2,6 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { isSwitchboardError, SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { createHttpPipeline, HttpPipelineOptionsSchema } from '../src/http.js';
+import { MAX_RESPONSE_BYTES } from '../src/post-json.js';
 import { verifySignature } from '../src/signature.js';
 import { type FakeAnswer, type RecordedRequest, refusedUrl, useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
@@ -267,6 +268,45 @@ describe('createHttpPipeline', () => {
       expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
       expect(error.message).toContain('content-encoding: gzip');
       expect(error.details).toMatchObject({ content_encoding: 'gzip' });
+    });
+  });
+
+  describe('when the endpoint redirects', () => {
+    it('follows a 307 to the same origin with the same POST and signature', async () => {
+      const { pipeline, server } = await pipelineAnswering(
+        (request) =>
+          request.url === '/answer'
+            ? { status: 307, headers: { location: '/moved' } }
+            : { status: 200, body: { replies: [{ text: 'moved' }] } },
+        { secret: SECRET },
+      );
+
+      expect(await pipeline.run(queryOf(['hi']), runContext())).toEqual({ replies: [{ text: 'moved' }] });
+      const [first, second] = server.requests;
+      expect(second).toMatchObject({ method: 'POST', url: '/moved', body: first?.body });
+      expect(second?.headers['x-switchboard-signature']).toBe(first?.headers['x-switchboard-signature']);
+    });
+
+    it('fails as fatal on a 301, naming the location, without turning the POST into a GET', async () => {
+      const { pipeline, server } = await pipelineAnswering(() => ({
+        status: 301,
+        headers: { location: 'https://example.test/answer' },
+      }));
+
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
+      expect((error as SwitchboardError).message).toContain('redirects (301 to https://example.test/answer)');
+      expect(server.requests.map((request) => request.method)).toEqual(['POST']);
+    });
+  });
+
+  describe('when the answer is larger than 16 MiB', () => {
+    it('fails as fatal naming the bound', async () => {
+      const error = await failureOf({ status: 200, body: 'x'.repeat(MAX_RESPONSE_BYTES + 1) });
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
+      expect(error.message).toContain(`larger than ${MAX_RESPONSE_BYTES} bytes`);
     });
   });
 

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import {
   type HistoryEntry,
   type HistoryStore,
@@ -9,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from '../src/openai.js';
 import { type FakeAnswer, type RecordedRequest, refusedUrl, useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
+import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeOpenAI, type FakeOpenAIAnswer, startFakeOpenAI } from '@switchboard/testkit/openai';
 
 const API_KEY = 'sk-test-0123456789abcdef';
@@ -226,6 +228,43 @@ describe('createOpenAIPipeline', () => {
     });
   });
 
+  describe('when the endpoint redirects to another origin', () => {
+    it('fails as fatal naming where, and sends the request (and its key) nowhere else', async () => {
+      const other = await startServer(() => completion('elsewhere'));
+      const { pipeline, server } = await setUp(() => ({
+        status: 307,
+        headers: { location: `${other.url.replace('127.0.0.1', 'localhost')}/v1/chat/completions` },
+      }));
+
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
+      expect((error as SwitchboardError).message).toContain(
+        'the endpoint redirects (307 to http://localhost:',
+      );
+      expect(server.requests).toHaveLength(1);
+      expect(other.requests).toHaveLength(0);
+    });
+  });
+
+  describe('when the endpoint answers compressed although asked not to', () => {
+    it('fails as fatal naming the encoding', async () => {
+      const { pipeline, server } = await setUp(() => ({
+        status: 200,
+        headers: { 'content-encoding': 'gzip' },
+        body: gzipSync(JSON.stringify({ choices: [] })),
+      }));
+
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
+
+      expect(server.requests[0]?.headers['accept-encoding']).toBe('identity');
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
+      expect((error as SwitchboardError).message).toContain(
+        'compressed (content-encoding: gzip), which is not read; it was asked for none',
+      );
+    });
+  });
+
   describe('when the answer is not JSON', () => {
     it('fails as fatal, saying so, with an excerpt of the body', async () => {
       const { error } = await failureOf({ status: 200, body: '<html>gateway page</html>' });
@@ -381,19 +420,30 @@ describe('createOpenAIPipeline with stream: true', () => {
   });
 
   describe('when the body ends a while after [DONE]', () => {
-    it('reads it to the end, so later calls reuse the connections', async () => {
+    it('reads the rest after the answer, so that later calls reuse the connection', async () => {
       const { fake, pipeline } = await streaming({ tokens: ['a', 'b'], endDelayMs: 50 });
 
-      for (const _ of [1, 2, 3, 4, 5, 6]) {
+      for (const call of [1, 2, 3, 4, 5, 6]) {
         await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
           replies: [{ text: 'ab' }],
         });
+        // The turn answers at [DONE]; the next call comes once this body has ended.
+        await eventually(() => fake.finished() === call, 5_000, `answer ${call} ended`);
       }
 
       expect(fake.requests).toHaveLength(6);
-      // undici may open a second connection while the first is handed back; a body cut after
-      // [DONE] would cost one per call.
+      // A body cut at [DONE] would cost a connection per call; one may race its hand-back.
       expect(fake.connections()).toBeLessThanOrEqual(2);
+    });
+  });
+
+  describe('when the body stays open after [DONE]', () => {
+    it('answers at once, without waiting for its end', async () => {
+      const { pipeline } = await streaming({ tokens: ['a', 'b'], endDelayMs: 60_000 });
+
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+        replies: [{ text: 'ab' }],
+      });
     });
   });
 

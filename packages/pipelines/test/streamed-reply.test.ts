@@ -114,6 +114,18 @@ describe('createHttpPipeline streaming', () => {
     });
   });
 
+  describe('when an event has data lines past the longest line read in all', () => {
+    it('fails retryably as a broken stream naming the bound', async () => {
+      const line = `data: ${'y'.repeat(1000)}\n`;
+      const { run } = await streaming('text/event-stream', line.repeat(Math.ceil(MAX_LINE_CHARS / 1000) + 1));
+      await expect(rejectionOf(run())).resolves.toMatchObject({
+        code: 'SB_PIPELINE_FAILED',
+        retryable: true,
+        message: `pipeline bot: broken stream: an event longer than ${MAX_LINE_CHARS} characters`,
+      });
+    });
+  });
+
   describe('when the connection is cut mid-stream', () => {
     const servers: ReturnType<typeof createServer>[] = [];
     afterEach(() => {

@@ -41,6 +41,8 @@ export interface FakeOpenAI {
   requests: RecordedOpenAIRequest[];
   /** TCP connections accepted so far: a client that keeps its connection alive opens one. */
   connections(): number;
+  /** Answers whose last byte was handed to the socket so far. */
+  finished(): number;
   /** What the next requests answer. */
   answerWith(answer: FakeOpenAIAnswer): void;
   close(): Promise<void>;
@@ -123,6 +125,9 @@ export async function startFakeOpenAI(initial: FakeOpenAIAnswer = {}): Promise<F
   const requests: RecordedOpenAIRequest[] = [];
   let answer = initial;
   const server: Server = createServer((request, response) => {
+    response.on('finish', () => {
+      finished += 1;
+    });
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -147,6 +152,7 @@ export async function startFakeOpenAI(initial: FakeOpenAIAnswer = {}): Promise<F
     });
   });
   let connections = 0;
+  let finished = 0;
   server.on('connection', () => {
     connections += 1;
   });
@@ -156,6 +162,7 @@ export async function startFakeOpenAI(initial: FakeOpenAIAnswer = {}): Promise<F
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
     connections: () => connections,
+    finished: () => finished,
     answerWith(next) {
       answer = next;
     },
