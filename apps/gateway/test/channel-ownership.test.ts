@@ -13,6 +13,9 @@ import { type OwnedChannels, ownChannels } from '../src/channel-ownership.js';
 /** Short leases, so that expiry and fencing happen within a test. */
 const TIMING = { leaseMs: 600, renewEveryMs: 100, fenceAfterMs: 300 };
 
+/** When each event of `connection` last happened (ms): read, not the moment a poll noticed it. */
+const happenedAt = new Map<string, number>();
+
 /** A single-consumer adapter of replica `name` that writes its starts and stops to `events`. */
 function connection(name: string, events: string[]): ChannelAdapter {
   let running = false;
@@ -27,6 +30,7 @@ function connection(name: string, events: string[]): ChannelAdapter {
     async stop() {
       running = false;
       events.push(`${name} stop`);
+      happenedAt.set(`${name} stop`, Date.now());
     },
     async send() {},
     health: () => (running ? { ready: true } : { ready: false, detail: 'stopped' }),
@@ -148,7 +152,7 @@ describe('ownChannels', () => {
       cut.off = true;
       await eventually(() => events.includes('b stop'), 3_000);
       // Stopped before the lease could pass to anyone else, with about the margin fencing promises.
-      const marginMs = (held?.expiresAt ?? 0) - Date.now();
+      const marginMs = (held?.expiresAt ?? 0) - (happenedAt.get('b stop') ?? Number.POSITIVE_INFINITY);
       expect(marginMs).toBeGreaterThanOrEqual(timing.leaseMs - timing.fenceAfterMs - 250);
     });
   });
