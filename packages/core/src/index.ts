@@ -68,6 +68,7 @@ export type {
   QueueLimits,
 } from './pipeline-policy.js';
 export { Fifo } from './structures/fifo.js';
+export { type HeapNode, IndexedHeap } from './structures/indexed-heap.js';
 export { WakeTimer } from './structures/wake-timer.js';
 export { createMemoryQueryPool } from './memory/memory-query-pool.js';
 export type { MemoryQueryPoolOptions } from './memory/memory-query-pool.js';

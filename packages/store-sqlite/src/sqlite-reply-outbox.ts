@@ -1,10 +1,12 @@
-import type {
-  AddResult,
-  Delivery,
-  DeliveryClaim,
-  DeliveryError,
-  ReplyOutbox,
-  Settlement,
+import {
+  type AddResult,
+  type Delivery,
+  type DeliveryClaim,
+  type DeliveryError,
+  type HeapNode,
+  IndexedHeap,
+  type ReplyOutbox,
+  type Settlement,
 } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
@@ -24,6 +26,22 @@ interface OutboxRow {
   payload: string;
 }
 
+/** An unclaimed chat's oldest row: where a claim of that chat would read. */
+interface Head extends HeapNode {
+  chat: string;
+  seq: number;
+  notBefore: number;
+}
+
+/** One channel's unclaimed heads: by chat, and in the heaps a claim pops from. */
+interface ChannelHeads {
+  byChat: Map<string, Head>;
+  /** Heads found due, the oldest first. */
+  ready: IndexedHeap<Head>;
+  /** Heads not yet found due (new ones, ones on backoff), the earliest due first. */
+  delayed: IndexedHeap<Head>;
+}
+
 /** The stored delivery with the columns a retry updates; set on the parsed object, not copied. */
 function deliveryOf(row: OutboxRow): Delivery {
   const delivery = JSON.parse(row.payload) as Delivery;
@@ -40,25 +58,24 @@ function deliveryOf(row: OutboxRow): Delivery {
  * removal commits with the outcome's audit record written in the same tick. Claims live in this
  * process (the file belongs to one server): a chat stays claimed until its settlement has
  * committed, so no claim can read the row a pending removal is about to delete; a reopened
- * store starts with none.
+ * store starts with none. The unclaimed chats' heads are kept in memory too (loaded from
+ * `outbox_head` on open, then moved by this store's own committed writes), so a claim is a heap
+ * pop and one row read.
  */
 export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): ReplyOutbox {
   const insert = db.prepare<[string, string, string, number, number, string]>(
     `INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO NOTHING`,
   );
-  // The oldest due head of a chat not claimed, walking the channel's heads in seq order through
-  // `outbox_head_order` (migrations/0006_outbox_head.sql): the walk passes the claimed chats'
-  // heads (no more than the sender's concurrency) and heads waiting on backoff, never the rows
-  // queued behind them. Claimed chats arrive as a JSON array. One statement, not a read of the
-  // heads and then of the row: each statement outside a transaction takes the WAL read lock on
-  // its own, which costs more here than the walk.
-  const dueHead = db.prepare<{ channel: string; now: number; claimed: string }, OutboxRow>(
-    `SELECT o.attempts, o.not_before, o.last_error, o.payload
-     FROM outbox_head AS h JOIN outbox AS o ON o.seq = h.seq
-     WHERE h.channel = @channel AND h.not_before <= @now
-       AND h.chat NOT IN (SELECT value FROM json_each(@claimed))
-     ORDER BY h.seq LIMIT 1`,
+  // A chat's oldest row, through `outbox_chat (channel, chat, seq)`: its head after a settlement.
+  const firstOfChat = db.prepare<[string, string], { seq: number; not_before: number }>(
+    'SELECT seq, not_before FROM outbox WHERE channel = ? AND chat = ? ORDER BY seq LIMIT 1',
+  );
+  const rowAt = db.prepare<[number], OutboxRow>(
+    'SELECT attempts, not_before, last_error, payload FROM outbox WHERE seq = ?',
+  );
+  const storedHeads = db.prepare<[], { channel: string; chat: string; seq: number; not_before: number }>(
+    'SELECT channel, chat, seq, not_before FROM outbox_head',
   );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(
@@ -89,6 +106,41 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   let forgotAt = Number.NEGATIVE_INFINITY;
   // The last batch was full: expired ids are left, so the next removal deletes more.
   let expiredLeft = false;
+
+  // Per channel, the unclaimed chats' heads, kept in step with the file by every committed write
+  // of this store (the only writer): a claim pops a heap and reads one row, and a claim when every
+  // chat with deliveries is claimed reads nothing.
+  const heads = new Map<string, ChannelHeads>();
+
+  function headsOf(channel: string): ChannelHeads {
+    let found = heads.get(channel);
+    if (found === undefined) {
+      found = {
+        byChat: new Map(),
+        ready: new IndexedHeap((a, b) => a.seq < b.seq),
+        delayed: new IndexedHeap((a, b) => a.notBefore < b.notBefore),
+      };
+      heads.set(channel, found);
+    }
+    return found;
+  }
+
+  /** Tracks `chat`'s head at `seq`, unless the chat is claimed or its head is tracked already. */
+  function track(channel: string, chat: string, seq: number, notBefore: number): void {
+    const channelHeads = headsOf(channel);
+    if (claims.get(channel)?.has(chat) || channelHeads.byChat.has(chat)) return;
+    const head = { chat, seq, notBefore, heapIndex: -1 };
+    channelHeads.byChat.set(chat, head);
+    channelHeads.delayed.push(head);
+  }
+
+  /** Tracks the chat's oldest row as its head, if it has one left. */
+  function trackFirstOf(channel: string, chat: string): void {
+    const first = firstOfChat.get(channel, chat);
+    if (first !== undefined) track(channel, chat, first.seq, first.not_before);
+  }
+
+  for (const head of storedHeads.all()) track(head.channel, head.chat, head.seq, head.not_before);
 
   function signal(channel: string): void {
     for (const listener of listeners) listener(channel);
@@ -125,6 +177,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
       throw err;
     }
     claims.get(channel)?.delete(chat);
+    trackFirstOf(channel, chat);
     signal(channel);
     return 'settled';
   }
@@ -136,12 +189,13 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     async add(delivery): Promise<AddResult> {
       const payload = JSON.stringify(delivery);
       let result: AddResult = 'added';
+      let seq = 0;
       await commit(() => {
         if (remembered.get(delivery.id, Date.now()) !== undefined) {
           result = 'duplicate';
           return;
         }
-        const { changes } = insert.run(
+        const { changes, lastInsertRowid } = insert.run(
           delivery.id,
           delivery.channel,
           delivery.chat,
@@ -150,23 +204,44 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
           payload,
         );
         result = changes === 1 ? 'added' : 'duplicate';
+        seq = Number(lastInsertRowid);
       });
-      if (result === 'added') signal(delivery.channel);
+      if (result === 'added') {
+        // The chat's head when it had none: one it had is older, claimed or tracked.
+        track(delivery.channel, delivery.chat, seq, delivery.notBefore);
+        signal(delivery.channel);
+      }
       return result;
     },
 
     async claim(channel, nowMs) {
-      let claimed = claims.get(channel);
-      const row = dueHead.get({ channel, now: nowMs, claimed: JSON.stringify([...(claimed?.keys() ?? [])]) });
-      if (row === undefined) return null;
-      const delivery = deliveryOf(row);
-      const token = String(++lastToken);
-      if (claimed === undefined) {
-        claimed = new Map();
-        claims.set(channel, claimed);
+      const channelHeads = heads.get(channel);
+      if (channelHeads === undefined) return null;
+      const { byChat, ready, delayed } = channelHeads;
+      for (let due = delayed.peek(); due !== undefined && due.notBefore <= nowMs; due = delayed.peek()) {
+        delayed.pop();
+        ready.push(due);
       }
-      claimed.set(delivery.chat, token);
-      return { delivery, token };
+      for (let head = ready.pop(); head !== undefined; head = ready.pop()) {
+        byChat.delete(head.chat);
+        const row = rowAt.get(head.seq);
+        if (row === undefined) {
+          // Not where it was tracked (cannot happen while this store is the file's only writer):
+          // the chat's real head, if any, is tracked again.
+          trackFirstOf(channel, head.chat);
+          continue;
+        }
+        const delivery = deliveryOf(row);
+        const token = String(++lastToken);
+        let claimed = claims.get(channel);
+        if (claimed === undefined) {
+          claimed = new Map();
+          claims.set(channel, claimed);
+        }
+        claimed.set(delivery.chat, token);
+        return { delivery, token };
+      }
+      return null;
     },
 
     delivered(claim) {
