@@ -77,6 +77,9 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   const storedHeads = db.prepare<[], { channel: string; chat: string; seq: number; not_before: number }>(
     'SELECT channel, chat, seq, not_before FROM outbox_head',
   );
+  const headsOfChannel = db.prepare<[string], { chat: string; seq: number; not_before: number }>(
+    'SELECT chat, seq, not_before FROM outbox_head WHERE channel = ?',
+  );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(
     'SELECT id FROM outbox_ended WHERE id = ? AND expires_at > ?',
@@ -111,6 +114,8 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   // of this store (the only writer): a claim pops a heap and reads one row, and a claim when every
   // chat with deliveries is claimed reads nothing.
   const heads = new Map<string, ChannelHeads>();
+  // Channels whose heads must be read from the file again before their next claim.
+  const stale = new Set<string>();
 
   function headsOf(channel: string): ChannelHeads {
     let found = heads.get(channel);
@@ -134,10 +139,24 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     channelHeads.delayed.push(head);
   }
 
-  /** Tracks the chat's oldest row as its head, if it has one left. */
+  /**
+   * Tracks the chat's oldest row as its head, if it has one left. Runs after a settlement
+   * committed, which must not fail for it: a read that throws leaves the channel to be read
+   * again from the file by its next claim.
+   */
   function trackFirstOf(channel: string, chat: string): void {
-    const first = firstOfChat.get(channel, chat);
-    if (first !== undefined) track(channel, chat, first.seq, first.not_before);
+    try {
+      const first = firstOfChat.get(channel, chat);
+      if (first !== undefined) track(channel, chat, first.seq, first.not_before);
+    } catch {
+      stale.add(channel);
+    }
+  }
+
+  /** The channel's unclaimed heads read again from `outbox_head`. */
+  function reload(channel: string): void {
+    heads.delete(channel);
+    for (const head of headsOfChannel.all(channel)) track(channel, head.chat, head.seq, head.not_before);
   }
 
   for (const head of storedHeads.all()) track(head.channel, head.chat, head.seq, head.not_before);
@@ -215,23 +234,29 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     },
 
     async claim(channel, nowMs) {
-      const channelHeads = heads.get(channel);
-      if (channelHeads === undefined) return null;
-      const { byChat, ready, delayed } = channelHeads;
-      for (let due = delayed.peek(); due !== undefined && due.notBefore <= nowMs; due = delayed.peek()) {
-        delayed.pop();
-        ready.push(due);
-      }
-      for (let head = ready.pop(); head !== undefined; head = ready.pop()) {
-        byChat.delete(head.chat);
+      if (stale.delete(channel)) reload(channel);
+      for (let reloaded = false; ; reloaded = true) {
+        const channelHeads = heads.get(channel);
+        if (channelHeads === undefined) return null;
+        const { byChat, ready, delayed } = channelHeads;
+        for (let due = delayed.peek(); due !== undefined && due.notBefore <= nowMs; due = delayed.peek()) {
+          delayed.pop();
+          ready.push(due);
+        }
+        const head = ready.peek();
+        if (head === undefined) return null;
         const row = rowAt.get(head.seq);
         if (row === undefined) {
           // Not where it was tracked (cannot happen while this store is the file's only writer):
-          // the chat's real head, if any, is tracked again.
-          trackFirstOf(channel, head.chat);
+          // the channel's heads are read from the file again, once.
+          if (reloaded) return null;
+          reload(channel);
           continue;
         }
+        // Read (and parsed) before the head leaves the heaps: a read that throws leaves it there.
         const delivery = deliveryOf(row);
+        ready.pop();
+        byChat.delete(head.chat);
         const token = String(++lastToken);
         let claimed = claims.get(channel);
         if (claimed === undefined) {
@@ -241,7 +266,6 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
         claimed.set(delivery.chat, token);
         return { delivery, token };
       }
-      return null;
     },
 
     delivered(claim) {

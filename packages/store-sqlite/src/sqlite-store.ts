@@ -72,8 +72,8 @@ export function openDatabase(path: string, busyTimeoutMs: number, readonly: bool
  * The embedded default store (`store: { kind: sqlite }`): journal (with delivery dedup), audit
  * log, message statuses, history and the reply outbox in one SQLite file, migrated to the current schema on open.
  * Calls run synchronously on the event loop (better-sqlite3); each is one short indexed statement
- * or transaction. Several processes may open the same file: WAL serializes writers and never
- * blocks readers.
+ * or transaction. Several processes may open the same file (WAL serializes writers and never
+ * blocks readers), but one serves from it: its outbox keeps claims and the chats' heads in memory.
  */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const now = options.now ?? DEFAULTS.now;

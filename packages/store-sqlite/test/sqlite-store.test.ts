@@ -174,6 +174,29 @@ describe('createSqliteStore', () => {
     });
   });
 
+  describe("when a claim cannot read its chat's head", () => {
+    it('throws and leaves the chat claimable: the next claim after the row reads well hands it out', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      try {
+        const delivery = deliveryFixture(1, { chat: 'a' });
+        await store.outbox.add(delivery);
+        const other = new BetterSqlite3(path);
+        const payload = (
+          other.prepare('SELECT payload FROM outbox WHERE id = ?').get(delivery.id) as { payload: string }
+        ).payload;
+        other.prepare('UPDATE outbox SET payload = ? WHERE id = ?').run('{ not json', delivery.id);
+        await expect(store.outbox.claim('tg', 10_000)).rejects.toThrow();
+        other.prepare('UPDATE outbox SET payload = ? WHERE id = ?').run(payload, delivery.id);
+        other.close();
+
+        expect((await store.outbox.claim('tg', 10_000))?.delivery.id).toBe(delivery.id);
+      } finally {
+        store.close();
+      }
+    });
+  });
+
   describe('when the schema is newer than this build', () => {
     it('refuses to open it with SB_STORE_UNAVAILABLE naming store.path', () => {
       const path = temporaryPath();
