@@ -167,7 +167,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   }
 
   /**
-   * Writes a settlement, again every `STORE_RETRY_MS` while the store is unreachable: giving up
+   * Writes a settlement, again every `STORE_RETRY_MS` while the store is unreachable (or, for an
+   * outbox of this process alone, while its write fails): giving up
    * would leave the delivery claimed until its lease ends, then send it a second time. A write
    * that was applied before the connection dropped answers `lost` when repeated, changing nothing.
    */
@@ -176,7 +177,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       try {
         return await write();
       } catch (err) {
-        if (!isSwitchboardError(err, 'SB_STORE_UNAVAILABLE') || leftBehind) throw err;
+        // An outbox of this process alone keeps the claim when its write fails (a rolled-back
+        // commit): only writing again frees the chat. A shared one says when it is unreachable.
+        const again = !outbox.shared || isSwitchboardError(err, 'SB_STORE_UNAVAILABLE');
+        if (!again || leftBehind) throw err;
         if (failures === 0)
           logger.error(
             { err, deliveryId: claim.delivery.id },

@@ -5,6 +5,7 @@ import {
   type Outcome,
   type OutboundPolicy,
   type Reply,
+  type ReplyOutbox,
   SwitchboardError,
   createMemoryReplyOutbox,
   createOutcomeBus,
@@ -27,8 +28,8 @@ interface Send {
 }
 
 /** An outbox and a sender over channel `tg` whose sends wait in `sends` until the test ends them. */
-function setup(policy: Partial<OutboundPolicy> = {}) {
-  const outbox = createMemoryReplyOutbox();
+function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox) => ReplyOutbox = (o) => o) {
+  const outbox = wrap(createMemoryReplyOutbox());
   const outcomes: Outcome[] = [];
   const bus = createOutcomeBus();
   bus.subscribe((outcome) => outcomes.push(outcome));
@@ -145,6 +146,31 @@ describe('reply sender', () => {
         },
       ]);
       expect(await outbox.pending()).toEqual({});
+    });
+  });
+
+  describe("when the outbox of this process fails to write a send's retry once", () => {
+    it('writes it again, so the chat is not left claimed, and sends again after the backoff', async () => {
+      let failures = 1;
+      const { outcomes, sends, sender, add } = setup({}, (outbox) => ({
+        ...outbox,
+        retry: (claim, notBeforeMs, error) =>
+          failures-- > 0
+            ? Promise.reject(new Error('SQLITE_IOERR: disk I/O error'))
+            : outbox.retry(claim, notBeforeMs, error),
+      }));
+      sender.start();
+      await add(1);
+      await settle();
+      sends[0]?.finish(
+        new SwitchboardError('SB_CHANNEL_RATE_LIMITED', { retryable: true, retryAfterMs: 1_000 }),
+      );
+      await settle();
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(sends).toHaveLength(2);
+      sends[1]?.finish();
+      await settle();
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed']);
     });
   });
 
