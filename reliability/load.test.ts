@@ -208,9 +208,12 @@ routing: { default: echo }
           const metrics = await scrapeMetrics(gateway.url);
           const pending = metricSum(metrics, 'switchboard_queue_pending');
           const inflight = metricSum(metrics, 'switchboard_inflight');
+          // A message is completed once its reply left the outbox, after its turn ended.
+          const unsent = metricSum(metrics, 'switchboard_outbox_pending');
           return (
             pending === 0 &&
             inflight === 0 &&
+            unsent === 0 &&
             metricSum(metrics, 'switchboard_messages_total', 'outcome="completed"')
           );
         },
