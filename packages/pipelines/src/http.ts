@@ -12,7 +12,7 @@ import {
 } from '@switchboard/core';
 import { z } from 'zod';
 import { type RemoteAnswer, discard, headerOf, postJson, textOf } from './post-json.js';
-import { abortError, brokenStream, excerptOf, networkError, statusError } from './remote-errors.js';
+import { abortError, brokenStream, excerptOf, remoteCall, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
 import { type StreamFormat, streamFormatOf } from './stream-events.js';
 import { readStreamedReply } from './streamed-reply.js';
@@ -55,14 +55,9 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       if (options.secret !== undefined) headers[SIGNATURE_HEADER] = signBody(options.secret, body);
 
       const startedMs = Date.now();
-      let response: RemoteAnswer;
-      try {
-        response = await postJson(id, options.url, { headers, body, signal });
-      } catch (error) {
-        if (signal.aborted) throw abortError(id, signal, error);
-        if (isSwitchboardError(error)) throw error;
-        throw networkError(id, error);
-      }
+      const response = await remoteCall(id, signal, () =>
+        postJson(id, options.url, { headers, body, signal }),
+      );
       const ok = response.status >= 200 && response.status < 300;
       const format = streamFormatOf(headerOf(response.headers, 'content-type'));
       if (ok && format !== undefined) {
@@ -73,14 +68,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
         );
         return result;
       }
-      let text: string;
-      try {
-        text = await textOf(id, response.body);
-      } catch (error) {
-        if (signal.aborted) throw abortError(id, signal, error);
-        if (isSwitchboardError(error)) throw error;
-        throw networkError(id, error);
-      }
+      const text = await remoteCall(id, signal, () => textOf(id, response.body));
       logger.debug(
         { pipeline: id, status: response.status, durationMs: Date.now() - startedMs },
         'pipeline answered',

@@ -5,7 +5,6 @@ import {
   SwitchboardError,
   createSecretMasker,
   formatIssues,
-  isSwitchboardError,
   secretField,
   secretValues,
 } from '@switchboard/core';
@@ -16,7 +15,7 @@ import {
   brokenStream,
   excerptOf,
   isRetryableStatus,
-  networkError,
+  remoteCall,
   statusError,
 } from './remote-errors.js';
 import { streamEvents } from './stream-events.js';
@@ -124,14 +123,7 @@ export function createOpenAIPipeline(
       });
       // The trace context may not replace what the endpoint needs.
       const headers = traceHeaders === undefined ? fixedHeaders : { ...traceHeaders, ...fixedHeaders };
-      let response: RemoteAnswer;
-      try {
-        response = await postJson(id, url, { headers, body, signal });
-      } catch (error) {
-        if (signal.aborted) throw abortError(id, signal, error);
-        if (isSwitchboardError(error)) throw error;
-        throw networkError(id, error);
-      }
+      const response = await remoteCall(id, signal, () => postJson(id, url, { headers, body, signal }));
       const text =
         response.status >= 200 && response.status < 300
           ? options.stream
@@ -159,14 +151,8 @@ export function createOpenAIPipeline(
   };
 
   /** The whole body; a connection cut while reading it never got an answer. */
-  async function bodyText(response: RemoteAnswer, signal: AbortSignal): Promise<string> {
-    try {
-      return await textOf(id, response.body);
-    } catch (error) {
-      if (signal.aborted) throw abortError(id, signal, error);
-      if (isSwitchboardError(error)) throw error;
-      throw networkError(id, error);
-    }
+  function bodyText(response: RemoteAnswer, signal: AbortSignal): Promise<string> {
+    return remoteCall(id, signal, () => textOf(id, response.body));
   }
 
   /** A non-2xx answer: retryable as the status says, and 409 (OpenAI's lock timeout). */

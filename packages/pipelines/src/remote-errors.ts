@@ -88,3 +88,22 @@ export function abortError(pipeline: string, signal: AbortSignal, cause: unknown
     retryable: true,
   });
 }
+
+/**
+ * What `call` resolves; a failure mapped as a call to a remote endpoint fails: the run's reason
+ * once its signal fired, a SwitchboardError as it is, anything else a network error (no answer,
+ * or an answer cut while it was read).
+ */
+export async function remoteCall<T>(
+  pipeline: string,
+  signal: AbortSignal,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (signal.aborted) throw abortError(pipeline, signal, error);
+    if (isSwitchboardError(error)) throw error;
+    throw networkError(pipeline, error);
+  }
+}
