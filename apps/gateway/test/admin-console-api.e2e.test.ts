@@ -269,14 +269,30 @@ describe('the console admin API (end to end)', () => {
 
   describe('GET /admin/overview', () => {
     it('counts this minute’s outcomes by kind and shows load, limits, latency and channels', async () => {
-      const before = (await get(`${gateway.url}/admin/overview`)).body;
+      // Accepted is not ended: a turn counts once its reply has left, so both reads wait for an
+      // idle gateway (an earlier test's replay may still be ending when this one starts).
+      const idle = async () => {
+        const overview = await get(`${gateway.url}/admin/overview`);
+        const { pending, inflight_turns } = overview.body.load;
+        return pending === 0 && inflight_turns === 0 && overview;
+      };
+      const before = (await eventually(idle, 10_000, 'an idle gateway')).body;
+      const completedBefore = before.messages_per_minute.at(-1).counts.completed;
       for (let index = 0; index < 5; index++) await send(gateway, `overview ${index}`, 'gus');
-      const overview = await get(`${gateway.url}/admin/overview`);
+      const overview = await eventually(
+        async () => {
+          const idleNow = await idle();
+          const minute = idleNow && idleNow.body.messages_per_minute.at(-1);
+          const turned = minute && minute.at > before.messages_per_minute.at(-1).at;
+          return minute && (minute.counts.completed >= completedBefore + 5 || turned) && idleNow;
+        },
+        10_000,
+        'the five turns counted',
+      );
       expect(overview.status).toBe(200);
       const minutes = overview.body.messages_per_minute;
       expect(minutes).toHaveLength(60);
       const completedNow = minutes.at(-1).counts.completed;
-      const completedBefore = before.messages_per_minute.at(-1).counts.completed;
       // The minute may have turned between the two reads.
       expect(
         completedNow === completedBefore + 5 || minutes.at(-1).at > before.messages_per_minute.at(-1).at,
