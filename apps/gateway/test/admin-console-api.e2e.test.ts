@@ -282,7 +282,7 @@ describe('the console admin API (end to end)', () => {
       const overview = await eventually(
         async () => {
           const idleNow = await idle();
-          const minute = idleNow && idleNow.body.messages_per_minute.at(-1);
+          const minute = idleNow ? idleNow.body.messages_per_minute.at(-1) : undefined;
           const turned = minute && minute.at > before.messages_per_minute.at(-1).at;
           return minute && (minute.counts.completed >= completedBefore + 5 || turned) && idleNow;
         },
