@@ -23,10 +23,8 @@ import {
   httpServerOptions,
   notFoundHandler,
   registerApiDocs,
-  validatorCompiler,
 } from '@switchboard/http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { serializerCompiler } from 'fastify-type-provider-zod';
 import { createAuditRecorder } from './audit-recorder.js';
 import { ownChannels } from './channel-ownership.js';
 import { createChannels } from './channels.js';
@@ -170,8 +168,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // one 72 s); past the cap Node closes a new one as soon as it accepts it. Node takes it only as
   // a property of its server, which fastify has built by now.
   server.server.maxConnections = config.server.maxConnections;
-  server.setValidatorCompiler(validatorCompiler);
-  server.setSerializerCompiler(serializerCompiler);
   server.setErrorHandler(httpErrorHandler);
   server.setNotFoundHandler(notFoundHandler);
   const httpShutdown = createHttpServerShutdown(server);

@@ -9,6 +9,7 @@ import fastifyPlugin from 'fastify-plugin';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import type { AuthHook } from './auth.js';
 import { httpErrorHandler, notFoundHandler } from './error-handler.js';
+import { zodSchemaController } from './http-server.js';
 
 /** Options of `registerApiDocs`. */
 export interface ApiDocsOptions {
@@ -37,6 +38,7 @@ function lazySwaggerUi(
     const { default: fastifySwaggerUi } = await import('@fastify/swagger-ui');
     // Logged as on the outer server: no line per request, the one logger shared.
     const app = Fastify({
+      schemaController: zodSchemaController,
       loggerInstance: server.log,
       logController: new LogController({ disableRequestLogging: true }),
       childLoggerFactory: (logger) => logger,

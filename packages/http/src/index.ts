@@ -18,7 +18,7 @@ export { MAX_ID_CHARS, MAX_PARAM_LENGTH } from './id-length.js';
 export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
 
 // The server and its document
-export { createHttpServerShutdown, httpServerOptions } from './http-server.js';
+export { createHttpServerShutdown, httpServerOptions, zodSchemaController } from './http-server.js';
 export type { HttpServerShutdown } from './http-server.js';
 export { registerApiDocs } from './api-docs.js';
 export type { ApiDocsOptions } from './api-docs.js';
