@@ -156,7 +156,12 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
   const document = substituteEnv(written, env, source);
 
   const envValues = envValuesOf(written, document, env);
-  const parsed = ConfigSchema.safeParse(document, { error: configErrorMap(envValues), reportInput: true });
+  // Interpreted: zod's compiled fast path pays off on schemas parsed per request, not once a start.
+  const parsed = ConfigSchema.safeParse(document, {
+    error: configErrorMap(envValues),
+    reportInput: true,
+    jitless: true,
+  });
   const routing = routingProblems(document);
   if (parsed.success && routing === null)
     return { ...parsed.data, secrets: configuredSecrets(written, document, env) };
