@@ -36,16 +36,27 @@ const ON_REQUEST = ['@fastify/swagger-ui', '@fastify/static', 'glob', 'prom-clie
 /** What a CLI verb that does not serve has no use for. */
 const SERVER_ONLY = ['fastify', '@fastify/swagger', '@fastify/swagger-ui', 'prom-client', 'better-sqlite3'];
 
+/** The npm packages each file of the gateway's bundle holds, as its build wrote them. */
+const BUNDLE = new URL('../dist/', import.meta.url);
+const packagesByBundleFile: Record<string, string[]> = JSON.parse(
+  readFileSync(new URL('chunk-packages.json', BUNDLE), 'utf8'),
+);
+
+/** The npm packages a loaded module holds: one from node_modules, those of a bundle file. */
+function packagesOf(loaded: string): string[] {
+  const fromNodeModules = /.*\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(loaded)?.[1];
+  if (fromNodeModules !== undefined) return [fromNodeModules];
+  const bundled = loaded.replace(/^file:\/\//, '').startsWith(fileURLToPath(BUNDLE));
+  return bundled ? (packagesByBundleFile[loaded.slice(loaded.lastIndexOf('/') + 1)] ?? []) : [];
+}
+
 /** Runs the process with the recorder and returns a check of which npm packages it loaded. */
 function recording(dir: string) {
   const file = join(dir, 'loaded.txt');
   return {
     env: { NODE_OPTIONS: `--import ${RECORDER}`, RECORD_IMPORTS_TO: file, LOG_FORMAT: 'json' },
     loaded(): Set<string> {
-      const names = readFileSync(file, 'utf8')
-        .split('\n')
-        .flatMap((line) => /.*\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(line)?.[1] ?? []);
-      return new Set(names);
+      return new Set(readFileSync(file, 'utf8').split('\n').flatMap(packagesOf));
     },
   };
 }

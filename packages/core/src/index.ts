@@ -179,5 +179,6 @@ export type { SecretEntry } from './secret-fields.js';
 export { MIN_MASKED_CHARS, SECRET_MASK, createSecretMasker } from './secret-masker.js';
 export type { SecretMasker } from './secret-masker.js';
 export { within } from './within.js';
+export { packageFolder } from './package-folder.js';
 export { createReplyStream } from './reply-stream.js';
 export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './reply-stream.js';

@@ -1,10 +1,13 @@
 import { readFile, readdir } from 'node:fs/promises';
-import { SwitchboardError } from '@switchboard/core';
+import { SwitchboardError, packageFolder } from '@switchboard/core';
 import { escapeIdentifier } from 'pg';
 import type { Sql } from './postgres-connection.js';
 
-/** `migrations/` beside `src/` and `dist/`, so both the sources and the build find the files. */
-const MIGRATIONS_FOLDER = new URL('../migrations/', import.meta.url);
+/** `migrations/` beside `src/` and `dist/`, found by the package's name (the gateway bundles it). */
+const MIGRATIONS_FOLDER = new URL(
+  'migrations/',
+  packageFolder('@switchboard/store-postgres', import.meta.url),
+);
 /** `0001_init.sql`: a four-digit version, then what the migration does. */
 const MIGRATION_FILE = /^(\d{4})_[a-z0-9_]+\.sql$/;
 

@@ -1,8 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { packageFolder } from '@switchboard/core';
 import type { Redis } from 'ioredis';
 
-/** The Lua files, beside `src/` and `dist/` alike. */
-const LUA_FOLDER = new URL('../lua/', import.meta.url);
+/** The Lua files, beside `src/` and `dist/`, found by the package's name (the gateway bundles it). */
+const LUA_FOLDER = new URL('lua/', packageFolder('@switchboard/store-redis', import.meta.url));
 
 /** `--- @include "includes/<name>"` on a line of its own, as in BullMQ's commands. */
 const INCLUDE_LINE = /^--- @include "([^"]+)"\s*$/gm;

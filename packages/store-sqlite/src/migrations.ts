@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { SwitchboardError } from '@switchboard/core';
+import { SwitchboardError, packageFolder } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 
 /**
@@ -17,6 +17,8 @@ const MIGRATIONS = [
 
 /** The schema version this build writes and reads. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
+/** `migrations/` beside `src/` and `dist/`, found by the package's name (the gateway bundles it). */
+const MIGRATIONS_FOLDER = new URL('migrations/', packageFolder('@switchboard/store-sqlite', import.meta.url));
 
 /** The database's schema version (`PRAGMA user_version`, 0 for a new file). */
 export function schemaVersion(db: Database): number {
@@ -34,7 +36,7 @@ export function migrate(db: Database, path: string): void {
   for (const [index, file] of MIGRATIONS.entries()) {
     const version = index + 1;
     if (schemaVersion(db) >= version) continue;
-    const sql = readFileSync(new URL(`../migrations/${file}`, import.meta.url), 'utf8');
+    const sql = readFileSync(new URL(file, MIGRATIONS_FOLDER), 'utf8');
     db.transaction(() => {
       if (schemaVersion(db) >= version) return;
       db.exec(sql);

@@ -1,0 +1,76 @@
+// Bundles the CLI and all it loads into dist/: the gateway starts from a few files instead of
+// resolving, reading and compiling some thousand modules one by one (start CPU −40%, idle RSS
+// −9 MB; docs/BENCHMARKS.md). What only some configs need (a platform library, a store, the
+// tracing SDK) stays behind a dynamic import and so in a chunk of its own, loaded when used.
+import { rm, writeFile } from 'node:fs/promises';
+import { build } from 'esbuild';
+
+const DIST = new URL('../dist/', import.meta.url);
+
+/**
+ * Loaded from node_modules at run time, so the gateway lists each as a dependency: native addons,
+ * packages that read files shipped beside their code, and optional native accelerators that
+ * discord.js, ws and pg try to load and do without. `re2js` and `pino-pretty` are loaded through
+ * `createRequire` (synchronously, on first use), which the bundler does not follow.
+ */
+const EXTERNAL = [
+  'better-sqlite3',
+  '@fastify/swagger-ui',
+  'zlib-sync',
+  'bufferutil',
+  'utf-8-validate',
+  'erlpack',
+  'pg-native',
+];
+
+/**
+ * fastify's own schema compilers (ajv, fast-json-stringify: a third of the server's code) are
+ * required only by a fastify instance built without compilers; every instance of the gateway
+ * names zod's (`zodSchemaController`), so the bundle holds a stand-in that says so if one ever is.
+ */
+const withoutFastifyCompilers = {
+  name: 'without-fastify-compilers',
+  setup(bundler) {
+    bundler.onResolve({ filter: /^@fastify\/(ajv-compiler|fast-json-stringify-compiler)$/ }, (args) => ({
+      path: args.path,
+      namespace: 'left-out',
+    }));
+    bundler.onLoad({ filter: /.*/, namespace: 'left-out' }, (args) => ({
+      contents: `module.exports = () => { throw new Error(${JSON.stringify(
+        `${args.path} is not in the gateway's bundle: build fastify with zodSchemaController (@switchboard/http)`,
+      )}); };`,
+    }));
+  },
+};
+
+/** `…/node_modules/.pnpm/x@1/node_modules/@scope/name/…` → `@scope/name`. */
+const NPM_PACKAGE = /node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/]+)\//;
+
+await rm(DIST, { recursive: true, force: true });
+const { metafile } = await build({
+  entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname],
+  outdir: DIST.pathname,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external: EXTERNAL,
+  plugins: [withoutFastifyCompilers],
+  // The CommonJS packages inside an ES module bundle still call `require`.
+  banner: {
+    js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
+  },
+  metafile: true,
+  logLevel: 'warning',
+});
+
+// Which npm packages each file of the bundle holds: what a test of lazy loading reads to tell
+// which libraries a process loaded.
+const packagesByFile = {};
+for (const [file, output] of Object.entries(metafile.outputs)) {
+  if (!file.endsWith('.js')) continue;
+  const names = new Set(Object.keys(output.inputs).flatMap((input) => NPM_PACKAGE.exec(input)?.[1] ?? []));
+  packagesByFile[file.slice(file.lastIndexOf('/') + 1)] = [...names].sort();
+}
+await writeFile(new URL('chunk-packages.json', DIST), `${JSON.stringify(packagesByFile, null, 2)}\n`);
