@@ -61,6 +61,12 @@ const { metafile } = await build({
   banner: {
     js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
   },
+  // Whitespace and syntax only, names kept: V8 keeps each file's source in memory (3 MB less
+  // RSS). Stack traces name the functions; `node --enable-source-maps` maps them to the sources.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: true,
+  sourcesContent: false,
   metafile: true,
   logLevel: 'warning',
 });
@@ -69,7 +75,7 @@ const { metafile } = await build({
 // which libraries a process loaded.
 const packagesByFile = {};
 for (const [file, output] of Object.entries(metafile.outputs)) {
-  if (!file.endsWith('.js')) continue;
+  if (!file.endsWith('.js')) continue; // not the source maps
   const names = new Set(Object.keys(output.inputs).flatMap((input) => NPM_PACKAGE.exec(input)?.[1] ?? []));
   packagesByFile[file.slice(file.lastIndexOf('/') + 1)] = [...names].sort();
 }
