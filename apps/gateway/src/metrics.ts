@@ -132,7 +132,7 @@ export function createMetrics(
 
   /** Builds the registry on the first scrape (see above); the first scrape waits ~35 ms more. */
   async function buildRegistry(): Promise<Registry> {
-    const { Gauge, Registry, collectDefaultMetrics } = await import('prom-client');
+    const { Gauge, Registry, collectDefaultMetrics } = await import('./prom-client-exports.js');
     const registry = new Registry();
     // The registry reads only name, help, type, aggregator, get() and reset() of a metric; its
     // parameter type names prom-client's own metric classes, hence the cast.

@@ -62,19 +62,18 @@ export async function startTracing(
 ): Promise<Tracing | undefined> {
   const endpoint = endpointOf(config, env);
   if (endpoint === undefined) return undefined;
-  const [
+  const {
     api,
-    { W3CTraceContextPropagator },
-    { OTLPTraceExporter },
-    { detectResources, envDetector, resourceFromAttributes },
-    { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider },
-  ] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/core'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
-    import('@opentelemetry/sdk-trace'),
-  ]);
+    W3CTraceContextPropagator,
+    OTLPTraceExporter,
+    detectResources,
+    envDetector,
+    resourceFromAttributes,
+    BatchSpanProcessor,
+    ParentBasedSampler,
+    TraceIdRatioBasedSampler,
+    TracerProvider,
+  } = await import('./opentelemetry-exports.js');
   const resource = detectResources({ detectors: [envDetector] }).merge(
     resourceFromAttributes({
       'service.name': config.serviceName ?? env.OTEL_SERVICE_NAME ?? DEFAULT_SERVICE_NAME,

@@ -92,7 +92,10 @@ function debouncedAt(turn: Turn, policy: PipelinePolicy, claimedAt: number): num
  * process without tracing never loads it.
  */
 export function createMessageTracer(
-  api: typeof OpenTelemetryApi,
+  api: Pick<
+    typeof OpenTelemetryApi,
+    'ROOT_CONTEXT' | 'SpanKind' | 'SpanStatusCode' | 'propagation' | 'trace'
+  >,
   tracer: Tracer,
   mask: (text: string) => string = (text) => text,
 ): MessageTracer {

@@ -14,13 +14,13 @@ const MAX_REDIRECTS = 3;
 /** Largest answer read whole: far beyond any reply, short of exhausting memory. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-type Client = { request: typeof import('undici').request; agent: Dispatcher };
+type Client = { request: typeof import('./undici-exports.js').request; agent: Dispatcher };
 // Loaded by the first call, so a process that only reads a config naming a pipeline does not pay
 // for the client; one keep-alive pool per origin, shared by every pipeline.
 let client: Promise<Client> | undefined;
 
 function connect(): Promise<Client> {
-  client ??= import('undici').then(
+  client ??= import('./undici-exports.js').then(
     ({ Agent, request }) => ({ request, agent: new Agent({ headersTimeout: 0, bodyTimeout: 0 }) }),
     (error: unknown) => {
       // A failed load (EMFILE) is tried again by the next call, not kept for good.
