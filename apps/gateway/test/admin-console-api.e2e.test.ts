@@ -269,12 +269,15 @@ describe('the console admin API (end to end)', () => {
 
   describe('GET /admin/overview', () => {
     it('counts this minute’s outcomes by kind and shows load, limits, latency and channels', async () => {
-      // Accepted is not ended: a turn counts once its reply has left, so both reads wait for an
-      // idle gateway (an earlier test's replay may still be ending when this one starts).
+      // Accepted is not ended: a turn counts once its reply has left the outbox, so both reads
+      // wait for an idle gateway (an earlier test's replay may still be ending when this starts).
       const idle = async () => {
         const overview = await get(`${gateway.url}/admin/overview`);
         const { pending, inflight_turns } = overview.body.load;
-        return pending === 0 && inflight_turns === 0 && overview;
+        if (pending !== 0 || inflight_turns !== 0) return false;
+        const metrics = await get(`${gateway.url}/metrics`);
+        expect(metrics.status).toBe(200);
+        return !/^switchboard_outbox_pending\{[^}]*\} [1-9]/m.test(String(metrics.body)) && overview;
       };
       const before = (await eventually(idle, 10_000, 'an idle gateway')).body;
       const completedBefore = before.messages_per_minute.at(-1).counts.completed;
