@@ -82,7 +82,9 @@ const cjsImportedLazily = Object.entries(metafile.inputs).flatMap(([file, input]
   file.includes('node_modules/')
     ? []
     : input.imports
-        .filter((target) => target.kind === 'dynamic-import' && metafile.inputs[target.path]?.format === 'cjs')
+        .filter(
+          (target) => target.kind === 'dynamic-import' && metafile.inputs[target.path]?.format === 'cjs',
+        )
         .map((target) => `${file} imports ${target.original ?? target.path} (CommonJS) dynamically`),
 );
 if (cjsImportedLazily.length > 0) throw new Error(`bundle: ${cjsImportedLazily.join('; ')}`);
