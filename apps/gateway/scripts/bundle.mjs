@@ -2,16 +2,18 @@
 // resolving, reading and compiling some thousand modules one by one (start CPU −40%, idle RSS
 // −9 MB; docs/BENCHMARKS.md). What only some configs need (a platform library, a store, the
 // tracing SDK) stays behind a dynamic import and so in a chunk of its own, loaded when used.
-import { rm, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 
 const DIST = new URL('../dist/', import.meta.url);
 
+/** Loaded through `createRequire` (synchronously, on first use), which the bundler does not follow. */
+const LOADED_BY_CREATE_REQUIRE = ['re2js', 'pino-pretty'];
+
 /**
  * Loaded from node_modules at run time, so the gateway lists each as a dependency: native addons,
  * packages that read files shipped beside their code, and optional native accelerators that
- * discord.js, ws and pg try to load and do without. `re2js` and `pino-pretty` are loaded through
- * `createRequire` (synchronously, on first use), which the bundler does not follow.
+ * discord.js, ws and pg try to load and do without.
  */
 const EXTERNAL = [
   'better-sqlite3',
@@ -75,19 +77,43 @@ const { metafile } = await build({
   logLevel: 'warning',
 });
 
+// Checks of what the bundle must not do, refused at build time rather than found at run time.
+const problems = [];
+
 // A dynamic import of a CommonJS module yields its default export alone in the bundle (node gives
 // its named exports too): our code imports such a library statically from a module of its own
-// (`undici-exports.ts`) and imports that one dynamically. Refused here rather than at run time.
-const cjsImportedLazily = Object.entries(metafile.inputs).flatMap(([file, input]) =>
-  file.includes('node_modules/')
-    ? []
-    : input.imports
-        .filter(
-          (target) => target.kind === 'dynamic-import' && metafile.inputs[target.path]?.format === 'cjs',
-        )
-        .map((target) => `${file} imports ${target.original ?? target.path} (CommonJS) dynamically`),
-);
-if (cjsImportedLazily.length > 0) throw new Error(`bundle: ${cjsImportedLazily.join('; ')}`);
+// (`undici-exports.ts`) and imports that one dynamically. Libraries doing it are listed when no
+// configuration reaches the import: the OpenTelemetry resources' host detector (tracing uses the
+// environment detector alone).
+const UNREACHED_LAZY_CJS = [/@opentelemetry\/resources\/build\/src\/detectors\/platform\/node\/machine-id\//];
+for (const [file, input] of Object.entries(metafile.inputs)) {
+  if (UNREACHED_LAZY_CJS.some((pattern) => pattern.test(file))) continue;
+  for (const target of input.imports)
+    if (target.kind === 'dynamic-import' && metafile.inputs[target.path]?.format === 'cjs')
+      problems.push(`${file} imports ${target.original ?? target.path} (CommonJS) dynamically`);
+}
+
+// ajv comes back only with a fastify instance built without zod's compilers, which would throw.
+if (Object.keys(metafile.inputs).some((file) => /\/node_modules\/ajv\//.test(file)))
+  problems.push(
+    'ajv is in the bundle: a fastify instance is built without zodSchemaController (@switchboard/http)',
+  );
+
+// What loads from node_modules at run time comes from the gateway's own dependencies, while each
+// package's tests run that package's pin: the two must name one version.
+const gateway = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'));
+const PACKAGES = new URL('../../../packages/', import.meta.url);
+for (const folder of await readdir(PACKAGES)) {
+  const manifest = JSON.parse(await readFile(new URL(`${folder}/package.json`, PACKAGES), 'utf8'));
+  for (const name of [...EXTERNAL, ...LOADED_BY_CREATE_REQUIRE]) {
+    const pinned = manifest.dependencies?.[name];
+    if (pinned !== undefined && pinned !== gateway.dependencies[name])
+      problems.push(
+        `${name}: ${manifest.name} pins ${pinned}, the gateway ${gateway.dependencies[name] ?? 'nothing'}`,
+      );
+  }
+}
+if (problems.length > 0) throw new Error(`bundle: ${problems.join('; ')}`);
 
 // Which npm packages each file of the bundle holds: what a test of lazy loading reads to tell
 // which libraries a process loaded.
