@@ -93,6 +93,26 @@ for (const [file, input] of Object.entries(metafile.inputs)) {
       problems.push(`${file} imports ${target.original ?? target.path} (CommonJS) dynamically`);
 }
 
+// `__dirname` and `__filename` do not exist in an ES module bundle. Libraries that use them are
+// listed where no configuration of the gateway reaches the use: pino's and thread-stream's worker
+// transports (the gateway logs in process), @discordjs/ws worker sharding, ioredis's
+// `showFriendlyErrorStack`, @fastify/swagger's package.json read (caught; the document names its
+// own info) and undici's (checked with `typeof`).
+const USES_DIRNAME_UNREACHED = [
+  'thread-stream/index.js',
+  'pino/lib/transport.js',
+  '@discordjs/ws/dist/index.js',
+  'ioredis/built/Command.js',
+  '@fastify/swagger/lib/util/read-package-json.js',
+  'undici/index.js',
+];
+for (const file of Object.keys(metafile.inputs)) {
+  if (!file.includes('node_modules/') || USES_DIRNAME_UNREACHED.some((known) => file.endsWith(`/${known}`)))
+    continue;
+  if (/\b__(dirname|filename)\b/.test(await readFile(file, 'utf8')))
+    problems.push(`${file} uses __dirname or __filename, which the bundle does not have`);
+}
+
 // ajv comes back only with a fastify instance built without zod's compilers, which would throw.
 if (Object.keys(metafile.inputs).some((file) => /\/node_modules\/ajv\//.test(file)))
   problems.push(
