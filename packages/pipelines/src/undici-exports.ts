@@ -1,4 +1,4 @@
-// What the pipelines use of undici, imported on their first call (`post-json.ts`). A module of
-// our own between the two: the gateway's bundle keeps a library's named exports through a static
-// import, while a dynamic import of a CommonJS library there yields its default export alone.
+// undici as the pipelines use it, imported on their first call (`post-json.ts`). Why a module
+// of our own between the two: docs/design.md §9 (a bundle keeps a CommonJS library's named
+// exports only through a static import).
 export { Agent, request } from 'undici';
