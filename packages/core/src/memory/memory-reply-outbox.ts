@@ -3,6 +3,7 @@ import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox } from '../ports/r
 import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
+import { plainCopy } from '../structures/plain-copy.js';
 
 /** A stored delivery and its place in add order. */
 interface Stored {
@@ -98,7 +99,7 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
 
     async add(delivery): Promise<AddResult> {
       if (ids.has(delivery.id) || ended.has(delivery.id, Date.now())) return 'duplicate';
-      const stored = { delivery: structuredClone(delivery), seq: ++lastSeq };
+      const stored = { delivery: plainCopy(delivery), seq: ++lastSeq };
       ids.add(delivery.id);
       const queues = channelOf(delivery.channel);
       queues.count += 1;
