@@ -13,6 +13,9 @@ export type SessionScope = 'chat' | 'thread';
  */
 export type SessionKey = string;
 
+/** The characters `encodeURIComponent` writes as they are. */
+const UNRESERVED = /^[\w.!~*'()-]*$/;
+
 /**
  * `part` URI-encoded, total over every string. Platform ids arrive as the platform sent them —
  * a signed Slack event may carry `"\ud800"` — and a throw here would answer the platform 500 and
@@ -20,6 +23,8 @@ export type SessionKey = string;
  * never writes (`u` is no hex digit), so distinct ids keep distinct keys.
  */
 function encodeKeyPart(part: string): string {
+  // Most ids are made of what encodeURIComponent leaves as is: no walk, no new string.
+  if (UNRESERVED.test(part)) return part;
   let encoded = '';
   let from = 0;
   for (const match of part.matchAll(UNPAIRED_SURROGATE)) {

@@ -37,6 +37,16 @@ describe('sessionKeyOf', () => {
     });
   });
 
+  describe('when an id holds any other character', () => {
+    it('encodes each as encodeURIComponent does, whether or not the rest of the id needs encoding', () => {
+      for (let code = 1; code < 0x250; code++) {
+        const char = String.fromCharCode(code);
+        expect(sessionKeyOf(inThread(`C${char}1`))).toBe(`slack:sl:group:${encodeURIComponent(`C${char}1`)}`);
+        expect(sessionKeyOf(inThread(`é${char}`))).toBe(`slack:sl:group:${encodeURIComponent(`é${char}`)}`);
+      }
+    });
+  });
+
   describe('when an id holds an unpaired UTF-16 surrogate', () => {
     it('still gives a key, distinct from the replacement character and from other surrogates', () => {
       const keys = ['\ud800', '\udc00', '\ufffd', 'a\ud800b', '\ud83d\ude00'].map((id) =>
