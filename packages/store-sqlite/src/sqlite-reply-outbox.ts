@@ -16,6 +16,12 @@ const FORGET_EVERY_MS = 60_000;
 /** Expired remembered ids deleted at most per removal. */
 const FORGET_BATCH = 1000;
 
+/**
+ * Heads per channel that keep their row as added, so that claiming them reads nothing: bounded,
+ * as a platform outage can leave many chats waiting.
+ */
+const KEPT_ROWS = 1000;
+
 /** What a claimed chat maps to while its settlement commits. */
 const SETTLING = '';
 
@@ -31,6 +37,8 @@ interface Head extends HeapNode {
   chat: string;
   seq: number;
   notBefore: number;
+  /** The row as this store added it, while unchanged (a retry updates the row, not this). */
+  row?: OutboxRow;
 }
 
 /** One channel's unclaimed heads: by chat, and in the heaps a claim pops from. */
@@ -40,6 +48,8 @@ interface ChannelHeads {
   ready: IndexedHeap<Head>;
   /** Heads not yet found due (new ones, ones on backoff), the earliest due first. */
   delayed: IndexedHeap<Head>;
+  /** Heads holding their `row`, at most `KEPT_ROWS`. */
+  keptRows: number;
 }
 
 /** The stored delivery with the columns a retry updates; set on the parsed object, not copied. */
@@ -58,9 +68,9 @@ function deliveryOf(row: OutboxRow): Delivery {
  * removal commits with the outcome's audit record written in the same tick. Claims live in this
  * process (the file belongs to one server): a chat stays claimed until its settlement has
  * committed, so no claim can read the row a pending removal is about to delete; a reopened
- * store starts with none. The unclaimed chats' heads are kept in memory too (loaded from
- * `outbox_head` on open, then moved by this store's own committed writes), so a claim is a heap
- * pop and one row read.
+ * store starts with none. The unclaimed chats' heads are kept in memory too (read from `outbox`
+ * on open, then moved by this store's own committed writes), so a claim is a heap pop and one
+ * row read, or none for a head this store added (its row is kept until claimed).
  */
 export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): ReplyOutbox {
   const insert = db.prepare<[string, string, string, number, number, string]>(
@@ -74,11 +84,9 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   const rowAt = db.prepare<[number], OutboxRow>(
     'SELECT attempts, not_before, last_error, payload FROM outbox WHERE seq = ?',
   );
+  // Each chat's oldest row, through `outbox_chat` (SQLite takes the bare columns from the MIN row).
   const storedHeads = db.prepare<[], { channel: string; chat: string; seq: number; not_before: number }>(
-    'SELECT channel, chat, seq, not_before FROM outbox_head',
-  );
-  const headsOfChannel = db.prepare<[string], { chat: string; seq: number; not_before: number }>(
-    'SELECT chat, seq, not_before FROM outbox_head WHERE channel = ?',
+    'SELECT channel, chat, MIN(seq) AS seq, not_before FROM outbox GROUP BY channel, chat',
   );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(
@@ -124,17 +132,25 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
         byChat: new Map(),
         ready: new IndexedHeap((a, b) => a.seq < b.seq),
         delayed: new IndexedHeap((a, b) => a.notBefore < b.notBefore),
+        keptRows: 0,
       };
       heads.set(channel, found);
     }
     return found;
   }
 
-  /** Tracks `chat`'s head at `seq`, unless the chat is claimed or its head is tracked already. */
-  function track(channel: string, chat: string, seq: number, notBefore: number): void {
+  /**
+   * Tracks `chat`'s head at `seq`, unless the chat is claimed or its head is tracked already;
+   * with its `row` when this store just added it and the channel keeps fewer than `KEPT_ROWS`.
+   */
+  function track(channel: string, chat: string, seq: number, notBefore: number, row?: OutboxRow): void {
     const channelHeads = headsOf(channel);
     if (claims.get(channel)?.has(chat) || channelHeads.byChat.has(chat)) return;
-    const head = { chat, seq, notBefore, heapIndex: -1 };
+    const head: Head = { chat, seq, notBefore, heapIndex: -1 };
+    if (row !== undefined && channelHeads.keptRows < KEPT_ROWS) {
+      head.row = row;
+      channelHeads.keptRows += 1;
+    }
     channelHeads.byChat.set(chat, head);
     channelHeads.delayed.push(head);
   }
@@ -153,13 +169,16 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     }
   }
 
-  /** The channel's unclaimed heads read again from `outbox_head`. */
-  function reload(channel: string): void {
-    heads.delete(channel);
-    for (const head of headsOfChannel.all(channel)) track(channel, head.chat, head.seq, head.not_before);
+  /** The unclaimed heads of `channel`, or of every channel, read again from the file. */
+  function load(channel?: string): void {
+    if (channel !== undefined) heads.delete(channel);
+    for (const head of storedHeads.iterate()) {
+      if (channel === undefined || head.channel === channel)
+        track(head.channel, head.chat, head.seq, head.not_before);
+    }
   }
 
-  for (const head of storedHeads.all()) track(head.channel, head.chat, head.seq, head.not_before);
+  load();
 
   function signal(channel: string): void {
     for (const listener of listeners) listener(channel);
@@ -227,14 +246,20 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
       });
       if (result === 'added') {
         // The chat's head when it had none: one it had is older, claimed or tracked.
-        track(delivery.channel, delivery.chat, seq, delivery.notBefore);
+        const row = {
+          attempts: delivery.attempts,
+          not_before: delivery.notBefore,
+          last_error: null,
+          payload,
+        };
+        track(delivery.channel, delivery.chat, seq, delivery.notBefore, row);
         signal(delivery.channel);
       }
       return result;
     },
 
     async claim(channel, nowMs) {
-      if (stale.delete(channel)) reload(channel);
+      if (stale.delete(channel)) load(channel);
       for (let reloaded = false; ; reloaded = true) {
         const channelHeads = heads.get(channel);
         if (channelHeads === undefined) return null;
@@ -245,18 +270,19 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
         }
         const head = ready.peek();
         if (head === undefined) return null;
-        const row = rowAt.get(head.seq);
+        const row = head.row ?? rowAt.get(head.seq);
         if (row === undefined) {
           // Not where it was tracked (cannot happen while this store is the file's only writer):
           // the channel's heads are read from the file again, once.
           if (reloaded) return null;
-          reload(channel);
+          load(channel);
           continue;
         }
         // Read (and parsed) before the head leaves the heaps: a read that throws leaves it there.
         const delivery = deliveryOf(row);
         ready.pop();
         byChat.delete(head.chat);
+        if (head.row !== undefined) channelHeads.keptRows -= 1;
         const token = String(++lastToken);
         let claimed = claims.get(channel);
         if (claimed === undefined) {

@@ -174,13 +174,39 @@ describe('createSqliteStore', () => {
     });
   });
 
-  describe("when a claim cannot read its chat's head", () => {
-    it('throws and leaves the chat claimable: the next claim after the row reads well hands it out', async () => {
+  describe('when a claimed head was added by this store', () => {
+    it('hands it out as added without reading its row, for the first 1,000 chats of a channel', async () => {
       const path = temporaryPath();
       const store = createSqliteStore({ path });
       try {
-        const delivery = deliveryFixture(1, { chat: 'a' });
-        await store.outbox.add(delivery);
+        const deliveries = Array.from({ length: 1001 }, (_, index) =>
+          deliveryFixture(index + 1, { chat: `c${index}` }),
+        );
+        for (const delivery of deliveries) await store.outbox.add(delivery);
+        // Rows no claim can parse: only a claim that reads one fails.
+        const other = new BetterSqlite3(path);
+        other.prepare("UPDATE outbox SET payload = '{ not json'").run();
+        other.close();
+        for (const delivery of deliveries.slice(0, 1000)) {
+          expect((await store.outbox.claim('tg', 10_000))?.delivery).toEqual(delivery);
+        }
+        await expect(store.outbox.claim('tg', 10_000)).rejects.toThrow();
+      } finally {
+        store.close();
+      }
+    });
+  });
+
+  describe("when a claim cannot read its chat's head", () => {
+    it('throws and leaves the chat claimable: the next claim after the row reads well hands it out', async () => {
+      const path = temporaryPath();
+      const delivery = deliveryFixture(1, { chat: 'a' });
+      // Added by another store object: this one reads the head's row at its claim.
+      const adding = createSqliteStore({ path });
+      await adding.outbox.add(delivery);
+      adding.close();
+      const store = createSqliteStore({ path });
+      try {
         const other = new BetterSqlite3(path);
         const payload = (
           other.prepare('SELECT payload FROM outbox WHERE id = ?').get(delivery.id) as { payload: string }
