@@ -242,7 +242,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // every reply back by its skew); the same clock as the host's unless the outbox is shared.
     now: outboxNow,
     // Answers stream into previews where the channel shows them (docs/design.md §4 "Streaming").
-    streamReplies: (query, turn) => {
+    streamReplies: (query, turnLogger) => {
       const preview = channels.get(query.message.channel)?.preview;
       const editIntervalMs = editIntervalMsOf(query.message.channel);
       const finishTimeoutMs = outboundPolicies.get(query.message.channel)?.sendTimeoutMs;
@@ -252,7 +252,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         preview: (text, draft, signal) => preview(query.message, text, draft, signal),
         editIntervalMs,
         finishTimeoutMs,
-        logger: turn.logger,
+        logger: turnLogger,
       });
     },
     observer: {

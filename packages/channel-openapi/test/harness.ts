@@ -181,13 +181,13 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     policies: new Map(policies.map((policy) => [policy.id, policy])),
     outcomes: bus,
     outbox,
-    streamReplies: (query, turn) =>
+    streamReplies: (query, logger) =>
       createReplyStream({
         preview: (text, draft, signal) =>
           (channel.preview as NonNullable<ChannelAdapter['preview']>)(query.message, text, draft, signal),
         editIntervalMs: options.editIntervalMs ?? 1_000,
         finishTimeoutMs: 30_000,
-        logger: turn.logger,
+        logger,
       }),
     observer: {
       turnStarted: (turn) => {

@@ -38,9 +38,8 @@ export interface ControllerOptions {
   /**
    * Opens the progressive rendering of a turn's answer (docs/design.md §4 "Streaming") when the
    * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
-   * `turn.logger` is made on first read: most turns have no stream and never log.
    */
-  streamReplies?: (query: Query, turn: { readonly logger: Logger }) => ReplyStream | undefined;
+  streamReplies?: (query: Query, logger: Logger) => ReplyStream | undefined;
   logger?: Logger;
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
@@ -261,7 +260,7 @@ export function createController(options: ControllerOptions): Controller {
       const query = aggregate(entry.turn);
       options.observer?.turnStarted?.(entry.turn);
       sweepTimer.arm(entry.deadlineAt);
-      const replyStream = options.streamReplies?.(query, entry);
+      const replyStream = options.streamReplies?.(query, entry.logger);
       entry.stream = replyStream?.push;
       let replies: Reply[];
       try {

@@ -125,7 +125,7 @@ export type {
   DeliveryMessage,
   ReplyOutbox,
 } from './ports/reply-outbox.js';
-export { silentLogger } from './ports/logger.js';
+export { lazyChild, silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
 export {
   DELIVERY_STATES,

@@ -47,7 +47,8 @@ export interface ReplyStream {
 export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
   const { preview, editIntervalMs, finishTimeoutMs, logger } = options;
   const now = options.now ?? Date.now;
-  const stop = new AbortController();
+  // Made by the first preview call: most answers are not streamed at all.
+  let stop: AbortController | undefined;
   let text = '';
   /** The text the last preview call was made with, whether it succeeded or not. */
   let rendered = '';
@@ -79,6 +80,7 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
       // Read when the call starts, so that pieces pushed in the same tick go with it.
       .then(() => {
         rendered = text;
+        stop ??= new AbortController();
         return preview(text, draft, stop.signal);
       })
       .then(
@@ -86,7 +88,7 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
           draft = ref;
         },
         (err: unknown) => {
-          if (stop.signal.aborted) return;
+          if (stop?.signal.aborted) return;
           if (posting) {
             closed = true;
             logger.warn({ err }, 'preview post failed: the answer is sent when complete');
@@ -120,7 +122,7 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
           { timeoutMs: finishTimeoutMs },
           'preview still unanswered when the answer was complete: abandoned',
         );
-        stop.abort();
+        stop?.abort();
         // The final send must not overtake it: a post that lands unseen leaves the answer shown
         // twice, an edit that lands after the final one shows the partial text again. Aborted,
         // a call settles at once (the port's contract); one that answered meanwhile gives its ref.
@@ -141,6 +143,8 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
       closed = true;
       clearTimeout(timer);
       timer = undefined;
+      // Made here if no call started yet, so that one about to start gets an aborted signal.
+      stop ??= new AbortController();
       stop.abort();
     },
   };

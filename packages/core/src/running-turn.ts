@@ -1,5 +1,5 @@
 import type { Span } from '@opentelemetry/api';
-import type { Logger } from './ports/logger.js';
+import { type Logger, lazyChild } from './ports/logger.js';
 import type { PipelineRunContext } from './ports/pipeline.js';
 import type { Turn } from './ports/query-pool.js';
 import type { SetNode } from './structures/indexed-set.js';
@@ -51,8 +51,10 @@ export class RunningTurn implements PipelineRunContext, SetNode {
   }
 
   get logger(): Logger {
-    const { id, session, pipeline } = this.turn;
-    this.#logger ??= this.#parentLogger.child({ turn: id, session, pipeline, ...this.trace?.logFields });
+    this.#logger ??= lazyChild(this.#parentLogger, () => {
+      const { id, session, pipeline } = this.turn;
+      return { turn: id, session, pipeline, ...this.trace?.logFields };
+    });
     return this.#logger;
   }
 

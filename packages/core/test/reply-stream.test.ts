@@ -239,5 +239,14 @@ describe('createReplyStream', () => {
       await vi.advanceTimersByTimeAsync(5_000);
       expect(calls).toHaveLength(1);
     });
+
+    it('hands an aborted signal to a preview call that was about to start when it was cancelled', async () => {
+      const { calls, preview } = fakePreview();
+      const stream = streamOf(preview);
+      stream.push('a');
+      stream.cancel();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(calls.map((call) => call.signal.aborted)).toEqual([true]);
+    });
   });
 });

@@ -21,3 +21,23 @@ export const silentLogger: Logger = {
     return silentLogger;
   },
 };
+
+/**
+ * A child of `parent` with `bindings()`, made on first use: for the loggers of things that seldom
+ * log (a turn logs on failures only), as a pino child costs a copy of its bindings through the
+ * root's redaction each time one is made.
+ */
+export function lazyChild(parent: Logger, bindings: () => object): Logger {
+  let made: Logger | undefined;
+  const logger = () => {
+    made ??= parent.child(bindings());
+    return made;
+  };
+  return {
+    debug: (fields, message) => logger().debug(fields, message),
+    info: (fields, message) => logger().info(fields, message),
+    warn: (fields, message) => logger().warn(fields, message),
+    error: (fields, message) => logger().error(fields, message),
+    child: (fields) => logger().child(fields),
+  };
+}
