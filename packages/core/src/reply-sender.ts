@@ -1,6 +1,6 @@
 import { type BackoffPolicy, retryDelayMs } from './backoff.js';
 import { isSwitchboardError } from './errors.js';
-import type { OutcomeSink } from './outcome.js';
+import type { Outcome, OutcomeKind, OutcomeSink } from './outcome.js';
 import type { ChannelAdapter } from './ports/channel-adapter.js';
 import { type Logger, silentLogger } from './ports/logger.js';
 import type { Settlement } from './ports/query-pool.js';
@@ -72,9 +72,11 @@ function describeError(error: unknown): DeliveryError {
   return { code: 'SB_CHANNEL_SEND_FAILED', message: error instanceof Error ? error.message : String(error) };
 }
 
-/** What every outcome of a message a delivery answers carries, whatever its kind. */
-function answeredBy(delivery: Delivery, answered: DeliveryMessage) {
+/** The outcome `kind` of a message a delivery answers, without what only some kinds carry. */
+function outcomeOf(delivery: Delivery, answered: DeliveryMessage, kind: OutcomeKind, at: number): Outcome {
   return {
+    kind,
+    at,
     message: answered.message,
     session: answered.session,
     pipeline: answered.pipeline,
@@ -138,25 +140,18 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     if (!delivery.ownsOutcome) return;
     const at = now();
     for (const answered of delivery.messages) {
-      outcomes.record(
-        {
-          ...answeredBy(delivery, answered),
-          kind,
-          at,
-          ...(kind === 'completed'
-            ? {}
-            : {
-                reason: 'delivery_failed' as const,
-                error,
-                undelivered: {
-                  origin: delivery.origin,
-                  replies: delivery.replies,
-                  ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
-                },
-              }),
-        },
-        committed,
-      );
+      // Built whole, not spread: this runs for every answered message.
+      const outcome = outcomeOf(delivery, answered, kind, at);
+      if (kind === 'dead_lettered') {
+        outcome.reason = 'delivery_failed';
+        outcome.error = error;
+        outcome.undelivered = {
+          origin: delivery.origin,
+          replies: delivery.replies,
+          ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+        };
+      }
+      outcomes.record(outcome, committed);
     }
   }
 
@@ -393,10 +388,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
           if (!delivery.ownsOutcome) continue;
           for (const answered of delivery.messages) {
             outcomes.record({
-              ...answeredBy(delivery, answered),
-              kind: 'dropped',
+              ...outcomeOf(delivery, answered, 'dropped', now()),
               reason: 'shutdown',
-              at: now(),
               error: { code: 'SB_SHUTDOWN', message: 'the replies were not delivered before shutdown' },
             });
           }
