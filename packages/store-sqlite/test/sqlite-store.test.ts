@@ -18,6 +18,27 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore, SCHEMA_VERSION, type SqliteStore } from '../src/index.js';
 
+/** The migrations of schema versions 1 to 7, in order: to build older files in tests. */
+const MIGRATIONS_TO_7 = [
+  '0001_init.sql',
+  '0002_journal_retry_at.sql',
+  '0003_reply_outbox.sql',
+  '0004_audit_message_sender.sql',
+  '0005_outbox_ended.sql',
+  '0006_outbox_head.sql',
+  '0007_outbox_writes_trimmed.sql',
+];
+
+/** A new file at schema `version`, built by the migration files up to it. */
+function databaseAtVersion(path: string, version: number): BetterSqlite3.Database {
+  const db = new BetterSqlite3(path);
+  for (const file of MIGRATIONS_TO_7.slice(0, version)) {
+    db.exec(readFileSync(new URL(`../migrations/${file}`, import.meta.url), 'utf8'));
+  }
+  db.pragma(`user_version = ${version}`);
+  return db;
+}
+
 const temporaryFolders: string[] = [];
 
 /** A database path inside a new temporary folder, deleted after the test. */
@@ -139,18 +160,7 @@ describe('createSqliteStore', () => {
   describe('when the file was written at schema version 5 with deliveries in the outbox', () => {
     it('migrates it and claims the head of each chat, oldest first, once it is due', async () => {
       const path = temporaryPath();
-      const db = new BetterSqlite3(path);
-      const version5 = [
-        '0001_init.sql',
-        '0002_journal_retry_at.sql',
-        '0003_reply_outbox.sql',
-        '0004_audit_message_sender.sql',
-        '0005_outbox_ended.sql',
-      ];
-      for (const file of version5) {
-        db.exec(readFileSync(new URL(`../migrations/${file}`, import.meta.url), 'utf8'));
-      }
-      db.pragma('user_version = 5');
+      const db = databaseAtVersion(path, 5);
       const insert = db.prepare(
         'INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)',
       );
@@ -171,6 +181,87 @@ describe('createSqliteStore', () => {
       } finally {
         store.close();
       }
+    });
+  });
+
+  describe('when a database of schema version 6 remembers ended deliveries', () => {
+    it('keeps remembering them after the migration: adding one again answers duplicate until it expires', async () => {
+      const path = temporaryPath();
+      const db = databaseAtVersion(path, 6);
+      const remembered = deliveryFixture(1);
+      const expired = deliveryFixture(2);
+      const insert = db.prepare('INSERT INTO outbox_ended (id, expires_at) VALUES (?, ?)');
+      insert.run(remembered.id, Date.now() + 60_000);
+      insert.run(expired.id, Date.now() - 1);
+      db.close();
+      const store = createSqliteStore({ path });
+      try {
+        expect(await store.outbox.add(remembered)).toBe('duplicate');
+        expect(await store.outbox.add(expired)).toBe('added');
+      } finally {
+        store.close();
+      }
+      expect(
+        inspect(path, (inspected) =>
+          inspected.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'outbox_head%'").all(),
+        ),
+      ).toEqual([]);
+    });
+  });
+
+  describe('when a database of schema version 7 holds journal, outbox and history rows', () => {
+    it('keeps each table in its order, rows added afterwards come last, and no commit writes sqlite_sequence', async () => {
+      const path = temporaryPath();
+      const db = databaseAtVersion(path, 7);
+      const journaled = [queuedMessageFixture(1), queuedMessageFixture(2)];
+      const toJournal = db.prepare('INSERT INTO journal (id, attempt, payload) VALUES (?, ?, ?)');
+      for (const queued of journaled)
+        toJournal.run(queued.message.id, queued.attempt, JSON.stringify(queued));
+      const queuedReplies = [deliveryFixture(1, { chat: 'a' }), deliveryFixture(2, { chat: 'a' })];
+      const toOutbox = db.prepare(
+        'INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)',
+      );
+      for (const row of queuedReplies) {
+        toOutbox.run(row.id, row.channel, row.chat, row.attempts, row.notBefore, JSON.stringify(row));
+      }
+      const toHistory = db.prepare(
+        "INSERT INTO history (session, pipeline, role, content) VALUES ('s', 'p', ?, ?)",
+      );
+      toHistory.run('user', 'one');
+      toHistory.run('assistant', 'two');
+      db.close();
+
+      const store = createSqliteStore({ path });
+      try {
+        const added = queuedMessageFixture(3);
+        await store.journal.append(added);
+        expect((await store.journal.load()).map((queued) => queued.message.id)).toEqual(
+          [...journaled, added].map((queued) => queued.message.id),
+        );
+        await store.history.append('s', 'p', [{ role: 'user', content: 'three' }]);
+        expect((await store.history.recent('s', 'p', 10)).map((entry) => entry.content)).toEqual([
+          'one',
+          'two',
+          'three',
+        ]);
+        const first = await store.outbox.claim('tg', 10_000);
+        expect(first?.delivery.id).toBe(queuedReplies[0]?.id);
+        await store.outbox.delivered(first as DeliveryClaim);
+        expect((await store.outbox.claim('tg', 10_000))?.delivery.id).toBe(queuedReplies[1]?.id);
+      } finally {
+        store.close();
+      }
+      const schema = inspect(path, (inspected) =>
+        inspected
+          .prepare("SELECT sql FROM sqlite_master WHERE name IN ('journal', 'outbox', 'history')")
+          .all()
+          .map((row) => (row as { sql: string }).sql),
+      );
+      expect(schema).toHaveLength(3);
+      for (const sql of schema) expect(sql).not.toContain('AUTOINCREMENT');
+      expect(
+        inspect(path, (inspected) => inspected.prepare('SELECT name FROM sqlite_sequence').all()),
+      ).toEqual([]);
     });
   });
 
