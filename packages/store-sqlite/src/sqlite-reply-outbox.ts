@@ -17,10 +17,10 @@ const FORGET_EVERY_MS = 60_000;
 const FORGET_BATCH = 1000;
 
 /**
- * Heads per channel that keep their row as added, so that claiming them reads nothing: bounded,
- * as a platform outage can leave many chats waiting.
+ * Payload characters per channel that heads may keep as added, so that claiming them reads
+ * nothing: bounded, as a platform outage can leave many chats waiting with long answers.
  */
-const KEPT_ROWS = 1000;
+const KEPT_PAYLOAD = 4 * 1024 * 1024;
 
 /** What a claimed chat maps to while its settlement commits. */
 const SETTLING = '';
@@ -48,8 +48,8 @@ interface ChannelHeads {
   ready: IndexedHeap<Head>;
   /** Heads not yet found due (new ones, ones on backoff), the earliest due first. */
   delayed: IndexedHeap<Head>;
-  /** Heads holding their `row`, at most `KEPT_ROWS`. */
-  keptRows: number;
+  /** Payload characters of the heads holding their `row`, at most `KEPT_PAYLOAD`. */
+  keptPayload: number;
   /** Rows in the file per chat that has any, claimed ones included: a chat left with none is not read. */
   rows: Map<string, number>;
 }
@@ -72,7 +72,8 @@ function deliveryOf(row: OutboxRow): Delivery {
  * committed, so no claim can read the row a pending removal is about to delete; a reopened
  * store starts with none. The unclaimed chats' heads are kept in memory too (read from `outbox`
  * on open, then moved by this store's own committed writes), so a claim is a heap pop and one
- * row read, or none for a head this store added (its row is kept until claimed).
+ * row read, or none for a head this store added (its row is kept until claimed, up to 4 MiB of
+ * payload per channel).
  */
 export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): ReplyOutbox {
   const insert = db.prepare<[string, string, string, number, number, string]>(
@@ -136,7 +137,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
         byChat: new Map(),
         ready: new IndexedHeap((a, b) => a.seq < b.seq),
         delayed: new IndexedHeap((a, b) => a.notBefore < b.notBefore),
-        keptRows: 0,
+        keptPayload: 0,
         rows: new Map(),
       };
       heads.set(channel, found);
@@ -146,15 +147,15 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
 
   /**
    * Tracks `chat`'s head at `seq`, unless the chat is claimed or its head is tracked already;
-   * with its `row` when this store just added it and the channel keeps fewer than `KEPT_ROWS`.
+   * with its `row` when this store just added it and the channel's kept rows leave room for it.
    */
   function track(channel: string, chat: string, seq: number, notBefore: number, row?: OutboxRow): void {
     const channelHeads = headsOf(channel);
     if (claims.get(channel)?.has(chat) || channelHeads.byChat.has(chat)) return;
     const head: Head = { chat, seq, notBefore, heapIndex: -1 };
-    if (row !== undefined && channelHeads.keptRows < KEPT_ROWS) {
+    if (row !== undefined && channelHeads.keptPayload + row.payload.length <= KEPT_PAYLOAD) {
       head.row = row;
-      channelHeads.keptRows += 1;
+      channelHeads.keptPayload += row.payload.length;
     }
     channelHeads.byChat.set(chat, head);
     channelHeads.delayed.push(head);
@@ -179,7 +180,9 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     if (channel !== undefined) heads.delete(channel);
     for (const head of storedHeads.iterate()) {
       if (channel !== undefined && head.channel !== channel) continue;
-      headsOf(head.channel).rows.set(head.chat, head.rows);
+      // A claimed chat may be settling: its removal may have committed and not been counted yet,
+      // so its count stays unknown (its next head is read from the file).
+      if (!claims.get(head.channel)?.has(head.chat)) headsOf(head.channel).rows.set(head.chat, head.rows);
       track(head.channel, head.chat, head.seq, head.not_before);
     }
   }
@@ -311,7 +314,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
         const delivery = deliveryOf(row);
         ready.pop();
         byChat.delete(head.chat);
-        if (head.row !== undefined) channelHeads.keptRows -= 1;
+        if (head.row !== undefined) channelHeads.keptPayload -= head.row.payload.length;
         const token = String(++lastToken);
         let claimed = claims.get(channel);
         if (claimed === undefined) {

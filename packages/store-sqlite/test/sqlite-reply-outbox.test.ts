@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  type Delivery,
+  type DeliveryClaim,
   type Logger,
   type Outcome,
   createOutcomeBus,
@@ -11,7 +13,11 @@ import {
 import { deliveryFixture } from '@switchboard/core/testing';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createGroupCommit } from '../src/group-commit.js';
 import { createSqliteStore } from '../src/index.js';
+import { migrate } from '../src/migrations.js';
+import { createSqliteReplyOutbox } from '../src/sqlite-reply-outbox.js';
+import { openDatabase } from '../src/sqlite-store.js';
 
 const folders: string[] = [];
 
@@ -94,5 +100,69 @@ describe('sqlite reply outbox with the reply sender', () => {
         store.close();
       }
     });
+  });
+});
+
+describe('sqlite reply outbox when reading a chat’s next head fails', () => {
+  it('reads the channel again and hands out the next delivery of every chat, also one settled in the same commit', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
+    folders.push(folder);
+    const db = openDatabase(join(folder, 'switchboard.db'), 5000, false);
+    migrate(db, 'switchboard.db');
+    // The next-head read fails once when armed, as an I/O error would.
+    const failure = { armed: false };
+    const failingOnce = new Proxy(db, {
+      get(target, property) {
+        if (property !== 'prepare') return Reflect.get(target, property);
+        return (sql: string) => {
+          const statement = target.prepare(sql);
+          if (!sql.includes('ORDER BY seq LIMIT 1')) return statement;
+          return new Proxy(statement, {
+            get(inner, name) {
+              if (name !== 'get') return Reflect.get(inner, name);
+              return (...args: unknown[]) => {
+                if (failure.armed) {
+                  failure.armed = false;
+                  throw new Error('disk I/O error');
+                }
+                return (inner.get as (...values: unknown[]) => unknown)(...args);
+              };
+            },
+          });
+        };
+      },
+    });
+    const outbox = createSqliteReplyOutbox(failingOnce, createGroupCommit(db));
+    try {
+      const [x1, y1, x2, y2] = [
+        deliveryFixture(1, { chat: 'x' }),
+        deliveryFixture(2, { chat: 'y' }),
+        deliveryFixture(3, { chat: 'x' }),
+        deliveryFixture(4, { chat: 'y' }),
+      ];
+      for (const delivery of [x1, y1, x2, y2]) await outbox.add(delivery as Delivery);
+      const first = [await outbox.claim('tg', 10_000), await outbox.claim('tg', 10_000)] as DeliveryClaim[];
+      expect(first.map((claim) => claim.delivery.id)).toEqual([x1?.id, y1?.id]);
+      // Claims as the reply sender does when told a chat is free: at once, in the same tick.
+      const handedOut: string[] = [];
+      outbox.onDue(() => {
+        void outbox.claim('tg', 10_000).then((claim) => {
+          if (claim !== null) handedOut.push(claim.delivery.id);
+        });
+      });
+      failure.armed = true;
+      await Promise.all(first.map((claim) => outbox.delivered(claim)));
+      for (
+        let claim = await outbox.claim('tg', 10_000);
+        claim !== null;
+        claim = await outbox.claim('tg', 10_000)
+      ) {
+        handedOut.push(claim.delivery.id);
+      }
+      expect(failure.armed).toBe(false);
+      expect(handedOut.sort()).toEqual([x2?.id, y2?.id].sort());
+    } finally {
+      db.close();
+    }
   });
 });
