@@ -34,6 +34,19 @@ describe('plainCopy', () => {
     expect(copy.bytes).not.toBe(original.bytes);
   });
 
+  it('keeps an own __proto__ key a key, as structuredClone does, and refuses a function as it does', () => {
+    const original = JSON.parse('{"text":"hi","__proto__":{"response_url":"https://example.invalid"}}');
+    const copy = plainCopy(original);
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(copy.response_url).toBeUndefined();
+    expect(Object.keys(copy)).toEqual(['text', '__proto__']);
+    expect(Object.getOwnPropertyDescriptor(copy, '__proto__')?.value).toEqual({
+      response_url: 'https://example.invalid',
+    });
+    expect(copy).toEqual(structuredClone(original));
+    expect(() => plainCopy({ send: () => {} })).toThrow();
+  });
+
   it('copies an object without a prototype deeply, and returns primitives as they are', () => {
     const bare = Object.assign(Object.create(null), { a: { b: 1 } });
     const copy = plainCopy(bare);
