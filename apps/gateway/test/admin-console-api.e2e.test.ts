@@ -265,7 +265,7 @@ describe('the console admin API (end to end)', () => {
       const none = await post(`${gateway.url}/admin/dead-letters/replay`, { ids: [] });
       expect(none.status).toBe(400);
       expect(none.body?.error.message).toContain('body.ids');
-      // The purge did not stop the replay queued before it: the message ends completed, once.
+      // The purge did not stop the replay queued before it: the message ends completed.
       await eventually(async () => {
         const path = await get(`${gateway.url}/admin/messages/${replayedMessage}`);
         return path.body.outcome?.status === 'completed';

@@ -1,9 +1,10 @@
--- 0008_seq_without_autoincrement: `seq` of `journal`, `outbox` and `history` becomes a plain rowid
--- alias. AUTOINCREMENT wrote the `sqlite_sequence` page in every commit that inserted a row (two
--- of the ~20 WAL pages a message cost); without it SQLite gives a new row the largest `seq` + 1,
--- so a new row still sorts after every row present, which is all the stores read `seq` for
--- (acceptance order, add order per chat, append order). A `seq` freed by deleting the newest row
--- may be given again; no row keeps another's `seq`. Each table is rebuilt as it was otherwise.
+-- 0008_seq_without_autoincrement: `seq` of `journal` and `outbox` becomes a plain rowid alias.
+-- AUTOINCREMENT wrote the `sqlite_sequence` page in every commit that inserted a row (two of the
+-- ~20 WAL pages a message cost); without it SQLite gives a new row the largest `seq` + 1, so a new
+-- row still sorts after every row present, which is all the stores read `seq` for (acceptance
+-- order, add order per chat). A `seq` freed by deleting the newest row may be given again; no row
+-- keeps another's `seq`. Both tables hold only work in progress, so the rebuild copies little;
+-- `history` keeps AUTOINCREMENT, as rebuilding it could hold a large file's start for minutes.
 CREATE TABLE journal_by_rowid (
   seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
@@ -31,16 +32,3 @@ INSERT INTO outbox_by_rowid (seq, id, channel, chat, attempts, not_before, last_
 DROP TABLE outbox;
 ALTER TABLE outbox_by_rowid RENAME TO outbox;
 CREATE INDEX outbox_chat ON outbox (channel, chat, seq);
-
-CREATE TABLE history_by_rowid (
-  seq INTEGER PRIMARY KEY,
-  session TEXT NOT NULL,
-  pipeline TEXT NOT NULL,
-  role TEXT NOT NULL,
-  content TEXT NOT NULL
-);
-INSERT INTO history_by_rowid (seq, session, pipeline, role, content)
-  SELECT seq, session, pipeline, role, content FROM history;
-DROP TABLE history;
-ALTER TABLE history_by_rowid RENAME TO history;
-CREATE INDEX history_conversation ON history (session, pipeline, seq);

@@ -209,14 +209,16 @@ describe('createSqliteStore', () => {
     });
   });
 
-  describe('when a database of schema version 7 holds journal, outbox and history rows', () => {
-    it('keeps each table in its order, rows added afterwards come last, and no commit writes sqlite_sequence', async () => {
+  describe('when a database of schema version 7 holds journal and outbox rows', () => {
+    it('keeps each table whole and in its order, rows added afterwards come last, and no commit writes sqlite_sequence for them', async () => {
       const path = temporaryPath();
       const db = databaseAtVersion(path, 7);
-      const journaled = [queuedMessageFixture(1), queuedMessageFixture(2)];
-      const toJournal = db.prepare('INSERT INTO journal (id, attempt, payload) VALUES (?, ?, ?)');
-      for (const queued of journaled)
-        toJournal.run(queued.message.id, queued.attempt, JSON.stringify(queued));
+      const journaled = [queuedMessageFixture(1), queuedMessageFixture(2, { attempt: 2 })];
+      const toJournal = db.prepare(
+        'INSERT INTO journal (id, attempt, retry_at, payload) VALUES (?, ?, ?, ?)',
+      );
+      toJournal.run(journaled[0]?.message.id, 1, null, JSON.stringify(journaled[0]));
+      toJournal.run(journaled[1]?.message.id, 2, 9_000, JSON.stringify(journaled[1]));
       const queuedReplies = [deliveryFixture(1, { chat: 'a' }), deliveryFixture(2, { chat: 'a' })];
       const toOutbox = db.prepare(
         'INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)',
@@ -224,61 +226,72 @@ describe('createSqliteStore', () => {
       for (const row of queuedReplies) {
         toOutbox.run(row.id, row.channel, row.chat, row.attempts, row.notBefore, JSON.stringify(row));
       }
-      const toHistory = db.prepare(
-        "INSERT INTO history (session, pipeline, role, content) VALUES ('s', 'p', ?, ?)",
-      );
-      toHistory.run('user', 'one');
-      toHistory.run('assistant', 'two');
       db.close();
 
       const store = createSqliteStore({ path });
       try {
         const added = queuedMessageFixture(3);
         await store.journal.append(added);
-        expect((await store.journal.load()).map((queued) => queued.message.id)).toEqual(
+        const loaded = await store.journal.load();
+        expect(loaded.map((queued) => queued.message.id)).toEqual(
           [...journaled, added].map((queued) => queued.message.id),
         );
-        await store.history.append('s', 'p', [{ role: 'user', content: 'three' }]);
-        expect((await store.history.recent('s', 'p', 10)).map((entry) => entry.content)).toEqual([
-          'one',
-          'two',
-          'three',
-        ]);
+        expect(loaded[1]).toMatchObject({ attempt: 2, retryAtMs: 9_000 });
+        expect(await store.journal.append(added)).toBe('appended');
         const first = await store.outbox.claim('tg', 10_000);
         expect(first?.delivery.id).toBe(queuedReplies[0]?.id);
         await store.outbox.delivered(first as DeliveryClaim);
         expect((await store.outbox.claim('tg', 10_000))?.delivery.id).toBe(queuedReplies[1]?.id);
+        expect(await store.outbox.add(deliveryFixture(3, { chat: 'b' }))).toBe('added');
       } finally {
         store.close();
       }
       const schema = inspect(path, (inspected) =>
         inspected
-          .prepare("SELECT sql FROM sqlite_master WHERE name IN ('journal', 'outbox', 'history')")
-          .all()
-          .map((row) => (row as { sql: string }).sql),
-      );
-      expect(schema).toHaveLength(3);
-      for (const sql of schema) expect(sql).not.toContain('AUTOINCREMENT');
+          .prepare(
+            "SELECT name, sql FROM sqlite_master WHERE tbl_name IN ('journal', 'outbox') ORDER BY name",
+          )
+          .all(),
+      ) as { name: string; sql: string | null }[];
+      expect(schema.map((entry) => entry.name)).toEqual([
+        'journal',
+        'outbox',
+        'outbox_chat',
+        'sqlite_autoindex_journal_1',
+        'sqlite_autoindex_outbox_1',
+      ]);
+      for (const { sql } of schema) expect(sql ?? '').not.toContain('AUTOINCREMENT');
       expect(
-        inspect(path, (inspected) => inspected.prepare('SELECT name FROM sqlite_sequence').all()),
+        inspect(path, (inspected) =>
+          inspected.prepare("SELECT name FROM sqlite_sequence WHERE name IN ('journal', 'outbox')").all(),
+        ),
       ).toEqual([]);
     });
   });
 
   describe('when a claimed head was added by this store', () => {
-    it('hands it out as added without reading its row, for the first 1,000 chats of a channel', async () => {
+    it('hands it out as added without reading its row, while the heads kept so hold at most 4 MiB of payload', async () => {
       const path = temporaryPath();
       const store = createSqliteStore({ path });
       try {
-        const deliveries = Array.from({ length: 1001 }, (_, index) =>
-          deliveryFixture(index + 1, { chat: `c${index}` }),
+        // 100 kB answers: the first ~41 fit in 4 MiB, the rest are read from the file at their claim.
+        const deliveries = Array.from({ length: 50 }, (_, index) =>
+          deliveryFixture(index + 1, { chat: `c${index}`, replies: [{ text: 'x'.repeat(100_000) }] }),
         );
-        for (const delivery of deliveries) await store.outbox.add(delivery);
+        let kept = 0;
+        let payload = 0;
+        for (const delivery of deliveries) {
+          await store.outbox.add(delivery);
+          payload += JSON.stringify(delivery).length;
+          if (payload <= 4 * 1024 * 1024) kept += 1;
+        }
+        expect(kept).toBeGreaterThan(30);
+        expect(kept).toBeLessThan(50);
         // Rows no claim can parse: only a claim that reads one fails.
         const other = new BetterSqlite3(path);
         other.prepare("UPDATE outbox SET payload = '{ not json'").run();
         other.close();
-        for (const delivery of deliveries.slice(0, 1000)) {
+        for (const delivery of deliveries.slice(0, kept)) {
           expect((await store.outbox.claim('tg', 10_000))?.delivery).toEqual(delivery);
         }
         await expect(store.outbox.claim('tg', 10_000)).rejects.toThrow();
