@@ -34,7 +34,7 @@ describe('plainCopy', () => {
     expect(copy.bytes).not.toBe(original.bytes);
   });
 
-  it('keeps an own __proto__ key a key, as structuredClone does, and refuses a function as it does', () => {
+  it('keeps an own __proto__ key a key, as structuredClone does, and refuses a function or a symbol as it does', () => {
     const original = JSON.parse('{"text":"hi","__proto__":{"response_url":"https://example.invalid"}}');
     const copy = plainCopy(original);
     expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
@@ -45,6 +45,7 @@ describe('plainCopy', () => {
     });
     expect(copy).toEqual(structuredClone(original));
     expect(() => plainCopy({ send: () => {} })).toThrow();
+    expect(() => plainCopy({ tag: Symbol('s') })).toThrow();
   });
 
   it('copies an object without a prototype deeply, and returns primitives as they are', () => {

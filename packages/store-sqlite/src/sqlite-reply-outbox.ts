@@ -50,8 +50,6 @@ interface ChannelHeads {
   delayed: IndexedHeap<Head>;
   /** Payload characters of the heads holding their `row`, at most `KEPT_PAYLOAD`. */
   keptPayload: number;
-  /** Rows in the file per chat that has any, claimed ones included: a chat left with none is not read. */
-  rows: Map<string, number>;
 }
 
 /** The stored delivery with the columns a retry updates; set on the parsed object, not copied. */
@@ -72,8 +70,8 @@ function deliveryOf(row: OutboxRow): Delivery {
  * committed, so no claim can read the row a pending removal is about to delete; a reopened
  * store starts with none. The unclaimed chats' heads are kept in memory too (read from `outbox`
  * on open, then moved by this store's own committed writes), so a claim is a heap pop and one
- * row read, or none for a head this store added (its row is kept until claimed, up to 4 MiB of
- * payload per channel).
+ * row read, or none for a head this store added (its row is kept until claimed, up to 4 Mi
+ * characters of payload per channel).
  */
 export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): ReplyOutbox {
   const insert = db.prepare<[string, string, string, number, number, string]>(
@@ -87,12 +85,10 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   const rowAt = db.prepare<[number], OutboxRow>(
     'SELECT attempts, not_before, last_error, payload FROM outbox WHERE seq = ?',
   );
-  // Each chat's oldest row and row count, through `outbox_chat` (SQLite takes the bare columns
-  // from the MIN row).
-  const storedHeads = db.prepare<
-    [],
-    { channel: string; chat: string; seq: number; not_before: number; rows: number }
-  >('SELECT channel, chat, MIN(seq) AS seq, not_before, COUNT(*) AS rows FROM outbox GROUP BY channel, chat');
+  // Each chat's oldest row, through `outbox_chat` (SQLite takes the bare columns from the MIN row).
+  const storedHeads = db.prepare<[], { channel: string; chat: string; seq: number; not_before: number }>(
+    'SELECT channel, chat, MIN(seq) AS seq, not_before FROM outbox GROUP BY channel, chat',
+  );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(
     'SELECT id FROM outbox_ended WHERE id = ? AND expires_at > ?',
@@ -138,7 +134,6 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
         ready: new IndexedHeap((a, b) => a.seq < b.seq),
         delayed: new IndexedHeap((a, b) => a.notBefore < b.notBefore),
         keptPayload: 0,
-        rows: new Map(),
       };
       heads.set(channel, found);
     }
@@ -179,11 +174,8 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   function load(channel?: string): void {
     if (channel !== undefined) heads.delete(channel);
     for (const head of storedHeads.iterate()) {
-      if (channel !== undefined && head.channel !== channel) continue;
-      // A claimed chat may be settling: its removal may have committed and not been counted yet,
-      // so its count stays unknown (its next head is read from the file).
-      if (!claims.get(head.channel)?.has(head.chat)) headsOf(head.channel).rows.set(head.chat, head.rows);
-      track(head.channel, head.chat, head.seq, head.not_before);
+      if (channel === undefined || head.channel === channel)
+        track(head.channel, head.chat, head.seq, head.not_before);
     }
   }
 
@@ -197,47 +189,26 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     return claims.get(claim.delivery.channel)?.get(claim.delivery.chat) === claim.token;
   }
 
-  /** Removes an ended delivery, remembering its id when it asked to be; the rows removed. */
-  function end(delivery: Delivery): number {
-    const { changes } = remove.run(delivery.id);
-    if (delivery.rememberForMs === undefined) return changes;
+  /** Removes an ended delivery, remembering its id when it asked to be. */
+  function end(delivery: Delivery): void {
+    remove.run(delivery.id);
+    if (delivery.rememberForMs === undefined) return;
     const nowMs = Date.now();
     if (expiredLeft || nowMs - forgotAt >= FORGET_EVERY_MS) {
       forgotAt = nowMs;
       expiredLeft = forgetExpired.run(nowMs).changes === FORGET_BATCH;
     }
     remember.run(delivery.id, nowMs + delivery.rememberForMs);
-    return changes;
   }
 
-  /** Whether `chat` may have rows left after `removed` of them went: false only when counted out. */
-  function rowsLeft(channel: string, chat: string, removed: number): boolean {
-    const { rows } = headsOf(channel);
-    const counted = rows.get(chat);
-    if (counted === undefined) return true;
-    if (counted > removed) {
-      rows.set(chat, counted - removed);
-      return true;
-    }
-    rows.delete(chat);
-    return false;
-  }
-
-  /**
-   * Commits `write` (which answers the rows it removed) for a claim that still holds, then frees
-   * its chat and tracks the chat's next row as its head, unless the chat has none left.
-   */
-  async function settle(claim: DeliveryClaim, write: () => number): Promise<Settlement> {
+  /** Commits `write` for a claim that still holds, then frees its chat. */
+  async function settle(claim: DeliveryClaim, write: () => void): Promise<Settlement> {
     if (!holds(claim)) return 'lost';
     const { channel, chat } = claim.delivery;
     // Settling: the token no longer holds (a second settlement is lost), the chat stays claimed.
     claims.get(channel)?.set(chat, SETTLING);
-    let removed = 0;
     try {
-      // Assigned, not added: a batch that failed runs each write again alone.
-      await commit(() => {
-        removed = write();
-      });
+      await commit(write);
     } catch (err) {
       // Rolled back: the claim holds again, so its holder retries the settlement. Freeing the
       // chat would hand a sent delivery out to be sent again, as often as the commit fails.
@@ -245,7 +216,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
       throw err;
     }
     claims.get(channel)?.delete(chat);
-    if (rowsLeft(channel, chat, removed)) trackFirstOf(channel, chat);
+    trackFirstOf(channel, chat);
     signal(channel);
     return 'settled';
   }
@@ -275,8 +246,6 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
         seq = Number(lastInsertRowid);
       });
       if (result === 'added') {
-        const { rows } = headsOf(delivery.channel);
-        rows.set(delivery.chat, (rows.get(delivery.chat) ?? 0) + 1);
         // The chat's head when it had none: one it had is older, claimed or tracked.
         const row = {
           attempts: delivery.attempts,
@@ -331,10 +300,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
     },
 
     retry(claim, notBeforeMs, error) {
-      return settle(claim, () => {
-        reschedule.run(notBeforeMs, JSON.stringify(error), claim.delivery.id);
-        return 0;
-      });
+      return settle(claim, () => reschedule.run(notBeforeMs, JSON.stringify(error), claim.delivery.id));
     },
 
     failed(claim) {

@@ -270,11 +270,11 @@ describe('createSqliteStore', () => {
   });
 
   describe('when a claimed head was added by this store', () => {
-    it('hands it out as added without reading its row, while the heads kept so hold at most 4 MiB of payload', async () => {
+    it('hands it out as added without reading its row, while the heads kept so hold at most 4 Mi characters of payload', async () => {
       const path = temporaryPath();
       const store = createSqliteStore({ path });
       try {
-        // 100 kB answers: the first ~41 fit in 4 MiB, the rest are read from the file at their claim.
+        // 100 kB answers: the first ~41 fit in 4 Mi characters, the rest are read from the file at their claim.
         const deliveries = Array.from({ length: 50 }, (_, index) =>
           deliveryFixture(index + 1, { chat: `c${index}`, replies: [{ text: 'x'.repeat(100_000) }] }),
         );
