@@ -6,7 +6,7 @@ import type { Database } from 'better-sqlite3';
  * Schema migrations in the order they apply; migration N (1-based) brings the database to
  * `PRAGMA user_version = N`. Append new files here, never edit or reorder applied ones.
  */
-const MIGRATIONS = [
+export const MIGRATIONS = [
   '0001_init.sql',
   '0002_journal_retry_at.sql',
   '0003_reply_outbox.sql',

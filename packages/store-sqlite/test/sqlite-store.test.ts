@@ -17,22 +17,12 @@ import { type DeliveryClaim, createMemoryQueryPool } from '@switchboard/core';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore, SCHEMA_VERSION, type SqliteStore } from '../src/index.js';
-
-/** The migrations of schema versions 1 to 7, in order: to build older files in tests. */
-const MIGRATIONS_TO_7 = [
-  '0001_init.sql',
-  '0002_journal_retry_at.sql',
-  '0003_reply_outbox.sql',
-  '0004_audit_message_sender.sql',
-  '0005_outbox_ended.sql',
-  '0006_outbox_head.sql',
-  '0007_outbox_writes_trimmed.sql',
-];
+import { MIGRATIONS } from '../src/migrations.js';
 
 /** A new file at schema `version`, built by the migration files up to it. */
 function databaseAtVersion(path: string, version: number): BetterSqlite3.Database {
   const db = new BetterSqlite3(path);
-  for (const file of MIGRATIONS_TO_7.slice(0, version)) {
+  for (const file of MIGRATIONS.slice(0, version)) {
     db.exec(readFileSync(new URL(`../migrations/${file}`, import.meta.url), 'utf8'));
   }
   db.pragma(`user_version = ${version}`);
