@@ -20,10 +20,10 @@ interface JournalRow {
 /**
  * The `Journal` over the `journal` table. Re-appending an id (a dead letter's replay whose
  * original row a failed removal left) replaces the row with a new `seq` (`INSERT OR REPLACE`:
- * SQLite gives it the largest `seq` + 1): the replay is a new acceptance and must not run ahead of the messages its
- * session accepted in between, also after a restart. The
- * `attempt` and `retry_at` columns override the payload's fields, so that turn starts and
- * retries update a number rather than rewrite the JSON.
+ * SQLite gives it the largest `seq` + 1): the replay is a new acceptance and must not run ahead
+ * of the messages its session accepted in between, also after a restart. The `attempt` and
+ * `retry_at` columns override the payload's fields, so that turn starts and retries update a
+ * number rather than rewrite the JSON.
  *
  * Delivery keys live in the `dedup` table. An append with a key marks it and inserts the entry
  * inside one write of the group commit, so both commit or neither does (a crash, a failed batch).

@@ -3,7 +3,8 @@
  * it. For the in-memory stores' copies on the hot path: `structuredClone` costs some tens of µs
  * for a delivery (a serializer round trip); walking the fields costs a few. Anything else (a
  * `Date`, a `Map`, a class instance, a typed array) is copied by `structuredClone`, which also
- * refuses what it refuses (a function, a symbol). Shared objects are copied once per place, as JSON would.
+ * refuses what it refuses (a function, a symbol). Shared objects are copied once per place, as
+ * JSON would copy them.
  */
 export function plainCopy<T>(value: T): T {
   if (typeof value === 'function' || typeof value === 'symbol') return structuredClone(value);
