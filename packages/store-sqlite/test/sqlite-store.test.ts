@@ -13,7 +13,12 @@ import {
   queuedMessageFixture,
   replyOutboxContract,
 } from '@switchboard/core/testing';
-import { type DeliveryClaim, createMemoryQueryPool } from '@switchboard/core';
+import {
+  type Delivery,
+  type DeliveryClaim,
+  type QueuedMessage,
+  createMemoryQueryPool,
+} from '@switchboard/core';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore, SCHEMA_VERSION, type SqliteStore } from '../src/index.js';
@@ -27,6 +32,16 @@ function databaseAtVersion(path: string, version: number): BetterSqlite3.Databas
   }
   db.pragma(`user_version = ${version}`);
   return db;
+}
+
+/** Writes `deliveries` into an older file's outbox as that schema's store would have. */
+function insertIntoOutbox(db: BetterSqlite3.Database, deliveries: readonly Delivery[]): void {
+  const insert = db.prepare(
+    'INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  for (const row of deliveries) {
+    insert.run(row.id, row.channel, row.chat, row.attempts, row.notBefore, JSON.stringify(row));
+  }
 }
 
 const temporaryFolders: string[] = [];
@@ -151,14 +166,9 @@ describe('createSqliteStore', () => {
     it('migrates it and claims the head of each chat, oldest first, once it is due', async () => {
       const path = temporaryPath();
       const db = databaseAtVersion(path, 5);
-      const insert = db.prepare(
-        'INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)',
-      );
       const waiting = deliveryFixture(1, { chat: 'a', attempts: 1, notBefore: 5_000 });
       const rows = [waiting, deliveryFixture(2, { chat: 'b' }), deliveryFixture(3, { chat: 'a' })];
-      for (const row of [...rows, deliveryFixture(4, { chat: 'b' })]) {
-        insert.run(row.id, row.channel, row.chat, row.attempts, row.notBefore, JSON.stringify(row));
-      }
+      insertIntoOutbox(db, [...rows, deliveryFixture(4, { chat: 'b' })]);
       db.close();
       const store = createSqliteStore({ path });
       try {
@@ -210,12 +220,7 @@ describe('createSqliteStore', () => {
       toJournal.run(journaled[0]?.message.id, 1, null, JSON.stringify(journaled[0]));
       toJournal.run(journaled[1]?.message.id, 2, 9_000, JSON.stringify(journaled[1]));
       const queuedReplies = [deliveryFixture(1, { chat: 'a' }), deliveryFixture(2, { chat: 'a' })];
-      const toOutbox = db.prepare(
-        'INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)',
-      );
-      for (const row of queuedReplies) {
-        toOutbox.run(row.id, row.channel, row.chat, row.attempts, row.notBefore, JSON.stringify(row));
-      }
+      insertIntoOutbox(db, queuedReplies);
       db.close();
 
       const store = createSqliteStore({ path });
@@ -227,7 +232,11 @@ describe('createSqliteStore', () => {
           [...journaled, added].map((queued) => queued.message.id),
         );
         expect(loaded[1]).toMatchObject({ attempt: 2, retryAtMs: 9_000 });
-        expect(await store.journal.append(added)).toBe('appended');
+        // Appended again (a replay), the oldest row goes behind the newest.
+        expect(await store.journal.append(journaled[0] as QueuedMessage)).toBe('appended');
+        expect((await store.journal.load()).map((queued) => queued.message.id)).toEqual(
+          [journaled[1], added, journaled[0]].map((queued) => queued?.message.id),
+        );
         const first = await store.outbox.claim('tg', 10_000);
         expect(first?.delivery.id).toBe(queuedReplies[0]?.id);
         await store.outbox.delivered(first as DeliveryClaim);
