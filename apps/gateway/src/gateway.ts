@@ -192,7 +192,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     events: {
       subscribeOutcomes: (listener) =>
         unsubscribeAll(
-          outcomes.subscribe((outcome) => listener(outcome, 'local')),
+          // The final status is a store write too: it joins the commit that ends the message.
+          outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed), {
+            stores: true,
+          }),
           relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
         ),
       subscribeRepliesStored: (listener) => {

@@ -26,8 +26,14 @@ export type EventOrigin = 'local' | 'relayed';
  * and with a shared pool to the other replicas' events too.
  */
 export interface ChannelEvents {
-  /** Calls `listener` with every final outcome; returns the function that unsubscribes. */
-  subscribeOutcomes(listener: (outcome: Outcome, origin?: EventOrigin) => void): () => void;
+  /**
+   * Calls `listener` with every final outcome; returns the function that unsubscribes. A local
+   * outcome whose ending store write is under way comes with `committed` (`OutcomeSink.record`):
+   * in the tick of that write, so that the final status joins its commit.
+   */
+  subscribeOutcomes(
+    listener: (outcome: Outcome, origin?: EventOrigin, committed?: Promise<boolean>) => void,
+  ): () => void;
   /** Calls `listener` whenever a turn starts (again, for a retry); returns the unsubscribe. */
   subscribeTurnStarts(listener: (turn: TurnStart, origin?: EventOrigin) => void): () => void;
   /**
@@ -184,6 +190,8 @@ interface Tracked {
   writing: Promise<void> | undefined;
   /** Another replica's outcome for it arrived: its final status is that replica's to write. */
   endedElsewhere: boolean;
+  /** A final status was written (or is being written): later writes wait for the earlier ones. */
+  wroteFinal: boolean;
 }
 
 /** A request's interest in one message; `wait` and `cancel` both end it. */
@@ -259,7 +267,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   function entryOf(id: string): Tracked {
     let entry = tracked.get(id);
     if (entry === undefined) {
-      entry = { status: null, waiters: [], writing: undefined, endedElsewhere: false };
+      entry = { status: null, waiters: [], writing: undefined, endedElsewhere: false, wroteFinal: false };
       tracked.set(id, entry);
     }
     return entry;
@@ -272,16 +280,25 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       tracked.delete(id);
   }
 
-  /** Writes `status` after the message's earlier writes, so the store ends with the latest one. */
+  /**
+   * Writes `status` after the message's earlier writes, so the store ends with the latest one. The
+   * first final status is written at once: the store keeps a final status over a non-final one in
+   * either order (`replacesStatus`), and issued in the tick of the outcome it joins the commit
+   * that ends the message rather than one after the `pending` write before it.
+   */
   function write(id: string, entry: Tracked, status: MessageStatus): Promise<void> {
     const previous = entry.writing;
-    const written = previous === undefined ? statuses.put(status) : previous.then(() => statuses.put(status));
+    const first = isFinalStatus(status) && !entry.wroteFinal;
+    if (first) entry.wroteFinal = true;
+    const written =
+      previous === undefined || first ? statuses.put(status) : previous.then(() => statuses.put(status));
     const landed = () => {
       if (entry.writing !== tail) return;
       entry.writing = undefined;
       release(id, entry);
     };
-    const tail: Promise<void> = written.then(landed, landed);
+    const both = previous === undefined || !first ? written : Promise.allSettled([previous, written]);
+    const tail: Promise<void> = both.then(landed, landed);
     entry.writing = tail;
     return written;
   }
@@ -295,7 +312,13 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     };
   }
 
-  function onOutcome(outcome: Outcome, origin: EventOrigin = 'local'): void {
+  /**
+   * A local outcome: its final status is written at once and answered once written (a waiting
+   * caller gets its answer even when the store refused the write). With `committed`, the status
+   * is final here only once the commit that ends the message succeeded too: when it fails, the
+   * message is not over — its settlement is written again and its outcome recorded again.
+   */
+  function onOutcome(outcome: Outcome, origin: EventOrigin = 'local', committed?: Promise<boolean>): void {
     const id = outcome.message.id;
     if (outcome.message.channel !== channelId || outcome.kind === 'duplicate') return;
     if (origin === 'relayed') {
@@ -304,15 +327,16 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     }
     const entry = entryOf(id);
     const status = finalStatus(outcome, entry.status, now());
-    entry.status = status;
-    const notify = notifier(id, entry, status, outcome.reason);
-    const settled = () => {
-      answerSoon(notify);
+    if (committed === undefined) entry.status = status;
+    const written = write(id, entry, status).catch((err: unknown) =>
+      log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed'),
+    );
+    const ended = committed === undefined ? Promise.resolve(true) : committed.catch(() => false);
+    Promise.all([ended, written]).then(([done]) => {
+      if (!done) return;
+      if (committed !== undefined) entry.status = status;
+      answerSoon(notifier(id, entry, status, outcome.reason));
       options.events.shareOutcome?.(outcome);
-    };
-    write(id, entry, status).then(settled, (err) => {
-      log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed');
-      settled();
     });
   }
 

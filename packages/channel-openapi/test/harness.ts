@@ -162,7 +162,9 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     server,
     statuses,
     events: {
-      subscribeOutcomes: (listener) => bus.subscribe(listener),
+      // As the gateway subscribes it: the final status joins the commit that ends the message.
+      subscribeOutcomes: (listener) =>
+        bus.subscribe((outcome, committed) => listener(outcome, 'local', committed), { stores: true }),
       subscribeTurnStarts: (listener) => {
         turnListeners.add(listener);
         return () => turnListeners.delete(listener);

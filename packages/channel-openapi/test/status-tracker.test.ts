@@ -46,7 +46,7 @@ function trackerHarness(
       return store.get(id);
     },
   };
-  let emitOutcome: (outcome: Outcome, origin?: EventOrigin) => void = () => {};
+  let emitOutcome: (outcome: Outcome, origin?: EventOrigin, committed?: Promise<boolean>) => void = () => {};
   let emitTurnStart: (turn: TurnStart, origin?: EventOrigin) => void = () => {};
   let emitRepliesStored: (delivery: Delivery) => void = () => {};
   const tracker = createStatusTracker({
@@ -89,8 +89,17 @@ function trackerHarness(
     };
     emitTurnStart(turn);
   };
-  const complete = (kind: Outcome['kind'] = 'completed', of = message, replies: Reply[] = []) =>
-    emitOutcome({ kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies });
+  const complete = (
+    kind: Outcome['kind'] = 'completed',
+    of = message,
+    replies: Reply[] = [],
+    committed?: Promise<boolean>,
+  ) =>
+    emitOutcome(
+      { kind, at: 1, message: of, session: 's', pipeline: 'echo', turnId: 't1', replies },
+      'local',
+      committed,
+    );
   /** The events of a turn another replica ran, as the relay hands them over. */
   const relayed = {
     startTurn: (of = message) =>
@@ -154,6 +163,63 @@ describe('status tracker', () => {
       complete('dead_lettered', message, [{ text: 'never sent' }]);
       const final = await watch.wait(1000);
       expect(final?.status).toMatchObject({ status: 'dead_lettered', delivery: 'failed', replies: [] });
+    });
+  });
+
+  describe('when the outcome comes with the commit that ends the message (an outbox of this process)', () => {
+    it('writes the final status in that tick, not behind the pending write, and answers once both committed', async () => {
+      const { tracker, store, statuses, writes, startTurn, complete, storeReplies } = trackerHarness();
+      let commit: () => void = () => {};
+      const committing = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      // Both writes wait for one commit, as writes issued in one tick of the SQLite store do.
+      statuses.put = async (status) => {
+        writes.push(status.status);
+        await committing;
+        await store.put(status);
+      };
+      const watch = tracker.watch(message.id);
+      let answered = false;
+      const waited = watch.wait(1000).finally(() => {
+        answered = true;
+      });
+      startTurn();
+      storeReplies([{ text: 'on its way' }]);
+      complete(
+        'completed',
+        message,
+        [{ text: 'on its way' }],
+        committing.then(() => true),
+      );
+      expect(writes).toEqual(['completed', 'completed']);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(answered).toBe(false);
+      commit();
+      const final = await waited;
+      expect(final?.status).toMatchObject({ status: 'completed', delivery: 'delivered' });
+      expect(await store.get(message.id)).toMatchObject({ status: 'completed', delivery: 'delivered' });
+    });
+
+    it('answers nothing and reads as before while that commit fails; the outcome recorded again answers', async () => {
+      const { tracker, writes, startTurn, complete } = trackerHarness();
+      const watch = tracker.watch(message.id);
+      let answered = false;
+      const waited = watch.wait(1000).finally(() => {
+        answered = true;
+      });
+      startTurn();
+      const failed = Promise.resolve(false);
+      complete('completed', message, [{ text: 'hi' }], failed);
+      await failed;
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(answered).toBe(false);
+      expect((await tracker.current(message.id))?.status).toBe('running');
+      // The sender writes the settlement again and records the outcome again with it.
+      complete('completed', message, [{ text: 'hi' }], Promise.resolve(true));
+      expect((await waited)?.status).toMatchObject({ status: 'completed', replies: [{ text: 'hi' }] });
+      expect(writes).toEqual(['completed', 'completed']);
     });
   });
 

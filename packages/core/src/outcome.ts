@@ -89,12 +89,18 @@ export function recordOverflowed(sink: OutcomeSink, overflowed: readonly QueuedM
   }
 }
 
-export type OutcomeListener = (outcome: Outcome) => void;
+/**
+ * Hears an outcome. A listener that stores outcomes is also handed, when there is one, the
+ * commit that ends the message (see `OutcomeSink.record`): it is called before that commit, and
+ * must not tell anyone the message is over unless it resolves true.
+ */
+export type OutcomeListener = (outcome: Outcome, committed?: Promise<boolean>) => void;
 
 /** Fans each outcome out to every subscriber; a throwing subscriber cannot hurt the others. */
 export interface OutcomeBus extends OutcomeSink {
   /**
-   * Adds a listener; `stores`: it writes outcomes to the store (the audit log), see `record`.
+   * Adds a listener; `stores`: it writes outcomes to the store (the audit log, the HTTP
+   * channel's statuses), see `record`.
    * Returns the function that removes it.
    */
   subscribe(listener: OutcomeListener, options?: { stores?: boolean }): () => void;
@@ -122,11 +128,11 @@ export function createOutcomeBus(
   /** Each listener, and whether it stores outcomes. */
   const listeners = new Map<OutcomeListener, boolean>();
 
-  function notify(outcome: Outcome, which: (stores: boolean) => boolean): void {
+  function notify(outcome: Outcome, which: (stores: boolean) => boolean, committed?: Promise<boolean>): void {
     for (const [listener, stores] of listeners) {
       if (!which(stores)) continue;
       try {
-        listener(outcome);
+        listener(outcome, committed);
       } catch (error) {
         onListenerError(error);
       }
@@ -140,7 +146,7 @@ export function createOutcomeBus(
         notify(outcome, () => true);
         return;
       }
-      notify(outcome, (stores) => stores);
+      notify(outcome, (stores) => stores, committed);
       // A commit that rejects is one that did not happen: nobody else hears, nothing is thrown.
       committed.then((done) => {
         if (done) notify(outcome, (stores) => !stores);
