@@ -1,5 +1,12 @@
 import type { AuditConfig } from '@switchboard/config';
-import { type Outcome, createMemoryAuditLog, parseInboundMessage, silentLogger } from '@switchboard/core';
+import {
+  type AuditLog,
+  type Outcome,
+  createMemoryAuditLog,
+  createOutcomeBus,
+  parseInboundMessage,
+  silentLogger,
+} from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { createAuditRecorder } from '../src/audit-recorder.js';
 
@@ -156,6 +163,69 @@ describe('audit recorder', () => {
       const [item] = await recorded({ storeText: 7 }, [deadLettered(short)]);
       expect(item?.payload?.message).toMatchObject({ text: 'hi', elements: [{ type: 'text', text: 'hi' }] });
       expect(item?.payload?.replayable).toBe(true);
+    });
+  });
+
+  describe('when the commit that ends a dead-lettered delivery fails and its outcome is recorded again', () => {
+    const failedDelivery: Outcome = {
+      ...base,
+      kind: 'dead_lettered',
+      reason: 'delivery_failed',
+      pipeline: 'bot',
+      error: { code: 'SB_DELIVERY_FAILED', message: 'HTTP 400' },
+    };
+
+    /** The recorder on a real bus, as the gateway subscribes it: a listener that stores outcomes. */
+    function onBus(auditLog: AuditLog) {
+      const bus = createOutcomeBus();
+      const recorder = createAuditRecorder({
+        auditLog,
+        config: { kind: 'sqlite', retentionDays: 30, storeText: 'full', recordIgnored: false },
+        logger: silentLogger,
+      });
+      bus.subscribe(recorder.record, { stores: true });
+      return bus;
+    }
+
+    it('writes one record when the first one landed on its own', async () => {
+      const auditLog = createMemoryAuditLog();
+      const bus = onBus(auditLog);
+      const failed = Promise.resolve(false);
+      bus.record(failedDelivery, failed);
+      await failed;
+      // The reply sender writes the settlement again and records the outcome with that commit.
+      bus.record(failedDelivery, Promise.resolve(true));
+      await new Promise((resolve) => setImmediate(resolve));
+      const { items } = await auditLog.query({ limit: 10 });
+      expect(items.map((item) => [item.message_id, item.outcome])).toEqual([[message.id, 'dead_lettered']]);
+    });
+
+    it('writes the record again when the first write failed with that commit', async () => {
+      const memory = createMemoryAuditLog();
+      let failures = 1;
+      const auditLog: AuditLog = {
+        ...memory,
+        append: (record) =>
+          failures-- > 0 ? Promise.reject(new Error('disk I/O error')) : memory.append(record),
+      };
+      const bus = onBus(auditLog);
+      bus.record(failedDelivery, Promise.resolve(false));
+      await new Promise((resolve) => setImmediate(resolve));
+      bus.record(failedDelivery, Promise.resolve(true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect((await memory.query({ limit: 10 })).items).toHaveLength(1);
+    });
+
+    it('records the same message again once its earlier dead letter committed (a replay that failed again)', async () => {
+      const auditLog = createMemoryAuditLog();
+      const bus = onBus(auditLog);
+      const committed = Promise.resolve(true);
+      bus.record(failedDelivery, committed);
+      await committed;
+      await new Promise((resolve) => setImmediate(resolve));
+      bus.record({ ...failedDelivery, at: 2 }, Promise.resolve(true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect((await auditLog.query({ limit: 10 })).items).toHaveLength(2);
     });
   });
 });
