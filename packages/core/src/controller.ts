@@ -1,11 +1,10 @@
 import { type Query, aggregate } from './aggregator.js';
 import { SwitchboardError } from './errors.js';
-import type { Reply } from './message.js';
 import type { MessageTracer } from './message-trace.js';
 import type { OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import { type Logger, silentLogger } from './ports/logger.js';
-import type { Pipeline } from './ports/pipeline.js';
+import type { Pipeline, PipelineResult } from './ports/pipeline.js';
 import type { QueryPool, Turn } from './ports/query-pool.js';
 import type { ReplyStream } from './reply-stream.js';
 import type { Delivery, ReplyOutbox } from './ports/reply-outbox.js';
@@ -262,14 +261,21 @@ export function createController(options: ControllerOptions): Controller {
       sweepTimer.arm(entry.deadlineAt);
       const replyStream = options.streamReplies?.(query, entry.logger);
       entry.stream = replyStream?.push;
-      let replies: Reply[];
+      let result: PipelineResult;
       try {
-        ({ replies } = await (entry.trace === undefined || tracer === undefined
+        result = await (entry.trace === undefined || tracer === undefined
           ? pipeline.run(query, entry)
           : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {
               entry.traceHeaders = headers;
               return pipeline.run(query, entry);
-            })));
+            }));
+        // Handled here, whatever becomes of the turn: a late answer's write is not waited for.
+        const { saved } = result;
+        if (saved !== undefined)
+          result = {
+            replies: result.replies,
+            saved: saved.catch((err: unknown) => entry.logger.warn({ err }, 'pipeline write failed')),
+          };
       } catch (error) {
         replyStream?.cancel();
         // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
@@ -282,7 +288,7 @@ export function createController(options: ControllerOptions): Controller {
       }
       // The preview in flight ends first, so that the final send edits the message it posted.
       const draft = await replyStream?.finish();
-      if (!entry.decided) await settlement.answered(entry, query, replies, draft);
+      if (!entry.decided) await settlement.answered(entry, query, result, draft);
     } catch (err) {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {

@@ -6,6 +6,7 @@ import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
 import type { OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
+import type { PipelineResult } from './ports/pipeline.js';
 import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
 import type { Delivery } from './ports/reply-outbox.js';
 import type { RunningTurn } from './running-turn.js';
@@ -38,8 +39,10 @@ export interface TurnSettlement {
    * The pipeline answered: its replies are stored in the outbox (with `draft`, the preview of a
    * streamed answer, for the final send to edit), then the turn completes; the messages' outcome
    * is recorded when the delivery ends (reply-sender.ts). Without replies the messages complete at once.
+   * The turn completes only once the run's own write (`PipelineResult.saved`, which must not
+   * reject) landed too.
    */
-  answered(entry: RunningTurn, query: Query, replies: Reply[], draft?: string): Promise<void>;
+  answered(entry: RunningTurn, query: Query, result: PipelineResult, draft?: string): Promise<void>;
   /** The pipeline failed: abandoned when the drain aborted it, else retried or dead-lettered. */
   failed(entry: RunningTurn, policy: PipelinePolicy, error: unknown): Promise<void>;
   /** The turn's pipeline is no longer configured: its messages are dropped. */
@@ -188,11 +191,16 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
   }
 
   return {
-    async answered(entry, query, replies, draft) {
+    async answered(entry, query, { replies, saved }, draft) {
       entry.decided = true;
       const { turn } = entry;
+      /** Frees the session for its next turn, which may read what the run wrote. */
+      const complete = async () => {
+        await saved;
+        return settle(entry, () => pool.complete(turn));
+      };
       if (replies.length === 0) {
-        if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
+        if (!held(entry, await complete())) return;
         recordAll(turn.messages, 'completed', { turn, replies });
         ended(entry, 'completed');
         return;
@@ -206,7 +214,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         if (!held(entry, stored === 'lost' ? stored : 'settled')) return;
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be stored');
-        if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
+        if (!held(entry, await complete())) return;
         recordAll(turn.messages, 'dead_lettered', {
           reason: 'delivery_failed',
           turn,
@@ -216,7 +224,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         ended(entry, 'dead_lettered');
         return;
       }
-      if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
+      if (!held(entry, await complete())) return;
       observer?.repliesStored?.(delivery);
       ended(entry, 'completed');
     },

@@ -92,6 +92,40 @@ describe('controller', () => {
     });
   });
 
+  describe('when a run hands back a write it did not wait for (`saved`: the openai history)', () => {
+    it("starts the session's next turn only once that write landed", async () => {
+      const h = createHarness();
+      h.controller.start();
+      await h.send('A', 'a1');
+      await h.send('A', 'a2');
+      await settle();
+      let land: () => void = () => {};
+      const saved = new Promise<void>((resolve) => {
+        land = resolve;
+      });
+      h.run('a1').resolve(undefined, saved);
+      await settle();
+      // The reply is stored and sent; the session stays held for the write the next turn may read.
+      expect(h.delivered.map((sent) => sent.replies)).toEqual([[{ text: 'a1' }]]);
+      expect(h.events).not.toContain('start:a2');
+      land();
+      await settle();
+      expect(h.events).toContain('start:a2');
+    });
+
+    it('logs a write that failed and completes the turn: the answer stands', async () => {
+      const logger = capturingLogger();
+      const h = createHarness({ logger });
+      h.controller.start();
+      await h.send('A', 'a1');
+      await settle();
+      h.run('a1').resolve(undefined, Promise.reject(new Error('disk I/O error')));
+      await settle();
+      expect(h.outcomes.map((o) => [o.kind, o.message.text])).toEqual([['completed', 'a1']]);
+      expect(logger.lines).toContain('warn pipeline write failed');
+    });
+  });
+
   describe('when a pipeline fails with a retryable error', () => {
     it('retries after 5 s × 2^(n−1) (jitter neutral) keeping the message ahead of later ones', async () => {
       const h = createHarness({ random: () => 0.5 });

@@ -6,6 +6,7 @@ import {
   type Logger,
   type Outcome,
   type PipelinePolicyInput,
+  type PipelineResult,
   PipelinePolicySchema,
   type Query,
   type QueryPool,
@@ -43,7 +44,8 @@ export function message(
 export interface PendingRun {
   query: Query;
   signal: AbortSignal;
-  resolve(replies?: Reply[]): void;
+  /** Answers with `replies` (default: the text), and `saved` as the run's write not waited for. */
+  resolve(replies?: Reply[], saved?: Promise<void>): void;
   reject(error: unknown): void;
 }
 
@@ -118,13 +120,13 @@ export function createHarness(options: HarnessOptions = {}) {
             settle();
             return Promise.resolve({ replies: [{ text: query.text }] });
           }
-          return new Promise<{ replies: Reply[] }>((resolve, reject) => {
+          return new Promise<PipelineResult>((resolve, reject) => {
             runs.push({
               query,
               signal,
-              resolve: (replies = [{ text: query.text }]) => {
+              resolve: (replies = [{ text: query.text }], saved) => {
                 settle();
-                resolve({ replies });
+                resolve(saved === undefined ? { replies } : { replies, saved });
               },
               reject: (error) => {
                 settle();

@@ -80,9 +80,9 @@ type ChatMessage = { role: 'system'; content: string } | HistoryEntry;
 /**
  * A pipeline that asks an OpenAI-compatible chat-completions endpoint: the system prompt, the
  * session's last `history_turns` exchanges, then the turn's text; the first choice is the reply.
- * The exchange is appended to the history after a successful answer. The call is a plain JSON
- * POST (post-json.ts; the protocol is small, and the SDK's per-call cost was a fifth of the
- * gateway's CPU per message). Failures map like the `http` pipeline's, plus 409 (OpenAI's lock
+ * The exchange is appended to the history after a successful answer (`saved`: the session's next
+ * turn waits for it). The call is a plain JSON POST (post-json.ts; the protocol is small, and the
+ * SDK's per-call cost was a fifth of the gateway's CPU per message). Failures map like the `http` pipeline's, plus 409 (OpenAI's lock
  * timeout) as retryable; the API key never appears in an error.
  */
 export function createOpenAIPipeline(
@@ -135,18 +135,18 @@ export function createOpenAIPipeline(
         'pipeline answered',
       );
 
-      if (historyLimit > 0) {
-        try {
-          await history.append(query.session, id, [
-            { role: 'user', content: query.text },
-            { role: 'assistant', content: text },
-          ]);
-        } catch (err) {
+      if (historyLimit === 0) return { replies: [{ text }] };
+      // Not waited for here: handed to the controller, it joins the commit storing the reply.
+      const saved = history
+        .append(query.session, id, [
+          { role: 'user', content: query.text },
+          { role: 'assistant', content: text },
+        ])
+        .catch((err: unknown) => {
           // The user already has an answer; failing the turn would re-ask the model and reply twice.
           logger.warn({ err, pipeline: id }, 'history append failed');
-        }
-      }
-      return { replies: [{ text }] };
+        });
+      return { replies: [{ text }], saved };
     },
   };
 

@@ -125,7 +125,9 @@ describe('createOpenAIPipeline', () => {
 
       const result = await pipeline.run(query, runContext());
 
-      expect(result).toEqual({ replies: [{ text: 'It is noon.' }] });
+      expect(result.replies).toEqual([{ text: 'It is noon.' }]);
+      // Handed to the controller rather than waited for, so that it joins the commit of the reply.
+      await result.saved;
       expect(history.entries(query.session, 'assistant')).toEqual([
         { role: 'user', content: 'what time is it?' },
         { role: 'assistant', content: 'It is noon.' },
@@ -219,7 +221,7 @@ describe('createOpenAIPipeline', () => {
           : completion('moved'),
       );
 
-      expect(await pipeline.run(queryOf(['hi']), runContext())).toEqual({ replies: [{ text: 'moved' }] });
+      expect((await pipeline.run(queryOf(['hi']), runContext())).replies).toEqual([{ text: 'moved' }]);
       expect(server.requests.map((request) => [request.method, request.url])).toEqual([
         ['POST', '/v1/chat/completions'],
         ['POST', '/v2/chat/completions'],
@@ -286,7 +288,7 @@ describe('createOpenAIPipeline', () => {
       });
       const pipeline = createOpenAIPipeline('assistant', options, { history: createMemoryHistoryStore() });
 
-      expect(await pipeline.run(queryOf(['hi']), runContext())).toEqual({ replies: [{ text: 'ok' }] });
+      expect((await pipeline.run(queryOf(['hi']), runContext())).replies).toEqual([{ text: 'ok' }]);
       expect(server.requests[0]?.url).toBe('/v1/chat/completions');
     });
   });
@@ -404,7 +406,8 @@ describe('createOpenAIPipeline with stream: true', () => {
 
       expect(fake.requests[0]?.body).toMatchObject({ model: 'gpt-test', stream: true });
       expect(deltas).toEqual(['Hel', 'lo', ', ', 'world']);
-      expect(result).toEqual({ replies: [{ text: 'Hello, world' }] });
+      expect(result.replies).toEqual([{ text: 'Hello, world' }]);
+      await result.saved;
       expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([
         { role: 'user', content: 'hi' },
         { role: 'assistant', content: 'Hello, world' },
@@ -413,7 +416,7 @@ describe('createOpenAIPipeline with stream: true', () => {
 
     it('still answers whole when the channel shows no previews (no stream callback)', async () => {
       const { pipeline } = await streaming({ tokens: ['a', 'b'] });
-      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toMatchObject({
         replies: [{ text: 'ab' }],
       });
     });
@@ -424,7 +427,7 @@ describe('createOpenAIPipeline with stream: true', () => {
       const { fake, pipeline } = await streaming({ tokens: ['a', 'b'], endDelayMs: 50 });
 
       for (const call of [1, 2, 3, 4, 5, 6]) {
-        await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+        await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toMatchObject({
           replies: [{ text: 'ab' }],
         });
         // The turn answers at [DONE]; the next call comes once this body has ended.
@@ -441,7 +444,7 @@ describe('createOpenAIPipeline with stream: true', () => {
     it('answers at once, without waiting for its end', async () => {
       const { pipeline } = await streaming({ tokens: ['a', 'b'], endDelayMs: 60_000 });
 
-      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toMatchObject({
         replies: [{ text: 'ab' }],
       });
     });
