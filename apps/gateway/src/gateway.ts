@@ -192,9 +192,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     events: {
       subscribeOutcomes: (listener) =>
         unsubscribeAll(
-          // The final status is a store write too: it joins the commit that ends the message.
+          // In the outbox's file, the final status joins the commit that ends the message;
+          // elsewhere it is written once that commit succeeded.
           outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed), {
-            stores: true,
+            stores: stores.recordsShareOutboxCommit ?? false,
           }),
           relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
         ),

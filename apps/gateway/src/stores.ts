@@ -64,6 +64,12 @@ export interface Stores extends RecordStores {
    * `store: redis`.
    */
   outbox: ReplyOutbox;
+  /**
+   * Whether the records are written through the outbox's group commit (`store: sqlite` with the
+   * audit in the same file): a delivery's removal, its audit record and its final message status
+   * then commit together.
+   */
+  recordsShareOutboxCommit?: boolean;
   /** The clock the reply sender claims by: the Redis server's with `store: redis`, else this host's. */
   outboxNow?: () => number;
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
@@ -191,6 +197,7 @@ export async function openStores(config: Config, logger: Logger): Promise<Stores
     // In the file that journals the pool: a settlement's outbox row and journal removal, and a
     // delivery's removal and audit record, go through one group commit.
     outbox: file.outbox,
+    recordsShareOutboxCommit: sharesFile,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
     channelLeases: () => processLeases,

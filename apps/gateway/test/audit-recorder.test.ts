@@ -216,6 +216,24 @@ describe('audit recorder', () => {
       expect((await memory.query({ limit: 10 })).items).toHaveLength(1);
     });
 
+    it('writes one record when it is recorded again while the first write is still under way', async () => {
+      const memory = createMemoryAuditLog();
+      let land: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        land = resolve;
+      });
+      const auditLog: AuditLog = { ...memory, append: (record) => held.then(() => memory.append(record)) };
+      const bus = onBus(auditLog);
+      const failed = Promise.resolve(false);
+      bus.record(failedDelivery, failed);
+      await failed;
+      bus.record(failedDelivery, Promise.resolve(true));
+      land();
+      await held;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect((await memory.query({ limit: 10 })).items).toHaveLength(1);
+    });
+
     it('records the same message again once its earlier dead letter committed (a replay that failed again)', async () => {
       const auditLog = createMemoryAuditLog();
       const bus = onBus(auditLog);

@@ -61,3 +61,29 @@ describe.skipIf(!reachable)('openStores', () => {
     });
   });
 });
+
+describe('openStores', () => {
+  describe('when the store is sqlite', () => {
+    it('writes the records through the outbox commit only when the audit is in the same file', async () => {
+      const folder = folderOfTest();
+      const opened = async (audit: object) => {
+        const stores = await openStores(
+          ConfigSchema.parse({ store: { kind: 'sqlite', path: join(folder, 'data.db') }, audit }),
+          silentLogger,
+        );
+        cleanups.push(() => stores.close());
+        return stores.recordsShareOutboxCommit;
+      };
+      expect(await opened({ kind: 'sqlite' })).toBe(true);
+      expect(await opened({ kind: 'sqlite', path: join(folder, 'audit.db') })).toBe(false);
+    });
+  });
+
+  describe('when the store is memory', () => {
+    it('has no commit for the records to share', async () => {
+      const stores = await openStores(ConfigSchema.parse({ store: { kind: 'memory' } }), silentLogger);
+      cleanups.push(() => stores.close());
+      expect(stores.recordsShareOutboxCommit ?? false).toBe(false);
+    });
+  });
+});

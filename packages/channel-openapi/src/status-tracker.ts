@@ -27,9 +27,10 @@ export type EventOrigin = 'local' | 'relayed';
  */
 export interface ChannelEvents {
   /**
-   * Calls `listener` with every final outcome; returns the function that unsubscribes. A local
-   * outcome whose ending store write is under way comes with `committed` (`OutcomeSink.record`):
-   * in the tick of that write, so that the final status joins its commit.
+   * Calls `listener` with every final outcome; returns the function that unsubscribes. Where the
+   * statuses share the commit of the write ending a local outcome, the outcome comes with
+   * `committed` (`OutcomeSink.record`), in the tick of that write, so that the final status joins
+   * its commit.
    */
   subscribeOutcomes(
     listener: (outcome: Outcome, origin?: EventOrigin, committed?: Promise<boolean>) => void,
@@ -87,8 +88,9 @@ export interface StatusWatch {
 
 /**
  * Keeps the status of this channel's messages current — queued on acceptance, running when a turn
- * starts, in memory; final on the outcome, in memory and then in the store — and tells waiting
- * requests when a message is final.
+ * starts, in memory; final on the outcome, in the store and in memory (with `committed`, in
+ * memory once the commit ending the message succeeded) — and tells waiting requests when a
+ * message is final.
  */
 export interface StatusTracker {
   /** Watches `id`; call before `ingress.accept`, so that a fast pipeline cannot finish unseen. */
@@ -190,7 +192,7 @@ interface Tracked {
   writing: Promise<void> | undefined;
   /** Another replica's outcome for it arrived: its final status is that replica's to write. */
   endedElsewhere: boolean;
-  /** A final status was written (or is being written): later writes wait for the earlier ones. */
+  /** A final status was written (or is being written): later ones wait for the earlier writes. */
   wroteFinal: boolean;
 }
 
@@ -281,15 +283,15 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   }
 
   /**
-   * Writes `status` after the message's earlier writes, so the store ends with the latest one. The
-   * first final status is written at once: the store keeps a final status over a non-final one in
-   * either order (`replacesStatus`), and issued in the tick of the outcome it joins the commit
-   * that ends the message rather than one after the `pending` write before it.
+   * Writes `status` after the message's earlier writes, so the store ends with the latest one.
+   * `joining` the commit that ends the message, the first final status is written at once rather
+   * than in a commit after the `pending` write before it: that store applies `replacesStatus`
+   * (a final status over a non-final one, in either order) within its commit.
    */
-  function write(id: string, entry: Tracked, status: MessageStatus): Promise<void> {
+  function write(id: string, entry: Tracked, status: MessageStatus, joining = false): Promise<void> {
     const previous = entry.writing;
-    const first = isFinalStatus(status) && !entry.wroteFinal;
-    if (first) entry.wroteFinal = true;
+    const first = joining && isFinalStatus(status) && !entry.wroteFinal;
+    if (isFinalStatus(status)) entry.wroteFinal = true;
     const written =
       previous === undefined || first ? statuses.put(status) : previous.then(() => statuses.put(status));
     const landed = () => {
@@ -328,7 +330,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     const entry = entryOf(id);
     const status = finalStatus(outcome, entry.status, now());
     if (committed === undefined) entry.status = status;
-    const written = write(id, entry, status).catch((err: unknown) =>
+    const written = write(id, entry, status, committed !== undefined).catch((err: unknown) =>
       log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed'),
     );
     const ended = committed === undefined ? Promise.resolve(true) : committed.catch(() => false);

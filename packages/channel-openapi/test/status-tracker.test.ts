@@ -167,18 +167,22 @@ describe('status tracker', () => {
   });
 
   describe('when the outcome comes with the commit that ends the message (an outbox of this process)', () => {
-    it('writes the final status in that tick, not behind the pending write, and answers once both committed', async () => {
+    it('writes the final status in that tick, not behind the pending write, and answers once that commit succeeded', async () => {
       const { tracker, store, statuses, writes, startTurn, complete, storeReplies } = trackerHarness();
-      let commit: () => void = () => {};
-      const committing = new Promise<void>((resolve) => {
-        commit = resolve;
+      let landPending: () => void = () => {};
+      const pendingHeld = new Promise<void>((resolve) => {
+        landPending = resolve;
       });
-      // Both writes wait for one commit, as writes issued in one tick of the SQLite store do.
+      // The pending write hangs; the final one lands at once.
       statuses.put = async (status) => {
-        writes.push(status.status);
-        await committing;
+        writes.push(status.delivery ?? 'none');
+        if (status.delivery === 'pending') await pendingHeld;
         await store.put(status);
       };
+      let commit: (done: boolean) => void = () => {};
+      const committed = new Promise<boolean>((resolve) => {
+        commit = resolve;
+      });
       const watch = tracker.watch(message.id);
       let answered = false;
       const waited = watch.wait(1000).finally(() => {
@@ -186,19 +190,43 @@ describe('status tracker', () => {
       });
       startTurn();
       storeReplies([{ text: 'on its way' }]);
-      complete(
-        'completed',
-        message,
-        [{ text: 'on its way' }],
-        committing.then(() => true),
-      );
-      expect(writes).toEqual(['completed', 'completed']);
+      complete('completed', message, [{ text: 'on its way' }], committed);
+      expect(writes).toEqual(['pending', 'delivered']);
+      await eventually(async () => (await store.get(message.id))?.delivery === 'delivered');
+      // Written, but the commit ending the message has not succeeded: nobody is told yet.
       await new Promise((resolve) => setImmediate(resolve));
       expect(answered).toBe(false);
-      commit();
+      expect((await tracker.current(message.id))?.delivery).toBe('pending');
+      commit(true);
       const final = await waited;
       expect(final?.status).toMatchObject({ status: 'completed', delivery: 'delivered' });
+      // The pending write landing last does not replace the final status.
+      landPending();
+      await new Promise((resolve) => setImmediate(resolve));
       expect(await store.get(message.id)).toMatchObject({ status: 'completed', delivery: 'delivered' });
+    });
+
+    it('without that commit (statuses in another store), writes the final status only after the pending one landed', async () => {
+      const { tracker, store, statuses, writes, startTurn, complete, storeReplies } = trackerHarness();
+      let landPending: () => void = () => {};
+      const pendingHeld = new Promise<void>((resolve) => {
+        landPending = resolve;
+      });
+      statuses.put = async (status) => {
+        writes.push(status.delivery ?? 'none');
+        if (status.delivery === 'pending') await pendingHeld;
+        await store.put(status);
+      };
+      const watch = tracker.watch(message.id);
+      startTurn();
+      storeReplies([{ text: 'on its way' }]);
+      complete('completed', message, [{ text: 'on its way' }]);
+      await new Promise((resolve) => setImmediate(resolve));
+      // A store outside the commit (the Redis audit outbox) may not order them itself.
+      expect(writes).toEqual(['pending']);
+      landPending();
+      expect((await watch.wait(1000))?.status).toMatchObject({ delivery: 'delivered' });
+      expect(writes).toEqual(['pending', 'delivered']);
     });
 
     it('answers nothing and reads as before while that commit fails; the outcome recorded again answers', async () => {

@@ -273,7 +273,7 @@ export function createController(options: ControllerOptions): Controller {
         const { saved } = result;
         if (saved !== undefined)
           result = {
-            replies: result.replies,
+            ...result,
             saved: saved.catch((err: unknown) => entry.logger.warn({ err }, 'pipeline write failed')),
           };
       } catch (error) {

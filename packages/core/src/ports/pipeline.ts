@@ -25,9 +25,9 @@ export interface PipelineResult {
   replies: Reply[];
   /**
    * A store write the run issued as it returned and did not wait for (the `openai` pipeline's
-   * history): the session's next turn starts only once it landed, and with `store: sqlite` it
-   * joins the commit that stores the replies instead of taking one of its own. A rejection is
-   * logged and ends nothing: the answer stands.
+   * history): the session's next turn starts only once it landed. In the SQLite file that holds
+   * the outbox it joins the commit storing the replies instead of taking one of its own. A
+   * rejection is logged and ends nothing: the answer stands.
    */
   saved?: Promise<void>;
 }
