@@ -128,6 +128,23 @@ function trackerHarness(
   return { store, statuses: counting, writes, reads, tracker, startTurn, complete, relayed, storeReplies };
 }
 
+/**
+ * Makes `statuses` hold a `pending` write until the returned function is called, while the others
+ * land at once; `writes` logs each write's delivery state.
+ */
+function holdPendingWrite(statuses: MessageStatusStore, store: MessageStatusStore, writes: string[]) {
+  let landPending: () => void = () => {};
+  const pendingHeld = new Promise<void>((resolve) => {
+    landPending = resolve;
+  });
+  statuses.put = async (status) => {
+    writes.push(status.delivery ?? 'none');
+    if (status.delivery === 'pending') await pendingHeld;
+    await store.put(status);
+  };
+  return landPending;
+}
+
 describe('status tracker', () => {
   describe('when the replies wait in the outbox, then are delivered', () => {
     it('reads completed with delivery pending (stored, the watch still waiting), then delivered with the replies', async () => {
@@ -169,16 +186,7 @@ describe('status tracker', () => {
   describe('when the outcome comes with the commit that ends the message (an outbox of this process)', () => {
     it('writes the final status in that tick, not behind the pending write, and answers once that commit succeeded', async () => {
       const { tracker, store, statuses, writes, startTurn, complete, storeReplies } = trackerHarness();
-      let landPending: () => void = () => {};
-      const pendingHeld = new Promise<void>((resolve) => {
-        landPending = resolve;
-      });
-      // The pending write hangs; the final one lands at once.
-      statuses.put = async (status) => {
-        writes.push(status.delivery ?? 'none');
-        if (status.delivery === 'pending') await pendingHeld;
-        await store.put(status);
-      };
+      const landPending = holdPendingWrite(statuses, store, writes);
       let commit: (done: boolean) => void = () => {};
       const committed = new Promise<boolean>((resolve) => {
         commit = resolve;
@@ -208,15 +216,7 @@ describe('status tracker', () => {
 
     it('without that commit (statuses in another store), writes the final status only after the pending one landed', async () => {
       const { tracker, store, statuses, writes, startTurn, complete, storeReplies } = trackerHarness();
-      let landPending: () => void = () => {};
-      const pendingHeld = new Promise<void>((resolve) => {
-        landPending = resolve;
-      });
-      statuses.put = async (status) => {
-        writes.push(status.delivery ?? 'none');
-        if (status.delivery === 'pending') await pendingHeld;
-        await store.put(status);
-      };
+      const landPending = holdPendingWrite(statuses, store, writes);
       const watch = tracker.watch(message.id);
       startTurn();
       storeReplies([{ text: 'on its way' }]);
