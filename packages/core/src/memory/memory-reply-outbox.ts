@@ -37,9 +37,12 @@ const headOf = (queue: ChatQueue) => queue.deliveries.peek() as Stored;
 /**
  * A `ReplyOutbox` in process memory: survives nothing (at shutdown the gateway records what is
  * left as `dropped/shutdown`). Deliveries are copied in (deeply, as a durable store would
- * serialize them) and handed out as shallow copies that the holder reads and does not change. A claim is O(log n) in the channel's chats, as the pool's is.
+ * serialize them) and handed out as shallow copies that the holder reads and does not change. A
+ * claim is O(log n) in the channel's chats, as the pool's is. `now` is the clock an ended id is
+ * remembered by (`rememberForMs`): the one the reply sender claims by.
  */
-export function createMemoryReplyOutbox(): ReplyOutbox {
+export function createMemoryReplyOutbox(options: { now?: () => number } = {}): ReplyOutbox {
+  const now = options.now ?? Date.now;
   const channels = new Map<string, ChannelQueues>();
   const ids = new Set<string>();
   // Ended deliveries whose id is remembered (`rememberForMs`).
@@ -82,7 +85,7 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
     if (head !== undefined) {
       ids.delete(head.delivery.id);
       const { rememberForMs } = head.delivery;
-      if (rememberForMs !== undefined) ended.add(head.delivery.id, rememberForMs, Date.now());
+      if (rememberForMs !== undefined) ended.add(head.delivery.id, rememberForMs, now());
     }
     queues.count -= 1;
     queue.claimToken = null;
@@ -98,7 +101,7 @@ export function createMemoryReplyOutbox(): ReplyOutbox {
     shared: false,
 
     async add(delivery): Promise<AddResult> {
-      if (ids.has(delivery.id) || ended.has(delivery.id, Date.now())) return 'duplicate';
+      if (ids.has(delivery.id) || ended.has(delivery.id, now())) return 'duplicate';
       const stored = { delivery: plainCopy(delivery), seq: ++lastSeq };
       ids.add(delivery.id);
       const queues = channelOf(delivery.channel);
