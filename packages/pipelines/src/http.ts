@@ -11,7 +11,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
-import { type RemoteAnswer, discard, headerOf, postJson, textOf } from './post-json.js';
+import { type RemoteAnswer, discard, drainRest, headerOf, postJson, textOf } from './post-json.js';
 import { abortError, brokenStream, excerptOf, remoteCall, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
 import { type StreamFormat, streamFormatOf } from './stream-events.js';
@@ -86,16 +86,23 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
     onDelta: ((delta: string) => void) | undefined,
     signal: AbortSignal,
   ): Promise<PipelineResult> {
+    let whole = false;
     try {
-      return await readStreamedReply(id, responseBody, format, onDelta, mask);
+      // Not destroyed when the read leaves at the replies: the rest is drained below.
+      const body = responseBody.iterator({ destroyOnReturn: false });
+      const result = await readStreamedReply(id, body, format, onDelta, mask);
+      whole = true;
+      return result;
     } catch (error) {
       if (isSwitchboardError(error)) throw error;
       if (signal.aborted) throw abortError(id, signal, error);
       const reason = error instanceof Error ? error.message : String(error);
       throw brokenStream(id, excerptOf(reason, mask), error);
     } finally {
-      // Unread when the replies came before the end, or the read failed: frees the connection.
-      discard(responseBody);
+      // After the replies the answer is whole: what may follow is read in the background, so the
+      // connection serves the next call without the turn waiting for it. After a failure: cut.
+      if (whole) drainRest(responseBody);
+      else discard(responseBody);
     }
   }
 }

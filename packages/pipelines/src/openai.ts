@@ -49,9 +49,6 @@ export interface OpenAIPipelineDeps {
   history: HistoryStore;
 }
 
-/** How long the rest of a stream after `[DONE]` may take to end before its connection is cut. */
-const DRAIN_AFTER_DONE_MS = 1000;
-
 /** The part of a chat completion this pipeline reads: the first choice's text. */
 const CompletionSchema = z.object({
   choices: z.array(
@@ -228,7 +225,7 @@ export function createOpenAIPipeline(
       // After [DONE] the answer is whole: the rest (the body's end, usually at once) is read in
       // the background so the connection serves the next call, and the turn does not wait for it.
       // After a failure: cut.
-      if (done) drainRest(body, DRAIN_AFTER_DONE_MS);
+      if (done) drainRest(body);
       else discard(body);
     }
     if (!finished) throw brokenStream(id, 'the stream ended before a chunk with finish_reason');

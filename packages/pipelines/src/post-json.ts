@@ -122,11 +122,14 @@ export function discard(body: RemoteAnswer['body']): void {
   body.destroy();
 }
 
+/** How long the rest of a body whose answer is complete is read before it is cut. */
+const DRAIN_GRACE_MS = 1000;
+
 /**
  * What is left of a body whose answer is complete, read in the background so that its connection
  * can serve the next call, and cut after `graceMs` (a server may keep it open).
  */
-export function drainRest(body: RemoteAnswer['body'], graceMs: number): void {
+export function drainRest(body: RemoteAnswer['body'], graceMs = DRAIN_GRACE_MS): void {
   body.on('error', () => {});
   const cut = setTimeout(() => body.destroy(), graceMs);
   cut.unref();

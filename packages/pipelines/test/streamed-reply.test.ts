@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isSwitchboardError } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpPipelineOptionsSchema, createHttpPipeline } from '../src/http.js';
 import { MAX_LINE_CHARS } from '../src/stream-events.js';
@@ -150,6 +151,58 @@ describe('createHttpPipeline streaming', () => {
         code: 'SB_PIPELINE_FAILED',
         retryable: true,
         message: expect.stringContaining('pipeline bot: broken stream: '),
+      });
+    });
+  });
+
+  describe('when the body goes on after the replies', () => {
+    const servers: ReturnType<typeof createServer>[] = [];
+    afterEach(() => {
+      for (const server of servers.splice(0)) {
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+
+    /** An endpoint that sends the replies, then ends the body `endDelayMs` later; counts connections. */
+    async function trailingEnd(endDelayMs: number) {
+      let connections = 0;
+      let ended = 0;
+      const server = createServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        response.write(ndjson({ delta: 'a' }, { replies: [{ text: 'a' }] }));
+        setTimeout(() => response.end(ndjson({ delta: 'ignored' }), () => (ended += 1)), endDelayMs);
+      });
+      server.on('connection', () => {
+        connections += 1;
+      });
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      const pipeline = createHttpPipeline(
+        'bot',
+        HttpPipelineOptionsSchema.parse({ type: 'http', url: `http://127.0.0.1:${port}/answer` }),
+      );
+      return { pipeline, connections: () => connections, ended: () => ended };
+    }
+
+    it('reads the rest after the answer, so that later calls reuse the connection', async () => {
+      const { pipeline, connections, ended } = await trailingEnd(50);
+      for (const call of [1, 2, 3, 4, 5, 6]) {
+        await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+          replies: [{ text: 'a' }],
+        });
+        // The turn answers at the replies; the next call comes once this body has ended.
+        await eventually(() => ended() === call, 5_000, `answer ${call} ended`);
+      }
+      // A body cut at the replies would cost a connection per call; one may race its hand-back.
+      expect(connections()).toBeLessThanOrEqual(2);
+    });
+
+    it('answers at once, without waiting for the end of a body held open', async () => {
+      const { pipeline } = await trailingEnd(60_000);
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+        replies: [{ text: 'a' }],
       });
     });
   });
