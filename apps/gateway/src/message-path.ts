@@ -110,7 +110,7 @@ export async function messagePath(
     turns,
     replies: trail?.outcome?.replies.length
       ? trail.outcome.replies
-      : keptReplies(status?.replies, sources.storeText, TRAIL_REPLY_LIMITS),
+      : [...keptReplies(status?.replies, sources.storeText, TRAIL_REPLY_LIMITS)],
     outcome,
     audit: page.items.map(auditView),
     sources: { audit: newest !== undefined, status: status !== null, trail: trail !== null },

@@ -1,5 +1,6 @@
 import type { AuditConfig } from '@switchboard/config';
 import type { ControllerObserver, InboundMessage, Outcome, Reply, TurnResult } from '@switchboard/core';
+import { NO_REPLIES, boundedText, keptReplies } from './stored-text.js';
 
 /** Messages the trail remembers; past it the oldest is forgotten. */
 const DEFAULT_MAX_MESSAGES = 1_000;
@@ -66,17 +67,6 @@ export interface MessageTrail {
   /** What the trail holds of a message, or null when it never passed here or was forgotten. */
   get(messageId: string): TrailEntry | null;
 }
-
-/**
- * `text` itself when it is within `maxChars`, else its first `maxChars` characters as a string of
- * their own: V8 makes a slice a view that keeps the whole text alive, which would leave the trail's
- * memory unbounded. JSON round-trips every string exactly, lone surrogates included.
- */
-export function boundedText(text: string, maxChars: number): string {
-  return text.length <= maxChars ? text : JSON.parse(JSON.stringify(text.slice(0, maxChars)));
-}
-
-const NO_REPLIES: readonly Reply[] = Object.freeze([]);
 
 /** One run of a turn as recorded; `turnView` makes the `TrailTurn` the API answers. */
 class TrailRun {
@@ -194,21 +184,6 @@ function entryView(record: TrailRecord): TrailEntry {
 }
 
 /**
- * `replies` within `TRAIL_REPLY_LIMITS`: the same array when none is longer and they are few (the
- * usual case).
- */
-function boundedReplies(replies: readonly Reply[]): readonly Reply[] {
-  const { maxReplies, maxChars } = TRAIL_REPLY_LIMITS;
-  const few = replies.length > maxReplies ? replies.slice(0, maxReplies) : replies;
-  for (const reply of few) {
-    if (reply.text.length > maxChars) {
-      return few.map((each) => ({ ...each, text: boundedText(each.text, maxChars) }));
-    }
-  }
-  return few;
-}
-
-/**
  * A bounded, in-memory trail of recent messages: which turns ran them, each attempt's result and
  * retry wait, the other messages of their turn, their outcome. Per replica and lost on restart
  * (the audit log and the status store are what survives); with a shared pool a turn run by
@@ -312,10 +287,7 @@ export function createMessageTrail(options: {
       record.rule = outcome.rule ?? null;
       record.pipeline = outcome.pipeline ?? null;
       record.error = outcome.error ?? null;
-      record.replies =
-        options.storeText === 'full' && outcome.replies !== undefined
-          ? boundedReplies(outcome.replies)
-          : NO_REPLIES;
+      record.replies = keptReplies(outcome.replies, options.storeText, TRAIL_REPLY_LIMITS);
       record.outcomeAt = outcome.at;
     },
     get(messageId) {

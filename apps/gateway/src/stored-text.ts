@@ -11,20 +11,34 @@ export function keptText(text: string, storeText: StoreText): string | null {
 }
 
 /**
+ * `text` itself when it is within `maxChars`, else its first `maxChars` characters as a string of
+ * their own: V8 makes a slice a view that keeps the whole text alive, which would leave what is
+ * kept in memory unbounded. JSON round-trips every string exactly, lone surrogates included.
+ */
+export function boundedText(text: string, maxChars: number): string {
+  return text.length <= maxChars ? text : JSON.parse(JSON.stringify(text.slice(0, maxChars)));
+}
+
+/** No replies, shared. */
+export const NO_REPLIES: readonly Reply[] = Object.freeze([]);
+
+/**
  * Replies as the admin views may show them: only under `full` (a reply quotes and answers the
- * text, so it is as private), at most `maxReplies`, each cut to `maxChars`.
+ * text, so it is as private), at most `maxReplies`, each cut to `maxChars` — the same array when
+ * none is cut (the usual case).
  */
 export function keptReplies(
   replies: readonly Reply[] | undefined,
   storeText: StoreText,
   limits: { maxReplies: number; maxChars: number },
-): Reply[] {
-  if (storeText !== 'full' || replies === undefined) return [];
-  return replies
-    .slice(0, limits.maxReplies)
-    .map((reply) =>
-      reply.text.length > limits.maxChars ? { ...reply, text: reply.text.slice(0, limits.maxChars) } : reply,
-    );
+): readonly Reply[] {
+  if (storeText !== 'full' || replies === undefined) return NO_REPLIES;
+  const few = replies.length > limits.maxReplies ? replies.slice(0, limits.maxReplies) : replies;
+  for (const reply of few) {
+    if (reply.text.length > limits.maxChars)
+      return few.map((each) => ({ ...each, text: boundedText(each.text, limits.maxChars) }));
+  }
+  return few;
 }
 
 /** A dead letter's message as `audit.store_text` lets the audit log keep it. */
