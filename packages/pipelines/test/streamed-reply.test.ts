@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { type RequestListener, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
@@ -23,6 +23,27 @@ async function streaming(contentType: string, body: string) {
 }
 
 const ndjson = (...objects: unknown[]) => objects.map((object) => `${JSON.stringify(object)}\n`).join('');
+
+const rawServers: Server[] = [];
+afterEach(() => {
+  for (const server of rawServers.splice(0)) {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+/** An http pipeline whose endpoint is `handler` on a node:http server of its own, closed after the test. */
+async function pipelineOn(handler: RequestListener) {
+  const server = createServer(handler);
+  rawServers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const pipeline = createHttpPipeline(
+    'bot',
+    HttpPipelineOptionsSchema.parse({ type: 'http', url: `http://127.0.0.1:${port}/answer` }),
+  );
+  return { pipeline, server };
+}
 
 describe('createHttpPipeline streaming', () => {
   describe('when the endpoint answers application/x-ndjson', () => {
@@ -128,24 +149,12 @@ describe('createHttpPipeline streaming', () => {
   });
 
   describe('when the connection is cut mid-stream', () => {
-    const servers: ReturnType<typeof createServer>[] = [];
-    afterEach(() => {
-      for (const server of servers.splice(0)) server.close();
-    });
-
     it('fails retryably as a broken stream', async () => {
-      const server = createServer((_request, response) => {
+      const { pipeline } = await pipelineOn((_request, response) => {
         response.writeHead(200, { 'content-type': 'application/x-ndjson' });
         // A FIN inside the chunked body, once the first line is out.
         response.write(ndjson({ delta: 'a' }), () => response.socket?.end());
       });
-      servers.push(server);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const { port } = server.address() as AddressInfo;
-      const pipeline = createHttpPipeline(
-        'bot',
-        HttpPipelineOptionsSchema.parse({ type: 'http', url: `http://127.0.0.1:${port}/answer` }),
-      );
       const error = await rejectionOf(pipeline.run(queryOf(['hi']), runContext()));
       expect(error).toMatchObject({
         code: 'SB_PIPELINE_FAILED',
@@ -156,19 +165,11 @@ describe('createHttpPipeline streaming', () => {
   });
 
   describe('when the body goes on after the replies', () => {
-    const servers: ReturnType<typeof createServer>[] = [];
-    afterEach(() => {
-      for (const server of servers.splice(0)) {
-        server.closeAllConnections();
-        server.close();
-      }
-    });
-
     /** An endpoint that sends the replies, then ends the body `endDelayMs` later; counts connections. */
     async function trailingEnd(endDelayMs: number) {
       let connections = 0;
       let ended = 0;
-      const server = createServer((_request, response) => {
+      const { pipeline, server } = await pipelineOn((_request, response) => {
         response.writeHead(200, { 'content-type': 'application/x-ndjson' });
         response.write(ndjson({ delta: 'a' }, { replies: [{ text: 'a' }] }));
         setTimeout(() => response.end(ndjson({ delta: 'ignored' }), () => (ended += 1)), endDelayMs);
@@ -176,13 +177,6 @@ describe('createHttpPipeline streaming', () => {
       server.on('connection', () => {
         connections += 1;
       });
-      servers.push(server);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const { port } = server.address() as AddressInfo;
-      const pipeline = createHttpPipeline(
-        'bot',
-        HttpPipelineOptionsSchema.parse({ type: 'http', url: `http://127.0.0.1:${port}/answer` }),
-      );
       return { pipeline, connections: () => connections, ended: () => ended };
     }
 
