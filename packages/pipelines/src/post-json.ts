@@ -122,18 +122,26 @@ export function discard(body: RemoteAnswer['body']): void {
   body.destroy();
 }
 
-/** How long the rest of a body whose answer is complete is read before it is cut. */
+/** How long, and how much of, the rest of a body whose answer is complete is read before it is cut. */
 const DRAIN_GRACE_MS = 1000;
+const DRAIN_MAX_BYTES = 128 * 1024;
 
 /**
- * What is left of a body whose answer is complete, read in the background so that its connection
- * can serve the next call, and cut after `graceMs` (a server may keep it open).
+ * What is left of a body whose answer is complete, read in the background (and thrown away) so
+ * that its connection can serve the next call; cut after `graceMs` or `DRAIN_MAX_BYTES`, whichever
+ * comes first (a server may keep it open, or keep writing).
  */
 export function drainRest(body: RemoteAnswer['body'], graceMs = DRAIN_GRACE_MS): void {
   body.on('error', () => {});
+  if (body.closed) return;
   const cut = setTimeout(() => body.destroy(), graceMs);
   cut.unref();
   body.once('close', () => clearTimeout(cut));
+  let bytes = 0;
+  body.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > DRAIN_MAX_BYTES) body.destroy();
+  });
   body.resume();
 }
 

@@ -22,7 +22,7 @@ export interface StreamEvent {
  * The events of a streamed body, in order: NDJSON's non-blank lines; SSE's events, each the
  * `data:` lines between blank lines joined by newlines (other fields and comments are ignored).
  * The last line or event may lack its terminator; a line past `MAX_LINE_CHARS` throws. A consumer that stops early (`break`, `return`)
- * leaves the rest of the body unread; the caller destroys it.
+ * leaves the rest of the body unread; the caller drains or destroys it.
  */
 export async function* streamEvents(
   body: AsyncIterable<Uint8Array>,

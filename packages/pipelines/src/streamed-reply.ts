@@ -47,7 +47,7 @@ export async function readStreamedReply(
         excerptOf(text, mask),
       );
     }
-    // What may follow the replies is not read: the answer is whole.
+    // The answer is whole: what may follow is the caller's to drain, never parsed.
     if ('replies' in parsed.data) return { replies: parsed.data.replies };
     if (parsed.data.delta !== '') onDelta?.(parsed.data.delta);
   }

@@ -172,7 +172,11 @@ describe('createHttpPipeline streaming', () => {
       const { pipeline, server } = await pipelineOn((_request, response) => {
         response.writeHead(200, { 'content-type': 'application/x-ndjson' });
         response.write(ndjson({ delta: 'a' }, { replies: [{ text: 'a' }] }));
-        setTimeout(() => response.end(ndjson({ delta: 'ignored' }), () => (ended += 1)), endDelayMs);
+        const end = setTimeout(
+          () => response.end(ndjson({ delta: 'ignored' }), () => (ended += 1)),
+          endDelayMs,
+        );
+        response.once('close', () => clearTimeout(end));
       });
       server.on('connection', () => {
         connections += 1;
@@ -198,6 +202,37 @@ describe('createHttpPipeline streaming', () => {
       await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
         replies: [{ text: 'a' }],
       });
+    });
+  });
+
+  describe('when the body goes on past what is drained', () => {
+    it('cuts a body that keeps writing after the replies instead of reading it all', async () => {
+      const total = 64 * 1024 * 1024;
+      let written = 0;
+      let interrupted: (value: boolean) => void = () => {};
+      const outcome = new Promise<boolean>((resolve) => {
+        interrupted = resolve;
+      });
+      const { pipeline } = await pipelineOn((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        response.write(ndjson({ replies: [{ text: 'a' }] }));
+        // 64 MiB, as fast as the client reads: all of it within the 1 s grace on an idle host.
+        const chunk = `${'x'.repeat(64 * 1024 - 1)}\n`;
+        const flood = () => {
+          while (written < total) {
+            written += chunk.length;
+            if (!response.write(chunk)) return void response.once('drain', flood);
+          }
+          response.end(() => interrupted(false));
+        };
+        response.once('close', () => interrupted(written < total));
+        flood();
+      });
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({
+        replies: [{ text: 'a' }],
+      });
+      // Cut once 128 KiB past the replies were read (and what the socket buffers held), not read to its end.
+      expect(await outcome).toBe(true);
     });
   });
 });
