@@ -12,8 +12,7 @@ import { historyStoreContract } from '../src/testing/history-store-contract.js';
 import { journalContract } from '../src/testing/journal-contract.js';
 import { messageStatusStoreContract } from '../src/testing/message-status-store-contract.js';
 import { rateBucketsContract } from '../src/testing/rate-buckets-contract.js';
-import type { DeliveryClaim } from '../src/ports/reply-outbox.js';
-import { deliveryFixture, replyOutboxContract } from '../src/testing/reply-outbox-contract.js';
+import { replyOutboxContract } from '../src/testing/reply-outbox-contract.js';
 
 /** Memory stores hold nothing to release and nothing survives them, so no `reopen`. */
 const inMemory = <Store>(store: Store) => ({ store, close: async () => {} });
@@ -25,22 +24,6 @@ historyStoreContract('memory', async () => inMemory(createMemoryHistoryStore()))
 channelLeasesContract('memory', async ({ now }) => inMemory(createMemoryChannelLeases({ now })));
 rateBucketsContract('memory', async ({ now }) => inMemory(createMemoryRateBuckets({ now })));
 replyOutboxContract('memory', async ({ now }) => inMemory(createMemoryReplyOutbox({ now })));
-
-describe('createMemoryReplyOutbox', () => {
-  describe('when an ended delivery asked for its id to be remembered', () => {
-    it('remembers it by the clock it was given, not the host clock', async () => {
-      let nowMs = 1_000;
-      const outbox = createMemoryReplyOutbox({ now: () => nowMs });
-      const remembered = deliveryFixture(1, { id: 'replay:01JAUDIT', rememberForMs: 60_000, notBefore: 0 });
-      await outbox.add(remembered);
-      await outbox.delivered((await outbox.claim(remembered.channel, nowMs)) as DeliveryClaim);
-      nowMs += 59_999;
-      expect(await outbox.add(remembered)).toBe('duplicate');
-      nowMs += 1;
-      expect(await outbox.add(remembered)).toBe('added');
-    });
-  });
-});
 
 describe('createMemoryHistoryStore', () => {
   describe('when a conversation grows past maxEntries', () => {

@@ -71,9 +71,14 @@ function deliveryOf(row: OutboxRow): Delivery {
  * store starts with none. The unclaimed chats' heads are kept in memory too (read from `outbox`
  * on open, then moved by this store's own committed writes), so a claim is a heap pop and one
  * row read, or none for a head this store added (its row is kept until claimed, up to 4 Mi
- * characters of payload per channel).
+ * characters of payload per channel). `now` is the clock ended ids are remembered by
+ * (`rememberForMs`): the one the reply sender claims by.
  */
-export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): ReplyOutbox {
+export function createSqliteReplyOutbox(
+  db: Database,
+  commit: GroupCommit,
+  now: () => number = Date.now,
+): ReplyOutbox {
   const insert = db.prepare<[string, string, string, number, number, string]>(
     `INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO NOTHING`,
@@ -193,7 +198,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
   function end(delivery: Delivery): void {
     remove.run(delivery.id);
     if (delivery.rememberForMs === undefined) return;
-    const nowMs = Date.now();
+    const nowMs = now();
     if (expiredLeft || nowMs - forgotAt >= FORGET_EVERY_MS) {
       forgotAt = nowMs;
       expiredLeft = forgetExpired.run(nowMs).changes === FORGET_BATCH;
@@ -230,7 +235,7 @@ export function createSqliteReplyOutbox(db: Database, commit: GroupCommit): Repl
       let result: AddResult = 'added';
       let seq = 0;
       await commit(() => {
-        if (remembered.get(delivery.id, Date.now()) !== undefined) {
+        if (remembered.get(delivery.id, now()) !== undefined) {
           result = 'duplicate';
           return;
         }

@@ -86,7 +86,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       auditLog: createSqliteAuditLog(db, commit),
       statuses: createSqliteMessageStatusStore(db, commit, now),
       history: createSqliteHistoryStore(db, commit, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
-      outbox: createSqliteReplyOutbox(db, commit),
+      outbox: createSqliteReplyOutbox(db, commit, now),
       close: () => {
         commit.flush();
         db.close();

@@ -195,6 +195,18 @@ export function replyOutboxContract(name: string, factory: StoreFactory<ReplyOut
         expect(await reopened.add(remembered)).toBe('duplicate');
       });
 
+      it('forgets it once rememberForMs has passed by the clock it was given (an outbox of one process)', async (context) => {
+        // A shared outbox remembers by its server's clock (Redis key expiry).
+        if (subject.store.shared) return context.skip('remembers by its server clock');
+        const remembered = deliveryFixture(1, { id: 'replay:01JAUDIT', rememberForMs: 60_000 });
+        await subject.store.add(remembered);
+        await subject.store.delivered((await claim()) as DeliveryClaim);
+        subject.advance(59_999);
+        expect(await subject.store.add(remembered)).toBe('duplicate');
+        subject.advance(1);
+        expect(await subject.store.add(remembered)).toBe('added');
+      });
+
       it('forgets an ended id without rememberForMs: adding it again stores it again', async () => {
         await subject.store.add(deliveryFixture(1));
         await subject.store.delivered((await claim()) as DeliveryClaim);
