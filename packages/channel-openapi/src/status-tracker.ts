@@ -192,8 +192,6 @@ interface Tracked {
   writing: Promise<void> | undefined;
   /** Another replica's outcome for it arrived: its final status is that replica's to write. */
   endedElsewhere: boolean;
-  /** A final status was written (or is being written): later ones wait for the earlier writes. */
-  wroteFinal: boolean;
 }
 
 /** A request's interest in one message; `wait` and `cancel` both end it. */
@@ -269,7 +267,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   function entryOf(id: string): Tracked {
     let entry = tracked.get(id);
     if (entry === undefined) {
-      entry = { status: null, waiters: [], writing: undefined, endedElsewhere: false, wroteFinal: false };
+      entry = { status: null, waiters: [], writing: undefined, endedElsewhere: false };
       tracked.set(id, entry);
     }
     return entry;
@@ -284,22 +282,20 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
   /**
    * Writes `status` after the message's earlier writes, so the store ends with the latest one.
-   * `joining` the commit that ends the message, the first final status is written at once rather
-   * than in a commit after the `pending` write before it: that store applies `replacesStatus`
-   * (a final status over a non-final one, in either order) within its commit.
+   * `joining` the commit that ends the message, it is written at once instead, so that it joins
+   * that commit: the store is then the outbox's SQLite file, whose group commit applies writes in
+   * the order they are issued.
    */
   function write(id: string, entry: Tracked, status: MessageStatus, joining = false): Promise<void> {
     const previous = entry.writing;
-    const first = joining && isFinalStatus(status) && !entry.wroteFinal;
-    if (isFinalStatus(status)) entry.wroteFinal = true;
     const written =
-      previous === undefined || first ? statuses.put(status) : previous.then(() => statuses.put(status));
+      previous === undefined || joining ? statuses.put(status) : previous.then(() => statuses.put(status));
     const landed = () => {
       if (entry.writing !== tail) return;
       entry.writing = undefined;
       release(id, entry);
     };
-    const both = previous === undefined || !first ? written : Promise.allSettled([previous, written]);
+    const both = previous === undefined || !joining ? written : Promise.allSettled([previous, written]);
     const tail: Promise<void> = both.then(landed, landed);
     entry.writing = tail;
     return written;
