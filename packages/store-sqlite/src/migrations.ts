@@ -13,8 +13,9 @@ export const MIGRATIONS = [
   '0004_audit_message_sender.sql',
   '0005_outbox_ended.sql',
   '0006_outbox_head.sql',
-  '0007_outbox_writes_trimmed.sql',
+  '0007_outbox_head_dropped.sql',
   '0008_seq_without_autoincrement.sql',
+  '0009_outbox_ended_by_id.sql',
 ] as const;
 
 /** The schema version this build writes and reads. */

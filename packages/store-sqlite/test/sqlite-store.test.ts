@@ -115,6 +115,21 @@ function inspect<T>(path: string, read: (db: BetterSqlite3.Database) => T): T {
   }
 }
 
+/** The rows `sql` reads from the file at `path`. */
+function rowsIn(path: string, sql: string): unknown[] {
+  return inspect(path, (db) => db.prepare(sql).all());
+}
+
+/** `outbox_ended` keyed by id (0009), with the index expired rows are deleted through. */
+function expectOutboxEndedById(path: string): void {
+  expect(rowsIn(path, "SELECT sql FROM sqlite_master WHERE name = 'outbox_ended'")).toEqual([
+    { sql: expect.stringMatching(/WITHOUT ROWID$/) },
+  ]);
+  expect(rowsIn(path, "SELECT name FROM sqlite_master WHERE name = 'outbox_ended_expiry'")).toEqual([
+    { name: 'outbox_ended_expiry' },
+  ]);
+}
+
 describe('createSqliteStore', () => {
   describe('when the file does not exist yet', () => {
     it('creates missing parent folders and a WAL-mode database at the current schema version', () => {
@@ -201,11 +216,30 @@ describe('createSqliteStore', () => {
       } finally {
         store.close();
       }
-      expect(
-        inspect(path, (inspected) =>
-          inspected.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'outbox_head%'").all(),
-        ),
-      ).toEqual([]);
+      expect(rowsIn(path, "SELECT name FROM sqlite_master WHERE name LIKE 'outbox_head%'")).toEqual([]);
+      expectOutboxEndedById(path);
+    });
+  });
+
+  describe('when a file at schema version 8 had its outbox_ended rebuilt by an earlier build of 0007', () => {
+    it('rebuilds it once more the same way, keeping what it remembers', async () => {
+      const path = temporaryPath();
+      const db = databaseAtVersion(path, 8);
+      // What that build's 0007 also did: the rebuild 0009 now holds.
+      db.exec(readFileSync(new URL('../migrations/0009_outbox_ended_by_id.sql', import.meta.url), 'utf8'));
+      const remembered = deliveryFixture(1);
+      db.prepare('INSERT INTO outbox_ended (id, expires_at) VALUES (?, ?)').run(
+        remembered.id,
+        Date.now() + 60_000,
+      );
+      db.close();
+      const store = createSqliteStore({ path });
+      try {
+        expect(await store.outbox.add(remembered)).toBe('duplicate');
+      } finally {
+        store.close();
+      }
+      expectOutboxEndedById(path);
     });
   });
 
@@ -245,12 +279,9 @@ describe('createSqliteStore', () => {
       } finally {
         store.close();
       }
-      const schema = inspect(path, (inspected) =>
-        inspected
-          .prepare(
-            "SELECT name, sql FROM sqlite_master WHERE tbl_name IN ('journal', 'outbox') ORDER BY name",
-          )
-          .all(),
+      const schema = rowsIn(
+        path,
+        "SELECT name, sql FROM sqlite_master WHERE tbl_name IN ('journal', 'outbox') ORDER BY name",
       ) as { name: string; sql: string | null }[];
       expect(schema.map((entry) => entry.name)).toEqual([
         'journal',
@@ -260,11 +291,9 @@ describe('createSqliteStore', () => {
         'sqlite_autoindex_outbox_1',
       ]);
       for (const { sql } of schema) expect(sql ?? '').not.toContain('AUTOINCREMENT');
-      expect(
-        inspect(path, (inspected) =>
-          inspected.prepare("SELECT name FROM sqlite_sequence WHERE name IN ('journal', 'outbox')").all(),
-        ),
-      ).toEqual([]);
+      expect(rowsIn(path, "SELECT name FROM sqlite_sequence WHERE name IN ('journal', 'outbox')")).toEqual(
+        [],
+      );
     });
   });
 
