@@ -387,11 +387,13 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         for (const delivery of await outbox.list(channel)) {
           if (!delivery.ownsOutcome) continue;
           for (const answered of delivery.messages) {
-            outcomes.record({
-              ...outcomeOf(delivery, answered, 'dropped', now()),
-              reason: 'shutdown',
-              error: { code: 'SB_SHUTDOWN', message: 'the replies were not delivered before shutdown' },
-            });
+            const dropped = outcomeOf(delivery, answered, 'dropped', now());
+            dropped.reason = 'shutdown';
+            dropped.error = {
+              code: 'SB_SHUTDOWN',
+              message: 'the replies were not delivered before shutdown',
+            };
+            outcomes.record(dropped);
           }
         }
       }

@@ -7,8 +7,8 @@
  * JSON would copy them.
  */
 export function plainCopy<T>(value: T): T {
-  if (typeof value === 'function' || typeof value === 'symbol') return structuredClone(value);
-  if (typeof value !== 'object' || value === null) return value;
+  if (typeof value !== 'object' || value === null)
+    return typeof value === 'function' || typeof value === 'symbol' ? structuredClone(value) : value;
   if (Array.isArray(value)) return value.map(plainCopy) as T;
   const prototype = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return structuredClone(value);
