@@ -530,6 +530,11 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
         );
         expect(status.body.replies).toEqual([{ text }]);
       }
+      // Sending an answer never waited on PostgreSQL: a failed send is retried after a backoff.
+      const failedSends = replicas
+        .flatMap((replica) => replica.logs)
+        .filter((line) => line.msg === 'send failed, retrying');
+      expect(failedSends).toEqual([]);
     });
 
     it('answers 503 with Retry-After while the outbox is full, and admits again once it drains', {

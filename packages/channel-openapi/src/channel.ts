@@ -111,7 +111,7 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
     async send(origin, replies, signal, sendOptions) {
       // Local writes that do not hang; a send whose deadline already passed does not start.
       signal.throwIfAborted();
-      const status = await tracker.appendReplies(origin.id, replies);
+      const status = await tracker.appendReplies(origin.id, replies, sendOptions?.answer === true);
       const sent = {
         channel: config.id,
         session: origin.chat.id,

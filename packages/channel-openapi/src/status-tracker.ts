@@ -105,8 +105,12 @@ export interface StatusTracker {
    * status, or `queued` when the stop came before its final status was written.
    */
   recovered(id: string, fields: QueuedFields): Promise<void>;
-  /** Appends replies sent for `id`; returns the updated status, or null when `id` is unknown. */
-  appendReplies(id: string, replies: readonly Reply[]): Promise<MessageStatus | null>;
+  /**
+   * Appends replies sent for `id`; returns the updated status, or null when `id` is unknown. For
+   * a message not followed here, `answer` replies (the turn's, carried by the outcome that
+   * follows: its final status has them) are not stored: returns null without reading the store.
+   */
+  appendReplies(id: string, replies: readonly Reply[], answer?: boolean): Promise<MessageStatus | null>;
   /** The latest status: from memory while the message is followed, else from the store. */
   current(id: string): Promise<MessageStatus | null>;
   /**
@@ -558,10 +562,14 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       }
     },
 
-    async appendReplies(id, replies) {
+    async appendReplies(id, replies, answer = false) {
       const entry = tracked.get(id);
       const current = entry?.status ?? null;
       if (entry === undefined || current === null) {
+        // Another replica ran the turn and follows the message. Reading the store here would make
+        // the send, and the chat's later deliveries, wait on it: while PostgreSQL is away, for
+        // the outbox's backoff after it is back.
+        if (answer) return null;
         return storeOnly.run(id, async () => {
           const stored = await statuses.get(id);
           if (stored === null) return null;

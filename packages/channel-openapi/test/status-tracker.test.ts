@@ -406,6 +406,29 @@ describe('status tracker', () => {
     });
   });
 
+  describe('when this replica sends the answer of a message another replica follows', () => {
+    it('leaves the replies to the final status the outcome writes, reading no store that may be away', async () => {
+      const { tracker, store, statuses, reads, complete } = trackerHarness();
+      const get = statuses.get;
+      statuses.get = (id) => {
+        reads.push(id);
+        return Promise.reject(new Error('PostgreSQL is away'));
+      };
+      expect(await tracker.appendReplies(message.id, [{ text: 'hello' }], true)).toBeNull();
+      // A dead-letter reply, which no outcome follows, is stored: it waits for the store.
+      await expect(tracker.appendReplies(message.id, [{ text: 'sorry' }])).rejects.toThrow('away');
+      statuses.get = get;
+      complete('completed', message, [{ text: 'hello' }]);
+      await eventually(async () => (await store.get(message.id))?.status === 'completed');
+      expect(await store.get(message.id)).toMatchObject({
+        delivery: 'delivered',
+        replies: [{ text: 'hello' }],
+      });
+      // Only the dead-letter reply read the store.
+      expect(reads).toEqual([message.id]);
+    });
+  });
+
   describe('when a message comes back from the journal after a restart', () => {
     it('follows its stored status, or queued where none was stored, without writing either', async () => {
       const { tracker, store, writes } = trackerHarness();

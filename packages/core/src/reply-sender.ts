@@ -255,6 +255,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
         ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
         ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
+        answer: delivery.ownsOutcome,
       });
     } catch (err) {
       if (leftBehind) return;

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
+  type ChannelSendOptions,
   type Delivery,
   type InboundMessage,
   type Outcome,
@@ -24,6 +25,8 @@ const POLICY: OutboundPolicy = {
 interface Send {
   chat: string;
   text: string;
+  /** What the sender told the channel: the turn's answer, or a reply no outcome follows. */
+  answer: boolean | undefined;
   finish(error?: unknown): void;
 }
 
@@ -36,11 +39,17 @@ function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox)
   const sends: Send[] = [];
   const channel = {
     id: 'tg',
-    send: (origin: InboundMessage, replies: readonly Reply[]) =>
+    send: (
+      origin: InboundMessage,
+      replies: readonly Reply[],
+      _signal: AbortSignal,
+      options?: ChannelSendOptions,
+    ) =>
       new Promise<void>((resolve, reject) => {
         sends.push({
           chat: origin.chat.id,
           text: replies.map((reply) => reply.text).join(),
+          answer: options?.answer,
           finish: (error) => (error === undefined ? resolve() : reject(error)),
         });
       }),
@@ -53,13 +62,14 @@ function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox)
     random: () => 0.5,
   });
   /** A delivery to chat `chat` created now, answering one message. */
-  const add = (index: number, chat = 'a') => {
+  const add = (index: number, chat = 'a', ownsOutcome = true) => {
     const base = deliveryFixture(index, { createdAt: Date.now(), notBefore: 0, draft: undefined });
     const delivery: Delivery = {
       ...base,
       chat,
       origin: { ...base.origin, chat: { type: 'person', id: chat } },
-      messages: base.messages.slice(0, 1),
+      ownsOutcome,
+      messages: ownsOutcome ? base.messages.slice(0, 1) : [],
       replies: [{ text: `r${index}` }],
     };
     return outbox.add(delivery);
@@ -102,6 +112,23 @@ describe('reply sender', () => {
       sends[1]?.finish();
       await settle();
       expect(sends.map((send) => send.chat)).toEqual(['a', 'b', 'c']);
+    });
+  });
+
+  describe("when a delivery is the turn's answer, and when it is a dead-letter reply", () => {
+    it('tells the channel which: only the answer is followed by an outcome carrying its replies', async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1, 'a');
+      await add(2, 'b', false);
+      await settle();
+      expect(sends.map((send) => [send.text, send.answer])).toEqual([
+        ['r1', true],
+        ['r2', false],
+      ]);
+      for (const send of sends) send.finish();
+      await settle();
+      expect(outcomes.map((outcome) => outcome.replies)).toEqual([[{ text: 'r1' }]]);
     });
   });
 

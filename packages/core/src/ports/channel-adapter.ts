@@ -31,6 +31,12 @@ export interface ChannelSendOptions {
    * shared reply outbox the sender may be a replica that never heard of the message.
    */
   turn?: string;
+  /**
+   * True when `replies` are the turn's answer: the outcome recorded once the send succeeds
+   * carries them (`Outcome.replies`), so a channel keeping message statuses has them there too.
+   * Absent for a dead-letter reply, which no outcome follows.
+   */
+  answer?: boolean;
 }
 
 export interface ChannelHealth {
