@@ -162,16 +162,8 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
    */
   async function push(entry: OutboxEntry): Promise<void> {
     const line = JSON.stringify(entry);
-    // A status is also kept readable by id until it is written (one transaction with the push).
-    const transaction = client.multi().rpush(keys.outbox, line);
-    if ('status' in entry)
-      transaction.hset(keys.waitingStatuses, entry.status.id, JSON.stringify(entry.status));
-    const replies = await transaction.exec().catch((err: unknown) => {
-      throw storeFailure(err, retryAfterMs);
-    });
-    const [failure, length] = replies?.[0] ?? [new Error('transaction discarded'), 0];
-    if (failure !== null) throw storeFailure(failure, retryAfterMs);
-    noteLength(length as number);
+    const status = 'status' in entry ? [entry.status.id, JSON.stringify(entry.status)] : [];
+    noteLength(await script<number>('outbox-push', keys.outbox, keys.waitingStatuses, line, ...status));
   }
 
   /** Returns dead replicas' batches to the outbox; a failure waits for the next step. */

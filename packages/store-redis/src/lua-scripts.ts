@@ -75,6 +75,7 @@ export type ScriptName =
   | 'sessions'
   | 'outbox-applied'
   | 'outbox-claim'
+  | 'outbox-push'
   | 'outbox-recover'
   | 'channel-lease-acquire'
   | 'channel-lease-renew'

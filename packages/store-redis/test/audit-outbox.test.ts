@@ -186,6 +186,52 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
     }, 60_000);
   });
 
+  describe("when one replica's pending status reaches the outbox after another's final one", () => {
+    it('keeps the final one readable on both while PostgreSQL is away, and stores it once it is back', async () => {
+      const store = await openStore();
+      const [first, second] = await Promise.all(
+        ['a', 'b'].map((replicaId) =>
+          open({ inner: store.auditLog, statuses: store.statuses, drainEveryMs: 60_000, replicaId }),
+        ),
+      );
+      const statusesOf = (outbox: AuditOutbox | undefined) => outbox?.statuses as MessageStatusStore;
+      const answered = (delivery: MessageStatus['delivery'], at: number): MessageStatus => ({
+        id: 'm1',
+        status: 'completed',
+        pipeline: 'p',
+        rule: null,
+        turn: 't',
+        replies: delivery === 'delivered' ? [{ text: 'hello' }] : [],
+        delivery,
+        error: null,
+        trace_id: null,
+        updated_at: at,
+      });
+      const final = answered('delivered', 5);
+      await database.stop();
+      try {
+        await statusesOf(second).put(final);
+        // Stamped when the replies were stored: the same millisecond, then an older one.
+        await statusesOf(first).put(answered('pending', 5));
+        await statusesOf(first).put(answered('pending', 4));
+        expect(await statusesOf(first).get('m1')).toEqual(final);
+        expect(await statusesOf(second).get('m1')).toEqual(final);
+      } finally {
+        await database.start();
+      }
+      await eventually(
+        async () => {
+          await first?.drain().catch(() => 0);
+          return (await outboxLength()) === 0;
+        },
+        20_000,
+        'the outbox drained',
+      );
+      expect(await store.statuses.get('m1')).toEqual(final);
+      expect(await redis.hlen(`{${prefix}}:audit-outbox:statuses`)).toBe(0);
+    }, 60_000);
+  });
+
   describe('when the outbox holds maxEntries records', () => {
     it('is full, so admission refuses, yet keeps what admitted messages still write, until a drain makes room', async () => {
       const store = await openStore();
