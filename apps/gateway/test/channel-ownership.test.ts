@@ -7,7 +7,7 @@ import {
 } from '@switchboard/core';
 import { recordingIngress } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type OwnedChannels, ownChannels } from '../src/channel-ownership.js';
 
 /** Short leases, so that expiry and fencing happen within a test. */
@@ -48,6 +48,14 @@ function cuttable(leases: ChannelLeases) {
       cut.off ? Promise.reject(unreachable()) : leases.acquire(channel, holder, ttlMs),
   };
   return { leases: wrapped, cut };
+}
+
+/** With fake timers: moves the clock 10 ms at a time until `condition` holds, for at most 10 s. */
+async function advanceUntil(condition: () => boolean): Promise<void> {
+  for (let elapsed = 0; !condition(); elapsed += 10) {
+    if (elapsed >= 10_000) throw new Error('condition not met within 10 s of fake time');
+    await vi.advanceTimersByTimeAsync(10);
+  }
 }
 
 describe('ownChannels', () => {
@@ -137,23 +145,31 @@ describe('ownChannels', () => {
 
   describe('when a holder that took over mid-cycle loses the store', () => {
     it('stops its connection fenceAfterMs after its last renewal, not a renewal period later', async () => {
-      // A long renewal period, as in production (a third of the lease): a fencing check that
-      // waited for the next period would eat most of the margin.
-      const timing = { leaseMs: 1500, renewEveryMs: 500, fenceAfterMs: 700 };
-      const shared = createMemoryChannelLeases();
-      const events: string[] = [];
-      const a = await replica('a', shared, events, timing);
-      const { leases, cut } = cuttable(shared);
-      const b = await replica('b', leases, events, timing);
-      a.channel.drain?.();
-      await a.channel.stop();
-      await eventually(() => b.role() === 'active', 3_000);
-      const [held] = await shared.holders();
-      cut.off = true;
-      await eventually(() => events.includes('b stop'), 3_000);
-      // Stopped before the lease could pass to anyone else, with about the margin fencing promises.
-      const marginMs = (held?.expiresAt ?? 0) - (happenedAt.get('b stop') ?? Number.POSITIVE_INFINITY);
-      expect(marginMs).toBeGreaterThanOrEqual(timing.leaseMs - timing.fenceAfterMs - 250);
+      // Fake timers: the moment of the stop is the measure, to the millisecond, however loaded
+      // the machine. A long renewal period, as in production (a third of the lease): a fencing
+      // check that waited for the next period would eat most of the margin.
+      vi.useFakeTimers();
+      try {
+        const timing = { leaseMs: 1500, renewEveryMs: 500, fenceAfterMs: 700 };
+        const shared = createMemoryChannelLeases();
+        const events: string[] = [];
+        const a = await replica('a', shared, events, timing);
+        // b's renewal period starts mid-way through a's.
+        await vi.advanceTimersByTimeAsync(150);
+        const { leases, cut } = cuttable(shared);
+        const b = await replica('b', leases, events, timing);
+        a.channel.drain?.();
+        await a.channel.stop();
+        await advanceUntil(() => b.role() === 'active');
+        const [held] = await shared.holders();
+        const renewedAt = (held?.expiresAt ?? 0) - timing.leaseMs;
+        cut.off = true;
+        await advanceUntil(() => events.includes('b stop'));
+        // Stopped before the lease could pass to anyone else, with the margin fencing promises.
+        expect((happenedAt.get('b stop') ?? Number.POSITIVE_INFINITY) - renewedAt).toBe(timing.fenceAfterMs);
+      } finally {
+        vi.useRealTimers();
+      }
     });
   });
 
