@@ -8,6 +8,7 @@ import {
   type MessageStatus,
   type MessageStatusStore,
   SwitchboardError,
+  isFinalStatus,
   isSwitchboardError,
   replacesStatus,
   silentLogger,
@@ -105,6 +106,7 @@ function outboxKeysOf(prefix: string) {
     outbox: base,
     drainers: `${base}:drainers`,
     waitingStatuses: `${base}:statuses`,
+    statusRanks: `${base}:status-ranks`,
     processingOf: (replicaId: string) => `${base}:processing:${replicaId}`,
   };
 }
@@ -162,8 +164,17 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
    */
   async function push(entry: OutboxEntry): Promise<void> {
     const line = JSON.stringify(entry);
-    const status = 'status' in entry ? [entry.status.id, JSON.stringify(entry.status)] : [];
-    noteLength(await script<number>('outbox-push', keys.outbox, keys.waitingStatuses, line, ...status));
+    const status =
+      'status' in entry
+        ? [
+            entry.status.id,
+            JSON.stringify(entry.status),
+            entry.status.updated_at,
+            isFinalStatus(entry.status) ? '1' : '0',
+          ]
+        : [];
+    const { outbox, waitingStatuses, statusRanks } = keys;
+    noteLength(await script<number>('outbox-push', outbox, waitingStatuses, statusRanks, line, ...status));
   }
 
   /** Returns dead replicas' batches to the outbox; a failure waits for the next step. */
@@ -228,7 +239,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
       logger.debug({ err, written }, 'audit store still unavailable: outbox waits');
     }
     if (writtenStatuses.length > 0)
-      await script<number>('outbox-applied', keys.waitingStatuses, ...writtenStatuses);
+      await script<number>('outbox-applied', keys.waitingStatuses, keys.statusRanks, ...writtenStatuses);
     if (written > 0)
       await client.ltrim(processing, written, -1).catch((err: unknown) => {
         throw storeFailure(err, retryAfterMs);

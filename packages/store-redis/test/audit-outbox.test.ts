@@ -186,34 +186,42 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
     }, 60_000);
   });
 
-  describe("when one replica's pending status reaches the outbox after another's final one", () => {
-    it('keeps the final one readable on both while PostgreSQL is away, and stores it once it is back', async () => {
+  describe('when statuses of one message reach the outbox in any order (replicas, PostgreSQL away)', () => {
+    const answered = (
+      id: string,
+      delivery: MessageStatus['delivery'],
+      at: number,
+      text = 'hello',
+    ): MessageStatus => ({
+      id,
+      status: 'completed',
+      pipeline: 'p',
+      rule: null,
+      turn: 't',
+      replies: delivery === 'delivered' ? [{ text }] : [],
+      delivery,
+      error: null,
+      trace_id: null,
+      updated_at: at,
+    });
+    const statusesOf = (outbox: AuditOutbox | undefined) => outbox?.statuses as MessageStatusStore;
+    const waitingKeys = () => [`{${prefix}}:audit-outbox:statuses`, `{${prefix}}:audit-outbox:status-ranks`];
+
+    it("keeps another replica's final one readable over a late pending one, and stores it once PostgreSQL is back", async () => {
       const store = await openStore();
       const [first, second] = await Promise.all(
         ['a', 'b'].map((replicaId) =>
           open({ inner: store.auditLog, statuses: store.statuses, drainEveryMs: 60_000, replicaId }),
         ),
       );
-      const statusesOf = (outbox: AuditOutbox | undefined) => outbox?.statuses as MessageStatusStore;
-      const answered = (delivery: MessageStatus['delivery'], at: number): MessageStatus => ({
-        id: 'm1',
-        status: 'completed',
-        pipeline: 'p',
-        rule: null,
-        turn: 't',
-        replies: delivery === 'delivered' ? [{ text: 'hello' }] : [],
-        delivery,
-        error: null,
-        trace_id: null,
-        updated_at: at,
-      });
-      const final = answered('delivered', 5);
+      // Its reply ends in half an emoji: JSON may carry a lone surrogate, which Redis' cjson refuses.
+      const final = answered('m1', 'delivered', 5, 'cut \ud83d');
       await database.stop();
       try {
         await statusesOf(second).put(final);
         // Stamped when the replies were stored: the same millisecond, then an older one.
-        await statusesOf(first).put(answered('pending', 5));
-        await statusesOf(first).put(answered('pending', 4));
+        await statusesOf(first).put(answered('m1', 'pending', 5));
+        await statusesOf(first).put(answered('m1', 'pending', 4));
         expect(await statusesOf(first).get('m1')).toEqual(final);
         expect(await statusesOf(second).get('m1')).toEqual(final);
       } finally {
@@ -228,7 +236,35 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
         'the outbox drained',
       );
       expect(await store.statuses.get('m1')).toEqual(final);
-      expect(await redis.hlen(`{${prefix}}:audit-outbox:statuses`)).toBe(0);
+      for (const key of waitingKeys()) expect(await redis.hlen(key)).toBe(0);
+    }, 60_000);
+
+    it('keeps the copy put would keep: a newer one, a final one over a pending one of the same time', async () => {
+      const store = await openStore();
+      const outbox = await open({ inner: store.auditLog, statuses: store.statuses, drainEveryMs: 60_000 });
+      const statuses = statusesOf(outbox);
+      await database.stop();
+      try {
+        await statuses.put(answered('newer final', 'pending', 4));
+        await statuses.put(answered('newer final', 'delivered', 5));
+        await statuses.put(answered('later final', 'delivered', 5));
+        await statuses.put(answered('later final', 'failed', 6));
+        await statuses.put(answered('same time', 'delivered', 5));
+        await statuses.put(answered('same time', 'pending', 5));
+        // A copy an older build left, without its rank, may be replaced.
+        await redis.hset(
+          waitingKeys()[0] as string,
+          'old build',
+          JSON.stringify(answered('old build', 'delivered', 5)),
+        );
+        await statuses.put(answered('old build', 'pending', 4));
+        expect(await statuses.get('newer final')).toEqual(answered('newer final', 'delivered', 5));
+        expect(await statuses.get('later final')).toEqual(answered('later final', 'failed', 6));
+        expect(await statuses.get('same time')).toEqual(answered('same time', 'delivered', 5));
+        expect(await statuses.get('old build')).toEqual(answered('old build', 'pending', 4));
+      } finally {
+        await database.start();
+      }
     }, 60_000);
   });
 

@@ -45,6 +45,7 @@ describe('lua scripts', () => {
           'wake',
           'outbox-applied',
           'outbox-claim',
+          'outbox-push',
           'outbox-recover',
           'channel-lease-acquire',
           'channel-lease-renew',

@@ -4,6 +4,7 @@
   message, pushed meanwhile, stays readable until it is written too (docs/design.md §5).
 
   KEYS[1] the waiting statuses ({<prefix>}:audit-outbox:statuses, HASH message id -> status JSON)
+  KEYS[2] their ranks ({<prefix>}:audit-outbox:status-ranks, see outbox-push)
   ARGV[1] a message id, ARGV[2] the status JSON written for it; then more such pairs
 
   Returns how many it forgot
@@ -12,6 +13,7 @@ local forgotten = 0
 for index = 1, #ARGV, 2 do
   if redis.call('HGET', KEYS[1], ARGV[index]) == ARGV[index + 1] then
     redis.call('HDEL', KEYS[1], ARGV[index])
+    redis.call('HDEL', KEYS[2], ARGV[index])
     forgotten = forgotten + 1
   end
 end

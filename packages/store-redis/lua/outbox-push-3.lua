@@ -1,0 +1,34 @@
+--[[
+  Appends an entry to the outbox. A status entry is also kept readable by message id until it
+  is written (outbox-applied forgets it), unless the copy waiting there is one it may not
+  replace: replicas push the statuses of one message in any order while PostgreSQL is away, and
+  a replica's late `pending` must not hide another's final status. This is `replacesStatus`
+  (not older, and never a non-final status over a final one) on each copy's rank, kept beside
+  it, so that no status JSON is decoded here (cjson refuses a lone surrogate JSON may carry).
+
+  KEYS[1] the outbox list
+  KEYS[2] the waiting statuses ({<prefix>}:audit-outbox:statuses, HASH message id -> status JSON)
+  KEYS[3] their ranks ({<prefix>}:audit-outbox:status-ranks, HASH message id ->
+          '<updated_at> <1 when final, else 0>'); a copy without one (pushed by an older
+          build) may be replaced
+  ARGV[1] the entry (JSON line)
+  ARGV[2] for a status entry: the message id; ARGV[3] the status JSON; ARGV[4] its updated_at
+          (ms); ARGV[5] '1' when it is final (isFinalStatus), else '0'
+
+  Returns the outbox length
+]]
+local length = redis.call('RPUSH', KEYS[1], ARGV[1])
+local id = ARGV[2]
+if not id then
+  return length
+end
+local rank = redis.call('HEXISTS', KEYS[2], id) == 1 and redis.call('HGET', KEYS[3], id)
+if rank then
+  local updatedAt, final = string.match(rank, '^(%S+) ([01])$')
+  if updatedAt and (tonumber(ARGV[4]) < tonumber(updatedAt) or (final == '1' and ARGV[5] == '0')) then
+    return length
+  end
+end
+redis.call('HSET', KEYS[2], id, ARGV[3])
+redis.call('HSET', KEYS[3], id, ARGV[4] .. ' ' .. ARGV[5])
+return length
