@@ -1,23 +1,32 @@
 --[[
   Settles a claim by removing its delivery (`delivered` and `failed`, src/redis-reply-outbox.ts):
   when the token still holds the claim, deletes the delivery (remembering its id for its
-  rememberForMs, when it has one) and makes the chat's next delivery its head, waiting for its
-  notBefore. A token that no longer holds (settled already, or taken
-  back after its lease expired) changes nothing.
+  rememberForMs, when it has one), leaves the token's tombstone and makes the chat's next
+  delivery its head, waiting for its notBefore. A token that no longer holds (settled already,
+  or taken back after its lease expired) changes nothing; it answers `settled` only to a repeat
+  the caller flags (it never got the first call's reply) whose tombstone is still there, so the
+  messages of a removal Redis applied still get their outcome.
 
   KEYS: the six reply-outbox keys of includes/reply-outbox (counts, seq, order, waiting, ready,
         leases)
   ARGV[1..3] key prefix, channel, instance id
   ARGV[4] delivery id
   ARGV[5] claim token
+  ARGV[6] '1' when the caller repeats a removal with this token whose reply it never got, else '0'
+  ARGV[7] how long the tombstone lasts, ms (longer than the caller may go on repeating)
 
   Returns {'lost'} or {'settled', 1 when the chat has a next delivery (announced) else 0}
 ]]
 --- @include "includes/reply-outbox"
 
 local id = ARGV[4]
-local chat = heldChat(id, ARGV[5])
+local token = ARGV[5]
+local chat = heldChat(id, token)
 if not chat then
+  local settledChat = ARGV[6] == '1' and rcall('GET', settledKey(token))
+  if settledChat then
+    return { 'settled', rcall('LINDEX', chatKey(settledChat), 0) and 1 or 0 }
+  end
   return { 'lost' }
 end
 releaseClaim(id)
@@ -28,6 +37,7 @@ rcall('DEL', deliveryKey(id))
 if rememberForMs then
   rcall('SET', endedKey(id), 1, 'PX', rememberForMs)
 end
+rcall('SET', settledKey(token), chat, 'PX', ARGV[7])
 rcall('ZREM', K.order, id)
 if rcall('HINCRBY', K.counts, channel, -1) <= 0 then
   rcall('HDEL', K.counts, channel)

@@ -101,6 +101,13 @@ function announcementOf(text: string): [from: string, channel: string] | null {
 }
 
 /**
+ * How much longer than the claim's lease a removal's tombstone lasts: its sender repeats a
+ * removal Redis did not answer every second while Redis stays away (reply-sender.ts); a repeat
+ * after a longer outage answers `lost`, and the messages go without their outcome.
+ */
+const TOMBSTONE_MARGIN_MS = 300_000;
+
+/**
  * The reply outbox in Redis (docs/design.md §5 "Several replicas"): replicas sharing one Redis
  * share their deliveries; every transition is one Lua script (`lua/reply-outbox-*`), so a chat's
  * deliveries leave in order and one at a time across replicas. A claim is a lease of `leaseMs`:
@@ -120,6 +127,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       message: `redis reply outbox: leaseMs must be a positive integer, got ${leaseMs}`,
     });
   }
+  const tombstoneMs = leaseMs + TOMBSTONE_MARGIN_MS;
   const createClient = clientFactoryOf(options);
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const logger = (options.logger ?? silentLogger).child({ component: 'outbox.redis' });
@@ -173,14 +181,32 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
   const run = <Reply>(script: ScriptName, channel: string, ...args: Array<string | number>) =>
     opened.script<Reply>(script, ...keys.keysOf(channel), keys.prefix, channel, replicaId, ...args);
 
+  /**
+   * Tokens whose last removal got no reply (Redis may have applied it): the next removal with the
+   * token says it repeats one, and finding the first call's tombstone answers `settled` instead
+   * of `lost`, so the sender records the messages' outcome (lua/reply-outbox-remove-6.lua).
+   */
+  const unansweredRemovals = new Set<string>();
+
   async function remove(claim: DeliveryClaim): Promise<Settlement> {
     const { id, channel } = claim.delivery;
-    const [outcome, nextHead] = await run<[Settlement, number?]>(
-      'reply-outbox-remove',
-      channel,
-      id,
-      claim.token,
-    );
+    const { token } = claim;
+    let reply: [Settlement, number?];
+    try {
+      reply = await run(
+        'reply-outbox-remove',
+        channel,
+        id,
+        token,
+        unansweredRemovals.has(token) ? '1' : '0',
+        tombstoneMs,
+      );
+    } catch (err) {
+      unansweredRemovals.add(token);
+      throw err;
+    }
+    unansweredRemovals.delete(token);
+    const [outcome, nextHead] = reply;
     if (nextHead === 1) notify(channel);
     return outcome;
   }

@@ -92,4 +92,25 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
     expect(await outbox.delivered(repeated)).toBe('settled');
     expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
   });
+
+  it('answers settled to the repeat of a removal Redis applied but whose reply was lost, so its messages still get their outcome', async () => {
+    const clock = manualClock();
+    const outbox = await outboxes.open({
+      url: undefined,
+      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+    });
+    await outbox.add(deliveryFixture(1));
+    await outbox.add(deliveryFixture(2));
+    const held = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    const { admin } = redis;
+    await admin.client('PAUSE', 600, 'WRITE');
+    await expect(outbox.delivered(held)).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+    // Once the pause ends, Redis runs the removal whose caller gave up.
+    const deliveryKey = `{${outboxes.prefix}}:reply-outbox:d:${deliveryFixture(1).id}`;
+    await eventually(async () => (await admin.exists(deliveryKey)) === 0, 5000, 'the removal applied');
+    expect(await outbox.delivered(held)).toBe('settled');
+    // Once answered, the token settles nothing more: a further settlement is lost, as any is.
+    expect(await outbox.delivered(held)).toBe('lost');
+    expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
+  });
 });
