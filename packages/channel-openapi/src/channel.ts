@@ -111,7 +111,9 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
     async send(origin, replies, signal, sendOptions) {
       // Local writes that do not hang; a send whose deadline already passed does not start.
       signal.throwIfAborted();
-      const status = await tracker.appendReplies(origin.id, replies, sendOptions?.answer === true);
+      // A replayed dead letter's answer names no turn: the stored status does, for the events.
+      const answer = sendOptions?.answer === true && sendOptions.turn !== undefined;
+      const status = await tracker.appendReplies(origin.id, replies, answer);
       const sent = {
         channel: config.id,
         session: origin.chat.id,

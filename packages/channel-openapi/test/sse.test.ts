@@ -1,4 +1,4 @@
-import type { Pipeline } from '@switchboard/core';
+import { type Pipeline, parseInboundMessage } from '@switchboard/core';
 import { eventNames, readUntil, replyDeltaEvents, replyEvents } from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '@switchboard/http';
@@ -232,6 +232,62 @@ describe('session event stream', () => {
       readers[0]?.socket.resume();
       await readers[0]?.closed;
       readers[1]?.socket.destroy();
+    });
+  });
+
+  describe('when this replica sends an answer for a message another replica follows', () => {
+    const origin = parseInboundMessage({
+      id: '01JSSEREPLAY00000000000001',
+      platform: 'openapi',
+      channel: 'api',
+      chat: { type: 'person', id: 's1' },
+      sender: { id: 'u1' },
+      text: 'hello',
+      platform_message_id: 'p1',
+      received_at: 0,
+    });
+
+    async function streamOfS1() {
+      const base = await listen();
+      const abort = new AbortController();
+      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
+      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+      await readUntil(reader, (text) => text.includes(': connected'));
+      return { reader, abort };
+    }
+
+    it("streams a turn's answer with its turn without reading the status store", async () => {
+      h = await createHarness();
+      const { reader, abort } = await streamOfS1();
+      h.statuses.get = () => Promise.reject(new Error('PostgreSQL is away'));
+      await h.channel.send(origin, [{ text: 'answer' }], new AbortController().signal, {
+        turn: 't-new',
+        answer: true,
+      });
+      const text = await readUntil(reader, (received) => received.includes('event: reply'));
+      expect(replyEvents(text)).toEqual([{ message_id: origin.id, turn: 't-new', text: 'answer' }]);
+      abort.abort();
+    });
+
+    it("streams a replayed dead letter's answer, which names no turn, with the turn its stored status names", async () => {
+      h = await createHarness();
+      const { reader, abort } = await streamOfS1();
+      await h.statuses.put({
+        id: origin.id,
+        status: 'dead_lettered',
+        pipeline: 'echo',
+        rule: null,
+        turn: 't-old',
+        replies: [],
+        delivery: 'failed',
+        error: 'SB_CHANNEL_SEND_FAILED: gone',
+        trace_id: null,
+        updated_at: 1,
+      });
+      await h.channel.send(origin, [{ text: 'again' }], new AbortController().signal, { answer: true });
+      const text = await readUntil(reader, (received) => received.includes('event: reply'));
+      expect(replyEvents(text)).toEqual([{ message_id: origin.id, turn: 't-old', text: 'again' }]);
+      abort.abort();
     });
   });
 });

@@ -418,12 +418,14 @@ describe('status tracker', () => {
       // A dead-letter reply, which no outcome follows, is stored: it waits for the store.
       await expect(tracker.appendReplies(message.id, [{ text: 'sorry' }])).rejects.toThrow('away');
       statuses.get = get;
+      // The delivery answered a merged burst: each message's outcome carries the replies.
+      const second = { ...message, id: '01JSTATUS00000000000000002' };
       complete('completed', message, [{ text: 'hello' }]);
-      await eventually(async () => (await store.get(message.id))?.status === 'completed');
-      expect(await store.get(message.id)).toMatchObject({
-        delivery: 'delivered',
-        replies: [{ text: 'hello' }],
-      });
+      complete('completed', second, [{ text: 'hello' }]);
+      for (const id of [message.id, second.id]) {
+        await eventually(async () => (await store.get(id))?.status === 'completed');
+        expect(await store.get(id)).toMatchObject({ delivery: 'delivered', replies: [{ text: 'hello' }] });
+      }
       // Only the dead-letter reply read the store.
       expect(reads).toEqual([message.id]);
     });

@@ -34,7 +34,7 @@ export interface ChannelSendOptions {
   /**
    * True when `replies` are the turn's answer: the outcome recorded once the send succeeds
    * carries them (`Outcome.replies`), so a channel keeping message statuses has them there too.
-   * Absent for a dead-letter reply, which no outcome follows.
+   * False or absent for a dead-letter reply, which no outcome follows.
    */
   answer?: boolean;
 }
