@@ -9,8 +9,8 @@
   KEYS[1] the outbox list
   KEYS[2] the waiting statuses ({<prefix>}:audit-outbox:statuses, HASH message id -> status JSON)
   KEYS[3] their ranks ({<prefix>}:audit-outbox:status-ranks, HASH message id ->
-          '<updated_at> <1 when final, else 0>'); a copy without one (pushed by an older
-          build) may be replaced
+          '<updated_at> <1 when final, else 0> <SHA-1 of the copy>'); a copy without a rank
+          of its own (written by an older build, which kept no ranks) may be replaced
   ARGV[1] the entry (JSON line)
   ARGV[2] for a status entry: the message id; ARGV[3] the status JSON; ARGV[4] its updated_at
           (ms); ARGV[5] '1' when it is final (isFinalStatus), else '0'
@@ -22,13 +22,15 @@ local id = ARGV[2]
 if not id then
   return length
 end
-local rank = redis.call('HEXISTS', KEYS[2], id) == 1 and redis.call('HGET', KEYS[3], id)
+local waiting = redis.call('HGET', KEYS[2], id)
+local rank = waiting and redis.call('HGET', KEYS[3], id)
 if rank then
-  local updatedAt, final = string.match(rank, '^(%S+) ([01])$')
-  if updatedAt and (tonumber(ARGV[4]) < tonumber(updatedAt) or (final == '1' and ARGV[5] == '0')) then
+  local updatedAt, final, digest = string.match(rank, '^(%S+) ([01]) (%x+)$')
+  local ranksWaiting = digest == redis.sha1hex(waiting)
+  if ranksWaiting and (tonumber(ARGV[4]) < tonumber(updatedAt) or (final == '1' and ARGV[5] == '0')) then
     return length
   end
 end
 redis.call('HSET', KEYS[2], id, ARGV[3])
-redis.call('HSET', KEYS[3], id, ARGV[4] .. ' ' .. ARGV[5])
+redis.call('HSET', KEYS[3], id, ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. redis.sha1hex(ARGV[3]))
 return length

@@ -1,10 +1,10 @@
 --[[
   Settles a claim by removing its delivery (`delivered` and `failed`, src/redis-reply-outbox.ts):
-  when the token still holds the claim, deletes the delivery (remembering its id for its
-  rememberForMs, when it has one), leaves the token's tombstone and makes the chat's next
-  delivery its head, waiting for its notBefore. A token that no longer holds (settled already,
-  or taken back after its lease expired) changes nothing; it answers `settled` only to a repeat
-  the caller flags (it never got the first call's reply) whose tombstone is still there, so the
+  when the token still holds the claim, deletes the delivery (remembering its id, with the token,
+  for its rememberForMs, when it has one) and makes the chat's next delivery its head, waiting
+  for its notBefore. A token that no longer holds (settled already, or taken back after its lease
+  expired) changes nothing; it answers `settled` only to a repeat the caller flags (it never got
+  the first call's reply) of a removal that ended the remembered id with this very token, so the
   messages of a removal Redis applied still get their outcome.
 
   KEYS: the six reply-outbox keys of includes/reply-outbox (counts, seq, order, waiting, ready,
@@ -13,9 +13,8 @@
   ARGV[4] delivery id
   ARGV[5] claim token
   ARGV[6] '1' when the caller repeats a removal with this token whose reply it never got, else '0'
-  ARGV[7] how long the tombstone lasts, ms (longer than the caller may go on repeating)
 
-  Returns {'lost'} or {'settled', 1 when the chat has a next delivery (announced) else 0}
+  Returns {'lost'} or {'settled', 1 when the chat may have a next delivery (announced) else 0}
 ]]
 --- @include "includes/reply-outbox"
 
@@ -23,9 +22,9 @@ local id = ARGV[4]
 local token = ARGV[5]
 local chat = heldChat(id, token)
 if not chat then
-  local settledChat = ARGV[6] == '1' and rcall('GET', settledKey(token))
-  if settledChat then
-    return { 'settled', rcall('LINDEX', chatKey(settledChat), 0) and 1 or 0 }
+  -- The first call's announcement went to the other replicas only: the caller looks again.
+  if ARGV[6] == '1' and rcall('GET', endedKey(id)) == token then
+    return { 'settled', 1 }
   end
   return { 'lost' }
 end
@@ -35,9 +34,8 @@ rcall('LREM', chatKey(chat), 1, id)
 local rememberForMs = tonumber(rcall('HGET', deliveryKey(id), 'rememberForMs'))
 rcall('DEL', deliveryKey(id))
 if rememberForMs then
-  rcall('SET', endedKey(id), 1, 'PX', rememberForMs)
+  rcall('SET', endedKey(id), token, 'PX', rememberForMs)
 end
-rcall('SET', settledKey(token), chat, 'PX', ARGV[7])
 rcall('ZREM', K.order, id)
 if rcall('HINCRBY', K.counts, channel, -1) <= 0 then
   rcall('HDEL', K.counts, channel)

@@ -100,12 +100,8 @@ function announcementOf(text: string): [from: string, channel: string] | null {
   }
 }
 
-/**
- * How much longer than the claim's lease a removal's tombstone lasts: its sender repeats a
- * removal Redis did not answer every second while Redis stays away (reply-sender.ts); a repeat
- * after a longer outage answers `lost`, and the messages go without their outcome.
- */
-const TOMBSTONE_MARGIN_MS = 300_000;
+/** Tokens of unanswered removals kept at most: one dropped only loses its repeat's flag. */
+const MAX_UNANSWERED_REMOVALS = 1000;
 
 /**
  * The reply outbox in Redis (docs/design.md §5 "Several replicas"): replicas sharing one Redis
@@ -127,7 +123,6 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       message: `redis reply outbox: leaseMs must be a positive integer, got ${leaseMs}`,
     });
   }
-  const tombstoneMs = leaseMs + TOMBSTONE_MARGIN_MS;
   const createClient = clientFactoryOf(options);
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const logger = (options.logger ?? silentLogger).child({ component: 'outbox.redis' });
@@ -183,29 +178,25 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
 
   /**
    * Tokens whose last removal got no reply (Redis may have applied it): the next removal with the
-   * token says it repeats one, and finding the first call's tombstone answers `settled` instead
-   * of `lost`, so the sender records the messages' outcome (lua/reply-outbox-remove-6.lua).
+   * token says it repeats one, and a delivery ended by that token (its remembered id holds it)
+   * answers `settled` instead of `lost`, so the sender records the messages' outcome
+   * (lua/reply-outbox-remove-6.lua). Oldest first; bounded, as a sender may give a claim up.
    */
   const unansweredRemovals = new Set<string>();
 
   async function remove(claim: DeliveryClaim): Promise<Settlement> {
     const { id, channel } = claim.delivery;
     const { token } = claim;
+    const repeat = unansweredRemovals.delete(token);
     let reply: [Settlement, number?];
     try {
-      reply = await run(
-        'reply-outbox-remove',
-        channel,
-        id,
-        token,
-        unansweredRemovals.has(token) ? '1' : '0',
-        tombstoneMs,
-      );
+      reply = await run('reply-outbox-remove', channel, id, token, repeat ? '1' : '0');
     } catch (err) {
       unansweredRemovals.add(token);
+      if (unansweredRemovals.size > MAX_UNANSWERED_REMOVALS)
+        unansweredRemovals.delete(unansweredRemovals.values().next().value as string);
       throw err;
     }
-    unansweredRemovals.delete(token);
     const [outcome, nextHead] = reply;
     if (nextHead === 1) notify(channel);
     return outcome;

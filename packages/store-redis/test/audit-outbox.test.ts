@@ -251,17 +251,23 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
         await statuses.put(answered('later final', 'failed', 6));
         await statuses.put(answered('same time', 'delivered', 5));
         await statuses.put(answered('same time', 'pending', 5));
-        // A copy an older build left, without its rank, may be replaced.
-        await redis.hset(
-          waitingKeys()[0] as string,
-          'old build',
-          JSON.stringify(answered('old build', 'delivered', 5)),
-        );
+        // A copy an older build left, without its rank, may be replaced; so may one an older
+        // build wrote over a ranked copy (the rank is another copy's).
+        const [waitingStatuses] = waitingKeys() as [string];
+        await redis.hset(waitingStatuses, 'old build', JSON.stringify(answered('old build', 'delivered', 5)));
         await statuses.put(answered('old build', 'pending', 4));
+        await statuses.put(answered('overwritten', 'delivered', 5));
+        await redis.hset(
+          waitingStatuses,
+          'overwritten',
+          JSON.stringify(answered('overwritten', 'pending', 3)),
+        );
+        await statuses.put(answered('overwritten', 'pending', 4));
         expect(await statuses.get('newer final')).toEqual(answered('newer final', 'delivered', 5));
         expect(await statuses.get('later final')).toEqual(answered('later final', 'failed', 6));
         expect(await statuses.get('same time')).toEqual(answered('same time', 'delivered', 5));
         expect(await statuses.get('old build')).toEqual(answered('old build', 'pending', 4));
+        expect(await statuses.get('overwritten')).toEqual(answered('overwritten', 'pending', 4));
       } finally {
         await database.start();
       }

@@ -99,7 +99,8 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
       url: undefined,
       createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
     });
-    await outbox.add(deliveryFixture(1));
+    // Its id remembered once it ended, as the gateway's deliveries are: that record names the token.
+    await outbox.add(deliveryFixture(1, { rememberForMs: 60_000 }));
     await outbox.add(deliveryFixture(2));
     const held = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
     const { admin } = redis;

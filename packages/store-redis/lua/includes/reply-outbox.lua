@@ -17,9 +17,8 @@
           no ':'), d:<id> HASH of one delivery: body (the Delivery JSON without attempts,
           notBefore and lastError), chat, seq, attempts, notBefore, lastError (JSON or ''),
           rememberForMs (ms or ''), and token while it is claimed; token:<token> STRING the id a
-          claim holds, while it holds; ended:<id> STRING an ended delivery whose id is remembered,
-          expiring after its rememberForMs; settled:<token> STRING the chat of the delivery a
-          removal with that token ended, for a while (reply-outbox-remove)
+          claim holds, while it holds; ended:<id> STRING the token of the claim that ended a
+          delivery whose id is remembered, expiring after its rememberForMs
   ARGV[2] channel
   ARGV[3] the calling instance's id, in announcements
 
@@ -51,9 +50,6 @@ local function endedKey(id)
 end
 local function tokenKey(token)
   return prefix .. 'token:' .. token
-end
-local function settledKey(token)
-  return prefix .. 'settled:' .. token
 end
 
 -- Puts the chat's head, if it has one, among the unclaimed chats until its notBefore; returns
