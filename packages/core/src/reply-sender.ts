@@ -165,7 +165,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
    * Writes a settlement, again every `STORE_RETRY_MS` while the store is unreachable (or, for an
    * outbox of this process alone, while its write fails): giving up
    * would leave the delivery claimed until its lease ends, then send it a second time. A write
-   * that was applied before the connection dropped answers `lost` when repeated, changing nothing.
+   * that was applied before the connection dropped changes nothing when repeated: a removal
+   * may answer `settled` (Redis tells the repeat of a remembered delivery), a retry `lost`.
    */
   async function settleRetrying(claim: DeliveryClaim, write: () => Promise<Settlement>): Promise<Settlement> {
     for (let failures = 0; ; failures++) {

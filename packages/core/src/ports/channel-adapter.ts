@@ -34,7 +34,8 @@ export interface ChannelSendOptions {
   /**
    * True when `replies` are the turn's answer: the outcome recorded once the send succeeds
    * carries them (`Outcome.replies`), so a channel keeping message statuses has them there too.
-   * False or absent for a dead-letter reply, which no outcome follows.
+   * False or absent for a dead-letter reply, which no outcome follows. A replayed dead letter's
+   * answer is one, without a `turn`.
    */
   answer?: boolean;
 }

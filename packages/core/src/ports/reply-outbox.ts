@@ -113,14 +113,19 @@ export interface ReplyOutbox {
    * is the holder's to read, not to change (a store in memory may share its nested objects).
    */
   claim(channel: string, nowMs: number): Promise<DeliveryClaim | null>;
-  /** The delivery was sent: removes it, freeing its chat. */
+  /**
+   * The delivery was sent: removes it, freeing its chat. A store whose calls can fail after it
+   * applied them (a network between them) may answer `settled` to the holder's repeat of a
+   * removal whose answer never came (Redis: for a delivery remembered by `rememberForMs`), so
+   * that its messages get their outcome; any other second settlement answers `lost`.
+   */
   delivered(claim: DeliveryClaim): Promise<Settlement>;
   /**
    * The send failed and is tried again: the delivery stays at the head of its chat, one attempt
    * more, with `lastError`, not claimable before `notBeforeMs`.
    */
   retry(claim: DeliveryClaim, notBeforeMs: number, error: DeliveryError): Promise<Settlement>;
-  /** The delivery is given up (a dead letter): removes it, freeing its chat. */
+  /** The delivery is given up (a dead letter): removes it, freeing its chat (a repeat as `delivered`). */
   failed(claim: DeliveryClaim): Promise<Settlement>;
   /** Deliveries stored per channel, claimed ones included; channels with none are left out. */
   pending(): Promise<Record<string, number>>;
