@@ -1,4 +1,4 @@
-import { type Pipeline, parseInboundMessage } from '@switchboard/core';
+import type { Pipeline } from '@switchboard/core';
 import { eventNames, readUntil, replyDeltaEvents, replyEvents } from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '@switchboard/http';
@@ -236,16 +236,10 @@ describe('session event stream', () => {
   });
 
   describe('when this replica sends an answer for a message another replica follows', () => {
-    const origin = parseInboundMessage({
-      id: '01JSSEREPLAY00000000000001',
-      platform: 'openapi',
-      channel: 'api',
-      chat: { type: 'person', id: 's1' },
-      sender: { id: 'u1' },
-      text: 'hello',
-      platform_message_id: 'p1',
-      received_at: 0,
-    });
+    const origin = toInboundMessage(
+      { session_id: 's1', user_id: 'u1', text: 'hello', chat_type: 'person', wait: false },
+      { id: '01JSSEREPLAY00000000000001', channelId: 'api', receivedAt: 0 },
+    );
 
     async function streamOfS1() {
       const base = await listen();
