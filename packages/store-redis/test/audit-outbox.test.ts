@@ -272,6 +272,30 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
         await database.start();
       }
     }, 60_000);
+
+    it('drops the rank of a copy an older build forgot once its entry is drained', async () => {
+      const store = await openStore();
+      const outbox = await open({ inner: store.auditLog, statuses: store.statuses, drainEveryMs: 60_000 });
+      const [waitingStatuses, ranks] = waitingKeys() as [string, string];
+      await database.stop();
+      try {
+        await statusesOf(outbox).put(answered('m1', 'delivered', 5));
+        // An older build's drain forgot the copy and knew nothing of its rank.
+        await redis.hdel(waitingStatuses, 'm1');
+        expect(await redis.hlen(ranks)).toBe(1);
+      } finally {
+        await database.start();
+      }
+      await eventually(
+        async () => {
+          await outbox.drain().catch(() => 0);
+          return (await outboxLength()) === 0;
+        },
+        20_000,
+        'the outbox drained',
+      );
+      expect(await redis.hlen(ranks)).toBe(0);
+    }, 60_000);
   });
 
   describe('when the outbox holds maxEntries records', () => {
