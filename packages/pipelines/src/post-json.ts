@@ -128,13 +128,13 @@ const DRAIN_MAX_BYTES = 128 * 1024;
 
 /**
  * What is left of a body whose answer is complete, read in the background (and thrown away) so
- * that its connection can serve the next call; cut after `graceMs` or `DRAIN_MAX_BYTES`, whichever
- * comes first (a server may keep it open, or keep writing).
+ * that its connection can serve the next call; cut after `DRAIN_GRACE_MS` or `DRAIN_MAX_BYTES`,
+ * whichever comes first (a server may keep it open, or keep writing).
  */
-export function drainRest(body: RemoteAnswer['body'], graceMs = DRAIN_GRACE_MS): void {
+export function drainRest(body: RemoteAnswer['body']): void {
   body.on('error', () => {});
   if (body.closed) return;
-  const cut = setTimeout(() => body.destroy(), graceMs);
+  const cut = setTimeout(() => body.destroy(), DRAIN_GRACE_MS);
   cut.unref();
   body.once('close', () => clearTimeout(cut));
   let bytes = 0;
