@@ -23,7 +23,7 @@ export interface MessagePath {
   /** The other messages of its turn(s): a merged burst runs as one turn. */
   merged_with: string[];
   turns: TrailTurn[];
-  replies: Reply[];
+  replies: readonly Reply[];
   outcome: { status: string; reason: string | null; error: string | null; at: number } | null;
   /** Its audit records (a dead letter, its replay's outcome…), newest first, without payloads. */
   audit: Array<Omit<AuditRecord, 'payload'>>;
@@ -110,7 +110,7 @@ export async function messagePath(
     turns,
     replies: trail?.outcome?.replies.length
       ? trail.outcome.replies
-      : [...keptReplies(status?.replies, sources.storeText, TRAIL_REPLY_LIMITS)],
+      : keptReplies(status?.replies, sources.storeText, TRAIL_REPLY_LIMITS),
     outcome,
     audit: page.items.map(auditView),
     sources: { audit: newest !== undefined, status: status !== null, trail: trail !== null },
