@@ -107,8 +107,9 @@ export interface StatusTracker {
   recovered(id: string, fields: QueuedFields): Promise<void>;
   /**
    * Appends replies sent for `id`; returns the updated status, or null when `id` is unknown. For
-   * a message not followed here (or only watched, not accepted yet), `answer` replies (the turn's, carried by the outcome that
-   * follows: its final status has them) are not stored: returns null without reading the store.
+   * a message not followed here (or only watched, not accepted yet), `answer` replies (the
+   * turn's, carried by the outcome that follows: its final status has them) are not stored:
+   * returns null without reading the store.
    */
   appendReplies(id: string, replies: readonly Reply[], answer?: boolean): Promise<MessageStatus | null>;
   /** The latest status: from memory while the message is followed, else from the store. */
