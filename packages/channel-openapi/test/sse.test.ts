@@ -227,6 +227,55 @@ describe('session event stream', () => {
     });
   });
 
+  describe('when a streamed delta alone is larger than max_event_stream_buffer', () => {
+    it('sends reply.omitted naming the message and the event left out, for the delta and for the reply', async () => {
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const hugeText = 'y'.repeat(200_000);
+      const streaming: Pipeline = {
+        id: 'streaming',
+        async run(_query, { stream }) {
+          stream?.(hugeText);
+          await released;
+          return { replies: [{ text: hugeText }] };
+        },
+      };
+      h = await createHarness({
+        channel: { max_event_stream_buffer: 65_536 },
+        pipelines: [{ pipeline: streaming }],
+        editIntervalMs: 100,
+      });
+      const base = await listen();
+      const abort = new AbortController();
+      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
+      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+      await readUntil(reader, (text) => text.includes(': connected'));
+
+      const answered = fetch(`${base}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ session_id: 's1', user_id: 'u1', text: 'hi', wait: true }),
+      }).then((response) => response.json() as Promise<{ id: string; turn: string }>);
+      let text = await readUntil(reader, (received) => received.includes('event: reply.omitted'), 10_000);
+      release();
+      const answer = await answered;
+      text += await readUntil(reader, (received) => received.includes('"event":"reply"'), 10_000);
+
+      const omitted = text
+        .split('\n\n')
+        .filter((block) => block.startsWith('event: reply.omitted\n'))
+        .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
+      expect(eventNames(text)).toEqual(['reply.omitted', 'reply.omitted']);
+      expect(omitted).toEqual([
+        { message_id: answer.id, turn: answer.turn, event: 'reply.delta', bytes: expect.any(Number) },
+        { message_id: answer.id, turn: answer.turn, event: 'reply', bytes: expect.any(Number) },
+      ]);
+      abort.abort();
+    });
+  });
+
   describe('when a client opens a stream and never reads it', () => {
     it('disconnects it once max_event_stream_buffer bytes wait unsent, logs it, and frees its place', async () => {
       const { logger, warnings } = warningsLogger();
