@@ -22,8 +22,12 @@ export function onAccessRefused(listener: RefusalListener): void {
 /**
  * Calls an admin route with the stored token as bearer and resolves its JSON body; throws an
  * `ApiError` for any other status than 2xx (and tells the refusal listener about 401 and 403).
+ * `signal` aborts the call (the fetch rejects with its `AbortError`).
  */
-export async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+export async function api<T>(
+  path: string,
+  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   const token = readToken();
   if (token !== null) headers.authorization = `Bearer ${token}`;
@@ -32,6 +36,7 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
     method: init.method ?? 'GET',
     headers,
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    ...(init.signal === undefined ? {} : { signal: init.signal }),
   });
   const text = await response.text();
   const body = text === '' ? null : (JSON.parse(text) as unknown);

@@ -7,42 +7,76 @@ export interface Polled<T> {
   refresh(): void;
 }
 
+/** An answer or a failure, with the key it was loaded for. */
+interface Loaded<T> {
+  key: string;
+  data: T | undefined;
+  error: Error | undefined;
+}
+
 /**
  * Calls `load` now and every `intervalMs` while the page is shown (never two at once), so a page
- * updates live without a reload. `intervalMs` 0 loads once. `key` changes reload at once.
+ * updates live without a reload. `intervalMs` 0 loads once. A `key` change (another message's
+ * page) shows nothing of the previous key from its first render on, aborts the load under way
+ * (`load` gets the signal) and loads at once: an answer that comes for an older key is never
+ * shown, however late.
  */
-export function usePoll<T>(load: () => Promise<T>, intervalMs: number, key = ''): Polled<T> {
-  const [data, setData] = useState<T>();
-  const [error, setError] = useState<Error>();
+export function usePoll<T>(
+  load: (signal: AbortSignal) => Promise<T>,
+  intervalMs: number,
+  key = '',
+): Polled<T> {
+  const [loaded, setLoaded] = useState<Loaded<T>>({ key, data: undefined, error: undefined });
   const loadRef = useRef(load);
   loadRef.current = load;
-  const busy = useRef(false);
+  const keyRef = useRef(key);
+  keyRef.current = key;
+  /** The load under way, if any. */
+  const inFlight = useRef<AbortController | null>(null);
 
   const refresh = useCallback(() => {
-    if (busy.current) return;
-    busy.current = true;
+    if (inFlight.current !== null) return;
+    const loading = new AbortController();
+    inFlight.current = loading;
+    const loadingKey = keyRef.current;
     loadRef
-      .current()
+      .current(loading.signal)
       .then(
-        (answer) => {
-          setData(answer);
-          setError(undefined);
+        (data) => {
+          if (!loading.signal.aborted) setLoaded({ key: loadingKey, data, error: undefined });
         },
-        (failure: Error) => setError(failure),
+        (failure: Error) => {
+          if (loading.signal.aborted) return;
+          // A failure keeps the last answer of the same key on screen, beside the error.
+          setLoaded((shown) => ({
+            key: loadingKey,
+            data: shown.key === loadingKey ? shown.data : undefined,
+            error: failure,
+          }));
+        },
       )
       .finally(() => {
-        busy.current = false;
+        if (inFlight.current === loading) inFlight.current = null;
       });
   }, []);
 
   useEffect(() => {
     refresh();
-    if (intervalMs === 0) return;
-    const timer = setInterval(() => {
-      if (document.visibilityState === 'visible') refresh();
-    }, intervalMs);
-    return () => clearInterval(timer);
+    const timer =
+      intervalMs === 0
+        ? undefined
+        : setInterval(() => {
+            if (document.visibilityState === 'visible') refresh();
+          }, intervalMs);
+    return () => {
+      clearInterval(timer);
+      // A new key (or leaving the page) ends the load under way; its answer would be stale.
+      inFlight.current?.abort();
+      inFlight.current = null;
+    };
   }, [refresh, intervalMs, key]);
 
-  return { data, error, refresh };
+  // Until the first answer for a new key comes, the previous key's is not this page's.
+  const current = loaded.key === key;
+  return { data: current ? loaded.data : undefined, error: current ? loaded.error : undefined, refresh };
 }

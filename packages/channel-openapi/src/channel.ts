@@ -59,6 +59,7 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
   const { followSession, shareReplies } = events;
   const sse = createSseHub({
     heartbeatMs: options.sseHeartbeatMs ?? DEFAULTS.sseHeartbeatMs,
+    logger,
     ...(followSession === undefined
       ? {}
       : {

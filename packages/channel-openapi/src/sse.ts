@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { SwitchboardError } from '@switchboard/core';
+import { type Logger, SwitchboardError } from '@switchboard/core';
 
 /** The data of one `event: reply`. */
 export interface ReplyEvent {
@@ -15,13 +15,30 @@ export interface ReplyDeltaEvent {
   delta: string;
 }
 
+/**
+ * The data of one `event: reply.omitted`: sent instead of a `reply` or `reply.delta` event that
+ * alone is larger than `max_event_stream_buffer`, which no stream could hold. The client reads
+ * the message's replies with `GET {prefix}/messages/{message_id}`.
+ */
+export interface ReplyOmittedEvent {
+  message_id: string;
+  turn: string | null;
+  /** The event left out: `reply` or `reply.delta`. */
+  event: 'reply' | 'reply.delta';
+  /** Its size in bytes, as it would have been written. */
+  bytes: number;
+}
+
 /** The bounds of the event streams; from the channel config (`max_event_streams`…). */
 export interface SseLimits {
   /** Streams open at once on the channel. */
   maxStreams: number;
   /** Streams open at once on one session. */
   maxStreamsPerSession: number;
-  /** Bytes a stream may have unsent before it is disconnected as a reader too slow. */
+  /**
+   * Bytes a stream may still have unsent from earlier writes when the next is written; past it
+   * the stream is disconnected as a reader too slow. Also the largest event sent whole.
+   */
   maxBufferedBytes: number;
   /** Bytes all streams may have unsent together; past it the streams holding most are disconnected. */
   maxBufferedBytesTotal: number;
@@ -35,9 +52,14 @@ export interface SseLimits {
  * Streams live for hours and are not counted toward `max_concurrent_requests`, so they have
  * bounds of their own: a number per channel and per session (past them, `open` throws 429), and
  * the bytes a stream may hold unsent. A client that does not read made the server buffer every
- * reply for ever; past `maxBufferedBytes` its connection is closed and it may reconnect. Many
- * such clients together are bounded by `maxBufferedBytesTotal`, not by `maxStreams` times
- * `maxBufferedBytes`: past it the streams holding most unsent are closed first.
+ * reply for ever. What is judged is the backlog, the bytes of earlier writes the client has not
+ * taken yet, before each write: a reader that keeps up has taken them, whatever the size of the
+ * event being written. Past `maxBufferedBytes` of backlog the connection is closed and the
+ * client may reconnect, so a stream holds at most that plus one write. An event larger than
+ * `maxBufferedBytes` on its own would be cut for any reader: a `reply.omitted` event naming the
+ * message goes instead. Many slow clients together are bounded by `maxBufferedBytesTotal`, not
+ * by `maxStreams` times `maxBufferedBytes`: past it the streams holding most unsent are closed
+ * first. Every disconnection and every omitted event is logged (warn).
  */
 export interface SseHub {
   /**
@@ -74,9 +96,16 @@ export function formatReplyDeltaEvent(event: ReplyDeltaEvent): string {
   return `event: reply.delta\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
+/** Like `formatReplyEvent`, for `event: reply.omitted`. */
+export function formatReplyOmittedEvent(event: ReplyOmittedEvent): string {
+  return `event: reply.omitted\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
 export interface SseHubOptions {
   heartbeatMs: number;
   limits: SseLimits;
+  /** Where disconnected readers and omitted events are reported. */
+  logger: Logger;
   /**
    * Called when a session gets its first stream, with the function that publishes to its
    * streams; returns the function called when its last stream closes. With several replicas,
@@ -93,8 +122,10 @@ interface SessionStreams {
 
 /** Creates the hub of one channel; its limits count that channel's streams only. */
 export function createSseHub(options: SseHubOptions): SseHub {
-  const { limits } = options;
+  const { limits, logger } = options;
   const streams = new Map<string, SessionStreams>();
+  /** The session of each open stream, for the logs. */
+  const sessionOfStream = new Map<ServerResponse, string>();
   let open = 0;
 
   function remove(sessionId: string, response: ServerResponse): void {
@@ -118,14 +149,36 @@ export function createSseHub(options: SseHubOptions): SseHub {
     return session;
   }
 
-  function publish(sessionId: string, events: readonly ReplyEvent[]): void {
-    write(sessionId, events.map(formatReplyEvent).join(''));
+  /**
+   * `formatted` (the event `event` of `name`), or the `reply.omitted` event that goes instead
+   * when it alone is larger than a stream may hold: written whole, it would cut every reader.
+   */
+  function fitted(
+    sessionId: string,
+    event: { message_id: string; turn: string | null },
+    name: ReplyOmittedEvent['event'],
+    formatted: string,
+  ): string {
+    const bytes = Buffer.byteLength(formatted);
+    if (bytes <= limits.maxBufferedBytes) return formatted;
+    logger.warn(
+      {
+        session: sessionId,
+        messageId: event.message_id,
+        event: name,
+        bytes,
+        maxBytes: limits.maxBufferedBytes,
+      },
+      'event too large for the event streams: sent as reply.omitted',
+    );
+    return formatReplyOmittedEvent({ message_id: event.message_id, turn: event.turn, event: name, bytes });
   }
 
-  function write(sessionId: string, chunk: string): void {
+  function publish(sessionId: string, events: readonly ReplyEvent[]): void {
     const session = streams.get(sessionId);
     if (session === undefined) return;
-    for (const response of session.responses) send(response, chunk);
+    const chunk = events.map((event) => fitted(sessionId, event, 'reply', formatReplyEvent(event))).join('');
+    writeTo([...session.responses], chunk);
   }
 
   function refuseBeyondLimits(sessionId: string): void {
@@ -161,9 +214,20 @@ export function createSseHub(options: SseHubOptions): SseHub {
     unsent.set(response, response.writableLength);
   }
 
-  function disconnect(response: ServerResponse): void {
+  function disconnect(response: ServerResponse, fields: object, message: string): void {
+    logger.warn({ session: sessionOfStream.get(response), ...fields }, message);
     forget(response);
     response.destroy();
+  }
+
+  /** Closes a stream whose client has not taken what earlier writes left past the bound. */
+  function cutIfBehind(response: ServerResponse): void {
+    if (response.destroyed || response.writableLength <= limits.maxBufferedBytes) return;
+    disconnect(
+      response,
+      { unsentBytes: response.writableLength, maxBytes: limits.maxBufferedBytes },
+      'event stream disconnected: its reader is too slow',
+    );
   }
 
   /** Past the total, disconnects the streams holding most unsent until it is met again. */
@@ -178,21 +242,32 @@ export function createSseHub(options: SseHubOptions): SseHub {
         if (bytes > largestBytes) [largest, largestBytes] = [response, bytes];
       }
       if (largest === undefined) return;
-      disconnect(largest);
+      disconnect(
+        largest,
+        {
+          unsentBytes: largestBytes,
+          totalUnsentBytes: unsentTotal,
+          maxTotalBytes: limits.maxBufferedBytesTotal,
+        },
+        'event stream disconnected: the streams hold too much unsent',
+      );
     }
   }
 
-  /** Writes `chunk`, or closes the connection of a reader that lets too much pile up unsent. */
-  function send(response: ServerResponse, chunk: string): void {
-    if (response.destroyed) return;
-    // `write` buffers whatever the socket does not take; its return value only advises.
-    response.write(chunk);
-    if (response.writableLength > limits.maxBufferedBytes) {
-      disconnect(response);
-      return;
-    }
-    recount(response);
+  /**
+   * Writes `chunk` to each of `responses` whose client keeps up. The backlog is judged before
+   * any of them is written: the chunk itself, which no client could have taken yet, never
+   * counts against a stream, nor one stream's write against another's.
+   */
+  function writeTo(responses: readonly ServerResponse[], chunk: string): void {
+    for (const response of responses) cutIfBehind(response);
     enforceTotal();
+    for (const response of responses) {
+      if (response.destroyed) continue;
+      // `write` buffers whatever the socket does not take; its return value only advises.
+      response.write(chunk);
+      recount(response);
+    }
   }
 
   return {
@@ -202,22 +277,26 @@ export function createSseHub(options: SseHubOptions): SseHub {
       if (response.closed) return;
       response.writeHead(200, SSE_HEADERS);
       sessionOf(sessionId).responses.add(response);
+      sessionOfStream.set(response, sessionId);
       open += 1;
-      const heartbeat = setInterval(() => send(response, ': heartbeat\n\n'), options.heartbeatMs);
+      const heartbeat = setInterval(() => writeTo([response], ': heartbeat\n\n'), options.heartbeatMs);
       response.on('drain', () => recount(response));
       response.once('close', () => {
         clearInterval(heartbeat);
         forget(response);
+        sessionOfStream.delete(response);
         remove(sessionId, response);
       });
       // The first bytes send the headers, so the client sees the stream open at once.
-      send(response, ': connected\n\n');
+      writeTo([response], ': connected\n\n');
     },
 
     publish,
 
     publishDelta(sessionId, event) {
-      write(sessionId, formatReplyDeltaEvent(event));
+      const session = streams.get(sessionId);
+      if (session === undefined) return;
+      writeTo([...session.responses], fitted(sessionId, event, 'reply.delta', formatReplyDeltaEvent(event)));
     },
 
     closeAll() {

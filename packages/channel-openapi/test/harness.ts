@@ -4,6 +4,7 @@ import {
   type Controller,
   type Delivery,
   type Ingress,
+  type Logger,
   type QueryPool,
   type MessageStatusStore,
   type Outcome,
@@ -95,6 +96,8 @@ export interface HarnessOptions {
   enqueueDelayMs?: number;
   /** Least time between two previews of a streamed answer, ms. Default: 1 s. */
   editIntervalMs?: number;
+  /** The channel's logger. Default: silent. */
+  logger?: Logger;
 }
 
 export interface Harness {
@@ -174,7 +177,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         return () => storedListeners.delete(listener);
       },
     },
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     sseHeartbeatMs: options.sseHeartbeatMs,
   });
   const controller = createController({

@@ -1,10 +1,21 @@
-import type { Pipeline } from '@switchboard/core';
+import { type Logger, type Pipeline, silentLogger } from '@switchboard/core';
 import { eventNames, readUntil, replyDeltaEvents, replyEvents } from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '@switchboard/http';
 import { toInboundMessage } from '../src/normalize.js';
 import { type Harness, createHarness, eventually } from './harness.js';
 import { connectRaw } from './raw-client.js';
+
+/** A logger that keeps its warnings, bindings and message. */
+function warningsLogger() {
+  const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  const logger: Logger = {
+    ...silentLogger,
+    warn: (fields, message) => warnings.push({ fields: fields as Record<string, unknown>, message }),
+    child: () => logger,
+  };
+  return { logger, warnings };
+}
 
 describe('session event stream', () => {
   let h: Harness;
@@ -158,10 +169,119 @@ describe('session event stream', () => {
     });
   });
 
-  describe('when a client opens a stream and never reads it', () => {
-    it('disconnects it once max_event_stream_buffer bytes wait unsent, and frees its place', async () => {
+  describe('when a reply alone is larger than max_event_stream_buffer and the client reads', () => {
+    it('keeps the stream open, sends a reply.omitted event naming the message instead, logs it, and streams later replies', async () => {
+      const { logger, warnings } = warningsLogger();
+      // 16 MiB: more than the kernel's socket buffers on loopback take at once.
+      const hugeText = 'x'.repeat(16 * 1_048_576);
+      const sizable: Pipeline = {
+        id: 'sizable',
+        async run(query) {
+          return { replies: [{ text: query.text === 'huge' ? hugeText : query.text }] };
+        },
+      };
       h = await createHarness({
-        channel: { max_event_streams_per_session: 1, max_event_stream_buffer: 65_536 },
+        channel: { max_event_stream_buffer: 65_536 },
+        pipelines: [{ pipeline: sizable }],
+        logger,
+      });
+      const base = await listen();
+      const abort = new AbortController();
+      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
+      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+      await readUntil(reader, (text) => text.includes(': connected'));
+
+      const postAndWait = async (text: string) => {
+        const response = await fetch(`${base}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ session_id: 's1', user_id: 'u1', text, wait: true }),
+        });
+        return (await response.json()) as { id: string; turn: string; status: string };
+      };
+      const huge = await postAndWait('huge');
+      const after = await postAndWait('after');
+      expect([huge.status, after.status]).toEqual(['completed', 'completed']);
+
+      const text = await readUntil(reader, (received) => received.includes('"after"'), 10_000);
+      expect(eventNames(text)).toEqual(['reply.omitted', 'reply']);
+      const omitted = text.split('\n\n').find((block) => block.startsWith('event: reply.omitted\n')) ?? '';
+      expect(JSON.parse(omitted.slice(omitted.indexOf('data: ') + 'data: '.length))).toEqual({
+        message_id: huge.id,
+        turn: huge.turn,
+        event: 'reply',
+        bytes: expect.any(Number),
+      });
+      expect(replyEvents(text)).toEqual([{ message_id: after.id, turn: after.turn, text: 'after' }]);
+      expect(warnings).toEqual([
+        {
+          fields: expect.objectContaining({ session: 's1', messageId: huge.id, maxBytes: 65_536 }),
+          message: 'event too large for the event streams: sent as reply.omitted',
+        },
+      ]);
+      // The notice's message answers whole by its id.
+      const status = await fetch(`${base}/v1/messages/${huge.id}`);
+      const { replies } = (await status.json()) as { replies: Array<{ text: string }> };
+      expect(replies[0]?.text).toHaveLength(hugeText.length);
+      abort.abort();
+    });
+  });
+
+  describe('when a streamed delta alone is larger than max_event_stream_buffer', () => {
+    it('sends reply.omitted naming the message and the event left out, for the delta and for the reply', async () => {
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const hugeText = 'y'.repeat(200_000);
+      const streaming: Pipeline = {
+        id: 'streaming',
+        async run(_query, { stream }) {
+          stream?.(hugeText);
+          await released;
+          return { replies: [{ text: hugeText }] };
+        },
+      };
+      h = await createHarness({
+        channel: { max_event_stream_buffer: 65_536 },
+        pipelines: [{ pipeline: streaming }],
+        editIntervalMs: 100,
+      });
+      const base = await listen();
+      const abort = new AbortController();
+      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
+      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+      await readUntil(reader, (text) => text.includes(': connected'));
+
+      const answered = fetch(`${base}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ session_id: 's1', user_id: 'u1', text: 'hi', wait: true }),
+      }).then((response) => response.json() as Promise<{ id: string; turn: string }>);
+      let text = await readUntil(reader, (received) => received.includes('event: reply.omitted'), 10_000);
+      release();
+      const answer = await answered;
+      text += await readUntil(reader, (received) => received.includes('"event":"reply"'), 10_000);
+
+      const omitted = text
+        .split('\n\n')
+        .filter((block) => block.startsWith('event: reply.omitted\n'))
+        .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
+      expect(eventNames(text)).toEqual(['reply.omitted', 'reply.omitted']);
+      expect(omitted).toEqual([
+        { message_id: answer.id, turn: answer.turn, event: 'reply.delta', bytes: expect.any(Number) },
+        { message_id: answer.id, turn: answer.turn, event: 'reply', bytes: expect.any(Number) },
+      ]);
+      abort.abort();
+    });
+  });
+
+  describe('when a client opens a stream and never reads it', () => {
+    it('disconnects it once max_event_stream_buffer bytes wait unsent, logs it, and frees its place', async () => {
+      const { logger, warnings } = warningsLogger();
+      h = await createHarness({
+        channel: { max_event_streams_per_session: 1, max_event_stream_buffer: 1_048_576 },
+        logger,
       });
       const base = await listen();
       const reader = await connectRaw(base, { read: false });
@@ -175,15 +295,20 @@ describe('session event stream', () => {
         { session_id: 's1', user_id: 'u1', text: 'hi', chat_type: 'person', wait: false },
         { id: 'm1', channelId: 'api', receivedAt: 0 },
       );
-      const reply = { text: 'x'.repeat(262_144) };
+      // Below the limit each, so that it is sent whole and only the backlog can cut the stream.
+      const reply = { text: 'x'.repeat(1_000_000) };
       let next: Response | undefined;
-      // 16 MB at most, far past the limit: the unread stream must lose its place on the way.
+      // 64 MB at most, far past the limit and the kernel's buffers: the stream must lose its place.
       for (let sent = 0; sent < 64 && next === undefined; sent++) {
         await h.channel.send(origin, [reply], new AbortController().signal);
         const attempt = await openStream();
         if (attempt.status === 200) next = attempt;
       }
       expect(next?.status).toBe(200);
+      expect(warnings).toContainEqual({
+        fields: expect.objectContaining({ session: 's1', maxBytes: 1_048_576 }),
+        message: 'event stream disconnected: its reader is too slow',
+      });
       abort.abort();
       // A client that does not read sees no close either; once it reads, it finds its stream cut.
       reader.socket.resume();
@@ -193,13 +318,15 @@ describe('session event stream', () => {
   });
 
   describe('when readers that do not read together hold more than max_event_stream_buffer_total', () => {
-    it('disconnects the stream holding most, though each is far below max_event_stream_buffer', async () => {
+    it('disconnects the stream holding most, though each is far below max_event_stream_buffer, and logs it', async () => {
+      const { logger, warnings } = warningsLogger();
       h = await createHarness({
         channel: {
           max_event_streams_per_session: 1,
           max_event_stream_buffer: 268_435_456,
           max_event_stream_buffer_total: 65_536,
         },
+        logger,
       });
       const base = await listen();
       const abort = new AbortController();
@@ -226,6 +353,10 @@ describe('session event stream', () => {
         if ((await openStream('s1')).status === 200) freed = 's1';
       }
       expect(freed).toBe('s1');
+      expect(warnings).toContainEqual({
+        fields: expect.objectContaining({ session: 's1', maxTotalBytes: 65_536 }),
+        message: 'event stream disconnected: the streams hold too much unsent',
+      });
       // The other reader held less, so it keeps its place.
       expect((await openStream('s2')).status).toBe(429);
       abort.abort();

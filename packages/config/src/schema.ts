@@ -26,8 +26,30 @@ import { isTrustedProxyEntry } from './trusted-proxy.js';
 
 /** An http(s) base URL of a platform API, for self-hosted servers, proxies and test fakes. */
 const apiUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional();
+/**
+ * Whitespace in a credential is a paste or a file's trailing newline, never part of it: the
+ * other side would never send it back, so every request would be refused. Refused at load,
+ * before anything is locked out; the message never quotes the value.
+ */
+const noWhitespace = (schema: z.ZodString) =>
+  schema.refine((value) => !/\s/.test(value), 'must not contain whitespace');
+
 /** A token or key: marked secret, so that logs, audit records and config errors never show it. */
-const secret = () => secretField(z.string().min(1, 'must not be empty'));
+const secret = () => secretField(noWhitespace(z.string().min(1, 'must not be empty')));
+
+/**
+ * A credential clients send back as `Authorization: Bearer <value>` (`admin.token`, `api_keys`);
+ * empty means none. A header carries no whitespace inside a token and trims it around one, and
+ * Node reads header bytes as Latin-1, so a value with whitespace or beyond visible ASCII could
+ * never match.
+ */
+const bearerCredential = () =>
+  secretField(
+    noWhitespace(z.string()).refine(
+      (value) => /\s/.test(value) || /^[\x21-\x7e]*$/.test(value),
+      'must hold visible ASCII characters only (a bearer token)',
+    ),
+  );
 
 export const ServerSchema = z
   .strictObject({
@@ -81,7 +103,7 @@ export const ServerSchema = z
 export const AdminSchema = z
   .strictObject({
     /** Bearer token of the admin API; empty or absent = loopback only. */
-    token: secretField(z.string()).optional(),
+    token: bearerCredential().optional(),
     /** Operations endpoints that also need the admin token (or loopback); `/healthz` stays open. */
     protect: z.array(z.enum(['metrics', 'readyz', 'docs'])).default([]),
   })
@@ -340,7 +362,7 @@ export const OpenApiChannelSchema = z
     /** Requests in flight before 429. */
     max_concurrent_requests: numeric(z.number().int().min(1)).prefault(100),
     /** Bearer keys; empty strings are dropped so `${API_KEY:-}` means none (loopback only). */
-    api_keys: secretField(z.array(z.string())).default([]),
+    api_keys: secretField(z.array(bearerCredential())).default([]),
     /** How long `POST …/messages` with `wait: true` waits for the replies before answering 202. */
     wait_timeout: durationMs({ max: '10m' }).prefault('30s'),
     /** The most a request may ask for with `timeout_ms`. */

@@ -8,7 +8,11 @@ import { usePoll } from '../use-poll.js';
 
 /** One message's whole path: received, routed, merged, turns, replies, outcome. Live while it runs. */
 export function MessagePage({ id }: { id: string }) {
-  const path = usePoll(() => api<MessagePath>(`/admin/messages/${encodeURIComponent(id)}`), 3000, id);
+  const path = usePoll(
+    (signal) => api<MessagePath>(`/admin/messages/${encodeURIComponent(id)}`, { signal }),
+    3000,
+    id,
+  );
   const data = path.data;
   return (
     <>

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { type AuditItem, OUTCOMES, type Page } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
@@ -27,23 +27,36 @@ export function MessagesPage({ params }: { params: URLSearchParams }) {
   const [results, setResults] = useState<AuditItem[]>();
   const [cursor, setCursor] = useState<string | null>(null);
   const [error, setError] = useState<Error>();
+  /** The search (or page of it) under way: a newer one aborts it, so only the newest answers. */
+  const searching = useRef<AbortController | null>(null);
 
   async function load(after: string | null) {
+    searching.current?.abort();
+    const loading = new AbortController();
+    searching.current = loading;
     const filters = Object.fromEntries(params);
     try {
       const page = await api<Page<AuditItem>>(
         `/admin/messages${query({ ...filters, limit: 50, cursor: after ?? undefined })}`,
+        { signal: loading.signal },
       );
+      // Aborted after its answer came in: a newer search owns the table now.
+      if (loading.signal.aborted) return;
       setResults((shown) => (after === null ? page.items : [...(shown ?? []), ...page.items]));
       setCursor(page.next_cursor);
       setError(undefined);
     } catch (failure) {
-      setError(failure as Error);
+      if (!loading.signal.aborted) setError(failure as Error);
     }
   }
 
   useEffect(() => {
+    // Another search's results are not this one's: none are shown until its own answer comes.
+    setResults(undefined);
+    setCursor(null);
+    setError(undefined);
     void load(null);
+    return () => searching.current?.abort();
   }, [search]);
 
   function submit(event: Event) {

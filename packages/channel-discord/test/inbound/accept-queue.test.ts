@@ -3,6 +3,7 @@ import {
   type Ingress,
   type IngressDropReason,
   type IngressResult,
+  SwitchboardError,
   parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
@@ -24,6 +25,14 @@ function message(text: string): InboundMessage {
 }
 
 const queued: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };
+
+/** What a store out of reach throws from `accept` (Redis away, the audit outbox full). */
+const storeUnavailable = () =>
+  new SwitchboardError('SB_STORE_UNAVAILABLE', {
+    message: 'redis is unreachable',
+    retryable: true,
+    retryAfterMs: 100,
+  });
 
 interface Drop {
   text: string;
@@ -175,6 +184,61 @@ describe('createAcceptQueue', () => {
       await stopping;
       expect(seen).toEqual(['1@d1', '2@d2', '3@d3']);
       expect(drops).toEqual([]);
+    });
+  });
+
+  describe('when the store is unavailable for a while', () => {
+    it('keeps the message and retries it with a growing wait, the next one behind it, and drops nothing', async () => {
+      vi.useFakeTimers();
+      let failures = 2;
+      const { ingress, seen, drops } = recordingIngress(async () => {
+        if (failures === 0) return queued;
+        failures -= 1;
+        throw storeUnavailable();
+      });
+      const queue = createAcceptQueue(ingress, silentLogger);
+      queue.push(message('1'), 'd1');
+      queue.push(message('2'), 'd2');
+
+      await vi.advanceTimersByTimeAsync(99);
+      expect(seen).toEqual(['1@d1']);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(seen).toEqual(['1@d1', '1@d1']);
+      // The second wait doubles the store's retryAfterMs.
+      await vi.advanceTimersByTimeAsync(199);
+      expect(seen).toEqual(['1@d1', '1@d1']);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(seen).toEqual(['1@d1', '1@d1', '1@d1', '2@d2']);
+      await queue.stop();
+      expect(drops).toEqual([]);
+    });
+  });
+
+  describe('when the channel stops while the store is unavailable', () => {
+    it('tries the waiting message once more, then records it and every one behind it dropped/ingress_failed with the error, untried', async () => {
+      vi.useFakeTimers();
+      const failure = storeUnavailable();
+      const { ingress, seen, drops } = recordingIngress(async () => {
+        throw failure;
+      });
+      const errors: object[] = [];
+      const logger = {
+        ...silentLogger,
+        error: (bindings: object) => errors.push(bindings),
+        child: () => logger,
+      };
+      const queue = createAcceptQueue(ingress, logger);
+      for (const text of ['1', '2', '3']) queue.push(message(text), `d${text}`);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(seen).toEqual(['1@d1']);
+
+      // No timer is advanced from here on: stop must not wait for the backoff.
+      await queue.stop();
+      expect(seen).toEqual(['1@d1', '1@d1']);
+      expect(drops).toEqual(
+        ['1', '2', '3'].map((text) => ({ text, reason: 'ingress_failed', error: failure })),
+      );
+      expect(errors).toContainEqual({ err: failure, dropped: 3 });
     });
   });
 
