@@ -8,6 +8,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
+import { MAX_ANSWER_BYTES } from '../answer-size.js';
 import { createWorkerPool } from './worker-pool.js';
 
 /**
@@ -71,6 +72,11 @@ export function checkProcessPipelinePolicy(
 export interface ProcessPipelineDeps {
   /** Where worker lifecycle events and stderr lines go. */
   logger: Logger;
+  /**
+   * Largest answer kept: a stdout line (characters) and the text of a turn's deltas (bytes);
+   * default `MAX_ANSWER_BYTES` (16 MiB), lower in tests.
+   */
+  maxAnswerBytes?: number;
 }
 
 /**
@@ -81,7 +87,7 @@ export interface ProcessPipelineDeps {
 export function createProcessPipeline(
   id: string,
   options: ProcessPipelineOptions,
-  { logger }: ProcessPipelineDeps,
+  { logger, maxAnswerBytes = MAX_ANSWER_BYTES }: ProcessPipelineDeps,
 ): Pipeline {
   return createWorkerPool(id, {
     command: {
@@ -99,6 +105,7 @@ export function createProcessPipeline(
     restart: { baseDelayMs: options.restart.base_delay, maxDelayMs: options.restart.max_delay },
     logger,
     mask: createSecretMasker(secretValues(ProcessPipelineOptionsSchema, options)),
+    maxAnswerBytes,
     now: Date.now,
   });
 }

@@ -48,6 +48,7 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
         restart: options.restart,
         logger,
         mask: options.mask,
+        maxAnswerBytes: options.maxAnswerBytes,
         now: options.now,
         onWorkerGone: (slot) => sessions.dropSlot(slot),
       }),
@@ -75,7 +76,7 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
 
   return {
     id,
-    async run(query: Query, { signal }: PipelineRunContext): Promise<PipelineResult> {
+    async run(query: Query, { signal, stream }: PipelineRunContext): Promise<PipelineResult> {
       if (stopped) throw new SwitchboardError('SB_SHUTDOWN');
       const binding = await sessions.acquire(query.session, choose, signal, (aborted) =>
         abortError(id, aborted, undefined),
@@ -87,7 +88,7 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
           if (!signal.aborted) sessions.unbind(binding);
           throw error;
         });
-        const request = worker.request(query, signal);
+        const request = worker.request(query, signal, stream);
         finished = request.finished;
         return await request.answer;
       } finally {

@@ -27,6 +27,8 @@ export interface WorkerSlotOptions {
   logger: Logger;
   /** Masks the worker's secrets in its stderr lines before they are cut. */
   mask: SecretMasker;
+  /** Largest answer kept (worker-process.ts). */
+  maxAnswerBytes: number;
   now: () => number;
   /** Its worker is gone: the sessions bound to it lose their context. */
   onWorkerGone(index: number): void;
@@ -134,7 +136,7 @@ export class WorkerSlot {
     this.#generation += 1;
     this.#state = 'starting';
     this.#restartAt = undefined;
-    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger, mask } = this.#options;
+    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger, mask, maxAnswerBytes } = this.#options;
     const worker = new WorkerProcess({
       pipeline,
       command,
@@ -144,6 +146,7 @@ export class WorkerSlot {
       cancelGraceMs,
       logger,
       mask,
+      maxAnswerBytes,
       onExit: (reason, clean) => this.#gone(worker, reason, clean),
       onAnswer: () => {
         this.#failures = 0;

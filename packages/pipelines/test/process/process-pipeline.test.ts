@@ -307,6 +307,77 @@ describe('process pipeline', () => {
     });
   });
 
+  describe('when a worker streams its answer', () => {
+    it('passes each {"delta"} on in order and answers with its replies', async () => {
+      const { pipeline, logger } = processPipeline();
+      const deltas: string[] = [];
+      const context = { ...contextOf(logger), stream: (delta: string) => deltas.push(delta) };
+
+      const answer = answerOf(await pipeline.run(turnOf('a', 'stream Hel lo'), context));
+
+      expect(deltas).toEqual(['Hel', 'lo']);
+      expect(answer.text).toBe('stream Hel lo');
+    });
+  });
+
+  describe('when a worker streams deltas far past the largest answer kept', () => {
+    it('fails the turn for good once the text passes the bound and cancels it there; the worker lives on', async () => {
+      const maxAnswerBytes = 1024 * 1024;
+      const { pipeline, logger, events } = processPipeline({}, {}, { maxAnswerBytes });
+      let streamed = 0;
+      const context = {
+        ...contextOf(logger),
+        stream: (delta: string) => {
+          streamed += delta.length;
+        },
+      };
+
+      const error = await failureOf(
+        pipeline.run(turnOf('a', `flood ${64 * 1024} ${maxAnswerBytes + 64 * 1024 * 1024}`), context),
+      );
+
+      expect(error).toMatchObject({
+        code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+        retryable: false,
+        message: `pipeline agent: the streamed text is larger than ${maxAnswerBytes} bytes`,
+      });
+      expect(streamed).toBeLessThanOrEqual(maxAnswerBytes);
+      // The worker stopped on the cancel: it wrote what was read, plus what the pipe held.
+      const cancel = await eventually(() => events().find((event) => event.event === 'cancel'));
+      expect(cancel.bytes).toBeLessThan(maxAnswerBytes + 1024 * 1024);
+      const next = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      expect(next.pid).toBe(cancel.pid);
+    });
+  });
+
+  describe('when a worker writes one line without end', () => {
+    it('fails the turn the line names for good, kills the worker before it wrote much past the bound', async () => {
+      const maxAnswerBytes = 1024 * 1024;
+      const { pipeline, logger, events } = processPipeline(
+        { restart: { base_delay: '100ms' } },
+        {},
+        { maxAnswerBytes },
+      );
+
+      const error = await failureOf(
+        pipeline.run(turnOf('a', `huge ${maxAnswerBytes + 64 * 1024 * 1024}`), contextOf(logger)),
+      );
+
+      expect(error).toMatchObject({
+        code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+        retryable: false,
+        message: `pipeline agent: a line of the worker is larger than ${maxAnswerBytes} bytes`,
+      });
+      const killed = await eventually(() =>
+        logger.lines.find((line) => line.msg === 'killing worker' && String(line.reason).includes('longer')),
+      );
+      expect(killed.reason).toBe(`wrote a line longer than ${maxAnswerBytes} characters`);
+      const wrote = events().filter((event) => event.event === 'wrote');
+      // Read up to the bound, plus what the pipe held when the worker was killed.
+      expect(wrote.at(-1)?.bytes).toBeLessThan(maxAnswerBytes + 1024 * 1024);
+    });
+  });
+
   describe('when a run is aborted', () => {
     it('sends {cancel} and keeps a worker that answers it', async () => {
       const { pipeline, logger, events } = processPipeline();
