@@ -153,9 +153,7 @@ routing:
   }, 60_000);
   afterAll(async () => {
     await gateway?.stop('SIGKILL');
-    await Promise.all(
-      [openai, flaky, telegram, slack, discord, ndjson, flood].map((fake) => fake?.close()),
-    );
+    await Promise.all([openai, flaky, telegram, slack, discord, ndjson, flood].map((fake) => fake?.close()));
   });
 
   describe('when an OpenAI-compatible endpoint streams 200 tokens over 4 s', () => {

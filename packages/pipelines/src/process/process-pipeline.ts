@@ -39,7 +39,7 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
   start_timeout: durationMs({ min: '100ms', max: '10m' }).prefault('30s'),
   /** How long a worker may take to answer a `{"cancel"}` before it is killed and restarted. */
   cancel_grace: durationMs({ min: '100ms', max: '5m' }).prefault('5s'),
-  /** Restart delay after the n-th failure in a row: base_delay × 2^(n−1), at most max_delay. */
+  /** Restart delay after the n-th failure since a worker was ready: base_delay × 2^(n−1), at most max_delay. */
   restart: z
     .strictObject({
       base_delay: durationMs({ min: '100ms', max: '1h' }).prefault('5s'),
