@@ -116,6 +116,40 @@ describe('process pipeline (end to end)', () => {
     });
   });
 
+  describe('when its worker crashes once on each message and max_attempts is 2', () => {
+    it('completes every message on its second attempt, waiting for the restart; each has one outcome', async () => {
+      const { gateway, events } = await gatewayWithWorkers(`    restart: { base_delay: 1s }
+    retry: { max_attempts: 2, base_delay: 200ms, max_delay: 200ms }
+`);
+      const markers = tempDir();
+      const ids: string[] = [];
+      for (const trial of [1, 2, 3, 4, 5, 6]) {
+        const text = `crash-once ${join(markers, String(trial))}`;
+        const answer = await post(`${gateway.url}/v1/messages`, {
+          session_id: `s${trial}`,
+          user_id: 'u',
+          text,
+          timeout_ms: 30_000,
+        });
+        // The retry came 200 ms after the crash, while the worker restarted (1 s): it waited.
+        expect(answer.body, `trial ${trial}`).toMatchObject({ status: 'completed' });
+        expect(JSON.parse(answer.body?.replies[0].text)).toMatchObject({ text });
+        ids.push(answer.body?.id);
+      }
+      expect(events().filter((event) => event.event === 'exit')).toHaveLength(6);
+      // Each worker got ready before its crash: every restart waited the base delay, no longer.
+      const crashes = gateway.logs.filter((line) => line.msg === 'worker exited; restarting after backoff');
+      expect(crashes.map((line) => line.restartInMs)).toEqual([1000, 1000, 1000, 1000, 1000, 1000]);
+      // One outcome each: completed (completed messages are not audited), no dead letter beside it.
+      for (const id of ids) {
+        const { body } = await get(`${gateway.url}/admin/messages/${id}`);
+        expect(body, id).toMatchObject({ outcome: { status: 'completed' }, audit: [] });
+      }
+      const deadLetters = await get(`${gateway.url}/admin/audit?outcome=dead_lettered`);
+      expect(deadLetters.body.items).toEqual([]);
+    }, 120_000);
+  });
+
   describe('when its command cannot start', () => {
     it('goes failed, retries then dead-letters the message, names it in /readyz, and stops promptly', async () => {
       const { gateway } = await gatewayWithWorkers(

@@ -56,6 +56,49 @@ async function startNdjsonBackend() {
   };
 }
 
+/** The largest answer a pipeline keeps (packages/pipelines `MAX_ANSWER_BYTES`). */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * An http pipeline backend streaming NDJSON deltas of 64 KiB as fast as the gateway reads, far
+ * past the largest answer kept, until the gateway closes the connection: `written` counts what
+ * its socket took before that (or before it ran out and ended with the replies).
+ */
+async function startFloodBackend() {
+  const line = `${JSON.stringify({ delta: 'x'.repeat(64 * 1024) })}\n`;
+  const ceilingBytes = MAX_ANSWER_BYTES + 64 * 1024 * 1024;
+  const outcomes: Array<{ written: number; cut: boolean }> = [];
+  const server = createServer((_request, response) => {
+    const outcome = { written: 0, cut: true };
+    response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    response.once('close', () => outcomes.push(outcome));
+    const pump = (): void => {
+      if (outcome.written >= ceilingBytes) {
+        response.end(`${JSON.stringify({ replies: [{ text: 'read to the end' }] })}\n`, () => {
+          outcome.cut = false;
+        });
+        return;
+      }
+      response.write(line, (error) => {
+        if (error) return;
+        outcome.written += line.length;
+        pump();
+      });
+    };
+    pump();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/answer`,
+    outcomes,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 describe('streamed answers (end to end)', () => {
   let openai: FakeOpenAI;
   let flaky: FakeOpenAI;
@@ -63,16 +106,18 @@ describe('streamed answers (end to end)', () => {
   let slack: FakeSlack;
   let discord: FakeDiscord;
   let ndjson: Awaited<ReturnType<typeof startNdjsonBackend>>;
+  let flood: Awaited<ReturnType<typeof startFloodBackend>>;
   let gateway: ServeProcess;
 
   beforeAll(async () => {
-    [openai, flaky, telegram, slack, discord, ndjson] = await Promise.all([
+    [openai, flaky, telegram, slack, discord, ndjson, flood] = await Promise.all([
       startFakeOpenAI({ tokens: TOKENS, spacingMs: SPACING_MS }),
       startFakeOpenAI({ tokens: ['never ', 'whole'], breakAfter: 1 }),
       startFakeTelegram(),
       startFakeSlack(),
       startFakeDiscord(),
       startNdjsonBackend(),
+      startFloodBackend(),
     ]);
     const dir = tempDir();
     const yaml = `
@@ -93,9 +138,14 @@ pipelines:
     history_turns: 0
     retry: { base_delay: 200ms, max_delay: 200ms }
   - { id: backend, type: http, url: "${ndjson.url}" }
+  - id: flood
+    type: http
+    url: "${flood.url}"
+    retry: { max_attempts: 3, base_delay: 200ms, max_delay: 200ms }
 routing:
   default: llm
   rules:
+    - { name: flood, type: launcher_id, operator: starts_with, value: flood-, pipeline: flood }
     - { name: ndjson, type: launcher_id, operator: starts_with, value: ndjson-, pipeline: backend }
     - { name: flaky, type: launcher_id, operator: starts_with, value: flaky-, pipeline: flaky }
 `;
@@ -103,7 +153,7 @@ routing:
   }, 60_000);
   afterAll(async () => {
     await gateway?.stop('SIGKILL');
-    await Promise.all([openai, flaky, telegram, slack, discord, ndjson].map((fake) => fake?.close()));
+    await Promise.all([openai, flaky, telegram, slack, discord, ndjson, flood].map((fake) => fake?.close()));
   });
 
   describe('when an OpenAI-compatible endpoint streams 200 tokens over 4 s', () => {
@@ -229,5 +279,40 @@ routing:
         ),
       ).toBe(true);
     }, 30_000);
+  });
+
+  describe('when an http backend streams deltas far past the largest answer kept', () => {
+    it('dead-letters the message once, without a retry, and cuts the backend soon after the bound', async () => {
+      const answer = await post(`${gateway.url}/v1/messages`, {
+        session_id: 'flood-1',
+        user_id: 'u1',
+        text: 'hi',
+        timeout_ms: 30_000,
+      });
+
+      expect(answer.body).toMatchObject({ status: 'dead_lettered', reason: 'fatal_error' });
+      const id = (answer.body as { id: string }).id;
+      // One request (a fatal failure is not retried), cut by the gateway soon after the bound:
+      // what it read, plus at most what the loopback socket buffers held.
+      const [outcome, ...more] = await eventually(() => flood.outcomes.length > 0 && flood.outcomes);
+      expect(more).toEqual([]);
+      expect(outcome).toMatchObject({ cut: true });
+      expect(outcome?.written).toBeLessThan(MAX_ANSWER_BYTES + 8 * 1024 * 1024);
+      const records = await eventually(async () => {
+        const { body } = await get(`${gateway.url}/admin/audit?since=1h&limit=1000`);
+        const items = (body as { items: Array<{ message_id: string }> }).items;
+        const ofMessage = items.filter((item) => item.message_id === id);
+        return ofMessage.length > 0 && ofMessage;
+      });
+      expect(records).toEqual([
+        expect.objectContaining({
+          message_id: id,
+          outcome: 'dead_lettered',
+          error: expect.stringContaining(
+            `SB_PIPELINE_ANSWER_TOO_LARGE: pipeline flood: the streamed text is larger than ${MAX_ANSWER_BYTES} bytes`,
+          ),
+        }),
+      ]);
+    }, 60_000);
   });
 });

@@ -32,6 +32,7 @@ export const ERROR_CODES = {
     message: 'no worker process of the pipeline could be started',
   },
   SB_PIPELINE_WORKER_EXITED: { status: 502, message: 'the worker process exited before answering' },
+  SB_PIPELINE_ANSWER_TOO_LARGE: { status: 502, message: 'the pipeline answered more than is kept' },
   SB_CHANNEL_RATE_LIMITED: { status: 429, message: 'the platform rate-limited the request' },
   SB_CHANNEL_AUTH_FAILED: { status: 502, message: 'the platform refused the credentials' },
   SB_CHANNEL_UNREACHABLE: { status: 503, message: 'the platform could not be reached' },

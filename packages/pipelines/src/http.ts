@@ -11,6 +11,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
+import { type AnswerBound, MAX_ANSWER_BYTES } from './answer-size.js';
 import { type RemoteAnswer, discard, drainRest, headerOf, postJson, textOf } from './post-json.js';
 import { abortError, brokenStream, excerptOf, remoteCall, statusError } from './remote-errors.js';
 import { SIGNATURE_HEADER, signBody } from './signature.js';
@@ -33,15 +34,25 @@ export type HttpPipelineOptions = z.output<typeof HttpPipelineOptionsSchema>;
 /** What the endpoint must answer with a 2xx: the replies to send, possibly none. */
 const HttpReplySchema = z.object({ replies: z.array(ReplySchema) });
 
+export interface HttpPipelineDeps {
+  /** Largest answer kept, plain or streamed (bytes; default `MAX_ANSWER_BYTES`, 16 MiB); lower in tests. */
+  maxAnswerBytes?: number;
+}
+
 /**
  * A pipeline that POSTs each turn as JSON to `options.url` and sends back the `replies` the
  * endpoint answers with, or streams (NDJSON or SSE, see streamed-reply.ts). Signed with `options.secret` when set. Failures: 408/429/5xx and
  * network errors are retryable (honouring Retry-After), other statuses and malformed answers are
- * fatal, an aborted run is SB_PIPELINE_TIMEOUT.
+ * fatal, and so is an answer past `maxAnswerBytes`; an aborted run is SB_PIPELINE_TIMEOUT.
  */
-export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pipeline {
+export function createHttpPipeline(
+  id: string,
+  options: HttpPipelineOptions,
+  deps: HttpPipelineDeps = {},
+): Pipeline {
   // Values that must never reach an error or a log, even when the endpoint echoes them.
   const mask = createSecretMasker(secretValues(HttpPipelineOptionsSchema, options));
+  const bound: AnswerBound = { pipeline: id, maxBytes: deps.maxAnswerBytes ?? MAX_ANSWER_BYTES };
   return {
     id,
     async run(query, { signal, logger, traceHeaders, stream }) {
@@ -68,7 +79,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
         );
         return result;
       }
-      const text = await remoteCall(id, signal, () => textOf(id, response.body));
+      const text = await remoteCall(id, signal, () => textOf(bound, response.body));
       logger.debug(
         { pipeline: id, status: response.status, durationMs: Date.now() - startedMs },
         'pipeline answered',
@@ -90,7 +101,7 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
     try {
       // Not destroyed when the read leaves at the replies: the rest is drained below.
       const body = responseBody.iterator({ destroyOnReturn: false });
-      const result = await readStreamedReply(id, body, format, onDelta, mask);
+      const result = await readStreamedReply(bound, body, format, onDelta, mask);
       whole = true;
       return result;
     } catch (error) {
@@ -100,7 +111,8 @@ export function createHttpPipeline(id: string, options: HttpPipelineOptions): Pi
       throw brokenStream(id, excerptOf(reason, mask), error);
     } finally {
       // After the replies the answer is whole: what may follow is read in the background, so the
-      // connection serves the next call without the turn waiting for it. After a failure: cut.
+      // connection serves the next call without the turn waiting for it. After a failure (an
+      // answer too large among them): cut, never read to its end.
       if (whole) drainRest(responseBody);
       else discard(responseBody);
     }

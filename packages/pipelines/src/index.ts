@@ -3,7 +3,7 @@
 
 export type { EchoPipelineOptions } from './echo.js';
 export { createEchoPipeline, EchoPipelineOptionsSchema } from './echo.js';
-export type { HttpPipelineOptions } from './http.js';
+export type { HttpPipelineDeps, HttpPipelineOptions } from './http.js';
 export type { HttpRequestBody } from './turn-body.js';
 export { createHttpPipeline, HttpPipelineOptionsSchema } from './http.js';
 export type { OpenAIPipelineDeps, OpenAIPipelineOptions } from './openai.js';

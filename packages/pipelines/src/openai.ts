@@ -9,6 +9,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
+import { type AnswerBound, MAX_ANSWER_BYTES, streamedTextBudget } from './answer-size.js';
 import { type RemoteAnswer, discard, drainRest, postJson, textOf } from './post-json.js';
 import {
   abortError,
@@ -47,6 +48,8 @@ export type OpenAIPipelineOptions = z.output<typeof OpenAIPipelineOptionsSchema>
 export interface OpenAIPipelineDeps {
   /** Where the per-session conversation is kept (the gateway's store). */
   history: HistoryStore;
+  /** Largest answer kept, plain or streamed (bytes; default `MAX_ANSWER_BYTES`, 16 MiB); lower in tests. */
+  maxAnswerBytes?: number;
 }
 
 /** The part of a chat completion this pipeline reads: the first choice's text. */
@@ -85,8 +88,9 @@ type ChatMessage = { role: 'system'; content: string } | HistoryEntry;
 export function createOpenAIPipeline(
   id: string,
   options: OpenAIPipelineOptions,
-  { history }: OpenAIPipelineDeps,
+  { history, maxAnswerBytes = MAX_ANSWER_BYTES }: OpenAIPipelineDeps,
 ): Pipeline {
+  const bound: AnswerBound = { pipeline: id, maxBytes: maxAnswerBytes };
   const url = `${options.base_url.replace(/\/+$/, '')}/chat/completions`;
   const mask = createSecretMasker(secretValues(OpenAIPipelineOptionsSchema, options));
   const historyLimit = options.history_turns * 2;
@@ -149,7 +153,7 @@ export function createOpenAIPipeline(
 
   /** The whole body; a connection cut while reading it never got an answer. */
   function bodyText(response: RemoteAnswer, signal: AbortSignal): Promise<string> {
-    return remoteCall(id, signal, () => textOf(id, response.body));
+    return remoteCall(id, signal, () => textOf(bound, response.body));
   }
 
   /** A non-2xx answer: retryable as the status says, and 409 (OpenAI's lock timeout). */
@@ -191,7 +195,8 @@ export function createOpenAIPipeline(
    * The first choice's text of a streamed answer (server-sent events of chunks, then `[DONE]`),
    * each piece passed to `onDelta` as it arrives. A stream that breaks, sends an error, or ends
    * before a chunk with `finish_reason` fails retryably: the answer is incomplete, and asking
-   * again may get it whole.
+   * again may get it whole. Text past `maxAnswerBytes` fails for good (SB_PIPELINE_ANSWER_TOO_LARGE)
+   * and cuts the stream.
    */
   async function streamedAnswer(
     body: RemoteAnswer['body'],
@@ -201,9 +206,10 @@ export function createOpenAIPipeline(
     let text = '';
     let finished = false;
     let done = false;
+    const keep = streamedTextBudget(bound);
     try {
       // Not destroyed when the loop leaves at [DONE]: the rest is drained below.
-      for await (const event of streamEvents(body.iterator({ destroyOnReturn: false }), 'sse')) {
+      for await (const event of streamEvents(body.iterator({ destroyOnReturn: false }), 'sse', bound)) {
         if (event.text.startsWith('[DONE]')) {
           done = true;
           break;
@@ -212,6 +218,7 @@ export function createOpenAIPipeline(
         const choice = chunk.choices?.[0];
         const delta = choice?.delta?.content ?? choice?.delta?.refusal;
         if (typeof delta === 'string' && delta !== '') {
+          keep(delta);
           text += delta;
           onDelta?.(delta);
         }

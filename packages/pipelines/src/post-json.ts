@@ -1,5 +1,6 @@
 import { SwitchboardError } from '@switchboard/core';
 import type { Dispatcher } from 'undici';
+import { type AnswerBound, answerTooLarge } from './answer-size.js';
 
 /** What a remote endpoint answered: its status and headers, the body still to be read. */
 export interface RemoteAnswer {
@@ -11,8 +12,6 @@ export interface RemoteAnswer {
 
 /** Same-origin 307/308 redirects followed in a row. */
 const MAX_REDIRECTS = 3;
-/** Largest answer read whole: far beyond any reply, short of exhausting memory. */
-export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 type Client = { request: typeof import('./undici-exports.js').request; agent: Dispatcher };
 // Loaded by the first call, so a process that only reads a config naming a pipeline does not pay
@@ -93,20 +92,17 @@ export async function postJson(
 }
 
 /**
- * The whole body as text, up to `MAX_RESPONSE_BYTES`: past it, SB_PIPELINE_FAILED, fatal (the
- * same answer would be too large again).
+ * The whole body as text, up to `bound.maxBytes`: past it the body is cut (its connection closed,
+ * what was read dropped) and SB_PIPELINE_ANSWER_TOO_LARGE thrown, fatal.
  */
-export async function textOf(pipeline: string, body: RemoteAnswer['body']): Promise<string> {
+export async function textOf(bound: AnswerBound, body: RemoteAnswer['body']): Promise<string> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
     bytes += chunk.length;
-    if (bytes > MAX_RESPONSE_BYTES) {
+    if (bytes > bound.maxBytes) {
       discard(body);
-      throw new SwitchboardError('SB_PIPELINE_FAILED', {
-        message: `pipeline ${pipeline}: the answer is larger than ${MAX_RESPONSE_BYTES} bytes`,
-        details: { pipeline, max_bytes: MAX_RESPONSE_BYTES },
-      });
+      throw answerTooLarge(bound, 'the answer');
     }
     chunks.push(chunk);
   }

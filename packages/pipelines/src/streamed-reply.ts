@@ -6,6 +6,7 @@ import {
   SwitchboardError,
 } from '@switchboard/core';
 import { z } from 'zod';
+import { type AnswerBound, streamedTextBudget } from './answer-size.js';
 import { brokenStream, excerptOf } from './remote-errors.js';
 import { type StreamFormat, streamEvents } from './stream-events.js';
 
@@ -20,17 +21,20 @@ const StreamLineSchema = z.union([
  * to `onDelta` in order, then one `{"replies": […]}`, the whole answer, which ends it. NDJSON has
  * one object per line; SSE one per event, in its `data:` lines (other fields and comments are
  * ignored). A line that is not such an object is fatal (the backend is broken and would be
- * again), naming the line and the problem; a body that ends, or breaks, before the replies is
- * retryable.
+ * again), naming the line and the problem; so is an answer past `bound` (a line, an event, or
+ * the text of the deltas, counted whether a channel shows them or not: SB_PIPELINE_ANSWER_TOO_LARGE).
+ * A body that ends, or breaks, before the replies is retryable.
  */
 export async function readStreamedReply(
-  pipeline: string,
+  bound: AnswerBound,
   body: AsyncIterable<Uint8Array>,
   format: StreamFormat,
   onDelta: ((delta: string) => void) | undefined,
   mask: SecretMasker,
 ): Promise<PipelineResult> {
-  for await (const { text, line } of streamEvents(body, format)) {
+  const { pipeline } = bound;
+  const keep = streamedTextBudget(bound);
+  for await (const { text, line } of streamEvents(body, format, bound)) {
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -49,7 +53,10 @@ export async function readStreamedReply(
     }
     // The answer is whole: what may follow is the caller's to drain, never parsed.
     if ('replies' in parsed.data) return { replies: parsed.data.replies };
-    if (parsed.data.delta !== '') onDelta?.(parsed.data.delta);
+    if (parsed.data.delta !== '') {
+      keep(parsed.data.delta);
+      onDelta?.(parsed.data.delta);
+    }
   }
   throw brokenStream(
     pipeline,

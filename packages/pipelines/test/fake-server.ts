@@ -85,3 +85,68 @@ export function useFakeServers(): (answer: (request: RecordedRequest) => FakeAns
     return server;
   };
 }
+
+/** How a flooding answer ended: the bytes the socket took, and whether the client cut it first. */
+export interface FloodOutcome {
+  written: number;
+  cut: boolean;
+}
+
+export interface FloodServer {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** Resolves once the answer is over. */
+  outcome: Promise<FloodOutcome>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real node:http server on 127.0.0.1, port 0, that answers its first request 200 with
+ * `contentType` and writes `line` again and again as fast as the client reads (the next write
+ * waits for the socket to take the previous one), until the client closes the connection or
+ * `ceilingBytes` were taken; then it ends the body with `last`. `written` counts only what the
+ * socket took, so it is what the client could have read, up to the socket buffers between them.
+ */
+export async function startFloodServer(
+  contentType: string,
+  line: string,
+  ceilingBytes: number,
+  last: string,
+): Promise<FloodServer> {
+  const chunk = Buffer.from(line);
+  let report: (outcome: FloodOutcome) => void = () => {};
+  const outcome = new Promise<FloodOutcome>((resolve) => {
+    report = resolve;
+  });
+  const server = createServer((_req, res) => {
+    let written = 0;
+    let ended = false;
+    res.writeHead(200, { 'content-type': contentType });
+    res.once('close', () => report({ written, cut: !ended }));
+    const pump = (): void => {
+      if (written >= ceilingBytes) {
+        res.end(last, () => {
+          ended = true;
+        });
+        return;
+      }
+      res.write(chunk, (error) => {
+        if (error) return;
+        written += chunk.length;
+        pump();
+      });
+    };
+    pump();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    outcome,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

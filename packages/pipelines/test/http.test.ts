@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { isSwitchboardError, SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { createHttpPipeline, HttpPipelineOptionsSchema } from '../src/http.js';
-import { MAX_RESPONSE_BYTES } from '../src/post-json.js';
+import { MAX_ANSWER_BYTES } from '../src/answer-size.js';
 import { verifySignature } from '../src/signature.js';
 import { type FakeAnswer, type RecordedRequest, refusedUrl, useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
@@ -303,10 +303,10 @@ describe('createHttpPipeline', () => {
 
   describe('when the answer is larger than 16 MiB', () => {
     it('fails as fatal naming the bound', async () => {
-      const error = await failureOf({ status: 200, body: 'x'.repeat(MAX_RESPONSE_BYTES + 1) });
+      const error = await failureOf({ status: 200, body: 'x'.repeat(MAX_ANSWER_BYTES + 1) });
 
-      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
-      expect(error.message).toContain(`larger than ${MAX_RESPONSE_BYTES} bytes`);
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_ANSWER_TOO_LARGE', retryable: false });
+      expect(error.message).toBe(`pipeline bot: the answer is larger than ${MAX_ANSWER_BYTES} bytes`);
     });
   });
 

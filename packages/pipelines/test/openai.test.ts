@@ -8,7 +8,14 @@ import {
 } from '@switchboard/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from '../src/openai.js';
-import { type FakeAnswer, type RecordedRequest, refusedUrl, useFakeServers } from './fake-server.js';
+import {
+  type FakeAnswer,
+  type FloodServer,
+  type RecordedRequest,
+  refusedUrl,
+  startFloodServer,
+  useFakeServers,
+} from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
 import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeOpenAI, type FakeOpenAIAnswer, startFakeOpenAI } from '@switchboard/testkit/openai';
@@ -507,6 +514,57 @@ describe('createOpenAIPipeline with stream: true', () => {
         'broken stream: the endpoint sent an error: overloaded',
       );
       expect((error as SwitchboardError).message).not.toContain(API_KEY);
+      expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([]);
+    });
+  });
+
+  describe('when the endpoint streams chunks far past the largest answer kept', () => {
+    const floods: FloodServer[] = [];
+    afterEach(async () => {
+      await Promise.all(floods.splice(0).map((flood) => flood.close()));
+    });
+
+    it('fails for good once the text passes the bound, cuts the connection there and keeps no history', async () => {
+      const maxAnswerBytes = 1024 * 1024;
+      const chunk = (delta: object, finish: string | null) =>
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      // Far more than the bound and any socket buffers: an unbounded reader reads it all.
+      const flood = await startFloodServer(
+        'text/event-stream',
+        chunk({ content: 'x'.repeat(64 * 1024) }, null),
+        maxAnswerBytes + 64 * 1024 * 1024,
+        `${chunk({}, 'stop')}data: [DONE]\n\n`,
+      );
+      floods.push(flood);
+      const history = createMemoryHistoryStore();
+      const options = OpenAIPipelineOptionsSchema.parse({
+        type: 'openai',
+        base_url: flood.url,
+        api_key: API_KEY,
+        model: 'gpt-test',
+        stream: true,
+      });
+      const pipeline = createOpenAIPipeline('assistant', options, { history, maxAnswerBytes });
+      let streamed = 0;
+      const context = {
+        ...runContext(),
+        stream: (delta: string) => {
+          streamed += delta.length;
+        },
+      };
+
+      const error = await rejectionOf(pipeline.run(queryOf(['hi']), context));
+
+      expect(error).toMatchObject({
+        code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+        retryable: false,
+        message: `pipeline assistant: the streamed text is larger than ${maxAnswerBytes} bytes`,
+      });
+      expect(streamed).toBeLessThanOrEqual(maxAnswerBytes);
+      const { written, cut } = await flood.outcome;
+      expect(cut).toBe(true);
+      // What the gateway read, plus at most what the loopback socket buffers held.
+      expect(written).toBeLessThan(maxAnswerBytes + 8 * 1024 * 1024);
       expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([]);
     });
   });

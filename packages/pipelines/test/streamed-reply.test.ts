@@ -3,24 +3,30 @@ import type { AddressInfo } from 'node:net';
 import { isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HttpPipelineOptionsSchema, createHttpPipeline } from '../src/http.js';
-import { MAX_LINE_CHARS } from '../src/stream-events.js';
-import { useFakeServers } from './fake-server.js';
+import { type HttpPipelineDeps, HttpPipelineOptionsSchema, createHttpPipeline } from '../src/http.js';
+import { type FloodServer, startFloodServer, useFakeServers } from './fake-server.js';
 import { queryOf, rejectionOf, runContext } from './query.js';
 
 const startServer = useFakeServers();
 
 /** An http pipeline whose endpoint answers `body` with `contentType`, and the pieces it streamed. */
-async function streaming(contentType: string, body: string) {
+async function streaming(contentType: string, body: string, deps: HttpPipelineDeps = {}) {
   const server = await startServer(() => ({ status: 200, headers: { 'content-type': contentType }, body }));
   const pipeline = createHttpPipeline(
     'bot',
     HttpPipelineOptionsSchema.parse({ type: 'http', url: `${server.url}/answer` }),
+    deps,
   );
   const deltas: string[] = [];
   const run = () => pipeline.run(queryOf(['hi']), { ...runContext(), stream: (delta) => deltas.push(delta) });
   return { run, deltas };
 }
+
+/**
+ * What a server may have handed to loopback sockets beyond what the client read before it cut
+ * the connection: the send buffer on one side, the receive buffer on the other.
+ */
+const SOCKET_SLACK_BYTES = 8 * 1024 * 1024;
 
 const ndjson = (...objects: unknown[]) => objects.map((object) => `${JSON.stringify(object)}\n`).join('');
 
@@ -121,31 +127,96 @@ describe('createHttpPipeline streaming', () => {
     });
   });
 
-  describe('when a line goes on past the longest line read', () => {
-    it('fails retryably as a broken stream naming the bound, without buffering the rest', async () => {
+  describe('when a line goes on past the largest answer kept', () => {
+    it('fails for good naming the bound, without buffering the rest', async () => {
+      const maxAnswerBytes = 64 * 1024;
       const { run, deltas } = await streaming(
         'application/x-ndjson',
-        `${ndjson({ delta: 'a' })}${'x'.repeat(MAX_LINE_CHARS + 1)}`,
+        `${ndjson({ delta: 'a' })}${'x'.repeat(maxAnswerBytes + 1)}`,
+        { maxAnswerBytes },
       );
       await expect(rejectionOf(run())).resolves.toMatchObject({
-        code: 'SB_PIPELINE_FAILED',
-        retryable: true,
-        message: `pipeline bot: broken stream: a line longer than ${MAX_LINE_CHARS} characters`,
+        code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+        retryable: false,
+        message: `pipeline bot: a line of the stream is larger than ${maxAnswerBytes} bytes`,
       });
       expect(deltas).toEqual(['a']);
     });
+
+    it('counts bytes, not characters, and reads a line of multi-byte text split across chunks', async () => {
+      const text = 'é€😀'.repeat(5000);
+      const { run, deltas } = await streaming(
+        'application/x-ndjson',
+        ndjson({ delta: text }, { replies: [{ text }] }),
+        { maxAnswerBytes: Buffer.byteLength(JSON.stringify({ replies: [{ text }] })) },
+      );
+      await expect(run()).resolves.toEqual({ replies: [{ text }] });
+      expect(deltas).toEqual([text]);
+    });
   });
 
-  describe('when an event has data lines past the longest line read in all', () => {
-    it('fails retryably as a broken stream naming the bound', async () => {
+  describe('when an event has data lines past the largest answer kept in all', () => {
+    it('fails for good naming the bound', async () => {
       const line = `data: ${'y'.repeat(1000)}\n`;
-      const { run } = await streaming('text/event-stream', line.repeat(Math.ceil(MAX_LINE_CHARS / 1000) + 1));
+      const { run } = await streaming('text/event-stream', line.repeat(70), { maxAnswerBytes: 64 * 1024 });
       await expect(rejectionOf(run())).resolves.toMatchObject({
-        code: 'SB_PIPELINE_FAILED',
-        retryable: true,
-        message: `pipeline bot: broken stream: an event longer than ${MAX_LINE_CHARS} characters`,
+        code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+        retryable: false,
+        message: `pipeline bot: an event of the stream is larger than ${64 * 1024} bytes`,
       });
     });
+  });
+
+  describe('when the backend streams deltas far past the largest answer kept', () => {
+    const maxAnswerBytes = 1024 * 1024;
+    /** Far more than the bound and any socket buffers: an unbounded reader reads it all. */
+    const ceilingBytes = maxAnswerBytes + 64 * 1024 * 1024;
+    const floods: FloodServer[] = [];
+    afterEach(async () => {
+      await Promise.all(floods.splice(0).map((flood) => flood.close()));
+    });
+
+    it.each([
+      ['NDJSON', 'application/x-ndjson', (object: unknown) => `${JSON.stringify(object)}\n`],
+      ['SSE', 'text/event-stream', (object: unknown) => `data: ${JSON.stringify(object)}\n\n`],
+    ])(
+      '%s: fails for good once the text passes the bound and cuts the connection there',
+      async (_name, type, frame) => {
+        const flood = await startFloodServer(
+          type,
+          frame({ delta: 'x'.repeat(64 * 1024) }),
+          ceilingBytes,
+          frame({ replies: [{ text: 'the end' }] }),
+        );
+        floods.push(flood);
+        const pipeline = createHttpPipeline(
+          'bot',
+          HttpPipelineOptionsSchema.parse({ type: 'http', url: `${flood.url}/answer` }),
+          { maxAnswerBytes },
+        );
+        let streamed = 0;
+        const context = {
+          ...runContext(),
+          stream: (delta: string) => {
+            streamed += delta.length;
+          },
+        };
+
+        const error = await rejectionOf(pipeline.run(queryOf(['hi']), context));
+
+        expect(error).toMatchObject({
+          code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+          retryable: false,
+          message: `pipeline bot: the streamed text is larger than ${maxAnswerBytes} bytes`,
+        });
+        // Nothing past the bound reached the channel's preview.
+        expect(streamed).toBeLessThanOrEqual(maxAnswerBytes);
+        const { written, cut } = await flood.outcome;
+        expect(cut).toBe(true);
+        // What the gateway read, plus at most what the loopback socket buffers held.
+        expect(written).toBeLessThan(maxAnswerBytes + SOCKET_SLACK_BYTES);
+      },
+    );
   });
 
   describe('when the connection is cut mid-stream', () => {

@@ -8,6 +8,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
+import { MAX_ANSWER_BYTES } from '../answer-size.js';
 import { createWorkerPool } from './worker-pool.js';
 
 /**
@@ -38,7 +39,7 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
   start_timeout: durationMs({ min: '100ms', max: '10m' }).prefault('30s'),
   /** How long a worker may take to answer a `{"cancel"}` before it is killed and restarted. */
   cancel_grace: durationMs({ min: '100ms', max: '5m' }).prefault('5s'),
-  /** Restart delay after the n-th failure in a row: base_delay × 2^(n−1), at most max_delay. */
+  /** Restart delay after the n-th failure since a worker was ready: base_delay × 2^(n−1), at most max_delay. */
   restart: z
     .strictObject({
       base_delay: durationMs({ min: '100ms', max: '1h' }).prefault('5s'),
@@ -71,6 +72,11 @@ export function checkProcessPipelinePolicy(
 export interface ProcessPipelineDeps {
   /** Where worker lifecycle events and stderr lines go. */
   logger: Logger;
+  /**
+   * Largest answer kept: a stdout line (characters) and the text of a turn's deltas (bytes);
+   * default `MAX_ANSWER_BYTES` (16 MiB), lower in tests.
+   */
+  maxAnswerBytes?: number;
 }
 
 /**
@@ -81,7 +87,7 @@ export interface ProcessPipelineDeps {
 export function createProcessPipeline(
   id: string,
   options: ProcessPipelineOptions,
-  { logger }: ProcessPipelineDeps,
+  { logger, maxAnswerBytes = MAX_ANSWER_BYTES }: ProcessPipelineDeps,
 ): Pipeline {
   return createWorkerPool(id, {
     command: {
@@ -99,6 +105,7 @@ export function createProcessPipeline(
     restart: { baseDelayMs: options.restart.base_delay, maxDelayMs: options.restart.max_delay },
     logger,
     mask: createSecretMasker(secretValues(ProcessPipelineOptionsSchema, options)),
+    maxAnswerBytes,
     now: Date.now,
   });
 }

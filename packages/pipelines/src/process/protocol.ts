@@ -9,8 +9,9 @@ import { turnBody } from '../turn-body.js';
 /**
  * What a worker may write, by the key that tells the line apart: `{"ready": true}` once started
  * (within `start_timeout`); `{"id", "replies"}` answers request `id`; `{"id", "error",
- * "retryable"}` fails it (retryable asks for the pipeline's retry policy); `{"id", "progress"}`
- * says work goes on (reserved to feed streamed replies; only logged for now).
+ * "retryable"}` fails it (retryable asks for the pipeline's retry policy); `{"id", "delta"}` is a
+ * piece of its answer as it is written (shown by channels with previews, like an `http` stream's
+ * deltas); `{"id", "progress"}` says work goes on (logged).
  */
 const LINE_SCHEMAS = [
   ['ready', z.object({ ready: z.literal(true) }).transform(() => ({ kind: 'ready' as const }))],
@@ -27,6 +28,12 @@ const LINE_SCHEMAS = [
       .transform(({ id, error, retryable }) => ({ kind: 'error' as const, id, message: error, retryable })),
   ],
   [
+    'delta',
+    z
+      .object({ id: z.string(), delta: z.string() })
+      .transform(({ id, delta }) => ({ kind: 'delta' as const, id, delta })),
+  ],
+  [
     'progress',
     z
       .object({ id: z.string(), progress: z.unknown() })
@@ -39,6 +46,7 @@ export type WorkerLine =
   | { kind: 'ready' }
   | { kind: 'answer'; id: string; replies: Reply[] }
   | { kind: 'error'; id: string; message: string; retryable: boolean }
+  | { kind: 'delta'; id: string; delta: string }
   | { kind: 'progress'; id: string }
   | { kind: 'invalid'; id?: string; problems: string[] };
 
@@ -59,12 +67,24 @@ export function parseWorkerLine(line: string): WorkerLine {
   // handshake it would be ignored, and the request would wait for ever.
   const entry = LINE_SCHEMAS.find(([key]) => key in json && !(key === 'ready' && 'id' in json));
   if (entry === undefined) {
-    return { kind: 'invalid', id: requestId, problems: ['expected a ready, replies, error or progress key'] };
+    return {
+      kind: 'invalid',
+      id: requestId,
+      problems: ['expected a ready, replies, error, delta or progress key'],
+    };
   }
   const parsed = (entry[1] as z.ZodType<WorkerLine>).safeParse(json);
   return parsed.success
     ? parsed.data
     : { kind: 'invalid', id: requestId, problems: formatIssues(parsed.error) };
+}
+
+/**
+ * The request a line names when it opens with its `id` (`{"id": "…", …`, as JSON writers put it
+ * when the object is built id first); for a line cut before its end, which cannot be parsed.
+ */
+export function requestIdOpening(line: string): string | undefined {
+  return /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,100})"/.exec(line)?.[1];
 }
 
 /**

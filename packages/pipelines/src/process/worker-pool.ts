@@ -9,7 +9,7 @@ import {
 import { abortError } from '../remote-errors.js';
 import { poolStateOf } from './pool-lifecycle.js';
 import { SessionBindings } from './session-binding.js';
-import { WorkerSlot, type WorkerSlotOptions } from './worker-slot.js';
+import { type SlotState, WorkerSlot, type WorkerSlotOptions } from './worker-slot.js';
 
 /** What a pool of workers needs, resolved from the `process` options (milliseconds). */
 export interface WorkerPoolOptions extends Omit<WorkerSlotOptions, 'pipeline' | 'index' | 'onWorkerGone'> {
@@ -48,6 +48,7 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
         restart: options.restart,
         logger,
         mask: options.mask,
+        maxAnswerBytes: options.maxAnswerBytes,
         now: options.now,
         onWorkerGone: (slot) => sessions.dropSlot(slot),
       }),
@@ -56,8 +57,9 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
   /**
    * The slot a new session binds to: the least loaded usable one, a running worker before an idle
    * slot (so a second worker starts only when every running one holds a session). Counts bound
-   * sessions, not states: a slot bound a moment ago may not have started its worker yet. Throws
-   * SB_PIPELINE_WORKER_UNAVAILABLE when every slot failed.
+   * sessions, not states: a slot bound a moment ago may not have started its worker yet. Only
+   * when none is usable, the slot restarting soonest after a crash: the turn waits for it. Throws
+   * SB_PIPELINE_WORKER_UNAVAILABLE when every slot failed to start.
    */
   function choose(): number {
     const load = (slot: WorkerSlot) => sessions.countOn(slot.index);
@@ -66,16 +68,17 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
       .filter((slot) => slot.usable)
       .sort((a, b) => load(a) - load(b) || idle(a) - idle(b));
     if (chosen !== undefined) return chosen.index;
-    // Every slot failed: the one restarting soonest says when to try again.
-    const soonest = slots
-      .filter((slot) => slot.state === 'failed')
-      .sort((a, b) => (a.restartAt ?? 0) - (b.restartAt ?? 0))[0];
-    throw soonest?.unavailable() ?? new SwitchboardError('SB_SHUTDOWN');
+    const soonestRestart = (state: SlotState) =>
+      slots.filter((slot) => slot.state === state).sort((a, b) => (a.restartAt ?? 0) - (b.restartAt ?? 0))[0];
+    const restarting = soonestRestart('restarting');
+    if (restarting !== undefined) return restarting.index;
+    // Every slot failed to start: the one restarting soonest says when to try again.
+    throw soonestRestart('failed')?.unavailable() ?? new SwitchboardError('SB_SHUTDOWN');
   }
 
   return {
     id,
-    async run(query: Query, { signal }: PipelineRunContext): Promise<PipelineResult> {
+    async run(query: Query, { signal, stream }: PipelineRunContext): Promise<PipelineResult> {
       if (stopped) throw new SwitchboardError('SB_SHUTDOWN');
       const binding = await sessions.acquire(query.session, choose, signal, (aborted) =>
         abortError(id, aborted, undefined),
@@ -87,7 +90,7 @@ export function createWorkerPool(id: string, options: WorkerPoolOptions): Pipeli
           if (!signal.aborted) sessions.unbind(binding);
           throw error;
         });
-        const request = worker.request(query, signal);
+        const request = worker.request(query, signal, stream);
         finished = request.finished;
         return await request.answer;
       } finally {

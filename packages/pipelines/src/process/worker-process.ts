@@ -7,10 +7,11 @@ import {
   SwitchboardError,
   within,
 } from '@switchboard/core';
+import { answerTooLarge, streamedTextBudget } from '../answer-size.js';
 import { abortError } from '../remote-errors.js';
 import { readLines } from './line-reader.js';
 import { guardProcessGroup } from './orphan-guard.js';
-import { cancelLine, parseWorkerLine, releaseLine, requestLine } from './protocol.js';
+import { cancelLine, parseWorkerLine, releaseLine, requestIdOpening, requestLine } from './protocol.js';
 
 /** How to run a worker: a program and its arguments, never through a shell. */
 export interface WorkerCommand {
@@ -51,6 +52,11 @@ export interface WorkerProcessOptions {
   /** Masks its secrets in its stderr lines before they are cut. */
   mask: SecretMasker;
   /**
+   * Largest answer kept: one stdout line (characters; past it the worker is killed as broken) and
+   * the text of a request's deltas (bytes; past it the request fails for good and is cancelled).
+   */
+  maxAnswerBytes: number;
+  /**
    * Called once, as soon as the process is gone or failed to start, with why; `clean` when it
    * exited with code 0 on its own while ready and holding no request (an idle exit, not a failure).
    */
@@ -59,8 +65,6 @@ export interface WorkerProcessOptions {
   onAnswer(): void;
 }
 
-/** Longest stdout line (an answer): past it the worker is killed as broken. */
-const MAX_LINE_CHARS = 16 * 1024 * 1024;
 /** stderr lines are logged cut to this length. */
 const MAX_STDERR_LINE_CHARS = 4096;
 /**
@@ -89,6 +93,10 @@ export interface WorkerRequest {
 interface PendingRequest {
   resolve(result: PipelineResult): void;
   reject(error: unknown): void;
+  /** Takes a piece of its answer: counted against the bound, then passed to the run's `stream`. */
+  delta(text: string): void;
+  /** Fails it with `error` at once and cancels it, as an abort does. */
+  stop(error: unknown): void;
   /** The worker is done with it (`WorkerRequest.finished`). */
   finish(): void;
   /** Stops listening to the run's signal. */
@@ -161,7 +169,7 @@ export class WorkerProcess {
     );
     // A worker that died leaves a broken pipe; its exit is handled above.
     this.#child.stdin.on('error', (err) => this.#logger.debug({ err }, 'worker stdin closed'));
-    readLines(this.#child.stdout, MAX_LINE_CHARS, (line, truncated) => this.#onLine(line, truncated));
+    readLines(this.#child.stdout, options.maxAnswerBytes, (line, truncated) => this.#onLine(line, truncated));
     readLines(this.#child.stderr, STDERR_READ_CHARS, (line) =>
       this.#logger.info({ line: options.mask(line).slice(0, MAX_STDERR_LINE_CHARS) }, 'worker stderr'),
     );
@@ -177,12 +185,13 @@ export class WorkerProcess {
   }
 
   /**
-   * Runs `query` on the worker; `answer` resolves its replies. An abort of `signal` rejects it at
-   * once, sends `{"cancel": id}` and kills the worker if it has not answered that request
-   * `cancelGraceMs` later; `finished` tells when the worker is done with it.
+   * Runs `query` on the worker; `answer` resolves its replies, and its `{"delta"}` lines go to
+   * `stream`. An abort of `signal` rejects it at once, sends `{"cancel": id}` and kills the worker
+   * if it has not answered that request `cancelGraceMs` later; so do deltas past
+   * `maxAnswerBytes`, failing it for good. `finished` tells when the worker is done with it.
    */
-  request(query: Query, signal: AbortSignal): WorkerRequest {
-    const { pipeline, slot, generation, cancelGraceMs } = this.#options;
+  request(query: Query, signal: AbortSignal, stream?: (delta: string) => void): WorkerRequest {
+    const { pipeline, slot, generation, cancelGraceMs, maxAnswerBytes } = this.#options;
     const finished = Promise.resolve();
     if (signal.aborted) return { answer: Promise.reject(abortError(pipeline, signal, undefined)), finished };
     if (this.#state !== 'ready')
@@ -194,17 +203,29 @@ export class WorkerProcess {
       finish = resolve;
     });
     const answer = new Promise<PipelineResult>((resolve, reject) => {
-      const onAbort = () => {
-        pending.cancelTimer = setTimeout(
-          () => this.kill(`ignored a cancel for ${cancelGraceMs} ms (cancel_grace)`),
-          cancelGraceMs,
-        );
-        this.#write(cancelLine(id));
-        reject(abortError(pipeline, signal, undefined));
-      };
+      const keep = streamedTextBudget({ pipeline, maxBytes: maxAnswerBytes });
+      const onAbort = () => pending.stop(abortError(pipeline, signal, undefined));
       const pending: PendingRequest = {
         resolve,
         reject,
+        delta: (text) => {
+          try {
+            keep(text);
+          } catch (error) {
+            pending.stop(error);
+            return;
+          }
+          stream?.(text);
+        },
+        stop: (error) => {
+          pending.detach();
+          pending.cancelTimer = setTimeout(
+            () => this.kill(`ignored a cancel for ${cancelGraceMs} ms (cancel_grace)`),
+            cancelGraceMs,
+          );
+          this.#write(cancelLine(id));
+          reject(error);
+        },
         finish,
         detach: () => signal.removeEventListener('abort', onAbort),
       };
@@ -258,7 +279,13 @@ export class WorkerProcess {
 
   #onLine(line: string, truncated: boolean): void {
     if (truncated) {
-      this.kill(`wrote a line longer than ${MAX_LINE_CHARS} characters`);
+      // Its stdout is cut mid-line, so the worker is killed as broken. The request the line
+      // names fails for good, since the same answer would come again; its others, retryably.
+      const { pipeline, maxAnswerBytes } = this.#options;
+      const pending = this.#pending.get(requestIdOpening(line) ?? '');
+      if (pending !== undefined && pending.cancelTimer === undefined)
+        pending.stop(answerTooLarge({ pipeline, maxBytes: maxAnswerBytes }, 'a line of the worker'));
+      this.kill(`wrote a line longer than ${maxAnswerBytes} characters`);
       return;
     }
     const parsed = parseWorkerLine(line);
@@ -282,6 +309,12 @@ export class WorkerProcess {
         this.#logger.info({ pid: this.pid }, 'worker ready');
         this.#markReady();
         return;
+      case 'delta': {
+        // A request answered, cancelled or unknown takes no more text.
+        const pending = this.#pending.get(parsed.id);
+        if (pending !== undefined && pending.cancelTimer === undefined) pending.delta(parsed.delta);
+        return;
+      }
       case 'progress':
         this.#logger.debug({ id: parsed.id }, 'worker progress');
         return;

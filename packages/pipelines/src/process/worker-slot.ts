@@ -11,11 +11,12 @@ import { type WorkerCommand, WorkerProcess } from './worker-process.js';
 
 /**
  * `idle`: not running, started on first need (never started, or its worker exited cleanly while
- * idle); `starting`: spawned, not ready yet; `ready`: takes requests; `failed`:
- * its worker exited or could not start, restarting after the backoff; `stopped`: the pipeline
- * stopped.
+ * idle); `starting`: spawned, not ready yet; `ready`: takes requests; `restarting`: its worker
+ * exited after it was ready, restarting after the backoff (a turn waits for it); `failed`: its
+ * worker could not start, restarting after the backoff (a turn fails at once); `stopped`: the
+ * pipeline stopped.
  */
-export type SlotState = 'idle' | 'starting' | 'ready' | 'failed' | 'stopped';
+export type SlotState = 'idle' | 'starting' | 'ready' | 'restarting' | 'failed' | 'stopped';
 
 export interface WorkerSlotOptions {
   pipeline: string;
@@ -27,6 +28,8 @@ export interface WorkerSlotOptions {
   logger: Logger;
   /** Masks the worker's secrets in its stderr lines before they are cut. */
   mask: SecretMasker;
+  /** Largest answer kept (worker-process.ts). */
+  maxAnswerBytes: number;
   now: () => number;
   /** Its worker is gone: the sessions bound to it lose their context. */
   onWorkerGone(index: number): void;
@@ -35,13 +38,14 @@ export interface WorkerSlotOptions {
 /**
  * One place for a worker in the pool, across the processes that fill it: started on first need,
  * restarted `restart.baseDelayMs × 2^(n−1)` (at most `restart.maxDelayMs`) after its n-th failure
- * in a row — an exit or a failed start; an answer resets n. Each process is a new generation.
+ * in a row — an exit or a failed start; a worker that gets ready, or answers, resets n. Each
+ * process is a new generation.
  */
 export class WorkerSlot {
   readonly index: number;
   #state: SlotState = 'idle';
   #generation = 0;
-  /** Failures since a worker of this slot last answered: the exponent of the restart delay. */
+  /** Failures since a worker of this slot was last ready: the exponent of the restart delay. */
   #failures = 0;
   #restarts = 0;
   #restartAt: number | undefined = undefined;
@@ -49,6 +53,9 @@ export class WorkerSlot {
   #worker: WorkerProcess | undefined = undefined;
   #ready: Promise<WorkerProcess> | undefined = undefined;
   #restartTimer: NodeJS.Timeout | undefined = undefined;
+  /** While `restarting`: the next worker once ready, for the turns that wait for it. */
+  #restarted: { worker: Promise<WorkerProcess>; settle(next: Promise<WorkerProcess>): void } | undefined =
+    undefined;
   readonly #options: WorkerSlotOptions;
 
   constructor(options: WorkerSlotOptions) {
@@ -65,25 +72,32 @@ export class WorkerSlot {
     return this.#state === 'idle' || this.#state === 'starting' || this.#state === 'ready';
   }
 
-  /** When a failed slot restarts (ms), and why it failed. */
+  /** When a `restarting` or `failed` slot restarts (ms). */
   get restartAt(): number | undefined {
     return this.#restartAt;
   }
 
+  /** Why its last worker exited or could not start. */
   get lastError(): string | undefined {
     return this.#lastError;
   }
 
   /**
-   * Its worker once ready, started now if the slot is idle. Rejects with
-   * SB_PIPELINE_WORKER_UNAVAILABLE (retryable, after the restart) when it fails or is failed.
+   * Its worker once ready, started now if the slot is idle, waited for while it starts or
+   * restarts: a worker that was ready and crashed usually comes back, so the turn waits within its
+   * own run (its timeout aborts the wait) rather than spending an attempt. Rejects with
+   * SB_PIPELINE_WORKER_UNAVAILABLE (retryable, after the restart) when the worker fails to start,
+   * or the slot is `failed` (its command cannot start: a turn should not wait out the backoff).
    */
   worker(signal: AbortSignal): Promise<WorkerProcess> {
     const { pipeline } = this.#options;
+    const abort = (aborted: AbortSignal) => abortError(pipeline, aborted, undefined);
     if (this.#state === 'idle') this.#start();
     if (this.#state === 'ready' && this.#worker !== undefined) return Promise.resolve(this.#worker);
     if (this.#state === 'starting' && this.#ready !== undefined)
-      return untilAborted(this.#ready, signal, (aborted) => abortError(pipeline, aborted, undefined));
+      return untilAborted(this.#ready, signal, abort);
+    if (this.#state === 'restarting' && this.#restarted !== undefined)
+      return untilAborted(this.#restarted.worker, signal, abort);
     if (this.#state === 'stopped') return Promise.reject(new SwitchboardError('SB_SHUTDOWN'));
     return Promise.reject(this.unavailable());
   }
@@ -117,7 +131,7 @@ export class WorkerSlot {
       failures: this.#failures,
       last_error: this.#lastError ?? null,
       restart_in_ms:
-        this.#state === 'failed' && this.#restartAt !== undefined
+        (this.#state === 'failed' || this.#state === 'restarting') && this.#restartAt !== undefined
           ? Math.max(0, this.#restartAt - now())
           : null,
     };
@@ -127,6 +141,8 @@ export class WorkerSlot {
   async stop(timeoutMs: number): Promise<void> {
     this.#state = 'stopped';
     clearTimeout(this.#restartTimer);
+    this.#restarted?.settle(Promise.reject(new SwitchboardError('SB_SHUTDOWN')));
+    this.#restarted = undefined;
     await this.#worker?.stop(timeoutMs);
   }
 
@@ -134,7 +150,7 @@ export class WorkerSlot {
     this.#generation += 1;
     this.#state = 'starting';
     this.#restartAt = undefined;
-    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger, mask } = this.#options;
+    const { pipeline, command, startTimeoutMs, cancelGraceMs, logger, mask, maxAnswerBytes } = this.#options;
     const worker = new WorkerProcess({
       pipeline,
       command,
@@ -144,6 +160,7 @@ export class WorkerSlot {
       cancelGraceMs,
       logger,
       mask,
+      maxAnswerBytes,
       onExit: (reason, clean) => this.#gone(worker, reason, clean),
       onAnswer: () => {
         this.#failures = 0;
@@ -152,7 +169,12 @@ export class WorkerSlot {
     this.#worker = worker;
     this.#ready = worker.ready.then(
       () => {
-        if (this.#worker === worker && this.#state === 'starting') this.#state = 'ready';
+        if (this.#worker === worker && this.#state === 'starting') {
+          this.#state = 'ready';
+          // The command starts: what the backoff guards against is over. Left to grow, the count
+          // made each later crash wait longer, and turns spent their attempts against the wait.
+          this.#failures = 0;
+        }
         return worker;
       },
       () => {
@@ -184,18 +206,29 @@ export class WorkerSlot {
     }
     this.#failures += 1;
     const delayMs = backoffDelayMs(this.#failures, this.#options.restart);
-    this.#state = 'failed';
+    this.#state = wasStarting ? 'failed' : 'restarting';
     this.#lastError = reason;
     this.#restartAt = this.#options.now() + delayMs;
+    if (!wasStarting) {
+      let settle: (next: Promise<WorkerProcess>) => void = () => {};
+      const next = new Promise<WorkerProcess>((resolve) => {
+        settle = resolve;
+      });
+      // Nobody may be waiting when the restart fails to start or the pipeline stops.
+      next.catch(() => {});
+      this.#restarted = { worker: next, settle };
+    }
     const fields = { worker: this.index, reason, failures: this.#failures, restartInMs: delayMs };
     // A worker that cannot start needs a human (bad command, missing dependency); a crash of a
     // running one is handled by the restart.
     if (wasStarting) this.#options.logger.error(fields, 'worker failed to start; restarting after backoff');
     else this.#options.logger.warn(fields, 'worker exited; restarting after backoff');
     this.#restartTimer = setTimeout(() => {
-      if (this.#state !== 'failed') return;
+      if (this.#state !== 'failed' && this.#state !== 'restarting') return;
       this.#restarts += 1;
       this.#start();
+      this.#restarted?.settle(this.#ready as Promise<WorkerProcess>);
+      this.#restarted = undefined;
     }, delayMs);
     // A pending restart must not keep an otherwise finished process alive.
     this.#restartTimer.unref();

@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger, Pipeline, PipelineResult, Query } from '@switchboard/core';
 import { afterEach } from 'vitest';
-import { createProcessPipeline, ProcessPipelineOptionsSchema } from '../../src/process/process-pipeline.js';
+import {
+  createProcessPipeline,
+  type ProcessPipelineDeps,
+  ProcessPipelineOptionsSchema,
+} from '../../src/process/process-pipeline.js';
 import { queryOf } from '../query.js';
 
 export { eventually } from '@switchboard/testkit/eventually';
@@ -43,12 +47,14 @@ export function recordingLogger(
 export interface WorkerEvent {
   pid: number;
   at: number;
-  event: 'start' | 'hold' | 'release' | 'turn' | 'late' | 'cancel' | 'answered' | 'exit';
+  event: 'start' | 'hold' | 'release' | 'turn' | 'late' | 'cancel' | 'answered' | 'exit' | 'wrote';
   session?: string;
   id?: string;
   n?: number;
   text?: string;
   attempt?: number;
+  /** `cancel` of a flood, `wrote` of a huge line: the bytes written so far. */
+  bytes?: number;
 }
 
 /** What the reply text of the echo worker says. */
@@ -87,7 +93,11 @@ export function useProcessPipelines() {
   afterEach(async () => {
     for (const pipeline of started.splice(0)) await pipeline.stop?.({ timeoutMs: 2000 });
   });
-  return (options: Record<string, unknown> = {}, env: Record<string, string> = {}) => {
+  return (
+    options: Record<string, unknown> = {},
+    env: Record<string, string> = {},
+    deps: Omit<ProcessPipelineDeps, 'logger'> = {},
+  ) => {
     const logPath = join(mkdtempSync(join(tmpdir(), 'switchboard-worker-')), 'worker.log');
     const logger = recordingLogger();
     const parsed = ProcessPipelineOptionsSchema.parse({
@@ -97,7 +107,7 @@ export function useProcessPipelines() {
       env: { WORKER_LOG: logPath, ...env },
       ...options,
     });
-    const pipeline = createProcessPipeline('agent', parsed, { logger });
+    const pipeline = createProcessPipeline('agent', parsed, { logger, ...deps });
     started.push(pipeline);
     return {
       pipeline,

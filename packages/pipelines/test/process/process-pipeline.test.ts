@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { rejectionOf } from '../query.js';
@@ -171,7 +174,7 @@ describe('process pipeline', () => {
   });
 
   describe('when a worker is killed with SIGKILL mid-turn', () => {
-    it('fails the turn as retryable, refuses turns until the restart backoff passes, then runs it on a new worker', async () => {
+    it('fails the turn as retryable; a turn arriving while it restarts waits for the new worker and runs there', async () => {
       const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '600ms' } });
       const running = pipeline.run(turnOf('a', 'slow 10000'), contextOf(logger));
       const turn = await eventually(() => events().find((event) => event.event === 'turn'));
@@ -182,17 +185,67 @@ describe('process pipeline', () => {
       expect(exited).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED', retryable: true });
       // Its context died with it: the session is no longer bound.
       expect(pipeline.status?.().sessions).toBe(0);
-      const early = await failureOf(pipeline.run(turnOf('a', 'again'), contextOf(logger)));
-      expect(early).toMatchObject({ code: 'SB_PIPELINE_WORKER_UNAVAILABLE', retryable: true });
-      expect(early.retryAfterMs).toBeGreaterThan(0);
-      expect(early.retryAfterMs).toBeLessThanOrEqual(600);
-      expect(pipeline.status?.()).toMatchObject({ state: 'failed', ok: false });
+      // Restarting after a crash, the pipeline can still run turns: they wait.
+      expect(pipeline.status?.()).toMatchObject({ state: 'waking', ok: true });
+      const waited = answerOf(await pipeline.run(turnOf('a', 'again'), contextOf(logger)));
 
-      await eventually(() => pipeline.status?.().state === 'ready');
-      const answer = answerOf(await pipeline.run(turnOf('a', 'again'), contextOf(logger)));
-      expect(answer.pid).not.toBe(turn.pid);
+      expect(waited.pid).not.toBe(turn.pid);
+      expect(waited).toMatchObject({ text: 'again', n: 1 });
       const restart = events().filter((event) => event.event === 'start')[1];
       expect(restart?.at).toBeGreaterThanOrEqual(killedAt + 600);
+      expect(pipeline.status?.()).toMatchObject({ state: 'ready', ok: true });
+    });
+
+    it('fails a turn still waiting for the restart at its timeout as a timeout, and starts nothing for it', async () => {
+      const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '1h' } });
+      const first = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      process.kill(first.pid, 'SIGKILL');
+      await eventually(() => pipeline.status?.().state === 'waking');
+
+      const error = await failureOf(pipeline.run(turnOf('a', 'again'), contextOf(logger, 300)));
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_TIMEOUT', retryable: true });
+      expect(events().filter((event) => event.event === 'start')).toHaveLength(1);
+    });
+
+    it('restarts after the base delay again once a restarted worker got ready, even before it answered', async () => {
+      const { pipeline, logger, events } = processPipeline({ restart: { base_delay: '200ms' } });
+      const first = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      process.kill(first.pid, 'SIGKILL');
+      // Ready again, on the restarted worker.
+      const restarted = await eventually(() => {
+        const second = events().filter((event) => event.event === 'start')[1];
+        return pipeline.status?.().state === 'ready' && second;
+      });
+      process.kill(restarted.pid, 'SIGKILL');
+
+      const crashes = await eventually(() => {
+        const found = logger.lines.filter((line) => line.msg === 'worker exited; restarting after backoff');
+        return found.length === 2 && found;
+      });
+      expect(crashes.map((line) => [line.failures, line.restartInMs])).toEqual([
+        [1, 200],
+        [1, 200],
+      ]);
+    });
+
+    it('answers the second attempt of each of 6 turns whose worker crashes once on the first', async () => {
+      const { pipeline, logger } = processPipeline({ restart: { base_delay: '200ms' } });
+      const markers = mkdtempSync(join(tmpdir(), 'switchboard-crash-once-'));
+      for (const trial of [1, 2, 3, 4, 5, 6]) {
+        const text = `crash-once ${join(markers, String(trial))}`;
+        const id = `turn-crash-${trial}`;
+        // The controller's retry of a retryable failure, at once: with max_attempts 2 the last.
+        const first = await failureOf(pipeline.run(turnOf('a', text, 1, id), contextOf(logger)));
+        expect(first).toMatchObject({ code: 'SB_PIPELINE_WORKER_EXITED', retryable: true });
+        const second = answerOf(await pipeline.run(turnOf('a', text, 2, id), contextOf(logger)));
+        expect(second.text).toBe(text);
+      }
+      // Each crash came after a ready worker: none waited longer than the first.
+      const delays = logger.lines
+        .filter((line) => line.msg === 'worker exited; restarting after backoff')
+        .map((line) => line.restartInMs);
+      expect(delays).toEqual([200, 200, 200, 200, 200, 200]);
     });
 
     it('binds a session waiting for room to a healthy worker, not to the dead one', async () => {
@@ -232,14 +285,14 @@ describe('process pipeline', () => {
     });
   });
 
-  describe('when one worker failed and another slot is idle', () => {
-    it('stays ready for turns (listening, ok) and runs a new session on the idle slot', async () => {
+  describe('when one worker crashed and another slot is idle', () => {
+    it('stays ready for turns (waking, ok) and runs a new session on the idle slot, not the restarting one', async () => {
       const { pipeline, logger } = processPipeline({ workers: 2, restart: { base_delay: '10s' } });
       const first = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
       process.kill(first.pid, 'SIGKILL');
       await eventually(() => pipeline.status?.().state !== 'ready');
 
-      expect(pipeline.status?.()).toMatchObject({ state: 'listening', ok: true });
+      expect(pipeline.status?.()).toMatchObject({ state: 'waking', ok: true });
       const answer = answerOf(await pipeline.run(turnOf('b', 'hi'), contextOf(logger)));
       expect(answer.pid).not.toBe(first.pid);
     });
@@ -304,6 +357,77 @@ describe('process pipeline', () => {
 
       expect(error.code).toBe('SB_PIPELINE_WORKER_UNAVAILABLE');
       expect(error.message).toMatch(/start_timeout/);
+    });
+  });
+
+  describe('when a worker streams its answer', () => {
+    it('passes each {"delta"} on in order and answers with its replies', async () => {
+      const { pipeline, logger } = processPipeline();
+      const deltas: string[] = [];
+      const context = { ...contextOf(logger), stream: (delta: string) => deltas.push(delta) };
+
+      const answer = answerOf(await pipeline.run(turnOf('a', 'stream Hel lo'), context));
+
+      expect(deltas).toEqual(['Hel', 'lo']);
+      expect(answer.text).toBe('stream Hel lo');
+    });
+  });
+
+  describe('when a worker streams deltas far past the largest answer kept', () => {
+    it('fails the turn for good once the text passes the bound and cancels it there; the worker lives on', async () => {
+      const maxAnswerBytes = 1024 * 1024;
+      const { pipeline, logger, events } = processPipeline({}, {}, { maxAnswerBytes });
+      let streamed = 0;
+      const context = {
+        ...contextOf(logger),
+        stream: (delta: string) => {
+          streamed += delta.length;
+        },
+      };
+
+      const error = await failureOf(
+        pipeline.run(turnOf('a', `flood ${64 * 1024} ${maxAnswerBytes + 64 * 1024 * 1024}`), context),
+      );
+
+      expect(error).toMatchObject({
+        code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+        retryable: false,
+        message: `pipeline agent: the streamed text is larger than ${maxAnswerBytes} bytes`,
+      });
+      expect(streamed).toBeLessThanOrEqual(maxAnswerBytes);
+      // The worker stopped on the cancel: it wrote what was read, plus what the pipe held.
+      const cancel = await eventually(() => events().find((event) => event.event === 'cancel'));
+      expect(cancel.bytes).toBeLessThan(maxAnswerBytes + 1024 * 1024);
+      const next = answerOf(await pipeline.run(turnOf('a', 'hi'), contextOf(logger)));
+      expect(next.pid).toBe(cancel.pid);
+    });
+  });
+
+  describe('when a worker writes one line without end', () => {
+    it('fails the turn the line names for good, kills the worker before it wrote much past the bound', async () => {
+      const maxAnswerBytes = 1024 * 1024;
+      const { pipeline, logger, events } = processPipeline(
+        { restart: { base_delay: '100ms' } },
+        {},
+        { maxAnswerBytes },
+      );
+
+      const error = await failureOf(
+        pipeline.run(turnOf('a', `huge ${maxAnswerBytes + 64 * 1024 * 1024}`), contextOf(logger)),
+      );
+
+      expect(error).toMatchObject({
+        code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
+        retryable: false,
+        message: `pipeline agent: a line of the worker is larger than ${maxAnswerBytes} bytes`,
+      });
+      const killed = await eventually(() =>
+        logger.lines.find((line) => line.msg === 'killing worker' && String(line.reason).includes('longer')),
+      );
+      expect(killed.reason).toBe(`wrote a line longer than ${maxAnswerBytes} characters`);
+      const wrote = events().filter((event) => event.event === 'wrote');
+      // Read up to the bound, plus what the pipe held when the worker was killed.
+      expect(wrote.at(-1)?.bytes).toBeLessThan(maxAnswerBytes + 1024 * 1024);
     });
   });
 

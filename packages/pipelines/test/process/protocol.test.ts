@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { cancelLine, parseWorkerLine, releaseLine, requestLine } from '../../src/process/protocol.js';
+import {
+  cancelLine,
+  parseWorkerLine,
+  releaseLine,
+  requestIdOpening,
+  requestLine,
+} from '../../src/process/protocol.js';
 import { queryOf } from '../query.js';
 
 describe('process protocol', () => {
@@ -22,6 +28,21 @@ describe('process protocol', () => {
         kind: 'progress',
         id: '0.1.1',
       });
+      expect(parseWorkerLine('{"id":"0.1.1","delta":"Hel"}')).toEqual({
+        kind: 'delta',
+        id: '0.1.1',
+        delta: 'Hel',
+      });
+      expect(parseWorkerLine('{"id":"0.1.1","delta":3}')).toMatchObject({ kind: 'invalid', id: '0.1.1' });
+    });
+  });
+
+  describe('when a line was cut before its end', () => {
+    it('names the request it opens with, and none when the id does not come first', () => {
+      expect(requestIdOpening('{"id":"0.1.7","replies":[{"text":"xxxx')).toBe('0.1.7');
+      expect(requestIdOpening(' { "id" : "0.1.7", "delta": "x')).toBe('0.1.7');
+      expect(requestIdOpening('{"replies":[{"text":"x"}],"id":"0.1.7"')).toBeUndefined();
+      expect(requestIdOpening('{"id":"0.1')).toBeUndefined();
     });
   });
 
