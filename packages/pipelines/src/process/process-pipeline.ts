@@ -8,6 +8,7 @@ import {
   secretValues,
 } from '@switchboard/core';
 import { z } from 'zod';
+import { RunAsSchema, type WorkerIdentity } from './run-as.js';
 import { createWorkerPool } from './worker-pool.js';
 
 /**
@@ -28,6 +29,12 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
   inherit_env: z.boolean().default(false),
   /** Working directory of the workers; default the gateway's. */
   cwd: z.string().min(1).optional(),
+  /**
+   * The user (and group) the workers run as, so that they cannot read the gateway's environment,
+   * configuration or database; the gateway must be able to switch users (root). Default: the
+   * gateway's own user, which gives a worker all the gateway can read.
+   */
+  run_as: RunAsSchema.optional(),
   /** Most worker processes, each started when a session first needs it. */
   workers: numeric(z.number().int().min(1).max(32)).prefault(1),
   /** A session without a turn this long is released, and its worker told so. */
@@ -71,6 +78,11 @@ export function checkProcessPipelinePolicy(
 export interface ProcessPipelineDeps {
   /** Where worker lifecycle events and stderr lines go. */
   logger: Logger;
+  /**
+   * Who the workers run as: `run_as` resolved at start by `resolveWorkerIdentity`, which also
+   * refuses one that cannot be applied. Required when `run_as` is set.
+   */
+  identity?: WorkerIdentity;
 }
 
 /**
@@ -81,8 +93,11 @@ export interface ProcessPipelineDeps {
 export function createProcessPipeline(
   id: string,
   options: ProcessPipelineOptions,
-  { logger }: ProcessPipelineDeps,
+  { logger, identity }: ProcessPipelineDeps,
 ): Pipeline {
+  // Never fall back to the gateway's own user: that is the exposure `run_as` exists to close.
+  if (options.run_as !== undefined && identity === undefined)
+    throw new Error(`pipeline ${id}: run_as is set but no identity was resolved for it`);
   return createWorkerPool(id, {
     command: {
       command: options.command,
@@ -90,6 +105,7 @@ export function createProcessPipeline(
       env: options.env,
       inheritEnv: options.inherit_env,
       cwd: options.cwd,
+      identity,
     },
     workers: options.workers,
     idleTimeoutMs: options.idle_timeout,
