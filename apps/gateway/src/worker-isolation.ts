@@ -3,8 +3,6 @@ import { dirname, resolve } from 'node:path';
 import type { Config } from '@switchboard/config';
 import { SwitchboardError } from '@switchboard/core';
 import {
-  type Accounts,
-  type GatewayPrivileges,
   gatewayPrivileges,
   reachableBy,
   readAccounts,
@@ -19,14 +17,6 @@ export interface GatewayFiles {
   /** The files `${file:…}` and `NAME_FILE` references were read from. */
   secretFiles: readonly string[];
 }
-
-/** Where the host's accounts and this process's privileges come from; the real ones by default. */
-export interface IsolationHost {
-  accounts(): Accounts;
-  privileges(): GatewayPrivileges;
-}
-
-const realHost: IsolationHost = { accounts: () => readAccounts(), privileges: gatewayPrivileges };
 
 function statOrNull(path: string): Stats | null {
   try {
@@ -57,11 +47,7 @@ function octal(mode: number): string {
  * nothing. Modes are reported, never changed: those files are the operator's to set (the
  * folder and database the gateway creates itself are 0700 and 0600 already).
  */
-export function isolateWorkers(
-  config: Config,
-  files: GatewayFiles,
-  host: IsolationHost = realHost,
-): Map<string, WorkerIdentity> {
+export function isolateWorkers(config: Config, files: GatewayFiles): Map<string, WorkerIdentity> {
   const identities = new Map<string, WorkerIdentity>();
   const problems: string[] = [];
   const entries = config.pipelines.flatMap((entry, index) =>
@@ -71,8 +57,8 @@ export function isolateWorkers(
   );
   if (entries.length === 0) return identities;
 
-  const accounts = host.accounts();
-  const privileges = host.privileges();
+  const accounts = readAccounts();
+  const privileges = gatewayPrivileges();
   const workersOf = new Map<string, { identity: WorkerIdentity; pipelines: string[] }>();
   for (const { id, index, runAs } of entries) {
     const resolved = resolveWorkerIdentity(runAs, accounts, privileges);

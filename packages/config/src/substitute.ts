@@ -16,6 +16,11 @@ type Resolution =
   | { value: string; file?: string }
   | { problem: string; kind: 'malformed' | 'unreadable' | 'missing' };
 
+/** `ENOENT: no such file or directory`, without the system call and path Node appends. */
+function systemReason(error: unknown): string {
+  return (error as Error).message.replace(/, \w+( '.*')?$/s, '');
+}
+
 /**
  * The text of a secret file without its trailing newlines (`echo token > file` writes one), or
  * why it cannot be read. The reason names the path and the system's error, never any content.
@@ -25,7 +30,7 @@ function readSecretFile(path: string): { value: string } | { reason: string } {
   try {
     fd = openSync(path, 'r');
   } catch (error) {
-    return { reason: (error as Error).message.replace(/, \w+ '.*'$/s, '') };
+    return { reason: systemReason(error) };
   }
   try {
     const buffer = Buffer.alloc(MAX_SECRET_FILE_BYTES + 1);
@@ -40,7 +45,7 @@ function readSecretFile(path: string): { value: string } | { reason: string } {
     }
     return { value: buffer.toString('utf8', 0, length).replace(/[\r\n]+$/, '') };
   } catch (error) {
-    return { reason: (error as Error).message.replace(/, \w+ '.*'$/s, '') };
+    return { reason: systemReason(error) };
   } finally {
     closeSync(fd);
   }

@@ -174,7 +174,10 @@ export function resolveWorkerIdentity(
  * could change its mode), or the group or other bits let it read — or, for a folder, read or
  * enter. A worker has no supplementary groups (Node clears them when it switches users).
  */
-export function reachableBy(stats: Stats, identity: WorkerIdentity): boolean {
+export function reachableBy(
+  stats: Pick<Stats, 'uid' | 'gid' | 'mode' | 'isDirectory'>,
+  identity: WorkerIdentity,
+): boolean {
   if (stats.uid === identity.uid) return true;
   const access = stats.isDirectory() ? 0o5 : 0o4;
   if (stats.gid === identity.gid && ((stats.mode >> 3) & access) !== 0) return true;
