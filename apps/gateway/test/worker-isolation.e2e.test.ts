@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processExists } from '@switchboard/testkit/process';
 import { describe, expect, it } from 'vitest';
 import {
   CLI,
@@ -42,6 +43,7 @@ function privileged(): boolean {
 const canSwitchUsers = privileged();
 
 interface ProbeReport {
+  pid: number;
   uid: number;
   gid: number;
   groups: number[];
@@ -75,13 +77,22 @@ ${pipelineKeys}routing: { default: agent }
   return { dir, configPath, databasePath };
 }
 
-/** Starts the gateway with the secrets in its environment and has its worker probe them. */
-async function probeFromWorker(pipelineKeys: string) {
-  const { dir, configPath, databasePath } = gatewayFolder(pipelineKeys);
+/**
+ * Starts the gateway (in `wrapper`, when given) with the secrets in its environment and has its
+ * worker probe them. `prepare` may change the folder's files first.
+ */
+async function probeFromWorker(
+  pipelineKeys: string,
+  options: { wrapper?: string[]; prepare?: (folder: ReturnType<typeof gatewayFolder>) => void } = {},
+) {
+  const folder = gatewayFolder(pipelineKeys);
+  options.prepare?.(folder);
+  const { dir, configPath, databasePath } = folder;
   const gateway = await startServe({
     dir,
     configPath,
     env: { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN, TELEGRAM_BOT_TOKEN },
+    wrapper: options.wrapper,
   });
   cleanup(() => gateway.stop('SIGKILL'));
   const environ = `/proc/${gateway.child.pid}/environ`;
@@ -93,7 +104,14 @@ async function probeFromWorker(pipelineKeys: string) {
   });
   expect(answer.body).toMatchObject({ status: 'completed' });
   const replyText = String(answer.body?.replies[0].text);
-  return { replyText, report: JSON.parse(replyText) as ProbeReport, environ, configPath, databasePath, dir };
+  return {
+    gateway,
+    replyText,
+    report: JSON.parse(replyText) as ProbeReport,
+    environ,
+    configPath,
+    databasePath,
+  };
 }
 
 describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end)', () => {
@@ -121,6 +139,66 @@ describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end
       expect(statSync(join(databasePath, '..')).mode & 0o777).toBe(0o700);
       expect(statSync(databasePath).mode & 0o777).toBe(0o600);
       expect(statSync(`${databasePath}-wal`).mode & 0o777).toBe(0o600);
+    });
+  });
+
+  describe('when the gateway is root with only the capabilities of the documented container setup', () => {
+    // docs/deploy-docker.md "Process workers as another user": cap_drop ALL, then SETUID, SETGID,
+    // KILL and DAC_OVERRIDE; the data folder and the config belong to another user (the image's
+    // `node`, the host's owner of the mounted file). A bounding set is what Docker's cap_drop sets.
+    const containerCapabilities = (capabilities: string) => [
+      'setpriv',
+      `--bounding-set=-all,${capabilities}`,
+      '--inh-caps=-all',
+      '--',
+    ];
+    const ownedByAnotherUser = ({ dir, configPath }: ReturnType<typeof gatewayFolder>) => {
+      mkdirSync(join(dir, 'data'), { mode: 0o700 });
+      chownSync(join(dir, 'data'), 1000, 1000);
+      chownSync(configPath, 1000, 1000);
+    };
+
+    it('starts its workers isolated, and stops them when it drains', async () => {
+      const { gateway, report, replyText, environ, configPath, databasePath } = await probeFromWorker(
+        '    run_as: { user: nobody, group: nogroup }\n',
+        {
+          wrapper: containerCapabilities('+setuid,+setgid,+kill,+dac_override'),
+          prepare: ownedByAnotherUser,
+        },
+      );
+
+      expect(report).toMatchObject({ uid: WORKER.uid, gid: WORKER.gid, groups: [] });
+      expect(Object.values(report.reads)).toEqual(Array(4).fill({ error: 'EACCES' }));
+      expect(Object.keys(report.reads)).toEqual([environ, configPath, databasePath, `${databasePath}-wal`]);
+      expect(replyText).not.toContain('SECRET-');
+
+      expect(await gateway.stop('SIGTERM')).toBe(0);
+      expect(processExists(report.pid)).toBe(false);
+    });
+
+    it('refuses to start without CAP_KILL, which stopping another user’s workers needs', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: nobody, group: nogroup }\n');
+      const child = spawn(
+        'setpriv',
+        [
+          ...containerCapabilities('+setuid,+setgid,+dac_override'),
+          process.execPath,
+          CLI,
+          'serve',
+          '-c',
+          configPath,
+        ],
+        {
+          cwd: dir,
+          env: { ...process.env, SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+
+      const { code, stderr } = await collectOutput(child);
+
+      expect(code).toBe(1);
+      expect(stderr).toContain('pipelines[0].run_as: the gateway (uid 0) lacks CAP_KILL');
     });
   });
 
