@@ -236,6 +236,20 @@ describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end
       expect(existsSync(databasePath)).toBe(false);
     });
 
+    it('is refused by `switchboard config check` as well, which a start would refuse', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: no-such-worker-user }\n');
+
+      const result = await runCli(['config', 'check', '-c', configPath], {
+        cwd: dir,
+        env: { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
+      });
+
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        'pipelines[0].run_as.user: no user "no-such-worker-user" in /etc/passwd',
+      );
+    });
+
     it('refuses root and an unknown group', async () => {
       const { dir, configPath } = gatewayFolder('    run_as: { user: root, group: no-such-group }\n');
 

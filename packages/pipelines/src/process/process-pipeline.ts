@@ -56,11 +56,12 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
 export type ProcessPipelineOptions = z.output<typeof ProcessPipelineOptionsSchema>;
 
 /**
- * The check of a `process` entry against its scheduling policy, for the config package to run on
- * the whole `pipelines[]` entry. With `max_active_sessions`, a new session's turn waits for a bound
- * one to be idle for `idle_timeout`, inside its run: within its `timeout` and holding one of the
+ * The checks of a `process` entry across its keys, for the config package to run on the whole
+ * `pipelines[]` entry. With `max_active_sessions`, a new session's turn waits for a bound one to
+ * be idle for `idle_timeout`, inside its run: within its `timeout` and holding one of the
  * pipeline's concurrency slots. An `idle_timeout` not shorter than `timeout` lets such a turn
- * only time out, while it blocks turns that could run.
+ * only time out, while it blocks turns that could run. `inherit_env` with `run_as` would hand the
+ * workers the very secrets `run_as` keeps from them.
  */
 export function checkProcessPipelinePolicy(
   entry: ProcessPipelineOptions & { timeout: number },
@@ -71,6 +72,14 @@ export function checkProcessPipelinePolicy(
       code: 'custom',
       path: ['idle_timeout'],
       message: `must be shorter than timeout (${entry.timeout} ms) when max_active_sessions is set: a turn waiting for a session place waits up to idle_timeout within its timeout`,
+    });
+  }
+  if (entry.inherit_env && entry.run_as !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['inherit_env'],
+      message:
+        "must be false with run_as: it gives the workers the gateway's whole environment, the secrets run_as keeps from them; pass what they need in env",
     });
   }
 }
