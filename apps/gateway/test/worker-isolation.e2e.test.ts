@@ -83,7 +83,12 @@ ${pipelineKeys}routing: { default: agent }
  */
 async function probeFromWorker(
   pipelineKeys: string,
-  options: { wrapper?: string[]; prepare?: (folder: ReturnType<typeof gatewayFolder>) => void } = {},
+  options: {
+    wrapper?: string[];
+    prepare?: (folder: ReturnType<typeof gatewayFolder>) => void;
+    /** The gateway's environment; default the admin and bot tokens themselves. */
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ) {
   const folder = gatewayFolder(pipelineKeys);
   options.prepare?.(folder);
@@ -91,7 +96,7 @@ async function probeFromWorker(
   const gateway = await startServe({
     dir,
     configPath,
-    env: { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN, TELEGRAM_BOT_TOKEN },
+    env: options.env ?? { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN, TELEGRAM_BOT_TOKEN },
     wrapper: options.wrapper,
   });
   cleanup(() => gateway.stop('SIGKILL'));
@@ -211,6 +216,22 @@ describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end
       expect(report.reads[environ]?.text).toContain(`TELEGRAM_BOT_TOKEN=${TELEGRAM_BOT_TOKEN}`);
       expect(report.reads[configPath]?.text).toContain('admin: { token: "${SWITCHBOARD_ADMIN_TOKEN}" }');
       expect(report.reads[databasePath]?.text).toMatch(/^SQLite format 3/);
+    });
+
+    it('finds no secret in the gateway’s environment when it was given as NAME_FILE, which the gateway uses', async () => {
+      const secrets = tempDir();
+      const tokenFile = join(secrets, 'admin-token');
+      writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
+      const { gateway, report, environ } = await probeFromWorker('', {
+        env: { SWITCHBOARD_ADMIN_TOKEN: undefined, SWITCHBOARD_ADMIN_TOKEN_FILE: tokenFile },
+      });
+
+      expect(report.reads[environ]?.text).toContain(`SWITCHBOARD_ADMIN_TOKEN_FILE=${tokenFile}`);
+      expect(report.reads[environ]?.text).not.toContain(ADMIN_TOKEN);
+      const admin = (token: string) =>
+        fetch(`${gateway.url}/admin/queues`, { headers: { authorization: `Bearer ${token}` } });
+      expect((await admin(ADMIN_TOKEN)).status).toBe(200);
+      expect((await admin('not-the-admin-token')).status).toBe(401);
     });
   });
 
