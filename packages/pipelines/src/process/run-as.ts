@@ -61,6 +61,8 @@ const NEEDED: ReadonlyArray<[Capability, number]> = [
   ['CAP_KILL', 5],
 ];
 
+const DIGITS = /^\d+$/;
+
 function readLines(path: string): string[][] {
   return readFileSync(path, 'utf8')
     .split('\n')
@@ -68,16 +70,18 @@ function readLines(path: string): string[][] {
     .map((line) => line.split(':'));
 }
 
-/** Reads the accounts once, at start: never per spawn. */
+/**
+ * Reads the accounts once, at start: never per spawn. Lines without numeric ids (NIS `+` entries)
+ * are skipped.
+ */
 export function readAccounts(passwdPath = '/etc/passwd', groupPath = '/etc/group'): Accounts {
   return {
-    users: readLines(passwdPath).map(([name = '', , uid, gid, , home = '']) => ({
-      name,
-      uid: Number(uid),
-      gid: Number(gid),
-      home,
-    })),
-    groups: readLines(groupPath).map(([name = '', , gid]) => ({ name, gid: Number(gid) })),
+    users: readLines(passwdPath).flatMap(([name = '', , uid = '', gid = '', , home = '']) =>
+      DIGITS.test(uid) && DIGITS.test(gid) ? [{ name, uid: Number(uid), gid: Number(gid), home }] : [],
+    ),
+    groups: readLines(groupPath).flatMap(([name = '', , gid = '']) =>
+      DIGITS.test(gid) ? [{ name, gid: Number(gid) }] : [],
+    ),
   };
 }
 
@@ -98,8 +102,6 @@ export function gatewayPrivileges(): GatewayPrivileges {
     effective === undefined ? uid === 0 : (effective & (1n << BigInt(bit))) !== 0n;
   return { uid, capabilities: new Set(NEEDED.filter(held).map(([name]) => name)) };
 }
-
-const DIGITS = /^\d+$/;
 
 /** A problem with `run_as`, on its `user` or `group` key, or on `run_as` as a whole. */
 export interface RunAsProblem {

@@ -21,6 +21,7 @@ function accountFiles() {
       'root:x:0:0:root:/root:/bin/bash',
       'gateway:x:1000:1000::/home/gateway:/bin/sh',
       'agent:x:10001:10001:Agent tools:/home/agent:/usr/sbin/nologin',
+      '+::::::',
       '',
     ].join('\n'),
   );
@@ -57,6 +58,12 @@ describe('resolveWorkerIdentity', () => {
       expect(
         resolveWorkerIdentity({ user: 'agent', group: 4242 }, ACCOUNTS, ROOT_GATEWAY).identity?.gid,
       ).toBe(4242);
+    });
+  });
+
+  describe('when /etc/passwd holds a NIS entry without ids', () => {
+    it('does not take it for an account', () => {
+      expect(ACCOUNTS.users.map((user) => user.name)).toEqual(['root', 'gateway', 'agent']);
     });
   });
 
