@@ -91,9 +91,9 @@ export function isolateWorkers(config: Config, files: GatewayFiles): Map<string,
     for (const { what, path, fix } of checked) {
       const stats = statOrNull(path);
       if (stats === null || !reachableBy(stats, identity)) continue;
-      const owned = stats.uid === identity.uid ? `, owned by uid ${identity.uid}` : '';
+      const owned = stats.uid === identity.uid ? ', theirs' : '';
       problems.push(
-        `${what} ${path}: mode ${octal(stats.mode)} (uid ${stats.uid}, gid ${stats.gid}${owned}) lets the workers of ${pipelines.join(', ')} (uid ${identity.uid}, gid ${identity.gid}) read it: ${fix} it, owned by the gateway's user (or with a group they are not in)`,
+        `${what} ${path}: mode ${octal(stats.mode)} (uid ${stats.uid}${owned}, gid ${stats.gid}) lets the workers of ${pipelines.join(', ')} (uid ${identity.uid}, gid ${identity.gid}) read it: ${fix} it, owned by the gateway's user (or with a group they are not in)`,
       );
     }
   }

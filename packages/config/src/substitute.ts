@@ -80,7 +80,7 @@ export interface References {
    * since that is what a backend echoes.
    */
   valuesIn(text: string): string[];
-  /** The files read so far, as written in the references. */
+  /** The files read so far, each once, as the references wrote their paths. */
   files(): string[];
 }
 
@@ -174,9 +174,10 @@ export function createReferences(env: Env): References {
       return values;
     },
     files() {
-      return [...resolved.values()].flatMap((resolution) =>
+      const files = [...resolved.values()].flatMap((resolution) =>
         'file' in resolution && resolution.file !== undefined ? [resolution.file] : [],
       );
+      return [...new Set(files)];
     },
   };
 }
