@@ -44,6 +44,7 @@ import { createTurnLatency } from './turn-latency.js';
 import { createPipelines } from './pipelines.js';
 import { DAY_MS, createRetention } from './retention.js';
 import { openStores } from './stores.js';
+import { isolateWorkers } from './worker-isolation.js';
 
 export interface GatewayOptions {
   config: Config;
@@ -60,6 +61,8 @@ export interface GatewayOptions {
   mask?: SecretMasker;
   /** Traces every message (`startTracing`); absent when tracing is off. */
   tracer?: MessageTracer;
+  /** The files the config's `${file:…}` and `NAME_FILE` references read (`LoadedConfig`). */
+  secretFiles?: readonly string[];
 }
 
 export interface Gateway {
@@ -82,6 +85,11 @@ function unsubscribeAll(...stops: Array<(() => unknown) | undefined>): () => voi
 /** Wires config → stores, pool, controller, channels and the HTTP server. */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, logger } = options;
+  // Before any store opens: a gateway whose workers could read its secrets writes nothing.
+  const workerIdentities = isolateWorkers(config, {
+    configPath: options.configPath,
+    secretFiles: options.secretFiles ?? [],
+  });
   const stores = await openStores(config, logger);
   const policies = new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy]));
   // A shared store may refuse this replica (unreachable, or other limits than its peers'): the
@@ -103,7 +111,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let router: Router = routeHits.counting(createRouter(routing, { pipelines: pipelineIds }));
 
   const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
-  const pipelines = createPipelines(config, { history: stores.history, logger });
+  const pipelines = createPipelines(config, { history: stores.history, logger, workerIdentities });
   const metrics = createMetrics(pool, {
     pipelines,
     // Read at scrape time, once the controller below exists.

@@ -379,6 +379,18 @@ describe('docker image', () => {
         expect.arrayContaining(['PORT=8080', 'SWITCHBOARD_CONFIG=/app/config/switchboard.yaml']),
       );
     });
+
+    it('keeps /app/data to the node user alone and has a worker user for run_as', () => {
+      const commands = runCommands('runtime').join(' && ').split(' && ');
+      expect(commands).toEqual(
+        expect.arrayContaining([
+          'chown node:node /app/data',
+          'chmod 0700 /app/data',
+          'groupadd --system --gid 10001 worker',
+          'useradd --system --uid 10001 --gid worker --home-dir /home/worker --create-home --shell /usr/sbin/nologin worker',
+        ]),
+      );
+    });
   });
 });
 

@@ -14,8 +14,13 @@ function yamlBlocks(path: string): string[] {
   return [...text.matchAll(/^```yaml\n([\s\S]*?)^```/gm)].map(([, block]) => block as string);
 }
 
-/** Any `${VAR}` a snippet uses gets a stand-in value, as a user's environment would supply. */
-const env = new Proxy({} as Record<string, string>, { get: (_target, name) => `value-of-${String(name)}` });
+/**
+ * Any `${VAR}` a snippet uses gets a stand-in value, as a user's environment would supply; never
+ * a `VAR_FILE` as well, which a user sets instead of `VAR`, not beside it.
+ */
+const env = new Proxy({} as Record<string, string | undefined>, {
+  get: (_target, name) => (String(name).endsWith('_FILE') ? undefined : `value-of-${String(name)}`),
+});
 
 describe('documentation snippets', () => {
   for (const path of DOCS) {

@@ -69,8 +69,18 @@ export function startServe(options: {
   configPath: string;
   env?: NodeJS.ProcessEnv;
   onSpawn?: (child: ChildProcess, logs: LogLine[]) => void;
+  /** A program that runs the gateway in its own process, e.g. `setpriv` with its options. */
+  wrapper?: string[];
 }): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '-c', options.configPath], {
+  const [file, ...args] = [
+    ...(options.wrapper ?? []),
+    process.execPath,
+    CLI,
+    'serve',
+    '-c',
+    options.configPath,
+  ];
+  const child = spawn(file as string, args, {
     cwd: options.dir,
     env: { ...process.env, LOG_LEVEL: 'debug', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,17 +10,18 @@ import {
 import { LineCounter, parseDocument, visit } from 'yaml';
 import { configErrorMap, type EnvValues, hideEnvValues, problemLines } from './problem-lines.js';
 import { type Config, ConfigSchema } from './schema.js';
-import { type Env, referencedValues, substituteEnv } from './substitute.js';
+import { createReferences, type Env, type References } from './substitute.js';
 
 /**
  * A parsed configuration with every secret value configured in it: the values of the fields
  * marked with `secretField` (channel tokens, signing secrets, API keys, the admin token, pipeline
- * secrets and headers), for the masker of log lines and audit records.
+ * secrets and headers), for the masker of log lines and audit records; and the files its
+ * `${file:…}` and `NAME_FILE` references were read from, which workers must not read either.
  */
-export type LoadedConfig = Config & { secrets: readonly string[] };
+export type LoadedConfig = Config & { secrets: readonly string[]; secretFiles: readonly string[] };
 
 export interface ParseConfigOptions {
-  /** Where `${VAR}` values come from. Default: `process.env`. */
+  /** Where `${VAR}` values (and `VAR_FILE` paths) come from. Default: `process.env`. */
   env?: Env;
   /** Names the text in error messages, usually its file path. Default: `configuration`. */
   source?: string;
@@ -110,21 +111,21 @@ function routingProblems(document: unknown): string[] | null {
  * Every secret value to mask: each secret field's whole value, and the value of each variable
  * referenced inside one (`"Bearer ${API_KEY}"` → the key alone, as a backend would echo it).
  */
-function configuredSecrets(written: unknown, document: unknown, env: Env): string[] {
-  const referenced = secretValues(ConfigSchema, written).flatMap((text) => referencedValues(text, env));
+function configuredSecrets(written: unknown, document: unknown, references: References): string[] {
+  const referenced = secretValues(ConfigSchema, written).flatMap((text) => references.valuesIn(text));
   const values = [...secretValues(ConfigSchema, document), ...referenced];
   return [...new Set(values)].filter((value) => value !== '');
 }
 
 /**
- * What came from the environment: each string that holds a `${VAR}` reference, as substituted,
- * and each referenced variable's value alone. `document` is `written` substituted (same shape).
+ * What came from the environment or a file: each string that holds a reference, as substituted,
+ * and each reference's value alone. `document` is `written` substituted (same shape).
  */
-function envValuesOf(written: unknown, document: unknown, env: Env): EnvValues {
+function envValuesOf(written: unknown, document: unknown, references: References): EnvValues {
   const values = new Set<string>();
   const walk = (text: unknown, substituted: unknown): void => {
     if (typeof text === 'string') {
-      const referenced = referencedValues(text, env);
+      const referenced = references.valuesIn(text);
       if (referenced.length > 0 && typeof substituted === 'string') values.add(substituted);
       for (const value of referenced) values.add(value);
     } else if (text !== null && typeof text === 'object') {
@@ -145,17 +146,18 @@ function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]
 /**
  * Parses the text of a switchboard.yaml: YAML, then `${VAR}` substitution, then the schema, then
  * the routing rules against the pipelines. Throws a SwitchboardError listing every problem at
- * once (also in `details.problems`): `SB_CONFIG_INVALID` (syntax, schema, routing) or
- * `SB_CONFIG_VARIABLE_MISSING`. No problem line shows the value of a secret field, nor a value
- * that came from a `${VAR}`.
+ * once (also in `details.problems`): `SB_CONFIG_INVALID` (syntax, schema, routing),
+ * `SB_CONFIG_SECRET_FILE_UNREADABLE` or `SB_CONFIG_VARIABLE_MISSING`. No problem line shows the
+ * value of a secret field, nor a value that came from a `${VAR}` or a file.
  */
 export function parseConfig(text: string, options: ParseConfigOptions = {}): LoadedConfig {
   const source = options.source ?? 'configuration';
   const env = options.env ?? process.env;
   const written = parseYaml(text, source);
-  const document = substituteEnv(written, env, source);
+  const references = createReferences(env);
+  const document = references.substitute(written, source);
 
-  const envValues = envValuesOf(written, document, env);
+  const envValues = envValuesOf(written, document, references);
   // Interpreted: zod's compiled fast path pays off on schemas parsed per request, not once a start.
   const parsed = ConfigSchema.safeParse(document, {
     error: configErrorMap(envValues),
@@ -164,7 +166,11 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
   });
   const routing = routingProblems(document);
   if (parsed.success && routing === null)
-    return { ...parsed.data, secrets: configuredSecrets(written, document, env) };
+    return {
+      ...parsed.data,
+      secrets: configuredSecrets(written, document, references),
+      secretFiles: references.files(),
+    };
 
   // The router words routing's own problems; the schema's lines for that section would repeat them.
   const issues = parsed.success ? [] : parsed.error.issues;

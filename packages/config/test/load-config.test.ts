@@ -259,6 +259,20 @@ describe('parseConfig', () => {
       expect(lines.join('\n')).not.toContain('ADMINTOKEN');
     });
 
+    it('never echoes a value read from a secret file, wherever it lands', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'switchboard-config-'));
+      const tokenFile = join(dir, 'token');
+      await writeFile(tokenFile, 'FILETOKEN-SECRET-0123456789\n', { mode: 0o600 });
+      const lines = problems(`admin: "\${file:${tokenFile}}"\nserver: { port: "\${PORT}" }`, {
+        PORT_FILE: tokenFile,
+      });
+      expect(lines).toEqual([
+        'server.port: expected a number, got a string',
+        'admin: expected object, got a string',
+      ]);
+      expect(lines.join('\n')).not.toContain('FILETOKEN');
+    });
+
     it("never echoes a routing value that came from a ${VAR}, in the router's own lines", () => {
       const secret = '([SECRET-PATTERN-0123456789';
       const lines = problems(
@@ -345,6 +359,27 @@ describe('parseConfig', () => {
       expect([...config.secrets].sort()).toEqual(
         ['Bearer hook-key-value-1', 'hook-key-value-1', 'tenant-default-1'].sort(),
       );
+    });
+  });
+
+  describe('when secrets are read from files', () => {
+    it('lists their values for the masker and the files read', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'switchboard-config-'));
+      const adminFile = join(dir, 'admin-token');
+      const botFile = join(dir, 'bot-token');
+      await writeFile(adminFile, 'admin-token-from-file\n', { mode: 0o600 });
+      await writeFile(botFile, '123:bot-token-from-file\n', { mode: 0o600 });
+      const config = parseConfig(
+        [
+          `admin: { token: "\${file:${adminFile}}" }`,
+          'channels: [{ id: tg, type: telegram, token: "${TELEGRAM_BOT_TOKEN}", mode: polling }]',
+        ].join('\n'),
+        { env: { TELEGRAM_BOT_TOKEN_FILE: botFile } },
+      );
+
+      expect(config.admin.token).toBe('admin-token-from-file');
+      expect([...config.secrets].sort()).toEqual(['123:bot-token-from-file', 'admin-token-from-file']);
+      expect([...config.secretFiles].sort()).toEqual([adminFile, botFile].sort());
     });
   });
 

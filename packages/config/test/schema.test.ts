@@ -482,6 +482,32 @@ describe('ConfigSchema', () => {
     });
   });
 
+  describe('when a process pipeline runs its workers as another user', () => {
+    const agent = { id: 'agent', type: 'process', command: 'agent' };
+
+    it('takes run_as user and group as names or ids', () => {
+      const result = ConfigSchema.parse({
+        pipelines: [{ ...agent, run_as: { user: 'worker', group: 10001 } }],
+        routing: { default: 'agent' },
+      });
+      expect(result.pipelines[0]?.options).toMatchObject({ run_as: { user: 'worker', group: 10001 } });
+    });
+
+    it('refuses inherit_env with run_as, and a run_as without a user, naming the keys', () => {
+      const result = ConfigSchema.safeParse({
+        pipelines: [
+          { ...agent, run_as: { user: 'worker' }, inherit_env: true },
+          { ...agent, id: 'other', run_as: { group: 'worker' } },
+        ],
+        routing: { default: 'agent' },
+      });
+      expect(result.error?.issues.map((issue) => issue.path)).toEqual([
+        ['pipelines', 0, 'inherit_env'],
+        ['pipelines', 1, 'run_as', 'user'],
+      ]);
+    });
+  });
+
   describe('when a process pipeline limits its sessions', () => {
     const agent = { id: 'agent', type: 'process', command: 'agent', max_active_sessions: 4 };
 

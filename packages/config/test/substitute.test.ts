@@ -1,7 +1,17 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} strings are the syntax under test, not templates
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { substituteEnv } from '../src/substitute.js';
+import { createReferences, substituteEnv } from '../src/substitute.js';
+
+/** A secret file with `text` in a fresh folder; returns its path. */
+function secretFile(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'switchboard-secret-')), 'secret');
+  writeFileSync(path, text, { mode: 0o600 });
+  return path;
+}
 
 function thrown(run: () => unknown): SwitchboardError {
   try {
@@ -94,6 +104,99 @@ describe('substituteEnv', () => {
       expect(substituteEnv({ channels: [{ token: '${TOKEN}' }] }, { TOKEN: injected })).toEqual({
         channels: [{ token: injected }],
       });
+    });
+  });
+
+  describe('when a value is read from a file with ${file:PATH}', () => {
+    it('substitutes the text of the file without its trailing newline, inside a longer string too', () => {
+      const token = secretFile('file-token-1\n');
+      const key = secretFile('key-2\r\n\n');
+      expect(substituteEnv({ token: `\${file:${token}}`, header: `Bearer \${file:${key}}` }, {})).toEqual({
+        token: 'file-token-1',
+        header: 'Bearer key-2',
+      });
+    });
+
+    it('keeps newlines inside the text', () => {
+      const path = secretFile('line 1\nline 2\n');
+      expect(substituteEnv({ pem: `\${file:${path}}` }, {})).toEqual({ pem: 'line 1\nline 2' });
+    });
+
+    it('reports a missing or unreadable file by path and system error, never its text', () => {
+      const missing = join(tmpdir(), 'switchboard-no-such-secret');
+      const folder = mkdtempSync(join(tmpdir(), 'switchboard-secret-'));
+      const error = thrown(() =>
+        substituteEnv(
+          { channels: [{ token: `\${file:${missing}}` }], admin: { token: `\${file:${folder}}` } },
+          {},
+          'switchboard.yaml',
+        ),
+      );
+      expect(error.code).toBe('SB_CONFIG_SECRET_FILE_UNREADABLE');
+      expect(error.details?.problems).toEqual([
+        `channels[0].token: cannot read the file ${missing}: ENOENT: no such file or directory`,
+        `admin.token: cannot read the file ${folder}: EISDIR: illegal operation on a directory`,
+      ]);
+      expect(error.message).toMatch(/^switchboard\.yaml: secret files unreadable\n {2}channels\[0\]/);
+    });
+
+    it('refuses a file larger than a secret, without printing any of it', () => {
+      const path = secretFile('SECRET-'.repeat(20_000));
+      const error = thrown(() => substituteEnv({ token: `\${file:${path}}` }, {}));
+      expect(error.details?.problems).toEqual([
+        `token: cannot read the file ${path}: larger than 65536 bytes (a secret file holds one value)`,
+      ]);
+      expect(error.message).not.toContain('SECRET-');
+    });
+
+    it('refuses ${file:} without a path as malformed', () => {
+      const error = thrown(() => substituteEnv({ token: '${file:}' }, {}));
+      expect(error.code).toBe('SB_CONFIG_INVALID');
+      expect(error.details?.problems).toEqual([
+        expect.stringMatching(/^token: malformed variable reference "\$\{file:\}"/),
+      ]);
+    });
+  });
+
+  describe('when NAME is unset and NAME_FILE names a file (Docker secrets)', () => {
+    it('substitutes the text of that file, before the default', () => {
+      const path = secretFile('from-the-file\n');
+      expect(substituteEnv({ a: '${TOKEN}', b: '${TOKEN:-default}' }, { TOKEN_FILE: path })).toEqual({
+        a: 'from-the-file',
+        b: 'from-the-file',
+      });
+    });
+
+    it('refuses NAME and NAME_FILE both set, naming the variable, even when set empty', () => {
+      const path = secretFile('from-the-file');
+      const error = thrown(() =>
+        substituteEnv({ channels: [{ token: '${TOKEN}' }] }, { TOKEN: '', TOKEN_FILE: path }),
+      );
+      expect(error.code).toBe('SB_CONFIG_INVALID');
+      expect(error.details?.problems).toEqual([
+        'channels[0].token: environment variables TOKEN and TOKEN_FILE are both set: set one',
+      ]);
+    });
+
+    it('reports a file it cannot read by the variable that names it', () => {
+      const error = thrown(() => substituteEnv({ token: '${TOKEN}' }, { TOKEN_FILE: '/no/such/secret' }));
+      expect(error.code).toBe('SB_CONFIG_SECRET_FILE_UNREADABLE');
+      expect(error.details?.problems).toEqual([
+        'token: cannot read the file of TOKEN_FILE, /no/such/secret: ENOENT: no such file or directory',
+      ]);
+    });
+  });
+
+  describe('when the same file is referenced several times', () => {
+    it('reads it once per load and lists it among the files read', () => {
+      const path = secretFile('first');
+      const references = createReferences({ TOKEN_FILE: path });
+      const document = references.substitute({ a: `\${file:${path}}`, b: `\${file:${path}}` }, 'test');
+      writeFileSync(path, 'second');
+      expect(document).toEqual({ a: 'first', b: 'first' });
+      expect(references.valuesIn(`x \${file:${path}}`)).toEqual(['first']);
+      expect(references.substitute({ c: '${TOKEN}' }, 'test')).toEqual({ c: 'second' });
+      expect(references.files()).toEqual([path]);
     });
   });
 });

@@ -7,6 +7,10 @@ export const ERROR_CODES = {
   SB_CONFIG_INVALID: { status: 400, message: 'configuration is invalid' },
   SB_CONFIG_NOT_FOUND: { status: 404, message: 'configuration file not found' },
   SB_CONFIG_VARIABLE_MISSING: { status: 400, message: 'a ${VAR} used in the configuration is not set' },
+  SB_CONFIG_SECRET_FILE_UNREADABLE: {
+    status: 400,
+    message: 'a file the configuration reads a value from cannot be read',
+  },
   SB_CLI_USAGE: { status: 400, message: 'command-line arguments are invalid' },
   SB_ROUTING_INVALID: { status: 400, message: 'routing rules are invalid' },
   SB_MESSAGE_INVALID: { status: 400, message: 'message does not match the unified message schema' },
@@ -33,6 +37,10 @@ export const ERROR_CODES = {
   },
   SB_PIPELINE_WORKER_EXITED: { status: 502, message: 'the worker process exited before answering' },
   SB_PIPELINE_ANSWER_TOO_LARGE: { status: 502, message: 'the pipeline answered more than is kept' },
+  SB_PIPELINE_RUN_AS_INVALID: {
+    status: 500,
+    message: 'the workers of a process pipeline cannot be isolated from the gateway',
+  },
   SB_CHANNEL_RATE_LIMITED: { status: 429, message: 'the platform rate-limited the request' },
   SB_CHANNEL_AUTH_FAILED: { status: 502, message: 'the platform refused the credentials' },
   SB_CHANNEL_UNREACHABLE: { status: 503, message: 'the platform could not be reached' },

@@ -16,3 +16,11 @@ export {
   createProcessPipeline,
   ProcessPipelineOptionsSchema,
 } from './process/process-pipeline.js';
+export type { Accounts, GatewayPrivileges, RunAs, RunAsProblem, WorkerIdentity } from './process/run-as.js';
+export {
+  gatewayPrivileges,
+  reachableBy,
+  readAccounts,
+  resolveWorkerIdentity,
+  RunAsSchema,
+} from './process/run-as.js';

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AuditLog, HistoryStore, Journal, MessageStatusStore, ReplyOutbox } from '@switchboard/core';
 import { SwitchboardError } from '@switchboard/core';
@@ -13,7 +13,10 @@ import { createSqliteReplyOutbox } from './sqlite-reply-outbox.js';
 
 /** Options of `createSqliteStore`. */
 export interface SqliteStoreOptions {
-  /** The database file (`store.path`); missing parent folders are created. `:memory:` works too. */
+  /**
+   * The database file (`store.path`); missing parent folders are created 0700 and a missing file
+   * 0600 (SQLite gives its WAL and shared-memory files the database's mode). `:memory:` works too.
+   */
   path: string;
   /** Clock for TTLs and expiry, ms since the epoch. Default `Date.now`. */
   now?: () => number;
@@ -43,11 +46,17 @@ export interface SqliteStore {
 /**
  * Opens `path` with the settings every connection uses. WAL lets readers (the CLI) run while the
  * server writes; `synchronous = NORMAL` in WAL mode loses no commit when the process crashes,
- * only possibly the last ones on a power cut, for far fewer fsyncs.
+ * only possibly the last ones on a power cut, for far fewer fsyncs. What it creates only its
+ * user may read: the database holds every message's text and replies (SQLite would create the
+ * file 0644, readable by every user of the host).
  */
 export function openDatabase(path: string, busyTimeoutMs: number, readonly: boolean): Database {
   try {
-    if (!readonly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (!readonly && path !== ':memory:') {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      // Created empty before SQLite opens it, which then keeps its mode; an existing file is left as it is.
+      closeSync(openSync(path, 'a', 0o600));
+    }
     const db = new BetterSqlite3(path, { readonly, fileMustExist: readonly, timeout: busyTimeoutMs });
     if (!readonly) {
       db.pragma('journal_mode = WAL');

@@ -1,15 +1,22 @@
 import { loadConfig } from '@switchboard/config';
 import { silentLogger } from '@switchboard/core';
 import { createPipelines } from '../pipelines.js';
+import { isolateWorkers } from '../worker-isolation.js';
 import type { CommandIo } from './io.js';
 
-/** `switchboard config check`: loads and validates the file; exit 0 and a summary when it is valid. */
+/**
+ * `switchboard config check`: loads and validates the file, and checks that the workers' `run_as`
+ * can be applied on this host; exit 0 and a summary when it is valid.
+ */
 export async function configCheck(path: string, io: CommandIo): Promise<number> {
   const config = await loadConfig(path);
+  // What a start would refuse on this host: a `run_as` it cannot apply, files its workers could read.
+  const workerIdentities = isolateWorkers(config, { configPath: path, secretFiles: config.secretFiles });
   // Building the pipelines catches what only a factory can see, without starting anything.
   createPipelines(config, {
     history: { append: async () => {}, recent: async () => [] },
     logger: silentLogger,
+    workerIdentities,
   });
   io.out(
     `${path}: ok — ${config.channels.length} channel(s), ${config.pipelines.length} pipeline(s), ` +

@@ -48,6 +48,7 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
     gateway = await createGateway({
       config,
       configPath: path,
+      secretFiles: config.secretFiles,
       logger,
       mask,
       httpLogger: logger,

@@ -9,6 +9,7 @@ import {
 } from '@switchboard/core';
 import { z } from 'zod';
 import { MAX_ANSWER_BYTES } from '../answer-size.js';
+import { RunAsSchema, type WorkerIdentity } from './run-as.js';
 import { createWorkerPool } from './worker-pool.js';
 
 /**
@@ -29,6 +30,12 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
   inherit_env: z.boolean().default(false),
   /** Working directory of the workers; default the gateway's. */
   cwd: z.string().min(1).optional(),
+  /**
+   * The user (and group) the workers run as, so that they cannot read the gateway's environment,
+   * configuration or database; the gateway must be able to switch users (root). Default: the
+   * gateway's own user, which gives a worker all the gateway can read.
+   */
+  run_as: RunAsSchema.optional(),
   /** Most worker processes, each started when a session first needs it. */
   workers: numeric(z.number().int().min(1).max(32)).prefault(1),
   /** A session without a turn this long is released, and its worker told so. */
@@ -50,11 +57,12 @@ export const ProcessPipelineOptionsSchema = z.strictObject({
 export type ProcessPipelineOptions = z.output<typeof ProcessPipelineOptionsSchema>;
 
 /**
- * The check of a `process` entry against its scheduling policy, for the config package to run on
- * the whole `pipelines[]` entry. With `max_active_sessions`, a new session's turn waits for a bound
- * one to be idle for `idle_timeout`, inside its run: within its `timeout` and holding one of the
+ * The checks of a `process` entry across its keys, for the config package to run on the whole
+ * `pipelines[]` entry. With `max_active_sessions`, a new session's turn waits for a bound one to
+ * be idle for `idle_timeout`, inside its run: within its `timeout` and holding one of the
  * pipeline's concurrency slots. An `idle_timeout` not shorter than `timeout` lets such a turn
- * only time out, while it blocks turns that could run.
+ * only time out, while it blocks turns that could run. `inherit_env` with `run_as` would hand the
+ * workers the very secrets `run_as` keeps from them.
  */
 export function checkProcessPipelinePolicy(
   entry: ProcessPipelineOptions & { timeout: number },
@@ -67,6 +75,14 @@ export function checkProcessPipelinePolicy(
       message: `must be shorter than timeout (${entry.timeout} ms) when max_active_sessions is set: a turn waiting for a session place waits up to idle_timeout within its timeout`,
     });
   }
+  if (entry.inherit_env && entry.run_as !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['inherit_env'],
+      message:
+        "must be false with run_as: it gives the workers the gateway's whole environment, the secrets run_as keeps from them; pass what they need in env",
+    });
+  }
 }
 
 export interface ProcessPipelineDeps {
@@ -77,6 +93,11 @@ export interface ProcessPipelineDeps {
    * default `MAX_ANSWER_BYTES` (16 MiB), lower in tests.
    */
   maxAnswerBytes?: number;
+  /**
+   * Who the workers run as: `run_as` resolved at start by `resolveWorkerIdentity`, which also
+   * refuses one that cannot be applied. Required when `run_as` is set.
+   */
+  identity?: WorkerIdentity;
 }
 
 /**
@@ -87,8 +108,11 @@ export interface ProcessPipelineDeps {
 export function createProcessPipeline(
   id: string,
   options: ProcessPipelineOptions,
-  { logger, maxAnswerBytes = MAX_ANSWER_BYTES }: ProcessPipelineDeps,
+  { logger, maxAnswerBytes = MAX_ANSWER_BYTES, identity }: ProcessPipelineDeps,
 ): Pipeline {
+  // Never fall back to the gateway's own user: that is the exposure `run_as` exists to close.
+  if (options.run_as !== undefined && identity === undefined)
+    throw new Error(`pipeline ${id}: run_as is set but no identity was resolved for it`);
   return createWorkerPool(id, {
     command: {
       command: options.command,
@@ -96,6 +120,7 @@ export function createProcessPipeline(
       env: options.env,
       inheritEnv: options.inherit_env,
       cwd: options.cwd,
+      identity,
     },
     workers: options.workers,
     idleTimeoutMs: options.idle_timeout,

@@ -12,6 +12,7 @@ import { abortError } from '../remote-errors.js';
 import { readLines } from './line-reader.js';
 import { guardProcessGroup } from './orphan-guard.js';
 import { cancelLine, parseWorkerLine, releaseLine, requestIdOpening, requestLine } from './protocol.js';
+import type { WorkerIdentity } from './run-as.js';
 
 /** How to run a worker: a program and its arguments, never through a shell. */
 export interface WorkerCommand {
@@ -22,6 +23,8 @@ export interface WorkerCommand {
   /** The whole gateway environment for the worker, not only `BASE_ENV_KEYS`. */
   inheritEnv: boolean;
   cwd: string | undefined;
+  /** The user and group it runs as (`run_as`); the gateway's own when undefined. */
+  identity: WorkerIdentity | undefined;
 }
 
 /**
@@ -31,12 +34,17 @@ export interface WorkerCommand {
  */
 const BASE_ENV_KEYS = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ'] as const;
 
-function workerEnv({ env, inheritEnv }: WorkerCommand): NodeJS.ProcessEnv {
-  const base = inheritEnv
-    ? process.env
+function workerEnv({ env, inheritEnv, identity }: WorkerCommand): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = inheritEnv
+    ? { ...process.env }
     : Object.fromEntries(
         BASE_ENV_KEYS.flatMap((key) => (key in process.env ? [[key, process.env[key]]] : [])),
       );
+  // Another user's worker gets its own home, not the gateway's (where it could not write anyway).
+  if (identity !== undefined) {
+    delete base.HOME;
+    if (identity.home !== undefined) base.HOME = identity.home;
+  }
   return { ...base, ...env };
 }
 
@@ -152,14 +160,18 @@ export class WorkerProcess {
     this.exited = new Promise((resolve) => {
       this.#markExited = resolve;
     });
-    const { command, args, cwd } = options.command;
+    const { command, args, cwd, identity } = options.command;
     // Its own process group (detached): stopping the worker stops the tools it started too, and
-    // a Ctrl-C meant for the gateway does not reach it before the drain does.
+    // a Ctrl-C meant for the gateway does not reach it before the drain does. With an identity,
+    // libuv clears the supplementary groups, then sets the gid and the uid, in the child before
+    // it runs the command.
     this.#child = spawn(command, args, {
       cwd,
       env: workerEnv(options.command),
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
+      uid: identity?.uid,
+      gid: identity?.gid,
     });
     if (this.#child.pid !== undefined) this.#unguard = guardProcessGroup(this.#child.pid);
     this.#logger = options.logger.child({ worker: options.slot, generation: options.generation });
