@@ -100,15 +100,13 @@ end
 
 -- Deletes a message whose outcome is final. Its id key says `settled` a while longer: a replica
 -- asked for its status between now and its final status being stored answers `running`, not 404,
--- if the message is of the channel asking (the second part of its session key: core
--- session-key.ts encodes every ':' inside a part).
+-- if the message is of the channel asking (a channel id has no ':').
 local function forgetMessage(seq)
-  local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline', 'session')
+  local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline', 'channel')
   rcall('DEL', messageKey(seq))
   -- Unless the id names a later copy (a replay of the same message queued meanwhile).
   if fields[1] and rcall('GET', idKey(fields[1])) == tostring(seq) then
-    local channel = string.match(fields[3] or '', '^[^:]*:([^:]*)') or ''
-    rcall('SET', idKey(fields[1]), 'settled:' .. channel .. ':' .. fields[2], 'PX', SETTLED_ID_MS)
+    rcall('SET', idKey(fields[1]), 'settled:' .. (fields[3] or '') .. ':' .. fields[2], 'PX', SETTLED_ID_MS)
   end
 end
 
