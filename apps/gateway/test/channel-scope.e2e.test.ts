@@ -51,16 +51,16 @@ describe('what a caller reaches of another caller (end to end)', () => {
         status: 200,
         body: { status: 'completed', replies: [{ text: 'something else' }] },
       });
-      expect(theirs.body.id).not.toBe(mine.body.id);
+      expect(theirs.body?.id).not.toBe(mine.body?.id);
       // Another channel, even with the very same body: its own message too.
       const elsewhere = await post(`${gateway.url}/t2/messages`, first, { ...T2, ...key });
       expect(elsewhere.status).toBe(200);
-      expect(elsewhere.body.id).not.toBe(mine.body.id);
+      expect(elsewhere.body?.id).not.toBe(mine.body?.id);
 
       // The owner's retry, waiting or not, is the first message again...
       for (const retry of [first, { ...first, wait: false }, { ...first, timeout_ms: 1000 }]) {
         const again = await post(`${gateway.url}/t1/messages`, retry, { ...A, ...key });
-        expect(again).toMatchObject({ status: 200, body: { id: mine.body.id, status: 'completed' } });
+        expect(again).toMatchObject({ status: 200, body: { id: mine.body?.id, status: 'completed' } });
       }
       // ...and the key sent with another message is refused, naming the problem.
       const reused = await post(
@@ -69,7 +69,7 @@ describe('what a caller reaches of another caller (end to end)', () => {
         { ...A, ...key },
       );
       expect(reused.status).toBe(422);
-      expect(reused.body.error.code).toBe('SB_IDEMPOTENCY_KEY_REUSED');
+      expect(reused.body?.error.code).toBe('SB_IDEMPOTENCY_KEY_REUSED');
       expect(JSON.stringify(reused.body)).not.toContain('my secret question');
     });
   });
@@ -95,7 +95,7 @@ describe('what a caller reaches of another caller (end to end)', () => {
         A,
       );
       expect(secret.status).toBe(200);
-      const id = secret.body.id as string;
+      const id = secret.body?.id as string;
       expect((await get(`${gateway.url}/t1/messages/${id}`, A)).body).toMatchObject({
         id,
         status: 'completed',
@@ -106,7 +106,7 @@ describe('what a caller reaches of another caller (end to end)', () => {
       const unknown = await get(`${gateway.url}/t2/messages/${unknownId}`, T2);
       expect(asked.status).toBe(404);
       expect(asked.body).toEqual({
-        error: { ...unknown.body.error, message: unknown.body.error.message.replace(unknownId, id) },
+        error: { ...unknown.body?.error, message: unknown.body?.error.message.replace(unknownId, id) },
       });
       expect(JSON.stringify(asked.body)).not.toContain('my secret question');
 
@@ -118,7 +118,7 @@ describe('what a caller reaches of another caller (end to end)', () => {
       );
       const text = await readUntil(reader, (received) => received.includes('event: reply\n'), 10_000);
       expect(replyEvents(text)).toEqual([
-        { message_id: own.body.id, turn: expect.any(String), text: 'hello t2' },
+        { message_id: own.body?.id, turn: expect.any(String), text: 'hello t2' },
       ]);
       abort.abort();
     });

@@ -348,25 +348,25 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
         { ...keyB, ...key },
       );
       expect(theirs.body).toMatchObject({ status: 'completed', replies: [{ text: 'echo: something else' }] });
-      expect(theirs.body.id).not.toBe(mine.body.id);
+      expect(theirs.body?.id).not.toBe(mine.body?.id);
       // Caller A on the other replica: its first message again, or 422 with another body.
       const again = await post(`${b.url}/t1/messages`, first, { ...keyA, ...key });
-      expect(again.body).toMatchObject({ id: mine.body.id, status: 'completed' });
+      expect(again.body).toMatchObject({ id: mine.body?.id, status: 'completed' });
       const reused = await post(`${b.url}/t1/messages`, { ...first, text: 'other' }, { ...keyA, ...key });
       expect(reused.status).toBe(422);
-      expect(reused.body.error.code).toBe('SB_IDEMPOTENCY_KEY_REUSED');
+      expect(reused.body?.error.code).toBe('SB_IDEMPOTENCY_KEY_REUSED');
 
       // A message of t1 that the pool holds, then PostgreSQL: t2 on the other replica never sees it.
       const held = await post(`${a.url}/t1/messages`, { ...first, text: 'held secret', wait: false }, keyA);
       expect(held.status).toBe(202);
-      const id = held.body.id as string;
+      const id = held.body?.id as string;
       await eventually(async () => backend.requests.some((request) => request.text === 'held secret'));
       expect((await get(`${b.url}/t1/messages/${id}`, keyA)).body).toMatchObject({ id, status: 'running' });
       expect((await get(`${b.url}/t2/messages/${id}`, keyT2)).status).toBe(404);
       release();
       await eventually(async () => {
         const status = await get(`${b.url}/t1/messages/${id}`, keyA);
-        return status.body.status === 'completed' && status.body.delivery === 'delivered';
+        return status.body?.status === 'completed' && status.body?.delivery === 'delivered';
       });
       for (const replica of [a, b]) {
         const asked = await get(`${replica.url}/t2/messages/${id}`, keyT2);

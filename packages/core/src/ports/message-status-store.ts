@@ -21,7 +21,7 @@ export function isFinalStatus(status: Pick<MessageStatus, 'status' | 'delivery'>
 }
 
 /** Replays of one message a status version can tell apart (`statusVersion`). */
-export const MAX_STATUS_GENERATION = 2 ** 19 - 2;
+const MAX_STATUS_GENERATION = 2 ** 19 - 2;
 
 const REPLY_COUNT_SPAN = 2 ** 32;
 
