@@ -27,7 +27,7 @@ const REPLY_COUNT_SPAN = 2 ** 32;
 
 /**
  * Where `status` stands in its message's life, as a number that only grows along it
- * (docs/design.md §2 "Outbox"): its generation (a dead-letter replay starts the next), then its
+ * (docs/design.md §2 "Status order"): its generation (a dead-letter replay starts the next), then its
  * stage (queued < running < answered with its delivery pending < final), then how many replies
  * it holds (a dead-letter reply appended to a final status makes it newer). Derived from the
  * status alone, so replicas agree on it without comparing their clocks.
