@@ -3,6 +3,7 @@ import {
   type DeadLetterPayload,
   type Delivery,
   type DeliveryKey,
+  type InboundMessage,
   type Logger,
   type OutcomeSink,
   type QueryPool,
@@ -42,6 +43,14 @@ export function replayDeliveryKey(auditId: string, claimTtlMs: number): Delivery
 }
 
 /**
+ * `message` accepted again by a replay: one generation later, so that the statuses of the replay
+ * replace those of the run that was dead-lettered (core `statusVersion`).
+ */
+function nextGeneration(message: InboundMessage): InboundMessage {
+  return { ...message, generation: (message.generation ?? 0) + 1 };
+}
+
+/**
  * The delivery that re-sends a `delivery_failed` dead letter's replies. Its id is derived from
  * the audit id and remembered by the outbox for `claimTtlMs` after it ended, so adding it twice
  * (concurrent replays, a replay whose mark was lost) stores and sends it once, also after the
@@ -55,7 +64,8 @@ export function replayDelivery(
   claimTtlMs: number,
 ): Delivery {
   const { origin, replies, draft } = payload.undelivered;
-  const { message, session, pipeline, rule, attempt } = payload;
+  const { session, pipeline, rule, attempt } = payload;
+  const message = nextGeneration(payload.message);
   return {
     id: `replay:${auditId}`,
     channel: origin.channel,
@@ -128,7 +138,7 @@ export function createDeadLetterReplay(
 
     // A new request under the same message id: `replayOf` gives its turns their own id.
     const result = await pool.enqueue(
-      { ...queued, attempt: 0, acceptedAt: now(), replayOf: id },
+      { ...queued, message: nextGeneration(queued.message), attempt: 0, acceptedAt: now(), replayOf: id },
       replayDeliveryKey(id, options.claimTtlMs),
     );
     if (!result.accepted) {

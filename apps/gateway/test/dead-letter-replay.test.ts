@@ -99,7 +99,10 @@ describe('dead letter replay', () => {
           replies: [{ text: 'the answer' }],
           // Its end is the message's new outcome: completed once sent, a new dead letter if not.
           ownsOutcome: true,
-          messages: [expect.objectContaining({ message: expect.objectContaining({ id: origin.id }) })],
+          // One generation later: its statuses replace those of the run that failed.
+          messages: [
+            expect.objectContaining({ message: expect.objectContaining({ id: origin.id, generation: 1 }) }),
+          ],
         }),
       ]);
       expect((await pool.stats()).pending).toBe(0);
@@ -160,6 +163,8 @@ describe('dead letter replay', () => {
       expect(turn?.messages.map((queued) => queued.message.id)).toEqual([message.id]);
       expect(turn?.id).not.toBe(turnIdOf([message.id]));
       expect(turn?.attempt).toBe(1);
+      // One generation later: its statuses replace those of the run that was dead-lettered.
+      expect(turn?.messages[0]?.message.generation).toBe(1);
     });
 
     it('runs it after the messages its session accepted before the replay, also when its old journal row was left', async () => {

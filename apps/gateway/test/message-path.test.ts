@@ -32,6 +32,8 @@ function sourcesOf(storeText: AuditConfig['storeText']) {
 
 const status = (fields: { status: 'completed' | 'queued'; updated_at: number }) => ({
   id: message.id,
+  channel: message.channel,
+  generation: 0,
   pipeline: 'bot',
   rule: null,
   turn: 't1',

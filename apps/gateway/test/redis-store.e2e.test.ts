@@ -310,6 +310,71 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
       expect(runs.sort()).toEqual(keys.map((_, index) => `keyed ${index}`).sort());
     });
 
+    it("binds an Idempotency-Key per caller on every replica, and reads another channel's message as unknown on either", {
+      timeout: 120_000,
+    }, async () => {
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      cleanup(async () => release());
+      const backend = await startFakePipeline();
+      cleanup(() => backend.close());
+      backend.respond = async (request) => {
+        if (request.text.startsWith('held')) await gate;
+        return { status: 200, body: { replies: [{ text: `echo: ${request.text}` }] } };
+      };
+      const stores = sharedStores();
+      const channels = `channels:
+  - { id: t1, type: openapi, prefix: /t1, api_keys: [key-a, key-b] }
+  - { id: t2, type: openapi, prefix: /t2, api_keys: [key-t2] }`;
+      const bot = { id: 'bot', yaml: `{ id: bot, type: http, url: "${backend.url}" }` };
+      const [a, b] = await Promise.all([serveOn(stores, channels, bot), serveOn(stores, channels, bot)]);
+      const [keyA, keyB, keyT2] = ['key-a', 'key-b', 'key-t2'].map((key) => ({
+        authorization: `Bearer ${key}`,
+      }));
+      const key = { 'idempotency-key': `order-${randomUUID()}` };
+      const first = { session_id: `s-${randomUUID()}`, user_id: 'alice', text: 'my secret question' };
+
+      const mine = await post(`${a.url}/t1/messages`, first, { ...keyA, ...key });
+      expect(mine.body).toMatchObject({
+        status: 'completed',
+        replies: [{ text: 'echo: my secret question' }],
+      });
+      // Caller B's key, on the other replica: its own message.
+      const theirs = await post(
+        `${b.url}/t1/messages`,
+        { session_id: `s-${randomUUID()}`, user_id: 'bob', text: 'something else' },
+        { ...keyB, ...key },
+      );
+      expect(theirs.body).toMatchObject({ status: 'completed', replies: [{ text: 'echo: something else' }] });
+      expect(theirs.body?.id).not.toBe(mine.body?.id);
+      // Caller A on the other replica: its first message again, or 422 with another body.
+      const again = await post(`${b.url}/t1/messages`, first, { ...keyA, ...key });
+      expect(again.body).toMatchObject({ id: mine.body?.id, status: 'completed' });
+      const reused = await post(`${b.url}/t1/messages`, { ...first, text: 'other' }, { ...keyA, ...key });
+      expect(reused.status).toBe(422);
+      expect(reused.body?.error.code).toBe('SB_IDEMPOTENCY_KEY_REUSED');
+
+      // A message of t1 that the pool holds, then PostgreSQL: t2 on the other replica never sees it.
+      const held = await post(`${a.url}/t1/messages`, { ...first, text: 'held secret', wait: false }, keyA);
+      expect(held.status).toBe(202);
+      const id = held.body?.id as string;
+      await eventually(async () => backend.requests.some((request) => request.text === 'held secret'));
+      expect((await get(`${b.url}/t1/messages/${id}`, keyA)).body).toMatchObject({ id, status: 'running' });
+      expect((await get(`${b.url}/t2/messages/${id}`, keyT2)).status).toBe(404);
+      release();
+      await eventually(async () => {
+        const status = await get(`${b.url}/t1/messages/${id}`, keyA);
+        return status.body?.status === 'completed' && status.body?.delivery === 'delivered';
+      });
+      for (const replica of [a, b]) {
+        const asked = await get(`${replica.url}/t2/messages/${id}`, keyT2);
+        expect(asked.status).toBe(404);
+        expect(JSON.stringify(asked.body)).not.toContain('held secret');
+      }
+    });
+
     it('streams to a client of one replica the replies the other replica sends', {
       timeout: 90_000,
     }, async () => {

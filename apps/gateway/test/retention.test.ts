@@ -5,6 +5,8 @@ import { DAY_MS, createRetention } from '../src/retention.js';
 const status = (id: string, updatedAt: number) => ({
   id,
   status: 'completed' as const,
+  channel: 'api',
+  generation: 0,
   pipeline: 'echo',
   rule: null,
   turn: 't',

@@ -64,7 +64,9 @@ export const PostMessageHeadersSchema = z.looseObject({
     .min(1)
     .max(MAX_ID_CHARS)
     .optional()
-    .describe('Retries with the same key within 24 h return the first request’s message.'),
+    .describe(
+      'Retries with the same key and the same message (session_id, user_id, text, user_name, chat_type; wait and timeout_ms may differ) within 24 h return the first request’s message; another message under the key is refused with 422 SB_IDEMPOTENCY_KEY_REUSED. Keys are the caller’s own: per channel and API key (or loopback).',
+    ),
 });
 
 export const MessageParamsSchema = z.strictObject({ id: text(MAX_ID_CHARS) });

@@ -93,6 +93,7 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
             pipeline,
             rule: rule ?? null,
             traceId: traceIdOf(message.traceparent),
+            generation: message.generation ?? 0,
           }),
         ),
       );

@@ -14,7 +14,9 @@ import {
   ErrorBodySchema,
   IDEMPOTENCY_TTL_MS,
   bearerAuth,
+  credentialIdOf,
   httpErrorHandler,
+  idempotencyFingerprint,
   jsonBodyParser,
   notFoundHandler,
   validatorCompiler,
@@ -61,7 +63,7 @@ interface Answer {
 }
 
 function viewOf(status: MessageStatus, reason?: string): MessageView {
-  const { updated_at: _updatedAt, ...stored } = status;
+  const { updated_at: _updatedAt, channel: _channel, generation: _generation, ...stored } = status;
   // Statuses stored before trace ids or deliveries existed (or by a replica not upgraded yet)
   // have none.
   const view = { ...stored, trace_id: stored.trace_id ?? null, delivery: stored.delivery ?? null };
@@ -127,6 +129,29 @@ function refusal(result: Extract<IngressResult, { status: 'refused' }>): Switchb
     : new SwitchboardError('SB_DRAINING', { retryAfterMs: result.retryAfterMs });
 }
 
+/** A request's `Idempotency-Key` and the caller it belongs to. */
+interface Idempotency {
+  key: string;
+  /** `credentialIdOf` the request. */
+  credential: string;
+}
+
+/**
+ * What defines the message of a `POST …/messages`, as the fingerprint its `Idempotency-Key` is
+ * bound with: the parsed body (defaults applied, so an omitted `chat_type` and `"person"` are one
+ * request) without `wait` and `timeout_ms`, which say how the caller waits for the answer, not
+ * what it asks: a retry may wait less, or not at all, and still be the same request.
+ */
+function fingerprintOf(body: PostMessageBody): string {
+  return idempotencyFingerprint([
+    body.session_id,
+    body.user_id,
+    body.text,
+    body.user_name ?? null,
+    body.chat_type,
+  ]);
+}
+
 /** What came of the admission step: a message accepted now, or the one an idempotency key names. */
 type Admission =
   | { kind: 'accepted'; id: string; traceId: string | null; result: IngressResult; watch: StatusWatch }
@@ -188,20 +213,40 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     }
   }
 
+  /**
+   * A keyed request is its caller's own (docs/design.md §3 "openapi"): the key is bound per
+   * channel and credential, with the request's fingerprint, in one atomic claim (PostgreSQL's
+   * upsert with `store: redis`, so on every replica). The same key from another caller is another
+   * key; from the same caller with another body, a 422.
+   */
   function admit(
     body: PostMessageBody,
     traceparent: string | undefined,
-    idempotencyKey: string | undefined,
+    idempotency: Idempotency | undefined,
   ): Promise<Admission> {
-    if (idempotencyKey === undefined) return accept(newMessageId(), body, traceparent);
-    const key = `${config.id}:${idempotencyKey}`;
-    return keyed.run(key, async () => {
+    if (idempotency === undefined) return accept(newMessageId(), body, traceparent);
+    const { key, credential } = idempotency;
+    return keyed.run(JSON.stringify([credential, key]), async () => {
       const id = newMessageId();
-      const bound = await statuses.claimIdempotencyKey(key, id, IDEMPOTENCY_TTL_MS);
-      if (bound === null) return accept(id, body, traceparent, idempotencyKey);
-      const status = await tracker.current(bound);
+      const fingerprint = fingerprintOf(body);
+      const bound = await statuses.claimIdempotencyKey({
+        channel: config.id,
+        credential,
+        key,
+        fingerprint,
+        messageId: id,
+        ttlMs: IDEMPOTENCY_TTL_MS,
+      });
+      if (bound === null) return accept(id, body, traceparent, key);
+      if (bound.fingerprint !== fingerprint) {
+        throw new SwitchboardError('SB_IDEMPOTENCY_KEY_REUSED', {
+          message:
+            'this Idempotency-Key was sent before with another request (session_id, user_id, text, user_name or chat_type differ); send a new message with a new key',
+        });
+      }
+      const status = await tracker.current(bound.messageId);
       // No status: the first request was refused or failed before its message was accepted.
-      return status === null ? accept(bound, body, traceparent, idempotencyKey) : { kind: 'replay', status };
+      return status === null ? accept(bound.messageId, body, traceparent, key) : { kind: 'replay', status };
     });
   }
 
@@ -227,14 +272,14 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
 
   async function postMessage(
     body: PostMessageBody,
-    headers: { traceparent?: string; 'idempotency-key'?: string },
+    traceparent: string | undefined,
+    idempotency: Idempotency | undefined,
   ): Promise<Answer> {
     const timeoutMs = body.timeout_ms ?? config.waitTimeoutMs;
     // W3C trace context: a malformed traceparent is ignored, not refused.
-    const { traceparent } = headers;
     const inbound =
       traceparent !== undefined && TRACEPARENT_PATTERN.test(traceparent) ? traceparent : undefined;
-    const admission = await admit(body, inbound, headers['idempotency-key']);
+    const admission = await admit(body, inbound, idempotency);
     if (admission.kind === 'replay') return replay(admission.status, body.wait, timeoutMs);
 
     const { id, traceId, result, watch } = admission;
@@ -243,7 +288,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       // replica, or before a restart): answer as its repeat.
       watch.cancel();
       const status = await tracker.current(id);
-      return replay(status ?? emptyStatus(id, context.now()), body.wait, timeoutMs);
+      return replay(status ?? emptyStatus(id, config.id, context.now()), body.wait, timeoutMs);
     }
     if (result.status === 'refused') {
       watch.cancel();
@@ -333,11 +378,17 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
               202: MessageViewSchema.describe('Accepted; still queued or running (wait=false or timed out).'),
               ...COMMON_ERROR_RESPONSES,
               413: ErrorBodySchema.describe('The body is larger than the server accepts.'),
+              422: ErrorBodySchema.describe(
+                'SB_IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was sent before, by this caller on this channel, with another request.',
+              ),
             },
           },
         },
         async (request, reply) => {
-          const answer = await postMessage(request.body, request.headers);
+          const key = request.headers['idempotency-key'];
+          const idempotency =
+            key === undefined ? undefined : { key, credential: credentialIdOf(request, config.apiKeys) };
+          const answer = await postMessage(request.body, request.headers.traceparent, idempotency);
           return reply.code(answer.statusCode).send(answer.body);
         },
       );

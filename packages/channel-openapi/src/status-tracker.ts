@@ -67,6 +67,8 @@ export interface QueuedFields {
   pipeline: string;
   rule: string | null;
   traceId: string | null;
+  /** `InboundMessage.generation`: how many dead-letter replays came before. Default 0. */
+  generation?: number;
 }
 
 /** A final status, with the outcome's reason when the answer is given as it happens. */
@@ -147,10 +149,12 @@ function deliveryAfter(outcome: Outcome, base: MessageStatus): MessageStatus['de
   return base.delivery ?? null;
 }
 
-/** A message known to be accepted, nothing more: queued, with no route yet. */
-export function emptyStatus(id: string, updatedAt: number): MessageStatus {
+/** A message of `channel` known to be accepted, nothing more: queued, with no route yet. */
+export function emptyStatus(id: string, channel: string, updatedAt: number, generation = 0): MessageStatus {
   return {
     id,
+    channel,
+    generation,
     status: 'queued',
     pipeline: null,
     rule: null,
@@ -164,11 +168,14 @@ export function emptyStatus(id: string, updatedAt: number): MessageStatus {
 }
 
 function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number): MessageStatus {
-  const base = current ?? emptyStatus(outcome.message.id, at);
+  const { message } = outcome;
+  const base = current ?? emptyStatus(message.id, message.channel, at);
   const failed = outcome.kind === 'dropped' || outcome.kind === 'dead_lettered';
   const error = outcome.error === undefined ? null : `${outcome.error.code}: ${outcome.error.message}`;
   return {
-    id: outcome.message.id,
+    id: message.id,
+    channel: message.channel,
+    generation: message.generation ?? 0,
     status: outcome.kind,
     pipeline: outcome.pipeline ?? base.pipeline,
     rule: outcome.rule ?? base.rule,
@@ -306,9 +313,19 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     return written;
   }
 
+  /**
+   * The status of `id` the store holds, if it is of this channel: a channel answers only for its
+   * own messages, and another's reads as unknown (null), so that nothing of it leaks. Every read
+   * of the store goes through here: PostgreSQL's status, or the audit outbox's waiting copy.
+   */
+  async function storedOwn(id: string): Promise<MessageStatus | null> {
+    const stored = await statuses.get(id);
+    return stored?.channel === channelId ? stored : null;
+  }
+
   function trackQueued(id: string, entry: Tracked, fields: QueuedFields): void {
     entry.status = {
-      ...emptyStatus(id, now()),
+      ...emptyStatus(id, channelId, now(), fields.generation),
       pipeline: fields.pipeline,
       rule: fields.rule,
       trace_id: fields.traceId,
@@ -364,7 +381,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     const wrotePending = entry.status?.delivery === 'pending';
     const landed = entry.writing ?? Promise.resolve();
     landed
-      .then(() => statuses.get(id))
+      .then(() => storedOwn(id))
       .then(
         (stored) => {
           if (stored !== null && isFinalStatus(stored)) {
@@ -424,7 +441,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       const entry = origin === 'relayed' ? tracked.get(message.id) : entryOf(message.id);
       if (entry === undefined || (entry.status !== null && isFinalStatus(entry.status))) continue;
       entry.status = {
-        ...(entry.status ?? emptyStatus(message.id, at)),
+        ...(entry.status ?? emptyStatus(message.id, channelId, at)),
         status: 'running',
         pipeline: turn.pipeline,
         rule: queued.rule ?? null,
@@ -439,10 +456,9 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * its delivery `pending` until the outbox delivers them or gives up. Written to the store, so
    * that it is known after a restart while the outbox still holds its replies. A message no
    * longer followed is final already (its delivery beat this event), and is left alone, as is one
-   * another replica's sender told the outcome of. Stamped when the replies were stored: the final
-   * status, written when their delivery ended (maybe by another replica, before this event), is
-   * newer or of the same millisecond, and the store keeps it (a non-final status never replaces a
-   * final one).
+   * another replica's sender told the outcome of. The final status, written when their delivery
+   * ended (maybe by another replica, before this event, whatever its clock says), is of a later
+   * stage, and the store keeps it (`statusVersion`; a non-final status never replaces a final one).
    */
   function onRepliesStored(delivery: Delivery): void {
     if (delivery.channel !== channelId) return;
@@ -457,7 +473,8 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       )
         continue;
       const status: MessageStatus = {
-        ...(entry.status ?? emptyStatus(id, at)),
+        ...(entry.status ?? emptyStatus(id, channelId, at)),
+        generation: answered.message.generation ?? 0,
         status: 'completed',
         pipeline: answered.pipeline,
         rule: answered.rule ?? null,
@@ -477,7 +494,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * ended it while its relayed outcome was lost (pub/sub is at most once), so the store decides.
    */
   async function checkedElsewhere(id: string, entry: Tracked, status: MessageStatus): Promise<MessageStatus> {
-    const stored = await statuses.get(id);
+    const stored = await storedOwn(id);
     if (stored === null || !isFinalStatus(stored)) return entry.status ?? status;
     settleFollowed(id, entry, stored);
     return stored;
@@ -516,17 +533,20 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         }, options.sweepEveryMs ?? 30_000);
   sweeper?.unref();
 
-  /** A message not followed here and not in the store: where the shared pool says it stands. */
+  /**
+   * A message not followed here and not in the store: where the shared pool says it stands, if
+   * it is of this channel.
+   */
   async function elsewhere(id: string): Promise<MessageStatus | null> {
     const pooled = (await options.events.locate?.(id)) ?? null;
-    if (pooled === null) return null;
+    if (pooled === null || pooled.channel !== channelId) return null;
     if (pooled.state === 'settled') {
       // Final, its status written by the replica that ran it: it reads as running until it lands.
-      const stored = await statuses.get(id);
+      const stored = await storedOwn(id);
       if (stored !== null) return stored;
     }
     return {
-      ...emptyStatus(id, now()),
+      ...emptyStatus(id, channelId, now()),
       status: pooled.state === 'queued' ? 'queued' : 'running',
       pipeline: pooled.pipeline,
       rule: pooled.rule,
@@ -551,7 +571,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     },
 
     async recovered(id, fields) {
-      const stored = await statuses.get(id);
+      const stored = await storedOwn(id);
       const entry = entryOf(id);
       if (entry.status !== null) return;
       if (stored === null) {
@@ -572,7 +592,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         // the outbox's backoff after it is back.
         if (answer) return null;
         return storeOnly.run(id, async () => {
-          const stored = await statuses.get(id);
+          const stored = await storedOwn(id);
           if (stored === null) return null;
           const updated = withReplies(stored, replies, now());
           await statuses.put(updated);
@@ -597,7 +617,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         return checkedElsewhere(id, entry, status);
       if (status !== null) return status;
       await storeOnly.idle(id);
-      const stored = await statuses.get(id);
+      const stored = await storedOwn(id);
       return stored === null ? elsewhere(id) : stored;
     },
 

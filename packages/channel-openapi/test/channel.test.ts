@@ -1,4 +1,5 @@
 import { newMessageId, sessionKeyOf, silentLogger } from '@switchboard/core';
+import { idempotencyFingerprint } from '@switchboard/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toInboundMessage } from '../src/normalize.js';
 import {
@@ -440,7 +441,14 @@ describe('openapi channel', () => {
         acceptedAt: Date.now(),
       };
       await h.pool.enqueue(queued);
-      await h.statuses.claimIdempotencyKey('api:order-42', id, 60_000);
+      await h.statuses.claimIdempotencyKey({
+        channel: 'api',
+        credential: 'loopback',
+        key: 'order-42',
+        fingerprint: idempotencyFingerprint(['s1', 'u1', 'hello', null, 'person']),
+        messageId: id,
+        ttlMs: 60_000,
+      });
       await h.channel.start({ ingress: h.ingress, logger: silentLogger, recovered: [queued] });
 
       const retry = post(message(), { 'idempotency-key': 'order-42' });

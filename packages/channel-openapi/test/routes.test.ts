@@ -105,6 +105,8 @@ describe('channelRoutes on bad input', () => {
       const { trace_id: _none, ...old } = {
         id: '01JOLDSTATUS00000000000001',
         status: 'completed' as const,
+        channel: 'api',
+        generation: 0,
         pipeline: 'echo',
         rule: null,
         turn: 't-old',

@@ -399,6 +399,8 @@ describe('session event stream', () => {
       const { reader, abort } = await streamOfS1();
       await h.statuses.put({
         id: origin.id,
+        channel: 'api',
+        generation: 0,
         status: 'dead_lettered',
         pipeline: 'echo',
         rule: null,

@@ -333,6 +333,8 @@ describe('status tracker', () => {
       tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       await store.put({
         id: message.id,
+        channel: 'api',
+        generation: 0,
         status: 'dead_lettered',
         pipeline: 'echo',
         rule: null,
@@ -353,7 +355,7 @@ describe('status tracker', () => {
     it('lets go of a followed message that the pool no longer holds and that has no stored status', async () => {
       let held = true;
       const { tracker, relayed } = trackerHarness(
-        async () => (held ? { state: 'running', pipeline: 'echo', rule: null } : null),
+        async () => (held ? { state: 'running', pipeline: 'echo', channel: 'api', rule: null } : null),
         {
           sweepEveryMs: 10,
           staleAfterMs: 0,
@@ -374,6 +376,8 @@ describe('status tracker', () => {
       relayed.startTurn();
       const done = {
         id: message.id,
+        channel: 'api',
+        generation: 0,
         status: 'completed' as const,
         pipeline: 'echo',
         rule: null,
@@ -431,12 +435,59 @@ describe('status tracker', () => {
     });
   });
 
+  describe("when asked about a message of another channel (an id from another prefix's answer)", () => {
+    it('reads it as unknown, whether the store holds its status or the shared pool its turn', async () => {
+      const other = { ...message, id: '01JSTATUS00000000000000009', channel: 'api-2' };
+      const { tracker, store } = trackerHarness(async (id) =>
+        id === other.id ? { state: 'running', pipeline: 'echo', channel: 'api-2', rule: null } : null,
+      );
+      // Running in the pool, another replica's: the pool names its channel.
+      expect(await tracker.current(other.id)).toBeNull();
+      await store.put({
+        id: other.id,
+        channel: 'api-2',
+        generation: 0,
+        status: 'completed',
+        pipeline: 'echo',
+        rule: null,
+        turn: 't9',
+        replies: [{ text: 'my secret answer' }],
+        delivery: 'delivered',
+        error: null,
+        trace_id: null,
+        updated_at: 1,
+      });
+      expect(await tracker.current(other.id)).toBeNull();
+      // Nor does a send of this channel append to it.
+      expect(await tracker.appendReplies(other.id, [{ text: 'sorry' }])).toBeNull();
+      expect((await store.get(other.id))?.replies).toEqual([{ text: 'my secret answer' }]);
+    });
+  });
+
+  describe("when a replayed dead letter's turn ends", () => {
+    it("writes its final status one generation later, so that it replaces the first run's", async () => {
+      const { tracker, store, complete } = trackerHarness();
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      complete('dead_lettered');
+      await eventually(async () => (await store.get(message.id))?.status === 'dead_lettered');
+      complete('completed', { ...message, generation: 1 }, [{ text: 'at last' }]);
+      await eventually(async () => (await store.get(message.id))?.status === 'completed');
+      expect(await store.get(message.id)).toMatchObject({
+        channel: 'api',
+        generation: 1,
+        replies: [{ text: 'at last' }],
+      });
+    });
+  });
+
   describe('when a message comes back from the journal after a restart', () => {
     it('follows its stored status, or queued where none was stored, without writing either', async () => {
       const { tracker, store, writes } = trackerHarness();
       const stored = { ...message, id: '01JSTATUS00000000000000003' };
       await store.put({
         id: stored.id,
+        channel: 'api',
+        generation: 0,
         status: 'queued',
         pipeline: 'echo',
         rule: 'vip',

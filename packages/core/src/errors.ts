@@ -22,6 +22,10 @@ export const ERROR_CODES = {
   SB_HTTP_NOT_FOUND: { status: 404, message: 'not found' },
   SB_HTTP_CONFLICT: { status: 409, message: 'request conflicts with an earlier one' },
   SB_HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'the request body must be application/json' },
+  SB_IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    message: 'the Idempotency-Key was sent before with another request',
+  },
   SB_HTTP_INTERNAL: { status: 500, message: 'internal error' },
   SB_HTTP_PAYLOAD_TOO_LARGE: { status: 413, message: 'request body is too large' },
   SB_HTTP_TOO_MANY_REQUESTS: { status: 429, message: 'too many concurrent requests' },

@@ -132,8 +132,16 @@ export {
   MESSAGE_STATUSES,
   isFinalStatus,
   replacesStatus,
+  statusRank,
+  statusVersion,
 } from './ports/message-status-store.js';
-export type { MessageStatus, MessageStatusStore } from './ports/message-status-store.js';
+export type {
+  IdempotencyBinding,
+  IdempotencyClaim,
+  MessageStatus,
+  MessageStatusStore,
+  StatusRank,
+} from './ports/message-status-store.js';
 export type { Pipeline, PipelineResult, PipelineRunContext, PipelineStatus } from './ports/pipeline.js';
 export type {
   DeliveryKey,

@@ -66,6 +66,12 @@ export const InboundMessageSchema = z.object({
    * receive span, and it travels with the queued message to whichever replica runs the turn.
    */
   traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
+  /**
+   * How many dead-letter replays of this message came before this acceptance: absent (0) for
+   * the first. A replay accepts it again one generation later, so that its statuses replace the
+   * earlier run's (`statusVersion`).
+   */
+  generation: z.number().int().nonnegative().optional(),
 });
 export type InboundMessage = z.infer<typeof InboundMessageSchema>;
 /** What a channel fills in; `parseInboundMessage` supplies the defaults. */

@@ -91,6 +91,24 @@ function digest(token: string): Buffer {
 
 const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
 
+/** Hex digits of a key's SHA-256 that name it (64 bits: no two configured keys share them). */
+const CREDENTIAL_ID_HEX = 16;
+
+/**
+ * A stable id of the credential a request that `bearerAuth({ tokens })` let pass came with, for
+ * what is the caller's own (its `Idempotency-Key`s): `key:` and the first 16 hex digits of the
+ * API key's SHA-256 — never the key itself, the same on every replica and restart — or
+ * `loopback` when no tokens are configured (only loopback clients pass then).
+ */
+export function credentialIdOf(request: FastifyRequest, tokens: readonly string[]): string {
+  if (tokens.every((token) => token === '')) return 'loopback';
+  const header = request.headers.authorization;
+  const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+  // bearerAuth refused such a request before any handler ran.
+  if (token === undefined) throw new SwitchboardError('SB_HTTP_UNAUTHORIZED');
+  return `key:${digest(token).toString('hex').slice(0, CREDENTIAL_ID_HEX)}`;
+}
+
 /**
  * Bearer-token authentication for the channel and the admin API (docs/design.md §3, §7). With tokens
  * configured every request needs `Authorization: Bearer <token>` (401 otherwise). With none,

@@ -1,7 +1,7 @@
 // The public surface of @switchboard/http: what the HTTP channel, the admin API and the console share.
 
 // Who may call
-export { bearerAuth, isLoopbackAddress, isLoopbackClient } from './auth.js';
+export { bearerAuth, credentialIdOf, isLoopbackAddress, isLoopbackClient } from './auth.js';
 export type { AuthHook, BearerAuthOptions } from './auth.js';
 export { isLoopbackHost, requestForgeryRefusal } from './request-forgery.js';
 
@@ -15,7 +15,7 @@ export type { ErrorBody } from './error-body.js';
 export { jsonBodyParser, parseJsonBody } from './json-body.js';
 export { validatorCompiler } from './validator-compiler.js';
 export { MAX_ID_CHARS, MAX_PARAM_LENGTH } from './id-length.js';
-export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
+export { IDEMPOTENCY_TTL_MS, idempotencyFingerprint } from './idempotency.js';
 
 // The server and its document
 export { createHttpServerShutdown, httpServerOptions, zodSchemaController } from './http-server.js';

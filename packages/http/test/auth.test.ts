@@ -1,6 +1,6 @@
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { bearerAuth, httpErrorHandler, isLoopbackAddress } from '../src/index.js';
+import { bearerAuth, credentialIdOf, httpErrorHandler, isLoopbackAddress } from '../src/index.js';
 
 describe('isLoopbackAddress', () => {
   describe('when the address is on loopback', () => {
@@ -187,6 +187,44 @@ describe('bearerAuth', () => {
       } finally {
         await server.close();
       }
+    });
+  });
+});
+
+describe('credentialIdOf', () => {
+  function serverWith(tokens: string[]) {
+    const server = Fastify();
+    server.addHook('onRequest', bearerAuth({ tokens, realm: 'switchboard', setting: 'api_keys' }));
+    server.setErrorHandler(httpErrorHandler);
+    server.get('/whoami', async (request) => ({ credential: credentialIdOf(request, tokens) }));
+    return server;
+  }
+  const whoami = async (server: ReturnType<typeof serverWith>, key?: string) =>
+    (
+      await server.inject({
+        url: '/whoami',
+        ...(key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } }),
+      })
+    ).json().credential;
+
+  describe('when API keys are configured', () => {
+    it('names each key by a stable id of its own that does not contain the key', async () => {
+      const server = serverWith(['key-alpha-secret', 'key-beta-secret']);
+      const alpha = await whoami(server, 'key-alpha-secret');
+      const beta = await whoami(server, 'key-beta-secret');
+      expect(alpha).toMatch(/^key:[0-9a-f]{16}$/);
+      expect(beta).toMatch(/^key:[0-9a-f]{16}$/);
+      expect(alpha).not.toBe(beta);
+      expect(alpha).not.toContain('alpha');
+      // The same on another server (another replica, a restart).
+      expect(await whoami(serverWith(['key-alpha-secret']), 'key-alpha-secret')).toBe(alpha);
+    });
+  });
+
+  describe('when no API keys are configured', () => {
+    it('names every loopback caller `loopback`', async () => {
+      expect(await whoami(serverWith([]))).toBe('loopback');
+      expect(await whoami(serverWith(['']))).toBe('loopback');
     });
   });
 });

@@ -1,4 +1,10 @@
-import { type MessageStatus, type MessageStatusStore, OUTCOME_KINDS, isFinalStatus } from '@switchboard/core';
+import {
+  type IdempotencyBinding,
+  type IdempotencyClaim,
+  type MessageStatus,
+  type MessageStatusStore,
+  statusRank,
+} from '@switchboard/core';
 import type { Sql } from './postgres-connection.js';
 
 /**
@@ -14,31 +20,42 @@ export function createPostgresMessageStatusStore(
   const keys = `${schemaName}.idempotency_key`;
 
   /**
-   * Binds `key` unless a live binding holds it; true when this call bound it. The upsert
-   * overwrites only an expired binding, and PostgreSQL makes concurrent upserts of one key wait
-   * for each other, so exactly one of several concurrent claims binds it.
+   * Binds the key, with its fingerprint, unless a live binding holds it; true when this call
+   * bound it. The upsert overwrites only an expired binding, and PostgreSQL makes concurrent
+   * upserts of one key wait for each other, so exactly one of several concurrent claims binds it
+   * — on every replica, whose claims all meet here.
    */
-  async function bind(key: string, messageId: string, ttlMs: number): Promise<boolean> {
+  async function bind(claim: IdempotencyClaim): Promise<boolean> {
     const nowMs = now();
     const { rowCount } = await sql.query(
-      `INSERT INTO ${keys} (key, message_id, expires_at) VALUES ($1, $2, $3)
-       ON CONFLICT (key) DO UPDATE SET message_id = excluded.message_id, expires_at = excluded.expires_at
-       WHERE ${keys}.expires_at <= $4`,
-      [key, messageId, nowMs + ttlMs, nowMs],
+      `INSERT INTO ${keys} (channel, credential, key, fingerprint, message_id, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (channel, credential, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+         message_id = excluded.message_id, expires_at = excluded.expires_at
+       WHERE ${keys}.expires_at <= $7`,
+      [
+        claim.channel,
+        claim.credential,
+        claim.key,
+        claim.fingerprint,
+        claim.messageId,
+        nowMs + claim.ttlMs,
+        nowMs,
+      ],
     );
     return rowCount === 1;
   }
 
   return {
     async put(status) {
-      // `replacesStatus` in SQL: not older, and never a non-final status over a final one.
+      // `replacesStatus` in SQL: a version not lower, and never a non-final status over a final one.
+      const { version, final } = statusRank(status);
       await sql.query(
-        `INSERT INTO ${statuses} (id, updated_at, body) VALUES ($1, $2, $3)
-         ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, body = excluded.body
-         WHERE excluded.updated_at >= ${statuses}.updated_at
-           AND ($4::boolean OR NOT ((${statuses}.body ->> 'status') = ANY($5::text[])
-             AND coalesce(${statuses}.body ->> 'delivery', '') <> 'pending'))`,
-        [status.id, status.updated_at, JSON.stringify(status), isFinalStatus(status), [...OUTCOME_KINDS]],
+        `INSERT INTO ${statuses} (id, updated_at, version, final, body) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, version = excluded.version,
+           final = excluded.final, body = excluded.body
+         WHERE excluded.version >= ${statuses}.version AND (excluded.final OR NOT ${statuses}.final)`,
+        [status.id, status.updated_at, version, final, JSON.stringify(status)],
       );
     },
     async get(id) {
@@ -48,17 +65,18 @@ export function createPostgresMessageStatusStore(
       );
       return rows[0]?.body ?? null;
     },
-    async claimIdempotencyKey(key, messageId, ttlMs) {
+    async claimIdempotencyKey(claim): Promise<IdempotencyBinding | null> {
       // The holder is read by a second statement, which sees the binding of a claim that
       // committed after the upsert began. Should prune delete that binding in between, it had
       // expired, so the next pass binds it.
       for (;;) {
-        if (await bind(key, messageId, ttlMs)) return null;
-        const { rows } = await sql.query<{ message_id: string }>(
-          `SELECT message_id FROM ${keys} WHERE key = $1`,
-          [key],
+        if (await bind(claim)) return null;
+        const { rows } = await sql.query<{ message_id: string; fingerprint: string }>(
+          `SELECT message_id, fingerprint FROM ${keys} WHERE channel = $1 AND credential = $2 AND key = $3`,
+          [claim.channel, claim.credential, claim.key],
         );
-        if (rows[0] !== undefined) return rows[0].message_id;
+        const bound = rows[0];
+        if (bound !== undefined) return { messageId: bound.message_id, fingerprint: bound.fingerprint };
       }
     },
     async prune(beforeMs) {

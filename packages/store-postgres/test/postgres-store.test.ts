@@ -18,6 +18,16 @@ import {
 
 const reachable = await postgresReachable();
 
+/** A claim of `key` for `messageId` by one caller of the `api` channel. */
+const claimOf = (key: string, messageId: string) => ({
+  channel: 'api',
+  credential: 'key-a',
+  key,
+  fingerprint: `body of ${messageId}`,
+  messageId,
+  ttlMs: 60_000,
+});
+
 describe.skipIf(!reachable)('postgres', () => {
   auditLogContract(
     'postgres',
@@ -39,18 +49,21 @@ describe.skipIf(!reachable)('postgres', () => {
       it('binds an idempotency key for exactly one of their concurrent claims', async () => {
         const [a, b] = [await schema.open(), await schema.open()];
         const claims = ['m1', 'm2', 'm3', 'm4'].map((id, index) =>
-          (index % 2 === 0 ? a : b).statuses.claimIdempotencyKey('key-1', id, 60_000),
+          (index % 2 === 0 ? a : b).statuses.claimIdempotencyKey(claimOf('key-1', id)),
         );
         const results = await Promise.all(claims);
         expect(results.filter((result) => result === null)).toHaveLength(1);
         const winner = ['m1', 'm2', 'm3', 'm4'][results.indexOf(null)];
-        expect(results.filter((result) => result !== null)).toEqual([winner, winner, winner]);
+        const bound = { messageId: winner, fingerprint: `body of ${winner}` };
+        expect(results.filter((result) => result !== null)).toEqual([bound, bound, bound]);
       });
 
       it('shows each what the other wrote', async () => {
         const [a, b] = [await schema.open(), await schema.open()];
         await a.statuses.put({
           id: 'm1',
+          channel: 'api',
+          generation: 0,
           status: 'completed',
           pipeline: 'assistant',
           rule: null,
@@ -100,7 +113,7 @@ describe.skipIf(!reachable)('postgres', () => {
         const pool = new Pool({ connectionString: POSTGRES_URL, max: 2 });
         try {
           const store = await schema.open({ pool, url: undefined });
-          await store.statuses.claimIdempotencyKey('key-1', 'm1', 60_000);
+          await store.statuses.claimIdempotencyKey(claimOf('key-1', 'm1'));
           await store.close();
           const { rows } = await pool.query(`SELECT message_id FROM ${schema.name}.idempotency_key`);
           expect(rows).toEqual([{ message_id: 'm1' }]);

@@ -19,6 +19,7 @@
   ARGV[12] delivery key, or '' for none
   ARGV[13] when the delivery key expires, ms on the caller's clock
   ARGV[14] '1' for a last delivery: kept past max_pending
+  ARGV[15] the channel that accepted it (`channels[].id`), which `locate` names
 
   Returns
     {'duplicate'}   the delivery key was seen and has not expired
@@ -54,7 +55,7 @@ end
 
 local seq = rcall('INCR', K.seq)
 rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', ARGV[6], 'session', session,
-  'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10])
+  'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10], 'channel', ARGV[15])
 if ARGV[11] ~= '' then
   rcall('HSET', messageKey(seq), 'retryAt', ARGV[11])
 end

@@ -9,7 +9,7 @@
 
   Returns
     {}                                  unknown: never accepted, or settled over SETTLED_ID_MS ago
-    {'settled', pipeline}               its outcome is final; its status is being stored
+    {'settled', pipeline, channel}      its outcome is final; its status is being stored
     {'queued' | 'running', pipeline, payload}
 ]]
 --- @include "includes/pool"
@@ -18,9 +18,9 @@ local held = rcall('GET', idKey(ARGV[4]))
 if not held then
   return {}
 end
-local pipeline = string.match(held, '^settled:(.*)$')
+local channel, pipeline = string.match(held, '^settled:([^:]*):(.*)$')
 if pipeline then
-  return { 'settled', pipeline }
+  return { 'settled', pipeline, channel }
 end
 local fields = rcall('HMGET', messageKey(held), 'session', 'pipeline', 'payload')
 if not fields[1] then

@@ -3,17 +3,19 @@
   is written (outbox-applied forgets it), unless the copy waiting there is one it may not
   replace: replicas push the statuses of one message in any order while PostgreSQL is away, and
   a replica's late `pending` must not hide another's final status. This is `replacesStatus`
-  (not older, and never a non-final status over a final one) on each copy's rank, kept beside
-  it, so that no status JSON is decoded here (cjson refuses a lone surrogate JSON may carry).
+  (a version not lower, and never a non-final status over a final one) on each copy's rank,
+  kept beside it, so that no status JSON is decoded here (cjson refuses a lone surrogate JSON
+  may carry). The version comes from the message's life (core statusVersion), never a clock.
 
   KEYS[1] the outbox list
   KEYS[2] the waiting statuses ({<prefix>}:audit-outbox:statuses, HASH message id -> status JSON)
   KEYS[3] their ranks ({<prefix>}:audit-outbox:status-ranks, HASH message id ->
-          '<updated_at> <1 when final, else 0> <SHA-1 of the copy>'); a copy without a rank
+          '<version> <1 when final, else 0> <SHA-1 of the copy>'); a copy without a rank
           of its own (written by an older build, which kept no ranks) may be replaced
   ARGV[1] the entry (JSON line)
-  ARGV[2] for a status entry: the message id; ARGV[3] the status JSON; ARGV[4] its updated_at
-          (ms); ARGV[5] '1' when it is final (isFinalStatus), else '0'
+  ARGV[2] for a status entry: the message id; ARGV[3] the status JSON; ARGV[4] its version
+          (statusVersion, an integer below 2^53); ARGV[5] '1' when it is final (isFinalStatus),
+          else '0'
 
   Returns the outbox length
 ]]
@@ -25,9 +27,9 @@ end
 local waiting = redis.call('HGET', KEYS[2], id)
 local rank = waiting and redis.call('HGET', KEYS[3], id)
 if rank then
-  local updatedAt, final, digest = string.match(rank, '^(%S+) ([01]) (%x+)$')
+  local version, final, digest = string.match(rank, '^(%S+) ([01]) (%x+)$')
   local ranksWaiting = digest == redis.sha1hex(waiting)
-  if ranksWaiting and (tonumber(ARGV[4]) < tonumber(updatedAt) or (final == '1' and ARGV[5] == '0')) then
+  if ranksWaiting and (tonumber(ARGV[4]) < tonumber(version) or (final == '1' and ARGV[5] == '0')) then
     return length
   end
 end

@@ -8,10 +8,10 @@ import {
   type MessageStatus,
   type MessageStatusStore,
   SwitchboardError,
-  isFinalStatus,
   isSwitchboardError,
   replacesStatus,
   silentLogger,
+  statusRank,
   within,
 } from '@switchboard/core';
 import type { Redis } from 'ioredis';
@@ -164,14 +164,10 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
    */
   async function push(entry: OutboxEntry): Promise<void> {
     const line = JSON.stringify(entry);
+    const rank = 'status' in entry ? statusRank(entry.status) : undefined;
     const status =
-      'status' in entry
-        ? [
-            entry.status.id,
-            JSON.stringify(entry.status),
-            entry.status.updated_at,
-            isFinalStatus(entry.status) ? '1' : '0',
-          ]
+      'status' in entry && rank !== undefined
+        ? [entry.status.id, JSON.stringify(entry.status), rank.version, rank.final ? '1' : '0']
         : [];
     const { outbox, waitingStatuses, statusRanks } = keys;
     noteLength(await script<number>('outbox-push', outbox, waitingStatuses, statusRanks, line, ...status));
@@ -309,8 +305,8 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
             put: (status) => tracked({ status }),
             // The copy waiting in the outbox, read first: a drain writes PostgreSQL before it
             // forgets the copy, so one of the two always has the status. With both, the one `put`
-            // would keep wins (the newer; a final one over a non-final one of the same time):
-            // a replica whose PostgreSQL answers again writes there while older copies still wait.
+            // would keep wins (`replacesStatus`: the higher version; a final one over a non-final
+            // one): a replica whose PostgreSQL answers again writes there while older copies wait.
             async get(id) {
               const waiting = await client.hget(keys.waitingStatuses, id).catch((err: unknown) => {
                 throw storeFailure(err, retryAfterMs);
@@ -318,10 +314,9 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
               if (waiting === null) return statuses.get(id);
               const copy = JSON.parse(waiting) as MessageStatus;
               const stored = await statuses.get(id).catch(() => null);
-              return stored !== null && !replacesStatus(stored, copy) ? stored : copy;
+              return stored !== null && !replacesStatus(statusRank(stored), statusRank(copy)) ? stored : copy;
             },
-            claimIdempotencyKey: (key, messageId, ttlMs) =>
-              statuses.claimIdempotencyKey(key, messageId, ttlMs),
+            claimIdempotencyKey: (claim) => statuses.claimIdempotencyKey(claim),
             prune: (beforeMs) => statuses.prune(beforeMs),
           },
     query: (query) => inner.query(query),

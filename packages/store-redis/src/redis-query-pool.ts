@@ -453,6 +453,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         delivery?.key ?? '',
         delivery === undefined ? 0 : now() + delivery.ttlMs,
         last ? '1' : '0',
+        queued.message.channel,
       );
       const [outcome, claimable, nextDueAt, overflowed] = reply;
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };

@@ -73,13 +73,13 @@ export function turnOf(reply: TurnReply): Turn | null {
 /** `{}`, `{'settled', pipeline}` or `{'queued' | 'running', pipeline, payload}` (lua/locate-11.lua). */
 export type LocateReply =
   | []
-  | ['settled', pipeline: string]
+  | ['settled', pipeline: string, channel: string]
   | [state: 'queued' | 'running', pipeline: string, payload: string];
 
 export function locatedOf(reply: LocateReply): PooledMessageState | null {
   if (reply.length === 0) return null;
-  if (reply[0] === 'settled') return { state: 'settled', pipeline: reply[1], rule: null };
+  if (reply[0] === 'settled') return { state: 'settled', pipeline: reply[1], channel: reply[2], rule: null };
   const [state, pipeline, payload] = reply;
-  const { rule } = JSON.parse(payload) as Pick<QueuedMessage, 'rule'>;
-  return { state, pipeline, rule: rule ?? null };
+  const { message, rule } = JSON.parse(payload) as Pick<QueuedMessage, 'message' | 'rule'>;
+  return { state, pipeline, channel: message.channel, rule: rule ?? null };
 }

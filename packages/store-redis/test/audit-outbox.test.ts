@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditLog, AuditRecord, MessageStatus, MessageStatusStore } from '@switchboard/core';
-import { auditRecordFixture } from '@switchboard/core/testing';
+import { auditRecordFixture, messageStatusStoreContract } from '@switchboard/core/testing';
 import { createPostgresStore, type PostgresStore } from '@switchboard/store-postgres';
 import { eventually } from '@switchboard/testkit/eventually';
-import { postgresReachable, startPrivatePostgres } from '@switchboard/testkit/postgres';
+import {
+  POSTGRES_URL,
+  dropSchema,
+  postgresReachable,
+  randomSchemaName,
+  startPrivatePostgres,
+} from '@switchboard/testkit/postgres';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -31,6 +37,31 @@ function counting(inner: AuditLog) {
   };
   return { log, appends };
 }
+
+describe.skipIf(!reachable)('the audit outbox as a status store', () => {
+  // Its statuses in front of PostgreSQL, as every replica of `store: redis` uses them.
+  messageStatusStoreContract('redis audit outbox over postgres', async ({ now }) => {
+    const schema = randomSchemaName();
+    const prefix = `sb-test-${randomUUID()}`;
+    const store = await createPostgresStore({ url: POSTGRES_URL, schema, now });
+    const outbox = await createAuditOutbox({
+      url: REDIS_URL,
+      prefix,
+      inner: store.auditLog,
+      statuses: store.statuses,
+      drainEveryMs: 60_000,
+    });
+    return {
+      store: outbox.statuses as MessageStatusStore,
+      close: async () => {
+        await outbox.shutdown();
+        await store.close();
+        await dropSchema(schema);
+        await removePoolKeys(REDIS_URL, prefix);
+      },
+    };
+  });
+});
 
 describe.skipIf(!reachable)('createAuditOutbox', () => {
   let database: Awaited<ReturnType<typeof startPrivatePostgres>>;
@@ -135,6 +166,8 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
       const statuses = outbox.statuses as MessageStatusStore;
       const status = (id: string, state: MessageStatus['status'], at: number): MessageStatus => ({
         id,
+        channel: 'api',
+        generation: 0,
         status: state,
         pipeline: 'p',
         rule: null,
@@ -157,10 +190,11 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
       } finally {
         await database.start();
       }
-      // A newer status of m2 reaches PostgreSQL before the outbox drains: the drain must not undo it.
+      // Its replay's status reaches PostgreSQL before the outbox drains: the drain must not undo it.
+      const replayed = { ...status('m2', 'completed', 4), generation: 1 };
       await eventually(
         () =>
-          store.statuses.put(status('m2', 'completed', 4)).then(
+          store.statuses.put(replayed).then(
             () => true,
             () => false,
           ),
@@ -168,7 +202,7 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
         'PostgreSQL answers again',
       );
       // Read before the drain: the newer of the waiting copy and PostgreSQL's.
-      expect(await statuses.get('m2')).toEqual(status('m2', 'completed', 4));
+      expect(await statuses.get('m2')).toEqual(replayed);
       expect(await statuses.get('m1')).toEqual(status('m1', 'completed', 2));
       await eventually(
         async () => {
@@ -179,8 +213,8 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
         'the outbox drained',
       );
       expect(await store.statuses.get('m1')).toEqual(status('m1', 'completed', 2));
-      expect(await store.statuses.get('m2')).toEqual(status('m2', 'completed', 4));
-      expect(await statuses.get('m2')).toEqual(status('m2', 'completed', 4));
+      expect(await store.statuses.get('m2')).toEqual(replayed);
+      expect(await statuses.get('m2')).toEqual(replayed);
       expect(await redis.hlen(`{${prefix}}:audit-outbox:statuses`)).toBe(0);
       expect(await storedIds(store)).toEqual([auditRecordFixture(1).id]);
     }, 60_000);
@@ -194,6 +228,8 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
       text = 'hello',
     ): MessageStatus => ({
       id,
+      channel: 'api',
+      generation: 0,
       status: 'completed',
       pipeline: 'p',
       rule: null,
@@ -239,18 +275,30 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
       for (const key of waitingKeys()) expect(await redis.hlen(key)).toBe(0);
     }, 60_000);
 
-    it('keeps the copy put would keep: a newer one, a final one over a pending one of the same time', async () => {
+    it("keeps the copy put would keep, by version, whatever the writers' clocks say", async () => {
       const store = await openStore();
       const outbox = await open({ inner: store.auditLog, statuses: store.statuses, drainEveryMs: 60_000 });
       const statuses = statusesOf(outbox);
+      // A replica whose clock runs 20 s ahead stamps its statuses later than the others'.
+      const ahead = 20_000;
+      const apology = (status: MessageStatus): MessageStatus => ({
+        ...status,
+        replies: [...status.replies, { text: 'sorry' }],
+      });
       await database.stop();
       try {
-        await statuses.put(answered('newer final', 'pending', 4));
-        await statuses.put(answered('newer final', 'delivered', 5));
-        await statuses.put(answered('later final', 'delivered', 5));
-        await statuses.put(answered('later final', 'failed', 6));
+        await statuses.put(answered('pending first', 'pending', 4 + ahead));
+        await statuses.put(answered('pending first', 'delivered', 5));
+        await statuses.put(answered('final first', 'delivered', 5));
+        await statuses.put(answered('final first', 'pending', 4 + ahead));
         await statuses.put(answered('same time', 'delivered', 5));
         await statuses.put(answered('same time', 'pending', 5));
+        // A dead-letter reply appended to the final status, then that status pushed again late.
+        await statuses.put(apology(answered('apology', 'failed', 5)));
+        await statuses.put(answered('apology', 'failed', 6 + ahead));
+        // A replay's final status, then the first run's, stamped later.
+        await statuses.put({ ...answered('replayed', 'delivered', 5), generation: 1 });
+        await statuses.put(apology(answered('replayed', 'failed', 6 + ahead)));
         // A copy an older build left, without its rank, may be replaced; so may one an older
         // build wrote over a ranked copy (the rank is another copy's).
         const [waitingStatuses] = waitingKeys() as [string];
@@ -263,9 +311,14 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
           JSON.stringify(answered('overwritten', 'pending', 3)),
         );
         await statuses.put(answered('overwritten', 'pending', 4));
-        expect(await statuses.get('newer final')).toEqual(answered('newer final', 'delivered', 5));
-        expect(await statuses.get('later final')).toEqual(answered('later final', 'failed', 6));
+        expect(await statuses.get('pending first')).toEqual(answered('pending first', 'delivered', 5));
+        expect(await statuses.get('final first')).toEqual(answered('final first', 'delivered', 5));
         expect(await statuses.get('same time')).toEqual(answered('same time', 'delivered', 5));
+        expect(await statuses.get('apology')).toEqual(apology(answered('apology', 'failed', 5)));
+        expect(await statuses.get('replayed')).toEqual({
+          ...answered('replayed', 'delivered', 5),
+          generation: 1,
+        });
         expect(await statuses.get('old build')).toEqual(answered('old build', 'pending', 4));
         expect(await statuses.get('overwritten')).toEqual(answered('overwritten', 'pending', 4));
       } finally {

@@ -133,7 +133,7 @@ describe.skipIf(!reachable)('complete-11.lua, retry-11.lua, abandon-11.lua', () 
         // One per message enqueued (the one dropped from the full session A included).
         expect(idKeys).toHaveLength(6);
         for (const key of idKeys) {
-          expect(await runner.client.get(key)).toMatch(/^settled:[pq]$/);
+          expect(await runner.client.get(key)).toMatch(/^settled:tg:[pq]$/);
           expect(await runner.client.pttl(key)).toBeGreaterThan(0);
           expect(await runner.client.pttl(key)).toBeLessThanOrEqual(60_000);
         }

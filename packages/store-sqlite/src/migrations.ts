@@ -16,6 +16,7 @@ export const MIGRATIONS = [
   '0007_outbox_head_dropped.sql',
   '0008_seq_without_autoincrement.sql',
   '0009_outbox_ended_by_id.sql',
+  '0010_status_version_key_scope.sql',
 ] as const;
 
 /** The schema version this build writes and reads. */

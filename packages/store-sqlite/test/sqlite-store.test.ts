@@ -462,7 +462,14 @@ describe('createSqliteStore', () => {
       const reader = new BetterSqlite3(path, { readonly: true });
       const boundTo = reader.prepare("SELECT message_id FROM idempotency_key WHERE key = 'k'").pluck();
       try {
-        const claimed = store.statuses.claimIdempotencyKey('k', 'm1', 60_000);
+        const claimed = store.statuses.claimIdempotencyKey({
+          channel: 'api',
+          credential: 'loopback',
+          key: 'k',
+          fingerprint: 'f',
+          messageId: 'm1',
+          ttlMs: 60_000,
+        });
         expect(boundTo.get()).toBeUndefined();
         expect(await claimed).toBeNull();
         expect(boundTo.get()).toBe('m1');

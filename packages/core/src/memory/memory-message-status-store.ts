@@ -1,7 +1,10 @@
 import {
+  type IdempotencyBinding,
   type MessageStatus,
   type MessageStatusStore,
+  type StatusRank,
   replacesStatus,
+  statusRank,
 } from '../ports/message-status-store.js';
 
 const DONE: Promise<void> = Promise.resolve();
@@ -23,23 +26,18 @@ export function createMemoryMessageStatusStore(
   options: MemoryMessageStatusStoreOptions = {},
 ): MessageStatusStore {
   const now = options.now ?? Date.now;
-  const statuses = new Map<
-    string,
-    { stored: Pick<MessageStatus, 'status' | 'delivery' | 'updated_at'>; json: string }
-  >();
-  const keys = new Map<string, { messageId: string; expiresAt: number }>();
+  const statuses = new Map<string, { rank: StatusRank; updatedAt: number; json: string }>();
+  // By `[channel, credential, key]` as JSON: no separator a key could contain.
+  const keys = new Map<string, IdempotencyBinding & { expiresAt: number }>();
 
   return {
     // Not async: it runs for every message, and has nothing to wait for.
     put(status) {
       try {
         const previous = statuses.get(status.id);
-        if (previous !== undefined && !replacesStatus(previous.stored, status)) return DONE;
-        const { delivery, updated_at } = status;
-        statuses.set(status.id, {
-          stored: { status: status.status, delivery, updated_at },
-          json: JSON.stringify(status),
-        });
+        const rank = statusRank(status);
+        if (previous !== undefined && !replacesStatus(previous.rank, rank)) return DONE;
+        statuses.set(status.id, { rank, updatedAt: status.updated_at, json: JSON.stringify(status) });
         return DONE;
       } catch (error) {
         return Promise.reject(error);
@@ -49,11 +47,13 @@ export function createMemoryMessageStatusStore(
       const status = statuses.get(id);
       return status === undefined ? null : (JSON.parse(status.json) as MessageStatus);
     },
-    async claimIdempotencyKey(key, messageId, ttlMs) {
+    async claimIdempotencyKey({ channel, credential, key, fingerprint, messageId, ttlMs }) {
       const nowMs = now();
-      const bound = keys.get(key);
-      if (bound !== undefined && bound.expiresAt > nowMs) return bound.messageId;
-      keys.set(key, { messageId, expiresAt: nowMs + ttlMs });
+      const scoped = JSON.stringify([channel, credential, key]);
+      const bound = keys.get(scoped);
+      if (bound !== undefined && bound.expiresAt > nowMs)
+        return { messageId: bound.messageId, fingerprint: bound.fingerprint };
+      keys.set(scoped, { messageId, fingerprint, expiresAt: nowMs + ttlMs });
       return null;
     },
     async prune(beforeMs) {
@@ -63,7 +63,7 @@ export function createMemoryMessageStatusStore(
       }
       let pruned = 0;
       for (const [id, status] of statuses) {
-        if (status.stored.updated_at < beforeMs) {
+        if (status.updatedAt < beforeMs) {
           statuses.delete(id);
           pruned += 1;
         }

@@ -20,21 +20,64 @@ export function isFinalStatus(status: Pick<MessageStatus, 'status' | 'delivery'>
   return OUTCOMES.has(status.status) && status.delivery !== 'pending';
 }
 
+/** Replays of one message a status version can tell apart (`statusVersion`). */
+const MAX_STATUS_GENERATION = 2 ** 19 - 2;
+
+const REPLY_COUNT_SPAN = 2 ** 32;
+
 /**
- * Whether `incoming` may replace `stored` (`MessageStatusStore.put`): it is not older, and a
- * non-final status never replaces a final one — a `pending` stamped when the replies were stored
- * may carry the very millisecond their delivery ended in.
+ * Where `status` stands in its message's life, as a number that only grows along it
+ * (docs/design.md §2 "Status order"): its generation (a dead-letter replay starts the next), then its
+ * stage (queued < running < answered with its delivery pending < final), then how many replies
+ * it holds (a dead-letter reply appended to a final status makes it newer). Derived from the
+ * status alone, so replicas agree on it without comparing their clocks.
  */
-export function replacesStatus(
-  stored: Pick<MessageStatus, 'status' | 'delivery' | 'updated_at'>,
-  incoming: Pick<MessageStatus, 'status' | 'delivery' | 'updated_at'>,
-): boolean {
-  return incoming.updated_at >= stored.updated_at && (isFinalStatus(incoming) || !isFinalStatus(stored));
+export function statusVersion(
+  status: Pick<MessageStatus, 'generation' | 'status' | 'delivery' | 'replies'>,
+): number {
+  const stage =
+    status.status === 'queued' ? 0 : status.status === 'running' ? 1 : isFinalStatus(status) ? 3 : 2;
+  const generation = Math.min(status.generation, MAX_STATUS_GENERATION);
+  return (generation * 4 + stage) * REPLY_COUNT_SPAN + Math.min(status.replies.length, REPLY_COUNT_SPAN - 1);
+}
+
+/** What ordering two statuses of one message looks at (`replacesStatus`). */
+export interface StatusRank {
+  /** `statusVersion` of the status. */
+  version: number;
+  /** `isFinalStatus` of the status. */
+  final: boolean;
+}
+
+/** The rank of `status`. */
+export function statusRank(
+  status: Pick<MessageStatus, 'generation' | 'status' | 'delivery' | 'replies'>,
+): StatusRank {
+  return { version: statusVersion(status), final: isFinalStatus(status) };
+}
+
+/**
+ * Whether a status ranked `incoming` may replace one ranked `stored` (`MessageStatusStore.put`):
+ * its version is not lower (an equal one is the same stage written again), and a non-final
+ * status never replaces a final one — not even a replay's, whose final status replaces the old.
+ */
+export function replacesStatus(stored: StatusRank, incoming: StatusRank): boolean {
+  return incoming.version >= stored.version && (incoming.final || !stored.final);
 }
 
 /** Where a message stands, as `GET /v1/messages/{id}` reports it. */
 export interface MessageStatus {
   id: string;
+  /**
+   * The channel that accepted it (`channels[].id`): a channel answers only for its own messages,
+   * and a message of another reads as unknown there.
+   */
+  channel: string;
+  /**
+   * How many dead-letter replays came before the run this status tells of: 0 for its first
+   * acceptance (`InboundMessage.generation`). Orders statuses with `statusVersion`.
+   */
+  generation: number;
   status: (typeof MESSAGE_STATUSES)[number];
   pipeline: string | null;
   rule: string | null;
@@ -50,8 +93,37 @@ export interface MessageStatus {
   error: string | null;
   /** The message's OpenTelemetry trace id; null when it was not traced. */
   trace_id: string | null;
-  /** Milliseconds since the epoch. */
+  /**
+   * When the writer's clock says it was written, ms since the epoch: shown and used to prune,
+   * never to order statuses (replicas' clocks differ; `statusVersion` orders them).
+   */
   updated_at: number;
+}
+
+/** An `Idempotency-Key` as one caller sent it, and the message it is to name. */
+export interface IdempotencyClaim {
+  /** The channel the request reached (`channels[].id`). */
+  channel: string;
+  /**
+   * Who sent it: a stable id of the API key that authenticated the request (never the key
+   * itself), or `loopback` on a channel without keys. Another caller's key is another key.
+   */
+  credential: string;
+  /** The key as sent. */
+  key: string;
+  /** What the request asked for: SHA-256 (hex) of the fields that define its message. */
+  fingerprint: string;
+  /** The message to bind the key to. */
+  messageId: string;
+  /** How long the binding holds, ms. */
+  ttlMs: number;
+}
+
+/** What an earlier claim bound a key to. */
+export interface IdempotencyBinding {
+  messageId: string;
+  /** The fingerprint of the request that bound it. */
+  fingerprint: string;
 }
 
 /**
@@ -60,18 +132,23 @@ export interface MessageStatus {
  */
 export interface MessageStatusStore {
   /**
-   * Stores `status` unless the one stored is newer (`updated_at`) or final while `status` is not
-   * (`replacesStatus`): a write held back (an outbox draining after an outage) must not overwrite
-   * a later one, nor a `pending` delivery a final status of the same millisecond.
+   * Stores `status` unless the one stored has a higher version (`statusVersion`) or is final
+   * while `status` is not (`replacesStatus`): a write held back (an outbox draining after an
+   * outage), or one from a replica whose clock runs ahead, must not overwrite a later one.
    */
   put(status: MessageStatus): Promise<void>;
-  /** The status of a message, or null when unknown (never accepted, or pruned). */
+  /**
+   * The status of a message, whichever channel accepted it, or null when unknown (never
+   * accepted, or pruned). A channel answers only statuses whose `channel` is its own.
+   */
   get(id: string): Promise<MessageStatus | null>;
   /**
-   * Binds an idempotency key to a message id unless it is bound already. Returns null when this
-   * call bound it, else the message id it was bound to earlier.
+   * Binds a caller's idempotency key (per channel and credential) to a message id, with the
+   * fingerprint of its request, unless a live binding holds it: the check and the write are one
+   * atomic step, so of concurrent claims exactly one binds. Returns null when this call bound
+   * it, else the earlier binding (its message id and fingerprint).
    */
-  claimIdempotencyKey(key: string, messageId: string, ttlMs: number): Promise<string | null>;
+  claimIdempotencyKey(claim: IdempotencyClaim): Promise<IdempotencyBinding | null>;
   /** Deletes statuses updated before `beforeMs` and expired keys; returns how many statuses. */
   prune(beforeMs: number): Promise<number>;
 }

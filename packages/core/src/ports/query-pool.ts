@@ -107,6 +107,8 @@ export type EnqueueResult =
 export interface PooledMessageState {
   state: 'queued' | 'running' | 'settled';
   pipeline: string;
+  /** The channel that accepted it: a channel answers only for its own messages. */
+  channel: string;
   /** The routing rule, unknown once settled. */
   rule: string | null;
 }

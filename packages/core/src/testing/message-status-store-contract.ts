@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import type { MessageStatus, MessageStatusStore } from '../ports/message-status-store.js';
+import type { IdempotencyClaim, MessageStatus, MessageStatusStore } from '../ports/message-status-store.js';
 import { type StoreFactory, useStoreUnderTest } from './store-harness.js';
 
 const TTL_MS = 24 * 60 * 60 * 1000;
+/** How far ahead of the others the clock of a skewed writer runs. */
+const SKEW_MS = 20_000;
 
 function status(id: string, overrides: Partial<MessageStatus> = {}): MessageStatus {
   return {
     id,
+    channel: 'api',
+    generation: 0,
     status: 'queued',
     pipeline: 'assistant',
     rule: null,
@@ -15,6 +19,19 @@ function status(id: string, overrides: Partial<MessageStatus> = {}): MessageStat
     replies: [],
     error: null,
     updated_at: Date.UTC(2025, 0, 1),
+    ...overrides,
+  };
+}
+
+/** A claim of `key` by the `api` channel's caller `key-a` for `messageId`, with a body 'body-1'. */
+function claim(key: string, messageId: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim {
+  return {
+    channel: 'api',
+    credential: 'key-a',
+    key,
+    fingerprint: 'body-1',
+    messageId,
+    ttlMs: TTL_MS,
     ...overrides,
   };
 }
@@ -28,14 +45,18 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
     const subject = useStoreUnderTest(factory);
 
     describe('when statuses are put', () => {
-      it('returns each as put, replies included', async () => {
+      it('returns each as put, its channel and replies included', async () => {
         const completed = status('m1', {
           status: 'completed',
           rule: 'support-group',
           turn: 't1',
           replies: [{ text: 'hello' }, { text: 'ünïcødé ✓' }],
         });
-        const failed = status('m2', { status: 'dead_lettered', error: 'SB_PIPELINE_FAILED: 400' });
+        const failed = status('m2', {
+          channel: 'api-2',
+          status: 'dead_lettered',
+          error: 'SB_PIPELINE_FAILED: 400',
+        });
         await subject.store.put(completed);
         await subject.store.put(failed);
         expect(await subject.store.get('m1')).toEqual(completed);
@@ -55,7 +76,7 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
         expect(await subject.store.get('m1')).toEqual(done);
       });
 
-      it('keeps the newer status when an older one is put after it', async () => {
+      it('keeps a final status when a non-final one is put after it', async () => {
         const done = status('m1', { status: 'completed', updated_at: 20 });
         await subject.store.put(done);
         await subject.store.put(status('m1', { status: 'running', updated_at: 10 }));
@@ -81,6 +102,84 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
         await subject.store.put(delivered);
         expect(await subject.store.get('m1')).toEqual(delivered);
       });
+    });
+
+    describe("when writers' clocks disagree (a replica's clock runs ahead)", () => {
+      const at = Date.UTC(2025, 0, 1);
+
+      it('keeps the final status over a pending one stamped later by the skewed clock', async () => {
+        const delivered = status('m1', {
+          status: 'completed',
+          replies: [{ text: 'ok' }],
+          delivery: 'delivered',
+          updated_at: at,
+        });
+        await subject.store.put(delivered);
+        await subject.store.put(
+          status('m1', { status: 'completed', delivery: 'pending', updated_at: at + SKEW_MS }),
+        );
+        expect(await subject.store.get('m1')).toEqual(delivered);
+      });
+
+      it('replaces a pending status stamped by the skewed clock with the final one stamped earlier', async () => {
+        await subject.store.put(
+          status('m1', { status: 'completed', delivery: 'pending', updated_at: at + SKEW_MS }),
+        );
+        const delivered = status('m1', {
+          status: 'completed',
+          replies: [{ text: 'ok' }],
+          delivery: 'delivered',
+          updated_at: at,
+        });
+        await subject.store.put(delivered);
+        expect(await subject.store.get('m1')).toEqual(delivered);
+      });
+
+      it('keeps a dead-letter reply appended to a final status over that status written again later', async () => {
+        const deadLettered = status('m1', { status: 'dead_lettered', error: 'SB_PIPELINE_FAILED: 400' });
+        const apologized = { ...deadLettered, replies: [{ text: 'sorry' }], updated_at: at };
+        await subject.store.put({ ...deadLettered, updated_at: at - 5 });
+        await subject.store.put(apologized);
+        // The outcome's status again, held back (an outbox draining) and stamped by the skewed clock.
+        await subject.store.put({ ...deadLettered, updated_at: at + SKEW_MS });
+        expect(await subject.store.get('m1')).toEqual(apologized);
+      });
+
+      it("replaces a final status by its replay's final status, stamped earlier by a clock behind", async () => {
+        await subject.store.put(
+          status('m1', {
+            status: 'dead_lettered',
+            error: 'SB_PIPELINE_FAILED: 503',
+            updated_at: at + SKEW_MS,
+          }),
+        );
+        const replayed = status('m1', {
+          generation: 1,
+          status: 'completed',
+          replies: [{ text: 'ok' }],
+          delivery: 'delivered',
+          updated_at: at,
+        });
+        await subject.store.put(replayed);
+        // The first run's status, held back and written late, does not undo the replay's.
+        await subject.store.put(
+          status('m1', {
+            status: 'dead_lettered',
+            replies: [{ text: 'sorry' }],
+            updated_at: at + 2 * SKEW_MS,
+          }),
+        );
+        expect(await subject.store.get('m1')).toEqual(replayed);
+      });
+
+      it("keeps a final status when a replay's non-final one is put after it", async () => {
+        const deadLettered = status('m1', { status: 'dead_lettered', updated_at: at });
+        await subject.store.put(deadLettered);
+        await subject.store.put(
+          status('m1', { generation: 1, status: 'completed', delivery: 'pending', updated_at: at + 1 }),
+        );
+        expect(await subject.store.get('m1')).toEqual(deadLettered);
+      });
 
       it('answers null for an id never put', async () => {
         expect(await subject.store.get('unknown')).toBeNull();
@@ -88,28 +187,69 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
     });
 
     describe('when an idempotency key is claimed', () => {
-      it('binds it the first time and returns the bound id afterwards', async () => {
-        expect(await subject.store.claimIdempotencyKey('key-1', 'm1', TTL_MS)).toBeNull();
-        expect(await subject.store.claimIdempotencyKey('key-1', 'm2', TTL_MS)).toBe('m1');
-        expect(await subject.store.claimIdempotencyKey('key-2', 'm2', TTL_MS)).toBeNull();
+      it('binds it the first time and returns the binding afterwards', async () => {
+        expect(await subject.store.claimIdempotencyKey(claim('key-1', 'm1'))).toBeNull();
+        expect(await subject.store.claimIdempotencyKey(claim('key-1', 'm2'))).toEqual({
+          messageId: 'm1',
+          fingerprint: 'body-1',
+        });
+        expect(await subject.store.claimIdempotencyKey(claim('key-2', 'm2'))).toBeNull();
+      });
+
+      it('returns the fingerprint it was bound with to a claim with another body', async () => {
+        await subject.store.claimIdempotencyKey(claim('key-1', 'm1'));
+        expect(
+          await subject.store.claimIdempotencyKey(claim('key-1', 'm2', { fingerprint: 'body-2' })),
+        ).toEqual({ messageId: 'm1', fingerprint: 'body-1' });
+      });
+
+      it('binds the same key of another credential or another channel to a message of its own', async () => {
+        await subject.store.claimIdempotencyKey(claim('key-1', 'm1'));
+        expect(
+          await subject.store.claimIdempotencyKey(claim('key-1', 'm2', { credential: 'key-b' })),
+        ).toBeNull();
+        expect(
+          await subject.store.claimIdempotencyKey(claim('key-1', 'm3', { channel: 'api-2' })),
+        ).toBeNull();
+        expect(
+          await subject.store.claimIdempotencyKey(claim('key-1', 'm4', { credential: 'key-b' })),
+        ).toEqual({ messageId: 'm2', fingerprint: 'body-1' });
+        expect(await subject.store.claimIdempotencyKey(claim('key-1', 'm4', { channel: 'api-2' }))).toEqual({
+          messageId: 'm3',
+          fingerprint: 'body-1',
+        });
+        expect(await subject.store.claimIdempotencyKey(claim('key-1', 'm4'))).toEqual({
+          messageId: 'm1',
+          fingerprint: 'body-1',
+        });
       });
 
       it('lets exactly one of several concurrent claims bind it', async () => {
         const results = await Promise.all(
-          ['m1', 'm2', 'm3', 'm4'].map((id) => subject.store.claimIdempotencyKey('key-1', id, TTL_MS)),
+          ['m1', 'm2', 'm3', 'm4'].map((id) =>
+            subject.store.claimIdempotencyKey(claim('key-1', id, { fingerprint: `body-${id}` })),
+          ),
         );
         const winners = ['m1', 'm2', 'm3', 'm4'].filter((_, index) => results[index] === null);
         expect(winners).toHaveLength(1);
-        expect(results.filter((result) => result !== null)).toEqual([winners[0], winners[0], winners[0]]);
+        const bound = { messageId: winners[0], fingerprint: `body-${winners[0]}` };
+        expect(results.filter((result) => result !== null)).toEqual([bound, bound, bound]);
       });
 
-      it('binds it anew once its TTL has passed', async () => {
-        await subject.store.claimIdempotencyKey('key-1', 'm1', 1000);
+      it('binds it anew, with the new body, once its TTL has passed', async () => {
+        await subject.store.claimIdempotencyKey(claim('key-1', 'm1', { ttlMs: 1000 }));
         subject.advance(999);
-        expect(await subject.store.claimIdempotencyKey('key-1', 'm2', 1000)).toBe('m1');
+        expect(await subject.store.claimIdempotencyKey(claim('key-1', 'm2', { ttlMs: 1000 }))).toEqual({
+          messageId: 'm1',
+          fingerprint: 'body-1',
+        });
         subject.advance(1);
-        expect(await subject.store.claimIdempotencyKey('key-1', 'm2', 1000)).toBeNull();
-        expect(await subject.store.claimIdempotencyKey('key-1', 'm3', 1000)).toBe('m2');
+        const renewed = claim('key-1', 'm2', { ttlMs: 1000, fingerprint: 'body-2' });
+        expect(await subject.store.claimIdempotencyKey(renewed)).toBeNull();
+        expect(await subject.store.claimIdempotencyKey(claim('key-1', 'm3', { ttlMs: 1000 }))).toEqual({
+          messageId: 'm2',
+          fingerprint: 'body-2',
+        });
       });
     });
 
@@ -130,12 +270,15 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
       });
 
       it('keeps idempotency keys within their TTL', async () => {
-        await subject.store.claimIdempotencyKey('expired', 'm1', 1000);
-        await subject.store.claimIdempotencyKey('live', 'm2', TTL_MS);
+        await subject.store.claimIdempotencyKey(claim('expired', 'm1', { ttlMs: 1000 }));
+        await subject.store.claimIdempotencyKey(claim('live', 'm2'));
         subject.advance(1000);
         await subject.store.prune(subject.now());
-        expect(await subject.store.claimIdempotencyKey('live', 'm3', TTL_MS)).toBe('m2');
-        expect(await subject.store.claimIdempotencyKey('expired', 'm3', TTL_MS)).toBeNull();
+        expect(await subject.store.claimIdempotencyKey(claim('live', 'm3'))).toEqual({
+          messageId: 'm2',
+          fingerprint: 'body-1',
+        });
+        expect(await subject.store.claimIdempotencyKey(claim('expired', 'm3'))).toBeNull();
       });
     });
 
@@ -143,11 +286,14 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
       it('still holds statuses and bound keys', async (context) => {
         const completed = status('m1', { status: 'completed', replies: [{ text: 'hi' }] });
         await subject.store.put(completed);
-        await subject.store.claimIdempotencyKey('key-1', 'm1', TTL_MS);
+        await subject.store.claimIdempotencyKey(claim('key-1', 'm1'));
         const reopened = await subject.reopen();
         if (reopened === null) return context.skip('not durable');
         expect(await reopened.get('m1')).toEqual(completed);
-        expect(await reopened.claimIdempotencyKey('key-1', 'm2', TTL_MS)).toBe('m1');
+        expect(await reopened.claimIdempotencyKey(claim('key-1', 'm2'))).toEqual({
+          messageId: 'm1',
+          fingerprint: 'body-1',
+        });
       });
     });
   });

@@ -528,7 +528,14 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         const dropped = queued('A');
         await a.enqueue(head);
         await a.enqueue(later);
-        expect(await locate(head.message.id)).toEqual({ state: 'queued', pipeline: 'p', rule: 'r1' });
+        // The channel too: a channel answers only for its own messages.
+        const channel = head.message.channel;
+        expect(await locate(head.message.id)).toEqual({
+          state: 'queued',
+          pipeline: 'p',
+          channel,
+          rule: 'r1',
+        });
         const turn = (await a.claim()) as Turn;
         expect(await locate(head.message.id)).toMatchObject({ state: 'running' });
         expect(await locate(later.message.id)).toMatchObject({ state: 'queued', pipeline: 'p' });
@@ -537,7 +544,12 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         nowMs += 1000;
         const again = (await b.claim()) as Turn;
         expect(await b.complete(again)).toBe('settled');
-        expect(await locate(head.message.id)).toEqual({ state: 'settled', pipeline: 'p', rule: null });
+        expect(await locate(head.message.id)).toEqual({
+          state: 'settled',
+          pipeline: 'p',
+          channel,
+          rule: null,
+        });
         expect(await a.locate?.(dropped.message.id)).toBeNull();
       });
 

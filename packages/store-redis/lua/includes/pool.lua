@@ -22,8 +22,8 @@
           of sessions scored by head seq, waiting:<pipeline> ZSET of the seqs of the pipeline's
           waiting messages (scored by seq: oldest first, for the operators' counts), lease:<token>
           HASH of one claim, id:<message id>
-          STRING: the message's seq while the pool holds it, then `settled:<pipeline>` for
-          SETTLED_ID_MS once its outcome is final (see forgetMessage)
+          STRING: the message's seq while the pool holds it, then `settled:<channel>:<pipeline>`
+          for SETTLED_ID_MS once its outcome is final (see forgetMessage)
   ARGV[2] now, ms on the pool's clock (scripts never read Redis TIME)
   ARGV[3] the calling replica's id
 
@@ -99,13 +99,14 @@ local function removeWaiting(pipeline, seqs)
 end
 
 -- Deletes a message whose outcome is final. Its id key says `settled` a while longer: a replica
--- asked for its status between now and its final status being stored answers `running`, not 404.
+-- asked for its status between now and its final status being stored answers `running`, not 404,
+-- if the message is of the channel asking (a channel id has no ':').
 local function forgetMessage(seq)
-  local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline')
+  local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline', 'channel')
   rcall('DEL', messageKey(seq))
   -- Unless the id names a later copy (a replay of the same message queued meanwhile).
   if fields[1] and rcall('GET', idKey(fields[1])) == tostring(seq) then
-    rcall('SET', idKey(fields[1]), 'settled:' .. fields[2], 'PX', SETTLED_ID_MS)
+    rcall('SET', idKey(fields[1]), 'settled:' .. (fields[3] or '') .. ':' .. fields[2], 'PX', SETTLED_ID_MS)
   end
 end
 
