@@ -6,6 +6,7 @@ import {
   type MessageStatusStore,
   SwitchboardError,
   TRACEPARENT_PATTERN,
+  crashPoint,
   isFinalStatus,
   newMessageId,
   traceIdOf,
@@ -198,6 +199,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     return keyed.run(key, async () => {
       const id = newMessageId();
       const bound = await statuses.claimIdempotencyKey(key, id, IDEMPOTENCY_TTL_MS);
+      crashPoint('ingress.after-idempotency-key');
       if (bound === null) return accept(id, body, traceparent, idempotencyKey);
       const status = await tracker.current(bound);
       // No status: the first request was refused or failed before its message was accepted.
