@@ -91,11 +91,19 @@ const DRAIN_BOUND_MS = 30_000;
 const redisUsable = (await redisReachable()) && (await postgresReachable());
 const deployments: Deployment[] = redisUsable ? ['sqlite', 'redis'] : ['sqlite'];
 
+/** What one row found: what was wrong (nothing when it passed), and what happened. */
+interface RowObservation {
+  problems: string[];
+  /** Times the reply reached the platform (HTTP: copies in the message's status). */
+  sends: number;
+  /** Requests the pipeline's backend got. */
+  runs: number;
+}
+
 /** One finished row of the matrix, as printed and kept in docs/RELIABILITY.md. */
-interface RowResult {
+interface RowResult extends RowObservation {
   row: Row;
   deployment: Deployment;
-  problems: string[];
   seconds: number;
 }
 const results: RowResult[] = [];
@@ -205,8 +213,9 @@ const expectedOutcome: Record<
  * process and fake server it started is stopped, and the Redis keys and schema removed, however it
  * ended.
  */
-async function runRow(row: Row, deployment: Deployment, index: number): Promise<string[]> {
+async function runRow(row: Row, deployment: Deployment, index: number): Promise<RowObservation> {
   const problems: string[] = [];
+  let sends = 0;
   const marker = `crash-${index}-${deployment}`;
   const dir = tempDir();
   const stores = deployment === 'redis' ? newStores() : undefined;
@@ -272,7 +281,7 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
     );
     if (exited === undefined) {
       problems.push(`never reached ${row.point} (the process did not die)`);
-      return problems;
+      return { problems, sends, runs: backend.requests.length };
     }
     if (crashing.child.signalCode !== 'SIGKILL')
       problems.push(
@@ -322,11 +331,9 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
           problems.push(`status ${final.status}, expected ${expected.status}`);
         if (final.status === 'completed' && final.delivery !== 'delivered')
           problems.push(`delivery ${final.delivery}, expected delivered`);
-        const copies = (final.replies as Array<{ text: string }>).filter(
-          (sent) => sent.text === reply,
-        ).length;
-        if (copies < 1 || copies > row.maxSends)
-          problems.push(`the reply shows ${copies} times in the status (allowed 1..${row.maxSends})`);
+        sends = (final.replies as Array<{ text: string }>).filter((sent) => sent.text === reply).length;
+        if (sends < 1 || sends > row.maxSends)
+          problems.push(`the reply shows ${sends} times in the status (allowed 1..${row.maxSends})`);
       }
       const records = (await auditOf(restarted)).filter((record) => record.message_id === id);
       if (records.length !== (audited ? 1 : 0))
@@ -359,11 +366,11 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
       else if (audited && records[0]?.reason !== expected.reason)
         problems.push(`audit reason ${records[0]?.reason}, expected ${expected.reason}`);
       // Reached the platform: answered 200 by the fake; for a refused reply, the refused call.
-      const reached = audited
+      sends = audited
         ? telegram.callsOf('sendMessage').filter((call) => call.body.text === reply).length
         : telegram.sentMessages().filter((sent) => sent.body.text === reply).length;
-      if (reached < 1 || reached > row.maxSends)
-        problems.push(`the reply reached Telegram ${reached} times (allowed 1..${row.maxSends})`);
+      if (sends < 1 || sends > row.maxSends)
+        problems.push(`the reply reached Telegram ${sends} times (allowed 1..${row.maxSends})`);
       if (audited && telegram.sentMessages().some((sent) => sent.body.text === reply))
         problems.push('a dead-lettered reply was delivered too');
     }
@@ -372,7 +379,7 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
       problems.push(
         `the restarted gateway exited (${restarted.child.exitCode ?? restarted.child.signalCode})`,
       );
-    return problems;
+    return { problems, sends, runs: backend.requests.length };
   } finally {
     await Promise.all(gateways.map((gateway) => gateway.stop('SIGTERM')));
     await telegram.close();
@@ -388,8 +395,9 @@ describe.concurrent('crash points: die at each named point, restart on the same 
       for (const row of ROWS) {
         const result = results.find((found) => found.row === row && found.deployment === deployment);
         if (result === undefined) continue;
+        const verdict = result.problems.length === 0 ? 'pass' : 'FAIL';
         figures[`${rowName(row)} · ${deployment}`] =
-          `${result.problems.length === 0 ? 'pass' : 'FAIL'} ${result.seconds.toFixed(0)} s`;
+          `${verdict} · sent ${result.sends}× · ran ${result.runs}× · ${result.seconds.toFixed(0)} s`;
       }
     }
     recordFigures('crash points', figures);
@@ -401,9 +409,9 @@ describe.concurrent('crash points: die at each named point, restart on the same 
         timeout: CRASH_BOUND_MS + SETTLE_BOUND_MS + DRAIN_BOUND_MS + 60_000,
       }, async () => {
         const started = Date.now();
-        const problems = await runRow(row, deployment, index);
-        results.push({ row, deployment, problems, seconds: (Date.now() - started) / 1000 });
-        expect(problems, `${rowName(row)} on ${deployment}`).toEqual([]);
+        const observed = await runRow(row, deployment, index);
+        results.push({ row, deployment, ...observed, seconds: (Date.now() - started) / 1000 });
+        expect(observed.problems, `${rowName(row)} on ${deployment}`).toEqual([]);
       });
     });
   }
