@@ -307,24 +307,21 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
     if (row.channel === 'http') {
       if (ids.size !== 1) problems.push(`the key named ${ids.size} message ids: ${[...ids].join(', ')}`);
       const id = [...ids][0] as string;
-      const final = await expectWithin(problems, 'final status', () =>
-        eventually(
-          async () => {
-            const status = await get(`${restarted.url}/v1/messages/${id}`);
-            const body = status.body as { status?: string; delivery?: string | null };
-            const final =
-              body.status !== 'queued' && body.status !== 'running' && body.delivery !== 'pending';
-            return status.status === 200 && final && status.body;
-          },
-          SETTLE_BOUND_MS,
-          `GET /v1/messages/${id} final`,
-        ),
+      const statusOf = async () => {
+        const answer = await get(`${restarted.url}/v1/messages/${id}`);
+        const body = answer.body as { status?: string; delivery?: string | null };
+        const final = body.status !== 'queued' && body.status !== 'running' && body.delivery !== 'pending';
+        return { shown: answer.body, final: answer.status === 200 && final ? answer.body : undefined };
+      };
+      await expectWithin(problems, 'final status', () =>
+        eventually(async () => (await statusOf()).final, SETTLE_BOUND_MS, `GET /v1/messages/${id} final`),
       );
       await expectWithin(problems, 'drained', () =>
         eventually(() => drained(restarted), DRAIN_BOUND_MS, 'drained'),
       );
-      const status = final ?? (await get(`${restarted.url}/v1/messages/${id}`));
-      const shown = final ?? status.body;
+      // Read again once nothing is left to send: a dead-letter reply is appended to the status
+      // after it turned final.
+      const { shown, final } = await statusOf();
       if (final === undefined) problems.push(`status of ${id} is ${JSON.stringify(shown)}`);
       else {
         if (final.status !== expected.status)
