@@ -283,6 +283,10 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
       problems.push(`never reached ${row.point} (the process did not die)`);
       return { problems, sends, runs: backend.requests.length };
     }
+    // Its last words may still be on their way through the pipe when the exit is seen.
+    await expectWithin(problems, 'stderr read to its end', () =>
+      eventually(() => crashing.child.stderr?.readableEnded !== false, 5_000, 'stderr closed'),
+    );
     if (crashing.child.signalCode !== 'SIGKILL')
       problems.push(
         `exited with code ${crashing.child.exitCode} / ${crashing.child.signalCode}, not SIGKILL`,
