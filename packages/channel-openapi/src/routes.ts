@@ -6,6 +6,7 @@ import {
   type MessageStatusStore,
   SwitchboardError,
   TRACEPARENT_PATTERN,
+  crashPoint,
   isFinalStatus,
   newMessageId,
   traceIdOf,
@@ -237,6 +238,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
         messageId: id,
         ttlMs: IDEMPOTENCY_TTL_MS,
       });
+      crashPoint('ingress.after-idempotency-key');
       if (bound === null) return accept(id, body, traceparent, key);
       if (bound.fingerprint !== fingerprint) {
         throw new SwitchboardError('SB_IDEMPOTENCY_KEY_REUSED', {

@@ -1,4 +1,5 @@
 import { type Query, aggregate } from './aggregator.js';
+import { crashPoint } from './crash-point.js';
 import { SwitchboardError } from './errors.js';
 import type { MessageTracer } from './message-trace.js';
 import type { OutcomeSink } from './outcome.js';
@@ -91,6 +92,7 @@ export function createController(options: ControllerOptions): Controller {
     storeReplies: async (entry, query, delivery) => {
       const add = async () => {
         await outbox.add(delivery);
+        crashPoint('outbox.after-add');
       };
       await (entry.trace === undefined || tracer === undefined
         ? add()
@@ -282,6 +284,7 @@ export function createController(options: ControllerOptions): Controller {
         if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);
         return;
       }
+      crashPoint('pipeline.after-answer');
       if (entry.decided) {
         replyStream?.cancel();
         return;

@@ -190,3 +190,7 @@ export { within } from './within.js';
 export { packageFolder } from './package-folder.js';
 export { createReplyStream } from './reply-stream.js';
 export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './reply-stream.js';
+
+// Test-only: the crash points of the reliability suite (`SWITCHBOARD_CRASH_AT`, docs/RELIABILITY.md)
+export { CRASH_POINTS, crashAfter, crashPoint, parseCrashAt } from './crash-point.js';
+export type { CrashAt, CrashPoint } from './crash-point.js';

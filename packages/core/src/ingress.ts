@@ -1,5 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import { type AdmissionPolicy, admit } from './admission.js';
+import { crashPoint } from './crash-point.js';
 import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { InboundMessage } from './message.js';
 import type { MessageTracer } from './message-trace.js';
@@ -167,6 +168,7 @@ export function createIngress(options: IngressOptions): Ingress {
       return { status: 'refused', reason: result.reason, retryAfterMs: result.retryAfterMs };
     }
     recordOverflowed(outcomes, result.overflowed, now());
+    crashPoint('ingress.after-journal');
     return { status: 'queued', pipeline: route.pipeline, session, rule: route.rule };
   }
 

@@ -1,4 +1,5 @@
 import { type BackoffPolicy, retryDelayMs } from './backoff.js';
+import { crashPoint } from './crash-point.js';
 import { isSwitchboardError } from './errors.js';
 import type { Outcome, OutcomeKind, OutcomeSink } from './outcome.js';
 import type { ChannelAdapter } from './ports/channel-adapter.js';
@@ -211,6 +212,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         );
         try {
           checkHeld(claim, await written);
+          crashPoint('delivery.after-removal');
           return;
         } catch (err) {
           if (leftBehind) throw err;
@@ -224,6 +226,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       }
     }
     const settlement = await settleRetrying(claim, write);
+    crashPoint('delivery.after-removal');
     checkHeld(claim, settlement);
     if (settlement === 'settled') record();
   }
@@ -252,6 +255,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       });
       return;
     }
+    crashPoint('send.before-platform-call');
     try {
       await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
         ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
@@ -277,6 +281,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       options.observer?.deliveryEnded?.(delivery, 'retried');
       return;
     }
+    crashPoint('send.after-platform-call');
     if (leftBehind) return;
     await settleAndRecord(
       claim,

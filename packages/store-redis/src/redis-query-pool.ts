@@ -10,6 +10,8 @@ import {
   type SessionsView,
   type Settlement,
   SwitchboardError,
+  crashAfter,
+  crashPoint,
   type Turn,
   WakeTimer,
   isSwitchboardError,
@@ -371,6 +373,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     else if (turn !== null && mismatch !== undefined) void handBack(token);
     if (shutDown || mismatch !== undefined) return null;
     if (turn !== null) leases.hold(turn.lease);
+    if (turn !== null) crashPoint('claim.after-attempt-mark');
     // The timer only: the caller claims again until null anyway, and the script told the other
     // replicas about work it reclaimed.
     apply(runnableStateOf(0, nextDueAt));
@@ -475,12 +478,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     complete(turn) {
-      return settle(turn, 'complete');
+      return crashAfter('settle.after-complete', settle(turn, 'complete'));
     },
 
     retry(turn, delayMs, finalIds = []) {
       const boundedDelayMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(0, delayMs), MAX_RETRY_DELAY_MS);
-      return settle(turn, 'retry', boundedDelayMs, ...finalIds);
+      return crashAfter('settle.after-retry', settle(turn, 'retry', boundedDelayMs, ...finalIds));
     },
 
     abandon(turn, abandonOptions = { ran: true }) {

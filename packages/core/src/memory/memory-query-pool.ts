@@ -1,3 +1,4 @@
+import { crashAfter } from '../crash-point.js';
 import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../pipeline-policy.js';
 import type { AppendResult, Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
@@ -448,7 +449,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     claim(): Promise<Turn | null> {
       const turn = claimNext();
       if (turn === undefined) return NO_TURN;
-      if (journal !== undefined) writeBehind(markStarted(journal, turn.messages), 'turn start');
+      if (journal !== undefined)
+        writeBehind(
+          crashAfter('claim.after-attempt-mark', markStarted(journal, turn.messages)),
+          'turn start',
+        );
       return Promise.resolve(turn);
     },
 
@@ -457,7 +462,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       if (claim === undefined) return LOST;
       place(claim.session, now());
       notify();
-      if (journal !== undefined) writeBehind(journal.remove(idsOf(claim.entries)), 'removal');
+      if (journal !== undefined)
+        writeBehind(crashAfter('settle.after-complete', journal.remove(idsOf(claim.entries))), 'removal');
       return SETTLED;
     },
 
@@ -473,7 +479,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       if (journal === undefined) return 'settled';
       // Written behind like turn starts: a retry time lost in a crash only lets the message run
       // early after the restart, and a lost removal runs it once more (at least once).
-      if (retried.length > 0) writeBehind(journal.markRetry(idsOf(retried), retryAtMs), 'retry time');
+      if (retried.length > 0)
+        writeBehind(
+          crashAfter('settle.after-retry', journal.markRetry(idsOf(retried), retryAtMs)),
+          'retry time',
+        );
       if (done.length > 0) writeBehind(journal.remove(idsOf(done)), 'removal');
       return 'settled';
     },
