@@ -12,9 +12,9 @@ export interface KeptOutcomePolicy {
 
 /**
  * With `store: redis`, the outcomes whose records — an audit record, an HTTP channel's final
- * status — must survive the death of the replica that settled them (docs/design.md §5 "If a
- * replica dies"). Outcomes only counted (a Telegram message completed) are not kept: their
- * settlement costs nothing more.
+ * status — must survive the death of the replica that settled them (docs/design.md §5 "Outcomes
+ * kept with their settlement"). Outcomes only counted (a Telegram message completed) are not
+ * kept: their settlement costs nothing more.
  */
 export function keptOutcomePolicy(config: Config, mask?: SecretMasker): KeptOutcomePolicy {
   const httpChannels = new Set(

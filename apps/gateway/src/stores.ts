@@ -101,7 +101,8 @@ export interface Stores extends RecordStores {
   refusal?: () => IngressRefusal | undefined;
   /**
    * With `store: redis`: the outcomes the settling scripts kept until their records are stored
-   * (docs/design.md §5 "If a replica dies"), once `createPool` resolved.
+   * (docs/design.md §5 "Outcomes kept with their settlement"), once `createPool`
+   * resolved.
    */
   keptOutcomes?: () => RedisKeptOutcomes | undefined;
 }

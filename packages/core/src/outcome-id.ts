@@ -11,8 +11,8 @@ const AUDIT_ID_LENGTH = 26;
  * replay being another run). Writing the same end again — a settlement written again after its
  * commit failed, a turn run again after a crash, an outcome recovered from where its settlement
  * kept it — makes the same key; a replay's end makes another. Kept outcomes are stored under it
- * (docs/design.md §5 "If a replica dies"), and the Redis enqueue script builds the overflow's
- * (`m:<request id>:dropped`) the same way.
+ * (docs/design.md §5 "Outcomes kept with their settlement"), and the Redis enqueue script
+ * builds the overflow's (`m:<request id>:dropped`) the same way.
  */
 export function outcomeKeyOf(outcome: Outcome): string {
   const { message, kind } = outcome;

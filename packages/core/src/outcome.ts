@@ -77,9 +77,9 @@ export interface OutcomeSink {
 
 /**
  * Keeps the outcomes a settlement ends beside it, in the same atomic write, until their records
- * are stored (docs/design.md §5 "If a replica dies"): given to the settling calls of a store
- * shared by replicas (`QueryPool.complete`, `ReplyOutbox.delivered`…). Returns the form to keep,
- * or null for an outcome that has no records (only counted).
+ * are stored (docs/design.md §5 "Outcomes kept with their settlement"): given to the settling
+ * calls of a store shared by replicas (`QueryPool.complete`, `ReplyOutbox.delivered`…). Returns
+ * the form to keep, or null for an outcome that has no records (only counted).
  */
 export type KeptOutcome = (outcome: Outcome) => string | null;
 
@@ -154,8 +154,8 @@ export function createOutcomeBus(
     outcome: Outcome,
     which: (stores: boolean) => boolean,
     committed?: Promise<boolean>,
-  ): Promise<boolean>[] {
-    const writes: Promise<boolean>[] = [];
+  ): Promise<unknown>[] {
+    const writes: Promise<unknown>[] = [];
     for (const [listener, stores] of listeners) {
       if (!which(stores)) continue;
       try {
@@ -168,7 +168,7 @@ export function createOutcomeBus(
     return writes;
   }
 
-  function whenWritten(recorded: Outcome, writes: Promise<boolean>[]): void {
+  function whenWritten(recorded: Outcome, writes: Promise<unknown>[]): void {
     if (onRecorded === undefined) return;
     Promise.all(writes).then((landed) => {
       if (landed.every((done) => done !== false)) onRecorded(recorded);
@@ -179,10 +179,8 @@ export function createOutcomeBus(
     record(recorded, committed) {
       const outcome = mask === undefined ? recorded : maskedOutcome(recorded, mask);
       if (committed === undefined) {
-        whenWritten(
-          recorded,
-          notify(outcome, () => true),
-        );
+        const writes = notify(outcome, () => true);
+        whenWritten(recorded, writes);
         return;
       }
       const stored = notify(outcome, (stores) => stores, committed);

@@ -222,7 +222,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       }
     }
     // Kept by the outbox with the removal: a crash after it and before these records are
-    // written leaves them to another replica (docs/design.md §5 "If a replica dies").
+    // written leaves them to another replica (docs/design.md §5 "Outcomes kept with their
+    // settlement").
     const ended = ends();
     const settlement = await settleRetrying(claim, () => write(ended));
     checkHeld(claim, settlement);

@@ -109,8 +109,8 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
    * Records the outcomes of a settlement the pool applied. Between that write and this call is
    * the one point where a process dies after a message ended and before its records were
    * written: a shared pool kept them in the settlement's write, and another replica records them
-   * after a while (docs/design.md §5 "If a replica dies"); a pool of one process has its
-   * journal removal in the same commit as these records.
+   * after a while (docs/design.md §5 "Outcomes kept with their settlement"); a pool of one
+   * process has its journal removal in the same commit as these records.
    */
   function recordAll(ended: readonly Outcome[]): void {
     for (const outcome of ended) outcomes.record(outcome);

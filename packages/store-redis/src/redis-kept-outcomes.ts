@@ -83,9 +83,9 @@ const DEFAULTS = {
 
 /**
  * The outcomes the settling scripts keep beside their settlement until their records are stored
- * (docs/design.md §5 "If a replica dies"): the replica that settled forgets each once its records
- * landed; any replica records those whose settling replica did not, `KEPT_OUTCOME_LEASE_MS` after
- * the settlement.
+ * (docs/design.md §5 "Outcomes kept with their settlement"): the replica that settled forgets
+ * each once its records landed; any replica records those whose settling replica did not,
+ * `KEPT_OUTCOME_LEASE_MS` after the settlement.
  */
 export interface RedisKeptOutcomes {
   /** Forgets `outcome` (its records landed); gathered into one call every `forgetEveryMs`. */

@@ -227,8 +227,9 @@ export interface QueryPool {
   /**
    * Frees the turn's slots and forgets its messages (their outcome is final). `ended`: the
    * outcomes this settlement ends, which a pool shared by replicas keeps in the same atomic
-   * write until their records are stored (`KeptOutcome`, docs/design.md §5 "If a replica
-   * dies"); a pool of one process ignores them (its caller records them in the same commit).
+   * write until their records are stored (`KeptOutcome`, docs/design.md §5 "Outcomes kept with
+   * their settlement"); a pool of one process ignores them (its caller records them in the same
+   * commit).
    */
   complete(turn: Turn, ended?: readonly Outcome[]): Promise<Settlement>;
   /**

@@ -120,7 +120,8 @@ export interface ReplyOutbox {
    * removal whose answer never came (Redis: for a delivery remembered by `rememberForMs`), so
    * that its messages get their outcome; any other second settlement answers `lost`. `ended`:
    * the outcomes the removal ends, which a shared outbox keeps in the same atomic write until
-   * their records are stored (`KeptOutcome`, docs/design.md §5 "If a replica dies").
+   * their records are stored (`KeptOutcome`, docs/design.md §5 "Outcomes kept with their
+   * settlement").
    */
   delivered(claim: DeliveryClaim, ended?: readonly Outcome[]): Promise<Settlement>;
   /**

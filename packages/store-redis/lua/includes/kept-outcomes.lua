@@ -1,7 +1,8 @@
 --[[
   Outcomes kept beside the settlement that ends their messages, until their records (audit
-  record, final status) are stored (src/redis-kept-outcomes.ts, docs/design.md §5 "If a replica
-  dies"). Fixed keys of the deployment, built from its base '{<prefix>}:' like the per-item keys:
+  record, final status) are stored (src/redis-kept-outcomes.ts, docs/design.md §5 "Outcomes
+  kept with their settlement"). Fixed keys of the deployment, built from its base '{<prefix>}:'
+  like the per-item keys:
     <base>kept-outcomes      HASH  outcome key (outcomeKeyOf) -> the outcome JSON, or
                                    {"overflowed":{payload, attempt, retryAt, acceptedAt},"at":ms}
     <base>kept-outcomes:due  ZSET  outcome key, scored by when another replica may record it
