@@ -488,7 +488,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       return settle(turn, 'complete', kept.dueAt, ...kept.pairs);
     },
 
-    retry(turn, delayMs, finalIds = [], ended = undefined) {
+    retry(turn, delayMs, finalIds = [], ended) {
       const boundedDelayMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(0, delayMs), MAX_RETRY_DELAY_MS);
       const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
       return settle(turn, 'retry', boundedDelayMs, kept.dueAt, finalIds.length, ...finalIds, ...kept.pairs);
