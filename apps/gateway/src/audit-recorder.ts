@@ -4,55 +4,38 @@ import {
   type DeadLetterPayload,
   type Logger,
   type Outcome,
-  newMessageId,
+  auditIdOf,
 } from '@switchboard/core';
 import { keptMessage, keptText } from './stored-text.js';
 
 /** Outcomes that never reach the audit log: success and redelivery are only counted. */
 const NOT_AUDITED = new Set(['completed', 'duplicate']);
 
+/** Whether `outcome` gets an audit record under `config`. */
+export function isAudited(outcome: Outcome, config: AuditConfig): boolean {
+  if (NOT_AUDITED.has(outcome.kind)) return false;
+  return outcome.kind !== 'ignored' || config.recordIgnored;
+}
+
 /**
  * Writes audited outcomes (docs/design.md §2 "Outcomes & audit") to the audit log. A dead letter keeps
  * its message as payload so it can be replayed, cut as `audit.store_text` says (then it is not
  * replayable, see stored-text.ts). A failed write is logged, never thrown back into
- * the message flow. An outcome recorded again because the commit ending its message failed is
- * written once.
+ * the message flow. The record's id is its end's (`auditIdOf`): an outcome recorded again — its
+ * settlement written again after a failed commit, its message run again after a crash, an
+ * outcome recovered from where its settlement kept it — is the same record, which the log keeps
+ * once.
  */
 export function createAuditRecorder(options: { auditLog: AuditLog; config: AuditConfig; logger: Logger }) {
   const { auditLog, config } = options;
   const logger = options.logger.child({ component: 'audit' });
 
-  /**
-   * Per message and outcome, whether its record landed (resolves true) while the commit that ends
-   * the message is not known to have succeeded. When that commit fails, the settlement is written
-   * again and the outcome recorded again (`OutcomeSink.record`): a record that landed on its own
-   * (a failed group commit runs its writes again one by one; an audit log in another database)
-   * must not be written a second time. Emptied as those commits succeed.
-   */
-  const uncommitted = new Map<string, Promise<boolean>>();
-
-  function record(outcome: Outcome, committed?: Promise<boolean>): void {
-    if (NOT_AUDITED.has(outcome.kind)) return;
-    if (outcome.kind === 'ignored' && !config.recordIgnored) return;
-    if (committed === undefined) {
-      append(outcome).catch(() => {});
-      return;
-    }
-    const key = `${outcome.message.id}:${outcome.kind}`;
-    const earlier = uncommitted.get(key);
-    const appended = () =>
-      append(outcome).then(
-        () => true,
-        () => false,
-      );
-    // The first write is issued at once, in the tick of the commit it joins.
-    const landed = earlier === undefined ? appended() : earlier.then((done) => done || appended());
-    uncommitted.set(key, landed);
-    committed.then(
-      (ended) => {
-        if (ended && uncommitted.get(key) === landed) uncommitted.delete(key);
-      },
-      () => {},
+  /** Writes the record of an audited outcome; resolves whether it landed, undefined for none. */
+  function record(outcome: Outcome): Promise<boolean> | undefined {
+    if (!isAudited(outcome, config)) return undefined;
+    return append(outcome).then(
+      () => true,
+      () => false,
     );
   }
 
@@ -80,7 +63,7 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
         : null;
     return auditLog
       .append({
-        id: newMessageId(),
+        id: auditIdOf(outcome),
         at: outcome.at,
         outcome: outcome.kind,
         reason: outcome.reason ?? null,

@@ -33,6 +33,7 @@ import { createDeadLetterReplay } from './dead-letter-replay.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { registerConsoleRoutes } from './http/console-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
+import { keptOutcomePolicy } from './kept-outcomes.js';
 import { createMessageTrail } from './message-trail.js';
 import { createMetrics } from './metrics.js';
 import { createOutcomeRate } from './outcome-rate.js';
@@ -90,7 +91,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     configPath: options.configPath,
     secretFiles: options.secretFiles ?? [],
   });
-  const stores = await openStores(config, logger);
+  const kept = keptOutcomePolicy(config, options.mask);
+  const stores = await openStores(config, logger, { keptOutcome: kept.keep });
   const policies = new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy]));
   // A shared store may refuse this replica (unreachable, or other limits than its peers'): the
   // files and connections opened so far are closed before the refusal is reported.
@@ -110,7 +112,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let routing = config.routing;
   let router: Router = routeHits.counting(createRouter(routing, { pipelines: pipelineIds }));
 
-  const outcomes = createOutcomeBus((err) => logger.error({ err }, 'outcome listener failed'), options.mask);
+  // An outcome a shared store kept beside its settlement is let go once its records landed.
+  const keptOutcomes = stores.keptOutcomes?.();
+  const outcomes = createOutcomeBus(
+    (err) => logger.error({ err }, 'outcome listener failed'),
+    options.mask,
+    keptOutcomes === undefined
+      ? undefined
+      : (outcome) => {
+          if (kept.wasKept(outcome)) keptOutcomes.forget(outcome);
+        },
+  );
   const pipelines = createPipelines(config, { history: stores.history, logger, workerIdentities });
   const metrics = createMetrics(pool, {
     pipelines,
@@ -438,6 +450,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
       controller.start();
       sender.start();
+      // Outcomes whose settling replica died before recording them are recorded here.
+      keptOutcomes?.start((outcome) => outcomes.record(outcome));
       const address = await server.listen({ host: config.server.host, port: config.server.port });
       logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
       return address;

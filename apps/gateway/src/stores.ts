@@ -5,6 +5,7 @@ import {
   type ChannelLeases,
   type HistoryStore,
   type IngressRefusal,
+  type KeptOutcome,
   type Logger,
   type MessageStatusStore,
   type PipelinePolicy,
@@ -23,6 +24,7 @@ import {
 import type {
   RedisChannelLeases,
   RedisEventRelay,
+  RedisKeptOutcomes,
   RedisQueryPool,
   RedisRateBuckets,
   ReplicaView,
@@ -97,6 +99,18 @@ export interface Stores extends RecordStores {
   close(): Promise<void>;
   /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
   refusal?: () => IngressRefusal | undefined;
+  /**
+   * With `store: redis`: the outcomes the settling scripts kept until their records are stored
+   * (docs/design.md §5 "Outcomes kept with their settlement"), once `createPool`
+   * resolved.
+   */
+  keptOutcomes?: () => RedisKeptOutcomes | undefined;
+}
+
+/** What the stores need from the gateway. */
+export interface StoreOptions {
+  /** Which outcomes a shared store keeps beside their settlement until recorded, and how. */
+  keptOutcome?: KeptOutcome;
 }
 
 // Each store package (and its database client) is imported only when the config names it.
@@ -167,9 +181,14 @@ async function openRecordStores(config: Config, logger: Logger): Promise<RecordS
  * `audit:` names another place), or in Redis, shared by every replica with the same
  * `store.prefix`.
  */
-export async function openStores(config: Config, logger: Logger): Promise<Stores> {
+export async function openStores(
+  config: Config,
+  logger: Logger,
+  options: StoreOptions = {},
+): Promise<Stores> {
   const { audit, store } = config;
-  if (store.kind === 'redis') return withRedisPool(config, await openRecordStores(config, logger), logger);
+  if (store.kind === 'redis')
+    return withRedisPool(config, await openRecordStores(config, logger), logger, options);
   const processLeases = { leases: createMemoryChannelLeases(), replicaId: `${hostname()}:${process.pid}` };
   const processBuckets = createMemoryRateBuckets();
   if (store.kind === 'memory') {
@@ -220,12 +239,18 @@ const REPLY_LEASE_MARGIN_MS = 15_000;
  * Audit records and final statuses PostgreSQL cannot take wait in a bounded outbox in Redis;
  * while it is full, admission refuses.
  */
-async function withRedisPool(config: Config, records: RecordStores, logger: Logger): Promise<Stores> {
+async function withRedisPool(
+  config: Config,
+  records: RecordStores,
+  logger: Logger,
+  { keptOutcome }: StoreOptions,
+): Promise<Stores> {
   const store = config.store as RedisStoreConfig;
   const {
     createAuditOutbox,
     createRedisChannelLeases,
     createRedisEventRelay,
+    createRedisKeptOutcomes,
     createRedisQueryPool,
     createRedisRateBuckets,
     createRedisReplyOutbox,
@@ -249,6 +274,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     url: store.url,
     prefix: store.prefix,
     leaseMs: replyLeaseMs,
+    keptOutcome,
     logger,
   }).catch(async (err: unknown) => {
     await outbox.shutdown();
@@ -259,6 +285,7 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
   let relay: RedisEventRelay | null = null;
   let channelLeases: RedisChannelLeases | undefined;
   let rateBuckets: RedisRateBuckets | undefined;
+  let keptOutcomes: RedisKeptOutcomes | undefined;
   return {
     ...records,
     auditLog: outbox,
@@ -267,7 +294,12 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
     outboxNow: () => replies.now(),
     refusal: outbox.refusal,
     async createPool(options) {
-      const opened = await createRedisQueryPool({ url: store.url, prefix: store.prefix, ...options });
+      const opened = await createRedisQueryPool({
+        url: store.url,
+        prefix: store.prefix,
+        keptOutcome,
+        ...options,
+      });
       relay = await createRedisEventRelay({
         url: store.url,
         prefix: store.prefix,
@@ -292,10 +324,23 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
           throw err;
         },
       );
+      keptOutcomes = await createRedisKeptOutcomes({
+        url: store.url,
+        prefix: store.prefix,
+        now: replies.now,
+        logger: options.logger,
+      }).catch(async (err: unknown) => {
+        await rateBuckets?.close();
+        await channelLeases?.close();
+        await relay?.close();
+        await opened.shutdown();
+        throw err;
+      });
       pool = opened;
       return pool;
     },
     replicaEvents: () => relay,
+    keptOutcomes: () => keptOutcomes,
     replicas: async () => (pool === undefined ? [] : pool.replicas()),
     channelLeases() {
       if (pool === undefined || channelLeases === undefined)
@@ -330,6 +375,8 @@ async function withRedisPool(config: Config, records: RecordStores, logger: Logg
         () => relay?.close(),
         () => channelLeases?.close(),
         () => rateBuckets?.close(),
+        // After the pool: the forgets of the last records written go out before the connection closes.
+        () => keptOutcomes?.close(),
         () => outbox.shutdown(),
         () => replies.close(),
         () => records.close(),

@@ -173,6 +173,7 @@ describe('audit recorder', () => {
       reason: 'delivery_failed',
       pipeline: 'bot',
       error: { code: 'SB_DELIVERY_FAILED', message: 'HTTP 400' },
+      deliveryId: 't-01JAUDIT000000000000000001',
     };
 
     /** The recorder on a real bus, as the gateway subscribes it: a listener that stores outcomes. */
@@ -234,14 +235,15 @@ describe('audit recorder', () => {
       expect((await memory.query({ limit: 10 })).items).toHaveLength(1);
     });
 
-    it('records the same message again once its earlier dead letter committed (a replay that failed again)', async () => {
+    it('records the same message again for another end of it (its replay, which failed again)', async () => {
       const auditLog = createMemoryAuditLog();
       const bus = onBus(auditLog);
       const committed = Promise.resolve(true);
       bus.record(failedDelivery, committed);
       await committed;
       await new Promise((resolve) => setImmediate(resolve));
-      bus.record({ ...failedDelivery, at: 2 }, Promise.resolve(true));
+      const [first] = (await auditLog.query({ limit: 10 })).items;
+      bus.record({ ...failedDelivery, at: 2, deliveryId: `replay:${first?.id}` }, Promise.resolve(true));
       await new Promise((resolve) => setImmediate(resolve));
       expect((await auditLog.query({ limit: 10 })).items).toHaveLength(2);
     });

@@ -3,7 +3,8 @@
 // The channel
 export { createOpenApiChannel } from './channel.js';
 export type { OpenApiChannelOptions } from './channel.js';
-export type { ChannelEvents, EventOrigin } from './status-tracker.js';
+export { createStatusTracker } from './status-tracker.js';
+export type { ChannelEvents, EventOrigin, StatusTracker } from './status-tracker.js';
 
 // The HTTP shapes, for clients and tests
 export { MessageViewSchema } from './api-schemas.js';

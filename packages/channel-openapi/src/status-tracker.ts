@@ -30,10 +30,11 @@ export interface ChannelEvents {
    * Calls `listener` with every final outcome; returns the function that unsubscribes. Where the
    * statuses share the commit of the write ending a local outcome, the outcome comes with
    * `committed` (`OutcomeSink.record`), in the tick of that write, so that the final status joins
-   * its commit.
+   * its commit. For a local outcome of this channel the listener returns whether its final status
+   * was written (`OutcomeListener`).
    */
   subscribeOutcomes(
-    listener: (outcome: Outcome, origin?: EventOrigin, committed?: Promise<boolean>) => void,
+    listener: (outcome: Outcome, origin?: EventOrigin, committed?: Promise<boolean>) => unknown,
   ): () => void;
   /** Calls `listener` whenever a turn starts (again, for a retry); returns the unsubscribe. */
   subscribeTurnStarts(listener: (turn: TurnStart, origin?: EventOrigin) => void): () => void;
@@ -338,18 +339,26 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    * is final here only once the commit that ends the message succeeded too: when it fails, the
    * message is not over — its settlement is written again and its outcome recorded again.
    */
-  function onOutcome(outcome: Outcome, origin: EventOrigin = 'local', committed?: Promise<boolean>): void {
+  function onOutcome(
+    outcome: Outcome,
+    origin: EventOrigin = 'local',
+    committed?: Promise<boolean>,
+  ): Promise<boolean> | undefined {
     const id = outcome.message.id;
-    if (outcome.message.channel !== channelId || outcome.kind === 'duplicate') return;
+    if (outcome.message.channel !== channelId || outcome.kind === 'duplicate') return undefined;
     if (origin === 'relayed') {
       onRelayedOutcome(id, outcome);
-      return;
+      return undefined;
     }
     const entry = entryOf(id);
     const status = finalStatus(outcome, entry.status, now());
     if (committed === undefined) entry.status = status;
-    const written = write(id, entry, status, committed !== undefined).catch((err: unknown) =>
-      log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed'),
+    const written = write(id, entry, status, committed !== undefined).then(
+      () => true,
+      (err: unknown) => {
+        log.error({ err, messageId: id, outcome: outcome.kind }, 'status update failed');
+        return false;
+      },
     );
     const ended = committed === undefined ? Promise.resolve(true) : committed.catch(() => false);
     Promise.all([ended, written]).then(([done]) => {
@@ -358,6 +367,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       answerSoon(notifier(id, entry, status, outcome.reason));
       options.events.shareOutcome?.(outcome);
     });
+    return written;
   }
 
   /**

@@ -81,8 +81,17 @@ export { createController } from './controller.js';
 export type { Controller, ControllerObserver, ControllerOptions, TurnResult } from './controller.js';
 
 // Outcomes
-export { OUTCOME_KINDS, OUTCOME_REASONS, createOutcomeBus, recordOverflowed } from './outcome.js';
+export {
+  OUTCOME_KINDS,
+  OUTCOME_REASONS,
+  createOutcomeBus,
+  maskedOutcome,
+  overflowOutcomeOf,
+  recordOverflowed,
+} from './outcome.js';
+export { auditIdOf, outcomeKeyOf } from './outcome-id.js';
 export type {
+  KeptOutcome,
   Outcome,
   OutcomeBus,
   OutcomeKind,

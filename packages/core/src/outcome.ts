@@ -40,6 +40,10 @@ export interface Outcome {
   rule?: string;
   /** The turn that processed the message; shared by every message of a merged burst. */
   turnId?: string;
+  /** A replayed dead letter's run: the dead letter's audit id (`QueuedMessage.replayOf`). */
+  replayOf?: string;
+  /** The delivery whose end is this outcome (sent or given up by the outbox). */
+  deliveryId?: string;
   attempt?: number;
   replies?: Reply[];
   error?: { code: string; message: string };
@@ -72,29 +76,43 @@ export interface OutcomeSink {
 }
 
 /**
+ * Keeps the outcomes a settlement ends beside it, in the same atomic write, until their records
+ * are stored (docs/design.md §5 "Outcomes kept with their settlement"): given to the settling
+ * calls of a store shared by replicas (`QueryPool.complete`, `ReplyOutbox.delivered`…). Returns
+ * the form to keep, or null for an outcome that has no records (only counted).
+ */
+export type KeptOutcome = (outcome: Outcome) => string | null;
+
+/**
  * Records the messages an enqueue pushed out of a full session (`EnqueueResult.overflowed`) as
  * `dropped/queue_overflow`: whoever enqueued owns their outcome.
  */
 export function recordOverflowed(sink: OutcomeSink, overflowed: readonly QueuedMessage[], at: number): void {
-  for (const dropped of overflowed) {
-    sink.record({
-      kind: 'dropped',
-      reason: 'queue_overflow',
-      at,
-      message: dropped.message,
-      session: dropped.session,
-      pipeline: dropped.pipeline,
-      rule: dropped.rule,
-    });
-  }
+  for (const dropped of overflowed) sink.record(overflowOutcomeOf(dropped, at));
+}
+
+/** The `dropped/queue_overflow` outcome of a message pushed out of its full session at `at`. */
+export function overflowOutcomeOf(dropped: QueuedMessage, at: number): Outcome {
+  return {
+    kind: 'dropped',
+    reason: 'queue_overflow',
+    at,
+    message: dropped.message,
+    session: dropped.session,
+    pipeline: dropped.pipeline,
+    rule: dropped.rule,
+    ...(dropped.replayOf === undefined ? {} : { replayOf: dropped.replayOf }),
+  };
 }
 
 /**
  * Hears an outcome. A listener that stores outcomes is also handed, when there is one, the
  * commit that ends the message (see `OutcomeSink.record`): it is called before that commit, and
- * must not tell anyone the message is over unless it resolves true.
+ * must not tell anyone the message is over unless it resolves true. A listener that writes a
+ * record of the outcome returns a promise of whether that write landed; what any other listener
+ * returns is ignored.
  */
-export type OutcomeListener = (outcome: Outcome, committed?: Promise<boolean>) => void;
+export type OutcomeListener = (outcome: Outcome, committed?: Promise<boolean>) => unknown;
 
 /** Fans each outcome out to every subscriber; a throwing subscriber cannot hurt the others. */
 export interface OutcomeBus extends OutcomeSink {
@@ -112,7 +130,7 @@ export interface OutcomeBus extends OutcomeSink {
  * the audit record `GET /admin/audit` answers, the status `GET /v1/messages/{id}` answers — so it
  * is masked once here, for all of them. Outcomes without an error are passed on untouched.
  */
-function maskedError(outcome: Outcome, mask: SecretMasker): Outcome {
+export function maskedOutcome(outcome: Outcome, mask: SecretMasker): Outcome {
   if (outcome.error === undefined) return outcome;
   return { ...outcome, error: { code: outcome.error.code, message: mask(outcome.error.message) } };
 }
@@ -120,36 +138,55 @@ function maskedError(outcome: Outcome, mask: SecretMasker): Outcome {
 /**
  * A bus that calls `onListenerError` when a listener throws, and hands listeners each outcome with
  * its error text passed through `mask` (built from every configured secret; default: none).
+ * `onRecorded` hears an outcome (as recorded, unmasked) once every write its listeners made of it
+ * landed: an outcome kept beside its settlement (`KeptOutcome`) may then be let go.
  */
 export function createOutcomeBus(
   onListenerError: (error: unknown) => void = () => {},
   mask?: SecretMasker,
+  onRecorded?: (outcome: Outcome) => void,
 ): OutcomeBus {
   /** Each listener, and whether it stores outcomes. */
   const listeners = new Map<OutcomeListener, boolean>();
 
-  function notify(outcome: Outcome, which: (stores: boolean) => boolean, committed?: Promise<boolean>): void {
+  /** Calls the listeners `which` picks; returns the writes they made. */
+  function notify(
+    outcome: Outcome,
+    which: (stores: boolean) => boolean,
+    committed?: Promise<boolean>,
+  ): Promise<unknown>[] {
+    const writes: Promise<unknown>[] = [];
     for (const [listener, stores] of listeners) {
       if (!which(stores)) continue;
       try {
-        listener(outcome, committed);
+        const write = listener(outcome, committed);
+        if (write instanceof Promise) writes.push(write);
       } catch (error) {
         onListenerError(error);
       }
     }
+    return writes;
+  }
+
+  function whenWritten(recorded: Outcome, writes: Promise<unknown>[]): void {
+    if (onRecorded === undefined) return;
+    Promise.all(writes).then((landed) => {
+      if (landed.every((done) => done !== false)) onRecorded(recorded);
+    }, onListenerError);
   }
 
   return {
     record(recorded, committed) {
-      const outcome = mask === undefined ? recorded : maskedError(recorded, mask);
+      const outcome = mask === undefined ? recorded : maskedOutcome(recorded, mask);
       if (committed === undefined) {
-        notify(outcome, () => true);
+        const writes = notify(outcome, () => true);
+        whenWritten(recorded, writes);
         return;
       }
-      notify(outcome, (stores) => stores, committed);
+      const stored = notify(outcome, (stores) => stores, committed);
       // A commit that rejects is one that did not happen: nobody else hears, nothing is thrown.
       committed.then((done) => {
-        if (done) notify(outcome, (stores) => !stores);
+        if (done) whenWritten(recorded, [...stored, ...notify(outcome, (stores) => !stores)]);
       }, onListenerError);
     },
     subscribe(listener, options) {

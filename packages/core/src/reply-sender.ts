@@ -83,6 +83,7 @@ function outcomeOf(delivery: Delivery, answered: DeliveryMessage, kind: OutcomeK
     pipeline: answered.pipeline,
     rule: answered.rule,
     turnId: delivery.turnId ?? undefined,
+    deliveryId: delivery.id,
     attempt: answered.attempt,
     replies: delivery.replies,
   };
@@ -132,15 +133,11 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     );
   }
 
-  function recordEnd(
-    delivery: Delivery,
-    kind: 'completed' | 'dead_lettered',
-    committed: Promise<boolean> | undefined,
-    error?: DeliveryError,
-  ): void {
-    if (!delivery.ownsOutcome) return;
+  /** The outcomes of the messages `delivery` ends as `kind` (none when it owns no outcome). */
+  function endsOf(delivery: Delivery, kind: 'completed' | 'dead_lettered', error?: DeliveryError): Outcome[] {
+    if (!delivery.ownsOutcome) return [];
     const at = now();
-    for (const answered of delivery.messages) {
+    return delivery.messages.map((answered) => {
       // Built whole, not spread: this runs for every answered message.
       const outcome = outcomeOf(delivery, answered, kind, at);
       if (kind === 'dead_lettered') {
@@ -152,8 +149,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
           ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
         };
       }
-      outcomes.record(outcome, committed);
-    }
+      return outcome;
+    });
   }
 
   /** Logs a settlement the outbox did not apply: the claim's lease expired during the send. */
@@ -189,27 +186,28 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   }
 
   /**
-   * Ends a claim with `write` and records the messages' outcome with `record`. For an outbox of
+   * Ends a claim with `write` and records the outcomes `ends` makes of it. For an outbox of
    * this process alone, in the same tick, so that the outcome's audit record joins the write's
    * group commit; the other listeners hear of it once that commit succeeded, and nobody if it
    * failed: the claim still holds, and the settlement (never the send) is tried again every
-   * `STORE_RETRY_MS` until it commits. For a shared one, after the write was applied (a `lost`
-   * claim belongs to whoever claimed it again, who records it).
+   * `STORE_RETRY_MS` until it commits (each try records the same end: the same audit id). For a
+   * shared one, after the write — which keeps the outcomes until they are recorded — was applied
+   * (a `lost` claim belongs to whoever claimed it again, who records it).
    */
   async function settleAndRecord(
     claim: DeliveryClaim,
-    write: () => Promise<Settlement>,
-    record: (committed?: Promise<boolean>) => void,
+    write: (ended: readonly Outcome[]) => Promise<Settlement>,
+    ends: () => Outcome[],
   ): Promise<void> {
     if (!outbox.shared) {
       for (let failures = 0; ; failures++) {
-        const written = write();
-        record(
-          written.then(
-            (settlement) => settlement === 'settled',
-            () => false,
-          ),
+        const ended = ends();
+        const written = write(ended);
+        const committed = written.then(
+          (settlement) => settlement === 'settled',
+          () => false,
         );
+        for (const outcome of ended) outcomes.record(outcome, committed);
         try {
           checkHeld(claim, await written);
           crashPoint('delivery.after-removal');
@@ -225,10 +223,14 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS));
       }
     }
-    const settlement = await settleRetrying(claim, write);
+    // Kept by the outbox with the removal: a crash after it and before these records are
+    // written leaves them to another replica (docs/design.md §5 "Outcomes kept with their
+    // settlement").
+    const ended = ends();
+    const settlement = await settleRetrying(claim, () => write(ended));
     crashPoint('delivery.after-removal');
     checkHeld(claim, settlement);
-    if (settlement === 'settled') record();
+    if (settlement === 'settled') for (const outcome of ended) outcomes.record(outcome);
   }
 
   async function giveUp(claim: DeliveryClaim, error: DeliveryError): Promise<void> {
@@ -239,8 +241,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     );
     await settleAndRecord(
       claim,
-      () => outbox.failed(claim),
-      (committed) => recordEnd(delivery, 'dead_lettered', committed, error),
+      (ended) => outbox.failed(claim, ended),
+      () => endsOf(delivery, 'dead_lettered', error),
     );
     options.observer?.deliveryEnded?.(delivery, 'failed');
   }
@@ -285,8 +287,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     if (leftBehind) return;
     await settleAndRecord(
       claim,
-      () => outbox.delivered(claim),
-      (committed) => recordEnd(delivery, 'completed', committed),
+      (ended) => outbox.delivered(claim, ended),
+      () => endsOf(delivery, 'completed'),
     );
     options.observer?.deliveryEnded?.(delivery, 'delivered');
   }

@@ -4,7 +4,7 @@ import type { ControllerObserver, TurnResult } from './controller.js';
 import { deliveryOf } from './delivery.js';
 import { SwitchboardError, isSwitchboardError } from './errors.js';
 import type { Reply } from './message.js';
-import type { OutcomeReason, OutcomeSink } from './outcome.js';
+import type { Outcome, OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { PipelineResult } from './ports/pipeline.js';
 import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
@@ -69,7 +69,11 @@ function describeError(error: unknown): { code: string; message: string } {
 export function createTurnSettlement(options: TurnSettlementOptions): TurnSettlement {
   const { pool, outcomes, storeReplies, observer, random, now } = options;
 
-  function recordAll(
+  /**
+   * The outcomes of `messages` ending as `kind`, built before the pool write that ends them: a
+   * shared pool keeps them in that very write until they are recorded (`QueryPool.complete`).
+   */
+  function outcomesOf(
     messages: readonly QueuedMessage[],
     kind: 'completed' | 'dropped' | 'dead_lettered',
     extra: {
@@ -79,27 +83,37 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       error?: unknown;
       undelivered?: Delivery;
     },
-  ): void {
+  ): Outcome[] {
     const at = now();
     const error = extra.error === undefined ? undefined : describeError(extra.error);
-    for (const queued of messages) {
-      outcomes.record({
-        kind,
-        reason: extra.reason,
-        at,
-        message: queued.message,
-        session: queued.session,
-        pipeline: queued.pipeline,
-        rule: queued.rule,
-        turnId: extra.turn?.id,
-        attempt: queued.attempt,
-        replies: extra.replies,
-        error,
-        ...(extra.undelivered === undefined
-          ? {}
-          : { undelivered: { origin: extra.undelivered.origin, replies: extra.undelivered.replies } }),
-      });
-    }
+    return messages.map((queued) => ({
+      kind,
+      reason: extra.reason,
+      at,
+      message: queued.message,
+      session: queued.session,
+      pipeline: queued.pipeline,
+      rule: queued.rule,
+      turnId: extra.turn?.id,
+      ...(queued.replayOf === undefined ? {} : { replayOf: queued.replayOf }),
+      attempt: queued.attempt,
+      replies: extra.replies,
+      error,
+      ...(extra.undelivered === undefined
+        ? {}
+        : { undelivered: { origin: extra.undelivered.origin, replies: extra.undelivered.replies } }),
+    }));
+  }
+
+  /**
+   * Records the outcomes of a settlement the pool applied. Between that write and this call is
+   * the one point where a process dies after a message ended and before its records were
+   * written: a shared pool kept them in the settlement's write, and another replica records them
+   * after a while (docs/design.md §5 "Outcomes kept with their settlement"); a pool of one
+   * process has its journal removal in the same commit as these records.
+   */
+  function recordAll(ended: readonly Outcome[]): void {
+    for (const outcome of ended) outcomes.record(outcome);
   }
 
   function ended(entry: RunningTurn, result: TurnResult): void {
@@ -150,7 +164,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     final: readonly QueuedMessage[],
     retried: readonly QueuedMessage[],
     delayMs: number,
-    dead: { reason: OutcomeReason; error: unknown },
+    failure: { reason: OutcomeReason; error: unknown },
   ): Promise<void> {
     const { turn } = entry;
     // Stored while the turn still holds its session, so that it leaves before any reply of the
@@ -168,13 +182,14 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       );
     }
     const finalIds = final.map((queued) => queued.message.id);
+    const dead = outcomesOf(final, 'dead_lettered', { reason: failure.reason, turn, error: failure.error });
     const settlement =
       retried.length === 0
-        ? await settle(entry, () => pool.complete(turn))
-        : await settle(entry, () => pool.retry(turn, delayMs, finalIds));
+        ? await settle(entry, () => pool.complete(turn, dead))
+        : await settle(entry, () => pool.retry(turn, delayMs, finalIds, dead));
     if (!held(entry, settlement)) return;
     if (retried.length > 0) observer?.turnRetried?.(turn, delayMs);
-    recordAll(final, 'dead_lettered', { reason: dead.reason, turn, error: dead.error });
+    recordAll(dead);
     ended(entry, retried.length === 0 ? 'dead_lettered' : 'retried');
   }
 
@@ -184,8 +199,9 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     if (pool.durable) {
       if (!held(entry, await settle(entry, () => pool.abandon(entry.turn)))) return;
     } else {
-      if (!held(entry, await settle(entry, () => pool.complete(entry.turn)))) return;
-      recordAll(entry.turn.messages, 'dropped', { reason: 'shutdown', turn: entry.turn });
+      const dropped = outcomesOf(entry.turn.messages, 'dropped', { reason: 'shutdown', turn: entry.turn });
+      if (!held(entry, await settle(entry, () => pool.complete(entry.turn, dropped)))) return;
+      recordAll(dropped);
     }
     observer?.turnEnded?.(entry.turn, 'abandoned', 0);
   }
@@ -195,13 +211,14 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       entry.decided = true;
       const { turn } = entry;
       /** Frees the session for its next turn, which may read what the run wrote. */
-      const complete = async () => {
+      const complete = async (ending: readonly Outcome[] = []) => {
         await saved;
-        return settle(entry, () => pool.complete(turn));
+        return settle(entry, () => pool.complete(turn, ending));
       };
       if (replies.length === 0) {
-        if (!held(entry, await complete())) return;
-        recordAll(turn.messages, 'completed', { turn, replies });
+        const completed = outcomesOf(turn.messages, 'completed', { turn, replies });
+        if (!held(entry, await complete(completed))) return;
+        recordAll(completed);
         ended(entry, 'completed');
         return;
       }
@@ -214,13 +231,14 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         if (!held(entry, stored === 'lost' ? stored : 'settled')) return;
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be stored');
-        if (!held(entry, await complete())) return;
-        recordAll(turn.messages, 'dead_lettered', {
+        const dead = outcomesOf(turn.messages, 'dead_lettered', {
           reason: 'delivery_failed',
           turn,
           error: err,
           undelivered: delivery,
         });
+        if (!held(entry, await complete(dead))) return;
+        recordAll(dead);
         ended(entry, 'dead_lettered');
         return;
       }
@@ -280,18 +298,19 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       entry.decided = true;
       const { turn } = entry;
       entry.logger.error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
-      if (!held(entry, await settle(entry, () => pool.complete(turn)))) return;
       const error = new SwitchboardError('SB_PIPELINE_MISSING', {
         message: `pipeline "${turn.pipeline}" is not configured`,
       });
-      recordAll(turn.messages, 'dropped', { reason: 'pipeline_missing', turn, error });
+      const dropped = outcomesOf(turn.messages, 'dropped', { reason: 'pipeline_missing', turn, error });
+      if (!held(entry, await settle(entry, () => pool.complete(turn, dropped)))) return;
+      recordAll(dropped);
       ended(entry, 'dropped');
     },
 
     abandoned,
 
     droppedAtShutdown(messages) {
-      recordAll(messages, 'dropped', { reason: 'shutdown' });
+      recordAll(outcomesOf(messages, 'dropped', { reason: 'shutdown' }));
     },
   };
 }

@@ -93,3 +93,61 @@ describe('createOutcomeBus with the commit that ends the message', () => {
     });
   });
 });
+
+describe('createOutcomeBus with onRecorded', () => {
+  /** A write a listener made, settled by the test. */
+  function pendingWrite() {
+    let land: (done: boolean) => void = () => {};
+    const write = new Promise<boolean>((resolve) => {
+      land = resolve;
+    });
+    return { write, land };
+  }
+
+  describe('when every write the listeners made of an outcome landed', () => {
+    it('hears the outcome as recorded (unmasked) once, after the last write', async () => {
+      const recorded: Outcome[] = [];
+      const bus = createOutcomeBus(undefined, createSecretMasker([TOKEN]), (heard) => recorded.push(heard));
+      const audit = pendingWrite();
+      const status = pendingWrite();
+      bus.subscribe(() => audit.write, { stores: true });
+      bus.subscribe(() => status.write);
+      bus.subscribe(() => 3);
+      bus.record(outcome);
+      audit.land(true);
+      await audit.write;
+      await Promise.resolve();
+      expect(recorded).toEqual([]);
+      status.land(true);
+      await status.write;
+      await Promise.resolve();
+      expect(recorded).toEqual([outcome]);
+    });
+  });
+
+  describe('when a write failed', () => {
+    it('does not hear the outcome: it stays kept for another try', async () => {
+      const recorded: Outcome[] = [];
+      const bus = createOutcomeBus(undefined, undefined, (heard) => recorded.push(heard));
+      bus.subscribe(() => Promise.resolve(true), { stores: true });
+      bus.subscribe(() => Promise.resolve(false));
+      bus.record(outcome);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(recorded).toEqual([]);
+    });
+  });
+
+  describe('when the commit that ends the message failed', () => {
+    it('does not hear the outcome', async () => {
+      const recorded: Outcome[] = [];
+      const bus = createOutcomeBus(undefined, undefined, (heard) => recorded.push(heard));
+      bus.subscribe(() => Promise.resolve(true), { stores: true });
+      bus.record(outcome, Promise.resolve(false));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(recorded).toEqual([]);
+      bus.record(outcome, Promise.resolve(true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(recorded).toEqual([outcome]);
+    });
+  });
+});

@@ -20,6 +20,9 @@
   ARGV[13] when the delivery key expires, ms on the caller's clock
   ARGV[14] '1' for a last delivery: kept past max_pending
   ARGV[15] the channel that accepted it (`channels[].id`), which `locate` names
+  ARGV[16] when another replica may record the outcome of a message dropped from the full session
+           (ms), or '' to keep none: each is kept until recorded (includes/kept-outcomes) under
+           `m:<request id>:dropped`
 
   Returns
     {'duplicate'}   the delivery key was seen and has not expired
@@ -31,6 +34,7 @@
 --- @include "includes/place-session"
 --- @include "includes/leases"
 --- @include "includes/runnable-state"
+--- @include "includes/kept-outcomes"
 
 assertRegistered()
 
@@ -67,7 +71,12 @@ local overflowed = {}
 local length = rcall('LLEN', queue)
 while length >= limits().maxPendingPerSession do
   local dropped = rcall('LPOP', queue)
-  overflowed[#overflowed + 1] = messagesOf({ dropped })[1]
+  local message = messagesOf({ dropped })[1]
+  overflowed[#overflowed + 1] = message
+  if ARGV[16] ~= '' then
+    local key = 'm:' .. rcall('HGET', messageKey(dropped), 'rid') .. ':dropped'
+    keepOutcome(prefix, ARGV[16], key, cjson.encode({ overflowed = message, at = now }))
+  end
   removeWaiting(rcall('HGET', messageKey(dropped), 'pipeline'), { dropped })
   forgetMessage(dropped)
   length = length - 1

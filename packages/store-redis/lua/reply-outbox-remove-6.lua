@@ -2,10 +2,11 @@
   Settles a claim by removing its delivery (`delivered` and `failed`, src/redis-reply-outbox.ts):
   when the token still holds the claim, deletes the delivery (remembering its id, with the token,
   for its rememberForMs, when it has one) and makes the chat's next delivery its head, waiting
-  for its notBefore. A token that no longer holds (settled already, or taken back after its lease
-  expired) changes nothing; it answers `settled` only to a repeat the caller flags (it never got
-  the first call's reply) of a removal that ended the remembered id with this very token, so the
-  messages of a removal Redis applied still get their outcome.
+  for its notBefore; keeps the outcomes the removal ends until they are recorded. A token that
+  no longer holds (settled already, or taken back after its lease expired) changes nothing; it
+  answers `settled` only to a repeat the caller flags (it never got the first call's reply) of a
+  removal that ended the remembered id with this very token, so the messages of a removal Redis
+  applied still get their outcome.
 
   KEYS: the six reply-outbox keys of includes/reply-outbox (counts, seq, order, waiting, ready,
         leases)
@@ -13,10 +14,15 @@
   ARGV[4] delivery id
   ARGV[5] claim token
   ARGV[6] '1' when the caller repeats a removal with this token whose reply it never got, else '0'
+  ARGV[7] the deployment's key base ('{<prefix>}:') of the kept outcomes (includes/kept-outcomes)
+  ARGV[8] when another replica may record the outcomes kept below (ms), or '' when none are
+  ARGV[9...] pairs of an outcome key and its JSON: the outcomes this removal ends, kept until
+          recorded
 
   Returns {'lost'} or {'settled', 1 when the chat may have a next delivery (announced) else 0}
 ]]
 --- @include "includes/reply-outbox"
+--- @include "includes/kept-outcomes"
 
 local id = ARGV[4]
 local token = ARGV[5]
@@ -37,6 +43,7 @@ if rememberForMs then
   rcall('SET', endedKey(id), token, 'PX', rememberForMs)
 end
 rcall('ZREM', K.order, id)
+keepOutcomes(ARGV[7], ARGV[8], 9)
 if rcall('HINCRBY', K.counts, channel, -1) <= 0 then
   rcall('HDEL', K.counts, channel)
 end

@@ -18,3 +18,5 @@ export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 export type { LeaseTiming } from './lease-timing.js';
 export { createRedisReplyOutbox } from './redis-reply-outbox.js';
 export type { RedisReplyOutbox, RedisReplyOutboxOptions } from './redis-reply-outbox.js';
+export { KEPT_OUTCOME_LEASE_MS, createRedisKeptOutcomes, keptOutcomeKeysOf } from './redis-kept-outcomes.js';
+export type { RedisKeptOutcomes, RedisKeptOutcomesOptions } from './redis-kept-outcomes.js';

@@ -86,7 +86,9 @@ export type ScriptName =
   | 'reply-outbox-claim'
   | 'reply-outbox-remove'
   | 'reply-outbox-retry'
-  | 'reply-outbox-list';
+  | 'reply-outbox-list'
+  | 'kept-outcomes-claim'
+  | 'kept-outcomes-forget';
 
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
 export const commandNameOf = (script: string) => `switchboard:${script}`;

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import {
   type Concurrency,
   type EnqueueResult,
+  type KeptOutcome,
   type Logger,
   type PoolStats,
   type QueryPool,
@@ -31,6 +32,7 @@ import { type StoreHealth, checkRedisHealth } from './health.js';
 import { LeaseKeeper, type Renewal } from './lease-keeper.js';
 import { DEFAULT_LEASE_TIMING, leaseTimingProblems } from './lease-timing.js';
 import type { ScriptName } from './lua-scripts.js';
+import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js';
 import { openPoolConnection } from './pool-connection.js';
 import { poolKeysOf } from './pool-keys.js';
 import {
@@ -81,6 +83,12 @@ export interface RedisQueryPoolOptions {
   clockRemeasureEveryMs?: number;
   /** This replica's name in leases and heartbeats. Default: `<hostname>:<pid>:<random>`. */
   replicaId?: string;
+  /**
+   * Which outcomes the settling scripts keep until their records are stored, and in which form
+   * (`createRedisKeptOutcomes` recovers them): the outcomes `complete` and `retry` end, and those
+   * of messages an enqueue drops from a full session. Default: none is kept.
+   */
+  keptOutcome?: KeptOutcome;
 }
 
 const DEFAULTS = {
@@ -457,6 +465,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         delivery === undefined ? 0 : now() + delivery.ttlMs,
         last ? '1' : '0',
         queued.message.channel,
+        // The outcome of a message dropped from the full session is kept until recorded.
+        options.keptOutcome === undefined ? '' : now() + KEPT_OUTCOME_LEASE_MS,
       );
       const [outcome, claimable, nextDueAt, overflowed] = reply;
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };
@@ -477,13 +487,18 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       }
     },
 
-    complete(turn) {
-      return crashAfter('settle.after-complete', settle(turn, 'complete'));
+    complete(turn, ended) {
+      const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
+      return crashAfter('settle.after-complete', settle(turn, 'complete', kept.dueAt, ...kept.pairs));
     },
 
-    retry(turn, delayMs, finalIds = []) {
+    retry(turn, delayMs, finalIds = [], ended) {
       const boundedDelayMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(0, delayMs), MAX_RETRY_DELAY_MS);
-      return crashAfter('settle.after-retry', settle(turn, 'retry', boundedDelayMs, ...finalIds));
+      const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
+      return crashAfter(
+        'settle.after-retry',
+        settle(turn, 'retry', boundedDelayMs, kept.dueAt, finalIds.length, ...finalIds, ...kept.pairs),
+      );
     },
 
     abandon(turn, abandonOptions = { ran: true }) {

@@ -5,7 +5,9 @@ import {
   type Delivery,
   type DeliveryClaim,
   type DeliveryError,
+  type KeptOutcome,
   type Logger,
+  type Outcome,
   type ReplyOutbox,
   type Settlement,
   SwitchboardError,
@@ -13,6 +15,7 @@ import {
 } from '@switchboard/core';
 import type { ScriptName } from './lua-scripts.js';
 import { startRedisClock } from './redis-clock.js';
+import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js';
 import { type RedisClientFactory, connect, redisClientFactory, storeFailure } from './redis-connection.js';
 import { replyOutboxKeysOf } from './reply-outbox-keys.js';
 import { openScriptClient } from './script-client.js';
@@ -37,6 +40,11 @@ export interface RedisReplyOutboxOptions {
   retryAfterMs?: number;
   /** How often `now()` re-measures its offset to Redis' `TIME` (ms). Default 60 000. */
   clockRemeasureEveryMs?: number;
+  /**
+   * Which outcomes a removal (`delivered`, `failed`) keeps until their records are stored, and
+   * in which form (`createRedisKeptOutcomes` recovers them). Default: none is kept.
+   */
+  keptOutcome?: KeptOutcome;
 }
 
 const DEFAULTS = {
@@ -127,6 +135,8 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const logger = (options.logger ?? silentLogger).child({ component: 'outbox.redis' });
   const keys = replyOutboxKeysOf(options.prefix);
+  /** The base of the kept outcomes' keys (lua/includes/kept-outcomes.lua): the deployment's tag. */
+  const keptOutcomeBase = `{${options.prefix}}:`;
   const listeners = new Set<(channel: string) => void>();
 
   const commands = createClient('commands');
@@ -184,13 +194,23 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
    */
   const unansweredRemovals = new Set<string>();
 
-  async function remove(claim: DeliveryClaim): Promise<Settlement> {
+  async function remove(claim: DeliveryClaim, ended?: readonly Outcome[]): Promise<Settlement> {
     const { id, channel } = claim.delivery;
     const { token } = claim;
     const repeat = unansweredRemovals.delete(token);
+    const kept = keptOutcomeArgs(ended, options.keptOutcome, clock.now() + KEPT_OUTCOME_LEASE_MS);
     let reply: [Settlement, number?];
     try {
-      reply = await run('reply-outbox-remove', channel, id, token, repeat ? '1' : '0');
+      reply = await run(
+        'reply-outbox-remove',
+        channel,
+        id,
+        token,
+        repeat ? '1' : '0',
+        keptOutcomeBase,
+        kept.dueAt,
+        ...kept.pairs,
+      );
     } catch (err) {
       unansweredRemovals.add(token);
       if (unansweredRemovals.size > MAX_UNANSWERED_REMOVALS)

@@ -57,6 +57,8 @@ describe('lua scripts', () => {
           'reply-outbox-remove',
           'reply-outbox-retry',
           'reply-outbox-list',
+          'kept-outcomes-claim',
+          'kept-outcomes-forget',
         ].sort(),
       );
     });
@@ -66,9 +68,13 @@ describe('lua scripts', () => {
     const files = readdirSync(luaFolder).filter((file) => file.endsWith('.lua'));
     const headerOf = (file: string) =>
       /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, luaFolder), 'utf8'))?.[1] ?? '';
-    // The outbox's, the channel leases' and the rate buckets' scripts declare every key they touch.
+    // The outbox's, the channel leases', the rate buckets' and the kept outcomes' scripts declare
+    // every key they touch.
     const declaresAll = (file: string) =>
-      file.startsWith('outbox-') || file.startsWith('channel-lease-') || file.startsWith('rate-');
+      file.startsWith('outbox-') ||
+      file.startsWith('channel-lease-') ||
+      file.startsWith('rate-') ||
+      file.startsWith('kept-outcomes-');
     const isReplyOutbox = (file: string) => file.startsWith('reply-outbox-');
     const poolFiles = files.filter((file) => !declaresAll(file) && !isReplyOutbox(file));
     const declaringFiles = files.filter(declaresAll);

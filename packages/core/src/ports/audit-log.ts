@@ -18,7 +18,11 @@ export interface DeadLetterPayload extends QueuedMessage {
 
 /** One audited outcome (docs/design.md §2 "Outcomes & audit"). */
 export interface AuditRecord {
-  /** Unique, sortable (ULID). */
+  /**
+   * Derived from the end it records (`auditIdOf`: the message, its replay or the delivery that
+   * ended it, the outcome kind), 26 characters of Crockford base 32: writing the same end again
+   * writes the same record, which `append` keeps once.
+   */
   id: string;
   /** Milliseconds since the epoch. */
   at: number;

@@ -1,4 +1,5 @@
 import type { InboundMessage } from '../message.js';
+import type { Outcome } from '../outcome.js';
 import type { SessionKey } from '../session-key.js';
 
 /** An accepted message waiting in, or running from, the pool. This is also what is journaled. */
@@ -225,15 +226,26 @@ export interface QueryPool {
    * the same, and the controller dead-letters it without running it.
    */
   claim(): Promise<Turn | null>;
-  /** Frees the turn's slots and forgets its messages (their outcome is final). */
-  complete(turn: Turn): Promise<Settlement>;
+  /**
+   * Frees the turn's slots and forgets its messages (their outcome is final). `ended`: the
+   * outcomes this settlement ends, which a pool shared by replicas keeps in the same atomic
+   * write until their records are stored (`KeptOutcome`, docs/design.md §5 "Outcomes kept with
+   * their settlement"); a pool of one process ignores them (its caller records them in the same
+   * commit).
+   */
+  complete(turn: Turn, ended?: readonly Outcome[]): Promise<Settlement>;
   /**
    * Frees the turn's slots and puts its messages back at the head of their session, runnable
    * after `delayMs` on the pool's clock (kept by a durable pool across a restart), except those
    * in `finalIds`: their outcome is final (they reached their attempt limit) and they are
-   * forgotten, as by `complete`.
+   * forgotten, as by `complete`; `ended` holds their outcomes, as for `complete`.
    */
-  retry(turn: Turn, delayMs: number, finalIds?: readonly string[]): Promise<Settlement>;
+  retry(
+    turn: Turn,
+    delayMs: number,
+    finalIds?: readonly string[],
+    ended?: readonly Outcome[],
+  ): Promise<Settlement>;
   /**
    * Frees the turn's slots and puts its messages back at the head of their session, runnable at
    * once (a durable pool keeps them for the next start; a shared one for any replica). A turn

@@ -1,4 +1,5 @@
 import type { InboundMessage, Reply } from '../message.js';
+import type { Outcome } from '../outcome.js';
 import type { SessionKey } from '../session-key.js';
 import type { Settlement } from './query-pool.js';
 
@@ -117,16 +118,19 @@ export interface ReplyOutbox {
    * The delivery was sent: removes it, freeing its chat. A store whose calls can fail after it
    * applied them (a network between them) may answer `settled` to the holder's repeat of a
    * removal whose answer never came (Redis: for a delivery remembered by `rememberForMs`), so
-   * that its messages get their outcome; any other second settlement answers `lost`.
+   * that its messages get their outcome; any other second settlement answers `lost`. `ended`:
+   * the outcomes the removal ends, which a shared outbox keeps in the same atomic write until
+   * their records are stored (`KeptOutcome`, docs/design.md §5 "Outcomes kept with their
+   * settlement").
    */
-  delivered(claim: DeliveryClaim): Promise<Settlement>;
+  delivered(claim: DeliveryClaim, ended?: readonly Outcome[]): Promise<Settlement>;
   /**
    * The send failed and is tried again: the delivery stays at the head of its chat, one attempt
    * more, with `lastError`, not claimable before `notBeforeMs`.
    */
   retry(claim: DeliveryClaim, notBeforeMs: number, error: DeliveryError): Promise<Settlement>;
   /** The delivery is given up (a dead letter): removes it, freeing its chat (a repeat as `delivered`). */
-  failed(claim: DeliveryClaim): Promise<Settlement>;
+  failed(claim: DeliveryClaim, ended?: readonly Outcome[]): Promise<Settlement>;
   /** Deliveries stored per channel, claimed ones included; channels with none are left out. */
   pending(): Promise<Record<string, number>>;
   /** Every stored delivery of `channel`, in the order they were added. */

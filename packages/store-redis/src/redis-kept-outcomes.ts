@@ -1,0 +1,193 @@
+import {
+  type KeptOutcome,
+  type Logger,
+  type Outcome,
+  outcomeKeyOf,
+  overflowOutcomeOf,
+  silentLogger,
+} from '@switchboard/core';
+import type { Redis } from 'ioredis';
+import { openScriptClient } from './script-client.js';
+import { type MessageReply, queuedOf } from './script-replies.js';
+
+/**
+ * How long an outcome kept by a settlement stays its settling replica's to record: then any
+ * replica records it (`RedisKeptOutcomes.start`). Its records take milliseconds to write (or
+ * to fall back to the audit outbox); the margin covers a slow database. It stays below the minute
+ * for which the pool says a settled message is `settled` (`locate`), so that its status is stored
+ * before the message could read as unknown.
+ */
+export const KEPT_OUTCOME_LEASE_MS = 30_000;
+
+/** Forgets one call removes at most (they are spread as ARGV over Lua's stack). */
+const FORGET_BATCH = 500;
+
+/** The keys of the kept outcomes (lua/includes/kept-outcomes.lua). */
+export function keptOutcomeKeysOf(prefix: string): { hash: string; due: string } {
+  return { hash: `{${prefix}}:kept-outcomes`, due: `{${prefix}}:kept-outcomes:due` };
+}
+
+/**
+ * The ARGV a settling script takes to keep `ended` (lua/includes/kept-outcomes.lua): when another
+ * replica may record them ('' when none is kept), then a key and a JSON per kept outcome.
+ */
+export function keptOutcomeArgs(
+  ended: readonly Outcome[] | undefined,
+  keep: KeptOutcome | undefined,
+  dueAt: number,
+): { dueAt: number | ''; pairs: string[] } {
+  const pairs: string[] = [];
+  if (keep !== undefined && ended !== undefined) {
+    for (const outcome of ended) {
+      const kept = keep(outcome);
+      if (kept !== null) pairs.push(outcomeKeyOf(outcome), kept);
+    }
+  }
+  return { dueAt: pairs.length === 0 ? '' : dueAt, pairs };
+}
+
+/** What the enqueue script keeps of a message it dropped from a full session. */
+interface OverflowEntry {
+  overflowed: MessageReply;
+  at: number;
+}
+
+/** The outcome a kept entry holds. */
+function outcomeOfEntry(json: string): Outcome {
+  const entry = JSON.parse(json) as Outcome | OverflowEntry;
+  if ('overflowed' in entry) return overflowOutcomeOf(queuedOf(entry.overflowed), entry.at);
+  return entry;
+}
+
+export interface RedisKeptOutcomesOptions {
+  /** Redis URL (an owned connection with `FAIL_FAST_OPTIONS`), or `client`. */
+  url?: string;
+  /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
+  client?: Redis;
+  /** The deployment's prefix: keys are `{<prefix>}:kept-outcomes…`. */
+  prefix: string;
+  /** The clock of the due times, ms: the pool's. Default `Date.now`. */
+  now?: () => number;
+  /** How often this replica looks for outcomes whose time came (ms). Default 5000. */
+  recoverEveryMs?: number;
+  /** How long forgets are gathered into one call (ms). Default 100. */
+  forgetEveryMs?: number;
+  logger?: Logger;
+}
+
+const DEFAULTS = {
+  now: Date.now,
+  recoverEveryMs: 5000,
+  forgetEveryMs: 100,
+} satisfies Partial<RedisKeptOutcomesOptions>;
+
+/**
+ * The outcomes the settling scripts keep beside their settlement until their records are stored
+ * (docs/design.md §5 "Outcomes kept with their settlement"): the replica that settled forgets
+ * each once its records landed; any replica records those whose settling replica did not,
+ * `KEPT_OUTCOME_LEASE_MS` after the settlement.
+ */
+export interface RedisKeptOutcomes {
+  /** Forgets `outcome` (its records landed); gathered into one call every `forgetEveryMs`. */
+  forget(outcome: Outcome): void;
+  /**
+   * Takes up to `limit` kept outcomes whose time came, each this replica's to record for
+   * `KEPT_OUTCOME_LEASE_MS` (then another's, if it is not forgotten meanwhile).
+   */
+  claimDue(limit?: number): Promise<Outcome[]>;
+  /** Every `recoverEveryMs`, hands `record` the outcomes whose time came. */
+  start(record: (outcome: Outcome) => void): void;
+  /** Stops the timers, writes the forgets gathered so far, and closes an owned connection. */
+  close(): Promise<void>;
+}
+
+export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions): Promise<RedisKeptOutcomes> {
+  const settings = { ...DEFAULTS, ...options };
+  const logger = (options.logger ?? silentLogger).child({ component: 'kept-outcomes.redis' });
+  const keys = keptOutcomeKeysOf(options.prefix);
+  const { client, ownsClient, script } = await openScriptClient({
+    url: options.url,
+    client: options.client,
+    retryAfterMs: 1000,
+  });
+  let forgets: string[] = [];
+  let forgetTimer: NodeJS.Timeout | undefined;
+  let recoverTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * Removes the gathered keys. A failed call is only logged: those outcomes are recorded again,
+   * idempotently, by whichever replica takes them once their time came.
+   */
+  async function flushForgets(): Promise<void> {
+    forgetTimer = undefined;
+    const due = forgets;
+    forgets = [];
+    for (let at = 0; at < due.length; at += FORGET_BATCH) {
+      const batch = due.slice(at, at + FORGET_BATCH);
+      await script('kept-outcomes-forget', keys.hash, keys.due, ...batch).catch((err: unknown) =>
+        logger.warn(
+          { err, outcomes: batch.length },
+          'forgetting recorded outcomes failed: they are recorded again',
+        ),
+      );
+    }
+  }
+
+  async function claimDue(limit = 100): Promise<Outcome[]> {
+    const reply = await script<string[]>(
+      'kept-outcomes-claim',
+      keys.hash,
+      keys.due,
+      settings.now(),
+      KEPT_OUTCOME_LEASE_MS,
+      limit,
+    );
+    const outcomes: Outcome[] = [];
+    for (let index = 0; index < reply.length; index += 2) {
+      const key = reply[index] as string;
+      try {
+        outcomes.push(outcomeOfEntry(reply[index + 1] as string));
+      } catch (err) {
+        // Nothing could ever record it: dropped, with what it held in the log.
+        logger.error({ err, key, entry: reply[index + 1] }, 'dead kept outcome');
+        forgets.push(key);
+      }
+    }
+    return outcomes;
+  }
+
+  return {
+    forget(outcome) {
+      forgets.push(outcomeKeyOf(outcome));
+      forgetTimer ??= setTimeout(() => void flushForgets(), settings.forgetEveryMs);
+    },
+
+    claimDue,
+
+    start(record) {
+      if (recoverTimer !== undefined) return;
+      recoverTimer = setInterval(() => {
+        claimDue().then(
+          (due) => {
+            for (const outcome of due) {
+              logger.warn(
+                { messageId: outcome.message.id, outcome: outcome.kind },
+                'unrecorded outcome recovered: its settling replica did not record it',
+              );
+              record(outcome);
+            }
+          },
+          (err: unknown) => logger.warn({ err }, 'kept outcomes check failed: retrying'),
+        );
+      }, settings.recoverEveryMs);
+      recoverTimer.unref();
+    },
+
+    async close() {
+      clearInterval(recoverTimer);
+      clearTimeout(forgetTimer);
+      await flushForgets();
+      if (ownsClient) await client.quit().catch(() => client.disconnect());
+    },
+  };
+}
