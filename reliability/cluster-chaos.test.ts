@@ -419,7 +419,7 @@ routing: { default: bot }
     });
 
     // What the backend saw.
-    const maxConcurrency = Math.max(0, ...calls.map((call) => call.concurrent));
+    const maxConcurrency = calls.reduce((most, call) => Math.max(most, call.concurrent), 0);
     const runsByMarker = new Map<string, number>();
     const backendIdsByMarker = new Map<string, Set<string>>();
     for (const call of calls) {
@@ -658,7 +658,11 @@ function firstRunOrderViolations(calls: readonly BackendCall[]): string[] {
 function sessionOverlaps(calls: readonly BackendCall[]): string[] {
   const overlaps: string[] = [];
   const bySession = new Map<string, BackendCall[]>();
-  for (const call of calls) bySession.set(call.session, [...(bySession.get(call.session) ?? []), call]);
+  for (const call of calls) {
+    const ofSession = bySession.get(call.session);
+    if (ofSession === undefined) bySession.set(call.session, [call]);
+    else ofSession.push(call);
+  }
   for (const ofSession of bySession.values()) {
     for (let index = 1; index < ofSession.length; index++) {
       const [before, after] = [ofSession[index - 1] as BackendCall, ofSession[index] as BackendCall];
