@@ -185,6 +185,11 @@ interface ClientLedger {
   refusedConnections: number;
   /** Requests whose answer never came: the connection was cut (a kill) or timed out. */
   lostAnswers: number;
+  /**
+   * Messages accepted on a retry under an id made before that retry was sent: the replica whose
+   * answer was lost had bound the key (and maybe queued the message) before it died.
+   */
+  boundBeforeRetry: number;
   refused: number;
   serverErrors: string[];
   otherAnswers: string[];
@@ -230,6 +235,7 @@ routing: { default: bot }
       retries: 0,
       refusedConnections: 0,
       lostAnswers: 0,
+      boundBeforeRetry: 0,
       refused: 0,
       serverErrors: [],
       otherAnswers: [],
@@ -263,6 +269,7 @@ routing: { default: bot }
         }
         sent.tries += 1;
         fleet.openRequests[slot] = (fleet.openRequests[slot] ?? 0) + 1;
+        const triedAt = Date.now();
         const answer = await postMessage((fleet.slots[slot] as Slot).current.url, sent).finally(() => {
           fleet.openRequests[slot] = (fleet.openRequests[slot] ?? 1) - 1;
         });
@@ -273,6 +280,7 @@ routing: { default: bot }
         }
         const id = idOf(answer);
         if (id !== undefined) {
+          if (sent.tries > 1 && ulidTime(id) < triedAt) ledger.boundBeforeRetry += 1;
           sent.ids.add(id);
           sent.acceptedBy ??= slot;
           return;
@@ -493,6 +501,7 @@ routing: { default: bot }
       retries: ledger.retries,
       'connections refused (replica down)': ledger.refusedConnections,
       'answers lost (connection cut)': ledger.lostAnswers,
+      "retries answered with an earlier try's id": ledger.boundBeforeRetry,
       'refused (429/503), retried': ledger.refused,
       '5xx answers (not 503)': ledger.serverErrors.length,
       'other 4xx answers': ledger.otherAnswers.length,
@@ -611,6 +620,13 @@ function postMessage(
 function idOf(answer: { status: number; body: { id?: string } | string }): string | undefined {
   if (answer.status !== 200 && answer.status !== 202) return undefined;
   return typeof answer.body === 'string' ? undefined : answer.body.id;
+}
+
+/** When a message id was made: the gateway's ids are ULIDs (docs/design.md §2), 48 bits of ms first. */
+function ulidTime(id: string): number {
+  let ms = 0;
+  for (const char of id.slice(0, 10)) ms = ms * 32 + '0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(char);
+  return ms;
 }
 
 /** A JSON answer's body, or its text when it is not JSON (a failure names what came). */
