@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { processExists } from '@switchboard/testkit/process';
@@ -23,6 +23,7 @@ const PROBE_WORKER = fileURLToPath(new URL('./fixtures/probe-worker.mjs', import
 // Recognisable values that no worker may read.
 const ADMIN_TOKEN = 'SECRET-admin-token-isolation-e2e';
 const TELEGRAM_BOT_TOKEN = '123456:SECRET-telegram-isolation-e2e';
+const API_KEY = 'SECRET-api-key-isolation-e2e';
 
 /** `nobody` and `nogroup` of Debian: an unprivileged user the workers run as. */
 const WORKER = { uid: 65534, gid: 65534, home: '/nonexistent' };
@@ -65,6 +66,7 @@ function gatewayFolder(pipelineKeys: string) {
     `server: { host: 127.0.0.1, port: 0 }
 store: { kind: sqlite, path: ${JSON.stringify(databasePath)} }
 admin: { token: "\${SWITCHBOARD_ADMIN_TOKEN}" }
+channels: [{ id: api, type: openapi, api_keys: [${API_KEY}] }]
 pipelines:
   - id: agent
     type: process
@@ -102,11 +104,11 @@ async function probeFromWorker(
   cleanup(() => gateway.stop('SIGKILL'));
   const environ = `/proc/${gateway.child.pid}/environ`;
   const paths = [environ, configPath, databasePath, `${databasePath}-wal`];
-  const answer = await post(`${gateway.url}/v1/messages`, {
-    session_id: 's1',
-    user_id: 'u',
-    text: JSON.stringify(paths),
-  });
+  const answer = await post(
+    `${gateway.url}/v1/messages`,
+    { session_id: 's1', user_id: 'u', text: JSON.stringify(paths) },
+    { authorization: `Bearer ${API_KEY}` },
+  );
   expect(answer.body).toMatchObject({ status: 'completed' });
   const replyText = String(answer.body?.replies[0].text);
   return {
@@ -300,6 +302,81 @@ describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end
       expect(stderr).toContain(`secret file ${tokenFile}: mode 0640 (uid 0, gid ${WORKER.gid})`);
       expect(stderr).toContain(`database folder ${join(dir, 'data')}: mode 0755`);
       expect(existsSync(databasePath)).toBe(false);
+    });
+
+    it('refuses a config, a database file and a folder above a secret file that the workers could write, naming each', async () => {
+      const { dir, configPath, databasePath } = gatewayFolder(
+        '    run_as: { user: nobody, group: nogroup }\n',
+      );
+      chmodSync(configPath, 0o622);
+      mkdirSync(join(dir, 'data'), { mode: 0o711 });
+      chmodSync(join(dir, 'data'), 0o711);
+      writeFileSync(`${databasePath}-wal`, '', { mode: 0o606 });
+      chmodSync(`${databasePath}-wal`, 0o606);
+      const secrets = join(dir, 'secrets');
+      mkdirSync(secrets, { mode: 0o733 });
+      chmodSync(secrets, 0o733);
+      const tokenFile = join(secrets, 'admin-token');
+      writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
+
+      const stderr = await refusedStart(dir, configPath, {
+        SWITCHBOARD_ADMIN_TOKEN: undefined,
+        SWITCHBOARD_ADMIN_TOKEN_FILE: tokenFile,
+      });
+
+      expect(stderr).toContain(`configuration file ${configPath}: mode 0622 (uid 0, gid 0) lets the workers`);
+      expect(stderr).toMatch(new RegExp(`configuration file ${configPath}: [^\\n]* write it: chmod 600 it`));
+      expect(stderr).toMatch(
+        new RegExp(`database file ${databasePath}-wal: mode 0606 [^\\n]* read and write it`),
+      );
+      expect(stderr).toMatch(new RegExp(`folder ${secrets}: mode 0733 [^\\n]* replace ${tokenFile} in it`));
+      expect(stderr).not.toContain(`database folder ${join(dir, 'data')}`);
+      expect(stderr).not.toContain(`secret file ${tokenFile}`);
+    });
+
+    it('refuses a config file an ACL lets the workers read, whatever its mode bits say', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: nobody, group: nogroup }\n');
+      execFileSync('setfacl', ['-m', `u:${WORKER.uid}:r`, configPath]);
+
+      const stderr = await refusedStart(dir, configPath);
+
+      expect(stderr).toContain(`configuration file ${configPath}: mode 0640 (uid 0, gid 0)`);
+      expect(stderr).toMatch(
+        new RegExp(`configuration file ${configPath}: [^\\n]* read it: chmod 600 it \\(and \`setfacl -b\``),
+      );
+    });
+
+    it('accepts a world-readable config inside a folder the workers cannot enter', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: nobody, group: nogroup }\n');
+      chmodSync(configPath, 0o644);
+      chmodSync(dir, 0o700);
+
+      const result = await runCli(['config', 'check', '-c', configPath], {
+        cwd: dir,
+        env: { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
+      });
+
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+    });
+
+    it('refuses run_as while the admin API or an HTTP channel admits loopback callers without a credential', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: nobody, group: nogroup }\n');
+      writeFileSync(
+        configPath,
+        readFileSync(configPath, 'utf8')
+          .replace('admin: { token: "${SWITCHBOARD_ADMIN_TOKEN}" }\n', '')
+          .replace(
+            `api_keys: [${API_KEY}] }]`,
+            `api_keys: [${API_KEY}] }, { id: open, type: openapi, prefix: /open }]`,
+          ),
+      );
+
+      const stderr = await refusedStart(dir, configPath);
+
+      expect(stderr).toContain('admin.token: required with run_as');
+      expect(stderr).toContain('channels[1].api_keys: required with run_as');
+      expect(stderr).not.toContain('channels[0].api_keys');
     });
 
     it('refuses to start as a gateway that cannot switch users, whose own uid run_as names', async () => {
