@@ -83,6 +83,7 @@ function exposure(
  * The workers of every `process` pipeline with `run_as`, by pipeline id, once it is certain they
  * can reach none of the gateway's secrets nor change what it loads. Throws
  * SB_PIPELINE_RUN_AS_INVALID listing every problem at once:
+ * - a `process` pipeline without `run_as` while the gateway is root or holds CAP_SETUID;
  * - a `run_as` that cannot be applied (`pipelines[i].run_as.user: …`);
  * - `admin.token` unset, or an `openapi` channel without `api_keys`: loopback callers, the workers
  *   among them, would need no credential;
@@ -96,12 +97,25 @@ function exposure(
 export function isolateWorkers(config: Config, files: GatewayFiles): Map<string, WorkerIdentity> {
   const identities = new Map<string, WorkerIdentity>();
   const problems: string[] = [];
-  const entries = config.pipelines.flatMap((entry, index) =>
-    entry.type === 'process' && entry.options.run_as !== undefined
-      ? [{ id: entry.id, index, runAs: entry.options.run_as }]
-      : [],
+  const processPipelines = config.pipelines.flatMap((entry, index) =>
+    entry.type === 'process' ? [{ id: entry.id, index, runAs: entry.options.run_as }] : [],
   );
-  if (entries.length === 0) return identities;
+  if (processPipelines.length === 0) return identities;
+  const privileges = gatewayPrivileges();
+  // A worker of a root gateway would be root: every secret, and the gateway's own files to rewrite.
+  if (privileges.uid === 0 || privileges.capabilities.has('CAP_SETUID'))
+    for (const { index, runAs } of processPipelines)
+      if (runAs === undefined)
+        problems.push(
+          `pipelines[${index}].run_as: required when the gateway runs as root (uid ${privileges.uid}) or holds CAP_SETUID: its workers would run with the gateway's privileges; name an unprivileged user for them, or start the gateway as one`,
+        );
+  const entries = processPipelines.flatMap(({ id, index, runAs }) =>
+    runAs === undefined ? [] : [{ id, index, runAs }],
+  );
+  if (entries.length === 0) {
+    if (problems.length > 0) throw refusal(problems);
+    return identities;
+  }
 
   if (config.admin.token === undefined)
     problems.push(
@@ -115,7 +129,6 @@ export function isolateWorkers(config: Config, files: GatewayFiles): Map<string,
   });
 
   const accounts = readAccounts();
-  const privileges = gatewayPrivileges();
   const workersOf = new Map<string, { identity: WorkerIdentity; pipelines: string[] }>();
   for (const { id, index, runAs } of entries) {
     const resolved = resolveWorkerIdentity(runAs, accounts, privileges);
@@ -181,10 +194,13 @@ export function isolateWorkers(config: Config, files: GatewayFiles): Map<string,
       );
     });
   }
-  if (problems.length > 0)
-    throw new SwitchboardError('SB_PIPELINE_RUN_AS_INVALID', {
-      message: `workers cannot be isolated from the gateway\n  ${problems.join('\n  ')}`,
-      details: { problems },
-    });
+  if (problems.length > 0) throw refusal(problems);
   return identities;
+}
+
+function refusal(problems: string[]): SwitchboardError {
+  return new SwitchboardError('SB_PIPELINE_RUN_AS_INVALID', {
+    message: `workers cannot be isolated from the gateway\n  ${problems.join('\n  ')}`,
+    details: { problems },
+  });
 }

@@ -28,6 +28,9 @@ const API_KEY = 'SECRET-api-key-isolation-e2e';
 /** `nobody` and `nogroup` of Debian: an unprivileged user the workers run as. */
 const WORKER = { uid: 65534, gid: 65534, home: '/nonexistent' };
 
+/** The unprivileged user a gateway runs as in the control, where its workers run as it. */
+const GATEWAY_USER = 1000;
+
 /**
  * Switching users needs root. A test process that is not root skips these tests with a loud
  * notice, and fails when CI=true (CI runs as root and must never skip them silently).
@@ -209,27 +212,53 @@ describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end
     });
   });
 
-  describe('when run_as is not set (the control)', () => {
-    it('runs the worker as the gateway’s user, which reads the admin token from the gateway’s environment, the config and the database', async () => {
-      const { report, environ, configPath, databasePath } = await probeFromWorker('');
+  describe('when run_as is not set', () => {
+    it('refuses to start a root gateway with a process pipeline, whose workers would be root', async () => {
+      const { dir, configPath, databasePath } = gatewayFolder('');
 
-      expect(report.uid).toBe(0);
+      const result = await runCli(['serve', '-c', configPath], {
+        cwd: dir,
+        env: { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
+      });
+
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('switchboard: SB_PIPELINE_RUN_AS_INVALID');
+      expect(result.stderr).toContain(
+        'pipelines[0].run_as: required when the gateway runs as root (uid 0) or holds CAP_SETUID',
+      );
+      expect(existsSync(databasePath)).toBe(false);
+    });
+
+    it('runs the worker as the gateway’s own unprivileged user, which reads the gateway’s environment, config and database', async () => {
+      // The control: what run_as keeps from a worker. A gateway of its own user runs workers as it.
+      const { report, environ, configPath, databasePath } = await probeFromWorker('', {
+        wrapper: ['setpriv', `--reuid=${GATEWAY_USER}`, `--regid=${GATEWAY_USER}`, '--clear-groups', '--'],
+        prepare: ({ dir, configPath }) => {
+          chownSync(dir, GATEWAY_USER, GATEWAY_USER);
+          chownSync(configPath, GATEWAY_USER, GATEWAY_USER);
+        },
+      });
+
+      expect(report.uid).toBe(GATEWAY_USER);
       expect(report.reads[environ]?.text).toContain(`SWITCHBOARD_ADMIN_TOKEN=${ADMIN_TOKEN}`);
       expect(report.reads[environ]?.text).toContain(`TELEGRAM_BOT_TOKEN=${TELEGRAM_BOT_TOKEN}`);
       expect(report.reads[configPath]?.text).toContain('admin: { token: "${SWITCHBOARD_ADMIN_TOKEN}" }');
       expect(report.reads[databasePath]?.text).toMatch(/^SQLite format 3/);
     });
+  });
 
-    it('finds no secret in the gateway’s environment when it was given as NAME_FILE, which the gateway uses', async () => {
+  describe('when a secret is given as NAME_FILE', () => {
+    it('leaves it out of the gateway’s environment, and the gateway uses it', async () => {
       const secrets = tempDir();
       const tokenFile = join(secrets, 'admin-token');
       writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
-      const { gateway, report, environ } = await probeFromWorker('', {
+      const { gateway } = await probeFromWorker('    run_as: { user: nobody, group: nogroup }\n', {
         env: { SWITCHBOARD_ADMIN_TOKEN: undefined, SWITCHBOARD_ADMIN_TOKEN_FILE: tokenFile },
       });
 
-      expect(report.reads[environ]?.text).toContain(`SWITCHBOARD_ADMIN_TOKEN_FILE=${tokenFile}`);
-      expect(report.reads[environ]?.text).not.toContain(ADMIN_TOKEN);
+      const environ = readFileSync(`/proc/${gateway.child.pid}/environ`, 'latin1');
+      expect(environ).toContain(`SWITCHBOARD_ADMIN_TOKEN_FILE=${tokenFile}`);
+      expect(environ).not.toContain(ADMIN_TOKEN);
       const admin = (token: string) =>
         fetch(`${gateway.url}/admin/queues`, { headers: { authorization: `Bearer ${token}` } });
       expect((await admin(ADMIN_TOKEN)).status).toBe(200);
