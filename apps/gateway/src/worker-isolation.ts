@@ -3,8 +3,9 @@ import { dirname, resolve } from 'node:path';
 import type { Config } from '@switchboard/config';
 import { SwitchboardError } from '@switchboard/core';
 import {
+  type Access,
+  accessAs,
   gatewayPrivileges,
-  reachableBy,
   readAccounts,
   resolveWorkerIdentity,
   type WorkerIdentity,
@@ -35,30 +36,99 @@ function databasePaths(config: Config): string[] {
 }
 
 function octal(mode: number): string {
-  return (mode & 0o777).toString(8).padStart(4, '0');
+  return (mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+/** The folders above `path`, nearest first, up to `/`. */
+function foldersAbove(path: string): string[] {
+  const folders: string[] = [];
+  for (let folder = dirname(path); ; folder = dirname(folder)) {
+    folders.push(folder);
+    if (folder === dirname(folder)) return folders;
+  }
+}
+
+/** A path the workers must neither read nor write, and the mode that keeps them out. */
+interface Guarded {
+  what: string;
+  path: string;
+  fix: string;
+}
+
+/**
+ * What a worker could do to a guarded path or the folder it sits in, worded for the operator, or
+ * nothing. A file (or the data folder) must be neither readable nor writable by it; a folder above
+ * must not let it replace the entry below — write and search on the folder do, unless the folder
+ * is sticky (as /tmp) and neither it nor the entry is the worker's. An entry the worker owns is
+ * refused whatever its mode: it could change the mode.
+ */
+function exposure(
+  access: Access,
+  stats: Stats,
+  identity: WorkerIdentity,
+  below: { path: string; stats: Stats | null } | undefined,
+): string | undefined {
+  if (stats.uid === identity.uid) return 'own';
+  if (below === undefined) {
+    const can = [access.read && 'read', access.write && 'write'].filter(Boolean);
+    return can.length === 0 ? undefined : can.join(' and ');
+  }
+  if (!access.write) return undefined;
+  const sticky = (stats.mode & 0o1000) !== 0;
+  if (sticky && below.stats !== null && below.stats.uid !== identity.uid) return undefined;
+  return `replace ${below.path} in`;
 }
 
 /**
  * The workers of every `process` pipeline with `run_as`, by pipeline id, once it is certain they
- * can reach none of the gateway's secrets. Throws SB_PIPELINE_RUN_AS_INVALID listing every problem
- * at once — a `run_as` that cannot be applied (`pipelines[i].run_as.user: …`), or a file the
- * workers could read: the configuration file, a secret file, the folder of the SQLite database
- * or the database files themselves. Run at start, before the stores open: a refused start writes
- * nothing. Modes are reported, never changed: those files are the operator's to set (the
- * folder and database the gateway creates itself are 0700 and 0600 already).
+ * can reach none of the gateway's secrets nor change what it loads. Throws
+ * SB_PIPELINE_RUN_AS_INVALID listing every problem at once:
+ * - a `process` pipeline without `run_as` while the gateway is root or holds CAP_SETUID;
+ * - a `run_as` that cannot be applied (`pipelines[i].run_as.user: …`);
+ * - `admin.token` unset, or an `openapi` channel without `api_keys`: loopback callers, the workers
+ *   among them, would need no credential;
+ * - the configuration file, a secret file, the SQLite data folder or database files the workers
+ *   could read or write, or a folder above any of them where they could replace an entry (rename
+ *   a file of theirs into place). Access is tried as each worker identity (ACLs count).
+ * Run at start, before the stores open: a refused start writes nothing. Modes are reported, never
+ * changed: those files are the operator's to set (the folder and database the gateway creates
+ * itself are 0700 and 0600 already).
  */
 export function isolateWorkers(config: Config, files: GatewayFiles): Map<string, WorkerIdentity> {
   const identities = new Map<string, WorkerIdentity>();
   const problems: string[] = [];
-  const entries = config.pipelines.flatMap((entry, index) =>
-    entry.type === 'process' && entry.options.run_as !== undefined
-      ? [{ id: entry.id, index, runAs: entry.options.run_as }]
-      : [],
+  const processPipelines = config.pipelines.flatMap((entry, index) =>
+    entry.type === 'process' ? [{ id: entry.id, index, runAs: entry.options.run_as }] : [],
   );
-  if (entries.length === 0) return identities;
+  if (processPipelines.length === 0) return identities;
+  const privileges = gatewayPrivileges();
+  // A worker of a root gateway would be root: every secret, and the gateway's own files to rewrite.
+  if (privileges.uid === 0 || privileges.capabilities.has('CAP_SETUID'))
+    for (const { index, runAs } of processPipelines)
+      if (runAs === undefined)
+        problems.push(
+          `pipelines[${index}].run_as: required when the gateway runs as root (uid ${privileges.uid}) or holds CAP_SETUID: its workers would run with the gateway's privileges; name an unprivileged user for them, or start the gateway as one`,
+        );
+  const entries = processPipelines.flatMap(({ id, index, runAs }) =>
+    runAs === undefined ? [] : [{ id, index, runAs }],
+  );
+  if (entries.length === 0) {
+    if (problems.length > 0) throw refusal(problems);
+    return identities;
+  }
+
+  if (config.admin.token === undefined)
+    problems.push(
+      'admin.token: required with run_as: without it loopback callers, the workers among them, may use the admin API',
+    );
+  config.channels.forEach((channel, index) => {
+    if (channel.type === 'openapi' && channel.apiKeys.length === 0)
+      problems.push(
+        `channels[${index}].api_keys: required with run_as: without them loopback callers, the workers among them, may send messages as anyone`,
+      );
+  });
 
   const accounts = readAccounts();
-  const privileges = gatewayPrivileges();
   const workersOf = new Map<string, { identity: WorkerIdentity; pipelines: string[] }>();
   for (const { id, index, runAs } of entries) {
     const resolved = resolveWorkerIdentity(runAs, accounts, privileges);
@@ -73,7 +143,7 @@ export function isolateWorkers(config: Config, files: GatewayFiles): Map<string,
     workersOf.set(`${uid}:${gid}`, group);
   }
 
-  const checked: Array<{ what: string; path: string; fix: string }> = [
+  const guarded: Guarded[] = [
     ...(files.configPath === undefined
       ? []
       : [{ what: 'configuration file', path: resolve(files.configPath), fix: 'chmod 600' }]),
@@ -87,20 +157,50 @@ export function isolateWorkers(config: Config, files: GatewayFiles): Map<string,
       })),
     ]),
   ];
-  for (const { identity, pipelines } of workersOf.values()) {
-    for (const { what, path, fix } of checked) {
-      const stats = statOrNull(path);
-      if (stats === null || !reachableBy(stats, identity)) continue;
-      const owned = stats.uid === identity.uid ? ', theirs' : '';
-      problems.push(
-        `${what} ${path}: mode ${octal(stats.mode)} (uid ${stats.uid}${owned}, gid ${stats.gid}) lets the workers of ${pipelines.join(', ')} (uid ${identity.uid}, gid ${identity.gid}) read it: ${fix} it, owned by the gateway's user (or with a group they are not in)`,
-      );
+  // Each guarded path, then each folder above one, with the entry below it on the way there.
+  const checked = new Map<string, { guarded?: Guarded; below?: string }>();
+  for (const entry of guarded) checked.set(entry.path, { guarded: entry });
+  for (const { path } of guarded) {
+    let below = path;
+    for (const folder of foldersAbove(path)) {
+      if (!checked.has(folder)) checked.set(folder, { below });
+      below = folder;
     }
   }
-  if (problems.length > 0)
-    throw new SwitchboardError('SB_PIPELINE_RUN_AS_INVALID', {
-      message: `workers cannot be isolated from the gateway\n  ${problems.join('\n  ')}`,
-      details: { problems },
+  const paths = [...checked.keys()];
+  const stats = new Map(paths.map((path) => [path, statOrNull(path)]));
+
+  for (const { identity, pipelines } of workersOf.values()) {
+    let access: Access[];
+    try {
+      access = accessAs(identity, paths);
+    } catch (error) {
+      problems.push(`${pipelines.map((path) => `${path}.run_as`).join(', ')}: ${(error as Error).message}`);
+      continue;
+    }
+    paths.forEach((path, index) => {
+      const pathStats = stats.get(path);
+      if (pathStats == null) return;
+      const { guarded: entry, below } = checked.get(path)!;
+      const can = exposure(
+        access[index]!,
+        pathStats,
+        identity,
+        below === undefined ? undefined : { path: below, stats: stats.get(below) ?? null },
+      );
+      if (can === undefined) return;
+      problems.push(
+        `${entry?.what ?? 'folder'} ${path}: mode ${octal(pathStats.mode)} (uid ${pathStats.uid}, gid ${pathStats.gid}) lets the workers of ${pipelines.join(', ')} (uid ${identity.uid}, gid ${identity.gid}) ${can} it: ${entry?.fix ?? 'chmod go-w'} it (and \`setfacl -b\` it if \`ls -l\` shows a +), owned by the gateway's user`,
+      );
     });
+  }
+  if (problems.length > 0) throw refusal(problems);
   return identities;
+}
+
+function refusal(problems: string[]): SwitchboardError {
+  return new SwitchboardError('SB_PIPELINE_RUN_AS_INVALID', {
+    message: `workers cannot be isolated from the gateway\n  ${problems.join('\n  ')}`,
+    details: { problems },
+  });
 }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { chownSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { processExists } from '@switchboard/testkit/process';
@@ -21,6 +21,17 @@ const cleanup = useCleanups();
 const ECHO_WORKER = fileURLToPath(
   new URL('../../../packages/pipelines/test/fixtures/echo-worker.mjs', import.meta.url),
 );
+
+/**
+ * A root gateway refuses a `process` pipeline without `run_as`: as root (CI), the gateway runs as
+ * an unprivileged user of its own, as a deployment without `run_as` does, owning `folders`.
+ */
+const GATEWAY_USER = 1000;
+function asGatewayUser(...folders: string[]): string[] | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  for (const folder of folders) chownSync(folder, GATEWAY_USER, GATEWAY_USER);
+  return ['setpriv', `--reuid=${GATEWAY_USER}`, `--regid=${GATEWAY_USER}`, '--clear-groups', '--'];
+}
 
 interface WorkerEvent {
   pid: number;
@@ -56,7 +67,7 @@ ${pipeline}routing: { default: agent }
 ${rest}`,
     ),
   );
-  const gateway = await startServe({ dir, configPath });
+  const gateway = await startServe({ dir, configPath, wrapper: asGatewayUser(dir) });
   cleanup(() => gateway.stop('SIGKILL'));
   const events = (): WorkerEvent[] =>
     existsSync(workerLog)
@@ -122,6 +133,7 @@ describe('process pipeline (end to end)', () => {
     retry: { max_attempts: 2, base_delay: 200ms, max_delay: 200ms }
 `);
       const markers = tempDir();
+      asGatewayUser(markers);
       const ids: string[] = [];
       for (const trial of [1, 2, 3, 4, 5, 6]) {
         const text = `crash-once ${join(markers, String(trial))}`;

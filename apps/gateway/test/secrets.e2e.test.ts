@@ -1,7 +1,11 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startFakeTelegram } from '@switchboard/testkit/telegram';
 import { describe, expect, it } from 'vitest';
 import {
+  CLI,
+  collectOutput,
   eventually,
   get,
   post,
@@ -96,6 +100,25 @@ describe('secrets (end to end)', () => {
         expect(text).not.toContain(NEW_API_KEY);
         expect(text).not.toContain(API_KEY);
       }
+    });
+  });
+
+  describe('when a ${file:} reference names a FIFO', () => {
+    it('`config check` refuses it as not a regular file instead of waiting for a writer', async () => {
+      const dir = tempDir();
+      const fifo = join(dir, 'token-fifo');
+      execFileSync('mkfifo', [fifo]);
+      const path = writeConfig(dir, `admin: { token: "\${file:${fifo}}" }\n`);
+      const child = spawn(process.execPath, [CLI, 'config', 'check', '-c', path], {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      cleanup(async () => child.kill('SIGKILL'));
+
+      const result = await collectOutput(child);
+
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`admin.token: cannot read the file ${fifo}: not a regular file`);
     });
   });
 

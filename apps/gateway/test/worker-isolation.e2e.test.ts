@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { processExists } from '@switchboard/testkit/process';
@@ -23,9 +23,13 @@ const PROBE_WORKER = fileURLToPath(new URL('./fixtures/probe-worker.mjs', import
 // Recognisable values that no worker may read.
 const ADMIN_TOKEN = 'SECRET-admin-token-isolation-e2e';
 const TELEGRAM_BOT_TOKEN = '123456:SECRET-telegram-isolation-e2e';
+const API_KEY = 'SECRET-api-key-isolation-e2e';
 
 /** `nobody` and `nogroup` of Debian: an unprivileged user the workers run as. */
 const WORKER = { uid: 65534, gid: 65534, home: '/nonexistent' };
+
+/** The unprivileged user a gateway runs as in the control, where its workers run as it. */
+const GATEWAY_USER = 1000;
 
 /**
  * Switching users needs root. A test process that is not root skips these tests with a loud
@@ -65,6 +69,7 @@ function gatewayFolder(pipelineKeys: string) {
     `server: { host: 127.0.0.1, port: 0 }
 store: { kind: sqlite, path: ${JSON.stringify(databasePath)} }
 admin: { token: "\${SWITCHBOARD_ADMIN_TOKEN}" }
+channels: [{ id: api, type: openapi, api_keys: [${API_KEY}] }]
 pipelines:
   - id: agent
     type: process
@@ -102,11 +107,11 @@ async function probeFromWorker(
   cleanup(() => gateway.stop('SIGKILL'));
   const environ = `/proc/${gateway.child.pid}/environ`;
   const paths = [environ, configPath, databasePath, `${databasePath}-wal`];
-  const answer = await post(`${gateway.url}/v1/messages`, {
-    session_id: 's1',
-    user_id: 'u',
-    text: JSON.stringify(paths),
-  });
+  const answer = await post(
+    `${gateway.url}/v1/messages`,
+    { session_id: 's1', user_id: 'u', text: JSON.stringify(paths) },
+    { authorization: `Bearer ${API_KEY}` },
+  );
   expect(answer.body).toMatchObject({ status: 'completed' });
   const replyText = String(answer.body?.replies[0].text);
   return {
@@ -207,27 +212,53 @@ describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end
     });
   });
 
-  describe('when run_as is not set (the control)', () => {
-    it('runs the worker as the gateway’s user, which reads the admin token from the gateway’s environment, the config and the database', async () => {
-      const { report, environ, configPath, databasePath } = await probeFromWorker('');
+  describe('when run_as is not set', () => {
+    it('refuses to start a root gateway with a process pipeline, whose workers would be root', async () => {
+      const { dir, configPath, databasePath } = gatewayFolder('');
 
-      expect(report.uid).toBe(0);
+      const result = await runCli(['serve', '-c', configPath], {
+        cwd: dir,
+        env: { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
+      });
+
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('switchboard: SB_PIPELINE_RUN_AS_INVALID');
+      expect(result.stderr).toContain(
+        'pipelines[0].run_as: required when the gateway runs as root (uid 0) or holds CAP_SETUID',
+      );
+      expect(existsSync(databasePath)).toBe(false);
+    });
+
+    it('runs the worker as the gateway’s own unprivileged user, which reads the gateway’s environment, config and database', async () => {
+      // The control: what run_as keeps from a worker. A gateway of its own user runs workers as it.
+      const { report, environ, configPath, databasePath } = await probeFromWorker('', {
+        wrapper: ['setpriv', `--reuid=${GATEWAY_USER}`, `--regid=${GATEWAY_USER}`, '--clear-groups', '--'],
+        prepare: ({ dir, configPath }) => {
+          chownSync(dir, GATEWAY_USER, GATEWAY_USER);
+          chownSync(configPath, GATEWAY_USER, GATEWAY_USER);
+        },
+      });
+
+      expect(report.uid).toBe(GATEWAY_USER);
       expect(report.reads[environ]?.text).toContain(`SWITCHBOARD_ADMIN_TOKEN=${ADMIN_TOKEN}`);
       expect(report.reads[environ]?.text).toContain(`TELEGRAM_BOT_TOKEN=${TELEGRAM_BOT_TOKEN}`);
       expect(report.reads[configPath]?.text).toContain('admin: { token: "${SWITCHBOARD_ADMIN_TOKEN}" }');
       expect(report.reads[databasePath]?.text).toMatch(/^SQLite format 3/);
     });
+  });
 
-    it('finds no secret in the gateway’s environment when it was given as NAME_FILE, which the gateway uses', async () => {
+  describe('when a secret is given as NAME_FILE', () => {
+    it('leaves it out of the gateway’s environment, and the gateway uses it', async () => {
       const secrets = tempDir();
       const tokenFile = join(secrets, 'admin-token');
       writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
-      const { gateway, report, environ } = await probeFromWorker('', {
+      const { gateway } = await probeFromWorker('    run_as: { user: nobody, group: nogroup }\n', {
         env: { SWITCHBOARD_ADMIN_TOKEN: undefined, SWITCHBOARD_ADMIN_TOKEN_FILE: tokenFile },
       });
 
-      expect(report.reads[environ]?.text).toContain(`SWITCHBOARD_ADMIN_TOKEN_FILE=${tokenFile}`);
-      expect(report.reads[environ]?.text).not.toContain(ADMIN_TOKEN);
+      const environ = readFileSync(`/proc/${gateway.child.pid}/environ`, 'latin1');
+      expect(environ).toContain(`SWITCHBOARD_ADMIN_TOKEN_FILE=${tokenFile}`);
+      expect(environ).not.toContain(ADMIN_TOKEN);
       const admin = (token: string) =>
         fetch(`${gateway.url}/admin/queues`, { headers: { authorization: `Bearer ${token}` } });
       expect((await admin(ADMIN_TOKEN)).status).toBe(200);
@@ -300,6 +331,81 @@ describe.runIf(canSwitchUsers)('process workers isolated with run_as (end to end
       expect(stderr).toContain(`secret file ${tokenFile}: mode 0640 (uid 0, gid ${WORKER.gid})`);
       expect(stderr).toContain(`database folder ${join(dir, 'data')}: mode 0755`);
       expect(existsSync(databasePath)).toBe(false);
+    });
+
+    it('refuses a config, a database file and a folder above a secret file that the workers could write, naming each', async () => {
+      const { dir, configPath, databasePath } = gatewayFolder(
+        '    run_as: { user: nobody, group: nogroup }\n',
+      );
+      chmodSync(configPath, 0o622);
+      mkdirSync(join(dir, 'data'), { mode: 0o711 });
+      chmodSync(join(dir, 'data'), 0o711);
+      writeFileSync(`${databasePath}-wal`, '', { mode: 0o606 });
+      chmodSync(`${databasePath}-wal`, 0o606);
+      const secrets = join(dir, 'secrets');
+      mkdirSync(secrets, { mode: 0o733 });
+      chmodSync(secrets, 0o733);
+      const tokenFile = join(secrets, 'admin-token');
+      writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
+
+      const stderr = await refusedStart(dir, configPath, {
+        SWITCHBOARD_ADMIN_TOKEN: undefined,
+        SWITCHBOARD_ADMIN_TOKEN_FILE: tokenFile,
+      });
+
+      expect(stderr).toContain(`configuration file ${configPath}: mode 0622 (uid 0, gid 0) lets the workers`);
+      expect(stderr).toMatch(new RegExp(`configuration file ${configPath}: [^\\n]* write it: chmod 600 it`));
+      expect(stderr).toMatch(
+        new RegExp(`database file ${databasePath}-wal: mode 0606 [^\\n]* read and write it`),
+      );
+      expect(stderr).toMatch(new RegExp(`folder ${secrets}: mode 0733 [^\\n]* replace ${tokenFile} in it`));
+      expect(stderr).not.toContain(`database folder ${join(dir, 'data')}`);
+      expect(stderr).not.toContain(`secret file ${tokenFile}`);
+    });
+
+    it('refuses a config file an ACL lets the workers read, whatever its mode bits say', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: nobody, group: nogroup }\n');
+      execFileSync('setfacl', ['-m', `u:${WORKER.uid}:r`, configPath]);
+
+      const stderr = await refusedStart(dir, configPath);
+
+      expect(stderr).toContain(`configuration file ${configPath}: mode 0640 (uid 0, gid 0)`);
+      expect(stderr).toMatch(
+        new RegExp(`configuration file ${configPath}: [^\\n]* read it: chmod 600 it \\(and \`setfacl -b\``),
+      );
+    });
+
+    it('accepts a world-readable config inside a folder the workers cannot enter', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: nobody, group: nogroup }\n');
+      chmodSync(configPath, 0o644);
+      chmodSync(dir, 0o700);
+
+      const result = await runCli(['config', 'check', '-c', configPath], {
+        cwd: dir,
+        env: { SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN },
+      });
+
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+    });
+
+    it('refuses run_as while the admin API or an HTTP channel admits loopback callers without a credential', async () => {
+      const { dir, configPath } = gatewayFolder('    run_as: { user: nobody, group: nogroup }\n');
+      writeFileSync(
+        configPath,
+        readFileSync(configPath, 'utf8')
+          .replace('admin: { token: "${SWITCHBOARD_ADMIN_TOKEN}" }\n', '')
+          .replace(
+            `api_keys: [${API_KEY}] }]`,
+            `api_keys: [${API_KEY}] }, { id: open, type: openapi, prefix: /open }]`,
+          ),
+      );
+
+      const stderr = await refusedStart(dir, configPath);
+
+      expect(stderr).toContain('admin.token: required with run_as');
+      expect(stderr).toContain('channels[1].api_keys: required with run_as');
+      expect(stderr).not.toContain('channels[0].api_keys');
     });
 
     it('refuses to start as a gateway that cannot switch users, whose own uid run_as names', async () => {

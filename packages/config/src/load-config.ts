@@ -15,7 +15,7 @@ import { createReferences, type Env, type References } from './substitute.js';
 /**
  * A parsed configuration with every secret value configured in it: the values of the fields
  * marked with `secretField` (channel tokens, signing secrets, API keys, the admin token, pipeline
- * secrets and headers), for the masker of log lines and audit records; and the files its
+ * secrets and headers, the Redis and PostgreSQL URLs) and every value read from a file, for the masker of log lines and audit records; and the files its
  * `${file:…}` and `NAME_FILE` references were read from, which workers must not read either.
  */
 export type LoadedConfig = Config & { secrets: readonly string[]; secretFiles: readonly string[] };
@@ -108,12 +108,13 @@ function routingProblems(document: unknown): string[] | null {
 }
 
 /**
- * Every secret value to mask: each secret field's whole value, and the value of each variable
- * referenced inside one (`"Bearer ${API_KEY}"` → the key alone, as a backend would echo it).
+ * Every secret value to mask: each secret field's whole value, the value of each variable
+ * referenced inside one (`"Bearer ${API_KEY}"` → the key alone, as a backend would echo it), and
+ * every value read from a file, whatever field it went to (a file is where secrets are kept).
  */
 function configuredSecrets(written: unknown, document: unknown, references: References): string[] {
   const referenced = secretValues(ConfigSchema, written).flatMap((text) => references.valuesIn(text));
-  const values = [...secretValues(ConfigSchema, document), ...referenced];
+  const values = [...secretValues(ConfigSchema, document), ...referenced, ...references.fileValues()];
   return [...new Set(values)].filter((value) => value !== '');
 }
 

@@ -159,7 +159,10 @@ export const AuditSchema = z
     }),
     z.strictObject({
       kind: z.literal('postgres'),
-      url: z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }),
+      /** Secret: it may hold the password (`postgres://user:password@host/db`). */
+      url: secretField(
+        z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }),
+      ),
       /**
        * The PostgreSQL schema of the audit log, message statuses and history, created when
        * missing; replicas naming the same one share them. The rule is store-postgres's own.

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { formatPath, SwitchboardError } from '@switchboard/core';
 
 /** The environment variables `${VAR}` references read from. */
@@ -28,11 +28,13 @@ function systemReason(error: unknown): string {
 function readSecretFile(path: string): { value: string } | { reason: string } {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    // Non-blocking: opening a FIFO no one writes to would otherwise wait forever.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
     return { reason: systemReason(error) };
   }
   try {
+    if (!fstatSync(fd).isFile()) return { reason: 'not a regular file' };
     const buffer = Buffer.alloc(MAX_SECRET_FILE_BYTES + 1);
     let length = 0;
     // Read to the end rather than trust the size: files under /proc report 0.
@@ -82,6 +84,8 @@ export interface References {
   valuesIn(text: string): string[];
   /** The files read so far, each once, as the references wrote their paths. */
   files(): string[];
+  /** The values read from files so far: each is a secret, whatever field it went to. */
+  fileValues(): string[];
 }
 
 export function createReferences(env: Env): References {
@@ -178,6 +182,11 @@ export function createReferences(env: Env): References {
         'file' in resolution && resolution.file !== undefined ? [resolution.file] : [],
       );
       return [...new Set(files)];
+    },
+    fileValues() {
+      return [...resolved.values()].flatMap((resolution) =>
+        'file' in resolution && resolution.file !== undefined ? [resolution.value] : [],
+      );
     },
   };
 }

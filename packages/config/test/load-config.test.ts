@@ -300,10 +300,15 @@ describe('parseConfig', () => {
     });
 
     it('masks the password of a URL it shows', () => {
+      const lines = problems(
+        'pipelines: [{ id: h, type: http, url: "ftp://admin:hunter2@backend:21/" }]\nrouting: { default: h }',
+      );
+      expect(lines).toEqual(['pipelines[0].url: must be an http(s) URL, got "ftp://admin:***@backend:21/"']);
+    });
+
+    it('shows only the kind of a wrong audit PostgreSQL URL, which may hold a password', () => {
       const lines = problems('audit: { kind: postgres, url: "mysql://admin:hunter2@db:3306/audit" }');
-      expect(lines).toEqual([
-        'audit.url: must be a postgres:// or postgresql:// URL, got "mysql://admin:***@db:3306/audit"',
-      ]);
+      expect(lines).toEqual(['audit.url: must be a postgres:// or postgresql:// URL, got a string']);
     });
   });
 
@@ -380,6 +385,30 @@ describe('parseConfig', () => {
       expect(config.admin.token).toBe('admin-token-from-file');
       expect([...config.secrets].sort()).toEqual(['123:bot-token-from-file', 'admin-token-from-file']);
       expect([...config.secretFiles].sort()).toEqual([adminFile, botFile].sort());
+    });
+
+    it('masks a value read from a file whatever field it went to, and the audit PostgreSQL URL', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'switchboard-config-'));
+      const redisUrlFile = join(dir, 'redis-url');
+      await writeFile(redisUrlFile, 'redis://:redis-password-1@127.0.0.1:6379\n', { mode: 0o600 });
+      const hostFile = join(dir, 'host');
+      await writeFile(hostFile, '127.0.0.9\n', { mode: 0o600 });
+      const config = parseConfig(
+        [
+          `store: { kind: redis, url: "\${file:${redisUrlFile}}" }`,
+          'audit: { kind: postgres, url: "postgres://sb:pg-password-1@127.0.0.1:5432/test" }',
+          `server: { host: "\${file:${hostFile}}" }`,
+        ].join('\n'),
+        { env: {} },
+      );
+
+      expect([...config.secrets].sort()).toEqual(
+        [
+          '127.0.0.9',
+          'postgres://sb:pg-password-1@127.0.0.1:5432/test',
+          'redis://:redis-password-1@127.0.0.1:6379',
+        ].sort(),
+      );
     });
   });
 

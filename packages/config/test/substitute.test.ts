@@ -135,7 +135,7 @@ describe('substituteEnv', () => {
       expect(error.code).toBe('SB_CONFIG_SECRET_FILE_UNREADABLE');
       expect(error.details?.problems).toEqual([
         `channels[0].token: cannot read the file ${missing}: ENOENT: no such file or directory`,
-        `admin.token: cannot read the file ${folder}: EISDIR: illegal operation on a directory`,
+        `admin.token: cannot read the file ${folder}: not a regular file`,
       ]);
       expect(error.message).toMatch(/^switchboard\.yaml: secret files unreadable\n {2}channels\[0\]/);
     });

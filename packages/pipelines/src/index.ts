@@ -16,10 +16,17 @@ export {
   createProcessPipeline,
   ProcessPipelineOptionsSchema,
 } from './process/process-pipeline.js';
-export type { Accounts, GatewayPrivileges, RunAs, RunAsProblem, WorkerIdentity } from './process/run-as.js';
+export type {
+  Access,
+  Accounts,
+  GatewayPrivileges,
+  RunAs,
+  RunAsProblem,
+  WorkerIdentity,
+} from './process/run-as.js';
 export {
+  accessAs,
   gatewayPrivileges,
-  reachableBy,
   readAccounts,
   resolveWorkerIdentity,
   RunAsSchema,

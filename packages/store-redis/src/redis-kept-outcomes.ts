@@ -147,9 +147,12 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
       const key = reply[index] as string;
       try {
         outcomes.push(outcomeOfEntry(reply[index + 1] as string));
-      } catch (err) {
-        // Nothing could ever record it: dropped, with what it held in the log.
-        logger.error({ err, key, entry: reply[index + 1] }, 'dead kept outcome');
+      } catch (error) {
+        // Nothing could ever record it: dropped. The log names it by its key (message id and
+        // outcome) only: the entry, and a parse error quoting it, hold the user's text and the
+        // replies, which `audit.store_text` may keep from any record.
+        const entry = reply[index + 1] as string;
+        logger.error({ key, bytes: entry.length, cause: (error as Error).name }, 'dead kept outcome');
         forgets.push(key);
       }
     }

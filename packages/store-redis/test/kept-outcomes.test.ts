@@ -1,7 +1,20 @@
 import { type KeptOutcome, type Outcome, type Turn, outcomeKeyOf } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { KEPT_OUTCOME_LEASE_MS, type RedisKeptOutcomes, createRedisKeptOutcomes } from '../src/index.js';
-import { REDIS_URL, manualClock, queued, redisReachable, usePools } from './redis-harness.js';
+import { Redis } from 'ioredis';
+import {
+  KEPT_OUTCOME_LEASE_MS,
+  type RedisKeptOutcomes,
+  createRedisKeptOutcomes,
+  keptOutcomeKeysOf,
+} from '../src/index.js';
+import {
+  REDIS_URL,
+  manualClock,
+  queued,
+  recordingLogger,
+  redisReachable,
+  usePools,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -105,6 +118,38 @@ describe.skipIf(!reachable)('createRedisKeptOutcomes with the pool', () => {
         const due = await (await keptOn(clock.now)).claimDue();
         expect(due.map(outcomeKeyOf)).toEqual([`m:${finalId}:dead_lettered`]);
         expect(await pool.stats()).toMatchObject({ pending: 1 });
+      } finally {
+        await closeAll();
+      }
+    });
+  });
+
+  describe('when a kept entry cannot be read', () => {
+    it('drops it, logging its key but none of the text it holds', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now, keptOutcome: keepAllButCompleted });
+      const keys = keptOutcomeKeysOf(pools.prefix);
+      const redis = new Redis(REDIS_URL);
+      try {
+        await redis.hset(keys.hash, 'm:1:dead_lettered', '{"kind":"dead_lettered","text":"SECRET-user-text');
+        await redis.zadd(keys.due, 0, 'm:1:dead_lettered');
+      } finally {
+        redis.disconnect();
+      }
+      const logger = recordingLogger();
+      const kept = await createRedisKeptOutcomes({
+        url: REDIS_URL,
+        prefix: pools.prefix,
+        now: clock.now,
+        logger,
+      });
+      opened.push(kept);
+      try {
+        expect(await kept.claimDue()).toEqual([]);
+        const dead = logger.lines.filter((line) => line.message === 'dead kept outcome');
+        expect(dead).toHaveLength(1);
+        expect(dead[0]?.bindings).toMatchObject({ key: 'm:1:dead_lettered', cause: 'SyntaxError' });
+        expect(JSON.stringify(logger.lines)).not.toContain('SECRET-user-text');
       } finally {
         await closeAll();
       }

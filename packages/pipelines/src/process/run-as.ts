@@ -1,4 +1,5 @@
-import { readFileSync, type Stats } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 /**
@@ -171,17 +172,44 @@ export function resolveWorkerIdentity(
   return { identity: { uid, gid, home: user?.home }, problems: [] };
 }
 
+/** What a worker could do to one path, found by trying as the worker. */
+export interface Access {
+  read: boolean;
+  /** Write the file; for a folder, create, rename and delete its entries (write and search). */
+  write: boolean;
+}
+
+// access(2) of each path for read, and for write (folders: write and search), as the process's
+// real uid: it counts ACLs, the folders above and the worker's group. It opens and changes nothing.
+const ACCESS_PROBE = `
+const { accessSync, constants: c, statSync } = require('node:fs');
+const can = (path, mode) => { try { accessSync(path, mode); return true; } catch { return false; } };
+const folder = (path) => { try { return statSync(path).isDirectory(); } catch { return false; } };
+const paths = JSON.parse(require('node:fs').readFileSync(0, 'utf8'));
+process.stdout.write(JSON.stringify(paths.map((path) => ({
+  read: can(path, c.R_OK),
+  write: can(path, folder(path) ? c.W_OK | c.X_OK : c.W_OK),
+}))));
+`;
+
 /**
- * Whether a worker of `identity` can open the file or folder `stats` describes: it owns it (it
- * could change its mode), or the group or other bits let it read — or, for a folder, read or
- * enter. A worker has no supplementary groups (Node clears them when it switches users).
+ * What a worker of `identity` could do to each path: one short-lived process of that identity,
+ * with no environment and `/` as its folder, tries them (the mode bits alone would miss ACLs and
+ * report paths under a folder it cannot enter). Throws when that process cannot run.
  */
-export function reachableBy(
-  stats: Pick<Stats, 'uid' | 'gid' | 'mode' | 'isDirectory'>,
-  identity: WorkerIdentity,
-): boolean {
-  if (stats.uid === identity.uid) return true;
-  const access = stats.isDirectory() ? 0o5 : 0o4;
-  if (stats.gid === identity.gid && ((stats.mode >> 3) & access) !== 0) return true;
-  return (stats.mode & access) !== 0;
+export function accessAs(identity: WorkerIdentity, paths: readonly string[]): Access[] {
+  const probe = spawnSync(process.execPath, ['-e', ACCESS_PROBE], {
+    uid: identity.uid,
+    gid: identity.gid,
+    cwd: '/',
+    env: {},
+    input: JSON.stringify(paths),
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  if (probe.status !== 0)
+    throw new Error(
+      `could not try access as uid ${identity.uid}: ${probe.error?.message ?? `exit ${probe.status ?? probe.signal}: ${probe.stderr.trim()}`}`,
+    );
+  return JSON.parse(probe.stdout) as Access[];
 }

@@ -1,11 +1,12 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  accessAs,
   type GatewayPrivileges,
   gatewayPrivileges,
-  reachableBy,
   readAccounts,
   resolveWorkerIdentity,
 } from '../../src/process/run-as.js';
@@ -147,25 +148,55 @@ describe('gatewayPrivileges', () => {
   });
 });
 
-describe('reachableBy', () => {
-  const worker = { uid: 10001, gid: 10001, home: undefined };
-  const stats = (mode: number, uid = 0, gid = 0) => ({ mode, uid, gid, isDirectory: () => false });
-  const folder = (mode: number, uid = 0, gid = 0) => ({ mode, uid, gid, isDirectory: () => true });
+// Trying access as another user needs root; CI runs as root.
+describe.runIf(process.getuid?.() === 0)('accessAs (as nobody)', () => {
+  const nobody = { uid: 65534, gid: 65534, home: undefined };
+  const folder = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-access-'));
+    chmodSync(dir, 0o755);
+    return dir;
+  };
+  const file = (dir: string, name: string, mode: number) => {
+    const path = join(dir, name);
+    writeFileSync(path, 'x', { mode });
+    chmodSync(path, mode);
+    return path;
+  };
 
-  it('lets a worker read a file other users may read, or its group may', () => {
-    expect(reachableBy(stats(0o100644), worker)).toBe(true);
-    expect(reachableBy(stats(0o100640, 0, 10001), worker)).toBe(true);
-    expect(reachableBy(stats(0o100640, 0, 1000), worker)).toBe(false);
-    expect(reachableBy(stats(0o100600), worker)).toBe(false);
+  it('tells read and write of files apart by their mode', () => {
+    const dir = folder();
+    const paths = [file(dir, 'private', 0o600), file(dir, 'readable', 0o644), file(dir, 'writable', 0o622)];
+    expect(accessAs(nobody, paths)).toEqual([
+      { read: false, write: false },
+      { read: true, write: false },
+      { read: false, write: true },
+    ]);
   });
 
-  it('counts a file the worker owns as reachable whatever its mode: it could change it', () => {
-    expect(reachableBy(stats(0o100000, 10001, 0), worker)).toBe(true);
+  it('counts an ACL that grants the worker, and a folder it cannot enter', () => {
+    const dir = folder();
+    const granted = file(dir, 'granted', 0o600);
+    execFileSync('setfacl', ['-m', 'u:65534:rw', granted]);
+    const closed = join(dir, 'closed');
+    mkdirSync(closed, { mode: 0o700 });
+    const hidden = file(closed, 'readable', 0o644);
+    expect(accessAs(nobody, [granted, hidden])).toEqual([
+      { read: true, write: true },
+      { read: false, write: false },
+    ]);
   });
 
-  it('lets a worker into a folder it may search without listing it', () => {
-    expect(reachableBy(folder(0o40701), worker)).toBe(true);
-    expect(reachableBy(folder(0o40750, 0, 10001), worker)).toBe(true);
-    expect(reachableBy(folder(0o40700), worker)).toBe(false);
+  it('counts write on a folder only with search', () => {
+    const dir = folder();
+    const writeOnly = join(dir, 'write-only');
+    mkdirSync(writeOnly, { mode: 0o702 });
+    chmodSync(writeOnly, 0o702);
+    const open = join(dir, 'open');
+    mkdirSync(open, { mode: 0o703 });
+    chmodSync(open, 0o703);
+    expect(accessAs(nobody, [writeOnly, open])).toEqual([
+      { read: false, write: false },
+      { read: false, write: true },
+    ]);
   });
 });
