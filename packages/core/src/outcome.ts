@@ -45,6 +45,11 @@ export interface Outcome {
   /** The delivery whose end is this outcome (sent or given up by the outbox). */
   deliveryId?: string;
   attempt?: number;
+  /**
+   * `completed`: the turn's replies. `dead_lettered` at settlement (`fatal_error`,
+   * `max_attempts`): the pipeline's dead-letter reply, stored in the outbox, on the outcome of the
+   * message it answers (the turn's first dead-lettered one). `delivery_failed`: the replies given up.
+   */
   replies?: Reply[];
   error?: { code: string; message: string };
   /**
