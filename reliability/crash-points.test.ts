@@ -78,6 +78,11 @@ const ROWS: Row[] = [
   { point: 'send.after-platform-call', flow: 'answer', channel: 'telegram', maxSends: 2 },
   { point: 'delivery.after-removal', flow: 'answer', channel: 'http', maxSends: 1 },
   { point: 'delivery.after-removal', flow: 'delivery failed', channel: 'telegram', maxSends: 1 },
+  // The records landed, their kept copy (Redis) not forgotten: recovered again, the same records.
+  { point: 'records.after-write', flow: 'answer', channel: 'http', maxSends: 1 },
+  // The dead-letter reply may be on its way when the records land, as after the completion.
+  { point: 'records.after-write', flow: 'dead letter', channel: 'http', maxSends: 2 },
+  { point: 'records.after-write', flow: 'delivery failed', channel: 'telegram', maxSends: 1 },
 ];
 
 const DEAD_LETTER_REPLY = 'Sorry, that failed for good.';
