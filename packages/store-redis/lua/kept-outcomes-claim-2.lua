@@ -14,8 +14,9 @@
   ARGV[4] maxClaims: how often an outcome is taken before it is given up
 
   Built from KEYS[1], as the pool builds its per-item keys (same hash tag):
-    KEYS[1]..':claims'  HASH  outcome key -> how often it was taken
-    KEYS[1]..':dead'    LIST  JSON {key, outcome} of those given up, newest first, at most 1000
+    {<prefix>}:kept-outcomes:claims  HASH  outcome key -> how often it was taken
+    {<prefix>}:kept-outcomes:dead    LIST  JSON {key, outcome} of those given up, newest first,
+                                           at most 1000
 
   Returns {{key, JSON, key, JSON, ...}, {given-up key, ...}}
 ]]
