@@ -47,7 +47,7 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
       kept !== null
         ? {
             message: kept.message,
-            replayable: kept.whole,
+            replayable: kept.whole && outcome.textCut !== true,
             session: outcome.session,
             pipeline: outcome.pipeline ?? '',
             routedByRule: outcome.rule !== undefined,

@@ -33,7 +33,7 @@ import { createDeadLetterReplay } from './dead-letter-replay.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { registerConsoleRoutes } from './http/console-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
-import { keptOutcomePolicy } from './kept-outcomes.js';
+import { keptOutcomePolicy, recoverKeptOutcome } from './kept-outcomes.js';
 import { createMessageTrail } from './message-trail.js';
 import { createMetrics } from './metrics.js';
 import { createOutcomeRate } from './outcome-rate.js';
@@ -216,6 +216,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           // elsewhere it is written once that commit succeeded.
           outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed), {
             stores: stores.recordsShareOutboxCommit ?? false,
+            records: true,
           }),
           relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
         ),
@@ -415,6 +416,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // One deadline for the whole stop: the container's stop grace counts from the signal.
     const deadline = Date.now() + drainTimeoutMs;
     draining = true;
+    // First: an outcome recovered from here on would reach no status writer once the channels
+    // stop. Those it leaves are another replica's once their lease ends.
+    keptOutcomes?.stopRecovering();
     logger.info({ drainTimeoutMs }, 'draining');
     httpShutdown.drain();
     for (const channel of channels.values()) channel.drain?.();
@@ -451,7 +455,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       controller.start();
       sender.start();
       // Outcomes whose settling replica died before recording them are recorded here.
-      keptOutcomes?.start((outcome) => outcomes.record(outcome));
+      keptOutcomes?.start(recoverKeptOutcome(config, outcomes));
       const address = await server.listen({ host: config.server.host, port: config.server.port });
       logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
       return address;

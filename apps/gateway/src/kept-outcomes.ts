@@ -1,6 +1,13 @@
 import type { Config } from '@switchboard/config';
-import { type KeptOutcome, type Outcome, type SecretMasker, maskedOutcome } from '@switchboard/core';
+import {
+  type KeptOutcome,
+  type Outcome,
+  type OutcomeBus,
+  type SecretMasker,
+  maskedOutcome,
+} from '@switchboard/core';
 import { isAudited } from './audit-recorder.js';
+import { keptMessage } from './stored-text.js';
 
 /** Which outcomes a shared store keeps beside their settlement, and in which form. */
 export interface KeptOutcomePolicy {
@@ -30,10 +37,37 @@ export function keptOutcomePolicy(config: Config, mask?: SecretMasker): KeptOutc
   return {
     keep(outcome) {
       if (!hasRecords(outcome)) return null;
-      const { raw: _raw, ...message } = outcome.message;
       const kept = mask === undefined ? outcome : maskedOutcome(outcome, mask);
-      return JSON.stringify({ ...kept, message });
+      // What its records need, no more: they ride in the settling script's arguments and stay in
+      // Redis until forgotten. The text as the audit keeps it (`store_text`; cut, the recorded
+      // dead letter is not replayable); a given-up delivery's replies once, in `undelivered`, and
+      // only where the audit keeps them (`full`) — its status shows none of them.
+      const { message, whole } = keptMessage(outcome.message, config.audit.storeText);
+      const { replies: _replies, undelivered, ...rest } = kept;
+      const givenUp = outcome.reason === 'delivery_failed';
+      return JSON.stringify({
+        ...rest,
+        message,
+        ...(whole ? {} : { textCut: true }),
+        ...(givenUp || kept.replies === undefined ? {} : { replies: kept.replies }),
+        ...(undelivered !== undefined && config.audit.storeText === 'full' ? { undelivered } : {}),
+      });
     },
     wasKept: (outcome) => settled(outcome) && hasRecords(outcome),
+  };
+}
+
+/**
+ * How this replica records an outcome whose settling replica did not (`RedisKeptOutcomes.start`):
+ * through the writers of its records only (`OutcomeBus.recover`), and only for a channel it runs —
+ * of another it cannot tell whether a status is to be written, so it leaves the outcome to a
+ * replica that runs it (false).
+ */
+export function recoverKeptOutcome(config: Config, outcomes: Pick<OutcomeBus, 'recover'>) {
+  const channels = new Set(config.channels.map((channel) => channel.id));
+  return (outcome: Outcome): boolean => {
+    if (!channels.has(outcome.message.channel)) return false;
+    outcomes.recover(outcome);
+    return true;
   };
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { POSTGRES_URL, dropSchema, randomSchemaName } from '@switchboard/testkit/postgres';
+import { keptOutcomeKeysOf } from '@switchboard/store-redis';
 import { REDIS_URL, removePoolKeys } from '@switchboard/testkit/redis';
+import { Redis } from 'ioredis';
 import { startServe, tempDir, writeConfig } from './serve-process.js';
 
 /** Registers a cleanup to run after the test (`useCleanups()`). */
@@ -29,6 +31,19 @@ export function newStores(overrides: Partial<SharedStores> = {}): SharedStores {
 export async function removeStores(stores: SharedStores): Promise<void> {
   await removePoolKeys(stores.redisUrl, stores.prefix);
   if (stores.postgresUrl === POSTGRES_URL) await dropSchema(stores.schema);
+}
+
+/**
+ * How many outcomes the settling scripts keep in `stores` until their records are written
+ * (docs/design.md §5 "Outcomes kept with their settlement"): 0 once every one was recorded and let go.
+ */
+export async function keptOutcomeCount(stores: SharedStores): Promise<number> {
+  const redis = new Redis(stores.redisUrl);
+  try {
+    return await redis.hlen(keptOutcomeKeysOf(stores.prefix).hash);
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** New stores for one test, removed after it. */

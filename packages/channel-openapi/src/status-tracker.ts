@@ -109,10 +109,11 @@ export interface StatusTracker {
    */
   recovered(id: string, fields: QueuedFields): Promise<void>;
   /**
-   * Appends replies sent for `id`; returns the updated status, or null when `id` is unknown. For
-   * a message not followed here (or only watched, not accepted yet), `answer` replies (the
-   * turn's, carried by the outcome that follows: its final status has them) are not stored:
-   * returns null without reading the store.
+   * Appends replies sent for `id`, unless its status already ends with them (a dead-letter reply
+   * its final status carried, a send repeated after a crash); returns the updated status, or null
+   * when `id` is unknown. For a message not followed here (or only watched, not accepted yet),
+   * `answer` replies (the turn's, carried by the outcome that follows: its final status has them)
+   * are not stored: returns null without reading the store.
    */
   appendReplies(id: string, replies: readonly Reply[], answer?: boolean): Promise<MessageStatus | null>;
   /** The latest status: from memory while the message is followed, else from the store. */
@@ -168,6 +169,34 @@ export function emptyStatus(id: string, channel: string, updatedAt: number, gene
   };
 }
 
+/**
+ * The replies a dead letter's outcome carries: the pipeline's `dead_letter_reply`, on its way
+ * through the outbox to the first message of the turn (core `turn-settlement.ts`). Every writer of
+ * the final status — the settling replica, the one recovering a kept outcome — writes them, so
+ * that the status holds them whichever of its writes and the reply's send lands first.
+ */
+function deadLetterRepliesOf(outcome: Outcome): readonly Reply[] {
+  const apology =
+    outcome.kind === 'dead_lettered' &&
+    (outcome.reason === 'fatal_error' || outcome.reason === 'max_attempts');
+  return apology ? (outcome.replies ?? []) : [];
+}
+
+/**
+ * `held` with `replies` added after it, unless it already ends with them: a dead-letter reply
+ * reaches a status twice, from its outcome and from its send, in either order (and twice from
+ * its send where a crash repeats it), and shows once. Replies carry no id; the same replies at
+ * the tail are the same send. Returns `held` itself when nothing is added.
+ */
+function withNewReplies(held: readonly Reply[], replies: readonly Reply[]): readonly Reply[] {
+  if (replies.length === 0) return held;
+  if (replies.length <= held.length) {
+    const tail = held.slice(held.length - replies.length);
+    if (JSON.stringify(tail) === JSON.stringify(replies)) return held;
+  }
+  return [...held, ...replies];
+}
+
 function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number): MessageStatus {
   const { message } = outcome;
   const base = current ?? emptyStatus(message.id, message.channel, at);
@@ -182,7 +211,10 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
     rule: outcome.rule ?? base.rule,
     turn: outcome.turnId ?? base.turn,
     // The outcome carries the turn's replies, which `send` already appended for the first message.
-    replies: outcome.kind === 'completed' ? (outcome.replies ?? base.replies) : base.replies,
+    replies:
+      outcome.kind === 'completed'
+        ? (outcome.replies ?? base.replies)
+        : [...withNewReplies(base.replies, deadLetterRepliesOf(outcome))],
     delivery: deliveryAfter(outcome, base),
     // Without an error, the reason (queue_overflow, shutdown…) is the only account of a failure.
     error: error ?? (failed ? (outcome.reason ?? null) : null),
@@ -191,8 +223,10 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
   };
 }
 
-function withReplies(status: MessageStatus, replies: readonly Reply[], at: number): MessageStatus {
-  return { ...status, replies: [...status.replies, ...replies], updated_at: at };
+/** `status` with `replies` appended (`withNewReplies`), or null when it holds them already. */
+function withReplies(status: MessageStatus, replies: readonly Reply[], at: number): MessageStatus | null {
+  const held = withNewReplies(status.replies, replies);
+  return held === status.replies ? null : { ...status, replies: [...held], updated_at: at };
 }
 
 /** What the tracker holds for one message while anything still needs it in memory. */
@@ -601,15 +635,19 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         // the send, and the chat's later deliveries, wait on it: while PostgreSQL is away, for
         // the outbox's backoff after it is back.
         if (answer) return null;
+        // A dead-letter reply: its final status carries it too (`deadLetterRepliesOf`), so one
+        // not stored yet gets it from its writer, and one stored holds it already.
         return storeOnly.run(id, async () => {
           const stored = await storedOwn(id);
           if (stored === null) return null;
           const updated = withReplies(stored, replies, now());
+          if (updated === null) return stored;
           await statuses.put(updated);
           return updated;
         });
       }
       const updated = withReplies(current, replies, now());
+      if (updated === null) return current;
       entry.status = updated;
       if (isFinalStatus(updated)) await write(id, entry, updated);
       return updated;

@@ -1,5 +1,6 @@
 import {
   type Delivery,
+  type MessageStatus,
   type MessageStatusStore,
   type Outcome,
   type Reply,
@@ -8,6 +9,7 @@ import {
   createMemoryMessageStatusStore,
   parseInboundMessage,
   silentLogger,
+  statusVersion,
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
@@ -125,7 +127,20 @@ function trackerHarness(
       attempts: 0,
       notBefore: 1,
     });
-  return { store, statuses: counting, writes, reads, tracker, startTurn, complete, relayed, storeReplies };
+  /** Any local outcome, as the bus hands it over. */
+  const emitLocal = (outcome: Outcome) => emitOutcome(outcome, 'local');
+  return {
+    store,
+    statuses: counting,
+    writes,
+    reads,
+    tracker,
+    startTurn,
+    complete,
+    relayed,
+    storeReplies,
+    emitOutcome: emitLocal,
+  };
 }
 
 /**
@@ -432,6 +447,76 @@ describe('status tracker', () => {
       }
       // Only the dead-letter reply read the store.
       expect(reads).toEqual([message.id]);
+    });
+  });
+
+  describe('when a dead letter carries its dead-letter reply (docs/design.md §5 "Outcomes kept with their settlement")', () => {
+    const deadLetter = (replies: Reply[] = [{ text: 'sorry' }]): Outcome => ({
+      kind: 'dead_lettered',
+      reason: 'fatal_error',
+      at: 1,
+      message,
+      session: 's',
+      pipeline: 'echo',
+      turnId: 't1',
+      replies,
+    });
+
+    it('shows the reply once when its send, on a replica that does not follow the message, came before the final status', async () => {
+      const settling = trackerHarness();
+      // The sender's replica shares the store and follows nothing.
+      const sending = createStatusTracker({
+        channelId: 'api',
+        statuses: settling.statuses,
+        logger: silentLogger,
+        events: { subscribeOutcomes: () => () => {}, subscribeTurnStarts: () => () => {} },
+      });
+      settling.tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      expect(await sending.appendReplies(message.id, [{ text: 'sorry' }])).toBeNull();
+      settling.emitOutcome(deadLetter());
+      await eventually(async () => (await settling.store.get(message.id))?.status === 'dead_lettered');
+      const stored = await settling.store.get(message.id);
+      expect(stored?.replies).toEqual([{ text: 'sorry' }]);
+      // Sent again (a crash repeated the send): the status holds it already and is not written.
+      const writes = settling.writes.length;
+      expect((await sending.appendReplies(message.id, [{ text: 'sorry' }]))?.replies).toEqual([
+        { text: 'sorry' },
+      ]);
+      expect(settling.writes).toHaveLength(writes);
+      const after = await settling.store.get(message.id);
+      expect(after?.replies).toEqual([{ text: 'sorry' }]);
+      expect(statusVersion(after as MessageStatus)).toBe(statusVersion(stored as MessageStatus));
+      sending.close();
+    });
+
+    it('writes the reply from the outcome alone, as a replica recovering a kept outcome does', async () => {
+      const { tracker, store, emitOutcome } = trackerHarness();
+      emitOutcome(deadLetter());
+      await eventually(async () => (await store.get(message.id))?.status === 'dead_lettered');
+      expect((await store.get(message.id))?.replies).toEqual([{ text: 'sorry' }]);
+      expect((await tracker.appendReplies(message.id, [{ text: 'sorry' }]))?.replies).toEqual([
+        { text: 'sorry' },
+      ]);
+    });
+
+    it('shows the reply once when this replica sent it before the outcome was recorded', async () => {
+      const { tracker, store, startTurn, emitOutcome } = trackerHarness();
+      const watch = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      startTurn();
+      await tracker.appendReplies(message.id, [{ text: 'sorry' }]);
+      emitOutcome(deadLetter());
+      const final = await watch.wait(1000);
+      expect(final?.status.replies).toEqual([{ text: 'sorry' }]);
+      await eventually(async () => (await store.get(message.id))?.status === 'dead_lettered');
+      expect((await store.get(message.id))?.replies).toEqual([{ text: 'sorry' }]);
+    });
+
+    it('shows no replies of a delivery_failed dead letter, which were given up', async () => {
+      const { store, emitOutcome } = trackerHarness();
+      emitOutcome({ ...deadLetter([{ text: 'never sent' }]), reason: 'delivery_failed' });
+      await eventually(async () => (await store.get(message.id))?.status === 'dead_lettered');
+      expect((await store.get(message.id))?.replies).toEqual([]);
     });
   });
 

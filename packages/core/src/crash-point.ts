@@ -32,6 +32,11 @@ export const CRASH_POINTS = [
   'send.after-platform-call',
   /** The delivery's removal is durable (with SQLite, its records too); with Redis, its records are not. */
   'delivery.after-removal',
+  /**
+   * An outcome's records (audit record, final status) landed; with Redis, its kept copy is not
+   * forgotten yet (docs/design.md §5 "Outcomes kept with their settlement").
+   */
+  'records.after-write',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];
@@ -63,6 +68,11 @@ export function parseCrashAt(value: string | undefined): CrashAt | undefined {
 
 const armed = parseCrashAt(process.env.SWITCHBOARD_CRASH_AT);
 let reached = 0;
+
+/** Whether `SWITCHBOARD_CRASH_AT` names `point`: for a point whose way there costs something. */
+export function crashPointArmed(point: CrashPoint): boolean {
+  return armed?.point === point;
+}
 
 /**
  * Kills the process at once with SIGKILL when `SWITCHBOARD_CRASH_AT` names `point` and this is its

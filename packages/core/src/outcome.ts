@@ -1,3 +1,4 @@
+import { crashPoint, crashPointArmed } from './crash-point.js';
 import type { InboundMessage, Reply } from './message.js';
 import type { QueuedMessage } from './ports/query-pool.js';
 import type { SessionKey } from './session-key.js';
@@ -45,6 +46,11 @@ export interface Outcome {
   /** The delivery whose end is this outcome (sent or given up by the outbox). */
   deliveryId?: string;
   attempt?: number;
+  /**
+   * `completed`: the turn's replies. `dead_lettered` at settlement (`fatal_error`,
+   * `max_attempts`): the pipeline's dead-letter reply, stored in the outbox, on the outcome of the
+   * message it answers (the turn's first dead-lettered one). `delivery_failed`: the replies given up.
+   */
   replies?: Reply[];
   error?: { code: string; message: string };
   /**
@@ -52,6 +58,12 @@ export interface Outcome {
    * were going, kept in the dead letter so that a replay sends them without running the pipeline.
    */
   undelivered?: UndeliveredReplies;
+  /**
+   * The message's text (and elements) were cut before the outcome was kept beside its settlement
+   * (`audit.store_text`, docs/design.md §5 "Outcomes kept with their settlement"): its recorded
+   * dead letter cannot be replayed as it was.
+   */
+  textCut?: true;
 }
 
 /** Replies given up by the outbox, as a `delivery_failed` dead letter keeps them. */
@@ -118,10 +130,18 @@ export type OutcomeListener = (outcome: Outcome, committed?: Promise<boolean>) =
 export interface OutcomeBus extends OutcomeSink {
   /**
    * Adds a listener; `stores`: it writes outcomes to the store (the audit log, the HTTP
-   * channel's statuses), see `record`.
+   * channel's statuses) and joins the commit that ends the message, see `record`; `records`: it
+   * writes a record of the outcome (the audit record, the final status), see `recover`.
    * Returns the function that removes it.
    */
-  subscribe(listener: OutcomeListener, options?: { stores?: boolean }): () => void;
+  subscribe(listener: OutcomeListener, options?: { stores?: boolean; records?: boolean }): () => void;
+  /**
+   * Records an outcome a settlement kept whose settling replica did not let it go (docs/design.md
+   * §5 "Outcomes kept with their settlement"): only the listeners that write its records
+   * (`stores` or `records`) hear it — the others (metrics, what the console shows) may have
+   * counted it on that replica already, whose forget alone was lost.
+   */
+  recover(outcome: Outcome): void;
 }
 
 /**
@@ -146,18 +166,18 @@ export function createOutcomeBus(
   mask?: SecretMasker,
   onRecorded?: (outcome: Outcome) => void,
 ): OutcomeBus {
-  /** Each listener, and whether it stores outcomes. */
-  const listeners = new Map<OutcomeListener, boolean>();
+  /** Each listener, and what it writes. */
+  const listeners = new Map<OutcomeListener, { stores: boolean; records: boolean }>();
 
   /** Calls the listeners `which` picks; returns the writes they made. */
   function notify(
     outcome: Outcome,
-    which: (stores: boolean) => boolean,
+    which: (writes: { stores: boolean; records: boolean }) => boolean,
     committed?: Promise<boolean>,
   ): Promise<unknown>[] {
     const writes: Promise<unknown>[] = [];
-    for (const [listener, stores] of listeners) {
-      if (!which(stores)) continue;
+    for (const [listener, kind] of listeners) {
+      if (!which(kind)) continue;
       try {
         const write = listener(outcome, committed);
         if (write instanceof Promise) writes.push(write);
@@ -169,28 +189,38 @@ export function createOutcomeBus(
   }
 
   function whenWritten(recorded: Outcome, writes: Promise<unknown>[]): void {
-    if (onRecorded === undefined) return;
+    if (onRecorded === undefined && !crashPointArmed('records.after-write')) return;
     Promise.all(writes).then((landed) => {
-      if (landed.every((done) => done !== false)) onRecorded(recorded);
+      if (!landed.every((done) => done !== false)) return;
+      crashPoint('records.after-write');
+      onRecorded?.(recorded);
     }, onListenerError);
   }
 
+  const masked = (outcome: Outcome) => (mask === undefined ? outcome : maskedOutcome(outcome, mask));
+
   return {
     record(recorded, committed) {
-      const outcome = mask === undefined ? recorded : maskedOutcome(recorded, mask);
+      const outcome = masked(recorded);
       if (committed === undefined) {
         const writes = notify(outcome, () => true);
         whenWritten(recorded, writes);
         return;
       }
-      const stored = notify(outcome, (stores) => stores, committed);
+      const stored = notify(outcome, ({ stores }) => stores, committed);
       // A commit that rejects is one that did not happen: nobody else hears, nothing is thrown.
       committed.then((done) => {
-        if (done) whenWritten(recorded, [...stored, ...notify(outcome, (stores) => !stores)]);
+        if (done) whenWritten(recorded, [...stored, ...notify(outcome, ({ stores }) => !stores)]);
       }, onListenerError);
     },
+    recover(recovered) {
+      whenWritten(
+        recovered,
+        notify(masked(recovered), ({ stores, records }) => stores || records),
+      );
+    },
     subscribe(listener, options) {
-      listeners.set(listener, options?.stores ?? false);
+      listeners.set(listener, { stores: options?.stores ?? false, records: options?.records ?? false });
       return () => listeners.delete(listener);
     },
   };

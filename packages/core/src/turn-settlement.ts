@@ -171,18 +171,27 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     // session's next turn (same chat, added earlier). A crash after it and before the pool write
     // below re-runs the messages (at least once): its id is derived from the turn's, so the apology
     // is stored once while it waits, and may be sent twice at worst, never a lost message.
+    let apology: Delivery | undefined;
     if (final.length > 0 && policy.deadLetterReply !== undefined) {
       const finalQuery = aggregate(retried.length === 0 ? turn : { ...turn, messages: [...final] });
-      const apology = deliveryOf(turn, final, [{ text: policy.deadLetterReply }], {
+      const reply = deliveryOf(turn, final, [{ text: policy.deadLetterReply }], {
         kind: 'dead_letter_reply',
         nowMs: now(),
       });
-      await storeReplies(entry, finalQuery, apology).catch((err: unknown) =>
-        entry.logger.warn({ err }, 'dead letter reply could not be stored'),
+      apology = await storeReplies(entry, finalQuery, reply).then(
+        () => reply,
+        (err: unknown) => {
+          entry.logger.warn({ err }, 'dead letter reply could not be stored');
+          return undefined;
+        },
       );
     }
     const finalIds = final.map((queued) => queued.message.id);
     const dead = outcomesOf(final, 'dead_lettered', { reason: failure.reason, turn, error: failure.error });
+    // The outcome of the message the apology answers carries it, so that every writer of its final
+    // status writes it — the replica recovering a kept outcome too — whenever its send lands.
+    const answered = dead[0];
+    if (apology !== undefined && answered !== undefined) answered.replies = apology.replies;
     const settlement =
       retried.length === 0
         ? await settle(entry, () => pool.complete(turn, dead))

@@ -248,6 +248,38 @@ describe('controller', () => {
       expect(h.delivered.map((d) => d.replies)).toEqual([[{ text: 'Sorry.' }]]);
     });
 
+    it('carries the dead letter reply in the outcome of the message it answers, so that every writer of its status has it', async () => {
+      const h = createHarness({
+        pipelines: [{ id: 'p', busy_mode: 'collect', dead_letter_reply: 'Sorry.' }],
+        random: () => 0.5,
+      });
+      h.controller.start();
+      await h.send('A', 'head');
+      await settle();
+      h.run('head').reject(retryable());
+      await settle();
+      await h.send('A', 'joined');
+      await vi.advanceTimersByTimeAsync(5_000);
+      h.run('head\njoined').reject(new SwitchboardError('SB_PIPELINE_FAILED', { message: 'HTTP 400' }));
+      await settle();
+      // The apology answers the burst's first message, and only its status shows it.
+      expect(h.outcomes.map((o) => [o.kind, o.message.text, o.replies])).toEqual([
+        ['dead_lettered', 'head', [{ text: 'Sorry.' }]],
+        ['dead_lettered', 'joined', undefined],
+      ]);
+      expect(h.delivered.map((d) => [d.origin.text, d.replies])).toEqual([['head', [{ text: 'Sorry.' }]]]);
+    });
+
+    it('carries no reply in the outcome when none is configured', async () => {
+      const h = createHarness();
+      h.controller.start();
+      await h.send('A', 'm');
+      await settle();
+      h.run('m').reject(new SwitchboardError('SB_PIPELINE_FAILED', { message: 'HTTP 400' }));
+      await settle();
+      expect(h.outcomes.map((o) => o.replies)).toEqual([undefined]);
+    });
+
     it("sends the dead letter reply before the session's next replies, however slow its send", async () => {
       const sent: string[] = [];
       const h = createHarness({

@@ -151,3 +151,36 @@ describe('createOutcomeBus with onRecorded', () => {
     });
   });
 });
+
+describe('createOutcomeBus recovering a kept outcome', () => {
+  describe('when another replica recovers an outcome its settling replica may have counted', () => {
+    it('tells only the listeners that write its records (masked), and hears it once they landed', async () => {
+      const recorded: Outcome[] = [];
+      const bus = createOutcomeBus(undefined, createSecretMasker([TOKEN]), (heard) => recorded.push(heard));
+      const audit: Outcome[] = [];
+      const status: Outcome[] = [];
+      const counted: Outcome[] = [];
+      bus.subscribe(
+        (heard) => {
+          audit.push(heard);
+          return Promise.resolve(true);
+        },
+        { stores: true },
+      );
+      bus.subscribe(
+        (heard) => {
+          status.push(heard);
+          return Promise.resolve(true);
+        },
+        { records: true },
+      );
+      bus.subscribe((heard) => counted.push(heard));
+      bus.recover(outcome);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(counted).toEqual([]);
+      expect(audit.map((heard) => heard.error?.message)).toEqual(['proxy refused /bot***/sendMessage']);
+      expect(status).toHaveLength(1);
+      expect(recorded).toEqual([outcome]);
+    });
+  });
+});

@@ -18,5 +18,10 @@ export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 export type { LeaseTiming } from './lease-timing.js';
 export { createRedisReplyOutbox } from './redis-reply-outbox.js';
 export type { RedisReplyOutbox, RedisReplyOutboxOptions } from './redis-reply-outbox.js';
-export { KEPT_OUTCOME_LEASE_MS, createRedisKeptOutcomes, keptOutcomeKeysOf } from './redis-kept-outcomes.js';
+export {
+  KEPT_OUTCOME_LEASE_MS,
+  KEPT_OUTCOME_MAX_CLAIMS,
+  createRedisKeptOutcomes,
+  keptOutcomeKeysOf,
+} from './redis-kept-outcomes.js';
 export type { RedisKeptOutcomes, RedisKeptOutcomesOptions } from './redis-kept-outcomes.js';

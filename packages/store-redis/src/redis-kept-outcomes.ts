@@ -19,12 +19,24 @@ import { type MessageReply, queuedOf } from './script-replies.js';
  */
 export const KEPT_OUTCOME_LEASE_MS = 30_000;
 
+/**
+ * How often a kept outcome is taken for recovery before it is given up (moved to
+ * `{<prefix>}:kept-outcomes:dead`, ERROR `kept outcome given up`): at `KEPT_OUTCOME_LEASE_MS`
+ * apart, five minutes of records the database kept refusing, or of replicas that could not write
+ * them (`start`'s `record` answered false).
+ */
+export const KEPT_OUTCOME_MAX_CLAIMS = 10;
+
 /** Forgets one call removes at most (they are spread as ARGV over Lua's stack). */
 const FORGET_BATCH = 500;
 
 /** The keys of the kept outcomes (lua/includes/kept-outcomes.lua). */
-export function keptOutcomeKeysOf(prefix: string): { hash: string; due: string } {
-  return { hash: `{${prefix}}:kept-outcomes`, due: `{${prefix}}:kept-outcomes:due` };
+export function keptOutcomeKeysOf(prefix: string): { hash: string; due: string; dead: string } {
+  return {
+    hash: `{${prefix}}:kept-outcomes`,
+    due: `{${prefix}}:kept-outcomes:due`,
+    dead: `{${prefix}}:kept-outcomes:dead`,
+  };
 }
 
 /**
@@ -92,11 +104,21 @@ export interface RedisKeptOutcomes {
   forget(outcome: Outcome): void;
   /**
    * Takes up to `limit` kept outcomes whose time came, each this replica's to record for
-   * `KEPT_OUTCOME_LEASE_MS` (then another's, if it is not forgotten meanwhile).
+   * `KEPT_OUTCOME_LEASE_MS` (then another's, if it is not forgotten meanwhile). One taken
+   * `KEPT_OUTCOME_MAX_CLAIMS` times before is given up instead (ERROR `kept outcome given up`).
    */
   claimDue(limit?: number): Promise<Outcome[]>;
-  /** Every `recoverEveryMs`, hands `record` the outcomes whose time came. */
-  start(record: (outcome: Outcome) => void): void;
+  /**
+   * Every `recoverEveryMs`, hands `record` the outcomes whose time came. `record` answers false
+   * for one this replica cannot record (it has no writer for its records): it is left to another
+   * replica once its lease ends.
+   */
+  start(record: (outcome: Outcome) => boolean): void;
+  /**
+   * Stops looking for outcomes to recover, at once: a replica shutting down has no listeners left
+   * to record them. An outcome taken by a look under way stays taken until its lease ends.
+   */
+  stopRecovering(): void;
   /** Stops the timers, writes the forgets gathered so far, and closes an owned connection. */
   close(): Promise<void>;
 }
@@ -113,6 +135,13 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
   let forgets: string[] = [];
   let forgetTimer: NodeJS.Timeout | undefined;
   let recoverTimer: NodeJS.Timeout | undefined;
+  let recovering = false;
+
+  /** Gathers `key` for the next forget call. */
+  function forgetKey(key: string): void {
+    forgets.push(key);
+    forgetTimer ??= setTimeout(() => void flushForgets(), settings.forgetEveryMs);
+  }
 
   /**
    * Removes the gathered keys. A failed call is only logged: those outcomes are recorded again,
@@ -134,26 +163,32 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
   }
 
   async function claimDue(limit = 100): Promise<Outcome[]> {
-    const reply = await script<string[]>(
+    const [taken, givenUp] = await script<[string[], string[]]>(
       'kept-outcomes-claim',
       keys.hash,
       keys.due,
       settings.now(),
       KEPT_OUTCOME_LEASE_MS,
       limit,
+      KEPT_OUTCOME_MAX_CLAIMS,
     );
+    for (const key of givenUp)
+      logger.error(
+        { key, claims: KEPT_OUTCOME_MAX_CLAIMS, deadList: keys.dead },
+        'kept outcome given up: its records failed every time; it waits in the dead list',
+      );
     const outcomes: Outcome[] = [];
-    for (let index = 0; index < reply.length; index += 2) {
-      const key = reply[index] as string;
+    for (let index = 0; index < taken.length; index += 2) {
+      const key = taken[index] as string;
       try {
-        outcomes.push(outcomeOfEntry(reply[index + 1] as string));
+        outcomes.push(outcomeOfEntry(taken[index + 1] as string));
       } catch (error) {
         // Nothing could ever record it: dropped. The log names it by its key (message id and
         // outcome) only: the entry, and a parse error quoting it, hold the user's text and the
         // replies, which `audit.store_text` may keep from any record.
-        const entry = reply[index + 1] as string;
+        const entry = taken[index + 1] as string;
         logger.error({ key, bytes: entry.length, cause: (error as Error).name }, 'dead kept outcome');
-        forgets.push(key);
+        forgetKey(key);
       }
     }
     return outcomes;
@@ -161,23 +196,31 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
 
   return {
     forget(outcome) {
-      forgets.push(outcomeKeyOf(outcome));
-      forgetTimer ??= setTimeout(() => void flushForgets(), settings.forgetEveryMs);
+      forgetKey(outcomeKeyOf(outcome));
     },
 
     claimDue,
 
     start(record) {
       if (recoverTimer !== undefined) return;
+      recovering = true;
       recoverTimer = setInterval(() => {
         claimDue().then(
           (due) => {
             for (const outcome of due) {
+              // A look that ended after the stop hands nothing over: nobody is left to record.
+              if (!recovering) return;
+              if (!record(outcome)) {
+                logger.warn(
+                  { messageId: outcome.message.id, outcome: outcome.kind, channel: outcome.message.channel },
+                  'unrecorded outcome left to another replica: none of its records can be written here',
+                );
+                continue;
+              }
               logger.warn(
                 { messageId: outcome.message.id, outcome: outcome.kind },
                 'unrecorded outcome recovered: its settling replica did not record it',
               );
-              record(outcome);
             }
           },
           (err: unknown) => logger.warn({ err }, 'kept outcomes check failed: retrying'),
@@ -186,7 +229,13 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
       recoverTimer.unref();
     },
 
+    stopRecovering() {
+      recovering = false;
+      clearInterval(recoverTimer);
+    },
+
     async close() {
+      recovering = false;
       clearInterval(recoverTimer);
       clearTimeout(forgetTimer);
       await flushForgets();

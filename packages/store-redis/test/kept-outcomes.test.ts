@@ -1,8 +1,11 @@
 import { type KeptOutcome, type Outcome, type Turn, outcomeKeyOf } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import {
   KEPT_OUTCOME_LEASE_MS,
+  KEPT_OUTCOME_MAX_CLAIMS,
   type RedisKeptOutcomes,
   createRedisKeptOutcomes,
   keptOutcomeKeysOf,
@@ -38,12 +41,16 @@ function deadLetters(turn: Turn, at: number): Outcome[] {
 describe.skipIf(!reachable)('createRedisKeptOutcomes with the pool', () => {
   const pools = usePools();
   const opened: RedisKeptOutcomes[] = [];
-  const keptOn = async (now: () => number) => {
+  const keptOn = async (
+    now: () => number,
+    extra: { logger?: ReturnType<typeof recordingLogger>; recoverEveryMs?: number } = {},
+  ) => {
     const kept = await createRedisKeptOutcomes({
       url: REDIS_URL,
       prefix: pools.prefix,
       now,
       forgetEveryMs: 1,
+      ...extra,
     });
     opened.push(kept);
     return kept;
@@ -170,6 +177,137 @@ describe.skipIf(!reachable)('createRedisKeptOutcomes with the pool', () => {
       try {
         clock.advance(KEPT_OUTCOME_LEASE_MS);
         expect(await (await keptOn(clock.now)).claimDue()).toEqual([]);
+      } finally {
+        await closeAll();
+      }
+    });
+  });
+
+  /** A client on the shared Redis for reading (and corrupting) the kept outcomes' keys. */
+  const withRedis = async <T>(use: (redis: Redis) => Promise<T>): Promise<T> => {
+    const redis = new Redis(REDIS_URL);
+    try {
+      return await use(redis);
+    } finally {
+      redis.disconnect();
+    }
+  };
+
+  /** A pool that kept the dead letter of one message, and that outcome. */
+  const keptDeadLetter = async (clock: ReturnType<typeof manualClock>) => {
+    const pool = await pools.open({ now: clock.now, keptOutcome: keepAllButCompleted });
+    await pool.enqueue(queued('A', clock.now()));
+    const turn = (await pool.claim()) as Turn;
+    const ended = deadLetters(turn, clock.now());
+    await pool.complete(turn, ended);
+    return ended[0] as Outcome;
+  };
+
+  describe('when a kept outcome is taken again and again and never forgotten (its records fail for good)', () => {
+    it('gives it up after KEPT_OUTCOME_MAX_CLAIMS takes into the bounded dead list, with one ERROR naming its key', async () => {
+      const clock = manualClock();
+      const outcome = await keptDeadLetter(clock);
+      const logger = recordingLogger();
+      try {
+        const kept = await keptOn(clock.now, { logger });
+        for (let take = 1; take <= KEPT_OUTCOME_MAX_CLAIMS; take++) {
+          clock.advance(KEPT_OUTCOME_LEASE_MS);
+          expect(await kept.claimDue()).toEqual([outcome]);
+        }
+        clock.advance(KEPT_OUTCOME_LEASE_MS);
+        expect(await kept.claimDue()).toEqual([]);
+        clock.advance(KEPT_OUTCOME_LEASE_MS);
+        expect(await kept.claimDue()).toEqual([]);
+        const given = logger.lines.filter((line) => line.message.startsWith('kept outcome given up'));
+        expect(given).toHaveLength(1);
+        expect(given[0]).toMatchObject({ level: 'error', bindings: { key: outcomeKeyOf(outcome) } });
+        const keys = keptOutcomeKeysOf(pools.prefix);
+        await withRedis(async (redis) => {
+          expect(await redis.hlen(keys.hash)).toBe(0);
+          expect(await redis.zcard(keys.due)).toBe(0);
+          const dead = (await redis.lrange(keys.dead, 0, -1)).map((entry) => JSON.parse(entry));
+          expect(dead).toEqual([{ key: outcomeKeyOf(outcome), outcome: JSON.stringify(outcome) }]);
+        });
+      } finally {
+        await closeAll();
+      }
+    });
+  });
+
+  describe('when a kept entry cannot be read', () => {
+    it('forgets it without waiting for another forget, logging its key and nothing it held', async () => {
+      const clock = manualClock();
+      const keys = keptOutcomeKeysOf(pools.prefix);
+      await withRedis(async (redis) => {
+        await redis.hset(keys.hash, 'm:broken:dead_lettered', '{"text": "my private words"');
+        await redis.zadd(keys.due, clock.now(), 'm:broken:dead_lettered');
+      });
+      const logger = recordingLogger();
+      try {
+        const kept = await keptOn(clock.now, { logger });
+        expect(await kept.claimDue()).toEqual([]);
+        await eventually(() => withRedis(async (redis) => (await redis.hlen(keys.hash)) === 0), 5_000);
+        const dead = logger.lines.filter((line) => line.message === 'dead kept outcome');
+        expect(dead).toHaveLength(1);
+        expect(dead[0]?.bindings.key).toBe('m:broken:dead_lettered');
+        expect(JSON.stringify(logger.lines)).not.toContain('my private words');
+      } finally {
+        await closeAll();
+      }
+    });
+  });
+
+  describe('when the replica cannot record an outcome it took (no writer for its records)', () => {
+    it('leaves it kept, for another replica once its lease ends', async () => {
+      const clock = manualClock();
+      const outcome = await keptDeadLetter(clock);
+      clock.advance(KEPT_OUTCOME_LEASE_MS);
+      try {
+        const refusing = await keptOn(clock.now, { recoverEveryMs: 10 });
+        const offered: Outcome[] = [];
+        refusing.start((taken) => {
+          offered.push(taken);
+          return false;
+        });
+        await eventually(() => offered.length > 0, 5_000);
+        refusing.stopRecovering();
+        clock.advance(KEPT_OUTCOME_LEASE_MS);
+        expect(await (await keptOn(clock.now)).claimDue()).toEqual([outcome]);
+      } finally {
+        await closeAll();
+      }
+    });
+  });
+
+  describe('when recovery stopped (the replica shuts down)', () => {
+    it('hands nothing more to record, while forgets still go out', async () => {
+      const clock = manualClock();
+      const outcome = await keptDeadLetter(clock);
+      clock.advance(KEPT_OUTCOME_LEASE_MS);
+      try {
+        const stopping = await keptOn(clock.now, { recoverEveryMs: 10 });
+        const recorded: Outcome[] = [];
+        stopping.start((taken) => {
+          recorded.push(taken);
+          return true;
+        });
+        stopping.stopRecovering();
+        // A replica still recovering on the same timing takes it: the stopped one, racing for it
+        // too had it gone on, took nothing.
+        const witness = await keptOn(clock.now, { recoverEveryMs: 10 });
+        const witnessed: Outcome[] = [];
+        witness.start((taken) => {
+          witnessed.push(taken);
+          return true;
+        });
+        await eventually(() => witnessed.length > 0, 5_000);
+        expect(witnessed).toEqual([outcome]);
+        expect(recorded).toEqual([]);
+        stopping.forget(outcome);
+        await eventually(
+          () => withRedis(async (redis) => (await redis.hlen(keptOutcomeKeysOf(pools.prefix).hash)) === 0),
+          5_000,
+        );
       } finally {
         await closeAll();
       }
