@@ -1,6 +1,5 @@
 import { type KeptOutcome, type Outcome, type Turn, outcomeKeyOf } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import {
