@@ -2,7 +2,7 @@ import type { BenchMessage, SchedulerFactory, SchedulerOptions } from '../suppor
 import { Condition, Lock, Semaphore } from './asyncio.js';
 
 /**
- * A port of LangBot's scheduling (seed 001 §5–7; `pipeline/pool.py`, `pipeline/controller.py`,
+ * A port of LangBot's scheduling (`pipeline/pool.py`, `pipeline/controller.py`,
  * `provider/session/sessionmgr.py`): `QueryPool` keeps one list of queries and a condition on the
  * pool lock, notified on every add and every completion; `Controller.consumer` takes the pool
  * lock, scans the list for the first query whose session semaphore is free, acquires it, removes

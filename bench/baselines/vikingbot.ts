@@ -2,12 +2,12 @@ import type { BenchMessage, SchedulerFactory, SchedulerOptions } from '../suppor
 import { Lock, Queue, Semaphore } from './asyncio.js';
 
 /**
- * A port of VikingBot's scheduling after OpenViking PR #4736 (seed 000): channels publish to one
+ * A port of VikingBot's scheduling after OpenViking PR #4736: channels publish to one
  * inbound `asyncio.Queue`; `AgentLoop.run` takes each message, gets its session's lock from a
  * map (`setdefault`), counts one more user of it, and starts a task per message. The task takes
  * the session lock, then the global `Semaphore`, runs `_process_message`, publishes the reply on
  * the outbound queue, and in `finally` counts itself out, deleting the lock when nobody else
- * holds or waits for it (seed 000 §10.2). A single outbound consumer hands replies to channels.
+ * holds or waits for it. A single outbound consumer hands replies to channels.
  */
 
 /** `OutboundMessage`: the reply and the message it answers. */

@@ -23,7 +23,7 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
 
 /**
  * The Prometheus metrics of docs/design.md §2. Concurrency (`switchboard_inflight`, slots in use) and
- * sessions (`switchboard_active_sessions`) are named apart — seed 003's dashboard confused them.
+ * sessions (`switchboard_active_sessions`) are named apart — a model gateway's dashboard confused them.
  *
  * Switchboard's counters count in plain memory from the start; prom-client's registry, which
  * formats them beside the gauges and Node's default metrics, is built on the first scrape:

@@ -20,7 +20,7 @@ const ADMITTED: AdmissionDecision = Object.freeze({ admitted: true });
  * Whether the gateway answers `message`. Bot authors (the bot itself included) are never
  * answered, so that two bots cannot talk to each other forever. In groups the bot answers only
  * when addressed, unless a routing rule picked the message explicitly (LangBot's
- * `routed_by_rule` bypasses the group respond rules, seed 001 §3.3).
+ * `routed_by_rule` bypasses the group respond rules, as in LangBot).
  */
 export function admit(
   message: InboundMessage,

@@ -25,7 +25,7 @@ export interface Query {
 }
 
 /**
- * Merges a claimed turn into one query (LangBot's `_merge_messages`, seed 001): texts joined with
+ * Merges a claimed turn into one query (LangBot's `_merge_messages`): texts joined with
  * a newline, the first message's event, sender and reply context kept, `routedByRule` = any.
  */
 export function aggregate(turn: Omit<Turn, 'lease'>): Query {

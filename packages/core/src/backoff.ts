@@ -4,7 +4,7 @@ export interface BackoffPolicy {
   maxDelayMs: number;
 }
 
-/** buzz caps the exponent so that a huge attempt number cannot overflow (seed 002). */
+/** buzz caps the exponent so that a huge attempt number cannot overflow. */
 const MAX_EXPONENT = 30;
 
 /**
@@ -19,7 +19,7 @@ export function backoffDelayMs(attempt: number, policy: BackoffPolicy): number {
 /**
  * The wait before retry number `attempt` (1 for the first retry): base × 2^(attempt−1), capped
  * at the maximum, then multiplied by a jitter factor in [0.8, 1.2) so that retries of many
- * sessions spread out (buzz's `retry_delay`, seed 002); or the backend's Retry-After when that
+ * sessions spread out (buzz's `retry_delay`); or the backend's Retry-After when that
  * is longer. The result never exceeds `maxDelayMs`: a backend answering `Retry-After: 31536000`
  * must not park a session for a year (issue 12), and at the cap jitter only shortens the wait.
  * `random` returns [0, 1); a Retry-After of NaN ms is ignored.

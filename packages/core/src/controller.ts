@@ -44,7 +44,7 @@ export interface ControllerOptions {
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
   tracer?: MessageTracer;
-  /** How long after its timeout an unsettled turn is force-released. Default: 100 s (seed 002). */
+  /** How long after its timeout an unsettled turn is force-released. Default: 100 s (buzz's in-flight deadline). */
   orphanGraceMs?: number;
   /** How long aborted turns get to settle at the end of a drain. Default: 2 s. */
   abortGraceMs?: number;
@@ -74,7 +74,7 @@ const CLAIM_ERROR_RETRY_MS = 1000;
 const CLAIM_ERROR_LOG_EVERY_MS = 30_000;
 
 /**
- * The controller (docs/design.md §2, seeds 000 and 001): a claim loop that takes runnable turns from the
+ * The controller (docs/design.md §2, after VikingBot and LangBot): a claim loop that takes runnable turns from the
  * pool — which takes the session slot, then the pipeline slot, then the global slot — and runs
  * each with an AbortSignal at the pipeline's timeout; a deadline sweep that aborts and releases
  * overdue turns; and the drain. How a turn ends is the settling policy's (turn-settlement.ts).

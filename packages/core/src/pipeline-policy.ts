@@ -3,7 +3,7 @@ import { durationMs } from './duration.js';
 import { numeric } from './numeric.js';
 
 /**
- * Debounce of a pipeline (LangBot's aggregator, seed 001): a run of messages from one sender
+ * Debounce of a pipeline (LangBot's aggregator): a run of messages from one sender
  * becomes runnable `delayMs` after its last message, `maxWaitMs` after its first, or at once
  * when `maxMessages` are buffered.
  */
@@ -23,7 +23,7 @@ export const AggregationSchema = z
   }));
 
 /**
- * Retry of failed turns (buzz, seed 002): base × 2^(n−1), ±20% jitter, and no wait — a
+ * Retry of failed turns (buzz): base × 2^(n−1), ±20% jitter, and no wait — a
  * Retry-After included — longer than `max_delay`. The bounds keep a retried message from being
  * parked for weeks by a typo.
  */

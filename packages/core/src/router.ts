@@ -7,7 +7,7 @@ import { regexSizeProblem } from './regex-size.js';
 import { formatIssues } from './validation.js';
 
 /**
- * The router (docs/design.md §2, LangBot's `resolve_pipeline_uuid`, seed 001 §3.3): an ordered rule list,
+ * The router (docs/design.md §2, LangBot's `resolve_pipeline_uuid`): an ordered rule list,
  * first match wins, no match → `routing.default`. Unlike LangBot, a bad rule (invalid regex,
  * unknown pipeline, unsupported operator) stops the load with its path instead of silently never
  * matching, and every rule is compiled once into a matcher so routing a message parses nothing.

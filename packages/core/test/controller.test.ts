@@ -29,7 +29,7 @@ describe('controller', () => {
     vi.useRealTimers();
   });
 
-  describe('when two sessions compete for a global limit of 2 (VikingBot regression, seed 000 §13)', () => {
+  describe('when two sessions compete for a global limit of 2 (the VikingBot regression)', () => {
     /** Global limit 2; a1 and a2 in session A, then b1 in session B. */
     async function startA1A2B1() {
       const h = createHarness({ concurrency: { global: 2 } });

@@ -1,7 +1,7 @@
 import type { SlotState } from './worker-slot.js';
 
 /**
- * The lifecycle of a `process` pipeline, from its slots (seed 002's PoolLifecycle): `listening`
+ * The lifecycle of a `process` pipeline, from its slots (buzz's PoolLifecycle): `listening`
  * while no worker runs and the next turn may start one (before the first turn, or a slot failed
  * while another is idle), `waking` while a worker starts or restarts after a crash and none is
  * ready (turns wait for it), `ready` while any worker is, `failed` while every slot failed to

@@ -101,7 +101,7 @@ export interface ProcessPipelineDeps {
 }
 
 /**
- * A pipeline that runs turns on a pool of long-lived worker processes (seed 002's agent pool):
+ * A pipeline that runs turns on a pool of long-lived worker processes (buzz's AgentPool):
  * none until the first turn, at most `workers`, with session affinity, `max_active_sessions`,
  * idle release and restart backoff (worker-pool.ts).
  */

@@ -31,7 +31,7 @@ interface Waiter {
 }
 
 /**
- * Session affinity and session limits (seed 003: a mechanism apart from concurrency slots). A
+ * Session affinity and session limits (a mechanism apart from concurrency slots, as in a model gateway's Redis concurrency control). A
  * session is bound to a worker by its first turn and stays there while it is active; idle for
  * `idleTimeoutMs` it is released. At most `maxActive` sessions are bound: the turn of a further
  * session waits, first come first bound, until one is released — it is not refused. Costs: a bind,

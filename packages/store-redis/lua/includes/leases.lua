@@ -1,5 +1,5 @@
 --[[
-  Claims and their leases (seed 003: slots in a ZSET scored by deadline, released explicitly or
+  Claims and their leases (as a model gateway's Redis concurrency control: slots in a ZSET scored by deadline, released explicitly or
   by expiry). A lease record lease:<token> holds the claim's session, pipeline, message seqs
   (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms).
   Needs includes/pool and includes/place-session.
