@@ -1,7 +1,7 @@
 /**
  * SIGHUP ("reload the routing rules") from the first line of the CLI on. Node's default action
  * for SIGHUP ends the process, and an operator or a deploy tool may send one while `serve` still
- * loads its modules, reads the config or connects channels (issue 12 #14). This module imports
+ * loads its modules, reads the config or connects channels (a reload sent early must not kill a starting gateway). This module imports
  * nothing, so the CLI can install it before loading the rest; a SIGHUP that arrives before
  * anyone handles it is held and handed over later.
  */

@@ -21,7 +21,7 @@ export function backoffDelayMs(attempt: number, policy: BackoffPolicy): number {
  * at the maximum, then multiplied by a jitter factor in [0.8, 1.2) so that retries of many
  * sessions spread out (buzz's `retry_delay`); or the backend's Retry-After when that
  * is longer. The result never exceeds `maxDelayMs`: a backend answering `Retry-After: 31536000`
- * must not park a session for a year (issue 12), and at the cap jitter only shortens the wait.
+ * must not park a session for a year, and at the cap jitter only shortens the wait.
  * `random` returns [0, 1); a Retry-After of NaN ms is ignored.
  */
 export function retryDelayMs(

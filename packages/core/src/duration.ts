@@ -32,7 +32,7 @@ function boundMs(bound: string | number): number {
 /**
  * A zod type for a duration: accepts `1.5s`-style strings or milliseconds, outputs milliseconds
  * within `bounds`. Every duration is bounded: a delay past Node's longest timer fires after 1 ms,
- * so an unbounded `timeout: 30d` would abort every turn at once (issue 12).
+ * so an unbounded `timeout: 30d` would abort every turn at once.
  */
 export function durationMs(bounds: DurationBounds = {}) {
   const minMs = bounds.min === undefined ? 0 : boundMs(bounds.min);

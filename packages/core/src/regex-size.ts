@@ -1,5 +1,5 @@
 /**
- * Bounds on the size of a routing `regex` (issue 12 §3). RE2 matches in time proportional to the
+ * Bounds on the size of a routing `regex`. RE2 matches in time proportional to the
  * text's length times the size of the compiled pattern, and a counted repetition compiles to one
  * copy of its operand per count: `(?:\w+\s?){1000}$` blocked the event loop for ~0.7 s on a
  * 32 KiB message, a pattern of 16 characters. So a pattern is bounded three ways, each checked

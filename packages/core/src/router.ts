@@ -14,7 +14,7 @@ import { formatIssues } from './validation.js';
  *
  * `regex` values are compiled by RE2JS (a pure JavaScript port of RE2), not by `RegExp`: routing
  * runs on every inbound message before admission, so a backtracking pattern such as
- * `^(\w+\s?)*$` would block the event loop for seconds on a short message (issue 12 §3). RE2
+ * `^(\w+\s?)*$` would block the event loop for seconds on a short message. RE2
  * matches in time proportional to the text's length times the pattern's compiled size, never
  * exponential; the price is RE2 syntax, which has no backreferences or lookaround — such
  * patterns are refused at load. The pattern's size is bounded at load too (`regex-size.ts`:

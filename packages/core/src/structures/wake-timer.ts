@@ -1,7 +1,7 @@
 /**
  * Node's longest timer delay (2^31 − 1 ms, about 24.8 days). A longer one, or NaN, makes Node
  * fire the timer after 1 ms instead: an idle pool armed for a far due time would wake ~1,000
- * times a second (issue 12).
+ * times a second.
  */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
