@@ -1,7 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 
-// Crockford's base 32, as ULIDs use it.
-const ENCODING = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+/** Crockford's base 32, as ULIDs use it. */
+export const CROCKFORD_BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const RANDOM_BYTES = 10;
 
 // Random bytes are drawn 4 KiB at a time: the `ulid` package drew one value per character, which
@@ -34,7 +34,7 @@ function incrementRandom(): void {
 
 /** The 26 character codes of the id being made; the time part is rewritten only when the ms changes. */
 const codes: number[] = new Array(26).fill(0);
-const ENCODING_CODES = Array.from(ENCODING, (char) => char.charCodeAt(0));
+const ENCODING_CODES = Array.from(CROCKFORD_BASE32, (char) => char.charCodeAt(0));
 
 function encodeTime(timeMs: number): void {
   let t = timeMs;

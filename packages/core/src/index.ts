@@ -158,7 +158,6 @@ export type {
   PoolStats,
   PooledMessageState,
   QueryPool,
-  QueuedMessage,
   RunningTurn,
   SessionsView,
   Settlement,
@@ -167,6 +166,7 @@ export type {
   TurnStart,
   WaitingSession,
 } from './ports/query-pool.js';
+export type { QueuedMessage } from './ports/queued-message.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';

@@ -3,7 +3,8 @@ import type { Context, Link, Span, Tracer } from '@opentelemetry/api';
 import type { Query } from './aggregator.js';
 import type { InboundMessage, Reply } from './message.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
-import type { QueuedMessage, Turn } from './ports/query-pool.js';
+import type { Turn } from './ports/query-pool.js';
+import type { QueuedMessage } from './ports/queued-message.js';
 import type { RouteDecision } from './router.js';
 import { isSwitchboardError } from './errors.js';
 

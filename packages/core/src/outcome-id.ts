@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
+import { CROCKFORD_BASE32 } from './ids.js';
 import type { Outcome } from './outcome.js';
+import { requestIdOf } from './turn-id.js';
 
-// Crockford's base 32, as ULIDs use it: audit ids look like the message ids beside them.
-const ENCODING = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+/** Audit ids are as long as the message ids (ULIDs) beside them, in the same alphabet. */
 const AUDIT_ID_LENGTH = 26;
 
 /**
  * Names one end of one message: the delivery that ended it (`d:<delivery id>:<message id>:<kind>`),
- * or else the run of the message it ended (`m:<message id>[~<replayOf>]:<kind>`, a dead letter's
- * replay being another run). Writing the same end again — a settlement written again after its
+ * or else the run of the message it ended (`m:<request id>:<kind>`, `requestIdOf`: a dead
+ * letter's replay is another run). Writing the same end again — a settlement written again after its
  * commit failed, a turn run again after a crash, an outcome recovered from where its settlement
  * kept it — makes the same key; a replay's end makes another. Kept outcomes are stored under it
  * (docs/design.md §5 "Outcomes kept with their settlement"), and the Redis enqueue script
@@ -17,9 +18,7 @@ const AUDIT_ID_LENGTH = 26;
 export function outcomeKeyOf(outcome: Outcome): string {
   const { message, kind } = outcome;
   if (outcome.deliveryId !== undefined) return `d:${outcome.deliveryId}:${message.id}:${kind}`;
-  return outcome.replayOf === undefined
-    ? `m:${message.id}:${kind}`
-    : `m:${message.id}~${outcome.replayOf}:${kind}`;
+  return `m:${requestIdOf(outcome)}:${kind}`;
 }
 
 /**
@@ -37,7 +36,7 @@ export function auditIdOf(outcome: Outcome): string {
     bits += 8;
     while (bits >= 5 && id.length < AUDIT_ID_LENGTH) {
       bits -= 5;
-      id += ENCODING[(buffer >> bits) & 31];
+      id += CROCKFORD_BASE32[(buffer >> bits) & 31];
     }
     buffer &= (1 << bits) - 1;
     if (id.length === AUDIT_ID_LENGTH) break;

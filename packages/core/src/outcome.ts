@@ -1,6 +1,6 @@
 import { crashPoint, crashPointArmed } from './crash-point.js';
 import type { InboundMessage, Reply } from './message.js';
-import type { QueuedMessage } from './ports/query-pool.js';
+import type { QueuedMessage } from './ports/queued-message.js';
 import type { SessionKey } from './session-key.js';
 import type { SecretMasker } from './secret-masker.js';
 
@@ -121,8 +121,9 @@ export function overflowOutcomeOf(dropped: QueuedMessage, at: number): Outcome {
  * Hears an outcome. A listener that stores outcomes is also handed, when there is one, the
  * commit that ends the message (see `OutcomeSink.record`): it is called before that commit, and
  * must not tell anyone the message is over unless it resolves true. A listener that writes a
- * record of the outcome returns a promise of whether that write landed; what any other listener
- * returns is ignored.
+ * record of the outcome returns a promise of whether that write landed: the outcome counts as
+ * recorded (`createOutcomeBus`'s `onRecorded`) once every promise its listeners returned resolved
+ * to anything but false; a listener that returns no promise is not waited for.
  */
 export type OutcomeListener = (outcome: Outcome, committed?: Promise<boolean>) => unknown;
 

@@ -7,7 +7,8 @@ import type { Reply } from './message.js';
 import type { Outcome, OutcomeReason, OutcomeSink } from './outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { PipelineResult } from './ports/pipeline.js';
-import type { QueryPool, QueuedMessage, Settlement, Turn } from './ports/query-pool.js';
+import type { QueryPool, Settlement, Turn } from './ports/query-pool.js';
+import type { QueuedMessage } from './ports/queued-message.js';
 import type { Delivery } from './ports/reply-outbox.js';
 import type { RunningTurn } from './running-turn.js';
 

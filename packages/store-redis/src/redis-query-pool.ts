@@ -380,8 +380,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     if (turn !== null && shutDown) claimedAfterShutdown.push(token);
     else if (turn !== null && mismatch !== undefined) void handBack(token);
     if (shutDown || mismatch !== undefined) return null;
-    if (turn !== null) leases.hold(turn.lease);
-    if (turn !== null) crashPoint('claim.after-attempt-mark');
+    if (turn !== null) {
+      leases.hold(turn.lease);
+      crashPoint('claim.after-attempt-mark');
+    }
     // The timer only: the caller claims again until null anyway, and the script told the other
     // replicas about work it reclaimed.
     apply(runnableStateOf(0, nextDueAt));

@@ -6,13 +6,13 @@ import type {
   EnqueueResult,
   PoolStats,
   QueryPool,
-  QueuedMessage,
   RunningTurn,
   SessionsView,
   Settlement,
   Turn,
   TurnLease,
 } from '../ports/query-pool.js';
+import type { QueuedMessage } from '../ports/queued-message.js';
 import type { SessionKey } from '../session-key.js';
 import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';

@@ -102,35 +102,37 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
         await subject.store.put(delivered);
         expect(await subject.store.get('m1')).toEqual(delivered);
       });
+
+      it('answers null for an id never put', async () => {
+        expect(await subject.store.get('unknown')).toBeNull();
+      });
     });
 
     describe("when writers' clocks disagree (a replica's clock runs ahead)", () => {
       const at = Date.UTC(2025, 0, 1);
 
+      /** The final status, stamped by a clock on time. */
+      const delivered = status('m1', {
+        status: 'completed',
+        replies: [{ text: 'ok' }],
+        delivery: 'delivered',
+        updated_at: at,
+      });
+      /** The status of the same message before its delivery ended, stamped by the skewed clock. */
+      const skewedPending = status('m1', {
+        status: 'completed',
+        delivery: 'pending',
+        updated_at: at + SKEW_MS,
+      });
+
       it('keeps the final status over a pending one stamped later by the skewed clock', async () => {
-        const delivered = status('m1', {
-          status: 'completed',
-          replies: [{ text: 'ok' }],
-          delivery: 'delivered',
-          updated_at: at,
-        });
         await subject.store.put(delivered);
-        await subject.store.put(
-          status('m1', { status: 'completed', delivery: 'pending', updated_at: at + SKEW_MS }),
-        );
+        await subject.store.put(skewedPending);
         expect(await subject.store.get('m1')).toEqual(delivered);
       });
 
       it('replaces a pending status stamped by the skewed clock with the final one stamped earlier', async () => {
-        await subject.store.put(
-          status('m1', { status: 'completed', delivery: 'pending', updated_at: at + SKEW_MS }),
-        );
-        const delivered = status('m1', {
-          status: 'completed',
-          replies: [{ text: 'ok' }],
-          delivery: 'delivered',
-          updated_at: at,
-        });
+        await subject.store.put(skewedPending);
         await subject.store.put(delivered);
         expect(await subject.store.get('m1')).toEqual(delivered);
       });
@@ -179,10 +181,6 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
           status('m1', { generation: 1, status: 'completed', delivery: 'pending', updated_at: at + 1 }),
         );
         expect(await subject.store.get('m1')).toEqual(deadLettered);
-      });
-
-      it('answers null for an id never put', async () => {
-        expect(await subject.store.get('unknown')).toBeNull();
       });
     });
 

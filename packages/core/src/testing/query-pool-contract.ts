@@ -1,7 +1,8 @@
 import { type TestContext, afterEach, describe, expect, it } from 'vitest';
 import type { Concurrency, PipelinePolicyInput, QueueLimits } from '../pipeline-policy.js';
 import { PipelinePolicySchema } from '../pipeline-policy.js';
-import type { QueryPool, QueuedMessage, Turn } from '../ports/query-pool.js';
+import type { QueryPool, Turn } from '../ports/query-pool.js';
+import type { QueuedMessage } from '../ports/queued-message.js';
 import type { StoreHarness } from './store-harness.js';
 import { queuedMessageFixture } from './store-harness.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach } from 'vitest';
 import type { AuditRecord } from '../ports/audit-log.js';
-import type { QueuedMessage } from '../ports/query-pool.js';
+import type { QueuedMessage } from '../ports/queued-message.js';
 
 /** One store under test, as a contract suite's factory returns it. */
 export interface StoreHarness<Store> {
