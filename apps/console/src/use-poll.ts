@@ -19,7 +19,8 @@ interface Loaded<T> {
  * updates live without a reload. `intervalMs` 0 loads once. A `key` change (another message's
  * page) shows nothing of the previous key from its first render on, aborts the load under way
  * (`load` gets the signal) and loads at once: an answer that comes for an older key is never
- * shown, however late.
+ * shown, however late. `refresh()` (after an action) does the same for the same key: a poll
+ * under way may have been answered before the action, so it is aborted and the load starts anew.
  */
 export function usePoll<T>(
   load: (signal: AbortSignal) => Promise<T>,
@@ -34,8 +35,12 @@ export function usePoll<T>(
   /** The load under way, if any. */
   const inFlight = useRef<AbortController | null>(null);
 
-  const refresh = useCallback(() => {
-    if (inFlight.current !== null) return;
+  /** Starts a load; one under way is aborted when `restart`, else this one is skipped. */
+  const start = useCallback((restart: boolean) => {
+    if (inFlight.current !== null) {
+      if (!restart) return;
+      inFlight.current.abort();
+    }
     const loading = new AbortController();
     inFlight.current = loading;
     const loadingKey = keyRef.current;
@@ -59,14 +64,15 @@ export function usePoll<T>(
         if (inFlight.current === loading) inFlight.current = null;
       });
   }, []);
+  const refresh = useCallback(() => start(true), [start]);
 
   useEffect(() => {
-    refresh();
+    start(true);
     const timer =
       intervalMs === 0
         ? undefined
         : setInterval(() => {
-            if (document.visibilityState === 'visible') refresh();
+            if (document.visibilityState === 'visible') start(false);
           }, intervalMs);
     return () => {
       clearInterval(timer);
@@ -74,7 +80,7 @@ export function usePoll<T>(
       inFlight.current?.abort();
       inFlight.current = null;
     };
-  }, [refresh, intervalMs, key]);
+  }, [start, intervalMs, key]);
 
   // Until the first answer for a new key comes, the previous key's is not this page's.
   const current = loaded.key === key;

@@ -1,6 +1,7 @@
 import type { Page, Request, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, chromiumPresent, launchBrowser } from './browser.js';
+import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
 import { type ServeProcess, post, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
 
 // The console never shows one thing's answer as another's (docs/design.md §7): in Debian's
@@ -10,17 +11,18 @@ import { type ServeProcess, post, startServe, tempDir, testConfig, writeConfig }
 const BROWSER_TIMEOUT_MS = 120_000;
 
 /**
- * Holds back the answers to the requests `matches` selects: each is fetched from the gateway
- * at once and handed to the page only on `release()`. A request the page aborted meanwhile
- * stays unanswered (Playwright refuses to fulfil it).
+ * Holds back the answers to the first `count` requests `matches` selects (later ones pass): each
+ * is fetched from the gateway at once and handed to the page only on `release()`. A request the
+ * page aborted meanwhile stays unanswered (Playwright refuses to fulfil it).
  */
-async function holdAnswers(page: Page, matches: (url: URL) => boolean) {
+async function holdAnswers(page: Page, matches: (url: URL) => boolean, count = Number.POSITIVE_INFINITY) {
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
   const held: Request[] = [];
   const handler = async (route: Route) => {
+    if (held.length >= count) return route.continue();
     held.push(route.request());
     try {
       const response = await route.fetch();
@@ -78,22 +80,34 @@ function staleSeen(page: Page): Promise<string[]> {
 
 describe.skipIf(!chromiumPresent)('console freshness (in a real browser)', () => {
   let gateway: ServeProcess;
+  /** The `bot` pipeline's backend: it fails fatally (400) until `healthy`, so its messages are dead-lettered. */
+  let backend: FakePipeline;
+  let healthy = false;
   let browser: Browser;
   let page: Page;
   /** Message ids by their text. */
   const ids = new Map<string, string>();
 
   beforeAll(async () => {
+    backend = await startFakePipeline();
+    backend.respond = async (request) =>
+      healthy
+        ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
+        : { status: 400, body: { error: 'bad request' } };
     const dir = tempDir();
     const configPath = writeConfig(
       dir,
       testConfig(
         dir,
-        `pipelines: [{ id: echo, type: echo }]
+        `pipelines:
+  - { id: echo, type: echo }
+  - { id: bot, type: http, url: "${backend.url}" }
 routing:
   default: echo
-  # Completed messages are not audited; discarded ones are, so a search finds them.
-  rules: [{ name: drop-probes, type: message_content, operator: contains, value: probe, pipeline: __discard__ }]
+  rules:
+    # Completed messages are not audited; discarded ones are, so a search finds them.
+    - { name: drop-probes, type: message_content, operator: contains, value: probe, pipeline: __discard__ }
+    - { name: to-bot, type: message_content, operator: starts_with, value: "bot:", pipeline: bot }
 `,
       ),
     );
@@ -104,6 +118,12 @@ routing:
       expect(answer.body?.status).toBe(text.endsWith('probe') ? 'discarded' : 'completed');
       ids.set(text, answer.body?.id);
     }
+    const failed = await post(`${gateway.url}/v1/messages`, {
+      session_id: 'b',
+      user_id: 'u',
+      text: 'bot: replay me',
+    });
+    expect(failed.body).toMatchObject({ status: 'dead_lettered', reason: 'fatal_error' });
     browser = await launchBrowser();
     page = await browser.context.newPage();
   }, BROWSER_TIMEOUT_MS);
@@ -111,6 +131,7 @@ routing:
   afterAll(async () => {
     await browser?.close();
     await gateway?.stop('SIGKILL');
+    await backend?.close();
   });
 
   const idOf = (text: string) => ids.get(text) as string;
@@ -197,6 +218,33 @@ routing:
       expect(await staleSeen(page)).toEqual([]);
       expect(await rows('newprobe').count()).toBe(1);
       expect(await rows('oldprobe').count()).toBe(0);
+    },
+    BROWSER_TIMEOUT_MS,
+  );
+
+  it(
+    'lists the dead letters as they are after a replay: the poll under way when it is made is abandoned and the list loads again',
+    async () => {
+      await page.goto(`${gateway.url}/admin/#/dead-letters`);
+      const row = page
+        .getByRole('table', { name: 'Dead letters' })
+        .getByRole('row')
+        .filter({ hasText: 'bot: replay me' });
+      await expect.poll(() => row.count(), { timeout: 20_000 }).toBe(1);
+      // The page polls every 5 s: the next poll is held, as a slow one would be. Its answer, read
+      // before the replay, still lists the dead letter.
+      const slow = await holdAnswers(page, (url) => url.pathname === '/admin/dead-letters', 1);
+      try {
+        await expect.poll(() => slow.held.length, { timeout: 20_000 }).toBe(1);
+        const pollEnded = endOfRequest(page, '/admin/dead-letters?');
+        healthy = true;
+        await row.getByRole('button', { name: /^Replay/ }).click();
+        // The replayed dead letter leaves the list while the poll of before is still held back.
+        await expect.poll(() => row.count(), { timeout: 20_000 }).toBe(0);
+        expect(await pollEnded).toBe('aborted');
+      } finally {
+        await slow.stop();
+      }
     },
     BROWSER_TIMEOUT_MS,
   );

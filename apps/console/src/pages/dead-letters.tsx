@@ -24,7 +24,10 @@ const MAX_REPLAYS_SHOWN = 100;
 
 /** Dead letters with reason and error; replay or purge one or a selection; replay state shown. */
 export function DeadLettersPage() {
-  const list = usePoll(() => api<{ items: DeadLetter[] }>('/admin/dead-letters?limit=200'), 5000);
+  const list = usePoll(
+    (signal) => api<{ items: DeadLetter[] }>('/admin/dead-letters?limit=200', { signal }),
+    5000,
+  );
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [actions, setActions] = useState<Record<string, ActionState>>({});
   const [replays, setReplays] = useState<Replay[]>([]);
