@@ -2,8 +2,9 @@ import { SwitchboardError } from '@switchboard/core';
 
 /**
  * Largest answer a pipeline keeps, in bytes: a body read whole, one line (or SSE event) of a
- * streamed answer, the text its deltas add up to, one line of a worker's stdout. Far beyond any
- * reply, short of exhausting memory; the factories take a lower one (`maxAnswerBytes`) for tests.
+ * streamed answer, the text its deltas add up to; and one line of a worker's stdout, counted in
+ * characters (line-reader.ts reads decoded text). Far beyond any reply, short of exhausting memory;
+ * the factories take a lower one (`maxAnswerBytes`) for tests.
  */
 export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 

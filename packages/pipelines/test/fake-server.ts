@@ -86,6 +86,12 @@ export function useFakeServers(): (answer: (request: RecordedRequest) => FakeAns
   };
 }
 
+/**
+ * What a server may have handed to loopback sockets beyond what the client read before it cut
+ * the connection: the send buffer on one side, the receive buffer on the other.
+ */
+export const SOCKET_SLACK_BYTES = 8 * 1024 * 1024;
+
 /** How a flooding answer ended: the bytes the socket took, and whether the client cut it first. */
 export interface FloodOutcome {
   written: number;
@@ -148,5 +154,18 @@ export async function startFloodServer(
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** `startFloodServer` for a test file: every server started through it is closed after each test. */
+export function useFloodServers(): typeof startFloodServer {
+  const started: FloodServer[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((flood) => flood.close()));
+  });
+  return async (...args) => {
+    const flood = await startFloodServer(...args);
+    started.push(flood);
+    return flood;
   };
 }

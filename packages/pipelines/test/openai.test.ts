@@ -10,13 +10,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from '../src/openai.js';
 import {
   type FakeAnswer,
-  type FloodServer,
   type RecordedRequest,
   refusedUrl,
-  startFloodServer,
+  SOCKET_SLACK_BYTES,
   useFakeServers,
+  useFloodServers,
 } from './fake-server.js';
-import { queryOf, rejectionOf, runContext } from './query.js';
+import { queryOf, rejectionOf, runContext, streamCounter } from './query.js';
 import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeOpenAI, type FakeOpenAIAnswer, startFakeOpenAI } from '@switchboard/testkit/openai';
 
@@ -389,17 +389,21 @@ describe('createOpenAIPipeline with stream: true', () => {
     await Promise.all(started.splice(0).map((fake) => fake.close()));
   });
 
-  async function streaming(answer: FakeOpenAIAnswer) {
-    const fake = await startFakeOpenAI(answer);
-    started.push(fake);
-    const history = createMemoryHistoryStore();
-    const options = OpenAIPipelineOptionsSchema.parse({
+  /** The options of a streaming pipeline on the endpoint at `baseUrl`. */
+  const streamingOptions = (baseUrl: string) =>
+    OpenAIPipelineOptionsSchema.parse({
       type: 'openai',
-      base_url: fake.baseUrl,
+      base_url: baseUrl,
       api_key: API_KEY,
       model: 'gpt-test',
       stream: true,
     });
+
+  async function streaming(answer: FakeOpenAIAnswer) {
+    const fake = await startFakeOpenAI(answer);
+    started.push(fake);
+    const history = createMemoryHistoryStore();
+    const options = streamingOptions(fake.baseUrl);
     return { fake, history, pipeline: createOpenAIPipeline('assistant', options, { history }) };
   }
 
@@ -519,10 +523,7 @@ describe('createOpenAIPipeline with stream: true', () => {
   });
 
   describe('when the endpoint streams chunks far past the largest answer kept', () => {
-    const floods: FloodServer[] = [];
-    afterEach(async () => {
-      await Promise.all(floods.splice(0).map((flood) => flood.close()));
-    });
+    const startFloodServer = useFloodServers();
 
     it('fails for good once the text passes the bound, cuts the connection there and keeps no history', async () => {
       const maxAnswerBytes = 1024 * 1024;
@@ -535,36 +536,27 @@ describe('createOpenAIPipeline with stream: true', () => {
         maxAnswerBytes + 64 * 1024 * 1024,
         `${chunk({}, 'stop')}data: [DONE]\n\n`,
       );
-      floods.push(flood);
       const history = createMemoryHistoryStore();
-      const options = OpenAIPipelineOptionsSchema.parse({
-        type: 'openai',
-        base_url: flood.url,
-        api_key: API_KEY,
-        model: 'gpt-test',
-        stream: true,
+      const pipeline = createOpenAIPipeline('assistant', streamingOptions(flood.url), {
+        history,
+        maxAnswerBytes,
       });
-      const pipeline = createOpenAIPipeline('assistant', options, { history, maxAnswerBytes });
-      let streamed = 0;
-      const context = {
-        ...runContext(),
-        stream: (delta: string) => {
-          streamed += delta.length;
-        },
-      };
+      const streamed = streamCounter();
 
-      const error = await rejectionOf(pipeline.run(queryOf(['hi']), context));
+      const error = await rejectionOf(
+        pipeline.run(queryOf(['hi']), { ...runContext(), stream: streamed.stream }),
+      );
 
       expect(error).toMatchObject({
         code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
         retryable: false,
         message: `pipeline assistant: the streamed text is larger than ${maxAnswerBytes} bytes`,
       });
-      expect(streamed).toBeLessThanOrEqual(maxAnswerBytes);
+      expect(streamed.characters).toBeLessThanOrEqual(maxAnswerBytes);
       const { written, cut } = await flood.outcome;
       expect(cut).toBe(true);
       // What the gateway read, plus at most what the loopback socket buffers held.
-      expect(written).toBeLessThan(maxAnswerBytes + 8 * 1024 * 1024);
+      expect(written).toBeLessThan(maxAnswerBytes + SOCKET_SLACK_BYTES);
       expect(history.entries(queryOf(['hi']).session, 'assistant')).toEqual([]);
     });
   });

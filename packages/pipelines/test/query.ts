@@ -58,3 +58,16 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
     (error: unknown) => error,
   );
 }
+
+/** A run's `stream` that counts the characters streamed to it, for a bound on what a channel shows. */
+export function streamCounter(): { stream: (delta: string) => void; readonly characters: number } {
+  let characters = 0;
+  return {
+    stream: (delta) => {
+      characters += delta.length;
+    },
+    get characters() {
+      return characters;
+    },
+  };
+}

@@ -4,8 +4,8 @@ import { isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HttpPipelineDeps, HttpPipelineOptionsSchema, createHttpPipeline } from '../src/http.js';
-import { type FloodServer, startFloodServer, useFakeServers } from './fake-server.js';
-import { queryOf, rejectionOf, runContext } from './query.js';
+import { SOCKET_SLACK_BYTES, useFakeServers, useFloodServers } from './fake-server.js';
+import { queryOf, rejectionOf, runContext, streamCounter } from './query.js';
 
 const startServer = useFakeServers();
 
@@ -21,12 +21,6 @@ async function streaming(contentType: string, body: string, deps: HttpPipelineDe
   const run = () => pipeline.run(queryOf(['hi']), { ...runContext(), stream: (delta) => deltas.push(delta) });
   return { run, deltas };
 }
-
-/**
- * What a server may have handed to loopback sockets beyond what the client read before it cut
- * the connection: the send buffer on one side, the receive buffer on the other.
- */
-const SOCKET_SLACK_BYTES = 8 * 1024 * 1024;
 
 const ndjson = (...objects: unknown[]) => objects.map((object) => `${JSON.stringify(object)}\n`).join('');
 
@@ -171,10 +165,7 @@ describe('createHttpPipeline streaming', () => {
     const maxAnswerBytes = 1024 * 1024;
     /** Far more than the bound and any socket buffers: an unbounded reader reads it all. */
     const ceilingBytes = maxAnswerBytes + 64 * 1024 * 1024;
-    const floods: FloodServer[] = [];
-    afterEach(async () => {
-      await Promise.all(floods.splice(0).map((flood) => flood.close()));
-    });
+    const startFloodServer = useFloodServers();
 
     it.each([
       ['NDJSON', 'application/x-ndjson', (object: unknown) => `${JSON.stringify(object)}\n`],
@@ -188,21 +179,16 @@ describe('createHttpPipeline streaming', () => {
           ceilingBytes,
           frame({ replies: [{ text: 'the end' }] }),
         );
-        floods.push(flood);
         const pipeline = createHttpPipeline(
           'bot',
           HttpPipelineOptionsSchema.parse({ type: 'http', url: `${flood.url}/answer` }),
           { maxAnswerBytes },
         );
-        let streamed = 0;
-        const context = {
-          ...runContext(),
-          stream: (delta: string) => {
-            streamed += delta.length;
-          },
-        };
+        const streamed = streamCounter();
 
-        const error = await rejectionOf(pipeline.run(queryOf(['hi']), context));
+        const error = await rejectionOf(
+          pipeline.run(queryOf(['hi']), { ...runContext(), stream: streamed.stream }),
+        );
 
         expect(error).toMatchObject({
           code: 'SB_PIPELINE_ANSWER_TOO_LARGE',
@@ -210,7 +196,7 @@ describe('createHttpPipeline streaming', () => {
           message: `pipeline bot: the streamed text is larger than ${maxAnswerBytes} bytes`,
         });
         // Nothing past the bound reached the channel's preview.
-        expect(streamed).toBeLessThanOrEqual(maxAnswerBytes);
+        expect(streamed.characters).toBeLessThanOrEqual(maxAnswerBytes);
         const { written, cut } = await flood.outcome;
         expect(cut).toBe(true);
         // What the gateway read, plus at most what the loopback socket buffers held.

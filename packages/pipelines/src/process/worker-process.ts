@@ -69,8 +69,6 @@ export interface WorkerProcessOptions {
    * exited with code 0 on its own while ready and holding no request (an idle exit, not a failure).
    */
   onExit(reason: string, clean: boolean): void;
-  /** Called when it answers a request: it works, so its slot's restart backoff starts over. */
-  onAnswer(): void;
 }
 
 /** stderr lines are logged cut to this length. */
@@ -373,7 +371,6 @@ export class WorkerProcess {
     this.#pending.delete(id);
     pending.detach();
     pending.finish();
-    this.#options.onAnswer();
     if (pending.cancelTimer !== undefined) {
       clearTimeout(pending.cancelTimer);
       this.#logger.debug({ id }, 'cancelled request answered');

@@ -38,8 +38,8 @@ export interface WorkerSlotOptions {
 /**
  * One place for a worker in the pool, across the processes that fill it: started on first need,
  * restarted `restart.baseDelayMs × 2^(n−1)` (at most `restart.maxDelayMs`) after its n-th failure
- * in a row — an exit or a failed start; a worker that gets ready, or answers, resets n. Each
- * process is a new generation.
+ * in a row — an exit or a failed start; a worker that gets ready resets n. Each process is a new
+ * generation.
  */
 export class WorkerSlot {
   readonly index: number;
@@ -162,9 +162,6 @@ export class WorkerSlot {
       mask,
       maxAnswerBytes,
       onExit: (reason, clean) => this.#gone(worker, reason, clean),
-      onAnswer: () => {
-        this.#failures = 0;
-      },
     });
     this.#worker = worker;
     this.#ready = worker.ready.then(

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { rejectionOf } from '../query.js';
+import { rejectionOf, streamCounter } from '../query.js';
 import {
   answerOf,
   contextOf,
@@ -377,16 +377,13 @@ describe('process pipeline', () => {
     it('fails the turn for good once the text passes the bound and cancels it there; the worker lives on', async () => {
       const maxAnswerBytes = 1024 * 1024;
       const { pipeline, logger, events } = processPipeline({}, {}, { maxAnswerBytes });
-      let streamed = 0;
-      const context = {
-        ...contextOf(logger),
-        stream: (delta: string) => {
-          streamed += delta.length;
-        },
-      };
+      const streamed = streamCounter();
 
       const error = await failureOf(
-        pipeline.run(turnOf('a', `flood ${64 * 1024} ${maxAnswerBytes + 64 * 1024 * 1024}`), context),
+        pipeline.run(turnOf('a', `flood ${64 * 1024} ${maxAnswerBytes + 64 * 1024 * 1024}`), {
+          ...contextOf(logger),
+          stream: streamed.stream,
+        }),
       );
 
       expect(error).toMatchObject({
@@ -394,7 +391,7 @@ describe('process pipeline', () => {
         retryable: false,
         message: `pipeline agent: the streamed text is larger than ${maxAnswerBytes} bytes`,
       });
-      expect(streamed).toBeLessThanOrEqual(maxAnswerBytes);
+      expect(streamed.characters).toBeLessThanOrEqual(maxAnswerBytes);
       // The worker stopped on the cancel: it wrote what was read, plus what the pipe held.
       const cancel = await eventually(() => events().find((event) => event.event === 'cancel'));
       expect(cancel.bytes).toBeLessThan(maxAnswerBytes + 1024 * 1024);
