@@ -33,7 +33,7 @@ import { createDeadLetterReplay } from './dead-letter-replay.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { registerConsoleRoutes } from './http/console-routes.js';
 import { registerHealthRoutes } from './http/health-routes.js';
-import { keptOutcomePolicy, recoverKeptOutcome } from './kept-outcomes.js';
+import { forgetWhenRecorded, keptOutcomePolicy, recoverKeptOutcome } from './kept-outcomes.js';
 import { createMessageTrail } from './message-trail.js';
 import { createMetrics } from './metrics.js';
 import { createOutcomeRate } from './outcome-rate.js';
@@ -117,11 +117,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const outcomes = createOutcomeBus(
     (err) => logger.error({ err }, 'outcome listener failed'),
     options.mask,
-    keptOutcomes === undefined
-      ? undefined
-      : (outcome) => {
-          if (kept.wasKept(outcome)) keptOutcomes.forget(outcome);
-        },
+    keptOutcomes === undefined ? undefined : forgetWhenRecorded(kept, keptOutcomes),
   );
   const pipelines = createPipelines(config, { history: stores.history, logger, workerIdentities });
   const metrics = createMetrics(pool, {

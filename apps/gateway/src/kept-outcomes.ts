@@ -6,6 +6,7 @@ import {
   type SecretMasker,
   maskedOutcome,
 } from '@switchboard/core';
+import type { RedisKeptOutcomes } from '@switchboard/store-redis';
 import { isAudited } from './audit-recorder.js';
 import { keptMessage } from './stored-text.js';
 
@@ -69,5 +70,15 @@ export function recoverKeptOutcome(config: Config, outcomes: Pick<OutcomeBus, 'r
     if (!channels.has(outcome.message.channel)) return false;
     outcomes.recover(outcome);
     return true;
+  };
+}
+
+/**
+ * The outcome bus's `onRecorded` with a shared store: lets go of an outcome its settlement kept
+ * once every record of it landed (`RedisKeptOutcomes.forget`).
+ */
+export function forgetWhenRecorded(policy: KeptOutcomePolicy, kept: Pick<RedisKeptOutcomes, 'forget'>) {
+  return (outcome: Outcome): void => {
+    if (policy.wasKept(outcome)) kept.forget(outcome);
   };
 }

@@ -12,44 +12,25 @@ import {
   silentLogger,
 } from '@switchboard/core';
 import { deliveryFixture, queuedMessageFixture } from '@switchboard/core/testing';
-import {
-  KEPT_OUTCOME_LEASE_MS,
-  type RedisKeptOutcomes,
-  createRedisKeptOutcomes,
-  keptOutcomeKeysOf,
-} from '@switchboard/store-redis';
-import { eventually } from '@switchboard/testkit/eventually';
-import {
-  POSTGRES_URL,
-  dropSchema,
-  postgresReachable,
-  queryPostgres,
-  randomSchemaName,
-} from '@switchboard/testkit/postgres';
-import { REDIS_URL, redisReachable, removePoolKeys } from '@switchboard/testkit/redis';
-import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { KEPT_OUTCOME_LEASE_MS, createRedisKeptOutcomes } from '@switchboard/store-redis';
+import { postgresReachable, queryPostgres } from '@switchboard/testkit/postgres';
+import { redisReachable } from '@switchboard/testkit/redis';
+import { describe, expect, it, vi } from 'vitest';
 import { createAuditRecorder } from '../src/audit-recorder.js';
-import { keptOutcomePolicy } from '../src/kept-outcomes.js';
+import { forgetWhenRecorded, keptOutcomePolicy, recoverKeptOutcome } from '../src/kept-outcomes.js';
 import { type Stores, openStores } from '../src/stores.js';
+import { useCleanups } from './serve-process.js';
+import { keptOutcomeCount, sharedStores } from './shared-stores.js';
 
 const reachable = (await redisReachable()) && (await postgresReachable());
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanup = useCleanups();
 
 /** A config on a pool prefix and a schema of the test's own (removed after it), HTTP channel `api`. */
 function configOfTest(): Config {
-  const prefix = `sb-kept-${randomSchemaName()}`;
-  const schema = randomSchemaName();
-  cleanups.push(async () => {
-    await removePoolKeys(REDIS_URL, prefix);
-    await dropSchema(schema);
-  });
+  const stores = sharedStores(cleanup);
   return ConfigSchema.parse({
-    store: { kind: 'redis', url: REDIS_URL, prefix },
-    audit: { kind: 'postgres', url: POSTGRES_URL, schema },
+    store: { kind: 'redis', url: stores.redisUrl, prefix: stores.prefix },
+    audit: { kind: 'postgres', url: stores.postgresUrl, schema: stores.schema },
     channels: [{ id: 'api', type: 'openapi' }],
     pipelines: [{ id: 'assistant', type: 'echo' }],
     routing: { default: 'assistant' },
@@ -61,7 +42,7 @@ function configOfTest(): Config {
 async function openReplica(config: Config) {
   const kept = keptOutcomePolicy(config);
   const stores = await openStores(config, silentLogger, { keptOutcome: kept.keep });
-  cleanups.push(() => stores.close());
+  cleanup(() => stores.close());
   const pool = await stores.createPool({
     concurrency: config.concurrency,
     limits: config.queue,
@@ -85,17 +66,14 @@ const deadAfterSettlement = (): OutcomeBus => createOutcomeBus();
 async function recordingReplica(config: Config, stores: Stores, aheadMs: number) {
   const kept = keptOutcomePolicy(config);
   const store = config.store as Extract<Config['store'], { kind: 'redis' }>;
-  let keptOutcomes: RedisKeptOutcomes | undefined;
-  const outcomes = createOutcomeBus(undefined, undefined, (outcome) => {
-    if (kept.wasKept(outcome)) keptOutcomes?.forget(outcome);
-  });
-  keptOutcomes = await createRedisKeptOutcomes({
+  const keptOutcomes = await createRedisKeptOutcomes({
     url: store.url,
     prefix: store.prefix,
     now: () => Date.now() + aheadMs,
     forgetEveryMs: 10,
   });
-  cleanups.push(() => keptOutcomes?.close());
+  cleanup(async () => keptOutcomes.close());
+  const outcomes = createOutcomeBus(undefined, undefined, forgetWhenRecorded(kept, keptOutcomes));
   const audit = createAuditRecorder({
     auditLog: stores.auditLog,
     config: config.audit,
@@ -108,28 +86,16 @@ async function recordingReplica(config: Config, stores: Stores, aheadMs: number)
     logger: silentLogger,
     events: {
       subscribeOutcomes: (listener) =>
-        outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed)),
+        outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed), { records: true }),
       subscribeTurnStarts: () => () => {},
     },
   });
-  cleanups.push(() => tracker.close());
+  cleanup(async () => tracker.close());
   return { outcomes, keptOutcomes };
 }
 
 /** Waits until `check` passes (it throws until then), failing with its last error after 10 s. */
-async function until(check: () => Promise<void>): Promise<void> {
-  let last: unknown;
-  const passed = await eventually(async () => {
-    try {
-      await check();
-      return true;
-    } catch (err) {
-      last = err;
-      return false;
-    }
-  }, 10_000).catch(() => false);
-  if (!passed) throw last;
-}
+const until = (check: () => Promise<void>) => vi.waitFor(check, { timeout: 10_000 });
 
 /** The audit records of `messageId` in the test's schema. */
 function auditRows(config: Config, messageId: string) {
@@ -141,14 +107,9 @@ function auditRows(config: Config, messageId: string) {
 }
 
 /** How many outcomes are kept in Redis now. */
-async function keptCount(config: Config): Promise<number> {
+function keptCount(config: Config): Promise<number> {
   const store = config.store as Extract<Config['store'], { kind: 'redis' }>;
-  const redis = new Redis(REDIS_URL);
-  try {
-    return await redis.hlen(keptOutcomeKeysOf(store.prefix).hash);
-  } finally {
-    redis.disconnect();
-  }
+  return keptOutcomeCount({ redisUrl: store.url, prefix: store.prefix });
 }
 
 /** A message of the HTTP channel `api`, as queued. */
@@ -161,10 +122,14 @@ function apiMessage(index: number): QueuedMessage {
   };
 }
 
-/** Runs the due kept outcomes through `replica` and waits until every one was forgotten. */
+/**
+ * Runs the due kept outcomes through `replica` as the gateway recovers them (`recoverKeptOutcome`),
+ * and waits until every one was forgotten.
+ */
 async function recover(config: Config, replica: Awaited<ReturnType<typeof recordingReplica>>) {
   const due = await replica.keptOutcomes.claimDue();
-  for (const outcome of due) replica.outcomes.record(outcome);
+  const record = recoverKeptOutcome(config, replica.outcomes);
+  for (const outcome of due) expect(record(outcome)).toBe(true);
   await until(async () => expect(await keptCount(config)).toBe(0));
   return due;
 }

@@ -37,7 +37,7 @@ export async function removeStores(stores: SharedStores): Promise<void> {
  * How many outcomes the settling scripts keep in `stores` until their records are written
  * (docs/design.md §5 "Outcomes kept with their settlement"): 0 once every one was recorded and let go.
  */
-export async function keptOutcomeCount(stores: SharedStores): Promise<number> {
+export async function keptOutcomeCount(stores: Pick<SharedStores, 'redisUrl' | 'prefix'>): Promise<number> {
   const redis = new Redis(stores.redisUrl);
   try {
     return await redis.hlen(keptOutcomeKeysOf(stores.prefix).hash);

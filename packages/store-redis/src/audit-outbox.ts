@@ -113,6 +113,12 @@ function outboxKeysOf(prefix: string) {
 
 const isUnavailable = (err: unknown) => isSwitchboardError(err) && err.code === 'SB_STORE_UNAVAILABLE';
 
+/** What outbox-push takes of a status entry: its id, JSON and rank (lua/outbox-push-3.lua). */
+function statusArgs(status: MessageStatus): [string, string, number, '1' | '0'] {
+  const { version, final } = statusRank(status);
+  return [status.id, JSON.stringify(status), version, final ? '1' : '0'];
+}
+
 /**
  * Connects (unless given a client), defines the scripts and starts this replica's drainer.
  * Rejects with `SB_STORE_UNAVAILABLE` when Redis does not answer.
@@ -164,11 +170,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
    */
   async function push(entry: OutboxEntry): Promise<void> {
     const line = JSON.stringify(entry);
-    const rank = 'status' in entry ? statusRank(entry.status) : undefined;
-    const status =
-      'status' in entry && rank !== undefined
-        ? [entry.status.id, JSON.stringify(entry.status), rank.version, rank.final ? '1' : '0']
-        : [];
+    const status = 'status' in entry ? statusArgs(entry.status) : [];
     const { outbox, waitingStatuses, statusRanks } = keys;
     noteLength(await script<number>('outbox-push', outbox, waitingStatuses, statusRanks, line, ...status));
   }

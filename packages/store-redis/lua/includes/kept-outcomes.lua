@@ -11,16 +11,15 @@
   those whose time came (kept-outcomes-claim).
 ]]
 
--- Keeps the outcomes given as ARGV pairs (key, JSON) from `first` on, due at `dueAt`.
-local function keepOutcomes(base, dueAt, first)
-  for index = first, #ARGV, 2 do
-    redis.call('HSET', base .. 'kept-outcomes', ARGV[index], ARGV[index + 1])
-    redis.call('ZADD', base .. 'kept-outcomes:due', dueAt, ARGV[index])
-  end
-end
-
 -- Keeps one outcome, due at `dueAt`.
 local function keepOutcome(base, dueAt, key, json)
   redis.call('HSET', base .. 'kept-outcomes', key, json)
   redis.call('ZADD', base .. 'kept-outcomes:due', dueAt, key)
+end
+
+-- Keeps the outcomes given as ARGV pairs (key, JSON) from `first` on, due at `dueAt`.
+local function keepOutcomes(base, dueAt, first)
+  for index = first, #ARGV, 2 do
+    keepOutcome(base, dueAt, ARGV[index], ARGV[index + 1])
+  end
 end
