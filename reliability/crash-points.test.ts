@@ -205,11 +205,15 @@ async function expectWithin<T>(
   }
 }
 
-/** What one message must have come to, by flow. */
-const expectedOutcome: Record<
-  Flow,
-  { status: string; reason: string | null; reply: (marker: string) => string }
-> = {
+/** What one message must have come to. */
+interface ExpectedOutcome {
+  status: string;
+  reason: string | null;
+  reply: (marker: string) => string;
+}
+
+/** The expected outcomes by flow. */
+const expectedOutcome: Record<Flow, ExpectedOutcome> = {
   answer: { status: 'completed', reason: null, reply: (marker) => `echo: ${marker}` },
   retry: { status: 'completed', reason: null, reply: (marker) => `echo: ${marker}` },
   'dead letter': { status: 'dead_lettered', reason: 'fatal_error', reply: () => DEAD_LETTER_REPLY },
@@ -219,6 +223,21 @@ const expectedOutcome: Record<
     reply: (marker) => `echo: ${marker}`,
   },
 };
+
+/**
+ * What is wrong with the audit records of one message: an audited outcome (any but completed) has
+ * exactly one, with the expected reason; a completion has none.
+ */
+function recordProblems(records: readonly AuditRecord[], expected: ExpectedOutcome): string[] {
+  const audited = expected.status !== 'completed';
+  if (records.length !== (audited ? 1 : 0))
+    return [
+      `${records.length} audit records (${records.map((r) => `${r.outcome}/${r.reason}`).join(', ')}), expected ${audited ? 1 : 0}`,
+    ];
+  if (audited && records[0]?.reason !== expected.reason)
+    return [`audit reason ${records[0]?.reason}, expected ${expected.reason}`];
+  return [];
+}
 
 /**
  * One row of the matrix on one deployment: returns what was wrong (nothing when it passed). Every
@@ -349,12 +368,7 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
           problems.push(`the reply shows ${sends} times in the status (allowed 1..${row.maxSends})`);
       }
       const records = (await auditOf(restarted)).filter((record) => record.message_id === id);
-      if (records.length !== (audited ? 1 : 0))
-        problems.push(
-          `${records.length} audit records (${records.map((r) => `${r.outcome}/${r.reason}`).join(', ')}), expected ${audited ? 1 : 0}`,
-        );
-      else if (audited && records[0]?.reason !== expected.reason)
-        problems.push(`audit reason ${records[0]?.reason}, expected ${expected.reason}`);
+      problems.push(...recordProblems(records, expected));
     } else {
       // A Telegram message has no status: its outcome is the reply (completed, not audited) or
       // its one audit record (dead-lettered), never both.
@@ -372,12 +386,7 @@ async function runRow(row: Row, deployment: Deployment, index: number): Promise<
         eventually(() => drained(restarted, stores), DRAIN_BOUND_MS, 'drained'),
       );
       const records = (await auditOf(restarted)).filter((record) => record.text === marker);
-      if (records.length !== (audited ? 1 : 0))
-        problems.push(
-          `${records.length} audit records (${records.map((r) => `${r.outcome}/${r.reason}`).join(', ')}), expected ${audited ? 1 : 0}`,
-        );
-      else if (audited && records[0]?.reason !== expected.reason)
-        problems.push(`audit reason ${records[0]?.reason}, expected ${expected.reason}`);
+      problems.push(...recordProblems(records, expected));
       // Reached the platform: answered 200 by the fake; for a refused reply, the refused call.
       sends = audited
         ? telegram.callsOf('sendMessage').filter((call) => call.body.text === reply).length

@@ -12,13 +12,11 @@ import { deliveryFixture } from '@switchboard/core/testing';
 import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
 import { eventually } from '@switchboard/testkit/eventually';
 import BetterSqlite3 from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAuditRecorder } from '../src/audit-recorder.js';
+import { useCleanups } from './serve-process.js';
 
-const cleanups: Array<() => unknown> = [];
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0).reverse()) cleanup();
-});
+const cleanup = useCleanups();
 
 /** A delivery the outbox gives up at once: its channel refuses it for good. */
 const delivery = deliveryFixture(1, { createdAt: Date.now(), notBefore: 0 });
@@ -34,7 +32,7 @@ const refusingChannel = {
  * file's outbox, the audit recorder on its audit log, subscribed as storing so that a delivery's
  * audit record joins the group commit of its removal. `tries` counts the removals written.
  */
-function process(store: SqliteStore) {
+function gatewayOn(store: SqliteStore) {
   const tries = { removals: 0 };
   const outbox: ReplyOutbox = {
     ...store.outbox,
@@ -69,9 +67,9 @@ describe('a dead-lettered delivery on one SQLite file', () => {
   describe('when its group commit is rerun write by write and only the removal fails', () => {
     it('keeps one audit record: through the removal written again, and after a restart sends it again', async () => {
       const folder = mkdtempSync(join(tmpdir(), 'switchboard-records-'));
-      cleanups.push(() => rmSync(folder, { recursive: true, force: true }));
+      cleanup(async () => rmSync(folder, { recursive: true, force: true }));
       const path = join(folder, 'switchboard.db');
-      const auditCount = (store: SqliteStore) =>
+      const auditRecords = (store: SqliteStore) =>
         store.auditLog
           .query({ message: delivery.messages[0]?.message.id, limit: 10 })
           .then((page) => page.items);
@@ -81,30 +79,30 @@ describe('a dead-lettered delivery on one SQLite file', () => {
       // Another connection makes every removal of the outbox fail, as a full disk would: the
       // batch (removal + audit record) rolls back and is rerun one write at a time.
       const other = new BetterSqlite3(path);
-      cleanups.push(() => other.close());
+      cleanup(async () => other.close());
       other.exec(
         "CREATE TRIGGER outbox_full BEFORE DELETE ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
       );
-      const running = process(first);
+      const running = gatewayOn(first);
       // The removal written a second time records the outcome again, in the same process.
       await eventually(() => running.tries.removals >= 2, 10_000, 'the removal written again');
-      expect(await auditCount(first)).toHaveLength(1);
+      expect(await auditRecords(first)).toHaveLength(1);
       // The process dies with the delivery still stored beside its audit record.
       await running.sender.stop({ drainTimeoutMs: 0 });
       first.close();
 
       other.exec('DROP TRIGGER outbox_full');
       const second = createSqliteStore({ path });
-      cleanups.push(() => second.close());
-      const restarted = process(second);
-      cleanups.push(() => restarted.sender.stop({ drainTimeoutMs: 0 }));
+      cleanup(async () => second.close());
+      const restarted = gatewayOn(second);
+      cleanup(() => restarted.sender.stop({ drainTimeoutMs: 0 }));
       await eventually(
         async () => Object.keys(await second.outbox.pending()).length === 0,
         10_000,
         'the removal',
       );
       expect(restarted.tries.removals).toBe(1);
-      expect(await auditCount(second)).toEqual([
+      expect(await auditRecords(second)).toEqual([
         expect.objectContaining({ outcome: 'dead_lettered', reason: 'delivery_failed' }),
       ]);
     });

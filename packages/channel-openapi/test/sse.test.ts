@@ -1,5 +1,11 @@
 import { type Logger, type Pipeline, silentLogger } from '@switchboard/core';
-import { eventNames, readUntil, replyDeltaEvents, replyEvents } from '@switchboard/testkit/sse';
+import {
+  eventNames,
+  readUntil,
+  replyDeltaEvents,
+  replyEvents,
+  replyOmittedEvents,
+} from '@switchboard/testkit/sse';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '@switchboard/http';
 import { toInboundMessage } from '../src/normalize.js';
@@ -25,6 +31,28 @@ describe('session event stream', () => {
 
   async function listen(): Promise<string> {
     return h.server.listen({ host: '127.0.0.1', port: 0 });
+  }
+
+  /** Opens session s1's event stream on `base` and reads until it is connected. */
+  async function openS1(base: string) {
+    const abort = new AbortController();
+    const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
+    const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+    await readUntil(reader, (text) => text.includes(': connected'));
+    return { reader, abort };
+  }
+
+  /** Posts `text` to session s1 and resolves the answer once the message ended (`wait: true`). */
+  async function postAndWait<T = { id: string; turn: string; status: string }>(
+    base: string,
+    text: string,
+  ): Promise<T> {
+    const response = await fetch(`${base}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 's1', user_id: 'u1', text, wait: true }),
+    });
+    return (await response.json()) as T;
   }
 
   describe('when a reply is sent to the session over real HTTP', () => {
@@ -73,16 +101,9 @@ describe('session event stream', () => {
       };
       h = await createHarness({ pipelines: [{ pipeline: streaming }], editIntervalMs: 100 });
       const base = await listen();
-      const abort = new AbortController();
-      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
-      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
-      await readUntil(reader, (text) => text.includes(': connected'));
+      const { reader, abort } = await openS1(base);
 
-      const answered = fetch(`${base}/v1/messages`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ session_id: 's1', user_id: 'u1', text: 'hi', wait: true }),
-      }).then((response) => response.json() as Promise<{ id: string; turn: string; replies: unknown[] }>);
+      const answered = postAndWait<{ id: string; turn: string; replies: unknown[] }>(base, 'hi');
       let text = await readUntil(reader, (received) => received.includes('event: reply.delta'));
       release();
       text += await readUntil(reader, (received) => received.includes('event: reply\n'));
@@ -186,32 +207,17 @@ describe('session event stream', () => {
         logger,
       });
       const base = await listen();
-      const abort = new AbortController();
-      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
-      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
-      await readUntil(reader, (text) => text.includes(': connected'));
+      const { reader, abort } = await openS1(base);
 
-      const postAndWait = async (text: string) => {
-        const response = await fetch(`${base}/v1/messages`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ session_id: 's1', user_id: 'u1', text, wait: true }),
-        });
-        return (await response.json()) as { id: string; turn: string; status: string };
-      };
-      const huge = await postAndWait('huge');
-      const after = await postAndWait('after');
+      const huge = await postAndWait(base, 'huge');
+      const after = await postAndWait(base, 'after');
       expect([huge.status, after.status]).toEqual(['completed', 'completed']);
 
       const text = await readUntil(reader, (received) => received.includes('"after"'), 10_000);
       expect(eventNames(text)).toEqual(['reply.omitted', 'reply']);
-      const omitted = text.split('\n\n').find((block) => block.startsWith('event: reply.omitted\n')) ?? '';
-      expect(JSON.parse(omitted.slice(omitted.indexOf('data: ') + 'data: '.length))).toEqual({
-        message_id: huge.id,
-        turn: huge.turn,
-        event: 'reply',
-        bytes: expect.any(Number),
-      });
+      expect(replyOmittedEvents(text)).toEqual([
+        { message_id: huge.id, turn: huge.turn, event: 'reply', bytes: expect.any(Number) },
+      ]);
       expect(replyEvents(text)).toEqual([{ message_id: after.id, turn: after.turn, text: 'after' }]);
       expect(warnings).toEqual([
         {
@@ -248,27 +254,16 @@ describe('session event stream', () => {
         editIntervalMs: 100,
       });
       const base = await listen();
-      const abort = new AbortController();
-      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
-      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
-      await readUntil(reader, (text) => text.includes(': connected'));
+      const { reader, abort } = await openS1(base);
 
-      const answered = fetch(`${base}/v1/messages`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ session_id: 's1', user_id: 'u1', text: 'hi', wait: true }),
-      }).then((response) => response.json() as Promise<{ id: string; turn: string }>);
+      const answered = postAndWait(base, 'hi');
       let text = await readUntil(reader, (received) => received.includes('event: reply.omitted'), 10_000);
       release();
       const answer = await answered;
       text += await readUntil(reader, (received) => received.includes('"event":"reply"'), 10_000);
 
-      const omitted = text
-        .split('\n\n')
-        .filter((block) => block.startsWith('event: reply.omitted\n'))
-        .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
       expect(eventNames(text)).toEqual(['reply.omitted', 'reply.omitted']);
-      expect(omitted).toEqual([
+      expect(replyOmittedEvents(text)).toEqual([
         { message_id: answer.id, turn: answer.turn, event: 'reply.delta', bytes: expect.any(Number) },
         { message_id: answer.id, turn: answer.turn, event: 'reply', bytes: expect.any(Number) },
       ]);
@@ -372,18 +367,9 @@ describe('session event stream', () => {
       { id: '01JSSEREPLAY00000000000001', channelId: 'api', receivedAt: 0 },
     );
 
-    async function streamOfS1() {
-      const base = await listen();
-      const abort = new AbortController();
-      const stream = await fetch(`${base}/v1/sessions/s1/events`, { signal: abort.signal });
-      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
-      await readUntil(reader, (text) => text.includes(': connected'));
-      return { reader, abort };
-    }
-
     it("streams a turn's answer with its turn without reading the status store", async () => {
       h = await createHarness();
-      const { reader, abort } = await streamOfS1();
+      const { reader, abort } = await openS1(await listen());
       h.statuses.get = () => Promise.reject(new Error('PostgreSQL is away'));
       await h.channel.send(origin, [{ text: 'answer' }], new AbortController().signal, {
         turn: 't-new',
@@ -396,7 +382,7 @@ describe('session event stream', () => {
 
     it("streams a replayed dead letter's answer, which names no turn, with the turn its stored status names", async () => {
       h = await createHarness();
-      const { reader, abort } = await streamOfS1();
+      const { reader, abort } = await openS1(await listen());
       await h.statuses.put({
         id: origin.id,
         channel: 'api',

@@ -54,8 +54,9 @@ function readSecretFile(path: string): { value: string } | { reason: string } {
 }
 
 /**
- * The references of one configuration load, each resolved once (a file is read once, however
- * often it is referenced and whatever asks):
+ * The references of one configuration load, each resolved once by its text (a file is read once
+ * however often one reference names it and whatever asks; `${file:P}` and a `NAME_FILE` of P are
+ * two references, each reading P):
  * - `${NAME}`, `${NAME:-default}`: the variable; when it is unset and `NAME_FILE` is set, the
  *   text of the file `NAME_FILE` names (the convention of Docker secrets), before the default.
  *   Both set is an error: which one is meant cannot be told.

@@ -1,17 +1,12 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} strings are the syntax under test, not templates
-import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
+import type { SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/load-config.js';
+import { thrown } from './thrown.js';
 
 /** The error of parsing `text` with `env`; fails the test when it parses. */
 function failure(text: string, env: Record<string, string>): SwitchboardError {
-  try {
-    parseConfig(text, { env, source: 'test.yaml' });
-  } catch (error) {
-    if (isSwitchboardError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a SwitchboardError');
+  return thrown(() => parseConfig(text, { env, source: 'test.yaml' }));
 }
 
 /** Everything a config error shows: its message, its details and its cause. */

@@ -3,9 +3,9 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig } from '../src/load-config.js';
+import { thrown } from './thrown.js';
 
 const CONFIG_DIR = fileURLToPath(new URL('../../../config/', import.meta.url));
 
@@ -25,18 +25,8 @@ const EXAMPLE_ENV = {
   SWITCHBOARD_ADMIN_TOKEN: 'admin-token',
 };
 
-function failure(run: () => unknown): SwitchboardError {
-  try {
-    run();
-  } catch (error) {
-    if (isSwitchboardError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a SwitchboardError');
-}
-
 function problems(text: string, env: Record<string, string> = {}): string[] {
-  const error = failure(() => parseConfig(text, { env, source: 'test.yaml' }));
+  const error = thrown(() => parseConfig(text, { env, source: 'test.yaml' }));
   expect(error.code).toBe('SB_CONFIG_INVALID');
   return error.details?.problems as string[];
 }
@@ -53,7 +43,7 @@ describe('parseConfig', () => {
 
   describe('when the YAML is malformed', () => {
     it('reports file:line:col', () => {
-      const error = failure(() =>
+      const error = thrown(() =>
         parseConfig('server:\n  port: 8080\nchannels: [\n  { id: api\n', { source: 'bad.yaml', env: {} }),
       );
       expect(error.code).toBe('SB_CONFIG_INVALID');
@@ -106,7 +96,7 @@ describe('parseConfig', () => {
         '  - { id: tg, type: telegram, token: "${TELEGRAM_BOT_TOKEN}" }',
         'store: { kind: redis, url: "${REDIS_URL}" }',
       ].join('\n');
-      const error = failure(() => parseConfig(text, { env: {}, source: 'sb.yaml' }));
+      const error = thrown(() => parseConfig(text, { env: {}, source: 'sb.yaml' }));
       expect(error.code).toBe('SB_CONFIG_VARIABLE_MISSING');
       expect(error.details?.problems).toEqual([
         'channels[1].token: environment variable TELEGRAM_BOT_TOKEN is not set',
@@ -117,7 +107,7 @@ describe('parseConfig', () => {
 
   describe('when the schema refuses values', () => {
     it('refuses a redis store without postgres audit, naming audit.kind', () => {
-      const error = failure(() =>
+      const error = thrown(() =>
         parseConfig('store: { kind: redis, url: "redis://127.0.0.1:6379" }\naudit: { path: ./audit.db }', {
           env: {},
           source: 'sb.yaml',
@@ -129,7 +119,7 @@ describe('parseConfig', () => {
     });
 
     it('starts the message with the source and lists one line per problem', () => {
-      const error = failure(() =>
+      const error = thrown(() =>
         parseConfig('store: { kind: mongo }\nserver: { port: 70000 }', { env: {}, source: 'sb.yaml' }),
       );
       expect(error.message).toBe(
@@ -218,7 +208,7 @@ describe('parseConfig', () => {
     });
     it('names only the type of a secret field given the wrong type, in the lines and the cause', () => {
       const key = 'sk-live-0123456789abcdef';
-      const error = failure(() =>
+      const error = thrown(() =>
         parseConfig(
           [
             'admin: { token: 12345678901234 }',

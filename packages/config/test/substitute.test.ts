@@ -2,25 +2,15 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isSwitchboardError, type SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { createReferences, substituteEnv } from '../src/substitute.js';
+import { thrown } from './thrown.js';
 
 /** A secret file with `text` in a fresh folder; returns its path. */
 function secretFile(text: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'switchboard-secret-')), 'secret');
   writeFileSync(path, text, { mode: 0o600 });
   return path;
-}
-
-function thrown(run: () => unknown): SwitchboardError {
-  try {
-    run();
-  } catch (error) {
-    if (isSwitchboardError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a SwitchboardError');
 }
 
 describe('substituteEnv', () => {

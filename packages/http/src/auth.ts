@@ -91,6 +91,12 @@ function digest(token: string): Buffer {
 
 const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
 
+/** The token of the request's `Authorization: Bearer <token>`, if it has one. */
+function bearerTokenOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+}
+
 /** Hex digits of a key's SHA-256 that name it (64 bits: no two configured keys share them). */
 const CREDENTIAL_ID_HEX = 16;
 
@@ -102,8 +108,7 @@ const CREDENTIAL_ID_HEX = 16;
  */
 export function credentialIdOf(request: FastifyRequest, tokens: readonly string[]): string {
   if (tokens.every((token) => token === '')) return 'loopback';
-  const header = request.headers.authorization;
-  const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+  const token = bearerTokenOf(request);
   // bearerAuth refused such a request before any handler ran.
   if (token === undefined) throw new SwitchboardError('SB_HTTP_UNAUTHORIZED');
   return `key:${digest(token).toString('hex').slice(0, CREDENTIAL_ID_HEX)}`;
@@ -129,8 +134,7 @@ export function bearerAuth(options: BearerAuthOptions): AuthHook {
         message: `${options.setting} is not set, so only loopback clients not forwarded by a proxy are allowed; set ${options.setting}`,
       });
     }
-    const header = request.headers.authorization;
-    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+    const token = bearerTokenOf(request);
     if (token !== undefined) {
       const presented = digest(token);
       // Compare with every key so the time taken does not tell which one matched.
@@ -138,6 +142,7 @@ export function bearerAuth(options: BearerAuthOptions): AuthHook {
       for (const expected of digests) matched = timingSafeEqual(expected, presented) || matched;
       if (matched) return undefined;
     }
+    const header = request.headers.authorization;
     reply.header(
       'www-authenticate',
       header === undefined ? challenge : `${challenge}, error="invalid_token"`,

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StoreFactory } from '@switchboard/core/testing';
@@ -137,6 +137,25 @@ describe('createSqliteStore', () => {
       createSqliteStore({ path }).close();
       expect(inspect(path, (db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
       expect(inspect(path, (db) => db.pragma('journal_mode', { simple: true }))).toBe('wal');
+    });
+
+    it('makes the folders it creates 0700 and the database and its WAL 0600, whatever the umask lets', () => {
+      const nested = join(temporaryPath('unused'), '..', 'private');
+      const path = join(nested, 'switchboard.db');
+      // The usual umask: SQLite alone would create the files 0644, readable by every user.
+      const umask = process.umask(0o022);
+      try {
+        const store = createSqliteStore({ path });
+        try {
+          expect(statSync(nested).mode & 0o777).toBe(0o700);
+          expect(statSync(path).mode & 0o777).toBe(0o600);
+          expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
+        } finally {
+          store.close();
+        }
+      } finally {
+        process.umask(umask);
+      }
     });
   });
 

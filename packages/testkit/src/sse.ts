@@ -21,20 +21,27 @@ export async function readUntil(
   }
 }
 
-/** The data of every `event: reply` in `text`, parsed. */
-export function replyEvents(text: string): unknown[] {
+/** The data of every event named `name` in `text`, parsed, in order. */
+function eventData(text: string, name: string): unknown[] {
   return text
     .split('\n\n')
-    .filter((block) => block.startsWith('event: reply\n'))
+    .filter((block) => block.startsWith(`event: ${name}\n`))
     .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
+}
+
+/** The data of every `event: reply` in `text`, parsed. */
+export function replyEvents(text: string): unknown[] {
+  return eventData(text, 'reply');
 }
 
 /** The data of every `event: reply.delta` in `text`, parsed. */
 export function replyDeltaEvents(text: string): unknown[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.startsWith('event: reply.delta\n'))
-    .map((block) => JSON.parse(block.slice(block.indexOf('data: ') + 'data: '.length)));
+  return eventData(text, 'reply.delta');
+}
+
+/** The data of every `event: reply.omitted` in `text`, parsed. */
+export function replyOmittedEvents(text: string): unknown[] {
+  return eventData(text, 'reply.omitted');
 }
 
 /** The names of the events in `text`, in order (comments left out). */

@@ -96,10 +96,9 @@ export function createAcceptQueue(
           return;
         }
         if (stopping.signal.aborted) {
+          // Dropped at the top of the loop, as every message after it.
           storeFailedAtStop = err;
-          failedAtStop += 1;
-          ingress.drop(message, 'ingress_failed', err);
-          return;
+          continue;
         }
         // Kept here, in memory only, and tried again; the messages behind it wait, keeping each
         // chat in order. Had the store taken it after all (its answer lost to a timeout), the
