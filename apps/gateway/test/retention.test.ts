@@ -11,6 +11,7 @@ const status = (id: string, updatedAt: number) => ({
   rule: null,
   turn: 't',
   replies: [],
+  delivery: null,
   error: null,
   trace_id: null,
   updated_at: updatedAt,

@@ -64,10 +64,7 @@ interface Answer {
 }
 
 function viewOf(status: MessageStatus, reason?: string): MessageView {
-  const { updated_at: _updatedAt, channel: _channel, generation: _generation, ...stored } = status;
-  // Statuses stored before trace ids or deliveries existed (or by a replica not upgraded yet)
-  // have none.
-  const view = { ...stored, trace_id: stored.trace_id ?? null, delivery: stored.delivery ?? null };
+  const { updated_at: _updatedAt, channel: _channel, generation: _generation, ...view } = status;
   return reason === undefined ? view : { ...view, reason };
 }
 

@@ -148,7 +148,7 @@ function deliveryAfter(outcome: Outcome, base: MessageStatus): MessageStatus['de
   if (outcome.kind === 'completed') return (outcome.replies?.length ?? 0) > 0 ? 'delivered' : null;
   // Given up by the outbox (a dead letter), or left in it at shutdown.
   if (outcome.reason === 'delivery_failed' || base.delivery === 'pending') return 'failed';
-  return base.delivery ?? null;
+  return base.delivery;
 }
 
 /** A message of `channel` known to be accepted, nothing more: queued, with no route yet. */
@@ -218,7 +218,7 @@ function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number
     delivery: deliveryAfter(outcome, base),
     // Without an error, the reason (queue_overflow, shutdown…) is the only account of a failure.
     error: error ?? (failed ? (outcome.reason ?? null) : null),
-    trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id ?? null,
+    trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id,
     updated_at: at,
   };
 }

@@ -1,4 +1,3 @@
-import type { MessageStatus } from '@switchboard/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Harness, createHarness } from './harness.js';
 
@@ -96,29 +95,6 @@ describe('channelRoutes on bad input', () => {
       expect(response.statusCode).toBe(400);
       expect(Object.keys(response.json())).toEqual(['error']);
       expect(response.json().error.code).toBe('SB_HTTP_BAD_REQUEST');
-    });
-  });
-
-  describe('when a status was stored before messages had trace ids', () => {
-    it("answers it in the API's shape, with trace_id null", async () => {
-      h = await createHarness();
-      const { trace_id: _none, ...old } = {
-        id: '01JOLDSTATUS00000000000001',
-        status: 'completed' as const,
-        channel: 'api',
-        generation: 0,
-        pipeline: 'echo',
-        rule: null,
-        turn: 't-old',
-        replies: [{ text: 'from the last release' }],
-        error: null,
-        trace_id: null,
-        updated_at: 1,
-      };
-      await h.statuses.put(old as MessageStatus);
-      const response = await h.server.inject({ method: 'GET', url: `/v1/messages/${old.id}` });
-      expect(response.statusCode).toBe(200);
-      expect(response.json()).toMatchObject({ id: old.id, status: 'completed', trace_id: null });
     });
   });
 

@@ -205,7 +205,7 @@ describe('memory query pool', () => {
         acceptedAt: Date.now(),
       });
       const turn = (await pool.claim()) as Turn;
-      // A Retry-After of a year, as a pool shared with an older replica could be handed.
+      // A Retry-After of a year: longer than a Node timer can wait.
       await pool.retry(turn, 365 * 86_400_000);
       const readsBefore = clockReads;
       await vi.advanceTimersByTimeAsync(10_000);

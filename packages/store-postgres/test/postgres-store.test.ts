@@ -69,6 +69,7 @@ describe.skipIf(!reachable)('postgres', () => {
           rule: null,
           turn: 't1',
           replies: [{ text: 'hi' }],
+          delivery: null,
           error: null,
           trace_id: null,
           updated_at: 1,

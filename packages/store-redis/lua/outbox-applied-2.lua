@@ -1,8 +1,7 @@
 --[[
   Forgets the statuses a drain step wrote to PostgreSQL from the readable copy of the statuses
   waiting in the outbox, each only if it is still the one written: a newer status of the same
-  message, pushed meanwhile, stays readable until it is written too (docs/design.md §5). A rank
-  whose copy is gone already (forgotten by an older build, which kept no ranks) goes too.
+  message, pushed meanwhile, stays readable until it is written too (docs/design.md §5).
 
   KEYS[1] the waiting statuses ({<prefix>}:audit-outbox:statuses, HASH message id -> status JSON)
   KEYS[2] their ranks ({<prefix>}:audit-outbox:status-ranks, see outbox-push)
@@ -12,13 +11,10 @@
 ]]
 local forgotten = 0
 for index = 1, #ARGV, 2 do
-  local waiting = redis.call('HGET', KEYS[1], ARGV[index])
-  if waiting == ARGV[index + 1] then
+  if redis.call('HGET', KEYS[1], ARGV[index]) == ARGV[index + 1] then
     redis.call('HDEL', KEYS[1], ARGV[index])
     redis.call('HDEL', KEYS[2], ARGV[index])
     forgotten = forgotten + 1
-  elseif not waiting then
-    redis.call('HDEL', KEYS[2], ARGV[index])
   end
 end
 return forgotten

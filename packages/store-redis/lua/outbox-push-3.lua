@@ -10,8 +10,7 @@
   KEYS[1] the outbox list
   KEYS[2] the waiting statuses ({<prefix>}:audit-outbox:statuses, HASH message id -> status JSON)
   KEYS[3] their ranks ({<prefix>}:audit-outbox:status-ranks, HASH message id ->
-          '<version> <1 when final, else 0> <SHA-1 of the copy>'); a copy without a rank
-          of its own (written by an older build, which kept no ranks) may be replaced
+          '<version> <1 when final, else 0>'), written and forgotten with each copy
   ARGV[1] the entry (JSON line)
   ARGV[2] for a status entry: the message id; ARGV[3] the status JSON; ARGV[4] its version
           (statusVersion, an integer below 2^53); ARGV[5] '1' when it is final (isFinalStatus),
@@ -24,15 +23,13 @@ local id = ARGV[2]
 if not id then
   return length
 end
-local waiting = redis.call('HGET', KEYS[2], id)
-local rank = waiting and redis.call('HGET', KEYS[3], id)
+local rank = redis.call('HGET', KEYS[3], id)
 if rank then
-  local version, final, digest = string.match(rank, '^(%S+) ([01]) (%x+)$')
-  local ranksWaiting = digest == redis.sha1hex(waiting)
-  if ranksWaiting and (tonumber(ARGV[4]) < tonumber(version) or (final == '1' and ARGV[5] == '0')) then
+  local version, final = string.match(rank, '^(%S+) ([01])$')
+  if tonumber(ARGV[4]) < tonumber(version) or (final == '1' and ARGV[5] == '0') then
     return length
   end
 end
 redis.call('HSET', KEYS[2], id, ARGV[3])
-redis.call('HSET', KEYS[3], id, ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. redis.sha1hex(ARGV[3]))
+redis.call('HSET', KEYS[3], id, ARGV[4] .. ' ' .. ARGV[5])
 return length

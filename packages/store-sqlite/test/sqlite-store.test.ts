@@ -240,28 +240,6 @@ describe('createSqliteStore', () => {
     });
   });
 
-  describe('when a file at schema version 8 had its outbox_ended rebuilt by an earlier build of 0007', () => {
-    it('rebuilds it once more the same way, keeping what it remembers', async () => {
-      const path = temporaryPath();
-      const db = databaseAtVersion(path, 8);
-      // What that build's 0007 also did: the rebuild 0009 now holds.
-      db.exec(readFileSync(new URL('../migrations/0009_outbox_ended_by_id.sql', import.meta.url), 'utf8'));
-      const remembered = deliveryFixture(1);
-      db.prepare('INSERT INTO outbox_ended (id, expires_at) VALUES (?, ?)').run(
-        remembered.id,
-        Date.now() + 60_000,
-      );
-      db.close();
-      const store = createSqliteStore({ path });
-      try {
-        expect(await store.outbox.add(remembered)).toBe('duplicate');
-      } finally {
-        store.close();
-      }
-      expectOutboxEndedById(path);
-    });
-  });
-
   describe('when a database of schema version 7 holds journal and outbox rows', () => {
     it('keeps each table whole and in its order, rows added afterwards come last, and no commit writes sqlite_sequence for them', async () => {
       const path = temporaryPath();

@@ -87,9 +87,9 @@ export interface MessageStatus {
   replies: Reply[];
   /**
    * Where its replies stand; null when there is nothing to deliver (not answered yet, answered
-   * without replies, failed before an answer). A status stored by an older build has none.
+   * without replies, failed before an answer).
    */
-  delivery?: (typeof DELIVERY_STATES)[number] | null;
+  delivery: (typeof DELIVERY_STATES)[number] | null;
   error: string | null;
   /** The message's OpenTelemetry trace id; null when it was not traced. */
   trace_id: string | null;

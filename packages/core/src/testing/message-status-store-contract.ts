@@ -17,6 +17,7 @@ function status(id: string, overrides: Partial<MessageStatus> = {}): MessageStat
     turn: null,
     trace_id: null,
     replies: [],
+    delivery: null,
     error: null,
     updated_at: Date.UTC(2025, 0, 1),
     ...overrides,
