@@ -100,7 +100,7 @@ export interface AuditOutbox extends AuditLog {
 type OutboxEntry = { audit: AuditRecord } | { status: MessageStatus };
 
 /** The outbox's keys; all under the deployment's hash tag, so one Redis Cluster slot. */
-function outboxKeysOf(prefix: string) {
+export function auditOutboxKeysOf(prefix: string) {
   const base = `{${prefix}}:audit-outbox`;
   return {
     outbox: base,
@@ -113,7 +113,7 @@ function outboxKeysOf(prefix: string) {
 
 const isUnavailable = (err: unknown) => isSwitchboardError(err) && err.code === 'SB_STORE_UNAVAILABLE';
 
-/** What outbox-push takes of a status entry: its id, JSON and rank (lua/outbox-push-3.lua). */
+/** What a status entry adds to its push: its id, JSON and rank (lua/audit-outbox/push.lua). */
 function statusArgs(status: MessageStatus): [string, string, number, '1' | '0'] {
   const { version, final } = statusRank(status);
   return [status.id, JSON.stringify(status), version, final ? '1' : '0'];
@@ -141,7 +141,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
   }
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const logger = (options.logger ?? silentLogger).child({ component: 'audit.outbox' });
-  const keys = outboxKeysOf(options.prefix);
+  const keys = auditOutboxKeysOf(options.prefix);
   const processing = keys.processingOf(replicaId);
 
   const { client, ownsClient, script } = await openScriptClient({
@@ -172,7 +172,9 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     const line = JSON.stringify(entry);
     const status = 'status' in entry ? statusArgs(entry.status) : [];
     const { outbox, waitingStatuses, statusRanks } = keys;
-    noteLength(await script<number>('outbox-push', outbox, waitingStatuses, statusRanks, line, ...status));
+    noteLength(
+      await script<number>('audit-outbox/push', [outbox, waitingStatuses, statusRanks], [line, ...status]),
+    );
   }
 
   /** Returns dead replicas' batches to the outbox; a failure waits for the next step. */
@@ -180,12 +182,9 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     for (const other of expired) {
       if (other === replicaId) continue;
       const moved = await script<number>(
-        'outbox-recover',
-        keys.outbox,
-        keys.processingOf(other),
-        keys.drainers,
-        other,
-        now(),
+        'audit-outbox/recover-batch',
+        [keys.outbox, keys.processingOf(other), keys.drainers],
+        [other, now()],
       );
       if (moved > 0)
         logger.warn(
@@ -202,15 +201,9 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
    */
   async function step(): Promise<{ written: number; more: boolean }> {
     const [batch, remaining, expired] = await script<[string[], number, string[]]>(
-      'outbox-claim',
-      keys.outbox,
-      processing,
-      keys.drainers,
-      batchSize,
-      replicaId,
-      now() + leaseMs,
-      now(),
-      RECOVERIES_PER_STEP,
+      'audit-outbox/claim-batch',
+      [keys.outbox, processing, keys.drainers],
+      [batchSize, replicaId, now() + leaseMs, now(), RECOVERIES_PER_STEP],
     );
     noteLength(remaining);
     let written = 0;
@@ -237,7 +230,11 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
       logger.debug({ err, written }, 'audit store still unavailable: outbox waits');
     }
     if (writtenStatuses.length > 0)
-      await script<number>('outbox-applied', keys.waitingStatuses, keys.statusRanks, ...writtenStatuses);
+      await script<number>(
+        'audit-outbox/forget-written',
+        [keys.waitingStatuses, keys.statusRanks],
+        writtenStatuses,
+      );
     if (written > 0)
       await client.ltrim(processing, written, -1).catch((err: unknown) => {
         throw storeFailure(err, retryAfterMs);
@@ -342,12 +339,9 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
         );
       try {
         await script<number>(
-          'outbox-recover',
-          keys.outbox,
-          processing,
-          keys.drainers,
-          replicaId,
-          Number.MAX_SAFE_INTEGER,
+          'audit-outbox/recover-batch',
+          [keys.outbox, processing, keys.drainers],
+          [replicaId, Number.MAX_SAFE_INTEGER],
         );
       } catch (err) {
         logger.warn(

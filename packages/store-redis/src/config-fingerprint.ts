@@ -92,7 +92,7 @@ export function configMismatch(mine: string, stored: string, retryAfterMs?: numb
 }
 
 /**
- * The config hash the scripts read (lua/includes/pool.lua) as field, value pairs: limits, and
+ * The config hash the scripts read (lua/pool/includes/preamble.lua) as field, value pairs: limits, and
  * per pipeline its slot limit (absent: unlimited) and readiness rules.
  */
 export function configFieldsOf(config: SharedConfig): string[] {

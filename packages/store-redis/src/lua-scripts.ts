@@ -1,17 +1,58 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { packageFolder } from '@switchboard/core';
 import type { Redis } from 'ioredis';
 
 /** The Lua files, beside `src/` and `dist/`, found by the package's name (the gateway bundles it). */
-const LUA_FOLDER = new URL('lua/', packageFolder('@switchboard/store-redis', import.meta.url));
+export const LUA_FOLDER = new URL('lua/', packageFolder('@switchboard/store-redis', import.meta.url));
 
-/** `--- @include "includes/<name>"` on a line of its own, as in BullMQ's commands. */
+/**
+ * Every script, by its path under `lua/` without `.lua`: a folder per family (the store that
+ * runs it), a file per transition, named for what it does. The one list of them: the loader reads
+ * these files, `ScriptName` is its type, and a test checks it against the files on disk.
+ */
+export const SCRIPT_NAMES = [
+  'pool/enqueue',
+  'pool/claim',
+  'pool/complete',
+  'pool/retry',
+  'pool/abandon',
+  'pool/renew',
+  'pool/wake',
+  'pool/register',
+  'pool/stats',
+  'pool/take-all',
+  'pool/locate',
+  'pool/replicas',
+  'pool/sessions',
+  'reply-outbox/add',
+  'reply-outbox/claim',
+  'reply-outbox/list',
+  'reply-outbox/remove',
+  'reply-outbox/retry',
+  'audit-outbox/push',
+  'audit-outbox/claim-batch',
+  'audit-outbox/forget-written',
+  'audit-outbox/recover-batch',
+  'channel-leases/acquire',
+  'channel-leases/renew',
+  'channel-leases/release',
+  'channel-leases/holders',
+  'rate-buckets/take',
+  'kept-outcomes/claim',
+  'kept-outcomes/forget',
+] as const;
+
+export type ScriptName = (typeof SCRIPT_NAMES)[number];
+
+/** The scripts of one family (`ScriptOf<'pool'>`: `'pool/claim' | …`). */
+export type ScriptOf<Family extends string> = Extract<ScriptName, `${Family}/${string}`>;
+
+/** `--- @include "<path under lua/>"` on a line of its own, as in BullMQ's commands. */
 const INCLUDE_LINE = /^--- @include "([^"]+)"\s*$/gm;
 
-/** One script: `<name>-<numKeys>.lua` in `lua/`, its includes inlined. */
+/** One script, its includes inlined. */
 export interface LuaScript {
-  name: string;
-  numberOfKeys: number;
+  name: ScriptName;
   source: string;
 }
 
@@ -38,70 +79,40 @@ async function inlineIncludes(source: string, seen: Set<string>, stack: readonly
 
 let loaded: Promise<LuaScript[]> | undefined;
 
-/** Reads every script of `lua/` once per process. */
+/** Reads every script of `SCRIPT_NAMES` once per process. */
 export function loadLuaScripts(): Promise<LuaScript[]> {
-  loaded ??= (async () => {
-    const files = (await readdir(LUA_FOLDER)).filter((file) => file.endsWith('.lua'));
-    return Promise.all(
-      files.map(async (file) => {
-        const match = /^(.+)-(\d+)\.lua$/.exec(file);
-        if (match === null) throw new Error(`lua/${file}: name it <command>-<numKeys>.lua`);
-        const text = await readFile(new URL(file, LUA_FOLDER), 'utf8');
-        return {
-          name: match[1] as string,
-          numberOfKeys: Number(match[2]),
-          source: await inlineIncludes(text, new Set(), [file]),
-        };
-      }),
-    );
-  })();
+  loaded ??= Promise.all(
+    SCRIPT_NAMES.map(async (name) => {
+      const text = await readFile(new URL(`${name}.lua`, LUA_FOLDER), 'utf8');
+      return { name, source: await inlineIncludes(text, new Set(), [name]) };
+    }),
+  );
   return loaded;
 }
 
-/** The scripts of `lua/`, by the name before `-<numKeys>.lua`. */
-export type ScriptName =
-  | 'enqueue'
-  | 'claim'
-  | 'complete'
-  | 'retry'
-  | 'abandon'
-  | 'renew'
-  | 'wake'
-  | 'register'
-  | 'stats'
-  | 'take-all'
-  | 'locate'
-  | 'replicas'
-  | 'sessions'
-  | 'outbox-applied'
-  | 'outbox-claim'
-  | 'outbox-push'
-  | 'outbox-recover'
-  | 'channel-lease-acquire'
-  | 'channel-lease-renew'
-  | 'channel-lease-release'
-  | 'channel-lease-holders'
-  | 'rate-take'
-  | 'reply-outbox-add'
-  | 'reply-outbox-claim'
-  | 'reply-outbox-remove'
-  | 'reply-outbox-retry'
-  | 'reply-outbox-list'
-  | 'kept-outcomes-claim'
-  | 'kept-outcomes-forget';
-
 /** The ioredis command a script is defined as: prefixed, so it cannot shadow a Redis command. */
-export const commandNameOf = (script: string) => `switchboard:${script}`;
+const commandNameOf = (script: ScriptName) => `switchboard:${script}`;
 
 /**
  * Defines every script on `client` (`defineCommand`: called by SHA, sent whole once per
- * connection and again after a NOSCRIPT).
+ * connection and again after a NOSCRIPT). No number of keys is fixed here: each call passes
+ * its keys as built by the store that runs it (`runScript`).
  */
 export async function defineLuaScripts(client: Redis): Promise<void> {
   for (const script of await loadLuaScripts()) {
-    client.defineCommand(commandNameOf(script.name), {
-      lua: script.source,
-      numberOfKeys: script.numberOfKeys,
-    });
+    client.defineCommand(commandNameOf(script.name), { lua: script.source });
   }
+}
+
+type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
+
+/** Runs `name` on a client `defineLuaScripts` prepared, with `keys` as KEYS and `args` as ARGV. */
+export function runScript<Reply>(
+  client: Redis,
+  name: ScriptName,
+  keys: readonly string[],
+  args: ReadonlyArray<string | number>,
+): Promise<Reply> {
+  const command = (client as unknown as Record<string, ScriptCommand>)[commandNameOf(name)] as ScriptCommand;
+  return command.call(client, keys.length, ...keys, ...args) as Promise<Reply>;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '@switchboard/core';
 import type { Redis } from 'ioredis';
-import { type ScriptName, commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import { type ScriptOf, defineLuaScripts, runScript } from './lua-scripts.js';
 import type { PoolKeys } from './pool-keys.js';
 import { startRedisClock } from './redis-clock.js';
 import { type RedisClientFactory, connect, storeFailure } from './redis-connection.js';
@@ -12,7 +12,7 @@ export interface PoolConnection {
   subscriber: Redis;
   now(): number;
   /** Runs `script` with the pool's KEYS and the ARGV every script starts with (prefix, now, replica). */
-  call<Reply>(script: ScriptName, args: ReadonlyArray<string | number>): Promise<Reply>;
+  call<Reply>(script: ScriptOf<'pool'>, args: ReadonlyArray<string | number>): Promise<Reply>;
   /** Stops the clock and quits both connections (drops them at once when Redis is gone). */
   close(): Promise<void>;
 }
@@ -28,8 +28,6 @@ export interface PoolConnectionOptions {
   retryAfterMs: number;
   logger: Logger;
 }
-
-type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
 
 /** Connects both clients and defines the scripts; on failure leaves nothing open behind. */
 export async function openPoolConnection(options: PoolConnectionOptions): Promise<PoolConnection> {
@@ -57,14 +55,12 @@ export async function openPoolConnection(options: PoolConnectionOptions): Promis
     throw storeFailure(err, options.retryAfterMs);
   }
   const clock = now;
-  const commands = client as unknown as Record<string, ScriptCommand>;
   return {
     client,
     subscriber,
     now: clock,
-    call<Reply>(script: ScriptName, args: ReadonlyArray<string | number>) {
-      const command = commands[commandNameOf(script)] as ScriptCommand;
-      return command.call(client, ...keys.keys, keys.prefix, clock(), replicaId, ...args) as Promise<Reply>;
+    call<Reply>(script: ScriptOf<'pool'>, args: ReadonlyArray<string | number>) {
+      return runScript<Reply>(client, script, keys.keys, [keys.prefix, clock(), replicaId, ...args]);
     },
     async close() {
       stopClock();

@@ -3,7 +3,7 @@
  * live in one Redis Cluster slot (docs/design.md §5). Scripts declare only the fixed keys; they
  * build the per-item keys from the prefix, which Redis OSS Cluster runs because the slot is the
  * same, but which a server enforcing declared keys may refuse. The order is the KEYS order
- * every script expects (lua/includes/pool.lua).
+ * every script expects (lua/pool/includes/preamble.lua).
  */
 export interface PoolKeys {
   /** `{<prefix>}:` — scripts build the per-session, per-message, per-pipeline and per-lease keys from it. */

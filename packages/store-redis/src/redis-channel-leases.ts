@@ -1,6 +1,6 @@
 import { type ChannelLease, type ChannelLeases, SwitchboardError } from '@switchboard/core';
 import type { Redis } from 'ioredis';
-import type { ScriptName } from './lua-scripts.js';
+import type { ScriptOf } from './lua-scripts.js';
 import { openScriptClient } from './script-client.js';
 
 export interface RedisChannelLeasesOptions {
@@ -50,15 +50,13 @@ export async function createRedisChannelLeases(
   }
   const opened = await openScriptClient({ url: options.url, client: options.client, retryAfterMs });
   const { client, ownsClient } = opened;
-  const script = <Reply>(
-    name: Extract<ScriptName, `channel-lease-${string}`>,
-    ...args: Array<string | number>
-  ) => opened.script<Reply>(name, ...keys, ...args);
+  const script = <Reply>(name: ScriptOf<'channel-leases'>, ...args: Array<string | number>) =>
+    opened.script<Reply>(name, keys, args);
 
   return {
     async acquire(channel, holder, ttlMs) {
       const [current, epoch, expiresAt] = await script<[string, number, number]>(
-        'channel-lease-acquire',
+        'channel-leases/acquire',
         channel,
         holder,
         now(),
@@ -68,7 +66,7 @@ export async function createRedisChannelLeases(
     },
     async renew(lease, ttlMs) {
       const expiresAt = await script<number>(
-        'channel-lease-renew',
+        'channel-leases/renew',
         lease.channel,
         lease.holder,
         lease.epoch,
@@ -79,7 +77,7 @@ export async function createRedisChannelLeases(
     },
     async release(lease) {
       const released = await script<number>(
-        'channel-lease-release',
+        'channel-leases/release',
         lease.channel,
         lease.holder,
         lease.epoch,
@@ -88,7 +86,7 @@ export async function createRedisChannelLeases(
       return released === 1;
     },
     async holders() {
-      const flat = await script<Array<string | number>>('channel-lease-holders', now());
+      const flat = await script<Array<string | number>>('channel-leases/holders', now());
       const leases: ChannelLease[] = [];
       for (let i = 0; i < flat.length; i += 4) {
         leases.push({

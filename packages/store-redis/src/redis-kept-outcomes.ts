@@ -30,7 +30,7 @@ export const KEPT_OUTCOME_MAX_CLAIMS = 10;
 /** Forgets one call removes at most (they are spread as ARGV over Lua's stack). */
 const FORGET_BATCH = 500;
 
-/** The keys of the kept outcomes (lua/includes/kept-outcomes.lua). */
+/** The keys of the kept outcomes (lua/kept-outcomes/includes/keep-outcomes.lua). */
 export function keptOutcomeKeysOf(prefix: string): { hash: string; due: string; dead: string } {
   return {
     hash: `{${prefix}}:kept-outcomes`,
@@ -40,7 +40,7 @@ export function keptOutcomeKeysOf(prefix: string): { hash: string; due: string; 
 }
 
 /**
- * The ARGV a settling script takes to keep `ended` (lua/includes/kept-outcomes.lua): when another
+ * The ARGV a settling script takes to keep `ended` (lua/kept-outcomes/includes/keep-outcomes.lua): when another
  * replica may record them ('' when none is kept), then a key and a JSON per kept outcome.
  */
 export function keptOutcomeArgs(
@@ -153,7 +153,7 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
     forgets = [];
     for (let at = 0; at < due.length; at += FORGET_BATCH) {
       const batch = due.slice(at, at + FORGET_BATCH);
-      await script('kept-outcomes-forget', keys.hash, keys.due, ...batch).catch((err: unknown) =>
+      await script('kept-outcomes/forget', [keys.hash, keys.due], batch).catch((err: unknown) =>
         logger.warn(
           { err, outcomes: batch.length },
           'forgetting recorded outcomes failed: they are recorded again',
@@ -164,13 +164,9 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
 
   async function claimDue(limit = 100): Promise<Outcome[]> {
     const [taken, givenUp] = await script<[string[], string[]]>(
-      'kept-outcomes-claim',
-      keys.hash,
-      keys.due,
-      settings.now(),
-      KEPT_OUTCOME_LEASE_MS,
-      limit,
-      KEPT_OUTCOME_MAX_CLAIMS,
+      'kept-outcomes/claim',
+      [keys.hash, keys.due],
+      [settings.now(), KEPT_OUTCOME_LEASE_MS, limit, KEPT_OUTCOME_MAX_CLAIMS],
     );
     for (const key of givenUp)
       logger.error(

@@ -31,7 +31,7 @@ import {
 import { type StoreHealth, checkRedisHealth } from './health.js';
 import { LeaseKeeper, type Renewal } from './lease-keeper.js';
 import { DEFAULT_LEASE_TIMING, leaseTimingProblems } from './lease-timing.js';
-import type { ScriptName } from './lua-scripts.js';
+import type { ScriptOf } from './lua-scripts.js';
 import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js';
 import { openPoolConnection } from './pool-connection.js';
 import { poolKeysOf } from './pool-keys.js';
@@ -97,7 +97,7 @@ const DEFAULTS = {
   clockRemeasureEveryMs: 60_000,
 } satisfies Partial<RedisQueryPoolOptions>;
 
-/** The error reply of a script that found no configuration (lua/includes/pool.lua). */
+/** The error reply of a script that found no configuration (lua/pool/includes/preamble.lua). */
 const NO_CONFIG_REPLY = 'SBNOCONFIG';
 
 /** Due times are sorted-set scores and must be finite: a longer delay (or NaN) is bounded. */
@@ -117,9 +117,9 @@ const HAND_BACK_TIMEOUT_MS = 2000;
 /** Sessions one `take-all` call visits. */
 const TAKE_ALL_CHUNK = 20;
 
-/** A ready session as `sessions-11.lua` answers it. */
+/** A ready session as `pool/sessions.lua` answers it. */
 type WaitingReply = [session: string, pipeline: string, pending: number, headSeq: number, acceptedAt: number];
-/** A claim as `sessions-11.lua` answers it. */
+/** A claim as `pool/sessions.lua` answers it. */
 type RunningReply = [
   session: string,
   pipeline: string,
@@ -199,7 +199,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
   /** Stores this replica's configuration, or refuses it while live replicas run another. */
   async function register(): Promise<void> {
-    const [registered, stored] = await connection.call<[number, string?]>('register', [
+    const [registered, stored] = await connection.call<[number, string?]>('pool/register', [
       now() + leaseMs,
       fingerprint,
       ...configFieldsOf(shared),
@@ -208,7 +208,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   }
 
   /** Runs a script; Redis failures become `SB_STORE_UNAVAILABLE`. */
-  async function run<Reply>(script: ScriptName, ...args: Array<string | number>): Promise<Reply> {
+  async function run<Reply>(script: ScriptOf<'pool'>, ...args: Array<string | number>): Promise<Reply> {
     try {
       return await connection.call<Reply>(script, args);
     } catch (err) {
@@ -235,7 +235,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   /**
    * Held tokens whose last settlement call got no answer: Redis may have applied it, so the
    * next call for the token says it repeats one, and finding the first call's tombstone answers
-   * `settled` instead of `lost` (lua/includes/settlement.lua).
+   * `settled` instead of `lost` (lua/pool/includes/settlement.lua).
    */
   const unansweredSettlements = new Set<string>();
   /** Claim calls on their way: `shutdown()` waits for them (bounded) to hand their turns back. */
@@ -272,7 +272,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
   async function wake(): Promise<void> {
     try {
-      const [claimable, nextDueAt, reclaimed] = await run<[number, number, ReclaimedReply[]]>('wake');
+      const [claimable, nextDueAt, reclaimed] = await run<[number, number, ReclaimedReply[]]>('pool/wake');
       logReclaimed(reclaimed);
       apply(runnableStateOf(claimable, nextDueAt));
     } catch (err) {
@@ -336,7 +336,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const leases = new LeaseKeeper({
     async renew(tokens): Promise<Renewal> {
       const startedAt = now();
-      const renewal = () => run<RenewReply>('renew', leaseMs, fingerprint, ...tokens);
+      const renewal = () => run<RenewReply>('pool/renew', leaseMs, fingerprint, ...tokens);
       let reply = await renewal();
       if (isMismatch(reply) && (await registerAgain())) reply = await renewal();
       if (isMismatch(reply)) {
@@ -367,7 +367,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     const token = unansweredClaims.shift() ?? randomUUID();
     let reply: [number, number, ReclaimedReply[], TurnReply];
     try {
-      reply = await run('claim', token, leaseMs);
+      reply = await run('pool/claim', token, leaseMs);
     } catch (err) {
       unansweredClaims.push(token);
       throw err;
@@ -396,7 +396,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    */
   async function handBack(token: string): Promise<void> {
     try {
-      await run('abandon', token, '0', tombstoneMs, '0');
+      await run('pool/abandon', token, '0', tombstoneMs, '0');
     } catch (err) {
       logger.warn({ err, token }, 'claim hand-back failed: its lease expires and the attempt counts');
     }
@@ -404,7 +404,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
   async function settle(
     turn: Turn,
-    script: ScriptName,
+    script: 'pool/complete' | 'pool/retry' | 'pool/abandon',
     ...args: Array<string | number>
   ): Promise<Settlement> {
     const token = turn.lease?.token;
@@ -454,7 +454,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       // stored configuration take it.
       if (mismatch !== undefined && !last) throw mismatch;
       const reply = await run<[string, number?, number?, MessageReply[]?]>(
-        'enqueue',
+        'pool/enqueue',
         payloadOf(queued),
         queued.message.id,
         requestIdOf(queued),
@@ -491,7 +491,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     complete(turn, ended) {
       const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
-      return crashAfter('settle.after-complete', settle(turn, 'complete', kept.dueAt, ...kept.pairs));
+      return crashAfter('settle.after-complete', settle(turn, 'pool/complete', kept.dueAt, ...kept.pairs));
     },
 
     retry(turn, delayMs, finalIds = [], ended) {
@@ -499,12 +499,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
       return crashAfter(
         'settle.after-retry',
-        settle(turn, 'retry', boundedDelayMs, kept.dueAt, finalIds.length, ...finalIds, ...kept.pairs),
+        settle(turn, 'pool/retry', boundedDelayMs, kept.dueAt, finalIds.length, ...finalIds, ...kept.pairs),
       );
     },
 
     abandon(turn, abandonOptions = { ran: true }) {
-      return settle(turn, 'abandon', abandonOptions.ran ? '1' : '0');
+      return settle(turn, 'pool/abandon', abandonOptions.ran ? '1' : '0');
     },
 
     onRunnable(listener) {
@@ -533,7 +533,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       const taken = [];
       let cursor = '0';
       do {
-        const [next, messages] = await run<[string, MessageReply[]]>('take-all', cursor, TAKE_ALL_CHUNK);
+        const [next, messages] = await run<[string, MessageReply[]]>('pool/take-all', cursor, TAKE_ALL_CHUNK);
         taken.push(...messages.map(queuedOf));
         cursor = next;
       } while (cursor !== '0');
@@ -542,7 +542,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     async stats(): Promise<PoolStats> {
       const [pending, inflight, sessions, byPipeline, waiting] =
-        await run<[number, number, number, string[], Array<string | number>]>('stats');
+        await run<[number, number, number, string[], Array<string | number>]>('pool/stats');
       const at = now();
       const inflightByPipeline: Record<string, number> = {};
       const pendingByPipeline: Record<string, number> = {};
@@ -565,7 +565,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     async sessions(limit): Promise<SessionsView> {
-      const [waiting, running] = await run<[WaitingReply[], RunningReply[]]>('sessions', limit);
+      const [waiting, running] = await run<[WaitingReply[], RunningReply[]]>('pool/sessions', limit);
       const at = now();
       return {
         waiting: waiting
@@ -593,7 +593,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     async replicas() {
       const at = now();
-      const rows = await run<Array<[string, number, number]>>('replicas');
+      const rows = await run<Array<[string, number, number]>>('pool/replicas');
       return rows.map(([id, deadline, turnsRunning]) => ({
         id,
         heartbeatExpiresAt: deadline < 0 ? null : deadline,
@@ -603,7 +603,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     async locate(messageId) {
-      const reply = await run<LocateReply>('locate', messageId);
+      const reply = await run<LocateReply>('pool/locate', messageId);
       return locatedOf(reply);
     },
 

@@ -36,7 +36,7 @@ export function rateBucketKeyOf(prefix: string, bucket: string): string {
 
 /**
  * The pacing buckets of a deployment in Redis, shared by its replicas (docs/design.md §3
- * "Pacing"): each take is one Lua script (`rate-take-3.lua`) over the buckets named, with `now`
+ * "Pacing"): each take is one Lua script (`rate-buckets/take.lua`) over the buckets named, with `now`
  * from the caller's clock; a bucket's key expires once it is full again. Connects (unless given a
  * client) and defines the scripts; rejects with `SB_STORE_UNAVAILABLE` when Redis does not
  * answer, as does every take while it stays away.
@@ -56,10 +56,8 @@ export async function createRedisRateBuckets(options: RedisRateBucketsOptions): 
         throw new RangeError(`a take names 1 to ${MAX_BUCKETS_PER_TAKE} buckets, not ${buckets.length}`);
       }
       const keys = buckets.map((bucket) => rateBucketKeyOf(options.prefix, bucket.key));
-      // The script always takes three keys; the unused ones repeat the first (same slot, never read).
-      while (keys.length < MAX_BUCKETS_PER_TAKE) keys.push(keys[0] as string);
       const rates = buckets.flatMap((bucket) => [bucket.limit, bucket.perMs, bucket.burst]);
-      return opened.script<number>('rate-take', ...keys, now(), buckets.length, ...rates);
+      return opened.script<number>('rate-buckets/take', keys, [now(), ...rates]);
     },
     async close() {
       if (ownsClient) client.disconnect();

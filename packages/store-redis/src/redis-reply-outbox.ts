@@ -13,7 +13,7 @@ import {
   SwitchboardError,
   silentLogger,
 } from '@switchboard/core';
-import type { ScriptName } from './lua-scripts.js';
+import type { ScriptOf } from './lua-scripts.js';
 import { startRedisClock } from './redis-clock.js';
 import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js';
 import { type RedisClientFactory, connect, redisClientFactory, storeFailure } from './redis-connection.js';
@@ -113,7 +113,7 @@ const MAX_UNANSWERED_REMOVALS = 1000;
 
 /**
  * The reply outbox in Redis (docs/design.md §5 "Several replicas"): replicas sharing one Redis
- * share their deliveries; every transition is one Lua script (`lua/reply-outbox-*`), so a chat's
+ * share their deliveries; every transition is one Lua script (`lua/reply-outbox/`), so a chat's
  * deliveries leave in order and one at a time across replicas. A claim is a lease of `leaseMs`:
  * once it has expired, the next claim on the channel takes the delivery back, so a dead
  * replica's deliveries are sent by another, and the late settlement of the first answers `lost`.
@@ -135,7 +135,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const logger = (options.logger ?? silentLogger).child({ component: 'outbox.redis' });
   const keys = replyOutboxKeysOf(options.prefix);
-  /** The base of the kept outcomes' keys (lua/includes/kept-outcomes.lua): the deployment's tag. */
+  /** The base of the kept outcomes' keys (lua/kept-outcomes/includes/keep-outcomes.lua): the deployment's tag. */
   const keptOutcomeBase = `{${options.prefix}}:`;
   const listeners = new Set<(channel: string) => void>();
 
@@ -183,14 +183,14 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
    */
   const unansweredClaims = new Map<string, string[]>();
 
-  const run = <Reply>(script: ScriptName, channel: string, ...args: Array<string | number>) =>
-    opened.script<Reply>(script, ...keys.keysOf(channel), keys.prefix, channel, replicaId, ...args);
+  const run = <Reply>(script: ScriptOf<'reply-outbox'>, channel: string, ...args: Array<string | number>) =>
+    opened.script<Reply>(script, keys.keysOf(channel), [keys.prefix, channel, replicaId, ...args]);
 
   /**
    * Tokens whose last removal got no reply (Redis may have applied it): the next removal with the
    * token says it repeats one, and a delivery ended by that token (its remembered id holds it)
    * answers `settled` instead of `lost`, so the sender records the messages' outcome
-   * (lua/reply-outbox-remove-6.lua). Oldest first; bounded, as a sender may give a claim up.
+   * (lua/reply-outbox/remove.lua). Oldest first; bounded, as a sender may give a claim up.
    */
   const unansweredRemovals = new Set<string>();
 
@@ -202,7 +202,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     let reply: [Settlement, number?];
     try {
       reply = await run(
-        'reply-outbox-remove',
+        'reply-outbox/remove',
         channel,
         id,
         token,
@@ -240,7 +240,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
         throw new TypeError(`delivery ${id}: rememberForMs must be a whole number > 0, got ${rememberForMs}`);
       }
       const result = await run<AddResult>(
-        'reply-outbox-add',
+        'reply-outbox/add',
         channel,
         id,
         chat,
@@ -260,7 +260,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       const token = unanswered.shift() ?? randomUUID();
       let reply: [Array<[string, string]>, DeliveryReply | []];
       try {
-        reply = await run('reply-outbox-claim', channel, nowMs, token, leaseMs);
+        reply = await run('reply-outbox/claim', channel, nowMs, token, leaseMs);
       } catch (err) {
         unanswered.push(token);
         throw err;
@@ -280,7 +280,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     retry(claim, notBeforeMs, error) {
       const { id, channel } = claim.delivery;
       return run<Settlement>(
-        'reply-outbox-retry',
+        'reply-outbox/retry',
         channel,
         id,
         claim.token,
@@ -303,7 +303,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       let after = '0';
       for (;;) {
         const [last, page] = await run<[string, DeliveryReply[]]>(
-          'reply-outbox-list',
+          'reply-outbox/list',
           channel,
           after,
           LIST_PAGE,

@@ -1,5 +1,5 @@
 /**
- * The Redis keys of the reply outbox (lua/includes/reply-outbox.lua has what each holds). All
+ * The Redis keys of the reply outbox (lua/reply-outbox/includes/preamble.lua has what each holds). All
  * start with the deployment's hash tag, `{<prefix>}:reply-outbox:`, so they share one Redis
  * Cluster slot with the pool. Scripts declare one channel's fixed keys; the per-chat and
  * per-delivery keys are built inside them from the prefix, as the pool's are.
@@ -11,7 +11,7 @@ export interface ReplyOutboxKeys {
   counts: string;
   /** The pub/sub channel on which scripts announce a channel that may have a claimable head. */
   dueChannel: string;
-  /** KEYS of every script for `channel`, in the order lua/includes/reply-outbox.lua expects. */
+  /** KEYS of every script for `channel`, in the order lua/reply-outbox/includes/preamble.lua expects. */
   keysOf(channel: string): string[];
 }
 

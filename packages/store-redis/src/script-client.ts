@@ -1,15 +1,17 @@
 import { Redis } from 'ioredis';
-import { type ScriptName, commandNameOf, defineLuaScripts } from './lua-scripts.js';
+import { type ScriptName, defineLuaScripts, runScript } from './lua-scripts.js';
 import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
-
-type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
 
 /** A connection that runs the `lua/` scripts, and whether its user owns (and so closes) it. */
 export interface ScriptClient {
   client: Redis;
   ownsClient: boolean;
-  /** Runs `name` with its keys and arguments; Redis failures become `SB_STORE_UNAVAILABLE`. */
-  script<Reply>(name: ScriptName, ...keysAndArgs: Array<string | number>): Promise<Reply>;
+  /** Runs `name` with its KEYS and ARGV; Redis failures become `SB_STORE_UNAVAILABLE`. */
+  script<Reply>(
+    name: ScriptName,
+    keys: readonly string[],
+    args: ReadonlyArray<string | number>,
+  ): Promise<Reply>;
 }
 
 /**
@@ -28,13 +30,12 @@ export async function openScriptClient(options: {
   if (ownsClient) client.on('error', () => {});
   await connect(client, retryAfterMs);
   await defineLuaScripts(client);
-  const commands = client as unknown as Record<string, ScriptCommand>;
   return {
     client,
     ownsClient,
-    script: <Reply>(name: ScriptName, ...keysAndArgs: Array<string | number>) =>
-      (commands[commandNameOf(name)] as ScriptCommand).call(client, ...keysAndArgs).catch((err: unknown) => {
+    script: <Reply>(name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>) =>
+      runScript<Reply>(client, name, keys, args).catch((err: unknown) => {
         throw storeFailure(err, retryAfterMs);
-      }) as Promise<Reply>,
+      }),
   };
 }

@@ -41,7 +41,7 @@ export const runnableStateOf = (claimable: number, nextDueAt: number): RunnableS
  * The message as stored: without `attempt`, `retryAtMs` and `acceptedAt`, which live in fields
  * beside the payload so that scripts set them without decoding JSON (Redis' cjson would also
  * turn an empty array into an object). `acceptedAt` is the enqueue script's `now`, not the
- * caller's: the debounce of one burst compares times on one clock (lua/enqueue-11.lua).
+ * caller's: the debounce of one burst compares times on one clock (lua/pool/enqueue.lua).
  */
 export function payloadOf(queued: QueuedMessage): string {
   const { attempt: _attempt, retryAtMs: _retryAtMs, acceptedAt: _acceptedAt, ...stored } = queued;
@@ -70,7 +70,7 @@ export function turnOf(reply: TurnReply): Turn | null {
   };
 }
 
-/** `{}`, `{'settled', pipeline}` or `{'queued' | 'running', pipeline, payload}` (lua/locate-11.lua). */
+/** `{}`, `{'settled', pipeline}` or `{'queued' | 'running', pipeline, payload}` (lua/pool/locate.lua). */
 export type LocateReply =
   | []
   | ['settled', pipeline: string, channel: string]

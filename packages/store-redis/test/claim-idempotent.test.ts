@@ -16,7 +16,7 @@ import {
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('claim-11.lua with a token that already holds a lease', () => {
+describe.skipIf(!reachable)('pool/claim.lua with a token that already holds a lease', () => {
   const pools = usePools();
 
   describe('when the same token claims twice', () => {
@@ -27,8 +27,8 @@ describe.skipIf(!reachable)('claim-11.lua with a token that already holds a leas
       await pool.enqueue(queued('B', clock.now()));
       const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
       try {
-        const first = (await runner.run('claim', 'token-1', 15_000)) as unknown[];
-        const again = (await runner.run('claim', 'token-1', 15_000)) as unknown[];
+        const first = (await runner.run('pool/claim', 'token-1', 15_000)) as unknown[];
+        const again = (await runner.run('pool/claim', 'token-1', 15_000)) as unknown[];
         expect(first[3]).toEqual(again[3]);
         expect((first[3] as unknown[])[1]).toBe('A');
         expect(await pool.stats()).toMatchObject({ pending: 1, inflight: 1 });

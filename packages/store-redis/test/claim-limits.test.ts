@@ -4,7 +4,7 @@ import { manualClock, queued, redisReachable, usePools } from './redis-harness.j
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('claim-11.lua taking slots', () => {
+describe.skipIf(!reachable)('pool/claim.lua taking slots', () => {
   const pools = usePools();
 
   /** Ten claims at once, five through each of two replicas (two connections). */

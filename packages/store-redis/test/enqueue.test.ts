@@ -3,7 +3,7 @@ import { manualClock, queued, redisReachable, usePools } from './redis-harness.j
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('enqueue-11.lua', () => {
+describe.skipIf(!reachable)('pool/enqueue.lua', () => {
   const pools = usePools();
   const delivery = (key: string, ttlMs = 60_000) => ({ key, ttlMs });
 

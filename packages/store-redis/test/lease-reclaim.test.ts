@@ -4,7 +4,7 @@ import { manualClock, queued, recordingLogger, redisReachable, usePools } from '
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('claim-11.lua reclaiming expired leases', () => {
+describe.skipIf(!reachable)('pool/claim.lua reclaiming expired leases', () => {
   const pools = usePools();
 
   describe('when a replica stops renewing a turn past its lease', () => {

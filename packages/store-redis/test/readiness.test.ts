@@ -5,7 +5,7 @@ import { manualClock, queued, redisReachable, usePools } from './redis-harness.j
 const reachable = await redisReachable();
 const ids = (turn: Turn | null) => turn?.messages.map((m) => m.message.id) ?? null;
 
-describe.skipIf(!reachable)('readiness: debounce and backoff (includes/place-session.lua)', () => {
+describe.skipIf(!reachable)('readiness: debounce and backoff (pool/includes/place-session.lua)', () => {
   const pools = usePools();
   const debounced = (aggregation: Record<string, unknown>) => ({
     pipelines: [{ id: 'p', aggregation: { enabled: true, ...aggregation } }],

@@ -18,7 +18,7 @@ import {
   type RedisReplyOutbox,
   type RedisReplyOutboxOptions,
 } from '../src/index.js';
-import { commandNameOf, defineLuaScripts } from '../src/lua-scripts.js';
+import { type ScriptOf, defineLuaScripts, runScript } from '../src/lua-scripts.js';
 import { poolKeysOf } from '../src/pool-keys.js';
 
 export {
@@ -205,19 +205,11 @@ export async function openScriptRunner(
   await client.connect();
   await defineLuaScripts(client);
   const keys = poolKeysOf(prefix);
-  const commands = client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
   return {
     client,
     keys,
-    run(script: string, ...args: Array<string | number>): Promise<unknown> {
-      return (commands[commandNameOf(script)] as (...a: Array<string | number>) => Promise<unknown>).call(
-        client,
-        ...keys.keys,
-        keys.prefix,
-        now(),
-        replicaId,
-        ...args,
-      );
+    run(script: ScriptOf<'pool'>, ...args: Array<string | number>): Promise<unknown> {
+      return runScript(client, script, keys.keys, [keys.prefix, now(), replicaId, ...args]);
     },
     close: () => client.quit(),
   };

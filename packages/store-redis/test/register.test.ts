@@ -13,7 +13,7 @@ import {
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('register-11.lua', () => {
+describe.skipIf(!reachable)('pool/register.lua', () => {
   const pools = usePools();
 
   describe('when a replica differs from the live replicas', () => {

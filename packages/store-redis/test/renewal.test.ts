@@ -40,7 +40,7 @@ describe('the lease timing', () => {
   });
 });
 
-describe.skipIf(!reachable)('renew-11.lua and fencing', () => {
+describe.skipIf(!reachable)('pool/renew.lua and fencing', () => {
   const pools = usePools();
 
   describe('when another replica reclaimed a turn', () => {

@@ -5,7 +5,7 @@ import { manualClock, queued, redisReachable, usePools } from './redis-harness.j
 const reachable = await redisReachable();
 const HOUR_MS = 3_600_000;
 
-describe.skipIf(!reachable)('replicas-11.lua', () => {
+describe.skipIf(!reachable)('pool/replicas.lua', () => {
   const pools = usePools();
 
   describe('when operators list the replicas of a pool', () => {

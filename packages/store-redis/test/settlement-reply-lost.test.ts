@@ -27,7 +27,7 @@ const reachable = await redisReachable();
 /** `fenceAfterMs` (10 s by default) + 50 s: how long a settled claim's tombstone lasts. */
 const TOMBSTONE_MS = 60_000;
 
-describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlement.lua)', () => {
+describe.skipIf(!reachable)('a settlement whose reply was lost (pool/includes/settlement.lua)', () => {
   describe('when the script is called again for a settled token', () => {
     const pools = usePools();
 
@@ -37,15 +37,15 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
       await pool.enqueue(queued('A', clock.now()));
       await pool.enqueue(queued('B', clock.now()));
       const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
-      await runner.run('claim', 'token-1', 15_000);
-      expect(await runner.run('complete', 'token-1', '0', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
+      await runner.run('pool/claim', 'token-1', 15_000);
+      expect(await runner.run('pool/complete', 'token-1', '0', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
       return { clock, pool, runner, stats: await pool.stats() };
     }
 
     it('answers settled to a flagged repeat of the same settlement and changes nothing', async () => {
       const { pool, runner, stats } = await settledToken();
       try {
-        expect(await runner.run('complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
+        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
         expect(await pool.stats()).toEqual(stats);
       } finally {
         await runner.close();
@@ -55,10 +55,10 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
     it('answers lost to a repeat without the flag, or of another settlement', async () => {
       const { pool, runner, stats } = await settledToken();
       try {
-        expect(await runner.run('complete', 'token-1', '0', TOMBSTONE_MS)).toEqual(['lost']);
-        expect(await runner.run('retry', 'token-1', '1', TOMBSTONE_MS, 0)).toEqual(['lost']);
-        expect(await runner.run('abandon', 'token-1', '1', TOMBSTONE_MS, '1')).toEqual(['lost']);
-        expect(await runner.run('complete', 'token-never-claimed', '1', TOMBSTONE_MS)).toEqual(['lost']);
+        expect(await runner.run('pool/complete', 'token-1', '0', TOMBSTONE_MS)).toEqual(['lost']);
+        expect(await runner.run('pool/retry', 'token-1', '1', TOMBSTONE_MS, 0)).toEqual(['lost']);
+        expect(await runner.run('pool/abandon', 'token-1', '1', TOMBSTONE_MS, '1')).toEqual(['lost']);
+        expect(await runner.run('pool/complete', 'token-never-claimed', '1', TOMBSTONE_MS)).toEqual(['lost']);
         expect(await pool.stats()).toEqual(stats);
       } finally {
         await runner.close();
@@ -69,9 +69,9 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (includes/settlem
       const { clock, runner } = await settledToken();
       try {
         clock.advance(TOMBSTONE_MS - 1);
-        expect(await runner.run('complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
+        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
         clock.advance(1);
-        expect(await runner.run('complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['lost']);
+        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['lost']);
       } finally {
         await runner.close();
       }

@@ -15,7 +15,7 @@ import {
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('complete-11.lua, retry-11.lua, abandon-11.lua', () => {
+describe.skipIf(!reachable)('pool/complete.lua, pool/retry.lua, pool/abandon.lua', () => {
   const pools = usePools();
 
   describe('when a turn is settled twice', () => {

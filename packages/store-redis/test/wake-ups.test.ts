@@ -18,7 +18,7 @@ function countWakeups(pool: { onRunnable(listener: () => void): () => void }): (
   return () => wakeups;
 }
 
-describe.skipIf(!reachable)('wake-ups (wake-11.lua, the runnable channel)', () => {
+describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', () => {
   const pools = usePools();
   let publisher: Redis;
   beforeAll(() => {

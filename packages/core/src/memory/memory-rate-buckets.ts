@@ -14,7 +14,7 @@ const MIN_SWEEP_INTERVAL = 1024;
  * `interval = perMs / limit`, a bucket has a token at `t` when `t >= fullAt - (burst - 1) *
  * interval`, and taking it moves `fullAt` to `max(fullAt, t) + interval`. A bucket full again is
  * the same as none, so a sweep forgets those once the takes since the last sweep reach the count
- * kept after it. The Redis implementation (`rate-take-3.lua`) runs the same arithmetic.
+ * kept after it. The Redis implementation (`rate-buckets/take.lua`) runs the same arithmetic.
  */
 export function createMemoryRateBuckets(options: MemoryRateBucketsOptions = {}): RateBuckets {
   const now = options.now ?? Date.now;

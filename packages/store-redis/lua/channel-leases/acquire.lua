@@ -1,0 +1,33 @@
+--[[
+  Takes a channel's lease for a holder unless another holder's is still in force; the holder of
+  a live lease extends it and keeps its epoch. A new holder gets the next epoch (the fencing
+  token), which survives releases because the epochs hash is never trimmed.
+
+  KEYS[1]  channel-lease:holders    reads, writes: HASH channel -> replica id
+  KEYS[2]  channel-lease:epochs     reads, writes: HASH channel -> epoch
+  KEYS[3]  channel-lease:deadlines  reads, writes: ZSET channel -> deadline, ms
+  ARGV[1]  channel id
+  ARGV[2]  holder (replica id)
+  ARGV[3]  now (ms, the caller's clock)
+  ARGV[4]  lease length (ms)
+
+  Returns {holder, epoch, deadline} of the lease in force after the call: the caller's own when
+  it got it, else the other holder's (nothing changed)
+]]
+local channel, holder, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local current = redis.call('HGET', KEYS[1], channel)
+local deadline = tonumber(redis.call('ZSCORE', KEYS[3], channel) or '0')
+local live = current and deadline > now
+if live and current ~= holder then
+  return { current, tonumber(redis.call('HGET', KEYS[2], channel) or '0'), deadline }
+end
+local epoch
+if live then
+  epoch = tonumber(redis.call('HGET', KEYS[2], channel))
+else
+  epoch = redis.call('HINCRBY', KEYS[2], channel, 1)
+  redis.call('HSET', KEYS[1], channel, holder)
+end
+deadline = now + tonumber(ARGV[4])
+redis.call('ZADD', KEYS[3], deadline, channel)
+return { holder, epoch, deadline }

@@ -1,0 +1,105 @@
+--[[
+  Claims the runnable turn whose head is oldest (docs/design.md §2 "Query pool", §5). First puts
+  the messages of expired leases back at the head of their sessions and places the delayed
+  sessions now due (both bounded), then takes the session, pipeline and global slots at once:
+  among the pipelines with a free slot, the ready session with the oldest head. The batch is the
+  head run when the pipeline debounces or collects, else the head alone; each message's attempt
+  counts the claim. The lease is created under the caller's token: a claim repeated with a token
+  that holds a lease (its reply was lost) answers that same turn and takes no second slot.
+
+  KEYS[1]  config     reads
+  KEYS[2]  counts     reads, writes
+  KEYS[3]  sessions   reads, writes
+  KEYS[4]  placed     reads, writes
+  KEYS[5]  delayed    reads, writes
+  KEYS[6]  leases     reads, writes
+  KEYS[7]  dedup      unused
+  KEYS[8]  replicas   unused
+  KEYS[9]  seq        unused
+  KEYS[10] pipelines  reads, writes
+  KEYS[11] settled    unused
+  ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
+  ARGV[2]  now, ms on the pool's clock
+  ARGV[3]  replica id
+  ARGV[4]  lease token, made by the caller, unique per claim
+  ARGV[5]  lease duration, ms
+
+  Built from ARGV[1]:
+    lease:<token>       reads, writes
+    q:<session>         reads, writes
+    m:<seq>             reads, writes
+    waiting:<pipeline>  writes
+    ready:<pipeline>    reads, writes
+  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed after reclaiming
+  expired leases.
+
+  Returns {claimable (0|1), nextDueAt (ms, -1 for none), reclaimed, turn}
+    reclaimed  {{token, session, pipeline, replica, {request ids}}...}: expired leases taken over
+    turn       {} when nothing may run, else
+               {token, session, pipeline, expiresAt, {{payload, attempt, retryAt or '', acceptedAt}...}}
+]]
+--- @include "pool/includes/preamble"
+--- @include "pool/includes/place-session"
+--- @include "pool/includes/leases"
+--- @include "pool/includes/runnable-state"
+
+assertRegistered()
+
+local token = ARGV[4]
+local leaseMs = tonumber(ARGV[5])
+
+local function turnOf(leaseToken)
+  local fields = rcall('HMGET', leaseKey(leaseToken), 'session', 'pipeline', 'seqs')
+  local expiresAt = tonumber(rcall('ZSCORE', K.leases, leaseToken))
+  return { leaseToken, fields[1], fields[2], expiresAt, messagesOf(splitSeqs(fields[3])) }
+end
+
+if rcall('EXISTS', leaseKey(token)) == 1 then
+  local state = runnableState(false)
+  return { state[1], state[2], {}, turnOf(token) }
+end
+
+local reclaimed = reclaimExpired()
+promoteDue()
+
+local function claimNext()
+  if countOf('inflight') >= limits().global then
+    return nil
+  end
+  local best, bestSession, bestSeq
+  for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+    if countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+      local top = rcall('ZRANGE', readyKey(pipeline), 0, 0, 'WITHSCORES')
+      if top[1] and (best == nil or tonumber(top[2]) < bestSeq) then
+        best, bestSession, bestSeq = pipeline, top[1], tonumber(top[2])
+      end
+    end
+  end
+  if best == nil then
+    return nil
+  end
+  unplace(bestSession)
+  local policy = policyOf(best)
+  local size = 1
+  if policy.aggregate or policy.collect then
+    size = headRun(bestSession, policy.maxMessages)
+  end
+  local seqs = rcall('LPOP', queueKey(bestSession), size)
+  removeWaiting(best, seqs)
+  for _, seq in ipairs(seqs) do
+    rcall('HINCRBY', messageKey(seq), 'attempt', 1)
+  end
+  rcall('HINCRBY', K.counts, 'pending', -#seqs)
+  rcall('HINCRBY', K.counts, 'inflight', 1)
+  rcall('HINCRBY', K.counts, 'inflight:' .. best, 1)
+  rcall('HINCRBY', K.sessions, bestSession, 1)
+  rcall('HSET', leaseKey(token), 'session', bestSession, 'pipeline', best, 'seqs', table.concat(seqs, ','),
+    'replica', replica, 'claimedAt', now)
+  rcall('ZADD', K.leases, now + leaseMs, token)
+  placeSession(bestSession)
+  return turnOf(token)
+end
+
+local turn = claimNext() or {}
+local state = runnableState(#reclaimed > 0)
+return { state[1], state[2], reclaimed, turn }

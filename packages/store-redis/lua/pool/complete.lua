@@ -1,0 +1,60 @@
+--[[
+  Completes a claim: frees its slots and forgets its messages (their outcome is final), keeping
+  their outcomes until recorded (kept-outcomes/includes/keep-outcomes). A token that holds no
+  lease (settled already, or reclaimed after it expired) changes nothing; it answers `settled`
+  only to a flagged repeat of a complete that was applied (pool/includes/settlement).
+
+  KEYS[1]  config     reads
+  KEYS[2]  counts     reads, writes
+  KEYS[3]  sessions   reads, writes
+  KEYS[4]  placed     reads, writes
+  KEYS[5]  delayed    reads, writes
+  KEYS[6]  leases     reads, writes
+  KEYS[7]  dedup      unused
+  KEYS[8]  replicas   unused
+  KEYS[9]  seq        unused
+  KEYS[10] pipelines  reads, writes
+  KEYS[11] settled    reads, writes
+  ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
+  ARGV[2]  now, ms on the pool's clock
+  ARGV[3]  replica id
+  ARGV[4]  lease token
+  ARGV[5]  '1' when repeating a complete of this token whose reply never came, else '0'
+  ARGV[6]  how long the tombstone lasts, ms
+  ARGV[7]  when another replica may record the outcomes kept below (ms), or '' when none are
+  ARGV[8...] pairs of an outcome key and its JSON: the outcomes this complete ends, kept until
+           recorded (kept-outcomes/includes/keep-outcomes)
+
+  Built from ARGV[1]:
+    lease:<token>      reads, writes
+    q:<session>        reads
+    m:<seq>            reads, writes
+    id:<message id>    reads, writes
+    ready:<pipeline>   reads, writes
+    kept-outcomes      writes (kept-outcomes/includes/keep-outcomes)
+    kept-outcomes:due  writes
+  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
+
+  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
+]]
+--- @include "pool/includes/preamble"
+--- @include "pool/includes/place-session"
+--- @include "pool/includes/leases"
+--- @include "pool/includes/runnable-state"
+--- @include "pool/includes/tombstones"
+--- @include "pool/includes/settlement"
+--- @include "kept-outcomes/includes/keep-outcomes"
+
+assertRegistered()
+
+local lease, reply = settleLease('complete')
+if not lease then
+  return reply
+end
+for _, seq in ipairs(lease.seqs) do
+  forgetMessage(seq)
+end
+keepOutcomes(prefix, ARGV[7], 8)
+placeSession(lease.session)
+local state = runnableState(true)
+return { 'settled', state[1], state[2] }

@@ -1,0 +1,116 @@
+--[[
+  Accepts a message in one step: delivery dedup, the max_pending bound, the per-session cap
+  (dropping the session's oldest waiting messages), the push and the session's placement
+  (docs/design.md §2 "Query pool"). A refused enqueue marks no delivery key.
+
+  KEYS[1]  config     reads
+  KEYS[2]  counts     reads, writes
+  KEYS[3]  sessions   reads, writes
+  KEYS[4]  placed     reads, writes
+  KEYS[5]  delayed    reads, writes
+  KEYS[6]  leases     reads
+  KEYS[7]  dedup      reads, writes
+  KEYS[8]  replicas   unused
+  KEYS[9]  seq        writes
+  KEYS[10] pipelines  reads, writes
+  KEYS[11] settled    unused
+  ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
+  ARGV[2]  now, ms on the pool's clock
+  ARGV[3]  replica id
+  ARGV[4]  the QueuedMessage JSON without `attempt`, `retryAtMs` and `acceptedAt` (kept as fields
+           beside it; acceptedAt is this call's `now`, so that the debounce and max_wait of one
+           burst run on the pool's clock whichever replica accepted each message)
+  ARGV[5]  message id
+  ARGV[6]  request id (`requestIdOf`), from which turn ids are made
+  ARGV[7]  session key
+  ARGV[8]  pipeline id
+  ARGV[9]  sender id (a debounce run is one sender's)
+  ARGV[10] attempt
+  ARGV[11] retryAtMs, or '' for none
+  ARGV[12] delivery key, or '' for none
+  ARGV[13] when the delivery key expires, ms on the caller's clock
+  ARGV[14] '1' for a last delivery: kept past max_pending
+  ARGV[15] the channel that accepted it (`channels[].id`), which `locate` names
+  ARGV[16] when another replica may record the outcome of a message dropped from the full session
+           (ms), or '' to keep none: each is kept until recorded under `m:<request id>:dropped`
+           (kept-outcomes/includes/keep-outcomes)
+
+  Built from ARGV[1]:
+    q:<session>         reads, writes
+    m:<seq>             reads, writes
+    id:<message id>     reads, writes
+    waiting:<pipeline>  writes
+    ready:<pipeline>    reads, writes
+    kept-outcomes       writes, when ARGV[16] is set and a message is dropped
+    kept-outcomes:due   writes, likewise
+  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
+
+  Returns
+    {'duplicate'}   the delivery key was seen and has not expired
+    {'queue_full'}  max_pending messages wait already
+    {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt, acceptedAt}...}}
+                    the last part lists the messages dropped from the full session
+]]
+--- @include "pool/includes/preamble"
+--- @include "pool/includes/place-session"
+--- @include "pool/includes/leases"
+--- @include "pool/includes/runnable-state"
+--- @include "kept-outcomes/includes/keep-outcomes"
+
+assertRegistered()
+
+local session = ARGV[7]
+local deliveryKey = ARGV[12]
+
+if deliveryKey ~= '' then
+  purgeExpired(K.dedup, DEDUP_PURGE_PER_CALL)
+  local expiresAt = rcall('ZSCORE', K.dedup, deliveryKey)
+  if expiresAt and tonumber(expiresAt) > now then
+    return { 'duplicate' }
+  end
+end
+
+if ARGV[14] ~= '1' and countOf('pending') >= limits().maxPending then
+  return { 'queue_full' }
+end
+
+if deliveryKey ~= '' then
+  rcall('ZADD', K.dedup, ARGV[13], deliveryKey)
+end
+
+local seq = rcall('INCR', K.seq)
+rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', ARGV[6], 'session', session,
+  'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10], 'channel', ARGV[15])
+if ARGV[11] ~= '' then
+  rcall('HSET', messageKey(seq), 'retryAt', ARGV[11])
+end
+rcall('SET', idKey(ARGV[5]), seq)
+rcall('HSETNX', K.sessions, session, 0)
+
+local queue = queueKey(session)
+local overflowed = {}
+local length = rcall('LLEN', queue)
+while length >= limits().maxPendingPerSession do
+  local dropped = rcall('LPOP', queue)
+  local message = messagesOf({ dropped })[1]
+  overflowed[#overflowed + 1] = message
+  if ARGV[16] ~= '' then
+    local key = 'm:' .. rcall('HGET', messageKey(dropped), 'rid') .. ':dropped'
+    keepOutcome(prefix, ARGV[16], key, cjson.encode({ overflowed = message, at = now }))
+  end
+  removeWaiting(rcall('HGET', messageKey(dropped), 'pipeline'), { dropped })
+  forgetMessage(dropped)
+  length = length - 1
+end
+rcall('RPUSH', queue, seq)
+addWaiting(ARGV[8], { seq })
+rcall('HINCRBY', K.counts, 'pending', 1 - #overflowed)
+
+-- A ready session whose head is unchanged stays where it is: a later message cannot make the
+-- head's run wait again.
+if length == 0 or #overflowed > 0 or rcall('HGET', K.placed, session) == DELAYED then
+  placeSession(session)
+end
+
+local state = runnableState(true)
+return { 'accepted', state[1], state[2], overflowed }

@@ -1,0 +1,76 @@
+--[[
+  Claims and their leases (as a model gateway's Redis concurrency control: slots in a ZSET scored by deadline, released explicitly or
+  by expiry). A lease record lease:<token> holds the claim's session, pipeline, message seqs
+  (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms).
+  Needs pool/includes/preamble and place-session.
+]]
+
+local function splitSeqs(joined)
+  local seqs = {}
+  for seq in string.gmatch(joined, '%d+') do
+    seqs[#seqs + 1] = seq
+  end
+  return seqs
+end
+
+-- Frees the slots of the claim held by `token`; returns its record, or nil when the token holds
+-- nothing (settled already, or reclaimed after its lease expired).
+local function releaseLease(token)
+  local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica')
+  if not fields[1] then
+    return nil
+  end
+  rcall('DEL', leaseKey(token))
+  rcall('ZREM', K.leases, token)
+  rcall('HINCRBY', K.counts, 'inflight', -1)
+  rcall('HINCRBY', K.counts, 'inflight:' .. fields[2], -1)
+  rcall('HINCRBY', K.sessions, fields[1], -1)
+  return { session = fields[1], pipeline = fields[2], seqs = splitSeqs(fields[3]), replica = fields[4] }
+end
+
+-- Puts messages of `pipeline` back at the head of their session, in their order, and re-places
+-- the session.
+local function putBack(session, pipeline, seqs)
+  addWaiting(pipeline, seqs)
+  if #seqs > 0 then
+    local reversed = {}
+    for index = #seqs, 1, -1 do
+      reversed[#reversed + 1] = seqs[index]
+    end
+    rcall('LPUSH', queueKey(session), unpack(reversed))
+    rcall('HINCRBY', K.counts, 'pending', #seqs)
+  end
+  placeSession(session)
+end
+
+-- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt} each.
+local function messagesOf(seqs)
+  local messages = {}
+  for index, seq in ipairs(seqs) do
+    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt')
+    messages[index] = { fields[1], fields[2], fields[3] or '', fields[4] }
+  end
+  return messages
+end
+
+-- Puts the messages of expired leases back at the head of their sessions, attempts kept, at most
+-- RECLAIM_PER_CALL leases. Returns {token, session, pipeline, replica, {request ids}} for each,
+-- so the caller can log the turn it took over.
+local function reclaimExpired()
+  local reclaimed = {}
+  local tokens = rcall('ZRANGEBYSCORE', K.leases, '-inf', now, 'LIMIT', 0, RECLAIM_PER_CALL)
+  for _, token in ipairs(tokens) do
+    local lease = releaseLease(token)
+    if lease then
+      local requestIds = {}
+      for index, seq in ipairs(lease.seqs) do
+        requestIds[index] = rcall('HGET', messageKey(seq), 'rid')
+      end
+      putBack(lease.session, lease.pipeline, lease.seqs)
+      reclaimed[#reclaimed + 1] = { token, lease.session, lease.pipeline, lease.replica, requestIds }
+    else
+      rcall('ZREM', K.leases, token)
+    end
+  end
+  return reclaimed
+end

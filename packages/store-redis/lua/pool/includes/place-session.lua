@@ -1,0 +1,90 @@
+--[[
+  Readiness of a session (docs/design.md §2 "Query pool", "Aggregator"): a session sits in the
+  ready set of its head's pipeline, scored by the head's acceptance seq (oldest head first), in
+  the delayed set until its head may run, or nowhere while its running turns fill its slot.
+  Needs pool/includes/preamble.
+]]
+
+-- Takes the session out of whichever set holds it.
+local function unplace(session)
+  local where = rcall('HGET', K.placed, session)
+  if not where then
+    return
+  end
+  if where == DELAYED then
+    rcall('ZREM', K.delayed, session)
+  else
+    rcall('ZREM', readyKey(where), session)
+  end
+  rcall('HDEL', K.placed, session)
+end
+
+-- The head run: consecutive messages at the head for the same pipeline and sender, at most
+-- maxMessages (LangBot merges other senders in; the run ends there). Returns its length, whether
+-- it can still grow, and when its last message was accepted.
+local function headRun(session, maxMessages)
+  local seqs = rcall('LRANGE', queueKey(session), 0, maxMessages - 1)
+  local head = rcall('HMGET', messageKey(seqs[1]), 'pipeline', 'sender', 'acceptedAt')
+  local lastAt = tonumber(head[3])
+  for index = 2, #seqs do
+    local fields = rcall('HMGET', messageKey(seqs[index]), 'pipeline', 'sender', 'acceptedAt')
+    if fields[1] ~= head[1] or fields[2] ~= head[2] then
+      return index - 1, false, lastAt
+    end
+    lastAt = tonumber(fields[3])
+  end
+  return #seqs, #seqs < maxMessages, lastAt
+end
+
+-- When the session's head may run: its backoff first, then the debounce of its pipeline (a
+-- message that ran before is not debounced again).
+local function dueAtOf(session, head, policy)
+  if head.retryAt then
+    return head.retryAt
+  end
+  if not policy.aggregate or head.attempt > 0 then
+    return 0
+  end
+  local _, open, lastAt = headRun(session, policy.maxMessages)
+  if not open then
+    return 0
+  end
+  return math.min(lastAt + policy.delayMs, head.acceptedAt + policy.maxWaitMs)
+end
+
+-- Puts the session in the set its state calls for, or forgets it once it has nothing queued or
+-- running.
+local function placeSession(session)
+  unplace(session)
+  local headSeq = rcall('LINDEX', queueKey(session), 0)
+  local running = tonumber(rcall('HGET', K.sessions, session) or 0)
+  if not headSeq then
+    if running <= 0 then
+      rcall('HDEL', K.sessions, session)
+    end
+    return
+  end
+  if running >= limits().perSession then
+    return
+  end
+  local fields = rcall('HMGET', messageKey(headSeq), 'pipeline', 'retryAt', 'attempt', 'acceptedAt')
+  local pipeline = fields[1]
+  local head = { retryAt = tonumber(fields[2]), attempt = tonumber(fields[3]), acceptedAt = tonumber(fields[4]) }
+  local dueAt = dueAtOf(session, head, policyOf(pipeline))
+  if dueAt <= now then
+    rcall('ZADD', readyKey(pipeline), headSeq, session)
+    rcall('SADD', K.pipelines, pipeline)
+    rcall('HSET', K.placed, session, pipeline)
+  else
+    rcall('ZADD', K.delayed, dueAt, session)
+    rcall('HSET', K.placed, session, DELAYED)
+  end
+end
+
+-- Places the delayed sessions that are due by now, at most PROMOTE_PER_CALL of them.
+local function promoteDue()
+  local due = rcall('ZRANGEBYSCORE', K.delayed, '-inf', now, 'LIMIT', 0, PROMOTE_PER_CALL)
+  for _, session in ipairs(due) do
+    placeSession(session)
+  end
+end

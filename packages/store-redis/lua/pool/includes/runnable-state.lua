@@ -1,0 +1,43 @@
+--[[
+  What a replica needs to know after a transition: may a claim succeed now, and when does the
+  next delayed session or lease come due (for its wake timer).
+  Needs pool/includes/preamble.
+]]
+
+-- 1 when a global slot is free and a ready session's pipeline has a free slot, else 0.
+local function claimable()
+  if countOf('inflight') >= limits().global then
+    return 0
+  end
+  for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+    if rcall('ZCARD', readyKey(pipeline)) > 0 and countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+      return 1
+    end
+  end
+  return 0
+end
+
+-- The earliest due time of a delayed session or a lease deadline, ms; -1 when there is none.
+local function nextDueAt()
+  local due = -1
+  for _, key in ipairs({ K.delayed, K.leases }) do
+    local first = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if first[2] then
+      local at = tonumber(first[2])
+      if due < 0 or at < due then
+        due = at
+      end
+    end
+  end
+  return due
+end
+
+-- {claimable, nextDueAt}; `announce` also tells the other replicas when a claim may succeed,
+-- on the '<prefix>runnable' channel with this replica's id (they ignore their own echo).
+local function runnableState(announce)
+  local state = { claimable(), nextDueAt() }
+  if announce and state[1] == 1 then
+    rcall('PUBLISH', prefix .. 'runnable', replica)
+  end
+  return state
+end

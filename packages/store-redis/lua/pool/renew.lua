@@ -1,0 +1,64 @@
+--[[
+  One replica's heartbeat: extends the leases it still holds and its own entry among the live
+  replicas (which `register` consults), and reports the tokens it no longer holds (reclaimed by
+  another replica after they expired, or settled longer ago than a tombstone lasts). A token
+  whose lease a settlement released while its tombstone lasts is neither extended nor reported:
+  the settlement was applied but its reply has not reached the replica, which writes it again
+  (pool/includes/settlement). Purges expired tombstones (bounded), so that they go while nothing
+  settles too. Also reports the pool's runnable state, so that a replica whose wake-up on the
+  channel was lost finds the work anyway.
+  A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
+  with other values registered meanwhile) is not renewed: it leaves the live replicas and is
+  told so, and registers again or refuses work (docs/design.md §5 "Replicas agree").
+
+  KEYS[1]  config     reads
+  KEYS[2]  counts     reads
+  KEYS[3]  sessions   unused
+  KEYS[4]  placed     unused
+  KEYS[5]  delayed    reads
+  KEYS[6]  leases     reads, writes
+  KEYS[7]  dedup      unused
+  KEYS[8]  replicas   writes
+  KEYS[9]  seq        unused
+  KEYS[10] pipelines  reads
+  KEYS[11] settled    reads, writes
+  ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
+  ARGV[2]  now, ms on the pool's clock
+  ARGV[3]  replica id
+  ARGV[4]  lease duration, ms: the leases and the heartbeat last that long from now
+  ARGV[5]  this replica's configuration fingerprint (as given to register), compared whole
+  ARGV[6...] the lease tokens this replica holds
+
+  Built from ARGV[1]:
+    lease:<token>     reads
+    ready:<pipeline>  reads
+
+  Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}},
+    or {'config_mismatch', stored fingerprint}: nothing renewed, the replica left the live ones
+]]
+--- @include "pool/includes/preamble"
+--- @include "pool/includes/runnable-state"
+--- @include "pool/includes/tombstones"
+
+assertRegistered()
+
+local stored = rcall('HGET', K.config, 'fingerprint')
+if stored ~= ARGV[5] then
+  rcall('ZREM', K.replicas, replica)
+  return { 'config_mismatch', stored }
+end
+
+purgeExpired(K.settled, TOMBSTONE_PURGE_PER_CALL)
+local expiresAt = now + tonumber(ARGV[4])
+rcall('ZADD', K.replicas, expiresAt, replica)
+local lost = {}
+for index = 6, #ARGV do
+  local token = ARGV[index]
+  if rcall('HGET', leaseKey(token), 'replica') == replica then
+    rcall('ZADD', K.leases, 'XX', expiresAt, token)
+  elseif not settled(token) then
+    lost[#lost + 1] = token
+  end
+end
+local state = runnableState(false)
+return { state[1], state[2], lost }

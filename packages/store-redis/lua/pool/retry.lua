@@ -1,0 +1,77 @@
+--[[
+  Retries a claim: frees its slots and puts its messages back at the head of their session,
+  runnable `delay` from now (each keeps its attempt count and age), except the messages listed
+  as final: they are forgotten, as by complete, and their outcomes kept until recorded. A token
+  that holds no lease changes nothing; it answers `settled` only to a flagged repeat of a retry
+  that was applied (pool/includes/settlement).
+
+  KEYS[1]  config     reads
+  KEYS[2]  counts     reads, writes
+  KEYS[3]  sessions   reads, writes
+  KEYS[4]  placed     reads, writes
+  KEYS[5]  delayed    reads, writes
+  KEYS[6]  leases     reads, writes
+  KEYS[7]  dedup      unused
+  KEYS[8]  replicas   unused
+  KEYS[9]  seq        unused
+  KEYS[10] pipelines  reads, writes
+  KEYS[11] settled    reads, writes
+  ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
+  ARGV[2]  now, ms on the pool's clock
+  ARGV[3]  replica id
+  ARGV[4]  lease token
+  ARGV[5]  '1' when repeating a retry of this token whose reply never came, else '0'
+  ARGV[6]  how long the tombstone lasts, ms
+  ARGV[7]  delay, ms
+  ARGV[8]  when another replica may record the outcomes kept below (ms), or '' when none are
+  ARGV[9]  how many messages' outcome is final: n
+  ARGV[10..9+n] their ids
+  ARGV[10+n...] pairs of an outcome key and its JSON: their outcomes, kept until recorded
+           (kept-outcomes/includes/keep-outcomes)
+
+  Built from ARGV[1]:
+    lease:<token>       reads, writes
+    q:<session>         reads, writes
+    m:<seq>             reads, writes
+    id:<message id>     reads, writes
+    waiting:<pipeline>  writes
+    ready:<pipeline>    reads, writes
+    kept-outcomes       writes (kept-outcomes/includes/keep-outcomes)
+    kept-outcomes:due   writes
+  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
+
+  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
+]]
+--- @include "pool/includes/preamble"
+--- @include "pool/includes/place-session"
+--- @include "pool/includes/leases"
+--- @include "pool/includes/runnable-state"
+--- @include "pool/includes/tombstones"
+--- @include "pool/includes/settlement"
+--- @include "kept-outcomes/includes/keep-outcomes"
+
+assertRegistered()
+
+local lease, reply = settleLease('retry')
+if not lease then
+  return reply
+end
+local retryAt = now + tonumber(ARGV[7])
+local finalCount = tonumber(ARGV[9])
+local final = {}
+for index = 10, 9 + finalCount do
+  final[ARGV[index]] = true
+end
+local retried = {}
+for _, seq in ipairs(lease.seqs) do
+  if final[rcall('HGET', messageKey(seq), 'id')] then
+    forgetMessage(seq)
+  else
+    rcall('HSET', messageKey(seq), 'retryAt', retryAt)
+    retried[#retried + 1] = seq
+  end
+end
+putBack(lease.session, lease.pipeline, retried)
+keepOutcomes(prefix, ARGV[8], 10 + finalCount)
+local state = runnableState(true)
+return { 'settled', state[1], state[2] }

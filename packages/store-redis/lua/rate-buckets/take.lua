@@ -1,0 +1,36 @@
+--[[
+  Takes one token from each named bucket if every one has a token now, else none
+  (ports/rate-buckets.ts). A bucket is one number: the moment it is full again (GCRA's
+  theoretical arrival time); with interval = per / limit it has a token at `now` when
+  now >= fullAt - (burst - 1) * interval, and taking one moves fullAt to
+  max(fullAt, now) + interval. The key expires when the bucket is full again: a missing key is a
+  full bucket, so idle buckets vanish.
+
+  KEYS[1]  rate:<bucket>  reads, writes: the first bucket: STRING fullAt, ms
+  KEYS[2]  rate:<bucket>  reads, writes: the second, when the take names two or three
+  KEYS[3]  rate:<bucket>  reads, writes: the third, when it names three
+  ARGV[1]  now (ms, the caller's clock)
+  ARGV[2]  the first bucket's limit
+  ARGV[3]  the first bucket's period (ms)
+  ARGV[4]  the first bucket's burst
+  ARGV[5..7] the second bucket's limit, period and burst; ARGV[8..10] the third's
+
+  Returns 0 when the tokens were taken, else the ms until every bucket has one (at least 1)
+]]
+local now = tonumber(ARGV[1])
+local wait = 0
+local intervals, fullAts = {}, {}
+for i = 1, #KEYS do
+  local limit, per, burst = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  intervals[i] = per / limit
+  fullAts[i] = tonumber(redis.call('GET', KEYS[i]) or now)
+  wait = math.max(wait, fullAts[i] - (burst - 1) * intervals[i] - now)
+end
+if wait > 0 then
+  return math.ceil(wait)
+end
+for i = 1, #KEYS do
+  local fullAt = math.max(fullAts[i], now) + intervals[i]
+  redis.call('SET', KEYS[i], string.format('%.3f', fullAt), 'PX', math.ceil(fullAt - now))
+end
+return 0
