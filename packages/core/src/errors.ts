@@ -51,6 +51,10 @@ export const ERROR_CODES = {
   SB_CHANNEL_SEND_FAILED: { status: 502, message: 'sending to the platform failed' },
   SB_CHANNEL_SEND_TIMEOUT: { status: 504, message: 'sending to the platform did not finish in time' },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
+  SB_STORE_FORMAT_UNSUPPORTED: {
+    status: 503,
+    message: 'the store holds data in a format this build does not read',
+  },
   SB_STORE_CONFIG_MISMATCH: {
     status: 503,
     message: 'the limits or pipeline policies of this replica differ from those of the shared store',

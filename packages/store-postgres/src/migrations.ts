@@ -49,7 +49,8 @@ export function loadMigrations(): Promise<Migration[]> {
  * another process got there first). Everything runs in one transaction under an advisory lock
  * keyed by the schema name, so replicas starting together queue on the lock: the first applies
  * the migrations and records them in `schema_migrations`, the others then find nothing to do. A
- * crash leaves the schema at its previous version. Refuses a schema written by a newer build.
+ * crash leaves the schema at its previous version. The latest version recorded is the schema's
+ * data format: one newer than this build's migrations is refused (SB_STORE_FORMAT_UNSUPPORTED).
  */
 export async function migrate(sql: Sql, schema: string): Promise<number[]> {
   const migrations = await loadMigrations();
@@ -71,9 +72,9 @@ export async function migrate(sql: Sql, schema: string): Promise<number[]> {
     );
     const current = applied.rows.at(-1)?.version ?? 0;
     if (current > migrations.length) {
-      throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
-        message: `PostgreSQL schema ${schema} has version ${current}, newer than this build's ${migrations.length}; upgrade Switchboard`,
-        details: { schema, version: current, supported: migrations.length },
+      throw new SwitchboardError('SB_STORE_FORMAT_UNSUPPORTED', {
+        message: `PostgreSQL schema ${schema} has version ${current}, this build reads version ${migrations.length}; upgrade Switchboard`,
+        details: { store: 'postgres', schema, found: current, reads: migrations.length },
       });
     }
     const pending = migrations.slice(current);

@@ -44,7 +44,7 @@ describe.skipIf(!reachable)('migrations', () => {
   });
 
   describe('when a newer build migrated the schema', () => {
-    it('refuses to open it with SB_STORE_UNAVAILABLE naming both versions', async () => {
+    it('refuses to open it with SB_STORE_FORMAT_UNSUPPORTED naming the schema and both versions, changing nothing', async () => {
       await schema.open();
       const newer = (await loadMigrations()).length + 1;
       await queryPostgres(
@@ -52,9 +52,11 @@ describe.skipIf(!reachable)('migrations', () => {
         [newer],
       );
       await expect(schema.open()).rejects.toMatchObject({
-        code: 'SB_STORE_UNAVAILABLE',
-        message: expect.stringContaining(`version ${newer}, newer than this build's ${newer - 1}`),
+        code: 'SB_STORE_FORMAT_UNSUPPORTED',
+        message: `PostgreSQL schema ${schema.name} has version ${newer}, this build reads version ${newer - 1}; upgrade Switchboard`,
+        details: { store: 'postgres', schema: schema.name, found: newer, reads: newer - 1 },
       });
+      expect(await recorded()).toEqual([...(await loadMigrations()).map((m) => m.version), newer]);
     });
   });
 });

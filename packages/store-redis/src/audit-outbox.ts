@@ -147,6 +147,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
   const { client, ownsClient, script } = await openScriptClient({
     url: options.url,
     client: options.client,
+    prefix: options.prefix,
     retryAfterMs,
   });
 

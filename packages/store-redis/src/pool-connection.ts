@@ -1,5 +1,6 @@
 import type { Logger } from '@switchboard/core';
 import type { Redis } from 'ioredis';
+import { assertDataFormat } from './data-format.js';
 import { type ScriptOf, defineLuaScripts, runScript } from './lua-scripts.js';
 import type { PoolKeys } from './pool-keys.js';
 import { startRedisClock } from './redis-clock.js';
@@ -19,6 +20,8 @@ export interface PoolConnection {
 
 export interface PoolConnectionOptions {
   createClient: RedisClientFactory;
+  /** The deployment's prefix, whose data format is checked before anything else. */
+  prefix: string;
   keys: PoolKeys;
   replicaId: string;
   /** The caller's clock; without one, this host's clock corrected to Redis' `TIME`. */
@@ -29,7 +32,10 @@ export interface PoolConnectionOptions {
   logger: Logger;
 }
 
-/** Connects both clients and defines the scripts; on failure leaves nothing open behind. */
+/**
+ * Connects both clients, checks the data format and defines the scripts; on failure leaves
+ * nothing open behind.
+ */
 export async function openPoolConnection(options: PoolConnectionOptions): Promise<PoolConnection> {
   const { keys, replicaId, logger } = options;
   const client = options.createClient('commands');
@@ -40,6 +46,7 @@ export async function openPoolConnection(options: PoolConnectionOptions): Promis
   let stopClock = () => {};
   try {
     await Promise.all([connect(client, options.retryAfterMs), connect(subscriber, options.retryAfterMs)]);
+    await assertDataFormat(client, options.prefix);
     await defineLuaScripts(client);
     if (now === undefined) {
       const clock = await startRedisClock(client, {

@@ -48,7 +48,12 @@ export async function createRedisChannelLeases(
   if (options.url === undefined && options.client === undefined) {
     throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'channel leases: give url or client' });
   }
-  const opened = await openScriptClient({ url: options.url, client: options.client, retryAfterMs });
+  const opened = await openScriptClient({
+    url: options.url,
+    client: options.client,
+    prefix: options.prefix,
+    retryAfterMs,
+  });
   const { client, ownsClient } = opened;
   const script = <Reply>(name: ScriptOf<'channel-leases'>, ...args: Array<string | number>) =>
     opened.script<Reply>(name, keys, args);

@@ -130,6 +130,7 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
   const { client, ownsClient, script } = await openScriptClient({
     url: options.url,
     client: options.client,
+    prefix: options.prefix,
     retryAfterMs: 1000,
   });
   let forgets: string[] = [];

@@ -186,6 +186,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const keys = poolKeysOf(options.prefix);
   const connection = await openPoolConnection({
     createClient: clientFactoryOf(options),
+    prefix: options.prefix,
     keys,
     replicaId,
     now: options.now,

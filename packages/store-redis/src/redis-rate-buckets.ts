@@ -47,7 +47,12 @@ export async function createRedisRateBuckets(options: RedisRateBucketsOptions): 
   if (options.url === undefined && options.client === undefined) {
     throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'rate buckets: give url or client' });
   }
-  const opened = await openScriptClient({ url: options.url, client: options.client, retryAfterMs });
+  const opened = await openScriptClient({
+    url: options.url,
+    client: options.client,
+    prefix: options.prefix,
+    retryAfterMs,
+  });
   const { client, ownsClient } = opened;
 
   return {

@@ -146,7 +146,12 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
   let opened: Awaited<ReturnType<typeof openScriptClient>>;
   let clock: Awaited<ReturnType<typeof startRedisClock>>;
   try {
-    opened = await openScriptClient({ url: undefined, client: commands, retryAfterMs });
+    opened = await openScriptClient({
+      url: undefined,
+      client: commands,
+      prefix: options.prefix,
+      retryAfterMs,
+    });
     await connect(subscriber, retryAfterMs);
     await subscriber.subscribe(keys.dueChannel);
     clock = await startRedisClock(commands, {

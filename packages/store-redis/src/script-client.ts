@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { assertDataFormat } from './data-format.js';
 import { type ScriptName, defineLuaScripts, runScript } from './lua-scripts.js';
 import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
 
@@ -15,12 +16,15 @@ export interface ScriptClient {
 }
 
 /**
- * Connects `client`, or a fail-fast connection of its own to `url`, and defines the scripts on
- * it. Rejects with `SB_STORE_UNAVAILABLE` (`retryAfterMs`) when Redis does not answer.
+ * Connects `client`, or a fail-fast connection of its own to `url`, checks the data format under
+ * `prefix` and defines the scripts on it. Rejects with `SB_STORE_UNAVAILABLE` (`retryAfterMs`)
+ * when Redis does not answer, with `SB_STORE_FORMAT_UNSUPPORTED` when the prefix holds another
+ * build's format; an owned connection is then closed.
  */
 export async function openScriptClient(options: {
   url: string | undefined;
   client: Redis | undefined;
+  prefix: string;
   retryAfterMs: number;
 }): Promise<ScriptClient> {
   const { retryAfterMs } = options;
@@ -29,7 +33,13 @@ export async function openScriptClient(options: {
   // Failures are answered per call; the event must not crash the process.
   if (ownsClient) client.on('error', () => {});
   await connect(client, retryAfterMs);
-  await defineLuaScripts(client);
+  try {
+    await assertDataFormat(client, options.prefix);
+    await defineLuaScripts(client);
+  } catch (err) {
+    if (ownsClient) client.disconnect();
+    throw storeFailure(err, retryAfterMs);
+  }
   return {
     client,
     ownsClient,

@@ -129,7 +129,16 @@ describe.skipIf(!reachable)('pool/complete.lua, pool/retry.lua, pool/abandon.lua
           .filter((key) => !idKeys.includes(key))
           .map((key) => key.split('}:')[1])
           .sort();
-        expect(left).toEqual(['config', 'counts', 'dedup', 'pipelines', 'replicas', 'seq', 'settled']);
+        expect(left).toEqual([
+          'config',
+          'counts',
+          'dedup',
+          'format',
+          'pipelines',
+          'replicas',
+          'seq',
+          'settled',
+        ]);
         // One per message enqueued (the one dropped from the full session A included).
         expect(idKeys).toHaveLength(6);
         for (const key of idKeys) {

@@ -1,5 +1,4 @@
-import { SwitchboardError } from '@switchboard/core';
-import { SCHEMA_VERSION, schemaVersion } from './migrations.js';
+import { SCHEMA_VERSION, formatUnsupported, schemaVersion } from './migrations.js';
 import { type AuditReader, createSqliteAuditReader } from './sqlite-audit-log.js';
 import { openDatabase } from './sqlite-store.js';
 
@@ -30,10 +29,8 @@ export function openAuditReader(options: AuditReaderOptions): SqliteAuditReader 
   const version = schemaVersion(db);
   if (version !== SCHEMA_VERSION) {
     db.close();
-    throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
-      message: `store.path: ${options.path} has schema version ${version}, this build reads ${SCHEMA_VERSION}; start the server once to migrate it`,
-      details: { path: options.path, version, supported: SCHEMA_VERSION },
-    });
+    const fix = version > SCHEMA_VERSION ? 'upgrade Switchboard' : 'start the server once to migrate it';
+    throw formatUnsupported(options.path, version, fix);
   }
   return { auditLog: createSqliteAuditReader(db), close: () => db.close() };
 }

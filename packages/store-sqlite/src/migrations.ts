@@ -19,7 +19,10 @@ export const MIGRATIONS = [
   '0010_status_version_key_scope.sql',
 ] as const;
 
-/** The schema version this build writes and reads. */
+/**
+ * The schema version this build writes, recorded in the file as `PRAGMA user_version`: the
+ * store's data format. It reads that one and migrates any older one up to it.
+ */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 /** `migrations/` beside `src/` and `dist/`, found by the package's name (the gateway bundles it). */
 const MIGRATIONS_FOLDER = new URL('migrations/', packageFolder('@switchboard/store-sqlite', import.meta.url));
@@ -49,13 +52,19 @@ export function migrate(db: Database, path: string): void {
   }
 }
 
-/** Throws when `db` was written by a newer build, whose schema this one cannot read safely. */
+/**
+ * Throws SB_STORE_FORMAT_UNSUPPORTED when `db` was written by a newer build, whose schema this one
+ * cannot read safely.
+ */
 export function assertKnownVersion(db: Database, path: string): void {
   const version = schemaVersion(db);
-  if (version > SCHEMA_VERSION) {
-    throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
-      message: `store.path: ${path} has schema version ${version}, newer than this build's ${SCHEMA_VERSION}; upgrade Switchboard`,
-      details: { path, version, supported: SCHEMA_VERSION },
-    });
-  }
+  if (version > SCHEMA_VERSION) throw formatUnsupported(path, version, 'upgrade Switchboard');
+}
+
+/** The file at `path` records schema `found`, which this build does not read; `fix` says what to do. */
+export function formatUnsupported(path: string, found: number, fix: string): SwitchboardError {
+  return new SwitchboardError('SB_STORE_FORMAT_UNSUPPORTED', {
+    message: `store.path: ${path} has schema version ${found}, this build reads version ${SCHEMA_VERSION}; ${fix}`,
+    details: { store: 'sqlite', path, found, reads: SCHEMA_VERSION },
+  });
 }

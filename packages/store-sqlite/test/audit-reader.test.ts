@@ -58,12 +58,13 @@ describe('openAuditReader', () => {
       );
     });
 
-    it('refuses a file without the store schema', () => {
+    it('refuses a file without the store schema with SB_STORE_FORMAT_UNSUPPORTED', () => {
       new BetterSqlite3(path).close();
       expect(() => openAuditReader({ path })).toThrow(
         expect.objectContaining({
-          code: 'SB_STORE_UNAVAILABLE',
-          message: expect.stringContaining('schema version 0'),
+          code: 'SB_STORE_FORMAT_UNSUPPORTED',
+          message: expect.stringContaining('schema version 0, this build reads version'),
+          details: expect.objectContaining({ store: 'sqlite', found: 0 }),
         }),
       );
     });

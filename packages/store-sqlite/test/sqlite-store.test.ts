@@ -353,7 +353,7 @@ describe('createSqliteStore', () => {
   });
 
   describe('when the schema is newer than this build', () => {
-    it('refuses to open it with SB_STORE_UNAVAILABLE naming store.path', () => {
+    it('refuses to open it with SB_STORE_FORMAT_UNSUPPORTED naming store.path and both versions, changing nothing', () => {
       const path = temporaryPath();
       createSqliteStore({ path }).close();
       const db = new BetterSqlite3(path);
@@ -361,10 +361,12 @@ describe('createSqliteStore', () => {
       db.close();
       expect(() => createSqliteStore({ path })).toThrow(
         expect.objectContaining({
-          code: 'SB_STORE_UNAVAILABLE',
-          message: expect.stringMatching(/^store\.path: /),
+          code: 'SB_STORE_FORMAT_UNSUPPORTED',
+          message: `store.path: ${path} has schema version ${SCHEMA_VERSION + 1}, this build reads version ${SCHEMA_VERSION}; upgrade Switchboard`,
+          details: { store: 'sqlite', path, found: SCHEMA_VERSION + 1, reads: SCHEMA_VERSION },
         }),
       );
+      expect(inspect(path, (db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION + 1);
     });
   });
 
