@@ -312,7 +312,8 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
   return async (scope: FastifyInstance) => {
     scope.setValidatorCompiler(validatorCompiler);
     // Answers are built by this file and typed by the response schemas at compile time; checking
-    // them again with zod on every response cost 8% of the gateway's CPU (docs/BENCHMARKS.md).
+    // them again with zod on every response cost 8% of the gateway's CPU
+    // (bench/HISTORY.md#tuning-pass-2-maps-and-the-journal).
     scope.setSerializerCompiler(() => (data) => JSON.stringify(data));
     scope.setErrorHandler(httpErrorHandler);
     scope.setNotFoundHandler(notFoundHandler);

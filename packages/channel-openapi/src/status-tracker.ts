@@ -293,7 +293,8 @@ class Watch implements StatusWatch {
  * Statuses change in memory, synchronously, in the order the events arrive; the store is written
  * when a message is final. Until then a restart learns of the message from the journal, which
  * holds it until its outcome, and follows it again (`recovered`): writing `queued` as well put a
- * second status write on every message's path (docs/BENCHMARKS.md). A message stays in memory
+ * second status write on every message's path
+ * (bench/HISTORY.md#tuning-pass-4-counted-costs). A message stays in memory
  * until it is final, its writes have landed and nobody watches it — so a late `queued` always
  * finds the outcome that beat it, without reading the store.
  */
@@ -462,7 +463,8 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   // Answers leave together at the end of the event-loop turn, not one by one as turns end: the
   // requests read in one turn are all handled before the first answer is written, and a client
   // waiting on many connections is woken once per burst of writes instead of once per answer.
-  // In the HTTP benchmark that took the gateway from ~13k to 17–19k req/s (docs/BENCHMARKS.md).
+  // In the HTTP benchmark that took the gateway from ~13k to 17–19k req/s
+  // (bench/HISTORY.md#tuning-pass-3-answers-and-metrics).
   let answers: Array<() => void> = [];
 
   function answerSoon(answer: () => void): void {

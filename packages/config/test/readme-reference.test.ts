@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { configReference } from '../src/index.js';
 import { readReference, replaceReference } from '../src/readme-reference.js';
 
-describe('README configuration reference', () => {
+describe('configuration reference in docs/configuration.md', () => {
   it('is the table generated from the schema (run `npm run docs:config` after a schema change)', () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
-    expect(readReference(readme)).toBe(configReference());
+    const page = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+    expect(readReference(page)).toBe(configReference());
   });
 
   it('lists every section with its defaults', () => {

@@ -5,7 +5,7 @@ export const CROCKFORD_BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const RANDOM_BYTES = 10;
 
 // Random bytes are drawn 4 KiB at a time: the `ulid` package drew one value per character, which
-// profiled at 15% of the gateway's CPU under load (docs/BENCHMARKS.md).
+// profiled at 15% of the gateway's CPU under load (bench/HISTORY.md#tuning-pass-1-ids-timers-group-commit).
 const entropy = Buffer.alloc(4096);
 let entropyOffset = entropy.length;
 let lastTimeMs = -1;

@@ -186,7 +186,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
 
   /**
    * Wakes the listeners when a claim would succeed. Waking them on every arrival and completion
-   * regardless started a claim loop per turn that found nothing (docs/BENCHMARKS.md).
+   * regardless started a claim loop per turn that found nothing
+   * (bench/HISTORY.md#tuning-pass-4-counted-costs).
    */
   function notify(): void {
     if (!claimable()) return;
