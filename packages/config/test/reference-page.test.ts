@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { configReference } from '../src/index.js';
-import { readReference, replaceReference } from '../src/readme-reference.js';
+import { readReference, replaceReference } from '../src/reference-page.js';
 
 describe('configuration reference in docs/configuration.md', () => {
   it('is the table generated from the schema (run `npm run docs:config` after a schema change)', () => {
