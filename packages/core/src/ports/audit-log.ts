@@ -1,4 +1,4 @@
-import type { OutcomeKind, OutcomeReason, UndeliveredReplies } from '../outcome.js';
+import type { OutcomeKind, OutcomeReason, UndeliveredReplies } from '../model/outcome.js';
 import type { QueuedMessage } from './queued-message.js';
 
 /**

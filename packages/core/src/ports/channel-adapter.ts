@@ -1,5 +1,5 @@
-import type { Ingress } from '../ingress.js';
-import type { InboundMessage, Reply } from '../message.js';
+import type { Ingress } from '../inbound/ingress.js';
+import type { InboundMessage, Reply } from '../model/message.js';
 import type { Logger } from './logger.js';
 import type { QueuedMessage } from './queued-message.js';
 

@@ -1,6 +1,6 @@
-import type { InboundMessage } from '../message.js';
-import type { Outcome } from '../outcome.js';
-import type { SessionKey } from '../session-key.js';
+import type { InboundMessage } from '../model/message.js';
+import type { Outcome } from '../model/outcome.js';
+import type { SessionKey } from '../model/session-key.js';
 import type { QueuedMessage } from './queued-message.js';
 
 /**
