@@ -20,6 +20,7 @@ export type {
   Reply,
   SessionReplies,
 } from './model/message.js';
+export { TRACEPARENT_PATTERN, traceIdOf } from './model/traceparent.js';
 export { sessionKeyOf } from './model/session-key.js';
 export type { SessionKey, SessionScope } from './model/session-key.js';
 export { UNPAIRED_SURROGATE, hasUnpairedSurrogate } from './model/unpaired-surrogate.js';
@@ -92,12 +93,8 @@ export type { Query } from './scheduling/aggregator.js';
 export { backoffDelayMs, retryDelayMs } from './scheduling/backoff.js';
 export type { BackoffPolicy } from './scheduling/backoff.js';
 export { createController } from './scheduling/controller.js';
-export type {
-  Controller,
-  ControllerObserver,
-  ControllerOptions,
-  TurnResult,
-} from './scheduling/controller.js';
+export type { Controller, ControllerOptions } from './scheduling/controller.js';
+export type { ControllerObserver, TurnResult } from './scheduling/controller-observer.js';
 
 // Outbound: the reply sender, pacing, send deadlines, streamed previews, long texts cut
 export { deliveryOf } from './outbound/delivery.js';
@@ -116,7 +113,7 @@ export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './outbound/re
 export { splitText } from './outbound/split-text.js';
 
 // Observability: message traces, secrets marked on their schemas and masked wherever text leaves
-export { TRACEPARENT_PATTERN, createMessageTracer, traceIdOf } from './observability/message-trace.js';
+export { createMessageTracer } from './observability/message-trace.js';
 export type { MessageTracer } from './observability/message-trace.js';
 export { isSecretField, secretEntries, secretField, secretValues } from './observability/secret-fields.js';
 export type { SecretEntry } from './observability/secret-fields.js';

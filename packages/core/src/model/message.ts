@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { newUlid } from './ids.js';
-import { TRACEPARENT_PATTERN } from '../observability/message-trace.js';
+import { TRACEPARENT_PATTERN } from './traceparent.js';
 import { parseOrThrow } from '../schema/validation.js';
 
 /** Who started the conversation: a one-to-one chat or a group (channel, guild channel…). */

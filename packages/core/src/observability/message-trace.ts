@@ -8,14 +8,6 @@ import type { QueuedMessage } from '../ports/queued-message.js';
 import type { RouteDecision } from '../inbound/router.js';
 import { isSwitchboardError } from '../model/errors.js';
 
-/** A W3C `traceparent` header value: version, trace id, parent span id, flags. */
-export const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-
-/** The trace id in a W3C `traceparent`, or null when there is none. */
-export function traceIdOf(traceparent: string | undefined): string | null {
-  return traceparent === undefined ? null : traceparent.slice(3, 35);
-}
-
 /**
  * The spans of a message's way through the gateway (docs/design.md §2 "Tracing"), on the
  * OpenTelemetry API: one trace per message — receive → route, then per turn that runs it a

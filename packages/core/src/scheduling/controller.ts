@@ -1,4 +1,5 @@
 import { type Query, aggregate } from './aggregator.js';
+import type { ControllerObserver } from './controller-observer.js';
 import { crashPoint } from '../observability/crash-point.js';
 import { SwitchboardError } from '../model/errors.js';
 import type { MessageTracer } from '../observability/message-trace.js';
@@ -8,25 +9,12 @@ import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Pipeline, PipelineResult } from '../ports/pipeline.js';
 import type { QueryPool, Turn } from '../ports/query-pool.js';
 import type { ReplyStream } from '../outbound/reply-stream.js';
-import type { Delivery, ReplyOutbox } from '../ports/reply-outbox.js';
+import type { ReplyOutbox } from '../ports/reply-outbox.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from '../structures/indexed-set.js';
 import { WakeTimer } from '../structures/wake-timer.js';
 import { within } from '../structures/within.js';
 import { createTurnSettlement } from './turn-settlement.js';
-
-/** How a turn ended, for metrics; `lost`: its lease was taken over, another replica settles it. */
-export type TurnResult = 'completed' | 'retried' | 'dead_lettered' | 'dropped' | 'abandoned' | 'lost';
-
-/** Hooks for metrics and status tracking; every method is optional and must not throw. */
-export interface ControllerObserver {
-  turnStarted?(turn: Turn): void;
-  turnEnded?(turn: Turn, result: TurnResult, durationMs: number): void;
-  /** A turn will run again after `delayMs`. */
-  turnRetried?(turn: Turn, delayMs: number): void;
-  /** A turn's replies were stored in the outbox and the turn completed; they are on their way. */
-  repliesStored?(delivery: Delivery): void;
-}
 
 export interface ControllerOptions {
   pool: QueryPool;

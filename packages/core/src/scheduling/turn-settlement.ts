@@ -1,6 +1,6 @@
 import { type Query, aggregate } from './aggregator.js';
 import { retryDelayMs } from './backoff.js';
-import type { ControllerObserver, TurnResult } from './controller.js';
+import type { ControllerObserver, TurnResult } from './controller-observer.js';
 import { deliveryOf } from '../outbound/delivery.js';
 import { SwitchboardError, isSwitchboardError } from '../model/errors.js';
 import type { Reply } from '../model/message.js';
