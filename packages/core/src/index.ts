@@ -1,7 +1,7 @@
 // The public surface of @switchboard/core, grouped by the stages of the message flow
 // (docs/design.md §1), then the ports, the in-memory stores and the building blocks.
 
-// Model: the message, its session key and ids, how a message ends, coded errors
+// Model: the message and its queued form, session key and ids, how a message ends, coded errors
 export {
   ChatTypeSchema,
   ELEMENT_TYPES,
@@ -21,6 +21,7 @@ export type {
   SessionReplies,
 } from './model/message.js';
 export { TRACEPARENT_PATTERN, traceIdOf } from './model/traceparent.js';
+export type { QueuedMessage } from './model/queued-message.js';
 export { sessionKeyOf } from './model/session-key.js';
 export type { SessionKey, SessionScope } from './model/session-key.js';
 export { UNPAIRED_SURROGATE, hasUnpairedSurrogate } from './model/unpaired-surrogate.js';
@@ -46,6 +47,7 @@ export type {
 export { auditIdOf, outcomeKeyOf } from './model/outcome-id.js';
 export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './model/errors.js';
 export type { ErrorCode, SwitchboardErrorOptions } from './model/errors.js';
+export { formatIssues, formatPath, parseOrThrow } from './model/validation.js';
 
 // Inbound: admission, routing, ingress
 export { GroupPolicySchema, admit } from './inbound/admission.js';
@@ -171,7 +173,6 @@ export type {
   TurnStart,
   WaitingSession,
 } from './ports/query-pool.js';
-export type { QueuedMessage } from './ports/queued-message.js';
 export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
 export type { BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
 export type {
@@ -206,11 +207,10 @@ export { WakeTimer } from './structures/wake-timer.js';
 export { pause } from './structures/pause.js';
 export { within } from './structures/within.js';
 
-// Schema: human durations, numbers from YAML, zod issues as coded errors
+// Schema: values the YAML writes as text (human durations, numbers)
 export { durationMs, parseDurationMs } from './schema/duration.js';
 export type { DurationBounds } from './schema/duration.js';
 export { numeric } from './schema/numeric.js';
-export { formatIssues, formatPath, parseOrThrow } from './schema/validation.js';
 
 // Packaging: the files a package ships beside its code (migrations, Lua scripts)
 export { packageFolder } from './packaging/package-folder.js';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { SwitchboardError } from '../model/errors.js';
 import { ChatTypeSchema, ELEMENT_TYPES, type InboundMessage } from '../model/message.js';
 import { regexSizeProblem } from './regex-size.js';
-import { formatIssues } from '../schema/validation.js';
+import { formatIssues } from '../model/validation.js';
 
 /**
  * The router (docs/design.md §2, LangBot's `resolve_pipeline_uuid`): an ordered rule list,

@@ -12,7 +12,7 @@ import type {
   Turn,
   TurnLease,
 } from '../ports/query-pool.js';
-import type { QueuedMessage } from '../ports/queued-message.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 import type { SessionKey } from '../model/session-key.js';
 import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';

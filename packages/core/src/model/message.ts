@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { newUlid } from './ids.js';
 import { TRACEPARENT_PATTERN } from './traceparent.js';
-import { parseOrThrow } from '../schema/validation.js';
+import { parseOrThrow } from './validation.js';
 
 /** Who started the conversation: a one-to-one chat or a group (channel, guild channel…). */
 export const ChatTypeSchema = z.enum(['person', 'group']);

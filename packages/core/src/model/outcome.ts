@@ -1,6 +1,6 @@
 import { crashPoint, crashPointArmed } from '../observability/crash-point.js';
 import type { InboundMessage, Reply } from './message.js';
-import type { QueuedMessage } from '../ports/queued-message.js';
+import type { QueuedMessage } from './queued-message.js';
 import type { SessionKey } from './session-key.js';
 import type { SecretMasker } from '../observability/secret-masker.js';
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { QueuedMessage } from '../ports/queued-message.js';
+import type { QueuedMessage } from './queued-message.js';
 
 /**
  * What a turn id is made of for one message: its id, and for a replayed dead letter also the

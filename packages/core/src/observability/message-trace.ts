@@ -4,7 +4,7 @@ import type { Query } from '../scheduling/aggregator.js';
 import type { InboundMessage, Reply } from '../model/message.js';
 import type { PipelinePolicy } from '../scheduling/pipeline-policy.js';
 import type { Turn } from '../ports/query-pool.js';
-import type { QueuedMessage } from '../ports/queued-message.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 import type { RouteDecision } from '../inbound/router.js';
 import { isSwitchboardError } from '../model/errors.js';
 

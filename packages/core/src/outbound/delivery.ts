@@ -1,6 +1,6 @@
 import type { InboundMessage, Reply } from '../model/message.js';
 import type { Turn } from '../ports/query-pool.js';
-import type { QueuedMessage } from '../ports/queued-message.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 import type { Delivery } from '../ports/reply-outbox.js';
 
 /** `message` without its `raw` platform event: a delivery keeps what the reply and audit need. */

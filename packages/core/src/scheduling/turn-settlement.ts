@@ -8,7 +8,7 @@ import type { Outcome, OutcomeReason, OutcomeSink } from '../model/outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { PipelineResult } from '../ports/pipeline.js';
 import type { QueryPool, Settlement, Turn } from '../ports/query-pool.js';
-import type { QueuedMessage } from '../ports/queued-message.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 import type { Delivery } from '../ports/reply-outbox.js';
 import type { RunningTurn } from './running-turn.js';
 

@@ -1,5 +1,5 @@
-import type { InboundMessage } from '../model/message.js';
-import type { SessionKey } from '../model/session-key.js';
+import type { InboundMessage } from './message.js';
+import type { SessionKey } from './session-key.js';
 
 /** An accepted message waiting in, or running from, the pool. This is also what is journaled. */
 export interface QueuedMessage {

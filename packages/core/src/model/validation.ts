@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type ErrorCode, SwitchboardError } from '../model/errors.js';
+import { type ErrorCode, SwitchboardError } from './errors.js';
 
 /** Renders a zod issue path as `routing.rules[2].value`. */
 export function formatPath(path: readonly PropertyKey[]): string {
