@@ -167,6 +167,8 @@ export type {
   WaitingSession,
 } from './ports/query-pool.js';
 export type { QueuedMessage } from './ports/queued-message.js';
+export { turnStartOf } from './ports/replica-events.js';
+export type { ReplicaEvents } from './ports/replica-events.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
@@ -181,6 +183,8 @@ export type { MemoryJournalOptions } from './memory/memory-journal.js';
 export { createMemoryReplyOutbox } from './memory/memory-reply-outbox.js';
 export { createMemoryMessageStatusStore } from './memory/memory-message-status-store.js';
 export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-status-store.js';
+export { createMemoryReplicaEvents } from './memory/memory-replica-events.js';
+export type { MemoryReplicaEvents, MemoryReplicaEventsOptions } from './memory/memory-replica-events.js';
 
 // Errors, durations, validation
 export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './errors.js';
