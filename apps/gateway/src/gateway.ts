@@ -1,4 +1,3 @@
-import type { EventOrigin } from '@switchboard/channel-openapi';
 import { type Config, loadConfig } from '@switchboard/config';
 import {
   type Logger,
@@ -7,8 +6,6 @@ import {
   type Router,
   type SecretMasker,
   SwitchboardError,
-  type Delivery,
-  type TurnStart,
   createController,
   createIngress,
   createOutcomeBus,
@@ -26,6 +23,7 @@ import {
 } from '@switchboard/http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createAuditRecorder } from './audit-recorder.js';
+import { fanOutChannelEvents } from './channel-events.js';
 import { ownChannels } from './channel-ownership.js';
 import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
@@ -74,13 +72,6 @@ export interface Gateway {
   stop(): Promise<void>;
   /** Re-reads the config file and swaps the routing rules; a bad file throws and keeps the old rules. */
   reloadRouting(): Promise<{ rules: number }>;
-}
-
-/** One unsubscribe for several subscriptions; the absent ones are skipped. */
-function unsubscribeAll(...stops: Array<(() => unknown) | undefined>): () => void {
-  return () => {
-    for (const stop of stops) stop?.();
-  };
 }
 
 /** Wires config → stores, pool, controller, channels and the HTTP server. */
@@ -159,14 +150,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     logger,
   );
-  const turnStartListeners = new Set<(turn: TurnStart, origin: EventOrigin) => void>();
-  const repliesStoredListeners = new Set<(delivery: Delivery) => void>();
-  // With a shared pool another replica may run the turn of a message this one accepted: the
-  // channels hear its events too, marked relayed (docs/design.md §5 "Several replicas").
-  const relay = stores.replicaEvents();
-  const httpChannels = new Set(
-    config.channels.filter((channel) => channel.type === 'openapi').map((channel) => channel.id),
-  );
+  // With a shared pool another replica may run the turn of a message this one accepted.
+  const channelEvents = fanOutChannelEvents({
+    outcomes,
+    replicas: stores.replicaEvents(),
+    pool,
+    recordsShareOutboxCommit: stores.recordsShareOutboxCommit ?? false,
+    httpChannels: new Set(
+      config.channels.filter((channel) => channel.type === 'openapi').map((channel) => channel.id),
+    ),
+  });
 
   const server = Fastify({
     ...httpServerOptions(config.server),
@@ -205,37 +198,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     rateBuckets: stores.rateBuckets(),
     outbound: metrics.outbound,
-    events: {
-      subscribeOutcomes: (listener) =>
-        unsubscribeAll(
-          // In the outbox's file, the final status joins the commit that ends the message;
-          // elsewhere it is written once that commit succeeded.
-          outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed), {
-            stores: stores.recordsShareOutboxCommit ?? false,
-            records: true,
-          }),
-          relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
-        ),
-      subscribeRepliesStored: (listener) => {
-        repliesStoredListeners.add(listener);
-        return () => repliesStoredListeners.delete(listener);
-      },
-      subscribeTurnStarts: (listener) => {
-        turnStartListeners.add(listener);
-        return unsubscribeAll(
-          () => turnStartListeners.delete(listener),
-          relay?.subscribeTurnStarts((turn) => listener(turn, 'relayed')),
-        );
-      },
-      ...(relay === null
-        ? {}
-        : {
-            shareOutcome: relay.publishOutcome,
-            shareReplies: relay.publishReplies,
-            followSession: relay.followSession,
-          }),
-      ...(pool.locate === undefined ? {} : { locate: pool.locate.bind(pool) }),
-    },
+    events: channelEvents.events,
   });
   // Single-consumer connections run only where this replica holds the channel's lease (§5).
   const ownership = ownChannels(configured, { ...stores.channelLeases(), logger });
@@ -280,10 +243,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       turnStarted(turn) {
         metrics.observer.turnStarted?.(turn);
         trail.observer.turnStarted(turn);
-        for (const listener of turnStartListeners) listener(turn, 'local');
-        // Only the HTTP channel's trackers follow turns across replicas.
-        if (relay !== null && turn.messages.some(({ message }) => httpChannels.has(message.channel)))
-          relay.publishTurnStart(turn);
+        channelEvents.turnStarted(turn);
       },
       turnEnded(turn, result, durationMs) {
         metrics.observer.turnEnded?.(turn, result, durationMs);
@@ -294,9 +254,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         metrics.observer.turnRetried?.(turn, delayMs);
         trail.observer.turnRetried(turn, delayMs);
       },
-      repliesStored: (delivery) => {
-        for (const listener of repliesStoredListeners) listener(delivery);
-      },
+      repliesStored: channelEvents.repliesStored,
     },
   });
 
