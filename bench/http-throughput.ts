@@ -13,7 +13,7 @@
  *
  * Tracing: the `store: memory` gateway runs once more with `telemetry.traces` pointed at a sink
  * in this process that accepts every OTLP export (answering 200) and drops it; traced − untraced
- * server CPU per request is what tracing costs per message (docs/BENCHMARKS.md).
+ * server CPU per request is what tracing costs per message (docs/BENCHMARKS.md#tracing).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';

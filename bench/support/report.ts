@@ -6,7 +6,7 @@ export interface Measurement {
   unit: string;
 }
 
-/** A target of the issue checked against a figure. */
+/** A target of docs/BENCHMARKS.md checked against a figure. */
 export interface TargetCheck {
   target: string;
   /** The bound, e.g. `≥ 10×`. */

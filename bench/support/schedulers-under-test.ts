@@ -15,5 +15,5 @@ export const SCHEDULERS: readonly NamedScheduler[] = [
   { name: 'vikingbot', create: createVikingBotScheduler },
 ];
 
-/** The limits of the issue, and the gateway's defaults: 20 turns at once, one per session. */
+/** The limits the baselines are compared at, the gateway's defaults: 20 turns at once, one per session. */
 export const LIMITS = { globalLimit: 20, sessionLimit: 1 } as const;

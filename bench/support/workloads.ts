@@ -11,7 +11,7 @@ export interface Workload {
   hotShare?: number;
 }
 
-/** The three shapes of the issue: a few busy sessions, many quiet ones, one hot session. */
+/** Three shapes of load: a few busy sessions, many quiet ones, one hot session. */
 export const SCHEDULER_WORKLOADS: readonly Workload[] = [
   { id: '10k msgs / 10 sessions', messages: 10_000, sessions: 10 },
   { id: '100k msgs / 10k sessions', messages: 100_000, sessions: 10_000 },

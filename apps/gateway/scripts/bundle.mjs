@@ -1,6 +1,7 @@
 // Bundles the CLI and all it loads into dist/: the gateway starts from a few files instead of
 // resolving, reading and compiling some thousand modules one by one (start CPU −40%, idle RSS
-// −9 MB; docs/BENCHMARKS.md). What only some configs need (a platform library, a store, the
+// −9 MB; bench/HISTORY.md#whole-path-pass-4-the-bundle). What only some configs need (a platform
+// library, a store, the
 // tracing SDK) stays behind a dynamic import and so in a chunk of its own, loaded when used.
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';

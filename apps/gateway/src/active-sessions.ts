@@ -9,7 +9,7 @@ const RESOLUTION_MS = 1000;
  * active. A session is moved to the end at most once per RESOLUTION_MS, and idle ones are
  * forgotten at most that often: each move leaves a hole at the front of the Map that a scan from
  * the front must skip, so moving and scanning on every message made a busy session cost as much
- * as all the holes before it (docs/BENCHMARKS.md).
+ * as all the holes before it (bench/HISTORY.md#tuning-pass-3-answers-and-metrics).
  */
 export class ActiveSessions {
   readonly #lastSeen = new Map<string, number>();

@@ -85,7 +85,8 @@ export interface CountingMetricOptions<L extends string> {
  * A Prometheus counter or histogram that counts in plain memory and leaves the text format to
  * prom-client's registry at scrape time. prom-client's own `inc` and `observe` hash the label
  * values into a string and (histograms) find the bucket by name on every call; three such calls
- * per message took a fifth of the gateway's HTTP throughput (docs/BENCHMARKS.md). The exposition
+ * per message took a fifth of the gateway's HTTP throughput
+ * (bench/HISTORY.md#tuning-pass-3-answers-and-metrics). The exposition
  * is the same as prom-client's (its test compares them).
  */
 export class CountingMetric<L extends string, S extends Series> {

@@ -28,7 +28,8 @@ const ACTIVE_WINDOW_MS = 5 * 60_000;
  * Switchboard's counters count in plain memory from the start; prom-client's registry, which
  * formats them beside the gauges and Node's default metrics, is built on the first scrape:
  * loading prom-client (and the OpenTelemetry API it requires) took a tenth of the start's CPU
- * (docs/BENCHMARKS.md §7). Default metrics that observe over time (GC durations, event loop
+ * (bench/HISTORY.md#whole-path-pass-2-start). Default metrics that observe over time (GC durations,
+ * event loop
  * lag) count from that first scrape; a build that fails is tried again by the next.
  */
 export function createMetrics(

@@ -3,8 +3,13 @@ import { parseConfig } from '@switchboard/config';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = new URL('../../../', import.meta.url);
+/** The pages whose ```yaml blocks are gateway configurations (docs/deploy-docker.md's are Compose files). */
 const DOCS = [
   'README.md',
+  'docs/channels.md',
+  'docs/operations.md',
+  'docs/pipelines.md',
+  'docs/routing.md',
   ...readdirSync(new URL('docs/platforms/', ROOT)).map((name) => `docs/platforms/${name}`),
 ];
 

@@ -11,6 +11,14 @@ const MARKDOWN = execFileSync('git', ['ls-files', '*.md'], { cwd: ROOT, encoding
   .split('\n')
   .filter((path) => path !== '');
 
+/** Source files, whose comments may point at a section as `docs/<page>.md#anchor`. */
+const SOURCES = execFileSync('git', ['ls-files', '*.ts', '*.mjs', '*.js', '*.yaml', '*.sh'], {
+  cwd: ROOT,
+  encoding: 'utf8',
+})
+  .split('\n')
+  .filter((path) => path !== '');
+
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
 function anchorOf(heading: string): string {
   return heading
@@ -39,6 +47,18 @@ function relativeLinks(path: string): string[] {
 describe('Markdown links', () => {
   it('finds the Markdown files', () => {
     expect(MARKDOWN).toContain('README.md');
+  });
+
+  it('every section a source file names (`docs/<page>.md#anchor`) exists', () => {
+    const broken: string[] = [];
+    for (const file of SOURCES) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      for (const [, path = '', anchor = ''] of text.matchAll(/\b((?:docs|bench)\/[\w./-]+\.md)#([\w-]+)/g)) {
+        const target = join(ROOT, path);
+        if (!existsSync(target) || !anchorsOf(target).has(anchor)) broken.push(`${file}: ${path}#${anchor}`);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   for (const file of MARKDOWN) {

@@ -11,7 +11,7 @@ import {
   writeConfig,
 } from './serve-process.js';
 
-/** Telegram's limits as the issue states them: 30 messages a second per bot, 1 per chat. */
+/** Telegram's documented limits: 30 messages a second per bot, 1 per chat. */
 const LIMITS = { perBot: { limit: 30, perMs: 1000 }, perChat: { limit: 1, perMs: 1000 } };
 
 const chatIds = (count: number) => Array.from({ length: count }, (_, index) => 6_000_000 + index);

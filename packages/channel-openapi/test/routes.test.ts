@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Harness, createHarness } from './harness.js';
 
-/** Issue 12 §15: inputs that got a 500, a 414 in another shape, or no answer at all. */
+/** Inputs that once got a 500, a 414 outside the one error shape, or no answer at all. */
 describe('channelRoutes on bad input', () => {
   let h: Harness;
   afterEach(async () => {

@@ -6,7 +6,7 @@ import { z } from 'zod';
  * The validator compiler of the gateway and the channel: zod for every request part, but headers are validated by
  * the names their schema declares only. Parsing the whole header object with a loose schema
  * copied every header into a new object on every request — 1–2% of the gateway's CPU under load
- * (docs/BENCHMARKS.md) — to check one optional header. Headers stay as they came.
+ * (bench/HISTORY.md#tuning-pass-4-counted-costs) — to check one optional header. Headers stay as they came.
  */
 export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = (route) => {
   if (route.httpPart !== 'headers' || !(route.schema instanceof z.ZodObject))

@@ -33,7 +33,8 @@ function connect(): Promise<Client> {
 /**
  * POSTs a JSON body with undici's `request` on a keep-alive agent. Chosen over `fetch` (and the
  * OpenAI SDK built on it) because a call costs a third of the CPU: no `Request`, web streams or
- * header objects per call (docs/BENCHMARKS.md §7). Waiting for headers and for body chunks has no
+ * header objects per call (bench/HISTORY.md#whole-path-pass-3-the-model-call). Waiting for headers
+ * and for body chunks has no
  * limit of its own (fetch's was 300 s): the run's `signal` (the pipeline's `timeout`, a shutdown)
  * bounds the call.
  *

@@ -16,7 +16,8 @@ export type GroupCommit = ((write: () => void) => Promise<void>) & {
  * Group commit: the writes issued during one turn of the event loop run in one transaction,
  * committed on `setImmediate`, and each caller's promise settles after that commit. Under load
  * this turns one WAL commit per statement into one per batch — the store's largest cost on the
- * HTTP path (docs/BENCHMARKS.md) — while keeping "resolved means committed". A failing write
+ * HTTP path (bench/HISTORY.md#tuning-pass-2-maps-and-the-journal) — while keeping "resolved means
+ * committed". A failing write
  * rolls the batch back; the batch then runs again one write per transaction, so it fails alone.
  */
 export function createGroupCommit(db: Database): GroupCommit {

@@ -63,7 +63,7 @@ export function openDatabase(path: string, busyTimeoutMs: number, readonly: bool
       db.pragma('synchronous = NORMAL');
       // Checkpoints run on the event loop and fsync: every 10,000 pages (~40 MB of WAL) instead of
       // SQLite's 1,000, so the hot journal pages rewritten by every message are copied back once
-      // per checkpoint rather than ten times (docs/BENCHMARKS.md).
+      // per checkpoint rather than ten times (bench/HISTORY.md#tuning-pass-2-maps-and-the-journal).
       db.pragma('wal_autocheckpoint = 10000');
       db.pragma('foreign_keys = ON');
     }

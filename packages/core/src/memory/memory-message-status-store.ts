@@ -20,7 +20,7 @@ export interface MemoryMessageStatusStoreOptions {
  * timer); idempotency keys past their TTL count as unbound at once and are deleted by `prune`.
  * Statuses are kept as JSON text, like the SQLite store keeps them: callers cannot change what
  * is stored, and a day of statuses is one string each for the garbage collector to skip over
- * rather than a tree of objects to trace (docs/BENCHMARKS.md).
+ * rather than a tree of objects to trace (bench/HISTORY.md#tuning-pass-2-maps-and-the-journal).
  */
 export function createMemoryMessageStatusStore(
   options: MemoryMessageStatusStoreOptions = {},

@@ -132,7 +132,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
       queue.claimToken = String(++lastToken);
       // Shallow: the store replaces a delivery's own fields (attempts, notBefore, lastError) and
       // never changes what they hold, so the claim keeps what it was handed. A deep copy here
-      // was a tenth of a gateway's CPU per message (docs/BENCHMARKS.md §8).
+      // was a tenth of a gateway's CPU per message (bench/HISTORY.md#console-recorders).
       return { delivery: { ...headOf(queue).delivery }, token: queue.claimToken };
     },
 

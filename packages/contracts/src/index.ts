@@ -1,0 +1,24 @@
+// Contract test suites every implementation of a port runs (STYLE.md "Ports").
+export { auditLogContract } from './audit-log-contract.js';
+export { channelLeasesContract } from './channel-leases-contract.js';
+export { instantDelivery } from './instant-delivery.js';
+export type { InstantDelivery } from './instant-delivery.js';
+export { historyStoreContract } from './history-store-contract.js';
+export { journalContract } from './journal-contract.js';
+export { messageStatusStoreContract } from './message-status-store-contract.js';
+export { auditRecordFixture, queuedMessageFixture, useStoreUnderTest } from './store-harness.js';
+export type { StoreFactory, StoreFactoryContext, StoreHarness, StoreUnderTest } from './store-harness.js';
+export { deliveryFixture, replyOutboxContract } from './reply-outbox-contract.js';
+export { queryPoolContract } from './query-pool-contract.js';
+export type { QueryPoolFactory, QueryPoolFactoryContext } from './query-pool-contract.js';
+export { recordingIngress } from './recording-ingress.js';
+export type { RecordedDrop } from './recording-ingress.js';
+export {
+  SCHEDULING_POLICIES,
+  expectSchedulingInvariants,
+  schedulingCommand,
+  simulateScheduling,
+} from './scheduling-property.js';
+export type { SchedulingCommand, SchedulingResult, SchedulingWorld } from './scheduling-property.js';
+export { rateBucketsContract } from './rate-buckets-contract.js';
+export { replicaEventsContract } from './replica-events-contract.js';

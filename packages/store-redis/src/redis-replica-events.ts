@@ -1,0 +1,222 @@
+import {
+  type Logger,
+  type Outcome,
+  type ReplicaEvents,
+  type SessionReplies,
+  type TurnStart,
+  turnStartOf,
+} from '@switchboard/core';
+import type { Redis } from 'ioredis';
+import { connect, redisClientFactory, storeFailure } from './redis-connection.js';
+
+/**
+ * `ReplicaEvents` over Redis pub/sub (docs/design.md §5 "Several replicas"): outcomes and turn
+ * starts on `{<prefix>}:events`, one session's replies on its own channel (`sessionChannelOf`),
+ * subscribed only while this replica follows the session. Pub/sub delivers only to replicas
+ * subscribed at the time, in the order the server took the publishes.
+ */
+export interface RedisReplicaEvents extends ReplicaEvents {
+  /** Quits both connections (drops them at once when Redis is gone). */
+  close(): Promise<void>;
+}
+
+export interface RedisReplicaEventsOptions {
+  /** The pool's Redis, e.g. `redis://127.0.0.1:6379/0`; connected with `FAIL_FAST_OPTIONS`. */
+  url: string;
+  /** The pool's prefix: replicas sharing a pool share its events. */
+  prefix: string;
+  /** This replica's id (the pool's `replicaId`): its own events come back and are ignored. */
+  replicaId: string;
+  logger: Logger;
+  /** The wait reported in `SB_STORE_UNAVAILABLE` when Redis cannot be reached at start. Default: 1000 ms. */
+  retryAfterMs?: number;
+}
+
+const DEFAULTS = { retryAfterMs: 1_000 } satisfies Partial<RedisReplicaEventsOptions>;
+
+/** One event on the channel, with the replica that published it. */
+type RelayedEvent =
+  | { from: string; kind: 'outcome'; outcome: Outcome }
+  | { from: string; kind: 'turn_start'; turn: TurnStart };
+
+/** The channel of a pool's events, in the pool's hash tag (docs/design.md §5). */
+export function eventChannelOf(prefix: string): string {
+  return `{${prefix}}:events`;
+}
+
+/**
+ * The channel of one session's replies: only replicas with an event stream on it subscribe.
+ * Channel ids have no `:`, so the name is unambiguous.
+ */
+export function sessionChannelOf(prefix: string, channel: string, session: string): string {
+  return `{${prefix}}:replies:${channel}:${session}`;
+}
+
+/**
+ * Connects a publishing and a subscribed connection and subscribes to the pool's event channel
+ * before it resolves; on failure leaves nothing open behind.
+ */
+export async function createRedisReplicaEvents(
+  options: RedisReplicaEventsOptions,
+): Promise<RedisReplicaEvents> {
+  const { replicaId, logger } = options;
+  const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
+  const createClient = redisClientFactory(options.url);
+  const channel = eventChannelOf(options.prefix);
+  const publisher = createClient('commands');
+  const subscriber = createClient('subscriber');
+  // Losses are logged by the pool's own connections; these only must not crash the process.
+  for (const connection of [publisher, subscriber]) connection.on('error', () => {});
+  const outcomeListeners = new Set<(outcome: Outcome) => void>();
+  const turnStartListeners = new Set<(turn: TurnStart) => void>();
+
+  // Listeners per session channel; subscribed while the set is not empty.
+  const sessionListeners = new Map<string, Set<(replies: SessionReplies) => void>>();
+
+  subscriber.on('message', (from: string, text: string) => {
+    if (from !== channel) {
+      const listeners = sessionListeners.get(from);
+      const replies = listeners === undefined ? null : parseReplies(text, replicaId);
+      if (listeners !== undefined && replies !== null) deliver(listeners, replies);
+      return;
+    }
+    const event = parse(text);
+    if (event === null) {
+      logger.warn({ channel }, 'relayed event unreadable: ignored');
+      return;
+    }
+    if (event.from === replicaId) return;
+    if (event.kind === 'outcome') deliver(outcomeListeners, event.outcome);
+    else deliver(turnStartListeners, event.turn);
+  });
+
+  function deliver<Event>(listeners: ReadonlySet<(event: Event) => void>, event: Event): void {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        logger.error({ err }, 'relayed event listener failed');
+      }
+    }
+  }
+
+  try {
+    await Promise.all([connect(publisher, retryAfterMs), connect(subscriber, retryAfterMs)]);
+    await subscriber.subscribe(channel);
+  } catch (err) {
+    publisher.disconnect();
+    subscriber.disconnect();
+    throw storeFailure(err, retryAfterMs);
+  }
+
+  function publish(event: RelayedEvent): void {
+    let text: string;
+    try {
+      text = JSON.stringify(event);
+    } catch (err) {
+      logger.error({ err, kind: event.kind }, 'event relay failed');
+      return;
+    }
+    // Sent at once, never awaited: the outcome path does not wait for the other replicas.
+    publisher.publish(channel, text).catch((err: unknown) => {
+      logger.warn({ err, kind: event.kind }, 'event relay failed: the other replicas miss this event');
+    });
+  }
+
+  // A (un)subscribe sent while the connection is away fails at once (no offline queue), and ioredis
+  // only restores the subscriptions it saw succeed: after a reconnect the followed sessions are
+  // subscribed again (again is harmless).
+  subscriber.on('ready', () => {
+    for (const topic of sessionListeners.keys()) setSubscribed(topic, true);
+  });
+
+  /** (Un)subscribes a session channel; a failure is logged: its streams miss other replicas' replies. */
+  function setSubscribed(topic: string, subscribed: boolean): void {
+    const change = subscribed ? subscriber.subscribe(topic) : subscriber.unsubscribe(topic);
+    change.catch((err: unknown) => {
+      logger.warn(
+        { err, subscribed },
+        "session reply subscription failed: streams here miss other replicas' replies",
+      );
+    });
+  }
+
+  return {
+    publishReplies(replies) {
+      const topic = sessionChannelOf(options.prefix, replies.channel, replies.session);
+      publisher.publish(topic, JSON.stringify({ from: replicaId, ...replies })).catch((err: unknown) => {
+        logger.warn({ err }, 'reply relay failed: streams on other replicas miss these replies');
+      });
+    },
+    followSession(channelId, session, listener) {
+      const topic = sessionChannelOf(options.prefix, channelId, session);
+      let listeners = sessionListeners.get(topic);
+      if (listeners === undefined) {
+        listeners = new Set();
+        sessionListeners.set(topic, listeners);
+        setSubscribed(topic, true);
+      }
+      listeners.add(listener);
+      return () => {
+        if (listeners.delete(listener) && listeners.size === 0 && sessionListeners.get(topic) === listeners) {
+          sessionListeners.delete(topic);
+          setSubscribed(topic, false);
+        }
+      };
+    },
+    publishOutcome(outcome) {
+      publish({ from: replicaId, kind: 'outcome', outcome });
+    },
+    publishTurnStart(turn) {
+      publish({ from: replicaId, kind: 'turn_start', turn: turnStartOf(turn) });
+    },
+    subscribeOutcomes(listener) {
+      outcomeListeners.add(listener);
+      return () => outcomeListeners.delete(listener);
+    },
+    subscribeTurnStarts(listener) {
+      turnStartListeners.add(listener);
+      return () => turnStartListeners.delete(listener);
+    },
+    async close() {
+      outcomeListeners.clear();
+      turnStartListeners.clear();
+      sessionListeners.clear();
+      await quit([publisher, subscriber]);
+    },
+  };
+}
+
+async function quit(connections: Redis[]): Promise<void> {
+  try {
+    await Promise.all(connections.map((connection) => connection.quit()));
+  } catch {
+    for (const connection of connections) connection.disconnect();
+  }
+}
+
+/** The event in `text`, or null when it is not one (another program on the channel). */
+function parse(text: string): RelayedEvent | null {
+  try {
+    const event = JSON.parse(text) as Partial<RelayedEvent> | null;
+    if (typeof event?.from !== 'string') return null;
+    if (event.kind === 'outcome' && typeof event.outcome === 'object') return event as RelayedEvent;
+    if (event.kind === 'turn_start' && typeof event.turn === 'object') return event as RelayedEvent;
+    return null;
+  } catch {
+    return null;
+  }
+}
+
+/** The replies in `text` unless this replica sent them or they are not replies. */
+function parseReplies(text: string, replicaId: string): SessionReplies | null {
+  try {
+    const event = JSON.parse(text) as (SessionReplies & { from?: unknown }) | null;
+    if (typeof event?.from !== 'string' || event.from === replicaId || !Array.isArray(event.replies))
+      return null;
+    const { from: _from, ...replies } = event;
+    return replies;
+  } catch {
+    return null;
+  }
+}
