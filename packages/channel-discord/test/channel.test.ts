@@ -1,9 +1,9 @@
-import type { DiscordChannelConfig } from '@switchboard/config';
 import { type ChannelAdapter, silentLogger } from '@switchboard/core';
 import { recordingIngress } from '@switchboard/core/testing';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { DiscordChannelConfig } from '../src/options.js';
 import { createDiscordChannel } from '../src/index.js';
 
 /** These tests are not about pacing: calls go out as fast as they come. */

@@ -1,4 +1,3 @@
-import type { OpenApiChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Ingress,
@@ -8,6 +7,7 @@ import {
   traceIdOf,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
+import type { OpenApiChannelConfig } from './options.js';
 import { channelRoutes } from './routes.js';
 import { type ReplyEvent, createSseHub } from './sse.js';
 import { type ChannelEvents, createStatusTracker } from './status-tracker.js';

@@ -1,4 +1,3 @@
-import { SlackChannelSchema, type SlackChannelConfig } from '@switchboard/config';
 import { type ChannelAdapter, type Ingress, type IngressResult, silentLogger } from '@switchboard/core';
 import { recordingIngress } from '@switchboard/core/testing';
 import { eventually } from '@switchboard/testkit/eventually';
@@ -11,6 +10,7 @@ import {
 } from '@switchboard/testkit/slack';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema, type SlackChannelConfig } from '../src/options.js';
 import { createSlackChannel } from '../src/index.js';
 
 /** These tests are not about pacing: calls go out as fast as they come. */

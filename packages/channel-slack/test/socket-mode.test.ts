@@ -1,4 +1,3 @@
-import type { SlackChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type InboundMessage,
@@ -11,6 +10,7 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeSlack, eventEnvelope, messageEvent, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SlackChannelConfig } from '../src/options.js';
 import { createSlackChannel } from '../src/index.js';
 import { warningLogger } from './fixtures.js';
 

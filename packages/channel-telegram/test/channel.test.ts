@@ -1,4 +1,3 @@
-import type { TelegramChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type InboundMessage,
@@ -14,6 +13,7 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { TelegramChannelConfig } from '../src/options.js';
 import { createTelegramChannel } from '../src/index.js';
 
 /** These tests are not about pacing: calls go out as fast as they come. */

@@ -1,4 +1,3 @@
-import type { TelegramChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type OutboundObserver,
@@ -9,6 +8,7 @@ import {
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TelegramChannelConfig } from '../src/options.js';
 import { createTelegramChannel } from '../src/index.js';
 
 /** `outbound.rate` as it defaults for Telegram. */
