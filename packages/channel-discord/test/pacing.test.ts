@@ -1,7 +1,7 @@
-import { DiscordChannelSchema } from '@switchboard/config';
 import { type OutboundObserver, newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
 import { DISCORD_RATE_LIMITS, type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DiscordChannelSchema } from '../src/options.js';
 import { createDiscordChannel } from '../src/index.js';
 
 const origin = (channelId: string) =>

@@ -1,4 +1,3 @@
-import { SlackChannelSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type OutboundObserver,
@@ -9,6 +8,7 @@ import {
 import { type FakeSlack, SLACK_RATE_LIMITS, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../src/options.js';
 import { createSlackChannel } from '../src/index.js';
 
 /** What the channel reported: each pacing wait and each 429. */

@@ -1,8 +1,8 @@
-import { SlackChannelSchema } from '@switchboard/config';
 import { type ChannelAdapter, newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../../src/options.js';
 import { createSlackChannel } from '../../src/index.js';
 
 const origin = parseInboundMessage({

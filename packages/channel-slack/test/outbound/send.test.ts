@@ -1,4 +1,3 @@
-import { SlackChannelSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Logger,
@@ -10,6 +9,7 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../../src/options.js';
 import { type SlackChannelOptions, createSlackChannel } from '../../src/index.js';
 
 const origin = parseInboundMessage({
