@@ -8,7 +8,7 @@ import {
   createMemoryQueryPool,
   createOutcomeBus,
 } from '@switchboard/core';
-import { instantDelivery } from '@switchboard/core/testing';
+import { instantDelivery } from '@switchboard/contracts';
 import type { BenchMessage, SchedulerFactory } from './scheduler.js';
 
 /** No cap may refuse or drop a benchmark message: the backlogs are the point. */

@@ -1,5 +1,5 @@
 /**
- * The admin API's answers as the console reads them (README "Admin API"; docs/design.md §7).
+ * The admin API's answers as the console reads them (docs/operations.md#admin-api; docs/design.md §7).
  * Only the fields the pages show are named.
  */
 export const OUTCOMES = [

@@ -5,7 +5,7 @@ import {
   createMemoryChannelLeases,
   silentLogger,
 } from '@switchboard/core';
-import { recordingIngress } from '@switchboard/core/testing';
+import { recordingIngress } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type OwnedChannels, ownChannels } from '../src/channel-ownership.js';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { auditRecordFixture } from '@switchboard/core/testing';
+import { auditRecordFixture } from '@switchboard/contracts';
 import { createSqliteStore } from '@switchboard/store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { runCli, tempDir, writeConfig } from './serve-process.js';

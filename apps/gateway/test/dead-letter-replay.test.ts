@@ -14,7 +14,7 @@ import {
   silentLogger,
   turnIdOf,
 } from '@switchboard/core';
-import { auditRecordFixture, queuedMessageFixture } from '@switchboard/core/testing';
+import { auditRecordFixture, queuedMessageFixture } from '@switchboard/contracts';
 import { createSqliteStore } from '@switchboard/store-sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDeadLetterReplay, replayDeliveryKey } from '../src/dead-letter-replay.js';

@@ -11,7 +11,7 @@ import {
   createReplySender,
   silentLogger,
 } from '@switchboard/core';
-import { deliveryFixture, queuedMessageFixture } from '@switchboard/core/testing';
+import { deliveryFixture, queuedMessageFixture } from '@switchboard/contracts';
 import { KEPT_OUTCOME_LEASE_MS, createRedisKeptOutcomes } from '@switchboard/store-redis';
 import { postgresReachable, queryPostgres } from '@switchboard/testkit/postgres';
 import { redisReachable } from '@switchboard/testkit/redis';

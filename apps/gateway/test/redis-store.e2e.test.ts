@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { postgresReachable, queryPostgres, startPrivatePostgres } from '@switchboard/testkit/postgres';
 import { redisReachable, startPrivateRedis } from '@switchboard/testkit/redis';
-import { auditRecordFixture } from '@switchboard/core/testing';
+import { auditRecordFixture } from '@switchboard/contracts';
 import { readUntil, replyEvents } from '@switchboard/testkit/sse';
 import { createPostgresStore } from '@switchboard/store-postgres';
 import { sessionChannelOf } from '@switchboard/store-redis';

@@ -8,7 +8,7 @@ import {
   createReplySender,
   silentLogger,
 } from '@switchboard/core';
-import { deliveryFixture } from '@switchboard/core/testing';
+import { deliveryFixture } from '@switchboard/contracts';
 import { type SqliteStore, createSqliteStore } from '@switchboard/store-sqlite';
 import { eventually } from '@switchboard/testkit/eventually';
 import BetterSqlite3 from 'better-sqlite3';

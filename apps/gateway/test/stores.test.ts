@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigSchema } from '@switchboard/config';
 import { silentLogger } from '@switchboard/core';
-import { auditRecordFixture } from '@switchboard/core/testing';
+import { auditRecordFixture } from '@switchboard/contracts';
 import {
   POSTGRES_URL,
   dropSchema,

@@ -1,6 +1,6 @@
 import type { DiscordChannelConfig } from '@switchboard/config';
 import { type ChannelAdapter, silentLogger } from '@switchboard/core';
-import { recordingIngress } from '@switchboard/core/testing';
+import { recordingIngress } from '@switchboard/contracts';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 import { SlackChannelSchema, type SlackChannelConfig } from '@switchboard/config';
 import { type ChannelAdapter, type Ingress, type IngressResult, silentLogger } from '@switchboard/core';
-import { recordingIngress } from '@switchboard/core/testing';
+import { recordingIngress } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import {
   type FakeSlack,

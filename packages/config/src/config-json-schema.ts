@@ -3,7 +3,7 @@ import { ConfigSchema } from './schema.js';
 
 /**
  * The JSON Schema (draft 2020-12) of what may be written in switchboard.yaml — the input side of
- * `ConfigSchema`, defaults included — for editors and the README's configuration reference.
+ * `ConfigSchema`, defaults included — for editors and the configuration reference (docs/configuration.md).
  */
 export function configJsonSchema(): Record<string, unknown> {
   return z.toJSONSchema(ConfigSchema, {

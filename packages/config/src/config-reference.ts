@@ -71,7 +71,7 @@ function walk(schema: JsonSchema, key: string, required: boolean, rows: Row[]): 
 }
 
 /**
- * The configuration reference as a Markdown table, generated from the schema so that the README
+ * The configuration reference as a Markdown table, generated from the schema so that docs/configuration.md
  * cannot drift from what the loader accepts (a test compares them).
  */
 export function configReference(): string {

@@ -283,7 +283,7 @@ const BucketRateSchema = z
 
 type BucketRateInput = z.input<typeof BucketRateSchema>;
 
-/** A platform's pacing defaults (README "Pacing"), in YAML form. */
+/** A platform's pacing defaults (docs/channels.md#pacing), in YAML form. */
 interface RateDefaults {
   enabled: boolean;
   per_bot: BucketRateInput | null;

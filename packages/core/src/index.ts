@@ -1,6 +1,7 @@
-// The public surface of @switchboard/core, grouped by the message flow of docs/design.md §1.
+// The public surface of @switchboard/core, grouped by the stages of the message flow
+// (docs/design.md §1), then the ports, the in-memory stores and the building blocks.
 
-// Message model
+// Model: the message and its queued form, session key and ids, how a message ends, coded errors
 export {
   ChatTypeSchema,
   ELEMENT_TYPES,
@@ -9,7 +10,7 @@ export {
   ReplySchema,
   newMessageId,
   parseInboundMessage,
-} from './message.js';
+} from './model/message.js';
 export type {
   ChatType,
   Element,
@@ -18,69 +19,13 @@ export type {
   InboundMessageInput,
   Reply,
   SessionReplies,
-} from './message.js';
-export { sessionKeyOf } from './session-key.js';
-export { splitText } from './split-text.js';
-export { UNPAIRED_SURROGATE, hasUnpairedSurrogate } from './unpaired-surrogate.js';
-export type { SessionKey, SessionScope } from './session-key.js';
-
-// Inbound: admission, routing, ingress
-export { GroupPolicySchema, admit } from './admission.js';
-export type { AdmissionDecision, AdmissionPolicy } from './admission.js';
-export { DISCARD, RoutingConditionSchema, RoutingSchema, createRouter } from './router.js';
-export type {
-  RouteDecision,
-  RouteExplanation,
-  RouteTraceStep,
-  Router,
-  RoutingCondition,
-  RoutingConfig,
-  RoutingConfigInput,
-  RoutingRule,
-} from './router.js';
-export { createIngress } from './ingress.js';
-export { TRACEPARENT_PATTERN, createMessageTracer, traceIdOf } from './message-trace.js';
-export type { MessageTracer } from './message-trace.js';
-export type {
-  ChannelPolicy,
-  Ingress,
-  IngressDropReason,
-  IngressOptions,
-  IngressRefusal,
-  IngressResult,
-} from './ingress.js';
-
-// Scheduling: pool, aggregator, controller
-export {
-  AggregationSchema,
-  ConcurrencySchema,
-  PipelinePolicyFields,
-  PipelinePolicySchema,
-  QueueLimitsSchema,
-  RetrySchema,
-  toPipelinePolicy,
-} from './pipeline-policy.js';
-export type {
-  Concurrency,
-  PipelinePolicy,
-  PipelinePolicyInput,
-  PoolPipelinePolicy,
-  QueueLimits,
-} from './pipeline-policy.js';
-export { Fifo } from './structures/fifo.js';
-export { type HeapNode, IndexedHeap } from './structures/indexed-heap.js';
-export { WakeTimer } from './structures/wake-timer.js';
-export { createMemoryQueryPool } from './memory/memory-query-pool.js';
-export type { MemoryQueryPoolOptions } from './memory/memory-query-pool.js';
-export { aggregate } from './aggregator.js';
-export type { Query } from './aggregator.js';
-export { requestIdOf, turnIdOf } from './turn-id.js';
-export { backoffDelayMs, retryDelayMs } from './backoff.js';
-export type { BackoffPolicy } from './backoff.js';
-export { createController } from './controller.js';
-export type { Controller, ControllerObserver, ControllerOptions, TurnResult } from './controller.js';
-
-// Outcomes
+} from './model/message.js';
+export { TRACEPARENT_PATTERN, traceIdOf } from './model/traceparent.js';
+export type { QueuedMessage } from './model/queued-message.js';
+export { sessionKeyOf } from './model/session-key.js';
+export type { SessionKey, SessionScope } from './model/session-key.js';
+export { UNPAIRED_SURROGATE, hasUnpairedSurrogate } from './model/unpaired-surrogate.js';
+export { requestIdOf, turnIdOf } from './model/turn-id.js';
 export {
   OUTCOME_KINDS,
   OUTCOME_REASONS,
@@ -88,8 +33,7 @@ export {
   maskedOutcome,
   overflowOutcomeOf,
   recordOverflowed,
-} from './outcome.js';
-export { auditIdOf, outcomeKeyOf } from './outcome-id.js';
+} from './model/outcome.js';
 export type {
   KeptOutcome,
   Outcome,
@@ -99,13 +43,93 @@ export type {
   OutcomeReason,
   OutcomeSink,
   UndeliveredReplies,
-} from './outcome.js';
+} from './model/outcome.js';
+export { auditIdOf, outcomeKeyOf } from './model/outcome-id.js';
+export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './model/errors.js';
+export type { ErrorCode, SwitchboardErrorOptions } from './model/errors.js';
+export { formatIssues, formatPath, parseOrThrow } from './model/validation.js';
 
-// Ports
-export { decodeAuditCursor, encodeAuditCursor } from './audit-cursor.js';
-export type { AuditCursor } from './audit-cursor.js';
+// Inbound: admission, routing, ingress
+export { GroupPolicySchema, admit } from './inbound/admission.js';
+export type { AdmissionDecision, AdmissionPolicy } from './inbound/admission.js';
+export { DISCARD, RoutingConditionSchema, RoutingSchema, createRouter } from './inbound/router.js';
+export type {
+  RouteDecision,
+  RouteExplanation,
+  RouteTraceStep,
+  Router,
+  RoutingCondition,
+  RoutingConfig,
+  RoutingConfigInput,
+  RoutingRule,
+} from './inbound/router.js';
+export { createIngress } from './inbound/ingress.js';
+export type {
+  ChannelPolicy,
+  Ingress,
+  IngressDropReason,
+  IngressOptions,
+  IngressRefusal,
+  IngressResult,
+} from './inbound/ingress.js';
+
+// Scheduling: pipeline policies, aggregation, the controller and how a turn ends
+export {
+  AggregationSchema,
+  ConcurrencySchema,
+  PipelinePolicyFields,
+  PipelinePolicySchema,
+  QueueLimitsSchema,
+  RetrySchema,
+  toPipelinePolicy,
+} from './scheduling/pipeline-policy.js';
+export type {
+  Concurrency,
+  PipelinePolicy,
+  PipelinePolicyInput,
+  PoolPipelinePolicy,
+  QueueLimits,
+} from './scheduling/pipeline-policy.js';
+export { aggregate } from './scheduling/aggregator.js';
+export type { Query } from './scheduling/aggregator.js';
+export { backoffDelayMs, retryDelayMs } from './scheduling/backoff.js';
+export type { BackoffPolicy } from './scheduling/backoff.js';
+export { createController } from './scheduling/controller.js';
+export type { Controller, ControllerOptions } from './scheduling/controller.js';
+export type { ControllerObserver, TurnResult } from './scheduling/controller-observer.js';
+
+// Outbound: the reply sender, pacing, send deadlines, streamed previews, long texts cut
+export { deliveryOf } from './outbound/delivery.js';
+export { createReplySender } from './outbound/reply-sender.js';
+export type {
+  DeliveryResult,
+  OutboundPolicy,
+  ReplySender,
+  ReplySenderOptions,
+} from './outbound/reply-sender.js';
+export { UNPACED, createSendPacer, pacedChatOf } from './outbound/send-pacer.js';
+export type { BucketRate, PacedChat, SendPacer, SendPacerOptions, SendRates } from './outbound/send-pacer.js';
+export { sendWithDeadline } from './outbound/send-deadline.js';
+export { createReplyStream } from './outbound/reply-stream.js';
+export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './outbound/reply-stream.js';
+export { splitText } from './outbound/split-text.js';
+
+// Observability: message traces, secrets marked on their schemas and masked wherever text leaves
+export { createMessageTracer } from './observability/message-trace.js';
+export type { MessageTracer } from './observability/message-trace.js';
+export { isSecretField, secretEntries, secretField, secretValues } from './observability/secret-fields.js';
+export type { SecretEntry } from './observability/secret-fields.js';
+export { MIN_MASKED_CHARS, SECRET_MASK, createSecretMasker } from './observability/secret-masker.js';
+export type { SecretMasker } from './observability/secret-masker.js';
+// Test-only: the crash points of the reliability suite (`SWITCHBOARD_CRASH_AT`, docs/RELIABILITY.md)
+export { CRASH_POINTS, crashAfter, crashPoint, parseCrashAt } from './observability/crash-point.js';
+export type { CrashAt, CrashPoint } from './observability/crash-point.js';
+
+// Ports: what channels, pipelines and stores implement
 export { AUDIT_EQUALITY_FILTERS, AUDIT_RECORD_FIELDS } from './ports/audit-log.js';
 export type { AuditLog, AuditPage, AuditQuery, AuditRecord, DeadLetterPayload } from './ports/audit-log.js';
+export { decodeAuditCursor, encodeAuditCursor } from './ports/audit-cursor.js';
+export type { AuditCursor } from './ports/audit-cursor.js';
 export type {
   ChannelAdapter,
   ChannelContext,
@@ -113,27 +137,8 @@ export type {
   ChannelSendOptions,
 } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
-export { IGNORING_OBSERVER } from './ports/outbound-observer.js';
-export type { OutboundObserver } from './ports/outbound-observer.js';
-export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
-export type { BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
-export { sendWithDeadline } from './send-deadline.js';
-export { UNPACED, createSendPacer, pacedChatOf } from './send-pacer.js';
-export type { BucketRate, PacedChat, SendPacer, SendPacerOptions, SendRates } from './send-pacer.js';
-export { deliveryOf } from './delivery.js';
-export { createReplySender } from './reply-sender.js';
-export type { DeliveryResult, OutboundPolicy, ReplySender, ReplySenderOptions } from './reply-sender.js';
-export { pause } from './structures/pause.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
-export type {
-  AddResult,
-  Delivery,
-  DeliveryClaim,
-  DeliveryError,
-  DeliveryMessage,
-  ReplyOutbox,
-} from './ports/reply-outbox.js';
 export { lazyChild, silentLogger } from './ports/logger.js';
 export type { Logger } from './ports/logger.js';
 export {
@@ -151,6 +156,8 @@ export type {
   MessageStatusStore,
   StatusRank,
 } from './ports/message-status-store.js';
+export { IGNORING_OBSERVER } from './ports/outbound-observer.js';
+export type { OutboundObserver } from './ports/outbound-observer.js';
 export type { Pipeline, PipelineResult, PipelineRunContext, PipelineStatus } from './ports/pipeline.js';
 export type {
   DeliveryKey,
@@ -166,40 +173,44 @@ export type {
   TurnStart,
   WaitingSession,
 } from './ports/query-pool.js';
-export type { QueuedMessage } from './ports/queued-message.js';
+export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
+export type { BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
+export type {
+  AddResult,
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  DeliveryMessage,
+  ReplyOutbox,
+} from './ports/reply-outbox.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
 export { createMemoryChannelLeases } from './memory/memory-channel-leases.js';
-export { createMemoryRateBuckets } from './memory/memory-rate-buckets.js';
-export type { MemoryRateBucketsOptions } from './memory/memory-rate-buckets.js';
 export type { MemoryChannelLeasesOptions } from './memory/memory-channel-leases.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';
 export type { MemoryJournalOptions } from './memory/memory-journal.js';
-export { createMemoryReplyOutbox } from './memory/memory-reply-outbox.js';
 export { createMemoryMessageStatusStore } from './memory/memory-message-status-store.js';
 export type { MemoryMessageStatusStoreOptions } from './memory/memory-message-status-store.js';
+export { createMemoryQueryPool } from './memory/memory-query-pool.js';
+export type { MemoryQueryPoolOptions } from './memory/memory-query-pool.js';
+export { createMemoryRateBuckets } from './memory/memory-rate-buckets.js';
+export type { MemoryRateBucketsOptions } from './memory/memory-rate-buckets.js';
+export { createMemoryReplyOutbox } from './memory/memory-reply-outbox.js';
 
-// Errors, durations, validation
-export { ERROR_CODES, SwitchboardError, isSwitchboardError } from './errors.js';
-export type { ErrorCode, SwitchboardErrorOptions } from './errors.js';
-export { durationMs, parseDurationMs } from './duration.js';
-export type { DurationBounds } from './duration.js';
-export { numeric } from './numeric.js';
-export { formatIssues, formatPath, parseOrThrow } from './validation.js';
+// Structures: queues, heaps and timers the stores and the scheduler are built from
+export { Fifo } from './structures/fifo.js';
+export { type HeapNode, IndexedHeap } from './structures/indexed-heap.js';
+export { WakeTimer } from './structures/wake-timer.js';
+export { pause } from './structures/pause.js';
+export { within } from './structures/within.js';
 
-// Secrets: marked on their schemas, masked wherever text leaves the process
-export { isSecretField, secretEntries, secretField, secretValues } from './secret-fields.js';
-export type { SecretEntry } from './secret-fields.js';
-export { MIN_MASKED_CHARS, SECRET_MASK, createSecretMasker } from './secret-masker.js';
-export type { SecretMasker } from './secret-masker.js';
-export { within } from './within.js';
-export { packageFolder } from './package-folder.js';
-export { createReplyStream } from './reply-stream.js';
-export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './reply-stream.js';
+// Schema: values the YAML writes as text (human durations, numbers)
+export { durationMs, parseDurationMs } from './schema/duration.js';
+export type { DurationBounds } from './schema/duration.js';
+export { numeric } from './schema/numeric.js';
 
-// Test-only: the crash points of the reliability suite (`SWITCHBOARD_CRASH_AT`, docs/RELIABILITY.md)
-export { CRASH_POINTS, crashAfter, crashPoint, parseCrashAt } from './crash-point.js';
-export type { CrashAt, CrashPoint } from './crash-point.js';
+// Packaging: the files a package ships beside its code (migrations, Lua scripts)
+export { packageFolder } from './packaging/package-folder.js';

@@ -11,6 +11,7 @@ import {
   type Query,
   type QueryPool,
   type QueueLimits,
+  type QueuedMessage,
   type Reply,
   createController,
   createMemoryQueryPool,
@@ -39,6 +40,23 @@ export function message(
     platform_message_id: `p${counter}`,
     received_at: Date.now(),
   });
+}
+
+/** `message(chat, text)` as the ingress queues it for pipeline `pipeline`. */
+export function queuedMessage(
+  chat: string,
+  text: string,
+  extra: { pipeline?: string; sender?: string; chatType?: 'person' | 'group' } = {},
+): QueuedMessage {
+  const inbound = message(chat, text, extra);
+  return {
+    message: inbound,
+    session: `test:c:${inbound.chat.type}:${chat}`,
+    pipeline: extra.pipeline ?? 'p',
+    routedByRule: false,
+    attempt: 0,
+    acceptedAt: Date.now(),
+  };
 }
 
 export interface PendingRun {
@@ -193,15 +211,9 @@ export function createHarness(options: HarnessOptions = {}) {
       text: string,
       extra: { pipeline?: string; sender?: string; chatType?: 'person' | 'group' } = {},
     ) {
-      const inbound = message(chat, text, extra);
-      return pool.enqueue({
-        message: inbound,
-        session: `test:c:${inbound.chat.type}:${chat}`,
-        pipeline: extra.pipeline ?? policies[0]?.id ?? 'p',
-        routedByRule: false,
-        attempt: 0,
-        acceptedAt: Date.now(),
-      });
+      return pool.enqueue(
+        queuedMessage(chat, text, { ...extra, pipeline: extra.pipeline ?? policies[0]?.id }),
+      );
     },
     /** The pending run whose query text is `text`. */
     run(text: string): PendingRun {

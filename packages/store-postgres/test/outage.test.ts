@@ -1,4 +1,4 @@
-import { auditRecordFixture } from '@switchboard/core/testing';
+import { auditRecordFixture } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { startPrivatePostgres } from '@switchboard/testkit/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

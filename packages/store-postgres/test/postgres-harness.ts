@@ -1,4 +1,4 @@
-import type { StoreFactory } from '@switchboard/core/testing';
+import type { StoreFactory } from '@switchboard/contracts';
 import { POSTGRES_URL, dropSchema, randomSchemaName } from '@switchboard/testkit/postgres';
 import { afterEach } from 'vitest';
 import { type PostgresStore, type PostgresStoreOptions, createPostgresStore } from '../src/index.js';

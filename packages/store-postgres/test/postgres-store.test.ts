@@ -4,7 +4,7 @@ import {
   auditRecordFixture,
   historyStoreContract,
   messageStatusStoreContract,
-} from '@switchboard/core/testing';
+} from '@switchboard/contracts';
 import { Pool } from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../src/index.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditLog, AuditRecord, MessageStatus, MessageStatusStore } from '@switchboard/core';
-import { auditRecordFixture, messageStatusStoreContract } from '@switchboard/core/testing';
+import { auditRecordFixture, messageStatusStoreContract } from '@switchboard/contracts';
 import { createPostgresStore, type PostgresStore } from '@switchboard/store-postgres';
 import { eventually } from '@switchboard/testkit/eventually';
 import {

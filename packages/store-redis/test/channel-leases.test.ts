@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { channelLeasesContract } from '@switchboard/core/testing';
+import { channelLeasesContract } from '@switchboard/contracts';
 import { describe } from 'vitest';
 import { createRedisChannelLeases } from '../src/index.js';
 import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';

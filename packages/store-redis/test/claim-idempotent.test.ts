@@ -1,5 +1,5 @@
 import { type Outcome, PipelinePolicySchema, type Turn, createController } from '@switchboard/core';
-import { instantDelivery } from '@switchboard/core/testing';
+import { instantDelivery } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Outcome, SessionReplies, TurnStart } from '@switchboard/core';
-import { queuedMessageFixture } from '@switchboard/core/testing';
+import { queuedMessageFixture } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';

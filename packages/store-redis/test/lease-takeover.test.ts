@@ -5,7 +5,7 @@ import {
   type Turn,
   createController,
 } from '@switchboard/core';
-import { instantDelivery } from '@switchboard/core/testing';
+import { instantDelivery } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import { manualClock, queued, recordingLogger, redisReachable, usePools } from './redis-harness.js';

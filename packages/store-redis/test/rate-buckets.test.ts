@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { bucketKey, createSendPacer } from '@switchboard/core';
-import { rateBucketsContract } from '@switchboard/core/testing';
+import { rateBucketsContract } from '@switchboard/contracts';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RedisRateBuckets, createRedisRateBuckets, rateBucketKeyOf } from '../src/index.js';

@@ -5,7 +5,7 @@ import {
   PipelinePolicySchema,
   type QueuedMessage,
 } from '@switchboard/core';
-import { queuedMessageFixture } from '@switchboard/core/testing';
+import { queuedMessageFixture } from '@switchboard/contracts';
 import { REDIS_URL, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll } from 'vitest';

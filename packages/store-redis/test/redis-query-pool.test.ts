@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { QueryPool } from '@switchboard/core';
-import { queryPoolContract } from '@switchboard/core/testing';
+import { queryPoolContract } from '@switchboard/contracts';
 import { describe } from 'vitest';
 import { createRedisQueryPool, type RedisQueryPool } from '../src/index.js';
 import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';

@@ -1,5 +1,5 @@
 import { type Outcome, type Pipeline, PipelinePolicySchema, createController } from '@switchboard/core';
-import { type InstantDelivery, instantDelivery } from '@switchboard/core/testing';
+import { type InstantDelivery, instantDelivery } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import type { RedisQueryPool } from '../src/index.js';

@@ -1,5 +1,5 @@
 import type { DeliveryClaim } from '@switchboard/core';
-import { deliveryFixture } from '@switchboard/core/testing';
+import { deliveryFixture } from '@switchboard/contracts';
 import { describe, expect, it } from 'vitest';
 import { manualClock, redisReachable, useReplyOutboxes } from './redis-harness.js';
 

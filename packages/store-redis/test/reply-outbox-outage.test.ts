@@ -1,5 +1,5 @@
 import { type DeliveryClaim, isSwitchboardError } from '@switchboard/core';
-import { deliveryFixture } from '@switchboard/core/testing';
+import { deliveryFixture } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';

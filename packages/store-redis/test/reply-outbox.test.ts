@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { replyOutboxContract } from '@switchboard/core/testing';
+import { replyOutboxContract } from '@switchboard/contracts';
 import { describe } from 'vitest';
 import { createRedisReplyOutbox, type RedisReplyOutbox } from '../src/index.js';
 import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';

@@ -4,7 +4,7 @@ import {
   expectSchedulingInvariants,
   schedulingCommand,
   simulateScheduling,
-} from '@switchboard/core/testing';
+} from '@switchboard/contracts';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, it, vi } from 'vitest';

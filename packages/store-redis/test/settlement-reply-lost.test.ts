@@ -6,7 +6,7 @@ import {
   type Turn,
   createController,
 } from '@switchboard/core';
-import { instantDelivery } from '@switchboard/core/testing';
+import { instantDelivery } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';

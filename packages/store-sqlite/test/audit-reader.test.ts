@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { auditRecordFixture } from '@switchboard/core/testing';
+import { auditRecordFixture } from '@switchboard/contracts';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSqliteStore, openAuditReader } from '../src/index.js';

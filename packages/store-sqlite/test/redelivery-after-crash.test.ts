@@ -11,7 +11,7 @@ import {
   createOutcomeBus,
   createRouter,
 } from '@switchboard/core';
-import { auditRecordFixture, queuedMessageFixture } from '@switchboard/core/testing';
+import { auditRecordFixture, queuedMessageFixture } from '@switchboard/contracts';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type SqliteStore, createSqliteStore } from '../src/index.js';

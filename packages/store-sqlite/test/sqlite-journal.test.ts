@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { queuedMessageFixture } from '@switchboard/core/testing';
+import { queuedMessageFixture } from '@switchboard/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGroupCommit } from '../src/group-commit.js';
 import { migrate } from '../src/migrations.js';

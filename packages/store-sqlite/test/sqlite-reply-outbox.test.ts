@@ -10,7 +10,7 @@ import {
   createReplySender,
   silentLogger,
 } from '@switchboard/core';
-import { deliveryFixture } from '@switchboard/core/testing';
+import { deliveryFixture } from '@switchboard/contracts';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGroupCommit } from '../src/group-commit.js';

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { StoreFactory } from '@switchboard/core/testing';
+import type { StoreFactory } from '@switchboard/contracts';
 import {
   auditLogContract,
   auditRecordFixture,
@@ -12,7 +12,7 @@ import {
   queryPoolContract,
   queuedMessageFixture,
   replyOutboxContract,
-} from '@switchboard/core/testing';
+} from '@switchboard/contracts';
 import {
   type Delivery,
   type DeliveryClaim,

@@ -12,7 +12,7 @@ import {
   createRouter,
   silentLogger,
 } from '@switchboard/core';
-import { instantDelivery } from '@switchboard/core/testing';
+import { instantDelivery } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import {
   type FakeSlack,

@@ -1,4 +1,4 @@
-import { type AuditCursor, decodeAuditCursor, encodeAuditCursor } from '../audit-cursor.js';
+import { type AuditCursor, decodeAuditCursor, encodeAuditCursor } from '../ports/audit-cursor.js';
 import type { AuditLog, AuditQuery, AuditRecord } from '../ports/audit-log.js';
 
 /** Newest first: `at` descending, then `id` descending so equal timestamps have a fixed order. */

@@ -1,5 +1,5 @@
 import type { AppendResult, Journal } from '../ports/journal.js';
-import type { QueuedMessage } from '../ports/queued-message.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 import { ExpiringKeys } from '../structures/expiring-keys.js';
 
 /** Options of `createMemoryJournal`. */

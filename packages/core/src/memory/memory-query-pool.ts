@@ -1,5 +1,5 @@
-import { crashAfter } from '../crash-point.js';
-import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../pipeline-policy.js';
+import { crashAfter } from '../observability/crash-point.js';
+import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../scheduling/pipeline-policy.js';
 import type { AppendResult, Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type {
@@ -12,13 +12,13 @@ import type {
   Turn,
   TurnLease,
 } from '../ports/query-pool.js';
-import type { QueuedMessage } from '../ports/queued-message.js';
-import type { SessionKey } from '../session-key.js';
+import type { QueuedMessage } from '../model/queued-message.js';
+import type { SessionKey } from '../model/session-key.js';
 import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
 import { WakeTimer } from '../structures/wake-timer.js';
-import { requestIdOf, turnIdOf } from '../turn-id.js';
+import { requestIdOf, turnIdOf } from '../model/turn-id.js';
 
 export interface MemoryQueryPoolOptions {
   concurrency: Concurrency;

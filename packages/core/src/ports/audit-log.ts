@@ -1,5 +1,5 @@
-import type { OutcomeKind, OutcomeReason, UndeliveredReplies } from '../outcome.js';
-import type { QueuedMessage } from './queued-message.js';
+import type { OutcomeKind, OutcomeReason, UndeliveredReplies } from '../model/outcome.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 
 /**
  * What a dead letter keeps of its message, for replay. `audit.store_text` applies to it as to the

@@ -1,7 +1,7 @@
-import type { Ingress } from '../ingress.js';
-import type { InboundMessage, Reply } from '../message.js';
+import type { Ingress } from '../inbound/ingress.js';
+import type { InboundMessage, Reply } from '../model/message.js';
 import type { Logger } from './logger.js';
-import type { QueuedMessage } from './queued-message.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 
 export interface ChannelContext {
   /**

@@ -1,5 +1,5 @@
 import type { DeliveryKey } from './query-pool.js';
-import type { QueuedMessage } from './queued-message.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 
 /** What `append` did: journaled the entry, or found its delivery key already seen. */
 export type AppendResult = 'appended' | 'duplicate';

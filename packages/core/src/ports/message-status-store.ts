@@ -1,5 +1,5 @@
-import type { Reply } from '../message.js';
-import { OUTCOME_KINDS } from '../outcome.js';
+import type { Reply } from '../model/message.js';
+import { OUTCOME_KINDS } from '../model/outcome.js';
 
 /** Where a message can stand: waiting, running, or one of the final outcome kinds. */
 export const MESSAGE_STATUSES = ['queued', 'running', ...OUTCOME_KINDS] as const;

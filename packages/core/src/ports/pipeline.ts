@@ -1,5 +1,5 @@
-import type { Query } from '../aggregator.js';
-import type { Reply } from '../message.js';
+import type { Query } from '../scheduling/aggregator.js';
+import type { Reply } from '../model/message.js';
 import type { Logger } from './logger.js';
 
 export interface PipelineRunContext {

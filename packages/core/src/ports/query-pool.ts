@@ -1,7 +1,7 @@
-import type { InboundMessage } from '../message.js';
-import type { Outcome } from '../outcome.js';
-import type { SessionKey } from '../session-key.js';
-import type { QueuedMessage } from './queued-message.js';
+import type { InboundMessage } from '../model/message.js';
+import type { Outcome } from '../model/outcome.js';
+import type { SessionKey } from '../model/session-key.js';
+import type { QueuedMessage } from '../model/queued-message.js';
 
 /**
  * A claim's hold on its turn. A shared pool hands a claim to one replica for a while and renews

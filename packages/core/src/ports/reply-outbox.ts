@@ -1,6 +1,6 @@
-import type { InboundMessage, Reply } from '../message.js';
-import type { Outcome } from '../outcome.js';
-import type { SessionKey } from '../session-key.js';
+import type { InboundMessage, Reply } from '../model/message.js';
+import type { Outcome } from '../model/outcome.js';
+import type { SessionKey } from '../model/session-key.js';
 import type { Settlement } from './query-pool.js';
 
 /**

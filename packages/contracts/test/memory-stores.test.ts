@@ -1,0 +1,29 @@
+import {
+  createMemoryAuditLog,
+  createMemoryChannelLeases,
+  createMemoryHistoryStore,
+  createMemoryJournal,
+  createMemoryMessageStatusStore,
+  createMemoryRateBuckets,
+  createMemoryReplyOutbox,
+} from '@switchboard/core';
+import {
+  auditLogContract,
+  channelLeasesContract,
+  historyStoreContract,
+  journalContract,
+  messageStatusStoreContract,
+  rateBucketsContract,
+  replyOutboxContract,
+} from '../src/index.js';
+
+/** Memory stores hold nothing to release and nothing survives them, so no `reopen`. */
+const inMemory = <Store>(store: Store) => ({ store, close: async () => {} });
+
+journalContract('memory', async ({ now }) => inMemory(createMemoryJournal({ now })));
+auditLogContract('memory', async () => inMemory(createMemoryAuditLog()));
+messageStatusStoreContract('memory', async ({ now }) => inMemory(createMemoryMessageStatusStore({ now })));
+historyStoreContract('memory', async () => inMemory(createMemoryHistoryStore()));
+channelLeasesContract('memory', async ({ now }) => inMemory(createMemoryChannelLeases({ now })));
+rateBucketsContract('memory', async ({ now }) => inMemory(createMemoryRateBuckets({ now })));
+replyOutboxContract('memory', async ({ now }) => inMemory(createMemoryReplyOutbox({ now })));

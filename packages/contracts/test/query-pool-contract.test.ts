@@ -1,0 +1,18 @@
+import { createMemoryJournal, createMemoryQueryPool } from '@switchboard/core';
+import { queryPoolContract } from '../src/index.js';
+
+queryPoolContract('memory query pool', async ({ now, concurrency, limits, pipelines }) => ({
+  store: createMemoryQueryPool({ now, concurrency, limits, pipelines }),
+  close: async () => {},
+}));
+
+queryPoolContract('memory query pool with a journal', async ({ now, concurrency, limits, pipelines }) => ({
+  store: createMemoryQueryPool({
+    now,
+    concurrency,
+    limits,
+    pipelines,
+    journal: createMemoryJournal({ now }),
+  }),
+  close: async () => {},
+}));

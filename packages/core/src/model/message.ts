@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { newUlid } from './ids.js';
+import { TRACEPARENT_PATTERN } from './traceparent.js';
+import { parseOrThrow } from './validation.js';
+
+/** Who started the conversation: a one-to-one chat or a group (channel, guild channel…). */
+export const ChatTypeSchema = z.enum(['person', 'group']);
+export type ChatType = z.infer<typeof ChatTypeSchema>;
+
+/**
+ * One part of a message. `type` is what `message_has_element` rules test; platform-specific
+ * details stay in optional fields so that a rule never depends on a platform.
+ */
+export const ElementSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({ type: z.literal('image'), url: z.string().optional(), file_id: z.string().optional() }),
+  z.object({ type: z.literal('voice'), url: z.string().optional(), file_id: z.string().optional() }),
+  z.object({
+    type: z.literal('file'),
+    url: z.string().optional(),
+    file_id: z.string().optional(),
+    name: z.string().optional(),
+  }),
+  z.object({
+    type: z.literal('mention'),
+    user_id: z.string(),
+    name: z.string().optional(),
+    is_bot_self: z.boolean().default(false),
+  }),
+  z.object({ type: z.literal('quote'), message_id: z.string(), text: z.string().optional() }),
+  z.object({ type: z.literal('command'), name: z.string(), args: z.string().default('') }),
+]);
+export type Element = z.infer<typeof ElementSchema>;
+export type ElementType = Element['type'];
+export const ELEMENT_TYPES = ElementSchema.options.map((option) => option.shape.type.value);
+
+/** The one shape every channel turns its platform events into (docs/design.md §2). */
+export const InboundMessageSchema = z.object({
+  /** Gateway id: a ULID, so ids sort by arrival. */
+  id: z.string().min(1),
+  platform: z.string().min(1),
+  /** The configured channel instance id (`channels[].id`). */
+  channel: z.string().min(1),
+  chat: z.object({
+    type: ChatTypeSchema,
+    id: z.string().min(1),
+    thread: z.string().min(1).optional(),
+  }),
+  sender: z.object({
+    id: z.string().min(1),
+    name: z.string().optional(),
+    is_bot: z.boolean().default(false),
+  }),
+  elements: z.array(ElementSchema).default([]),
+  /** Plain rendering of the elements; what `message_content` rules and pipelines read. */
+  text: z.string(),
+  mentions_bot: z.boolean().default(false),
+  platform_message_id: z.string().min(1),
+  /** Milliseconds since the epoch at which the gateway received the event. */
+  received_at: z.number().int().nonnegative(),
+  /** The platform event as received, kept so a reply can quote or thread on it. */
+  raw: z.unknown().optional(),
+  /**
+   * The message's trace context, a W3C `traceparent` (docs/design.md §2 "Tracing"): a channel
+   * sets the caller's, to continue its trace; with tracing on, ingress points it at the message's
+   * receive span, and it travels with the queued message to whichever replica runs the turn.
+   */
+  traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
+  /**
+   * How many dead-letter replays of this message came before this acceptance: absent (0) for
+   * the first. A replay accepts it again one generation later, so that its statuses replace the
+   * earlier run's (`statusVersion`).
+   */
+  generation: z.number().int().nonnegative().optional(),
+});
+export type InboundMessage = z.infer<typeof InboundMessageSchema>;
+/** What a channel fills in; `parseInboundMessage` supplies the defaults. */
+export type InboundMessageInput = z.input<typeof InboundMessageSchema>;
+
+/** A new gateway message id: ULIDs from one process sort in creation order. */
+export function newMessageId(): string {
+  return newUlid();
+}
+
+/** One reply the pipeline produced for a turn. */
+export const ReplySchema = z.object({ text: z.string() });
+export type Reply = z.infer<typeof ReplySchema>;
+
+/**
+ * Replies sent to one chat (a session of the HTTP channel) for one message, as a replica hands
+ * them to the event streams other replicas hold (docs/design.md §5 "Several replicas").
+ */
+export interface SessionReplies {
+  channel: string;
+  /** The chat id: the HTTP channel's `session_id`. */
+  session: string;
+  messageId: string;
+  turn: string | null;
+  replies: readonly Reply[];
+}
+
+/** Validates a channel's message; throws SB_MESSAGE_INVALID naming every bad field. */
+export function parseInboundMessage(input: unknown): InboundMessage {
+  return parseOrThrow(InboundMessageSchema, input, 'SB_MESSAGE_INVALID', 'invalid message');
+}

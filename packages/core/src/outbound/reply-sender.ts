@@ -1,0 +1,411 @@
+import { type BackoffPolicy, retryDelayMs } from '../scheduling/backoff.js';
+import { crashPoint } from '../observability/crash-point.js';
+import { isSwitchboardError } from '../model/errors.js';
+import type { Outcome, OutcomeKind, OutcomeSink } from '../model/outcome.js';
+import type { ChannelAdapter } from '../ports/channel-adapter.js';
+import { type Logger, silentLogger } from '../ports/logger.js';
+import type { Settlement } from '../ports/query-pool.js';
+import type {
+  Delivery,
+  DeliveryClaim,
+  DeliveryError,
+  DeliveryMessage,
+  ReplyOutbox,
+} from '../ports/reply-outbox.js';
+import { sendWithDeadline } from './send-deadline.js';
+import { within } from '../structures/within.js';
+
+/** How one channel sends (`channels[].outbound`), in milliseconds. */
+export interface OutboundPolicy {
+  /** Deadline of one send (`send_timeout`). */
+  sendTimeoutMs: number;
+  /** Chats sent to at once (`concurrency`). */
+  concurrency: number;
+  /** Past this age a delivery is given up as a dead letter (`max_age`). */
+  maxAgeMs: number;
+  /** Waits between tries (`retry`); a platform's `retry_after` is honoured up to its maximum. */
+  retry: BackoffPolicy;
+}
+
+/** How a delivery attempt ended, for metrics. */
+export type DeliveryResult = 'delivered' | 'retried' | 'failed';
+
+export interface ReplySenderOptions {
+  outbox: ReplyOutbox;
+  /** The channel that sends a delivery, or undefined when it is no longer configured. */
+  channel: (id: string) => Pick<ChannelAdapter, 'id' | 'send'> | undefined;
+  /** The outbound policy of a channel, or undefined when it is no longer configured. */
+  policy: (channelId: string) => OutboundPolicy | undefined;
+  outcomes: OutcomeSink;
+  logger?: Logger;
+  /** Called after each attempt; must not throw. */
+  observer?: { deliveryEnded?(delivery: Delivery, result: DeliveryResult): void };
+  /** How often due deliveries are looked for besides `onDue` (backoff ending, another replica). */
+  pollMs?: number;
+  /** Jitter source, [0, 1). */
+  random?: () => number;
+  now?: () => number;
+}
+
+export interface ReplySender {
+  /** Starts sending whatever the outbox holds, the deliveries kept from before a restart first. */
+  start(): void;
+  /**
+   * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
+   * deliveries stay stored: sent again after the next start by a durable outbox). With an outbox
+   * that is not durable it first goes on claiming until the outbox is empty or `drainTimeoutMs`
+   * has passed, since what it still holds then is lost.
+   */
+  stop(options: { drainTimeoutMs: number }): Promise<void>;
+  /**
+   * With an outbox that is not durable, records the messages of what it still holds as
+   * `dropped/shutdown`; call after `stop`, once no turn adds replies any more.
+   */
+  dropUnsent(): Promise<void>;
+}
+
+const DEFAULT_POLL_MS = 1000;
+/** How long a settlement waits before writing again to an outbox that did not answer. */
+const STORE_RETRY_MS = 1000;
+
+function describeError(error: unknown): DeliveryError {
+  if (isSwitchboardError(error)) return { code: error.code, message: error.message };
+  return { code: 'SB_CHANNEL_SEND_FAILED', message: error instanceof Error ? error.message : String(error) };
+}
+
+/** The outcome `kind` of a message a delivery answers, without what only some kinds carry. */
+function outcomeOf(delivery: Delivery, answered: DeliveryMessage, kind: OutcomeKind, at: number): Outcome {
+  return {
+    kind,
+    at,
+    message: answered.message,
+    session: answered.session,
+    pipeline: answered.pipeline,
+    rule: answered.rule,
+    turnId: delivery.turnId ?? undefined,
+    deliveryId: delivery.id,
+    attempt: answered.attempt,
+    replies: delivery.replies,
+  };
+}
+
+/**
+ * The reply sender (docs/design.md §2 "Outbox"): per channel, claims due deliveries — at most
+ * `concurrency` chats at once, one delivery per chat, in order — and sends each with its
+ * deadline, outside any turn (no pool slot is held). A failed send is retried with backoff,
+ * honouring the platform's `retry_after`, while the next try falls within `max_age`; after that,
+ * or on an error that cannot pass by retrying, the delivery is a dead letter
+ * `delivery_failed` whose audit record keeps the replies. Messages get their outcome when their
+ * delivery ends, recorded in the same tick as the outbox write so a store committing in groups
+ * commits both together.
+ */
+export function createReplySender(options: ReplySenderOptions): ReplySender {
+  const { outbox, outcomes } = options;
+  const logger = (options.logger ?? silentLogger).child({ component: 'reply-sender' });
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+  /** Per channel, the sends under way. */
+  const inFlight = new Map<string, Set<Promise<void>>>();
+  /** Channels whose claim loop runs, and those to loop again once it ends. */
+  const claiming = new Set<string>();
+  const again = new Set<string>();
+  /** The claim loops running now: the drain waits for them before it takes stock of the sends. */
+  const claimLoops = new Set<Promise<void>>();
+  let stopped = true;
+  /**
+   * Set when the drain left sends behind: their deliveries stay as they are (a durable outbox
+   * sends them after the next start; otherwise they are recorded dropped), so a late end of
+   * theirs settles and records nothing.
+   */
+  let leftBehind = false;
+  let poller: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
+  /** Set while the drain of an outbox in memory waits for it to empty; called once it is. */
+  let emptied: (() => void) | undefined;
+
+  function checkEmptied(): void {
+    if (emptied === undefined) return;
+    outbox.pending().then(
+      (pending) => {
+        if (Object.keys(pending).length === 0) emptied?.();
+      },
+      (err: unknown) => logger.error({ err }, 'claim failed: the outbox is unreachable'),
+    );
+  }
+
+  /** The outcomes of the messages `delivery` ends as `kind` (none when it owns no outcome). */
+  function endsOf(delivery: Delivery, kind: 'completed' | 'dead_lettered', error?: DeliveryError): Outcome[] {
+    if (!delivery.ownsOutcome) return [];
+    const at = now();
+    return delivery.messages.map((answered) => {
+      // Built whole, not spread: this runs for every answered message.
+      const outcome = outcomeOf(delivery, answered, kind, at);
+      if (kind === 'dead_lettered') {
+        outcome.reason = 'delivery_failed';
+        outcome.error = error;
+        outcome.undelivered = {
+          origin: delivery.origin,
+          replies: delivery.replies,
+          ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+        };
+      }
+      return outcome;
+    });
+  }
+
+  /** Logs a settlement the outbox did not apply: the claim's lease expired during the send. */
+  function checkHeld(claim: DeliveryClaim, settlement: Settlement): void {
+    if (settlement === 'lost')
+      logger.warn({ deliveryId: claim.delivery.id }, 'lease lost: the delivery was claimed again meanwhile');
+  }
+
+  /**
+   * Writes a settlement, again every `STORE_RETRY_MS` while the store is unreachable (or, for an
+   * outbox of this process alone, while its write fails): giving up
+   * would leave the delivery claimed until its lease ends, then send it a second time. A write
+   * that was applied before the connection dropped changes nothing when repeated: a removal
+   * may answer `settled` (Redis tells the repeat of a remembered delivery), a retry `lost`.
+   */
+  async function settleRetrying(claim: DeliveryClaim, write: () => Promise<Settlement>): Promise<Settlement> {
+    for (let failures = 0; ; failures++) {
+      try {
+        return await write();
+      } catch (err) {
+        // An outbox of this process alone keeps the claim when its write fails (a rolled-back
+        // commit): only writing again frees the chat. A shared one says when it is unreachable.
+        const again = !outbox.shared || isSwitchboardError(err, 'SB_STORE_UNAVAILABLE');
+        if (!again || leftBehind) throw err;
+        if (failures === 0)
+          logger.error(
+            { err, deliveryId: claim.delivery.id },
+            'settlement failed: the outbox is unreachable, retrying',
+          );
+      }
+      await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS));
+    }
+  }
+
+  /**
+   * Ends a claim with `write` and records the outcomes `ends` makes of it. For an outbox of
+   * this process alone, in the same tick, so that the outcome's audit record joins the write's
+   * group commit; the other listeners hear of it once that commit succeeded, and nobody if it
+   * failed: the claim still holds, and the settlement (never the send) is tried again every
+   * `STORE_RETRY_MS` until it commits (each try records the same end: the same audit id). For a
+   * shared one, after the write — which keeps the outcomes until they are recorded — was applied
+   * (a `lost` claim belongs to whoever claimed it again, who records it).
+   */
+  async function settleAndRecord(
+    claim: DeliveryClaim,
+    write: (ended: readonly Outcome[]) => Promise<Settlement>,
+    ends: () => Outcome[],
+  ): Promise<void> {
+    if (!outbox.shared) {
+      for (let failures = 0; ; failures++) {
+        const ended = ends();
+        const written = write(ended);
+        const committed = written.then(
+          (settlement) => settlement === 'settled',
+          () => false,
+        );
+        for (const outcome of ended) outcomes.record(outcome, committed);
+        try {
+          checkHeld(claim, await written);
+          crashPoint('delivery.after-removal');
+          return;
+        } catch (err) {
+          if (leftBehind) throw err;
+          if (failures === 0)
+            logger.error(
+              { err, deliveryId: claim.delivery.id },
+              'settlement failed to commit: writing it again, not sending again',
+            );
+        }
+        await new Promise((resolve) => setTimeout(resolve, STORE_RETRY_MS));
+      }
+    }
+    // Kept by the outbox with the removal: a crash after it and before these records are
+    // written leaves them to another replica (docs/design.md §5 "Outcomes kept with their
+    // settlement").
+    const ended = ends();
+    const settlement = await settleRetrying(claim, () => write(ended));
+    crashPoint('delivery.after-removal');
+    checkHeld(claim, settlement);
+    if (settlement === 'settled') for (const outcome of ended) outcomes.record(outcome);
+  }
+
+  async function giveUp(claim: DeliveryClaim, error: DeliveryError): Promise<void> {
+    const { delivery } = claim;
+    logger.error(
+      { deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, error },
+      'dead letter: replies could not be delivered',
+    );
+    await settleAndRecord(
+      claim,
+      (ended) => outbox.failed(claim, ended),
+      () => endsOf(delivery, 'dead_lettered', error),
+    );
+    options.observer?.deliveryEnded?.(delivery, 'failed');
+  }
+
+  async function attempt(claim: DeliveryClaim, policy: OutboundPolicy | undefined): Promise<void> {
+    const { delivery } = claim;
+    const channel = options.channel(delivery.channel);
+    if (channel === undefined || policy === undefined) {
+      await giveUp(claim, {
+        code: 'SB_CHANNEL_SEND_FAILED',
+        message: `channel "${delivery.channel}" is no longer configured`,
+      });
+      return;
+    }
+    crashPoint('send.before-platform-call');
+    try {
+      await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
+        ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+        ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
+        answer: delivery.ownsOutcome,
+      });
+    } catch (err) {
+      if (leftBehind) return;
+      const error = describeError(err);
+      const retryAfterMs = isSwitchboardError(err) ? err.retryAfterMs : undefined;
+      const delayMs = retryDelayMs(delivery.attempts + 1, policy.retry, random, retryAfterMs);
+      const retryAt = now() + delayMs;
+      const retryable = !isSwitchboardError(err) || err.retryable;
+      if (!retryable || retryAt >= delivery.createdAt + policy.maxAgeMs) {
+        await giveUp(claim, error);
+        return;
+      }
+      logger.warn(
+        { err, deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, delayMs },
+        'send failed, retrying',
+      );
+      checkHeld(claim, await settleRetrying(claim, () => outbox.retry(claim, retryAt, error)));
+      options.observer?.deliveryEnded?.(delivery, 'retried');
+      return;
+    }
+    crashPoint('send.after-platform-call');
+    if (leftBehind) return;
+    await settleAndRecord(
+      claim,
+      (ended) => outbox.delivered(claim, ended),
+      () => endsOf(delivery, 'completed'),
+    );
+    options.observer?.deliveryEnded?.(delivery, 'delivered');
+  }
+
+  /** Claims and starts sends for `channel` until its concurrency is used or nothing is due. */
+  function pump(channel: string): void {
+    if (stopped) return;
+    if (claiming.has(channel)) {
+      again.add(channel);
+      return;
+    }
+    claiming.add(channel);
+    const loop: Promise<void> = claimDue(channel)
+      .catch((err: unknown) => logger.error({ err, channel }, 'claim failed: the outbox is unreachable'))
+      .finally(() => {
+        claimLoops.delete(loop);
+        claiming.delete(channel);
+        if (again.delete(channel)) pump(channel);
+      });
+    claimLoops.add(loop);
+  }
+
+  async function claimDue(channel: string): Promise<void> {
+    const policy = options.policy(channel);
+    let sends = inFlight.get(channel);
+    if (sends === undefined) {
+      sends = new Set();
+      inFlight.set(channel, sends);
+    }
+    const limit = policy?.concurrency ?? 1;
+    while (!stopped && sends.size < limit) {
+      const claim = await outbox.claim(channel, now());
+      if (claim === null) return;
+      // The drain began while the claim was on its way: no send starts after it. The claim stays
+      // (a durable outbox sends it after the next start; memory records it dropped).
+      if (stopped) return;
+      const send: Promise<void> = attempt(claim, policy)
+        .catch((err: unknown) =>
+          logger.error({ err, deliveryId: claim.delivery.id }, 'delivery settlement failed'),
+        )
+        .finally(() => {
+          sends.delete(send);
+          pump(channel);
+          checkEmptied();
+        });
+      sends.add(send);
+    }
+  }
+
+  async function channelsWithWork(): Promise<string[]> {
+    return Object.keys(await outbox.pending());
+  }
+
+  function pumpAll(): void {
+    channelsWithWork().then(
+      (channels) => {
+        for (const channel of channels) pump(channel);
+      },
+      (err: unknown) => logger.error({ err }, 'claim failed: the outbox is unreachable'),
+    );
+  }
+
+  return {
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      unsubscribe = outbox.onDue(pump);
+      poller = setInterval(pumpAll, options.pollMs ?? DEFAULT_POLL_MS);
+      poller.unref();
+      pumpAll();
+    },
+
+    async stop({ drainTimeoutMs }) {
+      const deadline = Date.now() + drainTimeoutMs;
+      // What an outbox in memory still holds after the drain is lost (dropUnsent): it goes on
+      // sending, the deliveries queued behind a slow chat too, while the drain lasts.
+      if (!stopped && !outbox.durable) {
+        const empty = new Promise<void>((resolve) => {
+          emptied = resolve;
+        });
+        checkEmptied();
+        const drained = await within(empty, drainTimeoutMs);
+        emptied = undefined;
+        if (drained === 'timeout')
+          logger.warn({ drainTimeoutMs }, 'drain timeout: replies still queued are dropped');
+      }
+      stopped = true;
+      clearInterval(poller);
+      unsubscribe?.();
+      await Promise.allSettled([...claimLoops]);
+      const sends = [...inFlight.values()].flatMap((set) => [...set]);
+      const leftMs = deadline - Date.now();
+      if (
+        sends.length > 0 &&
+        (leftMs <= 0 || (await within(Promise.allSettled(sends), leftMs)) === 'timeout')
+      ) {
+        leftBehind = true;
+        logger.warn({ sending: sends.length }, 'drain timeout: sends still under way are left behind');
+      }
+    },
+
+    async dropUnsent() {
+      if (outbox.durable) return;
+      for (const channel of await channelsWithWork()) {
+        for (const delivery of await outbox.list(channel)) {
+          if (!delivery.ownsOutcome) continue;
+          for (const answered of delivery.messages) {
+            const dropped = outcomeOf(delivery, answered, 'dropped', now());
+            dropped.reason = 'shutdown';
+            dropped.error = {
+              code: 'SB_SHUTDOWN',
+              message: 'the replies were not delivered before shutdown',
+            };
+            outcomes.record(dropped);
+          }
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,354 @@
+import { type Query, aggregate } from './aggregator.js';
+import type { ControllerObserver } from './controller-observer.js';
+import { crashPoint } from '../observability/crash-point.js';
+import { SwitchboardError } from '../model/errors.js';
+import type { MessageTracer } from '../observability/message-trace.js';
+import type { OutcomeSink } from '../model/outcome.js';
+import type { PipelinePolicy } from './pipeline-policy.js';
+import { type Logger, silentLogger } from '../ports/logger.js';
+import type { Pipeline, PipelineResult } from '../ports/pipeline.js';
+import type { QueryPool, Turn } from '../ports/query-pool.js';
+import type { ReplyStream } from '../outbound/reply-stream.js';
+import type { ReplyOutbox } from '../ports/reply-outbox.js';
+import { RunningTurn } from './running-turn.js';
+import { IndexedSet } from '../structures/indexed-set.js';
+import { WakeTimer } from '../structures/wake-timer.js';
+import { within } from '../structures/within.js';
+import { createTurnSettlement } from './turn-settlement.js';
+
+export interface ControllerOptions {
+  pool: QueryPool;
+  pipelines: ReadonlyMap<string, Pipeline>;
+  policies: ReadonlyMap<string, PipelinePolicy>;
+  outcomes: OutcomeSink;
+  /** Where answered turns leave their replies; the reply sender sends them (reply-sender.ts). */
+  outbox: ReplyOutbox;
+  /**
+   * Opens the progressive rendering of a turn's answer (docs/design.md §4 "Streaming") when the
+   * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
+   */
+  streamReplies?: (query: Query, logger: Logger) => ReplyStream | undefined;
+  logger?: Logger;
+  observer?: ControllerObserver;
+  /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
+  tracer?: MessageTracer;
+  /** How long after its timeout an unsettled turn is force-released. Default: 100 s (buzz's in-flight deadline). */
+  orphanGraceMs?: number;
+  /** How long aborted turns get to settle at the end of a drain. Default: 2 s. */
+  abortGraceMs?: number;
+  /** Jitter source, [0, 1). */
+  random?: () => number;
+  now?: () => number;
+}
+
+export interface Controller {
+  /** Starts dispatching whatever the pool makes runnable. */
+  start(): void;
+  /**
+   * Drains (docs/design.md §2 "Shutdown"): refuses new messages, flushes debounce buffers and stops
+   * claiming at once, lets the turns running now finish within `drainTimeoutMs`, then aborts
+   * what still runs. Nothing queued starts — a retry waiting on backoff included: a durable
+   * pool keeps it for the next start, otherwise it ends as `dropped/shutdown`.
+   */
+  stop(options: { drainTimeoutMs: number }): Promise<void>;
+  /** Turns running now. */
+  readonly running: number;
+}
+
+const DEFAULT_ORPHAN_GRACE_MS = 100_000;
+const DEFAULT_ABORT_GRACE_MS = 2000;
+const CLAIM_ERROR_RETRY_MS = 1000;
+/** While the pool stays unreachable, one ERROR line per this long, not one per retry. */
+const CLAIM_ERROR_LOG_EVERY_MS = 30_000;
+
+/**
+ * The controller (docs/design.md §2, after VikingBot and LangBot): a claim loop that takes runnable turns from the
+ * pool — which takes the session slot, then the pipeline slot, then the global slot — and runs
+ * each with an AbortSignal at the pipeline's timeout; a deadline sweep that aborts and releases
+ * overdue turns; and the drain. How a turn ends is the settling policy's (turn-settlement.ts).
+ * It keeps no per-session state: a finished turn leaves nothing behind.
+ */
+export function createController(options: ControllerOptions): Controller {
+  const { pool, pipelines, policies, outbox, tracer } = options;
+  const logger = (options.logger ?? silentLogger).child({ component: 'controller' });
+  const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
+  const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
+  const now = options.now ?? Date.now;
+  const settlement = createTurnSettlement({
+    pool,
+    outcomes: options.outcomes,
+    storeReplies: async (entry, query, delivery) => {
+      const add = async () => {
+        await outbox.add(delivery);
+        crashPoint('outbox.after-add');
+      };
+      await (entry.trace === undefined || tracer === undefined
+        ? add()
+        : tracer.delivery(entry.trace.span, query, delivery.replies, add));
+    },
+    observer: options.observer,
+    random: options.random ?? Math.random,
+    now,
+  });
+
+  const running = new IndexedSet<RunningTurn>();
+  let started = false;
+  let stopped = false;
+  let pumping = false;
+  let pumpAgain = false;
+  /** The claim loop now running, if any: the drain waits for it before taking what is queued. */
+  let claiming: Promise<void> = Promise.resolve();
+  let idleWaiters: Array<() => void> = [];
+  let stopping: Promise<void> | undefined;
+  let unsubscribe: (() => void) | undefined;
+  let unsubscribeLeaseLost: (() => void) | undefined;
+  /** When the claim loop last logged a failure, and how many failed since. */
+  let claimErrorLoggedAt = Number.NEGATIVE_INFINITY;
+  let claimErrorsUnlogged = 0;
+
+  /** Starts turns until the pool has nothing runnable; one claim loop at a time. */
+  function pump(): void {
+    if (!started || stopped) return;
+    if (pumping) {
+      pumpAgain = true;
+      return;
+    }
+    pumping = true;
+    claiming = claimRunnable();
+  }
+
+  async function claimRunnable(): Promise<void> {
+    try {
+      do {
+        pumpAgain = false;
+        while (!stopped) {
+          const turn = await pool.claim();
+          if (turn === null) break;
+          // The drain may have begun while the claim was on its way: hand the turn back rather
+          // than start it after the stop (its messages go back to the head of their session).
+          if (stopped) {
+            await pool.abandon(turn, { ran: false });
+            break;
+          }
+          startTurn(turn);
+        }
+      } while (pumpAgain && !stopped);
+    } catch (err) {
+      claimFailed(err);
+      setTimeout(pump, CLAIM_ERROR_RETRY_MS).unref();
+    } finally {
+      pumping = false;
+    }
+  }
+
+  /** Logs a failed claim, at most once per `CLAIM_ERROR_LOG_EVERY_MS` with the count in between. */
+  function claimFailed(err: unknown): void {
+    claimErrorsUnlogged += 1;
+    const at = now();
+    if (at - claimErrorLoggedAt < CLAIM_ERROR_LOG_EVERY_MS) return;
+    logger.error(
+      { err, failures: claimErrorsUnlogged, retryInMs: CLAIM_ERROR_RETRY_MS },
+      'claim failed: the pool is unreachable, retrying',
+    );
+    claimErrorLoggedAt = at;
+    claimErrorsUnlogged = 0;
+  }
+
+  /**
+   * The pool no longer holds this turn for us (docs/design.md §5): another replica may run it now.
+   * It is aborted and settles nothing; the pool already said so, and a settlement would be `lost`.
+   */
+  function leaseLost(token: string): void {
+    for (const entry of running.values()) {
+      if (entry.turn.lease.token !== token) continue;
+      // A settlement under way (waiting for the store) sees the flag and gives up as `lost`.
+      entry.leaseLost = true;
+      if (entry.decided) continue;
+      entry.decided = true;
+      entry.abort(new SwitchboardError('SB_LEASE_LOST'));
+      entry.logger.warn(
+        { attempt: entry.turn.attempt },
+        'lease lost: aborting the turn; recording no outcome',
+      );
+      options.observer?.turnEnded?.(entry.turn, 'lost', now() - entry.startedAt);
+    }
+  }
+
+  /** Wakes the drain once no turn of this controller runs; what is queued does not count. */
+  function checkIdle(): void {
+    if (running.size > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  // One timer for every running turn's deadline, instead of two timers per turn: it is armed for
+  // the earliest deadline and, when it fires, scans the running turns (at most the global limit).
+  const sweepTimer = new WakeTimer(sweep, now);
+
+  function sweep(): void {
+    const at = now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of running.values()) {
+      if (entry.decided) continue;
+      const policy = policies.get(entry.turn.pipeline) as PipelinePolicy;
+      if (at >= entry.orphanAt) {
+        void releaseOrphan(entry, policy);
+        continue;
+      }
+      if (at >= entry.deadlineAt) {
+        entry.abort(
+          new SwitchboardError('SB_PIPELINE_TIMEOUT', {
+            retryable: true,
+            message: `pipeline "${entry.turn.pipeline}" did not answer within ${policy.timeoutMs} ms`,
+          }),
+        );
+      }
+      next = Math.min(next, entry.abortReason === undefined ? entry.deadlineAt : entry.orphanAt);
+    }
+    sweepTimer.arm(next);
+  }
+
+  function startTurn(turn: Turn): void {
+    const pipeline = pipelines.get(turn.pipeline);
+    const policy = policies.get(turn.pipeline);
+    const entry = new RunningTurn(turn, now(), policy?.timeoutMs ?? 0, orphanGraceMs, logger);
+    if (tracer !== undefined) {
+      const span = tracer.startTurn(turn, policy, entry.startedAt);
+      entry.trace = { span, logFields: tracer.logFields(span) };
+    }
+    running.add(entry);
+    entry.finished = runTurn(entry, pipeline, policy);
+  }
+
+  /**
+   * The turn no longer runs. Its slot was freed by the pool, which then wakes the claim loop
+   * itself (`onRunnable`): pumping here too started a second claim loop per turn that mostly
+   * found nothing. What is left to check is whether a drain may end.
+   */
+  function endTurn(entry: RunningTurn): void {
+    running.delete(entry);
+    checkIdle();
+  }
+
+  /** Runs the pipeline and settles the turn. The whole turn is this one async function. */
+  async function runTurn(
+    entry: RunningTurn,
+    pipeline: Pipeline | undefined,
+    policy: PipelinePolicy | undefined,
+  ): Promise<void> {
+    try {
+      if (pipeline === undefined || policy === undefined) {
+        await settlement.pipelineMissing(entry);
+        return;
+      }
+      if (entry.turn.messages.some((queued) => queued.attempt > policy.retry.maxAttempts)) {
+        await settlement.exhaustedAtClaim(entry, policy);
+        return;
+      }
+      const query = aggregate(entry.turn);
+      options.observer?.turnStarted?.(entry.turn);
+      sweepTimer.arm(entry.deadlineAt);
+      const replyStream = options.streamReplies?.(query, entry.logger);
+      entry.stream = replyStream?.push;
+      let result: PipelineResult;
+      try {
+        result = await (entry.trace === undefined || tracer === undefined
+          ? pipeline.run(query, entry)
+          : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {
+              entry.traceHeaders = headers;
+              return pipeline.run(query, entry);
+            }));
+        // Handled here, whatever becomes of the turn: a late answer's write is not waited for.
+        const { saved } = result;
+        if (saved !== undefined)
+          result = {
+            ...result,
+            saved: saved.catch((err: unknown) => entry.logger.warn({ err }, 'pipeline write failed')),
+          };
+      } catch (error) {
+        replyStream?.cancel();
+        // A turn the sweep released as orphaned, or the drain abandoned, is decided already.
+        if (!entry.decided) await settlement.failed(entry, policy, entry.abortReason ?? error);
+        return;
+      }
+      crashPoint('pipeline.after-answer');
+      if (entry.decided) {
+        replyStream?.cancel();
+        return;
+      }
+      // The preview in flight ends first, so that the final send edits the message it posted.
+      const draft = await replyStream?.finish();
+      if (!entry.decided) await settlement.answered(entry, query, result, draft);
+    } catch (err) {
+      logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
+    } finally {
+      entry.trace?.span.end();
+      endTurn(entry);
+    }
+  }
+
+  /**
+   * The sweep found the turn still running past timeout + grace: the pipeline ignored its abort
+   * signal. Its slot is released as a timeout; its late answer, if any, is ignored.
+   */
+  async function releaseOrphan(entry: RunningTurn, policy: PipelinePolicy): Promise<void> {
+    try {
+      entry.logger.error(
+        { attempt: entry.turn.attempt, timeoutMs: policy.timeoutMs, graceMs: orphanGraceMs },
+        'orphaned turn: the pipeline ignored its abort signal; releasing its slot',
+      );
+      const timeout = new SwitchboardError('SB_PIPELINE_TIMEOUT', { retryable: true });
+      await settlement.failed(entry, policy, timeout);
+    } catch (err) {
+      logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
+    } finally {
+      // The hung pipeline may never return to end it; a late return ends it again, which is a no-op.
+      entry.trace?.span.end();
+      endTurn(entry);
+    }
+  }
+
+  async function drain(drainTimeoutMs: number): Promise<void> {
+    // Stop claiming first (docs/design.md §2: in-flight turns finish, what is queued stays): starting
+    // queued work now would only have it aborted at the drain timeout.
+    stopped = true;
+    unsubscribe?.();
+    pool.close();
+    // A claim already on its way is handed back by the loop; wait for that before taking stock.
+    await claiming;
+    const idle = new Promise<'idle'>((resolve) => {
+      idleWaiters.push(() => resolve('idle'));
+      checkIdle();
+    });
+    if ((await within(idle, drainTimeoutMs)) === 'timeout') {
+      const aborted = running.values();
+      logger.warn({ running: aborted.length }, 'drain timeout: aborting running turns');
+      for (const entry of aborted) entry.abort(new SwitchboardError('SB_SHUTDOWN'));
+      await within(Promise.allSettled(aborted.map((entry) => entry.finished)), abortGraceMs);
+      // Turns that ignored the abort are let go; their late results are ignored.
+      for (const entry of aborted) await settlement.abandoned(entry);
+    }
+    if (!pool.durable) settlement.droppedAtShutdown(await pool.takeAll());
+    sweepTimer.cancel();
+    unsubscribeLeaseLost?.();
+    logger.info({}, 'controller stopped');
+  }
+
+  return {
+    start() {
+      if (started) return;
+      started = true;
+      unsubscribe = pool.onRunnable(pump);
+      unsubscribeLeaseLost = pool.onLeaseLost(leaseLost);
+      pump();
+    },
+    stop({ drainTimeoutMs }) {
+      stopping ??= drain(drainTimeoutMs);
+      return stopping;
+    },
+    get running() {
+      return running.size;
+    },
+  };
+}

@@ -1,0 +1,262 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  type ChannelSendOptions,
+  type Delivery,
+  type InboundMessage,
+  type Outcome,
+  type OutboundPolicy,
+  type Reply,
+  type ReplyOutbox,
+  SwitchboardError,
+  createMemoryReplyOutbox,
+  createOutcomeBus,
+  createReplySender,
+} from '../../src/index.js';
+import { message, settle } from '../harness.js';
+
+const POLICY: OutboundPolicy = {
+  sendTimeoutMs: 30_000,
+  concurrency: 8,
+  maxAgeMs: 60_000,
+  retry: { baseDelayMs: 1_000, maxDelayMs: 10_000 },
+};
+
+interface Send {
+  chat: string;
+  text: string;
+  /** What the sender told the channel: the turn's answer, or a reply no outcome follows. */
+  answer: boolean | undefined;
+  finish(error?: unknown): void;
+}
+
+/** An outbox and a sender over channel `tg` whose sends wait in `sends` until the test ends them. */
+function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox) => ReplyOutbox = (o) => o) {
+  const outbox = wrap(createMemoryReplyOutbox());
+  const outcomes: Outcome[] = [];
+  const bus = createOutcomeBus();
+  bus.subscribe((outcome) => outcomes.push(outcome));
+  const sends: Send[] = [];
+  const channel = {
+    id: 'tg',
+    send: (
+      origin: InboundMessage,
+      replies: readonly Reply[],
+      _signal: AbortSignal,
+      options?: ChannelSendOptions,
+    ) =>
+      new Promise<void>((resolve, reject) => {
+        sends.push({
+          chat: origin.chat.id,
+          text: replies.map((reply) => reply.text).join(),
+          answer: options?.answer,
+          finish: (error) => (error === undefined ? resolve() : reject(error)),
+        });
+      }),
+  };
+  const sender = createReplySender({
+    outbox,
+    channel: (id) => (id === 'tg' ? channel : undefined),
+    policy: (id) => (id === 'tg' ? { ...POLICY, ...policy } : undefined),
+    outcomes: bus,
+    random: () => 0.5,
+  });
+  /** A delivery to chat `chat` created now, answering one message. */
+  const add = (index: number, chat = 'a', ownsOutcome = true) => {
+    const origin = message(chat, `m${index}`);
+    const delivery: Delivery = {
+      id: `d${index}`,
+      channel: 'tg',
+      chat,
+      origin,
+      messages: ownsOutcome ? [{ message: origin, session: chat, pipeline: 'p', attempt: 1 }] : [],
+      turnId: `turn-${index}`,
+      replies: [{ text: `r${index}` }],
+      ownsOutcome,
+      createdAt: Date.now(),
+      attempts: 0,
+      notBefore: 0,
+    };
+    return outbox.add(delivery);
+  };
+  return { outbox, outcomes, sends, sender, add };
+}
+
+describe('reply sender', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  describe('when one chat has several deliveries and another chat one', () => {
+    it('sends one at a time per chat, in order, the chats in parallel, and completes each message once sent', async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1, 'a');
+      await add(2, 'a');
+      await add(3, 'b');
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r3']);
+      expect(outcomes).toEqual([]);
+      sends[0]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r3', 'r2']);
+      expect(outcomes.map((outcome) => [outcome.kind, outcome.replies])).toEqual([
+        ['completed', [{ text: 'r1' }]],
+      ]);
+    });
+
+    it('sends to no more chats at once than its concurrency', async () => {
+      const { sends, sender, add } = setup({ concurrency: 2 });
+      sender.start();
+      for (const chat of ['a', 'b', 'c']) await add(chat.charCodeAt(0), chat);
+      await settle();
+      expect(sends.map((send) => send.chat)).toEqual(['a', 'b']);
+      sends[1]?.finish();
+      await settle();
+      expect(sends.map((send) => send.chat)).toEqual(['a', 'b', 'c']);
+    });
+  });
+
+  describe("when a delivery is the turn's answer, and when it is a dead-letter reply", () => {
+    it('tells the channel which: only the answer is followed by an outcome carrying its replies', async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1, 'a');
+      await add(2, 'b', false);
+      await settle();
+      expect(sends.map((send) => [send.text, send.answer])).toEqual([
+        ['r1', true],
+        ['r2', false],
+      ]);
+      for (const send of sends) send.finish();
+      await settle();
+      expect(outcomes.map((outcome) => outcome.replies)).toEqual([[{ text: 'r1' }]]);
+    });
+  });
+
+  describe('when a send fails with a retryable error', () => {
+    it("tries again after the platform's retry_after, then records the outcome once delivered", async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1);
+      await settle();
+      sends[0]?.finish(
+        new SwitchboardError('SB_CHANNEL_RATE_LIMITED', { retryable: true, retryAfterMs: 5_000 }),
+      );
+      await settle();
+      await vi.advanceTimersByTimeAsync(4_000);
+      expect(sends).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(sends).toHaveLength(2);
+      sends[1]?.finish();
+      await settle();
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed']);
+    });
+
+    it('gives it up as a dead letter delivery_failed, with its replies, once the next try would pass max_age', async () => {
+      const { outbox, outcomes, sends, sender, add } = setup({ maxAgeMs: 3_500 });
+      sender.start();
+      await add(1);
+      const failure = () =>
+        new SwitchboardError('SB_CHANNEL_UNREACHABLE', { retryable: true, message: 'down' });
+      for (let attempt = 0; outcomes.length === 0 && attempt < 10; attempt++) {
+        await settle();
+        sends.at(-1)?.finish(failure());
+        await vi.advanceTimersByTimeAsync(1_000);
+      }
+      // Tries at 0 s, 1 s (backoff 1 s) and 3 s (backoff 2 s); the next would be at 7 s.
+      expect(sends).toHaveLength(3);
+      expect(outcomes).toMatchObject([
+        {
+          kind: 'dead_lettered',
+          reason: 'delivery_failed',
+          error: { code: 'SB_CHANNEL_UNREACHABLE', message: 'down' },
+          undelivered: { replies: [{ text: 'r1' }] },
+        },
+      ]);
+      expect(await outbox.pending()).toEqual({});
+    });
+  });
+
+  describe("when the outbox of this process fails to write a send's retry once", () => {
+    it('writes it again, so the chat is not left claimed, and sends again after the backoff', async () => {
+      let failures = 1;
+      const { outcomes, sends, sender, add } = setup({}, (outbox) => ({
+        ...outbox,
+        retry: (claim, notBeforeMs, error) =>
+          failures-- > 0
+            ? Promise.reject(new Error('SQLITE_IOERR: disk I/O error'))
+            : outbox.retry(claim, notBeforeMs, error),
+      }));
+      sender.start();
+      await add(1);
+      await settle();
+      sends[0]?.finish(
+        new SwitchboardError('SB_CHANNEL_RATE_LIMITED', { retryable: true, retryAfterMs: 1_000 }),
+      );
+      await settle();
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(sends).toHaveLength(2);
+      sends[1]?.finish();
+      await settle();
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed']);
+    });
+  });
+
+  describe('when a send fails with an error retrying cannot fix', () => {
+    it('dead-letters the delivery at once', async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1);
+      await settle();
+      sends[0]?.finish(new SwitchboardError('SB_CHANNEL_SEND_FAILED', { message: 'chat not found' }));
+      await settle();
+      expect(outcomes.map((outcome) => [outcome.kind, outcome.reason])).toEqual([
+        ['dead_lettered', 'delivery_failed'],
+      ]);
+    });
+  });
+
+  describe('when it stops with an outbox in memory', () => {
+    it('goes on sending what is queued behind the send under way while the drain lasts', async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1, 'a');
+      await add(2, 'a');
+      await settle();
+      const stopped = sender.stop({ drainTimeoutMs: 5_000 });
+      sends[0]?.finish();
+      await settle();
+      sends[1]?.finish();
+      await stopped;
+      await sender.dropUnsent();
+      expect(sends).toHaveLength(2);
+      expect(outcomes.map((outcome) => [outcome.kind, outcome.reason, outcome.replies])).toEqual([
+        ['completed', undefined, [{ text: 'r1' }]],
+        ['completed', undefined, [{ text: 'r2' }]],
+      ]);
+    });
+
+    it('drops what is left at the drain deadline, the send under way included, each message once', async () => {
+      const { outcomes, sends, sender, add } = setup();
+      sender.start();
+      await add(1, 'a');
+      await add(2, 'a');
+      await settle();
+      const stopped = sender.stop({ drainTimeoutMs: 5_000 });
+      await vi.advanceTimersByTimeAsync(5_000);
+      await stopped;
+      await sender.dropUnsent();
+      // Late, the slow send ends: its message already has its outcome.
+      sends[0]?.finish();
+      await settle();
+      expect(sends).toHaveLength(1);
+      expect(outcomes.map((outcome) => [outcome.kind, outcome.reason, outcome.replies])).toEqual([
+        ['dropped', 'shutdown', [{ text: 'r1' }]],
+        ['dropped', 'shutdown', [{ text: 'r2' }]],
+      ]);
+    });
+  });
+});
