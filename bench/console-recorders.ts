@@ -21,10 +21,10 @@ import {
   type Turn,
   parseInboundMessage,
 } from '@switchboard/core';
-import { createMessageTrail } from '../apps/gateway/src/message-trail.js';
-import { createOutcomeRate } from '../apps/gateway/src/outcome-rate.js';
-import { createRouteHits } from '../apps/gateway/src/route-hits.js';
-import { createTurnLatency } from '../apps/gateway/src/turn-latency.js';
+import { createMessageTrail } from '../apps/gateway/src/admin/message-trail.js';
+import { createOutcomeRate } from '../apps/gateway/src/admin/outcome-rate.js';
+import { createRouteHits } from '../apps/gateway/src/admin/route-hits.js';
+import { createTurnLatency } from '../apps/gateway/src/admin/turn-latency.js';
 import { type Measurement, formatNumber, progress, runScenario } from './support/report.js';
 import { SETTINGS, collectGarbage } from './support/settings.js';
 

@@ -1,50 +1,31 @@
-import type { EventOrigin } from '@switchboard/channel-openapi';
-import { type Config, loadConfig } from '@switchboard/config';
+import type { ChannelEvents } from '@switchboard/channel-openapi';
+import type { Config } from '@switchboard/config';
 import {
+  type ControllerObserver,
+  type KeptOutcome,
   type Logger,
   type MessageTracer,
-  type PipelineStatus,
-  type Router,
+  type OutboundObserver,
+  type QueryPool,
   type SecretMasker,
-  SwitchboardError,
-  type Delivery,
-  type TurnStart,
-  createController,
-  createIngress,
   createOutcomeBus,
-  createReplySender,
-  createReplyStream,
-  createRouter,
 } from '@switchboard/core';
-import {
-  IDEMPOTENCY_TTL_MS,
-  createHttpServerShutdown,
-  httpErrorHandler,
-  httpServerOptions,
-  notFoundHandler,
-  registerApiDocs,
-} from '@switchboard/http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { createAuditRecorder } from './audit-recorder.js';
-import { ownChannels } from './channel-ownership.js';
-import { createChannels } from './channels.js';
+import { IDEMPOTENCY_TTL_MS } from '@switchboard/http';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { type ChannelEventFanOut, fanOutChannelEvents } from './channel-events.js';
+import { type OwnedChannels, ownChannels } from './channel-ownership.js';
+import { type Channels, createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
-import { createDeadLetterReplay } from './dead-letter-replay.js';
-import { registerAdminRoutes } from './http/admin-routes.js';
-import { registerConsoleRoutes } from './http/console-routes.js';
-import { registerHealthRoutes } from './http/health-routes.js';
-import { forgetWhenRecorded, keptOutcomePolicy, recoverKeptOutcome } from './kept-outcomes.js';
-import { createMessageTrail } from './message-trail.js';
-import { createMetrics } from './metrics.js';
-import { createOutcomeRate } from './outcome-rate.js';
-import { type ChannelHealth, overview } from './overview.js';
-import { dryRunRoute } from './route-dry-run.js';
-import { createRouteHits } from './route-hits.js';
-import { routingView } from './routing-view.js';
-import { createTurnLatency } from './turn-latency.js';
+import { registerOperatorRoutes } from './http/operator-routes.js';
+import { createHttpServer } from './http/server.js';
+import { forgetWhenRecorded, keptOutcomePolicy } from './kept-outcomes.js';
+import { type GatewayParts, startGateway, stopGateway } from './lifecycle.js';
+import { createLiveRouting } from './live-routing.js';
 import { createPipelines } from './pipelines.js';
-import { DAY_MS, createRetention } from './retention.js';
-import { openStores } from './stores.js';
+import { type Recorders, createRecorders } from './recorders.js';
+import { DAY_MS, type Retention, createRetention } from './retention.js';
+import { createScheduling } from './scheduling.js';
+import { type Stores, openStores } from './stores.js';
 import { isolateWorkers } from './worker-isolation.js';
 
 export interface GatewayOptions {
@@ -76,14 +57,11 @@ export interface Gateway {
   reloadRouting(): Promise<{ rules: number }>;
 }
 
-/** One unsubscribe for several subscriptions; the absent ones are skipped. */
-function unsubscribeAll(...stops: Array<(() => unknown) | undefined>): () => void {
-  return () => {
-    for (const stop of stops) stop?.();
-  };
-}
-
-/** Wires config → stores, pool, controller, channels and the HTTP server. */
+/**
+ * Wires config → stores and pool, routing, pipelines and their recorders, the events the channels
+ * follow, the HTTP server and the channels, scheduling, and the operator routes; starts and stops
+ * them in order.
+ */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, logger } = options;
   // Before any store opens: a gateway whose workers could read its secrets writes nothing.
@@ -91,27 +69,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     configPath: options.configPath,
     secretFiles: options.secretFiles ?? [],
   });
-  const kept = keptOutcomePolicy(config, options.mask);
-  const stores = await openStores(config, logger, { keptOutcome: kept.keep });
-  const policies = new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy]));
-  // A shared store may refuse this replica (unreachable, or other limits than its peers'): the
-  // files and connections opened so far are closed before the refusal is reported.
-  const pool = await stores
-    .createPool({
-      concurrency: config.concurrency,
-      limits: config.queue,
-      pipelines: [...policies.values()],
-      logger,
-    })
-    .catch(async (err: unknown) => {
-      await stores.close();
-      throw err;
-    });
-  const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
-  const routeHits = createRouteHits();
-  let routing = config.routing;
-  let router: Router = routeHits.counting(createRouter(routing, { pipelines: pipelineIds }));
 
+  const kept = keptOutcomePolicy(config, options.mask);
+  const { stores, pool } = await openStoresAndPool(config, logger, kept.keep);
+  const routing = createLiveRouting(config, { configPath: options.configPath, logger });
   // An outcome a shared store kept beside its settlement is let go once its records landed.
   const keptOutcomes = stores.keptOutcomes?.();
   const outcomes = createOutcomeBus(
@@ -119,32 +80,138 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     options.mask,
     keptOutcomes === undefined ? undefined : forgetWhenRecorded(kept, keptOutcomes),
   );
+
   const pipelines = createPipelines(config, { history: stores.history, logger, workerIdentities });
-  const metrics = createMetrics(pool, {
+  const recorders = createRecorders(config, {
+    stores,
+    pool,
     pipelines,
-    // Read at scrape time, once the controller below exists.
-    running: () => controller.running,
+    outcomes,
+    logger,
+    // Read at scrape time, once the controller and the channels below exist.
+    running: () => scheduling.controller.running,
     channelRoles: () =>
-      [...ownership.owned.values()].map((channel) => ({ id: channel.id, role: channel.role() })),
-    sharedPool: config.store.kind === 'redis',
-    outbox: stores.outbox,
+      [...channels.ownership.owned.values()].map((channel) => ({ id: channel.id, role: channel.role() })),
   });
-  const audit = createAuditRecorder({ auditLog: stores.auditLog, config: config.audit, logger });
-  // Its write joins the commit that ends the message; the others hear of an outcome once committed.
-  outcomes.subscribe(audit.record, { stores: true });
-  outcomes.subscribe(metrics.recordOutcome);
-  // What the console reads besides the stores: in memory, per replica, lost on restart.
-  const trail = createMessageTrail({
-    storeText: config.audit.storeText,
-    recordIgnored: config.audit.recordIgnored,
+  const retention = recordRetention(config, stores, logger);
+
+  // With a shared pool another replica may run the turn of a message this one accepted.
+  const channelEvents = fanOutChannelEvents({
+    outcomes,
+    replicas: stores.replicaEvents(),
+    pool,
+    recordsShareOutboxCommit: stores.recordsShareOutboxCommit ?? false,
+    httpChannels: new Set(
+      config.channels.filter((channel) => channel.type === 'openapi').map((channel) => channel.id),
+    ),
   });
-  const outcomeRate = createOutcomeRate();
-  const turnLatency = createTurnLatency();
-  outcomes.subscribe(trail.recordOutcome);
-  outcomes.subscribe(outcomeRate.record);
-  // Statuses answer `GET /v1/messages/{id}` and `Idempotency-Key` retries: they are kept as long
-  // as a key can point at one (a day, long enough for any client to ask).
-  const retention = createRetention(
+
+  const operatorAuth = adminAuth(config.admin.token);
+  const { server, shutdown: httpShutdown } = await createHttpServer(config, {
+    httpLogger: options.httpLogger,
+    version: options.version ?? '0.0.0',
+    operatorAuth,
+  });
+  const channels = await openChannels(config, {
+    server,
+    stores,
+    logger,
+    events: channelEvents.events,
+    outbound: recorders.metrics.outbound,
+  });
+
+  const outboxNow = stores.outboxNow ?? Date.now;
+  const scheduling = createScheduling(config, {
+    pool,
+    pipelines,
+    outcomes,
+    stores,
+    outboxNow,
+    router: routing.router,
+    channels,
+    observer: turnObserver(recorders, channelEvents),
+    deliveryEnded: recorders.metrics.deliveryEnded,
+    logger,
+    tracer: options.tracer,
+  });
+
+  let draining = false;
+  registerOperatorRoutes(server, config, {
+    auth: operatorAuth,
+    stores,
+    pool,
+    pipelines,
+    channels: channels.adapters,
+    ownership: channels.ownership,
+    routing,
+    recorders,
+    outcomes,
+    outboxNow,
+    draining: () => draining,
+    logger,
+  });
+
+  const parts: GatewayParts = {
+    config,
+    logger,
+    stores,
+    pool,
+    outcomes,
+    keptOutcomes,
+    pipelines,
+    channels: channels.adapters,
+    scheduling,
+    retention,
+    server,
+    httpShutdown,
+  };
+  let stopping: Promise<void> | undefined;
+  return {
+    server,
+    reloadRouting: routing.reload,
+    start: () => startGateway(parts),
+    stop() {
+      if (stopping === undefined) {
+        draining = true;
+        stopping = stopGateway(parts);
+      }
+      return stopping;
+    },
+  };
+}
+
+/**
+ * Opens the configured stores and the query pool on them. A shared store may refuse this replica
+ * (unreachable, or other limits than its peers'): the files and connections opened so far are
+ * closed before the refusal is reported.
+ */
+async function openStoresAndPool(
+  config: Config,
+  logger: Logger,
+  keptOutcome: KeptOutcome | undefined,
+): Promise<{ stores: Stores; pool: QueryPool }> {
+  const stores = await openStores(config, logger, { keptOutcome });
+  const pool = await stores
+    .createPool({
+      concurrency: config.concurrency,
+      limits: config.queue,
+      pipelines: config.pipelines.map((pipeline) => pipeline.policy),
+      logger,
+    })
+    .catch(async (err: unknown) => {
+      await stores.close();
+      throw err;
+    });
+  return { stores, pool };
+}
+
+/**
+ * Prunes audit records after `audit.retention_days`, and message statuses after a day: they
+ * answer `GET /v1/messages/{id}` and `Idempotency-Key` retries, as long as a key can point at one
+ * (long enough for any client to ask).
+ */
+function recordRetention(config: Config, stores: Stores, logger: Logger): Retention {
+  return createRetention(
     [
       {
         name: 'audit',
@@ -159,306 +226,45 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     logger,
   );
-  const turnStartListeners = new Set<(turn: TurnStart, origin: EventOrigin) => void>();
-  const repliesStoredListeners = new Set<(delivery: Delivery) => void>();
-  // With a shared pool another replica may run the turn of a message this one accepted: the
-  // channels hear its events too, marked relayed (docs/design.md §5 "Several replicas").
-  const relay = stores.replicaEvents();
-  const httpChannels = new Set(
-    config.channels.filter((channel) => channel.type === 'openapi').map((channel) => channel.id),
-  );
+}
 
-  const server = Fastify({
-    ...httpServerOptions(config.server),
-    // Which peers may name the client in X-Forwarded-For: the address logged as `request.ip`.
-    // The loopback check never believes it (@switchboard/http `isLoopbackClient`).
-    trustProxy: config.server.trustProxy,
-    loggerInstance: options.httpLogger,
-    // Requests are not logged one by one: outcomes and metrics already account for each message.
-    logController: new LogController({ disableRequestLogging: true }),
-    // So requests share the root logger: a pino child per request (bindings and redaction set up
-    // each time) cost more than the rare error line it would label; that line names the request.
-    childLoggerFactory: (logger) => logger,
-  }) as unknown as FastifyInstance;
-  // Each connection holds a descriptor (a slow sender up to request_timeout, an idle keep-alive
-  // one 72 s); past the cap Node closes a new one as soon as it accepts it. Node takes it only as
-  // a property of its server, which fastify has built by now.
-  server.server.maxConnections = config.server.maxConnections;
-  server.setErrorHandler(httpErrorHandler);
-  server.setNotFoundHandler(notFoundHandler);
-  const httpShutdown = createHttpServerShutdown(server);
-  const operatorAuth = adminAuth(config.admin.token);
-  await registerApiDocs(server, {
-    title: 'Switchboard',
-    version: options.version ?? '0.0.0',
-    ...(config.admin.protect.includes('docs') ? { auth: operatorAuth } : {}),
-  });
-
-  const {
-    adapters: configured,
-    policyOf,
-    outboundPolicies,
-    editIntervalMsOf,
-  } = await createChannels(config, {
-    server,
+/**
+ * Builds every configured channel (webhook channels mount their routes on `server` now); the
+ * single-consumer ones run only where this replica holds the channel's lease (docs/design.md §5).
+ */
+async function openChannels(
+  config: Config,
+  deps: {
+    server: FastifyInstance;
+    stores: Stores;
+    logger: Logger;
+    events: ChannelEvents;
+    /** Told of pacing waits and platform 429s (metrics). */
+    outbound: OutboundObserver;
+  },
+): Promise<Channels & { ownership: OwnedChannels }> {
+  const { stores, logger } = deps;
+  const configured = await createChannels(config, {
+    server: deps.server,
     statuses: stores.statuses,
     logger,
     rateBuckets: stores.rateBuckets(),
-    outbound: metrics.outbound,
-    events: {
-      subscribeOutcomes: (listener) =>
-        unsubscribeAll(
-          // In the outbox's file, the final status joins the commit that ends the message;
-          // elsewhere it is written once that commit succeeded.
-          outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed), {
-            stores: stores.recordsShareOutboxCommit ?? false,
-            records: true,
-          }),
-          relay?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
-        ),
-      subscribeRepliesStored: (listener) => {
-        repliesStoredListeners.add(listener);
-        return () => repliesStoredListeners.delete(listener);
-      },
-      subscribeTurnStarts: (listener) => {
-        turnStartListeners.add(listener);
-        return unsubscribeAll(
-          () => turnStartListeners.delete(listener),
-          relay?.subscribeTurnStarts((turn) => listener(turn, 'relayed')),
-        );
-      },
-      ...(relay === null
-        ? {}
-        : {
-            shareOutcome: relay.publishOutcome,
-            shareReplies: relay.publishReplies,
-            followSession: relay.followSession,
-          }),
-      ...(pool.locate === undefined ? {} : { locate: pool.locate.bind(pool) }),
-    },
+    outbound: deps.outbound,
+    events: deps.events,
   });
-  // Single-consumer connections run only where this replica holds the channel's lease (§5).
-  const ownership = ownChannels(configured, { ...stores.channelLeases(), logger });
-  const channels = ownership.adapters;
+  const ownership = ownChannels(configured.adapters, { ...stores.channelLeases(), logger });
+  return { ...configured, adapters: ownership.adapters, ownership };
+}
 
-  const ingress = createIngress({
-    pool,
-    router: () => router,
-    outcomes,
-    channelPolicy: policyOf,
-    refuseWhen: stores.refusal,
-    tracer: options.tracer,
-  });
-
-  const outboxNow = stores.outboxNow ?? Date.now;
-  const controller = createController({
-    pool,
-    pipelines,
-    policies,
-    outcomes,
-    logger,
-    tracer: options.tracer,
-    outbox: stores.outbox,
-    // Deliveries are stamped on the clock the sender claims them by (a skewed replica would hold
-    // every reply back by its skew); the same clock as the host's unless the outbox is shared.
-    now: outboxNow,
-    // Answers stream into previews where the channel shows them (docs/design.md §4 "Streaming").
-    streamReplies: (query, turnLogger) => {
-      const preview = channels.get(query.message.channel)?.preview;
-      const editIntervalMs = editIntervalMsOf(query.message.channel);
-      const finishTimeoutMs = outboundPolicies.get(query.message.channel)?.sendTimeoutMs;
-      if (preview === undefined || editIntervalMs === undefined || finishTimeoutMs === undefined)
-        return undefined;
-      return createReplyStream({
-        preview: (text, draft, signal) => preview(query.message, text, draft, signal),
-        editIntervalMs,
-        finishTimeoutMs,
-        logger: turnLogger,
-      });
-    },
-    observer: {
-      turnStarted(turn) {
-        metrics.observer.turnStarted?.(turn);
-        trail.observer.turnStarted(turn);
-        for (const listener of turnStartListeners) listener(turn, 'local');
-        // Only the HTTP channel's trackers follow turns across replicas.
-        if (relay !== null && turn.messages.some(({ message }) => httpChannels.has(message.channel)))
-          relay.publishTurnStart(turn);
-      },
-      turnEnded(turn, result, durationMs) {
-        metrics.observer.turnEnded?.(turn, result, durationMs);
-        trail.observer.turnEnded(turn, result, durationMs);
-        turnLatency.turnEnded(turn, result, durationMs);
-      },
-      turnRetried(turn, delayMs) {
-        metrics.observer.turnRetried?.(turn, delayMs);
-        trail.observer.turnRetried(turn, delayMs);
-      },
-      repliesStored: (delivery) => {
-        for (const listener of repliesStoredListeners) listener(delivery);
-      },
-    },
-  });
-
-  // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
-  const sender = createReplySender({
-    outbox: stores.outbox,
-    now: outboxNow,
-    channel: (id) => channels.get(id),
-    policy: (id) => outboundPolicies.get(id),
-    outcomes,
-    logger,
-    observer: { deliveryEnded: metrics.deliveryEnded },
-  });
-
-  let draining = false;
-  let stopping: Promise<void> | undefined;
-
-  async function reloadRouting(): Promise<{ rules: number }> {
-    if (options.configPath === undefined) {
-      throw new SwitchboardError('SB_CONFIG_NOT_FOUND', { message: 'no configuration file to reload' });
-    }
-    const next = await loadConfig(options.configPath);
-    const nextRouter = createRouter(next.routing, { pipelines: pipelineIds });
-    router = routeHits.counting(nextRouter);
-    routing = next.routing;
-    logger.info({ rules: next.routing.rules.length, path: options.configPath }, 'routing reloaded');
-    return { rules: next.routing.rules.length };
-  }
-
-  /** The pipelines that report a state: those owning worker processes. */
-  function pipelineStatuses(): Record<string, PipelineStatus> {
-    const statuses: Record<string, PipelineStatus> = {};
-    for (const [id, pipeline] of pipelines) {
-      const status = pipeline.status?.();
-      if (status !== undefined) statuses[id] = status;
-    }
-    return statuses;
-  }
-
-  /** Each channel's readiness, and for single-owner ones whether this replica holds it. */
-  function channelHealth(): ChannelHealth[] {
-    return [...channels].map(([id, channel]) => {
-      const health = channel.health();
-      const role = ownership.owned.get(id)?.role();
-      return {
-        id,
-        ready: health.ready,
-        ...(role === undefined ? {} : { state: role }),
-        ...(health.detail ? { detail: health.detail } : {}),
-      };
-    });
-  }
-
-  registerHealthRoutes(server, {
-    registry: metrics.registry,
-    protect: config.admin.protect,
-    auth: operatorAuth,
-    readiness: async () => {
-      const checks: Record<string, { ok: boolean; detail?: string }> = {
-        draining: { ok: !draining },
-        store: await stores.health(),
-      };
-      for (const { id, ready, ...rest } of channelHealth()) checks[`channel.${id}`] = { ok: ready, ...rest };
-      for (const [id, status] of Object.entries(pipelineStatuses())) {
-        checks[`pipeline.${id}`] = { ok: status.ok, ...(status.detail ? { detail: status.detail } : {}) };
-      }
-      return { ready: Object.values(checks).every((check) => check.ok), checks };
-    },
-  });
-
-  registerAdminRoutes(server, {
-    auth: operatorAuth,
-    auditLog: stores.auditLog,
-    pool,
-    ...(stores.replicas === undefined ? {} : { replicas: stores.replicas }),
-    pipelineStatuses,
-    channelHolders: ownership.holders,
-    reload: reloadRouting,
-    statuses: stores.statuses,
-    trail,
-    storeText: config.audit.storeText,
-    routing: () => routingView(routing, routeHits),
-    channels: config.channels,
-    dryRun: (channel, input) => dryRunRoute(router, channel, input),
-    overview: async () =>
-      overview({
-        nowMs: Date.now(),
-        rate: outcomeRate,
-        stats: await pool.stats(),
-        latency: turnLatency,
-        pipelineIds,
-        limits: { concurrency: config.concurrency, queue: config.queue },
-        channels: channelHealth(),
-      }),
-    replay: createDeadLetterReplay({
-      auditLog: stores.auditLog,
-      pool,
-      outbox: stores.outbox,
-      outcomes,
-      logger,
-      claimTtlMs: config.audit.retentionDays * DAY_MS,
-      now: outboxNow,
-    }),
-  });
-
-  registerConsoleRoutes(server, {
-    auth: config.admin.token === undefined ? operatorAuth : undefined,
-    logger,
-  });
-
-  async function stop(): Promise<void> {
-    const { drainTimeoutMs } = config.shutdown;
-    // One deadline for the whole stop: the container's stop grace counts from the signal.
-    const deadline = Date.now() + drainTimeoutMs;
-    draining = true;
-    // First: an outcome recovered from here on would reach no status writer once the channels
-    // stop. Those it leaves are another replica's once their lease ends.
-    keptOutcomes?.stopRecovering();
-    logger.info({ drainTimeoutMs }, 'draining');
-    httpShutdown.drain();
-    for (const channel of channels.values()) channel.drain?.();
-    await controller.stop({ drainTimeoutMs });
-    // Replies of the turns that finished in the drain went out meanwhile; now the sender stops
-    // claiming, and its sends under way get what is left of the drain.
-    await sender.stop({ drainTimeoutMs: Math.max(0, deadline - Date.now()) });
-    // Nothing adds replies any more: what an outbox in memory still holds is dropped.
-    await sender.dropUnsent();
-    // After the drain no turn runs: worker processes get what is left of the drain to exit.
-    await Promise.all(
-      [...pipelines.values()].map((pipeline) =>
-        pipeline.stop?.({ timeoutMs: Math.max(0, deadline - Date.now()) }),
-      ),
-    );
-    for (const channel of channels.values()) await channel.stop();
-    retention.stop();
-    await httpShutdown.close(deadline - Date.now());
-    await stores.close();
-    logger.info({}, 'stopped');
-  }
-
+/** What hears of each turn: the recorders, and the channels through their events. */
+function turnObserver(recorders: Recorders, channelEvents: ChannelEventFanOut): ControllerObserver {
   return {
-    server,
-    reloadRouting,
-    async start() {
-      const recovered = await pool.recover();
-      if (recovered.length > 0) logger.info({ recovered: recovered.length }, 'journal recovered');
-      retention.start();
-      for (const [id, channel] of channels) {
-        const own = recovered.filter((queued) => queued.message.channel === id);
-        await channel.start({ ingress, logger, recovered: own });
-      }
-      controller.start();
-      sender.start();
-      // Outcomes whose settling replica died before recording them are recorded here.
-      keptOutcomes?.start(recoverKeptOutcome(config, outcomes));
-      const address = await server.listen({ host: config.server.host, port: config.server.port });
-      logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
-      return address;
+    turnStarted(turn) {
+      recorders.turns.turnStarted(turn);
+      channelEvents.turnStarted(turn);
     },
-    stop() {
-      stopping ??= stop();
-      return stopping;
-    },
+    turnEnded: recorders.turns.turnEnded,
+    turnRetried: recorders.turns.turnRetried,
+    repliesStored: channelEvents.repliesStored,
   };
 }

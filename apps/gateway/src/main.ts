@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isSwitchboardError } from '@switchboard/core';
-import { AuditFiltersSchema } from './audit-filters.js';
+import { AuditFiltersSchema } from './admin/audit-filters.js';
 import { type CommandIo, processIo } from './commands/io.js';
 import { resolveConfigPath } from './config-path.js';
 import type { ReloadSignal } from './reload-signal.js';

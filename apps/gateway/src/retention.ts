@@ -10,8 +10,15 @@ export interface RetentionTask {
 const HOUR_MS = 3_600_000;
 export const DAY_MS = 24 * HOUR_MS;
 
+/** The pruning of the stores that age out. */
+export interface Retention {
+  /** Prunes every task now and then every hour. */
+  start(): void;
+  stop(): void;
+}
+
 /** Prunes every task at start and then every hour, so that no store grows with traffic forever. */
-export function createRetention(tasks: readonly RetentionTask[], logger: Logger) {
+export function createRetention(tasks: readonly RetentionTask[], logger: Logger): Retention {
   const log = logger.child({ component: 'retention' });
   async function pruneAll(): Promise<void> {
     for (const task of tasks) {

@@ -11,6 +11,7 @@ import {
   type PipelinePolicy,
   type QueryPool,
   type RateBuckets,
+  type ReplicaEvents,
   type ReplyOutbox,
   createMemoryAuditLog,
   createMemoryChannelLeases,
@@ -23,10 +24,10 @@ import {
 } from '@switchboard/core';
 import type {
   RedisChannelLeases,
-  RedisEventRelay,
   RedisKeptOutcomes,
   RedisQueryPool,
   RedisRateBuckets,
+  RedisReplicaEvents,
   ReplicaView,
 } from '@switchboard/store-redis';
 import type { SqliteStore } from '@switchboard/store-sqlite';
@@ -77,11 +78,11 @@ export interface Stores extends RecordStores {
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
   createPool(options: PoolOptions): Promise<QueryPool>;
   /**
-   * The other replicas' outcomes and turn starts, and where to send this one's, once
-   * `createPool` resolved: with `store: redis`, a relay among the replicas sharing the pool
+   * The events shared with the other replicas (outcomes, turn starts, a session's replies), once
+   * `createPool` resolved: with `store: redis`, over Redis among the replicas sharing the pool
    * (docs/design.md §5 "Several replicas"); null for a pool of one process.
    */
-  replicaEvents(): RedisEventRelay | null;
+  replicaEvents(): ReplicaEvents | null;
   /** With `store: redis`, once `createPool` resolved: the replicas sharing the pool (`/admin/queues`). */
   replicas?: () => Promise<ReplicaView[]>;
   /**
@@ -235,7 +236,7 @@ const REPLY_LEASE_MARGIN_MS = 15_000;
 
 /**
  * The pool in Redis, shared by every replica with the same `store.prefix` (docs/design.md §5),
- * beside the records in PostgreSQL that the same replicas share, and the relay of their events.
+ * beside the records in PostgreSQL that the same replicas share, and the events they share.
  * Audit records and final statuses PostgreSQL cannot take wait in a bounded outbox in Redis;
  * while it is full, admission refuses.
  */
@@ -249,10 +250,10 @@ async function withRedisPool(
   const {
     createAuditOutbox,
     createRedisChannelLeases,
-    createRedisEventRelay,
     createRedisKeptOutcomes,
     createRedisQueryPool,
     createRedisRateBuckets,
+    createRedisReplicaEvents,
     createRedisReplyOutbox,
   } = await import('@switchboard/store-redis');
   const outbox = await createAuditOutbox({
@@ -282,7 +283,7 @@ async function withRedisPool(
     throw err;
   });
   let pool: RedisQueryPool | undefined;
-  let relay: RedisEventRelay | null = null;
+  let replicaEvents: RedisReplicaEvents | null = null;
   let channelLeases: RedisChannelLeases | undefined;
   let rateBuckets: RedisRateBuckets | undefined;
   let keptOutcomes: RedisKeptOutcomes | undefined;
@@ -300,7 +301,7 @@ async function withRedisPool(
         keptOutcome,
         ...options,
       });
-      relay = await createRedisEventRelay({
+      replicaEvents = await createRedisReplicaEvents({
         url: store.url,
         prefix: store.prefix,
         replicaId: opened.replicaId,
@@ -311,7 +312,7 @@ async function withRedisPool(
       });
       channelLeases = await createRedisChannelLeases({ url: store.url, prefix: store.prefix }).catch(
         async (err: unknown) => {
-          await relay?.close();
+          await replicaEvents?.close();
           await opened.shutdown();
           throw err;
         },
@@ -319,7 +320,7 @@ async function withRedisPool(
       rateBuckets = await createRedisRateBuckets({ url: store.url, prefix: store.prefix }).catch(
         async (err: unknown) => {
           await channelLeases?.close();
-          await relay?.close();
+          await replicaEvents?.close();
           await opened.shutdown();
           throw err;
         },
@@ -332,14 +333,14 @@ async function withRedisPool(
       }).catch(async (err: unknown) => {
         await rateBuckets?.close();
         await channelLeases?.close();
-        await relay?.close();
+        await replicaEvents?.close();
         await opened.shutdown();
         throw err;
       });
       pool = opened;
       return pool;
     },
-    replicaEvents: () => relay,
+    replicaEvents: () => replicaEvents,
     keptOutcomes: () => keptOutcomes,
     replicas: async () => (pool === undefined ? [] : pool.replicas()),
     channelLeases() {
@@ -372,7 +373,7 @@ async function withRedisPool(
       // Each step runs even if one before it failed: a connection left open keeps the process up.
       const steps = [
         () => pool?.shutdown(),
-        () => relay?.close(),
+        () => replicaEvents?.close(),
         () => channelLeases?.close(),
         () => rateBuckets?.close(),
         // After the pool: the forgets of the last records written go out before the connection closes.

@@ -8,9 +8,10 @@ import {
   traceIdOf,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
+import type { ChannelEvents } from './channel-events.js';
 import { channelRoutes } from './routes.js';
 import { type ReplyEvent, createSseHub } from './sse.js';
-import { type ChannelEvents, createStatusTracker } from './status-tracker.js';
+import { createStatusTracker } from './status-tracker.js';
 
 /** Options of `createOpenApiChannel`. */
 export interface OpenApiChannelOptions {

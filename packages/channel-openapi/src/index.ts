@@ -4,7 +4,8 @@
 export { createOpenApiChannel } from './channel.js';
 export type { OpenApiChannelOptions } from './channel.js';
 export { createStatusTracker } from './status-tracker.js';
-export type { ChannelEvents, EventOrigin, StatusTracker } from './status-tracker.js';
+export type { ChannelEvents, EventOrigin } from './channel-events.js';
+export type { StatusTracker } from './status-tracker.js';
 
 // The HTTP shapes, for clients and tests
 export { MessageViewSchema } from './api-schemas.js';

@@ -39,7 +39,9 @@ import { createKeyedSerializer } from './keyed-serializer.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';
 import { SSE_HEADERS, type SseHub } from './sse.js';
-import { type StatusTracker, type StatusWatch, emptyStatus } from './status-tracker.js';
+import { emptyStatus } from './status-from-outcome.js';
+import type { StatusTracker } from './status-tracker.js';
+import type { StatusWatch } from './status-waiters.js';
 
 /** The wait suggested while the channel is not running: a start or a restart takes seconds. */
 const NOT_RUNNING_RETRY_AFTER_MS = 5000;

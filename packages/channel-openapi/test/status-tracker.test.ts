@@ -13,7 +13,8 @@ import {
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
-import { type ChannelEvents, type EventOrigin, createStatusTracker } from '../src/status-tracker.js';
+import type { ChannelEvents, EventOrigin } from '../src/channel-events.js';
+import { createStatusTracker } from '../src/status-tracker.js';
 
 const message = parseInboundMessage({
   id: '01JSTATUS00000000000000001',

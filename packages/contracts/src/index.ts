@@ -21,3 +21,4 @@ export {
 } from './scheduling-property.js';
 export type { SchedulingCommand, SchedulingResult, SchedulingWorld } from './scheduling-property.js';
 export { rateBucketsContract } from './rate-buckets-contract.js';
+export { replicaEventsContract } from './replica-events-contract.js';

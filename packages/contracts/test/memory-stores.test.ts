@@ -5,6 +5,7 @@ import {
   createMemoryJournal,
   createMemoryMessageStatusStore,
   createMemoryRateBuckets,
+  createMemoryReplicaEvents,
   createMemoryReplyOutbox,
 } from '@switchboard/core';
 import {
@@ -14,6 +15,7 @@ import {
   journalContract,
   messageStatusStoreContract,
   rateBucketsContract,
+  replicaEventsContract,
   replyOutboxContract,
 } from '../src/index.js';
 
@@ -27,3 +29,7 @@ historyStoreContract('memory', async () => inMemory(createMemoryHistoryStore()))
 channelLeasesContract('memory', async ({ now }) => inMemory(createMemoryChannelLeases({ now })));
 rateBucketsContract('memory', async ({ now }) => inMemory(createMemoryRateBuckets({ now })));
 replyOutboxContract('memory', async ({ now }) => inMemory(createMemoryReplyOutbox({ now })));
+replicaEventsContract('memory', async () => {
+  const events = createMemoryReplicaEvents();
+  return { store: events, close: async () => {}, peer: async () => events.peer() };
+});

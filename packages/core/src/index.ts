@@ -183,6 +183,8 @@ export type {
   DeliveryMessage,
   ReplyOutbox,
 } from './ports/reply-outbox.js';
+export { turnStartOf } from './ports/replica-events.js';
+export type { ReplicaEvents } from './ports/replica-events.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
@@ -199,6 +201,8 @@ export type { MemoryQueryPoolOptions } from './memory/memory-query-pool.js';
 export { createMemoryRateBuckets } from './memory/memory-rate-buckets.js';
 export type { MemoryRateBucketsOptions } from './memory/memory-rate-buckets.js';
 export { createMemoryReplyOutbox } from './memory/memory-reply-outbox.js';
+export { createMemoryReplicaEvents } from './memory/memory-replica-events.js';
+export type { MemoryReplicaEvents, MemoryReplicaEventsOptions } from './memory/memory-replica-events.js';
 
 // Structures: queues, heaps and timers the stores and the scheduler are built from
 export { Fifo } from './structures/fifo.js';

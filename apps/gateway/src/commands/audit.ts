@@ -1,7 +1,7 @@
 import { type Config, loadConfig } from '@switchboard/config';
 import { type AuditLog, type AuditQuery, type AuditRecord, SwitchboardError } from '@switchboard/core';
-import { auditView } from '../audit-view.js';
-import { AuditFiltersSchema } from '../audit-filters.js';
+import { auditView } from '../admin/audit-view.js';
+import { AuditFiltersSchema } from '../admin/audit-filters.js';
 import type { CommandIo } from './io.js';
 import type { z } from 'zod';
 

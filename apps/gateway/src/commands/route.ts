@@ -1,6 +1,6 @@
 import { loadConfig } from '@switchboard/config';
 import { SwitchboardError, createRouter } from '@switchboard/core';
-import { dryRunRoute } from '../route-dry-run.js';
+import { dryRunRoute } from '../admin/route-dry-run.js';
 import type { CommandIo } from './io.js';
 
 export interface RouteFlags {

@@ -12,16 +12,16 @@ import type { ReplicaView } from '@switchboard/store-redis';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AdminAuditFiltersSchema } from '../audit-filters.js';
-import { auditView } from '../audit-view.js';
+import { AdminAuditFiltersSchema } from '../admin/audit-filters.js';
+import { auditView } from '../admin/audit-view.js';
 import type { OwnedChannels } from '../channel-ownership.js';
-import type { ReplayResult } from '../dead-letter-replay.js';
-import { MAX_SELECTION, applyToSelection, createDeadLetterPurge } from '../dead-letter-selection.js';
-import { messagePath } from '../message-path.js';
-import type { MessageTrail } from '../message-trail.js';
-import type { Overview } from '../overview.js';
-import type { DryRunInput, DryRunResult } from '../route-dry-run.js';
-import type { RoutingView } from '../routing-view.js';
+import type { ReplayResult } from '../admin/dead-letter-replay.js';
+import { MAX_SELECTION, applyToSelection, createDeadLetterPurge } from '../admin/dead-letter-selection.js';
+import { messagePath } from '../admin/message-path.js';
+import type { MessageTrail } from '../admin/message-trail.js';
+import type { Overview } from '../admin/overview.js';
+import type { DryRunInput, DryRunResult } from '../admin/route-dry-run.js';
+import type { RoutingView } from '../admin/routing-view.js';
 
 /** Longest text a dry run routes: the channel's own `text` bound. */
 const MAX_DRY_RUN_TEXT_CHARS = 32_768;

@@ -1,6 +1,6 @@
 import type { AuditConfig } from '@switchboard/config';
 import type { ControllerObserver, InboundMessage, Outcome, Reply, TurnResult } from '@switchboard/core';
-import { NO_REPLIES, boundedText, keptReplies } from './stored-text.js';
+import { NO_REPLIES, boundedText, keptReplies } from '../stored-text.js';
 
 /** Messages the trail remembers; past it the oldest is forgotten. */
 const DEFAULT_MAX_MESSAGES = 1_000;

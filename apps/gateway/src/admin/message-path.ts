@@ -9,7 +9,7 @@ import {
 import type { AuditConfig } from '@switchboard/config';
 import { auditView } from './audit-view.js';
 import { type MessageTrail, TRAIL_REPLY_LIMITS, type TrailEntry, type TrailTurn } from './message-trail.js';
-import { keptReplies } from './stored-text.js';
+import { keptReplies } from '../stored-text.js';
 
 /** Audit records read per message: a message has one outcome, a replayed dead letter a few. */
 const MAX_AUDIT_RECORDS = 20;

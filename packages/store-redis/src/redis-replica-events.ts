@@ -1,41 +1,26 @@
-import type { Logger, Outcome, SessionReplies, TurnStart } from '@switchboard/core';
+import {
+  type Logger,
+  type Outcome,
+  type ReplicaEvents,
+  type SessionReplies,
+  type TurnStart,
+  turnStartOf,
+} from '@switchboard/core';
 import type { Redis } from 'ioredis';
 import { connect, redisClientFactory, storeFailure } from './redis-connection.js';
 
 /**
- * Hands the engine events of one replica to the others sharing its pool (docs/design.md §5
- * "Several replicas"): the replica that accepted a message hears when another one starts its
- * turn and records its outcome, so that its waiting request and its statuses follow the message.
- *
- * Redis pub/sub on `{<prefix>}:events`: at most once, and only to replicas subscribed at the
- * time. A lost event leaves the accepting replica's request to end with 202 at its timeout and
- * its status to come from the store, which the replica that ran the turn writes.
+ * `ReplicaEvents` over Redis pub/sub (docs/design.md §5 "Several replicas"): outcomes and turn
+ * starts on `{<prefix>}:events`, one session's replies on its own channel (`sessionChannelOf`),
+ * subscribed only while this replica follows the session. Pub/sub delivers only to replicas
+ * subscribed at the time, in the order the server took the publishes.
  */
-export interface RedisEventRelay {
-  /** Sends `outcome` to the other replicas; a failure is logged, never thrown. */
-  publishOutcome(outcome: Outcome): void;
-  /** Sends what `turn` says about its messages to the other replicas; a failure is logged, never thrown. */
-  publishTurnStart(turn: TurnStart): void;
-  /** Calls `listener` with every outcome another replica publishes; returns the unsubscribe. */
-  subscribeOutcomes(listener: (outcome: Outcome) => void): () => void;
-  /** Calls `listener` with every turn start another replica publishes; returns the unsubscribe. */
-  subscribeTurnStarts(listener: (turn: TurnStart) => void): () => void;
-  /**
-   * Sends replies sent to a session to the replicas following it (`followSession`), on the
-   * session's own pub/sub channel; a failure is logged, never thrown.
-   */
-  publishReplies(replies: SessionReplies): void;
-  /**
-   * Calls `listener` with the replies other replicas send to one session (of one channel) until
-   * the returned function is called: the replica subscribes to the session's channel while it
-   * has listeners. Replies published before the subscription took effect are not seen.
-   */
-  followSession(channel: string, session: string, listener: (replies: SessionReplies) => void): () => void;
+export interface RedisReplicaEvents extends ReplicaEvents {
   /** Quits both connections (drops them at once when Redis is gone). */
   close(): Promise<void>;
 }
 
-export interface RedisEventRelayOptions {
+export interface RedisReplicaEventsOptions {
   /** The pool's Redis, e.g. `redis://127.0.0.1:6379/0`; connected with `FAIL_FAST_OPTIONS`. */
   url: string;
   /** The pool's prefix: replicas sharing a pool share its events. */
@@ -47,7 +32,7 @@ export interface RedisEventRelayOptions {
   retryAfterMs?: number;
 }
 
-const DEFAULTS = { retryAfterMs: 1_000 } satisfies Partial<RedisEventRelayOptions>;
+const DEFAULTS = { retryAfterMs: 1_000 } satisfies Partial<RedisReplicaEventsOptions>;
 
 /** One event on the channel, with the replica that published it. */
 type RelayedEvent =
@@ -67,23 +52,13 @@ export function sessionChannelOf(prefix: string, channel: string, session: strin
   return `{${prefix}}:replies:${channel}:${session}`;
 }
 
-/** Only what the channels read of a turn start: the whole `Turn` carries every message's text. */
-function turnStartOf(turn: TurnStart): TurnStart {
-  return {
-    id: turn.id,
-    pipeline: turn.pipeline,
-    messages: turn.messages.map(({ message, rule }) => ({
-      message: { id: message.id, channel: message.channel },
-      ...(rule === undefined ? {} : { rule }),
-    })),
-  };
-}
-
 /**
  * Connects a publishing and a subscribed connection and subscribes to the pool's event channel
  * before it resolves; on failure leaves nothing open behind.
  */
-export async function createRedisEventRelay(options: RedisEventRelayOptions): Promise<RedisEventRelay> {
+export async function createRedisReplicaEvents(
+  options: RedisReplicaEventsOptions,
+): Promise<RedisReplicaEvents> {
   const { replicaId, logger } = options;
   const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
   const createClient = redisClientFactory(options.url);

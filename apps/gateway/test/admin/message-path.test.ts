@@ -6,8 +6,8 @@ import {
   parseInboundMessage,
 } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { messagePath } from '../src/message-path.js';
-import { createMessageTrail } from '../src/message-trail.js';
+import { messagePath } from '../../src/admin/message-path.js';
+import { createMessageTrail } from '../../src/admin/message-trail.js';
 
 const message = parseInboundMessage({
   id: '01JPATH0000000000000000001',

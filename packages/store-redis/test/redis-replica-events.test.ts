@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Outcome, SessionReplies, TurnStart } from '@switchboard/core';
-import { queuedMessageFixture } from '@switchboard/contracts';
+import type { Outcome, SessionReplies } from '@switchboard/core';
+import { queuedMessageFixture, replicaEventsContract } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { sessionChannelOf } from '../src/event-relay.js';
-import { type RedisEventRelay, createRedisEventRelay } from '../src/index.js';
+import { type RedisReplicaEvents, createRedisReplicaEvents, sessionChannelOf } from '../src/index.js';
 import { REDIS_URL, recordingLogger, redisReachable, startPrivateRedis } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -23,54 +22,41 @@ function outcomeOf(sequence: number): Outcome {
   };
 }
 
-const turnStart: TurnStart = {
-  id: 'turn-1',
-  pipeline: 'p',
-  messages: [
-    { message: { id: 'm-1', channel: 'http' }, rule: 'r' },
-    { message: { id: 'm-2', channel: 'http' } },
-  ],
-};
+describe.skipIf(!reachable)('createRedisReplicaEvents', () => {
+  // Pub/sub keeps no keys: the random prefix keeps the suite's channels apart from other runs'.
+  replicaEventsContract('redis', async () => {
+    const prefix = `sb-test-${randomUUID()}`;
+    const opened: RedisReplicaEvents[] = [];
+    const open = async () => {
+      const events = await createRedisReplicaEvents({
+        url: REDIS_URL,
+        prefix,
+        replicaId: `replica-${opened.length + 1}`,
+        logger: recordingLogger(),
+      });
+      opened.push(events);
+      return events;
+    };
+    return {
+      store: await open(),
+      peer: open,
+      async close() {
+        for (const events of opened) await events.close();
+      },
+    };
+  });
 
-describe.skipIf(!reachable)('createRedisEventRelay', () => {
-  const opened: RedisEventRelay[] = [];
+  const opened: RedisReplicaEvents[] = [];
   afterEach(async () => {
-    for (const relay of opened.splice(0)) await relay.close();
+    for (const events of opened.splice(0)) await events.close();
   });
 
   async function open(prefix: string, replicaId: string, url = REDIS_URL) {
     const logger = recordingLogger();
-    const relay = await createRedisEventRelay({ url, prefix, replicaId, logger });
-    opened.push(relay);
-    const outcomes: Outcome[] = [];
-    const turnStarts: TurnStart[] = [];
-    relay.subscribeOutcomes((outcome) => outcomes.push(outcome));
-    relay.subscribeTurnStarts((turn) => turnStarts.push(turn));
-    return { relay, logger, outcomes, turnStarts };
+    const events = await createRedisReplicaEvents({ url, prefix, replicaId, logger });
+    opened.push(events);
+    return { events, logger };
   }
-
-  describe('when two replicas share a prefix', () => {
-    it("hands each one the other's outcomes and turn starts, never its own", async () => {
-      const prefix = `sb-test-${randomUUID()}`;
-      const a = await open(prefix, 'replica-a');
-      const b = await open(prefix, 'replica-b');
-
-      // Each event is published once the previous one arrived, so Redis delivers every echo
-      // before the next event: a replica that got the next event has seen its own echo by then.
-      a.relay.publishOutcome(outcomeOf(1));
-      await eventually(() => b.outcomes.length === 1, 5000, 'b hears a');
-      b.relay.publishOutcome(outcomeOf(2));
-      await eventually(() => a.outcomes.length === 1, 5000, 'a hears b');
-      // A whole turn: only its id, pipeline and each message's id, channel and rule cross.
-      a.relay.publishTurnStart({ ...turnStart, session: 'not relayed', attempt: 1 } as TurnStart);
-      await eventually(() => b.turnStarts.length === 1, 5000, 'b hears the turn start');
-
-      expect(b.outcomes).toEqual([outcomeOf(1)]);
-      expect(a.outcomes).toEqual([outcomeOf(2)]);
-      expect(b.turnStarts).toEqual([turnStart]);
-      expect(a.turnStarts).toEqual([]);
-    });
-  });
 
   describe('when replicas hold event streams on a session', () => {
     const repliesTo = (session: string, text: string): SessionReplies => ({
@@ -101,14 +87,14 @@ describe.skipIf(!reachable)('createRedisEventRelay', () => {
       const b = await open(prefix, 'replica-b');
       const heardByA: SessionReplies[] = [];
       const heardByB: SessionReplies[] = [];
-      const stopA = a.relay.followSession('http', 's-1', (replies) => heardByA.push(replies));
-      a.relay.followSession('http', 's-3', (replies) => heardByA.push(replies));
-      b.relay.followSession('http', 's-2', (replies) => heardByB.push(replies));
+      const stopA = a.events.followSession('http', 's-1', (replies) => heardByA.push(replies));
+      a.events.followSession('http', 's-3', (replies) => heardByA.push(replies));
+      b.events.followSession('http', 's-2', (replies) => heardByB.push(replies));
       for (const session of ['s-1', 's-2', 's-3'])
         await eventually(async () => (await followers(prefix, session)) === 1, 5000, `${session} followed`);
 
-      b.relay.publishReplies(repliesTo('s-1', 'one'));
-      a.relay.publishReplies(repliesTo('s-1', 'own echo'));
+      b.events.publishReplies(repliesTo('s-1', 'one'));
+      a.events.publishReplies(repliesTo('s-1', 'own echo'));
       await eventually(() => heardByA.length === 1, 5000, 'a hears the reply b sent to s-1');
       expect(heardByA).toEqual([repliesTo('s-1', 'one')]);
       expect(heardByB).toEqual([]);
@@ -116,8 +102,8 @@ describe.skipIf(!reachable)('createRedisEventRelay', () => {
       stopA();
       await eventually(async () => (await followers(prefix, 's-1')) === 0, 5000, 'a unsubscribed from s-1');
       // From one connection, in order: once a hears the second, it would have heard the first.
-      b.relay.publishReplies(repliesTo('s-1', 'after'));
-      b.relay.publishReplies(repliesTo('s-3', 'marker'));
+      b.events.publishReplies(repliesTo('s-1', 'after'));
+      b.events.publishReplies(repliesTo('s-3', 'marker'));
       await eventually(() => heardByA.length === 2, 5000, 'a hears the reply b sent to s-3');
       expect(heardByA.map((replies) => replies.replies[0]?.text)).toEqual(['one', 'marker']);
     });
@@ -132,13 +118,13 @@ describe.skipIf(!reachable)('createRedisEventRelay', () => {
         const a = await open('away', 'replica-a', redis.url);
         await redis.stop();
         const heard: SessionReplies[] = [];
-        a.relay.followSession('http', 's-1', (replies) => heard.push(replies));
+        a.events.followSession('http', 's-1', (replies) => heard.push(replies));
         await redis.start();
         const b = await open('away', 'replica-b', redis.url);
         // Published until one arrives: the subscription is restored when the connection is ready.
         await eventually(
           () => {
-            b.relay.publishReplies({
+            b.events.publishReplies({
               channel: 'http',
               session: 's-1',
               messageId: 'm',
@@ -163,7 +149,7 @@ describe.skipIf(!reachable)('createRedisEventRelay', () => {
       try {
         const a = await open('outage', 'replica-a', redis.url);
         await redis.stop();
-        expect(() => a.relay.publishOutcome(outcomeOf(5))).not.toThrow();
+        expect(() => a.events.publishOutcome(outcomeOf(5))).not.toThrow();
         await eventually(() =>
           a.logger.lines.some(
             (line) =>

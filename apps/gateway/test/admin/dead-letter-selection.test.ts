@@ -1,6 +1,6 @@
 import { type Logger, SwitchboardError } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { applyToSelection } from '../src/dead-letter-selection.js';
+import { applyToSelection } from '../../src/admin/dead-letter-selection.js';
 
 /** A logger that keeps its error lines. */
 function errorLines() {

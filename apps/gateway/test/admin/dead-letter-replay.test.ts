@@ -17,7 +17,7 @@ import {
 import { auditRecordFixture, queuedMessageFixture } from '@switchboard/contracts';
 import { createSqliteStore } from '@switchboard/store-sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createDeadLetterReplay, replayDeliveryKey } from '../src/dead-letter-replay.js';
+import { createDeadLetterReplay, replayDeliveryKey } from '../../src/admin/dead-letter-replay.js';
 
 const CLAIM_TTL_MS = 30 * 24 * 3_600_000;
 const DEAD_LETTER_ID = '01JDEAD0000000000000000001';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { AuditFiltersSchema } from '../src/audit-filters.js';
-import { auditQueryOf } from '../src/commands/audit.js';
-import { parseTimeBound } from '../src/time-bound.js';
+import { AuditFiltersSchema } from '../../src/admin/audit-filters.js';
+import { auditQueryOf } from '../../src/commands/audit.js';
+import { parseTimeBound } from '../../src/admin/time-bound.js';
 
 const NOW = Date.UTC(2026, 10, 29, 12);
 

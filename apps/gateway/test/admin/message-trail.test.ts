@@ -3,8 +3,12 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type InboundMessage, type Turn, parseInboundMessage } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
-import { createMessageTrail, MAX_TRAIL_TEXT_CHARS, TRAIL_REPLY_LIMITS } from '../src/message-trail.js';
-import { boundedText } from '../src/stored-text.js';
+import {
+  createMessageTrail,
+  MAX_TRAIL_TEXT_CHARS,
+  TRAIL_REPLY_LIMITS,
+} from '../../src/admin/message-trail.js';
+import { boundedText } from '../../src/stored-text.js';
 
 const longText = 'x'.repeat(MAX_TRAIL_TEXT_CHARS + 100);
 const message = parseInboundMessage({

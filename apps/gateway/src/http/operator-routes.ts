@@ -1,0 +1,134 @@
+import type { Config } from '@switchboard/config';
+import type {
+  ChannelAdapter,
+  Logger,
+  OutcomeBus,
+  Pipeline,
+  PipelineStatus,
+  QueryPool,
+} from '@switchboard/core';
+import type { AuthHook } from '@switchboard/http';
+import type { FastifyInstance } from 'fastify';
+import { createDeadLetterReplay } from '../admin/dead-letter-replay.js';
+import { type ChannelHealth, overview } from '../admin/overview.js';
+import type { OwnedChannels } from '../channel-ownership.js';
+import type { LiveRouting } from '../live-routing.js';
+import type { Recorders } from '../recorders.js';
+import { DAY_MS } from '../retention.js';
+import type { Stores } from '../stores.js';
+import { registerAdminRoutes } from './admin-routes.js';
+import { registerConsoleRoutes } from './console-routes.js';
+import { registerHealthRoutes } from './health-routes.js';
+
+export interface OperatorRouteDeps {
+  /** The admin check (`adminAuth`). */
+  auth: AuthHook;
+  stores: Stores;
+  pool: QueryPool;
+  pipelines: ReadonlyMap<string, Pipeline>;
+  /** The channels of this replica (`OwnedChannels.adapters`). */
+  channels: ReadonlyMap<string, ChannelAdapter>;
+  ownership: OwnedChannels;
+  routing: LiveRouting;
+  recorders: Recorders;
+  outcomes: OutcomeBus;
+  /** The reply outbox's clock, which a replayed dead letter's stored replies are stamped by. */
+  outboxNow: () => number;
+  /** Whether the stop began: `/readyz` answers not ready from then on. */
+  draining: () => boolean;
+  logger: Logger;
+}
+
+/**
+ * What operators reach over HTTP: `/healthz`, `/readyz` and `/metrics`, the admin API and the
+ * console (docs/design.md §7).
+ */
+export function registerOperatorRoutes(
+  server: FastifyInstance,
+  config: Config,
+  deps: OperatorRouteDeps,
+): void {
+  const { auth, stores, pool, pipelines, channels, ownership, recorders } = deps;
+  const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
+
+  /** The pipelines that report a state: those owning worker processes. */
+  function pipelineStatuses(): Record<string, PipelineStatus> {
+    const statuses: Record<string, PipelineStatus> = {};
+    for (const [id, pipeline] of pipelines) {
+      const status = pipeline.status?.();
+      if (status !== undefined) statuses[id] = status;
+    }
+    return statuses;
+  }
+
+  /** Each channel's readiness, and for single-owner ones whether this replica holds it. */
+  function channelHealth(): ChannelHealth[] {
+    return [...channels].map(([id, channel]) => {
+      const health = channel.health();
+      const role = ownership.owned.get(id)?.role();
+      return {
+        id,
+        ready: health.ready,
+        ...(role === undefined ? {} : { state: role }),
+        ...(health.detail ? { detail: health.detail } : {}),
+      };
+    });
+  }
+
+  registerHealthRoutes(server, {
+    registry: recorders.metrics.registry,
+    protect: config.admin.protect,
+    auth,
+    readiness: async () => {
+      const checks: Record<string, { ok: boolean; detail?: string }> = {
+        draining: { ok: !deps.draining() },
+        store: await stores.health(),
+      };
+      for (const { id, ready, ...rest } of channelHealth()) checks[`channel.${id}`] = { ok: ready, ...rest };
+      for (const [id, status] of Object.entries(pipelineStatuses())) {
+        checks[`pipeline.${id}`] = { ok: status.ok, ...(status.detail ? { detail: status.detail } : {}) };
+      }
+      return { ready: Object.values(checks).every((check) => check.ok), checks };
+    },
+  });
+
+  registerAdminRoutes(server, {
+    auth,
+    auditLog: stores.auditLog,
+    pool,
+    ...(stores.replicas === undefined ? {} : { replicas: stores.replicas }),
+    pipelineStatuses,
+    channelHolders: ownership.holders,
+    reload: deps.routing.reload,
+    statuses: stores.statuses,
+    trail: recorders.trail,
+    storeText: config.audit.storeText,
+    routing: deps.routing.view,
+    channels: config.channels,
+    dryRun: deps.routing.dryRun,
+    overview: async () =>
+      overview({
+        nowMs: Date.now(),
+        rate: recorders.outcomeRate,
+        stats: await pool.stats(),
+        latency: recorders.turnLatency,
+        pipelineIds,
+        limits: { concurrency: config.concurrency, queue: config.queue },
+        channels: channelHealth(),
+      }),
+    replay: createDeadLetterReplay({
+      auditLog: stores.auditLog,
+      pool,
+      outbox: stores.outbox,
+      outcomes: deps.outcomes,
+      logger: deps.logger,
+      claimTtlMs: config.audit.retentionDays * DAY_MS,
+      now: deps.outboxNow,
+    }),
+  });
+
+  registerConsoleRoutes(server, {
+    auth: config.admin.token === undefined ? auth : undefined,
+    logger: deps.logger,
+  });
+}

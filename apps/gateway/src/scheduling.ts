@@ -1,0 +1,101 @@
+import type { Config } from '@switchboard/config';
+import {
+  type Controller,
+  type ControllerObserver,
+  type Ingress,
+  type Logger,
+  type MessageTracer,
+  type OutcomeBus,
+  type Pipeline,
+  type QueryPool,
+  type ReplySender,
+  type ReplySenderOptions,
+  type Router,
+  createController,
+  createIngress,
+  createReplySender,
+  createReplyStream,
+} from '@switchboard/core';
+import type { Channels } from './channels.js';
+import type { Stores } from './stores.js';
+
+/** What moves messages: admission into the pool, the turns out of it, the replies out of the outbox. */
+export interface Scheduling {
+  ingress: Ingress;
+  controller: Controller;
+  sender: ReplySender;
+}
+
+export interface SchedulingOptions {
+  pool: QueryPool;
+  pipelines: ReadonlyMap<string, Pipeline>;
+  outcomes: OutcomeBus;
+  stores: Stores;
+  /** The clock deliveries are stamped and claimed by (`Stores.outboxNow`, else the host's). */
+  outboxNow: () => number;
+  /** The router in force. */
+  router: () => Router;
+  channels: Channels;
+  /** Told of every turn's start, end and retry, and of stored replies. */
+  observer: ControllerObserver;
+  /** Told how each delivery ended (metrics). */
+  deliveryEnded: NonNullable<ReplySenderOptions['observer']>['deliveryEnded'];
+  logger: Logger;
+  tracer?: MessageTracer;
+}
+
+/** Builds ingress, controller and reply sender over the pool; none starts anything yet. */
+export function createScheduling(config: Config, options: SchedulingOptions): Scheduling {
+  const { pool, pipelines, outcomes, stores, outboxNow, channels, logger } = options;
+  const { adapters, outboundPolicies, editIntervalMsOf } = channels;
+
+  const ingress = createIngress({
+    pool,
+    router: options.router,
+    outcomes,
+    channelPolicy: channels.policyOf,
+    refuseWhen: stores.refusal,
+    tracer: options.tracer,
+  });
+
+  const controller = createController({
+    pool,
+    pipelines,
+    policies: new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy])),
+    outcomes,
+    logger,
+    tracer: options.tracer,
+    outbox: stores.outbox,
+    // Deliveries are stamped on the clock the sender claims them by (a skewed replica would hold
+    // every reply back by its skew); the same clock as the host's unless the outbox is shared.
+    now: outboxNow,
+    // Answers stream into previews where the channel shows them (docs/design.md §4 "Streaming").
+    streamReplies: (query, turnLogger) => {
+      const preview = adapters.get(query.message.channel)?.preview;
+      const editIntervalMs = editIntervalMsOf(query.message.channel);
+      const finishTimeoutMs = outboundPolicies.get(query.message.channel)?.sendTimeoutMs;
+      if (preview === undefined || editIntervalMs === undefined || finishTimeoutMs === undefined)
+        return undefined;
+      return createReplyStream({
+        preview: (text, draft, signal) => preview(query.message, text, draft, signal),
+        editIntervalMs,
+        finishTimeoutMs,
+        logger: turnLogger,
+      });
+    },
+    observer: options.observer,
+  });
+
+  // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
+  const sender = createReplySender({
+    outbox: stores.outbox,
+    now: outboxNow,
+    channel: (id) => adapters.get(id),
+    policy: (id) => outboundPolicies.get(id),
+    outcomes,
+    logger,
+    observer: { deliveryEnded: options.deliveryEnded },
+  });
+
+  return { ingress, controller, sender };
+}

@@ -1,0 +1,92 @@
+import { type MessageStatus, type Outcome, type Reply, traceIdOf } from '@switchboard/core';
+
+/** Where the replies of a message with this outcome stand. */
+function deliveryAfter(outcome: Outcome, base: MessageStatus): MessageStatus['delivery'] {
+  if (outcome.kind === 'completed') return (outcome.replies?.length ?? 0) > 0 ? 'delivered' : null;
+  // Given up by the outbox (a dead letter), or left in it at shutdown.
+  if (outcome.reason === 'delivery_failed' || base.delivery === 'pending') return 'failed';
+  return base.delivery ?? null;
+}
+
+/** A message of `channel` known to be accepted, nothing more: queued, with no route yet. */
+export function emptyStatus(id: string, channel: string, updatedAt: number, generation = 0): MessageStatus {
+  return {
+    id,
+    channel,
+    generation,
+    status: 'queued',
+    pipeline: null,
+    rule: null,
+    turn: null,
+    replies: [],
+    delivery: null,
+    error: null,
+    trace_id: null,
+    updated_at: updatedAt,
+  };
+}
+
+/**
+ * The replies a dead letter's outcome carries: the pipeline's `dead_letter_reply`, on its way
+ * through the outbox to the first message of the turn (core `turn-settlement.ts`). Every writer of
+ * the final status — the settling replica, the one recovering a kept outcome — writes them, so
+ * that the status holds them whichever of its writes and the reply's send lands first.
+ */
+function deadLetterRepliesOf(outcome: Outcome): readonly Reply[] {
+  const apology =
+    outcome.kind === 'dead_lettered' &&
+    (outcome.reason === 'fatal_error' || outcome.reason === 'max_attempts');
+  return apology ? (outcome.replies ?? []) : [];
+}
+
+/**
+ * `held` with `replies` added after it, unless it already ends with them: a dead-letter reply
+ * reaches a status twice, from its outcome and from its send, in either order (and twice from
+ * its send where a crash repeats it), and shows once. Replies carry no id; the same replies at
+ * the tail are the same send. Returns `held` itself when nothing is added.
+ */
+function withNewReplies(held: readonly Reply[], replies: readonly Reply[]): readonly Reply[] {
+  if (replies.length === 0) return held;
+  if (replies.length <= held.length) {
+    const tail = held.slice(held.length - replies.length);
+    if (JSON.stringify(tail) === JSON.stringify(replies)) return held;
+  }
+  return [...held, ...replies];
+}
+
+/** The final status `outcome` leaves a message in, over what `current` knew of it, as of `at`. */
+export function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number): MessageStatus {
+  const { message } = outcome;
+  const base = current ?? emptyStatus(message.id, message.channel, at);
+  const failed = outcome.kind === 'dropped' || outcome.kind === 'dead_lettered';
+  const error = outcome.error === undefined ? null : `${outcome.error.code}: ${outcome.error.message}`;
+  return {
+    id: message.id,
+    channel: message.channel,
+    generation: message.generation ?? 0,
+    status: outcome.kind,
+    pipeline: outcome.pipeline ?? base.pipeline,
+    rule: outcome.rule ?? base.rule,
+    turn: outcome.turnId ?? base.turn,
+    // The outcome carries the turn's replies, which `send` already appended for the first message.
+    replies:
+      outcome.kind === 'completed'
+        ? (outcome.replies ?? base.replies)
+        : [...withNewReplies(base.replies, deadLetterRepliesOf(outcome))],
+    delivery: deliveryAfter(outcome, base),
+    // Without an error, the reason (queue_overflow, shutdown…) is the only account of a failure.
+    error: error ?? (failed ? (outcome.reason ?? null) : null),
+    trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id ?? null,
+    updated_at: at,
+  };
+}
+
+/** `status` with `replies` appended (`withNewReplies`), or null when it holds them already. */
+export function withReplies(
+  status: MessageStatus,
+  replies: readonly Reply[],
+  at: number,
+): MessageStatus | null {
+  const held = withNewReplies(status.replies, replies);
+  return held === status.replies ? null : { ...status, replies: [...held], updated_at: at };
+}
