@@ -1,8 +1,8 @@
-import { DiscordChannelSchema } from '@switchboard/config';
 import { type OutboundObserver, silentLogger } from '@switchboard/core';
 import { DISCORD_RATE_LIMITS, type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DiscordChannelSchema } from '../src/options.js';
 import { createDiscordChannel } from '../src/index.js';
 
 const origin = (channelId: string) =>

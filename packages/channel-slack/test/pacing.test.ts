@@ -1,9 +1,9 @@
-import { SlackChannelSchema } from '@switchboard/config';
 import { type ChannelAdapter, type OutboundObserver, silentLogger } from '@switchboard/core';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeSlack, SLACK_RATE_LIMITS, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../src/options.js';
 import { createSlackChannel } from '../src/index.js';
 
 /** What the channel reported: each pacing wait and each 429. */

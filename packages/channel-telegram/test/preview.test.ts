@@ -4,6 +4,7 @@ import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/teleg
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../src/index.js';
+import { TelegramChannelSchema } from '../src/options.js';
 
 describe('createTelegramChannel previews (against the fake Bot API)', () => {
   let fake: FakeTelegram;
@@ -20,23 +21,16 @@ describe('createTelegramChannel previews (against the fake Bot API)', () => {
       platform_message_id: `${chatId}:7`,
     });
     const channel = createTelegramChannel({
-      config: {
+      config: TelegramChannelSchema.parse({
         id: 'tg',
         type: 'telegram',
         token: fake.token,
-        mode: 'polling',
-        apiRoot: fake.url,
-        webhook: undefined,
-        policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+        api_root: fake.url,
         outbound: {
-          sendTimeoutMs: 30_000,
-          editIntervalMs: 1_000,
           concurrency: 8,
-          maxAgeMs: 3_600_000,
-          retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-          rate: { enabled: false, perBot: null, perChat: null, perGroup: null },
+          rate: { enabled: false, per_bot: null, per_chat: null, per_group: null },
         },
-      },
+      }),
       server: Fastify(),
       logger: silentLogger,
     });

@@ -3,6 +3,7 @@ import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../../src/index.js';
+import { DiscordChannelSchema } from '../../src/options.js';
 
 const CHANNEL = '1240000000000000077';
 
@@ -23,21 +24,16 @@ describe('discord channel previews (against the fake Discord)', () => {
 
   function channel() {
     return createDiscordChannel({
-      config: {
+      config: DiscordChannelSchema.parse({
         id: 'dc',
         type: 'discord',
         token: fake.token,
-        apiUrl: fake.url,
-        policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+        api_url: fake.url,
         outbound: {
-          sendTimeoutMs: 30_000,
-          editIntervalMs: 1_000,
           concurrency: 8,
-          maxAgeMs: 3_600_000,
-          retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-          rate: { enabled: false, perBot: null, perChat: null, perGroup: null },
+          rate: { enabled: false, per_bot: null, per_chat: null, per_group: null },
         },
-      },
+      }),
       logger: silentLogger,
     });
   }

@@ -1,10 +1,10 @@
-import { SlackChannelSchema } from '@switchboard/config';
 import { type ChannelAdapter, type Logger, silentLogger } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../../src/options.js';
 import { type SlackChannelOptions, createSlackChannel } from '../../src/index.js';
 
 const origin = inboundMessage({
