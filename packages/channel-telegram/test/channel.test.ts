@@ -5,11 +5,10 @@ import {
   type IngressResult,
   type Logger,
   isSwitchboardError,
-  newMessageId,
-  parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -224,15 +223,9 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
   describe('when sendMessage hangs and the send deadline passes', () => {
     it('aborts the call in flight and rejects with the deadline reason', async () => {
       const chatId = 555_000_001;
-      const origin = parseInboundMessage({
-        id: newMessageId(),
-        platform: 'telegram',
-        channel: 'tg',
+      const origin = inboundMessage({
         chat: { type: 'person', id: String(chatId) },
-        sender: { id: String(chatId) },
-        text: 'hello',
         platform_message_id: `${chatId}:7`,
-        received_at: 0,
       });
       fake.failNext('sendMessage', 1, { hang: true });
       const deadline = new AbortController();

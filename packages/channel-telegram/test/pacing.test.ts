@@ -1,10 +1,5 @@
-import {
-  type ChannelAdapter,
-  type OutboundObserver,
-  newMessageId,
-  parseInboundMessage,
-  silentLogger,
-} from '@switchboard/core';
+import { type ChannelAdapter, type OutboundObserver, silentLogger } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -23,16 +18,7 @@ function recordingObserver() {
 }
 
 const origin = (chatId: number) =>
-  parseInboundMessage({
-    id: newMessageId(),
-    platform: 'telegram',
-    channel: 'tg',
-    chat: { type: 'person', id: String(chatId) },
-    sender: { id: String(chatId) },
-    text: 'hello',
-    platform_message_id: `${chatId}:7`,
-    received_at: 0,
-  });
+  inboundMessage({ chat: { type: 'person', id: String(chatId) }, platform_message_id: `${chatId}:7` });
 
 /** The chats' ids: 60 private chats. */
 const chatIds = (count: number) => Array.from({ length: count }, (_, index) => 5_000_000 + index);

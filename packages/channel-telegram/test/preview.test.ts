@@ -1,4 +1,5 @@
-import { newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
+import { silentLogger } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,15 +16,9 @@ describe('createTelegramChannel previews (against the fake Bot API)', () => {
   let nextChat = 700_000_000;
   function setUp() {
     const chatId = nextChat++;
-    const origin = parseInboundMessage({
-      id: newMessageId(),
-      platform: 'telegram',
-      channel: 'tg',
+    const origin = inboundMessage({
       chat: { type: 'person', id: String(chatId) },
-      sender: { id: String(chatId) },
-      text: 'hello',
       platform_message_id: `${chatId}:7`,
-      received_at: 0,
     });
     const channel = createTelegramChannel({
       config: TelegramChannelSchema.parse({

@@ -1,20 +1,17 @@
-import { newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
+import { silentLogger } from '@switchboard/core';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../../src/index.js';
 import { DiscordChannelSchema } from '../../src/options.js';
 
 const CHANNEL = '1240000000000000077';
 
-const origin = parseInboundMessage({
-  id: newMessageId(),
+const origin = inboundMessage({
   platform: 'discord',
   channel: 'dc',
   chat: { type: 'group', id: CHANNEL },
-  sender: { id: '234567890123456789' },
-  text: 'hello',
   platform_message_id: '1250000000000000001',
-  received_at: 0,
 });
 
 // Sends need no gateway session: the REST client works on its own.
