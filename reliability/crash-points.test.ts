@@ -22,7 +22,7 @@ import {
   storesConfig,
 } from '../apps/gateway/test/shared-stores.js';
 import { recordFigures } from './support/figures.js';
-import { metricSum, scrapeMetrics } from './support/prometheus.js';
+import { metricValueAt } from '@switchboard/testkit/prometheus';
 
 /**
  * The crash-point matrix (docs/RELIABILITY.md "Crash points"): for every point where the process
@@ -187,7 +187,7 @@ async function auditOf(gateway: ServeProcess): Promise<AuditRecord[]> {
 async function drained(gateway: ServeProcess, stores: SharedStores | undefined): Promise<boolean> {
   const queues = await get(`${gateway.url}/admin/queues`);
   if (queues.status !== 200 || queues.body.pending !== 0 || queues.body.inflight !== 0) return false;
-  if (metricSum(await scrapeMetrics(gateway.url), 'switchboard_outbox_pending') !== 0) return false;
+  if ((await metricValueAt(gateway.url, 'switchboard_outbox_pending')) !== 0) return false;
   return stores === undefined || (await keptOutcomeCount(stores)) === 0;
 }
 

@@ -12,7 +12,7 @@ import {
 } from '../apps/gateway/test/serve-process.js';
 import { type FaultyBackend, startFaultyBackend } from './support/faulty-backend.js';
 import { profile, recordFigures } from './support/figures.js';
-import { metricSum, scrapeMetrics } from './support/prometheus.js';
+import { metricValue, scrapeMetrics } from '@switchboard/testkit/prometheus';
 import { deriveSeed, runSeed, seededRandom } from './support/seeded-random.js';
 
 /**
@@ -243,9 +243,9 @@ routing: { default: bot }
         if (fake.pendingUpdates().length > 0) return false;
         const metrics = await scrapeMetrics(last.url);
         return (
-          metricSum(metrics, 'switchboard_queue_pending') === 0 &&
-          metricSum(metrics, 'switchboard_inflight') === 0 &&
-          metricSum(metrics, 'switchboard_outbox_pending') === 0
+          metricValue(metrics, 'switchboard_queue_pending') === 0 &&
+          metricValue(metrics, 'switchboard_inflight') === 0 &&
+          metricValue(metrics, 'switchboard_outbox_pending') === 0
         );
       },
       DRAIN_BOUND_MS,

@@ -26,7 +26,7 @@ import {
   sampleProcess,
   slopePerMinute,
 } from './support/process-sampler.js';
-import { metricSum, scrapeMetrics } from './support/prometheus.js';
+import { metricValue, scrapeMetrics } from '@switchboard/testkit/prometheus';
 import { deriveSeed, runSeed, seededRandom } from './support/seeded-random.js';
 
 /**
@@ -206,15 +206,15 @@ routing: { default: echo }
       const completed = await eventually(
         async () => {
           const metrics = await scrapeMetrics(gateway.url);
-          const pending = metricSum(metrics, 'switchboard_queue_pending');
-          const inflight = metricSum(metrics, 'switchboard_inflight');
+          const pending = metricValue(metrics, 'switchboard_queue_pending');
+          const inflight = metricValue(metrics, 'switchboard_inflight');
           // A message is completed once its reply left the outbox, after its turn ended.
-          const unsent = metricSum(metrics, 'switchboard_outbox_pending');
+          const unsent = metricValue(metrics, 'switchboard_outbox_pending');
           return (
             pending === 0 &&
             inflight === 0 &&
             unsent === 0 &&
-            metricSum(metrics, 'switchboard_messages_total', 'outcome="completed"')
+            metricValue(metrics, 'switchboard_messages_total{outcome="completed"}')
           );
         },
         300_000,
@@ -355,11 +355,11 @@ routing:
         seed: SEED,
         ...tally.figures(),
         ...Object.fromEntries([...ops].map(([op, count]) => [`op ${op}`, count])),
-        'outcome completed': metricSum(metrics, 'switchboard_messages_total', 'outcome="completed"'),
-        'outcome discarded': metricSum(metrics, 'switchboard_messages_total', 'outcome="discarded"'),
-        'outcome duplicate': metricSum(metrics, 'switchboard_messages_total', 'outcome="duplicate"'),
-        'outcome dead_lettered': metricSum(metrics, 'switchboard_messages_total', 'outcome="dead_lettered"'),
-        'outcome dropped': metricSum(metrics, 'switchboard_messages_total', 'outcome="dropped"'),
+        'outcome completed': metricValue(metrics, 'switchboard_messages_total{outcome="completed"}'),
+        'outcome discarded': metricValue(metrics, 'switchboard_messages_total{outcome="discarded"}'),
+        'outcome duplicate': metricValue(metrics, 'switchboard_messages_total{outcome="duplicate"}'),
+        'outcome dead_lettered': metricValue(metrics, 'switchboard_messages_total{outcome="dead_lettered"}'),
+        'outcome dropped': metricValue(metrics, 'switchboard_messages_total{outcome="dropped"}'),
         'samples after warm-up': resources.samples,
         'RSS after warm-up (MiB)': mib(resources.rssFirst),
         'RSS end (MiB)': mib(resources.rssLast),
@@ -408,7 +408,7 @@ routing: { default: bot }
       const watcher = (async () => {
         while (watching.on) {
           const metrics = await scrapeMetrics(gateway.url).catch(() => '');
-          highestPending = Math.max(highestPending, metricSum(metrics, 'switchboard_queue_pending'));
+          highestPending = Math.max(highestPending, metricValue(metrics, 'switchboard_queue_pending'));
           await sleep(50);
         }
       })();
@@ -439,9 +439,9 @@ routing: { default: bot }
         async () => {
           const metrics = await scrapeMetrics(gateway.url);
           const done =
-            metricSum(metrics, 'switchboard_queue_pending') === 0 &&
-            metricSum(metrics, 'switchboard_inflight') === 0;
-          return done && metricSum(metrics, 'switchboard_messages_total', 'outcome="completed"');
+            metricValue(metrics, 'switchboard_queue_pending') === 0 &&
+            metricValue(metrics, 'switchboard_inflight') === 0;
+          return done && metricValue(metrics, 'switchboard_messages_total{outcome="completed"}');
         },
         120_000,
         'the accepted messages settled',

@@ -1,5 +1,5 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { scrapeMetrics } from './prometheus.js';
+import { scrapeMetrics } from '@switchboard/testkit/prometheus';
 
 /** One reading of a running gateway's resources. */
 export interface ResourceSample {

@@ -1,19 +1,14 @@
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { get, post, startServe, tempDir, testConfig, useCleanups, writeConfig } from './serve-process.js';
+import { get, post, serveYaml, useCleanups } from './serve-process.js';
 
 // Who may call what, against the real `switchboard serve` over loopback sockets: the admin
 // token, `admin.protect`, and how forwarding headers change what "loopback" means.
 
 const cleanup = useCleanups();
 
-async function serve(yaml: string, server?: string) {
-  const dir = tempDir();
-  const configPath = writeConfig(dir, testConfig(dir, yaml, server));
-  const gateway = await startServe({ dir, configPath, env: { ADMIN_TOKEN: 's3cret' } });
-  cleanup(() => gateway.stop('SIGKILL'));
-  return gateway;
-}
+const serve = (yaml: string, server?: string) =>
+  serveYaml(yaml, { cleanup, server, env: { ADMIN_TOKEN: 's3cret' } });
 
 const OPERATIONS = [
   '/metrics',

@@ -1,15 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import {
-  type ServeProcess,
-  eventually,
-  get,
-  post,
-  startServe,
-  tempDir,
-  testConfig,
-  writeConfig,
-} from './serve-process.js';
+import { type ServeProcess, eventually, get, post, serveYaml } from './serve-process.js';
 
 // The admin routes the console reads, against the real `switchboard serve` over loopback with a
 // SQLite file: messages search and path, routing hits and dry run, dead letter purge and
@@ -25,19 +16,14 @@ const ROUTING = `routing:
     - { name: to-bot, type: message_content, operator: starts_with, value: "bot ", pipeline: bot }
 `;
 
-async function serve(backend: FakePipeline, admin = '') {
-  const dir = tempDir();
-  const configPath = writeConfig(
-    dir,
-    testConfig(
-      dir,
-      `pipelines:
+function serve(backend: FakePipeline, admin = '') {
+  return serveYaml(
+    `pipelines:
   - { id: echo, type: echo }
   - { id: bot, type: http, url: "${backend.url}", max_concurrency: 1 }
 ${ROUTING}${admin}`,
-    ),
+    { env: { ADMIN_TOKEN: 's3cret' } },
   );
-  return startServe({ dir, configPath, env: { ADMIN_TOKEN: 's3cret' } });
 }
 
 async function send(gateway: ServeProcess, text: string, user = 'u1') {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readUntil, replyEvents } from '@switchboard/testkit/sse';
 import { describe, expect, it } from 'vitest';
-import { get, post, startServe, tempDir, testConfig, useCleanups, writeConfig } from './serve-process.js';
+import { get, post, serveYaml, useCleanups } from './serve-process.js';
 
 // What one caller of the HTTP API can reach of another's, against a real `switchboard serve`
 // over loopback: two HTTP channels, the first with two API keys. A reused Idempotency-Key once
@@ -14,17 +14,14 @@ const A = { authorization: 'Bearer key-a' };
 const B = { authorization: 'Bearer key-b' };
 const T2 = { authorization: 'Bearer key-t2' };
 
-async function serveTwoChannels() {
-  const dir = tempDir();
+function serveTwoChannels() {
   const yaml = `pipelines: [{ id: echo, type: echo }]
 routing: { default: echo }
 channels:
   - { id: t1, type: openapi, prefix: /t1, api_keys: [key-a, key-b] }
   - { id: t2, type: openapi, prefix: /t2, api_keys: [key-t2] }
 `;
-  const gateway = await startServe({ dir, configPath: writeConfig(dir, testConfig(dir, yaml)) });
-  cleanup(() => gateway.stop('SIGTERM'));
-  return gateway;
+  return serveYaml(yaml, { cleanup });
 }
 
 describe('what a caller reaches of another caller (end to end)', () => {

@@ -2,7 +2,7 @@ import type { Page, Request, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, chromiumPresent, launchBrowser } from './browser.js';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, post, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
+import { type ServeProcess, post, serveYaml } from './serve-process.js';
 
 // The console never shows one thing's answer as another's (docs/design.md §7): in Debian's
 // Chromium against the real `switchboard serve`, with one admin API answer held back by the
@@ -94,12 +94,8 @@ describe.skipIf(!chromiumPresent)('console freshness (in a real browser)', () =>
       healthy
         ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
         : { status: 400, body: { error: 'bad request' } };
-    const dir = tempDir();
-    const configPath = writeConfig(
-      dir,
-      testConfig(
-        dir,
-        `pipelines:
+    // No admin token: the browser on loopback reads the admin API without logging in.
+    gateway = await serveYaml(`pipelines:
   - { id: echo, type: echo }
   - { id: bot, type: http, url: "${backend.url}" }
 routing:
@@ -108,11 +104,7 @@ routing:
     # Completed messages are not audited; discarded ones are, so a search finds them.
     - { name: drop-probes, type: message_content, operator: contains, value: probe, pipeline: __discard__ }
     - { name: to-bot, type: message_content, operator: starts_with, value: "bot:", pipeline: bot }
-`,
-      ),
-    );
-    // No admin token: the browser on loopback reads the admin API without logging in.
-    gateway = await startServe({ dir, configPath });
+`);
     for (const text of ['alpha-path-marker', 'beta-path-marker', 'oldprobe', 'newprobe']) {
       const answer = await post(`${gateway.url}/v1/messages`, { session_id: text, user_id: 'u', text });
       expect(answer.body?.status).toBe(text.endsWith('probe') ? 'discarded' : 'completed');

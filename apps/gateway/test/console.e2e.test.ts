@@ -4,16 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, chromiumPresent, launchBrowser } from './browser.js';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import {
-  type ServeProcess,
-  get,
-  post,
-  startServe,
-  tempDir,
-  testConfig,
-  useCleanups,
-  writeConfig,
-} from './serve-process.js';
+import { type ServeProcess, get, post, serveYaml, useCleanups } from './serve-process.js';
 
 // The operator console (docs/design.md §7) in Debian's Chromium against the real `switchboard
 // serve`: a SQLite file, the admin token set, the HTTP channel on loopback. Screenshots of each
@@ -39,12 +30,8 @@ async function consoleGateway(admin: string) {
       ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } }
       : { status: 400, body: { error: 'bad request' } };
   };
-  const dir = tempDir();
-  const configPath = writeConfig(
-    dir,
-    testConfig(
-      dir,
-      `${admin}
+  const gateway = await serveYaml(
+    `${admin}
 pipelines:
   - { id: echo, type: echo }
   - { id: bot, type: http, url: "${backend.url}", max_concurrency: 1 }
@@ -54,9 +41,8 @@ routing:
     - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
     - { name: to-bot, type: message_content, operator: starts_with, value: "bot:", pipeline: bot }
 `,
-    ),
+    { env: { ADMIN_TOKEN: TOKEN } },
   );
-  const gateway = await startServe({ dir, configPath, env: { ADMIN_TOKEN: TOKEN } });
   return { backend, state, gateway };
 }
 

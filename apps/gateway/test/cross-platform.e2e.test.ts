@@ -2,7 +2,7 @@ import { eventEnvelope, messageEvent, sendEvent, startFakeSlack } from '@switchb
 import { startFakeTelegram } from '@switchboard/testkit/telegram';
 import { describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
-import { eventually, startServe, tempDir, testConfig, useCleanups, writeConfig } from './serve-process.js';
+import { eventually, serveYaml, useCleanups } from './serve-process.js';
 
 const cleanup = useCleanups();
 const SIGNING_SECRET = 'cross-platform-secret';
@@ -19,22 +19,16 @@ describe('several platforms at once (end to end)', () => {
       cleanup(() => slack.close());
       const backend = await startFakePipeline({ delayMs: 20 });
       cleanup(() => backend.close());
-      const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        testConfig(
-          dir,
-          `concurrency: { pipeline: 2 }
+      const gateway = await serveYaml(
+        `concurrency: { pipeline: 2 }
 channels:
   - { id: tg, type: telegram, token: "${telegram.token}", api_root: "${telegram.url}" }
   - { id: sl, type: slack, bot_token: xoxb-test, signing_secret: ${SIGNING_SECRET}, api_url: "${slack.apiUrl}", bot_user_id: UBOT }
 pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
 `,
-        ),
+        { cleanup },
       );
-      const gateway = await startServe({ dir, configPath });
-      cleanup(() => gateway.stop('SIGKILL'));
 
       const telegramChats = [
         { id: 5001, first_name: 'Ann', type: 'private' },

@@ -5,12 +5,9 @@ import {
   eventually,
   get,
   post,
+  serveYaml,
   simultaneousPosts,
-  startServe,
-  tempDir,
-  testConfig,
   useCleanups,
-  writeConfig,
 } from './serve-process.js';
 
 const cleanup = useCleanups();
@@ -29,22 +26,16 @@ async function gatewayFailingUntilHealthy(
   const state = { healthy: false };
   backend.respond = async (request) =>
     state.healthy ? { status: 200, body: { replies: [{ text: `ok: ${request.text}` }] } } : failure;
-  const dir = tempDir();
-  const configPath = writeConfig(
-    dir,
-    testConfig(
-      dir,
-      `pipelines:
+  const gateway: ServeProcess = await serveYaml(
+    `pipelines:
   - id: bot
     type: http
     url: "${backend.url}"
 ${pipeline}routing: { default: bot }
 ${rest}
 `,
-    ),
+    { cleanup },
   );
-  const gateway: ServeProcess = await startServe({ dir, configPath });
-  cleanup(() => gateway.stop('SIGKILL'));
   return { backend, state, gateway };
 }
 

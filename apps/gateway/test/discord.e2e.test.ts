@@ -1,17 +1,7 @@
 import { type FakeDiscord, type FakeDiscordUser, startFakeDiscord } from '@switchboard/testkit/discord';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
-import {
-  type ServeProcess,
-  eventually,
-  get,
-  runCli,
-  startServe,
-  tempDir,
-  testConfig,
-  useCleanups,
-  writeConfig,
-} from './serve-process.js';
+import { type ServeProcess, eventually, get, runCli, serveYaml, useCleanups } from './serve-process.js';
 
 // The real `switchboard serve` process talks to a fake Discord (REST + gateway WebSocket) through
 // `api_url`, with discord.js doing login, heartbeats, resumes and the REST queue as in production.
@@ -38,16 +28,12 @@ beforeEach(async () => {
 const PIPELINES = 'pipelines: [{ id: echo, type: echo }]\nrouting: { default: echo }';
 
 /** Starts `switchboard serve` with one discord channel `dc` pointed at the fake, token from the env. */
-async function serve(yaml = PIPELINES, token = fake.token): Promise<ServeProcess> {
-  const dir = tempDir();
+function serve(yaml = PIPELINES, token = fake.token): Promise<ServeProcess> {
   const channel = `{ id: dc, type: discord, token: "\${DISCORD_BOT_TOKEN}", api_url: "${fake.url}" }`;
-  const configPath = writeConfig(
-    dir,
-    testConfig(dir, `audit: { ignored: true }\nchannels: [${channel}]\n${yaml}\n`),
-  );
-  const gateway = await startServe({ dir, configPath, env: { DISCORD_BOT_TOKEN: token } });
-  cleanup(() => gateway.stop('SIGKILL'));
-  return gateway;
+  return serveYaml(`audit: { ignored: true }\nchannels: [${channel}]\n${yaml}\n`, {
+    cleanup,
+    env: { DISCORD_BOT_TOKEN: token },
+  });
 }
 
 function dm(content: string) {

@@ -1,18 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import {
-  type ServeProcess,
-  eventually,
-  get,
-  post,
-  runCli,
-  startServe,
-  tempDir,
-  testConfig,
-  useCleanups,
-  writeConfig,
-} from './serve-process.js';
+import { eventually, get, post, runCli, serveYaml, useCleanups } from './serve-process.js';
 
 const cleanup = useCleanups();
 
@@ -54,13 +43,7 @@ async function keepAliveConnection(base: string) {
   };
 }
 
-async function serve(yaml: string, server = 'host: 127.0.0.1, port: 0'): Promise<ServeProcess> {
-  const dir = tempDir();
-  const configPath = writeConfig(dir, testConfig(dir, yaml, server));
-  const gateway = await startServe({ dir, configPath });
-  cleanup(() => gateway.stop('SIGKILL'));
-  return gateway;
-}
+const serve = (yaml: string, server?: string) => serveYaml(yaml, { cleanup, server });
 
 describe('switchboard serve (end to end)', () => {
   describe('when a rule routes a message to __discard__', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CLI,
   eventually,
-  startServe,
+  serveYaml,
   tempDir,
   testConfig,
   useCleanups,
@@ -70,12 +70,9 @@ describe('serve log format', () => {
 
   describe('when stdout is a pipe', () => {
     it('writes one JSON object per line', { timeout: 30_000 }, async () => {
-      const dir = tempDir();
-      const configPath = writeConfig(dir, testConfig(dir, ''));
       const env: NodeJS.ProcessEnv = { ...process.env };
       delete env.LOG_FORMAT;
-      const gateway = await startServe({ dir, configPath, env });
-      addCleanup(() => gateway.stop());
+      const gateway = await serveYaml('', { cleanup: addCleanup, env });
 
       // startServe parses each stdout line as JSON and keeps those that are not in `stderr`.
       expect(gateway.logs.length).toBeGreaterThan(1);

@@ -7,6 +7,7 @@ import {
   eventually,
   get,
   post,
+  serveYaml,
   startServe,
   tempDir,
   testConfig,
@@ -16,28 +17,22 @@ import {
 
 const cleanup = useCleanups();
 
-const config = (dir: string, rules: string) =>
-  testConfig(
-    dir,
-    `pipelines: [{ id: echo, type: echo }]
+const routingYaml = (rules: string) => `pipelines: [{ id: echo, type: echo }]
 routing:
   default: echo
   rules:
 ${rules}
-`,
-  );
+`;
+const config = (dir: string, rules: string) => testConfig(dir, routingYaml(rules));
 const DROP_ADS =
   '    - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }';
 const DROP_SPAM =
   '    - { name: drop-spam, type: message_content, operator: contains, value: "spam", pipeline: __discard__ }';
 
 async function serve() {
-  const dir = tempDir();
-  const configPath = writeConfig(dir, config(dir, DROP_ADS));
-  const gateway = await startServe({ dir, configPath });
-  cleanup(() => gateway.stop('SIGKILL'));
+  const gateway = await serveYaml(routingYaml(DROP_ADS), { cleanup });
   const send = (text: string) => post(`${gateway.url}/v1/messages`, { session_id: 's', user_id: 'u', text });
-  return { gateway, dir, configPath, send };
+  return { gateway, dir: gateway.dir, configPath: gateway.configPath, send };
 }
 
 describe('operations (end to end)', () => {
@@ -186,10 +181,10 @@ describe('operations (end to end)', () => {
     });
 
     it('requires the admin token when one is set, and never logs it', async () => {
-      const dir = tempDir();
-      const configPath = writeConfig(dir, testConfig(dir, 'admin: { token: "${ADMIN_TOKEN}" }\n'));
-      const gateway = await startServe({ dir, configPath, env: { ADMIN_TOKEN: 's3cret' } });
-      cleanup(() => gateway.stop('SIGKILL'));
+      const gateway = await serveYaml('admin: { token: "${ADMIN_TOKEN}" }\n', {
+        cleanup,
+        env: { ADMIN_TOKEN: 's3cret' },
+      });
       expect((await get(`${gateway.url}/admin/queues`)).status).toBe(401);
       expect((await get(`${gateway.url}/admin/queues`, { authorization: 'Bearer wrong' })).status).toBe(401);
       expect((await get(`${gateway.url}/admin/queues`, { authorization: 'Bearer s3cret' })).status).toBe(200);

@@ -1,3 +1,4 @@
+import { metricValue, metricValueAt, scrapeMetrics } from '@switchboard/testkit/prometheus';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
@@ -42,15 +43,6 @@ function textsTo(fake: FakeTelegram, chatId: number): string[] {
 /** The texts the backend was asked about, one entry per request. */
 function asked(backend: FakePipeline): string[] {
   return backend.requests.map((request) => request.text);
-}
-
-/** One series of the Prometheus exposition, or 0 when absent. */
-async function metric(gateway: ServeProcess, series: string): Promise<number> {
-  const { body } = await get(`${gateway.url}/metrics`);
-  const line = String(body)
-    .split('\n')
-    .find((candidate) => candidate.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
 /**
@@ -108,10 +100,13 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
       fake.pushUpdate(privateMessage(fake, bob, 'three'));
       await eventually(() => asked(backend).length === 3);
       expect(asked(backend).sort()).toEqual(['one', 'three', 'two']);
-      await eventually(async () => (await metric(gateway, 'switchboard_outbox_pending{channel="tg"}')) === 3);
+      await eventually(
+        async () => (await metricValueAt(gateway.url, 'switchboard_outbox_pending{channel="tg"}')) === 3,
+      );
       await eventually(
         async () =>
-          (await metric(gateway, 'switchboard_deliveries_total{channel="tg",outcome="retried"}')) > 0,
+          (await metricValueAt(gateway.url, 'switchboard_deliveries_total{channel="tg",outcome="retried"}')) >
+          0,
       );
 
       // The outage itself: the platform stays down for its whole length.
@@ -123,8 +118,12 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
       expect(textsTo(fake, alice.id)).toEqual(['echo: one', 'echo: two']);
       expect(textsTo(fake, bob.id)).toEqual(['echo: three']);
       expect(asked(backend)).toHaveLength(3);
-      await eventually(async () => (await metric(gateway, 'switchboard_outbox_pending{channel="tg"}')) === 0);
-      expect(await metric(gateway, 'switchboard_deliveries_total{channel="tg",outcome="delivered"}')).toBe(3);
+      await eventually(
+        async () => (await metricValueAt(gateway.url, 'switchboard_outbox_pending{channel="tg"}')) === 0,
+      );
+      expect(
+        await metricValueAt(gateway.url, 'switchboard_deliveries_total{channel="tg",outcome="delivered"}'),
+      ).toBe(3);
       expect((await get(`${gateway.url}/admin/dead-letters`)).body.items).toEqual([]);
     });
   });
@@ -168,7 +167,9 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
       fake.pushUpdate(privateMessage(fake, alice, 'one'));
       fake.pushUpdate(privateMessage(fake, bob, 'two'));
       fake.pushUpdate(privateMessage(fake, carol, 'three'));
-      await eventually(async () => (await metric(first, 'switchboard_outbox_pending{channel="tg"}')) === 3);
+      await eventually(
+        async () => (await metricValueAt(first.url, 'switchboard_outbox_pending{channel="tg"}')) === 3,
+      );
       first.child.kill('SIGKILL');
       await first.exited;
       expect(fake.sentMessages()).toEqual([]);
@@ -185,14 +186,15 @@ describe('reply outbox (switchboard serve against a fake Telegram)', () => {
       // Settled: nothing queued, running or waiting to be sent. A re-run whose first delivery was
       // sent already finds its id remembered by the outbox, and sends nothing again.
       await eventually(async () => {
-        const [queued, running, unsent] = await Promise.all([
-          metric(second, 'switchboard_queue_pending{scope="replica"}'),
-          metric(second, 'switchboard_inflight{scope="replica"}'),
-          metric(second, 'switchboard_outbox_pending{channel="tg"}'),
-        ]);
+        const metrics = await scrapeMetrics(second.url);
+        const queued = metricValue(metrics, 'switchboard_queue_pending{scope="replica"}');
+        const running = metricValue(metrics, 'switchboard_inflight{scope="replica"}');
+        const unsent = metricValue(metrics, 'switchboard_outbox_pending{channel="tg"}');
         return queued === 0 && running === 0 && unsent === 0;
       });
-      expect(await metric(second, 'switchboard_deliveries_total{channel="tg",outcome="delivered"}')).toBe(3);
+      expect(
+        await metricValueAt(second.url, 'switchboard_deliveries_total{channel="tg",outcome="delivered"}'),
+      ).toBe(3);
       expect(fake.sentMessages()).toHaveLength(3);
     });
   });
@@ -222,7 +224,8 @@ routing: { default: bot }`,
       for (const [index, text] of ['one', 'two', 'three'].entries()) {
         fake.pushUpdate(privateMessage(fake, alice, text));
         await eventually(
-          async () => (await metric(gateway, 'switchboard_outbox_pending{channel="tg"}')) === index + 1,
+          async () =>
+            (await metricValueAt(gateway.url, 'switchboard_outbox_pending{channel="tg"}')) === index + 1,
         );
       }
       expect(fake.callsOf('sendMessage')).toHaveLength(1);
@@ -254,7 +257,9 @@ routing: { default: bot }`,
         return body.items?.length > 0 && body.items;
       });
       expect(deadLetter).toMatchObject({ reason: 'delivery_failed', chat_id: String(alice.id) });
-      expect(await metric(gateway, 'switchboard_deliveries_total{channel="tg",outcome="failed"}')).toBe(1);
+      expect(
+        await metricValueAt(gateway.url, 'switchboard_deliveries_total{channel="tg",outcome="failed"}'),
+      ).toBe(1);
 
       fake.failAll('sendMessage', null);
       const replayed = await post(`${gateway.url}/admin/dead-letters/${deadLetter.id}/replay`, {});

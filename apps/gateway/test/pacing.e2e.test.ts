@@ -1,15 +1,7 @@
+import { metricValueAt } from '@switchboard/testkit/prometheus';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { describe, expect, it } from 'vitest';
-import {
-  type ServeProcess,
-  eventually,
-  get,
-  startServe,
-  tempDir,
-  testConfig,
-  useCleanups,
-  writeConfig,
-} from './serve-process.js';
+import { type ServeProcess, eventually, serveYaml, useCleanups } from './serve-process.js';
 
 /** Telegram's documented limits: 30 messages a second per bot, 1 per chat. */
 const LIMITS = { perBot: { limit: 30, perMs: 1000 }, perChat: { limit: 1, perMs: 1000 } };
@@ -34,22 +26,11 @@ function pushMessages(fake: FakeTelegram, chats: number[], perChat: number): voi
   }
 }
 
-/** A metric's value for `channel="tg"` from `/metrics`, 0 when absent. */
-async function metric(gateway: ServeProcess, name: string): Promise<number> {
-  const { body } = await get(`${gateway.url}/metrics`);
-  const line = String(body)
-    .split('\n')
-    .find((row) => row.startsWith(`${name}{channel="tg"}`));
-  return line === undefined ? 0 : Number(line.split(' ').at(-1));
-}
-
 describe('pacing of replies (end to end, telegram polling and the echo pipeline)', () => {
   const cleanup = useCleanups();
 
-  async function serve(fake: FakeTelegram, outbound: string): Promise<ServeProcess> {
-    const dir = tempDir();
-    const yaml = testConfig(
-      dir,
+  function serve(fake: FakeTelegram, outbound: string): Promise<ServeProcess> {
+    return serveYaml(
       `audit: { ignored: true }
 concurrency: { pipeline: 60 }
 channels:
@@ -58,10 +39,8 @@ pipelines:
   - { id: echo, type: echo }
 routing: { default: echo }
 `,
+      { cleanup },
     );
-    const gateway = await startServe({ dir, configPath: writeConfig(dir, yaml) });
-    cleanup(() => gateway.stop('SIGKILL'));
-    return gateway;
   }
 
   async function fakeTelegram(): Promise<FakeTelegram> {
@@ -81,8 +60,10 @@ routing: { default: echo }
       for (const chatId of chats) expect(fake.deliveredTo(chatId)).toEqual(textsOf(chatId, 5));
       expect(fake.sentMessages()).toHaveLength(300);
       expect(fake.rateLimitViolations()).toBe(0);
-      expect(await metric(gateway, 'switchboard_platform_rate_limited_total')).toBe(0);
-      expect(await metric(gateway, 'switchboard_send_wait_seconds_count')).toBe(300);
+      expect(await metricValueAt(gateway.url, 'switchboard_platform_rate_limited_total{channel="tg"}')).toBe(
+        0,
+      );
+      expect(await metricValueAt(gateway.url, 'switchboard_send_wait_seconds_count{channel="tg"}')).toBe(300);
     }, 120_000);
   });
 
@@ -96,7 +77,7 @@ routing: { default: echo }
       await eventually(() => fake.sentMessages().length >= 60, 90_000, '60 replies');
       for (const chatId of chats) expect(fake.deliveredTo(chatId)).toEqual(textsOf(chatId, 3));
       expect(fake.rateLimitViolations()).toBeGreaterThan(0);
-      expect(await metric(gateway, 'switchboard_platform_rate_limited_total')).toBe(
+      expect(await metricValueAt(gateway.url, 'switchboard_platform_rate_limited_total{channel="tg"}')).toBe(
         fake.rateLimitViolations(),
       );
     }, 120_000);

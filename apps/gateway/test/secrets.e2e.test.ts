@@ -10,7 +10,7 @@ import {
   get,
   post,
   runCli,
-  startServe,
+  serveYaml,
   tempDir,
   testConfig,
   useCleanups,
@@ -34,19 +34,13 @@ describe('secrets (end to end)', () => {
     it('masks it in every log line and in the audit record GET /admin/audit answers', async () => {
       const fake = await startFakeTelegram({ token: TELEGRAM_TOKEN });
       cleanup(() => fake.close());
-      const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        testConfig(
-          dir,
-          `channels:
+      const gateway = await serveYaml(
+        `channels:
   - { id: tg, type: telegram, token: "\${TELEGRAM_TOKEN}", mode: polling, api_root: "${fake.url}/" }
   - { id: api, type: openapi, api_keys: ["\${API_KEY}"] }
 `,
-        ),
+        { cleanup, env: { TELEGRAM_TOKEN, API_KEY } },
       );
-      const gateway = await startServe({ dir, configPath, env: { TELEGRAM_TOKEN, API_KEY } });
-      cleanup(() => gateway.stop('SIGKILL'));
       await eventually(() => fake.callsOf('getUpdates').length > 0);
 
       // A self-hosted Bot API server or a proxy that echoes the request path in its description.
@@ -77,18 +71,15 @@ describe('secrets (end to end)', () => {
 
   describe('when a reloaded file gives a secret field a value of the wrong type', () => {
     it('refuses it naming the type, never the value, in the answer and the logs', async () => {
-      const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        testConfig(dir, 'channels: [{ id: api, type: openapi, api_keys: ["${API_KEY}"] }]\n'),
-      );
-      const gateway = await startServe({ dir, configPath, env: { API_KEY, NEW_API_KEY } });
-      cleanup(() => gateway.stop('SIGKILL'));
+      const gateway = await serveYaml('channels: [{ id: api, type: openapi, api_keys: ["${API_KEY}"] }]\n', {
+        cleanup,
+        env: { API_KEY, NEW_API_KEY },
+      });
 
       // The new key is not among the loaded secrets: only the config error's wording keeps it out.
       writeFileSync(
-        configPath,
-        testConfig(dir, 'channels: [{ id: api, type: openapi, api_keys: "${NEW_API_KEY}" }]\n'),
+        gateway.configPath,
+        testConfig(gateway.dir, 'channels: [{ id: api, type: openapi, api_keys: "${NEW_API_KEY}" }]\n'),
       );
       const refused = await post(`${gateway.url}/admin/reload`, {});
       expect(refused.status).toBe(400);

@@ -1,14 +1,6 @@
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { describe, expect, it } from 'vitest';
-import {
-  eventually,
-  get,
-  startServe,
-  tempDir,
-  testConfig,
-  useCleanups,
-  writeConfig,
-} from './serve-process.js';
+import { eventually, get, serveYaml, useCleanups } from './serve-process.js';
 
 const cleanup = useCleanups();
 
@@ -34,22 +26,16 @@ describe('send deadline (switchboard serve against a fake Telegram)', () => {
     it('abandons the send at outbound.send_timeout and sends it again, and the next session is answered meanwhile', async () => {
       const fake = await startFakeTelegram();
       cleanup(() => fake.close());
-      const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        testConfig(
-          dir,
-          `
+      const gateway = await serveYaml(
+        `
 concurrency: { pipeline: 1 }
 channels:
   - { id: tg, type: telegram, token: "${fake.token}", api_root: "${fake.url}", outbound: { send_timeout: 1s, retry: { base_delay: 100ms } } }
 pipelines: [{ id: echo, type: echo }]
 routing: { default: echo }
 `,
-        ),
+        { cleanup },
       );
-      const gateway = await startServe({ dir, configPath });
-      cleanup(() => gateway.stop('SIGKILL'));
 
       fake.failNext('sendMessage', 1, { hang: true });
       fake.pushUpdate(privateMessage(fake, alice, 'into the void'));

@@ -35,11 +35,14 @@ export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'switchboard-e2e-'));
 }
 
+/** Adds a cleanup to run after the test (see `useCleanups`). */
+export type Cleanup = (cleanup: () => Promise<unknown>) => void;
+
 /**
  * Registers an `afterEach` that runs, last first, the cleanups a test added (kill a gateway,
  * close a fake server). Returns the function that adds one.
  */
-export function useCleanups(): (cleanup: () => Promise<unknown>) => void {
+export function useCleanups(): Cleanup {
   const cleanups: Array<() => Promise<unknown>> = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -57,6 +60,22 @@ export function writeConfig(dir: string, yaml: string, name = 'switchboard.yaml'
   const path = join(dir, name);
   writeFileSync(path, yaml);
   return path;
+}
+
+/**
+ * Starts `switchboard serve` in a fresh folder on `testConfig` with `yaml` (and `server` as its
+ * server line) and `env` added to the environment. With `cleanup`, its kill is registered there;
+ * without, the caller stops it.
+ */
+export async function serveYaml(
+  yaml: string,
+  options: { cleanup?: Cleanup; env?: NodeJS.ProcessEnv; server?: string } = {},
+): Promise<ServeProcess> {
+  const dir = tempDir();
+  const configPath = writeConfig(dir, testConfig(dir, yaml, options.server));
+  const gateway = await startServe({ dir, configPath, env: options.env });
+  options.cleanup?.(() => gateway.stop('SIGKILL'));
+  return gateway;
 }
 
 /**

@@ -3,10 +3,7 @@ import { POSTGRES_URL, dropSchema, randomSchemaName } from '@switchboard/testkit
 import { keptOutcomeKeysOf } from '@switchboard/store-redis';
 import { REDIS_URL, removePoolKeys } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
-import { startServe, tempDir, writeConfig } from './serve-process.js';
-
-/** Registers a cleanup to run after the test (`useCleanups()`). */
-type Cleanup = (cleanup: () => Promise<unknown>) => void;
+import { type Cleanup, startServe, tempDir, writeConfig } from './serve-process.js';
 
 /** Where a test's replicas keep things: a pool in Redis and a PostgreSQL schema for the records. */
 export interface SharedStores {

@@ -1,16 +1,7 @@
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
-import {
-  eventually,
-  post,
-  resolvesWithin,
-  startServe,
-  tempDir,
-  testConfig,
-  useCleanups,
-  writeConfig,
-} from './serve-process.js';
+import { eventually, post, resolvesWithin, serveYaml, useCleanups } from './serve-process.js';
 
 const cleanup = useCleanups();
 
@@ -34,18 +25,12 @@ async function startWithHangingBackend() {
     for (const answer of answers) answer();
     await backend.close();
   });
-  const dir = tempDir();
-  const configPath = writeConfig(
-    dir,
-    testConfig(
-      dir,
-      `shutdown: { drain_timeout: ${DRAIN_TIMEOUT_MS}ms }
+  const gateway = await serveYaml(
+    `shutdown: { drain_timeout: ${DRAIN_TIMEOUT_MS}ms }
 pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }`,
-    ),
+    { cleanup },
   );
-  const gateway = await startServe({ dir, configPath });
-  cleanup(() => gateway.stop('SIGKILL'));
   return { gateway, backend };
 }
 

@@ -1,3 +1,4 @@
+import { metricValueAt } from '@switchboard/testkit/prometheus';
 import {
   type FakeSlack,
   eventEnvelope,
@@ -7,30 +8,17 @@ import {
   startFakeSlack,
 } from '@switchboard/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type ServeProcess,
-  eventually,
-  get,
-  startServe,
-  tempDir,
-  testConfig,
-  writeConfig,
-} from './serve-process.js';
+import { type ServeProcess, eventually, get, serveYaml } from './serve-process.js';
 
 const SECRET = 'slack-signing-secret';
 const signed = { signingSecret: SECRET };
 
 /** Starts `switchboard serve` with one Slack channel `sl` pointed at `fake`. */
-async function serveWithSlack(
+function serveWithSlack(
   fake: FakeSlack,
   options: { botToken?: string; extra?: string; secondChannel?: boolean } = {},
 ): Promise<ServeProcess> {
-  const dir = tempDir();
-  const configPath = writeConfig(
-    dir,
-    testConfig(
-      dir,
-      `
+  return serveYaml(`
 audit: { ignored: true }
 channels:
   - { id: sl, type: slack, bot_token: ${options.botToken ?? 'xoxb-test'}, signing_secret: ${SECRET}, api_url: "${fake.apiUrl}"${options.extra ?? ''} }${options.secondChannel ? `\n  - { id: sl2, type: slack, bot_token: xoxb-test, signing_secret: ${SECRET}, api_url: "${fake.apiUrl}", bot_user_id: UBOT }` : ''}
@@ -43,10 +31,7 @@ routing:
   rules:
     - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
     - { name: burst-chat, type: launcher_id, operator: eq, value: D0BURST, pipeline: burst }
-`,
-    ),
-  );
-  return startServe({ dir, configPath });
+`);
 }
 
 /** The texts posted to one Slack channel so far. */
@@ -59,18 +44,6 @@ function waitForPosts(fake: FakeSlack, channel: string, count: number) {
     const posts = postedTo(fake, channel);
     return posts.length >= count ? posts : undefined;
   });
-}
-
-/** One metric sample from /metrics, or 0 when absent. */
-async function metric(gateway: ServeProcess, name: string, labels: string): Promise<number> {
-  const { body } = await get(`${gateway.url}/metrics`);
-  const line = String(body)
-    .split('\n')
-    .find(
-      (candidate) =>
-        candidate.startsWith(`${name}{`) && labels.split(',').every((label) => candidate.includes(label)),
-    );
-  return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
 describe('slack channel (end to end)', () => {
@@ -250,7 +223,9 @@ describe('slack channel (end to end)', () => {
       await waitForPosts(fake, 'D0RETRY', 2);
       expect(postedTo(fake, 'D0RETRY').map((post) => post.body.text)).toEqual(['once only', 'next']);
       // The two redeliveries; duplicates are recorded before the answer, and no earlier test sent any.
-      expect(await metric(gateway, 'switchboard_messages_total', 'channel="sl",outcome="duplicate"')).toBe(2);
+      expect(
+        await metricValueAt(gateway.url, 'switchboard_messages_total{channel="sl",outcome="duplicate"}'),
+      ).toBe(2);
     });
   });
 
@@ -397,7 +372,10 @@ describe('slack channel (end to end)', () => {
       // The turn completed: `sl2` carries this one message only.
       await eventually(
         async () =>
-          (await metric(gateway, 'switchboard_messages_total', 'channel="sl2",outcome="completed"')) === 1,
+          (await metricValueAt(
+            gateway.url,
+            'switchboard_messages_total{channel="sl2",outcome="completed"}',
+          )) === 1,
       );
       const audit = await get(`${gateway.url}/admin/audit?channel=sl2`);
       expect(audit.body.items).toEqual([]);

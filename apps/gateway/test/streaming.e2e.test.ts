@@ -12,16 +12,7 @@ import {
 import { eventNames, readUntil, replyDeltaEvents, replyEvents } from '@switchboard/testkit/sse';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type ServeProcess,
-  eventually,
-  get,
-  post,
-  startServe,
-  tempDir,
-  testConfig,
-  writeConfig,
-} from './serve-process.js';
+import { type ServeProcess, eventually, get, post, serveYaml } from './serve-process.js';
 
 // 200 tokens over 4 s (docs/design.md §4 "Streaming"): each channel must show one message, edited
 // at most once a second, whose last text is the whole answer.
@@ -119,7 +110,6 @@ describe('streamed answers (end to end)', () => {
       startNdjsonBackend(),
       startFloodBackend(),
     ]);
-    const dir = tempDir();
     const yaml = `
 audit: { ignored: true }
 channels:
@@ -149,7 +139,7 @@ routing:
     - { name: ndjson, type: launcher_id, operator: starts_with, value: ndjson-, pipeline: backend }
     - { name: flaky, type: launcher_id, operator: starts_with, value: flaky-, pipeline: flaky }
 `;
-    gateway = await startServe({ dir, configPath: writeConfig(dir, testConfig(dir, yaml)) });
+    gateway = await serveYaml(yaml);
   }, 60_000);
   afterAll(async () => {
     await gateway?.stop('SIGKILL');

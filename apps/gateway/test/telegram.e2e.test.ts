@@ -1,14 +1,6 @@
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type ServeProcess,
-  eventually,
-  get,
-  startServe,
-  tempDir,
-  testConfig,
-  writeConfig,
-} from './serve-process.js';
+import { type ServeProcess, eventually, get, serveYaml } from './serve-process.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
 type Json = Record<string, any>;
@@ -39,9 +31,8 @@ function sentTo(fake: FakeTelegram, chatId: number): Json[] {
 }
 
 const running: ServeProcess[] = [];
-async function serve(dir: string, yaml: string): Promise<ServeProcess> {
-  const configPath = writeConfig(dir, testConfig(dir, `audit: { ignored: true }\n${yaml}`));
-  const gateway = await startServe({ dir, configPath });
+async function serve(yaml: string): Promise<ServeProcess> {
+  const gateway = await serveYaml(`audit: { ignored: true }\n${yaml}`);
   running.push(gateway);
   return gateway;
 }
@@ -56,7 +47,6 @@ describe('telegram channel (end to end, polling)', () => {
   beforeAll(async () => {
     fake = await startFakeTelegram();
     gateway = await serve(
-      tempDir(),
       `
 channels:
   - { id: tg, type: telegram, token: "${fake.token}", mode: polling, api_root: "${fake.url}/" }
@@ -232,7 +222,6 @@ describe('telegram channel (end to end, webhook)', () => {
   beforeAll(async () => {
     fake = await startFakeTelegram();
     gateway = await serve(
-      tempDir(),
       `
 channels:
   - id: tgw

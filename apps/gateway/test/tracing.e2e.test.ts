@@ -5,6 +5,7 @@ import {
   eventually,
   get,
   post,
+  serveYaml,
   startServe,
   tempDir,
   testConfig,
@@ -64,12 +65,8 @@ describe('tracing', () => {
           ? { status: 503, body: { error: 'busy' } }
           : { status: 200, body: { replies: [{ text: `echo: ${request.text}` }] } };
       };
-      const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        testConfig(
-          dir,
-          `telemetry: { traces: { endpoint: "${collector.tracesUrl}" } }
+      const gateway = await serveYaml(
+        `telemetry: { traces: { endpoint: "${collector.tracesUrl}" } }
 pipelines:
   - { id: echo, type: echo }
   - id: bot
@@ -82,14 +79,8 @@ routing:
   rules:
     - { name: to-bot, type: message_content, operator: contains, value: "hello", pipeline: bot }
 `,
-        ),
+        { cleanup: addCleanup, env: envWithoutOtel({ OTEL_BSP_SCHEDULE_DELAY: '100' }) },
       );
-      const gateway = await startServe({
-        dir,
-        configPath,
-        env: envWithoutOtel({ OTEL_BSP_SCHEDULE_DELAY: '100' }),
-      });
-      addCleanup(() => gateway.stop());
 
       const first = await post(
         `${gateway.url}/v1/messages`,
@@ -285,18 +276,12 @@ routing: { default: bot }
     }, async () => {
       const backend = await startFakePipeline();
       addCleanup(() => backend.close());
-      const dir = tempDir();
-      const configPath = writeConfig(
-        dir,
-        testConfig(
-          dir,
-          `pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
+      const gateway = await serveYaml(
+        `pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
 `,
-        ),
+        { cleanup: addCleanup, env: envWithoutOtel() },
       );
-      const gateway = await startServe({ dir, configPath, env: envWithoutOtel() });
-      addCleanup(() => gateway.stop());
 
       const answer = await post(
         `${gateway.url}/v1/messages`,

@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import type { DiscordChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   IGNORING_OBSERVER,
@@ -13,6 +12,7 @@ import {
   pacedChatOf,
 } from '@switchboard/core';
 import { Client, Events, GatewayIntentBits, type Message, Partials, REST, RESTEvents } from 'discord.js';
+import type { DiscordChannelConfig } from './options.js';
 import { toStartError } from './errors.js';
 import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';

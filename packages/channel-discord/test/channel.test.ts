@@ -1,13 +1,13 @@
-import type { DiscordChannelConfig } from '@switchboard/config';
 import { type ChannelAdapter, silentLogger } from '@switchboard/core';
 import { recordingIngress } from '@switchboard/contracts';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DiscordChannelSchema } from '../src/options.js';
 import { createDiscordChannel } from '../src/index.js';
 
 /** These tests are not about pacing: calls go out as fast as they come. */
-const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+const NO_PACING = { enabled: false, per_bot: null, per_chat: null, per_group: null };
 
 const DM = '1240000000000000009';
 const alice = { id: '234567890123456789', username: 'alice' };
@@ -25,21 +25,13 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
   });
 
   function channel(startTimeoutMs?: number): ChannelAdapter {
-    const config: DiscordChannelConfig = {
+    const config = DiscordChannelSchema.parse({
       id: 'dc',
       type: 'discord',
       token: fake.token,
-      apiUrl: fake.url,
-      policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: {
-        sendTimeoutMs: 30_000,
-        editIntervalMs: 1_000,
-        concurrency: 8,
-        maxAgeMs: 3_600_000,
-        retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-        rate: NO_PACING,
-      },
-    };
+      api_url: fake.url,
+      outbound: { concurrency: 8, rate: NO_PACING },
+    });
     const created = createDiscordChannel({
       config,
       logger: silentLogger,

@@ -1,19 +1,16 @@
-import { DiscordChannelSchema } from '@switchboard/config';
-import { type OutboundObserver, newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
+import { type OutboundObserver, silentLogger } from '@switchboard/core';
 import { DISCORD_RATE_LIMITS, type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DiscordChannelSchema } from '../src/options.js';
 import { createDiscordChannel } from '../src/index.js';
 
 const origin = (channelId: string) =>
-  parseInboundMessage({
-    id: newMessageId(),
+  inboundMessage({
     platform: 'discord',
     channel: 'dc',
     chat: { type: 'group', id: channelId },
-    sender: { id: '1200000000000000001' },
-    text: 'hello',
     platform_message_id: '1300000000000000001',
-    received_at: 0,
   });
 
 describe("createDiscordChannel pacing (against a fake enforcing Discord's 5 posts per 5 s per channel)", () => {

@@ -1,4 +1,3 @@
-import type { OpenApiChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Ingress,
@@ -9,6 +8,7 @@ import {
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import type { ChannelEvents } from './channel-events.js';
+import type { OpenApiChannelConfig } from './options.js';
 import { channelRoutes } from './routes.js';
 import { type ReplyEvent, createSseHub } from './sse.js';
 import { createStatusTracker } from './status-tracker.js';

@@ -1,4 +1,3 @@
-import type { OpenApiChannelConfig } from '@switchboard/config';
 import {
   type Ingress,
   type IngressResult,
@@ -35,6 +34,7 @@ import {
   SessionParamsSchema,
   postMessageBodySchema,
 } from './api-schemas.js';
+import type { OpenApiChannelConfig } from './options.js';
 import { createKeyedSerializer } from './keyed-serializer.js';
 import { toInboundMessage } from './normalize.js';
 import { limitConcurrentRequests } from './request-limit.js';

@@ -1,4 +1,3 @@
-import { OpenApiChannelSchema, ServerSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Controller,
@@ -30,8 +29,10 @@ import {
   createHttpServerShutdown,
   httpServerOptions,
   registerApiDocs,
+  ServerSchema,
 } from '@switchboard/http';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { OpenApiChannelSchema } from '../src/options.js';
 import { createOpenApiChannel } from '../src/index.js';
 
 export { eventually } from '@switchboard/testkit/eventually';

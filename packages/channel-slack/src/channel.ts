@@ -1,5 +1,4 @@
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
-import type { SlackChannelConfig } from '@switchboard/config';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
@@ -16,6 +15,7 @@ import {
   pacedChatOf,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
+import type { SlackChannelConfig } from './options.js';
 import { toBoltLogger } from './bolt-logger.js';
 import { toChannelError } from './errors.js';
 import { acceptDelivery } from './inbound/accept-delivery.js';

@@ -1,4 +1,3 @@
-import { SlackChannelSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type InboundMessage,
@@ -10,6 +9,7 @@ import {
 import { eventually } from '@switchboard/testkit/eventually';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../src/options.js';
 import { createSlackChannel } from '../src/channel.js';
 import { slackSignature } from '../src/inbound/verify.js';
 import {

@@ -1,4 +1,3 @@
-import { SlackChannelSchema, type SlackChannelConfig } from '@switchboard/config';
 import { type ChannelAdapter, type Ingress, type IngressResult, silentLogger } from '@switchboard/core';
 import { recordingIngress } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
@@ -11,10 +10,11 @@ import {
 } from '@switchboard/testkit/slack';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../src/options.js';
 import { createSlackChannel } from '../src/index.js';
 
 /** These tests are not about pacing: calls go out as fast as they come. */
-const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+const NO_PACING = { enabled: false, per_bot: null, per_chat: null, per_group: null };
 
 const SECRET = 'signing-secret';
 const REFUSED: IngressResult = { status: 'refused', reason: 'queue_full', retryAfterMs: 1_000 };
@@ -124,23 +124,15 @@ describe('slack channel on the last retry (Socket Mode, against the fake Slack)'
   async function startChannel(ingress: Ingress): Promise<FakeSlack> {
     const slack = await startFakeSlack();
     fake = slack;
-    const config: SlackChannelConfig = {
+    const config = SlackChannelSchema.parse({
       id: 'sl',
       type: 'slack',
-      botToken: 'xoxb-test',
-      transport: { mode: 'socket_mode', appToken: 'xapp-test' },
-      apiUrl: slack.apiUrl,
-      botUserId: 'UBOT',
-      policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: {
-        sendTimeoutMs: 30_000,
-        editIntervalMs: 1_000,
-        concurrency: 8,
-        maxAgeMs: 3_600_000,
-        retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-        rate: NO_PACING,
-      },
-    };
+      bot_token: 'xoxb-test',
+      app_token: 'xapp-test',
+      api_url: slack.apiUrl,
+      bot_user_id: 'UBOT',
+      outbound: { concurrency: 8, rate: NO_PACING },
+    });
     const channel = createSlackChannel({ config, server: Fastify(), logger: silentLogger });
     await channel.start({ ingress, logger: silentLogger });
     started.push(channel);

@@ -1,14 +1,9 @@
-import { SlackChannelSchema } from '@switchboard/config';
-import {
-  type ChannelAdapter,
-  type OutboundObserver,
-  newMessageId,
-  parseInboundMessage,
-  silentLogger,
-} from '@switchboard/core';
+import { type ChannelAdapter, type OutboundObserver, silentLogger } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeSlack, SLACK_RATE_LIMITS, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../src/options.js';
 import { createSlackChannel } from '../src/index.js';
 
 /** What the channel reported: each pacing wait and each 429. */
@@ -23,15 +18,11 @@ function recordingObserver() {
 }
 
 const origin = (channel: string) =>
-  parseInboundMessage({
-    id: newMessageId(),
+  inboundMessage({
     platform: 'slack',
     channel: 'sl',
     chat: { type: 'group', id: channel },
-    sender: { id: 'U0ALICE' },
-    text: 'hello',
     platform_message_id: `${channel}:1700000000.000100`,
-    received_at: 0,
   });
 
 const slackChannels = (count: number) => Array.from({ length: count }, (_, index) => `C0PACE${index}`);

@@ -1,4 +1,3 @@
-import type { SlackChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type InboundMessage,
@@ -11,11 +10,12 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeSlack, eventEnvelope, messageEvent, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../src/options.js';
 import { createSlackChannel } from '../src/index.js';
 import { warningLogger } from './fixtures.js';
 
 /** These tests are not about pacing: calls go out as fast as they come. */
-const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+const NO_PACING = { enabled: false, per_bot: null, per_chat: null, per_group: null };
 
 const QUEUED: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };
 
@@ -47,23 +47,15 @@ describe('slack channel in Socket Mode (in process)', () => {
   });
 
   async function startChannel(ingress: Ingress, logger: Logger = silentLogger): Promise<ChannelAdapter> {
-    const config: SlackChannelConfig = {
+    const config = SlackChannelSchema.parse({
       id: 'sl',
       type: 'slack',
-      botToken: 'xoxb-test',
-      transport: { mode: 'socket_mode', appToken: 'xapp-test' },
-      apiUrl: fake.apiUrl,
-      botUserId: 'UBOT',
-      policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: {
-        sendTimeoutMs: 30_000,
-        editIntervalMs: 1_000,
-        concurrency: 8,
-        maxAgeMs: 3_600_000,
-        retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-        rate: NO_PACING,
-      },
-    };
+      bot_token: 'xoxb-test',
+      app_token: 'xapp-test',
+      api_url: fake.apiUrl,
+      bot_user_id: 'UBOT',
+      outbound: { concurrency: 8, rate: NO_PACING },
+    });
     const channel = createSlackChannel({ config, server: Fastify(), logger });
     await channel.start({ ingress, logger });
     started.push(channel);

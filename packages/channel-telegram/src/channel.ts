@@ -1,5 +1,4 @@
 import { autoRetry } from '@grammyjs/auto-retry';
-import type { TelegramChannelConfig } from '@switchboard/config';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
@@ -17,6 +16,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import { Bot } from 'grammy';
 import type { Update } from 'grammy/types';
+import type { TelegramChannelConfig } from './options.js';
 import { toChannelError } from './errors.js';
 import { ALLOWED_UPDATES, type BotIdentity, normalizeUpdate } from './inbound/normalize.js';
 import { parseUpdate } from './inbound/parse-update.js';

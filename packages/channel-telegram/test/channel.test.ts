@@ -1,4 +1,3 @@
-import type { TelegramChannelConfig } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type InboundMessage,
@@ -6,18 +5,19 @@ import {
   type IngressResult,
   type Logger,
   isSwitchboardError,
-  newMessageId,
-  parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import { TelegramChannelSchema, type TelegramChannelConfig } from '../src/options.js';
 import { createTelegramChannel } from '../src/index.js';
 
 /** These tests are not about pacing: calls go out as fast as they come. */
-const NO_PACING = { enabled: false, perBot: null, perChat: null, perGroup: null };
+const NO_PACING = { enabled: false, per_bot: null, per_chat: null, per_group: null };
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely
 type Json = Record<string, any>;
@@ -45,25 +45,15 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
   });
   afterAll(() => fake.close());
 
-  function config(overrides: Partial<TelegramChannelConfig> = {}): TelegramChannelConfig {
-    return {
+  function config(overrides: Partial<z.input<typeof TelegramChannelSchema>> = {}): TelegramChannelConfig {
+    return TelegramChannelSchema.parse({
       id: 'tg',
       type: 'telegram',
       token: fake.token,
-      mode: 'polling',
-      apiRoot: fake.url,
-      webhook: undefined,
-      policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-      outbound: {
-        sendTimeoutMs: 30_000,
-        editIntervalMs: 1_000,
-        concurrency: 8,
-        maxAgeMs: 3_600_000,
-        retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-        rate: NO_PACING,
-      },
+      api_root: fake.url,
+      outbound: { concurrency: 8, rate: NO_PACING },
       ...overrides,
-    };
+    });
   }
 
   /** An ingress that answers from a script (then `queued`) and records what it was given. */
@@ -211,7 +201,7 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       ]);
       const tg = channel({
         server,
-        config: config({ id: 'hook', mode: 'webhook', webhook: { secretToken: secret, url: undefined } }),
+        config: config({ id: 'hook', mode: 'webhook', webhook: { secret_token: secret } }),
       });
       const update = { update_id: 1, ...textUpdate(fake, { chat: privateChat(alice), text: 'hi' }) };
       const post = () => server.inject({ method: 'POST', url: '/telegram/hook', headers, payload: update });
@@ -233,15 +223,9 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
   describe('when sendMessage hangs and the send deadline passes', () => {
     it('aborts the call in flight and rejects with the deadline reason', async () => {
       const chatId = 555_000_001;
-      const origin = parseInboundMessage({
-        id: newMessageId(),
-        platform: 'telegram',
-        channel: 'tg',
+      const origin = inboundMessage({
         chat: { type: 'person', id: String(chatId) },
-        sender: { id: String(chatId) },
-        text: 'hello',
         platform_message_id: `${chatId}:7`,
-        received_at: 0,
       });
       fake.failNext('sendMessage', 1, { hang: true });
       const deadline = new AbortController();

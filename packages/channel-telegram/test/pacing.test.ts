@@ -1,23 +1,10 @@
-import type { TelegramChannelConfig } from '@switchboard/config';
-import {
-  type ChannelAdapter,
-  type OutboundObserver,
-  newMessageId,
-  parseInboundMessage,
-  silentLogger,
-} from '@switchboard/core';
+import { type ChannelAdapter, type OutboundObserver, silentLogger } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TELEGRAM_RATE, TelegramChannelSchema } from '../src/options.js';
 import { createTelegramChannel } from '../src/index.js';
-
-/** `outbound.rate` as it defaults for Telegram. */
-const TELEGRAM_RATE = {
-  enabled: true,
-  perBot: { limit: 30, perMs: 1000, burst: 1 },
-  perChat: { limit: 1, perMs: 1000, burst: 1 },
-  perGroup: { limit: 20, perMs: 60_000, burst: 20 },
-};
 
 /** What the channel reported: each pacing wait and each 429. */
 function recordingObserver() {
@@ -31,16 +18,7 @@ function recordingObserver() {
 }
 
 const origin = (chatId: number) =>
-  parseInboundMessage({
-    id: newMessageId(),
-    platform: 'telegram',
-    channel: 'tg',
-    chat: { type: 'person', id: String(chatId) },
-    sender: { id: String(chatId) },
-    text: 'hello',
-    platform_message_id: `${chatId}:7`,
-    received_at: 0,
-  });
+  inboundMessage({ chat: { type: 'person', id: String(chatId) }, platform_message_id: `${chatId}:7` });
 
 /** The chats' ids: 60 private chats. */
 const chatIds = (count: number) => Array.from({ length: count }, (_, index) => 5_000_000 + index);
@@ -67,25 +45,16 @@ describe('createTelegramChannel pacing (against a fake enforcing 30/s per bot an
   });
   afterEach(() => fake.close());
 
-  function channel(rate: TelegramChannelConfig['outbound']['rate'], observer: OutboundObserver) {
+  /** `rate`: `outbound.rate` as written in the YAML. */
+  function channel(rate: typeof TELEGRAM_RATE, observer: OutboundObserver) {
     return createTelegramChannel({
-      config: {
+      config: TelegramChannelSchema.parse({
         id: 'tg',
         type: 'telegram',
         token: fake.token,
-        mode: 'polling',
-        apiRoot: fake.url,
-        webhook: undefined,
-        policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
-        outbound: {
-          sendTimeoutMs: 30_000,
-          editIntervalMs: 1_000,
-          concurrency: 8,
-          maxAgeMs: 3_600_000,
-          retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-          rate,
-        },
-      },
+        api_root: fake.url,
+        outbound: { concurrency: 8, rate },
+      }),
       server: Fastify(),
       logger: silentLogger,
       observer,

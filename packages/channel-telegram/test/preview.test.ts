@@ -1,8 +1,10 @@
-import { newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
+import { silentLogger } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTelegramChannel } from '../src/index.js';
+import { TelegramChannelSchema } from '../src/options.js';
 
 describe('createTelegramChannel previews (against the fake Bot API)', () => {
   let fake: FakeTelegram;
@@ -14,34 +16,21 @@ describe('createTelegramChannel previews (against the fake Bot API)', () => {
   let nextChat = 700_000_000;
   function setUp() {
     const chatId = nextChat++;
-    const origin = parseInboundMessage({
-      id: newMessageId(),
-      platform: 'telegram',
-      channel: 'tg',
+    const origin = inboundMessage({
       chat: { type: 'person', id: String(chatId) },
-      sender: { id: String(chatId) },
-      text: 'hello',
       platform_message_id: `${chatId}:7`,
-      received_at: 0,
     });
     const channel = createTelegramChannel({
-      config: {
+      config: TelegramChannelSchema.parse({
         id: 'tg',
         type: 'telegram',
         token: fake.token,
-        mode: 'polling',
-        apiRoot: fake.url,
-        webhook: undefined,
-        policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+        api_root: fake.url,
         outbound: {
-          sendTimeoutMs: 30_000,
-          editIntervalMs: 1_000,
           concurrency: 8,
-          maxAgeMs: 3_600_000,
-          retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-          rate: { enabled: false, perBot: null, perChat: null, perGroup: null },
+          rate: { enabled: false, per_bot: null, per_chat: null, per_group: null },
         },
-      },
+      }),
       server: Fastify(),
       logger: silentLogger,
     });

@@ -1,18 +1,10 @@
-import { type InboundMessage, parseInboundMessage } from '@switchboard/core';
+import type { InboundMessage } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
 import { renderReplies } from '../src/outbound/render.js';
 
 function origin(chat: InboundMessage['chat'], platformMessageId: string): InboundMessage {
-  return parseInboundMessage({
-    id: '01JTESTMESSAGE0000000000001',
-    platform: 'telegram',
-    channel: 'tg',
-    chat,
-    sender: { id: '1' },
-    text: 'hi',
-    platform_message_id: platformMessageId,
-    received_at: 0,
-  });
+  return inboundMessage({ chat, platform_message_id: platformMessageId });
 }
 
 describe('renderReplies', () => {

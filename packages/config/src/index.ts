@@ -9,13 +9,8 @@ export type {
   ChannelConfig,
   Config,
   ConfigInput,
-  DiscordChannelConfig,
-  OpenApiChannelConfig,
   PipelineConfig,
-  ServerConfig,
-  SlackChannelConfig,
   StoreConfig,
-  TelegramChannelConfig,
   TracesConfig,
 } from './schema.js';
 export {
@@ -24,14 +19,9 @@ export {
   ChannelSchema,
   ConfigSchema,
   DEFAULT_SQLITE_PATH,
-  DiscordChannelSchema,
-  OpenApiChannelSchema,
   PipelineSchema,
-  ServerSchema,
   ShutdownSchema,
-  SlackChannelSchema,
   StoreSchema,
-  TelegramChannelSchema,
   TelemetrySchema,
   TracesSchema,
 } from './schema.js';

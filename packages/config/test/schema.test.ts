@@ -235,24 +235,6 @@ describe('ConfigSchema', () => {
     });
   });
 
-  describe('when an openapi channel is configured', () => {
-    it('drops empty api keys so ${API_KEY:-} means none', () => {
-      const config = ConfigSchema.parse({ channels: [{ id: 'api', type: 'openapi', api_keys: ['', 'k1'] }] });
-      expect(config.channels[0]).toMatchObject({ apiKeys: ['k1'] });
-    });
-
-    it('converts its timeouts to milliseconds and refuses a cap below the default wait', () => {
-      const config = ConfigSchema.parse({
-        channels: [{ id: 'api', type: 'openapi', wait_timeout: '1.5s', max_wait_timeout: '5m' }],
-      });
-      expect(config.channels[0]).toMatchObject({ waitTimeoutMs: 1500, maxWaitTimeoutMs: 300_000 });
-      const bad = ConfigSchema.safeParse({
-        channels: [{ id: 'api', type: 'openapi', wait_timeout: '10s', max_wait_timeout: '1500ms' }],
-      });
-      expect(bad.error?.issues[0]?.path).toEqual(['channels', 0, 'max_wait_timeout']);
-    });
-  });
-
   describe('when chat channels are configured', () => {
     it('gives each a channel policy with the group defaults and chat-scoped sessions', () => {
       const config = ConfigSchema.parse({
@@ -267,19 +249,6 @@ describe('ConfigSchema', () => {
         { admission: { require_mention: true, prefixes: [] }, sessionScope: 'thread' },
         { admission: { require_mention: true, prefixes: ['!'] }, sessionScope: 'chat' },
       ]);
-    });
-
-    it('defaults telegram to polling and requires a webhook block in webhook mode', () => {
-      const config = ConfigSchema.parse({ channels: [{ ...chat, type: 'telegram' }] });
-      expect(config.channels[0]).toMatchObject({ mode: 'polling', webhook: undefined });
-      const missing = ConfigSchema.safeParse({ channels: [{ ...chat, type: 'telegram', mode: 'webhook' }] });
-      expect(missing.error?.issues.map((issue) => [issue.path, issue.message])).toEqual([
-        [['channels', 0, 'webhook'], 'required when mode is webhook'],
-      ]);
-      const webhook = ConfigSchema.parse({
-        channels: [{ ...chat, type: 'telegram', mode: 'webhook', webhook: { secret_token: 'abc_123' } }],
-      });
-      expect(webhook.channels[0]).toMatchObject({ webhook: { secretToken: 'abc_123', url: undefined } });
     });
 
     it('gives every channel type an edit interval for streamed answers: 1 s by default, between 100ms and 1m', () => {

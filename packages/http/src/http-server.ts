@@ -1,12 +1,12 @@
 import type { Server } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ServerConfig } from '@switchboard/config';
 import type { ConnectionError, FastifyHttpOptions, FastifyInstance, FastifyServerOptions } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import { MAX_PARAM_LENGTH } from './id-length.js';
 import { validatorCompiler } from './validator-compiler.js';
 import { type HttpError, errorBody, httpErrorHandler } from './error-handler.js';
+import type { ServerConfig } from './server-schema.js';
 
 /**
  * The gateway's HTTP server: the fastify options that bound what one client can hold (a socket

@@ -20,5 +20,7 @@ export { IDEMPOTENCY_TTL_MS, idempotencyFingerprint } from './idempotency.js';
 // The server and its document
 export { createHttpServerShutdown, httpServerOptions, zodSchemaController } from './http-server.js';
 export type { HttpServerShutdown } from './http-server.js';
+export { ServerSchema } from './server-schema.js';
+export type { ServerConfig } from './server-schema.js';
 export { registerApiDocs } from './api-docs.js';
 export type { ApiDocsOptions } from './api-docs.js';

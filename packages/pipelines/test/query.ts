@@ -1,21 +1,17 @@
 import {
   aggregate,
   type InboundMessageInput,
-  newMessageId,
   type PipelineRunContext,
-  parseInboundMessage,
   type Query,
   sessionKeyOf,
   silentLogger,
 } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 
 /** Builds a query the way the controller does: parsed messages of one session, merged by `aggregate`. */
 export function queryOf(texts: string[], overrides: Partial<InboundMessageInput> = {}): Query {
   const messages = texts.map((text, index) =>
-    parseInboundMessage({
-      id: newMessageId(),
-      platform: 'telegram',
-      channel: 'tg',
+    inboundMessage({
       chat: { type: 'group', id: '-100123', thread: '7' },
       sender: { id: 'u1', name: 'Ada' },
       elements: [{ type: 'text', text }],

@@ -4,24 +4,15 @@ import {
   type IngressDropReason,
   type IngressResult,
   SwitchboardError,
-  parseInboundMessage,
   silentLogger,
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAcceptQueue } from '../../src/inbound/accept-queue.js';
 
 function message(text: string): InboundMessage {
-  return parseInboundMessage({
-    id: `01JABCDEFGHJKMNPQRSTVW${text.padStart(4, '0')}`,
-    platform: 'discord',
-    channel: 'dc',
-    chat: { type: 'person', id: '900' },
-    sender: { id: '42' },
-    text,
-    platform_message_id: text,
-    received_at: 0,
-  });
+  return inboundMessage({ platform: 'discord', channel: 'dc', text, platform_message_id: text });
 }
 
 const queued: IngressResult = { status: 'queued', pipeline: 'echo', session: 's', rule: null };

@@ -1,19 +1,17 @@
-import { newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
+import { silentLogger } from '@switchboard/core';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDiscordChannel } from '../../src/index.js';
+import { DiscordChannelSchema } from '../../src/options.js';
 
 const CHANNEL = '1240000000000000077';
 
-const origin = parseInboundMessage({
-  id: newMessageId(),
+const origin = inboundMessage({
   platform: 'discord',
   channel: 'dc',
   chat: { type: 'group', id: CHANNEL },
-  sender: { id: '234567890123456789' },
-  text: 'hello',
   platform_message_id: '1250000000000000001',
-  received_at: 0,
 });
 
 // Sends need no gateway session: the REST client works on its own.
@@ -26,21 +24,16 @@ describe('discord channel previews (against the fake Discord)', () => {
 
   function channel() {
     return createDiscordChannel({
-      config: {
+      config: DiscordChannelSchema.parse({
         id: 'dc',
         type: 'discord',
         token: fake.token,
-        apiUrl: fake.url,
-        policy: { admission: { require_mention: true, prefixes: [] }, sessionScope: 'chat' },
+        api_url: fake.url,
         outbound: {
-          sendTimeoutMs: 30_000,
-          editIntervalMs: 1_000,
           concurrency: 8,
-          maxAgeMs: 3_600_000,
-          retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
-          rate: { enabled: false, perBot: null, perChat: null, perGroup: null },
+          rate: { enabled: false, per_bot: null, per_chat: null, per_group: null },
         },
-      },
+      }),
       logger: silentLogger,
     });
   }

@@ -1,17 +1,14 @@
-import { type InboundMessage, parseInboundMessage } from '@switchboard/core';
+import type { InboundMessage } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
 import { renderReplies } from '../../src/outbound/render.js';
 
 function origin(chat: InboundMessage['chat']): InboundMessage {
-  return parseInboundMessage({
-    id: '01JABCDEFGHJKMNPQRSTVWXYZ0',
+  return inboundMessage({
     platform: 'discord',
     channel: 'dc',
     chat,
-    sender: { id: '42' },
-    text: 'hi',
     platform_message_id: '1250000000000000001',
-    received_at: 0,
   });
 }
 

@@ -1,4 +1,3 @@
-import { SlackChannelSchema } from '@switchboard/config';
 import {
   type ChannelAdapter,
   type Controller,
@@ -23,6 +22,7 @@ import {
 } from '@switchboard/testkit/slack';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../../src/options.js';
 import { createSlackChannel } from '../../src/channel.js';
 
 const SECRET = 'signing-secret';

@@ -1,19 +1,16 @@
-import { SlackChannelSchema } from '@switchboard/config';
-import { type ChannelAdapter, newMessageId, parseInboundMessage, silentLogger } from '@switchboard/core';
+import { type ChannelAdapter, silentLogger } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../../src/options.js';
 import { createSlackChannel } from '../../src/index.js';
 
-const origin = parseInboundMessage({
-  id: newMessageId(),
+const origin = inboundMessage({
   platform: 'slack',
   channel: 'sl',
   chat: { type: 'group', id: 'C0PREVIEW', thread: '1718000000.000100' },
-  sender: { id: 'U0001' },
-  text: 'hello',
   platform_message_id: 'C0PREVIEW:1718000000.000100',
-  received_at: 0,
 });
 
 describe('slack channel previews (against the fake Web API)', () => {

@@ -1,20 +1,15 @@
 import type { InboundMessage } from '@switchboard/core';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
 import { MAX_CHUNK_CHARS, renderSlackReplies } from '../../src/outbound/render.js';
 
 function origin(chat: InboundMessage['chat']): InboundMessage {
-  return {
-    id: '01J0000000000000000000TEST',
+  return inboundMessage({
     platform: 'slack',
     channel: 'sl',
     chat,
-    sender: { id: 'U0001', is_bot: false },
-    elements: [],
-    text: 'hi',
-    mentions_bot: true,
     platform_message_id: `${chat.id}:1718000000.000100`,
-    received_at: 0,
-  };
+  });
 }
 
 describe('renderSlackReplies', () => {

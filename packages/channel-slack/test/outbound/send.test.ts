@@ -1,26 +1,17 @@
-import { SlackChannelSchema } from '@switchboard/config';
-import {
-  type ChannelAdapter,
-  type Logger,
-  newMessageId,
-  parseInboundMessage,
-  silentLogger,
-} from '@switchboard/core';
+import { type ChannelAdapter, type Logger, silentLogger } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SlackChannelSchema } from '../../src/options.js';
 import { type SlackChannelOptions, createSlackChannel } from '../../src/index.js';
 
-const origin = parseInboundMessage({
-  id: newMessageId(),
+const origin = inboundMessage({
   platform: 'slack',
   channel: 'sl',
   chat: { type: 'person', id: 'D0SEND' },
-  sender: { id: 'U0001' },
-  text: 'hello',
   platform_message_id: 'D0SEND:1718000000.000100',
-  received_at: 0,
 });
 
 // The whole send path (Bolt's WebClient, fetch, the retry loop) against the fake Web API.

@@ -1,6 +1,6 @@
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
 import { type AdmissionPolicy, admit, GroupPolicySchema } from '../../src/inbound/admission.js';
-import { parseInboundMessage } from '../../src/model/message.js';
 
 interface MessageFields {
   chatType?: 'person' | 'group';
@@ -10,16 +10,11 @@ interface MessageFields {
 }
 
 function message(fields: MessageFields = {}) {
-  return parseInboundMessage({
-    id: '01J00000000000000000000000',
-    platform: 'telegram',
-    channel: 'tg',
+  return inboundMessage({
     chat: { type: fields.chatType ?? 'group', id: '-100123' },
     sender: { id: 'u1', is_bot: fields.isBot ?? false },
     text: fields.text ?? 'hello',
     mentions_bot: fields.mentionsBot ?? false,
-    platform_message_id: '1',
-    received_at: 0,
   });
 }
 

@@ -1,6 +1,7 @@
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
 import { isSwitchboardError } from '../../src/model/errors.js';
-import { type ElementType, type InboundMessageInput, parseInboundMessage } from '../../src/model/message.js';
+import type { ElementType, InboundMessageInput } from '../../src/model/message.js';
 import { createRouter, DISCARD, type RoutingConfigInput, RoutingSchema } from '../../src/inbound/router.js';
 
 interface MessageFields {
@@ -14,16 +15,13 @@ interface MessageFields {
 }
 
 function message(fields: MessageFields = {}) {
-  return parseInboundMessage({
-    id: '01J00000000000000000000000',
+  return inboundMessage({
     platform: fields.platform ?? 'telegram',
     channel: fields.channel ?? 'tg',
     chat: { type: fields.chatType ?? 'group', id: fields.chatId ?? '-100123' },
     sender: { id: fields.senderId ?? 'u1', name: 'Ada' },
     elements: fields.elements ?? [],
     text: fields.text ?? 'hello',
-    platform_message_id: '1',
-    received_at: 0,
   });
 }
 

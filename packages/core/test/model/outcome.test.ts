@@ -1,5 +1,5 @@
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
-import { parseInboundMessage } from '../../src/model/message.js';
 import { createOutcomeBus, type Outcome } from '../../src/model/outcome.js';
 import { createSecretMasker } from '../../src/observability/secret-masker.js';
 
@@ -10,16 +10,7 @@ const outcome: Outcome = {
   reason: 'delivery_failed',
   at: 1,
   session: 'telegram:tg:person:42',
-  message: parseInboundMessage({
-    id: '01JOUTCOME0000000000000001',
-    platform: 'telegram',
-    channel: 'tg',
-    chat: { type: 'person', id: '42' },
-    sender: { id: '42' },
-    text: 'hi',
-    platform_message_id: '42:1',
-    received_at: 0,
-  }),
+  message: inboundMessage(),
   error: { code: 'SB_CHANNEL_SEND_FAILED', message: `proxy refused /bot${TOKEN}/sendMessage` },
 };
 

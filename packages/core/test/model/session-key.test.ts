@@ -1,16 +1,12 @@
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
-import { parseInboundMessage, sessionKeyOf } from '../../src/index.js';
+import { sessionKeyOf } from '../../src/index.js';
 
 const inThread = (chatId: string, thread?: string) =>
-  parseInboundMessage({
-    id: 'm1',
+  inboundMessage({
     platform: 'slack',
     channel: 'sl',
     chat: { type: 'group', id: chatId, ...(thread === undefined ? {} : { thread }) },
-    sender: { id: 'U1' },
-    text: 'hi',
-    platform_message_id: 'p1',
-    received_at: 0,
   });
 
 describe('sessionKeyOf', () => {

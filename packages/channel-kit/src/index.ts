@@ -1,0 +1,14 @@
+// The public surface of @switchboard/channel-kit.
+
+// Option schemas of `channels[]`, also at `@switchboard/channel-kit/options`
+export {
+  ChannelIdSchema,
+  OutboundSchema,
+  bearerCredential,
+  chatChannelFields,
+  pacedOutboundSchema,
+  platformApiUrl,
+  platformSecret,
+  policyOf,
+} from './options/index.js';
+export type { BucketRateInput, RateDefaults } from './options/index.js';

@@ -1,0 +1,18 @@
+import { type ChannelPolicy, GroupPolicySchema } from '@switchboard/core';
+import { z } from 'zod';
+import { ChannelIdSchema } from './channel-id.js';
+
+/** Keys every chat platform channel shares: how groups are admitted and sessions keyed. */
+export const chatChannelFields = {
+  id: ChannelIdSchema,
+  group: GroupPolicySchema.prefault({}),
+  session_scope: z.enum(['chat', 'thread']).default('chat'),
+};
+
+/** The parsed `group` and `session_scope` of a chat channel as core's `ChannelPolicy`. */
+export function policyOf(channel: {
+  group: z.output<typeof GroupPolicySchema>;
+  session_scope: 'chat' | 'thread';
+}): ChannelPolicy {
+  return { admission: channel.group, sessionScope: channel.session_scope };
+}

@@ -1,0 +1,60 @@
+import { durationMs, numeric } from '@switchboard/core';
+import { z } from 'zod';
+import { isTrustedProxyEntry } from './trusted-proxy.js';
+
+// The `./server-schema` entry of the package: the `server` section of switchboard.yaml, which
+// configures the one server the HTTP channel, the admin API and the console share. It must not
+// import fastify, so that loading the configuration does not load the server.
+
+/** `server`: where the gateway listens and the limits of its HTTP server. */
+export const ServerSchema = z
+  .strictObject({
+    host: z.string().min(1).default('0.0.0.0'),
+    /** 0 picks a free port (tests). */
+    port: numeric(z.number().int().min(0).max(65_535)).prefault(8080),
+    /** Largest accepted request body, in bytes. */
+    body_limit: numeric(z.number().int().min(1)).prefault(1_048_576),
+    /**
+     * Which peers may name the client in `X-Forwarded-For` (docs/design.md §7): `false` none, `true`
+     * every peer, or a list of addresses, CIDR ranges and `loopback` / `linklocal` /
+     * `uniquelocal`. Only the logged client address follows it; a request carrying forwarding
+     * headers is never loopback, whatever this says.
+     */
+    trust_proxy: z
+      .union([
+        z.boolean(),
+        z
+          .array(
+            z.string().refine(isTrustedProxyEntry, {
+              error:
+                'expected an IP address, a CIDR range like 10.0.0.0/8, loopback, linklocal or uniquelocal',
+            }),
+          )
+          .min(1, 'list at least one proxy, or write false'),
+      ])
+      .default(false),
+    /**
+     * Longest a client may take to send a request's headers and body; then 408 and the connection
+     * is closed. A client trickling a body must not hold a socket (and a shutdown) for ever.
+     */
+    request_timeout: durationMs()
+      .refine((ms) => ms >= 1000, 'must be at least 1s')
+      .prefault('30s'),
+    /**
+     * Connections open at once; past it a new one is closed as soon as it is accepted. Each
+     * holds a file descriptor (a slow sender up to `request_timeout`, an idle keep-alive one
+     * 72 s), so without a cap clients could exhaust the process's descriptors.
+     */
+    max_connections: numeric(z.number().int().min(1).max(1_000_000)).prefault(10_000),
+  })
+  .transform(({ host, port, body_limit, trust_proxy, request_timeout, max_connections }) => ({
+    host,
+    port,
+    bodyLimitBytes: body_limit,
+    trustProxy: trust_proxy,
+    requestTimeoutMs: request_timeout,
+    maxConnections: max_connections,
+  }));
+
+/** The parsed `server` section: durations in ms, keys camelCase. */
+export type ServerConfig = z.output<typeof ServerSchema>;
