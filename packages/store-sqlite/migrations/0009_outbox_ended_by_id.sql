@@ -1,5 +1,6 @@
 -- 0009_outbox_ended_by_id: `outbox_ended` is looked up and written by id only: keyed by it
--- (WITHOUT ROWID), one b-tree instead of a rowid table plus its primary key index.
+-- (WITHOUT ROWID), one b-tree instead of a rowid table plus its primary key index. A file that
+-- an earlier build's 0007 rebuilt so already is rebuilt again, the same way: nothing changes.
 CREATE TABLE outbox_ended_by_id (
   id TEXT PRIMARY KEY,
   expires_at INTEGER NOT NULL
