@@ -56,7 +56,9 @@ function unauthorized(message: string, cause?: unknown): SwitchboardError {
 /** What was wrong with a token that did not verify, from jose's error. */
 function tokenProblem(err: unknown): string {
   if (err instanceof joseErrors.JWTExpired) return 'the token has expired';
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return `claim ${err.claim}: ${err.reason}`;
+  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+    return `claim ${err.claim}: ${err.reason === 'check_failed' ? 'not accepted' : err.reason}`;
+  }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the signature does not verify';
   if (err instanceof joseErrors.JWKSNoMatchingKey) return 'no published key matches the token';
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the signature algorithm is not accepted';
