@@ -26,4 +26,23 @@ describe('parseJsonObject', () => {
       }
     });
   });
+
+  describe('when a key could reach a prototype', () => {
+    it('refuses __proto__ and constructor.prototype at any depth, but not a plain constructor key', () => {
+      for (const body of [
+        '{"__proto__": {"admin": true}}',
+        '{"message": {"entities": [{"__proto__": {}}]}}',
+        '{"a": {"constructor": {"prototype": {"admin": true}}}}',
+      ]) {
+        expect(parseJsonObject(body)).toEqual({
+          ok: false,
+          problem: 'key __proto__ or constructor.prototype not allowed',
+        });
+      }
+      expect(parseJsonObject('{"constructor": "text"}')).toEqual({
+        ok: true,
+        value: { constructor: 'text' },
+      });
+    });
+  });
 });
