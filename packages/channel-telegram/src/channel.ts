@@ -1,4 +1,5 @@
 import { autoRetry } from '@grammyjs/auto-retry';
+import { sendParts, showPreview } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
@@ -24,8 +25,8 @@ import { type ApiSignal, type Polling, type UpdateDisposition, startPolling } fr
 import { mountWebhook, webhookPath } from './inbound/webhook.js';
 import { countRateLimits } from './outbound/count-rate-limits.js';
 import { paceCalls } from './outbound/pace-calls.js';
-import { renderPreview, renderReplies } from './outbound/render.js';
-import { editMessage, postMessage, sendMessages } from './outbound/send.js';
+import { renderReplies } from './outbound/render.js';
+import { messageCalls } from './outbound/send.js';
 
 /** Options of `createTelegramChannel`. */
 export interface TelegramChannelOptions {
@@ -165,9 +166,12 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
     try {
       return await run();
     } catch (err) {
-      throw toChannelError(err, { channelId: config.id, method });
+      throw toChannelError(err, { channelId: config.id, method, token: config.token });
     }
   }
+
+  const callsOf = (signal: AbortSignal) =>
+    messageCalls({ api: bot.api, channelId: config.id, token: config.token, signal });
 
   /** getMe, then whatever the mode needs before updates can flow. */
   async function connect(): Promise<BotIdentity> {
@@ -196,6 +200,7 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
         polling = startPolling({
           api: bot.api,
           channelId: config.id,
+          token: config.token,
           pollTimeoutMs: options.pollTimeoutMs ?? DEFAULTS.pollTimeoutMs,
           retry: options.pollRetry ?? DEFAULTS.pollRetry,
           handle: handlePolled,
@@ -221,15 +226,11 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
     },
 
     async send(origin, replies, signal, sendOptions) {
-      const draft = sendOptions?.draft === undefined ? undefined : Number(sendOptions.draft);
-      await sendMessages(bot.api, config.id, renderReplies(origin, replies), signal, draft);
+      await sendParts(renderReplies(origin, replies), callsOf(signal), sendOptions?.draft);
     },
 
-    async preview(origin, text, draft, signal) {
-      const message = renderPreview(origin, text);
-      if (draft === undefined) return String(await postMessage(bot.api, config.id, message, signal));
-      await editMessage(bot.api, config.id, message, Number(draft), signal);
-      return draft;
+    preview(origin, text, draft, signal) {
+      return showPreview(renderReplies(origin, [{ text }]), callsOf(signal), draft);
     },
 
     health() {
