@@ -1,4 +1,5 @@
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
+import { sendParts, showPreview } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
@@ -23,14 +24,8 @@ import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
 import { createEventsReceiver } from './inbound/events-receiver.js';
 import { normalizeSlackEvent } from './inbound/normalize.js';
 import { type SocketModeReceiver, createSocketModeReceiver } from './inbound/socket-mode-receiver.js';
-import { renderSlackPreview, renderSlackReplies } from './outbound/render.js';
-import {
-  type SendOptions,
-  createSendClient,
-  postSlackMessage,
-  postSlackMessages,
-  updateSlackMessage,
-} from './outbound/send.js';
+import { renderSlackReplies } from './outbound/render.js';
+import { type SendOptions, createSendClient, messageCalls } from './outbound/send.js';
 
 /** Options of `createSlackChannel`. */
 export interface SlackChannelOptions {
@@ -212,7 +207,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       if (auth.user_id === undefined) throw new Error('auth.test returned no user_id');
       return { botUserId: auth.user_id, botId: auth.bot_id, botName: auth.user };
     } catch (error) {
-      throw toChannelError(error, { channelId: config.id, method: 'auth.test' });
+      throw toChannelError(error, { channelId: config.id, method: 'auth.test', token: config.botToken });
     }
   }
 
@@ -261,18 +256,13 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     },
 
     async send(origin, replies, signal, sendOptions) {
-      await postSlackMessages(
-        renderSlackReplies(origin, replies),
-        outboundOptions(origin, signal),
-        sendOptions?.draft,
-      );
+      const calls = messageCalls(outboundOptions(origin, signal));
+      await sendParts(renderSlackReplies(origin, replies), calls, sendOptions?.draft);
     },
 
-    async preview(origin, text, draft, signal) {
-      const message = renderSlackPreview(origin, text);
-      if (draft === undefined) return postSlackMessage(message, outboundOptions(origin, signal));
-      await updateSlackMessage(message, draft, outboundOptions(origin, signal));
-      return draft;
+    preview(origin, text, draft, signal) {
+      const calls = messageCalls(outboundOptions(origin, signal));
+      return showPreview(renderSlackReplies(origin, [{ text }]), calls, draft);
     },
 
     health() {
