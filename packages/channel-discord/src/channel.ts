@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { redact, retryAfterMs, sendParts, showPreview } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
   IGNORING_OBSERVER,
@@ -18,8 +19,8 @@ import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
 import { toMessageData } from './inbound/message-data.js';
 import { normalizeMessage } from './inbound/normalize.js';
-import { renderPreview } from './outbound/render.js';
-import { type Outbound, editMessage, postMessage, sendReplies } from './outbound/send.js';
+import { renderReplies } from './outbound/render.js';
+import { type Outbound, messageCalls } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
 export interface DiscordChannelOptions {
@@ -64,8 +65,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   const observer = options.observer ?? IGNORING_OBSERVER;
   rest.on(RESTEvents.Response, (_request, response) => {
     if (response.status !== 429) return;
-    const retryAfterS = Number(response.headers.get('retry-after'));
-    observer.rateLimited(config.id, Number.isFinite(retryAfterS) ? retryAfterS * 1000 : 0);
+    observer.rateLimited(config.id, retryAfterMs(response.headers.get('retry-after')) ?? 0);
   });
   const pacer = createSendPacer({
     channel: config.id,
@@ -76,6 +76,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   /** What a send or preview answering `origin` calls Discord with. */
   const outboundOf = (origin: InboundMessage, signal: AbortSignal): Outbound => ({
     rest,
+    channel: config.id,
     token: config.token,
     pacer,
     chat: pacedChatOf(origin),
@@ -142,10 +143,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
       );
     });
     created.on(Events.ShardError, (err, shardId) => {
-      logger.warn(
-        { shardId, reason: err.message.replaceAll(config.token, '[redacted]') },
-        'gateway connection error',
-      );
+      logger.warn({ shardId, reason: redact(err.message, [config.token]) }, 'gateway connection error');
     });
     return created;
   }
@@ -190,15 +188,15 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     },
 
     send(origin, replies, signal, sendOptions) {
-      return sendReplies(origin, replies, outboundOf(origin, signal), sendOptions?.draft);
+      return sendParts(
+        renderReplies(origin, replies),
+        messageCalls(outboundOf(origin, signal)),
+        sendOptions?.draft,
+      );
     },
 
-    async preview(origin, text, draft, signal) {
-      const message = renderPreview(origin, text);
-      const outbound = outboundOf(origin, signal);
-      if (draft === undefined) return postMessage(message, outbound);
-      await editMessage(message, draft, outbound);
-      return draft;
+    preview(origin, text, draft, signal) {
+      return showPreview(renderReplies(origin, [{ text }]), messageCalls(outboundOf(origin, signal)), draft);
     },
 
     health() {
