@@ -1,14 +1,16 @@
 import { once } from 'node:events';
-import { redact, retryAfterMs, sendParts, showPreview } from '@switchboard/channel-kit';
+import {
+  type PacingOptions,
+  channelPacing,
+  redact,
+  retryAfterMs,
+  sendParts,
+  showPreview,
+} from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
-  IGNORING_OBSERVER,
   type InboundMessage,
   type Logger,
-  type OutboundObserver,
-  type RateBuckets,
-  createMemoryRateBuckets,
-  createSendPacer,
   newMessageId,
   pacedChatOf,
 } from '@switchboard/core';
@@ -23,19 +25,12 @@ import { renderReplies } from './outbound/render.js';
 import { type Outbound, messageCalls } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
-export interface DiscordChannelOptions {
+export interface DiscordChannelOptions extends PacingOptions {
   /** The parsed `channels[]` entry of `type: discord`. */
   config: DiscordChannelConfig;
   logger: Logger;
   /** How long `start` waits for the gateway session (READY and the guilds). Default: 30 s. */
   startTimeoutMs?: number;
-  /**
-   * Where the pacing buckets of `config.outbound.rate` live (when it is enabled): shared (Redis)
-   * when replicas send for the same bot. Default: this process's memory.
-   */
-  rateBuckets?: RateBuckets;
-  /** Told of pacing waits and of the 429s Discord answers, for metrics. Default: nobody. */
-  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -62,16 +57,10 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   const restOptions = config.apiUrl === undefined ? {} : { api: config.apiUrl.replace(/\/+$/, '') };
   // Never set `rejectOnRateLimit`: the REST queue must wait out 429s, not throw them.
   const rest = new REST(restOptions).setToken(config.token);
-  const observer = options.observer ?? IGNORING_OBSERVER;
+  const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
   rest.on(RESTEvents.Response, (_request, response) => {
     if (response.status !== 429) return;
     observer.rateLimited(config.id, retryAfterMs(response.headers.get('retry-after')) ?? 0);
-  });
-  const pacer = createSendPacer({
-    channel: config.id,
-    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
-    rates: config.outbound.rate,
-    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
   });
   /** What a send or preview answering `origin` calls Discord with. */
   const outboundOf = (origin: InboundMessage, signal: AbortSignal): Outbound => ({

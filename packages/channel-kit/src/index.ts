@@ -26,6 +26,8 @@ export type {
 // sends and streamed previews made of a channel's post and edit calls
 export { abortableCall } from './outbound/abortable-call.js';
 export { channelFailure } from './outbound/channel-failure.js';
+export { channelPacing } from './outbound/channel-pacing.js';
+export type { ChannelPacing, PacingOptions } from './outbound/channel-pacing.js';
 export type { ChannelFailureOptions, FailedCall } from './outbound/channel-failure.js';
 export { failureOfHttpStatus } from './outbound/http-failure.js';
 export { sendParts, showPreview } from './outbound/message-calls.js';

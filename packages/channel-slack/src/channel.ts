@@ -1,17 +1,12 @@
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
-import { sendParts, showPreview } from '@switchboard/channel-kit';
+import { type PacingOptions, channelPacing, sendParts, showPreview } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
-  IGNORING_OBSERVER,
   type InboundMessage,
   type Ingress,
   type Logger,
-  type OutboundObserver,
-  type RateBuckets,
   SwitchboardError,
-  createMemoryRateBuckets,
-  createSendPacer,
   newMessageId,
   pacedChatOf,
 } from '@switchboard/core';
@@ -28,7 +23,7 @@ import { renderSlackReplies } from './outbound/render.js';
 import { type SendOptions, createSendClient, messageCalls } from './outbound/send.js';
 
 /** Options of `createSlackChannel`. */
-export interface SlackChannelOptions {
+export interface SlackChannelOptions extends PacingOptions {
   /** The parsed `channels[]` entry of `type: slack`. */
   config: SlackChannelConfig;
   /** The gateway's HTTP server: the Events API is mounted at `/slack/<channel id>/events`. */
@@ -44,13 +39,6 @@ export interface SlackChannelOptions {
   maxTransientRetries?: number;
   /** The waits between those retries, doubling. Default: 250 ms up to 2 s. */
   transientRetry?: BackoffPolicy;
-  /**
-   * Where the pacing buckets of `config.outbound.rate` live: shared (Redis) when replicas send
-   * for the same app. Default: this process's memory.
-   */
-  rateBuckets?: RateBuckets;
-  /** Told of pacing waits and of the 429s Slack still answers, for metrics. Default: nobody. */
-  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -94,13 +82,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.slack', channel: config.id });
   const slackApiUrl = slackApiUrlOf(config.apiUrl);
-  const observer = options.observer ?? IGNORING_OBSERVER;
-  const pacer = createSendPacer({
-    channel: config.id,
-    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
-    rates: config.outbound.rate,
-    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
-  });
+  const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
   const { mode } = config.transport;
   let ingress: Ingress | null = null;
   let identity: BotIdentity | null = null;

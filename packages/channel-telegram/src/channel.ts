@@ -1,16 +1,11 @@
 import { autoRetry } from '@grammyjs/auto-retry';
-import { sendParts, showPreview } from '@switchboard/channel-kit';
+import { type PacingOptions, channelPacing, sendParts, showPreview } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
-  IGNORING_OBSERVER,
   type Ingress,
   type Logger,
-  type OutboundObserver,
-  type RateBuckets,
   SwitchboardError,
-  createMemoryRateBuckets,
-  createSendPacer,
   isSwitchboardError,
   newMessageId,
 } from '@switchboard/core';
@@ -29,7 +24,7 @@ import { renderReplies } from './outbound/render.js';
 import { messageCalls } from './outbound/send.js';
 
 /** Options of `createTelegramChannel`. */
-export interface TelegramChannelOptions {
+export interface TelegramChannelOptions extends PacingOptions {
   /** The parsed `channels[]` entry of `type: telegram`. */
   config: TelegramChannelConfig;
   /** The gateway's HTTP server: webhook mode mounts `/telegram/<channel id>` on it at once. */
@@ -43,13 +38,6 @@ export interface TelegramChannelOptions {
   maxRetryAfterMs?: number;
   /** Retries of one Bot API call after a 429 or 5xx answer. Default: 5. */
   maxCallRetries?: number;
-  /**
-   * Where the pacing buckets of `config.outbound.rate` live: shared (Redis) when replicas send
-   * for the same bot. Default: this process's memory.
-   */
-  rateBuckets?: RateBuckets;
-  /** Told of pacing waits and of the 429s Telegram still answers, for metrics. Default: nobody. */
-  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -85,13 +73,7 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs;
   const logger = options.logger.child({ component: 'channel.telegram', channel: config.id });
 
-  const observer = options.observer ?? IGNORING_OBSERVER;
-  const pacer = createSendPacer({
-    channel: config.id,
-    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
-    rates: config.outbound.rate,
-    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
-  });
+  const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
 
   // grammY refuses an apiRoot with a trailing slash; users paste them.
   const bot = new Bot(config.token, { client: { apiRoot: config.apiRoot?.replace(/\/+$/, '') } });
