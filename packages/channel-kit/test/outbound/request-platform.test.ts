@@ -1,5 +1,6 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
 import { requestPlatform } from '../../src/outbound/request-platform.js';
 
@@ -158,7 +159,7 @@ describe('requestPlatform', () => {
       const deadline = new AbortController();
       const reason = new Error('send deadline');
       const pending = request(fake.url, 10_000, deadline.signal);
-      await expect.poll(() => fake.requests.length).toBe(1);
+      await eventually(() => fake.requests.length === 1);
       deadline.abort(reason);
       await expect(pending).rejects.toBe(reason);
     });
