@@ -3,6 +3,7 @@ import { bearerCredential } from '@switchboard/channel-kit/options';
 import { OpenApiChannelSchema } from '@switchboard/channel-openapi/options';
 import { SlackChannelSchema } from '@switchboard/channel-slack/options';
 import { TelegramChannelSchema } from '@switchboard/channel-telegram/options';
+import { WhatsAppChannelSchema } from '@switchboard/channel-whatsapp/options';
 import {
   ConcurrencySchema,
   durationMs,
@@ -150,6 +151,7 @@ export const ChannelSchema = z.discriminatedUnion('type', [
   TelegramChannelSchema,
   SlackChannelSchema,
   DiscordChannelSchema,
+  WhatsAppChannelSchema,
 ]);
 
 /**

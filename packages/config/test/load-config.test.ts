@@ -19,6 +19,10 @@ const EXAMPLE_ENV = {
   SLACK_BOT_TOKEN: 'xoxb-test',
   SLACK_SIGNING_SECRET: 'signing-secret',
   DISCORD_BOT_TOKEN: 'discord-token',
+  WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
+  WHATSAPP_ACCESS_TOKEN: 'whatsapp-access-token',
+  WHATSAPP_APP_SECRET: 'whatsapp-app-secret',
+  WHATSAPP_VERIFY_TOKEN: 'whatsapp-verify-token',
   REDIS_URL: 'redis://127.0.0.1:6379',
   DATABASE_URL: 'postgres://127.0.0.1:5432/test',
   SWITCHBOARD_API_KEY: 'api-key',
@@ -167,7 +171,7 @@ describe('parseConfig', () => {
           'concurrency.pipeline: expected a number, got "many"',
           'channels[0].mode: expected one of polling|webhook, got "push"',
           'channels[0].session_scope: expected one of chat|thread, got a list',
-          'channels[1].type: expected one of openapi|telegram|slack|discord, got "carrier-pigeon"',
+          'channels[1].type: expected one of openapi|telegram|slack|discord|whatsapp, got "carrier-pigeon"',
           'pipelines[0].busy_mode: expected one of queue|collect, got "drop"',
         ].sort(),
       );
@@ -534,6 +538,7 @@ describe('loadConfig', () => {
         'multi-pipeline.yaml',
         'slack.yaml',
         'telegram.yaml',
+        'whatsapp.yaml',
       ]);
       for (const file of files) {
         await expect(
@@ -552,6 +557,15 @@ describe('loadConfig', () => {
       });
       const telegram = await loadConfig(join(CONFIG_DIR, 'examples', 'telegram.yaml'), { env: EXAMPLE_ENV });
       expect(telegram.channels[0]).toMatchObject({ token: EXAMPLE_ENV.TELEGRAM_BOT_TOKEN, mode: 'polling' });
+      const whatsapp = await loadConfig(join(CONFIG_DIR, 'examples', 'whatsapp.yaml'), { env: EXAMPLE_ENV });
+      expect(whatsapp.channels[0]).toMatchObject({
+        phoneNumberId: EXAMPLE_ENV.WHATSAPP_PHONE_NUMBER_ID,
+        accessToken: EXAMPLE_ENV.WHATSAPP_ACCESS_TOKEN,
+        appSecret: EXAMPLE_ENV.WHATSAPP_APP_SECRET,
+        verifyToken: EXAMPLE_ENV.WHATSAPP_VERIFY_TOKEN,
+        apiUrl: 'https://graph.facebook.com',
+        apiVersion: 'v21.0',
+      });
     });
 
     it('refuses an example whose variables are unset, naming them', async () => {
