@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFakeWhatsApp } from '@switchboard/testkit/whatsapp';
 import { describe, expect, it } from 'vitest';
 import { runCli, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
 
@@ -110,6 +111,33 @@ describe('what a process loads', () => {
       expect(await unknown.json()).toMatchObject({ error: { code: 'SB_HTTP_NOT_FOUND' } });
       expect(await gateway.stop()).toBe(0);
       expect(record.loaded()).toContain('@fastify/swagger-ui');
+    });
+  });
+
+  describe('when serve runs a WhatsApp channel', () => {
+    it('loads no platform library: the Cloud API is plain JSON over fetch', async () => {
+      const fake = await startFakeWhatsApp();
+      try {
+        const dir = tempDir();
+        const record = recording(dir);
+        const whatsapp = `channels: [{ id: wa, type: whatsapp, phone_number_id: "${fake.phoneNumberId}", access_token: ${fake.accessToken}, app_secret: ${fake.appSecret}, verify_token: ${fake.verifyToken}, api_url: "${fake.url}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+        const gateway = await startServe({
+          dir,
+          configPath: writeConfig(dir, testConfig(dir, whatsapp)),
+          env: record.env,
+        });
+        // The channel is mounted: it answers Meta's verification of the callback URL.
+        expect((await fake.verifySubscription(`${gateway.url}/whatsapp/wa`)).status).toBe(200);
+        expect(await gateway.stop()).toBe(0);
+        const loaded = record.loaded();
+        expect(loaded).toContain('fastify');
+        expect(UNCONFIGURED.filter((name) => loaded.has(name))).toEqual([]);
+      } finally {
+        await fake.close();
+      }
     });
   });
 
