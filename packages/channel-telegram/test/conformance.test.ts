@@ -11,10 +11,7 @@ import {
 import { type InboundMessage, isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
-import {
-  type FakeTelegramFailure,
-  startFakeTelegram,
-} from '@switchboard/testkit/telegram';
+import { type FakeTelegramFailure, startFakeTelegram } from '@switchboard/testkit/telegram';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createTelegramChannel } from '../src/index.js';
 import { TelegramChannelSchema } from '../src/options.js';
