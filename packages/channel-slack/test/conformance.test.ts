@@ -28,6 +28,8 @@ const APP_TOKEN = 'xapp-conformance-app-token';
 /** The per-channel limit of the fake and of the adapters' pacing: fast, so that 5× it takes about a second. */
 const PER_CHAT = { limit: 5, perMs: 250 };
 const SEND_TIMEOUT_MS = 1_000;
+/** Longer than the adapter waits out itself (`maxRetryAfterMs`/`maxRateLimitWaitMs`): it goes back to the outbox. */
+const RATE_LIMIT_HINT_MS = 120_000;
 const EDIT_INTERVAL_MS = 200;
 /**
  * How long a Socket Mode envelope's acknowledgement is waited for before it counts as withheld
@@ -134,7 +136,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
   function failure(of: SendFailure): SlackFailure {
     if (of.kind === 'hang') return { kind: 'hang' };
     if (of.kind === 'rate_limited') {
-      return { kind: 'rate_limited', retryAfterSec: Math.ceil(of.retryAfterMs / 1000) };
+      return { kind: 'rate_limited', retryAfterSec: Math.ceil(RATE_LIMIT_HINT_MS / 1000) };
     }
     return { kind: 'platform_error', error: 'invalid_auth' };
   }
@@ -144,6 +146,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
 
   return {
     secrets: [BOT_TOKEN, mode === 'events_api' ? SIGNING_SECRET : APP_TOKEN],
+    rateLimitHintMs: RATE_LIMIT_HINT_MS,
     sendTimeoutMs: SEND_TIMEOUT_MS,
     editIntervalMs: EDIT_INTERVAL_MS,
     perChatLimit: PER_CHAT,

@@ -21,6 +21,8 @@ const TOKEN = '424242:conformance-telegram-token';
 /** The per-chat limit of the fake and of the adapters' pacing: fast, so that 5× it takes about a second. */
 const PER_CHAT = { limit: 5, perMs: 250 };
 const SEND_TIMEOUT_MS = 1_000;
+/** Longer than the adapter waits out itself (`maxRetryAfterMs`/`maxRateLimitWaitMs`): it goes back to the outbox. */
+const RATE_LIMIT_HINT_MS = 120_000;
 const EDIT_INTERVAL_MS = 200;
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are built freely
@@ -117,7 +119,7 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
 
   function failure(of: SendFailure): FakeTelegramFailure {
     if (of.kind === 'hang') return { hang: true };
-    if (of.kind === 'rate_limited') return { status: 429, retryAfterS: Math.ceil(of.retryAfterMs / 1000) };
+    if (of.kind === 'rate_limited') return { status: 429, retryAfterS: Math.ceil(RATE_LIMIT_HINT_MS / 1000) };
     return { status: 401 };
   }
 
@@ -125,6 +127,7 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
 
   return {
     secrets: [TOKEN, WEBHOOK_SECRET],
+    rateLimitHintMs: RATE_LIMIT_HINT_MS,
     sendTimeoutMs: SEND_TIMEOUT_MS,
     editIntervalMs: EDIT_INTERVAL_MS,
     perChatLimit: PER_CHAT,

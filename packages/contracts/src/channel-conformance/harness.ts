@@ -73,8 +73,8 @@ export interface DeliveryAnswer {
 /** What the next send call of the platform answers instead of succeeding. */
 export type SendFailure =
   | { kind: 'hang' }
-  /** The platform's rate limit answer with its hint (`retry_after`, Retry-After), ms. */
-  | { kind: 'rate_limited'; retryAfterMs: number }
+  /** The platform's rate limit answer, with `ChannelHarness.rateLimitHintMs` as its hint. */
+  | { kind: 'rate_limited' }
   /** The token is refused. */
   | { kind: 'auth' };
 
@@ -92,6 +92,12 @@ export interface AdapterSetup {
 export interface ChannelHarness {
   /** Every configured secret (tokens, signing secrets, keys): none may reach a log or an error. */
   secrets: readonly string[];
+  /**
+   * The wait the fake's rate-limit answer asks for (`retry_after`, Retry-After), ms: beyond what
+   * the adapter waits out itself when it gives the limit back to the outbox, short when the
+   * adapter waits every limit out (the check then waits too).
+   */
+  rateLimitHintMs: number;
   /** `outbound.send_timeout` of the adapters it creates, ms. */
   sendTimeoutMs: number;
   /** `outbound.edit_interval` of the adapters it creates, ms (with `preview`). */
