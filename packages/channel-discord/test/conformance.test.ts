@@ -144,6 +144,7 @@ const DISCORD: ChannelCapabilities = {
   signedInbound: false,
   redelivery: false,
   groups: true,
+  platformSends: true,
   preview: true,
   pacing: true,
   splitLimit: 2_000,

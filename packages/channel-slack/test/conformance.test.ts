@@ -98,6 +98,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
   async function deliverEvent(event: SlackEvent, deliveryMode: DeliveryMode): Promise<DeliveryAnswer> {
     const url = await gatewayUrl();
     let status: number;
+    let headers: Headers;
     if (deliveryMode === 'unsigned') {
       const response = await fetch(`${url}/slack/sl/events`, {
         method: 'POST',
@@ -106,6 +107,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
       });
       await response.text();
       status = response.status;
+      headers = response.headers;
     } else {
       const body =
         deliveryMode === 'malformed'
@@ -119,8 +121,14 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
         ...(deliveryMode === 'redelivered' ? { retryNum: 1 } : {}),
       });
       status = answer.status;
+      headers = answer.headers;
     }
-    return { status, acknowledged: status >= 200 && status < 300 };
+    const retryAfter = headers.get('retry-after');
+    return {
+      status,
+      acknowledged: status >= 200 && status < 300,
+      ...(retryAfter === null ? {} : { retryAfter }),
+    };
   }
 
   async function deliverSocket(event: SlackEvent, deliveryMode: DeliveryMode): Promise<DeliveryAnswer> {
@@ -195,7 +203,14 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
   };
 }
 
-const COMMON = { groups: true, preview: true, pacing: true, splitLimit: 4_000, redelivery: true } as const;
+const COMMON = {
+  platformSends: true,
+  groups: true,
+  preview: true,
+  pacing: true,
+  splitLimit: 4_000,
+  redelivery: true,
+} as const;
 
 const EVENTS_API: ChannelCapabilities = {
   ...COMMON,

@@ -41,6 +41,12 @@ function withErrorAnswers(server: FastifyInstance): FastifyInstance {
   return server;
 }
 
+/** The answer's Retry-After, when it has one. */
+function retryAfterOf(headers: Headers): { retryAfter?: string } {
+  const value = headers.get('retry-after');
+  return value === null ? {} : { retryAfter: value };
+}
+
 async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<ChannelHarness> {
   const fake = await startFakeTelegram({ token: TOKEN, rateLimits: { perChat: PER_CHAT } });
   const username = fake.botUser.username ?? '';
@@ -92,7 +98,11 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
           ? '{not json'
           : event.update;
     const answer = await fake.deliverWebhook(url, body, secret);
-    return { status: answer.status, acknowledged: answer.status >= 200 && answer.status < 300 };
+    return {
+      status: answer.status,
+      acknowledged: answer.status >= 200 && answer.status < 300,
+      ...retryAfterOf(answer.headers),
+    };
   }
 
   /** Queues the update for getUpdates; resolves once it is confirmed, or fetched again (not acknowledged). */
@@ -195,7 +205,13 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
   };
 }
 
-const COMMON = { groups: true, preview: true, pacing: true, splitLimit: 4096 } as const;
+const COMMON = {
+  platformSends: true,
+  groups: true,
+  preview: true,
+  pacing: true,
+  splitLimit: 4096,
+} as const;
 
 const WEBHOOK: ChannelCapabilities = {
   ...COMMON,

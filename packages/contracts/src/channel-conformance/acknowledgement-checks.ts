@@ -12,25 +12,42 @@ export function acknowledgementChecks(
   world: () => ConformanceWorld,
 ): void {
   describe.skipIf(capabilities.acknowledgement !== 'ack')('when the ingress does not take a message', () => {
-    for (const mode of ['refuse', 'fail'] as const) {
-      const what = mode === 'refuse' ? 'refused (queue full)' : 'failed (store down)';
-      it(`leaves an event the ingress ${what} unacknowledged (503), and queues it once redelivered`, async () => {
-        const { harness, ingress } = world();
-        const text = uniqueText(`ingress ${mode}`);
-        const event = harness.event({ chat: 'direct', text });
-        ingress.answer(mode);
-        const refused = await harness.deliver(event, 'signed');
-        expect(refused.acknowledged).toBe(false);
-        if (refused.status !== undefined) expect(refused.status).toBe(503);
-        expect(ingress.queued).toEqual([]);
-        ingress.answer('queue');
-        const again = await harness.deliver(event, 'redelivered');
-        expect(again.acknowledged).toBe(true);
-        const offered = offeredWith(world(), text);
-        expect(offered.length).toBeGreaterThanOrEqual(2);
-        expect(ingress.queued).toEqual([offered[0]?.platform_message_id]);
-      });
-    }
+    it('leaves an event the ingress refused (queue full) unacknowledged (429 or 503 with Retry-After), and queues it once redelivered', async () => {
+      const { harness, ingress } = world();
+      const text = uniqueText('ingress refuse');
+      const event = harness.event({ chat: 'direct', text });
+      ingress.answer('refuse');
+      const refused = await harness.deliver(event, 'signed');
+      expect(refused.acknowledged).toBe(false);
+      if (refused.status !== undefined) {
+        expect([429, 503]).toContain(refused.status);
+        expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+      }
+      expect(ingress.queued).toEqual([]);
+      ingress.answer('queue');
+      const again = await harness.deliver(event, 'redelivered');
+      expect(again.acknowledged).toBe(true);
+      const offered = offeredWith(world(), text);
+      expect(offered.length).toBeGreaterThanOrEqual(2);
+      expect(ingress.queued).toEqual([offered[0]?.platform_message_id]);
+    });
+
+    it('leaves an event the ingress failed (store down) unacknowledged (503), and queues it once redelivered', async () => {
+      const { harness, ingress } = world();
+      const text = uniqueText('ingress fail');
+      const event = harness.event({ chat: 'direct', text });
+      ingress.answer('fail');
+      const failed = await harness.deliver(event, 'signed');
+      expect(failed.acknowledged).toBe(false);
+      if (failed.status !== undefined) expect(failed.status).toBe(503);
+      expect(ingress.queued).toEqual([]);
+      ingress.answer('queue');
+      const again = await harness.deliver(event, 'redelivered');
+      expect(again.acknowledged).toBe(true);
+      const offered = offeredWith(world(), text);
+      expect(offered.length).toBeGreaterThanOrEqual(2);
+      expect(ingress.queued).toEqual([offered[0]?.platform_message_id]);
+    });
 
     it('holds the acknowledgement while the ingress holds the message, and acknowledges once it resolves', async () => {
       const { harness, ingress } = world();

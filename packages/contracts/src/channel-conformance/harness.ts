@@ -14,7 +14,12 @@ export interface ChannelCapabilities {
   redelivery: boolean;
   /** Group chats exist, where the bot answers only when addressed. */
   groups: boolean;
-  /** The adapter implements `preview` (streamed answers). */
+  /**
+   * `send` calls a platform API the fake serves, which can hang, refuse the token or answer its
+   * rate limit. False for a channel whose replies are local writes (the HTTP API's statuses).
+   */
+  platformSends: boolean;
+  /** The adapter implements `preview` (streamed answers) on a platform the fake serves. */
   preview: boolean;
   /** The adapter paces its sends to the platform's limits (`outbound.rate`). */
   pacing: boolean;
@@ -68,6 +73,8 @@ export interface DeliveryAnswer {
   acknowledged: boolean;
   /** The HTTP status, when the event came in a request. */
   status?: number;
+  /** The answer's `Retry-After` header, when the event came in a request and it had one. */
+  retryAfter?: string;
 }
 
 /** What the next send call of the platform answers instead of succeeding. */
