@@ -6,12 +6,14 @@ import {
   type SendFailure,
   describeChannelConformance,
 } from '@switchboard/contracts';
+import { ownChannels } from '@switchboard/channel-kit';
 import type { InboundMessage } from '@switchboard/core';
 import {
   type FakeDiscordFailure,
   type FakeMessageInput,
   startFakeDiscord,
 } from '@switchboard/testkit/discord';
+import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { createDiscordChannel } from '../src/index.js';
 import { DiscordChannelSchema } from '../src/options.js';
@@ -100,6 +102,8 @@ async function startDiscordHarness(): Promise<ChannelHarness> {
     },
     async deliver(event, deliveryMode) {
       const { message } = event as DiscordEvent;
+      // The gateway dispatches on a live session only: after a takeover, once the new holder identified.
+      await eventually(() => fake.connected(), 5_000, 'a live gateway session');
       if (deliveryMode === 'malformed') {
         // A MESSAGE_CREATE with no author: the gateway's framing is fine, the message is not.
         fake.dispatch('MESSAGE_CREATE', { id: newDm(), channel_id: message.channel_id, content: 'x' });
@@ -151,4 +155,4 @@ const DISCORD: ChannelCapabilities = {
   connection: 'single-owner',
   acknowledgement: 'none',
 };
-describeChannelConformance('discord', { capabilities: DISCORD, start: startDiscordHarness });
+describeChannelConformance('discord', { capabilities: DISCORD, start: startDiscordHarness, ownChannels });

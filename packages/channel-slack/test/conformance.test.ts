@@ -8,6 +8,7 @@ import {
   type SendFailure,
   describeChannelConformance,
 } from '@switchboard/contracts';
+import { ownChannels } from '@switchboard/channel-kit';
 import { type InboundMessage, isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
@@ -233,4 +234,5 @@ const SOCKET_MODE: ChannelCapabilities = {
 describeChannelConformance('slack (Socket Mode)', {
   capabilities: SOCKET_MODE,
   start: () => startSlackHarness('socket_mode'),
+  ownChannels,
 });

@@ -8,6 +8,7 @@ import {
   type SendFailure,
   describeChannelConformance,
 } from '@switchboard/contracts';
+import { ownChannels } from '@switchboard/channel-kit';
 import { type InboundMessage, isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
@@ -239,4 +240,5 @@ const POLLING: ChannelCapabilities = {
 describeChannelConformance('telegram (polling)', {
   capabilities: POLLING,
   start: () => startTelegramHarness('polling'),
+  ownChannels,
 });

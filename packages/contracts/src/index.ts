@@ -17,6 +17,7 @@ export type {
   DeliveryMode,
   EventSpec,
   IngressMode,
+  OwnChannels,
   PlatformEvent,
   SendFailure,
 } from './channel-conformance/index.js';

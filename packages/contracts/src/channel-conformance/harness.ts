@@ -1,4 +1,4 @@
-import type { ChannelAdapter, InboundMessage, Logger } from '@switchboard/core';
+import type { ChannelAdapter, ChannelLeases, InboundMessage, LeaseTiming, Logger } from '@switchboard/core';
 
 /**
  * What a channel declares about itself; the conformance checks a capability excludes are
@@ -148,4 +148,18 @@ export interface ChannelHarness {
 export interface ChannelHarnessFactory {
   capabilities: ChannelCapabilities;
   start(): Promise<ChannelHarness>;
+  /**
+   * With `connection: 'single-owner'`: how the gateway puts such adapters behind their leases,
+   * channel-kit's `ownChannels` (passed in, as channel-kit's own tests run these suites).
+   */
+  ownChannels?: OwnChannels;
 }
+
+/** The shape of channel-kit's `ownChannels` the single-owner check drives. */
+export type OwnChannels = (
+  adapters: ReadonlyMap<string, ChannelAdapter>,
+  options: { leases: ChannelLeases; replicaId: string; logger: Logger; timing: LeaseTiming },
+) => {
+  adapters: Map<string, ChannelAdapter>;
+  owned: Map<string, { role(): 'active' | 'standby' }>;
+};

@@ -18,6 +18,7 @@ export type {
   DeliveryAnswer,
   DeliveryMode,
   EventSpec,
+  OwnChannels,
   PlatformEvent,
   SendFailure,
 } from './harness.js';
