@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
+import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 /**
  * A fake WhatsApp Business Cloud API for tests: a node:http server on 127.0.0.1 that answers
@@ -11,7 +12,8 @@ import { eventually } from './eventually.js';
  * `text.body` of 1 to 4096 characters, else 400 with code 100) and answers
  * `{ messaging_product, contacts: [{ input, wa_id }], messages: [{ id: "wamid…" }] }`. It records
  * every call and can answer a rate limit (130429, 131056 or 80007), a refused token, another
- * status, or hang. Webhook notifications are POSTed with `deliverWebhook`, signed as Meta signs
+ * status, or hang. With `rateLimits` it enforces the throughput and pair rate: a send past one is
+ * answered 130429 (HTTP 429) or 131056 (HTTP 400, as Meta answers it) and counted. Webhook notifications are POSTed with `deliverWebhook`, signed as Meta signs
  * them: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body with the app secret>`;
  * `verifySubscription` performs the `GET` handshake Meta makes when the callback URL is saved.
  */
@@ -51,6 +53,16 @@ export type FakeWhatsAppFailure =
   /** Never answers (until `close`); nothing is sent. */
   | { kind: 'hang' };
 
+/** Limits on sending; a limit left out is not enforced. */
+export interface FakeWhatsAppRateLimits {
+  /** Every message of the business number (throughput, 130429). */
+  perNumber?: FakeRateLimit;
+  /** Every message to one user (pair rate, 131056). */
+  perRecipient?: FakeRateLimit;
+  /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
+  toleranceMs?: number;
+}
+
 export interface FakeWhatsAppOptions {
   /** Signs webhooks. Default: `fake-whatsapp-app-secret`. */
   appSecret?: string;
@@ -60,6 +72,8 @@ export interface FakeWhatsAppOptions {
   phoneNumberId?: string;
   /** The verify token `verifySubscription` presents. Default: `fake-whatsapp-verify-token`. */
   verifyToken?: string;
+  /** Limits enforced on sends. Default: none. */
+  rateLimits?: FakeWhatsAppRateLimits;
 }
 
 /** What a webhook call got back. */
@@ -103,6 +117,8 @@ export interface FakeWhatsApp {
   deliveredTo(to: string): string[];
   /** Resolves once `count` messages reached `to` (rejects after `timeoutMs`). */
   waitForDelivered(to: string, count: number, timeoutMs?: number): Promise<string[]>;
+  /** Sends answered a rate limit for exceeding `rateLimits` (injected failures not included). */
+  rateLimitViolations(): number;
   /** The next `count` calls answer `failure`. */
   failNext(count: number, failure: FakeWhatsAppFailure): void;
   /** A text message with its contact, as in `value.messages[]` and `value.contacts[]`. */
@@ -198,6 +214,20 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   const sent: SentWhatsAppMessage[] = [];
   const failures: FakeWhatsAppFailure[] = [];
   const hung = new Set<ServerResponse>();
+  const rateLimits = options.rateLimits ?? {};
+  const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
+
+  /** The rate-limit answer for a send to `to` past `rateLimits`, else null (and the send is counted). */
+  function overRateLimit(to: string, arrivedAt: number): Answer | null {
+    const buckets: Array<readonly [string, FakeRateLimit]> = [];
+    if (rateLimits.perNumber !== undefined) buckets.push(['number', rateLimits.perNumber]);
+    const recipient =
+      rateLimits.perRecipient === undefined ? null : ([`to:${to}`, rateLimits.perRecipient] as const);
+    if (recipient !== null) buckets.push(recipient);
+    if (buckets.length === 0 || limiter.admit(buckets, arrivedAt) === 0) return null;
+    const pairRate = recipient !== null && limiter.state(recipient, arrivedAt).remaining === 0;
+    return failureAnswer({ kind: 'rate_limited', ...(pairRate ? { code: 131056, status: 400 } : {}) });
+  }
 
   const wamid = () => `wamid.${randomBytes(24).toString('base64url')}`;
 
@@ -219,7 +249,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
       : { ...answer, headers: { 'retry-after': String(failure.retryAfterSec) } };
   }
 
-  function accept(method: string, path: string, body: Json | null): Answer {
+  function accept(method: string, path: string, body: Json | null, arrivedAt: number): Answer {
     const parts = path.split('/');
     const [, version = '', phone, edge] = parts;
     if (method !== 'POST' || parts.length !== 4 || edge !== 'messages' || !VERSION.test(version))
@@ -234,6 +264,8 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     }
     const bad = badMessage(body);
     if (bad !== null || body === null) return bad ?? graphError(400, 100, '(#100) Invalid parameter');
+    const limited = overRateLimit(body.to, arrivedAt);
+    if (limited !== null) return limited;
     const id = wamid();
     sent.push({ to: body.to, text: body.text.body, id });
     return {
@@ -268,7 +300,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
       hung.add(response);
       return;
     }
-    send(failure === undefined ? accept(method, path, body) : failureAnswer(failure));
+    send(failure === undefined ? accept(method, path, body, at) : failureAnswer(failure));
   });
   server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -295,6 +327,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
         `fake whatsapp: ${count} message(s) delivered to ${to}`,
       );
     },
+    rateLimitViolations: () => limiter.violations(),
     failNext(count, failure) {
       failures.push(...Array<FakeWhatsAppFailure>(count).fill(failure));
     },
