@@ -11,8 +11,10 @@ import {
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
+  type InboundMessage,
   type Ingress,
   type Logger,
+  SwitchboardError,
   isSwitchboardError,
   newMessageId,
 } from '@switchboard/core';
@@ -67,16 +69,15 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
 
   /** Takes one message to the ingress; what Meta is told if it must deliver the notification again. */
   async function take(current: Ingress, change: MessagesChange, raw: unknown): Promise<Disposition> {
-    let message: ReturnType<typeof normalizeWhatsAppMessage>;
+    let message: InboundMessage | null;
     try {
-      const from = (raw as { from?: unknown } | null)?.from;
-      const senderName = typeof from === 'string' ? change.names.get(from) : undefined;
-      message = normalizeWhatsAppMessage(raw, {
+      const context = {
         channelId: config.id,
-        ...(senderName === undefined ? {} : { senderName }),
+        names: change.names,
         messageId: newMessageId(),
         receivedAt: now(),
-      });
+      };
+      message = normalizeWhatsAppMessage(raw, context);
     } catch (err) {
       if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST') && !isSwitchboardError(err, 'SB_MESSAGE_INVALID'))
         throw err;
@@ -128,7 +129,8 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
     const answer = answerSubscription(request.query as SubscriptionQuery, config.verifyToken);
     if ('problem' in answer) {
       noteRefusal({ problem: answer.problem });
-      return reply.code(403).send({ error: { code: 'SB_HTTP_FORBIDDEN', message: answer.problem } });
+      // The gateway's error handler answers it: 403 in the one error shape.
+      throw new SwitchboardError('SB_HTTP_FORBIDDEN', { message: answer.problem });
     }
     logger.info({}, 'webhook subscription verified');
     return reply.code(200).type('text/plain; charset=utf-8').send(answer.challenge);

@@ -5,8 +5,8 @@ import { z } from 'zod';
 export interface NormalizeContext {
   /** The configured channel id (`channels[].id`). */
   channelId: string;
-  /** The sender's profile name, from the change's `contacts[]`. */
-  senderName?: string;
+  /** Profile names by WhatsApp id, from the change's `contacts[]`. */
+  names: ReadonlyMap<string, string>;
   /** The gateway id for the message (`newMessageId()`). */
   messageId: string;
   /** Milliseconds since the epoch. */
@@ -38,13 +38,14 @@ const TextSchema = z.looseObject({ text: z.looseObject({ body: z.string() }) });
 export function normalizeWhatsAppMessage(message: unknown, context: NormalizeContext): InboundMessage | null {
   const parsed = parseOrThrow(MessageSchema, message, 'SB_HTTP_BAD_REQUEST', 'whatsapp message');
   if (parsed.type !== 'text') return null;
+  const name = context.names.get(parsed.from);
   const text = parseOrThrow(TextSchema, message, 'SB_HTTP_BAD_REQUEST', 'whatsapp text message').text.body;
   return parseInboundMessage({
     id: context.messageId,
     platform: 'whatsapp',
     channel: context.channelId,
     chat: { type: 'person', id: parsed.from },
-    sender: { id: parsed.from, ...(context.senderName === undefined ? {} : { name: context.senderName }) },
+    sender: { id: parsed.from, ...(name === undefined ? {} : { name }) },
     elements: [
       { type: 'text', text },
       ...(parsed.context === undefined ? [] : [{ type: 'quote' as const, message_id: parsed.context.id }]),

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeWhatsAppMessage } from '../../src/inbound/normalize.js';
 
-const context = { channelId: 'wa', messageId: '01J0000000000000000000000', receivedAt: 1_000 };
+const context = {
+  channelId: 'wa',
+  names: new Map<string, string>(),
+  messageId: '01J0000000000000000000000',
+  receivedAt: 1_000,
+};
 // The shape of `value.messages[]` in Meta's webhook reference.
 const text = {
   from: '16505551234',
@@ -14,7 +19,10 @@ const text = {
 describe('normalizeWhatsAppMessage', () => {
   describe('when the message is text', () => {
     it('is a direct message from its sender, keyed by the wamid', () => {
-      const message = normalizeWhatsAppMessage(text, { ...context, senderName: 'Sheena Nelson' });
+      const message = normalizeWhatsAppMessage(text, {
+        ...context,
+        names: new Map([['16505551234', 'Sheena Nelson']]),
+      });
       expect(message).toMatchObject({
         id: context.messageId,
         platform: 'whatsapp',
