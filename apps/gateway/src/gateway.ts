@@ -1,3 +1,4 @@
+import { type OwnedChannels, ownChannels } from '@switchboard/channel-kit';
 import type { ChannelEvents } from '@switchboard/channel-openapi';
 import type { Config } from '@switchboard/config';
 import {
@@ -13,7 +14,7 @@ import {
 import { IDEMPOTENCY_TTL_MS } from '@switchboard/http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type ChannelEventFanOut, fanOutChannelEvents } from './channel-events.js';
-import { type OwnedChannels, ownChannels } from './channel-ownership.js';
+import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
 import { type Channels, createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { registerOperatorRoutes } from './http/operator-routes.js';
@@ -252,7 +253,11 @@ async function openChannels(
     outbound: deps.outbound,
     events: deps.events,
   });
-  const ownership = ownChannels(configured.adapters, { ...stores.channelLeases(), logger });
+  const ownership = ownChannels(configured.adapters, {
+    ...stores.channelLeases(),
+    logger,
+    timing: CHANNEL_LEASE_TIMING,
+  });
   return { ...configured, adapters: ownership.adapters, ownership };
 }
 

@@ -13,7 +13,7 @@ type Json = Record<string, any>;
 
 const reachable = (await redisReachable()) && (await postgresReachable());
 
-/** The channel lease's length (apps/gateway/src/channel-ownership.ts `CHANNEL_LEASE_TIMING`). */
+/** The channel lease's length (apps/gateway/src/channel-lease-timing.ts `CHANNEL_LEASE_TIMING`). */
 const LEASE_MS = 15_000;
 
 /** Where a replica runs channel `id` (`tg` by default), from its `/readyz`. */

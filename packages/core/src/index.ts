@@ -136,7 +136,7 @@ export type {
   ChannelHealth,
   ChannelSendOptions,
 } from './ports/channel-adapter.js';
-export type { ChannelLease, ChannelLeases } from './ports/channel-lease.js';
+export type { ChannelLease, ChannelLeases, LeaseTiming } from './ports/channel-lease.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
 export { lazyChild, silentLogger } from './ports/logger.js';

@@ -15,7 +15,6 @@ export type { RedisChannelLeases, RedisChannelLeasesOptions } from './redis-chan
 export { createRedisRateBuckets, rateBucketKeyOf } from './redis-rate-buckets.js';
 export type { RedisRateBuckets, RedisRateBucketsOptions } from './redis-rate-buckets.js';
 export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
-export type { LeaseTiming } from './lease-timing.js';
 export { createRedisReplyOutbox } from './redis-reply-outbox.js';
 export type { RedisReplyOutbox, RedisReplyOutboxOptions } from './redis-reply-outbox.js';
 export {

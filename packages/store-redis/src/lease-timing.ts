@@ -1,12 +1,7 @@
 // Kept apart from the Redis code: the gateway reads the default timing for single-owner
 // connections (`@switchboard/store-redis/lease-timing`) without loading the Redis client.
 
-/** The timing a pool's leases run on, ms. */
-export interface LeaseTiming {
-  leaseMs: number;
-  renewEveryMs: number;
-  fenceAfterMs: number;
-}
+import type { LeaseTiming } from '@switchboard/core';
 
 /**
  * The default lease timing of a replica's turns, also that of its single-owner connections, so

@@ -14,7 +14,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AdminAuditFiltersSchema } from '../admin/audit-filters.js';
 import { auditView } from '../admin/audit-view.js';
-import type { OwnedChannels } from '../channel-ownership.js';
+import type { OwnedChannels } from '@switchboard/channel-kit';
 import type { ReplayResult } from '../admin/dead-letter-replay.js';
 import { MAX_SELECTION, applyToSelection, createDeadLetterPurge } from '../admin/dead-letter-selection.js';
 import { messagePath } from '../admin/message-path.js';

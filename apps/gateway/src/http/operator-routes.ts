@@ -11,7 +11,7 @@ import type { AuthHook } from '@switchboard/http';
 import type { FastifyInstance } from 'fastify';
 import { createDeadLetterReplay } from '../admin/dead-letter-replay.js';
 import { type ChannelHealth, overview } from '../admin/overview.js';
-import type { OwnedChannels } from '../channel-ownership.js';
+import type { OwnedChannels } from '@switchboard/channel-kit';
 import type { LiveRouting } from '../live-routing.js';
 import type { Recorders } from '../recorders.js';
 import { DAY_MS } from '../retention.js';

@@ -46,3 +46,16 @@ export interface ChannelLeases {
   /** The leases in force now (not expired, not released), by channel id. */
   holders(): Promise<ChannelLease[]>;
 }
+
+/**
+ * The timing a lease holder runs on, ms: a channel's connection, and the Redis pool's turn
+ * claims alike (`DEFAULT_LEASE_TIMING` in `@switchboard/store-redis/lease-timing`).
+ */
+export interface LeaseTiming {
+  /** How long a lease holds without renewal. */
+  leaseMs: number;
+  /** How often the holder renews. */
+  renewEveryMs: number;
+  /** Without a successful renewal for this long, the holder gives the lease up (fencing). */
+  fenceAfterMs: number;
+}

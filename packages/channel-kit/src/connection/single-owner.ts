@@ -3,18 +3,10 @@ import {
   type ChannelContext,
   type ChannelLease,
   type ChannelLeases,
+  type LeaseTiming,
   type Logger,
   backoffDelayMs,
 } from '@switchboard/core';
-import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '@switchboard/store-redis/lease-timing';
-
-/**
- * Lease timing of single-owner connections, ms: the Redis pool's turn leases', so a dead
- * replica's turns and connections move on together. Fencing stops the connection
- * `fenceAfterMs` after the last successful renewal, well before the lease expires elsewhere
- * (a Redis command times out after 2 s; a connection stops within a second or two).
- */
-export const CHANNEL_LEASE_TIMING: LeaseTiming = DEFAULT_LEASE_TIMING;
 
 /** A standby tries again this soon after the holder's deadline, ms: one clock tick's margin. */
 const AFTER_DEADLINE_MS = 10;
@@ -46,13 +38,18 @@ export interface OwnedChannel {
 /** The channel of `adapter`, started only while this replica holds its lease. */
 interface LeasedChannel extends ChannelAdapter, OwnedChannel {}
 
+/** How `ownChannels` puts channels behind their leases. */
 export interface ChannelOwnershipOptions {
+  /** The deployment's channel leases, shared by the replicas. */
   leases: ChannelLeases;
   /** This replica's id, the lease holder's name. */
   replicaId: string;
   logger: Logger;
-  /** Default: `CHANNEL_LEASE_TIMING`. */
-  timing?: LeaseTiming;
+  /**
+   * The lease's length, renewal period and fencing delay: the deployment's, so that a dead
+   * replica's connections move on with its turns (the gateway passes the pool's).
+   */
+  timing: LeaseTiming;
   /** Default: `Date.now`; the leases' own clock should agree. */
   now?: () => number;
 }
@@ -67,7 +64,7 @@ export interface ChannelOwnershipOptions {
  */
 function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): LeasedChannel {
   const { leases, replicaId } = options;
-  const { leaseMs, renewEveryMs, fenceAfterMs } = options.timing ?? CHANNEL_LEASE_TIMING;
+  const { leaseMs, renewEveryMs, fenceAfterMs } = options.timing;
   const now = options.now ?? Date.now;
   const logger = options.logger.child({ component: 'channel.lease', channel: adapter.id });
   let context: ChannelContext | null = null;

@@ -8,7 +8,7 @@ import {
 import { recordingIngress } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type OwnedChannels, ownChannels } from '../src/channel-ownership.js';
+import { type OwnedChannels, ownChannels } from '../../src/connection/single-owner.js';
 
 /** Short leases, so that expiry and fencing happen within a test. */
 const TIMING = { leaseMs: 600, renewEveryMs: 100, fenceAfterMs: 300 };
