@@ -4,15 +4,12 @@ import {
   deliveryKey,
   dispositionOf,
   mountWebhook,
-  requestPlatform,
   verifyHmacSha256,
   webhookPath,
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
-  type InboundMessage,
   type Ingress,
-  type IngressResult,
   type Logger,
   isSwitchboardError,
   newMessageId,
@@ -21,7 +18,7 @@ import type { FastifyInstance } from 'fastify';
 import type { LineChannelConfig } from './options.js';
 import { type LineMessageEvent, normalizeLineEvent } from './inbound/normalize.js';
 import { type LineWebhookBody, parseLineBody } from './inbound/parse-body.js';
-import { createLineSender } from './outbound/send.js';
+import { callLine, createLineSender } from './outbound/send.js';
 
 /** Options of `createLineChannel`. */
 export interface LineChannelOptions {
@@ -36,40 +33,35 @@ export interface LineChannelOptions {
 
 const DEFAULTS = { now: Date.now } satisfies Partial<LineChannelOptions>;
 
-const SIGNATURE_HEADER = 'x-line-signature';
-
 /**
- * The LINE channel (Messaging API). `start` checks the channel access token (`GET /v2/bot/info`).
- * Webhooks arrive at `POST /line/<channel id>`, signed (`x-line-signature`, base64 HMAC-SHA256 of
- * the body with the channel secret: 401 otherwise, checked before the body is parsed). Each event
- * of a request goes to the ingress in order, keyed on its `webhookEventId`, so that a redelivered
- * event is a duplicate; a malformed one is skipped and the rest taken. The answer waits for the
- * ingress. With `webhook_redelivery` on, an event the gateway cannot take is answered 503 so that
- * LINE sends it again; off, LINE never would, so it is recorded as dropped and the request
- * answered 200. Replies: `outbound/send.ts`.
+ * The LINE channel (Messaging API) on channel-kit. `start` checks the access token (`GET
+ * /v2/bot/info`). Webhooks come to `POST /line/<channel id>`, signed: `x-line-signature` is the
+ * base64 HMAC-SHA256 of the body with the channel secret, checked before anything parses it
+ * (401). Each event of a request goes to the ingress in order, keyed on its `webhookEventId`, so
+ * a redelivered one is a duplicate; a malformed one is skipped and the rest taken. The answer
+ * waits for the ingress. With `webhook_redelivery`, an event the gateway cannot take is answered
+ * 503 so that LINE sends it again; without, LINE never would, so it is recorded as dropped and
+ * the request answered 200. Sending: `outbound/send.ts`.
  */
 export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
   const { config } = options;
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.line', channel: config.id });
-  const apiUrl = config.apiUrl.replace(/\/+$/, '');
   const path = webhookPath('line', config.id);
   const last = !config.webhookRedelivery;
-  let ingress: Ingress | null = null;
-  const sender = createLineSender({
+  const api = {
     channelId: config.id,
-    apiUrl,
+    apiUrl: config.apiUrl.replace(/\/+$/, ''),
     channelAccessToken: config.channelAccessToken,
     timeoutMs: config.outbound.sendTimeoutMs,
-    maxAgeMs: config.outbound.maxAgeMs,
-    now,
-  });
+  };
+  const sender = createLineSender(api, { maxAgeMs: config.outbound.maxAgeMs, now });
+  let ingress: Ingress | null = null;
 
-  /** Takes one event to the ingress; resolves with a disposition only when the request must be refused. */
-  async function accept(current: Ingress, event: unknown, index: number): Promise<Disposition | null> {
-    let message: InboundMessage | null;
+  /** The message of one event; `null` for none, or a malformed event (skipped, logged). */
+  function messageOf(event: unknown, index: number) {
     try {
-      message = normalizeLineEvent(event, {
+      return normalizeLineEvent(event, {
         channelId: config.id,
         messageId: newMessageId(),
         receivedAt: now(),
@@ -80,27 +72,25 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
       logger.warn({ err, index }, 'malformed line event skipped');
       return null;
     }
-    if (message === null) {
-      logger.debug({ index, type: (event as { type?: unknown }).type }, 'line event ignored');
-      return null;
-    }
-    const { webhookEventId: eventId, replyToken, timestamp } = message.raw as LineMessageEvent;
+  }
+
+  /** Takes one event to the ingress; what LINE is told if it must deliver the request again. */
+  async function take(current: Ingress, event: unknown, index: number): Promise<Disposition> {
+    const message = messageOf(event, index);
+    if (message === null) return ACKNOWLEDGED;
+    const { webhookEventId, replyToken, timestamp } = message.raw as LineMessageEvent;
     // Before the ingress: the answer may be sent before `accept` resolves.
     if (replyToken !== undefined) sender.remember(message.id, replyToken, timestamp);
-    let result: IngressResult;
-    try {
-      result = await current.accept(message, deliveryKey(eventId), { last });
-    } catch (err) {
-      if (!last) throw err;
-      logger.error({ err, eventId }, 'dropped without redelivery: ingress failed');
-      current.drop(message, 'ingress_failed', err);
-      return null;
-    }
-    if (result.status !== 'refused') return null;
-    if (!last) return dispositionOf(result);
-    logger.warn({ eventId, reason: result.reason }, 'dropped without redelivery: refused');
-    current.drop(message, 'refused');
-    return null;
+    const result = await current
+      .accept(message, deliveryKey(webhookEventId), { last })
+      .catch((err: unknown) => {
+        if (!last) throw err;
+        logger.error({ err, webhookEventId }, 'dropped, LINE does not redeliver: ingress failed');
+        current.drop(message, 'ingress_failed', err);
+        return null;
+      });
+    if (result?.status === 'refused' && last) current.drop(message, 'refused');
+    return result === null || last ? ACKNOWLEDGED : dispositionOf(result);
   }
 
   mountWebhook<LineWebhookBody>(options.server, {
@@ -108,11 +98,11 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
     name: `line channel "${config.id}"`,
     logger,
     verify: ({ headers, rawBody }) => {
-      const signature = headers[SIGNATURE_HEADER];
+      const signature = headers['x-line-signature'];
       const presented = typeof signature === 'string' ? signature : undefined;
       return verifyHmacSha256(config.channelSecret, rawBody, presented, 'base64')
         ? null
-        : `${SIGNATURE_HEADER}: missing or not made with channels[${config.id}].channel_secret`;
+        : `x-line-signature: missing or not made with channels[${config.id}].channel_secret`;
     },
     parse: parseLineBody,
     handler: () => {
@@ -120,9 +110,9 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
       if (current === null) return null;
       return async ({ events }) => {
         for (const [index, event] of events.entries()) {
-          // LINE redelivers the events of a refused request; those taken already are duplicates then.
-          const refused = await accept(current, event, index);
-          if (refused !== null) return refused;
+          const disposition = await take(current, event, index);
+          // LINE delivers the request again; the events taken already are duplicates then.
+          if (!disposition.acknowledge) return disposition;
         }
         return ACKNOWLEDGED;
       };
@@ -134,15 +124,7 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
     type: 'line',
 
     async start(context) {
-      const bot = (await requestPlatform({
-        where: { type: 'line', channelId: config.id, call: 'GET /v2/bot/info' },
-        method: 'GET',
-        url: `${apiUrl}/v2/bot/info`,
-        headers: { authorization: `Bearer ${config.channelAccessToken}` },
-        timeoutMs: config.outbound.sendTimeoutMs,
-        secrets: [config.channelAccessToken],
-        credentialPath: `channels[${config.id}].channel_access_token`,
-      })) as { basicId?: unknown };
+      const bot = (await callLine(api, '/v2/bot/info', { method: 'GET' })) as { basicId?: unknown };
       ingress = context.ingress;
       logger.info({ path, bot: bot.basicId }, 'channel started');
     },
@@ -155,10 +137,9 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
     send: (origin, replies, signal, sendOptions) =>
       sender.send(origin, replies, signal, sendOptions?.turn ?? origin.id),
 
-    health() {
-      return ingress === null
+    health: () =>
+      ingress === null
         ? { ready: false, detail: 'not running (before start or after stop)' }
-        : { ready: true };
-    },
+        : { ready: true },
   };
 }

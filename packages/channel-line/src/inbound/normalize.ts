@@ -21,8 +21,8 @@ const MessageEventSchema = z.object({
   replyToken: z.string().optional(),
   source: z.discriminatedUnion('type', [
     z.object({ type: z.literal('user'), userId: z.string().min(1) }),
-    z.object({ type: z.literal('group'), groupId: z.string().min(1), userId: z.string().optional() }),
-    z.object({ type: z.literal('room'), roomId: z.string().min(1), userId: z.string().optional() }),
+    z.object({ type: z.literal('group'), groupId: z.string().min(1), userId: z.string().min(1).optional() }),
+    z.object({ type: z.literal('room'), roomId: z.string().min(1), userId: z.string().min(1).optional() }),
   ]),
   message: z.looseObject({
     type: z.string(),
