@@ -262,6 +262,18 @@ routing: { default: echo }
       expect(wrong.status).toBe(401);
       expect(wrong.body).toMatchObject({ error: { code: 'SB_HTTP_UNAUTHORIZED' } });
       expect((await fake.deliverWebhook(hook, update)).status).toBe(401);
+      // Both refusals fall within one minute: one warning names the header; the second is not logged.
+      const refusals = await eventually(() => {
+        const lines = gateway.logs.filter((line) => line.msg === 'webhook call refused');
+        return lines.length > 0 && lines;
+      });
+      expect(refusals).toEqual([
+        expect.objectContaining({
+          level: 40,
+          route: '/telegram/tgw',
+          problem: 'X-Telegram-Bot-Api-Secret-Token is missing or does not match webhook.secret_token',
+        }),
+      ]);
 
       expect((await fake.deliverWebhook(hook, update, secret)).status).toBe(200);
       // Had a 401'd delivery reached the ingress, its update_id would be known and this one a duplicate.
@@ -345,7 +357,8 @@ routing: { default: echo }
             .map((sent) => sent.body.text),
       );
       expect(texts.sort()).toEqual(['@switchboard_bot sentinel', 'sentinel']);
-      expect(problems(gateway)).toEqual([]);
+      // The refusal warning of the wrong-token test above is the only one.
+      expect(problems(gateway).filter((line) => line.msg !== 'webhook call refused')).toEqual([]);
       const ignored = await eventually(
         () =>
           gateway.logs.filter((line) => line.msg === 'unsupported update ignored').length >=

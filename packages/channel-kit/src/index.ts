@@ -13,6 +13,25 @@ export {
 } from './options/index.js';
 export type { BucketRateInput, RateDefaults } from './options/index.js';
 
+// Inbound: the webhook route and the checks of inbound calls (the JWT verifier is at
+// `@switchboard/channel-kit/jwt`, so that only channels that use it load jose)
+export { constantTimeEqual } from './inbound/constant-time-equal.js';
+export { deliveryKey } from './inbound/delivery-key.js';
+export { ACKNOWLEDGED, dispositionOf } from './inbound/disposition.js';
+export type { Disposition } from './inbound/disposition.js';
+export { ed25519Verifier } from './inbound/ed25519-verifier.js';
+export { hmacSha256, verifyHmacSha256 } from './inbound/hmac-sha256.js';
+export type { SignatureEncoding } from './inbound/hmac-sha256.js';
+export { mountWebhook } from './inbound/mount-webhook.js';
+export type { SignedCall, WebhookHandler, WebhookOptions } from './inbound/mount-webhook.js';
+export { parseJsonObject } from './inbound/parse-json-object.js';
+export type { JsonObjectResult } from './inbound/parse-json-object.js';
+export { createRefusalLog } from './inbound/refusal-log.js';
+export type { RefusalLogOptions } from './inbound/refusal-log.js';
+export { checkTimestampWindow } from './inbound/timestamp-window.js';
+export type { TimestampProblem } from './inbound/timestamp-window.js';
+export { webhookPath } from './inbound/webhook-path.js';
+
 // Connection: single-owner connections (long polling, websockets) behind their channel leases
 export { ownChannels } from './connection/single-owner.js';
 export type {

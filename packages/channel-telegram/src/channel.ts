@@ -1,4 +1,5 @@
 import { autoRetry } from '@grammyjs/auto-retry';
+import { ACKNOWLEDGED, type Disposition, dispositionOf, webhookPath } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
@@ -20,8 +21,8 @@ import type { TelegramChannelConfig } from './options.js';
 import { toChannelError } from './errors.js';
 import { ALLOWED_UPDATES, type BotIdentity, normalizeUpdate } from './inbound/normalize.js';
 import { parseUpdate } from './inbound/parse-update.js';
-import { type ApiSignal, type Polling, type UpdateDisposition, startPolling } from './inbound/polling.js';
-import { mountWebhook, webhookPath } from './inbound/webhook.js';
+import { type ApiSignal, type Polling, startPolling } from './inbound/polling.js';
+import { mountTelegramWebhook } from './inbound/webhook.js';
 import { countRateLimits } from './outbound/count-rate-limits.js';
 import { paceCalls } from './outbound/pace-calls.js';
 import { renderPreview, renderReplies } from './outbound/render.js';
@@ -60,8 +61,6 @@ const DEFAULTS = {
   maxCallRetries: 5,
   now: Date.now,
 } satisfies Partial<TelegramChannelOptions>;
-
-const ACKNOWLEDGE: UpdateDisposition = Object.freeze({ acknowledge: true });
 
 /** Errors that mean the update itself is bad: fetching it again would not help. */
 function isMalformedUpdate(err: unknown): boolean {
@@ -113,10 +112,15 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
   // One per start: the channel starts again after a stop when it regains its lease.
   let stopping = new AbortController();
 
-  async function handle(update: Update): Promise<UpdateDisposition> {
+  async function handle(update: Update): Promise<Disposition> {
     if (ingress === null || identity === null) {
       // Only a poll that was in flight during `stop` gets here; the update stays unconfirmed.
-      return { acknowledge: false, reason: 'draining', retryAfterMs: 1_000 };
+      return {
+        acknowledge: false,
+        code: 'SB_DRAINING',
+        message: `telegram channel "${config.id}" is not running`,
+        retryAfterMs: 1_000,
+      };
     }
     const updateId = update.update_id;
     const result = normalizeUpdate(update, {
@@ -127,23 +131,21 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
     });
     if ('unsupported' in result) {
       logger.debug({ updateId, kind: result.unsupported }, 'unsupported update ignored');
-      return ACKNOWLEDGE;
+      return ACKNOWLEDGED;
     }
     const accepted = await ingress.accept(result.message, String(updateId));
     logger.debug({ updateId, messageId: result.message.id, status: accepted.status }, 'update accepted');
-    return accepted.status === 'refused'
-      ? { acknowledge: false, reason: accepted.reason, retryAfterMs: accepted.retryAfterMs }
-      : ACKNOWLEDGE;
+    return dispositionOf(accepted);
   }
 
   /** Polled updates come from Telegram, but one that cannot be read is skipped, not retried forever. */
-  async function handlePolled(update: Update): Promise<UpdateDisposition> {
+  async function handlePolled(update: Update): Promise<Disposition> {
     try {
       return await handle(parseUpdate(update));
     } catch (err) {
       if (!isMalformedUpdate(err)) throw err;
       logger.warn({ err, updateId: update.update_id }, 'malformed update skipped');
-      return ACKNOWLEDGE;
+      return ACKNOWLEDGED;
     }
   }
 
@@ -153,10 +155,11 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
         message: `channels[${config.id}].webhook: required when mode is webhook`,
       });
     }
-    mountWebhook({
+    mountTelegramWebhook({
       server: options.server,
       channelId: config.id,
       secretToken: config.webhook.secretToken,
+      logger,
       handler: () => (ingress === null ? null : handle),
     });
   }
@@ -206,7 +209,7 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
         {
           mode: config.mode,
           bot: identity.username,
-          ...(config.mode === 'webhook' ? { path: webhookPath(config.id) } : {}),
+          ...(config.mode === 'webhook' ? { path: webhookPath('telegram', config.id) } : {}),
         },
         'channel started',
       );

@@ -8,7 +8,6 @@ export type { TelegramChannelOptions } from './channel.js';
 export { ALLOWED_UPDATES, normalizeUpdate, platformMessageId } from './inbound/normalize.js';
 export type { BotIdentity, NormalizeContext, NormalizeResult } from './inbound/normalize.js';
 export { parseUpdate } from './inbound/parse-update.js';
-export { webhookPath } from './inbound/webhook.js';
 export { TELEGRAM_TEXT_LIMIT, renderReplies } from './outbound/render.js';
 export type { SendMessageParams } from './outbound/render.js';
 export { PACED_METHODS, pacedChatOfId } from './outbound/pace-calls.js';

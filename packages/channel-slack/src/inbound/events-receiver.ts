@@ -1,6 +1,14 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
+import {
+  ACKNOWLEDGED,
+  type Disposition,
+  dispositionOf,
+  mountWebhook,
+  webhookPath,
+} from '@switchboard/channel-kit';
 import { type Logger, SwitchboardError, isSwitchboardError } from '@switchboard/core';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { DELIVERY_KEY, type Delivery, isLastSlackDelivery } from './delivery.js';
 import { eventCallbackProblem } from './event-callback.js';
 import { parseSlackBody } from './parse-body.js';
@@ -21,58 +29,37 @@ export interface EventsReceiverOptions {
 
 type Settled = { kind: 'processed' } | { kind: 'failed'; error: unknown } | { kind: 'late' };
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** A 503 in the gateway's error shape: Slack redelivers on any non-2xx answer. */
-function unavailable(reply: FastifyReply, code: string, message: string, retryAfterMs: number) {
-  return reply
-    .code(503)
-    .header('retry-after', String(Math.max(1, Math.ceil(retryAfterMs / 1000))))
-    .send({ error: { code, message } });
 }
 
 /**
  * A Bolt `Receiver` for the Events API, mounted in the gateway's fastify server at
- * `POST /slack/<channel id>/events` instead of Bolt's own HTTP server. It checks the request
- * signature on the raw bytes (401 otherwise), answers `url_verification`, refuses bodies that are not
- * Events API callbacks (400), acknowledges unreadable events (200, logged), hands the rest to
- * `app.processEvent` and answers once the listener's `ingress.accept` has resolved — so an
- * acknowledged message is already journaled. A refused message is answered 503 (500 when ingress
- * failed) so that Slack retries, except on Slack's last retry (`X-Slack-Retry-Num` 3), where the
- * listener records it as dropped and the answer is 200. Before `start` and after `stop` it answers 503.
+ * `POST /slack/<channel id>/events` (the channel kit's webhook route) instead of Bolt's own HTTP
+ * server. It checks the request signature on the raw bytes (401 otherwise), answers
+ * `url_verification`, refuses bodies that are not Events API callbacks (400), acknowledges
+ * unreadable events (200, logged), hands the rest to `app.processEvent` and answers once the
+ * listener's `ingress.accept` has resolved — so an acknowledged message is already journaled. A
+ * refused message is answered 503 (500 when ingress failed) so that Slack retries, except on
+ * Slack's last retry (`X-Slack-Retry-Num` 3), where the listener records it as dropped and the
+ * answer is 200. Before `start` and after `stop` it answers 503.
  */
 export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
   const { channelId, signingSecret, ackDeadlineMs, now, logger } = options;
   let app: App | null = null;
   let running = false;
 
-  async function handle(request: FastifyRequest, reply: FastifyReply) {
-    if (!running || app === null) {
-      throw new SwitchboardError('SB_DRAINING', { message: `slack channel "${channelId}" is not running` });
-    }
-    const rawBody = request.body as string;
-    const problem = verifySlackSignature(
-      signingSecret,
-      {
-        signature: header(request, 'x-slack-signature'),
-        timestamp: header(request, 'x-slack-request-timestamp'),
-        rawBody,
-      },
-      now(),
-    );
-    if (problem !== null) {
-      logger.warn({ problem }, 'slack request refused');
-      throw new SwitchboardError('SB_HTTP_UNAUTHORIZED', { message: `x-slack-signature: ${problem}` });
-    }
-    const body = parseSlackBody(rawBody, header(request, 'content-type'));
-    if (body.type === 'url_verification') return { challenge: body.challenge };
-    if (body.type === 'ssl_check') return reply.code(200).send();
+  async function handle(
+    boltApp: App,
+    body: Record<string, unknown>,
+    headers: IncomingHttpHeaders,
+  ): Promise<Disposition> {
+    if (body.type === 'url_verification') return { acknowledge: true, body: { challenge: body.challenge } };
+    if (body.type === 'ssl_check') return ACKNOWLEDGED;
     if (body.type === 'app_rate_limited') {
       logger.warn({ minuteRateLimited: body.minute_rate_limited }, 'slack is dropping events: rate limited');
-      return reply.code(200).send();
+      return ACKNOWLEDGED;
     }
     // Interactivity and slash commands have no listener here; Bolt could not even route a body
     // that is not a Slack callback at all (`{"name": "x"}` reads as an options request).
@@ -83,12 +70,12 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
       });
     }
 
-    const retryNum = Number(header(request, 'x-slack-retry-num') ?? 0);
+    const retryNum = Number(header(headers, 'x-slack-retry-num') ?? 0);
     // Slack redelivers whatever is not answered 2xx, and a redelivery would be just as unreadable:
     // such an event is acknowledged and logged, never handed to ingress (it is no message yet).
     const acknowledgeMalformed = (problem: string) => {
       logger.warn({ eventId: body.event_id, retryNum, problem }, 'malformed slack event acknowledged');
-      return reply.code(200).send();
+      return ACKNOWLEDGED;
     };
     const unreadable = eventCallbackProblem(body);
     if (unreadable !== null) return acknowledgeMalformed(unreadable);
@@ -96,13 +83,13 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
     const event: ReceiverEvent = {
       body,
       retryNum,
-      retryReason: header(request, 'x-slack-retry-reason'),
+      retryReason: header(headers, 'x-slack-retry-reason'),
       // Bolt acks Events API requests itself before its listeners run. The HTTP answer waits
       // for the journal instead (below), so this ack only marks that Bolt is done with it.
       ack: async () => {},
       customProperties: { [DELIVERY_KEY]: delivery },
     };
-    const processing: Promise<Settled> = app.processEvent(event).then(
+    const processing: Promise<Settled> = boltApp.processEvent(event).then(
       () => ({ kind: 'processed' }),
       (error: unknown) => ({ kind: 'failed', error }),
     );
@@ -132,7 +119,7 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
           logger.error({ err: late.error, eventId: body.event_id }, 'slack event lost on its last retry');
         }
       });
-      return reply.code(200).send();
+      return ACKNOWLEDGED;
     }
     if (settled.kind === 'late') {
       // Answering 200 now could lose the message if the journal write then fails; a 503 makes
@@ -142,37 +129,41 @@ export function createEventsReceiver(options: EventsReceiverOptions): Receiver {
         if (late.kind === 'failed') logger.warn({ err: late.error, retryNum }, 'late slack event failed');
       });
       logger.warn({ ackDeadlineMs, retryNum }, 'slack event not journaled in time, asking for redelivery');
-      return unavailable(
-        reply,
-        'SB_STORE_UNAVAILABLE',
-        `the event was not journaled within ${ackDeadlineMs} ms; Slack will redeliver it`,
-        1000,
-      );
+      return {
+        acknowledge: false,
+        code: 'SB_STORE_UNAVAILABLE',
+        message: `the event was not journaled within ${ackDeadlineMs} ms; Slack will redeliver it`,
+        retryAfterMs: 1000,
+      };
     }
+    // docs/design.md §2: a full or draining queue answers webhooks 503 so that the platform retries;
+    // on Slack's last retry the listener has recorded the message as dropped instead (200).
     const result = delivery.result;
-    if (result?.status === 'refused' && delivery.dropped === undefined) {
-      // docs/design.md §2: a full or draining queue answers webhooks 503 so that the platform retries;
-      // on Slack's last retry the listener has recorded the message as dropped instead (200).
-      const code = result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL';
-      return unavailable(
-        reply,
-        code,
-        `the gateway cannot take the event now (${result.reason})`,
-        result.retryAfterMs,
-      );
-    }
-    return reply.code(200).send();
+    return result === undefined || delivery.dropped !== undefined ? ACKNOWLEDGED : dispositionOf(result);
   }
 
-  void options.server.register(async (scope) => {
-    // The signature covers the exact bytes, so this scope keeps bodies as raw strings.
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      ['application/json', 'application/x-www-form-urlencoded'],
-      { parseAs: 'string' },
-      (_request, body, done) => done(null, body),
-    );
-    scope.post(`/slack/${channelId}/events`, handle);
+  mountWebhook(options.server, {
+    path: `${webhookPath('slack', channelId)}/events`,
+    name: `slack channel "${channelId}"`,
+    logger,
+    contentTypes: ['application/json', 'application/x-www-form-urlencoded'],
+    verify: ({ headers, rawBody }) => {
+      const problem = verifySlackSignature(
+        signingSecret,
+        {
+          signature: header(headers, 'x-slack-signature'),
+          timestamp: header(headers, 'x-slack-request-timestamp'),
+          rawBody,
+        },
+        now(),
+      );
+      return problem === null ? null : `x-slack-signature: ${problem}`;
+    },
+    parse: (rawBody, headers) => parseSlackBody(rawBody, header(headers, 'content-type')),
+    handler: () => {
+      const boltApp = app;
+      return running && boltApp !== null ? (body, headers) => handle(boltApp, body, headers) : null;
+    },
   });
 
   return {

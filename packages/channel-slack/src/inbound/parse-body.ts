@@ -1,19 +1,12 @@
+import { parseJsonObject } from '@switchboard/channel-kit';
 import { SwitchboardError } from '@switchboard/core';
 
-function badBody(problem: string): SwitchboardError {
-  return new SwitchboardError('SB_HTTP_BAD_REQUEST', { message: `body: ${problem}` });
-}
-
 function parseObject(json: string, what: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    throw badBody(`malformed JSON${what}`);
+  const parsed = parseJsonObject(json);
+  if (!parsed.ok) {
+    throw new SwitchboardError('SB_HTTP_BAD_REQUEST', { message: `body: ${parsed.problem}${what}` });
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw badBody(`expected a JSON object${what}`);
-  return value as Record<string, unknown>;
+  return parsed.value;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { checkTimestampWindow, hmacSha256, verifyHmacSha256 } from '@switchboard/channel-kit';
 
 /** Slack rejects requests older than five minutes to stop replays; so do we. */
 export const MAX_REQUEST_AGE_MS = 5 * 60_000;
@@ -15,9 +15,14 @@ export interface SignedRequest {
   rawBody: string;
 }
 
+/** Slack's signed basestring: version, timestamp and the raw body. */
+function basestring(timestamp: string, rawBody: string): string {
+  return `v0:${timestamp}:${rawBody}`;
+}
+
 /** `v0=` + hex HMAC-SHA256(signingSecret, `v0:<timestamp>:<rawBody>`), Slack's request signature. */
 export function slackSignature(signingSecret: string, timestamp: string, rawBody: string): string {
-  return `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:${rawBody}`).digest('hex')}`;
+  return `v0=${hmacSha256(signingSecret, basestring(timestamp, rawBody), 'hex')}`;
 }
 
 /**
@@ -31,11 +36,9 @@ export function verifySlackSignature(
 ): SignatureProblem | null {
   const { signature, timestamp, rawBody } = request;
   if (signature === undefined || timestamp === undefined) return 'missing headers';
-  const seconds = Number(timestamp);
-  if (!/^\d+$/.test(timestamp) || Math.abs(nowMs - seconds * 1000) > MAX_REQUEST_AGE_MS)
-    return 'stale timestamp';
-  const expected = Buffer.from(slackSignature(signingSecret, timestamp, rawBody));
-  const given = Buffer.from(signature);
-  // timingSafeEqual needs equal lengths; a length mismatch reveals nothing about the secret.
-  return given.length === expected.length && timingSafeEqual(given, expected) ? null : 'bad signature';
+  if (checkTimestampWindow(timestamp, nowMs, MAX_REQUEST_AGE_MS) !== null) return 'stale timestamp';
+  const presented = signature.startsWith('v0=') ? signature.slice('v0='.length) : undefined;
+  return verifyHmacSha256(signingSecret, basestring(timestamp, rawBody), presented, 'hex')
+    ? null
+    : 'bad signature';
 }

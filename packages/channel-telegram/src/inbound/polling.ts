@@ -1,13 +1,9 @@
+import type { Disposition } from '@switchboard/channel-kit';
 import { type BackoffPolicy, type Logger, isSwitchboardError, pause, retryDelayMs } from '@switchboard/core';
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import { toChannelError } from '../errors.js';
 import { ALLOWED_UPDATES } from './normalize.js';
-
-/** What became of one update: acknowledged (offset may pass it), or to be fetched again later. */
-export type UpdateDisposition =
-  | { acknowledge: true }
-  | { acknowledge: false; reason: 'queue_full' | 'draining'; retryAfterMs: number };
 
 export interface PollingOptions {
   api: Api;
@@ -17,10 +13,11 @@ export interface PollingOptions {
   /** Waits after failed getUpdates calls or failed handling, growing per consecutive failure. */
   retry: BackoffPolicy;
   /**
-   * Takes one update to the ingress. Resolves once it is journaled (or final); throws when it
+   * Takes one update to the ingress. Resolves once it is journaled (or final): acknowledged, the
+   * offset may pass it; otherwise it is fetched again after `retryAfterMs`. Throws when it
    * could not be, e.g. the store is down — the update is then fetched again after a wait.
    */
-  handle: (update: Update) => Promise<UpdateDisposition>;
+  handle: (update: Update) => Promise<Disposition>;
   logger: Logger;
 }
 
@@ -89,7 +86,7 @@ export function startPolling(options: PollingOptions): Polling {
   async function handleBatch(updates: readonly Update[]): Promise<void> {
     for (const update of updates) {
       if (signal.aborted) return;
-      let disposition: UpdateDisposition;
+      let disposition: Disposition;
       try {
         disposition = await options.handle(update);
       } catch (err) {
