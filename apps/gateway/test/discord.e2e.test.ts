@@ -272,7 +272,7 @@ routing: { default: echo }`);
         return page.body.items?.length > 0 && page.body;
       });
       expect(audit.items[0]).toMatchObject({ reason: 'delivery_failed', platform_message_id: refused.id });
-      expect(audit.items[0].error).toContain(`Discord refused the message for channel ${DM}`);
+      expect(audit.items[0].error).toContain(`POST /channels/${DM}/messages failed (HTTP 403`);
       expect(JSON.stringify(audit)).not.toContain(fake.token);
       expect(JSON.stringify(gateway.logs)).not.toContain(fake.token);
     });

@@ -1,13 +1,16 @@
 import { once } from 'node:events';
 import {
+  type PacingOptions,
+  channelPacing,
+  redact,
+  retryAfterMs,
+  sendParts,
+  showPreview,
+} from '@switchboard/channel-kit';
+import {
   type ChannelAdapter,
-  IGNORING_OBSERVER,
   type InboundMessage,
   type Logger,
-  type OutboundObserver,
-  type RateBuckets,
-  createMemoryRateBuckets,
-  createSendPacer,
   newMessageId,
   pacedChatOf,
 } from '@switchboard/core';
@@ -18,23 +21,16 @@ import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
 import { toMessageData } from './inbound/message-data.js';
 import { normalizeMessage } from './inbound/normalize.js';
-import { renderPreview } from './outbound/render.js';
-import { type Outbound, editMessage, postMessage, sendReplies } from './outbound/send.js';
+import { renderReplies } from './outbound/render.js';
+import { type Outbound, messageCalls } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
-export interface DiscordChannelOptions {
+export interface DiscordChannelOptions extends PacingOptions {
   /** The parsed `channels[]` entry of `type: discord`. */
   config: DiscordChannelConfig;
   logger: Logger;
   /** How long `start` waits for the gateway session (READY and the guilds). Default: 30 s. */
   startTimeoutMs?: number;
-  /**
-   * Where the pacing buckets of `config.outbound.rate` live (when it is enabled): shared (Redis)
-   * when replicas send for the same bot. Default: this process's memory.
-   */
-  rateBuckets?: RateBuckets;
-  /** Told of pacing waits and of the 429s Discord answers, for metrics. Default: nobody. */
-  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -61,21 +57,15 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   const restOptions = config.apiUrl === undefined ? {} : { api: config.apiUrl.replace(/\/+$/, '') };
   // Never set `rejectOnRateLimit`: the REST queue must wait out 429s, not throw them.
   const rest = new REST(restOptions).setToken(config.token);
-  const observer = options.observer ?? IGNORING_OBSERVER;
+  const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
   rest.on(RESTEvents.Response, (_request, response) => {
     if (response.status !== 429) return;
-    const retryAfterS = Number(response.headers.get('retry-after'));
-    observer.rateLimited(config.id, Number.isFinite(retryAfterS) ? retryAfterS * 1000 : 0);
-  });
-  const pacer = createSendPacer({
-    channel: config.id,
-    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
-    rates: config.outbound.rate,
-    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
+    observer.rateLimited(config.id, retryAfterMs(response.headers.get('retry-after')) ?? 0);
   });
   /** What a send or preview answering `origin` calls Discord with. */
   const outboundOf = (origin: InboundMessage, signal: AbortSignal): Outbound => ({
     rest,
+    channel: config.id,
     token: config.token,
     pacer,
     chat: pacedChatOf(origin),
@@ -142,10 +132,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
       );
     });
     created.on(Events.ShardError, (err, shardId) => {
-      logger.warn(
-        { shardId, reason: err.message.replaceAll(config.token, '[redacted]') },
-        'gateway connection error',
-      );
+      logger.warn({ shardId, reason: redact(err.message, [config.token]) }, 'gateway connection error');
     });
     return created;
   }
@@ -190,15 +177,15 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     },
 
     send(origin, replies, signal, sendOptions) {
-      return sendReplies(origin, replies, outboundOf(origin, signal), sendOptions?.draft);
+      return sendParts(
+        renderReplies(origin, replies),
+        messageCalls(outboundOf(origin, signal)),
+        sendOptions?.draft,
+      );
     },
 
-    async preview(origin, text, draft, signal) {
-      const message = renderPreview(origin, text);
-      const outbound = outboundOf(origin, signal);
-      if (draft === undefined) return postMessage(message, outbound);
-      await editMessage(message, draft, outbound);
-      return draft;
+    preview(origin, text, draft, signal) {
+      return showPreview(renderReplies(origin, [{ text }]), messageCalls(outboundOf(origin, signal)), draft);
     },
 
     health() {

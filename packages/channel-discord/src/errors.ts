@@ -1,46 +1,52 @@
+import { type PlatformFailure, channelFailure, networkReasonOf, redact } from '@switchboard/channel-kit';
 import { SwitchboardError } from '@switchboard/core';
 import { DiscordAPIError, DiscordjsErrorCodes, HTTPError } from 'discord.js';
 
 /**
  * Discord failures as SwitchboardErrors. Library errors are not kept as `cause`: messages and
- * details are rebuilt from their status, code and text, with the token cut out, so that no log
+ * details are rebuilt from their status, code and text, with the token masked, so that no log
  * line or HTTP answer can carry it.
  */
 
-/** A failed `POST /channels/:id/messages`, after discord.js has waited out 429s and retried 5xx. */
-export function toSendError(error: unknown, channelId: string, token: string): SwitchboardError {
-  const details = { channelId };
+/** A REST call, for its error: which channel, which route, and the token to keep out of it. */
+export interface RestCall {
+  /** The configured channel id. */
+  channelId: string;
+  /** The method and route, e.g. `POST /channels/600/messages`. */
+  call: string;
+  token: string;
+}
+
+/**
+ * What a failed REST call says, for the shared mapping, after discord.js has waited out 429s and
+ * retried 5xx and network errors. A 403 is a missing permission in that channel (refused: the
+ * same call fails again), not a bad token. No 429 surfaces: the REST queue waits them out (the
+ * channel never sets `rejectOnRateLimit`).
+ */
+export function failureOf(error: unknown): PlatformFailure {
   if (error instanceof DiscordAPIError) {
-    const reason = withoutToken(error.message, token);
-    if (error.status === 401) {
-      return new SwitchboardError('SB_CHANNEL_AUTH_FAILED', {
-        message: `Discord refused the bot token while sending to channel ${channelId}: ${reason}`,
-        details: { ...details, status: error.status, discordCode: error.code },
-      });
-    }
-    // 403 (missing permissions), 404 (unknown channel), 400 (invalid body): the same call fails again.
-    return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-      message: `Discord refused the message for channel ${channelId}: ${reason} (HTTP ${error.status})`,
-      details: { ...details, status: error.status, discordCode: error.code },
-    });
+    return {
+      status: error.status,
+      code: error.code,
+      description: error.message,
+      ...(error.status === 403 ? { kind: 'refused' as const } : {}),
+    };
   }
-  if (error instanceof HTTPError) {
-    return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-      message: `Discord answered HTTP ${error.status} while sending to channel ${channelId}`,
-      details: { ...details, status: error.status },
-      retryable: true,
-    });
-  }
-  return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-    message: `could not reach Discord while sending to channel ${channelId}: ${describe(error, token)}`,
-    details,
-    retryable: true,
+  if (error instanceof HTTPError) return { status: error.status };
+  return { network: networkReasonOf(error) };
+}
+
+/** A failed post or edit as an SB_CHANNEL_* error (`channelFailure`), without the token. */
+export function toSendError(error: unknown, call: RestCall): SwitchboardError {
+  return channelFailure({ type: 'discord', channelId: call.channelId, call: call.call }, failureOf(error), {
+    secrets: [call.token],
+    credentialPath: `channels[${call.channelId}].token`,
   });
 }
 
 /** A failed login: a refused token or intent is the user's to fix, anything else may pass. */
 export function toStartError(error: unknown, channelId: string, token: string): SwitchboardError {
-  const reason = describe(error, token);
+  const reason = redact(error instanceof Error ? error.message : String(error), [token]);
   const code = error instanceof Error && 'code' in error ? error.code : undefined;
   if (code === DiscordjsErrorCodes.TokenInvalid || reason === 'Authentication failed') {
     return new SwitchboardError('SB_CHANNEL_AUTH_FAILED', {
@@ -60,13 +66,4 @@ export function toStartError(error: unknown, channelId: string, token: string): 
     details: { channel: channelId },
     retryable: true,
   });
-}
-
-function describe(error: unknown, token: string): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return withoutToken(text, token);
-}
-
-function withoutToken(text: string, token: string): string {
-  return token === '' ? text : text.replaceAll(token, '[redacted]');
 }

@@ -11,29 +11,37 @@ function apiError(status: number, code: number, message: string) {
 }
 
 describe('toSendError', () => {
+  const call = { channelId: 'dc', call: 'POST /channels/600/messages', token: TOKEN };
+
   describe('when Discord refuses the message (403 Missing Permissions)', () => {
-    it('is SB_CHANNEL_SEND_FAILED, not retryable, naming the channel and Discord code', () => {
-      const error = toSendError(apiError(403, 50013, 'Missing Permissions'), '600', TOKEN);
+    it('is SB_CHANNEL_SEND_FAILED, not retryable, naming the route and Discord code', () => {
+      const error = toSendError(apiError(403, 50013, 'Missing Permissions'), call);
       expect(error.code).toBe('SB_CHANNEL_SEND_FAILED');
       expect(error.retryable).toBe(false);
       expect(error.message).toBe(
-        'Discord refused the message for channel 600: Missing Permissions (HTTP 403)',
+        'discord channel "dc": POST /channels/600/messages failed (HTTP 403: 50013: Missing Permissions)',
       );
-      expect(error.details).toEqual({ channelId: '600', status: 403, discordCode: 50013 });
+      expect(error.details).toEqual({
+        call: 'POST /channels/600/messages',
+        status: 403,
+        code: 50013,
+        description: 'Missing Permissions',
+        kind: 'refused',
+      });
     });
   });
 
   describe('when Discord refuses the token (401)', () => {
-    it('is SB_CHANNEL_AUTH_FAILED', () => {
-      expect(toSendError(apiError(401, 0, '401: Unauthorized'), '600', TOKEN).code).toBe(
-        'SB_CHANNEL_AUTH_FAILED',
-      );
+    it('is SB_CHANNEL_AUTH_FAILED naming the config field', () => {
+      const error = toSendError(apiError(401, 0, '401: Unauthorized'), call);
+      expect(error.code).toBe('SB_CHANNEL_AUTH_FAILED');
+      expect(error.message).toContain('check channels[dc].token');
     });
   });
 
   describe('when Discord keeps answering 5xx', () => {
     it('is a retryable SB_CHANNEL_SEND_FAILED', () => {
-      const error = toSendError(new HTTPError(502, 'Bad Gateway', 'POST', url, body), '600', TOKEN);
+      const error = toSendError(new HTTPError(502, 'Bad Gateway', 'POST', url, body), call);
       expect(error).toMatchObject({
         code: 'SB_CHANNEL_SEND_FAILED',
         retryable: true,
@@ -44,12 +52,21 @@ describe('toSendError', () => {
 
   describe('when the network fails with a message that contains the token', () => {
     it('is retryable and carries neither the token nor the original error', () => {
-      const error = toSendError(new Error(`socket hang up for Bot ${TOKEN}`), '600', TOKEN);
+      const hangUp = Object.assign(new Error(`socket hang up for Bot ${TOKEN}`), { code: 'ECONNRESET' });
+      const error = toSendError(hangUp, call);
       expect(error.retryable).toBe(true);
       expect(error.message).toBe(
-        'could not reach Discord while sending to channel 600: socket hang up for Bot [redacted]',
+        'discord channel "dc": POST /channels/600/messages failed: network error (ECONNRESET)',
       );
       expect(error.cause).toBeUndefined();
+      expect(JSON.stringify({ message: error.message, details: error.details })).not.toContain(TOKEN);
+    });
+  });
+
+  describe('when Discord echoes the token in its message', () => {
+    it('masks it', () => {
+      const error = toSendError(apiError(400, 50035, `Invalid Form Body near ${TOKEN}`), call);
+      expect(error.message).toContain('Invalid Form Body near ***');
       expect(JSON.stringify({ message: error.message, details: error.details })).not.toContain(TOKEN);
     });
   });

@@ -40,3 +40,24 @@ export type {
   OwnedChannel,
   OwnedChannels,
 } from './connection/single-owner.js';
+
+// Outbound: platform failures as SB_CHANNEL_* errors, JSON calls to platforms, long replies cut,
+// sends and streamed previews made of a channel's post and edit calls
+export { abortableCall } from './outbound/abortable-call.js';
+export { channelFailure } from './outbound/channel-failure.js';
+export { channelPacing } from './outbound/channel-pacing.js';
+export type { ChannelPacing, PacingOptions } from './outbound/channel-pacing.js';
+export type { ChannelFailureOptions, FailedCall } from './outbound/channel-failure.js';
+export { failureOfHttpStatus } from './outbound/http-failure.js';
+export { sendParts, showPreview } from './outbound/message-calls.js';
+export type { MessageCalls } from './outbound/message-calls.js';
+export { networkReasonOf } from './outbound/network-reason.js';
+export { failureKindOf } from './outbound/platform-failure.js';
+export type { FailureKind, PlatformFailure } from './outbound/platform-failure.js';
+export { platformMessageOf } from './outbound/platform-message.js';
+export { redact, redactValue } from './outbound/redact.js';
+export { requestPlatform } from './outbound/request-platform.js';
+export type { PlatformRequest } from './outbound/request-platform.js';
+export { MAX_RETRY_AFTER_MS, retryAfterMs } from './outbound/retry-after.js';
+export { splitReplies } from './outbound/split-replies.js';
+export type { ReplyPart } from './outbound/split-replies.js';

@@ -1,16 +1,12 @@
 import { App, type AuthorizeResult, type Receiver } from '@slack/bolt';
+import { type PacingOptions, channelPacing, sendParts, showPreview } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
-  IGNORING_OBSERVER,
   type InboundMessage,
   type Ingress,
   type Logger,
-  type OutboundObserver,
-  type RateBuckets,
   SwitchboardError,
-  createMemoryRateBuckets,
-  createSendPacer,
   newMessageId,
   pacedChatOf,
 } from '@switchboard/core';
@@ -23,17 +19,11 @@ import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
 import { createEventsReceiver } from './inbound/events-receiver.js';
 import { normalizeSlackEvent } from './inbound/normalize.js';
 import { type SocketModeReceiver, createSocketModeReceiver } from './inbound/socket-mode-receiver.js';
-import { renderSlackPreview, renderSlackReplies } from './outbound/render.js';
-import {
-  type SendOptions,
-  createSendClient,
-  postSlackMessage,
-  postSlackMessages,
-  updateSlackMessage,
-} from './outbound/send.js';
+import { renderSlackReplies } from './outbound/render.js';
+import { type SendOptions, createSendClient, messageCalls } from './outbound/send.js';
 
 /** Options of `createSlackChannel`. */
-export interface SlackChannelOptions {
+export interface SlackChannelOptions extends PacingOptions {
   /** The parsed `channels[]` entry of `type: slack`. */
   config: SlackChannelConfig;
   /** The gateway's HTTP server: the Events API is mounted at `/slack/<channel id>/events`. */
@@ -49,13 +39,6 @@ export interface SlackChannelOptions {
   maxTransientRetries?: number;
   /** The waits between those retries, doubling. Default: 250 ms up to 2 s. */
   transientRetry?: BackoffPolicy;
-  /**
-   * Where the pacing buckets of `config.outbound.rate` live: shared (Redis) when replicas send
-   * for the same app. Default: this process's memory.
-   */
-  rateBuckets?: RateBuckets;
-  /** Told of pacing waits and of the 429s Slack still answers, for metrics. Default: nobody. */
-  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -99,13 +82,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
   const now = options.now ?? DEFAULTS.now;
   const logger = options.logger.child({ component: 'channel.slack', channel: config.id });
   const slackApiUrl = slackApiUrlOf(config.apiUrl);
-  const observer = options.observer ?? IGNORING_OBSERVER;
-  const pacer = createSendPacer({
-    channel: config.id,
-    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
-    rates: config.outbound.rate,
-    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
-  });
+  const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
   const { mode } = config.transport;
   let ingress: Ingress | null = null;
   let identity: BotIdentity | null = null;
@@ -212,7 +189,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       if (auth.user_id === undefined) throw new Error('auth.test returned no user_id');
       return { botUserId: auth.user_id, botId: auth.bot_id, botName: auth.user };
     } catch (error) {
-      throw toChannelError(error, { channelId: config.id, method: 'auth.test' });
+      throw toChannelError(error, { channelId: config.id, method: 'auth.test', token: config.botToken });
     }
   }
 
@@ -261,18 +238,13 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     },
 
     async send(origin, replies, signal, sendOptions) {
-      await postSlackMessages(
-        renderSlackReplies(origin, replies),
-        outboundOptions(origin, signal),
-        sendOptions?.draft,
-      );
+      const calls = messageCalls(outboundOptions(origin, signal));
+      await sendParts(renderSlackReplies(origin, replies), calls, sendOptions?.draft);
     },
 
-    async preview(origin, text, draft, signal) {
-      const message = renderSlackPreview(origin, text);
-      if (draft === undefined) return postSlackMessage(message, outboundOptions(origin, signal));
-      await updateSlackMessage(message, draft, outboundOptions(origin, signal));
-      return draft;
+    preview(origin, text, draft, signal) {
+      const calls = messageCalls(outboundOptions(origin, signal));
+      return showPreview(renderSlackReplies(origin, [{ text }]), calls, draft);
     },
 
     health() {

@@ -1,12 +1,19 @@
 import { webApi } from '@slack/bolt';
-import { SwitchboardError } from '@switchboard/core';
+import {
+  type FailureKind,
+  type PlatformFailure,
+  channelFailure,
+  networkReasonOf,
+} from '@switchboard/channel-kit';
+import type { SwitchboardError } from '@switchboard/core';
 
-/** What a failed Web API call was, for the error message; never the token. */
-export interface FailedCall {
+/** A Web API call, for its error: which channel, which method, and the token to keep out of it. */
+export interface WebApiCall {
   /** The configured channel id. */
   channelId: string;
   /** The Web API method, e.g. `chat.postMessage`. */
   method: string;
+  token: string;
 }
 
 /** Platform errors that mean the bot token is wrong, revoked or lacks access. */
@@ -22,68 +29,36 @@ const AUTH_ERRORS = new Set([
 ]);
 
 /** Platform errors that say Slack itself failed; the same call may succeed later. */
-const TRANSIENT_ERRORS = new Set([
-  'internal_error',
-  'fatal_error',
-  'service_unavailable',
-  'request_timeout',
-  'ratelimited',
-]);
+const TRANSIENT_ERRORS = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
+
+function kindOf(code: string): FailureKind {
+  if (AUTH_ERRORS.has(code)) return 'auth';
+  if (code === 'ratelimited') return 'rate_limited';
+  return TRANSIENT_ERRORS.has(code) ? 'transient' : 'refused';
+}
 
 /**
- * Maps a failed Web API call to an SB_CHANNEL_* error (STYLE "Errors"): rate limits → rate
- * limited with `retryAfterMs`; token problems → auth failed; Slack's own failures, HTTP 5xx and
- * network errors → retryable send failures; other platform errors (`channel_not_found`,
- * `not_in_channel`, `msg_too_long`…) → final send failures. The bot token travels in the
- * Authorization header, never in these errors; `cause` is left out all the same, because the
- * client's errors keep request details.
+ * What a failed Web API call says, for the shared mapping. Slack answers HTTP 200 with an `error`
+ * string, so its kind comes from that string: token problems → auth, `ratelimited` → rate
+ * limited, Slack's own failures → transient, anything else (`channel_not_found`, `not_in_channel`,
+ * `msg_too_long`…) → refused. A network error keeps only its system code.
  */
-export function toChannelError(error: unknown, call: FailedCall): SwitchboardError {
-  const where = `slack channel "${call.channelId}": ${call.method}`;
-  if (error instanceof webApi.WebAPIRateLimitedError) {
-    const retryAfterMs = error.retryAfter * 1000;
-    return new SwitchboardError('SB_CHANNEL_RATE_LIMITED', {
-      message: `${where} was rate-limited; Slack asks to wait ${retryAfterMs} ms`,
-      details: { method: call.method, retry_after_ms: retryAfterMs },
-      retryable: true,
-      retryAfterMs,
-    });
-  }
+export function failureOf(error: unknown): PlatformFailure {
+  if (error instanceof webApi.WebAPIRateLimitedError)
+    return { status: 429, retryAfterMs: error.retryAfter * 1000 };
   if (error instanceof webApi.WebAPIPlatformError) {
-    const slackError = error.data.error;
-    const details = { method: call.method, error: slackError };
-    if (AUTH_ERRORS.has(slackError)) {
-      return new SwitchboardError('SB_CHANNEL_AUTH_FAILED', {
-        message: `${where} failed: Slack refused the bot token (${slackError}); check channels[].bot_token and the app's scopes`,
-        details,
-      });
-    }
-    return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-      message: `${where} failed (${slackError})`,
-      details,
-      retryable: TRANSIENT_ERRORS.has(slackError),
-    });
+    const code = error.data.error;
+    return { code, kind: kindOf(code) };
   }
-  if (error instanceof webApi.WebAPIHTTPError) {
-    return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-      message: `${where} failed (HTTP ${error.statusCode})`,
-      details: { method: call.method, status: error.statusCode },
-      retryable: error.statusCode >= 500,
-    });
-  }
-  if (error instanceof webApi.WebAPIRequestError) {
-    // fetch reports `TypeError: fetch failed` with the system error (ECONNREFUSED…) as its cause.
-    const original = error.original as Error & { code?: unknown; cause?: { code?: unknown } };
-    const code = original.code ?? original.cause?.code;
-    const reason = typeof code === 'string' ? code : original.name;
-    return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-      message: `${where} failed: network error (${reason})`,
-      details: { method: call.method, reason },
-      retryable: true,
-    });
-  }
-  return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-    message: `${where} failed: ${error instanceof Error ? error.name : 'unknown error'}`,
-    details: { method: call.method },
+  if (error instanceof webApi.WebAPIHTTPError) return { status: error.statusCode };
+  if (error instanceof webApi.WebAPIRequestError) return { network: networkReasonOf(error.original) };
+  return { description: error instanceof Error ? error.name : 'unknown error' };
+}
+
+/** A failed Web API call as an SB_CHANNEL_* error (`channelFailure`), without the token. */
+export function toChannelError(error: unknown, call: WebApiCall): SwitchboardError {
+  return channelFailure({ type: 'slack', channelId: call.channelId, call: call.method }, failureOf(error), {
+    secrets: [call.token],
+    credentialPath: `channels[${call.channelId}].bot_token`,
   });
 }

@@ -1,16 +1,20 @@
 import { autoRetry } from '@grammyjs/auto-retry';
-import { ACKNOWLEDGED, type Disposition, dispositionOf, webhookPath } from '@switchboard/channel-kit';
+import {
+  ACKNOWLEDGED,
+  type Disposition,
+  type PacingOptions,
+  channelPacing,
+  dispositionOf,
+  sendParts,
+  showPreview,
+  webhookPath,
+} from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type ChannelAdapter,
-  IGNORING_OBSERVER,
   type Ingress,
   type Logger,
-  type OutboundObserver,
-  type RateBuckets,
   SwitchboardError,
-  createMemoryRateBuckets,
-  createSendPacer,
   isSwitchboardError,
   newMessageId,
 } from '@switchboard/core';
@@ -25,11 +29,11 @@ import { type ApiSignal, type Polling, startPolling } from './inbound/polling.js
 import { mountTelegramWebhook } from './inbound/webhook.js';
 import { countRateLimits } from './outbound/count-rate-limits.js';
 import { paceCalls } from './outbound/pace-calls.js';
-import { renderPreview, renderReplies } from './outbound/render.js';
-import { editMessage, postMessage, sendMessages } from './outbound/send.js';
+import { renderReplies } from './outbound/render.js';
+import { messageCalls } from './outbound/send.js';
 
 /** Options of `createTelegramChannel`. */
-export interface TelegramChannelOptions {
+export interface TelegramChannelOptions extends PacingOptions {
   /** The parsed `channels[]` entry of `type: telegram`. */
   config: TelegramChannelConfig;
   /** The gateway's HTTP server: webhook mode mounts `/telegram/<channel id>` on it at once. */
@@ -43,13 +47,6 @@ export interface TelegramChannelOptions {
   maxRetryAfterMs?: number;
   /** Retries of one Bot API call after a 429 or 5xx answer. Default: 5. */
   maxCallRetries?: number;
-  /**
-   * Where the pacing buckets of `config.outbound.rate` live: shared (Redis) when replicas send
-   * for the same bot. Default: this process's memory.
-   */
-  rateBuckets?: RateBuckets;
-  /** Told of pacing waits and of the 429s Telegram still answers, for metrics. Default: nobody. */
-  observer?: OutboundObserver;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
@@ -83,13 +80,7 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
   const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs;
   const logger = options.logger.child({ component: 'channel.telegram', channel: config.id });
 
-  const observer = options.observer ?? IGNORING_OBSERVER;
-  const pacer = createSendPacer({
-    channel: config.id,
-    buckets: options.rateBuckets ?? createMemoryRateBuckets(),
-    rates: config.outbound.rate,
-    onPaced: (waitedMs) => observer.paced(config.id, waitedMs),
-  });
+  const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
 
   // grammY refuses an apiRoot with a trailing slash; users paste them.
   const bot = new Bot(config.token, { client: { apiRoot: config.apiRoot?.replace(/\/+$/, '') } });
@@ -168,9 +159,12 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
     try {
       return await run();
     } catch (err) {
-      throw toChannelError(err, { channelId: config.id, method });
+      throw toChannelError(err, { channelId: config.id, method, token: config.token });
     }
   }
+
+  const callsOf = (signal: AbortSignal) =>
+    messageCalls({ api: bot.api, channelId: config.id, token: config.token, signal });
 
   /** getMe, then whatever the mode needs before updates can flow. */
   async function connect(): Promise<BotIdentity> {
@@ -199,6 +193,7 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
         polling = startPolling({
           api: bot.api,
           channelId: config.id,
+          token: config.token,
           pollTimeoutMs: options.pollTimeoutMs ?? DEFAULTS.pollTimeoutMs,
           retry: options.pollRetry ?? DEFAULTS.pollRetry,
           handle: handlePolled,
@@ -224,15 +219,11 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
     },
 
     async send(origin, replies, signal, sendOptions) {
-      const draft = sendOptions?.draft === undefined ? undefined : Number(sendOptions.draft);
-      await sendMessages(bot.api, config.id, renderReplies(origin, replies), signal, draft);
+      await sendParts(renderReplies(origin, replies), callsOf(signal), sendOptions?.draft);
     },
 
-    async preview(origin, text, draft, signal) {
-      const message = renderPreview(origin, text);
-      if (draft === undefined) return String(await postMessage(bot.api, config.id, message, signal));
-      await editMessage(bot.api, config.id, message, Number(draft), signal);
-      return draft;
+    preview(origin, text, draft, signal) {
+      return showPreview(renderReplies(origin, [{ text }]), callsOf(signal), draft);
     },
 
     health() {

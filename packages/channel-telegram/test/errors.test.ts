@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { toChannelError } from '../src/errors.js';
 
 const TOKEN = '123456789:AAH-secret-token';
-const call = { channelId: 'tg', method: 'sendMessage' };
+const call = { channelId: 'tg', method: 'sendMessage', token: TOKEN };
 
 function apiError(error_code: number, description: string, parameters?: { retry_after?: number }) {
   return new GrammyError(
@@ -30,8 +30,10 @@ describe('toChannelError', () => {
   });
 
   describe('when the token is refused', () => {
-    it('is SB_CHANNEL_AUTH_FAILED for 401 and 404', () => {
-      expect(toChannelError(apiError(401, 'Unauthorized'), call).code).toBe('SB_CHANNEL_AUTH_FAILED');
+    it('is SB_CHANNEL_AUTH_FAILED for 401 and 404, naming the config field', () => {
+      const refused = toChannelError(apiError(401, 'Unauthorized'), call);
+      expect(refused.code).toBe('SB_CHANNEL_AUTH_FAILED');
+      expect(refused.message).toContain('check channels[tg].token');
       expect(toChannelError(apiError(404, 'Not Found'), call).code).toBe('SB_CHANNEL_AUTH_FAILED');
     });
   });
@@ -60,7 +62,7 @@ describe('toChannelError', () => {
       expect(error).toMatchObject({
         code: 'SB_CHANNEL_SEND_FAILED',
         retryable: true,
-        details: { reason: 'ECONNREFUSED' },
+        details: { network: 'ECONNREFUSED' },
       });
       expect(
         JSON.stringify({ message: error.message, details: error.details, cause: error.cause }),

@@ -1,6 +1,26 @@
 // Contract test suites every implementation of a port runs (STYLE.md "Ports").
 export { auditLogContract } from './audit-log-contract.js';
 export { channelLeasesContract } from './channel-leases-contract.js';
+export {
+  REFUSAL_RETRY_AFTER_MS,
+  capturingLogger,
+  conformanceIngress,
+  describeChannelConformance,
+} from './channel-conformance/index.js';
+export type {
+  AdapterSetup,
+  ChannelCapabilities,
+  ChannelHarness,
+  ChannelHarnessFactory,
+  ConformanceIngress,
+  DeliveryAnswer,
+  DeliveryMode,
+  EventSpec,
+  IngressMode,
+  OwnChannels,
+  PlatformEvent,
+  SendFailure,
+} from './channel-conformance/index.js';
 export { instantDelivery } from './instant-delivery.js';
 export type { InstantDelivery } from './instant-delivery.js';
 export { historyStoreContract } from './history-store-contract.js';

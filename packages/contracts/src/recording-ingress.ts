@@ -8,17 +8,19 @@ export interface RecordedDrop {
 }
 
 /**
- * A fake `Ingress` for channel tests: every `accept` answers `answer()` (a refusal, a throw), and
- * what the channel accepted and dropped is recorded, so a test can check that each message it
- * sent ended in one of the two.
+ * A fake `Ingress` for channel tests: every `accept` answers `answer(message, deliveryId)` (a
+ * refusal, a throw), and what the channel accepted and dropped is recorded, so a test can check
+ * that each message it sent ended in one of the two.
  */
-export function recordingIngress(answer: () => Promise<IngressResult>) {
+export function recordingIngress(
+  answer: (message: InboundMessage, deliveryId: string | undefined) => Promise<IngressResult>,
+) {
   const accepted: InboundMessage[] = [];
   const drops: RecordedDrop[] = [];
   const ingress: Ingress = {
-    accept(message) {
+    accept(message, deliveryId) {
       accepted.push(message);
-      return answer();
+      return answer(message, deliveryId);
     },
     drop(message, reason, error) {
       drops.push({ message, reason, error });

@@ -54,6 +54,8 @@ export interface RecordedDiscordRequest {
   path: string;
   authorization: string | undefined;
   body: unknown;
+  /** Milliseconds since the epoch at which it arrived. */
+  at: number;
 }
 
 /** A message the bot posted: the channel it went to and the JSON body it sent. */
@@ -108,6 +110,11 @@ export interface FakeDiscord {
   contentOf(channelId: string, messageId: string): string | undefined;
   /** Gateway counters: sockets opened, IDENTIFYs and RESUMEs received. */
   stats: { connections: number; identifies: number; resumes: number };
+  /**
+   * The most gateway sockets ever open at the same moment: more than 1 means two clients held
+   * the token's session at once.
+   */
+  maxOpenSockets(): number;
   /** Whether a session is identified or resumed on an open socket, so dispatches can be sent. */
   connected(): boolean;
   /** Adds a guild: sent after READY on every identify, and at once when a session is live. */
@@ -219,6 +226,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   // The one gateway session: Discord keeps it across sockets so that a client can resume it.
   let session: { id: string; seq: number } | null = null;
   let live: WebSocket | null = null;
+  let openSockets = 0;
+  let maxOpenSockets = 0;
   let holding = false;
   const held: WebSocket[] = [];
 
@@ -259,7 +268,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) : url.pathname;
     const method = request.method ?? 'GET';
     const body = await readBody(request);
-    requests.push({ method, path, authorization: request.headers.authorization, body });
+    requests.push({ method, path, authorization: request.headers.authorization, body, at: arrivedAt });
 
     const failure = failures.shift();
     if (failure !== undefined) {
@@ -485,8 +494,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
 
   wss.on('connection', (socket) => {
     stats.connections += 1;
+    openSockets += 1;
+    maxOpenSockets = Math.max(maxOpenSockets, openSockets);
     socket.on('message', (data) => onFrame(socket, data.toString()));
     socket.on('close', () => {
+      openSockets -= 1;
       if (live === socket) live = null;
     });
     if (holding) held.push(socket);
@@ -509,6 +521,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     edits: () => [...edits],
     contentOf: (channelId, messageId) => contents.get(`${channelId}/${messageId}`),
     connected: () => live !== null,
+    maxOpenSockets: () => maxOpenSockets,
     guildCreate(guild) {
       guilds.set(guild.id, guild);
       if (live !== null) dispatchOn(live, 'GUILD_CREATE', fullGuild(guild));

@@ -35,6 +35,8 @@ export interface SlackApiCall {
   token: string | undefined;
   /** Form fields or JSON body; Bolt's client sends forms, so every value is a string. */
   body: Record<string, unknown>;
+  /** Milliseconds since the epoch at which it arrived. */
+  at: number;
 }
 
 /** A `chat.update` the fake applied. */
@@ -232,7 +234,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const body = parseBody(await readBody(request), request.headers['content-type']);
     const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
     const token = bearer ?? (typeof body.token === 'string' ? body.token : undefined);
-    calls.push({ method, token, body });
+    calls.push({ method, token, body, at: arrivedAt });
 
     const failure = failures.shift();
     if (failure?.kind === 'hang') {

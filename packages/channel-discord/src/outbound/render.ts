@@ -1,4 +1,5 @@
-import { type InboundMessage, type Reply, splitText } from '@switchboard/core';
+import { splitReplies } from '@switchboard/channel-kit';
+import type { InboundMessage, Reply } from '@switchboard/core';
 
 /** Discord refuses message content longer than this (UTF-16 units are a safe upper bound). */
 export const DISCORD_MESSAGE_LIMIT = 2000;
@@ -25,30 +26,17 @@ export interface RenderedMessage {
  */
 export function renderReplies(origin: InboundMessage, replies: readonly Reply[]): RenderedMessage[] {
   const channelId = origin.chat.thread ?? origin.chat.id;
-  return replies.flatMap((reply) =>
-    splitText(reply.text, DISCORD_MESSAGE_LIMIT).map((content, part) => ({
-      channelId,
-      body: {
-        content,
-        ...(part === 0
-          ? {
-              message_reference: {
-                message_id: origin.platform_message_id,
-                fail_if_not_exists: false as const,
-              },
-            }
-          : {}),
-        // Pipelines echo user text: never let it ping @everyone, @here or a role.
-        allowed_mentions: { parse: ['users'], replied_user: true },
-      },
-    })),
-  );
-}
-
-/**
- * The message previewing `text`, the answer so far (pure): the first message its reply would be,
- * so the part past the limit shows once the answer is complete. `text` is never blank.
- */
-export function renderPreview(origin: InboundMessage, text: string): RenderedMessage {
-  return renderReplies(origin, [{ text }])[0] as RenderedMessage;
+  return splitReplies(replies, DISCORD_MESSAGE_LIMIT).map(({ text: content, part }) => ({
+    channelId,
+    body: {
+      content,
+      ...(part === 0
+        ? {
+            message_reference: { message_id: origin.platform_message_id, fail_if_not_exists: false as const },
+          }
+        : {}),
+      // Pipelines echo user text: never let it ping @everyone, @here or a role.
+      allowed_mentions: { parse: ['users'], replied_user: true },
+    },
+  }));
 }

@@ -1,4 +1,5 @@
-import { type InboundMessage, type Reply, splitText } from '@switchboard/core';
+import { splitReplies } from '@switchboard/channel-kit';
+import type { InboundMessage, Reply } from '@switchboard/core';
 
 /** The `chat.postMessage` arguments of one reply chunk. */
 export interface SlackPostMessage {
@@ -26,19 +27,9 @@ function escapeText(text: string): string {
  */
 export function renderSlackReplies(origin: InboundMessage, replies: readonly Reply[]): SlackPostMessage[] {
   const thread = origin.chat.thread === undefined ? {} : { thread_ts: origin.chat.thread };
-  return replies.flatMap((reply) =>
-    splitText(reply.text, MAX_CHUNK_CHARS).map((text) => ({
-      channel: origin.chat.id,
-      text: escapeText(text),
-      ...thread,
-    })),
-  );
-}
-
-/**
- * The message previewing `text`, the answer so far (pure): the first message its reply would be,
- * so the part past a chunk shows once the answer is complete. `text` is never blank.
- */
-export function renderSlackPreview(origin: InboundMessage, text: string): SlackPostMessage {
-  return renderSlackReplies(origin, [{ text }])[0] as SlackPostMessage;
+  return splitReplies(replies, MAX_CHUNK_CHARS).map(({ text }) => ({
+    channel: origin.chat.id,
+    text: escapeText(text),
+    ...thread,
+  }));
 }

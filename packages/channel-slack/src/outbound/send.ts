@@ -1,12 +1,14 @@
 import { webApi } from '@slack/bolt';
+import type { MessageCalls } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type Logger,
   type PacedChat,
   type SendPacer,
+  pause,
   retryDelayMs,
 } from '@switchboard/core';
-import { toChannelError } from '../errors.js';
+import { failureOf, toChannelError } from '../errors.js';
 import type { SlackPostMessage } from './render.js';
 
 export interface SendOptions {
@@ -50,7 +52,7 @@ export function createSendClient(options: {
   return new webApi.WebClient(undefined, {
     ...(options.slackApiUrl === undefined ? {} : { slackApiUrl: options.slackApiUrl }),
     logger: options.logger,
-    // A 429 comes back as WebAPIRateLimitedError with its Retry-After, which `postSlackMessages`
+    // A 429 comes back as WebAPIRateLimitedError with its Retry-After, which `outboundCall`
     // waits out; the client's own wait would not end with the deadline.
     rejectRateLimitedCalls: true,
     retryConfig: { retries: 0 },
@@ -60,29 +62,6 @@ export function createSendClient(options: {
       return fetch(url, { ...init, signal });
     },
   });
-}
-
-/** Resolves after `ms`; rejects with `signal.reason` as soon as `signal` aborts. */
-function wait(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', abort);
-      resolve();
-    }, ms);
-    function abort() {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }
-    signal.addEventListener('abort', abort, { once: true });
-  });
-}
-
-function isTransient(error: unknown): boolean {
-  return (
-    error instanceof webApi.WebAPIRequestError ||
-    (error instanceof webApi.WebAPIHTTPError && error.statusCode >= 500)
-  );
 }
 
 /**
@@ -104,68 +83,44 @@ async function outboundCall<T>(method: string, call: () => Promise<T>, options: 
     } catch (error) {
       // An aborted request surfaces as a network error; the deadline is the real cause.
       if (signal.aborted) throw signal.reason;
+      const { status, network, retryAfterMs } = failureOf(error);
       let waitMs: number | undefined;
-      if (error instanceof webApi.WebAPIRateLimitedError) {
+      if (status === 429 && retryAfterMs !== undefined) {
         rateLimited += 1;
-        const retryAfterMs = error.retryAfter * 1000;
         options.onRateLimited(retryAfterMs);
         if (rateLimited <= options.maxRateLimitRetries && retryAfterMs <= options.maxRateLimitWaitMs) {
           waitMs = retryAfterMs;
         }
-      } else if (isTransient(error)) {
+      } else if (network !== undefined || (status !== undefined && status >= 500)) {
         transient += 1;
         if (transient <= options.maxTransientRetries)
           waitMs = retryDelayMs(transient, options.transientRetry);
       }
-      if (waitMs === undefined) throw toChannelError(error, { channelId: options.channelId, method });
+      if (waitMs === undefined) {
+        throw toChannelError(error, { channelId: options.channelId, method, token: options.botToken });
+      }
       options.logger.warn({ method, waitMs, rateLimited, transient }, 'send failed, retrying');
-      await wait(waitMs, signal);
+      await pause(waitMs, signal);
+      signal.throwIfAborted();
     }
   }
 }
 
-/** Posts one message; resolves with its `ts`, the ref that `updateSlackMessage` edits. */
-export function postSlackMessage(message: SlackPostMessage, options: SendOptions): Promise<string> {
-  return outboundCall(
-    'chat.postMessage',
-    async () => {
-      const posted = await options.client.chat.postMessage({ token: options.botToken, ...message });
-      return posted.ts ?? '';
-    },
-    options,
-  );
-}
-
-/** Sets the text of the bot's message `ts` in `message.channel` (`chat.update`). */
-export async function updateSlackMessage(
-  message: SlackPostMessage,
-  ts: string,
-  options: SendOptions,
-): Promise<void> {
-  await outboundCall(
-    'chat.update',
-    () =>
-      options.client.chat.update({
-        token: options.botToken,
-        channel: message.channel,
-        ts,
-        text: message.text,
-      }),
-    options,
-  );
-}
-
 /**
- * Posts `messages` in order; with `draft` (the `ts` of a streamed answer's preview) the first one
- * updates that message instead. A failure ends the send (earlier messages stay posted).
+ * The `chat.postMessage` and `chat.update` calls of one send (`ts` as refs), each made through
+ * `outboundCall`.
  */
-export async function postSlackMessages(
-  messages: readonly SlackPostMessage[],
-  options: SendOptions,
-  draft?: string,
-): Promise<void> {
-  for (const [index, message] of messages.entries()) {
-    if (index === 0 && draft !== undefined) await updateSlackMessage(message, draft, options);
-    else await postSlackMessage(message, options);
-  }
+export function messageCalls(options: SendOptions): MessageCalls<SlackPostMessage> {
+  const { client, botToken: token } = options;
+  return {
+    post: (message) =>
+      outboundCall(
+        'chat.postMessage',
+        async () => (await client.chat.postMessage({ token, ...message })).ts ?? '',
+        options,
+      ),
+    edit: async ({ channel, text }, ts) => {
+      await outboundCall('chat.update', () => client.chat.update({ token, channel, ts, text }), options);
+    },
+  };
 }

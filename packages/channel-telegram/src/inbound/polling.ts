@@ -8,6 +8,8 @@ import { ALLOWED_UPDATES } from './normalize.js';
 export interface PollingOptions {
   api: Api;
   channelId: string;
+  /** The bot token, kept out of errors. */
+  token: string;
   /** How long one getUpdates call waits for updates (Telegram's `timeout`, whole seconds). */
   pollTimeoutMs: number;
   /** Waits after failed getUpdates calls or failed handling, growing per consecutive failure. */
@@ -46,7 +48,7 @@ const CONFLICT_GRACE_POLLS = 2;
 
 /** Telegram's 409: another getUpdates (or a webhook) holds the token. */
 function isConflict(err: unknown): boolean {
-  return isSwitchboardError(err) && (err.details as { error_code?: unknown } | undefined)?.error_code === 409;
+  return isSwitchboardError(err) && (err.details as { status?: unknown } | undefined)?.status === 409;
 }
 
 /**
@@ -58,7 +60,7 @@ function isConflict(err: unknown): boolean {
  * a time, so each chat keeps Telegram's order.
  */
 export function startPolling(options: PollingOptions): Polling {
-  const { api, channelId, logger } = options;
+  const { api, channelId, token, logger } = options;
   const abort = new AbortController();
   const { signal } = abort;
   let offset: number | undefined;
@@ -117,7 +119,7 @@ export function startPolling(options: PollingOptions): Polling {
         );
       } catch (err) {
         if (signal.aborted) break;
-        await fail(toChannelError(err, { channelId, method: 'getUpdates' }), 'getUpdates failed');
+        await fail(toChannelError(err, { channelId, method: 'getUpdates', token }), 'getUpdates failed');
         continue;
       }
       await handleBatch(updates);
@@ -134,7 +136,7 @@ export function startPolling(options: PollingOptions): Polling {
       );
     } catch (err) {
       logger.debug(
-        { err: toChannelError(err, { channelId, method: 'getUpdates' }) },
+        { err: toChannelError(err, { channelId, method: 'getUpdates', token }) },
         'final offset not confirmed',
       );
     }

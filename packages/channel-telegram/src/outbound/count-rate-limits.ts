@@ -1,4 +1,5 @@
 import type { Transformer } from 'grammy';
+import { retryAfterMsOf } from '../errors.js';
 
 /**
  * A Bot API transformer that reports every 429 answer with its `retry_after` in ms. Installed
@@ -8,7 +9,7 @@ import type { Transformer } from 'grammy';
 export function countRateLimits(onRateLimited: (retryAfterMs: number) => void): Transformer {
   return async (prev, method, payload, signal) => {
     const result = await prev(method, payload, signal);
-    if (!result.ok && result.error_code === 429) onRateLimited((result.parameters?.retry_after ?? 1) * 1000);
+    if (!result.ok && result.error_code === 429) onRateLimited(retryAfterMsOf(result.parameters));
     return result;
   };
 }

@@ -1,4 +1,5 @@
-import { type InboundMessage, type Reply, splitText } from '@switchboard/core';
+import { splitReplies } from '@switchboard/channel-kit';
+import type { InboundMessage, Reply } from '@switchboard/core';
 
 /** Telegram's limit for one message's text, in UTF-16 code units (the Bot API's "characters"). */
 export const TELEGRAM_TEXT_LIMIT = 4096;
@@ -31,8 +32,7 @@ export function renderReplies(origin: InboundMessage, replies: readonly Reply[])
   const chat_id = chatIdOf(origin.chat.id);
   const thread = origin.chat.thread === undefined ? {} : { message_thread_id: Number(origin.chat.thread) };
   const replyTo = messageIdOf(origin.platform_message_id);
-  const texts = replies.flatMap((reply) => splitText(reply.text, TELEGRAM_TEXT_LIMIT));
-  return texts.map((text, index) => ({
+  return splitReplies(replies, TELEGRAM_TEXT_LIMIT).map(({ text }, index) => ({
     chat_id,
     text,
     ...thread,
@@ -40,12 +40,4 @@ export function renderReplies(origin: InboundMessage, replies: readonly Reply[])
       ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }
       : {}),
   }));
-}
-
-/**
- * The message previewing `text`, the answer so far (pure): the first message its reply would be,
- * so the part past the limit shows once the answer is complete. `text` is never blank.
- */
-export function renderPreview(origin: InboundMessage, text: string): SendMessageParams {
-  return renderReplies(origin, [{ text }])[0] as SendMessageParams;
 }

@@ -1,0 +1,21 @@
+import type { PlatformFailure } from './platform-failure.js';
+import { platformMessageOf } from './platform-message.js';
+import { retryAfterMs } from './retry-after.js';
+
+/**
+ * The failure a non-2xx HTTP answer reports: its status, the wait its `Retry-After` asks for and
+ * the platform's message from its body (JSON, already parsed; anything else is ignored).
+ */
+export function failureOfHttpStatus(
+  status: number,
+  headers: Pick<Headers, 'get'>,
+  body: unknown,
+): PlatformFailure {
+  const waitMs = retryAfterMs(headers.get('retry-after'));
+  const description = platformMessageOf(body);
+  return {
+    status,
+    ...(waitMs === undefined ? {} : { retryAfterMs: waitMs }),
+    ...(description === undefined ? {} : { description }),
+  };
+}

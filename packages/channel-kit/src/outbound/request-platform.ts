@@ -1,0 +1,66 @@
+import { SwitchboardError } from '@switchboard/core';
+import { type ChannelFailureOptions, type FailedCall, channelFailure } from './channel-failure.js';
+import { failureOfHttpStatus } from './http-failure.js';
+import { networkReasonOf } from './network-reason.js';
+
+/** Options of `requestPlatform`. */
+export interface PlatformRequest extends ChannelFailureOptions {
+  /** Which call this is, for errors. */
+  where: FailedCall;
+  /** Default: `POST`. */
+  method?: string;
+  url: string;
+  /** Sent as they are (`Authorization`…); `content-type: application/json` is added with a body. */
+  headers?: Record<string, string>;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** How long the platform has to answer, in ms. */
+  timeoutMs: number;
+  /** The send's deadline: once it aborts, the call rejects with its reason. */
+  signal?: AbortSignal;
+}
+
+/** An answer's body: parsed JSON, or undefined when empty or not JSON (an HTML error page). */
+async function bodyOf(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One JSON-over-HTTP call to a platform without an SDK client (LINE push, WhatsApp Cloud API):
+ * resolves with the parsed body of a 2xx answer. A non-2xx answer rejects with `channelFailure`
+ * of its status, `Retry-After` and the platform's message; no answer within `timeoutMs`, or none
+ * at all, with a retryable SB_CHANNEL_SEND_FAILED. Secrets are masked in every error. When
+ * `signal` aborts, rejects with `signal.reason`.
+ */
+export async function requestPlatform(options: PlatformRequest): Promise<unknown> {
+  const { where, timeoutMs, signal } = options;
+  signal?.throwIfAborted();
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const headers = {
+    ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...options.headers,
+  };
+  try {
+    const response = await fetch(options.url, {
+      method: options.method ?? 'POST',
+      headers,
+      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+    const body = await bodyOf(response);
+    if (response.ok) return body;
+    throw channelFailure(where, failureOfHttpStatus(response.status, response.headers, body), options);
+  } catch (error) {
+    if (error instanceof SwitchboardError) throw error;
+    // The caller's deadline is the real cause of an abort; checked first, as both may have passed.
+    if (signal?.aborted) throw signal.reason;
+    const network = timeout.aborted ? `no answer within ${timeoutMs} ms` : networkReasonOf(error);
+    throw channelFailure(where, { network }, options);
+  }
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { type MessageCalls, sendParts, showPreview } from '../../src/outbound/message-calls.js';
+
+function recordingCalls(failOn?: string) {
+  const calls: string[] = [];
+  let next = 0;
+  const platform: MessageCalls<string> = {
+    async post(message) {
+      calls.push(`post ${message}`);
+      if (message === failOn) throw new Error('refused');
+      next += 1;
+      return `m${next}`;
+    },
+    async edit(message, ref) {
+      calls.push(`edit ${ref} ${message}`);
+    },
+  };
+  return { calls, platform };
+}
+
+describe('sendParts', () => {
+  describe('without a draft', () => {
+    it('posts every part in order', async () => {
+      const { calls, platform } = recordingCalls();
+      await sendParts(['a', 'b'], platform);
+      expect(calls).toEqual(['post a', 'post b']);
+    });
+  });
+
+  describe('with a draft', () => {
+    it('edits the draft into the first part and posts the rest', async () => {
+      const { calls, platform } = recordingCalls();
+      await sendParts(['a', 'b'], platform, 'm7');
+      expect(calls).toEqual(['edit m7 a', 'post b']);
+    });
+  });
+
+  describe('when a post fails', () => {
+    it('rejects and sends nothing after it', async () => {
+      const { calls, platform } = recordingCalls('b');
+      await expect(sendParts(['a', 'b', 'c'], platform)).rejects.toThrow('refused');
+      expect(calls).toEqual(['post a', 'post b']);
+    });
+  });
+});
+
+describe('showPreview', () => {
+  describe('without a draft', () => {
+    it('posts the first part and resolves with its ref', async () => {
+      const { calls, platform } = recordingCalls();
+      expect(await showPreview(['a', 'b'], platform, undefined)).toBe('m1');
+      expect(calls).toEqual(['post a']);
+    });
+  });
+
+  describe('with a draft', () => {
+    it('edits it and resolves with the same ref', async () => {
+      const { calls, platform } = recordingCalls();
+      expect(await showPreview(['a', 'b'], platform, 'm3')).toBe('m3');
+      expect(calls).toEqual(['edit m3 a']);
+    });
+  });
+
+  describe('when there is nothing to show', () => {
+    it('rejects with a final SB_CHANNEL_SEND_FAILED and calls nothing', async () => {
+      const { calls, platform } = recordingCalls();
+      await expect(showPreview([], platform, undefined)).rejects.toMatchObject({
+        code: 'SB_CHANNEL_SEND_FAILED',
+        retryable: false,
+      });
+      expect(calls).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,238 @@
+import {
+  type ChannelCapabilities,
+  type ChannelHarness,
+  type DeliveryAnswer,
+  type DeliveryMode,
+  type EventSpec,
+  type PlatformEvent,
+  type SendFailure,
+  describeChannelConformance,
+} from '@switchboard/contracts';
+import { ownChannels } from '@switchboard/channel-kit';
+import { type InboundMessage, isSwitchboardError } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
+import {
+  type SlackFailure,
+  eventEnvelope,
+  messageEvent,
+  sendEvent,
+  startFakeSlack,
+} from '@switchboard/testkit/slack';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createSlackChannel } from '../src/index.js';
+import { SlackChannelSchema } from '../src/options.js';
+
+const SIGNING_SECRET = 'conformance-signing-secret';
+const BOT_TOKEN = 'xoxb-conformance-bot-token';
+const APP_TOKEN = 'xapp-conformance-app-token';
+/** The per-channel limit of the fake and of the adapters' pacing: fast, so that 5× it takes about a second. */
+const PER_CHAT = { limit: 5, perMs: 250 };
+const SEND_TIMEOUT_MS = 1_000;
+/** Longer than the adapter waits out itself (`maxRetryAfterMs`/`maxRateLimitWaitMs`): it goes back to the outbox. */
+const RATE_LIMIT_HINT_MS = 120_000;
+const EDIT_INTERVAL_MS = 200;
+/**
+ * How long a Socket Mode envelope's acknowledgement is waited for before it counts as withheld
+ * (Slack then sends it again): a negative can only be checked within a bound.
+ */
+const SOCKET_ACK_WAIT_MS = 1_000;
+
+interface SlackEvent extends PlatformEvent {
+  envelope: Record<string, unknown>;
+}
+
+/** The app's error answer: a SwitchboardError's status and code. */
+function withErrorAnswers(server: FastifyInstance): FastifyInstance {
+  server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
+    const status = isSwitchboardError(error) ? (error.status ?? 500) : (error.statusCode ?? 500);
+    void reply.code(status).send({ error: { code: error.code, message: error.message } });
+  });
+  return server;
+}
+
+async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<ChannelHarness> {
+  const fake = await startFakeSlack({
+    botToken: BOT_TOKEN,
+    appToken: APP_TOKEN,
+    rateLimits: { perChannel: PER_CHAT },
+  });
+  let nextChat = 1_000;
+  let server: FastifyInstance | undefined;
+  let listening: Promise<string> | undefined;
+  // The fake tells the connections open now; the most ever open is sampled here.
+  let maxSockets = 0;
+  const sampler = setInterval(() => {
+    maxSockets = Math.max(maxSockets, fake.socketConnections());
+  }, 5);
+
+  const config = SlackChannelSchema.parse({
+    id: 'sl',
+    type: 'slack',
+    bot_token: BOT_TOKEN,
+    ...(mode === 'events_api' ? { signing_secret: SIGNING_SECRET } : { app_token: APP_TOKEN }),
+    api_url: fake.apiUrl,
+    bot_user_id: 'UBOT',
+    outbound: {
+      send_timeout: `${SEND_TIMEOUT_MS}ms`,
+      edit_interval: `${EDIT_INTERVAL_MS}ms`,
+      rate: {
+        enabled: true,
+        per_bot: null,
+        per_chat: { limit: PER_CHAT.limit, per: `${PER_CHAT.perMs}ms` },
+        per_group: null,
+      },
+    },
+  });
+
+  function gatewayUrl(): Promise<string> {
+    if (server === undefined) throw new Error('no adapter created');
+    const current = server;
+    listening ??= current.listen({ port: 0, host: '127.0.0.1' });
+    return listening;
+  }
+
+  function malformedEnvelope(event: SlackEvent): Record<string, unknown> {
+    return { ...event.envelope, event: 'not an event' };
+  }
+
+  async function deliverEvent(event: SlackEvent, deliveryMode: DeliveryMode): Promise<DeliveryAnswer> {
+    const url = await gatewayUrl();
+    let status: number;
+    let headers: Headers;
+    if (deliveryMode === 'unsigned') {
+      const response = await fetch(`${url}/slack/sl/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(event.envelope),
+      });
+      await response.text();
+      status = response.status;
+      headers = response.headers;
+    } else {
+      const body =
+        deliveryMode === 'malformed'
+          ? malformedEnvelope(event)
+          : deliveryMode === 'forged-malformed'
+            ? '{not json'
+            : event.envelope;
+      const answer = await sendEvent(url, 'sl', body, {
+        signingSecret: SIGNING_SECRET,
+        badSignature: deliveryMode === 'forged' || deliveryMode === 'forged-malformed',
+        ...(deliveryMode === 'redelivered' ? { retryNum: 1 } : {}),
+      });
+      status = answer.status;
+      headers = answer.headers;
+    }
+    const retryAfter = headers.get('retry-after');
+    return {
+      status,
+      acknowledged: status >= 200 && status < 300,
+      ...(retryAfter === null ? {} : { retryAfter }),
+    };
+  }
+
+  async function deliverSocket(event: SlackEvent, deliveryMode: DeliveryMode): Promise<DeliveryAnswer> {
+    const body = deliveryMode === 'malformed' ? malformedEnvelope(event) : event.envelope;
+    const envelopeId = fake.sendSocketEvent(body, deliveryMode === 'redelivered' ? { retryAttempt: 1 } : {});
+    const acknowledged = await eventually(() => fake.acknowledged(envelopeId), SOCKET_ACK_WAIT_MS).then(
+      () => true,
+      () => false,
+    );
+    return { acknowledged };
+  }
+
+  function failure(of: SendFailure): SlackFailure {
+    if (of.kind === 'hang') return { kind: 'hang' };
+    if (of.kind === 'rate_limited') {
+      return { kind: 'rate_limited', retryAfterSec: Math.ceil(RATE_LIMIT_HINT_MS / 1000) };
+    }
+    return { kind: 'platform_error', error: 'invalid_auth' };
+  }
+
+  const postsTo = (origin: InboundMessage) =>
+    fake.callsTo('chat.postMessage').filter((call) => call.body.channel === origin.chat.id);
+
+  return {
+    secrets: [BOT_TOKEN, mode === 'events_api' ? SIGNING_SECRET : APP_TOKEN],
+    rateLimitHintMs: RATE_LIMIT_HINT_MS,
+    sendTimeoutMs: SEND_TIMEOUT_MS,
+    editIntervalMs: EDIT_INTERVAL_MS,
+    perChatLimit: PER_CHAT,
+    createAdapter({ logger }) {
+      void server?.close();
+      server = withErrorAnswers(Fastify());
+      listening = undefined;
+      return createSlackChannel({ config, server, logger });
+    },
+    event(spec: EventSpec): SlackEvent {
+      nextChat += 1;
+      const channel = `${spec.chat === 'direct' ? 'D' : 'C'}${nextChat}`;
+      const mention = spec.chat === 'group' && spec.mention === true ? '<@UBOT> ' : '';
+      const envelope = eventEnvelope(messageEvent({ channel, text: `${mention}${spec.text}` }));
+      return { key: String(envelope.event_id), spec, envelope };
+    },
+    deliver: (event, deliveryMode) =>
+      (mode === 'events_api' ? deliverEvent : deliverSocket)(event as SlackEvent, deliveryMode),
+    origin(chat) {
+      nextChat += 1;
+      const id = `${chat === 'direct' ? 'D' : 'C'}${nextChat}`;
+      return inboundMessage({
+        platform: 'slack',
+        channel: 'sl',
+        chat: { type: chat === 'direct' ? 'person' : 'group', id },
+        platform_message_id: `${id}:1718000000.000100`,
+      });
+    },
+    delivered: (origin) => fake.deliveredTo(origin.chat.id),
+    previewCalls(origin) {
+      const posts = postsTo(origin).map((call) => call.at);
+      const edits = fake
+        .edits()
+        .filter((edit) => edit.channel === origin.chat.id)
+        .map((edit) => edit.at);
+      return [...posts, ...edits].sort((a, b) => a - b);
+    },
+    failNextSend: (of) => fake.failNext(1, failure(of)),
+    rateLimitViolations: () => fake.rateLimitViolations(),
+    maxConsumers: () => maxSockets,
+    async close() {
+      clearInterval(sampler);
+      await server?.close();
+      await fake.close();
+    },
+  };
+}
+
+const COMMON = {
+  platformSends: true,
+  groups: true,
+  preview: true,
+  pacing: true,
+  splitLimit: 4_000,
+  redelivery: true,
+} as const;
+
+const EVENTS_API: ChannelCapabilities = {
+  ...COMMON,
+  signedInbound: true,
+  connection: 'webhook',
+  acknowledgement: 'ack',
+};
+describeChannelConformance('slack (Events API)', {
+  capabilities: EVENTS_API,
+  start: () => startSlackHarness('events_api'),
+});
+
+/** Socket Mode: the app token opens the connection, so events carry no signature to forge. */
+const SOCKET_MODE: ChannelCapabilities = {
+  ...COMMON,
+  signedInbound: false,
+  connection: 'single-owner',
+  acknowledgement: 'ack',
+};
+describeChannelConformance('slack (Socket Mode)', {
+  capabilities: SOCKET_MODE,
+  start: () => startSlackHarness('socket_mode'),
+  ownChannels,
+});
