@@ -56,7 +56,11 @@ export interface SentLineMessage {
 
 /** What the next calls of an endpoint answer instead of succeeding (see `failNext`). */
 export type FakeLineFailure =
-  | { kind: 'rate_limited' }
+  /**
+   * 429, as LINE answers past its rate limit (or the monthly quota). LINE documents no
+   * Retry-After; `retryAfterSec` adds one, as a proxy in front of it may.
+   */
+  | { kind: 'rate_limited'; retryAfterSec?: number }
   | { kind: 'http_status'; status: number; message?: string }
   /** Never answers (until `close`); nothing is sent. */
   | { kind: 'hang' }
@@ -332,8 +336,13 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
       hung.add(response);
       return;
     }
-    if (failure?.kind === 'rate_limited')
-      return send(error(429, 'The API rate limit has been exceeded. Try again later.'));
+    if (failure?.kind === 'rate_limited') {
+      const { retryAfterSec } = failure;
+      return send({
+        ...error(429, 'The API rate limit has been exceeded. Try again later.'),
+        ...(retryAfterSec === undefined ? {} : { headers: { 'retry-after': String(retryAfterSec) } }),
+      });
+    }
     if (failure?.kind === 'http_status')
       return send(error(failure.status, failure.message ?? 'Internal server error'));
     send(accept(endpoint, body, retryKey));
