@@ -12,6 +12,13 @@ export interface NormalizeContext {
   receivedAt: number;
 }
 
+/** A mentioned user (`isSelf`: the bot) or `@All`, in a text message's `mention.mentionees`. */
+const MentioneeSchema = z.object({
+  type: z.enum(['user', 'all']),
+  userId: z.string().optional(),
+  isSelf: z.boolean().optional(),
+});
+
 /** The fields of a message event the gateway reads (LINE's webhook event object). */
 const MessageEventSchema = z.object({
   type: z.literal('message'),
@@ -30,17 +37,7 @@ const MessageEventSchema = z.object({
     text: z.string().optional(),
     fileName: z.string().optional(),
     quotedMessageId: z.string().optional(),
-    mention: z
-      .object({
-        mentionees: z.array(
-          z.object({
-            type: z.enum(['user', 'all']),
-            userId: z.string().optional(),
-            isSelf: z.boolean().optional(),
-          }),
-        ),
-      })
-      .optional(),
+    mention: z.object({ mentionees: z.array(MentioneeSchema) }).optional(),
   }),
 });
 
@@ -71,8 +68,7 @@ function mediaElement(message: LineMessageEvent['message']): Element | null {
 export function normalizeLineEvent(event: unknown, context: NormalizeContext): InboundMessage | null {
   const { type, mode } = (event ?? {}) as { type?: unknown; mode?: unknown };
   if (type !== 'message' || mode === 'standby') return null;
-  const parsed = parseOrThrow(MessageEventSchema, event, 'SB_HTTP_BAD_REQUEST', 'line event');
-  const { source, message } = parsed;
+  const { source, message } = parseOrThrow(MessageEventSchema, event, 'SB_HTTP_BAD_REQUEST', 'line event');
   const text = message.type === 'text' ? (message.text ?? '') : '';
   const media = mediaElement(message);
   if (message.type !== 'text' && media === null) return null;
