@@ -19,6 +19,8 @@ const EXAMPLE_ENV = {
   SLACK_BOT_TOKEN: 'xoxb-test',
   SLACK_SIGNING_SECRET: 'signing-secret',
   DISCORD_BOT_TOKEN: 'discord-token',
+  LINE_CHANNEL_SECRET: 'line-channel-secret',
+  LINE_CHANNEL_ACCESS_TOKEN: 'line-access-token',
   WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
   WHATSAPP_ACCESS_TOKEN: 'whatsapp-access-token',
   WHATSAPP_APP_SECRET: 'whatsapp-app-secret',
@@ -171,7 +173,7 @@ describe('parseConfig', () => {
           'concurrency.pipeline: expected a number, got "many"',
           'channels[0].mode: expected one of polling|webhook, got "push"',
           'channels[0].session_scope: expected one of chat|thread, got a list',
-          'channels[1].type: expected one of openapi|telegram|slack|discord|whatsapp, got "carrier-pigeon"',
+          'channels[1].type: expected one of openapi|telegram|slack|discord|line|whatsapp, got "carrier-pigeon"',
           'pipelines[0].busy_mode: expected one of queue|collect, got "drop"',
         ].sort(),
       );
@@ -535,6 +537,7 @@ describe('loadConfig', () => {
         'cluster.yaml',
         'debounce.yaml',
         'discord.yaml',
+        'line.yaml',
         'multi-pipeline.yaml',
         'slack.yaml',
         'telegram.yaml',
@@ -557,6 +560,12 @@ describe('loadConfig', () => {
       });
       const telegram = await loadConfig(join(CONFIG_DIR, 'examples', 'telegram.yaml'), { env: EXAMPLE_ENV });
       expect(telegram.channels[0]).toMatchObject({ token: EXAMPLE_ENV.TELEGRAM_BOT_TOKEN, mode: 'polling' });
+      const line = await loadConfig(join(CONFIG_DIR, 'examples', 'line.yaml'), { env: EXAMPLE_ENV });
+      expect(line.channels[0]).toMatchObject({
+        channelSecret: EXAMPLE_ENV.LINE_CHANNEL_SECRET,
+        channelAccessToken: EXAMPLE_ENV.LINE_CHANNEL_ACCESS_TOKEN,
+        webhookRedelivery: false,
+      });
       const whatsapp = await loadConfig(join(CONFIG_DIR, 'examples', 'whatsapp.yaml'), { env: EXAMPLE_ENV });
       expect(whatsapp.channels[0]).toMatchObject({
         phoneNumberId: EXAMPLE_ENV.WHATSAPP_PHONE_NUMBER_ID,
