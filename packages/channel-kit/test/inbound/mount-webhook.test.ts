@@ -249,6 +249,20 @@ describe('mountWebhook', () => {
     });
   });
 
+  describe('when parse fails for another reason than a malformed body', () => {
+    it('leaves the answer to the server (5xx, redelivered), even where malformed bodies are acknowledged', async () => {
+      const { server, counts, lines } = await setUp({
+        malformed: 'acknowledge',
+        parse: () => {
+          throw new TypeError('a bug in the parser');
+        },
+      });
+      expect((await post(server, '{"a": 1}')).statusCode).toBe(500);
+      expect(lines).toEqual([]);
+      expect(counts.handled).toBe(0);
+    });
+  });
+
   describe('when the content type is not one the route reads', () => {
     it('answers 415, and reads every type it was given', async () => {
       const { server, handled } = await setUp({

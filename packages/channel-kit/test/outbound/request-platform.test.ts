@@ -2,7 +2,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from 'node:net';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
-import { requestPlatform } from '../../src/outbound/request-platform.js';
+import { MAX_ANSWER_BYTES, requestPlatform } from '../../src/outbound/request-platform.js';
 
 const TOKEN = 'line-channel-access-token-value';
 const where = { type: 'line', channelId: 'ln', call: 'POST /v2/bot/message/push' };
@@ -150,6 +150,50 @@ describe('requestPlatform', () => {
         'line channel "ln": POST /v2/bot/message/push failed: network error (no answer within 200 ms)',
       );
       expect(fake.requests).toHaveLength(1);
+    });
+  });
+
+  describe('when the answer starts in time but its body does not end within timeoutMs', () => {
+    it('rejects with a retryable SB_CHANNEL_SEND_FAILED saying so', async () => {
+      const fake = await fakePlatform((_request, _body, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"sentMessages": [');
+      });
+      const error = await request(fake.url, 200).catch((rejection: unknown) => rejection);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: true });
+      expect((error as Error).message).toContain('no answer within 200 ms');
+    });
+  });
+
+  describe('when the answer is larger than MAX_ANSWER_BYTES', () => {
+    /** Writes `{"x":"xxx…` without end, as fast as the client reads, until it hangs up. */
+    const endless: Handler = (_request, _body, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = 'x'.repeat(64 * 1024);
+      const pump = () => {
+        while (!response.destroyed && response.write(chunk)) {}
+        if (!response.destroyed) response.once('drain', pump);
+      };
+      response.write('{"x":"');
+      pump();
+    };
+
+    it('stops reading at the limit and rejects with a final SB_CHANNEL_SEND_FAILED naming it', async () => {
+      const fake = await fakePlatform(endless);
+      const error = await request(fake.url, 10_000).catch((rejection: unknown) => rejection);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: false });
+      expect((error as Error).message).toBe(
+        `line channel "ln": POST /v2/bot/message/push failed (HTTP 200: the answer is larger than ${MAX_ANSWER_BYTES} bytes)`,
+      );
+    });
+
+    it('still maps an error status by its status and Retry-After', async () => {
+      const fake = await fakePlatform((_request, _body, response) => {
+        response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
+        response.end(`{"message":"${'x'.repeat(MAX_ANSWER_BYTES)}"}`);
+      });
+      const error = await request(fake.url, 10_000).catch((rejection: unknown) => rejection);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_RATE_LIMITED', retryable: true, retryAfterMs: 7_000 });
     });
   });
 
