@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Disposition } from './disposition.js';
 import { createRefusalLog } from './refusal-log.js';
 
-/** What `verify` sees of a call: its headers and the body exactly as received. */
+/** What `verify` sees of a call: its headers and the body as received, decoded as UTF-8. */
 export interface SignedCall {
   headers: IncomingHttpHeaders;
   /** The body as received: signatures cover bytes, not the parsed JSON. `''` when there is none. */
@@ -75,8 +75,8 @@ function unavailable(reply: FastifyReply, code: ErrorCode, message: string, retr
 
 /**
  * Mounts a platform's webhook route on the gateway's server, in its own plugin scope whose
- * content-type parsers keep the body as a raw string (signatures cover the exact bytes); the body
- * limit is the server's own. In order:
+ * content-type parsers keep the body as a raw string (signatures cover the bytes; a body that is
+ * not valid UTF-8 fails its check); the body limit is the server's own. In order:
  *
  * 1. `authorize(headers)` in `onRequest`, before the body is read: 401 SB_HTTP_UNAUTHORIZED.
  * 2. `verify({ headers, rawBody })` before anything parses the body: 401 SB_HTTP_UNAUTHORIZED.
