@@ -35,7 +35,6 @@ export interface AccessTokens {
 
 /** `promise`, or `signal.reason` once it aborts: one caller's deadline does not end a shared fetch. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted();
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
@@ -102,6 +101,7 @@ export function createAccessTokens(options: AccessTokenOptions): AccessTokens {
 
   return {
     get(signal) {
+      if (signal?.aborted) return Promise.reject(signal.reason);
       if (cached !== null && now() < cached.refreshAtMs) return Promise.resolve(cached.token);
       fetching ??= fetchToken().finally(() => {
         fetching = null;
