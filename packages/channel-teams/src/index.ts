@@ -11,4 +11,5 @@ export type { NormalizeContext } from './inbound/normalize.js';
 export { BOT_FRAMEWORK_SCOPE, createAccessTokens } from './outbound/access-token.js';
 export type { AccessTokenOptions, AccessTokens } from './outbound/access-token.js';
 export { MAX_TEXT_CHARS, renderTeamsReplies, replyTargetOf } from './outbound/connector.js';
-export type { ReplyTarget } from './outbound/connector.js';
+export { activityRefKey, parseActivityRefKey } from './activity-ref.js';
+export type { ActivityRef } from './activity-ref.js';

@@ -4,7 +4,7 @@ import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTeams, messageActivity, startFakeTeams } from '@switchboard/testkit/teams';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTeamsChannel } from '../src/index.js';
+import { activityRefKey, createTeamsChannel } from '../src/index.js';
 import { TeamsChannelSchema } from '../src/options.js';
 
 const PATH = '/teams/ms/messages';
@@ -71,7 +71,11 @@ describe('createTeamsChannel', () => {
         channel: 'ms',
         chat: { type: 'person', id: 'a:dm' },
         text: 'hello',
-        platform_message_id: `a%3Adm:${activity.id}`,
+        platform_message_id: activityRefKey({
+          serviceUrl: w.fake.serviceUrl,
+          conversationId: 'a:dm',
+          activityId: activity.id,
+        }),
       });
     });
 
@@ -131,7 +135,11 @@ describe('createTeamsChannel', () => {
         platform: 'teams',
         channel: 'ms',
         chat: { type: 'person', id: 'a:out' },
-        raw: personal(w.fake, 'hi', 'a:out'),
+        platform_message_id: activityRefKey({
+          serviceUrl: w.fake.serviceUrl,
+          conversationId: 'a:out',
+          activityId: '1',
+        }),
       });
       const signal = new AbortController().signal;
       await w.channel.send(origin, [{ text: 'one' }], signal);
@@ -146,7 +154,7 @@ describe('createTeamsChannel', () => {
       expect(w.fake.deliveredTo('a:out')).toEqual(['one', 'two', 'three']);
     });
 
-    it('rejects a final SB_CHANNEL_SEND_FAILED for a message that keeps no activity to reply to', async () => {
+    it('rejects a final SB_CHANNEL_SEND_FAILED for a message whose id names no activity to reply to', async () => {
       const w = await startWorld();
       const origin = inboundMessage({
         platform: 'teams',

@@ -11,7 +11,7 @@ import { isSwitchboardError } from '@switchboard/core';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type TeamsFailure, messageActivity, startFakeTeams } from '@switchboard/testkit/teams';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { MAX_TEXT_CHARS, createTeamsChannel } from '../src/index.js';
+import { MAX_TEXT_CHARS, activityRefKey, createTeamsChannel } from '../src/index.js';
 import { TeamsChannelSchema } from '../src/options.js';
 
 const APP_PASSWORD = 'conformance-teams-app-password';
@@ -123,8 +123,11 @@ async function startTeamsHarness(): Promise<ChannelHarness> {
         platform: 'teams',
         channel: 'ms',
         chat: { type: chat === 'direct' ? 'person' : 'group', id: activity.conversation.id },
-        platform_message_id: `${activity.conversation.id}:${activity.id}`,
-        raw: activity,
+        platform_message_id: activityRefKey({
+          serviceUrl: activity.serviceUrl,
+          conversationId: activity.conversation.id,
+          activityId: activity.id,
+        }),
       });
     },
     delivered: (origin) => fake.deliveredTo(origin.chat.id),

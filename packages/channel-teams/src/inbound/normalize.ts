@@ -1,5 +1,5 @@
-import { deliveryKey } from '@switchboard/channel-kit';
 import { type Element, type InboundMessage, parseInboundMessage } from '@switchboard/core';
+import { activityRefKey } from '../activity-ref.js';
 import type { MessageActivity } from './activity.js';
 
 /** What the normalizer needs besides the activity; passed in so that it stays pure. */
@@ -70,7 +70,8 @@ function attachmentElements(activity: MessageActivity): Element[] {
  * Turns a Teams `message` activity into an `InboundMessage`. Pure. `personal` conversations are
  * people, `groupChat` and `channel` ones groups; a channel's reply chain is the thread. The bot is
  * the activity's `recipient`: a mention entity of it sets `mentions_bot`, a message from it
- * `is_bot`. `platform_message_id` is `<conversation>:<activity id>`, the redelivery key.
+ * `is_bot`. `platform_message_id` is the activity's `activityRefKey`: the redelivery key, and
+ * where the reply goes.
  */
 export function normalizeTeamsActivity(activity: MessageActivity, context: NormalizeContext): InboundMessage {
   const { text, mentions } = textAndMentions(activity);
@@ -92,7 +93,11 @@ export function normalizeTeamsActivity(activity: MessageActivity, context: Norma
     ],
     text,
     mentions_bot: mentions.some((mention) => mention.is_bot_self),
-    platform_message_id: deliveryKey(activity.conversation.id, activity.id),
+    platform_message_id: activityRefKey({
+      serviceUrl: activity.serviceUrl,
+      conversationId: activity.conversation.id,
+      activityId: activity.id,
+    }),
     received_at: context.receivedAt,
     raw: activity,
   });

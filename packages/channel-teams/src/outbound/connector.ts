@@ -8,6 +8,7 @@ import {
   isSwitchboardError,
   pacedChatOf,
 } from '@switchboard/core';
+import { type ActivityRef, parseActivityRefKey } from '../activity-ref.js';
 import type { AccessTokens } from './access-token.js';
 
 /**
@@ -16,25 +17,15 @@ import type { AccessTokens } from './access-token.js';
  */
 export const MAX_TEXT_CHARS = 7_000;
 
-/** Where a reply to an activity goes: its connector, conversation and the activity answered. */
-export interface ReplyTarget {
-  serviceUrl: string;
-  /** The conversation id as it came (with `;messageid=` in a channel's reply chain). */
-  conversationId: string;
-  activityId: string;
-}
-
-/** The target of a reply to `origin`, from the activity kept in its `raw`. */
-export function replyTargetOf(origin: InboundMessage): ReplyTarget {
-  const raw = (origin.raw ?? {}) as { serviceUrl?: unknown; id?: unknown; conversation?: { id?: unknown } };
-  const { serviceUrl, id } = raw;
-  const conversationId = raw.conversation?.id;
-  if (typeof serviceUrl !== 'string' || typeof id !== 'string' || typeof conversationId !== 'string') {
+/** The activity a reply to `origin` answers, from its `platform_message_id`. */
+export function replyTargetOf(origin: InboundMessage): ActivityRef {
+  const ref = parseActivityRefKey(origin.platform_message_id);
+  if (ref === null) {
     throw new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-      message: `teams channel "${origin.channel}": message ${origin.id} keeps no activity (serviceUrl, id, conversation.id) to reply to`,
+      message: `teams channel "${origin.channel}": platform_message_id of message ${origin.id} names no Teams activity to reply to`,
     });
   }
-  return { serviceUrl, conversationId, activityId: id };
+  return ref;
 }
 
 /** The texts of the messages that answer with `replies`, cut at `MAX_TEXT_CHARS`, in order. Pure. */

@@ -30,7 +30,7 @@ function normalize(fields: Record<string, unknown> = {}) {
 
 describe('normalizeTeamsActivity', () => {
   describe('when a person writes one to one', () => {
-    it('is a person chat keyed on conversation and activity id, the activity kept as raw', () => {
+    it('is a person chat keyed on connector, conversation and activity id, the activity kept as raw', () => {
       const message = normalize();
       expect(message).toMatchObject({
         platform: 'teams',
@@ -40,7 +40,7 @@ describe('normalizeTeamsActivity', () => {
         text: 'hello',
         elements: [{ type: 'text', text: 'hello' }],
         mentions_bot: false,
-        platform_message_id: 'a%3A1xyz:1718000000123',
+        platform_message_id: 'https%3A//smba.trafficmanager.net/amer/:a%3A1xyz:1718000000123',
         received_at: CONTEXT.receivedAt,
       });
       expect(message.raw).toMatchObject({ serviceUrl: 'https://smba.trafficmanager.net/amer/' });
