@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFakeTeams } from '@switchboard/testkit/teams';
 import { describe, expect, it } from 'vitest';
 import { runCli, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
 
@@ -17,6 +18,8 @@ const UNCONFIGURED = [
   'grammy',
   '@slack/bolt',
   'discord.js',
+  // The JWT checks of Teams' activities (channel-kit's `./jwt`).
+  'jose',
   'undici',
   '@opentelemetry/api',
   '@opentelemetry/sdk-trace',
@@ -110,6 +113,33 @@ describe('what a process loads', () => {
       expect(await unknown.json()).toMatchObject({ error: { code: 'SB_HTTP_NOT_FOUND' } });
       expect(await gateway.stop()).toBe(0);
       expect(record.loaded()).toContain('@fastify/swagger-ui');
+    });
+  });
+
+  describe('when serve runs a Teams channel', () => {
+    it('loads jose for its JWT checks and no other platform library', async () => {
+      const fake = await startFakeTeams();
+      try {
+        const dir = tempDir();
+        const record = recording(dir);
+        const teams = `channels: [{ id: ms, type: teams, app_id: "${fake.appId}", app_password: ${fake.appPassword}, openid_metadata_url: "${fake.openIdMetadataUrl}", token_url: "${fake.tokenUrl}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+        const gateway = await startServe({
+          dir,
+          configPath: writeConfig(dir, testConfig(dir, teams)),
+          env: record.env,
+        });
+        expect(await gateway.stop()).toBe(0);
+        // The channel started: it fetched its token.
+        expect(fake.tokensIssued()).toBe(1);
+        const loaded = record.loaded();
+        expect(loaded).toContain('jose');
+        expect(UNCONFIGURED.filter((name) => name !== 'jose' && loaded.has(name))).toEqual([]);
+      } finally {
+        await fake.close();
+      }
     });
   });
 
