@@ -19,6 +19,8 @@ const EXAMPLE_ENV = {
   SLACK_BOT_TOKEN: 'xoxb-test',
   SLACK_SIGNING_SECRET: 'signing-secret',
   DISCORD_BOT_TOKEN: 'discord-token',
+  TEAMS_APP_ID: '00000000-0000-0000-0000-0000000000aa',
+  TEAMS_APP_PASSWORD: 'teams-app-password',
   REDIS_URL: 'redis://127.0.0.1:6379',
   DATABASE_URL: 'postgres://127.0.0.1:5432/test',
   SWITCHBOARD_API_KEY: 'api-key',
@@ -167,7 +169,7 @@ describe('parseConfig', () => {
           'concurrency.pipeline: expected a number, got "many"',
           'channels[0].mode: expected one of polling|webhook, got "push"',
           'channels[0].session_scope: expected one of chat|thread, got a list',
-          'channels[1].type: expected one of openapi|telegram|slack|discord, got "carrier-pigeon"',
+          'channels[1].type: expected one of openapi|telegram|slack|discord|teams, got "carrier-pigeon"',
           'pipelines[0].busy_mode: expected one of queue|collect, got "drop"',
         ].sort(),
       );
@@ -533,6 +535,7 @@ describe('loadConfig', () => {
         'discord.yaml',
         'multi-pipeline.yaml',
         'slack.yaml',
+        'teams.yaml',
         'telegram.yaml',
       ]);
       for (const file of files) {
@@ -552,6 +555,13 @@ describe('loadConfig', () => {
       });
       const telegram = await loadConfig(join(CONFIG_DIR, 'examples', 'telegram.yaml'), { env: EXAMPLE_ENV });
       expect(telegram.channels[0]).toMatchObject({ token: EXAMPLE_ENV.TELEGRAM_BOT_TOKEN, mode: 'polling' });
+      const teams = await loadConfig(join(CONFIG_DIR, 'examples', 'teams.yaml'), { env: EXAMPLE_ENV });
+      expect(teams.channels[0]).toMatchObject({
+        appId: EXAMPLE_ENV.TEAMS_APP_ID,
+        appPassword: EXAMPLE_ENV.TEAMS_APP_PASSWORD,
+        openIdMetadataUrl: 'https://login.botframework.com/v1/.well-known/openidconfiguration',
+        tokenUrl: 'https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token',
+      });
     });
 
     it('refuses an example whose variables are unset, naming them', async () => {
