@@ -96,7 +96,6 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     return connectorCalls(origin, signal, {
       channelId: config.id,
       tokens,
-      appPassword: config.appPassword,
       pacer,
       onRateLimited: (retryAfterMs) => observer.rateLimited(config.id, retryAfterMs),
       timeoutMs: config.outbound.sendTimeoutMs,

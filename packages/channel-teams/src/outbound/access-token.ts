@@ -1,4 +1,4 @@
-import { channelFailure, failureOfHttpStatus, networkReasonOf } from '@switchboard/channel-kit';
+import { requestPlatform } from '@switchboard/channel-kit';
 import { SwitchboardError } from '@switchboard/core';
 
 /** The scope of a token for the Bot Connector service. */
@@ -29,8 +29,8 @@ export interface AccessTokens {
   get(signal?: AbortSignal): Promise<string>;
   /** Forgets the cached token (the connector refused it). */
   forget(token: string): void;
-  /** The tokens issued so far, to keep them out of errors. */
-  issued(): readonly string[];
+  /** The password and the tokens issued so far, to keep them out of errors. */
+  secrets(): readonly string[];
 }
 
 /** `promise`, or `signal.reason` once it aborts: one caller's deadline does not end a shared fetch. */
@@ -46,48 +46,30 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
  * The OAuth 2.0 client-credentials flow of the Bot Framework ("Authenticate requests from your
  * bot to the Bot Connector service"): `POST token_url` with the app id and password for the
  * `https://api.botframework.com/.default` scope. The token is kept until `expires_in` less
- * `REFRESH_BEFORE_EXPIRY_MS`. A refused app id or password (400/401) is SB_CHANNEL_AUTH_FAILED
- * naming `channels[<id>].app_password`; the password and tokens never reach an error.
+ * `REFRESH_BEFORE_EXPIRY_MS`. A refused password (401) is SB_CHANNEL_AUTH_FAILED naming
+ * `channels[<id>].app_password`; the password and tokens never reach an error.
  */
 export function createAccessTokens(options: AccessTokenOptions): AccessTokens {
   const { channelId, now } = options;
   const secrets = [options.appPassword];
-  const where = { type: 'teams', channelId, call: `POST ${options.tokenUrl}` };
-  const credentialPath = `channels[${channelId}].app_password`;
   let cached: { token: string; refreshAtMs: number } | null = null;
   let fetching: Promise<string> | null = null;
 
   async function fetchToken(): Promise<string> {
-    const form = new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: options.appId,
-      client_secret: options.appPassword,
-      scope: BOT_FRAMEWORK_SCOPE,
+    const answer = await requestPlatform({
+      where: { type: 'teams', channelId, call: `POST ${options.tokenUrl}` },
+      url: options.tokenUrl,
+      form: {
+        grant_type: 'client_credentials',
+        client_id: options.appId,
+        client_secret: options.appPassword,
+        scope: BOT_FRAMEWORK_SCOPE,
+      },
+      timeoutMs: options.timeoutMs,
+      secrets,
+      credentialPath: `channels[${channelId}].app_password`,
     });
-    const timeout = AbortSignal.timeout(options.timeoutMs);
-    let response: Response;
-    let body: unknown;
-    try {
-      response = await fetch(options.tokenUrl, {
-        method: 'POST',
-        body: form,
-        signal: timeout,
-      });
-      body = await response.json().catch(() => undefined);
-    } catch (error) {
-      const network = timeout.aborted ? `no answer within ${options.timeoutMs} ms` : networkReasonOf(error);
-      throw channelFailure(where, { network }, { secrets });
-    }
-    if (!response.ok) {
-      const failure = failureOfHttpStatus(response.status, response.headers, body);
-      // Entra answers a wrong app id or password 400 `invalid_client` / 401.
-      const refused = response.status === 400 || response.status === 401;
-      throw channelFailure(where, refused ? { ...failure, kind: 'auth' } : failure, {
-        secrets,
-        credentialPath,
-      });
-    }
-    const { access_token: token, expires_in: expiresIn } = (body ?? {}) as Record<string, unknown>;
+    const { access_token: token, expires_in: expiresIn } = (answer ?? {}) as Record<string, unknown>;
     if (typeof token !== 'string' || typeof expiresIn !== 'number') {
       throw new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
         message: `teams channel "${channelId}": the token endpoint answered without access_token and expires_in`,
@@ -111,6 +93,6 @@ export function createAccessTokens(options: AccessTokenOptions): AccessTokens {
     forget(token) {
       if (cached?.token === token) cached = null;
     },
-    issued: () => secrets.slice(1),
+    secrets: () => secrets,
   };
 }

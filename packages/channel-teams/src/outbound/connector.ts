@@ -37,7 +37,6 @@ export function renderTeamsReplies(replies: readonly Reply[]): string[] {
 export interface ConnectorOptions {
   channelId: string;
   tokens: AccessTokens;
-  appPassword: string;
   pacer: SendPacer;
   /** Told of each 429, with its Retry-After in ms. */
   onRateLimited: (retryAfterMs: number) => void;
@@ -82,7 +81,7 @@ export function connectorCalls(
         },
         timeoutMs: options.timeoutMs,
         signal,
-        secrets: [options.appPassword, ...options.tokens.issued()],
+        secrets: options.tokens.secrets(),
         credentialPath: `channels[${options.channelId}].app_password`,
       });
     } catch (error) {

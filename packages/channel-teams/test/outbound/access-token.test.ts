@@ -34,7 +34,7 @@ describe('createAccessTokens', () => {
       const refreshed = await tokens.get();
       expect(refreshed).not.toBe(first);
       expect(fake?.tokensIssued()).toBe(2);
-      expect(tokens.issued()).toEqual([first, refreshed]);
+      expect(tokens.secrets()).toEqual([fake?.appPassword, first, refreshed]);
     });
   });
 
