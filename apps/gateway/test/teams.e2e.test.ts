@@ -1,3 +1,4 @@
+import { type FakeOpenAI, numberedTokens, startFakeOpenAI } from '@switchboard/testkit/openai';
 import { metricValueAt } from '@switchboard/testkit/prometheus';
 import {
   type FakeTeams,
@@ -12,8 +13,12 @@ const PATH = '/teams/ms/messages';
 /** Teams' split limit in the channel (`MAX_TEXT_CHARS`). */
 const LIMIT = 7_000;
 
-/** Starts `switchboard serve` with one Teams channel `ms` pointed at `fake`. */
-function serveWithTeams(fake: FakeTeams): Promise<ServeProcess> {
+/** 100 tokens over 2 s: a streamed answer, previewed and edited in place at most once a second. */
+const TOKENS = numberedTokens(100);
+const ANSWER = TOKENS.join('');
+
+/** Starts `switchboard serve` with one Teams channel `ms` pointed at `fake`; "stream me" goes to `llm`. */
+function serveWithTeams(fake: FakeTeams, openai: FakeOpenAI): Promise<ServeProcess> {
   return serveYaml(`
 channels:
   - id: ms
@@ -25,23 +30,30 @@ channels:
     outbound: { retry: { base_delay: 100ms, max_delay: 2s } }
 pipelines:
   - { id: echo, type: echo }
-routing: { default: echo }
+  - { id: llm, type: openai, base_url: "${openai.baseUrl}", api_key: sk-test, model: gpt-test, stream: true, history_turns: 0 }
+routing:
+  default: echo
+  rules:
+    - { name: streamed, type: message_content, operator: contains, value: "stream me", pipeline: llm }
 `);
 }
 
 describe('teams channel (end to end)', () => {
   let fake: FakeTeams;
+  let openai: FakeOpenAI;
   let gateway: ServeProcess;
   const send = (spec: MessageSpec, options?: Parameters<FakeTeams['post']>[3]) =>
     fake.post(gateway.url, PATH, messageActivity(fake, spec), options);
 
   beforeAll(async () => {
     fake = await startFakeTeams();
-    gateway = await serveWithTeams(fake);
+    openai = await startFakeOpenAI({ tokens: TOKENS, spacingMs: 20 });
+    gateway = await serveWithTeams(fake, openai);
   });
   afterAll(async () => {
     await gateway?.stop('SIGKILL');
     await fake?.close();
+    await openai?.close();
   });
 
   describe('when the gateway starts', () => {
@@ -148,6 +160,23 @@ describe('teams channel (end to end)', () => {
       await eventually(() => fake.deliveredTo('a:long').length === 2);
       expect(fake.deliveredTo('a:long')).toEqual(['a'.repeat(LIMIT), 'b'.repeat(3_000)]);
     });
+  });
+
+  describe('when the answer is streamed', () => {
+    it('posts one reply and edits it in place, at least 1 s apart, ending as the whole answer', async () => {
+      await send({ conversationType: 'personal', conversationId: 'a:stream', text: 'stream me' });
+      await eventually(
+        () => fake.edits().some((edit) => edit.conversationId === 'a:stream' && edit.text === ANSWER),
+        20_000,
+      );
+      expect(fake.deliveredTo('a:stream')).toHaveLength(1);
+      const edits = fake.edits().filter((edit) => edit.conversationId === 'a:stream');
+      for (let i = 1; i < edits.length; i++) {
+        expect((edits[i]?.at ?? 0) - (edits[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(1_000);
+      }
+      expect(edits.at(-1)?.text).toBe(ANSWER);
+      expect(new Set(edits.map((edit) => edit.activityId)).size).toBe(1);
+    }, 30_000);
   });
 
   describe("when a message comes from the bot's own account", () => {
