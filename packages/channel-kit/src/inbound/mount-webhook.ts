@@ -34,9 +34,10 @@ export interface WebhookOptions<Body> {
   authorize?: (headers: IncomingHttpHeaders) => string | null;
   /**
    * Checks a signature over the raw body before anything parses it. Returns why the call is
-   * refused, naming the header, or `null` to let it in.
+   * refused, naming the header, or `null` to let it in; asynchronously when the check fetches
+   * keys (a JWT verified against published keys).
    */
-  verify?: (call: SignedCall) => string | null;
+  verify?: (call: SignedCall) => string | null | Promise<string | null>;
   /** Reads a verified body; throws SB_HTTP_BAD_REQUEST naming the problem when it is malformed. */
   parse: (rawBody: string, headers: IncomingHttpHeaders) => Body;
   /**
@@ -120,7 +121,7 @@ export function mountWebhook<Body>(server: FastifyInstance, options: WebhookOpti
       },
       async (request, reply) => {
         const rawBody = typeof request.body === 'string' ? request.body : '';
-        const problem = verify?.({ headers: request.headers, rawBody }) ?? null;
+        const problem = (await verify?.({ headers: request.headers, rawBody })) ?? null;
         if (problem !== null) return refuse(reply, problem);
 
         const handle = options.handler();

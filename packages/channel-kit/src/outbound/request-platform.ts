@@ -14,6 +14,8 @@ export interface PlatformRequest extends ChannelFailureOptions {
   headers?: Record<string, string>;
   /** Sent as JSON. */
   body?: unknown;
+  /** Sent as `application/x-www-form-urlencoded` instead of `body` (OAuth token endpoints). */
+  form?: Record<string, string>;
   /** How long the platform has to answer, in ms. */
   timeoutMs: number;
   /** The send's deadline: once it aborts, the call rejects with its reason. */
@@ -56,7 +58,8 @@ function parsedBody(text: string): unknown {
 }
 
 /**
- * One JSON-over-HTTP call to a platform without an SDK client (LINE push, WhatsApp Cloud API):
+ * One JSON-over-HTTP call to a platform without an SDK client (LINE push, WhatsApp Cloud API),
+ * or a form post answered with JSON (an OAuth client-credentials token):
  * resolves with the parsed body of a 2xx answer. A non-2xx answer rejects with `channelFailure`
  * of its status, `Retry-After` and the platform's message; no answer within `timeoutMs` (its
  * body included), or none at all, with a retryable SB_CHANNEL_SEND_FAILED. An answer is read up
@@ -67,15 +70,21 @@ export async function requestPlatform(options: PlatformRequest): Promise<unknown
   const { where, timeoutMs, signal } = options;
   signal?.throwIfAborted();
   const timeout = AbortSignal.timeout(timeoutMs);
+  const payload =
+    options.form === undefined
+      ? options.body === undefined
+        ? undefined
+        : JSON.stringify(options.body)
+      : new URLSearchParams(options.form);
   const headers = {
-    ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(typeof payload === 'string' ? { 'content-type': 'application/json' } : {}),
     ...options.headers,
   };
   try {
     const response = await fetch(options.url, {
       method: options.method ?? 'POST',
       headers,
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+      ...(payload === undefined ? {} : { body: payload }),
       signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
     });
     const text = await boundedText(response);

@@ -159,6 +159,20 @@ describe('mountWebhook', () => {
       expect(counts).toEqual({ verified: 3, parsed: 0, handled: 0 });
     });
 
+    it('waits for an asynchronous check (keys fetched) before parsing', async () => {
+      const { server, counts } = await setUp({
+        verify: async ({ headers }) => {
+          await new Promise((resolve) => setImmediate(resolve));
+          return headers['x-demo-signature'] === 'sig-async' ? null : 'authorization: not accepted';
+        },
+      });
+      const refused = await post(server, '{"a": ', { signature: 'sig-0' });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.json().error.message).toBe('authorization: not accepted');
+      expect((await post(server, '{"a": 1}', { signature: 'sig-async' })).statusCode).toBe(200);
+      expect(counts).toEqual({ verified: 0, parsed: 1, handled: 1 });
+    });
+
     it('verifies the bytes as sent, whitespace included', async () => {
       const { server, handled } = await setUp();
       const raw = '{ "a" :  1 }\n';

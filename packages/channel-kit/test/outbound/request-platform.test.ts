@@ -129,6 +129,26 @@ describe('requestPlatform', () => {
     });
   });
 
+  describe('when the call is a form post', () => {
+    it('sends the fields url-encoded, without the JSON content type', async () => {
+      const fake = await fakePlatform(answer(200, { access_token: 'a' }));
+      const token = await requestPlatform({
+        where,
+        url: fake.url,
+        form: { grant_type: 'client_credentials', scope: 'https://x/.default' },
+        timeoutMs: 2_000,
+      });
+      expect(token).toEqual({ access_token: 'a' });
+      expect(fake.requests[0]?.headers['content-type']).toBe(
+        'application/x-www-form-urlencoded;charset=UTF-8',
+      );
+      expect(Object.fromEntries(new URLSearchParams(fake.requests[0]?.body))).toEqual({
+        grant_type: 'client_credentials',
+        scope: 'https://x/.default',
+      });
+    });
+  });
+
   describe('when the platform answers 400 with a body that is not JSON', () => {
     it('rejects with a final SB_CHANNEL_SEND_FAILED naming the status', async () => {
       const fake = await fakePlatform((_request, _body, response) => {
