@@ -11,8 +11,8 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
  * phone number id and the text message (`messaging_product: whatsapp`, `to`, `type: text`,
  * `text.body` of 1 to 4096 characters, else 400 with code 100) and answers
  * `{ messaging_product, contacts: [{ input, wa_id }], messages: [{ id: "wamid…" }] }`. It records
- * every call and can answer a rate limit (130429, 131056 or 80007), a refused token, another
- * status, or hang. With `rateLimits` it enforces the throughput and pair rate: a send past one is
+ * every call and can answer a rate limit (130429, 131056 or 80007), a refused token, a send
+ * outside the 24-hour window (131047), another status, or hang. With `rateLimits` it enforces the throughput and pair rate: a send past one is
  * answered 130429 (HTTP 429) or 131056 (HTTP 400, as Meta answers it) and counted. Webhook notifications are POSTed with `deliverWebhook`, signed as Meta signs
  * them: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body with the app secret>`;
  * `verifySubscription` performs the `GET` handshake Meta makes when the callback URL is saved.
@@ -49,6 +49,8 @@ export type FakeWhatsAppFailure =
   | { kind: 'rate_limited'; code?: 130429 | 131056 | 80007; status?: number; retryAfterSec?: number }
   /** The access token expired or was revoked: HTTP 401, code 190. */
   | { kind: 'auth' }
+  /** The user last wrote more than 24 hours ago: HTTP 400, code 131047 (Re-engagement message). */
+  | { kind: 'outside_window' }
   | { kind: 'http_status'; status: number; code?: number; message?: string }
   /** Never answers (until `close`); nothing is sent. */
   | { kind: 'hang' };
@@ -238,6 +240,9 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
         190,
         'Error validating access token: Session has expired on Friday, 04-Dec-26 00:00:00 PST.',
       );
+    }
+    if (failure.kind === 'outside_window') {
+      return graphError(400, 131047, '(#131047) Re-engagement message');
     }
     if (failure.kind === 'http_status') {
       return graphError(failure.status, failure.code ?? 1, failure.message ?? 'An unknown error occurred');
