@@ -97,6 +97,18 @@ export interface TextMessageFields {
   extra?: Json;
 }
 
+/** Fields of any kind of inbound message (`message`); `from` and `name` as in `TextMessageFields`. */
+export interface MessageFields {
+  /** `image`, `audio`, `document`, `location`, `interactive`, `video`… */
+  type: string;
+  /** The part under the key named by `type`: `{ id, caption }` of an image, `{ latitude, longitude }`… */
+  part: Json;
+  from?: string;
+  name?: string;
+  /** The wamid of the business's message it answers (a tapped reply button's message). */
+  replyTo?: string;
+}
+
 /** One `value` of a `messages` change: messages with their contacts, or delivery statuses. */
 export interface ChangeValue {
   contacts?: Json[];
@@ -125,6 +137,8 @@ export interface FakeWhatsApp {
   failNext(count: number, failure: FakeWhatsAppFailure): void;
   /** A text message with its contact, as in `value.messages[]` and `value.contacts[]`. */
   textMessage(fields: TextMessageFields): ChangeValue;
+  /** A message of any kind with its contact: media, a location, a tapped interactive reply. */
+  message(fields: MessageFields): ChangeValue;
   /** A delivery status of a message the business sent (`sent`, `delivered`, `read`). */
   status(messageId: string, recipient: string, status?: 'sent' | 'delivered' | 'read'): ChangeValue;
   /** A notification (`object: whatsapp_business_account`) with one `messages` change per value. */
@@ -311,6 +325,28 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  function inbound({
+    type,
+    part,
+    from = '16505551234',
+    name = 'Sheena Nelson',
+    replyTo,
+  }: MessageFields): ChangeValue {
+    return {
+      contacts: [{ profile: { name }, wa_id: from }],
+      messages: [
+        {
+          from,
+          id: wamid(),
+          timestamp: String(Math.floor(Date.now() / 1000)),
+          type,
+          [type]: part,
+          ...(replyTo === undefined ? {} : { context: { from: '15550783881', id: replyTo } }),
+        },
+      ],
+    };
+  }
+
   const deliveredTo = (to: string) => sent.filter((entry) => entry.to === to).map((entry) => entry.text);
 
   return {
@@ -336,21 +372,11 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     failNext(count, failure) {
       failures.push(...Array<FakeWhatsAppFailure>(count).fill(failure));
     },
-    textMessage({ text, from = '16505551234', name = 'Sheena Nelson', extra }) {
-      return {
-        contacts: [{ profile: { name }, wa_id: from }],
-        messages: [
-          {
-            from,
-            id: wamid(),
-            timestamp: String(Math.floor(Date.now() / 1000)),
-            type: 'text',
-            text: { body: text },
-            ...extra,
-          },
-        ],
-      };
+    textMessage({ text, extra, ...sender }) {
+      const value = inbound({ type: 'text', part: { body: text }, ...sender });
+      return { ...value, messages: [{ ...value.messages?.[0], ...extra }] };
     },
+    message: inbound,
     status(messageId, recipient, status = 'delivered') {
       return {
         statuses: [
