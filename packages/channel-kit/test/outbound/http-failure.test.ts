@@ -41,7 +41,9 @@ describe('failureOfHttpStatus', () => {
 
   describe('when the body is a Graph error', () => {
     it('has its code and message', () => {
-      const body = { error: { message: '(#131047) Re-engagement message', type: 'OAuthException', code: 131047 } };
+      const body = {
+        error: { message: '(#131047) Re-engagement message', type: 'OAuthException', code: 131047 },
+      };
       expect(failureOfHttpStatus(400, new Headers(), body)).toEqual({
         status: 400,
         code: 131047,
