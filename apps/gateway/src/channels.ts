@@ -102,6 +102,15 @@ export async function createChannels(
         );
         break;
       }
+      case 'teams': {
+        const { createTeamsChannel } = await import('@switchboard/channel-teams');
+        policies.set(channel.id, channel.policy);
+        adapters.set(
+          channel.id,
+          createTeamsChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
+        break;
+      }
     }
   }
   const outbound = new Map(config.channels.map((channel) => [channel.id, channel.outbound]));

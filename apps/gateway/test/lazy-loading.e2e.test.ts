@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeLine } from '@switchboard/testkit/line';
+import { startFakeTeams } from '@switchboard/testkit/teams';
 import { startFakeWhatsApp } from '@switchboard/testkit/whatsapp';
 import { describe, expect, it } from 'vitest';
 import { runCli, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
@@ -20,6 +21,8 @@ const UNCONFIGURED = [
   '@slack/bolt',
   'discord.js',
   '@line/bot-sdk',
+  // The JWT checks of Teams' activities (channel-kit's `./jwt`).
+  'jose',
   'undici',
   '@opentelemetry/api',
   '@opentelemetry/sdk-trace',
@@ -164,6 +167,33 @@ routing: { default: echo }
         const loaded = record.loaded();
         expect(loaded).toContain('fastify');
         expect(UNCONFIGURED.filter((name) => loaded.has(name))).toEqual([]);
+      } finally {
+        await fake.close();
+      }
+    });
+  });
+
+  describe('when serve runs a Teams channel', () => {
+    it('loads jose for its JWT checks and no other platform library', async () => {
+      const fake = await startFakeTeams();
+      try {
+        const dir = tempDir();
+        const record = recording(dir);
+        const teams = `channels: [{ id: ms, type: teams, app_id: "${fake.appId}", app_password: ${fake.appPassword}, openid_metadata_url: "${fake.openIdMetadataUrl}", token_url: "${fake.tokenUrl}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+        const gateway = await startServe({
+          dir,
+          configPath: writeConfig(dir, testConfig(dir, teams)),
+          env: record.env,
+        });
+        expect(await gateway.stop()).toBe(0);
+        // The channel started: it fetched its token.
+        expect(fake.tokensIssued()).toBe(1);
+        const loaded = record.loaded();
+        expect(loaded).toContain('jose');
+        expect(UNCONFIGURED.filter((name) => name !== 'jose' && loaded.has(name))).toEqual([]);
       } finally {
         await fake.close();
       }

@@ -25,6 +25,8 @@ const EXAMPLE_ENV = {
   WHATSAPP_ACCESS_TOKEN: 'whatsapp-access-token',
   WHATSAPP_APP_SECRET: 'whatsapp-app-secret',
   WHATSAPP_VERIFY_TOKEN: 'whatsapp-verify-token',
+  TEAMS_APP_ID: '00000000-0000-0000-0000-0000000000aa',
+  TEAMS_APP_PASSWORD: 'teams-app-password',
   REDIS_URL: 'redis://127.0.0.1:6379',
   DATABASE_URL: 'postgres://127.0.0.1:5432/test',
   SWITCHBOARD_API_KEY: 'api-key',
@@ -173,7 +175,7 @@ describe('parseConfig', () => {
           'concurrency.pipeline: expected a number, got "many"',
           'channels[0].mode: expected one of polling|webhook, got "push"',
           'channels[0].session_scope: expected one of chat|thread, got a list',
-          'channels[1].type: expected one of openapi|telegram|slack|discord|line|whatsapp, got "carrier-pigeon"',
+          'channels[1].type: expected one of openapi|telegram|slack|discord|line|whatsapp|teams, got "carrier-pigeon"',
           'pipelines[0].busy_mode: expected one of queue|collect, got "drop"',
         ].sort(),
       );
@@ -540,6 +542,7 @@ describe('loadConfig', () => {
         'line.yaml',
         'multi-pipeline.yaml',
         'slack.yaml',
+        'teams.yaml',
         'telegram.yaml',
         'whatsapp.yaml',
       ]);
@@ -574,6 +577,13 @@ describe('loadConfig', () => {
         verifyToken: EXAMPLE_ENV.WHATSAPP_VERIFY_TOKEN,
         apiUrl: 'https://graph.facebook.com',
         apiVersion: 'v21.0',
+      });
+      const teams = await loadConfig(join(CONFIG_DIR, 'examples', 'teams.yaml'), { env: EXAMPLE_ENV });
+      expect(teams.channels[0]).toMatchObject({
+        appId: EXAMPLE_ENV.TEAMS_APP_ID,
+        appPassword: EXAMPLE_ENV.TEAMS_APP_PASSWORD,
+        openIdMetadataUrl: 'https://login.botframework.com/v1/.well-known/openidconfiguration',
+        tokenUrl: 'https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token',
       });
     });
 
