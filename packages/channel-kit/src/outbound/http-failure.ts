@@ -5,7 +5,7 @@ import { retryAfterMs } from './retry-after.js';
 /**
  * The failure a non-2xx HTTP answer reports: its status, the wait its `Retry-After` asks for and
  * the platform's message and code from its body (JSON, already parsed; anything else is
- * ignored). The code is Graph's `{ error: { code } }` (WhatsApp Cloud API).
+ * ignored). The code is the `{ error: { code } }` of Graph (WhatsApp) and the Bot Framework.
  */
 export function failureOfHttpStatus(
   status: number,
