@@ -42,9 +42,10 @@ const DEFAULTS = { now: Date.now } satisfies Partial<WhatsAppChannelOptions>;
  * The WhatsApp channel (Business Cloud API; Meta ships no Node SDK) on channel-kit. Meta verifies
  * the callback URL with `GET /whatsapp/<channel id>` (`hub.challenge` echoed when
  * `hub.verify_token` matches, 403 otherwise) and posts notifications there, signed:
- * `X-Hub-Signature-256` is checked before anything parses the body (401). Each text message of
- * the configured phone number goes to the ingress in order, keyed on its `wamid`, so a
- * redelivered one is a duplicate; other kinds and delivery statuses are acknowledged and skipped.
+ * `X-Hub-Signature-256` is checked before anything parses the body (401). Each message of the
+ * configured phone number (text, media, a location, a tapped reply: `inbound/normalize.ts`) goes
+ * to the ingress in order, keyed on its `wamid`, so a redelivered one is a duplicate; other kinds
+ * and delivery statuses are acknowledged and skipped.
  * Meta retries anything but a 2xx for days, so a malformed body is answered 200 with a warning;
  * a message the gateway cannot take now is answered 503 so that Meta delivers it again.
  * Sending: `outbound/send.ts`.

@@ -67,6 +67,44 @@ describe('createWhatsAppChannel', () => {
     });
   });
 
+  describe('when a user sends media, a location or taps a reply button', () => {
+    it('takes each with its elements, the tapped title as the text', async () => {
+      const { ingress, accepted } = recordingIngress(async () => QUEUED);
+      const { fake, webhookUrl } = await start({ ingress });
+      const notification = fake.notification(
+        fake.message({ type: 'image', part: { id: '1479537139650973', caption: 'this one' } }),
+        fake.message({ type: 'audio', part: { id: '1003383421387256', voice: true } }),
+        fake.message({ type: 'document', part: { id: '1376223850470843', filename: 'invoice.pdf' } }),
+        fake.message({ type: 'location', part: { latitude: 37.4848, longitude: -122.1484 } }),
+        fake.message({
+          type: 'interactive',
+          part: { type: 'button_reply', button_reply: { id: 'yes', title: 'Yes, please' } },
+          replyTo: 'wamid.ASK',
+        }),
+      );
+      expect((await fake.deliverWebhook(webhookUrl, notification)).status).toBe(200);
+      expect(accepted.map((message) => [message.text, message.elements])).toEqual([
+        [
+          'this one',
+          [
+            { type: 'text', text: 'this one' },
+            { type: 'image', file_id: '1479537139650973' },
+          ],
+        ],
+        ['', [{ type: 'voice', file_id: '1003383421387256' }]],
+        ['', [{ type: 'file', file_id: '1376223850470843', name: 'invoice.pdf' }]],
+        ['', [{ type: 'location', latitude: 37.4848, longitude: -122.1484 }]],
+        [
+          'Yes, please',
+          [
+            { type: 'text', text: 'Yes, please' },
+            { type: 'quote', message_id: 'wamid.ASK' },
+          ],
+        ],
+      ]);
+    });
+  });
+
   describe('when the signature does not match the app secret, or is missing', () => {
     it.each([
       ['made with another secret', 'another-secret'],
@@ -127,17 +165,14 @@ describe('createWhatsAppChannel', () => {
   });
 
   describe('when a notification carries statuses, other kinds or another phone number', () => {
-    it('takes only the text messages of the configured number', async () => {
+    it('takes only the messages of kinds it answers, of the configured number', async () => {
       const { ingress, accepted } = recordingIngress(async () => QUEUED);
       const { fake, webhookUrl } = await start({ ingress });
-      const image = fake.textMessage({
-        text: 'x',
-        extra: { type: 'image', text: undefined, image: { id: '1' } },
-      });
+      const video = fake.message({ type: 'video', part: { id: '1', mime_type: 'video/mp4' } });
       const other = fake.notification(fake.textMessage({ text: 'other number' }));
       other.entry[0].changes[0].value.metadata.phone_number_id = '999';
       const answers = [
-        await fake.deliverWebhook(webhookUrl, fake.notification(fake.status('wamid.X', USER, 'read'), image)),
+        await fake.deliverWebhook(webhookUrl, fake.notification(fake.status('wamid.X', USER, 'read'), video)),
         await fake.deliverWebhook(webhookUrl, other),
         await fake.deliverWebhook(webhookUrl, fake.notification(fake.textMessage({ text: 'taken' }))),
       ];

@@ -11,8 +11,8 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
  * phone number id and the text message (`messaging_product: whatsapp`, `to`, `type: text`,
  * `text.body` of 1 to 4096 characters, else 400 with code 100) and answers
  * `{ messaging_product, contacts: [{ input, wa_id }], messages: [{ id: "wamid…" }] }`. It records
- * every call and can answer a rate limit (130429, 131056 or 80007), a refused token, another
- * status, or hang. With `rateLimits` it enforces the throughput and pair rate: a send past one is
+ * every call and can answer a rate limit (130429, 131056 or 80007), a refused token, a send
+ * outside the 24-hour window (131047), another status, or hang. With `rateLimits` it enforces the throughput and pair rate: a send past one is
  * answered 130429 (HTTP 429) or 131056 (HTTP 400, as Meta answers it) and counted. Webhook notifications are POSTed with `deliverWebhook`, signed as Meta signs
  * them: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body with the app secret>`;
  * `verifySubscription` performs the `GET` handshake Meta makes when the callback URL is saved.
@@ -49,6 +49,8 @@ export type FakeWhatsAppFailure =
   | { kind: 'rate_limited'; code?: 130429 | 131056 | 80007; status?: number; retryAfterSec?: number }
   /** The access token expired or was revoked: HTTP 401, code 190. */
   | { kind: 'auth' }
+  /** The user last wrote more than 24 hours ago: HTTP 400, code 131047 (Re-engagement message). */
+  | { kind: 'outside_window' }
   | { kind: 'http_status'; status: number; code?: number; message?: string }
   /** Never answers (until `close`); nothing is sent. */
   | { kind: 'hang' };
@@ -95,6 +97,18 @@ export interface TextMessageFields {
   extra?: Json;
 }
 
+/** Fields of any kind of inbound message (`message`); `from` and `name` as in `TextMessageFields`. */
+export interface MessageFields {
+  /** `image`, `audio`, `document`, `location`, `interactive`, `video`… */
+  type: string;
+  /** The part under the key named by `type`: `{ id, caption }` of an image, `{ latitude, longitude }`… */
+  part: Json;
+  from?: string;
+  name?: string;
+  /** The wamid of the business's message it answers (a tapped reply button's message). */
+  replyTo?: string;
+}
+
 /** One `value` of a `messages` change: messages with their contacts, or delivery statuses. */
 export interface ChangeValue {
   contacts?: Json[];
@@ -123,6 +137,8 @@ export interface FakeWhatsApp {
   failNext(count: number, failure: FakeWhatsAppFailure): void;
   /** A text message with its contact, as in `value.messages[]` and `value.contacts[]`. */
   textMessage(fields: TextMessageFields): ChangeValue;
+  /** A message of any kind with its contact: media, a location, a tapped interactive reply. */
+  message(fields: MessageFields): ChangeValue;
   /** A delivery status of a message the business sent (`sent`, `delivered`, `read`). */
   status(messageId: string, recipient: string, status?: 'sent' | 'delivered' | 'read'): ChangeValue;
   /** A notification (`object: whatsapp_business_account`) with one `messages` change per value. */
@@ -239,6 +255,9 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
         'Error validating access token: Session has expired on Friday, 04-Dec-26 00:00:00 PST.',
       );
     }
+    if (failure.kind === 'outside_window') {
+      return graphError(400, 131047, '(#131047) Re-engagement message');
+    }
     if (failure.kind === 'http_status') {
       return graphError(failure.status, failure.code ?? 1, failure.message ?? 'An unknown error occurred');
     }
@@ -306,6 +325,28 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  function inbound({
+    type,
+    part,
+    from = '16505551234',
+    name = 'Sheena Nelson',
+    replyTo,
+  }: MessageFields): ChangeValue {
+    return {
+      contacts: [{ profile: { name }, wa_id: from }],
+      messages: [
+        {
+          from,
+          id: wamid(),
+          timestamp: String(Math.floor(Date.now() / 1000)),
+          type,
+          [type]: part,
+          ...(replyTo === undefined ? {} : { context: { from: '15550783881', id: replyTo } }),
+        },
+      ],
+    };
+  }
+
   const deliveredTo = (to: string) => sent.filter((entry) => entry.to === to).map((entry) => entry.text);
 
   return {
@@ -331,21 +372,11 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     failNext(count, failure) {
       failures.push(...Array<FakeWhatsAppFailure>(count).fill(failure));
     },
-    textMessage({ text, from = '16505551234', name = 'Sheena Nelson', extra }) {
-      return {
-        contacts: [{ profile: { name }, wa_id: from }],
-        messages: [
-          {
-            from,
-            id: wamid(),
-            timestamp: String(Math.floor(Date.now() / 1000)),
-            type: 'text',
-            text: { body: text },
-            ...extra,
-          },
-        ],
-      };
+    textMessage({ text, extra, ...sender }) {
+      const value = inbound({ type: 'text', part: { body: text }, ...sender });
+      return { ...value, messages: [{ ...value.messages?.[0], ...extra }] };
     },
+    message: inbound,
     status(messageId, recipient, status = 'delivered') {
       return {
         statuses: [

@@ -10,6 +10,7 @@ import {
   type OutboundObserver,
   type Reply,
   type SendPacer,
+  SwitchboardError,
   isSwitchboardError,
   pacedChatOf,
 } from '@switchboard/core';
@@ -40,15 +41,20 @@ export interface WhatsAppApi {
 }
 
 /**
- * The failure as the Graph code in its message says (`(#130429) Rate limit hit`): Meta answers a
- * rate limit with HTTP 400 as often as 429, so a known rate-limit code is one whatever the status,
- * with a suggested wait when Meta gave none.
+ * Graph's code for a free-form message refused outside the 24-hour customer-service window: the
+ * user last wrote more than 24 hours ago, and only a template may reach them until they write again.
+ */
+const OUTSIDE_WINDOW_CODE = 131047;
+
+/**
+ * The failure as its Graph code (the body's `error.code`) says: Meta
+ * answers a rate limit with HTTP 400 as often as 429, so a known rate-limit code is one whatever
+ * the status, with a suggested wait when Meta gave none.
  */
 function graphFailureOf(failure: PlatformFailure): PlatformFailure {
-  const code = Number(/^\(#(\d+)\)/.exec(failure.description ?? '')?.[1]);
-  const waitMs = RATE_LIMIT_WAIT_MS.get(code);
+  const waitMs = RATE_LIMIT_WAIT_MS.get(Number(failure.code));
   if (waitMs === undefined) return failure;
-  return { ...failure, code, kind: 'rate_limited', retryAfterMs: failure.retryAfterMs ?? waitMs };
+  return { ...failure, kind: 'rate_limited', retryAfterMs: failure.retryAfterMs ?? waitMs };
 }
 
 /**
@@ -57,7 +63,9 @@ function graphFailureOf(failure: PlatformFailure): PlatformFailure {
  * so that they arrive in order, each paced by `pacer` first. A failure ends the send (earlier
  * texts stay sent) with an SB_CHANNEL_* error without the token: a rate limit is retryable
  * SB_CHANNEL_RATE_LIMITED with the wait, a refused token SB_CHANNEL_AUTH_FAILED naming
- * `channels[<id>].access_token`. The Cloud API takes no idempotency key, so a text whose answer
+ * `channels[<id>].access_token`, a send outside the 24-hour customer-service window a final
+ * SB_CHANNEL_SEND_FAILED saying so (retrying cannot pass it; only the user's next message opens
+ * the window again, and that message is answered anew). The Cloud API takes no idempotency key, so a text whose answer
  * was lost (a timeout) may show twice when the outbox tries the send again.
  */
 export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observer: OutboundObserver) {
@@ -70,6 +78,13 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
   function failure(error: unknown): unknown {
     if (!isSwitchboardError(error) || !error.code.startsWith('SB_CHANNEL_')) return error;
     const reported = (error.details ?? {}) as PlatformFailure;
+    if (Number(reported.code) === OUTSIDE_WINDOW_CODE) {
+      return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
+        message: `whatsapp channel "${api.channelId}": ${where.call} refused (Graph code ${OUTSIDE_WINDOW_CODE}): outside the 24-hour customer-service window; the user last wrote more than 24 hours ago, and only a template message reaches them until they write again`,
+        details: error.details,
+        retryable: false,
+      });
+    }
     const graph = graphFailureOf(reported);
     const mapped = graph === reported ? error : channelFailure(where, graph, errorOptions);
     if (mapped.code === 'SB_CHANNEL_RATE_LIMITED')

@@ -93,6 +93,18 @@ describe('WhatsApp send', () => {
     });
   });
 
+  describe('when the user last wrote more than 24 hours ago (131047)', () => {
+    it('rejects with a final SB_CHANNEL_SEND_FAILED naming the customer-service window', async () => {
+      fake.failNext(1, { kind: 'outside_window' });
+      const error = await failureOf();
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: false });
+      expect(error.message).toContain('outside the 24-hour customer-service window');
+      expect(error.message).toContain('131047');
+      expect(error.details).toMatchObject({ status: 400, code: 131047 });
+      expect(JSON.stringify(error)).not.toContain(fake.accessToken);
+    });
+  });
+
   describe('when the Cloud API fails or does not answer', () => {
     it('rejects a 500 with a retryable SB_CHANNEL_SEND_FAILED', async () => {
       fake.failNext(1, { kind: 'http_status', status: 500 });
@@ -107,6 +119,11 @@ describe('WhatsApp send', () => {
         message: '(#131026) Message undeliverable',
       });
       expect(await failureOf()).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: false });
+    });
+
+    it('reads the Graph code from the body, not from the wording of the message', async () => {
+      fake.failNext(1, { kind: 'http_status', status: 400, code: 131056, message: 'Pair rate limit hit' });
+      expect(await failureOf()).toMatchObject({ code: 'SB_CHANNEL_RATE_LIMITED', retryAfterMs: 6_000 });
     });
 
     it('gives up a hung call after send_timeout with a retryable SB_CHANNEL_SEND_FAILED', async () => {
