@@ -47,6 +47,8 @@ export interface LineGatewayOptions {
   ingress?: Ingress;
   /** Leaves the channel unstarted. */
   started?: boolean;
+  /** Wraps the engine's ingress (a refusal of one message among others). */
+  wrapIngress?: (ingress: Ingress) => Ingress;
 }
 
 /**
@@ -81,7 +83,7 @@ export async function startLineGateway(options: LineGatewayOptions = {}): Promis
     void reply.code(status).send({ error: { code: error.code, message: error.message } });
   });
   const channel = createLineChannel({ config, server, logger: silentLogger });
-  const ingress =
+  const engineIngress =
     options.ingress ??
     createIngress({
       pool,
@@ -89,6 +91,7 @@ export async function startLineGateway(options: LineGatewayOptions = {}): Promis
       outcomes: bus,
       channelPolicy: () => config.policy,
     });
+  const ingress = options.wrapIngress?.(engineIngress) ?? engineIngress;
   const outbox = createMemoryReplyOutbox();
   const sender: ReplySender = createReplySender({
     outbox,

@@ -167,13 +167,12 @@ export function signLineBody(channelSecret: string, body: string): string {
 
 function readBody(request: IncomingMessage): Promise<Json | null> {
   return new Promise((resolve) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
+    // Chunks joined before decoding: a character's bytes may straddle two of them.
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       try {
-        const parsed: unknown = JSON.parse(raw);
+        const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
         resolve(
           typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Json) : null,
         );
