@@ -14,7 +14,11 @@ describe('activityRefKey', () => {
   });
 
   it('is the same for a redelivery whose serviceUrl gains or loses its trailing slash', () => {
-    const ref = { serviceUrl: 'https://smba.trafficmanager.net/amer/', conversationId: 'a:1', activityId: '7' };
+    const ref = {
+      serviceUrl: 'https://smba.trafficmanager.net/amer/',
+      conversationId: 'a:1',
+      activityId: '7',
+    };
     const key = activityRefKey(ref);
     expect(activityRefKey({ ...ref, serviceUrl: 'https://smba.trafficmanager.net/amer' })).toBe(key);
     expect(parseActivityRefKey(key)?.serviceUrl).toBe('https://smba.trafficmanager.net/amer');
