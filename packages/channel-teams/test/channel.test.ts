@@ -114,6 +114,18 @@ describe('createTeamsChannel', () => {
     });
   });
 
+  describe('when the signing keys cannot be fetched', () => {
+    it('answers 503 SB_CHANNEL_UNREACHABLE, so the connector delivers the activity again', async () => {
+      const w = await startWorld({
+        openid_metadata_url: 'http://127.0.0.1:1/v1/.well-known/openidconfiguration',
+      });
+      const answer = await w.fake.post(w.url, PATH, personal(w.fake, 'hello'));
+      expect(answer.status).toBe(503);
+      expect(answer.body).toMatchObject({ error: { code: 'SB_CHANNEL_UNREACHABLE' } });
+      expect(w.ingress.accepted).toEqual([]);
+    });
+  });
+
   describe('when the app password is wrong', () => {
     it('fails to start with SB_CHANNEL_AUTH_FAILED naming app_password, without it', async () => {
       const w = await startWorld({ app_password: 'not-the-app-password' }, false);
