@@ -122,6 +122,7 @@ describe('createTeamsChannel', () => {
       const answer = await w.fake.post(w.url, PATH, personal(w.fake, 'hello'));
       expect(answer.status).toBe(503);
       expect(answer.body).toMatchObject({ error: { code: 'SB_CHANNEL_UNREACHABLE' } });
+      expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(w.ingress.accepted).toEqual([]);
     });
   });
