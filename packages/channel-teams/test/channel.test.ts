@@ -85,6 +85,15 @@ describe('createTeamsChannel', () => {
       expect(w.ingress.accepted).toEqual([]);
     });
 
+    it('answers 400 naming body.conversation.id when it names a reply chain of no conversation', async () => {
+      const answer = await w.fake.post(w.url, PATH, personal(w.fake, 'hello', ';messageid=17'));
+      expect(answer.status).toBe(400);
+      expect(answer.body).toMatchObject({
+        error: { code: 'SB_HTTP_BAD_REQUEST', message: expect.stringMatching(/^body\.conversation\.id: /) },
+      });
+      expect(w.ingress.accepted).toEqual([]);
+    });
+
     it('answers a message activity missing a field 400 naming it', async () => {
       const { from: _from, ...activity } = personal(w.fake, 'no sender');
       const answer = await w.fake.post(w.url, PATH, activity);
