@@ -10,11 +10,12 @@ export interface ActivityRef {
 
 /**
  * The `platform_message_id` of a Teams message: `<serviceUrl>:<conversation id>:<activity id>`,
- * each part escaped as the kit's `deliveryKey` does. It is the redelivery key, and what a reply
+ * each part escaped as the kit's `deliveryKey` does, the serviceUrl without trailing slashes. It is the redelivery key, and what a reply
  * needs: the outbox keeps a message without its `raw` activity, so the reply target travels here.
  */
 export function activityRefKey(ref: ActivityRef): string {
-  return deliveryKey(ref.serviceUrl, ref.conversationId, ref.activityId);
+  // The connector sometimes adds a trailing slash: a redelivery must keep its key.
+  return deliveryKey(ref.serviceUrl.replace(/\/+$/, ''), ref.conversationId, ref.activityId);
 }
 
 /** `deliveryKey`'s escaping undone: only `%25` and `%3A` occur, so the colons go first. */

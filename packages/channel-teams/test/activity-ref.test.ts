@@ -4,13 +4,24 @@ import { activityRefKey, parseActivityRefKey } from '../src/activity-ref.js';
 describe('activityRefKey', () => {
   it('reads back what it wrote, colons and percent signs in any part included', () => {
     const ref = {
-      serviceUrl: 'https://smba.trafficmanager.net/amer/%3A/',
+      serviceUrl: 'https://smba.trafficmanager.net/amer/%3A',
       conversationId: '19:c@thread.tacv2;messageid=1717999999999',
       activityId: '1:abc%25',
     };
     const key = activityRefKey(ref);
     expect(key.split(':')).toHaveLength(3);
     expect(parseActivityRefKey(key)).toEqual(ref);
+  });
+
+  it('is the same for a redelivery whose serviceUrl gains or loses its trailing slash', () => {
+    const ref = {
+      serviceUrl: 'https://smba.trafficmanager.net/amer/',
+      conversationId: 'a:1',
+      activityId: '7',
+    };
+    const key = activityRefKey(ref);
+    expect(activityRefKey({ ...ref, serviceUrl: 'https://smba.trafficmanager.net/amer' })).toBe(key);
+    expect(parseActivityRefKey(key)?.serviceUrl).toBe('https://smba.trafficmanager.net/amer');
   });
 
   it('is null for an id of another shape', () => {

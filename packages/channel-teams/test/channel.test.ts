@@ -85,6 +85,15 @@ describe('createTeamsChannel', () => {
       expect(w.ingress.accepted).toEqual([]);
     });
 
+    it('answers 400 naming body.conversation.id when it names a reply chain of no conversation', async () => {
+      const answer = await w.fake.post(w.url, PATH, personal(w.fake, 'hello', ';messageid=17'));
+      expect(answer.status).toBe(400);
+      expect(answer.body).toMatchObject({
+        error: { code: 'SB_HTTP_BAD_REQUEST', message: expect.stringMatching(/^body\.conversation\.id: /) },
+      });
+      expect(w.ingress.accepted).toEqual([]);
+    });
+
     it('answers a message activity missing a field 400 naming it', async () => {
       const { from: _from, ...activity } = personal(w.fake, 'no sender');
       const answer = await w.fake.post(w.url, PATH, activity);
@@ -110,6 +119,19 @@ describe('createTeamsChannel', () => {
       expect(moved.body).toMatchObject({
         error: { message: "Authorization: the token's serviceUrl claim is not the activity's serviceUrl" },
       });
+      expect(w.ingress.accepted).toEqual([]);
+    });
+  });
+
+  describe('when the signing keys cannot be fetched', () => {
+    it('answers 503 SB_CHANNEL_UNREACHABLE, so the connector delivers the activity again', async () => {
+      const w = await startWorld({
+        openid_metadata_url: 'http://127.0.0.1:1/v1/.well-known/openidconfiguration',
+      });
+      const answer = await w.fake.post(w.url, PATH, personal(w.fake, 'hello'));
+      expect(answer.status).toBe(503);
+      expect(answer.body).toMatchObject({ error: { code: 'SB_CHANNEL_UNREACHABLE' } });
+      expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(w.ingress.accepted).toEqual([]);
     });
   });

@@ -9,7 +9,8 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
 // `/v1/.well-known/keys`), the Entra client-credentials endpoint (`/<tenant>/oauth2/v2.0/token`),
 // and a Bot Connector service (`/smba/v3/conversations/…`) that records replies and edits. It
 // signs the activities it posts to a bot as the connector does (RS256, issuer
-// `https://api.botframework.com`, audience the app id, a `serviceUrl` claim).
+// `https://api.botframework.com`, audience the app id, a `serviceurl` claim — all lower case in
+// the tokens, whatever Microsoft's prose writes).
 
 /** The issuer of the Bot Connector's tokens. */
 export const BOT_FRAMEWORK_ISSUER = 'https://api.botframework.com';
@@ -59,7 +60,7 @@ export interface FakeTeamsOptions {
 export interface PostOptions {
   /** `forged`: signed with a key the metadata does not publish; `none`: no Authorization header. */
   signature?: 'valid' | 'forged' | 'none';
-  /** The token's `serviceUrl` claim. Default: the activity's. */
+  /** The token's `serviceurl` claim. Default: the activity's. */
   serviceUrlClaim?: string;
   /** The token's audience. Default: the app id. */
   audience?: string;
@@ -334,7 +335,7 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
 
   async function signToken(claims: { serviceUrl: string; forged?: boolean; audience?: string }) {
     const key: CryptoKey = claims.forged ? forging.privateKey : signing.privateKey;
-    return new SignJWT({ serviceUrl: claims.serviceUrl })
+    return new SignJWT({ serviceurl: claims.serviceUrl })
       .setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' })
       .setIssuer(BOT_FRAMEWORK_ISSUER)
       .setAudience(claims.audience ?? appId)

@@ -35,7 +35,8 @@ export interface WebhookOptions<Body> {
   /**
    * Checks a signature over the raw body before anything parses it. Returns why the call is
    * refused, naming the header, or `null` to let it in; asynchronously when the check fetches
-   * keys (a JWT verified against published keys).
+   * keys (a JWT verified against published keys). A retryable SwitchboardError thrown (the keys
+   * cannot be fetched) answers 503 with its code and `Retry-After`.
    */
   verify?: (call: SignedCall) => string | null | Promise<string | null>;
   /** Reads a verified body; throws SB_HTTP_BAD_REQUEST naming the problem when it is malformed. */
@@ -80,7 +81,9 @@ function unavailable(reply: FastifyReply, code: ErrorCode, message: string, retr
  * not valid UTF-8 fails its check); the body limit is the server's own. In order:
  *
  * 1. `authorize(headers)` in `onRequest`, before the body is read: 401 SB_HTTP_UNAUTHORIZED.
- * 2. `verify({ headers, rawBody })` before anything parses the body: 401 SB_HTTP_UNAUTHORIZED.
+ * 2. `verify({ headers, rawBody })` before anything parses the body: 401 SB_HTTP_UNAUTHORIZED;
+ *    a retryable SwitchboardError it throws (keys unreachable) is a 503 with its code and
+ *    `Retry-After`.
  *    Refusals are logged at most once per interval (`webhook call refused`), so a flood of forged
  *    calls does not flood the log.
  * 3. Not running (`handler()` is `null`): 503 SB_DRAINING with `Retry-After`.
@@ -121,7 +124,16 @@ export function mountWebhook<Body>(server: FastifyInstance, options: WebhookOpti
       },
       async (request, reply) => {
         const rawBody = typeof request.body === 'string' ? request.body : '';
-        const problem = (await verify?.({ headers: request.headers, rawBody })) ?? null;
+        let problem: string | null;
+        try {
+          problem = (await verify?.({ headers: request.headers, rawBody })) ?? null;
+        } catch (err) {
+          // The check cannot be made now (keys unreachable): the platform delivers again after the
+          // 503, and a flood of calls meanwhile is one warning per interval, not an error line each.
+          if (!isSwitchboardError(err) || err.retryable !== true) throw err;
+          noteRefusal({ problem: err.message });
+          return unavailable(reply, err.code, err.message, err.retryAfterMs ?? NOT_RUNNING_RETRY_AFTER_MS);
+        }
         if (problem !== null) return refuse(reply, problem);
 
         const handle = options.handler();

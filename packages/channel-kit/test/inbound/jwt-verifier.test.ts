@@ -54,7 +54,7 @@ function reset() {
 }
 
 async function token(
-  claims: { iss?: string; aud?: string; expMs?: number | null } = {},
+  claims: { iss?: string; aud?: string; expMs?: number | null; nbfMs?: number } = {},
   options: { kid?: string; key?: CryptoKey } = {},
 ): Promise<string> {
   const jwt = new SignJWT({ serviceurl: 'https://smba.example' })
@@ -62,6 +62,7 @@ async function token(
     .setIssuer(claims.iss ?? ISSUER)
     .setAudience(claims.aud ?? AUDIENCE)
     .setIssuedAt(Math.floor(NOW_MS / 1000));
+  if (claims.nbfMs !== undefined) jwt.setNotBefore(Math.floor(claims.nbfMs / 1000));
   if (claims.expMs !== null) jwt.setExpirationTime(Math.floor((claims.expMs ?? NOW_MS + 3_600_000) / 1000));
   return jwt.sign(options.key ?? privateKey);
 }
@@ -159,6 +160,17 @@ describe('createJwtVerifier', () => {
       });
       // Within the clock tolerance it still passes.
       await verify.verify(`Bearer ${await token({ expMs: NOW_MS - 30_000 })}`);
+    });
+  });
+
+  describe('when nbf is in the future', () => {
+    it('refuses the token past the clock tolerance', async () => {
+      const verify = verifier({ clockToleranceMs: 60_000 });
+      expect(await failure(verify.verify(`Bearer ${await token({ nbfMs: NOW_MS + 61_000 })}`))).toEqual({
+        code: 'SB_HTTP_UNAUTHORIZED',
+        message: 'Authorization: claim nbf: not accepted',
+      });
+      await verify.verify(`Bearer ${await token({ nbfMs: NOW_MS + 30_000 })}`);
     });
   });
 

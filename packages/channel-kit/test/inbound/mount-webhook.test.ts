@@ -173,6 +173,38 @@ describe('mountWebhook', () => {
       expect(counts).toEqual({ verified: 0, parsed: 1, handled: 1 });
     });
 
+    it('answers 503 with Retry-After when the check cannot be made now, warning once per interval', async () => {
+      const { server, counts, lines } = await setUp({
+        verify: async () => {
+          throw new SwitchboardError('SB_CHANNEL_UNREACHABLE', {
+            message: 'signing keys could not be fetched from http://keys.invalid',
+            retryable: true,
+            retryAfterMs: 20_000,
+          });
+        },
+      });
+      for (let i = 0; i < 5; i += 1) {
+        const answer = await post(server, '{"a": 1}');
+        expect(answer.statusCode).toBe(503);
+        expect(answer.headers['retry-after']).toBe('20');
+        expect(answer.json().error).toEqual({
+          code: 'SB_CHANNEL_UNREACHABLE',
+          message: 'signing keys could not be fetched from http://keys.invalid',
+        });
+      }
+      expect(counts).toEqual({ verified: 0, parsed: 0, handled: 0 });
+      expect(lines).toEqual([
+        {
+          fields: {
+            route: PATH,
+            problem: 'signing keys could not be fetched from http://keys.invalid',
+            suppressed: 0,
+          },
+          message: 'webhook call refused',
+        },
+      ]);
+    });
+
     it('verifies the bytes as sent, whitespace included', async () => {
       const { server, handled } = await setUp();
       const raw = '{ "a" :  1 }\n';

@@ -8,6 +8,9 @@ const AccountSchema = z.looseObject({
   role: z.string().optional(),
 });
 
+/** A channel conversation id names the reply chain of a post after this marker. */
+export const THREAD_MARKER = ';messageid=';
+
 /** The fields of a Bot Framework `message` activity the channel reads; the rest is kept as it came. */
 export const MessageActivitySchema = z.looseObject({
   type: z.literal('message'),
@@ -16,7 +19,13 @@ export const MessageActivitySchema = z.looseObject({
   from: AccountSchema,
   recipient: AccountSchema,
   conversation: z.looseObject({
-    id: z.string().min(1),
+    id: z
+      .string()
+      .min(1)
+      .refine(
+        (id) => !id.startsWith(THREAD_MARKER),
+        `names a reply chain (${THREAD_MARKER}) of no conversation`,
+      ),
     /** `personal`, `groupChat` or `channel` in Teams. */
     conversationType: z.string().optional(),
     isGroup: z.boolean().optional(),

@@ -5,6 +5,12 @@ import { isSwitchboardError } from '@switchboard/core';
 /** The issuer of the tokens the Bot Framework Connector sends with activities. */
 export const BOT_FRAMEWORK_ISSUER = 'https://api.botframework.com';
 
+/**
+ * The claim naming the connector a token was issued for. Microsoft's prose writes `serviceUrl`,
+ * but the tokens carry it in lower case, as the Bot Framework SDKs read it.
+ */
+const SERVICE_URL_CLAIM = 'serviceurl';
+
 /** Options of `createTeamsAuthenticator`. */
 export interface TeamsAuthOptions {
   /** The bot's Microsoft App ID: the tokens' audience. */
@@ -23,7 +29,7 @@ function sameServiceUrl(a: string, b: string): boolean {
 /**
  * The check of one inbound call (Bot Framework "Authenticate requests from the Bot Connector
  * service"): `Authorization: Bearer <JWT>` signed by a key of the OpenID metadata's JWKS, issued
- * by `https://api.botframework.com` for the bot's app id, not expired, whose `serviceUrl` claim is
+ * by `https://api.botframework.com` for the bot's app id, not expired, whose `serviceurl` claim is
  * the activity's — so a token taken from one activity cannot send replies to another server.
  * Resolves why the call is refused, or `null`; rejects (SB_CHANNEL_UNREACHABLE, a 503) when the
  * keys cannot be fetched. The body is read here only for its `serviceUrl`: a body that is not
@@ -44,7 +50,7 @@ export function createTeamsAuthenticator(options: TeamsAuthOptions) {
       if (isSwitchboardError(err, 'SB_HTTP_UNAUTHORIZED')) return err.message;
       throw err;
     }
-    const claimed = claims.serviceUrl;
+    const claimed = claims[SERVICE_URL_CLAIM];
     if (typeof claimed !== 'string') return 'Authorization: the token has no serviceUrl claim';
     const body = parseJsonObject(rawBody);
     const serviceUrl = body.ok ? body.value.serviceUrl : undefined;

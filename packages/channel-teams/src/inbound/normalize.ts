@@ -1,6 +1,6 @@
 import { type Element, type InboundMessage, parseInboundMessage } from '@switchboard/core';
 import { activityRefKey } from '../activity-ref.js';
-import type { MessageActivity } from './activity.js';
+import { type MessageActivity, THREAD_MARKER } from './activity.js';
 
 /** What the normalizer needs besides the activity; passed in so that it stays pure. */
 export interface NormalizeContext {
@@ -11,9 +11,6 @@ export interface NormalizeContext {
   /** Milliseconds since the epoch. */
   receivedAt: number;
 }
-
-/** A channel conversation id names the reply chain of a post after this marker. */
-const THREAD_MARKER = ';messageid=';
 
 type Mention = Extract<Element, { type: 'mention' }>;
 

@@ -7,6 +7,12 @@ export const BOT_FRAMEWORK_SCOPE = 'https://api.botframework.com/.default';
 /** A token is fetched again this long before it expires, so that none expires on its way. */
 export const REFRESH_BEFORE_EXPIRY_MS = 5 * 60_000;
 
+/**
+ * The tokens kept among the secrets besides the password: the current one and the one before,
+ * which a call begun before a refresh may still carry. Older ones are in no call any more.
+ */
+const TOKENS_KEPT_SECRET = 2;
+
 /** Options of `createAccessTokens`. */
 export interface AccessTokenOptions {
   /** The configured channel id, for errors. */
@@ -29,7 +35,7 @@ export interface AccessTokens {
   get(signal?: AbortSignal): Promise<string>;
   /** Forgets the cached token (the connector refused it). */
   forget(token: string): void;
-  /** The password and the tokens issued so far, to keep them out of errors. */
+  /** The password and the newest tokens, to keep them out of errors: a snapshot for one call. */
   secrets(): readonly string[];
 }
 
@@ -46,12 +52,12 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
  * The OAuth 2.0 client-credentials flow of the Bot Framework ("Authenticate requests from your
  * bot to the Bot Connector service"): `POST token_url` with the app id and password for the
  * `https://api.botframework.com/.default` scope. The token is kept until `expires_in` less
- * `REFRESH_BEFORE_EXPIRY_MS`. A refused password (401) is SB_CHANNEL_AUTH_FAILED naming
+ * `REFRESH_BEFORE_EXPIRY_MS` (at least half of it). A refused password (401) is SB_CHANNEL_AUTH_FAILED naming
  * `channels[<id>].app_password`; the password and tokens never reach an error.
  */
 export function createAccessTokens(options: AccessTokenOptions): AccessTokens {
   const { channelId, now } = options;
-  const secrets = [options.appPassword];
+  let recentTokens: string[] = [];
   let cached: { token: string; refreshAtMs: number } | null = null;
   let fetching: Promise<string> | null = null;
 
@@ -66,18 +72,23 @@ export function createAccessTokens(options: AccessTokenOptions): AccessTokens {
         scope: BOT_FRAMEWORK_SCOPE,
       },
       timeoutMs: options.timeoutMs,
-      secrets,
+      secrets: [options.appPassword, ...recentTokens],
       credentialPath: `channels[${channelId}].app_password`,
     });
     const { access_token: token, expires_in: expiresIn } = (answer ?? {}) as Record<string, unknown>;
-    if (typeof token !== 'string' || typeof expiresIn !== 'number') {
+    if (typeof token !== 'string' || typeof expiresIn !== 'number' || !(expiresIn > 0)) {
       throw new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
         message: `teams channel "${channelId}": the token endpoint answered without access_token and expires_in`,
         retryable: true,
       });
     }
-    secrets.push(token);
-    cached = { token, refreshAtMs: now() + expiresIn * 1000 - REFRESH_BEFORE_EXPIRY_MS };
+    recentTokens = [...recentTokens, token].slice(-TOKENS_KEPT_SECRET);
+    // A token living less than twice the margin is still kept for half its life.
+    const lifetimeMs = expiresIn * 1000;
+    cached = {
+      token,
+      refreshAtMs: now() + Math.max(lifetimeMs / 2, lifetimeMs - REFRESH_BEFORE_EXPIRY_MS),
+    };
     return token;
   }
 
@@ -93,6 +104,6 @@ export function createAccessTokens(options: AccessTokenOptions): AccessTokens {
     forget(token) {
       if (cached?.token === token) cached = null;
     },
-    secrets: () => secrets,
+    secrets: () => [options.appPassword, ...recentTokens],
   };
 }

@@ -40,7 +40,7 @@ describe('normalizeTeamsActivity', () => {
         text: 'hello',
         elements: [{ type: 'text', text: 'hello' }],
         mentions_bot: false,
-        platform_message_id: 'https%3A//smba.trafficmanager.net/amer/:a%3A1xyz:1718000000123',
+        platform_message_id: 'https%3A//smba.trafficmanager.net/amer:a%3A1xyz:1718000000123',
         received_at: CONTEXT.receivedAt,
       });
       expect(message.raw).toMatchObject({ serviceUrl: 'https://smba.trafficmanager.net/amer/' });

@@ -8,8 +8,8 @@ afterEach(async () => {
   fake = undefined;
 });
 
-async function tokensAt(clock: { nowMs: number }, password?: string) {
-  fake = await startFakeTeams({ tokenLifetimeSec: 3600 });
+async function tokensAt(clock: { nowMs: number }, password?: string, tokenLifetimeSec = 3600) {
+  fake = await startFakeTeams({ tokenLifetimeSec });
   return createAccessTokens({
     channelId: 'ms',
     tokenUrl: fake.tokenUrl,
@@ -35,6 +35,32 @@ describe('createAccessTokens', () => {
       expect(refreshed).not.toBe(first);
       expect(fake?.tokensIssued()).toBe(2);
       expect(tokens.secrets()).toEqual([fake?.appPassword, first, refreshed]);
+    });
+  });
+
+  describe('when the token endpoint issues tokens shorter-lived than the refresh margin', () => {
+    it('still keeps each for half its lifetime instead of fetching one per call', async () => {
+      const clock = { nowMs: 0 };
+      const tokens = await tokensAt(clock, undefined, 60);
+      const first = await tokens.get();
+      clock.nowMs += 29_000;
+      expect(await tokens.get()).toBe(first);
+      expect(fake?.tokensIssued()).toBe(1);
+      clock.nowMs += 1_000;
+      expect(await tokens.get()).not.toBe(first);
+    });
+  });
+
+  describe('when many tokens have been issued over time', () => {
+    it('keeps only the password and the two newest tokens as secrets', async () => {
+      const tokens = await tokensAt({ nowMs: 0 });
+      const issued: string[] = [];
+      for (let round = 0; round < 5; round += 1) {
+        const token = await tokens.get();
+        issued.push(token);
+        tokens.forget(token);
+      }
+      expect(tokens.secrets()).toEqual([fake?.appPassword, issued[3], issued[4]]);
     });
   });
 
