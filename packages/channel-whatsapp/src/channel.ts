@@ -62,6 +62,8 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       messagesUrl: `${config.apiUrl}/${config.apiVersion}/${config.phoneNumberId}/messages`,
       accessToken: config.accessToken,
       timeoutMs: config.outbound.sendTimeoutMs,
+      maxAgeMs: config.outbound.maxAgeMs,
+      now,
     },
     pacer,
     observer,
@@ -151,7 +153,8 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       logger.info({}, 'channel stopped');
     },
 
-    send: (origin, replies, signal) => send(origin, replies, signal),
+    send: (origin, replies, signal, sendOptions) =>
+      send(origin, replies, signal, sendOptions?.turn ?? origin.id),
 
     health: () =>
       ingress === null
