@@ -220,9 +220,31 @@ describe('createWhatsAppChannel', () => {
       });
     });
 
+    it('answers the challenge with nosniff, so that no browser reads it as a page', async () => {
+      const { fake, webhookUrl } = await start();
+      const query = new URLSearchParams({
+        'hub.mode': 'subscribe',
+        'hub.verify_token': fake.verifyToken,
+        'hub.challenge': '1158201444',
+      });
+      const answer = await fetch(`${webhookUrl}?${query}`);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(answer.headers.get('content-type')).toMatch(/^text\/plain/);
+    });
+
+    it('answers 403 saying hub.challenge is repeated when it is given twice', async () => {
+      const { fake, webhookUrl } = await start();
+      const query = `hub.mode=subscribe&hub.verify_token=${fake.verifyToken}&hub.challenge=1&hub.challenge=2`;
+      const answer = await fetch(`${webhookUrl}?${query}`);
+      expect(answer.status).toBe(403);
+      expect(await answer.text()).toContain('hub.challenge: repeated');
+    });
+
     it.each([
       ['another verify token', { verifyToken: 'guessed' }, 'hub.verify_token'],
       ['another mode', { mode: 'unsubscribe' }, 'hub.mode'],
+      ['a challenge that is no number', { challenge: 'javascript:alert(1)' }, 'hub.challenge'],
     ])('answers 403 naming the parameter for %s', async (_case, query, parameter) => {
       const { fake, webhookUrl } = await start();
       const answer = await fake.verifySubscription(webhookUrl, query);
