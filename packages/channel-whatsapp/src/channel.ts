@@ -136,7 +136,11 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       throw new SwitchboardError('SB_HTTP_FORBIDDEN', { message: answer.problem });
     }
     logger.info({}, 'webhook subscription verified');
-    return reply.code(200).type('text/plain; charset=utf-8').send(answer.challenge);
+    return reply
+      .code(200)
+      .type('text/plain; charset=utf-8')
+      .header('x-content-type-options', 'nosniff')
+      .send(answer.challenge);
   });
 
   return {
