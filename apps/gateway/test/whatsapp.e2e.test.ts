@@ -135,6 +135,23 @@ routing:
     });
   });
 
+  describe("when the second of a reply's messages fails", () => {
+    it('sends each message once when the outbox tries the reply again', async () => {
+      const from = '4915166666666';
+      const long = `${'d'.repeat(4096)}e`;
+      fake.failNext(1, { kind: 'http_status', status: 500 }, { after: 1 });
+      const notification = fake.notification(fake.textMessage({ text: long, from }));
+      expect((await fake.deliverWebhook(webhookUrl, notification)).status).toBe(200);
+      expect(await fake.waitForDelivered(from, 2)).toEqual(['d'.repeat(4096), 'e']);
+      await eventually(
+        async () => (await metricValueAt(gateway.url, 'switchboard_outbox_pending{channel="wa"}')) === 0,
+      );
+      const sends = fake.calls.filter((call) => call.body.to === from);
+      expect(sends.map((call) => call.status)).toEqual([200, 500, 200]);
+      expect(fake.deliveredTo(from)).toEqual(['d'.repeat(4096), 'e']);
+    });
+  });
+
   describe('when the user last wrote more than 24 hours ago (131047)', () => {
     it('dead-letters the reply at once, naming the customer-service window, without retrying', async () => {
       const from = '4915155555555';

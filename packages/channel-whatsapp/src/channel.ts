@@ -38,6 +38,9 @@ export interface WhatsAppChannelOptions extends PacingOptions {
 
 const DEFAULTS = { now: Date.now } satisfies Partial<WhatsAppChannelOptions>;
 
+/** The shortest gap between two warnings about one other phone number id's messages. */
+const OTHER_NUMBER_WARNING_INTERVAL_MS = 60_000;
+
 /**
  * The WhatsApp channel (Business Cloud API; Meta ships no Node SDK) on channel-kit. Meta verifies
  * the callback URL with `GET /whatsapp/<channel id>` (`hub.challenge` echoed when
@@ -45,7 +48,8 @@ const DEFAULTS = { now: Date.now } satisfies Partial<WhatsAppChannelOptions>;
  * `X-Hub-Signature-256` is checked before anything parses the body (401). Each message of the
  * configured phone number (text, media, a location, a tapped reply: `inbound/normalize.ts`) goes
  * to the ingress in order, keyed on its `wamid`, so a redelivered one is a duplicate; other kinds
- * and delivery statuses are acknowledged and skipped.
+ * and delivery statuses are acknowledged and skipped, and so are the messages of another phone
+ * number and a malformed change, with a warning.
  * Meta retries anything but a 2xx for days, so a malformed body is answered 200 with a warning;
  * a message the gateway cannot take now is answered 503 so that Meta delivers it again.
  * Sending: `outbound/send.ts`.
@@ -62,11 +66,35 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       messagesUrl: `${config.apiUrl}/${config.apiVersion}/${config.phoneNumberId}/messages`,
       accessToken: config.accessToken,
       timeoutMs: config.outbound.sendTimeoutMs,
+      maxAgeMs: config.outbound.maxAgeMs,
+      now,
     },
     pacer,
     observer,
   );
   let ingress: Ingress | null = null;
+
+  /** Per other phone number id: when its skipped messages were last warned about, and how many since. */
+  const otherNumbers = new Map<string, { warnedAtMs: number; skipped: number }>();
+  /**
+   * Meta posts the messages of every number of an app to the app's one callback URL, so another
+   * number's messages come here and are lost to it: warned about once a minute per number id (the
+   * ids come from signed notifications, so they are the app's own few numbers).
+   */
+  function noteOtherNumber(change: MessagesChange): void {
+    if (change.messages.length === 0) return;
+    const atMs = now();
+    const seen = otherNumbers.get(change.phoneNumberId) ?? { warnedAtMs: -Infinity, skipped: 0 };
+    seen.skipped += change.messages.length;
+    otherNumbers.set(change.phoneNumberId, seen);
+    if (atMs - seen.warnedAtMs < OTHER_NUMBER_WARNING_INTERVAL_MS) return;
+    logger.warn(
+      { phoneNumberId: change.phoneNumberId, skipped: seen.skipped },
+      'messages for another phone number id skipped',
+    );
+    seen.warnedAtMs = atMs;
+    seen.skipped = 0;
+  }
 
   /** Takes one message to the ingress; what Meta is told if it must deliver the notification again. */
   async function take(current: Ingress, change: MessagesChange, raw: unknown): Promise<Disposition> {
@@ -110,10 +138,13 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
     handler: () => {
       const current = ingress;
       if (current === null) return null;
-      return async (changes) => {
+      return async ({ changes, skipped }) => {
+        for (const problem of skipped) logger.warn({ problem }, 'malformed whatsapp change skipped');
         for (const change of changes) {
-          // One app's webhook carries every phone number of its business accounts.
-          if (change.phoneNumberId !== config.phoneNumberId) continue;
+          if (change.phoneNumberId !== config.phoneNumberId) {
+            noteOtherNumber(change);
+            continue;
+          }
           for (const raw of change.messages) {
             const disposition = await take(current, change, raw);
             // Meta delivers the notification again; the messages taken already are duplicates then.
@@ -134,7 +165,11 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       throw new SwitchboardError('SB_HTTP_FORBIDDEN', { message: answer.problem });
     }
     logger.info({}, 'webhook subscription verified');
-    return reply.code(200).type('text/plain; charset=utf-8').send(answer.challenge);
+    return reply
+      .code(200)
+      .type('text/plain; charset=utf-8')
+      .header('x-content-type-options', 'nosniff')
+      .send(answer.challenge);
   });
 
   return {
@@ -151,7 +186,8 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       logger.info({}, 'channel stopped');
     },
 
-    send: (origin, replies, signal) => send(origin, replies, signal),
+    send: (origin, replies, signal, sendOptions) =>
+      send(origin, replies, signal, sendOptions?.turn ?? origin.id),
 
     health: () =>
       ingress === null

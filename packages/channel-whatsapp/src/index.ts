@@ -5,7 +5,7 @@ export type { WhatsAppChannelOptions } from './channel.js';
 export { normalizeWhatsAppMessage } from './inbound/normalize.js';
 export type { NormalizeContext } from './inbound/normalize.js';
 export { parseNotification } from './inbound/parse-notification.js';
-export type { MessagesChange } from './inbound/parse-notification.js';
+export type { MessagesChange, Notification } from './inbound/parse-notification.js';
 export { answerSubscription, verifyWhatsAppSignature } from './inbound/verify.js';
 export type { SubscriptionQuery } from './inbound/verify.js';
 export { MAX_TEXT_CHARS } from './outbound/send.js';

@@ -133,19 +133,36 @@ describe('createWhatsAppChannel', () => {
     it.each([
       ['not JSON', 'not json'],
       ['another object', JSON.stringify({ object: 'page', entry: [] })],
-      [
-        'a change without metadata',
-        JSON.stringify({
-          object: 'whatsapp_business_account',
-          entry: [{ changes: [{ field: 'messages', value: {} }] }],
-        }),
-      ],
+      ['entries that are no list', JSON.stringify({ object: 'whatsapp_business_account', entry: {} })],
     ])('answers 200 (Meta would retry it for days) and warns: %s', async (_case, raw) => {
       const { logger, warnings } = warningLogger();
       const { fake, webhookUrl } = await start({ logger });
       const answer = await fake.deliverWebhook(webhookUrl, raw);
       expect(answer.status).toBe(200);
       expect(warnings).toMatchObject([{ msg: 'malformed webhook body acknowledged' }]);
+    });
+  });
+
+  describe('when one change of a notification is malformed', () => {
+    it('skips that change with a warning and takes the messages of the others', async () => {
+      const { ingress, accepted } = recordingIngress(async () => QUEUED);
+      const { logger, warnings } = warningLogger();
+      const { fake, webhookUrl } = await start({ ingress, logger });
+      const notification = fake.notification(
+        fake.textMessage({ text: 'first' }),
+        fake.textMessage({ text: 'lost' }),
+        fake.textMessage({ text: 'third' }),
+      );
+      delete notification.entry[0].changes[1].value.metadata;
+      const answer = await fake.deliverWebhook(webhookUrl, notification);
+      expect(answer.status).toBe(200);
+      expect(accepted.map((message) => message.text)).toEqual(['first', 'third']);
+      expect(warnings).toMatchObject([
+        {
+          msg: 'malformed whatsapp change skipped',
+          problem: expect.stringContaining('entry[0].changes[1]'),
+        },
+      ]);
     });
   });
 
@@ -178,6 +195,30 @@ describe('createWhatsAppChannel', () => {
       ];
       expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200]);
       expect(accepted.map((message) => message.text)).toEqual(['taken']);
+    });
+
+    it('warns once a minute per other phone number id whose messages it skips', async () => {
+      const { logger, warnings } = warningLogger();
+      let nowMs = 1_000_000;
+      const { fake, webhookUrl } = await start({ logger, now: () => nowMs });
+      const forNumber = (phoneNumberId: string) => {
+        const notification = fake.notification(fake.textMessage({ text: 'not ours' }));
+        notification.entry[0].changes[0].value.metadata.phone_number_id = phoneNumberId;
+        return notification;
+      };
+      const deliver = async (phoneNumberId: string) =>
+        (await fake.deliverWebhook(webhookUrl, forNumber(phoneNumberId))).status;
+      expect([await deliver('999'), await deliver('999'), await deliver('888')]).toEqual([200, 200, 200]);
+      nowMs += 59_999;
+      await deliver('999');
+      nowMs += 1;
+      await deliver('999');
+      expect(warnings).toMatchObject([
+        { msg: 'messages for another phone number id skipped', phoneNumberId: '999', skipped: 1 },
+        { msg: 'messages for another phone number id skipped', phoneNumberId: '888', skipped: 1 },
+        { msg: 'messages for another phone number id skipped', phoneNumberId: '999', skipped: 3 },
+      ]);
+      expect(fake.sent()).toEqual([]);
     });
 
     it('skips a malformed message and takes the others', async () => {
@@ -220,9 +261,31 @@ describe('createWhatsAppChannel', () => {
       });
     });
 
+    it('answers the challenge with nosniff, so that no browser reads it as a page', async () => {
+      const { fake, webhookUrl } = await start();
+      const query = new URLSearchParams({
+        'hub.mode': 'subscribe',
+        'hub.verify_token': fake.verifyToken,
+        'hub.challenge': '1158201444',
+      });
+      const answer = await fetch(`${webhookUrl}?${query}`);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(answer.headers.get('content-type')).toMatch(/^text\/plain/);
+    });
+
+    it('answers 403 saying hub.challenge is repeated when it is given twice', async () => {
+      const { fake, webhookUrl } = await start();
+      const query = `hub.mode=subscribe&hub.verify_token=${fake.verifyToken}&hub.challenge=1&hub.challenge=2`;
+      const answer = await fetch(`${webhookUrl}?${query}`);
+      expect(answer.status).toBe(403);
+      expect(await answer.text()).toContain('hub.challenge: repeated');
+    });
+
     it.each([
       ['another verify token', { verifyToken: 'guessed' }, 'hub.verify_token'],
       ['another mode', { mode: 'unsubscribe' }, 'hub.mode'],
+      ['a challenge that is no number', { challenge: 'javascript:alert(1)' }, 'hub.challenge'],
     ])('answers 403 naming the parameter for %s', async (_case, query, parameter) => {
       const { fake, webhookUrl } = await start();
       const answer = await fake.verifySubscription(webhookUrl, query);

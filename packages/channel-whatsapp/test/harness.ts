@@ -40,6 +40,8 @@ export interface WhatsAppGatewayOptions {
   /** Replaces the engine's ingress (a refusal, a failure). */
   ingress?: Ingress;
   logger?: Logger;
+  /** The channel's clock. Default: `Date.now`. */
+  now?: () => number;
 }
 
 /** Pacing off: these tests are about the calls, not the Cloud API's pair rate. */
@@ -83,7 +85,12 @@ export async function startWhatsAppGateway(options: WhatsAppGatewayOptions = {})
     const status = isSwitchboardError(error) ? error.status : (error.statusCode ?? 500);
     void reply.code(status).send({ error: { code: error.code, message: error.message } });
   });
-  const channel = createWhatsAppChannel({ config, server, logger: options.logger ?? silentLogger });
+  const channel = createWhatsAppChannel({
+    config,
+    server,
+    logger: options.logger ?? silentLogger,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   const ingress =
     options.ingress ??
     createIngress({

@@ -133,8 +133,11 @@ export interface FakeWhatsApp {
   waitForDelivered(to: string, count: number, timeoutMs?: number): Promise<string[]>;
   /** Sends answered a rate limit for exceeding `rateLimits` (injected failures not included). */
   rateLimitViolations(): number;
-  /** The next `count` calls answer `failure`. */
-  failNext(count: number, failure: FakeWhatsAppFailure): void;
+  /**
+   * The next `count` calls answer `failure`; with `after`, only once that many calls more were
+   * answered as usual (`failNext(1, failure, { after: 1 })` fails the second call from now).
+   */
+  failNext(count: number, failure: FakeWhatsAppFailure, options?: { after?: number }): void;
   /** A text message with its contact, as in `value.messages[]` and `value.contacts[]`. */
   textMessage(fields: TextMessageFields): ChangeValue;
   /** A message of any kind with its contact: media, a location, a tapped interactive reply. */
@@ -228,7 +231,8 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   const verifyToken = options.verifyToken ?? 'fake-whatsapp-verify-token';
   const calls: WhatsAppApiCall[] = [];
   const sent: SentWhatsAppMessage[] = [];
-  const failures: FakeWhatsAppFailure[] = [];
+  /** What the next calls answer, in order; `null` is a call answered as usual. */
+  const failures: Array<FakeWhatsAppFailure | null> = [];
   const hung = new Set<ServerResponse>();
   const rateLimits = options.rateLimits ?? {};
   const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
@@ -314,12 +318,12 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     if (token !== accessToken) {
       return send(graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token'));
     }
-    const failure = failures.shift();
+    const failure = failures.shift() ?? null;
     if (failure?.kind === 'hang') {
       hung.add(response);
       return;
     }
-    send(failure === undefined ? accept(method, path, body, at) : failureAnswer(failure));
+    send(failure === null ? accept(method, path, body, at) : failureAnswer(failure));
   });
   server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -369,8 +373,8 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
       );
     },
     rateLimitViolations: () => limiter.violations(),
-    failNext(count, failure) {
-      failures.push(...Array<FakeWhatsAppFailure>(count).fill(failure));
+    failNext(count, failure, { after = 0 } = {}) {
+      failures.push(...Array<null>(after).fill(null), ...Array<FakeWhatsAppFailure>(count).fill(failure));
     },
     textMessage({ text, extra, ...sender }) {
       const value = inbound({ type: 'text', part: { body: text }, ...sender });

@@ -1,5 +1,5 @@
 import { parseJsonObject } from '@switchboard/channel-kit';
-import { SwitchboardError, parseOrThrow } from '@switchboard/core';
+import { SwitchboardError, formatIssues, parseOrThrow } from '@switchboard/core';
 import { z } from 'zod';
 
 /** The part of a `messages` change the channel reads; statuses and errors are left unread. */
@@ -26,26 +26,42 @@ export interface MessagesChange {
   messages: unknown[];
 }
 
+/** A notification as read: its `messages` changes, and why each unreadable one was skipped. */
+export interface Notification {
+  changes: MessagesChange[];
+  /** One problem per malformed change, naming it (`entry[0].changes[1]: …`). */
+  skipped: string[];
+}
+
 /**
  * Reads a verified webhook notification: a `whatsapp_business_account` object whose
  * `entry[].changes[]` of field `messages` become `MessagesChange`s, in order. Changes of other
  * fields (template and quality updates) are left out; so are delivery `statuses`, which share
- * the `messages` field with messages. Throws SB_HTTP_BAD_REQUEST naming the problem. Pure.
+ * the `messages` field with messages. A malformed change is skipped, named in `skipped`, so that
+ * the messages of the others are taken. Throws SB_HTTP_BAD_REQUEST naming the problem when the
+ * notification itself is malformed. Pure.
  */
-export function parseNotification(rawBody: string): MessagesChange[] {
+export function parseNotification(rawBody: string): Notification {
   const parsed = parseJsonObject(rawBody);
   if (!parsed.ok) throw new SwitchboardError('SB_HTTP_BAD_REQUEST', { message: `body: ${parsed.problem}` });
   const notification = parseOrThrow(NotificationSchema, parsed.value, 'SB_HTTP_BAD_REQUEST', 'body');
-  return notification.entry.flatMap((entry) =>
-    entry.changes
-      .filter((change) => change.field === 'messages')
-      .map((change) => {
-        const value = parseOrThrow(MessagesValueSchema, change.value, 'SB_HTTP_BAD_REQUEST', 'change value');
-        return {
-          phoneNumberId: value.metadata.phone_number_id,
-          names: new Map(value.contacts.flatMap((c) => (c.profile ? [[c.wa_id, c.profile.name]] : []))),
-          messages: value.messages,
-        };
-      }),
-  );
+  const read: Notification = { changes: [], skipped: [] };
+  for (const [entryIndex, entry] of notification.entry.entries()) {
+    for (const [changeIndex, change] of entry.changes.entries()) {
+      if (change.field !== 'messages') continue;
+      const value = MessagesValueSchema.safeParse(change.value);
+      if (!value.success) {
+        const where = ['entry', entryIndex, 'changes', changeIndex, 'value'];
+        read.skipped.push(formatIssues(value.error, where).join('; '));
+        continue;
+      }
+      const { metadata, contacts, messages } = value.data;
+      read.changes.push({
+        phoneNumberId: metadata.phone_number_id,
+        names: new Map(contacts.flatMap((c) => (c.profile ? [[c.wa_id, c.profile.name]] : []))),
+        messages,
+      });
+    }
+  }
+  return read;
 }

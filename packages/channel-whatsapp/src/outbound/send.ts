@@ -14,6 +14,7 @@ import {
   isSwitchboardError,
   pacedChatOf,
 } from '@switchboard/core';
+import { createPostedTexts } from './posted-texts.js';
 
 /** The Cloud API's limit of one text message's body, in characters. */
 export const MAX_TEXT_CHARS = 4096;
@@ -38,6 +39,10 @@ export interface WhatsAppApi {
   accessToken: string;
   /** How long Meta has to answer one call, ms. */
   timeoutMs: number;
+  /** `outbound.max_age`, ms: how long the texts posted are remembered. */
+  maxAgeMs: number;
+  /** Clock, ms since the epoch. */
+  now: () => number;
 }
 
 /**
@@ -65,8 +70,10 @@ function graphFailureOf(failure: PlatformFailure): PlatformFailure {
  * SB_CHANNEL_RATE_LIMITED with the wait, a refused token SB_CHANNEL_AUTH_FAILED naming
  * `channels[<id>].access_token`, a send outside the 24-hour customer-service window a final
  * SB_CHANNEL_SEND_FAILED saying so (retrying cannot pass it; only the user's next message opens
- * the window again, and that message is answered anew). The Cloud API takes no idempotency key, so a text whose answer
- * was lost (a timeout) may show twice when the outbox tries the send again.
+ * the window again, and that message is answered anew). The outbox tries a failed send again
+ * whole, and the Cloud API takes no idempotency key, so the texts posted are remembered
+ * (`posted-texts.ts`, keyed by `answering`, the turn) and skipped then; a text whose answer was
+ * lost (a timeout) was perhaps posted all the same, and may show twice.
  */
 export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observer: OutboundObserver) {
   const where: FailedCall = { type: 'whatsapp', channelId: api.channelId, call: 'POST /messages' };
@@ -92,9 +99,19 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
     return mapped;
   }
 
-  return async function send(origin: InboundMessage, replies: readonly Reply[], signal: AbortSignal) {
+  const posted = createPostedTexts({ maxAgeMs: api.maxAgeMs, now: api.now });
+
+  /** Sends `replies` to the user of `origin`; `answering` (the turn, else the message) keys what was posted. */
+  return async function send(
+    origin: InboundMessage,
+    replies: readonly Reply[],
+    signal: AbortSignal,
+    answering: string,
+  ) {
     const chat = pacedChatOf(origin);
-    for (const { text } of splitReplies(replies, MAX_TEXT_CHARS)) {
+    for (const [index, { text }] of splitReplies(replies, MAX_TEXT_CHARS).entries()) {
+      const part = { answering, index, text };
+      if (posted.has(part)) continue;
       await pacer.pace(chat, signal);
       await requestPlatform({
         where,
@@ -113,6 +130,7 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
       }).catch((error: unknown) => {
         throw failure(error);
       });
+      posted.add(part);
     }
   };
 }

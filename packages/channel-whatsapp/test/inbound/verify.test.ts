@@ -36,10 +36,28 @@ describe('answerSubscription', () => {
     ['hub.verify_token', { ...query, 'hub.verify_token': 'chosen-tokeN' }],
     ['hub.verify_token', { ...query, 'hub.verify_token': ['chosen-token', 'x'] }],
     ['hub.challenge', { ...query, 'hub.challenge': '' }],
-    ['hub.challenge', { ...query, 'hub.challenge': 'x'.repeat(257) }],
+    ['hub.challenge', { ...query, 'hub.challenge': '1'.repeat(257) }],
+    ['hub.challenge', { ...query, 'hub.challenge': '<script>alert(1)</script>' }],
+    ['hub.challenge', { ...query, 'hub.challenge': '1158201444 ' }],
   ])('names %s when it is wrong', (parameter, wrong) => {
     expect(answerSubscription(wrong, 'chosen-token')).toEqual({
       problem: expect.stringContaining(parameter),
     });
   });
+
+  it('answers a challenge of 256 digits, the longest taken', () => {
+    const challenge = '9'.repeat(256);
+    expect(answerSubscription({ ...query, 'hub.challenge': challenge }, 'chosen-token')).toEqual({
+      challenge,
+    });
+  });
+
+  it.each(['hub.mode', 'hub.verify_token', 'hub.challenge'] as const)(
+    'says %s is repeated when it is given twice, even with the right value',
+    (parameter) => {
+      const repeated = { ...query, [parameter]: [query[parameter], query[parameter]] };
+      const answer = answerSubscription(repeated, 'chosen-token');
+      expect(answer).toEqual({ problem: `${parameter}: repeated; expected it once` });
+    },
+  );
 });

@@ -54,6 +54,38 @@ describe('WhatsApp send', () => {
     });
   });
 
+  describe('when a text after the first fails and the send is tried again', () => {
+    const answer = [{ text: 'one' }, { text: 'two' }, { text: 'three' }];
+    const tryToSend = (options?: { turn: string }) =>
+      channel.send(origin, answer, AbortSignal.timeout(5_000), options).catch((error: unknown) => error);
+
+    it.each([
+      ['a pair-rate refusal (131056)', { kind: 'rate_limited', code: 131056, status: 400 }],
+      ['a 500', { kind: 'http_status', status: 500 }],
+    ] as const)('after %s it posts only the texts not posted yet', async (_name, failure) => {
+      fake.failNext(1, failure, { after: 1 });
+      expect(await tryToSend()).toBeInstanceOf(SwitchboardError);
+      expect(fake.deliveredTo(USER)).toEqual(['one']);
+      await channel.send(origin, answer, AbortSignal.timeout(5_000));
+      expect(fake.deliveredTo(USER)).toEqual(['one', 'two', 'three']);
+    });
+
+    it('keys what was posted on the turn, so that another turn posts its texts anew', async () => {
+      fake.failNext(1, { kind: 'http_status', status: 500 }, { after: 1 });
+      await tryToSend({ turn: 'turn-1' });
+      await channel.send(origin, answer, AbortSignal.timeout(5_000), { turn: 'turn-1' });
+      await channel.send(origin, answer, AbortSignal.timeout(5_000), { turn: 'turn-2' });
+      expect(fake.deliveredTo(USER)).toEqual(['one', 'two', 'three', 'one', 'two', 'three']);
+    });
+
+    it('posts a text of another place or wording anew', async () => {
+      await channel.send(origin, [{ text: 'one' }], AbortSignal.timeout(5_000));
+      await channel.send(origin, [{ text: 'zero' }, { text: 'one' }], AbortSignal.timeout(5_000));
+      await channel.send(origin, [{ text: 'uno' }], AbortSignal.timeout(5_000));
+      expect(fake.deliveredTo(USER)).toEqual(['one', 'zero', 'one', 'uno']);
+    });
+  });
+
   describe('when the Cloud API rate-limits the call', () => {
     it('rejects with a retryable SB_CHANNEL_RATE_LIMITED carrying Retry-After', async () => {
       fake.failNext(1, { kind: 'rate_limited', retryAfterSec: 3 });
