@@ -12,7 +12,6 @@ import type { InboundMessage, Logger, Reply, SendPacer } from '@switchboard/core
 import { pacedChatOf } from '@switchboard/core';
 import axios from 'axios';
 import type { FeishuChannelConfig } from '../options.js';
-import type { FeishuMessageEvent } from '../inbound/normalize.js';
 
 /**
  * Characters of one text message. Feishu caps a text message's request at 150 KB; 30 000 UTF-16
@@ -143,13 +142,14 @@ export function renderFeishuReplies(replies: readonly Reply[], turn?: string): F
   }));
 }
 
-/** Replies to `origin` (in its topic when it came in one) and edits the bot's text messages, paced per chat. */
+/**
+ * Replies to `origin` (a reply to a message in a topic lands in the topic: the queued origin keeps
+ * no platform event to tell) and edits the bot's text messages, paced per chat. */
 export function feishuMessageCalls(
   origin: InboundMessage,
   options: { client: lark.Client; call: FeishuCaller; pacer: SendPacer; signal: AbortSignal },
 ): MessageCalls<FeishuText> {
   const { client, call, pacer, signal } = options;
-  const { message } = origin.raw as FeishuMessageEvent;
   const chat = pacedChatOf(origin);
   const content = (text: string) => JSON.stringify({ text });
   return {
@@ -157,11 +157,10 @@ export function feishuMessageCalls(
       await pacer.pace(chat, signal);
       const answer = await call<OpenApiAnswer>('im.message.reply', signal, () =>
         client.im.message.reply({
-          path: { message_id: message.message_id },
+          path: { message_id: origin.platform_message_id },
           data: {
             msg_type: 'text',
             content: content(text),
-            reply_in_thread: message.thread_id !== undefined,
             ...(uuid === undefined ? {} : { uuid }),
           },
         }),
