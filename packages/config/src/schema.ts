@@ -2,6 +2,7 @@ import { DiscordChannelSchema } from '@switchboard/channel-discord/options';
 import { bearerCredential } from '@switchboard/channel-kit/options';
 import { OpenApiChannelSchema } from '@switchboard/channel-openapi/options';
 import { SlackChannelSchema } from '@switchboard/channel-slack/options';
+import { FeishuChannelSchema } from '@switchboard/channel-feishu/options';
 import { TelegramChannelSchema } from '@switchboard/channel-telegram/options';
 import {
   ConcurrencySchema,
@@ -150,6 +151,7 @@ export const ChannelSchema = z.discriminatedUnion('type', [
   TelegramChannelSchema,
   SlackChannelSchema,
   DiscordChannelSchema,
+  FeishuChannelSchema,
 ]);
 
 /**
