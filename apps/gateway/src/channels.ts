@@ -87,6 +87,12 @@ export async function createChannels(
         adapters.set(channel.id, createDiscordChannel({ config: channel, logger, rateBuckets, observer }));
         break;
       }
+      case 'line': {
+        const { createLineChannel } = await import('@switchboard/channel-line');
+        policies.set(channel.id, channel.policy);
+        adapters.set(channel.id, createLineChannel({ config: channel, server: deps.server, logger }));
+        break;
+      }
       case 'feishu': {
         const { createFeishuChannel } = await import('@switchboard/channel-feishu');
         policies.set(channel.id, channel.policy);

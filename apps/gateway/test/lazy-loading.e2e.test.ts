@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFakeLine } from '@switchboard/testkit/line';
 import { describe, expect, it } from 'vitest';
 import { runCli, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
 
@@ -17,6 +18,7 @@ const UNCONFIGURED = [
   'grammy',
   '@slack/bolt',
   'discord.js',
+  '@line/bot-sdk',
   'undici',
   '@opentelemetry/api',
   '@opentelemetry/sdk-trace',
@@ -110,6 +112,33 @@ describe('what a process loads', () => {
       expect(await unknown.json()).toMatchObject({ error: { code: 'SB_HTTP_NOT_FOUND' } });
       expect(await gateway.stop()).toBe(0);
       expect(record.loaded()).toContain('@fastify/swagger-ui');
+    });
+  });
+
+  describe('when serve runs a LINE channel', () => {
+    it('loads no other platform library, and not the LINE SDK either: the channel uses its types only', async () => {
+      const fake = await startFakeLine();
+      try {
+        const dir = tempDir();
+        const record = recording(dir);
+        const line = `channels: [{ id: ln, type: line, channel_secret: ${fake.channelSecret}, channel_access_token: ${fake.channelAccessToken}, api_url: "${fake.url}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+        const gateway = await startServe({
+          dir,
+          configPath: writeConfig(dir, testConfig(dir, line)),
+          env: record.env,
+        });
+        expect(await gateway.stop()).toBe(0);
+        // The channel started: it asked LINE who the bot is.
+        expect(fake.callsTo('info')).toHaveLength(1);
+        const loaded = record.loaded();
+        expect(loaded).toContain('fastify');
+        expect(UNCONFIGURED.filter((name) => loaded.has(name))).toEqual([]);
+      } finally {
+        await fake.close();
+      }
     });
   });
 

@@ -1,8 +1,9 @@
 import { DiscordChannelSchema } from '@switchboard/channel-discord/options';
+import { FeishuChannelSchema } from '@switchboard/channel-feishu/options';
 import { bearerCredential } from '@switchboard/channel-kit/options';
+import { LineChannelSchema } from '@switchboard/channel-line/options';
 import { OpenApiChannelSchema } from '@switchboard/channel-openapi/options';
 import { SlackChannelSchema } from '@switchboard/channel-slack/options';
-import { FeishuChannelSchema } from '@switchboard/channel-feishu/options';
 import { TelegramChannelSchema } from '@switchboard/channel-telegram/options';
 import {
   ConcurrencySchema,
@@ -151,6 +152,7 @@ export const ChannelSchema = z.discriminatedUnion('type', [
   TelegramChannelSchema,
   SlackChannelSchema,
   DiscordChannelSchema,
+  LineChannelSchema,
   FeishuChannelSchema,
 ]);
 

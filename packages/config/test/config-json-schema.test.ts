@@ -34,7 +34,7 @@ describe('configJsonSchema', () => {
         (schema.properties?.[section]?.items?.oneOf ?? []).map(
           (variant) => (variant.properties?.type as { const?: string } | undefined)?.const,
         );
-      expect(typesOf('channels')).toEqual(['openapi', 'telegram', 'slack', 'discord', 'feishu']);
+      expect(typesOf('channels')).toEqual(['openapi', 'telegram', 'slack', 'discord', 'line', 'feishu']);
       expect(typesOf('pipelines')).toEqual(['echo', 'http', 'openai', 'process']);
     });
 

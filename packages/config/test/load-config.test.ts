@@ -23,6 +23,8 @@ const EXAMPLE_ENV = {
   FEISHU_APP_SECRET: 'feishu-app-secret',
   FEISHU_ENCRYPT_KEY: 'feishu-encrypt-key',
   FEISHU_VERIFICATION_TOKEN: 'feishu-verification-token',
+  LINE_CHANNEL_SECRET: 'line-channel-secret',
+  LINE_CHANNEL_ACCESS_TOKEN: 'line-access-token',
   REDIS_URL: 'redis://127.0.0.1:6379',
   DATABASE_URL: 'postgres://127.0.0.1:5432/test',
   SWITCHBOARD_API_KEY: 'api-key',
@@ -171,7 +173,7 @@ describe('parseConfig', () => {
           'concurrency.pipeline: expected a number, got "many"',
           'channels[0].mode: expected one of polling|webhook, got "push"',
           'channels[0].session_scope: expected one of chat|thread, got a list',
-          'channels[1].type: expected one of openapi|telegram|slack|discord|feishu, got "carrier-pigeon"',
+          'channels[1].type: expected one of openapi|telegram|slack|discord|line|feishu, got "carrier-pigeon"',
           'pipelines[0].busy_mode: expected one of queue|collect, got "drop"',
         ].sort(),
       );
@@ -536,6 +538,7 @@ describe('loadConfig', () => {
         'debounce.yaml',
         'discord.yaml',
         'feishu.yaml',
+        'line.yaml',
         'multi-pipeline.yaml',
         'slack.yaml',
         'telegram.yaml',
@@ -557,6 +560,12 @@ describe('loadConfig', () => {
       });
       const telegram = await loadConfig(join(CONFIG_DIR, 'examples', 'telegram.yaml'), { env: EXAMPLE_ENV });
       expect(telegram.channels[0]).toMatchObject({ token: EXAMPLE_ENV.TELEGRAM_BOT_TOKEN, mode: 'polling' });
+      const line = await loadConfig(join(CONFIG_DIR, 'examples', 'line.yaml'), { env: EXAMPLE_ENV });
+      expect(line.channels[0]).toMatchObject({
+        channelSecret: EXAMPLE_ENV.LINE_CHANNEL_SECRET,
+        channelAccessToken: EXAMPLE_ENV.LINE_CHANNEL_ACCESS_TOKEN,
+        webhookRedelivery: false,
+      });
     });
 
     it('refuses an example whose variables are unset, naming them', async () => {

@@ -1,0 +1,105 @@
+import { type FakeLine, signLineBody, startFakeLine } from '@switchboard/testkit/line';
+import { metricValueAt } from '@switchboard/testkit/prometheus';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServeProcess, eventually, get, serveYaml } from './serve-process.js';
+
+const USER = `U${'0c'.repeat(16)}`;
+const GROUP = `C${'0d'.repeat(16)}`;
+
+describe('line channel (end to end)', () => {
+  let fake: FakeLine;
+  let gateway: ServeProcess;
+  let webhookUrl: string;
+
+  beforeAll(async () => {
+    fake = await startFakeLine();
+    gateway = await serveYaml(`
+audit: { ignored: true }
+channels:
+  - id: ln
+    type: line
+    channel_secret: ${fake.channelSecret}
+    channel_access_token: ${fake.channelAccessToken}
+    api_url: "${fake.url}"
+pipelines:
+  - { id: echo, type: echo }
+routing:
+  default: echo
+`);
+    webhookUrl = `${gateway.url}/line/ln`;
+  });
+  afterAll(async () => {
+    await gateway?.stop('SIGKILL');
+    await fake?.close();
+  });
+
+  describe('when the gateway starts', () => {
+    it('checks the access token with GET /v2/bot/info and reports the channel ready', async () => {
+      expect(fake.callsTo('info').map((call) => [call.token, call.status])).toEqual([
+        [fake.channelAccessToken, 200],
+      ]);
+      const ready = await get(`${gateway.url}/readyz`);
+      expect(ready.status).toBe(200);
+    });
+  });
+
+  describe('when a user writes to the bot', () => {
+    it('answers through the echo pipeline with the reply token', async () => {
+      const source = { type: 'user' as const, userId: USER };
+      const answer = await fake.deliverWebhook(webhookUrl, [fake.textEvent({ text: 'hello line', source })]);
+      expect(answer.status).toBe(200);
+      expect(await fake.waitForDelivered(USER, 1)).toEqual(['hello line']);
+      const [reply] = fake.callsTo('reply');
+      expect(reply?.token).toBe(fake.channelAccessToken);
+      expect(fake.callsTo('push')).toEqual([]);
+    });
+  });
+
+  describe('when LINE redelivers an event it already sent', () => {
+    it('answers once', async () => {
+      const source = { type: 'user' as const, userId: `U${'0e'.repeat(16)}` };
+      const event = fake.textEvent({ text: 'only once', source });
+      expect((await fake.deliverWebhook(webhookUrl, [event])).status).toBe(200);
+      expect((await fake.deliverWebhook(webhookUrl, [fake.redelivery(event)])).status).toBe(200);
+      expect(await fake.waitForDelivered(source.userId, 1)).toEqual(['only once']);
+      await eventually(
+        async () =>
+          (await metricValueAt(
+            gateway.url,
+            'switchboard_messages_total{channel="ln",outcome="duplicate"}',
+          )) === 1,
+      );
+      expect(fake.deliveredTo(source.userId)).toEqual(['only once']);
+    });
+  });
+
+  describe('when a group writes', () => {
+    it('answers the mention of the bot and ignores the rest', async () => {
+      const source = { type: 'group' as const, groupId: GROUP, userId: USER };
+      await fake.deliverWebhook(webhookUrl, [
+        fake.textEvent({ text: 'just chatting', source }),
+        fake.textEvent({ text: '@Switchboard ping', source, mentions: [{ self: true }] }),
+      ]);
+      expect(await fake.waitForDelivered(GROUP, 1)).toEqual(['@Switchboard ping']);
+      const audit = await get(`${gateway.url}/admin/audit?outcome=ignored&channel=ln`);
+      expect(audit.body.items).toContainEqual(
+        expect.objectContaining({ reason: 'not_mentioned', chat_id: GROUP, platform: 'line' }),
+      );
+    });
+  });
+
+  describe('when a request is not signed with the channel secret', () => {
+    it('answers 401 and answers nothing', async () => {
+      const raw = JSON.stringify({
+        destination: fake.botUserId,
+        events: [fake.textEvent({ text: 'forged' })],
+      });
+      const answer = await fake.deliverWebhook(webhookUrl, raw, {
+        signature: signLineBody('not-the-secret', raw),
+      });
+      expect(answer.status).toBe(401);
+      expect(answer.body).toMatchObject({ error: { code: 'SB_HTTP_UNAUTHORIZED' } });
+      expect(fake.sent().map((sent) => sent.text)).not.toContain('forged');
+    });
+  });
+});

@@ -1,0 +1,7 @@
+// The public surface of @switchboard/channel-line: the factory the app wires, then the pure
+// parts for tools and tests.
+export { createLineChannel } from './channel.js';
+export type { LineChannelOptions } from './channel.js';
+export { normalizeLineEvent } from './inbound/normalize.js';
+export type { LineMessageEvent, NormalizeContext } from './inbound/normalize.js';
+export { retryKeyOf } from './outbound/retry-key.js';

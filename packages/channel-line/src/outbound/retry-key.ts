@@ -1,0 +1,15 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The `X-Line-Retry-Key` of one push: a UUID (version 8, name-based) hashed from what the push
+ * is — the turn (or message) it answers, its place in the send and its texts — so that every try
+ * of the same push carries the same key and LINE accepts it once (a repeat answers 409). The
+ * texts count too: a dead-letter notice for a message must not share the key of its answer.
+ */
+export function retryKeyOf(answering: string, index: number, texts: readonly string[]): string {
+  const hex = createHash('sha256')
+    .update(JSON.stringify([answering, index, texts]))
+    .digest('hex');
+  const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}

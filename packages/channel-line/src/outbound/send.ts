@@ -1,0 +1,130 @@
+import type { messagingApi } from '@line/bot-sdk';
+import { requestPlatform, splitReplies } from '@switchboard/channel-kit';
+import { type InboundMessage, type Reply, isSwitchboardError } from '@switchboard/core';
+import { retryKeyOf } from './retry-key.js';
+
+/** LINE's limits of one reply or push: 5 message objects, of at most 5,000 characters each. */
+export const MAX_MESSAGES_PER_CALL = 5;
+export const MAX_TEXT_CHARS = 5_000;
+
+/** LINE takes a reply token within a minute of the event; past 50 s the answer is pushed instead. */
+export const REPLY_TOKEN_FRESH_MS = 50_000;
+
+/** How the channel reaches the Messaging API. */
+export interface LineApi {
+  channelId: string;
+  /** The API base, without a trailing slash. */
+  apiUrl: string;
+  channelAccessToken: string;
+  /** How long LINE has to answer one call, ms. */
+  timeoutMs: number;
+}
+
+/**
+ * One Messaging API call (`POST` with a body unless told otherwise), resolving with the parsed
+ * answer: the kit's `requestPlatform`, whose failures are SB_CHANNEL_* errors without the token.
+ */
+export function callLine(
+  api: LineApi,
+  path: string,
+  call: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<unknown> {
+  const method = call.method ?? 'POST';
+  return requestPlatform({
+    where: { type: 'line', channelId: api.channelId, call: `${method} ${path}` },
+    method,
+    url: `${api.apiUrl}${path}`,
+    headers: { authorization: `Bearer ${api.channelAccessToken}`, ...call.headers },
+    body: call.body,
+    timeoutMs: api.timeoutMs,
+    ...(call.signal === undefined ? {} : { signal: call.signal }),
+    secrets: [api.channelAccessToken],
+    credentialPath: `channels[${api.channelId}].channel_access_token`,
+  });
+}
+
+function failedWith(error: unknown, status: number, description?: string): boolean {
+  const details = isSwitchboardError(error) ? (error.details ?? {}) : {};
+  return details.status === status && (description === undefined || details.description === description);
+}
+
+/** A reply token, and once used, by which send and whether the reply went through. */
+interface ReplyToken {
+  replyToken: string;
+  timestampMs: number;
+  sendKey?: string;
+  replied?: boolean;
+}
+
+/**
+ * The sending half of the LINE channel. An answer is cut into texts of 5,000 characters, sent 5
+ * to a call in order. The first call replies with the origin's token while it is fresh (free of
+ * the message quota; LINE takes a token once). Without one (stale, or received by another
+ * process), or when LINE refuses it, the call is a push to the chat like every later one, with an
+ * `X-Line-Retry-Key` derived from the turn: a push tried again after a timeout or a 5xx is
+ * delivered once, and LINE's 409 for the repeat counts as sent. A reply takes no retry key, so a
+ * token's use is remembered until its send succeeds (at most `maxAgeMs`): a retried send skips the
+ * reply that went through and pushes one whose outcome is unknown (LINE may then show it twice).
+ */
+export function createLineSender(api: LineApi, options: { maxAgeMs: number; now: () => number }) {
+  const tokens = new Map<string, ReplyToken>();
+
+  function forgetOld(nowMs: number) {
+    for (const [id, token] of tokens) {
+      const keptMs = token.sendKey === undefined ? REPLY_TOKEN_FRESH_MS : options.maxAgeMs;
+      if (nowMs - token.timestampMs >= keptMs) tokens.delete(id);
+    }
+  }
+
+  /** Resolves false when LINE no longer takes the token (expired or used). */
+  async function reply(token: ReplyToken, messages: messagingApi.TextMessage[], signal: AbortSignal) {
+    const body: messagingApi.ReplyMessageRequest = { replyToken: token.replyToken, messages };
+    try {
+      await callLine(api, '/v2/bot/message/reply', { body, signal });
+      return true;
+    } catch (error) {
+      if (failedWith(error, 400, 'Invalid reply token')) return false;
+      throw error;
+    }
+  }
+
+  async function push(to: string, messages: messagingApi.TextMessage[], key: string, signal: AbortSignal) {
+    const body: messagingApi.PushMessageRequest = { to, messages };
+    const headers = { 'x-line-retry-key': key };
+    // 409: an earlier try of this very push was accepted, and its answer lost.
+    await callLine(api, '/v2/bot/message/push', { body, headers, signal }).catch((error: unknown) => {
+      if (!failedWith(error, 409)) throw error;
+    });
+  }
+
+  return {
+    /** Remembers the reply token of the message `messageId`, from an event of `timestampMs`. */
+    remember(messageId: string, replyToken: string, timestampMs: number): void {
+      forgetOld(options.now());
+      tokens.set(messageId, { replyToken, timestampMs });
+    },
+
+    /** Sends `replies` into the chat of `origin`; `answering` (the turn) names the retry keys. */
+    async send(origin: InboundMessage, replies: readonly Reply[], signal: AbortSignal, answering: string) {
+      forgetOld(options.now());
+      const token = tokens.get(origin.id);
+      const texts = splitReplies(replies, MAX_TEXT_CHARS).map((part) => part.text);
+      for (let index = 0; index * MAX_MESSAGES_PER_CALL < texts.length; index += 1) {
+        const batch = texts.slice(index * MAX_MESSAGES_PER_CALL, (index + 1) * MAX_MESSAGES_PER_CALL);
+        const messages = batch.map((text): messagingApi.TextMessage => ({ type: 'text', text }));
+        const key = retryKeyOf(answering, index, batch);
+        if (index === 0 && token?.sendKey === key && token.replied) continue;
+        if (index === 0 && token !== undefined && token.sendKey === undefined) {
+          token.sendKey = key;
+          token.replied = await reply(token, messages, signal);
+          if (token.replied) continue;
+        }
+        await push(origin.chat.id, messages, key, signal);
+      }
+      // Sent: no try of this send follows, and the token is spent.
+      if (token?.sendKey === retryKeyOf(answering, 0, texts.slice(0, MAX_MESSAGES_PER_CALL))) {
+        tokens.delete(origin.id);
+      }
+    },
+  };
+}
