@@ -2,6 +2,7 @@ import { createCipheriv, createHash, randomBytes, randomUUID } from 'node:crypto
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
+import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 /**
  * A fake Feishu / Lark open platform for tests: a node:http server on 127.0.0.1 (configure its
@@ -12,7 +13,9 @@ import { eventually } from './eventually.js';
  * (`POST /open-apis/im/v1/messages`) and edit (`PUT /open-apis/im/v1/messages/:id`). API calls
  * need `Authorization: Bearer <issued tenant token>` (else code 99991663). Every call is recorded;
  * the next calls of an endpoint can answer a frequency limit (HTTP 429, code 99991400,
- * `x-ogw-ratelimit-reset`), a refused token, a 500, or hang. Events are POSTed with `deliverEvent`
+ * `x-ogw-ratelimit-reset`), a refused token, a 500, or hang. With `rateLimits.perChat` it enforces
+ * a chat's message limit on replies, posts and edits: a call past it answers HTTP 429, code 230020,
+ * and is counted as a violation. Events are POSTed with `deliverEvent`
  * as Feishu sends them: with an encrypt key, encrypted (AES-256-CBC, key = SHA-256 of the encrypt
  * key) and signed (`X-Lark-Signature` = hex SHA-256 of timestamp + nonce + encrypt key + body).
  */
@@ -27,6 +30,8 @@ export interface FeishuApiCall {
   endpoint: FeishuEndpoint | 'unknown';
   /** The message id in the path (reply, update). */
   messageId?: string;
+  /** The chat a reply, post or edit went into, when the fake knows it. */
+  chatId?: string;
   /** The Bearer token of the Authorization header. */
   token: string | undefined;
   body: Json;
@@ -63,6 +68,13 @@ export interface FakeFeishuOptions {
   verificationToken?: string;
   /** The bot's open_id. Default: `ou_bot0000`. */
   botOpenId?: string;
+  /** Limits enforced on replies, posts and edits; a limit left out is not enforced. */
+  rateLimits?: {
+    /** Every reply, post or edit into one chat (Feishu: 5 a second). */
+    perChat?: FakeRateLimit;
+    /** See `fake-rate-limits.ts`. Default: `DEFAULT_TOLERANCE_MS`. */
+    toleranceMs?: number;
+  };
 }
 
 /** Fields of an `im.message.receive_v1` event that `messageEvent` fills in when left out. */
@@ -88,6 +100,8 @@ export interface FeishuEventAnswer {
   status: number;
   /** Parsed JSON, the text when it is not JSON, `null` when empty. */
   body: unknown;
+  /** The `Retry-After` header of a refusal. */
+  retryAfter?: string;
 }
 
 export interface FakeFeishu {
@@ -108,18 +122,21 @@ export interface FakeFeishu {
   waitForShown(chatId: string, count: number, timeoutMs?: number): Promise<string[]>;
   /** The next `count` calls of `endpoint` answer `failure`. */
   failNext(endpoint: FeishuEndpoint, count: number, failure: FakeFeishuFailure): void;
+  /** Calls refused for exceeding `rateLimits`. */
+  rateLimitViolations(): number;
   /** Tokens issued so far stop working (code 99991663), as when they expire early. */
   revokeTokens(): void;
   /** A schema 2.0 `im.message.receive_v1` event body; its message can be replied to. */
   messageEvent(fields: MessageEventFields): Json;
   /**
    * POSTs `body` to `url` as Feishu does: encrypted and signed when the fake has an encrypt key;
-   * `signature` overrides the header (`null` leaves the signature headers out).
+   * `signature` overrides the header (`null` leaves the signature headers out); `plain` posts the
+   * body as it is, unencrypted (a body that is not JSON).
    */
   deliverEvent(
     url: string,
     body: Json | string,
-    options?: { signature?: string | null },
+    options?: { signature?: string | null; plain?: boolean },
   ): Promise<FeishuEventAnswer>;
   /** The console's URL check: `url_verification` with the challenge, encrypted when a key is set, never signed. */
   verifyUrl(url: string, options?: { token?: string }): Promise<FeishuEventAnswer & { challenge: string }>;
@@ -182,6 +199,8 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   const bot: FeishuBotMessage[] = [];
   const byUuid = new Map<string, FeishuBotMessage>();
   const hung: ServerResponse[] = [];
+  const perChat = options.rateLimits?.perChat;
+  const limiter = createFakeRateLimiter(options.rateLimits?.toleranceMs);
 
   function routeOf(
     method: string,
@@ -270,6 +289,18 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     return result;
   }
 
+  /** The chat a reply, post or edit goes into, when known. */
+  function chatOfCall(
+    endpoint: FeishuEndpoint | 'unknown',
+    messageId: string | undefined,
+    url: URL,
+    body: Json,
+  ): string | undefined {
+    if (messageId !== undefined) return chatOf.get(messageId);
+    const byChatId = endpoint === 'create' && url.searchParams.get('receive_id_type') === 'chat_id';
+    return byChatId && typeof body.receive_id === 'string' ? body.receive_id : undefined;
+  }
+
   function failureFor(endpoint: FeishuEndpoint | 'unknown'): FakeFeishuFailure | null {
     const pending = failures.find((entry) => entry.endpoint === endpoint && entry.left > 0);
     if (pending === undefined) return null;
@@ -289,27 +320,39 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       status: null,
       at: Date.now(),
     };
+    const chatId = chatOfCall(endpoint, messageId, url, call.body);
+    if (chatId !== undefined) call.chatId = chatId;
     calls.push(call);
     const failure = endpoint === 'unknown' ? null : failureFor(endpoint);
+    const waitMs =
+      failure === null && chatId !== undefined && perChat !== undefined
+        ? limiter.admit([[`chat:${chatId}`, perChat]], call.at)
+        : 0;
     if (failure?.kind === 'hang') {
       hung.push(response);
       return;
     }
     const result: Answer =
-      failure?.kind === 'rate_limited'
+      waitMs > 0
         ? {
             status: 429,
-            body: { code: 99991400, msg: 'request trigger frequency limit' },
-            headers: {
-              'x-ogw-ratelimit-limit': '5',
-              'x-ogw-ratelimit-reset': String(failure.resetSeconds ?? 1),
-            },
+            body: { code: 230020, msg: 'This operation triggers the frequency limit.' },
+            headers: { 'x-ogw-ratelimit-reset': String(Math.ceil(waitMs / 1000)) },
           }
-        : failure?.kind === 'auth'
-          ? { status: 400, body: { code: 99991663, msg: 'Invalid access token for authorization' } }
-          : failure?.kind === 'http_status'
-            ? { status: failure.status, body: { code: 1, msg: 'internal error' } }
-            : answer(call, url);
+        : failure?.kind === 'rate_limited'
+          ? {
+              status: 429,
+              body: { code: 99991400, msg: 'request trigger frequency limit' },
+              headers: {
+                'x-ogw-ratelimit-limit': '5',
+                'x-ogw-ratelimit-reset': String(failure.resetSeconds ?? 1),
+              },
+            }
+          : failure?.kind === 'auth'
+            ? { status: 400, body: { code: 99991663, msg: 'Invalid access token for authorization' } }
+            : failure?.kind === 'http_status'
+              ? { status: failure.status, body: { code: 1, msg: 'internal error' } }
+              : answer(call, url);
     call.status = result.status;
     response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers });
     response.end(JSON.stringify(result.body));
@@ -335,7 +378,8 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     try {
       body = JSON.parse(text);
     } catch {}
-    return { status: response.status, body };
+    const retryAfter = response.headers.get('retry-after');
+    return { status: response.status, body, ...(retryAfter === null ? {} : { retryAfter }) };
   }
 
   return {
@@ -361,6 +405,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     failNext(endpoint, count, failure) {
       failures.push({ endpoint, left: count, failure });
     },
+    rateLimitViolations: () => limiter.violations(),
     revokeTokens: () => tokens.clear(),
     messageEvent(fields) {
       const senderOpenId = fields.senderOpenId ?? 'ou_user0001';
@@ -406,7 +451,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     deliverEvent(url, body, deliverOptions = {}) {
       const plain = typeof body === 'string' ? body : JSON.stringify(body);
       if (encryptKey === null) return postEvent(url, plain, {});
-      const raw = encryptFeishuBody(encryptKey, plain);
+      const raw = deliverOptions.plain === true ? plain : encryptFeishuBody(encryptKey, plain);
       const timestamp = String(Math.floor(Date.now() / 1000));
       const nonce = randomUUID();
       const signature =

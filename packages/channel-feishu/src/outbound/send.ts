@@ -6,6 +6,7 @@ import {
   channelFailure,
   networkReasonOf,
   retryAfterMs,
+  retryKeyOf,
   splitReplies,
 } from '@switchboard/channel-kit';
 import type { InboundMessage, Logger, Reply, SendPacer } from '@switchboard/core';
@@ -134,11 +135,14 @@ export function createFeishuCaller(
 
 export type FeishuCaller = ReturnType<typeof createFeishuCaller>;
 
-/** The texts of `replies` in Feishu's limit; each keyed by `turn` and its place, so a re-sent part is not shown twice. */
-export function renderFeishuReplies(replies: readonly Reply[], turn?: string): FeishuText[] {
+/**
+ * The texts of `replies` in Feishu's limit. With `answering` (the turn, else the message answered)
+ * each carries a `uuid` made of it, its place and its text, so that a re-sent part shows once.
+ */
+export function renderFeishuReplies(replies: readonly Reply[], answering?: string): FeishuText[] {
   return splitReplies(replies, MAX_TEXT_CHARS).map(({ text }, index) => ({
     text,
-    ...(turn === undefined ? {} : { uuid: `${turn}:${index}` }),
+    ...(answering === undefined ? {} : { uuid: retryKeyOf(answering, index, [text]) }),
   }));
 }
 
