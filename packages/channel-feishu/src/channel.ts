@@ -15,12 +15,8 @@ import type { FeishuChannelConfig } from './options.js';
 import { normalizeFeishuEvent } from './inbound/normalize.js';
 import { type FeishuBody, openFeishuBody } from './inbound/open-body.js';
 import { verifyFeishuCall } from './inbound/verify.js';
-import {
-  createFeishuCaller,
-  createFeishuClient,
-  feishuMessageCalls,
-  renderFeishuReplies,
-} from './outbound/send.js';
+import { createFeishuApi } from './outbound/open-api.js';
+import { feishuMessageCalls, renderFeishuReplies } from './outbound/send.js';
 
 /** Options of `createFeishuChannel`. */
 export interface FeishuChannelOptions extends PacingOptions {
@@ -57,8 +53,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
   const logger = options.logger.child({ component: 'channel.feishu', channel: config.id });
   const path = webhookPath('feishu', config.id);
   const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
-  const client = createFeishuClient(config, logger);
-  const call = createFeishuCaller(config, (waitMs) => observer.rateLimited(config.id, waitMs ?? 0));
+  const api = createFeishuApi(config, (waitMs) => observer.rateLimited(config.id, waitMs ?? 0));
   let ingress: Ingress | null = null;
   let botOpenId: string | null = null;
 
@@ -96,10 +91,10 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
 
   async function whoAmI(): Promise<string> {
     if (config.botOpenId !== undefined) return config.botOpenId;
-    const answer = await call<{ bot?: { open_id?: string } }>(
+    const answer = await api.call<{ bot?: { open_id?: string } }>(
       'bot.info',
+      { method: 'GET', url: '/open-apis/bot/v3/info' },
       AbortSignal.timeout(config.outbound.sendTimeoutMs),
-      () => client.request({ method: 'GET', url: '/open-apis/bot/v3/info' }),
     );
     if (answer.bot?.open_id === undefined) throw new Error('bot info carries no open_id');
     return answer.bot.open_id;
@@ -121,7 +116,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     },
 
     async send(origin, replies, signal, sendOptions) {
-      const calls = feishuMessageCalls(origin, { client, call, pacer, signal });
+      const calls = feishuMessageCalls(origin, { api, pacer, signal });
       await sendParts(
         renderFeishuReplies(replies, sendOptions?.turn ?? origin.id),
         calls,
@@ -130,7 +125,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     },
 
     preview(origin, text, draft, signal) {
-      const calls = feishuMessageCalls(origin, { client, call, pacer, signal });
+      const calls = feishuMessageCalls(origin, { api, pacer, signal });
       return showPreview(renderFeishuReplies([{ text }]), calls, draft);
     },
 

@@ -140,6 +140,16 @@ describe('feishu channel', () => {
       );
     });
 
+    it('fetches a new tenant token when the platform refuses the cached one, and sends', async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      fake.revokeTokens();
+      await channel.send(origin, [{ text: 'after the revocation' }], AbortSignal.timeout(2_000));
+      expect(fake.shownIn(origin.chat.id).at(-1)).toBe('after the revocation');
+      expect(fake.callsTo('token')).toHaveLength(2);
+      expect(fake.callsTo('reply').map((call) => call.status)).toEqual([200, 400, 200]);
+    });
+
     it('streams a preview by editing the bot message, which the final send edits again', async () => {
       const { fake, webhookUrl, channel } = await start();
       const origin = await originOf(fake, webhookUrl);

@@ -7,7 +7,7 @@ import {
   type SendFailure,
   describeChannelConformance,
 } from '@switchboard/contracts';
-import { isSwitchboardError } from '@switchboard/core';
+import { httpErrorHandler } from '@switchboard/http';
 import { type FakeFeishuFailure, startFakeFeishu } from '@switchboard/testkit/feishu';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -26,15 +26,6 @@ const RATE_LIMIT_HINT_MS = 120_000;
 
 interface FeishuEvent extends PlatformEvent {
   body: Record<string, unknown>;
-}
-
-/** The app's error answer: a SwitchboardError's status and code. */
-function withErrorAnswers(server: FastifyInstance): FastifyInstance {
-  server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
-    const status = isSwitchboardError(error) ? (error.status ?? 500) : (error.statusCode ?? 500);
-    void reply.code(status).send({ error: { code: error.code, message: error.message } });
-  });
-  return server;
 }
 
 async function startFeishuHarness(): Promise<ChannelHarness> {
@@ -93,7 +84,8 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
     perChatLimit: PER_CHAT,
     createAdapter({ logger }) {
       void server?.close();
-      server = withErrorAnswers(Fastify());
+      server = Fastify();
+      server.setErrorHandler(httpErrorHandler);
       listening = undefined;
       return createFeishuChannel({ config, server, logger });
     },
@@ -151,7 +143,8 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
       fake.calls
         .filter((call) => call.chatId === origin.chat.id && call.status === 200)
         .map((call) => call.at),
-    failNextSend: (of) => fake.failNext('reply', 1, failure(of)),
+    // A refused token is fetched anew and the call made once more: refused twice, it fails.
+    failNextSend: (of) => fake.failNext('reply', of.kind === 'auth' ? 2 : 1, failure(of)),
     rateLimitViolations: () => fake.rateLimitViolations(),
     async close() {
       await server?.close();

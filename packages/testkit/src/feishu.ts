@@ -1,7 +1,8 @@
 import { createCipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import { type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
+import { readJsonBody } from './json-body.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 /**
@@ -168,22 +169,6 @@ interface Answer {
 const ok = (data: Json = {}): Answer => ({ status: 200, body: { code: 0, msg: 'success', ...data } });
 const TOKEN_TTL_S = 7200;
 
-function readBody(request: IncomingMessage): Promise<Json> {
-  return new Promise((resolve) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
-    request.on('end', () => {
-      try {
-        resolve((JSON.parse(raw) as Json) ?? {});
-      } catch {
-        resolve({});
-      }
-    });
-  });
-}
-
 /** Starts a fake open platform on 127.0.0.1 and an ephemeral port. */
 export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<FakeFeishu> {
   const appId = options.appId ?? 'cli_fake0000';
@@ -316,7 +301,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       endpoint,
       ...(messageId === undefined ? {} : { messageId }),
       token: authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined,
-      body: await readBody(request),
+      body: await readJsonBody(request),
       status: null,
       at: Date.now(),
     };
