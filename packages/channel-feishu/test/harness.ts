@@ -1,31 +1,25 @@
-import { type ChannelAdapter, type Ingress, type Outcome, silentLogger } from '@switchboard/core';
-import { httpErrorHandler } from '@switchboard/http';
-import { startChannelEngine } from '@switchboard/testkit/channel-engine';
+import { silentLogger } from '@switchboard/core';
+import {
+  type ChannelEngine,
+  type ChannelEngineOptions,
+  startChannelEngine,
+} from '@switchboard/testkit/channel-engine';
 import { type FakeFeishu, type FakeFeishuOptions, startFakeFeishu } from '@switchboard/testkit/feishu';
-import Fastify from 'fastify';
 import { createFeishuChannel } from '../src/channel.js';
 import { FeishuChannelSchema } from '../src/options.js';
 
-export interface FeishuGateway {
+export interface FeishuGateway extends ChannelEngine {
   fake: FakeFeishu;
-  channel: ChannelAdapter;
   /** `http://127.0.0.1:<port>/feishu/fs`: the webhook URL. */
   webhookUrl: string;
-  outcomes: Outcome[];
-  stop(): Promise<void>;
 }
 
-export interface FeishuGatewayOptions {
+/** The engine's options besides the channel, and the channel's config. */
+export interface FeishuGatewayOptions extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'started'> {
   /** Options of the fake platform (plain events, another secret). */
   fake?: FakeFeishuOptions;
   /** `channels[]` keys besides id, type, credentials and domain. */
   config?: Record<string, unknown>;
-  /** What the pipeline answers to a text. Default: one reply, `echo: <text>`. */
-  answer?: (text: string) => string[];
-  /** Replaces the engine's ingress (a refusal, a failure). */
-  ingress?: Ingress;
-  /** Leaves the channel unstarted. */
-  started?: boolean;
 }
 
 /**
@@ -44,24 +38,18 @@ export async function startFeishuGateway(options: FeishuGatewayOptions = {}): Pr
     verification_token: fake.verificationToken,
     ...options.config,
   });
-  const server = Fastify();
-  server.setErrorHandler(httpErrorHandler);
-  const channel = createFeishuChannel({ config, server, logger: silentLogger });
   const engine = await startChannelEngine({
-    channel,
+    ...options,
+    channel: (server) => createFeishuChannel({ config, server, logger: silentLogger }),
     policy: config.policy,
     outbound: config.outbound,
-    ...options,
   });
-  const url = await server.listen({ host: '127.0.0.1', port: 0 });
   return {
+    ...engine,
     fake,
-    channel,
-    webhookUrl: `${url}/feishu/fs`,
-    outcomes: engine.outcomes,
+    webhookUrl: `${engine.url}/feishu/fs`,
     async stop() {
       await engine.stop();
-      await server.close();
       await fake.close();
     },
   };

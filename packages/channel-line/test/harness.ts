@@ -1,29 +1,23 @@
-import { type ChannelAdapter, type Ingress, type Outcome, silentLogger } from '@switchboard/core';
-import { httpErrorHandler } from '@switchboard/http';
-import { startChannelEngine } from '@switchboard/testkit/channel-engine';
+import { silentLogger } from '@switchboard/core';
+import {
+  type ChannelEngine,
+  type ChannelEngineOptions,
+  startChannelEngine,
+} from '@switchboard/testkit/channel-engine';
 import { type FakeLine, startFakeLine } from '@switchboard/testkit/line';
-import Fastify from 'fastify';
 import { createLineChannel } from '../src/channel.js';
 import { LineChannelSchema } from '../src/options.js';
 
-export interface LineGateway {
+export interface LineGateway extends ChannelEngine {
   fake: FakeLine;
-  channel: ChannelAdapter;
   /** `http://127.0.0.1:<port>/line/ln`: the webhook URL. */
   webhookUrl: string;
-  outcomes: Outcome[];
-  stop(): Promise<void>;
 }
 
-export interface LineGatewayOptions {
+/** The engine's options besides the channel, and the channel's config. */
+export interface LineGatewayOptions extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'started'> {
   /** `channels[]` keys besides id, type, secrets and api_url. */
   config?: Record<string, unknown>;
-  /** What the pipeline answers to a text. Default: one reply, `echo: <text>`. */
-  answer?: (text: string) => string[];
-  /** Replaces the engine's ingress (a refusal, a failure). */
-  ingress?: Ingress;
-  /** Leaves the channel unstarted. */
-  started?: boolean;
 }
 
 /**
@@ -40,24 +34,18 @@ export async function startLineGateway(options: LineGatewayOptions = {}): Promis
     api_url: fake.url,
     ...options.config,
   });
-  const server = Fastify();
-  server.setErrorHandler(httpErrorHandler);
-  const channel = createLineChannel({ config, server, logger: silentLogger });
   const engine = await startChannelEngine({
-    channel,
+    ...options,
+    channel: (server) => createLineChannel({ config, server, logger: silentLogger }),
     policy: config.policy,
     outbound: config.outbound,
-    ...options,
   });
-  const url = await server.listen({ host: '127.0.0.1', port: 0 });
   return {
+    ...engine,
     fake,
-    channel,
-    webhookUrl: `${url}/line/ln`,
-    outcomes: engine.outcomes,
+    webhookUrl: `${engine.url}/line/ln`,
     async stop() {
       await engine.stop();
-      await server.close();
       await fake.close();
     },
   };

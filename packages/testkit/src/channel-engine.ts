@@ -15,10 +15,13 @@ import {
   createRouter,
   silentLogger,
 } from '@switchboard/core';
+import { httpErrorHandler } from '@switchboard/http';
+import Fastify, { type FastifyInstance } from 'fastify';
 
 /** What `startChannelEngine` puts behind a channel. */
 export interface ChannelEngineOptions {
-  channel: ChannelAdapter;
+  /** Builds the channel on the engine's HTTP server, where it mounts its webhook routes. */
+  channel: (server: FastifyInstance) => ChannelAdapter;
   /** The channel's parsed `policy` (group admission, session scope). */
   policy: ChannelPolicy;
   /** The channel's parsed `outbound`; retries are shortened to 50–200 ms. */
@@ -33,19 +36,25 @@ export interface ChannelEngineOptions {
 
 /** The engine behind a channel under test. */
 export interface ChannelEngine {
+  channel: ChannelAdapter;
+  /** The HTTP server's base URL, `http://127.0.0.1:<port>`. */
+  url: string;
   /** Every outcome recorded, in order. */
   outcomes: Outcome[];
-  /** Stops the channel, then the controller and the sender. */
+  /** Stops the channel, the controller, the sender, then the server. */
   stop(): Promise<void>;
 }
 
 /**
  * A channel in front of the real core engine — ingress, memory query pool, controller with one
- * echo-like pipeline, memory reply outbox and reply sender — started: what `switchboard serve`
- * wires around a channel, in one process, for a channel package's own tests.
+ * echo-like pipeline, memory reply outbox and reply sender — on an HTTP server with the gateway's
+ * error answers, started and listening on 127.0.0.1: what `switchboard serve` wires around a
+ * channel, in one process, for a channel package's own tests.
  */
 export async function startChannelEngine(options: ChannelEngineOptions): Promise<ChannelEngine> {
-  const { channel } = options;
+  const server = Fastify();
+  server.setErrorHandler(httpErrorHandler);
+  const channel = options.channel(server);
   const answer = options.answer ?? ((text: string) => [`echo: ${text}`]);
   const pipeline: Pipeline = {
     id: 'echo',
@@ -86,11 +95,14 @@ export async function startChannelEngine(options: ChannelEngineOptions): Promise
   sender.start();
   if (options.started !== false) await channel.start({ ingress, logger: silentLogger });
   return {
+    channel,
+    url: await server.listen({ host: '127.0.0.1', port: 0 }),
     outcomes,
     async stop() {
       await channel.stop();
       await controller.stop({ drainTimeoutMs: 50 });
       await sender.stop({ drainTimeoutMs: 50 });
+      await server.close();
     },
   };
 }

@@ -301,7 +301,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       endpoint,
       ...(messageId === undefined ? {} : { messageId }),
       token: authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined,
-      body: await readJsonBody(request),
+      body: (await readJsonBody(request)) ?? {},
       status: null,
       at: Date.now(),
     };

@@ -1,11 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 
 /**
- * The JSON object a fake's request carried; `{}` when the body is empty, not JSON or not an
- * object: fakes answer such a call as the platform would, from the fields it lacks.
+ * The JSON object a fake's request carried; `null` when the body is empty, not JSON or not an
+ * object: each fake answers such a call as its platform would.
  */
 // biome-ignore lint/suspicious/noExplicitAny: platform payloads are read freely by fakes and tests
-export function readJsonBody(request: IncomingMessage): Promise<Record<string, any>> {
+export function readJsonBody(request: IncomingMessage): Promise<Record<string, any> | null> {
   return new Promise((resolve) => {
     let raw = '';
     request.on('data', (chunk: Buffer) => {
@@ -13,10 +13,11 @@ export function readJsonBody(request: IncomingMessage): Promise<Record<string, a
     });
     request.on('end', () => {
       try {
-        const parsed: unknown = raw === '' ? {} : JSON.parse(raw);
-        resolve(typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {});
+        const parsed: unknown = JSON.parse(raw);
+        const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
+        resolve(isObject ? (parsed as Record<string, unknown>) : null);
       } catch {
-        resolve({});
+        resolve(null);
       }
     });
   });

@@ -401,7 +401,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const server: Server = createServer(async (request, response) => {
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
-    const body = await readJsonBody(request);
+    const body = (await readJsonBody(request)) ?? {};
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(path);
     const method = match?.[2] ?? '';
