@@ -1,3 +1,5 @@
+import { conformanceIngress } from '@switchboard/contracts';
+import { silentLogger } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type FeishuGateway, type FeishuGatewayOptions, startFeishuGateway } from './harness.js';
@@ -37,6 +39,19 @@ describe('feishu channel', () => {
       expect((await fake.deliverEvent(webhookUrl, event, { signature: null })).status).toBe(401);
       expect(outcomes).toHaveLength(0);
       expect(fake.callsTo('reply')).toHaveLength(0);
+    });
+  });
+
+  describe('when the app secret is wrong', () => {
+    it('fails the start with SB_CHANNEL_AUTH_FAILED naming app_secret', async () => {
+      const { fake, channel } = await start({ started: false, config: { app_secret: 'not-the-secret' } });
+      await expect(
+        channel.start({ ingress: conformanceIngress().ingress, logger: silentLogger }),
+      ).rejects.toMatchObject({
+        code: 'SB_CHANNEL_AUTH_FAILED',
+        message: expect.stringContaining('channels[fs].app_secret'),
+      });
+      expect(fake.callsTo('bot_info')).toEqual([]);
     });
   });
 
