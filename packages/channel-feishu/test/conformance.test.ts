@@ -156,7 +156,7 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
 const FEISHU: ChannelCapabilities = {
   // X-Lark-Signature with the encrypt key.
   signedInbound: true,
-  // Feishu sends an event again (same event_id) when the answer is not a 200 within 3 s.
+  // Feishu sends an event again (same event_id) when it got no 200 in time.
   redelivery: true,
   groups: true,
   platformSends: true,
