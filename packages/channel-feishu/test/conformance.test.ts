@@ -5,12 +5,12 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  conformanceOutbound,
   describeChannelConformance,
 } from '@switchboard/contracts';
-import { httpErrorHandler } from '@switchboard/http';
 import { type FakeFeishuFailure, startFakeFeishu } from '@switchboard/testkit/feishu';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { webhookServers } from '@switchboard/testkit/webhook-server';
 import { createFeishuChannel } from '../src/index.js';
 import { FeishuChannelSchema } from '../src/options.js';
 
@@ -36,8 +36,7 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
     rateLimits: { perChat: PER_CHAT },
   });
   let nextChat = 1_000;
-  let server: FastifyInstance | undefined;
-  let listening: Promise<string> | undefined;
+  const servers = webhookServers();
   const config = FeishuChannelSchema.parse({
     id: 'fs',
     type: 'feishu',
@@ -46,24 +45,12 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
     domain: fake.url,
     encrypt_key: ENCRYPT_KEY,
     verification_token: VERIFICATION_TOKEN,
-    outbound: {
-      send_timeout: `${SEND_TIMEOUT_MS}ms`,
-      edit_interval: `${EDIT_INTERVAL_MS}ms`,
-      rate: {
-        enabled: true,
-        per_bot: null,
-        per_chat: { limit: PER_CHAT.limit, per: `${PER_CHAT.perMs}ms` },
-        per_group: null,
-      },
-    },
+    outbound: conformanceOutbound({
+      sendTimeoutMs: SEND_TIMEOUT_MS,
+      editIntervalMs: EDIT_INTERVAL_MS,
+      perChat: PER_CHAT,
+    }),
   });
-
-  function webhookUrl(): Promise<string> {
-    if (server === undefined) throw new Error('no adapter created');
-    const current = server;
-    listening ??= current.listen({ port: 0, host: '127.0.0.1' });
-    return listening.then((url) => `${url}/feishu/fs`);
-  }
 
   function chatIdOf(chat: 'direct' | 'group'): string {
     nextChat += 1;
@@ -82,13 +69,7 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
     sendTimeoutMs: SEND_TIMEOUT_MS,
     editIntervalMs: EDIT_INTERVAL_MS,
     perChatLimit: PER_CHAT,
-    createAdapter({ logger }) {
-      void server?.close();
-      server = Fastify();
-      server.setErrorHandler(httpErrorHandler);
-      listening = undefined;
-      return createFeishuChannel({ config, server, logger });
-    },
+    createAdapter: ({ logger }) => createFeishuChannel({ config, server: servers.next(), logger }),
     event(spec: EventSpec): FeishuEvent {
       const body = fake.messageEvent({
         text: spec.text,
@@ -104,12 +85,12 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
       // Feishu sends an event again as it was, same event_id: `redelivered` is `signed` once more.
       const answer =
         mode === 'forged-malformed'
-          ? await fake.deliverEvent(await webhookUrl(), '{not json', {
+          ? await fake.deliverEvent(await servers.url('/feishu/fs'), '{not json', {
               signature: 'f'.repeat(64),
               plain: true,
             })
           : await fake.deliverEvent(
-              await webhookUrl(),
+              await servers.url('/feishu/fs'),
               mode === 'malformed' ? { ...body, event: { message: 'not a message' } } : body,
               mode === 'forged'
                 ? { signature: 'f'.repeat(64) }
@@ -147,7 +128,7 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
     failNextSend: (of) => fake.failNext('reply', of.kind === 'auth' ? 2 : 1, failure(of)),
     rateLimitViolations: () => fake.rateLimitViolations(),
     async close() {
-      await server?.close();
+      await servers.close();
       await fake.close();
     },
   };
