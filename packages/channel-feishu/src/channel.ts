@@ -9,7 +9,13 @@ import {
   showPreview,
   webhookPath,
 } from '@switchboard/channel-kit';
-import { type ChannelAdapter, type Ingress, type Logger, newMessageId } from '@switchboard/core';
+import {
+  type ChannelAdapter,
+  type Ingress,
+  type Logger,
+  SwitchboardError,
+  newMessageId,
+} from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import type { FeishuChannelConfig } from './options.js';
 import { normalizeFeishuEvent } from './inbound/normalize.js';
@@ -96,7 +102,12 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
       { method: 'GET', url: '/open-apis/bot/v3/info' },
       AbortSignal.timeout(config.outbound.sendTimeoutMs),
     );
-    if (answer.bot?.open_id === undefined) throw new Error('bot info carries no open_id');
+    if (answer.bot?.open_id === undefined) {
+      // An app without the bot capability has no bot to answer as.
+      throw new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
+        message: `feishu channel "${config.id}": bot.info has no open_id; enable the app's bot capability`,
+      });
+    }
     return answer.bot.open_id;
   }
 
