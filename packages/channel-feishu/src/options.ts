@@ -2,7 +2,6 @@ import {
   type RateDefaults,
   chatChannelFields,
   pacedOutboundSchema,
-  platformApiUrl,
   platformSecret,
   policyOf,
 } from '@switchboard/channel-kit/options';
@@ -38,12 +37,16 @@ export const FeishuChannelSchema = z
     app_secret: platformSecret(),
     /** `feishu`, `lark`, or the API base URL itself (a proxy, a test fake). */
     domain: z
-      .union([z.enum(['feishu', 'lark']), platformApiUrl().unwrap()], {
-        error: 'must be feishu, lark or an http(s) URL',
-      })
+      .union([
+        z.enum(['feishu', 'lark']),
+        // An http(s) URL as the kit's platformApiUrl takes it; its error names the other choices.
+        z.url({ protocol: /^https?$/, error: 'must be feishu, lark or an http(s) URL' }),
+      ])
       .default('feishu'),
     /** How events arrive: signed HTTP requests to `/feishu/<id>` (the long connection is not built yet). */
-    mode: z.literal('webhook').default('webhook'),
+    mode: z
+      .literal('webhook', { error: 'only webhook for now: the long connection (websocket) is not built yet' })
+      .default('webhook'),
     /** Encrypts event bodies and signs each request (`X-Lark-Signature`). */
     encrypt_key: platformSecret().optional(),
     /** Carried in each event body; the only check when no encrypt key is set. */
@@ -65,10 +68,10 @@ export const FeishuChannelSchema = z
     type: channel.type,
     appId: channel.app_id,
     appSecret: channel.app_secret,
-    apiUrl: (channel.domain === 'feishu' || channel.domain === 'lark'
-      ? FEISHU_DOMAINS[channel.domain]
-      : channel.domain
-    ).replace(/\/+$/, ''),
+    apiUrl: (FEISHU_DOMAINS[channel.domain as keyof typeof FEISHU_DOMAINS] ?? channel.domain).replace(
+      /\/+$/,
+      '',
+    ),
     encryptKey: channel.encrypt_key,
     verificationToken: channel.verification_token,
     botOpenId: channel.bot_open_id,
