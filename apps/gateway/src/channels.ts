@@ -93,6 +93,24 @@ export async function createChannels(
         adapters.set(channel.id, createLineChannel({ config: channel, server: deps.server, logger }));
         break;
       }
+      case 'whatsapp': {
+        const { createWhatsAppChannel } = await import('@switchboard/channel-whatsapp');
+        policies.set(channel.id, channel.policy);
+        adapters.set(
+          channel.id,
+          createWhatsAppChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
+        break;
+      }
+      case 'teams': {
+        const { createTeamsChannel } = await import('@switchboard/channel-teams');
+        policies.set(channel.id, channel.policy);
+        adapters.set(
+          channel.id,
+          createTeamsChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
+        break;
+      }
       case 'feishu': {
         const { createFeishuChannel } = await import('@switchboard/channel-feishu');
         policies.set(channel.id, channel.policy);

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeFeishu } from '@switchboard/testkit/feishu';
 import { startFakeLine } from '@switchboard/testkit/line';
+import { startFakeTeams } from '@switchboard/testkit/teams';
+import { startFakeWhatsApp } from '@switchboard/testkit/whatsapp';
 import { describe, expect, it } from 'vitest';
 import { runCli, startServe, tempDir, testConfig, writeConfig } from './serve-process.js';
 
@@ -22,6 +24,8 @@ const UNCONFIGURED = [
   '@line/bot-sdk',
   '@larksuiteoapi/node-sdk',
   'axios',
+  // The JWT checks of Teams' activities (channel-kit's `./jwt`).
+  'jose',
   'undici',
   '@opentelemetry/api',
   '@opentelemetry/sdk-trace',
@@ -139,6 +143,60 @@ routing: { default: echo }
         const loaded = record.loaded();
         expect(loaded).toContain('fastify');
         expect(UNCONFIGURED.filter((name) => loaded.has(name))).toEqual([]);
+      } finally {
+        await fake.close();
+      }
+    });
+  });
+
+  describe('when serve runs a WhatsApp channel', () => {
+    it('loads no platform library: the Cloud API is plain JSON over fetch', async () => {
+      const fake = await startFakeWhatsApp();
+      try {
+        const dir = tempDir();
+        const record = recording(dir);
+        const whatsapp = `channels: [{ id: wa, type: whatsapp, phone_number_id: "${fake.phoneNumberId}", access_token: ${fake.accessToken}, app_secret: ${fake.appSecret}, verify_token: ${fake.verifyToken}, api_url: "${fake.url}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+        const gateway = await startServe({
+          dir,
+          configPath: writeConfig(dir, testConfig(dir, whatsapp)),
+          env: record.env,
+        });
+        // The channel is mounted: it answers Meta's verification of the callback URL.
+        expect((await fake.verifySubscription(`${gateway.url}/whatsapp/wa`)).status).toBe(200);
+        expect(await gateway.stop()).toBe(0);
+        const loaded = record.loaded();
+        expect(loaded).toContain('fastify');
+        expect(UNCONFIGURED.filter((name) => loaded.has(name))).toEqual([]);
+      } finally {
+        await fake.close();
+      }
+    });
+  });
+
+  describe('when serve runs a Teams channel', () => {
+    it('loads jose for its JWT checks and no other platform library', async () => {
+      const fake = await startFakeTeams();
+      try {
+        const dir = tempDir();
+        const record = recording(dir);
+        const teams = `channels: [{ id: ms, type: teams, app_id: "${fake.appId}", app_password: ${fake.appPassword}, openid_metadata_url: "${fake.openIdMetadataUrl}", token_url: "${fake.tokenUrl}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+        const gateway = await startServe({
+          dir,
+          configPath: writeConfig(dir, testConfig(dir, teams)),
+          env: record.env,
+        });
+        expect(await gateway.stop()).toBe(0);
+        // The channel started: it fetched its token.
+        expect(fake.tokensIssued()).toBe(1);
+        const loaded = record.loaded();
+        expect(loaded).toContain('jose');
+        expect(UNCONFIGURED.filter((name) => name !== 'jose' && loaded.has(name))).toEqual([]);
       } finally {
         await fake.close();
       }

@@ -88,6 +88,50 @@ routing:
     });
   });
 
+  describe('when the console verifies the webhook URL', () => {
+    it('answers the signed request without events 200', async () => {
+      expect((await fake.deliverWebhook(webhookUrl, [])).status).toBe(200);
+    });
+  });
+
+  describe('when LINE answers 429', () => {
+    it('delivers the answer later, once', async () => {
+      const source = { type: 'user' as const, userId: `U${'0f'.repeat(16)}` };
+      const event = fake.textEvent({ text: 'limited', source });
+      fake.failNext('reply', 1, { kind: 'rate_limited' });
+      await fake.deliverWebhook(webhookUrl, [event]);
+      expect(await fake.waitForDelivered(source.userId, 1)).toEqual(['limited']);
+      // The refused reply is tried again as a push (whether the reply went through is not known).
+      const tries = fake.calls.filter(
+        (call) => call.body.replyToken === event.replyToken || call.body.to === source.userId,
+      );
+      expect(tries.map((call) => [call.endpoint, call.status])).toEqual([
+        ['reply', 429],
+        ['push', 200],
+      ]);
+      expect(fake.deliveredTo(source.userId)).toEqual(['limited']);
+    });
+  });
+
+  describe('when the answer is longer than LINE takes in one message', () => {
+    it('sends it cut at 5,000 characters, in order, 5 messages a call', async () => {
+      const source = { type: 'user' as const, userId: `U${'10'.repeat(16)}` };
+      const long = Array.from({ length: 4_000 }, (_, index) => `word${index}`).join(' ');
+      await fake.deliverWebhook(webhookUrl, [fake.textEvent({ text: long, source })]);
+      const parts = await eventually(() => {
+        const texts = fake.deliveredTo(source.userId);
+        return texts.join(' ') === long && texts;
+      });
+      expect(parts.length).toBeGreaterThan(5);
+      expect(parts.every((part) => part.length <= 5_000)).toBe(true);
+      const vias = fake
+        .sent()
+        .filter((sent) => sent.to === source.userId)
+        .map((sent) => sent.via);
+      expect(vias).toEqual(parts.map((_, index) => (index < 5 ? 'reply' : 'push')));
+    });
+  });
+
   describe('when a request is not signed with the channel secret', () => {
     it('answers 401 and answers nothing', async () => {
       const raw = JSON.stringify({

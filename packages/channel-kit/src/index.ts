@@ -56,7 +56,7 @@ export { failureKindOf } from './outbound/platform-failure.js';
 export type { FailureKind, PlatformFailure } from './outbound/platform-failure.js';
 export { platformMessageOf } from './outbound/platform-message.js';
 export { redact, redactValue } from './outbound/redact.js';
-export { requestPlatform } from './outbound/request-platform.js';
+export { MAX_ANSWER_BYTES, requestPlatform } from './outbound/request-platform.js';
 export type { PlatformRequest } from './outbound/request-platform.js';
 export { MAX_RETRY_AFTER_MS, retryAfterMs } from './outbound/retry-after.js';
 export { retryKeyOf } from './outbound/retry-key.js';

@@ -1,5 +1,11 @@
 import { recordingIngress } from '@switchboard/contracts';
-import { type IngressResult, SwitchboardError, newMessageId, silentLogger } from '@switchboard/core';
+import {
+  type Ingress,
+  type IngressResult,
+  SwitchboardError,
+  newMessageId,
+  silentLogger,
+} from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { signLineBody } from '@switchboard/testkit/line';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -218,6 +224,55 @@ describe('createLineChannel', () => {
       const answer = await fake.deliverWebhook(webhookUrl, [fake.textEvent({ text: 'lost' })]);
       expect(answer.status).toBe(200);
       expect(recording.drops).toMatchObject([{ reason: 'ingress_failed', error: failure }]);
+    });
+  });
+
+  describe('when one event of a batch is refused', () => {
+    /** The engine's ingress, refusing the first delivery of the message `text` once. */
+    function refusingOnce(text: string) {
+      let refused = false;
+      return (engine: Ingress): Ingress => ({
+        accept(message, deliveryId, options) {
+          if (message.text !== text || refused) return engine.accept(message, deliveryId, options);
+          refused = true;
+          return Promise.resolve({ status: 'refused', reason: 'queue_full', retryAfterMs: 1_000 });
+        },
+        drop: (message, reason, error) => engine.drop(message, reason, error),
+      });
+    }
+
+    it('answers 503 at it and takes every event once when LINE redelivers the request', async () => {
+      const { fake, webhookUrl, outcomes } = await start({
+        config: { webhook_redelivery: true },
+        wrapIngress: refusingOnce('B'),
+      });
+      const events = ['A', 'B', 'C'].map((text) => fake.textEvent({ text }));
+      expect((await fake.deliverWebhook(webhookUrl, events)).status).toBe(503);
+      const again = events.map((event) => fake.redelivery(event));
+      expect((await fake.deliverWebhook(webhookUrl, again)).status).toBe(200);
+      expect(await fake.waitForDelivered(USER, 3)).toEqual(['echo: A', 'echo: B', 'echo: C']);
+      await eventually(() => finalOutcomes(gateway as LineGateway).length === 3);
+      expect(outcomes.map((outcome) => [outcome.message.text, outcome.kind])).toEqual([
+        ['A', 'completed'],
+        ['A', 'duplicate'],
+        ['B', 'completed'],
+        ['C', 'completed'],
+      ]);
+    });
+
+    it('records it as dropped and takes the others without redelivery', async () => {
+      const { fake, webhookUrl, outcomes } = await start({ wrapIngress: refusingOnce('B') });
+      const events = ['A', 'B', 'C'].map((text) => fake.textEvent({ text }));
+      expect((await fake.deliverWebhook(webhookUrl, events)).status).toBe(200);
+      expect(await fake.waitForDelivered(USER, 2)).toEqual(['echo: A', 'echo: C']);
+      await eventually(() => outcomes.length === 3);
+      expect(new Map(outcomes.map((outcome) => [outcome.message.text, outcome.kind]))).toEqual(
+        new Map([
+          ['A', 'completed'],
+          ['B', 'dropped'],
+          ['C', 'completed'],
+        ]),
+      );
     });
   });
 

@@ -15,7 +15,8 @@ export interface LineGateway extends ChannelEngine {
 }
 
 /** The engine's options besides the channel, and the channel's config. */
-export interface LineGatewayOptions extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'started'> {
+export interface LineGatewayOptions
+  extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'wrapIngress' | 'started'> {
   /** `channels[]` keys besides id, type, secrets and api_url. */
   config?: Record<string, unknown>;
 }

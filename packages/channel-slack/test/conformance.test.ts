@@ -61,11 +61,6 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
   let nextChat = 1_000;
   let server: FastifyInstance | undefined;
   let listening: Promise<string> | undefined;
-  // The fake tells the connections open now; the most ever open is sampled here.
-  let maxSockets = 0;
-  const sampler = setInterval(() => {
-    maxSockets = Math.max(maxSockets, fake.socketConnections());
-  }, 5);
 
   const config = SlackChannelSchema.parse({
     id: 'sl',
@@ -191,9 +186,8 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     },
     failNextSend: (of) => fake.failNext(1, failure(of)),
     rateLimitViolations: () => fake.rateLimitViolations(),
-    maxConsumers: () => maxSockets,
+    maxConsumers: () => fake.maxSocketConnections(),
     async close() {
-      clearInterval(sampler);
       await server?.close();
       await fake.close();
     },

@@ -4,7 +4,9 @@ import { bearerCredential } from '@switchboard/channel-kit/options';
 import { LineChannelSchema } from '@switchboard/channel-line/options';
 import { OpenApiChannelSchema } from '@switchboard/channel-openapi/options';
 import { SlackChannelSchema } from '@switchboard/channel-slack/options';
+import { TeamsChannelSchema } from '@switchboard/channel-teams/options';
 import { TelegramChannelSchema } from '@switchboard/channel-telegram/options';
+import { WhatsAppChannelSchema } from '@switchboard/channel-whatsapp/options';
 import {
   ConcurrencySchema,
   durationMs,
@@ -153,6 +155,8 @@ export const ChannelSchema = z.discriminatedUnion('type', [
   SlackChannelSchema,
   DiscordChannelSchema,
   LineChannelSchema,
+  WhatsAppChannelSchema,
+  TeamsChannelSchema,
   FeishuChannelSchema,
 ]);
 

@@ -34,7 +34,16 @@ describe('configJsonSchema', () => {
         (schema.properties?.[section]?.items?.oneOf ?? []).map(
           (variant) => (variant.properties?.type as { const?: string } | undefined)?.const,
         );
-      expect(typesOf('channels')).toEqual(['openapi', 'telegram', 'slack', 'discord', 'line', 'feishu']);
+      expect(typesOf('channels')).toEqual([
+        'openapi',
+        'telegram',
+        'slack',
+        'discord',
+        'line',
+        'whatsapp',
+        'teams',
+        'feishu',
+      ]);
       expect(typesOf('pipelines')).toEqual(['echo', 'http', 'openai', 'process']);
     });
 

@@ -25,6 +25,12 @@ const EXAMPLE_ENV = {
   FEISHU_VERIFICATION_TOKEN: 'feishu-verification-token',
   LINE_CHANNEL_SECRET: 'line-channel-secret',
   LINE_CHANNEL_ACCESS_TOKEN: 'line-access-token',
+  WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
+  WHATSAPP_ACCESS_TOKEN: 'whatsapp-access-token',
+  WHATSAPP_APP_SECRET: 'whatsapp-app-secret',
+  WHATSAPP_VERIFY_TOKEN: 'whatsapp-verify-token',
+  TEAMS_APP_ID: '00000000-0000-0000-0000-0000000000aa',
+  TEAMS_APP_PASSWORD: 'teams-app-password',
   REDIS_URL: 'redis://127.0.0.1:6379',
   DATABASE_URL: 'postgres://127.0.0.1:5432/test',
   SWITCHBOARD_API_KEY: 'api-key',
@@ -173,7 +179,7 @@ describe('parseConfig', () => {
           'concurrency.pipeline: expected a number, got "many"',
           'channels[0].mode: expected one of polling|webhook, got "push"',
           'channels[0].session_scope: expected one of chat|thread, got a list',
-          'channels[1].type: expected one of openapi|telegram|slack|discord|line|feishu, got "carrier-pigeon"',
+          'channels[1].type: expected one of openapi|telegram|slack|discord|line|whatsapp|teams|feishu, got "carrier-pigeon"',
           'pipelines[0].busy_mode: expected one of queue|collect, got "drop"',
         ].sort(),
       );
@@ -541,7 +547,9 @@ describe('loadConfig', () => {
         'line.yaml',
         'multi-pipeline.yaml',
         'slack.yaml',
+        'teams.yaml',
         'telegram.yaml',
+        'whatsapp.yaml',
       ]);
       for (const file of files) {
         await expect(
@@ -565,6 +573,22 @@ describe('loadConfig', () => {
         channelSecret: EXAMPLE_ENV.LINE_CHANNEL_SECRET,
         channelAccessToken: EXAMPLE_ENV.LINE_CHANNEL_ACCESS_TOKEN,
         webhookRedelivery: false,
+      });
+      const whatsapp = await loadConfig(join(CONFIG_DIR, 'examples', 'whatsapp.yaml'), { env: EXAMPLE_ENV });
+      expect(whatsapp.channels[0]).toMatchObject({
+        phoneNumberId: EXAMPLE_ENV.WHATSAPP_PHONE_NUMBER_ID,
+        accessToken: EXAMPLE_ENV.WHATSAPP_ACCESS_TOKEN,
+        appSecret: EXAMPLE_ENV.WHATSAPP_APP_SECRET,
+        verifyToken: EXAMPLE_ENV.WHATSAPP_VERIFY_TOKEN,
+        apiUrl: 'https://graph.facebook.com',
+        apiVersion: 'v21.0',
+      });
+      const teams = await loadConfig(join(CONFIG_DIR, 'examples', 'teams.yaml'), { env: EXAMPLE_ENV });
+      expect(teams.channels[0]).toMatchObject({
+        appId: EXAMPLE_ENV.TEAMS_APP_ID,
+        appPassword: EXAMPLE_ENV.TEAMS_APP_PASSWORD,
+        openIdMetadataUrl: 'https://login.botframework.com/v1/.well-known/openidconfiguration',
+        tokenUrl: 'https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token',
       });
     });
 

@@ -30,6 +30,8 @@ export interface ChannelEngineOptions {
   answer?: (text: string) => string[];
   /** Replaces the engine's ingress (a refusal, a failure). */
   ingress?: Ingress;
+  /** Wraps the engine's ingress (a refusal of one message among others). */
+  wrapIngress?: (ingress: Ingress) => Ingress;
   /** Leaves the channel unstarted. */
   started?: boolean;
 }
@@ -69,7 +71,7 @@ export async function startChannelEngine(options: ChannelEngineOptions): Promise
     limits: { maxPending: 100, maxPendingPerSession: 10 },
     pipelines: [policy],
   });
-  const ingress =
+  const engineIngress =
     options.ingress ??
     createIngress({
       pool,
@@ -77,6 +79,7 @@ export async function startChannelEngine(options: ChannelEngineOptions): Promise
       outcomes: bus,
       channelPolicy: () => options.policy,
     });
+  const ingress = options.wrapIngress?.(engineIngress) ?? engineIngress;
   const outbox = createMemoryReplyOutbox();
   const sender = createReplySender({
     outbox,

@@ -7,13 +7,12 @@ import type { IncomingMessage } from 'node:http';
 // biome-ignore lint/suspicious/noExplicitAny: platform payloads are read freely by fakes and tests
 export function readJsonBody(request: IncomingMessage): Promise<Record<string, any> | null> {
   return new Promise((resolve) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
+    // Chunks joined before decoding: a character's bytes may straddle two of them.
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       try {
-        const parsed: unknown = JSON.parse(raw);
+        const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
         const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
         resolve(isObject ? (parsed as Record<string, unknown>) : null);
       } catch {

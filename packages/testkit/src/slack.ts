@@ -102,6 +102,8 @@ export interface FakeSlack {
   acknowledged(envelopeId: string): boolean;
   /** Socket Mode connections currently open. */
   socketConnections(): number;
+  /** The most Socket Mode connections ever open at once. */
+  maxSocketConnections(): number;
   /** Cuts every Socket Mode connection, as a network failure would; clients reconnect. */
   dropSockets(): void;
   close(): Promise<void>;
@@ -146,6 +148,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const failures: SlackFailure[] = [];
   const hanging = new Set<ServerResponse>();
   const sockets = new Set<WebSocket>();
+  let maxSockets = 0;
   const acks = new Set<string>();
   const edits: SlackEdit[] = [];
   /** The text of each message the bot posted, by `<channel>/<ts>`. */
@@ -275,6 +278,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
       sockets.add(ws);
+      maxSockets = Math.max(maxSockets, sockets.size);
       ws.on('close', () => sockets.delete(ws));
       ws.on('message', (data) => {
         const reply = JSON.parse(String(data)) as { envelope_id?: unknown };
@@ -343,6 +347,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     },
     acknowledged: (envelopeId) => acks.has(envelopeId),
     socketConnections: () => sockets.size,
+    maxSocketConnections: () => maxSockets,
     dropSockets() {
       for (const ws of sockets) ws.terminate();
     },

@@ -61,7 +61,9 @@ function tokenProblem(err: unknown): string {
   }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the signature does not verify';
   if (err instanceof joseErrors.JWKSNoMatchingKey) return 'no published key matches the token';
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the signature algorithm is not accepted';
+  if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported) {
+    return 'the signature algorithm is not accepted';
+  }
   return 'the token is malformed';
 }
 
@@ -122,8 +124,14 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     try {
       return await (await remoteKeys())(header, token);
     } catch (err) {
-      // A token naming a key that is not published is the caller's fault, not the provider's.
-      if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys)
+      // A token naming a key that is not published, or an algorithm no published key can serve
+      // (HS256), is the caller's fault, not the provider's: it must not start the cooldown that
+      // refuses every good token meanwhile.
+      if (
+        err instanceof joseErrors.JWKSNoMatchingKey ||
+        err instanceof joseErrors.JWKSMultipleMatchingKeys ||
+        err instanceof joseErrors.JOSENotSupported
+      )
         throw err;
       coolingUntilMs = now() + cooldownMs;
       throw unreachable(err);

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Disposition } from './disposition.js';
 import { createRefusalLog } from './refusal-log.js';
 
-/** What `verify` sees of a call: its headers and the body exactly as received. */
+/** What `verify` sees of a call: its headers and the body as received, decoded as UTF-8. */
 export interface SignedCall {
   headers: IncomingHttpHeaders;
   /** The body as received: signatures cover bytes, not the parsed JSON. `''` when there is none. */
@@ -34,9 +34,10 @@ export interface WebhookOptions<Body> {
   authorize?: (headers: IncomingHttpHeaders) => string | null;
   /**
    * Checks a signature over the raw body before anything parses it. Returns why the call is
-   * refused, naming the header, or `null` to let it in.
+   * refused, naming the header, or `null` to let it in; asynchronously when the check fetches
+   * keys (a JWT verified against published keys).
    */
-  verify?: (call: SignedCall) => string | null;
+  verify?: (call: SignedCall) => string | null | Promise<string | null>;
   /** Reads a verified body; throws SB_HTTP_BAD_REQUEST naming the problem when it is malformed. */
   parse: (rawBody: string, headers: IncomingHttpHeaders) => Body;
   /**
@@ -75,8 +76,8 @@ function unavailable(reply: FastifyReply, code: ErrorCode, message: string, retr
 
 /**
  * Mounts a platform's webhook route on the gateway's server, in its own plugin scope whose
- * content-type parsers keep the body as a raw string (signatures cover the exact bytes); the body
- * limit is the server's own. In order:
+ * content-type parsers keep the body as a raw string (signatures cover the bytes; a body that is
+ * not valid UTF-8 fails its check); the body limit is the server's own. In order:
  *
  * 1. `authorize(headers)` in `onRequest`, before the body is read: 401 SB_HTTP_UNAUTHORIZED.
  * 2. `verify({ headers, rawBody })` before anything parses the body: 401 SB_HTTP_UNAUTHORIZED.
@@ -120,7 +121,7 @@ export function mountWebhook<Body>(server: FastifyInstance, options: WebhookOpti
       },
       async (request, reply) => {
         const rawBody = typeof request.body === 'string' ? request.body : '';
-        const problem = verify?.({ headers: request.headers, rawBody }) ?? null;
+        const problem = (await verify?.({ headers: request.headers, rawBody })) ?? null;
         if (problem !== null) return refuse(reply, problem);
 
         const handle = options.handler();

@@ -4,7 +4,8 @@ import { retryAfterMs } from './retry-after.js';
 
 /**
  * The failure a non-2xx HTTP answer reports: its status, the wait its `Retry-After` asks for and
- * the platform's message from its body (JSON, already parsed; anything else is ignored).
+ * the platform's message and code from its body (JSON, already parsed; anything else is
+ * ignored). The code is the `{ error: { code } }` of Graph (WhatsApp) and the Bot Framework.
  */
 export function failureOfHttpStatus(
   status: number,
@@ -13,8 +14,10 @@ export function failureOfHttpStatus(
 ): PlatformFailure {
   const waitMs = retryAfterMs(headers.get('retry-after'));
   const description = platformMessageOf(body);
+  const code = (body as { error?: { code?: unknown } } | null | undefined)?.error?.code;
   return {
     status,
+    ...(typeof code === 'number' || typeof code === 'string' ? { code } : {}),
     ...(waitMs === undefined ? {} : { retryAfterMs: waitMs }),
     ...(description === undefined ? {} : { description }),
   };

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isSwitchboardError } from '@switchboard/core';
@@ -175,6 +176,57 @@ describe('createJwtVerifier', () => {
           message: 'Authorization: no published key matches the token',
         },
       );
+    });
+  });
+
+  describe('when the token picks its own algorithm', () => {
+    /** A JWT of `header` and the default claims, signed with `sign` over the signing input. */
+    function handMade(header: object, sign: (input: string) => string): string {
+      const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      const claims = { iss: ISSUER, aud: AUDIENCE, exp: Math.floor(NOW_MS / 1000) + 3_600 };
+      const input = `${part(header)}.${part(claims)}`;
+      return `${input}.${sign(input)}`;
+    }
+
+    it('refuses alg none and HS256 keyed with the published public key, without fetching keys', async () => {
+      reset();
+      const verify = verifier();
+      const none = handMade({ alg: 'none', kid: 'key-1' }, () => '');
+      const publicJwk = JSON.stringify(provider.jwks.keys[0]);
+      const confused = handMade({ alg: 'HS256', kid: 'key-1' }, (input) =>
+        createHmac('sha256', publicJwk).update(input).digest('base64url'),
+      );
+      for (const jwt of [none, confused]) {
+        expect(await failure(verify.verify(`Bearer ${jwt}`))).toEqual({
+          code: 'SB_HTTP_UNAUTHORIZED',
+          message: 'Authorization: the signature algorithm is not accepted',
+        });
+      }
+      expect(provider.requests).toEqual([]);
+    });
+
+    it('refuses an accepted algorithm the key set cannot serve 401, and good tokens still pass', async () => {
+      reset();
+      const verify = verifier({ algorithms: ['RS256', 'HS256'] });
+      const hmac = handMade({ alg: 'HS256', kid: 'key-1' }, (input) =>
+        createHmac('sha256', 'guessed').update(input).digest('base64url'),
+      );
+      expect((await failure(verify.verify(`Bearer ${hmac}`))).code).toBe('SB_HTTP_UNAUTHORIZED');
+      expect(await verify.verify(`Bearer ${await token()}`)).toMatchObject({ iss: ISSUER });
+    });
+  });
+
+  describe('when a flood of tokens names keys that are not published', () => {
+    it('refuses each 401 and fetches the key set once, so the identity provider is not hammered', async () => {
+      reset();
+      const verify = verifier();
+      const other = (await generateKeyPair('RS256')).privateKey;
+      for (let i = 0; i < 20; i += 1) {
+        const jwt = await token({}, { key: other, kid: `unknown-${i}` });
+        expect((await failure(verify.verify(`Bearer ${jwt}`))).code).toBe('SB_HTTP_UNAUTHORIZED');
+      }
+      expect(provider.requests).toEqual(['/keys']);
+      expect(await verify.verify(`Bearer ${await token()}`)).toMatchObject({ iss: ISSUER });
     });
   });
 

@@ -159,6 +159,20 @@ describe('mountWebhook', () => {
       expect(counts).toEqual({ verified: 3, parsed: 0, handled: 0 });
     });
 
+    it('waits for an asynchronous check (keys fetched) before parsing', async () => {
+      const { server, counts } = await setUp({
+        verify: async ({ headers }) => {
+          await new Promise((resolve) => setImmediate(resolve));
+          return headers['x-demo-signature'] === 'sig-async' ? null : 'authorization: not accepted';
+        },
+      });
+      const refused = await post(server, '{"a": ', { signature: 'sig-0' });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.json().error.message).toBe('authorization: not accepted');
+      expect((await post(server, '{"a": 1}', { signature: 'sig-async' })).statusCode).toBe(200);
+      expect(counts).toEqual({ verified: 0, parsed: 1, handled: 1 });
+    });
+
     it('verifies the bytes as sent, whitespace included', async () => {
       const { server, handled } = await setUp();
       const raw = '{ "a" :  1 }\n';
@@ -245,6 +259,20 @@ describe('mountWebhook', () => {
           message: 'malformed webhook body acknowledged',
         },
       ]);
+      expect(counts.handled).toBe(0);
+    });
+  });
+
+  describe('when parse fails for another reason than a malformed body', () => {
+    it('leaves the answer to the server (5xx, redelivered), even where malformed bodies are acknowledged', async () => {
+      const { server, counts, lines } = await setUp({
+        malformed: 'acknowledge',
+        parse: () => {
+          throw new TypeError('a bug in the parser');
+        },
+      });
+      expect((await post(server, '{"a": 1}')).statusCode).toBe(500);
+      expect(lines).toEqual([]);
       expect(counts.handled).toBe(0);
     });
   });

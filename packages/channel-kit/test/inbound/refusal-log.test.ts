@@ -43,7 +43,7 @@ describe('createRefusalLog', () => {
   });
 
   describe('when the interval is set', () => {
-    it('logs again once it has passed, not before', () => {
+    it('logs again once it has passed, not before, counting what it left out since the last line', () => {
       const { logger, lines } = warnings();
       let nowMs = 0;
       const note = createRefusalLog({ logger, intervalMs: 10_000, now: () => nowMs });
@@ -52,9 +52,12 @@ describe('createRefusalLog', () => {
       note({ problem: 'b' });
       nowMs = 10_000;
       note({ problem: 'c' });
+      nowMs = 20_000;
+      note({ problem: 'd' });
       expect(lines.map((line) => line.fields)).toEqual([
         { problem: 'a', suppressed: 0 },
         { problem: 'c', suppressed: 1 },
+        { problem: 'd', suppressed: 0 },
       ]);
     });
   });

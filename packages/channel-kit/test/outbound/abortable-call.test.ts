@@ -34,6 +34,19 @@ describe('abortableCall', () => {
     });
   });
 
+  describe('when the deadline aborts a call that ignores it', () => {
+    it('rejects with the signal reason at once, and a late answer changes nothing', async () => {
+      const deadline = new AbortController();
+      const reason = new Error('send deadline');
+      let answer: (value: number) => void = () => {};
+      const call = () => new Promise<number>((resolve) => (answer = resolve));
+      const pending = abortableCall(deadline.signal, call, mapped);
+      deadline.abort(reason);
+      await expect(pending).rejects.toBe(reason);
+      answer(7);
+    });
+  });
+
   describe('when the deadline has passed already', () => {
     it('rejects with its reason without calling', async () => {
       const deadline = new AbortController();

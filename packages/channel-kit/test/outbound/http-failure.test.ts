@@ -39,6 +39,19 @@ describe('failureOfHttpStatus', () => {
     });
   });
 
+  describe('when the body is a Graph error', () => {
+    it('has its code and message', () => {
+      const body = {
+        error: { message: '(#131047) Re-engagement message', type: 'OAuthException', code: 131047 },
+      };
+      expect(failureOfHttpStatus(400, new Headers(), body)).toEqual({
+        status: 400,
+        code: 131047,
+        description: '(#131047) Re-engagement message',
+      });
+    });
+  });
+
   describe('when the answer carries neither', () => {
     it('has the status alone', () => {
       expect(failureOfHttpStatus(502, new Headers(), undefined)).toEqual({ status: 502 });

@@ -2,7 +2,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from 'node:net';
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
-import { requestPlatform } from '../../src/outbound/request-platform.js';
+import { MAX_ANSWER_BYTES, requestPlatform } from '../../src/outbound/request-platform.js';
 
 const TOKEN = 'line-channel-access-token-value';
 const where = { type: 'line', channelId: 'ln', call: 'POST /v2/bot/message/push' };
@@ -129,6 +129,26 @@ describe('requestPlatform', () => {
     });
   });
 
+  describe('when the call is a form post', () => {
+    it('sends the fields url-encoded, without the JSON content type', async () => {
+      const fake = await fakePlatform(answer(200, { access_token: 'a' }));
+      const token = await requestPlatform({
+        where,
+        url: fake.url,
+        form: { grant_type: 'client_credentials', scope: 'https://x/.default' },
+        timeoutMs: 2_000,
+      });
+      expect(token).toEqual({ access_token: 'a' });
+      expect(fake.requests[0]?.headers['content-type']).toBe(
+        'application/x-www-form-urlencoded;charset=UTF-8',
+      );
+      expect(Object.fromEntries(new URLSearchParams(fake.requests[0]?.body))).toEqual({
+        grant_type: 'client_credentials',
+        scope: 'https://x/.default',
+      });
+    });
+  });
+
   describe('when the platform answers 400 with a body that is not JSON', () => {
     it('rejects with a final SB_CHANNEL_SEND_FAILED naming the status', async () => {
       const fake = await fakePlatform((_request, _body, response) => {
@@ -150,6 +170,50 @@ describe('requestPlatform', () => {
         'line channel "ln": POST /v2/bot/message/push failed: network error (no answer within 200 ms)',
       );
       expect(fake.requests).toHaveLength(1);
+    });
+  });
+
+  describe('when the answer starts in time but its body does not end within timeoutMs', () => {
+    it('rejects with a retryable SB_CHANNEL_SEND_FAILED saying so', async () => {
+      const fake = await fakePlatform((_request, _body, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"sentMessages": [');
+      });
+      const error = await request(fake.url, 200).catch((rejection: unknown) => rejection);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: true });
+      expect((error as Error).message).toContain('no answer within 200 ms');
+    });
+  });
+
+  describe('when the answer is larger than MAX_ANSWER_BYTES', () => {
+    /** Writes `{"x":"xxx…` without end, as fast as the client reads, until it hangs up. */
+    const endless: Handler = (_request, _body, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = 'x'.repeat(64 * 1024);
+      const pump = () => {
+        while (!response.destroyed && response.write(chunk)) {}
+        if (!response.destroyed) response.once('drain', pump);
+      };
+      response.write('{"x":"');
+      pump();
+    };
+
+    it('stops reading at the limit and rejects with a final SB_CHANNEL_SEND_FAILED naming it', async () => {
+      const fake = await fakePlatform(endless);
+      const error = await request(fake.url, 10_000).catch((rejection: unknown) => rejection);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: false });
+      expect((error as Error).message).toBe(
+        `line channel "ln": POST /v2/bot/message/push failed (HTTP 200: the answer is larger than ${MAX_ANSWER_BYTES} bytes)`,
+      );
+    });
+
+    it('still maps an error status by its status and Retry-After', async () => {
+      const fake = await fakePlatform((_request, _body, response) => {
+        response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
+        response.end(`{"message":"${'x'.repeat(MAX_ANSWER_BYTES)}"}`);
+      });
+      const error = await request(fake.url, 10_000).catch((rejection: unknown) => rejection);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_RATE_LIMITED', retryable: true, retryAfterMs: 7_000 });
     });
   });
 

@@ -47,11 +47,15 @@ function failedWith(error: unknown, status: number, description?: string): boole
   return details.status === status && (description === undefined || details.description === description);
 }
 
-/** A reply token, and once used, by which send and whether the reply went through. */
+/** How often the held tokens are swept: a sweep visits them all, so not on every event. */
+const SWEEP_EVERY_MS = 10_000;
+
+/** A reply token, and once used, by which send, when, and whether the reply went through. */
 interface ReplyToken {
   replyToken: string;
   timestampMs: number;
   sendKey?: string;
+  usedAtMs?: number;
   replied?: boolean;
 }
 
@@ -62,16 +66,26 @@ interface ReplyToken {
  * process), or when LINE refuses it, the call is a push to the chat like every later one, with an
  * `X-Line-Retry-Key` derived from the turn: a push tried again after a timeout or a 5xx is
  * delivered once, and LINE's 409 for the repeat counts as sent. A reply takes no retry key, so a
- * token's use is remembered until its send succeeds (at most `maxAgeMs`): a retried send skips the
- * reply that went through and pushes one whose outcome is unknown (LINE may then show it twice).
+ * token's use is remembered until its send succeeds (at most `maxAgeMs` from the use, as long as
+ * the outbox tries it again): a retried send skips the reply that went through and pushes one whose
+ * outcome is unknown (LINE may then show it twice).
  */
 export function createLineSender(api: LineApi, options: { maxAgeMs: number; now: () => number }) {
   const tokens = new Map<string, ReplyToken>();
+  let nextSweepMs = 0;
+
+  /** Unused, a token is good for a reply until it is stale; used, it is kept for the send's retries. */
+  function heldUntil(token: ReplyToken): number {
+    return token.usedAtMs === undefined
+      ? token.timestampMs + REPLY_TOKEN_FRESH_MS
+      : token.usedAtMs + options.maxAgeMs;
+  }
 
   function forgetOld(nowMs: number) {
+    if (nowMs < nextSweepMs) return;
+    nextSweepMs = nowMs + SWEEP_EVERY_MS;
     for (const [id, token] of tokens) {
-      const keptMs = token.sendKey === undefined ? REPLY_TOKEN_FRESH_MS : options.maxAgeMs;
-      if (nowMs - token.timestampMs >= keptMs) tokens.delete(id);
+      if (nowMs >= heldUntil(token)) tokens.delete(id);
     }
   }
 
@@ -105,8 +119,11 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
 
     /** Sends `replies` into the chat of `origin`; `answering` (the turn) names the retry keys. */
     async send(origin: InboundMessage, replies: readonly Reply[], signal: AbortSignal, answering: string) {
-      forgetOld(options.now());
-      const token = tokens.get(origin.id);
+      const nowMs = options.now();
+      forgetOld(nowMs);
+      const held = tokens.get(origin.id);
+      // The sweep is periodic: a token past its time may still be held.
+      const token = held !== undefined && nowMs < heldUntil(held) ? held : undefined;
       const texts = splitReplies(replies, MAX_TEXT_CHARS).map((part) => part.text);
       for (let index = 0; index * MAX_MESSAGES_PER_CALL < texts.length; index += 1) {
         const batch = texts.slice(index * MAX_MESSAGES_PER_CALL, (index + 1) * MAX_MESSAGES_PER_CALL);
@@ -115,6 +132,7 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
         if (index === 0 && token?.sendKey === key && token.replied) continue;
         if (index === 0 && token !== undefined && token.sendKey === undefined) {
           token.sendKey = key;
+          token.usedAtMs = nowMs;
           token.replied = await reply(token, messages, signal);
           if (token.replied) continue;
         }

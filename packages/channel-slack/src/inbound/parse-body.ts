@@ -15,7 +15,7 @@ function parseObject(json: string, what: string): Record<string, unknown> {
  * naming the problem. Pure.
  */
 export function parseSlackBody(rawBody: string, contentType: string | undefined): Record<string, unknown> {
-  if (contentType?.startsWith('application/x-www-form-urlencoded')) {
+  if (contentType?.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
     const form = new URLSearchParams(rawBody);
     const payload = form.get('payload');
     return payload === null ? Object.fromEntries(form) : parseObject(payload, ' in the payload field');

@@ -42,6 +42,19 @@ export function inboundChecks(capabilities: ChannelCapabilities, world: () => Co
     },
   );
 
+  describe('when two different events arrive', () => {
+    it('queues each of them: their redelivery keys differ', async () => {
+      const { harness, ingress } = world();
+      const texts = [uniqueText('first of two'), uniqueText('second of two')];
+      for (const text of texts) {
+        const answer = await harness.deliver(harness.event({ chat: 'direct', text }), 'signed');
+        if (capabilities.acknowledgement === 'ack') expect(answer.acknowledged).toBe(true);
+      }
+      await eventually(() => ingress.queued.length === 2, 5_000, 'both events queued');
+      expect(texts.map((text) => offeredWith(world(), text).length)).toEqual([1, 1]);
+    });
+  });
+
   describe.skipIf(!capabilities.redelivery)('when the platform delivers an event again', () => {
     it('queues one message for the two deliveries and acknowledges both', async () => {
       const { harness, ingress } = world();

@@ -28,6 +28,14 @@ export const ElementSchema = z.discriminatedUnion('type', [
     is_bot_self: z.boolean().default(false),
   }),
   z.object({ type: z.literal('quote'), message_id: z.string(), text: z.string().optional() }),
+  /** A shared place: its coordinates in degrees, with the name and address the sender picked. */
+  z.object({
+    type: z.literal('location'),
+    latitude: z.number().min(-90).max(90),
+    longitude: z.number().min(-180).max(180),
+    name: z.string().optional(),
+    address: z.string().optional(),
+  }),
   z.object({ type: z.literal('command'), name: z.string(), args: z.string().default('') }),
 ]);
 export type Element = z.infer<typeof ElementSchema>;

@@ -111,6 +111,7 @@ const ELEMENT_SAMPLES: Record<ElementType, NonNullable<InboundMessageInput['elem
   file: { type: 'file', name: 'a.pdf' },
   mention: { type: 'mention', user_id: 'u2' },
   quote: { type: 'quote', message_id: '7' },
+  location: { type: 'location', latitude: 52.52, longitude: 13.405 },
   command: { type: 'command', name: 'start' },
 };
 

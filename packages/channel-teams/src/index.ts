@@ -1,0 +1,15 @@
+// The public surface of @switchboard/channel-teams: the factory the app wires, then the pure
+// parts (activity reader, normalizer, renderer) and the inbound check for tools and tests.
+export { createTeamsChannel } from './channel.js';
+export type { TeamsChannelOptions } from './channel.js';
+export { parseActivity } from './inbound/activity.js';
+export type { Activity, MessageActivity } from './inbound/activity.js';
+export { BOT_FRAMEWORK_ISSUER, createTeamsAuthenticator } from './inbound/authenticate.js';
+export type { TeamsAuthOptions } from './inbound/authenticate.js';
+export { normalizeTeamsActivity } from './inbound/normalize.js';
+export type { NormalizeContext } from './inbound/normalize.js';
+export { BOT_FRAMEWORK_SCOPE, createAccessTokens } from './outbound/access-token.js';
+export type { AccessTokenOptions, AccessTokens } from './outbound/access-token.js';
+export { MAX_TEXT_CHARS, renderTeamsReplies, replyTargetOf } from './outbound/connector.js';
+export { activityRefKey, parseActivityRefKey } from './activity-ref.js';
+export type { ActivityRef } from './activity-ref.js';
