@@ -23,6 +23,9 @@ const EXTERNAL = [
   // bundle may rename apart from the global; keeping every name instead (`keepNames`) cost 15–20%
   // of the CPU per request, as each closure created got its name set anew.
   'abort-controller',
+  // Reads its own package.json (for its User-Agent) from `__dirname`, outside any try: bundled,
+  // every call of the Feishu channel would throw.
+  '@larksuiteoapi/node-sdk',
   'zlib-sync',
   'bufferutil',
   'utf-8-validate',

@@ -111,6 +111,15 @@ export async function createChannels(
         );
         break;
       }
+      case 'feishu': {
+        const { createFeishuChannel } = await import('@switchboard/channel-feishu');
+        policies.set(channel.id, channel.policy);
+        adapters.set(
+          channel.id,
+          createFeishuChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
+        );
+        break;
+      }
     }
   }
   const outbound = new Map(config.channels.map((channel) => [channel.id, channel.outbound]));

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFakeFeishu } from '@switchboard/testkit/feishu';
 import { startFakeLine } from '@switchboard/testkit/line';
 import { startFakeTeams } from '@switchboard/testkit/teams';
 import { startFakeWhatsApp } from '@switchboard/testkit/whatsapp';
@@ -21,6 +22,8 @@ const UNCONFIGURED = [
   '@slack/bolt',
   'discord.js',
   '@line/bot-sdk',
+  '@larksuiteoapi/node-sdk',
+  'axios',
   // The JWT checks of Teams' activities (channel-kit's `./jwt`).
   'jose',
   'undici',
@@ -194,6 +197,34 @@ routing: { default: echo }
         const loaded = record.loaded();
         expect(loaded).toContain('jose');
         expect(UNCONFIGURED.filter((name) => name !== 'jose' && loaded.has(name))).toEqual([]);
+      } finally {
+        await fake.close();
+      }
+    });
+  });
+
+  describe('when serve runs a Feishu channel', () => {
+    it('loads the Lark SDK (and its HTTP client), and no other platform library', async () => {
+      const fake = await startFakeFeishu();
+      try {
+        const dir = tempDir();
+        const record = recording(dir);
+        const feishu = `channels: [{ id: fs, type: feishu, app_id: ${fake.appId}, app_secret: ${fake.appSecret}, encrypt_key: ${fake.encryptKey}, domain: "${fake.url}" }]
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+        const gateway = await startServe({
+          dir,
+          configPath: writeConfig(dir, testConfig(dir, feishu)),
+          env: record.env,
+        });
+        expect(await gateway.stop()).toBe(0);
+        // The channel started: it asked Feishu who the bot is.
+        expect(fake.callsTo('bot_info')).toHaveLength(1);
+        const loaded = record.loaded();
+        expect(loaded).toContain('@larksuiteoapi/node-sdk');
+        const FEISHU_ONLY = ['@larksuiteoapi/node-sdk', 'axios'];
+        expect(UNCONFIGURED.filter((name) => !FEISHU_ONLY.includes(name) && loaded.has(name))).toEqual([]);
       } finally {
         await fake.close();
       }

@@ -4,6 +4,7 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  conformanceOutbound,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
@@ -47,16 +48,11 @@ async function startDiscordHarness(): Promise<ChannelHarness> {
     type: 'discord',
     token: TOKEN,
     api_url: fake.url,
-    outbound: {
-      send_timeout: `${SEND_TIMEOUT_MS}ms`,
-      edit_interval: `${EDIT_INTERVAL_MS}ms`,
-      rate: {
-        enabled: true,
-        per_bot: null,
-        per_chat: { limit: PER_CHAT.limit, per: `${PER_CHAT.perMs}ms` },
-        per_group: null,
-      },
-    },
+    outbound: conformanceOutbound({
+      sendTimeoutMs: SEND_TIMEOUT_MS,
+      editIntervalMs: EDIT_INTERVAL_MS,
+      perChat: PER_CHAT,
+    }),
   });
 
   function failure(of: SendFailure): FakeDiscordFailure {

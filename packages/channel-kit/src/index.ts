@@ -59,5 +59,6 @@ export { redact, redactValue } from './outbound/redact.js';
 export { MAX_ANSWER_BYTES, requestPlatform } from './outbound/request-platform.js';
 export type { PlatformRequest } from './outbound/request-platform.js';
 export { MAX_RETRY_AFTER_MS, retryAfterMs } from './outbound/retry-after.js';
+export { retryKeyOf } from './outbound/retry-key.js';
 export { splitReplies } from './outbound/split-replies.js';
 export type { ReplyPart } from './outbound/split-replies.js';

@@ -4,4 +4,3 @@ export { createLineChannel } from './channel.js';
 export type { LineChannelOptions } from './channel.js';
 export { normalizeLineEvent } from './inbound/normalize.js';
 export type { LineMessageEvent, NormalizeContext } from './inbound/normalize.js';
-export { retryKeyOf } from './outbound/retry-key.js';

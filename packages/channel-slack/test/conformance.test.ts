@@ -6,6 +6,7 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  conformanceOutbound,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
@@ -68,16 +69,11 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     ...(mode === 'events_api' ? { signing_secret: SIGNING_SECRET } : { app_token: APP_TOKEN }),
     api_url: fake.apiUrl,
     bot_user_id: 'UBOT',
-    outbound: {
-      send_timeout: `${SEND_TIMEOUT_MS}ms`,
-      edit_interval: `${EDIT_INTERVAL_MS}ms`,
-      rate: {
-        enabled: true,
-        per_bot: null,
-        per_chat: { limit: PER_CHAT.limit, per: `${PER_CHAT.perMs}ms` },
-        per_group: null,
-      },
-    },
+    outbound: conformanceOutbound({
+      sendTimeoutMs: SEND_TIMEOUT_MS,
+      editIntervalMs: EDIT_INTERVAL_MS,
+      perChat: PER_CHAT,
+    }),
   });
 
   function gatewayUrl(): Promise<string> {

@@ -6,6 +6,7 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  conformanceOutbound,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
@@ -63,16 +64,11 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
     api_root: fake.url,
     mode,
     ...(mode === 'webhook' ? { webhook: { secret_token: WEBHOOK_SECRET } } : {}),
-    outbound: {
-      send_timeout: `${SEND_TIMEOUT_MS}ms`,
-      edit_interval: `${EDIT_INTERVAL_MS}ms`,
-      rate: {
-        enabled: true,
-        per_bot: null,
-        per_chat: { limit: PER_CHAT.limit, per: `${PER_CHAT.perMs}ms` },
-        per_group: null,
-      },
-    },
+    outbound: conformanceOutbound({
+      sendTimeoutMs: SEND_TIMEOUT_MS,
+      editIntervalMs: EDIT_INTERVAL_MS,
+      perChat: PER_CHAT,
+    }),
   });
 
   function webhookUrl(): Promise<string> {

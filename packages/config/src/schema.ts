@@ -1,4 +1,5 @@
 import { DiscordChannelSchema } from '@switchboard/channel-discord/options';
+import { FeishuChannelSchema } from '@switchboard/channel-feishu/options';
 import { bearerCredential } from '@switchboard/channel-kit/options';
 import { LineChannelSchema } from '@switchboard/channel-line/options';
 import { OpenApiChannelSchema } from '@switchboard/channel-openapi/options';
@@ -156,6 +157,7 @@ export const ChannelSchema = z.discriminatedUnion('type', [
   LineChannelSchema,
   WhatsAppChannelSchema,
   TeamsChannelSchema,
+  FeishuChannelSchema,
 ]);
 
 /**

@@ -42,6 +42,7 @@ describe('configJsonSchema', () => {
         'line',
         'whatsapp',
         'teams',
+        'feishu',
       ]);
       expect(typesOf('pipelines')).toEqual(['echo', 'http', 'openai', 'process']);
     });

@@ -5,6 +5,7 @@ export {
   REFUSAL_RETRY_AFTER_MS,
   capturingLogger,
   conformanceIngress,
+  conformanceOutbound,
   describeChannelConformance,
 } from './channel-conformance/index.js';
 export type {
@@ -13,6 +14,7 @@ export type {
   ChannelHarness,
   ChannelHarnessFactory,
   ConformanceIngress,
+  ConformanceTimings,
   DeliveryAnswer,
   DeliveryMode,
   EventSpec,

@@ -1,7 +1,8 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
+import { readJsonBody } from './json-body.js';
 
 /**
  * A fake LINE Messaging API for tests: a node:http server on 127.0.0.1 that answers
@@ -165,24 +166,6 @@ export function signLineBody(channelSecret: string, body: string): string {
   return createHmac('sha256', channelSecret).update(body).digest('base64');
 }
 
-function readBody(request: IncomingMessage): Promise<Json | null> {
-  return new Promise((resolve) => {
-    // Chunks joined before decoding: a character's bytes may straddle two of them.
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      try {
-        const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        resolve(
-          typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Json) : null,
-        );
-      } catch {
-        resolve(null);
-      }
-    });
-  });
-}
-
 function idOf(source: LineSource): string {
   if (source.type === 'group') return source.groupId;
   return source.type === 'room' ? source.roomId : source.userId;
@@ -294,7 +277,7 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
 
   const server: Server = createServer(async (request, response) => {
     const at = Date.now();
-    const body = await readBody(request);
+    const body = await readJsonBody(request);
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const endpoint = ENDPOINTS[`${request.method} ${path}`] ?? 'unknown';
     const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];

@@ -1,6 +1,7 @@
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
+import { readJsonBody } from './json-body.js';
 
 /**
  * A fake Telegram Bot API for tests: a node:http server on 127.0.0.1 that answers
@@ -193,23 +194,6 @@ const DESCRIPTIONS: Record<number, string> = {
 /** The kind of an update: its one field besides `update_id`. */
 function kindOf(update: Json): string | undefined {
   return Object.keys(update).find((key) => key !== 'update_id');
-}
-
-function readBody(request: IncomingMessage): Promise<Json> {
-  return new Promise((resolve) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => {
-      raw += chunk.toString();
-    });
-    request.on('end', () => {
-      try {
-        const parsed: unknown = raw === '' ? {} : JSON.parse(raw);
-        resolve(typeof parsed === 'object' && parsed !== null ? (parsed as Json) : {});
-      } catch {
-        resolve({});
-      }
-    });
-  });
 }
 
 /** Starts the fake on 127.0.0.1, port 0. */
@@ -417,7 +401,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const server: Server = createServer(async (request, response) => {
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
-    const body = await readBody(request);
+    const body = (await readJsonBody(request)) ?? {};
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(path);
     const method = match?.[2] ?? '';

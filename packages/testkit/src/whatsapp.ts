@@ -1,8 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
+import { readJsonBody } from './json-body.js';
 
 /**
  * A fake WhatsApp Business Cloud API for tests: a node:http server on 127.0.0.1 that answers
@@ -193,23 +194,6 @@ export function signWhatsAppBody(appSecret: string, body: string): string {
   return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`;
 }
 
-function readBody(request: IncomingMessage): Promise<Json | null> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      try {
-        const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        resolve(
-          typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Json) : null,
-        );
-      } catch {
-        resolve(null);
-      }
-    });
-  });
-}
-
 /** 400 naming the first bad parameter of a text message, as Graph does; `null` when it is good. */
 function badMessage(body: Json | null): Answer | null {
   const invalid = (detail: string) => graphError(400, 100, `(#100) Invalid parameter: ${detail}`);
@@ -303,7 +287,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
 
   const server: Server = createServer(async (request, response) => {
     const at = Date.now();
-    const body = await readBody(request);
+    const body = await readJsonBody(request);
     const method = request.method ?? 'GET';
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];

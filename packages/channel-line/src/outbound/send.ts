@@ -1,7 +1,6 @@
 import type { messagingApi } from '@line/bot-sdk';
-import { requestPlatform, splitReplies } from '@switchboard/channel-kit';
+import { requestPlatform, retryKeyOf, splitReplies } from '@switchboard/channel-kit';
 import { type InboundMessage, type Reply, isSwitchboardError } from '@switchboard/core';
-import { retryKeyOf } from './retry-key.js';
 
 /** LINE's limits of one reply or push: 5 message objects, of at most 5,000 characters each. */
 export const MAX_MESSAGES_PER_CALL = 5;

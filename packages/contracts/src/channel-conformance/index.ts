@@ -10,6 +10,8 @@ import { singleOwnerChecks } from './single-owner-checks.js';
 export { conformanceIngress, REFUSAL_RETRY_AFTER_MS } from './conformance-ingress.js';
 export type { ConformanceIngress, IngressMode } from './conformance-ingress.js';
 export { capturingLogger } from './capturing-logger.js';
+export { conformanceOutbound } from './conformance-outbound.js';
+export type { ConformanceTimings } from './conformance-outbound.js';
 export type {
   AdapterSetup,
   ChannelCapabilities,

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The `X-Line-Retry-Key` of one push: a UUID (version 8, name-based) hashed from what the push
- * is — the turn (or message) it answers, its place in the send and its texts — so that every try
- * of the same push carries the same key and LINE accepts it once (a repeat answers 409). The
- * texts count too: a dead-letter notice for a message must not share the key of its answer.
+ * The idempotency key of one platform call of a send (LINE's `X-Line-Retry-Key`, Feishu's
+ * `uuid`): a UUID (version 8, name-based) hashed from what the call is — the turn (or message) it
+ * answers, its place in the send and its texts — so that every try of the same call carries the
+ * same key and the platform takes it once. The texts count too: a dead-letter notice for a
+ * message must not share the key of its answer.
  */
 export function retryKeyOf(answering: string, index: number, texts: readonly string[]): string {
   const hex = createHash('sha256')

@@ -1,0 +1,148 @@
+import {
+  ACKNOWLEDGED,
+  type PacingOptions,
+  channelPacing,
+  deliveryKey,
+  dispositionOf,
+  mountWebhook,
+  sendParts,
+  showPreview,
+  webhookPath,
+} from '@switchboard/channel-kit';
+import {
+  type ChannelAdapter,
+  type Ingress,
+  type Logger,
+  SwitchboardError,
+  newMessageId,
+} from '@switchboard/core';
+import type { FastifyInstance } from 'fastify';
+import type { FeishuChannelConfig } from './options.js';
+import { normalizeFeishuEvent } from './inbound/normalize.js';
+import { type FeishuBody, openFeishuBody } from './inbound/open-body.js';
+import { verifyFeishuCall } from './inbound/verify.js';
+import { createFeishuApi } from './outbound/open-api.js';
+import { feishuMessageCalls, renderFeishuReplies } from './outbound/send.js';
+
+/** Options of `createFeishuChannel`. */
+export interface FeishuChannelOptions extends PacingOptions {
+  /** The parsed `channels[]` entry of `type: feishu`. */
+  config: FeishuChannelConfig;
+  /** The gateway's HTTP server: the event webhook is mounted at `/feishu/<channel id>` at once. */
+  server: FastifyInstance;
+  logger: Logger;
+  /** Clock, ms since the epoch. Default: `Date.now`. */
+  now?: () => number;
+}
+
+const DEFAULTS = { now: Date.now } satisfies Partial<FeishuChannelOptions>;
+
+/** The v2 event envelope's fields the channel reads. */
+interface EventHeader {
+  event_id?: unknown;
+  event_type?: unknown;
+}
+
+/**
+ * The Feishu / Lark channel on the official node SDK. `start` learns the bot's open_id (`GET
+ * /open-apis/bot/v3/info`, unless configured), which makes mentions of it and its own messages
+ * recognisable. Events come to `POST /feishu/<channel id>`: signed and encrypted with the encrypt
+ * key, or carrying the verification token (`inbound/verify.ts`, 401 otherwise); the console's
+ * `url_verification` gets its challenge back; `im.message.receive_v1` events go to the ingress keyed
+ * on their `event_id`, so a redelivery is a duplicate; other events are acknowledged and ignored.
+ * Replies use the message reply API with a tenant access token the SDK fetches and renews;
+ * streamed previews edit the bot's message.
+ */
+export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapter {
+  const { config } = options;
+  const now = options.now ?? DEFAULTS.now;
+  const logger = options.logger.child({ component: 'channel.feishu', channel: config.id });
+  const path = webhookPath('feishu', config.id);
+  const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
+  const api = createFeishuApi(config, (waitMs) => observer.rateLimited(config.id, waitMs ?? 0));
+  let ingress: Ingress | null = null;
+  let botOpenId: string | null = null;
+
+  async function take(current: Ingress, openId: string, body: FeishuBody) {
+    if (body.type === 'url_verification')
+      return { acknowledge: true as const, body: { challenge: body.challenge } };
+    const header = (body.header ?? {}) as EventHeader;
+    if (header.event_type !== 'im.message.receive_v1' || typeof header.event_id !== 'string') {
+      logger.debug({ eventType: header.event_type }, 'feishu event ignored');
+      return ACKNOWLEDGED;
+    }
+    const message = normalizeFeishuEvent(body.event, {
+      channelId: config.id,
+      botOpenId: openId,
+      messageId: newMessageId(),
+      receivedAt: now(),
+    });
+    if (message === null) return ACKNOWLEDGED;
+    return dispositionOf(await current.accept(message, deliveryKey(header.event_id)));
+  }
+
+  mountWebhook<FeishuBody>(options.server, {
+    path,
+    name: `feishu channel "${config.id}"`,
+    logger,
+    verify: (signed) => verifyFeishuCall(signed, { channelId: config.id, ...config }),
+    parse: (rawBody) => openFeishuBody(rawBody, config.encryptKey),
+    handler: () => {
+      const current = ingress;
+      const openId = botOpenId;
+      if (current === null || openId === null) return null;
+      return (body) => take(current, openId, body);
+    },
+  });
+
+  async function whoAmI(): Promise<string> {
+    if (config.botOpenId !== undefined) return config.botOpenId;
+    const answer = await api.call<{ bot?: { open_id?: string } }>(
+      'bot.info',
+      { method: 'GET', url: '/open-apis/bot/v3/info' },
+      AbortSignal.timeout(config.outbound.sendTimeoutMs),
+    );
+    if (answer.bot?.open_id === undefined) {
+      // An app without the bot capability has no bot to answer as.
+      throw new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
+        message: `feishu channel "${config.id}": bot.info has no open_id; enable the app's bot capability`,
+      });
+    }
+    return answer.bot.open_id;
+  }
+
+  return {
+    id: config.id,
+    type: 'feishu',
+
+    async start(context) {
+      botOpenId = await whoAmI();
+      ingress = context.ingress;
+      logger.info({ path, botOpenId }, 'channel started');
+    },
+
+    async stop() {
+      ingress = null;
+      logger.info({}, 'channel stopped');
+    },
+
+    async send(origin, replies, signal, sendOptions) {
+      const calls = feishuMessageCalls(origin, { api, pacer, signal });
+      await sendParts(
+        renderFeishuReplies(replies, sendOptions?.turn ?? origin.id),
+        calls,
+        sendOptions?.draft,
+      );
+    },
+
+    preview(origin, text, draft, signal) {
+      const calls = feishuMessageCalls(origin, { api, pacer, signal });
+      return showPreview(renderFeishuReplies([{ text }]), calls, draft);
+    },
+
+    health: () =>
+      ingress === null
+        ? { ready: false, detail: 'not running (before start or after stop)' }
+        : { ready: true },
+  };
+}

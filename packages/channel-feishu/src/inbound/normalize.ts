@@ -1,0 +1,116 @@
+import { type Element, type InboundMessage, parseInboundMessage, parseOrThrow } from '@switchboard/core';
+import { z } from 'zod';
+
+/** What the normalizer needs besides the event; passed in so that it stays pure. */
+export interface NormalizeContext {
+  /** The configured channel id (`channels[].id`). */
+  channelId: string;
+  /** The bot's open_id: mentions of it set `mentions_bot`, its own messages are `is_bot`. */
+  botOpenId: string;
+  /** The gateway id for the message (`newMessageId()`). */
+  messageId: string;
+  /** Milliseconds since the epoch. */
+  receivedAt: number;
+}
+
+const UserIdSchema = z.object({ open_id: z.string().min(1) });
+
+/** The `event` of an `im.message.receive_v1` (schema 2.0), the fields the gateway reads. */
+const MessageEventSchema = z.object({
+  sender: z.object({ sender_id: UserIdSchema, sender_type: z.string().optional() }),
+  message: z.object({
+    message_id: z.string().min(1),
+    root_id: z.string().optional(),
+    parent_id: z.string().optional(),
+    thread_id: z.string().optional(),
+    chat_id: z.string().min(1),
+    chat_type: z.string(),
+    message_type: z.string(),
+    content: z.string(),
+    mentions: z
+      .array(z.object({ key: z.string(), id: UserIdSchema, name: z.string().optional() }))
+      .optional(),
+  }),
+});
+
+/** A message event as the channel reads it; its `message` decides where the answer goes. */
+export type FeishuMessageEvent = z.output<typeof MessageEventSchema>;
+
+/** The text of a `text` message, or of a `post` (rich text: its title and text runs). */
+function textOf(type: string, content: Record<string, unknown>): string {
+  if (type === 'text') return typeof content.text === 'string' ? content.text : '';
+  const title = typeof content.title === 'string' ? [content.title] : [];
+  const lines = Array.isArray(content.content) ? (content.content as unknown[]) : [];
+  const runs = lines.map((line) =>
+    (Array.isArray(line) ? line : [])
+      .map((run: { tag?: unknown; text?: unknown }) => (typeof run.text === 'string' ? run.text : ''))
+      .join(''),
+  );
+  return [...title, ...runs].filter((line) => line !== '').join('\n');
+}
+
+/** Images, files and voice notes, fetched later by key (`file_id`). */
+function mediaOf(type: string, content: Record<string, unknown>): Element | null {
+  const key = (name: string) => (typeof content[name] === 'string' ? (content[name] as string) : '');
+  if (type === 'image') return { type: 'image', file_id: key('image_key') };
+  if (type === 'audio') return { type: 'voice', file_id: key('file_key') };
+  if (type === 'file') return { type: 'file', file_id: key('file_key'), name: key('file_name') };
+  return null;
+}
+
+/**
+ * Turns the `event` of an `im.message.receive_v1` into an `InboundMessage`; `null` for message
+ * kinds the gateway does not read (stickers, cards, shares…). Throws SB_HTTP_BAD_REQUEST naming
+ * the bad field of a malformed event. Pure.
+ *
+ * `p2p` chats are `person`, group chats `group`, keyed by `chat_id`; a topic (`thread_id`, else
+ * the reply chain's `root_id`) is the thread. Mention placeholders (`@_user_1`) read as `@name`;
+ * a mention of the bot's open_id sets `mentions_bot`. `raw` is the event.
+ */
+export function normalizeFeishuEvent(event: unknown, context: NormalizeContext): InboundMessage | null {
+  const { sender, message } = parseOrThrow(MessageEventSchema, event, 'SB_HTTP_BAD_REQUEST', 'feishu event');
+  let content: Record<string, unknown>;
+  try {
+    content = JSON.parse(message.content) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  const media = mediaOf(message.message_type, content);
+  if (message.message_type !== 'text' && message.message_type !== 'post' && media === null) return null;
+
+  const mentions = message.mentions ?? [];
+  const text = mentions.reduce(
+    (rendered, mention) => rendered.replaceAll(mention.key, `@${mention.name ?? mention.id.open_id}`),
+    media === null ? textOf(message.message_type, content) : '',
+  );
+  const elements: Element[] = [
+    ...(text === '' ? [] : [{ type: 'text' as const, text }]),
+    ...mentions.map((mention) => ({
+      type: 'mention' as const,
+      user_id: mention.id.open_id,
+      ...(mention.name === undefined ? {} : { name: mention.name }),
+      is_bot_self: mention.id.open_id === context.botOpenId,
+    })),
+    ...(message.parent_id ? [{ type: 'quote' as const, message_id: message.parent_id }] : []),
+    ...(media === null ? [] : [media]),
+  ];
+  const thread = message.thread_id || message.root_id;
+  const senderId = sender.sender_id.open_id;
+  return parseInboundMessage({
+    id: context.messageId,
+    platform: 'feishu',
+    channel: context.channelId,
+    chat: {
+      type: message.chat_type === 'p2p' ? 'person' : 'group',
+      id: message.chat_id,
+      ...(thread ? { thread } : {}),
+    },
+    sender: { id: senderId, is_bot: sender.sender_type === 'app' || senderId === context.botOpenId },
+    elements,
+    text,
+    mentions_bot: mentions.some((mention) => mention.id.open_id === context.botOpenId),
+    platform_message_id: message.message_id,
+    received_at: context.receivedAt,
+    raw: event,
+  });
+}

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import { type SignedCall, constantTimeEqual } from '@switchboard/channel-kit';
+import { isSwitchboardError } from '@switchboard/core';
+import { type FeishuBody, openFeishuBody, tokenOf } from './open-body.js';
+
+/** What a channel checks calls with. */
+export interface FeishuKeys {
+  /** The configured channel id, named in refusals. */
+  channelId: string;
+  encryptKey?: string;
+  verificationToken?: string;
+}
+
+/** `X-Lark-Signature`: the hex SHA-256 of timestamp, nonce, encrypt key and raw body, concatenated. */
+export function feishuSignature(
+  timestamp: string,
+  nonce: string,
+  encryptKey: string,
+  rawBody: string,
+): string {
+  return createHash('sha256')
+    .update(timestamp + nonce + encryptKey + rawBody)
+    .digest('hex');
+}
+
+const headerOf = (call: SignedCall, name: string) => {
+  const value = call.headers[name];
+  return typeof value === 'string' ? value : undefined;
+};
+
+/**
+ * Why a webhook call is refused (401), or `null`. With an encrypt key Feishu signs every event:
+ * the signature must match. It does not sign the console's URL check, which passes unsigned only
+ * when it decrypts with the key (and carries the verification token, when one is set). Without an
+ * encrypt key nothing is signed and the body's verification token is the only check.
+ */
+export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys): string | null {
+  const { channelId, encryptKey, verificationToken } = keys;
+  const signature = headerOf(call, 'x-lark-signature');
+  if (encryptKey !== undefined && signature !== undefined) {
+    const timestamp = headerOf(call, 'x-lark-request-timestamp') ?? '';
+    const nonce = headerOf(call, 'x-lark-request-nonce') ?? '';
+    const expected = feishuSignature(timestamp, nonce, encryptKey, call.rawBody);
+    return constantTimeEqual(expected, signature)
+      ? null
+      : `x-lark-signature: not made with channels[${channelId}].encrypt_key`;
+  }
+  let body: FeishuBody;
+  try {
+    body = openFeishuBody(call.rawBody, encryptKey);
+  } catch (err) {
+    if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST')) throw err;
+    return `unsigned body cannot be checked (${err.message})`;
+  }
+  if (encryptKey !== undefined && body.type !== 'url_verification') return 'x-lark-signature: missing';
+  if (verificationToken !== undefined && !constantTimeEqual(tokenOf(body) ?? '', verificationToken)) {
+    return `token: missing or not channels[${channelId}].verification_token`;
+  }
+  return null;
+}

@@ -1,0 +1,196 @@
+import { conformanceIngress } from '@switchboard/contracts';
+import { silentLogger } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type FeishuGateway, type FeishuGatewayOptions, startFeishuGateway } from './harness.js';
+
+let gateway: FeishuGateway | undefined;
+afterEach(async () => {
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+async function start(options: FeishuGatewayOptions = {}): Promise<FeishuGateway> {
+  gateway = await startFeishuGateway(options);
+  return gateway;
+}
+
+describe('feishu channel', () => {
+  describe('when the console checks the URL', () => {
+    it('echoes the challenge of an encrypted, unsigned url_verification', async () => {
+      const { fake, webhookUrl } = await start();
+      const answer = await fake.verifyUrl(webhookUrl);
+      expect(answer).toMatchObject({ status: 200, body: { challenge: answer.challenge } });
+    });
+
+    it('refuses a plain url_verification with the wrong token (401)', async () => {
+      const { fake, webhookUrl } = await start({ fake: { encryptKey: null } });
+      const answer = await fake.verifyUrl(webhookUrl, { token: 'not-the-token' });
+      expect(answer.status).toBe(401);
+      expect(JSON.stringify(answer.body)).toContain('verification_token');
+    });
+  });
+
+  describe('when an event is not signed with the encrypt key', () => {
+    it('answers 401 to a forged signature and to none, and takes nothing', async () => {
+      const { fake, webhookUrl, outcomes } = await start();
+      const event = fake.messageEvent({ text: 'hello' });
+      expect((await fake.deliverEvent(webhookUrl, event, { signature: 'f'.repeat(64) })).status).toBe(401);
+      expect((await fake.deliverEvent(webhookUrl, event, { signature: null })).status).toBe(401);
+      expect(outcomes).toHaveLength(0);
+      expect(fake.callsTo('reply')).toHaveLength(0);
+    });
+  });
+
+  describe('when the app secret is wrong', () => {
+    it('fails the start with SB_CHANNEL_AUTH_FAILED naming app_secret', async () => {
+      const { fake, channel } = await start({ started: false, config: { app_secret: 'not-the-secret' } });
+      await expect(
+        channel.start({ ingress: conformanceIngress().ingress, logger: silentLogger }),
+      ).rejects.toMatchObject({
+        code: 'SB_CHANNEL_AUTH_FAILED',
+        message: expect.stringContaining('channels[fs].app_secret'),
+      });
+      expect(fake.callsTo('bot_info')).toEqual([]);
+    });
+  });
+
+  describe('when a user writes to the bot one to one', () => {
+    it('answers with the reply API, fetching the tenant token once', async () => {
+      const { fake, webhookUrl } = await start();
+      const event = fake.messageEvent({ text: 'hello' });
+      expect((await fake.deliverEvent(webhookUrl, event)).status).toBe(200);
+      expect(await fake.waitForShown(event.event.message.chat_id, 1)).toEqual(['echo: hello']);
+      await fake.deliverEvent(webhookUrl, fake.messageEvent({ text: 'again' }));
+      await fake.waitForShown(event.event.message.chat_id, 2);
+      expect(fake.callsTo('token')).toHaveLength(1);
+      expect(fake.botMessages()[0]?.replyTo).toBe(event.event.message.message_id);
+    });
+
+    it('takes a redelivered event (same event_id) once', async () => {
+      const { fake, webhookUrl, outcomes } = await start();
+      const event = fake.messageEvent({ text: 'once' });
+      await fake.deliverEvent(webhookUrl, event);
+      await fake.deliverEvent(webhookUrl, event);
+      await fake.waitForShown(event.event.message.chat_id, 1);
+      await eventually(() => outcomes.some((outcome) => outcome.kind === 'duplicate'), 5_000, 'a duplicate');
+      expect(fake.callsTo('reply')).toHaveLength(1);
+    });
+  });
+
+  describe('when a message comes in a group', () => {
+    it('answers only when the bot is mentioned, in the same chat', async () => {
+      const { fake, webhookUrl, outcomes } = await start();
+      const chatId = 'oc_group1';
+      await fake.deliverEvent(webhookUrl, fake.messageEvent({ text: 'chatter', chatType: 'group', chatId }));
+      await eventually(
+        () => outcomes.some((outcome) => outcome.kind === 'ignored'),
+        5_000,
+        'an ignored outcome',
+      );
+      await fake.deliverEvent(
+        webhookUrl,
+        fake.messageEvent({ text: 'hi bot', chatType: 'group', chatId, mentionBot: true }),
+      );
+      expect(await fake.waitForShown(chatId, 1)).toEqual(['echo: @Switchboard hi bot']);
+    });
+
+    it('ignores messages of the bot itself', async () => {
+      const { fake, webhookUrl, outcomes } = await start();
+      const event = fake.messageEvent({ text: 'mine', senderOpenId: fake.botOpenId, senderType: 'app' });
+      expect((await fake.deliverEvent(webhookUrl, event)).status).toBe(200);
+      await eventually(
+        () => outcomes.some((outcome) => outcome.kind === 'ignored'),
+        5_000,
+        'an ignored outcome',
+      );
+      expect(fake.callsTo('reply')).toHaveLength(0);
+    });
+  });
+
+  describe('when sending', () => {
+    it('splits a reply past the text limit into parts sent in order', async () => {
+      const long = `${'a'.repeat(30_000)}${'b'.repeat(10)}`;
+      const { fake, webhookUrl } = await start({ answer: () => [long] });
+      const event = fake.messageEvent({ text: 'long' });
+      await fake.deliverEvent(webhookUrl, event);
+      expect(await fake.waitForShown(event.event.message.chat_id, 2)).toEqual([
+        'a'.repeat(30_000),
+        'bbbbbbbbbb',
+      ]);
+    });
+
+    it('delivers once, later, a reply the platform rate-limited', async () => {
+      const { fake, webhookUrl } = await start();
+      fake.failNext('reply', 1, { kind: 'rate_limited', resetSeconds: 0 });
+      const event = fake.messageEvent({ text: 'busy' });
+      await fake.deliverEvent(webhookUrl, event);
+      expect(await fake.waitForShown(event.event.message.chat_id, 1)).toEqual(['echo: busy']);
+      expect(fake.callsTo('reply').map((call) => call.status)).toEqual([429, 200]);
+    });
+
+    it('fails a rate-limited send as retryable SB_CHANNEL_RATE_LIMITED', async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      fake.failNext('reply', 1, { kind: 'rate_limited', resetSeconds: 3 });
+      await expect(channel.send(origin, [{ text: 'x' }], AbortSignal.timeout(2_000))).rejects.toMatchObject({
+        code: 'SB_CHANNEL_RATE_LIMITED',
+        retryable: true,
+        retryAfterMs: 3_000,
+      });
+    });
+
+    it('names app_secret, and never shows it, when the platform refuses the credentials', async () => {
+      const { fake, webhookUrl, channel } = await start({ config: { bot_open_id: 'ou_bot0000' } });
+      const origin = await originOf(fake, webhookUrl);
+      fake.revokeTokens();
+      fake.failNext('token', 1, { kind: 'auth' });
+      const failure = await channel
+        .send(origin, [{ text: 'x' }], AbortSignal.timeout(2_000))
+        .catch((err) => err);
+      expect(failure).toMatchObject({ code: 'SB_CHANNEL_AUTH_FAILED' });
+      expect(failure.message).toContain('channels[fs].app_secret');
+      expect(JSON.stringify({ message: failure.message, details: failure.details })).not.toContain(
+        fake.appSecret,
+      );
+    });
+
+    it('fetches a new tenant token when the platform refuses the cached one, and sends', async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      fake.revokeTokens();
+      await channel.send(origin, [{ text: 'after the revocation' }], AbortSignal.timeout(2_000));
+      expect(fake.shownIn(origin.chat.id).at(-1)).toBe('after the revocation');
+      expect(fake.callsTo('token')).toHaveLength(2);
+      expect(fake.callsTo('reply').map((call) => call.status)).toEqual([200, 400, 200]);
+    });
+
+    it('streams a preview by editing the bot message, which the final send edits again', async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      const signal = AbortSignal.timeout(2_000);
+      const draft = await channel.preview?.(origin, 'partial', undefined, signal);
+      await channel.preview?.(origin, 'partial answer', draft, signal);
+      await channel.send(origin, [{ text: 'the whole answer' }], signal, { draft });
+      const message = fake.botMessages().find((candidate) => candidate.id === draft);
+      expect(message?.texts).toEqual(['partial', 'partial answer', 'the whole answer']);
+      expect(fake.callsTo('update')).toHaveLength(2);
+    });
+  });
+});
+
+/** A message taken by the channel (its echo shown), to answer to directly. */
+async function originOf(fake: FeishuGateway['fake'], webhookUrl: string) {
+  const event = fake.messageEvent({ text: 'origin' });
+  await fake.deliverEvent(webhookUrl, event);
+  await fake.waitForShown(event.event.message.chat_id, 1);
+  const { normalizeFeishuEvent } = await import('../src/inbound/normalize.js');
+  const origin = normalizeFeishuEvent(event.event, {
+    channelId: 'fs',
+    botOpenId: fake.botOpenId,
+    messageId: '01JORIGIN0000000000000000',
+    receivedAt: Date.now(),
+  });
+  if (origin === null) throw new Error('not a message');
+  return origin;
+}
