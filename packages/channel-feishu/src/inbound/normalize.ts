@@ -1,4 +1,10 @@
-import { type Element, type InboundMessage, parseInboundMessage, parseOrThrow } from '@switchboard/core';
+import {
+  type Element,
+  type InboundMessage,
+  SwitchboardError,
+  parseInboundMessage,
+  parseOrThrow,
+} from '@switchboard/core';
 import { z } from 'zod';
 
 /** What the normalizer needs besides the event; passed in so that it stays pure. */
@@ -12,6 +18,11 @@ export interface NormalizeContext {
   /** Milliseconds since the epoch. */
   receivedAt: number;
 }
+
+/** A mention placeholder in a message's text: `@_user_1`. */
+const MENTION_KEY = /^@_user_\d{1,4}$/;
+const MENTION_PLACEHOLDERS = /@_user_\d{1,4}/g;
+const MAX_MENTIONS = 50;
 
 const UserIdSchema = z.object({ open_id: z.string().min(1) });
 
@@ -27,11 +38,23 @@ const MessageEventSchema = z.object({
     chat_type: z.string(),
     message_type: z.string(),
     content: z.string(),
+    // Feishu numbers the placeholders of a message's mentions: the key is one of them, and a
+    // message carries a bounded number (an unbounded list would only cost the gateway time).
     mentions: z
-      .array(z.object({ key: z.string(), id: UserIdSchema, name: z.string().optional() }))
+      .array(
+        z.object({
+          key: z.string().regex(MENTION_KEY, 'expected a placeholder like @_user_1'),
+          id: UserIdSchema,
+          name: z.string().optional(),
+        }),
+      )
+      .max(MAX_MENTIONS)
       .optional(),
   }),
 });
+
+/** `message.content`: JSON of an object whose fields depend on `message_type`. */
+const ContentSchema = z.record(z.string(), z.unknown());
 
 /** A message event as the channel reads it; its `message` decides where the answer goes. */
 export type FeishuMessageEvent = z.output<typeof MessageEventSchema>;
@@ -42,8 +65,11 @@ function textOf(type: string, content: Record<string, unknown>): string {
   const title = typeof content.title === 'string' ? [content.title] : [];
   const lines = Array.isArray(content.content) ? (content.content as unknown[]) : [];
   const runs = lines.map((line) =>
-    (Array.isArray(line) ? line : [])
-      .map((run: { tag?: unknown; text?: unknown }) => (typeof run.text === 'string' ? run.text : ''))
+    (Array.isArray(line) ? (line as unknown[]) : [])
+      .map((run) => {
+        const text = typeof run === 'object' && run !== null ? (run as { text?: unknown }).text : undefined;
+        return typeof text === 'string' ? text : '';
+      })
       .join(''),
   );
   return [...title, ...runs].filter((line) => line !== '').join('\n');
@@ -61,7 +87,8 @@ function mediaOf(type: string, content: Record<string, unknown>): Element | null
 /**
  * Turns the `event` of an `im.message.receive_v1` into an `InboundMessage`; `null` for message
  * kinds the gateway does not read (stickers, cards, shares…). Throws SB_HTTP_BAD_REQUEST naming
- * the bad field of a malformed event. Pure.
+ * the bad field of a malformed event (content that is not a JSON object, a mention key that is not
+ * a placeholder, more than 50 mentions). Pure.
  *
  * `p2p` chats are `person`, group chats `group`, keyed by `chat_id`; a topic (`thread_id`, else
  * the reply chain's `root_id`) is the thread. Mention placeholders (`@_user_1`) read as `@name`;
@@ -69,19 +96,24 @@ function mediaOf(type: string, content: Record<string, unknown>): Element | null
  */
 export function normalizeFeishuEvent(event: unknown, context: NormalizeContext): InboundMessage | null {
   const { sender, message } = parseOrThrow(MessageEventSchema, event, 'SB_HTTP_BAD_REQUEST', 'feishu event');
-  let content: Record<string, unknown>;
+  let parsed: unknown;
   try {
-    content = JSON.parse(message.content) as Record<string, unknown>;
+    parsed = JSON.parse(message.content);
   } catch {
-    return null;
+    throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
+      message: 'feishu event: message.content: not JSON',
+    });
   }
+  const content = parseOrThrow(ContentSchema, parsed, 'SB_HTTP_BAD_REQUEST', 'feishu event message.content');
   const media = mediaOf(message.message_type, content);
   if (message.message_type !== 'text' && message.message_type !== 'post' && media === null) return null;
 
   const mentions = message.mentions ?? [];
-  const text = mentions.reduce(
-    (rendered, mention) => rendered.replaceAll(mention.key, `@${mention.name ?? mention.id.open_id}`),
-    media === null ? textOf(message.message_type, content) : '',
+  const names = new Map(mentions.map((mention) => [mention.key, `@${mention.name ?? mention.id.open_id}`]));
+  // One pass over the text: a name that looks like a placeholder is not replaced again.
+  const text = (media === null ? textOf(message.message_type, content) : '').replace(
+    MENTION_PLACEHOLDERS,
+    (key) => names.get(key) ?? key,
   );
   const elements: Element[] = [
     ...(text === '' ? [] : [{ type: 'text' as const, text }]),
