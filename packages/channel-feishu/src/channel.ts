@@ -21,6 +21,7 @@ import type { FeishuChannelConfig } from './options.js';
 import { normalizeFeishuEvent } from './inbound/normalize.js';
 import { type FeishuBody, openFeishuBody } from './inbound/open-body.js';
 import { verifyFeishuCall } from './inbound/verify.js';
+import { createEditCounts } from './outbound/edit-counts.js';
 import { createFeishuApi } from './outbound/open-api.js';
 import { feishuMessageCalls, renderFeishuReplies } from './outbound/send.js';
 
@@ -51,7 +52,8 @@ interface EventHeader {
  * `url_verification` gets its challenge back; `im.message.receive_v1` events go to the ingress keyed
  * on their `event_id`, so a redelivery is a duplicate; other events are acknowledged and ignored.
  * Replies use the message reply API with a tenant access token the SDK fetches and renews;
- * streamed previews edit the bot's message.
+ * streamed previews edit the bot's message, within Feishu's 20 edits of a message
+ * (`outbound/send.ts`).
  */
 export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapter {
   const { config } = options;
@@ -60,6 +62,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
   const path = webhookPath('feishu', config.id);
   const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
   const api = createFeishuApi(config, (waitMs) => observer.rateLimited(config.id, waitMs ?? 0));
+  const edits = createEditCounts();
   let ingress: Ingress | null = null;
   let botOpenId: string | null = null;
 
@@ -127,7 +130,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     },
 
     async send(origin, replies, signal, sendOptions) {
-      const calls = feishuMessageCalls(origin, { api, pacer, signal });
+      const calls = feishuMessageCalls(origin, { api, pacer, signal, edits, purpose: 'answer' });
       await sendParts(
         renderFeishuReplies(replies, sendOptions?.turn ?? origin.id),
         calls,
@@ -136,7 +139,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     },
 
     preview(origin, text, draft, signal) {
-      const calls = feishuMessageCalls(origin, { api, pacer, signal });
+      const calls = feishuMessageCalls(origin, { api, pacer, signal, edits, purpose: 'preview' });
       return showPreview(renderFeishuReplies([{ text }]), calls, draft);
     },
 

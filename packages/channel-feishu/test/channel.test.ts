@@ -176,6 +176,39 @@ describe('feishu channel', () => {
       expect(message?.texts).toEqual(['partial', 'partial answer', 'the whole answer']);
       expect(fake.callsTo('update')).toHaveLength(2);
     });
+
+    it("keeps the last of Feishu's 20 edits of a message for the answer when previews stream long", async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      // 21 paced calls at Feishu's 5 a second.
+      const signal = AbortSignal.timeout(15_000);
+      let draft: string | undefined;
+      for (let index = 1; index <= 25; index += 1)
+        draft = await channel.preview?.(origin, `part ${index}`, draft, signal);
+      await channel.send(origin, [{ text: 'the whole answer' }], signal, { draft });
+      expect(fake.shownIn(origin.chat.id).filter((text) => text === 'the whole answer')).toHaveLength(1);
+      expect(
+        fake
+          .botMessages()
+          .find((message) => message.id === draft)
+          ?.texts.at(-1),
+      ).toBe('the whole answer');
+      expect(fake.callsTo('update')).toHaveLength(20);
+      expect(fake.callsTo('update').every((call) => call.status === 200)).toBe(true);
+    });
+
+    it("posts the answer as a new reply when Feishu refuses the draft's last edit", async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      const signal = AbortSignal.timeout(5_000);
+      const draft = await channel.preview?.(origin, 'partial', undefined, signal);
+      // Edited where this process could not count it (before a restart): the cap is spent.
+      fake.failNext('update', 1, { kind: 'edit_limit' });
+      await channel.send(origin, [{ text: 'the whole answer' }], signal, { draft });
+      expect(fake.shownIn(origin.chat.id).filter((text) => text === 'the whole answer')).toHaveLength(1);
+      expect(fake.callsTo('update').map((call) => call.status)).toEqual([400]);
+      expect(fake.botMessages().at(-1)?.replyTo).toBe(origin.platform_message_id);
+    });
   });
 });
 

@@ -11,7 +11,8 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
  * access token of a self-built app (`POST /open-apis/auth/v3/tenant_access_token/internal`, a
  * wrong secret answers code 10014), the bot's info (`GET /open-apis/bot/v3/info`), and text
  * messages: reply (`POST /open-apis/im/v1/messages/:id/reply`, deduplicated by `uuid`), create
- * (`POST /open-apis/im/v1/messages`) and edit (`PUT /open-apis/im/v1/messages/:id`). API calls
+ * (`POST /open-apis/im/v1/messages`) and edit (`PUT /open-apis/im/v1/messages/:id`; as Feishu, at
+ * most 20 times a message: the 21st answers code 230072). API calls
  * need `Authorization: Bearer <issued tenant token>` (else code 99991663). Every call is recorded;
  * the next calls of an endpoint can answer a frequency limit (HTTP 429, code 99991400,
  * `x-ogw-ratelimit-reset`), a refused token, a 500, or hang. With `rateLimits.perChat` it enforces
@@ -57,6 +58,8 @@ export type FakeFeishuFailure =
   | { kind: 'rate_limited'; resetSeconds?: number }
   | { kind: 'auth' }
   | { kind: 'http_status'; status: number }
+  /** What the 21st edit of a message answers (code 230072), as when another process edited it. */
+  | { kind: 'edit_limit' }
   /** Never answers (until `close`); nothing is sent. */
   | { kind: 'hang' };
 
@@ -168,6 +171,12 @@ interface Answer {
 
 const ok = (data: Json = {}): Answer => ({ status: 200, body: { code: 0, msg: 'success', ...data } });
 const TOKEN_TTL_S = 7200;
+/** Feishu's limit on edits of one message. */
+const MAX_EDITS = 20;
+const EDIT_LIMIT_REACHED: Answer = {
+  status: 400,
+  body: { code: 230072, msg: 'The message has reached the number of times it can be edited.' },
+};
 
 /** Starts a fake open platform on 127.0.0.1 and an ephemeral port. */
 export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<FakeFeishu> {
@@ -263,6 +272,10 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       const message = bot.find((candidate) => candidate.id === target);
       if (message === undefined)
         return { status: 400, body: { code: 230027, msg: 'Lack of necessary permissions' } };
+      // `texts` holds the posted text and one per edit.
+      if (message.texts.length > MAX_EDITS) {
+        return EDIT_LIMIT_REACHED;
+      }
       message.texts.push(text);
       return ok({ data: {} });
     }
@@ -337,7 +350,9 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
             ? { status: 400, body: { code: 99991663, msg: 'Invalid access token for authorization' } }
             : failure?.kind === 'http_status'
               ? { status: failure.status, body: { code: 1, msg: 'internal error' } }
-              : answer(call, url);
+              : failure?.kind === 'edit_limit'
+                ? EDIT_LIMIT_REACHED
+                : answer(call, url);
     call.status = result.status;
     response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers });
     response.end(JSON.stringify(result.body));

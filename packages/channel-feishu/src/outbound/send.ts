@@ -1,5 +1,12 @@
 import { type MessageCalls, retryKeyOf, splitReplies } from '@switchboard/channel-kit';
-import { type InboundMessage, type Reply, type SendPacer, pacedChatOf } from '@switchboard/core';
+import {
+  type InboundMessage,
+  type Reply,
+  type SendPacer,
+  isSwitchboardError,
+  pacedChatOf,
+} from '@switchboard/core';
+import { type EditCounts, MAX_EDITS } from './edit-counts.js';
 import type { FeishuApi } from './open-api.js';
 
 /**
@@ -25,19 +32,49 @@ export function renderFeishuReplies(replies: readonly Reply[], answering?: strin
   }));
 }
 
+/** Feishu's code for an edit past a message's 20. */
+const EDIT_LIMIT_REACHED = 230072;
+
+const isEditLimit = (error: unknown) =>
+  isSwitchboardError(error, 'SB_CHANNEL_SEND_FAILED') && error.details?.code === EDIT_LIMIT_REACHED;
+
+/** Options of `feishuMessageCalls`. */
+export interface FeishuMessageCallsOptions {
+  api: FeishuApi;
+  pacer: SendPacer;
+  signal: AbortSignal;
+  /** The channel's count of edits per message. */
+  edits: EditCounts;
+  /** `preview` edits the draft while edits are left; `answer` shows the final text. */
+  purpose: 'preview' | 'answer';
+}
+
 /**
  * Replies to `origin` (a reply to a message in a topic lands in the topic: the queued origin keeps
  * no platform event to tell) and edits the bot's text messages, paced per chat.
+ *
+ * Feishu edits a message 20 times at most: previews stop editing a draft after 19, which keeps
+ * the last edit for the answer. Should that edit be refused for the limit all the same (edits
+ * this process did not count, before a restart), the answer is posted as a new reply instead.
  */
 export function feishuMessageCalls(
   origin: InboundMessage,
-  options: { api: FeishuApi; pacer: SendPacer; signal: AbortSignal },
+  options: FeishuMessageCallsOptions,
 ): MessageCalls<FeishuText> {
-  const { api, pacer, signal } = options;
+  const { api, pacer, signal, edits, purpose } = options;
   const chat = pacedChatOf(origin);
   const messageUrl = (id: string) => `/open-apis/im/v1/messages/${encodeURIComponent(id)}`;
   const content = (text: string) => JSON.stringify({ text });
-  return {
+  async function update(text: string, ref: string) {
+    await pacer.pace(chat, signal);
+    await api.call(
+      'im.message.update',
+      { method: 'PUT', url: messageUrl(ref), data: { msg_type: 'text', content: content(text) } },
+      signal,
+    );
+  }
+
+  const calls: MessageCalls<FeishuText> = {
     async post({ text, uuid }) {
       await pacer.pace(chat, signal);
       const answer = await api.call<{ data?: { message_id?: string } }>(
@@ -51,13 +88,22 @@ export function feishuMessageCalls(
       );
       return answer.data?.message_id ?? '';
     },
-    async edit({ text }, ref) {
-      await pacer.pace(chat, signal);
-      await api.call(
-        'im.message.update',
-        { method: 'PUT', url: messageUrl(ref), data: { msg_type: 'text', content: content(text) } },
-        signal,
-      );
+    async edit(message, ref) {
+      if (purpose === 'preview') {
+        if (edits.of(ref) >= MAX_EDITS - 1) return;
+        await update(message.text, ref);
+        edits.add(ref);
+        return;
+      }
+      try {
+        await update(message.text, ref);
+      } catch (error) {
+        if (!isEditLimit(error)) throw error;
+        await calls.post(message);
+      } finally {
+        edits.forget(ref);
+      }
     },
   };
+  return calls;
 }
