@@ -1,6 +1,7 @@
 import { conformanceIngress } from '@switchboard/contracts';
 import { silentLogger } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
+import { encryptFeishuBody } from '@switchboard/testkit/feishu';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type FeishuGateway, type FeishuGatewayOptions, startFeishuGateway } from './harness.js';
 
@@ -32,6 +33,19 @@ describe('feishu channel', () => {
   });
 
   describe('when an event is not signed with the encrypt key', () => {
+    it('refuses (401) an unencrypted url_verification when an encrypt key is set', async () => {
+      const { fake, webhookUrl } = await start({ config: { verification_token: undefined } });
+      const check = { type: 'url_verification', challenge: 'x' };
+      const answer = await fake.deliverEvent(webhookUrl, check, { signature: null, plain: true });
+      expect(answer.status).toBe(401);
+      // Only `{ encrypt }` is read unsigned: a field beside it is refused too.
+      const { encrypt } = JSON.parse(encryptFeishuBody(fake.encryptKey as string, JSON.stringify(check)));
+      const beside = { encrypt, ...check };
+      expect((await fake.deliverEvent(webhookUrl, beside, { signature: null, plain: true })).status).toBe(
+        401,
+      );
+    });
+
     it('answers 401 to a forged signature and to none, and takes nothing', async () => {
       const { fake, webhookUrl, outcomes } = await start();
       const event = fake.messageEvent({ text: 'hello' });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type SignedCall, constantTimeEqual } from '@switchboard/channel-kit';
+import { type SignedCall, constantTimeEqual, parseJsonObject } from '@switchboard/channel-kit';
 import { isSwitchboardError } from '@switchboard/core';
 import { type FeishuBody, openFeishuBody, tokenOf } from './open-body.js';
 
@@ -28,10 +28,17 @@ const headerOf = (call: SignedCall, name: string) => {
   return typeof value === 'string' ? value : undefined;
 };
 
+/** Whether `rawBody` is `{ encrypt }` and nothing else: how the console's URL check comes encrypted. */
+function isEncryptedOnly(rawBody: string): boolean {
+  const outer = parseJsonObject(rawBody);
+  return outer.ok && Object.keys(outer.value).length === 1 && typeof outer.value.encrypt === 'string';
+}
+
 /**
  * Why a webhook call is refused (401), or `null`. With an encrypt key Feishu signs every event:
  * the signature must match. It does not sign the console's URL check, which passes unsigned only
- * when it decrypts with the key (and carries the verification token, when one is set). Without an
+ * as a body of `encrypt` alone that decrypts with the key to a `url_verification` (carrying the
+ * verification token, when one is set): a plain body would pass on knowing the URL alone. Without an
  * encrypt key nothing is signed and the body's verification token is the only check.
  */
 export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys): string | null {
@@ -44,6 +51,9 @@ export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys): string | n
     return constantTimeEqual(expected, signature)
       ? null
       : `x-lark-signature: not made with channels[${channelId}].encrypt_key`;
+  }
+  if (encryptKey !== undefined && !isEncryptedOnly(call.rawBody)) {
+    return 'x-lark-signature: missing (unsigned, only the encrypted URL check, `{"encrypt": …}`, is taken)';
   }
   let body: FeishuBody;
   try {
