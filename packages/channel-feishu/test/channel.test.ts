@@ -169,6 +169,21 @@ describe('feishu channel', () => {
       );
     });
 
+    it.each([
+      ['its frequency limit', 99991400, 'SB_CHANNEL_RATE_LIMITED'],
+      ['a code not about credentials', 20050, 'SB_CHANNEL_SEND_FAILED'],
+    ])('fails as retryable when the token endpoint answers %s', async (_, code, expected) => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      fake.revokeTokens();
+      fake.failNext('token', 1, { kind: 'code', code });
+      await expect(channel.send(origin, [{ text: 'x' }], AbortSignal.timeout(2_000))).rejects.toMatchObject({
+        code: expected,
+        retryable: true,
+      });
+      expect(fake.callsTo('token').at(-1)?.status).toBe(200);
+    });
+
     it('fetches a new tenant token when the platform refuses the cached one, and sends', async () => {
       const { fake, webhookUrl, channel } = await start();
       const origin = await originOf(fake, webhookUrl);

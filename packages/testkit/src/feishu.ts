@@ -58,6 +58,8 @@ export type FakeFeishuFailure =
   | { kind: 'rate_limited'; resetSeconds?: number }
   | { kind: 'auth' }
   | { kind: 'http_status'; status: number }
+  /** HTTP 200 with this open platform `code`: how the token endpoint refuses, and others too. */
+  | { kind: 'code'; code: number }
   /** What the 21st edit of a message answers (code 230072), as when another process edited it. */
   | { kind: 'edit_limit' }
   /** Never answers (until `close`); nothing is sent. */
@@ -350,9 +352,11 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
             ? { status: 400, body: { code: 99991663, msg: 'Invalid access token for authorization' } }
             : failure?.kind === 'http_status'
               ? { status: failure.status, body: { code: 1, msg: 'internal error' } }
-              : failure?.kind === 'edit_limit'
-                ? EDIT_LIMIT_REACHED
-                : answer(call, url);
+              : failure?.kind === 'code'
+                ? { status: 200, body: { code: failure.code, msg: 'refused by the fake' } }
+                : failure?.kind === 'edit_limit'
+                  ? EDIT_LIMIT_REACHED
+                  : answer(call, url);
     call.status = result.status;
     response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers });
     response.end(JSON.stringify(result.body));

@@ -32,9 +32,13 @@ function answerFailure({ code, msg }: OpenApiAnswer): PlatformFailure {
 function failureOf(error: unknown): PlatformFailure {
   if (!axios.isAxiosError(error)) {
     const said = error instanceof Error ? error.message : String(error);
-    // The SDK's own words when the token endpoint answered without a token: only its code and msg.
-    const refused = said.startsWith('failed to get tenant_access_token');
-    return { description: said, ...(refused ? { kind: 'auth' as const } : {}) };
+    // The SDK's own words when the token endpoint answered without a token: `failed to get
+    // tenant_access_token, code: <code>, msg: <msg>`. Its code says whether the credentials were
+    // refused; any other refusal (a frequency limit, an outage) may pass later.
+    if (!said.startsWith('failed to get tenant_access_token')) return { description: said };
+    const code = /code: (\d+)/.exec(said)?.[1];
+    if (code === undefined) return { description: said, kind: 'transient' };
+    return { code: Number(code), description: said, kind: CODE_KINDS.get(Number(code)) ?? 'transient' };
   }
   if (error.response === undefined) return { network: networkReasonOf(error) };
   const { status, headers, data } = error.response;
