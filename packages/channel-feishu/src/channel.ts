@@ -88,7 +88,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     path,
     name: `feishu channel "${config.id}"`,
     logger,
-    verify: (signed) => verifyFeishuCall(signed, { channelId: config.id, ...config }),
+    verify: (signed) => verifyFeishuCall(signed, { channelId: config.id, ...config }, now()),
     parse: (rawBody) => openFeishuBody(rawBody, config.encryptKey),
     handler: () => {
       const current = ingress;

@@ -33,6 +33,16 @@ describe('feishu channel', () => {
   });
 
   describe('when an event is not signed with the encrypt key', () => {
+    it('refuses (401) a signed event whose timestamp is an hour old, and takes nothing', async () => {
+      const { fake, webhookUrl, outcomes } = await start();
+      const event = fake.messageEvent({ text: 'replayed' });
+      const hourAgo = Math.floor(Date.now() / 1000) - 3600;
+      const answer = await fake.deliverEvent(webhookUrl, event, { timestamp: hourAgo });
+      expect(answer.status).toBe(401);
+      expect(JSON.stringify(answer.body)).toContain('x-lark-request-timestamp');
+      expect(outcomes).toHaveLength(0);
+    });
+
     it('refuses (401) an unencrypted url_verification when an encrypt key is set', async () => {
       const { fake, webhookUrl } = await start({ config: { verification_token: undefined } });
       const check = { type: 'url_verification', challenge: 'x' };

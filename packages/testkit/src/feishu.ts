@@ -137,12 +137,13 @@ export interface FakeFeishu {
   /**
    * POSTs `body` to `url` as Feishu does: encrypted and signed when the fake has an encrypt key;
    * `signature` overrides the header (`null` leaves the signature headers out); `plain` posts the
-   * body as it is, unencrypted (a body that is not JSON).
+   * body as it is, unencrypted (a body that is not JSON); `timestamp` (Unix seconds) is signed
+   * instead of now.
    */
   deliverEvent(
     url: string,
     body: Json | string,
-    options?: { signature?: string | null; plain?: boolean },
+    options?: { signature?: string | null; plain?: boolean; timestamp?: number },
   ): Promise<FeishuEventAnswer>;
   /** The console's URL check: `url_verification` with the challenge, encrypted when a key is set, never signed. */
   verifyUrl(url: string, options?: { token?: string }): Promise<FeishuEventAnswer & { challenge: string }>;
@@ -456,7 +457,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       const plain = typeof body === 'string' ? body : JSON.stringify(body);
       if (encryptKey === null) return postEvent(url, plain, {});
       const raw = deliverOptions.plain === true ? plain : encryptFeishuBody(encryptKey, plain);
-      const timestamp = String(Math.floor(Date.now() / 1000));
+      const timestamp = String(deliverOptions.timestamp ?? Math.floor(Date.now() / 1000));
       const nonce = randomUUID();
       const signature =
         deliverOptions.signature === undefined

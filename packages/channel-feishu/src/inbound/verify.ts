@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
-import { type SignedCall, constantTimeEqual, parseJsonObject } from '@switchboard/channel-kit';
+import {
+  type SignedCall,
+  checkTimestampWindow,
+  constantTimeEqual,
+  parseJsonObject,
+} from '@switchboard/channel-kit';
 import { isSwitchboardError } from '@switchboard/core';
 import { type FeishuBody, openFeishuBody, tokenOf } from './open-body.js';
 
@@ -23,6 +28,9 @@ export function feishuSignature(
     .digest('hex');
 }
 
+/** How far a signed call's timestamp may be from now, either way: older is a replay. */
+const MAX_REQUEST_AGE_MS = 5 * 60_000;
+
 const headerOf = (call: SignedCall, name: string) => {
   const value = call.headers[name];
   return typeof value === 'string' ? value : undefined;
@@ -36,16 +44,19 @@ function isEncryptedOnly(rawBody: string): boolean {
 
 /**
  * Why a webhook call is refused (401), or `null`. With an encrypt key Feishu signs every event:
- * the signature must match. It does not sign the console's URL check, which passes unsigned only
+ * the signature must match, and its timestamp be within five minutes of `nowMs` (a replayed call
+ * is refused; an unsigned body has no timestamp to check). It does not sign the console's URL check, which passes unsigned only
  * as a body of `encrypt` alone that decrypts with the key to a `url_verification` (carrying the
  * verification token, when one is set): a plain body would pass on knowing the URL alone. Without an
  * encrypt key nothing is signed and the body's verification token is the only check.
  */
-export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys): string | null {
+export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys, nowMs: number): string | null {
   const { channelId, encryptKey, verificationToken } = keys;
   const signature = headerOf(call, 'x-lark-signature');
   if (encryptKey !== undefined && signature !== undefined) {
     const timestamp = headerOf(call, 'x-lark-request-timestamp') ?? '';
+    const stale = checkTimestampWindow(timestamp, nowMs, MAX_REQUEST_AGE_MS);
+    if (stale !== null) return `x-lark-request-timestamp: ${timestamp === '' ? 'missing' : stale}`;
     const nonce = headerOf(call, 'x-lark-request-nonce') ?? '';
     const expected = feishuSignature(timestamp, nonce, encryptKey, call.rawBody);
     return constantTimeEqual(expected, signature)
