@@ -64,7 +64,10 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
   }
 
   return {
-    secrets: [APP_SECRET, ENCRYPT_KEY, VERIFICATION_TOKEN],
+    // Read once the sends are done: the tenant tokens the fake issued by then are secrets too.
+    get secrets() {
+      return [APP_SECRET, ENCRYPT_KEY, VERIFICATION_TOKEN, ...fake.issuedTokens()];
+    },
     rateLimitHintMs: RATE_LIMIT_HINT_MS,
     sendTimeoutMs: SEND_TIMEOUT_MS,
     editIntervalMs: EDIT_INTERVAL_MS,

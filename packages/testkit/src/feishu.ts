@@ -132,6 +132,8 @@ export interface FakeFeishu {
   rateLimitViolations(): number;
   /** Tokens issued so far stop working (code 99991663), as when they expire early. */
   revokeTokens(): void;
+  /** Every tenant access token issued so far, revoked ones too: secrets no log may show. */
+  issuedTokens(): string[];
   /** A schema 2.0 `im.message.receive_v1` event body; its message can be replied to. */
   messageEvent(fields: MessageEventFields): Json;
   /**
@@ -191,6 +193,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   const calls: FeishuApiCall[] = [];
   const failures: Array<{ endpoint: FeishuEndpoint; left: number; failure: FakeFeishuFailure }> = [];
   const tokens = new Set<string>();
+  const issued: string[] = [];
   /** Chat of every message known: users' (from `messageEvent`) and the bot's. */
   const chatOf = new Map<string, string>();
   const bot: FeishuBotMessage[] = [];
@@ -246,6 +249,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
         return { status: 200, body: { code: 10014, msg: 'app secret invalid' } };
       const token = `t-${randomUUID()}`;
       tokens.add(token);
+      issued.push(token);
       return { status: 200, body: { code: 0, msg: 'ok', tenant_access_token: token, expire: TOKEN_TTL_S } };
     }
     if (call.token === undefined || !tokens.has(call.token)) {
@@ -412,6 +416,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     },
     rateLimitViolations: () => limiter.violations(),
     revokeTokens: () => tokens.clear(),
+    issuedTokens: () => [...issued],
     messageEvent(fields) {
       const senderOpenId = fields.senderOpenId ?? 'ou_user0001';
       const chatType = fields.chatType ?? 'p2p';
