@@ -31,6 +31,55 @@ export interface Channels {
  * Builds every configured channel; webhook channels mount their routes on `server` now. A
  * platform's package (and its library) is imported only when a channel of its type is configured.
  */
+type ChannelConfig = Config['channels'][number];
+
+/** What a platform channel's factory takes besides its config (each takes the parts it uses). */
+interface PlatformDeps {
+  server: FastifyInstance;
+  logger: Logger;
+  rateBuckets: RateBuckets;
+  observer: OutboundObserver;
+}
+
+/**
+ * The adapter of a platform channel, its package imported here and only here: one literal
+ * `import()` per platform, so the bundle keeps each platform in a chunk of its own.
+ */
+async function platformChannel(
+  channel: Exclude<ChannelConfig, { type: 'openapi' }>,
+  deps: PlatformDeps,
+): Promise<ChannelAdapter> {
+  switch (channel.type) {
+    case 'telegram':
+      return (await import('@switchboard/channel-telegram')).createTelegramChannel({
+        config: channel,
+        ...deps,
+      });
+    case 'slack':
+      return (await import('@switchboard/channel-slack')).createSlackChannel({ config: channel, ...deps });
+    case 'discord':
+      return (await import('@switchboard/channel-discord')).createDiscordChannel({
+        config: channel,
+        ...deps,
+      });
+    case 'line':
+      return (await import('@switchboard/channel-line')).createLineChannel({ config: channel, ...deps });
+    case 'whatsapp':
+      return (await import('@switchboard/channel-whatsapp')).createWhatsAppChannel({
+        config: channel,
+        ...deps,
+      });
+    case 'teams':
+      return (await import('@switchboard/channel-teams')).createTeamsChannel({ config: channel, ...deps });
+    case 'feishu':
+      return (await import('@switchboard/channel-feishu')).createFeishuChannel({ config: channel, ...deps });
+  }
+}
+
+/**
+ * Builds every configured channel; webhook channels mount their routes on `server` now. A
+ * platform's package (and its library) is imported only when a channel of its type is configured.
+ */
 export async function createChannels(
   config: Config,
   deps: {
@@ -46,81 +95,25 @@ export async function createChannels(
 ): Promise<Channels> {
   const adapters = new Map<string, ChannelAdapter>();
   const policies = new Map<string, ChannelPolicy>();
+  // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
+  const { server, logger, rateBuckets, outbound: observer } = deps;
   for (const channel of config.channels) {
-    // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
-    const { logger, rateBuckets, outbound: observer } = deps;
-    switch (channel.type) {
-      case 'openapi':
-        policies.set(channel.id, OPENAPI_POLICY);
-        adapters.set(
-          channel.id,
-          createOpenApiChannel({
-            config: channel,
-            server: deps.server,
-            statuses: deps.statuses,
-            events: deps.events,
-            logger,
-          }),
-        );
-        break;
-      case 'telegram': {
-        const { createTelegramChannel } = await import('@switchboard/channel-telegram');
-        policies.set(channel.id, channel.policy);
-        adapters.set(
-          channel.id,
-          createTelegramChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
-        );
-        break;
-      }
-      case 'slack': {
-        const { createSlackChannel } = await import('@switchboard/channel-slack');
-        policies.set(channel.id, channel.policy);
-        adapters.set(
-          channel.id,
-          createSlackChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
-        );
-        break;
-      }
-      case 'discord': {
-        const { createDiscordChannel } = await import('@switchboard/channel-discord');
-        policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createDiscordChannel({ config: channel, logger, rateBuckets, observer }));
-        break;
-      }
-      case 'line': {
-        const { createLineChannel } = await import('@switchboard/channel-line');
-        policies.set(channel.id, channel.policy);
-        adapters.set(channel.id, createLineChannel({ config: channel, server: deps.server, logger }));
-        break;
-      }
-      case 'whatsapp': {
-        const { createWhatsAppChannel } = await import('@switchboard/channel-whatsapp');
-        policies.set(channel.id, channel.policy);
-        adapters.set(
-          channel.id,
-          createWhatsAppChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
-        );
-        break;
-      }
-      case 'teams': {
-        const { createTeamsChannel } = await import('@switchboard/channel-teams');
-        policies.set(channel.id, channel.policy);
-        adapters.set(
-          channel.id,
-          createTeamsChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
-        );
-        break;
-      }
-      case 'feishu': {
-        const { createFeishuChannel } = await import('@switchboard/channel-feishu');
-        policies.set(channel.id, channel.policy);
-        adapters.set(
-          channel.id,
-          createFeishuChannel({ config: channel, server: deps.server, logger, rateBuckets, observer }),
-        );
-        break;
-      }
+    if (channel.type === 'openapi') {
+      policies.set(channel.id, OPENAPI_POLICY);
+      adapters.set(
+        channel.id,
+        createOpenApiChannel({
+          config: channel,
+          server,
+          statuses: deps.statuses,
+          events: deps.events,
+          logger,
+        }),
+      );
+      continue;
     }
+    policies.set(channel.id, channel.policy);
+    adapters.set(channel.id, await platformChannel(channel, { server, logger, rateBuckets, observer }));
   }
   const outbound = new Map(config.channels.map((channel) => [channel.id, channel.outbound]));
   return {
