@@ -1,3 +1,4 @@
+import { postWebhook } from './post-webhook.js';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -394,21 +395,11 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
       const raw = typeof events === 'string' ? events : JSON.stringify({ destination: botUserId, events });
       const signature =
         deliverOptions.signature === undefined ? signLineBody(channelSecret, raw) : deliverOptions.signature;
-      const response = await fetch(target, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json; charset=utf-8',
-          'user-agent': 'LineBotWebhook/2.0',
-          ...(signature === null ? {} : { 'x-line-signature': signature }),
-        },
-        body: raw,
+      return postWebhook(target, raw, {
+        'content-type': 'application/json; charset=utf-8',
+        'user-agent': 'LineBotWebhook/2.0',
+        ...(signature === null ? {} : { 'x-line-signature': signature }),
       });
-      const text = await response.text();
-      let parsed: unknown = text === '' ? null : text;
-      try {
-        parsed = text === '' ? null : JSON.parse(text);
-      } catch {}
-      return { status: response.status, headers: response.headers, body: parsed };
     },
     close() {
       for (const response of hung) response.destroy();

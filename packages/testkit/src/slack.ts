@@ -1,3 +1,4 @@
+import { postWebhook } from './post-webhook.js';
 import { createHmac, randomUUID } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -462,15 +463,5 @@ export async function sendEvent(
     headers['x-slack-retry-num'] = String(options.retryNum);
     headers['x-slack-retry-reason'] = 'http_timeout';
   }
-  const response = await fetch(`${gatewayUrl}/slack/${channelId}/events`, {
-    method: 'POST',
-    headers,
-    body: raw,
-  });
-  const text = await response.text();
-  let parsed: unknown = text === '' ? null : text;
-  try {
-    parsed = text === '' ? null : JSON.parse(text);
-  } catch {}
-  return { status: response.status, headers: response.headers, body: parsed };
+  return postWebhook(`${gatewayUrl}/slack/${channelId}/events`, raw, headers);
 }

@@ -1,3 +1,4 @@
+import { postWebhook } from './post-webhook.js';
 import { createHmac, randomBytes } from 'node:crypto';
 import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -399,21 +400,11 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
       const raw = typeof body === 'string' ? body : JSON.stringify(body);
       const signature =
         deliverOptions.signature === undefined ? signWhatsAppBody(appSecret, raw) : deliverOptions.signature;
-      const response = await fetch(target, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'facebookexternalua',
-          ...(signature === null ? {} : { 'x-hub-signature-256': signature }),
-        },
-        body: raw,
+      return postWebhook(target, raw, {
+        'content-type': 'application/json',
+        'user-agent': 'facebookexternalua',
+        ...(signature === null ? {} : { 'x-hub-signature-256': signature }),
       });
-      const text = await response.text();
-      let parsed: unknown = text === '' ? null : text;
-      try {
-        parsed = text === '' ? null : JSON.parse(text);
-      } catch {}
-      return { status: response.status, headers: response.headers, body: parsed };
     },
     async verifySubscription(target, query = {}) {
       const search = new URLSearchParams({
