@@ -5,12 +5,12 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  deliveryAnswerOf,
   describeChannelConformance,
 } from '@switchboard/contracts';
-import { isSwitchboardError } from '@switchboard/core';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeLineFailure, signLineBody, startFakeLine } from '@switchboard/testkit/line';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { webhookServers } from '@switchboard/testkit/webhook-server';
 import { createLineChannel } from '../src/index.js';
 import { LineChannelSchema } from '../src/options.js';
 
@@ -27,20 +27,10 @@ interface LineEvent extends PlatformEvent {
   event: Record<string, unknown>;
 }
 
-/** The app's error answer: a SwitchboardError's status and code. */
-function withErrorAnswers(server: FastifyInstance): FastifyInstance {
-  server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
-    const status = isSwitchboardError(error) ? (error.status ?? 500) : (error.statusCode ?? 500);
-    void reply.code(status).send({ error: { code: error.code, message: error.message } });
-  });
-  return server;
-}
-
 async function startLineHarness(): Promise<ChannelHarness> {
   const fake = await startFakeLine({ channelSecret: CHANNEL_SECRET, channelAccessToken: ACCESS_TOKEN });
   let nextChat = 1_000;
-  let server: FastifyInstance | undefined;
-  let listening: Promise<string> | undefined;
+  const servers = webhookServers();
   // Redelivery on: an event the gateway cannot take is answered so that LINE sends it again.
   const config = LineChannelSchema.parse({
     id: 'ln',
@@ -51,13 +41,6 @@ async function startLineHarness(): Promise<ChannelHarness> {
     api_url: fake.url,
     outbound: { send_timeout: `${SEND_TIMEOUT_MS}ms` },
   });
-
-  function webhookUrl(): Promise<string> {
-    if (server === undefined) throw new Error('no adapter created');
-    const current = server;
-    listening ??= current.listen({ port: 0, host: '127.0.0.1' });
-    return listening.then((url) => `${url}/line/ln`);
-  }
 
   function bodyOf(event: LineEvent, mode: DeliveryMode): string {
     if (mode === 'forged-malformed') return '{not json';
@@ -82,9 +65,7 @@ async function startLineHarness(): Promise<ChannelHarness> {
     sendTimeoutMs: SEND_TIMEOUT_MS,
     editIntervalMs: config.outbound.editIntervalMs,
     createAdapter({ logger }) {
-      void server?.close();
-      server = withErrorAnswers(Fastify());
-      listening = undefined;
+      const server = servers.next();
       return createLineChannel({ config, server, logger });
     },
     event(spec: EventSpec): LineEvent {
@@ -107,13 +88,8 @@ async function startLineHarness(): Promise<ChannelHarness> {
       const forged = mode === 'forged' || mode === 'forged-malformed';
       const signature =
         mode === 'unsigned' ? null : signLineBody(forged ? 'not-the-secret' : CHANNEL_SECRET, raw);
-      const answer = await fake.deliverWebhook(await webhookUrl(), raw, { signature });
-      const retryAfter = answer.headers.get('retry-after');
-      return {
-        status: answer.status,
-        acknowledged: answer.status >= 200 && answer.status < 300,
-        ...(retryAfter === null ? {} : { retryAfter }),
-      };
+      const answer = await fake.deliverWebhook(await servers.url('/line/ln'), raw, { signature });
+      return deliveryAnswerOf(answer);
     },
     origin(chat) {
       nextChat += 1;
@@ -129,7 +105,7 @@ async function startLineHarness(): Promise<ChannelHarness> {
     // A message this process received no reply token for is answered by push.
     failNextSend: (of) => fake.failNext('push', 1, failure(of)),
     async close() {
-      await server?.close();
+      await servers.close();
       await fake.close();
     },
   };

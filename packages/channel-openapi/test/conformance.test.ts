@@ -4,6 +4,7 @@ import {
   type DeliveryMode,
   type EventSpec,
   type PlatformEvent,
+  deliveryAnswerOf,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { createMemoryMessageStatusStore } from '@switchboard/core';
@@ -96,12 +97,7 @@ async function startOpenApiHarness(): Promise<ChannelHarness> {
         body: payload,
       });
       await response.text();
-      const retryAfter = response.headers.get('retry-after');
-      return {
-        status: response.status,
-        acknowledged: response.status >= 200 && response.status < 300,
-        ...(retryAfter === null ? {} : { retryAfter }),
-      };
+      return deliveryAnswerOf(response);
     },
     origin: noPlatform,
     delivered: noPlatform,

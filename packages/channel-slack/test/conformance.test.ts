@@ -7,10 +7,11 @@ import {
   type PlatformEvent,
   type SendFailure,
   conformanceOutbound,
+  deliveryAnswerOf,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
-import { type InboundMessage, isSwitchboardError } from '@switchboard/core';
+import type { InboundMessage } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import {
@@ -20,7 +21,7 @@ import {
   sendEvent,
   startFakeSlack,
 } from '@switchboard/testkit/slack';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { webhookServers } from '@switchboard/testkit/webhook-server';
 import { createSlackChannel } from '../src/index.js';
 import { SlackChannelSchema } from '../src/options.js';
 
@@ -43,15 +44,6 @@ interface SlackEvent extends PlatformEvent {
   envelope: Record<string, unknown>;
 }
 
-/** The app's error answer: a SwitchboardError's status and code. */
-function withErrorAnswers(server: FastifyInstance): FastifyInstance {
-  server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
-    const status = isSwitchboardError(error) ? (error.status ?? 500) : (error.statusCode ?? 500);
-    void reply.code(status).send({ error: { code: error.code, message: error.message } });
-  });
-  return server;
-}
-
 async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<ChannelHarness> {
   const fake = await startFakeSlack({
     botToken: BOT_TOKEN,
@@ -59,8 +51,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     rateLimits: { perChannel: PER_CHAT },
   });
   let nextChat = 1_000;
-  let server: FastifyInstance | undefined;
-  let listening: Promise<string> | undefined;
+  const servers = webhookServers();
 
   const config = SlackChannelSchema.parse({
     id: 'sl',
@@ -76,19 +67,12 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     }),
   });
 
-  function gatewayUrl(): Promise<string> {
-    if (server === undefined) throw new Error('no adapter created');
-    const current = server;
-    listening ??= current.listen({ port: 0, host: '127.0.0.1' });
-    return listening;
-  }
-
   function malformedEnvelope(event: SlackEvent): Record<string, unknown> {
     return { ...event.envelope, event: 'not an event' };
   }
 
   async function deliverEvent(event: SlackEvent, deliveryMode: DeliveryMode): Promise<DeliveryAnswer> {
-    const url = await gatewayUrl();
+    const url = await servers.url('');
     let status: number;
     let headers: Headers;
     if (deliveryMode === 'unsigned') {
@@ -115,12 +99,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
       status = answer.status;
       headers = answer.headers;
     }
-    const retryAfter = headers.get('retry-after');
-    return {
-      status,
-      acknowledged: status >= 200 && status < 300,
-      ...(retryAfter === null ? {} : { retryAfter }),
-    };
+    return deliveryAnswerOf({ status, headers });
   }
 
   async function deliverSocket(event: SlackEvent, deliveryMode: DeliveryMode): Promise<DeliveryAnswer> {
@@ -151,9 +130,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     editIntervalMs: EDIT_INTERVAL_MS,
     perChatLimit: PER_CHAT,
     createAdapter({ logger }) {
-      void server?.close();
-      server = withErrorAnswers(Fastify());
-      listening = undefined;
+      const server = servers.next();
       return createSlackChannel({ config, server, logger });
     },
     event(spec: EventSpec): SlackEvent {
@@ -188,7 +165,7 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     rateLimitViolations: () => fake.rateLimitViolations(),
     maxConsumers: () => fake.maxSocketConnections(),
     async close() {
-      await server?.close();
+      await servers.close();
       await fake.close();
     },
   };

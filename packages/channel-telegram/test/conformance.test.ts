@@ -7,14 +7,15 @@ import {
   type PlatformEvent,
   type SendFailure,
   conformanceOutbound,
+  deliveryAnswerOf,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
-import { type InboundMessage, isSwitchboardError } from '@switchboard/core';
+import type { InboundMessage } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegramFailure, startFakeTelegram } from '@switchboard/testkit/telegram';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { webhookServers } from '@switchboard/testkit/webhook-server';
 import { createTelegramChannel } from '../src/index.js';
 import { TelegramChannelSchema } from '../src/options.js';
 
@@ -34,28 +35,12 @@ interface TelegramEvent extends PlatformEvent {
   update: Json;
 }
 
-/** The app's error answer: a SwitchboardError's status and code. */
-function withErrorAnswers(server: FastifyInstance): FastifyInstance {
-  server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
-    const status = isSwitchboardError(error) ? (error.status ?? 500) : (error.statusCode ?? 500);
-    void reply.code(status).send({ error: { code: error.code, message: error.message } });
-  });
-  return server;
-}
-
-/** The answer's Retry-After, when it has one. */
-function retryAfterOf(headers: Headers): { retryAfter?: string } {
-  const value = headers.get('retry-after');
-  return value === null ? {} : { retryAfter: value };
-}
-
 async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<ChannelHarness> {
   const fake = await startFakeTelegram({ token: TOKEN, rateLimits: { perChat: PER_CHAT } });
   const username = fake.botUser.username ?? '';
   let nextChat = 1_000;
   let nextUpdate = 5_000;
-  let server: FastifyInstance | undefined;
-  let listening: Promise<string> | undefined;
+  const servers = webhookServers();
 
   const config = TelegramChannelSchema.parse({
     id: 'tg',
@@ -71,15 +56,8 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
     }),
   });
 
-  function webhookUrl(): Promise<string> {
-    if (server === undefined) throw new Error('no adapter created');
-    const current = server;
-    listening ??= current.listen({ port: 0, host: '127.0.0.1' }).then((address) => `${address}/telegram/tg`);
-    return listening;
-  }
-
   async function deliverWebhook(event: TelegramEvent, deliveryMode: DeliveryMode): Promise<DeliveryAnswer> {
-    const url = await webhookUrl();
+    const url = await servers.url('/telegram/tg');
     const secret = {
       signed: WEBHOOK_SECRET,
       redelivered: WEBHOOK_SECRET,
@@ -94,12 +72,7 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
         : deliveryMode === 'forged-malformed'
           ? '{not json'
           : event.update;
-    const answer = await fake.deliverWebhook(url, body, secret);
-    return {
-      status: answer.status,
-      acknowledged: answer.status >= 200 && answer.status < 300,
-      ...retryAfterOf(answer.headers),
-    };
+    return deliveryAnswerOf(await fake.deliverWebhook(url, body, secret));
   }
 
   /** Queues the update for getUpdates; resolves once it is confirmed, or fetched again (not acknowledged). */
@@ -139,9 +112,7 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
     editIntervalMs: EDIT_INTERVAL_MS,
     perChatLimit: PER_CHAT,
     createAdapter({ logger }) {
-      void server?.close();
-      server = withErrorAnswers(Fastify());
-      listening = undefined;
+      const server = servers.next();
       return createTelegramChannel({
         config,
         server,
@@ -196,7 +167,7 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
     rateLimitViolations: () => fake.rateLimitViolations(),
     maxConsumers: () => fake.maxOpenPolls(),
     async close() {
-      await server?.close();
+      await servers.close();
       await fake.close();
     },
   };

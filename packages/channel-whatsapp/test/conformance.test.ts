@@ -5,12 +5,12 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  deliveryAnswerOf,
   describeChannelConformance,
 } from '@switchboard/contracts';
-import { isSwitchboardError } from '@switchboard/core';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeWhatsAppFailure, signWhatsAppBody, startFakeWhatsApp } from '@switchboard/testkit/whatsapp';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { webhookServers } from '@switchboard/testkit/webhook-server';
 import { createWhatsAppChannel } from '../src/index.js';
 import { WhatsAppChannelSchema } from '../src/options.js';
 
@@ -24,15 +24,6 @@ interface WhatsAppEvent extends PlatformEvent {
   notification: Record<string, unknown>;
 }
 
-/** The app's error answer: a SwitchboardError's status and code. */
-function withErrorAnswers(server: FastifyInstance): FastifyInstance {
-  server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
-    const status = isSwitchboardError(error) ? (error.status ?? 500) : (error.statusCode ?? 500);
-    void reply.code(status).send({ error: { code: error.code, message: error.message } });
-  });
-  return server;
-}
-
 async function startWhatsAppHarness(): Promise<ChannelHarness> {
   const fake = await startFakeWhatsApp({
     accessToken: 'conformance-whatsapp-access-token',
@@ -41,8 +32,7 @@ async function startWhatsAppHarness(): Promise<ChannelHarness> {
     rateLimits: { perRecipient: PER_CHAT },
   });
   let nextUser = 4_915_100_000_000;
-  let server: FastifyInstance | undefined;
-  let listening: Promise<string> | undefined;
+  const servers = webhookServers();
   const config = WhatsAppChannelSchema.parse({
     id: 'wa',
     type: 'whatsapp',
@@ -62,12 +52,6 @@ async function startWhatsAppHarness(): Promise<ChannelHarness> {
     },
   });
 
-  function gatewayUrl(): Promise<string> {
-    if (server === undefined) throw new Error('no adapter created');
-    listening ??= server.listen({ port: 0, host: '127.0.0.1' });
-    return listening;
-  }
-
   function bodyOf(event: WhatsAppEvent, mode: DeliveryMode): string {
     if (mode === 'forged-malformed') return '{not json';
     if (mode === 'malformed') return JSON.stringify({ ...event.notification, entry: 'not a list' });
@@ -86,9 +70,7 @@ async function startWhatsAppHarness(): Promise<ChannelHarness> {
     editIntervalMs: 1_000,
     perChatLimit: PER_CHAT,
     createAdapter({ logger }) {
-      void server?.close();
-      server = withErrorAnswers(Fastify());
-      listening = undefined;
+      const server = servers.next();
       return createWhatsAppChannel({ config, server, logger });
     },
     event(spec: EventSpec): WhatsAppEvent {
@@ -98,7 +80,7 @@ async function startWhatsAppHarness(): Promise<ChannelHarness> {
       return { key, spec, notification: fake.notification(value) };
     },
     async deliver(event, mode) {
-      const url = `${await gatewayUrl()}/whatsapp/wa`;
+      const url = await servers.url('/whatsapp/wa');
       const raw = bodyOf(event as WhatsAppEvent, mode);
       const signature =
         mode === 'unsigned'
@@ -107,13 +89,7 @@ async function startWhatsAppHarness(): Promise<ChannelHarness> {
               mode === 'forged' || mode === 'forged-malformed' ? 'not-the-app-secret' : fake.appSecret,
               raw,
             );
-      const answer = await fake.deliverWebhook(url, raw, { signature });
-      const retryAfter = answer.headers.get('retry-after');
-      return {
-        status: answer.status,
-        acknowledged: answer.status >= 200 && answer.status < 300,
-        ...(retryAfter === null ? {} : { retryAfter }),
-      };
+      return deliveryAnswerOf(await fake.deliverWebhook(url, raw, { signature }));
     },
     origin() {
       nextUser += 1;
@@ -130,7 +106,7 @@ async function startWhatsAppHarness(): Promise<ChannelHarness> {
     failNextSend: (of) => fake.failNext(1, failure(of)),
     rateLimitViolations: () => fake.rateLimitViolations(),
     async close() {
-      await server?.close();
+      await servers.close();
       await fake.close();
     },
   };

@@ -6,6 +6,7 @@ export {
   capturingLogger,
   conformanceIngress,
   conformanceOutbound,
+  deliveryAnswerOf,
   describeChannelConformance,
 } from './channel-conformance/index.js';
 export type {

@@ -77,6 +77,16 @@ export interface DeliveryAnswer {
   retryAfter?: string;
 }
 
+/** The answer to a delivery made in an HTTP request: acknowledged when 2xx, with its Retry-After. */
+export function deliveryAnswerOf(response: { status: number; headers: Headers }): DeliveryAnswer {
+  const retryAfter = response.headers.get('retry-after');
+  return {
+    status: response.status,
+    acknowledged: response.status >= 200 && response.status < 300,
+    ...(retryAfter === null ? {} : { retryAfter }),
+  };
+}
+
 /** What the next send call of the platform answers instead of succeeding. */
 export type SendFailure =
   | { kind: 'hang' }

@@ -12,6 +12,7 @@ export type { ConformanceIngress, IngressMode } from './conformance-ingress.js';
 export { capturingLogger } from './capturing-logger.js';
 export { conformanceOutbound } from './conformance-outbound.js';
 export type { ConformanceTimings } from './conformance-outbound.js';
+export { deliveryAnswerOf } from './harness.js';
 export type {
   AdapterSetup,
   ChannelCapabilities,
