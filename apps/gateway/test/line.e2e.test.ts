@@ -1,7 +1,6 @@
 import { type FakeLine, signLineBody, startFakeLine } from '@switchboard/testkit/line';
-import { metricValueAt } from '@switchboard/testkit/prometheus';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, eventually, get, serveYaml } from './serve-process.js';
+import { type ServeProcess, eventually, get, outcomeCount, serveEchoChannels } from './serve-process.js';
 
 const USER = `U${'0c'.repeat(16)}`;
 const GROUP = `C${'0d'.repeat(16)}`;
@@ -13,18 +12,12 @@ describe('line channel (end to end)', () => {
 
   beforeAll(async () => {
     fake = await startFakeLine();
-    gateway = await serveYaml(`
-audit: { ignored: true }
-channels:
+    gateway = await serveEchoChannels(`
   - id: ln
     type: line
     channel_secret: ${fake.channelSecret}
     channel_access_token: ${fake.channelAccessToken}
     api_url: "${fake.url}"
-pipelines:
-  - { id: echo, type: echo }
-routing:
-  default: echo
 `);
     webhookUrl = `${gateway.url}/line/ln`;
   });
@@ -62,13 +55,7 @@ routing:
       expect((await fake.deliverWebhook(webhookUrl, [event])).status).toBe(200);
       expect((await fake.deliverWebhook(webhookUrl, [fake.redelivery(event)])).status).toBe(200);
       expect(await fake.waitForDelivered(source.userId, 1)).toEqual(['only once']);
-      await eventually(
-        async () =>
-          (await metricValueAt(
-            gateway.url,
-            'switchboard_messages_total{channel="ln",outcome="duplicate"}',
-          )) === 1,
-      );
+      await eventually(async () => (await outcomeCount(gateway, 'ln', 'duplicate')) === 1);
       expect(fake.deliveredTo(source.userId)).toEqual(['only once']);
     });
   });

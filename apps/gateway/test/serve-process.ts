@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { metricValueAt } from '@switchboard/testkit/prometheus';
 import { afterEach } from 'vitest';
 
 export { eventually, resolvesWithin } from '@switchboard/testkit/eventually';
@@ -76,6 +77,27 @@ export async function serveYaml(
   const gateway = await startServe({ dir, configPath, env: options.env });
   options.cleanup?.(() => gateway.stop('SIGKILL'));
   return gateway;
+}
+
+/**
+ * Starts `switchboard serve` with `channels` (YAML items of the `channels` list, indented two
+ * spaces) answered by the echo pipeline, the audit log off.
+ */
+export function serveEchoChannels(channels: string): Promise<ServeProcess> {
+  return serveYaml(`
+audit: { ignored: true }
+channels:
+${channels.replace(/^\n+|\s+$/g, '')}
+pipelines:
+  - { id: echo, type: echo }
+routing:
+  default: echo
+`);
+}
+
+/** How many messages of `channel` have ended in `outcome`, as the gateway's /metrics counts them. */
+export function outcomeCount(gateway: ServeProcess, channel: string, outcome: string): Promise<number> {
+  return metricValueAt(gateway.url, `switchboard_messages_total{channel="${channel}",outcome="${outcome}"}`);
 }
 
 /**

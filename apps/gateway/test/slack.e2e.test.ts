@@ -1,4 +1,3 @@
-import { metricValueAt } from '@switchboard/testkit/prometheus';
 import {
   type FakeSlack,
   eventEnvelope,
@@ -8,7 +7,7 @@ import {
   startFakeSlack,
 } from '@switchboard/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, eventually, get, serveYaml } from './serve-process.js';
+import { type ServeProcess, eventually, get, outcomeCount, serveYaml } from './serve-process.js';
 
 const SECRET = 'slack-signing-secret';
 const signed = { signingSecret: SECRET };
@@ -223,9 +222,7 @@ describe('slack channel (end to end)', () => {
       await waitForPosts(fake, 'D0RETRY', 2);
       expect(postedTo(fake, 'D0RETRY').map((post) => post.body.text)).toEqual(['once only', 'next']);
       // The two redeliveries; duplicates are recorded before the answer, and no earlier test sent any.
-      expect(
-        await metricValueAt(gateway.url, 'switchboard_messages_total{channel="sl",outcome="duplicate"}'),
-      ).toBe(2);
+      expect(await outcomeCount(gateway, 'sl', 'duplicate')).toBe(2);
     });
   });
 
@@ -370,13 +367,7 @@ describe('slack channel (end to end)', () => {
       expect(posts.map((post) => post.body.text)).toEqual(['patience', 'patience', 'patience']);
       expect(fake.callsTo('chat.postMessage').length - before).toBe(3);
       // The turn completed: `sl2` carries this one message only.
-      await eventually(
-        async () =>
-          (await metricValueAt(
-            gateway.url,
-            'switchboard_messages_total{channel="sl2",outcome="completed"}',
-          )) === 1,
-      );
+      await eventually(async () => (await outcomeCount(gateway, 'sl2', 'completed')) === 1);
       const audit = await get(`${gateway.url}/admin/audit?channel=sl2`);
       expect(audit.body.items).toEqual([]);
     });

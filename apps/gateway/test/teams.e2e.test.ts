@@ -1,5 +1,4 @@
 import { type FakeOpenAI, numberedTokens, startFakeOpenAI } from '@switchboard/testkit/openai';
-import { metricValueAt } from '@switchboard/testkit/prometheus';
 import {
   type FakeTeams,
   type MessageSpec,
@@ -7,7 +6,7 @@ import {
   startFakeTeams,
 } from '@switchboard/testkit/teams';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, eventually, serveYaml } from './serve-process.js';
+import { type ServeProcess, eventually, outcomeCount, serveYaml } from './serve-process.js';
 
 const PATH = '/teams/ms/messages';
 /** Teams' split limit in the channel (`MAX_TEXT_CHARS`). */
@@ -134,9 +133,7 @@ describe('teams channel (end to end)', () => {
       await send({ conversationType: 'personal', conversationId: 'a:twice', text: 'next' });
       await eventually(() => fake.deliveredTo('a:twice').length === 2);
       expect(fake.deliveredTo('a:twice')).toEqual(['once only', 'next']);
-      expect(
-        await metricValueAt(gateway.url, 'switchboard_messages_total{channel="ms",outcome="duplicate"}'),
-      ).toBe(1);
+      expect(await outcomeCount(gateway, 'ms', 'duplicate')).toBe(1);
     });
   });
 

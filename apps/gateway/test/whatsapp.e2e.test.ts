@@ -1,7 +1,7 @@
 import { metricValueAt } from '@switchboard/testkit/prometheus';
 import { type FakeWhatsApp, signWhatsAppBody, startFakeWhatsApp } from '@switchboard/testkit/whatsapp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, eventually, get, serveYaml } from './serve-process.js';
+import { type ServeProcess, eventually, get, outcomeCount, serveEchoChannels } from './serve-process.js';
 
 describe('whatsapp channel (end to end)', () => {
   let fake: FakeWhatsApp;
@@ -10,9 +10,7 @@ describe('whatsapp channel (end to end)', () => {
 
   beforeAll(async () => {
     fake = await startFakeWhatsApp();
-    gateway = await serveYaml(`
-audit: { ignored: true }
-channels:
+    gateway = await serveEchoChannels(`
   - id: wa
     type: whatsapp
     phone_number_id: "${fake.phoneNumberId}"
@@ -20,10 +18,6 @@ channels:
     app_secret: ${fake.appSecret}
     verify_token: ${fake.verifyToken}
     api_url: "${fake.url}"
-pipelines:
-  - { id: echo, type: echo }
-routing:
-  default: echo
 `);
     webhookUrl = `${gateway.url}/whatsapp/wa`;
   });
@@ -65,13 +59,7 @@ routing:
       expect((await fake.deliverWebhook(webhookUrl, notification)).status).toBe(200);
       expect((await fake.deliverWebhook(webhookUrl, notification)).status).toBe(200);
       expect(await fake.waitForDelivered(from, 1)).toEqual(['only once']);
-      await eventually(
-        async () =>
-          (await metricValueAt(
-            gateway.url,
-            'switchboard_messages_total{channel="wa",outcome="duplicate"}',
-          )) === 1,
-      );
+      await eventually(async () => (await outcomeCount(gateway, 'wa', 'duplicate')) === 1);
       expect(fake.deliveredTo(from)).toEqual(['only once']);
     });
   });
