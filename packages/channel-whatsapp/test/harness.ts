@@ -1,44 +1,23 @@
+import { type Logger, silentLogger } from '@switchboard/core';
 import {
-  type ChannelAdapter,
-  type Controller,
-  type Ingress,
-  type Logger,
-  type Outcome,
-  type Pipeline,
-  PipelinePolicySchema,
-  type ReplySender,
-  createController,
-  createIngress,
-  createMemoryQueryPool,
-  createMemoryReplyOutbox,
-  createOutcomeBus,
-  createReplySender,
-  createRouter,
-  isSwitchboardError,
-  silentLogger,
-} from '@switchboard/core';
+  type ChannelEngine,
+  type ChannelEngineOptions,
+  startChannelEngine,
+} from '@switchboard/testkit/channel-engine';
 import { type FakeWhatsApp, startFakeWhatsApp } from '@switchboard/testkit/whatsapp';
-import Fastify, { type FastifyInstance } from 'fastify';
 import { createWhatsAppChannel } from '../src/channel.js';
-import { type WhatsAppChannelConfig, WhatsAppChannelSchema } from '../src/options.js';
+import { WhatsAppChannelSchema } from '../src/options.js';
 
-export interface WhatsAppGateway {
+export interface WhatsAppGateway extends ChannelEngine {
   fake: FakeWhatsApp;
-  channel: ChannelAdapter;
-  config: WhatsAppChannelConfig;
   /** `http://127.0.0.1:<port>/whatsapp/wa`: the callback URL. */
   webhookUrl: string;
-  outcomes: Outcome[];
-  stop(): Promise<void>;
 }
 
-export interface WhatsAppGatewayOptions {
+/** The engine's options besides the channel, and the channel's config, logger and clock. */
+export interface WhatsAppGatewayOptions extends Pick<ChannelEngineOptions, 'answer' | 'ingress'> {
   /** `channels[]` keys besides id, type, secrets and api_url. */
   config?: Record<string, unknown>;
-  /** What the pipeline answers to a text. Default: one reply, `echo: <text>`. */
-  answer?: (text: string) => string[];
-  /** Replaces the engine's ingress (a refusal, a failure). */
-  ingress?: Ingress;
   logger?: Logger;
   /** The channel's clock. Default: `Date.now`. */
   now?: () => number;
@@ -48,26 +27,11 @@ export interface WhatsAppGatewayOptions {
 const UNPACED = { rate: { enabled: false } };
 
 /**
- * The WhatsApp channel on a real server in front of the real core engine (ingress, memory pool,
- * controller, memory outbox, reply sender), its API on the fake Cloud API: what `switchboard
- * serve` wires, in one process.
+ * The WhatsApp channel on a real server with the gateway's error answers, in front of the real
+ * core engine, its API on the fake Cloud API: what `switchboard serve` wires, in one process.
  */
 export async function startWhatsAppGateway(options: WhatsAppGatewayOptions = {}): Promise<WhatsAppGateway> {
   const fake = await startFakeWhatsApp();
-  const answer = options.answer ?? ((text: string) => [`echo: ${text}`]);
-  const pipeline: Pipeline = {
-    id: 'echo',
-    run: async (query) => ({ replies: answer(query.text).map((text) => ({ text })) }),
-  };
-  const outcomes: Outcome[] = [];
-  const bus = createOutcomeBus();
-  bus.subscribe((outcome) => outcomes.push(outcome));
-  const policy = PipelinePolicySchema.parse({ id: pipeline.id });
-  const pool = createMemoryQueryPool({
-    concurrency: { global: 4, perSession: 1 },
-    limits: { maxPending: 100, maxPendingPerSession: 10 },
-    pipelines: [policy],
-  });
   const config = WhatsAppChannelSchema.parse({
     id: 'wa',
     type: 'whatsapp',
@@ -79,55 +43,20 @@ export async function startWhatsAppGateway(options: WhatsAppGatewayOptions = {})
     outbound: UNPACED,
     ...options.config,
   });
-  const server: FastifyInstance = Fastify();
-  // The gateway's error answer, as far as these tests read it.
-  server.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
-    const status = isSwitchboardError(error) ? error.status : (error.statusCode ?? 500);
-    void reply.code(status).send({ error: { code: error.code, message: error.message } });
+  const { logger = silentLogger, now, config: _config, ...engineOptions } = options;
+  const engine = await startChannelEngine({
+    ...engineOptions,
+    channel: (server) =>
+      createWhatsAppChannel({ config, server, logger, ...(now === undefined ? {} : { now }) }),
+    policy: config.policy,
+    outbound: config.outbound,
   });
-  const channel = createWhatsAppChannel({
-    config,
-    server,
-    logger: options.logger ?? silentLogger,
-    ...(options.now === undefined ? {} : { now: options.now }),
-  });
-  const ingress =
-    options.ingress ??
-    createIngress({
-      pool,
-      router: () => createRouter({ default: pipeline.id }, { pipelines: [pipeline.id] }),
-      outcomes: bus,
-      channelPolicy: () => config.policy,
-    });
-  const outbox = createMemoryReplyOutbox();
-  const sender: ReplySender = createReplySender({
-    outbox,
-    channel: () => channel,
-    policy: () => ({ ...config.outbound, retry: { baseDelayMs: 50, maxDelayMs: 200 } }),
-    outcomes: bus,
-  });
-  const controller: Controller = createController({
-    pool,
-    pipelines: new Map([[pipeline.id, pipeline]]),
-    policies: new Map([[policy.id, policy]]),
-    outcomes: bus,
-    outbox,
-  });
-  controller.start();
-  sender.start();
-  await channel.start({ ingress, logger: silentLogger });
-  const url = await server.listen({ host: '127.0.0.1', port: 0 });
   return {
+    ...engine,
     fake,
-    channel,
-    config,
-    webhookUrl: `${url}/whatsapp/wa`,
-    outcomes,
+    webhookUrl: `${engine.url}/whatsapp/wa`,
     async stop() {
-      await channel.stop();
-      await controller.stop({ drainTimeoutMs: 50 });
-      await sender.stop({ drainTimeoutMs: 50 });
-      await server.close();
+      await engine.stop();
       await fake.close();
     },
   };
