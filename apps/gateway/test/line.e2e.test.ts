@@ -75,6 +75,23 @@ describe('line channel (end to end)', () => {
     });
   });
 
+  describe("when a message comes from the bot's own user id", () => {
+    it("is ignored as the bot's own, and the next message is answered", async () => {
+      const room = `C${'0f'.repeat(16)}`;
+      const bot = { type: 'group' as const, groupId: room, userId: fake.botUserId };
+      const user = { type: 'group' as const, groupId: room, userId: USER };
+      await fake.deliverWebhook(webhookUrl, [
+        fake.textEvent({ text: '@Switchboard echo me', source: bot, mentions: [{ self: true }] }),
+        fake.textEvent({ text: '@Switchboard after', source: user, mentions: [{ self: true }] }),
+      ]);
+      expect(await fake.waitForDelivered(room, 1)).toEqual(['@Switchboard after']);
+      const audit = await get(`${gateway.url}/admin/audit?outcome=ignored&channel=ln`);
+      expect(audit.body.items).toContainEqual(
+        expect.objectContaining({ reason: 'bot_author', chat_id: room, platform: 'line' }),
+      );
+    });
+  });
+
   describe('when the console verifies the webhook URL', () => {
     it('answers the signed request without events 200', async () => {
       expect((await fake.deliverWebhook(webhookUrl, [])).status).toBe(200);

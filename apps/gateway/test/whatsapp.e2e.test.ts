@@ -78,6 +78,35 @@ describe('whatsapp channel (end to end)', () => {
     });
   });
 
+  describe("when the business's own messages come back", () => {
+    it('answers neither an echo nor a message from its own number, and answers the next user', async () => {
+      const business = '15550783881';
+      const from = '4915177777777';
+      // Messages sent from the WhatsApp Business app come as `smb_message_echoes` (coexistence).
+      const echo = fake.notification();
+      echo.entry[0].changes = [
+        {
+          field: 'smb_message_echoes',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: business, phone_number_id: fake.phoneNumberId },
+            message_echoes: [
+              { from: business, to: from, id: 'wamid.ECHO', type: 'text', text: { body: 'echo' } },
+            ],
+          },
+        },
+      ];
+      expect((await fake.deliverWebhook(webhookUrl, echo)).status).toBe(200);
+      const own = fake.notification(fake.textMessage({ text: 'from the business', from: business }));
+      expect((await fake.deliverWebhook(webhookUrl, own)).status).toBe(200);
+      const next = fake.notification(fake.textMessage({ text: 'after', from }));
+      expect((await fake.deliverWebhook(webhookUrl, next)).status).toBe(200);
+      expect(await fake.waitForDelivered(from, 1)).toEqual(['after']);
+      await eventually(async () => (await outcomeCount(gateway, 'wa', 'ignored')) === 1);
+      expect(fake.deliveredTo(business)).toEqual([]);
+    });
+  });
+
   describe('when Meta reports delivery statuses', () => {
     it('acknowledges them and runs no turn', async () => {
       const from = '4915122222222';

@@ -59,10 +59,11 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
   let ingress: Ingress | null = null;
 
   /** The message of one event; `null` for none, or a malformed event (skipped, logged). */
-  function messageOf(event: unknown, index: number) {
+  function messageOf(event: unknown, index: number, botUserId: string | undefined) {
     try {
       return normalizeLineEvent(event, {
         channelId: config.id,
+        botUserId,
         messageId: newMessageId(),
         receivedAt: now(),
       });
@@ -75,8 +76,13 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
   }
 
   /** Takes one event to the ingress; what LINE is told if it must deliver the request again. */
-  async function take(current: Ingress, event: unknown, index: number): Promise<Disposition> {
-    const message = messageOf(event, index);
+  async function take(
+    current: Ingress,
+    event: unknown,
+    index: number,
+    botUserId: string | undefined,
+  ): Promise<Disposition> {
+    const message = messageOf(event, index, botUserId);
     if (message === null) return ACKNOWLEDGED;
     const { webhookEventId, replyToken, timestamp } = message.raw as LineMessageEvent;
     // Before the ingress: the answer may be sent before `accept` resolves.
@@ -108,9 +114,9 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
     handler: () => {
       const current = ingress;
       if (current === null) return null;
-      return async ({ events }) => {
+      return async ({ destination, events }) => {
         for (const [index, event] of events.entries()) {
-          const disposition = await take(current, event, index);
+          const disposition = await take(current, event, index, destination);
           // LINE delivers the request again; the events taken already are duplicates then.
           if (!disposition.acknowledge) return disposition;
         }

@@ -103,6 +103,7 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       const context = {
         channelId: config.id,
         names: change.names,
+        businessNumber: change.businessNumber,
         messageId: newMessageId(),
         receivedAt: now(),
       };

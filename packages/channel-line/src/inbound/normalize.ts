@@ -6,6 +6,8 @@ import { z } from 'zod';
 export interface NormalizeContext {
   /** The configured channel id (`channels[].id`). */
   channelId: string;
+  /** The bot's user id (the webhook body's `destination`): a message from it is the bot's own. */
+  botUserId?: string | undefined;
   /** The gateway id for the message (`newMessageId()`). */
   messageId: string;
   /** Milliseconds since the epoch. */
@@ -96,7 +98,10 @@ export function normalizeLineEvent(event: unknown, context: NormalizeContext): I
     channel: context.channelId,
     chat: { type: source.type === 'user' ? 'person' : 'group', id: chatId },
     // LINE leaves userId out for a group member it may not identify (an old LINE app).
-    sender: { id: source.userId ?? 'unknown' },
+    sender: {
+      id: source.userId ?? 'unknown',
+      is_bot: source.userId !== undefined && source.userId === context.botUserId,
+    },
     elements,
     text,
     mentions_bot: mentionees.some((mentionee) => mentionee.isSelf === true),

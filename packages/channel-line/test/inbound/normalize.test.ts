@@ -2,9 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { normalizeLineEvent } from '../../src/inbound/normalize.js';
 
 // Events in the shapes LINE sends them (webhook event objects of the Messaging API reference).
-const CONTEXT = { channelId: 'ln', messageId: '01J0000000000000000000000A', receivedAt: 1_718_000_000_000 };
 const USER = 'U4af4980629000000000000000000000a';
 const BOT = 'U0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b';
+const CONTEXT = {
+  channelId: 'ln',
+  botUserId: BOT,
+  messageId: '01J0000000000000000000000A',
+  receivedAt: 1_718_000_000_000,
+};
 
 function textEvent(fields: Record<string, unknown> = {}, message: Record<string, unknown> = {}) {
   return {
@@ -43,6 +48,13 @@ describe('normalizeLineEvent', () => {
         received_at: CONTEXT.receivedAt,
         raw: event,
       });
+    });
+  });
+
+  describe("when the message comes from the bot's own user id (the body's destination)", () => {
+    it('marks the sender as the bot, which admission ignores', () => {
+      const source = { type: 'group', groupId: 'C1', userId: BOT };
+      expect(normalizeLineEvent(textEvent({ source }), CONTEXT)?.sender).toEqual({ id: BOT, is_bot: true });
     });
   });
 

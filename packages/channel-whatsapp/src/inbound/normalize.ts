@@ -7,6 +7,8 @@ export interface NormalizeContext {
   channelId: string;
   /** Profile names by WhatsApp id, from the change's `contacts[]`. */
   names: ReadonlyMap<string, string>;
+  /** The business number's digits: a message from it is the business's own (the bot's). */
+  businessNumber?: string | undefined;
   /** The gateway id for the message (`newMessageId()`). */
   messageId: string;
   /** Milliseconds since the epoch. */
@@ -134,7 +136,11 @@ export function normalizeWhatsAppMessage(message: unknown, context: NormalizeCon
     platform: 'whatsapp',
     channel: context.channelId,
     chat: { type: 'person', id: parsed.from },
-    sender: { id: parsed.from, ...(name === undefined ? {} : { name }) },
+    sender: {
+      id: parsed.from,
+      ...(name === undefined ? {} : { name }),
+      is_bot: parsed.from === context.businessNumber,
+    },
     elements: [
       ...(text === '' ? [] : [{ type: 'text' as const, text }]),
       ...elements,

@@ -4,7 +4,10 @@ import { z } from 'zod';
 
 /** The part of a `messages` change the channel reads; statuses and errors are left unread. */
 const MessagesValueSchema = z.looseObject({
-  metadata: z.looseObject({ phone_number_id: z.string().min(1) }),
+  metadata: z.looseObject({
+    phone_number_id: z.string().min(1),
+    display_phone_number: z.string().optional(),
+  }),
   contacts: z
     .array(z.looseObject({ wa_id: z.string(), profile: z.looseObject({ name: z.string() }).optional() }))
     .default([]),
@@ -21,6 +24,8 @@ const NotificationSchema = z.looseObject({
 /** The messages one change carries for one business phone number, each yet to be normalized. */
 export interface MessagesChange {
   phoneNumberId: string;
+  /** The business number's digits (`display_phone_number`): a message from it is the business's own. */
+  businessNumber: string | undefined;
   /** The sender's profile name by WhatsApp id. */
   names: ReadonlyMap<string, string>;
   messages: unknown[];
@@ -58,6 +63,7 @@ export function parseNotification(rawBody: string): Notification {
       const { metadata, contacts, messages } = value.data;
       read.changes.push({
         phoneNumberId: metadata.phone_number_id,
+        businessNumber: metadata.display_phone_number?.replace(/\D/g, '') || undefined,
         names: new Map(contacts.flatMap((c) => (c.profile ? [[c.wa_id, c.profile.name]] : []))),
         messages,
       });

@@ -4,6 +4,7 @@ import { normalizeWhatsAppMessage } from '../../src/inbound/normalize.js';
 const context = {
   channelId: 'wa',
   names: new Map<string, string>(),
+  businessNumber: '15550783881',
   messageId: '01J0000000000000000000000',
   receivedAt: 1_000,
 };
@@ -36,6 +37,11 @@ describe('normalizeWhatsAppMessage', () => {
         received_at: 1_000,
         raw: text,
       });
+    });
+
+    it("marks a message from the business's own number as the bot's", () => {
+      const message = normalizeWhatsAppMessage({ ...text, from: '15550783881' }, context);
+      expect(message?.sender).toEqual({ id: '15550783881', is_bot: true });
     });
 
     it('quotes the message it replies to', () => {
