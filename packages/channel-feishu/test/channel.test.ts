@@ -248,6 +248,34 @@ describe('feishu channel', () => {
       expect(fake.callsTo('update').map((call) => call.status)).toEqual([400]);
       expect(fake.botMessages().at(-1)?.replyTo).toBe(origin.platform_message_id);
     });
+
+    it('posts the answer as a new reply when the draft can no longer be edited for another reason', async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      const signal = AbortSignal.timeout(5_000);
+      const draft = await channel.preview?.(origin, 'partial', undefined, signal);
+      // A code of its own (the draft recalled, the edit window passed): refused for good all the same.
+      fake.failNext('update', 1, { kind: 'code', code: 230031 });
+      await channel.send(origin, [{ text: 'the whole answer' }], signal, { draft });
+      expect(fake.shownIn(origin.chat.id).filter((text) => text === 'the whole answer')).toHaveLength(1);
+      expect(fake.botMessages().at(-1)?.texts).toEqual(['the whole answer']);
+    });
+
+    it('leaves a retryable failure of the last edit to the outbox, without posting', async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      const signal = AbortSignal.timeout(5_000);
+      const draft = await channel.preview?.(origin, 'partial', undefined, signal);
+      const posted = fake.botMessages().length;
+      fake.failNext('update', 1, { kind: 'http_status', status: 503 });
+      await expect(
+        channel.send(origin, [{ text: 'the whole answer' }], signal, { draft }),
+      ).rejects.toMatchObject({
+        code: 'SB_CHANNEL_SEND_FAILED',
+        retryable: true,
+      });
+      expect(fake.botMessages()).toHaveLength(posted);
+    });
   });
 });
 

@@ -32,11 +32,13 @@ export function renderFeishuReplies(replies: readonly Reply[], answering?: strin
   }));
 }
 
-/** Feishu's code for an edit past a message's 20. */
-const EDIT_LIMIT_REACHED = 230072;
-
-const isEditLimit = (error: unknown) =>
-  isSwitchboardError(error, 'SB_CHANNEL_SEND_FAILED') && error.details?.code === EDIT_LIMIT_REACHED;
+/**
+ * An edit Feishu refuses for good: past the message's 20 edits (code 230072), past the tenant's
+ * edit window, or of a message deleted meanwhile. Not a rate limit, a refused token or an outage,
+ * which the outbox retries.
+ */
+const isEditRefused = (error: unknown) =>
+  isSwitchboardError(error, 'SB_CHANNEL_SEND_FAILED') && !error.retryable;
 
 /** Options of `feishuMessageCalls`. */
 export interface FeishuMessageCallsOptions {
@@ -54,8 +56,9 @@ export interface FeishuMessageCallsOptions {
  * no platform event to tell) and edits the bot's text messages, paced per chat.
  *
  * Feishu edits a message 20 times at most: previews stop editing a draft after 19, which keeps
- * the last edit for the answer. Should that edit be refused for the limit all the same (edits
- * this process did not count, before a restart), the answer is posted as a new reply instead.
+ * the last edit for the answer. Should that edit be refused all the same (edits this process did
+ * not count, before a restart; the tenant's edit window passed; the draft deleted), the answer is
+ * posted as a new reply instead.
  */
 export function feishuMessageCalls(
   origin: InboundMessage,
@@ -98,7 +101,7 @@ export function feishuMessageCalls(
       try {
         await update(message.text, ref);
       } catch (error) {
-        if (!isEditLimit(error)) throw error;
+        if (!isEditRefused(error)) throw error;
         await calls.post(message);
       } finally {
         edits.forget(ref);
