@@ -15,7 +15,8 @@ export interface FeishuGateway extends ChannelEngine {
 }
 
 /** The engine's options besides the channel, and the channel's config. */
-export interface FeishuGatewayOptions extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'started'> {
+export interface FeishuGatewayOptions
+  extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'wrapIngress' | 'started'> {
   /** Options of the fake platform (plain events, another secret). */
   fake?: FakeFeishuOptions;
   /** `channels[]` keys besides id, type, credentials and domain. */
