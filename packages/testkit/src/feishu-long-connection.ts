@@ -286,8 +286,11 @@ export function serveLongConnection(
     event: Record<string, unknown>,
     ackTimeoutMs: number,
   ): Promise<SocketDeliveryAttempt> {
-    await eventually(() => open.length > 0, 5_000, 'a long connection open');
-    const connection = open[next++ % open.length] as { number: number; ws: WebSocket };
+    // A connection the client is closing is not one Feishu would pick.
+    const usable = () => open.filter(({ ws }) => ws.readyState === ws.OPEN);
+    await eventually(() => usable().length > 0, 5_000, 'a long connection open');
+    const candidates = usable();
+    const connection = candidates[next++ % candidates.length] as { number: number; ws: WebSocket };
     const messageId = randomUUID();
     seq += 1n;
     const frame: FeishuFrame = {
