@@ -69,7 +69,8 @@ export function createLongConnection(options: LongConnectionOptions): LongConnec
         return undefined;
       }
       if (!disposition.acknowledge) {
-        logger.warn({ code: disposition.code }, 'feishu event refused, answered 500 for redelivery');
+        // As for a webhook's 503, the refusal is the ingress's to record; the SDK logs the 500.
+        logger.debug({ code: disposition.code }, 'feishu event refused, answered 500 for redelivery');
         throw new SwitchboardError(disposition.code, { message: disposition.message });
       }
       return undefined;
