@@ -34,11 +34,18 @@ export interface FeishuChannelOptions extends PacingOptions {
   /** The gateway's HTTP server: in webhook mode the event webhook is mounted at `/feishu/<channel id>` at once. */
   server: FastifyInstance;
   logger: Logger;
+  /**
+   * Websocket mode: how long after a ping the long connection waits for any frame before it
+   * takes the connection for dead and opens another; shorter than Feishu's ping interval (120 s),
+   * as each ping starts the wait anew. Default: 30 s.
+   */
+  pingTimeoutMs?: number;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
 
-const DEFAULTS = { now: Date.now } satisfies Partial<FeishuChannelOptions>;
+// Feishu pongs at once; a connection silent for 30 s after a ping is one whose far end is gone.
+const DEFAULTS = { pingTimeoutMs: 30_000, now: Date.now } satisfies Partial<FeishuChannelOptions>;
 
 /** The v2 event envelope's fields the channel reads. */
 interface EventHeader {
@@ -102,6 +109,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
       ? createLongConnection({
           config,
           logger,
+          pingTimeoutMs: options.pingTimeoutMs ?? DEFAULTS.pingTimeoutMs,
           take: (body) => {
             const handle = handler();
             // Between a stop and the socket's close: a 500, and Feishu delivers it again.

@@ -21,6 +21,8 @@ export interface FeishuGatewayOptions
   fake?: FakeFeishuOptions;
   /** `channels[]` keys besides id, type, credentials and domain. */
   config?: Record<string, unknown>;
+  /** The channel's `pingTimeoutMs` (websocket mode). */
+  pingTimeoutMs?: number;
 }
 
 /**
@@ -41,7 +43,13 @@ export async function startFeishuGateway(options: FeishuGatewayOptions = {}): Pr
   });
   const engine = await startChannelEngine({
     ...options,
-    channel: (server) => createFeishuChannel({ config, server, logger: silentLogger }),
+    channel: (server) =>
+      createFeishuChannel({
+        config,
+        server,
+        logger: silentLogger,
+        ...(options.pingTimeoutMs === undefined ? {} : { pingTimeoutMs: options.pingTimeoutMs }),
+      }),
     policy: config.policy,
     outbound: config.outbound,
   });

@@ -181,6 +181,22 @@ describe('feishu channel in websocket mode', () => {
     });
   });
 
+  describe('when the connection goes silent without closing', () => {
+    it('takes it for dead once a ping goes unanswered, connects again and takes the next event', async () => {
+      // Each ping starts the SDK's wait anew: it must end before the next ping.
+      const { fake, channel } = await start({
+        fake: { longConnection: { PingInterval: 0.5 } },
+        pingTimeoutMs: 200,
+      });
+      await fake.longConnection.waitForConnections(1);
+      fake.longConnection.silence(true);
+      await eventually(() => fake.longConnection.connectionsOpened() === 2, 5_000, 'a second connection');
+      await eventually(() => channel.health().ready, 5_000, 'channel ready again');
+      const event = fake.messageEvent({ text: 'revived' });
+      expect((await fake.longConnection.deliver(event)).attempts).toEqual([{ connection: 2, code: 200 }]);
+    });
+  });
+
   describe('when it stops', () => {
     it('closes the connection and is no longer ready', async () => {
       const { fake, channel } = await start();

@@ -107,6 +107,12 @@ export interface FakeLongConnection {
   deliver(event: Record<string, unknown>, options?: SocketDeliveryOptions): Promise<SocketDelivery>;
   /** Closes every connection from the platform's side, as when Feishu moves them. */
   dropConnections(): void;
+  /**
+   * While `true`, the open connections stay open but nothing comes over them, pings go
+   * unanswered: a far end gone without closing (a dead host, a NAT that forgot the connection).
+   * Connections opened later answer.
+   */
+  silence(silent: boolean): void;
   close(): void;
 }
 
@@ -227,6 +233,7 @@ export function serveLongConnection(
 ): FakeLongConnection {
   const wss = new WebSocketServer({ noServer: true });
   const open: Array<{ number: number; ws: WebSocket }> = [];
+  const silenced = new Set<WebSocket>();
   /** Answers awaited, by the `message_id` header of the data frame sent. */
   const waiting = new Map<string, (code: number | null) => void>();
   const deliveries: SocketDelivery[] = [];
@@ -237,6 +244,7 @@ export function serveLongConnection(
 
   function onFrame(ws: WebSocket, frame: FeishuFrame) {
     const type = headerOf(frame, 'type');
+    if (silenced.has(ws)) return;
     if (frame.method === 0 && type === 'ping') {
       pings += 1;
       const pong: FeishuFrame = {
@@ -287,7 +295,7 @@ export function serveLongConnection(
     ackTimeoutMs: number,
   ): Promise<SocketDeliveryAttempt> {
     // A connection the client is closing is not one Feishu would pick.
-    const usable = () => open.filter(({ ws }) => ws.readyState === ws.OPEN);
+    const usable = () => open.filter(({ ws }) => ws.readyState === ws.OPEN && !silenced.has(ws));
     await eventually(() => usable().length > 0, 5_000, 'a long connection open');
     const candidates = usable();
     const connection = candidates[next++ % candidates.length] as { number: number; ws: WebSocket };
@@ -345,6 +353,10 @@ export function serveLongConnection(
     },
     dropConnections() {
       for (const { ws } of [...open]) ws.terminate();
+    },
+    silence(silent) {
+      silenced.clear();
+      if (silent) for (const { ws } of open) silenced.add(ws);
     },
     close() {
       for (const { ws } of [...open]) ws.terminate();

@@ -4,7 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
 import { readJsonBody } from './json-body.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
-import { type FakeLongConnection, serveLongConnection } from './feishu-long-connection.js';
+import {
+  FAKE_CLIENT_CONFIG,
+  type FakeLongConnection,
+  type LongConnectionClientConfig,
+  serveLongConnection,
+} from './feishu-long-connection.js';
 
 /**
  * A fake Feishu / Lark open platform for tests: a node:http server on 127.0.0.1 (configure its
@@ -78,6 +83,8 @@ export interface FakeFeishuOptions {
   verificationToken?: string;
   /** The bot's open_id. Default: `ou_bot0000`. */
   botOpenId?: string;
+  /** Timings handed to long-connection clients, in seconds. Default: `FAKE_CLIENT_CONFIG`. */
+  longConnection?: Partial<LongConnectionClientConfig>;
   /** Limits enforced on replies, posts and edits; a limit left out is not enforced. */
   rateLimits?: {
     /** Every reply, post or edit into one chat (Feishu: 5 a second). */
@@ -381,7 +388,10 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const longConnection = serveLongConnection(server, base);
+  const longConnection = serveLongConnection(server, base, {
+    ...FAKE_CLIENT_CONFIG,
+    ...options.longConnection,
+  });
 
   const shownIn = (chatId: string) =>
     bot.filter((message) => message.chatId === chatId).map((message) => message.texts.at(-1) as string);

@@ -9,6 +9,8 @@ import type { FeishuBody } from './open-body.js';
 export interface LongConnectionOptions {
   config: FeishuChannelConfig;
   logger: Logger;
+  /** After a ping, how long without a frame before the connection is dropped and opened again. */
+  pingTimeoutMs: number;
   /** Takes one event body to the ingress; a rejection or a disposition not acknowledged has it sent again. */
   take: (body: FeishuBody) => Promise<Disposition>;
 }
@@ -24,7 +26,8 @@ export interface LongConnection {
 
 /**
  * Events over the SDK's long connection (`WSClient`): it asks `/callback/ws/endpoint` (with the
- * app id and secret) where to connect, holds the WebSocket, pings and reconnects. Each event is
+ * app id and secret) where to connect, holds the WebSocket, pings and reconnects (also when no
+ * frame follows a ping within `pingTimeoutMs`: a far end gone without closing). Each event is
  * answered once `take` has settled: `code: 200` when the ingress took it (journaled, a duplicate,
  * ignored); when the ingress refused it (queue full, draining) or failed, `invoke` throws, the
  * SDK answers 500 and Feishu delivers it again. A malformed event is acknowledged and logged:
@@ -42,6 +45,8 @@ export function createLongConnection(options: LongConnectionOptions): LongConnec
     domain: config.apiUrl,
     logger: toSdkLogger(logger),
     loggerLevel: lark.LoggerLevel.info,
+    // Without it a connection whose far end vanished (no close) would count as open for good.
+    wsConfig: { pingTimeout: options.pingTimeoutMs / 1000 },
     onReady: () => logger.info({}, 'feishu long connection open'),
     onReconnected: () => logger.info({}, 'feishu long connection open again'),
     onError: (err: Error) => {
