@@ -175,3 +175,59 @@ routing:
     }, 30_000);
   });
 });
+
+describe('feishu channel in websocket mode (end to end)', () => {
+  let fake: FakeFeishu;
+  let gateway: ServeProcess;
+
+  beforeAll(async () => {
+    fake = await startFakeFeishu();
+    // No encrypt key, no verification token, no public URL: the gateway connects out.
+    gateway = await serveYaml(`
+audit: { ignored: true }
+channels:
+  - id: fs
+    type: feishu
+    mode: websocket
+    app_id: ${fake.appId}
+    app_secret: ${fake.appSecret}
+    domain: "${fake.url}"
+pipelines:
+  - { id: echo, type: echo }
+routing:
+  default: echo
+`);
+  }, 60_000);
+  afterAll(async () => {
+    await gateway?.stop('SIGKILL');
+    await fake?.close();
+  });
+
+  describe('when the gateway starts', () => {
+    it('opens the long connection, reports ready once it is open, and mounts no webhook', async () => {
+      await fake.longConnection.waitForConnections(1, 10_000);
+      await eventually(async () => (await get(`${gateway.url}/readyz`)).status === 200, 10_000);
+      expect((await fetch(`${gateway.url}/feishu/fs`, { method: 'POST', body: '{}' })).status).toBe(404);
+    });
+  });
+
+  describe('when a user writes to the bot one to one', () => {
+    it('acknowledges the event over the connection and answers with the reply API', async () => {
+      const event = fake.messageEvent({ text: 'hello over the socket', chatId: 'oc_p2p_ws' });
+      expect((await fake.longConnection.deliver(event)).code).toBe(200);
+      expect(await fake.waitForShown('oc_p2p_ws', 1)).toEqual(['hello over the socket']);
+      expect(fake.callsTo('reply').find((call) => call.chatId === 'oc_p2p_ws')?.messageId).toBe(
+        event.event.message.message_id,
+      );
+    });
+  });
+
+  describe('when the SDK logs', () => {
+    it('goes through the gateway log, never showing the app secret', () => {
+      expect(gateway.stderr.join('')).not.toContain('[ws]');
+      const lines = JSON.stringify(gateway.logs);
+      expect(lines).toContain('feishu long connection open');
+      expect(lines).not.toContain(fake.appSecret);
+    });
+  });
+});

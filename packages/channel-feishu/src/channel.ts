@@ -1,5 +1,6 @@
 import {
   ACKNOWLEDGED,
+  type Disposition,
   type PacingOptions,
   channelPacing,
   deliveryKey,
@@ -18,6 +19,7 @@ import {
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import type { FeishuChannelConfig } from './options.js';
+import { createLongConnection } from './inbound/long-connection.js';
 import { normalizeFeishuEvent } from './inbound/normalize.js';
 import { type FeishuBody, openFeishuBody } from './inbound/open-body.js';
 import { verifyFeishuCall } from './inbound/verify.js';
@@ -29,14 +31,21 @@ import { feishuMessageCalls, renderFeishuReplies } from './outbound/send.js';
 export interface FeishuChannelOptions extends PacingOptions {
   /** The parsed `channels[]` entry of `type: feishu`. */
   config: FeishuChannelConfig;
-  /** The gateway's HTTP server: the event webhook is mounted at `/feishu/<channel id>` at once. */
+  /** The gateway's HTTP server: in webhook mode the event webhook is mounted at `/feishu/<channel id>` at once. */
   server: FastifyInstance;
   logger: Logger;
+  /**
+   * Websocket mode: how long after a ping the long connection waits for any frame before it
+   * takes the connection for dead and opens another; shorter than Feishu's ping interval (120 s),
+   * as each ping starts the wait anew. Default: 30 s.
+   */
+  pingTimeoutMs?: number;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
 
-const DEFAULTS = { now: Date.now } satisfies Partial<FeishuChannelOptions>;
+// Feishu pongs at once; a connection silent for 30 s after a ping is one whose far end is gone.
+const DEFAULTS = { pingTimeoutMs: 30_000, now: Date.now } satisfies Partial<FeishuChannelOptions>;
 
 /** The v2 event envelope's fields the channel reads. */
 interface EventHeader {
@@ -47,10 +56,12 @@ interface EventHeader {
 /**
  * The Feishu / Lark channel on the official node SDK. `start` learns the bot's open_id (`GET
  * /open-apis/bot/v3/info`, unless configured), which makes mentions of it and its own messages
- * recognisable. Events come to `POST /feishu/<channel id>`: signed and encrypted with the encrypt
- * key, or carrying the verification token (`inbound/verify.ts`, 401 otherwise); the console's
- * `url_verification` gets its challenge back; `im.message.receive_v1` events go to the ingress keyed
- * on their `event_id`, so a redelivery is a duplicate; other events are acknowledged and ignored.
+ * recognisable. In webhook mode events come to `POST /feishu/<channel id>`: signed and encrypted
+ * with the encrypt key, or carrying the verification token (`inbound/verify.ts`, 401 otherwise);
+ * the console's `url_verification` gets its challenge back. In websocket mode they come over the
+ * SDK's long connection (`inbound/long-connection.ts`) and no route is mounted. Either way
+ * `im.message.receive_v1` events go to the ingress keyed on their `event_id`, so a redelivery is
+ * a duplicate, and are acknowledged only once taken; other events are acknowledged and ignored.
  * Replies use the message reply API with a tenant access token the SDK fetches and renews;
  * streamed previews edit the bot's message, within Feishu's 20 edits of a message
  * (`outbound/send.ts`).
@@ -66,7 +77,8 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
   let ingress: Ingress | null = null;
   let botOpenId: string | null = null;
 
-  async function take(current: Ingress, openId: string, body: FeishuBody) {
+  /** One event body of either mode to the ingress: what Feishu is told. */
+  async function take(current: Ingress, openId: string, body: FeishuBody): Promise<Disposition> {
     if (body.type === 'url_verification')
       return { acknowledge: true as const, body: { challenge: body.challenge } };
     const header = (body.header ?? {}) as EventHeader;
@@ -84,19 +96,43 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     return dispositionOf(await current.accept(message, deliveryKey(header.event_id)));
   }
 
-  mountWebhook<FeishuBody>(options.server, {
-    path,
-    name: `feishu channel "${config.id}"`,
-    logger,
-    verify: (signed) => verifyFeishuCall(signed, { channelId: config.id, ...config }, now()),
-    parse: (rawBody) => openFeishuBody(rawBody, config.encryptKey),
-    handler: () => {
-      const current = ingress;
-      const openId = botOpenId;
-      if (current === null || openId === null) return null;
-      return (body) => take(current, openId, body);
-    },
-  });
+  /** `take` while the channel runs, `null` before start and after stop. */
+  function handler() {
+    const current = ingress;
+    const openId = botOpenId;
+    if (current === null || openId === null) return null;
+    return (body: FeishuBody) => take(current, openId, body);
+  }
+
+  const longConnection =
+    config.mode === 'websocket'
+      ? createLongConnection({
+          config,
+          logger,
+          pingTimeoutMs: options.pingTimeoutMs ?? DEFAULTS.pingTimeoutMs,
+          take: (body) => {
+            const handle = handler();
+            // Between a stop and the socket's close: a 500, and Feishu delivers it again.
+            if (handle === null) {
+              throw new SwitchboardError('SB_DRAINING', {
+                message: `feishu channel "${config.id}" is not running`,
+              });
+            }
+            return handle(body);
+          },
+        })
+      : null;
+
+  if (config.mode === 'webhook') {
+    mountWebhook<FeishuBody>(options.server, {
+      path,
+      name: `feishu channel "${config.id}"`,
+      logger,
+      verify: (signed) => verifyFeishuCall(signed, { channelId: config.id, ...config }, now()),
+      parse: (rawBody) => openFeishuBody(rawBody, config.encryptKey),
+      handler,
+    });
+  }
 
   async function whoAmI(): Promise<string> {
     if (config.botOpenId !== undefined) return config.botOpenId;
@@ -121,11 +157,16 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     async start(context) {
       botOpenId = await whoAmI();
       ingress = context.ingress;
-      logger.info({ path, botOpenId }, 'channel started');
+      longConnection?.start();
+      logger.info(
+        { mode: config.mode, ...(longConnection === null ? { path } : {}), botOpenId },
+        'channel started',
+      );
     },
 
     async stop() {
       ingress = null;
+      longConnection?.stop();
       logger.info({}, 'channel stopped');
     },
 
@@ -143,9 +184,10 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
       return showPreview(renderFeishuReplies([{ text }]), calls, draft);
     },
 
-    health: () =>
-      ingress === null
-        ? { ready: false, detail: 'not running (before start or after stop)' }
-        : { ready: true },
+    health() {
+      if (ingress === null) return { ready: false, detail: 'not running (before start or after stop)' };
+      // While the long connection is down no event can arrive: /readyz says so.
+      return longConnection?.health() ?? { ready: true };
+    },
   };
 }

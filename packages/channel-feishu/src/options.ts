@@ -27,6 +27,9 @@ export const FEISHU_DOMAINS = {
   lark: 'https://open.larksuite.com',
 } as const;
 
+/** What the long connection takes as an app id: the SDK silently does not connect with another. */
+const LONG_CONNECTION_APP_ID = /^cli_[0-9a-fA-F]{16}$/;
+
 /** `channels[]` with `type: feishu`. */
 export const FeishuChannelSchema = z
   .strictObject({
@@ -43,18 +46,29 @@ export const FeishuChannelSchema = z
         z.url({ protocol: /^https?$/, error: 'must be feishu, lark or an http(s) URL' }),
       ])
       .default('feishu'),
-    /** How events arrive: signed HTTP requests to `/feishu/<id>` (the long connection is not built yet). */
-    mode: z
-      .literal('webhook', { error: 'only webhook for now: the long connection (websocket) is not built yet' })
-      .default('webhook'),
-    /** Encrypts event bodies and signs each request (`X-Lark-Signature`). */
+    /**
+     * How events arrive: `webhook`, signed HTTP requests to `/feishu/<id>`; `websocket`, the
+     * long connection the gateway opens to the open platform (no public URL).
+     */
+    mode: z.enum(['webhook', 'websocket']).default('webhook'),
+    /** Webhook mode: encrypts event bodies and signs each request (`X-Lark-Signature`). */
     encrypt_key: platformSecret().optional(),
-    /** Carried in each event body; the only check when no encrypt key is set. */
+    /** Webhook mode: carried in each event body; the only check when no encrypt key is set. */
     verification_token: platformSecret().optional(),
     /** The bot's open_id; skips the bot info call at start. */
     bot_open_id: z.string().min(1).optional(),
   })
   .superRefine((channel, ctx) => {
+    if (channel.mode === 'websocket') {
+      if (!LONG_CONNECTION_APP_ID.test(channel.app_id)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['app_id'],
+          message: 'websocket mode needs the app id as the console shows it: cli_ and 16 hex digits',
+        });
+      }
+      return;
+    }
     if (channel.encrypt_key === undefined && channel.verification_token === undefined) {
       ctx.addIssue({
         code: 'custom',
@@ -72,6 +86,7 @@ export const FeishuChannelSchema = z
       /\/+$/,
       '',
     ),
+    mode: channel.mode,
     encryptKey: channel.encrypt_key,
     verificationToken: channel.verification_token,
     botOpenId: channel.bot_open_id,

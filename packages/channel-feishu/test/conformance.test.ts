@@ -8,6 +8,8 @@ import {
   conformanceOutbound,
   describeChannelConformance,
 } from '@switchboard/contracts';
+import type { ChannelAdapter } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { type FakeFeishuFailure, startFakeFeishu } from '@switchboard/testkit/feishu';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { webhookServers } from '@switchboard/testkit/webhook-server';
@@ -28,7 +30,13 @@ interface FeishuEvent extends PlatformEvent {
   body: Record<string, unknown>;
 }
 
-async function startFeishuHarness(): Promise<ChannelHarness> {
+/** How events reach the adapters of a harness: Feishu's two modes. */
+type Mode = 'webhook' | 'websocket';
+
+/** A long-connection delivery waits this long for its answer: beyond the checks' held ingress. */
+const SOCKET_ACK_TIMEOUT_MS = 5_000;
+
+async function startFeishuHarness(mode: Mode): Promise<ChannelHarness> {
   const fake = await startFakeFeishu({
     appSecret: APP_SECRET,
     encryptKey: ENCRYPT_KEY,
@@ -37,9 +45,11 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
   });
   let nextChat = 1_000;
   const servers = webhookServers();
+  let latest: ChannelAdapter | undefined;
   const config = FeishuChannelSchema.parse({
     id: 'fs',
     type: 'feishu',
+    mode,
     app_id: fake.appId,
     app_secret: APP_SECRET,
     domain: fake.url,
@@ -72,7 +82,10 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
     sendTimeoutMs: SEND_TIMEOUT_MS,
     editIntervalMs: EDIT_INTERVAL_MS,
     perChatLimit: PER_CHAT,
-    createAdapter: ({ logger }) => createFeishuChannel({ config, server: servers.next(), logger }),
+    createAdapter: ({ logger }) => {
+      latest = createFeishuChannel({ config, server: servers.next(), logger });
+      return latest;
+    },
     event(spec: EventSpec): FeishuEvent {
       const body = fake.messageEvent({
         text: spec.text,
@@ -83,21 +96,36 @@ async function startFeishuHarness(): Promise<ChannelHarness> {
       });
       return { key: String(body.header.event_id), spec, body };
     },
-    async deliver(event, mode: DeliveryMode) {
+    async deliver(event, delivery: DeliveryMode) {
       const { body } = event as FeishuEvent;
+      if (mode === 'websocket') {
+        // Only the running adapter's connection is open: the last check's is closed.
+        await eventually(
+          () => latest?.health().ready === true && fake.longConnection.connections() === 1,
+          5_000,
+          'the adapter connected',
+        );
+        // Nothing to sign or forge: the connection itself is the app's. One try: the suite redelivers.
+        const sent = delivery === 'malformed' ? { ...body, event: { message: 'not a message' } } : body;
+        const answer = await fake.longConnection.deliver(sent, {
+          maxAttempts: 1,
+          ackTimeoutMs: SOCKET_ACK_TIMEOUT_MS,
+        });
+        return { acknowledged: answer.code === 200 };
+      }
       // Feishu sends an event again as it was, same event_id: `redelivered` is `signed` once more.
       const answer =
-        mode === 'forged-malformed'
+        delivery === 'forged-malformed'
           ? await fake.deliverEvent(await servers.url('/feishu/fs'), '{not json', {
               signature: 'f'.repeat(64),
               plain: true,
             })
           : await fake.deliverEvent(
               await servers.url('/feishu/fs'),
-              mode === 'malformed' ? { ...body, event: { message: 'not a message' } } : body,
-              mode === 'forged'
+              delivery === 'malformed' ? { ...body, event: { message: 'not a message' } } : body,
+              delivery === 'forged'
                 ? { signature: 'f'.repeat(64) }
-                : mode === 'unsigned'
+                : delivery === 'unsigned'
                   ? { signature: null }
                   : {},
             );
@@ -152,4 +180,17 @@ const FEISHU: ChannelCapabilities = {
   acknowledgement: 'ack',
 };
 
-describeChannelConformance('feishu', { capabilities: FEISHU, start: startFeishuHarness });
+describeChannelConformance('feishu', { capabilities: FEISHU, start: () => startFeishuHarness('webhook') });
+
+const FEISHU_WEBSOCKET: ChannelCapabilities = {
+  ...FEISHU,
+  // Events come over the connection the app's credentials opened: nothing per event to check.
+  signedInbound: false,
+  // Feishu sends each event to one of the app's connections: every replica connects.
+  connection: 'webhook',
+};
+
+describeChannelConformance('feishu websocket', {
+  capabilities: FEISHU_WEBSOCKET,
+  start: () => startFeishuHarness('websocket'),
+});

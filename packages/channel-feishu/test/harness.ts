@@ -15,11 +15,14 @@ export interface FeishuGateway extends ChannelEngine {
 }
 
 /** The engine's options besides the channel, and the channel's config. */
-export interface FeishuGatewayOptions extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'started'> {
+export interface FeishuGatewayOptions
+  extends Pick<ChannelEngineOptions, 'answer' | 'ingress' | 'wrapIngress' | 'started'> {
   /** Options of the fake platform (plain events, another secret). */
   fake?: FakeFeishuOptions;
   /** `channels[]` keys besides id, type, credentials and domain. */
   config?: Record<string, unknown>;
+  /** The channel's `pingTimeoutMs` (websocket mode). */
+  pingTimeoutMs?: number;
 }
 
 /**
@@ -40,7 +43,13 @@ export async function startFeishuGateway(options: FeishuGatewayOptions = {}): Pr
   });
   const engine = await startChannelEngine({
     ...options,
-    channel: (server) => createFeishuChannel({ config, server, logger: silentLogger }),
+    channel: (server) =>
+      createFeishuChannel({
+        config,
+        server,
+        logger: silentLogger,
+        ...(options.pingTimeoutMs === undefined ? {} : { pingTimeoutMs: options.pingTimeoutMs }),
+      }),
     policy: config.policy,
     outbound: config.outbound,
   });

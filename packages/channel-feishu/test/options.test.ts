@@ -26,6 +26,24 @@ describe('FeishuChannelSchema', () => {
     });
   });
 
+  describe('when the mode is websocket', () => {
+    it('needs neither an encrypt key nor a verification token, only an app id as the console shows it', () => {
+      const config = { id: 'fs', type: 'feishu', app_secret: 'app-secret', mode: 'websocket' };
+      expect(FeishuChannelSchema.parse({ ...config, app_id: 'cli_a1b2c3d4e5f60718' })).toMatchObject({
+        mode: 'websocket',
+        encryptKey: undefined,
+      });
+      const refused = FeishuChannelSchema.safeParse({ ...config, app_id: 'cli_a1' });
+      expect(refused.error?.issues).toEqual([
+        expect.objectContaining({ path: ['app_id'], message: expect.stringContaining('16 hex digits') }),
+      ]);
+    });
+
+    it('stays webhook when no mode is given', () => {
+      expect(FeishuChannelSchema.parse(APP).mode).toBe('webhook');
+    });
+  });
+
   describe('when the configuration is read for secrets', () => {
     it('marks the app secret, the encrypt key and the verification token as secrets', () => {
       const config = { ...APP, verification_token: 'v-token' };
@@ -36,7 +54,8 @@ describe('FeishuChannelSchema', () => {
   describe('when a value is wrong', () => {
     it.each([
       ['neither an encrypt key nor a verification token', { encrypt_key: undefined }, 'encrypt_key'],
-      ['websocket mode, not built yet', { mode: 'websocket' }, 'not built yet'],
+      ['websocket mode with an app id the long connection refuses', { mode: 'websocket' }, '"app_id"'],
+      ['a mode that is neither webhook nor websocket', { mode: 'socket' }, 'websocket'],
       ['a domain that is neither feishu, lark nor a URL', { domain: 'larksuite' }, 'feishu, lark'],
       ['a missing app secret', { app_secret: undefined }, 'app_secret'],
     ])('refuses %s, saying what is wrong', (_case, change, said) => {

@@ -4,6 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
 import { readJsonBody } from './json-body.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
+import {
+  FAKE_CLIENT_CONFIG,
+  type FakeLongConnection,
+  type LongConnectionClientConfig,
+  serveLongConnection,
+} from './feishu-long-connection.js';
 
 /**
  * A fake Feishu / Lark open platform for tests: a node:http server on 127.0.0.1 (configure its
@@ -20,12 +26,15 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
  * and is counted as a violation. Events are POSTed with `deliverEvent`
  * as Feishu sends them: with an encrypt key, encrypted (AES-256-CBC, key = SHA-256 of the encrypt
  * key) and signed (`X-Lark-Signature` = hex SHA-256 of timestamp + nonce + encrypt key + body).
+ * The long connection ("websocket mode") is served too: `POST /callback/ws/endpoint` (with the
+ * app id and secret; a wrong secret answers code 514) hands out the WebSocket URL, and
+ * `longConnection.deliver` sends events over it (`feishu-long-connection.ts`).
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: open platform payloads are read freely by tests
 type Json = Record<string, any>;
 
-export type FeishuEndpoint = 'token' | 'bot_info' | 'reply' | 'create' | 'update';
+export type FeishuEndpoint = 'token' | 'bot_info' | 'reply' | 'create' | 'update' | 'ws_endpoint';
 
 /** One API call, whatever it answered. */
 export interface FeishuApiCall {
@@ -34,7 +43,7 @@ export interface FeishuApiCall {
   messageId?: string;
   /** The chat a reply, post or edit went into, when the fake knows it. */
   chatId?: string;
-  /** The Bearer token of the Authorization header. */
+  /** The Bearer token of the Authorization header (none for `ws_endpoint`, which carries the secret). */
   token: string | undefined;
   body: Json;
   /** The HTTP status answered; `null` while pending or when it hung. */
@@ -74,6 +83,8 @@ export interface FakeFeishuOptions {
   verificationToken?: string;
   /** The bot's open_id. Default: `ou_bot0000`. */
   botOpenId?: string;
+  /** Timings handed to long-connection clients, in seconds. Default: `FAKE_CLIENT_CONFIG`. */
+  longConnection?: Partial<LongConnectionClientConfig>;
   /** Limits enforced on replies, posts and edits; a limit left out is not enforced. */
   rateLimits?: {
     /** Every reply, post or edit into one chat (Feishu: 5 a second). */
@@ -118,6 +129,8 @@ export interface FakeFeishu {
   encryptKey: string | null;
   verificationToken: string;
   botOpenId: string;
+  /** The long connection: where events go in websocket mode. */
+  longConnection: FakeLongConnection;
   calls: FeishuApiCall[];
   callsTo(endpoint: FeishuEndpoint): FeishuApiCall[];
   /** Every message the bot posted, in order, with its edits. */
@@ -185,7 +198,8 @@ const EDIT_LIMIT_REACHED: Answer = {
 
 /** Starts a fake open platform on 127.0.0.1 and an ephemeral port. */
 export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<FakeFeishu> {
-  const appId = options.appId ?? 'cli_fake0000';
+  // As the console shows app ids: the SDK's long connection refuses any other shape.
+  const appId = options.appId ?? 'cli_fa4e000000000001';
   const appSecret = options.appSecret ?? 'fake-feishu-app-secret';
   const encryptKey = options.encryptKey === undefined ? 'fake-feishu-encrypt-key' : options.encryptKey;
   const verificationToken = options.verificationToken ?? 'fake-feishu-verification-token';
@@ -209,6 +223,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     if (method === 'POST' && pathname === '/open-apis/auth/v3/tenant_access_token/internal')
       return { endpoint: 'token' };
     if (method === 'GET' && pathname === '/open-apis/bot/v3/info') return { endpoint: 'bot_info' };
+    if (method === 'POST' && pathname === '/callback/ws/endpoint') return { endpoint: 'ws_endpoint' };
     if (method === 'POST' && pathname === '/open-apis/im/v1/messages') return { endpoint: 'create' };
     const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(pathname);
     if (method === 'POST' && reply)
@@ -251,6 +266,11 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       tokens.add(token);
       issued.push(token);
       return { status: 200, body: { code: 0, msg: 'ok', tenant_access_token: token, expire: TOKEN_TTL_S } };
+    }
+    if (call.endpoint === 'ws_endpoint') {
+      if (body.AppID !== appId || body.AppSecret !== appSecret)
+        return { status: 200, body: { code: 514, msg: 'auth failed', data: {} } };
+      return ok({ data: longConnection.endpoint() });
     }
     if (call.token === undefined || !tokens.has(call.token)) {
       return {
@@ -368,6 +388,10 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const longConnection = serveLongConnection(server, base, {
+    ...FAKE_CLIENT_CONFIG,
+    ...options.longConnection,
+  });
 
   const shownIn = (chatId: string) =>
     bot.filter((message) => message.chatId === chatId).map((message) => message.texts.at(-1) as string);
@@ -398,6 +422,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     encryptKey,
     verificationToken,
     botOpenId,
+    longConnection,
     calls,
     callsTo: (endpoint) => calls.filter((call) => call.endpoint === endpoint),
     botMessages: () => bot,
@@ -487,6 +512,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     },
     async close() {
       for (const response of hung) response.destroy();
+      longConnection.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -24,7 +24,8 @@ export interface ChannelCapabilities {
   /** The adapter paces its sends to the platform's limits (`outbound.rate`). */
   pacing: boolean;
   /**
-   * `webhook`: events come in requests to the gateway, every replica takes them.
+   * `webhook`: every replica takes events: they come in requests to the gateway, or over
+   *   connections of which the platform holds several and sends each event to one (Feishu's).
    * `single-owner`: one connection per token (long polling, Socket Mode, a gateway session).
    */
   connection: 'webhook' | 'single-owner';
