@@ -40,12 +40,21 @@ export interface FeishuChannelOptions extends PacingOptions {
    * as each ping starts the wait anew. Default: 30 s.
    */
   pingTimeoutMs?: number;
+  /**
+   * Websocket mode: how long after the SDK gave up on the long connection (the endpoint refused
+   * the app, reconnects ran out) it is started again. Default: 60 s.
+   */
+  restartAfterFailureMs?: number;
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
 
 // Feishu pongs at once; a connection silent for 30 s after a ping is one whose far end is gone.
-const DEFAULTS = { pingTimeoutMs: 30_000, now: Date.now } satisfies Partial<FeishuChannelOptions>;
+const DEFAULTS = {
+  pingTimeoutMs: 30_000,
+  restartAfterFailureMs: 60_000,
+  now: Date.now,
+} satisfies Partial<FeishuChannelOptions>;
 
 /** The v2 event envelope's fields the channel reads. */
 interface EventHeader {
@@ -110,6 +119,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
           config,
           logger,
           pingTimeoutMs: options.pingTimeoutMs ?? DEFAULTS.pingTimeoutMs,
+          restartAfterFailureMs: options.restartAfterFailureMs ?? DEFAULTS.restartAfterFailureMs,
           take: (body) => {
             const handle = handler();
             // Between a stop and the socket's close: a 500, and Feishu delivers it again.

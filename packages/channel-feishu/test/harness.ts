@@ -23,6 +23,8 @@ export interface FeishuGatewayOptions
   config?: Record<string, unknown>;
   /** The channel's `pingTimeoutMs` (websocket mode). */
   pingTimeoutMs?: number;
+  /** The channel's `restartAfterFailureMs` (websocket mode). */
+  restartAfterFailureMs?: number;
 }
 
 /**
@@ -49,6 +51,9 @@ export async function startFeishuGateway(options: FeishuGatewayOptions = {}): Pr
         server,
         logger: silentLogger,
         ...(options.pingTimeoutMs === undefined ? {} : { pingTimeoutMs: options.pingTimeoutMs }),
+        ...(options.restartAfterFailureMs === undefined
+          ? {}
+          : { restartAfterFailureMs: options.restartAfterFailureMs }),
       }),
     policy: config.policy,
     outbound: config.outbound,

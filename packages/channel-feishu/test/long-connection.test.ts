@@ -75,6 +75,19 @@ describe('feishu channel in websocket mode', () => {
     });
   });
 
+  describe('when the endpoint refuses the app once', () => {
+    it('starts the long connection again after the wait, connects and takes events', async () => {
+      const { fake, channel } = await start({ started: false, restartAfterFailureMs: 200 });
+      // "System busy" (code 1): the SDK gives up on it instead of retrying.
+      fake.failNext('ws_endpoint', 1, { kind: 'code', code: 1 });
+      const record = recording();
+      await channel.start({ ingress: record.wrapIngress(neverIngress()), logger: silentLogger });
+      await eventually(() => channel.health().ready, 10_000, 'connected after the restart');
+      expect(fake.callsTo('ws_endpoint').map((call) => call.status)).toEqual([200, 200]);
+      expect(fake.longConnection.connectionsOpened()).toBe(1);
+    });
+  });
+
   describe('when a user writes to the bot one to one', () => {
     it('answers with the reply API after acknowledging the event with code 200', async () => {
       const record = recording();

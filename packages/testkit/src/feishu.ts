@@ -378,7 +378,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
             : failure?.kind === 'http_status'
               ? { status: failure.status, body: { code: 1, msg: 'internal error' } }
               : failure?.kind === 'code'
-                ? { status: 200, body: { code: failure.code, msg: 'refused by the fake' } }
+                ? { status: 200, body: { code: failure.code, msg: 'refused by the fake', data: {} } }
                 : failure?.kind === 'edit_limit'
                   ? EDIT_LIMIT_REACHED
                   : answer(call, url);

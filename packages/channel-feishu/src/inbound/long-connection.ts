@@ -11,13 +11,15 @@ export interface LongConnectionOptions {
   logger: Logger;
   /** After a ping, how long without a frame before the connection is dropped and opened again. */
   pingTimeoutMs: number;
+  /** After the SDK gave up (the endpoint refused, reconnects ran out), how long until it starts again. */
+  restartAfterFailureMs: number;
   /** Takes one event body to the ingress; a rejection or a disposition not acknowledged has it sent again. */
   take: (body: FeishuBody) => Promise<Disposition>;
 }
 
 /** The long connection of one channel. */
 export interface LongConnection {
-  /** Connects, and reconnects whenever the connection drops, until `stop`. Resolves at once. */
+  /** Connects, and reconnects whenever the connection drops or fails, until `stop`. Returns at once. */
   start(): void;
   stop(): void;
   /** Ready while connected. */
@@ -39,6 +41,8 @@ export interface LongConnection {
 export function createLongConnection(options: LongConnectionOptions): LongConnection {
   const { config, logger, take } = options;
   let failure: string | null = null;
+  let running = false;
+  let restart: NodeJS.Timeout | undefined;
   const client = new lark.WSClient({
     appId: config.appId,
     appSecret: config.appSecret,
@@ -51,9 +55,13 @@ export function createLongConnection(options: LongConnectionOptions): LongConnec
     onReconnected: () => logger.info({}, 'feishu long connection open again'),
     onError: (err: Error) => {
       // The SDK gave up: the endpoint refused the app (a wrong secret, long connection not
-      // enabled in the console) or the reconnects ran out. Only a restart tries again.
+      // enabled in the console, Feishu busy) or the reconnects ran out. It is started again
+      // later, so that a refusal that passes (a fixed console setting, a busy platform) heals.
       failure = err.message;
-      logger.error({ err }, 'feishu long connection failed');
+      logger.error({ err, restartInMs: options.restartAfterFailureMs }, 'feishu long connection failed');
+      if (!running) return;
+      restart = setTimeout(connect, options.restartAfterFailureMs);
+      restart.unref();
     },
   });
 
@@ -82,14 +90,21 @@ export function createLongConnection(options: LongConnectionOptions): LongConnec
     },
   };
 
+  function connect() {
+    // Only `invoke` is called on the dispatcher; the SDK's own would check tokens and decrypt,
+    // which a long connection's events do not need.
+    void client.start({ eventDispatcher: dispatcher as unknown as lark.EventDispatcher });
+  }
+
   return {
     start() {
       failure = null;
-      // Only `invoke` is called on the dispatcher; the SDK's own would check tokens and
-      // decrypt, which a long connection's events do not need.
-      void client.start({ eventDispatcher: dispatcher as unknown as lark.EventDispatcher });
+      running = true;
+      connect();
     },
     stop() {
+      running = false;
+      clearTimeout(restart);
       // An event being taken now is not answered: Feishu delivers it again, a duplicate.
       client.close({ force: true });
     },
