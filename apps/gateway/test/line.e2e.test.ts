@@ -117,6 +117,32 @@ describe('line channel (end to end)', () => {
     });
   });
 
+  describe('when the monthly message limit is reached', () => {
+    it('dead-letters the pushed answer at once, naming the monthly limit, without retrying', async () => {
+      const source = { type: 'user' as const, userId: `U${'11'.repeat(16)}` };
+      const event = fake.textEvent({ text: 'over quota', source });
+      fake.failNext('reply', 1, { kind: 'http_status', status: 400, message: 'Invalid reply token' });
+      fake.failNext('push', 1, { kind: 'monthly_limit' });
+      expect((await fake.deliverWebhook(webhookUrl, [event])).status).toBe(200);
+      const audit = await eventually(async () => {
+        const page = await get(`${gateway.url}/admin/audit?outcome=dead_lettered&channel=ln`);
+        return page.body.items?.length > 0 && page.body;
+      });
+      expect(audit.items[0]).toMatchObject({ reason: 'delivery_failed' });
+      expect(audit.items[0].error).toContain(
+        'the monthly message limit of the LINE Official Account is reached',
+      );
+      expect(
+        fake
+          .callsTo('push')
+          .filter((call) => call.body.to === source.userId)
+          .map((call) => call.status),
+      ).toEqual([429]);
+      expect(await metricValueAt(gateway.url, 'switchboard_outbox_pending{channel="ln"}')).toBe(0);
+      expect(JSON.stringify(audit)).not.toContain(fake.channelAccessToken);
+    });
+  });
+
   describe('when the answer is longer than LINE takes in one message', () => {
     it('sends it cut at 5,000 characters, in order, 5 messages a call', async () => {
       const source = { type: 'user' as const, userId: `U${'10'.repeat(16)}` };

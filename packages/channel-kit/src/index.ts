@@ -15,6 +15,8 @@ export type { BucketRateInput, RateDefaults } from './options/index.js';
 
 // Inbound: the webhook route and the checks of inbound calls (the JWT verifier is at
 // `@switchboard/channel-kit/jwt`, so that only channels that use it load jose)
+export { AUTHORIZED } from './inbound/authorization.js';
+export type { Authorization } from './inbound/authorization.js';
 export { constantTimeEqual } from './inbound/constant-time-equal.js';
 export { deliveryKey } from './inbound/delivery-key.js';
 export { ACKNOWLEDGED, dispositionOf } from './inbound/disposition.js';
@@ -23,7 +25,13 @@ export { ed25519Verifier } from './inbound/ed25519-verifier.js';
 export { hmacSha256, verifyHmacSha256 } from './inbound/hmac-sha256.js';
 export type { SignatureEncoding } from './inbound/hmac-sha256.js';
 export { mountWebhook } from './inbound/mount-webhook.js';
-export type { SignedCall, WebhookHandler, WebhookOptions } from './inbound/mount-webhook.js';
+export type {
+  Authorizer,
+  SignedCall,
+  Verifier,
+  WebhookHandler,
+  WebhookOptions,
+} from './inbound/mount-webhook.js';
 export { parseJsonObject } from './inbound/parse-json-object.js';
 export type { JsonObjectResult } from './inbound/parse-json-object.js';
 export { createRefusalLog } from './inbound/refusal-log.js';

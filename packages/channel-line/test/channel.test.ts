@@ -376,6 +376,28 @@ describe('LINE channel send', () => {
     });
   });
 
+  describe('when the monthly message limit is reached (429 "You have reached your monthly limit.")', () => {
+    it('fails with a final SB_CHANNEL_SEND_FAILED naming the monthly limit, after one push', async () => {
+      const { fake, channel } = await start();
+      const origin = originOf(fake.textEvent({ text: 'hi' }));
+      fake.failNext('push', 1, { kind: 'monthly_limit' });
+      const failure = await channel
+        .send(origin, [{ text: 'x' }], AbortSignal.timeout(5_000))
+        .catch((error: unknown) => error);
+      expect(failure).toMatchObject({
+        code: 'SB_CHANNEL_SEND_FAILED',
+        retryable: false,
+        details: { status: 429, description: 'You have reached your monthly limit.' },
+      });
+      expect((failure as Error).message).toContain(
+        'the monthly message limit of the LINE Official Account is reached',
+      );
+      expect((failure as Error).message).not.toContain(fake.channelAccessToken);
+      expect(fake.callsTo('push').map((call) => call.status)).toEqual([429]);
+      expect(fake.deliveredTo(USER)).toEqual([]);
+    });
+  });
+
   describe('when LINE never answers', () => {
     it('rejects with the deadline once the signal aborts', async () => {
       const { fake, channel } = await start();

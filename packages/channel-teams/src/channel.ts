@@ -39,7 +39,8 @@ const DEFAULTS = { now: Date.now } satisfies Partial<TeamsChannelOptions>;
 /**
  * The Microsoft Teams channel (docs/design.md §3 "teams") on the Bot Framework REST API. The
  * Azure Bot's messaging endpoint is `POST /teams/<channel id>/messages`: its JWT is checked
- * before the body is parsed (401 otherwise), `message` activities go to the ingress keyed on
+ * before the body is read, its `serviceurl` claim against the activity before the body is parsed
+ * (401 otherwise), `message` activities go to the ingress keyed on
  * conversation and activity id (a redelivery is a duplicate), other activities are acknowledged
  * and ignored; the answer waits for the ingress. Replies go to the activity's `serviceUrl` with a
  * client-credentials token, paced by `outbound.rate`; streamed previews are edited in place.
@@ -80,11 +81,12 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     return dispositionOf(result);
   }
 
-  mountWebhook<Activity>(options.server, {
+  mountWebhook<Activity, string>(options.server, {
     path,
     name: `teams channel "${config.id}"`,
     logger,
-    verify: ({ headers, rawBody }) => authenticate(headers.authorization, rawBody),
+    authorize: (headers) => authenticate.authorize(headers.authorization),
+    verify: ({ rawBody }, claimedServiceUrl) => authenticate.verify(claimedServiceUrl, rawBody),
     parse: parseActivity,
     handler: () => {
       const current = ingress;

@@ -5,7 +5,7 @@ export type { TeamsChannelOptions } from './channel.js';
 export { parseActivity } from './inbound/activity.js';
 export type { Activity, MessageActivity } from './inbound/activity.js';
 export { BOT_FRAMEWORK_ISSUER, createTeamsAuthenticator } from './inbound/authenticate.js';
-export type { TeamsAuthOptions } from './inbound/authenticate.js';
+export type { TeamsAuthOptions, TeamsAuthenticator } from './inbound/authenticate.js';
 export { normalizeTeamsActivity } from './inbound/normalize.js';
 export type { NormalizeContext } from './inbound/normalize.js';
 export { BOT_FRAMEWORK_SCOPE, createAccessTokens } from './outbound/access-token.js';

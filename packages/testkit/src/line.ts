@@ -15,8 +15,8 @@ import { readJsonBody } from './json-body.js';
  * reply token") and `X-Line-Retry-Key` on push (a UUID; a key already accepted answers 409 with the
  * `x-line-accepted-request-id` of the request that was, and its `sentMessages`). Successes answer
  * `{ sentMessages: [{ id, quoteToken }] }` with an `x-line-request-id`. It records every call and
- * can answer 429, another status, hang, or accept a push and then hang (a timeout after LINE took
- * it: what retry keys are for). Webhooks are POSTed with `deliverWebhook`, signed as LINE signs
+ * can answer 429 (the rate limit, or the monthly message quota), another status, hang, or accept
+ * a push and then hang (a timeout after LINE took it: what retry keys are for). Webhooks are POSTed with `deliverWebhook`, signed as LINE signs
  * them: `x-line-signature` = base64 HMAC-SHA256 of the raw body with the channel secret.
  */
 
@@ -59,10 +59,12 @@ export interface SentLineMessage {
 /** What the next calls of an endpoint answer instead of succeeding (see `failNext`). */
 export type FakeLineFailure =
   /**
-   * 429, as LINE answers past its rate limit (or the monthly quota). LINE documents no
-   * Retry-After; `retryAfterSec` adds one, as a proxy in front of it may.
+   * 429, as LINE answers past its rate limit. LINE documents no Retry-After; `retryAfterSec` adds
+   * one, as a proxy in front of it may.
    */
   | { kind: 'rate_limited'; retryAfterSec?: number }
+  /** 429 too, but for a push past the account's monthly message quota: waiting does not pass it. */
+  | { kind: 'monthly_limit' }
   | { kind: 'http_status'; status: number; message?: string }
   /** Never answers (until `close`); nothing is sent. */
   | { kind: 'hang' }
@@ -326,6 +328,7 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
         ...(retryAfterSec === undefined ? {} : { headers: { 'retry-after': String(retryAfterSec) } }),
       });
     }
+    if (failure?.kind === 'monthly_limit') return send(error(429, 'You have reached your monthly limit.'));
     if (failure?.kind === 'http_status')
       return send(error(failure.status, failure.message ?? 'Internal server error'));
     send(accept(endpoint, body, retryKey));

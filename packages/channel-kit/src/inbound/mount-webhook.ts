@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type ErrorCode, type Logger, isSwitchboardError } from '@switchboard/core';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Authorization } from './authorization.js';
 import type { Disposition } from './disposition.js';
 import { createRefusalLog } from './refusal-log.js';
 
@@ -14,8 +15,28 @@ export interface SignedCall {
 /** Takes one parsed delivery to the ingress and says what the platform is told. */
 export type WebhookHandler<Body> = (body: Body, headers: IncomingHttpHeaders) => Promise<Disposition>;
 
-/** Options of `mountWebhook`. */
-export interface WebhookOptions<Body> {
+/**
+ * Checks the headers before the body is read (a shared secret in a header, a bearer token).
+ * Resolves `{ refused }` naming the header, or `{ grant }` to let the call in, handing `verify`
+ * what the check learned (a token's claims); asynchronously when the check fetches keys. A
+ * retryable SwitchboardError thrown (the keys cannot be fetched) answers 503 with its code and
+ * `Retry-After`.
+ */
+export type Authorizer<Grant> = (
+  headers: IncomingHttpHeaders,
+) => Authorization<Grant> | Promise<Authorization<Grant>>;
+
+/**
+ * Checks a signature over the raw body before anything parses it, with `grant` the one
+ * `authorize` let this call in with (`undefined` without `authorize`). Returns why the call is
+ * refused, naming the header, or `null` to let it in; asynchronously when the check fetches keys
+ * (a JWT verified against published keys). A retryable SwitchboardError thrown (the keys cannot be
+ * fetched) answers 503 with its code and `Retry-After`.
+ */
+export type Verifier<Grant> = (call: SignedCall, grant: Grant) => string | null | Promise<string | null>;
+
+/** The options of `mountWebhook` but `authorize`. */
+interface RouteOptions<Body, Grant> {
   /** The route, e.g. `webhookPath('telegram', id)`; mounted as `POST`. */
   path: string;
   /** Who is served, for the 503 before start: `telegram channel "tg"`. */
@@ -27,18 +48,8 @@ export interface WebhookOptions<Body> {
    * Default: `['application/json']`.
    */
   contentTypes?: readonly string[];
-  /**
-   * Checks the headers before the body is read (a shared secret in a header). Returns why the call
-   * is refused, naming the header, or `null` to let it in.
-   */
-  authorize?: (headers: IncomingHttpHeaders) => string | null;
-  /**
-   * Checks a signature over the raw body before anything parses it. Returns why the call is
-   * refused, naming the header, or `null` to let it in; asynchronously when the check fetches
-   * keys (a JWT verified against published keys). A retryable SwitchboardError thrown (the keys
-   * cannot be fetched) answers 503 with its code and `Retry-After`.
-   */
-  verify?: (call: SignedCall) => string | null | Promise<string | null>;
+  /** Checks the body as received, before it is parsed (see `Verifier`). */
+  verify?: Verifier<Grant>;
   /** Reads a verified body; throws SB_HTTP_BAD_REQUEST naming the problem when it is malformed. */
   parse: (rawBody: string, headers: IncomingHttpHeaders) => Body;
   /**
@@ -53,6 +64,13 @@ export interface WebhookOptions<Body> {
   /** Clock of the refusal log, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
+
+/**
+ * Options of `mountWebhook`. `Grant` is what `authorize` hands `verify` of the same call;
+ * `authorize` is required when there is one, so that `verify` never sees a grant missing.
+ */
+export type WebhookOptions<Body, Grant = undefined> = RouteOptions<Body, Grant> &
+  ([Grant] extends [undefined] ? { authorize?: Authorizer<Grant> } : { authorize: Authorizer<Grant> });
 
 /** A platform retries a call that did not answer 2xx; Retry-After tells it (and proxies) when. */
 const NOT_RUNNING_RETRY_AFTER_MS = 1_000;
@@ -80,10 +98,13 @@ function unavailable(reply: FastifyReply, code: ErrorCode, message: string, retr
  * content-type parsers keep the body as a raw string (signatures cover the bytes; a body that is
  * not valid UTF-8 fails its check); the body limit is the server's own. In order:
  *
- * 1. `authorize(headers)` in `onRequest`, before the body is read: 401 SB_HTTP_UNAUTHORIZED.
- * 2. `verify({ headers, rawBody })` before anything parses the body: 401 SB_HTTP_UNAUTHORIZED;
- *    a retryable SwitchboardError it throws (keys unreachable) is a 503 with its code and
- *    `Retry-After`.
+ * 1. `authorize(headers)` in `onRequest`, before the body is read, so that a caller without the
+ *    secret or a valid token cannot make the gateway read a body up to the limit: 401
+ *    SB_HTTP_UNAUTHORIZED. Its grant is kept for this request only.
+ * 2. `verify({ headers, rawBody }, grant)` before anything parses the body: 401
+ *    SB_HTTP_UNAUTHORIZED.
+ *    A retryable SwitchboardError either check throws (keys unreachable) is a 503 with its code
+ *    and `Retry-After`.
  *    Refusals are logged at most once per interval (`webhook call refused`), so a flood of forged
  *    calls does not flood the log.
  * 3. Not running (`handler()` is `null`): 503 SB_DRAINING with `Retry-After`.
@@ -94,8 +115,15 @@ function unavailable(reply: FastifyReply, code: ErrorCode, message: string, retr
  * Anything else the handler throws goes to the server's error handler. The answer waits for the
  * handler, so a 200 means the ingress has journaled the delivery (or it was final).
  */
-export function mountWebhook<Body>(server: FastifyInstance, options: WebhookOptions<Body>): void {
-  const { path, name, logger, authorize, verify, parse } = options;
+export function mountWebhook<Body, Grant = undefined>(
+  server: FastifyInstance,
+  options: WebhookOptions<Body, Grant>,
+): void {
+  const { path, name, logger, verify, parse } = options;
+  // Either branch of the options' conditional type has it; only its optionality differs.
+  const { authorize } = options as { authorize?: Authorizer<Grant> };
+  // What `authorize` let each call in with, until its body is checked: per request, gone with it.
+  const grants = new WeakMap<FastifyRequest, Grant>();
   const contentTypes = [...(options.contentTypes ?? ['application/json'])];
   const malformed = options.malformed ?? 'reject';
   const noteRefusal = createRefusalLog({
@@ -109,6 +137,17 @@ export function mountWebhook<Body>(server: FastifyInstance, options: WebhookOpti
     return answerError(reply, 401, 'SB_HTTP_UNAUTHORIZED', problem);
   }
 
+  /**
+   * A check that cannot be made now (keys unreachable): the platform delivers again after the
+   * 503, and a flood of calls meanwhile is one warning per interval, not an error line each.
+   * Anything else is rethrown to the server's error handler.
+   */
+  function cannotCheckNow(reply: FastifyReply, err: unknown): FastifyReply {
+    if (!isSwitchboardError(err) || err.retryable !== true) throw err;
+    noteRefusal({ problem: err.message });
+    return unavailable(reply, err.code, err.message, err.retryAfterMs ?? NOT_RUNNING_RETRY_AFTER_MS);
+  }
+
   void server.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(contentTypes, { parseAs: 'string' }, (_request, body, done) =>
@@ -118,21 +157,28 @@ export function mountWebhook<Body>(server: FastifyInstance, options: WebhookOpti
       path,
       {
         onRequest: async (request, reply) => {
-          const problem = authorize?.(request.headers) ?? null;
-          if (problem !== null) return refuse(reply, problem);
+          if (authorize === undefined) return;
+          let authorization: Authorization<Grant>;
+          try {
+            authorization = await authorize(request.headers);
+          } catch (err) {
+            return cannotCheckNow(reply, err);
+          }
+          if ('refused' in authorization) return refuse(reply, authorization.refused);
+          grants.set(request, authorization.grant);
         },
       },
       async (request, reply) => {
         const rawBody = typeof request.body === 'string' ? request.body : '';
+        // Set by `onRequest` whenever there is an `authorize`; the options' type holds `Grant`
+        // to `undefined` when there is none.
+        const grant = grants.get(request) as Grant;
+        grants.delete(request);
         let problem: string | null;
         try {
-          problem = (await verify?.({ headers: request.headers, rawBody })) ?? null;
+          problem = (await verify?.({ headers: request.headers, rawBody }, grant)) ?? null;
         } catch (err) {
-          // The check cannot be made now (keys unreachable): the platform delivers again after the
-          // 503, and a flood of calls meanwhile is one warning per interval, not an error line each.
-          if (!isSwitchboardError(err) || err.retryable !== true) throw err;
-          noteRefusal({ problem: err.message });
-          return unavailable(reply, err.code, err.message, err.retryAfterMs ?? NOT_RUNNING_RETRY_AFTER_MS);
+          return cannotCheckNow(reply, err);
         }
         if (problem !== null) return refuse(reply, problem);
 

@@ -1,7 +1,8 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { type Logger, SwitchboardError } from '@switchboard/core';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AUTHORIZED, type Authorization } from '../../src/inbound/authorization.js';
 import { ACKNOWLEDGED, type Disposition } from '../../src/inbound/disposition.js';
 import { type WebhookOptions, mountWebhook } from '../../src/inbound/mount-webhook.js';
 import { parseJsonObject } from '../../src/inbound/parse-json-object.js';
@@ -53,7 +54,9 @@ async function setUp(
     name: 'demo channel "hook"',
     logger,
     authorize: (headers) =>
-      headers['x-demo-secret'] === SECRET ? null : 'x-demo-secret: missing or does not match',
+      headers['x-demo-secret'] === SECRET
+        ? AUTHORIZED
+        : { refused: 'x-demo-secret: missing or does not match' },
     verify: ({ headers, rawBody }) => {
       counts.verified += 1;
       return headers['x-demo-signature'] === `sig-${rawBody.length}`
@@ -99,6 +102,32 @@ function post(
   });
 }
 
+/**
+ * Sends the headers of a POST announcing a 1 MiB body, and only its first bytes, never the rest;
+ * resolves the answer the server gives anyway.
+ */
+function postUnfinished(url: string, headers: Record<string, string>) {
+  return new Promise<{ status: number | undefined; body: unknown }>((resolve, reject) => {
+    const call = httpRequest(`${url}${PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(1024 * 1024), ...headers },
+    });
+    call.on('error', reject);
+    call.on('response', (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      response.on('end', () => {
+        resolve({ status: response.statusCode, body: JSON.parse(text) });
+        call.destroy();
+      });
+    });
+    call.write('{"text": "');
+  });
+}
+
 describe('webhookPath', () => {
   it('is /<type>/<channel id>, the id URL-encoded', () => {
     expect(webhookPath('telegram', 'tg-1')).toBe('/telegram/tg-1');
@@ -134,6 +163,127 @@ describe('mountWebhook', () => {
       // A body no parser of the route accepts would be a 415 once read: the refusal came first.
       const unreadable = await post(server, 'hello', { secret: 'forged', contentType: 'text/plain' });
       expect(unreadable.statusCode).toBe(401);
+      expect(counts).toEqual({ verified: 0, parsed: 0, handled: 0 });
+    });
+  });
+
+  describe('when authorize checks asynchronously (a bearer token against fetched keys)', () => {
+    /** A token check that takes a turn of the event loop, as a key lookup does. */
+    async function tokenCheck(headers: IncomingHttpHeaders): Promise<Authorization<string>> {
+      await new Promise((resolve) => setImmediate(resolve));
+      const token = headers.authorization;
+      return token?.startsWith('Bearer good-')
+        ? { grant: token.slice('Bearer good-'.length) }
+        : { refused: 'Authorization: not accepted' };
+    }
+
+    /** `tokenCheck` for a route whose body check needs nothing of the token. */
+    async function tokenOnly(headers: IncomingHttpHeaders): Promise<Authorization> {
+      const authorization = await tokenCheck(headers);
+      return 'refused' in authorization ? authorization : AUTHORIZED;
+    }
+
+    it('answers a bad token 401 while the body is still being sent, never waiting for it', async () => {
+      const { server, counts, lines } = await setUp({ authorize: tokenOnly });
+      const url = await server.listen({ host: '127.0.0.1', port: 0 });
+      // The client never sends the rest of its body: only an answer before the body is read can arrive.
+      const answer = await postUnfinished(url, { authorization: 'Bearer forged' });
+      expect(answer).toEqual({
+        status: 401,
+        body: { error: { code: 'SB_HTTP_UNAUTHORIZED', message: 'Authorization: not accepted' } },
+      });
+      expect(counts).toEqual({ verified: 0, parsed: 0, handled: 0 });
+      expect(lines).toEqual([
+        {
+          fields: { route: PATH, problem: 'Authorization: not accepted', suppressed: 0 },
+          message: 'webhook call refused',
+        },
+      ]);
+    });
+
+    it('hands verify the grant of the same call, for concurrent calls alike', async () => {
+      const seen: Array<{ grant: string; body: string }> = [];
+      const handled: unknown[] = [];
+      server = Fastify();
+      mountWebhook<Record<string, unknown>, string>(server, {
+        path: PATH,
+        name: 'demo channel "hook"',
+        logger: warningLogger().logger,
+        authorize: tokenCheck,
+        verify: ({ rawBody }, grant) => {
+          seen.push({ grant, body: rawBody });
+          return JSON.parse(rawBody).for === grant ? null : 'Authorization: issued for another body';
+        },
+        parse: (rawBody) => JSON.parse(rawBody),
+        handler: () => async (body) => {
+          handled.push(body);
+          return ACKNOWLEDGED;
+        },
+      });
+      await server.ready();
+      const target = server;
+      const call = (token: string, body: object) =>
+        target.inject({
+          method: 'POST',
+          url: PATH,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          payload: JSON.stringify(body),
+        });
+      const answers = await Promise.all([
+        call('good-a', { for: 'a' }),
+        call('good-b', { for: 'b' }),
+        call('good-c', { for: 'd' }),
+      ]);
+      expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200, 401]);
+      expect(answers[2]?.json().error.message).toBe('Authorization: issued for another body');
+      expect(seen.sort((x, y) => x.grant.localeCompare(y.grant))).toEqual([
+        { grant: 'a', body: '{"for":"a"}' },
+        { grant: 'b', body: '{"for":"b"}' },
+        { grant: 'c', body: '{"for":"d"}' },
+      ]);
+      expect(handled).toHaveLength(2);
+      expect(handled).toEqual(expect.arrayContaining([{ for: 'a' }, { for: 'b' }]));
+    });
+
+    it('answers 503 with Retry-After when the keys cannot be fetched, before the body is read', async () => {
+      const { server, counts, lines } = await setUp({
+        authorize: async () => {
+          throw new SwitchboardError('SB_CHANNEL_UNREACHABLE', {
+            message: 'signing keys could not be fetched from http://keys.invalid',
+            retryable: true,
+            retryAfterMs: 12_500,
+          });
+        },
+      });
+      const url = await server.listen({ host: '127.0.0.1', port: 0 });
+      for (let i = 0; i < 3; i += 1) {
+        const answer = await postUnfinished(url, { authorization: 'Bearer good-a' });
+        expect(answer).toEqual({
+          status: 503,
+          body: {
+            error: {
+              code: 'SB_CHANNEL_UNREACHABLE',
+              message: 'signing keys could not be fetched from http://keys.invalid',
+            },
+          },
+        });
+      }
+      const headers = await server.inject({ method: 'POST', url: PATH, payload: {} });
+      expect(headers.headers['retry-after']).toBe('13');
+      expect(counts).toEqual({ verified: 0, parsed: 0, handled: 0 });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]?.fields).toMatchObject({
+        problem: 'signing keys could not be fetched from http://keys.invalid',
+      });
+    });
+
+    it('leaves any other error it throws to the server’s error handler', async () => {
+      const { server, counts } = await setUp({
+        authorize: async () => {
+          throw new TypeError('a bug in the check');
+        },
+      });
+      expect((await post(server, '{}')).statusCode).toBe(500);
       expect(counts).toEqual({ verified: 0, parsed: 0, handled: 0 });
     });
   });

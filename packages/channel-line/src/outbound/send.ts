@@ -1,6 +1,6 @@
 import type { messagingApi } from '@line/bot-sdk';
-import { requestPlatform, retryKeyOf, splitReplies } from '@switchboard/channel-kit';
-import { type InboundMessage, type Reply, isSwitchboardError } from '@switchboard/core';
+import { type PlatformFailure, requestPlatform, retryKeyOf, splitReplies } from '@switchboard/channel-kit';
+import { type InboundMessage, type Reply, SwitchboardError, isSwitchboardError } from '@switchboard/core';
 
 /** LINE's limits of one reply or push: 5 message objects, of at most 5,000 characters each. */
 export const MAX_MESSAGES_PER_CALL = 5;
@@ -20,8 +20,32 @@ export interface LineApi {
 }
 
 /**
+ * What LINE says of a push refused because the account's message quota of the month is used up
+ * (`You have reached your monthly limit.`). It comes with HTTP 429, as the rate limit does (`The
+ * API rate limit has been exceeded…`), but waiting minutes does not pass it: only the next month,
+ * or a larger plan, does.
+ */
+const MONTHLY_LIMIT = /monthly limit/i;
+
+/**
+ * A failure as LINE means it: a 429 for the monthly limit is a final SB_CHANNEL_SEND_FAILED
+ * saying so, not a rate limit the outbox would try again until `max_age`. Others as they are.
+ */
+function lineFailure(api: LineApi, call: string, error: unknown): unknown {
+  if (!isSwitchboardError(error)) return error;
+  const reported = (error.details ?? {}) as PlatformFailure;
+  if (reported.status !== 429 || !MONTHLY_LIMIT.test(reported.description ?? '')) return error;
+  return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
+    message: `line channel "${api.channelId}": ${call} refused (HTTP 429: ${reported.description}): the monthly message limit of the LINE Official Account is reached; pushes fail until it resets next month or the plan allows more (replies with a fresh reply token do not count)`,
+    details: error.details,
+    retryable: false,
+  });
+}
+
+/**
  * One Messaging API call (`POST` with a body unless told otherwise), resolving with the parsed
- * answer: the kit's `requestPlatform`, whose failures are SB_CHANNEL_* errors without the token.
+ * answer: the kit's `requestPlatform`, whose failures are SB_CHANNEL_* errors without the token;
+ * the monthly limit is a final failure (`lineFailure`).
  */
 export function callLine(
   api: LineApi,
@@ -29,8 +53,9 @@ export function callLine(
   call: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<unknown> {
   const method = call.method ?? 'POST';
+  const where = { type: 'line', channelId: api.channelId, call: `${method} ${path}` };
   return requestPlatform({
-    where: { type: 'line', channelId: api.channelId, call: `${method} ${path}` },
+    where,
     method,
     url: `${api.apiUrl}${path}`,
     headers: { authorization: `Bearer ${api.channelAccessToken}`, ...call.headers },
@@ -39,6 +64,8 @@ export function callLine(
     ...(call.signal === undefined ? {} : { signal: call.signal }),
     secrets: [api.channelAccessToken],
     credentialPath: `channels[${api.channelId}].channel_access_token`,
+  }).catch((error: unknown) => {
+    throw lineFailure(api, where.call, error);
   });
 }
 

@@ -25,17 +25,23 @@ function chatOf(activity: MessageActivity): InboundMessage['chat'] {
   return { type, id: id.slice(0, marker), ...(thread === '' ? {} : { thread }) };
 }
 
-/** `<at>Name</at>` markup as it appears in `text`. */
-const AT_TAG = /<at>(.*?)<\/at>/g;
+/**
+ * `<at>Name</at>` markup as it appears in `text` (a `<` in a name arrives as `&lt;`). The name
+ * stops at the next `<`, so that a text of unclosed `<at>`s is scanned once, not once per tag.
+ */
+const AT_TAG = /<at>([^<]*)<\/at>/g;
 
 /**
  * The text people read: the bot's own `<at>…</at>` removed (it only addresses the message), the
- * others shown as `@Name`, and the mention elements of `entities`.
+ * others shown as `@Name`, and the mention elements of `entities`. One pass over the text and one
+ * over the entities, however many there are: a tag is the bot's when it is the `text` of a
+ * mention entity of the bot (the Bot Framework writes a mention's `text` as its `<at>` tag), looked
+ * up in a set rather than each entity's text searched for in the text.
  */
 function textAndMentions(activity: MessageActivity): { text: string; mentions: Mention[] } {
   const botId = activity.recipient.id;
   const mentions: Mention[] = [];
-  let text = activity.text ?? '';
+  const botTags = new Set<string>();
   for (const entity of activity.entities ?? []) {
     if (entity.type !== 'mention' || entity.mentioned === undefined) continue;
     const { id, name } = entity.mentioned;
@@ -46,9 +52,11 @@ function textAndMentions(activity: MessageActivity): { text: string; mentions: M
       is_bot_self: isBot,
       ...(name === undefined ? {} : { name }),
     });
-    if (isBot && entity.text !== undefined) text = text.replaceAll(entity.text, '');
+    if (isBot && entity.text !== undefined) botTags.add(entity.text);
   }
-  text = text.replace(AT_TAG, (_tag, name: string) => `@${name}`);
+  const text = (activity.text ?? '').replace(AT_TAG, (tag: string, name: string) =>
+    botTags.has(tag) ? '' : `@${name}`,
+  );
   return { text: text.replace(/\s+/g, ' ').trim(), mentions };
 }
 

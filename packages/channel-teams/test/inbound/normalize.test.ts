@@ -77,6 +77,41 @@ describe('normalizeTeamsActivity', () => {
     });
   });
 
+  describe('when an activity carries thousands of mentions and a long text', () => {
+    it('strips every tag of the bot, shows the others and leaves unclosed tags as they are', () => {
+      const botTexts = Array.from({ length: 3_000 }, (_, i) => `<at>Switchboard ${i}</at>`);
+      const unclosed = '<at>'.repeat(20_000);
+      const message = normalize({
+        conversation: { conversationType: 'groupChat', id: '19:g@thread.v2', isGroup: true },
+        text: [...botTexts, 'ask', '<at>Adele</at> '.repeat(2_000), unclosed, 'end'].join(' '),
+        entities: [
+          ...Array.from({ length: 3_000 }, (_, i) => ({
+            type: 'mention',
+            mentioned: { id: `29:user-${i}`, name: `User ${i}` },
+            text: `<at>User ${i}</at>`,
+          })),
+          ...botTexts.map((text) => ({ type: 'mention', mentioned: BOT, text })),
+        ],
+      });
+      expect(message.text).toBe(['ask', ...Array<string>(2_000).fill('@Adele'), unclosed, 'end'].join(' '));
+      expect(message.mentions_bot).toBe(true);
+      const mentions = message.elements.filter((element) => element.type === 'mention');
+      expect(mentions).toHaveLength(6_000);
+      expect(mentions[2_999]).toEqual({
+        type: 'mention',
+        user_id: '29:user-2999',
+        name: 'User 2999',
+        is_bot_self: false,
+      });
+      expect(mentions[5_999]).toEqual({
+        type: 'mention',
+        user_id: BOT.id,
+        name: 'Switchboard',
+        is_bot_self: true,
+      });
+    });
+  });
+
   describe('when the message is in a channel’s reply chain', () => {
     it('is a group whose thread is the root post', () => {
       const message = normalize({

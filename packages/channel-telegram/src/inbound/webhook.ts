@@ -1,4 +1,10 @@
-import { type Disposition, mountWebhook, parseJsonObject, webhookPath } from '@switchboard/channel-kit';
+import {
+  AUTHORIZED,
+  type Disposition,
+  mountWebhook,
+  parseJsonObject,
+  webhookPath,
+} from '@switchboard/channel-kit';
 import { type Logger, SwitchboardError } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import type { Update } from 'grammy/types';
@@ -38,8 +44,8 @@ export function mountTelegramWebhook(options: TelegramWebhookOptions): void {
     logger: options.logger,
     authorize: (headers) =>
       verify(headers[SECRET_TOKEN_HEADER])
-        ? null
-        : 'X-Telegram-Bot-Api-Secret-Token is missing or does not match webhook.secret_token',
+        ? AUTHORIZED
+        : { refused: 'X-Telegram-Bot-Api-Secret-Token is missing or does not match webhook.secret_token' },
     parse: readUpdate,
     handler: options.handler,
   });
