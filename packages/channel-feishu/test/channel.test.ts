@@ -1,4 +1,5 @@
 import { conformanceIngress } from '@switchboard/contracts';
+import { randomBytes } from 'node:crypto';
 import { silentLogger } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { encryptFeishuBody } from '@switchboard/testkit/feishu';
@@ -54,6 +55,53 @@ describe('feishu channel', () => {
       expect((await fake.deliverEvent(webhookUrl, beside, { signature: null, plain: true })).status).toBe(
         401,
       );
+    });
+
+    it('answers one 401 body to every unsigned body: no padding oracle', async () => {
+      const { fake, webhookUrl, outcomes } = await start();
+      const post = async (rawBody: string, headers: Record<string, string> = {}) => {
+        const response = await fetch(webhookUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: rawBody,
+        });
+        return { status: response.status, text: await response.text() };
+      };
+      const key = fake.encryptKey as string;
+      const bodies = [
+        // Random ciphertexts: most have bad padding, some good padding and garbage inside.
+        ...Array.from({ length: 64 }, () => JSON.stringify({ encrypt: randomBytes(48).toString('base64') })),
+        // Good padding and JSON, but an event: only the URL check is taken unsigned.
+        encryptFeishuBody(key, JSON.stringify(fake.messageEvent({ text: 'hello' }))),
+        encryptFeishuBody(key, 'not json'),
+        JSON.stringify(fake.messageEvent({ text: 'plain' })),
+      ];
+      const answers = await Promise.all(bodies.map((body) => post(body)));
+      const forged = await post(bodies[64] as string, {
+        'x-lark-signature': 'f'.repeat(64),
+        'x-lark-request-timestamp': String(Math.floor(Date.now() / 1000)),
+        'x-lark-request-nonce': 'n',
+      });
+      const expected = {
+        status: 401,
+        text: JSON.stringify({
+          error: {
+            code: 'SB_HTTP_UNAUTHORIZED',
+            message: 'x-lark-signature: missing or not made with channels[fs].encrypt_key',
+          },
+        }),
+      };
+      for (const answer of [...answers, forged]) expect(answer).toEqual(expected);
+      expect(outcomes).toHaveLength(0);
+    });
+
+    it('answers one 401 body to an encrypted URL check with the wrong token', async () => {
+      const { fake, webhookUrl } = await start();
+      const answer = await fake.verifyUrl(webhookUrl, { token: 'not-the-token' });
+      expect(answer).toMatchObject({
+        status: 401,
+        body: { error: { message: 'x-lark-signature: missing or not made with channels[fs].encrypt_key' } },
+      });
     });
 
     it('answers 401 to a forged signature and to none, and takes nothing', async () => {

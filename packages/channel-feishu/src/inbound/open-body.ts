@@ -9,16 +9,16 @@ const malformed = (message: string) => new SwitchboardError('SB_HTTP_BAD_REQUEST
 
 /**
  * `encrypt` of an encrypted body: base64 of a 16-byte IV and the AES-256-CBC ciphertext of the
- * JSON, keyed by the SHA-256 of the encrypt key. Throws SB_HTTP_BAD_REQUEST when it does not decrypt.
+ * JSON, keyed by the SHA-256 of the encrypt key. `null` when it does not decrypt.
  */
-function decrypt(encrypted: string, encryptKey: string): string {
+function decrypt(encrypted: string, encryptKey: string): string | null {
   try {
     const bytes = Buffer.from(encrypted, 'base64');
     const key = createHash('sha256').update(encryptKey).digest();
     const decipher = createDecipheriv('aes-256-cbc', key, bytes.subarray(0, 16));
     return Buffer.concat([decipher.update(bytes.subarray(16)), decipher.final()]).toString('utf8');
   } catch {
-    throw malformed('encrypt: does not decrypt with the encrypt key');
+    return null;
   }
 }
 
@@ -33,8 +33,11 @@ export function openFeishuBody(rawBody: string, encryptKey: string | undefined):
   if (encrypt === undefined) return outer.value;
   if (typeof encrypt !== 'string') throw malformed('encrypt: expected a string');
   if (encryptKey === undefined) throw malformed('encrypt: the body is encrypted but no encrypt_key is set');
-  const inner = parseJsonObject(decrypt(encrypt, encryptKey));
-  if (!inner.ok) throw malformed(`encrypt: ${inner.problem}`);
+  // One problem for bad padding and bad JSON alike: telling them apart is a padding oracle.
+  const plain = decrypt(encrypt, encryptKey);
+  const inner = plain === null ? null : parseJsonObject(plain);
+  if (inner === null || !inner.ok)
+    throw malformed('encrypt: does not decrypt to a JSON object with the encrypt key');
   return inner.value;
 }
 

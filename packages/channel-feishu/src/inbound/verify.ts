@@ -43,12 +43,32 @@ function isEncryptedOnly(rawBody: string): boolean {
 }
 
 /**
+ * The one refusal of a call that is not signed with the encrypt key, whatever its body: a refusal
+ * saying why an unsigned body failed (bad padding, bad JSON, not a URL check) would be a padding
+ * oracle, decrypting captured events one guessed byte at a time.
+ */
+export const unsignedRefusal = (channelId: string) =>
+  `x-lark-signature: missing or not made with channels[${channelId}].encrypt_key`;
+
+/** The console's URL check, unsigned: `{ encrypt }` alone, decrypting to a `url_verification`. */
+function isUnsignedUrlCheck(rawBody: string, encryptKey: string): boolean {
+  if (!isEncryptedOnly(rawBody)) return false;
+  try {
+    return openFeishuBody(rawBody, encryptKey).type === 'url_verification';
+  } catch (err) {
+    if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST')) throw err;
+    return false;
+  }
+}
+
+/**
  * Why a webhook call is refused (401), or `null`. With an encrypt key Feishu signs every event:
- * the signature must match, and its timestamp be within five minutes of `nowMs` (a replayed call
- * is refused; an unsigned body has no timestamp to check). It does not sign the console's URL check, which passes unsigned only
- * as a body of `encrypt` alone that decrypts with the key to a `url_verification` (carrying the
- * verification token, when one is set): a plain body would pass on knowing the URL alone. Without an
- * encrypt key nothing is signed and the body's verification token is the only check.
+ * the signature must match before anything is decrypted, and its timestamp be within five minutes
+ * of `nowMs` (a replayed call is refused). It does not sign the console's URL check, which passes
+ * unsigned only as a body of `encrypt` alone that decrypts with the key to a `url_verification`
+ * (carrying the verification token, when one is set): a plain body would pass on knowing the URL
+ * alone. Every refusal of an unsigned or wrongly signed call is the same text (`unsignedRefusal`).
+ * Without an encrypt key nothing is signed and the body's verification token is the only check.
  */
 export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys, nowMs: number): string | null {
   const { channelId, encryptKey, verificationToken } = keys;
@@ -59,12 +79,13 @@ export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys, nowMs: numb
     if (stale !== null) return `x-lark-request-timestamp: ${timestamp === '' ? 'missing' : stale}`;
     const nonce = headerOf(call, 'x-lark-request-nonce') ?? '';
     const expected = feishuSignature(timestamp, nonce, encryptKey, call.rawBody);
-    return constantTimeEqual(expected, signature)
-      ? null
-      : `x-lark-signature: not made with channels[${channelId}].encrypt_key`;
+    return constantTimeEqual(expected, signature) ? null : unsignedRefusal(channelId);
   }
-  if (encryptKey !== undefined && !isEncryptedOnly(call.rawBody)) {
-    return 'x-lark-signature: missing (unsigned, only the encrypted URL check, `{"encrypt": …}`, is taken)';
+  if (encryptKey !== undefined) {
+    if (!isUnsignedUrlCheck(call.rawBody, encryptKey)) return unsignedRefusal(channelId);
+    if (verificationToken === undefined) return null;
+    const body = openFeishuBody(call.rawBody, encryptKey);
+    return constantTimeEqual(tokenOf(body) ?? '', verificationToken) ? null : unsignedRefusal(channelId);
   }
   let body: FeishuBody;
   try {
@@ -73,7 +94,6 @@ export function verifyFeishuCall(call: SignedCall, keys: FeishuKeys, nowMs: numb
     if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST')) throw err;
     return `unsigned body cannot be checked (${err.message})`;
   }
-  if (encryptKey !== undefined && body.type !== 'url_verification') return 'x-lark-signature: missing';
   if (verificationToken !== undefined && !constantTimeEqual(tokenOf(body) ?? '', verificationToken)) {
     return `token: missing or not channels[${channelId}].verification_token`;
   }
