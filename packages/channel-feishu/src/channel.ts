@@ -15,6 +15,7 @@ import {
   type Ingress,
   type Logger,
   SwitchboardError,
+  isSwitchboardError,
   newMessageId,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
@@ -86,6 +87,26 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
   let ingress: Ingress | null = null;
   let botOpenId: string | null = null;
 
+  /**
+   * The message of an event, or `null`: a malformed event is logged and acknowledged, as Feishu
+   * would only send it again (and a refusal of it would show nowhere).
+   */
+  function messageOf(event: unknown, eventId: string, openId: string) {
+    try {
+      return normalizeFeishuEvent(event, {
+        channelId: config.id,
+        botOpenId: openId,
+        messageId: newMessageId(),
+        receivedAt: now(),
+      });
+    } catch (err) {
+      if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST') && !isSwitchboardError(err, 'SB_MESSAGE_INVALID'))
+        throw err;
+      logger.warn({ err, eventId }, 'malformed feishu event skipped');
+      return null;
+    }
+  }
+
   /** One event body of either mode to the ingress: what Feishu is told. */
   async function take(current: Ingress, openId: string, body: FeishuBody): Promise<Disposition> {
     if (body.type === 'url_verification')
@@ -95,12 +116,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
       logger.debug({ eventType: header.event_type }, 'feishu event ignored');
       return ACKNOWLEDGED;
     }
-    const message = normalizeFeishuEvent(body.event, {
-      channelId: config.id,
-      botOpenId: openId,
-      messageId: newMessageId(),
-      receivedAt: now(),
-    });
+    const message = messageOf(body.event, header.event_id, openId);
     if (message === null) return ACKNOWLEDGED;
     return dispositionOf(await current.accept(message, deliveryKey(header.event_id)));
   }

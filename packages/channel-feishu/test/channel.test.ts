@@ -114,6 +114,28 @@ describe('feishu channel', () => {
     });
   });
 
+  describe('when an event is malformed', () => {
+    it('acknowledges (200) a message whose content is not JSON, and takes nothing', async () => {
+      const { fake, webhookUrl, outcomes } = await start();
+      const event = fake.messageEvent({ text: 'hello' });
+      event.event.message.content = '{not json';
+      expect((await fake.deliverEvent(webhookUrl, event)).status).toBe(200);
+      expect(outcomes).toHaveLength(0);
+      expect(fake.callsTo('reply')).toHaveLength(0);
+    });
+
+    it('answers a message with @_all and a malformed mention, skipping that one', async () => {
+      const { fake, webhookUrl } = await start();
+      const event = fake.messageEvent({ text: '@_all @_user_1 hi' });
+      event.event.message.mentions = [
+        { key: '@_all', id: { open_id: '' }, name: 'all' },
+        { key: '@_user_1', id: { open_id: '' }, name: 'nobody' },
+      ];
+      expect((await fake.deliverEvent(webhookUrl, event)).status).toBe(200);
+      expect(await fake.waitForShown(event.event.message.chat_id, 1)).toEqual(['echo: @all @_user_1 hi']);
+    });
+  });
+
   describe('when the app secret is wrong', () => {
     it('fails the start with SB_CHANNEL_AUTH_FAILED naming app_secret', async () => {
       const { fake, channel } = await start({ started: false, config: { app_secret: 'not-the-secret' } });

@@ -101,6 +101,16 @@ describe('feishu channel in websocket mode', () => {
       expect(fake.callsTo('reply')[0]?.messageId).toBe(event.event.message.message_id);
     });
 
+    it('acknowledges (code 200) a malformed event, and takes nothing', async () => {
+      const record = recording();
+      const { fake, outcomes } = await start({ wrapIngress: record.wrapIngress });
+      const event = fake.messageEvent({ text: 'hello' });
+      event.event.message.content = '{not json';
+      expect(await fake.longConnection.deliver(event)).toMatchObject({ code: 200 });
+      expect(record.results).toEqual([]);
+      expect(outcomes).toHaveLength(0);
+    });
+
     it('does not acknowledge the event before the ingress has taken it', async () => {
       let release: () => void = () => {};
       const held = new Promise<void>((resolve) => {

@@ -36,23 +36,49 @@ describe('normalizeFeishuEvent', () => {
     expect(message?.text).toBe('@u1 and @u2 and @_user_9');
   });
 
-  it('refuses an empty mention key (SB_HTTP_BAD_REQUEST), at once', () => {
-    const event = eventOf({
-      content: JSON.stringify({ text: 'x'.repeat(100) }),
-      mentions: Array.from({ length: 10 }, (_, index) => mention('', index)),
-    });
-    const started = performance.now();
-    expect(() => normalizeFeishuEvent(event, CONTEXT)).toThrow(
-      expect.objectContaining({ code: 'SB_HTTP_BAD_REQUEST', message: expect.stringContaining('key') }),
+  it('reads @_all as a mention of everyone (user_id all)', () => {
+    const message = normalizeFeishuEvent(
+      eventOf({
+        content: JSON.stringify({ text: '@_all hello' }),
+        mentions: [{ key: '@_all', id: { open_id: '' }, name: 'all' }],
+      }),
+      CONTEXT,
     );
-    expect(performance.now() - started).toBeLessThan(100);
+    expect(message?.text).toBe('@all hello');
+    expect(message?.elements).toContainEqual({
+      type: 'mention',
+      user_id: 'all',
+      name: 'all',
+      is_bot_self: false,
+    });
+    expect(message?.mentions_bot).toBe(false);
   });
 
-  it('refuses more than 50 mentions (SB_HTTP_BAD_REQUEST)', () => {
-    const mentions = Array.from({ length: 51 }, (_, index) => mention(`@_user_${index + 1}`, index));
-    expect(() => normalizeFeishuEvent(eventOf({ mentions }), CONTEXT)).toThrow(
-      expect.objectContaining({ code: 'SB_HTTP_BAD_REQUEST', message: expect.stringContaining('mentions') }),
+  it('skips a mention with an empty open_id, a key not a placeholder, or no object, keeping the others', () => {
+    const message = normalizeFeishuEvent(
+      eventOf({
+        content: JSON.stringify({ text: '@_user_1 @_user_2 hi' }),
+        mentions: [
+          { key: '@_user_1', id: { open_id: '' }, name: 'empty' },
+          mention('', 3),
+          null,
+          mention('@_user_2', 2),
+        ],
+      }),
+      CONTEXT,
     );
+    expect(message?.text).toBe('@_user_1 @u2 hi');
+    expect(message?.elements.filter((element) => element.type === 'mention')).toEqual([
+      { type: 'mention', user_id: 'ou_user2', name: 'u2', is_bot_self: false },
+    ]);
+  });
+
+  it('reads the first 50 of more mentions, at once', () => {
+    const mentions = Array.from({ length: 10_000 }, (_, index) => mention(`@_user_${index + 1}`, index));
+    const started = performance.now();
+    const message = normalizeFeishuEvent(eventOf({ mentions }), CONTEXT);
+    expect(performance.now() - started).toBeLessThan(200);
+    expect(message?.elements.filter((element) => element.type === 'mention')).toHaveLength(50);
   });
 
   it.each([

@@ -19,12 +19,21 @@ export interface NormalizeContext {
   receivedAt: number;
 }
 
-/** A mention placeholder in a message's text: `@_user_1`. */
+/** A mention placeholder in a message's text: `@_user_1`, or `@_all` for everyone in the chat. */
 const MENTION_KEY = /^@_user_\d{1,4}$/;
-const MENTION_PLACEHOLDERS = /@_user_\d{1,4}/g;
+const ALL_KEY = '@_all';
+const MENTION_PLACEHOLDERS = /@_user_\d{1,4}|@_all/g;
+// A message carries a bounded number of mentions; more are not read (they would only cost time).
 const MAX_MENTIONS = 50;
 
 const UserIdSchema = z.object({ open_id: z.string().min(1) });
+
+/** One entry of `message.mentions`, read on its own: a malformed one is skipped, not the message. */
+const MentionSchema = z.object({
+  key: z.string(),
+  id: z.object({ open_id: z.string().optional() }).optional(),
+  name: z.string().optional(),
+});
 
 /** The `event` of an `im.message.receive_v1` (schema 2.0), the fields the gateway reads. */
 const MessageEventSchema = z.object({
@@ -38,20 +47,32 @@ const MessageEventSchema = z.object({
     chat_type: z.string(),
     message_type: z.string(),
     content: z.string(),
-    // Feishu numbers the placeholders of a message's mentions: the key is one of them, and a
-    // message carries a bounded number (an unbounded list would only cost the gateway time).
-    mentions: z
-      .array(
-        z.object({
-          key: z.string().regex(MENTION_KEY, 'expected a placeholder like @_user_1'),
-          id: UserIdSchema,
-          name: z.string().optional(),
-        }),
-      )
-      .max(MAX_MENTIONS)
-      .optional(),
+    mentions: z.array(z.unknown()).optional(),
   }),
 });
+
+/** A mention as the gateway reads it: `user_id` is `all` for `@_all`. */
+interface Mention {
+  key: string;
+  userId: string;
+  name?: string;
+}
+
+/**
+ * The first 50 mentions that are well formed: a key that is a placeholder (`@_user_N`) with an
+ * open_id, or `@_all` (everyone, `user_id: 'all'`, as the other channels name it).
+ */
+function mentionsOf(entries: readonly unknown[]): Mention[] {
+  return entries.slice(0, MAX_MENTIONS).flatMap((entry) => {
+    const parsed = MentionSchema.safeParse(entry);
+    if (!parsed.success) return [];
+    const { key, id, name } = parsed.data;
+    const named = name === undefined || name === '' ? {} : { name };
+    if (key === ALL_KEY) return [{ key, userId: 'all', ...named }];
+    const openId = id?.open_id ?? '';
+    return MENTION_KEY.test(key) && openId !== '' ? [{ key, userId: openId, ...named }] : [];
+  });
+}
 
 /** `message.content`: JSON of an object whose fields depend on `message_type`. */
 const ContentSchema = z.record(z.string(), z.unknown());
@@ -87,8 +108,8 @@ function mediaOf(type: string, content: Record<string, unknown>): Element | null
 /**
  * Turns the `event` of an `im.message.receive_v1` into an `InboundMessage`; `null` for message
  * kinds the gateway does not read (stickers, cards, shares…). Throws SB_HTTP_BAD_REQUEST naming
- * the bad field of a malformed event (content that is not a JSON object, a mention key that is not
- * a placeholder, more than 50 mentions). Pure.
+ * the bad field of a malformed event (content that is not a JSON object, no sender or chat); a
+ * malformed mention is skipped, and mentions past 50 are not read. Pure.
  *
  * `p2p` chats are `person`, group chats `group`, keyed by `chat_id`; a topic (`thread_id`, else
  * the reply chain's `root_id`) is the thread. Mention placeholders (`@_user_1`) read as `@name`;
@@ -108,8 +129,8 @@ export function normalizeFeishuEvent(event: unknown, context: NormalizeContext):
   const media = mediaOf(message.message_type, content);
   if (message.message_type !== 'text' && message.message_type !== 'post' && media === null) return null;
 
-  const mentions = message.mentions ?? [];
-  const names = new Map(mentions.map((mention) => [mention.key, `@${mention.name ?? mention.id.open_id}`]));
+  const mentions = mentionsOf(message.mentions ?? []);
+  const names = new Map(mentions.map((mention) => [mention.key, `@${mention.name ?? mention.userId}`]));
   // One pass over the text: a name that looks like a placeholder is not replaced again.
   const text = (media === null ? textOf(message.message_type, content) : '').replace(
     MENTION_PLACEHOLDERS,
@@ -119,9 +140,9 @@ export function normalizeFeishuEvent(event: unknown, context: NormalizeContext):
     ...(text === '' ? [] : [{ type: 'text' as const, text }]),
     ...mentions.map((mention) => ({
       type: 'mention' as const,
-      user_id: mention.id.open_id,
+      user_id: mention.userId,
       ...(mention.name === undefined ? {} : { name: mention.name }),
-      is_bot_self: mention.id.open_id === context.botOpenId,
+      is_bot_self: mention.userId === context.botOpenId,
     })),
     ...(message.parent_id ? [{ type: 'quote' as const, message_id: message.parent_id }] : []),
     ...(media === null ? [] : [media]),
@@ -140,7 +161,7 @@ export function normalizeFeishuEvent(event: unknown, context: NormalizeContext):
     sender: { id: senderId, is_bot: sender.sender_type === 'app' || senderId === context.botOpenId },
     elements,
     text,
-    mentions_bot: mentions.some((mention) => mention.id.open_id === context.botOpenId),
+    mentions_bot: mentions.some((mention) => mention.userId === context.botOpenId),
     platform_message_id: message.message_id,
     received_at: context.receivedAt,
     raw: event,
