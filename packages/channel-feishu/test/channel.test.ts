@@ -331,6 +331,25 @@ describe('feishu channel', () => {
       expect(fake.botMessages().at(-1)?.texts).toEqual(['the whole answer']);
     });
 
+    it('does not post the answer again when a retry meets the cap its lost edit spent', async () => {
+      const { fake, webhookUrl, channel } = await start();
+      const origin = await originOf(fake, webhookUrl);
+      const signal = AbortSignal.timeout(5_000);
+      const draft = await channel.preview?.(origin, 'partial', undefined, signal);
+      const posted = fake.botMessages().length;
+      // The last edit reaches Feishu, its answer does not: the send fails and is retried.
+      fake.failNext('update', 1, { kind: 'applies_then_fails', status: 500 });
+      await expect(
+        channel.send(origin, [{ text: 'the whole answer' }], signal, { draft }),
+      ).rejects.toMatchObject({ retryable: true });
+      // The retry's edit is one too many.
+      fake.failNext('update', 1, { kind: 'edit_limit' });
+      await channel.send(origin, [{ text: 'the whole answer' }], signal, { draft });
+      expect(fake.callsTo('get').map((call) => call.messageId)).toEqual([draft]);
+      expect(fake.botMessages()).toHaveLength(posted);
+      expect(fake.shownIn(origin.chat.id).filter((text) => text === 'the whole answer')).toHaveLength(1);
+    });
+
     it('leaves a retryable failure of the last edit to the outbox, without posting', async () => {
       const { fake, webhookUrl, channel } = await start();
       const origin = await originOf(fake, webhookUrl);

@@ -18,11 +18,12 @@ import {
  * wrong secret answers code 10014), the bot's info (`GET /open-apis/bot/v3/info`), and text
  * messages: reply (`POST /open-apis/im/v1/messages/:id/reply`, deduplicated by `uuid`), create
  * (`POST /open-apis/im/v1/messages`) and edit (`PUT /open-apis/im/v1/messages/:id`; as Feishu, at
- * most 20 times a message: the 21st answers code 230072). API calls
+ * most 20 times a message: the 21st answers code 230072), and reads a bot message back (`GET
+ * /open-apis/im/v1/messages/:id`, its last text as `data.items[0].body.content`). API calls
  * need `Authorization: Bearer <issued tenant token>` (else code 99991663). Every call is recorded;
  * the next calls of an endpoint can answer a frequency limit (HTTP 429, code 99991400,
  * `x-ogw-ratelimit-reset`), a refused token, a 500, or hang. With `rateLimits.perChat` it enforces
- * a chat's message limit on replies, posts and edits: a call past it answers HTTP 429, code 230020,
+ * a chat's message limit on replies, posts and edits (not reads): a call past it answers HTTP 429, code 230020,
  * and is counted as a violation. Events are POSTed with `deliverEvent`
  * as Feishu sends them: with an encrypt key, encrypted (AES-256-CBC, key = SHA-256 of the encrypt
  * key) and signed (`X-Lark-Signature` = hex SHA-256 of timestamp + nonce + encrypt key + body).
@@ -34,7 +35,7 @@ import {
 // biome-ignore lint/suspicious/noExplicitAny: open platform payloads are read freely by tests
 type Json = Record<string, any>;
 
-export type FeishuEndpoint = 'token' | 'bot_info' | 'reply' | 'create' | 'update' | 'ws_endpoint';
+export type FeishuEndpoint = 'token' | 'bot_info' | 'reply' | 'create' | 'update' | 'get' | 'ws_endpoint';
 
 /** One API call, whatever it answered. */
 export interface FeishuApiCall {
@@ -72,7 +73,9 @@ export type FakeFeishuFailure =
   /** What the 21st edit of a message answers (code 230072), as when another process edited it. */
   | { kind: 'edit_limit' }
   /** Never answers (until `close`); nothing is sent. */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Does what was asked, then answers this HTTP status: an answer lost on its way back. */
+  | { kind: 'applies_then_fails'; status: number };
 
 export interface FakeFeishuOptions {
   appId?: string;
@@ -231,6 +234,8 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     const update = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(pathname);
     if (method === 'PUT' && update)
       return { endpoint: 'update', messageId: decodeURIComponent(update[1] as string) };
+    if (method === 'GET' && update)
+      return { endpoint: 'get', messageId: decodeURIComponent(update[1] as string) };
     return { endpoint: 'unknown' };
   }
 
@@ -283,6 +288,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     }
     if (call.endpoint === 'bot_info')
       return ok({ bot: { open_id: botOpenId, app_name: 'Switchboard', activate_status: 2 } });
+    if (call.endpoint === 'get') return getMessage(call.messageId as string);
     const text = textOf(body);
     if (call.endpoint === 'unknown' || text === null)
       return { status: 400, body: { code: 230001, msg: 'invalid request or content' } };
@@ -312,6 +318,23 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     const result = post(chatId, text, target, body.reply_in_thread === true);
     if (uuid !== undefined) byUuid.set(uuid, bot[bot.length - 1] as FeishuBotMessage);
     return result;
+  }
+
+  /** A bot message as `GET /open-apis/im/v1/messages/:message_id` shows it (others are not kept). */
+  function getMessage(id: string): Answer {
+    const message = bot.find((candidate) => candidate.id === id);
+    if (message === undefined)
+      return { status: 400, body: { code: 230011, msg: 'The message was not found' } };
+    const item = {
+      message_id: id,
+      msg_type: 'text',
+      chat_id: message.chatId,
+      ...(message.replyTo === undefined ? {} : { parent_id: message.replyTo }),
+      updated: message.texts.length > 1,
+      sender: { id: appId, id_type: 'app_id', sender_type: 'app' },
+      body: { content: JSON.stringify({ text: message.texts.at(-1) }) },
+    };
+    return ok({ data: { items: [item] } });
   }
 
   /** The chat a reply, post or edit goes into, when known. */
@@ -350,7 +373,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     calls.push(call);
     const failure = endpoint === 'unknown' ? null : failureFor(endpoint);
     const waitMs =
-      failure === null && chatId !== undefined && perChat !== undefined
+      failure === null && chatId !== undefined && perChat !== undefined && endpoint !== 'get'
         ? limiter.admit([[`chat:${chatId}`, perChat]], call.at)
         : 0;
     if (failure?.kind === 'hang') {
@@ -381,7 +404,13 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
                 ? { status: 200, body: { code: failure.code, msg: 'refused by the fake', data: {} } }
                 : failure?.kind === 'edit_limit'
                   ? EDIT_LIMIT_REACHED
-                  : answer(call, url);
+                  : failure?.kind === 'applies_then_fails'
+                    ? {
+                        ...answer(call, url),
+                        status: failure.status,
+                        body: { code: 1, msg: 'internal error' },
+                      }
+                    : answer(call, url);
     call.status = result.status;
     response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers });
     response.end(JSON.stringify(result.body));

@@ -40,6 +40,11 @@ export function renderFeishuReplies(replies: readonly Reply[], answering?: strin
 const isEditRefused = (error: unknown) =>
   isSwitchboardError(error, 'SB_CHANNEL_SEND_FAILED') && !error.retryable;
 
+/** `GET /open-apis/im/v1/messages/:message_id`: a text message's `content` is `{"text": …}` as JSON. */
+interface DraftAnswer {
+  data?: { items?: Array<{ body?: { content?: unknown } }> };
+}
+
 /** Options of `feishuMessageCalls`. */
 export interface FeishuMessageCallsOptions {
   api: FeishuApi;
@@ -58,7 +63,8 @@ export interface FeishuMessageCallsOptions {
  * Feishu edits a message 20 times at most: previews stop editing a draft after 19, which keeps
  * the last edit for the answer. Should that edit be refused all the same (edits this process did
  * not count, before a restart; the tenant's edit window passed; the draft deleted), the answer is
- * posted as a new reply instead.
+ * posted as a new reply instead, unless the draft shows it already: the outbox's retry of a send
+ * whose edit applied but whose answer was lost (a timeout) meets the cap that edit spent.
  */
 export function feishuMessageCalls(
   origin: InboundMessage,
@@ -75,6 +81,29 @@ export function feishuMessageCalls(
       { method: 'PUT', url: messageUrl(ref), data: { msg_type: 'text', content: content(text) } },
       signal,
     );
+  }
+
+  /**
+   * Whether the draft `ref` shows `text` already: an earlier attempt's edit that reached Feishu
+   * though its answer was lost. A draft that cannot be read for good does not show it.
+   */
+  async function shows(ref: string, text: string): Promise<boolean> {
+    // Not paced: reading a message is not one of the chat's 5 messages a second.
+    let answer: DraftAnswer;
+    try {
+      answer = await api.call<DraftAnswer>('im.message.get', { method: 'GET', url: messageUrl(ref) }, signal);
+    } catch (error) {
+      // Refused for good (deleted, a scope the app lacks): post rather than lose the answer.
+      if (isSwitchboardError(error) && error.retryable !== true) return false;
+      throw error;
+    }
+    const shown = answer.data?.items?.[0]?.body?.content;
+    if (typeof shown !== 'string') return false;
+    try {
+      return (JSON.parse(shown) as { text?: unknown }).text === text;
+    } catch {
+      return false;
+    }
   }
 
   const calls: MessageCalls<FeishuText> = {
@@ -102,6 +131,8 @@ export function feishuMessageCalls(
         await update(message.text, ref);
       } catch (error) {
         if (!isEditRefused(error)) throw error;
+        // A retry after a lost answer: the edit applied, then the cap refused this one.
+        if (await shows(ref, message.text)) return;
         await calls.post(message);
       } finally {
         edits.forget(ref);
