@@ -11,7 +11,7 @@ const malformed = (message: string) => new SwitchboardError('SB_HTTP_BAD_REQUEST
  * `encrypt` of an encrypted body: base64 of a 16-byte IV and the AES-256-CBC ciphertext of the
  * JSON, keyed by the SHA-256 of the encrypt key. `null` when it does not decrypt.
  */
-function decrypt(encrypted: string, encryptKey: string): string | null {
+export function decryptFeishu(encrypted: string, encryptKey: string): string | null {
   try {
     const bytes = Buffer.from(encrypted, 'base64');
     const key = createHash('sha256').update(encryptKey).digest();
@@ -34,7 +34,7 @@ export function openFeishuBody(rawBody: string, encryptKey: string | undefined):
   if (typeof encrypt !== 'string') throw malformed('encrypt: expected a string');
   if (encryptKey === undefined) throw malformed('encrypt: the body is encrypted but no encrypt_key is set');
   // One problem for bad padding and bad JSON alike: telling them apart is a padding oracle.
-  const plain = decrypt(encrypt, encryptKey);
+  const plain = decryptFeishu(encrypt, encryptKey);
   const inner = plain === null ? null : parseJsonObject(plain);
   if (inner === null || !inner.ok)
     throw malformed('encrypt: does not decrypt to a JSON object with the encrypt key');
