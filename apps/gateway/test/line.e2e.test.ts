@@ -1,3 +1,4 @@
+import { metricValueAt } from '@switchboard/testkit/prometheus';
 import { type FakeLine, signLineBody, startFakeLine } from '@switchboard/testkit/line';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, eventually, get, outcomeCount, serveEchoChannels } from './serve-process.js';
