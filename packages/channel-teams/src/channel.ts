@@ -2,6 +2,7 @@ import {
   ACKNOWLEDGED,
   type PacingOptions,
   channelPacing,
+  createPostedTexts,
   dispositionOf,
   mountWebhook,
   sendParts,
@@ -43,7 +44,8 @@ const DEFAULTS = { now: Date.now } satisfies Partial<TeamsChannelOptions>;
  * (401 otherwise), `message` activities go to the ingress keyed on
  * conversation and activity id (a redelivery is a duplicate), other activities are acknowledged
  * and ignored; the answer waits for the ingress. Replies go to the activity's `serviceUrl` with a
- * client-credentials token, paced by `outbound.rate`; streamed previews are edited in place.
+ * client-credentials token, paced by `outbound.rate`; streamed previews are edited in place. A send
+ * tried again skips the parts it posted before (remembered in memory for `outbound.max_age`).
  */
 export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter {
   const { config } = options;
@@ -64,6 +66,8 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     timeoutMs: config.outbound.sendTimeoutMs,
     now,
   });
+  // The Bot Connector takes no idempotency key: the parts a send posted are skipped when it is tried again.
+  const posted = createPostedTexts({ maxAgeMs: config.outbound.maxAgeMs, now });
   let ingress: Ingress | null = null;
 
   async function take(current: Ingress, activity: Activity) {
@@ -121,7 +125,10 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     },
 
     async send(origin, replies, signal, sendOptions) {
-      await sendParts(renderTeamsReplies(replies), calls(origin, signal), sendOptions?.draft);
+      await sendParts(renderTeamsReplies(replies), calls(origin, signal), sendOptions?.draft, {
+        posted,
+        answering: sendOptions?.turn ?? origin.id,
+      });
     },
 
     preview: (origin, text, draft, signal) =>
