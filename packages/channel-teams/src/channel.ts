@@ -41,9 +41,9 @@ const DEFAULTS = { now: Date.now } satisfies Partial<TeamsChannelOptions>;
  * The Microsoft Teams channel (docs/design.md §3 "teams") on the Bot Framework REST API. The
  * Azure Bot's messaging endpoint is `POST /teams/<channel id>/messages`: its JWT is checked
  * before the body is read, its `serviceurl` claim against the activity before the body is parsed
- * (401 otherwise), `message` activities go to the ingress keyed on
- * conversation and activity id (a redelivery is a duplicate), other activities are acknowledged
- * and ignored; the answer waits for the ingress. Replies go to the activity's `serviceUrl` with a
+ * (401 otherwise), `message` activities of Teams go to the ingress keyed on
+ * conversation and activity id (a redelivery is a duplicate), other activities (and those of
+ * other Bot Framework channels, Web Chat…) are acknowledged and ignored; the answer waits for the ingress. Replies go to the activity's `serviceUrl` with a
  * client-credentials token, paced by `outbound.rate`; streamed previews are edited in place. A send
  * tried again skips the parts it posted before (remembered in memory for `outbound.max_age`).
  */
@@ -72,7 +72,7 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
 
   async function take(current: Ingress, activity: Activity) {
     if ('other' in activity) {
-      logger.debug({ type: activity.other }, 'teams activity ignored');
+      logger.debug({ type: activity.other, channelId: activity.channelId }, 'teams activity ignored');
       return ACKNOWLEDGED;
     }
     const message = normalizeTeamsActivity(activity.message, {
