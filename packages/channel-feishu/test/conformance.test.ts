@@ -177,6 +177,9 @@ const FEISHU: ChannelCapabilities = {
   pacing: true,
   connection: 'webhook',
   splitLimit: 30_000,
+  // Replies carry a uuid Feishu takes once, but the fake cannot yet let a reply through and fail
+  // the next one (its failNext has no `after`), so the check cannot be driven here.
+  resendsSkipDelivered: false,
   acknowledgement: 'ack',
 };
 

@@ -50,7 +50,7 @@ export type {
 } from './connection/single-owner.js';
 
 // Outbound: platform failures as SB_CHANNEL_* errors, JSON calls to platforms, long replies cut,
-// sends and streamed previews made of a channel's post and edit calls
+// sends and streamed previews made of a channel's post and edit calls, the texts a send posted
 export { abortableCall } from './outbound/abortable-call.js';
 export { channelFailure } from './outbound/channel-failure.js';
 export { channelPacing } from './outbound/channel-pacing.js';
@@ -58,11 +58,13 @@ export type { ChannelPacing, PacingOptions } from './outbound/channel-pacing.js'
 export type { ChannelFailureOptions, FailedCall } from './outbound/channel-failure.js';
 export { failureOfHttpStatus } from './outbound/http-failure.js';
 export { sendParts, showPreview } from './outbound/message-calls.js';
-export type { MessageCalls } from './outbound/message-calls.js';
+export type { MessageCalls, RememberedParts } from './outbound/message-calls.js';
 export { networkReasonOf } from './outbound/network-reason.js';
 export { failureKindOf } from './outbound/platform-failure.js';
 export type { FailureKind, PlatformFailure } from './outbound/platform-failure.js';
 export { platformMessageOf } from './outbound/platform-message.js';
+export { createPostedTexts } from './outbound/posted-texts.js';
+export type { PostedText, PostedTexts, PostedTextsOptions } from './outbound/posted-texts.js';
 export { redact, redactValue } from './outbound/redact.js';
 export { MAX_ANSWER_BYTES, requestPlatform } from './outbound/request-platform.js';
 export type { PlatformRequest } from './outbound/request-platform.js';

@@ -103,7 +103,7 @@ async function startLineHarness(): Promise<ChannelHarness> {
     },
     delivered: (origin) => fake.deliveredTo(origin.chat.id),
     // A message this process received no reply token for is answered by push.
-    failNextSend: (of) => fake.failNext('push', 1, failure(of)),
+    failNextSend: (of, options) => fake.failNext('push', 1, failure(of), options),
     async close() {
       await servers.close();
       await fake.close();
@@ -121,6 +121,7 @@ const LINE: ChannelCapabilities = {
   pacing: false,
   connection: 'webhook',
   splitLimit: 5_000,
+  resendsSkipDelivered: true,
   acknowledgement: 'ack',
 };
 

@@ -122,6 +122,7 @@ const OPENAPI: ChannelCapabilities = {
   preview: false,
   pacing: false,
   connection: 'webhook',
+  resendsSkipDelivered: false,
   acknowledgement: 'ack',
 };
 describeChannelConformance('openapi', { capabilities: OPENAPI, start: startOpenApiHarness });

@@ -178,6 +178,8 @@ const COMMON = {
   pacing: true,
   splitLimit: 4_000,
   redelivery: true,
+  // A send tried again posts the parts delivered before its failure again: a known gap.
+  resendsSkipDelivered: false,
 } as const;
 
 const EVENTS_API: ChannelCapabilities = {

@@ -2,6 +2,7 @@ import {
   ACKNOWLEDGED,
   type PacingOptions,
   channelPacing,
+  createPostedTexts,
   dispositionOf,
   mountWebhook,
   sendParts,
@@ -40,10 +41,11 @@ const DEFAULTS = { now: Date.now } satisfies Partial<TeamsChannelOptions>;
  * The Microsoft Teams channel (docs/design.md §3 "teams") on the Bot Framework REST API. The
  * Azure Bot's messaging endpoint is `POST /teams/<channel id>/messages`: its JWT is checked
  * before the body is read, its `serviceurl` claim against the activity before the body is parsed
- * (401 otherwise), `message` activities go to the ingress keyed on
- * conversation and activity id (a redelivery is a duplicate), other activities are acknowledged
- * and ignored; the answer waits for the ingress. Replies go to the activity's `serviceUrl` with a
- * client-credentials token, paced by `outbound.rate`; streamed previews are edited in place.
+ * (401 otherwise), `message` activities of Teams go to the ingress keyed on
+ * conversation and activity id (a redelivery is a duplicate), other activities (and those of
+ * other Bot Framework channels, Web Chat…) are acknowledged and ignored; the answer waits for the ingress. Replies go to the activity's `serviceUrl` with a
+ * client-credentials token, paced by `outbound.rate`; streamed previews are edited in place. A send
+ * tried again skips the parts it posted before (remembered in memory for `outbound.max_age`).
  */
 export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter {
   const { config } = options;
@@ -64,11 +66,13 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     timeoutMs: config.outbound.sendTimeoutMs,
     now,
   });
+  // The Bot Connector takes no idempotency key: the parts a send posted are skipped when it is tried again.
+  const posted = createPostedTexts({ maxAgeMs: config.outbound.maxAgeMs, now });
   let ingress: Ingress | null = null;
 
   async function take(current: Ingress, activity: Activity) {
     if ('other' in activity) {
-      logger.debug({ type: activity.other }, 'teams activity ignored');
+      logger.debug({ type: activity.other, channelId: activity.channelId }, 'teams activity ignored');
       return ACKNOWLEDGED;
     }
     const message = normalizeTeamsActivity(activity.message, {
@@ -121,7 +125,10 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     },
 
     async send(origin, replies, signal, sendOptions) {
-      await sendParts(renderTeamsReplies(replies), calls(origin, signal), sendOptions?.draft);
+      await sendParts(renderTeamsReplies(replies), calls(origin, signal), sendOptions?.draft, {
+        posted,
+        answering: sendOptions?.turn ?? origin.id,
+      });
     },
 
     preview: (origin, text, draft, signal) =>

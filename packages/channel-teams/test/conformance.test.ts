@@ -137,7 +137,7 @@ async function startTeamsHarness(): Promise<ChannelHarness> {
         .map((call) => call.at)
         .sort((a, b) => a - b);
     },
-    failNextSend: (of) => fake.failNext(1, failure(of)),
+    failNextSend: (of, options) => fake.failNext(1, failure(of), options),
     rateLimitViolations: () => fake.rateLimitViolations(),
     async close() {
       await server?.close();
@@ -155,6 +155,7 @@ const CAPABILITIES: ChannelCapabilities = {
   pacing: true,
   connection: 'webhook',
   splitLimit: MAX_TEXT_CHARS,
+  resendsSkipDelivered: true,
   acknowledgement: 'ack',
 };
 

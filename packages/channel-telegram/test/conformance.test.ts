@@ -179,6 +179,8 @@ const COMMON = {
   preview: true,
   pacing: true,
   splitLimit: 4096,
+  // A send tried again posts the parts delivered before its failure again: a known gap.
+  resendsSkipDelivered: false,
 } as const;
 
 const WEBHOOK: ChannelCapabilities = {

@@ -103,7 +103,7 @@ async function startWhatsAppHarness(): Promise<ChannelHarness> {
       });
     },
     delivered: (origin) => fake.deliveredTo(origin.chat.id),
-    failNextSend: (of) => fake.failNext(1, failure(of)),
+    failNextSend: (of, options) => fake.failNext(1, failure(of), options),
     rateLimitViolations: () => fake.rateLimitViolations(),
     async close() {
       await servers.close();
@@ -122,6 +122,7 @@ const CAPABILITIES: ChannelCapabilities = {
   pacing: true,
   connection: 'webhook',
   splitLimit: 4_096,
+  resendsSkipDelivered: true,
   acknowledgement: 'ack',
 };
 

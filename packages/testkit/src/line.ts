@@ -121,8 +121,16 @@ export interface FakeLine {
   deliveredTo(to: string): string[];
   /** Resolves once `count` messages reached `to` (rejects after `timeoutMs`). */
   waitForDelivered(to: string, count: number, timeoutMs?: number): Promise<string[]>;
-  /** The next `count` calls of `endpoint` answer `failure`. */
-  failNext(endpoint: LineEndpoint, count: number, failure: FakeLineFailure): void;
+  /**
+   * The next `count` calls of `endpoint` answer `failure`; with `after`, that many calls of it are
+   * answered as usual first (`failNext('push', 1, failure, { after: 1 })` fails the second push).
+   */
+  failNext(
+    endpoint: LineEndpoint,
+    count: number,
+    failure: FakeLineFailure,
+    options?: { after?: number },
+  ): void;
   /** Reply tokens issued so far stop working, as when a minute has passed. */
   expireReplyTokens(): void;
   /**
@@ -209,7 +217,7 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
   const replyTokenTtlMs = options.replyTokenTtlMs ?? 60_000;
   const calls: LineApiCall[] = [];
   const sent: SentLineMessage[] = [];
-  const failures = new Map<LineEndpoint, FakeLineFailure[]>();
+  const failures = new Map<LineEndpoint, (FakeLineFailure | null)[]>();
   const hung = new Set<ServerResponse>();
   /** Issued reply tokens: where they answer and until when. Used ones are deleted. */
   const replyTokens = new Map<string, { to: string; expiresAt: number }>();
@@ -275,7 +283,7 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
 
   function nextFailure(endpoint: LineEndpoint | 'unknown'): FakeLineFailure | undefined {
     if (endpoint === 'unknown') return undefined;
-    return failures.get(endpoint)?.shift();
+    return failures.get(endpoint)?.shift() ?? undefined;
   }
 
   const server: Server = createServer(async (request, response) => {
@@ -358,9 +366,10 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
         `fake line: ${count} message(s) delivered to ${to}`,
       );
     },
-    failNext(endpoint, count, failure) {
+    failNext(endpoint, count, failure, { after = 0 } = {}) {
       failures.set(endpoint, [
         ...(failures.get(endpoint) ?? []),
+        ...Array<null>(after).fill(null),
         ...Array<FakeLineFailure>(count).fill(failure),
       ]);
     },

@@ -96,8 +96,11 @@ export interface FakeTeams {
   edits(): TeamsEdit[];
   /** Calls answered 429 for exceeding `perConversation` (injected failures not included). */
   rateLimitViolations(): number;
-  /** The next `count` connector calls fail with `failure`. */
-  failNext(count: number, failure: TeamsFailure): void;
+  /**
+   * The next `count` connector calls fail with `failure`; with `after`, that many calls are
+   * answered as usual first (`failNext(1, failure, { after: 1 })` fails the second call from now).
+   */
+  failNext(count: number, failure: TeamsFailure, options?: { after?: number }): void;
   /** A bearer token as the connector signs it for the bot. */
   signToken(options: { serviceUrl: string; forged?: boolean; audience?: string }): Promise<string>;
   /** Posts `activity` (an object as JSON, a string as is) to `<gatewayUrl><path>`, signed as `options` says. */
@@ -189,7 +192,7 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
   const forging = await generateKeyPair('RS256');
   const publicJwk: JWK = { ...(await exportJWK(signing.publicKey)), kid, use: 'sig', alg: 'RS256' };
   const calls: TeamsConnectorCall[] = [];
-  const failures: TeamsFailure[] = [];
+  const failures: (TeamsFailure | null)[] = [];
   const hanging = new Set<ServerResponse>();
   const issued = new Map<string, number>();
   const delivered: Array<{ conversationId: string; text: string }> = [];
@@ -359,8 +362,8 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       delivered.filter((entry) => entry.conversationId === conversationId).map((entry) => entry.text),
     edits: () => [...edits],
     rateLimitViolations: () => limiter.violations(),
-    failNext(count, failure) {
-      for (let i = 0; i < count; i += 1) failures.push(failure);
+    failNext(count, failure, { after = 0 } = {}) {
+      failures.push(...Array<null>(after).fill(null), ...Array<TeamsFailure>(count).fill(failure));
     },
     signToken,
     async post(gatewayUrl, path, activity, postOptions = {}) {

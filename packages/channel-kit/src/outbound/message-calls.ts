@@ -1,4 +1,5 @@
 import { SwitchboardError } from '@switchboard/core';
+import type { PostedTexts } from './posted-texts.js';
 
 /**
  * The two platform calls an answer in a chat is made of, bound to one send or preview (its chat,
@@ -12,19 +13,44 @@ export interface MessageCalls<M> {
   edit(message: M, ref: string): Promise<void>;
 }
 
+/** The parts a platform without idempotency keys was sent, for `sendParts` to skip on a retry. */
+export interface RememberedParts {
+  /** The parts posted so far, of every send of the channel (`createPostedTexts`). */
+  posted: PostedTexts;
+  /** The turn (else the message) the send answers: every try of one send gives the same. */
+  answering: string;
+}
+
+/** A part as `PostedTexts` keys it: a text as is, another rendering as its JSON. */
+const textOf = (part: unknown): string => (typeof part === 'string' ? part : JSON.stringify(part));
+
 /**
  * Sends the rendered `parts` of an answer one after the other, so that they arrive in order; with
  * `draft` (the ref of a streamed answer's preview) the first part edits that message, so the
- * answer shows once. A failure ends the send: earlier parts stay, later ones are not sent.
+ * answer shows once. A failure ends the send: earlier parts stay, later ones are not sent. The
+ * outbox tries a failed send again whole: with `remembered`, the parts this send posted before
+ * are skipped then, so that they show once (an edit of the draft is made again, which changes
+ * nothing); without it, the platform must take each post once itself.
  */
 export async function sendParts<M>(
   parts: readonly M[],
   calls: MessageCalls<M>,
   draft?: string,
+  remembered?: RememberedParts,
 ): Promise<void> {
   for (const [index, part] of parts.entries()) {
-    if (index === 0 && draft !== undefined) await calls.edit(part, draft);
-    else await calls.post(part);
+    if (index === 0 && draft !== undefined) {
+      await calls.edit(part, draft);
+      continue;
+    }
+    if (remembered === undefined) {
+      await calls.post(part);
+      continue;
+    }
+    const posted = { answering: remembered.answering, index, text: textOf(part) };
+    if (remembered.posted.has(posted)) continue;
+    await calls.post(part);
+    remembered.posted.add(posted);
   }
 }
 

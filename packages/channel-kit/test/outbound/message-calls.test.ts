@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type MessageCalls, sendParts, showPreview } from '../../src/outbound/message-calls.js';
+import { createPostedTexts } from '../../src/outbound/posted-texts.js';
 
 function recordingCalls(failOn?: string) {
   const calls: string[] = [];
@@ -40,6 +41,28 @@ describe('sendParts', () => {
       const { calls, platform } = recordingCalls('b');
       await expect(sendParts(['a', 'b', 'c'], platform)).rejects.toThrow('refused');
       expect(calls).toEqual(['post a', 'post b']);
+    });
+  });
+
+  describe('when a send that failed is tried again with the parts remembered', () => {
+    it('skips the parts it posted before and posts the rest', async () => {
+      const remembered = { posted: createPostedTexts({ maxAgeMs: 60_000 }), answering: 'turn-1' };
+      const first = recordingCalls('b');
+      await expect(sendParts(['a', 'b', 'c'], first.platform, undefined, remembered)).rejects.toThrow(
+        'refused',
+      );
+      const again = recordingCalls();
+      await sendParts(['a', 'b', 'c'], again.platform, undefined, remembered);
+      expect(again.calls).toEqual(['post b', 'post c']);
+    });
+
+    it('edits the draft again, and posts the parts of another answer', async () => {
+      const remembered = { posted: createPostedTexts({ maxAgeMs: 60_000 }), answering: 'turn-1' };
+      await sendParts(['a', 'b'], recordingCalls().platform, 'm7', remembered);
+      const again = recordingCalls();
+      await sendParts(['a', 'b'], again.platform, 'm7', remembered);
+      await sendParts(['a', 'b'], again.platform, undefined, { ...remembered, answering: 'turn-2' });
+      expect(again.calls).toEqual(['edit m7 a', 'post a', 'post b']);
     });
   });
 });

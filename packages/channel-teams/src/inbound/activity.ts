@@ -54,23 +54,36 @@ export const MessageActivitySchema = z.looseObject({
 /** A `message` activity. */
 export type MessageActivity = z.output<typeof MessageActivitySchema>;
 
-/** What comes in: a message, or another activity (typing, conversationUpdate…) to acknowledge. */
-export type Activity = { message: MessageActivity } | { other: string };
+/** The Bot Framework's `channelId` of activities from Teams. */
+export const TEAMS_CHANNEL_ID = 'msteams';
+
+/**
+ * What comes in: a Teams message, or an activity to acknowledge and ignore: of another type
+ * (typing, conversationUpdate…), or from another Bot Framework channel (`channelId`, `null` when
+ * absent).
+ */
+export type Activity = { message: MessageActivity } | { other: string; channelId: string | null };
 
 function badRequest(path: string, problem: string): SwitchboardError {
   return new SwitchboardError('SB_HTTP_BAD_REQUEST', { message: `${path}: ${problem}`, details: { path } });
 }
 
 /**
- * Reads an authenticated request body: a JSON object with a string `type`; a `message` activity
- * must carry every field the channel reads. Throws SB_HTTP_BAD_REQUEST naming the first bad field.
+ * Reads an authenticated request body: a JSON object with a string `type`; only activities of
+ * `channelId: msteams` are taken, since the connector signs those of every channel of the Azure
+ * Bot and a Web Chat or Direct Line client sets `from.id` itself (it could pose as a Teams user).
+ * A Teams `message` activity must carry every field the channel reads. Throws
+ * SB_HTTP_BAD_REQUEST naming the first bad field.
  */
 export function parseActivity(rawBody: string): Activity {
   const parsed = parseJsonObject(rawBody);
   if (!parsed.ok) throw badRequest('body', parsed.problem);
-  const { type } = parsed.value;
+  const { type, channelId } = parsed.value;
   if (typeof type !== 'string') throw badRequest('body.type', 'expected a string');
-  if (type !== 'message') return { other: type };
+  if (channelId !== TEAMS_CHANNEL_ID) {
+    return { other: type, channelId: typeof channelId === 'string' ? channelId : null };
+  }
+  if (type !== 'message') return { other: type, channelId };
   const message = MessageActivitySchema.safeParse(parsed.value);
   if (message.success) return { message: message.data };
   const [issue] = message.error.issues;

@@ -152,7 +152,21 @@ describe('normalizeTeamsActivity', () => {
 
 describe('parseActivity', () => {
   it('reads any other activity type as one to acknowledge', () => {
-    expect(parseActivity('{"type":"conversationUpdate"}')).toEqual({ other: 'conversationUpdate' });
+    expect(parseActivity('{"type":"conversationUpdate","channelId":"msteams"}')).toEqual({
+      other: 'conversationUpdate',
+      channelId: 'msteams',
+    });
+  });
+
+  it('reads an activity of another channel, or of none, as one to acknowledge, even a message', () => {
+    expect(parseActivity(JSON.stringify(activity({ channelId: 'webchat' })))).toEqual({
+      other: 'message',
+      channelId: 'webchat',
+    });
+    expect(parseActivity(JSON.stringify(activity({ channelId: undefined })))).toEqual({
+      other: 'message',
+      channelId: null,
+    });
   });
 
   it('names the bad field of a message activity, or the body that is not JSON', () => {

@@ -2,6 +2,7 @@ import {
   type FailedCall,
   type PlatformFailure,
   channelFailure,
+  createPostedTexts,
   requestPlatform,
   splitReplies,
 } from '@switchboard/channel-kit';
@@ -14,7 +15,6 @@ import {
   isSwitchboardError,
   pacedChatOf,
 } from '@switchboard/core';
-import { createPostedTexts } from './posted-texts.js';
 
 /** The Cloud API's limit of one text message's body, in characters. */
 export const MAX_TEXT_CHARS = 4096;
@@ -72,7 +72,7 @@ function graphFailureOf(failure: PlatformFailure): PlatformFailure {
  * SB_CHANNEL_SEND_FAILED saying so (retrying cannot pass it; only the user's next message opens
  * the window again, and that message is answered anew). The outbox tries a failed send again
  * whole, and the Cloud API takes no idempotency key, so the texts posted are remembered
- * (`posted-texts.ts`, keyed by `answering`, the turn) and skipped then; a text whose answer was
+ * (the kit's `createPostedTexts`, keyed by `answering`, the turn) and skipped then; a text whose answer was
  * lost (a timeout) was perhaps posted all the same, and may show twice.
  */
 export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observer: OutboundObserver) {

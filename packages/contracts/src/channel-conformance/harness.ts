@@ -32,6 +32,14 @@ export interface ChannelCapabilities {
   /** Characters per platform message: longer replies are split. Absent: never split. */
   splitLimit?: number;
   /**
+   * A send that failed retryably after some of its platform calls went through, tried again,
+   * delivers those parts no more: by the platform's idempotency key (LINE's retry key, Feishu's
+   * uuid) or the channel's memory of what it posted (WhatsApp, Teams). Needs `splitLimit` and a
+   * harness whose `failNextSend` honours `after`. False where the outbox posts them again
+   * (a known gap).
+   */
+  resendsSkipDelivered: boolean;
+  /**
    * How the platform learns that an event was taken: an answer to its request or an
    * acknowledgement (`ack`), or not at all (`none`: the channel retries a refusal itself and
    * ends with `ingress.drop`).
@@ -143,8 +151,11 @@ export interface ChannelHarness {
   delivered(origin: InboundMessage): string[];
   /** With `preview`: the arrival times (ms since the epoch) of every post and edit into the chat. */
   previewCalls?(origin: InboundMessage): number[];
-  /** The next send call of the platform answers `failure`. */
-  failNextSend(failure: SendFailure): void;
+  /**
+   * The next send call of the platform answers `failure`; with `after` (needed with
+   * `resendsSkipDelivered`), that many send calls succeed first.
+   */
+  failNextSend(failure: SendFailure, options?: { after?: number }): void;
   /** With `pacing`: calls the fake refused for exceeding its limits. */
   rateLimitViolations?(): number;
   /** With `connection: 'single-owner'`: the most consumer connections the fake saw open at once. */

@@ -95,6 +95,35 @@ export function outboundChecks(capabilities: ChannelCapabilities, world: () => C
     },
   );
 
+  describe.skipIf(!capabilities.resendsSkipDelivered)(
+    'when a send split over several calls fails retryably after its first call, and is tried again',
+    () => {
+      it('shows every part once: the parts delivered before the failure are not posted again', async () => {
+        const { harness, adapter } = world();
+        const limit = capabilities.splitLimit;
+        if (limit === undefined) throw new Error('resendsSkipDelivered needs a splitLimit');
+        const origin = harness.origin('direct');
+        // Six parts: more than one call even where one call carries five messages (LINE's).
+        const parts = [...'abcdef'].map((letter) => letter.repeat(limit));
+        harness.failNextSend({ kind: 'rate_limited' }, { after: 1 });
+        const turn = uniqueText('turn');
+        const tryOnce = () =>
+          adapter.send(origin, [{ text: parts.join('') }], new AbortController().signal, { turn });
+        const failure = await tryOnce().then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+        if (failure !== undefined) {
+          expect(isSwitchboardError(failure) && failure.retryable).toBe(true);
+          // The first call went through before the failure: there is something not to post again.
+          expect(harness.delivered(origin).length).toBeGreaterThan(0);
+        }
+        await tryOnce();
+        expect(harness.delivered(origin)).toEqual(parts);
+      });
+    },
+  );
+
   describe.skipIf(!capabilities.pacing)('when five times the allowed rate is offered into one chat', () => {
     it("delivers every reply with 0 violations of the fake's rate limits", async () => {
       const { harness, adapter } = world();

@@ -20,13 +20,23 @@ export interface PostedText {
   text: string;
 }
 
+/** What `createPostedTexts` remembers. */
+export interface PostedTexts {
+  /** Whether `posted` was posted (and is not forgotten yet). */
+  has(posted: PostedText): boolean;
+  /** Remembers that `posted` was posted, now. */
+  add(posted: PostedText): void;
+}
+
 /**
- * The texts this process posted, so that a send tried again after a later text failed skips the
- * ones already delivered: the Cloud API takes no idempotency key to do it. The text is part of
- * the key, so a dead-letter notice for a message is not taken for its answer. In memory only:
- * another replica, or this one after a restart, posts them again.
+ * The texts this process posted, for a platform that takes no idempotency key (WhatsApp's Cloud
+ * API, the Bot Connector): the outbox tries a failed send again whole, and a send tried again
+ * after a later text failed skips the ones already delivered. The text is part of the key, so a
+ * dead-letter notice for a message is not taken for its answer. In memory only: another replica,
+ * or this one after a restart, posts them again; a text whose answer was lost (a timeout) was
+ * perhaps posted all the same, and may show twice.
  */
-export function createPostedTexts(options: PostedTextsOptions) {
+export function createPostedTexts(options: PostedTextsOptions): PostedTexts {
   const maxEntries = options.maxEntries ?? DEFAULTS.maxEntries;
   const now = options.now ?? DEFAULTS.now;
   /** When each was posted, ms; a Map keeps insertion order, so the oldest come first. */
