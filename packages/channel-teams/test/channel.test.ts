@@ -1,9 +1,9 @@
 import { type ConformanceIngress, conformanceIngress } from '@switchboard/contracts';
 import { type ChannelAdapter, isSwitchboardError, silentLogger } from '@switchboard/core';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
+import { postUnfinished } from '@switchboard/testkit/post-webhook';
 import { type FakeTeams, messageActivity, startFakeTeams } from '@switchboard/testkit/teams';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { request as httpRequest } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { activityRefKey, createTeamsChannel } from '../src/index.js';
 import { TeamsChannelSchema } from '../src/options.js';
@@ -50,32 +50,6 @@ afterEach(async () => {
   await world?.fake.close();
   world = undefined;
 });
-
-/**
- * Sends the headers of an activity POST announcing a 1 MiB body, and only its first bytes, never
- * the rest; resolves the answer the gateway gives anyway.
- */
-function postUnfinished(url: string, authorization: string) {
-  return new Promise<{ status: number | undefined; body: unknown }>((resolve, reject) => {
-    const call = httpRequest(`${url}${PATH}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': String(1024 * 1024), authorization },
-    });
-    call.on('error', reject);
-    call.on('response', (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        text += chunk;
-      });
-      response.on('end', () => {
-        resolve({ status: response.statusCode, body: JSON.parse(text) });
-        call.destroy();
-      });
-    });
-    call.write('{"type": "message", "text": "');
-  });
-}
 
 function personal(fake: FakeTeams, text: string, conversationId = 'a:dm') {
   return messageActivity(fake, { conversationType: 'personal', conversationId, text });
@@ -167,7 +141,11 @@ describe('createTeamsChannel', () => {
     it('answers 401 before reading the body: a body never finished sending is not waited for', async () => {
       const w = await startWorld();
       const forged = await w.fake.signToken({ serviceUrl: w.fake.serviceUrl, forged: true });
-      const answer = await postUnfinished(w.url, `Bearer ${forged}`);
+      const answer = await postUnfinished(
+        `${w.url}${PATH}`,
+        { authorization: `Bearer ${forged}` },
+        '{"type": "message", "text": "',
+      );
       expect(answer).toEqual({
         status: 401,
         body: {

@@ -1,5 +1,6 @@
-import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { type Logger, SwitchboardError } from '@switchboard/core';
+import { postUnfinished } from '@switchboard/testkit/post-webhook';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUTHORIZED, type Authorization } from '../../src/inbound/authorization.js';
@@ -102,32 +103,6 @@ function post(
   });
 }
 
-/**
- * Sends the headers of a POST announcing a 1 MiB body, and only its first bytes, never the rest;
- * resolves the answer the server gives anyway.
- */
-function postUnfinished(url: string, headers: Record<string, string>) {
-  return new Promise<{ status: number | undefined; body: unknown }>((resolve, reject) => {
-    const call = httpRequest(`${url}${PATH}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': String(1024 * 1024), ...headers },
-    });
-    call.on('error', reject);
-    call.on('response', (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        text += chunk;
-      });
-      response.on('end', () => {
-        resolve({ status: response.statusCode, body: JSON.parse(text) });
-        call.destroy();
-      });
-    });
-    call.write('{"text": "');
-  });
-}
-
 describe('webhookPath', () => {
   it('is /<type>/<channel id>, the id URL-encoded', () => {
     expect(webhookPath('telegram', 'tg-1')).toBe('/telegram/tg-1');
@@ -187,7 +162,7 @@ describe('mountWebhook', () => {
       const { server, counts, lines } = await setUp({ authorize: tokenOnly });
       const url = await server.listen({ host: '127.0.0.1', port: 0 });
       // The client never sends the rest of its body: only an answer before the body is read can arrive.
-      const answer = await postUnfinished(url, { authorization: 'Bearer forged' });
+      const answer = await postUnfinished(`${url}${PATH}`, { authorization: 'Bearer forged' });
       expect(answer).toEqual({
         status: 401,
         body: { error: { code: 'SB_HTTP_UNAUTHORIZED', message: 'Authorization: not accepted' } },
@@ -257,7 +232,7 @@ describe('mountWebhook', () => {
       });
       const url = await server.listen({ host: '127.0.0.1', port: 0 });
       for (let i = 0; i < 3; i += 1) {
-        const answer = await postUnfinished(url, { authorization: 'Bearer good-a' });
+        const answer = await postUnfinished(`${url}${PATH}`, { authorization: 'Bearer good-a' });
         expect(answer).toEqual({
           status: 503,
           body: {
