@@ -1,3 +1,4 @@
+import { createRefusalLog } from '@switchboard/channel-kit';
 import type { Logger } from '@switchboard/core';
 
 /** The SDK's logger interface: it passes each line as one array of parts. */
@@ -22,13 +23,24 @@ function detailOf(parts: unknown[]): { detail: string; err?: unknown } {
 
 /**
  * The long connection's lines in the gateway's log. Its debug and trace lines are dropped: they
- * carry the connection URL (with its ticket) and each event. Its errors are warnings: a dropped
- * connection that it then re-opens logs several; the channel itself logs, as an error, the
+ * carry the connection URL (with its ticket) and each event. A refused event's line is noted at
+ * most once a minute. Its other errors are warnings: a dropped connection that it then re-opens
+ * logs several; the channel itself logs, as an error, the
  * failure the SDK gives up on.
  */
 export function toSdkLogger(logger: Logger): SdkLogger {
+  // The SDK logs each event the ingress refused (queue full, draining) as it answers 500: once a
+  // minute here, with a count, so that backpressure does not flood the log.
+  const noteRefusal = createRefusalLog({
+    logger,
+    message: 'feishu events refused, answered 500 for redelivery',
+  });
   return {
-    error: (...parts) => logger.warn(detailOf(parts), 'feishu sdk'),
+    error: (...parts) => {
+      const fields = detailOf(parts);
+      if (fields.detail.includes('invoke event failed')) noteRefusal({ problem: fields.detail });
+      else logger.warn(fields, 'feishu sdk');
+    },
     warn: (...parts) => logger.warn(detailOf(parts), 'feishu sdk'),
     info: (...parts) => logger.debug(detailOf(parts), 'feishu sdk'),
     debug() {},

@@ -1,4 +1,4 @@
-import { silentLogger } from '@switchboard/core';
+import { type Logger, silentLogger } from '@switchboard/core';
 import {
   type ChannelEngine,
   type ChannelEngineOptions,
@@ -23,6 +23,8 @@ export interface FeishuGatewayOptions
   config?: Record<string, unknown>;
   /** The channel's `pingTimeoutMs` (websocket mode). */
   pingTimeoutMs?: number;
+  /** The channel's logger. Default: silent. */
+  logger?: Logger;
   /** The channel's `restartAfterFailureMs` (websocket mode). */
   restartAfterFailureMs?: number;
 }
@@ -49,7 +51,7 @@ export async function startFeishuGateway(options: FeishuGatewayOptions = {}): Pr
       createFeishuChannel({
         config,
         server,
-        logger: silentLogger,
+        logger: options.logger ?? silentLogger,
         ...(options.pingTimeoutMs === undefined ? {} : { pingTimeoutMs: options.pingTimeoutMs }),
         ...(options.restartAfterFailureMs === undefined
           ? {}

@@ -1,5 +1,5 @@
 import { silentLogger } from '@switchboard/core';
-import type { ChannelAdapter, Ingress, IngressResult } from '@switchboard/core';
+import type { ChannelAdapter, Ingress, IngressResult, Logger } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -157,6 +157,29 @@ describe('feishu channel in websocket mode', () => {
       expect(delivery.attempts.map((attempt) => attempt.code)).toEqual([500, 200]);
       expect(record.results).toEqual(['refused', 'queued']);
       expect(await fake.waitForShown(event.event.message.chat_id, 1)).toEqual(['echo: again']);
+    });
+  });
+
+  describe('when the ingress refuses many events', () => {
+    it('logs the refusals once a minute with a count, not once per event', async () => {
+      const warnings: Array<{ msg: string; suppressed?: unknown }> = [];
+      const logger: Logger = {
+        ...silentLogger,
+        warn: (fields, msg) => {
+          warnings.push({ msg, suppressed: (fields as { suppressed?: unknown }).suppressed });
+        },
+        child: () => logger,
+      };
+      const record = recording(3);
+      const { fake } = await start({ wrapIngress: record.wrapIngress, logger });
+      for (const text of ['one', 'two', 'three']) {
+        const delivery = await fake.longConnection.deliver(fake.messageEvent({ text }), { maxAttempts: 1 });
+        expect(delivery.attempts.map((attempt) => attempt.code)).toEqual([500]);
+      }
+      expect(warnings.filter((line) => line.msg.startsWith('feishu events refused'))).toEqual([
+        { msg: 'feishu events refused, answered 500 for redelivery', suppressed: 0 },
+      ]);
+      expect(warnings.filter((line) => line.msg === 'feishu sdk')).toEqual([]);
     });
   });
 

@@ -36,6 +36,17 @@ describe('normalizeFeishuEvent', () => {
     expect(message?.text).toBe('@u1 and @u2 and @_user_9');
   });
 
+  it('replaces a placeholder only where it ends: @_allison and @_user_12345 stay as written', () => {
+    const message = normalizeFeishuEvent(
+      eventOf({
+        content: JSON.stringify({ text: '@_all @_allison @_user_12345 @_user_1' }),
+        mentions: [{ key: '@_all', id: { open_id: '' }, name: 'all' }, mention('@_user_1', 1)],
+      }),
+      CONTEXT,
+    );
+    expect(message?.text).toBe('@all @_allison @_user_12345 @u1');
+  });
+
   it('reads @_all as a mention of everyone (user_id all)', () => {
     const message = normalizeFeishuEvent(
       eventOf({

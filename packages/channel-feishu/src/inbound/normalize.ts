@@ -22,7 +22,7 @@ export interface NormalizeContext {
 /** A mention placeholder in a message's text: `@_user_1`, or `@_all` for everyone in the chat. */
 const MENTION_KEY = /^@_user_\d{1,4}$/;
 const ALL_KEY = '@_all';
-const MENTION_PLACEHOLDERS = /@_user_\d{1,4}|@_all/g;
+const MENTION_PLACEHOLDERS = /(?:@_user_\d{1,4}|@_all)(?!\w)/g;
 // A message carries a bounded number of mentions; more are not read (they would only cost time).
 const MAX_MENTIONS = 50;
 

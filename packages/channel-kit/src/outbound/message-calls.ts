@@ -50,7 +50,8 @@ export async function sendParts<M>(
     const posted = { answering: remembered.answering, index, text: textOf(part) };
     if (remembered.posted.has(posted)) continue;
     await calls.post(part);
-    remembered.posted.add(posted);
+    // The last part posted ends the send, which is then not tried again: nothing to remember.
+    if (index < parts.length - 1) remembered.posted.add(posted);
   }
 }
 

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** Options of `createPostedTexts`. */
 export interface PostedTextsOptions {
   /** How long a text is remembered, ms: `outbound.max_age`, past which the outbox tries no more. */
@@ -41,7 +43,11 @@ export function createPostedTexts(options: PostedTextsOptions): PostedTexts {
   const now = options.now ?? DEFAULTS.now;
   /** When each was posted, ms; a Map keeps insertion order, so the oldest come first. */
   const postedAt = new Map<string, number>();
-  const keyOf = ({ answering, index, text }: PostedText) => JSON.stringify([answering, index, text]);
+  // A digest, not the text: a part may be thousands of characters, and 10,000 are kept.
+  const keyOf = ({ answering, index, text }: PostedText) =>
+    createHash('sha256')
+      .update(JSON.stringify([answering, index, text]))
+      .digest('base64url');
 
   function forgetOld(atMs: number): void {
     for (const [key, at] of postedAt) {

@@ -58,11 +58,20 @@ describe('sendParts', () => {
 
     it('edits the draft again, and posts the parts of another answer', async () => {
       const remembered = { posted: createPostedTexts({ maxAgeMs: 60_000 }), answering: 'turn-1' };
-      await sendParts(['a', 'b'], recordingCalls().platform, 'm7', remembered);
+      await expect(
+        sendParts(['a', 'b', 'c'], recordingCalls('c').platform, 'm7', remembered),
+      ).rejects.toThrow('refused');
       const again = recordingCalls();
-      await sendParts(['a', 'b'], again.platform, 'm7', remembered);
+      await sendParts(['a', 'b', 'c'], again.platform, 'm7', remembered);
       await sendParts(['a', 'b'], again.platform, undefined, { ...remembered, answering: 'turn-2' });
-      expect(again.calls).toEqual(['edit m7 a', 'post a', 'post b']);
+      expect(again.calls).toEqual(['edit m7 a', 'post c', 'post a', 'post b']);
+    });
+
+    it('does not remember the last part: a send that posted it is not tried again', async () => {
+      const posted = createPostedTexts({ maxAgeMs: 60_000 });
+      await sendParts(['a', 'b'], recordingCalls().platform, undefined, { posted, answering: 'turn-1' });
+      expect(posted.has({ answering: 'turn-1', index: 0, text: 'a' })).toBe(true);
+      expect(posted.has({ answering: 'turn-1', index: 1, text: 'b' })).toBe(false);
     });
   });
 });

@@ -109,7 +109,8 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
     answering: string,
   ) {
     const chat = pacedChatOf(origin);
-    for (const [index, { text }] of splitReplies(replies, MAX_TEXT_CHARS).entries()) {
+    const parts = splitReplies(replies, MAX_TEXT_CHARS);
+    for (const [index, { text }] of parts.entries()) {
       const part = { answering, index, text };
       if (posted.has(part)) continue;
       await pacer.pace(chat, signal);
@@ -130,7 +131,8 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
       }).catch((error: unknown) => {
         throw failure(error);
       });
-      posted.add(part);
+      // The last part posted ends the send, which is then not tried again: nothing to remember.
+      if (index < parts.length - 1) posted.add(part);
     }
   };
 }
