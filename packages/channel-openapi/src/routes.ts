@@ -345,7 +345,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
               content: { 'text/event-stream': { schema: z.string() } },
             },
             ...COMMON_ERROR_RESPONSES,
-            429: ErrorBodySchema.describe('Too many event streams open, on the channel or on this session.'),
+            429: ErrorBodySchema.describe('Too many event streams open, on the channel or for this session_id.'),
           },
         },
       },
