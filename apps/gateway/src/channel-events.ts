@@ -19,7 +19,7 @@ export interface ChannelEventFanOutOptions {
   /** Whether the final statuses join the commit that ends a message (`Stores.recordsShareOutboxCommit`). */
   recordsShareOutboxCommit: boolean;
   /** The ids of the HTTP channels: only their trackers follow turns across replicas. */
-  httpChannels: ReadonlySet<string>;
+  httpChannels: Pick<ReadonlySet<string>, 'has'>;
 }
 
 /** One unsubscribe for several subscriptions; the absent ones are skipped. */

@@ -1,7 +1,10 @@
+import { type OwnedChannels, ownChannels, webhookPath } from '@switchboard/channel-kit';
 import { type ChannelEvents, createOpenApiChannel } from '@switchboard/channel-openapi';
 import type { Config } from '@switchboard/config';
 import type {
   ChannelAdapter,
+  ChannelContext,
+  ChannelLeases,
   ChannelPolicy,
   Logger,
   MessageStatusStore,
@@ -10,6 +13,8 @@ import type {
   RateBuckets,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
+import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
+import type { ChannelApps } from './http/channel-apps.js';
 
 /** HTTP callers always address the bot, so nothing is ignored for lack of a mention. */
 const OPENAPI_POLICY: ChannelPolicy = {
@@ -17,21 +22,51 @@ const OPENAPI_POLICY: ChannelPolicy = {
   sessionScope: 'chat',
 };
 
+type ChannelConfig = Config['channels'][number];
+
+/** The channels in force on this replica: built at start, added, replaced or removed by a reload. */
 export interface Channels {
-  adapters: Map<string, ChannelAdapter>;
+  /** Channel id → the adapter to use (single-owner ones behind their leases). */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
+  ownership: OwnedChannels;
   /** Channel id → how it admits and keys messages. */
   policyOf(channelId: string): ChannelPolicy;
   /** Channel id → how the reply sender sends through it (`channels[].outbound`). */
   outboundPolicies: ReadonlyMap<string, OutboundPolicy>;
   /** Channel id → the least time between two previews (`channels[].outbound.edit_interval`) in ms. */
   editIntervalMsOf(channelId: string): number | undefined;
+  /** The ids of the HTTP (`openapi`) channels. */
+  httpChannels: ReadonlySet<string>;
+  /** Starts every channel and serves its routes; `recovered` goes to each channel by id. */
+  start(context: ChannelContext): Promise<void>;
+  /**
+   * Builds `channel` anew and puts it in place of the channel of its id, if any, without a gap
+   * for webhooks: the new one is started and serves the routes before the old one is drained and
+   * stopped. A single-owner connection is handed over: the old one stops and releases its lease
+   * first, so that two never poll at once.
+   */
+  put(channel: ChannelConfig): Promise<void>;
+  /** Stops serving channel `id` (its routes answer 404), drains and stops it. */
+  remove(id: string): Promise<void>;
+  /** Drains every channel (shutdown began). */
+  drain(): void;
+  /** Stops every channel and closes its app. */
+  stop(): Promise<void>;
 }
 
-/**
- * Builds every configured channel; webhook channels mount their routes on `server` now. A
- * platform's package (and its library) is imported only when a channel of its type is configured.
- */
-type ChannelConfig = Config['channels'][number];
+export interface ChannelDeps {
+  /** Where each channel's routes live. */
+  apps: ChannelApps;
+  statuses: MessageStatusStore;
+  events: ChannelEvents;
+  logger: Logger;
+  /** The pacing buckets of the chat channels (`outbound.rate`): shared by replicas on Redis. */
+  rateBuckets: RateBuckets;
+  /** Told of pacing waits and platform 429s (metrics). */
+  outbound: OutboundObserver;
+  /** The deployment's channel leases and this replica's name as their holder. */
+  leases: { leases: ChannelLeases; replicaId: string };
+}
 
 /** What a platform channel's factory takes besides its config (each takes the parts it uses). */
 interface PlatformDeps {
@@ -76,50 +111,123 @@ async function platformChannel(
   }
 }
 
+/** The path prefix a channel's routes live under. */
+function prefixOf(channel: ChannelConfig): string {
+  return channel.type === 'openapi' ? channel.prefix : webhookPath(channel.type, channel.id);
+}
+
+/** One channel as built: its adapter (behind its lease where single-owner) and its app. */
+interface Built {
+  config: ChannelConfig;
+  adapter: ChannelAdapter;
+  app: FastifyInstance;
+}
+
 /**
- * Builds every configured channel; webhook channels mount their routes on `server` now. A
- * platform's package (and its library) is imported only when a channel of its type is configured.
+ * Builds every configured channel, each with its routes in an app of its own. A platform's
+ * package (and its library) is imported only when a channel of its type is configured.
  */
-export async function createChannels(
-  config: Config,
-  deps: {
-    server: FastifyInstance;
-    statuses: MessageStatusStore;
-    events: ChannelEvents;
-    logger: Logger;
-    /** The pacing buckets of the chat channels (`outbound.rate`): shared by replicas on Redis. */
-    rateBuckets: RateBuckets;
-    /** Told of pacing waits and platform 429s (metrics). */
-    outbound: OutboundObserver;
-  },
-): Promise<Channels> {
-  const adapters = new Map<string, ChannelAdapter>();
+export async function createChannels(config: Config, deps: ChannelDeps): Promise<Channels> {
+  const { apps, logger } = deps;
+  const built = new Map<string, Built>();
+  const ownership = ownChannels(new Map(), {
+    ...deps.leases,
+    logger,
+    timing: CHANNEL_LEASE_TIMING,
+  });
   const policies = new Map<string, ChannelPolicy>();
-  // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
-  const { server, logger, rateBuckets, outbound: observer } = deps;
-  for (const channel of config.channels) {
-    if (channel.type === 'openapi') {
-      policies.set(channel.id, OPENAPI_POLICY);
-      adapters.set(
-        channel.id,
-        createOpenApiChannel({
-          config: channel,
-          server,
-          statuses: deps.statuses,
-          events: deps.events,
-          logger,
-        }),
-      );
-      continue;
-    }
-    policies.set(channel.id, channel.policy);
-    adapters.set(channel.id, await platformChannel(channel, { server, logger, rateBuckets, observer }));
+  const outbound = new Map<string, ChannelConfig['outbound']>();
+  const httpChannels = new Set<string>();
+  let context: ChannelContext | undefined;
+
+  /** Builds `channel`'s adapter in a new app; nothing of it serves or runs yet. */
+  async function build(channel: ChannelConfig): Promise<{ adapter: ChannelAdapter; app: FastifyInstance }> {
+    const app = await apps.create();
+    // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
+    const adapter =
+      channel.type === 'openapi'
+        ? createOpenApiChannel({ config: channel, server: app, statuses: deps.statuses, events: deps.events, logger })
+        : await platformChannel(channel, {
+            server: app,
+            logger,
+            rateBuckets: deps.rateBuckets,
+            observer: deps.outbound,
+          });
+    return { adapter, app };
   }
-  const outbound = new Map(config.channels.map((channel) => [channel.id, channel.outbound]));
+
+  /** Makes `channel` the one in force for its id: policies, outbound, the adapter to use. */
+  function register(channel: ChannelConfig, adapter: ChannelAdapter, app: FastifyInstance): Built {
+    const entry = { config: channel, adapter: ownership.add(adapter), app };
+    built.set(channel.id, entry);
+    policies.set(channel.id, channel.type === 'openapi' ? OPENAPI_POLICY : channel.policy);
+    outbound.set(channel.id, channel.outbound);
+    if (channel.type === 'openapi') httpChannels.add(channel.id);
+    else httpChannels.delete(channel.id);
+    return entry;
+  }
+
+  /** Drains and stops a channel no longer in force, then closes its app. */
+  async function retire(entry: Built): Promise<void> {
+    entry.adapter.drain?.();
+    await entry.adapter.stop();
+    await entry.app.close();
+  }
+
+  for (const channel of config.channels) {
+    const { adapter, app } = await build(channel);
+    register(channel, adapter, app);
+  }
+
   return {
-    adapters,
+    adapters: ownership.adapters,
+    ownership,
     policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
     outboundPolicies: outbound,
     editIntervalMsOf: (id) => outbound.get(id)?.editIntervalMs,
+    httpChannels,
+
+    async start(startContext) {
+      context = startContext;
+      for (const [id, entry] of built) {
+        const recovered = (startContext.recovered ?? []).filter((queued) => queued.message.channel === id);
+        await entry.adapter.start({ ...startContext, recovered });
+        await apps.mount(id, prefixOf(entry.config), entry.app);
+      }
+    },
+
+    async put(channel) {
+      if (context === undefined) throw new Error('channels.put() before start()');
+      const { adapter, app } = await build(channel);
+      const previous = built.get(channel.id);
+      // Two connections of one token must never run at once: the old one stops (and lets its
+      // lease go) before the new one asks for it.
+      if (previous !== undefined && previous.adapter.singleConsumer === true) await retire(previous);
+      const entry = register(channel, adapter, app);
+      await entry.adapter.start({ ...context, recovered: [] });
+      await apps.mount(channel.id, prefixOf(channel), app);
+      if (previous !== undefined && previous.adapter.singleConsumer !== true) await retire(previous);
+    },
+
+    async remove(id) {
+      const entry = built.get(id);
+      if (entry === undefined) return;
+      apps.unmount(id);
+      built.delete(id);
+      ownership.remove(id);
+      policies.delete(id);
+      outbound.delete(id);
+      httpChannels.delete(id);
+      await retire(entry);
+    },
+
+    drain() {
+      for (const entry of built.values()) entry.adapter.drain?.();
+    },
+
+    async stop() {
+      for (const entry of built.values()) await entry.adapter.stop();
+      await Promise.all([...built.values()].map((entry) => entry.app.close()));
+    },
   };
 }

@@ -1,4 +1,3 @@
-import { type OwnedChannels, ownChannels } from '@switchboard/channel-kit';
 import type { ChannelEvents } from '@switchboard/channel-openapi';
 import type { Config } from '@switchboard/config';
 import {
@@ -14,7 +13,6 @@ import {
 import { IDEMPOTENCY_TTL_MS } from '@switchboard/http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type ChannelEventFanOut, fanOutChannelEvents } from './channel-events.js';
-import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
 import { type Channels, createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { registerOperatorRoutes } from './http/operator-routes.js';
@@ -22,6 +20,7 @@ import { createHttpServer } from './http/server.js';
 import { forgetWhenRecorded, keptOutcomePolicy } from './kept-outcomes.js';
 import { type GatewayParts, startGateway, stopGateway } from './lifecycle.js';
 import { createLiveRouting } from './live-routing.js';
+import { type ReloadResult, createLiveConfig } from './reload/live-config.js';
 import { createPipelines } from './pipelines.js';
 import { type Recorders, createRecorders } from './recorders.js';
 import { DAY_MS, type Retention, createRetention } from './retention.js';
@@ -46,6 +45,8 @@ export interface GatewayOptions {
   tracer?: MessageTracer;
   /** The files the config's `${file:…}` and `NAME_FILE` references read (`LoadedConfig`). */
   secretFiles?: readonly string[];
+  /** Adds a reloaded file's secrets to those `mask` and the logger hide. Default: nothing. */
+  addSecrets?(secrets: readonly string[]): void;
 }
 
 export interface Gateway {
@@ -54,8 +55,8 @@ export interface Gateway {
   start(): Promise<string>;
   /** Drains and closes everything (docs/design.md §2 "Shutdown"); safe to call twice. */
   stop(): Promise<void>;
-  /** Re-reads the config file and swaps the routing rules; a bad file throws and keeps the old rules. */
-  reloadRouting(): Promise<{ rules: number }>;
+  /** Re-reads the config file and puts what changed in force (`LiveConfig.reload`). */
+  reload(): Promise<ReloadResult>;
 }
 
 /**
@@ -73,7 +74,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const kept = keptOutcomePolicy(config, options.mask);
   const { stores, pool } = await openStoresAndPool(config, logger, kept.keep);
-  const routing = createLiveRouting(config, { configPath: options.configPath, logger });
+  const routing = createLiveRouting(config, { logger });
   // An outcome a shared store kept beside its settlement is let go once its records landed.
   const keptOutcomes = stores.keptOutcomes?.();
   const outcomes = createOutcomeBus(
@@ -82,11 +83,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     keptOutcomes === undefined ? undefined : forgetWhenRecorded(kept, keptOutcomes),
   );
 
-  const pipelines = createPipelines(config, { history: stores.history, logger, workerIdentities });
+  const pipelines = createPipelines(config, {
+    history: stores.history,
+    logger,
+    workerIdentities,
+    retireTimeoutMs: config.shutdown.drainTimeoutMs,
+  });
   const recorders = createRecorders(config, {
     stores,
     pool,
-    pipelines,
+    pipelines: pipelines.pipelines,
     outcomes,
     logger,
     // Read at scrape time, once the controller and the channels below exist.
@@ -102,23 +108,24 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     replicas: stores.replicaEvents(),
     pool,
     recordsShareOutboxCommit: stores.recordsShareOutboxCommit ?? false,
-    httpChannels: new Set(
-      config.channels.filter((channel) => channel.type === 'openapi').map((channel) => channel.id),
-    ),
+    // Read as outcomes come, once the channels below exist.
+    httpChannels: { has: (id) => channels.httpChannels.has(id) },
   });
 
   const operatorAuth = adminAuth(config.admin.token);
-  const { server, shutdown: httpShutdown } = await createHttpServer(config, {
+  const { server, shutdown: httpShutdown, channelApps } = await createHttpServer(config, {
     httpLogger: options.httpLogger,
     version: options.version ?? '0.0.0',
     operatorAuth,
   });
-  const channels = await openChannels(config, {
-    server,
-    stores,
+  const channels = await createChannels(config, {
+    apps: channelApps,
+    statuses: stores.statuses,
     logger,
-    events: channelEvents.events,
+    rateBuckets: stores.rateBuckets(),
     outbound: recorders.metrics.outbound,
+    events: channelEvents.events,
+    leases: stores.channelLeases(),
   });
 
   const outboxNow = stores.outboxNow ?? Date.now;
@@ -136,15 +143,28 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     tracer: options.tracer,
   });
 
+  const live = createLiveConfig(config, {
+    configPath: options.configPath,
+    channels,
+    pipelines,
+    pool,
+    routing,
+    pipelineDeps: { history: stores.history, logger },
+    addSecrets: options.addSecrets ?? (() => {}),
+    logger,
+  });
+
   let draining = false;
   registerOperatorRoutes(server, config, {
     auth: operatorAuth,
     stores,
     pool,
-    pipelines,
+    pipelines: pipelines.pipelines,
     channels: channels.adapters,
     ownership: channels.ownership,
     routing,
+    reload: live.reload,
+    current: live.current,
     recorders,
     outcomes,
     outboxNow,
@@ -160,7 +180,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outcomes,
     keptOutcomes,
     pipelines,
-    channels: channels.adapters,
+    channels,
     scheduling,
     retention,
     server,
@@ -169,7 +189,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping: Promise<void> | undefined;
   return {
     server,
-    reloadRouting: routing.reload,
+    reload: live.reload,
     start: () => startGateway(parts),
     stop() {
       if (stopping === undefined) {
@@ -227,38 +247,6 @@ function recordRetention(config: Config, stores: Stores, logger: Logger): Retent
     ],
     logger,
   );
-}
-
-/**
- * Builds every configured channel (webhook channels mount their routes on `server` now); the
- * single-consumer ones run only where this replica holds the channel's lease (docs/design.md §5).
- */
-async function openChannels(
-  config: Config,
-  deps: {
-    server: FastifyInstance;
-    stores: Stores;
-    logger: Logger;
-    events: ChannelEvents;
-    /** Told of pacing waits and platform 429s (metrics). */
-    outbound: OutboundObserver;
-  },
-): Promise<Channels & { ownership: OwnedChannels }> {
-  const { stores, logger } = deps;
-  const configured = await createChannels(config, {
-    server: deps.server,
-    statuses: stores.statuses,
-    logger,
-    rateBuckets: stores.rateBuckets(),
-    outbound: deps.outbound,
-    events: deps.events,
-  });
-  const ownership = ownChannels(configured.adapters, {
-    ...stores.channelLeases(),
-    logger,
-    timing: CHANNEL_LEASE_TIMING,
-  });
-  return { ...configured, adapters: ownership.adapters, ownership };
 }
 
 /** What hears of each turn: the recorders, and the channels through their events. */

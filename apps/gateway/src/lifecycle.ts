@@ -1,5 +1,7 @@
 import type { Config } from '@switchboard/config';
-import type { ChannelAdapter, Logger, OutcomeBus, Pipeline, QueryPool } from '@switchboard/core';
+import type { Logger, OutcomeBus, QueryPool } from '@switchboard/core';
+import type { Channels } from './channels.js';
+import type { Pipelines } from './pipelines.js';
 import type { HttpServerShutdown } from '@switchboard/http';
 import type { RedisKeptOutcomes } from '@switchboard/store-redis';
 import type { FastifyInstance } from 'fastify';
@@ -17,8 +19,8 @@ export interface GatewayParts {
   outcomes: OutcomeBus;
   /** With a shared store: the outcomes settlements kept until their records are stored. */
   keptOutcomes: RedisKeptOutcomes | undefined;
-  pipelines: ReadonlyMap<string, Pipeline>;
-  channels: ReadonlyMap<string, ChannelAdapter>;
+  pipelines: Pipelines;
+  channels: Channels;
   scheduling: Scheduling;
   retention: Retention;
   server: FastifyInstance;
@@ -31,16 +33,13 @@ export async function startGateway(parts: GatewayParts): Promise<string> {
   const recovered = await parts.pool.recover();
   if (recovered.length > 0) logger.info({ recovered: recovered.length }, 'journal recovered');
   parts.retention.start();
-  for (const [id, channel] of channels) {
-    const own = recovered.filter((queued) => queued.message.channel === id);
-    await channel.start({ ingress: scheduling.ingress, logger, recovered: own });
-  }
+  await channels.start({ ingress: scheduling.ingress, logger, recovered });
   scheduling.controller.start();
   scheduling.sender.start();
   // Outcomes whose settling replica died before recording them are recorded here.
   parts.keptOutcomes?.start(recoverKeptOutcome(config, parts.outcomes));
   const address = await parts.server.listen({ host: config.server.host, port: config.server.port });
-  logger.info({ address, channels: [...channels.keys()], store: config.store.kind }, 'listening');
+  logger.info({ address, channels: [...channels.adapters.keys()], store: config.store.kind }, 'listening');
   return address;
 }
 
@@ -58,7 +57,7 @@ export async function stopGateway(parts: GatewayParts): Promise<void> {
   parts.keptOutcomes?.stopRecovering();
   logger.info({ drainTimeoutMs }, 'draining');
   parts.httpShutdown.drain();
-  for (const channel of channels.values()) channel.drain?.();
+  channels.drain();
   await scheduling.controller.stop({ drainTimeoutMs });
   // Replies of the turns that finished in the drain went out meanwhile; now the sender stops
   // claiming, and its sends under way get what is left of the drain.
@@ -66,12 +65,8 @@ export async function stopGateway(parts: GatewayParts): Promise<void> {
   // Nothing adds replies any more: what an outbox in memory still holds is dropped.
   await scheduling.sender.dropUnsent();
   // After the drain no turn runs: worker processes get what is left of the drain to exit.
-  await Promise.all(
-    [...pipelines.values()].map((pipeline) =>
-      pipeline.stop?.({ timeoutMs: Math.max(0, deadline - Date.now()) }),
-    ),
-  );
-  for (const channel of channels.values()) await channel.stop();
+  await pipelines.stop(Math.max(0, deadline - Date.now()));
+  await channels.stop();
   parts.retention.stop();
   await parts.httpShutdown.close(deadline - Date.now());
   await parts.stores.close();

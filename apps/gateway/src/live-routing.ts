@@ -1,5 +1,12 @@
-import { type ChannelConfig, type Config, loadConfig } from '@switchboard/config';
-import { type Logger, type Router, SwitchboardError, createRouter } from '@switchboard/core';
+import type { ChannelConfig, Config } from '@switchboard/config';
+import {
+  DISCARD,
+  type InboundMessage,
+  type Logger,
+  type Router,
+  SwitchboardError,
+  createRouter,
+} from '@switchboard/core';
 import { type DryRunInput, type DryRunResult, dryRunRoute } from './admin/route-dry-run.js';
 import { createRouteHits } from './admin/route-hits.js';
 import { type RoutingView, routingView } from './admin/routing-view.js';
@@ -12,38 +19,46 @@ export interface LiveRouting {
   view(): RoutingView;
   /** Routes `input` as if it came through `channel`, counting nothing (`POST /admin/route`). */
   dryRun(channel: ChannelConfig, input: DryRunInput): DryRunResult;
-  /** Re-reads the config file and swaps the rules; a bad file throws and keeps the old rules. */
-  reload(): Promise<{ rules: number }>;
+  /**
+   * Where the rules in force send `message` (a replayed dead letter whose pipeline was removed);
+   * throws SB_DEAD_LETTER_NOT_REPLAYABLE when they discard it.
+   */
+  reroute(message: InboundMessage): { pipeline: string; rule?: string };
+  /** Puts `config`'s rules in force; the pipelines they name must be configured by now. */
+  apply(config: Config): void;
 }
 
 /**
- * The routing of `config`, reloaded from `configPath` on `SIGHUP` and `POST /admin/reload`. Hit
- * counts are kept per rule name across reloads, on this replica since its start.
+ * The routing of `config`, swapped whole by a reload (`apply`). Hit counts are kept per rule name
+ * across reloads, on this replica since its start.
  */
-export function createLiveRouting(
-  config: Config,
-  options: { configPath: string | undefined; logger: Logger },
-): LiveRouting {
-  const { configPath, logger } = options;
-  const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
+export function createLiveRouting(config: Config, options: { logger: Logger }): LiveRouting {
+  const { logger } = options;
   const hits = createRouteHits();
   let routing = config.routing;
-  let router: Router = hits.counting(createRouter(routing, { pipelines: pipelineIds }));
+  let router: Router = hits.counting(routerOf(config));
 
   return {
     router: () => router,
     view: () => routingView(routing, hits),
     dryRun: (channel, input) => dryRunRoute(router, channel, input),
-    async reload() {
-      if (configPath === undefined) {
-        throw new SwitchboardError('SB_CONFIG_NOT_FOUND', { message: 'no configuration file to reload' });
+    reroute(message) {
+      const decision = router.route(message);
+      if (decision.pipeline === DISCARD) {
+        throw new SwitchboardError('SB_DEAD_LETTER_NOT_REPLAYABLE', {
+          message: `its pipeline is no longer configured, and the routing in force discards it (${decision.rule ?? 'default'})`,
+        });
       }
-      const next = await loadConfig(configPath);
-      const nextRouter = createRouter(next.routing, { pipelines: pipelineIds });
-      router = hits.counting(nextRouter);
+      return { pipeline: decision.pipeline, ...(decision.rule === null ? {} : { rule: decision.rule }) };
+    },
+    apply(next) {
+      router = hits.counting(routerOf(next));
       routing = next.routing;
-      logger.info({ rules: next.routing.rules.length, path: configPath }, 'routing reloaded');
-      return { rules: next.routing.rules.length };
+      logger.info({ rules: next.routing.rules.length }, 'routing reloaded');
     },
   };
+}
+
+function routerOf(config: Config): Router {
+  return createRouter(config.routing, { pipelines: config.pipelines.map((pipeline) => pipeline.id) });
 }

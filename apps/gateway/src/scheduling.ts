@@ -6,7 +6,6 @@ import {
   type Logger,
   type MessageTracer,
   type OutcomeBus,
-  type Pipeline,
   type QueryPool,
   type ReplySender,
   type ReplySenderOptions,
@@ -17,6 +16,7 @@ import {
   createReplyStream,
 } from '@switchboard/core';
 import type { Channels } from './channels.js';
+import type { Pipelines } from './pipelines.js';
 import type { Stores } from './stores.js';
 
 /** What moves messages: admission into the pool, the turns out of it, the replies out of the outbox. */
@@ -28,7 +28,7 @@ export interface Scheduling {
 
 export interface SchedulingOptions {
   pool: QueryPool;
-  pipelines: ReadonlyMap<string, Pipeline>;
+  pipelines: Pipelines;
   outcomes: OutcomeBus;
   stores: Stores;
   /** The clock deliveries are stamped and claimed by (`Stores.outboxNow`, else the host's). */
@@ -60,8 +60,8 @@ export function createScheduling(config: Config, options: SchedulingOptions): Sc
 
   const controller = createController({
     pool,
-    pipelines,
-    policies: new Map(config.pipelines.map((pipeline) => [pipeline.id, pipeline.policy])),
+    pipelines: pipelines.pipelines,
+    policies: pipelines.policies,
     outcomes,
     logger,
     tracer: options.tracer,

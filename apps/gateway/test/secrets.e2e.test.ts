@@ -85,7 +85,7 @@ describe('secrets (end to end)', () => {
       expect(refused.status).toBe(400);
       expect(refused.body?.error.message).toContain('channels[0].api_keys: expected array, got a string');
       gateway.child.kill('SIGHUP');
-      await eventually(() => gateway.logs.some((line) => line.msg.startsWith('routing reload refused')));
+      await eventually(() => gateway.logs.some((line) => line.msg.startsWith('reload refused')));
 
       for (const text of [JSON.stringify(refused.body), everythingPrinted(gateway)]) {
         expect(text).not.toContain(NEW_API_KEY);

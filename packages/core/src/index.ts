@@ -164,6 +164,7 @@ export type {
   EnqueueResult,
   PoolStats,
   PooledMessageState,
+  PoolConfig,
   QueryPool,
   RunningTurn,
   SessionsView,

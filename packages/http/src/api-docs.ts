@@ -19,6 +19,31 @@ export interface ApiDocsOptions {
   version: string;
   /** Runs first on every docs request (`/openapi.json`, `/docs` and its assets); none: open. */
   auth?: AuthHook;
+  /**
+   * The apps the server hands requests to (`collectApiDocs` on each): their
+   * paths and schemas join the document. Read on every request, so an app mounted later shows.
+   */
+  mounted?: () => Iterable<FastifyInstance>;
+}
+
+type ApiDocument = ReturnType<FastifyInstance['swagger']>;
+/** The parts of an OpenAPI 3 document (`collectApiDocs` builds that version) that merge. */
+interface Parts {
+  paths?: object;
+  components?: { schemas?: object };
+}
+
+/** `server`'s document with the paths and component schemas of `mounted` added. */
+function mergedDocument(server: FastifyInstance, mounted: Iterable<FastifyInstance>): ApiDocument {
+  const document = server.swagger() as Parts;
+  const paths = { ...document.paths };
+  const schemas = { ...document.components?.schemas };
+  for (const app of mounted) {
+    const part = app.swagger() as Parts;
+    Object.assign(paths, part.paths);
+    Object.assign(schemas, part.components?.schemas);
+  }
+  return { ...document, paths, components: { ...document.components, schemas } } as ApiDocument;
 }
 
 /**
@@ -32,6 +57,7 @@ export interface ApiDocsOptions {
  */
 function lazySwaggerUi(
   server: FastifyInstance,
+  document: () => ApiDocument,
 ): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
   let ui: Promise<FastifyInstance> | undefined;
   async function build(): Promise<FastifyInstance> {
@@ -50,7 +76,7 @@ function lazySwaggerUi(
     await app.register(
       fastifyPlugin(
         async (scope) => {
-          scope.decorate('swagger', server.swagger.bind(server));
+          scope.decorate('swagger', document);
         },
         { name: '@fastify/swagger' },
       ),
@@ -71,17 +97,18 @@ function lazySwaggerUi(
 }
 
 /**
- * Serves the OpenAPI 3 document of every route at `GET /openapi.json` and Swagger UI at `/docs`
- * (docs/design.md §3). The document is built from the routes' zod schemas, so routes must be added after
- * this resolves — `@fastify/swagger` collects them as they are registered; it is built on its
- * first request. Routes with plain JSON schemas are not supported by the zod transform; give them
- * zod schemas or none.
+ * Collects the OpenAPI document of `app`'s routes as they are registered (`app.swagger()`), for
+ * an app whose requests another server hands over: that server's `registerApiDocs` serves it
+ * (`mounted`). Call before the routes are added.
  */
-export async function registerApiDocs(server: FastifyInstance, options: ApiDocsOptions): Promise<void> {
-  await server.register(fastifySwagger, {
+export async function collectApiDocs(
+  app: FastifyInstance,
+  info: Pick<ApiDocsOptions, 'title' | 'version'>,
+): Promise<void> {
+  await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: options.title, version: options.version },
+      info: { title: info.title, version: info.version },
       components: {
         securitySchemes: {
           bearerAuth: {
@@ -95,12 +122,25 @@ export async function registerApiDocs(server: FastifyInstance, options: ApiDocsO
     },
     transform: jsonSchemaTransform,
   });
+}
+
+/**
+ * Serves the OpenAPI 3 document of every route at `GET /openapi.json` and Swagger UI at `/docs`
+ * (docs/design.md §3). The document is built from the routes' zod schemas, so routes must be added after
+ * this resolves — `@fastify/swagger` collects them as they are registered; it is built on its
+ * first request. Routes with plain JSON schemas are not supported by the zod transform; give them
+ * zod schemas or none.
+ */
+export async function registerApiDocs(server: FastifyInstance, options: ApiDocsOptions): Promise<void> {
+  await collectApiDocs(server, options);
+  const { mounted } = options;
+  const document = () => (mounted === undefined ? server.swagger() : mergedDocument(server, mounted()));
   // A scope of their own, so that `auth` guards these routes and nothing else.
   await server.register(async (docs) => {
     if (options.auth !== undefined) docs.addHook('onRequest', options.auth);
-    const swaggerUi = lazySwaggerUi(server);
+    const swaggerUi = lazySwaggerUi(server, document);
     docs.get('/docs', { schema: { hide: true } }, swaggerUi);
     docs.get('/docs/*', { schema: { hide: true } }, swaggerUi);
-    docs.get('/openapi.json', { schema: { hide: true } }, async () => server.swagger());
+    docs.get('/openapi.json', { schema: { hide: true } }, async () => document());
   });
 }

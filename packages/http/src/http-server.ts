@@ -112,17 +112,17 @@ export interface HttpServerShutdown {
    * process exits within the container's stop grace. Resolves once the server is closed.
    */
   close(timeoutMs: number): Promise<void>;
+  /**
+   * Gives `app`, an app the server hands requests to (it never listens itself), the drain's
+   * `Connection: close`; call before `app.ready()`.
+   */
+  closeConnectionsOf(app: FastifyInstance): void;
 }
 
 /** Adds the `Connection: close` hook of the drain to `server`; call before `server.ready()`. */
 export function createHttpServerShutdown(server: FastifyInstance): HttpServerShutdown {
   let draining = false;
-  // Without it, a connection busy when `close()` starts stays open after its answer for the
-  // keep-alive timeout (72 s): Node closes only the connections idle at that moment.
-  server.addHook('onSend', (_request, reply, payload, done) => {
-    if (draining) reply.header('connection', 'close');
-    done(null, payload);
-  });
+  closeConnectionsWhen(server, () => draining);
 
   return {
     drain() {
@@ -139,5 +139,21 @@ export function createHttpServerShutdown(server: FastifyInstance): HttpServerShu
         clearTimeout(cut);
       }
     },
+
+    closeConnectionsOf(app) {
+      closeConnectionsWhen(app, () => draining);
+    },
   };
+}
+
+/**
+ * Once `draining()`, every answer of `app` closes its connection. Without it, a connection busy
+ * when `close()` starts stays open after its answer for the keep-alive timeout (72 s): Node closes
+ * only the connections idle at that moment.
+ */
+function closeConnectionsWhen(app: FastifyInstance, draining: () => boolean): void {
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (draining()) reply.header('connection', 'close');
+    done(null, payload);
+  });
 }

@@ -22,5 +22,5 @@ export { createHttpServerShutdown, httpServerOptions, zodSchemaController } from
 export type { HttpServerShutdown } from './http-server.js';
 export { ServerSchema } from './server-schema.js';
 export type { ServerConfig } from './server-schema.js';
-export { registerApiDocs } from './api-docs.js';
+export { collectApiDocs, registerApiDocs } from './api-docs.js';
 export type { ApiDocsOptions } from './api-docs.js';

@@ -19,6 +19,7 @@ export const SCRIPT_NAMES = [
   'pool/renew',
   'pool/wake',
   'pool/register',
+  'pool/reconfigure',
   'pool/stats',
   'pool/take-all',
   'pool/locate',

@@ -22,6 +22,7 @@ import {
   within,
 } from '@switchboard/core';
 import {
+  type SharedConfig,
   type SharedPipelinePolicy,
   configFieldsOf,
   configMismatch,
@@ -68,6 +69,14 @@ export interface RedisQueryPoolOptions {
   limits: QueueLimits;
   /** The pipelines' policies; pass whole `PipelinePolicy` objects to also agree on retry and timeout. */
   pipelines: readonly SharedPipelinePolicy[];
+  /**
+   * Called when a renewal finds that the stored limits and policies differ from this replica's
+   * (another replica reloaded): the caller may reload its own file, and `reconfigure` with what
+   * the store holds, before the renewal is tried again. `differences(candidate)` names what a
+   * candidate configuration would still differ in (empty: it matches). Default: none (the
+   * replica gives up its turns and refuses work, as when it joined with other values).
+   */
+  reconcile?(differences: (candidate: SharedConfig) => string[]): Promise<void>;
   /** The pool's clock, ms since the epoch. Default: this host's clock corrected to Redis' `TIME`. */
   now?: () => number;
   logger?: Logger;
@@ -195,8 +204,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     logger,
   });
   const { client, subscriber, now } = connection;
-  const shared = { concurrency: options.concurrency, limits: options.limits, pipelines: options.pipelines };
-  const fingerprint = fingerprintOf(shared);
+  let shared: SharedConfig = {
+    concurrency: options.concurrency,
+    limits: options.limits,
+    pipelines: options.pipelines,
+  };
+  let fingerprint = fingerprintOf(shared);
 
   /** Stores this replica's configuration, or refuses it while live replicas run another. */
   async function register(): Promise<void> {
@@ -339,6 +352,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       const startedAt = now();
       const renewal = () => run<RenewReply>('pool/renew', leaseMs, fingerprint, ...tokens);
       let reply = await renewal();
+      if (isMismatch(reply) && options.reconcile !== undefined) {
+        const stored = reply[1];
+        await options.reconcile((candidate) => differencesOf(fingerprintOf(candidate), stored));
+        reply = await renewal();
+      }
       if (isMismatch(reply) && (await registerAgain())) reply = await renewal();
       if (isMismatch(reply)) {
         refuseWork(reply[1]);
@@ -446,6 +464,15 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const pool: RedisQueryPool = {
     durable: true,
     replicaId,
+
+    async reconfigure(next) {
+      const nextFingerprint = fingerprintOf(next);
+      await run<number>('pool/reconfigure', nextFingerprint, ...configFieldsOf(next));
+      shared = next;
+      fingerprint = nextFingerprint;
+      acceptWorkAgain();
+      void wake();
+    },
 
     async enqueue(queued, delivery, enqueueOptions): Promise<EnqueueResult> {
       // Durable: a last delivery is kept while draining too (it runs on another replica or later).

@@ -7,6 +7,7 @@ import {
   type Logger,
   type OutcomeSink,
   type QueryPool,
+  type QueuedMessage,
   type ReplyOutbox,
   SwitchboardError,
   recordOverflowed,
@@ -29,6 +30,11 @@ export interface DeadLetterReplayOptions {
   logger: Logger;
   /** How long a replay's claim is remembered, in ms: as long as a dead letter is kept (`audit.retention_days`). */
   claimTtlMs: number;
+  /**
+   * Where a message whose pipeline is no longer configured (`pipeline_removed`) goes now: the
+   * routing in force decides; null when the pipeline is still configured.
+   */
+  rerouted(queued: QueuedMessage): Pick<QueuedMessage, 'pipeline' | 'rule'> | null;
   now?: () => number;
 }
 
@@ -138,7 +144,14 @@ export function createDeadLetterReplay(
 
     // A new request under the same message id: `replayOf` gives its turns their own id.
     const result = await pool.enqueue(
-      { ...queued, message: nextGeneration(queued.message), attempt: 0, acceptedAt: now(), replayOf: id },
+      {
+        ...queued,
+        ...options.rerouted(queued),
+        message: nextGeneration(queued.message),
+        attempt: 0,
+        acceptedAt: now(),
+        replayOf: id,
+      },
       replayDeliveryKey(id, options.claimTtlMs),
     );
     if (!result.accepted) {

@@ -1,6 +1,6 @@
 import { loadConfig } from '@switchboard/config';
 import { silentLogger } from '@switchboard/core';
-import { createPipelines } from '../pipelines.js';
+import { createPipeline } from '../pipelines.js';
 import { isolateWorkers } from '../worker-isolation.js';
 import type { CommandIo } from './io.js';
 
@@ -13,11 +13,12 @@ export async function configCheck(path: string, io: CommandIo): Promise<number> 
   // What a start would refuse on this host: a `run_as` it cannot apply, files its workers could read.
   const workerIdentities = isolateWorkers(config, { configPath: path, secretFiles: config.secretFiles });
   // Building the pipelines catches what only a factory can see, without starting anything.
-  createPipelines(config, {
+  const deps = {
     history: { append: async () => {}, recent: async () => [] },
     logger: silentLogger,
     workerIdentities,
-  });
+  };
+  for (const entry of config.pipelines) createPipeline(entry, deps);
   io.out(
     `${path}: ok — ${config.channels.length} channel(s), ${config.pipelines.length} pipeline(s), ` +
       `${config.routing.rules.length} rule(s), default pipeline "${config.routing.default}", store ${config.store.kind}`,

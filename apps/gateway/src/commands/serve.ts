@@ -1,5 +1,11 @@
 import { loadConfig } from '@switchboard/config';
-import { type Logger, SwitchboardError, createSecretMasker, isSwitchboardError } from '@switchboard/core';
+import {
+  type Logger,
+  type SecretMasker,
+  SwitchboardError,
+  createSecretMasker,
+  isSwitchboardError,
+} from '@switchboard/core';
 import { type Gateway, createGateway } from '../gateway.js';
 import { createRootLogger } from '../logger.js';
 import { type ReloadSignal, holdReloadSignal } from '../reload-signal.js';
@@ -8,8 +14,8 @@ import { VERSION } from '../version.js';
 
 /**
  * `switchboard serve`: runs the gateway until SIGTERM/SIGINT, then drains and exits 0 (a second
- * signal exits at once). SIGHUP reloads the routing rules; a bad file is refused and the old
- * rules stay. A SIGHUP that arrives while starting is applied once the gateway listens: the
+ * signal exits at once). SIGHUP reloads the config file (`LiveConfig.reload`); a bad file is
+ * refused and the configuration in force stays. A SIGHUP that arrives while starting is applied once the gateway listens: the
  * file may have changed after it was first read. A failed start is logged through the masking
  * logger and returns 1.
  */
@@ -33,22 +39,29 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
   // The config first: the logger masks its secrets. A config error is thrown to the CLI, which
   // prints it; its lines never show a secret's value.
   const config = await loadConfig(path);
-  const mask = createSecretMasker(config.secrets);
+  // A reload adds the new file's secrets: a rotated token is hidden as the old one stays hidden.
+  const secrets = new Set(config.secrets);
+  let masker = createSecretMasker(secrets);
+  const mask: SecretMasker = (text) => masker(text);
+  const addSecrets = (more: readonly string[]) => {
+    const before = secrets.size;
+    for (const secret of more) secrets.add(secret);
+    if (secrets.size > before) masker = createSecretMasker(secrets);
+  };
   // Off unless a collector is configured.
   const tracing = await startTracing(config.telemetry.traces, VERSION, process.env, mask);
   const logger = createRootLogger({ mask });
   startLogger = logger;
   if (reloadWhenStarted) noteReloadWhileStarting();
   const reload = (gateway: Gateway) =>
-    gateway
-      .reloadRouting()
-      .catch((err: unknown) => logger.error({ err }, 'routing reload refused: keeping the old rules'));
+    gateway.reload().catch((err: unknown) => logger.error({ err }, 'reload refused: keeping the configuration in force'));
   let gateway: Gateway;
   try {
     gateway = await createGateway({
       config,
       configPath: path,
       secretFiles: config.secretFiles,
+      addSecrets,
       logger,
       mask,
       httpLogger: logger,

@@ -22,6 +22,7 @@ import type { MessageTrail } from '../admin/message-trail.js';
 import type { Overview } from '../admin/overview.js';
 import type { DryRunInput, DryRunResult } from '../admin/route-dry-run.js';
 import type { RoutingView } from '../admin/routing-view.js';
+import type { ReloadResult } from '../reload/live-config.js';
 
 /** Longest text a dry run routes: the channel's own `text` bound. */
 const MAX_DRY_RUN_TEXT_CHARS = 32_768;
@@ -55,7 +56,8 @@ export interface AdminDeps {
   /** Re-enqueues a dead letter; resolves the new outcome status or throws a SwitchboardError. */
   replay(id: string): Promise<ReplayResult>;
   /** Re-reads the config file and swaps the routing rules; throws SB_CONFIG_INVALID and keeps the old rules. */
-  reload(): Promise<{ rules: number }>;
+  /** Reloads the config file (`LiveConfig.reload`). */
+  reload(): Promise<ReloadResult>;
   statuses: MessageStatusStore;
   /** This replica's recent turns and outcomes per message (`GET /admin/messages/{id}`). */
   trail: MessageTrail;
@@ -63,8 +65,8 @@ export interface AdminDeps {
   storeText: AuditConfig['storeText'];
   /** The rules in force with their hit counts. */
   routing(): RoutingView;
-  /** The configured channels, for dry runs. */
-  channels: readonly ChannelConfig[];
+  /** The channels in force, for dry runs. */
+  channels(): readonly ChannelConfig[];
   /** A dry run on the router in force (`POST /admin/route`). */
   dryRun(channel: ChannelConfig, input: DryRunInput): DryRunResult;
   overview(): Promise<Overview>;
@@ -134,9 +136,10 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
         async (request) => {
           const { channel: id, chat_type, chat_id, sender, text, mention } = request.body;
-          const channel = deps.channels.find((candidate) => candidate.id === id);
+          const configured = deps.channels();
+          const channel = configured.find((candidate) => candidate.id === id);
           if (channel === undefined) {
-            const problem = `body.channel: no channel "${id}" (known: ${deps.channels.map((known) => known.id).join(', ')})`;
+            const problem = `body.channel: no channel "${id}" (known: ${configured.map((known) => known.id).join(', ')})`;
             throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
               message: `invalid request: ${problem}`,
               details: { problems: [problem] },
@@ -298,7 +301,11 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         async (request) => ({ results: await applyToSelection(request.body.ids, purge, request.log) }),
       );
 
-      routes.post('/reload', { schema: { tags: ['admin'] } }, async () => deps.reload());
+      routes.post(
+        '/reload',
+        { schema: { summary: 'Reload channels, pipelines, limits and routing from the config file', tags: ['admin'] } },
+        async () => deps.reload(),
+      );
     },
     { prefix: '/admin' },
   );

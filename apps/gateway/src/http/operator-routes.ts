@@ -13,6 +13,7 @@ import { createDeadLetterReplay } from '../admin/dead-letter-replay.js';
 import { type ChannelHealth, overview } from '../admin/overview.js';
 import type { OwnedChannels } from '@switchboard/channel-kit';
 import type { LiveRouting } from '../live-routing.js';
+import type { ReloadResult } from '../reload/live-config.js';
 import type { Recorders } from '../recorders.js';
 import { DAY_MS } from '../retention.js';
 import type { Stores } from '../stores.js';
@@ -30,6 +31,10 @@ export interface OperatorRouteDeps {
   channels: ReadonlyMap<string, ChannelAdapter>;
   ownership: OwnedChannels;
   routing: LiveRouting;
+  /** Reloads the config file. */
+  reload(): Promise<ReloadResult>;
+  /** The configuration in force (a reload changes channels, pipelines and limits). */
+  current(): Config;
   recorders: Recorders;
   outcomes: OutcomeBus;
   /** The reply outbox's clock, which a replayed dead letter's stored replies are stamped by. */
@@ -49,7 +54,6 @@ export function registerOperatorRoutes(
   deps: OperatorRouteDeps,
 ): void {
   const { auth, stores, pool, pipelines, channels, ownership, recorders } = deps;
-  const pipelineIds = config.pipelines.map((pipeline) => pipeline.id);
 
   /** The pipelines that report a state: those owning worker processes. */
   function pipelineStatuses(): Record<string, PipelineStatus> {
@@ -99,12 +103,12 @@ export function registerOperatorRoutes(
     ...(stores.replicas === undefined ? {} : { replicas: stores.replicas }),
     pipelineStatuses,
     channelHolders: ownership.holders,
-    reload: deps.routing.reload,
+    reload: deps.reload,
     statuses: stores.statuses,
     trail: recorders.trail,
     storeText: config.audit.storeText,
     routing: deps.routing.view,
-    channels: config.channels,
+    channels: () => deps.current().channels,
     dryRun: deps.routing.dryRun,
     overview: async () =>
       overview({
@@ -112,8 +116,8 @@ export function registerOperatorRoutes(
         rate: recorders.outcomeRate,
         stats: await pool.stats(),
         latency: recorders.turnLatency,
-        pipelineIds,
-        limits: { concurrency: config.concurrency, queue: config.queue },
+        pipelineIds: [...pipelines.keys()],
+        limits: { concurrency: deps.current().concurrency, queue: deps.current().queue },
         channels: channelHealth(),
       }),
     replay: createDeadLetterReplay({
@@ -123,6 +127,7 @@ export function registerOperatorRoutes(
       outcomes: deps.outcomes,
       logger: deps.logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
+      rerouted: (queued) => (pipelines.has(queued.pipeline) ? null : deps.routing.reroute(queued.message)),
       now: deps.outboxNow,
     }),
   });

@@ -55,6 +55,7 @@ function setup(
     outcomes: bus,
     logger: silentLogger,
     claimTtlMs: CLAIM_TTL_MS,
+    rerouted: () => null,
   });
   return { auditLog, pool, outbox, outcomes, replay };
 }

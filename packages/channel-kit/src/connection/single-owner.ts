@@ -318,14 +318,22 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
 
 /** The channels of this replica, the single-owner ones behind their leases. */
 export interface OwnedChannels {
-  adapters: Map<string, ChannelAdapter>;
+  /** Channel id → the adapter to use: the single-owner ones behind their leases. */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   /** The single-owner channels by id. */
-  owned: Map<string, OwnedChannel>;
+  owned: ReadonlyMap<string, OwnedChannel>;
   /**
    * Every single-owner channel with the lease in force on it (null while none is), for
    * `/admin/queues`.
    */
   holders(): Promise<Array<{ id: string; type: string; role: ChannelRole; lease: ChannelLease | null }>>;
+  /**
+   * Puts `adapter` in the place of its id (a channel added or changed by a reload) and returns
+   * the adapter to use for it. Whoever had the place must have stopped: the lease is its id's.
+   */
+  add(adapter: ChannelAdapter): ChannelAdapter;
+  /** Takes channel `id` out (removed by a reload; stopped by the caller). */
+  remove(id: string): void;
 }
 
 /** Puts each single-consumer adapter (`singleConsumer`) behind its channel lease. */
@@ -335,15 +343,18 @@ export function ownChannels(
 ): OwnedChannels {
   const wrapped = new Map<string, ChannelAdapter>();
   const owned = new Map<string, OwnedChannel>();
-  for (const [id, adapter] of adapters) {
+  function add(adapter: ChannelAdapter): ChannelAdapter {
+    owned.delete(adapter.id);
     if (adapter.singleConsumer !== true) {
-      wrapped.set(id, adapter);
-      continue;
+      wrapped.set(adapter.id, adapter);
+      return adapter;
     }
     const channel = leased(adapter, options);
-    wrapped.set(id, channel);
-    owned.set(id, channel);
+    wrapped.set(adapter.id, channel);
+    owned.set(adapter.id, channel);
+    return channel;
   }
+  for (const adapter of adapters.values()) add(adapter);
   return {
     adapters: wrapped,
     owned,
@@ -355,6 +366,11 @@ export function ownChannels(
         role: channel.role(),
         lease: held.get(channel.id) ?? null,
       }));
+    },
+    add,
+    remove(id) {
+      wrapped.delete(id);
+      owned.delete(id);
     },
   };
 }

@@ -130,7 +130,8 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
  * pipelines are few — so every operation is O(log sessions).
  */
 export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPool {
-  const { concurrency, limits, journal } = options;
+  const { journal } = options;
+  let { concurrency, limits } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'pool' });
   const now = options.now ?? Date.now;
   const refusalRetryAfterMs = options.refusalRetryAfterMs ?? 1000;
@@ -405,6 +406,18 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
 
   const pool: QueryPool = {
     durable: journal !== undefined,
+
+    async reconfigure(shared) {
+      concurrency = shared.concurrency;
+      limits = shared.limits;
+      for (const policy of shared.pipelines) {
+        const slots = pipelines.get(policy.id);
+        if (slots === undefined) pipelines.set(policy.id, slotsFor(policy));
+        else slots.policy = policy;
+      }
+      // Raised limits may let waiting sessions run now.
+      notify();
+    },
 
     async enqueue(queued, delivery, options): Promise<EnqueueResult> {
       // Refusals come before the delivery key is marked: a refused delivery stays unseen. A last

@@ -11,6 +11,10 @@ export const ERROR_CODES = {
     status: 400,
     message: 'a file the configuration reads a value from cannot be read',
   },
+  SB_RELOAD_REFUSED: {
+    status: 409,
+    message: 'the configuration changes settings that need a restart',
+  },
   SB_CLI_USAGE: { status: 400, message: 'command-line arguments are invalid' },
   SB_ROUTING_INVALID: { status: 400, message: 'routing rules are invalid' },
   SB_MESSAGE_INVALID: { status: 400, message: 'message does not match the unified message schema' },

@@ -22,8 +22,9 @@ export const OUTCOME_REASONS = {
   ignored: ['bot_author', 'not_mentioned'],
   // `refused` and `ingress_failed`: a platform that never redelivers (Discord's gateway) sent a
   // message the gateway could not accept, until the channel stopped or because accepting threw.
-  dropped: ['queue_overflow', 'pipeline_missing', 'shutdown', 'refused', 'ingress_failed'],
-  dead_lettered: ['max_attempts', 'fatal_error', 'delivery_failed'],
+  dropped: ['queue_overflow', 'shutdown', 'refused', 'ingress_failed'],
+  // `pipeline_removed`: its pipeline left the config (a reload, a restart) while it was queued.
+  dead_lettered: ['max_attempts', 'fatal_error', 'delivery_failed', 'pipeline_removed'],
   duplicate: ['redelivery'],
 } as const satisfies Record<OutcomeKind, readonly string[]>;
 export type OutcomeReason = (typeof OUTCOME_REASONS)[OutcomeKind][number];

@@ -2,6 +2,7 @@ import type { InboundMessage } from '../model/message.js';
 import type { Outcome } from '../model/outcome.js';
 import type { SessionKey } from '../model/session-key.js';
 import type { QueuedMessage } from '../model/queued-message.js';
+import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../scheduling/pipeline-policy.js';
 
 /**
  * A claim's hold on its turn. A shared pool hands a claim to one replica for a while and renews
@@ -165,6 +166,13 @@ export interface SessionsView {
  * replicas, every transition one Lua script). Left out: running pipelines, timeouts and outcomes
  * — the controller owns those.
  */
+/** What a pool schedules by: its limits and each pipeline's slots and readiness rules. */
+export interface PoolConfig {
+  concurrency: Concurrency;
+  limits: QueueLimits;
+  pipelines: readonly PoolPipelinePolicy[];
+}
+
 export interface QueryPool {
   /** True when accepted messages survive a restart (a journal or a shared store). */
   readonly durable: boolean;
@@ -244,6 +252,13 @@ export interface QueryPool {
   recover(): Promise<QueuedMessage[]>;
   /** Refuses further enqueues through this instance (`draining`); other replicas go on. */
   close(): void;
+  /**
+   * Puts new limits and pipeline policies in force (a reload): claims and enqueues from now on
+   * follow them; turns running keep their slots. A pipeline left out keeps its queued messages
+   * (claimed, they end `dead_lettered/pipeline_removed`). A shared pool stores them for every
+   * replica: the others must reload the same (their claims and enqueues are refused meanwhile).
+   */
+  reconfigure(shared: PoolConfig): Promise<void>;
   /** Removes and returns every waiting message (shutdown of a pool that is not durable). */
   takeAll(): Promise<QueuedMessage[]>;
   stats(): Promise<PoolStats>;

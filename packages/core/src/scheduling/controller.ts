@@ -191,7 +191,8 @@ export function createController(options: ControllerOptions): Controller {
     let next = Number.POSITIVE_INFINITY;
     for (const entry of running.values()) {
       if (entry.decided) continue;
-      const policy = policies.get(entry.turn.pipeline) as PipelinePolicy;
+      // Decided at once when there is none (`pipelineMissing`).
+      const policy = entry.policy as PipelinePolicy;
       if (at >= entry.orphanAt) {
         void releaseOrphan(entry, policy);
         continue;
@@ -212,7 +213,7 @@ export function createController(options: ControllerOptions): Controller {
   function startTurn(turn: Turn): void {
     const pipeline = pipelines.get(turn.pipeline);
     const policy = policies.get(turn.pipeline);
-    const entry = new RunningTurn(turn, now(), policy?.timeoutMs ?? 0, orphanGraceMs, logger);
+    const entry = new RunningTurn(turn, now(), policy, orphanGraceMs, logger);
     if (tracer !== undefined) {
       const span = tracer.startTurn(turn, policy, entry.startedAt);
       entry.trace = { span, logFields: tracer.logFields(span) };

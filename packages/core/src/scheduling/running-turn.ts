@@ -3,6 +3,7 @@ import { type Logger, lazyChild } from '../ports/logger.js';
 import type { PipelineRunContext } from '../ports/pipeline.js';
 import type { Turn } from '../ports/query-pool.js';
 import type { SetNode } from '../structures/indexed-set.js';
+import type { PipelinePolicy } from './pipeline-policy.js';
 
 /**
  * A turn the controller runs, and the context its pipeline gets. The abort signal and the logger
@@ -30,13 +31,18 @@ export class RunningTurn implements PipelineRunContext, SetNode {
   #abort: AbortController | undefined = undefined;
   #abortReason: unknown = undefined;
 
+  /**
+   * @param policy The pipeline's policy when the turn started (none: the pipeline is not
+   *   configured): the turn keeps it, also if a reload changes or removes the pipeline meanwhile.
+   */
   constructor(
     readonly turn: Turn,
     readonly startedAt: number,
-    timeoutMs: number,
+    readonly policy: PipelinePolicy | undefined,
     orphanGraceMs: number,
     parentLogger: Logger,
   ) {
+    const timeoutMs = policy?.timeoutMs ?? 0;
     this.deadlineAt = startedAt + timeoutMs;
     this.orphanAt = startedAt + timeoutMs + orphanGraceMs;
     this.#parentLogger = parentLogger;

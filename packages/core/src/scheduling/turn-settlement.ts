@@ -307,14 +307,17 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     async pipelineMissing(entry) {
       entry.decided = true;
       const { turn } = entry;
-      entry.logger.error({ messages: turn.messages.length }, 'pipeline missing: dropping messages');
+      entry.logger.error(
+        { messages: turn.messages.length },
+        'dead letter: the pipeline is no longer configured; a replay routes the messages again',
+      );
       const error = new SwitchboardError('SB_PIPELINE_MISSING', {
         message: `pipeline "${turn.pipeline}" is not configured`,
       });
-      const dropped = outcomesOf(turn.messages, 'dropped', { reason: 'pipeline_missing', turn, error });
-      if (!held(entry, await settle(entry, () => pool.complete(turn, dropped)))) return;
-      recordAll(dropped);
-      ended(entry, 'dropped');
+      const deadLettered = outcomesOf(turn.messages, 'dead_lettered', { reason: 'pipeline_removed', turn, error });
+      if (!held(entry, await settle(entry, () => pool.complete(turn, deadLettered)))) return;
+      recordAll(deadLettered);
+      ended(entry, 'dead_lettered');
     },
 
     abandoned,

@@ -353,15 +353,15 @@ describe('controller', () => {
   });
 
   describe('when the pipeline is no longer configured', () => {
-    it('drops its messages with reason pipeline_missing', async () => {
+    it('dead-letters its messages with reason pipeline_removed', async () => {
       const h = createHarness();
       h.controller.start();
       await h.send('A', 'm', { pipeline: 'gone' });
       await settle();
       expect(h.outcomes).toMatchObject([
         {
-          kind: 'dropped',
-          reason: 'pipeline_missing',
+          kind: 'dead_lettered',
+          reason: 'pipeline_removed',
           pipeline: 'gone',
           error: { code: 'SB_PIPELINE_MISSING' },
         },

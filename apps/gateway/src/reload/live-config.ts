@@ -1,0 +1,104 @@
+import { type Config, type LoadedConfig, loadConfig } from '@switchboard/config';
+import { type Logger, type QueryPool, SwitchboardError } from '@switchboard/core';
+import type { Channels } from '../channels.js';
+import type { LiveRouting } from '../live-routing.js';
+import type { PipelineDeps, Pipelines } from '../pipelines.js';
+import { isolateWorkers } from '../worker-isolation.js';
+import { type ConfigChanges, configChanges } from './config-changes.js';
+
+/** What `POST /admin/reload` answers. */
+export interface ReloadResult {
+  /** One line per change (`channels.slack: added`, `concurrency.global`, `routing`); empty: none. */
+  changed: string[];
+}
+
+/** The configuration in force, and its reload from the file (`SIGHUP`, `POST /admin/reload`). */
+export interface LiveConfig {
+  /** The configuration in force. */
+  current(): Config;
+  /**
+   * Re-reads the file and puts what changed in force (docs/design.md §7 "Reload"): channels,
+   * pipelines, limits and routing. A file that does not load, or that changes what needs a
+   * restart, is refused with the paths named, and nothing changes.
+   */
+  reload(): Promise<ReloadResult>;
+}
+
+export interface LiveConfigDeps {
+  /** The file the configuration came from; none: reload refuses. */
+  configPath: string | undefined;
+  channels: Channels;
+  pipelines: Pipelines;
+  pool: QueryPool;
+  routing: LiveRouting;
+  /** What each reload builds its pipelines with (the `run_as` identities are resolved again). */
+  pipelineDeps: Omit<PipelineDeps, 'workerIdentities'>;
+  /** The new file's secrets join those the logs and outcomes mask. */
+  addSecrets(secrets: readonly string[]): void;
+  logger: Logger;
+}
+
+/** The file's configuration, or SB_CONFIG_NOT_FOUND when there is no file. */
+async function reread(configPath: string | undefined): Promise<LoadedConfig> {
+  if (configPath === undefined) {
+    throw new SwitchboardError('SB_CONFIG_NOT_FOUND', { message: 'no configuration file to reload' });
+  }
+  return loadConfig(configPath);
+}
+
+/**
+ * The configuration of `config`, reloaded one reload at a time. The order keeps every message
+ * somewhere to go: pipelines added or changed first, then limits, routing and channels, and the
+ * pipelines removed last, once no rule sends to them (their queued messages are dead-lettered
+ * `pipeline_removed` when claimed, replayable through the routing in force).
+ */
+export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConfig {
+  const { channels, pipelines, pool, routing, logger } = deps;
+  let current = config;
+  let reloading: Promise<unknown> = Promise.resolve();
+
+  async function apply(next: LoadedConfig, changes: ConfigChanges): Promise<void> {
+    const workerIdentities = isolateWorkers(next, { configPath: deps.configPath, secretFiles: next.secretFiles });
+    deps.addSecrets(next.secrets);
+    for (const entry of [...changes.pipelines.added, ...changes.pipelines.changed]) {
+      pipelines.put(entry, { ...deps.pipelineDeps, workerIdentities });
+    }
+    const policiesChanged =
+      changes.pipelines.added.length + changes.pipelines.changed.length + changes.pipelines.removed.length > 0;
+    if (changes.limits || policiesChanged) {
+      await pool.reconfigure({
+        concurrency: next.concurrency,
+        limits: next.queue,
+        pipelines: next.pipelines.map((pipeline) => pipeline.policy),
+      });
+    }
+    if (changes.routing || policiesChanged) routing.apply(next);
+    for (const channel of [...changes.channels.added, ...changes.channels.changed]) await channels.put(channel);
+    for (const id of changes.channels.removed) await channels.remove(id);
+    for (const id of changes.pipelines.removed) pipelines.remove(id);
+  }
+
+  async function reload(): Promise<ReloadResult> {
+    const next = await reread(deps.configPath);
+    const changes = configChanges(current, next);
+    if (changes.refused.length > 0) {
+      throw new SwitchboardError('SB_RELOAD_REFUSED', {
+        message: `these settings change only with a restart; nothing was reloaded: ${changes.refused.join(', ')}`,
+        details: { paths: changes.refused },
+      });
+    }
+    await apply(next, changes);
+    current = next;
+    logger.info({ changed: changes.summary }, changes.summary.length === 0 ? 'reload: nothing changed' : 'reloaded');
+    return { changed: changes.summary };
+  }
+
+  return {
+    current: () => current,
+    reload() {
+      const run = reloading.then(reload, reload);
+      reloading = run.catch(() => undefined);
+      return run;
+    },
+  };
+}
