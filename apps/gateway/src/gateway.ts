@@ -20,6 +20,8 @@ import { createHttpServer } from './http/server.js';
 import { forgetWhenRecorded, keptOutcomePolicy } from './kept-outcomes.js';
 import { type GatewayParts, startGateway, stopGateway } from './lifecycle.js';
 import { createLiveRouting } from './live-routing.js';
+import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
+import { type FleetFollower, followFleetConfig } from './reload/fleet-config.js';
 import { type ReloadResult, createLiveConfig } from './reload/live-config.js';
 import { createPipelines } from './pipelines.js';
 import { type Recorders, createRecorders } from './recorders.js';
@@ -73,7 +75,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const kept = keptOutcomePolicy(config, options.mask);
-  const { stores, pool } = await openStoresAndPool(config, logger, kept.keep);
+  // Bound once the configuration in force exists, below; a renewal calls it only after start.
+  let fleet: FleetFollower | undefined;
+  const { stores, pool } = await openStoresAndPool(config, logger, kept.keep, async () => fleet?.check());
   const routing = createLiveRouting(config, { logger });
   // An outcome a shared store kept beside its settlement is let go once its records landed.
   const keptOutcomes = stores.keptOutcomes?.();
@@ -153,6 +157,22 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     addSecrets: options.addSecrets ?? (() => {}),
     logger,
   });
+  fleet =
+    stores.fleetConfig === undefined
+      ? undefined
+      : followFleetConfig({
+          store: stores.fleetConfig(),
+          live,
+          configPath: options.configPath,
+          everyMs: CHANNEL_LEASE_TIMING.renewEveryMs,
+          logger,
+        });
+  /** A reload asked for here: with replicas, it becomes the fleet's configuration. */
+  async function reload(): Promise<ReloadResult> {
+    const result = await live.reload();
+    await fleet?.published();
+    return result;
+  }
 
   let draining = false;
   registerOperatorRoutes(server, config, {
@@ -163,7 +183,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     channels: channels.adapters,
     ownership: channels.ownership,
     routing,
-    reload: live.reload,
+    reload,
     current: live.current,
     recorders,
     outcomes,
@@ -185,11 +205,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     retention,
     server,
     httpShutdown,
+    fleet,
   };
   let stopping: Promise<void> | undefined;
   return {
     server,
-    reload: live.reload,
+    reload,
     start: () => startGateway(parts),
     stop() {
       if (stopping === undefined) {
@@ -210,6 +231,7 @@ async function openStoresAndPool(
   config: Config,
   logger: Logger,
   keptOutcome: KeptOutcome | undefined,
+  reconcile: () => Promise<void>,
 ): Promise<{ stores: Stores; pool: QueryPool }> {
   const stores = await openStores(config, logger, { keptOutcome });
   const pool = await stores
@@ -218,6 +240,7 @@ async function openStoresAndPool(
       limits: config.queue,
       pipelines: config.pipelines.map((pipeline) => pipeline.policy),
       logger,
+      reconcile,
     })
     .catch(async (err: unknown) => {
       await stores.close();

@@ -2,6 +2,7 @@ import type { Config } from '@switchboard/config';
 import type { Logger, OutcomeBus, QueryPool } from '@switchboard/core';
 import type { Channels } from './channels.js';
 import type { Pipelines } from './pipelines.js';
+import type { FleetFollower } from './reload/fleet-config.js';
 import type { HttpServerShutdown } from '@switchboard/http';
 import type { RedisKeptOutcomes } from '@switchboard/store-redis';
 import type { FastifyInstance } from 'fastify';
@@ -25,6 +26,8 @@ export interface GatewayParts {
   retention: Retention;
   server: FastifyInstance;
   httpShutdown: HttpServerShutdown;
+  /** With replicas: follows the fleet's configuration version. */
+  fleet: FleetFollower | undefined;
 }
 
 /** Recovers the journal, starts channels and the controller, and listens. Returns the bound address. */
@@ -36,6 +39,7 @@ export async function startGateway(parts: GatewayParts): Promise<string> {
   await channels.start({ ingress: scheduling.ingress, logger, recovered });
   scheduling.controller.start();
   scheduling.sender.start();
+  await parts.fleet?.start();
   // Outcomes whose settling replica died before recording them are recorded here.
   parts.keptOutcomes?.start(recoverKeptOutcome(config, parts.outcomes));
   const address = await parts.server.listen({ host: config.server.host, port: config.server.port });
@@ -55,6 +59,7 @@ export async function stopGateway(parts: GatewayParts): Promise<void> {
   // First: an outcome recovered from here on would reach no status writer once the channels
   // stop. Those it leaves are another replica's once their lease ends.
   parts.keptOutcomes?.stopRecovering();
+  parts.fleet?.stop();
   logger.info({ drainTimeoutMs }, 'draining');
   parts.httpShutdown.drain();
   channels.drain();

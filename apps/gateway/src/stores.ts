@@ -30,6 +30,7 @@ import type {
   RedisReplicaEvents,
   ReplicaView,
 } from '@switchboard/store-redis';
+import type { FleetConfigStore } from './reload/fleet-config.js';
 import type { SqliteStore } from '@switchboard/store-sqlite';
 
 /** What every query pool is built from, whichever store holds it. */
@@ -39,6 +40,11 @@ export interface PoolOptions {
   /** Whole policies: a shared store also checks that replicas agree on retry and timeout. */
   pipelines: readonly PipelinePolicy[];
   logger: Logger;
+  /**
+   * With `store: redis`: a renewal found that the fleet's limits differ from this replica's (a
+   * reload elsewhere); the gateway checks the fleet's configuration (`FleetFollower.check`).
+   */
+  reconcile?(): Promise<void>;
 }
 
 /** A store's answer to the readiness probe. */
@@ -85,6 +91,8 @@ export interface Stores extends RecordStores {
   replicaEvents(): ReplicaEvents | null;
   /** With `store: redis`, once `createPool` resolved: the replicas sharing the pool (`/admin/queues`). */
   replicas?: () => Promise<ReplicaView[]>;
+  /** With `store: redis`, once `createPool` resolved: the fleet's configuration version. */
+  fleetConfig?: () => FleetConfigStore;
   /**
    * Who holds each single-owner connection, once `createPool` resolved (docs/design.md §5
    * "Single-owner connections"): with `store: redis` leases shared by the replicas and this
@@ -343,6 +351,10 @@ async function withRedisPool(
     replicaEvents: () => replicaEvents,
     keptOutcomes: () => keptOutcomes,
     replicas: async () => (pool === undefined ? [] : pool.replicas()),
+    fleetConfig() {
+      if (pool === undefined) throw new Error('fleetConfig() before createPool()');
+      return pool;
+    },
     channelLeases() {
       if (pool === undefined || channelLeases === undefined)
         throw new Error('channelLeases() before createPool()');

@@ -1,6 +1,12 @@
 // The public surface of @switchboard/store-redis (docs/design.md §5 "Several replicas").
 export { createRedisQueryPool } from './redis-query-pool.js';
-export type { RedisQueryPool, RedisQueryPoolOptions, ReplicaView } from './redis-query-pool.js';
+export type {
+  ConfigReport,
+  FleetConfig,
+  RedisQueryPool,
+  RedisQueryPoolOptions,
+  ReplicaView,
+} from './redis-query-pool.js';
 export type { SharedConfig, SharedPipelinePolicy } from './config-fingerprint.js';
 export { FAIL_FAST_OPTIONS, redisClientFactory } from './redis-connection.js';
 export type { RedisClientFactory } from './redis-connection.js';

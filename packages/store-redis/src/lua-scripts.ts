@@ -20,6 +20,7 @@ export const SCRIPT_NAMES = [
   'pool/wake',
   'pool/register',
   'pool/reconfigure',
+  'pool/publish-config',
   'pool/stats',
   'pool/take-all',
   'pool/locate',

@@ -71,12 +71,11 @@ export interface RedisQueryPoolOptions {
   pipelines: readonly SharedPipelinePolicy[];
   /**
    * Called when a renewal finds that the stored limits and policies differ from this replica's
-   * (another replica reloaded): the caller may reload its own file, and `reconfigure` with what
-   * the store holds, before the renewal is tried again. `differences(candidate)` names what a
-   * candidate configuration would still differ in (empty: it matches). Default: none (the
-   * replica gives up its turns and refuses work, as when it joined with other values).
+   * (another replica reloaded): the caller may reload its own file and `reconfigure` before the
+   * renewal is tried again, within one renewal period. Still different after it (or without it),
+   * the replica gives up its turns and refuses work, as when it joined with other values.
    */
-  reconcile?(differences: (candidate: SharedConfig) => string[]): Promise<void>;
+  reconcile?(): Promise<void>;
   /** The pool's clock, ms since the epoch. Default: this host's clock corrected to Redis' `TIME`. */
   now?: () => number;
   logger?: Logger;
@@ -146,6 +145,26 @@ export interface ReplicaView {
   alive: boolean;
   /** Turns it holds a lease on. */
   turnsRunning: number;
+  /** The configuration it runs, as it last reported it (`reportConfig`); null before any report. */
+  config: ConfigReport | null;
+}
+
+/** The configuration version the fleet runs: the last one a reload published. */
+export interface FleetConfig {
+  version: number;
+  /** The digest of that configuration (the gateway's to compute). */
+  digest: string;
+}
+
+/** The configuration a replica runs, as it reports it. */
+export interface ConfigReport {
+  /** The fleet's version it runs; 0: none it could match. */
+  version: number;
+  /** `current`: it runs the fleet's; `differs`: its file differs, it keeps the last one it ran. */
+  state: 'current' | 'differs';
+  digest: string;
+  /** Why it differs. */
+  detail?: string;
 }
 
 /** A `QueryPool` shared by replicas, plus what only its owner calls. */
@@ -157,6 +176,12 @@ export interface RedisQueryPool extends QueryPool {
    * whose heartbeat lapsed but whose entry or leases remain (`alive: false`).
    */
   replicas(): Promise<ReplicaView[]>;
+  /** Makes `digest` the fleet's configuration, run by this replica; returns its new version. */
+  publishConfig(digest: string): Promise<number>;
+  /** The fleet's configuration version; null before any was published. */
+  fleetConfig(): Promise<FleetConfig | null>;
+  /** Tells the other replicas (`replicas()`) which configuration this one runs. */
+  reportConfig(report: ConfigReport): Promise<void>;
   /**
    * Redis answers and evicts nothing (`maxmemory-policy noeviction`), and live replicas do not
    * run another configuration; for `/readyz`.
@@ -353,8 +378,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       const renewal = () => run<RenewReply>('pool/renew', leaseMs, fingerprint, ...tokens);
       let reply = await renewal();
       if (isMismatch(reply) && options.reconcile !== undefined) {
-        const stored = reply[1];
-        await options.reconcile((candidate) => differencesOf(fingerprintOf(candidate), stored));
+        // Waited for at most one renewal period: the leases held must not lapse meanwhile.
+        const reconciled = options.reconcile().catch((err: unknown) =>
+          logger.warn({ err }, 'reloading to the fleet configuration failed'),
+        );
+        await within(reconciled, renewEveryMs);
         reply = await renewal();
       }
       if (isMismatch(reply) && (await registerAgain())) reply = await renewal();
@@ -621,13 +649,25 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     async replicas() {
       const at = now();
-      const rows = await run<Array<[string, number, number]>>('pool/replicas');
-      return rows.map(([id, deadline, turnsRunning]) => ({
+      const rows = await run<Array<[string, number, number, string | null]>>('pool/replicas');
+      return rows.map(([id, deadline, turnsRunning, report]) => ({
         id,
         heartbeatExpiresAt: deadline < 0 ? null : deadline,
         alive: deadline > at,
         turnsRunning,
+        config: report === null || report === undefined ? null : configReportOf(report),
       }));
+    },
+
+    publishConfig: (digest) => run<number>('pool/publish-config', digest),
+
+    async fleetConfig() {
+      const [version, digest] = await client.hmget(`${keys.prefix}config-version`, 'version', 'digest');
+      return typeof version === 'string' && typeof digest === 'string' ? { version: Number(version), digest } : null;
+    },
+
+    async reportConfig(report) {
+      await client.hset(`${keys.prefix}config-replicas`, replicaId, configReportText(report));
     },
 
     async locate(messageId) {
@@ -667,4 +707,20 @@ function clientFactoryOf(options: RedisQueryPoolOptions): RedisClientFactory {
   throw new SwitchboardError('SB_CONFIG_INVALID', {
     message: 'the redis query pool needs `url` or `createClient`',
   });
+}
+
+/** A config report as `pool/publish-config` and `reportConfig` store it: `version|state|digest|detail`. */
+function configReportText(report: ConfigReport): string {
+  return [report.version, report.state, report.digest, report.detail ?? ''].join('|');
+}
+
+function configReportOf(text: string): ConfigReport {
+  const [version, state, digest, ...detail] = text.split('|');
+  const joined = detail.join('|');
+  return {
+    version: Number(version),
+    state: state === 'differs' ? 'differs' : 'current',
+    digest: digest ?? '',
+    ...(joined === '' ? {} : { detail: joined }),
+  };
 }

@@ -30,11 +30,23 @@ describe.skipIf(!reachable)('pool/replicas.lua', () => {
         new Map([
           [
             'replica-a',
-            { id: 'replica-a', heartbeatExpiresAt: clock.now() + HOUR_MS, alive: true, turnsRunning: 2 },
+            {
+              id: 'replica-a',
+              heartbeatExpiresAt: clock.now() + HOUR_MS,
+              alive: true,
+              turnsRunning: 2,
+              config: null,
+            },
           ],
           [
             'replica-b',
-            { id: 'replica-b', heartbeatExpiresAt: clock.now() + HOUR_MS, alive: true, turnsRunning: 1 },
+            {
+              id: 'replica-b',
+              heartbeatExpiresAt: clock.now() + HOUR_MS,
+              alive: true,
+              turnsRunning: 1,
+              config: null,
+            },
           ],
         ]),
       );
@@ -44,6 +56,37 @@ describe.skipIf(!reachable)('pool/replicas.lua', () => {
       const later = await byId();
       expect(later.get('replica-a')).toMatchObject({ alive: false, turnsRunning: 2 });
       expect(later.get('replica-b')).toMatchObject({ alive: false, turnsRunning: 0 });
+    });
+  });
+
+  describe('when a reload publishes a configuration', () => {
+    it('raises the fleet version, names the publisher current and the others as they report, and forgets a dead replica', async () => {
+      const clock = manualClock();
+      const leases = { now: clock.now, leaseMs: 60_000, fenceAfterMs: 30_000, renewEveryMs: 15_000 };
+      const a = await pools.open({ ...leases, replicaId: 'replica-a' });
+      // No renewal runs: b's heartbeat outlives a's by this much.
+      clock.advance(30_000);
+      const b = await pools.open({ ...leases, replicaId: 'replica-b' });
+      expect(await a.fleetConfig()).toBeNull();
+
+      expect(await a.publishConfig('d1')).toBe(1);
+      expect(await b.publishConfig('d2')).toBe(2);
+      expect(await a.fleetConfig()).toEqual({ version: 2, digest: 'd2' });
+      await a.reportConfig({ version: 1, state: 'differs', digest: 'd1', detail: 'the file | differs' });
+
+      const reports = async () =>
+        new Map((await b.replicas()).map((replica) => [replica.id, replica.config]));
+      expect(await reports()).toEqual(
+        new Map([
+          ['replica-a', { version: 1, state: 'differs', digest: 'd1', detail: 'the file | differs' }],
+          ['replica-b', { version: 2, state: 'current', digest: 'd2' }],
+        ]),
+      );
+
+      // Replica a's heartbeat lapses; the next registration drops it with its report.
+      clock.advance(30_001);
+      await pools.open({ ...leases, replicaId: 'replica-c' });
+      expect([...(await reports()).keys()].sort()).toEqual(['replica-b', 'replica-c']);
     });
   });
 });

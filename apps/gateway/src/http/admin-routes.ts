@@ -182,6 +182,15 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
                   alive: replica.alive,
                   heartbeat_expires_at: replica.heartbeatExpiresAt,
                   turns_running: replica.turnsRunning,
+                  // The fleet's configuration version it runs, and whether its file differs.
+                  config:
+                    replica.config === null
+                      ? null
+                      : {
+                          version: replica.config.version,
+                          state: replica.config.state,
+                          ...(replica.config.detail === undefined ? {} : { detail: replica.config.detail }),
+                        },
                 })),
               }),
           channels: channels.map(({ id, type, role, lease }) => ({

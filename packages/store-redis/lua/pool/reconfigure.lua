@@ -5,7 +5,16 @@
   renewals answer `config_mismatch`).
 
   KEYS[1]  config     reads, writes
-  KEYS[2..11]         unused (the pool's keys, see pool/includes/preamble)
+  KEYS[2]  counts     unused
+  KEYS[3]  sessions   unused
+  KEYS[4]  placed     unused
+  KEYS[5]  delayed    unused
+  KEYS[6]  leases     unused
+  KEYS[7]  dedup      unused
+  KEYS[8]  replicas   unused
+  KEYS[9]  seq        unused
+  KEYS[10] pipelines  unused
+  KEYS[11] settled    unused
   ARGV[1]  key prefix '{<prefix>}:'
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id

@@ -22,10 +22,18 @@
   ARGV[5]  the configuration's fingerprint (canonical JSON), compared whole
   ARGV[6...] field, value pairs of the config hash the scripts read (pool/includes/preamble)
 
+  Built from ARGV[1]:
+    config-replicas  HASH  the config report of each replica (pool/publish-config)   writes
+
   Returns {1} when registered, {0, stored fingerprint} when refused
 ]]
 --- @include "pool/includes/preamble"
 
+-- Replicas whose heartbeat expired leave the set, and their config reports with them.
+local expired = rcall('ZRANGEBYSCORE', K.replicas, '-inf', now)
+if #expired > 0 then
+  rcall('HDEL', prefix .. 'config-replicas', unpack(expired))
+end
 rcall('ZREMRANGEBYSCORE', K.replicas, '-inf', now)
 rcall('ZREM', K.replicas, replica)
 local stored = rcall('HGET', K.config, 'fingerprint')

@@ -18,10 +18,12 @@
   ARGV[3]  replica id
 
   Built from ARGV[1]:
-    lease:<token>  reads
+    lease:<token>    reads
+    config-replicas  reads (pool/publish-config)
 
-  Returns {{replica id, heartbeat deadline (ms), turns running}, ...} for every replica in the
-  live set, expired ones included until the next registration removes them
+  Returns {{replica id, heartbeat deadline (ms), turns running, config report or false}, ...}
+  for every replica in the live set, expired ones included until the next registration removes
+  them
 ]]
 --- @include "pool/includes/preamble"
 
@@ -33,14 +35,15 @@ for _, token in ipairs(rcall('ZRANGE', K.leases, 0, -1)) do
   end
 end
 local replicas = {}
+local reports = prefix .. 'config-replicas'
 local entries = rcall('ZRANGE', K.replicas, 0, -1, 'WITHSCORES')
 for index = 1, #entries, 2 do
   local id = entries[index]
-  replicas[#replicas + 1] = { id, tonumber(entries[index + 1]), running[id] or 0 }
+  replicas[#replicas + 1] = { id, tonumber(entries[index + 1]), running[id] or 0, rcall('HGET', reports, id) }
   running[id] = nil
 end
 -- Turns of a replica no longer in the set (its entry removed, its leases not yet reclaimed).
 for id, turns in pairs(running) do
-  replicas[#replicas + 1] = { id, -1, turns }
+  replicas[#replicas + 1] = { id, -1, turns, false }
 end
 return replicas

@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto';
+import { type Config, loadConfig } from '@switchboard/config';
+import type { Logger } from '@switchboard/core';
+import type { ConfigReport, FleetConfig } from '@switchboard/store-redis';
+import type { LiveConfig } from './live-config.js';
+
+/** What a replica shares with the fleet about configurations (the Redis pool). */
+export interface FleetConfigStore {
+  publishConfig(digest: string): Promise<number>;
+  fleetConfig(): Promise<FleetConfig | null>;
+  reportConfig(report: ConfigReport): Promise<void>;
+}
+
+/**
+ * The digest of what a reload can change: replicas whose files give the same one run the same
+ * configuration. Secrets count (a rotated token is a change); only their hash leaves the process.
+ */
+export function configDigest(config: Config): string {
+  const { channels, pipelines, routing, concurrency, queue } = config;
+  return createHash('sha256')
+    .update(JSON.stringify({ channels, pipelines, routing, concurrency, queue }))
+    .digest('hex');
+}
+
+/** A replica's side of the fleet's configuration version (docs/design.md §5 "Reload"). */
+export interface FleetFollower {
+  /** Adopts the fleet's version if this replica's file matches it, else publishes none and says it differs. */
+  start(): Promise<void>;
+  /** A reload here succeeded: its configuration becomes the fleet's, one version up. */
+  published(): Promise<void>;
+  /**
+   * Reloads this replica's file if the fleet runs a newer version with the same digest; else
+   * reports that it differs and keeps the configuration in force. Also what the pool calls when
+   * a renewal finds the fleet's limits differ from this replica's.
+   */
+  check(): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * Follows the fleet's configuration: every `everyMs` (the pool's renewal period) it reads the
+ * fleet's version and reloads its own file when a reload elsewhere made a newer one; the report
+ * each replica leaves shows in `/admin/queues`. A file that differs from the fleet's is reported
+ * and not applied: the last configuration that matched stays.
+ */
+export function followFleetConfig(options: {
+  store: FleetConfigStore;
+  live: LiveConfig;
+  configPath: string | undefined;
+  everyMs: number;
+  logger: Logger;
+}): FleetFollower {
+  const { store, live, configPath, logger } = options;
+  let version = 0;
+  /** The last `differs` detail reported: logged once, not at every check. */
+  let differs: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let checking: Promise<void> | undefined;
+
+  async function report(state: ConfigReport['state'], detail?: string): Promise<void> {
+    differs = detail;
+    await store.reportConfig({
+      version,
+      state,
+      digest: configDigest(live.current()),
+      ...(detail === undefined ? {} : { detail }),
+    });
+  }
+
+  /** The fleet's version as this replica's file sees it: adopted, or reported as different. */
+  async function follow(fleet: FleetConfig): Promise<void> {
+    if (configDigest(live.current()) === fleet.digest) {
+      version = fleet.version;
+      return report('current');
+    }
+    const file = configPath === undefined ? undefined : await loadConfig(configPath).catch(() => undefined);
+    if (file === undefined || configDigest(file) !== fleet.digest) {
+      const detail = `this replica's file differs from the fleet's configuration version ${fleet.version}: keeping the configuration in force (version ${version})`;
+      if (detail !== differs) {
+        logger.warn({ fleetVersion: fleet.version, version }, 'fleet config differs from this file');
+      }
+      return report('differs', detail);
+    }
+    await live.reload();
+    version = fleet.version;
+    logger.info({ version }, 'reloaded to the fleet configuration');
+    await report('current');
+  }
+
+  async function check(): Promise<void> {
+    const fleet = await store.fleetConfig();
+    if (fleet === null) {
+      version = await store.publishConfig(configDigest(live.current()));
+      return;
+    }
+    if (fleet.version !== version || configDigest(live.current()) !== fleet.digest) await follow(fleet);
+  }
+
+  /** One check at a time: a timer tick and the pool's call may meet. */
+  function checkOnce(): Promise<void> {
+    checking ??= check().finally(() => {
+      checking = undefined;
+    });
+    return checking;
+  }
+
+  return {
+    async start() {
+      // Redis away now is not a reason not to start: the next tick tries again.
+      await checkOnce().catch((err: unknown) => logger.warn({ err }, 'fleet config check failed'));
+      timer = setInterval(() => {
+        checkOnce().catch((err: unknown) => logger.warn({ err }, 'fleet config check failed'));
+      }, options.everyMs);
+      timer.unref();
+    },
+    async published() {
+      version = await store.publishConfig(configDigest(live.current()));
+      logger.info({ version }, 'published as the fleet configuration');
+    },
+    check: checkOnce,
+    stop() {
+      clearInterval(timer);
+    },
+  };
+}
