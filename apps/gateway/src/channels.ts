@@ -146,7 +146,13 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
     // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
     const adapter =
       channel.type === 'openapi'
-        ? createOpenApiChannel({ config: channel, server: app, statuses: deps.statuses, events: deps.events, logger })
+        ? createOpenApiChannel({
+            config: channel,
+            server: app,
+            statuses: deps.statuses,
+            events: deps.events,
+            logger,
+          })
         : await platformChannel(channel, {
             server: app,
             logger,

@@ -1,11 +1,9 @@
-import type { ChannelEvents } from '@switchboard/channel-openapi';
 import type { Config } from '@switchboard/config';
 import {
   type ControllerObserver,
   type KeptOutcome,
   type Logger,
   type MessageTracer,
-  type OutboundObserver,
   type QueryPool,
   type SecretMasker,
   createOutcomeBus,
@@ -13,7 +11,7 @@ import {
 import { IDEMPOTENCY_TTL_MS } from '@switchboard/http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type ChannelEventFanOut, fanOutChannelEvents } from './channel-events.js';
-import { type Channels, createChannels } from './channels.js';
+import { createChannels } from './channels.js';
 import { adminAuth } from './http/admin-auth.js';
 import { registerOperatorRoutes } from './http/operator-routes.js';
 import { createHttpServer } from './http/server.js';
@@ -117,7 +115,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const operatorAuth = adminAuth(config.admin.token);
-  const { server, shutdown: httpShutdown, channelApps } = await createHttpServer(config, {
+  const {
+    server,
+    shutdown: httpShutdown,
+    channelApps,
+  } = await createHttpServer(config, {
     httpLogger: options.httpLogger,
     version: options.version ?? '0.0.0',
     operatorAuth,
@@ -133,7 +135,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const outboxNow = stores.outboxNow ?? Date.now;
-  const scheduling = createScheduling(config, {
+  const scheduling = createScheduling({
     pool,
     pipelines,
     outcomes,

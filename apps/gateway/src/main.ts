@@ -10,6 +10,7 @@ const USAGE = `Usage: switchboard <command> [options]
 Commands:
   serve                      run the gateway
   config check               validate the configuration and exit
+  reload                     make the running gateway reload this configuration file
   route                      dry-run routing for one message
       --channel ID --chat-type person|group --chat-id ID [--sender ID] --text TEXT [--mention] [--json]
       (write ids that start with "-" as --chat-id=-100123)
@@ -76,6 +77,10 @@ export async function main(
       case 'serve': {
         const { serve } = await import('./commands/serve.js');
         return await serve(path, reloadSignal);
+      }
+      case 'reload': {
+        const { reload } = await import('./commands/reload.js');
+        return await reload(path, io);
       }
       case 'config check': {
         const { configCheck } = await import('./commands/config-check.js');

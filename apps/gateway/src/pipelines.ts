@@ -91,10 +91,7 @@ function tracked(pipeline: Pipeline): Tracked {
  * way ended (or `retireTimeoutMs` passed: `shutdown.drain_timeout`), so that a worker process is
  * not taken from a turn it runs.
  */
-export function createPipelines(
-  config: Config,
-  deps: PipelineDeps & { retireTimeoutMs: number },
-): Pipelines {
+export function createPipelines(config: Config, deps: PipelineDeps & { retireTimeoutMs: number }): Pipelines {
   const { logger, retireTimeoutMs } = deps;
   const entries = new Map<string, Tracked>();
   const pipelines = new Map<string, Pipeline>();
@@ -104,7 +101,10 @@ export function createPipelines(
     if (old === undefined) return;
     void (async () => {
       const started = Date.now();
-      await Promise.race([old.idle(), new Promise((resolve) => setTimeout(resolve, retireTimeoutMs).unref())]);
+      await Promise.race([
+        old.idle(),
+        new Promise((resolve) => setTimeout(resolve, retireTimeoutMs).unref()),
+      ]);
       await old.pipeline.stop?.({ timeoutMs: Math.max(0, retireTimeoutMs - (Date.now() - started)) });
     })().catch((err: unknown) => logger.error({ err, pipeline: old.pipeline.id }, 'pipeline stop failed'));
   }

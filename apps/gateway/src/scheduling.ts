@@ -1,4 +1,3 @@
-import type { Config } from '@switchboard/config';
 import {
   type Controller,
   type ControllerObserver,
@@ -45,7 +44,7 @@ export interface SchedulingOptions {
 }
 
 /** Builds ingress, controller and reply sender over the pool; none starts anything yet. */
-export function createScheduling(config: Config, options: SchedulingOptions): Scheduling {
+export function createScheduling(options: SchedulingOptions): Scheduling {
   const { pool, pipelines, outcomes, stores, outboxNow, channels, logger } = options;
   const { adapters, outboundPolicies, editIntervalMsOf } = channels;
 

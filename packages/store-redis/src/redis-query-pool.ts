@@ -379,9 +379,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       let reply = await renewal();
       if (isMismatch(reply) && options.reconcile !== undefined) {
         // Waited for at most one renewal period: the leases held must not lapse meanwhile.
-        const reconciled = options.reconcile().catch((err: unknown) =>
-          logger.warn({ err }, 'reloading to the fleet configuration failed'),
-        );
+        const reconciled = options
+          .reconcile()
+          .catch((err: unknown) => logger.warn({ err }, 'reloading to the fleet configuration failed'));
         await within(reconciled, renewEveryMs);
         reply = await renewal();
       }
@@ -663,11 +663,13 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     async fleetConfig() {
       const [version, digest] = await client.hmget(`${keys.prefix}config-version`, 'version', 'digest');
-      return typeof version === 'string' && typeof digest === 'string' ? { version: Number(version), digest } : null;
+      return typeof version === 'string' && typeof digest === 'string'
+        ? { version: Number(version), digest }
+        : null;
     },
 
     async reportConfig(report) {
-      await client.hset(`${keys.prefix}config-replicas`, replicaId, configReportText(report));
+      await client.hset(`${keys.prefix}config-replicas`, replicaId, configReportText(report, now()));
     },
 
     async locate(messageId) {
@@ -709,13 +711,16 @@ function clientFactoryOf(options: RedisQueryPoolOptions): RedisClientFactory {
   });
 }
 
-/** A config report as `pool/publish-config` and `reportConfig` store it: `version|state|digest|detail`. */
-function configReportText(report: ConfigReport): string {
-  return [report.version, report.state, report.digest, report.detail ?? ''].join('|');
+/**
+ * A config report as `pool/publish-config` and `reportConfig` store it:
+ * `version|state|at|digest|detail`, `at` on the pool's clock (`pool/replicas` forgets old ones).
+ */
+function configReportText(report: ConfigReport, at: number): string {
+  return [report.version, report.state, at, report.digest, report.detail ?? ''].join('|');
 }
 
 function configReportOf(text: string): ConfigReport {
-  const [version, state, digest, ...detail] = text.split('|');
+  const [version, state, , digest, ...detail] = text.split('|');
   const joined = detail.join('|');
   return {
     version: Number(version),

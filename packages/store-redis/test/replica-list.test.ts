@@ -87,6 +87,17 @@ describe.skipIf(!reachable)('pool/replicas.lua', () => {
       clock.advance(30_001);
       await pools.open({ ...leases, replicaId: 'replica-c' });
       expect([...(await reports()).keys()].sort()).toEqual(['replica-b', 'replica-c']);
+
+      // Out of the live set (its configuration differs), a replica that keeps reporting is
+      // listed as not alive with its report, until the report is a minute old.
+      await a.reportConfig({ version: 2, state: 'differs', digest: 'd1', detail: 'the file differs' });
+      expect((await b.replicas()).find((replica) => replica.id === 'replica-a')).toMatchObject({
+        alive: false,
+        heartbeatExpiresAt: null,
+        config: { version: 2, state: 'differs' },
+      });
+      clock.advance(60_001);
+      expect((await b.replicas()).map((replica) => replica.id)).not.toContain('replica-a');
     });
   });
 });

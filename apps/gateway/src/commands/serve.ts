@@ -54,7 +54,9 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
   startLogger = logger;
   if (reloadWhenStarted) noteReloadWhileStarting();
   const reload = (gateway: Gateway) =>
-    gateway.reload().catch((err: unknown) => logger.error({ err }, 'reload refused: keeping the configuration in force'));
+    gateway
+      .reload()
+      .catch((err: unknown) => logger.error({ err }, 'reload refused: keeping the configuration in force'));
   let gateway: Gateway;
   try {
     gateway = await createGateway({

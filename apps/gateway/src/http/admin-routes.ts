@@ -312,7 +312,12 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
 
       routes.post(
         '/reload',
-        { schema: { summary: 'Reload channels, pipelines, limits and routing from the config file', tags: ['admin'] } },
+        {
+          schema: {
+            summary: 'Reload channels, pipelines, limits and routing from the config file',
+            tags: ['admin'],
+          },
+        },
         async () => deps.reload(),
       );
     },

@@ -60,7 +60,10 @@ export function mountChannelApps(
 
   function handOver(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
     const target = byPrefix.find((entry) => under(request.raw.url ?? '', entry.prefix));
-    if (target === undefined) return done();
+    if (target === undefined) {
+      done();
+      return;
+    }
     reply.hijack();
     target.app.routing(request.raw, reply.raw);
   }

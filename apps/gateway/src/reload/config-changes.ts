@@ -60,7 +60,9 @@ function summaryOf(section: string, changes: ListChanges<{ id: string }>): strin
  * the file says snake_case), and name no value: a secret's value never appears in an answer.
  */
 export function configChanges(current: Config, next: Config): ConfigChanges {
-  const refused = RESTART_SECTIONS.flatMap((section) => differingPaths(current[section], next[section], section));
+  const refused = RESTART_SECTIONS.flatMap((section) =>
+    differingPaths(current[section], next[section], section),
+  );
   const channels = listChanges(current.channels, next.channels);
   const pipelines = listChanges(current.pipelines, next.pipelines);
   const limits = !same(current.concurrency, next.concurrency) || !same(current.queue, next.queue);

@@ -58,13 +58,17 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
   let reloading: Promise<unknown> = Promise.resolve();
 
   async function apply(next: LoadedConfig, changes: ConfigChanges): Promise<void> {
-    const workerIdentities = isolateWorkers(next, { configPath: deps.configPath, secretFiles: next.secretFiles });
+    const workerIdentities = isolateWorkers(next, {
+      configPath: deps.configPath,
+      secretFiles: next.secretFiles,
+    });
     deps.addSecrets(next.secrets);
     for (const entry of [...changes.pipelines.added, ...changes.pipelines.changed]) {
       pipelines.put(entry, { ...deps.pipelineDeps, workerIdentities });
     }
     const policiesChanged =
-      changes.pipelines.added.length + changes.pipelines.changed.length + changes.pipelines.removed.length > 0;
+      changes.pipelines.added.length + changes.pipelines.changed.length + changes.pipelines.removed.length >
+      0;
     if (changes.limits || policiesChanged) {
       await pool.reconfigure({
         concurrency: next.concurrency,
@@ -73,7 +77,8 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
       });
     }
     if (changes.routing || policiesChanged) routing.apply(next);
-    for (const channel of [...changes.channels.added, ...changes.channels.changed]) await channels.put(channel);
+    for (const channel of [...changes.channels.added, ...changes.channels.changed])
+      await channels.put(channel);
     for (const id of changes.channels.removed) await channels.remove(id);
     for (const id of changes.pipelines.removed) pipelines.remove(id);
   }
@@ -89,7 +94,10 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
     }
     await apply(next, changes);
     current = next;
-    logger.info({ changed: changes.summary }, changes.summary.length === 0 ? 'reload: nothing changed' : 'reloaded');
+    logger.info(
+      { changed: changes.summary },
+      changes.summary.length === 0 ? 'reload: nothing changed' : 'reloaded',
+    );
     return { changed: changes.summary };
   }
 

@@ -314,7 +314,11 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       const error = new SwitchboardError('SB_PIPELINE_MISSING', {
         message: `pipeline "${turn.pipeline}" is not configured`,
       });
-      const deadLettered = outcomesOf(turn.messages, 'dead_lettered', { reason: 'pipeline_removed', turn, error });
+      const deadLettered = outcomesOf(turn.messages, 'dead_lettered', {
+        reason: 'pipeline_removed',
+        turn,
+        error,
+      });
       if (!held(entry, await settle(entry, () => pool.complete(turn, deadLettered)))) return;
       recordAll(deadLettered);
       ended(entry, 'dead_lettered');

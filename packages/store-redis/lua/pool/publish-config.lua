@@ -21,7 +21,7 @@
 
   Built from ARGV[1]:
     config-version   HASH  version, digest: the fleet's configuration   reads, writes
-    config-replicas  HASH  replica id -> 'version|state|digest|detail'    writes
+    config-replicas  HASH  replica id -> 'version|state|at|digest|detail'  writes
 
   Returns the new version
 ]]
@@ -30,5 +30,5 @@
 local versionKey = prefix .. 'config-version'
 local version = rcall('HINCRBY', versionKey, 'version', 1)
 rcall('HSET', versionKey, 'digest', ARGV[4])
-rcall('HSET', prefix .. 'config-replicas', replica, version .. '|current|' .. ARGV[4] .. '|')
+rcall('HSET', prefix .. 'config-replicas', replica, version .. '|current|' .. now .. '|' .. ARGV[4] .. '|')
 return version

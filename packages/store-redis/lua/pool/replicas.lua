@@ -1,6 +1,6 @@
 --[[
-  The replicas sharing the pool, for operators (`/admin/queues`): reads only, O(replicas + turns
-  running), both bounded (turns by the global limit).
+  The replicas sharing the pool, for operators (`/admin/queues`): O(replicas + turns running),
+  both bounded (turns by the global limit); it deletes only stale config reports.
 
   KEYS[1]  config     unused
   KEYS[2]  counts     unused
@@ -19,11 +19,13 @@
 
   Built from ARGV[1]:
     lease:<token>    reads
-    config-replicas  reads (pool/publish-config)
+    config-replicas  reads (pool/publish-config), deletes stale reports
 
   Returns {{replica id, heartbeat deadline (ms), turns running, config report or false}, ...}
   for every replica in the live set, expired ones included until the next registration removes
-  them
+  them; then, with deadline -1, those out of the set that hold turns or reported their config
+  within REPORT_KEPT_MS (a replica whose configuration differs leaves the set but says so);
+  older reports of replicas out of the set are deleted
 ]]
 --- @include "pool/includes/preamble"
 
@@ -41,6 +43,25 @@ for index = 1, #entries, 2 do
   local id = entries[index]
   replicas[#replicas + 1] = { id, tonumber(entries[index + 1]), running[id] or 0, rcall('HGET', reports, id) }
   running[id] = nil
+end
+-- A replica out of the set reports its config at every check (5 s): older reports are a dead one's.
+local REPORT_KEPT_MS = 60000
+local listed = {}
+for _, row in ipairs(replicas) do
+  listed[row[1]] = true
+end
+local fields = rcall('HGETALL', reports)
+for index = 1, #fields, 2 do
+  local id, report = fields[index], fields[index + 1]
+  if not listed[id] then
+    local at = tonumber(string.match(report, '^[^|]*|[^|]*|([^|]*)|'))
+    if at and at > now - REPORT_KEPT_MS then
+      replicas[#replicas + 1] = { id, -1, running[id] or 0, report }
+      running[id] = nil
+    else
+      rcall('HDEL', reports, id)
+    end
+  end
 end
 -- Turns of a replica no longer in the set (its entry removed, its leases not yet reclaimed).
 for id, turns in pairs(running) do
