@@ -52,7 +52,7 @@ export type {
 // Outbound: platform failures as SB_CHANNEL_* errors, JSON calls to platforms, long replies cut,
 // sends and streamed previews made of a channel's post and edit calls, the texts a send posted
 export { abortableCall } from './outbound/abortable-call.js';
-export { channelFailure } from './outbound/channel-failure.js';
+export { channelFailure, platformReasonOf } from './outbound/channel-failure.js';
 export { channelPacing } from './outbound/channel-pacing.js';
 export type { ChannelPacing, PacingOptions } from './outbound/channel-pacing.js';
 export type { ChannelFailureOptions, FailedCall } from './outbound/channel-failure.js';
@@ -72,3 +72,7 @@ export { MAX_RETRY_AFTER_MS, retryAfterMs } from './outbound/retry-after.js';
 export { retryKeyOf } from './outbound/retry-key.js';
 export { splitReplies } from './outbound/split-replies.js';
 export type { ReplyPart } from './outbound/split-replies.js';
+
+// Probe: a channel's read-only check of its credentials (`switchboard doctor`)
+export { probePlatform } from './probe/probe-platform.js';
+export type { ChannelProbeOptions, ProbeTarget } from './probe/probe-platform.js';
