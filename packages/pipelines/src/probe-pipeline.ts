@@ -36,11 +36,12 @@ function unreachableReason(error: unknown, timeoutMs: number): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function unreachable(url: string, error: unknown, timeoutMs: number, configPath: string): ProbeResult {
+/** A request to `url` that got no answer; `urlKey` is where the URL is configured (`pipelines[1].url`). */
+function unreachable(url: string, error: unknown, timeoutMs: number, urlKey: string): ProbeResult {
   return {
     level: 'fail',
     detail: `unreachable: ${unreachableReason(error, timeoutMs)} (${shownUrl(url)})`,
-    hint: `start the endpoint, or fix ${configPath} and check that this host reaches it`,
+    hint: `start the endpoint, or fix ${urlKey} and check that this host reaches it`,
   };
 }
 
