@@ -52,7 +52,7 @@ export type {
 // Outbound: platform failures as SB_CHANNEL_* errors, JSON calls to platforms, long replies cut,
 // sends and streamed previews made of a channel's post and edit calls, the texts a send posted
 export { abortableCall } from './outbound/abortable-call.js';
-export { channelFailure, platformReasonOf } from './outbound/channel-failure.js';
+export { channelFailure } from './outbound/channel-failure.js';
 export { channelPacing } from './outbound/channel-pacing.js';
 export type { ChannelPacing, PacingOptions } from './outbound/channel-pacing.js';
 export type { ChannelFailureOptions, FailedCall } from './outbound/channel-failure.js';

@@ -26,6 +26,7 @@ function brokenCheck(name: string, error: unknown): NamedCheck {
   };
 }
 
+/** `check` under `name`, or a broken check when it threw. */
 async function settled(name: string, check: Promise<Omit<NamedCheck, 'name'>>): Promise<NamedCheck> {
   return check.then(
     (result) => ({ name, ...result }),
@@ -33,8 +34,11 @@ async function settled(name: string, check: Promise<Omit<NamedCheck, 'name'>>): 
   );
 }
 
-/** The config's checks: loads and validates as `config check` does; a refusal is the only check. */
-async function configChecks(path: string): Promise<NamedCheck[]> {
+/**
+ * Every check, at once: the config first, loaded and validated as `config check` does (a refusal
+ * is then the only check), then each channel, pipeline and store it configures.
+ */
+async function runChecks(path: string): Promise<NamedCheck[]> {
   let config: Awaited<ReturnType<typeof validateConfig>>;
   try {
     config = await validateConfig(path);
@@ -81,7 +85,7 @@ async function configChecks(path: string): Promise<NamedCheck[]> {
  * warnings do not fail. Sends no message and runs no turn.
  */
 export async function doctor(path: string, flags: { json: boolean }, io: CommandIo): Promise<number> {
-  const checks = await configChecks(path);
+  const checks = await runChecks(path);
   const failed = checks.filter((check) => check.level === 'fail').length;
   if (flags.json) {
     io.out(
