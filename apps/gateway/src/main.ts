@@ -11,6 +11,8 @@ Commands:
   serve                      run the gateway
   config check               validate the configuration and exit
   reload                     make the running gateway reload this configuration file
+  doctor [--json]            check the configuration, then each channel, pipeline and store for real
+                             (read-only: sends no message, runs no turn); exit 1 on any failure
   route                      dry-run routing for one message
       --channel ID --chat-type person|group --chat-id ID [--sender ID] --text TEXT [--mention] [--json]
       (write ids that start with "-" as --chat-id=-100123)
@@ -85,6 +87,10 @@ export async function main(
       case 'config check': {
         const { configCheck } = await import('./commands/config-check.js');
         return await configCheck(path, io);
+      }
+      case 'doctor': {
+        const { doctor } = await import('./commands/doctor.js');
+        return await doctor(path, { json: values.json ?? false }, io);
       }
       case 'route': {
         const missing = (['channel', 'chat-type', 'chat-id', 'text'] as const).filter(

@@ -3,6 +3,7 @@
 // The channel (what the app wires)
 export { createDiscordChannel } from './channel.js';
 export type { DiscordChannelOptions } from './channel.js';
+export { probeDiscordChannel } from './probe.js';
 
 // Pure halves, for tests and tools
 export { normalizeMessage } from './inbound/normalize.js';

@@ -2,6 +2,7 @@
 // parts (signature check, body opening, normalizer, renderer) for tools and tests.
 export { createFeishuChannel } from './channel.js';
 export type { FeishuChannelOptions } from './channel.js';
+export { probeFeishuChannel } from './probe.js';
 export { feishuSignature, verifyFeishuCall } from './inbound/verify.js';
 export type { FeishuKeys } from './inbound/verify.js';
 export { openFeishuBody, tokenOf } from './inbound/open-body.js';

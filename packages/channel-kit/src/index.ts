@@ -72,3 +72,7 @@ export { MAX_RETRY_AFTER_MS, retryAfterMs } from './outbound/retry-after.js';
 export { retryKeyOf } from './outbound/retry-key.js';
 export { splitReplies } from './outbound/split-replies.js';
 export type { ReplyPart } from './outbound/split-replies.js';
+
+// Probe: a channel's read-only check of its credentials (`switchboard doctor`)
+export { probePlatform } from './probe/probe-platform.js';
+export type { ChannelProbeOptions, ProbeTarget } from './probe/probe-platform.js';

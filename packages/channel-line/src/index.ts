@@ -2,5 +2,6 @@
 // parts for tools and tests.
 export { createLineChannel } from './channel.js';
 export type { LineChannelOptions } from './channel.js';
+export { probeLineChannel } from './probe.js';
 export { normalizeLineEvent } from './inbound/normalize.js';
 export type { LineMessageEvent, NormalizeContext } from './inbound/normalize.js';

@@ -31,7 +31,8 @@ const AUTH_ERRORS = new Set([
 /** Platform errors that say Slack itself failed; the same call may succeed later. */
 const TRANSIENT_ERRORS = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
 
-function kindOf(code: string): FailureKind {
+/** What a Web API `error` string means: a refused token, a rate limit, Slack failing, or a refusal. */
+export function slackErrorKind(code: string): FailureKind {
   if (AUTH_ERRORS.has(code)) return 'auth';
   if (code === 'ratelimited') return 'rate_limited';
   return TRANSIENT_ERRORS.has(code) ? 'transient' : 'refused';
@@ -48,7 +49,7 @@ export function failureOf(error: unknown): PlatformFailure {
     return { status: 429, retryAfterMs: error.retryAfter * 1000 };
   if (error instanceof webApi.WebAPIPlatformError) {
     const code = error.data.error;
-    return { code, kind: kindOf(code) };
+    return { code, kind: slackErrorKind(code) };
   }
   if (error instanceof webApi.WebAPIHTTPError) return { status: error.statusCode };
   if (error instanceof webApi.WebAPIRequestError) return { network: networkReasonOf(error.original) };

@@ -2,6 +2,7 @@
 // parts (activity reader, normalizer, renderer) and the inbound check for tools and tests.
 export { createTeamsChannel } from './channel.js';
 export type { TeamsChannelOptions } from './channel.js';
+export { probeTeamsChannel } from './probe.js';
 export { parseActivity } from './inbound/activity.js';
 export type { Activity, MessageActivity } from './inbound/activity.js';
 export { BOT_FRAMEWORK_ISSUER, createTeamsAuthenticator } from './inbound/authenticate.js';

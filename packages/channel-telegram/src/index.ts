@@ -3,6 +3,7 @@
 // The channel
 export { createTelegramChannel } from './channel.js';
 export type { TelegramChannelOptions } from './channel.js';
+export { probeTelegramChannel } from './probe.js';
 
 // Pure parts, for tests and tools
 export { ALLOWED_UPDATES, normalizeUpdate, platformMessageId } from './inbound/normalize.js';

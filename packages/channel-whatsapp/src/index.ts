@@ -2,6 +2,7 @@
 // parts for tools and tests.
 export { createWhatsAppChannel } from './channel.js';
 export type { WhatsAppChannelOptions } from './channel.js';
+export { probeWhatsAppChannel } from './probe.js';
 export { normalizeWhatsAppMessage } from './inbound/normalize.js';
 export type { NormalizeContext } from './inbound/normalize.js';
 export { parseNotification } from './inbound/parse-notification.js';

@@ -119,6 +119,7 @@ export { createMessageTracer } from './observability/message-trace.js';
 export type { MessageTracer } from './observability/message-trace.js';
 export { isSecretField, secretEntries, secretField, secretValues } from './observability/secret-fields.js';
 export type { SecretEntry } from './observability/secret-fields.js';
+export type { ProbeResult } from './observability/probe-result.js';
 export { MIN_MASKED_CHARS, SECRET_MASK, createSecretMasker } from './observability/secret-masker.js';
 export type { SecretMasker } from './observability/secret-masker.js';
 // Test-only: the crash points of the reliability suite (`SWITCHBOARD_CRASH_AT`, docs/RELIABILITY.md)

@@ -8,6 +8,8 @@ export type { HttpRequestBody } from './turn-body.js';
 export { createHttpPipeline, HttpPipelineOptionsSchema } from './http.js';
 export type { OpenAIPipelineDeps, OpenAIPipelineOptions } from './openai.js';
 export { createOpenAIPipeline, OpenAIPipelineOptionsSchema } from './openai.js';
+export type { AnyPipelineOptions, PipelineProbeOptions } from './probe-pipeline.js';
+export { probePipeline } from './probe-pipeline.js';
 export type { VerifySignatureOptions } from './signature.js';
 export { SIGNATURE_HEADER, signBody, verifySignature } from './signature.js';
 export type { ProcessPipelineDeps, ProcessPipelineOptions } from './process/process-pipeline.js';

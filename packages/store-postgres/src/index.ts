@@ -4,3 +4,5 @@ export type { Migration } from './migrations.js';
 export { loadMigrations } from './migrations.js';
 export type { PostgresStore, PostgresStoreOptions } from './postgres-store.js';
 export { createPostgresStore } from './postgres-store.js';
+export { probePostgresStore } from './probe-postgres.js';
+export type { PostgresProbeOptions } from './probe-postgres.js';

@@ -11,6 +11,8 @@ export type { SharedConfig, SharedPipelinePolicy } from './config-fingerprint.js
 export { FAIL_FAST_OPTIONS, redisClientFactory } from './redis-connection.js';
 export type { RedisClientFactory } from './redis-connection.js';
 export { checkRedisHealth } from './health.js';
+export { probeRedisStore } from './probe-redis.js';
+export type { RedisProbe, RedisProbeOptions } from './probe-redis.js';
 export { createAuditOutbox } from './audit-outbox.js';
 export type { AuditOutbox, AuditOutboxOptions } from './audit-outbox.js';
 export type { StoreHealth } from './health.js';

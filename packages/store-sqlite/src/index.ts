@@ -6,3 +6,4 @@ export { SCHEMA_VERSION } from './migrations.js';
 export type { AuditReader } from './sqlite-audit-log.js';
 export type { SqliteStore, SqliteStoreOptions } from './sqlite-store.js';
 export { createSqliteStore } from './sqlite-store.js';
+export { probeSqliteFile } from './probe-sqlite.js';

@@ -71,9 +71,10 @@ export async function removePoolKeys(url: string, prefix: string): Promise<void>
 
 /**
  * A Redis of the test's own on a free port, for outage tests: stopping it touches nothing else.
- * Append-only with fsync on every write, so a restart keeps what was written.
+ * Append-only with fsync on every write, so a restart keeps what was written; `settings` are
+ * passed after those and so override them (`['--maxmemory-policy', 'allkeys-lru']`).
  */
-export async function startPrivateRedis() {
+export async function startPrivateRedis(settings: readonly string[] = []) {
   const port = await freePort();
   const folder = mkdtempSync(join(tmpdir(), 'switchboard-redis-'));
   const pidFile = join(folder, 'redis.pid');
@@ -98,6 +99,7 @@ export async function startPrivateRedis() {
         'yes',
         '--pidfile',
         pidFile,
+        ...settings,
       ]);
       child.once('error', reject);
       child.once('exit', (code) =>

@@ -125,6 +125,11 @@ export interface FakeTelegram {
   textOf(chatId: number | string, messageId: number): string | undefined;
   /** The current webhook, or `null` after deleteWebhook / before setWebhook. */
   webhook(): FakeTelegramWebhook | null;
+  /**
+   * Makes getWebhookInfo report a failed delivery to the webhook (`last_error_message`, with
+   * `last_error_date` now), as Telegram does when the webhook URL does not answer; null clears it.
+   */
+  setWebhookError(message: string | null): void;
   /** Updates confirmed by a getUpdates `offset`: every update_id below this number. */
   confirmedOffset(): number;
   /** Updates queued and not yet confirmed. */
@@ -217,6 +222,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const fetchCounts = new Map<number, number>();
   let queue: Json[] = [];
   let webhook: FakeTelegramWebhook | null = null;
+  let webhookError: { message: string; date: number } | null = null;
   let confirmed = 0;
   let nextUpdateId = 100_000;
   let nextMessageId = 1;
@@ -377,6 +383,9 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
           url: webhook?.url ?? '',
           has_custom_certificate: false,
           pending_update_count: queue.length,
+          ...(webhookError === null
+            ? {}
+            : { last_error_date: webhookError.date, last_error_message: webhookError.message }),
         });
       case 'getUpdates':
         return getUpdates(body, response);
@@ -454,6 +463,9 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     edits: () => [...edits],
     textOf: (chatId, messageId) => texts.get(`${chatId}:${messageId}`),
     webhook: () => webhook,
+    setWebhookError(message) {
+      webhookError = message === null ? null : { message, date: Math.floor(Date.now() / 1000) };
+    },
     confirmedOffset: () => confirmed,
     pendingUpdates: () => queue.filter((update) => update.update_id >= confirmed),
     maxOpenPolls: () => maxOpenPolls,

@@ -12,7 +12,8 @@ import { readJsonBody } from './json-body.js';
  * as the channel's `api_url`). It checks the Bearer access token (401, Graph error code 190), the
  * phone number id and the text message (`messaging_product: whatsapp`, `to`, `type: text`,
  * `text.body` of 1 to 4096 characters, else 400 with code 100) and answers
- * `{ messaging_product, contacts: [{ input, wa_id }], messages: [{ id: "wamid…" }] }`. It records
+ * `{ messaging_product, contacts: [{ input, wa_id }], messages: [{ id: "wamid…" }] }`; `GET
+ * /{version}/{phone_number_id}` answers the number's `display_phone_number` and `verified_name`. It records
  * every call and can answer a rate limit (130429, 131056 or 80007), a refused token, a send
  * outside the 24-hour window (131047), another status, or hang. With `rateLimits` it enforces the throughput and pair rate: a send past one is
  * answered 130429 (HTTP 429) or 131056 (HTTP 400, as Meta answers it) and counted. Webhook notifications are POSTed with `deliverWebhook`, signed as Meta signs
@@ -260,6 +261,12 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   function accept(method: string, path: string, body: Json | null, arrivedAt: number): Answer {
     const parts = path.split('/');
     const [, version = '', phone, edge] = parts;
+    if (method === 'GET' && parts.length === 3 && VERSION.test(version) && phone === phoneNumberId) {
+      return {
+        status: 200,
+        body: { id: phoneNumberId, display_phone_number: '15550783881', verified_name: 'Switchboard Test' },
+      };
+    }
     if (method !== 'POST' || parts.length !== 4 || edge !== 'messages' || !VERSION.test(version))
       return graphError(400, 100, `Unknown path components: ${path}`);
     if (phone !== phoneNumberId) {

@@ -18,12 +18,13 @@ const CODE_KINDS = new Map<number, FailureKind>([
 ]);
 
 /** An open platform answer: `code` 0 is success, even on HTTP 200. */
-interface OpenApiAnswer {
+export interface OpenApiAnswer {
   code?: number;
   msg?: string;
 }
 
-function answerFailure({ code, msg }: OpenApiAnswer): PlatformFailure {
+/** An answer with a non-zero `code` as a failure: the credential codes are auth, the limits rate limits. */
+export function answerFailure({ code, msg }: OpenApiAnswer): PlatformFailure {
   const kind = code === undefined ? undefined : CODE_KINDS.get(code);
   return { code, description: msg, ...(kind === undefined ? {} : { kind }) };
 }

@@ -21,7 +21,7 @@ export interface ChannelFailureOptions {
 }
 
 /** `HTTP 403: 50013: Missing Permissions`: what the platform said, as much as it said. */
-function reasonOf({ status, code, description }: PlatformFailure): string {
+export function platformReasonOf({ status, code, description }: PlatformFailure): string {
   const parts = [status === undefined ? undefined : `HTTP ${status}`, code, description];
   const said = parts.filter((part) => part !== undefined && part !== '');
   return said.length === 0 ? 'no reason given' : said.join(': ');
@@ -58,14 +58,16 @@ export function channelFailure(
     const check = options.credentialPath === undefined ? '' : `; check ${options.credentialPath}`;
     return new SwitchboardError('SB_CHANNEL_AUTH_FAILED', {
       message: redact(
-        `${at} failed: the platform refused the credentials (${reasonOf(failure)})${check}`,
+        `${at} failed: the platform refused the credentials (${platformReasonOf(failure)})${check}`,
         secrets,
       ),
       details,
     });
   }
   const what =
-    failure.network === undefined ? ` (${reasonOf(failure)})` : `: network error (${failure.network})`;
+    failure.network === undefined
+      ? ` (${platformReasonOf(failure)})`
+      : `: network error (${failure.network})`;
   return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
     message: redact(`${at} failed${what}`, secrets),
     details,
