@@ -180,6 +180,36 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       });
     });
 
+    describe('when a reload reconfigures the pool', () => {
+      it('claims by the new limits from then on, keeping the turns running, and a full queue takes more', async () => {
+        const p = await pool({
+          global: 1,
+          maxPending: 3,
+          pipelines: [{ id: 'p', max_concurrency: 1 }, { id: 'q' }],
+        });
+        for (const session of ['A', 'B', 'C']) await p.enqueue(queued(session));
+        expect((await p.enqueue(queued('D'))).accepted).toBe(false);
+        const running = (await p.claim()) as Turn;
+        expect(await p.claim()).toBeNull();
+
+        const policies = [{ id: 'p', max_concurrency: 3 }, { id: 'q' }].map((input) =>
+          PipelinePolicySchema.parse(input),
+        );
+        await p.reconfigure({
+          concurrency: { global: 3, perSession: 1 },
+          limits: { maxPending: 10, maxPendingPerSession: 500 },
+          pipelines: policies,
+        });
+        expect((await p.enqueue(queued('D'))).accepted).toBe(true);
+        expect((await p.claim())?.session).toBe('B');
+        expect((await p.claim())?.session).toBe('C');
+        expect(await p.claim()).toBeNull();
+        expect((await p.stats()).inflight).toBe(3);
+        expect(await p.complete(running)).toBe('settled');
+        expect((await p.claim())?.session).toBe('D');
+      });
+    });
+
     describe('when concurrency.session is 2', () => {
       it('runs two turns of one session at once, never a third', async () => {
         const p = await pool({ perSession: 2 });
