@@ -96,6 +96,27 @@ function lazySwaggerUi(
   };
 }
 
+/** The `@fastify/swagger` options of a document titled by `info`, built from the zod schemas. */
+function swaggerOptionsOf(info: Pick<ApiDocsOptions, 'title' | 'version'>) {
+  return {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: info.title, version: info.version },
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http' as const,
+            scheme: 'bearer',
+            description:
+              'A channel api_key (channel routes) or admin.token (admin routes); with none configured, loopback clients need none.',
+          },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+  };
+}
+
 /**
  * Collects the OpenAPI document of `app`'s routes as they are registered (`app.swagger()`), for
  * an app whose requests another server hands over: that server's `registerApiDocs` serves it
@@ -105,23 +126,7 @@ export async function collectApiDocs(
   app: FastifyInstance,
   info: Pick<ApiDocsOptions, 'title' | 'version'>,
 ): Promise<void> {
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: info.title, version: info.version },
-      components: {
-        securitySchemes: {
-          bearerAuth: {
-            type: 'http',
-            scheme: 'bearer',
-            description:
-              'A channel api_key (channel routes) or admin.token (admin routes); with none configured, loopback clients need none.',
-          },
-        },
-      },
-    },
-    transform: jsonSchemaTransform,
-  });
+  await app.register(fastifySwagger, swaggerOptionsOf(info));
 }
 
 /**
@@ -132,7 +137,9 @@ export async function collectApiDocs(
  * zod schemas or none.
  */
 export async function registerApiDocs(server: FastifyInstance, options: ApiDocsOptions): Promise<void> {
-  await collectApiDocs(server, options);
+  // Registered here, not through `collectApiDocs`: a caller that does not wait for this (it
+  // readies the server next) must find both registrations queued before it boots.
+  await server.register(fastifySwagger, swaggerOptionsOf(options));
   const { mounted } = options;
   const document = () => (mounted === undefined ? server.swagger() : mergedDocument(server, mounted()));
   // A scope of their own, so that `auth` guards these routes and nothing else.
