@@ -182,7 +182,9 @@ describe.each([
   });
 
   it('loads the shipped config with the gateway loader in the environment the pod sets', () => {
-    const { config, configPath } = rendered();
+    const { config, configPath, pod } = rendered();
+    // Only what the pod sets: no service-link variables of the Service `switchboard` beside them.
+    expect(pod?.enableServiceLinks).toBe(false);
     expect(configPath).toBe(IMAGE.env.get('SWITCHBOARD_CONFIG'));
     expect(config.channels.length).toBeGreaterThan(0);
   });
@@ -315,6 +317,11 @@ describe('the base kustomization', () => {
     const claim = only(objects, PersistentVolumeClaim);
     expect(data?.persistentVolumeClaim?.claimName).toBe(claim.metadata?.name);
     expect(claim.spec?.accessModes).toEqual(['ReadWriteOnce']);
+  });
+
+  it("runs the settings of docker/config/switchboard.yaml, the image's own config", async () => {
+    const { config, env } = rendered();
+    expect(config).toEqual(await loadConfig(join(ROOT, 'docker', 'config', 'switchboard.yaml'), { env }));
   });
 });
 
