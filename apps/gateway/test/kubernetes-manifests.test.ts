@@ -206,6 +206,8 @@ describe.each([
     const port = gateway.ports?.find((candidate) => candidate.name === 'http');
     expect(port?.containerPort).toBe(config.server.port);
     expect(gateway.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    // The kubelet probes without credentials.
+    expect(config.admin.protect).not.toContain('readyz');
     expect(gateway.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(gateway.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
     const service = only(objects, Service);
