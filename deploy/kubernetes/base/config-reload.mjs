@@ -1,8 +1,9 @@
 // The config-reload container of the gateway's pod. Kubernetes rewrites a ConfigMap mounted as
 // a folder in place (an atomic swap of the folder's `..data` link); the gateway reads its file
 // only at start, on SIGHUP and on POST /admin/reload. This polls the file and, when its content
-// changes, calls POST /admin/reload on the gateway over loopback, which re-reads the routing
-// rules (a file with a bad rule is refused and the old rules stay).
+// changes, calls POST /admin/reload on the gateway over loopback, which puts the file's channels,
+// pipelines, limits and routing in force (a bad file, or one that changes what needs a restart,
+// is refused and the configuration in force stays).
 //
 // Polling, not fs.watch: the swap replaces links above the file, which inotify on the file's
 // path does not report. A refused reload is logged and not retried until the file changes
@@ -50,7 +51,7 @@ for (;;) {
     });
     const body = await response.text();
     applied = text;
-    if (response.ok) log('info', { answer: body }, 'routing reloaded');
+    if (response.ok) log('info', { answer: body }, 'reloaded');
     else log('error', { status: response.status, answer: body }, 'reload refused');
   } catch (err) {
     log('warn', { err: err.message }, 'reload failed: retrying');

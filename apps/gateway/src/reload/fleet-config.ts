@@ -26,7 +26,10 @@ export function configDigest(config: Config): string {
 export interface FleetFollower {
   /** Adopts the fleet's version if this replica's file matches it, else publishes none and says it differs. */
   start(): Promise<void>;
-  /** A reload here succeeded: its configuration becomes the fleet's, one version up. */
+  /**
+   * A reload here succeeded: its configuration becomes the fleet's, one version up, unless the
+   * fleet runs it already.
+   */
   published(): Promise<void>;
   /**
    * Reloads this replica's file if the fleet runs a newer version with the same digest; else
@@ -114,7 +117,14 @@ export function followFleetConfig(options: {
       timer.unref();
     },
     async published() {
-      version = await store.publishConfig(configDigest(live.current()));
+      const digest = configDigest(live.current());
+      // Each pod's reloader reloads the same file: only the first publishes a new version.
+      const fleet = await store.fleetConfig();
+      if (fleet?.digest === digest) {
+        version = fleet.version;
+        return report('current');
+      }
+      version = await store.publishConfig(digest);
       logger.info({ version }, 'published as the fleet configuration');
     },
     check: checkOnce,
