@@ -211,6 +211,40 @@ routing: { default: bot }
     });
   });
 
+  describe('when a changed polling channel fails to start', () => {
+    it('answers the failure, and the channel before the change polls and answers again', {
+      timeout: 60_000,
+    }, async () => {
+      const telegram = await startFakeTelegram();
+      cleanup(() => telegram.close());
+      const yaml = (token: string) => `
+channels:
+  - { id: tg, type: telegram, token: "${token}", api_root: "${telegram.url}" }
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+      const gateway = await serveYaml(yaml(telegram.token), { cleanup });
+      const say = (text: string) => {
+        const chat = { id: 7100, first_name: 'Tea', type: 'private' };
+        telegram.pushUpdate({
+          message: telegram.message({ chat, from: { id: chat.id, is_bot: false, first_name: 'Tea' }, text }),
+        });
+      };
+      say('before');
+      await eventually(() => telegram.deliveredTo(7100).includes('before'));
+
+      // Telegram refuses this token: the new connection cannot start.
+      writeFileSync(gateway.configPath, testConfig(gateway.dir, yaml('111:refused-token')));
+      const failed = await post(`${gateway.url}/admin/reload`, {});
+      expect(failed.status).toBeGreaterThanOrEqual(400);
+      expect(failed.body?.error?.code).toMatch(/^SB_/);
+
+      say('after');
+      await eventually(() => telegram.deliveredTo(7100).includes('after'), 30_000);
+      expect(telegram.maxOpenPolls()).toBe(1);
+    });
+  });
+
   describe('when a reload removes a pipeline with a turn running and a message queued on it', () => {
     it('finishes the running turn there, dead-letters the queued one as pipeline_removed, and a replay routes it anew', {
       timeout: 60_000,
