@@ -217,7 +217,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     stop() {
       if (stopping === undefined) {
         draining = true;
-        stopping = stopGateway(parts);
+        // A reload under way ends first: one that went on would start channels after they stopped.
+        fleet?.stop();
+        stopping = live.stop().then(() => stopGateway(parts));
       }
       return stopping;
     },

@@ -22,6 +22,11 @@ export interface LiveConfig {
    * restart, is refused with the paths named, and nothing changes.
    */
   reload(): Promise<ReloadResult>;
+  /**
+   * Shutdown began: every reload from now on is refused (SB_DRAINING), and this resolves once the
+   * one under way has ended, so that no channel is started after the channels were stopped.
+   */
+  stop(): Promise<void>;
 }
 
 export interface LiveConfigDeps {
@@ -56,6 +61,7 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
   const { channels, pipelines, pool, routing, logger } = deps;
   let current = config;
   let reloading: Promise<unknown> = Promise.resolve();
+  let stopped = false;
 
   async function apply(next: LoadedConfig, changes: ConfigChanges): Promise<void> {
     const workerIdentities = isolateWorkers(next, {
@@ -84,6 +90,8 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
   }
 
   async function reload(): Promise<ReloadResult> {
+    if (stopped)
+      throw new SwitchboardError('SB_DRAINING', { message: 'the gateway is shutting down: no reload' });
     const next = await reread(deps.configPath);
     const changes = configChanges(current, next);
     if (changes.refused.length > 0) {
@@ -107,6 +115,10 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
       const run = reloading.then(reload, reload);
       reloading = run.catch(() => undefined);
       return run;
+    },
+    async stop() {
+      stopped = true;
+      await reloading;
     },
   };
 }
