@@ -14,8 +14,10 @@ import {
   post,
   runCli,
   serveYaml,
+  tempDir,
   testConfig,
   useCleanups,
+  writeConfig,
 } from './serve-process.js';
 
 const cleanup = useCleanups();
@@ -242,6 +244,22 @@ routing: { default: echo }
       say('after');
       await eventually(() => telegram.deliveredTo(7100).includes('after'), 30_000);
       expect(telegram.maxOpenPolls()).toBe(1);
+    });
+  });
+
+  describe('when server.host is an address of another machine', () => {
+    it('`switchboard reload` refuses to send the admin token there over plain HTTP', async () => {
+      const dir = tempDir();
+      // 192.0.2.1 (TEST-NET-1) is no address of this machine and answers nothing.
+      const configPath = writeConfig(
+        dir,
+        testConfig(dir, 'admin: { token: "reload-admin-token-0123456789" }\n', 'host: 192.0.2.1, port: 8080'),
+      );
+      const cli = await runCli(['reload', '-c', configPath], { cwd: dir });
+      expect(cli.code).toBe(1);
+      expect(cli.stderr).toContain(
+        'server.host 192.0.2.1 is not an address of this machine: the admin token is not sent over plain HTTP to another host',
+      );
     });
   });
 
