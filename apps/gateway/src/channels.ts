@@ -223,6 +223,8 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
       throw err;
     }
     await apps.mount(channel.id, prefixOf(channel), app);
+    // Shutdown began while it started: it drains with the others.
+    if (stopped) entry.adapter.drain?.();
     if (previous !== undefined && !handOver) await retire(previous);
   }
 

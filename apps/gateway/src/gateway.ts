@@ -217,9 +217,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     stop() {
       if (stopping === undefined) {
         draining = true;
-        // A reload under way ends first: one that went on would start channels after they stopped.
-        fleet?.stop();
-        stopping = live.stop().then(() => stopGateway(parts));
+        live.stop();
+        stopping = stopGateway(parts);
       }
       return stopping;
     },

@@ -23,10 +23,11 @@ export interface LiveConfig {
    */
   reload(): Promise<ReloadResult>;
   /**
-   * Shutdown began: every reload from now on is refused (SB_DRAINING), and this resolves once the
-   * one under way has ended, so that no channel is started after the channels were stopped.
+   * Shutdown began: every reload from now on is refused (SB_DRAINING), as is one still reading
+   * the file. The drain does not wait for one applying already: its channel puts are refused
+   * from the drain on, or end before the channels stop (`Channels`).
    */
-  stop(): Promise<void>;
+  stop(): void;
 }
 
 export interface LiveConfigDeps {
@@ -89,10 +90,16 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
     for (const id of changes.pipelines.removed) pipelines.remove(id);
   }
 
-  async function reload(): Promise<ReloadResult> {
-    if (stopped)
+  function refuseOnceStopped(): void {
+    if (stopped) {
       throw new SwitchboardError('SB_DRAINING', { message: 'the gateway is shutting down: no reload' });
+    }
+  }
+
+  async function reload(): Promise<ReloadResult> {
+    refuseOnceStopped();
     const next = await reread(deps.configPath);
+    refuseOnceStopped();
     const changes = configChanges(current, next);
     if (changes.refused.length > 0) {
       throw new SwitchboardError('SB_RELOAD_REFUSED', {
@@ -116,9 +123,8 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
       reloading = run.catch(() => undefined);
       return run;
     },
-    async stop() {
+    stop() {
       stopped = true;
-      await reloading;
     },
   };
 }

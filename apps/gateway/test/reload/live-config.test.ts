@@ -56,25 +56,17 @@ async function liveWithSlowChannels() {
 
 describe('createLiveConfig', () => {
   describe('stop', () => {
-    it('waits for the reload under way, and refuses every reload after it with SB_DRAINING', async () => {
+    it('lets the reload under way end, and refuses every reload after it with SB_DRAINING', async () => {
       const { live, puts, release, addChannel } = await liveWithSlowChannels();
       addChannel();
       const reloading = live.reload();
       await expect.poll(() => puts).toEqual(['more']);
 
-      let stopped = false;
-      const stopping = live.stop().then(() => {
-        stopped = true;
-      });
-      // A reload asked for meanwhile (a SIGHUP, the fleet follower) is refused, not queued to run later.
+      live.stop();
+      // A reload asked for meanwhile (a SIGHUP, the fleet follower) is refused, not run later.
       const late = live.reload();
-      await Promise.resolve();
-      expect(stopped).toBe(false);
-
       release();
       await expect(reloading).resolves.toEqual({ changed: ['channels.more: added'] });
-      await stopping;
-      expect(stopped).toBe(true);
       await expect(late).rejects.toMatchObject({ code: 'SB_DRAINING' });
       await expect(live.reload()).rejects.toMatchObject({ code: 'SB_DRAINING' });
       expect(puts).toEqual(['more']);
