@@ -214,7 +214,7 @@ routing: { default: bot }
   });
 
   describe('when a changed polling channel fails to start', () => {
-    it('answers the failure, and the channel before the change polls and answers again', {
+    it('answers the failure without the token, and the channel before the change polls and answers again', {
       timeout: 60_000,
     }, async () => {
       const telegram = await startFakeTelegram();
@@ -240,9 +240,27 @@ routing: { default: echo }
       const failed = await post(`${gateway.url}/admin/reload`, {});
       expect(failed.status).toBeGreaterThanOrEqual(400);
       expect(failed.body?.error?.code).toMatch(/^SB_/);
+      expect(JSON.stringify(failed.body)).not.toContain('refused-token');
 
       say('after');
       await eventually(() => telegram.deliveredTo(7100).includes('after'), 30_000);
+
+      // The same token, another option; the answer to the new start quotes the URL holding the token.
+      telegram.failNext('getMe', 1, { status: 404, description: `Not Found: /bot${telegram.token}/getMe` });
+      writeFileSync(
+        gateway.configPath,
+        testConfig(
+          gateway.dir,
+          yaml(telegram.token).replace('api_root:', 'outbound: { edit_interval: 2s }, api_root:'),
+        ),
+      );
+      const quoted = await post(`${gateway.url}/admin/reload`, {});
+      expect(quoted.status).toBeGreaterThanOrEqual(400);
+      expect(JSON.stringify(quoted.body)).toContain('Not Found: /bot');
+      expect(JSON.stringify(quoted.body)).not.toContain(telegram.token.split(':')[1]);
+
+      say('again');
+      await eventually(() => telegram.deliveredTo(7100).includes('again'), 30_000);
       expect(telegram.maxOpenPolls()).toBe(1);
     });
   });
