@@ -54,7 +54,8 @@ async function reread(configPath: string | undefined): Promise<LoadedConfig> {
 
 /**
  * The configuration of `config`, reloaded one reload at a time. The order keeps every message
- * somewhere to go: pipelines added or changed first, then limits, routing and channels, and the
+ * somewhere to go: pipelines added or changed first, then limits, routing and channels (the
+ * single-owner ones removed before any is added, the others after), and the
  * pipelines removed last, once no rule sends to them (their queued messages are dead-lettered
  * `pipeline_removed` when claimed, replayable through the routing in force).
  */
@@ -84,9 +85,14 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
       });
     }
     if (changes.routing || policiesChanged) routing.apply(next);
+    // A single-owner connection renamed keeps its token under another lease: the old one stops
+    // before the new one connects, or both would poll the token for a while.
+    const singleOwner = (id: string) => channels.adapters.get(id)?.singleConsumer === true;
+    const removed = changes.channels.removed;
+    for (const id of removed.filter(singleOwner)) await channels.remove(id);
     for (const channel of [...changes.channels.added, ...changes.channels.changed])
       await channels.put(channel);
-    for (const id of changes.channels.removed) await channels.remove(id);
+    for (const id of removed.filter((id) => !singleOwner(id))) await channels.remove(id);
     for (const id of changes.pipelines.removed) pipelines.remove(id);
   }
 
