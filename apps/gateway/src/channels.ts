@@ -1,16 +1,17 @@
 import { type OwnedChannels, ownChannels, webhookPath } from '@switchboard/channel-kit';
 import { type ChannelEvents, createOpenApiChannel } from '@switchboard/channel-openapi';
 import type { Config } from '@switchboard/config';
-import type {
-  ChannelAdapter,
-  ChannelContext,
-  ChannelLeases,
-  ChannelPolicy,
-  Logger,
-  MessageStatusStore,
-  OutboundObserver,
-  OutboundPolicy,
-  RateBuckets,
+import {
+  type ChannelAdapter,
+  type ChannelContext,
+  type ChannelLeases,
+  type ChannelPolicy,
+  type Logger,
+  type MessageStatusStore,
+  type OutboundObserver,
+  type OutboundPolicy,
+  type RateBuckets,
+  SwitchboardError,
 } from '@switchboard/core';
 import type { FastifyInstance } from 'fastify';
 import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
@@ -43,7 +44,9 @@ export interface Channels {
    * Builds `channel` anew and puts it in place of the channel of its id, if any, without a gap
    * for webhooks: the new one is started and serves the routes before the old one is drained and
    * stopped. A single-owner connection is handed over: the old one stops and releases its lease
-   * first, so that two never poll at once.
+   * first, so that two never poll at once. A new one that fails to start is stopped and the
+   * failure thrown; what was in force comes back (started again if it was handed over).
+   * Puts, removes and `stop` run one after the other; after `drain` or `stop`, SB_DRAINING.
    */
   put(channel: ChannelConfig): Promise<void>;
   /** Stops serving channel `id` (its routes answer 404), drains and stops it. */
@@ -180,6 +183,73 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
     await entry.app.close();
   }
 
+  /** Takes channel `id` out of service: its paths answer 404, nothing is sent through it. */
+  function forget(id: string): void {
+    apps.unmount(id);
+    built.delete(id);
+    ownership.remove(id);
+    policies.delete(id);
+    outbound.delete(id);
+    httpChannels.delete(id);
+  }
+
+  /** Puts, removes and the final stop run one at a time, so that none starts what another stops. */
+  let queue: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  function serially<Result>(step: () => Promise<Result>): Promise<Result> {
+    const run = queue.then(step, step);
+    queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async function putNow(channel: ChannelConfig): Promise<void> {
+    if (context === undefined) throw new Error('channels.put() before start()');
+    if (stopped) throw new SwitchboardError('SB_DRAINING', { message: 'the gateway is shutting down' });
+    const { adapter, app } = await build(channel);
+    const previous = built.get(channel.id);
+    const handOver = previous?.adapter.singleConsumer === true;
+    // Two connections of one token must never run at once: the old one stops (and lets its
+    // lease go) before the new one asks for it.
+    if (previous !== undefined && handOver) await retire(previous);
+    const entry = register(channel, adapter, app);
+    try {
+      await entry.adapter.start({ ...context, recovered: [] });
+    } catch (err) {
+      await entry.adapter
+        .stop()
+        .catch((stopErr: unknown) => logger.warn({ err: stopErr }, 'channel stop failed'));
+      await app.close();
+      await restore(channel.id, previous, handOver);
+      throw err;
+    }
+    await apps.mount(channel.id, prefixOf(channel), app);
+    // Shutdown began while it started: it drains with the others.
+    if (stopped) entry.adapter.drain?.();
+    if (previous !== undefined && !handOver) await retire(previous);
+  }
+
+  /**
+   * A new channel failed to start: what was in force comes back. One still running is used again;
+   * one handed over (stopped already) is built and started anew; a channel added is taken out.
+   */
+  async function restore(id: string, previous: Built | undefined, handedOver: boolean): Promise<void> {
+    if (previous !== undefined && !handedOver) {
+      register(previous.config, previous.adapter, previous.app);
+      return;
+    }
+    forget(id);
+    if (previous === undefined) return;
+    try {
+      await putNow(previous.config);
+      logger.warn({ channel: id }, 'the changed channel did not start: the one before it runs again');
+    } catch (err) {
+      logger.error(
+        { err, channel: id },
+        'the channel before the change did not start again: the channel is out of service',
+      );
+    }
+  }
+
   for (const channel of config.channels) {
     const { adapter, app } = await build(channel);
     register(channel, adapter, app);
@@ -202,38 +272,31 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
       }
     },
 
-    async put(channel) {
-      if (context === undefined) throw new Error('channels.put() before start()');
-      const { adapter, app } = await build(channel);
-      const previous = built.get(channel.id);
-      // Two connections of one token must never run at once: the old one stops (and lets its
-      // lease go) before the new one asks for it.
-      if (previous !== undefined && previous.adapter.singleConsumer === true) await retire(previous);
-      const entry = register(channel, adapter, app);
-      await entry.adapter.start({ ...context, recovered: [] });
-      await apps.mount(channel.id, prefixOf(channel), app);
-      if (previous !== undefined && previous.adapter.singleConsumer !== true) await retire(previous);
+    put(channel) {
+      return serially(() => putNow(channel));
     },
 
-    async remove(id) {
-      const entry = built.get(id);
-      if (entry === undefined) return;
-      apps.unmount(id);
-      built.delete(id);
-      ownership.remove(id);
-      policies.delete(id);
-      outbound.delete(id);
-      httpChannels.delete(id);
-      await retire(entry);
+    remove(id) {
+      return serially(async () => {
+        const entry = built.get(id);
+        if (entry === undefined) return;
+        forget(id);
+        await retire(entry);
+      });
     },
 
     drain() {
+      stopped = true;
       for (const entry of built.values()) entry.adapter.drain?.();
     },
 
-    async stop() {
-      for (const entry of built.values()) await entry.adapter.stop();
-      await Promise.all([...built.values()].map((entry) => entry.app.close()));
+    stop() {
+      stopped = true;
+      // After the put or remove under way: a channel it starts is stopped too.
+      return serially(async () => {
+        for (const entry of built.values()) await entry.adapter.stop();
+        await Promise.all([...built.values()].map((entry) => entry.app.close()));
+      });
     },
   };
 }

@@ -217,6 +217,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     stop() {
       if (stopping === undefined) {
         draining = true;
+        live.stop();
         stopping = stopGateway(parts);
       }
       return stopping;

@@ -14,8 +14,10 @@ import {
   post,
   runCli,
   serveYaml,
+  tempDir,
   testConfig,
   useCleanups,
+  writeConfig,
 } from './serve-process.js';
 
 const cleanup = useCleanups();
@@ -208,6 +210,74 @@ routing: { default: bot }
       expect(accepted).toMatchObject({ code: 0 });
       expect(accepted.stdout).toContain('pipelines.other: added');
       expect(accepted.stdout).toContain('pipelines.echo: removed');
+    });
+  });
+
+  describe('when a changed polling channel fails to start', () => {
+    it('answers the failure without the token, and the channel before the change polls and answers again', {
+      timeout: 60_000,
+    }, async () => {
+      const telegram = await startFakeTelegram();
+      cleanup(() => telegram.close());
+      const yaml = (token: string) => `
+channels:
+  - { id: tg, type: telegram, token: "${token}", api_root: "${telegram.url}" }
+pipelines: [{ id: echo, type: echo }]
+routing: { default: echo }
+`;
+      const gateway = await serveYaml(yaml(telegram.token), { cleanup });
+      const say = (text: string) => {
+        const chat = { id: 7100, first_name: 'Tea', type: 'private' };
+        telegram.pushUpdate({
+          message: telegram.message({ chat, from: { id: chat.id, is_bot: false, first_name: 'Tea' }, text }),
+        });
+      };
+      say('before');
+      await eventually(() => telegram.deliveredTo(7100).includes('before'));
+
+      // Telegram refuses this token: the new connection cannot start.
+      writeFileSync(gateway.configPath, testConfig(gateway.dir, yaml('111:refused-token')));
+      const failed = await post(`${gateway.url}/admin/reload`, {});
+      expect(failed.status).toBeGreaterThanOrEqual(400);
+      expect(failed.body?.error?.code).toMatch(/^SB_/);
+      expect(JSON.stringify(failed.body)).not.toContain('refused-token');
+
+      say('after');
+      await eventually(() => telegram.deliveredTo(7100).includes('after'), 30_000);
+
+      // The same token, another option; the answer to the new start quotes the URL holding the token.
+      telegram.failNext('getMe', 1, { status: 404, description: `Not Found: /bot${telegram.token}/getMe` });
+      writeFileSync(
+        gateway.configPath,
+        testConfig(
+          gateway.dir,
+          yaml(telegram.token).replace('api_root:', 'outbound: { edit_interval: 2s }, api_root:'),
+        ),
+      );
+      const quoted = await post(`${gateway.url}/admin/reload`, {});
+      expect(quoted.status).toBeGreaterThanOrEqual(400);
+      expect(JSON.stringify(quoted.body)).toContain('Not Found: /bot');
+      expect(JSON.stringify(quoted.body)).not.toContain(telegram.token.split(':')[1]);
+
+      say('again');
+      await eventually(() => telegram.deliveredTo(7100).includes('again'), 30_000);
+      expect(telegram.maxOpenPolls()).toBe(1);
+    });
+  });
+
+  describe('when server.host is an address of another machine', () => {
+    it('`switchboard reload` refuses to send the admin token there over plain HTTP', async () => {
+      const dir = tempDir();
+      // 192.0.2.1 (TEST-NET-1) is no address of this machine and answers nothing.
+      const configPath = writeConfig(
+        dir,
+        testConfig(dir, 'admin: { token: "reload-admin-token-0123456789" }\n', 'host: 192.0.2.1, port: 8080'),
+      );
+      const cli = await runCli(['reload', '-c', configPath], { cwd: dir });
+      expect(cli.code).toBe(1);
+      expect(cli.stderr).toContain(
+        'server.host 192.0.2.1 is not an address of this machine: the admin token is not sent over plain HTTP to another host',
+      );
     });
   });
 

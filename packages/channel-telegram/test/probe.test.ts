@@ -43,6 +43,13 @@ describe('probeTelegramChannel', () => {
       });
       expect(JSON.stringify(result)).not.toContain('refused-token');
     });
+
+    it('masks the token when the answer quotes the URL that holds it (a proxy, a self-hosted Bot API)', async () => {
+      fake.failNext('getMe', 1, { status: 404, description: `Not Found: /bot${fake.token}/getMe` });
+      const result = await probeTelegramChannel(config(), PROBE);
+      expect(result).toMatchObject({ level: 'fail', detail: expect.stringContaining('Not Found: /bot') });
+      expect(JSON.stringify(result)).not.toContain(fake.token.split(':')[1]);
+    });
   });
 
   describe('when the API does not answer', () => {

@@ -219,6 +219,28 @@ function checkUniqueIds(items: unknown, section: string, ctx: z.RefinementCtx) {
 }
 
 /**
+ * Flags `openapi` channels that share a path prefix: each channel's routes are served by the one
+ * channel whose prefix a request falls under, so a second channel on a prefix would never answer.
+ */
+function checkUniquePrefixes(channels: unknown, ctx: z.RefinementCtx) {
+  if (!Array.isArray(channels)) return;
+  const first = new Map<string, number>();
+  channels.forEach((item: unknown, index) => {
+    const { type, prefix } = (item ?? {}) as { type?: unknown; prefix?: unknown };
+    if (type !== 'openapi' || typeof prefix !== 'string') return;
+    const earlier = first.get(prefix);
+    if (earlier === undefined) first.set(prefix, index);
+    else {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['channels', index, 'prefix'],
+        message: `prefix ${JSON.stringify(prefix)} is also channels[${earlier}]'s: give each openapi channel its own`,
+      });
+    }
+  });
+}
+
+/**
  * A pool in Redis is shared by replicas, so what it settles must be too (docs/design.md §5
  * "Several replicas"): the audit log, statuses and history go to PostgreSQL.
  */
@@ -258,6 +280,7 @@ export const ConfigSchema = z
     (config, ctx) => {
       checkUniqueIds(config.channels, 'channels', ctx);
       checkUniqueIds(config.pipelines, 'pipelines', ctx);
+      checkUniquePrefixes(config.channels, ctx);
       checkSharedAudit(config, ctx);
     },
     // Report duplicates together with every other problem, not after they are fixed.

@@ -506,6 +506,21 @@ describe('ConfigSchema', () => {
     });
   });
 
+  describe('when two openapi channels share a prefix', () => {
+    it('names the second one, the default /v1 included', () => {
+      const result = ConfigSchema.safeParse({
+        channels: [
+          { id: 'api', type: 'openapi' },
+          { id: 'other', type: 'openapi', prefix: '/v2' },
+          { id: 'again', type: 'openapi' },
+        ],
+      });
+      expect(result.error?.issues.map((issue) => [issue.path, issue.message])).toEqual([
+        [['channels', 2, 'prefix'], `prefix "/v1" is also channels[0]'s: give each openapi channel its own`],
+      ]);
+    });
+  });
+
   describe('when ids repeat', () => {
     it('names the repeated channel and pipeline ids', () => {
       const result = ConfigSchema.safeParse({

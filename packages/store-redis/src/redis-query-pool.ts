@@ -695,8 +695,14 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       await within(Promise.allSettled([...claimsUnderWay]), HAND_BACK_TIMEOUT_MS);
       const unstarted = [...unansweredClaims.splice(0), ...claimedAfterShutdown.splice(0)];
       await within(Promise.allSettled(unstarted.map(handBack)), HAND_BACK_TIMEOUT_MS);
-      // Leaves the live replicas at once; with Redis gone, the heartbeat expires by itself.
-      await client.zrem(keys.replicas, replicaId).catch(() => {});
+      // Leaves the live replicas at once, its config report too (no registration would remove a
+      // report of a replica out of the set); with Redis gone, the heartbeat expires by itself.
+      await client
+        .multi()
+        .zrem(keys.replicas, replicaId)
+        .hdel(`${keys.prefix}config-replicas`, replicaId)
+        .exec()
+        .catch(() => {});
       await connection.close();
     },
   };

@@ -100,4 +100,24 @@ describe.skipIf(!reachable)('pool/replicas.lua', () => {
       expect((await b.replicas()).map((replica) => replica.id)).not.toContain('replica-a');
     });
   });
+
+  describe('when a replica that reported its configuration shuts down', () => {
+    it('takes its report with it: the others no longer list it', async () => {
+      const clock = manualClock();
+      const leases = {
+        now: clock.now,
+        leaseMs: HOUR_MS,
+        fenceAfterMs: HOUR_MS / 2,
+        renewEveryMs: HOUR_MS / 4,
+      };
+      const a = await pools.open({ ...leases, replicaId: 'replica-a' });
+      const b = await pools.open({ ...leases, replicaId: 'replica-b' });
+      await a.publishConfig('d1');
+      await b.reportConfig({ version: 1, state: 'current', digest: 'd1' });
+      expect((await b.replicas()).map((replica) => replica.id).sort()).toEqual(['replica-a', 'replica-b']);
+
+      await a.shutdown();
+      expect((await b.replicas()).map((replica) => replica.id)).toEqual(['replica-b']);
+    });
+  });
 });

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { loadConfig } from '@switchboard/config';
 import type { CommandIo } from './io.js';
 
@@ -11,12 +13,33 @@ function loopbackOf(host: string): string {
 }
 
 /**
+ * `host` is this machine (an address of one of its interfaces, or any address): a request to it
+ * never leaves the host. A name is not, as it may resolve elsewhere than to the gateway.
+ */
+function isThisMachine(host: string): boolean {
+  if (host === '0.0.0.0' || host === '::' || host === '' || host === 'localhost') return true;
+  if (isIP(host) === 0) return false;
+  if (host.startsWith('127.') || host === '::1') return true;
+  return Object.values(networkInterfaces()).some((addresses) =>
+    (addresses ?? []).some((address) => address.address === host),
+  );
+}
+
+/**
  * `switchboard reload`: asks the gateway running with this config file to reload it (`POST
  * /admin/reload` on its `server` address, with `admin.token`), and prints what changed. Exit 0
- * when it reloaded, 1 when it refused (the reason printed) or cannot be reached.
+ * when it reloaded, 1 when it refused (the reason printed) or cannot be reached, or when
+ * `server.host` is not this machine and the token would leave it.
  */
 export async function reload(path: string, io: CommandIo): Promise<number> {
   const config = await loadConfig(path);
+  // The token goes over plain HTTP: only to the gateway on this machine.
+  if (config.admin.token !== undefined && !isThisMachine(config.server.host)) {
+    io.err(
+      `switchboard: server.host ${config.server.host} is not an address of this machine: the admin token is not sent over plain HTTP to another host; run \`switchboard reload\` where the gateway runs, or send it SIGHUP`,
+    );
+    return 1;
+  }
   const url = `http://${loopbackOf(config.server.host)}:${config.server.port}/admin/reload`;
   let response: Response;
   try {

@@ -22,6 +22,12 @@ export interface LiveConfig {
    * restart, is refused with the paths named, and nothing changes.
    */
   reload(): Promise<ReloadResult>;
+  /**
+   * Shutdown began: every reload from now on is refused (SB_DRAINING), as is one still reading
+   * the file. The drain does not wait for one applying already: its channel puts are refused
+   * from the drain on, or end before the channels stop (`Channels`).
+   */
+  stop(): void;
 }
 
 export interface LiveConfigDeps {
@@ -48,7 +54,8 @@ async function reread(configPath: string | undefined): Promise<LoadedConfig> {
 
 /**
  * The configuration of `config`, reloaded one reload at a time. The order keeps every message
- * somewhere to go: pipelines added or changed first, then limits, routing and channels, and the
+ * somewhere to go: pipelines added or changed first, then limits, routing and channels (the
+ * single-owner ones removed before any is added, the others after), and the
  * pipelines removed last, once no rule sends to them (their queued messages are dead-lettered
  * `pipeline_removed` when claimed, replayable through the routing in force).
  */
@@ -56,6 +63,7 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
   const { channels, pipelines, pool, routing, logger } = deps;
   let current = config;
   let reloading: Promise<unknown> = Promise.resolve();
+  let stopped = false;
 
   async function apply(next: LoadedConfig, changes: ConfigChanges): Promise<void> {
     const workerIdentities = isolateWorkers(next, {
@@ -77,14 +85,27 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
       });
     }
     if (changes.routing || policiesChanged) routing.apply(next);
+    // A single-owner connection renamed keeps its token under another lease: the old one stops
+    // before the new one connects, or both would poll the token for a while.
+    const singleOwner = (id: string) => channels.adapters.get(id)?.singleConsumer === true;
+    const removed = changes.channels.removed;
+    for (const id of removed.filter(singleOwner)) await channels.remove(id);
     for (const channel of [...changes.channels.added, ...changes.channels.changed])
       await channels.put(channel);
-    for (const id of changes.channels.removed) await channels.remove(id);
+    for (const id of removed.filter((id) => !singleOwner(id))) await channels.remove(id);
     for (const id of changes.pipelines.removed) pipelines.remove(id);
   }
 
+  function refuseOnceStopped(): void {
+    if (stopped) {
+      throw new SwitchboardError('SB_DRAINING', { message: 'the gateway is shutting down: no reload' });
+    }
+  }
+
   async function reload(): Promise<ReloadResult> {
+    refuseOnceStopped();
     const next = await reread(deps.configPath);
+    refuseOnceStopped();
     const changes = configChanges(current, next);
     if (changes.refused.length > 0) {
       throw new SwitchboardError('SB_RELOAD_REFUSED', {
@@ -107,6 +128,9 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
       const run = reloading.then(reload, reload);
       reloading = run.catch(() => undefined);
       return run;
+    },
+    stop() {
+      stopped = true;
     },
   };
 }

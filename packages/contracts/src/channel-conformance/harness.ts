@@ -182,6 +182,6 @@ export type OwnChannels = (
   adapters: ReadonlyMap<string, ChannelAdapter>,
   options: { leases: ChannelLeases; replicaId: string; logger: Logger; timing: LeaseTiming },
 ) => {
-  adapters: Map<string, ChannelAdapter>;
-  owned: Map<string, { role(): 'active' | 'standby' }>;
+  adapters: ReadonlyMap<string, ChannelAdapter>;
+  owned: ReadonlyMap<string, { role(): 'active' | 'standby' }>;
 };
