@@ -36,6 +36,8 @@ export interface Channels {
   outboundPolicies: ReadonlyMap<string, OutboundPolicy>;
   /** Channel id → the least time between two previews (`channels[].outbound.edit_interval`) in ms. */
   editIntervalMsOf(channelId: string): number | undefined;
+  /** The configurations of the channels in force. */
+  configs(): ChannelConfig[];
   /** The ids of the HTTP (`openapi`) channels. */
   httpChannels: ReadonlySet<string>;
   /** Starts every channel and serves its routes; `recovered` goes to each channel by id. */
@@ -261,6 +263,7 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
     policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
     outboundPolicies: outbound,
     editIntervalMsOf: (id) => outbound.get(id)?.editIntervalMs,
+    configs: () => [...built.values()].map((entry) => entry.config),
     httpChannels,
 
     async start(startContext) {

@@ -39,10 +39,11 @@ export interface Pipelines {
   /** Pipeline id → its policy, for the turns that start from now on. */
   policies: ReadonlyMap<string, PipelinePolicy>;
   /**
-   * Puts `entry` in force for the turns that start from now on; the turns running on the one it
-   * replaces finish there, and that one is stopped once they have (within `retireTimeoutMs`).
+   * Puts `pipeline`, built from `entry` (`createPipeline`), in force for the turns that start from
+   * now on; the turns running on the one it replaces finish there, and that one is stopped once
+   * they have (within `retireTimeoutMs`).
    */
-  put(entry: PipelineConfig, deps: PipelineDeps): void;
+  put(entry: PipelineConfig, pipeline: Pipeline): void;
   /** Starts no more turn on pipeline `id`; stops it once its running turns have finished. */
   remove(id: string): void;
   /** Stops every pipeline within `timeoutMs` (after the controller's drain). */
@@ -109,16 +110,16 @@ export function createPipelines(config: Config, deps: PipelineDeps & { retireTim
     })().catch((err: unknown) => logger.error({ err, pipeline: old.pipeline.id }, 'pipeline stop failed'));
   }
 
-  function put(entry: PipelineConfig, buildDeps: PipelineDeps): void {
+  function put(entry: PipelineConfig, pipeline: Pipeline): void {
     const previous = entries.get(entry.id);
-    const next = tracked(createPipeline(entry, buildDeps));
+    const next = tracked(pipeline);
     entries.set(entry.id, next);
     pipelines.set(entry.id, next.pipeline);
     policies.set(entry.id, entry.policy);
     retire(previous);
   }
 
-  for (const entry of config.pipelines) put(entry, deps);
+  for (const entry of config.pipelines) put(entry, createPipeline(entry, deps));
 
   return {
     pipelines,

@@ -55,6 +55,8 @@ export function followFleetConfig(options: {
 }): FleetFollower {
   const { store, live, configPath, logger } = options;
   let version = 0;
+  /** A reload here succeeded and its publication has not yet. */
+  let unpublished = false;
   /** The last `differs` detail reported: logged once, not at every check. */
   let differs: string | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -90,7 +92,21 @@ export function followFleetConfig(options: {
     await report('current');
   }
 
+  /** Makes the configuration in force the fleet's, unless the fleet runs it already. */
+  async function publish(): Promise<void> {
+    const digest = configDigest(live.current());
+    // Each pod's reloader reloads the same file: only the first publishes a new version.
+    const fleet = await store.fleetConfig();
+    if (fleet?.digest === digest) version = fleet.version;
+    else version = await store.publishConfig(digest);
+    unpublished = false;
+    logger.info({ version }, 'running the fleet configuration');
+    await report('current');
+  }
+
   async function check(): Promise<void> {
+    // A reload here whose publication failed: the others follow once it is published.
+    if (unpublished) return publish();
     const fleet = await store.fleetConfig();
     if (fleet === null) {
       version = await store.publishConfig(configDigest(live.current()));
@@ -117,15 +133,12 @@ export function followFleetConfig(options: {
       timer.unref();
     },
     async published() {
-      const digest = configDigest(live.current());
-      // Each pod's reloader reloads the same file: only the first publishes a new version.
-      const fleet = await store.fleetConfig();
-      if (fleet?.digest === digest) {
-        version = fleet.version;
-        return report('current');
-      }
-      version = await store.publishConfig(digest);
-      logger.info({ version }, 'published as the fleet configuration');
+      unpublished = true;
+      // After the check under way, if any: it read the fleet before this reload.
+      await checking?.catch(() => undefined);
+      await checkOnce().catch((err: unknown) =>
+        logger.warn({ err }, 'fleet config not published: trying again at the next check'),
+      );
     },
     check: checkOnce,
     stop() {

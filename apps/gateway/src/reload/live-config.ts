@@ -1,8 +1,8 @@
 import { type Config, type LoadedConfig, loadConfig } from '@switchboard/config';
-import { type Logger, type QueryPool, SwitchboardError } from '@switchboard/core';
+import { type Logger, type QueryPool, SwitchboardError, isSwitchboardError } from '@switchboard/core';
 import type { Channels } from '../channels.js';
 import type { LiveRouting } from '../live-routing.js';
-import type { PipelineDeps, Pipelines } from '../pipelines.js';
+import { type PipelineDeps, type Pipelines, createPipeline } from '../pipelines.js';
 import { isolateWorkers } from '../worker-isolation.js';
 import { type ConfigChanges, configChanges } from './config-changes.js';
 
@@ -65,15 +65,22 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
   let reloading: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
-  async function apply(next: LoadedConfig, changes: ConfigChanges): Promise<void> {
+  /**
+   * Puts `changes` in force. Throws, with nothing in force, when what is built first fails;
+   * returns the first channel failure, with everything else in force.
+   */
+  async function apply(next: LoadedConfig, changes: ConfigChanges): Promise<unknown> {
     const workerIdentities = isolateWorkers(next, {
       configPath: deps.configPath,
       secretFiles: next.secretFiles,
     });
     deps.addSecrets(next.secrets);
-    for (const entry of [...changes.pipelines.added, ...changes.pipelines.changed]) {
-      pipelines.put(entry, { ...deps.pipelineDeps, workerIdentities });
-    }
+    // What may fail comes first, while nothing is in force yet: building the pipelines, and
+    // storing the limits (a shared pool's Redis may be away).
+    const built = [...changes.pipelines.added, ...changes.pipelines.changed].map((entry) => ({
+      entry,
+      pipeline: createPipeline(entry, { ...deps.pipelineDeps, workerIdentities }),
+    }));
     const policiesChanged =
       changes.pipelines.added.length + changes.pipelines.changed.length + changes.pipelines.removed.length >
       0;
@@ -84,16 +91,32 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
         pipelines: next.pipelines.map((pipeline) => pipeline.policy),
       });
     }
+    for (const { entry, pipeline } of built) pipelines.put(entry, pipeline);
     if (changes.routing || policiesChanged) routing.apply(next);
     // A single-owner connection renamed keeps its token under another lease: the old one stops
     // before the new one connects, or both would poll the token for a while.
     const singleOwner = (id: string) => channels.adapters.get(id)?.singleConsumer === true;
     const removed = changes.channels.removed;
-    for (const id of removed.filter(singleOwner)) await channels.remove(id);
-    for (const channel of [...changes.channels.added, ...changes.channels.changed])
-      await channels.put(channel);
-    for (const id of removed.filter((id) => !singleOwner(id))) await channels.remove(id);
+    const steps = [
+      ...removed.filter(singleOwner).map((id) => () => channels.remove(id)),
+      ...[...changes.channels.added, ...changes.channels.changed].map(
+        (channel) => () => channels.put(channel),
+      ),
+      ...removed.filter((id) => !singleOwner(id)).map((id) => () => channels.remove(id)),
+    ];
+    // A channel that fails to start gives way to the one before it (`Channels.put`); the others
+    // go on, and the first failure is the reload's answer.
+    let failed: unknown;
+    for (const step of steps) {
+      try {
+        await step();
+      } catch (err) {
+        failed ??= err;
+        if (isSwitchboardError(err, 'SB_DRAINING')) break;
+      }
+    }
     for (const id of changes.pipelines.removed) pipelines.remove(id);
+    return failed;
   }
 
   function refuseOnceStopped(): void {
@@ -113,7 +136,12 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
         details: { paths: changes.refused },
       });
     }
-    await apply(next, changes);
+    const failed = await apply(next, changes);
+    if (failed !== undefined) {
+      // The rest is in force: the next reload compares with what runs, not with the old file.
+      current = { ...next, channels: channels.configs() };
+      throw failed;
+    }
     current = next;
     logger.info(
       { changed: changes.summary },

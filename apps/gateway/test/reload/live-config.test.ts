@@ -110,4 +110,61 @@ describe('createLiveConfig', () => {
       expect(steps).toEqual(['remove tg', 'put api2', 'put renamed', 'remove api']);
     });
   });
+
+  describe('when a channel of the reload fails to start', () => {
+    it('puts the rest in force, answers the failure, and the next reload compares with what runs', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'live-config-'));
+      dirs.push(dir);
+      const path = join(dir, 'switchboard.yaml');
+      writeFileSync(path, `${BASE}channels: [{ id: api, type: openapi }]\n`);
+      const config = await loadConfig(path);
+      const running = new Map(config.channels.map((channel) => [channel.id, channel]));
+      const steps: string[] = [];
+      const refusal = new Error('the platform refused the token');
+      const channels = {
+        adapters: new Map(),
+        async put(channel: Config['channels'][number]) {
+          steps.push(`put ${channel.id}`);
+          if (channel.id === 'bad') throw refusal;
+          running.set(channel.id, channel);
+        },
+        async remove(id: string) {
+          steps.push(`remove ${id}`);
+          running.delete(id);
+        },
+        configs: () => [...running.values()],
+      } as unknown as Channels;
+      const removedPipelines: string[] = [];
+      const live = createLiveConfig(config, {
+        configPath: path,
+        channels,
+        pipelines: {
+          put() {},
+          remove(id: string) {
+            removedPipelines.push(id);
+          },
+        } as unknown as Pipelines,
+        pool: { async reconfigure() {} } as unknown as QueryPool,
+        routing: { apply() {} } as unknown as LiveRouting,
+        pipelineDeps: { history: {} as never, logger: silentLogger },
+        addSecrets() {},
+        logger: silentLogger,
+      });
+
+      writeFileSync(
+        path,
+        'server: { host: 127.0.0.1, port: 0 }\npipelines: [{ id: other, type: echo }]\nrouting: { default: other }\n' +
+          'channels: [{ id: bad, type: openapi, prefix: /v2 }, { id: good, type: openapi, prefix: /v3 }]\n',
+      );
+      await expect(live.reload()).rejects.toBe(refusal);
+      expect(steps).toEqual(['put bad', 'put good', 'remove api']);
+      expect(removedPipelines).toEqual(['echo']);
+      expect(live.current().channels.map((channel) => channel.id)).toEqual(['good']);
+      expect(live.current().routing.default).toBe('other');
+
+      steps.length = 0;
+      await expect(live.reload()).rejects.toBe(refusal);
+      expect(steps).toEqual(['put bad']);
+    });
+  });
 });

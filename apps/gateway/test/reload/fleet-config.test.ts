@@ -1,0 +1,79 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Config, loadConfig } from '@switchboard/config';
+import { silentLogger } from '@switchboard/core';
+import type { ConfigReport, FleetConfig } from '@switchboard/store-redis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type FleetConfigStore, configDigest, followFleetConfig } from '../../src/reload/fleet-config.js';
+import type { LiveConfig } from '../../src/reload/live-config.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The fleet's side as the Redis pool keeps it, in memory; `failPublishes` refuses that many. */
+function fleetStore(): FleetConfigStore & {
+  fleet: FleetConfig | null;
+  reports: ConfigReport[];
+  failPublishes: number;
+} {
+  const store = {
+    fleet: null as FleetConfig | null,
+    reports: [] as ConfigReport[],
+    failPublishes: 0,
+    async publishConfig(digest: string) {
+      if (store.failPublishes > 0) {
+        store.failPublishes -= 1;
+        throw new Error('redis away');
+      }
+      store.fleet = { version: (store.fleet?.version ?? 0) + 1, digest };
+      return store.fleet.version;
+    },
+    async fleetConfig() {
+      return store.fleet;
+    },
+    async reportConfig(report: ConfigReport) {
+      store.reports.push(report);
+    },
+  };
+  return store;
+}
+
+describe('followFleetConfig', () => {
+  describe('when publishing a reload fails', () => {
+    it('answers nothing wrong to the reload, and publishes at the next check', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'fleet-config-'));
+      dirs.push(dir);
+      const path = join(dir, 'switchboard.yaml');
+      writeFileSync(path, 'concurrency: { pipeline: 2 }\n');
+      let current: Config = await loadConfig(path);
+      const live = { current: () => current } as unknown as LiveConfig;
+      const store = fleetStore();
+      const follower = followFleetConfig({
+        store,
+        live,
+        configPath: path,
+        everyMs: 60_000,
+        logger: silentLogger,
+      });
+      await follower.start();
+      follower.stop();
+      expect(store.fleet).toEqual({ version: 1, digest: configDigest(current) });
+
+      writeFileSync(path, 'concurrency: { pipeline: 3 }\n');
+      current = await loadConfig(path);
+      store.failPublishes = 1;
+      await expect(follower.published()).resolves.toBeUndefined();
+      expect(store.fleet?.version).toBe(1);
+
+      await follower.check();
+      expect(store.fleet).toEqual({ version: 2, digest: configDigest(current) });
+      expect(store.reports.at(-1)).toMatchObject({ version: 2, state: 'current' });
+      // Published once: a further check changes nothing.
+      await follower.check();
+      expect(store.fleet?.version).toBe(2);
+    });
+  });
+});
