@@ -114,11 +114,7 @@ describe('config-reload.mjs', () => {
       volume.update(configWithRule(dir, 'second'));
       await eventually(async () => (await ruleNames(gateway.url)).includes('second'), 10_000, 'the new rule');
       expect(await ruleNames(gateway.url)).toEqual(['second']);
-      await eventually(
-        () => reloader.logs.some((line) => line.msg === 'reloaded'),
-        10_000,
-        'the log',
-      );
+      await eventually(() => reloader.logs.some((line) => line.msg === 'reloaded'), 10_000, 'the log');
     });
   });
 

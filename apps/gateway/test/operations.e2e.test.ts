@@ -69,9 +69,7 @@ describe('operations (end to end)', () => {
 
       writeFileSync(configPath, 'routing: { default: nope }\n');
       gateway.child.kill('SIGHUP');
-      await eventually(() =>
-        gateway.logs.some((line) => String(line.msg).startsWith('reload refused')),
-      );
+      await eventually(() => gateway.logs.some((line) => String(line.msg).startsWith('reload refused')));
       expect((await send('spam')).body).toMatchObject({ status: 'discarded', rule: 'drop-spam' });
     });
   });

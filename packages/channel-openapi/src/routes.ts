@@ -345,7 +345,9 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
               content: { 'text/event-stream': { schema: z.string() } },
             },
             ...COMMON_ERROR_RESPONSES,
-            429: ErrorBodySchema.describe('Too many event streams open, on the channel or for this session_id.'),
+            429: ErrorBodySchema.describe(
+              'Too many event streams open, on the channel or for this session_id.',
+            ),
           },
         },
       },
