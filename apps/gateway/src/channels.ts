@@ -148,23 +148,28 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
   /** Builds `channel`'s adapter in a new app; nothing of it serves or runs yet. */
   async function build(channel: ChannelConfig): Promise<{ adapter: ChannelAdapter; app: FastifyInstance }> {
     const app = await apps.create();
-    // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
-    const adapter =
-      channel.type === 'openapi'
-        ? createOpenApiChannel({
-            config: channel,
-            server: app,
-            statuses: deps.statuses,
-            events: deps.events,
-            logger,
-          })
-        : await platformChannel(channel, {
-            server: app,
-            logger,
-            rateBuckets: deps.rateBuckets,
-            observer: deps.outbound,
-          });
-    return { adapter, app };
+    try {
+      // Each adapter names itself in its logger (`component: channel.<type>`, `channel: <id>`).
+      const adapter =
+        channel.type === 'openapi'
+          ? createOpenApiChannel({
+              config: channel,
+              server: app,
+              statuses: deps.statuses,
+              events: deps.events,
+              logger,
+            })
+          : await platformChannel(channel, {
+              server: app,
+              logger,
+              rateBuckets: deps.rateBuckets,
+              observer: deps.outbound,
+            });
+      return { adapter, app };
+    } catch (err) {
+      await app.close();
+      throw err;
+    }
   }
 
   /** Makes `channel` the one in force for its id: policies, outbound, the adapter to use. */

@@ -1,4 +1,4 @@
-import { isSwitchboardError } from '@switchboard/core';
+import { createSecretMasker, isSwitchboardError } from '@switchboard/core';
 import { probePipeline } from '@switchboard/pipelines';
 import { probeChannel } from '../probe-channel.js';
 import { type NamedCheck, probeStores } from '../probe-stores.js';
@@ -74,7 +74,18 @@ async function runChecks(path: string): Promise<NamedCheck[]> {
     ),
   ]);
   const summary = `${config.channels.length} channel(s), ${config.pipelines.length} pipeline(s), store ${config.store.kind}`;
-  return [{ name: 'config', level: 'ok', detail: `${path}: ${summary}` }, ...checks.flat()];
+  // Each probe hides the secrets it sends; this is the net under them (a platform or database
+  // error that quotes one).
+  const mask = createSecretMasker(config.secrets);
+  const all: NamedCheck[] = [
+    { name: 'config', level: 'ok', detail: `${path}: ${summary}` },
+    ...checks.flat(),
+  ];
+  return all.map((check) => ({
+    ...check,
+    detail: mask(check.detail),
+    ...(check.hint === undefined ? {} : { hint: mask(check.hint) }),
+  }));
 }
 
 /**

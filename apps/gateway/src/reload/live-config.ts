@@ -63,6 +63,8 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
   const { channels, pipelines, pool, routing, logger } = deps;
   let current = config;
   let reloading: Promise<unknown> = Promise.resolve();
+  /** The reload queued behind the one under way, not started yet. */
+  let waiting: Promise<ReloadResult> | undefined;
   let stopped = false;
 
   /**
@@ -153,7 +155,13 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
   return {
     current: () => current,
     reload() {
-      const run = reloading.then(reload, reload);
+      // Reloads asked for while one waits share it: it reads the file after all of them.
+      if (waiting !== undefined) return waiting;
+      const run = reloading.then(() => {
+        waiting = undefined;
+        return reload();
+      });
+      waiting = run;
       reloading = run.catch(() => undefined);
       return run;
     },

@@ -79,6 +79,22 @@ describe('createLiveConfig', () => {
     });
   });
 
+  describe('when reloads are asked for while one runs', () => {
+    it('runs one more for all of them, which reads the file after the last ask', async () => {
+      const { live, puts, release, addChannel } = await liveWithSlowChannels();
+      addChannel();
+      const first = live.reload();
+      await expect.poll(() => puts).toEqual(['more']);
+      const second = live.reload();
+      const third = live.reload();
+      expect(third).toBe(second);
+      release();
+      await expect(first).resolves.toEqual({ changed: ['channels.more: added'] });
+      await expect(second).resolves.toEqual({ changed: [] });
+      expect(puts).toEqual(['more']);
+    });
+  });
+
   describe('when a reload renames a single-owner channel', () => {
     it('removes it before adding any channel, and removes the others after', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'live-config-'));
