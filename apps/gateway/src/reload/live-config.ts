@@ -1,5 +1,11 @@
 import { type Config, type LoadedConfig, loadConfig } from '@switchboard/config';
-import { type Logger, type QueryPool, SwitchboardError, isSwitchboardError } from '@switchboard/core';
+import {
+  type Logger,
+  type PoolConfig,
+  type QueryPool,
+  SwitchboardError,
+  isSwitchboardError,
+} from '@switchboard/core';
 import type { Channels } from '../channels.js';
 import type { LiveRouting } from '../live-routing.js';
 import { type PipelineDeps, type Pipelines, createPipeline } from '../pipelines.js';
@@ -44,6 +50,15 @@ export interface LiveConfigDeps {
   logger: Logger;
 }
 
+/** What the pool schedules by, from `config`. */
+function poolConfigOf(config: Config): PoolConfig {
+  return {
+    concurrency: config.concurrency,
+    limits: config.queue,
+    pipelines: config.pipelines.map((pipeline) => pipeline.policy),
+  };
+}
+
 /** The file's configuration, or SB_CONFIG_NOT_FOUND when there is no file. */
 async function reread(configPath: string | undefined): Promise<LoadedConfig> {
   if (configPath === undefined) {
@@ -62,14 +77,16 @@ async function reread(configPath: string | undefined): Promise<LoadedConfig> {
 export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConfig {
   const { channels, pipelines, pool, routing, logger } = deps;
   let current = config;
+  /** The limits and policies the pool was last given: compared apart, since storing them may fail. */
+  let poolInForce = poolConfigOf(config);
   let reloading: Promise<unknown> = Promise.resolve();
   /** The reload queued behind the one under way, not started yet. */
   let waiting: Promise<ReloadResult> | undefined;
   let stopped = false;
 
   /**
-   * Puts `changes` in force. Throws, with nothing in force, when what is built first fails;
-   * returns the first channel failure, with everything else in force.
+   * Puts `changes` in force. Throws, with nothing in force, when a pipeline cannot be built;
+   * returns the first failure of the pool or a channel, with everything else in force.
    */
   async function apply(next: LoadedConfig, changes: ConfigChanges): Promise<unknown> {
     const workerIdentities = isolateWorkers(next, {
@@ -77,24 +94,26 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
       secretFiles: next.secretFiles,
     });
     deps.addSecrets(next.secrets);
-    // What may fail comes first, while nothing is in force yet: building the pipelines, and
-    // storing the limits (a shared pool's Redis may be away).
+    // Built before anything changes: a pipeline that cannot be built fails the reload whole.
     const built = [...changes.pipelines.added, ...changes.pipelines.changed].map((entry) => ({
       entry,
       pipeline: createPipeline(entry, { ...deps.pipelineDeps, workerIdentities }),
     }));
-    const policiesChanged =
-      changes.pipelines.added.length + changes.pipelines.changed.length + changes.pipelines.removed.length >
-      0;
-    if (changes.limits || policiesChanged) {
-      await pool.reconfigure({
-        concurrency: next.concurrency,
-        limits: next.queue,
-        pipelines: next.pipelines.map((pipeline) => pipeline.policy),
-      });
-    }
+    // The pipelines before the limits: a turn the new limits let start runs on the new definition.
     for (const { entry, pipeline } of built) pipelines.put(entry, pipeline);
-    if (changes.routing || policiesChanged) routing.apply(next);
+    let failed: unknown;
+    const wanted = poolConfigOf(next);
+    if (JSON.stringify(wanted) !== JSON.stringify(poolInForce)) {
+      try {
+        await pool.reconfigure(wanted);
+        poolInForce = wanted;
+      } catch (err) {
+        // A shared pool's Redis away: the next reload stores them (`poolInForce` is the old).
+        failed = err;
+      }
+    }
+    const pipelinesChanged = changes.pipelines.added.length + changes.pipelines.removed.length > 0;
+    if (changes.routing || pipelinesChanged) routing.apply(next);
     // A single-owner connection renamed keeps its token under another lease: the old one stops
     // before the new one connects, or both would poll the token for a while.
     const singleOwner = (id: string) => channels.adapters.get(id)?.singleConsumer === true;
@@ -108,7 +127,6 @@ export function createLiveConfig(config: Config, deps: LiveConfigDeps): LiveConf
     ];
     // A channel that fails to start gives way to the one before it (`Channels.put`); the others
     // go on, and the first failure is the reload's answer.
-    let failed: unknown;
     for (const step of steps) {
       try {
         await step();
