@@ -346,7 +346,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
             },
             ...COMMON_ERROR_RESPONSES,
             429: ErrorBodySchema.describe(
-              'Too many event streams open, on the channel or for this session_id.',
+              'Too many event streams open, on the channel or for the conversation the path names.',
             ),
           },
         },
