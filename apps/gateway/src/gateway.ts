@@ -75,7 +75,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const kept = keptOutcomePolicy(config, options.mask);
   // Bound once the configuration in force exists, below; a renewal calls it only after start.
   let fleet: FleetFollower | undefined;
-  const { stores, pool } = await openStoresAndPool(config, logger, kept.keep, async () => fleet?.check());
+  const { stores, pool } = await openStoresAndPool(config, logger, kept.keep, async () => fleet?.reconcile());
   const routing = createLiveRouting(config, { logger });
   // An outcome a shared store kept beside its settlement is let go once its records landed.
   const keptOutcomes = stores.keptOutcomes?.();

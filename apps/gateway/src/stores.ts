@@ -42,7 +42,7 @@ export interface PoolOptions {
   logger: Logger;
   /**
    * With `store: redis`: a renewal found that the fleet's limits differ from this replica's (a
-   * reload elsewhere); the gateway checks the fleet's configuration (`FleetFollower.check`).
+   * reload elsewhere); the gateway reads its file again (`FleetFollower.reconcile`).
    */
   reconcile?(): Promise<void>;
 }

@@ -16,11 +16,19 @@ export interface FleetConfigStore {
  * configuration. Secrets count (a rotated token is a change); only their hash leaves the process.
  */
 export function configDigest(config: Config): string {
-  const { channels, pipelines, routing, concurrency, queue } = config;
-  return createHash('sha256')
-    .update(JSON.stringify({ channels, pipelines, routing, concurrency, queue }))
-    .digest('hex');
+  let digest = digests.get(config);
+  if (digest === undefined) {
+    const { channels, pipelines, routing, concurrency, queue } = config;
+    digest = createHash('sha256')
+      .update(JSON.stringify({ channels, pipelines, routing, concurrency, queue }))
+      .digest('hex');
+    digests.set(config, digest);
+  }
+  return digest;
 }
+
+/** Each configuration's digest, computed once: every check compares the one in force. */
+const digests = new WeakMap<Config, string>();
 
 /** A replica's side of the fleet's configuration version (docs/design.md §5 "Reload"). */
 export interface FleetFollower {
@@ -33,10 +41,16 @@ export interface FleetFollower {
   published(): Promise<void>;
   /**
    * Reloads this replica's file if the fleet runs a newer version with the same digest; else
-   * reports that it differs and keeps the configuration in force. Also what the pool calls when
-   * a renewal finds the fleet's limits differ from this replica's.
+   * reports that it differs and keeps the configuration in force.
    */
   check(): Promise<void>;
+  /**
+   * What the pool calls when a renewal finds the stored limits differ from this replica's: the
+   * file is read again even if the fleet's version did not move (a replica that stored new
+   * limits and died before publishing them); a file that differs from the configuration in
+   * force is reloaded and published.
+   */
+  reconcile(): Promise<void>;
   stop(): void;
 }
 
@@ -141,6 +155,15 @@ export function followFleetConfig(options: {
       );
     },
     check: checkOnce,
+    async reconcile() {
+      await checking?.catch(() => undefined);
+      const file = configPath === undefined ? undefined : await loadConfig(configPath).catch(() => undefined);
+      if (file !== undefined && configDigest(file) !== configDigest(live.current())) {
+        await live.reload();
+        unpublished = true;
+      }
+      await checkOnce();
+    },
     stop() {
       clearInterval(timer);
     },

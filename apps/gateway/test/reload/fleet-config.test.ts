@@ -76,4 +76,43 @@ describe('followFleetConfig', () => {
       expect(store.fleet?.version).toBe(2);
     });
   });
+
+  describe('when a renewal finds the limits changed but no version was published (the replica that stored them died first)', () => {
+    it('reads its file again, reloads it, and publishes it as the next version', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'fleet-config-'));
+      dirs.push(dir);
+      const path = join(dir, 'switchboard.yaml');
+      writeFileSync(path, 'concurrency: { pipeline: 2 }\n');
+      let current: Config = await loadConfig(path);
+      let reloads = 0;
+      const live = {
+        current: () => current,
+        async reload() {
+          reloads += 1;
+          current = await loadConfig(path);
+          return { changed: ['concurrency.global'] };
+        },
+      } as unknown as LiveConfig;
+      const store = fleetStore();
+      const follower = followFleetConfig({
+        store,
+        live,
+        configPath: path,
+        everyMs: 60_000,
+        logger: silentLogger,
+      });
+      await follower.start();
+      follower.stop();
+
+      // The fleet's version is unchanged: a check alone sees nothing to do.
+      writeFileSync(path, 'concurrency: { pipeline: 3 }\n');
+      await follower.check();
+      expect(reloads).toBe(0);
+
+      await follower.reconcile();
+      expect(reloads).toBe(1);
+      expect(store.fleet).toEqual({ version: 2, digest: configDigest(current) });
+      expect(current.concurrency.global).toBe(3);
+    });
+  });
 });
