@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import { type Config, loadConfig } from '@switchboard/config';
 import type { Logger } from '@switchboard/core';
 import type { ConfigReport, FleetConfig } from '@switchboard/store-redis';
@@ -76,6 +77,24 @@ export function followFleetConfig(options: {
   let timer: NodeJS.Timeout | undefined;
   let checking: Promise<void> | undefined;
 
+  /** The file as last read: a replica whose file differs reads it again only once it changed. */
+  let lastRead: { mtimeMs: number; size: number; digest: string | undefined } | undefined;
+
+  /** The digest of this replica's file; undefined when it is missing or does not load. */
+  async function fileDigest(): Promise<string | undefined> {
+    if (configPath === undefined) return undefined;
+    const stats = await stat(configPath).catch(() => undefined);
+    if (stats === undefined) return undefined;
+    if (lastRead?.mtimeMs === stats.mtimeMs && lastRead.size === stats.size) return lastRead.digest;
+    const file = await loadConfig(configPath).catch(() => undefined);
+    lastRead = {
+      mtimeMs: stats.mtimeMs,
+      size: stats.size,
+      digest: file === undefined ? undefined : configDigest(file),
+    };
+    return lastRead.digest;
+  }
+
   async function report(state: ConfigReport['state'], detail?: string): Promise<void> {
     differs = detail;
     await store.reportConfig({
@@ -92,8 +111,7 @@ export function followFleetConfig(options: {
       version = fleet.version;
       return report('current');
     }
-    const file = configPath === undefined ? undefined : await loadConfig(configPath).catch(() => undefined);
-    if (file === undefined || configDigest(file) !== fleet.digest) {
+    if ((await fileDigest()) !== fleet.digest) {
       const detail = `this replica's file differs from the fleet's configuration version ${fleet.version}: keeping the configuration in force (version ${version})`;
       if (detail !== differs) {
         logger.warn({ fleetVersion: fleet.version, version }, 'fleet config differs from this file');
@@ -157,8 +175,8 @@ export function followFleetConfig(options: {
     check: checkOnce,
     async reconcile() {
       await checking?.catch(() => undefined);
-      const file = configPath === undefined ? undefined : await loadConfig(configPath).catch(() => undefined);
-      if (file !== undefined && configDigest(file) !== configDigest(live.current())) {
+      const digest = await fileDigest();
+      if (digest !== undefined && digest !== configDigest(live.current())) {
         await live.reload();
         unpublished = true;
       }
