@@ -43,5 +43,6 @@ export {
   simulateScheduling,
 } from './scheduling-property.js';
 export type { SchedulingCommand, SchedulingResult, SchedulingWorld } from './scheduling-property.js';
+export { handoffStoreContract } from './handoff-store-contract.js';
 export { rateBucketsContract } from './rate-buckets-contract.js';
 export { replicaEventsContract } from './replica-events-contract.js';

@@ -1,6 +1,7 @@
 import {
   createMemoryAuditLog,
   createMemoryChannelLeases,
+  createMemoryHandoffStore,
   createMemoryHistoryStore,
   createMemoryJournal,
   createMemoryMessageStatusStore,
@@ -11,6 +12,7 @@ import {
 import {
   auditLogContract,
   channelLeasesContract,
+  handoffStoreContract,
   historyStoreContract,
   journalContract,
   messageStatusStoreContract,
@@ -25,6 +27,7 @@ const inMemory = <Store>(store: Store) => ({ store, close: async () => {} });
 journalContract('memory', async ({ now }) => inMemory(createMemoryJournal({ now })));
 auditLogContract('memory', async () => inMemory(createMemoryAuditLog()));
 messageStatusStoreContract('memory', async ({ now }) => inMemory(createMemoryMessageStatusStore({ now })));
+handoffStoreContract('memory', async () => inMemory(createMemoryHandoffStore()));
 historyStoreContract('memory', async () => inMemory(createMemoryHistoryStore()));
 channelLeasesContract('memory', async ({ now }) => inMemory(createMemoryChannelLeases({ now })));
 rateBucketsContract('memory', async ({ now }) => inMemory(createMemoryRateBuckets({ now })));

@@ -138,6 +138,13 @@ export type {
   ChannelSendOptions,
 } from './ports/channel-adapter.js';
 export type { ChannelLease, ChannelLeases, LeaseTiming } from './ports/channel-lease.js';
+export type {
+  Handoff,
+  HandoffEntry,
+  HandoffStart,
+  HandoffStore,
+  HoldResult,
+} from './ports/handoff-store.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
 export { lazyChild, silentLogger } from './ports/logger.js';
@@ -192,6 +199,7 @@ export type { ReplicaEvents } from './ports/replica-events.js';
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
 export { createMemoryChannelLeases } from './memory/memory-channel-leases.js';
 export type { MemoryChannelLeasesOptions } from './memory/memory-channel-leases.js';
+export { byLongestWaiting, createMemoryHandoffStore } from './memory/memory-handoff-store.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';
