@@ -114,7 +114,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpChannels: { has: (id) => channels.httpChannels.has(id) },
   });
 
-  const operatorAuth = adminAuth(config.admin.token);
+  const operatorAuth = adminAuth(config.admin.tokens);
   const {
     server,
     shutdown: httpShutdown,

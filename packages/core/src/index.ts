@@ -206,10 +206,10 @@ export type {
   HandoffDeskOptions,
   HandoffEnd,
   HandoffObserver,
-  HandoffResume,
-  HandoffSettings,
   TurnHold,
 } from './handoff/handoff-desk.js';
+export { HandoffSettingsSchema } from './handoff/handoff-settings.js';
+export type { HandoffResume, HandoffSettings } from './handoff/handoff-settings.js';
 export { HANDOFF_POLICY } from './handoff/handoff-policy.js';
 export { handoffContextOf, resumeMessageOf } from './handoff/resume-message.js';
 

@@ -7,20 +7,9 @@ import type { Handoff, HandoffStart, HandoffStore } from '../ports/handoff-store
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { QueryPool, Turn } from '../ports/query-pool.js';
 import type { Delivery, ReplyOutbox } from '../ports/reply-outbox.js';
+import type { HandoffResume, HandoffSettings } from './handoff-settings.js';
 import { resumeMessageOf } from './resume-message.js';
 
-/** `handoff:` of the configuration, read again at each use so that a reload takes effect. */
-export interface HandoffSettings {
-  /** Without operator activity this long, a handoff ends by itself. */
-  idleTimeoutMs: number;
-  /** How the idle end resumes: the bot gets the held messages, or they stay handled. */
-  idleResume: HandoffResume;
-  /** Entries (held messages and replies) one handoff keeps at most. */
-  maxEntries: number;
-}
-
-/** How a handoff ends: `bot` hands the held messages to the bot as one turn, `skip` leaves them handled. */
-export type HandoffResume = 'bot' | 'skip';
 
 /** What a held turn becomes: `run` when its session is not in handoff. */
 export type TurnHold = 'run' | 'held' | 'full';
@@ -48,6 +37,7 @@ export interface HandoffDeskOptions {
   pool: QueryPool;
   outbox: ReplyOutbox;
   outcomes: OutcomeSink;
+  /** `handoff:` of the configuration in force, read at each use so that a reload takes effect. */
   settings: () => HandoffSettings;
   /** Whether a pipeline is configured now: the resumed turn runs on the handoff's when it is. */
   hasPipeline(id: string): boolean;
