@@ -38,13 +38,15 @@ export interface RedisHandoffStore extends HandoffStore {
  * and its handoffs by last operator action (a ZSET scored by `activeAt`). Every key carries the
  * deployment's hash tag, as the pool's and the outbox's do: the indexes span sessions, and one
  * Redis Cluster slot lets `begin` and `end` change a session's keys and the indexes in one script.
+ * The session comes last in each key, so no session's key can be another's (a session key may
+ * hold colons, a thread's id may be any word).
  */
 export function handoffKeysOf(prefix: string, session: string): string[] {
   const base = `{${prefix}}:`;
   return [
     `${base}handoff:${session}`,
-    `${base}handoff:${session}:transcript`,
-    `${base}handoff:${session}:ids`,
+    `${base}handoff-transcript:${session}`,
+    `${base}handoff-ids:${session}`,
     `${base}handoffs:inbox`,
     `${base}handoffs:active`,
   ];

@@ -2,8 +2,8 @@
   Begins a session's handoff unless one is in force, which is kept as it is.
 
   KEYS[1]  handoff:<session>             reads, writes: HASH the handoff (src/redis-handoff-store.ts)
-  KEYS[2]  handoff:<session>:transcript  unused: LIST the entries' JSON, seq = position + 1
-  KEYS[3]  handoff:<session>:ids         unused: SET message and reply ids written
+  KEYS[2]  handoff-transcript:<session>  unused: LIST the entries' JSON, seq = position + 1
+  KEYS[3]  handoff-ids:<session>         unused: SET message and reply ids written
   KEYS[4]  handoffs:inbox                writes: ZSET the inbox order (includes/inbox.lua)
   KEYS[5]  handoffs:active               writes: ZSET session -> activeAt, ms
   ARGV[1]  session

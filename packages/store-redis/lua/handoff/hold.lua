@@ -4,8 +4,8 @@
   take the transcript past maxEntries.
 
   KEYS[1]  handoff:<session>             reads, writes: HASH the handoff (src/redis-handoff-store.ts)
-  KEYS[2]  handoff:<session>:transcript  reads, writes: LIST the entries' JSON, seq = position + 1
-  KEYS[3]  handoff:<session>:ids         reads, writes: SET message and reply ids written
+  KEYS[2]  handoff-transcript:<session>  reads, writes: LIST the entries' JSON, seq = position + 1
+  KEYS[3]  handoff-ids:<session>         reads, writes: SET message and reply ids written
   KEYS[4]  handoffs:inbox                writes: ZSET the inbox order (includes/inbox.lua)
   KEYS[5]  handoffs:active               unused: ZSET session -> activeAt, ms
   ARGV[1]  session
