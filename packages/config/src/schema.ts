@@ -52,7 +52,10 @@ export const AdminSchema = z
     protect: z.array(z.enum(['metrics', 'readyz', 'docs'])).default([]),
   })
   .superRefine(({ token, label, tokens }, context) => {
-    const labels = [...(token === undefined || token === '' ? [] : [label]), ...tokens.map((entry) => entry.label)];
+    const labels = [
+      ...(token === undefined || token === '' ? [] : [label]),
+      ...tokens.map((entry) => entry.label),
+    ];
     labels.forEach((name, index) => {
       if (labels.indexOf(name) !== index)
         context.addIssue({ code: 'custom', path: ['tokens'], message: `label "${name}" is used twice` });

@@ -10,7 +10,6 @@ import type { Delivery, ReplyOutbox } from '../ports/reply-outbox.js';
 import type { HandoffResume, HandoffSettings } from './handoff-settings.js';
 import { resumeMessageOf } from './resume-message.js';
 
-
 /** What a held turn becomes: `run` when its session is not in handoff. */
 export type TurnHold = 'run' | 'held' | 'full';
 
