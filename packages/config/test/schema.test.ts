@@ -17,7 +17,8 @@ describe('ConfigSchema', () => {
         requestTimeoutMs: 30_000,
         maxConnections: 10_000,
       });
-      expect(config.admin).toEqual({ token: undefined, protect: [] });
+      expect(config.admin).toEqual({ token: undefined, tokens: [], protect: [] });
+      expect(config.handoff).toEqual({ idleTimeoutMs: 1_800_000, idleResume: 'bot', maxEntries: 500 });
       expect(config.store).toEqual({ kind: 'sqlite', path: './data/switchboard.db' });
       expect(config.audit).toEqual({
         kind: 'sqlite',
@@ -538,5 +539,31 @@ describe('ConfigSchema', () => {
         [['pipelines', 1, 'id'], 'duplicate id "echo" (also pipelines[0])'],
       ]);
     });
+  });
+});
+
+describe('admin tokens', () => {
+  it('labels admin.token and admin.tokens, the first one being the token the CLI sends', () => {
+    const config = ConfigSchema.parse({
+      admin: { token: 'main-secret', label: 'ops', tokens: [{ label: 'ann', token: 'ann-secret' }] },
+    });
+    expect(config.admin.token).toBe('main-secret');
+    expect(config.admin.tokens).toEqual([
+      { label: 'ops', token: 'main-secret' },
+      { label: 'ann', token: 'ann-secret' },
+    ]);
+    const only = ConfigSchema.parse({ admin: { tokens: [{ label: 'ann', token: 'ann-secret' }] } });
+    expect(only.admin.token).toBe('ann-secret');
+  });
+
+  it('refuses a label used twice and one with spaces, naming the path', () => {
+    const twice = ConfigSchema.safeParse({
+      admin: { token: 'a-secret', tokens: [{ label: 'admin', token: 'b-secret' }] },
+    });
+    expect(twice.error?.issues.map((issue) => [issue.path.join('.'), issue.message])).toEqual([
+      ['admin.tokens', 'label "admin" is used twice'],
+    ]);
+    const spaced = ConfigSchema.safeParse({ admin: { tokens: [{ label: 'two words', token: 'b-secret' }] } });
+    expect(spaced.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['admin.tokens.0.label']);
   });
 });

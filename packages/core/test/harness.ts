@@ -1,6 +1,7 @@
 import { vi } from 'vitest';
 import {
   type Concurrency,
+  type ControllerOptions,
   type InboundMessage,
   type Journal,
   type Logger,
@@ -80,6 +81,8 @@ export interface HarnessOptions {
   onDeliver?: (origin: InboundMessage, replies: readonly Reply[]) => Promise<void>;
   /** Wraps the pool the controller sees, e.g. to hold its claims. */
   wrapPool?: (pool: QueryPool) => QueryPool;
+  /** Holds the turns of sessions in handoff (`ControllerOptions.handoffs`). */
+  handoffs?: ControllerOptions['handoffs'];
 }
 
 /** A logger that keeps `level message` lines for assertions. */
@@ -166,6 +169,7 @@ export function createHarness(options: HarnessOptions = {}) {
     outbox,
     random: options.random,
     logger: options.logger,
+    handoffs: options.handoffs,
   });
   // The test channel `c`: every send is logged in `delivered`.
   const channel = {

@@ -60,7 +60,36 @@ describe('createHttpPipeline', () => {
           received_at: 1_700_000_000_000 + index,
           elements: [{ type: 'text', text: ['first', 'second'][index] }],
         })),
+        handoff: null,
       });
+    });
+
+    it('passes on a handoff the endpoint asks for, and sends a resumed turn its transcript', async () => {
+      const { pipeline, server } = await pipelineAnswering(() => ({
+        status: 200,
+        body: { replies: [{ text: 'a person will answer' }], handoff: { reason: 'billing' } },
+      }));
+      const query = queryOf(['hi']);
+      const handoff = {
+        reason: 'billing',
+        by: 'pipeline:bot',
+        started_at: 5,
+        transcript: [{ from: 'operator' as const, at: 6, id: 'r1', name: 'ann', text: 'hello' }],
+      };
+      const resumed = { ...query, messages: query.messages.map((message) => ({ ...message, handoff })) };
+
+      const result = await pipeline.run(resumed, runContext());
+
+      expect(result).toEqual({ replies: [{ text: 'a person will answer' }], handoff: { reason: 'billing' } });
+      expect(JSON.parse(server.requests[0]?.body ?? '').handoff).toEqual(handoff);
+    });
+
+    it('refuses a handoff without a reason as a malformed answer', async () => {
+      const { pipeline } = await pipelineAnswering(() => ({
+        status: 200,
+        body: { replies: [], handoff: {} },
+      }));
+      await expect(pipeline.run(queryOf(['hi']), runContext())).rejects.toThrow(/handoff\.reason/);
     });
 
     it('returns the replies in order', async () => {

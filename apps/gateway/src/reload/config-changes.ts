@@ -78,6 +78,8 @@ export function configChanges(current: Config, next: Config): ConfigChanges {
       ...summaryOf('pipelines', pipelines),
       ...differingPaths(current.concurrency, next.concurrency, 'concurrency'),
       ...differingPaths(current.queue, next.queue, 'queue'),
+      // Read by the handoff desk at each use: in force once the reload's configuration is.
+      ...differingPaths(current.handoff, next.handoff, 'handoff'),
       ...(routing ? ['routing'] : []),
     ],
   };
