@@ -21,7 +21,8 @@ import { createLiveRouting } from './live-routing.js';
 import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
 import { type FleetFollower, followFleetConfig } from './reload/fleet-config.js';
 import { type ReloadResult, createLiveConfig } from './reload/live-config.js';
-import { createPipelines } from './pipelines.js';
+import { createHandoffs } from './handoffs.js';
+import { createPipelines, poolPipelinesOf } from './pipelines.js';
 import { type Recorders, createRecorders } from './recorders.js';
 import { DAY_MS, type Retention, createRetention } from './retention.js';
 import { createScheduling } from './scheduling.js';
@@ -114,7 +115,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpChannels: { has: (id) => channels.httpChannels.has(id) },
   });
 
-  const operatorAuth = adminAuth(config.admin.token);
+  const operatorAuth = adminAuth(config.admin.tokens);
   const {
     server,
     shutdown: httpShutdown,
@@ -135,6 +136,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const outboxNow = stores.outboxNow ?? Date.now;
+  const handoffs = createHandoffs({
+    stores,
+    pool,
+    outcomes,
+    // Read when a handoff is acted on, once the configuration in force exists below.
+    current: () => live.current(),
+    routing,
+    observer: recorders.metrics.handoff,
+    now: outboxNow,
+    logger,
+  });
   const scheduling = createScheduling({
     pool,
     pipelines,
@@ -142,6 +154,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     stores,
     outboxNow,
     router: routing.router,
+    handoffs: handoffs.desk,
     channels,
     observer: turnObserver(recorders, channelEvents),
     deliveryEnded: recorders.metrics.deliveryEnded,
@@ -190,6 +203,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     recorders,
     outcomes,
     outboxNow,
+    handoffs: handoffs.desk,
     draining: () => draining,
     logger,
   });
@@ -205,6 +219,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     channels,
     scheduling,
     retention,
+    handoffs,
     server,
     httpShutdown,
     fleet,
@@ -241,7 +256,7 @@ async function openStoresAndPool(
     .createPool({
       concurrency: config.concurrency,
       limits: config.queue,
-      pipelines: config.pipelines.map((pipeline) => pipeline.policy),
+      pipelines: poolPipelinesOf(config),
       logger,
       reconcile,
     })

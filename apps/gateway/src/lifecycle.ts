@@ -7,6 +7,7 @@ import type { HttpServerShutdown } from '@switchboard/http';
 import type { RedisKeptOutcomes } from '@switchboard/store-redis';
 import type { FastifyInstance } from 'fastify';
 import { recoverKeptOutcome } from './kept-outcomes.js';
+import type { Handoffs } from './handoffs.js';
 import type { Retention } from './retention.js';
 import type { Scheduling } from './scheduling.js';
 import type { Stores } from './stores.js';
@@ -24,6 +25,8 @@ export interface GatewayParts {
   channels: Channels;
   scheduling: Scheduling;
   retention: Retention;
+  /** Ends idle handoffs. */
+  handoffs: Handoffs;
   server: FastifyInstance;
   httpShutdown: HttpServerShutdown;
   /** With replicas: follows the fleet's configuration version. */
@@ -36,6 +39,7 @@ export async function startGateway(parts: GatewayParts): Promise<string> {
   const recovered = await parts.pool.recover();
   if (recovered.length > 0) logger.info({ recovered: recovered.length }, 'journal recovered');
   parts.retention.start();
+  parts.handoffs.start();
   await channels.start({ ingress: scheduling.ingress, logger, recovered });
   scheduling.controller.start();
   scheduling.sender.start();
@@ -63,6 +67,8 @@ export async function stopGateway(parts: GatewayParts): Promise<void> {
   logger.info({ drainTimeoutMs }, 'draining');
   parts.httpShutdown.drain();
   channels.drain();
+  // An idle handoff ended now would queue its turn in a pool that no longer starts turns.
+  await parts.handoffs.stop();
   await scheduling.controller.stop({ drainTimeoutMs });
   // Replies of the turns that finished in the drain went out meanwhile; now the sender stops
   // claiming, and its sends under way get what is left of the drain.

@@ -1,5 +1,7 @@
 import type {
   ControllerObserver,
+  HandoffObserver,
+  HandoffStore,
   Delivery,
   DeliveryResult,
   Outcome,
@@ -45,6 +47,8 @@ export function createMetrics(
     sharedPool: boolean;
     /** The reply outbox, counted at scrape time (`switchboard_outbox_pending`). */
     outbox: ReplyOutbox;
+    /** Sessions in handoff, counted at scrape time (`switchboard_sessions_in_handoff`). */
+    handoffs: HandoffStore;
   },
 ) {
   const activeSessions = new ActiveSessions(ACTIVE_WINDOW_MS);
@@ -100,8 +104,19 @@ export function createMetrics(
     help: 'Calls a platform answered 429 (Too Many Requests); pacing aims to keep this at 0.',
     labelNames: ['channel'] as const,
   });
+  const operatorResponse = countingHistogram({
+    name: 'switchboard_operator_response_seconds',
+    help: "Time from the oldest message an operator's reply answered to the reply, in handoff.",
+    buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+  });
+  const handoff: HandoffObserver = {
+    operatorResponded(waitedMs) {
+      operatorResponse.series({}).observe(waitedMs / 1000);
+    },
+  };
   const counted = [
     messages,
+    operatorResponse,
     queueWaits,
     pipelineDuration,
     retries,
@@ -190,6 +205,16 @@ export function createMetrics(
     });
 
     new Gauge({
+      name: 'switchboard_sessions_in_handoff',
+      help: 'Sessions an operator has taken over: scope="cluster" with a shared store (the same on every replica), else "replica".',
+      labelNames: ['scope'] as const,
+      registers: [registry],
+      async collect() {
+        this.set({ scope: poolScope }, await options.handoffs.count());
+      },
+    });
+
+    new Gauge({
       name: 'switchboard_outbox_pending',
       help: 'Deliveries of replies stored and not yet delivered or given up, per channel.',
       labelNames: ['channel'] as const,
@@ -224,6 +249,8 @@ export function createMetrics(
         throw err;
       })),
     observer,
+    /** What the handoff desk reports (operator response time). */
+    handoff,
     /** What the chat channels report about their platform calls. */
     outbound,
     deliveryEnded(delivery: Delivery, result: DeliveryResult) {

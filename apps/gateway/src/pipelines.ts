@@ -1,5 +1,11 @@
 import type { Config, PipelineConfig } from '@switchboard/config';
-import type { HistoryStore, Logger, Pipeline, PipelinePolicy } from '@switchboard/core';
+import {
+  HANDOFF_POLICY,
+  type HistoryStore,
+  type Logger,
+  type Pipeline,
+  type PipelinePolicy,
+} from '@switchboard/core';
 import {
   createEchoPipeline,
   createHttpPipeline,
@@ -136,4 +142,12 @@ export function createPipelines(config: Config, deps: PipelineDeps & { retireTim
       await Promise.all([...pipelines.values()].map((pipeline) => pipeline.stop?.({ timeoutMs })));
     },
   };
+}
+
+/**
+ * What the pool schedules: each configured pipeline's policy, and `__handoff__`'s, whose turns
+ * only begin a handoff and hold their messages (`HANDOFF_POLICY`).
+ */
+export function poolPipelinesOf(config: Config): PipelinePolicy[] {
+  return [...config.pipelines.map((pipeline) => pipeline.policy), HANDOFF_POLICY];
 }

@@ -45,6 +45,7 @@ export function createRecorders(config: Config, options: RecorderOptions): Recor
     channelRoles: options.channelRoles,
     sharedPool: config.store.kind === 'redis',
     outbox: stores.outbox,
+    handoffs: stores.handoffs,
   });
   const audit = createAuditRecorder({
     auditLog: stores.auditLog,

@@ -1,5 +1,6 @@
 import {
   type Controller,
+  type HandoffDesk,
   type ControllerObserver,
   type Ingress,
   type Logger,
@@ -34,6 +35,8 @@ export interface SchedulingOptions {
   outboxNow: () => number;
   /** The router in force. */
   router: () => Router;
+  /** Holds the turns of sessions in handoff (docs/design.md §2 "Handoff"). */
+  handoffs: HandoffDesk;
   channels: Channels;
   /** Told of every turn's start, end and retry, and of stored replies. */
   observer: ControllerObserver;
@@ -65,6 +68,7 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
     logger,
     tracer: options.tracer,
     outbox: stores.outbox,
+    handoffs: options.handoffs,
     // Deliveries are stamped on the clock the sender claims them by (a skewed replica would hold
     // every reply back by its skew); the same clock as the host's unless the outbox is shared.
     now: outboxNow,

@@ -3,6 +3,7 @@ import { type Config, DEFAULT_SQLITE_PATH } from '@switchboard/config';
 import {
   type AuditLog,
   type ChannelLeases,
+  type HandoffStore,
   type HistoryStore,
   type IngressRefusal,
   type KeptOutcome,
@@ -15,6 +16,7 @@ import {
   type ReplyOutbox,
   createMemoryAuditLog,
   createMemoryChannelLeases,
+  createMemoryHandoffStore,
   createMemoryHistoryStore,
   createMemoryMessageStatusStore,
   createMemoryQueryPool,
@@ -73,6 +75,12 @@ export interface Stores extends RecordStores {
    * `store: redis`.
    */
   outbox: ReplyOutbox;
+  /**
+   * The sessions an operator took over and their transcripts (docs/design.md §2 "Handoff"): in
+   * memory with `store: memory`, in the SQLite file `store.path` with `store: sqlite`, in Redis
+   * (shared by the replicas) with `store: redis`.
+   */
+  handoffs: HandoffStore;
   /**
    * Whether the records are written through the outbox's group commit (`store: sqlite` with the
    * audit in the same file): a delivery's removal, its audit record and its final message status
@@ -205,6 +213,7 @@ export async function openStores(
     return {
       ...records,
       outbox: createMemoryReplyOutbox(),
+      handoffs: createMemoryHandoffStore(),
       createPool: async (options) => createMemoryQueryPool(options),
       replicaEvents: () => null,
       channelLeases: () => processLeases,
@@ -225,6 +234,7 @@ export async function openStores(
     // In the file that journals the pool: a settlement's outbox row and journal removal, and a
     // delivery's removal and audit record, go through one group commit.
     outbox: file.outbox,
+    handoffs: file.handoffs,
     recordsShareOutboxCommit: sharesFile,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
@@ -258,6 +268,7 @@ async function withRedisPool(
   const {
     createAuditOutbox,
     createRedisChannelLeases,
+    createRedisHandoffStore,
     createRedisKeptOutcomes,
     createRedisQueryPool,
     createRedisRateBuckets,
@@ -290,6 +301,14 @@ async function withRedisPool(
     await records.close();
     throw err;
   });
+  const handoffs = await createRedisHandoffStore({ url: store.url, prefix: store.prefix }).catch(
+    async (err: unknown) => {
+      await replies.close();
+      await outbox.shutdown();
+      await records.close();
+      throw err;
+    },
+  );
   let pool: RedisQueryPool | undefined;
   let replicaEvents: RedisReplicaEvents | null = null;
   let channelLeases: RedisChannelLeases | undefined;
@@ -300,6 +319,7 @@ async function withRedisPool(
     auditLog: outbox,
     statuses: outbox.statuses ?? records.statuses,
     outbox: replies,
+    handoffs,
     outboxNow: () => replies.now(),
     refusal: outbox.refusal,
     async createPool(options) {
@@ -392,6 +412,7 @@ async function withRedisPool(
         () => keptOutcomes?.close(),
         () => outbox.shutdown(),
         () => replies.close(),
+        () => handoffs.close(),
         () => records.close(),
       ];
       const failures: unknown[] = [];

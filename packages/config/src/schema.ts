@@ -9,6 +9,7 @@ import { TelegramChannelSchema } from '@switchboard/channel-telegram/options';
 import { WhatsAppChannelSchema } from '@switchboard/channel-whatsapp/options';
 import {
   ConcurrencySchema,
+  HandoffSettingsSchema,
   durationMs,
   numeric,
   PipelinePolicyFields,
@@ -34,15 +35,38 @@ import { z } from 'zod';
 // parsed output is camelCase with units in the names (`drainTimeoutMs`), like core's own sections
 // (`concurrency` → `{ global, perSession }`).
 
+/** The name an admin token goes by: the operator named in handoff transcripts and the audit. */
+const TokenLabelSchema = z.string().regex(/^[A-Za-z0-9_.@-]{1,64}$/, 'use 1 to 64 letters, digits, _ . @ -');
+
 export const AdminSchema = z
   .strictObject({
-    /** Bearer token of the admin API; empty or absent = loopback only. */
+    /** Bearer token of the admin API; empty or absent (and no `tokens`) = loopback only. */
     token: bearerCredential().optional(),
+    /** The name `token` goes by. */
+    label: TokenLabelSchema.default('admin'),
+    /** Further admin tokens, one per operator, each with its name. */
+    tokens: z
+      .array(z.strictObject({ label: TokenLabelSchema, token: bearerCredential().min(1) }))
+      .default([]),
     /** Operations endpoints that also need the admin token (or loopback); `/healthz` stays open. */
     protect: z.array(z.enum(['metrics', 'readyz', 'docs'])).default([]),
   })
+  .superRefine(({ token, label, tokens }, context) => {
+    const labels = [
+      ...(token === undefined || token === '' ? [] : [label]),
+      ...tokens.map((entry) => entry.label),
+    ];
+    labels.forEach((name, index) => {
+      if (labels.indexOf(name) !== index)
+        context.addIssue({ code: 'custom', path: ['tokens'], message: `label "${name}" is used twice` });
+    });
+  })
   // `token: "${SWITCHBOARD_ADMIN_TOKEN:-}"` yields "" when unset: that means no token.
-  .transform(({ token, protect }) => ({ token: token === '' ? undefined : token, protect }));
+  .transform(({ token, label, tokens, protect }) => {
+    const labelled = [...(token === undefined || token === '' ? [] : [{ label, token }]), ...tokens];
+    // `token`: the one the CLI sends; undefined exactly when no token is set (loopback only).
+    return { token: labelled[0]?.token, tokens: labelled, protect };
+  });
 
 /** Where SQLite keeps its file unless `store.path` (or `audit.path`) says otherwise. */
 export const DEFAULT_SQLITE_PATH = './data/switchboard.db';
@@ -271,6 +295,7 @@ export const ConfigSchema = z
     concurrency: ConcurrencySchema.prefault({}),
     queue: QueueLimitsSchema.prefault({}),
     shutdown: ShutdownSchema.prefault({}),
+    handoff: HandoffSettingsSchema.prefault({}),
     telemetry: TelemetrySchema.prefault({}),
     channels: z.array(ChannelSchema).prefault([{ id: 'api', type: 'openapi' }]),
     pipelines: z.array(PipelineSchema).prefault([{ id: 'echo', type: 'echo' }]),

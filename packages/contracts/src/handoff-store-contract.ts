@@ -111,6 +111,15 @@ export function handoffStoreContract(name: string, factory: StoreFactory<Handoff
         expect(handoff?.origin?.id).toBe('m3');
       });
 
+      it('holds an id repeated within one call once', async () => {
+        const { store } = subject;
+        await store.begin(SESSION, start(1000));
+        const repeated = [userMessage('m1', 'one'), userMessage('m1', 'one')];
+        expect(await store.hold(SESSION, repeated, { at: 1100, maxEntries: MAX })).toBe('held');
+        expect((await store.transcript(SESSION, 0, 10)).map((entry) => entry.seq)).toEqual([1]);
+        expect(await store.get(SESSION)).toMatchObject({ held: 1, unread: 1, lastSeq: 1 });
+      });
+
       it('reads the transcript after a seq, at most limit entries', async () => {
         const { store } = subject;
         await store.begin(SESSION, start(1000));
@@ -183,6 +192,15 @@ export function handoffStoreContract(name: string, factory: StoreFactory<Handoff
         await store.hold(OTHER, [userMessage('b', 'y', '43')], { at: 1100, maxEntries: MAX });
         expect((await store.list(10)).map((handoff) => handoff.session)).toEqual([OTHER, SESSION, third]);
         expect((await store.list(1)).map((handoff) => handoff.session)).toEqual([OTHER]);
+      });
+
+      it('lists sessions waiting since the same time by when their handoff began', async () => {
+        const { store } = subject;
+        await store.begin(SESSION, start(2000));
+        await store.begin(OTHER, start(1000));
+        await store.hold(SESSION, [userMessage('a', 'x')], { at: 3000, maxEntries: MAX });
+        await store.hold(OTHER, [userMessage('b', 'y', '43')], { at: 3000, maxEntries: MAX });
+        expect((await store.list(10)).map((handoff) => handoff.session)).toEqual([OTHER, SESSION]);
       });
 
       it('finds the handoffs idle since before a time', async () => {

@@ -6,8 +6,11 @@ export {
   ChatTypeSchema,
   ELEMENT_TYPES,
   ElementSchema,
+  HandoffContextSchema,
   InboundMessageSchema,
+  PipelineAnswerSchema,
   ReplySchema,
+  answerResult,
   newMessageId,
   parseInboundMessage,
 } from './model/message.js';
@@ -15,6 +18,7 @@ export type {
   ChatType,
   Element,
   ElementType,
+  HandoffContext,
   InboundMessage,
   InboundMessageInput,
   Reply,
@@ -22,8 +26,8 @@ export type {
 } from './model/message.js';
 export { TRACEPARENT_PATTERN, traceIdOf } from './model/traceparent.js';
 export type { QueuedMessage } from './model/queued-message.js';
-export { sessionKeyOf } from './model/session-key.js';
-export type { SessionKey, SessionScope } from './model/session-key.js';
+export { sessionAddressOf, sessionKeyOf } from './model/session-key.js';
+export type { SessionAddress, SessionKey, SessionScope } from './model/session-key.js';
 export { UNPAIRED_SURROGATE, hasUnpairedSurrogate } from './model/unpaired-surrogate.js';
 export { requestIdOf, turnIdOf } from './model/turn-id.js';
 export {
@@ -52,7 +56,7 @@ export { formatIssues, formatPath, parseOrThrow } from './model/validation.js';
 // Inbound: admission, routing, ingress
 export { GroupPolicySchema, admit } from './inbound/admission.js';
 export type { AdmissionDecision, AdmissionPolicy } from './inbound/admission.js';
-export { DISCARD, RoutingConditionSchema, RoutingSchema, createRouter } from './inbound/router.js';
+export { DISCARD, HANDOFF, RoutingConditionSchema, RoutingSchema, createRouter } from './inbound/router.js';
 export type {
   RouteDecision,
   RouteExplanation,
@@ -194,6 +198,20 @@ export type {
 } from './ports/reply-outbox.js';
 export { turnStartOf } from './ports/replica-events.js';
 export type { ReplicaEvents } from './ports/replica-events.js';
+
+// Handoff: sessions an operator took over
+export { createHandoffDesk } from './handoff/handoff-desk.js';
+export type {
+  HandoffDesk,
+  HandoffDeskOptions,
+  HandoffEnd,
+  HandoffObserver,
+  TurnHold,
+} from './handoff/handoff-desk.js';
+export { HandoffSettingsSchema } from './handoff/handoff-settings.js';
+export type { HandoffResume, HandoffSettings } from './handoff/handoff-settings.js';
+export { HANDOFF_POLICY } from './handoff/handoff-policy.js';
+export { handoffContextOf, resumeMessageOf } from './handoff/resume-message.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';

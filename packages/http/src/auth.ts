@@ -115,6 +115,27 @@ export function credentialIdOf(request: FastifyRequest, tokens: readonly string[
 }
 
 /**
+ * The name of the token a request that `bearerAuth` let pass came with — the operator an admin
+ * action is recorded under — or `loopback` when no tokens are configured. Compares with every
+ * token, as `bearerAuth` does.
+ */
+export function tokenLabelOf(
+  request: FastifyRequest,
+  labelled: readonly { label: string; token: string }[],
+): string {
+  if (labelled.length === 0) return 'loopback';
+  const token = bearerTokenOf(request);
+  if (token === undefined) throw new SwitchboardError('SB_HTTP_UNAUTHORIZED');
+  const presented = digest(token);
+  let label: string | undefined;
+  for (const entry of labelled) {
+    if (timingSafeEqual(digest(entry.token), presented)) label ??= entry.label;
+  }
+  if (label === undefined) throw new SwitchboardError('SB_HTTP_UNAUTHORIZED');
+  return label;
+}
+
+/**
  * Bearer-token authentication for the channel and the admin API (docs/design.md §3, §7). With tokens
  * configured every request needs `Authorization: Bearer <token>` (401 otherwise). With none,
  * only loopback clients pass (403 otherwise), so a quick start needs no key and is still closed

@@ -1,10 +1,11 @@
 import {
   formatIssues,
   type Pipeline,
+  PipelineAnswerSchema,
   type PipelineResult,
-  ReplySchema,
   type SecretMasker,
   SwitchboardError,
+  answerResult,
   createSecretMasker,
   isSwitchboardError,
   secretField,
@@ -30,9 +31,6 @@ export const HttpPipelineOptionsSchema = z.strictObject({
   headers: secretField(z.record(z.string(), z.string())).optional(),
 });
 export type HttpPipelineOptions = z.output<typeof HttpPipelineOptionsSchema>;
-
-/** What the endpoint must answer with a 2xx: the replies to send, possibly none. */
-const HttpReplySchema = z.object({ replies: z.array(ReplySchema) });
 
 export interface HttpPipelineDeps {
   /** Largest answer kept, plain or streamed (bytes; default `MAX_ANSWER_BYTES`, 16 MiB); lower in tests. */
@@ -126,9 +124,10 @@ function parseReply(id: string, status: number, text: string, mask: SecretMasker
   } catch {
     throw invalidReply(id, status, text, mask, ['response body is not JSON']);
   }
-  const parsed = HttpReplySchema.safeParse(json);
+  // What the endpoint must answer with a 2xx: the replies to send (possibly none), and a handoff.
+  const parsed = PipelineAnswerSchema.safeParse(json);
   if (!parsed.success) throw invalidReply(id, status, text, mask, formatIssues(parsed.error));
-  return { replies: parsed.data.replies };
+  return answerResult(parsed.data);
 }
 
 function invalidReply(

@@ -2,6 +2,7 @@ import {
   type HistoryEntry,
   type HistoryStore,
   type Pipeline,
+  type Query,
   SwitchboardError,
   createSecretMasker,
   formatIssues,
@@ -107,12 +108,13 @@ export function createOpenAIPipeline(
     id,
     async run(query, { signal, logger, traceHeaders, stream }) {
       const past = historyLimit > 0 ? await history.recent(query.session, id, historyLimit) : [];
+      const said = saidIn(query);
       const messages: ChatMessage[] = [
         ...(options.system_prompt === undefined
           ? []
           : [{ role: 'system' as const, content: options.system_prompt }]),
         ...past,
-        { role: 'user', content: query.text },
+        ...said,
       ];
 
       const startedMs = Date.now();
@@ -139,10 +141,7 @@ export function createOpenAIPipeline(
       if (historyLimit === 0) return { replies: [{ text }] };
       // Not waited for here: handed to the controller, it joins the commit storing the reply.
       const saved = history
-        .append(query.session, id, [
-          { role: 'user', content: query.text },
-          { role: 'assistant', content: text },
-        ])
+        .append(query.session, id, [...said, { role: 'assistant', content: text }])
         .catch((err: unknown) => {
           // The user already has an answer; failing the turn would re-ask the model and reply twice.
           logger.warn({ err, pipeline: id }, 'history append failed');
@@ -256,4 +255,19 @@ export function createOpenAIPipeline(
     }
     return parsed.data;
   }
+}
+
+/**
+ * What the turn adds to the conversation: the user's text — or, for a turn resuming a handoff,
+ * everything said during it, the operator's replies as the assistant's, so that the model (and the
+ * history) knows what the operator told the user.
+ */
+function saidIn(query: Query): HistoryEntry[] {
+  const resumed = query.messages.find((message) => message.handoff !== undefined);
+  if (resumed?.handoff === undefined) return [{ role: 'user', content: query.text }];
+  const transcript = resumed.handoff.transcript.map(
+    (entry): HistoryEntry => ({ role: entry.from === 'user' ? 'user' : 'assistant', content: entry.text }),
+  );
+  const after = query.messages.slice(query.messages.indexOf(resumed) + 1);
+  return [...transcript, ...after.map((message): HistoryEntry => ({ role: 'user', content: message.text }))];
 }

@@ -1,9 +1,10 @@
 import {
   formatIssues,
+  PipelineAnswerSchema,
   type PipelineResult,
-  ReplySchema,
   type SecretMasker,
   SwitchboardError,
+  answerResult,
 } from '@switchboard/core';
 import { z } from 'zod';
 import { type AnswerBound, streamedTextBudget } from './answer-size.js';
@@ -11,10 +12,7 @@ import { brokenStream, excerptOf } from './remote-errors.js';
 import { type StreamFormat, streamEvents } from './stream-events.js';
 
 /** One object of a streamed answer: a piece of text, or the final replies that end the stream. */
-const StreamLineSchema = z.union([
-  z.strictObject({ delta: z.string() }),
-  z.strictObject({ replies: z.array(ReplySchema) }),
-]);
+const StreamLineSchema = z.union([z.strictObject({ delta: z.string() }), PipelineAnswerSchema.strict()]);
 
 /**
  * Reads a streamed answer (docs/design.md §4 "Streaming"): objects `{"delta": "…"}`, each passed
@@ -52,7 +50,7 @@ export async function readStreamedReply(
       );
     }
     // The answer is whole: what may follow is the caller's to drain, never parsed.
-    if ('replies' in parsed.data) return { replies: parsed.data.replies };
+    if ('replies' in parsed.data) return answerResult(parsed.data);
     if (parsed.data.delta !== '') {
       keep(parsed.data.delta);
       onDelta?.(parsed.data.delta);

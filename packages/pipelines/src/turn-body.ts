@@ -30,6 +30,8 @@ export function turnBody(query: Query) {
       received_at: original.received_at,
       elements: original.elements,
     })),
+    // The transcript of the handoff this turn resumes (`resume: bot`), else null.
+    handoff: query.messages.find((original) => original.handoff !== undefined)?.handoff ?? null,
   };
 }
 

@@ -32,3 +32,5 @@ export {
   keptOutcomeKeysOf,
 } from './redis-kept-outcomes.js';
 export type { RedisKeptOutcomes, RedisKeptOutcomesOptions } from './redis-kept-outcomes.js';
+export { createRedisHandoffStore, handoffKeysOf } from './redis-handoff-store.js';
+export type { RedisHandoffStore, RedisHandoffStoreOptions } from './redis-handoff-store.js';

@@ -42,6 +42,10 @@ export const SCRIPT_NAMES = [
   'rate-buckets/take',
   'kept-outcomes/claim',
   'kept-outcomes/forget',
+  'handoff/begin',
+  'handoff/hold',
+  'handoff/reply',
+  'handoff/end',
 ] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];

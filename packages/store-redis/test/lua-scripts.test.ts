@@ -4,6 +4,7 @@ import { auditOutboxKeysOf } from '../src/audit-outbox.js';
 import { LUA_FOLDER, SCRIPT_NAMES, type ScriptName, loadLuaScripts } from '../src/lua-scripts.js';
 import { poolKeysOf } from '../src/pool-keys.js';
 import { channelLeaseKeysOf } from '../src/redis-channel-leases.js';
+import { handoffKeysOf } from '../src/redis-handoff-store.js';
 import { keptOutcomeKeysOf } from '../src/redis-kept-outcomes.js';
 import { rateBucketKeyOf } from '../src/redis-rate-buckets.js';
 import { replyOutboxKeysOf } from '../src/reply-outbox-keys.js';
@@ -30,6 +31,7 @@ const KEYS_OF_FAMILY: Record<string, readonly string[]> = {
   'reply-outbox': named(replyOutboxKeysOf('p').keysOf('<channel>')),
   'channel-leases': named(channelLeaseKeysOf('p')),
   'kept-outcomes': named([keptOutcomeKeysOf('p').hash, keptOutcomeKeysOf('p').due]),
+  handoff: named(handoffKeysOf('p', '<session>')),
 };
 const audit = auditOutboxKeysOf('p');
 /** ... or, in these families, some of these, as each call passes them. */

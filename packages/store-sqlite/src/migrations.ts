@@ -17,6 +17,7 @@ export const MIGRATIONS = [
   '0008_seq_without_autoincrement.sql',
   '0009_outbox_ended_by_id.sql',
   '0010_status_version_key_scope.sql',
+  '0011_handoffs.sql',
 ] as const;
 
 /**

@@ -1,10 +1,18 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { AuditLog, HistoryStore, Journal, MessageStatusStore, ReplyOutbox } from '@switchboard/core';
+import type {
+  AuditLog,
+  HandoffStore,
+  HistoryStore,
+  Journal,
+  MessageStatusStore,
+  ReplyOutbox,
+} from '@switchboard/core';
 import { SwitchboardError } from '@switchboard/core';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
 import { migrate } from './migrations.js';
 import { createSqliteAuditLog } from './sqlite-audit-log.js';
+import { createSqliteHandoffStore } from './sqlite-handoff-store.js';
 import { createSqliteHistoryStore } from './sqlite-history-store.js';
 import { createGroupCommit } from './group-commit.js';
 import { createSqliteJournal } from './sqlite-journal.js';
@@ -39,6 +47,7 @@ export interface SqliteStore {
   statuses: MessageStatusStore;
   history: HistoryStore;
   outbox: ReplyOutbox;
+  handoffs: HandoffStore;
   /** Closes the database; the stores must not be used afterwards. */
   close(): void;
 }
@@ -79,10 +88,12 @@ export function openDatabase(path: string, busyTimeoutMs: number, readonly: bool
 
 /**
  * The embedded default store (`store: { kind: sqlite }`): journal (with delivery dedup), audit
- * log, message statuses, history and the reply outbox in one SQLite file, migrated to the current schema on open.
+ * log, message statuses, history, the reply outbox and handoffs in one SQLite file, migrated to
+ * the current schema on open.
  * Calls run synchronously on the event loop (better-sqlite3); each is one short indexed statement
  * or transaction. Several processes may open the same file (WAL serializes writers and never
- * blocks readers), but one serves from it: its outbox keeps claims and the chats' heads in memory.
+ * blocks readers), but one serves from it: its outbox keeps claims and the chats' heads in memory,
+ * its handoff store the sessions in handoff.
  */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const now = options.now ?? DEFAULTS.now;
@@ -96,6 +107,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       statuses: createSqliteMessageStatusStore(db, commit, now),
       history: createSqliteHistoryStore(db, commit, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
       outbox: createSqliteReplyOutbox(db, commit, now),
+      handoffs: createSqliteHandoffStore(db, commit),
       close: () => {
         commit.flush();
         db.close();

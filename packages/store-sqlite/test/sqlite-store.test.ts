@@ -6,6 +6,7 @@ import {
   auditLogContract,
   auditRecordFixture,
   deliveryFixture,
+  handoffStoreContract,
   historyStoreContract,
   journalContract,
   messageStatusStoreContract,
@@ -93,6 +94,10 @@ replyOutboxContract(
 historyStoreContract(
   'sqlite',
   sqliteFactory((store) => store.history),
+);
+handoffStoreContract(
+  'sqlite',
+  sqliteFactory((store) => store.handoffs),
 );
 queryPoolContract(
   'memory query pool with a SQLite journal',

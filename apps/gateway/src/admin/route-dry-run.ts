@@ -2,6 +2,7 @@ import type { ChannelConfig } from '@switchboard/config';
 import {
   type AdmissionDecision,
   DISCARD,
+  HANDOFF,
   type RouteTraceStep,
   type Router,
   admit,
@@ -56,7 +57,9 @@ export function dryRunRoute(router: Router, channel: ChannelConfig, input: DryRu
     ? `ignored (${admission.reason})`
     : decision.pipeline === DISCARD
       ? 'discarded (audited)'
-      : `pipeline ${decision.pipeline}`;
+      : decision.pipeline === HANDOFF
+        ? 'handed to an operator (audited)'
+        : `pipeline ${decision.pipeline}`;
   return {
     rule: decision.rule,
     pipeline: decision.pipeline,

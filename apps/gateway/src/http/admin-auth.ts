@@ -1,7 +1,7 @@
 import { type AuthHook, bearerAuth, requestForgeryRefusal } from '@switchboard/http';
 
 /**
- * The admin check (docs/design.md §7): bearer `admin.token`, or loopback clients only when it is
+ * The admin check (docs/design.md §7): bearer `admin.token` or one of `admin.tokens`, or loopback clients only when it is
  * unset — and then only requests a browser was not driven to send (`requestForgeryRefusal`: a
  * `Host` that is no loopback name, a state-changing request from another origin), since every
  * process on the machine passes as loopback, a browser showing a hostile page included.
@@ -9,14 +9,14 @@ import { type AuthHook, bearerAuth, requestForgeryRefusal } from '@switchboard/h
  * `/docs`). Use it as an `onRequest` hook, so a request is refused before its query or body is
  * even parsed: an unauthenticated caller learns nothing about the route from a validation error.
  */
-export function adminAuth(token: string | undefined): AuthHook {
+export function adminAuth(tokens: readonly { token: string }[]): AuthHook {
   const bearer = bearerAuth({
-    tokens: token === undefined ? [] : [token],
+    tokens: tokens.map((entry) => entry.token),
     realm: 'switchboard-admin',
     setting: 'admin.token',
   });
   // A bearer token is something a page cannot make the browser send (config turns "" into none).
-  if (token !== undefined) return bearer;
+  if (tokens.length > 0) return bearer;
   return (request, reply, done) =>
     bearer(request, reply, (err?: Error) => done(err ?? requestForgeryRefusal(request)));
 }

@@ -1,6 +1,7 @@
 import type { Config } from '@switchboard/config';
 import type {
   ChannelAdapter,
+  HandoffDesk,
   Logger,
   OutcomeBus,
   Pipeline,
@@ -19,7 +20,11 @@ import { DAY_MS } from '../retention.js';
 import type { Stores } from '../stores.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { registerConsoleRoutes } from './console-routes.js';
+import { registerHandoffRoutes } from './handoff-routes.js';
 import { registerHealthRoutes } from './health-routes.js';
+
+/** The console's conversation streams: few operators, each with a view or two open. */
+const HANDOFF_STREAM_LIMITS = { maxStreams: 100, pollMs: 500, maxBufferedBytes: 1 << 20 };
 
 export interface OperatorRouteDeps {
   /** The admin check (`adminAuth`). */
@@ -39,6 +44,8 @@ export interface OperatorRouteDeps {
   outcomes: OutcomeBus;
   /** The reply outbox's clock, which a replayed dead letter's stored replies are stamped by. */
   outboxNow: () => number;
+  /** Takes sessions over, sends operators' replies, hands sessions back. */
+  handoffs: HandoffDesk;
   /** Whether the stop began: `/readyz` answers not ready from then on. */
   draining: () => boolean;
   logger: Logger;
@@ -130,6 +137,16 @@ export function registerOperatorRoutes(
       rerouted: (queued) => (pipelines.has(queued.pipeline) ? null : deps.routing.reroute(queued.message)),
       now: deps.outboxNow,
     }),
+  });
+
+  registerHandoffRoutes(server, {
+    auth,
+    desk: deps.handoffs,
+    store: stores.handoffs,
+    history: stores.history,
+    tokens: config.admin.tokens,
+    streams: HANDOFF_STREAM_LIMITS,
+    logger: deps.logger,
   });
 
   registerConsoleRoutes(server, {

@@ -8,7 +8,7 @@ import {
 } from '@switchboard/core';
 import type { Channels } from '../channels.js';
 import type { LiveRouting } from '../live-routing.js';
-import { type PipelineDeps, type Pipelines, createPipeline } from '../pipelines.js';
+import { type PipelineDeps, type Pipelines, createPipeline, poolPipelinesOf } from '../pipelines.js';
 import { isolateWorkers } from '../worker-isolation.js';
 import { type ConfigChanges, configChanges } from './config-changes.js';
 
@@ -55,7 +55,7 @@ function poolConfigOf(config: Config): PoolConfig {
   return {
     concurrency: config.concurrency,
     limits: config.queue,
-    pipelines: config.pipelines.map((pipeline) => pipeline.policy),
+    pipelines: poolPipelinesOf(config),
   };
 }
 

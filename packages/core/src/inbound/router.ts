@@ -24,6 +24,12 @@ import { formatIssues } from '../model/validation.js';
 /** The routing target that discards a message (recorded in the audit log). */
 export const DISCARD = '__discard__';
 
+/**
+ * The routing target that hands the conversation to an operator (docs/design.md §2 "Handoff"):
+ * the session enters handoff and the message waits in the operator inbox.
+ */
+export const HANDOFF = '__handoff__';
+
 const OPERATORS = ['eq', 'neq', 'contains', 'not_contains', 'starts_with', 'regex'] as const;
 type Operator = (typeof OPERATORS)[number];
 
@@ -123,7 +129,7 @@ export type RoutingCondition = z.output<typeof RoutingConditionSchema>;
 const RULE_FIELDS = {
   /** Unique; recorded in the audit log and shown by `switchboard route`. */
   name: z.string().min(1),
-  /** A `pipelines[].id`, or `__discard__`. */
+  /** A `pipelines[].id`, `__discard__` or `__handoff__`. */
   pipeline: z.string().min(1),
   /** When set, the rule applies only to messages of these channel ids. */
   channels: z.array(z.string().min(1)).min(1, 'list at least one channel, or leave channels out').optional(),
@@ -177,7 +183,7 @@ function checkUniqueNames(rules: unknown, ctx: z.core.$RefinementCtx<unknown>): 
 
 /** The `routing` section of the configuration. */
 export const RoutingSchema = z.strictObject({
-  /** The pipeline of messages no rule matches; `__discard__` discards them (still audited). */
+  /** The pipeline of messages no rule matches; `__discard__` discards them (still audited), `__handoff__` hands them to an operator. */
   default: z.string().min(1),
   rules: z
     .array(RuleSchema)
@@ -189,7 +195,7 @@ export type RoutingConfig = z.output<typeof RoutingSchema>;
 export type RoutingConfigInput = z.input<typeof RoutingSchema>;
 
 export interface RouteDecision {
-  /** A pipeline id, or `DISCARD`. */
+  /** A pipeline id, `DISCARD` or `HANDOFF`. */
   pipeline: string;
   /** The matching rule's name; null when the default applied. */
   rule: string | null;
@@ -295,7 +301,12 @@ function pipelineProblems(routing: unknown, known: ReadonlySet<string>): string[
   const problems: string[] = [];
   const knownList = known.size === 0 ? 'none' : [...known].join(', ');
   const check = (pipeline: unknown, path: string) => {
-    if (typeof pipeline === 'string' && pipeline !== DISCARD && !known.has(pipeline)) {
+    if (
+      typeof pipeline === 'string' &&
+      pipeline !== DISCARD &&
+      pipeline !== HANDOFF &&
+      !known.has(pipeline)
+    ) {
       problems.push(`${path}: unknown pipeline ${JSON.stringify(pipeline)} (known: ${knownList})`);
     }
   };

@@ -57,7 +57,12 @@ export function createMemoryHandoffStore(): HandoffStore {
     async hold(session, messages, { at, pipeline, maxEntries }) {
       const state = sessions.get(session);
       if (state === undefined) return 'not_in_handoff';
-      const fresh = messages.filter((message) => !state.ids.has(message.id));
+      const ids = new Set<string>();
+      const fresh = messages.filter((message) => {
+        if (state.ids.has(message.id) || ids.has(message.id)) return false;
+        ids.add(message.id);
+        return true;
+      });
       if (fresh.length === 0) return 'held';
       if (state.entries.length + fresh.length > maxEntries) return 'full';
       const { handoff } = state;

@@ -66,6 +66,9 @@ export const ERROR_CODES = {
   SB_LEASE_LOST: { status: 503, message: 'the turn was taken over by another replica' },
   SB_SHUTDOWN: { status: 503, message: 'aborted by shutdown' },
   SB_DEAD_LETTER_NOT_FOUND: { status: 404, message: 'no dead letter with this id' },
+  SB_HANDOFF_NOT_FOUND: { status: 404, message: 'the session is not in handoff' },
+  SB_HANDOFF_FULL: { status: 409, message: 'the handoff holds as many entries as it may' },
+  SB_SESSION_KEY_INVALID: { status: 400, message: 'not a session key' },
   SB_DEAD_LETTER_NOT_REPLAYABLE: {
     status: 422,
     message: 'the dead letter was not stored whole and cannot be replayed',

@@ -42,6 +42,28 @@ export type Element = z.infer<typeof ElementSchema>;
 export type ElementType = Element['type'];
 export const ELEMENT_TYPES = ElementSchema.options.map((option) => option.shape.type.value);
 
+/**
+ * What a turn resumed after a handoff carries (docs/design.md §2 "Handoff"): why the handoff
+ * began, and everything said meanwhile, the operator's replies included, oldest first.
+ */
+export const HandoffContextSchema = z.object({
+  reason: z.string(),
+  by: z.string(),
+  started_at: z.number().int().nonnegative(),
+  transcript: z.array(
+    z.object({
+      from: z.enum(['user', 'operator']),
+      at: z.number().int().nonnegative(),
+      /** The message id, or the operator reply's. */
+      id: z.string(),
+      /** The sender's name, or the operator's. */
+      name: z.string().optional(),
+      text: z.string(),
+    }),
+  ),
+});
+export type HandoffContext = z.infer<typeof HandoffContextSchema>;
+
 /** The one shape every channel turns its platform events into (docs/design.md §2). */
 export const InboundMessageSchema = z.object({
   /** Gateway id: a ULID, so ids sort by arrival. */
@@ -80,6 +102,11 @@ export const InboundMessageSchema = z.object({
    * earlier run's (`statusVersion`).
    */
   generation: z.number().int().nonnegative().optional(),
+  /**
+   * Set on the message a handoff ends with (`resume: bot`): the held messages merged into one,
+   * with the handoff's transcript. Never set by a channel.
+   */
+  handoff: HandoffContextSchema.optional(),
 });
 export type InboundMessage = z.infer<typeof InboundMessageSchema>;
 /** What a channel fills in; `parseInboundMessage` supplies the defaults. */
@@ -93,6 +120,20 @@ export function newMessageId(): string {
 /** One reply the pipeline produced for a turn. */
 export const ReplySchema = z.object({ text: z.string() });
 export type Reply = z.infer<typeof ReplySchema>;
+
+/** A pipeline's answer may hand the conversation to an operator: `{"handoff": {"reason": "…"}}`. */
+export const HandoffRequestSchema = z.strictObject({ reason: z.string().min(1).max(500) });
+
+/** What a pipeline answers a turn with: the replies to send, and whether an operator takes over. */
+export const PipelineAnswerSchema = z.object({
+  replies: z.array(ReplySchema),
+  handoff: HandoffRequestSchema.optional(),
+});
+
+/** `answer` as a `PipelineResult` carries it (no `handoff` key when there is none). */
+export function answerResult({ replies, handoff }: z.infer<typeof PipelineAnswerSchema>) {
+  return handoff === undefined ? { replies } : { replies, handoff };
+}
 
 /**
  * Replies sent to one chat (a session of the HTTP channel) for one message, as a replica hands

@@ -12,6 +12,7 @@ export const OUTCOME_KINDS = [
   'dropped',
   'dead_lettered',
   'duplicate',
+  'handed_off',
 ] as const;
 export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
@@ -26,6 +27,9 @@ export const OUTCOME_REASONS = {
   // `pipeline_removed`: its pipeline left the config (a reload, a restart) while it was queued.
   dead_lettered: ['max_attempts', 'fatal_error', 'delivery_failed', 'pipeline_removed'],
   duplicate: ['redelivery'],
+  // `held`: a user message of a session in handoff, kept for the operator instead of a turn.
+  // `operator_reply`: what an operator sent the user from the console or the admin API.
+  handed_off: ['held', 'operator_reply'],
 } as const satisfies Record<OutcomeKind, readonly string[]>;
 export type OutcomeReason = (typeof OUTCOME_REASONS)[OutcomeKind][number];
 

@@ -1,3 +1,4 @@
+import { SwitchboardError } from './errors.js';
 import type { InboundMessage } from './message.js';
 import { UNPAIRED_SURROGATE } from './unpaired-surrogate.js';
 
@@ -40,4 +41,46 @@ export function sessionKeyOf(message: InboundMessage, scope: SessionScope = 'cha
   const parts = [message.platform, message.channel, message.chat.type, message.chat.id];
   if (scope === 'thread' && message.chat.thread !== undefined) parts.push(message.chat.thread);
   return parts.map(encodeKeyPart).join(':');
+}
+
+/** Where a session key says its messages come from (the inverse of `sessionKeyOf`). */
+export interface SessionAddress {
+  platform: string;
+  channel: string;
+  chat: { type: 'person' | 'group'; id: string; thread?: string };
+}
+
+const ENCODED_SURROGATE = /%u([0-9A-F]{4})/g;
+
+/** `encodeKeyPart` undone: `%uD800` back to its unpaired surrogate, the rest URI-decoded. */
+function decodeKeyPart(part: string): string {
+  return part
+    .split(ENCODED_SURROGATE)
+    .map((piece, index) =>
+      index % 2 === 1 ? String.fromCharCode(Number.parseInt(piece, 16)) : decodeURIComponent(piece),
+    )
+    .join('');
+}
+
+/**
+ * The platform, channel and chat `key` names — an operator addresses a session by its key alone
+ * (`/admin/sessions/{key}`); throws SB_SESSION_KEY_INVALID naming what is wrong.
+ */
+export function sessionAddressOf(key: SessionKey): SessionAddress {
+  const parts = key.split(':');
+  const invalid = (why: string) =>
+    new SwitchboardError('SB_SESSION_KEY_INVALID', {
+      message: `"${key.slice(0, 200)}" is not a session key: ${why} (expected platform:channel:person|group:chat[:thread])`,
+    });
+  if (parts.length !== 4 && parts.length !== 5) throw invalid(`${parts.length} parts`);
+  let decoded: string[];
+  try {
+    decoded = parts.map(decodeKeyPart);
+  } catch {
+    throw invalid('a part is not URI-encoded');
+  }
+  const [platform, channel, type, id, thread] = decoded as [string, string, string, string, string?];
+  if (type !== 'person' && type !== 'group') throw invalid(`chat type "${type}"`);
+  if (platform === '' || channel === '' || id === '') throw invalid('an empty part');
+  return { platform, channel, chat: { type, id, ...(thread === undefined ? {} : { thread }) } };
 }

@@ -30,6 +30,11 @@ export interface PipelineResult {
    * rejection is logged and ends nothing: the answer stands.
    */
   saved?: Promise<void>;
+  /**
+   * The bot hands the conversation to an operator (docs/design.md §2 "Handoff"): its replies are
+   * sent, then the session's next messages wait for an operator instead of running turns.
+   */
+  handoff?: { reason: string };
 }
 
 /**

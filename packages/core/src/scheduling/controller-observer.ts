@@ -2,7 +2,15 @@ import type { Turn } from '../ports/query-pool.js';
 import type { Delivery } from '../ports/reply-outbox.js';
 
 /** How a turn ended, for metrics; `lost`: its lease was taken over, another replica settles it. */
-export type TurnResult = 'completed' | 'retried' | 'dead_lettered' | 'dropped' | 'abandoned' | 'lost';
+export type TurnResult =
+  | 'completed'
+  | 'retried'
+  | 'dead_lettered'
+  | 'dropped'
+  | 'abandoned'
+  | 'lost'
+  /** Its session was in handoff: the messages wait for an operator instead. */
+  | 'handed_off';
 
 /** Hooks for metrics and status tracking; every method is optional and must not throw. */
 export interface ControllerObserver {

@@ -5,6 +5,9 @@ import { SwitchboardError } from '../model/errors.js';
 import type { MessageTracer } from '../observability/message-trace.js';
 import type { OutcomeSink } from '../model/outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
+import type { HandoffDesk } from '../handoff/handoff-desk.js';
+import { HANDOFF_POLICY } from '../handoff/handoff-policy.js';
+import { HANDOFF } from '../inbound/router.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Pipeline, PipelineResult } from '../ports/pipeline.js';
 import type { QueryPool, Turn } from '../ports/query-pool.js';
@@ -32,6 +35,12 @@ export interface ControllerOptions {
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
   tracer?: MessageTracer;
+  /**
+   * Holds the turns of sessions in handoff instead of running them, and begins the handoff a
+   * pipeline's answer asks for (docs/design.md §2 "Handoff"). Without it, a turn routed to
+   * `__handoff__` ends as its pipeline missing.
+   */
+  handoffs?: Pick<HandoffDesk, 'holdTurn' | 'begin'>;
   /** How long after its timeout an unsettled turn is force-released. Default: 100 s (buzz's in-flight deadline). */
   orphanGraceMs?: number;
   /** How long aborted turns get to settle at the end of a drain. Default: 2 s. */
@@ -212,7 +221,7 @@ export function createController(options: ControllerOptions): Controller {
 
   function startTurn(turn: Turn): void {
     const pipeline = pipelines.get(turn.pipeline);
-    const policy = policies.get(turn.pipeline);
+    const policy = policies.get(turn.pipeline) ?? (turn.pipeline === HANDOFF ? HANDOFF_POLICY : undefined);
     const entry = new RunningTurn(turn, now(), policy, orphanGraceMs, logger);
     if (tracer !== undefined) {
       const span = tracer.startTurn(turn, policy, entry.startedAt);
@@ -239,6 +248,10 @@ export function createController(options: ControllerOptions): Controller {
     policy: PipelinePolicy | undefined,
   ): Promise<void> {
     try {
+      if (options.handoffs !== undefined) {
+        const hold = await holdForHandoff(entry, policy);
+        if (hold !== 'run') return;
+      }
       if (pipeline === undefined || policy === undefined) {
         await settlement.pipelineMissing(entry);
         return;
@@ -278,6 +291,7 @@ export function createController(options: ControllerOptions): Controller {
         replyStream?.cancel();
         return;
       }
+      if (result.handoff !== undefined) await beginAskedHandoff(entry, result.handoff.reason);
       // The preview in flight ends first, so that the final send edits the message it posted.
       const draft = await replyStream?.finish();
       if (!entry.decided) await settlement.answered(entry, query, result, draft);
@@ -286,6 +300,44 @@ export function createController(options: ControllerOptions): Controller {
     } finally {
       entry.trace?.span.end();
       endTurn(entry);
+    }
+  }
+
+  /**
+   * Holds the turn when its session is in handoff, and settles it then; `run` otherwise. A store
+   * that fails is a failure of the turn, retried with its pipeline's backoff.
+   */
+  async function holdForHandoff(entry: RunningTurn, policy: PipelinePolicy | undefined) {
+    const desk = options.handoffs as NonNullable<ControllerOptions['handoffs']>;
+    let hold: Awaited<ReturnType<HandoffDesk['holdTurn']>>;
+    try {
+      hold = await desk.holdTurn(entry.turn);
+    } catch (error) {
+      entry.logger.warn({ err: error }, 'handoff store failed: the turn will be tried again');
+      if (policy === undefined) throw error;
+      await settlement.failed(entry, policy, error);
+      return 'failed' as const;
+    }
+    if (hold !== 'run') await settlement.handedOff(entry, hold);
+    return hold;
+  }
+
+  /**
+   * The pipeline asked for an operator: the handoff begins before the turn completes, so that the
+   * session's next turn is held. Its replies are sent either way; a store that fails leaves the
+   * bot in charge, logged.
+   */
+  async function beginAskedHandoff(entry: RunningTurn, reason: string): Promise<void> {
+    const last = entry.turn.messages.at(-1);
+    try {
+      await options.handoffs?.begin(entry.turn.session, {
+        reason,
+        by: `pipeline:${entry.turn.pipeline}`,
+        pipeline: entry.turn.pipeline,
+        ...(last === undefined ? {} : { origin: last.message }),
+      });
+    } catch (err) {
+      entry.logger.error({ err }, 'the pipeline asked for a handoff, which could not begin');
     }
   }
 

@@ -48,6 +48,11 @@ export interface TurnSettlement {
   failed(entry: RunningTurn, policy: PipelinePolicy, error: unknown): Promise<void>;
   /** The turn's pipeline is no longer configured: its messages are dropped. */
   pipelineMissing(entry: RunningTurn): Promise<void>;
+  /**
+   * The turn's session is in handoff (`HandoffDesk.holdTurn`): its messages were written to the
+   * transcript and end `handed_off/held` — or, when the transcript was `full`, `dropped/queue_overflow`.
+   */
+  handedOff(entry: RunningTurn, hold: 'held' | 'full'): Promise<void>;
   /** The drain aborted the turn or let it go: kept for the next start, or dropped. */
   abandoned(entry: RunningTurn): Promise<void>;
   /**
@@ -76,7 +81,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
    */
   function outcomesOf(
     messages: readonly QueuedMessage[],
-    kind: 'completed' | 'dropped' | 'dead_lettered',
+    kind: 'completed' | 'dropped' | 'dead_lettered' | 'handed_off',
     extra: {
       reason?: OutcomeReason;
       turn?: Turn;
@@ -322,6 +327,20 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       if (!held(entry, await settle(entry, () => pool.complete(turn, deadLettered)))) return;
       recordAll(deadLettered);
       ended(entry, 'dead_lettered');
+    },
+
+    async handedOff(entry, hold) {
+      entry.decided = true;
+      const { turn } = entry;
+      const ends =
+        hold === 'held'
+          ? outcomesOf(turn.messages, 'handed_off', { reason: 'held', turn })
+          : outcomesOf(turn.messages, 'dropped', { reason: 'queue_overflow', turn });
+      if (hold === 'full')
+        entry.logger.warn({ messages: turn.messages.length }, 'handoff transcript is full: dropping');
+      if (!held(entry, await settle(entry, () => pool.complete(turn, ends)))) return;
+      recordAll(ends);
+      ended(entry, hold === 'held' ? 'handed_off' : 'dropped');
     },
 
     abandoned,

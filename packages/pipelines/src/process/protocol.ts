@@ -1,4 +1,10 @@
-import { formatIssues, type Query, type Reply, ReplySchema } from '@switchboard/core';
+import {
+  PipelineAnswerSchema,
+  type PipelineResult,
+  type Query,
+  answerResult,
+  formatIssues,
+} from '@switchboard/core';
 import { z } from 'zod';
 import { turnBody } from '../turn-body.js';
 
@@ -18,8 +24,8 @@ const LINE_SCHEMAS = [
   [
     'replies',
     z
-      .object({ id: z.string(), replies: z.array(ReplySchema) })
-      .transform(({ id, replies }) => ({ kind: 'answer' as const, id, replies })),
+      .object({ id: z.string(), ...PipelineAnswerSchema.shape })
+      .transform(({ id, ...answer }) => ({ kind: 'answer' as const, id, result: answerResult(answer) })),
   ],
   [
     'error',
@@ -44,7 +50,7 @@ const LINE_SCHEMAS = [
 /** A line a worker wrote, classified. `invalid` keeps the request id when the line had one. */
 export type WorkerLine =
   | { kind: 'ready' }
-  | { kind: 'answer'; id: string; replies: Reply[] }
+  | { kind: 'answer'; id: string; result: PipelineResult }
   | { kind: 'error'; id: string; message: string; retryable: boolean }
   | { kind: 'delta'; id: string; delta: string }
   | { kind: 'progress'; id: string }

@@ -329,7 +329,7 @@ export class WorkerProcess {
         this.#logger.debug({ id: parsed.id }, 'worker progress');
         return;
       case 'answer':
-        this.#settle(parsed.id, (pending) => pending.resolve({ replies: parsed.replies }));
+        this.#settle(parsed.id, (pending) => pending.resolve(parsed.result));
         return;
       case 'error':
         this.#settle(parsed.id, (pending) =>

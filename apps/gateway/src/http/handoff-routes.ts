@@ -1,0 +1,233 @@
+import {
+  type HandoffDesk,
+  type HandoffStore,
+  type HistoryStore,
+  type Logger,
+  SwitchboardError,
+  sessionAddressOf,
+} from '@switchboard/core';
+import { type AuthHook, jsonBodyParser, tokenLabelOf } from '@switchboard/http';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { entryView, handoffView } from '../admin/handoff-view.js';
+import { type HandoffStreamLimits, createHandoffEventStreams } from './handoff-event-stream.js';
+
+/** Longest session key taken in a path: platform, channel, chat type, chat and thread ids. */
+const MAX_SESSION_KEY_CHARS = 1024;
+/** Longest operator reply: the longest text any configured platform takes in one message is less. */
+const MAX_REPLY_CHARS = 32_768;
+/** Transcript entries `GET /admin/sessions/{key}` answers at most (the newest). */
+const MAX_TRANSCRIPT_LISTED = 1000;
+/** Bot history entries shown beside the transcript. */
+const HISTORY_SHOWN = 20;
+
+const SessionParams = z.strictObject({
+  key: z
+    .string()
+    .min(1)
+    .max(MAX_SESSION_KEY_CHARS)
+    .describe('The session key (URL-encoded), as `GET /admin/sessions` and the audit name it.'),
+});
+
+export interface HandoffRouteDeps {
+  /** The admin check (`adminAuth`). */
+  auth: AuthHook;
+  desk: HandoffDesk;
+  store: HandoffStore;
+  history: HistoryStore;
+  /** The admin tokens and their labels: the operator a reply is recorded under. */
+  tokens: readonly { label: string; token: string }[];
+  streams: HandoffStreamLimits;
+  logger: Logger;
+}
+
+/** The session key of the path, checked to be one (400 naming it otherwise). */
+function sessionOf(key: string): string {
+  try {
+    sessionAddressOf(key);
+  } catch (error) {
+    const problem = `params.key: ${error instanceof Error ? error.message : String(error)}`;
+    throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
+      message: `invalid request: ${problem}`,
+      details: { problems: [problem] },
+    });
+  }
+  return key;
+}
+
+/**
+ * The operator's routes of the admin API (docs/design.md §7 "Handoff"): the inbox, a session's
+ * conversation and its live stream, taking a session over, replying, handing it back.
+ */
+export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRouteDeps): void {
+  const { desk, store } = deps;
+  const streams = createHandoffEventStreams(store, deps.streams, deps.logger);
+  server.addHook('preClose', (done) => {
+    streams.closeAll();
+    done();
+  });
+
+  server.register(
+    async (admin) => {
+      const routes = admin.withTypeProvider<ZodTypeProvider>();
+      admin.addHook('onRequest', deps.auth);
+      admin.removeContentTypeParser('application/json');
+      admin.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
+
+      routes.get(
+        '/handoffs',
+        {
+          schema: {
+            summary: 'The operator inbox: sessions in handoff, the longest waiting first',
+            querystring: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(50) }),
+            tags: ['admin'],
+          },
+        },
+        async (request) => ({ items: (await store.list(request.query.limit)).map(handoffView) }),
+      );
+
+      routes.get(
+        '/sessions/:key',
+        {
+          schema: {
+            summary: "A session's handoff, its transcript and the bot's recent history",
+            params: SessionParams,
+            tags: ['admin'],
+          },
+        },
+        async (request) => {
+          const session = sessionOf(request.params.key);
+          const handoff = await store.get(session);
+          const transcript =
+            handoff === null
+              ? []
+              : await store.transcript(
+                  session,
+                  Math.max(0, handoff.lastSeq - MAX_TRANSCRIPT_LISTED),
+                  MAX_TRANSCRIPT_LISTED,
+                );
+          const history =
+            handoff?.pipeline == null
+              ? []
+              : await deps.history.recent(session, handoff.pipeline, HISTORY_SHOWN);
+          return {
+            session,
+            handoff: handoff === null ? null : handoffView(handoff),
+            transcript: transcript.map(entryView),
+            history,
+          };
+        },
+      );
+
+      routes.get(
+        '/sessions/:key/events',
+        {
+          schema: {
+            summary: "A session's handoff and transcript as they change (text/event-stream)",
+            params: SessionParams,
+            querystring: z.strictObject({
+              after: z.coerce
+                .number()
+                .int()
+                .min(0)
+                .default(0)
+                .describe('The last transcript seq already read.'),
+            }),
+            tags: ['admin'],
+          },
+        },
+        async (request, reply) => {
+          const session = sessionOf(request.params.key);
+          reply.hijack();
+          try {
+            streams.open(session, request.query.after, reply.raw);
+          } catch (error) {
+            reply.raw.statusCode = 429;
+            reply.raw.setHeader('content-type', 'application/json');
+            reply.raw.end(
+              JSON.stringify({
+                error: { code: 'SB_HTTP_TOO_MANY_REQUESTS', message: (error as Error).message },
+              }),
+            );
+          }
+        },
+      );
+
+      routes.post(
+        '/sessions/:key/handoff',
+        {
+          schema: {
+            summary: 'Take a session over from the bot',
+            params: SessionParams,
+            body: z.strictObject({ reason: z.string().min(1).max(500).optional() }).default({}),
+            tags: ['admin'],
+          },
+        },
+        async (request, reply) => {
+          const session = sessionOf(request.params.key);
+          const operator = tokenLabelOf(request, deps.tokens);
+          const { handoff, created } = await desk.begin(session, {
+            reason: request.body.reason ?? `taken over by ${operator}`,
+            by: `operator:${operator}`,
+          });
+          reply.code(created ? 201 : 200);
+          return { handoff: handoffView(handoff), created };
+        },
+      );
+
+      routes.delete(
+        '/sessions/:key/handoff',
+        {
+          schema: {
+            summary: 'Hand a session back to the bot',
+            params: SessionParams,
+            body: z
+              .strictObject({
+                resume: z
+                  .enum(['bot', 'skip'])
+                  .default('bot')
+                  .describe('bot: the held messages go to the bot as one turn; skip: they stay handled.'),
+              })
+              .default({ resume: 'bot' }),
+            tags: ['admin'],
+          },
+        },
+        async (request) => {
+          const session = sessionOf(request.params.key);
+          const ended = await desk.end(session, { resume: request.body.resume });
+          if (ended === null) throw new SwitchboardError('SB_HANDOFF_NOT_FOUND');
+          return { resumed: ended.resumed, held: ended.held, message_id: ended.messageId };
+        },
+      );
+
+      routes.post(
+        '/sessions/:key/replies',
+        {
+          schema: {
+            summary: "Send the user an operator's reply (through the outbox, like the bot's)",
+            params: SessionParams,
+            body: z.strictObject({
+              text: z.string().trim().min(1).max(MAX_REPLY_CHARS),
+              id: z
+                .string()
+                .regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1 to 64 letters, digits, _ -')
+                .optional()
+                .describe('Picked by the caller: a repeated request with the same id is sent once.'),
+            }),
+            tags: ['admin'],
+          },
+        },
+        async (request, reply) => {
+          const session = sessionOf(request.params.key);
+          const operator = tokenLabelOf(request, deps.tokens);
+          const { id, text } = request.body;
+          const sent = await desk.reply(session, { operator, text, ...(id === undefined ? {} : { id }) });
+          reply.code(202);
+          return { id: sent.id, delivery_id: sent.deliveryId };
+        },
+      );
+    },
+    { prefix: '/admin' },
+  );
+}

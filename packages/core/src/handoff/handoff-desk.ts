@@ -1,0 +1,336 @@
+import { HANDOFF } from '../inbound/router.js';
+import { SwitchboardError } from '../model/errors.js';
+import { type InboundMessage, newMessageId } from '../model/message.js';
+import { type OutcomeSink, recordOverflowed } from '../model/outcome.js';
+import { type SessionKey, sessionAddressOf } from '../model/session-key.js';
+import type { Handoff, HandoffStart, HandoffStore } from '../ports/handoff-store.js';
+import { type Logger, silentLogger } from '../ports/logger.js';
+import type { QueryPool, Turn } from '../ports/query-pool.js';
+import type { Delivery, ReplyOutbox } from '../ports/reply-outbox.js';
+import type { HandoffResume, HandoffSettings } from './handoff-settings.js';
+import { resumeMessageOf } from './resume-message.js';
+
+/** What a held turn becomes: `run` when its session is not in handoff. */
+export type TurnHold = 'run' | 'held' | 'full';
+
+/** What ending a handoff did. */
+export interface HandoffEnd {
+  handoff: Handoff;
+  resumed: HandoffResume;
+  /** User messages held during the handoff. */
+  held: number;
+  /** The merged message queued for the bot (`resume: bot` with messages held), else null. */
+  messageId: string | null;
+}
+
+/** Hooks for metrics; every method is optional and must not throw. */
+export interface HandoffObserver {
+  /** An operator replied to messages that waited `waitedMs` (the oldest unread one). */
+  operatorResponded?(waitedMs: number): void;
+  began?(handoff: Handoff): void;
+  ended?(end: HandoffEnd, why: 'operator' | 'idle'): void;
+}
+
+export interface HandoffDeskOptions {
+  store: HandoffStore;
+  pool: QueryPool;
+  outbox: ReplyOutbox;
+  outcomes: OutcomeSink;
+  /** `handoff:` of the configuration in force, read at each use so that a reload takes effect. */
+  settings: () => HandoffSettings;
+  /** Whether a pipeline is configured now: the resumed turn runs on the handoff's when it is. */
+  hasPipeline(id: string): boolean;
+  /** Where the routing in force sends `message`; null when it is not to a pipeline. */
+  reroute(message: InboundMessage): { pipeline: string; rule?: string } | null;
+  observer?: HandoffObserver;
+  logger?: Logger;
+  now?: () => number;
+}
+
+/**
+ * The operator's side of a conversation (docs/design.md §2 "Handoff", after Chatwoot's agent
+ * bots and Botpress' human in the loop): begins handoffs, holds the turns of sessions in handoff
+ * instead of running them, sends operators' replies through the outbox, and ends handoffs —
+ * handing what was held to the bot as one turn, or leaving it handled.
+ */
+export interface HandoffDesk {
+  /**
+   * Called by the controller before a claimed turn runs: `held` when its session is in handoff
+   * (the messages are in the transcript, the caller ends them `handed_off`), `full` when the
+   * transcript cannot take them, `run` otherwise. A turn routed to `__handoff__` begins the
+   * handoff first; the turn resuming one runs whatever happens.
+   */
+  holdTurn(turn: Turn): Promise<TurnHold>;
+  begin(
+    session: SessionKey,
+    start: Omit<HandoffStart, 'at'>,
+  ): Promise<{ handoff: Handoff; created: boolean }>;
+  /**
+   * Sends an operator's reply to the session's chat and writes it to the transcript; `id`, when
+   * the caller picked it, makes a repeated request write and send it once. Throws
+   * SB_HANDOFF_NOT_FOUND when the session is not in handoff, SB_HANDOFF_FULL past `maxEntries`.
+   */
+  reply(
+    session: SessionKey,
+    reply: { operator: string; text: string; id?: string },
+  ): Promise<{ id: string; deliveryId: string }>;
+  /**
+   * Ends the handoff (`startedAt`: only the one that began then); null when there is none.
+   * With `resume: bot` the held messages are queued for the bot as one message before the
+   * handoff ends, so a refused enqueue (queue full) throws and leaves the handoff as it was.
+   */
+  end(
+    session: SessionKey,
+    options: { resume: HandoffResume; startedAt?: number; why?: 'operator' | 'idle' },
+  ): Promise<HandoffEnd | null>;
+  /** Ends the handoffs idle past `idleTimeoutMs`; returns how many it ended. */
+  endIdle(): Promise<number>;
+}
+
+/** How long the key of a resumed turn is remembered: two replicas ending one handoff queue it once. */
+const RESUME_KEY_TTL_MS = 24 * 3_600_000;
+/** Begins of a `__handoff__` turn's handoff before it is tried again later. */
+const BEGIN_TRIES = 3;
+/** Handoffs the idle sweep ends per pass. */
+const IDLE_BATCH = 100;
+
+export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
+  const { store, pool, outbox, outcomes, observer } = options;
+  const now = options.now ?? Date.now;
+  const logger = (options.logger ?? silentLogger).child({ component: 'handoff' });
+
+  async function begin(session: SessionKey, start: Omit<HandoffStart, 'at'>) {
+    const begun = await store.begin(session, { ...start, at: now() });
+    if (begun.created) {
+      logger.info({ session, by: start.by, reason: start.reason }, 'handoff began');
+      observer?.began?.(begun.handoff);
+    }
+    return begun;
+  }
+
+  /** The pipeline the resumed turn runs on: the handoff's while configured, else the routing's. */
+  function resumeTarget(handoff: Handoff, message: InboundMessage) {
+    if (handoff.pipeline !== null && options.hasPipeline(handoff.pipeline))
+      return { pipeline: handoff.pipeline };
+    return options.reroute(message);
+  }
+
+  /**
+   * Queues the merged message for the bot; null when nothing was held or no pipeline takes it.
+   * Keyed by the handoff and the last entry merged, so that two replicas ending it queue it once.
+   */
+  async function queueResume(
+    handoff: Handoff,
+    session: SessionKey,
+    transcript: Parameters<typeof resumeMessageOf>[1],
+  ): Promise<string | null> {
+    const at = now();
+    const message = resumeMessageOf(handoff, transcript, at);
+    if (message === null) return null;
+    const target = resumeTarget(handoff, message);
+    if (target === null) {
+      logger.warn(
+        { session },
+        'handoff ended without a pipeline to resume on: the held messages stay handled',
+      );
+      return null;
+    }
+    const lastSeq = transcript.at(-1)?.seq ?? 0;
+    const result = await pool.enqueue(
+      {
+        message,
+        session,
+        pipeline: target.pipeline,
+        routedByRule: target.rule !== undefined,
+        ...(target.rule === undefined ? {} : { rule: target.rule }),
+        attempt: 0,
+        acceptedAt: at,
+      },
+      { key: `handoff:${session}:${handoff.startedAt}:${lastSeq}`, ttlMs: RESUME_KEY_TTL_MS },
+    );
+    if (!result.accepted) {
+      if (result.reason === 'duplicate') return null;
+      throw new SwitchboardError(result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL', {
+        retryable: true,
+        retryAfterMs: result.retryAfterMs,
+        message: `the held messages could not be queued for the bot (${result.reason}); the handoff goes on`,
+      });
+    }
+    recordOverflowed(outcomes, result.overflowed, now());
+    return message.id;
+  }
+
+  async function end(
+    session: SessionKey,
+    {
+      resume,
+      startedAt,
+      why = 'operator',
+    }: { resume: HandoffResume; startedAt?: number; why?: 'operator' | 'idle' },
+  ): Promise<HandoffEnd | null> {
+    const found = await store.get(session);
+    if (found === null || (startedAt !== undefined && found.startedAt !== startedAt)) return null;
+    let messageId: string | null = null;
+    let merged = 0;
+    if (resume === 'bot') {
+      // Queued before the handoff ends, so that a refusal leaves it in force; the resumed turn
+      // runs even while it lasts (`holdTurn`), so a crash before the end below loses nothing.
+      const transcript = await store.transcript(session, 0, found.lastSeq);
+      merged = transcript.at(-1)?.seq ?? 0;
+      messageId = await queueResume(found, session, transcript);
+    }
+    const ended = await store.end(session, { startedAt: found.startedAt });
+    if (ended === null) return null;
+    if (resume === 'bot') {
+      // Messages held between the read above and the end: a second resumed turn.
+      const late = ended.transcript.filter((entry) => entry.seq > merged);
+      if (late.some((entry) => entry.from === 'user')) {
+        const lateId = await queueResume(ended.handoff, session, late).catch((err: unknown) => {
+          logger.error(
+            { err, session },
+            'messages held as the handoff ended could not be queued for the bot',
+          );
+          return null;
+        });
+        messageId ??= lateId;
+      }
+    }
+    const result: HandoffEnd = {
+      handoff: ended.handoff,
+      resumed: resume,
+      held: ended.handoff.held,
+      messageId,
+    };
+    logger.info({ session, resume, held: result.held, why }, 'handoff ended');
+    observer?.ended?.(result, why);
+    return result;
+  }
+
+  return {
+    async holdTurn(turn) {
+      // The turn a handoff ended with runs even if the handoff was not removed (a crash between).
+      if (turn.messages.some((queued) => queued.message.handoff !== undefined)) return 'run';
+      const { maxEntries } = options.settings();
+      const messages = turn.messages.map((queued) => queued.message);
+      if (turn.pipeline === HANDOFF) {
+        const first = turn.messages[0];
+        const rule = first?.rule;
+        // Begun again should it end between the begin and the hold: this turn has no pipeline to
+        // run on. Ended that often meanwhile, it is tried again later, with its backoff.
+        for (let tries = 0; tries < BEGIN_TRIES; tries += 1) {
+          await begin(turn.session, {
+            reason: rule === undefined ? 'routing default' : `rule ${rule}`,
+            by: rule === undefined ? 'routing:default' : `rule:${rule}`,
+            ...(first === undefined ? {} : { origin: first.message }),
+          });
+          const held = await store.hold(turn.session, messages, { at: now(), maxEntries });
+          if (held !== 'not_in_handoff') return held;
+        }
+        throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
+          retryable: true,
+          message: `the handoff of ${turn.session} ended ${BEGIN_TRIES} times as it began`,
+        });
+      }
+      const held = await store.hold(turn.session, messages, {
+        at: now(),
+        pipeline: turn.pipeline,
+        maxEntries,
+      });
+      return held === 'not_in_handoff' ? 'run' : held;
+    },
+
+    begin,
+
+    async reply(session, { operator, text, id = newMessageId() }) {
+      const at = now();
+      const replied = await store.reply(
+        session,
+        { id, operator, text, at },
+        { maxEntries: options.settings().maxEntries },
+      );
+      if (replied === 'not_in_handoff') throw new SwitchboardError('SB_HANDOFF_NOT_FOUND');
+      if (replied === 'full') throw new SwitchboardError('SB_HANDOFF_FULL');
+      const { before } = replied;
+      const origin = before.origin ?? originOf(session, at);
+      const delivery: Delivery = {
+        id: `operator:${id}`,
+        channel: origin.channel,
+        chat: session,
+        origin,
+        messages: [],
+        turnId: null,
+        replies: [{ text }],
+        ownsOutcome: false,
+        createdAt: at,
+        attempts: 0,
+        notBefore: at,
+        rememberForMs: RESUME_KEY_TTL_MS,
+      };
+      if ((await outbox.add(delivery)) === 'added') {
+        if (before.waitingSince !== null) observer?.operatorResponded?.(at - before.waitingSince);
+        outcomes.record({
+          kind: 'handed_off',
+          reason: 'operator_reply',
+          at,
+          session,
+          message: {
+            id,
+            platform: origin.platform,
+            channel: origin.channel,
+            chat: origin.chat,
+            sender: { id: `operator:${operator}`, name: operator, is_bot: false },
+            elements: [{ type: 'text', text }],
+            text,
+            mentions_bot: false,
+            platform_message_id: id,
+            received_at: at,
+          },
+          deliveryId: delivery.id,
+        });
+      }
+      return { id, deliveryId: delivery.id };
+    },
+
+    end,
+
+    async endIdle() {
+      const { idleTimeoutMs, idleResume } = options.settings();
+      const idle = await store.idle(now() - idleTimeoutMs, IDLE_BATCH);
+      let ended = 0;
+      for (const handoff of idle) {
+        try {
+          const result = await end(handoff.session, {
+            resume: idleResume,
+            startedAt: handoff.startedAt,
+            why: 'idle',
+          });
+          if (result !== null) ended += 1;
+        } catch (err) {
+          logger.warn(
+            { err, session: handoff.session },
+            'an idle handoff could not end yet; trying again later',
+          );
+        }
+      }
+      return ended;
+    },
+  };
+}
+
+/**
+ * Where a reply goes when no message of the session was held yet (an operator took it over from
+ * the console): the chat its key names.
+ */
+function originOf(session: SessionKey, at: number): InboundMessage {
+  const address = sessionAddressOf(session);
+  return {
+    id: `session:${session}`,
+    ...address,
+    sender: { id: address.chat.id, is_bot: false },
+    elements: [],
+    text: '',
+    mentions_bot: false,
+    platform_message_id: address.chat.id,
+    received_at: at,
+  };
+}
