@@ -140,9 +140,14 @@ function Transcript({ entries }: { entries: EntryView[] }) {
   );
 }
 
-/** Sends a reply to the user; it shows in the transcript when the stream brings it back. */
+/**
+ * Sends a reply to the user; it shows in the transcript when the stream brings it back. The
+ * reply's id is picked here and kept until it is accepted, so that sending again after a lost
+ * answer sends it once.
+ */
 function ReplyForm({ session }: { session: string }) {
   const [text, setText] = useState('');
+  const [replyId, setReplyId] = useState(newReplyId);
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState('');
 
@@ -151,8 +156,12 @@ function ReplyForm({ session }: { session: string }) {
     setBusy(true);
     setProblem('');
     try {
-      await api(`/admin/sessions/${encodeURIComponent(session)}/replies`, { method: 'POST', body: { text } });
+      await api(`/admin/sessions/${encodeURIComponent(session)}/replies`, {
+        method: 'POST',
+        body: { text, id: replyId },
+      });
       setText('');
+      setReplyId(newReplyId());
     } catch (error) {
       setProblem(`Not sent: ${(error as Error).message}`);
     } finally {
@@ -168,7 +177,11 @@ function ReplyForm({ session }: { session: string }) {
         rows={3}
         required
         value={text}
-        onInput={(event) => setText(event.currentTarget.value)}
+        onInput={(event) => {
+          // Other words are another reply: the one that may have been sent keeps its id.
+          setText(event.currentTarget.value);
+          setReplyId(newReplyId());
+        }}
         onKeyDown={(event) => {
           // Ctrl/⌘+Enter sends, as in most chat tools; Enter alone keeps its new line.
           if (event.key === 'Enter' && (event.ctrlKey || event.metaKey))
@@ -272,4 +285,10 @@ function HandBackResult({ result }: { result: HandBack }) {
       )}
     </p>
   );
+}
+
+/** A reply id the admin API accepts (`[A-Za-z0-9_-]`); `getRandomValues` works on plain http too. */
+function newReplyId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
