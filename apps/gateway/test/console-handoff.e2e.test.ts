@@ -39,7 +39,7 @@ describe.skipIf(!chromiumPresent)('console handoff (in a real browser)', () => {
       return { status: 200, body: { replies: [{ text: `bot: ${request.text}` }] } };
     };
     gateway = await serveYaml(
-      `admin: { token: "\${ADMIN_TOKEN}" }
+      `admin: { token: "\${ADMIN_TOKEN}", label: alice-operator }
 channels:
   - { id: tg, type: telegram, token: "${telegram.token}", mode: polling, api_root: "${telegram.url}/" }
 pipelines:
@@ -89,6 +89,8 @@ routing:
         await row.getByRole('button', { name: /^Take over/ }).click();
         await page.getByRole('heading', { name: `Session ${session}` }).waitFor();
         await page.getByRole('heading', { name: 'In handoff' }).waitFor();
+        // The token's label names the operator.
+        expect(await page.locator('.handoff').textContent()).toContain('operator:alice-operator');
       } finally {
         release();
         hold = null;
@@ -127,6 +129,7 @@ routing:
       await expect.poll(() => row.locator('td').first().textContent()).toBe('1');
       expect(await row.textContent()).toContain('can a human help me?');
       expect(await row.textContent()).toContain('Alice');
+      expect(await row.textContent()).toContain('operator:alice-operator');
       await screenshot('inbox');
       await row.getByRole('link', { name: session }).click();
       await page.getByRole('heading', { name: `Session ${session}` }).waitFor();
@@ -146,6 +149,7 @@ routing:
       await expect
         .poll(() => operatorLines.textContent(), { timeout: 20_000 })
         .toContain('Hi Alice, a human here.');
+      expect(await operatorLines.textContent()).toContain('Operator alice-operator');
       expect(await page.evaluate('window.notReloaded')).toBe(true);
       expect(await page.getByLabel('Reply').inputValue()).toBe('');
       await expect.poll(() => page.locator('.handoff .unread').textContent()).toBe('0 unread');
