@@ -6,7 +6,7 @@ import { numeric } from '../schema/numeric.js';
 export const HandoffSettingsSchema = z
   .strictObject({
     /** Without operator activity (beginning, a reply) this long, a handoff ends by itself. */
-    idle_timeout: durationMs({ min: '1s', max: '30d' }).prefault('30m'),
+    idle_timeout: durationMs({ min: '1s', max: '168h' }).prefault('30m'),
     /** How that end resumes: `bot` hands the held messages to the bot as one turn, `skip` leaves them handled. */
     idle_resume: z.enum(['bot', 'skip']).default('bot'),
     /** Held messages and replies one handoff keeps; past it, a new message is dropped (`queue_overflow`). */
