@@ -170,3 +170,55 @@ export interface Overview {
   >;
   channels: Array<{ id: string; ready: boolean; state?: string; detail?: string }>;
 }
+
+/** A session an operator took over (`GET /admin/handoffs`, and the session routes). */
+export interface HandoffView {
+  session: string;
+  reason: string;
+  /** Who began it: `operator:<label>`, `rule:<name>`, `pipeline:<id>`. */
+  by: string;
+  /** Milliseconds since the epoch. */
+  started_at: number;
+  /** The last operator action (the start, a reply). */
+  active_at: number;
+  pipeline: string | null;
+  channel: string | null;
+  chat_id: string | null;
+  sender: { id: string; name: string | null } | null;
+  /** User messages held so far. */
+  held: number;
+  /** User messages held since the last operator reply. */
+  unread: number;
+  /** When the oldest unread message was held; null when none is unread. */
+  waiting_since: number | null;
+  last_text: string | null;
+}
+
+/** One line of a handoff's transcript: a user message held, or an operator's reply. */
+export interface EntryView {
+  /** 1, 2, 3… in the order the entries were written. */
+  seq: number;
+  at: number;
+  from: 'user' | 'operator';
+  id: string;
+  name: string | null;
+  text: string;
+}
+
+/** `GET /admin/sessions/{key}`: a session's handoff, its transcript and the bot's recent history. */
+export interface SessionView {
+  session: string;
+  handoff: HandoffView | null;
+  /** The current handoff's entries, oldest first. */
+  transcript: EntryView[];
+  /** Empty when the bot keeps no history. */
+  history: Array<{ role: 'user' | 'assistant'; content: string }>;
+}
+
+/** `DELETE /admin/sessions/{key}/handoff`. */
+export interface HandBack {
+  resumed: 'bot' | 'skip';
+  held: number;
+  /** The merged message the bot runs (`resume: bot` with messages held); null otherwise. */
+  message_id: string | null;
+}

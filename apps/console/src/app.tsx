@@ -2,7 +2,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { forgetToken, readToken } from './admin-token.js';
 import { ApiError, api, onAccessRefused } from './api.js';
 import { href, useHashRoute } from './hash-route.js';
+import { ConversationPage } from './pages/conversation.js';
 import { DeadLettersPage } from './pages/dead-letters.js';
+import { InboxPage } from './pages/inbox.js';
 import { LoginPage } from './pages/login.js';
 import { MessagePage } from './pages/message.js';
 import { MessagesPage } from './pages/messages.js';
@@ -13,6 +15,7 @@ import { SessionsPage } from './pages/sessions.js';
 const PAGES = [
   { id: 'overview', title: 'Overview' },
   { id: 'messages', title: 'Messages' },
+  { id: 'inbox', title: 'Inbox' },
   { id: 'dead-letters', title: 'Dead letters' },
   { id: 'routing', title: 'Routing' },
   { id: 'sessions', title: 'Sessions & queues' },
@@ -112,9 +115,11 @@ function Shell({ onLogout }: { onLogout: (() => void) | undefined }) {
         {page === 'overview' && <OverviewPage />}
         {page === 'messages' &&
           (id === undefined ? <MessagesPage params={params} /> : <MessagePage id={id} />)}
+        {page === 'inbox' && <InboxPage />}
         {page === 'dead-letters' && <DeadLettersPage />}
         {page === 'routing' && <RoutingPage />}
-        {page === 'sessions' && <SessionsPage />}
+        {page === 'sessions' &&
+          (id === undefined ? <SessionsPage /> : <ConversationPage key={id} session={id} />)}
         {!PAGES.some((entry) => entry.id === page) && <h1 tabIndex={-1}>No such page</h1>}
       </main>
     </>

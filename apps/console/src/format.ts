@@ -15,3 +15,8 @@ export function formatDuration(ms: number): string {
 export function outcomeText(outcome: string, reason: string | null): string {
   return reason === null ? outcome : `${outcome} (${reason})`;
 }
+
+/** A sender as `Alice (111)`, or its id alone when it has no name. */
+export function senderText(sender: { id: string; name: string | null }): string {
+  return sender.name === null ? sender.id : `${sender.name} (${sender.id})`;
+}

@@ -2,6 +2,7 @@ import { api } from '../api.js';
 import type { MessagePath } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
+import { TakeOverButton } from '../components/take-over-button.js';
 import { formatDuration, formatTime, outcomeText } from '../format.js';
 import { href } from '../hash-route.js';
 import { usePoll } from '../use-poll.js';
@@ -23,8 +24,24 @@ export function MessagePage({ id }: { id: string }) {
         </button>
       </p>
       <Problem error={path.error} />
+      {data && <SessionLine data={data} />}
       {data && <Path data={data} />}
     </>
+  );
+}
+
+/** The message's session, to open or take over; its audit records name it (none, none shown). */
+function SessionLine({ data }: { data: MessagePath }) {
+  const session = data.audit[0]?.session;
+  if (session === undefined) return null;
+  return (
+    <p class="session-line">
+      Session{' '}
+      <a href={href(['sessions', session])} class="mono">
+        {session}
+      </a>{' '}
+      <TakeOverButton session={session} />
+    </p>
   );
 }
 

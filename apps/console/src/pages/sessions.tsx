@@ -2,7 +2,9 @@ import { api } from '../api.js';
 import type { Queues, Sessions } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
+import { TakeOverButton } from '../components/take-over-button.js';
 import { formatDuration, formatTime } from '../format.js';
+import { href } from '../hash-route.js';
 import { usePoll } from '../use-poll.js';
 
 /** How many sessions the page lists as waiting longest. */
@@ -160,12 +162,13 @@ function SessionTables({ data }: { data: Sessions }) {
                 Waiting behind
               </th>
               {replicas && <th scope="col">Replica</th>}
+              <th scope="col">Operator</th>
             </tr>
           </thead>
           <tbody>
             {data.running.length === 0 && (
               <tr>
-                <td colSpan={replicas ? 6 : 5} class="hint">
+                <td colSpan={replicas ? 7 : 6} class="hint">
                   No turn is running.
                 </td>
               </tr>
@@ -173,13 +176,16 @@ function SessionTables({ data }: { data: Sessions }) {
             {data.running.map((turn) => (
               <tr key={turn.turn_id}>
                 <th scope="row" class="mono">
-                  {turn.session}
+                  <a href={href(['sessions', turn.session])}>{turn.session}</a>
                 </th>
                 <td>{turn.pipeline}</td>
                 <td class="num">{formatDuration(turn.age_ms)}</td>
                 <td class="num">{turn.messages}</td>
                 <td class="num">{turn.pending}</td>
                 {replicas && <td class="mono">{turn.replica ?? '—'}</td>}
+                <td>
+                  <TakeOverButton session={turn.session} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -198,12 +204,13 @@ function SessionTables({ data }: { data: Sessions }) {
               <th scope="col" class="num">
                 Oldest wait
               </th>
+              <th scope="col">Operator</th>
             </tr>
           </thead>
           <tbody>
             {data.waiting.length === 0 && (
               <tr>
-                <td colSpan={4} class="hint">
+                <td colSpan={5} class="hint">
                   No session waits for a slot.
                 </td>
               </tr>
@@ -211,11 +218,14 @@ function SessionTables({ data }: { data: Sessions }) {
             {data.waiting.map((session) => (
               <tr key={session.session}>
                 <th scope="row" class="mono">
-                  {session.session}
+                  <a href={href(['sessions', session.session])}>{session.session}</a>
                 </th>
                 <td>{session.pipeline}</td>
                 <td class="num">{session.pending}</td>
                 <td class="num">{formatDuration(session.oldest_wait_ms)}</td>
+                <td>
+                  <TakeOverButton session={session.session} />
+                </td>
               </tr>
             ))}
           </tbody>

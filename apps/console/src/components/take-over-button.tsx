@@ -1,0 +1,38 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { href } from '../hash-route.js';
+
+/**
+ * Takes `session` over from the bot (`POST /admin/sessions/{key}/handoff`; one in force already
+ * is kept) and opens its conversation; says why when the gateway refuses. `onTaken` replaces
+ * the navigation, for the conversation page itself.
+ */
+export function TakeOverButton({ session, onTaken }: { session: string; onTaken?: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState('');
+
+  async function takeOver() {
+    setBusy(true);
+    setProblem('');
+    try {
+      await api(`/admin/sessions/${encodeURIComponent(session)}/handoff`, { method: 'POST', body: {} });
+      if (onTaken === undefined) location.hash = href(['sessions', session]);
+      else onTaken();
+    } catch (error) {
+      setProblem(`failed: ${(error as Error).message}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <span class="take-over">
+      <button type="button" disabled={busy} onClick={() => void takeOver()}>
+        Take over<span class="visually-hidden"> {session}</span>
+      </button>
+      <span class="action-state" aria-live="polite">
+        {busy ? 'taking over…' : problem}
+      </span>
+    </span>
+  );
+}
