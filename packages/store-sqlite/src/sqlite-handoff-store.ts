@@ -1,4 +1,11 @@
-import type { Handoff, HandoffEntry, HandoffStore, HoldResult, InboundMessage } from '@switchboard/core';
+import {
+  type Handoff,
+  type HandoffEntry,
+  type HandoffStore,
+  type HoldResult,
+  type InboundMessage,
+  newHandoff,
+} from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
 
@@ -124,19 +131,7 @@ export function createSqliteHandoffStore(db: Database, commit: GroupCommit): Han
       return committed(() => {
         const found = select.get(session);
         if (found !== undefined) return { handoff: handoffOf(found), created: false };
-        const handoff: Handoff = {
-          session,
-          reason: start.reason,
-          by: start.by,
-          startedAt: start.at,
-          activeAt: start.at,
-          pipeline: start.pipeline ?? null,
-          origin: start.origin === undefined ? null : (withoutRaw(start.origin) as InboundMessage),
-          held: 0,
-          unread: 0,
-          waitingSince: null,
-          lastSeq: 0,
-        };
+        const handoff = newHandoff(session, start);
         insert.run(rowOf(handoff));
         return { handoff, created: true };
       });

@@ -1,5 +1,5 @@
 import type { InboundMessage } from '../model/message.js';
-import type { Handoff, HandoffEntry, HandoffStore } from '../ports/handoff-store.js';
+import { type Handoff, type HandoffEntry, type HandoffStore, newHandoff } from '../ports/handoff-store.js';
 import { plainCopy } from '../structures/plain-copy.js';
 
 interface State {
@@ -32,19 +32,7 @@ export function createMemoryHandoffStore(): HandoffStore {
     async begin(session, start) {
       const found = sessions.get(session);
       if (found !== undefined) return { handoff: copy(found.handoff), created: false };
-      const handoff: Handoff = {
-        session,
-        reason: start.reason,
-        by: start.by,
-        startedAt: start.at,
-        activeAt: start.at,
-        pipeline: start.pipeline ?? null,
-        origin: start.origin === undefined ? null : withoutRaw(start.origin),
-        held: 0,
-        unread: 0,
-        waitingSince: null,
-        lastSeq: 0,
-      };
+      const handoff = plainCopy(newHandoff(session, start));
       sessions.set(session, { handoff, entries: [], ids: new Set() });
       return { handoff: copy(handoff), created: true };
     },

@@ -125,3 +125,28 @@ export interface HandoffStore {
   /** Sessions in handoff now. */
   count(): Promise<number>;
 }
+
+/**
+ * The handoff `begin` creates: in force from `start.at`, nothing held. `origin` is kept without
+ * its `raw` platform event, as every message of a transcript is.
+ */
+export function newHandoff(session: SessionKey, start: HandoffStart): Handoff {
+  let origin: InboundMessage | null = null;
+  if (start.origin !== undefined) {
+    const { raw: _raw, ...kept } = start.origin;
+    origin = kept;
+  }
+  return {
+    session,
+    reason: start.reason,
+    by: start.by,
+    startedAt: start.at,
+    activeAt: start.at,
+    pipeline: start.pipeline ?? null,
+    origin,
+    held: 0,
+    unread: 0,
+    waitingSince: null,
+    lastSeq: 0,
+  };
+}
