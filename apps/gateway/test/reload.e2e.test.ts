@@ -385,8 +385,13 @@ routing: { default: echo }
       // Only a's file changes: b keeps version 2 and says its file differs.
       writeFileSync(a.configPath, yaml(4));
       await post(`${a.url}/admin/reload`, {});
-      await eventually(async () =>
-        [...(await configs()).values()].some((config) => config?.version === 2 && config.state === 'differs'),
+      // b notices at its next check (every 5 s): a loaded machine may take longer.
+      await eventually(
+        async () =>
+          [...(await configs()).values()].some(
+            (config) => config?.version === 2 && config.state === 'differs',
+          ),
+        20_000,
       );
       expect(b.logs.some((line) => line.msg === 'fleet config differs from this file')).toBe(true);
     });
