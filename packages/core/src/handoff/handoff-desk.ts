@@ -252,42 +252,37 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
       if (replied === 'full') throw new SwitchboardError('SB_HANDOFF_FULL');
       const { before } = replied;
       const origin = before.origin ?? originOf(session, at);
+      // The reply is a message of its own, the operator's, whose outcome its delivery records:
+      // `handed_off/operator_reply` once sent, a replayable `delivery_failed` dead letter if not.
+      const sent: InboundMessage = {
+        id,
+        platform: origin.platform,
+        channel: origin.channel,
+        chat: origin.chat,
+        sender: { id: `operator:${operator}`, name: operator, is_bot: false },
+        elements: [{ type: 'text', text }],
+        text,
+        mentions_bot: false,
+        platform_message_id: id,
+        received_at: at,
+      };
       const delivery: Delivery = {
         id: `operator:${id}`,
         channel: origin.channel,
         chat: session,
         origin,
-        messages: [],
+        messages: [{ message: sent, session, pipeline: before.pipeline ?? HANDOFF, attempt: 0 }],
         turnId: null,
         replies: [{ text }],
-        ownsOutcome: false,
+        ownsOutcome: true,
+        operator,
         createdAt: at,
         attempts: 0,
         notBefore: at,
         rememberForMs: RESUME_KEY_TTL_MS,
       };
-      if ((await outbox.add(delivery)) === 'added') {
-        if (before.waitingSince !== null) observer?.operatorResponded?.(at - before.waitingSince);
-        outcomes.record({
-          kind: 'handed_off',
-          reason: 'operator_reply',
-          at,
-          session,
-          message: {
-            id,
-            platform: origin.platform,
-            channel: origin.channel,
-            chat: origin.chat,
-            sender: { id: `operator:${operator}`, name: operator, is_bot: false },
-            elements: [{ type: 'text', text }],
-            text,
-            mentions_bot: false,
-            platform_message_id: id,
-            received_at: at,
-          },
-          deliveryId: delivery.id,
-        });
-      }
+      if ((await outbox.add(delivery)) === 'added' && before.waitingSince !== null)
+        observer?.operatorResponded?.(at - before.waitingSince);
       return { id, deliveryId: delivery.id };
     },
 

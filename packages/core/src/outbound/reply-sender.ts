@@ -140,6 +140,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     return delivery.messages.map((answered) => {
       // Built whole, not spread: this runs for every answered message.
       const outcome = outcomeOf(delivery, answered, kind, at);
+      if (kind === 'completed' && delivery.operator !== undefined) {
+        outcome.kind = 'handed_off';
+        outcome.reason = 'operator_reply';
+      }
       if (kind === 'dead_lettered') {
         outcome.reason = 'delivery_failed';
         outcome.error = error;

@@ -48,6 +48,12 @@ export interface Delivery {
    * for a dead letter's apology, whose messages already have their outcome.
    */
   ownsOutcome: boolean;
+  /**
+   * Set on an operator's reply (docs/design.md §2 "Handoff"): the operator's label. Its one
+   * message, the reply itself, ends `handed_off/operator_reply` once sent (not `completed`), or
+   * `dead_lettered/delivery_failed` once given up, as an answer would.
+   */
+  operator?: string;
   /** When it was added, ms since the epoch: `outbound.max_age` counts from here. */
   createdAt: number;
   /** Sends tried so far (0 until the first claim ends). */

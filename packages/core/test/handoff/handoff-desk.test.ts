@@ -150,7 +150,7 @@ describe('HandoffDesk', () => {
   });
 
   describe('when an operator replies', () => {
-    it("adds a delivery that owns no outcome to the session's chat, audits it once, and refuses without a handoff", async () => {
+    it("adds one delivery to the session's chat whose message is the operator's reply, and refuses without a handoff", async () => {
       const { desk, outbox, outcomes } = deskOf();
       await expect(desk.reply(SESSION, { operator: 'ann', text: 'x' })).rejects.toMatchObject({
         code: 'SB_HANDOFF_NOT_FOUND',
@@ -163,19 +163,22 @@ describe('HandoffDesk', () => {
       expect(delivery).toMatchObject({
         id: sent.deliveryId,
         chat: SESSION,
-        ownsOutcome: false,
+        ownsOutcome: true,
+        operator: 'ann',
         replies: [{ text: 'hi there' }],
         origin: { channel: 'c', chat: { type: 'person', id: '42' } },
       });
-      expect(outcomes.map((outcome) => [outcome.kind, outcome.reason, outcome.message.sender.name])).toEqual([
-        ['handed_off', 'operator_reply', 'ann'],
-      ]);
+      expect(
+        delivery?.messages.map((sent) => [sent.message.id, sent.message.sender.name, sent.message.text]),
+      ).toEqual([['r-1', 'ann', 'hi there']]);
+      // Its outcome is its delivery's, once sent.
+      expect(outcomes).toEqual([]);
     });
   });
 });
 
 describe('controller with handoffs', () => {
-  it('runs turns until the session is in handoff, then ends its messages handed_off without running the pipeline', async () => {
+  it('runs turns until the session is in handoff, then ends its messages handed_off without running the pipeline; a sent operator reply ends handed_off', async () => {
     const store = createMemoryHandoffStore();
     let desk: ReturnType<typeof createHandoffDesk> | undefined;
     const harness = createHarness({
@@ -209,6 +212,18 @@ describe('controller with handoffs', () => {
         .map((outcome) => outcome.message.text),
     ).toEqual(['are you there']);
     expect(await store.get(SESSION)).toMatchObject({ held: 1 });
+
+    await (desk as NonNullable<typeof desk>).reply(SESSION, { operator: 'ann', text: 'I am here' });
+    await settle(20);
+    expect(harness.delivered.map((sent) => sent.replies)).toEqual([
+      [{ text: 'a person will answer' }],
+      [{ text: 'I am here' }],
+    ]);
+    expect(
+      harness.outcomes
+        .filter((outcome) => outcome.reason === 'operator_reply')
+        .map((outcome) => [outcome.kind, outcome.message.text]),
+    ).toEqual([['handed_off', 'I am here']]);
     await harness.controller.stop({ drainTimeoutMs: 100 });
   });
 });
