@@ -76,6 +76,7 @@ export interface Sessions {
 /** `GET /admin/messages/{id}`: one message's whole path. */
 export interface MessagePath {
   id: string;
+  session: string | null;
   received: {
     channel: string;
     platform: string;

@@ -30,10 +30,10 @@ export function MessagePage({ id }: { id: string }) {
   );
 }
 
-/** The message's session, to open or take over; its audit records name it (none, none shown). */
+/** The message's session, to open or take over (none known, none shown). */
 function SessionLine({ data }: { data: MessagePath }) {
-  const session = data.audit[0]?.session;
-  if (session === undefined) return null;
+  const { session } = data;
+  if (session === null) return null;
   return (
     <p class="session-line">
       Session{' '}

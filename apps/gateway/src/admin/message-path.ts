@@ -17,6 +17,8 @@ const MAX_AUDIT_RECORDS = 20;
 /** Everything known of one message's way through the gateway (`GET /admin/messages/{id}`). */
 export interface MessagePath {
   id: string;
+  /** Its session key (to open or take over), from this replica's trail or its audit records. */
+  session: string | null;
   /** `at`: when the channel received it; null when only the audit log knows the message. */
   received: (Omit<TrailEntry['received'], 'at'> & { at: number | null }) | null;
   routed: { rule: string | null; by_default: boolean; pipeline: string | null } | null;
@@ -104,6 +106,7 @@ export async function messagePath(
   mergedWith.delete(id);
   return {
     id,
+    session: trail?.session ?? newest?.session ?? null,
     received,
     routed: rule === null && pipeline === null ? null : { rule, by_default: rule === null, pipeline },
     merged_with: [...mergedWith],
