@@ -129,11 +129,12 @@ describe('the console admin API (end to end)', () => {
       );
     });
 
-    it('shows a completed message with its turn, attempt, replies and the default route', async () => {
+    it('shows a completed message with its session, turn, attempt, replies and the default route', async () => {
       const completed = await send(gateway, 'hello there', 'dee');
       expect(completed.status).toBe('completed');
       const path = await get(`${gateway.url}/admin/messages/${completed.id}`);
       expect(path.body).toMatchObject({
+        session: expect.stringMatching(/^openapi:api:person:/),
         routed: { rule: null, by_default: true, pipeline: 'echo' },
         merged_with: [],
         turns: [{ pipeline: 'echo', attempt: 1, result: 'completed', messages: [completed.id] }],
