@@ -50,10 +50,14 @@ export function createHandoffs(deps: {
     settings: () => current().handoff,
     hasPipeline: (id) => current().pipelines.some((pipeline) => pipeline.id === id),
     reroute: (message) => {
+      const configured = (id: string) => current().pipelines.some((pipeline) => pipeline.id === id);
       const decision = deps.routing.router().route(message);
-      return decision.pipeline === HANDOFF || !current().pipelines.some((p) => p.id === decision.pipeline)
-        ? null
-        : { pipeline: decision.pipeline, ...(decision.rule === null ? {} : { rule: decision.rule }) };
+      if (configured(decision.pipeline))
+        return { pipeline: decision.pipeline, ...(decision.rule === null ? {} : { rule: decision.rule }) };
+      // The merged text still holds what sent it to an operator ("human please"): routed again it
+      // would go back there. The default pipeline answers it instead, if there is one.
+      const fallback = current().routing.default;
+      return decision.pipeline === HANDOFF && configured(fallback) ? { pipeline: fallback } : null;
     },
     observer: deps.observer,
     logger,

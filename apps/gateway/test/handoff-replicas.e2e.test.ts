@@ -59,14 +59,14 @@ describe.skipIf(!reachable)('human handoff with store: redis (two replicas)', ()
     const replied = await send('POST', `${a.url}/admin/sessions/${key}/replies`, { text: 'A person will help you.' });
     expect(replied.status).toBe(202);
     const received = await readUntil(reader, (text) => replyEvents(text).length === 1, 10_000);
-    expect(replyEvents(received).map((event) => event.text)).toEqual(['A person will help you.']);
+    expect((replyEvents(received) as Array<{ text: string }>).map((event) => event.text)).toEqual(['A person will help you.']);
 
     const ended = await send('DELETE', `${b.url}/admin/sessions/${key}/handoff`, { resume: 'bot' });
     expect(ended.body).toMatchObject({ resumed: 'bot', held: 3 });
     await eventually(() => backend.requests.length === 1);
     expect(backend.requests[0]?.text).toBe('first\nsecond\nthird');
     const next = await readUntil(reader, (text) => replyEvents(text).length === 1, 10_000);
-    expect(replyEvents(next).map((event) => event.text)).toEqual(['echo: first\nsecond\nthird']);
+    expect((replyEvents(next) as Array<{ text: string }>).map((event) => event.text)).toEqual(['echo: first\nsecond\nthird']);
     abort.abort();
   });
 });

@@ -11,6 +11,7 @@ const BOB = { authorization: 'Bearer bob-secret' };
 const alice = { id: 5_550_001, is_bot: false, first_name: 'Alice' };
 const carol = { id: 5_550_002, is_bot: false, first_name: 'Carol' };
 const dave = { id: 5_550_003, is_bot: false, first_name: 'Dave' };
+const erin = { id: 5_550_004, is_bot: false, first_name: 'Erin' };
 const privateChat = (user: { id: number; first_name: string }) => ({
   id: user.id,
   first_name: user.first_name,
@@ -179,6 +180,15 @@ routing:
     say(fake, carol, 'still there');
     await eventually(() => sentTexts(fake, carol.id).includes('bot: still there'));
     expect(requestsOf(backend, carol).map((sent) => sent.text)).toEqual(['escalate', 'still there']);
+  });
+
+  it('resumes on the default pipeline a session whose only message sent it to an operator', async () => {
+    say(fake, erin, 'human please, now');
+    await eventually(async () => (await get(sessionUrl(gateway, erin), ADMIN)).body.handoff?.held === 1);
+    const ended = await request('DELETE', `${sessionUrl(gateway, erin)}/handoff`, ADMIN, { resume: 'bot' });
+    expect(ended.body).toMatchObject({ resumed: 'bot', held: 1, message_id: expect.any(String) });
+    await eventually(() => sentTexts(fake, erin.id).includes('bot: human please, now'));
+    expect(requestsOf(backend, erin).map((sent) => sent.text)).toEqual(['human please, now']);
   });
 
   it('lets an operator take a session over, and answers what was wrong', async () => {

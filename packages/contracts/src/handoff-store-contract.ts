@@ -148,9 +148,19 @@ export function handoffStoreContract(name: string, factory: StoreFactory<Handoff
         ).toBe('full');
         expect(await store.get(SESSION)).toMatchObject({ held: 2, lastSeq: 2 });
         expect(await store.hold(SESSION, [userMessage('m3', 'c')], { at: 1003, maxEntries: 3 })).toBe('held');
-        expect(
-          await store.reply(SESSION, { id: 'r1', operator: 'ann', text: 'x', at: 1004 }, { maxEntries: 3 }),
-        ).toBe('full');
+        expect(await store.hold(SESSION, [userMessage('m4', 'd')], { at: 1003, maxEntries: 3 })).toBe('full');
+      });
+
+      it('keeps room for maxEntries operator replies however many messages were held', async () => {
+        const { store } = subject;
+        await store.begin(SESSION, start(1000));
+        await store.hold(SESSION, [userMessage('m1', 'a'), userMessage('m2', 'b')], { at: 1001, maxEntries: 2 });
+        const reply = (id: string) =>
+          store.reply(SESSION, { id, operator: 'ann', text: id, at: 1002 }, { maxEntries: 2 });
+        expect(await reply('r1')).toMatchObject({ before: { held: 2 } });
+        expect(await reply('r2')).toMatchObject({ before: { held: 2 } });
+        expect(await reply('r3')).toBe('full');
+        expect(await store.get(SESSION)).toMatchObject({ held: 2, lastSeq: 4 });
       });
     });
 
@@ -241,6 +251,14 @@ export function handoffStoreContract(name: string, factory: StoreFactory<Handoff
         expect(await store.end(SESSION, { startedAt: 999 })).toBeNull();
         expect(await store.get(SESSION)).not.toBeNull();
         expect((await store.end(SESSION, { startedAt: 1000 }))?.handoff.startedAt).toBe(1000);
+      });
+
+      it('with activeAt, ends only a handoff no operator acted on since', async () => {
+        const { store } = subject;
+        await store.begin(SESSION, start(1000));
+        await store.reply(SESSION, { id: 'r', operator: 'ann', text: 'hi', at: 1500 }, { maxEntries: MAX });
+        expect(await store.end(SESSION, { startedAt: 1000, activeAt: 1000 })).toBeNull();
+        expect((await store.end(SESSION, { startedAt: 1000, activeAt: 1500 }))?.handoff.activeAt).toBe(1500);
       });
 
       it('begins afresh afterwards, numbering from 1 again', async () => {

@@ -193,6 +193,7 @@ export async function createRedisHandoffStore(options: RedisHandoffStoreOptions)
       const ended = await script<[] | [string[], string[]]>('handoff/end', keysOf(session), [
         session,
         options?.startedAt ?? '',
+        options?.activeAt ?? '',
       ]);
       if (ended.length === 0) return null;
       const [pairs, entries] = ended;

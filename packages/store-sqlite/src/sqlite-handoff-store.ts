@@ -155,7 +155,7 @@ export function createSqliteHandoffStore(db: Database, commit: GroupCommit): Han
           return true;
         });
         if (fresh.length === 0) return 'held';
-        if (row.last_seq + fresh.length > maxEntries) return 'full';
+        if (row.held + fresh.length > maxEntries) return 'full';
         const handoff = handoffOf(row);
         for (const message of fresh) {
           handoff.lastSeq += 1;
@@ -184,7 +184,7 @@ export function createSqliteHandoffStore(db: Database, commit: GroupCommit): Han
         if (row === undefined) return 'not_in_handoff' as const;
         const before = handoffOf(row);
         if (written.get(session, reply.id) !== undefined) return { before };
-        if (row.last_seq >= maxEntries) return 'full' as const;
+        if (row.last_seq - row.held >= maxEntries) return 'full' as const;
         const handoff = handoffOf(row);
         handoff.lastSeq += 1;
         const entry = {
@@ -220,6 +220,8 @@ export function createSqliteHandoffStore(db: Database, commit: GroupCommit): Han
         // Gone already: a begin whose commit failed named it.
         if (row === undefined) return { ended: null, gone: true };
         if (options?.startedAt !== undefined && row.started_at !== options.startedAt)
+          return { ended: null, gone: false };
+        if (options?.activeAt !== undefined && row.active_at !== options.activeAt)
           return { ended: null, gone: false };
         const transcript = entriesAfter.all(session, 0, row.last_seq).map(entryOf);
         removeEntries.run(session);

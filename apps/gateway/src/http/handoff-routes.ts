@@ -214,6 +214,10 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
                 .regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1 to 64 letters, digits, _ -')
                 .optional()
                 .describe('Picked by the caller: a repeated request with the same id is sent once.'),
+              // Replies are text on every channel for now; a named refusal, not "unrecognized key".
+              attachments: z
+                .never({ error: 'operator replies carry text only; send a link to the file in text' })
+                .optional(),
             }),
             tags: ['admin'],
           },

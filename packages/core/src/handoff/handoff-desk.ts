@@ -40,7 +40,10 @@ export interface HandoffDeskOptions {
   settings: () => HandoffSettings;
   /** Whether a pipeline is configured now: the resumed turn runs on the handoff's when it is. */
   hasPipeline(id: string): boolean;
-  /** Where the routing in force sends `message`; null when it is not to a pipeline. */
+  /**
+   * The pipeline the resumed turn runs on when the handoff names none (begun by a rule) or its
+   * pipeline is gone: the routing in force's; null when there is no pipeline to take it.
+   */
   reroute(message: InboundMessage): { pipeline: string; rule?: string } | null;
   observer?: HandoffObserver;
   logger?: Logger;
@@ -81,14 +84,18 @@ export interface HandoffDesk {
    */
   end(
     session: SessionKey,
-    options: { resume: HandoffResume; startedAt?: number; why?: 'operator' | 'idle' },
+    options: { resume: HandoffResume; startedAt?: number; activeAt?: number; why?: 'operator' | 'idle' },
   ): Promise<HandoffEnd | null>;
   /** Ends the handoffs idle past `idleTimeoutMs`; returns how many it ended. */
   endIdle(): Promise<number>;
 }
 
-/** How long the key of a resumed turn is remembered: two replicas ending one handoff queue it once. */
-const RESUME_KEY_TTL_MS = 24 * 3_600_000;
+/**
+ * How long the key of a resumed turn (and of an operator's reply) is remembered: longer than the
+ * longest `handoff.idle_timeout` (7 days), so that ending one handoff again never queues its
+ * messages twice.
+ */
+const RESUME_KEY_TTL_MS = 8 * 24 * 3_600_000;
 /** Begins of a `__handoff__` turn's handoff before it is tried again later. */
 const BEGIN_TRIES = 3;
 /** Handoffs the idle sweep ends per pass. */
@@ -117,12 +124,15 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
 
   /**
    * Queues the merged message for the bot; null when nothing was held or no pipeline takes it.
-   * Keyed by the handoff and the last entry merged, so that two replicas ending it queue it once.
+   * Keyed by the handoff (and, for the messages held as it ended, the last entry merged before
+   * them): ending one handoff again — two replicas, a retry after a failed end — queues its
+   * messages once.
    */
   async function queueResume(
     handoff: Handoff,
     session: SessionKey,
     transcript: Parameters<typeof resumeMessageOf>[1],
+    key: string,
   ): Promise<string | null> {
     const at = now();
     const message = resumeMessageOf(handoff, transcript, at);
@@ -135,7 +145,6 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
       );
       return null;
     }
-    const lastSeq = transcript.at(-1)?.seq ?? 0;
     const result = await pool.enqueue(
       {
         message,
@@ -146,7 +155,7 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         attempt: 0,
         acceptedAt: at,
       },
-      { key: `handoff:${session}:${handoff.startedAt}:${lastSeq}`, ttlMs: RESUME_KEY_TTL_MS },
+      { key, ttlMs: RESUME_KEY_TTL_MS },
     );
     if (!result.accepted) {
       if (result.reason === 'duplicate') return null;
@@ -165,11 +174,14 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
     {
       resume,
       startedAt,
+      activeAt,
       why = 'operator',
-    }: { resume: HandoffResume; startedAt?: number; why?: 'operator' | 'idle' },
+    }: { resume: HandoffResume; startedAt?: number; activeAt?: number; why?: 'operator' | 'idle' },
   ): Promise<HandoffEnd | null> {
     const found = await store.get(session);
-    if (found === null || (startedAt !== undefined && found.startedAt !== startedAt)) return null;
+    if (found === null) return null;
+    if (startedAt !== undefined && found.startedAt !== startedAt) return null;
+    if (activeAt !== undefined && found.activeAt !== activeAt) return null;
     let messageId: string | null = null;
     let merged = 0;
     if (resume === 'bot') {
@@ -177,15 +189,20 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
       // runs even while it lasts (`holdTurn`), so a crash before the end below loses nothing.
       const transcript = await store.transcript(session, 0, found.lastSeq);
       merged = transcript.at(-1)?.seq ?? 0;
-      messageId = await queueResume(found, session, transcript);
+      messageId = await queueResume(found, session, transcript, `handoff:${session}:${found.startedAt}`);
     }
-    const ended = await store.end(session, { startedAt: found.startedAt });
+    const ended = await store.end(session, {
+      startedAt: found.startedAt,
+      // The idle sweep ends only a handoff still idle: an operator who replied meanwhile keeps it.
+      ...(activeAt === undefined ? {} : { activeAt }),
+    });
     if (ended === null) return null;
     if (resume === 'bot') {
       // Messages held between the read above and the end: a second resumed turn.
       const late = ended.transcript.filter((entry) => entry.seq > merged);
       if (late.some((entry) => entry.from === 'user')) {
-        const lateId = await queueResume(ended.handoff, session, late).catch((err: unknown) => {
+        const key = `handoff:${session}:${found.startedAt}:after:${merged}`;
+        const lateId = await queueResume(ended.handoff, session, late, key).catch((err: unknown) => {
           logger.error(
             { err, session },
             'messages held as the handoff ended could not be queued for the bot',
@@ -267,7 +284,8 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         received_at: at,
       };
       const delivery: Delivery = {
-        id: `operator:${id}`,
+        // Per session: a caller's id reused in another session is another reply.
+        id: `operator:${session}:${id}`,
         channel: origin.channel,
         chat: session,
         origin,
@@ -297,6 +315,7 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
           const result = await end(handoff.session, {
             resume: idleResume,
             startedAt: handoff.startedAt,
+            activeAt: handoff.activeAt,
             why: 'idle',
           });
           if (result !== null) ended += 1;

@@ -1,13 +1,16 @@
 import { type HandoffContext, type InboundMessage, newMessageId } from '../model/message.js';
 import type { Handoff, HandoffEntry } from '../ports/handoff-store.js';
 
-/** The transcript as a resumed turn carries it (`InboundMessage.handoff`). */
+/** Transcript entries a resumed turn carries at most (the latest): a model's context is bounded. */
+export const MAX_CARRIED_ENTRIES = 200;
+
+/** The transcript as a resumed turn carries it (`InboundMessage.handoff`): its latest entries. */
 export function handoffContextOf(handoff: Handoff, transcript: readonly HandoffEntry[]): HandoffContext {
   return {
     reason: handoff.reason,
     by: handoff.by,
     started_at: handoff.startedAt,
-    transcript: transcript.map((entry) =>
+    transcript: transcript.slice(-MAX_CARRIED_ENTRIES).map((entry) =>
       entry.from === 'user'
         ? {
             from: 'user' as const,

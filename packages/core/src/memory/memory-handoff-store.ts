@@ -52,7 +52,7 @@ export function createMemoryHandoffStore(): HandoffStore {
         return true;
       });
       if (fresh.length === 0) return 'held';
-      if (state.entries.length + fresh.length > maxEntries) return 'full';
+      if (state.handoff.held + fresh.length > maxEntries) return 'full';
       const { handoff } = state;
       for (const message of fresh) {
         handoff.lastSeq += 1;
@@ -74,7 +74,7 @@ export function createMemoryHandoffStore(): HandoffStore {
       const { handoff } = state;
       const before = copy(handoff);
       if (state.ids.has(reply.id)) return { before };
-      if (state.entries.length >= maxEntries) return 'full';
+      if (state.handoff.lastSeq - state.handoff.held >= maxEntries) return 'full';
       handoff.lastSeq += 1;
       state.entries.push({ seq: handoff.lastSeq, at: reply.at, from: 'operator', ...pickReply(reply) });
       state.ids.add(reply.id);
@@ -102,6 +102,7 @@ export function createMemoryHandoffStore(): HandoffStore {
       const state = sessions.get(session);
       if (state === undefined) return null;
       if (options?.startedAt !== undefined && state.handoff.startedAt !== options.startedAt) return null;
+      if (options?.activeAt !== undefined && state.handoff.activeAt !== options.activeAt) return null;
       sessions.delete(session);
       return { handoff: state.handoff, transcript: state.entries };
     },

@@ -82,5 +82,9 @@ export function sessionAddressOf(key: SessionKey): SessionAddress {
   const [platform, channel, type, id, thread] = decoded as [string, string, string, string, string?];
   if (type !== 'person' && type !== 'group') throw invalid(`chat type "${type}"`);
   if (platform === '' || channel === '' || id === '') throw invalid('an empty part');
+  // One session, one key: `%34%32` for `42` would name a session no message ever lands in.
+  const canonical = decoded.map(encodeKeyPart).join(':');
+  if (canonical !== key)
+    throw invalid(`not written as its messages' key, which is "${canonical.slice(0, 200)}"`);
   return { platform, channel, chat: { type, id, ...(thread === undefined ? {} : { thread }) } };
 }

@@ -65,7 +65,7 @@ export type HoldResult =
   | 'held'
   /** The session is not in handoff (never was, or it ended): the caller runs the turn. */
   | 'not_in_handoff'
-  /** The transcript holds `maxEntries` already: nothing was written. */
+  /** The handoff holds `maxEntries` messages (or replies) already: nothing was written. */
   | 'full';
 
 /**
@@ -90,7 +90,7 @@ export interface HandoffStore {
   /**
    * Appends `messages` (in order, without their `raw` events) to the transcript while the session
    * is in handoff, each id once; the last becomes the `origin`, and `pipeline`, when given, the
-   * handoff's pipeline. At most `maxEntries` entries in all.
+   * handoff's pipeline. At most `maxEntries` messages held in all (replies do not count).
    */
   hold(
     session: SessionKey,
@@ -98,7 +98,8 @@ export interface HandoffStore {
     options: { at: number; pipeline?: string; maxEntries: number },
   ): Promise<HoldResult>;
   /**
-   * Appends an operator's reply while the session is in handoff: `unread` goes to 0 and
+   * Appends an operator's reply while the session is in handoff, at most `maxEntries` replies in
+   * all (held messages do not count, so a user cannot crowd the operator out): `unread` goes to 0 and
    * `activeAt` to `reply.at`. Answers the handoff as it was before the reply (its `waitingSince`
    * is what the reply answered). A reply id is written once: a repeat answers as the first did.
    */
@@ -113,12 +114,13 @@ export interface HandoffStore {
   list(limit: number): Promise<Handoff[]>;
   /**
    * Ends the handoff of `session` and returns it with its whole transcript, or null when it is not
-   * in handoff — or, with `startedAt`, when the one in force began at another time (the idle sweep
-   * ends only the handoff it found idle, never one begun since).
+   * in handoff — or, with `startedAt`, when the one in force began at another time, or with
+   * `activeAt`, when an operator acted since (the idle sweep ends only the handoff it found idle,
+   * never one begun or answered since).
    */
   end(
     session: SessionKey,
-    options?: { startedAt?: number },
+    options?: { startedAt?: number; activeAt?: number },
   ): Promise<{ handoff: Handoff; transcript: HandoffEntry[] } | null>;
   /** Handoffs whose `activeAt` is before `before`, at most `limit`. */
   idle(before: number, limit: number): Promise<Handoff[]>;

@@ -313,8 +313,12 @@ export function createController(options: ControllerOptions): Controller {
     try {
       hold = await desk.holdTurn(entry.turn);
     } catch (error) {
+      // Its pipeline gone too, there is nothing to try again with: it ends as its pipeline missing.
+      if (policy === undefined) {
+        await settlement.pipelineMissing(entry);
+        return 'failed' as const;
+      }
       entry.logger.warn({ err: error }, 'handoff store failed: the turn will be tried again');
-      if (policy === undefined) throw error;
       await settlement.failed(entry, policy, error);
       return 'failed' as const;
     }

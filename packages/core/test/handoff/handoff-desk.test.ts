@@ -177,7 +177,40 @@ describe('HandoffDesk', () => {
   });
 });
 
+describe('HandoffDesk replies across sessions', () => {
+  it('sends a reply id a caller reused in another session there too', async () => {
+    const { desk, outbox } = deskOf();
+    const other = 'test:c:person:43';
+    await desk.begin(SESSION, { reason: 'r', by: 'operator:ann' });
+    await desk.begin(other, { reason: 'r', by: 'operator:ann' });
+    await desk.reply(SESSION, { operator: 'ann', text: 'to 42', id: 'same' });
+    await desk.reply(other, { operator: 'ann', text: 'to 43', id: 'same' });
+    expect((await outbox.list('c')).map((delivery) => delivery.replies[0]?.text)).toEqual(['to 42', 'to 43']);
+  });
+});
+
 describe('controller with handoffs', () => {
+  it('ends a turn whose handoff check failed and whose pipeline is gone, leaving nothing claimed', async () => {
+    const harness = createHarness({
+      handoffs: {
+        holdTurn: async () => {
+          throw new Error('store down');
+        },
+        begin: async () => {
+          throw new Error('unused');
+        },
+      },
+    });
+    harness.controller.start();
+    await harness.pool.enqueue(queuedMessage('42', 'orphan', { pipeline: 'removed' }));
+    await settle(20);
+    expect(harness.outcomes.map((outcome) => [outcome.kind, outcome.reason])).toEqual([
+      ['dead_lettered', 'pipeline_removed'],
+    ]);
+    expect((await harness.pool.stats()).inflight).toBe(0);
+    await harness.controller.stop({ drainTimeoutMs: 100 });
+  });
+
   it('runs turns until the session is in handoff, then ends its messages handed_off without running the pipeline; a sent operator reply ends handed_off', async () => {
     const store = createMemoryHandoffStore();
     let desk: ReturnType<typeof createHandoffDesk> | undefined;

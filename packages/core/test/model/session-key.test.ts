@@ -1,6 +1,6 @@
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
-import { sessionKeyOf } from '../../src/index.js';
+import { parseInboundMessage, sessionAddressOf, sessionKeyOf } from '../../src/index.js';
 
 const inThread = (chatId: string, thread?: string) =>
   inboundMessage({
@@ -52,5 +52,31 @@ describe('sessionKeyOf', () => {
       expect(keys[3]).toBe('slack:sl:group:a%uD800b:%uD800');
       expect(new Set(keys).size).toBe(keys.length);
     });
+  });
+});
+
+describe('sessionAddressOf', () => {
+  it('reads back what sessionKeyOf wrote, thread and odd characters included', () => {
+    const message = parseInboundMessage({
+      id: 'm1',
+      platform: 'slack',
+      channel: 'sl:1',
+      chat: { type: 'group', id: 'C/1 x', thread: '17.5' },
+      sender: { id: 'u' },
+      text: 'hi',
+      platform_message_id: 'p',
+      received_at: 1,
+    });
+    expect(sessionAddressOf(sessionKeyOf(message, 'thread'))).toEqual({
+      platform: 'slack',
+      channel: 'sl:1',
+      chat: { type: 'group', id: 'C/1 x', thread: '17.5' },
+    });
+  });
+
+  it('refuses what is no key, and a key written otherwise than its messages would be', () => {
+    expect(() => sessionAddressOf('nope')).toThrow(/is not a session key: 1 parts/);
+    expect(() => sessionAddressOf('telegram:tg:room:42')).toThrow(/chat type "room"/);
+    expect(() => sessionAddressOf('telegram:tg:person:%34%32')).toThrow(/"telegram:tg:person:42"/);
   });
 });

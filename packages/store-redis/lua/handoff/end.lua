@@ -9,9 +9,10 @@
   KEYS[5]  handoffs:active               writes: ZSET session -> activeAt, ms
   ARGV[1]  session
   ARGV[2]  startedAt (ms) the handoff must have begun at, '' for any
+  ARGV[3]  activeAt (ms) the operator's last action must still be at, '' for any
 
   Returns {the handoff's HASH as {field, value, ...}, the entries' JSON in order}, or {} when
-  the session is not in handoff (or its handoff began at another time)
+  the session is not in handoff (or its handoff began at another time, or was acted on since)
 ]]
 --- @include "handoff/includes/inbox"
 local session = ARGV[1]
@@ -19,8 +20,11 @@ local handoff = redis.call('HGETALL', KEYS[1])
 if #handoff == 0 then
   return {}
 end
-local state = redis.call('HMGET', KEYS[1], 'waitingSince', 'startedAt')
+local state = redis.call('HMGET', KEYS[1], 'waitingSince', 'startedAt', 'activeAt')
 if ARGV[2] ~= '' and tonumber(state[2]) ~= tonumber(ARGV[2]) then
+  return {}
+end
+if ARGV[3] ~= '' and tonumber(state[3]) ~= tonumber(ARGV[3]) then
   return {}
 end
 local entries = redis.call('LRANGE', KEYS[2], 0, -1)

@@ -11,7 +11,7 @@
   ARGV[1]  session
   ARGV[2]  at (ms, the caller's clock), an integer
   ARGV[3]  pipeline the messages were routed to, '' to keep the handoff's
-  ARGV[4]  maxEntries
+  ARGV[4]  maxEntries: user messages held at most
   ARGV[5...] pairs: a message's id, its JSON without its raw event
 
   Returns 'held', 'not_in_handoff' or 'full'
@@ -33,7 +33,8 @@ if #fresh == 0 then
   return 'held'
 end
 local written = redis.call('LLEN', KEYS[2])
-if written + #fresh > maxEntries then
+-- The bound is on the user's messages: replies have a room of their own (reply.lua).
+if tonumber(redis.call('HGET', KEYS[1], 'held')) + #fresh > maxEntries then
   return 'full'
 end
 for _, index in ipairs(fresh) do

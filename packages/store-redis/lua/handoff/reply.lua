@@ -9,7 +9,7 @@
   KEYS[5]  handoffs:active               writes: ZSET session -> activeAt, ms
   ARGV[1]  session
   ARGV[2]  at (ms, the caller's clock)
-  ARGV[3]  maxEntries
+  ARGV[3]  maxEntries: operator replies written at most
   ARGV[4]  the reply's id
   ARGV[5]  the entry's JSON without its seq
 
@@ -26,7 +26,8 @@ if redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 then
   return before
 end
 local written = redis.call('LLEN', KEYS[2])
-if written >= tonumber(ARGV[3]) then
+-- Replies have a room of their own beside the user's messages, so a user cannot fill it.
+if written - tonumber(redis.call('HGET', KEYS[1], 'held')) >= tonumber(ARGV[3]) then
   return 'full'
 end
 redis.call('RPUSH', KEYS[2], ARGV[5])
