@@ -51,22 +51,34 @@ describe.skipIf(!reachable)('human handoff with store: redis (two replicas)', ()
     for (const answer of accepted)
       expect((await get(`${a.url}/v1/messages/${answer.body?.id}`)).body.status).toBe('handed_off');
     const view = await get(`${a.url}/admin/sessions/${key}`);
-    expect(view.body.transcript.map((entry: { text: string }) => entry.text)).toEqual(['first', 'second', 'third']);
+    expect(view.body.transcript.map((entry: { text: string }) => entry.text)).toEqual([
+      'first',
+      'second',
+      'third',
+    ]);
     expect(backend.requests).toHaveLength(0);
     const inbox = await get(`${b.url}/admin/handoffs`);
-    expect(inbox.body.items).toEqual([expect.objectContaining({ held: 3, unread: 3, channel: 'api', chat_id: chat })]);
+    expect(inbox.body.items).toEqual([
+      expect.objectContaining({ held: 3, unread: 3, channel: 'api', chat_id: chat }),
+    ]);
 
-    const replied = await send('POST', `${a.url}/admin/sessions/${key}/replies`, { text: 'A person will help you.' });
+    const replied = await send('POST', `${a.url}/admin/sessions/${key}/replies`, {
+      text: 'A person will help you.',
+    });
     expect(replied.status).toBe(202);
     const received = await readUntil(reader, (text) => replyEvents(text).length === 1, 10_000);
-    expect((replyEvents(received) as Array<{ text: string }>).map((event) => event.text)).toEqual(['A person will help you.']);
+    expect((replyEvents(received) as Array<{ text: string }>).map((event) => event.text)).toEqual([
+      'A person will help you.',
+    ]);
 
     const ended = await send('DELETE', `${b.url}/admin/sessions/${key}/handoff`, { resume: 'bot' });
     expect(ended.body).toMatchObject({ resumed: 'bot', held: 3 });
     await eventually(() => backend.requests.length === 1);
     expect(backend.requests[0]?.text).toBe('first\nsecond\nthird');
     const next = await readUntil(reader, (text) => replyEvents(text).length === 1, 10_000);
-    expect((replyEvents(next) as Array<{ text: string }>).map((event) => event.text)).toEqual(['echo: first\nsecond\nthird']);
+    expect((replyEvents(next) as Array<{ text: string }>).map((event) => event.text)).toEqual([
+      'echo: first\nsecond\nthird',
+    ]);
     abort.abort();
   });
 });

@@ -154,7 +154,10 @@ export function handoffStoreContract(name: string, factory: StoreFactory<Handoff
       it('keeps room for maxEntries operator replies however many messages were held', async () => {
         const { store } = subject;
         await store.begin(SESSION, start(1000));
-        await store.hold(SESSION, [userMessage('m1', 'a'), userMessage('m2', 'b')], { at: 1001, maxEntries: 2 });
+        await store.hold(SESSION, [userMessage('m1', 'a'), userMessage('m2', 'b')], {
+          at: 1001,
+          maxEntries: 2,
+        });
         const reply = (id: string) =>
           store.reply(SESSION, { id, operator: 'ann', text: id, at: 1002 }, { maxEntries: 2 });
         expect(await reply('r1')).toMatchObject({ before: { held: 2 } });

@@ -146,14 +146,13 @@ export async function createRedisHandoffStore(options: RedisHandoffStoreOptions)
     },
 
     async hold(session, messages, { at, pipeline, maxEntries }) {
+      // Asked for every turn: a session not in handoff (nearly all) costs one small command, not a
+      // script carrying the turn's messages. One begun just after this answer runs its turn, as
+      // one begun just after the script would.
+      const keys = keysOf(session);
+      if ((await client.exists(keys[0] as string).catch(failed)) === 0) return 'not_in_handoff';
       const pairs = messages.flatMap((message) => [message.id, messageJson(message)]);
-      return script<HoldResult>('handoff/hold', keysOf(session), [
-        session,
-        at,
-        pipeline ?? '',
-        maxEntries,
-        ...pairs,
-      ]);
+      return script<HoldResult>('handoff/hold', keys, [session, at, pipeline ?? '', maxEntries, ...pairs]);
     },
 
     async reply(session, reply, { maxEntries }) {

@@ -6,4 +6,7 @@ import { type PipelinePolicy, PipelinePolicySchema } from '../scheduling/pipelin
  * defaults, no debounce, whose turns only begin the handoff and hold their messages — so they
  * take no slot of a real pipeline, and a store that fails them is retried with the default backoff.
  */
-export const HANDOFF_POLICY: PipelinePolicy = { ...PipelinePolicySchema.parse({ id: 'handoff' }), id: HANDOFF };
+export const HANDOFF_POLICY: PipelinePolicy = {
+  ...PipelinePolicySchema.parse({ id: 'handoff' }),
+  id: HANDOFF,
+};

@@ -9,7 +9,7 @@ export const HandoffSettingsSchema = z
     idle_timeout: durationMs({ min: '1s', max: '168h' }).prefault('30m'),
     /** How that end resumes: `bot` hands the held messages to the bot as one turn, `skip` leaves them handled. */
     idle_resume: z.enum(['bot', 'skip']).default('bot'),
-    /** Held messages and replies one handoff keeps; past it, a new message is dropped (`queue_overflow`). */
+    /** Messages one handoff holds, and operator replies (as many again); past it, a new message is dropped (`queue_overflow`). */
     max_entries: numeric(z.number().int().min(1).max(10_000)).prefault(500),
   })
   .transform(({ idle_timeout, idle_resume, max_entries }) => ({

@@ -47,7 +47,10 @@ export const PipelinePolicyFields = z.object({
   id: z
     .string()
     .regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, _ . -')
-    .refine((id) => !id.startsWith('__'), 'ids starting with __ are routing targets (__discard__, __handoff__)'),
+    .refine(
+      (id) => !id.startsWith('__'),
+      'ids starting with __ are routing targets (__discard__, __handoff__)',
+    ),
   // At least 1 s: 0 (or a few ms) fails every turn at once, each failure a retryable timeout,
   // so messages would only cycle through their attempts into the dead letters.
   timeout: durationMs({ min: '1s', max: '1h' }).prefault('120s'),
