@@ -9,7 +9,7 @@ export interface Handoff {
   session: SessionKey;
   /** Why it began, as the one who began it said (a rule's name, the pipeline's or operator's reason). */
   reason: string;
-  /** Who began it: `operator:<label>`, `rule:<name>`, `pipeline:<id>`. */
+  /** Who began it: `operator:<label>`, `rule:<name>`, `routing:default`, `pipeline:<id>`. */
   by: string;
   /** Milliseconds since the epoch. */
   startedAt: number;
@@ -101,7 +101,8 @@ export interface HandoffStore {
    * Appends an operator's reply while the session is in handoff, at most `maxEntries` replies in
    * all (held messages do not count, so a user cannot crowd the operator out): `unread` goes to 0 and
    * `activeAt` to `reply.at`. Answers the handoff as it was before the reply (its `waitingSince`
-   * is what the reply answered). A reply id is written once: a repeat answers as the first did.
+   * is what the reply answered). A reply id is written once: a repeat writes nothing and answers
+   * the handoff as it is now.
    */
   reply(
     session: SessionKey,
