@@ -1,6 +1,6 @@
-import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { href } from '../hash-route.js';
+import { useAction } from '../use-action.js';
 
 /**
  * Takes `session` over from the bot (`POST /admin/sessions/{key}/handoff`; one in force already
@@ -8,22 +8,14 @@ import { href } from '../hash-route.js';
  * the navigation, for the conversation page itself.
  */
 export function TakeOverButton({ session, onTaken }: { session: string; onTaken?: () => void }) {
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState('');
+  const { busy, problem, run } = useAction('failed');
 
-  async function takeOver() {
-    setBusy(true);
-    setProblem('');
-    try {
+  const takeOver = () =>
+    run(async () => {
       await api(`/admin/sessions/${encodeURIComponent(session)}/handoff`, { method: 'POST', body: {} });
       if (onTaken === undefined) location.hash = href(['sessions', session]);
       else onTaken();
-    } catch (error) {
-      setProblem(`failed: ${(error as Error).message}`);
-    } finally {
-      setBusy(false);
-    }
-  }
+    });
 
   return (
     <span class="take-over">

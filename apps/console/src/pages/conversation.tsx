@@ -6,6 +6,7 @@ import { Problem } from '../components/problem.js';
 import { TakeOverButton } from '../components/take-over-button.js';
 import { formatTime, senderText } from '../format.js';
 import { href } from '../hash-route.js';
+import { useAction } from '../use-action.js';
 import { useConversation } from '../use-conversation.js';
 
 /**
@@ -148,25 +149,18 @@ function Transcript({ entries }: { entries: EntryView[] }) {
 function ReplyForm({ session }: { session: string }) {
   const [text, setText] = useState('');
   const [replyId, setReplyId] = useState(newReplyId);
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState('');
+  const { busy, problem, run } = useAction('Not sent');
 
-  async function send(event: Event) {
+  function send(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setProblem('');
-    try {
+    void run(async () => {
       await api(`/admin/sessions/${encodeURIComponent(session)}/replies`, {
         method: 'POST',
         body: { text, id: replyId },
       });
       setText('');
       setReplyId(newReplyId());
-    } catch (error) {
-      setProblem(`Not sent: ${(error as Error).message}`);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -211,25 +205,18 @@ function HandBackForm({
   onHandedBack: (result: HandBack) => void;
 }) {
   const [resume, setResume] = useState<'bot' | 'skip'>('bot');
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState('');
+  const { busy, problem, run } = useAction('Not handed back');
 
-  async function handBack(event: Event) {
+  function handBack(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setProblem('');
-    try {
+    void run(async () => {
       onHandedBack(
         await api<HandBack>(`/admin/sessions/${encodeURIComponent(session)}/handoff`, {
           method: 'DELETE',
           body: { resume },
         }),
       );
-    } catch (error) {
-      setProblem(`Not handed back: ${(error as Error).message}`);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

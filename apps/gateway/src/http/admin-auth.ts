@@ -1,4 +1,5 @@
-import { type AuthHook, bearerAuth, requestForgeryRefusal } from '@switchboard/http';
+import { type AuthHook, bearerAuth, jsonBodyParser, requestForgeryRefusal } from '@switchboard/http';
+import type { FastifyInstance } from 'fastify';
 
 /**
  * The admin check (docs/design.md §7): bearer `admin.token` or one of `admin.tokens`, or loopback clients only when it is
@@ -19,4 +20,15 @@ export function adminAuth(tokens: readonly { token: string }[]): AuthHook {
   if (tokens.length > 0) return bearer;
   return (request, reply, done) =>
     bearer(request, reply, (err?: Error) => done(err ?? requestForgeryRefusal(request)));
+}
+
+/**
+ * Puts a plugin of admin routes behind `auth` and the shared JSON parser. `onRequest`, not
+ * `preHandler`: a stranger's bad query gets 401, not a 400 describing the route. The shared
+ * parser refuses a `__proto__` key with 400 naming where it is.
+ */
+export function guardAdminScope(scope: FastifyInstance, auth: AuthHook): void {
+  scope.addHook('onRequest', auth);
+  scope.removeContentTypeParser('application/json');
+  scope.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
 }

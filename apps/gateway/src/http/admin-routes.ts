@@ -7,7 +7,8 @@ import {
   type QueryPool,
   SwitchboardError,
 } from '@switchboard/core';
-import { type AuthHook, MAX_ID_CHARS, jsonBodyParser } from '@switchboard/http';
+import { type AuthHook, MAX_ID_CHARS } from '@switchboard/http';
+import { guardAdminScope } from './admin-auth.js';
 import type { ReplicaView } from '@switchboard/store-redis';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -81,11 +82,7 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
   server.register(
     async (admin) => {
       const routes = admin.withTypeProvider<ZodTypeProvider>();
-      // onRequest, not preHandler: a stranger's bad query must get 401, not a 400 describing the route.
-      admin.addHook('onRequest', deps.auth);
-      // The shared parser: a `__proto__` key is refused with 400 naming where it is.
-      admin.removeContentTypeParser('application/json');
-      admin.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
+      guardAdminScope(admin, deps.auth);
       const purge = createDeadLetterPurge(deps.auditLog);
 
       const searchAudit = async (request: { query: z.output<typeof AdminAuditFiltersSchema> }) => {

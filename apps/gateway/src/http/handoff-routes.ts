@@ -6,7 +6,8 @@ import {
   SwitchboardError,
   sessionAddressOf,
 } from '@switchboard/core';
-import { type AuthHook, jsonBodyParser, tokenLabelOf } from '@switchboard/http';
+import { type AuthHook, tokenLabelOf } from '@switchboard/http';
+import { guardAdminScope } from './admin-auth.js';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -71,9 +72,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
   server.register(
     async (admin) => {
       const routes = admin.withTypeProvider<ZodTypeProvider>();
-      admin.addHook('onRequest', deps.auth);
-      admin.removeContentTypeParser('application/json');
-      admin.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
+      guardAdminScope(admin, deps.auth);
 
       routes.get(
         '/handoffs',
