@@ -1,3 +1,4 @@
+import { metricValueAt } from '@switchboard/testkit/prometheus';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
@@ -132,6 +133,9 @@ routing:
     expect(replies.map((item: Json) => item.sender_name)).toEqual(['bob', 'bob']);
     const answered = await get(sessionUrl(gateway, alice), ADMIN);
     expect(answered.body.handoff).toMatchObject({ unread: 0, waiting_since: null });
+    // The first reply answered the four waiting messages; the second answered none.
+    expect(await metricValueAt(gateway.url, 'switchboard_operator_response_seconds_count')).toBe(1);
+    expect(await metricValueAt(gateway.url, 'switchboard_sessions_in_handoff{scope="replica"}')).toBeGreaterThanOrEqual(1);
     expect(requestsOf(backend, alice)).toHaveLength(0);
 
     const ended = await request('DELETE', `${sessionUrl(gateway, alice)}/handoff`, ADMIN, { resume: 'bot' });
