@@ -135,7 +135,9 @@ routing:
     expect(answered.body.handoff).toMatchObject({ unread: 0, waiting_since: null });
     // The first reply answered the four waiting messages; the second answered none.
     expect(await metricValueAt(gateway.url, 'switchboard_operator_response_seconds_count')).toBe(1);
-    expect(await metricValueAt(gateway.url, 'switchboard_sessions_in_handoff{scope="replica"}')).toBeGreaterThanOrEqual(1);
+    expect(
+      await metricValueAt(gateway.url, 'switchboard_sessions_in_handoff{scope="replica"}'),
+    ).toBeGreaterThanOrEqual(1);
     expect(requestsOf(backend, alice)).toHaveLength(0);
 
     const ended = await request('DELETE', `${sessionUrl(gateway, alice)}/handoff`, ADMIN, { resume: 'bot' });

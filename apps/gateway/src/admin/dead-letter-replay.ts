@@ -3,6 +3,7 @@ import {
   type DeadLetterPayload,
   type Delivery,
   type DeliveryKey,
+  HANDOFF,
   type InboundMessage,
   type Logger,
   type OutcomeSink,
@@ -82,6 +83,8 @@ export function replayDelivery(
     replies,
     ...(draft === undefined ? {} : { draft }),
     ownsOutcome: true,
+    // An operator's reply (its message is the operator's, queued for `__handoff__`) ends as one.
+    ...(pipeline === HANDOFF ? { operator: message.sender.name ?? message.sender.id } : {}),
     createdAt: nowMs,
     attempts: 0,
     notBefore: nowMs,
@@ -142,6 +145,13 @@ export function createDeadLetterReplay(
       return { id, message_id: record.message_id, status: 'sending' };
     }
 
+    // An operator's reply has no pipeline to ask again: only its kept text could be sent again.
+    if (queued.pipeline === HANDOFF) {
+      throw new SwitchboardError('SB_DEAD_LETTER_NOT_REPLAYABLE', {
+        message: `dead letter ${id} is an operator's reply whose text was not kept (audit.store_text: full keeps it): send it again from the conversation`,
+        details: { id },
+      });
+    }
     // A new request under the same message id: `replayOf` gives its turns their own id.
     const result = await pool.enqueue(
       {

@@ -5,6 +5,7 @@ import {
   type AuditLog,
   type AuditRecord,
   type Journal,
+  HANDOFF,
   type Outcome,
   PipelinePolicySchema,
   createMemoryAuditLog,
@@ -222,6 +223,40 @@ describe('dead letter replay', () => {
       pool.close();
       await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_DRAINING' });
       expect((await auditLog.deadLetters(10)).map((record) => record.id)).toEqual([DEAD_LETTER_ID]);
+    });
+  });
+
+  describe("when the dead letter is an operator's reply", () => {
+    const operatorReply = (undelivered: boolean) => {
+      const record = deadLetter();
+      const payload = record.payload as NonNullable<AuditRecord['payload']>;
+      const message = { ...payload.message, sender: { id: 'operator:ann', name: 'ann', is_bot: false } };
+      const { raw: _raw, ...origin } = queuedMessageFixture(1).message;
+      return {
+        ...record,
+        reason: 'delivery_failed' as const,
+        payload: {
+          ...payload,
+          message,
+          pipeline: HANDOFF,
+          ...(undelivered ? { undelivered: { origin, replies: [{ text: 'a person here' }] } } : {}),
+        },
+      };
+    };
+
+    it('sends its kept text again as an operator reply', async () => {
+      const { auditLog, outbox, replay } = setup();
+      await auditLog.append(operatorReply(true));
+      expect(await replay(DEAD_LETTER_ID)).toMatchObject({ status: 'sending' });
+      const [delivery] = await outbox.list(queuedMessageFixture(1).message.channel);
+      expect(delivery).toMatchObject({ operator: 'ann', replies: [{ text: 'a person here' }] });
+    });
+
+    it('refuses one whose text was not kept, and queues nothing for a pipeline', async () => {
+      const { auditLog, pool, replay } = setup();
+      await auditLog.append(operatorReply(false));
+      await expect(replay(DEAD_LETTER_ID)).rejects.toMatchObject({ code: 'SB_DEAD_LETTER_NOT_REPLAYABLE' });
+      expect((await pool.stats()).pending).toBe(0);
     });
   });
 

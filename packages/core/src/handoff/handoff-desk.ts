@@ -289,7 +289,8 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         channel: origin.channel,
         chat: session,
         origin,
-        messages: [{ message: sent, session, pipeline: before.pipeline ?? HANDOFF, attempt: 0 }],
+        // `__handoff__`: the operator's message, not the bot's (a replay of it re-sends, never asks).
+        messages: [{ message: sent, session, pipeline: HANDOFF, attempt: 0 }],
         turnId: null,
         replies: [{ text }],
         ownsOutcome: true,
