@@ -145,8 +145,9 @@ export function createDeadLetterReplay(
       return { id, message_id: record.message_id, status: 'sending' };
     }
 
-    // An operator's reply has no pipeline to ask again: only its kept text could be sent again.
-    if (queued.pipeline === HANDOFF) {
+    // An operator's reply (a failed delivery of `__handoff__`'s) has no pipeline to ask again:
+    // only its kept text could be sent again. A user's message routed there is queued again.
+    if (queued.pipeline === HANDOFF && record.reason === 'delivery_failed') {
       throw new SwitchboardError('SB_DEAD_LETTER_NOT_REPLAYABLE', {
         message: `dead letter ${id} is an operator's reply whose text was not kept (audit.store_text: full keeps it): send it again from the conversation`,
         details: { id },

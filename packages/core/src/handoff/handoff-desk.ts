@@ -3,7 +3,7 @@ import { SwitchboardError } from '../model/errors.js';
 import { type InboundMessage, newMessageId } from '../model/message.js';
 import { type OutcomeSink, recordOverflowed } from '../model/outcome.js';
 import { type SessionKey, sessionAddressOf } from '../model/session-key.js';
-import type { Handoff, HandoffStart, HandoffStore } from '../ports/handoff-store.js';
+import type { Handoff, HandoffEntry, HandoffStart, HandoffStore } from '../ports/handoff-store.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { QueryPool, Turn } from '../ports/query-pool.js';
 import type { Delivery, ReplyOutbox } from '../ports/reply-outbox.js';
@@ -78,9 +78,11 @@ export interface HandoffDesk {
     reply: { operator: string; text: string; id?: string },
   ): Promise<{ id: string; deliveryId: string }>;
   /**
-   * Ends the handoff (`startedAt`: only the one that began then); null when there is none.
-   * With `resume: bot` the held messages are queued for the bot as one message before the
-   * handoff ends, so a refused enqueue (queue full) throws and leaves the handoff as it was.
+   * Ends the handoff (`startedAt`, `activeAt`: only the one that began then and was last acted
+   * on then); null when there is none. With `resume: bot` the held messages are then queued for
+   * the bot as one message (`resumed: skip` when none was held); an operator asking for it when no
+   * pipeline would take them gets SB_HANDOFF_NO_PIPELINE and the handoff goes on. A process dying
+   * between the end and the enqueue loses that turn: its messages stay recorded `handed_off`.
    */
   end(
     session: SessionKey,
@@ -123,28 +125,19 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
   }
 
   /**
-   * Queues the merged message for the bot; null when nothing was held or no pipeline takes it.
-   * Keyed by the handoff (and, for the messages held as it ended, the last entry merged before
-   * them): ending one handoff again — two replicas, a retry after a failed end — queues its
-   * messages once.
+   * Queues the merged message for the bot on `target`; null when no user message was held. The
+   * handoff has ended already, so refusing it would lose the turn: it is queued as a platform's
+   * last delivery is (`last`), which a durable pool keeps past its bounds and while draining.
    */
   async function queueResume(
     handoff: Handoff,
     session: SessionKey,
-    transcript: Parameters<typeof resumeMessageOf>[1],
-    key: string,
+    transcript: readonly HandoffEntry[],
+    target: { pipeline: string; rule?: string },
   ): Promise<string | null> {
     const at = now();
     const message = resumeMessageOf(handoff, transcript, at);
     if (message === null) return null;
-    const target = resumeTarget(handoff, message);
-    if (target === null) {
-      logger.warn(
-        { session },
-        'handoff ended without a pipeline to resume on: the held messages stay handled',
-      );
-      return null;
-    }
     const result = await pool.enqueue(
       {
         message,
@@ -155,15 +148,13 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         attempt: 0,
         acceptedAt: at,
       },
-      { key, ttlMs: RESUME_KEY_TTL_MS },
+      { key: `handoff:${session}:${handoff.startedAt}`, ttlMs: RESUME_KEY_TTL_MS },
+      { last: true },
     );
     if (!result.accepted) {
-      if (result.reason === 'duplicate') return null;
-      throw new SwitchboardError(result.reason === 'draining' ? 'SB_DRAINING' : 'SB_QUEUE_FULL', {
-        retryable: true,
-        retryAfterMs: result.retryAfterMs,
-        message: `the held messages could not be queued for the bot (${result.reason}); the handoff goes on`,
-      });
+      if (result.reason !== 'duplicate')
+        logger.error({ session, reason: result.reason }, 'the held messages could not be queued for the bot');
+      return null;
     }
     recordOverflowed(outcomes, result.overflowed, now());
     return message.id;
@@ -182,50 +173,42 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
     if (found === null) return null;
     if (startedAt !== undefined && found.startedAt !== startedAt) return null;
     if (activeAt !== undefined && found.activeAt !== activeAt) return null;
-    let messageId: string | null = null;
-    let merged = 0;
+    // Where the bot would answer, decided before anything changes: with no pipeline to take the
+    // turn, an operator is told so and the handoff goes on; the idle sweep leaves them handled.
+    let target: { pipeline: string; rule?: string } | null = null;
     if (resume === 'bot') {
-      // Queued before the handoff ends, so that a refusal leaves it in force; the resumed turn
-      // runs even while it lasts (`holdTurn`), so a crash before the end below loses nothing.
-      const transcript = await store.transcript(session, 0, found.lastSeq);
-      merged = transcript.at(-1)?.seq ?? 0;
-      messageId = await queueResume(found, session, transcript, `handoff:${session}:${found.startedAt}`);
+      const preview = resumeMessageOf(found, await store.transcript(session, 0, found.lastSeq), now());
+      target = preview === null ? null : resumeTarget(found, preview);
+      if (preview !== null && target === null && why === 'operator') {
+        throw new SwitchboardError('SB_HANDOFF_NO_PIPELINE', {
+          message: `no pipeline would answer the held messages of ${session} (the routing sends them back to __handoff__): hand it back with resume: skip, or route them to a pipeline`,
+        });
+      }
     }
+    // Taken whole in one step: whoever ends it (an operator, the idle sweep of any replica) is
+    // the only one to queue its messages, and one answered or begun since is left alone.
     const ended = await store.end(session, {
       startedAt: found.startedAt,
-      // The idle sweep ends only a handoff still idle: an operator who replied meanwhile keeps it.
       ...(activeAt === undefined ? {} : { activeAt }),
     });
     if (ended === null) return null;
-    if (resume === 'bot') {
-      // Messages held between the read above and the end: a second resumed turn.
-      const late = ended.transcript.filter((entry) => entry.seq > merged);
-      if (late.some((entry) => entry.from === 'user')) {
-        const key = `handoff:${session}:${found.startedAt}:after:${merged}`;
-        const lateId = await queueResume(ended.handoff, session, late, key).catch((err: unknown) => {
-          logger.error(
-            { err, session },
-            'messages held as the handoff ended could not be queued for the bot',
-          );
-          return null;
-        });
-        messageId ??= lateId;
-      }
-    }
+    const messageId =
+      target === null ? null : await queueResume(ended.handoff, session, ended.transcript, target);
     const result: HandoffEnd = {
       handoff: ended.handoff,
-      resumed: resume,
+      resumed: messageId === null ? 'skip' : resume,
       held: ended.handoff.held,
       messageId,
     };
-    logger.info({ session, resume, held: result.held, why }, 'handoff ended');
+    logger.info({ session, resume: result.resumed, held: result.held, why }, 'handoff ended');
     observer?.ended?.(result, why);
     return result;
   }
 
   return {
     async holdTurn(turn) {
-      // The turn a handoff ended with runs even if the handoff was not removed (a crash between).
+      // The turn a handoff ended with runs even if another handoff began meanwhile: the operator
+      // who ended the first asked for the bot.
       if (turn.messages.some((queued) => queued.message.handoff !== undefined)) return 'run';
       const { maxEntries } = options.settings();
       const messages = turn.messages.map((queued) => queued.message);

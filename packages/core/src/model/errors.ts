@@ -68,6 +68,7 @@ export const ERROR_CODES = {
   SB_DEAD_LETTER_NOT_FOUND: { status: 404, message: 'no dead letter with this id' },
   SB_HANDOFF_NOT_FOUND: { status: 404, message: 'the session is not in handoff' },
   SB_HANDOFF_FULL: { status: 409, message: 'the handoff holds as many entries as it may' },
+  SB_HANDOFF_NO_PIPELINE: { status: 409, message: 'no pipeline would answer the held messages' },
   SB_SESSION_KEY_INVALID: { status: 400, message: 'not a session key' },
   SB_DEAD_LETTER_NOT_REPLAYABLE: {
     status: 422,

@@ -15,7 +15,13 @@ const SETTINGS: HandoffSettings = { idleTimeoutMs: 60_000, idleResume: 'bot', ma
 const SESSION = 'test:c:person:42';
 
 /** A desk over memory stores, on a clock the test moves. */
-function deskOf(options: { maxPending?: number; settings?: Partial<HandoffSettings> } = {}) {
+function deskOf(
+  options: {
+    maxPending?: number;
+    settings?: Partial<HandoffSettings>;
+    reroute?: { pipeline: string } | null;
+  } = {},
+) {
   const clock = { now: 1_000_000 };
   const store = createMemoryHandoffStore();
   const pool = createMemoryQueryPool({
@@ -41,7 +47,7 @@ function deskOf(options: { maxPending?: number; settings?: Partial<HandoffSettin
     outcomes: bus,
     settings: () => ({ ...SETTINGS, ...options.settings }),
     hasPipeline: (id) => id === 'p',
-    reroute: () => ({ pipeline: 'p' }),
+    reroute: () => (options.reroute === undefined ? { pipeline: 'p' } : options.reroute),
     now: () => clock.now,
   });
   /** A claimed-like turn of `texts` in the session, as the controller hands it to `holdTurn`. */
@@ -111,13 +117,62 @@ describe('HandoffDesk', () => {
       expect(await desk.holdTurn(turn as NonNullable<typeof turn>)).toBe('run');
     });
 
-    it('leaves the handoff in force when the queue refuses the merged message', async () => {
+    it('queues the merged message past the queue bound: the handoff has ended, refusing would lose it', async () => {
       const { desk, store, pool, turnOf } = deskOf({ maxPending: 1 });
       await pool.enqueue(queuedMessage('other', 'filler'));
       await desk.begin(SESSION, { reason: 'r', by: 'operator:ann' });
       await desk.holdTurn(turnOf(['one']));
-      await expect(desk.end(SESSION, { resume: 'bot' })).rejects.toMatchObject({ code: 'SB_QUEUE_FULL' });
+      expect(await desk.end(SESSION, { resume: 'bot' })).toMatchObject({
+        resumed: 'bot',
+        messageId: expect.any(String),
+      });
+      expect(await store.get(SESSION)).toBeNull();
+      expect((await pool.stats()).pending).toBe(2);
+    });
+
+    it('tells an operator when no pipeline would answer, and the handoff goes on', async () => {
+      const { desk, store, pool, turnOf } = deskOf({ reroute: null });
+      await desk.begin(SESSION, { reason: 'r', by: 'routing:default' });
+      await desk.holdTurn(turnOf(['one'], HANDOFF));
+      await expect(desk.end(SESSION, { resume: 'bot' })).rejects.toMatchObject({
+        code: 'SB_HANDOFF_NO_PIPELINE',
+      });
       expect(await store.get(SESSION)).toMatchObject({ held: 1 });
+      // The idle sweep leaves them handled instead.
+      expect(await desk.end(SESSION, { resume: 'bot', why: 'idle' })).toMatchObject({
+        resumed: 'skip',
+        messageId: null,
+      });
+      expect((await pool.stats()).pending).toBe(0);
+    });
+
+    it('queues every held message once the end that failed is tried again', async () => {
+      const { desk, store, pool, turnOf } = deskOf();
+      await desk.begin(SESSION, { reason: 'r', by: 'operator:ann' });
+      await desk.holdTurn(turnOf(['one']));
+      const end = store.end;
+      store.end = async () => {
+        throw new Error('store down');
+      };
+      await expect(desk.end(SESSION, { resume: 'bot' })).rejects.toThrow('store down');
+      store.end = end;
+      await desk.holdTurn(turnOf(['two']));
+      await desk.end(SESSION, { resume: 'bot' });
+      const turn = await pool.claim();
+      expect(turn?.messages.map((queued) => queued.message.text)).toEqual(['one\ntwo']);
+      expect((await pool.stats()).pending).toBe(0);
+    });
+
+    it('queues nothing when an operator acted after the idle sweep saw the handoff', async () => {
+      const { desk, store, pool, clock, turnOf } = deskOf();
+      await desk.begin(SESSION, { reason: 'r', by: 'operator:ann' });
+      await desk.holdTurn(turnOf(['one']));
+      const seen = await store.get(SESSION);
+      clock.now += 1000;
+      await desk.reply(SESSION, { operator: 'ann', text: 'still here' });
+      expect(await desk.end(SESSION, { resume: 'bot', activeAt: seen?.activeAt, why: 'idle' })).toBeNull();
+      expect(await store.get(SESSION)).not.toBeNull();
+      expect((await pool.stats()).pending).toBe(0);
     });
 
     it('queues the merged message once when two replicas end the same handoff', async () => {
