@@ -64,7 +64,11 @@ export const AdminSchema = z
     const secrets = tokens.map((entry) => entry.token);
     if (token !== undefined && token !== '') secrets.push(token);
     if (new Set(secrets).size !== secrets.length)
-      context.addIssue({ code: 'custom', path: ['tokens'], message: 'a token is given twice: give each operator their own' });
+      context.addIssue({
+        code: 'custom',
+        path: ['tokens'],
+        message: 'a token is given twice: give each operator their own',
+      });
   })
   // `token: "${SWITCHBOARD_ADMIN_TOKEN:-}"` yields "" when unset: that means no token.
   .transform(({ token, label, tokens, protect }) => {
