@@ -15,7 +15,12 @@ describe('process protocol', () => {
       expect(parseWorkerLine('{"id":"0.1.1","replies":[{"text":"hi"}],"extra":1}')).toEqual({
         kind: 'answer',
         id: '0.1.1',
-        replies: [{ text: 'hi' }],
+        result: { replies: [{ text: 'hi' }] },
+      });
+      expect(parseWorkerLine('{"id":"0.1.2","replies":[],"handoff":{"reason":"needs a person"}}')).toEqual({
+        kind: 'answer',
+        id: '0.1.2',
+        result: { replies: [], handoff: { reason: 'needs a person' } },
       });
       expect(parseWorkerLine('{"id":"0.1.1","error":"down","retryable":true}')).toEqual({
         kind: 'error',
@@ -51,7 +56,7 @@ describe('process protocol', () => {
       expect(parseWorkerLine('{"ready":true,"id":"0.1.1","replies":[]}')).toEqual({
         kind: 'answer',
         id: '0.1.1',
-        replies: [],
+        result: { replies: [] },
       });
       expect(parseWorkerLine('{"ready":true,"id":"0.1.1"}')).toMatchObject({ kind: 'invalid', id: '0.1.1' });
     });
