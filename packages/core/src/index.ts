@@ -13,6 +13,7 @@ export {
   answerResult,
   newMessageId,
   parseInboundMessage,
+  withoutRaw,
 } from './model/message.js';
 export type {
   ChatType,

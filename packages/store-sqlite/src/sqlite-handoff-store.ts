@@ -5,6 +5,7 @@ import {
   type HoldResult,
   type InboundMessage,
   newHandoff,
+  withoutRaw,
 } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
@@ -38,12 +39,6 @@ function handoffOf(row: HandoffRow): Handoff {
     waitingSince: row.waiting_since,
     lastSeq: row.last_seq,
   };
-}
-
-/** The message as a transcript keeps it: without the platform event. */
-function withoutRaw(message: InboundMessage): Omit<InboundMessage, 'raw'> {
-  const { raw: _raw, ...kept } = message;
-  return kept;
 }
 
 const entryOf = (row: { seq: number; entry: string }): HandoffEntry =>
@@ -166,7 +161,7 @@ export function createSqliteHandoffStore(db: Database, commit: GroupCommit): Han
             message.id,
             JSON.stringify({ at, from: 'user', message: kept }),
           );
-          handoff.origin = kept as InboundMessage;
+          handoff.origin = kept;
         }
         handoff.held += fresh.length;
         handoff.unread += fresh.length;

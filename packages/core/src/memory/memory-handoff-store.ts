@@ -1,4 +1,4 @@
-import type { InboundMessage } from '../model/message.js';
+import { withoutRaw } from '../model/message.js';
 import { type Handoff, type HandoffEntry, type HandoffStore, newHandoff } from '../ports/handoff-store.js';
 import { plainCopy } from '../structures/plain-copy.js';
 
@@ -7,12 +7,6 @@ interface State {
   entries: HandoffEntry[];
   /** Message and reply ids written, each once. */
   ids: Set<string>;
-}
-
-/** The message as a transcript keeps it: without the platform event. */
-function withoutRaw(message: InboundMessage): InboundMessage {
-  const { raw: _raw, ...kept } = message;
-  return plainCopy(kept);
 }
 
 /** Sessions waiting longest first: by the oldest unread message, then by when the handoff began. */
@@ -56,7 +50,7 @@ export function createMemoryHandoffStore(): HandoffStore {
       const { handoff } = state;
       for (const message of fresh) {
         handoff.lastSeq += 1;
-        const kept = withoutRaw(message);
+        const kept = plainCopy(withoutRaw(message));
         state.entries.push({ seq: handoff.lastSeq, at, from: 'user', message: kept });
         state.ids.add(message.id);
         handoff.origin = kept;

@@ -112,6 +112,15 @@ export type InboundMessage = z.infer<typeof InboundMessageSchema>;
 /** What a channel fills in; `parseInboundMessage` supplies the defaults. */
 export type InboundMessageInput = z.input<typeof InboundMessageSchema>;
 
+/**
+ * `message` without its `raw` platform event: what a delivery, an outcome and a handoff's
+ * transcript keep of it (the event may be large, and may quote what the platform sent).
+ */
+export function withoutRaw(message: InboundMessage): InboundMessage {
+  const { raw: _raw, ...kept } = message;
+  return kept;
+}
+
 /** A new gateway message id: ULIDs from one process sort in creation order. */
 export function newMessageId(): string {
   return newUlid();

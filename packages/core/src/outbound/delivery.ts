@@ -1,13 +1,7 @@
-import type { InboundMessage, Reply } from '../model/message.js';
+import { type Reply, withoutRaw } from '../model/message.js';
 import type { Turn } from '../ports/query-pool.js';
 import type { QueuedMessage } from '../model/queued-message.js';
 import type { Delivery } from '../ports/reply-outbox.js';
-
-/** `message` without its `raw` platform event: a delivery keeps what the reply and audit need. */
-function withoutRaw(message: InboundMessage): InboundMessage {
-  const { raw: _raw, ...kept } = message;
-  return kept;
-}
 
 /**
  * How long a turn's delivery id is remembered once it was sent or given up. A turn runs again

@@ -1,4 +1,4 @@
-import type { InboundMessage } from '../model/message.js';
+import { type InboundMessage, withoutRaw } from '../model/message.js';
 import type { SessionKey } from '../model/session-key.js';
 
 /**
@@ -134,11 +134,7 @@ export interface HandoffStore {
  * its `raw` platform event, as every message of a transcript is.
  */
 export function newHandoff(session: SessionKey, start: HandoffStart): Handoff {
-  let origin: InboundMessage | null = null;
-  if (start.origin !== undefined) {
-    const { raw: _raw, ...kept } = start.origin;
-    origin = kept;
-  }
+  const origin = start.origin === undefined ? null : withoutRaw(start.origin);
   return {
     session,
     reason: start.reason,
