@@ -213,13 +213,12 @@ export type {
 export { HandoffSettingsSchema } from './handoff/handoff-settings.js';
 export type { HandoffResume, HandoffSettings } from './handoff/handoff-settings.js';
 export { HANDOFF_POLICY } from './handoff/handoff-policy.js';
-export { handoffContextOf, resumeMessageOf } from './handoff/resume-message.js';
 
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
 export { createMemoryChannelLeases } from './memory/memory-channel-leases.js';
 export type { MemoryChannelLeasesOptions } from './memory/memory-channel-leases.js';
-export { byLongestWaiting, createMemoryHandoffStore } from './memory/memory-handoff-store.js';
+export { createMemoryHandoffStore } from './memory/memory-handoff-store.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';
 export { createMemoryJournal } from './memory/memory-journal.js';

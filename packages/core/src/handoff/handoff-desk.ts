@@ -27,8 +27,6 @@ export interface HandoffEnd {
 export interface HandoffObserver {
   /** An operator replied to messages that waited `waitedMs` (the oldest unread one). */
   operatorResponded?(waitedMs: number): void;
-  began?(handoff: Handoff): void;
-  ended?(end: HandoffEnd, why: 'operator' | 'idle'): void;
 }
 
 export interface HandoffDeskOptions {
@@ -110,18 +108,20 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
 
   async function begin(session: SessionKey, start: Omit<HandoffStart, 'at'>) {
     const begun = await store.begin(session, { ...start, at: now() });
-    if (begun.created) {
-      logger.info({ session, by: start.by, reason: start.reason }, 'handoff began');
-      observer?.began?.(begun.handoff);
-    }
+    if (begun.created) logger.info({ session, by: start.by, reason: start.reason }, 'handoff began');
     return begun;
   }
 
-  /** The pipeline the resumed turn runs on: the handoff's while configured, else the routing's. */
-  function resumeTarget(handoff: Handoff, message: InboundMessage) {
+  /**
+   * The pipeline the resumed turn runs on: the handoff's while configured, else where the routing
+   * sends the merged text — which only the transcript holds, so it is read only then.
+   */
+  async function resumeTargetOf(handoff: Handoff): Promise<{ pipeline: string; rule?: string } | null> {
     if (handoff.pipeline !== null && options.hasPipeline(handoff.pipeline))
       return { pipeline: handoff.pipeline };
-    return options.reroute(message);
+    const transcript = await store.transcript(handoff.session, 0, handoff.lastSeq);
+    const preview = resumeMessageOf(handoff, transcript, now());
+    return preview === null ? null : options.reroute(preview);
   }
 
   /**
@@ -176,10 +176,9 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
     // Where the bot would answer, decided before anything changes: with no pipeline to take the
     // turn, an operator is told so and the handoff goes on; the idle sweep leaves them handled.
     let target: { pipeline: string; rule?: string } | null = null;
-    if (resume === 'bot') {
-      const preview = resumeMessageOf(found, await store.transcript(session, 0, found.lastSeq), now());
-      target = preview === null ? null : resumeTarget(found, preview);
-      if (preview !== null && target === null && why === 'operator') {
+    if (resume === 'bot' && found.held > 0) {
+      target = await resumeTargetOf(found);
+      if (target === null && why === 'operator') {
         throw new SwitchboardError('SB_HANDOFF_NO_PIPELINE', {
           message: `no pipeline would answer the held messages of ${session} (the routing sends them back to __handoff__): hand it back with resume: skip, or route them to a pipeline`,
         });
@@ -201,7 +200,6 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
       messageId,
     };
     logger.info({ session, resume: result.resumed, held: result.held, why }, 'handoff ended');
-    observer?.ended?.(result, why);
     return result;
   }
 

@@ -2,10 +2,10 @@ import { type HandoffContext, type InboundMessage, newMessageId } from '../model
 import type { Handoff, HandoffEntry } from '../ports/handoff-store.js';
 
 /** Transcript entries a resumed turn carries at most (the latest): a model's context is bounded. */
-export const MAX_CARRIED_ENTRIES = 200;
+const MAX_CARRIED_ENTRIES = 200;
 
 /** The transcript as a resumed turn carries it (`InboundMessage.handoff`): its latest entries. */
-export function handoffContextOf(handoff: Handoff, transcript: readonly HandoffEntry[]): HandoffContext {
+function handoffContextOf(handoff: Handoff, transcript: readonly HandoffEntry[]): HandoffContext {
   return {
     reason: handoff.reason,
     by: handoff.by,

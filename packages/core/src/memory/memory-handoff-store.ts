@@ -10,7 +10,7 @@ interface State {
 }
 
 /** Sessions waiting longest first: by the oldest unread message, then by when the handoff began. */
-export function byLongestWaiting(a: Handoff, b: Handoff): number {
+function byLongestWaiting(a: Handoff, b: Handoff): number {
   const waitA = a.waitingSince ?? Number.POSITIVE_INFINITY;
   const waitB = b.waitingSince ?? Number.POSITIVE_INFINITY;
   if (waitA !== waitB) return waitA - waitB;
