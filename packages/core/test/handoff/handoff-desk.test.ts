@@ -163,6 +163,22 @@ describe('HandoffDesk', () => {
       expect((await pool.stats()).pending).toBe(0);
     });
 
+    it('loses the resumed turn, and only it, when the enqueue after the end fails: the messages stay handed_off', async () => {
+      const { desk, store, pool, turnOf } = deskOf();
+      await desk.begin(SESSION, { reason: 'r', by: 'operator:ann' });
+      expect(await desk.holdTurn(turnOf(['one']))).toBe('held');
+      const enqueue = pool.enqueue;
+      pool.enqueue = async () => {
+        throw new Error('pool down');
+      };
+      // The one failure point left (docs/design.md §2 "Handoff"): the end landed, the turn did not.
+      await expect(desk.end(SESSION, { resume: 'bot' })).rejects.toThrow('pool down');
+      pool.enqueue = enqueue;
+      expect(await store.get(SESSION)).toBeNull();
+      expect(await desk.end(SESSION, { resume: 'bot' })).toBeNull();
+      expect((await pool.stats()).pending).toBe(0);
+    });
+
     it('queues nothing when an operator acted after the idle sweep saw the handoff', async () => {
       const { desk, store, pool, clock, turnOf } = deskOf();
       await desk.begin(SESSION, { reason: 'r', by: 'operator:ann' });
