@@ -150,7 +150,7 @@ export type {
   HandoffStore,
   HoldResult,
 } from './ports/handoff-store.js';
-export { newHandoff } from './ports/handoff-store.js';
+export { newHandoff, replyEntryOf } from './ports/handoff-store.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
 export type { AppendResult, Journal } from './ports/journal.js';
 export { lazyChild, silentLogger } from './ports/logger.js';

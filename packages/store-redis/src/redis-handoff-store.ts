@@ -5,6 +5,7 @@ import {
   type HoldResult,
   type InboundMessage,
   SwitchboardError,
+  replyEntryOf,
 } from '@switchboard/core';
 import type { Redis } from 'ioredis';
 import { storeFailure } from './redis-connection.js';
@@ -156,13 +157,7 @@ export async function createRedisHandoffStore(options: RedisHandoffStoreOptions)
     },
 
     async reply(session, reply, { maxEntries }) {
-      const entry = {
-        at: reply.at,
-        from: 'operator',
-        id: reply.id,
-        operator: reply.operator,
-        text: reply.text,
-      };
+      const entry = replyEntryOf(reply);
       const answer = await script<string[] | 'not_in_handoff' | 'full'>('handoff/reply', keysOf(session), [
         session,
         reply.at,

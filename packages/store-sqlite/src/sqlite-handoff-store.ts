@@ -5,6 +5,7 @@ import {
   type HoldResult,
   type InboundMessage,
   newHandoff,
+  replyEntryOf,
   withoutRaw,
 } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
@@ -182,13 +183,7 @@ export function createSqliteHandoffStore(db: Database, commit: GroupCommit): Han
         if (row.last_seq - row.held >= maxEntries) return 'full' as const;
         const handoff = handoffOf(row);
         handoff.lastSeq += 1;
-        const entry = {
-          at: reply.at,
-          from: 'operator',
-          id: reply.id,
-          operator: reply.operator,
-          text: reply.text,
-        };
+        const entry = replyEntryOf(reply);
         append.run(session, handoff.lastSeq, reply.id, JSON.stringify(entry));
         handoff.unread = 0;
         handoff.waitingSince = null;

@@ -1,5 +1,11 @@
 import { withoutRaw } from '../model/message.js';
-import { type Handoff, type HandoffEntry, type HandoffStore, newHandoff } from '../ports/handoff-store.js';
+import {
+  type Handoff,
+  type HandoffEntry,
+  type HandoffStore,
+  newHandoff,
+  replyEntryOf,
+} from '../ports/handoff-store.js';
 import { plainCopy } from '../structures/plain-copy.js';
 
 interface State {
@@ -70,7 +76,7 @@ export function createMemoryHandoffStore(): HandoffStore {
       if (state.ids.has(reply.id)) return { before };
       if (state.handoff.lastSeq - state.handoff.held >= maxEntries) return 'full';
       handoff.lastSeq += 1;
-      state.entries.push({ seq: handoff.lastSeq, at: reply.at, from: 'operator', ...pickReply(reply) });
+      state.entries.push({ seq: handoff.lastSeq, ...replyEntryOf(reply) });
       state.ids.add(reply.id);
       handoff.unread = 0;
       handoff.waitingSince = null;
@@ -114,8 +120,4 @@ export function createMemoryHandoffStore(): HandoffStore {
       return sessions.size;
     },
   };
-}
-
-function pickReply(reply: { id: string; operator: string; text: string }) {
-  return { id: reply.id, operator: reply.operator, text: reply.text };
 }

@@ -149,3 +149,14 @@ export function newHandoff(session: SessionKey, start: HandoffStart): Handoff {
     lastSeq: 0,
   };
 }
+
+/** What an operator's reply is in a transcript, but its `seq` (which the store numbers). */
+export function replyEntryOf(reply: { id: string; operator: string; text: string; at: number }) {
+  return {
+    at: reply.at,
+    from: 'operator' as const,
+    id: reply.id,
+    operator: reply.operator,
+    text: reply.text,
+  };
+}
