@@ -183,4 +183,20 @@ describe('createLiveConfig', () => {
       expect(steps).toEqual(['put bad']);
     });
   });
+
+  describe('when only handoff settings change', () => {
+    it('names them, and the configuration in force has them at once', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'live-config-'));
+      dirs.push(dir);
+      const path = join(dir, 'switchboard.yaml');
+      writeFileSync(path, BASE);
+      const channels = { adapters: new Map(), async put() {}, async remove() {} } as unknown as Channels;
+      const live = liveConfigOf(await loadConfig(path), path, channels);
+      writeFileSync(path, `${BASE}handoff: { idle_timeout: 5m, idle_resume: skip }\n`);
+      await expect(live.reload()).resolves.toEqual({
+        changed: ['handoff.idleResume', 'handoff.idleTimeoutMs'],
+      });
+      expect(live.current().handoff).toMatchObject({ idleTimeoutMs: 300_000, idleResume: 'skip' });
+    });
+  });
 });
