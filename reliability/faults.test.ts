@@ -348,7 +348,7 @@ routing: { default: bot }
     const trace = (marker: string): string => {
       const answers = visits
         .filter((visit) => visit.marker === marker)
-        .map((v) => `${v.answer}@${v.attempt}`);
+        .map((v) => `${v.answer}@${v.attempt} ${v.at % 100_000}ms ${v.messageId}`);
       const sends = fake
         .callsOf('sendMessage')
         .filter((call) => call.body.text === `echo: ${marker}`)
@@ -399,7 +399,13 @@ routing: { default: bot }
       'messages with more than one outcome',
     ).toEqual([]);
     expect(auditMismatches, 'statuses and audit records that disagree').toEqual([]);
-    expect(orderViolations, 'messages of one session that ran out of order').toEqual([]);
+    expect(
+      orderViolations.map((violation) => {
+        const [late = '', early = ''] = violation.split(' after ');
+        return `${violation} (${late}: ${trace(late)}; ${early}: ${trace(early)})`;
+      }),
+      'messages of one session that ran out of order',
+    ).toEqual([]);
     expect(replyOrderViolations, 'replies of one chat sent out of message order').toEqual([]);
     expect(
       unmatchedReplies.map((reply) => reply.text),
