@@ -78,7 +78,7 @@ routing:
       expect(methods.slice(0, 3)).toEqual(['getMe', 'deleteWebhook', 'getUpdates']);
       expect(fake.callsOf('getUpdates')[0]?.body).toMatchObject({
         timeout: 30,
-        allowed_updates: ['message'],
+        allowed_updates: ['message', 'edited_message', 'message_reaction'],
       });
       expect((await get(`${gateway.url}/readyz`)).status).toBe(200);
     });
@@ -246,7 +246,7 @@ routing: { default: echo }
       expect(fake.webhook()).toEqual({
         url: 'https://bot.example.com/telegram/tgw',
         secret_token: secret,
-        allowed_updates: ['message'],
+        allowed_updates: ['message', 'edited_message', 'message_reaction'],
       });
       expect(fake.callsOf('getUpdates')).toEqual([]);
     });

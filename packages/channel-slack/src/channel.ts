@@ -181,6 +181,8 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
   };
   app.event('message', onEvent);
   app.event('app_mention', onEvent);
+  app.event('reaction_added', onEvent);
+  app.event('reaction_removed', onEvent);
 
   async function whoAmI(): Promise<BotIdentity> {
     if (config.botUserId !== undefined) return { botUserId: config.botUserId };

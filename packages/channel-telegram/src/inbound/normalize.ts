@@ -133,9 +133,7 @@ function repliedTo(message: Message): Message | undefined {
   return reply;
 }
 
-function senderOf(
-  message: Pick<Message, 'from' | 'sender_chat'>,
-): InboundMessageInput['sender'] | undefined {
+function senderOf(message: Pick<Message, 'from' | 'sender_chat'>): InboundMessageInput['sender'] | undefined {
   // Anonymous group admins and linked channels post as a chat; `from` is then a placeholder bot.
   const chat = message.sender_chat;
   if (chat !== undefined) {
@@ -190,7 +188,12 @@ function reactionEvent(update: MessageReactionUpdated, context: NormalizeContext
       platform_message_id: `${original}:reaction:${sender.id}:${update.date}`,
       received_at: context.receivedAt,
       raw: { message_reaction: update },
-      event: { type: 'reaction', message_id: original, emoji, ...(added === undefined ? { removed: true } : {}) },
+      event: {
+        type: 'reaction',
+        message_id: original,
+        emoji,
+        ...(added === undefined ? { removed: true } : {}),
+      },
     } satisfies InboundMessageInput),
   };
 }
