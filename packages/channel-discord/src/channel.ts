@@ -41,7 +41,7 @@ import {
   normalizeReaction,
 } from './inbound/normalize.js';
 import { renderReplies } from './outbound/render.js';
-import { type Outbound, messageCalls } from './outbound/send.js';
+import { type Outbound, messageCalls, sendTyping } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
 export interface DiscordChannelOptions extends PacingOptions {
@@ -53,6 +53,9 @@ export interface DiscordChannelOptions extends PacingOptions {
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
+
+/** Discord shows typing for 10 s, or until the bot posts: renewed a little before it ends. */
+const TYPING_INTERVAL_MS = 8_000;
 
 const DEFAULTS = {
   startTimeoutMs: 30_000,
@@ -289,6 +292,13 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
 
     preview(origin, text, draft, signal) {
       return showPreview(renderReplies(origin, [{ text }]), messageCalls(outboundOf(origin, signal)), draft);
+    },
+
+    typingIntervalMs: TYPING_INTERVAL_MS,
+
+    typing(origin, signal) {
+      // A thread is a channel of its own for the API, as in `renderReplies`.
+      return sendTyping(outboundOf(origin, signal), origin.chat.thread ?? origin.chat.id);
     },
 
     health() {

@@ -128,6 +128,8 @@ export type { BucketRate, PacedChat, SendPacer, SendPacerOptions, SendRates } fr
 export { sendWithDeadline } from './outbound/send-deadline.js';
 export { createReplyStream } from './outbound/reply-stream.js';
 export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './outbound/reply-stream.js';
+export { startTyping } from './outbound/typing-indicator.js';
+export type { SendTyping, TypingIndicator, TypingIndicatorOptions } from './outbound/typing-indicator.js';
 export { splitText } from './outbound/split-text.js';
 
 // Observability: message traces, secrets marked on their schemas and masked wherever text leaves

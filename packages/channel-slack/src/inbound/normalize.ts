@@ -157,21 +157,20 @@ function innerMessage(
   };
 }
 
+function nonEmpty(value: unknown, path: string): string {
+  if (typeof value !== 'string' || value === '') throw badField(path, 'expected a non-empty string');
+  return value;
+}
+
 /** A `reaction_added` / `reaction_removed` event on a message → a `reaction` event; null on a file. */
 function reactionOf(event: Record<string, unknown>, context: NormalizeContext): InboundMessage | null {
   const { item } = event;
   if (!isRecord(item) || item.type !== 'message') return null;
-  for (const [path, value] of [
-    ['event.user', event.user],
-    ['event.reaction', event.reaction],
-    ['event.event_ts', event.event_ts],
-    ['event.item.channel', item.channel],
-    ['event.item.ts', item.ts],
-  ] as const) {
-    if (typeof value !== 'string' || value === '') throw badField(path, 'expected a non-empty string');
-  }
-  const { user, reaction, event_ts } = event as Record<string, string>;
-  const { channel, ts } = item as Record<string, string>;
+  const user = nonEmpty(event.user, 'event.user');
+  const reaction = nonEmpty(event.reaction, 'event.reaction');
+  const eventTs = nonEmpty(event.event_ts, 'event.event_ts');
+  const channel = nonEmpty(item.channel, 'event.item.channel');
+  const ts = nonEmpty(item.ts, 'event.item.ts');
   const original = `${channel}:${ts}`;
   const removed = event.type === 'reaction_removed';
   return parseInboundMessage({
@@ -183,7 +182,7 @@ function reactionOf(event: Record<string, unknown>, context: NormalizeContext): 
     sender: { id: user, is_bot: user === context.botUserId },
     text: '',
     // The event's own time tells a reaction taken away and given again apart.
-    platform_message_id: `${original}:${removed ? 'unreact' : 'react'}:${user}:${reaction}:${event_ts}`,
+    platform_message_id: `${original}:${removed ? 'unreact' : 'react'}:${user}:${reaction}:${eventTs}`,
     received_at: context.receivedAt,
     raw: event,
     event: { type: 'reaction', message_id: original, emoji: reaction, ...(removed ? { removed: true } : {}) },

@@ -17,6 +17,17 @@ function chatIdOf(id: string): number | string {
   return /^-?\d+$/.test(id) ? Number(id) : id;
 }
 
+/** The sendChatAction parameters of a typing signal in the chat (and forum topic) of `origin`. */
+export function renderTyping(origin: InboundMessage): {
+  chat_id: number | string;
+  message_thread_id?: number;
+} {
+  const chat_id = chatIdOf(origin.chat.id);
+  return origin.chat.thread === undefined
+    ? { chat_id }
+    : { chat_id, message_thread_id: Number(origin.chat.thread) };
+}
+
 /** The message id part of `<chat id>:<message id>`. */
 function messageIdOf(platformMessageId: string): number | undefined {
   const id = Number(platformMessageId.slice(platformMessageId.lastIndexOf(':') + 1));
