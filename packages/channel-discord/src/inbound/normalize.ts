@@ -84,13 +84,16 @@ export function normalizeMessage(data: DiscordMessageData, context: NormalizeCon
 /**
  * An edited message (MESSAGE_UPDATE with an `edited_timestamp`) as an `edited` event
  * (docs/design.md §2 "Events") carrying the new text; its id adds the edit's time to the message
- * id, so that each edit is an event of its own. Null as for `normalizeMessage`.
+ * id, so that each edit is an event of its own. Null as for `normalizeMessage`, and for the bot's
+ * own messages, which a streamed answer edits with every preview.
  */
 export function normalizeEdit(
   data: DiscordMessageData,
   editedAt: number,
   context: NormalizeContext,
 ): InboundMessage | null {
+  // The bot's own messages change with every preview of a streamed answer: not the users' events.
+  if (data.author.id === context.botUserId) return null;
   const message = normalizeMessage(data, context);
   if (message === null) return null;
   return {
@@ -102,13 +105,14 @@ export function normalizeEdit(
 
 /**
  * A deleted message as a `deleted` event of its author; null when discord.js did not have the
- * message cached, since Discord says only which message went, not whose it was.
+ * message cached, since Discord says only which message went, not whose it was; null for the bot's
+ * own messages.
  */
 export function normalizeDeletion(
   place: DiscordMessagePlace,
   context: NormalizeContext,
 ): InboundMessage | null {
-  if (place.author === null) return null;
+  if (place.author === null || place.author.id === context.botUserId) return null;
   return parseInboundMessage({
     id: context.id,
     platform: 'discord',
@@ -124,11 +128,16 @@ export function normalizeDeletion(
 }
 
 /**
- * A reaction added or removed as a `reaction` event of the user who reacted. Discord gives the
+ * A reaction added or removed as a `reaction` event of the user who reacted (null for the bot's
+ * own). Discord gives the
  * event no id of its own: the time it arrived tells a reaction taken away and given again apart.
  */
-export function normalizeReaction(data: DiscordReactionData, context: NormalizeContext): InboundMessage {
+export function normalizeReaction(
+  data: DiscordReactionData,
+  context: NormalizeContext,
+): InboundMessage | null {
   const { place, user, emoji, removed } = data;
+  if (user.id === context.botUserId) return null;
   return parseInboundMessage({
     id: context.id,
     platform: 'discord',

@@ -219,13 +219,29 @@ describe('normalizeReaction', () => {
   describe('when a reaction is removed', () => {
     it('is a removed reaction event with an id of its own', () => {
       const removed = normalizeReaction({ ...reaction, removed: true }, context);
-      expect(removed.event).toEqual({
+      expect(removed?.event).toEqual({
         type: 'reaction',
         message_id: '1250000000000000001',
         emoji: '👍',
         removed: true,
       });
-      expect(removed.platform_message_id).toMatch(/^1250000000000000001:unreact:/);
+      expect(removed?.platform_message_id).toMatch(/^1250000000000000001:unreact:/);
     });
+  });
+});
+
+describe("events on the bot's own messages, or by the bot", () => {
+  const bot = { ...directMessage.author, id: BOT_USER_ID, bot: true };
+
+  it('are none of the users: null (a streamed answer edits its message with every preview)', () => {
+    expect(normalizeEdit({ ...directMessage, author: bot }, 1, context)).toBeNull();
+    const place = { messageId: '1', channelId: '2', guildId: null, threadParentId: null, author: bot };
+    expect(normalizeDeletion(place, context)).toBeNull();
+    expect(
+      normalizeReaction(
+        { place: { ...place, author: null }, user: bot, emoji: '👍', removed: false },
+        context,
+      ),
+    ).toBeNull();
   });
 });

@@ -162,7 +162,10 @@ function nonEmpty(value: unknown, path: string): string {
   return value;
 }
 
-/** A `reaction_added` / `reaction_removed` event on a message → a `reaction` event; null on a file. */
+/**
+ * A `reaction_added` / `reaction_removed` event on a message → a `reaction` event; null on a file,
+ * or for the bot's own reaction.
+ */
 function reactionOf(event: Record<string, unknown>, context: NormalizeContext): InboundMessage | null {
   const { item } = event;
   if (!isRecord(item) || item.type !== 'message') return null;
@@ -171,6 +174,7 @@ function reactionOf(event: Record<string, unknown>, context: NormalizeContext): 
   const eventTs = nonEmpty(event.event_ts, 'event.event_ts');
   const channel = nonEmpty(item.channel, 'event.item.channel');
   const ts = nonEmpty(item.ts, 'event.item.ts');
+  if (user === context.botUserId) return null;
   const original = `${channel}:${ts}`;
   const removed = event.type === 'reaction_removed';
   return parseInboundMessage({
@@ -192,12 +196,15 @@ function reactionOf(event: Record<string, unknown>, context: NormalizeContext): 
 /**
  * `message_changed` (an edit: the new text, with `message.edited` — Slack also sends it for link
  * unfurls, which are not edits) and `message_deleted` → the edited message as an `edited` or
- * `deleted` event. The sender is the message's author (Slack does not say who deleted it).
+ * `deleted` event. The sender is the message's author (Slack does not say who deleted it). Changes
+ * of the bot's own messages (a streamed answer's edits) are none of the users' events: null.
  */
 function changeOf(event: Record<string, unknown>, context: NormalizeContext): InboundMessage | null {
   const edit = event.subtype === 'message_changed';
   const { spoken, inner } = innerMessage(event, edit ? 'message' : 'previous_message');
   if (edit && !isRecord(inner.edited)) return null;
+  // The bot's own messages change with every preview of a streamed answer: not the users' events.
+  if (spoken.user === context.botUserId) return null;
   const original = spokenMessage(spoken, context, event);
   if (original === null) return null;
   const message_id = original.platform_message_id;

@@ -144,6 +144,14 @@ describe('normalizeSlackEvent', () => {
     });
   });
 
+  describe("when the bot's own message changes, or the bot reacts", () => {
+    it('returns null: a streamed answer edits its message with every preview', () => {
+      const own = { ...messageChanged, message: { ...messageChanged.message, user: BOT_USER_ID } };
+      expect(normalizeSlackEvent(own, context)).toBeNull();
+      expect(normalizeSlackEvent({ ...reactionAdded, user: BOT_USER_ID }, context)).toBeNull();
+    });
+  });
+
   describe('when a message is deleted', () => {
     it("is a deleted event of the message's author, without text", () => {
       const deletion = {
