@@ -21,18 +21,21 @@ export interface RenderedMessage {
 /**
  * The Discord messages that answer `origin` with `replies`: posted in the origin's channel, or
  * its thread (a thread is a channel of its own for the API), each reply split at Discord's 2 000
- * characters, and each reply's first part a message reply to the origin. Empty replies are
+ * characters, and each reply's first part a message reply to the origin (to the message an event
+ * is about). Empty replies are
  * skipped: Discord refuses empty content.
  */
 export function renderReplies(origin: InboundMessage, replies: readonly Reply[]): RenderedMessage[] {
   const channelId = origin.chat.thread ?? origin.chat.id;
+  // An event's own id names the event; the reply answers the message it is about.
+  const repliedTo = origin.event?.message_id ?? origin.platform_message_id;
   return splitReplies(replies, DISCORD_MESSAGE_LIMIT).map(({ text: content, part }) => ({
     channelId,
     body: {
       content,
       ...(part === 0
         ? {
-            message_reference: { message_id: origin.platform_message_id, fail_if_not_exists: false as const },
+            message_reference: { message_id: repliedTo, fail_if_not_exists: false as const },
           }
         : {}),
       // Pipelines echo user text: never let it ping @everyone, @here or a role.
