@@ -1,6 +1,7 @@
 import type { Ingress } from '../inbound/ingress.js';
 import type { InboundMessage, Reply } from '../model/message.js';
 import type { Logger } from './logger.js';
+import type { MediaDownload, MediaRef } from './media.js';
 import type { QueuedMessage } from '../model/queued-message.js';
 
 export interface ChannelContext {
@@ -64,6 +65,10 @@ export interface ChannelHealth {
  * controller calls it at most once per `channels[].outbound.edit_interval`, one call at a time,
  * and hands the ref it returned to `send` as `draft`. Previews are best effort (a failed one is
  * skipped); the final text always goes through `send`.
+ *
+ * Media (docs/design.md §2 "Media", ports/media.ts): a channel whose messages carry files
+ * implements `openMedia`; the gateway's media route calls it on whichever replica the URL
+ * reaches, so like `send` it must work whether or not the channel's inbound connection runs here.
  */
 export interface ChannelAdapter {
   readonly id: string;
@@ -108,5 +113,13 @@ export interface ChannelAdapter {
     draft: string | undefined,
     signal: AbortSignal,
   ): Promise<string>;
+  /**
+   * Starts downloading the file `media` names (a reference one of this channel's messages
+   * carried) and resolves once the platform answered, with the body still streaming. Rejects with
+   * SB_MEDIA_UNAVAILABLE when the platform refuses (naming no credential), or with
+   * `signal.reason` once `signal` aborts, which also stops the body. Optional: a channel without
+   * it gets no `media_url` on its elements.
+   */
+  openMedia?(media: MediaRef, signal: AbortSignal): Promise<MediaDownload>;
   health(): ChannelHealth;
 }

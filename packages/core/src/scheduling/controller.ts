@@ -31,6 +31,11 @@ export interface ControllerOptions {
    * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
    */
   streamReplies?: (query: Query, logger: Logger) => ReplyStream | undefined;
+  /**
+   * The query as the pipeline gets it, from the query as stored: what must be fresh on every
+   * attempt and never stored (media URLs, docs/design.md §2 "Media"). Default: as stored.
+   */
+  queryFor?: (query: Query) => Query;
   logger?: Logger;
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
@@ -267,11 +272,12 @@ export function createController(options: ControllerOptions): Controller {
       entry.stream = replyStream?.push;
       let result: PipelineResult;
       try {
+        const asked = options.queryFor?.(query) ?? query;
         result = await (entry.trace === undefined || tracer === undefined
-          ? pipeline.run(query, entry)
+          ? pipeline.run(asked, entry)
           : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {
               entry.traceHeaders = headers;
-              return pipeline.run(query, entry);
+              return pipeline.run(asked, entry);
             }));
         // Handled here, whatever becomes of the turn: a late answer's write is not waited for.
         const { saved } = result;
