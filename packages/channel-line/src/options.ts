@@ -39,6 +39,7 @@ export const LineChannelSchema = z
     webhookRedelivery: channel.webhook_redelivery,
     apiUrl: channel.api_url ?? 'https://api.line.me',
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

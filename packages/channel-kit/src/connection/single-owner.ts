@@ -301,6 +301,8 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
 
     send: (origin, replies, signal, sendOptions) => adapter.send(origin, replies, signal, sendOptions),
     ...(adapter.preview === undefined ? {} : { preview: adapter.preview.bind(adapter) }),
+    // Like sends, files open on any replica: the media link may reach one that does not poll.
+    ...(adapter.openMedia === undefined ? {} : { openMedia: adapter.openMedia.bind(adapter) }),
 
     health() {
       if (running) return adapter.health();
