@@ -18,7 +18,7 @@ import { readJsonBody } from './json-body.js';
  * it enforces Telegram's limits on messages sent and edited (`TELEGRAM_RATE_LIMITS`): a call past one is
  * answered 429 with `parameters.retry_after` and counted as a violation. Files added with
  * `addFile` are answered by getFile (a File with `file_path`; 400 "file is too big" past the Bot
- * API's 20 MB download limit) and served at `GET /file/bot<token>/<file_path>` with their length.
+ * API's 20 MB download limit, or `downloadLimitBytes`) and served at `GET /file/bot<token>/<file_path>` with their length.
  */
 
 /** A Telegram user as the Bot API returns it. */
@@ -54,6 +54,11 @@ export interface FakeTelegramOptions {
   botUser?: FakeTelegramUser;
   /** Limits enforced on the methods that post into a chat. Default: none. */
   rateLimits?: FakeTelegramRateLimits;
+  /**
+   * Largest file getFile hands out. Default: the Bot API's 20 MB; a local Bot API server
+   * (`--local`) serves files of any size.
+   */
+  downloadLimitBytes?: number;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely by tests
@@ -427,7 +432,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       case 'getFile': {
         const stored = files.get(String(body.file_id));
         if (stored === undefined) return fail(400, 'Bad Request: invalid file_id');
-        if (stored.file.file_size > DOWNLOAD_LIMIT_BYTES) return fail(400, 'Bad Request: file is too big');
+        if (stored.file.file_size > (options.downloadLimitBytes ?? DOWNLOAD_LIMIT_BYTES))
+          return fail(400, 'Bad Request: file is too big');
         return ok(stored.file);
       }
       default:

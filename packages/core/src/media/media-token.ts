@@ -27,6 +27,7 @@ const ClaimsSchema = z.strictObject({
   u: z.string().optional(),
   n: z.string().optional(),
   m: z.string().optional(),
+  s: z.number().int().nonnegative().optional(),
   /** Seconds since the epoch: shorter than milliseconds, and precise enough for an expiry. */
   e: z.number().int().nonnegative(),
 });
@@ -54,6 +55,7 @@ export function signMediaToken(key: Buffer, claims: MediaClaims): string {
     ...(media.url === undefined ? {} : { u: media.url }),
     ...(media.name === undefined ? {} : { n: media.name }),
     ...(media.mime_type === undefined ? {} : { m: media.mime_type }),
+    ...(media.size === undefined ? {} : { s: media.size }),
     e: Math.ceil(claims.expiresAtMs / 1000),
   };
   const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
@@ -113,6 +115,7 @@ export function verifyMediaToken(key: Buffer, token: string, nowMs: number): Med
       ...(claims.u === undefined ? {} : { url: claims.u }),
       ...(claims.n === undefined ? {} : { name: claims.n }),
       ...(claims.m === undefined ? {} : { mime_type: claims.m }),
+      ...(claims.s === undefined ? {} : { size: claims.s }),
     },
     expiresAtMs,
   };

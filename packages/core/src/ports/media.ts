@@ -11,7 +11,7 @@ import type { MediaElement } from '../model/message.js';
  */
 
 /** The part of a media element a channel opens a file by: its platform reference and what it said. */
-export type MediaRef = Pick<MediaElement, 'type' | 'file_id' | 'url' | 'name' | 'mime_type'>;
+export type MediaRef = Pick<MediaElement, 'type' | 'file_id' | 'url' | 'name' | 'mime_type' | 'size'>;
 
 /** A file being downloaded from the platform. */
 export interface MediaDownload {

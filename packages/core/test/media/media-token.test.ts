@@ -5,7 +5,13 @@ const NOW = Date.UTC(2026, 0, 1);
 const key = mediaKeyOf('a media secret of some length', 'tg');
 const claims = {
   channel: 'tg',
-  media: { type: 'image' as const, file_id: 'AgACAgIAAxkBAAIB', name: 'cat.jpg', mime_type: 'image/jpeg' },
+  media: {
+    type: 'image' as const,
+    file_id: 'AgACAgIAAxkBAAIB',
+    name: 'cat.jpg',
+    mime_type: 'image/jpeg',
+    size: 81_234,
+  },
   expiresAtMs: NOW + 3_600_000,
 };
 
