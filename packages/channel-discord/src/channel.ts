@@ -21,6 +21,7 @@ import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
 import { toMessageData } from './inbound/message-data.js';
 import { normalizeMessage } from './inbound/normalize.js';
+import { openDiscordMedia } from './inbound/open-media.js';
 import { renderReplies } from './outbound/render.js';
 import { type Outbound, messageCalls } from './outbound/send.js';
 
@@ -87,6 +88,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
         channelId: config.id,
         botUserId,
         receivedAt: now(),
+        maxMediaBytes: config.media.maxBytes,
       });
       if (inbound === null) {
         logger.debug({ platformMessageId: data.id, type: data.type }, 'unsupported message type ignored');
@@ -186,6 +188,10 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
 
     preview(origin, text, draft, signal) {
       return showPreview(renderReplies(origin, [{ text }]), messageCalls(outboundOf(origin, signal)), draft);
+    },
+
+    openMedia(media, signal) {
+      return openDiscordMedia({ channelId: config.id, apiUrl: config.apiUrl }, media, signal);
     },
 
     health() {
