@@ -251,9 +251,14 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const path = request.url?.split('?')[0] ?? '';
     fileRequests.push({ path, authorization: request.headers.authorization });
     const content = files.get(path.replace(/\/download(?=\/)/, ''));
-    if (content === undefined) return sendJson(response, 404, { ok: false, error: 'file_not_found' });
-    if (request.headers.authorization !== `Bearer ${botToken}`)
-      return sendJson(response, 403, { ok: false, error: 'not_authed' });
+    if (content === undefined) {
+      sendJson(response, 404, { ok: false, error: 'file_not_found' });
+      return;
+    }
+    if (request.headers.authorization !== `Bearer ${botToken}`) {
+      sendJson(response, 403, { ok: false, error: 'not_authed' });
+      return;
+    }
     response.writeHead(200, {
       'content-type': 'application/octet-stream',
       'content-length': String(content.length),
