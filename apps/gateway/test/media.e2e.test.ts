@@ -2,6 +2,13 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { mediaKeyOf, signMediaToken } from '@switchboard/core';
+import {
+  type FakeSlack,
+  eventEnvelope,
+  messageEvent,
+  sendEvent,
+  startFakeSlack,
+} from '@switchboard/testkit/slack';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
@@ -266,5 +273,59 @@ routing: { default: bot }
     expect(received).toBe(size);
     expect(hash.digest('hex')).toBe(sha256(content));
     expect(growthMib).toBeLessThan(size / 2 ** 20 / 2);
+  });
+});
+
+describe('media in (end to end: fake Slack, real http backend)', () => {
+  const SECRET = 'slack-signing-secret';
+  let fake: FakeSlack;
+  let backend: FakePipeline;
+  let gateway: ServeProcess;
+
+  beforeAll(async () => {
+    fake = await startFakeSlack();
+    backend = await startFakePipeline();
+    gateway = await serveYaml(`
+channels:
+  - { id: sl, type: slack, bot_token: xoxb-test, signing_secret: ${SECRET}, api_url: "${fake.apiUrl}", bot_user_id: UBOT }
+pipelines:
+  - { id: bot, type: http, url: "${backend.url}" }
+routing: { default: bot }
+`);
+  });
+  afterAll(async () => {
+    await gateway?.stop('SIGKILL');
+    await backend?.close();
+    await fake?.close();
+  });
+
+  it('serves a shared file through media_url, the bot token sent to Slack alone', async () => {
+    const content = patterned(300_000);
+    const file = fake.addFile(content, { name: 'cat.png', mimetype: 'image/png' });
+    const event = messageEvent({ channel: 'D0DM', text: 'a cat', subtype: 'file_share', files: [file] });
+    expect((await sendEvent(gateway.url, 'sl', eventEnvelope(event), { signingSecret: SECRET })).status).toBe(
+      200,
+    );
+    const request = (await eventually(() =>
+      backend.requests.find((each) => each.text === 'a cat'),
+    )) as unknown as {
+      messages: Array<{ elements: Json[] }>;
+    };
+    const element = request.messages[0]?.elements.find((each) => 'media_url' in each) as Json;
+    expect(element).toMatchObject({
+      type: 'image',
+      name: 'cat.png',
+      mime_type: 'image/png',
+      size: content.length,
+    });
+
+    const response = await fetch(element.media_url);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-disposition')).toContain('filename="cat.png"');
+    expect(sha256(Buffer.from(await response.arrayBuffer()))).toBe(sha256(content));
+    expect(fake.fileRequests().at(-1)?.authorization).toBe('Bearer xoxb-test');
+    expect(JSON.stringify({ requests: backend.requests, headers: backend.headers })).not.toContain(
+      'xoxb-test',
+    );
   });
 });
