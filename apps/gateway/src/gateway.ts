@@ -18,6 +18,8 @@ import { createHttpServer } from './http/server.js';
 import { forgetWhenRecorded, keptOutcomePolicy } from './kept-outcomes.js';
 import { type GatewayParts, startGateway, stopGateway } from './lifecycle.js';
 import { createLiveRouting } from './live-routing.js';
+import { registerMediaRoutes } from './http/media-routes.js';
+import { createMediaLinks } from './media-links.js';
 import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
 import { type FleetFollower, followFleetConfig } from './reload/fleet-config.js';
 import { type ReloadResult, createLiveConfig } from './reload/live-config.js';
@@ -48,6 +50,12 @@ export interface GatewayOptions {
   secretFiles?: readonly string[];
   /** Adds a reloaded file's secrets to those `mask` and the logger hide. Default: nothing. */
   addSecrets?(secrets: readonly string[]): void;
+  /**
+   * Every secret value of the configuration, reloads' included (`LoadedConfig.secrets`): media
+   * links derive each channel's key from its own (`media-links.ts`). Default: none, so only
+   * `server.media_secret` signs them.
+   */
+  secrets?: ReadonlySet<string>;
 }
 
 export interface Gateway {
@@ -135,6 +143,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     leases: stores.channelLeases(),
   });
 
+  const mediaLinks = createMediaLinks({
+    channels,
+    mediaSecret: config.server.mediaSecret,
+    secrets: options.secrets ?? new Set(),
+    baseUrl: () => config.server.publicUrl ?? listenUrlOf(server, config.server),
+  });
+  registerMediaRoutes(server, { links: mediaLinks, logger });
+
   const outboxNow = stores.outboxNow ?? Date.now;
   const handoffs = createHandoffs({
     stores,
@@ -156,6 +172,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     router: routing.router,
     handoffs: handoffs.desk,
     channels,
+    queryFor: mediaLinks.queryFor,
     observer: turnObserver(recorders, channelEvents),
     deliveryEnded: recorders.metrics.deliveryEnded,
     logger,
@@ -238,6 +255,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       return stopping;
     },
   };
+}
+
+/** `http://<host>:<port>` of the server: the port it is bound to (`port: 0` picks one). */
+function listenUrlOf(server: FastifyInstance, { host, port }: Config['server']): string {
+  const address = server.server.address();
+  const bound = typeof address === 'object' && address !== null ? address.port : port;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
 }
 
 /**

@@ -2,6 +2,7 @@ import {
   type Controller,
   type HandoffDesk,
   type ControllerObserver,
+  type ControllerOptions,
   type Ingress,
   type Logger,
   type MessageTracer,
@@ -39,6 +40,8 @@ export interface SchedulingOptions {
   /** Holds the turns of sessions in handoff (docs/design.md §2 "Handoff"). */
   handoffs: HandoffDesk;
   channels: Channels;
+  /** The query as its pipeline gets it: media links added (media-links.ts). */
+  queryFor?: ControllerOptions['queryFor'];
   /** Told of every turn's start, end and retry, and of stored replies. */
   observer: ControllerObserver;
   /** Told how each delivery ended (metrics). */
@@ -99,6 +102,7 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
         logger: turnLogger,
       });
     },
+    queryFor: options.queryFor,
     observer: options.observer,
   });
 

@@ -40,6 +40,7 @@ import {
   normalizeMessage,
   normalizeReaction,
 } from './inbound/normalize.js';
+import { openDiscordMedia } from './inbound/open-media.js';
 import { renderReplies } from './outbound/render.js';
 import { type Outbound, messageCalls, sendTyping } from './outbound/send.js';
 
@@ -110,6 +111,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
         channelId: config.id,
         botUserId,
         receivedAt: now(),
+        maxMediaBytes: config.media.maxBytes,
       });
       if (inbound === null) {
         logger.debug({ platformMessageId: data.id, type: data.type }, 'unsupported message type ignored');
@@ -299,6 +301,10 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     typing(origin, signal) {
       // A thread is a channel of its own for the API, as in `renderReplies`.
       return sendTyping(outboundOf(origin, signal), origin.chat.thread ?? origin.chat.id);
+    },
+
+    openMedia(media, signal) {
+      return openDiscordMedia({ channelId: config.id, apiUrl: config.apiUrl }, media, signal);
     },
 
     health() {

@@ -37,6 +37,7 @@ export const DiscordChannelSchema = z
     token: channel.token,
     apiUrl: channel.api_url,
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

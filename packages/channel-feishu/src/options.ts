@@ -91,6 +91,7 @@ export const FeishuChannelSchema = z
     verificationToken: channel.verification_token,
     botOpenId: channel.bot_open_id,
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

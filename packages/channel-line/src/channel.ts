@@ -17,6 +17,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import type { LineChannelConfig } from './options.js';
 import { type LineMessageEvent, normalizeLineEvent } from './inbound/normalize.js';
+import { openLineMedia } from './inbound/open-media.js';
 import { type LineWebhookBody, parseLineBody } from './inbound/parse-body.js';
 import { callLine, createLineSender } from './outbound/send.js';
 
@@ -66,6 +67,7 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
         botUserId,
         messageId: newMessageId(),
         receivedAt: now(),
+        maxMediaBytes: config.media.maxBytes,
       });
     } catch (err) {
       if (!isSwitchboardError(err, 'SB_HTTP_BAD_REQUEST') && !isSwitchboardError(err, 'SB_MESSAGE_INVALID'))
@@ -142,6 +144,17 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
 
     send: (origin, replies, signal, sendOptions) =>
       sender.send(origin, replies, signal, sendOptions?.turn ?? origin.id),
+
+    openMedia: (media, signal) =>
+      openLineMedia(
+        {
+          channelId: config.id,
+          dataApiUrl: config.dataApiUrl,
+          channelAccessToken: config.channelAccessToken,
+        },
+        media,
+        signal,
+      ),
 
     health: () =>
       ingress === null

@@ -30,6 +30,8 @@ export const LineChannelSchema = z
     webhook_redelivery: z.boolean().default(false),
     /** The Messaging API base URL. Default: `https://api.line.me`. */
     api_url: platformApiUrl(),
+    /** The base URL of the content of messages (images, files…). Default: `https://api-data.line.me`. */
+    data_api_url: platformApiUrl(),
   })
   .transform((channel) => ({
     id: channel.id,
@@ -38,7 +40,9 @@ export const LineChannelSchema = z
     channelAccessToken: channel.channel_access_token,
     webhookRedelivery: channel.webhook_redelivery,
     apiUrl: channel.api_url ?? 'https://api.line.me',
+    dataApiUrl: channel.data_api_url ?? 'https://api-data.line.me',
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

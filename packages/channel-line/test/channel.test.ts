@@ -309,6 +309,7 @@ describe('LINE channel send', () => {
       channelId: 'ln',
       messageId: newMessageId(),
       receivedAt: Date.now(),
+      maxMediaBytes: 25_000_000,
     });
     if (message === null) throw new Error('not a message');
     return message;

@@ -13,6 +13,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import type { SlackChannelConfig } from './options.js';
 import { toBoltLogger } from './bolt-logger.js';
+import { openSlackMedia } from './inbound/open-media.js';
 import { toChannelError } from './errors.js';
 import { acceptDelivery } from './inbound/accept-delivery.js';
 import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
@@ -175,6 +176,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       ...(identity.botName === undefined ? {} : { botName: identity.botName }),
       messageId: newMessageId(),
       receivedAt: now(),
+      maxMediaBytes: config.media.maxBytes,
     });
     if (message === null) {
       const { type, subtype } = event as { type?: unknown; subtype?: unknown };
@@ -268,6 +270,14 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       await setTypingStatus(
         outboundOptions(origin, signal, async () => {}),
         thread,
+      );
+    },
+
+    openMedia(media, signal) {
+      return openSlackMedia(
+        { channelId: config.id, botToken: config.botToken, apiUrl: config.apiUrl },
+        media,
+        signal,
       );
     },
 

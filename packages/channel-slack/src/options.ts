@@ -59,6 +59,7 @@ export const SlackChannelSchema = z
     apiUrl: channel.api_url,
     botUserId: channel.bot_user_id,
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

@@ -67,7 +67,18 @@ export const fileShare = {
       name: 'report.pdf',
       mimetype: 'application/pdf',
       filetype: 'pdf',
+      size: 48_213,
       url_private: 'https://files.slack.com/files-pri/T0001-F0002/report.pdf',
+      url_private_download: 'https://files.slack.com/files-pri/T0001-F0002/download/report.pdf',
+    },
+    {
+      id: 'F0004',
+      name: 'talk.mp4',
+      mimetype: 'video/mp4',
+      filetype: 'mp4',
+      size: 90_000_000,
+      url_private: 'https://files.slack.com/files-pri/T0001-F0004/talk.mp4',
+      url_private_download: 'https://files.slack.com/files-pri/T0001-F0004/download/talk.mp4',
     },
     {
       id: 'F0003',

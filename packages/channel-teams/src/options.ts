@@ -58,6 +58,7 @@ export const TeamsChannelSchema = z
     openIdMetadataUrl: channel.openid_metadata_url ?? BOT_FRAMEWORK_OPENID_METADATA_URL,
     tokenUrl: channel.token_url ?? defaultTokenUrl(channel.tenant_id),
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

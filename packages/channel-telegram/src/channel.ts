@@ -23,7 +23,9 @@ import { Bot } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { TelegramChannelConfig } from './options.js';
 import { toChannelError } from './errors.js';
+import { TELEGRAM_API_ROOT } from './probe.js';
 import { ALLOWED_UPDATES, type BotIdentity, normalizeUpdate } from './inbound/normalize.js';
+import { openTelegramMedia } from './inbound/open-media.js';
 import { parseUpdate } from './inbound/parse-update.js';
 import { type ApiSignal, type Polling, startPolling } from './inbound/polling.js';
 import { mountTelegramWebhook } from './inbound/webhook.js';
@@ -77,6 +79,8 @@ function isMalformedUpdate(err: unknown): boolean {
  * posting its first 4096 characters and editing that message (edits paced like sends); the final
  * send edits it into the first chunk of the answer. While a turn runs, `typing` sends the `typing`
  * chat action (sendChatAction) when the bot's pacing bucket has a token free.
+ * Files of messages are opened with getFile and a streamed download (`openMedia`), on any
+ * replica.
  */
 export function createTelegramChannel(options: TelegramChannelOptions): ChannelAdapter {
   const { config } = options;
@@ -87,7 +91,8 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
   const { pacer, observer } = channelPacing(config.id, config.outbound.rate, options);
 
   // grammY refuses an apiRoot with a trailing slash; users paste them.
-  const bot = new Bot(config.token, { client: { apiRoot: config.apiRoot?.replace(/\/+$/, '') } });
+  const apiRoot = config.apiRoot?.replace(/\/+$/, '');
+  const bot = new Bot(config.token, { client: { apiRoot } });
   // The last transformer installed is the outermost: auto-retry wraps pacing, which wraps the
   // 429 count, so that every attempt is paced and every 429 counted.
   bot.api.config.use(countRateLimits((retryAfterMs) => observer.rateLimited(config.id, retryAfterMs)));
@@ -123,6 +128,7 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
       bot: identity,
       id: newMessageId(),
       receivedAt: now(),
+      maxMediaBytes: config.media.maxBytes,
     });
     if ('unsupported' in result) {
       logger.debug({ updateId, kind: result.unsupported }, 'unsupported update ignored');
@@ -237,6 +243,14 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
       const { chat_id, ...thread } = renderTyping(origin);
       await callApi('sendChatAction', () =>
         bot.api.sendChatAction(chat_id, 'typing', thread, signal as unknown as ApiSignal),
+      );
+    },
+
+    openMedia(media, signal) {
+      return openTelegramMedia(
+        { api: bot.api, channelId: config.id, apiRoot: apiRoot ?? TELEGRAM_API_ROOT, token: config.token },
+        media,
+        signal,
       );
     },
 

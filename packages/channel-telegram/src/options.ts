@@ -55,6 +55,7 @@ export const TelegramChannelSchema = z
     apiRoot: channel.api_root,
     webhook: channel.webhook && { secretToken: channel.webhook.secret_token, url: channel.webhook.url },
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

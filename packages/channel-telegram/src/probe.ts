@@ -3,7 +3,7 @@ import type { ProbeResult } from '@switchboard/core';
 import type { TelegramChannelConfig } from './options.js';
 
 /** The Bot API root grammY calls unless `api_root` names another. */
-const TELEGRAM_API_ROOT = 'https://api.telegram.org';
+export const TELEGRAM_API_ROOT = 'https://api.telegram.org';
 
 /** The parts of getWebhookInfo's answer the probe reads. */
 interface WebhookInfo {

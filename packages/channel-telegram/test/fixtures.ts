@@ -204,6 +204,43 @@ export const documentMessage: Update = {
   },
 };
 
+export const audioMessage: Update = {
+  update_id: 912_345_691,
+  message: {
+    message_id: 47,
+    from: alice,
+    chat: privateChat,
+    date: 1_735_000_012,
+    audio: {
+      duration: 180,
+      file_name: 'song.mp3',
+      mime_type: 'audio/mpeg',
+      file_id: 'CQACAgQAAxkBAAIBaudio',
+      file_unique_id: 'AgADa',
+      file_size: 4_000_000,
+    },
+  },
+};
+
+export const videoMessage: Update = {
+  update_id: 912_345_692,
+  message: {
+    message_id: 48,
+    from: alice,
+    chat: privateChat,
+    date: 1_735_000_013,
+    video: {
+      duration: 12,
+      width: 1280,
+      height: 720,
+      mime_type: 'video/mp4',
+      file_id: 'BAACAgQAAxkBAAIBvideo',
+      file_unique_id: 'AgADvid',
+      file_size: 30_000_000,
+    },
+  },
+};
+
 export const fromOtherBot: Update = {
   update_id: 912_345_690,
   message: {

@@ -9,6 +9,7 @@ const context = {
   bot: fixtures.BOT,
   id: '01JTESTMESSAGE0000000000001',
   receivedAt: 1_735_000_100_000,
+  maxMediaBytes: 25_000_000,
 };
 
 function normalized(update: Update): InboundMessage {
@@ -116,7 +117,7 @@ describe('normalizeUpdate', () => {
     it('maps the largest photo size to an image and reads the caption and its entities', () => {
       const message = normalized(fixtures.photoWithCaption);
       expect(message.elements).toEqual([
-        { type: 'image', file_id: 'AgACAgQAAxkBAAIBlarge' },
+        { type: 'image', file_id: 'AgACAgQAAxkBAAIBlarge', mime_type: 'image/jpeg', size: 81_234 },
         { type: 'text', text: 'look ' },
         { type: 'mention', user_id: '7000000001', name: 'SwitchboardBot', is_bot_self: true },
       ]);
@@ -125,13 +126,45 @@ describe('normalizeUpdate', () => {
 
     it('maps a voice note to a voice element with empty text', () => {
       const message = normalized(fixtures.voiceNote);
-      expect(message.elements).toEqual([{ type: 'voice', file_id: 'AwACAgQAAxkBAAIBvoice' }]);
+      expect(message.elements).toEqual([
+        { type: 'voice', file_id: 'AwACAgQAAxkBAAIBvoice', mime_type: 'audio/ogg', size: 9_876 },
+      ]);
       expect(message.text).toBe('');
     });
 
-    it('maps a document to a file element with its name', () => {
+    it('maps a document to a file element with its name, type and size', () => {
       expect(normalized(fixtures.documentMessage).elements).toEqual([
-        { type: 'file', file_id: 'BQACAgQAAxkBAAIBdoc', name: 'report.pdf' },
+        {
+          type: 'file',
+          file_id: 'BQACAgQAAxkBAAIBdoc',
+          name: 'report.pdf',
+          mime_type: 'application/pdf',
+          size: 55_555,
+        },
+      ]);
+    });
+
+    it('maps an audio file to an audio element', () => {
+      expect(normalized(fixtures.audioMessage).elements).toEqual([
+        {
+          type: 'audio',
+          file_id: 'CQACAgQAAxkBAAIBaudio',
+          name: 'song.mp3',
+          mime_type: 'audio/mpeg',
+          size: 4_000_000,
+        },
+      ]);
+    });
+
+    it('marks a video larger than media.max_bytes as too large', () => {
+      expect(normalized(fixtures.videoMessage).elements).toEqual([
+        {
+          type: 'video',
+          file_id: 'BAACAgQAAxkBAAIBvideo',
+          mime_type: 'video/mp4',
+          size: 30_000_000,
+          too_large: true,
+        },
       ]);
     });
   });

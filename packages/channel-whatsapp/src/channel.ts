@@ -21,6 +21,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import type { WhatsAppChannelConfig } from './options.js';
 import { normalizeWhatsAppMessage } from './inbound/normalize.js';
+import { openWhatsAppMedia } from './inbound/open-media.js';
 import { type MessagesChange, parseNotification } from './inbound/parse-notification.js';
 import { type SubscriptionQuery, answerSubscription, verifyWhatsAppSignature } from './inbound/verify.js';
 import { createWhatsAppSender } from './outbound/send.js';
@@ -189,6 +190,18 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
 
     send: (origin, replies, signal, sendOptions) =>
       send(origin, replies, signal, sendOptions?.turn ?? origin.id),
+
+    openMedia: (media, signal) =>
+      openWhatsAppMedia(
+        {
+          channelId: config.id,
+          apiUrl: config.apiUrl,
+          apiVersion: config.apiVersion,
+          accessToken: config.accessToken,
+        },
+        media,
+        signal,
+      ),
 
     health: () =>
       ingress === null

@@ -58,6 +58,7 @@ export const WhatsAppChannelSchema = z
     apiUrl: (channel.api_url ?? GRAPH_API_URL).replace(/\/+$/, ''),
     apiVersion: channel.api_version,
     policy: policyOf(channel),
+    media: channel.media,
     outbound: channel.outbound,
   }));
 

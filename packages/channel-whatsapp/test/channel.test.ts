@@ -185,11 +185,14 @@ describe('createWhatsAppChannel', () => {
     it('takes only the messages of kinds it answers, of the configured number', async () => {
       const { ingress, accepted } = recordingIngress(async () => QUEUED);
       const { fake, webhookUrl } = await start({ ingress });
-      const video = fake.message({ type: 'video', part: { id: '1', mime_type: 'video/mp4' } });
+      const sticker = fake.message({ type: 'sticker', part: { id: '1', mime_type: 'image/webp' } });
       const other = fake.notification(fake.textMessage({ text: 'other number' }));
       other.entry[0].changes[0].value.metadata.phone_number_id = '999';
       const answers = [
-        await fake.deliverWebhook(webhookUrl, fake.notification(fake.status('wamid.X', USER, 'read'), video)),
+        await fake.deliverWebhook(
+          webhookUrl,
+          fake.notification(fake.status('wamid.X', USER, 'read'), sticker),
+        ),
         await fake.deliverWebhook(webhookUrl, other),
         await fake.deliverWebhook(webhookUrl, fake.notification(fake.textMessage({ text: 'taken' }))),
       ];

@@ -25,6 +25,7 @@ const code = (value: unknown) => `\`${typeof value === 'string' ? value : JSON.s
 
 function typeOf(schema: JsonSchema): string {
   if (schema.format === 'duration') return 'duration';
+  if (schema.format === 'byte-size') return 'size';
   if (schema.const !== undefined) return code(schema.const);
   if (schema.enum !== undefined) return schema.enum.map(code).join(' \\| ');
   const variants = schema.anyOf ?? schema.oneOf;

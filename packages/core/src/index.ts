@@ -10,9 +10,11 @@ export {
   HandoffContextSchema,
   InboundEventSchema,
   InboundMessageSchema,
+  MEDIA_TYPES,
   PipelineAnswerSchema,
   ReplySchema,
   answerResult,
+  isMediaElement,
   newMessageId,
   parseInboundMessage,
   withoutRaw,
@@ -26,6 +28,8 @@ export type {
   InboundEvent,
   InboundMessage,
   InboundMessageInput,
+  MediaElement,
+  MediaType,
   Reply,
   SessionReplies,
 } from './model/message.js';
@@ -155,6 +159,7 @@ export type {
   ChannelHealth,
   ChannelSendOptions,
 } from './ports/channel-adapter.js';
+export type { MediaDownload, MediaRef } from './ports/media.js';
 export type { ChannelLease, ChannelLeases, LeaseTiming } from './ports/channel-lease.js';
 export type {
   Handoff,
@@ -257,6 +262,11 @@ export { within } from './structures/within.js';
 export { durationMs, parseDurationMs } from './schema/duration.js';
 export type { DurationBounds } from './schema/duration.js';
 export { numeric } from './schema/numeric.js';
+export { byteSize, parseByteSize } from './schema/byte-size.js';
+
+// Media: the signed links of `GET /v1/media/{token}` (docs/design.md §2 "Media")
+export { mediaKeyOf, mediaTokenChannel, signMediaToken, verifyMediaToken } from './media/media-token.js';
+export type { MediaClaims } from './media/media-token.js';
 
 // Packaging: the files a package ships beside its code (migrations, Lua scripts)
 export { packageFolder } from './packaging/package-folder.js';

@@ -1,4 +1,4 @@
-import { durationMs, numeric } from '@switchboard/core';
+import { durationMs, numeric, secretField } from '@switchboard/core';
 import { z } from 'zod';
 import { isTrustedProxyEntry } from './trusted-proxy.js';
 
@@ -46,15 +46,39 @@ export const ServerSchema = z
      * 72 s), so without a cap clients could exhaust the process's descriptors.
      */
     max_connections: numeric(z.number().int().min(1).max(1_000_000)).prefault(10_000),
+    /**
+     * The gateway's address as pipelines reach it: the base of `media_url`s (docs/design.md §2
+     * "Media"). Default: `http://<host>:<port>` of this section (the bound port when 0).
+     */
+    public_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+    /**
+     * Signs the media links of every channel (each gets a key of its own derived from it).
+     * Default: each channel's key is derived from its own secrets (tokens), so that rotating one
+     * ends that channel's outstanding links. Replicas must share it.
+     */
+    media_secret: secretField(z.string().min(16, 'use at least 16 characters')).optional(),
   })
-  .transform(({ host, port, body_limit, trust_proxy, request_timeout, max_connections }) => ({
-    host,
-    port,
-    bodyLimitBytes: body_limit,
-    trustProxy: trust_proxy,
-    requestTimeoutMs: request_timeout,
-    maxConnections: max_connections,
-  }));
+  .transform(
+    ({
+      host,
+      port,
+      body_limit,
+      trust_proxy,
+      request_timeout,
+      max_connections,
+      public_url,
+      media_secret,
+    }) => ({
+      host,
+      port,
+      bodyLimitBytes: body_limit,
+      trustProxy: trust_proxy,
+      requestTimeoutMs: request_timeout,
+      maxConnections: max_connections,
+      publicUrl: public_url?.replace(/\/+$/, ''),
+      mediaSecret: media_secret,
+    }),
+  );
 
 /** The parsed `server` section: durations in ms, keys camelCase. */
 export type ServerConfig = z.output<typeof ServerSchema>;

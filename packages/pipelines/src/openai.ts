@@ -43,6 +43,12 @@ export const OpenAIPipelineOptionsSchema = z.strictObject({
    * show answers as they are written (docs/design.md §4 "Streaming"); the reply is the whole text.
    */
   stream: z.boolean().default(false),
+  /**
+   * Sends the turn's images as `image_url` parts of the user message, by their `media_url`
+   * (docs/design.md §2 "Media"), for models that see images. The endpoint fetches them itself, so
+   * it must reach the gateway (`server.public_url`). The history keeps the text alone: links expire.
+   */
+  vision: z.boolean().default(false),
 });
 export type OpenAIPipelineOptions = z.output<typeof OpenAIPipelineOptionsSchema>;
 
@@ -75,8 +81,14 @@ const ChunkSchema = z.object({
   error: z.object({ message: z.string().optional() }).optional(),
 });
 
+/** A part of a user message that shows an image (OpenAI's `image_url` content part). */
+type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+
 /** What a message of the conversation sent to the model looks like. */
-type ChatMessage = { role: 'system'; content: string } | HistoryEntry;
+type ChatMessage =
+  | { role: 'system'; content: string }
+  | HistoryEntry
+  | { role: 'user'; content: ContentPart[] };
 
 /**
  * A pipeline that asks an OpenAI-compatible chat-completions endpoint: the system prompt, the
@@ -114,7 +126,7 @@ export function createOpenAIPipeline(
           ? []
           : [{ role: 'system' as const, content: options.system_prompt }]),
         ...past,
-        ...said,
+        ...(options.vision ? withImages(said, query) : said),
       ];
 
       const startedMs = Date.now();
@@ -255,6 +267,26 @@ export function createOpenAIPipeline(
     }
     return parsed.data;
   }
+}
+
+/**
+ * `said` with the turn's images (their media URLs; none marked too large) added to the last user
+ * message as `image_url` parts, or in a user message of their own when the turn ends with the
+ * operator's words.
+ */
+function withImages(said: HistoryEntry[], query: Query): ChatMessage[] {
+  const images: ContentPart[] = query.messages
+    .flatMap((message) => message.elements)
+    .flatMap((element) =>
+      element.type === 'image' && element.media_url !== undefined && element.too_large !== true
+        ? [{ type: 'image_url' as const, image_url: { url: element.media_url } }]
+        : [],
+    );
+  if (images.length === 0) return said;
+  const last = said.at(-1);
+  if (last?.role !== 'user') return [...said, { role: 'user', content: images }];
+  const text: ContentPart[] = last.content === '' ? [] : [{ type: 'text', text: last.content }];
+  return [...said.slice(0, -1), { role: 'user', content: [...text, ...images] }];
 }
 
 /**

@@ -156,6 +156,43 @@ describe('createOpenAIPipeline', () => {
     });
   });
 
+  describe('when vision is on and the turn carries images', () => {
+    const url = 'http://gateway.test/v1/media/abc.def';
+    const withImage = () =>
+      queryOf(['what is this?'], {
+        elements: [
+          { type: 'image', file_id: 'f1', mime_type: 'image/jpeg', media_url: url },
+          { type: 'image', file_id: 'f2', too_large: true, media_url: `${url}2` },
+          { type: 'text', text: 'what is this?' },
+        ],
+      });
+
+    it('sends each image not too large as an image_url part after the text, and keeps the text alone', async () => {
+      const { pipeline, server, history } = await setUp(() => completion('a cat'), { vision: true });
+      const query = withImage();
+      await (await pipeline.run(query, runContext())).saved;
+      expect(sentBody(server.requests[0]).messages).toEqual([
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'image_url', image_url: { url } },
+          ],
+        },
+      ]);
+      expect(history.entries(query.session, 'assistant')).toEqual([
+        { role: 'user', content: 'what is this?' },
+        { role: 'assistant', content: 'a cat' },
+      ]);
+    });
+
+    it('sends the text alone when vision is off', async () => {
+      const { pipeline, server } = await setUp(() => completion('a cat'));
+      await pipeline.run(withImage(), runContext());
+      expect(sentBody(server.requests[0]).messages).toEqual([{ role: 'user', content: 'what is this?' }]);
+    });
+  });
+
   describe('when the history is longer than history_turns', () => {
     it('sends only the last history_turns exchanges', async () => {
       const { pipeline, history, server } = await setUp(() => completion('ok'), { history_turns: 1 });
@@ -580,6 +617,7 @@ describe('OpenAIPipelineOptionsSchema', () => {
         model: 'm',
         history_turns: 10,
         stream: false,
+        vision: false,
       });
     });
   });

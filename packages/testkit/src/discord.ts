@@ -150,7 +150,24 @@ export interface FakeDiscord {
   /** New sockets get no HELLO until `releaseReconnect()`: a client's login, and its start, wait. */
   holdConnections(): void;
   releaseReconnect(): void;
+  /**
+   * An attachment, as a message's `attachments[]` carries it (pass it to `messageCreate`); its
+   * bytes are served at its `url`, as Discord's CDN does, without credentials.
+   */
+  addAttachment(content: Buffer, fields: { filename: string; content_type: string }): FakeDiscordAttachment;
+  /** Every GET of an attachment, with the Authorization header it carried. */
+  attachmentRequests(): Array<{ path: string; authorization: string | undefined }>;
   close(): Promise<void>;
+}
+
+/** A Discord attachment object. */
+export interface FakeDiscordAttachment {
+  id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  url: string;
+  proxy_url: string;
 }
 
 const DEFAULT_TOKEN = 'fake-discord-token';
@@ -276,10 +293,24 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     response.end(JSON.stringify(body));
   }
 
+  const attachments = new Map<string, Buffer>();
+  const attachmentRequests: Array<{ path: string; authorization: string | undefined }> = [];
+
   async function handleRest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    if (request.method === 'GET' && url.pathname.startsWith('/attachments/')) {
+      attachmentRequests.push({ path: url.pathname, authorization: request.headers.authorization });
+      const content = attachments.get(url.pathname);
+      if (content === undefined) return json(response, 404, { message: '404: Not Found', code: 0 });
+      response.writeHead(200, {
+        'content-type': 'application/octet-stream',
+        'content-length': String(content.length),
+      });
+      response.end(content);
+      return;
+    }
     const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) : url.pathname;
     const method = request.method ?? 'GET';
     const body = await readBody(request);
@@ -548,6 +579,14 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       guilds.set(guild.id, guild);
       if (live !== null) dispatchOn(live, 'GUILD_CREATE', fullGuild(guild));
     },
+    addAttachment(content, fields) {
+      const id = nextId();
+      const path = `/attachments/1200000000000000001/${id}/${encodeURIComponent(fields.filename)}`;
+      attachments.set(path, content);
+      const url = `http://127.0.0.1:${port}${path}`;
+      return { id, ...fields, size: content.length, url, proxy_url: url };
+    },
+    attachmentRequests: () => [...attachmentRequests],
     messageCreate(message) {
       const payload = fullMessage({ id: nextId(), ...message });
       dispatchOn(liveSocket(), 'MESSAGE_CREATE', payload);

@@ -149,6 +149,11 @@ export interface FakeLine {
     events: Json[] | string,
     options?: { signature?: string | null },
   ): Promise<LineWebhookAnswer>;
+  /**
+   * The content of an image, video, audio or file message `messageId`, served (to the channel
+   * access token only) at `GET /v2/bot/message/{messageId}/content`, as the data API host does.
+   */
+  addContent(messageId: string, content: Buffer, contentType: string): void;
   close(): Promise<void>;
 }
 
@@ -286,8 +291,31 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
     return failures.get(endpoint)?.shift() ?? undefined;
   }
 
+  const contents = new Map<string, { content: Buffer; contentType: string }>();
+
   const server: Server = createServer(async (request, response) => {
     const at = Date.now();
+    const contentPath = /^\/v2\/bot\/message\/([^/]+)\/content$/.exec(request.url ?? '');
+    if (request.method === 'GET' && contentPath !== null) {
+      const stored = contents.get(decodeURIComponent(contentPath[1] as string));
+      const status =
+        request.headers.authorization !== `Bearer ${channelAccessToken}`
+          ? 401
+          : stored === undefined
+            ? 404
+            : 200;
+      if (status !== 200 || stored === undefined) {
+        response.writeHead(status, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ message: status === 401 ? 'Authentication failed' : 'Not found' }));
+        return;
+      }
+      response.writeHead(200, {
+        'content-type': stored.contentType,
+        'content-length': String(stored.content.length),
+      });
+      response.end(stored.content);
+      return;
+    }
     const body = await readJsonBody(request);
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const endpoint = ENDPOINTS[`${request.method} ${path}`] ?? 'unknown';
@@ -412,6 +440,9 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
         'user-agent': 'LineBotWebhook/2.0',
         ...(signature === null ? {} : { 'x-line-signature': signature }),
       });
+    },
+    addContent(messageId, content, contentType) {
+      contents.set(messageId, { content, contentType });
     },
     close() {
       for (const response of hung) response.destroy();

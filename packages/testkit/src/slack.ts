@@ -107,7 +107,25 @@ export interface FakeSlack {
   maxSocketConnections(): number;
   /** Cuts every Socket Mode connection, as a network failure would; clients reconnect. */
   dropSockets(): void;
+  /**
+   * A file shared in the workspace, as a message event's `files[]` lists it; its bytes are served
+   * at `url_private_download` (and `url_private`) to `Authorization: Bearer <bot token>` only,
+   * as Slack does (others get 403 here; Slack answers its login page).
+   */
+  addFile(content: Buffer, fields: { name: string; mimetype: string }): FakeSlackFile;
+  /** Every GET of a file, with the Authorization header it carried. */
+  fileRequests(): Array<{ path: string; authorization: string | undefined }>;
   close(): Promise<void>;
+}
+
+/** A Slack file object, as `files[]` of a message event carries it. */
+export interface FakeSlackFile {
+  id: string;
+  name: string;
+  mimetype: string;
+  size: number;
+  url_private: string;
+  url_private_download: string;
 }
 
 function readBody(request: IncomingMessage): Promise<string> {
@@ -234,7 +252,33 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     }
   }
 
+  const files = new Map<string, Buffer>();
+  const fileRequests: Array<{ path: string; authorization: string | undefined }> = [];
+
+  function serveFile(request: IncomingMessage, response: ServerResponse): void {
+    const path = request.url?.split('?')[0] ?? '';
+    fileRequests.push({ path, authorization: request.headers.authorization });
+    const content = files.get(path.replace(/\/download(?=\/)/, ''));
+    if (content === undefined) {
+      sendJson(response, 404, { ok: false, error: 'file_not_found' });
+      return;
+    }
+    if (request.headers.authorization !== `Bearer ${botToken}`) {
+      sendJson(response, 403, { ok: false, error: 'not_authed' });
+      return;
+    }
+    response.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(content.length),
+    });
+    response.end(content);
+  }
+
   const server = createServer(async (request, response) => {
+    if (request.method === 'GET' && request.url?.startsWith('/files-pri/')) {
+      serveFile(request, response);
+      return;
+    }
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
     const match = /^\/api\/([A-Za-z.]+)$/.exec(request.url?.split('?')[0] ?? '');
@@ -360,6 +404,19 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     dropSockets() {
       for (const ws of sockets) ws.terminate();
     },
+    addFile(content, fields) {
+      const id = `F${String(files.size + 1).padStart(8, '0')}`;
+      const path = `/files-pri/${identity.team_id}-${id}/${encodeURIComponent(fields.name)}`;
+      files.set(path, content);
+      return {
+        id,
+        ...fields,
+        size: content.length,
+        url_private: `${baseUrl}${path}`,
+        url_private_download: `${baseUrl}/files-pri/${identity.team_id}-${id}/download/${encodeURIComponent(fields.name)}`,
+      };
+    },
+    fileRequests: () => [...fileRequests],
     async close() {
       for (const response of hanging) response.destroy();
       for (const ws of sockets) ws.terminate();

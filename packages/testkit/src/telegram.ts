@@ -17,7 +17,9 @@ import { readJsonBody } from './json-body.js';
  * calls ever open at once and how often each update was fetched. Updates are queued with `pushUpdate` for
  * getUpdates, or POSTed to a webhook with `deliverWebhook`, as Telegram does. With `rateLimits`
  * it enforces Telegram's limits on messages sent and edited (`TELEGRAM_RATE_LIMITS`): a call past one is
- * answered 429 with `parameters.retry_after` and counted as a violation.
+ * answered 429 with `parameters.retry_after` and counted as a violation. Files added with
+ * `addFile` are answered by getFile (a File with `file_path`; 400 "file is too big" past the Bot
+ * API's 20 MB download limit, or `downloadLimitBytes`) and served at `GET /file/bot<token>/<file_path>` with their length.
  */
 
 /** A Telegram user as the Bot API returns it. */
@@ -53,6 +55,11 @@ export interface FakeTelegramOptions {
   botUser?: FakeTelegramUser;
   /** Limits enforced on the methods that post into a chat. Default: none. */
   rateLimits?: FakeTelegramRateLimits;
+  /**
+   * Largest file getFile hands out. Default: the Bot API's 20 MB; a local Bot API server
+   * (`--local`) serves files of any size.
+   */
+  downloadLimitBytes?: number;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: Bot API payloads are read freely by tests
@@ -82,6 +89,21 @@ export interface TelegramEdit {
   messageId: number;
   text: string;
   at: number;
+}
+
+/** A file the fake serves, as getFile describes it. */
+export interface FakeTelegramFile {
+  file_id: string;
+  file_unique_id: string;
+  file_size: number;
+  file_path: string;
+}
+
+/** One download of a file's bytes. */
+export interface FakeTelegramDownload {
+  path: string;
+  bytesSent: number;
+  state: 'sending' | 'complete' | 'aborted';
 }
 
 /** What the next calls of a method answer instead of succeeding (see `failNext`). */
@@ -157,6 +179,16 @@ export interface FakeTelegram {
    * `secretToken` is given. A string body is sent as is (for malformed-body tests).
    */
   deliverWebhook(url: string, update: Json | string, secretToken?: string): Promise<WebhookAnswer>;
+  /**
+   * A file the bot may download: getFile answers it by its `file_id`, and its bytes are served at
+   * `<url>/file/bot<token>/<file_path>`. Pass its `file_id` in a message's `photo`, `document`…
+   */
+  addFile(content: Buffer, fileName?: string): FakeTelegramFile;
+  /**
+   * File downloads (`GET /file/bot…`), in order: `sending` while under way, `complete` once all
+   * was written, `aborted` when the client closed the connection first.
+   */
+  fileDownloads(): FakeTelegramDownload[];
   /** The next `count` calls of `method` answer `failure` instead. */
   failNext(method: string, count: number, failure: FakeTelegramFailure): void;
   /** Until called again with null, every call of `method` answers `failure` (the platform is down). */
@@ -190,6 +222,8 @@ const CHAT_ACTIONS = new Set([
   'upload_video_note',
 ]);
 const DEFAULT_UPDATES_LIMIT = 100;
+/** The Bot API's download limit: getFile refuses larger files. */
+const DOWNLOAD_LIMIT_BYTES = 20 * 1024 * 1024;
 
 interface Answer {
   status: number;
@@ -244,6 +278,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   let nextMessageId = 1;
   const rateLimits = options.rateLimits ?? {};
   const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
+  const files = new Map<string, { file: FakeTelegramFile; content: Buffer }>();
+  const downloads: FakeTelegramDownload[] = [];
 
   /** 429 with `retry_after` (whole seconds, as Telegram) when a call into the chat is past a limit. */
   function overRateLimit(body: Json, arrivedAt: number): Answer | null {
@@ -418,6 +454,13 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         return editMessageText(body);
       case 'sendChatAction':
         return sendChatAction(body);
+      case 'getFile': {
+        const stored = files.get(String(body.file_id));
+        if (stored === undefined) return fail(400, 'Bad Request: invalid file_id');
+        if (stored.file.file_size > (options.downloadLimitBytes ?? DOWNLOAD_LIMIT_BYTES))
+          return fail(400, 'Bad Request: file is too big');
+        return ok(stored.file);
+      }
       default:
         return fail(404, 'Not Found: method not found');
     }
@@ -432,7 +475,46 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     return failure;
   }
 
+  /** `GET /file/bot<token>/<file_path>`: the bytes, in chunks, so that a client may leave midway. */
+  function serveFile(path: string, response: ServerResponse): void {
+    const match = /^\/file\/bot([^/]+)\/(.+)$/.exec(path);
+    const stored =
+      match?.[1] === token
+        ? [...files.values()].find((entry) => entry.file.file_path === match[2])
+        : undefined;
+    if (stored === undefined) {
+      response.writeHead(404, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ ok: false, error_code: 404, description: 'Not Found' }));
+      return;
+    }
+    const download: FakeTelegramDownload = { path, bytesSent: 0, state: 'sending' };
+    downloads.push(download);
+    response.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(stored.content.length),
+    });
+    const CHUNK = 64 * 1024;
+    const write = () => {
+      while (download.bytesSent < stored.content.length) {
+        const chunk = stored.content.subarray(download.bytesSent, download.bytesSent + CHUNK);
+        download.bytesSent += chunk.length;
+        if (!response.write(chunk)) return;
+      }
+      download.state = 'complete';
+      response.end();
+    };
+    response.on('drain', write);
+    response.on('close', () => {
+      if (download.state === 'sending') download.state = 'aborted';
+    });
+    write();
+  }
+
   const server: Server = createServer(async (request, response) => {
+    if (request.method === 'GET' && request.url?.startsWith('/file/')) {
+      serveFile(new URL(request.url, 'http://fake').pathname, response);
+      return;
+    }
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
     const body = (await readJsonBody(request)) ?? {};
@@ -528,6 +610,18 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       } catch {}
       return { status: response.status, headers: response.headers, body };
     },
+    addFile(content, fileName) {
+      const n = files.size + 1;
+      const file: FakeTelegramFile = {
+        file_id: `BQACAgIAAxkBAAI${n}`,
+        file_unique_id: `AgAD${n}`,
+        file_size: content.length,
+        file_path: `documents/file_${n}${fileName === undefined ? '' : `_${fileName}`}`,
+      };
+      files.set(file.file_id, { file, content });
+      return file;
+    },
+    fileDownloads: () => downloads.map((download) => ({ ...download })),
     failAll(method, failure) {
       if (failure === null) down.delete(method);
       else down.set(method, failure);

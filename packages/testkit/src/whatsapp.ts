@@ -1,5 +1,5 @@
 import { postWebhook } from './post-webhook.js';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
@@ -164,6 +164,12 @@ export interface FakeWhatsApp {
     url: string,
     query?: { mode?: string; verifyToken?: string; challenge?: string },
   ): Promise<{ status: number; body: string }>;
+  /**
+   * A media object users sent: `GET /{version}/{id}` answers its `url`, `mime_type` and
+   * `file_size`, and that URL serves the bytes — both to the access token only, as Meta does.
+   * Returns the media id, for a message's `image.id`, `document.id`…
+   */
+  addMedia(content: Buffer, mimeType: string): string;
   close(): Promise<void>;
 }
 
@@ -258,9 +264,25 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
       : { ...answer, headers: { 'retry-after': String(failure.retryAfterSec) } };
   }
 
+  const media = new Map<string, { content: Buffer; mimeType: string }>();
+
   function accept(method: string, path: string, body: Json | null, arrivedAt: number): Answer {
     const parts = path.split('/');
     const [, version = '', phone, edge] = parts;
+    const stored = method === 'GET' && parts.length === 3 ? media.get(phone ?? '') : undefined;
+    if (stored !== undefined && VERSION.test(version)) {
+      return {
+        status: 200,
+        body: {
+          messaging_product: 'whatsapp',
+          url: `${url}/media-download/${phone}`,
+          mime_type: stored.mimeType,
+          sha256: createHash('sha256').update(stored.content).digest('hex'),
+          file_size: stored.content.length,
+          id: phone,
+        },
+      };
+    }
     if (method === 'GET' && parts.length === 3 && VERSION.test(version) && phone === phoneNumberId) {
       return {
         status: 200,
@@ -293,6 +315,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     };
   }
 
+  let url = '';
   const server: Server = createServer(async (request, response) => {
     const at = Date.now();
     const body = await readJsonBody(request);
@@ -310,6 +333,18 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     if (token !== accessToken) {
       return send(graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token'));
     }
+    const download = /^\/media-download\/(.+)$/.exec(path);
+    if (method === 'GET' && download !== null) {
+      const stored = media.get(download[1] as string);
+      if (stored === undefined) return send(graphError(404, 100, 'Media not found'));
+      call.status = 200;
+      response.writeHead(200, {
+        'content-type': stored.mimeType,
+        'content-length': String(stored.content.length),
+      });
+      response.end(stored.content);
+      return;
+    }
     const failure = failures.shift() ?? null;
     if (failure?.kind === 'hang') {
       hung.add(response);
@@ -319,7 +354,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   });
   server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   function inbound({
     type,
@@ -421,6 +456,11 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
       });
       const response = await fetch(`${target}?${search}`);
       return { status: response.status, body: await response.text() };
+    },
+    addMedia(content, mimeType) {
+      const id = String(1_000_000_000_000_000 + media.size + 1);
+      media.set(id, { content, mimeType });
+      return id;
     },
     close() {
       for (const response of hung) response.destroy();

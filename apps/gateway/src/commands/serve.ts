@@ -63,6 +63,7 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
       config,
       configPath: path,
       secretFiles: config.secretFiles,
+      secrets,
       addSecrets,
       logger,
       mask,

@@ -43,6 +43,8 @@ export interface DiscordAttachmentData {
   name: string;
   /** MIME type as Discord detected it; null for unknown files. */
   contentType: string | null;
+  /** Bytes. */
+  size: number;
 }
 
 /**
@@ -108,6 +110,7 @@ export function toMessageData(message: Message): DiscordMessageData | null {
       url: attachment.url,
       name: attachment.name,
       contentType: attachment.contentType,
+      size: attachment.size,
     })),
     isVoiceMessage: message.flags.has(MessageFlags.IsVoiceMessage),
     reference: referenceData(message),

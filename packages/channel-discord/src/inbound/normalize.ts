@@ -1,4 +1,4 @@
-import { type Element, type InboundMessage, parseInboundMessage } from '@switchboard/core';
+import { type Element, type InboundMessage, type MediaType, parseInboundMessage } from '@switchboard/core';
 import type {
   DiscordAttachmentData,
   DiscordMessageData,
@@ -17,6 +17,8 @@ export interface NormalizeContext {
   botUserId: string;
   /** Milliseconds since the epoch. */
   receivedAt: number;
+  /** `channels[].media.max_bytes`: a larger file is marked `too_large`. */
+  maxMediaBytes: number;
 }
 
 /** Message types a user writes; joins, pins, boosts, thread notices… are not conversation. */
@@ -59,7 +61,7 @@ export function normalizeMessage(data: DiscordMessageData, context: NormalizeCon
     });
   }
   for (const attachment of data.attachments)
-    elements.push(attachmentElement(attachment, data.isVoiceMessage));
+    elements.push(attachmentElement(attachment, data.isVoiceMessage, context.maxMediaBytes));
 
   const repliesToBot = data.reference?.authorId === context.botUserId;
   return parseInboundMessage({
@@ -164,10 +166,27 @@ function displayName(user: DiscordUserData): string {
   return user.globalName ?? user.username;
 }
 
-function attachmentElement(attachment: DiscordAttachmentData, isVoiceMessage: boolean): Element {
-  const type = attachment.contentType ?? '';
-  if (type.startsWith('image/')) return { type: 'image', url: attachment.url, file_id: attachment.id };
-  if (isVoiceMessage && type.startsWith('audio/'))
-    return { type: 'voice', url: attachment.url, file_id: attachment.id };
-  return { type: 'file', url: attachment.url, file_id: attachment.id, name: attachment.name };
+/** Image, voice (an audio attachment of a voice message), audio, video or file, by type. */
+function mediaTypeOf(contentType: string, isVoiceMessage: boolean): MediaType {
+  const kind = contentType.split('/')[0];
+  if (kind === 'image') return 'image';
+  if (kind === 'audio') return isVoiceMessage ? 'voice' : 'audio';
+  if (kind === 'video') return 'video';
+  return 'file';
+}
+
+function attachmentElement(
+  attachment: DiscordAttachmentData,
+  isVoiceMessage: boolean,
+  maxBytes: number,
+): Element {
+  return {
+    type: mediaTypeOf(attachment.contentType ?? '', isVoiceMessage),
+    url: attachment.url,
+    file_id: attachment.id,
+    name: attachment.name,
+    ...(attachment.contentType === null ? {} : { mime_type: attachment.contentType }),
+    size: attachment.size,
+    ...(attachment.size > maxBytes ? { too_large: true as const } : {}),
+  };
 }

@@ -19,6 +19,7 @@ const context = {
   channelId: 'dc',
   botUserId: BOT_USER_ID,
   receivedAt: 1_700_000_000_000,
+  maxMediaBytes: 25_000_000,
 };
 
 describe('normalizeMessage', () => {
@@ -76,7 +77,7 @@ describe('normalizeMessage', () => {
   });
 
   describe('when the message replies to the bot and carries attachments', () => {
-    it('quotes the replied message, counts as addressed to the bot, and maps images and files', () => {
+    it('quotes the replied message, counts as addressed to the bot, and maps images and files with name, type and size', () => {
       const message = normalizeMessage(replyWithAttachments, context);
       expect(message?.mentions_bot).toBe(true);
       expect(message?.elements).toEqual([
@@ -86,12 +87,18 @@ describe('normalizeMessage', () => {
           type: 'image',
           url: 'https://cdn.discordapp.com/attachments/1/2/cat.png',
           file_id: '1270000000000000001',
+          name: 'cat.png',
+          mime_type: 'image/png',
+          size: 120_000,
         },
         {
           type: 'file',
           url: 'https://cdn.discordapp.com/attachments/1/3/report.pdf',
           file_id: '1270000000000000002',
           name: 'report.pdf',
+          mime_type: 'application/pdf',
+          size: 30_000_000,
+          too_large: true,
         },
       ]);
     });
@@ -118,6 +125,9 @@ describe('normalizeMessage', () => {
           type: 'voice',
           url: 'https://cdn.discordapp.com/attachments/1/4/voice-message.ogg',
           file_id: '1270000000000000003',
+          name: 'voice-message.ogg',
+          mime_type: 'audio/ogg',
+          size: 9_000,
         },
       ]);
     });

@@ -305,6 +305,8 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     ...(adapter.typing === undefined || adapter.typingIntervalMs === undefined
       ? {}
       : { typing: adapter.typing.bind(adapter), typingIntervalMs: adapter.typingIntervalMs }),
+    // Like sends, files open on any replica: the media link may reach one that does not poll.
+    ...(adapter.openMedia === undefined ? {} : { openMedia: adapter.openMedia.bind(adapter) }),
 
     health() {
       if (running) return adapter.health();

@@ -3,6 +3,8 @@
 export { chatChannelFields, policyOf } from './chat-channel.js';
 export { ChannelIdSchema } from './channel-id.js';
 export { bearerCredential, platformSecret } from './credentials.js';
+export { MediaOptionsSchema } from './media.js';
+export type { MediaOptions } from './media.js';
 export { OutboundSchema } from './outbound.js';
 export { pacedOutboundSchema } from './paced-outbound.js';
 export type { BucketRateInput, RateDefaults } from './paced-outbound.js';

@@ -1,5 +1,11 @@
 import type { webhook } from '@line/bot-sdk';
-import { type Element, type InboundMessage, parseInboundMessage, parseOrThrow } from '@switchboard/core';
+import {
+  type Element,
+  type InboundMessage,
+  type MediaType,
+  parseInboundMessage,
+  parseOrThrow,
+} from '@switchboard/core';
 import { z } from 'zod';
 
 /** What the normalizer needs besides the event; passed in so that it stays pure. */
@@ -12,6 +18,8 @@ export interface NormalizeContext {
   messageId: string;
   /** Milliseconds since the epoch. */
   receivedAt: number;
+  /** `channels[].media.max_bytes`: a larger file is marked `too_large`. */
+  maxMediaBytes: number;
 }
 
 /** A mentioned user (`isSelf`: the bot) or `@All`, in a text message's `mention.mentionees`. */
@@ -38,6 +46,7 @@ const MessageEventSchema = z.object({
     id: z.string().min(1),
     text: z.string().optional(),
     fileName: z.string().optional(),
+    fileSize: z.number().int().nonnegative().optional(),
     quotedMessageId: z.string().optional(),
     mention: z.object({ mentionees: z.array(MentioneeSchema) }).optional(),
   }),
@@ -46,15 +55,28 @@ const MessageEventSchema = z.object({
 /** A message event as the channel reads it; its `replyToken` and `timestamp` decide how to answer. */
 export type LineMessageEvent = z.output<typeof MessageEventSchema>;
 
-/** The kinds of message that become elements; stickers, locations and videos are ignored. */
-function mediaElement(message: LineMessageEvent['message']): Element | null {
-  // Content is fetched from LINE by message id; the element keeps it as `file_id`.
-  if (message.type === 'image') return { type: 'image', file_id: message.id };
-  if (message.type === 'audio') return { type: 'voice', file_id: message.id };
-  if (message.type === 'file') {
-    return { type: 'file', file_id: message.id, ...(message.fileName ? { name: message.fileName } : {}) };
-  }
-  return null;
+/** LINE's media message types, as element types; stickers and locations are not media. */
+const MEDIA_TYPE_OF: Readonly<Record<string, MediaType>> = {
+  image: 'image',
+  // Audio messages are recorded in the chat: voice notes.
+  audio: 'voice',
+  video: 'video',
+  file: 'file',
+};
+
+function mediaElement(message: LineMessageEvent['message'], maxBytes: number): Element | null {
+  const type = MEDIA_TYPE_OF[message.type];
+  if (type === undefined) return null;
+  // Content is fetched from LINE by message id; the element keeps it as `file_id`. Only files
+  // say their size up front.
+  const size = message.fileSize;
+  return {
+    type,
+    file_id: message.id,
+    ...(message.fileName ? { name: message.fileName } : {}),
+    ...(size === undefined ? {} : { size }),
+    ...(size !== undefined && size > maxBytes ? { too_large: true as const } : {}),
+  };
 }
 
 /**
@@ -72,7 +94,7 @@ export function normalizeLineEvent(event: unknown, context: NormalizeContext): I
   if (type !== 'message' || mode === 'standby') return null;
   const { source, message } = parseOrThrow(MessageEventSchema, event, 'SB_HTTP_BAD_REQUEST', 'line event');
   const text = message.type === 'text' ? (message.text ?? '') : '';
-  const media = mediaElement(message);
+  const media = mediaElement(message, context.maxMediaBytes);
   if (message.type !== 'text' && media === null) return null;
 
   const mentionees = message.mention?.mentionees ?? [];

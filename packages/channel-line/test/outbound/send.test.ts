@@ -35,6 +35,7 @@ function received(text: string) {
     channelId: 'ln',
     messageId: newMessageId(),
     receivedAt: event.timestamp,
+    maxMediaBytes: 25_000_000,
   });
   if (message === null) throw new Error('not a message');
   return { event, message };

@@ -1,4 +1,10 @@
-import { type Element, type InboundMessage, SwitchboardError, parseInboundMessage } from '@switchboard/core';
+import {
+  type Element,
+  type InboundMessage,
+  type MediaType,
+  SwitchboardError,
+  parseInboundMessage,
+} from '@switchboard/core';
 
 /** What the normalizer needs besides the event; passed in so that it stays pure. */
 export interface NormalizeContext {
@@ -12,6 +18,8 @@ export interface NormalizeContext {
   messageId: string;
   /** Milliseconds since the epoch. */
   receivedAt: number;
+  /** `channels[].media.max_bytes`: a larger file is marked `too_large`. */
+  maxMediaBytes: number;
 }
 
 /**
@@ -26,7 +34,9 @@ interface SlackFile {
   name?: string;
   mimetype?: string;
   subtype?: string;
+  size?: number;
   url_private?: string;
+  url_private_download?: string;
 }
 
 /** The fields of a `message` / `app_mention` event the gateway reads, after the checks below. */
@@ -123,15 +133,29 @@ export function renderSlackText(
   return { text: unescapeEntities(rendered), mentions };
 }
 
-function fileElement(file: SlackFile): Element {
-  const ids = {
-    ...(file.url_private === undefined ? {} : { url: file.url_private }),
+/** Image, voice (clips recorded in Slack: subtype `slack_audio`), audio, video or file, by type. */
+function mediaTypeOf(file: SlackFile): MediaType {
+  if (file.subtype === 'slack_audio') return 'voice';
+  const kind = file.mimetype?.split('/')[0];
+  if (kind === 'image') return 'image';
+  if (kind === 'audio') return 'audio';
+  if (kind === 'video') return 'video';
+  return 'file';
+}
+
+function fileElement(file: SlackFile, maxBytes: number): Element {
+  // The download URL serves the bytes as an attachment; url_private may be a preview page.
+  const url = file.url_private_download ?? file.url_private;
+  const size = typeof file.size === 'number' && Number.isSafeInteger(file.size) ? file.size : undefined;
+  return {
+    type: mediaTypeOf(file),
+    ...(url === undefined ? {} : { url }),
     ...(file.id === undefined ? {} : { file_id: file.id }),
+    ...(file.name === undefined ? {} : { name: file.name }),
+    ...(file.mimetype === undefined ? {} : { mime_type: file.mimetype }),
+    ...(size === undefined ? {} : { size }),
+    ...(size !== undefined && size > maxBytes ? { too_large: true as const } : {}),
   };
-  if (file.mimetype?.startsWith('image/')) return { type: 'image', ...ids };
-  // Voice clips recorded in Slack are files of subtype slack_audio.
-  if (file.subtype === 'slack_audio') return { type: 'voice', ...ids };
-  return { type: 'file', ...ids, ...(file.name === undefined ? {} : { name: file.name }) };
 }
 
 function senderNameOf(event: SpokenEvent): string | undefined {
@@ -255,7 +279,7 @@ function spokenMessage(spoken: SpokenEvent, context: NormalizeContext, raw: unkn
   if (senderId === undefined) return null;
 
   const { text, mentions } = renderSlackText(spoken.text ?? '', context);
-  const files = (spoken.files ?? []).map(fileElement);
+  const files = (spoken.files ?? []).map((file) => fileElement(file, context.maxMediaBytes));
   const elements: Element[] = [
     ...(text === '' ? [] : [{ type: 'text' as const, text }]),
     ...mentions,

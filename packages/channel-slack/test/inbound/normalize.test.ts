@@ -20,6 +20,7 @@ const context: NormalizeContext = {
   botName: 'switchboard',
   messageId: '01J0000000000000000000TEST',
   receivedAt: 1_718_000_000_500,
+  maxMediaBytes: 25_000_000,
 };
 
 describe('normalizeSlackEvent', () => {
@@ -86,20 +87,39 @@ describe('normalizeSlackEvent', () => {
   });
 
   describe('when files are shared', () => {
-    it('adds image, file and voice elements after the text', () => {
+    it('adds image, file, video and voice elements after the text, with name, type and size', () => {
       expect(normalizeSlackEvent(fileShare, context)?.elements).toEqual([
         { type: 'text', text: 'two files' },
-        { type: 'image', url: 'https://files.slack.com/files-pri/T0001-F0001/cat.png', file_id: 'F0001' },
+        {
+          type: 'image',
+          url: 'https://files.slack.com/files-pri/T0001-F0001/cat.png',
+          file_id: 'F0001',
+          name: 'cat.png',
+          mime_type: 'image/png',
+        },
         {
           type: 'file',
-          url: 'https://files.slack.com/files-pri/T0001-F0002/report.pdf',
+          url: 'https://files.slack.com/files-pri/T0001-F0002/download/report.pdf',
           file_id: 'F0002',
           name: 'report.pdf',
+          mime_type: 'application/pdf',
+          size: 48_213,
+        },
+        {
+          type: 'video',
+          url: 'https://files.slack.com/files-pri/T0001-F0004/download/talk.mp4',
+          file_id: 'F0004',
+          name: 'talk.mp4',
+          mime_type: 'video/mp4',
+          size: 90_000_000,
+          too_large: true,
         },
         {
           type: 'voice',
           url: 'https://files.slack.com/files-pri/T0001-F0003/audio_message.webm',
           file_id: 'F0003',
+          name: 'audio_message.webm',
+          mime_type: 'audio/webm',
         },
       ]);
     });

@@ -1,6 +1,7 @@
 import {
   type Element,
   type InboundMessage,
+  type MediaType,
   type InboundMessageInput,
   parseInboundMessage,
 } from '@switchboard/core';
@@ -21,6 +22,8 @@ export interface NormalizeContext {
   id: string;
   /** Milliseconds since the epoch at which the update arrived. */
   receivedAt: number;
+  /** `channels[].media.max_bytes`: a larger file is marked `too_large`. */
+  maxMediaBytes: number;
 }
 
 /** A message for the ingress, or why the update is not one (acked and ignored). */
@@ -108,17 +111,33 @@ function textParts(
   return { elements, mentionsBot };
 }
 
-function mediaElement(message: Message): Element | undefined {
-  if (message.photo !== undefined && message.photo.length > 0) {
-    // Telegram lists the sizes smallest first.
-    const largest = message.photo.at(-1);
-    return { type: 'image', ...(largest?.file_id === undefined ? {} : { file_id: largest.file_id }) };
-  }
-  if (message.voice !== undefined) return { type: 'voice', file_id: message.voice.file_id };
-  if (message.document !== undefined) {
-    const { file_id, file_name } = message.document;
-    return { type: 'file', file_id, ...(file_name === undefined ? {} : { name: file_name }) };
-  }
+/** The fields Telegram gives of a file, as a media element's. */
+interface TelegramFile {
+  file_id: string;
+  file_size?: number;
+  file_name?: string;
+  mime_type?: string;
+}
+
+function mediaOf(type: MediaType, file: TelegramFile, maxBytes: number, mimeType = file.mime_type): Element {
+  return {
+    type,
+    file_id: file.file_id,
+    ...(file.file_name === undefined ? {} : { name: file.file_name }),
+    ...(mimeType === undefined ? {} : { mime_type: mimeType }),
+    ...(file.file_size === undefined ? {} : { size: file.file_size }),
+    ...(file.file_size !== undefined && file.file_size > maxBytes ? { too_large: true as const } : {}),
+  };
+}
+
+function mediaElement(message: Message, maxBytes: number): Element | undefined {
+  // Telegram lists a photo's sizes smallest first; photos are always re-encoded as JPEG.
+  const photo = message.photo?.at(-1);
+  if (photo !== undefined) return mediaOf('image', photo, maxBytes, 'image/jpeg');
+  if (message.voice !== undefined) return mediaOf('voice', message.voice, maxBytes);
+  if (message.audio !== undefined) return mediaOf('audio', message.audio, maxBytes);
+  if (message.video !== undefined) return mediaOf('video', message.video, maxBytes);
+  if (message.document !== undefined) return mediaOf('file', message.document, maxBytes);
   return undefined;
 }
 
@@ -200,10 +219,11 @@ function reactionEvent(update: MessageReactionUpdated, context: NormalizeContext
 
 /**
  * A Telegram update → the unified message (docs/design.md §2), or why it is not one. Pure. Handles
- * `message` updates with text, a caption, a photo, a voice note or a document, and as events
- * (docs/design.md §2 "Events") `edited_message` (an `edited` event with the new text) and
- * `message_reaction` (a `reaction` event); Telegram tells bots of no deletion. Member changes,
- * channel posts and service messages (joins, pins…) are unsupported.
+ * `message` updates with text, a caption, a photo (its largest size), a voice note, an audio, a
+ * video or a document, with the size, type and name Telegram gives (`too_large` past
+ * `maxMediaBytes`), and as events (docs/design.md §2 "Events") `edited_message` (an `edited`
+ * event with the new text) and `message_reaction` (a `reaction` event); Telegram tells bots of no
+ * deletion. Member changes, channel posts and service messages (joins, pins…) are unsupported.
  *
  * Private chats are `person`, groups and supergroups `group`; a forum topic becomes
  * `chat.thread`. `mentions_bot` is set by an @mention or text mention of the bot, a command
@@ -227,7 +247,7 @@ export function normalizeUpdate(update: Update, context: NormalizeContext): Norm
   const text = message.text ?? message.caption ?? '';
   const entities = (message.text === undefined ? message.caption_entities : message.entities) ?? [];
   const parts = textParts(text, entities, context.bot, isPrivate);
-  const media = mediaElement(message);
+  const media = mediaElement(message, context.maxMediaBytes);
   if (text === '' && media === undefined) return { unsupported: 'message without text or media' };
 
   const reply = repliedTo(message);

@@ -1,4 +1,10 @@
-import { type Element, type InboundMessage, parseInboundMessage, parseOrThrow } from '@switchboard/core';
+import {
+  type Element,
+  type InboundMessage,
+  type MediaType,
+  parseInboundMessage,
+  parseOrThrow,
+} from '@switchboard/core';
 import { z } from 'zod';
 
 /** What the normalizer needs besides the message; passed in so that it stays pure. */
@@ -43,10 +49,26 @@ function kind<S extends z.ZodType>(schema: S, says: (part: z.output<S>) => Conte
 }
 
 /** Media are kept by Meta for 30 days and fetched by id (`GET /{media id}`): the `file_id`. */
-const MediaSchema = z.looseObject({ id: z.string().min(1), caption: z.string().optional() });
+const MediaSchema = z.looseObject({
+  id: z.string().min(1),
+  caption: z.string().optional(),
+  mime_type: z.string().optional(),
+  filename: z.string().optional(),
+  /** Set on audio recorded in the chat (a voice note), not on an audio file sent. */
+  voice: z.boolean().optional(),
+});
 
-/** A media element with the caption as the text. */
-function media(part: z.output<typeof MediaSchema>, element: Element): Content {
+/**
+ * A media element of `type` with the caption as the text. The webhook gives no size: the media
+ * route learns it from Meta's media URL.
+ */
+function media(type: MediaType, part: z.output<typeof MediaSchema>): Content {
+  const element: Element = {
+    type,
+    file_id: part.id,
+    ...(part.filename === undefined ? {} : { name: part.filename }),
+    ...(part.mime_type === undefined ? {} : { mime_type: part.mime_type }),
+  };
   return { text: part.caption ?? '', elements: [element] };
 }
 
@@ -57,18 +79,13 @@ const titled = (title: string): Content => ({ text: title, elements: [] });
 const isTap = (type: string): type is 'button_reply' | 'list_reply' =>
   type === 'button_reply' || type === 'list_reply';
 
-/** The kinds of message the gateway answers; others (video, sticker, reaction…) are skipped. */
+/** The kinds of message the gateway answers; others (sticker, reaction, contacts…) are skipped. */
 const KINDS: Record<string, Kind> = {
   text: kind(z.looseObject({ body: z.string() }), ({ body }) => ({ text: body, elements: [] })),
-  image: kind(MediaSchema, (part) => media(part, { type: 'image', file_id: part.id })),
-  audio: kind(MediaSchema, (part) => media(part, { type: 'voice', file_id: part.id })),
-  document: kind(MediaSchema.extend({ filename: z.string().optional() }), (part) =>
-    media(part, {
-      type: 'file',
-      file_id: part.id,
-      ...(part.filename === undefined ? {} : { name: part.filename }),
-    }),
-  ),
+  image: kind(MediaSchema, (part) => media('image', part)),
+  audio: kind(MediaSchema, (part) => media(part.voice === false ? 'audio' : 'voice', part)),
+  video: kind(MediaSchema, (part) => media('video', part)),
+  document: kind(MediaSchema, (part) => media('file', part)),
   location: kind(
     z.looseObject({
       latitude: z.number(),
@@ -113,11 +130,11 @@ const KINDS: Record<string, Kind> = {
 
 /**
  * Turns one message of a notification into an `InboundMessage`; `null` for kinds the gateway
- * does not answer (video, stickers, reactions, contacts… are acknowledged and skipped). Throws
+ * does not answer (stickers, reactions, contacts… are acknowledged and skipped). Throws
  * SB_HTTP_BAD_REQUEST naming the bad field of a malformed message. Pure.
  *
  * Text, captions and the titles of tapped replies (buttons, list rows) are the text; images,
- * audio and documents are elements keeping the media id as `file_id`, a shared location a
+ * audio, video and documents are elements keeping the media id as `file_id`, a shared location a
  * `location` element. Cloud API chats are one-to-one: the chat and the sender are the user's
  * WhatsApp id, which is also where replies go. `platform_message_id` is the `wamid`; `raw` is
  * the message object.

@@ -59,7 +59,7 @@ describe('normalizeWhatsAppMessage', () => {
       const message = normalizeWhatsAppMessage({ ...text, type: 'image', text: undefined, image }, context);
       expect(message?.elements).toEqual([
         { type: 'text', text: 'this one' },
-        { type: 'image', file_id: '1479537139650973' },
+        { type: 'image', file_id: '1479537139650973', mime_type: 'image/jpeg' },
       ]);
       expect(message?.text).toBe('this one');
     });
@@ -67,8 +67,24 @@ describe('normalizeWhatsAppMessage', () => {
     it('has a voice element for audio, with empty text', () => {
       const audio = { id: '1003383421387256', mime_type: 'audio/ogg; codecs=opus', voice: true };
       const message = normalizeWhatsAppMessage({ ...text, type: 'audio', text: undefined, audio }, context);
-      expect(message?.elements).toEqual([{ type: 'voice', file_id: '1003383421387256' }]);
+      expect(message?.elements).toEqual([
+        { type: 'voice', file_id: '1003383421387256', mime_type: 'audio/ogg; codecs=opus' },
+      ]);
       expect(message?.text).toBe('');
+    });
+
+    it('has an audio element for an audio file sent, and a video element for a video', () => {
+      const audio = { id: '1003383421387257', mime_type: 'audio/mpeg', voice: false };
+      const video = { id: '1003383421387258', mime_type: 'video/mp4', caption: 'look' };
+      expect(
+        normalizeWhatsAppMessage({ ...text, type: 'audio', text: undefined, audio }, context)?.elements,
+      ).toEqual([{ type: 'audio', file_id: '1003383421387257', mime_type: 'audio/mpeg' }]);
+      expect(
+        normalizeWhatsAppMessage({ ...text, type: 'video', text: undefined, video }, context)?.elements,
+      ).toEqual([
+        { type: 'text', text: 'look' },
+        { type: 'video', file_id: '1003383421387258', mime_type: 'video/mp4' },
+      ]);
     });
 
     it('has a file element with the file name for a document', () => {
@@ -77,7 +93,9 @@ describe('normalizeWhatsAppMessage', () => {
         { ...text, type: 'document', text: undefined, document },
         context,
       );
-      expect(message?.elements).toEqual([{ type: 'file', file_id: '1376223850470843', name: 'invoice.pdf' }]);
+      expect(message?.elements).toEqual([
+        { type: 'file', file_id: '1376223850470843', name: 'invoice.pdf', mime_type: 'application/pdf' },
+      ]);
     });
   });
 
@@ -132,12 +150,9 @@ describe('normalizeWhatsAppMessage', () => {
       ).toBeNull();
     });
 
-    it.each(['video', 'sticker', 'reaction', 'contacts', 'unsupported', 'toString'])(
-      'is null for %s',
-      (type) => {
-        expect(normalizeWhatsAppMessage({ ...text, type, text: undefined }, context)).toBeNull();
-      },
-    );
+    it.each(['sticker', 'reaction', 'contacts', 'unsupported', 'toString'])('is null for %s', (type) => {
+      expect(normalizeWhatsAppMessage({ ...text, type, text: undefined }, context)).toBeNull();
+    });
   });
 
   describe('when a field the gateway reads is malformed', () => {

@@ -54,6 +54,12 @@ export const ERROR_CODES = {
   SB_CHANNEL_UNREACHABLE: { status: 503, message: 'the platform could not be reached' },
   SB_CHANNEL_SEND_FAILED: { status: 502, message: 'sending to the platform failed' },
   SB_CHANNEL_SEND_TIMEOUT: { status: 504, message: 'sending to the platform did not finish in time' },
+  SB_MEDIA_TOKEN_INVALID: { status: 403, message: 'the media link is not valid' },
+  SB_MEDIA_TOKEN_EXPIRED: { status: 410, message: 'the media link has expired' },
+  SB_MEDIA_NOT_FOUND: { status: 404, message: 'the media link names no channel that serves media' },
+  SB_MEDIA_TOO_LARGE: { status: 413, message: 'the file is larger than the channel serves' },
+  SB_MEDIA_UNAVAILABLE: { status: 502, message: 'the platform did not hand over the file' },
+  SB_MEDIA_TIMEOUT: { status: 504, message: 'the platform did not start the file in time' },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_STORE_FORMAT_UNSUPPORTED: {
     status: 503,

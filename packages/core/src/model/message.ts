@@ -7,20 +7,36 @@ import { parseOrThrow } from './validation.js';
 export const ChatTypeSchema = z.enum(['person', 'group']);
 export type ChatType = z.infer<typeof ChatTypeSchema>;
 
+/** The element types that carry a file (docs/design.md §2 "Media"). */
+export const MEDIA_TYPES = ['image', 'voice', 'audio', 'video', 'file'] as const;
+export type MediaType = (typeof MEDIA_TYPES)[number];
+
+/** What every media element carries: one shape for the five media types. */
+const mediaFields = {
+  /** The platform's reference to the file, which only its channel can open. */
+  file_id: z.string().optional(),
+  /** The platform's own URL of the file (may need the channel's credentials). */
+  url: z.string().optional(),
+  name: z.string().optional(),
+  mime_type: z.string().optional(),
+  /** Bytes, when the platform says. */
+  size: z.number().int().nonnegative().optional(),
+  /**
+   * The gateway's `GET /v1/media/{token}` URL of the file: added when a turn is handed to its
+   * pipeline, never by a channel and never stored, so that it is fresh on every attempt.
+   */
+  media_url: z.string().optional(),
+  /** The platform's size exceeds the channel's `media.max_bytes`: the media URL answers 413. */
+  too_large: z.literal(true).optional(),
+};
+
 /**
  * One part of a message. `type` is what `message_has_element` rules test; platform-specific
  * details stay in optional fields so that a rule never depends on a platform.
  */
 export const ElementSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text'), text: z.string() }),
-  z.object({ type: z.literal('image'), url: z.string().optional(), file_id: z.string().optional() }),
-  z.object({ type: z.literal('voice'), url: z.string().optional(), file_id: z.string().optional() }),
-  z.object({
-    type: z.literal('file'),
-    url: z.string().optional(),
-    file_id: z.string().optional(),
-    name: z.string().optional(),
-  }),
+  ...MEDIA_TYPES.map((type) => z.object({ type: z.literal(type), ...mediaFields })),
   z.object({
     type: z.literal('mention'),
     user_id: z.string(),
@@ -41,6 +57,13 @@ export const ElementSchema = z.discriminatedUnion('type', [
 export type Element = z.infer<typeof ElementSchema>;
 export type ElementType = Element['type'];
 export const ELEMENT_TYPES = ElementSchema.options.map((option) => option.shape.type.value);
+/** An image, voice note, audio, video or file element. */
+export type MediaElement = Extract<Element, { type: MediaType }>;
+
+/** Whether `element` carries a file. */
+export function isMediaElement(element: Element): element is MediaElement {
+  return (MEDIA_TYPES as readonly string[]).includes(element.type);
+}
 
 /**
  * What a turn resumed after a handoff carries (docs/design.md §2 "Handoff"): why the handoff

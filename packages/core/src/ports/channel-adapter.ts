@@ -1,6 +1,7 @@
 import type { Ingress } from '../inbound/ingress.js';
 import type { InboundMessage, Reply } from '../model/message.js';
 import type { Logger } from './logger.js';
+import type { MediaDownload, MediaRef } from './media.js';
 import type { QueuedMessage } from '../model/queued-message.js';
 
 export interface ChannelContext {
@@ -69,6 +70,10 @@ export interface ChannelHealth {
  * while a turn runs; the controller calls it when the turn starts and every `typingIntervalMs`
  * until the pipeline answered, one call at a time, and aborts the call in flight then. Typing is
  * best effort: a failed call is skipped, and one that would wait for pacing is not made.
+ *
+ * Media (docs/design.md §2 "Media", ports/media.ts): a channel whose messages carry files
+ * implements `openMedia`; the gateway's media route calls it on whichever replica the URL
+ * reaches, so like `send` it must work whether or not the channel's inbound connection runs here.
  */
 export interface ChannelAdapter {
   readonly id: string;
@@ -122,5 +127,13 @@ export interface ChannelAdapter {
   typing?(origin: InboundMessage, signal: AbortSignal): Promise<void>;
   /** How often `typing` is repeated while a turn runs, ms: a little less than the platform shows it. */
   readonly typingIntervalMs?: number;
+  /**
+   * Starts downloading the file `media` names (a reference one of this channel's messages
+   * carried) and resolves once the platform answered, with the body still streaming. Rejects with
+   * SB_MEDIA_UNAVAILABLE when the platform refuses (naming no credential), or with
+   * `signal.reason` once `signal` aborts, which also stops the body. Optional: a channel without
+   * it gets no `media_url` on its elements.
+   */
+  openMedia?(media: MediaRef, signal: AbortSignal): Promise<MediaDownload>;
   health(): ChannelHealth;
 }

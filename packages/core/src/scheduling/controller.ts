@@ -38,6 +38,11 @@ export interface ControllerOptions {
    * answered or failed, before the answer is stored, so that no signal follows the reply.
    */
   typing?: (query: Query, logger: Logger) => TypingIndicator | undefined;
+  /**
+   * The query as the pipeline gets it, from the query as stored: what must be fresh on every
+   * attempt and never stored (media URLs, docs/design.md §2 "Media"). Default: as stored.
+   */
+  queryFor?: (query: Query) => Query;
   logger?: Logger;
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
@@ -275,11 +280,12 @@ export function createController(options: ControllerOptions): Controller {
       const typing = options.typing?.(query, entry.logger);
       let result: PipelineResult;
       try {
+        const asked = options.queryFor?.(query) ?? query;
         result = await (entry.trace === undefined || tracer === undefined
-          ? pipeline.run(query, entry)
+          ? pipeline.run(asked, entry)
           : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {
               entry.traceHeaders = headers;
-              return pipeline.run(query, entry);
+              return pipeline.run(asked, entry);
             })
         ).finally(() => typing?.stop());
         // Handled here, whatever becomes of the turn: a late answer's write is not waited for.

@@ -116,6 +116,8 @@ const ELEMENT_SAMPLES: Record<ElementType, NonNullable<InboundMessageInput['elem
   text: { type: 'text', text: 'hi' },
   image: { type: 'image' },
   voice: { type: 'voice' },
+  audio: { type: 'audio', mime_type: 'audio/mpeg' },
+  video: { type: 'video', size: 1024 },
   file: { type: 'file', name: 'a.pdf' },
   mention: { type: 'mention', user_id: 'u2' },
   quote: { type: 'quote', message_id: '7' },

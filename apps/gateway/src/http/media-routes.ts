@@ -1,0 +1,118 @@
+import { Transform, pipeline } from 'node:stream';
+import { type Logger, type MediaDownload, SwitchboardError, isSwitchboardError } from '@switchboard/core';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { MediaLinks } from '../media-links.js';
+
+export interface MediaRouteDeps {
+  links: MediaLinks;
+  logger: Logger;
+}
+
+const TokenParamsSchema = z.strictObject({ token: z.string().min(1) });
+
+/** `attachment; filename="…"; filename*=UTF-8''…`: an ASCII fallback, and the name itself. */
+function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+/** Passes bytes on until more than `maxBytes` went through; then fails, which cuts the stream. */
+function byteLimit(maxBytes: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      if (seen > maxBytes)
+        done(
+          new SwitchboardError('SB_MEDIA_TOO_LARGE', {
+            message: `the file is larger than ${maxBytes} bytes`,
+          }),
+        );
+      else done(null, chunk);
+    },
+  });
+}
+
+/**
+ * `GET /v1/media/{token}` (docs/design.md §2 "Media"): the file a media link names, streamed from
+ * its platform through its channel's `openMedia`. The token is the only credential: signed per
+ * channel and expiring, so the route needs no API key and no store. The platform's answer must
+ * start within `media.timeout`; a file the platform says (or the link says) is larger than
+ * `media.max_bytes` is refused with 413, and one that turns out larger is cut at that many bytes.
+ * Nothing is buffered: the platform download is paced by the client and stops when it leaves.
+ */
+export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDeps): void {
+  const logger = deps.logger.child({ component: 'media' });
+  server.get(
+    '/v1/media/:token',
+    {
+      schema: {
+        summary: 'Download a file of a message',
+        description:
+          'The `media_url` of an image, voice, audio, video or file element: signed, expiring, scoped to its channel.',
+        params: TokenParamsSchema,
+        tags: ['media'],
+      },
+    },
+    async (request, reply) => {
+      const { token } = request.params as z.output<typeof TokenParamsSchema>;
+      const { claims, openMedia, options } = deps.links.open(token);
+      const tooLarge = (size: number) =>
+        new SwitchboardError('SB_MEDIA_TOO_LARGE', {
+          message: `the file has ${size} bytes, more than the ${options.maxBytes} channel "${claims.channel}" serves`,
+          details: { channel: claims.channel, size, max_bytes: options.maxBytes },
+        });
+      if (claims.media.size !== undefined && claims.media.size > options.maxBytes)
+        throw tooLarge(claims.media.size);
+
+      const download = new AbortController();
+      const timedOut = new SwitchboardError('SB_MEDIA_TIMEOUT', {
+        message: `channel "${claims.channel}" did not start the file within ${options.timeoutMs} ms`,
+        details: { channel: claims.channel },
+      });
+      const timer = setTimeout(() => download.abort(timedOut), options.timeoutMs);
+      // The response, not the request: a request emits `close` once its (empty) body is read.
+      const onClientGone = () => {
+        if (!reply.raw.writableFinished) download.abort(new Error('the client went away'));
+      };
+      reply.raw.on('close', onClientGone);
+      let opened: MediaDownload;
+      try {
+        opened = await openMedia(claims.media, download.signal);
+      } catch (err) {
+        if (download.signal.reason === timedOut) throw timedOut;
+        if (isSwitchboardError(err) && err.code.startsWith('SB_MEDIA_')) throw err;
+        throw new SwitchboardError('SB_MEDIA_UNAVAILABLE', {
+          message: `channel "${claims.channel}" could not open the file`,
+          details: { channel: claims.channel },
+          cause: err,
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+      if (opened.size !== undefined && opened.size > options.maxBytes) {
+        opened.body.destroy();
+        throw tooLarge(opened.size);
+      }
+
+      const limited = byteLimit(options.maxBytes);
+      pipeline(opened.body, limited, (err) => {
+        reply.raw.off('close', onClientGone);
+        if (err === undefined || err === null) return;
+        // Headers are sent by now: the client sees the body cut short, which is all it can be told.
+        if (isSwitchboardError(err, 'SB_MEDIA_TOO_LARGE'))
+          logger.warn({ channel: claims.channel, maxBytes: options.maxBytes }, 'media cut at max_bytes');
+        else if (!download.signal.aborted)
+          logger.warn({ err, channel: claims.channel }, 'media download broke');
+      });
+      reply
+        .header('content-type', claims.media.mime_type ?? opened.mimeType ?? 'application/octet-stream')
+        .header('content-disposition', contentDisposition(claims.media.name ?? `${claims.media.type}`))
+        .header('x-content-type-options', 'nosniff')
+        .header('cache-control', 'private, no-store');
+      if (opened.size !== undefined) reply.header('content-length', String(opened.size));
+      return reply.send(limited);
+    },
+  );
+}
