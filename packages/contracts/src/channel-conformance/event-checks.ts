@@ -31,6 +31,7 @@ function offeredEvents(world: ConformanceWorld, type: EventType, messageId: stri
 /** Edits, deletions and reactions: offered as events of the message they concern, deduplicated as messages are. */
 export function eventChecks(capabilities: ChannelCapabilities, world: () => ConformanceWorld): void {
   for (const type of capabilities.events) {
+    const anEvent = `${type === 'edited' ? 'an' : 'a'} ${type} event`;
     /** Delivers a new message and then a `type` event of it; resolves with both as offered. */
     async function deliverBoth(): Promise<{ original: InboundMessage; event: PlatformEvent }> {
       const { harness } = world();
@@ -45,7 +46,7 @@ export function eventChecks(capabilities: ChannelCapabilities, world: () => Conf
     }
 
     describe(`when a message is ${type === 'reaction' ? 'reacted to' : type}`, () => {
-      it(`offers a ${type} event naming the original's platform_message_id, under an id of its own`, async () => {
+      it(`offers ${anEvent} naming the original's platform_message_id, under an id of its own`, async () => {
         const { original, event } = await deliverBoth();
         const [offered] = await eventually(
           () => {
@@ -69,7 +70,7 @@ export function eventChecks(capabilities: ChannelCapabilities, world: () => Conf
       });
     });
 
-    describe.skipIf(!capabilities.redelivery)(`when the platform delivers a ${type} event again`, () => {
+    describe.skipIf(!capabilities.redelivery)(`when the platform delivers ${anEvent} again`, () => {
       it('queues it once: the redelivery is offered under the same delivery key, and acknowledged', async () => {
         const { harness, ingress } = world();
         const { original, event } = await deliverBoth();
