@@ -4,11 +4,12 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  type TypingFailure,
   conformanceOutbound,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
-import type { InboundMessage } from '@switchboard/core';
+import type { EventType, InboundMessage } from '@switchboard/core';
 import {
   type FakeDiscordFailure,
   type FakeMessageInput,
@@ -34,6 +35,10 @@ const GUILD_CHANNELS = Array.from({ length: 50 }, (_, index) =>
 
 interface DiscordEvent extends PlatformEvent {
   message: FakeMessageInput;
+  /** The MESSAGE_CREATE payload, once delivered: what its edits, deletions and reactions name. */
+  created?: Record<string, unknown>;
+  /** For an edit, deletion or reaction: the dispatch that delivers it. */
+  dispatch?: () => void;
 }
 
 async function startDiscordHarness(): Promise<ChannelHarness> {
@@ -55,13 +60,31 @@ async function startDiscordHarness(): Promise<ChannelHarness> {
     }),
   });
 
-  function failure(of: SendFailure): FakeDiscordFailure {
+  function failure(of: SendFailure | TypingFailure): FakeDiscordFailure {
     if (of.kind === 'hang') return { hang: true };
+    if (of.kind === 'server_error') return { status: 500 };
     if (of.kind === 'rate_limited') return { status: 429, retryAfterMs: RATE_LIMIT_HINT_MS };
     return { status: 401 };
   }
 
   const channelOf = (origin: InboundMessage) => origin.chat.thread ?? origin.chat.id;
+
+  /** A MESSAGE_UPDATE, MESSAGE_DELETE or MESSAGE_REACTION_ADD about the message `original` carries. */
+  function eventOf(original: DiscordEvent, type: EventType, text: string): DiscordEvent {
+    const { created } = original;
+    if (created === undefined) throw new Error('an event of a message not delivered');
+    const dispatch = {
+      edited: () => fake.messageUpdate(created, text),
+      deleted: () => fake.messageDelete(created),
+      reaction: () => fake.reaction(created, author, '👍'),
+    }[type];
+    return {
+      key: `${original.key} ${type}`,
+      spec: { ...original.spec, text },
+      message: original.message,
+      dispatch,
+    };
+  }
   const newDm = () => {
     nextDm += 1n;
     return String(nextDm);
@@ -104,7 +127,9 @@ async function startDiscordHarness(): Promise<ChannelHarness> {
         // A MESSAGE_CREATE with no author: the gateway's framing is fine, the message is not.
         fake.dispatch('MESSAGE_CREATE', { id: newDm(), channel_id: message.channel_id, content: 'x' });
       } else if (deliveryMode === 'signed') {
-        fake.messageCreate(message);
+        const delivered = event as DiscordEvent;
+        if (delivered.dispatch !== undefined) delivered.dispatch();
+        else delivered.created = fake.messageCreate(message);
       } else {
         throw new Error(`the Discord gateway has no ${deliveryMode} delivery`);
       }
@@ -132,6 +157,12 @@ async function startDiscordHarness(): Promise<ChannelHarness> {
         .map((request) => request.at)
         .sort((a, b) => a - b);
     },
+    typingCalls: (origin) =>
+      fake.requests.filter(
+        (request) => request.method === 'POST' && request.path === `/channels/${channelOf(origin)}/typing`,
+      ).length,
+    failNextTyping: (of) => fake.failNext(1, failure(of)),
+    eventOf: (original, type, text) => eventOf(original as DiscordEvent, type, text),
     failNextSend: (of) => fake.failNext(1, failure(of)),
     rateLimitViolations: () => fake.rateLimitViolations(),
     maxConsumers: () => fake.maxOpenSockets(),
@@ -152,5 +183,7 @@ const DISCORD: ChannelCapabilities = {
   // A send tried again posts the parts delivered before its failure again: a known gap.
   resendsSkipDelivered: false,
   acknowledgement: 'none',
+  typing: ['direct', 'group'],
+  events: ['edited', 'deleted', 'reaction'],
 };
 describeChannelConformance('discord', { capabilities: DISCORD, start: startDiscordHarness, ownChannels });

@@ -181,6 +181,8 @@ const FEISHU: ChannelCapabilities = {
   // the next one (its failNext has no `after`), so the check cannot be driven here.
   resendsSkipDelivered: false,
   acknowledgement: 'ack',
+  typing: [],
+  events: [],
 };
 
 describeChannelConformance('feishu', { capabilities: FEISHU, start: () => startFeishuHarness('webhook') });

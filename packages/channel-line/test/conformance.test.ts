@@ -123,6 +123,8 @@ const LINE: ChannelCapabilities = {
   splitLimit: 5_000,
   resendsSkipDelivered: true,
   acknowledgement: 'ack',
+  typing: [],
+  events: [],
 };
 
 describeChannelConformance('line', { capabilities: LINE, start: startLineHarness });

@@ -124,5 +124,7 @@ const OPENAPI: ChannelCapabilities = {
   connection: 'webhook',
   resendsSkipDelivered: false,
   acknowledgement: 'ack',
+  typing: [],
+  events: [],
 };
 describeChannelConformance('openapi', { capabilities: OPENAPI, start: startOpenApiHarness });

@@ -6,18 +6,22 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  type TypingFailure,
   conformanceOutbound,
   deliveryAnswerOf,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
-import type { InboundMessage } from '@switchboard/core';
+import type { EventType, InboundMessage } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import {
   type SlackFailure,
   eventEnvelope,
+  messageChangedEvent,
+  messageDeletedEvent,
   messageEvent,
+  reactionEvent,
   sendEvent,
   startFakeSlack,
 } from '@switchboard/testkit/slack';
@@ -42,6 +46,22 @@ const SOCKET_ACK_WAIT_MS = 1_000;
 
 interface SlackEvent extends PlatformEvent {
   envelope: Record<string, unknown>;
+}
+
+/** The event in a Slack envelope. */
+const eventIn = (event: SlackEvent) => event.envelope.event as Record<string, unknown>;
+
+/** A `message_changed`, `message_deleted` or `reaction_added` event about the message `original` carries. */
+function slackEventOf(original: SlackEvent, type: EventType, text: string): SlackEvent {
+  const message = eventIn(original);
+  const event =
+    type === 'edited'
+      ? messageChangedEvent(message, text)
+      : type === 'deleted'
+        ? messageDeletedEvent(message)
+        : reactionEvent(message, 'thumbsup');
+  const envelope = eventEnvelope(event);
+  return { key: String(envelope.event_id), spec: { ...original.spec, text }, envelope };
 }
 
 async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<ChannelHarness> {
@@ -112,8 +132,9 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     return { acknowledged };
   }
 
-  function failure(of: SendFailure): SlackFailure {
+  function failure(of: SendFailure | TypingFailure): SlackFailure {
     if (of.kind === 'hang') return { kind: 'hang' };
+    if (of.kind === 'server_error') return { kind: 'http_status', status: 500 };
     if (of.kind === 'rate_limited') {
       return { kind: 'rate_limited', retryAfterSec: Math.ceil(RATE_LIMIT_HINT_MS / 1000) };
     }
@@ -145,11 +166,13 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
     origin(chat) {
       nextChat += 1;
       const id = `${chat === 'direct' ? 'D' : 'C'}${nextChat}`;
+      const ts = '1718000000.000100';
       return inboundMessage({
         platform: 'slack',
         channel: 'sl',
-        chat: { type: chat === 'direct' ? 'person' : 'group', id },
-        platform_message_id: `${id}:1718000000.000100`,
+        // A direct message in a thread of its own: an assistant thread, where typing shows.
+        chat: chat === 'direct' ? { type: 'person', id, thread: ts } : { type: 'group', id },
+        platform_message_id: `${id}:${ts}`,
       });
     },
     delivered: (origin) => fake.deliveredTo(origin.chat.id),
@@ -161,6 +184,11 @@ async function startSlackHarness(mode: 'events_api' | 'socket_mode'): Promise<Ch
         .map((edit) => edit.at);
       return [...posts, ...edits].sort((a, b) => a - b);
     },
+    typingCalls: (origin) =>
+      fake.callsTo('assistant.threads.setStatus').filter((call) => call.body.channel_id === origin.chat.id)
+        .length,
+    failNextTyping: (of) => fake.failNext(1, failure(of)),
+    eventOf: (original, type, text) => slackEventOf(original as SlackEvent, type, text),
     failNextSend: (of) => fake.failNext(1, failure(of)),
     rateLimitViolations: () => fake.rateLimitViolations(),
     maxConsumers: () => fake.maxSocketConnections(),
@@ -180,6 +208,9 @@ const COMMON = {
   redelivery: true,
   // A send tried again posts the parts delivered before its failure again: a known gap.
   resendsSkipDelivered: false,
+  // Only assistant threads (the harness's direct origins) show a status.
+  typing: ['direct'],
+  events: ['edited', 'deleted', 'reaction'],
 } as const;
 
 const EVENTS_API: ChannelCapabilities = {

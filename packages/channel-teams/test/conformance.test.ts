@@ -157,6 +157,8 @@ const CAPABILITIES: ChannelCapabilities = {
   splitLimit: MAX_TEXT_CHARS,
   resendsSkipDelivered: true,
   acknowledgement: 'ack',
+  typing: [],
+  events: [],
 };
 
 describeChannelConformance('teams', { capabilities: CAPABILITIES, start: startTeamsHarness });

@@ -3,6 +3,7 @@ import {
   ACKNOWLEDGED,
   type Disposition,
   type PacingOptions,
+  abortableCall,
   channelPacing,
   dispositionOf,
   sendParts,
@@ -241,8 +242,11 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
     async typing(origin, signal) {
       if (!(await pacer.tryPace())) return;
       const { chat_id, ...thread } = renderTyping(origin);
-      await callApi('sendChatAction', () =>
-        bot.api.sendChatAction(chat_id, 'typing', thread, signal as unknown as ApiSignal),
+      // Aborted, it rejects with the signal's reason, not as a failed call (the port's contract).
+      await abortableCall(
+        signal,
+        () => bot.api.sendChatAction(chat_id, 'typing', thread, signal as unknown as ApiSignal),
+        (err) => toChannelError(err, { channelId: config.id, method: 'sendChatAction', token: config.token }),
       );
     },
 

@@ -6,12 +6,13 @@ import {
   type EventSpec,
   type PlatformEvent,
   type SendFailure,
+  type TypingFailure,
   conformanceOutbound,
   deliveryAnswerOf,
   describeChannelConformance,
 } from '@switchboard/contracts';
 import { ownChannels } from '@switchboard/channel-kit';
-import type { InboundMessage } from '@switchboard/core';
+import type { EventType, InboundMessage } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeTelegramFailure, startFakeTelegram } from '@switchboard/testkit/telegram';
@@ -97,10 +98,33 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
     );
   }
 
-  function failure(of: SendFailure): FakeTelegramFailure {
+  function failure(of: SendFailure | TypingFailure): FakeTelegramFailure {
     if (of.kind === 'hang') return { hang: true };
     if (of.kind === 'rate_limited') return { status: 429, retryAfterS: Math.ceil(RATE_LIMIT_HINT_MS / 1000) };
+    if (of.kind === 'server_error') return { status: 500 };
     return { status: 401 };
+  }
+
+  /** An edited_message or message_reaction update about the message `original` carries. */
+  function eventOf(original: TelegramEvent, type: EventType, text: string): TelegramEvent {
+    const message = original.update.message as Json;
+    const date = Math.floor(Date.now() / 1000);
+    nextUpdate += 1;
+    const update =
+      type === 'edited'
+        ? { update_id: nextUpdate, edited_message: { ...message, text, entities: [], edit_date: date } }
+        : {
+            update_id: nextUpdate,
+            message_reaction: {
+              chat: message.chat,
+              message_id: message.message_id,
+              user: message.from,
+              date,
+              old_reaction: [],
+              new_reaction: [{ type: 'emoji', emoji: '👍' }],
+            },
+          };
+    return { key: String(nextUpdate), spec: { ...original.spec, text }, update };
   }
 
   const chatIdOf = (origin: InboundMessage) => Number(origin.chat.id);
@@ -163,6 +187,10 @@ async function startTelegramHarness(mode: 'webhook' | 'polling'): Promise<Channe
         .map((edit) => edit.at);
       return [...posts, ...edits].sort((a, b) => a - b);
     },
+    typingCalls: (origin) =>
+      fake.callsOf('sendChatAction').filter((call) => Number(call.body.chat_id) === chatIdOf(origin)).length,
+    failNextTyping: (of) => fake.failNext('sendChatAction', 1, failure(of)),
+    eventOf: (original, type, text) => eventOf(original as TelegramEvent, type, text),
     failNextSend: (of) => fake.failNext('sendMessage', 1, failure(of)),
     rateLimitViolations: () => fake.rateLimitViolations(),
     maxConsumers: () => fake.maxOpenPolls(),
@@ -181,6 +209,9 @@ const COMMON = {
   splitLimit: 4096,
   // A send tried again posts the parts delivered before its failure again: a known gap.
   resendsSkipDelivered: false,
+  typing: ['direct', 'group'],
+  // Telegram tells bots of no deletion.
+  events: ['edited', 'reaction'],
 } as const;
 
 const WEBHOOK: ChannelCapabilities = {

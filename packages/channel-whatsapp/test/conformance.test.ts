@@ -124,6 +124,8 @@ const CAPABILITIES: ChannelCapabilities = {
   splitLimit: 4_096,
   resendsSkipDelivered: true,
   acknowledgement: 'ack',
+  typing: [],
+  events: [],
 };
 
 describeChannelConformance('whatsapp', { capabilities: CAPABILITIES, start: startWhatsAppHarness });

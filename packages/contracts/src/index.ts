@@ -23,6 +23,7 @@ export type {
   OwnChannels,
   PlatformEvent,
   SendFailure,
+  TypingFailure,
 } from './channel-conformance/index.js';
 export { instantDelivery } from './instant-delivery.js';
 export type { InstantDelivery } from './instant-delivery.js';

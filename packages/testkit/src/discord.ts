@@ -113,6 +113,8 @@ export interface FakeDiscord {
    * returned) to `content`, with an `edited_timestamp`; returns the payload sent.
    */
   messageUpdate(message: Record<string, unknown>, content: string): Record<string, unknown>;
+  /** Dispatches MESSAGE_DELETE of `message` (a MESSAGE_CREATE payload): its id, channel and guild only, as Discord does. */
+  messageDelete(message: Record<string, unknown>): void;
   /** Dispatches MESSAGE_REACTION_ADD (or, `removed`, MESSAGE_REACTION_REMOVE) of a Unicode emoji. */
   reaction(
     message: Record<string, unknown>,
@@ -600,6 +602,13 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const payload = { ...message, content, edited_timestamp: new Date().toISOString() };
       dispatchOn(liveSocket(), 'MESSAGE_UPDATE', payload);
       return payload;
+    },
+    messageDelete(message) {
+      dispatchOn(liveSocket(), 'MESSAGE_DELETE', {
+        id: message.id,
+        channel_id: message.channel_id,
+        ...(message.guild_id === undefined ? {} : { guild_id: message.guild_id }),
+      });
     },
     reaction(message, user, emoji, { removed = false } = {}) {
       dispatchOn(liveSocket(), removed ? 'MESSAGE_REACTION_REMOVE' : 'MESSAGE_REACTION_ADD', {

@@ -487,6 +487,26 @@ export function messageChangedEvent(
   };
 }
 
+/**
+ * The `message_deleted` event Slack sends when `original` (a `messageEvent`) is deleted: an event
+ * `ts` of its own, `deleted_ts` naming the message, and the message as it was in `previous_message`.
+ */
+export function messageDeletedEvent(original: Record<string, unknown>): Record<string, unknown> {
+  const ts = nextSlackTs();
+  const { event_ts: _eventTs, channel, channel_type, ...message } = original;
+  return {
+    type: 'message',
+    subtype: 'message_deleted',
+    hidden: true,
+    deleted_ts: original.ts,
+    previous_message: message,
+    channel,
+    ts,
+    event_ts: ts,
+    channel_type,
+  };
+}
+
 /** A `reaction_added` (or `reaction_removed`) event of `user` on `original` (a `messageEvent`). */
 export function reactionEvent(
   original: Record<string, unknown>,

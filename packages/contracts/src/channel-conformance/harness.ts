@@ -1,4 +1,11 @@
-import type { ChannelAdapter, ChannelLeases, InboundMessage, LeaseTiming, Logger } from '@switchboard/core';
+import type {
+  ChannelAdapter,
+  ChannelLeases,
+  EventType,
+  InboundMessage,
+  LeaseTiming,
+  Logger,
+} from '@switchboard/core';
 
 /**
  * What a channel declares about itself; the conformance checks a capability excludes are
@@ -45,6 +52,18 @@ export interface ChannelCapabilities {
    * ends with `ingress.drop`).
    */
   acknowledgement: 'ack' | 'none';
+  /**
+   * The chats of the harness's origins in which `typing` reaches the platform's typing call (the
+   * fake serves it): both where every chat has one (Telegram, Discord), `direct` for Slack (only
+   * assistant threads show a status, and the harness's direct origins are such threads), none
+   * without `typing`. In a chat not listed, `typing` resolves without a platform call.
+   */
+  typing: readonly ('direct' | 'group')[];
+  /**
+   * The edits, deletions and reactions the platform reports and the channel turns into
+   * `InboundMessage.event` (needs `ChannelHarness.eventOf`); empty for none.
+   */
+  events: readonly EventType[];
 }
 
 /** An event of the platform, as `ChannelHarness.event` describes it. */
@@ -104,6 +123,14 @@ export type SendFailure =
   /** The token is refused. */
   | { kind: 'auth' };
 
+/** What the next typing call of the platform answers instead of succeeding. */
+export type TypingFailure =
+  | { kind: 'hang' }
+  /** The platform's rate limit answer, with `ChannelHarness.rateLimitHintMs` as its hint. */
+  | { kind: 'rate_limited' }
+  /** A 500 of the platform. */
+  | { kind: 'server_error' };
+
 /** What `createAdapter` builds against. */
 export interface AdapterSetup {
   /** The logger the adapter must log to (it captures every line for the secrets check). */
@@ -156,6 +183,19 @@ export interface ChannelHarness {
    * `resendsSkipDelivered`), that many send calls succeed first.
    */
   failNextSend(failure: SendFailure, options?: { after?: number }): void;
+  /**
+   * With `typing`: the typing calls the fake received for `origin`'s chat, answered or not (a hung
+   * one included).
+   */
+  typingCalls?(origin: InboundMessage): number;
+  /** With `typing`: the next typing call of the platform answers `failure`. */
+  failNextTyping?(failure: TypingFailure): void;
+  /**
+   * With `events`: an edit (to `text`), deletion or reaction of the message `original` carries,
+   * in its chat, by its author; `original` must have been delivered first. Delivering it again
+   * (`redelivered`) delivers the same event.
+   */
+  eventOf?(original: PlatformEvent, type: EventType, text: string): PlatformEvent;
   /** With `pacing`: calls the fake refused for exceeding its limits. */
   rateLimitViolations?(): number;
   /** With `connection: 'single-owner'`: the most consumer connections the fake saw open at once. */

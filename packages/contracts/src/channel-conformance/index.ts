@@ -6,6 +6,8 @@ import { inboundChecks } from './inbound-checks.js';
 import { outboundChecks } from './outbound-checks.js';
 import { secretChecks } from './secret-checks.js';
 import { singleOwnerChecks } from './single-owner-checks.js';
+import { eventChecks } from './event-checks.js';
+import { typingChecks } from './typing-checks.js';
 
 export { conformanceIngress, REFUSAL_RETRY_AFTER_MS } from './conformance-ingress.js';
 export type { ConformanceIngress, IngressMode } from './conformance-ingress.js';
@@ -24,6 +26,7 @@ export type {
   OwnChannels,
   PlatformEvent,
   SendFailure,
+  TypingFailure,
 } from './harness.js';
 
 /**
@@ -37,6 +40,8 @@ export function describeChannelConformance(name: string, factory: ChannelHarness
       inboundChecks(factory.capabilities, world);
       acknowledgementChecks(factory.capabilities, world);
       outboundChecks(factory.capabilities, world);
+      typingChecks(factory.capabilities, world);
+      eventChecks(factory.capabilities, world);
       secretChecks(factory.capabilities, world);
     });
     singleOwnerChecks(factory.capabilities, factory);
