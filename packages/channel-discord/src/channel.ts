@@ -99,6 +99,14 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
   let client: Client | null = null;
   let queue: AcceptQueue | null = null;
 
+  const contextOf = (botUserId: string): NormalizeContext => ({
+    id: newMessageId(),
+    channelId: config.id,
+    botUserId,
+    receivedAt: now(),
+    maxMediaBytes: config.media.maxBytes,
+  });
+
   function onMessage(message: Message, botUserId: string): void {
     try {
       const data = toMessageData(message);
@@ -106,13 +114,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
         logger.warn({ platformMessageId: message.id }, 'message without an author ignored');
         return;
       }
-      const inbound = normalizeMessage(data, {
-        id: newMessageId(),
-        channelId: config.id,
-        botUserId,
-        receivedAt: now(),
-        maxMediaBytes: config.media.maxBytes,
-      });
+      const inbound = normalizeMessage(data, contextOf(botUserId));
       if (inbound === null) {
         logger.debug({ platformMessageId: data.id, type: data.type }, 'unsupported message type ignored');
         return;
@@ -122,13 +124,6 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
       logger.warn({ err, platformMessageId: message.id }, 'failed to normalize message');
     }
   }
-
-  const contextOf = (botUserId: string): NormalizeContext => ({
-    id: newMessageId(),
-    channelId: config.id,
-    botUserId,
-    receivedAt: now(),
-  });
 
   /** Normalizes an edit, deletion or reaction and queues it; a failure is logged, never thrown. */
   function onEvent(platformMessageId: string, kind: string, normalize: () => InboundMessage | null): void {
