@@ -3,19 +3,25 @@
 
 // Model: the message and its queued form, session key and ids, how a message ends, coded errors
 export {
+  AttachmentSchema,
   ChatTypeSchema,
   ELEMENT_TYPES,
   ElementSchema,
   HandoffContextSchema,
   InboundMessageSchema,
+  MAX_ATTACHMENTS_PER_REPLY,
+  MAX_ATTACHMENT_BYTES,
   PipelineAnswerSchema,
   ReplySchema,
   answerResult,
+  base64Bytes,
   newMessageId,
   parseInboundMessage,
+  replyText,
   withoutRaw,
 } from './model/message.js';
 export type {
+  Attachment,
   ChatType,
   Element,
   ElementType,

@@ -54,6 +54,14 @@ export const ERROR_CODES = {
   SB_CHANNEL_UNREACHABLE: { status: 503, message: 'the platform could not be reached' },
   SB_CHANNEL_SEND_FAILED: { status: 502, message: 'sending to the platform failed' },
   SB_CHANNEL_SEND_TIMEOUT: { status: 504, message: 'sending to the platform did not finish in time' },
+  SB_CHANNEL_ATTACHMENTS_UNSUPPORTED: {
+    status: 502,
+    message: 'the channel cannot send attachments yet',
+  },
+  SB_CHANNEL_ATTACHMENT_FETCH_FAILED: {
+    status: 502,
+    message: "an attachment's url could not be fetched",
+  },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_STORE_FORMAT_UNSUPPORTED: {
     status: 503,
