@@ -1,5 +1,5 @@
 import { webApi } from '@slack/bolt';
-import type { MessageCalls } from '@switchboard/channel-kit';
+import { type MessageCalls, attachmentFile } from '@switchboard/channel-kit';
 import {
   type BackoffPolicy,
   type Logger,
@@ -9,7 +9,7 @@ import {
   retryDelayMs,
 } from '@switchboard/core';
 import { failureOf, toChannelError } from '../errors.js';
-import type { SlackPostMessage } from './render.js';
+import { type SlackFileUpload, type SlackPart, type SlackPostMessage, isMessagePart } from './render.js';
 
 export interface SendOptions {
   /** A client from `createSendClient` for this send. */
@@ -107,19 +107,47 @@ async function outboundCall<T>(method: string, call: () => Promise<T>, options: 
 }
 
 /**
- * The `chat.postMessage` and `chat.update` calls of one send (`ts` as refs), each made through
- * `outboundCall`.
+ * Uploads and shares one file (`files.uploadV2`: files.getUploadURLExternal, the upload, then
+ * files.completeUploadExternal); resolves with its file id. A url is fetched by the gateway first
+ * (`attachmentFile`: bounded), as Slack takes only uploads. A failed step fails the whole call,
+ * which `outboundCall` makes again from the start: a file uploaded but never completed is not
+ * shared, so a retry shows it once.
  */
-export function messageCalls(options: SendOptions): MessageCalls<SlackPostMessage> {
+async function uploadFile(part: SlackFileUpload, options: SendOptions): Promise<string> {
+  const { client, botToken: token, signal, channelId } = options;
+  const file = await attachmentFile(part.attachment, { signal, channelId });
+  return outboundCall(
+    'files.uploadV2',
+    async () => {
+      const upload = { token, channel_id: part.channel, file: file.bytes, filename: file.name };
+      const result = await client.filesUploadV2(
+        part.thread_ts === undefined ? upload : { ...upload, thread_ts: part.thread_ts },
+      );
+      const completed = result.files[0] as { files?: Array<{ id?: string }> } | undefined;
+      return completed?.files?.[0]?.id ?? '';
+    },
+    options,
+  );
+}
+
+/**
+ * The `chat.postMessage`, `files.uploadV2` and `chat.update` calls of one send (`ts` as refs of
+ * messages), each made through `outboundCall`.
+ */
+export function messageCalls(options: SendOptions): MessageCalls<SlackPart> {
   const { client, botToken: token } = options;
   return {
-    post: (message) =>
-      outboundCall(
+    post: (part) => {
+      if (!isMessagePart(part)) return uploadFile(part, options);
+      return outboundCall(
         'chat.postMessage',
-        async () => (await client.chat.postMessage({ token, ...message })).ts ?? '',
+        async () => (await client.chat.postMessage({ token, ...part })).ts ?? '',
         options,
-      ),
-    edit: async ({ channel, text }, ts) => {
+      );
+    },
+    editable: isMessagePart,
+    edit: async (part, ts) => {
+      const { channel, text } = part as SlackPostMessage;
       await outboundCall('chat.update', () => client.chat.update({ token, channel, ts, text }), options);
     },
   };
