@@ -1,4 +1,4 @@
-import { type MessageCalls, abortableCall } from '@switchboard/channel-kit';
+import { type MessageCalls, abortableCall, attachmentFile } from '@switchboard/channel-kit';
 import type { PacedChat, SendPacer } from '@switchboard/core';
 import { type REST, Routes } from 'discord.js';
 import { toSendError } from '../errors.js';
@@ -20,7 +20,7 @@ export interface Outbound {
 }
 
 /**
- * The message posts and edits of one send (message ids as refs). Every REST call that answers in
+ * The message posts (a file as a multipart upload) and edits of one send (message ids as refs). Every REST call that answers in
  * a chat goes through here, once `pacer` lets it into the chat (posts and edits share its
  * buckets). `rest` queues requests per rate-limit bucket and waits out 429s (Retry-After) itself,
  * and retries 5xx and network errors three times; what still fails becomes an SB_CHANNEL_* error
@@ -36,13 +36,21 @@ export function messageCalls(outbound: Outbound): MessageCalls<RenderedMessage> 
     return abortableCall(signal, run, failure);
   }
   return {
-    post: ({ channelId, body }) => {
+    post: async ({ channelId, body, attachment }) => {
       const route = Routes.channelMessages(channelId);
+      // A url is fetched by the gateway (bounded) and uploaded: Discord takes no file by URL.
+      const file =
+        attachment === undefined ? undefined : await attachmentFile(attachment, { signal, channelId: outbound.channel });
+      const files =
+        file === undefined
+          ? {}
+          : { files: [{ name: file.name, data: file.bytes, ...(file.mimeType === undefined ? {} : { contentType: file.mimeType }) }] };
       return call(
         `POST ${route}`,
-        async () => ((await rest.post(route, { body, signal })) as { id: string }).id,
+        async () => ((await rest.post(route, { body, ...files, signal })) as { id: string }).id,
       );
     },
+    editable: (message) => message.attachment === undefined,
     // A message's reply reference cannot change: an edit sets its content alone.
     edit: async ({ channelId, body: { content, allowed_mentions } }, messageId) => {
       const route = Routes.channelMessage(channelId, messageId);
