@@ -35,7 +35,10 @@ export function keptReplies(
   if (storeText !== 'full' || replies === undefined) return NO_REPLIES;
   const few = replies.length > limits.maxReplies ? replies.slice(0, limits.maxReplies) : replies;
   for (const reply of few) {
-    if ((reply.text?.length ?? 0) > limits.maxChars || reply.attachments?.some((file) => file.data !== undefined))
+    if (
+      (reply.text?.length ?? 0) > limits.maxChars ||
+      reply.attachments?.some((file) => file.data !== undefined)
+    )
       return few.map((each) => keptReply(each, limits.maxChars));
   }
   return few;

@@ -170,7 +170,10 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
       expect(sent[0]?.files[0]?.bytes.equals(png)).toBe(true);
       expect(sent[0]?.files[0]?.contentType).toBe('image/png');
       expect(sent[1]?.files[0]?.bytes.equals(wav)).toBe(true);
-      expect(sent[0]?.body.message_reference).toEqual({ message_id: '1250000000000000001', fail_if_not_exists: false });
+      expect(sent[0]?.body.message_reference).toEqual({
+        message_id: '1250000000000000001',
+        fail_if_not_exists: false,
+      });
       expect(sent[1]?.body.message_reference).toBeUndefined();
       expect(sent[2]?.body.content).toBe('listen');
     });

@@ -247,7 +247,10 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
 
     it('uploads data with sendPhoto/sendDocument, passes a url as is, then sends the text, in order', async () => {
       const chatId = 555_000_002;
-      const origin = inboundMessage({ chat: { type: 'person', id: String(chatId) }, platform_message_id: `${chatId}:7` });
+      const origin = inboundMessage({
+        chat: { type: 'person', id: String(chatId) },
+        platform_message_id: `${chatId}:7`,
+      });
       await channel().send(
         origin,
         [
@@ -279,7 +282,10 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
 
     it('tries an upload the platform answered 500 again, and sends it once', async () => {
       const chatId = 555_000_003;
-      const origin = inboundMessage({ chat: { type: 'person', id: String(chatId) }, platform_message_id: `${chatId}:8` });
+      const origin = inboundMessage({
+        chat: { type: 'person', id: String(chatId) },
+        platform_message_id: `${chatId}:8`,
+      });
       fake.failNext('sendPhoto', 1, { status: 500 });
       await channel().send(
         origin,
@@ -287,9 +293,12 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
         new AbortController().signal,
       );
 
-      expect(fake.callsOf('sendPhoto').filter((call) => call.body.chat_id === chatId).map((call) => call.status)).toEqual([
-        500, 200,
-      ]);
+      expect(
+        fake
+          .callsOf('sendPhoto')
+          .filter((call) => call.body.chat_id === chatId)
+          .map((call) => call.status),
+      ).toEqual([500, 200]);
       const media = fake.sentMedia().filter((sent) => sent.body.chat_id === chatId);
       expect(media).toHaveLength(1);
       expect(media[0]?.file?.bytes.equals(png)).toBe(true);

@@ -47,7 +47,8 @@ export async function readStreamedReply(
     }
     const parsed = lineSchemaOf(json).safeParse(json);
     if (!parsed.success) {
-      const problem = 'expected {"delta": string} or {"replies": [{"text"?: string, "attachments"?: […]}, …]}';
+      const problem =
+        'expected {"delta": string} or {"replies": [{"text"?: string, "attachments"?: […]}, …]}';
       throw invalidLine(
         pipeline,
         line,

@@ -28,7 +28,10 @@ describe('createHttpPipeline', () => {
   describe('when the endpoint answers replies with attachments', () => {
     it('answers them as given', async () => {
       const replies = [
-        { text: 'chart', attachments: [{ type: 'image', data: 'iVBORw0KGgo=', name: 'c.png', mime_type: 'image/png' }] },
+        {
+          text: 'chart',
+          attachments: [{ type: 'image', data: 'iVBORw0KGgo=', name: 'c.png', mime_type: 'image/png' }],
+        },
         { attachments: [{ type: 'file', url: 'https://example.com/r.pdf' }] },
       ];
       const { pipeline } = await pipelineAnswering(() => ({ status: 200, body: { replies } }));

@@ -18,7 +18,10 @@ export interface MultipartBody {
 /** The boundary of a `multipart/form-data` content type; undefined for another type. */
 export function multipartBoundary(contentType: string | undefined): string | undefined {
   if (contentType === undefined || !/^multipart\/form-data/i.test(contentType)) return undefined;
-  return /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)?.slice(1).find((part) => part !== undefined);
+  return /boundary=(?:"([^"]+)"|([^;\s]+))/i
+    .exec(contentType)
+    ?.slice(1)
+    .find((part) => part !== undefined);
 }
 
 /** A header's parameter, quoted or not (grammY leaves `filename=` unquoted). */

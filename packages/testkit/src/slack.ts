@@ -252,7 +252,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         sequence += 1;
         const fileId = `F${String(sequence).padStart(8, '0')}`;
         uploads.set(fileId, { filename: body.filename, length });
-        return { status: 200, body: { ok: true, upload_url: `${baseUrl}/upload/${fileId}`, file_id: fileId } };
+        return {
+          status: 200,
+          body: { ok: true, upload_url: `${baseUrl}/upload/${fileId}`, file_id: fileId },
+        };
       }
       case 'files.completeUploadExternal': {
         const files = JSON.parse(String(body.files ?? '[]')) as Array<{ id: string; title?: string }>;
@@ -311,7 +314,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
     const uploadMatch = /^\/upload\/([A-Z0-9]+)$/.exec(request.url?.split('?')[0] ?? '');
-    if (request.method === 'POST' && uploadMatch?.[1] !== undefined) return upload(uploadMatch[1], request, response);
+    if (request.method === 'POST' && uploadMatch?.[1] !== undefined)
+      return upload(uploadMatch[1], request, response);
     const match = /^\/api\/([A-Za-z.]+)$/.exec(request.url?.split('?')[0] ?? '');
     if (request.method !== 'POST' || match?.[1] === undefined) {
       sendJson(response, 404, { ok: false, error: 'not_found' });

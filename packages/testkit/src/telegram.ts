@@ -190,7 +190,13 @@ const DEFAULT_BOT_USER: FakeTelegramUser = {
 };
 const TEXT_LIMIT = 4096;
 /** The methods that post into a chat, and so count against the rate limits: sends and edits alike. */
-const RATE_LIMITED_METHODS = new Set(['sendMessage', 'editMessageText', 'sendPhoto', 'sendDocument', 'sendAudio']);
+const RATE_LIMITED_METHODS = new Set([
+  'sendMessage',
+  'editMessageText',
+  'sendPhoto',
+  'sendDocument',
+  'sendAudio',
+]);
 
 /** The parameter each media method takes its file in. */
 const MEDIA_FIELDS = { sendPhoto: 'photo', sendDocument: 'document', sendAudio: 'audio' } as const;
@@ -388,13 +394,17 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     const file = files[attached];
     if (file === undefined && (typeof value !== 'string' || value === ''))
       return fail(400, `Bad Request: there is no ${field} in the request`);
-    if (file !== undefined && file.bytes.length === 0) return fail(400, 'Bad Request: file must be non-empty');
+    if (file !== undefined && file.bytes.length === 0)
+      return fail(400, 'Bad Request: file must be non-empty');
     const message = {
       message_id: nextMessageId++,
       from: botUser,
       chat: chats.get(String(body.chat_id)) ?? { id: body.chat_id, type: 'private' },
       date: Math.floor(Date.now() / 1000),
-      [field]: field === 'photo' ? [{ file_id: `photo-${nextMessageId}`, width: 1, height: 1 }] : { file_id: `${field}-${nextMessageId}` },
+      [field]:
+        field === 'photo'
+          ? [{ file_id: `photo-${nextMessageId}`, width: 1, height: 1 }]
+          : { file_id: `${field}-${nextMessageId}` },
     };
     media.push({
       method,
@@ -488,7 +498,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     // Uploads come as multipart/form-data, every other call as JSON (grammY's choice, as the Bot API allows).
     const boundary = multipartBoundary(request.headers['content-type']);
     const multipart = boundary === undefined ? null : parseMultipart(await readRawBody(request), boundary);
-    const body = multipart === null ? ((await readJsonBody(request)) ?? {}) : multipartFields(multipart.fields);
+    const body =
+      multipart === null ? ((await readJsonBody(request)) ?? {}) : multipartFields(multipart.fields);
     const files = multipart?.files ?? {};
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(path);

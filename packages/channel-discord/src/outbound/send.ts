@@ -1,8 +1,13 @@
-import { type MessageCalls, abortableCall, attachmentFile } from '@switchboard/channel-kit';
+import {
+  type AttachmentFile,
+  type MessageCalls,
+  abortableCall,
+  attachmentFile,
+} from '@switchboard/channel-kit';
 import type { PacedChat, SendPacer } from '@switchboard/core';
 import { type REST, Routes } from 'discord.js';
 import { toSendError } from '../errors.js';
-import type { RenderedMessage } from './render.js';
+import type { DiscordMessageBody, RenderedMessage } from './render.js';
 
 /** What one send or preview into a chat calls Discord with. */
 export interface Outbound {
@@ -17,6 +22,28 @@ export interface Outbound {
   chat: PacedChat;
   /** The send's deadline: aborts the pacing wait, the request in flight and its retries. */
   signal: AbortSignal;
+}
+
+/**
+ * A message with a file as Discord takes it (`payload_json` and `files[0]`), encoded to bytes
+ * here: discord.js would hand its FormData to whichever undici is the process's global
+ * dispatcher, and one of another version than its own cannot read it (the request fails with
+ * "action is not a function"). Bytes pass through any of them.
+ */
+async function multipartRequest(body: DiscordMessageBody, file: AttachmentFile) {
+  const form = new FormData();
+  form.append('payload_json', JSON.stringify(body));
+  form.append(
+    'files[0]',
+    new Blob([file.bytes], file.mimeType === undefined ? {} : { type: file.mimeType }),
+    file.name,
+  );
+  const encoded = new Response(form);
+  return {
+    body: Buffer.from(await encoded.arrayBuffer()),
+    passThroughBody: true,
+    headers: { 'Content-Type': encoded.headers.get('content-type') ?? '' },
+  };
 }
 
 /**
@@ -39,15 +66,16 @@ export function messageCalls(outbound: Outbound): MessageCalls<RenderedMessage> 
     post: async ({ channelId, body, attachment }) => {
       const route = Routes.channelMessages(channelId);
       // A url is fetched by the gateway (bounded) and uploaded: Discord takes no file by URL.
-      const file =
-        attachment === undefined ? undefined : await attachmentFile(attachment, { signal, channelId: outbound.channel });
-      const files =
-        file === undefined
-          ? {}
-          : { files: [{ name: file.name, data: file.bytes, ...(file.mimeType === undefined ? {} : { contentType: file.mimeType }) }] };
+      const request =
+        attachment === undefined
+          ? { body }
+          : await multipartRequest(
+              body,
+              await attachmentFile(attachment, { signal, channelId: outbound.channel }),
+            );
       return call(
         `POST ${route}`,
-        async () => ((await rest.post(route, { body, ...files, signal })) as { id: string }).id,
+        async () => ((await rest.post(route, { ...request, signal })) as { id: string }).id,
       );
     },
     editable: (message) => message.attachment === undefined,

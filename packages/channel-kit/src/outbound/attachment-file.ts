@@ -20,7 +20,10 @@ export interface AttachmentFileOptions {
   channelId: string;
 }
 
-const DEFAULTS = { fetchTimeoutMs: 30_000, maxBytes: MAX_ATTACHMENT_BYTES } satisfies Partial<AttachmentFileOptions>;
+const DEFAULTS = {
+  fetchTimeoutMs: 30_000,
+  maxBytes: MAX_ATTACHMENT_BYTES,
+} satisfies Partial<AttachmentFileOptions>;
 
 /** File name extensions of the common mime types: Discord and Slack show a file by its name. */
 const EXTENSIONS: Record<string, string> = {
@@ -62,7 +65,10 @@ function fetchFailed(channelId: string, url: string, reason: string, retryable: 
  * `fetchTimeoutMs`; it fails with SB_CHANNEL_ATTACHMENT_FETCH_FAILED, retryable for a network
  * failure, a timeout or a 5xx answer, final for another status or a file past the cap.
  */
-export async function attachmentFile(attachment: Attachment, options: AttachmentFileOptions): Promise<AttachmentFile> {
+export async function attachmentFile(
+  attachment: Attachment,
+  options: AttachmentFileOptions,
+): Promise<AttachmentFile> {
   const name = attachmentName(attachment);
   const mime = attachment.mime_type === undefined ? {} : { mimeType: attachment.mime_type };
   if (attachment.data !== undefined) return { bytes: Buffer.from(attachment.data, 'base64'), name, ...mime };
@@ -73,7 +79,7 @@ export async function attachmentFile(attachment: Attachment, options: Attachment
   let response: Response;
   try {
     response = await fetch(url, { signal: AbortSignal.any([signal, timeout]), redirect: 'follow' });
-  } catch (error) {
+  } catch {
     if (signal.aborted) throw signal.reason;
     throw fetchFailed(channelId, url, timeout.aborted ? 'timed out' : 'network failure', true);
   }

@@ -6,7 +6,10 @@ import { type Reply, SwitchboardError } from '@switchboard/core';
  * dead letter naming why) rather than post the texts and drop the files unseen; a replay then
  * sends every reply once.
  */
-export function refuseAttachments(replies: readonly Reply[], where: { type: string; channelId: string }): void {
+export function refuseAttachments(
+  replies: readonly Reply[],
+  where: { type: string; channelId: string },
+): void {
   const index = replies.findIndex((reply) => (reply.attachments?.length ?? 0) > 0);
   if (index === -1) return;
   throw new SwitchboardError('SB_CHANNEL_ATTACHMENTS_UNSUPPORTED', {

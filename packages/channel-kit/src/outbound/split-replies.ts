@@ -25,7 +25,10 @@ export function splitReplies(replies: readonly Reply[], limit: number): ReplyPar
 export function splitRepliesWithAttachments(replies: readonly Reply[], limit: number): MediaReplyPart[] {
   return replies.flatMap((reply) => {
     const files = (reply.attachments ?? []).map((attachment, part) => ({ attachment, part }));
-    const texts = splitText(reply.text ?? '', limit).map((text, part) => ({ text, part: files.length + part }));
+    const texts = splitText(reply.text ?? '', limit).map((text, part) => ({
+      text,
+      part: files.length + part,
+    }));
     return [...files, ...texts];
   });
 }

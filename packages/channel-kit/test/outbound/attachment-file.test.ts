@@ -52,7 +52,10 @@ describe('attachmentFile', () => {
 
   describe('when it is a url', () => {
     it('fetches its bytes, named after the path', async () => {
-      const file = await attachmentFile({ type: 'file', url: `${base}/file.bin?sig=secret` }, { signal, channelId: 'sl' });
+      const file = await attachmentFile(
+        { type: 'file', url: `${base}/file.bin?sig=secret` },
+        { signal, channelId: 'sl' },
+      );
       expect(file.bytes.equals(bytes)).toBe(true);
       expect(file.name).toBe('file.bin');
     });
@@ -75,7 +78,9 @@ describe('attachmentFile', () => {
 
 describe('attachmentName', () => {
   it('prefers the given name, then the url path, then the type', () => {
-    expect(attachmentName({ type: 'file', url: 'https://x.test/a/report%201.pdf', name: 'r.pdf' })).toBe('r.pdf');
+    expect(attachmentName({ type: 'file', url: 'https://x.test/a/report%201.pdf', name: 'r.pdf' })).toBe(
+      'r.pdf',
+    );
     expect(attachmentName({ type: 'file', url: 'https://x.test/a/report%201.pdf' })).toBe('report 1.pdf');
     expect(attachmentName({ type: 'audio', url: 'https://x.test/' })).toBe('audio');
   });

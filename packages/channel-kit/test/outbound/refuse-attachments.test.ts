@@ -15,12 +15,17 @@ describe('refuseAttachments', () => {
     it('throws a final SB_CHANNEL_ATTACHMENTS_UNSUPPORTED naming the channel and the reply', () => {
       let thrown: unknown;
       try {
-        refuseAttachments([{ text: 'a' }, { attachments: [{ type: 'image', url: 'https://example.com/a.png' }] }], where);
+        refuseAttachments(
+          [{ text: 'a' }, { attachments: [{ type: 'image', url: 'https://example.com/a.png' }] }],
+          where,
+        );
       } catch (error) {
         thrown = error;
       }
       expect(isSwitchboardError(thrown, 'SB_CHANNEL_ATTACHMENTS_UNSUPPORTED')).toBe(true);
-      expect((thrown as Error).message).toBe('line channel "ln" cannot send attachments yet: replies[1] carries 1');
+      expect((thrown as Error).message).toBe(
+        'line channel "ln" cannot send attachments yet: replies[1] carries 1',
+      );
       expect((thrown as { retryable: boolean }).retryable).toBe(false);
     });
   });

@@ -27,7 +27,10 @@ describe('splitRepliesWithAttachments', () => {
       const image = { type: 'image' as const, url: 'https://example.com/a.png' };
       const file = { type: 'file' as const, data: 'AAAA' };
       expect(
-        splitRepliesWithAttachments([{ text: 'aaaabb', attachments: [image, file] }, { attachments: [file] }], 4),
+        splitRepliesWithAttachments(
+          [{ text: 'aaaabb', attachments: [image, file] }, { attachments: [file] }],
+          4,
+        ),
       ).toEqual([
         { attachment: image, part: 0 },
         { attachment: file, part: 1 },

@@ -108,7 +108,10 @@ describe('slack channel send (against the fake Web API)', () => {
     });
 
     it('uploads each (data decoded, a url fetched) into the origin thread, then posts the text', async () => {
-      const threaded = { ...origin, chat: { type: 'group' as const, id: 'C0SEND', thread: '1718000000.000100' } };
+      const threaded = {
+        ...origin,
+        chat: { type: 'group' as const, id: 'C0SEND', thread: '1718000000.000100' },
+      };
       await channel().send(
         threaded,
         [
@@ -131,7 +134,11 @@ describe('slack channel send (against the fake Web API)', () => {
       const order = fake.calls
         .map((call) => call.method)
         .filter((method) => method === 'files.completeUploadExternal' || method === 'chat.postMessage');
-      expect(order).toEqual(['files.completeUploadExternal', 'files.completeUploadExternal', 'chat.postMessage']);
+      expect(order).toEqual([
+        'files.completeUploadExternal',
+        'files.completeUploadExternal',
+        'chat.postMessage',
+      ]);
       expect(fake.deliveredTo('C0SEND')).toEqual(['two files']);
     });
 

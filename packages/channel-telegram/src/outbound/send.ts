@@ -58,7 +58,9 @@ export function messageCalls(outbound: Outbound): MessageCalls<TelegramPart> {
   return {
     post: (part) => {
       if (!isTextPart(part))
-        return call(MEDIA_METHODS[part.attachment.type], async () => String(await sendMedia(api, part, signal)));
+        return call(MEDIA_METHODS[part.attachment.type], async () =>
+          String(await sendMedia(api, part, signal)),
+        );
       const { chat_id, text, ...other } = part;
       return call('sendMessage', async () => {
         const message = await api.sendMessage(chat_id, text, other, signal as ApiSignal);

@@ -126,8 +126,12 @@ export function newMessageId(): string {
   return newUlid();
 }
 
-/** The most bytes one attachment may hold (its decoded `data`, or what its `url` serves): 20 MB. */
-export const MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
+/**
+ * The most bytes one attachment may hold (its decoded `data`, or what its `url` serves): 10 MiB,
+ * what Discord takes from any bot and Telegram in a photo; its base64 (13.4 MiB) fits in one
+ * pipeline answer (16 MiB at most).
+ */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 /** The most attachments one reply may carry. */
 export const MAX_ATTACHMENTS_PER_REPLY = 10;
 
@@ -147,9 +151,7 @@ export function base64Bytes(data: string): number {
 export const AttachmentSchema = z
   .object({
     type: z.enum(['image', 'file', 'audio']),
-    url: z
-      .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
-      .optional(),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).optional(),
     data: z
       .string()
       .refine((data) => data.length % 4 === 0 && BASE64.test(data), {

@@ -23,22 +23,36 @@ describe('ReplySchema', () => {
       const image = { type: 'image', data: PNG, name: 'a.png', mime_type: 'image/png' };
       expect(ReplySchema.parse({ attachments: [image] })).toEqual({ attachments: [image] });
       const file = { type: 'file', url: 'https://example.com/report.pdf' };
-      expect(ReplySchema.parse({ text: 'see', attachments: [file] })).toEqual({ text: 'see', attachments: [file] });
+      expect(ReplySchema.parse({ text: 'see', attachments: [file] })).toEqual({
+        text: 'see',
+        attachments: [file],
+      });
     });
   });
 
   describe('when a reply has neither', () => {
     it('is refused naming the reply', () => {
-      expect(problemsOf([{ text: 'ok' }, {}])).toEqual(['replies[1]: needs a text or at least one attachment']);
-      expect(problemsOf([{ attachments: [] }])).toEqual(['replies[0]: needs a text or at least one attachment']);
+      expect(problemsOf([{ text: 'ok' }, {}])).toEqual([
+        'replies[1]: needs a text or at least one attachment',
+      ]);
+      expect(problemsOf([{ attachments: [] }])).toEqual([
+        'replies[0]: needs a text or at least one attachment',
+      ]);
     });
   });
 
   describe('when an attachment is invalid', () => {
     it('names the field of bad base64', () => {
-      expect(problemsOf([{ attachments: [{ type: 'image', data: PNG }, { type: 'image', data: 'no base64!' }] }])).toEqual([
-        'replies[0].attachments[1].data: must be standard base64 (A-Z a-z 0-9 + /, padded with =)',
-      ]);
+      expect(
+        problemsOf([
+          {
+            attachments: [
+              { type: 'image', data: PNG },
+              { type: 'image', data: 'no base64!' },
+            ],
+          },
+        ]),
+      ).toEqual(['replies[0].attachments[1].data: must be standard base64 (A-Z a-z 0-9 + /, padded with =)']);
     });
 
     it('names the field of data past the size cap', () => {
@@ -51,9 +65,9 @@ describe('ReplySchema', () => {
     });
 
     it('names an attachment with both url and data, or neither', () => {
-      expect(problemsOf([{ attachments: [{ type: 'image', data: PNG, url: 'https://example.com/a.png' }] }])).toEqual([
-        'replies[0].attachments[0].data: give url or data, not both',
-      ]);
+      expect(
+        problemsOf([{ attachments: [{ type: 'image', data: PNG, url: 'https://example.com/a.png' }] }]),
+      ).toEqual(['replies[0].attachments[0].data: give url or data, not both']);
       expect(problemsOf([{ attachments: [{ type: 'image' }] }])).toEqual([
         'replies[0].attachments[0]: needs one of url or data',
       ]);
@@ -63,11 +77,16 @@ describe('ReplySchema', () => {
       expect(problemsOf([{ attachments: [{ type: 'image', url: 'file:///etc/passwd' }] }])).toEqual([
         'replies[0].attachments[0].url: must be an http or https URL',
       ]);
-      expect(problemsOf([{ attachments: [{ type: 'video', url: 'https://example.com/a.mp4' }] }])).toHaveLength(1);
+      expect(
+        problemsOf([{ attachments: [{ type: 'video', url: 'https://example.com/a.mp4' }] }]),
+      ).toHaveLength(1);
     });
 
     it('refuses more attachments than a reply may carry', () => {
-      const many = Array.from({ length: MAX_ATTACHMENTS_PER_REPLY + 1 }, () => ({ type: 'image', data: PNG }));
+      const many = Array.from({ length: MAX_ATTACHMENTS_PER_REPLY + 1 }, () => ({
+        type: 'image',
+        data: PNG,
+      }));
       expect(problemsOf([{ attachments: many }])).toEqual([
         expect.stringMatching(/^replies\[0\]\.attachments: /),
       ]);

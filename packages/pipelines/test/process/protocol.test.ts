@@ -17,7 +17,9 @@ describe('process protocol', () => {
         id: '0.1.1',
         result: { replies: [{ text: 'hi' }] },
       });
-      expect(parseWorkerLine('{"id":"0.1.3","replies":[{"attachments":[{"type":"file","data":"AAAA"}]}]}')).toEqual({
+      expect(
+        parseWorkerLine('{"id":"0.1.3","replies":[{"attachments":[{"type":"file","data":"AAAA"}]}]}'),
+      ).toEqual({
         kind: 'answer',
         id: '0.1.3',
         result: { replies: [{ attachments: [{ type: 'file', data: 'AAAA' }] }] },
@@ -77,7 +79,9 @@ describe('process protocol', () => {
       expect(malformed.kind === 'invalid' && malformed.problems).toEqual([
         'replies[0]: needs a text or at least one attachment',
       ]);
-      const badFile = parseWorkerLine('{"id":"0.1.1","replies":[{"attachments":[{"type":"image","url":"ftp://x/a.png"}]}]}');
+      const badFile = parseWorkerLine(
+        '{"id":"0.1.1","replies":[{"attachments":[{"type":"image","url":"ftp://x/a.png"}]}]}',
+      );
       expect(badFile.kind === 'invalid' && badFile.problems).toEqual([
         'replies[0].attachments[0].url: must be an http or https URL',
       ]);
