@@ -126,8 +126,8 @@ routing: { default: bot }
     ])('dead-letters the message (%s) with an error naming the field', async (text, problem) => {
       const answer = await post(`${gateway.url}/v1/messages`, { session_id: `bad-${text}`, user_id: 'u1', text });
       expect(answer.body).toMatchObject({ status: 'dead_lettered', replies: [] });
-      expect(answer.body.error).toContain('SB_PIPELINE_FAILED');
-      expect(answer.body.error).toContain(problem);
+      expect(answer.body?.error).toContain('SB_PIPELINE_FAILED');
+      expect(answer.body?.error).toContain(problem);
     });
   });
 });
