@@ -1,9 +1,16 @@
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
-import { type FakeSlack, eventEnvelope, messageEvent, sendEvent, startFakeSlack } from '@switchboard/testkit/slack';
+import { type FakeLine, startFakeLine } from '@switchboard/testkit/line';
+import {
+  type FakeSlack,
+  eventEnvelope,
+  messageEvent,
+  sendEvent,
+  startFakeSlack,
+} from '@switchboard/testkit/slack';
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, eventually, post, serveYaml } from './serve-process.js';
+import { type ServeProcess, eventually, get, post, serveYaml } from './serve-process.js';
 
 const SIGNING_SECRET = 'attachments-secret';
 const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 254, 255, 1, 2]);
@@ -13,9 +20,15 @@ const image = { type: 'image', data: png.toString('base64'), name: 'chart.png', 
 const ANSWERS: Record<string, unknown> = {
   'show me': { replies: [{ text: 'here is your chart', attachments: [image] }] },
   'bad base64': { replies: [{ text: 'x', attachments: [{ type: 'image', data: 'not base64!' }] }] },
-  'too large': { replies: [{ attachments: [{ type: 'file', data: 'A'.repeat(Math.ceil((10 * 1024 * 1024 + 1) / 3) * 4) }] }] },
+  'too large': {
+    replies: [
+      { attachments: [{ type: 'file', data: 'A'.repeat(Math.ceil((10 * 1024 * 1024 + 1) / 3) * 4) }] },
+    ],
+  },
   'url and data': {
-    replies: [{ attachments: [{ type: 'image', data: png.toString('base64'), url: 'https://example.com/a.png' }] }],
+    replies: [
+      { attachments: [{ type: 'image', data: png.toString('base64'), url: 'https://example.com/a.png' }] },
+    ],
   },
 };
 
@@ -23,14 +36,16 @@ describe('replies with attachments (switchboard serve against fake platforms)', 
   let telegram: FakeTelegram;
   let slack: FakeSlack;
   let discord: FakeDiscord;
+  let line: FakeLine;
   let backend: FakePipeline;
   let gateway: ServeProcess;
 
   beforeAll(async () => {
-    [telegram, slack, discord, backend] = await Promise.all([
+    [telegram, slack, discord, line, backend] = await Promise.all([
       startFakeTelegram(),
       startFakeSlack(),
       startFakeDiscord(),
+      startFakeLine(),
       startFakePipeline(),
     ]);
     backend.respond = async (request) => ({ status: 200, body: ANSWERS[request.text] ?? { replies: [] } });
@@ -40,6 +55,7 @@ describe('replies with attachments (switchboard serve against fake platforms)', 
   - { id: tg, type: telegram, token: "${telegram.token}", api_root: "${telegram.url}" }
   - { id: sl, type: slack, bot_token: xoxb-test, signing_secret: ${SIGNING_SECRET}, api_url: "${slack.apiUrl}", bot_user_id: UBOT }
   - { id: dc, type: discord, token: "${discord.token}", api_url: "${discord.url}" }
+  - { id: ln, type: line, channel_secret: ${line.channelSecret}, channel_access_token: ${line.channelAccessToken}, api_url: "${line.url}" }
 pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
 `,
@@ -47,14 +63,18 @@ routing: { default: bot }
   });
   afterAll(async () => {
     await gateway?.stop('SIGKILL');
-    await Promise.all([telegram?.close(), slack?.close(), discord?.close(), backend?.close()]);
+    await Promise.all([telegram?.close(), slack?.close(), discord?.close(), line?.close(), backend?.close()]);
   });
 
   describe('when an http backend answers an image and a text to a Telegram chat', () => {
     it('sends sendPhoto with the bytes, then sendMessage, in that order', async () => {
       const chat = { id: 7001, first_name: 'Ann', type: 'private' };
       telegram.pushUpdate({
-        message: telegram.message({ chat, from: { id: 7001, is_bot: false, first_name: 'Ann' }, text: 'show me' }),
+        message: telegram.message({
+          chat,
+          from: { id: 7001, is_bot: false, first_name: 'Ann' },
+          text: 'show me',
+        }),
       });
 
       const methods = await eventually(() => {
@@ -100,16 +120,42 @@ routing: { default: bot }
         content: 'show me',
       });
 
-      const sent = await eventually(() => discord.sentMessages().length >= 2 && discord.sentMessages(), 30_000);
+      const sent = await eventually(
+        () => discord.sentMessages().length >= 2 && discord.sentMessages(),
+        30_000,
+      );
       expect(sent.map((message) => message.files.map((file) => file.filename))).toEqual([['chart.png'], []]);
       expect(sent[0]?.files[0]?.bytes.equals(png)).toBe(true);
       expect(sent[1]?.body.content).toBe('here is your chart');
     });
   });
 
+  describe('when the answer goes to LINE, which cannot send files yet', () => {
+    it('sends nothing and dead-letters the delivery naming why', async () => {
+      const userId = `U${'0f'.repeat(16)}`;
+      const event = line.textEvent({ text: 'show me', source: { type: 'user', userId } });
+      expect((await line.deliverWebhook(`${gateway.url}/line/ln`, [event])).status).toBe(200);
+
+      const record = await eventually(async () => {
+        const audit = await get(`${gateway.url}/admin/audit?outcome=dead_lettered&channel=ln`);
+        return audit.body.items?.[0];
+      }, 30_000);
+      expect(record).toMatchObject({ reason: 'delivery_failed' });
+      expect(record.error).toBe(
+        'SB_CHANNEL_ATTACHMENTS_UNSUPPORTED: line channel "ln" cannot send attachments yet: replies[0] carries 1',
+      );
+      expect(line.callsTo('reply')).toEqual([]);
+      expect(line.callsTo('push')).toEqual([]);
+    });
+  });
+
   describe('when an HTTP API caller waits for the answer', () => {
     it('gets the attachments in its reply JSON as the backend gave them', async () => {
-      const answer = await post(`${gateway.url}/v1/messages`, { session_id: 's1', user_id: 'u1', text: 'show me' });
+      const answer = await post(`${gateway.url}/v1/messages`, {
+        session_id: 's1',
+        user_id: 'u1',
+        text: 'show me',
+      });
       expect(answer.status).toBe(200);
       expect(answer.body).toMatchObject({
         status: 'completed',
@@ -124,7 +170,11 @@ routing: { default: bot }
       ['too large', `replies[0].attachments[0].data: must decode to at most ${10 * 1024 * 1024} bytes`],
       ['url and data', 'replies[0].attachments[0].data: give url or data, not both'],
     ])('dead-letters the message (%s) with an error naming the field', async (text, problem) => {
-      const answer = await post(`${gateway.url}/v1/messages`, { session_id: `bad-${text}`, user_id: 'u1', text });
+      const answer = await post(`${gateway.url}/v1/messages`, {
+        session_id: `bad-${text}`,
+        user_id: 'u1',
+        text,
+      });
       expect(answer.body).toMatchObject({ status: 'dead_lettered', replies: [] });
       expect(answer.body?.error).toContain('SB_PIPELINE_FAILED');
       expect(answer.body?.error).toContain(problem);
