@@ -33,13 +33,23 @@ export interface SendOptions {
 }
 
 /**
+ * Whether a request posts into the chat, and so counts against its rate: a message, an update, or
+ * the completion that shares an uploaded file. Asking for an upload URL and the upload itself post
+ * nothing, so a file costs one token, like a message.
+ */
+function postsIntoChat(url: string): boolean {
+  return /\/(chat\.postMessage|chat\.update|files\.completeUploadExternal)$/.test(new URL(url).pathname);
+}
+
+/**
  * A Web API client for one send into `chat`, every request of which `signal` aborts. Bolt's
  * WebClient takes no signal per call, so the send's signal is given to each request in its
  * `fetch`. Its own retries are off: they wait on timers no signal reaches, so a run of 5xx
  * answers could outlast the deadline; `outboundCall` retries instead, with waits that end
- * with the signal. Each request, a retry too, first waits for `pacer` (the channel's token
- * buckets, shared by posts and edits) in `fetch`, right before it leaves: pacing any earlier
- * lets the client's own delays bunch requests up on their way to Slack.
+ * with the signal. Each request that posts into the chat (`postsIntoChat`), a retry too, first
+ * waits for `pacer` (the channel's token buckets, shared by posts and edits) in `fetch`, right
+ * before it leaves: pacing any earlier lets the client's own delays bunch requests up on their
+ * way to Slack.
  */
 export function createSendClient(options: {
   slackApiUrl: string | undefined;
@@ -58,7 +68,7 @@ export function createSendClient(options: {
     retryConfig: { retries: 0 },
     // Without a `timeout` the client gives its requests no signal of its own: the send's is theirs.
     fetch: async (url, init) => {
-      await pacer.pace(chat, signal);
+      if (postsIntoChat(String(url))) await pacer.pace(chat, signal);
       return fetch(url, { ...init, signal });
     },
   });
