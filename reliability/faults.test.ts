@@ -275,7 +275,9 @@ routing: { default: bot }
         const audited = audit.filter((record) => record.message_id === id);
         // Completed messages are not audited; every other outcome is, once.
         if (audited.length !== (kind === 'completed' ? 0 : 1))
-          auditMismatches.push(`${marker} ${id} ${kind}`);
+          auditMismatches.push(
+            `${marker} ${id} ${kind}, audited [${audited.map((record) => `${record.outcome}/${record.reason}`).join(' ')}]`,
+          );
       }
       // Messages the client never learnt the id of (their answer was lost to a kill).
       for (const record of auditByText.get(marker) ?? []) {
@@ -348,7 +350,7 @@ routing: { default: bot }
     const trace = (marker: string): string => {
       const answers = visits
         .filter((visit) => visit.marker === marker)
-        .map((v) => `${v.answer}@${v.attempt}`);
+        .map((v) => `${v.answer}@${v.attempt} ${v.at % 100_000}ms ${v.messageId}`);
       const sends = fake
         .callsOf('sendMessage')
         .filter((call) => call.body.text === `echo: ${marker}`)
@@ -398,8 +400,17 @@ routing: { default: bot }
       multiple.map((marker) => `${marker}: ${outcomes.get(marker)?.join(',')} (${trace(marker)})`),
       'messages with more than one outcome',
     ).toEqual([]);
-    expect(auditMismatches, 'statuses and audit records that disagree').toEqual([]);
-    expect(orderViolations, 'messages of one session that ran out of order').toEqual([]);
+    expect(
+      auditMismatches.map((mismatch) => `${mismatch} (${trace(mismatch.split(' ')[0] ?? '')})`),
+      'statuses and audit records that disagree',
+    ).toEqual([]);
+    expect(
+      orderViolations.map((violation) => {
+        const [late = '', early = ''] = violation.split(' after ');
+        return `${violation} (${late}: ${trace(late)}; ${early}: ${trace(early)})`;
+      }),
+      'messages of one session that ran out of order',
+    ).toEqual([]);
     expect(replyOrderViolations, 'replies of one chat sent out of message order').toEqual([]);
     expect(
       unmatchedReplies.map((reply) => reply.text),

@@ -36,6 +36,8 @@ export interface Channels {
   outboundPolicies: ReadonlyMap<string, OutboundPolicy>;
   /** Channel id → the least time between two previews (`channels[].outbound.edit_interval`) in ms. */
   editIntervalMsOf(channelId: string): number | undefined;
+  /** Channel id → whether it shows the bot typing while a turn runs (`channels[].outbound.typing`). */
+  typingOf(channelId: string): boolean;
   /** The configurations of the channels in force. */
   configs(): ChannelConfig[];
   /** The ids of the HTTP (`openapi`) channels. */
@@ -268,6 +270,7 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
     policyOf: (id) => policies.get(id) ?? OPENAPI_POLICY,
     outboundPolicies: outbound,
     editIntervalMsOf: (id) => outbound.get(id)?.editIntervalMs,
+    typingOf: (id) => outbound.get(id)?.typing ?? false,
     configs: () => [...built.values()].map((entry) => entry.config),
     httpChannels,
 

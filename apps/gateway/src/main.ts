@@ -14,7 +14,8 @@ Commands:
   doctor [--json]            check the configuration, then each channel, pipeline and store for real
                              (read-only: sends no message, runs no turn); exit 1 on any failure
   route                      dry-run routing for one message
-      --channel ID --chat-type person|group --chat-id ID [--sender ID] --text TEXT [--mention] [--json]
+      --channel ID --chat-type person|group --chat-id ID [--sender ID] --text TEXT [--mention]
+      [--event edited|deleted|reaction] [--json]
       (write ids that start with "-" as --chat-id=-100123)
   audit                      list audited outcomes, newest first (reads the SQLite file)
       [--outcome O] [--reason R] [--rule R] [--channel ID] [--session S]
@@ -34,6 +35,7 @@ const OPTIONS = {
   sender: { type: 'string' },
   text: { type: 'string' },
   mention: { type: 'boolean' },
+  event: { type: 'string' },
   outcome: { type: 'string' },
   reason: { type: 'string' },
   rule: { type: 'string' },
@@ -108,6 +110,7 @@ export async function main(
             sender: values.sender,
             text: values.text as string,
             mention: values.mention ?? false,
+            ...(values.event === undefined ? {} : { event: values.event }),
             json: values.json ?? false,
           },
           io,

@@ -104,6 +104,11 @@ export function createMetrics(
     help: 'Calls a platform answered 429 (Too Many Requests); pacing aims to keep this at 0.',
     labelNames: ['channel'] as const,
   });
+  const eventsIgnored = countingCounter({
+    name: 'switchboard_events_ignored_total',
+    help: 'Edits, deletions and reactions that no event rule routed (outcome ignored/unrouted_event).',
+    labelNames: ['channel', 'event'] as const,
+  });
   const operatorResponse = countingHistogram({
     name: 'switchboard_operator_response_seconds',
     help: "Time from the oldest message an operator's reply answered to the reply, in handoff.",
@@ -123,6 +128,7 @@ export function createMetrics(
     deliveries,
     sendWait,
     platformRateLimited,
+    eventsIgnored,
   ];
   const outbound: OutboundObserver = {
     paced(channel, waitedMs) {
@@ -263,6 +269,9 @@ export function createMetrics(
         reason: outcome.reason ?? '',
       };
       messages.series(labels).inc();
+      const { event } = outcome.message;
+      if (outcome.reason === 'unrouted_event' && event !== undefined)
+        eventsIgnored.series({ channel: outcome.message.channel, event: event.type }).inc();
       activeSessions.touch(outcome.session, outcome.at);
     },
   };

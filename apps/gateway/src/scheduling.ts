@@ -14,6 +14,7 @@ import {
   createIngress,
   createReplySender,
   createReplyStream,
+  startTyping,
 } from '@switchboard/core';
 import type { Channels } from './channels.js';
 import type { Pipelines } from './pipelines.js';
@@ -83,6 +84,18 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
         preview: (text, draft, signal) => preview(query.message, text, draft, signal),
         editIntervalMs,
         finishTimeoutMs,
+        logger: turnLogger,
+      });
+    },
+    // The bot shows typing while the pipeline works, where the channel can (docs/design.md §3 "Typing").
+    typing: (query, turnLogger) => {
+      const origin = query.message;
+      const channel = adapters.get(origin.channel);
+      if (channel?.typing === undefined || channel.typingIntervalMs === undefined) return undefined;
+      if (!channels.typingOf(origin.channel)) return undefined;
+      return startTyping({
+        send: (signal) => channel.typing?.(origin, signal) ?? Promise.resolve(),
+        intervalMs: channel.typingIntervalMs,
         logger: turnLogger,
       });
     },

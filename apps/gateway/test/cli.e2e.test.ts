@@ -59,6 +59,7 @@ routing:
   rules:
     - { name: drop-ads, type: message_content, operator: contains, value: "buy now", pipeline: __discard__ }
     - { name: support-group, type: launcher_id, operator: eq, value: "-100123", pipeline: support }
+    - { name: edits, type: event, events: [edited], pipeline: support }
 `;
 
     /** `switchboard route -c <the config above> …flags`, run in a fresh folder. */
@@ -95,6 +96,19 @@ routing:
         '--json',
       );
       expect(JSON.parse(discard.stdout)).toMatchObject({ rule: 'drop-ads', pipeline: '__discard__' });
+    });
+
+    it('routes an event by the event rules only, and names an unrouted one ignored', async () => {
+      const flags = ['--channel=api', '--chat-type=group', '--chat-id=-100123', '--text=hello'];
+      const edit = await route(...flags, '--event=edited');
+      expect(edit.stdout).toMatch(/rule:\s+edits/);
+      expect(edit.stdout).toMatch(/support-group: a message rule: matches only messages, not edited events/);
+      const reaction = await route(...flags, '--event=reaction');
+      expect(reaction.stdout).toMatch(/pipeline:\s+__ignore_event__/);
+      expect(reaction.stdout).toMatch(/result:\s+ignored \(unrouted_event\)/);
+      const unknown = await route(...flags, '--event=typed');
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toMatch(/--event: expected one of edited, deleted, reaction, got "typed"/);
     });
 
     it('refuses missing flags and an unknown channel with a usage error', async () => {

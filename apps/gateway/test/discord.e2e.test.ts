@@ -27,9 +27,13 @@ beforeEach(async () => {
 
 const PIPELINES = 'pipelines: [{ id: echo, type: echo }]\nrouting: { default: echo }';
 
-/** Starts `switchboard serve` with one discord channel `dc` pointed at the fake, token from the env. */
+/**
+ * Starts `switchboard serve` with one discord channel `dc` pointed at the fake, token from the env.
+ * Typing is off: these tests fail and count the REST calls of replies, which a typing call would
+ * share (typing.e2e.test.ts tests it).
+ */
 function serve(yaml = PIPELINES, token = fake.token): Promise<ServeProcess> {
-  const channel = `{ id: dc, type: discord, token: "\${DISCORD_BOT_TOKEN}", api_url: "${fake.url}" }`;
+  const channel = `{ id: dc, type: discord, token: "\${DISCORD_BOT_TOKEN}", api_url: "${fake.url}", outbound: { typing: false } }`;
   return serveYaml(`audit: { ignored: true }\nchannels: [${channel}]\n${yaml}\n`, {
     cleanup,
     env: { DISCORD_BOT_TOKEN: token },

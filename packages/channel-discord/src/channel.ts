@@ -14,15 +14,34 @@ import {
   newMessageId,
   pacedChatOf,
 } from '@switchboard/core';
-import { Client, Events, GatewayIntentBits, type Message, Partials, REST, RESTEvents } from 'discord.js';
+import {
+  Client,
+  Events,
+  GatewayIntentBits,
+  type Message,
+  type MessageReaction,
+  type PartialMessage,
+  type PartialMessageReaction,
+  type PartialUser,
+  Partials,
+  REST,
+  RESTEvents,
+  type User,
+} from 'discord.js';
 import type { DiscordChannelConfig } from './options.js';
 import { toStartError } from './errors.js';
 import { createGatewayHealth } from './gateway-health.js';
 import { type AcceptQueue, createAcceptQueue } from './inbound/accept-queue.js';
-import { toMessageData } from './inbound/message-data.js';
-import { normalizeMessage } from './inbound/normalize.js';
+import { toMessageData, toMessagePlace, userData } from './inbound/message-data.js';
+import {
+  type NormalizeContext,
+  normalizeDeletion,
+  normalizeEdit,
+  normalizeMessage,
+  normalizeReaction,
+} from './inbound/normalize.js';
 import { renderReplies } from './outbound/render.js';
-import { type Outbound, messageCalls } from './outbound/send.js';
+import { type Outbound, messageCalls, sendTyping } from './outbound/send.js';
 
 /** Options of `createDiscordChannel`. */
 export interface DiscordChannelOptions extends PacingOptions {
@@ -35,6 +54,9 @@ export interface DiscordChannelOptions extends PacingOptions {
   now?: () => number;
 }
 
+/** Discord shows typing for 10 s, or until the bot posts: renewed a little before it ends. */
+const TYPING_INTERVAL_MS = 8_000;
+
 const DEFAULTS = {
   startTimeoutMs: 30_000,
   now: Date.now,
@@ -42,9 +64,10 @@ const DEFAULTS = {
 
 /**
  * The Discord channel (docs/design.md §3 "discord") on discord.js: a gateway client with the Guilds,
- * GuildMessages, DirectMessages and MessageContent intents. `start` logs in and resolves once the
- * gateway is ready; MESSAGE_CREATE events become unified messages handed to the ingress in order
- * (Discord's message id is the dedup key); `send` posts replies through a REST client of its own,
+ * GuildMessages, DirectMessages, MessageContent and both message reaction intents. `start` logs in
+ * and resolves once the gateway is ready; MESSAGE_CREATE events become unified messages handed to
+ * the ingress in order (Discord's message id is the dedup key), and MESSAGE_UPDATE (edits),
+ * MESSAGE_DELETE and MESSAGE_REACTION_ADD/REMOVE become events (docs/design.md §2 "Events"); `send` posts replies through a REST client of its own,
  * so replies still go out while the gateway reconnects or after it stopped. discord.js resumes
  * or re-identifies after a dropped connection; `health` is ready only while the gateway is.
  */
@@ -98,6 +121,65 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     }
   }
 
+  const contextOf = (botUserId: string): NormalizeContext => ({
+    id: newMessageId(),
+    channelId: config.id,
+    botUserId,
+    receivedAt: now(),
+  });
+
+  /** Normalizes an edit, deletion or reaction and queues it; a failure is logged, never thrown. */
+  function onEvent(platformMessageId: string, kind: string, normalize: () => InboundMessage | null): void {
+    try {
+      const inbound = normalize();
+      if (inbound === null) {
+        logger.debug({ platformMessageId, kind }, 'unsupported message event ignored');
+        return;
+      }
+      queue?.push(inbound, inbound.platform_message_id);
+    } catch (err) {
+      logger.warn({ err, platformMessageId, kind }, 'failed to normalize message event');
+    }
+  }
+
+  function onUpdate(updated: Message | PartialMessage, botUserId: string): void {
+    onEvent(updated.id, 'update', () => {
+      // Discord also updates a message to add link embeds: only an edited_timestamp makes it an edit.
+      if (updated.partial || updated.editedTimestamp === null) return null;
+      const data = toMessageData(updated);
+      return data === null ? null : normalizeEdit(data, updated.editedTimestamp, contextOf(botUserId));
+    });
+  }
+
+  function onReaction(
+    reaction: MessageReaction | PartialMessageReaction,
+    user: User | PartialUser,
+    removed: boolean,
+    botUserId: string,
+  ): void {
+    onEvent(reaction.message.id, removed ? 'reaction remove' : 'reaction add', () => {
+      const emoji = reaction.emoji.name ?? reaction.emoji.id;
+      // A partial user has its id only; the event needs nothing more of it.
+      const reactor = userData({
+        id: user.id,
+        username: user.username ?? user.id,
+        globalName: user.globalName ?? null,
+        bot: user.bot ?? false,
+      });
+      if (emoji === null) return null;
+      const { message } = reaction;
+      const place = toMessagePlace({
+        id: message.id,
+        channelId: message.channelId,
+        guildId: message.guildId,
+        channel: message.channel,
+        // The reaction's message author is not what the event is about: the reactor is its sender.
+        author: null,
+      });
+      return normalizeReaction({ place, user: reactor, emoji, removed }, contextOf(botUserId));
+    });
+  }
+
   function createClient(): Client {
     const created = new Client({
       intents: [
@@ -105,12 +187,36 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
         GatewayIntentBits.GuildMessages,
         GatewayIntentBits.DirectMessages,
         GatewayIntentBits.MessageContent,
+        GatewayIntentBits.GuildMessageReactions,
+        GatewayIntentBits.DirectMessageReactions,
       ],
-      // DM channels are not cached before their first message; without this partial discord.js drops DMs.
-      partials: [Partials.Channel],
+      // DM channels are not cached before their first message; without this partial discord.js drops
+      // DMs. Edits, deletions and reactions concern messages sent before the client started (or
+      // evicted from its cache): without the message, reaction and user partials it drops those too.
+      partials: [Partials.Channel, Partials.Message, Partials.Reaction, Partials.User],
       rest: restOptions,
     });
-    created.on(Events.MessageCreate, (message) => onMessage(message, created.user?.id ?? ''));
+    const botUserId = () => created.user?.id ?? '';
+    created.on(Events.MessageCreate, (message) => onMessage(message, botUserId()));
+    created.on(Events.MessageUpdate, (_old, updated) => onUpdate(updated, botUserId()));
+    created.on(Events.MessageDelete, (deleted) =>
+      onEvent(deleted.id, 'delete', () =>
+        normalizeDeletion(
+          toMessagePlace({
+            id: deleted.id,
+            channelId: deleted.channelId,
+            guildId: deleted.guildId,
+            channel: deleted.channel,
+            author: deleted.author,
+          }),
+          contextOf(botUserId()),
+        ),
+      ),
+    );
+    created.on(Events.MessageReactionAdd, (reaction, user) => onReaction(reaction, user, false, botUserId()));
+    created.on(Events.MessageReactionRemove, (reaction, user) =>
+      onReaction(reaction, user, true, botUserId()),
+    );
     created.on(Events.ShardReady, (shardId) => {
       health.shardUp(shardId);
       logger.info({ shardId }, 'gateway ready');
@@ -186,6 +292,13 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
 
     preview(origin, text, draft, signal) {
       return showPreview(renderReplies(origin, [{ text }]), messageCalls(outboundOf(origin, signal)), draft);
+    },
+
+    typingIntervalMs: TYPING_INTERVAL_MS,
+
+    typing(origin, signal) {
+      // A thread is a channel of its own for the API, as in `renderReplies`.
+      return sendTyping(outboundOf(origin, signal), origin.chat.thread ?? origin.chat.id);
     },
 
     health() {

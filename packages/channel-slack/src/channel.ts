@@ -19,8 +19,8 @@ import { DELIVERY_KEY, type Delivery } from './inbound/delivery.js';
 import { createEventsReceiver } from './inbound/events-receiver.js';
 import { normalizeSlackEvent } from './inbound/normalize.js';
 import { type SocketModeReceiver, createSocketModeReceiver } from './inbound/socket-mode-receiver.js';
-import { renderSlackReplies } from './outbound/render.js';
-import { type SendOptions, createSendClient, messageCalls } from './outbound/send.js';
+import { assistantThreadOf, renderSlackReplies } from './outbound/render.js';
+import { type SendOptions, createSendClient, messageCalls, setTypingStatus } from './outbound/send.js';
 
 /** Options of `createSlackChannel`. */
 export interface SlackChannelOptions extends PacingOptions {
@@ -42,6 +42,12 @@ export interface SlackChannelOptions extends PacingOptions {
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
+
+/**
+ * An assistant thread's status stays until the app replies, or two minutes pass without one: it
+ * is set again once a minute while a turn runs.
+ */
+const TYPING_INTERVAL_MS = 60_000;
 
 const DEFAULTS = {
   // Slack wants an answer within 3 s; the rest is the network's.
@@ -181,6 +187,8 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
   };
   app.event('message', onEvent);
   app.event('app_mention', onEvent);
+  app.event('reaction_added', onEvent);
+  app.event('reaction_removed', onEvent);
 
   async function whoAmI(): Promise<BotIdentity> {
     if (config.botUserId !== undefined) return { botUserId: config.botUserId };
@@ -197,9 +205,13 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
    * How this channel's posts and updates into `origin`'s chat are made: with a client paced for
    * that chat, whose requests `signal` aborts.
    */
-  function outboundOptions(origin: InboundMessage, signal: AbortSignal): SendOptions {
+  function outboundOptions(
+    origin: InboundMessage,
+    signal: AbortSignal,
+    pace: () => Promise<unknown> = () => pacer.pace(pacedChatOf(origin), signal),
+  ): SendOptions {
     return {
-      client: createSendClient({ slackApiUrl, logger: boltLogger, pacer, chat: pacedChatOf(origin), signal }),
+      client: createSendClient({ slackApiUrl, logger: boltLogger, pace, signal }),
       botToken: config.botToken,
       channelId: config.id,
       maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
@@ -245,6 +257,18 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
     preview(origin, text, draft, signal) {
       const calls = messageCalls(outboundOptions(origin, signal));
       return showPreview(renderSlackReplies(origin, [{ text }]), calls, draft);
+    },
+
+    typingIntervalMs: TYPING_INTERVAL_MS,
+
+    async typing(origin, signal) {
+      const thread = assistantThreadOf(origin);
+      if (thread === undefined || !(await pacer.tryPace())) return;
+      // Paced once above: the status request itself waits for nothing.
+      await setTypingStatus(
+        outboundOptions(origin, signal, async () => {}),
+        thread,
+      );
     },
 
     health() {

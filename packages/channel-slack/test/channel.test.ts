@@ -16,6 +16,7 @@ import {
   appMention,
   channelMessageWithMention,
   directMessage,
+  channelJoin,
   messageChanged,
   reactionAdded,
   warningLogger,
@@ -239,9 +240,19 @@ describe('createSlackChannel (Events API)', () => {
       const { server, channel } = await setUp();
       const { ingress, accepted } = recordingIngress();
       await channel.start({ ingress, logger: silentLogger });
+      expect((await post(server, envelope(channelJoin))).statusCode).toBe(200);
+      expect(accepted).toEqual([]);
+    });
+  });
+
+  describe('when a message is edited or reacted to', () => {
+    it('hands ingress an edited and a reaction event', async () => {
+      const { server, channel } = await setUp();
+      const { ingress, accepted } = recordingIngress();
+      await channel.start({ ingress, logger: silentLogger });
       expect((await post(server, envelope(messageChanged))).statusCode).toBe(200);
       expect((await post(server, envelope(reactionAdded))).statusCode).toBe(200);
-      expect(accepted).toEqual([]);
+      expect(accepted.map(({ message }) => message.event?.type)).toEqual(['edited', 'reaction']);
     });
   });
 

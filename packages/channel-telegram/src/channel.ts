@@ -29,7 +29,7 @@ import { type ApiSignal, type Polling, startPolling } from './inbound/polling.js
 import { mountTelegramWebhook } from './inbound/webhook.js';
 import { countRateLimits } from './outbound/count-rate-limits.js';
 import { paceCalls } from './outbound/pace-calls.js';
-import { renderReplies } from './outbound/render.js';
+import { renderReplies, renderTyping } from './outbound/render.js';
 import { messageCalls } from './outbound/send.js';
 
 /** Options of `createTelegramChannel`. */
@@ -50,6 +50,9 @@ export interface TelegramChannelOptions extends PacingOptions {
   /** Clock, ms since the epoch. Default: `Date.now`. */
   now?: () => number;
 }
+
+/** Telegram shows a chat action for 5 s, or until the bot posts: renewed a little before it ends. */
+const TYPING_INTERVAL_MS = 4_000;
 
 const DEFAULTS = {
   pollTimeoutMs: 30_000,
@@ -72,7 +75,8 @@ function isMalformedUpdate(err: unknown): boolean {
  * chat and topic, split at 4096 characters, paced by the token buckets of `outbound.rate`; a 429
  * `retry_after` is still waited out, up to `maxRetryAfterMs`. A streamed answer is previewed by
  * posting its first 4096 characters and editing that message (edits paced like sends); the final
- * send edits it into the first chunk of the answer.
+ * send edits it into the first chunk of the answer. While a turn runs, `typing` sends the `typing`
+ * chat action (sendChatAction) when the bot's pacing bucket has a token free.
  */
 export function createTelegramChannel(options: TelegramChannelOptions): ChannelAdapter {
   const { config } = options;
@@ -224,6 +228,16 @@ export function createTelegramChannel(options: TelegramChannelOptions): ChannelA
 
     preview(origin, text, draft, signal) {
       return showPreview(renderReplies(origin, [{ text }]), callsOf(signal), draft);
+    },
+
+    typingIntervalMs: TYPING_INTERVAL_MS,
+
+    async typing(origin, signal) {
+      if (!(await pacer.tryPace())) return;
+      const { chat_id, ...thread } = renderTyping(origin);
+      await callApi('sendChatAction', () =>
+        bot.api.sendChatAction(chat_id, 'typing', thread, signal as unknown as ApiSignal),
+      );
     },
 
     health() {

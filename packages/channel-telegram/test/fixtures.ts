@@ -228,6 +228,33 @@ export const editedMessage: Update = {
   },
 };
 
+export const reactionAdded: Update = {
+  update_id: 912_345_695,
+  message_reaction: {
+    chat: group,
+    message_id: 77,
+    user: alice,
+    date: 1_735_000_200,
+    old_reaction: [{ type: 'emoji', emoji: '👀' }],
+    new_reaction: [
+      { type: 'emoji', emoji: '👀' },
+      { type: 'emoji', emoji: '👍' },
+    ],
+  },
+};
+
+export const reactionRemoved: Update = {
+  update_id: 912_345_696,
+  message_reaction: {
+    chat: group,
+    message_id: 77,
+    user: alice,
+    date: 1_735_000_201,
+    old_reaction: [{ type: 'emoji', emoji: '👍' }],
+    new_reaction: [],
+  },
+};
+
 export const myChatMember: Update = {
   update_id: 912_345_692,
   my_chat_member: {

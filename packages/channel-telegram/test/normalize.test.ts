@@ -154,13 +154,46 @@ describe('normalizeUpdate', () => {
     });
   });
 
+  describe('when a message is edited', () => {
+    it('is an edited event with the new text, its own id, and the original as message_id', () => {
+      const message = normalized(fixtures.editedMessage);
+      expect(message.event).toEqual({ type: 'edited', message_id: '111222333:42' });
+      expect(message.text).toBe('hello there!');
+      expect(message.elements).toEqual([{ type: 'text', text: 'hello there!' }]);
+      expect(message.platform_message_id).toBe('111222333:42:edit:1735000100');
+    });
+  });
+
+  describe('when someone reacts to a message', () => {
+    it('is a reaction event with the emoji added', () => {
+      const message = normalized(fixtures.reactionAdded);
+      expect(message).toMatchObject({
+        chat: { type: 'group', id: '-4012345678' },
+        sender: { id: '111222333', name: 'Alice Liddell', is_bot: false },
+        text: '',
+        elements: [],
+        event: { type: 'reaction', message_id: '-4012345678:77', emoji: '👍' },
+        platform_message_id: '-4012345678:77:reaction:111222333:1735000200',
+      });
+      expect(message.event?.removed).toBeUndefined();
+    });
+
+    it('is a removed reaction event when the emoji was taken away', () => {
+      expect(normalized(fixtures.reactionRemoved).event).toEqual({
+        type: 'reaction',
+        message_id: '-4012345678:77',
+        emoji: '👍',
+        removed: true,
+      });
+    });
+  });
+
   describe('when the update is not a message the gateway handles', () => {
     it.each([
-      ['an edit', fixtures.editedMessage, 'edited_message'],
       ['a member change', fixtures.myChatMember, 'my_chat_member'],
       ['a join service message', fixtures.newMembers, 'message without text or media'],
       ['a sticker', fixtures.sticker, 'message without text or media'],
-      ['a reaction', { update_id: 1, message_reaction: {} } as unknown as Update, 'message_reaction'],
+      ['a channel post', { update_id: 1, channel_post: {} } as unknown as Update, 'channel_post'],
     ])('reports %s as unsupported', (_name, update, kind) => {
       expect(normalizeUpdate(update, context)).toEqual({ unsupported: kind });
     });

@@ -26,6 +26,20 @@ describe('renderReplies', () => {
     });
   });
 
+  describe('when replying to an event', () => {
+    it('answers the message the event is about, not the event', () => {
+      const edit = inboundMessage({
+        chat: { type: 'person', id: '111222333' },
+        platform_message_id: '111222333:42:edit:1735000100',
+        event: { type: 'edited', message_id: '111222333:42' },
+      });
+      expect(renderReplies(edit, [{ text: 'noted' }])[0]?.reply_parameters).toEqual({
+        message_id: 42,
+        allow_sending_without_reply: true,
+      });
+    });
+  });
+
   describe('when replying in a forum topic', () => {
     it('sends every message into the topic', () => {
       const messages = renderReplies(

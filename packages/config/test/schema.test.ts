@@ -50,6 +50,7 @@ describe('ConfigSchema', () => {
             concurrency: 64,
             maxAgeMs: 3_600_000,
             retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+            typing: true,
           },
           maxEventStreams: 1000,
           maxEventStreamsPerSession: 10,
@@ -288,6 +289,7 @@ describe('ConfigSchema', () => {
           concurrency: 64,
           maxAgeMs: 3_600_000,
           retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
+          typing: true,
         },
         {
           sendTimeoutMs: 30_000,
@@ -295,6 +297,7 @@ describe('ConfigSchema', () => {
           concurrency: 2,
           maxAgeMs: 600_000,
           retry: { baseDelayMs: 500, maxDelayMs: 5_000 },
+          typing: true,
           // Discord's pacing defaults: 'paces each chat platform by its documented limits'.
           rate: expect.objectContaining({ enabled: false }),
         },

@@ -6,8 +6,10 @@ export {
   AttachmentSchema,
   ChatTypeSchema,
   ELEMENT_TYPES,
+  EVENT_TYPES,
   ElementSchema,
   HandoffContextSchema,
+  InboundEventSchema,
   InboundMessageSchema,
   MAX_ATTACHMENTS_PER_REPLY,
   MAX_ATTACHMENT_BYTES,
@@ -25,7 +27,9 @@ export type {
   ChatType,
   Element,
   ElementType,
+  EventType,
   HandoffContext,
+  InboundEvent,
   InboundMessage,
   InboundMessageInput,
   Reply,
@@ -63,7 +67,14 @@ export { formatIssues, formatPath, parseOrThrow } from './model/validation.js';
 // Inbound: admission, routing, ingress
 export { GroupPolicySchema, admit } from './inbound/admission.js';
 export type { AdmissionDecision, AdmissionPolicy } from './inbound/admission.js';
-export { DISCARD, HANDOFF, RoutingConditionSchema, RoutingSchema, createRouter } from './inbound/router.js';
+export {
+  DISCARD,
+  HANDOFF,
+  IGNORE_EVENT,
+  RoutingConditionSchema,
+  RoutingSchema,
+  createRouter,
+} from './inbound/router.js';
 export type {
   RouteDecision,
   RouteExplanation,
@@ -123,6 +134,8 @@ export type { BucketRate, PacedChat, SendPacer, SendPacerOptions, SendRates } fr
 export { sendWithDeadline } from './outbound/send-deadline.js';
 export { createReplyStream } from './outbound/reply-stream.js';
 export type { ReplyStream, ReplyStreamOptions, ShowPreview } from './outbound/reply-stream.js';
+export { startTyping } from './outbound/typing-indicator.js';
+export type { SendTyping, TypingIndicator, TypingIndicatorOptions } from './outbound/typing-indicator.js';
 export { splitText } from './outbound/split-text.js';
 
 // Observability: message traces, secrets marked on their schemas and masked wherever text leaves

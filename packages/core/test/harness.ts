@@ -83,6 +83,8 @@ export interface HarnessOptions {
   wrapPool?: (pool: QueryPool) => QueryPool;
   /** Holds the turns of sessions in handoff (`ControllerOptions.handoffs`). */
   handoffs?: ControllerOptions['handoffs'];
+  /** Shows typing while turns run (`ControllerOptions.typing`). */
+  typing?: ControllerOptions['typing'];
 }
 
 /** A logger that keeps `level message` lines for assertions. */
@@ -170,6 +172,7 @@ export function createHarness(options: HarnessOptions = {}) {
     random: options.random,
     logger: options.logger,
     handoffs: options.handoffs,
+    typing: options.typing,
   });
   // The test channel `c`: every send is logged in `delivered`.
   const channel = {

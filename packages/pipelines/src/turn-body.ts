@@ -29,7 +29,11 @@ export function turnBody(query: Query) {
       sender: { id: original.sender.id, name: original.sender.name ?? null },
       received_at: original.received_at,
       elements: original.elements,
+      // An edit, deletion or reaction this entry reports (docs/design.md §2 "Events"), else null.
+      event: original.event ?? null,
     })),
+    // The event the turn's first message reports, else null: a turn routed by an `event` rule.
+    event: message.event ?? null,
     // The transcript of the handoff this turn resumes (`resume: bot`), else null.
     handoff: query.messages.find((original) => original.handoff !== undefined)?.handoff ?? null,
   };

@@ -74,9 +74,23 @@ describe('createHttpPipeline', () => {
           sender: { id: 'u1', name: 'Ada' },
           received_at: 1_700_000_000_000 + index,
           elements: [{ type: 'text', text: ['first', 'second'][index] }],
+          event: null,
         })),
+        event: null,
         handoff: null,
       });
+    });
+
+    it('sends the event a turn reports, on the turn and on its message', async () => {
+      const { pipeline, server } = await pipelineAnswering(() => ({ status: 200, body: { replies: [] } }));
+      const event = { type: 'edited', message_id: 'm-original' } as const;
+      const query = queryOf(['hello, edited'], { event });
+
+      await pipeline.run(query, runContext());
+
+      const body = JSON.parse(server.requests[0]?.body ?? '');
+      expect(body.event).toEqual(event);
+      expect(body.messages[0].event).toEqual(event);
     });
 
     it('passes on a handoff the endpoint asks for, and sends a resumed turn its transcript', async () => {

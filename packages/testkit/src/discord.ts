@@ -111,6 +111,20 @@ export interface FakeDiscord {
   rateLimitViolations(): number;
   /** The `PATCH /channels/:id/messages/:id` calls that succeeded, in order. */
   edits(): DiscordEdit[];
+  /** The `POST /channels/:id/typing` calls that succeeded, in order. */
+  typings(): { channelId: string; at: number }[];
+  /**
+   * Dispatches MESSAGE_UPDATE for an edit of `message` (a MESSAGE_CREATE payload `messageCreate`
+   * returned) to `content`, with an `edited_timestamp`; returns the payload sent.
+   */
+  messageUpdate(message: Record<string, unknown>, content: string): Record<string, unknown>;
+  /** Dispatches MESSAGE_REACTION_ADD (or, `removed`, MESSAGE_REACTION_REMOVE) of a Unicode emoji. */
+  reaction(
+    message: Record<string, unknown>,
+    user: FakeDiscordUser,
+    emoji: string,
+    options?: { removed?: boolean },
+  ): void;
   /** The content a message the bot posted shows now (after its edits); undefined if unknown. */
   contentOf(channelId: string, messageId: string): string | undefined;
   /** Gateway counters: sockets opened, IDENTIFYs and RESUMEs received. */
@@ -168,6 +182,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const requests: RecordedDiscordRequest[] = [];
   const sent: SentDiscordMessage[] = [];
   const edits: DiscordEdit[] = [];
+  const typings: { channelId: string; at: number }[] = [];
   /** The content of each message the bot posted, by `<channel id>/<message id>`. */
   const contents = new Map<string, string>();
   const guilds = new Map<string, FakeGuild>();
@@ -352,6 +367,13 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const id = nextId();
       contents.set(`${channelId}/${id}`, String(posted.content ?? ''));
       json(response, 200, fullMessage({ ...posted, id, channel_id: channelId, author: botUser }), headers);
+      return;
+    }
+    const channelTyping = /^\/channels\/(\d+)\/typing$/.exec(path);
+    if (method === 'POST' && channelTyping?.[1] !== undefined) {
+      typings.push({ channelId: channelTyping[1], at: arrivedAt });
+      response.writeHead(204);
+      response.end();
       return;
     }
     const channelMessage = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
@@ -560,6 +582,22 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     },
     dispatch(type, data) {
       dispatchOn(liveSocket(), type, data);
+    },
+    typings: () => [...typings],
+    messageUpdate(message, content) {
+      const payload = { ...message, content, edited_timestamp: new Date().toISOString() };
+      dispatchOn(liveSocket(), 'MESSAGE_UPDATE', payload);
+      return payload;
+    },
+    reaction(message, user, emoji, { removed = false } = {}) {
+      dispatchOn(liveSocket(), removed ? 'MESSAGE_REACTION_REMOVE' : 'MESSAGE_REACTION_ADD', {
+        user_id: user.id,
+        channel_id: message.channel_id,
+        message_id: message.id,
+        ...(message.guild_id === undefined ? {} : { guild_id: message.guild_id }),
+        emoji: { id: null, name: emoji },
+        ...(removed ? {} : { type: 0, burst: false }),
+      });
     },
     sendRaw(frame) {
       liveSocket().send(frame);

@@ -279,6 +279,14 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         }
         return { status: 200, body: { ok: true, files: files.map(({ id, title }) => ({ id, title })) } };
       }
+      case 'assistant.threads.setStatus': {
+        // Slack's reference: channel_id and thread_ts name the assistant thread; status may be empty (clears it).
+        if (typeof body.channel_id !== 'string' || body.channel_id === '')
+          return { status: 200, body: { ok: false, error: 'channel_not_found' } };
+        if (typeof body.thread_ts !== 'string' || body.thread_ts === '' || typeof body.status !== 'string')
+          return { status: 200, body: { ok: false, error: 'invalid_arguments' } };
+        return { status: 200, body: { ok: true } };
+      }
       default:
         return { status: 200, body: { ok: false, error: 'unknown_method' } };
     }
@@ -487,6 +495,45 @@ export function messageEvent(
       },
     ],
     ...fields,
+  };
+}
+
+/**
+ * The `message_changed` event Slack sends when the person who wrote `original` (a `messageEvent`)
+ * edits it to `text`: the event has a `ts` of its own, the message keeps its `ts` and gets `edited`.
+ */
+export function messageChangedEvent(
+  original: Record<string, unknown>,
+  text: string,
+): Record<string, unknown> {
+  const ts = nextSlackTs();
+  const { event_ts: _eventTs, channel, channel_type, ...message } = original;
+  return {
+    type: 'message',
+    subtype: 'message_changed',
+    message: { ...message, text, edited: { user: original.user, ts } },
+    previous_message: message,
+    channel,
+    hidden: true,
+    ts,
+    event_ts: ts,
+    channel_type,
+  };
+}
+
+/** A `reaction_added` (or `reaction_removed`) event of `user` on `original` (a `messageEvent`). */
+export function reactionEvent(
+  original: Record<string, unknown>,
+  reaction: string,
+  options: { user?: string; removed?: boolean } = {},
+): Record<string, unknown> {
+  return {
+    type: options.removed ? 'reaction_removed' : 'reaction_added',
+    user: options.user ?? 'U0001',
+    reaction,
+    item_user: original.user,
+    item: { type: 'message', channel: original.channel, ts: original.ts },
+    event_ts: nextSlackTs(),
   };
 }
 

@@ -10,8 +10,9 @@ import { type UploadedFile, multipartBoundary, parseMultipart, readRawBody } fro
  * `client: { apiRoot: fake.url }` (the channel's `api_root`). It implements getMe,
  * deleteWebhook, setWebhook, getWebhookInfo, getUpdates (long poll honouring `offset`,
  * `limit`, `timeout` and `allowed_updates`; 409 while a webhook is set), sendMessage
- * (returns a full Message) and editMessageText (of the bot's own messages; 400 "message is not
- * modified" for the same text, as Telegram answers), records every call, and can answer 429 with `retry_after`, another
+ * (returns a full Message), editMessageText (of the bot's own messages; 400 "message is not
+ * modified" for the same text, as Telegram answers) and sendChatAction (the documented actions),
+ * records every call, and can answer 429 with `retry_after`, another
  * error, or never, for the next calls of a method. Like Telegram, a getUpdates arriving while
  * another is open ends the open one with 409 Conflict; the fake records the most getUpdates
  * calls ever open at once and how often each update was fetched. Updates are queued with `pushUpdate` for
@@ -218,6 +219,21 @@ function multipartFields(fields: Record<string, string>): Json {
   }
   return out;
 }
+
+/** The `action` values sendChatAction accepts (Bot API reference). */
+const CHAT_ACTIONS = new Set([
+  'typing',
+  'upload_photo',
+  'record_video',
+  'upload_video',
+  'record_voice',
+  'upload_voice',
+  'upload_document',
+  'choose_sticker',
+  'find_location',
+  'record_video_note',
+  'upload_video_note',
+]);
 const DEFAULT_UPDATES_LIMIT = 100;
 
 interface Answer {
@@ -437,6 +453,13 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     });
   }
 
+  function sendChatAction(body: Json): Answer {
+    if (body.chat_id === undefined) return fail(400, 'Bad Request: chat_id is empty');
+    if (typeof body.action !== 'string' || !CHAT_ACTIONS.has(body.action))
+      return fail(400, 'Bad Request: wrong parameter action in request');
+    return ok(true);
+  }
+
   function answer(
     method: string,
     body: Json,
@@ -478,6 +501,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         return sendMessage(body);
       case 'editMessageText':
         return editMessageText(body);
+      case 'sendChatAction':
+        return sendChatAction(body);
       default:
         return fail(404, 'Not Found: method not found');
     }

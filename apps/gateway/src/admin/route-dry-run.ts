@@ -2,7 +2,9 @@ import type { ChannelConfig } from '@switchboard/config';
 import {
   type AdmissionDecision,
   DISCARD,
+  type EventType,
   HANDOFF,
+  IGNORE_EVENT,
   type RouteTraceStep,
   type Router,
   admit,
@@ -17,6 +19,8 @@ export interface DryRunInput {
   sender?: string;
   text: string;
   mention: boolean;
+  /** Routes an edit, deletion or reaction of that type instead of a new message. */
+  event?: EventType;
 }
 
 /** What routing and admission would do with a message, and why. */
@@ -25,7 +29,7 @@ export interface DryRunResult {
   pipeline: string;
   routed_by_rule: boolean;
   admission: AdmissionDecision;
-  /** `pipeline <id>`, `discarded (audited)` or `ignored (<reason>)`. */
+  /** `pipeline <id>`, `discarded (audited)`, `handed to an operator (audited)` or `ignored (<reason>)`. */
   result: string;
   /** The rules checked in order, up to the one that matched. */
   trace: RouteTraceStep[];
@@ -47,19 +51,24 @@ export function dryRunRoute(router: Router, channel: ChannelConfig, input: DryRu
     mentions_bot: input.mention,
     platform_message_id: 'dry-run',
     received_at: Date.now(),
+    ...(input.event === undefined ? {} : { event: { type: input.event, message_id: 'dry-run-original' } }),
   });
   const { decision, trace } = router.explain(message);
+  // An event no rule routes is ignored before admission, as ingress does.
   const admission: AdmissionDecision =
-    channel.type === 'openapi'
+    channel.type === 'openapi' || decision.pipeline === IGNORE_EVENT
       ? { admitted: true }
       : admit(message, channel.policy.admission, decision.routedByRule);
-  const result = !admission.admitted
-    ? `ignored (${admission.reason})`
-    : decision.pipeline === DISCARD
-      ? 'discarded (audited)'
-      : decision.pipeline === HANDOFF
-        ? 'handed to an operator (audited)'
-        : `pipeline ${decision.pipeline}`;
+  const result =
+    decision.pipeline === IGNORE_EVENT
+      ? 'ignored (unrouted_event)'
+      : !admission.admitted
+        ? `ignored (${admission.reason})`
+        : decision.pipeline === DISCARD
+          ? 'discarded (audited)'
+          : decision.pipeline === HANDOFF
+            ? 'handed to an operator (audited)'
+            : `pipeline ${decision.pipeline}`;
   return {
     rule: decision.rule,
     pipeline: decision.pipeline,

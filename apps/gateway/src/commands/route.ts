@@ -1,5 +1,5 @@
 import { loadConfig } from '@switchboard/config';
-import { SwitchboardError, createRouter } from '@switchboard/core';
+import { EVENT_TYPES, type EventType, SwitchboardError, createRouter } from '@switchboard/core';
 import { dryRunRoute } from '../admin/route-dry-run.js';
 import type { CommandIo } from './io.js';
 
@@ -10,6 +10,8 @@ export interface RouteFlags {
   sender?: string;
   text: string;
   mention: boolean;
+  /** `--event`: routes an edit, deletion or reaction of this type instead of a new message. */
+  event?: string;
   json: boolean;
 }
 
@@ -26,6 +28,12 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
       message: `--channel: no channel "${flags.channel}" in ${path} (known: ${known})`,
     });
   }
+  const { event } = flags;
+  if (event !== undefined && !(EVENT_TYPES as readonly string[]).includes(event)) {
+    throw new SwitchboardError('SB_CONFIG_INVALID', {
+      message: `--event: expected one of ${EVENT_TYPES.join(', ')}, got "${event}"`,
+    });
+  }
   const router = createRouter(config.routing, { pipelines: config.pipelines.map((pipeline) => pipeline.id) });
   const run = dryRunRoute(router, channel, {
     chatType: flags.chatType,
@@ -33,6 +41,7 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
     ...(flags.sender === undefined ? {} : { sender: flags.sender }),
     text: flags.text,
     mention: flags.mention,
+    ...(event === undefined ? {} : { event: event as EventType }),
   });
 
   if (flags.json) {
@@ -59,6 +68,7 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
     io.out(`  ${index + 1}. ${step.rule}: ${step.why}${step.matched ? '  ← match' : ''}`);
   }
 
-  if (run.rule === null) io.out(`  no rule matched: routing.default is "${config.routing.default}"`);
+  if (run.rule === null && event !== undefined) io.out('  no event rule matched: the event is ignored');
+  else if (run.rule === null) io.out(`  no rule matched: routing.default is "${config.routing.default}"`);
   return 0;
 }

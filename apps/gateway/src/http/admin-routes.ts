@@ -2,6 +2,7 @@ import type { AuditConfig, ChannelConfig } from '@switchboard/config';
 import {
   type AuditLog,
   ChatTypeSchema,
+  EVENT_TYPES,
   type MessageStatusStore,
   type PipelineStatus,
   type QueryPool,
@@ -41,6 +42,10 @@ const DryRunBodySchema = z.strictObject({
   sender: IdSchema.optional(),
   text: z.string().min(1).max(MAX_DRY_RUN_TEXT_CHARS),
   mention: z.boolean().default(false).describe('Whether the message mentions the bot (group admission).'),
+  event: z
+    .enum(EVENT_TYPES)
+    .optional()
+    .describe('Routes an edit, deletion or reaction of this type instead.'),
 });
 
 export interface AdminDeps {
@@ -132,7 +137,7 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
           },
         },
         async (request) => {
-          const { channel: id, chat_type, chat_id, sender, text, mention } = request.body;
+          const { channel: id, chat_type, chat_id, sender, text, mention, event } = request.body;
           const configured = deps.channels();
           const channel = configured.find((candidate) => candidate.id === id);
           if (channel === undefined) {
@@ -148,6 +153,7 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
             ...(sender === undefined ? {} : { sender }),
             text,
             mention,
+            ...(event === undefined ? {} : { event }),
           });
         },
       );

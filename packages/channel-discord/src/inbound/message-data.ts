@@ -46,6 +46,47 @@ export interface DiscordAttachmentData {
 }
 
 /**
+ * Where a message is and who wrote it, as far as discord.js knows it for an edit, deletion or
+ * reaction: a message that is not cached (partial) has its ids only, no author.
+ */
+export interface DiscordMessagePlace {
+  messageId: string;
+  channelId: string;
+  guildId: string | null;
+  threadParentId: string | null;
+  /** Null when the message was not cached. */
+  author: DiscordUserData | null;
+}
+
+/** The place of a possibly partial message; the channel may be uncached too (a DM). */
+export function toMessagePlace(message: {
+  id: string;
+  channelId: string;
+  guildId: string | null;
+  /** discord.js resolves it from its cache; an uncached channel may be missing. */
+  channel: Message['channel'] | null | undefined;
+  author: Message['author'] | null;
+}): DiscordMessagePlace {
+  const channel = message.channel ?? null;
+  return {
+    messageId: message.id,
+    channelId: message.channelId,
+    guildId: message.guildId ?? null,
+    threadParentId: channel?.isThread() ? channel.parentId : null,
+    author: message.author === null ? null : userData(message.author),
+  };
+}
+
+/** A reaction added or removed, read from discord.js's `MessageReaction` and `User`. */
+export interface DiscordReactionData {
+  place: DiscordMessagePlace;
+  user: DiscordUserData;
+  /** A Unicode emoji, or a custom emoji's name (its id when the name is unknown). */
+  emoji: string;
+  removed: boolean;
+}
+
+/**
  * Reads a discord.js `Message` into `DiscordMessageData`. Returns null for a message without an
  * author, which Discord never sends but a malformed payload can produce.
  */
@@ -85,7 +126,7 @@ function referenceData(message: Message): DiscordMessageData['reference'] {
   };
 }
 
-function userData(user: {
+export function userData(user: {
   id: string;
   username: string;
   globalName: string | null;

@@ -1,5 +1,11 @@
 import { type Element, type InboundMessage, parseInboundMessage } from '@switchboard/core';
-import type { DiscordAttachmentData, DiscordMessageData, DiscordUserData } from './message-data.js';
+import type {
+  DiscordAttachmentData,
+  DiscordMessageData,
+  DiscordMessagePlace,
+  DiscordReactionData,
+  DiscordUserData,
+} from './message-data.js';
 
 /** What `normalizeMessage` needs besides the message. */
 export interface NormalizeContext {
@@ -75,7 +81,80 @@ export function normalizeMessage(data: DiscordMessageData, context: NormalizeCon
   });
 }
 
-function chatOf(data: DiscordMessageData): InboundMessage['chat'] {
+/**
+ * An edited message (MESSAGE_UPDATE with an `edited_timestamp`) as an `edited` event
+ * (docs/design.md §2 "Events") carrying the new text; its id adds the edit's time to the message
+ * id, so that each edit is an event of its own. Null as for `normalizeMessage`, and for the bot's
+ * own messages, which a streamed answer edits with every preview.
+ */
+export function normalizeEdit(
+  data: DiscordMessageData,
+  editedAt: number,
+  context: NormalizeContext,
+): InboundMessage | null {
+  // The bot's own messages change with every preview of a streamed answer: not the users' events.
+  if (data.author.id === context.botUserId) return null;
+  const message = normalizeMessage(data, context);
+  if (message === null) return null;
+  return {
+    ...message,
+    platform_message_id: `${data.id}:edit:${editedAt}`,
+    event: { type: 'edited', message_id: data.id },
+  };
+}
+
+/**
+ * A deleted message as a `deleted` event of its author; null when discord.js did not have the
+ * message cached, since Discord says only which message went, not whose it was; null for the bot's
+ * own messages.
+ */
+export function normalizeDeletion(
+  place: DiscordMessagePlace,
+  context: NormalizeContext,
+): InboundMessage | null {
+  if (place.author === null || place.author.id === context.botUserId) return null;
+  return parseInboundMessage({
+    id: context.id,
+    platform: 'discord',
+    channel: context.channelId,
+    chat: chatOf(place),
+    sender: { id: place.author.id, name: displayName(place.author), is_bot: place.author.bot },
+    text: '',
+    platform_message_id: `${place.messageId}:deleted`,
+    received_at: context.receivedAt,
+    raw: place,
+    event: { type: 'deleted', message_id: place.messageId },
+  });
+}
+
+/**
+ * A reaction added or removed as a `reaction` event of the user who reacted (null for the bot's
+ * own). Discord gives the
+ * event no id of its own: the time it arrived tells a reaction taken away and given again apart.
+ */
+export function normalizeReaction(
+  data: DiscordReactionData,
+  context: NormalizeContext,
+): InboundMessage | null {
+  const { place, user, emoji, removed } = data;
+  if (user.id === context.botUserId) return null;
+  return parseInboundMessage({
+    id: context.id,
+    platform: 'discord',
+    channel: context.channelId,
+    chat: chatOf(place),
+    sender: { id: user.id, name: displayName(user), is_bot: user.bot },
+    text: '',
+    platform_message_id: `${place.messageId}:${removed ? 'unreact' : 'react'}:${user.id}:${emoji}:${context.receivedAt}`,
+    received_at: context.receivedAt,
+    raw: data,
+    event: { type: 'reaction', message_id: place.messageId, emoji, ...(removed ? { removed: true } : {}) },
+  });
+}
+
+function chatOf(
+  data: Pick<DiscordMessageData, 'channelId' | 'guildId' | 'threadParentId'>,
+): InboundMessage['chat'] {
   if (data.guildId === null) return { type: 'person', id: data.channelId };
   if (data.threadParentId === null) return { type: 'group', id: data.channelId };
   return { type: 'group', id: data.threadParentId, thread: data.channelId };

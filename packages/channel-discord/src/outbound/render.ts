@@ -24,17 +24,20 @@ export interface RenderedMessage {
  * The Discord messages that answer `origin` with `replies`: posted in the origin's channel, or
  * its thread (a thread is a channel of its own for the API); each reply's files as it lists them,
  * one message each, then its text split at Discord's 2 000 characters; each reply's first
- * message a message reply to the origin. Empty texts are skipped: Discord refuses empty content.
+ * message a message reply to the origin (to the message an event is about). Empty texts are
+ * skipped: Discord refuses empty content.
  */
 export function renderReplies(origin: InboundMessage, replies: readonly Reply[]): RenderedMessage[] {
   const channelId = origin.chat.thread ?? origin.chat.id;
+  // An event's own id names the event; the reply answers the message it is about.
+  const repliedTo = origin.event?.message_id ?? origin.platform_message_id;
   return splitRepliesWithAttachments(replies, DISCORD_MESSAGE_LIMIT).map((message) => ({
     channelId,
     body: {
       content: 'text' in message ? message.text : '',
       ...(message.part === 0
         ? {
-            message_reference: { message_id: origin.platform_message_id, fail_if_not_exists: false as const },
+            message_reference: { message_id: repliedTo, fail_if_not_exists: false as const },
           }
         : {}),
       // Pipelines echo user text: never let it ping @everyone, @here or a role.

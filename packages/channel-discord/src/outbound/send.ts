@@ -86,3 +86,21 @@ export function messageCalls(outbound: Outbound): MessageCalls<RenderedMessage> 
     },
   };
 }
+
+/**
+ * One typing signal in the chat of `outbound` (`POST /channels/{id}/typing`: Discord shows it
+ * for 10 s, or until the bot posts). Made only when the pacer has a token free now; discord.js
+ * queues it in the typing route's own bucket, apart from the message posts.
+ */
+export async function sendTyping(outbound: Outbound, channelId: string): Promise<void> {
+  const { rest, signal } = outbound;
+  signal.throwIfAborted();
+  if (!(await outbound.pacer.tryPace())) return;
+  const route = Routes.channelTyping(channelId);
+  await abortableCall(
+    signal,
+    () => rest.post(route, { signal }),
+    (error: unknown) =>
+      toSendError(error, { channelId: outbound.channel, call: `POST ${route}`, token: outbound.token }),
+  );
+}

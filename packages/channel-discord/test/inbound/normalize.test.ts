@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeMessage } from '../../src/inbound/normalize.js';
+import {
+  normalizeDeletion,
+  normalizeEdit,
+  normalizeMessage,
+  normalizeReaction,
+} from '../../src/inbound/normalize.js';
 import {
   BOT_USER_ID,
   directMessage,
@@ -139,5 +144,104 @@ describe('normalizeMessage', () => {
       expect(normalizeMessage({ ...guildMention, type: 7 }, context)).toBeNull();
       expect(normalizeMessage({ ...guildMention, type: 6 }, context)).toBeNull();
     });
+  });
+});
+
+describe('normalizeEdit', () => {
+  describe('when a message is edited', () => {
+    it('is an edited event with the new text, keyed by the message id and the edit time', () => {
+      const edited = normalizeEdit({ ...directMessage, content: 'hello there!' }, 1_700_000_060_000, context);
+      expect(edited).toMatchObject({
+        chat: { type: 'person', id: '1240000000000000009' },
+        text: 'hello there!',
+        platform_message_id: '1250000000000000001:edit:1700000060000',
+        event: { type: 'edited', message_id: '1250000000000000001' },
+      });
+    });
+  });
+});
+
+describe('normalizeDeletion', () => {
+  const place = {
+    messageId: '1250000000000000001',
+    channelId: '1230000000000000100',
+    guildId: '1220000000000000001',
+    threadParentId: null,
+    author: directMessage.author,
+  };
+
+  describe('when a cached message is deleted', () => {
+    it("is a deleted event of the message's author, without text", () => {
+      expect(normalizeDeletion(place, context)).toMatchObject({
+        chat: { type: 'group', id: '1230000000000000100' },
+        sender: { id: '234567890123456789', is_bot: false },
+        text: '',
+        elements: [],
+        platform_message_id: '1250000000000000001:deleted',
+        event: { type: 'deleted', message_id: '1250000000000000001' },
+      });
+    });
+  });
+
+  describe('when the deleted message was not cached', () => {
+    it('returns null: Discord does not say whose it was', () => {
+      expect(normalizeDeletion({ ...place, author: null }, context)).toBeNull();
+    });
+  });
+});
+
+describe('normalizeReaction', () => {
+  const reaction = {
+    place: {
+      messageId: '1250000000000000001',
+      channelId: '1260000000000000001',
+      guildId: '1220000000000000001',
+      threadParentId: '1230000000000000100',
+      author: null,
+    },
+    user: directMessage.author,
+    emoji: '👍',
+    removed: false,
+  };
+
+  describe('when someone reacts to a message in a thread', () => {
+    it('is a reaction event of the reacting user in the thread, keyed by who, what and when', () => {
+      expect(normalizeReaction(reaction, context)).toMatchObject({
+        chat: { type: 'group', id: '1230000000000000100', thread: '1260000000000000001' },
+        sender: { id: '234567890123456789', name: 'Alice A.' },
+        text: '',
+        platform_message_id: `1250000000000000001:react:234567890123456789:👍:${context.receivedAt}`,
+        event: { type: 'reaction', message_id: '1250000000000000001', emoji: '👍' },
+      });
+    });
+  });
+
+  describe('when a reaction is removed', () => {
+    it('is a removed reaction event with an id of its own', () => {
+      const removed = normalizeReaction({ ...reaction, removed: true }, context);
+      expect(removed?.event).toEqual({
+        type: 'reaction',
+        message_id: '1250000000000000001',
+        emoji: '👍',
+        removed: true,
+      });
+      expect(removed?.platform_message_id).toMatch(/^1250000000000000001:unreact:/);
+    });
+  });
+});
+
+describe("events on the bot's own messages, or by the bot", () => {
+  const bot = { ...directMessage.author, id: BOT_USER_ID, bot: true };
+
+  it('are none of the users: null (a streamed answer edits its message with every preview)', () => {
+    expect(normalizeEdit({ ...directMessage, author: bot }, 1, context)).toBeNull();
+    const place = { messageId: '1', channelId: '2', guildId: null, threadParentId: null, author: bot };
+    expect(normalizeDeletion(place, context)).toBeNull();
+    expect(
+      normalizeReaction(
+        { place: { ...place, author: null }, user: bot, emoji: '👍', removed: false },
+        context,
+      ),
+    ).toBeNull();
   });
 });

@@ -32,6 +32,20 @@ describe('renderReplies', () => {
     });
   });
 
+  describe('when the origin is an event', () => {
+    it('replies to the message the event is about, not to the event', () => {
+      const edit = inboundMessage({
+        platform: 'discord',
+        chat: { type: 'group', id: '600' },
+        platform_message_id: '1250000000000000001:edit:1700000060000',
+        event: { type: 'edited', message_id: '1250000000000000001' },
+      });
+      expect(renderReplies(edit, [{ text: 'noted' }])[0]?.body.message_reference?.message_id).toBe(
+        '1250000000000000001',
+      );
+    });
+  });
+
   describe('when the origin is in a thread', () => {
     it('posts to the thread', () => {
       const [message] = renderReplies(origin({ type: 'group', id: '600', thread: '700' }), [

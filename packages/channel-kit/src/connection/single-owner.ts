@@ -301,6 +301,10 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
 
     send: (origin, replies, signal, sendOptions) => adapter.send(origin, replies, signal, sendOptions),
     ...(adapter.preview === undefined ? {} : { preview: adapter.preview.bind(adapter) }),
+    // Like `send`, typing works on every replica, whether or not it holds the connection.
+    ...(adapter.typing === undefined || adapter.typingIntervalMs === undefined
+      ? {}
+      : { typing: adapter.typing.bind(adapter), typingIntervalMs: adapter.typingIntervalMs }),
 
     health() {
       if (running) return adapter.health();

@@ -38,18 +38,31 @@ export const outboundFields = {
    */
   max_age: durationMs({ min: '1s', max: '168h' }).prefault('1h'),
   retry: OutboundRetrySchema.prefault({}),
+  /**
+   * Shows the bot typing in the chat while a turn runs (docs/design.md §3 "Typing"), where the
+   * platform has a typing signal (Telegram, Discord, Slack assistant threads).
+   */
+  typing: z.boolean().default(true),
 };
 
 type OutboundFields = z.output<z.ZodObject<typeof outboundFields>>;
 
 /** The parsed `outbound` keys every channel type has, camelCase with units in the names. */
-export function toOutbound({ send_timeout, edit_interval, concurrency, max_age, retry }: OutboundFields) {
+export function toOutbound({
+  send_timeout,
+  edit_interval,
+  concurrency,
+  max_age,
+  retry,
+  typing,
+}: OutboundFields) {
   return {
     sendTimeoutMs: send_timeout,
     editIntervalMs: edit_interval,
     concurrency,
     maxAgeMs: max_age,
     retry,
+    typing,
   };
 }
 

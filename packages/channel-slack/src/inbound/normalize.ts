@@ -15,8 +15,9 @@ export interface NormalizeContext {
 }
 
 /**
- * Message subtypes that are something a person (or bot) said. Everything else (`message_changed`,
- * `message_deleted`, `channel_join`, `channel_topic`…) is a side effect the gateway ignores.
+ * Message subtypes that are something a person (or bot) said. `message_changed` and
+ * `message_deleted` become events (`eventOf`); everything else (`channel_join`,
+ * `channel_topic`…) is a side effect the gateway ignores.
  */
 const SPOKEN_SUBTYPES = new Set([undefined, 'file_share', 'thread_broadcast', 'me_message', 'bot_message']);
 
@@ -52,21 +53,24 @@ function badField(path: string, problem: string): SwitchboardError {
   return new SwitchboardError('SB_HTTP_BAD_REQUEST', { message: `${path}: ${problem}`, details: { path } });
 }
 
-/** Checks the fields read below; throws SB_HTTP_BAD_REQUEST naming the first bad one. */
-function checkSpokenEvent(event: Record<string, unknown>): SpokenEvent {
+/**
+ * Checks the fields read below; throws SB_HTTP_BAD_REQUEST naming the first bad one. `path`: where
+ * `event` is in the body (a changed message sits in `event.message`).
+ */
+function checkSpokenEvent(event: Record<string, unknown>, path = 'event'): SpokenEvent {
   for (const key of ['channel', 'ts'] as const) {
     if (typeof event[key] !== 'string' || event[key] === '')
-      throw badField(`event.${key}`, 'expected a non-empty string');
+      throw badField(`${path}.${key}`, 'expected a non-empty string');
   }
   for (const key of ['subtype', 'channel_type', 'thread_ts', 'user', 'bot_id', 'username', 'text'] as const) {
     if (event[key] !== undefined && typeof event[key] !== 'string')
-      throw badField(`event.${key}`, 'expected a string');
+      throw badField(`${path}.${key}`, 'expected a string');
   }
   if (event.files !== undefined && !(Array.isArray(event.files) && event.files.every(isRecord))) {
-    throw badField('event.files', 'expected an array of objects');
+    throw badField(`${path}.files`, 'expected an array of objects');
   }
   if (event.user_profile !== undefined && !isRecord(event.user_profile)) {
-    throw badField('event.user_profile', 'expected an object');
+    throw badField(`${path}.user_profile`, 'expected an object');
   }
   return event as unknown as SpokenEvent;
 }
@@ -137,9 +141,98 @@ function senderNameOf(event: SpokenEvent): string | undefined {
 }
 
 /**
+ * A message event's `message` or `previous_message`, checked like a message event of its own (it
+ * carries no channel: the event's).
+ */
+function innerMessage(
+  event: Record<string, unknown>,
+  key: 'message' | 'previous_message',
+): { spoken: SpokenEvent; inner: Record<string, unknown> } {
+  const inner = event[key];
+  if (!isRecord(inner)) throw badField(`event.${key}`, 'expected an object');
+  const { channel, channel_type } = event;
+  return {
+    spoken: checkSpokenEvent({ ...inner, type: 'message', channel, channel_type }, `event.${key}`),
+    inner,
+  };
+}
+
+function nonEmpty(value: unknown, path: string): string {
+  if (typeof value !== 'string' || value === '') throw badField(path, 'expected a non-empty string');
+  return value;
+}
+
+/**
+ * A `reaction_added` / `reaction_removed` event on a message → a `reaction` event; null on a file,
+ * or for the bot's own reaction.
+ */
+function reactionOf(event: Record<string, unknown>, context: NormalizeContext): InboundMessage | null {
+  const { item } = event;
+  if (!isRecord(item) || item.type !== 'message') return null;
+  const user = nonEmpty(event.user, 'event.user');
+  const reaction = nonEmpty(event.reaction, 'event.reaction');
+  const eventTs = nonEmpty(event.event_ts, 'event.event_ts');
+  const channel = nonEmpty(item.channel, 'event.item.channel');
+  const ts = nonEmpty(item.ts, 'event.item.ts');
+  if (user === context.botUserId) return null;
+  const original = `${channel}:${ts}`;
+  const removed = event.type === 'reaction_removed';
+  return parseInboundMessage({
+    id: context.messageId,
+    platform: 'slack',
+    channel: context.channelId,
+    // Slack names no thread for a reaction: its session is the channel's.
+    chat: { type: channel.startsWith('D') ? 'person' : 'group', id: channel },
+    sender: { id: user, is_bot: user === context.botUserId },
+    text: '',
+    // The event's own time tells a reaction taken away and given again apart.
+    platform_message_id: `${original}:${removed ? 'unreact' : 'react'}:${user}:${reaction}:${eventTs}`,
+    received_at: context.receivedAt,
+    raw: event,
+    event: { type: 'reaction', message_id: original, emoji: reaction, ...(removed ? { removed: true } : {}) },
+  });
+}
+
+/**
+ * `message_changed` (an edit: the new text, with `message.edited` — Slack also sends it for link
+ * unfurls, which are not edits) and `message_deleted` → the edited message as an `edited` or
+ * `deleted` event. The sender is the message's author (Slack does not say who deleted it). Changes
+ * of the bot's own messages (a streamed answer's edits) are none of the users' events: null.
+ */
+function changeOf(event: Record<string, unknown>, context: NormalizeContext): InboundMessage | null {
+  const edit = event.subtype === 'message_changed';
+  const { spoken, inner } = innerMessage(event, edit ? 'message' : 'previous_message');
+  if (edit && !isRecord(inner.edited)) return null;
+  // The bot's own messages change with every preview of a streamed answer: not the users' events.
+  if (spoken.user === context.botUserId) return null;
+  const original = spokenMessage(spoken, context, event);
+  if (original === null) return null;
+  const message_id = original.platform_message_id;
+  if (edit) {
+    const editedTs = (inner.edited as { ts?: unknown }).ts;
+    // Each edit has its own `edited.ts`, so that a second edit of one message is no duplicate.
+    const edition = typeof editedTs === 'string' ? editedTs : String(event.ts);
+    return {
+      ...original,
+      platform_message_id: `${message_id}:edit:${edition}`,
+      event: { type: 'edited', message_id },
+    };
+  }
+  return {
+    ...original,
+    elements: [],
+    text: '',
+    mentions_bot: false,
+    platform_message_id: `${message_id}:deleted`,
+    event: { type: 'deleted', message_id },
+  };
+}
+
+/**
  * Turns a Slack `message` or `app_mention` event (the `event` of an `event_callback`) into an
- * `InboundMessage`; `null` for events the gateway does not handle (other event types, edits,
- * deletions, joins, messages without an author). Pure.
+ * `InboundMessage`; `null` for events the gateway does not handle (other event types, joins,
+ * messages without an author). Edits, deletions and reactions on messages become events
+ * (docs/design.md §2 "Events"). Pure.
  *
  * `platform_message_id` is `<slack channel>:<ts>`, the message's identity in Slack: the same
  * message arrives twice when both `message.*` and `app_mention` are subscribed, and the channel
@@ -148,9 +241,16 @@ function senderNameOf(event: SpokenEvent): string | undefined {
  */
 export function normalizeSlackEvent(event: unknown, context: NormalizeContext): InboundMessage | null {
   if (!isRecord(event)) throw badField('event', 'expected an object');
+  if (event.type === 'reaction_added' || event.type === 'reaction_removed') return reactionOf(event, context);
   if (event.type !== 'message' && event.type !== 'app_mention') return null;
+  if (event.subtype === 'message_changed' || event.subtype === 'message_deleted')
+    return changeOf(event, context);
   if (!SPOKEN_SUBTYPES.has(event.subtype as string | undefined)) return null;
-  const spoken = checkSpokenEvent(event);
+  return spokenMessage(checkSpokenEvent(event), context, event);
+}
+
+/** A checked message event → the message it says; null without an author. */
+function spokenMessage(spoken: SpokenEvent, context: NormalizeContext, raw: unknown): InboundMessage | null {
   const senderId = spoken.user ?? spoken.bot_id;
   if (senderId === undefined) return null;
 
@@ -182,6 +282,6 @@ export function normalizeSlackEvent(event: unknown, context: NormalizeContext): 
     mentions_bot: spoken.type === 'app_mention' || mentions.some((mention) => mention.is_bot_self),
     platform_message_id: `${spoken.channel}:${spoken.ts}`,
     received_at: context.receivedAt,
-    raw: event,
+    raw,
   });
 }

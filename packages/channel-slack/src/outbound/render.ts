@@ -49,3 +49,19 @@ export function renderSlackReplies(origin: InboundMessage, replies: readonly Rep
 export function isMessagePart(part: SlackPart): part is SlackPostMessage {
   return 'text' in part;
 }
+
+/** Where an assistant thread's status is set (`assistant.threads.setStatus`). */
+export interface AssistantThread {
+  channel_id: string;
+  thread_ts: string;
+}
+
+/**
+ * The assistant thread `origin` was written in, or undefined. Slack's AI assistant threads are
+ * threads of the app's direct messages: only there can an app show a status; a channel or a
+ * direct message outside a thread has no typing signal for apps.
+ */
+export function assistantThreadOf(origin: InboundMessage): AssistantThread | undefined {
+  if (origin.chat.type !== 'person' || origin.chat.thread === undefined) return undefined;
+  return { channel_id: origin.chat.id, thread_ts: origin.chat.thread };
+}

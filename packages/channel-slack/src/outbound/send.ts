@@ -1,15 +1,14 @@
 import { webApi } from '@slack/bolt';
 import { type MessageCalls, attachmentFile } from '@switchboard/channel-kit';
-import {
-  type BackoffPolicy,
-  type Logger,
-  type PacedChat,
-  type SendPacer,
-  pause,
-  retryDelayMs,
-} from '@switchboard/core';
+import { type BackoffPolicy, type Logger, pause, retryDelayMs } from '@switchboard/core';
 import { failureOf, toChannelError } from '../errors.js';
-import { type SlackFileUpload, type SlackPart, type SlackPostMessage, isMessagePart } from './render.js';
+import {
+  type AssistantThread,
+  type SlackFileUpload,
+  type SlackPart,
+  type SlackPostMessage,
+  isMessagePart,
+} from './render.js';
 
 export interface SendOptions {
   /** A client from `createSendClient` for this send. */
@@ -54,11 +53,11 @@ function postsIntoChat(url: string): boolean {
 export function createSendClient(options: {
   slackApiUrl: string | undefined;
   logger: webApi.WebClientOptions['logger'];
-  pacer: SendPacer;
-  chat: PacedChat;
+  /** Waits until the request may leave: the pacer's wait for a send, nothing for a typing status. */
+  pace: () => Promise<unknown>;
   signal: AbortSignal;
 }): webApi.WebClient {
-  const { signal, pacer, chat } = options;
+  const { signal, pace } = options;
   return new webApi.WebClient(undefined, {
     ...(options.slackApiUrl === undefined ? {} : { slackApiUrl: options.slackApiUrl }),
     logger: options.logger,
@@ -68,7 +67,7 @@ export function createSendClient(options: {
     retryConfig: { retries: 0 },
     // Without a `timeout` the client gives its requests no signal of its own: the send's is theirs.
     fetch: async (url, init) => {
-      if (postsIntoChat(String(url))) await pacer.pace(chat, signal);
+      if (postsIntoChat(String(url))) await pace();
       return fetch(url, { ...init, signal });
     },
   });
@@ -161,4 +160,23 @@ export function messageCalls(options: SendOptions): MessageCalls<SlackPart> {
       await outboundCall('chat.update', () => client.chat.update({ token, channel, ts, text }), options);
     },
   };
+}
+
+/**
+ * Shows the bot typing in an assistant thread (`assistant.threads.setStatus`); Slack clears the
+ * status when the app replies in the thread. Made once, never retried: the next signal is the retry.
+ */
+export async function setTypingStatus(options: SendOptions, thread: AssistantThread): Promise<void> {
+  const { client, botToken: token, signal } = options;
+  signal.throwIfAborted();
+  try {
+    await client.assistant.threads.setStatus({ token, ...thread, status: 'is typing...' });
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    throw toChannelError(error, {
+      channelId: options.channelId,
+      method: 'assistant.threads.setStatus',
+      token,
+    });
+  }
 }

@@ -119,15 +119,91 @@ describe('normalizeSlackEvent', () => {
     });
   });
 
+  describe('when a message is edited', () => {
+    it('is an edited event with the new text, its own id, and the original as message_id', () => {
+      expect(normalizeSlackEvent(messageChanged, context)).toMatchObject({
+        chat: { type: 'group', id: 'C0001' },
+        sender: { id: 'U0001', is_bot: false },
+        text: 'edited',
+        elements: [{ type: 'text', text: 'edited' }],
+        platform_message_id: 'C0001:1718000000.000100:edit:1718000010.000000',
+        event: { type: 'edited', message_id: 'C0001:1718000000.000100' },
+        raw: messageChanged,
+      });
+    });
+
+    it('returns null for a change that is no edit (a link unfurled)', () => {
+      const { edited: _edited, ...unfurled } = messageChanged.message;
+      expect(normalizeSlackEvent({ ...messageChanged, message: unfurled }, context)).toBeNull();
+    });
+
+    it('names a malformed changed message field by its path', () => {
+      expect(() => normalizeSlackEvent({ ...messageChanged, message: { ts: 7 } }, context)).toThrow(
+        'event.message.ts: expected a non-empty string',
+      );
+    });
+  });
+
+  describe("when the bot's own message changes, or the bot reacts", () => {
+    it('returns null: a streamed answer edits its message with every preview', () => {
+      const own = { ...messageChanged, message: { ...messageChanged.message, user: BOT_USER_ID } };
+      expect(normalizeSlackEvent(own, context)).toBeNull();
+      expect(normalizeSlackEvent({ ...reactionAdded, user: BOT_USER_ID }, context)).toBeNull();
+    });
+  });
+
+  describe('when a message is deleted', () => {
+    it("is a deleted event of the message's author, without text", () => {
+      const deletion = {
+        type: 'message',
+        subtype: 'message_deleted',
+        channel: 'C0001',
+        ts: '1718000020.000100',
+        deleted_ts: '1718000000.000100',
+        previous_message: { type: 'message', user: 'U0001', text: 'oops', ts: '1718000000.000100' },
+      };
+      expect(normalizeSlackEvent(deletion, context)).toMatchObject({
+        sender: { id: 'U0001' },
+        text: '',
+        elements: [],
+        platform_message_id: 'C0001:1718000000.000100:deleted',
+        event: { type: 'deleted', message_id: 'C0001:1718000000.000100' },
+      });
+    });
+  });
+
+  describe('when someone reacts to a message', () => {
+    it('is a reaction event with the emoji name, keyed by who, what and when', () => {
+      expect(normalizeSlackEvent(reactionAdded, context)).toMatchObject({
+        chat: { type: 'group', id: 'C0001' },
+        sender: { id: 'U0001', is_bot: false },
+        text: '',
+        platform_message_id: 'C0001:1718000000.000100:react:U0001:thumbsup:1718000012.001100',
+        event: { type: 'reaction', message_id: 'C0001:1718000000.000100', emoji: 'thumbsup' },
+      });
+    });
+
+    it('is a removed reaction event for reaction_removed', () => {
+      const removed = { ...reactionAdded, type: 'reaction_removed', event_ts: '1718000013.000000' };
+      expect(normalizeSlackEvent(removed, context)?.event).toEqual({
+        type: 'reaction',
+        message_id: 'C0001:1718000000.000100',
+        emoji: 'thumbsup',
+        removed: true,
+      });
+    });
+
+    it('returns null for a reaction to a file', () => {
+      expect(
+        normalizeSlackEvent({ ...reactionAdded, item: { type: 'file', file: 'F1' } }, context),
+      ).toBeNull();
+    });
+  });
+
   describe('when the event is not something a person said', () => {
     it.each([
-      ['an edit', messageChanged],
       ['a channel join', channelJoin],
-      ['a reaction', reactionAdded],
-      [
-        'a deletion',
-        { type: 'message', subtype: 'message_deleted', channel: 'C0001', ts: '1.2', deleted_ts: '1.1' },
-      ],
+      ['an app home opened', { type: 'app_home_opened', user: 'U0001', channel: 'D0001' }],
     ])('returns null for %s', (_name, event) => {
       expect(normalizeSlackEvent(event, context)).toBeNull();
     });

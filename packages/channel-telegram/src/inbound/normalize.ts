@@ -4,7 +4,7 @@ import {
   type InboundMessageInput,
   parseInboundMessage,
 } from '@switchboard/core';
-import type { Message, MessageEntity, Update } from 'grammy/types';
+import type { Message, MessageEntity, MessageReactionUpdated, ReactionType, Update } from 'grammy/types';
 
 /** The bot account, as getMe returned it at start. */
 export interface BotIdentity {
@@ -26,8 +26,12 @@ export interface NormalizeContext {
 /** A message for the ingress, or why the update is not one (acked and ignored). */
 export type NormalizeResult = { message: InboundMessage } | { unsupported: string };
 
-/** The updates the channel asks Telegram for; every other kind is ignored when it still arrives. */
-export const ALLOWED_UPDATES = ['message'] as const;
+/**
+ * The updates the channel asks Telegram for; every other kind is ignored when it still arrives.
+ * Telegram sends `message_reaction` only to bots that are administrators of the group (and in
+ * private chats), and only when asked for it here.
+ */
+export const ALLOWED_UPDATES = ['message', 'edited_message', 'message_reaction'] as const;
 
 /** `<chat id>:<message id>`: message ids are only unique within their chat. */
 export function platformMessageId(chatId: number | string, messageId: number): string {
@@ -129,7 +133,7 @@ function repliedTo(message: Message): Message | undefined {
   return reply;
 }
 
-function senderOf(message: Message): InboundMessageInput['sender'] | undefined {
+function senderOf(message: Pick<Message, 'from' | 'sender_chat'>): InboundMessageInput['sender'] | undefined {
   // Anonymous group admins and linked channels post as a chat; `from` is then a placeholder bot.
   const chat = message.sender_chat;
   if (chat !== undefined) {
@@ -146,17 +150,69 @@ function updateKind(update: Update): string {
   return Object.keys(update).find((key) => key !== 'update_id') ?? 'empty update';
 }
 
+/** How a reaction reads: the emoji, a custom emoji's id, or `paid` for a paid (star) reaction. */
+function emojiOf(reaction: ReactionType): string {
+  if (reaction.type === 'emoji') return reaction.emoji;
+  if (reaction.type === 'custom_emoji') return reaction.custom_emoji_id;
+  return reaction.type;
+}
+
+/**
+ * A `message_reaction` update → a `reaction` event. Telegram sends the user's whole reaction
+ * list before and after; the event is the first reaction added, else the first one taken away.
+ */
+function reactionEvent(update: MessageReactionUpdated, context: NormalizeContext): NormalizeResult {
+  const { chat } = update;
+  const chatType: string = chat.type;
+  if (chatType !== 'private' && chatType !== 'group' && chatType !== 'supergroup') {
+    return { unsupported: `reaction in a ${chatType} chat` };
+  }
+  const sender = senderOf({ from: update.user, sender_chat: update.actor_chat });
+  if (sender === undefined) return { unsupported: 'reaction without sender' };
+  const before = new Set(update.old_reaction.map(emojiOf));
+  const after = new Set(update.new_reaction.map(emojiOf));
+  const added = [...after].find((emoji) => !before.has(emoji));
+  const removed = [...before].find((emoji) => !after.has(emoji));
+  const emoji = added ?? removed;
+  if (emoji === undefined) return { unsupported: 'reaction that changed nothing' };
+  const original = platformMessageId(chat.id, update.message_id);
+  return {
+    message: parseInboundMessage({
+      id: context.id,
+      platform: 'telegram',
+      channel: context.channelId,
+      chat: { type: chatType === 'private' ? 'person' : 'group', id: String(chat.id) },
+      sender,
+      text: '',
+      // One user's reactions to one message change once per update; the date tells two apart.
+      platform_message_id: `${original}:reaction:${sender.id}:${update.date}`,
+      received_at: context.receivedAt,
+      raw: { message_reaction: update },
+      event: {
+        type: 'reaction',
+        message_id: original,
+        emoji,
+        ...(added === undefined ? { removed: true } : {}),
+      },
+    } satisfies InboundMessageInput),
+  };
+}
+
 /**
  * A Telegram update → the unified message (docs/design.md §2), or why it is not one. Pure. Handles
- * `message` updates with text, a caption, a photo, a voice note or a document; edits, reactions,
- * member changes, channel posts and service messages (joins, pins…) are unsupported.
+ * `message` updates with text, a caption, a photo, a voice note or a document, and as events
+ * (docs/design.md §2 "Events") `edited_message` (an `edited` event with the new text) and
+ * `message_reaction` (a `reaction` event); Telegram tells bots of no deletion. Member changes,
+ * channel posts and service messages (joins, pins…) are unsupported.
  *
  * Private chats are `person`, groups and supergroups `group`; a forum topic becomes
  * `chat.thread`. `mentions_bot` is set by an @mention or text mention of the bot, a command
  * addressed to it (`/cmd@bot`, or `/cmd` in a private chat), or a reply to one of its messages.
  */
 export function normalizeUpdate(update: Update, context: NormalizeContext): NormalizeResult {
-  const message = update.message;
+  if (update.message_reaction !== undefined) return reactionEvent(update.message_reaction, context);
+  const edited = update.edited_message;
+  const message = update.message ?? edited;
   if (message === undefined) return { unsupported: updateKind(update) };
   const { chat } = message;
   // Typed as never a channel, but the body is only as good as its sender.
@@ -201,9 +257,16 @@ export function normalizeUpdate(update: Update, context: NormalizeContext): Norm
       elements: [...quote, ...(media === undefined ? [] : [media]), ...parts.elements],
       text,
       mentions_bot: parts.mentionsBot || repliesToBot,
-      platform_message_id: platformMessageId(chat.id, message.message_id),
+      platform_message_id:
+        edited === undefined
+          ? platformMessageId(chat.id, message.message_id)
+          : // Each edit of one message has its own edit_date, so that a second edit is no duplicate.
+            `${platformMessageId(chat.id, message.message_id)}:edit:${edited.edit_date ?? edited.date}`,
       received_at: context.receivedAt,
       raw: update,
+      ...(edited === undefined
+        ? {}
+        : { event: { type: 'edited' as const, message_id: platformMessageId(chat.id, message.message_id) } }),
     } satisfies InboundMessageInput),
   };
 }

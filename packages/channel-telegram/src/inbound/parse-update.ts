@@ -26,7 +26,24 @@ const MessageSchema = z.looseObject({
     .optional(),
 });
 
-const UpdateSchema = z.looseObject({ update_id: z.int(), message: MessageSchema.optional() });
+const ReactionSchema = z.looseObject({ type: z.string() });
+
+const MessageReactionSchema = z.looseObject({
+  chat: z.looseObject({ id: z.int(), type: z.string() }),
+  message_id: z.int(),
+  date: z.int(),
+  user: z.looseObject({ id: z.int(), is_bot: z.boolean() }).optional(),
+  actor_chat: z.looseObject({ id: z.int() }).optional(),
+  old_reaction: z.array(ReactionSchema),
+  new_reaction: z.array(ReactionSchema),
+});
+
+const UpdateSchema = z.looseObject({
+  update_id: z.int(),
+  message: MessageSchema.optional(),
+  edited_message: MessageSchema.extend({ edit_date: z.int().optional() }).optional(),
+  message_reaction: MessageReactionSchema.optional(),
+});
 
 /**
  * Checks that a webhook body is a Telegram `Update` with the fields the channel reads and

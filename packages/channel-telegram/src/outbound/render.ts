@@ -28,6 +28,17 @@ function chatIdOf(id: string): number | string {
   return /^-?\d+$/.test(id) ? Number(id) : id;
 }
 
+/** The sendChatAction parameters of a typing signal in the chat (and forum topic) of `origin`. */
+export function renderTyping(origin: InboundMessage): {
+  chat_id: number | string;
+  message_thread_id?: number;
+} {
+  const chat_id = chatIdOf(origin.chat.id);
+  return origin.chat.thread === undefined
+    ? { chat_id }
+    : { chat_id, message_thread_id: Number(origin.chat.thread) };
+}
+
 /** The message id part of `<chat id>:<message id>`. */
 function messageIdOf(platformMessageId: string): number | undefined {
   const id = Number(platformMessageId.slice(platformMessageId.lastIndexOf(':') + 1));
@@ -37,13 +48,15 @@ function messageIdOf(platformMessageId: string): number | undefined {
 /**
  * Replies → sendMessage, sendPhoto, sendDocument and sendAudio calls, in order (pure): each
  * reply's attachments as it lists them, then its text. Every message goes to the origin's chat
- * and forum topic; the first one answers the origin message (still sent if that was deleted).
- * Long texts are split at Telegram's limit; empty ones are skipped because Telegram refuses them.
+ * and forum topic; the first one answers the origin message, or the message an event is about
+ * (still sent if that was deleted). Long texts are split at Telegram's limit; empty ones are
+ * skipped because Telegram refuses them.
  */
 export function renderReplies(origin: InboundMessage, replies: readonly Reply[]): TelegramPart[] {
   const chat_id = chatIdOf(origin.chat.id);
   const thread = origin.chat.thread === undefined ? {} : { message_thread_id: Number(origin.chat.thread) };
-  const replyTo = messageIdOf(origin.platform_message_id);
+  // An event's own id names the event; the reply answers the message it is about.
+  const replyTo = messageIdOf(origin.event?.message_id ?? origin.platform_message_id);
   return splitRepliesWithAttachments(replies, TELEGRAM_TEXT_LIMIT).map((part, index) => ({
     chat_id,
     ...('text' in part ? { text: part.text } : { attachment: part.attachment }),

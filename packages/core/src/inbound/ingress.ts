@@ -6,7 +6,7 @@ import type { InboundMessage } from '../model/message.js';
 import type { MessageTracer } from '../observability/message-trace.js';
 import { type OutcomeSink, recordOverflowed } from '../model/outcome.js';
 import type { QueryPool } from '../ports/query-pool.js';
-import { DISCARD, type Router } from './router.js';
+import { DISCARD, IGNORE_EVENT, type Router } from './router.js';
 import { type SessionKey, type SessionScope, sessionKeyOf } from '../model/session-key.js';
 
 /** How one channel admits and keys its messages (`channels[].group`, `session_scope`). */
@@ -49,7 +49,7 @@ export interface IngressRefusal {
 export type IngressResult =
   | { status: 'queued'; pipeline: string; session: SessionKey; rule: string | null }
   | { status: 'duplicate' }
-  | { status: 'ignored'; reason: 'bot_author' | 'not_mentioned' }
+  | { status: 'ignored'; reason: 'bot_author' | 'not_mentioned' | 'unrouted_event' }
   | { status: 'discarded'; rule: string }
   | { status: 'refused'; reason: 'queue_full' | 'draining'; retryAfterMs: number };
 
@@ -115,6 +115,11 @@ export function createIngress(options: IngressOptions): Ingress {
         ? router.route(message)
         : tracer.route(received, () => router.route(message));
     const rule = route.rule ?? undefined;
+    if (route.pipeline === IGNORE_EVENT) {
+      // Before admission: an unrouted event is ignored as such, whoever sent it and wherever.
+      outcomes.record({ message, session, kind: 'ignored', reason: 'unrouted_event', at: now() });
+      return { session, final: { status: 'ignored', reason: 'unrouted_event' } as const };
+    }
     const admission = admit(message, policy.admission, route.routedByRule);
     if (!admission.admitted) {
       outcomes.record({ message, session, kind: 'ignored', reason: admission.reason, rule, at: now() });

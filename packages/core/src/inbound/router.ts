@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { RE2JS } from 're2js';
 import { z } from 'zod';
 import { SwitchboardError } from '../model/errors.js';
-import { ChatTypeSchema, ELEMENT_TYPES, type InboundMessage } from '../model/message.js';
+import { ChatTypeSchema, ELEMENT_TYPES, EVENT_TYPES, type InboundMessage } from '../model/message.js';
 import { regexSizeProblem } from './regex-size.js';
 import { formatIssues } from '../model/validation.js';
 
@@ -30,6 +30,12 @@ export const DISCARD = '__discard__';
  */
 export const HANDOFF = '__handoff__';
 
+/**
+ * The decision for an event (an edit, deletion or reaction) that no `event` rule routes: it is
+ * ignored (`ignored/unrouted_event`), never a turn. Not a routing target a rule may name.
+ */
+export const IGNORE_EVENT = '__ignore_event__';
+
 const OPERATORS = ['eq', 'neq', 'contains', 'not_contains', 'starts_with', 'regex'] as const;
 type Operator = (typeof OPERATORS)[number];
 
@@ -44,7 +50,7 @@ const STRING_SUBJECTS = {
 } satisfies Record<string, (message: InboundMessage) => string>;
 type StringSubject = keyof typeof STRING_SUBJECTS;
 
-const CONDITION_TYPES = [...Object.keys(STRING_SUBJECTS), 'message_has_element'];
+const CONDITION_TYPES = [...Object.keys(STRING_SUBJECTS), 'message_has_element', 'event'];
 
 const OperatorSchema = z.enum(OPERATORS);
 
@@ -109,6 +115,16 @@ const ElementConditionSchema = z.strictObject({
   value: z.enum(ELEMENT_TYPES),
 });
 
+/**
+ * Matches events (docs/design.md §2 "Events") of the listed types. A rule holding one matches
+ * only events; a rule without one matches only messages, so that a `message_content` rule never
+ * routes an edit by accident.
+ */
+const EventConditionSchema = z.strictObject({
+  type: z.literal('event'),
+  events: z.array(z.enum(EVENT_TYPES)).min(1, 'list at least one event type'),
+});
+
 function unknownType(issue: { code?: string; input?: unknown }): string | undefined {
   if (issue.code !== 'invalid_union') return undefined;
   const type = (issue.input as { type?: unknown } | undefined)?.type;
@@ -121,7 +137,7 @@ function unknownType(issue: { code?: string; input?: unknown }): string | undefi
 /** One test on a message: `{ type, operator, value }`. */
 export const RoutingConditionSchema = z.discriminatedUnion(
   'type',
-  [StringConditionSchema, LauncherTypeConditionSchema, ElementConditionSchema],
+  [StringConditionSchema, LauncherTypeConditionSchema, ElementConditionSchema, EventConditionSchema],
   { error: unknownType },
 );
 export type RoutingCondition = z.output<typeof RoutingConditionSchema>;
@@ -147,6 +163,7 @@ const RuleSchema = z.discriminatedUnion(
     StringConditionSchema.safeExtend(RULE_FIELDS),
     LauncherTypeConditionSchema.safeExtend(RULE_FIELDS),
     ElementConditionSchema.safeExtend(RULE_FIELDS),
+    EventConditionSchema.safeExtend(RULE_FIELDS),
     z.strictObject({
       ...RULE_FIELDS,
       type: z.undefined().optional(),
@@ -195,7 +212,7 @@ export type RoutingConfig = z.output<typeof RoutingSchema>;
 export type RoutingConfigInput = z.input<typeof RoutingSchema>;
 
 export interface RouteDecision {
-  /** A pipeline id, `DISCARD` or `HANDOFF`. */
+  /** A pipeline id, `DISCARD`, `HANDOFF`, or `IGNORE_EVENT` for an event no rule routes. */
   pipeline: string;
   /** The matching rule's name; null when the default applied. */
   rule: string | null;
@@ -218,7 +235,10 @@ export interface RouteExplanation {
 }
 
 export interface Router {
-  /** The pipeline for `message`: the first matching rule's, else the default. */
+  /**
+   * The pipeline for `message`: the first matching rule's, else the default; for an event no
+   * rule routes, `IGNORE_EVENT`.
+   */
   route(message: InboundMessage): RouteDecision;
   /** The same decision with the reason for each rule checked (for `switchboard route`). */
   explain(message: InboundMessage): RouteExplanation;
@@ -237,6 +257,8 @@ interface CompiledRule {
   /** Frozen and shared by every message the rule routes. */
   decision: Readonly<RouteDecision>;
   channels: ReadonlySet<string> | null;
+  /** True when the rule has an `event` condition: it then matches only events, else only messages. */
+  forEvents: boolean;
   conditions: readonly CompiledCondition[];
   matches: Predicate;
 }
@@ -264,6 +286,13 @@ function compileOperator(operator: Operator, expected: string): (actual: string)
 }
 
 function compileCondition(condition: RoutingCondition): CompiledCondition {
+  if (condition.type === 'event') {
+    const events = new Set<string>(condition.events);
+    return {
+      label: `event in [${condition.events.join(', ')}]`,
+      test: (message) => message.event !== undefined && events.has(message.event.type),
+    };
+  }
   const label = `${condition.type} ${condition.operator} ${JSON.stringify(condition.value)}`;
   if (condition.type === 'message_has_element') {
     const { value } = condition;
@@ -283,6 +312,7 @@ function compileRule(rule: RoutingRule): CompiledRule {
     name: rule.name,
     decision: Object.freeze({ pipeline: rule.pipeline, rule: rule.name, routedByRule: true }),
     channels: rule.channels === undefined ? null : new Set(rule.channels),
+    forEvents: ('all' in rule ? rule.all : [rule]).some((condition) => condition.type === 'event'),
     conditions,
     matches:
       tests.length === 1 && only !== undefined ? only : (message) => tests.every((test) => test(message)),
@@ -290,7 +320,21 @@ function compileRule(rule: RoutingRule): CompiledRule {
 }
 
 function inScope(rule: CompiledRule, message: InboundMessage): boolean {
-  return rule.channels === null || rule.channels.has(message.channel);
+  return (
+    rule.forEvents === (message.event !== undefined) &&
+    (rule.channels === null || rule.channels.has(message.channel))
+  );
+}
+
+/** Why `rule` does not apply to `message` at all, or null when it does. */
+function outOfScope(rule: CompiledRule, message: InboundMessage): string | null {
+  if (rule.forEvents && message.event === undefined) return 'an event rule: matches only events';
+  if (!rule.forEvents && message.event !== undefined)
+    return `a message rule: matches only messages, not ${message.event.type} events`;
+  if (rule.channels !== null && !rule.channels.has(message.channel)) {
+    return `channel scope [${[...rule.channels].join(', ')}] excludes ${JSON.stringify(message.channel)}`;
+  }
+  return null;
 }
 
 /**
@@ -344,25 +388,27 @@ export function createRouter(routing: RoutingConfigInput, options: { pipelines: 
     rule: null,
     routedByRule: false,
   });
+  const eventFallback: RouteDecision = Object.freeze({
+    pipeline: IGNORE_EVENT,
+    rule: null,
+    routedByRule: false,
+  });
+  const fallbackOf = (message: InboundMessage) => (message.event === undefined ? fallback : eventFallback);
 
   return {
     route(message) {
       for (const rule of rules) {
         if (inScope(rule, message) && rule.matches(message)) return rule.decision;
       }
-      return fallback;
+      return fallbackOf(message);
     },
 
     explain(message) {
       const trace: RouteTraceStep[] = [];
       for (const rule of rules) {
-        if (!inScope(rule, message)) {
-          const scope = `[${[...(rule.channels ?? [])].join(', ')}]`;
-          trace.push({
-            rule: rule.name,
-            matched: false,
-            why: `channel scope ${scope} excludes ${JSON.stringify(message.channel)}`,
-          });
+        const excluded = outOfScope(rule, message);
+        if (excluded !== null) {
+          trace.push({ rule: rule.name, matched: false, why: excluded });
           continue;
         }
         // Stops at the first failing condition, as `every` in `matches` does.
@@ -376,7 +422,7 @@ export function createRouter(routing: RoutingConfigInput, options: { pipelines: 
         trace.push({ rule: rule.name, matched, why: checked.join('; ') });
         if (matched) return { decision: rule.decision, trace };
       }
-      return { decision: fallback, trace };
+      return { decision: fallbackOf(message), trace };
     },
   };
 }

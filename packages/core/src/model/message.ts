@@ -64,6 +64,27 @@ export const HandoffContextSchema = z.object({
 });
 export type HandoffContext = z.infer<typeof HandoffContextSchema>;
 
+/** What happened to an earlier message, when an inbound message reports that rather than a new one. */
+export const EVENT_TYPES = ['edited', 'deleted', 'reaction'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * An edit, deletion or reaction (docs/design.md §2 "Events"): the inbound message's own
+ * `platform_message_id` names the event, so that a redelivered event is a duplicate and an edit
+ * is not a duplicate of its original; `message_id` names the original. An `edited` event carries
+ * the new text and elements; `deleted` and `reaction` ones carry none of the original's.
+ */
+export const InboundEventSchema = z.object({
+  type: z.enum(EVENT_TYPES),
+  /** The original's `platform_message_id`, in the form the channel gives it. */
+  message_id: z.string().min(1),
+  /** `reaction`: the emoji (a Unicode emoji, or the platform's name of a custom one). */
+  emoji: z.string().min(1).optional(),
+  /** `reaction`: true when the reaction was taken away. */
+  removed: z.boolean().optional(),
+});
+export type InboundEvent = z.infer<typeof InboundEventSchema>;
+
 /** The one shape every channel turns its platform events into (docs/design.md §2). */
 export const InboundMessageSchema = z.object({
   /** Gateway id: a ULID, so ids sort by arrival. */
@@ -107,6 +128,8 @@ export const InboundMessageSchema = z.object({
    * with the handoff's transcript. Never set by a channel.
    */
   handoff: HandoffContextSchema.optional(),
+  /** Set when the message reports an edit, deletion or reaction instead of saying something new. */
+  event: InboundEventSchema.optional(),
 });
 export type InboundMessage = z.infer<typeof InboundMessageSchema>;
 /** What a channel fills in; `parseInboundMessage` supplies the defaults. */

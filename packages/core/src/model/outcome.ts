@@ -20,7 +20,8 @@ export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 export const OUTCOME_REASONS = {
   completed: [],
   discarded: ['rule'],
-  ignored: ['bot_author', 'not_mentioned'],
+  // `unrouted_event`: an edit, deletion or reaction no `event` rule routes (docs/design.md §2 "Events").
+  ignored: ['bot_author', 'not_mentioned', 'unrouted_event'],
   // `refused` and `ingress_failed`: a platform that never redelivers (Discord's gateway) sent a
   // message the gateway could not accept, until the channel stopped or because accepting threw.
   dropped: ['queue_overflow', 'shutdown', 'refused', 'ingress_failed'],

@@ -45,6 +45,13 @@ export interface SendPacer {
    * call's deadline) aborts first; then no token was taken.
    */
   pace(chat: PacedChat, signal: AbortSignal): Promise<number>;
+  /**
+   * For a call that may be skipped (a typing signal): takes a token of the bot's bucket if it has
+   * one now and resolves true, else takes nothing and resolves false; never waits. The chat's and
+   * group's buckets, which a reply into that chat needs next, are left alone: the platforms' chat
+   * limits count messages, not typing signals.
+   */
+  tryPace(): Promise<boolean>;
 }
 
 export interface SendPacerOptions {
@@ -60,7 +67,7 @@ export interface SendPacerOptions {
 }
 
 /** A pacer that never waits: pacing switched off (`outbound.rate.enabled: false`). */
-export const UNPACED: SendPacer = Object.freeze({ pace: async () => 0 });
+export const UNPACED: SendPacer = Object.freeze({ pace: async () => 0, tryPace: async () => true });
 
 /**
  * Paces calls with token buckets: takes a token of the bot's, the chat's and (for a group) the
@@ -73,9 +80,12 @@ export function createSendPacer(options: SendPacerOptions): SendPacer {
   if (!rates.enabled || (rates.perBot === null && rates.perChat === null && rates.perGroup === null))
     return UNPACED;
 
+  const botBucket: RateBucket | null =
+    rates.perBot === null ? null : { key: bucketKey(channel, 'bot'), ...rates.perBot };
+
   function bucketsOf(chat: PacedChat): RateBucket[] {
     const list: RateBucket[] = [];
-    if (rates.perBot !== null) list.push({ key: bucketKey(channel, 'bot'), ...rates.perBot });
+    if (botBucket !== null) list.push(botBucket);
     if (rates.perChat !== null) list.push({ key: bucketKey(channel, 'chat', chat.id), ...rates.perChat });
     if (chat.group && rates.perGroup !== null)
       list.push({ key: bucketKey(channel, 'group', chat.id), ...rates.perGroup });
@@ -96,6 +106,10 @@ export function createSendPacer(options: SendPacerOptions): SendPacer {
       const waitedMs = now() - startedAt;
       options.onPaced?.(waitedMs);
       return waitedMs;
+    },
+
+    async tryPace() {
+      return botBucket === null || (await buckets.take([botBucket])) === 0;
     },
   };
 }

@@ -64,6 +64,11 @@ export interface ChannelHealth {
  * controller calls it at most once per `channels[].outbound.edit_interval`, one call at a time,
  * and hands the ref it returned to `send` as `draft`. Previews are best effort (a failed one is
  * skipped); the final text always goes through `send`.
+ *
+ * Typing (docs/design.md §3 "Typing"): a channel that implements `typing` shows the bot typing
+ * while a turn runs; the controller calls it when the turn starts and every `typingIntervalMs`
+ * until the pipeline answered, one call at a time, and aborts the call in flight then. Typing is
+ * best effort: a failed call is skipped, and one that would wait for pacing is not made.
  */
 export interface ChannelAdapter {
   readonly id: string;
@@ -108,5 +113,14 @@ export interface ChannelAdapter {
     draft: string | undefined,
     signal: AbortSignal,
   ): Promise<string>;
+  /**
+   * Shows the bot typing in the chat of `origin`, once: the platform shows it for a few seconds
+   * or until the bot posts. Resolves without a call when the channel's pacing has no token free
+   * now (a reply must never wait behind a typing signal) or the chat has no typing signal.
+   * Rejects with `signal.reason` once `signal` aborts. Optional, with `typingIntervalMs`.
+   */
+  typing?(origin: InboundMessage, signal: AbortSignal): Promise<void>;
+  /** How often `typing` is repeated while a turn runs, ms: a little less than the platform shows it. */
+  readonly typingIntervalMs?: number;
   health(): ChannelHealth;
 }

@@ -12,6 +12,7 @@ import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Pipeline, PipelineResult } from '../ports/pipeline.js';
 import type { QueryPool, Turn } from '../ports/query-pool.js';
 import type { ReplyStream } from '../outbound/reply-stream.js';
+import type { TypingIndicator } from '../outbound/typing-indicator.js';
 import type { ReplyOutbox } from '../ports/reply-outbox.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from '../structures/indexed-set.js';
@@ -31,6 +32,12 @@ export interface ControllerOptions {
    * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
    */
   streamReplies?: (query: Query, logger: Logger) => ReplyStream | undefined;
+  /**
+   * Starts showing the bot typing in the chat of `query` (docs/design.md §3 "Typing") when its
+   * channel has a typing signal and it is on; undefined otherwise. Stopped once the pipeline
+   * answered or failed, before the answer is stored, so that no signal follows the reply.
+   */
+  typing?: (query: Query, logger: Logger) => TypingIndicator | undefined;
   logger?: Logger;
   observer?: ControllerObserver;
   /** Traces each turn, its pipeline call and deliveries; absent when tracing is off. */
@@ -265,6 +272,7 @@ export function createController(options: ControllerOptions): Controller {
       sweepTimer.arm(entry.deadlineAt);
       const replyStream = options.streamReplies?.(query, entry.logger);
       entry.stream = replyStream?.push;
+      const typing = options.typing?.(query, entry.logger);
       let result: PipelineResult;
       try {
         result = await (entry.trace === undefined || tracer === undefined
@@ -272,7 +280,8 @@ export function createController(options: ControllerOptions): Controller {
           : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {
               entry.traceHeaders = headers;
               return pipeline.run(query, entry);
-            }));
+            })
+        ).finally(() => typing?.stop());
         // Handled here, whatever becomes of the turn: a late answer's write is not waited for.
         const { saved } = result;
         if (saved !== undefined)

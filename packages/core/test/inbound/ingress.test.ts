@@ -97,6 +97,17 @@ describe('ingress', () => {
     });
   });
 
+  describe('when a message reports an event no rule routes', () => {
+    it('is ignored as unrouted_event and queues nothing, before admission judges it', async () => {
+      const { ingress, pool, outcomes } = setup();
+      const edit = message('G', 'chatter, edited', { chatType: 'group' });
+      edit.event = { type: 'edited', message_id: 'm-1' };
+      expect(await ingress.accept(edit, 'update-2')).toEqual({ status: 'ignored', reason: 'unrouted_event' });
+      expect(outcomes).toMatchObject([{ kind: 'ignored', reason: 'unrouted_event' }]);
+      expect((await pool.stats()).pending).toBe(0);
+    });
+  });
+
   describe('when a bot sends a message', () => {
     it('is ignored as bot_author', async () => {
       const { ingress } = setup();

@@ -2,7 +2,13 @@ import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
 import { isSwitchboardError } from '../../src/model/errors.js';
 import type { ElementType, InboundMessageInput } from '../../src/model/message.js';
-import { createRouter, DISCARD, type RoutingConfigInput, RoutingSchema } from '../../src/inbound/router.js';
+import {
+  createRouter,
+  DISCARD,
+  IGNORE_EVENT,
+  type RoutingConfigInput,
+  RoutingSchema,
+} from '../../src/inbound/router.js';
 
 interface MessageFields {
   text?: string;
@@ -12,6 +18,7 @@ interface MessageFields {
   platform?: string;
   senderId?: string;
   elements?: InboundMessageInput['elements'];
+  event?: InboundMessageInput['event'];
 }
 
 function message(fields: MessageFields = {}) {
@@ -22,6 +29,7 @@ function message(fields: MessageFields = {}) {
     sender: { id: fields.senderId ?? 'u1', name: 'Ada' },
     elements: fields.elements ?? [],
     text: fields.text ?? 'hello',
+    ...(fields.event === undefined ? {} : { event: fields.event }),
   });
 }
 
@@ -243,6 +251,88 @@ describe('createRouter', () => {
         rule: null,
         routedByRule: false,
       });
+    });
+  });
+
+  describe('when a message reports an event (an edit, a deletion, a reaction)', () => {
+    const edited = { type: 'edited', message_id: '-100123:7' } as const;
+    const reaction = { type: 'reaction', message_id: '-100123:7', emoji: '👍' } as const;
+    const subject = router({
+      default: 'echo',
+      rules: [
+        {
+          name: 'any-hello',
+          type: 'message_content',
+          operator: 'contains',
+          value: 'hello',
+          pipeline: 'support',
+        },
+        { name: 'edits', type: 'event', events: ['edited'], pipeline: 'assistant' },
+        {
+          name: 'tg-reactions',
+          all: [
+            { type: 'event', events: ['reaction', 'deleted'] },
+            { type: 'channel', operator: 'eq', value: 'tg' },
+          ],
+          pipeline: DISCARD,
+        },
+      ],
+    });
+
+    it('routes it by the first event rule listing its type, skipping message rules', () => {
+      expect(subject.route(message({ text: 'hello again', event: edited }))).toEqual({
+        pipeline: 'assistant',
+        rule: 'edits',
+        routedByRule: true,
+      });
+    });
+
+    it('lets an event rule combine the event type with other conditions', () => {
+      expect(subject.route(message({ event: reaction })).rule).toBe('tg-reactions');
+      expect(subject.route(message({ channel: 'api', event: reaction })).pipeline).toBe(IGNORE_EVENT);
+    });
+
+    it('ignores an event no event rule routes, whatever the default', () => {
+      expect(router({ default: 'echo' }).route(message({ event: edited }))).toEqual({
+        pipeline: IGNORE_EVENT,
+        rule: null,
+        routedByRule: false,
+      });
+    });
+
+    it('never routes a new message by an event rule', () => {
+      expect(subject.route(message({ text: 'bye' }))).toEqual({
+        pipeline: 'echo',
+        rule: null,
+        routedByRule: false,
+      });
+    });
+
+    it('explains why a message rule was skipped for an event', () => {
+      const { trace } = subject.explain(message({ event: edited }));
+      expect(trace[0]).toEqual({
+        rule: 'any-hello',
+        matched: false,
+        why: 'a message rule: matches only messages, not edited events',
+      });
+      expect(trace[1]).toEqual({ rule: 'edits', matched: true, why: 'event in [edited]: yes' });
+    });
+
+    it('refuses an event rule without event types, or with an unknown one', () => {
+      const problems = (rules: unknown[]) => {
+        try {
+          router({ default: 'echo', rules } as RoutingConfigInput);
+        } catch (error) {
+          return (error as { details: { problems: string[] } }).details.problems;
+        }
+        return [];
+      };
+      expect(problems([{ name: 'e', type: 'event', events: [], pipeline: 'echo' }])).toEqual([
+        'routing.rules[0].events: list at least one event type',
+      ]);
+      expect(problems([{ name: 'e', type: 'event', events: ['typed'], pipeline: 'echo' }])[0]).toMatch(
+        /^routing\.rules\[0\]\.events\[0\]: /,
+      );
     });
   });
 

@@ -31,6 +31,20 @@ describe('createSendPacer', () => {
     vi.useRealTimers();
   });
 
+  describe('when a call may be skipped (a typing signal)', () => {
+    it("takes only the bot's token, and only when it is free now, never waiting", async () => {
+      const { buckets, takes } = recordingBuckets();
+      const pacer = createSendPacer({ channel: 'tg', buckets, rates: TELEGRAM });
+      expect(await pacer.tryPace()).toBe(true);
+      // The bot's bucket (30/s, burst 1) is empty for 33 ms: skipped, not delayed.
+      expect(await pacer.tryPace()).toBe(false);
+      expect(takes).toEqual([['tg:bot'], ['tg:bot']]);
+      // The chat's token is still there for the reply.
+      await vi.advanceTimersByTimeAsync(40);
+      expect(await pacer.pace({ id: '42', group: false }, new AbortController().signal)).toBe(0);
+    });
+  });
+
   describe('when calls go to one chat', () => {
     it('lets the first through at once and holds the next back one interval, reporting the wait', async () => {
       const waits: number[] = [];

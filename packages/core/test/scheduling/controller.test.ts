@@ -636,4 +636,42 @@ describe('controller', () => {
       ]);
     });
   });
+
+  describe("when the turn's channel shows typing", () => {
+    /** A harness whose typing indicators record when they start and stop, and what was delivered then. */
+    function typingHarness() {
+      const typing: string[] = [];
+      const h = createHarness({
+        typing: (query) => {
+          typing.push(`start:${query.text}`);
+          return {
+            stop: () => typing.push(`stop:${query.text} delivered:${h.delivered.length}`),
+          };
+        },
+      });
+      return { h, typing };
+    }
+
+    it('types from the start of the turn and stops once the pipeline answered, before the reply is sent', async () => {
+      const { h, typing } = typingHarness();
+      h.controller.start();
+      await h.send('A', 'a1');
+      await settle();
+      expect(typing).toEqual(['start:a1']);
+      h.run('a1').resolve();
+      await settle();
+      expect(typing).toEqual(['start:a1', 'stop:a1 delivered:0']);
+      expect(h.delivered).toHaveLength(1);
+    });
+
+    it('stops when the pipeline fails', async () => {
+      const { h, typing } = typingHarness();
+      h.controller.start();
+      await h.send('A', 'a1');
+      await settle();
+      h.run('a1').reject(retryable());
+      await settle();
+      expect(typing).toEqual(['start:a1', 'stop:a1 delivered:0']);
+    });
+  });
 });
