@@ -79,7 +79,11 @@ routing: { default: bot }
 
       const methods = await eventually(() => {
         const sent = telegram.calls
-          .filter((call) => call.body.chat_id === chat.id && call.status === 200)
+          // Typing (sendChatAction) may come first: only what lands in the chat counts here.
+          .filter(
+            (call) =>
+              call.body.chat_id === chat.id && call.status === 200 && call.method !== 'sendChatAction',
+          )
           .map((call) => call.method);
         return sent.length >= 2 && sent;
       }, 30_000);
