@@ -100,7 +100,7 @@ export interface MessagePath {
     duration_ms: number | null;
     retry_delay_ms: number | null;
   }>;
-  replies: Array<{ text?: string }>;
+  replies: Array<{ text?: string; attachments?: Array<{ type: string; name?: string }> }>;
   /** The latest outcome; a replayed dead letter ends again. */
   outcome: { status: string; reason: string | null; error: string | null; at: number } | null;
   /** Its audit records, newest first. */

@@ -1,5 +1,5 @@
 import type { AuditConfig } from '@switchboard/config';
-import type { Element, InboundMessage, Reply } from '@switchboard/core';
+import { type Element, type InboundMessage, type Reply, base64Bytes } from '@switchboard/core';
 
 type StoreText = AuditConfig['storeText'];
 
@@ -35,10 +35,27 @@ export function keptReplies(
   if (storeText !== 'full' || replies === undefined) return NO_REPLIES;
   const few = replies.length > limits.maxReplies ? replies.slice(0, limits.maxReplies) : replies;
   for (const reply of few) {
-    if (reply.text.length > limits.maxChars)
-      return few.map((each) => ({ ...each, text: boundedText(each.text, limits.maxChars) }));
+    if (
+      (reply.text?.length ?? 0) > limits.maxChars ||
+      reply.attachments?.some((file) => file.data !== undefined)
+    )
+      return few.map((each) => keptReply(each, limits.maxChars));
   }
   return few;
+}
+
+/**
+ * `reply` with its text cut to `maxChars` and its attachments' `data` left out: up to 20 MB of
+ * base64 each, which the views have no use for (`data_bytes` says how much there was).
+ */
+function keptReply(reply: Reply, maxChars: number): Reply {
+  const attachments = reply.attachments?.map(({ data, ...file }) =>
+    data === undefined ? file : { ...file, data: '', data_bytes: base64Bytes(data) },
+  );
+  return {
+    ...(reply.text === undefined ? {} : { text: boundedText(reply.text, maxChars) }),
+    ...(attachments === undefined ? {} : { attachments }),
+  };
 }
 
 /** A dead letter's message as `audit.store_text` lets the audit log keep it. */

@@ -2,6 +2,7 @@ import { type ChannelAdapter, silentLogger } from '@switchboard/core';
 import { recordingIngress } from '@switchboard/contracts';
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
 import { eventually } from '@switchboard/testkit/eventually';
+import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DiscordChannelSchema } from '../src/options.js';
 import { createDiscordChannel } from '../src/index.js';
@@ -132,6 +133,62 @@ describe('createDiscordChannel (in process, against the fake Discord)', () => {
       deadline.abort(reason);
       expect(await sent).toBe(reason);
       expect(fake.sentMessages()).toEqual([]);
+    });
+  });
+
+  describe('when a reply carries files', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 253, 254, 255]);
+    const origin = inboundMessage({
+      platform: 'discord',
+      channel: 'dc',
+      chat: { type: 'person', id: DM },
+      platform_message_id: '1250000000000000001',
+    });
+
+    it('uploads each as a message of its own (multipart files[0]), the first a reply, then posts the text', async () => {
+      const wav = Buffer.from('RIFF....WAVEfmt ');
+      await channel().send(
+        origin,
+        [
+          {
+            text: 'listen',
+            attachments: [
+              { type: 'image', data: png.toString('base64'), name: 'chart.png', mime_type: 'image/png' },
+              { type: 'audio', data: wav.toString('base64'), mime_type: 'audio/wav' },
+            ],
+          },
+        ],
+        new AbortController().signal,
+      );
+
+      const sent = fake.sentMessages();
+      expect(sent.map((message) => message.files.map((file) => file.filename))).toEqual([
+        ['chart.png'],
+        ['audio.wav'],
+        [],
+      ]);
+      expect(sent[0]?.files[0]?.bytes.equals(png)).toBe(true);
+      expect(sent[0]?.files[0]?.contentType).toBe('image/png');
+      expect(sent[1]?.files[0]?.bytes.equals(wav)).toBe(true);
+      expect(sent[0]?.body.message_reference).toEqual({
+        message_id: '1250000000000000001',
+        fail_if_not_exists: false,
+      });
+      expect(sent[1]?.body.message_reference).toBeUndefined();
+      expect(sent[2]?.body.content).toBe('listen');
+    });
+
+    it('uploads again after a 500, and the file is posted once', async () => {
+      fake.failNext(1, { status: 500 });
+      await channel().send(
+        origin,
+        [{ attachments: [{ type: 'image', data: png.toString('base64') }] }],
+        new AbortController().signal,
+      );
+      expect(fake.requests.filter((request) => request.method === 'POST')).toHaveLength(2);
+      const sent = fake.sentMessages();
+      expect(sent).toHaveLength(1);
+      expect(sent[0]?.files[0]?.bytes.equals(png)).toBe(true);
     });
   });
 });

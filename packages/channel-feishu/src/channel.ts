@@ -9,6 +9,7 @@ import {
   sendParts,
   showPreview,
   webhookPath,
+  refuseAttachments,
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
@@ -197,6 +198,7 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     },
 
     async send(origin, replies, signal, sendOptions) {
+      refuseAttachments(replies, { type: 'feishu', channelId: config.id });
       const calls = feishuMessageCalls(origin, { api, pacer, signal, edits, purpose: 'answer' });
       await sendParts(
         renderFeishuReplies(replies, sendOptions?.turn ?? origin.id),

@@ -74,8 +74,11 @@ export { MAX_ANSWER_BYTES, requestPlatform } from './outbound/request-platform.j
 export type { PlatformRequest } from './outbound/request-platform.js';
 export { MAX_RETRY_AFTER_MS, retryAfterMs } from './outbound/retry-after.js';
 export { retryKeyOf } from './outbound/retry-key.js';
-export { splitReplies } from './outbound/split-replies.js';
-export type { ReplyPart } from './outbound/split-replies.js';
+export { splitReplies, splitRepliesWithAttachments } from './outbound/split-replies.js';
+export type { MediaReplyPart, ReplyPart } from './outbound/split-replies.js';
+export { refuseAttachments } from './outbound/refuse-attachments.js';
+export { attachmentFile, attachmentName } from './outbound/attachment-file.js';
+export type { AttachmentFile, AttachmentFileOptions } from './outbound/attachment-file.js';
 
 // Probe: a channel's read-only check of its credentials (`switchboard doctor`)
 export { probePlatform } from './probe/probe-platform.js';

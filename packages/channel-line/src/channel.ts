@@ -6,6 +6,7 @@ import {
   mountWebhook,
   verifyHmacSha256,
   webhookPath,
+  refuseAttachments,
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
@@ -142,8 +143,10 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
       logger.info({}, 'channel stopped');
     },
 
-    send: (origin, replies, signal, sendOptions) =>
-      sender.send(origin, replies, signal, sendOptions?.turn ?? origin.id),
+    async send(origin, replies, signal, sendOptions) {
+      refuseAttachments(replies, { type: 'line', channelId: config.id });
+      await sender.send(origin, replies, signal, sendOptions?.turn ?? origin.id);
+    },
 
     openMedia: (media, signal) =>
       openLineMedia(

@@ -34,7 +34,7 @@ export interface OpenApiChannelOptions {
 }
 
 function replyEventsOf({ messageId, turn, replies }: SessionReplies): ReplyEvent[] {
-  return replies.map((reply) => ({ message_id: messageId, turn, text: reply.text }));
+  return replies.map((reply) => ({ message_id: messageId, turn, ...reply }));
 }
 
 const DEFAULTS = {

@@ -331,7 +331,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
         schema: {
           summary: 'Stream the replies sent to a session (server-sent events)',
           description:
-            'Each reply is an `event: reply` whose data is `{"message_id","turn","text"}`; a comment line every 15 s keeps the stream open. ' +
+            'Each reply is an `event: reply` whose data is `{"message_id","turn","text"?,"attachments"?}` (a reply as the pipeline gave it: a text, attachments `{type,url|data,name?,mime_type?}`, or both); a comment line every 15 s keeps the stream open. ' +
             'While a streaming pipeline writes an answer, `event: reply.delta` events come first, at most one per `outbound.edit_interval`, with data `{"message_id","turn","delta"}`: the text added since the previous delta of that message (their concatenation is the answer so far). The `reply` events that follow carry the whole answer, once. ' +
             'Any caller the channel admits (any API key, or loopback without keys) may follow any session: session ids are not secrets the API checks, so give each end user an id others cannot guess, or keep the key on your server. ' +
             'An event larger than `max_event_stream_buffer` on its own goes as `event: reply.omitted` with data `{"message_id","turn","event","bytes"}` instead: read that message with `GET /messages/{id}`. ' +

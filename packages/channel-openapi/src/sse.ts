@@ -1,11 +1,12 @@
 import type { ServerResponse } from 'node:http';
-import { type Logger, SwitchboardError } from '@switchboard/core';
+import { type Attachment, type Logger, SwitchboardError } from '@switchboard/core';
 
 /** The data of one `event: reply`. */
 export interface ReplyEvent {
   message_id: string;
   turn: string | null;
-  text: string;
+  text?: string;
+  attachments?: Attachment[];
 }
 
 /** The data of one `event: reply.delta`: text a streamed answer gained since its previous delta. */

@@ -30,6 +30,10 @@ describe('registerApiDocs', () => {
       expect(Object.keys(post.responses)).toEqual(
         expect.arrayContaining(['200', '202', '400', '401', '413', '429', '503']),
       );
+      const answer = post.responses['200'].content['application/json'].schema;
+      const reply = answer.properties.replies.items;
+      expect(Object.keys(reply.properties).sort()).toEqual(['attachments', 'text']);
+      expect(reply.properties.attachments.items.properties.type.enum).toEqual(['image', 'file', 'audio']);
       expect(document.paths['/v1/messages/{id}'].get).toBeDefined();
       expect(document.paths['/v1/sessions/{session_id}/events'].get).toBeDefined();
       expect(document.paths['/openapi.json']).toBeUndefined();

@@ -90,4 +90,21 @@ describe('createSlackChannel pacing (against a fake enforcing 1 message a second
       for (const id of channels) expect(fake.deliveredTo(id)).toEqual(['reply 0', 'reply 1', 'reply 2']);
     });
   });
+
+  describe('when a reply carries a file', () => {
+    it('paces the share of the file and the message, not the upload URL or the upload', async () => {
+      const { observer, waits } = recordingObserver();
+      const data = Buffer.from('a small file').toString('base64');
+      await channel(observer).send(
+        origin('C0PACED'),
+        [{ text: 'with a file', attachments: [{ type: 'file', data, name: 'a.txt' }] }],
+        new AbortController().signal,
+      );
+
+      expect(fake.filesSharedTo('C0PACED')).toHaveLength(1);
+      expect(fake.deliveredTo('C0PACED')).toEqual(['with a file']);
+      expect(waits).toHaveLength(2);
+      expect(fake.rateLimitViolations()).toBe(0);
+    });
+  });
 });

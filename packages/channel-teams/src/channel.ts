@@ -8,6 +8,7 @@ import {
   sendParts,
   showPreview,
   webhookPath,
+  refuseAttachments,
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
@@ -125,6 +126,7 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     },
 
     async send(origin, replies, signal, sendOptions) {
+      refuseAttachments(replies, { type: 'teams', channelId: config.id });
       await sendParts(renderTeamsReplies(replies), calls(origin, signal), sendOptions?.draft, {
         posted,
         answering: sendOptions?.turn ?? origin.id,

@@ -240,4 +240,68 @@ describe('createTelegramChannel (in process, against the fake Bot API)', () => {
       expect(fake.sentMessages().filter((sentMessage) => sentMessage.body.chat_id === chatId)).toEqual([]);
     });
   });
+
+  describe('when a reply carries attachments', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 254, 255]);
+    const pdf = Buffer.from('%PDF-1.4 a small document');
+
+    it('uploads data with sendPhoto/sendDocument, passes a url as is, then sends the text, in order', async () => {
+      const chatId = 555_000_002;
+      const origin = inboundMessage({
+        chat: { type: 'person', id: String(chatId) },
+        platform_message_id: `${chatId}:7`,
+      });
+      await channel().send(
+        origin,
+        [
+          {
+            text: 'your chart',
+            attachments: [
+              { type: 'image', data: png.toString('base64'), name: 'chart.png', mime_type: 'image/png' },
+              { type: 'file', data: pdf.toString('base64') },
+              { type: 'audio', url: 'https://example.com/a.mp3' },
+            ],
+          },
+        ],
+        new AbortController().signal,
+      );
+
+      const order = fake.calls
+        .filter((call) => call.body.chat_id === chatId && call.status === 200)
+        .map((call) => call.method);
+      expect(order).toEqual(['sendPhoto', 'sendDocument', 'sendAudio', 'sendMessage']);
+      const media = fake.sentMedia().filter((sent) => sent.body.chat_id === chatId);
+      expect(media[0]?.file?.bytes.equals(png)).toBe(true);
+      expect(media[0]?.file?.filename).toBe('chart.png');
+      expect(media[0]?.body.reply_parameters).toEqual({ message_id: 7, allow_sending_without_reply: true });
+      expect(media[1]?.file?.bytes.equals(pdf)).toBe(true);
+      expect(media[2]).toMatchObject({ method: 'sendAudio', url: 'https://example.com/a.mp3' });
+      expect(media[2]?.file).toBeUndefined();
+      expect(fake.deliveredTo(chatId)).toEqual(['your chart']);
+    });
+
+    it('tries an upload the platform answered 500 again, and sends it once', async () => {
+      const chatId = 555_000_003;
+      const origin = inboundMessage({
+        chat: { type: 'person', id: String(chatId) },
+        platform_message_id: `${chatId}:8`,
+      });
+      fake.failNext('sendPhoto', 1, { status: 500 });
+      await channel().send(
+        origin,
+        [{ attachments: [{ type: 'image', data: png.toString('base64') }] }],
+        new AbortController().signal,
+      );
+
+      expect(
+        fake
+          .callsOf('sendPhoto')
+          .filter((call) => call.body.chat_id === chatId)
+          .map((call) => call.status),
+      ).toEqual([500, 200]);
+      const media = fake.sentMedia().filter((sent) => sent.body.chat_id === chatId);
+      expect(media).toHaveLength(1);
+      expect(media[0]?.file?.bytes.equals(png)).toBe(true);
+    });
+  });
 });

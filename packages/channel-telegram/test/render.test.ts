@@ -58,9 +58,31 @@ describe('renderReplies', () => {
         { text: ' ' },
         { text: long },
       ]);
-      expect(messages.map((message) => message.text)).toEqual(['a'.repeat(4000), 'b'.repeat(1000)]);
+      expect(messages.map((message) => ('text' in message ? message.text : undefined))).toEqual([
+        'a'.repeat(4000),
+        'b'.repeat(1000),
+      ]);
       expect(messages[0]?.reply_parameters?.message_id).toBe(2);
       expect(messages[1]?.reply_parameters).toBeUndefined();
+    });
+  });
+
+  describe('when a reply carries attachments', () => {
+    it('renders its attachments as listed, then its text, the first one answering the origin', () => {
+      const image = { type: 'image' as const, data: 'iVBORw0KGgo=' };
+      const file = { type: 'file' as const, url: 'https://example.com/report.pdf' };
+      const parts = renderReplies(origin({ type: 'person', id: '1' }, '1:2'), [
+        { text: 'see these', attachments: [image, file] },
+        { attachments: [{ type: 'audio', url: 'https://example.com/a.mp3' }] },
+      ]);
+      expect(parts.map((part) => ('text' in part ? part.text : part.attachment.type))).toEqual([
+        'image',
+        'file',
+        'see these',
+        'audio',
+      ]);
+      expect(parts[0]).toMatchObject({ chat_id: 1, attachment: image, reply_parameters: { message_id: 2 } });
+      expect(parts.slice(1).every((part) => part.reply_parameters === undefined)).toBe(true);
     });
   });
 });

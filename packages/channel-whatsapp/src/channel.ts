@@ -8,6 +8,7 @@ import {
   dispositionOf,
   mountWebhook,
   webhookPath,
+  refuseAttachments,
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
@@ -188,8 +189,10 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
       logger.info({}, 'channel stopped');
     },
 
-    send: (origin, replies, signal, sendOptions) =>
-      send(origin, replies, signal, sendOptions?.turn ?? origin.id),
+    async send(origin, replies, signal, sendOptions) {
+      refuseAttachments(replies, { type: 'whatsapp', channelId: config.id });
+      await send(origin, replies, signal, sendOptions?.turn ?? origin.id);
+    },
 
     openMedia: (media, signal) =>
       openWhatsAppMedia(

@@ -62,6 +62,24 @@ export function replyOutboxContract(name: string, factory: StoreFactory<ReplyOut
         expect(claimed?.token).toEqual(expect.any(String));
       });
 
+      it('hands out replies with attachments as added, their data byte for byte', async () => {
+        const data = Buffer.from(Array.from({ length: 256 }, (_, byte) => byte)).toString('base64');
+        const delivery = deliveryFixture(1, {
+          replies: [
+            {
+              text: 'two files',
+              attachments: [
+                { type: 'image', data, name: 'bytes.png', mime_type: 'image/png' },
+                { type: 'file', url: 'https://example.com/report.pdf' },
+              ],
+            },
+            { attachments: [{ type: 'audio', data }] },
+          ],
+        });
+        await subject.store.add(delivery);
+        expect((await claim())?.delivery).toEqual(delivery);
+      });
+
       it('answers duplicate to a second add with its id and stores it once', async () => {
         await subject.store.add(deliveryFixture(1));
         expect(await subject.store.add(deliveryFixture(1, { replies: [{ text: 'other' }] }))).toBe(

@@ -3,6 +3,7 @@
 
 // Model: the message and its queued form, session key and ids, how a message ends, coded errors
 export {
+  AttachmentSchema,
   ChatTypeSchema,
   ELEMENT_TYPES,
   EVENT_TYPES,
@@ -10,16 +11,21 @@ export {
   HandoffContextSchema,
   InboundEventSchema,
   InboundMessageSchema,
+  MAX_ATTACHMENTS_PER_REPLY,
+  MAX_ATTACHMENT_BYTES,
   MEDIA_TYPES,
   PipelineAnswerSchema,
   ReplySchema,
   answerResult,
+  base64Bytes,
   isMediaElement,
   newMessageId,
   parseInboundMessage,
+  replyText,
   withoutRaw,
 } from './model/message.js';
 export type {
+  Attachment,
   ChatType,
   Element,
   ElementType,

@@ -12,7 +12,13 @@ import { brokenStream, excerptOf } from './remote-errors.js';
 import { type StreamFormat, streamEvents } from './stream-events.js';
 
 /** One object of a streamed answer: a piece of text, or the final replies that end the stream. */
-const StreamLineSchema = z.union([z.strictObject({ delta: z.string() }), PipelineAnswerSchema.strict()]);
+const DeltaLineSchema = z.strictObject({ delta: z.string() });
+const AnswerLineSchema = PipelineAnswerSchema.strict();
+
+/** The shape `json` must have: the answer's once it holds `replies`, so that problems name its fields. */
+function lineSchemaOf(json: unknown) {
+  return typeof json === 'object' && json !== null && 'replies' in json ? AnswerLineSchema : DeltaLineSchema;
+}
 
 /**
  * Reads a streamed answer (docs/design.md §4 "Streaming"): objects `{"delta": "…"}`, each passed
@@ -39,9 +45,10 @@ export async function readStreamedReply(
     } catch {
       throw invalidLine(pipeline, line, 'not JSON', excerptOf(text, mask));
     }
-    const parsed = StreamLineSchema.safeParse(json);
+    const parsed = lineSchemaOf(json).safeParse(json);
     if (!parsed.success) {
-      const problem = 'expected {"delta": string} or {"replies": [{"text": string}, …]}';
+      const problem =
+        'expected {"delta": string} or {"replies": [{"text"?: string, "attachments"?: […]}, …]}';
       throw invalidLine(
         pipeline,
         line,

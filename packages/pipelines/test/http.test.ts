@@ -25,6 +25,21 @@ async function failureOf(answer: FakeAnswer, extra: object = {}): Promise<Switch
 }
 
 describe('createHttpPipeline', () => {
+  describe('when the endpoint answers replies with attachments', () => {
+    it('answers them as given', async () => {
+      const replies = [
+        {
+          text: 'chart',
+          attachments: [{ type: 'image', data: 'iVBORw0KGgo=', name: 'c.png', mime_type: 'image/png' }],
+        },
+        { attachments: [{ type: 'file', url: 'https://example.com/r.pdf' }] },
+      ];
+      const { pipeline } = await pipelineAnswering(() => ({ status: 200, body: { replies } }));
+
+      await expect(pipeline.run(queryOf(['hi']), runContext())).resolves.toEqual({ replies });
+    });
+  });
+
   describe('when the endpoint answers with replies', () => {
     it('POSTs the query as JSON with every field of the documented body', async () => {
       const { pipeline, server } = await pipelineAnswering(() => ({ status: 200, body: { replies: [] } }));
@@ -271,6 +286,18 @@ describe('createHttpPipeline', () => {
       expect(error.retryable).toBe(false);
       expect(error.message).toContain('replies[0].text');
       expect(error.details?.problems).toEqual([expect.stringMatching(/^replies\[0\]\.text: /)]);
+    });
+
+    it('fails as fatal naming the attachment field that is invalid', async () => {
+      const error = await failureOf({
+        status: 200,
+        body: { replies: [{ text: 'a', attachments: [{ type: 'image', data: 'not base64!' }] }] },
+      });
+
+      expect(error.retryable).toBe(false);
+      expect(error.details?.problems).toEqual([
+        'replies[0].attachments[0].data: must be standard base64 (A-Z a-z 0-9 + /, padded with =)',
+      ]);
     });
 
     it('fails as fatal when replies is missing', async () => {

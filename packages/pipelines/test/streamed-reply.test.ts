@@ -88,6 +88,24 @@ describe('createHttpPipeline streaming', () => {
     });
   });
 
+  describe('when the final replies carry attachments', () => {
+    it('answers them as given', async () => {
+      const replies = [{ text: 'here', attachments: [{ type: 'audio', url: 'https://example.com/a.mp3' }] }];
+      const { run } = await streaming('application/x-ndjson', ndjson({ delta: 'here' }, { replies }));
+      await expect(run()).resolves.toEqual({ replies });
+    });
+
+    it('fails for good naming an invalid attachment field', async () => {
+      const file = { type: 'file', url: 'https://example.com/a.pdf', data: 'AAAA' };
+      const { run } = await streaming('application/x-ndjson', ndjson({ replies: [{ attachments: [file] }] }));
+      const error = await rejectionOf(run());
+      expect(error).toMatchObject({
+        retryable: false,
+        message: expect.stringContaining('replies[0].attachments[0].data: give url or data, not both'),
+      });
+    });
+  });
+
   describe('when a line is not a delta or the replies', () => {
     it('fails for good, naming the line and what was expected', async () => {
       const { run } = await streaming('application/x-ndjson', ndjson({ delta: 'a' }, { text: 'b' }));

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { type UploadedFile, multipartBoundary, parseMultipart } from './multipart-body.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 
 /**
@@ -58,11 +59,15 @@ export interface RecordedDiscordRequest {
   at: number;
 }
 
-/** A message the bot posted: the channel it went to and the JSON body it sent. */
+/**
+ * A message the bot posted: the channel it went to, the JSON body it sent (a multipart request's
+ * `payload_json`), and the files it uploaded (its `files[n]` parts, in order).
+ */
 export interface SentDiscordMessage {
   channelId: string;
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary request shapes
   body: Record<string, any>;
+  files: UploadedFile[];
 }
 
 /** A `PATCH /channels/:id/messages/:id` the fake applied. */
@@ -273,10 +278,28 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const port = (server.address() as AddressInfo).port;
   const gatewayUrl = `ws://127.0.0.1:${port}/gateway`;
 
-  async function readBody(request: IncomingMessage): Promise<unknown> {
+  /**
+   * The JSON body of a call; of a multipart one (a message with files) its `payload_json`, with
+   * the `files[n]` parts beside it, as Discord reads uploads.
+   */
+  async function readBody(request: IncomingMessage): Promise<{ body: unknown; files: UploadedFile[] }> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString();
+    const raw = Buffer.concat(chunks);
+    const boundary = multipartBoundary(request.headers['content-type']);
+    if (boundary !== undefined) {
+      const { fields, files } = parseMultipart(raw, boundary);
+      const numbered = Object.entries(files)
+        .map(([name, file]) => ({ index: Number(/^files\[(\d+)\]$/.exec(name)?.[1] ?? Number.NaN), file }))
+        .filter(({ index }) => !Number.isNaN(index))
+        .sort((a, b) => a.index - b.index)
+        .map(({ file }) => file);
+      return { body: parseJson(fields.payload_json ?? ''), files: numbered };
+    }
+    return { body: parseJson(raw.toString()), files: [] };
+  }
+
+  function parseJson(text: string): unknown {
     if (text === '') return null;
     try {
       return JSON.parse(text);
@@ -315,7 +338,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     }
     const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) : url.pathname;
     const method = request.method ?? 'GET';
-    const body = await readBody(request);
+    const { body, files } = await readBody(request);
     requests.push({ method, path, authorization: request.headers.authorization, body, at: arrivedAt });
 
     const failure = failures.shift();
@@ -369,7 +392,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       const headers = admitted(response, channelId, arrivedAt);
       if (headers === null) return;
       const posted = (body ?? {}) as Record<string, unknown>;
-      sent.push({ channelId, body: posted });
+      if (String(posted.content ?? '') === '' && files.length === 0) {
+        json(response, 400, { message: 'Cannot send an empty message', code: 50006 }, headers);
+        return;
+      }
+      sent.push({ channelId, body: posted, files });
       const id = nextId();
       contents.set(`${channelId}/${id}`, String(posted.content ?? ''));
       json(response, 200, fullMessage({ ...posted, id, channel_id: channelId, author: botUser }), headers);

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { eventually } from './eventually.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
+import { multipartBoundary, parseMultipart } from './multipart-body.js';
 
 // A fake Slack for tests: the Web API at `/api/<method>` (what Bolt's WebClient calls through
 // `slackApiUrl`), a Socket Mode WebSocket at `/socket-mode`, and helpers that build and sign
@@ -46,6 +47,21 @@ export interface SlackEdit {
   ts: string;
   text: string;
   /** Milliseconds since the epoch at which it arrived. */
+  at: number;
+}
+
+/**
+ * A file shared by files.completeUploadExternal: what files.getUploadURLExternal was told, the
+ * bytes its upload URL received, and where it was shared.
+ */
+export interface SlackSharedFile {
+  id: string;
+  filename: string;
+  title?: string;
+  bytes: Buffer;
+  channel: string;
+  thread_ts?: string;
+  /** Milliseconds since the epoch at which it was shared. */
   at: number;
 }
 
@@ -92,6 +108,10 @@ export interface FakeSlack {
   rateLimitViolations(): number;
   /** The next `count` Web API calls fail with `failure`. */
   failNext(count: number, failure: SlackFailure): void;
+  /** The next `count` POSTs to an upload URL (files.getUploadURLExternal's) are answered `status`. */
+  failNextUploads(count: number, status: number): void;
+  /** The files shared into one Slack channel (files.completeUploadExternal), in order. */
+  filesSharedTo(channel: string): SlackSharedFile[];
   /** Sends an `events_api` envelope to every Socket Mode connection; resolves with the envelope id once acked. */
   pushSocketEvent(
     body: Record<string, unknown>,
@@ -128,11 +148,11 @@ export interface FakeSlackFile {
   url_private_download: string;
 }
 
-function readBody(request: IncomingMessage): Promise<string> {
+function readBody(request: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('end', () => resolve(Buffer.concat(chunks)));
     request.on('error', reject);
   });
 }
@@ -175,6 +195,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   let sequence = 0;
   let baseUrl = '';
   const delivered: Array<{ channel: string; text: string }> = [];
+  /** Files between files.getUploadURLExternal and files.completeUploadExternal, by id. */
+  const uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
+  const shared: SlackSharedFile[] = [];
+  const uploadFailures: number[] = [];
   const rateLimits = options.rateLimits ?? {};
   const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
 
@@ -239,6 +263,40 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         edits.push({ channel: String(body.channel), ts: String(body.ts), text: body.text, at: Date.now() });
         return { status: 200, body: { ok: true, channel: body.channel, ts: body.ts, text: body.text } };
       }
+      case 'files.getUploadURLExternal': {
+        const length = Number(body.length);
+        if (typeof body.filename !== 'string' || body.filename === '' || !(length > 0))
+          return { status: 200, body: { ok: false, error: 'invalid_arguments' } };
+        sequence += 1;
+        const fileId = `F${String(sequence).padStart(8, '0')}`;
+        uploads.set(fileId, { filename: body.filename, length });
+        return {
+          status: 200,
+          body: { ok: true, upload_url: `${baseUrl}/upload/${fileId}`, file_id: fileId },
+        };
+      }
+      case 'files.completeUploadExternal': {
+        const files = JSON.parse(String(body.files ?? '[]')) as Array<{ id: string; title?: string }>;
+        const channel = body.channel_id;
+        if (typeof channel !== 'string' || channel === '')
+          return { status: 200, body: { ok: false, error: 'channel_not_found' } };
+        const complete = files.map((file) => ({ file, upload: uploads.get(file.id) }));
+        if (complete.some(({ upload }) => upload?.bytes === undefined))
+          return { status: 200, body: { ok: false, error: 'file_not_found' } };
+        for (const { file, upload } of complete) {
+          uploads.delete(file.id);
+          shared.push({
+            id: file.id,
+            filename: upload?.filename ?? '',
+            ...(file.title === undefined ? {} : { title: file.title }),
+            bytes: upload?.bytes ?? Buffer.alloc(0),
+            channel,
+            ...(typeof body.thread_ts === 'string' ? { thread_ts: body.thread_ts } : {}),
+            at: Date.now(),
+          });
+        }
+        return { status: 200, body: { ok: true, files: files.map(({ id, title }) => ({ id, title })) } };
+      }
       case 'assistant.threads.setStatus': {
         // Slack's reference: channel_id and thread_ts name the assistant thread; status may be empty (clears it).
         if (typeof body.channel_id !== 'string' || body.channel_id === '')
@@ -274,6 +332,32 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     response.end(content);
   }
 
+  /**
+   * An upload URL: takes the file's bytes, raw or as a multipart form's file, and must get as
+   * many as files.getUploadURLExternal was told (`length`), as Slack checks.
+   */
+  async function upload(fileId: string, request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const raw = await readBody(request);
+    const status = uploadFailures.shift();
+    if (status !== undefined) {
+      response.writeHead(status).end('fake failure');
+      return;
+    }
+    const pending = uploads.get(fileId);
+    if (pending === undefined) {
+      response.writeHead(404).end('not found');
+      return;
+    }
+    const boundary = multipartBoundary(request.headers['content-type']);
+    const bytes = boundary === undefined ? raw : Object.values(parseMultipart(raw, boundary).files)[0]?.bytes;
+    if (bytes === undefined || bytes.length !== pending.length) {
+      response.writeHead(400).end('length mismatch');
+      return;
+    }
+    pending.bytes = bytes;
+    response.writeHead(200, { 'content-type': 'text/plain' }).end(`OK - ${bytes.length}`);
+  }
+
   const server = createServer(async (request, response) => {
     if (request.method === 'GET' && request.url?.startsWith('/files-pri/')) {
       serveFile(request, response);
@@ -281,13 +365,16 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     }
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
+    const uploadMatch = /^\/upload\/([A-Z0-9]+)$/.exec(request.url?.split('?')[0] ?? '');
+    if (request.method === 'POST' && uploadMatch?.[1] !== undefined)
+      return upload(uploadMatch[1], request, response);
     const match = /^\/api\/([A-Za-z.]+)$/.exec(request.url?.split('?')[0] ?? '');
     if (request.method !== 'POST' || match?.[1] === undefined) {
       sendJson(response, 404, { ok: false, error: 'not_found' });
       return;
     }
     const method = match[1];
-    const body = parseBody(await readBody(request), request.headers['content-type']);
+    const body = parseBody((await readBody(request)).toString('utf8'), request.headers['content-type']);
     const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
     const token = bearer ?? (typeof body.token === 'string' ? body.token : undefined);
     calls.push({ method, token, body, at: arrivedAt });
@@ -385,6 +472,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     deliveredTo: (channel) =>
       delivered.filter((entry) => entry.channel === channel).map((entry) => entry.text),
     rateLimitViolations: () => limiter.violations(),
+    failNextUploads(count, status) {
+      uploadFailures.push(...Array<number>(count).fill(status));
+    },
+    filesSharedTo: (channel) => shared.filter((file) => file.channel === channel),
     failNext(count, failure) {
       for (let i = 0; i < count; i += 1) failures.push(failure);
     },

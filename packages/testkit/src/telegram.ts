@@ -2,6 +2,7 @@ import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 import { readJsonBody } from './json-body.js';
+import { type UploadedFile, multipartBoundary, parseMultipart, readRawBody } from './multipart-body.js';
 
 /**
  * A fake Telegram Bot API for tests: a node:http server on 127.0.0.1 that answers
@@ -83,6 +84,21 @@ export interface SentTelegramMessage {
   at: number;
 }
 
+/**
+ * A sendPhoto, sendDocument or sendAudio call that succeeded: the file uploaded with it
+ * (multipart/form-data, `attach://` or the field itself), or the URL Telegram was to fetch.
+ */
+export interface SentTelegramMedia {
+  method: 'sendPhoto' | 'sendDocument' | 'sendAudio';
+  body: Json;
+  /** The uploaded file; undefined when the call passed a URL (or a file_id). */
+  file?: UploadedFile;
+  /** The URL (or file_id) passed instead of a file. */
+  url?: string;
+  message: Json;
+  at: number;
+}
+
 /** An editMessageText call that succeeded. */
 export interface TelegramEdit {
   chatId: string;
@@ -138,6 +154,8 @@ export interface FakeTelegram {
   callsOf(method: string): RecordedTelegramCall[];
   /** The sendMessage calls that succeeded, in order. */
   sentMessages(): SentTelegramMessage[];
+  /** The sendPhoto, sendDocument and sendAudio calls that succeeded, in order. */
+  sentMedia(): SentTelegramMedia[];
   /** The texts delivered to one chat (successful sendMessage calls), in order. */
   deliveredTo(chatId: number | string): string[];
   /** Calls answered 429 for exceeding `rateLimits` (injected failures not included). */
@@ -205,7 +223,34 @@ const DEFAULT_BOT_USER: FakeTelegramUser = {
 };
 const TEXT_LIMIT = 4096;
 /** The methods that post into a chat, and so count against the rate limits: sends and edits alike. */
-const RATE_LIMITED_METHODS = new Set(['sendMessage', 'editMessageText']);
+const RATE_LIMITED_METHODS = new Set([
+  'sendMessage',
+  'editMessageText',
+  'sendPhoto',
+  'sendDocument',
+  'sendAudio',
+]);
+
+/** The parameter each media method takes its file in. */
+const MEDIA_FIELDS = { sendPhoto: 'photo', sendDocument: 'document', sendAudio: 'audio' } as const;
+type MediaMethod = keyof typeof MEDIA_FIELDS;
+
+/**
+ * A multipart call's fields as the Bot API reads them: each field's JSON value (objects, numbers)
+ * where it parses, else its text; files stay apart.
+ */
+function multipartFields(fields: Record<string, string>): Json {
+  const out: Json = {};
+  for (const [key, value] of Object.entries(fields)) {
+    try {
+      const parsed: unknown = JSON.parse(value);
+      out[key] = typeof parsed === 'object' || typeof parsed === 'number' ? parsed : value;
+    } catch {
+      out[key] = value;
+    }
+  }
+  return out;
+}
 
 /** The `action` values sendChatAction accepts (Bot API reference). */
 const CHAT_ACTIONS = new Set([
@@ -257,6 +302,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const botUser = options.botUser ?? DEFAULT_BOT_USER;
   const calls: RecordedTelegramCall[] = [];
   const sent: SentTelegramMessage[] = [];
+  const media: SentTelegramMedia[] = [];
   const edits: TelegramEdit[] = [];
   /** The text of each message the bot sent, by `<chat id>:<message id>`. */
   const texts = new Map<string, string>();
@@ -392,6 +438,36 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     return ok(message);
   }
 
+  function sendMedia(method: MediaMethod, body: Json, files: Record<string, UploadedFile>): Answer {
+    if (body.chat_id === undefined) return fail(400, 'Bad Request: chat_id is empty');
+    const field = MEDIA_FIELDS[method];
+    const value = body[field];
+    const attached = typeof value === 'string' && value.startsWith('attach://') ? value.slice(9) : field;
+    const file = files[attached];
+    if (file === undefined && (typeof value !== 'string' || value === ''))
+      return fail(400, `Bad Request: there is no ${field} in the request`);
+    if (file !== undefined && file.bytes.length === 0)
+      return fail(400, 'Bad Request: file must be non-empty');
+    const message = {
+      message_id: nextMessageId++,
+      from: botUser,
+      chat: chats.get(String(body.chat_id)) ?? { id: body.chat_id, type: 'private' },
+      date: Math.floor(Date.now() / 1000),
+      [field]:
+        field === 'photo'
+          ? [{ file_id: `photo-${nextMessageId}`, width: 1, height: 1 }]
+          : { file_id: `${field}-${nextMessageId}` },
+    };
+    media.push({
+      method,
+      body,
+      ...(file === undefined ? { url: value as string } : { file }),
+      message,
+      at: Date.now(),
+    });
+    return ok(message);
+  }
+
   function editMessageText(body: Json): Answer {
     const key = `${body.chat_id}:${body.message_id}`;
     const current = texts.get(key);
@@ -420,8 +496,17 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     return ok(true);
   }
 
-  function answer(method: string, body: Json, response: ServerResponse): Promise<Answer> | Answer {
+  function answer(
+    method: string,
+    body: Json,
+    uploads: Record<string, UploadedFile>,
+    response: ServerResponse,
+  ): Promise<Answer> | Answer {
     switch (method) {
+      case 'sendPhoto':
+      case 'sendDocument':
+      case 'sendAudio':
+        return sendMedia(method, body, uploads);
       case 'getMe':
         return ok(botUser);
       case 'deleteWebhook':
@@ -517,7 +602,12 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     }
     // Read before the body: limits count a request when it reaches the server.
     const arrivedAt = Date.now();
-    const body = (await readJsonBody(request)) ?? {};
+    // Uploads come as multipart/form-data, every other call as JSON (grammY's choice, as the Bot API allows).
+    const boundary = multipartBoundary(request.headers['content-type']);
+    const multipart = boundary === undefined ? null : parseMultipart(await readRawBody(request), boundary);
+    const body =
+      multipart === null ? ((await readJsonBody(request)) ?? {}) : multipartFields(multipart.fields);
+    const uploads = multipart?.files ?? {};
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(path);
     const method = match?.[2] ?? '';
@@ -549,7 +639,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       return send(fail(failure.status, description ?? 'Error'));
     }
     const limited = RATE_LIMITED_METHODS.has(method) ? overRateLimit(body, arrivedAt) : null;
-    send(limited ?? (await answer(method, body, response)));
+    send(limited ?? (await answer(method, body, uploads, response)));
   });
   server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -562,6 +652,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     calls,
     callsOf: (method) => calls.filter((call) => call.method === method),
     sentMessages: () => [...sent],
+    sentMedia: () => [...media],
     deliveredTo: (chatId) =>
       sent
         .filter((entry) => String(entry.body.chat_id) === String(chatId))

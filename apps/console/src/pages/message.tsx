@@ -138,6 +138,9 @@ function Path({ data }: { data: MessagePath }) {
             {data.replies.map((reply, index) => (
               <li key={`${index}-${reply.text}`} class="text">
                 {reply.text ?? '(no text)'}
+                {reply.attachments?.length
+                  ? ` (+ ${reply.attachments.map((file) => file.name ?? file.type).join(', ')})`
+                  : ''}
               </li>
             ))}
           </ul>

@@ -8,7 +8,7 @@ import {
   MAX_TRAIL_TEXT_CHARS,
   TRAIL_REPLY_LIMITS,
 } from '../../src/admin/message-trail.js';
-import { boundedText } from '../../src/stored-text.js';
+import { boundedText, keptReplies } from '../../src/stored-text.js';
 
 const longText = 'x'.repeat(MAX_TRAIL_TEXT_CHARS + 100);
 const message = parseInboundMessage({
@@ -243,5 +243,30 @@ describe('boundedText', () => {
     const text = `${'a'.repeat(9)}\u{1F600}tail`;
     expect(boundedText(text, 10)).toBe(text.slice(0, 10));
     expect(boundedText('x'.repeat(600), 500)).toBe('x'.repeat(500));
+  });
+});
+
+describe('keptReplies', () => {
+  const limits = { maxReplies: 5, maxChars: 10 };
+  const data = Buffer.alloc(300, 7).toString('base64');
+  const replies = [
+    { text: 'a chart for you', attachments: [{ type: 'image' as const, data, name: 'c.png' }] },
+    { attachments: [{ type: 'file' as const, url: 'https://example.com/r.pdf' }] },
+  ];
+
+  describe('when audit.store_text is full', () => {
+    it("cuts texts and leaves attachments' data out, saying how many bytes it held", () => {
+      expect(keptReplies(replies, 'full', limits)).toEqual([
+        { text: 'a chart fo', attachments: [{ type: 'image', data: '', data_bytes: 300, name: 'c.png' }] },
+        { attachments: [{ type: 'file', url: 'https://example.com/r.pdf' }] },
+      ]);
+    });
+  });
+
+  describe('when it keeps less', () => {
+    it('keeps no reply, so neither urls nor data', () => {
+      expect(keptReplies(replies, 'none', limits)).toEqual([]);
+      expect(keptReplies(replies, 100, limits)).toEqual([]);
+    });
   });
 });

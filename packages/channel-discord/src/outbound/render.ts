@@ -1,5 +1,5 @@
-import { splitReplies } from '@switchboard/channel-kit';
-import type { InboundMessage, Reply } from '@switchboard/core';
+import { splitRepliesWithAttachments } from '@switchboard/channel-kit';
+import type { Attachment, InboundMessage, Reply } from '@switchboard/core';
 
 /** Discord refuses message content longer than this (UTF-16 units are a safe upper bound). */
 export const DISCORD_MESSAGE_LIMIT = 2000;
@@ -12,28 +12,30 @@ export interface DiscordMessageBody {
   allowed_mentions: { parse: ['users']; replied_user: true };
 }
 
-/** One platform message to post: where, and what. */
+/** One platform message to post: where, and what (a text, or a file with no content). */
 export interface RenderedMessage {
   channelId: string;
   body: DiscordMessageBody;
+  /** The file the message uploads (multipart `files[0]`); its content is then empty. */
+  attachment?: Attachment;
 }
 
 /**
  * The Discord messages that answer `origin` with `replies`: posted in the origin's channel, or
- * its thread (a thread is a channel of its own for the API), each reply split at Discord's 2 000
- * characters, and each reply's first part a message reply to the origin (to the message an event
- * is about). Empty replies are
+ * its thread (a thread is a channel of its own for the API); each reply's files as it lists them,
+ * one message each, then its text split at Discord's 2 000 characters; each reply's first
+ * message a message reply to the origin (to the message an event is about). Empty texts are
  * skipped: Discord refuses empty content.
  */
 export function renderReplies(origin: InboundMessage, replies: readonly Reply[]): RenderedMessage[] {
   const channelId = origin.chat.thread ?? origin.chat.id;
   // An event's own id names the event; the reply answers the message it is about.
   const repliedTo = origin.event?.message_id ?? origin.platform_message_id;
-  return splitReplies(replies, DISCORD_MESSAGE_LIMIT).map(({ text: content, part }) => ({
+  return splitRepliesWithAttachments(replies, DISCORD_MESSAGE_LIMIT).map((message) => ({
     channelId,
     body: {
-      content,
-      ...(part === 0
+      content: 'text' in message ? message.text : '',
+      ...(message.part === 0
         ? {
             message_reference: { message_id: repliedTo, fail_if_not_exists: false as const },
           }
@@ -41,5 +43,6 @@ export function renderReplies(origin: InboundMessage, replies: readonly Reply[])
       // Pipelines echo user text: never let it ping @everyone, @here or a role.
       allowed_mentions: { parse: ['users'], replied_user: true },
     },
+    ...('attachment' in message ? { attachment: message.attachment } : {}),
   }));
 }

@@ -1,8 +1,13 @@
-import { type MessageCalls, abortableCall } from '@switchboard/channel-kit';
+import {
+  type AttachmentFile,
+  type MessageCalls,
+  abortableCall,
+  attachmentFile,
+} from '@switchboard/channel-kit';
 import type { PacedChat, SendPacer } from '@switchboard/core';
 import { type REST, Routes } from 'discord.js';
 import { toSendError } from '../errors.js';
-import type { RenderedMessage } from './render.js';
+import type { DiscordMessageBody, RenderedMessage } from './render.js';
 
 /** What one send or preview into a chat calls Discord with. */
 export interface Outbound {
@@ -20,7 +25,29 @@ export interface Outbound {
 }
 
 /**
- * The message posts and edits of one send (message ids as refs). Every REST call that answers in
+ * A message with a file as Discord takes it (`payload_json` and `files[0]`), encoded to bytes
+ * here: discord.js would hand its FormData to whichever undici is the process's global
+ * dispatcher, and one of another version than its own cannot read it (the request fails with
+ * "action is not a function"). Bytes pass through any of them.
+ */
+async function multipartRequest(body: DiscordMessageBody, file: AttachmentFile) {
+  const form = new FormData();
+  form.append('payload_json', JSON.stringify(body));
+  form.append(
+    'files[0]',
+    new Blob([file.bytes], file.mimeType === undefined ? {} : { type: file.mimeType }),
+    file.name,
+  );
+  const encoded = new Response(form);
+  return {
+    body: Buffer.from(await encoded.arrayBuffer()),
+    passThroughBody: true,
+    headers: { 'Content-Type': encoded.headers.get('content-type') ?? '' },
+  };
+}
+
+/**
+ * The message posts (a file as a multipart upload) and edits of one send (message ids as refs). Every REST call that answers in
  * a chat goes through here, once `pacer` lets it into the chat (posts and edits share its
  * buckets). `rest` queues requests per rate-limit bucket and waits out 429s (Retry-After) itself,
  * and retries 5xx and network errors three times; what still fails becomes an SB_CHANNEL_* error
@@ -36,13 +63,22 @@ export function messageCalls(outbound: Outbound): MessageCalls<RenderedMessage> 
     return abortableCall(signal, run, failure);
   }
   return {
-    post: ({ channelId, body }) => {
+    post: async ({ channelId, body, attachment }) => {
       const route = Routes.channelMessages(channelId);
+      // A url is fetched by the gateway (bounded) and uploaded: Discord takes no file by URL.
+      const request =
+        attachment === undefined
+          ? { body }
+          : await multipartRequest(
+              body,
+              await attachmentFile(attachment, { signal, channelId: outbound.channel }),
+            );
       return call(
         `POST ${route}`,
-        async () => ((await rest.post(route, { body, signal })) as { id: string }).id,
+        async () => ((await rest.post(route, { ...request, signal })) as { id: string }).id,
       );
     },
+    editable: (message) => message.attachment === undefined,
     // A message's reply reference cannot change: an edit sets its content alone.
     edit: async ({ channelId, body: { content, allowed_mentions } }, messageId) => {
       const route = Routes.channelMessage(channelId, messageId);

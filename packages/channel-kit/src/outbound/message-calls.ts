@@ -11,6 +11,8 @@ export interface MessageCalls<M> {
   post(message: M): Promise<string>;
   /** Sets the bot's platform message `ref` to show `message`; an edit that changes nothing succeeds. */
   edit(message: M, ref: string): Promise<void>;
+  /** Whether `edit` can show `message`: false for a file, which a text message cannot become. Default: true. */
+  editable?(message: M): boolean;
 }
 
 /** The parts a platform without idempotency keys was sent, for `sendParts` to skip on a retry. */
@@ -26,8 +28,8 @@ const textOf = (part: unknown): string => (typeof part === 'string' ? part : JSO
 
 /**
  * Sends the rendered `parts` of an answer one after the other, so that they arrive in order; with
- * `draft` (the ref of a streamed answer's preview) the first part edits that message, so the
- * answer shows once. A failure ends the send: earlier parts stay, later ones are not sent. The
+ * `draft` (the ref of a streamed answer's preview) the first editable part (a text) edits that
+ * message, so the answer shows once; files are posted after it then. A failure ends the send: earlier parts stay, later ones are not sent. The
  * outbox tries a failed send again whole: with `remembered`, the parts this send posted before
  * are skipped then, so that they show once (an edit of the draft is made again, which changes
  * nothing); without it, the platform must take each post once itself.
@@ -38,8 +40,9 @@ export async function sendParts<M>(
   draft?: string,
   remembered?: RememberedParts,
 ): Promise<void> {
+  const draftIndex = draft === undefined ? -1 : parts.findIndex((part) => calls.editable?.(part) ?? true);
   for (const [index, part] of parts.entries()) {
-    if (index === 0 && draft !== undefined) {
+    if (index === draftIndex && draft !== undefined) {
       await calls.edit(part, draft);
       continue;
     }

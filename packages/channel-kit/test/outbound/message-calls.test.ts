@@ -34,6 +34,13 @@ describe('sendParts', () => {
       await sendParts(['a', 'b'], platform, 'm7');
       expect(calls).toEqual(['edit m7 a', 'post b']);
     });
+
+    it('edits it into the first text when files come first, and posts the files', async () => {
+      const { calls, platform } = recordingCalls();
+      const withFiles = { ...platform, editable: (part: string) => !part.startsWith('file:') };
+      await sendParts(['file:a.png', 'text', 'more'], withFiles, 'm7');
+      expect(calls).toEqual(['post file:a.png', 'edit m7 text', 'post more']);
+    });
   });
 
   describe('when a post fails', () => {

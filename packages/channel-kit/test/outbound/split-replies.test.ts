@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitReplies } from '../../src/outbound/split-replies.js';
+import { splitReplies, splitRepliesWithAttachments } from '../../src/outbound/split-replies.js';
 
 describe('splitReplies', () => {
   describe('when replies are longer than the limit', () => {
@@ -17,6 +17,35 @@ describe('splitReplies', () => {
       expect(splitReplies([{ text: '' }, { text: ' \n ' }, { text: 'hi' }], 10)).toEqual([
         { text: 'hi', part: 0 },
       ]);
+    });
+  });
+});
+
+describe('splitRepliesWithAttachments', () => {
+  describe('when replies carry attachments', () => {
+    it("gives each reply's attachments as listed, then its text parts, numbered within the reply", () => {
+      const image = { type: 'image' as const, url: 'https://example.com/a.png' };
+      const file = { type: 'file' as const, data: 'AAAA' };
+      expect(
+        splitRepliesWithAttachments(
+          [{ text: 'aaaabb', attachments: [image, file] }, { attachments: [file] }],
+          4,
+        ),
+      ).toEqual([
+        { attachment: image, part: 0 },
+        { attachment: file, part: 1 },
+        { text: 'aaaa', part: 2 },
+        { text: 'bb', part: 3 },
+        { attachment: file, part: 0 },
+      ]);
+    });
+  });
+
+  describe('when there are none', () => {
+    it('gives the parts of splitReplies', () => {
+      expect(splitRepliesWithAttachments([{ text: 'hi' }, { text: ' ' }], 10)).toEqual(
+        splitReplies([{ text: 'hi' }, { text: ' ' }], 10),
+      );
     });
   });
 });

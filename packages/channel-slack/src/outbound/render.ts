@@ -1,5 +1,5 @@
-import { splitReplies } from '@switchboard/channel-kit';
-import type { InboundMessage, Reply } from '@switchboard/core';
+import { splitRepliesWithAttachments } from '@switchboard/channel-kit';
+import type { Attachment, InboundMessage, Reply } from '@switchboard/core';
 
 /** The `chat.postMessage` arguments of one reply chunk. */
 export interface SlackPostMessage {
@@ -8,6 +8,16 @@ export interface SlackPostMessage {
   /** Set when the origin was in a thread, so the answer stays in it. */
   thread_ts?: string;
 }
+
+/** A file of a reply, uploaded (files upload v2) and shared where the messages go. */
+export interface SlackFileUpload {
+  channel: string;
+  attachment: Attachment;
+  thread_ts?: string;
+}
+
+/** One Web API call of a send: a message or a file. */
+export type SlackPart = SlackPostMessage | SlackFileUpload;
 
 /**
  * Slack truncates `text` past 40,000 characters and advises staying under 4,000 for readability;
@@ -21,17 +31,23 @@ function escapeText(text: string): string {
 }
 
 /**
- * The messages that answer `origin` with `replies`: one or more per reply, in order, posted in
- * the origin's Slack channel and, when it was in a thread, in that thread. Empty replies are
- * skipped (Slack refuses them with `no_text`). Pure.
+ * The messages and files that answer `origin` with `replies`, in order: each reply's files as it
+ * lists them, then its text in one or more messages, all posted in the origin's Slack channel
+ * and, when it was in a thread, in that thread. Empty texts are skipped (Slack refuses them with
+ * `no_text`). Pure.
  */
-export function renderSlackReplies(origin: InboundMessage, replies: readonly Reply[]): SlackPostMessage[] {
+export function renderSlackReplies(origin: InboundMessage, replies: readonly Reply[]): SlackPart[] {
   const thread = origin.chat.thread === undefined ? {} : { thread_ts: origin.chat.thread };
-  return splitReplies(replies, MAX_CHUNK_CHARS).map(({ text }) => ({
+  return splitRepliesWithAttachments(replies, MAX_CHUNK_CHARS).map((part) => ({
     channel: origin.chat.id,
-    text: escapeText(text),
+    ...('text' in part ? { text: escapeText(part.text) } : { attachment: part.attachment }),
     ...thread,
   }));
+}
+
+/** Whether `part` is a message (which a streamed preview can become), not a file. */
+export function isMessagePart(part: SlackPart): part is SlackPostMessage {
+  return 'text' in part;
 }
 
 /** Where an assistant thread's status is set (`assistant.threads.setStatus`). */

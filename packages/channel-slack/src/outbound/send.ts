@@ -1,8 +1,14 @@
 import { webApi } from '@slack/bolt';
-import type { MessageCalls } from '@switchboard/channel-kit';
+import { type MessageCalls, attachmentFile } from '@switchboard/channel-kit';
 import { type BackoffPolicy, type Logger, pause, retryDelayMs } from '@switchboard/core';
 import { failureOf, toChannelError } from '../errors.js';
-import type { AssistantThread, SlackPostMessage } from './render.js';
+import {
+  type AssistantThread,
+  type SlackFileUpload,
+  type SlackPart,
+  type SlackPostMessage,
+  isMessagePart,
+} from './render.js';
 
 export interface SendOptions {
   /** A client from `createSendClient` for this send. */
@@ -26,13 +32,23 @@ export interface SendOptions {
 }
 
 /**
+ * Whether a request posts into the chat, and so counts against its rate: a message, an update, or
+ * the completion that shares an uploaded file. Asking for an upload URL and the upload itself post
+ * nothing, so a file costs one token, like a message.
+ */
+function postsIntoChat(url: string): boolean {
+  return /\/(chat\.postMessage|chat\.update|files\.completeUploadExternal)$/.test(new URL(url).pathname);
+}
+
+/**
  * A Web API client for one send into `chat`, every request of which `signal` aborts. Bolt's
  * WebClient takes no signal per call, so the send's signal is given to each request in its
  * `fetch`. Its own retries are off: they wait on timers no signal reaches, so a run of 5xx
  * answers could outlast the deadline; `outboundCall` retries instead, with waits that end
- * with the signal. Each request, a retry too, first waits for `pacer` (the channel's token
- * buckets, shared by posts and edits) in `fetch`, right before it leaves: pacing any earlier
- * lets the client's own delays bunch requests up on their way to Slack.
+ * with the signal. Each request that posts into the chat (`postsIntoChat`), a retry too, first
+ * waits for `pacer` (the channel's token buckets, shared by posts and edits) in `fetch`, right
+ * before it leaves: pacing any earlier lets the client's own delays bunch requests up on their
+ * way to Slack.
  */
 export function createSendClient(options: {
   slackApiUrl: string | undefined;
@@ -51,7 +67,7 @@ export function createSendClient(options: {
     retryConfig: { retries: 0 },
     // Without a `timeout` the client gives its requests no signal of its own: the send's is theirs.
     fetch: async (url, init) => {
-      await pace();
+      if (postsIntoChat(String(url))) await pace();
       return fetch(url, { ...init, signal });
     },
   });
@@ -100,19 +116,47 @@ async function outboundCall<T>(method: string, call: () => Promise<T>, options: 
 }
 
 /**
- * The `chat.postMessage` and `chat.update` calls of one send (`ts` as refs), each made through
- * `outboundCall`.
+ * Uploads and shares one file (`files.uploadV2`: files.getUploadURLExternal, the upload, then
+ * files.completeUploadExternal); resolves with its file id. A url is fetched by the gateway first
+ * (`attachmentFile`: bounded), as Slack takes only uploads. A failed step fails the whole call,
+ * which `outboundCall` makes again from the start: a file uploaded but never completed is not
+ * shared, so a retry shows it once.
  */
-export function messageCalls(options: SendOptions): MessageCalls<SlackPostMessage> {
+async function uploadFile(part: SlackFileUpload, options: SendOptions): Promise<string> {
+  const { client, botToken: token, signal, channelId } = options;
+  const file = await attachmentFile(part.attachment, { signal, channelId });
+  return outboundCall(
+    'files.uploadV2',
+    async () => {
+      const upload = { token, channel_id: part.channel, file: file.bytes, filename: file.name };
+      const result = await client.filesUploadV2(
+        part.thread_ts === undefined ? upload : { ...upload, thread_ts: part.thread_ts },
+      );
+      const completed = result.files[0] as { files?: Array<{ id?: string }> } | undefined;
+      return completed?.files?.[0]?.id ?? '';
+    },
+    options,
+  );
+}
+
+/**
+ * The `chat.postMessage`, `files.uploadV2` and `chat.update` calls of one send (`ts` as refs of
+ * messages), each made through `outboundCall`.
+ */
+export function messageCalls(options: SendOptions): MessageCalls<SlackPart> {
   const { client, botToken: token } = options;
   return {
-    post: (message) =>
-      outboundCall(
+    post: (part) => {
+      if (!isMessagePart(part)) return uploadFile(part, options);
+      return outboundCall(
         'chat.postMessage',
-        async () => (await client.chat.postMessage({ token, ...message })).ts ?? '',
+        async () => (await client.chat.postMessage({ token, ...part })).ts ?? '',
         options,
-      ),
-    edit: async ({ channel, text }, ts) => {
+      );
+    },
+    editable: isMessagePart,
+    edit: async (part, ts) => {
+      const { channel, text } = part as SlackPostMessage;
       await outboundCall('chat.update', () => client.chat.update({ token, channel, ts, text }), options);
     },
   };

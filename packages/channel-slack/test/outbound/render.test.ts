@@ -1,7 +1,7 @@
 import type { InboundMessage } from '@switchboard/core';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { describe, expect, it } from 'vitest';
-import { MAX_CHUNK_CHARS, renderSlackReplies } from '../../src/outbound/render.js';
+import { MAX_CHUNK_CHARS, type SlackPart, renderSlackReplies } from '../../src/outbound/render.js';
 
 function origin(chat: InboundMessage['chat']): InboundMessage {
   return inboundMessage({
@@ -38,7 +38,7 @@ describe('renderSlackReplies', () => {
   describe('when a reply contains Slack control characters', () => {
     it('escapes &, < and > so the text stays literal', () => {
       expect(
-        renderSlackReplies(origin({ type: 'person', id: 'D1' }), [{ text: 'a < b && <@U1>' }])[0]?.text,
+        textsOf(renderSlackReplies(origin({ type: 'person', id: 'D1' }), [{ text: 'a < b && <@U1>' }]))[0],
       ).toBe('a &lt; b &amp;&amp; &lt;@U1&gt;');
     });
   });
@@ -50,8 +50,25 @@ describe('renderSlackReplies', () => {
         { text: '  ' },
         { text: long },
       ]);
-      expect(messages.map((message) => message.text.length)).toEqual([MAX_CHUNK_CHARS - 100, 500]);
-      expect(messages.map((message) => message.text).join('\n')).toBe(long);
+      expect(textsOf(messages).map((text) => text.length)).toEqual([MAX_CHUNK_CHARS - 100, 500]);
+      expect(textsOf(messages).join('\n')).toBe(long);
+    });
+  });
+
+  describe('when a reply carries files', () => {
+    it('gives its files as listed, then its text, all in the origin thread', () => {
+      const image = { type: 'image' as const, data: 'AAAA' };
+      const parts = renderSlackReplies(origin({ type: 'group', id: 'C1', thread: '1.2' }), [
+        { text: 'look', attachments: [image] },
+      ]);
+      expect(parts).toEqual([
+        { channel: 'C1', attachment: image, thread_ts: '1.2' },
+        { channel: 'C1', text: 'look', thread_ts: '1.2' },
+      ]);
     });
   });
 });
+
+function textsOf(parts: SlackPart[]): string[] {
+  return parts.flatMap((part) => ('text' in part ? [part.text] : []));
+}

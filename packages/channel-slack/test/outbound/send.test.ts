@@ -2,6 +2,8 @@ import { type ChannelAdapter, type Logger, silentLogger } from '@switchboard/cor
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SlackChannelSchema } from '../../src/options.js';
@@ -87,6 +89,70 @@ describe('slack channel send (against the fake Web API)', () => {
       const posts = fake.callsTo('chat.postMessage');
       expect(posts).toHaveLength(2);
       expect(posts[1]?.body).toMatchObject({ channel: 'D0SEND', text: 'after a hiccup' });
+    });
+  });
+
+  describe('when a reply carries files', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 253, 254, 255]);
+    const pdf = Buffer.from('%PDF-1.4 fetched by the gateway');
+    let files: Server;
+    let filesUrl: string;
+    beforeEach(async () => {
+      files = createServer((_request, response) => response.end(pdf));
+      await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+      filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+    });
+    afterEach(() => {
+      files.closeAllConnections();
+      files.close();
+    });
+
+    it('uploads each (data decoded, a url fetched) into the origin thread, then posts the text', async () => {
+      const threaded = {
+        ...origin,
+        chat: { type: 'group' as const, id: 'C0SEND', thread: '1718000000.000100' },
+      };
+      await channel().send(
+        threaded,
+        [
+          {
+            text: 'two files',
+            attachments: [
+              { type: 'image', data: png.toString('base64'), name: 'chart.png' },
+              { type: 'file', url: `${filesUrl}/report.pdf` },
+            ],
+          },
+        ],
+        new AbortController().signal,
+      );
+
+      const shared = fake.filesSharedTo('C0SEND');
+      expect(shared.map((file) => file.filename)).toEqual(['chart.png', 'report.pdf']);
+      expect(shared[0]?.bytes.equals(png)).toBe(true);
+      expect(shared[1]?.bytes.equals(pdf)).toBe(true);
+      expect(shared.every((file) => file.thread_ts === '1718000000.000100')).toBe(true);
+      const order = fake.calls
+        .map((call) => call.method)
+        .filter((method) => method === 'files.completeUploadExternal' || method === 'chat.postMessage');
+      expect(order).toEqual([
+        'files.completeUploadExternal',
+        'files.completeUploadExternal',
+        'chat.postMessage',
+      ]);
+      expect(fake.deliveredTo('C0SEND')).toEqual(['two files']);
+    });
+
+    it('starts the upload again when the upload URL answers 500 once, and shares the file once', async () => {
+      fake.failNextUploads(1, 500);
+      await channel({ transientRetry: { baseDelayMs: 10, maxDelayMs: 10 } }).send(
+        origin,
+        [{ attachments: [{ type: 'image', data: png.toString('base64') }] }],
+        new AbortController().signal,
+      );
+      expect(fake.callsTo('files.getUploadURLExternal')).toHaveLength(2);
+      const shared = fake.filesSharedTo('D0SEND');
+      expect(shared).toHaveLength(1);
+      expect(shared[0]?.bytes.equals(png)).toBe(true);
     });
   });
 });

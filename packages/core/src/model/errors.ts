@@ -60,6 +60,14 @@ export const ERROR_CODES = {
   SB_MEDIA_TOO_LARGE: { status: 413, message: 'the file is larger than the channel serves' },
   SB_MEDIA_UNAVAILABLE: { status: 502, message: 'the platform did not hand over the file' },
   SB_MEDIA_TIMEOUT: { status: 504, message: 'the platform did not start the file in time' },
+  SB_CHANNEL_ATTACHMENTS_UNSUPPORTED: {
+    status: 502,
+    message: 'the channel cannot send attachments yet',
+  },
+  SB_CHANNEL_ATTACHMENT_FETCH_FAILED: {
+    status: 502,
+    message: "an attachment's url could not be fetched",
+  },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_STORE_FORMAT_UNSUPPORTED: {
     status: 503,

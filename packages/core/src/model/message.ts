@@ -172,9 +172,75 @@ export function newMessageId(): string {
   return newUlid();
 }
 
-/** One reply the pipeline produced for a turn. */
-export const ReplySchema = z.object({ text: z.string() });
+/**
+ * The most bytes one attachment may hold (its decoded `data`, or what its `url` serves): 10 MiB,
+ * what Discord takes from any bot and Telegram in a photo; its base64 (13.4 MiB) fits in one
+ * pipeline answer (16 MiB at most).
+ */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+/** The most attachments one reply may carry. */
+export const MAX_ATTACHMENTS_PER_REPLY = 10;
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Bytes that standard base64 `data` decodes to (its length is a multiple of 4). */
+export function base64Bytes(data: string): number {
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  return (data.length / 4) * 3 - padding;
+}
+
+/**
+ * A file a reply carries: where its bytes are (exactly one of a public `url`, which the platform
+ * or the gateway fetches, or `data`, standard base64), and how the platform should show it
+ * (`image` as a picture, `audio` as a playable track, `file` as a document to download).
+ */
+export const AttachmentSchema = z
+  .object({
+    type: z.enum(['image', 'file', 'audio']),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).optional(),
+    data: z
+      .string()
+      .refine((data) => data.length % 4 === 0 && BASE64.test(data), {
+        message: 'must be standard base64 (A-Z a-z 0-9 + /, padded with =)',
+        abort: true,
+      })
+      .refine(
+        (data) => base64Bytes(data) <= MAX_ATTACHMENT_BYTES,
+        `must decode to at most ${MAX_ATTACHMENT_BYTES} bytes`,
+      )
+      .optional(),
+    /** The file name the platform shows; a default per type otherwise. */
+    name: z.string().min(1).max(255).optional(),
+    mime_type: z.string().min(1).max(255).optional(),
+  })
+  .superRefine(({ url, data }, ctx) => {
+    if ((url === undefined) === (data === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: url === undefined ? [] : ['data'],
+        message: url === undefined ? 'needs one of url or data' : 'give url or data, not both',
+      });
+  });
+export type Attachment = z.infer<typeof AttachmentSchema>;
+
+/**
+ * One reply the pipeline produced for a turn: a text, attachments, or both. A channel sends a
+ * reply's attachments first, in their order, then its text (a picture, then what it says).
+ */
+export const ReplySchema = z
+  .object({
+    text: z.string().optional(),
+    attachments: z.array(AttachmentSchema).max(MAX_ATTACHMENTS_PER_REPLY).optional(),
+  })
+  .refine((reply) => reply.text !== undefined || (reply.attachments?.length ?? 0) > 0, {
+    message: 'needs a text or at least one attachment',
+  });
 export type Reply = z.infer<typeof ReplySchema>;
+
+/** `reply`'s text, `''` when it has none (a reply of attachments only). */
+export function replyText(reply: Reply): string {
+  return reply.text ?? '';
+}
 
 /** A pipeline's answer may hand the conversation to an operator: `{"handoff": {"reason": "…"}}`. */
 export const HandoffRequestSchema = z.strictObject({ reason: z.string().min(1).max(500) });

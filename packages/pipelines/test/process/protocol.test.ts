@@ -17,6 +17,13 @@ describe('process protocol', () => {
         id: '0.1.1',
         result: { replies: [{ text: 'hi' }] },
       });
+      expect(
+        parseWorkerLine('{"id":"0.1.3","replies":[{"attachments":[{"type":"file","data":"AAAA"}]}]}'),
+      ).toEqual({
+        kind: 'answer',
+        id: '0.1.3',
+        result: { replies: [{ attachments: [{ type: 'file', data: 'AAAA' }] }] },
+      });
       expect(parseWorkerLine('{"id":"0.1.2","replies":[],"handoff":{"reason":"needs a person"}}')).toEqual({
         kind: 'answer',
         id: '0.1.2',
@@ -69,7 +76,15 @@ describe('process protocol', () => {
       expect(parseWorkerLine('{"hello":1}')).toMatchObject({ kind: 'invalid', id: undefined });
       const malformed = parseWorkerLine('{"id":"0.1.1","replies":[{"txt":"hi"}]}');
       expect(malformed).toMatchObject({ kind: 'invalid', id: '0.1.1' });
-      expect(malformed.kind === 'invalid' && malformed.problems.join()).toMatch(/replies\[0\]\.text/);
+      expect(malformed.kind === 'invalid' && malformed.problems).toEqual([
+        'replies[0]: needs a text or at least one attachment',
+      ]);
+      const badFile = parseWorkerLine(
+        '{"id":"0.1.1","replies":[{"attachments":[{"type":"image","url":"ftp://x/a.png"}]}]}',
+      );
+      expect(badFile.kind === 'invalid' && badFile.problems).toEqual([
+        'replies[0].attachments[0].url: must be an http or https URL',
+      ]);
     });
   });
 
