@@ -13,6 +13,7 @@ const alice = { id: 5_550_001, is_bot: false, first_name: 'Alice' };
 const carol = { id: 5_550_002, is_bot: false, first_name: 'Carol' };
 const dave = { id: 5_550_003, is_bot: false, first_name: 'Dave' };
 const erin = { id: 5_550_004, is_bot: false, first_name: 'Erin' };
+const frank = { id: 5_550_005, is_bot: false, first_name: 'Frank' };
 const privateChat = (user: { id: number; first_name: string }) => ({
   id: user.id,
   first_name: user.first_name,
@@ -226,6 +227,56 @@ routing:
       {},
     );
     expect(stranger.status).toBe(401);
+  });
+  it('sends an operator reply with a file (sendPhoto, then its text), keeps it named in the transcript, and refuses a bad one naming the field', async () => {
+    const taken = await request('POST', `${sessionUrl(gateway, frank)}/handoff`, ADMIN, {});
+    expect(taken.status).toBe(201);
+    const png = Buffer.from('\x89PNG operator chart bytes');
+    const sent = await request('POST', `${sessionUrl(gateway, frank)}/replies`, ADMIN, {
+      text: 'here is the form',
+      attachments: [
+        { type: 'image', data: png.toString('base64'), name: 'form.png', mime_type: 'image/png' },
+      ],
+      id: 'with-file-1',
+    });
+    expect(sent).toMatchObject({ status: 202, body: { id: 'with-file-1' } });
+    const calls = await eventually(() => {
+      const done = fake.calls.filter(
+        (call) => call.body.chat_id === frank.id && call.status === 200 && call.method !== 'sendChatAction',
+      );
+      return done.length >= 2 && done;
+    });
+    expect(calls.map((call) => call.method)).toEqual(['sendPhoto', 'sendMessage']);
+    const photo = fake.sentMedia().find((media) => media.body.chat_id === frank.id);
+    expect(photo?.file?.bytes.equals(png)).toBe(true);
+    expect(sentTexts(fake, frank.id)).toEqual(['here is the form']);
+
+    const fileOnly = await request('POST', `${sessionUrl(gateway, frank)}/replies`, ADMIN, {
+      attachments: [{ type: 'file', url: 'https://files.example.com/terms.pdf', name: 'terms.pdf' }],
+    });
+    expect(fileOnly.status).toBe(202);
+    const view = await eventually(async () => {
+      const session = await get(sessionUrl(gateway, frank), ADMIN);
+      return session.body.transcript.length === 2 && session.body;
+    });
+    expect(view.transcript.map((entry: Json) => [entry.text, entry.attachments])).toEqual([
+      ['here is the form', [{ type: 'image', name: 'form.png', mime_type: 'image/png', url: null }]],
+      [
+        '',
+        [{ type: 'file', name: 'terms.pdf', mime_type: null, url: 'https://files.example.com/terms.pdf' }],
+      ],
+    ]);
+    // The transcript names the file; its bytes travel only with the delivery.
+    expect(JSON.stringify(view)).not.toContain(png.toString('base64'));
+
+    const neither = await request('POST', `${sessionUrl(gateway, frank)}/replies`, ADMIN, {});
+    expect(neither.status).toBe(400);
+    expect(neither.body?.error.message).toContain('needs a text or at least one attachment');
+    const badData = await request('POST', `${sessionUrl(gateway, frank)}/replies`, ADMIN, {
+      attachments: [{ type: 'image', data: 'not base64!' }],
+    });
+    expect(badData.status).toBe(400);
+    expect(badData.body?.error.message).toContain('body.attachments[0].data: must be standard base64');
   });
 });
 

@@ -192,6 +192,23 @@ export function handoffStoreContract(name: string, factory: StoreFactory<Handoff
         await store.hold(SESSION, [userMessage('m2', 'thanks')], { at: 2500, maxEntries: MAX });
         expect(await store.get(SESSION)).toMatchObject({ unread: 1, waitingSince: 2500 });
       });
+
+      it('keeps the files a reply named, and a reply of files only', async () => {
+        const { store } = subject;
+        await store.begin(SESSION, start(1000));
+        const attachments = [
+          { type: 'image' as const, name: 'form.png', mime_type: 'image/png' },
+          { type: 'file' as const, url: 'https://files.example.com/terms.pdf' },
+        ];
+        await store.reply(
+          SESSION,
+          { id: 'r1', operator: 'ann', text: '', attachments, at: 2000 },
+          { maxEntries: MAX },
+        );
+        expect(await store.transcript(SESSION, 0, 10)).toEqual([
+          { seq: 1, at: 2000, from: 'operator', id: 'r1', operator: 'ann', text: '', attachments },
+        ]);
+      });
     });
 
     describe('when sessions wait in the inbox', () => {

@@ -11,12 +11,14 @@ export {
   HandoffContextSchema,
   InboundEventSchema,
   InboundMessageSchema,
+  AttachmentSummarySchema,
   MAX_ATTACHMENTS_PER_REPLY,
   MAX_ATTACHMENT_BYTES,
   MEDIA_TYPES,
   PipelineAnswerSchema,
   ReplySchema,
   answerResult,
+  attachmentSummaryOf,
   base64Bytes,
   isMediaElement,
   newMessageId,
@@ -26,6 +28,7 @@ export {
 } from './model/message.js';
 export type {
   Attachment,
+  AttachmentSummary,
   ChatType,
   Element,
   ElementType,
@@ -173,6 +176,7 @@ export type {
   HandoffStart,
   HandoffStore,
   HoldResult,
+  OperatorReplyEntry,
 } from './ports/handoff-store.js';
 export { newHandoff, replyEntryOf } from './ports/handoff-store.js';
 export type { HistoryEntry, HistoryStore } from './ports/history-store.js';
@@ -232,6 +236,7 @@ export type {
   HandoffDeskOptions,
   HandoffEnd,
   HandoffObserver,
+  OperatorReply,
   TurnHold,
 } from './handoff/handoff-desk.js';
 export { HandoffSettingsSchema } from './handoff/handoff-settings.js';

@@ -1,4 +1,4 @@
-import { type Handoff, type HandoffEntry, sessionAddressOf } from '@switchboard/core';
+import { type Handoff, type HandoffEntry, isMediaElement, sessionAddressOf } from '@switchboard/core';
 
 /** Where a session's messages come from, as far as its key tells when no message was held yet. */
 function addressOf(handoff: Handoff): { channel: string | null; chatId: string | null } {
@@ -33,7 +33,10 @@ export function handoffView(handoff: Handoff) {
 }
 export type HandoffView = ReturnType<typeof handoffView>;
 
-/** One transcript entry as the admin API answers it. */
+/**
+ * One transcript entry as the admin API answers it, with the files it carried named (a user's
+ * by type, name and size as the platform gave them; an operator's as sent, without their bytes).
+ */
 export function entryView(entry: HandoffEntry) {
   return entry.from === 'user'
     ? {
@@ -43,6 +46,12 @@ export function entryView(entry: HandoffEntry) {
         id: entry.message.id,
         name: entry.message.sender.name ?? null,
         text: entry.message.text,
+        attachments: entry.message.elements.filter(isMediaElement).map((element) => ({
+          type: element.type,
+          name: element.name ?? null,
+          mime_type: element.mime_type ?? null,
+          size: element.size ?? null,
+        })),
       }
     : {
         seq: entry.seq,
@@ -51,5 +60,11 @@ export function entryView(entry: HandoffEntry) {
         id: entry.id,
         name: entry.operator,
         text: entry.text,
+        attachments: (entry.attachments ?? []).map((attachment) => ({
+          type: attachment.type,
+          name: attachment.name ?? null,
+          mime_type: attachment.mime_type ?? null,
+          url: attachment.url ?? null,
+        })),
       };
 }

@@ -1,8 +1,11 @@
 import {
+  AttachmentSchema,
   type HandoffDesk,
   type HandoffStore,
   type HistoryStore,
   type Logger,
+  MAX_ATTACHMENTS_PER_REPLY,
+  MAX_ATTACHMENT_BYTES,
   SwitchboardError,
   sessionAddressOf,
 } from '@switchboard/core';
@@ -18,6 +21,11 @@ import { type HandoffStreamLimits, createHandoffEventStreams } from './handoff-e
 const MAX_SESSION_KEY_CHARS = 1024;
 /** Longest operator reply: the longest text any configured platform takes in one message is less. */
 const MAX_REPLY_CHARS = 32_768;
+/**
+ * The largest reply request: one attachment's base64 at the cap with room for the rest, as a
+ * pipeline's answer may be (the server's `body_limit` would refuse most files).
+ */
+const MAX_REPLY_BODY_BYTES = Math.ceil((MAX_ATTACHMENT_BYTES * 4) / 3) + 2 * 1024 * 1024;
 /** Transcript entries `GET /admin/sessions/{key}` answers at most (the newest). */
 const MAX_TRANSCRIPT_LISTED = 1000;
 /** Bot history entries shown beside the transcript. */
@@ -203,29 +211,40 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
       routes.post(
         '/sessions/:key/replies',
         {
+          bodyLimit: MAX_REPLY_BODY_BYTES,
           schema: {
             summary: "Send the user an operator's reply (through the outbox, like the bot's)",
             params: SessionParams,
-            body: z.strictObject({
-              text: z.string().trim().min(1).max(MAX_REPLY_CHARS),
-              id: z
-                .string()
-                .regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1 to 64 letters, digits, _ -')
-                .optional()
-                .describe('Picked by the caller: a repeated request with the same id is sent once.'),
-              // Replies are text on every channel for now; a named refusal, not "unrecognized key".
-              attachments: z
-                .never({ error: 'operator replies carry text only; send a link to the file in text' })
-                .optional(),
-            }),
+            body: z
+              .strictObject({
+                text: z.string().trim().min(1).max(MAX_REPLY_CHARS).optional(),
+                attachments: z
+                  .array(AttachmentSchema)
+                  .max(MAX_ATTACHMENTS_PER_REPLY)
+                  .optional()
+                  .describe("Files sent before the text, as a pipeline's reply carries them."),
+                id: z
+                  .string()
+                  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'use 1 to 64 letters, digits, _ -')
+                  .optional()
+                  .describe('Picked by the caller: a repeated request with the same id is sent once.'),
+              })
+              .refine((body) => body.text !== undefined || (body.attachments?.length ?? 0) > 0, {
+                message: 'needs a text or at least one attachment',
+              }),
             tags: ['admin'],
           },
         },
         async (request, reply) => {
           const session = sessionOf(request.params.key);
           const operator = tokenLabelOf(request, deps.tokens);
-          const { id, text } = request.body;
-          const sent = await desk.reply(session, { operator, text, ...(id === undefined ? {} : { id }) });
+          const { id, text, attachments } = request.body;
+          const sent = await desk.reply(session, {
+            operator,
+            ...(text === undefined ? {} : { text }),
+            ...(attachments === undefined ? {} : { attachments }),
+            ...(id === undefined ? {} : { id }),
+          });
           reply.code(202);
           return { id: sent.id, delivery_id: sent.deliveryId };
         },

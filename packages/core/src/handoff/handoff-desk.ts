@@ -1,6 +1,6 @@
 import { HANDOFF } from '../inbound/router.js';
 import { SwitchboardError } from '../model/errors.js';
-import { type InboundMessage, newMessageId } from '../model/message.js';
+import { type Attachment, type InboundMessage, attachmentSummaryOf, newMessageId } from '../model/message.js';
 import { type OutcomeSink, recordOverflowed } from '../model/outcome.js';
 import { type SessionKey, sessionAddressOf } from '../model/session-key.js';
 import type { Handoff, HandoffEntry, HandoffStart, HandoffStore } from '../ports/handoff-store.js';
@@ -27,6 +27,17 @@ export interface HandoffEnd {
 export interface HandoffObserver {
   /** An operator replied to messages that waited `waitedMs` (the oldest unread one). */
   operatorResponded?(waitedMs: number): void;
+}
+
+/**
+ * An operator's reply (`POST /admin/sessions/{key}/replies`): a text, files, or both; `id`,
+ * picked by the caller, makes a repeated request send it once.
+ */
+export interface OperatorReply {
+  operator: string;
+  text?: string;
+  attachments?: readonly Attachment[];
+  id?: string;
 }
 
 export interface HandoffDeskOptions {
@@ -71,10 +82,7 @@ export interface HandoffDesk {
    * the caller picked it, makes a repeated request write and send it once. Throws
    * SB_HANDOFF_NOT_FOUND when the session is not in handoff, SB_HANDOFF_FULL past `maxEntries`.
    */
-  reply(
-    session: SessionKey,
-    reply: { operator: string; text: string; id?: string },
-  ): Promise<{ id: string; deliveryId: string }>;
+  reply(session: SessionKey, reply: OperatorReply): Promise<{ id: string; deliveryId: string }>;
   /**
    * Ends the handoff (`startedAt`, `activeAt`: only the one that began then and was last acted
    * on then); null when there is none. With `resume: bot` the held messages are then queued for
@@ -239,11 +247,18 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
 
     begin,
 
-    async reply(session, { operator, text, id = newMessageId() }) {
+    async reply(session, { operator, text, attachments, id = newMessageId() }) {
       const at = now();
+      const files = attachments === undefined || attachments.length === 0 ? undefined : attachments;
       const replied = await store.reply(
         session,
-        { id, operator, text, at },
+        {
+          id,
+          operator,
+          text: text ?? '',
+          ...(files === undefined ? {} : { attachments: files.map(attachmentSummaryOf) }),
+          at,
+        },
         { maxEntries: options.settings().maxEntries },
       );
       if (replied === 'not_in_handoff') throw new SwitchboardError('SB_HANDOFF_NOT_FOUND');
@@ -258,8 +273,8 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         channel: origin.channel,
         chat: origin.chat,
         sender: { id: `operator:${operator}`, name: operator, is_bot: false },
-        elements: [{ type: 'text', text }],
-        text,
+        elements: text === undefined ? [] : [{ type: 'text', text }],
+        text: text ?? '',
         mentions_bot: false,
         platform_message_id: id,
         received_at: at,
@@ -273,7 +288,12 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         // `__handoff__`: the operator's message, not the bot's (a replay of it re-sends, never asks).
         messages: [{ message: sent, session, pipeline: HANDOFF, attempt: 0 }],
         turnId: null,
-        replies: [{ text }],
+        replies: [
+          {
+            ...(text === undefined ? {} : { text }),
+            ...(files === undefined ? {} : { attachments: [...files] }),
+          },
+        ],
         ownsOutcome: true,
         operator,
         createdAt: at,

@@ -19,7 +19,14 @@ function handoffContextOf(handoff: Handoff, transcript: readonly HandoffEntry[])
             ...(entry.message.sender.name === undefined ? {} : { name: entry.message.sender.name }),
             text: entry.message.text,
           }
-        : { from: 'operator' as const, at: entry.at, id: entry.id, name: entry.operator, text: entry.text },
+        : {
+            from: 'operator' as const,
+            at: entry.at,
+            id: entry.id,
+            name: entry.operator,
+            text: entry.text,
+            ...(entry.attachments === undefined ? {} : { attachments: entry.attachments }),
+          },
     ),
   };
 }

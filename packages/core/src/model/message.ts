@@ -65,6 +65,21 @@ export function isMediaElement(element: Element): element is MediaElement {
   return (MEDIA_TYPES as readonly string[]).includes(element.type);
 }
 
+/** How a platform shows a file a reply carries: a picture, a playable track, a document. */
+const AttachmentTypeSchema = z.enum(['image', 'file', 'audio']);
+
+/**
+ * What a transcript keeps of a reply's attachment (docs/design.md §2 "Handoff"): what it was and
+ * where, never its `data`, which the reply's delivery alone carries.
+ */
+export const AttachmentSummarySchema = z.object({
+  type: AttachmentTypeSchema,
+  url: z.string().optional(),
+  name: z.string().optional(),
+  mime_type: z.string().optional(),
+});
+export type AttachmentSummary = z.infer<typeof AttachmentSummarySchema>;
+
 /**
  * What a turn resumed after a handoff carries (docs/design.md §2 "Handoff"): why the handoff
  * began, and everything said meanwhile, the operator's replies included, oldest first.
@@ -82,6 +97,8 @@ export const HandoffContextSchema = z.object({
       /** The sender's name, or the operator's. */
       name: z.string().optional(),
       text: z.string(),
+      /** The files an operator's reply carried, named, without their bytes. */
+      attachments: z.array(AttachmentSummarySchema).optional(),
     }),
   ),
 });
@@ -196,7 +213,7 @@ export function base64Bytes(data: string): number {
  */
 export const AttachmentSchema = z
   .object({
-    type: z.enum(['image', 'file', 'audio']),
+    type: AttachmentTypeSchema,
     url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).optional(),
     data: z
       .string()
@@ -222,6 +239,11 @@ export const AttachmentSchema = z
       });
   });
 export type Attachment = z.infer<typeof AttachmentSchema>;
+
+/** `attachment` as a transcript keeps it: without its bytes. */
+export function attachmentSummaryOf({ data: _data, ...kept }: Attachment): AttachmentSummary {
+  return kept;
+}
 
 /**
  * One reply the pipeline produced for a turn: a text, attachments, or both. A channel sends a

@@ -1,4 +1,4 @@
-import { type InboundMessage, withoutRaw } from '../model/message.js';
+import { type AttachmentSummary, type InboundMessage, withoutRaw } from '../model/message.js';
 import type { SessionKey } from '../model/session-key.js';
 
 /**
@@ -47,8 +47,20 @@ export type HandoffEntry =
       id: string;
       /** The operator's name: the label of the admin token that sent it. */
       operator: string;
+      /** `''` for a reply of files only. */
       text: string;
+      /** The files it carried, without their bytes. */
+      attachments?: AttachmentSummary[];
     };
+
+/** What `HandoffStore.reply` writes of an operator's reply. */
+export interface OperatorReplyEntry {
+  id: string;
+  operator: string;
+  text: string;
+  attachments?: AttachmentSummary[];
+  at: number;
+}
 
 /** How a handoff begins. */
 export interface HandoffStart {
@@ -106,7 +118,7 @@ export interface HandoffStore {
    */
   reply(
     session: SessionKey,
-    reply: { id: string; operator: string; text: string; at: number },
+    reply: OperatorReplyEntry,
     options: { maxEntries: number },
   ): Promise<{ before: Handoff } | Exclude<HoldResult, 'held'>>;
   /** The transcript's entries after `afterSeq`, oldest first, at most `limit`; empty when not in handoff. */
@@ -151,12 +163,13 @@ export function newHandoff(session: SessionKey, start: HandoffStart): Handoff {
 }
 
 /** What an operator's reply is in a transcript, but its `seq` (which the store numbers). */
-export function replyEntryOf(reply: { id: string; operator: string; text: string; at: number }) {
+export function replyEntryOf(reply: OperatorReplyEntry) {
   return {
     at: reply.at,
     from: 'operator' as const,
     id: reply.id,
     operator: reply.operator,
     text: reply.text,
+    ...(reply.attachments === undefined ? {} : { attachments: reply.attachments }),
   };
 }
