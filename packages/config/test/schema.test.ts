@@ -51,6 +51,7 @@ describe('ConfigSchema', () => {
             maxAgeMs: 3_600_000,
             retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
             typing: true,
+            allowPrivateUrls: false,
           },
           maxEventStreams: 1000,
           maxEventStreamsPerSession: 10,
@@ -290,6 +291,7 @@ describe('ConfigSchema', () => {
           maxAgeMs: 3_600_000,
           retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
           typing: true,
+          allowPrivateUrls: false,
         },
         {
           sendTimeoutMs: 30_000,
@@ -298,6 +300,7 @@ describe('ConfigSchema', () => {
           maxAgeMs: 600_000,
           retry: { baseDelayMs: 500, maxDelayMs: 5_000 },
           typing: true,
+          allowPrivateUrls: false,
           // Discord's pacing defaults: 'paces each chat platform by its documented limits'.
           rate: expect.objectContaining({ enabled: false }),
         },
