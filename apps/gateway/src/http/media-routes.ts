@@ -17,11 +17,15 @@ function contentDisposition(name: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
-/** Passes bytes on until more than `maxBytes` went through; then fails, which cuts the stream. */
-function byteLimit(maxBytes: number): Transform {
+/**
+ * Passes bytes on until more than `maxBytes` went through; then fails, which cuts the stream.
+ * Each piece passed on calls `onBytes`.
+ */
+function byteLimit(maxBytes: number, onBytes: () => void): Transform {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      onBytes();
       seen += chunk.length;
       if (seen > maxBytes)
         done(
@@ -38,7 +42,7 @@ function byteLimit(maxBytes: number): Transform {
  * `GET /v1/media/{token}` (docs/design.md §2 "Media"): the file a media link names, streamed from
  * its platform through its channel's `openMedia`. The token is the only credential: signed per
  * channel and expiring, so the route needs no API key and no store. The platform's answer must
- * start within `media.timeout`; a file the platform says (or the link says) is larger than
+ * start within `media.timeout`, and a download that then passes on no byte for as long is cut; a file the platform says (or the link says) is larger than
  * `media.max_bytes` is refused with 413, and one that turns out larger is cut at that many bytes.
  * Nothing is buffered: the platform download is paced by the client and stops when it leaves.
  */
@@ -96,13 +100,28 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
         throw tooLarge(opened.size);
       }
 
-      const limited = byteLimit(options.maxBytes);
+      // A platform that stops sending, or a client that stops reading (the pipe then stops too),
+      // would hold the download open for good: past `media.timeout` without a byte it is cut.
+      const stalled = setTimeout(
+        () =>
+          opened.body.destroy(
+            new SwitchboardError('SB_MEDIA_TIMEOUT', {
+              message: `channel "${claims.channel}" sent no byte of the file for ${options.timeoutMs} ms`,
+              details: { channel: claims.channel },
+            }),
+          ),
+        options.timeoutMs,
+      );
+      const limited = byteLimit(options.maxBytes, () => stalled.refresh());
       pipeline(opened.body, limited, (err) => {
+        clearTimeout(stalled);
         reply.raw.off('close', onClientGone);
         if (err === undefined || err === null) return;
         // Headers are sent by now: the client sees the body cut short, which is all it can be told.
         if (isSwitchboardError(err, 'SB_MEDIA_TOO_LARGE'))
           logger.warn({ channel: claims.channel, maxBytes: options.maxBytes }, 'media cut at max_bytes');
+        else if (isSwitchboardError(err, 'SB_MEDIA_TIMEOUT'))
+          logger.warn({ channel: claims.channel, timeoutMs: options.timeoutMs }, 'media download stalled');
         else if (!download.signal.aborted)
           logger.warn({ err, channel: claims.channel }, 'media download broke');
       });

@@ -1,0 +1,86 @@
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
+import { type MediaClaims, silentLogger } from '@switchboard/core';
+import { httpErrorHandler } from '@switchboard/http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { afterEach, describe, expect, it } from 'vitest';
+import { registerMediaRoutes } from '../../src/http/media-routes.js';
+import type { MediaLinks, OpenableMedia } from '../../src/media-links.js';
+
+const claims: MediaClaims = { channel: 'tg', media: { type: 'file', name: 'a.bin' }, expiresAtMs: 0 };
+const options = { maxBytes: 1_000_000, urlTtlMs: 60_000, timeoutMs: 150 };
+
+/** A media route whose every link opens `body`. */
+async function serve(body: PassThrough): Promise<{ server: FastifyInstance; url: string }> {
+  const server = Fastify();
+  server.setValidatorCompiler(validatorCompiler);
+  server.setSerializerCompiler(serializerCompiler);
+  server.setErrorHandler(httpErrorHandler);
+  const openable: OpenableMedia = { claims, options, openMedia: async () => ({ body }) };
+  const links: MediaLinks = { queryFor: (query) => query, open: () => openable };
+  registerMediaRoutes(server, { links, logger: silentLogger });
+  await server.listen({ port: 0, host: '127.0.0.1' });
+  return { server, url: `http://127.0.0.1:${(server.server.address() as AddressInfo).port}/v1/media/t.s` };
+}
+
+describe('registerMediaRoutes', () => {
+  let server: FastifyInstance | undefined;
+  afterEach(async () => {
+    await server?.close();
+  });
+
+  describe('when the platform stops sending midway', () => {
+    it('cuts the download after media.timeout without a byte: the platform stream is destroyed, the client sees the end', async () => {
+      const body = new PassThrough();
+      const served = await serve(body);
+      server = served.server;
+      const received = await new Promise<{ bytes: number; aborted: boolean }>((resolve, reject) => {
+        request(served.url, (response) => {
+          let bytes = 0;
+          let aborted = false;
+          response.on('data', (chunk: Buffer) => {
+            bytes += chunk.length;
+          });
+          response.on('aborted', () => {
+            aborted = true;
+          });
+          response.on('error', () => {});
+          response.on('close', () => resolve({ bytes, aborted }));
+        })
+          .on('error', reject)
+          .end();
+        body.write(Buffer.alloc(10));
+      });
+      expect(received).toEqual({ bytes: 10, aborted: true });
+      expect(body.destroyed).toBe(true);
+    }, 5_000);
+  });
+
+  describe('when the platform keeps sending, each pause shorter than media.timeout', () => {
+    it('serves the whole file', async () => {
+      const body = new PassThrough();
+      const served = await serve(body);
+      server = served.server;
+      const writer = setInterval(() => body.write(Buffer.alloc(10)), 50);
+      setTimeout(() => {
+        clearInterval(writer);
+        body.end();
+      }, 400);
+      const bytes = await new Promise<number>((resolve, reject) => {
+        request(served.url, (response) => {
+          let total = 0;
+          response.on('data', (chunk: Buffer) => {
+            total += chunk.length;
+          });
+          response.on('end', () => resolve(total));
+        })
+          .on('error', reject)
+          .end();
+      });
+      expect(bytes).toBeGreaterThanOrEqual(60);
+      expect(bytes % 10).toBe(0);
+    }, 5_000);
+  });
+});
