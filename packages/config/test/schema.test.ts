@@ -16,6 +16,7 @@ describe('ConfigSchema', () => {
         trustProxy: false,
         requestTimeoutMs: 30_000,
         maxConnections: 10_000,
+        maxMediaDownloads: 64,
       });
       expect(config.admin).toEqual({ token: undefined, tokens: [], protect: [] });
       expect(config.handoff).toEqual({ idleTimeoutMs: 1_800_000, idleResume: 'bot', maxEntries: 500 });

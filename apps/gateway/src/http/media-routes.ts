@@ -7,6 +7,8 @@ import type { MediaLinks } from '../media-links.js';
 export interface MediaRouteDeps {
   links: MediaLinks;
   logger: Logger;
+  /** `server.max_media_downloads`: files streamed at once. */
+  maxDownloads: number;
 }
 
 const TokenParamsSchema = z.strictObject({ token: z.string().min(1) });
@@ -48,6 +50,7 @@ function byteLimit(maxBytes: number, onBytes: () => void): Transform {
  */
 export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDeps): void {
   const logger = deps.logger.child({ component: 'media' });
+  let downloads = 0;
   server.get(
     '/v1/media/:token',
     {
@@ -69,6 +72,18 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
         });
       if (claims.media.size !== undefined && claims.media.size > options.maxBytes)
         throw tooLarge(claims.media.size);
+      if (downloads >= deps.maxDownloads)
+        throw new SwitchboardError('SB_MEDIA_BUSY', {
+          message: `the gateway streams ${deps.maxDownloads} files already (server.max_media_downloads)`,
+          retryAfterMs: 1_000,
+        });
+      // Counted from here until the open fails or the pipe ends, whichever way: exactly once.
+      downloads += 1;
+      let counted = true;
+      const release = () => {
+        if (counted) downloads -= 1;
+        counted = false;
+      };
 
       const download = new AbortController();
       const timedOut = new SwitchboardError('SB_MEDIA_TIMEOUT', {
@@ -85,6 +100,7 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
       try {
         opened = await openMedia(claims.media, download.signal);
       } catch (err) {
+        release();
         if (download.signal.reason === timedOut) throw timedOut;
         if (isSwitchboardError(err) && err.code.startsWith('SB_MEDIA_')) throw err;
         throw new SwitchboardError('SB_MEDIA_UNAVAILABLE', {
@@ -96,6 +112,7 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
         clearTimeout(timer);
       }
       if (opened.size !== undefined && opened.size > options.maxBytes) {
+        release();
         opened.body.destroy();
         throw tooLarge(opened.size);
       }
@@ -114,6 +131,7 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
       );
       const limited = byteLimit(options.maxBytes, () => stalled.refresh());
       pipeline(opened.body, limited, (err) => {
+        release();
         clearTimeout(stalled);
         reply.raw.off('close', onClientGone);
         if (err === undefined || err === null) return;
