@@ -147,6 +147,9 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
         .header('content-type', claims.media.mime_type ?? opened.mimeType ?? 'application/octet-stream')
         .header('content-disposition', contentDisposition(claims.media.name ?? `${claims.media.type}`))
         .header('x-content-type-options', 'nosniff')
+        // The type and name are the sender's: a file must never run as a page of the gateway's
+        // origin (the console's), even where a browser ignores `attachment`.
+        .header('content-security-policy', "default-src 'none'; sandbox")
         .header('cache-control', 'private, no-store');
       if (opened.size !== undefined) reply.header('content-length', String(opened.size));
       return reply.send(limited);

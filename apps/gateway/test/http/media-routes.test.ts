@@ -95,6 +95,17 @@ describe('registerMediaRoutes', () => {
     }, 5_000);
   });
 
+  describe('when a file is served', () => {
+    it('is sandboxed: no script of it runs as a page of the gateway origin', async () => {
+      const served = await serve(new PassThrough().end('<script>alert(1)</script>') as PassThrough);
+      server = served.server;
+      const response = await fetch(served.url);
+      await response.arrayBuffer();
+      expect(response.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+      expect(response.headers.get('content-disposition')).toMatch(/^attachment;/);
+    }, 5_000);
+  });
+
   describe('when the platform keeps sending, each pause shorter than media.timeout', () => {
     it('serves the whole file', async () => {
       const body = new PassThrough();
