@@ -149,7 +149,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     secrets: options.secrets ?? new Set(),
     baseUrl: () => config.server.publicUrl ?? listenUrlOf(server, config.server),
   });
-  registerMediaRoutes(server, { links: mediaLinks, logger });
+  registerMediaRoutes(server, {
+    links: mediaLinks,
+    logger,
+    maxDownloads: config.server.maxMediaDownloads,
+  });
 
   const outboxNow = stores.outboxNow ?? Date.now;
   const handoffs = createHandoffs({

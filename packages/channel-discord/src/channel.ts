@@ -91,6 +91,7 @@ export function createDiscordChannel(options: DiscordChannelOptions): ChannelAda
     rest,
     channel: config.id,
     token: config.token,
+    allowPrivateUrls: config.outbound.allowPrivateUrls,
     pacer,
     chat: pacedChatOf(origin),
     signal,

@@ -216,6 +216,7 @@ export function createSlackChannel(options: SlackChannelOptions): ChannelAdapter
       client: createSendClient({ slackApiUrl, logger: boltLogger, pace, signal }),
       botToken: config.botToken,
       channelId: config.id,
+      allowPrivateUrls: config.outbound.allowPrivateUrls,
       maxRateLimitRetries: options.maxRateLimitRetries ?? DEFAULTS.maxRateLimitRetries,
       maxRateLimitWaitMs: options.maxRateLimitWaitMs ?? DEFAULTS.maxRateLimitWaitMs,
       maxTransientRetries: options.maxTransientRetries ?? DEFAULTS.maxTransientRetries,

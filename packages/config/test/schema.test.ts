@@ -16,6 +16,7 @@ describe('ConfigSchema', () => {
         trustProxy: false,
         requestTimeoutMs: 30_000,
         maxConnections: 10_000,
+        maxMediaDownloads: 64,
       });
       expect(config.admin).toEqual({ token: undefined, tokens: [], protect: [] });
       expect(config.handoff).toEqual({ idleTimeoutMs: 1_800_000, idleResume: 'bot', maxEntries: 500 });
@@ -51,6 +52,7 @@ describe('ConfigSchema', () => {
             maxAgeMs: 3_600_000,
             retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
             typing: true,
+            allowPrivateUrls: false,
           },
           maxEventStreams: 1000,
           maxEventStreamsPerSession: 10,
@@ -290,6 +292,7 @@ describe('ConfigSchema', () => {
           maxAgeMs: 3_600_000,
           retry: { baseDelayMs: 1_000, maxDelayMs: 60_000 },
           typing: true,
+          allowPrivateUrls: false,
         },
         {
           sendTimeoutMs: 30_000,
@@ -298,6 +301,7 @@ describe('ConfigSchema', () => {
           maxAgeMs: 600_000,
           retry: { baseDelayMs: 500, maxDelayMs: 5_000 },
           typing: true,
+          allowPrivateUrls: false,
           // Discord's pacing defaults: 'paces each chat platform by its documented limits'.
           rate: expect.objectContaining({ enabled: false }),
         },

@@ -85,6 +85,8 @@ export interface HarnessOptions {
   handoffs?: ControllerOptions['handoffs'];
   /** Shows typing while turns run (`ControllerOptions.typing`). */
   typing?: ControllerOptions['typing'];
+  /** The query as the pipeline gets it (`ControllerOptions.queryFor`). */
+  queryFor?: ControllerOptions['queryFor'];
 }
 
 /** A logger that keeps `level message` lines for assertions. */
@@ -173,6 +175,7 @@ export function createHarness(options: HarnessOptions = {}) {
     logger: options.logger,
     handoffs: options.handoffs,
     typing: options.typing,
+    queryFor: options.queryFor,
   });
   // The test channel `c`: every send is logged in `delivered`.
   const channel = {

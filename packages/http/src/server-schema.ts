@@ -57,6 +57,12 @@ export const ServerSchema = z
      * ends that channel's outstanding links. Replicas must share it.
      */
     media_secret: secretField(z.string().min(16, 'use at least 16 characters')).optional(),
+    /**
+     * Files the media route streams at once (docs/design.md §2 "Media"); past it a link answers
+     * 503 `SB_MEDIA_BUSY` with `Retry-After`. Each download holds a platform connection and a
+     * client one for as long as the client reads.
+     */
+    max_media_downloads: numeric(z.number().int().min(1).max(100_000)).prefault(64),
   })
   .transform(
     ({
@@ -68,6 +74,7 @@ export const ServerSchema = z
       max_connections,
       public_url,
       media_secret,
+      max_media_downloads,
     }) => ({
       host,
       port,
@@ -77,6 +84,7 @@ export const ServerSchema = z
       maxConnections: max_connections,
       publicUrl: public_url?.replace(/\/+$/, ''),
       mediaSecret: media_secret,
+      maxMediaDownloads: max_media_downloads,
     }),
   );
 

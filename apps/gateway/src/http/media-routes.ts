@@ -7,6 +7,8 @@ import type { MediaLinks } from '../media-links.js';
 export interface MediaRouteDeps {
   links: MediaLinks;
   logger: Logger;
+  /** `server.max_media_downloads`: files streamed at once. */
+  maxDownloads: number;
 }
 
 const TokenParamsSchema = z.strictObject({ token: z.string().min(1) });
@@ -17,11 +19,15 @@ function contentDisposition(name: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
-/** Passes bytes on until more than `maxBytes` went through; then fails, which cuts the stream. */
-function byteLimit(maxBytes: number): Transform {
+/**
+ * Passes bytes on until more than `maxBytes` went through; then fails, which cuts the stream.
+ * Each piece passed on calls `onBytes`.
+ */
+function byteLimit(maxBytes: number, onBytes: () => void): Transform {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      onBytes();
       seen += chunk.length;
       if (seen > maxBytes)
         done(
@@ -38,12 +44,13 @@ function byteLimit(maxBytes: number): Transform {
  * `GET /v1/media/{token}` (docs/design.md §2 "Media"): the file a media link names, streamed from
  * its platform through its channel's `openMedia`. The token is the only credential: signed per
  * channel and expiring, so the route needs no API key and no store. The platform's answer must
- * start within `media.timeout`; a file the platform says (or the link says) is larger than
+ * start within `media.timeout`, and a download that then passes on no byte for as long is cut; a file the platform says (or the link says) is larger than
  * `media.max_bytes` is refused with 413, and one that turns out larger is cut at that many bytes.
  * Nothing is buffered: the platform download is paced by the client and stops when it leaves.
  */
 export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDeps): void {
   const logger = deps.logger.child({ component: 'media' });
+  let downloads = 0;
   server.get(
     '/v1/media/:token',
     {
@@ -65,6 +72,18 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
         });
       if (claims.media.size !== undefined && claims.media.size > options.maxBytes)
         throw tooLarge(claims.media.size);
+      if (downloads >= deps.maxDownloads)
+        throw new SwitchboardError('SB_MEDIA_BUSY', {
+          message: `the gateway streams ${deps.maxDownloads} files already (server.max_media_downloads)`,
+          retryAfterMs: 1_000,
+        });
+      // Counted from here until the open fails or the pipe ends, whichever way: exactly once.
+      downloads += 1;
+      let counted = true;
+      const release = () => {
+        if (counted) downloads -= 1;
+        counted = false;
+      };
 
       const download = new AbortController();
       const timedOut = new SwitchboardError('SB_MEDIA_TIMEOUT', {
@@ -81,6 +100,7 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
       try {
         opened = await openMedia(claims.media, download.signal);
       } catch (err) {
+        release();
         if (download.signal.reason === timedOut) throw timedOut;
         if (isSwitchboardError(err) && err.code.startsWith('SB_MEDIA_')) throw err;
         throw new SwitchboardError('SB_MEDIA_UNAVAILABLE', {
@@ -92,17 +112,34 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
         clearTimeout(timer);
       }
       if (opened.size !== undefined && opened.size > options.maxBytes) {
+        release();
         opened.body.destroy();
         throw tooLarge(opened.size);
       }
 
-      const limited = byteLimit(options.maxBytes);
+      // A platform that stops sending, or a client that stops reading (the pipe then stops too),
+      // would hold the download open for good: past `media.timeout` without a byte it is cut.
+      const stalled = setTimeout(
+        () =>
+          opened.body.destroy(
+            new SwitchboardError('SB_MEDIA_TIMEOUT', {
+              message: `channel "${claims.channel}" sent no byte of the file for ${options.timeoutMs} ms`,
+              details: { channel: claims.channel },
+            }),
+          ),
+        options.timeoutMs,
+      );
+      const limited = byteLimit(options.maxBytes, () => stalled.refresh());
       pipeline(opened.body, limited, (err) => {
+        release();
+        clearTimeout(stalled);
         reply.raw.off('close', onClientGone);
         if (err === undefined || err === null) return;
         // Headers are sent by now: the client sees the body cut short, which is all it can be told.
         if (isSwitchboardError(err, 'SB_MEDIA_TOO_LARGE'))
           logger.warn({ channel: claims.channel, maxBytes: options.maxBytes }, 'media cut at max_bytes');
+        else if (isSwitchboardError(err, 'SB_MEDIA_TIMEOUT'))
+          logger.warn({ channel: claims.channel, timeoutMs: options.timeoutMs }, 'media download stalled');
         else if (!download.signal.aborted)
           logger.warn({ err, channel: claims.channel }, 'media download broke');
       });
@@ -110,6 +147,9 @@ export function registerMediaRoutes(server: FastifyInstance, deps: MediaRouteDep
         .header('content-type', claims.media.mime_type ?? opened.mimeType ?? 'application/octet-stream')
         .header('content-disposition', contentDisposition(claims.media.name ?? `${claims.media.type}`))
         .header('x-content-type-options', 'nosniff')
+        // The type and name are the sender's: a file must never run as a page of the gateway's
+        // origin (the console's), even where a browser ignores `attachment`.
+        .header('content-security-policy', "default-src 'none'; sandbox")
         .header('cache-control', 'private, no-store');
       if (opened.size !== undefined) reply.header('content-length', String(opened.size));
       return reply.send(limited);

@@ -16,6 +16,8 @@ export interface Outbound {
   channel: string;
   /** Kept out of every error. */
   token: string;
+  /** `outbound.allow_private_urls`: whether a url attachment may lead to a private address. */
+  allowPrivateUrls: boolean;
   /** The channel's token buckets (off by default: discord.js keeps Discord's own buckets). */
   pacer: SendPacer;
   /** The chat the calls go to, as the pacer counts it. */
@@ -71,7 +73,11 @@ export function messageCalls(outbound: Outbound): MessageCalls<RenderedMessage> 
           ? { body }
           : await multipartRequest(
               body,
-              await attachmentFile(attachment, { signal, channelId: outbound.channel }),
+              await attachmentFile(attachment, {
+                signal,
+                channelId: outbound.channel,
+                allowPrivateUrls: outbound.allowPrivateUrls,
+              }),
             );
       return call(
         `POST ${route}`,

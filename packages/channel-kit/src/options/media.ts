@@ -11,7 +11,10 @@ export const MediaOptionsSchema = z
     max_bytes: byteSize({ min: 1, max: 2_000_000_000 }).prefault('25MB'),
     /** How long a `media_url` works after the turn was handed to its pipeline. */
     url_ttl: durationMs({ min: '1m', max: '168h' }).prefault('1h'),
-    /** Longest the platform may take to start sending a file (not to send all of it). */
+    /**
+     * Longest the platform may take to start sending a file, and then the longest pause between
+     * two pieces of it (the client's reading included); not a limit on the whole download.
+     */
     timeout: durationMs({ min: '1s', max: '10m' }).prefault('30s'),
   })
   .transform(({ max_bytes, url_ttl, timeout }) => ({

@@ -43,6 +43,13 @@ export const outboundFields = {
    * platform has a typing signal (Telegram, Discord, Slack assistant threads).
    */
   typing: z.boolean().default(true),
+  /**
+   * Whether a reply's url attachment, which the gateway fetches for a platform that takes only
+   * uploads (Slack, Discord), may lead — directly, by DNS or by a redirect — to a loopback,
+   * private or link-local address. Off: the url may come from a user through a pipeline, and
+   * the gateway must not fetch its own network (e.g. cloud metadata at 169.254.169.254) for them.
+   */
+  allow_private_urls: z.boolean().default(false),
 };
 
 type OutboundFields = z.output<z.ZodObject<typeof outboundFields>>;
@@ -55,6 +62,7 @@ export function toOutbound({
   max_age,
   retry,
   typing,
+  allow_private_urls,
 }: OutboundFields) {
   return {
     sendTimeoutMs: send_timeout,
@@ -63,6 +71,7 @@ export function toOutbound({
     maxAgeMs: max_age,
     retry,
     typing,
+    allowPrivateUrls: allow_private_urls,
   };
 }
 

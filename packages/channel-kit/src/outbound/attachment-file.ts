@@ -1,4 +1,8 @@
+import { type IncomingMessage, get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
+import { isIP } from 'node:net';
 import { type Attachment, MAX_ATTACHMENT_BYTES, SwitchboardError } from '@switchboard/core';
+import { isPublicAddress, publicLookup } from './public-address.js';
 
 /** An attachment's bytes, with the name and type the platform is given. */
 export interface AttachmentFile {
@@ -16,6 +20,11 @@ export interface AttachmentFileOptions {
   fetchTimeoutMs?: number;
   /** The most bytes a `url` may serve. Default: `MAX_ATTACHMENT_BYTES` (the cap of `data`). */
   maxBytes?: number;
+  /**
+   * Whether a `url` may lead to a loopback, private or link-local address (`outbound.
+   * allow_private_urls`). Default: false — a url comes from a pipeline, maybe from a user.
+   */
+  allowPrivateUrls?: boolean;
   /** The channel, for errors. */
   channelId: string;
 }
@@ -23,6 +32,7 @@ export interface AttachmentFileOptions {
 const DEFAULTS = {
   fetchTimeoutMs: 30_000,
   maxBytes: MAX_ATTACHMENT_BYTES,
+  allowPrivateUrls: false,
 } satisfies Partial<AttachmentFileOptions>;
 
 /** File name extensions of the common mime types: Discord and Slack show a file by its name. */
@@ -62,8 +72,10 @@ function fetchFailed(channelId: string, url: string, reason: string, retryable: 
 /**
  * The bytes of `attachment`: its `data` decoded, or what its `url` serves, fetched by the gateway
  * for a platform that takes uploads only. A fetch is bounded by `maxBytes` (read no further) and
- * `fetchTimeoutMs`; it fails with SB_CHANNEL_ATTACHMENT_FETCH_FAILED, retryable for a network
- * failure, a timeout or a 5xx answer, final for another status or a file past the cap.
+ * `fetchTimeoutMs`, and refused (unless `allowPrivateUrls`) when it or a redirect leads to a
+ * non-public address; it fails with SB_CHANNEL_ATTACHMENT_FETCH_FAILED, retryable for a network
+ * failure, a timeout or a 5xx answer, final for another status, a refused host or a file past
+ * the cap.
  */
 export async function attachmentFile(
   attachment: Attachment,
@@ -76,36 +88,81 @@ export async function attachmentFile(
   const maxBytes = options.maxBytes ?? DEFAULTS.maxBytes;
   const { channelId, signal } = options;
   const timeout = AbortSignal.timeout(options.fetchTimeoutMs ?? DEFAULTS.fetchTimeoutMs);
-  let response: Response;
-  try {
-    response = await fetch(url, { signal: AbortSignal.any([signal, timeout]), redirect: 'follow' });
-  } catch {
+  const allowPrivate = options.allowPrivateUrls ?? DEFAULTS.allowPrivateUrls;
+  const both = AbortSignal.any([signal, timeout]);
+  const failed = (error: unknown): never => {
+    if (error instanceof SwitchboardError) throw error;
     if (signal.aborted) throw signal.reason;
-    throw fetchFailed(channelId, url, timeout.aborted ? 'timed out' : 'network failure', true);
+    if (timeout.aborted) throw fetchFailed(channelId, url, 'timed out', true);
+    if ((error as { code?: unknown }).code === 'EADDRNOTPUBLIC')
+      throw fetchFailed(channelId, url, 'the host is not a public address', false);
+    throw fetchFailed(channelId, url, 'network failure', true);
+  };
+  let response: IncomingMessage;
+  try {
+    response = await requestFollowing(new URL(url), allowPrivate, both, channelId, url);
+  } catch (error) {
+    return failed(error);
   }
-  if (!response.ok) {
-    await response.body?.cancel();
-    throw fetchFailed(channelId, url, `HTTP ${response.status}`, response.status >= 500);
+  const status = response.statusCode ?? 0;
+  if (status < 200 || status >= 300) {
+    response.destroy();
+    throw fetchFailed(channelId, url, `HTTP ${status}`, status >= 500);
   }
   const tooLarge = () => fetchFailed(channelId, url, `larger than ${maxBytes} bytes`, false);
-  if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
-    await response.body?.cancel();
+  if (Number(response.headers['content-length'] ?? 0) > maxBytes) {
+    response.destroy();
     throw tooLarge();
   }
   const chunks: Buffer[] = [];
   let size = 0;
   try {
-    for await (const chunk of response.body ?? []) {
+    for await (const chunk of response as AsyncIterable<Buffer>) {
       size += chunk.byteLength;
       if (size > maxBytes) throw tooLarge();
-      chunks.push(Buffer.from(chunk));
+      chunks.push(chunk);
     }
   } catch (error) {
-    await response.body?.cancel().catch(() => {});
-    if (error instanceof SwitchboardError) throw error;
-    if (signal.aborted) throw signal.reason;
-    throw fetchFailed(channelId, url, timeout.aborted ? 'timed out' : 'network failure', true);
+    response.destroy();
+    return failed(error);
   }
-  const type = attachment.mime_type ?? response.headers.get('content-type') ?? undefined;
+  const type = attachment.mime_type ?? response.headers['content-type'] ?? undefined;
   return { bytes: Buffer.concat(chunks), name, ...(type === undefined ? {} : { mimeType: type }) };
+}
+
+/** The most redirects a url attachment is followed through. */
+const MAX_REDIRECTS = 3;
+
+/**
+ * GETs `target`, following up to `MAX_REDIRECTS` redirects, each hop checked like the first:
+ * http or https only, and — unless `allowPrivate` — a host that is, or resolves to, a public
+ * address only (`publicLookup` checks the addresses the socket connects to).
+ */
+async function requestFollowing(
+  start: URL,
+  allowPrivate: boolean,
+  signal: AbortSignal,
+  channelId: string,
+  url: string,
+): Promise<IncomingMessage> {
+  let target = start;
+  for (let hop = 0; ; hop += 1) {
+    if (target.protocol !== 'http:' && target.protocol !== 'https:')
+      throw fetchFailed(channelId, url, `${target.protocol} is not http or https`, false);
+    // An IP literal is connected to without a lookup: it is checked here.
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    if (!allowPrivate && isIP(host) !== 0 && !isPublicAddress(host))
+      throw fetchFailed(channelId, url, 'the host is not a public address', false);
+    const get = target.protocol === 'https:' ? httpsGet : httpGet;
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const request = get(target, { signal, ...(allowPrivate ? {} : { lookup: publicLookup }) }, resolve);
+      request.once('error', reject);
+    });
+    const status = response.statusCode ?? 0;
+    const location = response.headers.location;
+    if (status < 300 || status >= 400 || location === undefined) return response;
+    response.destroy();
+    if (hop >= MAX_REDIRECTS) throw fetchFailed(channelId, url, 'too many redirects', false);
+    target = new URL(location, target);
+  }
 }

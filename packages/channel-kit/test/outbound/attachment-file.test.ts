@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { type SwitchboardError, isSwitchboardError } from '@switchboard/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentFile, attachmentName } from '../../src/outbound/attachment-file.js';
+import { isPublicAddress } from '../../src/outbound/public-address.js';
 
 const bytes = Buffer.from([0, 1, 2, 3, 250, 251, 252, 253, 254, 255]);
 
@@ -20,6 +21,10 @@ describe('attachmentFile', () => {
         return response.end(Buffer.alloc(32));
       }
       if (request.url === '/down') return response.writeHead(503).end();
+      if (request.url === '/moved') return response.writeHead(302, { location: '/file.bin' }).end();
+      if (request.url === '/loop') return response.writeHead(302, { location: '/loop' }).end();
+      if (request.url === '/to-file')
+        return response.writeHead(302, { location: 'file:///etc/passwd' }).end();
       if (request.url === '/hang') return;
       response.writeHead(404).end();
     });
@@ -31,7 +36,13 @@ describe('attachmentFile', () => {
     server.close();
   });
 
-  async function failure(url: string, options: { maxBytes?: number; fetchTimeoutMs?: number } = {}) {
+  // The fake file server is on loopback, which only this allowance reaches.
+  const loopback = { allowPrivateUrls: true };
+
+  async function failure(
+    url: string,
+    options: { maxBytes?: number; fetchTimeoutMs?: number; allowPrivateUrls?: boolean } = loopback,
+  ) {
     const error = await attachmentFile({ type: 'file', url }, { signal, channelId: 'sl', ...options }).catch(
       (caught: unknown) => caught,
     );
@@ -54,25 +65,83 @@ describe('attachmentFile', () => {
     it('fetches its bytes, named after the path', async () => {
       const file = await attachmentFile(
         { type: 'file', url: `${base}/file.bin?sig=secret` },
-        { signal, channelId: 'sl' },
+        { signal, channelId: 'sl', ...loopback },
       );
       expect(file.bytes.equals(bytes)).toBe(true);
       expect(file.name).toBe('file.bin');
     });
 
+    it('follows a redirect, up to three, and only to http or https', async () => {
+      const file = await attachmentFile(
+        { type: 'file', url: `${base}/moved` },
+        { signal, channelId: 'sl', ...loopback },
+      );
+      expect(file.bytes.equals(bytes)).toBe(true);
+      expect((await failure(`${base}/loop`)).message).toMatch(/too many redirects$/);
+      expect((await failure(`${base}/to-file`)).message).toMatch(/file: is not http or https$/);
+    });
+
     it('refuses a file past the cap, for good, without the query in the message', async () => {
-      const error = await failure(`${base}/big?sig=secret`, { maxBytes: 63 });
+      const error = await failure(`${base}/big?sig=secret`, { maxBytes: 63, ...loopback });
       expect(error.retryable).toBe(false);
       expect(error.message).toBe(`channel "sl": attachment ${base}/big: larger than 63 bytes`);
     });
 
     it('fails retryably on a 5xx answer or a timeout, for good on a 404', async () => {
       expect((await failure(`${base}/down`)).retryable).toBe(true);
-      const timedOut = await failure(`${base}/hang`, { fetchTimeoutMs: 50 });
+      const timedOut = await failure(`${base}/hang`, { fetchTimeoutMs: 50, ...loopback });
       expect(timedOut.retryable).toBe(true);
       expect(timedOut.message).toMatch(/timed out$/);
       expect((await failure(`${base}/missing`)).retryable).toBe(false);
     });
+  });
+
+  describe('when the url leads to a non-public address and private urls are not allowed', () => {
+    it('refuses a loopback, link-local or private address for good, without a request', async () => {
+      let requests = 0;
+      server.once('request', () => {
+        requests += 1;
+      });
+      for (const url of [
+        `${base}/file.bin`,
+        'http://169.254.169.254/latest/meta-data/',
+        'http://[::ffff:127.0.0.1]/x',
+        'http://10.1.2.3/x',
+      ]) {
+        const error = await failure(url, {});
+        expect(error.retryable).toBe(false);
+        expect(error.message).toMatch(/the host is not a public address$/);
+      }
+      expect(requests).toBe(0);
+    });
+
+    it('refuses a name that resolves to loopback', async () => {
+      const port = (server.address() as AddressInfo).port;
+      const error = await failure(`http://localhost:${port}/file.bin`, {});
+      expect(error.message).toMatch(/the host is not a public address$/);
+    });
+  });
+});
+
+describe('isPublicAddress', () => {
+  it('tells public addresses from loopback, private, link-local and mapped ones', () => {
+    expect(isPublicAddress('93.184.215.14')).toBe(true);
+    expect(isPublicAddress('2606:4700::1111')).toBe(true);
+    for (const address of [
+      '127.0.0.1',
+      '169.254.169.254',
+      '172.20.0.1',
+      '192.168.1.1',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:169.254.169.254',
+      'not an address',
+    ])
+      expect(isPublicAddress(address), address).toBe(false);
   });
 });
 

@@ -16,6 +16,8 @@ export interface SendOptions {
   botToken: string;
   /** The configured channel id, for error messages. */
   channelId: string;
+  /** `outbound.allow_private_urls`: whether a url attachment may lead to a private address. */
+  allowPrivateUrls: boolean;
   /** How many times one message is retried after a 429. */
   maxRateLimitRetries: number;
   /** A longer Retry-After than this is not waited for: the error goes to the caller. */
@@ -123,8 +125,8 @@ async function outboundCall<T>(method: string, call: () => Promise<T>, options: 
  * shared, so a retry shows it once.
  */
 async function uploadFile(part: SlackFileUpload, options: SendOptions): Promise<string> {
-  const { client, botToken: token, signal, channelId } = options;
-  const file = await attachmentFile(part.attachment, { signal, channelId });
+  const { client, botToken: token, signal, channelId, allowPrivateUrls } = options;
+  const file = await attachmentFile(part.attachment, { signal, channelId, allowPrivateUrls });
   return outboundCall(
     'files.uploadV2',
     async () => {

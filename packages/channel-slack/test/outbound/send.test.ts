@@ -1,4 +1,10 @@
-import { type ChannelAdapter, type Logger, silentLogger } from '@switchboard/core';
+import {
+  type ChannelAdapter,
+  type Logger,
+  type SwitchboardError,
+  isSwitchboardError,
+  silentLogger,
+} from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { inboundMessage } from '@switchboard/testkit/inbound-message';
 import { type FakeSlack, startFakeSlack } from '@switchboard/testkit/slack';
@@ -24,7 +30,11 @@ describe('slack channel send (against the fake Web API)', () => {
   });
   afterEach(() => fake.close());
 
-  function channel(options: Partial<SlackChannelOptions> = {}): ChannelAdapter {
+  // The fake file server is on loopback: url attachments reach it only with this allowance.
+  function channel(
+    options: Partial<SlackChannelOptions> = {},
+    outbound: { allow_private_urls: boolean } = { allow_private_urls: true },
+  ): ChannelAdapter {
     const config = SlackChannelSchema.parse({
       id: 'sl',
       type: 'slack',
@@ -32,6 +42,7 @@ describe('slack channel send (against the fake Web API)', () => {
       signing_secret: 'secret',
       bot_user_id: 'UBOT',
       api_url: fake.apiUrl,
+      outbound,
     });
     return createSlackChannel({ config, server: Fastify(), logger: silentLogger, ...options });
   }
@@ -140,6 +151,19 @@ describe('slack channel send (against the fake Web API)', () => {
         'chat.postMessage',
       ]);
       expect(fake.deliveredTo('C0SEND')).toEqual(['two files']);
+    });
+
+    it('refuses a url on loopback by default, for good, uploading nothing', async () => {
+      const error = await channel({}, { allow_private_urls: false })
+        .send(
+          origin,
+          [{ attachments: [{ type: 'file', url: `${filesUrl}/report.pdf` }] }],
+          new AbortController().signal,
+        )
+        .catch((caught: unknown) => caught);
+      expect(isSwitchboardError(error, 'SB_CHANNEL_ATTACHMENT_FETCH_FAILED')).toBe(true);
+      expect((error as SwitchboardError).retryable).toBe(false);
+      expect(fake.callsTo('files.getUploadURLExternal')).toHaveLength(0);
     });
 
     it('starts the upload again when the upload URL answers 500 once, and shares the file once', async () => {

@@ -60,6 +60,7 @@ export const ERROR_CODES = {
   SB_MEDIA_TOO_LARGE: { status: 413, message: 'the file is larger than the channel serves' },
   SB_MEDIA_UNAVAILABLE: { status: 502, message: 'the platform did not hand over the file' },
   SB_MEDIA_TIMEOUT: { status: 504, message: 'the platform did not start the file in time' },
+  SB_MEDIA_BUSY: { status: 503, message: 'the gateway streams as many files as it may' },
   SB_CHANNEL_ATTACHMENTS_UNSUPPORTED: {
     status: 502,
     message: 'the channel cannot send attachments yet',

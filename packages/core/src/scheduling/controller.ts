@@ -277,10 +277,12 @@ export function createController(options: ControllerOptions): Controller {
       sweepTimer.arm(entry.deadlineAt);
       const replyStream = options.streamReplies?.(query, entry.logger);
       entry.stream = replyStream?.push;
-      const typing = options.typing?.(query, entry.logger);
+      let typing: TypingIndicator | undefined;
       let result: PipelineResult;
       try {
         const asked = options.queryFor?.(query) ?? query;
+        // Started only once nothing before the pipeline call can throw: `finally` below stops it.
+        typing = options.typing?.(query, entry.logger);
         result = await (entry.trace === undefined || tracer === undefined
           ? pipeline.run(asked, entry)
           : tracer.pipelineCall(entry.trace.span, pipeline.id, (headers) => {

@@ -664,6 +664,25 @@ describe('controller', () => {
       expect(h.delivered).toHaveLength(1);
     });
 
+    it('never starts, or stops, when the query for the pipeline cannot be made', async () => {
+      const typing: string[] = [];
+      const h = createHarness({
+        typing: (query) => {
+          typing.push(`start:${query.text}`);
+          return { stop: () => typing.push(`stop:${query.text}`) };
+        },
+        queryFor: () => {
+          throw new Error('no media links');
+        },
+      });
+      h.controller.start();
+      await h.send('A', 'a1');
+      await settle();
+      expect(typing.filter((each) => each.startsWith('start')).length).toBe(
+        typing.filter((each) => each.startsWith('stop')).length,
+      );
+    });
+
     it('stops when the pipeline fails', async () => {
       const { h, typing } = typingHarness();
       h.controller.start();
