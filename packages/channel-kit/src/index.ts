@@ -41,7 +41,7 @@ export type { TimestampProblem } from './inbound/timestamp-window.js';
 export { webhookPath } from './inbound/webhook-path.js';
 
 // Media: streamed downloads of platform files for `openMedia`
-export { mediaUnavailable, openDownload } from './media/open-download.js';
+export { elementFileUrl, mediaUnavailable, openDownload } from './media/open-download.js';
 export type { DownloadSource } from './media/open-download.js';
 
 // Connection: single-owner connections (long polling, websockets) behind their channel leases

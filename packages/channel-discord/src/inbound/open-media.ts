@@ -1,4 +1,4 @@
-import { mediaUnavailable, openDownload } from '@switchboard/channel-kit';
+import { elementFileUrl, openDownload } from '@switchboard/channel-kit';
 import type { MediaDownload, MediaRef } from '@switchboard/core';
 
 /** Discord's CDN hosts: attachment URLs are signed links there, fetched without credentials. */
@@ -15,16 +15,17 @@ export function openDiscordMedia(
   signal: AbortSignal,
 ): Promise<MediaDownload> {
   const from = { type: 'discord', channelId: source.channelId };
-  if (media.url === undefined) return Promise.reject(mediaUnavailable(from, 'the element has no url'));
+  const apiOrigin = source.apiUrl === undefined ? undefined : new URL(source.apiUrl).origin;
   let url: URL;
   try {
-    url = new URL(media.url);
-  } catch {
-    return Promise.reject(mediaUnavailable(from, 'the element url is not a URL'));
+    url = elementFileUrl(from, media, {
+      test: (candidate) =>
+        (candidate.protocol === 'https:' && DISCORD_CDN_HOSTS.has(candidate.hostname)) ||
+        candidate.origin === apiOrigin,
+      where: "Discord's CDN",
+    });
+  } catch (err) {
+    return Promise.reject(err);
   }
-  const onCdn = url.protocol === 'https:' && DISCORD_CDN_HOSTS.has(url.hostname);
-  const onApi = source.apiUrl !== undefined && url.origin === new URL(source.apiUrl).origin;
-  if (!onCdn && !onApi)
-    return Promise.reject(mediaUnavailable(from, `the file is not on Discord's CDN (${url.host})`));
   return openDownload(from, url.href, { signal });
 }

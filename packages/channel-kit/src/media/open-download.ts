@@ -25,6 +25,26 @@ export function mediaUnavailable(
   });
 }
 
+/**
+ * The URL an element names for its file, checked by `allowed` before any request (a channel
+ * fetches only its platform's hosts): SB_MEDIA_UNAVAILABLE naming the host otherwise.
+ */
+export function elementFileUrl(
+  source: DownloadSource,
+  media: { url?: string | undefined },
+  allowed: { test(url: URL): boolean; where: string },
+): URL {
+  if (media.url === undefined) throw mediaUnavailable(source, 'the element has no url');
+  let url: URL;
+  try {
+    url = new URL(media.url);
+  } catch {
+    throw mediaUnavailable(source, 'the element url is not a URL');
+  }
+  if (!allowed.test(url)) throw mediaUnavailable(source, `the file is not on ${allowed.where} (${url.host})`);
+  return url;
+}
+
 /** The answer to a GET, once its headers are in. */
 function requestOnce(
   url: URL,

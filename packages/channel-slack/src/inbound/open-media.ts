@@ -1,4 +1,4 @@
-import { mediaUnavailable, openDownload } from '@switchboard/channel-kit';
+import { elementFileUrl, openDownload } from '@switchboard/channel-kit';
 import type { MediaDownload, MediaRef } from '@switchboard/core';
 
 /** What opening a Slack file needs: the bot token, and the configured Web API URL, if any. */
@@ -33,15 +33,15 @@ export function openSlackMedia(
   signal: AbortSignal,
 ): Promise<MediaDownload> {
   const from = { type: 'slack', channelId: source.channelId };
-  if (media.url === undefined) return Promise.reject(mediaUnavailable(from, 'the element has no url'));
   let url: URL;
   try {
-    url = new URL(media.url);
-  } catch {
-    return Promise.reject(mediaUnavailable(from, 'the element url is not a URL'));
+    url = elementFileUrl(from, media, {
+      test: (candidate) => isSlackFileUrl(candidate, source.apiUrl),
+      where: "Slack's file host",
+    });
+  } catch (err) {
+    return Promise.reject(err);
   }
-  if (!isSlackFileUrl(url, source.apiUrl))
-    return Promise.reject(mediaUnavailable(from, `the file is not on Slack's file host (${url.host})`));
   return openDownload(from, url.href, {
     headers: { authorization: `Bearer ${source.botToken}` },
     signal,
