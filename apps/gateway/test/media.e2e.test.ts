@@ -37,25 +37,34 @@ function rssOf(pid: number): number {
   return Number(line[1]) * 1024;
 }
 
+/** A gateway with one Telegram channel (`max_bytes` its media limit) answered by an http backend. */
+async function startTelegramGateway(
+  maxBytes: string,
+  fakeOptions?: Parameters<typeof startFakeTelegram>[0],
+): Promise<{ fake: FakeTelegram; backend: FakePipeline; gateway: ServeProcess }> {
+  const fake = await startFakeTelegram(fakeOptions);
+  const backend = await startFakePipeline();
+  const gateway = await serveYaml(`
+channels:
+  - id: tg
+    type: telegram
+    token: "${fake.token}"
+    api_root: "${fake.url}"
+    media: { max_bytes: ${maxBytes} }
+pipelines:
+  - { id: bot, type: http, url: "${backend.url}" }
+routing: { default: bot }
+`);
+  return { fake, backend, gateway };
+}
+
 describe('media in (end to end: fake Telegram, real http backend)', () => {
   let fake: FakeTelegram;
   let backend: FakePipeline;
   let gateway: ServeProcess;
 
   beforeAll(async () => {
-    fake = await startFakeTelegram();
-    backend = await startFakePipeline();
-    gateway = await serveYaml(`
-channels:
-  - id: tg
-    type: telegram
-    token: "${fake.token}"
-    api_root: "${fake.url}"
-    media: { max_bytes: 25MB }
-pipelines:
-  - { id: bot, type: http, url: "${backend.url}" }
-routing: { default: bot }
-`);
+    ({ fake, backend, gateway } = await startTelegramGateway('25MB'));
   });
   afterAll(async () => {
     await gateway?.stop('SIGKILL');
@@ -206,19 +215,7 @@ describe('media in (end to end: a large file through a local Bot API server)', (
 
   beforeAll(async () => {
     // A local Bot API server serves files past the public API's 20 MB.
-    fake = await startFakeTelegram({ downloadLimitBytes: 2_000 * MB });
-    backend = await startFakePipeline();
-    gateway = await serveYaml(`
-channels:
-  - id: tg
-    type: telegram
-    token: "${fake.token}"
-    api_root: "${fake.url}"
-    media: { max_bytes: 1GB }
-pipelines:
-  - { id: bot, type: http, url: "${backend.url}" }
-routing: { default: bot }
-`);
+    ({ fake, backend, gateway } = await startTelegramGateway('1GB', { downloadLimitBytes: 2_000 * MB }));
   });
   afterAll(async () => {
     await gateway?.stop('SIGKILL');
