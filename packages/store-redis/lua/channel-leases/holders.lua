@@ -5,6 +5,7 @@
   KEYS[1]  channel-lease:holders    reads: HASH channel -> replica id
   KEYS[2]  channel-lease:epochs     reads: HASH channel -> epoch
   KEYS[3]  channel-lease:deadlines  reads: ZSET channel -> deadline, ms
+  ARGV     none
 
   Returns a flat list {channel, holder, epoch, deadline (ms on Redis' clock), …}, by deadline
 ]]
