@@ -101,6 +101,8 @@ export interface FakeTeams {
   calls: TeamsConnectorCall[];
   /** Token requests that got a token. */
   tokensIssued(): number;
+  /** Tokens issued so far stop working (401), as when they are revoked. */
+  revokeTokens(): void;
   /** The texts posted into a conversation (successful POSTs), in order; the id without `;messageid=`. */
   deliveredTo(conversationId: string): string[];
   /** The updates that succeeded, in order. */
@@ -415,6 +417,9 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
     botId: `28:${appId}`,
     calls,
     tokensIssued: () => issued.size,
+    revokeTokens() {
+      for (const token of issued.keys()) issued.set(token, 0);
+    },
     deliveredTo: (conversationId) =>
       delivered.filter((entry) => entry.conversationId === conversationId).map((entry) => entry.text),
     edits: () => [...edits],

@@ -35,7 +35,7 @@ export function teamsFileAccess(url: URL, serviceUrl: string | undefined): 'bear
  * bot's token as bearer on the Bot Connector (inline images) and without it on SharePoint (a
  * shared file's download link), as `teamsFileAccess` says; any other host is refused with
  * SB_MEDIA_UNAVAILABLE naming it, before any request. A redirect is followed only to those hosts,
- * and without the token once it leaves the origin. A token the connector refuses is forgotten.
+ * and without the token once it leaves the origin. A token the connector refuses (401, 403) is forgotten.
  */
 export async function openTeamsMedia(
   source: TeamsMediaSource,
@@ -66,8 +66,11 @@ export async function openTeamsMedia(
       follow,
     });
   } catch (err) {
-    if (isSwitchboardError(err) && (err.details as { status?: unknown } | undefined)?.status === 401)
-      source.tokens.forget(token);
+    const status = isSwitchboardError(err)
+      ? (err.details as { status?: unknown } | undefined)?.status
+      : undefined;
+    // As for sends: a refused token is fetched anew next time.
+    if (status === 401 || status === 403) source.tokens.forget(token);
     throw err;
   }
 }

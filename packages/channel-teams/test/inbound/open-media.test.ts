@@ -127,6 +127,21 @@ describe('createTeamsChannel openMedia (against the fake Teams)', () => {
     });
   });
 
+  describe('when the connector refuses the cached token', () => {
+    it('fails that download, and the next one fetches a new token', async () => {
+      const content = Buffer.from('a picture after a revocation');
+      const { contentUrl } = fake.addAttachment(content, 'image/jpeg');
+      const media = { type: 'image' as const, url: contentUrl, message_id: messageId };
+      await bytesOf((await open(media)).body as AsyncIterable<Buffer>);
+      fake.revokeTokens();
+      const error = await open(media).catch((err: unknown) => err);
+      expect((error as { details?: { status?: number } }).details?.status).toBe(401);
+      const issued = fake.tokensIssued();
+      expect(await bytesOf((await open(media)).body as AsyncIterable<Buffer>)).toEqual(content);
+      expect(fake.tokensIssued()).toBe(issued + 1);
+    });
+  });
+
   describe('when the connector has no such attachment', () => {
     it('rejects with SB_MEDIA_UNAVAILABLE naming the status', async () => {
       const error = await open({
