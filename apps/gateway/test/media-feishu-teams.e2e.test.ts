@@ -11,9 +11,9 @@ type Json = Record<string, any>;
 const sha256 = (bytes: Buffer | Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** Bytes that differ from offset to offset, so that a shifted or repeated chunk shows. */
-function patterned(length: number, seed: number): Buffer {
+function patterned(length: number, offset: number): Buffer {
   const bytes = Buffer.alloc(length);
-  for (let i = 0; i < length; i += 4) bytes.writeUInt32LE((i * 7 + seed) >>> 0, i);
+  for (let i = 0; i < length; i += 4) bytes.writeUInt32LE((i * 7 + offset) >>> 0, i);
   return bytes;
 }
 
