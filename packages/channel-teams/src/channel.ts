@@ -22,6 +22,7 @@ import type { TeamsChannelConfig } from './options.js';
 import { type Activity, parseActivity } from './inbound/activity.js';
 import { createTeamsAuthenticator } from './inbound/authenticate.js';
 import { normalizeTeamsActivity } from './inbound/normalize.js';
+import { openTeamsMedia } from './inbound/open-media.js';
 import { createAccessTokens } from './outbound/access-token.js';
 import { connectorCalls, renderTeamsReplies } from './outbound/connector.js';
 
@@ -135,6 +136,8 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
 
     preview: (origin, text, draft, signal) =>
       showPreview(renderTeamsReplies([{ text }]), calls(origin, signal), draft),
+
+    openMedia: (media, signal) => openTeamsMedia({ channelId: config.id, tokens }, media, signal),
 
     health: () =>
       ingress === null

@@ -8,6 +8,9 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
 // Bot Connector's OpenID metadata and signing keys (`/v1/.well-known/openidconfiguration`,
 // `/v1/.well-known/keys`), the Entra client-credentials endpoint (`/<tenant>/oauth2/v2.0/token`),
 // and a Bot Connector service (`/smba/v3/conversations/…`) that records replies and edits. It
+// serves files people send: inline images at `/smba/v3/attachments/<id>/views/original` to the
+// bot's token, and shared files at a pre-authenticated download link (`/files/<id>?tempauth=…`,
+// as SharePoint's), recording each file request. It
 // signs the activities it posts to a bot as the connector does (RS256, issuer
 // `https://api.botframework.com`, audience the app id, a `serviceurl` claim — all lower case in
 // the tokens, whatever Microsoft's prose writes).
@@ -34,6 +37,14 @@ export interface TeamsEdit {
   activityId: string;
   text: string;
   at: number;
+}
+
+/** A request for a file the fake serves. */
+export interface TeamsFileRequest {
+  path: string;
+  /** The Authorization header sent, if any. */
+  authorization: string | undefined;
+  status: number;
 }
 
 /** How the next connector calls fail (see `failNext`). */
@@ -90,6 +101,8 @@ export interface FakeTeams {
   calls: TeamsConnectorCall[];
   /** Token requests that got a token. */
   tokensIssued(): number;
+  /** Tokens issued so far stop working (401), as when they are revoked. */
+  revokeTokens(): void;
   /** The texts posted into a conversation (successful POSTs), in order; the id without `;messageid=`. */
   deliveredTo(conversationId: string): string[];
   /** The updates that succeeded, in order. */
@@ -101,6 +114,15 @@ export interface FakeTeams {
    * answered as usual first (`failNext(1, failure, { after: 1 })` fails the second call from now).
    */
   failNext(count: number, failure: TeamsFailure, options?: { after?: number }): void;
+  /** An inline image (or other file) of a message: its attachment, `contentUrl` on the connector. */
+  addAttachment(content: Buffer, contentType: string): { contentType: string; contentUrl: string };
+  /**
+   * A file shared in a personal chat: its `application/vnd.microsoft.teams.file.download.info`
+   * attachment, whose `content.downloadUrl` serves the bytes to whoever holds the link.
+   */
+  addSharedFile(content: Buffer, name: string): Record<string, unknown>;
+  /** Every request for a file, in arrival order. */
+  fileRequests(): TeamsFileRequest[];
   /** A bearer token as the connector signs it for the bot. */
   signToken(options: { serviceUrl: string; forged?: boolean; audience?: string }): Promise<string>;
   /** Posts `activity` (an object as JSON, a string as is) to `<gatewayUrl><path>`, signed as `options` says. */
@@ -126,6 +148,8 @@ export interface MessageSpec {
   id?: string;
   /** Default: a person, `29:user`. */
   from?: { id: string; name?: string; role?: string };
+  /** Files of the message (`addAttachment`, `addSharedFile`). */
+  attachments?: Array<Record<string, unknown>>;
 }
 
 let activitySequence = 0;
@@ -156,6 +180,7 @@ export function messageActivity(fake: Pick<FakeTeams, 'serviceUrl' | 'botId'>, s
       { type: 'clientInfo', locale: 'en-US', country: 'US', platform: 'Web' },
     ],
     channelData: { tenant: { id: 'tenant-1' } },
+    ...(spec.attachments === undefined ? {} : { attachments: spec.attachments }),
   };
 }
 
@@ -181,6 +206,10 @@ function sendJson(
 /** Connector routes: `/smba/v3/conversations/<id>/activities[/<activity id>]`. */
 const CONNECTOR_ROUTE = /^\/smba\/v3\/conversations\/([^/]+)\/activities(?:\/([^/]+))?$/;
 
+/** Files: `/smba/v3/attachments/<id>/views/<view>` (to the bot's token), `/files/<id>` (pre-authenticated). */
+const ATTACHMENT_ROUTE = /^\/smba\/v3\/attachments\/([^/]+)\/views\/[^/]+$/;
+const SHARED_FILE_ROUTE = /^\/files\/([^/]+)$/;
+
 /** Starts the fake on 127.0.0.1 and a free port. */
 export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<FakeTeams> {
   const appId = options.appId ?? '00000000-0000-0000-0000-00000000b07';
@@ -199,7 +228,36 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
   const texts = new Map<string, string>();
   const edits: TeamsEdit[] = [];
   const limiter = createFakeRateLimiter(options.toleranceMs);
+  const files = new Map<string, { content: Buffer; contentType: string; tempauth?: string }>();
+  const fileRequests: TeamsFileRequest[] = [];
   let baseUrl = '';
+
+  /** A file request answered: the bytes when the bot's token or the link's `tempauth` is right. */
+  function serveFile(request: IncomingMessage, response: ServerResponse, url: URL): boolean {
+    const attachment = ATTACHMENT_ROUTE.exec(url.pathname);
+    const shared = SHARED_FILE_ROUTE.exec(url.pathname);
+    const id = attachment?.[1] ?? shared?.[1];
+    if (request.method !== 'GET' || id === undefined) return false;
+    const file = files.get(`${attachment === null ? 'shared' : 'attachment'}/${id}`);
+    const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    const expiresAt = token === undefined ? undefined : issued.get(token);
+    const allowed =
+      attachment !== null
+        ? expiresAt !== undefined && expiresAt > Date.now()
+        : file !== undefined && url.searchParams.get('tempauth') === file.tempauth;
+    const status = !allowed ? 401 : file === undefined ? 404 : 200;
+    fileRequests.push({ path: url.pathname, authorization: request.headers.authorization, status });
+    if (status !== 200 || file === undefined) {
+      sendJson(response, status, { error: { code: status === 401 ? 'Unauthorized' : 'NotFound' } });
+      return true;
+    }
+    response.writeHead(200, {
+      'content-type': file.contentType,
+      'content-length': String(file.content.length),
+    });
+    response.end(file.content);
+    return true;
+  }
 
   function metadata() {
     return {
@@ -296,6 +354,7 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       sendJson(response, answer.status, answer.body);
       return;
     }
+    if (serveFile(request, response, new URL(request.url ?? '/', baseUrl))) return;
     const route = CONNECTOR_ROUTE.exec(path);
     if (route === null || (request.method !== 'POST' && request.method !== 'PUT')) {
       sendJson(response, 404, { error: { code: 'NotFound', message: `no route ${request.method} ${path}` } });
@@ -358,6 +417,9 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
     botId: `28:${appId}`,
     calls,
     tokensIssued: () => issued.size,
+    revokeTokens() {
+      for (const token of issued.keys()) issued.set(token, 0);
+    },
     deliveredTo: (conversationId) =>
       delivered.filter((entry) => entry.conversationId === conversationId).map((entry) => entry.text),
     edits: () => [...edits],
@@ -365,6 +427,27 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
     failNext(count, failure, { after = 0 } = {}) {
       failures.push(...Array<null>(after).fill(null), ...Array<TeamsFailure>(count).fill(failure));
     },
+    addAttachment(content, contentType) {
+      const id = `0-eus-d1-${randomUUID().replaceAll('-', '')}`;
+      files.set(`attachment/${id}`, { content, contentType });
+      return { contentType, contentUrl: `${serviceUrl}v3/attachments/${id}/views/original` };
+    },
+    addSharedFile(content, name) {
+      const id = randomUUID();
+      const tempauth = randomUUID();
+      files.set(`shared/${id}`, { content, contentType: 'application/octet-stream', tempauth });
+      return {
+        contentType: 'application/vnd.microsoft.teams.file.download.info',
+        contentUrl: `${baseUrl}/personal/megan/Documents/${encodeURIComponent(name)}`,
+        name,
+        content: {
+          downloadUrl: `${baseUrl}/files/${id}?tempauth=${tempauth}`,
+          uniqueId: id,
+          fileType: name.split('.').pop(),
+        },
+      };
+    },
+    fileRequests: () => [...fileRequests],
     signToken,
     async post(gatewayUrl, path, activity, postOptions = {}) {
       const raw = typeof activity === 'string' ? activity : JSON.stringify(activity);
