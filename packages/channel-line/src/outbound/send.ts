@@ -158,15 +158,12 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
       // The sweep is periodic: a token past its time may still be held.
       const token = held !== undefined && nowMs < heldUntil(held) ? held : undefined;
       const all = renderLineReplies(replies);
-      const keyOf = (index: number) =>
-        retryKeyOf(
-          answering,
-          index,
-          all.slice(index * MAX_MESSAGES_PER_CALL, (index + 1) * MAX_MESSAGES_PER_CALL).map(keyTextOf),
-        );
-      for (let index = 0; index * MAX_MESSAGES_PER_CALL < all.length; index += 1) {
-        const messages = all.slice(index * MAX_MESSAGES_PER_CALL, (index + 1) * MAX_MESSAGES_PER_CALL);
-        const key = keyOf(index);
+      const calls = Array.from({ length: Math.ceil(all.length / MAX_MESSAGES_PER_CALL) }, (_, index) =>
+        all.slice(index * MAX_MESSAGES_PER_CALL, (index + 1) * MAX_MESSAGES_PER_CALL),
+      );
+      const keys = calls.map((messages, index) => retryKeyOf(answering, index, messages.map(keyTextOf)));
+      for (const [index, messages] of calls.entries()) {
+        const key = keys[index] as string;
         if (index === 0 && token?.sendKey === key && token.replied) continue;
         if (index === 0 && token !== undefined && token.sendKey === undefined) {
           token.sendKey = key;
@@ -177,7 +174,7 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
         await push(origin.chat.id, messages, key, signal);
       }
       // Sent: no try of this send follows, and the token is spent.
-      if (token?.sendKey === keyOf(0)) {
+      if (token?.sendKey !== undefined && token.sendKey === keys[0]) {
         tokens.delete(origin.id);
       }
     },
