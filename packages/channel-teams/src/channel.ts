@@ -24,7 +24,8 @@ import { createTeamsAuthenticator } from './inbound/authenticate.js';
 import { normalizeTeamsActivity } from './inbound/normalize.js';
 import { openTeamsMedia } from './inbound/open-media.js';
 import { createAccessTokens } from './outbound/access-token.js';
-import { connectorCalls, renderTeamsReplies } from './outbound/connector.js';
+import { connectorCalls } from './outbound/connector.js';
+import { renderTeamsReplies, teamsAttachmentRefusal } from './outbound/render.js';
 
 /** Options of `createTeamsChannel`. */
 export interface TeamsChannelOptions extends PacingOptions {
@@ -127,7 +128,7 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     },
 
     async send(origin, replies, signal, sendOptions) {
-      refuseAttachments(replies, { type: 'teams', channelId: config.id });
+      refuseAttachments(replies, { type: 'teams', channelId: config.id }, teamsAttachmentRefusal);
       await sendParts(renderTeamsReplies(replies), calls(origin, signal), sendOptions?.draft, {
         posted,
         answering: sendOptions?.turn ?? origin.id,

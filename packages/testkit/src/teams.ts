@@ -7,10 +7,12 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
 // A fake of the Microsoft side of a Teams bot, after the Bot Framework REST reference: the
 // Bot Connector's OpenID metadata and signing keys (`/v1/.well-known/openidconfiguration`,
 // `/v1/.well-known/keys`), the Entra client-credentials endpoint (`/<tenant>/oauth2/v2.0/token`),
-// and a Bot Connector service (`/smba/v3/conversations/…`) that records replies and edits. It
-// serves files people send: inline images at `/smba/v3/attachments/<id>/views/original` to the
-// bot's token, and shared files at a pre-authenticated download link (`/files/<id>?tempauth=…`,
-// as SharePoint's), recording each file request. It
+// and a Bot Connector service (`/smba/v3/conversations/…`) that records replies and edits —
+// texts, and inline images as activity attachments (an image type, at an https `contentUrl` or a
+// `data:` URI; a request past about 256 KB is answered 413 `MessageSizeTooBig`). It serves files
+// people send: inline images at `/smba/v3/attachments/<id>/views/original` to the bot's token,
+// and shared files at a pre-authenticated download link (`/files/<id>?tempauth=…`, as
+// SharePoint's), recording each file request. It
 // signs the activities it posts to a bot as the connector does (RS256, issuer
 // `https://api.botframework.com`, audience the app id, a `serviceurl` claim — all lower case in
 // the tokens, whatever Microsoft's prose writes).
@@ -29,6 +31,20 @@ export interface TeamsConnectorCall {
   body: Record<string, unknown>;
   /** Milliseconds since the epoch at which it arrived. */
   at: number;
+}
+
+/** An attachment of a posted activity, as the bot sent it. */
+export interface TeamsAttachment {
+  contentType: string;
+  contentUrl?: string;
+  name?: string;
+}
+
+/** An activity the fake accepted (a successful POST), in a conversation. */
+export interface TeamsPostedActivity {
+  conversationId: string;
+  text?: string;
+  attachments?: TeamsAttachment[];
 }
 
 /** An update (PUT) the fake applied. */
@@ -105,6 +121,8 @@ export interface FakeTeams {
   revokeTokens(): void;
   /** The texts posted into a conversation (successful POSTs), in order; the id without `;messageid=`. */
   deliveredTo(conversationId: string): string[];
+  /** The activities posted into a conversation (successful POSTs), texts and images, in order. */
+  postedTo(conversationId: string): TeamsPostedActivity[];
   /** The updates that succeeded, in order. */
   edits(): TeamsEdit[];
   /** Calls answered 429 for exceeding `perConversation` (injected failures not included). */
@@ -203,6 +221,30 @@ function sendJson(
   response.end(JSON.stringify(body));
 }
 
+/**
+ * The most bytes of a request the fake takes: about what the Bot Framework takes of an activity.
+ * Past it, 413 `MessageSizeTooBig`, as Teams answers a message too large.
+ */
+const MAX_ACTIVITY_BYTES = 256 * 1024;
+
+/** The image types a `data:` URI of an attachment may carry. */
+const DATA_IMAGE = /^data:image\/(png|jpeg|gif);base64,[A-Za-z0-9+/]+={0,2}$/;
+
+/** What is wrong with an activity's `attachments`, or `null` when nothing is. */
+function badAttachments(attachments: unknown): string | null {
+  if (attachments === undefined) return null;
+  if (!Array.isArray(attachments)) return 'attachments must be an array';
+  for (const [index, attachment] of attachments.entries()) {
+    const { contentType, contentUrl } = (attachment ?? {}) as Record<string, unknown>;
+    if (typeof contentType !== 'string' || contentType === '')
+      return `attachments[${index}].contentType is required`;
+    if (typeof contentUrl !== 'string') return `attachments[${index}].contentUrl is required`;
+    if (!contentUrl.startsWith('https://') && !DATA_IMAGE.test(contentUrl))
+      return `attachments[${index}].contentUrl must be an https URL or a base64 data URI of an image`;
+  }
+  return null;
+}
+
 /** Connector routes: `/smba/v3/conversations/<id>/activities[/<activity id>]`. */
 const CONNECTOR_ROUTE = /^\/smba\/v3\/conversations\/([^/]+)\/activities(?:\/([^/]+))?$/;
 
@@ -224,7 +266,7 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
   const failures: (TeamsFailure | null)[] = [];
   const hanging = new Set<ServerResponse>();
   const issued = new Map<string, number>();
-  const delivered: Array<{ conversationId: string; text: string }> = [];
+  const delivered: TeamsPostedActivity[] = [];
   const texts = new Map<string, string>();
   const edits: TeamsEdit[] = [];
   const limiter = createFakeRateLimiter(options.toleranceMs);
@@ -306,10 +348,14 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
     if (expiresAt === undefined || expiresAt <= arrivedAt) {
       return { status: 401, body: { message: 'Authorization has been denied for this request.' } };
     }
-    const text = call.body.text;
-    if (call.body.type !== 'message' || typeof text !== 'string' || text === '') {
+    const { text, attachments } = call.body;
+    const hasText = typeof text === 'string' && text !== '';
+    const hasAttachments = Array.isArray(attachments) && attachments.length > 0;
+    if (call.body.type !== 'message' || (!hasText && (call.method === 'PUT' || !hasAttachments))) {
       return { status: 400, body: { error: { code: 'BadArgument', message: 'Missing activity text' } } };
     }
+    const bad = badAttachments(attachments);
+    if (bad !== null) return { status: 400, body: { error: { code: 'BadArgument', message: bad } } };
     const chat = call.conversationId.split(';messageid=')[0] ?? call.conversationId;
     if (options.perConversation !== undefined) {
       const waitMs = limiter.admit([[`conversation:${chat}`, options.perConversation]], arrivedAt);
@@ -326,13 +372,22 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       const key = `${chat}/${call.activityId}`;
       if (!texts.has(key))
         return { status: 404, body: { error: { code: 'ActivityNotFoundInConversation' } } };
-      texts.set(key, text);
-      edits.push({ conversationId: chat, activityId: call.activityId ?? '', text, at: arrivedAt });
+      texts.set(key, text as string);
+      edits.push({
+        conversationId: chat,
+        activityId: call.activityId ?? '',
+        text: text as string,
+        at: arrivedAt,
+      });
       return { status: 200, body: { id: call.activityId } };
     }
     const id = `1:${randomUUID()}`;
-    texts.set(`${chat}/${id}`, text);
-    delivered.push({ conversationId: chat, text });
+    if (hasText) texts.set(`${chat}/${id}`, text as string);
+    delivered.push({
+      conversationId: chat,
+      ...(hasText ? { text: text as string } : {}),
+      ...(hasAttachments ? { attachments: attachments as TeamsAttachment[] } : {}),
+    });
     return { status: 201, body: { id } };
   }
 
@@ -369,6 +424,10 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       at: arrivedAt,
     };
     calls.push(call);
+    if (Buffer.byteLength(raw) > MAX_ACTIVITY_BYTES) {
+      sendJson(response, 413, { error: { code: 'MessageSizeTooBig', message: 'Message size too big' } });
+      return;
+    }
     const failure = failures.shift();
     if (failure?.kind === 'hang') {
       hanging.add(response);
@@ -421,7 +480,10 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       for (const token of issued.keys()) issued.set(token, 0);
     },
     deliveredTo: (conversationId) =>
-      delivered.filter((entry) => entry.conversationId === conversationId).map((entry) => entry.text),
+      delivered.flatMap((entry) =>
+        entry.conversationId === conversationId && entry.text !== undefined ? [entry.text] : [],
+      ),
+    postedTo: (conversationId) => delivered.filter((entry) => entry.conversationId === conversationId),
     edits: () => [...edits],
     rateLimitViolations: () => limiter.violations(),
     failNext(count, failure, { after = 0 } = {}) {
