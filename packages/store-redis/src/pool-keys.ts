@@ -28,6 +28,7 @@ const FIXED_KEYS = [
   'seq',
   'pipelines',
   'settled',
+  'enqueued',
 ] as const;
 
 export function poolKeysOf(prefix: string): PoolKeys {

@@ -46,6 +46,20 @@ export function storeFailure(err: unknown, retryAfterMs: number): unknown {
   });
 }
 
+/** ioredis' rejection of a command while the connection is down (no offline queue): never sent. */
+const NOT_SENT = "Stream isn't writeable";
+
+/**
+ * Whether Redis may have run the command whose call failed with `err` (a `storeFailure`): its
+ * reply was lost (a timeout, a connection cut after the command left). Not when ioredis never
+ * sent it, nor when Redis answered with an error reply.
+ */
+export function mayHaveRun(err: unknown): boolean {
+  const cause = err instanceof SwitchboardError ? err.cause : err;
+  if (!(cause instanceof Error)) return false;
+  return cause.name !== 'ReplyError' && !cause.message.startsWith(NOT_SENT);
+}
+
 /**
  * Waits until `client` is ready, connecting it if it was made with `lazyConnect`; on failure
  * closes it, so that its reconnect loop stops.

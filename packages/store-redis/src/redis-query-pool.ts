@@ -39,6 +39,7 @@ import { poolKeysOf } from './pool-keys.js';
 import {
   FAIL_FAST_OPTIONS,
   type RedisClientFactory,
+  mayHaveRun,
   redisClientFactory,
   storeFailure,
 } from './redis-connection.js';
@@ -87,6 +88,13 @@ export interface RedisQueryPoolOptions {
   fenceAfterMs?: number;
   /** The wait suggested to refused senders, and to callers while Redis is down. Default: 1000 ms. */
   refusalRetryAfterMs?: number;
+  /**
+   * How long an enqueue whose reply was lost (a timeout, a cut connection) is repeated, with the
+   * same request id, before it fails with `SB_STORE_UNAVAILABLE`: the repeat answers what Redis
+   * answered the first call, so the message is taken once. Measured from the first call, on this
+   * host's monotonic clock. Default: 5000 ms.
+   */
+  enqueueRepeatForMs?: number;
   /** How often the default clock re-measures its offset to Redis' `TIME`. Default: 60 000 ms. */
   clockRemeasureEveryMs?: number;
   /** This replica's name in leases and heartbeats. Default: `<hostname>:<pid>:<random>`. */
@@ -102,6 +110,7 @@ export interface RedisQueryPoolOptions {
 const DEFAULTS = {
   ...DEFAULT_LEASE_TIMING,
   refusalRetryAfterMs: 1_000,
+  enqueueRepeatForMs: 5_000,
   clockRemeasureEveryMs: 60_000,
 } satisfies Partial<RedisQueryPoolOptions>;
 
@@ -118,6 +127,10 @@ const MAX_RETRY_DELAY_MS = 2 ** 31 - 1;
  * skew between replicas' clocks (another replica may purge the tombstone).
  */
 const TOMBSTONE_MARGIN_MS = 50_000;
+
+/** The first pause between two calls of an unanswered enqueue, doubled up to `ENQUEUE_REPEAT_MAX_PAUSE_MS`. */
+const ENQUEUE_REPEAT_PAUSE_MS = 50;
+const ENQUEUE_REPEAT_MAX_PAUSE_MS = 1000;
 
 /** How long `shutdown()` waits for claims under way, and then for handing back unstarted ones. */
 const HAND_BACK_TIMEOUT_MS = 2000;
@@ -280,6 +293,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   /** Claim calls on their way: `shutdown()` waits for them (bounded) to hand their turns back. */
   const claimsUnderWay = new Set<Promise<unknown>>();
   const tombstoneMs = fenceAfterMs + TOMBSTONE_MARGIN_MS;
+  // An accepted enqueue is remembered by its request id longer than its caller repeats it, by the
+  // tombstones' margin (another replica, on its own clock, may purge it).
+  const enqueueRememberedMs = settings.enqueueRepeatForMs + TOMBSTONE_MARGIN_MS;
   let closed = false;
   let shutDown = false;
   /**
@@ -449,6 +465,33 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     }
   }
 
+  /**
+   * Calls `enqueue` until Redis answers, for at most `enqueueRepeatForMs`, once a call may have
+   * been applied without its reply reaching here (`mayHaveRun`): deciding anything before an
+   * answer would refuse a message that was taken, whose sender then sends it again as a second
+   * one. The same request id makes a repeat answer what the applied call answered
+   * (lua/pool/includes/enqueue-tokens.lua). A call that surely did not run (Redis down: nothing
+   * is sent) fails at once, as before.
+   */
+  async function untilAnswered<Reply>(enqueue: () => Promise<Reply>): Promise<Reply> {
+    const deadline = performance.now() + settings.enqueueRepeatForMs;
+    let pauseMs = ENQUEUE_REPEAT_PAUSE_MS;
+    let unanswered = false;
+    for (;;) {
+      try {
+        return await enqueue();
+      } catch (err) {
+        if (!isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) throw err;
+        unanswered ||= mayHaveRun(err);
+        const leftMs = deadline - performance.now();
+        if (!unanswered || leftMs <= 0 || shutDown) throw err;
+        logger.debug({ err }, 'enqueue unanswered: calling it again with the same request id');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, leftMs)));
+        pauseMs = Math.min(pauseMs * 2, ENQUEUE_REPEAT_MAX_PAUSE_MS);
+      }
+    }
+  }
+
   async function settle(
     turn: Turn,
     script: 'pool/complete' | 'pool/retry' | 'pool/abandon',
@@ -509,8 +552,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       // A last delivery is kept here too: refusing it would lose it, and the replicas running the
       // stored configuration take it.
       if (mismatch !== undefined && !last) throw mismatch;
-      const reply = await run<[string, number?, number?, MessageReply[]?]>(
-        'pool/enqueue',
+      const args = [
         payloadOf(queued),
         queued.message.id,
         requestIdOf(queued),
@@ -525,6 +567,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         queued.message.channel,
         // The outcome of a message dropped from the full session is kept until recorded.
         options.keptOutcome === undefined ? '' : now() + KEPT_OUTCOME_LEASE_MS,
+        enqueueRememberedMs,
+      ];
+      const reply = await untilAnswered(() =>
+        run<[string, number?, number?, MessageReply[]?]>('pool/enqueue', ...args),
       );
       const [outcome, claimable, nextDueAt, overflowed] = reply;
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };

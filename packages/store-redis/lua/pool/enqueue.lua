@@ -1,7 +1,9 @@
 --[[
   Accepts a message in one step: delivery dedup, the max_pending bound, the per-session cap
   (dropping the session's oldest waiting messages), the push and the session's placement
-  (docs/design.md §2 "Query pool"). A refused enqueue marks no delivery key.
+  (docs/design.md §2 "Query pool"). A refused enqueue marks no delivery key. An accepted one is
+  remembered by its request id for ARGV[17] ms: called again with it (its reply was lost), the
+  script answers what it answered then and queues nothing (pool/includes/enqueue-tokens).
 
   KEYS[1]  config     reads
   KEYS[2]  counts     reads, writes
@@ -14,6 +16,7 @@
   KEYS[9]  seq        writes
   KEYS[10] pipelines  reads, writes
   KEYS[11] settled    unused
+  KEYS[12] enqueued   reads, writes
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
@@ -21,7 +24,7 @@
            beside it; acceptedAt is this call's `now`, so that the debounce and max_wait of one
            burst run on the pool's clock whichever replica accepted each message)
   ARGV[5]  message id
-  ARGV[6]  request id (`requestIdOf`), from which turn ids are made
+  ARGV[6]  request id (`requestIdOf`), from which turn ids are made; also the enqueue's token
   ARGV[7]  session key
   ARGV[8]  pipeline id
   ARGV[9]  sender id (a debounce run is one sender's)
@@ -34,6 +37,8 @@
   ARGV[16] when another replica may record the outcome of a message dropped from the full session
            (ms), or '' to keep none: each is kept until recorded under `m:<request id>:dropped`
            (kept-outcomes/includes/keep-outcomes)
+  ARGV[17] how long an accepted enqueue is remembered by its request id, ms (longer than its
+           caller may go on repeating it)
 
   Built from ARGV[1]:
     q:<session>         reads, writes
@@ -43,24 +48,38 @@
     ready:<pipeline>    reads, writes
     kept-outcomes       writes, when ARGV[16] is set and a message is dropped
     kept-outcomes:due   writes, likewise
+    enqueued:<rid>      reads, writes (what an enqueue dropped, while it is remembered)
   Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
 
   Returns
     {'duplicate'}   the delivery key was seen and has not expired
     {'queue_full'}  max_pending messages wait already
     {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt, acceptedAt}...}}
-                    the last part lists the messages dropped from the full session
+                    the last part lists the messages dropped from the full session; a repeat
+                    of an accepted request id answers it again (the same dropped messages)
+                    before any other check, and changes nothing
 ]]
 --- @include "pool/includes/preamble"
 --- @include "pool/includes/place-session"
 --- @include "pool/includes/leases"
 --- @include "pool/includes/runnable-state"
 --- @include "kept-outcomes/includes/keep-outcomes"
+--- @include "pool/includes/enqueue-tokens"
 
 assertRegistered()
 
 local session = ARGV[7]
+local requestId = ARGV[6]
 local deliveryKey = ARGV[12]
+
+-- Before the dedup and the bounds: the first call marked the delivery key, and may have filled
+-- the queue.
+purgeEnqueued()
+local answered = enqueuedBefore(requestId)
+if answered then
+  local state = runnableState(false)
+  return { 'accepted', state[1], state[2], answered }
+end
 
 if deliveryKey ~= '' then
   purgeExpired(K.dedup, DEDUP_PURGE_PER_CALL)
@@ -79,7 +98,7 @@ if deliveryKey ~= '' then
 end
 
 local seq = rcall('INCR', K.seq)
-rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', ARGV[6], 'session', session,
+rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', requestId, 'session', session,
   'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10], 'channel', ARGV[15])
 if ARGV[11] ~= '' then
   rcall('HSET', messageKey(seq), 'retryAt', ARGV[11])
@@ -105,6 +124,7 @@ end
 rcall('RPUSH', queue, seq)
 addWaiting(ARGV[8], { seq })
 rcall('HINCRBY', K.counts, 'pending', 1 - #overflowed)
+rememberEnqueued(requestId, now + tonumber(ARGV[17]), overflowed)
 
 -- A ready session whose head is unchanged stays where it is: a later message cannot make the
 -- head's run wait again.

@@ -14,6 +14,7 @@
   KEYS[9]  seq        unused
   KEYS[10] pipelines  unused
   KEYS[11] settled    unused
+  KEYS[12] enqueued   unused
   ARGV[1]  key prefix '{<prefix>}:', from which the keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id

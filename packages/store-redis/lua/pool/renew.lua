@@ -4,8 +4,8 @@
   another replica after they expired, or settled longer ago than a tombstone lasts). A token
   whose lease a settlement released while its tombstone lasts is neither extended nor reported:
   the settlement was applied but its reply has not reached the replica, which writes it again
-  (pool/includes/settlement). Purges expired tombstones (bounded), so that they go while nothing
-  settles too. Also reports the pool's runnable state, so that a replica whose wake-up on the
+  (pool/includes/settlement). Purges expired tombstones and remembered enqueues (bounded), so
+  that they go while nothing settles or enqueues too. Also reports the pool's runnable state, so that a replica whose wake-up on the
   channel was lost finds the work anyway.
   A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
   with other values registered meanwhile) is not renewed: it leaves the live replicas and is
@@ -22,6 +22,7 @@
   KEYS[9]  seq        unused
   KEYS[10] pipelines  reads
   KEYS[11] settled    reads, writes
+  KEYS[12] enqueued   reads, writes
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
@@ -32,6 +33,7 @@
   Built from ARGV[1]:
     lease:<token>     reads
     ready:<pipeline>  reads
+    enqueued:<rid>    writes (deleted with its expired entry)
 
   Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}},
     or {'config_mismatch', stored fingerprint}: nothing renewed, the replica left the live ones
@@ -39,6 +41,7 @@
 --- @include "pool/includes/preamble"
 --- @include "pool/includes/runnable-state"
 --- @include "pool/includes/tombstones"
+--- @include "pool/includes/enqueue-tokens"
 
 assertRegistered()
 
@@ -49,6 +52,7 @@ if stored ~= ARGV[5] then
 end
 
 purgeExpired(K.settled, TOMBSTONE_PURGE_PER_CALL)
+purgeEnqueued()
 local expiresAt = now + tonumber(ARGV[4])
 rcall('ZADD', K.replicas, expiresAt, replica)
 local lost = {}

@@ -16,6 +16,9 @@
     KEYS[10] pipelines SET    pipelines that have had a ready or a waiting set
     KEYS[11] settled   ZSET   '<kind>:<token>' of a settled claim (kind: complete, retry,
                               abandon), scored by when the tombstone expires (the caller's clock)
+    KEYS[12] enqueued  ZSET   request id of an accepted enqueue, scored by when it is forgotten
+                              (the caller's clock): a repeat answers the first call's result
+                              (pool/includes/enqueue-tokens)
 
   ARGV[1] key prefix ('{<prefix>}:') for the keys named by session, message, pipeline or token:
           q:<session> LIST of message seqs, m:<seq> HASH of one message, ready:<pipeline> ZSET
@@ -43,6 +46,7 @@ local K = {
   seq = KEYS[9],
   pipelines = KEYS[10],
   settled = KEYS[11],
+  enqueued = KEYS[12],
 }
 local prefix = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -53,6 +57,7 @@ local RECLAIM_PER_CALL = 10
 local PROMOTE_PER_CALL = 100
 local DEDUP_PURGE_PER_CALL = 100
 local TOMBSTONE_PURGE_PER_CALL = 100
+local ENQUEUED_PURGE_PER_CALL = 100
 -- Marks a delayed session in `placed`: pipeline ids cannot contain it.
 local DELAYED = '~'
 -- How long a forgotten message's id key still says `settled` (Redis' clock: only a bound on memory).
