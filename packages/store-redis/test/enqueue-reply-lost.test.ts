@@ -1,0 +1,190 @@
+import {
+  type KeptOutcome,
+  type Turn,
+  isSwitchboardError,
+  overflowOutcomeOf,
+  requestIdOf,
+} from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { FAIL_FAST_OPTIONS, KEPT_OUTCOME_LEASE_MS, createRedisKeptOutcomes } from '../src/index.js';
+import {
+  REDIS_URL,
+  manualClock,
+  openScriptRunner,
+  queued,
+  redisReachable,
+  usePools,
+  usePrivateRedis,
+} from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+/** `enqueueRepeatForMs` (5 s by default) + 50 s: how long an accepted enqueue is remembered. */
+const REMEMBERED_MS = 55_000;
+
+/** Keeps every outcome whole. */
+const keepAll: KeptOutcome = (outcome) => JSON.stringify(outcome);
+
+describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqueue-tokens.lua)', () => {
+  describe('when the script is called again with a request id it accepted', () => {
+    const pools = usePools();
+
+    /** The ARGV of `pool/enqueue` after the prefix, clock and replica, for `message` in a full session. */
+    function enqueueArgs(message: ReturnType<typeof queued>, deliveryKey: string, rememberedMs: number) {
+      const { attempt: _attempt, acceptedAt: _acceptedAt, retryAtMs: _retryAtMs, ...payload } = message;
+      return [
+        JSON.stringify(payload),
+        message.message.id,
+        requestIdOf(message),
+        message.session,
+        message.pipeline,
+        message.message.sender.id,
+        0,
+        '',
+        deliveryKey,
+        Date.UTC(2030, 0, 1),
+        '0',
+        message.message.channel,
+        '',
+        rememberedMs,
+      ];
+    }
+
+    it('answers it again until it is forgotten, then judges the call anew, and purges what it kept', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now, limits: { maxPending: 100, maxPendingPerSession: 1 } });
+      await pool.enqueue(queued('A', clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const message = queued('A', clock.now());
+        const first = (await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000))) as unknown[];
+        expect(first).toMatchObject(['accepted', 1, -1, [expect.any(Array)]]);
+
+        clock.advance(999);
+        const stats = await pool.stats();
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000))).toEqual(first);
+        expect(await pool.stats()).toEqual(stats);
+
+        clock.advance(1);
+        // Forgotten: the delivery key the first call marked decides now.
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000))).toEqual([
+          'duplicate',
+        ]);
+        const rid = requestIdOf(message);
+        expect(await runner.client.zscore(`{${pools.prefix}}:enqueued`, rid)).toBeNull();
+        expect(await runner.client.exists(`{${pools.prefix}}:enqueued:${rid}`)).toBe(0);
+      } finally {
+        await runner.close();
+      }
+    });
+
+    it('is forgotten by a renewal too, with what it dropped, while nothing enqueues', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        renewEveryMs: 20,
+        limits: { maxPending: 100, maxPendingPerSession: 1 },
+      });
+      await pool.enqueue(queued('A', clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const message = queued('A', clock.now());
+        await runner.run('pool/enqueue', ...enqueueArgs(message, '', 1000));
+        const rid = requestIdOf(message);
+        const kept = async () => [
+          await runner.client.zscore(`{${pools.prefix}}:enqueued`, rid),
+          await runner.client.exists(`{${pools.prefix}}:enqueued:${rid}`),
+        ];
+        expect(await kept()).toEqual([String(clock.now() + 1000), 1]);
+        clock.advance(1000);
+        await eventually(
+          async () => JSON.stringify(await kept()) === JSON.stringify([null, 0]),
+          5000,
+          'purged by a renewal',
+        );
+      } finally {
+        await runner.close();
+      }
+    });
+  });
+
+  describe('when an enqueue times out after Redis ran it', () => {
+    const paused = usePrivateRedis();
+    const { pools } = paused;
+    const failFast = () => () => new Redis(paused.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 });
+
+    /** Enqueues while Redis holds writes for 600 ms: the first calls time out, and Redis runs them all afterwards. */
+    async function whilePaused<T>(call: () => Promise<T>): Promise<T> {
+      await paused.admin.client('PAUSE', 600, 'WRITE');
+      return call();
+    }
+
+    it('repeats it with the same request id: accepted once, one message in the pool', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now, createClient: failFast() });
+      const message = queued('A', clock.now());
+
+      expect(await whilePaused(() => pool.enqueue(message, { key: 'tg:9', ttlMs: 60_000 }))).toEqual({
+        accepted: true,
+        overflowed: [],
+      });
+      expect(await pool.stats()).toMatchObject({ pending: 1, sessions: 1 });
+      const turn = (await pool.claim()) as Turn;
+      expect(turn.messages.map((m) => m.message.id)).toEqual([message.message.id]);
+      expect(await pool.complete(turn)).toBe('settled');
+      expect(await pool.claim()).toBeNull();
+    });
+
+    it('answers the messages it dropped from the full session, whose outcome it kept for any replica', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        createClient: failFast(),
+        limits: { maxPending: 100, maxPendingPerSession: 1 },
+        keptOutcome: keepAll,
+      });
+      const oldest = queued('A', clock.now());
+      await pool.enqueue(oldest);
+
+      const result = await whilePaused(() => pool.enqueue(queued('A', clock.now())));
+      expect(result).toEqual({ accepted: true, overflowed: [oldest] });
+      expect(await pool.stats()).toMatchObject({ pending: 1 });
+
+      // Had this replica died before recording them, another records them once their time came.
+      const kept = await createRedisKeptOutcomes({ url: paused.url(), prefix: pools.prefix, now: clock.now });
+      try {
+        clock.advance(KEPT_OUTCOME_LEASE_MS);
+        const [recovered, ...others] = await kept.claimDue();
+        expect(others).toEqual([]);
+        expect(recovered).toMatchObject({ kind: 'dropped', reason: 'queue_overflow' });
+        expect(recovered).toEqual(overflowOutcomeOf(oldest, recovered?.at as number));
+      } finally {
+        await kept.close();
+      }
+    });
+
+    it('fails with SB_STORE_UNAVAILABLE when Redis stays silent past enqueueRepeatForMs; the same message offered again is taken once', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now, createClient: failFast(), enqueueRepeatForMs: 300 });
+      const message = queued('A', clock.now());
+      await paused.admin.client('PAUSE', 1500, 'WRITE');
+      const failure = await pool.enqueue(message).catch((err: unknown) => err);
+      expect(isSwitchboardError(failure, 'SB_STORE_UNAVAILABLE')).toBe(true);
+
+      // A channel offering the message again (its accept threw) repeats the same request, as
+      // often as it likes: while Redis still holds writes, and once it ran them all.
+      await eventually(
+        () =>
+          pool.enqueue(message).then(
+            (result) => result.accepted,
+            () => false,
+          ),
+        5000,
+        'the message offered again accepted',
+      );
+      expect(await pool.stats()).toMatchObject({ pending: 1 });
+    });
+  });
+});
