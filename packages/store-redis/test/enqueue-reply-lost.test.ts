@@ -87,7 +87,8 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
         renewEveryMs: 20,
         limits: { maxPending: 100, maxPendingPerSession: 1 },
       });
-      await pool.enqueue(queued('A', clock.now()));
+      const head = queued('A', clock.now());
+      await pool.enqueue(head);
       const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
       try {
         const message = queued('A', clock.now());
@@ -103,6 +104,10 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
           async () => JSON.stringify(await kept()) === JSON.stringify([null, 0]),
           5000,
           'purged by a renewal',
+        );
+        // The pool's own enqueue is remembered longer than it repeats one.
+        expect(await runner.client.zscore(`{${pools.prefix}}:enqueued`, requestIdOf(head))).toBe(
+          String(clock.now() - 1000 + REMEMBERED_MS),
         );
       } finally {
         await runner.close();
