@@ -112,7 +112,10 @@ describe.skipIf(!reachable)('pool/complete.lua, pool/retry.lua, pool/abandon.lua
           { id: 'q', aggregation: { enabled: true } },
         ],
       });
-      for (const session of ['A', 'A', 'A', 'B', 'C']) await pool.enqueue(queued(session, clock.now()));
+      const overflowing = queued('A', clock.now());
+      for (const message of [queued('A', clock.now()), queued('A', clock.now()), overflowing])
+        await pool.enqueue(message);
+      for (const session of ['B', 'C']) await pool.enqueue(queued(session, clock.now()));
       await pool.enqueue(queued('D', clock.now(), { pipeline: 'q' }), { key: 'tg:1', ttlMs: 1000 });
       const a = (await pool.claim()) as Turn;
       await pool.retry(a, 1000, [a.messages[0]?.message.id as string]);
@@ -129,10 +132,14 @@ describe.skipIf(!reachable)('pool/complete.lua, pool/retry.lua, pool/abandon.lua
           .filter((key) => !idKeys.includes(key))
           .map((key) => key.split('}:')[1])
           .sort();
+        // Besides the fixed keys, what the enqueue that overflowed session A dropped, remembered
+        // with its request id for a repeat until the enqueues of the last 55 s are forgotten.
         expect(left).toEqual([
           'config',
           'counts',
           'dedup',
+          'enqueued',
+          `enqueued:${overflowing.message.id}`,
           'format',
           'pipelines',
           'replicas',

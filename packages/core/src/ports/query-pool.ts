@@ -194,6 +194,13 @@ export interface QueryPool {
    * durable pool then keeps it past `max_pending` and while draining (it runs after the next
    * start); a pool that is not durable only past `max_pending`. It is still deduplicated, so a
    * last delivery of a message already journaled is a `duplicate`, not a second message.
+   *
+   * A pool in another process (shared by replicas) may take a message and lose its answer. It
+   * remembers each request it accepted (`requestIdOf`: the message id; a dead letter's replay is
+   * another request) for a while, and an enqueue of it again answers that acceptance — its
+   * `overflowed` too — and queues nothing, whatever the delivery key and the bounds say now; the
+   * pool itself calls an unanswered enqueue again before it fails. A pool of this process answers
+   * every enqueue it applied, and remembers nothing.
    */
   enqueue(
     message: QueuedMessage,
