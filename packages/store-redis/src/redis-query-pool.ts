@@ -473,19 +473,24 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * (lua/pool/includes/enqueue-tokens.lua). A call that surely did not run (Redis down: nothing
    * is sent) fails at once, as before.
    */
-  async function untilAnswered<Reply>(enqueue: () => Promise<Reply>): Promise<Reply> {
+  async function untilAnswered<Reply>(messageId: string, enqueue: () => Promise<Reply>): Promise<Reply> {
     const deadline = performance.now() + settings.enqueueRepeatForMs;
     let pauseMs = ENQUEUE_REPEAT_PAUSE_MS;
-    let unanswered = false;
+    let unanswered = 0;
     for (;;) {
       try {
-        return await enqueue();
+        const reply = await enqueue();
+        if (unanswered > 0)
+          logger.warn(
+            { messageId, unanswered },
+            'enqueue reply lost: answered by a repeat with the same request id',
+          );
+        return reply;
       } catch (err) {
         if (!isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) throw err;
-        unanswered ||= mayHaveRun(err);
+        if (mayHaveRun(err)) unanswered += 1;
         const leftMs = deadline - performance.now();
-        if (!unanswered || leftMs <= 0 || shutDown) throw err;
-        logger.debug({ err }, 'enqueue unanswered: calling it again with the same request id');
+        if (unanswered === 0 || leftMs <= 0 || shutDown) throw err;
         await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, leftMs)));
         pauseMs = Math.min(pauseMs * 2, ENQUEUE_REPEAT_MAX_PAUSE_MS);
       }
@@ -569,7 +574,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         options.keptOutcome === undefined ? '' : now() + KEPT_OUTCOME_LEASE_MS,
         enqueueRememberedMs,
       ];
-      const reply = await untilAnswered(() =>
+      const reply = await untilAnswered(queued.message.id, () =>
         run<[string, number?, number?, MessageReply[]?]>('pool/enqueue', ...args),
       );
       const [outcome, claimable, nextDueAt, overflowed] = reply;

@@ -14,6 +14,7 @@ import {
   manualClock,
   openScriptRunner,
   queued,
+  recordingLogger,
   redisReachable,
   usePools,
   usePrivateRedis,
@@ -128,13 +129,20 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
 
     it('repeats it with the same request id: accepted once, one message in the pool', async () => {
       const clock = manualClock();
-      const pool = await pools.open({ now: clock.now, createClient: failFast() });
+      const logger = recordingLogger();
+      const pool = await pools.open({ now: clock.now, createClient: failFast(), logger });
       const message = queued('A', clock.now());
 
       expect(await whilePaused(() => pool.enqueue(message, { key: 'tg:9', ttlMs: 60_000 }))).toEqual({
         accepted: true,
         overflowed: [],
       });
+      expect(logger.lines.filter((line) => line.level === 'warn')).toEqual([
+        expect.objectContaining({
+          bindings: expect.objectContaining({ messageId: message.message.id }),
+          message: expect.stringMatching(/^enqueue reply lost: answered by a repeat/),
+        }),
+      ]);
       expect(await pool.stats()).toMatchObject({ pending: 1, sessions: 1 });
       const turn = (await pool.claim()) as Turn;
       expect(turn.messages.map((m) => m.message.id)).toEqual([message.message.id]);
