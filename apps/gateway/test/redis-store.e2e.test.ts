@@ -728,4 +728,25 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
       expect(notReady.body.checks.store.detail).toContain('allkeys-lru');
     });
   });
+
+  describe('when Redis runs an enqueue only after its command timeout (its reply is lost)', () => {
+    it('answers the message, taken once, instead of a 503 that a client would resend as a second one', {
+      timeout: 60_000,
+    }, async () => {
+      const redis = await startPrivateRedis();
+      cleanup(() => redis.remove());
+      const gateway = await serveOn(sharedStores({ redisUrl: redis.url, prefix: 'reply-lost' }));
+      const admin = new Redis(redis.url);
+      cleanup(async () => admin.quit());
+      const accepted = async () => Number(await admin.get('{reply-lost}:seq'));
+      const before = await accepted();
+
+      // Longer than the 2 s command timeout: the first call's reply is lost, Redis runs it after.
+      await admin.client('PAUSE', 2500, 'WRITE');
+      const answer = await post(`${gateway.url}/v1/messages`, message('held'));
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ status: 'completed', replies: [{ text: 'held' }] });
+      expect(await accepted()).toBe(before + 1);
+    });
+  });
 });
