@@ -1,6 +1,7 @@
 --[[
   One replica's heartbeat: extends the leases it still holds and its own entry among the live
-  replicas (which `register` consults), and reports the tokens it no longer holds (reclaimed by
+  replicas (which `register` consults), removes the entries whose heartbeat lapsed (a dead
+  replica leaves the set within a renewal period of its deadline), and reports the tokens it no longer holds (reclaimed by
   another replica after they expired, or settled longer ago than a tombstone lasts). A token
   whose lease a settlement released while its tombstone lasts is neither extended nor reported:
   the settlement was applied but its reply has not reached the replica, which writes it again
@@ -50,6 +51,7 @@ end
 
 purgeExpired(K.settled, TOMBSTONE_PURGE_PER_CALL)
 local expiresAt = now + tonumber(ARGV[4])
+rcall('ZREMRANGEBYSCORE', K.replicas, '-inf', now)
 rcall('ZADD', K.replicas, expiresAt, replica)
 local lost = {}
 for index = 6, #ARGV do
