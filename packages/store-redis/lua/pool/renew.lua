@@ -6,7 +6,9 @@
   whose lease a settlement released while its tombstone lasts is neither extended nor reported:
   the settlement was applied but its reply has not reached the replica, which writes it again
   (pool/includes/settlement). Purges expired tombstones (bounded), so that they go while nothing
-  settles too. Also reports the pool's runnable state, so that a replica whose wake-up on the
+  settles too, and takes the pipelines with nothing ready nor waiting out of the set every claim
+  loops over (a pipeline removed from the configuration would stay there for good; placing a
+  message puts its pipeline back). Also reports the pool's runnable state, so that a replica whose wake-up on the
   channel was lost finds the work anyway.
   A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
   with other values registered meanwhile) is not renewed: it leaves the live replicas and is
@@ -21,7 +23,7 @@
   KEYS[7]  dedup      unused
   KEYS[8]  replicas   writes
   KEYS[9]  seq        unused
-  KEYS[10] pipelines  reads
+  KEYS[10] pipelines  reads, writes
   KEYS[11] settled    reads, writes
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
@@ -32,7 +34,8 @@
 
   Built from ARGV[1]:
     lease:<token>     reads
-    ready:<pipeline>  reads
+    ready:<pipeline>    reads
+    waiting:<pipeline>  reads
 
   Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}},
     or {'config_mismatch', stored fingerprint}: nothing renewed, the replica left the live ones
@@ -60,6 +63,11 @@ for index = 6, #ARGV do
     rcall('ZADD', K.leases, 'XX', expiresAt, token)
   elseif not settled(token) then
     lost[#lost + 1] = token
+  end
+end
+for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+  if rcall('EXISTS', readyKey(pipeline), waitingKey(pipeline)) == 0 then
+    rcall('SREM', K.pipelines, pipeline)
   end
 end
 local state = runnableState(false)
