@@ -6,6 +6,7 @@ import {
   type Outcome,
   type Pipeline,
   PipelinePolicySchema,
+  type Reply,
   createController,
   createIngress,
   createMemoryQueryPool,
@@ -26,8 +27,11 @@ export interface ChannelEngineOptions {
   policy: ChannelPolicy;
   /** The channel's parsed `outbound`; retries are shortened to 50–200 ms. */
   outbound: OutboundPolicy;
-  /** What the pipeline answers to a text. Default: one reply, `echo: <text>`. */
-  answer?: (text: string) => string[];
+  /**
+   * What the pipeline answers to a text: replies, a string for a reply of that text alone.
+   * Default: one reply, `echo: <text>`.
+   */
+  answer?: (text: string) => Array<string | Reply>;
   /** Replaces the engine's ingress (a refusal, a failure). */
   ingress?: Ingress;
   /** Wraps the engine's ingress (a refusal of one message among others). */
@@ -60,7 +64,9 @@ export async function startChannelEngine(options: ChannelEngineOptions): Promise
   const answer = options.answer ?? ((text: string) => [`echo: ${text}`]);
   const pipeline: Pipeline = {
     id: 'echo',
-    run: async (query) => ({ replies: answer(query.text).map((text) => ({ text })) }),
+    run: async (query) => ({
+      replies: answer(query.text).map((reply) => (typeof reply === 'string' ? { text: reply } : reply)),
+    }),
   };
   const outcomes: Outcome[] = [];
   const bus = createOutcomeBus();

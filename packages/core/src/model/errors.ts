@@ -69,6 +69,10 @@ export const ERROR_CODES = {
     status: 502,
     message: "an attachment's url could not be fetched",
   },
+  SB_CHANNEL_ATTACHMENT_REFUSED: {
+    status: 502,
+    message: 'the platform does not take this attachment',
+  },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_STORE_FORMAT_UNSUPPORTED: {
     status: 503,

@@ -1,0 +1,87 @@
+import { attachmentName } from '@switchboard/channel-kit';
+import { type Attachment, type Reply, SwitchboardError, base64Bytes } from '@switchboard/core';
+
+/** The Cloud API's kind of media message for each type of attachment. */
+export type WhatsAppMediaKind = 'image' | 'document' | 'audio';
+
+const KINDS = { image: 'image', file: 'document', audio: 'audio' } as const satisfies Record<
+  Attachment['type'],
+  WhatsAppMediaKind
+>;
+
+/**
+ * The mime types the Cloud API takes per kind ("Supported media types" in Meta's reference);
+ * others are refused by Meta after the upload, or once it fetched a link, when the message is
+ * already counted as sent.
+ */
+const MIME_TYPES: Record<WhatsAppMediaKind, readonly string[]> = {
+  image: ['image/jpeg', 'image/png'],
+  audio: ['audio/aac', 'audio/amr', 'audio/mpeg', 'audio/mp4', 'audio/ogg'],
+  document: [
+    'text/plain',
+    'application/pdf',
+    'application/msword',
+    'application/vnd.ms-excel',
+    'application/vnd.ms-powerpoint',
+    'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+  ],
+};
+
+/** The Cloud API's limit of an image, in bytes (5 MB); audio (16 MB) and documents (100 MB) pass the gateway's cap. */
+const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+
+/** The kind of media message that sends `attachment`. */
+export function mediaKindOf(attachment: Attachment): WhatsAppMediaKind {
+  return KINDS[attachment.type];
+}
+
+/** A mime type without its parameters: `audio/ogg; codecs=opus` is `audio/ogg`. */
+const essenceOf = (mimeType: string) => (mimeType.split(';')[0] ?? '').trim().toLowerCase();
+
+/** Why WhatsApp would not take `attachment`, or `null`. */
+function problemOf(attachment: Attachment): string | null {
+  const kind = mediaKindOf(attachment);
+  const accepted = MIME_TYPES[kind];
+  if (attachment.mime_type === undefined) {
+    // A link's type is what its server says, which Meta reads; an upload must state it.
+    return attachment.data === undefined
+      ? null
+      : 'a data attachment needs a mime_type, which the upload states';
+  }
+  if (!accepted.includes(essenceOf(attachment.mime_type)))
+    return `WhatsApp does not take ${attachment.mime_type} as ${kind === 'audio' ? 'audio' : `an ${kind}`} (it takes ${accepted.join(', ')})`;
+  if (kind === 'image' && attachment.data !== undefined && base64Bytes(attachment.data) > MAX_IMAGE_BYTES)
+    return `an image is at most ${MAX_IMAGE_BYTES} bytes on WhatsApp`;
+  return null;
+}
+
+/**
+ * Throws a final SB_CHANNEL_ATTACHMENT_REFUSED naming `replies[i].attachments[j]` when WhatsApp
+ * would not take one of the attachments, before any call: refused files found mid-send would
+ * leave the chat with part of the answer, and a retry cannot change them.
+ */
+export function checkWhatsAppAttachments(replies: readonly Reply[], channelId: string): void {
+  for (const [reply, { attachments = [] }] of replies.entries()) {
+    for (const [index, attachment] of attachments.entries()) {
+      const problem = problemOf(attachment);
+      if (problem === null) continue;
+      throw new SwitchboardError('SB_CHANNEL_ATTACHMENT_REFUSED', {
+        message: `whatsapp channel "${channelId}" cannot send replies[${reply}].attachments[${index}]: ${problem}`,
+        details: { channel: channelId, reply, attachment: index },
+      });
+    }
+  }
+}
+
+/**
+ * The `{ type, <kind>: … }` part of a media message (pure): the file by `link` (Meta fetches a
+ * `url` itself) or by the `id` of an upload; a document carries its file name, which WhatsApp
+ * shows.
+ */
+export function renderMediaMessage(attachment: Attachment, file: { link: string } | { id: string }) {
+  const kind = mediaKindOf(attachment);
+  const part = kind === 'document' ? { ...file, filename: attachmentName(attachment) } : file;
+  return { type: kind, [kind]: part };
+}
