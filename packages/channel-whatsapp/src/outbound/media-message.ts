@@ -29,6 +29,9 @@ const MIME_TYPES: Record<WhatsAppMediaKind, readonly string[]> = {
   ],
 };
 
+/** Each kind in a sentence. */
+const AS: Record<WhatsAppMediaKind, string> = { image: 'an image', document: 'a document', audio: 'audio' };
+
 /** The Cloud API's limit of an image, in bytes (5 MB); audio (16 MB) and documents (100 MB) pass the gateway's cap. */
 const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
@@ -51,7 +54,7 @@ function problemOf(attachment: Attachment): string | null {
       : 'a data attachment needs a mime_type, which the upload states';
   }
   if (!accepted.includes(essenceOf(attachment.mime_type)))
-    return `WhatsApp does not take ${attachment.mime_type} as ${kind === 'audio' ? 'audio' : `an ${kind}`} (it takes ${accepted.join(', ')})`;
+    return `WhatsApp does not take ${attachment.mime_type} as ${AS[kind]} (it takes ${accepted.join(', ')})`;
   if (kind === 'image' && attachment.data !== undefined && base64Bytes(attachment.data) > MAX_IMAGE_BYTES)
     return `an image is at most ${MAX_IMAGE_BYTES} bytes on WhatsApp`;
   return null;
