@@ -1,4 +1,4 @@
-import { attachmentFile } from '@switchboard/channel-kit';
+import { attachmentFile, mimeEssence } from '@switchboard/channel-kit';
 import type { Attachment } from '@switchboard/core';
 import type { FeishuApi } from './open-api.js';
 
@@ -24,12 +24,9 @@ const FILE_TYPES: Record<string, 'pdf' | 'doc' | 'xls' | 'ppt'> = {
 };
 const OPUS_TYPES = new Set(['audio/ogg', 'audio/opus']);
 
-/** A mime type without its parameters: `audio/ogg; codecs=opus` is `audio/ogg`. */
-const essenceOf = (mimeType: string | undefined) => (mimeType?.split(';')[0] ?? '').trim().toLowerCase();
-
 /** The `file_type` a file is uploaded as. */
 export function feishuFileType(attachment: Attachment, mimeType: string | undefined): string {
-  const essence = essenceOf(mimeType);
+  const essence = mimeEssence(mimeType);
   if (attachment.type === 'audio' && OPUS_TYPES.has(essence)) return 'opus';
   return FILE_TYPES[essence] ?? 'stream';
 }

@@ -1,4 +1,4 @@
-import { attachmentName } from '@switchboard/channel-kit';
+import { attachmentName, mimeEssence } from '@switchboard/channel-kit';
 import { type Attachment, type Reply, SwitchboardError, base64Bytes } from '@switchboard/core';
 
 /** The Cloud API's kind of media message for each type of attachment. */
@@ -40,9 +40,6 @@ export function mediaKindOf(attachment: Attachment): WhatsAppMediaKind {
   return KINDS[attachment.type];
 }
 
-/** A mime type without its parameters: `audio/ogg; codecs=opus` is `audio/ogg`. */
-const essenceOf = (mimeType: string) => (mimeType.split(';')[0] ?? '').trim().toLowerCase();
-
 /** Why WhatsApp would not take `attachment`, or `null`. */
 function problemOf(attachment: Attachment): string | null {
   const kind = mediaKindOf(attachment);
@@ -53,7 +50,7 @@ function problemOf(attachment: Attachment): string | null {
       ? null
       : 'a data attachment needs a mime_type, which the upload states';
   }
-  if (!accepted.includes(essenceOf(attachment.mime_type)))
+  if (!accepted.includes(mimeEssence(attachment.mime_type)))
     return `WhatsApp does not take ${attachment.mime_type} as ${AS[kind]} (it takes ${accepted.join(', ')})`;
   if (kind === 'image' && attachment.data !== undefined && base64Bytes(attachment.data) > MAX_IMAGE_BYTES)
     return `an image is at most ${MAX_IMAGE_BYTES} bytes on WhatsApp`;
