@@ -99,6 +99,8 @@ export function createMediaLinks(options: MediaLinksOptions): MediaLinks {
     if (channel === null) return message;
     const base = options.baseUrl();
     const expiresAtMs = expiresAt(channel.media.urlTtlMs);
+    // An edit's files are still the original message's: Feishu serves them under its id.
+    const messageId = message.event?.message_id ?? message.platform_message_id;
     return {
       ...message,
       elements: message.elements.map((element) => {
@@ -107,7 +109,7 @@ export function createMediaLinks(options: MediaLinksOptions): MediaLinks {
         const { type, file_id, url, name, mime_type, size } = element;
         const token = signMediaToken(channel.key, {
           channel: message.channel,
-          media: { type, file_id, url, name, mime_type, size },
+          media: { type, file_id, url, name, mime_type, size, message_id: messageId },
           expiresAtMs,
         });
         return { ...element, media_url: `${base}/v1/media/${token}` };

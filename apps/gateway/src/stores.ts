@@ -345,14 +345,16 @@ async function withRedisPool(
           throw err;
         },
       );
-      rateBuckets = await createRedisRateBuckets({ url: store.url, prefix: store.prefix }).catch(
-        async (err: unknown) => {
-          await channelLeases?.close();
-          await replicaEvents?.close();
-          await opened.shutdown();
-          throw err;
-        },
-      );
+      rateBuckets = await createRedisRateBuckets({
+        url: store.url,
+        prefix: store.prefix,
+        now: replies.now,
+      }).catch(async (err: unknown) => {
+        await channelLeases?.close();
+        await replicaEvents?.close();
+        await opened.shutdown();
+        throw err;
+      });
       keptOutcomes = await createRedisKeptOutcomes({
         url: store.url,
         prefix: store.prefix,

@@ -1,5 +1,4 @@
 import { type FakeDiscord, startFakeDiscord } from '@switchboard/testkit/discord';
-import { type FakeLine, startFakeLine } from '@switchboard/testkit/line';
 import {
   type FakeSlack,
   eventEnvelope,
@@ -10,7 +9,7 @@ import {
 import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, eventually, get, post, serveYaml } from './serve-process.js';
+import { type ServeProcess, eventually, post, serveYaml } from './serve-process.js';
 
 const SIGNING_SECRET = 'attachments-secret';
 const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 254, 255, 1, 2]);
@@ -36,16 +35,14 @@ describe('replies with attachments (switchboard serve against fake platforms)', 
   let telegram: FakeTelegram;
   let slack: FakeSlack;
   let discord: FakeDiscord;
-  let line: FakeLine;
   let backend: FakePipeline;
   let gateway: ServeProcess;
 
   beforeAll(async () => {
-    [telegram, slack, discord, line, backend] = await Promise.all([
+    [telegram, slack, discord, backend] = await Promise.all([
       startFakeTelegram(),
       startFakeSlack(),
       startFakeDiscord(),
-      startFakeLine(),
       startFakePipeline(),
     ]);
     backend.respond = async (request) => ({ status: 200, body: ANSWERS[request.text] ?? { replies: [] } });
@@ -55,7 +52,6 @@ describe('replies with attachments (switchboard serve against fake platforms)', 
   - { id: tg, type: telegram, token: "${telegram.token}", api_root: "${telegram.url}" }
   - { id: sl, type: slack, bot_token: xoxb-test, signing_secret: ${SIGNING_SECRET}, api_url: "${slack.apiUrl}", bot_user_id: UBOT }
   - { id: dc, type: discord, token: "${discord.token}", api_url: "${discord.url}" }
-  - { id: ln, type: line, channel_secret: ${line.channelSecret}, channel_access_token: ${line.channelAccessToken}, api_url: "${line.url}" }
 pipelines: [{ id: bot, type: http, url: "${backend.url}" }]
 routing: { default: bot }
 `,
@@ -63,7 +59,7 @@ routing: { default: bot }
   });
   afterAll(async () => {
     await gateway?.stop('SIGKILL');
-    await Promise.all([telegram?.close(), slack?.close(), discord?.close(), line?.close(), backend?.close()]);
+    await Promise.all([telegram?.close(), slack?.close(), discord?.close(), backend?.close()]);
   });
 
   describe('when an http backend answers an image and a text to a Telegram chat', () => {
@@ -131,25 +127,6 @@ routing: { default: bot }
       expect(sent.map((message) => message.files.map((file) => file.filename))).toEqual([['chart.png'], []]);
       expect(sent[0]?.files[0]?.bytes.equals(png)).toBe(true);
       expect(sent[1]?.body.content).toBe('here is your chart');
-    });
-  });
-
-  describe('when the answer goes to LINE, which cannot send files yet', () => {
-    it('sends nothing and dead-letters the delivery naming why', async () => {
-      const userId = `U${'0f'.repeat(16)}`;
-      const event = line.textEvent({ text: 'show me', source: { type: 'user', userId } });
-      expect((await line.deliverWebhook(`${gateway.url}/line/ln`, [event])).status).toBe(200);
-
-      const record = await eventually(async () => {
-        const audit = await get(`${gateway.url}/admin/audit?outcome=dead_lettered&channel=ln`);
-        return audit.body.items?.[0];
-      }, 30_000);
-      expect(record).toMatchObject({ reason: 'delivery_failed' });
-      expect(record.error).toBe(
-        'SB_CHANNEL_ATTACHMENTS_UNSUPPORTED: line channel "ln" cannot send attachments yet: replies[0] carries 1',
-      );
-      expect(line.callsTo('reply')).toEqual([]);
-      expect(line.callsTo('push')).toEqual([]);
     });
   });
 

@@ -1,16 +1,28 @@
-import { type FakeDiscord, type FakeDiscordUser, startFakeDiscord } from '@switchboard/testkit/discord';
-import { type FakeTelegram, startFakeTelegram } from '@switchboard/testkit/telegram';
+import { type FakeDiscordUser, startFakeDiscord } from '@switchboard/testkit/discord';
+import {
+  type FakeSlack,
+  eventEnvelope,
+  messageEvent,
+  sendEvent,
+  startFakeSlack,
+} from '@switchboard/testkit/slack';
+import { startFakeTelegram } from '@switchboard/testkit/telegram';
 import { describe, expect, it } from 'vitest';
 import { startFakePipeline } from './fake-pipeline.js';
 import { eventually, serveYaml, useCleanups } from './serve-process.js';
 
-// The bot shows typing while a turn runs: the real `switchboard serve` process, grammY and
-// discord.js against the fake Telegram and Discord, and an http backend that answers in 3 s.
+// The bot shows typing while a turn runs: the real `switchboard serve` process, grammY,
+// discord.js and Bolt against the fake Telegram, Discord and Slack, and an http backend that
+// answers in 3 s.
 
 const cleanup = useCleanups();
 const TG_CHAT = { id: 8001, first_name: 'Ann', type: 'private' };
 const DISCORD_DM = '1240000000000000077';
 const alice: FakeDiscordUser = { id: '234567890123456789', username: 'alice', global_name: 'Alice' };
+/** An assistant thread: a thread of a direct message, where Slack shows an app's status. */
+const SLACK_DM = 'D0TYPING';
+const SLACK_THREAD = '1735000000.000100';
+const SLACK_SECRET = 'slack-signing-secret';
 /** The channels' typing intervals: a loop left running would call again this long after its first call. */
 const TELEGRAM_TYPING_INTERVAL_MS = 4_000;
 const DISCORD_TYPING_INTERVAL_MS = 8_000;
@@ -21,22 +33,27 @@ async function setUp(outbound: string, turnMs: number) {
   cleanup(() => telegram.close());
   const discord = await startFakeDiscord();
   cleanup(() => discord.close());
+  const slack = await startFakeSlack();
+  cleanup(() => slack.close());
   const backend = await startFakePipeline({ delayMs: turnMs });
   cleanup(() => backend.close());
-  await serveYaml(
+  const gateway = await serveYaml(
     `channels:
   - { id: tg, type: telegram, token: "${telegram.token}", api_root: "${telegram.url}", outbound: ${outbound} }
   - { id: dc, type: discord, token: "${discord.token}", api_url: "${discord.url}", outbound: ${outbound} }
+  - { id: sl, type: slack, bot_token: xoxb-test, signing_secret: ${SLACK_SECRET}, api_url: "${slack.apiUrl}", bot_user_id: UBOT, outbound: ${outbound} }
 pipelines: [{ id: bot, type: http, url: "${backend.url}", timeout: 30s }]
 routing: { default: bot }
 `,
     { cleanup },
   );
   await eventually(() => discord.connected());
-  return { telegram, discord };
+  return { telegram, discord, slack, gatewayUrl: gateway.url };
 }
 
-function sendBoth(telegram: FakeTelegram, discord: FakeDiscord): void {
+type Platforms = Awaited<ReturnType<typeof setUp>>;
+
+async function sendAll({ telegram, discord, gatewayUrl }: Platforms): Promise<void> {
   telegram.pushUpdate({
     message: telegram.message({
       chat: TG_CHAT,
@@ -45,29 +62,41 @@ function sendBoth(telegram: FakeTelegram, discord: FakeDiscord): void {
     }),
   });
   discord.messageCreate({ channel_id: DISCORD_DM, channel_type: 1, author: alice, content: 'think hard' });
+  const event = messageEvent({
+    channel: SLACK_DM,
+    channel_type: 'im',
+    thread_ts: SLACK_THREAD,
+    text: 'think hard',
+  });
+  const answer = await sendEvent(gatewayUrl, 'sl', eventEnvelope(event), { signingSecret: SLACK_SECRET });
+  expect(answer.status).toBe(200);
 }
 
 /** When each platform got the reply. */
-async function repliedAt(telegram: FakeTelegram, discord: FakeDiscord) {
+async function repliedAt({ telegram, discord, slack }: Platforms) {
   return eventually(() => {
     const tg = telegram.sentMessages()[0]?.at;
     const dc = discord.requests.find(
       (request) => request.method === 'POST' && request.path === `/channels/${DISCORD_DM}/messages`,
     )?.at;
-    return tg !== undefined && dc !== undefined && { tg, dc };
+    const sl = slack.callsTo('chat.postMessage')[0]?.at;
+    return tg !== undefined && dc !== undefined && sl !== undefined && { tg, dc, sl };
   }, 20_000);
 }
+
+const slackStatuses = (slack: FakeSlack) => slack.callsTo('assistant.threads.setStatus');
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 describe('typing while a turn runs (end to end)', { timeout: 60_000 }, () => {
   describe('when the pipeline takes 3 s to answer', () => {
-    it('shows typing on Telegram and Discord from the start of the turn, and none after the reply', async () => {
-      const { telegram, discord } = await setUp('{}', TURN_MS);
+    it('shows typing on Telegram, Discord and a Slack assistant thread from the start of the turn, and none after the reply', async () => {
+      const platforms = await setUp('{}', TURN_MS);
+      const { telegram, discord, slack } = platforms;
       const sentAt = Date.now();
-      sendBoth(telegram, discord);
+      await sendAll(platforms);
 
-      const replied = await repliedAt(telegram, discord);
+      const replied = await repliedAt(platforms);
       const tgTyping = telegram.callsOf('sendChatAction');
       const dcTyping = discord.typings();
       expect(tgTyping.length).toBeGreaterThanOrEqual(1);
@@ -76,6 +105,11 @@ describe('typing while a turn runs (end to end)', { timeout: 60_000 }, () => {
       // Typing began with the turn, well before the answer.
       expect((tgTyping[0]?.at ?? Number.POSITIVE_INFINITY) - sentAt).toBeLessThan(TURN_MS);
       expect((dcTyping[0]?.at ?? Number.POSITIVE_INFINITY) - sentAt).toBeLessThan(TURN_MS);
+      const slTyping = slackStatuses(slack);
+      expect(slTyping.map((call) => call.body)).toEqual([
+        expect.objectContaining({ channel_id: SLACK_DM, thread_ts: SLACK_THREAD, status: 'is typing...' }),
+      ]);
+      expect((slTyping[0]?.at ?? Number.POSITIVE_INFINITY) - sentAt).toBeLessThan(TURN_MS);
 
       // A typing loop left running would call again one interval after its first call: wait
       // until that moment has passed on both platforms, then no call may follow the reply.
@@ -84,16 +118,18 @@ describe('typing while a turn runs (end to end)', { timeout: 60_000 }, () => {
       expect(TELEGRAM_TYPING_INTERVAL_MS).toBeLessThan(DISCORD_TYPING_INTERVAL_MS);
       expect(telegram.callsOf('sendChatAction').filter((call) => call.at > replied.tg)).toEqual([]);
       expect(discord.typings().filter((typing) => typing.at > replied.dc)).toEqual([]);
+      expect(slackStatuses(slack).filter((call) => call.at > replied.sl)).toEqual([]);
     });
   });
 
   describe('when outbound.typing is false', () => {
     it('sends no typing signal while the turn runs', async () => {
-      const { telegram, discord } = await setUp('{ typing: false }', 1_000);
-      sendBoth(telegram, discord);
-      await repliedAt(telegram, discord);
-      expect(telegram.callsOf('sendChatAction')).toEqual([]);
-      expect(discord.typings()).toEqual([]);
+      const platforms = await setUp('{ typing: false }', 1_000);
+      await sendAll(platforms);
+      await repliedAt(platforms);
+      expect(platforms.telegram.callsOf('sendChatAction')).toEqual([]);
+      expect(platforms.discord.typings()).toEqual([]);
+      expect(slackStatuses(platforms.slack)).toEqual([]);
     });
   });
 });

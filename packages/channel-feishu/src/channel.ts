@@ -22,6 +22,7 @@ import type { FastifyInstance } from 'fastify';
 import type { FeishuChannelConfig } from './options.js';
 import { createLongConnection } from './inbound/long-connection.js';
 import { normalizeFeishuEvent } from './inbound/normalize.js';
+import { openFeishuMedia } from './inbound/open-media.js';
 import { type FeishuBody, openFeishuBody } from './inbound/open-body.js';
 import { verifyFeishuCall } from './inbound/verify.js';
 import { createEditCounts } from './outbound/edit-counts.js';
@@ -225,6 +226,13 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
       });
       return showPreview(renderFeishuReplies([{ text }]), calls, draft);
     },
+
+    openMedia: (media, signal) =>
+      openFeishuMedia(
+        { channelId: config.id, apiUrl: config.apiUrl, tenantToken: api.tenantToken },
+        media,
+        signal,
+      ),
 
     health() {
       if (ingress === null) return { ready: false, detail: 'not running (before start or after stop)' };

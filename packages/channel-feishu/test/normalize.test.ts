@@ -107,4 +107,26 @@ describe('normalizeFeishuEvent', () => {
     const message = normalizeFeishuEvent(eventOf({ message_type: 'post', content }), CONTEXT);
     expect(message?.text).toBe('T\nline');
   });
+
+  it.each([
+    ['image', { image_key: 'img_v3_1' }, { type: 'image', file_id: 'img_v3_1' }],
+    ['audio', { file_key: 'file_v3_1', duration: 2000 }, { type: 'voice', file_id: 'file_v3_1' }],
+    [
+      'file',
+      { file_key: 'file_v3_2', file_name: 'a.pdf' },
+      { type: 'file', file_id: 'file_v3_2', name: 'a.pdf' },
+    ],
+    [
+      'media',
+      { file_key: 'file_v3_3', image_key: 'img_v3_3', file_name: 'clip.mp4', duration: 2000 },
+      { type: 'video', file_id: 'file_v3_3', name: 'clip.mp4' },
+    ],
+  ])('reads a %s message as a media element keyed by its file key', (type, content, element) => {
+    const message = normalizeFeishuEvent(
+      eventOf({ message_type: type, content: JSON.stringify(content) }),
+      CONTEXT,
+    );
+    expect(message?.elements).toEqual([element]);
+    expect(message?.platform_message_id).toBe('om_1');
+  });
 });

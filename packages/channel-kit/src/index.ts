@@ -77,6 +77,7 @@ export { retryKeyOf } from './outbound/retry-key.js';
 export { splitReplies, splitRepliesWithAttachments } from './outbound/split-replies.js';
 export type { MediaReplyPart, ReplyPart } from './outbound/split-replies.js';
 export { refuseAttachments } from './outbound/refuse-attachments.js';
+export type { AttachmentRefusal } from './outbound/refuse-attachments.js';
 export { attachmentFile, attachmentName } from './outbound/attachment-file.js';
 export { mimeEssence } from './outbound/mime-essence.js';
 export type { AttachmentFile, AttachmentFileOptions } from './outbound/attachment-file.js';

@@ -20,6 +20,7 @@ import type { LineChannelConfig } from './options.js';
 import { type LineMessageEvent, normalizeLineEvent } from './inbound/normalize.js';
 import { openLineMedia } from './inbound/open-media.js';
 import { type LineWebhookBody, parseLineBody } from './inbound/parse-body.js';
+import { lineAttachmentRefusal } from './outbound/render.js';
 import { callLine, createLineSender } from './outbound/send.js';
 
 /** Options of `createLineChannel`. */
@@ -144,7 +145,7 @@ export function createLineChannel(options: LineChannelOptions): ChannelAdapter {
     },
 
     async send(origin, replies, signal, sendOptions) {
-      refuseAttachments(replies, { type: 'line', channelId: config.id });
+      refuseAttachments(replies, { type: 'line', channelId: config.id }, lineAttachmentRefusal);
       await sender.send(origin, replies, signal, sendOptions?.turn ?? origin.id);
     },
 

@@ -5,3 +5,5 @@ export type { LineChannelOptions } from './channel.js';
 export { probeLineChannel } from './probe.js';
 export { normalizeLineEvent } from './inbound/normalize.js';
 export type { LineMessageEvent, NormalizeContext } from './inbound/normalize.js';
+export { MAX_TEXT_CHARS, lineAttachmentRefusal, renderLineReplies } from './outbound/render.js';
+export type { LineMessage } from './outbound/render.js';

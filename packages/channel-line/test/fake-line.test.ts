@@ -76,6 +76,30 @@ describe('fake LINE with @line/bot-sdk', () => {
     });
   });
 
+  describe('when a push carries image messages', () => {
+    it('takes an image at HTTPS URLs, and refuses an http URL or one over 2000 characters naming the property', async () => {
+      const { fake, client } = await clientOf();
+      const url = 'https://example.com/a.png';
+      const image = { type: 'image' as const, originalContentUrl: url, previewImageUrl: url };
+      await client.pushMessage({ to: USER, messages: [image, { type: 'text', text: 'a' }] });
+      const http = { ...image, previewImageUrl: 'http://example.com/a.png' };
+      const refused = await client
+        .pushMessage({ to: USER, messages: [http] })
+        .catch((error: unknown) => error);
+      expect(JSON.parse((refused as HTTPFetchError).body).details).toEqual([
+        { message: 'must be https', property: 'messages[0].previewImageUrl' },
+      ]);
+      const long = { ...image, originalContentUrl: `https://example.com/${'a'.repeat(2000)}` };
+      await expect(client.pushMessage({ to: USER, messages: [long] })).rejects.toMatchObject({ status: 400 });
+      expect(
+        fake.sent().map(({ type, originalContentUrl, text }) => [type, originalContentUrl ?? text]),
+      ).toEqual([
+        ['image', url],
+        ['text', 'a'],
+      ]);
+    });
+  });
+
   describe('when told to fail', () => {
     it('answers 429, then 500, then succeeds', async () => {
       const { fake, client } = await clientOf();

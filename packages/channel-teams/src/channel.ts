@@ -22,8 +22,10 @@ import type { TeamsChannelConfig } from './options.js';
 import { type Activity, parseActivity } from './inbound/activity.js';
 import { createTeamsAuthenticator } from './inbound/authenticate.js';
 import { normalizeTeamsActivity } from './inbound/normalize.js';
+import { openTeamsMedia } from './inbound/open-media.js';
 import { createAccessTokens } from './outbound/access-token.js';
-import { connectorCalls, renderTeamsReplies } from './outbound/connector.js';
+import { connectorCalls } from './outbound/connector.js';
+import { renderTeamsReplies, teamsAttachmentRefusal } from './outbound/render.js';
 
 /** Options of `createTeamsChannel`. */
 export interface TeamsChannelOptions extends PacingOptions {
@@ -126,7 +128,7 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
     },
 
     async send(origin, replies, signal, sendOptions) {
-      refuseAttachments(replies, { type: 'teams', channelId: config.id });
+      refuseAttachments(replies, { type: 'teams', channelId: config.id }, teamsAttachmentRefusal);
       await sendParts(renderTeamsReplies(replies), calls(origin, signal), sendOptions?.draft, {
         posted,
         answering: sendOptions?.turn ?? origin.id,
@@ -135,6 +137,8 @@ export function createTeamsChannel(options: TeamsChannelOptions): ChannelAdapter
 
     preview: (origin, text, draft, signal) =>
       showPreview(renderTeamsReplies([{ text }]), calls(origin, signal), draft),
+
+    openMedia: (media, signal) => openTeamsMedia({ channelId: config.id, tokens }, media, signal),
 
     health: () =>
       ingress === null

@@ -11,6 +11,14 @@ export { normalizeTeamsActivity } from './inbound/normalize.js';
 export type { NormalizeContext } from './inbound/normalize.js';
 export { BOT_FRAMEWORK_SCOPE, createAccessTokens } from './outbound/access-token.js';
 export type { AccessTokenOptions, AccessTokens } from './outbound/access-token.js';
-export { MAX_TEXT_CHARS, renderTeamsReplies, replyTargetOf } from './outbound/connector.js';
+export { replyTargetOf } from './outbound/connector.js';
+export {
+  MAX_INLINE_IMAGE_BYTES,
+  MAX_TEXT_CHARS,
+  messageActivityOf,
+  renderTeamsReplies,
+  teamsAttachmentRefusal,
+} from './outbound/render.js';
+export type { TeamsImage, TeamsPart } from './outbound/render.js';
 export { activityRefKey, parseActivityRefKey } from './activity-ref.js';
 export type { ActivityRef } from './activity-ref.js';

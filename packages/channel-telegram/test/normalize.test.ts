@@ -193,7 +193,14 @@ describe('normalizeUpdate', () => {
       expect(message.event).toEqual({ type: 'edited', message_id: '111222333:42' });
       expect(message.text).toBe('hello there!');
       expect(message.elements).toEqual([{ type: 'text', text: 'hello there!' }]);
-      expect(message.platform_message_id).toBe('111222333:42:edit:1735000100');
+      expect(message.platform_message_id).toBe('111222333:42:edit:912345691');
+    });
+
+    it('tells two edits within one second apart, and a redelivered edit from the first', () => {
+      const again = { ...fixtures.editedMessage, update_id: fixtures.editedMessage.update_id + 1 };
+      const first = normalized(fixtures.editedMessage).platform_message_id;
+      expect(normalized(again).platform_message_id).not.toBe(first);
+      expect(normalized(fixtures.editedMessage).platform_message_id).toBe(first);
     });
   });
 
@@ -206,9 +213,19 @@ describe('normalizeUpdate', () => {
         text: '',
         elements: [],
         event: { type: 'reaction', message_id: '-4012345678:77', emoji: '👍' },
-        platform_message_id: '-4012345678:77:reaction:111222333:1735000200',
+        platform_message_id: '-4012345678:77:reaction:912345695',
       });
       expect(message.event?.removed).toBeUndefined();
+    });
+
+    it('gives two reaction changes within one second ids of their own', () => {
+      const removedAtOnce = {
+        ...fixtures.reactionRemoved,
+        message_reaction: { ...fixtures.reactionRemoved.message_reaction!, date: 1_735_000_200 },
+      };
+      expect(normalized(removedAtOnce).platform_message_id).not.toBe(
+        normalized(fixtures.reactionAdded).platform_message_id,
+      );
     });
 
     it('is a removed reaction event when the emoji was taken away', () => {

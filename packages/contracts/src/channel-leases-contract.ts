@@ -1,26 +1,44 @@
 import { describe, expect, it } from 'vitest';
-import type { ChannelLeases } from '@switchboard/core';
+import type { ChannelLease, ChannelLeases } from '@switchboard/core';
 import { type StoreFactory, useStoreUnderTest } from './store-harness.js';
 
+/** A lease that outlives any test. */
 const TTL_MS = 15_000;
+/** A lease a test waits out. */
+const SHORT_TTL_MS = 200;
+
+/** Resolves once this host's clock is past `lease`'s deadline (the store under test shares it). */
+async function pastDeadline(lease: ChannelLease): Promise<void> {
+  while (Date.now() <= lease.expiresAt + 1) await new Promise((resolve) => setTimeout(resolve, 10));
+}
 
 /**
  * The behaviour every `ChannelLeases` must show (ports/channel-lease.ts); run it once per
- * implementation. The factory's leases read time from the suite's clock.
+ * implementation. Deadlines are the store's own, on its real clock (this host's, in tests): a
+ * factory's leases ignore the suite's clock, and expiry is waited out on short leases.
  */
 export function channelLeasesContract(name: string, factory: StoreFactory<ChannelLeases>): void {
   describe(`ChannelLeases contract: ${name}`, () => {
     const subject = useStoreUnderTest(factory);
 
+    /** `acquire` or `renew`, with the deadline it must set: `ttlMs` after some moment of the call. */
+    async function timed<T>(
+      ttlMs: number,
+      call: () => Promise<T>,
+    ): Promise<{ answer: T; expiresAt: [number, number] }> {
+      const before = Date.now();
+      const answer = await call();
+      return { answer, expiresAt: [before + ttlMs, Date.now() + ttlMs] };
+    }
+
     describe('when a free lease is acquired', () => {
       it('goes to the caller with epoch 1 until ttlMs from now', async () => {
-        const lease = await subject.store.acquire('tg', 'replica-a', TTL_MS);
-        expect(lease).toEqual({
-          channel: 'tg',
-          holder: 'replica-a',
-          epoch: 1,
-          expiresAt: subject.now() + TTL_MS,
-        });
+        const { answer: lease, expiresAt } = await timed(TTL_MS, () =>
+          subject.store.acquire('tg', 'replica-a', TTL_MS),
+        );
+        expect(lease).toMatchObject({ channel: 'tg', holder: 'replica-a', epoch: 1 });
+        expect(lease.expiresAt).toBeGreaterThanOrEqual(expiresAt[0]);
+        expect(lease.expiresAt).toBeLessThanOrEqual(expiresAt[1]);
         expect(await subject.store.holders()).toEqual([lease]);
       });
 
@@ -47,37 +65,37 @@ export function channelLeasesContract(name: string, factory: StoreFactory<Channe
     describe('when the lease is in force', () => {
       it("answers another caller with the holder's lease and changes nothing", async () => {
         const held = await subject.store.acquire('tg', 'replica-a', TTL_MS);
-        subject.advance(TTL_MS - 1);
         expect(await subject.store.acquire('tg', 'replica-b', TTL_MS)).toEqual(held);
         expect(await subject.store.holders()).toEqual([held]);
       });
 
       it('is extended, epoch kept, when its holder acquires it again', async () => {
-        await subject.store.acquire('tg', 'replica-a', TTL_MS);
-        subject.advance(5000);
-        const again = await subject.store.acquire('tg', 'replica-a', TTL_MS);
-        expect(again).toEqual({
-          channel: 'tg',
-          holder: 'replica-a',
-          epoch: 1,
-          expiresAt: subject.now() + TTL_MS,
-        });
+        const first = await subject.store.acquire('tg', 'replica-a', SHORT_TTL_MS);
+        const { answer: again, expiresAt } = await timed(TTL_MS, () =>
+          subject.store.acquire('tg', 'replica-a', TTL_MS),
+        );
+        expect(again).toMatchObject({ channel: 'tg', holder: 'replica-a', epoch: 1 });
+        expect(again.expiresAt).toBeGreaterThanOrEqual(expiresAt[0]);
+        expect(again.expiresAt).toBeLessThanOrEqual(expiresAt[1]);
+        await pastDeadline(first);
+        expect((await subject.store.acquire('tg', 'replica-b', TTL_MS)).holder).toBe('replica-a');
       });
 
       it('is extended by a renewal of its holder', async () => {
-        const held = await subject.store.acquire('tg', 'replica-a', TTL_MS);
-        subject.advance(TTL_MS - 1);
-        const renewed = await subject.store.renew(held, TTL_MS);
-        expect(renewed).toEqual({ ...held, expiresAt: subject.now() + TTL_MS });
-        subject.advance(TTL_MS - 1);
+        const held = await subject.store.acquire('tg', 'replica-a', SHORT_TTL_MS);
+        const { answer: renewed, expiresAt } = await timed(TTL_MS, () => subject.store.renew(held, TTL_MS));
+        expect(renewed).toMatchObject({ channel: 'tg', holder: 'replica-a', epoch: held.epoch });
+        expect(renewed?.expiresAt).toBeGreaterThanOrEqual(expiresAt[0]);
+        expect(renewed?.expiresAt).toBeLessThanOrEqual(expiresAt[1]);
+        await pastDeadline(held);
         expect((await subject.store.acquire('tg', 'replica-b', TTL_MS)).holder).toBe('replica-a');
       });
     });
 
     describe('when the lease expires', () => {
       it('passes to the next caller with the next epoch, and the old holder has lost it', async () => {
-        const old = await subject.store.acquire('tg', 'replica-a', TTL_MS);
-        subject.advance(TTL_MS);
+        const old = await subject.store.acquire('tg', 'replica-a', SHORT_TTL_MS);
+        await pastDeadline(old);
         expect(await subject.store.holders()).toEqual([]);
         const taken = await subject.store.acquire('tg', 'replica-b', TTL_MS);
         expect(taken).toMatchObject({ holder: 'replica-b', epoch: 2 });
@@ -87,8 +105,8 @@ export function channelLeasesContract(name: string, factory: StoreFactory<Channe
       });
 
       it('cannot be renewed by its holder, even before anyone took it over', async () => {
-        const old = await subject.store.acquire('tg', 'replica-a', TTL_MS);
-        subject.advance(TTL_MS);
+        const old = await subject.store.acquire('tg', 'replica-a', SHORT_TTL_MS);
+        await pastDeadline(old);
         expect(await subject.store.renew(old, TTL_MS)).toBeNull();
         expect(await subject.store.acquire('tg', 'replica-a', TTL_MS)).toMatchObject({ epoch: 2 });
       });

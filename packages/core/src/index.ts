@@ -246,7 +246,6 @@ export { HANDOFF_POLICY } from './handoff/handoff-policy.js';
 // In-memory stores (`store: memory`, tests, benchmarks)
 export { createMemoryAuditLog } from './memory/memory-audit-log.js';
 export { createMemoryChannelLeases } from './memory/memory-channel-leases.js';
-export type { MemoryChannelLeasesOptions } from './memory/memory-channel-leases.js';
 export { createMemoryHandoffStore } from './memory/memory-handoff-store.js';
 export { createMemoryHistoryStore } from './memory/memory-history-store.js';
 export type { MemoryHistoryStoreOptions } from './memory/memory-history-store.js';

@@ -10,14 +10,11 @@ export interface RedisChannelLeasesOptions {
   client?: Redis;
   /** The deployment's prefix: keys are `{<prefix>}:channel-lease:…`. */
   prefix: string;
-  /** The leases' clock (ms); the replicas' clocks must agree well within a lease. Default `Date.now`. */
-  now?: () => number;
   /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */
   retryAfterMs?: number;
 }
 
 const DEFAULTS = {
-  now: Date.now,
   retryAfterMs: 1000,
 } satisfies Partial<RedisChannelLeasesOptions>;
 
@@ -35,14 +32,14 @@ export function channelLeaseKeysOf(prefix: string): string[] {
 
 /**
  * The channel leases of a deployment in Redis (docs/design.md §5 "Single-owner connections"):
- * every call is one Lua script over three keys, with `now` from the caller's clock. Connects
+ * every call is one Lua script over three keys, deciding deadlines on Redis' own clock (`TIME`),
+ * so that a replica whose host clock is off, or steps, never takes a live lease. Connects
  * (unless given a client) and defines the scripts; rejects with `SB_STORE_UNAVAILABLE` when
  * Redis does not answer, as does every call while it stays away.
  */
 export async function createRedisChannelLeases(
   options: RedisChannelLeasesOptions,
 ): Promise<RedisChannelLeases> {
-  const now = options.now ?? DEFAULTS.now;
   const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
   const keys = channelLeaseKeysOf(options.prefix);
   if (options.url === undefined && options.client === undefined) {
@@ -64,7 +61,6 @@ export async function createRedisChannelLeases(
         'channel-leases/acquire',
         channel,
         holder,
-        now(),
         ttlMs,
       );
       return { channel, holder: current, epoch, expiresAt };
@@ -75,7 +71,6 @@ export async function createRedisChannelLeases(
         lease.channel,
         lease.holder,
         lease.epoch,
-        now(),
         ttlMs,
       );
       return expiresAt === 0 ? null : { ...lease, expiresAt };
@@ -86,12 +81,11 @@ export async function createRedisChannelLeases(
         lease.channel,
         lease.holder,
         lease.epoch,
-        now(),
       );
       return released === 1;
     },
     async holders() {
-      const flat = await script<Array<string | number>>('channel-leases/holders', now());
+      const flat = await script<Array<string | number>>('channel-leases/holders');
       const leases: ChannelLease[] = [];
       for (let i = 0; i < flat.length; i += 4) {
         leases.push({

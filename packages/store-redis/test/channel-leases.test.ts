@@ -7,9 +7,9 @@ import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';
 const reachable = await redisReachable();
 
 describe.skipIf(!reachable)('createRedisChannelLeases', () => {
-  channelLeasesContract('redis', async ({ now }) => {
+  channelLeasesContract('redis', async () => {
     const prefix = `sb-test-${randomUUID()}`;
-    const leases = await createRedisChannelLeases({ url: REDIS_URL, prefix, now });
+    const leases = await createRedisChannelLeases({ url: REDIS_URL, prefix });
     return {
       store: leases,
       async close() {

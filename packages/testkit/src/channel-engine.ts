@@ -5,8 +5,8 @@ import {
   type OutboundPolicy,
   type Outcome,
   type Pipeline,
-  PipelinePolicySchema,
   type Reply,
+  PipelinePolicySchema,
   createController,
   createIngress,
   createMemoryQueryPool,
@@ -27,10 +27,7 @@ export interface ChannelEngineOptions {
   policy: ChannelPolicy;
   /** The channel's parsed `outbound`; retries are shortened to 50–200 ms. */
   outbound: OutboundPolicy;
-  /**
-   * What the pipeline answers to a text: replies, a string for a reply of that text alone.
-   * Default: one reply, `echo: <text>`.
-   */
+  /** What the pipeline answers to a text: replies, a string for a text alone. Default: one reply, `echo: <text>`. */
   answer?: (text: string) => Array<string | Reply>;
   /** Replaces the engine's ingress (a refusal, a failure). */
   ingress?: Ingress;

@@ -35,7 +35,9 @@ import {
  * key) and signed (`X-Lark-Signature` = hex SHA-256 of timestamp + nonce + encrypt key + body).
  * The long connection ("websocket mode") is served too: `POST /callback/ws/endpoint` (with the
  * app id and secret; a wrong secret answers code 514) hands out the WebSocket URL, and
- * `longConnection.deliver` sends events over it (`feishu-long-connection.ts`).
+ * `longConnection.deliver` sends events over it (`feishu-long-connection.ts`). A user's files
+ * (`addResource`) are served at `GET /open-apis/im/v1/messages/:message_id/resources/:file_key?type=`
+ * to an issued tenant token, under their message and `type` only.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: open platform payloads are read freely by tests
@@ -48,6 +50,7 @@ export type FeishuEndpoint =
   | 'create'
   | 'update'
   | 'get'
+  | 'resource'
   | 'ws_endpoint'
   | 'image_upload'
   | 'file_upload';
@@ -55,8 +58,10 @@ export type FeishuEndpoint =
 /** One API call, whatever it answered. */
 export interface FeishuApiCall {
   endpoint: FeishuEndpoint | 'unknown';
-  /** The message id in the path (reply, update). */
+  /** The message id in the path (reply, update, resource). */
   messageId?: string;
+  /** The file key and `type` of a resource download. */
+  resource?: { fileKey: string; type: string | null };
   /** The chat a reply, post or edit went into, when the fake knows it. */
   chatId?: string;
   /** The Bearer token of the Authorization header (none for `ws_endpoint`, which carries the secret). */
@@ -147,6 +152,8 @@ export interface MessageEventFields {
   threadId?: string;
   /** Default: a new uuid. */
   eventId?: string;
+  /** A message of another kind than text, e.g. `{ messageType: 'image', content: { image_key } }`; `text` is then not sent. */
+  kind?: { messageType: string; content: Json };
 }
 
 /** What an event POST got back. */
@@ -189,6 +196,17 @@ export interface FakeFeishu {
   /** A schema 2.0 `im.message.receive_v1` event body; its message can be replied to. */
   messageEvent(fields: MessageEventFields): Json;
   /**
+   * A file in a user's message, served to the bot's tenant token at the message's resources
+   * endpoint: `type: image` for an image key, `file` for a file, audio or video key.
+   */
+  addResource(resource: {
+    messageId: string;
+    fileKey: string;
+    type: 'image' | 'file';
+    content: Buffer;
+    contentType: string;
+  }): void;
+  /**
    * POSTs `body` to `url` as Feishu does: encrypted and signed when the fake has an encrypt key;
    * `signature` overrides the header (`null` leaves the signature headers out); `plain` posts the
    * body as it is, unencrypted (a body that is not JSON); `timestamp` (Unix seconds) is signed
@@ -224,6 +242,8 @@ interface Answer {
   status: number;
   body: Json;
   headers?: Record<string, string>;
+  /** A file answered instead of the JSON body. */
+  file?: { content: Buffer; contentType: string };
 }
 
 const ok = (data: Json = {}): Answer => ({ status: 200, body: { code: 0, msg: 'success', ...data } });
@@ -263,13 +283,15 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   const byUuid = new Map<string, FeishuBotMessage>();
   const uploads: FeishuUpload[] = [];
   const hung: ServerResponse[] = [];
+  /** Users' files by `<message id>/<file key>`. */
+  const resources = new Map<string, { type: 'image' | 'file'; content: Buffer; contentType: string }>();
   const perChat = options.rateLimits?.perChat;
   const limiter = createFakeRateLimiter(options.rateLimits?.toleranceMs);
 
   function routeOf(
     method: string,
     pathname: string,
-  ): { endpoint: FeishuEndpoint | 'unknown'; messageId?: string } {
+  ): { endpoint: FeishuEndpoint | 'unknown'; messageId?: string; fileKey?: string } {
     if (method === 'POST' && pathname === '/open-apis/auth/v3/tenant_access_token/internal')
       return { endpoint: 'token' };
     if (method === 'GET' && pathname === '/open-apis/bot/v3/info') return { endpoint: 'bot_info' };
@@ -280,6 +302,13 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(pathname);
     if (method === 'POST' && reply)
       return { endpoint: 'reply', messageId: decodeURIComponent(reply[1] as string) };
+    const resource = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/resources\/([^/]+)$/.exec(pathname);
+    if (method === 'GET' && resource)
+      return {
+        endpoint: 'resource',
+        messageId: decodeURIComponent(resource[1] as string),
+        fileKey: decodeURIComponent(resource[2] as string),
+      };
     const update = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(pathname);
     if (method === 'PUT' && update)
       return { endpoint: 'update', messageId: decodeURIComponent(update[1] as string) };
@@ -380,6 +409,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     if (call.endpoint === 'bot_info')
       return ok({ bot: { open_id: botOpenId, app_name: 'Switchboard', activate_status: 2 } });
     if (call.endpoint === 'get') return getMessage(call.messageId as string);
+    if (call.endpoint === 'resource') return resourceOf(call);
     if (call.endpoint === 'image_upload' || call.endpoint === 'file_upload') return upload(call);
     const content = contentOf(body);
     if (call.endpoint === 'unknown' || content === null)
@@ -433,6 +463,15 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     return ok({ data: { items: [item] } });
   }
 
+  /** A file of a user's message, when the key is the message's and `type` matches it. */
+  function resourceOf(call: FeishuApiCall): Answer {
+    const { fileKey, type } = call.resource as { fileKey: string; type: string | null };
+    const stored = resources.get(`${call.messageId}/${fileKey}`);
+    if (stored === undefined || stored.type !== type)
+      return { status: 400, body: { code: 234003, msg: 'File not in msg.' } };
+    return { status: 200, body: {}, file: stored };
+  }
+
   /** The chat a reply, post or edit goes into, when known. */
   function chatOfCall(
     endpoint: FeishuEndpoint | 'unknown',
@@ -454,7 +493,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
 
   const server = createServer(async (request, response) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    const { endpoint, messageId } = routeOf(request.method ?? 'GET', url.pathname);
+    const { endpoint, messageId, fileKey } = routeOf(request.method ?? 'GET', url.pathname);
     const authorization = request.headers.authorization;
     const at = Date.now();
     // Uploads come as multipart/form-data, every other call as JSON.
@@ -464,6 +503,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     const call: FeishuApiCall = {
       endpoint,
       ...(messageId === undefined ? {} : { messageId }),
+      ...(fileKey === undefined ? {} : { resource: { fileKey, type: url.searchParams.get('type') } }),
       token: authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined,
       body: multipart === undefined ? ((await readJsonBody(request)) ?? {}) : multipart.fields,
       ...(multipart === undefined ? {} : { files: multipart.files }),
@@ -475,7 +515,11 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     calls.push(call);
     const failure = endpoint === 'unknown' ? null : failureFor(endpoint);
     const waitMs =
-      failure === null && chatId !== undefined && perChat !== undefined && endpoint !== 'get'
+      failure === null &&
+      chatId !== undefined &&
+      perChat !== undefined &&
+      endpoint !== 'get' &&
+      endpoint !== 'resource'
         ? limiter.admit([[`chat:${chatId}`, perChat]], call.at)
         : 0;
     if (failure?.kind === 'hang') {
@@ -514,6 +558,14 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
                       }
                     : answer(call, url);
     call.status = result.status;
+    if (result.file !== undefined) {
+      response.writeHead(result.status, {
+        'content-type': result.file.contentType,
+        'content-length': String(result.file.content.length),
+      });
+      response.end(result.file.content);
+      return;
+    }
     response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers });
     response.end(JSON.stringify(result.body));
   });
@@ -609,13 +661,18 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
             create_time: String(Date.now()),
             chat_id: chatId,
             chat_type: chatType,
-            message_type: 'text',
-            content: JSON.stringify({ text: fields.mentionBot ? `@_user_1 ${fields.text}` : fields.text }),
+            message_type: fields.kind?.messageType ?? 'text',
+            content: JSON.stringify(
+              fields.kind?.content ?? { text: fields.mentionBot ? `@_user_1 ${fields.text}` : fields.text },
+            ),
             ...(fields.threadId === undefined ? {} : { thread_id: fields.threadId, root_id: messageId }),
             ...(fields.mentionBot ? { mentions: [mention] } : {}),
           },
         },
       };
+    },
+    addResource({ messageId, fileKey, ...stored }) {
+      resources.set(`${messageId}/${fileKey}`, stored);
     },
     deliverEvent(url, body, deliverOptions = {}) {
       const plain = typeof body === 'string' ? body : JSON.stringify(body);

@@ -10,7 +10,9 @@ import { readJsonBody } from './json-body.js';
  * `POST /v2/bot/message/reply`, `POST /v2/bot/message/push` and `GET /v2/bot/info` like
  * api.line.me does (configure
  * its `url` as the channel's `api_url`). It checks the Bearer channel access token (401), the
- * message array (1 to 5 text messages of at most 5000 characters, else 400 naming the property),
+ * message array (1 to 5 messages: texts of at most 5000 characters, images whose
+ * `originalContentUrl` and `previewImageUrl` are HTTPS URLs of at most 2000 characters; else 400
+ * naming the property),
  * the reply token (issued by `textEvent`, usable once and for `replyTokenTtlMs`, else 400 "Invalid
  * reply token") and `X-Line-Retry-Key` on push (a UUID; a key already accepted answers 409 with the
  * `x-line-accepted-request-id` of the request that was, and its `sentMessages`). Successes answer
@@ -46,12 +48,17 @@ export interface LineApiCall {
   at: number;
 }
 
-/** A text message the fake accepted, by reply or push. */
+/** A message the fake accepted, by reply or push. */
 export interface SentLineMessage {
   via: LineEndpoint;
   /** The user, group or room id it went to. */
   to: string;
-  text: string;
+  type: 'text' | 'image';
+  /** A text message's text. */
+  text?: string;
+  /** An image message's URLs. */
+  originalContentUrl?: string;
+  previewImageUrl?: string;
   /** Its message id in `sentMessages`. */
   id: string;
 }
@@ -115,9 +122,9 @@ export interface FakeLine {
   calls: LineApiCall[];
   /** The calls of one endpoint. */
   callsTo(endpoint: LineEndpoint): LineApiCall[];
-  /** Every text message accepted, in order. */
+  /** Every message accepted, texts and images, in order. */
   sent(): SentLineMessage[];
-  /** The texts that reached one user, group or room, by reply or push, in order. */
+  /** The texts that reached one user, group or room, by reply or push, in order (images left out: see `sent`). */
   deliveredTo(to: string): string[];
   /** Resolves once `count` messages reached `to` (rejects after `timeoutMs`). */
   waitForDelivered(to: string, count: number, timeoutMs?: number): Promise<string[]>;
@@ -163,6 +170,7 @@ const ENDPOINTS: Record<string, LineEndpoint> = {
   'GET /v2/bot/info': 'info',
 };
 const TEXT_LIMIT = 5000;
+const URL_LIMIT = 2000;
 const MESSAGES_PER_CALL = 5;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -199,9 +207,14 @@ function badMessages(messages: unknown): Answer | null {
     ]);
   }
   for (const [index, message] of messages.entries()) {
+    if (message?.type === 'image') {
+      const bad = badImage(message, `messages[${index}]`);
+      if (bad !== null) return bad;
+      continue;
+    }
     if (message?.type !== 'text' || typeof message.text !== 'string' || message.text === '') {
       return error(400, 'The request body has 1 error(s)', [
-        { message: 'must be a non-empty text message', property: `messages[${index}]` },
+        { message: 'must be a non-empty text or an image message', property: `messages[${index}]` },
       ]);
     }
     if ([...message.text].length > TEXT_LIMIT) {
@@ -209,6 +222,26 @@ function badMessages(messages: unknown): Answer | null {
         { message: `Length must be between 0 and ${TEXT_LIMIT}`, property: `messages[${index}].text` },
       ]);
     }
+  }
+  return null;
+}
+
+/** 400 naming the first bad URL of an image message (LINE fetches both itself: HTTPS only). */
+function badImage(message: Json, at: string): Answer | null {
+  for (const field of ['originalContentUrl', 'previewImageUrl']) {
+    const value = message[field];
+    const problem =
+      typeof value !== 'string' || value === ''
+        ? 'must be specified'
+        : value.length > URL_LIMIT
+          ? `Length must be between 0 and ${URL_LIMIT}`
+          : !value.startsWith('https://')
+            ? 'must be https'
+            : null;
+    if (problem !== null)
+      return error(400, 'The request body has 1 error(s)', [
+        { message: problem, property: `${at}.${field}` },
+      ]);
   }
   return null;
 }
@@ -230,11 +263,22 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
   const retryKeys = new Map<string, { requestId: string; sentMessages: Json[] }>();
   let nextMessageId = 500_000_000_000_000;
 
-  /** Records the texts as sent to `to`; returns `sentMessages`. */
+  /** Records the messages as sent to `to`; returns `sentMessages`. */
   function deliver(via: LineEndpoint, to: string, messages: Json[]): Json[] {
     return messages.map((message) => {
       const id = String(nextMessageId++);
-      sent.push({ via, to, text: message.text, id });
+      sent.push(
+        message.type === 'image'
+          ? {
+              via,
+              to,
+              type: 'image',
+              originalContentUrl: message.originalContentUrl,
+              previewImageUrl: message.previewImageUrl,
+              id,
+            }
+          : { via, to, type: 'text', text: message.text, id },
+      );
       return { id, quoteToken: randomBytes(12).toString('base64url') };
     });
   }
@@ -373,7 +417,8 @@ export async function startFakeLine(options: FakeLineOptions = {}): Promise<Fake
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const deliveredTo = (to: string) => sent.filter((entry) => entry.to === to).map((entry) => entry.text);
+  const deliveredTo = (to: string) =>
+    sent.filter((entry) => entry.to === to && entry.type === 'text').map((entry) => entry.text as string);
 
   return {
     url,

@@ -7,7 +7,12 @@ import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js
 // A fake of the Microsoft side of a Teams bot, after the Bot Framework REST reference: the
 // Bot Connector's OpenID metadata and signing keys (`/v1/.well-known/openidconfiguration`,
 // `/v1/.well-known/keys`), the Entra client-credentials endpoint (`/<tenant>/oauth2/v2.0/token`),
-// and a Bot Connector service (`/smba/v3/conversations/…`) that records replies and edits. It
+// and a Bot Connector service (`/smba/v3/conversations/…`) that records replies and edits —
+// texts, and inline images as activity attachments (an image type, at an https `contentUrl` or a
+// `data:` URI; a request past about 256 KB is answered 413 `MessageSizeTooBig`). It serves files
+// people send: inline images at `/smba/v3/attachments/<id>/views/original` to the bot's token,
+// and shared files at a pre-authenticated download link (`/files/<id>?tempauth=…`, as
+// SharePoint's), recording each file request. It
 // signs the activities it posts to a bot as the connector does (RS256, issuer
 // `https://api.botframework.com`, audience the app id, a `serviceurl` claim — all lower case in
 // the tokens, whatever Microsoft's prose writes).
@@ -28,12 +33,34 @@ export interface TeamsConnectorCall {
   at: number;
 }
 
+/** An attachment of a posted activity, as the bot sent it. */
+export interface TeamsAttachment {
+  contentType: string;
+  contentUrl?: string;
+  name?: string;
+}
+
+/** An activity the fake accepted (a successful POST), in a conversation. */
+export interface TeamsPostedActivity {
+  conversationId: string;
+  text?: string;
+  attachments?: TeamsAttachment[];
+}
+
 /** An update (PUT) the fake applied. */
 export interface TeamsEdit {
   conversationId: string;
   activityId: string;
   text: string;
   at: number;
+}
+
+/** A request for a file the fake serves. */
+export interface TeamsFileRequest {
+  path: string;
+  /** The Authorization header sent, if any. */
+  authorization: string | undefined;
+  status: number;
 }
 
 /** How the next connector calls fail (see `failNext`). */
@@ -90,8 +117,12 @@ export interface FakeTeams {
   calls: TeamsConnectorCall[];
   /** Token requests that got a token. */
   tokensIssued(): number;
+  /** Tokens issued so far stop working (401), as when they are revoked. */
+  revokeTokens(): void;
   /** The texts posted into a conversation (successful POSTs), in order; the id without `;messageid=`. */
   deliveredTo(conversationId: string): string[];
+  /** The activities posted into a conversation (successful POSTs), texts and images, in order. */
+  postedTo(conversationId: string): TeamsPostedActivity[];
   /** The updates that succeeded, in order. */
   edits(): TeamsEdit[];
   /** Calls answered 429 for exceeding `perConversation` (injected failures not included). */
@@ -101,6 +132,15 @@ export interface FakeTeams {
    * answered as usual first (`failNext(1, failure, { after: 1 })` fails the second call from now).
    */
   failNext(count: number, failure: TeamsFailure, options?: { after?: number }): void;
+  /** An inline image (or other file) of a message: its attachment, `contentUrl` on the connector. */
+  addAttachment(content: Buffer, contentType: string): { contentType: string; contentUrl: string };
+  /**
+   * A file shared in a personal chat: its `application/vnd.microsoft.teams.file.download.info`
+   * attachment, whose `content.downloadUrl` serves the bytes to whoever holds the link.
+   */
+  addSharedFile(content: Buffer, name: string): Record<string, unknown>;
+  /** Every request for a file, in arrival order. */
+  fileRequests(): TeamsFileRequest[];
   /** A bearer token as the connector signs it for the bot. */
   signToken(options: { serviceUrl: string; forged?: boolean; audience?: string }): Promise<string>;
   /** Posts `activity` (an object as JSON, a string as is) to `<gatewayUrl><path>`, signed as `options` says. */
@@ -126,6 +166,8 @@ export interface MessageSpec {
   id?: string;
   /** Default: a person, `29:user`. */
   from?: { id: string; name?: string; role?: string };
+  /** Files of the message (`addAttachment`, `addSharedFile`). */
+  attachments?: Array<Record<string, unknown>>;
 }
 
 let activitySequence = 0;
@@ -156,6 +198,7 @@ export function messageActivity(fake: Pick<FakeTeams, 'serviceUrl' | 'botId'>, s
       { type: 'clientInfo', locale: 'en-US', country: 'US', platform: 'Web' },
     ],
     channelData: { tenant: { id: 'tenant-1' } },
+    ...(spec.attachments === undefined ? {} : { attachments: spec.attachments }),
   };
 }
 
@@ -178,8 +221,36 @@ function sendJson(
   response.end(JSON.stringify(body));
 }
 
+/**
+ * The most bytes of a request the fake takes: about what the Bot Framework takes of an activity.
+ * Past it, 413 `MessageSizeTooBig`, as Teams answers a message too large.
+ */
+const MAX_ACTIVITY_BYTES = 256 * 1024;
+
+/** The image types a `data:` URI of an attachment may carry. */
+const DATA_IMAGE = /^data:image\/(png|jpeg|gif);base64,[A-Za-z0-9+/]+={0,2}$/;
+
+/** What is wrong with an activity's `attachments`, or `null` when nothing is. */
+function badAttachments(attachments: unknown): string | null {
+  if (attachments === undefined) return null;
+  if (!Array.isArray(attachments)) return 'attachments must be an array';
+  for (const [index, attachment] of attachments.entries()) {
+    const { contentType, contentUrl } = (attachment ?? {}) as Record<string, unknown>;
+    if (typeof contentType !== 'string' || contentType === '')
+      return `attachments[${index}].contentType is required`;
+    if (typeof contentUrl !== 'string') return `attachments[${index}].contentUrl is required`;
+    if (!contentUrl.startsWith('https://') && !DATA_IMAGE.test(contentUrl))
+      return `attachments[${index}].contentUrl must be an https URL or a base64 data URI of an image`;
+  }
+  return null;
+}
+
 /** Connector routes: `/smba/v3/conversations/<id>/activities[/<activity id>]`. */
 const CONNECTOR_ROUTE = /^\/smba\/v3\/conversations\/([^/]+)\/activities(?:\/([^/]+))?$/;
+
+/** Files: `/smba/v3/attachments/<id>/views/<view>` (to the bot's token), `/files/<id>` (pre-authenticated). */
+const ATTACHMENT_ROUTE = /^\/smba\/v3\/attachments\/([^/]+)\/views\/[^/]+$/;
+const SHARED_FILE_ROUTE = /^\/files\/([^/]+)$/;
 
 /** Starts the fake on 127.0.0.1 and a free port. */
 export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<FakeTeams> {
@@ -195,11 +266,40 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
   const failures: (TeamsFailure | null)[] = [];
   const hanging = new Set<ServerResponse>();
   const issued = new Map<string, number>();
-  const delivered: Array<{ conversationId: string; text: string }> = [];
+  const delivered: TeamsPostedActivity[] = [];
   const texts = new Map<string, string>();
   const edits: TeamsEdit[] = [];
   const limiter = createFakeRateLimiter(options.toleranceMs);
+  const files = new Map<string, { content: Buffer; contentType: string; tempauth?: string }>();
+  const fileRequests: TeamsFileRequest[] = [];
   let baseUrl = '';
+
+  /** A file request answered: the bytes when the bot's token or the link's `tempauth` is right. */
+  function serveFile(request: IncomingMessage, response: ServerResponse, url: URL): boolean {
+    const attachment = ATTACHMENT_ROUTE.exec(url.pathname);
+    const shared = SHARED_FILE_ROUTE.exec(url.pathname);
+    const id = attachment?.[1] ?? shared?.[1];
+    if (request.method !== 'GET' || id === undefined) return false;
+    const file = files.get(`${attachment === null ? 'shared' : 'attachment'}/${id}`);
+    const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    const expiresAt = token === undefined ? undefined : issued.get(token);
+    const allowed =
+      attachment !== null
+        ? expiresAt !== undefined && expiresAt > Date.now()
+        : file !== undefined && url.searchParams.get('tempauth') === file.tempauth;
+    const status = !allowed ? 401 : file === undefined ? 404 : 200;
+    fileRequests.push({ path: url.pathname, authorization: request.headers.authorization, status });
+    if (status !== 200 || file === undefined) {
+      sendJson(response, status, { error: { code: status === 401 ? 'Unauthorized' : 'NotFound' } });
+      return true;
+    }
+    response.writeHead(200, {
+      'content-type': file.contentType,
+      'content-length': String(file.content.length),
+    });
+    response.end(file.content);
+    return true;
+  }
 
   function metadata() {
     return {
@@ -248,10 +348,14 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
     if (expiresAt === undefined || expiresAt <= arrivedAt) {
       return { status: 401, body: { message: 'Authorization has been denied for this request.' } };
     }
-    const text = call.body.text;
-    if (call.body.type !== 'message' || typeof text !== 'string' || text === '') {
+    const { text, attachments } = call.body;
+    const hasText = typeof text === 'string' && text !== '';
+    const hasAttachments = Array.isArray(attachments) && attachments.length > 0;
+    if (call.body.type !== 'message' || (!hasText && (call.method === 'PUT' || !hasAttachments))) {
       return { status: 400, body: { error: { code: 'BadArgument', message: 'Missing activity text' } } };
     }
+    const bad = badAttachments(attachments);
+    if (bad !== null) return { status: 400, body: { error: { code: 'BadArgument', message: bad } } };
     const chat = call.conversationId.split(';messageid=')[0] ?? call.conversationId;
     if (options.perConversation !== undefined) {
       const waitMs = limiter.admit([[`conversation:${chat}`, options.perConversation]], arrivedAt);
@@ -268,13 +372,22 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       const key = `${chat}/${call.activityId}`;
       if (!texts.has(key))
         return { status: 404, body: { error: { code: 'ActivityNotFoundInConversation' } } };
-      texts.set(key, text);
-      edits.push({ conversationId: chat, activityId: call.activityId ?? '', text, at: arrivedAt });
+      texts.set(key, text as string);
+      edits.push({
+        conversationId: chat,
+        activityId: call.activityId ?? '',
+        text: text as string,
+        at: arrivedAt,
+      });
       return { status: 200, body: { id: call.activityId } };
     }
     const id = `1:${randomUUID()}`;
-    texts.set(`${chat}/${id}`, text);
-    delivered.push({ conversationId: chat, text });
+    if (hasText) texts.set(`${chat}/${id}`, text as string);
+    delivered.push({
+      conversationId: chat,
+      ...(hasText ? { text: text as string } : {}),
+      ...(hasAttachments ? { attachments: attachments as TeamsAttachment[] } : {}),
+    });
     return { status: 201, body: { id } };
   }
 
@@ -296,6 +409,7 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       sendJson(response, answer.status, answer.body);
       return;
     }
+    if (serveFile(request, response, new URL(request.url ?? '/', baseUrl))) return;
     const route = CONNECTOR_ROUTE.exec(path);
     if (route === null || (request.method !== 'POST' && request.method !== 'PUT')) {
       sendJson(response, 404, { error: { code: 'NotFound', message: `no route ${request.method} ${path}` } });
@@ -310,6 +424,10 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
       at: arrivedAt,
     };
     calls.push(call);
+    if (Buffer.byteLength(raw) > MAX_ACTIVITY_BYTES) {
+      sendJson(response, 413, { error: { code: 'MessageSizeTooBig', message: 'Message size too big' } });
+      return;
+    }
     const failure = failures.shift();
     if (failure?.kind === 'hang') {
       hanging.add(response);
@@ -358,13 +476,40 @@ export async function startFakeTeams(options: FakeTeamsOptions = {}): Promise<Fa
     botId: `28:${appId}`,
     calls,
     tokensIssued: () => issued.size,
+    revokeTokens() {
+      for (const token of issued.keys()) issued.set(token, 0);
+    },
     deliveredTo: (conversationId) =>
-      delivered.filter((entry) => entry.conversationId === conversationId).map((entry) => entry.text),
+      delivered.flatMap((entry) =>
+        entry.conversationId === conversationId && entry.text !== undefined ? [entry.text] : [],
+      ),
+    postedTo: (conversationId) => delivered.filter((entry) => entry.conversationId === conversationId),
     edits: () => [...edits],
     rateLimitViolations: () => limiter.violations(),
     failNext(count, failure, { after = 0 } = {}) {
       failures.push(...Array<null>(after).fill(null), ...Array<TeamsFailure>(count).fill(failure));
     },
+    addAttachment(content, contentType) {
+      const id = `0-eus-d1-${randomUUID().replaceAll('-', '')}`;
+      files.set(`attachment/${id}`, { content, contentType });
+      return { contentType, contentUrl: `${serviceUrl}v3/attachments/${id}/views/original` };
+    },
+    addSharedFile(content, name) {
+      const id = randomUUID();
+      const tempauth = randomUUID();
+      files.set(`shared/${id}`, { content, contentType: 'application/octet-stream', tempauth });
+      return {
+        contentType: 'application/vnd.microsoft.teams.file.download.info',
+        contentUrl: `${baseUrl}/personal/megan/Documents/${encodeURIComponent(name)}`,
+        name,
+        content: {
+          downloadUrl: `${baseUrl}/files/${id}?tempauth=${tempauth}`,
+          uniqueId: id,
+          fileType: name.split('.').pop(),
+        },
+      };
+    },
+    fileRequests: () => [...fileRequests],
     signToken,
     async post(gatewayUrl, path, activity, postOptions = {}) {
       const raw = typeof activity === 'string' ? activity : JSON.stringify(activity);

@@ -96,12 +96,13 @@ function textOf(type: string, content: Record<string, unknown>): string {
   return [...title, ...runs].filter((line) => line !== '').join('\n');
 }
 
-/** Images, files and voice notes, fetched later by key (`file_id`). */
+/** Images, files, voice notes and videos (`media`), fetched later by key (`file_id`). */
 function mediaOf(type: string, content: Record<string, unknown>): Element | null {
   const key = (name: string) => (typeof content[name] === 'string' ? (content[name] as string) : '');
   if (type === 'image') return { type: 'image', file_id: key('image_key') };
   if (type === 'audio') return { type: 'voice', file_id: key('file_key') };
   if (type === 'file') return { type: 'file', file_id: key('file_key'), name: key('file_name') };
+  if (type === 'media') return { type: 'video', file_id: key('file_key'), name: key('file_name') };
   return null;
 }
 

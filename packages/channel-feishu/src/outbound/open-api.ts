@@ -64,6 +64,11 @@ export interface FeishuApi {
    * SB_CHANNEL_* error. A refused token is dropped and the call made once more with a new one.
    */
   call<T>(name: string, request: AxiosRequestConfig, signal: AbortSignal): Promise<T>;
+  /**
+   * The tenant access token calls carry, for a request made outside the SDK (a streamed file
+   * download): the SDK's cached one, or a new one. Rejects with an SB_CHANNEL_* error.
+   */
+  tenantToken(signal: AbortSignal): Promise<string>;
 }
 
 /**
@@ -118,6 +123,15 @@ export function createFeishuApi(
         cache.values.clear();
         return once<T>(name, request, signal);
       }
+    },
+
+    tenantToken(signal) {
+      return abortableCall(
+        signal,
+        // The SDK types its token manager as `any`.
+        () => client.tokenManager.getTenantAccessToken() as Promise<string>,
+        (error) => fail('tenant_access_token', failureOf(error)),
+      );
     },
   };
 }

@@ -50,9 +50,14 @@ export interface ChannelOwnershipOptions {
    * replica's connections move on with its turns (the gateway passes the pool's).
    */
   timing: LeaseTiming;
-  /** Default: `Date.now`; the leases' own clock should agree. */
-  now?: () => number;
 }
+
+/**
+ * The holder's clock for renewals, fencing and retries: monotonic, so that a step of the host's
+ * clock neither fences a live connection nor keeps one past its lease. Deadlines themselves are
+ * the store's (ports/channel-lease.ts).
+ */
+const now = () => performance.now();
 
 /**
  * Wraps `adapter` so that its connection runs only on the replica holding the channel's lease
@@ -65,7 +70,6 @@ export interface ChannelOwnershipOptions {
 function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): LeasedChannel {
   const { leases, replicaId } = options;
   const { leaseMs, renewEveryMs, fenceAfterMs } = options.timing;
-  const now = options.now ?? Date.now;
   const logger = options.logger.child({ component: 'channel.lease', channel: adapter.id });
   let context: ChannelContext | null = null;
   let lease: ChannelLease | null = null;
@@ -221,7 +225,10 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
   function armDeadlineTimer(): void {
     clearTimeout(deadlineTimer);
     if (lease !== null || handingOver !== undefined) return;
-    const untilDeadlineMs = other === null ? STANDBY_RETRY_MS : other.expiresAt - now() + AFTER_DEADLINE_MS;
+    // The holder's deadline is on the store's clock: read on this host's, it is an estimate,
+    // which only times the next try (bounded below and above).
+    const untilDeadlineMs =
+      other === null ? STANDBY_RETRY_MS : other.expiresAt - Date.now() + AFTER_DEADLINE_MS;
     deadlineTimer = setTimeout(
       runTick,
       Math.max(AFTER_DEADLINE_MS, Math.min(STANDBY_RETRY_MS, untilDeadlineMs)),

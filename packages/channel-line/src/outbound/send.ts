@@ -1,10 +1,10 @@
 import type { messagingApi } from '@line/bot-sdk';
-import { type PlatformFailure, requestPlatform, retryKeyOf, splitReplies } from '@switchboard/channel-kit';
+import { type PlatformFailure, requestPlatform, retryKeyOf } from '@switchboard/channel-kit';
 import { type InboundMessage, type Reply, SwitchboardError, isSwitchboardError } from '@switchboard/core';
+import { type LineMessage, renderLineReplies } from './render.js';
 
-/** LINE's limits of one reply or push: 5 message objects, of at most 5,000 characters each. */
+/** LINE's limit of one reply or push: 5 message objects. */
 export const MAX_MESSAGES_PER_CALL = 5;
-export const MAX_TEXT_CHARS = 5_000;
 
 /** LINE takes a reply token within a minute of the event; past 50 s the answer is pushed instead. */
 export const REPLY_TOKEN_FRESH_MS = 50_000;
@@ -74,6 +74,11 @@ function failedWith(error: unknown, status: number, description?: string): boole
   return details.status === status && (description === undefined || details.description === description);
 }
 
+/** What a message counts as in a retry key: a text as is, an image as its JSON. */
+function keyTextOf(message: LineMessage): string {
+  return message.type === 'text' ? message.text : JSON.stringify(message);
+}
+
 /** How often the held tokens are swept: a sweep visits them all, so not on every event. */
 const SWEEP_EVERY_MS = 10_000;
 
@@ -87,8 +92,9 @@ interface ReplyToken {
 }
 
 /**
- * The sending half of the LINE channel. An answer is cut into texts of 5,000 characters, sent 5
- * to a call in order. The first call replies with the origin's token while it is fresh (free of
+ * The sending half of the LINE channel. An answer is rendered as message objects (each reply's
+ * images, then its text cut into texts of 5,000 characters: `render.ts`), sent 5 to a call in
+ * order. The first call replies with the origin's token while it is fresh (free of
  * the message quota; LINE takes a token once). Without one (stale, or received by another
  * process), or when LINE refuses it, the call is a push to the chat like every later one, with an
  * `X-Line-Retry-Key` derived from the turn: a push tried again after a timeout or a 5xx is
@@ -117,7 +123,7 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
   }
 
   /** Resolves false when LINE no longer takes the token (expired or used). */
-  async function reply(token: ReplyToken, messages: messagingApi.TextMessage[], signal: AbortSignal) {
+  async function reply(token: ReplyToken, messages: LineMessage[], signal: AbortSignal) {
     const body: messagingApi.ReplyMessageRequest = { replyToken: token.replyToken, messages };
     try {
       await callLine(api, '/v2/bot/message/reply', { body, signal });
@@ -128,7 +134,7 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
     }
   }
 
-  async function push(to: string, messages: messagingApi.TextMessage[], key: string, signal: AbortSignal) {
+  async function push(to: string, messages: LineMessage[], key: string, signal: AbortSignal) {
     const body: messagingApi.PushMessageRequest = { to, messages };
     const headers = { 'x-line-retry-key': key };
     // 409: an earlier try of this very push was accepted, and its answer lost.
@@ -151,11 +157,13 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
       const held = tokens.get(origin.id);
       // The sweep is periodic: a token past its time may still be held.
       const token = held !== undefined && nowMs < heldUntil(held) ? held : undefined;
-      const texts = splitReplies(replies, MAX_TEXT_CHARS).map((part) => part.text);
-      for (let index = 0; index * MAX_MESSAGES_PER_CALL < texts.length; index += 1) {
-        const batch = texts.slice(index * MAX_MESSAGES_PER_CALL, (index + 1) * MAX_MESSAGES_PER_CALL);
-        const messages = batch.map((text): messagingApi.TextMessage => ({ type: 'text', text }));
-        const key = retryKeyOf(answering, index, batch);
+      const all = renderLineReplies(replies);
+      const calls = Array.from({ length: Math.ceil(all.length / MAX_MESSAGES_PER_CALL) }, (_, index) =>
+        all.slice(index * MAX_MESSAGES_PER_CALL, (index + 1) * MAX_MESSAGES_PER_CALL),
+      );
+      const keys = calls.map((messages, index) => retryKeyOf(answering, index, messages.map(keyTextOf)));
+      for (const [index, messages] of calls.entries()) {
+        const key = keys[index] as string;
         if (index === 0 && token?.sendKey === key && token.replied) continue;
         if (index === 0 && token !== undefined && token.sendKey === undefined) {
           token.sendKey = key;
@@ -166,7 +174,7 @@ export function createLineSender(api: LineApi, options: { maxAgeMs: number; now:
         await push(origin.chat.id, messages, key, signal);
       }
       // Sent: no try of this send follows, and the token is spent.
-      if (token?.sendKey === retryKeyOf(answering, 0, texts.slice(0, MAX_MESSAGES_PER_CALL))) {
+      if (token?.sendKey !== undefined && token.sendKey === keys[0]) {
         tokens.delete(origin.id);
       }
     },

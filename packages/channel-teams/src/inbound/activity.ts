@@ -46,6 +46,8 @@ export const MessageActivitySchema = z.looseObject({
         contentType: z.string(),
         contentUrl: z.string().optional(),
         name: z.string().optional(),
+        /** What the content type says more; a shared file's `downloadUrl` (`normalize.ts`). */
+        content: z.unknown().optional(),
       }),
     )
     .optional(),

@@ -1,4 +1,5 @@
 import { type Element, type InboundMessage, parseInboundMessage } from '@switchboard/core';
+import { z } from 'zod';
 import { activityRefKey } from '../activity-ref.js';
 import { type MessageActivity, THREAD_MARKER } from './activity.js';
 
@@ -60,14 +61,29 @@ function textAndMentions(activity: MessageActivity): { text: string; mentions: M
   return { text: text.replace(/\s+/g, ' ').trim(), mentions };
 }
 
-/** Pictures as images; other files as files. Teams' HTML rendering of the text is not a file. */
+/**
+ * A file a person shared with the bot: its `contentUrl` is the file's SharePoint page, which the
+ * bot cannot read; `content.downloadUrl` is a short-lived, pre-authenticated download link.
+ */
+const FILE_DOWNLOAD_INFO = 'application/vnd.microsoft.teams.file.download.info';
+const DownloadInfoSchema = z.object({ downloadUrl: z.string().min(1) });
+
+/**
+ * Pictures as images; other files as files, a shared file with its download link (or no URL when
+ * it has none). Teams' HTML rendering of the text is not a file.
+ */
 function attachmentElements(activity: MessageActivity): Element[] {
   return (activity.attachments ?? [])
     .filter((attachment) => attachment.contentType !== 'text/html')
     .map((attachment): Element => {
+      const name = attachment.name === undefined ? {} : { name: attachment.name };
+      if (attachment.contentType === FILE_DOWNLOAD_INFO) {
+        const info = DownloadInfoSchema.safeParse(attachment.content);
+        return { type: 'file', ...(info.success ? { url: info.data.downloadUrl } : {}), ...name };
+      }
       const url = attachment.contentUrl === undefined ? {} : { url: attachment.contentUrl };
       if (attachment.contentType.startsWith('image/')) return { type: 'image', ...url };
-      return { type: 'file', ...url, ...(attachment.name === undefined ? {} : { name: attachment.name }) };
+      return { type: 'file', ...url, ...name };
     });
 }
 

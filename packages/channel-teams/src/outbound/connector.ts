@@ -1,8 +1,7 @@
-import { type MessageCalls, requestPlatform, splitReplies } from '@switchboard/channel-kit';
+import { type MessageCalls, requestPlatform } from '@switchboard/channel-kit';
 import {
   type InboundMessage,
   type PacedChat,
-  type Reply,
   type SendPacer,
   SwitchboardError,
   isSwitchboardError,
@@ -10,12 +9,7 @@ import {
 } from '@switchboard/core';
 import { type ActivityRef, parseActivityRefKey } from '../activity-ref.js';
 import type { AccessTokens } from './access-token.js';
-
-/**
- * Teams refuses an activity past about 28 KB (HTTP 413). 7,000 characters of text stay under it
- * whatever the script (at most 4 bytes a character in UTF-8), with room for the envelope.
- */
-export const MAX_TEXT_CHARS = 7_000;
+import { type TeamsPart, messageActivityOf } from './render.js';
 
 /** The activity a reply to `origin` answers, from its `platform_message_id`. */
 export function replyTargetOf(origin: InboundMessage): ActivityRef {
@@ -26,11 +20,6 @@ export function replyTargetOf(origin: InboundMessage): ActivityRef {
     });
   }
   return ref;
-}
-
-/** The texts of the messages that answer with `replies`, cut at `MAX_TEXT_CHARS`, in order. Pure. */
-export function renderTeamsReplies(replies: readonly Reply[]): string[] {
-  return splitReplies(replies, MAX_TEXT_CHARS).map((part) => part.text);
 }
 
 /** What the connector calls of one send share. */
@@ -47,7 +36,8 @@ export interface ConnectorOptions {
 /**
  * The Bot Connector calls of one send or preview into `origin`'s conversation: a post is a reply
  * to the origin's activity (`POST …/activities/{activityId}`, which keeps a channel's reply
- * chain), an edit replaces the bot's activity (`PUT …/activities/{id}`). Each waits for the
+ * chain), an edit replaces the bot's activity (`PUT …/activities/{id}`); a text can edit, an
+ * image is only posted. Each waits for the
  * pacer, then carries a client-credentials token; a refused token is forgotten, so that the next
  * call fetches a new one. Failures are the kit's SB_CHANNEL_* errors without password or token.
  */
@@ -55,12 +45,12 @@ export function connectorCalls(
   origin: InboundMessage,
   signal: AbortSignal,
   options: ConnectorOptions,
-): MessageCalls<string> {
+): MessageCalls<TeamsPart> {
   const target = replyTargetOf(origin);
   const chat: PacedChat = pacedChatOf(origin);
   const base = `${target.serviceUrl.replace(/\/+$/, '')}/v3/conversations/${encodeURIComponent(target.conversationId)}/activities`;
 
-  async function call(method: 'POST' | 'PUT', activityId: string, text: string): Promise<unknown> {
+  async function call(method: 'POST' | 'PUT', activityId: string, part: TeamsPart): Promise<unknown> {
     await options.pacer.pace(chat, signal);
     const token = await options.tokens.get(signal);
     const path = `${method === 'POST' ? 'reply' : 'update'} ${activityId}`;
@@ -75,8 +65,7 @@ export function connectorCalls(
         url: `${base}/${encodeURIComponent(activityId)}`,
         headers: { authorization: `Bearer ${token}` },
         body: {
-          type: 'message',
-          text,
+          ...messageActivityOf(part),
           ...(method === 'PUT' ? { id: activityId } : { replyToId: activityId }),
         },
         timeoutMs: options.timeoutMs,
@@ -94,13 +83,14 @@ export function connectorCalls(
   }
 
   return {
-    async post(text) {
-      const answer = (await call('POST', target.activityId, text)) as { id?: unknown } | undefined;
+    async post(part) {
+      const answer = (await call('POST', target.activityId, part)) as { id?: unknown } | undefined;
       // The connector answers a ResourceResponse `{ id }`: the ref a preview's edits need.
       return typeof answer?.id === 'string' ? answer.id : '';
     },
-    async edit(text, ref) {
-      await call('PUT', ref, text);
+    async edit(part, ref) {
+      await call('PUT', ref, part);
     },
+    editable: (part) => typeof part === 'string',
   };
 }

@@ -130,17 +130,32 @@ describe('normalizeTeamsActivity', () => {
       const message = normalize({
         attachments: [
           { contentType: 'image/png', contentUrl: 'https://x/1.png' },
-          {
-            contentType: 'application/vnd.microsoft.teams.file.download.info',
-            name: 'a.pdf',
-            contentUrl: 'https://x/a',
-          },
+          { contentType: 'application/pdf', name: 'b.pdf', contentUrl: 'https://x/b.pdf' },
           { contentType: 'text/html', content: '<p>hello</p>' },
         ],
       });
       expect(message.elements.slice(1)).toEqual([
         { type: 'image', url: 'https://x/1.png' },
-        { type: 'file', url: 'https://x/a', name: 'a.pdf' },
+        { type: 'file', url: 'https://x/b.pdf', name: 'b.pdf' },
+      ]);
+    });
+
+    it('gives a file shared in a personal chat its download link, not its SharePoint page', () => {
+      const shared = {
+        contentType: 'application/vnd.microsoft.teams.file.download.info',
+        name: 'a.pdf',
+        contentUrl: 'https://contoso.sharepoint.com/personal/megan/Documents/a.pdf',
+        content: {
+          downloadUrl:
+            'https://contoso-my.sharepoint.com/personal/megan/_layouts/15/download.aspx?tempauth=x',
+          uniqueId: '1150d938-8870-4044-9f2c-5bbdee2fb0d8',
+          fileType: 'pdf',
+        },
+      };
+      const message = normalize({ attachments: [shared, { ...shared, content: { fileType: 'pdf' } }] });
+      expect(message.elements.slice(1)).toEqual([
+        { type: 'file', url: shared.content.downloadUrl, name: 'a.pdf' },
+        { type: 'file', name: 'a.pdf' },
       ]);
     });
 

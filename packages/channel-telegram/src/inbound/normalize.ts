@@ -180,7 +180,11 @@ function emojiOf(reaction: ReactionType): string {
  * A `message_reaction` update → a `reaction` event. Telegram sends the user's whole reaction
  * list before and after; the event is the first reaction added, else the first one taken away.
  */
-function reactionEvent(update: MessageReactionUpdated, context: NormalizeContext): NormalizeResult {
+function reactionEvent(
+  updateId: number,
+  update: MessageReactionUpdated,
+  context: NormalizeContext,
+): NormalizeResult {
   const { chat } = update;
   const chatType: string = chat.type;
   if (chatType !== 'private' && chatType !== 'group' && chatType !== 'supergroup') {
@@ -203,8 +207,8 @@ function reactionEvent(update: MessageReactionUpdated, context: NormalizeContext
       chat: { type: chatType === 'private' ? 'person' : 'group', id: String(chat.id) },
       sender,
       text: '',
-      // One user's reactions to one message change once per update; the date tells two apart.
-      platform_message_id: `${original}:reaction:${sender.id}:${update.date}`,
+      // The update id: a redelivered update repeats it, two changes within one second do not.
+      platform_message_id: `${original}:reaction:${updateId}`,
       received_at: context.receivedAt,
       raw: { message_reaction: update },
       event: {
@@ -230,7 +234,8 @@ function reactionEvent(update: MessageReactionUpdated, context: NormalizeContext
  * addressed to it (`/cmd@bot`, or `/cmd` in a private chat), or a reply to one of its messages.
  */
 export function normalizeUpdate(update: Update, context: NormalizeContext): NormalizeResult {
-  if (update.message_reaction !== undefined) return reactionEvent(update.message_reaction, context);
+  if (update.message_reaction !== undefined)
+    return reactionEvent(update.update_id, update.message_reaction, context);
   const edited = update.edited_message;
   const message = update.message ?? edited;
   if (message === undefined) return { unsupported: updateKind(update) };
@@ -280,8 +285,8 @@ export function normalizeUpdate(update: Update, context: NormalizeContext): Norm
       platform_message_id:
         edited === undefined
           ? platformMessageId(chat.id, message.message_id)
-          : // Each edit of one message has its own edit_date, so that a second edit is no duplicate.
-            `${platformMessageId(chat.id, message.message_id)}:edit:${edited.edit_date ?? edited.date}`,
+          : // Each edit comes in an update of its own (edit_date alone repeats within a second).
+            `${platformMessageId(chat.id, message.message_id)}:edit:${update.update_id}`,
       received_at: context.receivedAt,
       raw: update,
       ...(edited === undefined

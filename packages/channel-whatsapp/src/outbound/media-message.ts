@@ -1,5 +1,5 @@
 import { attachmentName, mimeEssence } from '@switchboard/channel-kit';
-import { type Attachment, type Reply, SwitchboardError, base64Bytes } from '@switchboard/core';
+import { type Attachment, base64Bytes } from '@switchboard/core';
 
 /** The Cloud API's kind of media message for each type of attachment. */
 export type WhatsAppMediaKind = 'image' | 'document' | 'audio';
@@ -9,11 +9,7 @@ const KINDS = { image: 'image', file: 'document', audio: 'audio' } as const sati
   WhatsAppMediaKind
 >;
 
-/**
- * The mime types the Cloud API takes per kind ("Supported media types" in Meta's reference);
- * others are refused by Meta after the upload, or once it fetched a link, when the message is
- * already counted as sent.
- */
+/** The mime types the Cloud API takes per kind ("Supported media types" in Meta's reference). */
 const MIME_TYPES: Record<WhatsAppMediaKind, readonly string[]> = {
   image: ['image/jpeg', 'image/png'],
   audio: ['audio/aac', 'audio/amr', 'audio/mpeg', 'audio/mp4', 'audio/ogg'],
@@ -40,39 +36,26 @@ export function mediaKindOf(attachment: Attachment): WhatsAppMediaKind {
   return KINDS[attachment.type];
 }
 
-/** Why WhatsApp would not take `attachment`, or `null`. */
-function problemOf(attachment: Attachment): string | null {
+/**
+ * Why WhatsApp would not take `attachment`, or `undefined` when it would: a mime type Meta does
+ * not take for its kind, an image past 5 MB, or `data` without the type its upload must state.
+ * Checked before any call (the kit's `refuseAttachments`): Meta refuses such a file only after
+ * the upload, or once it fetched a link, and a retry cannot change it.
+ */
+export function whatsAppAttachmentRefusal(attachment: Attachment): string | undefined {
   const kind = mediaKindOf(attachment);
   const accepted = MIME_TYPES[kind];
   if (attachment.mime_type === undefined) {
     // A link's type is what its server says, which Meta reads; an upload must state it.
     return attachment.data === undefined
-      ? null
+      ? undefined
       : 'a data attachment needs a mime_type, which the upload states';
   }
   if (!accepted.includes(mimeEssence(attachment.mime_type)))
     return `WhatsApp does not take ${attachment.mime_type} as ${AS[kind]} (it takes ${accepted.join(', ')})`;
   if (kind === 'image' && attachment.data !== undefined && base64Bytes(attachment.data) > MAX_IMAGE_BYTES)
     return `an image is at most ${MAX_IMAGE_BYTES} bytes on WhatsApp`;
-  return null;
-}
-
-/**
- * Throws a final SB_CHANNEL_ATTACHMENT_REFUSED naming `replies[i].attachments[j]` when WhatsApp
- * would not take one of the attachments, before any call: refused files found mid-send would
- * leave the chat with part of the answer, and a retry cannot change them.
- */
-export function checkWhatsAppAttachments(replies: readonly Reply[], channelId: string): void {
-  for (const [reply, { attachments = [] }] of replies.entries()) {
-    for (const [index, attachment] of attachments.entries()) {
-      const problem = problemOf(attachment);
-      if (problem === null) continue;
-      throw new SwitchboardError('SB_CHANNEL_ATTACHMENT_REFUSED', {
-        message: `whatsapp channel "${channelId}" cannot send replies[${reply}].attachments[${index}]: ${problem}`,
-        details: { channel: channelId, reply, attachment: index },
-      });
-    }
-  }
+  return undefined;
 }
 
 /**

@@ -5,6 +5,7 @@ import {
   attachmentFile,
   channelFailure,
   createPostedTexts,
+  refuseAttachments,
   requestPlatform,
   splitRepliesWithAttachments,
 } from '@switchboard/channel-kit';
@@ -18,7 +19,7 @@ import {
   isSwitchboardError,
   pacedChatOf,
 } from '@switchboard/core';
-import { checkWhatsAppAttachments, renderMediaMessage } from './media-message.js';
+import { renderMediaMessage, whatsAppAttachmentRefusal } from './media-message.js';
 
 /** The Cloud API's limit of one text message's body, in characters. */
 export const MAX_TEXT_CHARS = 4096;
@@ -75,7 +76,7 @@ function graphFailureOf(failure: PlatformFailure): PlatformFailure {
  * attachment is an image, document (`file`, with its file name) or audio message: a `url` by
  * `link`, which Meta fetches; `data` uploaded first (`POST /{phone_number_id}/media`, multipart)
  * and sent by the media `id` answered. Attachments WhatsApp would not take (`media-message.ts`)
- * fail the send before any call. A failure ends the send (earlier
+ * fail the send before any call with a final SB_CHANNEL_ATTACHMENTS_UNSUPPORTED naming each. A failure ends the send (earlier
  * texts stay sent) with an SB_CHANNEL_* error without the token: a rate limit is retryable
  * SB_CHANNEL_RATE_LIMITED with the wait, a refused token SB_CHANNEL_AUTH_FAILED naming
  * `channels[<id>].access_token`, a send outside the 24-hour customer-service window a final
@@ -120,7 +121,7 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
    */
   async function upload(attachment: Attachment, signal: AbortSignal): Promise<string> {
     const file = await attachmentFile(attachment, { signal, channelId: api.channelId });
-    // `checkWhatsAppAttachments` let only a data attachment with a mime type through to here.
+    // `whatsAppAttachmentRefusal` lets only a data attachment with a mime type through to here.
     const type = attachment.mime_type as string;
     const form = new FormData();
     form.append('messaging_product', 'whatsapp');
@@ -157,7 +158,7 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
     signal: AbortSignal,
     answering: string,
   ) {
-    checkWhatsAppAttachments(replies, api.channelId);
+    refuseAttachments(replies, { type: 'whatsapp', channelId: api.channelId }, whatsAppAttachmentRefusal);
     const chat = pacedChatOf(origin);
     const parts = splitRepliesWithAttachments(replies, MAX_TEXT_CHARS);
     for (const [index, part] of parts.entries()) {

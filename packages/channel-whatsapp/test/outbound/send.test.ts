@@ -241,7 +241,7 @@ describe('WhatsApp send', () => {
         'a data attachment needs a mime_type',
       ],
     ] as const)(
-      'rejects %s with a final SB_CHANNEL_ATTACHMENT_REFUSED naming it, before any call',
+      'rejects %s with a final SB_CHANNEL_ATTACHMENTS_UNSUPPORTED naming it, before any call',
       async (_case, refused, problem) => {
         const ok = { type: 'image', url: 'https://example.com/a.png', mime_type: 'image/png' } as const;
         const replies = [{ text: 'first' }, { text: 'second', attachments: [ok, refused] }];
@@ -249,12 +249,12 @@ describe('WhatsApp send', () => {
           .send(origin, replies, AbortSignal.timeout(5_000))
           .catch((caught: unknown) => caught);
         expect(error).toMatchObject({
-          code: 'SB_CHANNEL_ATTACHMENT_REFUSED',
-          details: { channel: 'wa', reply: 1, attachment: 1 },
+          code: 'SB_CHANNEL_ATTACHMENTS_UNSUPPORTED',
+          details: { channel: 'wa', refused: [{ reply: 1, attachment: 1, type: refused.type }] },
         });
         expect((error as SwitchboardError).retryable).not.toBe(true);
         expect((error as SwitchboardError).message).toContain(
-          `cannot send replies[1].attachments[1]: ${problem}`,
+          `cannot send replies[1].attachments[1] (${refused.type}): ${problem}`,
         );
         expect(fake.calls).toEqual([]);
       },

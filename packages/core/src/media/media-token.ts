@@ -28,6 +28,8 @@ const ClaimsSchema = z.strictObject({
   n: z.string().optional(),
   m: z.string().optional(),
   s: z.number().int().nonnegative().optional(),
+  /** The platform id of the message the file came in. */
+  i: z.string().optional(),
   /** Seconds since the epoch: shorter than milliseconds, and precise enough for an expiry. */
   e: z.number().int().nonnegative(),
 });
@@ -56,6 +58,7 @@ export function signMediaToken(key: Buffer, claims: MediaClaims): string {
     ...(media.name === undefined ? {} : { n: media.name }),
     ...(media.mime_type === undefined ? {} : { m: media.mime_type }),
     ...(media.size === undefined ? {} : { s: media.size }),
+    ...(media.message_id === undefined ? {} : { i: media.message_id }),
     e: Math.ceil(claims.expiresAtMs / 1000),
   };
   const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
@@ -116,6 +119,7 @@ export function verifyMediaToken(key: Buffer, token: string, nowMs: number): Med
       ...(claims.n === undefined ? {} : { name: claims.n }),
       ...(claims.m === undefined ? {} : { mime_type: claims.m }),
       ...(claims.s === undefined ? {} : { size: claims.s }),
+      ...(claims.i === undefined ? {} : { message_id: claims.i }),
     },
     expiresAtMs,
   };

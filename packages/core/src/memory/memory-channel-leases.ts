@@ -1,16 +1,12 @@
 import type { ChannelLease, ChannelLeases } from '../ports/channel-lease.js';
 
-export interface MemoryChannelLeasesOptions {
-  /** The leases' clock, ms since the epoch. Default: `Date.now`. */
-  now?: () => number;
-}
-
 /**
  * `ChannelLeases` of one process (`store: memory` or `sqlite`): nobody else contends, so the
  * gateway always acquires. Same semantics as a shared store, so one code path serves both.
  */
-export function createMemoryChannelLeases(options: MemoryChannelLeasesOptions = {}): ChannelLeases {
-  const now = options.now ?? Date.now;
+export function createMemoryChannelLeases(): ChannelLeases {
+  // The store's clock: the process's own.
+  const now = Date.now;
   const leases = new Map<string, ChannelLease>();
   // Kept after a release, so that the next holder's epoch is still greater.
   const epochs = new Map<string, number>();

@@ -63,15 +63,11 @@ export const ERROR_CODES = {
   SB_MEDIA_BUSY: { status: 503, message: 'the gateway streams as many files as it may' },
   SB_CHANNEL_ATTACHMENTS_UNSUPPORTED: {
     status: 502,
-    message: 'the channel cannot send attachments yet',
+    message: 'the channel cannot send an attachment of the reply',
   },
   SB_CHANNEL_ATTACHMENT_FETCH_FAILED: {
     status: 502,
     message: "an attachment's url could not be fetched",
-  },
-  SB_CHANNEL_ATTACHMENT_REFUSED: {
-    status: 502,
-    message: 'the platform does not take this attachment',
   },
   SB_STORE_UNAVAILABLE: { status: 503, message: 'the store is unreachable' },
   SB_STORE_FORMAT_UNSUPPORTED: {

@@ -4,13 +4,15 @@
  * Mode. Replicas sharing a store contend for one lease per channel id; the holder runs the
  * connection, the others stand by.
  *
- * A lease has a holder (a replica id), a deadline on the caller's clock and an epoch. The epoch
+ * A lease has a holder (a replica id), a deadline on the store's clock and an epoch. The epoch
  * grows by one each time the lease passes to a holder (a first acquisition, a takeover after the
  * deadline, an acquisition after a release) and never goes back: it is the fencing token — a
  * renewal or release naming an older epoch changes nothing.
  *
- * Each call is atomic. Time comes from the implementation's clock (`now`), never from the
- * store's, so the replicas' clocks must agree well within a lease. The store owns its connection.
+ * Each call is atomic. Deadlines are set and judged on the store's clock alone (Redis' `TIME` for
+ * a shared store), never on the callers': a replica whose host clock is ahead, behind or steps
+ * can neither take a live lease nor keep an expired one. A holder times its renewals and its
+ * fencing by its own monotonic clock, from when it sent the call. The store owns its connection.
  * Deliberately left out: waiting for a lease (callers poll `acquire`) and telling the holder that
  * it lost one (it learns so from `renew`).
  */
@@ -23,7 +25,10 @@ export interface ChannelLease {
   holder: string;
   /** Fencing token: grows by one whenever the lease passes to a holder. */
   epoch: number;
-  /** Until when it holds without renewal, ms since the epoch on the implementation's clock. */
+  /**
+   * Until when it holds without renewal, ms since the epoch on the store's clock: what a caller
+   * compares with its own clock is an estimate, off by the clocks' difference.
+   */
   expiresAt: number;
 }
 

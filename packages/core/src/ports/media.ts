@@ -10,8 +10,15 @@ import type { MediaElement } from '../model/message.js';
  * downloads again) and ranges.
  */
 
-/** The part of a media element a channel opens a file by: its platform reference and what it said. */
-export type MediaRef = Pick<MediaElement, 'type' | 'file_id' | 'url' | 'name' | 'mime_type' | 'size'>;
+/**
+ * The part of a media element a channel opens a file by: its platform reference and what it said,
+ * with the platform id of the message it came in (`message_id`) for the platforms that serve a
+ * message's files by it (Feishu).
+ */
+export type MediaRef = Pick<MediaElement, 'type' | 'file_id' | 'url' | 'name' | 'mime_type' | 'size'> & {
+  /** The platform's id of the message that carries the file, as `platform_message_id` holds it. */
+  message_id?: string;
+};
 
 /** A file being downloaded from the platform. */
 export interface MediaDownload {

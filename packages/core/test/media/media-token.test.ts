@@ -32,6 +32,14 @@ describe('media tokens', () => {
       expect(verifyMediaToken(key, token, NOW)).toEqual(claims);
     });
 
+    it('gives back the id of the message the file came in', () => {
+      const withMessage = {
+        ...claims,
+        media: { ...claims.media, message_id: 'om_dc13264520392913993dd051dba21dcf' },
+      };
+      expect(verifyMediaToken(key, signMediaToken(key, withMessage), NOW)).toEqual(withMessage);
+    });
+
     it('is URL-safe as it is', () => {
       expect(signMediaToken(key, claims)).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     });

@@ -8,13 +8,14 @@
   KEYS[3]  channel-lease:deadlines  reads, writes: ZSET channel -> deadline, ms
   ARGV[1]  channel id
   ARGV[2]  holder (replica id)
-  ARGV[3]  now (ms, the caller's clock)
-  ARGV[4]  lease length (ms)
+  ARGV[3]  lease length (ms)
 
-  Returns {holder, epoch, deadline} of the lease in force after the call: the caller's own when
-  it got it, else the other holder's (nothing changed)
+  Returns {holder, epoch, deadline} of the lease in force after the call (deadline in ms on
+  Redis' clock): the caller's own when it got it, else the other holder's (nothing changed)
 ]]
-local channel, holder, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+--- @include "includes/store-clock"
+
+local channel, holder, now = ARGV[1], ARGV[2], storeNowMs()
 local current = redis.call('HGET', KEYS[1], channel)
 local deadline = tonumber(redis.call('ZSCORE', KEYS[3], channel) or '0')
 local live = current and deadline > now
@@ -28,6 +29,6 @@ else
   epoch = redis.call('HINCRBY', KEYS[2], channel, 1)
   redis.call('HSET', KEYS[1], channel, holder)
 end
-deadline = now + tonumber(ARGV[4])
+deadline = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], deadline, channel)
 return { holder, epoch, deadline }

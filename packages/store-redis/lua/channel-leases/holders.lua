@@ -5,11 +5,13 @@
   KEYS[1]  channel-lease:holders    reads: HASH channel -> replica id
   KEYS[2]  channel-lease:epochs     reads: HASH channel -> epoch
   KEYS[3]  channel-lease:deadlines  reads: ZSET channel -> deadline, ms
-  ARGV[1]  now (ms, the caller's clock)
+  ARGV     none
 
-  Returns a flat list {channel, holder, epoch, deadline, …}, by deadline
+  Returns a flat list {channel, holder, epoch, deadline (ms on Redis' clock), …}, by deadline
 ]]
-local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[1], '+inf', 'WITHSCORES')
+--- @include "includes/store-clock"
+
+local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. storeNowMs(), '+inf', 'WITHSCORES')
 local result = {}
 for i = 1, #live, 2 do
   local channel = live[i]

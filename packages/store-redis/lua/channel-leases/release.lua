@@ -8,13 +8,13 @@
   ARGV[1]  channel id
   ARGV[2]  holder (replica id)
   ARGV[3]  epoch
-  ARGV[4]  now (ms, the caller's clock)
 
   Returns 1 when released, 0 when the caller no longer held it
 ]]
 --- @include "channel-leases/includes/holds-lease"
+--- @include "includes/store-clock"
 
-if not holdsChannelLease(ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])) then
+if not holdsChannelLease(ARGV[1], ARGV[2], ARGV[3], storeNowMs()) then
   return 0
 end
 redis.call('HDEL', KEYS[1], ARGV[1])

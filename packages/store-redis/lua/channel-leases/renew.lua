@@ -9,17 +9,17 @@
   ARGV[1]  channel id
   ARGV[2]  holder (replica id)
   ARGV[3]  epoch
-  ARGV[4]  now (ms, the caller's clock)
-  ARGV[5]  lease length (ms)
+  ARGV[4]  lease length (ms)
 
-  Returns the new deadline (ms), or 0 when the lease was lost
+  Returns the new deadline (ms on Redis' clock), or 0 when the lease was lost
 ]]
 --- @include "channel-leases/includes/holds-lease"
+--- @include "includes/store-clock"
 
-local now = tonumber(ARGV[4])
+local now = storeNowMs()
 if not holdsChannelLease(ARGV[1], ARGV[2], ARGV[3], now) then
   return 0
 end
-local deadline = now + tonumber(ARGV[5])
+local deadline = now + tonumber(ARGV[4])
 redis.call('ZADD', KEYS[3], deadline, ARGV[1])
 return deadline

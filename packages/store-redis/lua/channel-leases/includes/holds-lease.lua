@@ -4,7 +4,7 @@
 ]]
 
 -- Whether `holder` holds `channel`'s lease with `epoch` (a string, as ARGV carries it) and it
--- has not expired at `now`.
+-- has not expired at `now` (ms on Redis' clock).
 local function holdsChannelLease(channel, holder, epoch, now)
   return redis.call('HGET', KEYS[1], channel) == holder
     and redis.call('HGET', KEYS[2], channel) == epoch
