@@ -326,7 +326,8 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
             if (wait) expect(first.delivery, `${text} read after its answer`).toBe('delivered');
             if (first.delivery === 'pending')
               await eventually(
-                async () => (await get(`${b.url}/v1/messages/${answer.body?.id}`)).body.delivery === 'delivered',
+                async () =>
+                  (await get(`${b.url}/v1/messages/${answer.body?.id}`)).body.delivery === 'delivered',
                 10_000,
                 `${text} delivered`,
               );
