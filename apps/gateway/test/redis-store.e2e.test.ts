@@ -269,7 +269,7 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
           for (;;) {
             const status = await get(`${other.url}/v1/messages/${answer.body?.id}`);
             expect(status.status, `status of ${text} on the other replica`).toBe(200);
-            // Completed with its delivery pending, it has no replies yet: they are on their way.
+            // Completed with its delivery pending, its replies are on their way: asked again.
             if (status.body.status === 'completed' && status.body.delivery !== 'pending') return status.body;
             expect(['queued', 'running', 'completed'], `${text} on the other replica`).toContain(
               status.body.status,
