@@ -269,7 +269,7 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
           for (;;) {
             const status = await get(`${other.url}/v1/messages/${answer.body?.id}`);
             expect(status.status, `status of ${text} on the other replica`).toBe(200);
-            // Completed with its delivery pending, it has no replies yet: they are on their way.
+            // Completed with its delivery pending, its replies are on their way: asked again.
             if (status.body.status === 'completed' && status.body.delivery !== 'pending') return status.body;
             expect(['queued', 'running', 'completed'], `${text} on the other replica`).toContain(
               status.body.status,
@@ -281,6 +281,61 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
       );
       for (const [index, final] of sent.entries())
         expect(final.replies).toEqual([{ text: `echo: message ${index}` }]);
+    });
+
+    it('reads every message completed with its replies on the replica that did not accept it, from its first completed read, in 20 rounds', {
+      timeout: 120_000,
+    }, async () => {
+      const { replicas, ranOn } = await twoReplicas(5);
+      const [a, b] = replicas;
+      /** Reads `id` on replica b without pause until it reads completed: that first read. */
+      const firstCompletedOnB = async (id: string, text: string) => {
+        const deadline = Date.now() + 20_000;
+        for (;;) {
+          const read = await get(`${b.url}/v1/messages/${id}`);
+          expect(read.status, `status of ${text} on replica b`).toBe(200);
+          if (read.body.status === 'completed') return read.body;
+          expect(['queued', 'running'], `${text} on replica b`).toContain(read.body.status);
+          expect(Date.now(), `${text} completed within 20 s`).toBeLessThan(deadline);
+        }
+      };
+      const sent: string[] = [];
+      for (let round = 0; round < 20; round += 1) {
+        await Promise.all(
+          Array.from({ length: 10 }, async (_, index) => {
+            const text = `round ${round} message ${index}`;
+            sent.push(text);
+            const wait = index % 2 === 0;
+            const body = { session_id: `s-${randomUUID()}`, user_id: 'u1', text, wait };
+            const answer = await post(`${a.url}/v1/messages`, body);
+            const replies = [{ text: `echo: ${text}` }];
+            if (wait) {
+              expect(answer.status, `answer to ${text}`).toBe(200);
+              expect(answer.body, `answer to ${text}`).toMatchObject({
+                status: 'completed',
+                delivery: 'delivered',
+                replies,
+              });
+            } else {
+              expect(answer.status, `answer to ${text}`).toBe(202);
+            }
+            // Its replies may still wait in the outbox (delivery pending), but never without them.
+            const first = await firstCompletedOnB(answer.body?.id, text);
+            expect(first, `first completed read of ${text} on replica b`).toMatchObject({ replies });
+            expect(['pending', 'delivered'], `delivery of ${text}`).toContain(first.delivery);
+            if (wait) expect(first.delivery, `${text} read after its answer`).toBe('delivered');
+            if (first.delivery === 'pending')
+              await eventually(
+                async () =>
+                  (await get(`${b.url}/v1/messages/${answer.body?.id}`)).body.delivery === 'delivered',
+                10_000,
+                `${text} delivered`,
+              );
+          }),
+        );
+      }
+      // Turns ran on both replicas, so replica b also read messages whose turn it did not run.
+      expect(new Set(sent.map(ranOn))).toEqual(new Set([0, 1]));
     });
 
     it('accepts one message per Idempotency-Key sent to both replicas at the same moment, 50 times', {

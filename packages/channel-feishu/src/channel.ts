@@ -9,7 +9,6 @@ import {
   sendParts,
   showPreview,
   webhookPath,
-  refuseAttachments,
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
@@ -199,8 +198,15 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     },
 
     async send(origin, replies, signal, sendOptions) {
-      refuseAttachments(replies, { type: 'feishu', channelId: config.id });
-      const calls = feishuMessageCalls(origin, { api, pacer, signal, edits, purpose: 'answer' });
+      const calls = feishuMessageCalls(origin, {
+        api,
+        pacer,
+        signal,
+        edits,
+        purpose: 'answer',
+        allowPrivateUrls: config.outbound.allowPrivateUrls,
+        channelId: config.id,
+      });
       await sendParts(
         renderFeishuReplies(replies, sendOptions?.turn ?? origin.id),
         calls,
@@ -209,7 +215,15 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
     },
 
     preview(origin, text, draft, signal) {
-      const calls = feishuMessageCalls(origin, { api, pacer, signal, edits, purpose: 'preview' });
+      const calls = feishuMessageCalls(origin, {
+        api,
+        pacer,
+        signal,
+        edits,
+        purpose: 'preview',
+        allowPrivateUrls: config.outbound.allowPrivateUrls,
+        channelId: config.id,
+      });
       return showPreview(renderFeishuReplies([{ text }]), calls, draft);
     },
 

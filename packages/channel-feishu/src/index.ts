@@ -10,4 +10,4 @@ export type { FeishuBody } from './inbound/open-body.js';
 export { normalizeFeishuEvent } from './inbound/normalize.js';
 export type { FeishuMessageEvent, NormalizeContext } from './inbound/normalize.js';
 export { MAX_TEXT_CHARS, renderFeishuReplies } from './outbound/send.js';
-export type { FeishuText } from './outbound/send.js';
+export type { FeishuFile, FeishuPart, FeishuText } from './outbound/send.js';

@@ -79,6 +79,7 @@ export type { MediaReplyPart, ReplyPart } from './outbound/split-replies.js';
 export { refuseAttachments } from './outbound/refuse-attachments.js';
 export type { AttachmentRefusal } from './outbound/refuse-attachments.js';
 export { attachmentFile, attachmentName } from './outbound/attachment-file.js';
+export { mimeEssence } from './outbound/mime-essence.js';
 export type { AttachmentFile, AttachmentFileOptions } from './outbound/attachment-file.js';
 
 // Probe: a channel's read-only check of its credentials (`switchboard doctor`)

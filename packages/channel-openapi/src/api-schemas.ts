@@ -81,10 +81,14 @@ export const MessageViewSchema = z.object({
   rule: z.string().nullable(),
   /** The turn that answered; shared by every message of a merged burst. */
   turn: z.string().nullable(),
-  /** The replies delivered so far. */
+  /**
+   * The replies: for `completed`, the turn's, on every replica, also while `delivery` is
+   * `pending`; none of an answer whose delivery failed.
+   */
   replies: z.array(ReplySchema),
   /**
-   * Where the replies stand: `pending` (stored, being sent: `status` is already `completed`),
+   * Where the replies stand: `pending` (stored, being sent: `status` is already `completed`,
+   * with the replies),
    * `delivered`, `failed` (given up); null when there is nothing to deliver.
    */
   delivery: z.enum(DELIVERY_STATES).nullable(),

@@ -1,4 +1,11 @@
-import { type MessageStatus, type Outcome, type Reply, traceIdOf } from '@switchboard/core';
+import {
+  type Delivery,
+  type DeliveryMessage,
+  type MessageStatus,
+  type Outcome,
+  type Reply,
+  traceIdOf,
+} from '@switchboard/core';
 
 /** Where the replies of a message with this outcome stand. */
 function deliveryAfter(outcome: Outcome, base: MessageStatus): MessageStatus['delivery'] {
@@ -54,6 +61,15 @@ function withNewReplies(held: readonly Reply[], replies: readonly Reply[]): read
   return [...held, ...replies];
 }
 
+/**
+ * The replies `base` holds that were delivered: none while its delivery is `pending`, for a
+ * pending status holds its answer alone (`answeredStatus`), which an outcome other than
+ * `completed` says was never delivered (given up, or left in the outbox at shutdown).
+ */
+function deliveredRepliesOf(base: MessageStatus): readonly Reply[] {
+  return base.delivery === 'pending' ? [] : base.replies;
+}
+
 /** The final status `outcome` leaves a message in, over what `current` knew of it, as of `at`. */
 export function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number): MessageStatus {
   const { message } = outcome;
@@ -72,12 +88,39 @@ export function finalStatus(outcome: Outcome, current: MessageStatus | null, at:
     replies:
       outcome.kind === 'completed'
         ? (outcome.replies ?? base.replies)
-        : [...withNewReplies(base.replies, deadLetterRepliesOf(outcome))],
+        : [...withNewReplies(deliveredRepliesOf(base), deadLetterRepliesOf(outcome))],
     delivery: deliveryAfter(outcome, base),
     // Without an error, the reason (queue_overflow, shutdown…) is the only account of a failure.
     error: error ?? (failed ? (outcome.reason ?? null) : null),
     trace_id: traceIdOf(outcome.message.traceparent) ?? base.trace_id,
     updated_at: at,
+  };
+}
+
+/**
+ * The status of a message `delivery` answers once its replies are stored and its turn completed,
+ * over what `current` knew of it: `completed` with its delivery `pending` and the turn's replies,
+ * so that a `completed` status carries its replies on every replica from the first write that
+ * says `completed` — this one, by the replica that ran the turn, which may land well before the
+ * final status of the replica whose sender delivers them.
+ */
+export function answeredStatus(
+  delivery: Delivery,
+  answered: DeliveryMessage,
+  current: MessageStatus | null,
+): MessageStatus {
+  const { message } = answered;
+  const base = current ?? emptyStatus(message.id, delivery.channel, delivery.createdAt);
+  return {
+    ...base,
+    generation: message.generation ?? 0,
+    status: 'completed',
+    pipeline: answered.pipeline,
+    rule: answered.rule ?? null,
+    turn: delivery.turnId,
+    replies: [...withNewReplies(base.replies, delivery.replies)],
+    delivery: 'pending',
+    updated_at: delivery.createdAt,
   };
 }
 

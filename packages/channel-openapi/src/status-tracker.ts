@@ -10,7 +10,7 @@ import {
 } from '@switchboard/core';
 import type { ChannelEvents, EventOrigin } from './channel-events.js';
 import { createReplicaReconciliation } from './replica-reconciliation.js';
-import { emptyStatus, finalStatus, withReplies } from './status-from-outcome.js';
+import { answeredStatus, emptyStatus, finalStatus, withReplies } from './status-from-outcome.js';
 import { type StatusWatch, createStatusWaiters } from './status-waiters.js';
 import { createStatusWriteOrder } from './status-write-order.js';
 import type { TrackedMessage } from './tracked-message.js';
@@ -217,7 +217,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
   /**
    * A followed message's replies were stored and its turn completed: it reads `completed` with
-   * its delivery `pending` until the outbox delivers them or gives up. Written to the store, so
+   * its delivery `pending`, and the replies, until the outbox delivers them or gives up. Written to the store, so
    * that it is known after a restart while the outbox still holds its replies. A message no
    * longer followed is final already (its delivery beat this event), and is left alone, as is one
    * another replica's sender told the outcome of. The final status, written when their delivery
@@ -226,7 +226,6 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
    */
   function onRepliesStored(delivery: Delivery): void {
     if (delivery.channel !== channelId) return;
-    const at = now();
     for (const answered of delivery.messages) {
       const id = answered.message.id;
       const entry = tracked.get(id);
@@ -236,16 +235,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         (entry.status !== null && isFinalStatus(entry.status))
       )
         continue;
-      const status: MessageStatus = {
-        ...(entry.status ?? emptyStatus(id, channelId, at)),
-        generation: answered.message.generation ?? 0,
-        status: 'completed',
-        pipeline: answered.pipeline,
-        rule: answered.rule ?? null,
-        turn: delivery.turnId,
-        delivery: 'pending',
-        updated_at: delivery.createdAt,
-      };
+      const status = answeredStatus(delivery, answered, entry.status);
       entry.status = status;
       write(id, entry, status).catch((err: unknown) =>
         log.error({ err, messageId: id }, 'status update failed'),

@@ -163,18 +163,17 @@ function holdPendingWrite(statuses: MessageStatusStore, store: MessageStatusStor
 
 describe('status tracker', () => {
   describe('when the replies wait in the outbox, then are delivered', () => {
-    it('reads completed with delivery pending (stored, the watch still waiting), then delivered with the replies', async () => {
+    it('reads completed with delivery pending and the replies (stored, the watch still waiting), then delivered', async () => {
       const { tracker, store, writes, startTurn, complete, storeReplies } = trackerHarness();
       const watch = tracker.watch(message.id);
       tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       startTurn();
       storeReplies([{ text: 'on its way' }]);
-      expect(await tracker.current(message.id)).toMatchObject({
-        status: 'completed',
-        delivery: 'pending',
-        replies: [],
-      });
+      const pending = { status: 'completed', delivery: 'pending', replies: [{ text: 'on its way' }] };
+      expect(await tracker.current(message.id)).toMatchObject(pending);
+      // What another replica, which does not follow the message, reads meanwhile.
       await eventually(async () => (await store.get(message.id))?.delivery === 'pending');
+      expect(await store.get(message.id)).toMatchObject(pending);
       const waited = watch.wait(1000);
       complete('completed', message, [{ text: 'on its way' }]);
       const final = await waited;
@@ -187,15 +186,68 @@ describe('status tracker', () => {
       expect(writes).toEqual(['completed', 'completed']);
     });
 
-    it('reads dead_lettered with delivery failed when the outbox gives them up', async () => {
-      const { tracker, startTurn, complete, storeReplies } = trackerHarness();
+    it('reads the same pending status in memory and in the store once this replica sent the replies', async () => {
+      const { tracker, store, writes, startTurn, storeReplies } = trackerHarness();
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      startTurn();
+      storeReplies([{ text: 'on its way' }]);
+      await eventually(async () => (await store.get(message.id))?.delivery === 'pending');
+      // The send of this replica's sender, before the delivery's end is recorded.
+      await tracker.appendReplies(message.id, [{ text: 'on its way' }], true);
+      expect(await tracker.current(message.id)).toEqual(await store.get(message.id));
+      expect(writes).toEqual(['completed']);
+    });
+
+    it('keeps the replies sent before the replies-stored event once, in memory and in the store', async () => {
+      const { tracker, store, startTurn, storeReplies } = trackerHarness();
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      startTurn();
+      // A sender that claimed the delivery at once, before the turn's completion was answered.
+      await tracker.appendReplies(message.id, [{ text: 'on its way' }], true);
+      storeReplies([{ text: 'on its way' }]);
+      await eventually(async () => (await store.get(message.id))?.delivery === 'pending');
+      expect((await store.get(message.id))?.replies).toEqual([{ text: 'on its way' }]);
+      expect(await tracker.current(message.id)).toEqual(await store.get(message.id));
+    });
+
+    it('reads dead_lettered with delivery failed and none of the replies when the outbox gives them up', async () => {
+      const { tracker, store, startTurn, emitOutcome, storeReplies } = trackerHarness();
       const watch = tracker.watch(message.id);
       tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       startTurn();
       storeReplies([{ text: 'never sent' }]);
-      complete('dead_lettered', message, [{ text: 'never sent' }]);
+      emitOutcome({
+        kind: 'dead_lettered',
+        reason: 'delivery_failed',
+        at: 1,
+        message,
+        session: 's',
+        pipeline: 'echo',
+        turnId: 't1',
+        replies: [{ text: 'never sent' }],
+      });
       const final = await watch.wait(1000);
       expect(final?.status).toMatchObject({ status: 'dead_lettered', delivery: 'failed', replies: [] });
+      await eventually(async () => (await store.get(message.id))?.status === 'dead_lettered');
+      expect((await store.get(message.id))?.replies).toEqual([]);
+    });
+
+    it('shows none of them either when the outcome does not carry them (kept without the replies)', async () => {
+      const { tracker, startTurn, emitOutcome, storeReplies } = trackerHarness();
+      const watch = tracker.watch(message.id);
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      startTurn();
+      storeReplies([{ text: 'never sent' }]);
+      emitOutcome({
+        kind: 'dead_lettered',
+        reason: 'delivery_failed',
+        at: 1,
+        message,
+        session: 's',
+        pipeline: 'echo',
+        turnId: 't1',
+      });
+      expect((await watch.wait(1000))?.status).toMatchObject({ delivery: 'failed', replies: [] });
     });
   });
 

@@ -8,7 +8,6 @@ import {
   dispositionOf,
   mountWebhook,
   webhookPath,
-  refuseAttachments,
 } from '@switchboard/channel-kit';
 import {
   type ChannelAdapter,
@@ -66,6 +65,7 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
     {
       channelId: config.id,
       messagesUrl: `${config.apiUrl}/${config.apiVersion}/${config.phoneNumberId}/messages`,
+      mediaUrl: `${config.apiUrl}/${config.apiVersion}/${config.phoneNumberId}/media`,
       accessToken: config.accessToken,
       timeoutMs: config.outbound.sendTimeoutMs,
       maxAgeMs: config.outbound.maxAgeMs,
@@ -190,7 +190,6 @@ export function createWhatsAppChannel(options: WhatsAppChannelOptions): ChannelA
     },
 
     async send(origin, replies, signal, sendOptions) {
-      refuseAttachments(replies, { type: 'whatsapp', channelId: config.id });
       await send(origin, replies, signal, sendOptions?.turn ?? origin.id);
     },
 

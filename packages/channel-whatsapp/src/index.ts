@@ -10,3 +10,4 @@ export type { MessagesChange, Notification } from './inbound/parse-notification.
 export { answerSubscription, verifyWhatsAppSignature } from './inbound/verify.js';
 export type { SubscriptionQuery } from './inbound/verify.js';
 export { MAX_TEXT_CHARS } from './outbound/send.js';
+export { whatsAppAttachmentRefusal } from './outbound/media-message.js';

@@ -298,4 +298,49 @@ describe('createWhatsAppChannel', () => {
       expect(answer.body).not.toContain(fake.verifyToken);
     });
   });
+
+  describe('when the answer carries an image as data and its upload fails', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+    const answer = (text: string) => [
+      {
+        text: `chart for ${text}`,
+        attachments: [{ type: 'image' as const, data: png.toString('base64'), mime_type: 'image/png' }],
+      },
+    ];
+
+    it('tries the upload again after a 500, then sends the image and the text once', async () => {
+      const { fake, webhookUrl, outcomes } = await start({ answer });
+      fake.failNextUploads(1, { kind: 'http_status', status: 500 });
+      await fake.deliverWebhook(webhookUrl, fake.notification(fake.textMessage({ text: 'q3' })));
+
+      await eventually(() => outcomes.some((outcome) => outcome.kind === 'completed'), 5_000);
+      const uploads = fake.calls.filter((call) => call.path.endsWith('/media'));
+      expect(uploads.map((call) => call.status)).toEqual([500, 200]);
+      expect(fake.uploads()[0]?.file.bytes.equals(png)).toBe(true);
+      expect(fake.sent().map(({ type, text }) => [type, text])).toEqual([
+        ['image', ''],
+        ['text', 'chart for q3'],
+      ]);
+    });
+
+    it('dead-letters the delivery as delivery_failed naming the upload when Meta refuses it', async () => {
+      const { fake, webhookUrl, outcomes } = await start({ answer });
+      fake.failNextUploads(1, {
+        kind: 'http_status',
+        status: 400,
+        code: 131053,
+        message: '(#131053) Media upload error',
+      });
+      await fake.deliverWebhook(webhookUrl, fake.notification(fake.textMessage({ text: 'q3' })));
+
+      const failed = await eventually(
+        () => outcomes.find((outcome) => outcome.kind === 'dead_lettered'),
+        5_000,
+      );
+      expect(failed).toMatchObject({ reason: 'delivery_failed', error: { code: 'SB_CHANNEL_SEND_FAILED' } });
+      expect(failed.error?.message).toContain('POST /media');
+      expect(failed.error?.message).toContain('131053');
+      expect(fake.sent()).toEqual([]);
+    });
+  });
 });

@@ -123,22 +123,38 @@ export async function createRedisReplicaEvents(
     });
   }
 
+  /** Session channels no longer followed whose unsubscribe failed: ioredis restores them on reconnect. */
+  const staleTopics = new Set<string>();
+
   // A (un)subscribe sent while the connection is away fails at once (no offline queue), and ioredis
-  // only restores the subscriptions it saw succeed: after a reconnect the followed sessions are
-  // subscribed again (again is harmless).
+  // restores, at a reconnect, the subscriptions it last saw succeed — before 'ready' is emitted:
+  // here the followed sessions are subscribed again (again is harmless) and those given up
+  // meanwhile unsubscribed, so that subscriptions never pile up across outages.
   subscriber.on('ready', () => {
     for (const topic of sessionListeners.keys()) setSubscribed(topic, true);
+    for (const topic of staleTopics) if (!sessionListeners.has(topic)) setSubscribed(topic, false);
   });
 
   /** (Un)subscribes a session channel; a failure is logged: its streams miss other replicas' replies. */
   function setSubscribed(topic: string, subscribed: boolean): void {
+    if (subscribed) staleTopics.delete(topic);
     const change = subscribed ? subscriber.subscribe(topic) : subscriber.unsubscribe(topic);
-    change.catch((err: unknown) => {
-      logger.warn(
-        { err, subscribed },
-        "session reply subscription failed: streams here miss other replicas' replies",
-      );
-    });
+    change.then(
+      () => {
+        if (!subscribed) staleTopics.delete(topic);
+      },
+      (err: unknown) => {
+        if (subscribed) {
+          logger.warn(
+            { err },
+            "session reply subscription failed: streams here miss other replicas' replies",
+          );
+          return;
+        }
+        if (!sessionListeners.has(topic)) staleTopics.add(topic);
+        logger.warn({ err }, 'session reply unsubscribe failed: undone once Redis is back');
+      },
+    );
   }
 
   return {

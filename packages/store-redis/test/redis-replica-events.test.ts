@@ -143,6 +143,63 @@ describe.skipIf(!reachable)('createRedisReplicaEvents', () => {
     });
   });
 
+  describe('when a session is given up while Redis is away', () => {
+    it('is unsubscribed once Redis is back, not restored with the subscriptions', {
+      timeout: 30_000,
+    }, async () => {
+      const redis = await startPrivateRedis();
+      try {
+        const a = await open('gone', 'replica-a', redis.url);
+        const topic = sessionChannelOf('gone', 'http', 's-1');
+        const unfollow = a.events.followSession('http', 's-1', () => {});
+        const probe = new Redis(redis.url);
+        const subscribers = async () => {
+          const [, count] = (await probe.pubsub('NUMSUB', topic)) as [string, number];
+          return Number(count);
+        };
+        try {
+          await eventually(async () => (await subscribers()) === 1, 10_000, 'a subscribed to the session');
+          probe.disconnect();
+          await redis.stop();
+          unfollow();
+          await redis.start();
+          const after = new Redis(redis.url);
+          try {
+            // The replica's own event channel is back once it reconnected; by then its
+            // subscriptions were restored and the session's given up again.
+            await eventually(
+              async () => {
+                const [, events] = (await after.pubsub('NUMSUB', '{gone}:events')) as [string, number];
+                return Number(events) === 1;
+              },
+              15_000,
+              'a reconnected',
+            );
+            await eventually(
+              async () => {
+                const [, count] = (await after.pubsub('NUMSUB', topic)) as [string, number];
+                return Number(count) === 0;
+              },
+              5_000,
+              'the session channel unsubscribed',
+            );
+            expect(
+              a.logger.lines.some(
+                (line) => line.message === 'session reply unsubscribe failed: undone once Redis is back',
+              ),
+            ).toBe(true);
+          } finally {
+            after.disconnect();
+          }
+        } finally {
+          probe.disconnect();
+        }
+      } finally {
+        await redis.remove();
+      }
+    });
+  });
+
   describe('when Redis is down', () => {
     it('logs a failed publish and throws nothing into the caller', { timeout: 30_000 }, async () => {
       const redis = await startPrivateRedis();

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { FAIL_FAST_OPTIONS, createRedisQueryPool } from '../src/index.js';
 import {
+  REDIS_URL,
   manualClock,
   queued,
   recordingLogger,
@@ -42,6 +43,26 @@ describe('the lease timing', () => {
 
 describe.skipIf(!reachable)('pool/renew.lua and fencing', () => {
   const pools = usePools();
+
+  describe('when a pipeline has nothing left ready or waiting', () => {
+    it('leaves the set of pipelines every claim looks at, and comes back with its next message', async () => {
+      const pool = await pools.open({ renewEveryMs: 20 });
+      const redis = new Redis(REDIS_URL);
+      try {
+        const pipelines = async () => (await redis.smembers(`{${pools.prefix}}:pipelines`)).sort();
+        await pool.enqueue(queued('A', Date.now()));
+        expect(await pipelines()).toEqual(['p']);
+        expect(await pool.complete((await pool.claim()) as Turn)).toBe('settled');
+        await eventually(async () => (await pipelines()).length === 0, 5000, 'p out of the set');
+
+        await pool.enqueue(queued('B', Date.now()));
+        expect(await pipelines()).toEqual(['p']);
+        expect((await pool.claim())?.session).toBe('B');
+      } finally {
+        redis.disconnect();
+      }
+    });
+  });
 
   describe('when another replica reclaimed a turn', () => {
     it('reports its token lost at the next renewal', async () => {

@@ -1,4 +1,5 @@
 import type { Turn } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import { manualClock, queued, redisReachable, usePools } from './redis-harness.js';
 
@@ -56,6 +57,22 @@ describe.skipIf(!reachable)('pool/replicas.lua', () => {
       const later = await byId();
       expect(later.get('replica-a')).toMatchObject({ alive: false, turnsRunning: 2 });
       expect(later.get('replica-b')).toMatchObject({ alive: false, turnsRunning: 0 });
+    });
+  });
+
+  describe('when a replica dies without leaving', () => {
+    it('leaves the list at the next renewal of another replica, not at the next registration', async () => {
+      const clock = manualClock();
+      const timing = { now: clock.now, leaseMs: HOUR_MS, fenceAfterMs: HOUR_MS / 2 };
+      // replica-a never renews during the test: it is the dead one; replica-b renews at once.
+      await pools.open({ ...timing, renewEveryMs: HOUR_MS / 4, replicaId: 'replica-a' });
+      const b = await pools.open({ ...timing, renewEveryMs: 20, replicaId: 'replica-b' });
+      const ids = async () => (await b.replicas()).map((replica) => replica.id).sort();
+      expect(await ids()).toEqual(['replica-a', 'replica-b']);
+
+      clock.advance(HOUR_MS + 1);
+      await eventually(async () => (await ids()).length === 1, 5_000, 'replica-a gone from the list');
+      expect(await ids()).toEqual(['replica-b']);
     });
   });
 

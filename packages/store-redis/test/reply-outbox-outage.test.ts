@@ -4,7 +4,13 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { FAIL_FAST_OPTIONS } from '../src/index.js';
-import { manualClock, redisReachable, usePrivateRedis, useReplyOutboxes } from './redis-harness.js';
+import {
+  REPLY_OUTBOX_LEASE_MS,
+  manualClock,
+  redisReachable,
+  usePrivateRedis,
+  useReplyOutboxes,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -91,6 +97,34 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
     expect(repeated.delivery).toEqual(deliveryFixture(1));
     expect(await outbox.delivered(repeated)).toBe('settled');
     expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
+  });
+
+  it('leases the delivery of a repeated claim again from the repeat, so that no other replica reclaims it while it is sent', async () => {
+    const clock = manualClock();
+    const outbox = await outboxes.open({
+      url: undefined,
+      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+    });
+    const other = await outboxes.open();
+    await outbox.add(deliveryFixture(1));
+    const { admin } = redis;
+    await admin.client('PAUSE', 600, 'WRITE');
+    await expect(outbox.claim(CHANNEL, clock.now())).rejects.toMatchObject({
+      code: 'SB_STORE_UNAVAILABLE',
+    });
+    const deliveryKey = `{${outboxes.prefix}}:reply-outbox:d:${deliveryFixture(1).id}`;
+    await eventually(
+      async () => (await admin.hget(deliveryKey, 'token')) !== null,
+      5000,
+      'the claim applied',
+    );
+    // Repeated just before the first claim's lease ends, as after an outage nearly as long.
+    clock.advance(REPLY_OUTBOX_LEASE_MS - 1);
+    const repeated = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    expect(repeated.delivery).toEqual(deliveryFixture(1));
+    clock.advance(2);
+    expect(await other.claim(CHANNEL, clock.now())).toBeNull();
+    expect(await outbox.delivered(repeated)).toBe('settled');
   });
 
   it('answers settled to the repeat of a removal Redis applied but whose reply was lost, so its messages still get their outcome', async () => {

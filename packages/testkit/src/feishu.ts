@@ -3,6 +3,7 @@ import { type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
 import { readJsonBody } from './json-body.js';
+import { type UploadedFile, multipartBoundary, parseMultipart, readRawBody } from './multipart-body.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 import {
   FAKE_CLIENT_CONFIG,
@@ -19,7 +20,12 @@ import {
  * messages: reply (`POST /open-apis/im/v1/messages/:id/reply`, deduplicated by `uuid`), create
  * (`POST /open-apis/im/v1/messages`) and edit (`PUT /open-apis/im/v1/messages/:id`; as Feishu, at
  * most 20 times a message: the 21st answers code 230072), and reads a bot message back (`GET
- * /open-apis/im/v1/messages/:id`, its last text as `data.items[0].body.content`). API calls
+ * /open-apis/im/v1/messages/:id`, its last text as `data.items[0].body.content`). Files are
+ * uploaded as the im/v1 reference has it — images with `POST /open-apis/im/v1/images` (multipart
+ * `image_type=message`, `image`) answering `data.image_key`, other files with `POST
+ * /open-apis/im/v1/files` (`file_type` stream, opus, mp4, pdf, doc, xls or ppt, `file_name`,
+ * `file`) answering `data.file_key` — and sent as messages of `msg_type` image (`{"image_key"}`),
+ * file or audio (`{"file_key"}`, audio of an opus upload only). API calls
  * need `Authorization: Bearer <issued tenant token>` (else code 99991663). Every call is recorded;
  * the next calls of an endpoint can answer a frequency limit (HTTP 429, code 99991400,
  * `x-ogw-ratelimit-reset`), a refused token, a 500, or hang. With `rateLimits.perChat` it enforces
@@ -45,7 +51,9 @@ export type FeishuEndpoint =
   | 'update'
   | 'get'
   | 'resource'
-  | 'ws_endpoint';
+  | 'ws_endpoint'
+  | 'image_upload'
+  | 'file_upload';
 
 /** One API call, whatever it answered. */
 export interface FeishuApiCall {
@@ -58,7 +66,10 @@ export interface FeishuApiCall {
   chatId?: string;
   /** The Bearer token of the Authorization header (none for `ws_endpoint`, which carries the secret). */
   token: string | undefined;
+  /** The JSON body, or the text fields of a multipart one (an upload). */
   body: Json;
+  /** The file parts of a multipart body, by part name. */
+  files?: Record<string, UploadedFile>;
   /** The HTTP status answered; `null` while pending or when it hung. */
   status: number | null;
   /** Milliseconds since the epoch at which it arrived. */
@@ -72,7 +83,23 @@ export interface FeishuBotMessage {
   /** The message it replies to (reply API). */
   replyTo?: string;
   inThread: boolean;
+  msgType: 'text' | 'image' | 'file' | 'audio';
+  /** The texts of a text message; empty for a file. */
   texts: string[];
+  /** The `image_key` or `file_key` of a file message. */
+  key?: string;
+}
+
+/** A file uploaded with `POST /open-apis/im/v1/images` or `/files`. */
+export interface FeishuUpload {
+  /** The `image_key` or `file_key` answered. */
+  key: string;
+  kind: 'image' | 'file';
+  /** The `file_type` of a file: stream, opus, mp4, pdf, doc, xls or ppt. */
+  fileType?: string;
+  /** The `file_name` of a file. */
+  fileName?: string;
+  file: UploadedFile;
 }
 
 /** What the next calls of an endpoint answer instead of succeeding (see `failNext`). */
@@ -152,7 +179,9 @@ export interface FakeFeishu {
   callsTo(endpoint: FeishuEndpoint): FeishuApiCall[];
   /** Every message the bot posted, in order, with its edits. */
   botMessages(): FeishuBotMessage[];
-  /** The texts the bot's messages in a chat show now, in posting order. */
+  /** Every file uploaded, in order. */
+  uploads(): FeishuUpload[];
+  /** The texts the bot's text messages in a chat show now, in posting order. */
   shownIn(chatId: string): string[];
   /** Resolves once the bot's messages in `chatId` show `count` texts (rejects after `timeoutMs`). */
   waitForShown(chatId: string, count: number, timeoutMs?: number): Promise<string[]>;
@@ -226,6 +255,16 @@ const EDIT_LIMIT_REACHED: Answer = {
   body: { code: 230072, msg: 'The message has reached the number of times it can be edited.' },
 };
 
+/** What a message shows: its text, or the key of the file it sends. */
+interface Content {
+  msgType: FeishuBotMessage['msgType'];
+  text?: string;
+  key?: string;
+}
+
+/** The `file_type`s `POST /open-apis/im/v1/files` takes. */
+const FILE_TYPES = ['stream', 'opus', 'mp4', 'pdf', 'doc', 'xls', 'ppt'];
+
 /** Starts a fake open platform on 127.0.0.1 and an ephemeral port. */
 export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<FakeFeishu> {
   // As the console shows app ids: the SDK's long connection refuses any other shape.
@@ -242,6 +281,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   const chatOf = new Map<string, string>();
   const bot: FeishuBotMessage[] = [];
   const byUuid = new Map<string, FeishuBotMessage>();
+  const uploads: FeishuUpload[] = [];
   const hung: ServerResponse[] = [];
   /** Users' files by `<message id>/<file key>`. */
   const resources = new Map<string, { type: 'image' | 'file'; content: Buffer; contentType: string }>();
@@ -257,6 +297,8 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     if (method === 'GET' && pathname === '/open-apis/bot/v3/info') return { endpoint: 'bot_info' };
     if (method === 'POST' && pathname === '/callback/ws/endpoint') return { endpoint: 'ws_endpoint' };
     if (method === 'POST' && pathname === '/open-apis/im/v1/messages') return { endpoint: 'create' };
+    if (method === 'POST' && pathname === '/open-apis/im/v1/images') return { endpoint: 'image_upload' };
+    if (method === 'POST' && pathname === '/open-apis/im/v1/files') return { endpoint: 'file_upload' };
     const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(pathname);
     if (method === 'POST' && reply)
       return { endpoint: 'reply', messageId: decodeURIComponent(reply[1] as string) };
@@ -275,27 +317,69 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     return { endpoint: 'unknown' };
   }
 
-  function post(chatId: string, text: string, replyTo: string | undefined, inThread: boolean): Answer {
+  function post(chatId: string, content: Content, replyTo: string | undefined, inThread: boolean): Answer {
     const message: FeishuBotMessage = {
       id: `om_${randomUUID().replaceAll('-', '')}`,
       chatId,
       inThread,
-      texts: [text],
+      msgType: content.msgType,
+      texts: content.text === undefined ? [] : [content.text],
+      ...(content.key === undefined ? {} : { key: content.key }),
     };
     if (replyTo !== undefined) message.replyTo = replyTo;
     bot.push(message);
     chatOf.set(message.id, chatId);
-    return ok({ data: { message_id: message.id, chat_id: chatId, msg_type: 'text' } });
+    return ok({ data: { message_id: message.id, chat_id: chatId, msg_type: content.msgType } });
   }
 
-  function textOf(body: Json): string | null {
-    if (body.msg_type !== 'text' || typeof body.content !== 'string') return null;
+  /**
+   * What a message body shows: a non-empty text, or the key of an uploaded file of the right kind
+   * (an image's `image_key`; a file's `file_key`; an audio's `file_key` of an opus upload). `null`
+   * when it is none of these, which Feishu refuses.
+   */
+  function contentOf(body: Json): Content | null {
+    if (typeof body.content !== 'string') return null;
+    let content: Json;
     try {
-      const text = (JSON.parse(body.content) as Json).text;
-      return typeof text === 'string' && text !== '' ? text : null;
+      content = JSON.parse(body.content) as Json;
     } catch {
       return null;
     }
+    if (body.msg_type === 'text') {
+      const text = content.text;
+      return typeof text === 'string' && text !== '' ? { msgType: 'text', text } : null;
+    }
+    const field = body.msg_type === 'image' ? 'image_key' : 'file_key';
+    const upload = uploads.find((candidate) => candidate.key === content[field]);
+    if (upload === undefined) return null;
+    if (body.msg_type === 'image' && upload.kind === 'image') return { msgType: 'image', key: upload.key };
+    if (body.msg_type === 'file' && upload.kind === 'file') return { msgType: 'file', key: upload.key };
+    if (body.msg_type === 'audio' && upload.fileType === 'opus') return { msgType: 'audio', key: upload.key };
+    return null;
+  }
+
+  /** An upload as the im/v1 image and file references describe it; 400 code 234001 when invalid. */
+  function upload(call: FeishuApiCall): Answer {
+    const invalid = (msg: string) => ({
+      status: 400,
+      body: { code: 234001, msg: `Invalid request param. ${msg}` },
+    });
+    const { body, files = {} } = call;
+    if (call.endpoint === 'image_upload') {
+      const image = files.image;
+      if (body.image_type !== 'message') return invalid('image_type must be message');
+      if (image === undefined || image.bytes.length === 0) return invalid('image is required');
+      const key = `img_v3_${randomUUID().replaceAll('-', '')}`;
+      uploads.push({ key, kind: 'image', file: image });
+      return ok({ data: { image_key: key } });
+    }
+    const file = files.file;
+    if (!FILE_TYPES.includes(body.file_type)) return invalid(`file_type must be one of ${FILE_TYPES}`);
+    if (typeof body.file_name !== 'string' || body.file_name === '') return invalid('file_name is required');
+    if (file === undefined || file.bytes.length === 0) return invalid('file is required');
+    const key = `file_v3_${randomUUID().replaceAll('-', '')}`;
+    uploads.push({ key, kind: 'file', fileType: body.file_type, fileName: body.file_name, file });
+    return ok({ data: { file_key: key } });
   }
 
   function answer(call: FeishuApiCall, url: URL): Answer {
@@ -326,13 +410,14 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       return ok({ bot: { open_id: botOpenId, app_name: 'Switchboard', activate_status: 2 } });
     if (call.endpoint === 'get') return getMessage(call.messageId as string);
     if (call.endpoint === 'resource') return resourceOf(call);
-    const text = textOf(body);
-    if (call.endpoint === 'unknown' || text === null)
+    if (call.endpoint === 'image_upload' || call.endpoint === 'file_upload') return upload(call);
+    const content = contentOf(body);
+    if (call.endpoint === 'unknown' || content === null)
       return { status: 400, body: { code: 230001, msg: 'invalid request or content' } };
     if (call.endpoint === 'create') {
       if (url.searchParams.get('receive_id_type') !== 'chat_id')
         return { status: 400, body: { code: 99992402, msg: 'field validation failed' } };
-      return post(String(body.receive_id), text, undefined, false);
+      return post(String(body.receive_id), content, undefined, false);
     }
     const target = call.messageId as string;
     const chatId = chatOf.get(target);
@@ -340,19 +425,19 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
       return { status: 400, body: { code: 230011, msg: 'The message was not found' } };
     if (call.endpoint === 'update') {
       const message = bot.find((candidate) => candidate.id === target);
-      if (message === undefined)
+      if (message === undefined || content.text === undefined)
         return { status: 400, body: { code: 230027, msg: 'Lack of necessary permissions' } };
       // `texts` holds the posted text and one per edit.
       if (message.texts.length > MAX_EDITS) {
         return EDIT_LIMIT_REACHED;
       }
-      message.texts.push(text);
+      message.texts.push(content.text);
       return ok({ data: {} });
     }
     const uuid = typeof body.uuid === 'string' ? body.uuid : undefined;
     const seen = uuid === undefined ? undefined : byUuid.get(uuid);
     if (seen !== undefined) return ok({ data: { message_id: seen.id, chat_id: seen.chatId } });
-    const result = post(chatId, text, target, body.reply_in_thread === true);
+    const result = post(chatId, content, target, body.reply_in_thread === true);
     if (uuid !== undefined) byUuid.set(uuid, bot[bot.length - 1] as FeishuBotMessage);
     return result;
   }
@@ -362,14 +447,18 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     const message = bot.find((candidate) => candidate.id === id);
     if (message === undefined)
       return { status: 400, body: { code: 230011, msg: 'The message was not found' } };
+    const shown =
+      message.msgType === 'text'
+        ? { text: message.texts.at(-1) }
+        : { [message.msgType === 'image' ? 'image_key' : 'file_key']: message.key };
     const item = {
       message_id: id,
-      msg_type: 'text',
+      msg_type: message.msgType,
       chat_id: message.chatId,
       ...(message.replyTo === undefined ? {} : { parent_id: message.replyTo }),
       updated: message.texts.length > 1,
       sender: { id: appId, id_type: 'app_id', sender_type: 'app' },
-      body: { content: JSON.stringify({ text: message.texts.at(-1) }) },
+      body: { content: JSON.stringify(shown) },
     };
     return ok({ data: { items: [item] } });
   }
@@ -406,14 +495,20 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
     const { endpoint, messageId, fileKey } = routeOf(request.method ?? 'GET', url.pathname);
     const authorization = request.headers.authorization;
+    const at = Date.now();
+    // Uploads come as multipart/form-data, every other call as JSON.
+    const boundary = multipartBoundary(request.headers['content-type']);
+    const multipart =
+      boundary === undefined ? undefined : parseMultipart(await readRawBody(request), boundary);
     const call: FeishuApiCall = {
       endpoint,
       ...(messageId === undefined ? {} : { messageId }),
       ...(fileKey === undefined ? {} : { resource: { fileKey, type: url.searchParams.get('type') } }),
       token: authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined,
-      body: (await readJsonBody(request)) ?? {},
+      body: multipart === undefined ? ((await readJsonBody(request)) ?? {}) : multipart.fields,
+      ...(multipart === undefined ? {} : { files: multipart.files }),
       status: null,
-      at: Date.now(),
+      at,
     };
     const chatId = chatOfCall(endpoint, messageId, url, call.body);
     if (chatId !== undefined) call.chatId = chatId;
@@ -482,7 +577,9 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   });
 
   const shownIn = (chatId: string) =>
-    bot.filter((message) => message.chatId === chatId).map((message) => message.texts.at(-1) as string);
+    bot
+      .filter((message) => message.chatId === chatId && message.msgType === 'text')
+      .map((message) => message.texts.at(-1) as string);
 
   async function postEvent(
     url: string,
@@ -514,6 +611,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     calls,
     callsTo: (endpoint) => calls.filter((call) => call.endpoint === endpoint),
     botMessages: () => bot,
+    uploads: () => [...uploads],
     shownIn,
     waitForShown: (chatId, count, timeoutMs = 5_000) =>
       eventually(

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { eventually } from './eventually.js';
 import { type FakeRateLimit, createFakeRateLimiter } from './fake-rate-limits.js';
 import { readJsonBody } from './json-body.js';
+import { type UploadedFile, multipartBoundary, parseMultipart, readRawBody } from './multipart-body.js';
 
 /**
  * A fake WhatsApp Business Cloud API for tests: a node:http server on 127.0.0.1 that answers
@@ -13,7 +14,11 @@ import { readJsonBody } from './json-body.js';
  * phone number id and the text message (`messaging_product: whatsapp`, `to`, `type: text`,
  * `text.body` of 1 to 4096 characters, else 400 with code 100) and answers
  * `{ messaging_product, contacts: [{ input, wa_id }], messages: [{ id: "wamid…" }] }`; `GET
- * /{version}/{phone_number_id}` answers the number's `display_phone_number` and `verified_name`. It records
+ * /{version}/{phone_number_id}` answers the number's `display_phone_number` and `verified_name`.
+ * Media messages (`type: image | document | audio` with `{ link }` or the `{ id }` of an upload,
+ * `document.filename`) are taken too, and `POST /{version}/{phone_number_id}/media` takes an upload
+ * as Meta documents it (multipart: `messaging_product=whatsapp`, `type` = a mime type WhatsApp
+ * accepts, the `file` part; else 400 code 100) and answers its `{ id }`. It records
  * every call and can answer a rate limit (130429, 131056 or 80007), a refused token, a send
  * outside the 24-hour window (131047), another status, or hang. With `rateLimits` it enforces the throughput and pair rate: a send past one is
  * answered 130429 (HTTP 429) or 131056 (HTTP 400, as Meta answers it) and counted. Webhook notifications are POSTed with `deliverWebhook`, signed as Meta signs
@@ -30,21 +35,59 @@ export interface WhatsAppApiCall {
   path: string;
   /** The Bearer token of the Authorization header. */
   token: string | undefined;
+  /** The JSON body, or the text fields of a multipart one. */
   body: Json;
+  /** The file parts of a multipart body, by part name. */
+  files?: Record<string, UploadedFile>;
   /** The HTTP status answered; `null` while pending or when it hung. */
   status: number | null;
   /** Milliseconds since the epoch at which it arrived. */
   at: number;
 }
 
-/** A text message the fake accepted. */
+/** A message the fake accepted. */
 export interface SentWhatsAppMessage {
   /** The recipient's WhatsApp id (phone number). */
   to: string;
+  type: 'text' | WhatsAppMediaType;
+  /** The body of a text message; `''` for a media message. */
   text: string;
+  /** The part of a media message: `{ link }` or `{ id }` of an upload, `filename` of a document. */
+  media?: { link?: string; id?: string; filename?: string; caption?: string };
   /** Its `wamid` in the answer. */
   id: string;
 }
+
+/** The kinds of media message the fake takes. */
+export type WhatsAppMediaType = 'image' | 'document' | 'audio';
+
+/** A file uploaded with `POST /{version}/{phone_number_id}/media`. */
+export interface WhatsAppUpload {
+  /** The media id answered. */
+  id: string;
+  /** The `type` field: the mime type given. */
+  type: string;
+  file: UploadedFile;
+}
+
+/**
+ * The mime types the Cloud API takes per kind of media ("Supported media types" in Meta's
+ * reference); a document may be of any of the listed office types, PDF or plain text.
+ */
+export const WHATSAPP_MEDIA_TYPES: Record<WhatsAppMediaType, readonly string[]> = {
+  image: ['image/jpeg', 'image/png'],
+  audio: ['audio/aac', 'audio/amr', 'audio/mpeg', 'audio/mp4', 'audio/ogg'],
+  document: [
+    'text/plain',
+    'application/pdf',
+    'application/msword',
+    'application/vnd.ms-excel',
+    'application/vnd.ms-powerpoint',
+    'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+  ],
+};
 
 /** What the next calls answer instead of succeeding (see `failNext`). */
 export type FakeWhatsAppFailure =
@@ -128,9 +171,11 @@ export interface FakeWhatsApp {
   verifyToken: string;
   /** Every API call, in arrival order. */
   calls: WhatsAppApiCall[];
-  /** Every text message accepted, in order. */
+  /** Every message accepted, texts and media, in order. */
   sent(): SentWhatsAppMessage[];
-  /** The texts that reached one recipient, in order. */
+  /** Every upload accepted, in order. */
+  uploads(): WhatsAppUpload[];
+  /** The texts that reached one recipient, in order (media messages left out). */
   deliveredTo(to: string): string[];
   /** Resolves once `count` messages reached `to` (rejects after `timeoutMs`). */
   waitForDelivered(to: string, count: number, timeoutMs?: number): Promise<string[]>;
@@ -141,6 +186,8 @@ export interface FakeWhatsApp {
    * answered as usual (`failNext(1, failure, { after: 1 })` fails the second call from now).
    */
   failNext(count: number, failure: FakeWhatsAppFailure, options?: { after?: number }): void;
+  /** The next `count` uploads (`POST …/media`) answer `failure`; other calls are answered as usual. */
+  failNextUploads(count: number, failure: FakeWhatsAppFailure): void;
   /** A text message with its contact, as in `value.messages[]` and `value.contacts[]`. */
   textMessage(fields: TextMessageFields): ChangeValue;
   /** A message of any kind with its contact: media, a location, a tapped interactive reply. */
@@ -202,13 +249,31 @@ export function signWhatsAppBody(appSecret: string, body: string): string {
   return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`;
 }
 
-/** 400 naming the first bad parameter of a text message, as Graph does; `null` when it is good. */
-function badMessage(body: Json | null): Answer | null {
-  const invalid = (detail: string) => graphError(400, 100, `(#100) Invalid parameter: ${detail}`);
+const invalid = (detail: string) => graphError(400, 100, `(#100) Invalid parameter: ${detail}`);
+
+/**
+ * 400 naming the first bad parameter of a media message's part, as Graph does; `null` when it is
+ * good: exactly one of an `http(s)` `link` and the `id` of an upload.
+ */
+function badMedia(type: WhatsAppMediaType, part: Json | undefined, uploaded: (id: string) => boolean) {
+  if (typeof part !== 'object' || part === null) return invalid(`${type} is required`);
+  const { link, id } = part;
+  if ((link === undefined) === (id === undefined)) return invalid(`${type}: give one of link and id`);
+  if (link !== undefined && (typeof link !== 'string' || !/^https?:\/\//.test(link)))
+    return invalid(`${type}.link must be an http or https URL`);
+  if (id !== undefined && (typeof id !== 'string' || !uploaded(id)))
+    return invalid(`${type}.id is not the id of an uploaded media`);
+  return null;
+}
+
+/** 400 naming the first bad parameter of a message, as Graph does; `null` when it is good. */
+function badMessage(body: Json | null, uploaded: (id: string) => boolean): Answer | null {
   if (body === null) return invalid('the body must be a JSON object');
   if (body.messaging_product !== 'whatsapp') return invalid('messaging_product must be whatsapp');
   if (typeof body.to !== 'string' || body.to === '') return invalid('to is required');
-  if (body.type !== 'text') return invalid('type: the fake serves text messages only');
+  if (body.type === 'image' || body.type === 'document' || body.type === 'audio')
+    return badMedia(body.type, body[body.type], uploaded);
+  if (body.type !== 'text') return invalid('type: the fake serves text, image, document and audio messages');
   const text: unknown = body.text?.body;
   if (typeof text !== 'string' || text.trim() === '') return invalid('text.body is required');
   if ([...text].length > TEXT_LIMIT) return invalid(`text.body is longer than ${TEXT_LIMIT} characters`);
@@ -225,6 +290,9 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   const sent: SentWhatsAppMessage[] = [];
   /** What the next calls answer, in order; `null` is a call answered as usual. */
   const failures: Array<FakeWhatsAppFailure | null> = [];
+  /** What the next uploads answer, in order. */
+  const uploadFailures: FakeWhatsAppFailure[] = [];
+  const uploads: WhatsAppUpload[] = [];
   const hung = new Set<ServerResponse>();
   const rateLimits = options.rateLimits ?? {};
   const limiter = createFakeRateLimiter(rateLimits.toleranceMs);
@@ -266,7 +334,29 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
 
   const media = new Map<string, { content: Buffer; mimeType: string }>();
 
-  function accept(method: string, path: string, body: Json | null, arrivedAt: number): Answer {
+  /** An upload of `POST /{version}/{phone_number_id}/media` as Meta checks it. */
+  function upload(fields: Record<string, string>, files: Record<string, UploadedFile>): Answer {
+    if (fields.messaging_product !== 'whatsapp')
+      return graphError(400, 100, '(#100) The parameter messaging_product is required.');
+    const type = fields.type ?? '';
+    if (!Object.values(WHATSAPP_MEDIA_TYPES).some((types) => types.includes(type)))
+      return graphError(400, 100, `(#100) Param type must be a supported mime type, got "${type}"`);
+    const file = files.file;
+    if (file === undefined || file.bytes.length === 0)
+      return graphError(400, 100, '(#100) The parameter file is required.');
+    const id = String(2_000_000_000_000_000 + uploads.length + 1);
+    uploads.push({ id, type, file });
+    media.set(id, { content: file.bytes, mimeType: type });
+    return { status: 200, body: { id } };
+  }
+
+  function accept(
+    method: string,
+    path: string,
+    body: Json | null,
+    files: Record<string, UploadedFile> | undefined,
+    arrivedAt: number,
+  ): Answer {
     const parts = path.split('/');
     const [, version = '', phone, edge] = parts;
     const stored = method === 'GET' && parts.length === 3 ? media.get(phone ?? '') : undefined;
@@ -289,7 +379,8 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
         body: { id: phoneNumberId, display_phone_number: '15550783881', verified_name: 'Switchboard Test' },
       };
     }
-    if (method !== 'POST' || parts.length !== 4 || edge !== 'messages' || !VERSION.test(version))
+    const known = edge === 'messages' || edge === 'media';
+    if (method !== 'POST' || parts.length !== 4 || !known || !VERSION.test(version))
       return graphError(400, 100, `Unknown path components: ${path}`);
     if (phone !== phoneNumberId) {
       return graphError(
@@ -299,12 +390,20 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
         'GraphMethodException',
       );
     }
-    const bad = badMessage(body);
+    if (edge === 'media') {
+      if (files === undefined) return graphError(400, 100, '(#100) The request must be multipart/form-data');
+      return upload(body ?? {}, files);
+    }
+    const bad = badMessage(body, (id) => uploads.some((entry) => entry.id === id));
     if (bad !== null || body === null) return bad ?? graphError(400, 100, '(#100) Invalid parameter');
     const limited = overRateLimit(body.to, arrivedAt);
     if (limited !== null) return limited;
     const id = wamid();
-    sent.push({ to: body.to, text: body.text.body, id });
+    sent.push(
+      body.type === 'text'
+        ? { to: body.to, type: 'text', text: body.text.body, id }
+        : { to: body.to, type: body.type, text: '', media: body[body.type], id },
+    );
     return {
       status: 200,
       body: {
@@ -318,11 +417,23 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
   let url = '';
   const server: Server = createServer(async (request, response) => {
     const at = Date.now();
-    const body = await readJsonBody(request);
+    // Uploads come as multipart/form-data, every other call as JSON.
+    const boundary = multipartBoundary(request.headers['content-type']);
+    const multipart =
+      boundary === undefined ? undefined : parseMultipart(await readRawBody(request), boundary);
+    const body = multipart === undefined ? await readJsonBody(request) : multipart.fields;
     const method = request.method ?? 'GET';
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
     const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
-    const call: WhatsAppApiCall = { method, path, token, body: body ?? {}, status: null, at };
+    const call: WhatsAppApiCall = {
+      method,
+      path,
+      token,
+      body: body ?? {},
+      ...(multipart === undefined ? {} : { files: multipart.files }),
+      status: null,
+      at,
+    };
     calls.push(call);
     const send = (answer: Answer) => {
       call.status = answer.status;
@@ -345,12 +456,13 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
       response.end(stored.content);
       return;
     }
-    const failure = failures.shift() ?? null;
+    const isUpload = method === 'POST' && path.endsWith('/media');
+    const failure = (isUpload ? uploadFailures.shift() : undefined) ?? failures.shift() ?? null;
     if (failure?.kind === 'hang') {
       hung.add(response);
       return;
     }
-    send(failure === null ? accept(method, path, body, at) : failureAnswer(failure));
+    send(failure === null ? accept(method, path, body, multipart?.files, at) : failureAnswer(failure));
   });
   server.keepAliveTimeout = 1;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -378,7 +490,8 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     };
   }
 
-  const deliveredTo = (to: string) => sent.filter((entry) => entry.to === to).map((entry) => entry.text);
+  const deliveredTo = (to: string) =>
+    sent.filter((entry) => entry.to === to && entry.type === 'text').map((entry) => entry.text);
 
   return {
     url,
@@ -388,6 +501,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     verifyToken,
     calls,
     sent: () => [...sent],
+    uploads: () => [...uploads],
     deliveredTo,
     waitForDelivered(to, count, timeoutMs = 10_000) {
       return eventually(
@@ -402,6 +516,9 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions = {}): Prom
     rateLimitViolations: () => limiter.violations(),
     failNext(count, failure, { after = 0 } = {}) {
       failures.push(...Array<null>(after).fill(null), ...Array<FakeWhatsAppFailure>(count).fill(failure));
+    },
+    failNextUploads(count, failure) {
+      uploadFailures.push(...Array<FakeWhatsAppFailure>(count).fill(failure));
     },
     textMessage({ text, extra, ...sender }) {
       const value = inbound({ type: 'text', part: { body: text }, ...sender });

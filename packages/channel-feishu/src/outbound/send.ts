@@ -1,5 +1,6 @@
-import { type MessageCalls, retryKeyOf, splitReplies } from '@switchboard/channel-kit';
+import { type MessageCalls, retryKeyOf, splitRepliesWithAttachments } from '@switchboard/channel-kit';
 import {
+  type Attachment,
   type InboundMessage,
   type Reply,
   type SendPacer,
@@ -8,6 +9,7 @@ import {
 } from '@switchboard/core';
 import { type EditCounts, MAX_EDITS } from './edit-counts.js';
 import type { FeishuApi } from './open-api.js';
+import { uploadFeishuFile } from './upload-file.js';
 
 /**
  * Characters of one text message. Feishu caps a text message's request at 150 KB; 30 000 UTF-16
@@ -21,15 +23,30 @@ export interface FeishuText {
   uuid?: string;
 }
 
+/** One file message of a reply: the attachment, uploaded when it is sent. */
+export interface FeishuFile {
+  attachment: Attachment;
+  uuid?: string;
+}
+
+/** One message of a reply. */
+export type FeishuPart = FeishuText | FeishuFile;
+
+/** Whether `part` is a text message, which a streamed preview can become. */
+const isText = (part: FeishuPart): part is FeishuText => 'text' in part;
+
 /**
- * The texts of `replies` in Feishu's limit. With `answering` (the turn, else the message answered)
- * each carries a `uuid` made of it, its place and its text, so that a re-sent part shows once.
+ * The messages of `replies`: each reply's attachments, then its text in Feishu's limit. With
+ * `answering` (the turn, else the message answered) each carries a `uuid` made of it, its place
+ * and what it shows (a text, an attachment's url or data), so that a re-sent part shows once: a
+ * file uploaded again on a retry gets another key, and its message the same uuid.
  */
-export function renderFeishuReplies(replies: readonly Reply[], answering?: string): FeishuText[] {
-  return splitReplies(replies, MAX_TEXT_CHARS).map(({ text }, index) => ({
-    text,
-    ...(answering === undefined ? {} : { uuid: retryKeyOf(answering, index, [text]) }),
-  }));
+export function renderFeishuReplies(replies: readonly Reply[], answering?: string): FeishuPart[] {
+  return splitRepliesWithAttachments(replies, MAX_TEXT_CHARS).map((part, index) => {
+    const shown = 'text' in part ? part.text : JSON.stringify(part.attachment);
+    const uuid = answering === undefined ? {} : { uuid: retryKeyOf(answering, index, [shown]) };
+    return 'text' in part ? { text: part.text, ...uuid } : { attachment: part.attachment, ...uuid };
+  });
 }
 
 /**
@@ -54,11 +71,16 @@ export interface FeishuMessageCallsOptions {
   edits: EditCounts;
   /** `preview` edits the draft while edits are left; `answer` shows the final text. */
   purpose: 'preview' | 'answer';
+  /** `outbound.allow_private_urls`: whether a url attachment may lead to a private address. */
+  allowPrivateUrls: boolean;
+  /** The configured channel id, for errors. */
+  channelId: string;
 }
 
 /**
  * Replies to `origin` (a reply to a message in a topic lands in the topic: the queued origin keeps
- * no platform event to tell) and edits the bot's text messages, paced per chat.
+ * no platform event to tell) and edits the bot's text messages, paced per chat. A file is
+ * uploaded first (`upload-file.ts`), then replied with as an image, file or audio message.
  *
  * Feishu edits a message 20 times at most: previews stop editing a draft after 19, which keeps
  * the last edit for the answer. Should that edit be refused all the same (edits this process did
@@ -69,7 +91,7 @@ export interface FeishuMessageCallsOptions {
 export function feishuMessageCalls(
   origin: InboundMessage,
   options: FeishuMessageCallsOptions,
-): MessageCalls<FeishuText> {
+): MessageCalls<FeishuPart> {
   const { api, pacer, signal, edits, purpose } = options;
   const chat = pacedChatOf(origin);
   const messageUrl = (id: string) => `/open-apis/im/v1/messages/${encodeURIComponent(id)}`;
@@ -106,21 +128,27 @@ export function feishuMessageCalls(
     }
   }
 
-  const calls: MessageCalls<FeishuText> = {
-    async post({ text, uuid }) {
+  const calls: MessageCalls<FeishuPart> = {
+    async post(part) {
+      const { msgType, content: shown } = isText(part)
+        ? { msgType: 'text', content: content(part.text) }
+        : await uploadFeishuFile(part.attachment, options);
       await pacer.pace(chat, signal);
       const answer = await api.call<{ data?: { message_id?: string } }>(
         'im.message.reply',
         {
           method: 'POST',
           url: `${messageUrl(origin.platform_message_id)}/reply`,
-          data: { msg_type: 'text', content: content(text), uuid },
+          data: { msg_type: msgType, content: shown, uuid: part.uuid },
         },
         signal,
       );
       return answer.data?.message_id ?? '';
     },
-    async edit(message, ref) {
+    editable: isText,
+    async edit(part, ref) {
+      // `sendParts` and `showPreview` edit with a text only (`editable`).
+      const message = part as FeishuText;
       if (purpose === 'preview') {
         if (edits.of(ref) >= MAX_EDITS - 1) return;
         await update(message.text, ref);

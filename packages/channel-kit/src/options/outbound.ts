@@ -45,7 +45,7 @@ export const outboundFields = {
   typing: z.boolean().default(true),
   /**
    * Whether a reply's url attachment, which the gateway fetches for a platform that takes only
-   * uploads (Slack, Discord), may lead — directly, by DNS or by a redirect — to a loopback,
+   * uploads (Slack, Discord, Feishu), may lead — directly, by DNS or by a redirect — to a loopback,
    * private or link-local address. Off: the url may come from a user through a pipeline, and
    * the gateway must not fetch its own network (e.g. cloud metadata at 169.254.169.254) for them.
    */

@@ -8,24 +8,16 @@ export type AttachmentRefusal = (attachment: Attachment) => string | undefined;
 
 /**
  * Throws a final SB_CHANNEL_ATTACHMENTS_UNSUPPORTED, before any call, when `replies` carry an
- * attachment the channel cannot send: every attachment without `refusal` (a channel that cannot
- * send files yet), else those it gives a reason for, each named (`replies[0].attachments[1]`)
- * with its reason. The whole delivery fails (a `delivery_failed` dead letter naming why) rather
- * than post the rest and drop those files unseen; a replay then sends every reply once.
+ * attachment the channel cannot send: those `refusal` gives a reason for, each named
+ * (`replies[0].attachments[1]`) with its reason. The whole delivery fails (a `delivery_failed`
+ * dead letter naming why) rather than post the rest and drop those files unseen; a replay then
+ * sends every reply once.
  */
 export function refuseAttachments(
   replies: readonly Reply[],
   where: { type: string; channelId: string },
-  refusal?: AttachmentRefusal,
+  refusal: AttachmentRefusal,
 ): void {
-  if (refusal === undefined) {
-    const index = replies.findIndex((reply) => (reply.attachments?.length ?? 0) > 0);
-    if (index === -1) return;
-    throw new SwitchboardError('SB_CHANNEL_ATTACHMENTS_UNSUPPORTED', {
-      message: `${where.type} channel "${where.channelId}" cannot send attachments yet: replies[${index}] carries ${replies[index]?.attachments?.length}`,
-      details: { channel: where.channelId, reply: index },
-    });
-  }
   const refused = replies.flatMap((reply, index) =>
     (reply.attachments ?? []).flatMap((attachment, position) => {
       const reason = refusal(attachment);

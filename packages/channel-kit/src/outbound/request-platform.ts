@@ -16,6 +16,8 @@ export interface PlatformRequest extends ChannelFailureOptions {
   body?: unknown;
   /** Sent as `application/x-www-form-urlencoded` instead of `body` (OAuth token endpoints). */
   form?: Record<string, string>;
+  /** Sent as `multipart/form-data` instead of `body` (a file upload). */
+  multipart?: FormData;
   /** How long the platform has to answer, in ms. */
   timeoutMs: number;
   /** The send's deadline: once it aborts, the call rejects with its reason. */
@@ -59,7 +61,7 @@ function parsedBody(text: string): unknown {
 
 /**
  * One JSON-over-HTTP call to a platform without an SDK client (LINE push, WhatsApp Cloud API),
- * or a form post answered with JSON (an OAuth client-credentials token):
+ * or a form post answered with JSON (an OAuth client-credentials token, a multipart upload):
  * resolves with the parsed body of a 2xx answer. A non-2xx answer rejects with `channelFailure`
  * of its status, `Retry-After` and the platform's message; no answer within `timeoutMs` (its
  * body included), or none at all, with a retryable SB_CHANNEL_SEND_FAILED. An answer is read up
@@ -71,11 +73,12 @@ export async function requestPlatform(options: PlatformRequest): Promise<unknown
   signal?.throwIfAborted();
   const timeout = AbortSignal.timeout(timeoutMs);
   const payload =
-    options.form === undefined
+    options.multipart ??
+    (options.form === undefined
       ? options.body === undefined
         ? undefined
         : JSON.stringify(options.body)
-      : new URLSearchParams(options.form);
+      : new URLSearchParams(options.form));
   const headers = {
     ...(typeof payload === 'string' ? { 'content-type': 'application/json' } : {}),
     ...options.headers,

@@ -78,6 +78,24 @@ describe('requestPlatform', () => {
     });
   });
 
+  describe('when the call is a multipart upload', () => {
+    it('posts the form as multipart/form-data, its boundary in the content type', async () => {
+      const fake = await fakePlatform(answer(200, { id: '42' }));
+      const form = new FormData();
+      form.append('messaging_product', 'whatsapp');
+      form.append('file', new Blob(['hello'], { type: 'text/plain' }), 'hello.txt');
+      const answered = await requestPlatform({ where, url: fake.url, multipart: form, timeoutMs: 2_000 });
+      expect(answered).toEqual({ id: '42' });
+      const contentType = fake.requests[0]?.headers['content-type'] ?? '';
+      const boundary = /boundary=(.+)$/.exec(contentType)?.[1];
+      expect(contentType).toMatch(/^multipart\/form-data; boundary=/);
+      expect(fake.requests[0]?.body).toContain(`--${boundary}`);
+      expect(fake.requests[0]?.body).toContain(
+        'filename="hello.txt"\r\nContent-Type: text/plain\r\n\r\nhello',
+      );
+    });
+  });
+
   describe('when the platform answers 429 with Retry-After in seconds', () => {
     it('rejects with SB_CHANNEL_RATE_LIMITED and the wait in ms', async () => {
       const fake = await fakePlatform(answer(429, { message: 'Too many requests' }, { 'retry-after': '7' }));

@@ -1,12 +1,16 @@
 import {
   type FailedCall,
+  type MediaReplyPart,
   type PlatformFailure,
+  attachmentFile,
   channelFailure,
   createPostedTexts,
+  refuseAttachments,
   requestPlatform,
-  splitReplies,
+  splitRepliesWithAttachments,
 } from '@switchboard/channel-kit';
 import {
+  type Attachment,
   type InboundMessage,
   type OutboundObserver,
   type Reply,
@@ -15,6 +19,7 @@ import {
   isSwitchboardError,
   pacedChatOf,
 } from '@switchboard/core';
+import { renderMediaMessage, whatsAppAttachmentRefusal } from './media-message.js';
 
 /** The Cloud API's limit of one text message's body, in characters. */
 export const MAX_TEXT_CHARS = 4096;
@@ -36,6 +41,8 @@ export interface WhatsAppApi {
   channelId: string;
   /** `{api_url}/{api_version}/{phone_number_id}/messages`. */
   messagesUrl: string;
+  /** `{api_url}/{api_version}/{phone_number_id}/media`: uploads. */
+  mediaUrl: string;
   accessToken: string;
   /** How long Meta has to answer one call, ms. */
   timeoutMs: number;
@@ -63,9 +70,13 @@ function graphFailureOf(failure: PlatformFailure): PlatformFailure {
 }
 
 /**
- * The sending half of the WhatsApp channel: the replies cut into texts of 4,096 characters, each
- * sent with `POST /{version}/{phone_number_id}/messages` to the chat's user, one after the other
- * so that they arrive in order, each paced by `pacer` first. A failure ends the send (earlier
+ * The sending half of the WhatsApp channel: each reply's attachments, then its text cut into
+ * texts of 4,096 characters, each sent with `POST /{version}/{phone_number_id}/messages` to the
+ * chat's user, one after the other so that they arrive in order, each paced by `pacer` first. An
+ * attachment is an image, document (`file`, with its file name) or audio message: a `url` by
+ * `link`, which Meta fetches; `data` uploaded first (`POST /{phone_number_id}/media`, multipart)
+ * and sent by the media `id` answered. Attachments WhatsApp would not take (`media-message.ts`)
+ * fail the send before any call with a final SB_CHANNEL_ATTACHMENTS_UNSUPPORTED naming each. A failure ends the send (earlier
  * texts stay sent) with an SB_CHANNEL_* error without the token: a rate limit is retryable
  * SB_CHANNEL_RATE_LIMITED with the wait, a refused token SB_CHANNEL_AUTH_FAILED naming
  * `channels[<id>].access_token`, a send outside the 24-hour customer-service window a final
@@ -77,29 +88,68 @@ function graphFailureOf(failure: PlatformFailure): PlatformFailure {
  */
 export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observer: OutboundObserver) {
   const where: FailedCall = { type: 'whatsapp', channelId: api.channelId, call: 'POST /messages' };
+  const uploadWhere: FailedCall = { ...where, call: 'POST /media' };
   const errorOptions = {
     secrets: [api.accessToken],
     credentialPath: `channels[${api.channelId}].access_token`,
   };
 
-  function failure(error: unknown): unknown {
+  function failure(error: unknown, call = where): unknown {
     if (!isSwitchboardError(error) || !error.code.startsWith('SB_CHANNEL_')) return error;
     const reported = (error.details ?? {}) as PlatformFailure;
     if (Number(reported.code) === OUTSIDE_WINDOW_CODE) {
       return new SwitchboardError('SB_CHANNEL_SEND_FAILED', {
-        message: `whatsapp channel "${api.channelId}": ${where.call} refused (Graph code ${OUTSIDE_WINDOW_CODE}): outside the 24-hour customer-service window; the user last wrote more than 24 hours ago, and only a template message reaches them until they write again`,
+        message: `whatsapp channel "${api.channelId}": ${call.call} refused (Graph code ${OUTSIDE_WINDOW_CODE}): outside the 24-hour customer-service window; the user last wrote more than 24 hours ago, and only a template message reaches them until they write again`,
         details: error.details,
         retryable: false,
       });
     }
     const graph = graphFailureOf(reported);
-    const mapped = graph === reported ? error : channelFailure(where, graph, errorOptions);
+    const mapped = graph === reported ? error : channelFailure(call, graph, errorOptions);
     if (mapped.code === 'SB_CHANNEL_RATE_LIMITED')
       observer.rateLimited(api.channelId, mapped.retryAfterMs ?? 0);
     return mapped;
   }
 
   const posted = createPostedTexts({ maxAgeMs: api.maxAgeMs, now: api.now });
+  const authorization = { authorization: `Bearer ${api.accessToken}` };
+
+  /**
+   * Uploads a `data` attachment; resolves with its media id. Not paced: an upload posts nothing
+   * into the chat. An upload whose message then fails is made again by the retry: an unused
+   * media id costs nothing, and Meta deletes it after 30 days.
+   */
+  async function upload(attachment: Attachment, signal: AbortSignal): Promise<string> {
+    const file = await attachmentFile(attachment, { signal, channelId: api.channelId });
+    // `whatsAppAttachmentRefusal` lets only a data attachment with a mime type through to here.
+    const type = attachment.mime_type as string;
+    const form = new FormData();
+    form.append('messaging_product', 'whatsapp');
+    form.append('type', type);
+    form.append('file', new Blob([file.bytes], { type }), file.name);
+    const answer = (await requestPlatform({
+      where: uploadWhere,
+      url: api.mediaUrl,
+      headers: authorization,
+      multipart: form,
+      timeoutMs: api.timeoutMs,
+      signal,
+      ...errorOptions,
+    }).catch((error: unknown) => {
+      throw failure(error, uploadWhere);
+    })) as { id?: unknown } | undefined;
+    if (typeof answer?.id === 'string') return answer.id;
+    throw channelFailure(uploadWhere, { description: 'the answer has no media id' }, errorOptions);
+  }
+
+  /** The message of one part: a text, or a media message once its file is uploaded. */
+  async function messageOf(part: MediaReplyPart, signal: AbortSignal) {
+    if ('text' in part) return { type: 'text', text: { body: part.text } };
+    const { attachment } = part;
+    const file =
+      attachment.url === undefined ? { id: await upload(attachment, signal) } : { link: attachment.url };
+    return renderMediaMessage(attachment, file);
+  }
 
   /** Sends `replies` to the user of `origin`; `answering` (the turn, else the message) keys what was posted. */
   return async function send(
@@ -108,22 +158,24 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
     signal: AbortSignal,
     answering: string,
   ) {
+    refuseAttachments(replies, { type: 'whatsapp', channelId: api.channelId }, whatsAppAttachmentRefusal);
     const chat = pacedChatOf(origin);
-    const parts = splitReplies(replies, MAX_TEXT_CHARS);
-    for (const [index, { text }] of parts.entries()) {
-      const part = { answering, index, text };
-      if (posted.has(part)) continue;
+    const parts = splitRepliesWithAttachments(replies, MAX_TEXT_CHARS);
+    for (const [index, part] of parts.entries()) {
+      // An attachment is keyed by what it is (its url or data), a text by itself.
+      const key = { answering, index, text: 'text' in part ? part.text : JSON.stringify(part.attachment) };
+      if (posted.has(key)) continue;
+      const message = await messageOf(part, signal);
       await pacer.pace(chat, signal);
       await requestPlatform({
         where,
         url: api.messagesUrl,
-        headers: { authorization: `Bearer ${api.accessToken}` },
+        headers: authorization,
         body: {
           messaging_product: 'whatsapp',
           recipient_type: 'individual',
           to: origin.chat.id,
-          type: 'text',
-          text: { body: text },
+          ...message,
         },
         timeoutMs: api.timeoutMs,
         signal,
@@ -132,7 +184,7 @@ export function createWhatsAppSender(api: WhatsAppApi, pacer: SendPacer, observe
         throw failure(error);
       });
       // The last part posted ends the send, which is then not tried again: nothing to remember.
-      if (index < parts.length - 1) posted.add(part);
+      if (index < parts.length - 1) posted.add(key);
     }
   };
 }

@@ -174,4 +174,122 @@ describe('WhatsApp send', () => {
       await expect(sending).rejects.toBe(reason);
     });
   });
+
+  describe('when a reply carries an image as data and a text', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 254, 255]);
+    const image = {
+      type: 'image',
+      data: png.toString('base64'),
+      name: 'chart.png',
+      mime_type: 'image/png',
+    } as const;
+
+    it('uploads the bytes, then sends the image by its media id, then the text, in that order', async () => {
+      await channel.send(
+        origin,
+        [{ text: 'here is your chart', attachments: [image] }],
+        AbortSignal.timeout(5_000),
+      );
+      expect(fake.calls.map((call) => `${call.method} ${call.path}`)).toEqual([
+        `POST /v21.0/${fake.phoneNumberId}/media`,
+        `POST /v21.0/${fake.phoneNumberId}/messages`,
+        `POST /v21.0/${fake.phoneNumberId}/messages`,
+      ]);
+      const [upload] = fake.uploads();
+      expect(fake.calls[0]).toMatchObject({
+        token: fake.accessToken,
+        body: { messaging_product: 'whatsapp', type: 'image/png' },
+      });
+      expect(upload?.file.bytes.equals(png)).toBe(true);
+      expect(upload?.file).toMatchObject({ filename: 'chart.png', contentType: 'image/png' });
+      expect(fake.sent().map(({ type, text, media }) => ({ type, text, media }))).toEqual([
+        { type: 'image', text: '', media: { id: upload?.id } },
+        { type: 'text', text: 'here is your chart', media: undefined },
+      ]);
+    });
+  });
+
+  describe('when a reply carries attachments by url', () => {
+    it('sends each by link, a file as a document with its name, without uploading', async () => {
+      const attachments = [
+        {
+          type: 'file',
+          url: 'https://files.example.com/q3/report.pdf?sig=abc',
+          mime_type: 'application/pdf',
+        },
+        { type: 'audio', url: 'https://files.example.com/hello.mp3' },
+      ] as const;
+      await channel.send(origin, [{ attachments: [...attachments] }], AbortSignal.timeout(5_000));
+      expect(fake.uploads()).toEqual([]);
+      expect(fake.sent().map(({ type, media }) => ({ type, media }))).toEqual([
+        { type: 'document', media: { link: attachments[0].url, filename: 'report.pdf' } },
+        { type: 'audio', media: { link: attachments[1].url } },
+      ]);
+    });
+  });
+
+  describe('when WhatsApp would not take an attachment', () => {
+    it.each([
+      [
+        'a WebP image',
+        { type: 'image', url: 'https://example.com/a.webp', mime_type: 'image/webp' },
+        'WhatsApp does not take image/webp as an image',
+      ],
+      [
+        'data without a mime type',
+        { type: 'file', data: Buffer.from('hi').toString('base64') },
+        'a data attachment needs a mime_type',
+      ],
+    ] as const)(
+      'rejects %s with a final SB_CHANNEL_ATTACHMENTS_UNSUPPORTED naming it, before any call',
+      async (_case, refused, problem) => {
+        const ok = { type: 'image', url: 'https://example.com/a.png', mime_type: 'image/png' } as const;
+        const replies = [{ text: 'first' }, { text: 'second', attachments: [ok, refused] }];
+        const error = await channel
+          .send(origin, replies, AbortSignal.timeout(5_000))
+          .catch((caught: unknown) => caught);
+        expect(error).toMatchObject({
+          code: 'SB_CHANNEL_ATTACHMENTS_UNSUPPORTED',
+          details: { channel: 'wa', refused: [{ reply: 1, attachment: 1, type: refused.type }] },
+        });
+        expect((error as SwitchboardError).retryable).not.toBe(true);
+        expect((error as SwitchboardError).message).toContain(
+          `cannot send replies[1].attachments[1] (${refused.type}): ${problem}`,
+        );
+        expect(fake.calls).toEqual([]);
+      },
+    );
+  });
+
+  describe('when the upload fails', () => {
+    const file = {
+      type: 'file',
+      data: Buffer.from('minutes').toString('base64'),
+      name: 'minutes.txt',
+      mime_type: 'text/plain',
+    } as const;
+
+    it('rejects a 500 with a retryable SB_CHANNEL_SEND_FAILED naming the upload, and sends nothing', async () => {
+      fake.failNextUploads(1, { kind: 'http_status', status: 500 });
+      const error = await channel
+        .send(origin, [{ text: 'after', attachments: [file] }], AbortSignal.timeout(5_000))
+        .catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: true });
+      expect((error as SwitchboardError).message).toContain('POST /media');
+      expect(fake.sent()).toEqual([]);
+    });
+
+    it('rejects a refused upload with a final SB_CHANNEL_SEND_FAILED', async () => {
+      fake.failNextUploads(1, {
+        kind: 'http_status',
+        status: 400,
+        code: 100,
+        message: '(#100) Invalid parameter',
+      });
+      const error = await channel
+        .send(origin, [{ attachments: [file] }], AbortSignal.timeout(5_000))
+        .catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ code: 'SB_CHANNEL_SEND_FAILED', retryable: false });
+    });
+  });
 });

@@ -22,7 +22,7 @@ export function createMemoryChannelLeases(): ChannelLeases {
     async acquire(channel, holder, ttlMs) {
       const current = leases.get(channel);
       if (inForce(current) && current.holder !== holder) return { ...current };
-      const epoch = inForce(current) ? current.epoch : (epochs.get(channel) ?? 0) + 1;
+      const epoch = (epochs.get(channel) ?? 0) + 1;
       epochs.set(channel, epoch);
       const lease = { channel, holder, epoch, expiresAt: now() + ttlMs };
       leases.set(channel, lease);

@@ -63,7 +63,7 @@ export const ERROR_CODES = {
   SB_MEDIA_BUSY: { status: 503, message: 'the gateway streams as many files as it may' },
   SB_CHANNEL_ATTACHMENTS_UNSUPPORTED: {
     status: 502,
-    message: 'the channel cannot send attachments yet',
+    message: 'the channel cannot send an attachment of the reply',
   },
   SB_CHANNEL_ATTACHMENT_FETCH_FAILED: {
     status: 502,

@@ -5,8 +5,8 @@
  * connection, the others stand by.
  *
  * A lease has a holder (a replica id), a deadline on the store's clock and an epoch. The epoch
- * grows by one each time the lease passes to a holder (a first acquisition, a takeover after the
- * deadline, an acquisition after a release) and never goes back: it is the fencing token — a
+ * grows by one at every acquisition (a first one, a takeover after the deadline, one after a
+ * release, a holder's own after it gave the lease up) and never goes back: it is the fencing token — a
  * renewal or release naming an older epoch changes nothing.
  *
  * Each call is atomic. Deadlines are set and judged on the store's clock alone (Redis' `TIME` for
@@ -23,7 +23,7 @@ export interface ChannelLease {
   channel: string;
   /** The replica holding it. */
   holder: string;
-  /** Fencing token: grows by one whenever the lease passes to a holder. */
+  /** Fencing token: grows by one at every acquisition. */
   epoch: number;
   /**
    * Until when it holds without renewal, ms since the epoch on the store's clock: what a caller
@@ -35,9 +35,11 @@ export interface ChannelLease {
 /** The leases of the single-owner channels of one deployment. */
 export interface ChannelLeases {
   /**
-   * Takes the lease of `channel` for `holder` for `ttlMs` unless another holder's lease is still
-   * in force; a holder acquiring its own live lease extends it and keeps its epoch. Returns the
-   * lease in force after the call: `holder`'s own when it got it, else the other holder's.
+   * Takes the lease of `channel` for `holder` for `ttlMs`, with the next epoch, unless another
+   * holder's lease is still in force. A holder acquiring its own live lease gets the next epoch
+   * too: a holder asks only once it gave its lease up, and a renewal that landed after that
+   * must not hand it the old epoch back. Returns the lease in force after the call: `holder`'s
+   * own when it got it, else the other holder's.
    */
   acquire(channel: string, holder: string, ttlMs: number): Promise<ChannelLease>;
   /**

@@ -83,7 +83,10 @@ export interface MessageStatus {
   rule: string | null;
   /** The turn that answered it; shared by every message of a merged burst. */
   turn: string | null;
-  /** The replies delivered so far (none while `delivery` is `pending`). */
+  /**
+   * Its replies: for `completed`, the turn's, also while `delivery` is `pending`; then any sent
+   * later (a dead-letter reply). None of an answer that was never delivered.
+   */
   replies: Reply[];
   /**
    * Where its replies stand; null when there is nothing to deliver (not answered yet, answered

@@ -1,7 +1,8 @@
 --[[
-  Takes a channel's lease for a holder unless another holder's is still in force; the holder of
-  a live lease extends it and keeps its epoch. A new holder gets the next epoch (the fencing
-  token), which survives releases because the epochs hash is never trimmed.
+  Takes a channel's lease for a holder unless another holder's is still in force, always with
+  the next epoch (the fencing token), which survives releases because the epochs hash is never
+  trimmed. A holder acquiring its own live lease gets a new epoch too: it asks only once it gave
+  the lease up (fenced), and a renewal that landed after that must not hand the old epoch back.
 
   KEYS[1]  channel-lease:holders    reads, writes: HASH channel -> replica id
   KEYS[2]  channel-lease:epochs     reads, writes: HASH channel -> epoch
@@ -22,13 +23,8 @@ local live = current and deadline > now
 if live and current ~= holder then
   return { current, tonumber(redis.call('HGET', KEYS[2], channel) or '0'), deadline }
 end
-local epoch
-if live then
-  epoch = tonumber(redis.call('HGET', KEYS[2], channel))
-else
-  epoch = redis.call('HINCRBY', KEYS[2], channel, 1)
-  redis.call('HSET', KEYS[1], channel, holder)
-end
+local epoch = redis.call('HINCRBY', KEYS[2], channel, 1)
+redis.call('HSET', KEYS[1], channel, holder)
 deadline = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], deadline, channel)
 return { holder, epoch, deadline }

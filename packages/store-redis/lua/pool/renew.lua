@@ -1,11 +1,15 @@
 --[[
   One replica's heartbeat: extends the leases it still holds and its own entry among the live
-  replicas (which `register` consults), and reports the tokens it no longer holds (reclaimed by
+  replicas (which `register` consults), removes the entries whose heartbeat lapsed (a dead
+  replica leaves the set within a renewal period of its deadline), and reports the tokens it no longer holds (reclaimed by
   another replica after they expired, or settled longer ago than a tombstone lasts). A token
   whose lease a settlement released while its tombstone lasts is neither extended nor reported:
   the settlement was applied but its reply has not reached the replica, which writes it again
   (pool/includes/settlement). Purges expired tombstones and remembered enqueues (bounded), so
-  that they go while nothing settles or enqueues too. Also reports the pool's runnable state, so that a replica whose wake-up on the
+  that they go while nothing settles or enqueues too, and takes the pipelines with nothing ready
+  nor waiting out of the set every claim loops over (a pipeline removed from the configuration
+  would stay there for good; placing a message puts its pipeline back). Also reports the pool's
+  runnable state, so that a replica whose wake-up on the
   channel was lost finds the work anyway.
   A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
   with other values registered meanwhile) is not renewed: it leaves the live replicas and is
@@ -20,7 +24,7 @@
   KEYS[7]  dedup      unused
   KEYS[8]  replicas   writes
   KEYS[9]  seq        unused
-  KEYS[10] pipelines  reads
+  KEYS[10] pipelines  reads, writes
   KEYS[11] settled    reads, writes
   KEYS[12] enqueued   reads, writes
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
@@ -32,8 +36,9 @@
 
   Built from ARGV[1]:
     lease:<token>     reads
-    ready:<pipeline>  reads
-    enqueued:<rid>    writes (deleted with its expired entry)
+    ready:<pipeline>    reads
+    waiting:<pipeline>  reads
+    enqueued:<rid>      writes (deleted with its expired entry)
 
   Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}},
     or {'config_mismatch', stored fingerprint}: nothing renewed, the replica left the live ones
@@ -54,6 +59,7 @@ end
 purgeExpired(K.settled, TOMBSTONE_PURGE_PER_CALL)
 purgeEnqueued()
 local expiresAt = now + tonumber(ARGV[4])
+rcall('ZREMRANGEBYSCORE', K.replicas, '-inf', now)
 rcall('ZADD', K.replicas, expiresAt, replica)
 local lost = {}
 for index = 6, #ARGV do
@@ -62,6 +68,11 @@ for index = 6, #ARGV do
     rcall('ZADD', K.leases, 'XX', expiresAt, token)
   elseif not settled(token) then
     lost[#lost + 1] = token
+  end
+end
+for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+  if rcall('EXISTS', readyKey(pipeline), waitingKey(pipeline)) == 0 then
+    rcall('SREM', K.pipelines, pipeline)
   end
 end
 local state = runnableState(false)

@@ -23,8 +23,8 @@
     config-replicas  reads (pool/publish-config), deletes stale reports
 
   Returns {{replica id, heartbeat deadline (ms), turns running, config report or false}, ...}
-  for every replica in the live set, expired ones included until the next registration removes
-  them; then, with deadline -1, those out of the set that hold turns or reported their config
+  for every replica in the live set, expired ones included until the next renewal or
+  registration removes them; then, with deadline -1, those out of the set that hold turns or reported their config
   within REPORT_KEPT_MS (a replica whose configuration differs leaves the set but says so);
   older reports of replicas out of the set are deleted
 ]]

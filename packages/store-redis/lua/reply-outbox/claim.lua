@@ -4,7 +4,8 @@
   unclaimed chats, attempts unchanged) and moves the chats whose head is due by `now` from
   `waiting` to `ready`, both bounded; then pops the ready chat with the oldest head and leases
   the head to the caller's token until now + leaseMs. A token that holds a claim already (the
-  caller repeats a claim whose reply it never got) answers that delivery and claims nothing more.
+  caller repeats a claim whose reply it never got) answers that delivery, leased again until
+  now + leaseMs — the caller sends it from now on — and claims nothing more.
 
   KEYS[1]  reply-outbox:counts             unused
   KEYS[2]  reply-outbox:seq                unused
@@ -41,6 +42,7 @@ local token = ARGV[5]
 
 local repeated = rcall('GET', tokenKey(token))
 if repeated then
+  rcall('ZADD', K.leases, 'XX', now + tonumber(ARGV[6]), repeated)
   return { {}, deliveryFields(repeated) }
 end
 

@@ -13,7 +13,7 @@
     KEYS[7]  dedup     ZSET   delivery key, scored by when it expires (the caller's clock)
     KEYS[8]  replicas  ZSET   replica id, scored by when its heartbeat expires
     KEYS[9]  seq       STRING acceptance counter: a message's age
-    KEYS[10] pipelines SET    pipelines that have had a ready or a waiting set
+    KEYS[10] pipelines SET    pipelines with a ready or a waiting set (renewals take out the empty)
     KEYS[11] settled   ZSET   '<kind>:<token>' of a settled claim (kind: complete, retry,
                               abandon), scored by when the tombstone expires (the caller's clock)
     KEYS[12] enqueued  ZSET   request id of an accepted enqueue, scored by when it is forgotten
