@@ -471,7 +471,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * answer would refuse a message that was taken, whose sender then sends it again as a second
    * one. The same request id makes a repeat answer what the applied call answered
    * (lua/pool/includes/enqueue-tokens.lua). A call that surely did not run (Redis down: nothing
-   * is sent) fails at once, as before.
+   * is sent) fails at once, as before. A replica that dies while it repeats leaves the message
+   * taken but never acknowledged (its sender may send it again), and its drops kept with the
+   * enqueue for another replica to record.
    */
   async function untilAnswered<Reply>(messageId: string, enqueue: () => Promise<Reply>): Promise<Reply> {
     const deadline = performance.now() + settings.enqueueRepeatForMs;
