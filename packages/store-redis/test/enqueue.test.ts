@@ -1,5 +1,7 @@
+import { eventually } from '@switchboard/testkit/eventually';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { manualClock, queued, redisReachable, usePools } from './redis-harness.js';
+import { REDIS_URL, manualClock, queued, redisReachable, usePools } from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -41,6 +43,24 @@ describe.skipIf(!reachable)('pool/enqueue.lua', () => {
       expect(await pool.enqueue(queued('A', clock.now()), delivery('sl:1', 1000))).toMatchObject({
         accepted: true,
       });
+    });
+  });
+
+  describe('when keyed traffic stops', () => {
+    it('loses its expired delivery keys at the next renewal, without another keyed enqueue', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now, renewEveryMs: 20 });
+      const redis = new Redis(REDIS_URL);
+      try {
+        const dedup = () => redis.zcard(`{${pools.prefix}}:dedup`);
+        for (const key of ['tg:1', 'tg:2', 'tg:3'])
+          await pool.enqueue(queued('A', clock.now()), delivery(key, 1000));
+        expect(await dedup()).toBe(3);
+        clock.advance(1000);
+        await eventually(async () => (await dedup()) === 0, 5000, 'the expired delivery keys purged');
+      } finally {
+        redis.disconnect();
+      }
     });
   });
 

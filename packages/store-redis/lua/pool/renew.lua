@@ -5,8 +5,8 @@
   another replica after they expired, or settled longer ago than a tombstone lasts). A token
   whose lease a settlement released while its tombstone lasts is neither extended nor reported:
   the settlement was applied but its reply has not reached the replica, which writes it again
-  (pool/includes/settlement). Purges expired tombstones and remembered enqueues (bounded), so
-  that they go while nothing settles or enqueues too, and takes the pipelines with nothing ready
+  (pool/includes/settlement). Purges expired tombstones, remembered enqueues and delivery keys
+  (bounded), so that they go while nothing settles or enqueues too, and takes the pipelines with nothing ready
   nor waiting out of the set every claim loops over (a pipeline removed from the configuration
   would stay there for good; placing a message puts its pipeline back). Also reports the pool's
   runnable state, so that a replica whose wake-up on the
@@ -21,7 +21,7 @@
   KEYS[4]  placed     unused
   KEYS[5]  delayed    reads
   KEYS[6]  leases     reads, writes
-  KEYS[7]  dedup      unused
+  KEYS[7]  dedup      reads, writes
   KEYS[8]  replicas   writes
   KEYS[9]  seq        unused
   KEYS[10] pipelines  reads, writes
@@ -35,7 +35,7 @@
   ARGV[6...] the lease tokens this replica holds
 
   Built from ARGV[1]:
-    lease:<token>     reads
+    lease:<token>       reads
     ready:<pipeline>    reads
     waiting:<pipeline>  reads
     enqueued:<rid>      writes (deleted with its expired entry)
@@ -57,6 +57,8 @@ if stored ~= ARGV[5] then
 end
 
 purgeExpired(K.settled, TOMBSTONE_PURGE_PER_CALL)
+-- Keyed enqueues purge delivery keys too, but keyed traffic may stop: its keys go here.
+purgeExpired(K.dedup, DEDUP_PURGE_PER_RENEWAL)
 purgeEnqueued()
 local expiresAt = now + tonumber(ARGV[4])
 rcall('ZREMRANGEBYSCORE', K.replicas, '-inf', now)

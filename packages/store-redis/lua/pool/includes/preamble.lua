@@ -56,6 +56,8 @@ local replica = ARGV[3]
 local RECLAIM_PER_CALL = 10
 local PROMOTE_PER_CALL = 100
 local DEDUP_PURGE_PER_CALL = 100
+-- A replica renews every few seconds: this keeps up with ~200 expiring keys a second per replica.
+local DEDUP_PURGE_PER_RENEWAL = 1000
 local TOMBSTONE_PURGE_PER_CALL = 100
 local ENQUEUED_PURGE_PER_CALL = 100
 -- Marks a delayed session in `placed`: pipeline ids cannot contain it.
