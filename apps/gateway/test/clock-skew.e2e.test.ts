@@ -156,7 +156,7 @@ routing: { default: bot }
     expect(backend.maxConcurrent, 'pipeline calls at once (concurrency.pipeline: 2)').toBeLessThanOrEqual(2);
   });
 
-  it('keeps one poller when the standby clock steps 30 s further ahead mid-run', {
+  it('holds the same when the standby clock steps 30 s further ahead mid-run', {
     timeout: 90_000,
   }, async () => {
     writeFileSync(aheadClock, '+50s');
@@ -165,12 +165,13 @@ routing: { default: bot }
       return Date.parse(answer.headers.get('date') ?? '') - Date.now() > 45_000;
     }, 10_000);
     const from = performance.now();
-    const chats = push(Array.from({ length: 10 }, (_, index) => `stepped tg ${index}`));
-    await eventually(() => chats.every((chat) => fake.deliveredTo(chat).length === 1), 30_000);
+    // Turns run on both replicas: one whose pool read the stepped clock would take the other's
+    // live turn leases and run their messages again.
+    await traffic('stepped');
     await pause(from + 2 * RENEW_EVERY_MS + 1_000 - performance.now());
     expect(await stateOf(behind)).toBe('active');
     expect(await stateOf(ahead)).toBe('standby');
     expect(fake.maxOpenPolls(), 'getUpdates calls open at once').toBe(1);
-    for (const chat of chats) expect(fake.deliveredTo(chat)).toHaveLength(1);
+    expect(backend.maxConcurrent, 'pipeline calls at once (concurrency.pipeline: 2)').toBeLessThanOrEqual(2);
   });
 });

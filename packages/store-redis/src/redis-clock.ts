@@ -2,10 +2,11 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '@switchboard/core';
 
 /**
- * The pool's production clock: this host's `Date.now()` corrected by its offset from Redis'
- * `TIME`, so that replicas on hosts whose clocks drift apart still agree on lease deadlines,
- * debounce and backoff due times (docs/design.md §5). The offset is measured at connect and again
- * every `remeasureEveryMs`; a failed measurement keeps the last offset.
+ * The pool's production clock: Redis' `TIME`, carried forward by this process's monotonic clock,
+ * so that replicas on hosts whose clocks drift apart still agree on lease deadlines, debounce and
+ * backoff due times (docs/design.md §5), and a step of this host's clock (NTP, an operator) moves
+ * none of them. Anchored at connect and again every `remeasureEveryMs`; a failed measurement
+ * keeps the last anchor.
  */
 export interface RedisClock {
   now(): number;
@@ -13,31 +14,39 @@ export interface RedisClock {
   stop(): void;
 }
 
-/** Redis' time minus this host's, ms, taking the middle of the round trip as the moment Redis read it. */
-async function measureOffsetMs(client: Redis): Promise<number> {
-  const sentAt = Date.now();
+/** Redis' time at one moment of this process's monotonic clock (`performance.now()`). */
+interface Anchor {
+  redisMs: number;
+  monotonicMs: number;
+}
+
+/** Reads Redis' `TIME`, taking the middle of the round trip as the moment Redis read it. */
+async function measureAnchor(client: Redis): Promise<Anchor> {
+  const sentAt = performance.now();
   const [seconds, microseconds] = await client.time();
-  const receivedAt = Date.now();
-  const redisMs = Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
-  return redisMs - (sentAt + receivedAt) / 2;
+  const receivedAt = performance.now();
+  return {
+    redisMs: Number(seconds) * 1000 + Number(microseconds) / 1000,
+    monotonicMs: (sentAt + receivedAt) / 2,
+  };
 }
 
 export async function startRedisClock(
   client: Redis,
   options: { remeasureEveryMs: number; logger: Logger },
 ): Promise<RedisClock> {
-  let offsetMs = await measureOffsetMs(client);
+  let anchor = await measureAnchor(client);
   const timer = setInterval(() => {
-    measureOffsetMs(client).then(
+    measureAnchor(client).then(
       (measured) => {
-        offsetMs = measured;
+        anchor = measured;
       },
-      (err: unknown) => options.logger.warn({ err }, 'redis clock offset not measured: keeping the last one'),
+      (err: unknown) => options.logger.warn({ err }, 'redis clock not measured: keeping the last anchor'),
     );
   }, options.remeasureEveryMs);
   timer.unref();
   return {
-    now: () => Math.round(Date.now() + offsetMs),
+    now: () => Math.round(anchor.redisMs + (performance.now() - anchor.monotonicMs)),
     stop: () => clearInterval(timer),
   };
 }

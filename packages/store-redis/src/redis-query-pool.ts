@@ -95,7 +95,7 @@ export interface RedisQueryPoolOptions {
    * host's monotonic clock. Default: 5000 ms.
    */
   enqueueRepeatForMs?: number;
-  /** How often the default clock re-measures its offset to Redis' `TIME`. Default: 60 000 ms. */
+  /** How often the default clock reads Redis' `TIME` again. Default: 60 000 ms. */
   clockRemeasureEveryMs?: number;
   /** This replica's name in leases and heartbeats. Default: `<hostname>:<pid>:<random>`. */
   replicaId?: string;

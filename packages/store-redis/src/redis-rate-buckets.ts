@@ -11,7 +11,7 @@ export interface RedisRateBucketsOptions {
   prefix: string;
   /**
    * The buckets' clock (ms); the replicas' clocks must agree well within the shortest interval
-   * (give them the pool's Redis-corrected clock). Default `Date.now`.
+   * (give them the pool's clock, Redis `TIME` carried forward). Default `Date.now`.
    */
   now?: () => number;
   /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */

@@ -38,7 +38,7 @@ export interface RedisReplyOutboxOptions {
   logger?: Logger;
   /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */
   retryAfterMs?: number;
-  /** How often `now()` re-measures its offset to Redis' `TIME` (ms). Default 60 000. */
+  /** How often `now()` reads Redis' `TIME` again (ms). Default 60 000. */
   clockRemeasureEveryMs?: number;
   /**
    * Which outcomes a removal (`delivered`, `failed`) keeps until their records are stored, and

@@ -50,7 +50,7 @@ describe.skipIf(!reachable)('what the pool leaves in Redis (packages/store-redis
       const fixed = async () => (await named()).filter((name) => !name.startsWith('id:')).sort();
       await eventually(async () => (await fixed()).length === 5, 60_000, 'the pool back to its fixed keys');
       expect(await fixed()).toEqual(['config', 'counts', 'format', 'replicas', 'seq']);
-      expect(await admin.zrange(`{${pools.prefix}}:replicas`, 0, -1)).toEqual(['live']);
+      expect(await admin.zrange(`{${pools.prefix}}:replicas`, '0', '-1')).toEqual(['live']);
       // What remains per message is its id key, which Redis itself drops within 60 s.
       const idKeys = (await poolKeyNames(admin, pools.prefix)).filter((key) => key.includes('}:id:'));
       expect(idKeys.length).toBeLessThanOrEqual(2 * MESSAGES);
