@@ -2,10 +2,12 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '@switchboard/core';
 
 /**
- * The pool's production clock: this host's `Date.now()` corrected by its offset from Redis'
+ * The pool's production clock: this host's monotonic clock corrected by its offset from Redis'
  * `TIME`, so that replicas on hosts whose clocks drift apart still agree on lease deadlines,
  * debounce and backoff due times (docs/design.md §5). The offset is measured at connect and again
- * every `remeasureEveryMs`; a failed measurement keeps the last offset.
+ * every `remeasureEveryMs`; a failed measurement keeps the last offset. Monotonic, so that a step
+ * of the host's wall clock does not move it until the next measurement: 30 s ahead, it would
+ * take every other replica's leases for expired meanwhile.
  */
 export interface RedisClock {
   now(): number;
@@ -13,11 +15,14 @@ export interface RedisClock {
   stop(): void;
 }
 
-/** Redis' time minus this host's, ms, taking the middle of the round trip as the moment Redis read it. */
+/** This host's monotonic clock, ms, counted from the wall clock's reading at the process's start. */
+const hostNow = () => performance.timeOrigin + performance.now();
+
+/** Redis' time minus `hostNow`, ms, taking the middle of the round trip as the moment Redis read it. */
 async function measureOffsetMs(client: Redis): Promise<number> {
-  const sentAt = Date.now();
+  const sentAt = hostNow();
   const [seconds, microseconds] = await client.time();
-  const receivedAt = Date.now();
+  const receivedAt = hostNow();
   const redisMs = Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
   return redisMs - (sentAt + receivedAt) / 2;
 }
@@ -37,7 +42,7 @@ export async function startRedisClock(
   }, options.remeasureEveryMs);
   timer.unref();
   return {
-    now: () => Math.round(Date.now() + offsetMs),
+    now: () => Math.round(hostNow() + offsetMs),
     stop: () => clearInterval(timer),
   };
 }
