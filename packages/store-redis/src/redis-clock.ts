@@ -7,13 +7,17 @@ import type { Logger } from '@switchboard/core';
  * debounce and backoff due times (docs/design.md §5). The offset is measured at connect and again
  * every `remeasureEveryMs`; a failed measurement keeps the last offset. Monotonic, so that a step
  * of the host's wall clock does not move it until the next measurement: 30 s ahead, it would
- * take every other replica's leases for expired meanwhile.
+ * take every other replica's leases for expired meanwhile. Once the two clocks part by more than
+ * a second (a step, or a sleep that stopped the monotonic one), the offset is measured at once.
  */
 export interface RedisClock {
   now(): number;
   /** Stops the re-measuring. */
   stop(): void;
 }
+
+/** How far the wall and monotonic clocks may part before the offset is measured again, ms. */
+const GAP_MOVED_MS = 1_000;
 
 /** This host's monotonic clock, ms, counted from the wall clock's reading at the process's start. */
 const hostNow = () => performance.timeOrigin + performance.now();
@@ -31,18 +35,36 @@ export async function startRedisClock(
   client: Redis,
   options: { remeasureEveryMs: number; logger: Logger },
 ): Promise<RedisClock> {
+  /** The wall clock minus the monotonic one: it moves when either steps, or the host slept. */
+  const wallGap = () => Date.now() - hostNow();
   let offsetMs = await measureOffsetMs(client);
-  const timer = setInterval(() => {
-    measureOffsetMs(client).then(
-      (measured) => {
-        offsetMs = measured;
-      },
-      (err: unknown) => options.logger.warn({ err }, 'redis clock offset not measured: keeping the last one'),
-    );
-  }, options.remeasureEveryMs);
+  let gapAtMeasurement = wallGap();
+  let measuring = false;
+  function remeasure(): void {
+    if (measuring) return;
+    measuring = true;
+    const gap = wallGap();
+    measureOffsetMs(client)
+      .then(
+        (measured) => {
+          offsetMs = measured;
+          gapAtMeasurement = gap;
+        },
+        (err: unknown) =>
+          options.logger.warn({ err }, 'redis clock offset not measured: keeping the last one'),
+      )
+      .finally(() => {
+        measuring = false;
+      });
+  }
+  const timer = setInterval(remeasure, options.remeasureEveryMs);
   timer.unref();
   return {
-    now: () => Math.round(hostNow() + offsetMs),
+    now() {
+      // A suspended host's monotonic clock stood still: measured again at once, not a minute on.
+      if (Math.abs(wallGap() - gapAtMeasurement) > GAP_MOVED_MS) remeasure();
+      return Math.round(hostNow() + offsetMs);
+    },
     stop: () => clearInterval(timer),
   };
 }
