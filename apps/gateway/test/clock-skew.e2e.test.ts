@@ -165,12 +165,12 @@ routing: { default: bot }
       return Date.parse(answer.headers.get('date') ?? '') - Date.now() > 45_000;
     }, 10_000);
     const from = performance.now();
-    const chats = push(Array.from({ length: 10 }, (_, index) => `stepped tg ${index}`));
-    await eventually(() => chats.every((chat) => fake.deliveredTo(chat).length === 1), 30_000);
+    // Turns run on both replicas: one whose pool clock stepped too would take the other's turn
+    // leases for expired, and run its messages again.
+    await traffic('stepped');
     await pause(from + 2 * RENEW_EVERY_MS + 1_000 - performance.now());
     expect(await stateOf(behind)).toBe('active');
     expect(await stateOf(ahead)).toBe('standby');
     expect(fake.maxOpenPolls(), 'getUpdates calls open at once').toBe(1);
-    for (const chat of chats) expect(fake.deliveredTo(chat)).toHaveLength(1);
   });
 });
