@@ -229,7 +229,12 @@ export function createFeishuChannel(options: FeishuChannelOptions): ChannelAdapt
 
     openMedia: (media, signal) =>
       openFeishuMedia(
-        { channelId: config.id, apiUrl: config.apiUrl, tenantToken: api.tenantToken },
+        {
+          channelId: config.id,
+          apiUrl: config.apiUrl,
+          tenantToken: api.tenantToken,
+          forgetTenantToken: api.forgetTenantToken,
+        },
         media,
         signal,
       ),

@@ -95,6 +95,27 @@ describe('createFeishuChannel openMedia (against the fake open platform)', () =>
     });
   });
 
+  describe('when the cached tenant token stopped working (revoked, expired early)', () => {
+    it('fetches a new token and streams the file, as a send does', async () => {
+      const content = Buffer.from('a file after the revocation');
+      fake.addResource({
+        messageId: 'om_revoked',
+        fileKey: 'file_v3_r',
+        type: 'file',
+        content,
+        contentType: 'text/plain',
+      });
+      const channel = channelOn(fake);
+      const media = { type: 'file', file_id: 'file_v3_r', message_id: 'om_revoked' } as const;
+      await bytesOf((await open(channel, media)).body as AsyncIterable<Buffer>);
+      fake.revokeTokens();
+      const revoked = new Set(fake.issuedTokens());
+      const download = await open(channel, media);
+      expect(await bytesOf(download.body as AsyncIterable<Buffer>)).toEqual(content);
+      expect(revoked.has(fake.callsTo('resource').at(-1)?.token as string)).toBe(false);
+    });
+  });
+
   describe('when the element names no message', () => {
     it('refuses with SB_MEDIA_UNAVAILABLE without asking Feishu', async () => {
       const before = fake.callsTo('resource').length;

@@ -2,11 +2,13 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '@switchboard/core';
 
 /**
- * The pool's production clock: Redis' `TIME`, carried forward by this process's monotonic clock,
- * so that replicas on hosts whose clocks drift apart still agree on lease deadlines, debounce and
- * backoff due times (docs/design.md §5), and a step of this host's clock (NTP, an operator) moves
- * none of them. Anchored at connect and again every `remeasureEveryMs`; a failed measurement
- * keeps the last anchor.
+ * The pool's production clock: this host's monotonic clock corrected by its offset from Redis'
+ * `TIME`, so that replicas on hosts whose clocks drift apart still agree on lease deadlines,
+ * debounce and backoff due times (docs/design.md §5). The offset is measured at connect and again
+ * every `remeasureEveryMs`; a failed measurement keeps the last offset. Monotonic, so that a step
+ * of the host's wall clock does not move it until the next measurement: 30 s ahead, it would
+ * take every other replica's leases for expired meanwhile. Once the two clocks part by more than
+ * a second (a step, or a sleep that stopped the monotonic one), the offset is measured at once.
  */
 export interface RedisClock {
   now(): number;
@@ -14,39 +16,55 @@ export interface RedisClock {
   stop(): void;
 }
 
-/** Redis' time at one moment of this process's monotonic clock (`performance.now()`). */
-interface Anchor {
-  redisMs: number;
-  monotonicMs: number;
-}
+/** How far the wall and monotonic clocks may part before the offset is measured again, ms. */
+const GAP_MOVED_MS = 1_000;
 
-/** Reads Redis' `TIME`, taking the middle of the round trip as the moment Redis read it. */
-async function measureAnchor(client: Redis): Promise<Anchor> {
-  const sentAt = performance.now();
+/** This host's monotonic clock, ms, counted from the wall clock's reading at the process's start. */
+const hostNow = () => performance.timeOrigin + performance.now();
+
+/** Redis' time minus `hostNow`, ms, taking the middle of the round trip as the moment Redis read it. */
+async function measureOffsetMs(client: Redis): Promise<number> {
+  const sentAt = hostNow();
   const [seconds, microseconds] = await client.time();
-  const receivedAt = performance.now();
-  return {
-    redisMs: Number(seconds) * 1000 + Number(microseconds) / 1000,
-    monotonicMs: (sentAt + receivedAt) / 2,
-  };
+  const receivedAt = hostNow();
+  const redisMs = Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
+  return redisMs - (sentAt + receivedAt) / 2;
 }
 
 export async function startRedisClock(
   client: Redis,
   options: { remeasureEveryMs: number; logger: Logger },
 ): Promise<RedisClock> {
-  let anchor = await measureAnchor(client);
-  const timer = setInterval(() => {
-    measureAnchor(client).then(
-      (measured) => {
-        anchor = measured;
-      },
-      (err: unknown) => options.logger.warn({ err }, 'redis clock not measured: keeping the last anchor'),
-    );
-  }, options.remeasureEveryMs);
+  /** The wall clock minus the monotonic one: it moves when either steps, or the host slept. */
+  const wallGap = () => Date.now() - hostNow();
+  let offsetMs = await measureOffsetMs(client);
+  let gapAtMeasurement = wallGap();
+  let measuring = false;
+  function remeasure(): void {
+    if (measuring) return;
+    measuring = true;
+    const gap = wallGap();
+    measureOffsetMs(client)
+      .then(
+        (measured) => {
+          offsetMs = measured;
+          gapAtMeasurement = gap;
+        },
+        (err: unknown) =>
+          options.logger.warn({ err }, 'redis clock offset not measured: keeping the last one'),
+      )
+      .finally(() => {
+        measuring = false;
+      });
+  }
+  const timer = setInterval(remeasure, options.remeasureEveryMs);
   timer.unref();
   return {
-    now: () => Math.round(anchor.redisMs + (performance.now() - anchor.monotonicMs)),
+    now() {
+      // A suspended host's monotonic clock stood still: measured again at once, not a minute on.
+      if (Math.abs(wallGap() - gapAtMeasurement) > GAP_MOVED_MS) remeasure();
+      return Math.round(hostNow() + offsetMs);
+    },
     stop: () => clearInterval(timer),
   };
 }

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { eventually } from '@switchboard/testkit/eventually';
 import { FAIL_FAST_OPTIONS } from '../src/index.js';
 import { startRedisClock } from '../src/redis-clock.js';
 import { recordingLogger, REDIS_URL, redisReachable } from './redis-harness.js';
@@ -15,6 +16,48 @@ describe.skipIf(!reachable)('startRedisClock', () => {
       try {
         expect(Math.abs(clock.now() - Date.now())).toBeLessThan(50);
       } finally {
+        clock.stop();
+        client.disconnect();
+      }
+    });
+  });
+
+  describe("when this host's clock steps between two measurements", () => {
+    it("keeps reading Redis' time: the step does not move it until the next measurement", async () => {
+      const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
+      await client.connect();
+      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const wall = Date.now;
+      // The host's clock jumps 30 s ahead (an NTP step); its monotonic clock does not.
+      const stepped = vi.spyOn(Date, 'now').mockImplementation(() => wall() + 30_000);
+      try {
+        const [seconds, microseconds] = await client.time();
+        const redisMs = Number(seconds) * 1000 + Number(microseconds) / 1000;
+        expect(Math.abs(clock.now() - redisMs)).toBeLessThan(50);
+      } finally {
+        stepped.mockRestore();
+        clock.stop();
+        client.disconnect();
+      }
+    });
+  });
+
+  describe("when this host's monotonic clock stood still (the host slept)", () => {
+    it("measures again at once and reads Redis' time, not a minute later", async () => {
+      const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
+      await client.connect();
+      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const monotonic = performance.now.bind(performance);
+      const slept = vi.spyOn(performance, 'now').mockImplementation(() => monotonic() - 30_000);
+      try {
+        const redisNow = async () => {
+          const [seconds, microseconds] = await client.time();
+          return Number(seconds) * 1000 + Number(microseconds) / 1000;
+        };
+        clock.now();
+        await eventually(async () => Math.abs(clock.now() - (await redisNow())) < 50, 1_000);
+      } finally {
+        slept.mockRestore();
         clock.stop();
         client.disconnect();
       }

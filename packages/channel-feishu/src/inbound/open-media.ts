@@ -1,5 +1,5 @@
 import { mediaUnavailable, openDownload } from '@switchboard/channel-kit';
-import type { MediaDownload, MediaRef } from '@switchboard/core';
+import { type MediaDownload, type MediaRef, isSwitchboardError } from '@switchboard/core';
 
 /** What opening a file of a Feishu message needs. */
 export interface FeishuMediaSource {
@@ -8,7 +8,15 @@ export interface FeishuMediaSource {
   apiUrl: string;
   /** The tenant access token, as the channel's API client keeps it (`FeishuApi.tenantToken`). */
   tenantToken(signal: AbortSignal): Promise<string>;
+  /** Drops the cached token (`FeishuApi.forgetTenantToken`). */
+  forgetTenantToken(): void;
 }
+
+/**
+ * The statuses the open platform answers a refused token with: 400 with code 99991663 (the code
+ * is in a body the download does not read), 401 or 403.
+ */
+const REFUSED_TOKEN_STATUSES = new Set([400, 401, 403]);
 
 /**
  * The URL of a message's resource: `type=image` for an image key, `file` for the file key of a
@@ -26,7 +34,9 @@ export function feishuResourceUrl(
  * Opens a file a user sent (docs/design.md §2 "Media"): a streamed GET of the message's resource
  * with the tenant access token. Feishu serves a file only under the message it came in, so a link
  * without the message's id (`message_id`) is refused with SB_MEDIA_UNAVAILABLE, as is one without
- * the file key; so is a token the open platform would not give, with its reason.
+ * the file key; so is a token the open platform would not give, with its reason. A download
+ * refused as a refused token could be is made once more with a new token, as a send is: the SDK
+ * would keep a revoked one until its expiry.
  */
 export async function openFeishuMedia(
   source: FeishuMediaSource,
@@ -38,15 +48,25 @@ export async function openFeishuMedia(
   if (file_id === undefined || file_id === '') throw mediaUnavailable(from, 'the element has no file key');
   if (message_id === undefined)
     throw mediaUnavailable(from, 'the link names no message, and Feishu serves files by message');
-  let token: string;
+  const url = feishuResourceUrl(source.apiUrl, { type: media.type, message_id, file_id });
+  const download = async () => {
+    let token: string;
+    try {
+      token = await source.tenantToken(signal);
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw mediaUnavailable(from, (err as Error).message, { cause: err });
+    }
+    return openDownload(from, url, { headers: { authorization: `Bearer ${token}` }, signal });
+  };
   try {
-    token = await source.tenantToken(signal);
+    return await download();
   } catch (err) {
-    if (signal.aborted) throw signal.reason;
-    throw mediaUnavailable(from, (err as Error).message, { cause: err });
+    const status = isSwitchboardError(err)
+      ? (err.details as { status?: unknown } | undefined)?.status
+      : undefined;
+    if (typeof status !== 'number' || !REFUSED_TOKEN_STATUSES.has(status)) throw err;
+    source.forgetTenantToken();
+    return download();
   }
-  return openDownload(from, feishuResourceUrl(source.apiUrl, { type: media.type, message_id, file_id }), {
-    headers: { authorization: `Bearer ${token}` },
-    signal,
-  });
 }

@@ -69,6 +69,8 @@ export interface FeishuApi {
    * download): the SDK's cached one, or a new one. Rejects with an SB_CHANNEL_* error.
    */
   tenantToken(signal: AbortSignal): Promise<string>;
+  /** Drops the cached tenant token, which a request made outside the SDK saw refused. */
+  forgetTenantToken(): void;
 }
 
 /**
@@ -132,6 +134,10 @@ export function createFeishuApi(
         () => client.tokenManager.getTenantAccessToken() as Promise<string>,
         (error) => fail('tenant_access_token', failureOf(error)),
       );
+    },
+
+    forgetTenantToken() {
+      cache.values.clear();
     },
   };
 }

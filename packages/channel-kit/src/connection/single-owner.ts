@@ -226,12 +226,15 @@ function leased(adapter: ChannelAdapter, options: ChannelOwnershipOptions): Leas
     clearTimeout(deadlineTimer);
     if (lease !== null || handingOver !== undefined) return;
     // The holder's deadline is on the store's clock: read on this host's, it is an estimate,
-    // which only times the next try (bounded below and above).
-    const untilDeadlineMs =
-      other === null ? STANDBY_RETRY_MS : other.expiresAt - Date.now() + AFTER_DEADLINE_MS;
+    // which only times the next try (bounded below and above). A lease the store called live
+    // whose deadline reads past here says that this clock is ahead of the store's, not when it
+    // ends: the standby pace then, or every try would come AFTER_DEADLINE_MS after the last.
+    const untilDeadlineMs = other === null ? STANDBY_RETRY_MS : other.expiresAt - Date.now();
     deadlineTimer = setTimeout(
       runTick,
-      Math.max(AFTER_DEADLINE_MS, Math.min(STANDBY_RETRY_MS, untilDeadlineMs)),
+      untilDeadlineMs <= 0
+        ? STANDBY_RETRY_MS
+        : Math.max(AFTER_DEADLINE_MS, Math.min(STANDBY_RETRY_MS, untilDeadlineMs + AFTER_DEADLINE_MS)),
     );
     deadlineTimer.unref();
   }

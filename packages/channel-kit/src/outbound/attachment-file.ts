@@ -48,12 +48,22 @@ const EXTENSIONS: Record<string, string> = {
   'text/plain': 'txt',
 };
 
+/** A url path segment decoded; kept as it is when its escapes are not valid UTF-8 (`%E0%A4%A`). */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    // Thrown on every try of the send, an uncoded URIError would be retried until `max_age`.
+    return segment;
+  }
+}
+
 /** The name a platform shows for `attachment`. */
 export function attachmentName(attachment: Attachment): string {
   if (attachment.name !== undefined) return attachment.name;
   if (attachment.url !== undefined) {
     const last = new URL(attachment.url).pathname.split('/').pop();
-    if (last !== undefined && last !== '') return decodeURIComponent(last);
+    if (last !== undefined && last !== '') return decodedSegment(last);
   }
   const extension = attachment.mime_type === undefined ? undefined : EXTENSIONS[attachment.mime_type];
   return extension === undefined ? attachment.type : `${attachment.type}.${extension}`;

@@ -197,6 +197,31 @@ describe('ownChannels', () => {
     });
   });
 
+  describe("when the store's clock is a minute behind the standby's", () => {
+    it("asks at the standby pace, not every few ms: the holder's deadline reads long past here", async () => {
+      const shared = createMemoryChannelLeases();
+      const events: string[] = [];
+      await replica('a', shared, events);
+      let calls = 0;
+      // Deadlines are the store's: read on this host's clock, a live one is a minute past.
+      const behind: ChannelLeases = {
+        ...shared,
+        acquire: async (...args) => {
+          calls += 1;
+          const lease = await shared.acquire(...args);
+          return { ...lease, expiresAt: lease.expiresAt - 60_000 };
+        },
+      };
+      await replica('b', behind, events);
+      calls = 0;
+      const from = Date.now();
+      await eventually(() => Date.now() - from >= 1_000, 2_000);
+      expect(events).toEqual(['a start']);
+      // Its renewal ticks (every renewEveryMs) and a second's retries.
+      expect(calls).toBeLessThanOrEqual(1_000 / TIMING.renewEveryMs + 5);
+    });
+  });
+
   describe('when a renewal finds the lease gone', () => {
     it('stops the connection at once and stands by', async () => {
       const leases = createMemoryChannelLeases();

@@ -153,4 +153,12 @@ describe('attachmentName', () => {
     expect(attachmentName({ type: 'file', url: 'https://x.test/a/report%201.pdf' })).toBe('report 1.pdf');
     expect(attachmentName({ type: 'audio', url: 'https://x.test/' })).toBe('audio');
   });
+
+  it('keeps a url segment that is not valid percent-encoding as it is, instead of throwing', () => {
+    // decodeURIComponent throws on it: an uncoded error would be retried until max_age.
+    expect(attachmentName({ type: 'file', url: 'https://x.test/a/100%25%E0%A4%A.pdf' })).toBe(
+      '100%25%E0%A4%A.pdf',
+    );
+    expect(attachmentName({ type: 'file', url: 'https://x.test/a/50%off.pdf' })).toBe('50%off.pdf');
+  });
 });

@@ -1,5 +1,5 @@
 import type { messagingApi } from '@line/bot-sdk';
-import { splitRepliesWithAttachments } from '@switchboard/channel-kit';
+import { mimeEssence, splitRepliesWithAttachments } from '@switchboard/channel-kit';
 import type { Attachment, Reply } from '@switchboard/core';
 
 /** LINE's limit of one text message, in characters. */
@@ -30,7 +30,7 @@ export function lineAttachmentRefusal(attachment: Attachment): string | undefine
     return 'LINE fetches an image from a public HTTPS URL only: the url is not https';
   if (attachment.url.length > MAX_IMAGE_URL_CHARS)
     return `LINE takes an image URL of at most ${MAX_IMAGE_URL_CHARS} characters`;
-  if (attachment.mime_type !== undefined && !IMAGE_TYPES.has(attachment.mime_type))
+  if (attachment.mime_type !== undefined && !IMAGE_TYPES.has(mimeEssence(attachment.mime_type)))
     return `LINE shows JPEG and PNG images only, not ${attachment.mime_type}`;
   return undefined;
 }

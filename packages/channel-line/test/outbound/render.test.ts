@@ -36,6 +36,13 @@ describe('lineAttachmentRefusal', () => {
       expect(lineAttachmentRefusal({ type: 'image', url: A, mime_type: 'image/jpeg' })).toBeUndefined();
       expect(lineAttachmentRefusal({ type: 'image', url: B })).toBeUndefined();
     });
+
+    it('compares the mime type without its parameters or case, as WhatsApp and Feishu do', () => {
+      expect(lineAttachmentRefusal({ type: 'image', url: A, mime_type: 'image/JPEG' })).toBeUndefined();
+      expect(
+        lineAttachmentRefusal({ type: 'image', url: B, mime_type: 'image/png; charset=binary' }),
+      ).toBeUndefined();
+    });
   });
 
   describe('when LINE cannot take it', () => {

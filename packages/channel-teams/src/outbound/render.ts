@@ -1,4 +1,4 @@
-import { attachmentName, splitRepliesWithAttachments } from '@switchboard/channel-kit';
+import { attachmentName, mimeEssence, splitRepliesWithAttachments } from '@switchboard/channel-kit';
 import { type Attachment, type Reply, base64Bytes } from '@switchboard/core';
 
 /**
@@ -35,9 +35,12 @@ export interface TeamsImage {
 /** One activity of a send: a text (which a streamed preview can become), or an inline image. */
 export type TeamsPart = string | TeamsImage;
 
-/** The image type Teams is told: the `mime_type`, else one known by the name's or url's extension. */
+/**
+ * The image type Teams is told: the `mime_type` without its parameters, else one known by the
+ * name's or url's extension.
+ */
 function inlineTypeOf(attachment: Attachment): string | undefined {
-  if (attachment.mime_type !== undefined) return attachment.mime_type;
+  if (attachment.mime_type !== undefined) return mimeEssence(attachment.mime_type);
   const named = attachment.name ?? (attachment.url === undefined ? '' : new URL(attachment.url).pathname);
   const extension = /\.([a-z0-9]+)$/i.exec(named)?.[1]?.toLowerCase();
   return extension === undefined ? undefined : INLINE_IMAGE_TYPES[extension];

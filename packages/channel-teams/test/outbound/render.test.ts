@@ -25,6 +25,16 @@ describe('renderTeamsReplies', () => {
       ]);
     });
   });
+
+  describe('when a mime_type carries parameters or capitals', () => {
+    it('tells Teams the bare type, in the data URI too', () => {
+      expect(
+        renderTeamsReplies([
+          { attachments: [{ type: 'image', data: 'R0lGODlh', mime_type: 'Image/GIF; charset=binary' }] },
+        ]),
+      ).toEqual([{ contentType: 'image/gif', contentUrl: 'data:image/gif;base64,R0lGODlh', name: 'image' }]);
+    });
+  });
 });
 
 describe('teamsAttachmentRefusal', () => {
@@ -35,6 +45,18 @@ describe('teamsAttachmentRefusal', () => {
           type: 'image',
           url: 'https://cdn.example.com/render',
           mime_type: 'image/jpeg',
+        }),
+      ).toBeUndefined();
+    });
+  });
+
+  describe('when a mime_type Teams renders carries parameters or capitals', () => {
+    it('lets it go, as WhatsApp and Feishu compare types', () => {
+      expect(
+        teamsAttachmentRefusal({
+          type: 'image',
+          url: 'https://cdn.example.com/render',
+          mime_type: 'image/JPEG; q=0.9',
         }),
       ).toBeUndefined();
     });
