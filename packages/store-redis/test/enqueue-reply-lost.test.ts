@@ -81,6 +81,44 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       }
     });
 
+    it('accepted again once forgotten but not yet purged, answers what the new call dropped, not the old', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        limits: { maxPending: 1000, maxPendingPerSession: 1 },
+      });
+      await pool.enqueue(queued('A', clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const message = queued('A', clock.now());
+        const first = (await runner.run('pool/enqueue', ...enqueueArgs(message, '', 1000))) as unknown[];
+        expect(first).toMatchObject(['accepted', 1, -1, [expect.any(Array)]]);
+        // Entries forgotten before it, more than the purges of this test can take (bounded per
+        // call): its entry outlives its time.
+        const earlier = Array.from({ length: 300 }, (_, index) => [clock.now() + index, `older-${index}`]);
+        await runner.client.zadd(`{${pools.prefix}}:enqueued`, ...earlier.flat());
+        clock.advance(1000);
+
+        // The same request id judged anew (its caller repeated it past the window), in a session
+        // with room: it drops nothing.
+        const again = { ...message, session: 'B' };
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000))).toEqual([
+          'accepted',
+          1,
+          -1,
+          [],
+        ]);
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000))).toEqual([
+          'accepted',
+          1,
+          -1,
+          [],
+        ]);
+      } finally {
+        await runner.close();
+      }
+    });
+
     it('is forgotten by a renewal too, with what it dropped, while nothing enqueues', async () => {
       const clock = manualClock();
       const pool = await pools.open({
