@@ -216,6 +216,37 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       }
     });
 
+    it('fails at enqueueRepeatForMs without waiting out the command timeout of the repeat under way', async () => {
+      const clock = manualClock();
+      // A repeat starts 1050 ms in and times out at 2050 ms: it is given up at 1100 ms.
+      const pool = await pools.open({
+        now: clock.now,
+        createClient: () => new Redis(paused.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 1000 }),
+        enqueueRepeatForMs: 1100,
+      });
+      const message = queued('A', clock.now());
+      await paused.admin.client('PAUSE', 3000, 'WRITE');
+      const startedAt = performance.now();
+      const failure = await pool.enqueue(message).catch((err: unknown) => err);
+      const elapsedMs = performance.now() - startedAt;
+      expect(isSwitchboardError(failure, 'SB_STORE_UNAVAILABLE')).toBe(true);
+      expect(elapsedMs).toBeGreaterThanOrEqual(1100);
+      expect(elapsedMs).toBeLessThan(1600);
+
+      // The calls still held run once Redis takes writes again: one message.
+      await eventually(
+        () =>
+          pool.stats().then(
+            (stats) => stats.pending === 1,
+            () => false,
+          ),
+        5000,
+        'the held calls applied',
+      );
+      expect(await pool.enqueue(message)).toEqual({ accepted: true, overflowed: [] });
+      expect(await pool.stats()).toMatchObject({ pending: 1 });
+    });
+
     it('fails with SB_STORE_UNAVAILABLE when Redis stays silent past enqueueRepeatForMs; the same message offered again is taken once', async () => {
       const clock = manualClock();
       const pool = await pools.open({ now: clock.now, createClient: failFast(), enqueueRepeatForMs: 300 });
