@@ -222,9 +222,16 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     { leaseMs, renewEveryMs, fenceAfterMs },
     FAIL_FAST_OPTIONS.commandTimeout,
   );
+  // Not a finite window, an unanswered enqueue would be repeated for ever (NaN) or remembered
+  // for ever (Infinity).
+  const { enqueueRepeatForMs } = settings;
+  if (!Number.isFinite(enqueueRepeatForMs) || enqueueRepeatForMs < 0)
+    timingProblems.push(
+      `enqueueRepeatForMs: must be 0 or a positive number of ms, got ${enqueueRepeatForMs}`,
+    );
   if (timingProblems.length > 0) {
     throw new SwitchboardError('SB_CONFIG_INVALID', {
-      message: `the redis query pool's lease timing is invalid:\n${timingProblems.join('\n')}`,
+      message: `the redis query pool's timing is invalid:\n${timingProblems.join('\n')}`,
       details: { problems: timingProblems },
     });
   }

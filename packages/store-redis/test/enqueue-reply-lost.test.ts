@@ -8,7 +8,12 @@ import {
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { FAIL_FAST_OPTIONS, KEPT_OUTCOME_LEASE_MS, createRedisKeptOutcomes } from '../src/index.js';
+import {
+  FAIL_FAST_OPTIONS,
+  KEPT_OUTCOME_LEASE_MS,
+  createRedisKeptOutcomes,
+  createRedisQueryPool,
+} from '../src/index.js';
 import {
   REDIS_URL,
   manualClock,
@@ -27,6 +32,26 @@ const REMEMBERED_MS = 55_000;
 
 /** Keeps every outcome whole. */
 const keepAll: KeptOutcome = (outcome) => JSON.stringify(outcome);
+
+describe('the window of repeats', () => {
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, -1])(
+    'is refused with SB_CONFIG_INVALID when not a finite number of ms (%s), naming the option',
+    async (enqueueRepeatForMs) => {
+      const refusal = await createRedisQueryPool({
+        url: 'redis://127.0.0.1:1',
+        prefix: 'unused',
+        concurrency: { global: 1, perSession: 1 },
+        limits: { maxPending: 1, maxPendingPerSession: 1 },
+        pipelines: [],
+        enqueueRepeatForMs,
+      }).catch((err: unknown) => err);
+      expect(isSwitchboardError(refusal, 'SB_CONFIG_INVALID')).toBe(true);
+      expect((refusal as { details: { problems: string[] } }).details.problems).toEqual([
+        `enqueueRepeatForMs: must be 0 or a positive number of ms, got ${enqueueRepeatForMs}`,
+      ]);
+    },
+  );
+});
 
 describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqueue-tokens.lua)', () => {
   describe('when the script is called again with a request id it accepted', () => {
