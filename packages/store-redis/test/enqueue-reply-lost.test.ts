@@ -144,6 +144,23 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       }
     });
 
+    it('once traffic stops, a renewal forgets as many as it purges delivery keys: 1000', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now });
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const enqueued = `{${pools.prefix}}:enqueued`;
+        const remembered = Array.from({ length: 1000 }, (_, index) => [clock.now() + index, `rid-${index}`]);
+        await runner.client.zadd(enqueued, ...remembered.flat());
+        clock.advance(1000);
+        const fingerprint = (await runner.client.hget(`{${pools.prefix}}:config`, 'fingerprint')) as string;
+        await runner.run('pool/renew', 15_000, fingerprint);
+        expect(await runner.client.zcard(enqueued)).toBe(0);
+      } finally {
+        await runner.close();
+      }
+    });
+
     it('is forgotten by a renewal too, with what it dropped, while nothing enqueues', async () => {
       const clock = manualClock();
       const pool = await pools.open({

@@ -14,9 +14,9 @@ local function enqueuedKey(requestId)
   return prefix .. 'enqueued:' .. requestId
 end
 
--- Forgets at most ENQUEUED_PURGE_PER_CALL enqueues whose time has passed, with what they dropped.
-local function purgeEnqueued()
-  local expired = rcall('ZRANGEBYSCORE', K.enqueued, '-inf', now, 'LIMIT', 0, ENQUEUED_PURGE_PER_CALL)
+-- Forgets at most `limit` enqueues whose time has passed, with what they dropped.
+local function purgeEnqueued(limit)
+  local expired = rcall('ZRANGEBYSCORE', K.enqueued, '-inf', now, 'LIMIT', 0, limit)
   if #expired == 0 then
     return
   end
