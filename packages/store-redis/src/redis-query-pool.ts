@@ -222,9 +222,16 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     { leaseMs, renewEveryMs, fenceAfterMs },
     FAIL_FAST_OPTIONS.commandTimeout,
   );
+  // Not a finite window, an unanswered enqueue would be repeated for ever (NaN) or remembered
+  // for ever (Infinity).
+  const { enqueueRepeatForMs } = settings;
+  if (!Number.isFinite(enqueueRepeatForMs) || enqueueRepeatForMs < 0)
+    timingProblems.push(
+      `enqueueRepeatForMs: must be 0 or a positive number of ms, got ${enqueueRepeatForMs}`,
+    );
   if (timingProblems.length > 0) {
     throw new SwitchboardError('SB_CONFIG_INVALID', {
-      message: `the redis query pool's lease timing is invalid:\n${timingProblems.join('\n')}`,
+      message: `the redis query pool's timing is invalid:\n${timingProblems.join('\n')}`,
       details: { problems: timingProblems },
     });
   }
@@ -473,15 +480,21 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * (lua/pool/includes/enqueue-tokens.lua). A call that surely did not run (Redis down: nothing
    * is sent) fails at once, as before. A replica that dies while it repeats leaves the message
    * taken but never acknowledged (its sender may send it again), and its drops kept with the
-   * enqueue for another replica to record.
+   * enqueue for another replica to record. A repeat still unanswered at the deadline is not
+   * waited for (it is one more repeat, answered or not): the caller holds its sender's request
+   * for `enqueueRepeatForMs`, not a command timeout longer.
    */
   async function untilAnswered<Reply>(messageId: string, enqueue: () => Promise<Reply>): Promise<Reply> {
     const deadline = performance.now() + settings.enqueueRepeatForMs;
     let pauseMs = ENQUEUE_REPEAT_PAUSE_MS;
     let unanswered = 0;
+    let lastFailure: unknown;
     for (;;) {
       try {
-        const reply = await enqueue();
+        const answer =
+          unanswered === 0 ? await enqueue() : await within(enqueue(), deadline - performance.now());
+        if (answer === 'timeout') throw lastFailure;
+        const reply = answer as Reply;
         if (unanswered > 0)
           logger.warn(
             { messageId, unanswered },
@@ -491,6 +504,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       } catch (err) {
         if (!isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) throw err;
         if (mayHaveRun(err)) unanswered += 1;
+        lastFailure = err;
         const leftMs = deadline - performance.now();
         if (unanswered === 0 || leftMs <= 0 || shutDown) throw err;
         await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, leftMs)));

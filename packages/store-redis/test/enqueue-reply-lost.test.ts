@@ -8,7 +8,12 @@ import {
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { FAIL_FAST_OPTIONS, KEPT_OUTCOME_LEASE_MS, createRedisKeptOutcomes } from '../src/index.js';
+import {
+  FAIL_FAST_OPTIONS,
+  KEPT_OUTCOME_LEASE_MS,
+  createRedisKeptOutcomes,
+  createRedisQueryPool,
+} from '../src/index.js';
 import {
   REDIS_URL,
   manualClock,
@@ -27,6 +32,26 @@ const REMEMBERED_MS = 55_000;
 
 /** Keeps every outcome whole. */
 const keepAll: KeptOutcome = (outcome) => JSON.stringify(outcome);
+
+describe('the window of repeats', () => {
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, -1])(
+    'is refused with SB_CONFIG_INVALID when not a finite number of ms (%s), naming the option',
+    async (enqueueRepeatForMs) => {
+      const refusal = await createRedisQueryPool({
+        url: 'redis://127.0.0.1:1',
+        prefix: 'unused',
+        concurrency: { global: 1, perSession: 1 },
+        limits: { maxPending: 1, maxPendingPerSession: 1 },
+        pipelines: [],
+        enqueueRepeatForMs,
+      }).catch((err: unknown) => err);
+      expect(isSwitchboardError(refusal, 'SB_CONFIG_INVALID')).toBe(true);
+      expect((refusal as { details: { problems: string[] } }).details.problems).toEqual([
+        `enqueueRepeatForMs: must be 0 or a positive number of ms, got ${enqueueRepeatForMs}`,
+      ]);
+    },
+  );
+});
 
 describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqueue-tokens.lua)', () => {
   describe('when the script is called again with a request id it accepted', () => {
@@ -76,6 +101,61 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
         const rid = requestIdOf(message);
         expect(await runner.client.zscore(`{${pools.prefix}}:enqueued`, rid)).toBeNull();
         expect(await runner.client.exists(`{${pools.prefix}}:enqueued:${rid}`)).toBe(0);
+      } finally {
+        await runner.close();
+      }
+    });
+
+    it('accepted again once forgotten but not yet purged, answers what the new call dropped, not the old', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        limits: { maxPending: 1000, maxPendingPerSession: 1 },
+      });
+      await pool.enqueue(queued('A', clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const message = queued('A', clock.now());
+        const first = (await runner.run('pool/enqueue', ...enqueueArgs(message, '', 1000))) as unknown[];
+        expect(first).toMatchObject(['accepted', 1, -1, [expect.any(Array)]]);
+        // Entries forgotten before it, more than the purges of this test can take (bounded per
+        // call): its entry outlives its time.
+        const earlier = Array.from({ length: 300 }, (_, index) => [clock.now() + index, `older-${index}`]);
+        await runner.client.zadd(`{${pools.prefix}}:enqueued`, ...earlier.flat());
+        clock.advance(1000);
+
+        // The same request id judged anew (its caller repeated it past the window), in a session
+        // with room: it drops nothing.
+        const again = { ...message, session: 'B' };
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000))).toEqual([
+          'accepted',
+          1,
+          -1,
+          [],
+        ]);
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000))).toEqual([
+          'accepted',
+          1,
+          -1,
+          [],
+        ]);
+      } finally {
+        await runner.close();
+      }
+    });
+
+    it('once traffic stops, a renewal forgets as many as it purges delivery keys: 1000', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now });
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const enqueued = `{${pools.prefix}}:enqueued`;
+        const remembered = Array.from({ length: 1000 }, (_, index) => [clock.now() + index, `rid-${index}`]);
+        await runner.client.zadd(enqueued, ...remembered.flat());
+        clock.advance(1000);
+        const fingerprint = (await runner.client.hget(`{${pools.prefix}}:config`, 'fingerprint')) as string;
+        await runner.run('pool/renew', 15_000, fingerprint);
+        expect(await runner.client.zcard(enqueued)).toBe(0);
       } finally {
         await runner.close();
       }
@@ -176,6 +256,37 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       } finally {
         await kept.close();
       }
+    });
+
+    it('fails at enqueueRepeatForMs without waiting out the command timeout of the repeat under way', async () => {
+      const clock = manualClock();
+      // A repeat starts 1050 ms in and times out at 2050 ms: it is given up at 1100 ms.
+      const pool = await pools.open({
+        now: clock.now,
+        createClient: () => new Redis(paused.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 1000 }),
+        enqueueRepeatForMs: 1100,
+      });
+      const message = queued('A', clock.now());
+      await paused.admin.client('PAUSE', 3000, 'WRITE');
+      const startedAt = performance.now();
+      const failure = await pool.enqueue(message).catch((err: unknown) => err);
+      const elapsedMs = performance.now() - startedAt;
+      expect(isSwitchboardError(failure, 'SB_STORE_UNAVAILABLE')).toBe(true);
+      expect(elapsedMs).toBeGreaterThanOrEqual(1100);
+      expect(elapsedMs).toBeLessThan(1600);
+
+      // The calls still held run once Redis takes writes again: one message.
+      await eventually(
+        () =>
+          pool.stats().then(
+            (stats) => stats.pending === 1,
+            () => false,
+          ),
+        5000,
+        'the held calls applied',
+      );
+      expect(await pool.enqueue(message)).toEqual({ accepted: true, overflowed: [] });
+      expect(await pool.stats()).toMatchObject({ pending: 1 });
     });
 
     it('fails with SB_STORE_UNAVAILABLE when Redis stays silent past enqueueRepeatForMs; the same message offered again is taken once', async () => {

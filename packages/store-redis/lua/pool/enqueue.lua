@@ -74,7 +74,7 @@ local deliveryKey = ARGV[12]
 
 -- Before the dedup and the bounds: the first call marked the delivery key, and may have filled
 -- the queue.
-purgeEnqueued()
+purgeEnqueued(ENQUEUED_PURGE_PER_CALL)
 local answered = enqueuedBefore(requestId)
 if answered then
   local state = runnableState(false)

@@ -57,9 +57,9 @@ if stored ~= ARGV[5] then
 end
 
 purgeExpired(K.settled, TOMBSTONE_PURGE_PER_CALL)
--- Keyed enqueues purge delivery keys too, but keyed traffic may stop: its keys go here.
+-- Enqueues purge delivery keys and remembered enqueues too, but traffic may stop: theirs go here.
 purgeExpired(K.dedup, DEDUP_PURGE_PER_RENEWAL)
-purgeEnqueued()
+purgeEnqueued(ENQUEUED_PURGE_PER_RENEWAL)
 local expiresAt = now + tonumber(ARGV[4])
 rcall('ZREMRANGEBYSCORE', K.replicas, '-inf', now)
 rcall('ZADD', K.replicas, expiresAt, replica)

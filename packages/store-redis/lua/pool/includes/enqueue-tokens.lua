@@ -14,9 +14,9 @@ local function enqueuedKey(requestId)
   return prefix .. 'enqueued:' .. requestId
 end
 
--- Forgets at most ENQUEUED_PURGE_PER_CALL enqueues whose time has passed, with what they dropped.
-local function purgeEnqueued()
-  local expired = rcall('ZRANGEBYSCORE', K.enqueued, '-inf', now, 'LIMIT', 0, ENQUEUED_PURGE_PER_CALL)
+-- Forgets at most `limit` enqueues whose time has passed, with what they dropped.
+local function purgeEnqueued(limit)
+  local expired = rcall('ZRANGEBYSCORE', K.enqueued, '-inf', now, 'LIMIT', 0, limit)
   if #expired == 0 then
     return
   end
@@ -38,10 +38,16 @@ end
 
 -- The messages the enqueue of `requestId` dropped when it was accepted and is still remembered
 -- (an empty table when it dropped none), else nil. Purges are bounded, so an expired one may
--- still be there.
+-- still be there: it is forgotten here, what it dropped too, or a later acceptance of the same
+-- request that drops nothing would answer the old drops.
 local function enqueuedBefore(requestId)
   local forgetAt = rcall('ZSCORE', K.enqueued, requestId)
-  if not forgetAt or tonumber(forgetAt) <= now then
+  if not forgetAt then
+    return nil
+  end
+  if tonumber(forgetAt) <= now then
+    rcall('ZREM', K.enqueued, requestId)
+    rcall('DEL', enqueuedKey(requestId))
     return nil
   end
   local dropped = rcall('GET', enqueuedKey(requestId))

@@ -60,6 +60,8 @@ local DEDUP_PURGE_PER_CALL = 100
 local DEDUP_PURGE_PER_RENEWAL = 1000
 local TOMBSTONE_PURGE_PER_CALL = 100
 local ENQUEUED_PURGE_PER_CALL = 100
+-- Every accepted enqueue is remembered, keyed or not: as many as delivery keys, at least.
+local ENQUEUED_PURGE_PER_RENEWAL = 1000
 -- Marks a delayed session in `placed`: pipeline ids cannot contain it.
 local DELAYED = '~'
 -- How long a forgotten message's id key still says `settled` (Redis' clock: only a bound on memory).
