@@ -126,6 +126,20 @@ describe('createFeishuChannel openMedia (against the fake open platform)', () =>
     });
   });
 
+  describe('when an id is not a Feishu id', () => {
+    it.each([
+      ['..', 'img_v3_1'],
+      ['om_1', '.'],
+      ['om_1', 'img v3'],
+    ])('refuses message %j, file %j without asking Feishu', async (message_id, file_id) => {
+      const before = fake.callsTo('resource').length;
+      const error = await open(feishu, { type: 'image', file_id, message_id }).catch((err: unknown) => err);
+      expect(codeOf(error)).toBe('SB_MEDIA_UNAVAILABLE');
+      expect((error as Error).message).toContain('not a Feishu id');
+      expect(fake.callsTo('resource')).toHaveLength(before);
+    });
+  });
+
   describe('when the file is not in the message', () => {
     it('rejects with SB_MEDIA_UNAVAILABLE naming the status', async () => {
       const error = await open(feishu, { type: 'file', file_id: 'file_v3_1', message_id: 'om_other' }).catch(

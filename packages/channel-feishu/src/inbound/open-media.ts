@@ -18,6 +18,9 @@ export interface FeishuMediaSource {
  */
 const REFUSED_TOKEN_STATUSES = new Set([400, 401, 403]);
 
+/** What Feishu's message ids (`om_…`) and file keys (`img_v2_…`, `file_v3_…`) are made of. */
+const FEISHU_ID = /^[A-Za-z0-9_-]+$/;
+
 /**
  * The URL of a message's resource: `type=image` for an image key, `file` for the file key of a
  * file, an audio message or a video (Feishu's "get resources in a message").
@@ -48,6 +51,9 @@ export async function openFeishuMedia(
   if (file_id === undefined || file_id === '') throw mediaUnavailable(from, 'the element has no file key');
   if (message_id === undefined)
     throw mediaUnavailable(from, 'the link names no message, and Feishu serves files by message');
+  // Feishu's ids are letters, digits, _ and -: nothing else may shape the path the token goes to.
+  if (!FEISHU_ID.test(message_id) || !FEISHU_ID.test(file_id))
+    throw mediaUnavailable(from, 'the message id or file key is not a Feishu id');
   const url = feishuResourceUrl(source.apiUrl, { type: media.type, message_id, file_id });
   const download = async () => {
     let token: string;

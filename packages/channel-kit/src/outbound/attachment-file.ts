@@ -84,7 +84,7 @@ function fetchFailed(channelId: string, url: string, reason: string, retryable: 
  * for a platform that takes uploads only. A fetch is bounded by `maxBytes` (read no further) and
  * `fetchTimeoutMs`, and refused (unless `allowPrivateUrls`) when it or a redirect leads to a
  * non-public address; it fails with SB_CHANNEL_ATTACHMENT_FETCH_FAILED, retryable for a network
- * failure, a timeout or a 5xx answer, final for another status, a refused host or a file past
+ * failure, a timeout, a 5xx or a 429 answer, final for another status, a refused host or a file past
  * the cap.
  */
 export async function attachmentFile(
@@ -117,7 +117,7 @@ export async function attachmentFile(
   const status = response.statusCode ?? 0;
   if (status < 200 || status >= 300) {
     response.destroy();
-    throw fetchFailed(channelId, url, `HTTP ${status}`, status >= 500);
+    throw fetchFailed(channelId, url, `HTTP ${status}`, status >= 500 || status === 429);
   }
   const tooLarge = () => fetchFailed(channelId, url, `larger than ${maxBytes} bytes`, false);
   if (Number(response.headers['content-length'] ?? 0) > maxBytes) {

@@ -21,6 +21,7 @@ describe('attachmentFile', () => {
         return response.end(Buffer.alloc(32));
       }
       if (request.url === '/down') return response.writeHead(503).end();
+      if (request.url === '/busy') return response.writeHead(429).end();
       if (request.url === '/moved') return response.writeHead(302, { location: '/file.bin' }).end();
       if (request.url === '/loop') return response.writeHead(302, { location: '/loop' }).end();
       if (request.url === '/to-file')
@@ -87,8 +88,9 @@ describe('attachmentFile', () => {
       expect(error.message).toBe(`channel "sl": attachment ${base}/big: larger than 63 bytes`);
     });
 
-    it('fails retryably on a 5xx answer or a timeout, for good on a 404', async () => {
+    it('fails retryably on a 5xx or 429 answer or a timeout, for good on a 404', async () => {
       expect((await failure(`${base}/down`)).retryable).toBe(true);
+      expect((await failure(`${base}/busy`)).retryable).toBe(true);
       const timedOut = await failure(`${base}/hang`, { fetchTimeoutMs: 50, ...loopback });
       expect(timedOut.retryable).toBe(true);
       expect(timedOut.message).toMatch(/timed out$/);
