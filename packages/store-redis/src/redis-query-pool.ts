@@ -297,6 +297,13 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * `settled` instead of `lost` (lua/pool/includes/settlement.lua).
    */
   const unansweredSettlements = new Set<string>();
+  /**
+   * Request ids whose enqueue may have been applied though no call got an answer, until Redis
+   * forgets them (`performance.now()` ms): the same message offered again is a repeat of it, and
+   * is answered what Redis answered then. Any other call is judged anew — a second replay of one
+   * dead letter is a duplicate, not a repeat. Entries are added in the order they expire.
+   */
+  const unansweredEnqueues = new Map<string, number>();
   /** Claim calls on their way: `shutdown()` waits for them (bounded) to hand their turns back. */
   const claimsUnderWay = new Set<Promise<unknown>>();
   const tombstoneMs = fenceAfterMs + TOMBSTONE_MARGIN_MS;
@@ -476,7 +483,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * Calls `enqueue` until Redis answers, for at most `enqueueRepeatForMs`, once a call may have
    * been applied without its reply reaching here (`mayHaveRun`): deciding anything before an
    * answer would refuse a message that was taken, whose sender then sends it again as a second
-   * one. The same request id makes a repeat answer what the applied call answered
+   * one. The same request id, with the repeat flag, makes a repeat answer what the applied call answered
    * (lua/pool/includes/enqueue-tokens.lua). A call that surely did not run (Redis down: nothing
    * is sent) fails at once, as before. A replica that dies while it repeats leaves the message
    * taken but never acknowledged (its sender may send it again), and its drops kept with the
@@ -484,17 +491,22 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * waited for (it is one more repeat, answered or not): the caller holds its sender's request
    * for `enqueueRepeatForMs`, not a command timeout longer.
    */
-  async function untilAnswered<Reply>(messageId: string, enqueue: () => Promise<Reply>): Promise<Reply> {
+  async function untilAnswered<Reply>(
+    messageId: string,
+    requestId: string,
+    enqueue: (repeat: '0' | '1') => Promise<Reply>,
+  ): Promise<Reply> {
     const deadline = performance.now() + settings.enqueueRepeatForMs;
     let pauseMs = ENQUEUE_REPEAT_PAUSE_MS;
-    let unanswered = 0;
+    let unanswered = unansweredEnqueues.has(requestId) ? 1 : 0;
     let lastFailure: unknown;
     for (;;) {
       try {
         const answer =
-          unanswered === 0 ? await enqueue() : await within(enqueue(), deadline - performance.now());
+          unanswered === 0 ? await enqueue('0') : await within(enqueue('1'), deadline - performance.now());
         if (answer === 'timeout') throw lastFailure;
         const reply = answer as Reply;
+        unansweredEnqueues.delete(requestId);
         if (unanswered > 0)
           logger.warn(
             { messageId, unanswered },
@@ -506,11 +518,24 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         if (mayHaveRun(err)) unanswered += 1;
         lastFailure = err;
         const leftMs = deadline - performance.now();
+        if (unanswered > 0 && (leftMs <= 0 || shutDown)) rememberUnanswered(requestId);
         if (unanswered === 0 || leftMs <= 0 || shutDown) throw err;
         await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, leftMs)));
         pauseMs = Math.min(pauseMs * 2, ENQUEUE_REPEAT_MAX_PAUSE_MS);
       }
     }
+  }
+
+  /** Notes that `requestId`'s enqueue may have been applied unanswered, while Redis remembers it. */
+  function rememberUnanswered(requestId: string): void {
+    const at = performance.now();
+    for (const [id, forgetAt] of unansweredEnqueues) {
+      if (forgetAt > at) break;
+      unansweredEnqueues.delete(id);
+    }
+    unansweredEnqueues.delete(requestId);
+    // Forgotten here before Redis forgets it: a repeat must find what it repeats.
+    unansweredEnqueues.set(requestId, at + settings.enqueueRepeatForMs + TOMBSTONE_MARGIN_MS / 2);
   }
 
   async function settle(
@@ -590,8 +615,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         options.keptOutcome === undefined ? '' : now() + KEPT_OUTCOME_LEASE_MS,
         enqueueRememberedMs,
       ];
-      const reply = await untilAnswered(queued.message.id, () =>
-        run<[string, number?, number?, MessageReply[]?]>('pool/enqueue', ...args),
+      const reply = await untilAnswered(queued.message.id, requestIdOf(queued), (repeat) =>
+        run<[string, number?, number?, MessageReply[]?]>('pool/enqueue', ...args, repeat),
       );
       const [outcome, claimable, nextDueAt, overflowed] = reply;
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };

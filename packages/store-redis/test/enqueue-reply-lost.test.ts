@@ -57,8 +57,13 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
   describe('when the script is called again with a request id it accepted', () => {
     const pools = usePools();
 
-    /** The ARGV of `pool/enqueue` after the prefix, clock and replica, for `message` in a full session. */
-    function enqueueArgs(message: ReturnType<typeof queued>, deliveryKey: string, rememberedMs: number) {
+    /** The ARGV of `pool/enqueue` after the prefix, clock and replica, for `message` in a full session; `repeat` as a lost reply's. */
+    function enqueueArgs(
+      message: ReturnType<typeof queued>,
+      deliveryKey: string,
+      rememberedMs: number,
+      repeat: '0' | '1' = '0',
+    ) {
       const { attempt: _attempt, acceptedAt: _acceptedAt, retryAtMs: _retryAtMs, ...payload } = message;
       return [
         JSON.stringify(payload),
@@ -75,8 +80,30 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
         message.message.channel,
         '',
         rememberedMs,
+        repeat,
       ];
     }
+
+    it('judges another caller with the same request id by its delivery key: a second replay of one dead letter is a duplicate', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now });
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const replay = queued('A', clock.now(), { replayOf: 'dead-letter-1' });
+        expect(
+          ((await runner.run('pool/enqueue', ...enqueueArgs(replay, 'replay:1', 1000))) as unknown[])[0],
+        ).toBe('accepted');
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(replay, 'replay:1', 1000))).toEqual([
+          'duplicate',
+        ]);
+        expect(
+          ((await runner.run('pool/enqueue', ...enqueueArgs(replay, 'replay:1', 1000, '1'))) as unknown[])[0],
+        ).toBe('accepted');
+        expect(await runner.client.hget(`{${pools.prefix}}:counts`, 'pending')).toBe('1');
+      } finally {
+        await runner.close();
+      }
+    });
 
     it('answers it again until it is forgotten, then judges the call anew, and purges what it kept', async () => {
       const clock = manualClock();
@@ -90,12 +117,12 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
 
         clock.advance(999);
         const stats = await pool.stats();
-        expect(await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000))).toEqual(first);
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000, '1'))).toEqual(first);
         expect(await pool.stats()).toEqual(stats);
 
         clock.advance(1);
         // Forgotten: the delivery key the first call marked decides now.
-        expect(await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000))).toEqual([
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000, '1'))).toEqual([
           'duplicate',
         ]);
         const rid = requestIdOf(message);
@@ -127,13 +154,13 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
         // The same request id judged anew (its caller repeated it past the window), in a session
         // with room: it drops nothing.
         const again = { ...message, session: 'B' };
-        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000))).toEqual([
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000, '1'))).toEqual([
           'accepted',
           1,
           -1,
           [],
         ]);
-        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000))).toEqual([
+        expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000, '1'))).toEqual([
           'accepted',
           1,
           -1,

@@ -2,7 +2,7 @@
   Accepts a message in one step: delivery dedup, the max_pending bound, the per-session cap
   (dropping the session's oldest waiting messages), the push and the session's placement
   (docs/design.md §2 "Query pool"). A refused enqueue marks no delivery key. An accepted one is
-  remembered by its request id for ARGV[17] ms: called again with it (its reply was lost), the
+  remembered by its request id for ARGV[17] ms: repeated with it (its reply was lost), the
   script answers what it answered then and queues nothing (pool/includes/enqueue-tokens).
 
   KEYS[1]  config     reads
@@ -39,6 +39,9 @@
            (kept-outcomes/includes/keep-outcomes)
   ARGV[17] how long an accepted enqueue is remembered by its request id, ms (longer than its
            caller may go on repeating it)
+  ARGV[18] '1' when the caller repeats a call whose reply it never got, else '0': only a repeat
+           is answered from what was remembered; another caller with the same request id (a
+           second replay of one dead letter) is judged by the delivery key like any message
 
   Built from ARGV[1]:
     q:<session>         reads, writes
@@ -76,7 +79,7 @@ local deliveryKey = ARGV[12]
 -- the queue.
 purgeEnqueued(ENQUEUED_PURGE_PER_CALL)
 local answered = enqueuedBefore(requestId)
-if answered then
+if answered and ARGV[18] == '1' then
   local state = runnableState(false)
   return { 'accepted', state[1], state[2], answered }
 end
