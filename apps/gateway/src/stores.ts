@@ -275,9 +275,15 @@ async function withRedisPool(
     createRedisReplicaEvents,
     createRedisReplyOutbox,
   } = await import('@switchboard/store-redis');
-  const outbox = await createAuditOutbox({
+  // Every store whose writes answer for a message (accept it, run it, settle it, reply to it,
+  // record it) or own a channel waits for the replicas the config asks for.
+  const replicated = {
     url: store.url,
     prefix: store.prefix,
+    replication: { replicas: store.wait_replicas, timeoutMs: store.wait_timeout },
+  };
+  const outbox = await createAuditOutbox({
+    ...replicated,
     inner: records.auditLog,
     statuses: records.statuses,
     maxEntries: config.audit.kind === 'postgres' ? config.audit.outboxMaxEntries : undefined,
@@ -291,8 +297,7 @@ async function withRedisPool(
   const replyLeaseMs =
     Math.max(0, ...config.channels.map((channel) => channel.outbound.sendTimeoutMs)) + REPLY_LEASE_MARGIN_MS;
   const replies = await createRedisReplyOutbox({
-    url: store.url,
-    prefix: store.prefix,
+    ...replicated,
     leaseMs: replyLeaseMs,
     keptOutcome,
     logger,
@@ -301,14 +306,12 @@ async function withRedisPool(
     await records.close();
     throw err;
   });
-  const handoffs = await createRedisHandoffStore({ url: store.url, prefix: store.prefix }).catch(
-    async (err: unknown) => {
-      await replies.close();
-      await outbox.shutdown();
-      await records.close();
-      throw err;
-    },
-  );
+  const handoffs = await createRedisHandoffStore(replicated).catch(async (err: unknown) => {
+    await replies.close();
+    await outbox.shutdown();
+    await records.close();
+    throw err;
+  });
   let pool: RedisQueryPool | undefined;
   let replicaEvents: RedisReplicaEvents | null = null;
   let channelLeases: RedisChannelLeases | undefined;
@@ -324,8 +327,7 @@ async function withRedisPool(
     refusal: outbox.refusal,
     async createPool(options) {
       const opened = await createRedisQueryPool({
-        url: store.url,
-        prefix: store.prefix,
+        ...replicated,
         keptOutcome,
         ...options,
       });
@@ -338,13 +340,11 @@ async function withRedisPool(
         await opened.shutdown();
         throw err;
       });
-      channelLeases = await createRedisChannelLeases({ url: store.url, prefix: store.prefix }).catch(
-        async (err: unknown) => {
-          await replicaEvents?.close();
-          await opened.shutdown();
-          throw err;
-        },
-      );
+      channelLeases = await createRedisChannelLeases(replicated).catch(async (err: unknown) => {
+        await replicaEvents?.close();
+        await opened.shutdown();
+        throw err;
+      });
       rateBuckets = await createRedisRateBuckets({
         url: store.url,
         prefix: store.prefix,
@@ -356,8 +356,7 @@ async function withRedisPool(
         throw err;
       });
       keptOutcomes = await createRedisKeptOutcomes({
-        url: store.url,
-        prefix: store.prefix,
+        ...replicated,
         now: replies.now,
         logger: options.logger,
       }).catch(async (err: unknown) => {

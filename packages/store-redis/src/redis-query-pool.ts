@@ -55,8 +55,14 @@ import {
   runnableStateOf,
   turnOf,
 } from './script-replies.js';
+import type { ReplicationOptions } from './replication-wait.js';
 
 export interface RedisQueryPoolOptions {
+  /**
+   * Replicas that must hold a write before the store answers for it (`WAIT`; docs/design.md §5
+   * "Failover"). Default: none waited for.
+   */
+  replication?: ReplicationOptions | undefined;
   /** Redis to connect to, e.g. `redis://127.0.0.1:6379/0`. Either this or `createClient`. */
   url?: string;
   /**
@@ -246,6 +252,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     now: options.now,
     clockRemeasureEveryMs: settings.clockRemeasureEveryMs,
     retryAfterMs: refusalRetryAfterMs,
+    replication: options.replication,
     logger,
   });
   const { client, subscriber, now } = connection;

@@ -133,8 +133,13 @@ export async function startPrivateRedis(settings: readonly string[] = []) {
   await start();
   return {
     url,
+    port,
     start,
     stop,
+    /** Sends `signal` to this Redis without waiting (`SIGSTOP` freezes it, `SIGCONT` resumes it). */
+    signal(signal: NodeJS.Signals): void {
+      process.kill(Number(readFileSync(pidFile, 'utf8').trim()), signal);
+    },
     async remove() {
       try {
         await stop();
@@ -144,4 +149,53 @@ export async function startPrivateRedis(settings: readonly string[] = []) {
       rmSync(folder, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A primary and one replica of the test's own on free ports, both without persistence (a
+ * failover, not a restart, is what keeps data here), the replica in sync before this resolves.
+ */
+export async function startReplicatedRedis() {
+  const noPersistence = ['--appendonly', 'no'];
+  const primary = await startPrivateRedis(noPersistence);
+  const replica = await startPrivateRedis([
+    ...noPersistence,
+    '--replicaof',
+    '127.0.0.1',
+    String(primary.port),
+  ]);
+  await eventually(async () => (await infoField(replica.url, 'replication', 'master_link_status')) === 'up');
+  return {
+    primary,
+    replica,
+    /** Makes the replica the primary (`REPLICAOF NO ONE`), as after the primary's loss. */
+    async promoteReplica(): Promise<void> {
+      await command(replica.url, (client) => client.replicaof('NO', 'ONE'));
+    },
+    async remove(): Promise<void> {
+      await Promise.all([primary.remove(), replica.remove()]);
+    },
+  };
+}
+
+/** Runs `call` on a short-lived probe connection to `url`. */
+async function command<T>(url: string, call: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(url, PROBE_OPTIONS);
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await call(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** One field of `INFO <section>` of the Redis at `url`; undefined while it does not answer. */
+export async function infoField(url: string, section: string, field: string): Promise<string | undefined> {
+  try {
+    const text = await command(url, (client) => client.info(section));
+    return new RegExp(`^${field}:(.*)$`, 'm').exec(text)?.[1]?.trim();
+  } catch {
+    return undefined;
+  }
 }

@@ -1,0 +1,44 @@
+import { type Socket, connect, createServer } from 'node:net';
+
+/**
+ * A TCP proxy on a free loopback port forwarding to `127.0.0.1:<targetPort>`: the one address
+ * clients know, as a managed Redis endpoint or a virtual IP is. `retarget` points it elsewhere and
+ * cuts every open connection, as a failover of such an endpoint does.
+ */
+export async function startTcpProxy(targetPort: number) {
+  let target = targetPort;
+  const open = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(target, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  const cutAll = () => {
+    for (const socket of open) socket.destroy();
+  };
+  return {
+    port,
+    /** New connections go to `port` from now on; open ones are cut. */
+    retarget(port: number): void {
+      target = port;
+      cutAll();
+    },
+    close(): Promise<void> {
+      cutAll();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
