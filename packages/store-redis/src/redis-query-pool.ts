@@ -410,9 +410,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     reply[0] === 'config_mismatch';
 
   const leases = new LeaseKeeper({
-    async renew(tokens): Promise<Renewal> {
+    async renew(tokens, fenceAt): Promise<Renewal> {
       const startedAt = now();
-      const renewal = () => run<RenewReply>('pool/renew', leaseMs, fingerprint, ...tokens);
+      // Judged on Redis' TIME, so only when the pool's clock is Redis' (the default).
+      const fenceArg = options.now === undefined ? fenceAt : '';
+      const renewal = () => run<RenewReply>('pool/renew', leaseMs, fingerprint, fenceArg, ...tokens);
       let reply = await renewal();
       if (isMismatch(reply) && options.reconcile !== undefined) {
         // Waited for at most one renewal period: the leases held must not lapse meanwhile.
