@@ -202,7 +202,11 @@ describe.skipIf(!reachable)('pool/renew.lua and fencing', () => {
       const leaseDeadline = async () => Number(await redis.admin.zscore(keys[5] as string, turn.lease.token));
       const heartbeat = async () => Number(await redis.admin.zscore(replicas, pool.replicaId));
       const claimedUntil = await leaseDeadline();
-      await eventually(async () => (await leaseDeadline()) > claimedUntil, 3000, 'a renewal before the pause');
+      await eventually(
+        async () => (await leaseDeadline()) > claimedUntil,
+        3000,
+        'a renewal before the pause',
+      );
       // The renewal sent meanwhile times out (2 s) and waits in Redis until the pause ends.
       await redis.admin.client('PAUSE', 2600, 'WRITE');
       const renewedUntil = await leaseDeadline();

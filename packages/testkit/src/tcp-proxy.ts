@@ -7,9 +7,13 @@ import { type Socket, connect, createServer } from 'node:net';
  */
 export async function startTcpProxy(targetPort: number) {
   let target = targetPort;
+  let held = false;
   const open = new Set<Socket>();
+  const upstreams = new Set<Socket>();
   const server = createServer((client) => {
     const upstream = connect(target, '127.0.0.1');
+    upstreams.add(upstream);
+    upstream.on('close', () => upstreams.delete(upstream));
     for (const socket of [client, upstream]) {
       open.add(socket);
       socket.on('close', () => open.delete(socket));
@@ -19,6 +23,7 @@ export async function startTcpProxy(targetPort: number) {
       });
     }
     client.pipe(upstream).pipe(client);
+    if (held) upstream.pause();
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -31,6 +36,14 @@ export async function startTcpProxy(targetPort: number) {
   };
   return {
     port,
+    /**
+     * Stops passing on what the target sends (the client's side still flows): it waits in this
+     * process, lost if the connections are cut, as bytes in flight are when a host dies.
+     */
+    hold(): void {
+      held = true;
+      for (const upstream of upstreams) upstream.pause();
+    },
     /** New connections go to `port` from now on; open ones are cut. */
     retarget(port: number): void {
       target = port;

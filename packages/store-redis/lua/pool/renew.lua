@@ -11,8 +11,9 @@
   would stay there for good; placing a message puts its pipeline back). Also reports the pool's
   runnable state, so that a replica whose wake-up on the
   channel was lost finds the work anyway. A renewal Redis applies after its replica's fencing
-  deadline (ARGV[6], judged by TIME, less a margin for the replica's view of that clock) renews
-  the heartbeat only: every lease it names is reported lost.
+  deadline (ARGV[6], judged by TIME) renews the heartbeat only: every lease it names is reported
+  lost. (One applied just before the deadline whose reply arrives after it still extends leases
+  the replica gave up: their sessions wait one more lease, within a reply's flight time.)
   A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
   with other values registered meanwhile) is not renewed: it leaves the live replicas and is
   told so, and registers again or refuses work (docs/design.md §5 "Replicas agree").
@@ -55,10 +56,6 @@
 --- @include "pool/includes/enqueue-tokens"
 --- @include "includes/store-clock"
 
--- How far the replica's view of Redis' clock (TIME read now and then, carried forward by its
--- monotonic clock) may stand from TIME itself.
-local CLOCK_VIEW_MARGIN_MS = 500
-
 assertRegistered()
 
 local stored = rcall('HGET', K.config, 'fingerprint')
@@ -74,7 +71,7 @@ purgeEnqueued(ENQUEUED_PURGE_PER_RENEWAL)
 local expiresAt = now + tonumber(ARGV[4])
 rcall('ZREMRANGEBYSCORE', K.replicas, '-inf', now)
 rcall('ZADD', K.replicas, expiresAt, replica)
-local fenced = ARGV[6] ~= '' and storeNowMs() >= tonumber(ARGV[6]) - CLOCK_VIEW_MARGIN_MS
+local fenced = ARGV[6] ~= '' and storeNowMs() >= tonumber(ARGV[6])
 local lost = {}
 for index = 7, #ARGV do
   local token = ARGV[index]
