@@ -258,6 +258,15 @@ await runScenario('http-throughput', async () => {
       ...storeMeasurements(server.id, `${SETTINGS.httpConnections} connections`, f.storeLoaded),
       ...storeMeasurements(server.id, '1 request at a time', f.storeLight),
     );
+    if (f.storeLight !== null) {
+      // The steady path of one message: its acceptance, and one commit ending it.
+      targets.push({
+        target: `SQLite commits per message one at a time, ${server.id}`,
+        expected: '≤ 2',
+        actual: formatNumber(f.storeLight.commits),
+        pass: f.storeLight.commits <= 2,
+      });
+    }
     if (server.minShareOfBare === undefined) continue;
     const share = f.requestsPerS / bare.requestsPerS;
     const addedMs = f.lightP50Ms - bare.lightP50Ms;
