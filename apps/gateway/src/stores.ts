@@ -87,6 +87,11 @@ export interface Stores extends RecordStores {
    * then commit together.
    */
   recordsShareOutboxCommit?: boolean;
+  /**
+   * With `store: sqlite`: the commits and statements run on the file of `store.path` so far, for
+   * `/metrics` and the benchmarks (what a message costs the file).
+   */
+  writeCounts?: () => { commits: number; statements: number };
   /** The clock the reply sender claims by: the Redis server's with `store: redis`, else this host's. */
   outboxNow?: () => number;
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
@@ -236,6 +241,7 @@ export async function openStores(
     outbox: file.outbox,
     handoffs: file.handoffs,
     recordsShareOutboxCommit: sharesFile,
+    writeCounts: () => file.counts,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
     channelLeases: () => processLeases,
