@@ -30,10 +30,11 @@ async function replicatedFleet(waitReplicas: number) {
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
-  const calls = new Map<string, number>();
+  /** The attempts each text was called with, in order. */
+  const calls = new Map<string, number[]>();
   let open = 0;
   backend.respond = async (request) => {
-    calls.set(request.text, (calls.get(request.text) ?? 0) + 1);
+    calls.set(request.text, [...(calls.get(request.text) ?? []), request.attempt]);
     open += 1;
     try {
       await released;
@@ -69,6 +70,19 @@ async function replicatedFleet(waitReplicas: number) {
         id: answer.body?.id as string,
         retryAfter: answer.headers.get('retry-after'),
       };
+    },
+    /**
+     * Whether `text` was called once, or — only when a replica gave its turns up because it could
+     * not renew for 10 s (the fleet waits for a replica in sync, which a loaded machine can
+     * take that long to get back) — once more with the next attempt.
+     */
+    ranOnceUnlessFenced(text: string): boolean {
+      const attempts = calls.get(text) ?? [];
+      if (attempts.length === 1) return true;
+      const fenced = replicas.some((replica) =>
+        replica.logs.some((line) => line.msg.startsWith('lease lost: no renewal for too long')),
+      );
+      return fenced && attempts.length === 2 && attempts[1] === (attempts[0] as number) + 1;
     },
     /** Until the replica has applied everything the primary wrote so far. */
     async replicaCaughtUp() {
@@ -178,7 +192,7 @@ describe.skipIf(!reachable)(
         `wait_replicas 0: acknowledged while the replica lagged, after the failover: ${laggedStatuses.join(', ')}`,
       );
       expect(laggedStatuses.filter((status) => status === 'completed')).toEqual([]);
-      expect(lagged.map((message) => fleet.calls.get(message.text) ?? 0)).toEqual([0, 0, 0, 0]);
+      expect(lagged.map((message) => fleet.calls.get(message.text)?.length ?? 0)).toEqual([0, 0, 0, 0]);
     });
 
     it('with wait_replicas: 1, refuses (503) what the lagging replica does not hold and loses nothing acknowledged', {
@@ -207,10 +221,13 @@ describe.skipIf(!reachable)(
         [...before, ...after].map((message) => message.id),
       );
       for (const { text } of [...before, ...after])
-        expect(fleet.calls.get(text), `calls for ${text}`).toBe(1);
+        expect(fleet.ranOnceUnlessFenced(text), `calls for ${text}`).toBe(true);
+      // Applied on the lost primary only: refused, and so never run rather than run unanswered.
+      await fleet.poolEmpty();
+      expect([0, 1, 2].map((index) => fleet.calls.get(`refused ${index}`)?.length ?? 0)).toEqual([0, 0, 0]);
     });
 
-    it('with wait_replicas: 1, under load, completes every acknowledged message exactly once across the failover', {
+    it('with wait_replicas: 1, under load, completes every acknowledged message across the failover, each run once unless its replica fenced', {
       timeout: 180_000,
     }, async () => {
       const fleet = await replicatedFleet(1);
@@ -244,7 +261,8 @@ describe.skipIf(!reachable)(
       console.log(
         `wait_replicas 1 under load: ${accepted.length} acknowledged (${atFailover} before the failover), ${refusals} refused, all completed`,
       );
-      for (const { text } of accepted) expect(fleet.calls.get(text), `calls for ${text}`).toBe(1);
+      for (const { text } of accepted)
+        expect(fleet.ranOnceUnlessFenced(text), `calls for ${text}`).toBe(true);
     });
   },
 );

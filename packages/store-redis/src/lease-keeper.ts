@@ -22,6 +22,9 @@ export interface LeaseKeeperOptions {
   logger: Logger;
 }
 
+/** The longest wait before a failed renewal round is tried again, ms. */
+const RETRY_AFTER_FAILURE_MAX_MS = 1000;
+
 /**
  * This replica's leases (docs/design.md §5): all of them renewed in one call every
  * `renewEveryMs`; a token the store no longer holds for it, and every token once no renewal has
@@ -34,6 +37,7 @@ export class LeaseKeeper {
   readonly #timer: NodeJS.Timeout;
   #lastRenewedAt: number;
   #renewing = false;
+  #retry: NodeJS.Timeout | undefined;
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
@@ -91,15 +95,32 @@ export class LeaseKeeper {
           { err, silentMs: this.#options.now() - this.#lastRenewedAt, turns: this.#held.size },
           'lease renewal failed: retrying',
         );
+        this.#retrySoon();
       }
     } finally {
       this.#renewing = false;
     }
   }
 
+  /**
+   * Tries a failed round again within a fraction of the period, not a whole one later: with
+   * renewals every 5 s and fencing at 10 s, the next tick would already be the fencing one, so a
+   * single failed call (a stall past a `WAIT`'s timeout) would cost every turn.
+   */
+  #retrySoon(): void {
+    if (this.#retry !== undefined) return;
+    const inMs = Math.min(RETRY_AFTER_FAILURE_MAX_MS, this.#options.renewEveryMs / 4);
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      this.#tick();
+    }, inMs);
+    this.#retry.unref();
+  }
+
   /** Stops renewing and gives up every lease still held (the replica shuts down). */
   stop(): void {
     clearInterval(this.#timer);
+    clearTimeout(this.#retry);
     this.#giveUpAll();
   }
 

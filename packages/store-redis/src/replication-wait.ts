@@ -1,7 +1,6 @@
 import { SwitchboardError } from '@switchboard/core';
 import type { Redis } from 'ioredis';
 import { ANSWERED_UNREPLICATED, type ScriptName } from './lua-scripts.js';
-import { storeFailure } from './redis-connection.js';
 
 /**
  * How many Redis replicas must hold a write before the store answers for it (`WAIT`), and how
@@ -43,15 +42,22 @@ export function replicationWaiter(
     try {
       acknowledged = await client.wait(replicas, timeoutMs);
     } catch (err) {
-      throw storeFailure(err, retryAfterMs);
+      // Not sent, or refused (`UNBLOCKED` when the primary is demoted): the write itself ran.
+      const reason = err instanceof Error ? err.message : String(err);
+      throw notReplicated(`redis replication: the write's WAIT failed (${reason})`, err);
     }
     if (acknowledged >= replicas) return;
-    const message = `redis replication: ${acknowledged} of ${replicas} replicas acknowledged the write within ${timeoutMs} ms`;
-    throw new SwitchboardError('SB_STORE_UNAVAILABLE', {
+    throw notReplicated(
+      `redis replication: ${acknowledged} of ${replicas} replicas acknowledged the write within ${timeoutMs} ms`,
+    );
+  }
+
+  function notReplicated(message: string, cause?: unknown): SwitchboardError {
+    return new SwitchboardError('SB_STORE_UNAVAILABLE', {
       message,
       retryable: true,
       retryAfterMs,
-      cause: new ReplicationTimeout(message),
+      cause: new ReplicationTimeout(message, { cause }),
     });
   }
 

@@ -22,6 +22,42 @@ describe.skipIf(!reachable)('startRedisClock', () => {
     });
   });
 
+  describe('when a measurement waits behind a blocking command on the connection (a WAIT)', () => {
+    it('keeps the read with the shortest round trip, so the wait does not skew the offset', async () => {
+      const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
+      await client.connect();
+      // Blocks this connection 800 ms; the first TIME queues behind it.
+      const blocked = client.blpop(`sb-test-clock-${process.pid}`, 0.8);
+      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      try {
+        await blocked;
+        const [seconds, microseconds] = await client.time();
+        const redisMs = Number(seconds) * 1000 + Number(microseconds) / 1000;
+        expect(Math.abs(clock.now() - redisMs)).toBeLessThan(50);
+      } finally {
+        clock.stop();
+        client.disconnect();
+      }
+    });
+  });
+
+  describe('when its connection comes back (it may reach another server after a failover)', () => {
+    it('measures again at once', async () => {
+      const client = new Redis(REDIS_URL, { ...FAIL_FAST_OPTIONS, retryStrategy: () => 10 });
+      await client.connect();
+      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const reads = vi.spyOn(client, 'time');
+      try {
+        client.disconnect(true);
+        await eventually(() => reads.mock.calls.length > 0, 5000, 'TIME read after the reconnect');
+      } finally {
+        reads.mockRestore();
+        clock.stop();
+        client.disconnect();
+      }
+    });
+  });
+
   describe("when this host's clock steps between two measurements", () => {
     it("keeps reading Redis' time: the step does not move it until the next measurement", async () => {
       const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);

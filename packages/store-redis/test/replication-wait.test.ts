@@ -1,7 +1,10 @@
 import { isSwitchboardError } from '@switchboard/core';
+import type { Redis as RedisClient } from 'ioredis';
 import { deliveryFixture } from '@switchboard/contracts';
 import { startReplicatedRedis } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
+import { mayHaveRun } from '../src/redis-connection.js';
+import { replicationWaiter } from '../src/replication-wait.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { queued, redisReachable, useReplyOutboxes, usePools } from './redis-harness.js';
 
@@ -91,5 +94,28 @@ describe.skipIf(!reachable)('writes answered only once a replica holds them (`re
     freezeReplica();
     const refusal = await outbox.add(deliveryFixture(1)).catch((err: unknown) => err);
     expect(isSwitchboardError(refusal, 'SB_STORE_UNAVAILABLE')).toBe(true);
+  });
+});
+
+describe('a WAIT that fails itself', () => {
+  it.each([
+    [
+      'never sent (the connection dropped after the write)',
+      new Error("Stream isn't writeable and enableOfflineQueue options is false"),
+    ],
+    [
+      'refused (the primary demoted while it blocked)',
+      Object.assign(
+        new Error(
+          'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
+        ),
+        { name: 'ReplyError' },
+      ),
+    ],
+  ])('%s fails the write as SB_STORE_UNAVAILABLE that may have been applied', async (_case, failure) => {
+    const client = { wait: () => Promise.reject(failure) } as unknown as RedisClient;
+    const refusal = await replicationWaiter(client, ONE_REPLICA, 1000)().catch((err: unknown) => err);
+    expect(isSwitchboardError(refusal, 'SB_STORE_UNAVAILABLE')).toBe(true);
+    expect(mayHaveRun(refusal)).toBe(true);
   });
 });

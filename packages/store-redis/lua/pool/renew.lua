@@ -12,8 +12,9 @@
   runnable state, so that a replica whose wake-up on the
   channel was lost finds the work anyway. A renewal Redis applies after its replica's fencing
   deadline (ARGV[6], judged by TIME) renews the heartbeat only: every lease it names is reported
-  lost. (One applied just before the deadline whose reply arrives after it still extends leases
-  the replica gave up: their sessions wait one more lease, within a reply's flight time.)
+  lost. (One applied just before the deadline whose reply reaches the replica after it — a reply
+  held up to a `WAIT`'s timeout, or by the network — still extends leases the replica gave up:
+  their sessions wait one more lease.)
   A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
   with other values registered meanwhile) is not renewed: it leaves the live replicas and is
   told so, and registers again or refuses work (docs/design.md §5 "Replicas agree").
