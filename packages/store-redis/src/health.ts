@@ -7,12 +7,23 @@ export interface StoreHealth {
   detail?: string;
 }
 
+/** How long since a replica's last acknowledgement (it sends one a second) it still counts in sync, s. */
+const IN_SYNC_LAG_S = 2;
+
+/** The replicas of `INFO replication` online and acknowledging (`slaveN:…,state=online,…,lag=N`). */
+function replicasInSync(info: string): number {
+  let count = 0;
+  for (const [, state, lag] of info.matchAll(/^slave\d+:.*state=(\w+),.*lag=(\d+)/gm))
+    if (state === 'online' && Number(lag) <= IN_SYNC_LAG_S) count += 1;
+  return count;
+}
+
 /**
  * Redis answers PING and evicts nothing (docs/design.md §5): under any `maxmemory-policy` but
  * `noeviction`, a full Redis would silently drop queued messages or leases instead of refusing
- * writes.
+ * writes. With `waitReplicas`, also that many replicas acknowledge: with fewer, every write fails.
  */
-export async function checkRedisHealth(client: Redis): Promise<StoreHealth> {
+export async function checkRedisHealth(client: Redis, waitReplicas = 0): Promise<StoreHealth> {
   try {
     await client.ping();
     const info = await client.info('memory');
@@ -22,6 +33,14 @@ export async function checkRedisHealth(client: Redis): Promise<StoreHealth> {
         ok: false,
         detail: `redis maxmemory-policy is ${policy ?? 'unknown'}: set it to noeviction, or queued messages may be evicted`,
       };
+    }
+    if (waitReplicas > 0) {
+      const inSync = replicasInSync(await client.info('replication'));
+      if (inSync < waitReplicas)
+        return {
+          ok: false,
+          detail: `redis has ${inSync} replicas in sync, store.wait_replicas asks for ${waitReplicas}: writes are refused`,
+        };
     }
     return { ok: true };
   } catch (err) {

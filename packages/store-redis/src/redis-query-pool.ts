@@ -783,7 +783,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         const differences = (mismatch.details as { differences: string[] }).differences.join('; ');
         return { ok: false, detail: `config mismatch with the live replicas: ${differences}` };
       }
-      return checkRedisHealth(client);
+      return checkRedisHealth(client, options.replication?.replicas ?? 0);
     },
 
     async shutdown() {

@@ -1,6 +1,7 @@
 import { isSwitchboardError } from '@switchboard/core';
 import type { Redis as RedisClient } from 'ioredis';
 import { deliveryFixture } from '@switchboard/contracts';
+import { eventually } from '@switchboard/testkit/eventually';
 import { startReplicatedRedis } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { mayHaveRun } from '../src/redis-connection.js';
@@ -74,6 +75,25 @@ describe.skipIf(!reachable)('writes answered only once a replica holds them (`re
     await pool.enqueue(queued('s1', 1));
     freezeReplica();
     expect((await pool.stats()).pending).toBe(1);
+  });
+
+  it('is not ready while the replica stops acknowledging, naming store.wait_replicas, and ready again once it does', async () => {
+    const pool = await pools.open({ replication: ONE_REPLICA });
+    expect(await pool.health()).toEqual({ ok: true });
+    freezeReplica();
+    const notReady = await eventually(
+      async () => {
+        const health = await pool.health();
+        return health.ok ? undefined : health;
+      },
+      8000,
+      'not ready',
+    );
+    expect(notReady.detail).toBe(
+      'redis has 0 replicas in sync, store.wait_replicas asks for 1: writes are refused',
+    );
+    thawReplica();
+    await eventually(async () => (await pool.health()).ok, 8000, 'ready again');
   });
 
   it('shares one WAIT among writers that finish together', async () => {
