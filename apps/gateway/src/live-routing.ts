@@ -45,6 +45,10 @@ export interface LiveRouting {
 interface TenantRouting {
   tenants: readonly TenantConfig[];
   router: Router;
+  /**
+   * Channel id → its tenant: the channels configured now, and those a reload removed, which keep
+   * their last tenant (a message a removed channel is still draining is not routed by another's).
+   */
   tenantOfChannel: ReadonlyMap<string, string>;
   /** The tenant of `message`: its own, else its channel's. */
   tenantOfMessage(message: InboundMessage): string;
@@ -98,7 +102,7 @@ export function createLiveRouting(config: Config, options: { logger: Logger }): 
       return owner === undefined || owner === routing.tenantOfMessage(message);
     },
     apply(next) {
-      routing = tenantRouting(next, hitsOf);
+      routing = tenantRouting(next, hitsOf, routing.tenantOfChannel);
       logger.info(
         {
           rules: next.tenants.reduce((sum, tenant) => sum + tenant.routing.rules.length, 0),
@@ -115,16 +119,21 @@ export function createLiveRouting(config: Config, options: { logger: Logger }): 
  * that tenant's pipelines. A message whose tenant is no longer configured (a dead letter replayed
  * after its tenant was removed) is discarded rather than routed by another tenant's rules.
  */
-function tenantRouting(config: Config, hitsOf: (tenant: string) => RouteHits): TenantRouting {
+function tenantRouting(
+  config: Config,
+  hitsOf: (tenant: string) => RouteHits,
+  before: ReadonlyMap<string, string> = new Map(),
+): TenantRouting {
   const routers = new Map(
     config.tenants.map((tenant) => [
       tenant.id,
       hitsOf(tenant.id).counting(createRouter(tenant.routing, { pipelines: tenant.pipelines })),
     ]),
   );
-  const tenantOfChannel = new Map(
-    config.tenants.flatMap((tenant) => tenant.channels.map((channel) => [channel, tenant.id] as const)),
-  );
+  const tenantOfChannel = new Map([
+    ...before,
+    ...config.tenants.flatMap((tenant) => tenant.channels.map((channel) => [channel, tenant.id] as const)),
+  ]);
   const tenantOfPipeline = new Map(
     config.tenants.flatMap((tenant) => tenant.pipelines.map((pipeline) => [pipeline, tenant.id] as const)),
   );

@@ -51,4 +51,16 @@ describe('createLiveRouting', () => {
       expect(routing.mayRun(message('api'), 'echo')).toBe(true);
     });
   });
+
+  describe('when a reload removes a tenant', () => {
+    it('keeps its channels’ last tenant, so what they still drain is discarded, not routed by default', () => {
+      const live = createLiveRouting(parseConfig(CONFIG), { logger: silentLogger });
+      live.apply(
+        parseConfig('channels: [ { id: api, type: openapi } ]\npipelines: [ { id: echo, type: echo } ]\n'),
+      );
+      expect(live.tenantOf('acme-api')).toBe('acme');
+      expect(live.router().route(message('acme-api')).pipeline).toBe('__discard__');
+      expect(live.router().route(message('api')).pipeline).toBe('echo');
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { get, post, runCli, type ServeProcess, serveYaml } from './serve-process.js';
+import { writeFileSync } from 'node:fs';
+import { get, post, runCli, type ServeProcess, serveYaml, testConfig } from './serve-process.js';
 
 // Tenants against the real `switchboard serve`: each tenant's channels route by its own routing
 // only, and every audit record names the tenant whose channel received the message.
@@ -94,6 +95,39 @@ describe('tenants (end to end)', () => {
       const items = JSON.parse(cli.stdout).items as { tenant: string; text: string }[];
       expect(items.map((item) => item.text).sort()).toEqual(['more spam', 'spam offer']);
       expect(items.every((item) => item.tenant === 'acme')).toBe(true);
+    });
+  });
+
+  describe('when a reload adds a tenant', () => {
+    it('serves its channel and routes it by its routing', async () => {
+      const base = 'pipelines: [ { id: echo, type: echo } ]\nrouting: { default: echo }\n';
+      const reloaded = await serveYaml(base);
+      try {
+        expect((await say(reloaded, '/acme', 'hi')).status).toBe(404);
+        writeFileSync(
+          reloaded.configPath,
+          testConfig(
+            reloaded.dir,
+            `${base}tenants:\n  - id: acme\n    channels: [ { id: acme-api, type: openapi, prefix: /acme } ]\n` +
+              '    pipelines: [ { id: acme-echo, type: echo } ]\n    routing: { default: acme-echo }\n',
+          ),
+        );
+        const reload = await post(`${reloaded.url}/admin/reload`, {});
+        expect(reload.status).toBe(200);
+        expect(reload.body?.changed).toEqual(
+          expect.arrayContaining([
+            'channels.acme-api: added',
+            'pipelines.acme-echo: added',
+            'tenants.acme: added',
+          ]),
+        );
+        expect((await say(reloaded, '/acme', 'hi')).body).toMatchObject({
+          status: 'completed',
+          pipeline: 'acme-echo',
+        });
+      } finally {
+        await reloaded.stop('SIGKILL');
+      }
     });
   });
 });
