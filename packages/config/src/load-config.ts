@@ -20,7 +20,8 @@ import { DEFAULT_TENANT } from './tenants.js';
  * A parsed configuration with every secret value configured in it: the values of the fields
  * marked with `secretField` (channel tokens, signing secrets, API keys, the admin token, pipeline
  * secrets and headers, the Redis and PostgreSQL URLs) and every value read from a file, for the masker of log lines and audit records; and the files its
- * `${file:…}` and `NAME_FILE` references were read from, which workers must not read either.
+ * `${file:…}` and `NAME_FILE` references were read from, and its `tenants_dir` files (which hold
+ * tenants' credentials as the main file does), which workers must not read either.
  */
 export type LoadedConfig = Config & { secrets: readonly string[]; secretFiles: readonly string[] };
 
@@ -101,12 +102,12 @@ function section(document: unknown, key: string): unknown {
  * The ids of the `pipelines` of the document (`top`, defaults applied) or of a tenant, read
  * defensively from the raw document.
  */
-function pipelineIdsOf(section_: unknown, top = false): string[] {
+function pipelineIdsOf(part: unknown, top = false): string[] {
   const schema = top ? ConfigSchema.in.shape.pipelines : TenantSchema.shape.pipelines;
-  const parsed = schema.safeParse(section(section_, 'pipelines'));
+  const parsed = schema.safeParse(section(part, 'pipelines'));
   return parsed.success
     ? parsed.data.map((pipeline) => pipeline.id)
-    : [section(section_, 'pipelines')]
+    : [section(part, 'pipelines')]
         .flat()
         .map((pipeline) => section(pipeline, 'id'))
         .filter((id): id is string => typeof id === 'string');
@@ -238,7 +239,7 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
     return {
       ...parsed.data,
       secrets: configuredSecrets(written, document, references),
-      secretFiles: references.files(),
+      secretFiles: [...references.files(), ...tenantFiles.map((file) => file.source)],
     };
 
   // The router words routing's own problems; the schema's lines for that section would repeat them.

@@ -146,6 +146,8 @@ tenants:
       });
       expect(config.tenants.map((tenant) => tenant.id)).toEqual(['default', 'acme', 'alpha', 'bravo']);
       expect(config.pipelines.map((pipeline) => pipeline.id)).toEqual(['echo', 'acme-echo', 'a-echo']);
+      // Workers must not read them, like the main file: they hold tenants' credentials.
+      expect(config.secretFiles).toEqual([join(root, 'tenants', 'a.yaml'), join(root, 'tenants', 'b.yml')]);
     });
 
     it('names a problem in a tenant file by the file', async () => {
