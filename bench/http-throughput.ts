@@ -14,6 +14,11 @@
  * Tracing: the `store: memory` gateway runs once more with `telemetry.traces` pointed at a sink
  * in this process that accepts every OTLP export (answering 200) and drops it; traced − untraced
  * server CPU per request is what tracing costs per message (docs/BENCHMARKS.md#tracing).
+ *
+ * SQLite: the gateway's `/metrics` counts the commits and statements run on its file
+ * (`switchboard_store_*_total`), read before and after the loaded run and the light one:
+ * commits/message and statements/message, batched by the group commit under load, and one
+ * message at a time (the steady path of one message).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
@@ -28,10 +33,13 @@ import { startGateway } from './support/gateway-process.js';
 import { type ServerProcess, startServerProcess } from './support/server-process.js';
 import { SETTINGS } from './support/settings.js';
 import { summarize } from './support/stats.js';
+import { type StoreCounts, perMessage, storeCountsAt } from './support/store-counts.js';
 
 const BARE_SERVER = fileURLToPath(new URL('./bare-fastify-server.mjs', import.meta.url));
 
 interface Server {
+  /** Whether its `/metrics` counts the SQLite file's commits and statements. */
+  countsStore?: boolean;
   id:
     | 'bare fastify'
     | 'gateway · store memory'
@@ -80,6 +88,7 @@ const SERVERS: readonly Server[] = [
   },
   {
     id: 'gateway · store sqlite',
+    countsStore: true,
     start: (dir) => startGateway(storesOf('sqlite', dir), dir),
     minShareOfBare: 0.4,
   },
@@ -130,21 +139,30 @@ interface ServerFigures {
   p99Ms: number;
   lightP50Ms: number;
   lightP99Ms: number;
+  /** SQLite commits and statements per message, loaded and one at a time; null without a file. */
+  storeLoaded: StoreCounts | null;
+  storeLight: StoreCounts | null;
 }
 
 async function measureServer(server: Server, dir: string): Promise<ServerFigures> {
   const running = await server.start(dir);
   try {
     await loadMessages(running.url, SETTINGS.httpWarmupS, SETTINGS.httpConnections);
+    // Read between the runs, outside the CPU and wall time measured.
+    const counts = () => (server.countsStore === true ? storeCountsAt(running.url) : null);
+    const countsBefore = await counts();
     const cpuBefore = cpuTimeMs(running.child.pid);
     const startedAt = performance.now();
     const loaded = await loadMessages(running.url, SETTINGS.httpDurationS, SETTINGS.httpConnections);
     const wallMs = performance.now() - startedAt;
     const cpuAfter = cpuTimeMs(running.child.pid);
     const cpuMs = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;
+    const countsLoaded = await counts();
     // Warm the single connection's path too before timing it.
     await sequentialLatenciesMs(running.url, 200);
+    const countsWarm = await counts();
     const light = summarize(await sequentialLatenciesMs(running.url, SETTINGS.httpLightRequests));
+    const countsLight = await counts();
     return {
       requestsPerS: loaded.requests.average,
       cpuUsPerRequest: cpuMs === null ? null : (cpuMs * 1000) / loaded.requests.total,
@@ -153,17 +171,39 @@ async function measureServer(server: Server, dir: string): Promise<ServerFigures
       p99Ms: loaded.latency.p99,
       lightP50Ms: light.p50,
       lightP99Ms: light.p99,
+      storeLoaded:
+        countsBefore === null || countsLoaded === null
+          ? null
+          : perMessage(countsBefore, countsLoaded, loaded.requests.total),
+      storeLight:
+        countsWarm === null || countsLight === null
+          ? null
+          : perMessage(countsWarm, countsLight, SETTINGS.httpLightRequests),
     };
   } finally {
     await running.stop();
   }
 }
 
+/** Commits/message and statements/message of one run, when the server counts them. */
+function storeMeasurements(id: Server['id'], load: string, counts: StoreCounts | null): Measurement[] {
+  if (counts === null) return [];
+  return [
+    { metric: `${id} · ${load} · SQLite commits`, value: counts.commits, unit: 'commits/message' },
+    { metric: `${id} · ${load} · SQLite statements`, value: counts.statements, unit: 'statements/message' },
+  ];
+}
+
 /** The loaded figures of the round with the most requests/s, the light-load ones of the quickest. */
 function best(rounds: readonly ServerFigures[]): ServerFigures {
   const loaded = rounds.reduce((a, b) => (b.requestsPerS > a.requestsPerS ? b : a));
   const light = rounds.reduce((a, b) => (b.lightP50Ms < a.lightP50Ms ? b : a));
-  return { ...loaded, lightP50Ms: light.lightP50Ms, lightP99Ms: light.lightP99Ms };
+  return {
+    ...loaded,
+    lightP50Ms: light.lightP50Ms,
+    lightP99Ms: light.lightP99Ms,
+    storeLight: light.storeLight,
+  };
 }
 
 await runScenario('http-throughput', async () => {
@@ -215,7 +255,18 @@ await runScenario('http-throughput', async () => {
           ]),
       { metric: `${server.id} · 1 request at a time · p50`, value: f.lightP50Ms, unit: 'ms' },
       { metric: `${server.id} · 1 request at a time · p99`, value: f.lightP99Ms, unit: 'ms' },
+      ...storeMeasurements(server.id, `${SETTINGS.httpConnections} connections`, f.storeLoaded),
+      ...storeMeasurements(server.id, '1 request at a time', f.storeLight),
     );
+    if (f.storeLight !== null) {
+      // The steady path of one message: its acceptance, and one commit ending it.
+      targets.push({
+        target: `SQLite commits per message one at a time, ${server.id}`,
+        expected: '≤ 2',
+        actual: formatNumber(f.storeLight.commits),
+        pass: f.storeLight.commits <= 2,
+      });
+    }
     if (server.minShareOfBare === undefined) continue;
     const share = f.requestsPerS / bare.requestsPerS;
     const addedMs = f.lightP50Ms - bare.lightP50Ms;

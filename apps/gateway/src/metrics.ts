@@ -49,6 +49,8 @@ export function createMetrics(
     outbox: ReplyOutbox;
     /** Sessions in handoff, counted at scrape time (`switchboard_sessions_in_handoff`). */
     handoffs: HandoffStore;
+    /** With `store: sqlite`: the file's commits and statements so far (`switchboard_store_*_total`). */
+    storeCounts?: () => { commits: number; statements: number };
   },
 ) {
   const activeSessions = new ActiveSessions(ACTIVE_WINDOW_MS);
@@ -154,7 +156,7 @@ export function createMetrics(
 
   /** Builds the registry on the first scrape (see above); the first scrape waits ~35 ms more. */
   async function buildRegistry(): Promise<Registry> {
-    const { Gauge, Registry, collectDefaultMetrics } = await import('./prom-client-exports.js');
+    const { Counter, Gauge, Registry, collectDefaultMetrics } = await import('./prom-client-exports.js');
     const registry = new Registry();
     // The registry reads only name, help, type, aggregator, get() and reset() of a metric; its
     // parameter type names prom-client's own metric classes, hence the cast.
@@ -232,6 +234,27 @@ export function createMetrics(
           this.set({ channel }, count);
       },
     });
+    const { storeCounts } = options;
+    if (storeCounts !== undefined) {
+      new Counter({
+        name: 'switchboard_store_commits_total',
+        help: 'Transactions committed to the SQLite file of store.path (WAL commits) since the start.',
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(storeCounts().commits);
+        },
+      });
+      new Counter({
+        name: 'switchboard_store_statements_total',
+        help: 'SQL statements run on the SQLite file of store.path, reads included, since the start.',
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(storeCounts().statements);
+        },
+      });
+    }
     // Last: its observers (GC, event-loop delay) start here, so a build that failed started none.
     // Unprefixed: `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`,
     // `nodejs_gc_duration_seconds`… are the names every Node dashboard and alert rule expects.

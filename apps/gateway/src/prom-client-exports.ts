@@ -1,3 +1,3 @@
 // prom-client as the metrics use it, imported on the first scrape (`metrics.ts`); why a module of
 // our own between the two: docs/design.md §9.
-export { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+export { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';

@@ -46,6 +46,7 @@ export function createRecorders(config: Config, options: RecorderOptions): Recor
     sharedPool: config.store.kind === 'redis',
     outbox: stores.outbox,
     handoffs: stores.handoffs,
+    storeCounts: stores.writeCounts,
   });
   const audit = createAuditRecorder({
     auditLog: stores.auditLog,

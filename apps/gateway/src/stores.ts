@@ -87,6 +87,11 @@ export interface Stores extends RecordStores {
    * then commit together.
    */
   recordsShareOutboxCommit?: boolean;
+  /**
+   * With `store: sqlite`: the commits and statements run on the file of `store.path` so far, for
+   * `/metrics` and the benchmarks (what a message costs the file).
+   */
+  writeCounts?: () => { commits: number; statements: number };
   /** The clock the reply sender claims by: the Redis server's with `store: redis`, else this host's. */
   outboxNow?: () => number;
   /** Builds the query pool on the configured store (docs/design.md §2 "Query pool", §5). */
@@ -236,6 +241,7 @@ export async function openStores(
     outbox: file.outbox,
     handoffs: file.handoffs,
     recordsShareOutboxCommit: sharesFile,
+    writeCounts: () => file.counts,
     createPool: async (options) => createMemoryQueryPool({ ...options, journal: file.journal }),
     replicaEvents: () => null,
     channelLeases: () => processLeases,
@@ -275,9 +281,15 @@ async function withRedisPool(
     createRedisReplicaEvents,
     createRedisReplyOutbox,
   } = await import('@switchboard/store-redis');
-  const outbox = await createAuditOutbox({
+  // Every store whose writes answer for a message (accept it, run it, settle it, reply to it,
+  // record it) or own a channel waits for the replicas the config asks for.
+  const replicated = {
     url: store.url,
     prefix: store.prefix,
+    replication: { replicas: store.wait_replicas, timeoutMs: store.wait_timeout },
+  };
+  const outbox = await createAuditOutbox({
+    ...replicated,
     inner: records.auditLog,
     statuses: records.statuses,
     maxEntries: config.audit.kind === 'postgres' ? config.audit.outboxMaxEntries : undefined,
@@ -291,8 +303,7 @@ async function withRedisPool(
   const replyLeaseMs =
     Math.max(0, ...config.channels.map((channel) => channel.outbound.sendTimeoutMs)) + REPLY_LEASE_MARGIN_MS;
   const replies = await createRedisReplyOutbox({
-    url: store.url,
-    prefix: store.prefix,
+    ...replicated,
     leaseMs: replyLeaseMs,
     keptOutcome,
     logger,
@@ -301,14 +312,12 @@ async function withRedisPool(
     await records.close();
     throw err;
   });
-  const handoffs = await createRedisHandoffStore({ url: store.url, prefix: store.prefix }).catch(
-    async (err: unknown) => {
-      await replies.close();
-      await outbox.shutdown();
-      await records.close();
-      throw err;
-    },
-  );
+  const handoffs = await createRedisHandoffStore(replicated).catch(async (err: unknown) => {
+    await replies.close();
+    await outbox.shutdown();
+    await records.close();
+    throw err;
+  });
   let pool: RedisQueryPool | undefined;
   let replicaEvents: RedisReplicaEvents | null = null;
   let channelLeases: RedisChannelLeases | undefined;
@@ -324,8 +333,7 @@ async function withRedisPool(
     refusal: outbox.refusal,
     async createPool(options) {
       const opened = await createRedisQueryPool({
-        url: store.url,
-        prefix: store.prefix,
+        ...replicated,
         keptOutcome,
         ...options,
       });
@@ -338,13 +346,11 @@ async function withRedisPool(
         await opened.shutdown();
         throw err;
       });
-      channelLeases = await createRedisChannelLeases({ url: store.url, prefix: store.prefix }).catch(
-        async (err: unknown) => {
-          await replicaEvents?.close();
-          await opened.shutdown();
-          throw err;
-        },
-      );
+      channelLeases = await createRedisChannelLeases(replicated).catch(async (err: unknown) => {
+        await replicaEvents?.close();
+        await opened.shutdown();
+        throw err;
+      });
       rateBuckets = await createRedisRateBuckets({
         url: store.url,
         prefix: store.prefix,
@@ -356,8 +362,7 @@ async function withRedisPool(
         throw err;
       });
       keptOutcomes = await createRedisKeptOutcomes({
-        url: store.url,
-        prefix: store.prefix,
+        ...replicated,
         now: replies.now,
         logger: options.logger,
       }).catch(async (err: unknown) => {

@@ -11,6 +11,8 @@ export interface SharedStores {
   prefix: string;
   postgresUrl: string;
   schema: string;
+  /** More keys of `store:`, as YAML flow (`wait_replicas: 1`). */
+  storeOptions?: string;
 }
 
 /** A pool prefix and a schema of their own; on the shared servers unless `overrides` say otherwise. */
@@ -65,7 +67,7 @@ export function describeStores(head = '') {
 /** The head of a config on `stores` (server on a free port, the pool, the records); `rest` follows. */
 export function storesConfig(stores: SharedStores, rest: string): string {
   return `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix} }
+store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix}${stores.storeOptions === undefined ? '' : `, ${stores.storeOptions}`} }
 audit: { kind: postgres, url: "${stores.postgresUrl}", schema: ${stores.schema} }
 ${rest}`;
 }

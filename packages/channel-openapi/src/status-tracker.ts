@@ -178,6 +178,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     const entry = entryOf(id);
     const status = finalStatus(outcome, entry.status, now());
     if (committed === undefined) entry.status = status;
+    else entry.ending = true;
     const written = write(id, entry, status, committed !== undefined).then(
       () => true,
       (err: unknown) => {
@@ -187,6 +188,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     );
     const ended = committed === undefined ? Promise.resolve(true) : committed.catch(() => false);
     Promise.all([ended, written]).then(([done]) => {
+      if (committed !== undefined) entry.ending = false;
       if (!done) return;
       if (committed !== undefined) entry.status = status;
       answerWaiters(id, entry, status, outcome.reason);
@@ -237,6 +239,10 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         continue;
       const status = answeredStatus(delivery, answered, entry.status);
       entry.status = status;
+      // The delivery ended already (this process's outbox: its sender claims at once) and its
+      // final status is being committed: written now, this one would only cost a commit of its
+      // own, behind that one, for the store to refuse (a final status is never replaced).
+      if (entry.ending === true) continue;
       write(id, entry, status).catch((err: unknown) =>
         log.error({ err, messageId: id }, 'status update failed'),
       );

@@ -16,4 +16,9 @@ export interface TrackedMessage {
   writing: Promise<void> | undefined;
   /** Another replica's outcome for it arrived: its final status is that replica's to write. */
   endedElsewhere: boolean;
+  /**
+   * Its final status is written with the commit that ends it, which has not answered yet: a
+   * status of an earlier stage need not be written any more (the final one replaces it).
+   */
+  ending?: boolean;
 }

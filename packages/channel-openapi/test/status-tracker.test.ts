@@ -282,6 +282,27 @@ describe('status tracker', () => {
       expect(await store.get(message.id)).toMatchObject({ status: 'completed', delivery: 'delivered' });
     });
 
+    it('writes no pending status when the replies-stored event comes after that outcome: one commit, not two', async () => {
+      const { tracker, store, writes, startTurn, complete, storeReplies } = trackerHarness();
+      let commit: (done: boolean) => void = () => {};
+      const committed = new Promise<boolean>((resolve) => {
+        commit = resolve;
+      });
+      const watch = tracker.watch(message.id);
+      startTurn();
+      // This process's sender claimed and sent at once: the delivery ended before the turn's
+      // completion told the channel its replies were stored.
+      complete('completed', message, [{ text: 'on its way' }], committed);
+      storeReplies([{ text: 'on its way' }]);
+      expect((await tracker.current(message.id))?.delivery).toBe('pending');
+      commit(true);
+      expect((await watch.wait(1000))?.status).toMatchObject({ delivery: 'delivered' });
+      await eventually(async () => (await store.get(message.id))?.delivery === 'delivered');
+      // Later events write again as before: nothing is left marked as ending.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(writes).toEqual(['completed']);
+    });
+
     it('without that commit (statuses in another store), writes the final status only after the pending one landed', async () => {
       const { tracker, store, statuses, writes, startTurn, complete, storeReplies } = trackerHarness();
       const landPending = holdPendingWrite(statuses, store, writes);

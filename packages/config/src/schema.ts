@@ -99,6 +99,17 @@ export const StoreSchema = z.discriminatedUnion('kind', [
       .string()
       .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'use 1 to 64 letters, digits, _ . : -')
       .default('switchboard'),
+    /**
+     * Replicas that must hold a write (an accepted message, a claim, a settlement, a reply, a
+     * channel lease) before the gateway answers for it: Redis `WAIT` after each. 0 waits for
+     * none, and a failover can lose the last writes (docs/design.md §5 "Failover").
+     */
+    wait_replicas: numeric(z.number().int().min(0).max(16)).prefault(0),
+    /**
+     * How long a write waits for `wait_replicas`; past it the call fails as `SB_STORE_UNAVAILABLE`
+     * (an HTTP message gets 503). Under the 2 s command timeout: commands queue behind a `WAIT`.
+     */
+    wait_timeout: durationMs({ min: '10ms', max: '1s' }).prefault('500ms'),
   }),
 ]);
 

@@ -130,6 +130,33 @@ describe('parseConfig', () => {
       );
     });
 
+    it('refuses a replication wait the command timeout could not cover, naming store.wait_timeout and store.wait_replicas', () => {
+      const error = thrown(() =>
+        parseConfig(
+          'store: { kind: redis, url: "redis://127.0.0.1:6379", wait_replicas: -1, wait_timeout: 2s }\naudit: { kind: postgres, url: "postgres://127.0.0.1/test" }',
+          { env: {}, source: 'sb.yaml' },
+        ),
+      );
+      expect(error.message).toBe(
+        'sb.yaml: invalid configuration\n  store.wait_replicas: must be >= 0, got -1\n  store.wait_timeout: must be between 10ms and 1s, got "2s"',
+      );
+    });
+
+    it('reads wait_replicas and wait_timeout of a redis store (ms), 0 and 500 ms when left out', () => {
+      const audit = 'audit: { kind: postgres, url: "postgres://127.0.0.1/test" }';
+      const waited = parseConfig(
+        `store: { kind: redis, url: "redis://127.0.0.1:6379", wait_replicas: 2, wait_timeout: 250ms }\n${audit}`,
+        { env: {} },
+      );
+      const plain = parseConfig(`store: { kind: redis, url: "redis://127.0.0.1:6379" }\n${audit}`, {
+        env: {},
+      });
+      expect([waited.store, plain.store]).toMatchObject([
+        { wait_replicas: 2, wait_timeout: 250 },
+        { wait_replicas: 0, wait_timeout: 500 },
+      ]);
+    });
+
     it('starts the message with the source and lists one line per problem', () => {
       const error = thrown(() =>
         parseConfig('store: { kind: mongo }\nserver: { port: 70000 }', { env: {}, source: 'sb.yaml' }),
@@ -560,7 +587,13 @@ describe('loadConfig', () => {
 
     it('takes secrets from the environment', async () => {
       const cluster = await loadConfig(join(CONFIG_DIR, 'examples', 'cluster.yaml'), { env: EXAMPLE_ENV });
-      expect(cluster.store).toEqual({ kind: 'redis', url: EXAMPLE_ENV.REDIS_URL, prefix: 'switchboard' });
+      expect(cluster.store).toEqual({
+        kind: 'redis',
+        url: EXAMPLE_ENV.REDIS_URL,
+        prefix: 'switchboard',
+        wait_replicas: 0,
+        wait_timeout: 500,
+      });
       expect(cluster.audit).toMatchObject({
         kind: 'postgres',
         url: EXAMPLE_ENV.DATABASE_URL,

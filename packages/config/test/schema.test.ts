@@ -94,7 +94,13 @@ describe('ConfigSchema', () => {
         store: { kind: 'redis', url: 'redis://127.0.0.1:6379/0' },
         audit: { kind: 'postgres', url: 'postgres://127.0.0.1/test', store_text: 200, ignored: true },
       });
-      expect(config.store).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379/0', prefix: 'switchboard' });
+      expect(config.store).toEqual({
+        kind: 'redis',
+        url: 'redis://127.0.0.1:6379/0',
+        prefix: 'switchboard',
+        wait_replicas: 0,
+        wait_timeout: 500,
+      });
       expect(config.audit).toEqual({
         kind: 'postgres',
         url: 'postgres://127.0.0.1/test',

@@ -17,8 +17,14 @@ import {
 import type { Redis } from 'ioredis';
 import { storeFailure } from './redis-connection.js';
 import { openScriptClient } from './script-client.js';
+import type { ReplicationOptions } from './replication-wait.js';
 
 export interface AuditOutboxOptions {
+  /**
+   * Replicas that must hold a write before the store answers for it (`WAIT`; docs/design.md §5
+   * "Failover"). Default: none waited for.
+   */
+  replication?: ReplicationOptions | undefined;
   /** Redis URL; the outbox opens and owns one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
   url?: string;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `shutdown()` leaves it open. */
@@ -149,6 +155,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
     client: options.client,
     prefix: options.prefix,
     retryAfterMs,
+    replication: options.replication,
   });
 
   let full = false;

@@ -34,3 +34,4 @@ export {
 export type { RedisKeptOutcomes, RedisKeptOutcomesOptions } from './redis-kept-outcomes.js';
 export { createRedisHandoffStore, handoffKeysOf } from './redis-handoff-store.js';
 export type { RedisHandoffStore, RedisHandoffStoreOptions } from './redis-handoff-store.js';
+export type { ReplicationOptions } from './replication-wait.js';

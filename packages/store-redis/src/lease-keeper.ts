@@ -7,8 +7,12 @@ export interface Renewal {
 }
 
 export interface LeaseKeeperOptions {
-  /** Renews the given tokens (and this replica's heartbeat) in one call. */
-  renew(tokens: string[]): Promise<Renewal>;
+  /**
+   * Renews the given tokens (and this replica's heartbeat) in one call; `fenceAt` (on `now()`'s
+   * clock) is when this replica gives them up unless a renewal succeeds first: the store must
+   * not extend them for a call it applies later.
+   */
+  renew(tokens: string[], fenceAt: number): Promise<Renewal>;
   /** Told once per token this replica claimed and no longer holds. */
   onLost(token: string): void;
   now(): number;
@@ -71,7 +75,10 @@ export class LeaseKeeper {
     this.#renewing = true;
     const startedAt = this.#options.now();
     try {
-      const { lost, expiresAt } = await this.#options.renew([...this.#held.keys()]);
+      const { lost, expiresAt } = await this.#options.renew(
+        [...this.#held.keys()],
+        this.#lastRenewedAt + this.#options.fenceAfterMs,
+      );
       this.#lastRenewedAt = startedAt;
       const gone = new Set(lost);
       for (const [token, lease] of this.#held) {

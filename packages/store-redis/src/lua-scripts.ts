@@ -50,6 +50,21 @@ export const SCRIPT_NAMES = [
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
+/**
+ * The scripts whose effects need no replica before they are answered for (`replicas` of
+ * `ReplicationOptions`): the reads, and the pacing buckets (a take a failover loses lets one
+ * message out early; none is lost or doubled).
+ */
+export const ANSWERED_UNREPLICATED: ReadonlySet<ScriptName> = new Set<ScriptName>([
+  'pool/stats',
+  'pool/locate',
+  'pool/replicas',
+  'pool/sessions',
+  'reply-outbox/list',
+  'channel-leases/holders',
+  'rate-buckets/take',
+]);
+
 /** The scripts of one family (`ScriptOf<'pool'>`: `'pool/claim' | …`). */
 export type ScriptOf<Family extends string> = Extract<ScriptName, `${Family}/${string}`>;
 

@@ -5,6 +5,7 @@ import { type ScriptOf, defineLuaScripts, runScript } from './lua-scripts.js';
 import type { PoolKeys } from './pool-keys.js';
 import { startRedisClock } from './redis-clock.js';
 import { type RedisClientFactory, connect, storeFailure } from './redis-connection.js';
+import { type ReplicationOptions, replicatedWrites } from './replication-wait.js';
 
 /** A pool's two connections, its clock, and the calls of its scripts. */
 export interface PoolConnection {
@@ -12,7 +13,10 @@ export interface PoolConnection {
   /** Subscribed to the pool's wake-up channel only. */
   subscriber: Redis;
   now(): number;
-  /** Runs `script` with the pool's KEYS and the ARGV every script starts with (prefix, now, replica). */
+  /**
+   * Runs `script` with the pool's KEYS and the ARGV every script starts with (prefix, now,
+   * replica); after a write, waits for the replicas `replication` asks for.
+   */
   call<Reply>(script: ScriptOf<'pool'>, args: ReadonlyArray<string | number>): Promise<Reply>;
   /** Stops the clock and quits both connections (drops them at once when Redis is gone). */
   close(): Promise<void>;
@@ -29,6 +33,8 @@ export interface PoolConnectionOptions {
   clockRemeasureEveryMs: number;
   /** For `SB_STORE_UNAVAILABLE` when Redis does not answer. */
   retryAfterMs: number;
+  /** Replicas that must hold a write before it is answered; none waited for without. */
+  replication: ReplicationOptions | undefined;
   logger: Logger;
 }
 
@@ -62,12 +68,16 @@ export async function openPoolConnection(options: PoolConnectionOptions): Promis
     throw storeFailure(err, options.retryAfterMs);
   }
   const clock = now;
+  const replicated = replicatedWrites(client, options.replication, options.retryAfterMs);
   return {
     client,
     subscriber,
     now: clock,
     call<Reply>(script: ScriptOf<'pool'>, args: ReadonlyArray<string | number>) {
-      return runScript<Reply>(client, script, keys.keys, [keys.prefix, clock(), replicaId, ...args]);
+      return replicated(
+        script,
+        runScript<Reply>(client, script, keys.keys, [keys.prefix, clock(), replicaId, ...args]),
+      );
     },
     async close() {
       stopClock();

@@ -2,8 +2,14 @@ import { type ChannelLease, type ChannelLeases, SwitchboardError } from '@switch
 import type { Redis } from 'ioredis';
 import type { ScriptOf } from './lua-scripts.js';
 import { openScriptClient } from './script-client.js';
+import type { ReplicationOptions } from './replication-wait.js';
 
 export interface RedisChannelLeasesOptions {
+  /**
+   * Replicas that must hold a write before the store answers for it (`WAIT`; docs/design.md §5
+   * "Failover"). Default: none waited for.
+   */
+  replication?: ReplicationOptions | undefined;
   /** Redis URL; the leases open and own one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
   url?: string;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
@@ -50,6 +56,7 @@ export async function createRedisChannelLeases(
     client: options.client,
     prefix: options.prefix,
     retryAfterMs,
+    replication: options.replication,
   });
   const { client, ownsClient } = opened;
   const script = <Reply>(name: ScriptOf<'channel-leases'>, ...args: Array<string | number>) =>

@@ -10,8 +10,14 @@ import {
 import type { Redis } from 'ioredis';
 import { storeFailure } from './redis-connection.js';
 import { openScriptClient } from './script-client.js';
+import type { ReplicationOptions } from './replication-wait.js';
 
 export interface RedisHandoffStoreOptions {
+  /**
+   * Replicas that must hold a write before the store answers for it (`WAIT`; docs/design.md §5
+   * "Failover"). Default: none waited for.
+   */
+  replication?: ReplicationOptions | undefined;
   /** Redis URL; the store opens and owns one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
   url?: string;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
@@ -106,6 +112,7 @@ export async function createRedisHandoffStore(options: RedisHandoffStoreOptions)
     client: options.client,
     prefix: options.prefix,
     retryAfterMs,
+    replication: options.replication,
   });
   const keysOf = (session: string) => handoffKeysOf(options.prefix, session);
   const [, , , inboxKey, activeKey] = keysOf('');

@@ -9,6 +9,7 @@ import {
 import type { Redis } from 'ioredis';
 import { openScriptClient } from './script-client.js';
 import { type MessageReply, queuedOf } from './script-replies.js';
+import type { ReplicationOptions } from './replication-wait.js';
 
 /**
  * How long an outcome kept by a settlement stays its settling replica's to record: then any
@@ -72,6 +73,11 @@ function outcomeOfEntry(json: string): Outcome {
 }
 
 export interface RedisKeptOutcomesOptions {
+  /**
+   * Replicas that must hold a write before the store answers for it (`WAIT`; docs/design.md §5
+   * "Failover"). Default: none waited for.
+   */
+  replication?: ReplicationOptions | undefined;
   /** Redis URL (an owned connection with `FAIL_FAST_OPTIONS`), or `client`. */
   url?: string;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
@@ -132,6 +138,7 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
     client: options.client,
     prefix: options.prefix,
     retryAfterMs: 1000,
+    replication: options.replication,
   });
   let forgets: string[] = [];
   let forgetTimer: NodeJS.Timeout | undefined;

@@ -55,8 +55,14 @@ import {
   runnableStateOf,
   turnOf,
 } from './script-replies.js';
+import type { ReplicationOptions } from './replication-wait.js';
 
 export interface RedisQueryPoolOptions {
+  /**
+   * Replicas that must hold a write before the store answers for it (`WAIT`; docs/design.md §5
+   * "Failover"). Default: none waited for.
+   */
+  replication?: ReplicationOptions | undefined;
   /** Redis to connect to, e.g. `redis://127.0.0.1:6379/0`. Either this or `createClient`. */
   url?: string;
   /**
@@ -246,6 +252,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     now: options.now,
     clockRemeasureEveryMs: settings.clockRemeasureEveryMs,
     retryAfterMs: refusalRetryAfterMs,
+    replication: options.replication,
     logger,
   });
   const { client, subscriber, now } = connection;
@@ -403,9 +410,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     reply[0] === 'config_mismatch';
 
   const leases = new LeaseKeeper({
-    async renew(tokens): Promise<Renewal> {
+    async renew(tokens, fenceAt): Promise<Renewal> {
       const startedAt = now();
-      const renewal = () => run<RenewReply>('pool/renew', leaseMs, fingerprint, ...tokens);
+      // Judged on Redis' TIME, so only when the pool's clock is Redis' (the default).
+      const fenceArg = options.now === undefined ? fenceAt : '';
+      const renewal = () => run<RenewReply>('pool/renew', leaseMs, fingerprint, fenceArg, ...tokens);
       let reply = await renewal();
       if (isMismatch(reply) && options.reconcile !== undefined) {
         // Waited for at most one renewal period: the leases held must not lapse meanwhile.

@@ -19,8 +19,14 @@ import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js
 import { type RedisClientFactory, connect, redisClientFactory, storeFailure } from './redis-connection.js';
 import { replyOutboxKeysOf } from './reply-outbox-keys.js';
 import { openScriptClient } from './script-client.js';
+import type { ReplicationOptions } from './replication-wait.js';
 
 export interface RedisReplyOutboxOptions {
+  /**
+   * Replicas that must hold a write before the store answers for it (`WAIT`; docs/design.md §5
+   * "Failover"). Default: none waited for.
+   */
+  replication?: ReplicationOptions | undefined;
   /** Redis to connect to, e.g. `redis://127.0.0.1:6379/0`. Either this or `createClient`. */
   url?: string;
   /** Makes the outbox's two connections instead of `url` (give them `FAIL_FAST_OPTIONS`). */
@@ -151,6 +157,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       client: commands,
       prefix: options.prefix,
       retryAfterMs,
+      replication: options.replication,
     });
     await connect(subscriber, retryAfterMs);
     await subscriber.subscribe(keys.dueChannel);

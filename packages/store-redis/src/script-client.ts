@@ -2,12 +2,16 @@ import { Redis } from 'ioredis';
 import { assertDataFormat } from './data-format.js';
 import { type ScriptName, defineLuaScripts, runScript } from './lua-scripts.js';
 import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
+import { type ReplicationOptions, replicatedWrites } from './replication-wait.js';
 
 /** A connection that runs the `lua/` scripts, and whether its user owns (and so closes) it. */
 export interface ScriptClient {
   client: Redis;
   ownsClient: boolean;
-  /** Runs `name` with its KEYS and ARGV; Redis failures become `SB_STORE_UNAVAILABLE`. */
+  /**
+   * Runs `name` with its KEYS and ARGV, and after a write waits for `replication` replicas; Redis
+   * failures become `SB_STORE_UNAVAILABLE`.
+   */
   script<Reply>(
     name: ScriptName,
     keys: readonly string[],
@@ -26,6 +30,8 @@ export async function openScriptClient(options: {
   client: Redis | undefined;
   prefix: string;
   retryAfterMs: number;
+  /** Replicas that must hold a write before it is answered; none waited for without. */
+  replication?: ReplicationOptions | undefined;
 }): Promise<ScriptClient> {
   const { retryAfterMs } = options;
   const ownsClient = options.client === undefined;
@@ -40,11 +46,12 @@ export async function openScriptClient(options: {
     if (ownsClient) client.disconnect();
     throw storeFailure(err, retryAfterMs);
   }
+  const replicated = replicatedWrites(client, options.replication, retryAfterMs);
   return {
     client,
     ownsClient,
     script: <Reply>(name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>) =>
-      runScript<Reply>(client, name, keys, args).catch((err: unknown) => {
+      replicated(name, runScript<Reply>(client, name, keys, args)).catch((err: unknown) => {
         throw storeFailure(err, retryAfterMs);
       }),
   };

@@ -181,7 +181,7 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
         await runner.client.zadd(enqueued, ...remembered.flat());
         clock.advance(1000);
         const fingerprint = (await runner.client.hget(`{${pools.prefix}}:config`, 'fingerprint')) as string;
-        await runner.run('pool/renew', 15_000, fingerprint);
+        await runner.run('pool/renew', 15_000, fingerprint, '');
         expect(await runner.client.zcard(enqueued)).toBe(0);
       } finally {
         await runner.close();

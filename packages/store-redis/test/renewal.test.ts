@@ -3,6 +3,7 @@ import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { FAIL_FAST_OPTIONS, createRedisQueryPool } from '../src/index.js';
+import { poolKeysOf } from '../src/pool-keys.js';
 import {
   REDIS_URL,
   manualClock,
@@ -188,6 +189,33 @@ describe.skipIf(!reachable)('pool/renew.lua and fencing', () => {
         await admin.client('UNPAUSE');
         admin.disconnect();
       }
+    });
+
+    it('extends no lease when Redis applies the hung renewal after the fencing deadline (judged on TIME)', async () => {
+      // Redis' clock, as in production: the renewal names when its replica fences, on TIME.
+      const pool = await privatePools.open({ leaseMs: 4000, renewEveryMs: 300, fenceAfterMs: 1200 });
+      const lost: string[] = [];
+      pool.onLeaseLost((token) => lost.push(token));
+      await pool.enqueue(queued('A', Date.now()));
+      const turn = (await pool.claim()) as Turn;
+      const { keys, replicas } = poolKeysOf(privatePools.prefix);
+      const leaseDeadline = async () => Number(await redis.admin.zscore(keys[5] as string, turn.lease.token));
+      const heartbeat = async () => Number(await redis.admin.zscore(replicas, pool.replicaId));
+      const claimedUntil = await leaseDeadline();
+      await eventually(
+        async () => (await leaseDeadline()) > claimedUntil,
+        3000,
+        'a renewal before the pause',
+      );
+      // The renewal sent meanwhile times out (2 s) and waits in Redis until the pause ends.
+      await redis.admin.client('PAUSE', 2600, 'WRITE');
+      const renewedUntil = await leaseDeadline();
+      const heartbeatBefore = await heartbeat();
+      await eventually(() => lost.length === 1, 3000, 'the turn given up by fencing');
+      // The held renewal ran once the heartbeat moved (a fenced renewal still renews it).
+      await eventually(async () => (await heartbeat()) > heartbeatBefore, 5000, 'the held renewal applied');
+      expect(await leaseDeadline()).toBe(renewedUntil);
+      expect(lost).toEqual([turn.lease.token]);
     });
   });
 });

@@ -7,3 +7,4 @@ export type { AuditReader } from './sqlite-audit-log.js';
 export type { SqliteStore, SqliteStoreOptions } from './sqlite-store.js';
 export { createSqliteStore } from './sqlite-store.js';
 export { probeSqliteFile } from './probe-sqlite.js';
+export type { WriteCounts } from './write-counts.js';

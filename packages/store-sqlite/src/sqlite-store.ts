@@ -18,6 +18,7 @@ import { createGroupCommit } from './group-commit.js';
 import { createSqliteJournal } from './sqlite-journal.js';
 import { createSqliteMessageStatusStore } from './sqlite-message-status-store.js';
 import { createSqliteReplyOutbox } from './sqlite-reply-outbox.js';
+import { type WriteCounts, countWrites } from './write-counts.js';
 
 /** Options of `createSqliteStore`. */
 export interface SqliteStoreOptions {
@@ -48,6 +49,8 @@ export interface SqliteStore {
   history: HistoryStore;
   outbox: ReplyOutbox;
   handoffs: HandoffStore;
+  /** Commits and statements run on the file since it opened (`switchboard_store_*_total`). */
+  counts: WriteCounts;
   /** Closes the database; the stores must not be used afterwards. */
   close(): void;
 }
@@ -99,6 +102,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const now = options.now ?? DEFAULTS.now;
   const db = openDatabase(options.path, options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs, false);
   try {
+    const counts = countWrites(db);
     migrate(db, options.path);
     const commit = createGroupCommit(db);
     return {
@@ -108,6 +112,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       history: createSqliteHistoryStore(db, commit, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
       outbox: createSqliteReplyOutbox(db, commit, now),
       handoffs: createSqliteHandoffStore(db, commit),
+      counts,
       close: () => {
         commit.flush();
         db.close();

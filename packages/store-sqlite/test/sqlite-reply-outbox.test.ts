@@ -166,3 +166,53 @@ describe('sqlite reply outbox when reading a chat’s next head fails', () => {
     }
   });
 });
+
+describe('sqlite reply outbox when a settlement removes a chat’s last delivery', () => {
+  it('reads no row for that chat’s next head; a chat with another delivery reads it and hands it out', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
+    folders.push(folder);
+    const store = createSqliteStore({ path: join(folder, 'switchboard.db') });
+    try {
+      const [x1, y1, y2] = [
+        deliveryFixture(1, { chat: 'x' }),
+        deliveryFixture(2, { chat: 'y' }),
+        deliveryFixture(3, { chat: 'y' }),
+      ] as Delivery[];
+      for (const delivery of [x1, y1, y2] as Delivery[]) await store.outbox.add(delivery);
+      const statementsOf = async (claim: DeliveryClaim | null) => {
+        const before = store.counts.statements;
+        await store.outbox.delivered(claim as DeliveryClaim);
+        return store.counts.statements - before;
+      };
+      const [x, y] = [await store.outbox.claim('tg', 10_000), await store.outbox.claim('tg', 10_000)];
+      expect([x?.delivery.id, y?.delivery.id]).toEqual([x1?.id, y1?.id]);
+      // The removal alone: chat x has nothing left to read.
+      expect(await statementsOf(x)).toBe(1);
+      // The removal and the read of chat y's next head.
+      expect(await statementsOf(y)).toBe(2);
+      expect((await store.outbox.claim('tg', 10_000))?.delivery.id).toBe(y2?.id);
+      expect(await store.outbox.claim('tg', 10_000)).toBeNull();
+    } finally {
+      store.close();
+    }
+  });
+
+  it('counts the rows a reopened store finds: the chat’s next head is still read after a restart', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
+    folders.push(folder);
+    const path = join(folder, 'switchboard.db');
+    const first = createSqliteStore({ path });
+    const [y1, y2] = [deliveryFixture(2, { chat: 'y' }), deliveryFixture(3, { chat: 'y' })] as Delivery[];
+    for (const delivery of [y1, y2] as Delivery[]) await first.outbox.add(delivery);
+    first.close();
+    const store = createSqliteStore({ path });
+    try {
+      const claim = await store.outbox.claim('tg', 10_000);
+      expect(claim?.delivery.id).toBe(y1?.id);
+      await store.outbox.delivered(claim as DeliveryClaim);
+      expect((await store.outbox.claim('tg', 10_000))?.delivery.id).toBe(y2?.id);
+    } finally {
+      store.close();
+    }
+  });
+});

@@ -516,5 +516,45 @@ describe('createSqliteStore', () => {
       store.close();
       expect(rows).toEqual(['c', 'd', 'e', 'x']);
     });
+
+    it('trims a conversation it knows only once an append takes it past the cap', async () => {
+      const store = createSqliteStore({ path: temporaryPath(), historyMaxEntries: 3 });
+      const statementsOf = async (content: string) => {
+        const before = store.counts.statements;
+        await store.history.append('s', 'p', [{ role: 'user', content }]);
+        return store.counts.statements - before;
+      };
+      try {
+        // The first append trims and counts the conversation; the next ones under the cap insert.
+        expect(await statementsOf('a')).toBe(3);
+        expect(await statementsOf('b')).toBe(1);
+        expect(await statementsOf('c')).toBe(1);
+        // Past the cap: the insert and the trim.
+        expect(await statementsOf('d')).toBe(2);
+        expect(await store.history.recent('s', 'p', 10)).toEqual(
+          ['b', 'c', 'd'].map((content) => ({ role: 'user', content })),
+        );
+      } finally {
+        store.close();
+      }
+    });
+
+    it('trims a conversation a reopened store finds at the cap on its next append', async () => {
+      const path = temporaryPath();
+      const first = createSqliteStore({ path, historyMaxEntries: 3 });
+      for (const content of ['a', 'b', 'c'])
+        await first.history.append('s', 'p', [{ role: 'user', content }]);
+      first.close();
+      const store = createSqliteStore({ path, historyMaxEntries: 3 });
+      try {
+        await store.history.append('s', 'p', [{ role: 'user', content: 'd' }]);
+        await store.history.append('s', 'p', [{ role: 'user', content: 'e' }]);
+        expect(await store.history.recent('s', 'p', 10)).toEqual(
+          ['c', 'd', 'e'].map((content) => ({ role: 'user', content })),
+        );
+      } finally {
+        store.close();
+      }
+    });
   });
 });

@@ -6,6 +6,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { eventually } from './eventually.js';
 import { processExists } from './process.js';
 import { freePort } from './free-port.js';
+import { startTcpProxy } from './tcp-proxy.js';
 
 /** Fails at once instead of queueing or retrying while Redis is away: probes must not hang. */
 const PROBE_OPTIONS: RedisOptions = {
@@ -133,8 +134,13 @@ export async function startPrivateRedis(settings: readonly string[] = []) {
   await start();
   return {
     url,
+    port,
     start,
     stop,
+    /** Sends `signal` to this Redis without waiting (`SIGSTOP` freezes it, `SIGCONT` resumes it). */
+    signal(signal: NodeJS.Signals): void {
+      process.kill(Number(readFileSync(pidFile, 'utf8').trim()), signal);
+    },
     async remove() {
       try {
         await stop();
@@ -144,4 +150,70 @@ export async function startPrivateRedis(settings: readonly string[] = []) {
       rmSync(folder, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A primary and one replica of the test's own on free ports, both without persistence (a
+ * failover, not a restart, is what keeps data here), the replica in sync before this resolves.
+ * The replication link runs through a TCP proxy, so that a test can hold it: the replica then
+ * lags, and what the primary sent meanwhile dies with it.
+ */
+export async function startReplicatedRedis() {
+  // A replica joining is served at once (the default waits 5 s for more to join).
+  const noPersistence = ['--appendonly', 'no', '--repl-diskless-sync-delay', '0'];
+  const primary = await startPrivateRedis(noPersistence);
+  const link = await startTcpProxy(primary.port);
+  const replica = await startPrivateRedis([...noPersistence, '--replicaof', '127.0.0.1', String(link.port)]);
+  const inSync = (url: string) =>
+    eventually(async () => (await infoField(url, 'replication', 'master_link_status')) === 'up');
+  await inSync(replica.url);
+  return {
+    primary,
+    replica,
+    /** The replica receives nothing more from the primary from now on (it still acknowledges). */
+    holdReplication(): void {
+      link.hold();
+    },
+    /**
+     * The primary dies (kill -9), with whatever the held link had not passed on, and the replica
+     * is made the primary (`REPLICAOF NO ONE`).
+     */
+    async failover(): Promise<void> {
+      await primary.stop('SIGKILL');
+      await link.close();
+      await command(replica.url, (client) => client.replicaof('NO', 'ONE'));
+    },
+    /** After `failover`: the old primary comes back empty as the new one's replica, in sync. */
+    async rejoin(): Promise<void> {
+      await primary.start();
+      await command(primary.url, (client) => client.replicaof('127.0.0.1', String(replica.port)));
+      await inSync(primary.url);
+    },
+    async remove(): Promise<void> {
+      await link.close();
+      await Promise.all([primary.remove(), replica.remove()]);
+    },
+  };
+}
+
+/** Runs `call` on a short-lived probe connection to `url`. */
+async function command<T>(url: string, call: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(url, PROBE_OPTIONS);
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await call(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** One field of `INFO <section>` of the Redis at `url`; undefined while it does not answer. */
+export async function infoField(url: string, section: string, field: string): Promise<string | undefined> {
+  try {
+    const text = await command(url, (client) => client.info(section));
+    return new RegExp(`^${field}:(.*)$`, 'm').exec(text)?.[1]?.trim();
+  } catch {
+    return undefined;
+  }
 }

@@ -10,7 +10,10 @@
   nor waiting out of the set every claim loops over (a pipeline removed from the configuration
   would stay there for good; placing a message puts its pipeline back). Also reports the pool's
   runnable state, so that a replica whose wake-up on the
-  channel was lost finds the work anyway.
+  channel was lost finds the work anyway. A renewal Redis applies after its replica's fencing
+  deadline (ARGV[6], judged by TIME) renews the heartbeat only: every lease it names is reported
+  lost. (One applied just before the deadline whose reply arrives after it still extends leases
+  the replica gave up: their sessions wait one more lease, within a reply's flight time.)
   A replica whose configuration is no longer the stored one (its heartbeat lapsed and a replica
   with other values registered meanwhile) is not renewed: it leaves the live replicas and is
   told so, and registers again or refuses work (docs/design.md §5 "Replicas agree").
@@ -32,7 +35,11 @@
   ARGV[3]  replica id
   ARGV[4]  lease duration, ms: the leases and the heartbeat last that long from now
   ARGV[5]  this replica's configuration fingerprint (as given to register), compared whole
-  ARGV[6...] the lease tokens this replica holds
+  ARGV[6]  when the replica gives its turns up without a renewal (fencing), ms on Redis' clock
+           (TIME), or '' when the caller's clock is not Redis' (no check): a renewal that lands
+           later extends no lease, or the sessions of turns already given up would wait one
+           more lease
+  ARGV[7...] the lease tokens this replica holds
 
   Built from ARGV[1]:
     lease:<token>       reads
@@ -47,6 +54,7 @@
 --- @include "pool/includes/runnable-state"
 --- @include "pool/includes/tombstones"
 --- @include "pool/includes/enqueue-tokens"
+--- @include "includes/store-clock"
 
 assertRegistered()
 
@@ -63,10 +71,11 @@ purgeEnqueued(ENQUEUED_PURGE_PER_RENEWAL)
 local expiresAt = now + tonumber(ARGV[4])
 rcall('ZREMRANGEBYSCORE', K.replicas, '-inf', now)
 rcall('ZADD', K.replicas, expiresAt, replica)
+local fenced = ARGV[6] ~= '' and storeNowMs() >= tonumber(ARGV[6])
 local lost = {}
-for index = 6, #ARGV do
+for index = 7, #ARGV do
   local token = ARGV[index]
-  if rcall('HGET', leaseKey(token), 'replica') == replica then
+  if not fenced and rcall('HGET', leaseKey(token), 'replica') == replica then
     rcall('ZADD', K.leases, 'XX', expiresAt, token)
   elseif not settled(token) then
     lost[#lost + 1] = token

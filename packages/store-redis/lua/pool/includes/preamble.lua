@@ -27,7 +27,7 @@
           HASH of one claim, id:<message id>
           STRING: the message's seq while the pool holds it, then `settled:<channel>:<pipeline>`
           for SETTLED_ID_MS once its outcome is final (see forgetMessage)
-  ARGV[2] now, ms on the pool's clock (scripts never read Redis TIME)
+  ARGV[2] now, ms on the pool's clock (only renew also reads Redis TIME, to fence a late renewal)
   ARGV[3] the calling replica's id
 
   Every script but register and those that only read (stats, sessions, replicas, locate) fails

@@ -1,0 +1,57 @@
+import { type Socket, connect, createServer } from 'node:net';
+
+/**
+ * A TCP proxy on a free loopback port forwarding to `127.0.0.1:<targetPort>`: the one address
+ * clients know, as a managed Redis endpoint or a virtual IP is. `retarget` points it elsewhere and
+ * cuts every open connection, as a failover of such an endpoint does.
+ */
+export async function startTcpProxy(targetPort: number) {
+  let target = targetPort;
+  let held = false;
+  const open = new Set<Socket>();
+  const upstreams = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(target, '127.0.0.1');
+    upstreams.add(upstream);
+    upstream.on('close', () => upstreams.delete(upstream));
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+    if (held) upstream.pause();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  const cutAll = () => {
+    for (const socket of open) socket.destroy();
+  };
+  return {
+    port,
+    /**
+     * Stops passing on what the target sends (the client's side still flows): it waits in this
+     * process, lost if the connections are cut, as bytes in flight are when a host dies.
+     */
+    hold(): void {
+      held = true;
+      for (const upstream of upstreams) upstream.pause();
+    },
+    /** New connections go to `port` from now on; open ones are cut. */
+    retarget(port: number): void {
+      target = port;
+      cutAll();
+    },
+    close(): Promise<void> {
+      cutAll();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
