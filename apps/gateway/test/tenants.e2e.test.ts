@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
-import { get, post, runCli, type ServeProcess, serveYaml, testConfig } from './serve-process.js';
+import { startFakePipeline } from './fake-pipeline.js';
+import { eventually, get, post, runCli, type ServeProcess, serveYaml, testConfig } from './serve-process.js';
 
 // Tenants against the real `switchboard serve`: each tenant's channels route by its own routing
 // only, and every audit record names the tenant whose channel received the message.
@@ -127,6 +128,45 @@ describe('tenants (end to end)', () => {
         });
       } finally {
         await reloaded.stop('SIGKILL');
+      }
+    });
+  });
+
+  describe('when a tenant’s dead letter is replayed after its pipeline was removed', () => {
+    it('is routed again by its tenant’s routing, not the default tenant’s', async () => {
+      const backend = await startFakePipeline();
+      backend.respond = async () => ({ status: 503, body: { error: 'down' } });
+      const base = 'pipelines: [ { id: echo, type: echo } ]\nrouting: { default: echo }\n';
+      const acme = (pipelines: string, target: string) =>
+        `${base}tenants:\n  - id: acme\n    channels: [ { id: acme-api, type: openapi, prefix: /acme } ]\n` +
+        `    pipelines: [ ${pipelines} ]\n    routing: { default: ${target} }\n`;
+      const failing = await serveYaml(
+        acme(`{ id: acme-bot, type: http, url: "${backend.url}", retry: { max_attempts: 1 } }`, 'acme-bot'),
+      );
+      try {
+        const answer = await say(failing, '/acme', 'help');
+        expect(answer.body).toMatchObject({ status: 'dead_lettered', pipeline: 'acme-bot' });
+        const deadLetters = await get(`${failing.url}/admin/dead-letters`);
+        expect(deadLetters.body?.items[0]).toMatchObject({ tenant: 'acme', channel: 'acme-api' });
+
+        writeFileSync(
+          failing.configPath,
+          testConfig(failing.dir, acme('{ id: acme-echo, type: echo }', 'acme-echo')),
+        );
+        expect((await post(`${failing.url}/admin/reload`, {})).status).toBe(200);
+        const replay = await post(
+          `${failing.url}/admin/dead-letters/${deadLetters.body?.items[0].id}/replay`,
+          {},
+        );
+        expect(replay.status).toBe(202);
+        const status = await eventually(async () => {
+          const current = await get(`${failing.url}/acme/messages/${answer.body?.id}`);
+          return current.body?.status === 'completed' && current.body;
+        });
+        expect(status).toMatchObject({ pipeline: 'acme-echo', replies: [{ text: 'help' }] });
+      } finally {
+        await failing.stop('SIGKILL');
+        await backend.close();
       }
     });
   });
