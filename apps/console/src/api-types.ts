@@ -21,6 +21,8 @@ export interface AuditItem {
   reason: string | null;
   rule: string | null;
   channel: string;
+  /** The tenant whose channel received the message (`default` for the top-level channels). */
+  tenant: string;
   platform: string;
   session: string;
   chat_type: string;

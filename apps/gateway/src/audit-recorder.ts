@@ -1,4 +1,4 @@
-import type { AuditConfig } from '@switchboard/config';
+import { type AuditConfig, DEFAULT_TENANT } from '@switchboard/config';
 import {
   type AuditLog,
   type DeadLetterPayload,
@@ -82,6 +82,7 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
         error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
         payload,
         replayed_at: null,
+        tenant: message.tenant ?? DEFAULT_TENANT,
       })
       .catch((err: unknown) => {
         logger.error({ err, messageId: message.id, outcome: outcome.kind }, 'audit write failed');

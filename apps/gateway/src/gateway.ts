@@ -174,6 +174,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     stores,
     outboxNow,
     router: routing.router,
+    tenantOf: routing.tenantOf,
     handoffs: handoffs.desk,
     channels,
     queryFor: mediaLinks.queryFor,

@@ -18,7 +18,7 @@ Commands:
       [--event edited|deleted|reaction] [--json]
       (write ids that start with "-" as --chat-id=-100123)
   audit                      list audited outcomes, newest first (reads the SQLite file)
-      [--outcome O] [--reason R] [--rule R] [--channel ID] [--session S]
+      [--outcome O] [--reason R] [--rule R] [--channel ID] [--tenant ID] [--session S]
       [--since 1h|ISO] [--until ISO] [--limit N] [--cursor C] [--json]
 
 Options:
@@ -40,6 +40,7 @@ const OPTIONS = {
   reason: { type: 'string' },
   rule: { type: 'string' },
   session: { type: 'string' },
+  tenant: { type: 'string' },
   since: { type: 'string' },
   until: { type: 'string' },
   limit: { type: 'string' },

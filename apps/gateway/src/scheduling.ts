@@ -37,6 +37,8 @@ export interface SchedulingOptions {
   outboxNow: () => number;
   /** The router in force. */
   router: () => Router;
+  /** Channel id → its tenant, stamped on each message; undefined for `default`. */
+  tenantOf: (channelId: string) => string | undefined;
   /** Holds the turns of sessions in handoff (docs/design.md §2 "Handoff"). */
   handoffs: HandoffDesk;
   channels: Channels;
@@ -60,6 +62,7 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
     router: options.router,
     outcomes,
     channelPolicy: channels.policyOf,
+    tenantOf: options.tenantOf,
     refuseWhen: stores.refusal,
     tracer: options.tracer,
   });

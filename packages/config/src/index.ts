@@ -2,7 +2,7 @@
 
 export { configJsonSchema } from './config-json-schema.js';
 export { configReference } from './config-reference.js';
-export type { LoadedConfig, ParseConfigOptions } from './load-config.js';
+export type { LoadedConfig, ParseConfigOptions, TenantFile } from './load-config.js';
 export { loadConfig, parseConfig } from './load-config.js';
 export type {
   AuditConfig,
@@ -11,6 +11,7 @@ export type {
   ConfigInput,
   PipelineConfig,
   StoreConfig,
+  TenantInput,
   TracesConfig,
 } from './schema.js';
 export {
@@ -23,7 +24,10 @@ export {
   ShutdownSchema,
   StoreSchema,
   TelemetrySchema,
+  TenantSchema,
   TracesSchema,
 } from './schema.js';
+export type { TenantConfig } from './tenants.js';
+export { DEFAULT_TENANT, tenantOfChannel } from './tenants.js';
 export type { Env } from './substitute.js';
 export { substituteEnv } from './substitute.js';

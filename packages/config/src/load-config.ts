@@ -1,7 +1,10 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   createRouter,
+  HANDOFF,
   isSwitchboardError,
+  RoutingSchema,
   type RoutingConfigInput,
   SwitchboardError,
   secretEntries,
@@ -9,14 +12,16 @@ import {
 } from '@switchboard/core';
 import { LineCounter, parseDocument, visit } from 'yaml';
 import { configErrorMap, type EnvValues, hideEnvValues, problemLines } from './problem-lines.js';
-import { type Config, ConfigSchema } from './schema.js';
+import { type Config, ConfigSchema, TenantSchema } from './schema.js';
 import { createReferences, type Env, type References } from './substitute.js';
+import { DEFAULT_TENANT } from './tenants.js';
 
 /**
  * A parsed configuration with every secret value configured in it: the values of the fields
  * marked with `secretField` (channel tokens, signing secrets, API keys, the admin token, pipeline
  * secrets and headers, the Redis and PostgreSQL URLs) and every value read from a file, for the masker of log lines and audit records; and the files its
- * `${file:…}` and `NAME_FILE` references were read from, which workers must not read either.
+ * `${file:…}` and `NAME_FILE` references were read from, and its `tenants_dir` files (which hold
+ * tenants' credentials as the main file does), which workers must not read either.
  */
 export type LoadedConfig = Config & { secrets: readonly string[]; secretFiles: readonly string[] };
 
@@ -25,6 +30,17 @@ export interface ParseConfigOptions {
   env?: Env;
   /** Names the text in error messages, usually its file path. Default: `configuration`. */
   source?: string;
+  /**
+   * The files of `tenants_dir`, one tenant each, appended to `tenants` in this order; problems
+   * in one are named by its `source`. `loadConfig` reads them. Default: none.
+   */
+  tenantFiles?: readonly TenantFile[];
+}
+
+/** One file of `tenants_dir`: its path and its text. */
+export interface TenantFile {
+  source: string;
+  text: string;
 }
 
 function invalid(source: string, problems: string[], cause?: unknown): SwitchboardError {
@@ -83,28 +99,75 @@ function section(document: unknown, key: string): unknown {
 }
 
 /**
- * Routing problems that need the rest of the file: unknown pipeline targets (and the rule
- * problems themselves, worded by the router as `switchboard route` and reloads word them). Read
- * from the raw document so they are reported together with every other problem.
+ * The ids of the `pipelines` of the document (`top`, defaults applied) or of a tenant, read
+ * defensively from the raw document.
  */
-function routingProblems(document: unknown): string[] | null {
-  const pipelines = ConfigSchema.shape.pipelines.safeParse(section(document, 'pipelines'));
-  const pipelineIds = pipelines.success
-    ? pipelines.data.map((pipeline) => pipeline.id)
-    : [section(document, 'pipelines')]
+function pipelineIdsOf(part: unknown, top = false): string[] {
+  const schema = top ? ConfigSchema.in.shape.pipelines : TenantSchema.shape.pipelines;
+  const parsed = schema.safeParse(section(part, 'pipelines'));
+  return parsed.success
+    ? parsed.data.map((pipeline) => pipeline.id)
+    : [section(part, 'pipelines')]
         .flat()
         .map((pipeline) => section(pipeline, 'id'))
         .filter((id): id is string => typeof id === 'string');
-  const routing = ConfigSchema.shape.routing.safeParse(section(document, 'routing'));
+}
+
+/** The router's problems with `routing` against `pipelines`, as `routing.<path>: problem` lines. */
+function routerProblems(routing: unknown, pipelines: string[], top = false): string[] {
+  const parsed = (top ? ConfigSchema.in.shape.routing : RoutingSchema).safeParse(routing);
   try {
-    createRouter(routing.success ? routing.data : (section(document, 'routing') as RoutingConfigInput), {
-      pipelines: pipelineIds,
-    });
-    return null;
+    createRouter(parsed.success ? parsed.data : (routing as RoutingConfigInput), { pipelines });
+    return [];
   } catch (error) {
     if (!isSwitchboardError(error, 'SB_ROUTING_INVALID')) throw error;
     return (error.details?.problems as string[] | undefined) ?? [error.message];
   }
+}
+
+/**
+ * Routing problems that need the rest of the file: unknown pipeline targets (and the rule
+ * problems themselves, worded by the router as `switchboard route` and reloads word them), for
+ * the top-level routing and each tenant's, which may name only its own pipelines and not
+ * `__handoff__` (the operator desk is not divided by tenant). Read from the raw document so they
+ * are reported together with every other problem.
+ */
+function routingProblems(document: unknown): string[] | null {
+  const problems = routerProblems(section(document, 'routing'), pipelineIdsOf(document, true), true);
+  const tenants = section(document, 'tenants');
+  if (Array.isArray(tenants)) {
+    const owner = new Map<string, string>();
+    for (const id of pipelineIdsOf(document, true)) owner.set(id, DEFAULT_TENANT);
+    for (const tenant of tenants) {
+      const tenantId = section(tenant, 'id');
+      for (const id of pipelineIdsOf(tenant)) if (typeof tenantId === 'string') owner.set(id, tenantId);
+    }
+    tenants.forEach((tenant: unknown, index) => {
+      const at = `tenants[${index}].`;
+      const tenantId = section(tenant, 'id');
+      const routing = section(tenant, 'routing');
+      // A missing routing is the schema's to report.
+      if (routing === undefined) return;
+      for (const line of routerProblems(routing, pipelineIdsOf(tenant))) {
+        const named = /unknown pipeline ("(?:[^"\\]|\\.)*")/.exec(line)?.[1];
+        const other = named === undefined ? undefined : owner.get(JSON.parse(named) as string);
+        problems.push(
+          other === undefined || other === tenantId
+            ? `${at}${line}`
+            : `${at}${line}; it is tenant ${JSON.stringify(other)}'s, and a tenant's routing names only its own pipelines`,
+        );
+      }
+      const targets = [section(routing, 'default')];
+      const rules = section(routing, 'rules');
+      if (Array.isArray(rules)) targets.push(...rules.map((rule) => section(rule, 'pipeline')));
+      targets.forEach((target, position) => {
+        if (target !== HANDOFF) return;
+        const path = position === 0 ? 'routing.default' : `routing.rules[${position - 1}].pipeline`;
+        problems.push(`${at}${path}: a tenant's routing cannot hand off to an operator (${HANDOFF})`);
+      });
+    });
+  }
+  return problems.length === 0 ? null : problems;
 }
 
 /**
@@ -154,7 +217,13 @@ function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]
 export function parseConfig(text: string, options: ParseConfigOptions = {}): LoadedConfig {
   const source = options.source ?? 'configuration';
   const env = options.env ?? process.env;
-  const written = parseYaml(text, source);
+  const tenantFiles = options.tenantFiles ?? [];
+  const own = parseYaml(text, source);
+  const listed = section(own, 'tenants');
+  const written = withTenants(
+    own,
+    tenantFiles.map((file) => parseYaml(file.text, file.source)),
+  );
   const references = createReferences(env);
   const document = references.substitute(written, source);
 
@@ -170,25 +239,53 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
     return {
       ...parsed.data,
       secrets: configuredSecrets(written, document, references),
-      secretFiles: references.files(),
+      secretFiles: [...references.files(), ...tenantFiles.map((file) => file.source)],
     };
 
   // The router words routing's own problems; the schema's lines for that section would repeat them.
   const issues = parsed.success ? [] : parsed.error.issues;
+  const worded = (path: readonly PropertyKey[]) =>
+    path[0] === 'routing' ||
+    (path[0] === 'tenants' &&
+      path[2] === 'routing' &&
+      section([section(document, 'tenants')].flat()[path[1] as number], 'routing') !== undefined);
   // Read from the document as written: the fields are named as in the YAML, and may be malformed.
   const secretPaths = secretEntries(ConfigSchema, document).map((entry) => entry.path);
   const isSecret = (path: readonly PropertyKey[]) => secretPaths.some((secret) => startsWith(path, secret));
   const problems = [
     ...problemLines(
-      routing === null ? issues : issues.filter((issue) => issue.path[0] !== 'routing'),
+      routing === null ? issues : issues.filter((issue) => !worded(issue.path)),
       isSecret,
       envValues,
     ),
     ...(routing ?? []).map((line) => hideEnvValues(line, envValues)),
   ];
+  const listedCount = Array.isArray(listed) ? listed.length : 0;
   // No `cause`: the ZodError's message quotes every input it rejected, secrets included, and a
   // logged error carries its cause's message. The problem lines say all it would.
-  throw invalid(source, problems);
+  throw invalid(
+    source,
+    problems.map((line) => namingTenantFiles(line, listedCount, tenantFiles)),
+  );
+}
+
+/**
+ * The document with the tenants of `tenants_dir` after those it lists. A `tenants` that is not a
+ * list is left for the schema to refuse.
+ */
+function withTenants(document: unknown, files: unknown[]): unknown {
+  if (files.length === 0 || document === null || typeof document !== 'object') return document;
+  const listed = section(document, 'tenants') ?? [];
+  return Array.isArray(listed) ? { ...document, tenants: [...listed, ...files] } : document;
+}
+
+/** `line` with `tenants[k].` of a tenant read from a file replaced by that file's name. */
+function namingTenantFiles(line: string, listedCount: number, files: readonly TenantFile[]): string {
+  return line.replace(/tenants\[(\d+)\]\.?/g, (whole, index: string, offset: number) => {
+    const file = files[Number(index) - listedCount];
+    if (file === undefined) return whole;
+    return offset === 0 ? `${file.source}: ` : `${file.source}:`;
+  });
 }
 
 /**
@@ -212,5 +309,42 @@ export async function loadConfig(
     }
     throw invalid(path, [`cannot read the file: ${(error as Error).message}`], error);
   }
-  return parseConfig(text, { ...options, source: path });
+  const directory = tenantsDirOf(text, options.env ?? process.env);
+  const tenantFiles = directory === undefined ? [] : await readTenantFiles(path, directory);
+  return parseConfig(text, { ...options, source: path, tenantFiles });
+}
+
+/**
+ * `tenants_dir` of the text, substituted; undefined when absent or when the text cannot say
+ * (`parseConfig` then reports why).
+ */
+function tenantsDirOf(text: string, env: Env): string | undefined {
+  try {
+    const written = section(parseDocument(text).toJS({ maxAliasCount: MAX_ALIAS_COUNT }), 'tenants_dir');
+    if (typeof written !== 'string') return undefined;
+    const directory = createReferences(env).substitute(written, 'tenants_dir');
+    return typeof directory === 'string' && directory !== '' ? directory : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `*.yaml` and `*.yml` files of `directory`, by name. */
+async function readTenantFiles(source: string, directory: string): Promise<TenantFile[]> {
+  let names: string[];
+  try {
+    names = (await readdir(directory)).filter((name) => /\.ya?ml$/.test(name)).sort();
+  } catch (error) {
+    throw invalid(source, [`tenants_dir: cannot read the directory: ${(error as Error).message}`], error);
+  }
+  return Promise.all(
+    names.map(async (name) => {
+      const file = join(directory, name);
+      try {
+        return { source: file, text: await readFile(file, 'utf8') };
+      } catch (error) {
+        throw invalid(source, [`tenants_dir: cannot read ${file}: ${(error as Error).message}`], error);
+      }
+    }),
+  );
 }

@@ -27,6 +27,7 @@ import {
   ProcessPipelineOptionsSchema,
 } from '@switchboard/pipelines';
 import { z } from 'zod';
+import { checkTenants, flattenTenants } from './tenants.js';
 
 // The whole of switchboard.yaml (docs/design.md §6). A section owned by a package is that
 // package's schema (`server` from @switchboard/http, each `channels[]` type from its channel's
@@ -241,50 +242,6 @@ export const PipelineSchema = z.discriminatedUnion('type', [
 ]);
 
 /**
- * Flags repeated `id`s in `section`. It also runs when other problems were found (see `when`
- * below), so the value may be partly unparsed: ids are read defensively.
- */
-function checkUniqueIds(items: unknown, section: string, ctx: z.RefinementCtx) {
-  if (!Array.isArray(items)) return;
-  const first = new Map<string, number>();
-  items.forEach((item: unknown, index) => {
-    const id = (item as { id?: unknown } | null)?.id;
-    if (typeof id !== 'string') return;
-    const earlier = first.get(id);
-    if (earlier === undefined) first.set(id, index);
-    else {
-      ctx.addIssue({
-        code: 'custom',
-        path: [section, index, 'id'],
-        message: `duplicate id ${JSON.stringify(id)} (also ${section}[${earlier}])`,
-      });
-    }
-  });
-}
-
-/**
- * Flags `openapi` channels that share a path prefix: each channel's routes are served by the one
- * channel whose prefix a request falls under, so a second channel on a prefix would never answer.
- */
-function checkUniquePrefixes(channels: unknown, ctx: z.RefinementCtx) {
-  if (!Array.isArray(channels)) return;
-  const first = new Map<string, number>();
-  channels.forEach((item: unknown, index) => {
-    const { type, prefix } = (item ?? {}) as { type?: unknown; prefix?: unknown };
-    if (type !== 'openapi' || typeof prefix !== 'string') return;
-    const earlier = first.get(prefix);
-    if (earlier === undefined) first.set(prefix, index);
-    else {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['channels', index, 'prefix'],
-        message: `prefix ${JSON.stringify(prefix)} is also channels[${earlier}]'s: give each openapi channel its own`,
-      });
-    }
-  });
-}
-
-/**
  * A pool in Redis is shared by replicas, so what it settles must be too (docs/design.md §5
  * "Several replicas"): the audit log, statuses and history go to PostgreSQL.
  */
@@ -301,6 +258,22 @@ function checkSharedAudit(
       'store.kind redis needs audit.kind postgres (replicas sharing a pool share its audit log, statuses and history)',
   });
 }
+
+/** Names a tenant in records, metrics and the admin API. */
+const TenantIdSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'use 1 to 63 of a-z, 0-9, _ and -, starting with a letter or digit');
+
+/**
+ * One `tenants[]` entry (or one file of `tenants_dir`): a namespace of channels, pipelines and
+ * routing. Its routing may name only its own pipelines (and `__discard__`).
+ */
+export const TenantSchema = z.strictObject({
+  id: TenantIdSchema,
+  channels: z.array(ChannelSchema).default([]),
+  pipelines: z.array(PipelineSchema).default([]),
+  routing: RoutingSchema,
+});
 
 /**
  * The schema of switchboard.yaml. An empty file is valid and runs the quick start: an `openapi`
@@ -320,17 +293,25 @@ export const ConfigSchema = z
     channels: z.array(ChannelSchema).prefault([{ id: 'api', type: 'openapi' }]),
     pipelines: z.array(PipelineSchema).prefault([{ id: 'echo', type: 'echo' }]),
     routing: RoutingSchema.prefault({ default: 'echo' }),
+    /** Further tenants, each with its own channels, pipelines and routing (docs/design.md §10). */
+    tenants: z.array(TenantSchema).default([]),
+    /**
+     * A directory of further tenants, one YAML file (`*.yaml`, `*.yml`) each, shaped like a
+     * `tenants[]` entry; relative to the working directory. Read by `loadConfig`, after `tenants`.
+     */
+    tenants_dir: z.string().min(1).optional(),
   })
   .superRefine(
     (config, ctx) => {
-      checkUniqueIds(config.channels, 'channels', ctx);
-      checkUniqueIds(config.pipelines, 'pipelines', ctx);
-      checkUniquePrefixes(config.channels, ctx);
+      checkTenants(config, ctx);
       checkSharedAudit(config, ctx);
     },
     // Report duplicates together with every other problem, not after they are fixed.
     { when: () => true },
-  );
+  )
+  // Ids are unique across the file: the gateway runs every tenant's channels and pipelines as one
+  // set (`channels`, `pipelines`) and routes each channel's messages by its tenant's `routing`.
+  .transform(({ tenants_dir: _read, ...config }) => flattenTenants(config));
 
 /** The parsed configuration: defaults applied, durations in ms, keys camelCase. */
 export type Config = z.output<typeof ConfigSchema>;
@@ -341,3 +322,5 @@ export type AuditConfig = Config['audit'];
 export type TracesConfig = Config['telemetry']['traces'];
 export type ChannelConfig = Config['channels'][number];
 export type PipelineConfig = Config['pipelines'][number];
+/** What may be written as one `tenants[]` entry or one file of `tenants_dir`. */
+export type TenantInput = z.input<typeof TenantSchema>;

@@ -18,7 +18,7 @@ describe('configJsonSchema', () => {
 
   describe('when generated', () => {
     it('describes every top-level section and refuses unknown keys', () => {
-      expect(Object.keys(schema.properties ?? {}).sort()).toEqual(Object.keys(ConfigSchema.shape).sort());
+      expect(Object.keys(schema.properties ?? {}).sort()).toEqual(Object.keys(ConfigSchema.in.shape).sort());
       expect(schema.additionalProperties).toBe(false);
     });
 

@@ -548,8 +548,14 @@ describe('ConfigSchema', () => {
         ],
       });
       expect(result.error?.issues.map((issue) => [issue.path, issue.message])).toEqual([
-        [['channels', 1, 'id'], 'duplicate id "api" (also channels[0])'],
-        [['pipelines', 1, 'id'], 'duplicate id "echo" (also pipelines[0])'],
+        [
+          ['channels', 1, 'id'],
+          'duplicate channel id "api" (also channels[0]): ids are unique across the file',
+        ],
+        [
+          ['pipelines', 1, 'id'],
+          'duplicate pipeline id "echo" (also pipelines[0]): ids are unique across the file',
+        ],
       ]);
     });
   });

@@ -148,6 +148,7 @@ export function auditRecordFixture(index: number, overrides: Partial<AuditRecord
     error: null,
     payload: null,
     replayed_at: null,
+    tenant: 'default',
     ...overrides,
   };
 }

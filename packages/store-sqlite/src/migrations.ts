@@ -18,6 +18,7 @@ export const MIGRATIONS = [
   '0009_outbox_ended_by_id.sql',
   '0010_status_version_key_scope.sql',
   '0011_handoffs.sql',
+  '0012_audit_tenant.sql',
 ] as const;
 
 /**

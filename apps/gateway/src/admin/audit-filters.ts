@@ -38,6 +38,8 @@ export const AuditFiltersSchema = z.strictObject({
   reason: boundedId,
   rule: boundedId,
   channel: boundedId,
+  /** The tenant whose channel received the message (`default` for the top-level channels). */
+  tenant: boundedId,
   session: boundedId,
   sender: boundedId,
   text: z.string().min(1).max(MAX_TEXT_SEARCH_CHARS).optional(),
@@ -53,7 +55,16 @@ export const AuditFiltersSchema = z.strictObject({
 });
 
 /** The filters besides `text` that narrow a search to one index range (docs/design.md §7). */
-const INDEXED_FILTERS = ['outcome', 'reason', 'rule', 'channel', 'session', 'sender', 'since'] as const;
+const INDEXED_FILTERS = [
+  'outcome',
+  'reason',
+  'rule',
+  'channel',
+  'tenant',
+  'session',
+  'sender',
+  'since',
+] as const;
 
 /**
  * The audit filters of the admin API: a text search must come with another filter or `since`,

@@ -25,6 +25,7 @@ const COLUMNS: Array<[string, (record: AuditRecord) => string, number]> = [
   ['REASON', (r) => r.reason ?? '', 16],
   ['RULE', (r) => r.rule ?? '', 16],
   ['CHANNEL', (r) => r.channel, 10],
+  ['TENANT', (r) => r.tenant, 10],
   ['SESSION', (r) => r.session, 28],
   ['SENDER', (r) => r.sender_name ?? r.sender_id, 14],
   ['TEXT', (r) => (r.text ?? '').replace(/\s+/g, ' '), 40],

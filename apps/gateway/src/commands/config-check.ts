@@ -27,7 +27,8 @@ export async function configCheck(path: string, io: CommandIo): Promise<number> 
   const config = await validateConfig(path);
   io.out(
     `${path}: ok — ${config.channels.length} channel(s), ${config.pipelines.length} pipeline(s), ` +
-      `${config.routing.rules.length} rule(s), default pipeline "${config.routing.default}", store ${config.store.kind}`,
+      `${config.routing.rules.length} rule(s), default pipeline "${config.routing.default}", store ${config.store.kind}` +
+      (config.tenants.length > 1 ? `, ${config.tenants.length - 1} more tenant(s)` : ''),
   );
   return 0;
 }

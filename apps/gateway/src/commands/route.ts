@@ -1,4 +1,4 @@
-import { loadConfig } from '@switchboard/config';
+import { DEFAULT_TENANT, loadConfig } from '@switchboard/config';
 import { EVENT_TYPES, type EventType, SwitchboardError, createRouter } from '@switchboard/core';
 import { dryRunRoute } from '../admin/route-dry-run.js';
 import type { CommandIo } from './io.js';
@@ -34,7 +34,11 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
       message: `--event: expected one of ${EVENT_TYPES.join(', ')}, got "${event}"`,
     });
   }
-  const router = createRouter(config.routing, { pipelines: config.pipelines.map((pipeline) => pipeline.id) });
+  // The channel's tenant's routing, the one the gateway routes its messages with.
+  const tenant =
+    config.tenants.find((candidate) => candidate.channels.includes(channel.id)) ?? config.tenants[0];
+  const routing = tenant?.routing ?? config.routing;
+  const router = createRouter(routing, { pipelines: tenant?.pipelines ?? [] });
   const run = dryRunRoute(router, channel, {
     chatType: flags.chatType,
     chatId: flags.chatId,
@@ -69,6 +73,10 @@ export async function route(path: string, flags: RouteFlags, io: CommandIo): Pro
   }
 
   if (run.rule === null && event !== undefined) io.out('  no event rule matched: the event is ignored');
-  else if (run.rule === null) io.out(`  no rule matched: routing.default is "${config.routing.default}"`);
+  else if (run.rule === null) {
+    const at =
+      tenant === undefined || tenant.id === DEFAULT_TENANT ? 'routing' : `tenant ${tenant.id}: routing`;
+    io.out(`  no rule matched: ${at}.default is "${routing.default}"`);
+  }
   return 0;
 }

@@ -134,7 +134,10 @@ export function registerOperatorRoutes(
       outcomes: deps.outcomes,
       logger: deps.logger,
       claimTtlMs: config.audit.retentionDays * DAY_MS,
-      rerouted: (queued) => (pipelines.has(queued.pipeline) ? null : deps.routing.reroute(queued.message)),
+      rerouted: (queued) =>
+        pipelines.has(queued.pipeline) && deps.routing.mayRun(queued.message, queued.pipeline)
+          ? null
+          : deps.routing.reroute(queued.message),
       now: deps.outboxNow,
     }),
   });

@@ -66,7 +66,9 @@ export function configChanges(current: Config, next: Config): ConfigChanges {
   const channels = listChanges(current.channels, next.channels);
   const pipelines = listChanges(current.pipelines, next.pipelines);
   const limits = !same(current.concurrency, next.concurrency) || !same(current.queue, next.queue);
-  const routing = !same(current.routing, next.routing);
+  // Each tenant's routing, and whose each channel and pipeline is, decide where messages go.
+  const routing = !same(current.tenants, next.tenants);
+  const tenants = listChanges(current.tenants.slice(1), next.tenants.slice(1));
   return {
     refused,
     channels,
@@ -80,7 +82,8 @@ export function configChanges(current: Config, next: Config): ConfigChanges {
       ...differingPaths(current.queue, next.queue, 'queue'),
       // Read by the handoff desk at each use: in force once the reload's configuration is.
       ...differingPaths(current.handoff, next.handoff, 'handoff'),
-      ...(routing ? ['routing'] : []),
+      ...(same(current.routing, next.routing) ? [] : ['routing']),
+      ...summaryOf('tenants', tenants),
     ],
   };
 }

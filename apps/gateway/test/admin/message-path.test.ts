@@ -64,6 +64,7 @@ const deadLetter = (at: number): AuditRecord => ({
   error: 'SB_PIPELINE_FAILED: boom',
   payload: null,
   replayed_at: null,
+  tenant: 'default',
 });
 
 describe('message path', () => {

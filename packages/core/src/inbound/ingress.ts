@@ -22,6 +22,11 @@ export interface IngressOptions {
   outcomes: OutcomeSink;
   /** Channel id → its policy; unknown channels get the defaults. */
   channelPolicy: (channelId: string) => ChannelPolicy;
+  /**
+   * Channel id → the tenant it belongs to, stamped on each message before it is judged (so its
+   * outcomes and its queued copy carry it); undefined for the tenant `default`. Default: none.
+   */
+  tenantOf?: (channelId: string) => string | undefined;
   /** How long a delivery id is remembered by the pool. Default: 24 h. */
   dedupTtlMs?: number;
   /**
@@ -107,6 +112,12 @@ export function createIngress(options: IngressOptions): Ingress {
    * (ignored, discarded), else returns where it goes. `received`: the message's receive span.
    */
   function judge(message: InboundMessage, received?: Span) {
+    if (options.tenantOf !== undefined) {
+      // Whatever a channel put there: only the channel's configuration says whose it is.
+      const tenant = options.tenantOf(message.channel);
+      if (tenant === undefined) delete message.tenant;
+      else message.tenant = tenant;
+    }
     const policy = options.channelPolicy(message.channel);
     const session = sessionKeyOf(message, policy.sessionScope);
     const router = options.router();

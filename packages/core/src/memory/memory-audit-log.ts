@@ -17,6 +17,7 @@ function matches(record: AuditRecord, query: AuditQuery, after: AuditCursor | nu
     (query.reason === undefined || record.reason === query.reason) &&
     (query.rule === undefined || record.rule === query.rule) &&
     (query.channel === undefined || record.channel === query.channel) &&
+    (query.tenant === undefined || record.tenant === query.tenant) &&
     (query.session === undefined || record.session === query.session) &&
     (query.sender === undefined || record.sender_id === query.sender) &&
     (query.message === undefined || record.message_id === query.message) &&

@@ -132,6 +132,11 @@ export const InboundMessageSchema = z.object({
   platform: z.string().min(1),
   /** The configured channel instance id (`channels[].id`). */
   channel: z.string().min(1),
+  /**
+   * The tenant whose channel received it (docs/design.md §10), set by ingress; absent for the
+   * tenant `default`. It stays with the message (a replayed dead letter keeps its tenant's routing).
+   */
+  tenant: z.string().min(1).optional(),
   chat: z.object({
     type: ChatTypeSchema,
     id: z.string().min(1),

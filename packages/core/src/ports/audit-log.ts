@@ -30,6 +30,8 @@ export interface AuditRecord {
   reason: OutcomeReason | null;
   rule: string | null;
   channel: string;
+  /** The tenant whose channel received the message (docs/design.md §10): `default` for the top level. */
+  tenant: string;
   platform: string;
   session: string;
   chat_type: string;
@@ -70,6 +72,7 @@ export const AUDIT_RECORD_FIELDS = [
   'error',
   'payload',
   'replayed_at',
+  'tenant',
 ] as const satisfies readonly (keyof AuditRecord)[];
 
 /** Filters of `GET /admin/audit` and `switchboard audit`; all optional, combined with AND. */
@@ -78,6 +81,7 @@ export interface AuditQuery {
   reason?: string;
   rule?: string;
   channel?: string;
+  tenant?: string;
   session?: string;
   /** `sender_id` equals this. */
   sender?: string;
@@ -106,6 +110,7 @@ export const AUDIT_EQUALITY_FILTERS = {
   reason: 'reason',
   rule: 'rule',
   channel: 'channel',
+  tenant: 'tenant',
   session: 'session',
   sender: 'sender_id',
   message: 'message_id',

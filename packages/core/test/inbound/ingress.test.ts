@@ -20,6 +20,7 @@ function setup(
     pipelines?: PipelinePolicyInput[];
     refuseWhen?: IngressOptions['refuseWhen'];
     tracer?: IngressOptions['tracer'];
+    tenantOf?: IngressOptions['tenantOf'];
   } = {},
 ) {
   const policies = (options.pipelines ?? [{ id: 'echo' }]).map((p) => PipelinePolicySchema.parse(p));
@@ -57,11 +58,34 @@ function setup(
     channelPolicy: () => ({ admission: { require_mention: true, prefixes: ['!'] }, sessionScope: 'chat' }),
     refuseWhen: options.refuseWhen,
     tracer: options.tracer,
+    tenantOf: options.tenantOf,
   });
   return { pool, ingress, outcomes };
 }
 
 describe('ingress', () => {
+  describe('when channels belong to tenants', () => {
+    const tenantOf = (channel: string) => (channel === 'c' ? 'acme' : undefined);
+
+    it('stamps the channel’s tenant on the queued message and on its outcomes', async () => {
+      const { ingress, pool, outcomes } = setup({ tenantOf });
+      await ingress.accept(message('A', 'hello'));
+      await ingress.accept(message('A', 'buy now'));
+      const claimed = await pool.claim();
+      expect(claimed?.messages.map((queued) => queued.message.tenant)).toEqual(['acme']);
+      expect(outcomes.map((outcome) => [outcome.kind, outcome.message.tenant])).toEqual([
+        ['discarded', 'acme'],
+      ]);
+    });
+
+    it('replaces a tenant the channel put on the message with its own, and clears it for default', async () => {
+      const { ingress, pool } = setup({ tenantOf: () => undefined });
+      await ingress.accept({ ...message('A', 'hello'), tenant: 'acme' });
+      const claimed = await pool.claim();
+      expect(claimed?.messages[0]?.message).not.toHaveProperty('tenant');
+    });
+  });
+
   describe('when a message is routed to a pipeline', () => {
     it('queues it under its session key and records no outcome yet', async () => {
       const { ingress, pool, outcomes } = setup();

@@ -1,0 +1,66 @@
+import { parseConfig } from '@switchboard/config';
+import { parseInboundMessage, silentLogger } from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { createLiveRouting } from '../src/live-routing.js';
+
+const CONFIG = `
+channels: [ { id: api, type: openapi } ]
+pipelines: [ { id: echo, type: echo } ]
+routing: { default: echo }
+tenants:
+  - id: acme
+    channels: [ { id: acme-api, type: openapi, prefix: /acme } ]
+    pipelines: [ { id: acme-echo, type: echo } ]
+    routing: { default: acme-echo }
+`;
+
+const message = (channel: string, tenant?: string) =>
+  parseInboundMessage({
+    id: 'm1',
+    platform: 'openapi',
+    channel,
+    ...(tenant === undefined ? {} : { tenant }),
+    chat: { type: 'person', id: 'c' },
+    sender: { id: 'u' },
+    text: 'hi',
+    platform_message_id: 'p1',
+    received_at: 0,
+  });
+
+describe('createLiveRouting', () => {
+  const routing = createLiveRouting(parseConfig(CONFIG), { logger: silentLogger });
+
+  describe('when a message has no tenant yet', () => {
+    it('routes it by its channel’s tenant', () => {
+      expect(routing.router().route(message('acme-api')).pipeline).toBe('acme-echo');
+      expect(routing.router().route(message('api')).pipeline).toBe('echo');
+      expect(routing.tenantOf('acme-api')).toBe('acme');
+      expect(routing.tenantOf('api')).toBeUndefined();
+    });
+  });
+
+  describe('when a message carries a tenant', () => {
+    it('routes it by that tenant’s routing, and discards it when the tenant is gone', () => {
+      expect(routing.router().route(message('api', 'acme')).pipeline).toBe('acme-echo');
+      expect(() => routing.reroute(message('gone-api', 'gone'))).toThrow(/no longer configured/);
+    });
+
+    it('refuses to run it on another tenant’s pipeline', () => {
+      expect(routing.mayRun(message('acme-api', 'acme'), 'acme-echo')).toBe(true);
+      expect(routing.mayRun(message('acme-api', 'acme'), 'echo')).toBe(false);
+      expect(routing.mayRun(message('api'), 'echo')).toBe(true);
+    });
+  });
+
+  describe('when a reload removes a tenant', () => {
+    it('keeps its channels’ last tenant, so what they still drain is discarded, not routed by default', () => {
+      const live = createLiveRouting(parseConfig(CONFIG), { logger: silentLogger });
+      live.apply(
+        parseConfig('channels: [ { id: api, type: openapi } ]\npipelines: [ { id: echo, type: echo } ]\n'),
+      );
+      expect(live.tenantOf('acme-api')).toBe('acme');
+      expect(live.router().route(message('acme-api')).pipeline).toBe('__discard__');
+      expect(live.router().route(message('api')).pipeline).toBe('echo');
+    });
+  });
+});

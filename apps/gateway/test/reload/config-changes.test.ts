@@ -1,0 +1,31 @@
+import { parseConfig } from '@switchboard/config';
+import { describe, expect, it } from 'vitest';
+import { configChanges } from '../../src/reload/config-changes.js';
+
+const tenant = (rule: string) => `
+tenants:
+  - id: acme
+    pipelines: [ { id: acme-echo, type: echo } ]
+    routing:
+      default: acme-echo
+      rules: [ { name: ${rule}, type: message_content, operator: contains, value: x, pipeline: __discard__ } ]
+`;
+
+describe('configChanges', () => {
+  describe('when only a tenant’s routing changes', () => {
+    it('is a routing change named by the tenant, not the top-level routing', () => {
+      const changes = configChanges(parseConfig(tenant('one')), parseConfig(tenant('two')));
+      expect(changes.routing).toBe(true);
+      expect(changes.summary).toEqual(['tenants.acme: changed']);
+    });
+  });
+
+  describe('when a tenant is added', () => {
+    it('adds its pipelines and names it', () => {
+      const changes = configChanges(parseConfig(''), parseConfig(tenant('one')));
+      expect(changes.routing).toBe(true);
+      expect(changes.pipelines.added.map((pipeline) => pipeline.id)).toEqual(['acme-echo']);
+      expect(changes.summary).toEqual(['pipelines.acme-echo: added', 'tenants.acme: added']);
+    });
+  });
+});

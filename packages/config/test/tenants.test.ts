@@ -1,0 +1,183 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} strings are the syntax under test, not templates
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from '../src/load-config.js';
+import { ConfigSchema } from '../src/schema.js';
+import { tenantOfChannel } from '../src/tenants.js';
+import { thrown } from './thrown.js';
+
+const ACME = `
+tenants:
+  - id: acme
+    channels:
+      - { id: acme-api, type: openapi, prefix: /acme }
+    pipelines:
+      - { id: acme-echo, type: echo }
+    routing: { default: acme-echo }
+`;
+
+describe('tenants', () => {
+  describe('when none is configured', () => {
+    it('makes the top-level channels, pipelines and routing the tenant default', () => {
+      const config = ConfigSchema.parse({});
+      expect(config.tenants).toEqual([
+        { id: 'default', channels: ['api'], pipelines: ['echo'], routing: { default: 'echo', rules: [] } },
+      ]);
+    });
+  });
+
+  describe('when tenants are listed', () => {
+    const config = parseConfig(ACME);
+
+    it('runs every tenant’s channels and pipelines, the default tenant’s first', () => {
+      expect(config.channels.map((channel) => channel.id)).toEqual(['api', 'acme-api']);
+      expect(config.pipelines.map((pipeline) => pipeline.id)).toEqual(['echo', 'acme-echo']);
+    });
+
+    it('keeps each tenant’s routing and the ids of its channels and pipelines', () => {
+      expect(config.tenants).toEqual([
+        { id: 'default', channels: ['api'], pipelines: ['echo'], routing: { default: 'echo', rules: [] } },
+        {
+          id: 'acme',
+          channels: ['acme-api'],
+          pipelines: ['acme-echo'],
+          routing: { default: 'acme-echo', rules: [] },
+        },
+      ]);
+      expect(tenantOfChannel(config.tenants, 'acme-api')).toBe('acme');
+      expect(tenantOfChannel(config.tenants, 'api')).toBe('default');
+    });
+  });
+
+  describe('when ids or prefixes repeat across tenants', () => {
+    it('refuses each repeat, naming both paths', () => {
+      const error = thrown(() =>
+        parseConfig(`
+channels: [ { id: api, type: openapi } ]
+pipelines: [ { id: echo, type: echo } ]
+tenants:
+  - id: acme
+    channels:
+      - { id: api, type: openapi, prefix: /acme }
+      - { id: acme-2, type: openapi, prefix: /v1 }
+    pipelines: [ { id: echo, type: echo } ]
+    routing: { default: echo }
+`),
+      );
+      expect(error.code).toBe('SB_CONFIG_INVALID');
+      expect(error.details?.problems).toEqual([
+        'tenants[0].channels[0].id: duplicate channel id "api" (also channels[0]): ids are unique across the file',
+        'tenants[0].pipelines[0].id: duplicate pipeline id "echo" (also pipelines[0]): ids are unique across the file',
+        `tenants[0].channels[1].prefix: prefix "/v1" is also channels[0]'s: give each openapi channel its own`,
+      ]);
+    });
+
+    it('refuses a tenant id given twice, and the id default', () => {
+      const error = thrown(() =>
+        parseConfig(`
+tenants:
+  - { id: default, routing: { default: __discard__ } }
+  - { id: acme, routing: { default: __discard__ } }
+  - { id: acme, routing: { default: __discard__ } }
+`),
+      );
+      expect(error.details?.problems).toEqual([
+        'tenants[0].id: "default" is the tenant of the top-level channels, pipelines and routing: choose another id',
+        'tenants[2].id: duplicate tenant id "acme" (also tenants[1])',
+      ]);
+    });
+  });
+
+  describe('when a tenant’s routing names what is not its own', () => {
+    it('refuses another tenant’s pipeline and a handoff, naming the path; __discard__ is allowed', () => {
+      const error = thrown(() =>
+        parseConfig(`
+tenants:
+  - id: acme
+    pipelines: [ { id: acme-echo, type: echo } ]
+    routing:
+      default: echo
+      rules:
+        - { name: spam, type: message_content, operator: contains, value: spam, pipeline: __discard__ }
+        - { name: human, type: message_content, operator: contains, value: human, pipeline: __handoff__ }
+`),
+      );
+      expect(error.details?.problems).toEqual([
+        'tenants[0].routing.default: unknown pipeline "echo" (known: acme-echo); it is tenant "default"\'s, and a tenant\'s routing names only its own pipelines',
+        "tenants[0].routing.rules[1].pipeline: a tenant's routing cannot hand off to an operator (__handoff__)",
+      ]);
+    });
+
+    it('requires a routing of every tenant', () => {
+      const error = thrown(() => parseConfig('tenants: [ { id: acme } ]'));
+      expect(error.details?.problems).toEqual(['tenants[0].routing: required (expected object)']);
+    });
+  });
+
+  describe('when tenants come from tenants_dir', () => {
+    let directory: string | undefined;
+    afterEach(() => {
+      if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
+    });
+
+    /** A directory holding `files` (paths relative to it); returns its path. */
+    function write(files: Record<string, string>): string {
+      const root = mkdtempSync(join(tmpdir(), 'switchboard-tenants-'));
+      directory = root;
+      for (const [name, text] of Object.entries(files)) {
+        mkdirSync(dirname(join(root, name)), { recursive: true });
+        writeFileSync(join(root, name), text);
+      }
+      return root;
+    }
+
+    it('adds one tenant per YAML file, by file name, after those listed, with ${VAR} substituted', async () => {
+      const root = write({
+        'main.yaml': `${ACME}tenants_dir: \${TENANTS_DIR}\n`,
+        'tenants/b.yml': 'id: bravo\nrouting: { default: __discard__ }\n',
+        'tenants/a.yaml':
+          'id: alpha\npipelines: [ { id: a-echo, type: echo } ]\nrouting: { default: a-echo }\n',
+        'tenants/notes.txt': 'not a tenant',
+      });
+      const config = await loadConfig(join(root, 'main.yaml'), {
+        env: { TENANTS_DIR: join(root, 'tenants') },
+      });
+      expect(config.tenants.map((tenant) => tenant.id)).toEqual(['default', 'acme', 'alpha', 'bravo']);
+      expect(config.pipelines.map((pipeline) => pipeline.id)).toEqual(['echo', 'acme-echo', 'a-echo']);
+      // Workers must not read them, like the main file: they hold tenants' credentials.
+      expect(config.secretFiles).toEqual([join(root, 'tenants', 'a.yaml'), join(root, 'tenants', 'b.yml')]);
+    });
+
+    it('names a problem in a tenant file by the file', async () => {
+      const root = write({
+        'main.yaml': `${ACME}tenants_dir: \${TENANTS_DIR}\n`,
+        'tenants/a.yaml':
+          'id: alpha\nchannels: [ { id: acme-api, type: openapi, prefix: /alpha } ]\nrouting: { default: acme-echo }\n',
+      });
+      const file = join(root, 'tenants', 'a.yaml');
+      const error = await loadConfig(join(root, 'main.yaml'), {
+        env: { TENANTS_DIR: join(root, 'tenants') },
+      }).then(
+        () => undefined,
+        (failure: unknown) => failure as { code?: string; details?: { problems?: string[] } },
+      );
+      expect(error?.code).toBe('SB_CONFIG_INVALID');
+      expect(error?.details?.problems).toEqual([
+        `${file}: channels[0].id: duplicate channel id "acme-api" (also tenants[0].channels[0]): ids are unique across the file`,
+        `${file}: routing.default: unknown pipeline "acme-echo" (known: none); it is tenant "acme"'s, and a tenant's routing names only its own pipelines`,
+      ]);
+    });
+
+    it('refuses a directory it cannot read, naming tenants_dir', async () => {
+      const root = write({ 'main.yaml': 'tenants_dir: ./no-such-directory-here\n' });
+      const error = await loadConfig(join(root, 'main.yaml')).then(
+        () => undefined,
+        (failure: unknown) => failure as { code?: string; details?: { problems?: string[] } },
+      );
+      expect(error?.code).toBe('SB_CONFIG_INVALID');
+      expect(error?.details?.problems?.[0]).toMatch(/^tenants_dir: cannot read the directory: ENOENT/);
+    });
+  });
+});
