@@ -14,19 +14,28 @@
  *
  * Redis is a private `redis-server` on a free port with AOF, run with `appendfsync always` as
  * docker/compose.cluster.yaml configures it and again with `everysec` (Redis' default, `CONFIG
- * SET` between setups), so the price of fsyncing every write shows; being private, its `INFO
- * commandstats` counts the gateways' calls only: Redis calls per message = the delta of `calls` over every command during the measured
- * run (the scripts' own commands, renewals, wake-ups and relayed events included) ÷ completed
- * messages. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message show which side
- * is the bottleneck. Everything runs on this machine: the replicas, Redis, PostgreSQL and the
- * client share its cores.
+ * SET` between setups), so the price of fsyncing every write shows. A second private
+ * `redis-server` (no persistence) replicates it throughout the run, so that one more setup,
+ * `always` at 1 replica with `store.wait_replicas: 1`, prices `WAIT` against the same setup with
+ * 0 on the same topology. Being private, the primary's `INFO commandstats` counts the gateways'
+ * calls only (the replication link's own `REPLCONF`/`PSYNC` left out): Redis calls per message =
+ * the delta of `calls` over every command during the measured run (the scripts' own commands,
+ * renewals, wake-ups, relayed events and `WAIT`s included) ÷ the messages whose outcome the
+ * replicas recorded meanwhile (`switchboard_messages_total`), not the client's completions: the
+ * messages the warm-up left in flight run inside the window, up to a third of them in a 3 s
+ * quick run on a loaded machine. What runs per second whatever the traffic (renewals) is in the
+ * figure, so it grows as throughput falls. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message
+ * show which side is the bottleneck. Everything runs on this machine: the replicas, both Redis
+ * servers, PostgreSQL and the client share its cores.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { queryPostgres } from '@switchboard/testkit/postgres';
-import { removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
+import { eventually } from '@switchboard/testkit/eventually';
+import { metricValueAt } from '@switchboard/testkit/prometheus';
+import { infoField, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
 import type autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { startGateway } from './support/gateway-process.js';
@@ -42,6 +51,8 @@ interface Setup {
   replicas: 1 | 3;
   /** Redis' fsync policy for a setup on the shared stores; none for the baseline. */
   appendfsync?: 'always' | 'everysec';
+  /** `store.wait_replicas`; the default (0) when absent. */
+  waitReplicas?: 1;
 }
 
 const BASELINE: Setup = { id: 'gateway · store memory', replicas: 1 };
@@ -52,11 +63,25 @@ const SHARED_SETUPS: readonly Setup[] = (['always', 'everysec'] as const).flatMa
     appendfsync,
   })),
 );
-const SETUPS: readonly Setup[] = [BASELINE, ...SHARED_SETUPS];
+/** Beside `redis always · 1 replica`, which waits for none. */
+const WAITING_SETUP: Setup = {
+  id: 'redis always · 1 replica · wait_replicas 1',
+  replicas: 1,
+  appendfsync: 'always',
+  waitReplicas: 1,
+};
+const SETUPS: readonly Setup[] = [BASELINE, ...SHARED_SETUPS, WAITING_SETUP];
+/**
+ * Commands of the replication link, not of the gateways: the Redis replica's acknowledgements
+ * (`REPLCONF ACK`, once a second and after each `WAIT`) and its sync.
+ */
+const REPLICATION_COMMANDS = new Set(['replconf', 'psync', 'sync']);
 
 interface RoundFigures {
   messagesPerS: number;
   messages: number;
+  /** The messages whose outcome the replicas recorded during the run: what the per-message figures divide by. */
+  outcomes: number;
   /** The slowest replica's client percentiles, ms. */
   p50Ms: number;
   p99Ms: number;
@@ -88,6 +113,14 @@ function replicasCpuMs(replicas: readonly ServerProcess[]): number | null {
   return total;
 }
 
+/** Outcomes every replica has recorded so far, summed (each message's is recorded once, where it ran). */
+async function outcomesRecorded(replicas: readonly ServerProcess[]): Promise<number> {
+  const counts = await Promise.all(
+    replicas.map((replica) => metricValueAt(replica.url, 'switchboard_messages_total')),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
 /** Loads every replica at once, the connections split evenly; resolves each client's result and the wall time. */
 async function loadAll(replicas: readonly ServerProcess[], durationS: number) {
   const connections = (index: number) =>
@@ -101,7 +134,25 @@ async function loadAll(replicas: readonly ServerProcess[], durationS: number) {
 }
 
 await runScenario('cluster-throughput', async () => {
-  const redis = await startPrivateRedis();
+  // A replica joining is served at once (the default waits 5 s for more to join).
+  const redis = await startPrivateRedis(['--repl-diskless-sync-delay', '0']);
+  const redisReplica = await startPrivateRedis([
+    '--appendonly',
+    'no',
+    '--replicaof',
+    '127.0.0.1',
+    String(redis.port),
+  ]);
+  try {
+    await eventually(
+      async () => (await infoField(redisReplica.url, 'replication', 'master_link_status')) === 'up',
+      10_000,
+      'the Redis replica in sync',
+    );
+  } catch (err) {
+    await Promise.all([redisReplica.remove(), redis.remove()]);
+    throw err;
+  }
   const admin = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
   admin.on('error', () => {});
   await admin.connect();
@@ -113,10 +164,13 @@ await runScenario('cluster-throughput', async () => {
     const prefix = `sb-bench-${randomUUID()}`;
     const schema = `sb_bench_${randomBytes(8).toString('hex')}`;
     if (setup.appendfsync !== undefined) await admin.config('SET', 'appendfsync', setup.appendfsync);
+    // The longest wait_timeout allowed: a write that waits past it is refused (503), and the load fails.
+    const waiting =
+      setup.waitReplicas === undefined ? '' : `, wait_replicas: ${setup.waitReplicas}, wait_timeout: 1s`;
     const stores = setup.appendfsync
       ? {
           name: 'cluster',
-          store: `{ kind: redis, url: ${JSON.stringify(redis.url)}, prefix: ${prefix} }`,
+          store: `{ kind: redis, url: ${JSON.stringify(redis.url)}, prefix: ${prefix}${waiting} }`,
           audit: `{ kind: postgres, url: ${JSON.stringify(SETTINGS.postgresUrl)}, schema: ${schema} }`,
         }
       : { name: 'memory', store: '{ kind: memory }' };
@@ -142,29 +196,35 @@ await runScenario('cluster-throughput', async () => {
     try {
       await loadAll(running.replicas, SETTINGS.httpWarmupS);
       const gatewayCpuBefore = replicasCpuMs(running.replicas);
+      const outcomesBefore = await outcomesRecorded(running.replicas);
       const statsBefore = await commandStats(admin);
       const redisCpuBefore = await redisCpuMs(admin);
       const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS);
       const redisCpuAfter = await redisCpuMs(admin);
       const statsAfter = await commandStats(admin);
+      const outcomesAfter = await outcomesRecorded(running.replicas);
       const gatewayCpuAfter = replicasCpuMs(running.replicas);
 
       const messages = results.reduce((sum, result) => sum + result.requests.total, 0);
+      const outcomes = outcomesAfter - outcomesBefore;
       const figures: RoundFigures = {
         messagesPerS: messages / (wallMs / 1000),
         messages,
+        outcomes,
         p50Ms: Math.max(...results.map((result) => result.latency.p50)),
         p99Ms: Math.max(...results.map((result) => result.latency.p99)),
         gatewayCpuUsPerMessage:
           gatewayCpuBefore === null || gatewayCpuAfter === null
             ? null
-            : ((gatewayCpuAfter - gatewayCpuBefore) * 1000) / messages,
+            : ((gatewayCpuAfter - gatewayCpuBefore) * 1000) / outcomes,
       };
       if (setup.appendfsync === undefined) return figures;
+      const gatewayCalls = (stats: Map<string, number>) =>
+        new Map([...stats].filter(([command]) => !REPLICATION_COMMANDS.has(command)));
       return {
         ...figures,
-        redisCalls: callsPerCycle(statsBefore.calls, statsAfter.calls, messages),
-        redisCpuUsPerMessage: ((redisCpuAfter - redisCpuBefore) * 1000) / messages,
+        redisCalls: callsPerCycle(gatewayCalls(statsBefore.calls), gatewayCalls(statsAfter.calls), outcomes),
+        redisCpuUsPerMessage: ((redisCpuAfter - redisCpuBefore) * 1000) / outcomes,
         redisBusy: (redisCpuAfter - redisCpuBefore) / wallMs,
       };
     } finally {
@@ -180,7 +240,7 @@ await runScenario('cluster-throughput', async () => {
         const redisPart =
           measured.redisCalls === undefined
             ? ''
-            : `, ${formatNumber(total(measured.redisCalls))} Redis calls/msg, Redis CPU ${formatNumber((measured.redisBusy ?? 0) * 100)}%`;
+            : `, ${formatNumber(total(measured.redisCalls))} Redis calls/msg (${formatNumber(measured.redisCalls.evalsha ?? 0)} EVALSHA, ${formatNumber(measured.redisCalls.wait ?? 0)} WAIT), Redis CPU ${formatNumber((measured.redisBusy ?? 0) * 100)}%`;
         progress(
           `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms${redisPart}`,
         );
@@ -188,6 +248,7 @@ await runScenario('cluster-throughput', async () => {
     }
   } finally {
     admin.disconnect();
+    await redisReplica.remove();
     await redis.remove();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -222,6 +283,7 @@ await runScenario('cluster-throughput', async () => {
       { metric: `${setup.id} ÷ ${BASELINE.id}`, value: f.messagesPerS / baseline.messagesPerS, unit: '×' },
       { metric: `${setup.id} · Redis calls per message`, value: total(calls), unit: 'calls' },
       { metric: `${setup.id} · Redis evalsha per message`, value: calls.evalsha ?? 0, unit: 'calls' },
+      { metric: `${setup.id} · Redis WAIT per message`, value: calls.wait ?? 0, unit: 'calls' },
       { metric: `${setup.id} · Redis CPU per message`, value: f.redisCpuUsPerMessage ?? 0, unit: 'µs' },
       { metric: `${setup.id} · Redis CPU busy`, value: (f.redisBusy ?? 0) * 100, unit: '%' },
     );
@@ -243,6 +305,11 @@ await runScenario('cluster-throughput', async () => {
       unit: '×',
     });
   }
+  measurements.push({
+    metric: 'redis always · 1 replica · wait_replicas 1 ÷ 0 · throughput',
+    value: figuresOf(WAITING_SETUP).messagesPerS / shared('always', 1).messagesPerS,
+    unit: '×',
+  });
   return {
     measurements,
     targets: [],
@@ -250,7 +317,8 @@ await runScenario('cluster-throughput', async () => {
       rounds: Object.fromEntries(rounds),
       connections: SETTINGS.httpConnections,
       durationS: SETTINGS.httpDurationS,
-      redis: 'private redis-server, appendonly yes, no RDB; appendfsync as the setup names',
+      redis:
+        'private redis-server, appendonly yes, no RDB, appendfsync as the setup names; replicated throughout by a private redis-server without persistence',
       sessions: 'a new session_id per request',
     },
   };
