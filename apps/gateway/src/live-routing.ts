@@ -87,7 +87,21 @@ export function createLiveRouting(config: Config, options: { logger: Logger }): 
       const { id: _default, ...own } = views[0] as RoutingView & { id: string };
       return { ...own, tenants: views.slice(1) };
     },
-    dryRun: (channel, input) => dryRunRoute(routing.router, channel, input),
+    dryRun(channel, input) {
+      // As ingress would stamp it: a dry run's message is its channel's tenant's.
+      const tenant = routing.tenantOfChannel.get(channel.id);
+      const stamped = (message: InboundMessage) =>
+        tenant === undefined || tenant === DEFAULT_TENANT ? message : { ...message, tenant };
+      const { router } = routing;
+      return dryRunRoute(
+        {
+          route: (message) => router.route(stamped(message)),
+          explain: (message) => router.explain(stamped(message)),
+        },
+        channel,
+        input,
+      );
+    },
     reroute(message) {
       const decision = routing.router.route(message);
       if (decision.pipeline === DISCARD) {
@@ -138,8 +152,9 @@ function tenantRouting(
     config.tenants.flatMap((tenant) => tenant.pipelines.map((pipeline) => [pipeline, tenant.id] as const)),
   );
   const orphan = createRouter({ default: DISCARD }, { pipelines: [] });
-  const tenantOfMessage = (message: InboundMessage) =>
-    message.tenant ?? tenantOfChannel.get(message.channel) ?? DEFAULT_TENANT;
+  // Absent means `default` (ingress stamps every other tenant), never the channel's tenant now: a
+  // channel moved to another tenant by a reload must not take its earlier messages along.
+  const tenantOfMessage = (message: InboundMessage) => message.tenant ?? DEFAULT_TENANT;
   const routerOf = (message: InboundMessage): Router => routers.get(tenantOfMessage(message)) ?? orphan;
   return {
     tenants: config.tenants,

@@ -30,12 +30,23 @@ const message = (channel: string, tenant?: string) =>
 describe('createLiveRouting', () => {
   const routing = createLiveRouting(parseConfig(CONFIG), { logger: silentLogger });
 
-  describe('when a message has no tenant yet', () => {
-    it('routes it by its channel’s tenant', () => {
-      expect(routing.router().route(message('acme-api')).pipeline).toBe('acme-echo');
+  describe('when a message carries no tenant', () => {
+    it('is the default tenant’s: routed by the default routing whatever its channel is now', () => {
       expect(routing.router().route(message('api')).pipeline).toBe('echo');
+      // A channel moved to `acme` by a reload does not take its earlier messages along.
+      expect(routing.router().route(message('acme-api')).pipeline).toBe('echo');
+      expect(routing.mayRun(message('acme-api'), 'echo')).toBe(true);
       expect(routing.tenantOf('acme-api')).toBe('acme');
       expect(routing.tenantOf('api')).toBeUndefined();
+    });
+
+    it('dry-runs a channel’s message by that channel’s tenant, as ingress stamps it', () => {
+      const [acmeApi, api] = ['acme-api', 'api'].map(
+        (id) => parseConfig(CONFIG).channels.find((channel) => channel.id === id) as never,
+      );
+      const input = { chatType: 'person', chatId: 'c', text: 'hi', mention: false } as const;
+      expect(routing.dryRun(acmeApi, input).pipeline).toBe('acme-echo');
+      expect(routing.dryRun(api, input).pipeline).toBe('echo');
     });
   });
 
@@ -59,7 +70,10 @@ describe('createLiveRouting', () => {
         parseConfig('channels: [ { id: api, type: openapi } ]\npipelines: [ { id: echo, type: echo } ]\n'),
       );
       expect(live.tenantOf('acme-api')).toBe('acme');
-      expect(live.router().route(message('acme-api')).pipeline).toBe('__discard__');
+      // Ingress stamps what the removed channel still drains with its last tenant.
+      expect(live.router().route(message('acme-api', live.tenantOf('acme-api'))).pipeline).toBe(
+        '__discard__',
+      );
       expect(live.router().route(message('api')).pipeline).toBe('echo');
     });
   });

@@ -1,5 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import {
   createRouter,
   HANDOFF,
@@ -329,11 +329,20 @@ function tenantsDirOf(text: string, env: Env): string | undefined {
   }
 }
 
-/** The `*.yaml` and `*.yml` files of `directory`, by name. */
+/**
+ * The `*.yaml` and `*.yml` files of `directory`, by name, leaving out hidden ones (an editor's
+ * lock file, a mounted volume's `..data`). Each must be a file inside the folder: a symlink is
+ * followed only within it (as a Kubernetes ConfigMap mounts them), so that no tenant file can
+ * pull in, and echo in an error, a file from elsewhere.
+ */
 async function readTenantFiles(source: string, directory: string): Promise<TenantFile[]> {
   let names: string[];
+  let folder: string;
   try {
-    names = (await readdir(directory)).filter((name) => /\.ya?ml$/.test(name)).sort();
+    names = (await readdir(directory))
+      .filter((name) => /\.ya?ml$/.test(name) && !name.startsWith('.'))
+      .sort();
+    folder = await realpath(directory);
   } catch (error) {
     throw invalid(source, [`tenants_dir: cannot read the directory: ${(error as Error).message}`], error);
   }
@@ -341,7 +350,11 @@ async function readTenantFiles(source: string, directory: string): Promise<Tenan
     names.map(async (name) => {
       const file = join(directory, name);
       try {
-        return { source: file, text: await readFile(file, 'utf8') };
+        const target = await realpath(file);
+        const inside = relative(folder, target);
+        if (inside.split(sep)[0] === '..' || isAbsolute(inside) || !(await stat(target)).isFile())
+          throw new Error('not a file inside tenants_dir');
+        return { source: file, text: await readFile(target, 'utf8') };
       } catch (error) {
         throw invalid(source, [`tenants_dir: cannot read ${file}: ${(error as Error).message}`], error);
       }

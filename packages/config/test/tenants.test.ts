@@ -1,5 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} strings are the syntax under test, not templates
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -168,6 +168,29 @@ tenants:
         `${file}: channels[0].id: duplicate channel id "acme-api" (also tenants[0].channels[0]): ids are unique across the file`,
         `${file}: routing.default: unknown pipeline "acme-echo" (known: none); it is tenant "acme"'s, and a tenant's routing names only its own pipelines`,
       ]);
+    });
+
+    it('skips hidden files, follows a symlink within the folder (a mounted ConfigMap), and refuses one leading out of it', async () => {
+      const root = write({
+        'main.yaml': `${ACME}tenants_dir: \${TENANTS_DIR}\n`,
+        'tenants/..data/a.yaml': 'id: alpha\nrouting: { default: __discard__ }\n',
+        'tenants/.#b.yaml': 'an editor lock, not a tenant',
+        'outside/secret.yaml': 'top-secret-value',
+      });
+      const tenants = join(root, 'tenants');
+      symlinkSync(join(tenants, '..data', 'a.yaml'), join(tenants, 'a.yaml'));
+      const config = await loadConfig(join(root, 'main.yaml'), { env: { TENANTS_DIR: tenants } });
+      expect(config.tenants.map((tenant) => tenant.id)).toEqual(['default', 'acme', 'alpha']);
+
+      symlinkSync(join(root, 'outside', 'secret.yaml'), join(tenants, 'z.yaml'));
+      const error = await loadConfig(join(root, 'main.yaml'), { env: { TENANTS_DIR: tenants } }).then(
+        () => undefined,
+        (failure: unknown) => failure as { message: string; details?: { problems?: string[] } },
+      );
+      expect(error?.details?.problems).toEqual([
+        `tenants_dir: cannot read ${join(tenants, 'z.yaml')}: not a file inside tenants_dir`,
+      ]);
+      expect(error?.message).not.toContain('top-secret-value');
     });
 
     it('refuses a directory it cannot read, naming tenants_dir', async () => {

@@ -19,9 +19,9 @@ export interface FleetConfigStore {
 export function configDigest(config: Config): string {
   let digest = digests.get(config);
   if (digest === undefined) {
-    const { channels, pipelines, routing, concurrency, queue } = config;
+    const { channels, pipelines, routing, tenants, concurrency, queue } = config;
     digest = createHash('sha256')
-      .update(JSON.stringify({ channels, pipelines, routing, concurrency, queue }))
+      .update(JSON.stringify({ channels, pipelines, routing, tenants, concurrency, queue }))
       .digest('hex');
     digests.set(config, digest);
   }
@@ -87,12 +87,11 @@ export function followFleetConfig(options: {
     if (stats === undefined) return undefined;
     if (lastRead?.mtimeMs === stats.mtimeMs && lastRead.size === stats.size) return lastRead.digest;
     const file = await loadConfig(configPath).catch(() => undefined);
-    lastRead = {
-      mtimeMs: stats.mtimeMs,
-      size: stats.size,
-      digest: file === undefined ? undefined : configDigest(file),
-    };
-    return lastRead.digest;
+    const digest = file === undefined ? undefined : configDigest(file);
+    // With tenants its `tenants_dir` files count too, which the main file's stat does not see.
+    const tenanted = file !== undefined && file.tenants.length > 1;
+    lastRead = tenanted ? undefined : { mtimeMs: stats.mtimeMs, size: stats.size, digest };
+    return digest;
   }
 
   async function report(state: ConfigReport['state'], detail?: string): Promise<void> {

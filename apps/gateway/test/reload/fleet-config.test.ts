@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '@switchboard/config';
@@ -40,6 +40,25 @@ function fleetStore(): FleetConfigStore & {
   };
   return store;
 }
+
+describe('configDigest', () => {
+  it('changes when only a tenant changes (its routing, or one of its files), so the fleet adopts it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-config-'));
+    dirs.push(dir);
+    const path = join(dir, 'switchboard.yaml');
+    writeFileSync(path, `tenants_dir: ${join(dir, 'tenants')}\n`);
+    mkdirSync(join(dir, 'tenants'));
+    const tenant = (fallback: string) =>
+      writeFileSync(
+        join(dir, 'tenants', 'acme.yaml'),
+        `id: acme\npipelines: [ { id: a, type: echo }, { id: b, type: echo } ]\nrouting: { default: ${fallback} }\n`,
+      );
+    tenant('a');
+    const before = configDigest(await loadConfig(path));
+    tenant('b');
+    expect(configDigest(await loadConfig(path))).not.toBe(before);
+  });
+});
 
 describe('followFleetConfig', () => {
   describe('when publishing a reload fails', () => {
