@@ -187,8 +187,17 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       },
     );
     const ended = committed === undefined ? Promise.resolve(true) : committed.catch(() => false);
-    Promise.all([ended, written]).then(([done]) => {
-      if (committed !== undefined) entry.ending = false;
+    Promise.all([ended, written]).then(([done, wroteFinal]) => {
+      if (committed !== undefined) {
+        entry.ending = false;
+        // A status skipped while the commit was under way is written after all when that commit,
+        // or the final status in it, failed: the store must not be left with none.
+        if (entry.skipped === true && !(done && wroteFinal))
+          write(id, entry, entry.status).catch((err: unknown) =>
+            log.error({ err, messageId: id }, 'status update failed'),
+          );
+        entry.skipped = false;
+      }
       if (!done) return;
       if (committed !== undefined) entry.status = status;
       answerWaiters(id, entry, status, outcome.reason);
@@ -242,7 +251,10 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       // The delivery ended already (this process's outbox: its sender claims at once) and its
       // final status is being committed: written now, this one would only cost a commit of its
       // own, behind that one, for the store to refuse (a final status is never replaced).
-      if (entry.ending === true) continue;
+      if (entry.ending === true) {
+        entry.skipped = true;
+        continue;
+      }
       write(id, entry, status).catch((err: unknown) =>
         log.error({ err, messageId: id }, 'status update failed'),
       );

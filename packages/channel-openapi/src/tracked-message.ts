@@ -21,4 +21,6 @@ export interface TrackedMessage {
    * status of an earlier stage need not be written any more (the final one replaces it).
    */
   ending?: boolean;
+  /** A status was not written while `ending`: written after all if that commit fails. */
+  skipped?: boolean;
 }

@@ -303,6 +303,22 @@ describe('status tracker', () => {
       expect(writes).toEqual(['completed']);
     });
 
+    it('writes the skipped pending status after all when the commit ending the message fails', async () => {
+      const { tracker, writes, startTurn, complete, storeReplies } = trackerHarness();
+      let commit: (done: boolean) => void = () => {};
+      const committed = new Promise<boolean>((resolve) => {
+        commit = resolve;
+      });
+      startTurn();
+      complete('completed', message, [{ text: 'on its way' }], committed);
+      storeReplies([{ text: 'on its way' }]);
+      commit(false);
+      // The final status joined the failed commit; the pending one follows on its own.
+      await eventually(async () => writes.length === 2);
+      expect(writes).toEqual(['completed', 'completed']);
+      expect((await tracker.current(message.id))?.delivery).toBe('pending');
+    });
+
     it('without that commit (statuses in another store), writes the final status only after the pending one landed', async () => {
       const { tracker, store, statuses, writes, startTurn, complete, storeReplies } = trackerHarness();
       const landPending = holdPendingWrite(statuses, store, writes);
