@@ -41,12 +41,14 @@ describe('createLiveRouting', () => {
     });
 
     it('dry-runs a channel’s message by that channel’s tenant, as ingress stamps it', () => {
-      const [acmeApi, api] = ['acme-api', 'api'].map(
-        (id) => parseConfig(CONFIG).channels.find((channel) => channel.id === id) as never,
-      );
+      const channelOf = (id: string) => {
+        const found = parseConfig(CONFIG).channels.find((channel) => channel.id === id);
+        if (found === undefined) throw new Error(`no channel ${id}`);
+        return found;
+      };
       const input = { chatType: 'person', chatId: 'c', text: 'hi', mention: false } as const;
-      expect(routing.dryRun(acmeApi, input).pipeline).toBe('acme-echo');
-      expect(routing.dryRun(api, input).pipeline).toBe('echo');
+      expect(routing.dryRun(channelOf('acme-api'), input).pipeline).toBe('acme-echo');
+      expect(routing.dryRun(channelOf('api'), input).pipeline).toBe('echo');
     });
   });
 

@@ -192,8 +192,9 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
         entry.ending = false;
         // A status skipped while the commit was under way is written after all when that commit,
         // or the final status in it, failed: the store must not be left with none.
-        if (entry.skipped === true && !(done && wroteFinal))
-          write(id, entry, entry.status).catch((err: unknown) =>
+        const skipped = entry.status;
+        if (entry.skipped === true && skipped !== null && !(done && wroteFinal))
+          write(id, entry, skipped).catch((err: unknown) =>
             log.error({ err, messageId: id }, 'status update failed'),
           );
         entry.skipped = false;
