@@ -50,12 +50,6 @@ interface ChannelHeads {
   delayed: IndexedHeap<Head>;
   /** Payload characters of the heads holding their `row`, at most `KEPT_PAYLOAD`. */
   keptPayload: number;
-  /**
-   * Rows per chat that has any, claimed chats included: a settlement that removes a chat's last
-   * row need not read the file for the chat's next head. Never fewer than the file holds: a
-   * count this store cannot be sure of is infinite, and read again (`trackFirstOf`).
-   */
-  rows: Map<string, number>;
 }
 
 /** The stored delivery with the columns a retry updates; set on the parsed object, not copied. */
@@ -96,12 +90,10 @@ export function createSqliteReplyOutbox(
   const rowAt = db.prepare<[number], OutboxRow>(
     'SELECT attempts, not_before, last_error, payload FROM outbox WHERE seq = ?',
   );
-  // Each chat's oldest row and its number of rows, through `outbox_chat` (SQLite takes the bare
-  // columns from the row of the one MIN).
-  const storedHeads = db.prepare<
-    [],
-    { channel: string; chat: string; seq: number; not_before: number; rows: number }
-  >('SELECT channel, chat, MIN(seq) AS seq, not_before, COUNT(*) AS rows FROM outbox GROUP BY channel, chat');
+  // Each chat's oldest row, through `outbox_chat` (SQLite takes the bare columns from the MIN row).
+  const storedHeads = db.prepare<[], { channel: string; chat: string; seq: number; not_before: number }>(
+    'SELECT channel, chat, MIN(seq) AS seq, not_before FROM outbox GROUP BY channel, chat',
+  );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
   const remembered = db.prepare<[string, number], { id: string }>(
     'SELECT id FROM outbox_ended WHERE id = ? AND expires_at > ?',
@@ -147,7 +139,6 @@ export function createSqliteReplyOutbox(
         ready: new IndexedHeap((a, b) => a.seq < b.seq),
         delayed: new IndexedHeap((a, b) => a.notBefore < b.notBefore),
         keptPayload: 0,
-        rows: new Map(),
       };
       heads.set(channel, found);
     }
@@ -179,7 +170,6 @@ export function createSqliteReplyOutbox(
     try {
       const first = firstOfChat.get(channel, chat);
       if (first !== undefined) track(channel, chat, first.seq, first.not_before);
-      else heads.get(channel)?.rows.delete(chat);
     } catch {
       stale.add(channel);
     }
@@ -189,12 +179,8 @@ export function createSqliteReplyOutbox(
   function load(channel?: string): void {
     if (channel !== undefined) heads.delete(channel);
     for (const head of storedHeads.iterate()) {
-      if (channel !== undefined && head.channel !== channel) continue;
-      track(head.channel, head.chat, head.seq, head.not_before);
-      // A claimed chat's settlement may have committed already (counted out here) and still be
-      // about to count its removal: its count is unknown until a read finds the chat empty.
-      const claimed = claims.get(head.channel)?.has(head.chat) === true;
-      headsOf(head.channel).rows.set(head.chat, claimed ? Number.POSITIVE_INFINITY : head.rows);
+      if (channel === undefined || head.channel === channel)
+        track(head.channel, head.chat, head.seq, head.not_before);
     }
   }
 
@@ -220,20 +206,8 @@ export function createSqliteReplyOutbox(
     remember.run(delivery.id, nowMs + delivery.rememberForMs);
   }
 
-  /** Counts a row of `chat` added (+1) or removed (−1); returns how many it has now. */
-  function countRows(channel: string, chat: string, change: 1 | -1): number {
-    const { rows } = headsOf(channel);
-    const now = (rows.get(chat) ?? 0) + change;
-    if (now > 0) rows.set(chat, now);
-    else rows.delete(chat);
-    return now;
-  }
-
-  /**
-   * Commits `write` for a claim that still holds, then frees its chat; `removes`: the write
-   * deletes the claimed row.
-   */
-  async function settle(claim: DeliveryClaim, write: () => void, removes: boolean): Promise<Settlement> {
+  /** Commits `write` for a claim that still holds, then frees its chat. */
+  async function settle(claim: DeliveryClaim, write: () => void): Promise<Settlement> {
     if (!holds(claim)) return 'lost';
     const { channel, chat } = claim.delivery;
     // Settling: the token no longer holds (a second settlement is lost), the chat stays claimed.
@@ -247,8 +221,7 @@ export function createSqliteReplyOutbox(
       throw err;
     }
     claims.get(channel)?.delete(chat);
-    // The chat's last row gone, it has no head to read.
-    if (!removes || countRows(channel, chat, -1) > 0) trackFirstOf(channel, chat);
+    trackFirstOf(channel, chat);
     signal(channel);
     return 'settled';
   }
@@ -285,7 +258,6 @@ export function createSqliteReplyOutbox(
           last_error: null,
           payload,
         };
-        countRows(delivery.channel, delivery.chat, 1);
         track(delivery.channel, delivery.chat, seq, delivery.notBefore, row);
         signal(delivery.channel);
       }
@@ -329,19 +301,15 @@ export function createSqliteReplyOutbox(
     },
 
     delivered(claim) {
-      return settle(claim, () => end(claim.delivery), true);
+      return settle(claim, () => end(claim.delivery));
     },
 
     retry(claim, notBeforeMs, error) {
-      return settle(
-        claim,
-        () => reschedule.run(notBeforeMs, JSON.stringify(error), claim.delivery.id),
-        false,
-      );
+      return settle(claim, () => reschedule.run(notBeforeMs, JSON.stringify(error), claim.delivery.id));
     },
 
     failed(claim) {
-      return settle(claim, () => end(claim.delivery), true);
+      return settle(claim, () => end(claim.delivery));
     },
 
     async pending() {
