@@ -110,6 +110,17 @@ tenants:
       ]);
     });
 
+    it('refuses the keys tenancy does not enforce yet (admin_token, concurrency, quotas), naming each', () => {
+      const error = thrown(() =>
+        parseConfig(
+          'tenants: [ { id: acme, admin_token: t, concurrency: 4, quotas: [], routing: { default: __discard__ } } ]',
+        ),
+      );
+      const problems = (error.details?.problems ?? []).join('\n');
+      for (const key of ['admin_token', 'concurrency', 'quotas']) expect(problems).toContain(key);
+      expect(problems).toContain('tenants[0]');
+    });
+
     it('requires a routing of every tenant', () => {
       const error = thrown(() => parseConfig('tenants: [ { id: acme } ]'));
       expect(error.details?.problems).toEqual(['tenants[0].routing: required (expected object)']);
