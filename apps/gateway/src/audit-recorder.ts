@@ -1,10 +1,11 @@
-import { type AuditConfig, DEFAULT_TENANT } from '@switchboard/config';
+import type { AuditConfig } from '@switchboard/config';
 import {
   type AuditLog,
   type DeadLetterPayload,
   type Logger,
   type Outcome,
   auditIdOf,
+  tenantOfMessage,
 } from '@switchboard/core';
 import { keptMessage, keptText } from './stored-text.js';
 
@@ -82,7 +83,7 @@ export function createAuditRecorder(options: { auditLog: AuditLog; config: Audit
         error: outcome.error ? `${outcome.error.code}: ${outcome.error.message}` : null,
         payload,
         replayed_at: null,
-        tenant: message.tenant ?? DEFAULT_TENANT,
+        tenant: tenantOfMessage(message),
       })
       .catch((err: unknown) => {
         logger.error({ err, messageId: message.id, outcome: outcome.kind }, 'audit write failed');

@@ -6,6 +6,7 @@ import {
   type Router,
   SwitchboardError,
   createRouter,
+  tenantOfMessage,
 } from '@switchboard/core';
 import { type DryRunInput, type DryRunResult, dryRunRoute } from './admin/route-dry-run.js';
 import { type RouteHits, createRouteHits } from './admin/route-hits.js';
@@ -152,9 +153,8 @@ function tenantRouting(
     config.tenants.flatMap((tenant) => tenant.pipelines.map((pipeline) => [pipeline, tenant.id] as const)),
   );
   const orphan = createRouter({ default: DISCARD }, { pipelines: [] });
-  // Absent means `default` (ingress stamps every other tenant), never the channel's tenant now: a
-  // channel moved to another tenant by a reload must not take its earlier messages along.
-  const tenantOfMessage = (message: InboundMessage) => message.tenant ?? DEFAULT_TENANT;
+  // A message's tenant is its stamp, never its channel's tenant now: a channel moved to another
+  // tenant by a reload must not take its earlier messages along.
   const routerOf = (message: InboundMessage): Router => routers.get(tenantOfMessage(message)) ?? orphan;
   return {
     tenants: config.tenants,

@@ -9,8 +9,10 @@ import type {
   Pipeline,
   PoolStats,
   QueryPool,
+  QueuedMessage,
   ReplyOutbox,
 } from '@switchboard/core';
+import { tenantOfMessage } from '@switchboard/core';
 import type { Metric, Registry } from 'prom-client';
 import { ActiveSessions } from './active-sessions.js';
 import { countingCounter, countingHistogram } from './counting-metrics.js';
@@ -58,14 +60,14 @@ export function createMetrics(
   const messages = countingCounter({
     name: 'switchboard_messages_total',
     help: 'Messages by final outcome.',
-    labelNames: ['channel', 'outcome', 'reason'] as const,
+    labelNames: ['channel', 'outcome', 'reason', 'tenant'] as const,
   });
   const queueWaits = countingHistogram({
     name: 'switchboard_queue_wait_seconds',
-    help: 'Time from acceptance to the start of the turn that ran the message.',
+    help: 'Time from acceptance to the start of the turn that ran the message, by tenant.',
+    labelNames: ['tenant'] as const,
     buckets: [0.005, 0.05, 0.25, 1, 2.5, 5, 15, 60, 300],
   });
-  const queueWait = queueWaits.series({});
   const pipelineDuration = countingHistogram({
     name: 'switchboard_pipeline_duration_seconds',
     help: 'Duration of turns by pipeline and result.',
@@ -144,6 +146,10 @@ export function createMetrics(
   const observer: ControllerObserver = {
     turnStarted(turn) {
       const now = Date.now();
+      // A session is one tenant's: a turn's messages share it. Tenants are configured, so the
+      // label stays bounded (docs/design.md §10).
+      const head = turn.messages[0] as QueuedMessage;
+      const queueWait = queueWaits.series({ tenant: tenantOfMessage(head.message) });
       for (const queued of turn.messages) queueWait.observe((now - queued.acceptedAt) / 1000);
     },
     turnEnded(turn, result, durationMs) {
@@ -290,6 +296,7 @@ export function createMetrics(
         channel: outcome.message.channel,
         outcome: outcome.kind,
         reason: outcome.reason ?? '',
+        tenant: tenantOfMessage(outcome.message),
       };
       messages.series(labels).inc();
       const { event } = outcome.message;

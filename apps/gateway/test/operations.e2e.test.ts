@@ -131,16 +131,16 @@ describe('operations (end to end)', () => {
 
       const metrics = await get(`${gateway.url}/metrics`);
       expect(metrics.body).toContain(
-        'switchboard_messages_total{channel="api",outcome="completed",reason=""} 1',
+        'switchboard_messages_total{channel="api",outcome="completed",reason="",tenant="default"} 1',
       );
       expect(metrics.body).toContain(
-        'switchboard_messages_total{channel="api",outcome="discarded",reason="rule"} 1',
+        'switchboard_messages_total{channel="api",outcome="discarded",reason="rule",tenant="default"} 1',
       );
       for (const name of [
         'switchboard_inflight{scope="replica"} 0',
         'switchboard_active_sessions 1',
         'switchboard_queue_pending{scope="replica"} 0',
-        'switchboard_queue_wait_seconds_count 1',
+        'switchboard_queue_wait_seconds_count{tenant="default"} 1',
         'switchboard_pipeline_duration_seconds_count{pipeline="echo",result="completed"} 1',
         'switchboard_retries_total',
       ]) {

@@ -302,7 +302,7 @@ routing: { default: echo }
       expect(texts).toEqual(['once', 'after']);
       const metrics = await get(`${gateway.url}/metrics`);
       expect(metrics.body).toMatch(
-        /switchboard_messages_total\{channel="tgw",outcome="duplicate",reason="redelivery"\} 1/,
+        /switchboard_messages_total\{channel="tgw",outcome="duplicate",reason="redelivery",tenant="default"\} 1/,
       );
     });
   });

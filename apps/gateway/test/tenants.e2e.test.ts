@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
+import { metricValue, scrapeMetrics } from '@switchboard/testkit/prometheus';
 import { startFakePipeline } from './fake-pipeline.js';
 import { eventually, get, post, runCli, type ServeProcess, serveYaml, testConfig } from './serve-process.js';
 
@@ -69,6 +70,22 @@ describe('tenants (end to end)', () => {
           default: { pipeline: 'acme-echo', hits: expect.any(Number) },
         }),
       ]);
+    });
+  });
+
+  describe('when /metrics is scraped', () => {
+    it('labels outcomes and queue waits with the tenant of the message', async () => {
+      await say(gateway, '/acme', 'count me');
+      const text = await scrapeMetrics(gateway.url);
+      expect(
+        metricValue(text, 'switchboard_messages_total{channel="acme-api",outcome="completed",tenant="acme"}'),
+      ).toBeGreaterThan(0);
+      expect(metricValue(text, 'switchboard_messages_total{channel="acme-api",tenant="default"}')).toBe(0);
+      expect(metricValue(text, 'switchboard_messages_total{channel="api",tenant="default"}')).toBeGreaterThan(
+        0,
+      );
+      expect(metricValue(text, 'switchboard_queue_wait_seconds_count{tenant="acme"}')).toBeGreaterThan(0);
+      expect(metricValue(text, 'switchboard_queue_wait_seconds_count{tenant="default"}')).toBeGreaterThan(0);
     });
   });
 

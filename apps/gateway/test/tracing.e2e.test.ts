@@ -131,7 +131,11 @@ routing:
       expect(receive.resource['service.name']).toBe('switchboard');
       const route = only(spansA, 'route');
       expect(route.parentSpanId).toBe(receive.spanId);
-      expect(route.attributes).toMatchObject({ 'switchboard.rule': 'to-bot', 'switchboard.pipeline': 'bot' });
+      expect(route.attributes).toMatchObject({
+        'switchboard.rule': 'to-bot',
+        'switchboard.pipeline': 'bot',
+        'switchboard.tenant': 'default',
+      });
       expectWithin(route, receive);
 
       const turns = spansA

@@ -1,4 +1,4 @@
-import type { RoutingConfig } from '@switchboard/core';
+import { DEFAULT_TENANT, type RoutingConfig } from '@switchboard/core';
 import type { z } from 'zod';
 
 // Tenants (docs/design.md §10): named namespaces of channels, pipelines and routing. The top-level
@@ -6,8 +6,7 @@ import type { z } from 'zod';
 // so that every other part (channels, pipelines, the pool, reloads, records) keeps addressing
 // them by id alone and only routing needs to know whose a channel is.
 
-/** The tenant the top-level `channels`, `pipelines` and `routing` form. */
-export const DEFAULT_TENANT = 'default';
+export { DEFAULT_TENANT };
 
 /** One tenant as the gateway runs it: the ids of its channels and pipelines, and its routing. */
 export interface TenantConfig {

@@ -116,7 +116,7 @@ tenants:
           'tenants: [ { id: acme, admin_token: t, concurrency: 4, quotas: [], routing: { default: __discard__ } } ]',
         ),
       );
-      const problems = (error.details?.problems ?? []).join('\n');
+      const problems = ((error.details?.problems as string[] | undefined) ?? []).join('\n');
       for (const key of ['admin_token', 'concurrency', 'quotas']) expect(problems).toContain(key);
       expect(problems).toContain('tenants[0]');
     });

@@ -5,6 +5,7 @@
 export {
   AttachmentSchema,
   ChatTypeSchema,
+  DEFAULT_TENANT,
   ELEMENT_TYPES,
   EVENT_TYPES,
   ElementSchema,
@@ -24,6 +25,7 @@ export {
   newMessageId,
   parseInboundMessage,
   replyText,
+  tenantOfMessage,
   withoutRaw,
 } from './model/message.js';
 export type {

@@ -124,7 +124,7 @@ export function createIngress(options: IngressOptions): Ingress {
     const route =
       received === undefined || tracer === undefined
         ? router.route(message)
-        : tracer.route(received, () => router.route(message));
+        : tracer.route(received, message, () => router.route(message));
     const rule = route.rule ?? undefined;
     if (route.pipeline === IGNORE_EVENT) {
       // Before admission: an unrouted event is ignored as such, whoever sent it and wherever.

@@ -189,6 +189,14 @@ export function withoutRaw(message: InboundMessage): InboundMessage {
   return kept;
 }
 
+/** The tenant the top-level `channels`, `pipelines` and `routing` form (docs/design.md §10). */
+export const DEFAULT_TENANT = 'default';
+
+/** The tenant `message` belongs to: its stamp, or `default` when it has none. */
+export function tenantOfMessage(message: Pick<InboundMessage, 'tenant'>): string {
+  return message.tenant ?? DEFAULT_TENANT;
+}
+
 /** A new gateway message id: ULIDs from one process sort in creation order. */
 export function newMessageId(): string {
   return newUlid();

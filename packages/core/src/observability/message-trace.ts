@@ -1,7 +1,7 @@
 import type * as OpenTelemetryApi from '@opentelemetry/api';
 import type { Context, Link, Span, Tracer } from '@opentelemetry/api';
 import type { Query } from '../scheduling/aggregator.js';
-import type { InboundMessage, Reply } from '../model/message.js';
+import { type InboundMessage, type Reply, tenantOfMessage } from '../model/message.js';
 import type { PipelinePolicy } from '../scheduling/pipeline-policy.js';
 import type { Turn } from '../ports/query-pool.js';
 import type { QueuedMessage } from '../model/queued-message.js';
@@ -28,8 +28,11 @@ export interface MessageTracer {
    * names one, and points `message.traceparent` at it. End it with `received`.
    */
   receive(message: InboundMessage): Span;
-  /** Runs the routing decision in a `route` span under `received`, recording its rule. */
-  route(received: Span, decide: () => RouteDecision): RouteDecision;
+  /**
+   * Runs the routing decision of `message` in a `route` span under `received`, recording its rule;
+   * both spans record the tenant ingress stamped on it.
+   */
+  route(received: Span, message: InboundMessage, decide: () => RouteDecision): RouteDecision;
   /** Ends the receive span with how ingress decided the message (`queued`, `ignored`…). */
   received(span: Span, result: string, error?: unknown): void;
   /**
@@ -55,6 +58,7 @@ export interface MessageTracer {
 /** Semantic attribute names of Switchboard's spans. */
 const ATTR = {
   channel: 'switchboard.channel',
+  tenant: 'switchboard.tenant',
   platform: 'switchboard.platform',
   messageId: 'switchboard.message.id',
   result: 'switchboard.result',
@@ -170,8 +174,10 @@ export function createMessageTracer(
       return span;
     },
 
-    route(received, decide) {
-      const span = tracer.startSpan('route', {}, trace.setSpan(ROOT_CONTEXT, received));
+    route(received, message, decide) {
+      const tenant = { [ATTR.tenant]: tenantOfMessage(message) };
+      received.setAttributes(tenant);
+      const span = tracer.startSpan('route', { attributes: tenant }, trace.setSpan(ROOT_CONTEXT, received));
       try {
         const decision = decide();
         span.setAttributes({ [ATTR.rule]: decision.rule ?? '', [ATTR.pipeline]: decision.pipeline });
@@ -203,6 +209,7 @@ export function createMessageTracer(
           links,
           attributes: {
             [ATTR.turnId]: turn.id,
+            [ATTR.tenant]: tenantOfMessage(head.message),
             [ATTR.attempt]: turn.attempt,
             [ATTR.pipeline]: turn.pipeline,
             [ATTR.messages]: turn.messages.length,
