@@ -36,6 +36,7 @@ const SCENARIOS = [
   'pool-claims',
   'http-throughput',
   'cluster-throughput',
+  'tenants-scale',
   'console-recorders',
 ] as const;
 

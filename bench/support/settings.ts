@@ -51,6 +51,10 @@ export const SETTINGS = {
   postgresUrl: text('BENCH_POSTGRES_URL') || 'postgres://postgres@127.0.0.1:5432/test',
   /** Another build of the SQLite store for `outbox-drain` (its `dist/index.js`); empty: this one. */
   outboxStore: text('BENCH_OUTBOX_STORE'),
+  /** Tenants generated into `tenants_dir` by `tenants-scale`. */
+  tenants: positiveNumber('BENCH_TENANTS', 1000),
+  /** Starts per gateway in `tenants-scale`; the fastest start is reported. */
+  tenantRounds: positiveNumber('BENCH_TENANT_ROUNDS', quick ? 1 : 3),
   /** Adds --cpu-prof to every scenario process and to the gateway; profiles land in bench/results/. */
   cpuProfile: flag('BENCH_CPU_PROF'),
   /** Comma-separated scenario names to run instead of all (bench/run.ts). */
