@@ -24,7 +24,7 @@ import { CHANNEL_LEASE_TIMING } from './channel-lease-timing.js';
 import { type FleetFollower, followFleetConfig } from './reload/fleet-config.js';
 import { type ReloadResult, createLiveConfig } from './reload/live-config.js';
 import { createHandoffs } from './handoffs.js';
-import { createPipelines, poolPipelinesOf } from './pipelines.js';
+import { createPipelines, poolPipelinesOf, poolTenantsOf } from './pipelines.js';
 import { type Recorders, createRecorders } from './recorders.js';
 import { DAY_MS, type Retention, createRetention } from './retention.js';
 import { createScheduling } from './scheduling.js';
@@ -286,6 +286,7 @@ async function openStoresAndPool(
       concurrency: config.concurrency,
       limits: config.queue,
       pipelines: poolPipelinesOf(config),
+      tenants: poolTenantsOf(config),
       logger,
       reconcile,
     })

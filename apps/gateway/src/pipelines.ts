@@ -5,6 +5,8 @@ import {
   type Logger,
   type Pipeline,
   type PipelinePolicy,
+  type PoolPipelinePolicy,
+  type TenantShare,
 } from '@switchboard/core';
 import {
   createEchoPipeline,
@@ -145,9 +147,20 @@ export function createPipelines(config: Config, deps: PipelineDeps & { retireTim
 }
 
 /**
- * What the pool schedules: each configured pipeline's policy, and `__handoff__`'s, whose turns
- * only begin a handoff and hold their messages (`HANDOFF_POLICY`).
+ * What the pool schedules: each configured pipeline's policy with its tenant, and
+ * `__handoff__`'s, whose turns only begin a handoff and hold their messages (`HANDOFF_POLICY`).
  */
-export function poolPipelinesOf(config: Config): PipelinePolicy[] {
-  return [...config.pipelines.map((pipeline) => pipeline.policy), HANDOFF_POLICY];
+export function poolPipelinesOf(config: Config): (PipelinePolicy & PoolPipelinePolicy)[] {
+  const tenantOf = new Map(
+    config.tenants.flatMap((tenant) => tenant.pipelines.map((pipeline) => [pipeline, tenant.id] as const)),
+  );
+  return [
+    ...config.pipelines.map((pipeline) => ({ ...pipeline.policy, tenant: tenantOf.get(pipeline.id) })),
+    HANDOFF_POLICY,
+  ];
+}
+
+/** The tenants' shares of the pool (`tenants[].concurrency`, `weight`, `max_pending`). */
+export function poolTenantsOf(config: Config): TenantShare[] {
+  return config.tenants.map((tenant) => tenant.share);
 }

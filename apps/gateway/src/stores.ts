@@ -10,10 +10,12 @@ import {
   type Logger,
   type MessageStatusStore,
   type PipelinePolicy,
+  type PoolPipelinePolicy,
   type QueryPool,
   type RateBuckets,
   type ReplicaEvents,
   type ReplyOutbox,
+  type TenantShare,
   createMemoryAuditLog,
   createMemoryChannelLeases,
   createMemoryHandoffStore,
@@ -40,7 +42,9 @@ export interface PoolOptions {
   concurrency: Config['concurrency'];
   limits: Config['queue'];
   /** Whole policies: a shared store also checks that replicas agree on retry and timeout. */
-  pipelines: readonly PipelinePolicy[];
+  pipelines: readonly (PipelinePolicy & PoolPipelinePolicy)[];
+  /** The tenants' shares of the pool (the config refuses them with `store: redis`). */
+  tenants?: readonly TenantShare[];
   logger: Logger;
   /**
    * With `store: redis`: a renewal found that the fleet's limits differ from this replica's (a

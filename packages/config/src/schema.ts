@@ -16,6 +16,7 @@ import {
   QueueLimitsSchema,
   RoutingSchema,
   secretField,
+  TenantShareFields,
   toPipelinePolicy,
 } from '@switchboard/core';
 import { ServerSchema } from '@switchboard/http/server-schema';
@@ -259,6 +260,33 @@ function checkSharedAudit(
   });
 }
 
+/**
+ * The Redis pool does not divide its slots by tenant yet: a tenant's `concurrency`, `weight` or
+ * `max_pending` there would be accepted and not enforced, so they are refused by name.
+ */
+function checkSharesOnRedis(
+  config: {
+    store?: { kind?: string };
+    tenants?: Array<{ concurrency?: number; weight?: number; max_pending?: number }>;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (config.store?.kind !== 'redis' || !Array.isArray(config.tenants)) return;
+  config.tenants.forEach((tenant, index) => {
+    const set = [
+      tenant?.concurrency !== undefined && 'concurrency',
+      tenant?.weight !== undefined && tenant.weight !== 1 && 'weight',
+      tenant?.max_pending !== undefined && 'max_pending',
+    ].filter((key): key is string => key !== false);
+    for (const key of set)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tenants', index, key],
+        message: 'not with store.kind redis yet: the Redis pool does not divide its slots by tenant',
+      });
+  });
+}
+
 /** Names a tenant in records, metrics and the admin API. */
 const TenantIdSchema = z
   .string()
@@ -270,6 +298,7 @@ const TenantIdSchema = z
  */
 export const TenantSchema = z.strictObject({
   id: TenantIdSchema,
+  ...TenantShareFields,
   channels: z.array(ChannelSchema).default([]),
   pipelines: z.array(PipelineSchema).default([]),
   routing: RoutingSchema,
@@ -305,6 +334,7 @@ export const ConfigSchema = z
     (config, ctx) => {
       checkTenants(config, ctx);
       checkSharedAudit(config, ctx);
+      checkSharesOnRedis(config, ctx);
     },
     // Report duplicates together with every other problem, not after they are fixed.
     { when: () => true },

@@ -1,4 +1,10 @@
-import { DEFAULT_TENANT, type RoutingConfig } from '@switchboard/core';
+import {
+  DEFAULT_TENANT,
+  type RoutingConfig,
+  type TenantShare,
+  defaultTenantShare,
+  tenantShareOf,
+} from '@switchboard/core';
 import type { z } from 'zod';
 
 // Tenants (docs/design.md §10): named namespaces of channels, pipelines and routing. The top-level
@@ -16,6 +22,8 @@ export interface TenantConfig {
   /** Ids of its pipelines: the only ones its routing may name. */
   pipelines: string[];
   routing: RoutingConfig;
+  /** Its part of the pool: `concurrency`, `weight`, `max_pending` (the default tenant's is the default). */
+  share: TenantShare;
 }
 
 interface Section {
@@ -139,7 +147,12 @@ interface Sections {
   channels: { id: string }[];
   pipelines: { id: string }[];
   routing: RoutingConfig;
-  tenants: { id: string; channels: { id: string }[]; pipelines: { id: string }[]; routing: RoutingConfig }[];
+  tenants: ({
+    id: string;
+    channels: { id: string }[];
+    pipelines: { id: string }[];
+    routing: RoutingConfig;
+  } & Parameters<typeof tenantShareOf>[1])[];
 }
 
 /**
@@ -158,12 +171,19 @@ export function flattenTenants<Parsed extends Sections>(
     channels: [...channels, ...tenants.flatMap((tenant) => tenant.channels)] as Parsed['channels'],
     pipelines: [...pipelines, ...tenants.flatMap((tenant) => tenant.pipelines)] as Parsed['pipelines'],
     tenants: [
-      { id: DEFAULT_TENANT, channels: ids(channels), pipelines: ids(pipelines), routing },
+      {
+        id: DEFAULT_TENANT,
+        channels: ids(channels),
+        pipelines: ids(pipelines),
+        routing,
+        share: defaultTenantShare(DEFAULT_TENANT),
+      },
       ...tenants.map((tenant) => ({
         id: tenant.id,
         channels: ids(tenant.channels),
         pipelines: ids(tenant.pipelines),
         routing: tenant.routing,
+        share: tenantShareOf(tenant.id, tenant),
       })),
     ],
   };

@@ -7,6 +7,7 @@ import { loadConfig, parseConfig } from '../src/load-config.js';
 import { ConfigSchema } from '../src/schema.js';
 import { tenantOfChannel } from '../src/tenants.js';
 import { thrown } from './thrown.js';
+import { defaultTenantShare } from '@switchboard/core';
 
 const ACME = `
 tenants:
@@ -23,7 +24,13 @@ describe('tenants', () => {
     it('makes the top-level channels, pipelines and routing the tenant default', () => {
       const config = ConfigSchema.parse({});
       expect(config.tenants).toEqual([
-        { id: 'default', channels: ['api'], pipelines: ['echo'], routing: { default: 'echo', rules: [] } },
+        {
+          id: 'default',
+          channels: ['api'],
+          pipelines: ['echo'],
+          routing: { default: 'echo', rules: [] },
+          share: defaultTenantShare('default'),
+        },
       ]);
     });
   });
@@ -38,12 +45,19 @@ describe('tenants', () => {
 
     it('keeps each tenant’s routing and the ids of its channels and pipelines', () => {
       expect(config.tenants).toEqual([
-        { id: 'default', channels: ['api'], pipelines: ['echo'], routing: { default: 'echo', rules: [] } },
+        {
+          id: 'default',
+          channels: ['api'],
+          pipelines: ['echo'],
+          routing: { default: 'echo', rules: [] },
+          share: defaultTenantShare('default'),
+        },
         {
           id: 'acme',
           channels: ['acme-api'],
           pipelines: ['acme-echo'],
           routing: { default: 'acme-echo', rules: [] },
+          share: defaultTenantShare('acme'),
         },
       ]);
       expect(tenantOfChannel(config.tenants, 'acme-api')).toBe('acme');
@@ -110,20 +124,59 @@ tenants:
       ]);
     });
 
-    it('refuses the keys tenancy does not enforce yet (admin_token, concurrency, quotas), naming each', () => {
+    it('refuses the keys tenancy does not enforce yet (admin_token, quotas), naming each', () => {
       const error = thrown(() =>
         parseConfig(
-          'tenants: [ { id: acme, admin_token: t, concurrency: 4, quotas: [], routing: { default: __discard__ } } ]',
+          'tenants: [ { id: acme, admin_token: t, quotas: [], routing: { default: __discard__ } } ]',
         ),
       );
       const problems = ((error.details?.problems as string[] | undefined) ?? []).join('\n');
-      for (const key of ['admin_token', 'concurrency', 'quotas']) expect(problems).toContain(key);
+      for (const key of ['admin_token', 'quotas']) expect(problems).toContain(key);
       expect(problems).toContain('tenants[0]');
     });
 
     it('requires a routing of every tenant', () => {
       const error = thrown(() => parseConfig('tenants: [ { id: acme } ]'));
       expect(error.details?.problems).toEqual(['tenants[0].routing: required (expected object)']);
+    });
+  });
+
+  describe('when a tenant sets its share of the pool', () => {
+    it('gives the pool its concurrency, weight and max_pending; the others keep the default share', () => {
+      const config = parseConfig(
+        'tenants:\n  - { id: acme, concurrency: 4, weight: "3", max_pending: 2000, routing: { default: __discard__ } }\n' +
+          '  - { id: bravo, routing: { default: __discard__ } }\n',
+      );
+      expect(config.tenants.map((tenant) => tenant.share)).toEqual([
+        defaultTenantShare('default'),
+        { id: 'acme', maxConcurrency: 4, weight: 3, maxPending: 2000 },
+        defaultTenantShare('bravo'),
+      ]);
+    });
+
+    it('refuses a share that is not a positive whole number, naming the key', () => {
+      const error = thrown(() =>
+        parseConfig(
+          'tenants: [ { id: acme, concurrency: 0, weight: 1.5, max_pending: -1, routing: { default: __discard__ } } ]',
+        ),
+      );
+      const problems = (error.details?.problems as string[] | undefined) ?? [];
+      for (const key of ['concurrency', 'weight', 'max_pending'])
+        expect(problems.some((problem) => problem.startsWith(`tenants[0].${key}:`))).toBe(true);
+    });
+
+    it('refuses it with store.kind redis, whose pool does not divide by tenant yet', () => {
+      const error = thrown(() =>
+        parseConfig(
+          'store: { kind: redis, url: "redis://127.0.0.1:6379" }\naudit: { kind: postgres, url: "postgres://x@127.0.0.1/test" }\n' +
+            'tenants: [ { id: acme, concurrency: 2, weight: 2, routing: { default: __discard__ } } ]',
+        ),
+      );
+      const problems = (error.details?.problems as string[] | undefined) ?? [];
+      expect(problems.filter((problem) => problem.includes('store.kind redis'))).toEqual([
+        'tenants[0].concurrency: not with store.kind redis yet: the Redis pool does not divide its slots by tenant',
+        'tenants[0].weight: not with store.kind redis yet: the Redis pool does not divide its slots by tenant',
+      ]);
     });
   });
 

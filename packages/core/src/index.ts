@@ -121,6 +121,8 @@ export type {
   PoolPipelinePolicy,
   QueueLimits,
 } from './scheduling/pipeline-policy.js';
+export { TenantShareFields, defaultTenantShare, tenantShareOf } from './scheduling/tenant-share.js';
+export type { TenantShare } from './scheduling/tenant-share.js';
 export { aggregate } from './scheduling/aggregator.js';
 export type { Query } from './scheduling/aggregator.js';
 export { backoffDelayMs, retryDelayMs } from './scheduling/backoff.js';

@@ -8,7 +8,13 @@ import {
 } from '@switchboard/core';
 import type { Channels } from '../channels.js';
 import type { LiveRouting } from '../live-routing.js';
-import { type PipelineDeps, type Pipelines, createPipeline, poolPipelinesOf } from '../pipelines.js';
+import {
+  type PipelineDeps,
+  type Pipelines,
+  createPipeline,
+  poolPipelinesOf,
+  poolTenantsOf,
+} from '../pipelines.js';
 import { isolateWorkers } from '../worker-isolation.js';
 import { type ConfigChanges, configChanges } from './config-changes.js';
 
@@ -56,6 +62,7 @@ function poolConfigOf(config: Config): PoolConfig {
     concurrency: config.concurrency,
     limits: config.queue,
     pipelines: poolPipelinesOf(config),
+    tenants: poolTenantsOf(config),
   };
 }
 

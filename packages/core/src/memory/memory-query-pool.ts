@@ -1,5 +1,7 @@
 import { crashAfter } from '../observability/crash-point.js';
 import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../scheduling/pipeline-policy.js';
+import { type TenantShare, defaultTenantShare } from '../scheduling/tenant-share.js';
+import { DEFAULT_TENANT } from '../model/message.js';
 import type { AppendResult, Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type {
@@ -24,6 +26,8 @@ export interface MemoryQueryPoolOptions {
   concurrency: Concurrency;
   limits: QueueLimits;
   pipelines: readonly PoolPipelinePolicy[];
+  /** The tenants that configure a share; any other tenant has `defaultTenantShare`. */
+  tenants?: readonly TenantShare[];
   /** Write-through journal; without one the pool is not durable. */
   journal?: Journal;
   /** Where failed write-behind journal writes (turn starts, removals) are reported. */
@@ -56,11 +60,27 @@ interface Session extends HeapNode {
 
 interface PipelineSlots {
   policy: PoolPipelinePolicy;
+  /** The tenant whose pipeline it is. */
+  tenant: TenantSlots;
   inflight: number;
   /** Sessions whose head is for this pipeline and may run now, oldest head first. */
   ready: IndexedHeap<Session>;
   /** The pipeline's waiting messages, oldest first: its pending count and oldest wait. */
   waiting: IndexedHeap<Entry>;
+}
+
+/** A tenant's share and what it uses of it (docs/design.md §10 "Fair shares"). */
+interface TenantSlots {
+  share: TenantShare;
+  inflight: number;
+  /** Its messages waiting, and the places its enqueues awaiting their journal append hold. */
+  pending: number;
+  reserved: number;
+  /**
+   * Start-time fair queuing: the virtual time at which its next turn starts. Each claim moves it
+   * on by 1 / weight, so competing tenants take turns in proportion to their weights.
+   */
+  pass: number;
 }
 
 /**
@@ -74,6 +94,8 @@ interface Claim {
   token: string;
   session: Session;
   slots: PipelineSlots;
+  /** The tenant its slot was counted against (a reload may give the pipeline to another). */
+  tenant: TenantSlots;
   entries: Entry[];
   turnId: string;
   /** When it was claimed, ms. */
@@ -126,8 +148,9 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
  *
  * Structure: a map of sessions (deleted as soon as one has nothing queued or running), one ready
  * heap per pipeline ordered by head age, and one delayed heap ordered by due time (debounce and
- * backoff) served by a single timer. Claim compares the tops of the pipelines with free slots —
- * pipelines are few — so every operation is O(log sessions).
+ * backoff) served by a single timer. Claim compares the tops of the pipelines with free slots
+ * (theirs and their tenant's) by their tenant's fair-queuing pass, then head age — pipelines are
+ * few — so every operation is O(log sessions).
  */
 export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPool {
   const { journal } = options;
@@ -142,6 +165,9 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     (a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.headSeq < b.headSeq),
   );
   const listeners = new Set<() => void>();
+  const tenants = new Map<string, TenantSlots>();
+  /** Start-time fair queuing's virtual time: the pass at which the last claimed turn started. */
+  let virtualTime = 0;
   // Delivery keys of a pool without a journal; a journaled pool marks them in the journal's write.
   const seenDeliveries = new ExpiringKeys();
   let nextSeq = 0;
@@ -159,13 +185,35 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
 
   const byHeadAge = (a: Session, b: Session) => a.headSeq < b.headSeq;
   const bySeq = (a: Entry, b: Entry) => a.seq < b.seq;
+  function tenantSlots(id: string): TenantSlots {
+    let tenant = tenants.get(id);
+    if (tenant === undefined) {
+      tenant = { share: defaultTenantShare(id), inflight: 0, pending: 0, reserved: 0, pass: virtualTime };
+      tenants.set(id, tenant);
+    }
+    return tenant;
+  }
+  /** Puts `shares` in force; a tenant left out gets the default share (its counts stay). */
+  function applyShares(shares: readonly TenantShare[]): void {
+    const given = new Map(shares.map((share) => [share.id, share]));
+    for (const [id, tenant] of tenants) tenant.share = given.get(id) ?? defaultTenantShare(id);
+    for (const share of shares) tenantSlots(share.id).share = share;
+  }
+  applyShares(options.tenants ?? []);
   const slotsFor = (policy: PoolPipelinePolicy): PipelineSlots => ({
     policy,
+    tenant: tenantSlots(policy.tenant ?? DEFAULT_TENANT),
     inflight: 0,
     ready: new IndexedHeap(byHeadAge),
     waiting: new IndexedHeap(bySeq),
   });
   for (const policy of options.pipelines) pipelines.set(policy.id, slotsFor(policy));
+
+  /** Whether `slots` may take a turn now: a free slot of its own and one of its tenant's. */
+  const hasSlot = (slots: PipelineSlots) =>
+    slots.inflight < slots.policy.maxConcurrency && slots.tenant.inflight < slots.tenant.share.maxConcurrency;
+  /** When the tenant's next turn starts in virtual time: a tenant back from idle saved no credit. */
+  const startOf = (tenant: TenantSlots) => Math.max(tenant.pass, virtualTime);
 
   function slotsOf(pipeline: string): PipelineSlots {
     let slots = pipelines.get(pipeline);
@@ -180,7 +228,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   function claimable(): boolean {
     if (inflight >= concurrency.global) return false;
     for (const slots of pipelines.values()) {
-      if (slots.ready.size > 0 && slots.inflight < slots.policy.maxConcurrency) return true;
+      if (slots.ready.size > 0 && hasSlot(slots)) return true;
     }
     return false;
   }
@@ -281,6 +329,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     while (session.queue.length >= sessionCap) {
       const dropped = session.queue.shift() as Entry;
       dropped.slots.waiting.remove(dropped);
+      dropped.slots.tenant.pending -= 1;
       overflowed.push(dropped.queued);
       pending -= 1;
     }
@@ -288,6 +337,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     const entry: Entry = { queued, seq: nextSeq++, slots: slotsOf(queued.pipeline), heapIndex: -1 };
     session.queue.push(entry);
     entry.slots.waiting.push(entry);
+    entry.slots.tenant.pending += 1;
     pending += 1;
     // A ready session with an unchanged head stays where it is: the common case costs O(1).
     if (wasEmpty || overflowed.length > 0 || session.heap === delayed) place(session, now());
@@ -316,22 +366,37 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     moved.runningIndex = claim.runningIndex;
     running.pop();
     claim.slots.inflight -= 1;
+    claim.tenant.inflight -= 1;
     inflight -= 1;
     return claim;
   }
 
-  /** Takes the runnable turn whose head is oldest, or undefined when nothing may run now. */
+  /**
+   * Takes a runnable turn: of the pipelines with a free slot (theirs and their tenant's), the one
+   * whose tenant starts first in fair-queuing time, then whose head is oldest; undefined when
+   * nothing may run now.
+   */
   function claimNext(): ClaimedTurn | undefined {
     if (inflight >= concurrency.global) return undefined;
     const at = now();
     promoteDue(at);
     let best: PipelineSlots | undefined;
+    let bestStart = 0;
+    let bestHead = 0;
     for (const slots of pipelines.values()) {
       const top = slots.ready.peek();
-      if (top === undefined || slots.inflight >= slots.policy.maxConcurrency) continue;
-      if (best === undefined || top.headSeq < (best.ready.peek() as Session).headSeq) best = slots;
+      if (top === undefined || !hasSlot(slots)) continue;
+      const start = startOf(slots.tenant);
+      if (best === undefined || start < bestStart || (start === bestStart && top.headSeq < bestHead)) {
+        best = slots;
+        bestStart = start;
+        bestHead = top.headSeq;
+      }
     }
     if (best === undefined) return undefined;
+    const { tenant } = best;
+    virtualTime = bestStart;
+    tenant.pass = bestStart + 1 / tenant.share.weight;
     const session = best.ready.pop() as Session;
     session.heap = null;
     const { aggregation, busyMode } = best.policy;
@@ -344,6 +409,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     for (let i = 0; i < batchSize; i++) {
       const entry = session.queue.shift() as Entry;
       best.waiting.remove(entry);
+      entry.slots.tenant.pending -= 1;
       entry.queued.attempt += 1;
       attempt = Math.max(attempt, entry.queued.attempt);
       entries.push(entry);
@@ -352,6 +418,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     }
     pending -= batchSize;
     best.inflight += 1;
+    tenant.inflight += 1;
     inflight += 1;
     const token = String(nextToken++);
     const turnId = turnIdOf(requestIds);
@@ -360,6 +427,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       token,
       session,
       slots: best,
+      tenant,
       entries,
       turnId,
       claimedAt: at,
@@ -375,7 +443,10 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   /** Puts a released claim's `entries` back at the head of its session. */
   function putBack(claim: Claim, entries: readonly Entry[]): void {
     claim.session.queue.unshiftAll(entries);
-    for (const entry of entries) entry.slots.waiting.push(entry);
+    for (const entry of entries) {
+      entry.slots.waiting.push(entry);
+      entry.slots.tenant.pending += 1;
+    }
     pending += entries.length;
     place(claim.session, now());
     notify();
@@ -410,10 +481,22 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     async reconfigure(shared) {
       concurrency = shared.concurrency;
       limits = shared.limits;
+      applyShares(shared.tenants ?? []);
       for (const policy of shared.pipelines) {
         const slots = pipelines.get(policy.id);
-        if (slots === undefined) pipelines.set(policy.id, slotsFor(policy));
-        else slots.policy = policy;
+        if (slots === undefined) {
+          pipelines.set(policy.id, slotsFor(policy));
+          continue;
+        }
+        slots.policy = policy;
+        const tenant = tenantSlots(policy.tenant ?? DEFAULT_TENANT);
+        if (tenant !== slots.tenant) {
+          // Its waiting messages move to the new tenant; its running turns stay counted where they
+          // were claimed (`Claim.tenant`).
+          slots.tenant.pending -= slots.waiting.size;
+          tenant.pending += slots.waiting.size;
+          slots.tenant = tenant;
+        }
       }
       // Raised limits may let waiting sessions run now.
       notify();
@@ -426,18 +509,25 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       if (closed && !(last && journal !== undefined)) {
         return { accepted: false, reason: 'draining', retryAfterMs: refusalRetryAfterMs };
       }
-      if (!last && pending + reserved >= limits.maxPending) {
+      const { tenant } = slotsOf(queued.pipeline);
+      if (
+        !last &&
+        (pending + reserved >= limits.maxPending ||
+          tenant.pending + tenant.reserved >= tenant.share.maxPending)
+      ) {
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
       }
       if (journal !== undefined) {
         // The place is taken before the write: checked now and taken after it, the enqueues
         // awaiting their appends together would all pass the check and overshoot the bound.
         reserved += 1;
+        tenant.reserved += 1;
         let appended: AppendResult;
         try {
           appended = await journal.append(queued, delivery);
         } finally {
           reserved -= 1;
+          tenant.reserved -= 1;
         }
         if (appended === 'duplicate') return DUPLICATE;
       } else if (delivery !== undefined && !seenDeliveries.add(delivery.key, delivery.ttlMs, now())) {
@@ -541,6 +631,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
         if (session.claims.length === 0) sessions.delete(session.key);
       }
       for (const slots of pipelines.values()) slots.waiting = new IndexedHeap(bySeq);
+      for (const tenant of tenants.values()) tenant.pending = 0;
       pending = 0;
       timer.cancel();
       return taken;

@@ -3,6 +3,7 @@ import type { Outcome } from '../model/outcome.js';
 import type { SessionKey } from '../model/session-key.js';
 import type { QueuedMessage } from '../model/queued-message.js';
 import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../scheduling/pipeline-policy.js';
+import type { TenantShare } from '../scheduling/tenant-share.js';
 
 /**
  * A claim's hold on its turn. A shared pool hands a claim to one replica for a while and renews
@@ -166,11 +167,15 @@ export interface SessionsView {
  * replicas, every transition one Lua script). Left out: running pipelines, timeouts and outcomes
  * — the controller owns those.
  */
-/** What a pool schedules by: its limits and each pipeline's slots and readiness rules. */
+/**
+ * What a pool schedules by: its limits, each pipeline's slots and readiness rules, and the shares
+ * of the tenants that configure one (a tenant not listed has `defaultTenantShare`).
+ */
 export interface PoolConfig {
   concurrency: Concurrency;
   limits: QueueLimits;
   pipelines: readonly PoolPipelinePolicy[];
+  tenants?: readonly TenantShare[];
 }
 
 export interface QueryPool {
@@ -208,7 +213,11 @@ export interface QueryPool {
     options?: { last?: boolean },
   ): Promise<EnqueueResult>;
   /**
-   * Claims the runnable turn whose head is oldest, or null when nothing may run now. The claim
+   * Claims a runnable turn, or null when nothing may run now: of the tenants with a free slot
+   * (their `concurrency`), the one furthest behind its weighted share of the turns claimed, then
+   * that tenant's turn whose head is oldest (docs/design.md §10 "Fair shares"); with one tenant,
+   * the oldest head. The Redis pool does not divide by tenant yet: its claims take the oldest
+   * head of all, and the configuration refuses tenant shares with `store: redis`. The claim
    * counts an attempt for each of its messages: a turn whose messages exceed their pipeline's
    * `retry.max_attempts` (a message that killed the process each time it ran) is handed out all
    * the same, and the controller dead-letters it without running it.

@@ -79,8 +79,16 @@ export const PipelinePolicySchema = PipelinePolicyFields.transform(toPipelinePol
 export type PipelinePolicy = z.output<typeof PipelinePolicySchema>;
 export type PipelinePolicyInput = z.input<typeof PipelinePolicySchema>;
 
-/** The part of a pipeline's policy a query pool applies: its slot limit and readiness rules. */
-export type PoolPipelinePolicy = Pick<PipelinePolicy, 'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'>;
+/**
+ * The part of a pipeline's policy a query pool applies: its slot limit, its readiness rules, and
+ * the tenant whose pipeline it is (none: `default`), whose share its turns count against.
+ */
+export type PoolPipelinePolicy = Pick<
+  PipelinePolicy,
+  'id' | 'maxConcurrency' | 'aggregation' | 'busyMode'
+> & {
+  tenant?: string;
+};
 
 /** `concurrency:` — global turns in flight and turns per session. */
 export const ConcurrencySchema = z

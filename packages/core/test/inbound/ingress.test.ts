@@ -270,7 +270,7 @@ describe('ingress', () => {
           received.traceparent = `00-4bf92f3577b34da6a3ce929d0e0e4736-${String(seen.length).padStart(16, '0')}-01`;
           return {};
         },
-        route: (_span: unknown, decide: () => unknown) => decide(),
+        route: (_span: unknown, _message: unknown, decide: () => unknown) => decide(),
         received() {},
       } as unknown as MessageTracer;
       const { ingress } = setup({ maxPending: 1, tracer });
