@@ -32,6 +32,7 @@ const SCENARIOS = [
   'scheduler-latency',
   'memory-pending',
   'memory-sessions',
+  'tenants-noisy-neighbour',
   'outbox-drain',
   'pool-claims',
   'http-throughput',

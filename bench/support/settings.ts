@@ -55,6 +55,14 @@ export const SETTINGS = {
   tenants: positiveNumber('BENCH_TENANTS', 1000),
   /** Starts per gateway in `tenants-scale`; the fastest start is reported. */
   tenantRounds: positiveNumber('BENCH_TENANT_ROUNDS', quick ? 1 : 3),
+  /** Seconds each setup of `tenants-noisy-neighbour` runs. */
+  noisyDurationS: positiveNumber('BENCH_NOISY_DURATION_S', quick ? 3 : 10),
+  /** Rounds over the setups of `tenants-noisy-neighbour` (each setup's best p99 counts). */
+  noisyRounds: positiveNumber('BENCH_NOISY_ROUNDS', quick ? 1 : 3),
+  /** Tenant A's turn in `tenants-noisy-neighbour`, ms. */
+  noisySlowMs: positiveNumber('BENCH_NOISY_SLOW_MS', 200),
+  /** Tenant B's steady messages per second in `tenants-noisy-neighbour`. */
+  noisyRatePerS: positiveNumber('BENCH_NOISY_RATE', 50),
   /** Adds --cpu-prof to every scenario process and to the gateway; profiles land in bench/results/. */
   cpuProfile: flag('BENCH_CPU_PROF'),
   /** Comma-separated scenario names to run instead of all (bench/run.ts). */

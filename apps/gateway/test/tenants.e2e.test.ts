@@ -187,4 +187,52 @@ describe('tenants (end to end)', () => {
       }
     });
   });
+
+  describe('when a tenant has a concurrency and a max_pending of its own', () => {
+    it('runs no more of its turns at once, refuses its excess with 429, and leaves the rest to others', async () => {
+      const backend = await startFakePipeline();
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      backend.respond = async (request) => {
+        await gate;
+        return { status: 200, body: { replies: [{ text: `done: ${request.text}` }] } };
+      };
+      const capped = await serveYaml(
+        'pipelines: [ { id: echo, type: echo } ]\nrouting: { default: echo }\n' +
+          'tenants:\n  - id: acme\n    concurrency: 2\n    max_pending: 3\n' +
+          '    channels: [ { id: acme-api, type: openapi, prefix: /acme } ]\n' +
+          `    pipelines: [ { id: acme-bot, type: http, url: "${backend.url}" } ]\n` +
+          '    routing: { default: acme-bot }\n',
+      );
+      try {
+        const send = (session: string) =>
+          post(`${capped.url}/acme/messages`, {
+            session_id: session,
+            user_id: 'u1',
+            text: session,
+            wait: false,
+          });
+        const accepted = [];
+        for (let i = 0; i < 5; i++) accepted.push(await send(`s${i}`));
+        expect(accepted.map((answer) => answer.status)).toEqual([202, 202, 202, 202, 202]);
+        await eventually(() => backend.requests.length === 2, 10_000, 'two turns at the backend');
+        // Two run, three wait: the tenant's next message is refused, the default tenant's is not.
+        const refused = await send('s5');
+        expect(refused.status).toBe(429);
+        expect(refused.body?.error?.code).toBe('SB_QUEUE_FULL');
+        expect((await say(capped, '/v1', 'still served')).body).toMatchObject({ status: 'completed' });
+        expect(backend.requests).toHaveLength(2);
+
+        release();
+        await eventually(() => backend.requests.length === 5, 10_000, 'every accepted turn at the backend');
+        expect(backend.maxConcurrent).toBe(2);
+      } finally {
+        release();
+        await capped.stop('SIGKILL');
+        await backend.close();
+      }
+    });
+  });
 });

@@ -78,7 +78,8 @@ interface TenantSlots {
   reserved: number;
   /**
    * Start-time fair queuing: the virtual time at which its next turn starts. Each claim moves it
-   * on by 1 / weight, so competing tenants take turns in proportion to their weights.
+   * on by 1 / weight, so tenants holding as many slots for their weights take turns in
+   * proportion to their weights.
    */
   pass: number;
 }
@@ -149,8 +150,8 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
  * Structure: a map of sessions (deleted as soon as one has nothing queued or running), one ready
  * heap per pipeline ordered by head age, and one delayed heap ordered by due time (debounce and
  * backoff) served by a single timer. Claim compares the tops of the pipelines with free slots
- * (theirs and their tenant's) by their tenant's fair-queuing pass, then head age — pipelines are
- * few — so every operation is O(log sessions).
+ * (theirs and their tenant's) by their tenant's slots in use for its weight, its fair-queuing
+ * pass, then head age — pipelines are few — so every operation is O(log sessions).
  */
 export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPool {
   const { journal } = options;
@@ -373,22 +374,30 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
 
   /**
    * Takes a runnable turn: of the pipelines with a free slot (theirs and their tenant's), the one
-   * whose tenant starts first in fair-queuing time, then whose head is oldest; undefined when
-   * nothing may run now.
+   * whose tenant holds the fewest slots for its weight — a slot freed by a long turn goes to the
+   * tenant using the least, whatever its turn count — then whose tenant starts first in
+   * fair-queuing time, then whose head is oldest; undefined when nothing may run now.
    */
   function claimNext(): ClaimedTurn | undefined {
     if (inflight >= concurrency.global) return undefined;
     const at = now();
     promoteDue(at);
     let best: PipelineSlots | undefined;
+    let bestLoad = 0;
     let bestStart = 0;
     let bestHead = 0;
     for (const slots of pipelines.values()) {
       const top = slots.ready.peek();
       if (top === undefined || !hasSlot(slots)) continue;
+      const load = slots.tenant.inflight / slots.tenant.share.weight;
       const start = startOf(slots.tenant);
-      if (best === undefined || start < bestStart || (start === bestStart && top.headSeq < bestHead)) {
+      if (
+        best === undefined ||
+        load < bestLoad ||
+        (load === bestLoad && (start < bestStart || (start === bestStart && top.headSeq < bestHead)))
+      ) {
         best = slots;
+        bestLoad = load;
         bestStart = start;
         bestHead = top.headSeq;
       }

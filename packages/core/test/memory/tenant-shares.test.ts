@@ -72,6 +72,21 @@ describe('memory query pool: tenant shares', () => {
     });
   });
 
+  describe('when one tenant’s turns are long and the other’s short', () => {
+    it('gives a freed slot to the tenant holding the fewest, however many turns it ran', async () => {
+      const pool = poolOf({ global: 4 });
+      await offer(pool, 'a-bot', 10);
+      const long = [(await pool.claim()) as Turn, (await pool.claim()) as Turn, (await pool.claim()) as Turn];
+      expect(long.map((turn) => turn.pipeline)).toEqual(['a-bot', 'a-bot', 'a-bot']);
+      // b runs many short turns meanwhile: more turns than a, but never more than one slot.
+      await offer(pool, 'b-bot', 20);
+      expect(countOf(await claimAndComplete(pool, 10), 'b-bot')).toBe(10);
+      // A slot a frees goes to b, which holds none, not to a, which has run fewer turns.
+      await pool.complete(long[0] as Turn);
+      expect((await pool.claim())?.pipeline).toBe('b-bot');
+    });
+  });
+
   describe('when a tenant was idle while another ran', () => {
     it('saves it no credit: it gets its share from its return on, not the turns it missed', async () => {
       const pool = poolOf({});
