@@ -61,6 +61,8 @@ export const SETTINGS = {
   noisyRounds: positiveNumber('BENCH_NOISY_ROUNDS', quick ? 1 : 3),
   /** Tenant A's turn in `tenants-noisy-neighbour`, ms. */
   noisySlowMs: positiveNumber('BENCH_NOISY_SLOW_MS', 200),
+  /** Tenant B's turn in `tenants-noisy-neighbour`, ms. */
+  noisyQuickMs: positiveNumber('BENCH_NOISY_QUICK_MS', 20),
   /** Tenant B's steady messages per second in `tenants-noisy-neighbour`. */
   noisyRatePerS: positiveNumber('BENCH_NOISY_RATE', 50),
   /** Adds --cpu-prof to every scenario process and to the gateway; profiles land in bench/results/. */

@@ -77,9 +77,17 @@ interface TenantSlots {
   pending: number;
   reserved: number;
   /**
-   * Start-time fair queuing: the virtual time at which its next turn starts. Each claim moves it
-   * on by 1 / weight, so tenants holding as many slots for their weights take turns in
-   * proportion to their weights.
+   * Slot time its ended turns held, ms (plus what it was lifted by on coming back from idle);
+   * with `claimedAtSum`, the Σ of its running turns' claim times, its slot time now is
+   * `usedMs + inflight × now − claimedAtSum`: its share is measured in slot time, so a tenant of
+   * quick turns is not charged like one of slow turns.
+   */
+  usedMs: number;
+  claimedAtSum: number;
+  /**
+   * Start-time fair queuing over its turns, for tenants that used as much slot time for their
+   * weights (claims in one instant, instant turns): the virtual time at which its next turn
+   * starts, moved on by 1 / weight per claim.
    */
   pass: number;
 }
@@ -150,8 +158,8 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
  * Structure: a map of sessions (deleted as soon as one has nothing queued or running), one ready
  * heap per pipeline ordered by head age, and one delayed heap ordered by due time (debounce and
  * backoff) served by a single timer. Claim compares the tops of the pipelines with free slots
- * (theirs and their tenant's) by their tenant's slots in use for its weight, its fair-queuing
- * pass, then head age — pipelines are few — so every operation is O(log sessions).
+ * (theirs and their tenant's) by their tenant's slot time used for its weight, its fair-queuing
+ * pass, then head age: O(pipelines) per claim, and O(log sessions) for the rest.
  */
 export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPool {
   const { journal } = options;
@@ -169,6 +177,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   const tenants = new Map<string, TenantSlots>();
   /** Start-time fair queuing's virtual time: the pass at which the last claimed turn started. */
   let virtualTime = 0;
+  /** The slot time for its weight of the tenant last claimed for: where a tenant back from idle starts. */
+  let fairTime = 0;
   // Delivery keys of a pool without a journal; a journaled pool marks them in the journal's write.
   const seenDeliveries = new ExpiringKeys();
   let nextSeq = 0;
@@ -189,7 +199,15 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   function tenantSlots(id: string): TenantSlots {
     let tenant = tenants.get(id);
     if (tenant === undefined) {
-      tenant = { share: defaultTenantShare(id), inflight: 0, pending: 0, reserved: 0, pass: virtualTime };
+      tenant = {
+        share: defaultTenantShare(id),
+        inflight: 0,
+        pending: 0,
+        reserved: 0,
+        usedMs: 0,
+        claimedAtSum: 0,
+        pass: virtualTime,
+      };
       tenants.set(id, tenant);
     }
     return tenant;
@@ -215,6 +233,18 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     slots.inflight < slots.policy.maxConcurrency && slots.tenant.inflight < slots.tenant.share.maxConcurrency;
   /** When the tenant's next turn starts in virtual time: a tenant back from idle saved no credit. */
   const startOf = (tenant: TenantSlots) => Math.max(tenant.pass, virtualTime);
+  /** The slot time `tenant` has used by `at`, for its weight. */
+  const usageOf = (tenant: TenantSlots, at: number) =>
+    (tenant.usedMs + tenant.inflight * at - tenant.claimedAtSum) / tenant.share.weight;
+
+  /** Counts a message of `tenant` waiting; a tenant back from idle saved no slot time while away. */
+  function addPending(tenant: TenantSlots, count: number, at: number): void {
+    if (tenant.pending === 0 && tenant.inflight === 0) {
+      const behind = fairTime - usageOf(tenant, at);
+      if (behind > 0) tenant.usedMs += behind * tenant.share.weight;
+    }
+    tenant.pending += count;
+  }
 
   function slotsOf(pipeline: string): PipelineSlots {
     let slots = pipelines.get(pipeline);
@@ -338,7 +368,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     const entry: Entry = { queued, seq: nextSeq++, slots: slotsOf(queued.pipeline), heapIndex: -1 };
     session.queue.push(entry);
     entry.slots.waiting.push(entry);
-    entry.slots.tenant.pending += 1;
+    addPending(entry.slots.tenant, 1, now());
     pending += 1;
     // A ready session with an unchanged head stays where it is: the common case costs O(1).
     if (wasEmpty || overflowed.length > 0 || session.heap === delayed) place(session, now());
@@ -367,16 +397,20 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     moved.runningIndex = claim.runningIndex;
     running.pop();
     claim.slots.inflight -= 1;
-    claim.tenant.inflight -= 1;
+    const { tenant } = claim;
+    tenant.inflight -= 1;
+    tenant.usedMs += now() - claim.claimedAt;
+    tenant.claimedAtSum -= claim.claimedAt;
     inflight -= 1;
     return claim;
   }
 
   /**
    * Takes a runnable turn: of the pipelines with a free slot (theirs and their tenant's), the one
-   * whose tenant holds the fewest slots for its weight — a slot freed by a long turn goes to the
-   * tenant using the least, whatever its turn count — then whose tenant starts first in
-   * fair-queuing time, then whose head is oldest; undefined when nothing may run now.
+   * whose tenant has used the least slot time for its weight — a tenant of quick turns is not
+   * charged like one of slow turns — then whose tenant starts first in fair-queuing time (turns
+   * for the weight: claims in one instant), then whose head is oldest; undefined when nothing may
+   * run now.
    */
   function claimNext(): ClaimedTurn | undefined {
     if (inflight >= concurrency.global) return undefined;
@@ -389,7 +423,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     for (const slots of pipelines.values()) {
       const top = slots.ready.peek();
       if (top === undefined || !hasSlot(slots)) continue;
-      const load = slots.tenant.inflight / slots.tenant.share.weight;
+      const load = usageOf(slots.tenant, at);
       const start = startOf(slots.tenant);
       if (
         best === undefined ||
@@ -405,6 +439,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     if (best === undefined) return undefined;
     const { tenant } = best;
     virtualTime = bestStart;
+    fairTime = Math.max(fairTime, bestLoad);
     tenant.pass = bestStart + 1 / tenant.share.weight;
     const session = best.ready.pop() as Session;
     session.heap = null;
@@ -428,6 +463,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     pending -= batchSize;
     best.inflight += 1;
     tenant.inflight += 1;
+    tenant.claimedAtSum += at;
     inflight += 1;
     const token = String(nextToken++);
     const turnId = turnIdOf(requestIds);
@@ -452,12 +488,13 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   /** Puts a released claim's `entries` back at the head of its session. */
   function putBack(claim: Claim, entries: readonly Entry[]): void {
     claim.session.queue.unshiftAll(entries);
+    const at = now();
     for (const entry of entries) {
       entry.slots.waiting.push(entry);
-      entry.slots.tenant.pending += 1;
+      addPending(entry.slots.tenant, 1, at);
     }
     pending += entries.length;
-    place(claim.session, now());
+    place(claim.session, at);
     notify();
   }
 
@@ -503,7 +540,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
           // Its waiting messages move to the new tenant; its running turns stay counted where they
           // were claimed (`Claim.tenant`).
           slots.tenant.pending -= slots.waiting.size;
-          tenant.pending += slots.waiting.size;
+          if (slots.waiting.size > 0) addPending(tenant, slots.waiting.size, now());
           slots.tenant = tenant;
         }
       }

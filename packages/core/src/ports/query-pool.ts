@@ -140,7 +140,9 @@ export interface RunningTurn {
 export interface SessionsView {
   /**
    * The sessions whose heads are ready to run and have waited longest, oldest first: the order
-   * in which claims take them (read from the pool's ready ordering, so no scan of the backlog).
+   * in which claims take them within a tenant (read from the pool's ready ordering, so no scan of
+   * the backlog); across tenants, claims go by their shares, and a tenant at its `concurrency`
+   * takes none until one of its turns ends.
    * A session held back by debounce, backoff or its own running turn is not listed here; one
    * with a running turn shows under `running` with what waits behind it.
    */
@@ -214,9 +216,9 @@ export interface QueryPool {
   ): Promise<EnqueueResult>;
   /**
    * Claims a runnable turn, or null when nothing may run now: of the tenants with a free slot
-   * (their `concurrency`), the one furthest behind its weighted share of the turns claimed, then
-   * that tenant's turn whose head is oldest (docs/design.md §10 "Fair shares"); with one tenant,
-   * the oldest head. The Redis pool does not divide by tenant yet: its claims take the oldest
+   * (their `concurrency`), the one that has used the least slot time for its weight (ties, as
+   * claims in one instant: the fewest turns for its weight), then that tenant's turn whose head is
+   * oldest (docs/design.md §10 "Fair shares"); with one tenant, the oldest head. The Redis pool does not divide by tenant yet: its claims take the oldest
    * head of all, and the configuration refuses tenant shares with `store: redis`. The claim
    * counts an attempt for each of its messages: a turn whose messages exceed their pipeline's
    * `retry.max_attempts` (a message that killed the process each time it ran) is handed out all
