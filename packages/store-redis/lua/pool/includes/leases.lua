@@ -22,15 +22,20 @@ local function releaseLease(token)
   end
   rcall('DEL', leaseKey(token))
   rcall('ZREM', K.leases, token)
-  rcall('HINCRBY', K.counts, 'inflight', -1)
-  rcall('HINCRBY', K.counts, 'inflight:' .. fields[2], -1)
-  rcall('HINCRBY', K.sessions, fields[1], -1)
-  return { session = fields[1], pipeline = fields[2], seqs = splitSeqs(fields[3]), replica = fields[4] }
+  changeCounts({ inflight = -1, ['inflight:' .. fields[2]] = -1 })
+  local running = rcall('HINCRBY', K.sessions, fields[1], -1)
+  return {
+    session = fields[1],
+    pipeline = fields[2],
+    seqs = splitSeqs(fields[3]),
+    replica = fields[4],
+    running = running,
+  }
 end
 
 -- Puts messages of `pipeline` back at the head of their session, in their order, and re-places
--- the session.
-local function putBack(session, pipeline, seqs)
+-- the session (`running`: its turns running, when the caller knows).
+local function putBack(session, pipeline, seqs, running)
   addWaiting(pipeline, seqs)
   if #seqs > 0 then
     local reversed = {}
@@ -38,9 +43,9 @@ local function putBack(session, pipeline, seqs)
       reversed[#reversed + 1] = seqs[index]
     end
     rcall('LPUSH', queueKey(session), unpack(reversed))
-    rcall('HINCRBY', K.counts, 'pending', #seqs)
+    changeCounts({ pending = #seqs })
   end
-  placeSession(session)
+  placeSession(session, { running = running })
 end
 
 -- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt} each.
@@ -66,7 +71,7 @@ local function reclaimExpired()
       for index, seq in ipairs(lease.seqs) do
         requestIds[index] = rcall('HGET', messageKey(seq), 'rid')
       end
-      putBack(lease.session, lease.pipeline, lease.seqs)
+      putBack(lease.session, lease.pipeline, lease.seqs, lease.running)
       reclaimed[#reclaimed + 1] = { token, lease.session, lease.pipeline, lease.replica, requestIds }
     else
       rcall('ZREM', K.leases, token)

@@ -9,7 +9,12 @@ local function claimable()
   if countOf('inflight') >= limits().global then
     return 0
   end
-  for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+  for pipeline in pairs(readyFilled) do
+    if countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+      return 1
+    end
+  end
+  for _, pipeline in ipairs(pipelineList()) do
     if rcall('ZCARD', readyKey(pipeline)) > 0 and countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
       return 1
     end
