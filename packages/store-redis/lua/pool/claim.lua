@@ -69,12 +69,14 @@ local function claimNext()
   if countOf('inflight') >= limits().global then
     return nil
   end
-  local best, bestSession, bestSeq
+  local best, bestSession, bestSeq, bestHasMore
   for _, pipeline in ipairs(pipelineList()) do
     if countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
-      local top = rcall('ZRANGE', readyKey(pipeline), 0, 0, 'WITHSCORES')
+      -- The second tells whether the set still holds a session once the first is taken.
+      local top = rcall('ZRANGE', readyKey(pipeline), 0, 1, 'WITHSCORES')
+      readyState[pipeline] = top[1] ~= nil
       if top[1] and (best == nil or tonumber(top[2]) < bestSeq) then
-        best, bestSession, bestSeq = pipeline, top[1], tonumber(top[2])
+        best, bestSession, bestSeq, bestHasMore = pipeline, top[1], tonumber(top[2]), top[3] ~= nil
       end
     end
   end
@@ -83,6 +85,7 @@ local function claimNext()
   end
   -- The ready set of `best` holds it: that is what `placed` says.
   unplace(bestSession, best)
+  readyState[best] = bestHasMore
   local policy = policyOf(best)
   local size = 1
   if policy.aggregate or policy.collect then
@@ -98,7 +101,11 @@ local function claimNext()
   rcall('HSET', leaseKey(token), 'session', bestSession, 'pipeline', best, 'seqs', table.concat(seqs, ','),
     'replica', replica, 'claimedAt', now)
   local expiresAt = now + leaseMs
-  rcall('ZADD', K.leases, expiresAt, token)
+  if rcall('ZADD', K.leases, expiresAt, token) == 1 then
+    notedDue(K.leases, expiresAt)
+  else
+    firstDue[K.leases] = nil
+  end
   placeSession(bestSession, { placed = false, running = running })
   return { token, bestSession, best, expiresAt, messagesOf(seqs) }
 end

@@ -22,6 +22,7 @@ local function releaseLease(token)
   end
   rcall('DEL', leaseKey(token))
   rcall('ZREM', K.leases, token)
+  firstDue[K.leases] = nil
   changeCounts({ inflight = -1, ['inflight:' .. fields[2]] = -1 })
   local running = rcall('HINCRBY', K.sessions, fields[1], -1)
   return {
@@ -63,7 +64,18 @@ end
 -- so the caller can log the turn it took over.
 local function reclaimExpired()
   local reclaimed = {}
-  local tokens = rcall('ZRANGEBYSCORE', K.leases, '-inf', now, 'LIMIT', 0, RECLAIM_PER_CALL)
+  -- One entry past the bound: after the expired ones go, the first left is the next deadline.
+  local first = rcall('ZRANGE', K.leases, 0, RECLAIM_PER_CALL, 'WITHSCORES')
+  local tokens = {}
+  local nextDeadline = false
+  for index = 1, #first, 2 do
+    local deadline = tonumber(first[index + 1])
+    if deadline > now or #tokens == RECLAIM_PER_CALL then
+      nextDeadline = deadline
+      break
+    end
+    tokens[#tokens + 1] = first[index]
+  end
   for _, token in ipairs(tokens) do
     local lease = releaseLease(token)
     if lease then
@@ -77,5 +89,6 @@ local function reclaimExpired()
       rcall('ZREM', K.leases, token)
     end
   end
+  firstDue[K.leases] = nextDeadline
   return reclaimed
 end

@@ -16,9 +16,10 @@ local function unplace(session, where)
   end
   if where == DELAYED then
     rcall('ZREM', K.delayed, session)
+    firstDue[K.delayed] = nil
   else
     rcall('ZREM', readyKey(where), session)
-    readyFilled[where] = nil
+    readyState[where] = nil
   end
   rcall('HDEL', K.placed, session)
 end
@@ -88,17 +89,29 @@ local function placeSession(session, known)
   local dueAt = dueAtOf(session, head, policyOf(pipeline))
   if dueAt <= now then
     rcall('ZADD', readyKey(pipeline), headSeq, session)
-    readyFilled[pipeline] = true
+    readyState[pipeline] = true
     notePipeline(pipeline)
     rcall('HSET', K.placed, session, pipeline)
   else
+    -- A new member: unplace took the session out of the set.
     rcall('ZADD', K.delayed, dueAt, session)
+    notedDue(K.delayed, dueAt)
     rcall('HSET', K.placed, session, DELAYED)
   end
 end
 
 -- Places the delayed sessions that are due by now, at most PROMOTE_PER_CALL of them.
 local function promoteDue()
+  -- The first one alone when it is not due (most calls): its score is the delayed set's next due time.
+  local first = rcall('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+  if not first[1] then
+    firstDue[K.delayed] = false
+    return
+  end
+  if tonumber(first[2]) > now then
+    firstDue[K.delayed] = tonumber(first[2])
+    return
+  end
   local due = rcall('ZRANGEBYSCORE', K.delayed, '-inf', now, 'LIMIT', 0, PROMOTE_PER_CALL)
   for _, session in ipairs(due) do
     placeSession(session)

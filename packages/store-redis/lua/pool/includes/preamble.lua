@@ -82,9 +82,22 @@ end
 local function idKey(id)
   return prefix .. 'id:' .. id
 end
--- Pipelines whose ready set this call last wrote by adding a session (pool/includes/place-session):
--- they are not empty, which runnable-state need not ask.
-local readyFilled = {}
+-- What this call knows of a pipeline's ready set without asking again: true when it holds a
+-- session (this call added one last), false when it is empty, nil when unknown.
+local readyState = {}
+
+-- The first score of the delayed set and of the leases, by key, as far as this call knows them
+-- (a number; false: the set is empty; nil: unknown, asked when needed). Adding a new member
+-- keeps a known first score; removing one makes it unknown.
+local firstDue = {}
+local function notedDue(key, score)
+  local first = firstDue[key]
+  if first == false then
+    firstDue[key] = score
+  elseif first ~= nil then
+    firstDue[key] = math.min(first, score)
+  end
+end
 
 local function waitingKey(pipeline)
   return prefix .. 'waiting:' .. pipeline
