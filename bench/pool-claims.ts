@@ -18,6 +18,7 @@ import type { QueryPool, QueuedMessage } from '@switchboard/core';
 import { FAIL_FAST_OPTIONS, type RedisQueryPool, createRedisQueryPool } from '@switchboard/store-redis';
 import { Redis } from 'ioredis';
 import { callsPerCycle, commandStats } from './support/redis-commandstats.js';
+import { removePoolKeys } from './support/redis-prefix-keys.js';
 import { type Measurement, progress, runScenario } from './support/report.js';
 import { SETTINGS } from './support/settings.js';
 import { SampleSet, timeMs } from './support/stats.js';
@@ -62,16 +63,6 @@ async function runCycles(pools: readonly QueryPool[], messages: readonly QueuedM
   // many messages behind as claims came back empty.
   for (const pool of pools) await settleAll(pool);
   if (completed !== messages.length) throw new Error(`${completed} of ${messages.length} cycles completed`);
-}
-
-/** Deletes every key of a pool prefix, found with SCAN (KEYS would block a shared Redis). */
-async function removePoolKeys(admin: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await admin.scan(cursor, 'MATCH', `{${prefix}}:*`, 'COUNT', 1000);
-    if (keys.length > 0) await admin.unlink(...keys);
-    cursor = next;
-  } while (cursor !== '0');
 }
 
 await runScenario('pool-claims', async () => {

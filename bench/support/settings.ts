@@ -45,7 +45,9 @@ export const SETTINGS = {
   poolMessages: positiveNumber('BENCH_POOL_MESSAGES', quick ? 1000 : 3000),
   /** Cycles in flight per pool in `pool-claims`. */
   poolConcurrency: positiveNumber('BENCH_POOL_CONCURRENCY', 8),
-  /** The Redis `pool-claims` runs against; it works on a random prefix and removes it. */
+  /** Calls of each script `pool-script-costs` measures. */
+  scriptCalls: positiveNumber('BENCH_SCRIPT_CALLS', quick ? 300 : 1000),
+  /** The Redis `pool-claims` and `pool-script-costs` run against; they work on a random prefix and remove it. */
   redisUrl: text('BENCH_REDIS_URL') || 'redis://127.0.0.1:6379',
   /** The PostgreSQL `cluster-throughput` gives its replicas; it works in a random schema and drops it. */
   postgresUrl: text('BENCH_POSTGRES_URL') || 'postgres://postgres@127.0.0.1:5432/test',

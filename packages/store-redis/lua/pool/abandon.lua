@@ -53,6 +53,6 @@ if ARGV[7] == '0' then
     rcall('HINCRBY', messageKey(seq), 'attempt', -1)
   end
 end
-putBack(lease.session, lease.pipeline, lease.seqs)
+putBack(lease.session, lease.pipeline, lease.seqs, lease.running)
 local state = runnableState(true)
 return { 'settled', state[1], state[2] }

@@ -44,11 +44,13 @@
 --- @include "pool/includes/leases"
 --- @include "pool/includes/runnable-state"
 
-assertRegistered()
+-- The policies of every pipeline a claim may look at, read with the limits.
+assertRegistered(pipelineList())
 
 local token = ARGV[4]
 local leaseMs = tonumber(ARGV[5])
 
+-- The turn a lease record holds (a repeated claim answers it again).
 local function turnOf(leaseToken)
   local fields = rcall('HMGET', leaseKey(leaseToken), 'session', 'pipeline', 'seqs')
   local expiresAt = tonumber(rcall('ZSCORE', K.leases, leaseToken))
@@ -67,19 +69,23 @@ local function claimNext()
   if countOf('inflight') >= limits().global then
     return nil
   end
-  local best, bestSession, bestSeq
-  for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+  local best, bestSession, bestSeq, bestHasMore
+  for _, pipeline in ipairs(pipelineList()) do
     if countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
-      local top = rcall('ZRANGE', readyKey(pipeline), 0, 0, 'WITHSCORES')
+      -- The second tells whether the set still holds a session once the first is taken.
+      local top = rcall('ZRANGE', readyKey(pipeline), 0, 1, 'WITHSCORES')
+      readyState[pipeline] = top[1] ~= nil
       if top[1] and (best == nil or tonumber(top[2]) < bestSeq) then
-        best, bestSession, bestSeq = pipeline, top[1], tonumber(top[2])
+        best, bestSession, bestSeq, bestHasMore = pipeline, top[1], tonumber(top[2]), top[3] ~= nil
       end
     end
   end
   if best == nil then
     return nil
   end
-  unplace(bestSession)
+  -- The ready set of `best` holds it: that is what `placed` says.
+  unplace(bestSession, best)
+  readyState[best] = bestHasMore
   local policy = policyOf(best)
   local size = 1
   if policy.aggregate or policy.collect then
@@ -90,15 +96,18 @@ local function claimNext()
   for _, seq in ipairs(seqs) do
     rcall('HINCRBY', messageKey(seq), 'attempt', 1)
   end
-  rcall('HINCRBY', K.counts, 'pending', -#seqs)
-  rcall('HINCRBY', K.counts, 'inflight', 1)
-  rcall('HINCRBY', K.counts, 'inflight:' .. best, 1)
-  rcall('HINCRBY', K.sessions, bestSession, 1)
+  changeCounts({ pending = -#seqs, inflight = 1, ['inflight:' .. best] = 1 })
+  local running = rcall('HINCRBY', K.sessions, bestSession, 1)
   rcall('HSET', leaseKey(token), 'session', bestSession, 'pipeline', best, 'seqs', table.concat(seqs, ','),
     'replica', replica, 'claimedAt', now)
-  rcall('ZADD', K.leases, now + leaseMs, token)
-  placeSession(bestSession)
-  return turnOf(token)
+  local expiresAt = now + leaseMs
+  if rcall('ZADD', K.leases, expiresAt, token) == 1 then
+    notedDue(K.leases, expiresAt)
+  else
+    firstDue[K.leases] = nil
+  end
+  placeSession(bestSession, { placed = false, running = running })
+  return { token, bestSession, best, expiresAt, messagesOf(seqs) }
 end
 
 local turn = claimNext() or {}

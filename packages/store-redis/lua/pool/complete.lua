@@ -56,6 +56,6 @@ for _, seq in ipairs(lease.seqs) do
   forgetMessage(seq)
 end
 keepOutcomes(prefix, ARGV[7], 8)
-placeSession(lease.session)
+placeSession(lease.session, { running = lease.running })
 local state = runnableState(true)
 return { 'settled', state[1], state[2] }

@@ -69,7 +69,8 @@
 --- @include "kept-outcomes/includes/keep-outcomes"
 --- @include "pool/includes/enqueue-tokens"
 
-assertRegistered()
+-- The policy of the message's pipeline, read with the limits.
+assertRegistered({ ARGV[8] })
 
 local session = ARGV[7]
 local requestId = ARGV[6]
@@ -78,8 +79,8 @@ local deliveryKey = ARGV[12]
 -- Before the dedup and the bounds: the first call marked the delivery key, and may have filled
 -- the queue.
 purgeEnqueued(ENQUEUED_PURGE_PER_CALL)
-local answered = enqueuedBefore(requestId)
-if answered and ARGV[18] == '1' then
+local answered = ARGV[18] == '1' and enqueuedBefore(requestId)
+if answered then
   local state = runnableState(false)
   return { 'accepted', state[1], state[2], answered }
 end
@@ -107,11 +108,13 @@ if ARGV[11] ~= '' then
   rcall('HSET', messageKey(seq), 'retryAt', ARGV[11])
 end
 rcall('SET', idKey(ARGV[5]), seq)
-rcall('HSETNX', K.sessions, session, 0)
+-- A session with nothing queued or running has no `sessions` field, and so no place either.
+local newSession = rcall('HSETNX', K.sessions, session, 0) == 1
 
 local queue = queueKey(session)
 local overflowed = {}
 local length = rcall('LLEN', queue)
+local wasEmpty = length == 0
 while length >= limits().maxPendingPerSession do
   local dropped = rcall('LPOP', queue)
   local message = messagesOf({ dropped })[1]
@@ -126,13 +129,24 @@ while length >= limits().maxPendingPerSession do
 end
 rcall('RPUSH', queue, seq)
 addWaiting(ARGV[8], { seq })
-rcall('HINCRBY', K.counts, 'pending', 1 - #overflowed)
+changeCounts({ pending = 1 - #overflowed })
 rememberEnqueued(requestId, now + tonumber(ARGV[17]), overflowed)
 
 -- A ready session whose head is unchanged stays where it is: a later message cannot make the
 -- head's run wait again.
-if length == 0 or #overflowed > 0 or rcall('HGET', K.placed, session) == DELAYED then
+local pushedHead = wasEmpty and #overflowed == 0
+    and { seq = seq, pipeline = ARGV[8], retryAt = tonumber(ARGV[11]), attempt = tonumber(ARGV[10]), acceptedAt = now }
+if newSession and pushedHead then
+  placeSession(session, { placed = false, running = 0, head = pushedHead })
+elseif pushedHead then
+  placeSession(session, { head = pushedHead })
+elseif #overflowed > 0 then
   placeSession(session)
+else
+  local placed = rcall('HGET', K.placed, session) or false
+  if placed == DELAYED then
+    placeSession(session, { placed = placed })
+  end
 end
 
 local state = runnableState(true)

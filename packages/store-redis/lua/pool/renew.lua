@@ -82,9 +82,10 @@ for index = 7, #ARGV do
     lost[#lost + 1] = token
   end
 end
-for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+-- A copy: forgetPipeline takes entries out of the list as it goes.
+for _, pipeline in ipairs({ unpack(pipelineList()) }) do
   if rcall('EXISTS', readyKey(pipeline), waitingKey(pipeline)) == 0 then
-    rcall('SREM', K.pipelines, pipeline)
+    forgetPipeline(pipeline)
   end
 end
 local state = runnableState(false)

@@ -49,8 +49,7 @@ for index = 1, #scan[2], 2 do
     forgetMessage(seq)
   end
   rcall('DEL', queueKey(session))
-  -- Not -#seqs: for a session with only running turns that is -0, which Redis refuses as an integer.
-  rcall('HINCRBY', K.counts, 'pending', 0 - #seqs)
+  changeCounts({ pending = -#seqs })
   placeSession(session)
 end
 return { scan[1], taken }

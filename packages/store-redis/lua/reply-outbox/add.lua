@@ -40,7 +40,7 @@ rcall('HSET', deliveryKey(id), 'body', ARGV[6], 'chat', chat, 'seq', seq, 'attem
 rcall('ZADD', K.order, seq, id)
 rcall('HINCRBY', K.counts, channel, 1)
 if rcall('RPUSH', chatKey(chat), id) == 1 then
-  placeHead(chat)
+  placeHead(chat, id, ARGV[8])
 end
 announce()
 return 'added'

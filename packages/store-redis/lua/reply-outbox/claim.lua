@@ -48,8 +48,9 @@ end
 
 local reclaimed = {}
 for _, id in ipairs(rcall('ZRANGEBYSCORE', K.leases, '-inf', now, 'LIMIT', 0, RECLAIM_PER_CALL)) do
-  local chat = rcall('HGET', deliveryKey(id), 'chat')
-  releaseClaim(id)
+  local fields = rcall('HMGET', deliveryKey(id), 'chat', 'token')
+  local chat = fields[1]
+  releaseClaim(id, fields[2])
   if chat then
     placeHead(chat)
     reclaimed[#reclaimed + 1] = { id, chat }
@@ -59,16 +60,22 @@ if #reclaimed > 0 then
   announce()
 end
 
-for _, chat in ipairs(rcall('ZRANGEBYSCORE', K.waiting, '-inf', now, 'LIMIT', 0, PROMOTE_PER_CALL)) do
-  rcall('ZREM', K.waiting, chat)
+-- The heads of the chats promoted here, by chat: the claim below need not read them again.
+local promoted = {}
+local due = rcall('ZRANGEBYSCORE', K.waiting, '-inf', now, 'LIMIT', 0, PROMOTE_PER_CALL)
+if #due > 0 then
+  rcall('ZREM', K.waiting, unpack(due))
+end
+for _, chat in ipairs(due) do
   local head = rcall('LINDEX', chatKey(chat), 0)
   if head then
     rcall('ZADD', K.ready, rcall('HGET', deliveryKey(head), 'seq'), chat)
+    promoted[chat] = head
   end
 end
 
 local top = rcall('ZPOPMIN', K.ready)
-local head = top[1] and rcall('LINDEX', chatKey(top[1]), 0)
+local head = top[1] and (promoted[top[1]] or rcall('LINDEX', chatKey(top[1]), 0))
 if not head then
   return { reclaimed, {} }
 end

@@ -44,7 +44,7 @@
 
 local id = ARGV[4]
 local token = ARGV[5]
-local chat = heldChat(id, token)
+local chat, rememberForMs = heldChat(id, token)
 if not chat then
   -- The first call's announcement went to the other replicas only: the caller looks again.
   if ARGV[6] == '1' and rcall('GET', endedKey(id)) == token then
@@ -52,10 +52,9 @@ if not chat then
   end
   return { 'lost' }
 end
-releaseClaim(id)
+releaseClaim(id, token, true)
 -- The claimed delivery is the chat's head: LREM stops at the first element.
 rcall('LREM', chatKey(chat), 1, id)
-local rememberForMs = tonumber(rcall('HGET', deliveryKey(id), 'rememberForMs'))
 rcall('DEL', deliveryKey(id))
 if rememberForMs then
   rcall('SET', endedKey(id), token, 'PX', rememberForMs)

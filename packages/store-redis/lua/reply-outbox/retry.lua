@@ -32,7 +32,7 @@ local chat = heldChat(id, ARGV[5])
 if not chat then
   return 'lost'
 end
-releaseClaim(id)
+releaseClaim(id, ARGV[5])
 rcall('HINCRBY', deliveryKey(id), 'attempts', 1)
 rcall('HSET', deliveryKey(id), 'notBefore', ARGV[6], 'lastError', ARGV[7])
 rcall('ZADD', K.waiting, ARGV[6], chat)

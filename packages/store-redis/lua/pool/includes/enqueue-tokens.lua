@@ -28,11 +28,15 @@ local function purgeEnqueued(limit)
   rcall('DEL', unpack(keys))
 end
 
--- Remembers that `requestId` was accepted until `forgetAt`, with the messages it dropped.
+-- Remembers that `requestId` was accepted until `forgetAt`, with the messages it dropped. An
+-- earlier acceptance of the same request id (a second replay of one dead letter) is replaced,
+-- what it dropped too: a repeat answers the latest.
 local function rememberEnqueued(requestId, forgetAt, overflowed)
-  rcall('ZADD', K.enqueued, forgetAt, requestId)
+  local added = rcall('ZADD', K.enqueued, forgetAt, requestId)
   if #overflowed > 0 then
     rcall('SET', enqueuedKey(requestId), cjson.encode(overflowed))
+  elseif added == 0 then
+    rcall('DEL', enqueuedKey(requestId))
   end
 end
 

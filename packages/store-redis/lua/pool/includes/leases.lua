@@ -22,15 +22,21 @@ local function releaseLease(token)
   end
   rcall('DEL', leaseKey(token))
   rcall('ZREM', K.leases, token)
-  rcall('HINCRBY', K.counts, 'inflight', -1)
-  rcall('HINCRBY', K.counts, 'inflight:' .. fields[2], -1)
-  rcall('HINCRBY', K.sessions, fields[1], -1)
-  return { session = fields[1], pipeline = fields[2], seqs = splitSeqs(fields[3]), replica = fields[4] }
+  firstDue[K.leases] = nil
+  changeCounts({ inflight = -1, ['inflight:' .. fields[2]] = -1 })
+  local running = rcall('HINCRBY', K.sessions, fields[1], -1)
+  return {
+    session = fields[1],
+    pipeline = fields[2],
+    seqs = splitSeqs(fields[3]),
+    replica = fields[4],
+    running = running,
+  }
 end
 
 -- Puts messages of `pipeline` back at the head of their session, in their order, and re-places
--- the session.
-local function putBack(session, pipeline, seqs)
+-- the session (`running`: its turns running, when the caller knows).
+local function putBack(session, pipeline, seqs, running)
   addWaiting(pipeline, seqs)
   if #seqs > 0 then
     local reversed = {}
@@ -38,9 +44,9 @@ local function putBack(session, pipeline, seqs)
       reversed[#reversed + 1] = seqs[index]
     end
     rcall('LPUSH', queueKey(session), unpack(reversed))
-    rcall('HINCRBY', K.counts, 'pending', #seqs)
+    changeCounts({ pending = #seqs })
   end
-  placeSession(session)
+  placeSession(session, { running = running })
 end
 
 -- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt} each.
@@ -58,7 +64,18 @@ end
 -- so the caller can log the turn it took over.
 local function reclaimExpired()
   local reclaimed = {}
-  local tokens = rcall('ZRANGEBYSCORE', K.leases, '-inf', now, 'LIMIT', 0, RECLAIM_PER_CALL)
+  -- One entry past the bound: after the expired ones go, the first left is the next deadline.
+  local first = rcall('ZRANGE', K.leases, 0, RECLAIM_PER_CALL, 'WITHSCORES')
+  local tokens = {}
+  local nextDeadline = false
+  for index = 1, #first, 2 do
+    local deadline = tonumber(first[index + 1])
+    if deadline > now or #tokens == RECLAIM_PER_CALL then
+      nextDeadline = deadline
+      break
+    end
+    tokens[#tokens + 1] = first[index]
+  end
   for _, token in ipairs(tokens) do
     local lease = releaseLease(token)
     if lease then
@@ -66,11 +83,12 @@ local function reclaimExpired()
       for index, seq in ipairs(lease.seqs) do
         requestIds[index] = rcall('HGET', messageKey(seq), 'rid')
       end
-      putBack(lease.session, lease.pipeline, lease.seqs)
+      putBack(lease.session, lease.pipeline, lease.seqs, lease.running)
       reclaimed[#reclaimed + 1] = { token, lease.session, lease.pipeline, lease.replica, requestIds }
     else
       rcall('ZREM', K.leases, token)
     end
   end
+  firstDue[K.leases] = nextDeadline
   return reclaimed
 end

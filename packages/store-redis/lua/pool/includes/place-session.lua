@@ -5,16 +5,21 @@
   Needs pool/includes/preamble.
 ]]
 
--- Takes the session out of whichever set holds it.
-local function unplace(session)
-  local where = rcall('HGET', K.placed, session)
+-- Takes the session out of whichever set holds it. `where`: what `placed` holds for it, when
+-- the caller knows (false: nothing), else nil and it is read.
+local function unplace(session, where)
+  if where == nil then
+    where = rcall('HGET', K.placed, session)
+  end
   if not where then
     return
   end
   if where == DELAYED then
     rcall('ZREM', K.delayed, session)
+    firstDue[K.delayed] = nil
   else
     rcall('ZREM', readyKey(where), session)
+    readyState[where] = nil
   end
   rcall('HDEL', K.placed, session)
 end
@@ -53,11 +58,14 @@ local function dueAtOf(session, head, policy)
 end
 
 -- Puts the session in the set its state calls for, or forgets it once it has nothing queued or
--- running.
-local function placeSession(session)
-  unplace(session)
-  local headSeq = rcall('LINDEX', queueKey(session), 0)
-  local running = tonumber(rcall('HGET', K.sessions, session) or 0)
+-- running. `known` (optional) holds what the caller knows already, so it is not read again:
+-- `placed` (what `placed` holds for the session, false for nothing), `running` (its turns
+-- running), `head` ({seq, pipeline, retryAt (nil for none), attempt, acceptedAt} of its head).
+local function placeSession(session, known)
+  known = known or {}
+  unplace(session, known.placed)
+  local headSeq = known.head and known.head.seq or rcall('LINDEX', queueKey(session), 0)
+  local running = known.running or tonumber(rcall('HGET', K.sessions, session) or 0)
   if not headSeq then
     if running <= 0 then
       rcall('HDEL', K.sessions, session)
@@ -67,22 +75,43 @@ local function placeSession(session)
   if running >= limits().perSession then
     return
   end
-  local fields = rcall('HMGET', messageKey(headSeq), 'pipeline', 'retryAt', 'attempt', 'acceptedAt')
-  local pipeline = fields[1]
-  local head = { retryAt = tonumber(fields[2]), attempt = tonumber(fields[3]), acceptedAt = tonumber(fields[4]) }
+  local head = known.head
+  if not head then
+    local fields = rcall('HMGET', messageKey(headSeq), 'pipeline', 'retryAt', 'attempt', 'acceptedAt')
+    head = {
+      pipeline = fields[1],
+      retryAt = tonumber(fields[2]),
+      attempt = tonumber(fields[3]),
+      acceptedAt = tonumber(fields[4]),
+    }
+  end
+  local pipeline = head.pipeline
   local dueAt = dueAtOf(session, head, policyOf(pipeline))
   if dueAt <= now then
     rcall('ZADD', readyKey(pipeline), headSeq, session)
-    rcall('SADD', K.pipelines, pipeline)
+    readyState[pipeline] = true
+    notePipeline(pipeline)
     rcall('HSET', K.placed, session, pipeline)
   else
+    -- A new member: unplace took the session out of the set.
     rcall('ZADD', K.delayed, dueAt, session)
+    notedDue(K.delayed, dueAt)
     rcall('HSET', K.placed, session, DELAYED)
   end
 end
 
 -- Places the delayed sessions that are due by now, at most PROMOTE_PER_CALL of them.
 local function promoteDue()
+  -- The first one alone when it is not due (most calls): its score is the delayed set's next due time.
+  local first = rcall('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+  if not first[1] then
+    firstDue[K.delayed] = false
+    return
+  end
+  if tonumber(first[2]) > now then
+    firstDue[K.delayed] = tonumber(first[2])
+    return
+  end
   local due = rcall('ZRANGEBYSCORE', K.delayed, '-inf', now, 'LIMIT', 0, PROMOTE_PER_CALL)
   for _, session in ipairs(due) do
     placeSession(session)

@@ -82,8 +82,70 @@ end
 local function idKey(id)
   return prefix .. 'id:' .. id
 end
+-- What this call knows of a pipeline's ready set without asking again: true when it holds a
+-- session (this call added one last), false when it is empty, nil when unknown.
+local readyState = {}
+
+-- The first score of the delayed set and of the leases, by key, as far as this call knows them
+-- (a number; false: the set is empty; nil: unknown, asked when needed). Adding a new member
+-- keeps a known first score; removing one makes it unknown.
+local firstDue = {}
+local function notedDue(key, score)
+  local first = firstDue[key]
+  if first == false then
+    firstDue[key] = score
+  elseif first ~= nil then
+    firstDue[key] = math.min(first, score)
+  end
+end
+
 local function waitingKey(pipeline)
   return prefix .. 'waiting:' .. pipeline
+end
+
+-- The pipelines set, read once per call and kept in step with what the call adds and removes.
+local knownPipelines
+local function pipelineList()
+  if not knownPipelines then
+    knownPipelines = rcall('SMEMBERS', K.pipelines)
+  end
+  return knownPipelines
+end
+
+local function hasPipeline(pipeline)
+  for _, member in ipairs(pipelineList()) do
+    if member == pipeline then
+      return true
+    end
+  end
+  return false
+end
+
+-- Adds `pipeline` to the pipelines set unless this call saw it there.
+local addedPipelines = {}
+local function notePipeline(pipeline)
+  if addedPipelines[pipeline] or (knownPipelines and hasPipeline(pipeline)) then
+    return
+  end
+  rcall('SADD', K.pipelines, pipeline)
+  addedPipelines[pipeline] = true
+  if knownPipelines and not hasPipeline(pipeline) then
+    knownPipelines[#knownPipelines + 1] = pipeline
+  end
+end
+
+-- Takes `pipeline` out of the pipelines set.
+local function forgetPipeline(pipeline)
+  rcall('SREM', K.pipelines, pipeline)
+  addedPipelines[pipeline] = nil
+  if knownPipelines then
+    for index, member in ipairs(knownPipelines) do
+      if member == pipeline then
+        table.remove(knownPipelines, index)
+        break
+      end
+    end
+  end
 end
 
 -- Counts messages of `pipeline` as waiting (accepted, or put back after a claim).
@@ -97,7 +159,7 @@ local function addWaiting(pipeline, seqs)
     scored[#scored + 1] = seq
   end
   rcall('ZADD', waitingKey(pipeline), unpack(scored))
-  rcall('SADD', K.pipelines, pipeline)
+  notePipeline(pipeline)
 end
 
 -- Counts messages of `pipeline` as no longer waiting (claimed, dropped or taken).
@@ -119,48 +181,77 @@ local function forgetMessage(seq)
   end
 end
 
+-- The limits and pipeline policies stored by `register`, read with one HMGET per call (or one
+-- more per pipeline the call did not announce to loadConfig).
+local POLICY_FIELDS = { 'max', 'aggregate', 'delay', 'maxWait', 'maxMessages', 'collect' }
 local cachedLimits
+local cachedPolicies = {}
+
+-- A pipeline no longer configured runs one message at a time without a slot limit, so that the
+-- controller can drop its messages (as the memory pool's fallback policy).
+local function policyFrom(fields, first)
+  return {
+    maxConcurrency = tonumber(fields[first]) or math.huge,
+    aggregate = fields[first + 1] == '1',
+    delayMs = tonumber(fields[first + 2]) or 0,
+    maxWaitMs = tonumber(fields[first + 3]) or 0,
+    maxMessages = tonumber(fields[first + 4]) or 1,
+    collect = fields[first + 5] == '1',
+  }
+end
+
+-- Reads the limits, and the policies of `pipelines` beside them, in one HMGET.
+local function loadConfig(pipelines)
+  local names = { 'global', 'perSession', 'maxPending', 'maxPendingPerSession' }
+  local wanted = {}
+  for _, pipeline in ipairs(pipelines or {}) do
+    if not cachedPolicies[pipeline] then
+      wanted[#wanted + 1] = pipeline
+      for _, field in ipairs(POLICY_FIELDS) do
+        names[#names + 1] = field .. ':' .. pipeline
+      end
+    end
+  end
+  local fields = rcall('HMGET', K.config, unpack(names))
+  if not fields[1] then
+    -- Redis lost its data (restarted without persistence, flushed): the caller registers again.
+    error({ err = 'SBNOCONFIG the pool has no configuration: register again' })
+  end
+  cachedLimits = {
+    global = tonumber(fields[1]),
+    perSession = tonumber(fields[2]),
+    maxPending = tonumber(fields[3]),
+    maxPendingPerSession = tonumber(fields[4]),
+  }
+  for index, pipeline in ipairs(wanted) do
+    cachedPolicies[pipeline] = policyFrom(fields, 5 + (index - 1) * #POLICY_FIELDS)
+  end
+end
+
 local function limits()
   if not cachedLimits then
-    local fields = rcall('HMGET', K.config, 'global', 'perSession', 'maxPending', 'maxPendingPerSession')
-    if not fields[1] then
-      -- Redis lost its data (restarted without persistence, flushed): the caller registers again.
-      error({ err = 'SBNOCONFIG the pool has no configuration: register again' })
-    end
-    cachedLimits = {
-      global = tonumber(fields[1]),
-      perSession = tonumber(fields[2]),
-      maxPending = tonumber(fields[3]),
-      maxPendingPerSession = tonumber(fields[4]),
-    }
+    loadConfig()
   end
   return cachedLimits
 end
 
 -- Scripts that read the configuration call this before their first write: a script that fails
--- midway keeps the writes it made.
-local function assertRegistered()
-  limits()
+-- midway keeps the writes it made. `pipelines` (optional): those whose policies the call will
+-- need, read in the same HMGET.
+local function assertRegistered(pipelines)
+  loadConfig(pipelines)
 end
 
-local cachedPolicies = {}
--- A pipeline no longer configured runs one message at a time without a slot limit, so that the
--- controller can drop its messages (as the memory pool's fallback policy).
 local function policyOf(pipeline)
   local policy = cachedPolicies[pipeline]
   if policy then
     return policy
   end
-  local fields = rcall('HMGET', K.config, 'max:' .. pipeline, 'aggregate:' .. pipeline, 'delay:' .. pipeline,
-    'maxWait:' .. pipeline, 'maxMessages:' .. pipeline, 'collect:' .. pipeline)
-  policy = {
-    maxConcurrency = tonumber(fields[1]) or math.huge,
-    aggregate = fields[2] == '1',
-    delayMs = tonumber(fields[3]) or 0,
-    maxWaitMs = tonumber(fields[4]) or 0,
-    maxMessages = tonumber(fields[5]) or 1,
-    collect = fields[6] == '1',
-  }
+  local names = {}
+  for index, field in ipairs(POLICY_FIELDS) do
+    names[index] = field .. ':' .. pipeline
+  end
+  policy = policyFrom(rcall('HMGET', K.config, unpack(names)), 1)
   cachedPolicies[pipeline] = policy
   return policy
 end
@@ -174,6 +265,31 @@ local function purgeExpired(key, limit)
   end
 end
 
+-- The counts hash (pending, inflight, inflight:<pipeline>), read whole once per call: a few
+-- fields, read several times by most transitions.
+local cachedCounts
 local function countOf(field)
-  return tonumber(rcall('HGET', K.counts, field) or 0)
+  if not cachedCounts then
+    cachedCounts = {}
+    local flat = rcall('HGETALL', K.counts)
+    for index = 1, #flat, 2 do
+      cachedCounts[flat[index]] = tonumber(flat[index + 1])
+    end
+  end
+  return cachedCounts[field] or 0
+end
+
+-- Adds each delta of `deltas` (field -> number) to its count, in one HSET of the new values.
+local function changeCounts(deltas)
+  local values = {}
+  for field, delta in pairs(deltas) do
+    -- + 0: a count never reads '-0' (Redis refuses it as an integer).
+    local value = countOf(field) + delta + 0
+    cachedCounts[field] = value
+    values[#values + 1] = field
+    values[#values + 1] = string.format('%d', value)
+  end
+  if #values > 0 then
+    rcall('HSET', K.counts, unpack(values))
+  end
 end

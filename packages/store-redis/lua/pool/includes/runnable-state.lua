@@ -9,8 +9,15 @@ local function claimable()
   if countOf('inflight') >= limits().global then
     return 0
   end
-  for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
-    if rcall('ZCARD', readyKey(pipeline)) > 0 and countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+  for pipeline, filled in pairs(readyState) do
+    if filled and countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+      return 1
+    end
+  end
+  for _, pipeline in ipairs(pipelineList()) do
+    -- An empty ready set first: its pipeline's policy need not be read.
+    if readyState[pipeline] == nil and rcall('ZCARD', readyKey(pipeline)) > 0
+        and countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
       return 1
     end
   end
@@ -21,12 +28,13 @@ end
 local function nextDueAt()
   local due = -1
   for _, key in ipairs({ K.delayed, K.leases }) do
-    local first = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
-    if first[2] then
-      local at = tonumber(first[2])
-      if due < 0 or at < due then
-        due = at
-      end
+    local at = firstDue[key]
+    if at == nil then
+      local first = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+      at = first[2] and tonumber(first[2]) or false
+    end
+    if at and (due < 0 or at < due) then
+      due = at
     end
   end
   return due

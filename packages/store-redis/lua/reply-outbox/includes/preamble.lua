@@ -53,11 +53,12 @@ local function tokenKey(token)
 end
 
 -- Puts the chat's head, if it has one, among the unclaimed chats until its notBefore; returns
--- its id, or false when the chat is empty.
-local function placeHead(chat)
-  local head = rcall('LINDEX', chatKey(chat), 0)
+-- its id, or false when the chat is empty. `head` and its `notBefore`: when the caller knows
+-- them (it just added the chat's only delivery), else nil and they are read.
+local function placeHead(chat, head, notBefore)
+  head = head or rcall('LINDEX', chatKey(chat), 0)
   if head then
-    rcall('ZADD', K.waiting, rcall('HGET', deliveryKey(head), 'notBefore'), chat)
+    rcall('ZADD', K.waiting, notBefore or rcall('HGET', deliveryKey(head), 'notBefore'), chat)
   end
   return head
 end
@@ -68,22 +69,25 @@ local function announce()
   rcall('PUBLISH', prefix .. 'due', cjson.encode({ instance, channel }))
 end
 
--- The chat of delivery `id` when `token` still holds its claim, else nil.
+-- The chat of delivery `id` and its rememberForMs (ms, or nil) when `token` still holds its
+-- claim, else nil.
 local function heldChat(id, token)
-  local fields = rcall('HMGET', deliveryKey(id), 'token', 'chat')
+  local fields = rcall('HMGET', deliveryKey(id), 'token', 'chat', 'rememberForMs')
   if fields[1] == token then
-    return fields[2]
+    return fields[2], tonumber(fields[3])
   end
   return nil
 end
 
--- Ends the claim on delivery `id`: its token, its token key and its lease go.
-local function releaseClaim(id)
-  local token = rcall('HGET', deliveryKey(id), 'token')
+-- Ends the claim on delivery `id`, held by `token` (false when it holds none): its token, its
+-- token key and its lease go. `deleting`: the caller deletes the delivery, its token with it.
+local function releaseClaim(id, token, deleting)
   if token then
     rcall('DEL', tokenKey(token))
   end
-  rcall('HDEL', deliveryKey(id), 'token')
+  if not deleting then
+    rcall('HDEL', deliveryKey(id), 'token')
+  end
   rcall('ZREM', K.leases, id)
 end
 
