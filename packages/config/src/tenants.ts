@@ -147,8 +147,8 @@ export function checkTenants(
   });
 }
 
-/** A tenant's quotas as parsed (`quotas`, `quota_reply`). */
-interface QuotaSections {
+/** A tenant's quotas as parsed (`quotas`, `quota_reply`); exported for the declaration of `ConfigSchema`. */
+export interface QuotaSections {
   quotas: Quota[];
   quota_reply?: string | undefined;
 }
