@@ -102,9 +102,7 @@ tenants:
       expect(toAlice.filter((text) => text === QUOTA_REPLY)).toHaveLength(1);
       expect(toAlice.filter((text) => text !== QUOTA_REPLY).sort()).toEqual(['m1', 'm2']);
       const dropped = await get(`${gateway.url}/admin/audit?outcome=dropped&channel=acme-tg`);
-      expect(
-        dropped.body?.items.map((item: Json) => [item.tenant, item.reason, item.text]).sort(),
-      ).toEqual([
+      expect(dropped.body?.items.map((item: Json) => [item.tenant, item.reason, item.text]).sort()).toEqual([
         ['acme', 'quota', 'm3'],
         ['acme', 'quota', 'm4'],
         ['acme', 'quota', 'm5'],
