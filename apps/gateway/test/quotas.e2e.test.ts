@@ -97,6 +97,7 @@ tenants:
       // straight through the channel when a later message was refused, would be there by then.
       fake.pushUpdate({ message: fake.message({ from: bob, chat: privateChat(bob), text: 'hello' }) });
       await eventually(() => sentTo(fake, bob.id).includes('hello'));
+      await eventually(() => sentTo(fake, alice.id).filter((text) => text !== QUOTA_REPLY).length === 2);
 
       const toAlice = sentTo(fake, alice.id);
       expect(toAlice.filter((text) => text === QUOTA_REPLY)).toHaveLength(1);
