@@ -126,9 +126,7 @@ tenants:
 
     it('refuses the keys tenancy does not enforce yet (admin_token), naming it', () => {
       const error = thrown(() =>
-        parseConfig(
-          'tenants: [ { id: acme, admin_token: t, routing: { default: __discard__ } } ]',
-        ),
+        parseConfig('tenants: [ { id: acme, admin_token: t, routing: { default: __discard__ } } ]'),
       );
       const problems = ((error.details?.problems as string[] | undefined) ?? []).join('\n');
       expect(problems).toContain('admin_token');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { InboundMessage } from '../model/message.js';
+import { type InboundMessage, tenantOfMessage } from '../model/message.js';
 import { type SessionKey, encodeKeyPart } from '../model/session-key.js';
 import { MAX_BUCKETS_PER_TAKE, type RateBucket, type RateBuckets } from '../ports/rate-buckets.js';
 import { durationMs } from '../schema/duration.js';
@@ -15,9 +15,6 @@ export type QuotaScope = (typeof QUOTA_SCOPES)[number];
 
 /** The most quotas one tenant may have: every one is a bucket of the message's one take. */
 export const MAX_QUOTAS_PER_TENANT = MAX_BUCKETS_PER_TAKE;
-
-/** The tenant of a message without `tenant`: the top-level channels'. */
-const DEFAULT_TENANT = 'default';
 
 /**
  * One `quotas[]` entry: `limit` messages per `per`, as a token bucket of `limit` tokens (the
@@ -119,7 +116,7 @@ export function createQuotaCheck(options: QuotaCheckOptions): QuotaCheck {
   const { buckets } = options;
   return {
     async take(message, session, notify) {
-      const tenant = message.tenant ?? DEFAULT_TENANT;
+      const tenant = tenantOfMessage(message);
       const own = options.quotasOf(tenant);
       if (own === undefined || own.quotas.length === 0) return { allowed: true };
       const taken: RateBucket[] = own.quotas.map((quota) => ({
