@@ -74,8 +74,8 @@ export type QuotaVerdict =
 
 export interface QuotaCheckOptions {
   /**
-   * The buckets, apart from the pacing ones (keys never meet: a quota's names a tenant after a
-   * `quota@`, which no channel id holds). Shared by replicas on Redis.
+   * The buckets; they may be the pacing ones' store, since the keys never meet (a quota's starts
+   * `quota@`, and no channel id holds an `@`). Shared by replicas on Redis, on Redis' clock.
    */
   buckets: RateBuckets;
   /** The quotas of `tenant` in force now, read per message so that a reload's apply at once. */
