@@ -175,6 +175,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     outboxNow,
     router: routing.router,
     tenantOf: routing.tenantOf,
+    quotasOf: routing.quotasOf,
     handoffs: handoffs.desk,
     channels,
     queryFor: mediaLinks.queryFor,

@@ -5,6 +5,7 @@ import {
   type Logger,
   type Router,
   SwitchboardError,
+  type TenantQuotas,
   createRouter,
   tenantOfMessage,
 } from '@switchboard/core';
@@ -24,6 +25,11 @@ export interface LiveRouting {
   router(): Router;
   /** The tenant channel `channelId` belongs to; undefined for `default` (ingress stamps it). */
   tenantOf(channelId: string): string | undefined;
+  /**
+   * The quotas of `tenant` in force (docs/design.md §10), undefined when it has none or is no
+   * longer configured: a reload's are in force for the next message.
+   */
+  quotasOf(tenant: string): TenantQuotas | undefined;
   /** The rules in force with their hit counts (`GET /admin/routing`). */
   view(): TenantsRoutingView;
   /** Routes `input` as if it came through `channel`, counting nothing (`POST /admin/route`). */
@@ -54,6 +60,8 @@ interface TenantRouting {
   /** The tenant of `message`: its own, else its channel's. */
   tenantOfMessage(message: InboundMessage): string;
   tenantOfPipeline: ReadonlyMap<string, string>;
+  /** Tenant id → its quotas, for the tenants that have some. */
+  quotas: ReadonlyMap<string, TenantQuotas>;
 }
 
 /**
@@ -79,6 +87,7 @@ export function createLiveRouting(config: Config, options: { logger: Logger }): 
       const tenant = routing.tenantOfChannel.get(channelId);
       return tenant === DEFAULT_TENANT ? undefined : tenant;
     },
+    quotasOf: (tenant) => routing.quotas.get(tenant),
     view() {
       const views = routing.tenants.map((tenant) => ({
         id: tenant.id,
@@ -152,6 +161,11 @@ function tenantRouting(
   const tenantOfPipeline = new Map(
     config.tenants.flatMap((tenant) => tenant.pipelines.map((pipeline) => [pipeline, tenant.id] as const)),
   );
+  const quotas = new Map(
+    config.tenants.flatMap(({ id, quotas: own, quotaReply }) =>
+      own === undefined ? [] : [[id, { quotas: own, reply: quotaReply }] as const],
+    ),
+  );
   const orphan = createRouter({ default: DISCARD }, { pipelines: [] });
   // A message's tenant is its stamp, never its channel's tenant now: a channel moved to another
   // tenant by a reload must not take its earlier messages along.
@@ -161,6 +175,7 @@ function tenantRouting(
     tenantOfChannel,
     tenantOfMessage,
     tenantOfPipeline,
+    quotas,
     router: {
       route: (message) => routerOf(message).route(message),
       explain: (message) => routerOf(message).explain(message),

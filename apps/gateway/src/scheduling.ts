@@ -3,6 +3,7 @@ import {
   type HandoffDesk,
   type ControllerObserver,
   type ControllerOptions,
+  type InboundMessage,
   type Ingress,
   type Logger,
   type MessageTracer,
@@ -13,9 +14,12 @@ import {
   type Router,
   createController,
   createIngress,
+  createQuotaCheck,
   createReplySender,
   createReplyStream,
+  sendWithDeadline,
   startTyping,
+  type TenantQuotas,
 } from '@switchboard/core';
 import type { Channels } from './channels.js';
 import type { Pipelines } from './pipelines.js';
@@ -39,6 +43,8 @@ export interface SchedulingOptions {
   router: () => Router;
   /** Channel id → its tenant, stamped on each message; undefined for `default`. */
   tenantOf: (channelId: string) => string | undefined;
+  /** Tenant id → its quotas in force (docs/design.md §10); undefined for none. */
+  quotasOf: (tenant: string) => TenantQuotas | undefined;
   /** Holds the turns of sessions in handoff (docs/design.md §2 "Handoff"). */
   handoffs: HandoffDesk;
   channels: Channels;
@@ -64,8 +70,26 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
     channelPolicy: channels.policyOf,
     tenantOf: options.tenantOf,
     refuseWhen: stores.refusal,
+    quotas: {
+      check: createQuotaCheck({ buckets: stores.quotaBuckets(), quotasOf: options.quotasOf }),
+      replierOf: (channelId) => (channels.httpChannels.has(channelId) ? undefined : sendQuotaReply),
+    },
     tracer: options.tracer,
   });
+
+  /**
+   * A tenant's `quota_reply`, sent straight through the message's channel: not a turn's reply, so
+   * not through the outbox (no outcome follows it; the message's is `dropped`). Best effort: a
+   * failed send is logged, and the next refusal in a later window tries again.
+   */
+  function sendQuotaReply(message: InboundMessage, text: string): void {
+    const channel = adapters.get(message.channel);
+    const timeoutMs = outboundPolicies.get(message.channel)?.sendTimeoutMs;
+    if (channel === undefined || timeoutMs === undefined) return;
+    sendWithDeadline(channel, message, [{ text }], timeoutMs).catch((err: unknown) =>
+      logger.warn({ err, channel: message.channel, messageId: message.id }, 'quota reply not sent'),
+    );
+  }
 
   const controller = createController({
     pool,

@@ -121,6 +121,12 @@ export interface Stores extends RecordStores {
    * `createPool` resolved: in Redis, shared by the replicas, with `store: redis`; else in memory.
    */
   rateBuckets(): RateBuckets;
+  /**
+   * The tenants' quotas (docs/design.md §10), once `createPool` resolved: in Redis on Redis' own
+   * clock (`TIME`, read in each take), shared by the replicas, with `store: redis`; else the
+   * pacing buckets of this process (a quota's keys never meet theirs), full again after a restart.
+   */
+  quotaBuckets(): RateBuckets;
   /** Closes the pool's connections (the pool must be drained first), then the record stores. */
   close(): Promise<void>;
   /** Why admission must refuse now (a full audit outbox), or undefined (`createIngress` `refuseWhen`). */
@@ -227,6 +233,7 @@ export async function openStores(
       replicaEvents: () => null,
       channelLeases: () => processLeases,
       rateBuckets: () => processBuckets,
+      quotaBuckets: () => processBuckets,
     };
   }
   const { createSqliteStore } = await import('@switchboard/store-sqlite');
@@ -250,6 +257,7 @@ export async function openStores(
     replicaEvents: () => null,
     channelLeases: () => processLeases,
     rateBuckets: () => processBuckets,
+    quotaBuckets: () => processBuckets,
     async close() {
       if (!sharesFile) file.close();
       await records.close();
@@ -326,6 +334,7 @@ async function withRedisPool(
   let replicaEvents: RedisReplicaEvents | null = null;
   let channelLeases: RedisChannelLeases | undefined;
   let rateBuckets: RedisRateBuckets | undefined;
+  let quotaBuckets: RedisRateBuckets | undefined;
   let keptOutcomes: RedisKeptOutcomes | undefined;
   return {
     ...records,
@@ -365,11 +374,24 @@ async function withRedisPool(
         await opened.shutdown();
         throw err;
       });
+      // One clock for every replica's takes: Redis' own, not each host's (a quota is cluster-wide).
+      quotaBuckets = await createRedisRateBuckets({
+        url: store.url,
+        prefix: store.prefix,
+        now: 'redis',
+      }).catch(async (err: unknown) => {
+        await rateBuckets?.close();
+        await channelLeases?.close();
+        await replicaEvents?.close();
+        await opened.shutdown();
+        throw err;
+      });
       keptOutcomes = await createRedisKeptOutcomes({
         ...replicated,
         now: replies.now,
         logger: options.logger,
       }).catch(async (err: unknown) => {
+        await quotaBuckets?.close();
         await rateBuckets?.close();
         await channelLeases?.close();
         await replicaEvents?.close();
@@ -395,6 +417,10 @@ async function withRedisPool(
       if (rateBuckets === undefined) throw new Error('rateBuckets() before createPool()');
       return rateBuckets;
     },
+    quotaBuckets() {
+      if (quotaBuckets === undefined) throw new Error('quotaBuckets() before createPool()');
+      return quotaBuckets;
+    },
     // Ready while messages can be admitted and recorded: PostgreSQL away is named, but only an
     // outbox full stops admission (a load balancer must not take every replica out with it).
     async health() {
@@ -419,6 +445,7 @@ async function withRedisPool(
         () => replicaEvents?.close(),
         () => channelLeases?.close(),
         () => rateBuckets?.close(),
+        () => quotaBuckets?.close(),
         // After the pool: the forgets of the last records written go out before the connection closes.
         () => keptOutcomes?.close(),
         () => outbox.shutdown(),

@@ -79,4 +79,27 @@ describe('createLiveRouting', () => {
       expect(live.router().route(message('api')).pipeline).toBe('echo');
     });
   });
+
+  describe('when tenants have quotas', () => {
+    it('gives each tenant’s in force, and a reload’s from then on', () => {
+      const live = createLiveRouting(parseConfig(CONFIG), { logger: silentLogger });
+      expect(live.quotasOf('acme')).toBeUndefined();
+      expect(live.quotasOf('default')).toBeUndefined();
+      live.apply(
+        parseConfig(
+          `${CONFIG}    quotas: [ { scope: sender, limit: 3, per: 1m } ]\n    quota_reply: Later.\n` +
+            'quotas: [ { scope: tenant, limit: 100, per: 1d } ]\n',
+        ),
+      );
+      expect(live.quotasOf('acme')).toEqual({
+        quotas: [{ scope: 'sender', limit: 3, perMs: 60_000 }],
+        reply: 'Later.',
+      });
+      expect(live.quotasOf('default')).toEqual({
+        quotas: [{ scope: 'tenant', limit: 100, perMs: 86_400_000 }],
+        reply: undefined,
+      });
+      expect(live.quotasOf('gone')).toBeUndefined();
+    });
+  });
 });

@@ -95,7 +95,10 @@ export const MessageViewSchema = z.object({
   error: z.string().nullable(),
   /** The message's OpenTelemetry trace id (32 hex digits); null when tracing is off. */
   trace_id: z.string().nullable(),
-  /** Why a message was ignored, dropped or dead-lettered; present on the answer that saw it happen. */
+  /**
+   * Why a message was ignored, dropped (`quota`, `queue_overflow`…) or dead-lettered; present on
+   * the answer that saw it happen.
+   */
   reason: z.string().optional(),
 });
 export type MessageView = z.output<typeof MessageViewSchema>;
@@ -105,6 +108,8 @@ export const COMMON_ERROR_RESPONSES = {
   400: ErrorBodySchema.describe('The request is invalid; the message names every bad field.'),
   401: ErrorBodySchema.describe('Missing or invalid `Authorization: Bearer <api key>`.'),
   403: ErrorBodySchema.describe('No api_keys are configured and the client is not on loopback.'),
-  429: ErrorBodySchema.describe('Too many requests in flight, or the queue is full; see Retry-After.'),
+  429: ErrorBodySchema.describe(
+    'Too many requests in flight, the queue is full, or a quota of the tenant is used up (`SB_QUOTA_EXCEEDED`: the message was dropped); see Retry-After.',
+  ),
   503: ErrorBodySchema.describe('The gateway is starting or shutting down; see Retry-After.'),
 };

@@ -295,6 +295,14 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       watch.cancel();
       throw refusal(result);
     }
+    if (result.status === 'dropped') {
+      // Final, unlike a refusal: recorded `dropped`/`quota`, so a retry is a new message.
+      watch.cancel();
+      throw new SwitchboardError('SB_QUOTA_EXCEEDED', {
+        message: "a quota of this channel's tenant is used up; retry after the Retry-After delay",
+        retryAfterMs: result.retryAfterMs,
+      });
+    }
     if (result.status !== 'queued') {
       // The outcome was recorded during `accept`: the tracker holds it until its write lands, so
       // a GET agrees at once.

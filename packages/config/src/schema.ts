@@ -14,6 +14,8 @@ import {
   numeric,
   PipelinePolicyFields,
   QueueLimitsSchema,
+  QuotaReplySchema,
+  QuotasSchema,
   RoutingSchema,
   secretField,
   TenantShareFields,
@@ -302,6 +304,10 @@ export const TenantSchema = z.strictObject({
   channels: z.array(ChannelSchema).default([]),
   pipelines: z.array(PipelineSchema).default([]),
   routing: RoutingSchema,
+  /** Token buckets over its messages (docs/design.md §10); cluster-wide with `store: redis`. */
+  quotas: QuotasSchema.default([]),
+  /** What a chat channel answers a sender past a quota, once per the quota's period; absent: nothing. */
+  quota_reply: QuotaReplySchema.optional(),
 });
 
 /**
@@ -322,6 +328,10 @@ export const ConfigSchema = z
     channels: z.array(ChannelSchema).prefault([{ id: 'api', type: 'openapi' }]),
     pipelines: z.array(PipelineSchema).prefault([{ id: 'echo', type: 'echo' }]),
     routing: RoutingSchema.prefault({ default: 'echo' }),
+    /** The tenant `default`'s quotas (those of the top-level channels), like a tenant's. */
+    quotas: QuotasSchema.default([]),
+    /** The tenant `default`'s `quota_reply`, like a tenant's. */
+    quota_reply: QuotaReplySchema.optional(),
     /** Further tenants, each with its own channels, pipelines and routing (docs/design.md §10). */
     tenants: z.array(TenantSchema).default([]),
     /**

@@ -1,5 +1,6 @@
 import {
   DEFAULT_TENANT,
+  type Quota,
   type RoutingConfig,
   type TenantShare,
   defaultTenantShare,
@@ -24,6 +25,10 @@ export interface TenantConfig {
   routing: RoutingConfig;
   /** Its part of the pool: `concurrency`, `weight`, `max_pending` (the default tenant's is the default). */
   share: TenantShare;
+  /** Its quotas (docs/design.md §10); absent when it has none. */
+  quotas?: Quota[];
+  /** What a chat channel answers a sender past one of them; absent: nothing. */
+  quotaReply?: string;
 }
 
 interface Section {
@@ -142,8 +147,14 @@ export function checkTenants(
   });
 }
 
+/** A tenant's quotas as parsed (`quotas`, `quota_reply`); exported for the declaration of `ConfigSchema`. */
+export interface QuotaSections {
+  quotas: Quota[];
+  quota_reply?: string | undefined;
+}
+
 /** What the schema parsed: the top-level sections and each tenant's own, of the same types. */
-interface Sections {
+interface Sections extends QuotaSections {
   channels: { id: string }[];
   pipelines: { id: string }[];
   routing: RoutingConfig;
@@ -152,7 +163,16 @@ interface Sections {
     channels: { id: string }[];
     pipelines: { id: string }[];
     routing: RoutingConfig;
-  } & Parameters<typeof tenantShareOf>[1])[];
+  } & Parameters<typeof tenantShareOf>[1] &
+    QuotaSections)[];
+}
+
+/** A tenant's quotas as the gateway runs them: only when it has some. */
+function quotasOf({ quotas, quota_reply }: QuotaSections): Pick<TenantConfig, 'quotas' | 'quotaReply'> {
+  return {
+    ...(quotas.length === 0 ? {} : { quotas }),
+    ...(quota_reply === undefined ? {} : { quotaReply: quota_reply }),
+  };
 }
 
 /**
@@ -162,11 +182,14 @@ interface Sections {
  */
 export function flattenTenants<Parsed extends Sections>(
   config: Parsed,
-): Omit<Parsed, 'tenants'> & { tenants: TenantConfig[] } {
+): Omit<Parsed, 'tenants' | keyof QuotaSections> & { tenants: TenantConfig[] } {
+  // The top-level quotas are the tenant `default`'s, kept there only.
+  const { quotas: _quotas, quota_reply: _reply, ...rest } = config;
+  const others = rest as Omit<Parsed, 'tenants' | keyof QuotaSections>;
   const { channels, pipelines, routing, tenants } = config;
   const ids = (items: { id: string }[]) => items.map((item) => item.id);
   return {
-    ...config,
+    ...others,
     // A tenant's entries are parsed by the same schemas as the top-level ones.
     channels: [...channels, ...tenants.flatMap((tenant) => tenant.channels)] as Parsed['channels'],
     pipelines: [...pipelines, ...tenants.flatMap((tenant) => tenant.pipelines)] as Parsed['pipelines'],
@@ -177,6 +200,7 @@ export function flattenTenants<Parsed extends Sections>(
         pipelines: ids(pipelines),
         routing,
         share: defaultTenantShare(DEFAULT_TENANT),
+        ...quotasOf(config),
       },
       ...tenants.map((tenant) => ({
         id: tenant.id,
@@ -184,6 +208,7 @@ export function flattenTenants<Parsed extends Sections>(
         pipelines: ids(tenant.pipelines),
         routing: tenant.routing,
         share: tenantShareOf(tenant.id, tenant),
+        ...quotasOf(tenant),
       })),
     ],
   };

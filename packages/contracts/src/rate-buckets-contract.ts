@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RateBucket, RateBuckets } from '@switchboard/core';
+import { MAX_BUCKETS_PER_TAKE, type RateBucket, type RateBuckets } from '@switchboard/core';
 import { type StoreFactory, useStoreUnderTest } from './store-harness.js';
 
 const perSecond = (key: string, limit: number): RateBucket => ({ key, limit, perMs: 1000, burst: limit });
@@ -86,6 +86,30 @@ export function rateBucketsContract(name: string, factory: StoreFactory<RateBuck
         expect(await subject.store.take([bot, chat1])).toBe(500);
         subject.advance(500);
         expect(await subject.store.take([bot, chat1])).toBe(0);
+      });
+
+      it('names the buckets that refused an attempt, by their index, and takes from none', async () => {
+        const sender = perSecond('quota@acme:sender:1000:a', 1);
+        const session = perSecond('quota@acme:session:1000:s', 2);
+        const tenant = perSecond('quota@acme:tenant:1000:', 3);
+        expect(await subject.store.attempt([sender, session, tenant])).toEqual({ waitMs: 0, short: [] });
+        expect(await subject.store.attempt([sender, session, tenant])).toEqual({ waitMs: 1000, short: [0] });
+        // Nothing went from the session or the tenant: their tokens are all there.
+        expect(await subject.store.attempt([session, tenant])).toEqual({ waitMs: 0, short: [] });
+        expect(await subject.store.attempt([tenant, session])).toEqual({ waitMs: 500, short: [1] });
+        subject.advance(1000);
+        expect(await subject.store.attempt([sender, session, tenant])).toEqual({ waitMs: 0, short: [] });
+      });
+
+      it('takes from as many as MAX_BUCKETS_PER_TAKE buckets at once', async () => {
+        const buckets = Array.from({ length: MAX_BUCKETS_PER_TAKE }, (_, index) =>
+          perSecond(`k:${index}`, 1),
+        );
+        expect(await subject.store.take(buckets)).toBe(0);
+        expect(await subject.store.attempt(buckets)).toEqual({
+          waitMs: 1000,
+          short: buckets.map((_, index) => index),
+        });
       });
 
       it('keeps buckets of other keys apart', async () => {

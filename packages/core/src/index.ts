@@ -95,6 +95,22 @@ export type {
   RoutingRule,
 } from './inbound/router.js';
 export { createIngress } from './inbound/ingress.js';
+export {
+  MAX_QUOTAS_PER_TENANT,
+  QUOTA_SCOPES,
+  QuotaReplySchema,
+  QuotaSchema,
+  QuotasSchema,
+  createQuotaCheck,
+} from './inbound/quota.js';
+export type {
+  Quota,
+  QuotaCheck,
+  QuotaCheckOptions,
+  QuotaScope,
+  QuotaVerdict,
+  TenantQuotas,
+} from './inbound/quota.js';
 export type {
   ChannelPolicy,
   Ingress,
@@ -221,7 +237,7 @@ export type {
   WaitingSession,
 } from './ports/query-pool.js';
 export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
-export type { BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
+export type { BucketAttempt, BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
 export type {
   AddResult,
   Delivery,

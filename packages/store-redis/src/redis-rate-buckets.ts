@@ -1,4 +1,10 @@
-import { MAX_BUCKETS_PER_TAKE, type RateBuckets, SwitchboardError } from '@switchboard/core';
+import {
+  type BucketAttempt,
+  MAX_BUCKETS_PER_TAKE,
+  type RateBucket,
+  type RateBuckets,
+  SwitchboardError,
+} from '@switchboard/core';
 import type { Redis } from 'ioredis';
 import { openScriptClient } from './script-client.js';
 
@@ -11,9 +17,11 @@ export interface RedisRateBucketsOptions {
   prefix: string;
   /**
    * The buckets' clock (ms); the replicas' clocks must agree well within the shortest interval
-   * (give them the pool's clock, Redis `TIME` carried forward). Default `Date.now`.
+   * (give them the pool's clock, Redis `TIME` carried forward). `'redis'`: Redis' own `TIME`,
+   * read inside each take, so every replica takes on one clock whatever its own says (tenants'
+   * quotas). Default `Date.now`.
    */
-  now?: () => number;
+  now?: (() => number) | 'redis';
   /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */
   retryAfterMs?: number;
 }
@@ -35,14 +43,17 @@ export function rateBucketKeyOf(prefix: string, bucket: string): string {
 }
 
 /**
- * The pacing buckets of a deployment in Redis, shared by its replicas (docs/design.md §3
- * "Pacing"): each take is one Lua script (`rate-buckets/take.lua`) over the buckets named, with `now`
- * from the caller's clock; a bucket's key expires once it is full again. Connects (unless given a
+ * The pacing buckets (docs/design.md §3 "Pacing") and tenants' quotas (§10) of a deployment in
+ * Redis, shared by its replicas: each take is one Lua script (`rate-buckets/take.lua`) over the
+ * buckets named, with `now` from the caller's clock or Redis' own; a bucket's key expires once it
+ * is full again. Connects (unless given a
  * client) and defines the scripts; rejects with `SB_STORE_UNAVAILABLE` when Redis does not
  * answer, as does every take while it stays away.
  */
 export async function createRedisRateBuckets(options: RedisRateBucketsOptions): Promise<RedisRateBuckets> {
   const now = options.now ?? DEFAULTS.now;
+  // The script reads `TIME` itself when given no time.
+  const nowArg = now === 'redis' ? () => '' : now;
   const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
   if (options.url === undefined && options.client === undefined) {
     throw new SwitchboardError('SB_CONFIG_INVALID', { message: 'rate buckets: give url or client' });
@@ -55,15 +66,21 @@ export async function createRedisRateBuckets(options: RedisRateBucketsOptions): 
   });
   const { client, ownsClient } = opened;
 
+  async function attempt(buckets: readonly RateBucket[]): Promise<BucketAttempt> {
+    if (buckets.length === 0 || buckets.length > MAX_BUCKETS_PER_TAKE) {
+      throw new RangeError(`a take names 1 to ${MAX_BUCKETS_PER_TAKE} buckets, not ${buckets.length}`);
+    }
+    const keys = buckets.map((bucket) => rateBucketKeyOf(options.prefix, bucket.key));
+    const rates = buckets.flatMap((bucket) => [bucket.limit, bucket.perMs, bucket.burst]);
+    const [waitMs, ...short] = await opened.script<number[]>('rate-buckets/take', keys, [nowArg(), ...rates]);
+    return { waitMs: waitMs ?? 0, short: short.map((index) => index - 1) };
+  }
+
   return {
     async take(buckets) {
-      if (buckets.length === 0 || buckets.length > MAX_BUCKETS_PER_TAKE) {
-        throw new RangeError(`a take names 1 to ${MAX_BUCKETS_PER_TAKE} buckets, not ${buckets.length}`);
-      }
-      const keys = buckets.map((bucket) => rateBucketKeyOf(options.prefix, bucket.key));
-      const rates = buckets.flatMap((bucket) => [bucket.limit, bucket.perMs, bucket.burst]);
-      return opened.script<number>('rate-buckets/take', keys, [now(), ...rates]);
+      return (await attempt(buckets)).waitMs;
     },
+    attempt,
     async close() {
       if (ownsClient) client.disconnect();
     },

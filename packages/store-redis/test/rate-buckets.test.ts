@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { bucketKey, createSendPacer } from '@switchboard/core';
 import { rateBucketsContract } from '@switchboard/contracts';
 import { Redis } from 'ioredis';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RedisRateBuckets, createRedisRateBuckets, rateBucketKeyOf } from '../src/index.js';
 import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';
 
@@ -65,6 +65,54 @@ describe.skipIf(!reachable)('createRedisRateBuckets', () => {
           spanOf(granted.filter((grant) => grant.chat === chat).map((grant) => grant.at)),
         ).toBeGreaterThanOrEqual(1900);
       }
+    });
+  });
+
+  describe('when three replicas take from one tenant quota on Redis’ clock', () => {
+    let prefix: string;
+    let replicas: RedisRateBuckets[];
+    const admin = new Redis(REDIS_URL);
+
+    beforeEach(async () => {
+      prefix = `sb-test-${randomUUID()}`;
+      replicas = await Promise.all(
+        [1, 2, 3].map(() => createRedisRateBuckets({ url: REDIS_URL, prefix, now: 'redis' })),
+      );
+    });
+    afterEach(async () => {
+      await Promise.all(replicas.map((buckets) => buckets.close()));
+      await removePoolKeys(REDIS_URL, prefix);
+    });
+    afterAll(() => admin.disconnect());
+
+    /** Redis' clock, ms: the one the buckets refill by. */
+    const redisNow = async () => {
+      const [seconds, micros] = await admin.time();
+      return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    };
+
+    it('grants together at most 1% more than the limit and what refilled meanwhile', async () => {
+      // 1000 a 10 s: a token back every 10 ms, so the run's own length counts too.
+      const quota = { key: 'quota@acme:tenant:10000:', limit: 1000, perMs: 10_000, burst: 1000 };
+      const startedAt = await redisNow();
+      const granted = await Promise.all(
+        replicas.map(async (buckets) => {
+          let count = 0;
+          // Each replica fires 20 takes at a time, 1500 in all: together far more than allowed.
+          for (let round = 0; round < 75; round += 1) {
+            const waits = await Promise.all(Array.from({ length: 20 }, () => buckets.take([quota])));
+            count += waits.filter((wait) => wait === 0).length;
+          }
+          return count;
+        }),
+      );
+      const elapsedMs = (await redisNow()) - startedAt;
+      const total = granted.reduce((sum, count) => sum + count, 0);
+      const allowed = quota.limit + Math.floor(elapsedMs / (quota.perMs / quota.limit));
+      expect(total).toBeGreaterThanOrEqual(quota.limit);
+      expect(total).toBeLessThanOrEqual(allowed + quota.limit * 0.01);
+      // Every replica got some: they raced for one bucket, none had it alone.
+      for (const count of granted) expect(count).toBeGreaterThan(0);
     });
   });
 

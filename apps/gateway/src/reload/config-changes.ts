@@ -55,6 +55,9 @@ function summaryOf(section: string, changes: ListChanges<{ id: string }>): strin
   ];
 }
 
+/** The top-level `quotas` and `quota_reply`, as the tenant `default` holds them. */
+const defaultQuotas = (config: Config) => [config.tenants[0]?.quotas, config.tenants[0]?.quotaReply];
+
 /**
  * What changes from `current` to `next`. Paths are those of the parsed config (camelCase where
  * the file says snake_case), and name no value: a secret's value never appears in an answer.
@@ -83,6 +86,8 @@ export function configChanges(current: Config, next: Config): ConfigChanges {
       // Read by the handoff desk at each use: in force once the reload's configuration is.
       ...differingPaths(current.handoff, next.handoff, 'handoff'),
       ...(same(current.routing, next.routing) ? [] : ['routing']),
+      // The top-level quotas are the tenant `default`'s (`tenants[0]`), in force with routing.
+      ...(same(defaultQuotas(current), defaultQuotas(next)) ? [] : ['quotas']),
       ...summaryOf('tenants', tenants),
     ],
   };

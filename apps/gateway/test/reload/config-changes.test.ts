@@ -20,6 +20,23 @@ describe('configChanges', () => {
     });
   });
 
+  describe('when quotas change', () => {
+    it('puts them in force with the routing, naming the tenant, or quotas for the top level', () => {
+      const top = configChanges(
+        parseConfig(''),
+        parseConfig('quotas: [ { scope: sender, limit: 5, per: 1m } ]'),
+      );
+      expect(top.routing).toBe(true);
+      expect(top.summary).toEqual(['quotas']);
+      const acme = configChanges(
+        parseConfig(tenant('one')),
+        parseConfig(`${tenant('one')}    quotas: [ { scope: tenant, limit: 9, per: 1h } ]\n`),
+      );
+      expect(acme.routing).toBe(true);
+      expect(acme.summary).toEqual(['tenants.acme: changed']);
+    });
+  });
+
   describe('when a tenant is added', () => {
     it('adds its pipelines and names it', () => {
       const changes = configChanges(parseConfig(''), parseConfig(tenant('one')));

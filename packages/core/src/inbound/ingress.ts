@@ -6,6 +6,7 @@ import type { InboundMessage } from '../model/message.js';
 import type { MessageTracer } from '../observability/message-trace.js';
 import { type OutcomeSink, recordOverflowed } from '../model/outcome.js';
 import type { QueryPool } from '../ports/query-pool.js';
+import type { QuotaCheck } from './quota.js';
 import { DISCARD, IGNORE_EVENT, type Router } from './router.js';
 import { type SessionKey, type SessionScope, sessionKeyOf } from '../model/session-key.js';
 
@@ -38,6 +39,19 @@ export interface IngressOptions {
    * (a cached flag). Default: never refuses.
    */
   refuseWhen?: () => IngressRefusal | undefined;
+  /**
+   * Tenants' quotas (docs/design.md §10), taken once per message that would run: after
+   * admission and routing (an ignored or discarded message takes nothing), before the enqueue.
+   * Default: none.
+   */
+  quotas?: {
+    check: QuotaCheck;
+    /**
+     * Channel id → what sends a tenant's `quota_reply` in answer to a message (best effort, not
+     * awaited); undefined for a channel that answers a refusal itself (HTTP: 429).
+     */
+    replierOf(channelId: string): ((message: InboundMessage, text: string) => void) | undefined;
+  };
   /** Traces each message from here on; absent when tracing is off. */
   tracer?: MessageTracer;
   now?: () => number;
@@ -56,7 +70,9 @@ export type IngressResult =
   | { status: 'duplicate' }
   | { status: 'ignored'; reason: 'bot_author' | 'not_mentioned' | 'unrouted_event' }
   | { status: 'discarded'; rule: string }
-  | { status: 'refused'; reason: 'queue_full' | 'draining'; retryAfterMs: number };
+  | { status: 'refused'; reason: 'queue_full' | 'draining'; retryAfterMs: number }
+  /** Past a quota of its tenant: final (recorded `dropped`/`quota`); HTTP answers 429. */
+  | { status: 'dropped'; reason: 'quota'; retryAfterMs: number };
 
 /**
  * The inbound half of the message flow (docs/design.md §1): admission → routing → durable enqueue,
@@ -160,6 +176,17 @@ export function createIngress(options: IngressOptions): Ingress {
     const judged = judge(message, received);
     if (judged.final !== undefined) return judged.final;
     const { session, route, rule } = judged;
+    if (options.quotas !== undefined) {
+      // Before the enqueue, which also deduplicates: a redelivery of a queued message takes a
+      // token again (and, refused, is recorded dropped as well as the first one's outcome).
+      const replier = options.quotas.replierOf(message.channel);
+      const verdict = await options.quotas.check.take(message, session, replier !== undefined);
+      if (!verdict.allowed) {
+        outcomes.record({ message, session, kind: 'dropped', reason: 'quota', rule, at: now() });
+        if (verdict.reply !== undefined) replier?.(message, verdict.reply);
+        return { status: 'dropped', reason: 'quota', retryAfterMs: verdict.retryAfterMs };
+      }
+    }
 
     const delivery =
       deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };

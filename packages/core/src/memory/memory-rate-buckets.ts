@@ -1,4 +1,4 @@
-import type { RateBucket, RateBuckets } from '../ports/rate-buckets.js';
+import type { BucketAttempt, RateBucket, RateBuckets } from '../ports/rate-buckets.js';
 
 export interface MemoryRateBucketsOptions {
   /** The buckets' clock, ms since the epoch. Default: `Date.now`. */
@@ -28,21 +28,31 @@ export function createMemoryRateBuckets(options: MemoryRateBucketsOptions = {}):
     sizeAfterSweep = fullAtByKey.size;
   }
 
+  function attempt(buckets: readonly RateBucket[]): BucketAttempt {
+    const nowMs = now();
+    let waitMs = 0;
+    const short: number[] = [];
+    buckets.forEach(({ key, limit, perMs, burst }, index) => {
+      const fullAt = fullAtByKey.get(key) ?? nowMs;
+      const bucketWaitMs = fullAt - (burst - 1) * (perMs / limit) - nowMs;
+      if (bucketWaitMs > 0) short.push(index);
+      waitMs = Math.max(waitMs, bucketWaitMs);
+    });
+    if (waitMs > 0) return { waitMs: Math.ceil(waitMs), short };
+    for (const { key, limit, perMs } of buckets) {
+      fullAtByKey.set(key, Math.max(fullAtByKey.get(key) ?? nowMs, nowMs) + perMs / limit);
+    }
+    takesSinceSweep += 1;
+    if (takesSinceSweep >= Math.max(MIN_SWEEP_INTERVAL, sizeAfterSweep)) sweep(nowMs);
+    return { waitMs: 0, short };
+  }
+
   return {
-    async take(buckets: readonly RateBucket[]) {
-      const nowMs = now();
-      let waitMs = 0;
-      for (const { key, limit, perMs, burst } of buckets) {
-        const fullAt = fullAtByKey.get(key) ?? nowMs;
-        waitMs = Math.max(waitMs, fullAt - (burst - 1) * (perMs / limit) - nowMs);
-      }
-      if (waitMs > 0) return Math.ceil(waitMs);
-      for (const { key, limit, perMs } of buckets) {
-        fullAtByKey.set(key, Math.max(fullAtByKey.get(key) ?? nowMs, nowMs) + perMs / limit);
-      }
-      takesSinceSweep += 1;
-      if (takesSinceSweep >= Math.max(MIN_SWEEP_INTERVAL, sizeAfterSweep)) sweep(nowMs);
-      return 0;
+    async take(buckets) {
+      return attempt(buckets).waitMs;
+    },
+    async attempt(buckets) {
+      return attempt(buckets);
     },
   };
 }

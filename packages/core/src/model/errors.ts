@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   SB_HTTP_TOO_MANY_REQUESTS: { status: 429, message: 'too many concurrent requests' },
   SB_HTTP_REQUEST_TIMEOUT: { status: 408, message: 'the request was not received in time' },
   SB_QUEUE_FULL: { status: 429, message: 'the queue is full' },
+  SB_QUOTA_EXCEEDED: { status: 429, message: 'a quota of the tenant is used up' },
   SB_DRAINING: { status: 503, message: 'the gateway is shutting down' },
   SB_PIPELINE_FAILED: { status: 502, message: 'the pipeline failed' },
   SB_PIPELINE_TIMEOUT: { status: 504, message: 'the pipeline did not answer in time' },

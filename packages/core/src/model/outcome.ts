@@ -24,7 +24,8 @@ export const OUTCOME_REASONS = {
   ignored: ['bot_author', 'not_mentioned', 'unrouted_event'],
   // `refused` and `ingress_failed`: a platform that never redelivers (Discord's gateway) sent a
   // message the gateway could not accept, until the channel stopped or because accepting threw.
-  dropped: ['queue_overflow', 'shutdown', 'refused', 'ingress_failed'],
+  // `quota`: past one of its tenant's quotas (docs/design.md §10).
+  dropped: ['queue_overflow', 'shutdown', 'refused', 'ingress_failed', 'quota'],
   // `pipeline_removed`: its pipeline left the config (a reload, a restart) while it was queued.
   dead_lettered: ['max_attempts', 'fatal_error', 'delivery_failed', 'pipeline_removed'],
   duplicate: ['redelivery'],

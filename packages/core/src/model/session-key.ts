@@ -23,7 +23,7 @@ const UNRESERVED = /^[\w.!~*'()-]*$/;
  * have it redeliver forever. An unpaired surrogate becomes `%uD800`, which `encodeURIComponent`
  * never writes (`u` is no hex digit), so distinct ids keep distinct keys.
  */
-function encodeKeyPart(part: string): string {
+export function encodeKeyPart(part: string): string {
   // Most ids are made of what encodeURIComponent leaves as is: no walk, no new string.
   if (UNRESERVED.test(part)) return part;
   let encoded = '';

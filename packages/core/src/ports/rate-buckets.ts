@@ -2,6 +2,7 @@
  * Token buckets that pace a channel's platform calls (docs/design.md §3 "Pacing"): before a send
  * or an edit, the channel takes one token from each bucket the call counts against (the bot,
  * the chat, the group), so that it stays under the platform's limits instead of meeting its 429s.
+ * Tenants' quotas (docs/design.md §10) are buckets too, in a store of their own.
  *
  * A bucket holds `burst` tokens and gets one back every `perMs / limit`: `limit` calls per
  * `perMs` in the long run, at most `burst` of them at once. Buckets are named by their callers (`bucketKey`); a bucket nobody used for
@@ -29,8 +30,11 @@ export interface RateBucket {
   burst: number;
 }
 
-/** The most buckets one take may name: the bot's, the chat's and the group's. */
-export const MAX_BUCKETS_PER_TAKE = 3;
+/**
+ * The most buckets one take may name: pacing names the bot's, the chat's and the group's; a
+ * tenant's quotas (`MAX_QUOTAS_PER_TENANT`) name up to this many.
+ */
+export const MAX_BUCKETS_PER_TAKE = 8;
 
 /** What one token bucket counts: every call of a bot, of one chat, or of one group chat. */
 export type BucketScope = 'bot' | 'chat' | 'group';
@@ -40,6 +44,14 @@ export function bucketKey(channel: string, scope: BucketScope, chat?: string): s
   return scope === 'bot' ? `${channel}:bot` : `${channel}:${scope}:${chat ?? ''}`;
 }
 
+/** What `RateBuckets.attempt` found. */
+export interface BucketAttempt {
+  /** 0 when the tokens were taken; else the ms until every bucket has one (at least 1). */
+  waitMs: number;
+  /** The indexes (into the buckets named) of those without a token now; empty when taken. */
+  short: number[];
+}
+
 export interface RateBuckets {
   /**
    * Takes one token from each of `buckets` (1 to `MAX_BUCKETS_PER_TAKE`, distinct keys) if every
@@ -47,4 +59,9 @@ export interface RateBuckets {
    * would have a token (at least 1), when the caller may try again.
    */
   take(buckets: readonly RateBucket[]): Promise<number>;
+  /**
+   * `take`, also saying which buckets refused it: a quota's refusal is answered per the quota
+   * that refused (its `quota_reply` at most once per its window).
+   */
+  attempt(buckets: readonly RateBucket[]): Promise<BucketAttempt>;
 }

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { MAX_TIMER_DELAY_MS } from '../structures/wake-timer.js';
 
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 
 /**
- * Parses a human duration (`1500ms`, `1.5s`, `5m`, `1h`) into milliseconds; a bare number is
+ * Parses a human duration (`1500ms`, `1.5s`, `5m`, `1h`, `1d`) into milliseconds; a bare number is
  * already milliseconds. Returns `null` when the text is not a duration.
  */
 export function parseDurationMs(value: string | number): number | null {

@@ -19,6 +19,7 @@ function recordingBuckets() {
       takes.push(list.map((bucket) => bucket.key));
       return inner.take(list);
     },
+    attempt: (list) => inner.attempt(list),
   };
   return { buckets, takes };
 }
