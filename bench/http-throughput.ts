@@ -21,12 +21,12 @@
  * message at a time (the steady path of one message).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, createServer, request } from 'node:http';
+import { Agent, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadMessages, newSessionBody } from './support/http-load.js';
+import { loadMessages, postNewSession } from './support/http-load.js';
 import { cpuTimeMs } from './support/process-cpu.js';
 import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
 import { startGateway } from './support/gateway-process.js';
@@ -95,23 +95,6 @@ const SERVERS: readonly Server[] = [
   { id: 'gateway · store memory · traced', start: startTracedGateway },
 ];
 
-/** One POST over `agent`; resolves its status once the body has been read. */
-function post(agent: Agent, url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${url}/v1/messages`,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
-      (res) => {
-        res.resume();
-        res.once('end', () => resolve(res.statusCode ?? 0));
-        res.once('error', reject);
-      },
-    );
-    req.once('error', reject);
-    req.end(newSessionBody());
-  });
-}
-
 /** Milliseconds per request, one request at a time over one keep-alive connection. */
 async function sequentialLatenciesMs(url: string, count: number): Promise<number[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -119,7 +102,7 @@ async function sequentialLatenciesMs(url: string, count: number): Promise<number
   try {
     for (let i = 0; i < count; i++) {
       const startedAt = performance.now();
-      const status = await post(agent, url);
+      const status = await postNewSession(agent, `${url}/v1/messages`);
       if (status !== 200) throw new Error(`${url}: answered ${status} at light load`);
       latencies.push(performance.now() - startedAt);
     }

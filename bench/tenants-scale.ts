@@ -12,11 +12,11 @@
  * tenant's routing is found by its id, so the last of 1,000 should route as fast as the first.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { newSessionBody } from './support/http-load.js';
+import { postNewSession } from './support/http-load.js';
 import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
 import { type ServerProcess, startServerProcess } from './support/server-process.js';
 import { SETTINGS } from './support/settings.js';
@@ -77,23 +77,6 @@ async function timedStart(
   return { server, startMs: performance.now() - startedAt };
 }
 
-/** One POST to `path` over `agent`; resolves the answer's status once its body has been read. */
-function post(agent: Agent, url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
-      (res) => {
-        res.resume();
-        res.once('end', () => resolve(res.statusCode ?? 0));
-        res.once('error', reject);
-      },
-    );
-    req.once('error', reject);
-    req.end(newSessionBody());
-  });
-}
-
 /** Latencies of `count` requests to each of `paths`, one at a time, alternating them, ms. */
 async function alternatingLatenciesMs(baseUrl: string, paths: readonly string[], count: number) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -102,7 +85,7 @@ async function alternatingLatenciesMs(baseUrl: string, paths: readonly string[],
     for (let i = 0; i < count; i++) {
       for (const [at, path] of paths.entries()) {
         const startedAt = performance.now();
-        const status = await post(agent, `${baseUrl}${path}/messages`);
+        const status = await postNewSession(agent, `${baseUrl}${path}/messages`);
         if (status !== 200) throw new Error(`${path}/messages answered ${status}`);
         latencies[at]?.push(performance.now() - startedAt);
       }
@@ -178,6 +161,11 @@ await runScenario('tenants-scale', async () => {
       metric: `${label} · RSS per tenant`,
       value: ((many.rssMb - baseline.rssMb) * 1024) / SETTINGS.tenants,
       unit: 'KB',
+    },
+    {
+      metric: 'default tenant alone · 1 request at a time · p50',
+      value: baseline.routes[0]?.p50Ms ?? Number.NaN,
+      unit: 'ms',
     },
     { metric: `${label} · first tenant · 1 request at a time · p50`, value: first.p50Ms, unit: 'ms' },
     { metric: `${label} · last tenant · 1 request at a time · p50`, value: last.p50Ms, unit: 'ms' },

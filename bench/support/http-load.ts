@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { type Agent, request } from 'node:http';
 
 let nextSession = 0;
 
@@ -32,4 +33,21 @@ export async function loadMessages(
     );
   }
   return result;
+}
+
+/** One POST of a new session's message to `url` over `agent`; resolves its status once the body has been read. */
+export function postNewSession(agent: Agent, url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode ?? 0));
+        res.once('error', reject);
+      },
+    );
+    req.once('error', reject);
+    req.end(newSessionBody());
+  });
 }
