@@ -173,7 +173,15 @@ await runScenario('tenants-scale', async () => {
     { metric: `${label} · last tenant · p99`, value: last.p99Ms, unit: 'ms' },
   ];
   const lastOverFirst = last.p50Ms / first.p50Ms;
+  const alone = baseline.routes[0]?.p50Ms ?? Number.NaN;
+  const lastOverAlone = last.p50Ms / alone;
   const targets: TargetCheck[] = [
+    {
+      target: `${label}: the last tenant's p50 ÷ the default tenant alone`,
+      expected: '≤ 1.1×',
+      actual: `${formatNumber(lastOverAlone)}×`,
+      pass: lastOverAlone <= 1.1,
+    },
     {
       target: `${label}: the last tenant's p50 ÷ the first's`,
       expected: '≤ 1.1×',
