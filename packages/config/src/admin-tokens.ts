@@ -23,10 +23,12 @@ function placedTokens(document: unknown): PlacedToken[] {
   add('admin.token', fieldOf(admin, 'token'));
   const tokens = fieldOf(admin, 'tokens');
   if (Array.isArray(tokens))
-    tokens.forEach((entry, index) => add(`admin.tokens[${index}].token`, fieldOf(entry, 'token')));
+    for (const [index, entry] of tokens.entries())
+      add(`admin.tokens[${index}].token`, fieldOf(entry, 'token'));
   const tenants = fieldOf(document, 'tenants');
   if (Array.isArray(tenants))
-    tenants.forEach((tenant, index) => add(`tenants[${index}].admin_token`, fieldOf(tenant, 'admin_token')));
+    for (const [index, tenant] of tenants.entries())
+      add(`tenants[${index}].admin_token`, fieldOf(tenant, 'admin_token'));
   return placed;
 }
 
