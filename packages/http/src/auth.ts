@@ -97,6 +97,29 @@ function bearerTokenOf(request: FastifyRequest): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header)?.[1];
 }
 
+/**
+ * Compares bearer tokens with configured ones in constant time: made once per set of tokens
+ * (hashed then), it answers the index of the token a request's `Authorization: Bearer` equals —
+ * compared with every one, so the time taken tells neither which matched nor its length — -1
+ * when it carries one that matches none, undefined when it carries none. Empty tokens never match.
+ */
+export function bearerTokenMatcher(
+  tokens: readonly string[],
+): (request: FastifyRequest) => number | undefined {
+  // Hashing first gives equal-length buffers, so timingSafeEqual leaks neither the token nor its length.
+  const digests = tokens.map((token) => (token === '' ? null : digest(token)));
+  return (request) => {
+    const token = bearerTokenOf(request);
+    if (token === undefined) return undefined;
+    const presented = digest(token);
+    let matched = -1;
+    digests.forEach((expected, index) => {
+      if (expected !== null && timingSafeEqual(expected, presented) && matched === -1) matched = index;
+    });
+    return matched;
+  };
+}
+
 /** Hex digits of a key's SHA-256 that name it (64 bits: no two configured keys share them). */
 const CREDENTIAL_ID_HEX = 16;
 
