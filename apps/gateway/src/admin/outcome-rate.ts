@@ -1,5 +1,4 @@
-import { DEFAULT_TENANT } from '@switchboard/config';
-import { OUTCOME_KINDS, type Outcome, type OutcomeKind } from '@switchboard/core';
+import { OUTCOME_KINDS, type Outcome, type OutcomeKind, tenantOfMessage } from '@switchboard/core';
 
 const MINUTE_MS = 60_000;
 /** Minutes the ring covers: the overview's last hour. */
@@ -33,7 +32,7 @@ export function createOutcomeRate(): OutcomeRate {
   return {
     record(outcome) {
       all.record(outcome);
-      const tenant = outcome.message.tenant ?? DEFAULT_TENANT;
+      const tenant = tenantOfMessage(outcome.message);
       let ring = byTenant.get(tenant);
       if (ring === undefined) {
         ring = createMinuteRing();

@@ -89,8 +89,7 @@ function sessionOf(
  */
 export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRouteDeps): void {
   const { desk, store } = deps;
-  const sessionIn = (request: FastifyRequest<{ Params: { key: string } }>) =>
-    sessionOf(request, request.params.key, deps.tenantOfChannel);
+  const sessionIn = (request: FastifyRequest, key: string) => sessionOf(request, key, deps.tenantOfChannel);
   const streams = createHandoffEventStreams(store, deps.streams, deps.logger);
   server.addHook('preClose', (done) => {
     streams.closeAll();
@@ -143,7 +142,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request) => {
-          const session = sessionIn(request);
+          const session = sessionIn(request, request.params.key);
           const handoff = await store.get(session);
           const transcript =
             handoff === null
@@ -185,7 +184,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionIn(request);
+          const session = sessionIn(request, request.params.key);
           reply.hijack();
           try {
             streams.open(session, request.query.after, reply.raw);
@@ -213,7 +212,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionIn(request);
+          const session = sessionIn(request, request.params.key);
           const operator = scopeOf(request).label;
           const { handoff, created } = await desk.begin(session, {
             reason: request.body.reason ?? `taken over by ${operator}`,
@@ -243,7 +242,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request) => {
-          const session = sessionIn(request);
+          const session = sessionIn(request, request.params.key);
           const ended = await desk.end(session, { resume: request.body.resume });
           if (ended === null) throw new SwitchboardError('SB_HANDOFF_NOT_FOUND');
           return { resumed: ended.resumed, held: ended.held, message_id: ended.messageId };
@@ -279,7 +278,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionIn(request);
+          const session = sessionIn(request, request.params.key);
           const operator = scopeOf(request).label;
           const { id, text, attachments } = request.body;
           const sent = await desk.reply(session, {
