@@ -233,8 +233,13 @@ describe('tenant admin tokens (end to end)', () => {
         default: { pipeline: 'acme-bot' },
         tenants: [],
       });
+      expect(await call(gateway, 'GET', '/admin/routing?tenant=bravo', ACME)).toMatchObject(forbidden);
       const everything = await call(gateway, 'GET', '/admin/routing', GLOBAL);
       expect(everything.body.tenants.map((tenant: { id: string }) => tenant.id)).toEqual(['acme', 'bravo']);
+      expect((await call(gateway, 'GET', '/admin/routing?tenant=bravo', GLOBAL)).body).toMatchObject({
+        rules: [{ name: 'bravo-spam' }],
+        tenants: [],
+      });
     },
     'POST /admin/route': async () => {
       const dryRun = (channel: string, token: string) =>
@@ -253,9 +258,12 @@ describe('tenant admin tokens (end to end)', () => {
       // Its own outcomes: one completed, one discarded, two dead letters (more after a replay).
       expect(own.body.last_hour.completed).toBe(1);
       expect(own.body.load.active_sessions).toBeNull();
+      expect(await call(gateway, 'GET', '/admin/overview?tenant=bravo', ACME)).toMatchObject(forbidden);
       const everything = await call(gateway, 'GET', '/admin/overview', GLOBAL);
       expect(everything.body.channels).toHaveLength(3);
       expect(everything.body.last_hour.completed).toBe(2);
+      const bravoOnly = await call(gateway, 'GET', '/admin/overview?tenant=bravo', GLOBAL);
+      expect(bravoOnly.body.channels.map((channel: { id: string }) => channel.id)).toEqual(['bravo-api']);
     },
     'GET /admin/queues': async () => {
       expect(await call(gateway, 'GET', '/admin/queues', ACME)).toMatchObject(forbidden);

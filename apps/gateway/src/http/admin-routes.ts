@@ -195,11 +195,12 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
           config: TENANT,
           schema: {
             summary:
-              "The routing rules in order with hit counts since start (a tenant token: its tenant's alone)",
+              "The routing rules in order with hit counts since start (one tenant's alone: a tenant token's, or ?tenant=)",
+            querystring: z.strictObject({ tenant: TenantFilter }),
             tags: ['admin'],
           },
         },
-        async (request) => deps.routing(scopeOf(request).tenant),
+        async (request) => deps.routing(tenantFilterOf(request, request.query.tenant) ?? null),
       );
       routes.post(
         '/route',
@@ -241,11 +242,13 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         {
           config: TENANT,
           schema: {
-            summary: "The console's overview: rates, load, latency, channels (a tenant token: its own)",
+            summary:
+              "The console's overview: rates, load, latency, channels (one tenant's: a tenant token's, or ?tenant=)",
+            querystring: z.strictObject({ tenant: TenantFilter }),
             tags: ['admin'],
           },
         },
-        async (request) => deps.overview(scopeOf(request).tenant),
+        async (request) => deps.overview(tenantFilterOf(request, request.query.tenant) ?? null),
       );
 
       // The pool's counts (cluster-wide with a shared pool), each pipeline that reports a state,
