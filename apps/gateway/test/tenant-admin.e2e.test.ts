@@ -59,6 +59,8 @@ async function call(
     method,
     headers,
     redirect: 'manual',
+    // An event stream answered where a 404 was due never ends: fail instead of waiting for it.
+    signal: AbortSignal.timeout(10_000),
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
