@@ -133,7 +133,7 @@ describe('tenant admin tokens (end to end)', () => {
         post(`${gateway.url}${prefix}/messages`, { session_id: 's1', user_id: 'u1', text });
       const hello = await say('hello');
       expect(hello.body).toMatchObject({ status: 'completed' });
-      records.messageId = hello.body.id;
+      records.messageId = hello.body?.id;
       expect((await say('spam offer')).body).toMatchObject({ status: 'discarded' });
       expect((await say('fail one')).body).toMatchObject({ status: 'dead_lettered' });
       expect((await say('fail two')).body).toMatchObject({ status: 'dead_lettered' });

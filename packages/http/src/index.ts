@@ -7,7 +7,6 @@ export {
   credentialIdOf,
   isLoopbackAddress,
   isLoopbackClient,
-  tokenLabelOf,
 } from './auth.js';
 export type { AuthHook, BearerAuthOptions } from './auth.js';
 export { isLoopbackHost, requestForgeryRefusal } from './request-forgery.js';
