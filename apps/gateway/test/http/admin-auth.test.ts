@@ -1,4 +1,5 @@
 import type { TenantConfig } from '@switchboard/config';
+import { defaultTenantShare } from '@switchboard/core';
 import { httpErrorHandler } from '@switchboard/http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ const tenant = (id: string, adminToken?: string): TenantConfig => ({
   channels: [],
   pipelines: [],
   routing: { default: '__discard__', rules: [] },
+  share: defaultTenantShare(id),
   ...(adminToken === undefined ? {} : { adminToken }),
 });
 
