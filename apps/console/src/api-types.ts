@@ -156,7 +156,8 @@ export interface Overview {
   last_hour: Partial<Record<Outcome, number>>;
   load: {
     inflight_turns: number;
-    active_sessions: number;
+    /** Null for one tenant's overview: the pool counts sessions gateway-wide only. */
+    active_sessions: number | null;
     pending: number;
     limits: { concurrency_pipeline: number; concurrency_session: number; max_pending: number };
   };

@@ -11,6 +11,7 @@ import { MessagesPage } from './pages/messages.js';
 import { OverviewPage } from './pages/overview.js';
 import { RoutingPage } from './pages/routing.js';
 import { SessionsPage } from './pages/sessions.js';
+import { type Scope, currentScope, pickTenant, pickedTenant, setScope } from './tenant-scope.js';
 
 const PAGES = [
   { id: 'overview', title: 'Overview' },
@@ -36,16 +37,21 @@ export function App() {
   const [access, setAccess] = useState<Access>({ state: 'checking' });
 
   useEffect(() => {
-    onAccessRefused((error) =>
+    onAccessRefused((error) => {
+      // A tenant token refused a gateway-wide route: the page says so; the rest stays usable.
+      if (error.code === 'SB_ADMIN_TENANT_FORBIDDEN') return;
       setAccess(
         error.status === 403
           ? { state: 'forbidden', message: error.message }
           : { state: 'login', refused: readToken() !== null },
-      ),
-    );
-    // Any admin route tells whether this client may read: the queue counts are the cheapest.
-    api('/admin/queues').then(
-      () => setAccess({ state: 'open' }),
+      );
+    });
+    // Whether this client may read, and what: the whole gateway or one tenant.
+    api<Scope>('/admin/scope').then(
+      (scope) => {
+        setScope(scope);
+        setAccess({ state: 'open' });
+      },
       (error: unknown) => {
         if (!(error instanceof ApiError) || (error.status !== 401 && error.status !== 403))
           setAccess({ state: 'open' });
@@ -81,6 +87,9 @@ function Shell({ onLogout }: { onLogout: (() => void) | undefined }) {
   const { path, params } = useHashRoute();
   const [page = 'overview', id] = path;
   const heading = useRef<HTMLDivElement>(null);
+  // The tenant picked (the whole gateway only): each page loads again for it.
+  const [picked, setPicked] = useState(pickedTenant());
+  const scope = currentScope();
   // After a navigation, focus moves to the new page, so keyboard and screen reader users start there.
   useEffect(() => {
     heading.current?.querySelector('h1')?.focus();
@@ -105,13 +114,37 @@ function Shell({ onLogout }: { onLogout: (() => void) | undefined }) {
             ))}
           </ul>
         </nav>
+        {scope.tenant !== null ? (
+          <span class="tenant">Tenant: {scope.tenant}</span>
+        ) : (
+          scope.tenants.length > 1 && (
+            <label class="tenant">
+              Tenant{' '}
+              <select
+                value={picked ?? ''}
+                onChange={(event) => {
+                  const value = (event.target as HTMLSelectElement).value;
+                  pickTenant(value === '' ? undefined : value);
+                  setPicked(pickedTenant());
+                }}
+              >
+                <option value="">All tenants</option>
+                {scope.tenants.map((tenant) => (
+                  <option key={tenant} value={tenant}>
+                    {tenant}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )
+        )}
         {onLogout && (
           <button type="button" class="link" onClick={onLogout}>
             Log out
           </button>
         )}
       </header>
-      <main id="main" ref={heading}>
+      <main id="main" ref={heading} key={picked ?? ''}>
         {page === 'overview' && <OverviewPage />}
         {page === 'messages' &&
           (id === undefined ? <MessagesPage params={params} /> : <MessagePage id={id} />)}

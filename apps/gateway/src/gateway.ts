@@ -123,7 +123,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpChannels: { has: (id) => channels.httpChannels.has(id) },
   });
 
-  const operatorAuth = adminAuth(config.admin.tokens);
+  // Tenants' tokens as the configuration in force has them: a reload changes them at once.
+  const operatorAuth = adminAuth(config.admin.tokens, () => live.current().tenants);
   const {
     server,
     shutdown: httpShutdown,

@@ -85,7 +85,7 @@ describe.skipIf(!chromiumPresent)('console (in a real browser)', () => {
     'refuses a wrong token: the admin route answers 401 and the login form says so',
     async () => {
       await page.goto(`${gateway.url}/admin/`);
-      const refused = page.waitForResponse((response) => response.url().endsWith('/admin/queues'));
+      const refused = page.waitForResponse((response) => response.url().endsWith('/admin/scope'));
       await logIn('not-the-token');
       expect((await refused).status()).toBe(401);
       await expect.poll(() => page.getByRole('alert').textContent()).toContain('The token was refused (401)');

@@ -1,3 +1,4 @@
+import { adminTokenProblems } from './admin-tokens.js';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import {
@@ -235,7 +236,8 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
     jitless: true,
   });
   const routing = routingProblems(document);
-  if (parsed.success && routing === null)
+  const tokens = adminTokenProblems(document);
+  if (parsed.success && routing === null && tokens.length === 0)
     return {
       ...parsed.data,
       secrets: configuredSecrets(written, document, references),
@@ -259,6 +261,7 @@ export function parseConfig(text: string, options: ParseConfigOptions = {}): Loa
       envValues,
     ),
     ...(routing ?? []).map((line) => hideEnvValues(line, envValues)),
+    ...tokens,
   ];
   const listedCount = Array.isArray(listed) ? listed.length : 0;
   // No `cause`: the ZodError's message quotes every input it rejected, secrets included, and a

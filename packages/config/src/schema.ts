@@ -301,6 +301,11 @@ const TenantIdSchema = z
 export const TenantSchema = z.strictObject({
   id: TenantIdSchema,
   ...TenantShareFields,
+  /**
+   * Bearer token of this tenant's admin scope: the admin API, console and CLI limited to its own
+   * records, sessions and routing; empty or absent = none. Unique across the file.
+   */
+  admin_token: bearerCredential().optional(),
   channels: z.array(ChannelSchema).default([]),
   pipelines: z.array(PipelineSchema).default([]),
   routing: RoutingSchema,

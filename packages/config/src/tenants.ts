@@ -18,6 +18,8 @@ export { DEFAULT_TENANT };
 /** One tenant as the gateway runs it: the ids of its channels and pipelines, and its routing. */
 export interface TenantConfig {
   id: string;
+  /** Bearer token of its admin scope (docs/design.md §10); absent when it has none. */
+  adminToken?: string;
   /** Ids of its channels: a message arriving through one is routed by this tenant's routing. */
   channels: string[];
   /** Ids of its pipelines: the only ones its routing may name. */
@@ -160,6 +162,7 @@ interface Sections extends QuotaSections {
   routing: RoutingConfig;
   tenants: ({
     id: string;
+    admin_token?: string | undefined;
     channels: { id: string }[];
     pipelines: { id: string }[];
     routing: RoutingConfig;
@@ -204,6 +207,10 @@ export function flattenTenants<Parsed extends Sections>(
       },
       ...tenants.map((tenant) => ({
         id: tenant.id,
+        // `admin_token: "${ACME_ADMIN_TOKEN:-}"` yields "" when unset: that means none.
+        ...(tenant.admin_token === undefined || tenant.admin_token === ''
+          ? {}
+          : { adminToken: tenant.admin_token }),
         channels: ids(tenant.channels),
         pipelines: ids(tenant.pipelines),
         routing: tenant.routing,

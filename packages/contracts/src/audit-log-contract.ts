@@ -228,6 +228,15 @@ export function auditLogContract(name: string, factory: StoreFactory<AuditLog>):
         expect((await subject.store.deadLetters(2)).map((item) => item.id)).toEqual([4, 2].map(idOf));
       });
 
+      it("lists one tenant's only when asked for a tenant", async () => {
+        await appendAll([deadLetter(1), { ...deadLetter(2), tenant: 'acme' }, deadLetter(3)]);
+        expect((await subject.store.deadLetters(10, 'acme')).map((item) => item.id)).toEqual([idOf(2)]);
+        expect((await subject.store.deadLetters(10, 'default')).map((item) => item.id)).toEqual(
+          [3, 1].map(idOf),
+        );
+        expect(await subject.store.deadLetters(10, 'bravo')).toEqual([]);
+      });
+
       it('finds one by id with its payload, and answers null for other ids', async () => {
         await appendAll([deadLetter(1), auditRecordFixture(2)]);
         expect(await subject.store.getDeadLetter(idOf(1))).toEqual(deadLetter(1));

@@ -97,6 +97,29 @@ function bearerTokenOf(request: FastifyRequest): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header)?.[1];
 }
 
+/**
+ * Compares bearer tokens with configured ones in constant time: made once per set of tokens
+ * (hashed then), it answers the index of the token a request's `Authorization: Bearer` equals —
+ * compared with every one, so the time taken tells neither which matched nor its length — -1
+ * when it carries one that matches none, undefined when it carries none. Empty tokens never match.
+ */
+export function bearerTokenMatcher(
+  tokens: readonly string[],
+): (request: FastifyRequest) => number | undefined {
+  // Hashing first gives equal-length buffers, so timingSafeEqual leaks neither the token nor its length.
+  const digests = tokens.map((token) => (token === '' ? null : digest(token)));
+  return (request) => {
+    const token = bearerTokenOf(request);
+    if (token === undefined) return undefined;
+    const presented = digest(token);
+    let matched = -1;
+    digests.forEach((expected, index) => {
+      if (expected !== null && timingSafeEqual(expected, presented) && matched === -1) matched = index;
+    });
+    return matched;
+  };
+}
+
 /** Hex digits of a key's SHA-256 that name it (64 bits: no two configured keys share them). */
 const CREDENTIAL_ID_HEX = 16;
 
@@ -115,27 +138,6 @@ export function credentialIdOf(request: FastifyRequest, tokens: readonly string[
 }
 
 /**
- * The name of the token a request that `bearerAuth` let pass came with — the operator an admin
- * action is recorded under — or `loopback` when no tokens are configured. Compares with every
- * token, as `bearerAuth` does.
- */
-export function tokenLabelOf(
-  request: FastifyRequest,
-  labelled: readonly { label: string; token: string }[],
-): string {
-  if (labelled.length === 0) return 'loopback';
-  const token = bearerTokenOf(request);
-  if (token === undefined) throw new SwitchboardError('SB_HTTP_UNAUTHORIZED');
-  const presented = digest(token);
-  let label: string | undefined;
-  for (const entry of labelled) {
-    if (timingSafeEqual(digest(entry.token), presented)) label ??= entry.label;
-  }
-  if (label === undefined) throw new SwitchboardError('SB_HTTP_UNAUTHORIZED');
-  return label;
-}
-
-/**
  * Bearer-token authentication for the channel and the admin API (docs/design.md §3, §7). With tokens
  * configured every request needs `Authorization: Bearer <token>` (401 otherwise). With none,
  * only loopback clients pass (403 otherwise), so a quick start needs no key and is still closed
@@ -143,26 +145,19 @@ export function tokenLabelOf(
  * headers never passes.
  */
 export function bearerAuth(options: BearerAuthOptions): AuthHook {
-  // Hashing first gives equal-length buffers, so timingSafeEqual leaks neither the token nor its length.
-  const digests = options.tokens.filter((token) => token !== '').map(digest);
+  const configured = options.tokens.some((token) => token !== '');
+  const match = bearerTokenMatcher(options.tokens);
   const challenge = `Bearer realm="${options.realm.replaceAll('"', '')}"`;
 
   /** The error to answer with, or undefined when the request may pass. */
   function refusal(request: FastifyRequest, reply: FastifyReply): SwitchboardError | undefined {
-    if (digests.length === 0) {
+    if (!configured) {
       if (isLoopbackClient(request)) return undefined;
       return new SwitchboardError('SB_HTTP_FORBIDDEN', {
         message: `${options.setting} is not set, so only loopback clients not forwarded by a proxy are allowed; set ${options.setting}`,
       });
     }
-    const token = bearerTokenOf(request);
-    if (token !== undefined) {
-      const presented = digest(token);
-      // Compare with every key so the time taken does not tell which one matched.
-      let matched = false;
-      for (const expected of digests) matched = timingSafeEqual(expected, presented) || matched;
-      if (matched) return undefined;
-    }
+    if ((match(request) ?? -1) >= 0) return undefined;
     const header = request.headers.authorization;
     reply.header(
       'www-authenticate',

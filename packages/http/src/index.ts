@@ -1,7 +1,13 @@
 // The public surface of @switchboard/http: what the HTTP channel, the admin API and the console share.
 
 // Who may call
-export { bearerAuth, credentialIdOf, isLoopbackAddress, isLoopbackClient, tokenLabelOf } from './auth.js';
+export {
+  bearerAuth,
+  bearerTokenMatcher,
+  credentialIdOf,
+  isLoopbackAddress,
+  isLoopbackClient,
+} from './auth.js';
 export type { AuthHook, BearerAuthOptions } from './auth.js';
 export { isLoopbackHost, requestForgeryRefusal } from './request-forgery.js';
 

@@ -72,10 +72,10 @@ export function createPostgresAuditLog(sql: Sql, schemaName: string): AuditLog {
         nextCursor: rows.length > query.limit && last !== undefined ? encodeAuditCursor(last) : null,
       };
     },
-    async deadLetters(limit) {
+    async deadLetters(limit, tenant) {
       const { rows } = await sql.query<AuditRecord>(
-        `${select} WHERE outcome = 'dead_lettered' AND replayed_at IS NULL ${NEWEST_FIRST} LIMIT $1`,
-        [limit],
+        `${select} WHERE outcome = 'dead_lettered' AND replayed_at IS NULL AND ($2::text IS NULL OR tenant = $2) ${NEWEST_FIRST} LIMIT $1`,
+        [limit, tenant ?? null],
       );
       return rows;
     },

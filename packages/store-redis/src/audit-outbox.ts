@@ -327,7 +327,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
             prune: (beforeMs) => statuses.prune(beforeMs),
           },
     query: (query) => inner.query(query),
-    deadLetters: (limit) => inner.deadLetters(limit),
+    deadLetters: (limit, tenant) => inner.deadLetters(limit, tenant),
     getDeadLetter: (id) => inner.getDeadLetter(id),
     markReplayed: (id, atMs) => inner.markReplayed(id, atMs),
     deleteDeadLetter: (id) => inner.deleteDeadLetter(id),

@@ -57,6 +57,9 @@ export function createSqliteAuditReader(db: Database): AuditReader {
   const deadLetters = db.prepare<[number], AuditRow>(
     `${SELECT} WHERE outcome = 'dead_lettered' AND replayed_at IS NULL ${NEWEST_FIRST} LIMIT ?`,
   );
+  const tenantDeadLetters = db.prepare<[string, number], AuditRow>(
+    `${SELECT} WHERE outcome = 'dead_lettered' AND replayed_at IS NULL AND tenant = ? ${NEWEST_FIRST} LIMIT ?`,
+  );
   const deadLetter = db.prepare<[string], AuditRow>(`${SELECT} WHERE id = ? AND outcome = 'dead_lettered'`);
 
   function statementFor(conditions: string[]): Statement<Record<string, unknown>, AuditRow> {
@@ -93,8 +96,10 @@ export function createSqliteAuditReader(db: Database): AuditReader {
         nextCursor: rows.length > query.limit && last !== undefined ? encodeAuditCursor(last) : null,
       };
     },
-    async deadLetters(limit) {
-      return deadLetters.all(limit).map(toRecord);
+    async deadLetters(limit, tenant) {
+      return (tenant === undefined ? deadLetters.all(limit) : tenantDeadLetters.all(tenant, limit)).map(
+        toRecord,
+      );
     },
     async getDeadLetter(id) {
       const row = deadLetter.get(id);

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { forPickedTenant } from '../tenant-scope.js';
 import type { DeadLetter, MessagePath, SelectionResults } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
@@ -25,7 +26,7 @@ const MAX_REPLAYS_SHOWN = 100;
 /** Dead letters with reason and error; replay or purge one or a selection; replay state shown. */
 export function DeadLettersPage() {
   const list = usePoll(
-    (signal) => api<{ items: DeadLetter[] }>('/admin/dead-letters?limit=200', { signal }),
+    (signal) => api<{ items: DeadLetter[] }>(forPickedTenant('/admin/dead-letters?limit=200'), { signal }),
     5000,
   );
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());

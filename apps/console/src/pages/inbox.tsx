@@ -1,4 +1,5 @@
 import { api } from '../api.js';
+import { forPickedTenant } from '../tenant-scope.js';
 import type { HandoffView } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
@@ -12,7 +13,8 @@ const HANDOFFS_LISTED = 50;
 /** Sessions an operator took over, the longest waiting for an answer first; live. */
 export function InboxPage() {
   const list = usePoll(
-    (signal) => api<{ items: HandoffView[] }>(`/admin/handoffs?limit=${HANDOFFS_LISTED}`, { signal }),
+    (signal) =>
+      api<{ items: HandoffView[] }>(forPickedTenant(`/admin/handoffs?limit=${HANDOFFS_LISTED}`), { signal }),
     2000,
   );
   const items = list.data?.items ?? [];

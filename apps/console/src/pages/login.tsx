@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { forgetToken, saveToken } from '../admin-token.js';
 import { ApiError, api } from '../api.js';
+import { type Scope, setScope } from '../tenant-scope.js';
 
 /** Asks for `admin.token`; kept in sessionStorage once the admin API accepts it. */
 export function LoginPage({ refused, onAccepted }: { refused: boolean; onAccepted: () => void }) {
@@ -13,7 +14,7 @@ export function LoginPage({ refused, onAccepted }: { refused: boolean; onAccepte
     setBusy(true);
     saveToken(token);
     try {
-      await api('/admin/queues');
+      setScope(await api<Scope>('/admin/scope'));
       onAccepted();
     } catch (error) {
       forgetToken();

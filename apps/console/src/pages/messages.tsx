@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
+import { forPickedTenant } from '../tenant-scope.js';
 import { type AuditItem, OUTCOMES, type Page } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
@@ -37,7 +38,7 @@ export function MessagesPage({ params }: { params: URLSearchParams }) {
     const filters = Object.fromEntries(params);
     try {
       const page = await api<Page<AuditItem>>(
-        `/admin/messages${query({ ...filters, limit: 50, cursor: after ?? undefined })}`,
+        forPickedTenant(`/admin/messages${query({ ...filters, limit: 50, cursor: after ?? undefined })}`),
         { signal: loading.signal },
       );
       // Aborted after its answer came in: a newer search owns the table now.

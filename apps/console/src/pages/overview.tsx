@@ -1,4 +1,5 @@
 import { api } from '../api.js';
+import { forPickedTenant } from '../tenant-scope.js';
 import { OUTCOMES, type Outcome, type Overview } from '../api-types.js';
 import { OutcomeChart, OUTCOME_COLOURS } from '../components/outcome-chart.js';
 import { PageHeading } from '../components/page-heading.js';
@@ -8,7 +9,7 @@ import { usePoll } from '../use-poll.js';
 
 /** What is happening now: outcomes per minute, load against the limits, queues, latency, channels. Live. */
 export function OverviewPage() {
-  const overview = usePoll(() => api<Overview>('/admin/overview'), 2000);
+  const overview = usePoll(() => api<Overview>(forPickedTenant('/admin/overview')), 2000);
   const data = overview.data;
   return (
     <>
@@ -56,7 +57,7 @@ function OverviewBody({ data }: { data: Overview }) {
           </div>
           <div>
             <dt>Active sessions</dt>
-            <dd>{load.active_sessions}</dd>
+            <dd>{load.active_sessions ?? '—'}</dd>
           </div>
           <div>
             <dt>Waiting</dt>

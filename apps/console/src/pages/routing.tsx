@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { forPickedTenant } from '../tenant-scope.js';
 import type { Condition, RouteDryRun, Routing } from '../api-types.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Problem } from '../components/problem.js';
@@ -7,7 +8,7 @@ import { usePoll } from '../use-poll.js';
 
 /** The routing rules in order with their hit counts, and a dry run with the gateway's own router. */
 export function RoutingPage() {
-  const routing = usePoll(() => api<Routing>('/admin/routing'), 5000);
+  const routing = usePoll(() => api<Routing>(forPickedTenant('/admin/routing')), 5000);
   const [result, setResult] = useState<RouteDryRun>();
   const [error, setError] = useState<Error>();
 

@@ -5,6 +5,7 @@ import { Problem } from '../components/problem.js';
 import { TakeOverButton } from '../components/take-over-button.js';
 import { formatDuration, formatTime } from '../format.js';
 import { href } from '../hash-route.js';
+import { currentScope, forPickedTenant } from '../tenant-scope.js';
 import { usePoll } from '../use-poll.js';
 
 /** How many sessions the page lists as waiting longest. */
@@ -16,8 +17,16 @@ const SESSIONS_LISTED = 50;
  * holders; live.
  */
 export function SessionsPage() {
-  const queues = usePoll(() => api<Queues>('/admin/queues'), 2000);
-  const sessions = usePoll(() => api<Sessions>(`/admin/sessions?limit=${SESSIONS_LISTED}`), 2000);
+  // The queues are the whole gateway's: a tenant token may not read them (403).
+  const gatewayWide = currentScope().tenant === null;
+  const queues = usePoll(
+    () => (gatewayWide ? api<Queues>('/admin/queues') : Promise.resolve(undefined)),
+    gatewayWide ? 2000 : 0,
+  );
+  const sessions = usePoll(
+    () => api<Sessions>(forPickedTenant(`/admin/sessions?limit=${SESSIONS_LISTED}`)),
+    2000,
+  );
   const data = queues.data;
   return (
     <>

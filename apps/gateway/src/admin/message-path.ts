@@ -17,6 +17,11 @@ const MAX_AUDIT_RECORDS = 20;
 /** Everything known of one message's way through the gateway (`GET /admin/messages/{id}`). */
 export interface MessagePath {
   id: string;
+  /**
+   * The tenant it is (docs/design.md §10): as its audit records name it, else the tenant of the
+   * channel that received it; null when no source tells.
+   */
+  tenant: string | null;
   /** Its session key (to open or take over), from this replica's trail or its audit records. */
   session: string | null;
   /** `at`: when the channel received it; null when only the audit log knows the message. */
@@ -46,6 +51,8 @@ export async function messagePath(
     trail: MessageTrail;
     /** `audit.store_text`: the status store keeps an HTTP message's replies whatever it says. */
     storeText: AuditConfig['storeText'];
+    /** The tenant of a channel, for a message no audit record names the tenant of. */
+    tenantOfChannel?: (channelId: string) => string;
   },
 ): Promise<MessagePath> {
   const [page, status] = await Promise.all([
@@ -104,8 +111,11 @@ export async function messagePath(
         });
   const mergedWith = new Set(turns.flatMap((turn) => turn.messages));
   mergedWith.delete(id);
+  const channel = trail?.received.channel ?? newest?.channel ?? status?.channel;
   return {
     id,
+    tenant:
+      newest?.tenant ?? (channel === undefined ? undefined : sources.tenantOfChannel?.(channel)) ?? null,
     session: trail?.session ?? newest?.session ?? null,
     received,
     routed: rule === null && pipeline === null ? null : { rule, by_default: rule === null, pipeline },

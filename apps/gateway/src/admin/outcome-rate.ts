@@ -1,4 +1,4 @@
-import { OUTCOME_KINDS, type Outcome, type OutcomeKind } from '@switchboard/core';
+import { OUTCOME_KINDS, type Outcome, type OutcomeKind, tenantOfMessage } from '@switchboard/core';
 
 const MINUTE_MS = 60_000;
 /** Minutes the ring covers: the overview's last hour. */
@@ -13,17 +13,46 @@ export interface MinuteCounts {
 
 /** Messages per minute by outcome over the last hour, on this replica. */
 export interface OutcomeRate {
-  /** Counts one outcome: O(1), no allocation. */
+  /** Counts one outcome: O(1), no allocation (past the first outcome of its tenant). */
   record(outcome: Outcome): void;
-  /** The last 60 minutes, oldest first, the current minute last; minutes without outcomes count 0. */
-  lastHour(nowMs: number): MinuteCounts[];
+  /**
+   * The last 60 minutes, oldest first, the current minute last; minutes without outcomes count 0.
+   * With `tenant`, that tenant's messages only (`message.tenant`, absent = `default`).
+   */
+  lastHour(nowMs: number, tenant?: string): MinuteCounts[];
 }
+
+/**
+ * One ring for every message and one per tenant: a tenant token's overview counts its own. The
+ * tenants are those of the configuration (ingress stamps only those), so the rings are bounded.
+ */
+export function createOutcomeRate(): OutcomeRate {
+  const all = createMinuteRing();
+  const byTenant = new Map<string, MinuteRing>();
+  return {
+    record(outcome) {
+      all.record(outcome);
+      const tenant = tenantOfMessage(outcome.message);
+      let ring = byTenant.get(tenant);
+      if (ring === undefined) {
+        ring = createMinuteRing();
+        byTenant.set(tenant, ring);
+      }
+      ring.record(outcome);
+    },
+    lastHour(nowMs, tenant) {
+      return (tenant === undefined ? all : (byTenant.get(tenant) ?? EMPTY)).lastHour(nowMs);
+    },
+  };
+}
+
+type MinuteRing = Pick<OutcomeRate, 'record'> & { lastHour(nowMs: number): MinuteCounts[] };
 
 /**
  * A ring of 60 one-minute buckets fed by the outcome bus (docs/design.md §7 "Console"). A bucket
  * is cleared when its slot comes round again, so memory is fixed; counts are lost on restart.
  */
-export function createOutcomeRate(): OutcomeRate {
+function createMinuteRing(): MinuteRing {
   const kinds = OUTCOME_KINDS.length;
   const kindIndex = new Map<OutcomeKind, number>(OUTCOME_KINDS.map((kind, index) => [kind, index]));
   const counts = new Uint32Array(MINUTES * kinds);
@@ -58,3 +87,6 @@ export function createOutcomeRate(): OutcomeRate {
     },
   };
 }
+
+/** The ring of a tenant without outcomes yet: zeros, never recorded into. */
+const EMPTY = createMinuteRing();

@@ -18,10 +18,14 @@ export interface Overview {
   messages_per_minute: MinuteCounts[];
   /** Totals of the same hour by outcome. */
   last_hour: Record<OutcomeKind, number>;
-  /** The pool's counts (cluster-wide with a shared pool) against the configured limits. */
+  /**
+   * The pool's counts (cluster-wide with a shared pool) against the configured limits. For one
+   * tenant: the sums over its pipelines, and `active_sessions` null (the pool counts sessions
+   * for the whole gateway only).
+   */
   load: {
     inflight_turns: number;
-    active_sessions: number;
+    active_sessions: number | null;
     pending: number;
     limits: { concurrency_pipeline: number; concurrency_session: number; max_pending: number };
   };
@@ -52,8 +56,10 @@ export function overview(parts: {
   pipelineIds: readonly string[];
   limits: { concurrency: Concurrency; queue: QueueLimits };
   channels: ChannelHealth[];
+  /** One tenant's overview: its outcomes, and the load of `pipelineIds` (its own) alone. */
+  tenant?: string;
 }): Overview {
-  const minutes = parts.rate.lastHour(parts.nowMs);
+  const minutes = parts.rate.lastHour(parts.nowMs, parts.tenant);
   const lastHour = {} as Record<OutcomeKind, number>;
   for (const minute of minutes) {
     for (const [kind, count] of Object.entries(minute.counts) as Array<[OutcomeKind, number]>) {
@@ -71,14 +77,17 @@ export function overview(parts: {
       p95_ms: latencies[id]?.p95_ms ?? null,
     };
   }
+  const sum = (field: 'inflight' | 'pending') =>
+    Object.values(pipelines).reduce((total, pipeline) => total + pipeline[field], 0);
+  const whole = parts.tenant === undefined;
   return {
     at: parts.nowMs,
     messages_per_minute: minutes,
     last_hour: lastHour,
     load: {
-      inflight_turns: parts.stats.inflight,
-      active_sessions: parts.stats.sessions,
-      pending: parts.stats.pending,
+      inflight_turns: whole ? parts.stats.inflight : sum('inflight'),
+      active_sessions: whole ? parts.stats.sessions : null,
+      pending: whole ? parts.stats.pending : sum('pending'),
       limits: {
         concurrency_pipeline: parts.limits.concurrency.global,
         concurrency_session: parts.limits.concurrency.perSession,

@@ -7,11 +7,12 @@ import {
   type PipelineStatus,
   type QueryPool,
   SwitchboardError,
+  sessionAddressOf,
 } from '@switchboard/core';
 import { type AuthHook, MAX_ID_CHARS } from '@switchboard/http';
-import { guardAdminScope } from './admin-auth.js';
+import { guardAdminScope, mayAccess, scopeOf, tenantFilterOf } from './admin-auth.js';
 import type { ReplicaView } from '@switchboard/store-redis';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AdminAuditFiltersSchema } from '../admin/audit-filters.js';
@@ -29,9 +30,22 @@ import type { ReloadResult } from '../reload/live-config.js';
 /** Longest text a dry run routes: the channel's own `text` bound. */
 const MAX_DRY_RUN_TEXT_CHARS = 32_768;
 
+/** The channel a session key names (keys the pool lists are well formed). */
+function channelOfSession(session: string): string {
+  return sessionAddressOf(session).channel;
+}
+
 /** `GET /admin/sessions`: its answer is read in one pool call, so it stays small. */
 const MAX_SESSIONS_LISTED = 200;
 const IdSchema = z.string().min(1).max(MAX_ID_CHARS);
+/** `?tenant=` of the list routes: one tenant's only (a tenant token's own at most). */
+const TenantFilter = IdSchema.optional().describe(
+  "Only this tenant's (`default`: the top-level channels'); a tenant's admin token reads its own only.",
+);
+/** A route a tenant's admin token may call: it answers within that tenant (docs/design.md §10). */
+const TENANT = { tenancy: 'tenant' } as const;
+/** A route that acts on or shows the whole gateway: a tenant's admin token gets 403. */
+const GATEWAY = { tenancy: 'gateway' } as const;
 const SelectionSchema = z.strictObject({ ids: z.array(IdSchema).min(1).max(MAX_SELECTION) });
 
 /** `POST /admin/route`: the message a dry run routes, as `switchboard route` takes it. */
@@ -69,13 +83,18 @@ export interface AdminDeps {
   trail: MessageTrail;
   /** `audit.store_text`: what a message's path may show of its replies. */
   storeText: AuditConfig['storeText'];
-  /** The rules in force with their hit counts. */
-  routing(): RoutingView;
+  /** The rules in force with their hit counts: every tenant's, or one tenant's alone. */
+  routing(tenant: string | null): RoutingView;
+  /** The tenant whose channel `channelId` is (`default` for the top level and unknown ids). */
+  tenantOfChannel(channelId: string): string;
+  /** The ids of the tenants configured now, `default` first. */
+  tenantIds(): string[];
   /** The channels in force, for dry runs. */
   channels(): readonly ChannelConfig[];
   /** A dry run on the router in force (`POST /admin/route`). */
   dryRun(channel: ChannelConfig, input: DryRunInput): DryRunResult;
-  overview(): Promise<Overview>;
+  /** The overview of the whole gateway, or of one tenant's channels, pipelines and outcomes. */
+  overview(tenant: string | null): Promise<Overview>;
 }
 
 /**
@@ -88,20 +107,45 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
     async (admin) => {
       const routes = admin.withTypeProvider<ZodTypeProvider>();
       guardAdminScope(admin, deps.auth);
-      const purge = createDeadLetterPurge(deps.auditLog);
+      const purgeAny = createDeadLetterPurge(deps.auditLog);
+      /**
+       * `act` on a dead letter the request's scope may see; another tenant's answers as an
+       * unknown id does (404), so a tenant token learns nothing of it.
+       */
+      const ownDeadLetter =
+        <Result>(request: FastifyRequest, act: (id: string) => Promise<Result>) =>
+        async (id: string): Promise<Result> => {
+          if (scopeOf(request).tenant !== null) {
+            const record = await deps.auditLog.getDeadLetter(id);
+            if (record === null || !mayAccess(request, record.tenant)) {
+              throw new SwitchboardError('SB_DEAD_LETTER_NOT_FOUND', {
+                message: `no dead letter with id ${id}`,
+                details: { id },
+              });
+            }
+          }
+          return act(id);
+        };
 
-      const searchAudit = async (request: { query: z.output<typeof AdminAuditFiltersSchema> }) => {
-        const page = await deps.auditLog.query(request.query);
+      const searchAudit = async (
+        request: FastifyRequest<{ Querystring: z.output<typeof AdminAuditFiltersSchema> }>,
+      ) => {
+        const tenant = tenantFilterOf(request, request.query.tenant);
+        const page = await deps.auditLog.query({
+          ...request.query,
+          ...(tenant === undefined ? {} : { tenant }),
+        });
         return { items: page.items.map(auditView), next_cursor: page.nextCursor };
       };
       routes.get(
         '/audit',
-        { schema: { querystring: AdminAuditFiltersSchema, tags: ['admin'] } },
+        { config: TENANT, schema: { querystring: AdminAuditFiltersSchema, tags: ['admin'] } },
         searchAudit,
       );
       routes.get(
         '/messages',
         {
+          config: TENANT,
           schema: {
             summary: 'Search the audit log (every outcome but completed and duplicate)',
             querystring: AdminAuditFiltersSchema,
@@ -113,23 +157,55 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
       routes.get(
         '/messages/:id',
         {
+          config: TENANT,
           schema: {
             summary: "A message's path: received, routed, merged, turns, replies, outcome",
             params: z.strictObject({ id: IdSchema }),
             tags: ['admin'],
           },
         },
-        async (request) => messagePath(request.params.id, deps),
+        async (request) => {
+          const path = await messagePath(request.params.id, deps);
+          if (!mayAccess(request, path.tenant ?? undefined)) {
+            throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
+              message: `no message ${path.id} in the audit log, the status store or this replica's recent trail`,
+              details: { id: path.id },
+            });
+          }
+          return path;
+        },
+      );
+
+      // Who the caller acts for, and the tenants it may pick (the console's tenant picker).
+      routes.get(
+        '/scope',
+        {
+          config: TENANT,
+          schema: { summary: "The caller's scope: the whole gateway or one tenant", tags: ['admin'] },
+        },
+        async (request) => {
+          const { tenant, label } = scopeOf(request);
+          return { tenant, label, tenants: tenant === null ? deps.tenantIds() : [tenant] };
+        },
       );
 
       routes.get(
         '/routing',
-        { schema: { summary: 'The routing rules in order with hit counts since start', tags: ['admin'] } },
-        async () => deps.routing(),
+        {
+          config: TENANT,
+          schema: {
+            summary:
+              "The routing rules in order with hit counts since start (one tenant's alone: a tenant token's, or ?tenant=)",
+            querystring: z.strictObject({ tenant: TenantFilter }),
+            tags: ['admin'],
+          },
+        },
+        async (request) => deps.routing(tenantFilterOf(request, request.query.tenant) ?? null),
       );
       routes.post(
         '/route',
         {
+          config: TENANT,
           schema: {
             summary: 'Dry run: the rule and pipeline a message would get, and why',
             body: DryRunBodySchema,
@@ -138,7 +214,10 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
         async (request) => {
           const { channel: id, chat_type, chat_id, sender, text, mention, event } = request.body;
-          const configured = deps.channels();
+          // A tenant token dry-runs its own channels only, and is told of no other.
+          const configured = deps
+            .channels()
+            .filter((known) => mayAccess(request, deps.tenantOfChannel(known.id)));
           const channel = configured.find((candidate) => candidate.id === id);
           if (channel === undefined) {
             const problem = `body.channel: no channel "${id}" (known: ${configured.map((known) => known.id).join(', ')})`;
@@ -160,15 +239,23 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
 
       routes.get(
         '/overview',
-        { schema: { summary: "The console's overview: rates, load, latency, channels", tags: ['admin'] } },
-        async () => deps.overview(),
+        {
+          config: TENANT,
+          schema: {
+            summary:
+              "The console's overview: rates, load, latency, channels (one tenant's: a tenant token's, or ?tenant=)",
+            querystring: z.strictObject({ tenant: TenantFilter }),
+            tags: ['admin'],
+          },
+        },
+        async (request) => deps.overview(tenantFilterOf(request, request.query.tenant) ?? null),
       );
 
       // The pool's counts (cluster-wide with a shared pool), each pipeline that reports a state,
       // with a shared pool each replica: its heartbeat and the turns it runs (they add up to the
       // cluster's `inflight` unless a lease was just reclaimed), and which replica runs each
       // single-owner connection (docs/design.md §5).
-      routes.get('/queues', { schema: { tags: ['admin'] } }, async () => {
+      routes.get('/queues', { config: GATEWAY, schema: { tags: ['admin'] } }, async () => {
         const [stats, replicas, channels] = await Promise.all([
           deps.pool.stats(),
           deps.replicas?.(),
@@ -212,8 +299,10 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
       routes.get(
         '/sessions',
         {
+          config: TENANT,
           schema: {
             querystring: z.strictObject({
+              tenant: TenantFilter,
               limit: z.coerce
                 .number()
                 .int()
@@ -226,15 +315,24 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
           },
         },
         async (request) => {
-          const view = await deps.pool.sessions(request.query.limit);
+          const tenant = tenantFilterOf(request, request.query.tenant);
+          // One tenant's: read as many as may be listed, keep its own, then cut to the limit.
+          const view = await deps.pool.sessions(
+            tenant === undefined ? request.query.limit : MAX_SESSIONS_LISTED,
+          );
+          const own = (entry: { session: string }) =>
+            tenant === undefined || deps.tenantOfChannel(channelOfSession(entry.session)) === tenant;
           return {
-            waiting: view.waiting.map((entry) => ({
-              session: entry.session,
-              pipeline: entry.pipeline,
-              pending: entry.pending,
-              oldest_wait_ms: entry.oldestWaitMs,
-            })),
-            running: view.running.map((turn) => ({
+            waiting: view.waiting
+              .filter(own)
+              .slice(0, request.query.limit)
+              .map((entry) => ({
+                session: entry.session,
+                pipeline: entry.pipeline,
+                pending: entry.pending,
+                oldest_wait_ms: entry.oldestWaitMs,
+              })),
+            running: view.running.filter(own).map((turn) => ({
               turn_id: turn.turnId,
               session: turn.session,
               pipeline: turn.pipeline,
@@ -250,13 +348,18 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
       routes.get(
         '/dead-letters',
         {
+          config: TENANT,
           schema: {
-            querystring: z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).default(100) }),
+            querystring: z.strictObject({
+              limit: z.coerce.number().int().min(1).max(1000).default(100),
+              tenant: TenantFilter,
+            }),
             tags: ['admin'],
           },
         },
         async (request) => {
-          const items = await deps.auditLog.deadLetters(request.query.limit);
+          const tenant = tenantFilterOf(request, request.query.tenant);
+          const items = await deps.auditLog.deadLetters(request.query.limit, tenant);
           // `replayable: false`: kept without its whole text (audit.store_text), so replay answers 422.
           return {
             items: items.map((item) => ({
@@ -269,16 +372,18 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
 
       routes.post(
         '/dead-letters/:id/replay',
-        { schema: { params: z.strictObject({ id: IdSchema }), tags: ['admin'] } },
+        { config: TENANT, schema: { params: z.strictObject({ id: IdSchema }), tags: ['admin'] } },
         async (request, reply) => {
+          const replayed = await ownDeadLetter(request, deps.replay)(request.params.id);
           reply.code(202);
-          return deps.replay(request.params.id);
+          return replayed;
         },
       );
 
       routes.delete(
         '/dead-letters/:id',
         {
+          config: TENANT,
           schema: {
             summary: 'Purge one dead letter',
             params: z.strictObject({ id: IdSchema }),
@@ -286,36 +391,43 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
           },
         },
         async (request, reply) => {
-          await purge(request.params.id);
+          await ownDeadLetter(request, purgeAny)(request.params.id);
           return reply.code(204).send();
         },
       );
       routes.post(
         '/dead-letters/replay',
         {
+          config: TENANT,
           schema: {
             summary: `Replay up to ${MAX_SELECTION} dead letters, one after the other`,
             body: SelectionSchema,
             tags: ['admin'],
           },
         },
-        async (request) => ({ results: await applyToSelection(request.body.ids, deps.replay, request.log) }),
+        async (request) => ({
+          results: await applyToSelection(request.body.ids, ownDeadLetter(request, deps.replay), request.log),
+        }),
       );
       routes.post(
         '/dead-letters/purge',
         {
+          config: TENANT,
           schema: {
             summary: `Purge up to ${MAX_SELECTION} dead letters`,
             body: SelectionSchema,
             tags: ['admin'],
           },
         },
-        async (request) => ({ results: await applyToSelection(request.body.ids, purge, request.log) }),
+        async (request) => ({
+          results: await applyToSelection(request.body.ids, ownDeadLetter(request, purgeAny), request.log),
+        }),
       );
 
       routes.post(
         '/reload',
         {
+          config: GATEWAY,
           schema: {
             summary: 'Reload channels, pipelines, limits and routing from the config file',
             tags: ['admin'],

@@ -83,17 +83,19 @@ export function registerConsoleRoutes(server: FastifyInstance, deps: ConsoleDeps
 
   server.register(async (console) => {
     if (deps.auth !== undefined) console.addHook('onRequest', deps.auth);
-    console.get('/admin', { schema: { hide: true } }, async (_request, reply) =>
+    // The page and its scripts hold no data: any admin scope may load them (docs/design.md §10).
+    const config = { tenancy: 'tenant' } as const;
+    console.get('/admin', { config, schema: { hide: true } }, async (_request, reply) =>
       reply.redirect('/admin/', 308),
     );
-    console.get('/admin/', { schema: { hide: true } }, async (_request, reply) =>
+    console.get('/admin/', { config, schema: { hide: true } }, async (_request, reply) =>
       reply
         .headers({ ...SECURITY_HEADERS, 'content-type': index.type, 'cache-control': index.cacheControl })
         .send(index.body),
     );
     console.get<{ Params: { name: string } }>(
       '/admin/assets/:name',
-      { schema: { hide: true } },
+      { config, schema: { hide: true } },
       async (request, reply) => {
         const asset = assets.get(`assets/${request.params.name}`);
         if (asset === undefined) return reply.callNotFound();

@@ -9,9 +9,9 @@ import {
   SwitchboardError,
   sessionAddressOf,
 } from '@switchboard/core';
-import { type AuthHook, tokenLabelOf } from '@switchboard/http';
-import { guardAdminScope } from './admin-auth.js';
-import type { FastifyInstance } from 'fastify';
+import type { AuthHook } from '@switchboard/http';
+import { guardAdminScope, mayAccess, scopeOf, tenantFilterOf } from './admin-auth.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { entryView, handoffView } from '../admin/handoff-view.js';
@@ -30,6 +30,10 @@ const MAX_REPLY_BODY_BYTES = Math.ceil((MAX_ATTACHMENT_BYTES * 4) / 3) + 2 * 102
 const MAX_TRANSCRIPT_LISTED = 1000;
 /** Bot history entries shown beside the transcript. */
 const HISTORY_SHOWN = 20;
+/** Sessions `GET /admin/handoffs` lists at most. */
+const MAX_HANDOFFS_LISTED = 500;
+/** Every route here answers within a tenant token's own tenant (docs/design.md §10). */
+const TENANT = { tenancy: 'tenant' } as const;
 
 const SessionParams = z.strictObject({
   key: z
@@ -45,21 +49,35 @@ export interface HandoffRouteDeps {
   desk: HandoffDesk;
   store: HandoffStore;
   history: HistoryStore;
-  /** The admin tokens and their labels: the operator a reply is recorded under. */
-  tokens: readonly { label: string; token: string }[];
+  /** The tenant whose channel `channelId` is (`default` for the top level and unknown ids). */
+  tenantOfChannel(channelId: string): string;
   streams: HandoffStreamLimits;
   logger: Logger;
 }
 
-/** The session key of the path, checked to be one (400 naming it otherwise). */
-function sessionOf(key: string): string {
+/**
+ * The session key of the path, checked to be one (400 naming it otherwise) and to be of a channel
+ * of the request's scope: another tenant's session answers 404, as an unknown one would, so a
+ * tenant token learns nothing of it.
+ */
+function sessionOf(
+  request: FastifyRequest,
+  key: string,
+  tenantOfChannel: (channelId: string) => string,
+): string {
+  let channel: string;
   try {
-    sessionAddressOf(key);
+    channel = sessionAddressOf(key).channel;
   } catch (error) {
     const problem = `params.key: ${error instanceof Error ? error.message : String(error)}`;
     throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
       message: `invalid request: ${problem}`,
       details: { problems: [problem] },
+    });
+  }
+  if (!mayAccess(request, tenantOfChannel(channel))) {
+    throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
+      message: `no session ${key} among the channels of tenant ${scopeOf(request).tenant}`,
     });
   }
   return key;
@@ -71,6 +89,7 @@ function sessionOf(key: string): string {
  */
 export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRouteDeps): void {
   const { desk, store } = deps;
+  const sessionIn = (request: FastifyRequest, key: string) => sessionOf(request, key, deps.tenantOfChannel);
   const streams = createHandoffEventStreams(store, deps.streams, deps.logger);
   server.addHook('preClose', (done) => {
     streams.closeAll();
@@ -85,18 +104,37 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
       routes.get(
         '/handoffs',
         {
+          config: TENANT,
           schema: {
             summary: 'The operator inbox: sessions in handoff, the longest waiting first',
-            querystring: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(50) }),
+            querystring: z.strictObject({
+              limit: z.coerce.number().int().min(1).max(MAX_HANDOFFS_LISTED).default(50),
+              tenant: z
+                .string()
+                .min(1)
+                .max(MAX_SESSION_KEY_CHARS)
+                .optional()
+                .describe("Only this tenant's sessions; a tenant's admin token reads its own only."),
+            }),
             tags: ['admin'],
           },
         },
-        async (request) => ({ items: (await store.list(request.query.limit)).map(handoffView) }),
+        async (request) => {
+          const tenant = tenantFilterOf(request, request.query.tenant);
+          if (tenant === undefined)
+            return { items: (await store.list(request.query.limit)).map(handoffView) };
+          // One tenant's: read as many as may be listed, keep its own, then cut to the limit.
+          const own = (await store.list(MAX_HANDOFFS_LISTED)).filter(
+            (handoff) => deps.tenantOfChannel(sessionAddressOf(handoff.session).channel) === tenant,
+          );
+          return { items: own.slice(0, request.query.limit).map(handoffView) };
+        },
       );
 
       routes.get(
         '/sessions/:key',
         {
+          config: TENANT,
           schema: {
             summary: "A session's handoff, its transcript and the bot's recent history",
             params: SessionParams,
@@ -104,7 +142,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request) => {
-          const session = sessionOf(request.params.key);
+          const session = sessionIn(request, request.params.key);
           const handoff = await store.get(session);
           const transcript =
             handoff === null
@@ -130,6 +168,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
       routes.get(
         '/sessions/:key/events',
         {
+          config: TENANT,
           schema: {
             summary: "A session's handoff and transcript as they change (text/event-stream)",
             params: SessionParams,
@@ -145,7 +184,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionOf(request.params.key);
+          const session = sessionIn(request, request.params.key);
           reply.hijack();
           try {
             streams.open(session, request.query.after, reply.raw);
@@ -164,6 +203,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
       routes.post(
         '/sessions/:key/handoff',
         {
+          config: TENANT,
           schema: {
             summary: 'Take a session over from the bot',
             params: SessionParams,
@@ -172,8 +212,8 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionOf(request.params.key);
-          const operator = tokenLabelOf(request, deps.tokens);
+          const session = sessionIn(request, request.params.key);
+          const operator = scopeOf(request).label;
           const { handoff, created } = await desk.begin(session, {
             reason: request.body.reason ?? `taken over by ${operator}`,
             by: `operator:${operator}`,
@@ -186,6 +226,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
       routes.delete(
         '/sessions/:key/handoff',
         {
+          config: TENANT,
           schema: {
             summary: 'Hand a session back to the bot',
             params: SessionParams,
@@ -201,7 +242,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request) => {
-          const session = sessionOf(request.params.key);
+          const session = sessionIn(request, request.params.key);
           const ended = await desk.end(session, { resume: request.body.resume });
           if (ended === null) throw new SwitchboardError('SB_HANDOFF_NOT_FOUND');
           return { resumed: ended.resumed, held: ended.held, message_id: ended.messageId };
@@ -212,6 +253,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
         '/sessions/:key/replies',
         {
           bodyLimit: MAX_REPLY_BODY_BYTES,
+          config: TENANT,
           schema: {
             summary: "Send the user an operator's reply (through the outbox, like the bot's)",
             params: SessionParams,
@@ -236,8 +278,8 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionOf(request.params.key);
-          const operator = tokenLabelOf(request, deps.tokens);
+          const session = sessionIn(request, request.params.key);
+          const operator = scopeOf(request).label;
           const { id, text, attachments } = request.body;
           const sent = await desk.reply(session, {
             operator,

@@ -1,4 +1,4 @@
-import type { Config } from '@switchboard/config';
+import { type Config, DEFAULT_TENANT } from '@switchboard/config';
 import type {
   ChannelAdapter,
   HandoffDesk,
@@ -8,6 +8,7 @@ import type {
   PipelineStatus,
   QueryPool,
 } from '@switchboard/core';
+import { DISCARD } from '@switchboard/core';
 import type { AuthHook } from '@switchboard/http';
 import type { FastifyInstance } from 'fastify';
 import { createDeadLetterReplay } from '../admin/dead-letter-replay.js';
@@ -103,6 +104,13 @@ export function registerOperatorRoutes(
     },
   });
 
+  const tenantOfChannel = (channelId: string) => deps.routing.tenantOf(channelId) ?? DEFAULT_TENANT;
+  /** The pipelines of `tenant` in force; every one for the whole gateway. */
+  const pipelinesOf = (tenant: string | null): string[] =>
+    tenant === null
+      ? [...pipelines.keys()]
+      : (deps.current().tenants.find((entry) => entry.id === tenant)?.pipelines ?? []);
+
   registerAdminRoutes(server, {
     auth,
     auditLog: stores.auditLog,
@@ -114,18 +122,33 @@ export function registerOperatorRoutes(
     statuses: stores.statuses,
     trail: recorders.trail,
     storeText: config.audit.storeText,
-    routing: deps.routing.view,
+    routing: (tenant) => {
+      const view = deps.routing.view();
+      if (tenant === null) return view;
+      // A tenant token sees its own routing alone, in the place the default tenant's has.
+      const { id: _id, ...own } = view.tenants.find((entry) => entry.id === tenant) ?? {
+        id: tenant,
+        rules: [],
+        default: { pipeline: DISCARD, hits: 0 },
+      };
+      return { ...own, tenants: [] };
+    },
+    tenantOfChannel,
+    tenantIds: () => deps.current().tenants.map((tenant) => tenant.id),
     channels: () => deps.current().channels,
     dryRun: deps.routing.dryRun,
-    overview: async () =>
+    overview: async (tenant) =>
       overview({
         nowMs: Date.now(),
         rate: recorders.outcomeRate,
         stats: await pool.stats(),
         latency: recorders.turnLatency,
-        pipelineIds: [...pipelines.keys()],
+        pipelineIds: pipelinesOf(tenant),
         limits: { concurrency: deps.current().concurrency, queue: deps.current().queue },
-        channels: channelHealth(),
+        channels: channelHealth().filter(
+          (channel) => tenant === null || tenantOfChannel(channel.id) === tenant,
+        ),
+        ...(tenant === null ? {} : { tenant }),
       }),
     replay: createDeadLetterReplay({
       auditLog: stores.auditLog,
@@ -147,7 +170,7 @@ export function registerOperatorRoutes(
     desk: deps.handoffs,
     store: stores.handoffs,
     history: stores.history,
-    tokens: config.admin.tokens,
+    tenantOfChannel,
     streams: HANDOFF_STREAM_LIMITS,
     logger: deps.logger,
   });

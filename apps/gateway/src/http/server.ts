@@ -33,6 +33,8 @@ export async function createHttpServer(
     const app = Fastify(fastifyOptions(config, options.httpLogger)) as unknown as FastifyInstance;
     app.setErrorHandler(httpErrorHandler);
     app.setNotFoundHandler(notFoundHandler);
+    // Who an admin request acts for, set by the admin check (`adminAuth`).
+    app.decorateRequest('adminScope', null);
     return app;
   };
   const server = build();

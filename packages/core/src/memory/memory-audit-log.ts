@@ -55,9 +55,14 @@ export function createMemoryAuditLog(): AuditLog {
         nextCursor: found.length > query.limit && last !== undefined ? encodeAuditCursor(last) : null,
       };
     },
-    async deadLetters(limit) {
+    async deadLetters(limit, tenant) {
       return [...records.values()]
-        .filter((record) => record.outcome === 'dead_lettered' && record.replayed_at === null)
+        .filter(
+          (record) =>
+            record.outcome === 'dead_lettered' &&
+            record.replayed_at === null &&
+            (tenant === undefined || record.tenant === tenant),
+        )
         .sort(newestFirst)
         .slice(0, limit)
         .map((record) => structuredClone(record));

@@ -21,6 +21,10 @@ export const ERROR_CODES = {
   SB_HTTP_BAD_REQUEST: { status: 400, message: 'request is invalid' },
   SB_HTTP_UNAUTHORIZED: { status: 401, message: 'missing or invalid credentials' },
   SB_HTTP_FORBIDDEN: { status: 403, message: 'not allowed from this address' },
+  SB_ADMIN_TENANT_FORBIDDEN: {
+    status: 403,
+    message: "a tenant's admin token may not act on the whole gateway or another tenant",
+  },
   SB_HTTP_HOST_NOT_LOOPBACK: { status: 403, message: 'the Host header names no loopback address' },
   SB_HTTP_CROSS_SITE: { status: 403, message: 'a cross-site request may not change state' },
   SB_HTTP_NOT_FOUND: { status: 404, message: 'not found' },

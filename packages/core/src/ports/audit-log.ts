@@ -137,8 +137,8 @@ export interface AuditLog {
    */
   append(record: AuditRecord): Promise<void>;
   query(query: AuditQuery): Promise<AuditPage>;
-  /** Dead letters not yet replayed, newest first. */
-  deadLetters(limit: number): Promise<AuditRecord[]>;
+  /** Dead letters not yet replayed, newest first; with `tenant`, that tenant's only. */
+  deadLetters(limit: number, tenant?: string): Promise<AuditRecord[]>;
   /** A dead letter by audit id, or null when there is none with that id. */
   getDeadLetter(id: string): Promise<AuditRecord | null>;
   /**
