@@ -71,6 +71,20 @@ export function rateBucketsContract(name: string, factory: StoreFactory<RateBuck
       });
     });
 
+    describe('when a take is given back', () => {
+      it('has the token again at once, in every bucket of the take, and never more than burst', async () => {
+        const sender = { key: 'quota@acme:sender:60000:u1', limit: 3, perMs: 60_000, burst: 3 };
+        const tenant = { key: 'quota@acme:tenant:60000:', limit: 5, perMs: 60_000, burst: 5 };
+        expect(await takeAll([sender, tenant], 4)).toEqual([0, 0, 0, 20_000]);
+        await subject.store.giveBack([sender, tenant]);
+        expect(await takeAll([sender, tenant], 2)).toEqual([0, 20_000]);
+        // Given back into a full bucket: it stays full, a burst of 3, not 4.
+        subject.advance(10 * 60_000);
+        await subject.store.giveBack([sender]);
+        expect(await takeAll([sender], 4)).toEqual([0, 0, 0, 20_000]);
+      });
+    });
+
     describe('when a take names several buckets', () => {
       it('takes from all of them or from none, and waits for the emptiest', async () => {
         const bot = perSecond('tg:bot', 2);

@@ -40,6 +40,7 @@ export const SCRIPT_NAMES = [
   'channel-leases/release',
   'channel-leases/holders',
   'rate-buckets/take',
+  'rate-buckets/give-back',
   'kept-outcomes/claim',
   'kept-outcomes/forget',
   'handoff/begin',
@@ -63,6 +64,7 @@ export const ANSWERED_UNREPLICATED: ReadonlySet<ScriptName> = new Set<ScriptName
   'reply-outbox/list',
   'channel-leases/holders',
   'rate-buckets/take',
+  'rate-buckets/give-back',
 ]);
 
 /** The scripts of one family (`ScriptOf<'pool'>`: `'pool/claim' | …`). */

@@ -45,7 +45,7 @@ export function rateBucketKeyOf(prefix: string, bucket: string): string {
 /**
  * The pacing buckets (docs/design.md §3 "Pacing") and tenants' quotas (§10) of a deployment in
  * Redis, shared by its replicas: each take is one Lua script (`rate-buckets/take.lua`) over the
- * buckets named, with `now` from the caller's clock or Redis' own; a bucket's key expires once it
+ * buckets named (a give-back, `give-back.lua`, the same), with `now` from the caller's clock or Redis' own; a bucket's key expires once it
  * is full again. Connects (unless given a
  * client) and defines the scripts; rejects with `SB_STORE_UNAVAILABLE` when Redis does not
  * answer, as does every take while it stays away.
@@ -81,6 +81,12 @@ export async function createRedisRateBuckets(options: RedisRateBucketsOptions): 
       return (await attempt(buckets)).waitMs;
     },
     attempt,
+    async giveBack(buckets) {
+      if (buckets.length === 0) return;
+      const keys = buckets.map((bucket) => rateBucketKeyOf(options.prefix, bucket.key));
+      const rates = buckets.flatMap((bucket) => [bucket.limit, bucket.perMs]);
+      await opened.script<number>('rate-buckets/give-back', keys, [nowArg(), ...rates]);
+    },
     async close() {
       if (ownsClient) client.disconnect();
     },

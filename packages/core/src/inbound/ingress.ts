@@ -176,9 +176,12 @@ export function createIngress(options: IngressOptions): Ingress {
     const judged = judge(message, received);
     if (judged.final !== undefined) return judged.final;
     const { session, route, rule } = judged;
+    let giveBack: (() => Promise<void>) | undefined;
     if (options.quotas !== undefined) {
-      // Before the enqueue, which also deduplicates: a redelivery of a queued message takes a
-      // token again (and, refused, is recorded dropped as well as the first one's outcome).
+      // Before the enqueue, which also deduplicates: a redelivery of a queued message over its
+      // quota is recorded dropped as well as the first one's outcome. A message the pool then
+      // does not take (refused, a duplicate, a failed store) gets its tokens back, so that the
+      // retries of one message do not use its sender's quota up.
       const replier = options.quotas.replierOf(message.channel);
       const verdict = await options.quotas.check.take(message, session, replier !== undefined);
       if (!verdict.allowed) {
@@ -186,23 +189,33 @@ export function createIngress(options: IngressOptions): Ingress {
         if (verdict.reply !== undefined) replier?.(message, verdict.reply);
         return { status: 'dropped', reason: 'quota', retryAfterMs: verdict.retryAfterMs };
       }
+      giveBack = verdict.giveBack;
     }
+    // A give-back that fails (the store is away) leaves the token taken: one message's worth.
+    const returnTokens = () => giveBack?.().catch(() => undefined);
 
     const delivery =
       deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };
-    const result = await pool.enqueue(
-      {
-        message,
-        session,
-        pipeline: route.pipeline,
-        routedByRule: route.routedByRule,
-        rule,
-        attempt: 0,
-        acceptedAt: now(),
-      },
-      delivery,
-      acceptOptions,
-    );
+    let result: Awaited<ReturnType<typeof pool.enqueue>>;
+    try {
+      result = await pool.enqueue(
+        {
+          message,
+          session,
+          pipeline: route.pipeline,
+          routedByRule: route.routedByRule,
+          rule,
+          attempt: 0,
+          acceptedAt: now(),
+        },
+        delivery,
+        acceptOptions,
+      );
+    } catch (error) {
+      await returnTokens();
+      throw error;
+    }
+    if (!result.accepted) await returnTokens();
     if (!result.accepted) {
       if (result.reason === 'duplicate') {
         outcomes.record({ message, session, kind: 'duplicate', reason: 'redelivery', at: now() });

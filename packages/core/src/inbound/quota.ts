@@ -63,7 +63,11 @@ export interface TenantQuotas {
 
 /** What a quota check decided about one message. */
 export type QuotaVerdict =
-  | { allowed: true }
+  | {
+      allowed: true;
+      /** Gives the tokens taken back: the message was then not accepted (refused, a duplicate, a failed store). */
+      giveBack(): Promise<void>;
+    }
   | {
       allowed: false;
       /** When every quota of the message has a token again, ms (at least 1). */
@@ -111,6 +115,8 @@ function quotaBucketKey(
   return `${kind}@${tenant}:${quota.scope}:${quota.perMs}:${subject}`;
 }
 
+const NOTHING_TAKEN: QuotaVerdict = { allowed: true, giveBack: async () => {} };
+
 /** The quota check over `options.buckets`. */
 export function createQuotaCheck(options: QuotaCheckOptions): QuotaCheck {
   const { buckets } = options;
@@ -118,7 +124,7 @@ export function createQuotaCheck(options: QuotaCheckOptions): QuotaCheck {
     async take(message, session, notify) {
       const tenant = tenantOfMessage(message);
       const own = options.quotasOf(tenant);
-      if (own === undefined || own.quotas.length === 0) return { allowed: true };
+      if (own === undefined || own.quotas.length === 0) return NOTHING_TAKEN;
       const taken: RateBucket[] = own.quotas.map((quota) => ({
         key: quotaBucketKey('quota', tenant, quota, subjectOf(quota.scope, message, session)),
         limit: quota.limit,
@@ -126,7 +132,7 @@ export function createQuotaCheck(options: QuotaCheckOptions): QuotaCheck {
         burst: quota.limit,
       }));
       const attempt = await buckets.attempt(taken);
-      if (attempt.waitMs === 0) return { allowed: true };
+      if (attempt.waitMs === 0) return { allowed: true, giveBack: () => buckets.giveBack(taken) };
       const refused = { allowed: false as const, retryAfterMs: attempt.waitMs };
       if (!notify || own.reply === undefined) return refused;
       // One reply per refusing quota's period: a `tenant` quota tells each session once.

@@ -54,5 +54,15 @@ export function createMemoryRateBuckets(options: MemoryRateBucketsOptions = {}):
     async attempt(buckets) {
       return attempt(buckets);
     },
+    async giveBack(buckets) {
+      const nowMs = now();
+      for (const { key, limit, perMs } of buckets) {
+        const fullAt = fullAtByKey.get(key);
+        if (fullAt === undefined) continue;
+        const back = fullAt - perMs / limit;
+        if (back <= nowMs) fullAtByKey.delete(key);
+        else fullAtByKey.set(key, back);
+      }
+    },
   };
 }

@@ -14,8 +14,9 @@
  * chat meanwhile. So callers that wait try again, and no order among them is promised. Time comes
  * from the implementation's clock (`now`), never the store's, so replicas sharing buckets must
  * have clocks that agree well within the shortest interval (`perMs / limit`). The store owns its
- * connection. Deliberately left out: giving a token back (a call that then failed still counts,
- * as it does for the platform) and waiting (see `createSendPacer`).
+ * connection. Deliberately left out: waiting (see `createSendPacer`). Pacing never gives a token
+ * back (a call that then failed still counts, as it does for the platform); quotas do, for a
+ * message that was then not accepted (`giveBack`).
  */
 
 /** One bucket of a take. */
@@ -64,4 +65,10 @@ export interface RateBuckets {
    * that refused (its `quota_reply` at most once per its window).
    */
   attempt(buckets: readonly RateBucket[]): Promise<BucketAttempt>;
+  /**
+   * Gives back the token a take of `buckets` took, for a quota whose message was then not
+   * accepted (the pool refused it, or the store failed): a message that never entered must not
+   * use its sender's quota up. A bucket full again is left as it is. Pacing never gives back.
+   */
+  giveBack(buckets: readonly RateBucket[]): Promise<void>;
 }

@@ -44,13 +44,13 @@ describe('quota check', () => {
   describe('when a sender quota is used up', () => {
     it('refuses that sender until a token is back, and lets other senders through', async () => {
       const quotas = setup([{ scope: 'sender', limit: 2, perMs: MINUTE }]);
-      expect(await quotas.take(acme('g', 'ann'))).toEqual({ allowed: true });
-      expect(await quotas.take(acme('g2', 'ann'))).toEqual({ allowed: true });
+      expect(await quotas.take(acme('g', 'ann'))).toMatchObject({ allowed: true });
+      expect(await quotas.take(acme('g2', 'ann'))).toMatchObject({ allowed: true });
       // Another chat, the same sender: still hers.
       expect(await quotas.take(acme('g3', 'ann'))).toEqual({ allowed: false, retryAfterMs: 30_000 });
-      expect(await quotas.take(acme('g', 'bob'))).toEqual({ allowed: true });
+      expect(await quotas.take(acme('g', 'bob'))).toMatchObject({ allowed: true });
       quotas.advance(30_000);
-      expect(await quotas.take(acme('g', 'ann'))).toEqual({ allowed: true });
+      expect(await quotas.take(acme('g', 'ann'))).toMatchObject({ allowed: true });
     });
   });
 
@@ -129,11 +129,11 @@ describe('quota check', () => {
 });
 
 describe('ingress with quotas', () => {
-  function ingressSetup() {
+  function ingressSetup(maxPending = 100) {
     const policies = [PipelinePolicySchema.parse({ id: 'echo' })];
     const pool = createMemoryQueryPool({
       concurrency: { global: 1, perSession: 1 },
-      limits: { maxPending: 100, maxPendingPerSession: 100 },
+      limits: { maxPending, maxPendingPerSession: 100 },
       pipelines: policies,
     });
     const router = createRouter(
@@ -199,5 +199,19 @@ describe('ingress with quotas', () => {
     );
     expect((await ingress.accept(message('a', 'real'))).status).toBe('queued');
     expect(outcomes.map((outcome) => outcome.kind)).toEqual(['discarded', 'ignored']);
+  });
+
+  it('gives the tokens back when the pool refuses the message, so its retries do not use the quota up', async () => {
+    const { ingress, pool, outcomes, replies } = ingressSetup(1);
+    expect((await ingress.accept(message('b', 'fills the queue'))).status).toBe('queued');
+    // The queue is full: the same message offered again and again, as a platform retries it.
+    const retried = message('a', 'one');
+    for (let i = 0; i < 4; i++) expect((await ingress.accept(retried)).status).toBe('refused');
+    expect(outcomes).toEqual([]);
+    expect(replies).toEqual([]);
+    // Room again: the retry is accepted on the sender's one token, not refused by its quota.
+    const [turn] = [await pool.claim()];
+    await pool.complete(turn as NonNullable<typeof turn>);
+    expect((await ingress.accept(retried)).status).toBe('queued');
   });
 });

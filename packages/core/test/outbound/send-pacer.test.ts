@@ -20,6 +20,7 @@ function recordingBuckets() {
       return inner.take(list);
     },
     attempt: (list) => inner.attempt(list),
+    giveBack: (list) => inner.giveBack(list),
   };
   return { buckets, takes };
 }
