@@ -32,10 +32,31 @@ function placedTokens(document: unknown): PlacedToken[] {
   return placed;
 }
 
+/** Every HTTP channel API key of `document` (top level and tenants), each with its path. */
+function placedApiKeys(document: unknown): PlacedToken[] {
+  const placed: PlacedToken[] = [];
+  const addChannels = (at: string, channels: unknown) => {
+    if (!Array.isArray(channels)) return;
+    for (const [index, channel] of channels.entries()) {
+      const keys = fieldOf(channel, 'api_keys');
+      if (!Array.isArray(keys)) continue;
+      for (const [keyIndex, key] of keys.entries())
+        if (typeof key === 'string' && key !== '')
+          placed.push({ path: `${at}channels[${index}].api_keys[${keyIndex}]`, token: key });
+    }
+  };
+  addChannels('', fieldOf(document, 'channels'));
+  const tenants = fieldOf(document, 'tenants');
+  if (Array.isArray(tenants))
+    for (const [index, tenant] of tenants.entries())
+      addChannels(`tenants[${index}].`, fieldOf(tenant, 'channels'));
+  return placed;
+}
+
 /**
  * One `path: problem` line per tenant admin token that repeats an earlier admin token (the
- * global ones, or another tenant's), naming both paths and never the token. Repeats among the
- * global tokens alone are the `admin` schema's to report.
+ * global ones, or another tenant's) or an HTTP channel's API key, naming both paths and never
+ * the token. Repeats among the global tokens alone are the `admin` schema's to report.
  */
 export function adminTokenProblems(document: unknown): string[] {
   const first = new Map<string, string>();
@@ -46,6 +67,14 @@ export function adminTokenProblems(document: unknown): string[] {
     else if (path.startsWith('tenants['))
       problems.push(
         `${path}: the same token as ${earlier}: a token opens one scope, so give each tenant its own`,
+      );
+  }
+  // An HTTP channel's API clients (maybe a public app) must not hold a tenant's admin scope.
+  for (const { path, token } of placedApiKeys(document)) {
+    const admin = first.get(token);
+    if (admin?.startsWith('tenants['))
+      problems.push(
+        `${admin}: the same token as ${path}: an admin token must not be an API key of a channel`,
       );
   }
   return problems;

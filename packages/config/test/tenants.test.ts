@@ -205,6 +205,25 @@ tenants:
       ]);
       expect(error.message).not.toMatch(/acme-secret|global-secret|ops-secret/);
     });
+
+    it('refuses a token that is also an API key of an HTTP channel, anywhere in the file', () => {
+      const error = thrown(() =>
+        parseConfig(`
+channels: [ { id: api, type: openapi, api_keys: [ public-key ] } ]
+tenants:
+  - { id: acme, admin_token: shared-key, routing: { default: __discard__ } }
+  - id: bravo
+    admin_token: public-key
+    channels: [ { id: bravo-api, type: openapi, prefix: /bravo, api_keys: [ other, shared-key ] } ]
+    routing: { default: __discard__ }
+`),
+      );
+      expect(error.details?.problems).toEqual([
+        'tenants[1].admin_token: the same token as channels[0].api_keys[0]: an admin token must not be an API key of a channel',
+        'tenants[0].admin_token: the same token as tenants[1].channels[0].api_keys[1]: an admin token must not be an API key of a channel',
+      ]);
+      expect(error.message).not.toMatch(/shared-key|public-key/);
+    });
   });
 
   describe('when tenants come from tenants_dir', () => {

@@ -18,8 +18,8 @@ const MAX_AUDIT_RECORDS = 20;
 export interface MessagePath {
   id: string;
   /**
-   * The tenant it is (docs/design.md §10): as its audit records name it, else the tenant of the
-   * channel that received it; null when no source tells.
+   * The tenant it is (docs/design.md §10): the one its audit records and the channels of its
+   * trail and status all name; null when they disagree or none tells.
    */
   tenant: string | null;
   /** Its session key (to open or take over), from this replica's trail or its audit records. */
@@ -43,6 +43,24 @@ export interface MessagePath {
  * store (messages of HTTP channels) and this replica's in-memory trail (turns, attempts, merges).
  * Throws SB_HTTP_NOT_FOUND when none of them knows the id.
  */
+/**
+ * Whose message the path tells of: the tenant every source names — its audit records' stamps,
+ * the tenant of the channel its trail and status name — or null when they disagree or none says
+ * (then only a global admin token reads it). Another tenant's operator reply given this message's
+ * id must not open the message to it.
+ */
+function tenantOfPath(
+  records: readonly { tenant: string }[],
+  channels: readonly (string | undefined)[],
+  tenantOfChannel: ((channelId: string) => string) | undefined,
+): string | null {
+  const named = new Set(records.map((record) => record.tenant));
+  for (const channel of channels) {
+    if (channel !== undefined && tenantOfChannel !== undefined) named.add(tenantOfChannel(channel));
+  }
+  return named.size === 1 ? ([...named][0] as string) : null;
+}
+
 export async function messagePath(
   id: string,
   sources: {
@@ -114,8 +132,7 @@ export async function messagePath(
   const channel = trail?.received.channel ?? newest?.channel ?? status?.channel;
   return {
     id,
-    tenant:
-      newest?.tenant ?? (channel === undefined ? undefined : sources.tenantOfChannel?.(channel)) ?? null,
+    tenant: tenantOfPath(page.items, [trail?.received.channel, status?.channel], sources.tenantOfChannel),
     session: trail?.session ?? newest?.session ?? null,
     received,
     routed: rule === null && pipeline === null ? null : { rule, by_default: rule === null, pipeline },

@@ -139,4 +139,28 @@ describe('message path', () => {
       });
     });
   });
+
+  describe('when its sources name different tenants', () => {
+    const tenantOfChannel = (channel: string) => (channel === 'api' ? 'bravo' : 'default');
+
+    it('names the tenant they agree on', async () => {
+      const sources = { ...sourcesOf('full'), tenantOfChannel };
+      await sources.auditLog.append({ ...deadLetter(10), tenant: 'bravo' });
+      await sources.statuses.put(status({ status: 'completed', updated_at: 20 }));
+      expect((await messagePath(message.id, sources)).tenant).toBe('bravo');
+    });
+
+    it('names none when a record of another tenant carries its id (an operator reply given it)', async () => {
+      const sources = { ...sourcesOf('full'), tenantOfChannel };
+      await sources.auditLog.append({ ...deadLetter(10), tenant: 'bravo' });
+      await sources.auditLog.append({
+        ...deadLetter(30),
+        id: '01JPATHAUDIT00000000000002',
+        outcome: 'handed_off',
+        reason: 'operator_reply',
+        tenant: 'acme',
+      });
+      expect((await messagePath(message.id, sources)).tenant).toBeNull();
+    });
+  });
 });

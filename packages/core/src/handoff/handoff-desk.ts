@@ -271,6 +271,8 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         id,
         platform: origin.platform,
         channel: origin.channel,
+        // The session's tenant: the operator's message is recorded and scoped as the user's were.
+        ...(origin.tenant === undefined ? {} : { tenant: origin.tenant }),
         chat: origin.chat,
         sender: { id: `operator:${operator}`, name: operator, is_bot: false },
         elements: text === undefined ? [] : [{ type: 'text', text }],

@@ -49,6 +49,7 @@ export function resumeMessageOf(
     id: newMessageId(),
     platform: last.platform,
     channel: last.channel,
+    ...(last.tenant === undefined ? {} : { tenant: last.tenant }),
     chat: last.chat,
     sender: last.sender,
     elements: held.flatMap((message) => message.elements),

@@ -248,6 +248,21 @@ describe('HandoffDesk', () => {
   });
 });
 
+describe('HandoffDesk in a tenant', () => {
+  it('stamps the session’s tenant on the operator’s reply and on the message that resumes the bot', async () => {
+    const { desk, outbox, pool, turnOf } = deskOf();
+    await desk.begin(SESSION, { reason: 'r', by: 'operator:ann' });
+    const turn = turnOf(['one']);
+    for (const queued of turn.messages) queued.message.tenant = 'acme';
+    await desk.holdTurn(turn);
+    await desk.reply(SESSION, { operator: 'ann', text: 'hello', id: 'r1' });
+    const [delivery] = await outbox.list('c');
+    expect(delivery?.messages.map((sent) => [sent.message.id, sent.message.tenant])).toEqual([['r1', 'acme']]);
+    await desk.end(SESSION, { resume: 'bot' });
+    expect((await pool.claim())?.messages[0]?.message.tenant).toBe('acme');
+  });
+});
+
 describe('HandoffDesk replies across sessions', () => {
   it('sends a reply id a caller reused in another session there too', async () => {
     const { desk, outbox } = deskOf();
