@@ -129,7 +129,6 @@ export async function messagePath(
         });
   const mergedWith = new Set(turns.flatMap((turn) => turn.messages));
   mergedWith.delete(id);
-  const channel = trail?.received.channel ?? newest?.channel ?? status?.channel;
   return {
     id,
     tenant: tenantOfPath(page.items, [trail?.received.channel, status?.channel], sources.tenantOfChannel),

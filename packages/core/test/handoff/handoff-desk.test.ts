@@ -257,7 +257,9 @@ describe('HandoffDesk in a tenant', () => {
     await desk.holdTurn(turn);
     await desk.reply(SESSION, { operator: 'ann', text: 'hello', id: 'r1' });
     const [delivery] = await outbox.list('c');
-    expect(delivery?.messages.map((sent) => [sent.message.id, sent.message.tenant])).toEqual([['r1', 'acme']]);
+    expect(delivery?.messages.map((sent) => [sent.message.id, sent.message.tenant])).toEqual([
+      ['r1', 'acme'],
+    ]);
     await desk.end(SESSION, { resume: 'bot' });
     expect((await pool.claim())?.messages[0]?.message.tenant).toBe('acme');
   });
