@@ -5,7 +5,15 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGateway } from '../src/gateway.js';
 import { type FakePipeline, startFakePipeline } from './fake-pipeline.js';
-import { type ServeProcess, eventually, post, serveYaml, tempDir, testConfig } from './serve-process.js';
+import {
+  type ServeProcess,
+  eventually,
+  post,
+  resolvesWithin,
+  serveYaml,
+  tempDir,
+  testConfig,
+} from './serve-process.js';
 
 // Tenant admin tokens against the real `switchboard serve` (docs/design.md §10): two tenants with
 // their own tokens and messages of each; every admin route the server registers is called with
@@ -431,6 +439,16 @@ describe('tenant admin tokens (end to end)', () => {
   });
 
   it('puts a reload’s added, changed and removed tenant tokens in force without a restart', async () => {
+    // A conversation stream acme opened before: the reload that changes its token ends it.
+    const stream = await fetch(`${gateway.url}/admin/sessions/${key(acme)}/events`, {
+      headers: bearer(ACME),
+    });
+    expect(stream.status).toBe(200);
+    const streamEnded = (async () => {
+      const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+      while (!(await reader.read()).done) {}
+      return true;
+    })();
     // acme's token changes, bravo's is removed; then bravo gets one back.
     writeFileSync(
       gateway.configPath,
@@ -443,6 +461,9 @@ describe('tenant admin tokens (end to end)', () => {
       body: { changed: expect.arrayContaining(['tenants.acme: changed', 'tenants.bravo: changed']) },
     });
     expect((await call(gateway, 'GET', '/admin/audit', ACME)).status).toBe(401);
+    expect(await resolvesWithin(streamEnded, 10_000, "the end of acme's stream under its old token")).toBe(
+      true,
+    );
     expect((await call(gateway, 'GET', '/admin/audit', 'acme-secret-2')).status).toBe(200);
     expect((await call(gateway, 'GET', '/admin/audit', BRAVO)).status).toBe(401);
 

@@ -19,6 +19,12 @@ export interface AdminScope {
   tenant: string | null;
   /** Who acts, as admin actions are recorded: the global token's label, `loopback`, or `tenant:<id>`. */
   label: string;
+  /**
+   * Whether the request's token still opens this scope under the configuration in force: a
+   * long-lived answer (a conversation's event stream) asks again as it goes, so a reload that
+   * removes or changes a tenant's token ends it. Global tokens change only with a restart.
+   */
+  held(): boolean;
 }
 
 /**
@@ -101,12 +107,16 @@ export function adminAuth(
     if (tenant === undefined) {
       global(request, reply, (err?: Error) => {
         if (err === undefined)
-          request.adminScope = { tenant: null, label: tokens[index]?.label ?? 'loopback' };
+          request.adminScope = { tenant: null, label: tokens[index]?.label ?? 'loopback', held: () => true };
         done(err);
       });
       return;
     }
-    request.adminScope = { tenant, label: `tenant:${tenant}` };
+    const held = () => {
+      const now = tableFor(tenants());
+      return now.tenantIds[(now.match(request) ?? -1) - tokens.length] === tenant;
+    };
+    request.adminScope = { tenant, label: `tenant:${tenant}`, held };
     if (request.routeOptions.config.tenancy === 'tenant') return done();
     done(
       new SwitchboardError('SB_ADMIN_TENANT_FORBIDDEN', {

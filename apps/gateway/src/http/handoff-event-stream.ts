@@ -25,7 +25,12 @@ const ENTRIES_PER_POLL = 100;
  * new `started_at` tells the reader to start over, and the stream sends them from the first.
  */
 export interface HandoffEventStreams {
-  open(session: string, afterSeq: number, response: ServerResponse): void;
+  /**
+   * Streams `session` to `response`; `stillAllowed` is asked before every read, and the stream
+   * ends once it says no (the caller's token was removed or changed by a reload, the session's
+   * channel left the caller's tenant).
+   */
+  open(session: string, afterSeq: number, response: ServerResponse, stillAllowed: () => boolean): void;
   /** Ends every stream (the server is closing). */
   closeAll(): void;
 }
@@ -38,7 +43,7 @@ export function createHandoffEventStreams(
   const open = new Set<() => void>();
 
   return {
-    open(session, afterSeq, response) {
+    open(session, afterSeq, response, stillAllowed) {
       if (open.size >= limits.maxStreams) {
         throw new SwitchboardError('SB_HTTP_TOO_MANY_REQUESTS', {
           message: `${limits.maxStreams} conversation streams are open on this replica; close one`,
@@ -72,6 +77,10 @@ export function createHandoffEventStreams(
       };
 
       const poll = async () => {
+        if (!stillAllowed()) {
+          close();
+          return;
+        }
         try {
           const handoff = await store.get(session);
           if (closed) return;

@@ -185,9 +185,17 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
         },
         async (request, reply) => {
           const session = sessionIn(request, request.params.key);
+          const stillAllowed = () => {
+            if (!scopeOf(request).held()) return false;
+            try {
+              return sessionIn(request, request.params.key) === session;
+            } catch {
+              return false;
+            }
+          };
           reply.hijack();
           try {
-            streams.open(session, request.query.after, reply.raw);
+            streams.open(session, request.query.after, reply.raw, stillAllowed);
           } catch (error) {
             reply.raw.statusCode = 429;
             reply.raw.setHeader('content-type', 'application/json');
