@@ -280,16 +280,40 @@ describe('tenant admin tokens (end to end)', () => {
       expect((await call(gateway, 'GET', '/admin/queues', GLOBAL)).status).toBe(200);
     },
     'GET /admin/sessions': async () => {
-      // Nothing waits or runs now: the filter is checked on what the lists would hold.
-      const own = await call(gateway, 'GET', '/admin/sessions', ACME);
-      expect(own.status).toBe(200);
-      expect(
-        [...own.body.waiting, ...own.body.running]
-          .map(sessionTenant)
-          .every((entry) => entry.tenant === 'acme'),
-      ).toBe(true);
-      expect(await call(gateway, 'GET', '/admin/sessions?tenant=bravo', ACME)).toMatchObject(forbidden);
-      expect((await call(gateway, 'GET', '/admin/sessions', GLOBAL)).status).toBe(200);
+      // A turn of each tenant held running at the backend, so that both lists have something.
+      const answer = backend.respond;
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      backend.respond = async (request) => {
+        if (request.text === 'hold') await gate;
+        return answer(request);
+      };
+      try {
+        const before = backend.requests.length;
+        for (const prefix of ['/acme', '/bravo'])
+          await post(`${gateway.url}${prefix}/messages`, {
+            session_id: 'held',
+            user_id: 'u1',
+            text: 'hold',
+            wait: false,
+          });
+        await eventually(() => backend.requests.length >= before + 2, 10_000, 'both turns at the backend');
+        const tenantsIn = (body: { waiting: unknown[]; running: unknown[] }) =>
+          [...body.waiting, ...body.running].map((entry) => sessionTenant(entry as never).tenant).sort();
+        const own = await call(gateway, 'GET', '/admin/sessions', ACME);
+        expect(own.status).toBe(200);
+        expect(tenantsIn(own.body)).toEqual(['acme']);
+        expect(await call(gateway, 'GET', '/admin/sessions?tenant=bravo', ACME)).toMatchObject(forbidden);
+        expect(tenantsIn((await call(gateway, 'GET', '/admin/sessions', GLOBAL)).body)).toEqual([
+          'acme',
+          'bravo',
+        ]);
+      } finally {
+        release();
+        backend.respond = answer;
+      }
     },
     'GET /admin/handoffs': () => checkList('/admin/handoffs', (body) => body.items.map(sessionTenant)),
     'GET /admin/sessions/:key': async () => {

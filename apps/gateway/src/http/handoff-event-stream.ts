@@ -4,7 +4,10 @@ import { entryView, handoffView } from '../admin/handoff-view.js';
 
 /** Bounds of the console's conversation streams. */
 export interface HandoffStreamLimits {
-  /** Streams open at once on this replica; past it, 429. */
+  /**
+   * Streams open at once on this replica; past it, 429. One tenant's token may hold half of them,
+   * so that a tenant cannot take every stream from the others and the gateway's operators.
+   */
   maxStreams: number;
   /** How often each stream reads the store. */
   pollMs: number;
@@ -30,7 +33,13 @@ export interface HandoffEventStreams {
    * ends once it says no (the caller's token was removed or changed by a reload, the session's
    * channel left the caller's tenant).
    */
-  open(session: string, afterSeq: number, response: ServerResponse, stillAllowed: () => boolean): void;
+  open(
+    session: string,
+    afterSeq: number,
+    response: ServerResponse,
+    stillAllowed: () => boolean,
+    tenant: string | null,
+  ): void;
   /** Ends every stream (the server is closing). */
   closeAll(): void;
 }
@@ -41,15 +50,26 @@ export function createHandoffEventStreams(
   logger: Logger,
 ): HandoffEventStreams {
   const open = new Set<() => void>();
+  /** Streams open per tenant token (a global token's are counted in `open` only). */
+  const byTenant = new Map<string, number>();
+  const tenantCap = Math.max(1, Math.floor(limits.maxStreams / 2));
 
   return {
-    open(session, afterSeq, response, stillAllowed) {
+    open(session, afterSeq, response, stillAllowed, tenant) {
       if (open.size >= limits.maxStreams) {
         throw new SwitchboardError('SB_HTTP_TOO_MANY_REQUESTS', {
           message: `${limits.maxStreams} conversation streams are open on this replica; close one`,
           retryAfterMs: 5000,
         });
       }
+      const held = tenant === null ? 0 : (byTenant.get(tenant) ?? 0);
+      if (tenant !== null && held >= tenantCap) {
+        throw new SwitchboardError('SB_HTTP_TOO_MANY_REQUESTS', {
+          message: `${tenantCap} conversation streams of tenant ${tenant} are open on this replica; close one`,
+          retryAfterMs: 5000,
+        });
+      }
+      if (tenant !== null) byTenant.set(tenant, held + 1);
       response.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache, no-transform',
@@ -67,6 +87,11 @@ export function createHandoffEventStreams(
         closed = true;
         clearTimeout(timer);
         open.delete(close);
+        if (tenant !== null) {
+          const left = (byTenant.get(tenant) ?? 1) - 1;
+          if (left === 0) byTenant.delete(tenant);
+          else byTenant.set(tenant, left);
+        }
         response.end();
       };
       open.add(close);

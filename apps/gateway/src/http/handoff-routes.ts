@@ -195,7 +195,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           };
           reply.hijack();
           try {
-            streams.open(session, request.query.after, reply.raw, stillAllowed);
+            streams.open(session, request.query.after, reply.raw, stillAllowed, scopeOf(request).tenant);
           } catch (error) {
             reply.raw.statusCode = 429;
             reply.raw.setHeader('content-type', 'application/json');
