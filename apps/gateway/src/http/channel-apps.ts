@@ -29,12 +29,17 @@ export interface ChannelApps {
   apps(): Iterable<FastifyInstance>;
 }
 
-/** `url`'s path is `prefix` or below it. */
-function under(url: string, prefix: string): boolean {
-  if (!url.startsWith(prefix)) return false;
-  const next = url.charCodeAt(prefix.length);
-  // End, `/`, `?`: the prefix is a whole number of path segments of the URL.
-  return Number.isNaN(next) || next === 47 || next === 63;
+/**
+ * The prefixes `url`'s path falls under, longest first: the path cut after each of its segments
+ * (`/v1/a/messages?x` → `/v1/a/messages`, `/v1/a`, `/v1`). A prefix is a whole number of segments.
+ */
+function* prefixesOf(url: string): Generator<string> {
+  const query = url.indexOf('?');
+  let path = query < 0 ? url : url.slice(0, query);
+  while (path.length > 1) {
+    yield path;
+    path = path.slice(0, path.lastIndexOf('/'));
+  }
 }
 
 /**
@@ -52,14 +57,23 @@ export function mountChannelApps(
   },
 ): ChannelApps {
   const mounted = new Map<string, Mounted>();
-  /** Longest prefix first, so that `/v1/a` wins over `/v1`. */
-  let byPrefix: Mounted[] = [];
+  /** The mounted apps by prefix: a request finds its own in as many lookups as its path has segments. */
+  let byPrefix = new Map<string, Mounted>();
   const reorder = () => {
-    byPrefix = [...mounted.values()].sort((a, b) => b.prefix.length - a.prefix.length);
+    byPrefix = new Map([...mounted.values()].map((entry) => [entry.prefix, entry]));
   };
 
+  /** The app of the longest prefix `url` falls under, so that `/v1/a` wins over `/v1`. */
+  function appFor(url: string): Mounted | undefined {
+    for (const prefix of prefixesOf(url)) {
+      const entry = byPrefix.get(prefix);
+      if (entry !== undefined) return entry;
+    }
+    return undefined;
+  }
+
   function handOver(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
-    const target = byPrefix.find((entry) => under(request.raw.url ?? '', entry.prefix));
+    const target = appFor(request.raw.url ?? '');
     if (target === undefined) {
       done();
       return;

@@ -56,6 +56,8 @@ interface Session extends HeapNode {
   dueAt: number;
   /** The heap holding the session: a pipeline's ready heap, the delayed heap, or none. */
   heap: IndexedHeap<Session> | null;
+  /** The pipeline whose ready heap holds it, when one does. */
+  readyIn: PipelineSlots | null;
 }
 
 interface PipelineSlots {
@@ -159,7 +161,7 @@ const fallbackPolicy = (id: string): PoolPipelinePolicy => ({
  * heap per pipeline ordered by head age, and one delayed heap ordered by due time (debounce and
  * backoff) served by a single timer. Claim compares the tops of the pipelines with free slots
  * (theirs and their tenant's) by their tenant's slot time used for its weight, its fair-queuing
- * pass, then head age: O(pipelines) per claim, and O(log sessions) for the rest.
+ * pass, then head age: O(pipelines with a ready session) per claim, O(log sessions) the rest.
  */
 export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPool {
   const { journal } = options;
@@ -174,6 +176,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     (a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.headSeq < b.headSeq),
   );
   const listeners = new Set<() => void>();
+  /**
+   * The pipelines with a ready session: what a claim compares, so that idle pipelines (a thousand
+   * tenants' mostly) cost it nothing.
+   */
+  const readyPipelines = new Set<PipelineSlots>();
   const tenants = new Map<string, TenantSlots>();
   /** Start-time fair queuing's virtual time: the pass at which the last claimed turn started. */
   let virtualTime = 0;
@@ -258,8 +265,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   /** Whether a claim would succeed now: a free global slot, and a ready session whose pipeline has one. */
   function claimable(): boolean {
     if (inflight >= concurrency.global) return false;
-    for (const slots of pipelines.values()) {
-      if (slots.ready.size > 0 && hasSlot(slots)) return true;
+    for (const slots of readyPipelines) {
+      if (hasSlot(slots)) return true;
     }
     return false;
   }
@@ -308,10 +315,19 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     return Math.min(run.lastAt + aggregation.delayMs, head.queued.acceptedAt + aggregation.maxWaitMs);
   }
 
-  /** Puts the session in the heap its state calls for, or forgets it when it is idle. */
-  function place(session: Session, at: number): void {
+  /** Takes the session out of the heap holding it. */
+  function unplace(session: Session): void {
     session.heap?.remove(session);
     session.heap = null;
+    const { readyIn } = session;
+    if (readyIn === null) return;
+    session.readyIn = null;
+    if (readyIn.ready.size === 0) readyPipelines.delete(readyIn);
+  }
+
+  /** Puts the session in the heap its state calls for, or forgets it when it is idle. */
+  function place(session: Session, at: number): void {
+    unplace(session);
     const head = session.queue.peek();
     if (head === undefined) {
       if (session.claims.length === 0) sessions.delete(session.key);
@@ -320,9 +336,16 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     if (session.claims.length >= concurrency.perSession) return;
     session.headSeq = head.seq;
     session.dueAt = dueAtOf(session);
-    session.heap = session.dueAt <= at ? head.slots.ready : delayed;
+    if (session.dueAt > at) {
+      session.heap = delayed;
+      delayed.push(session);
+      armTimer();
+      return;
+    }
+    session.heap = head.slots.ready;
     session.heap.push(session);
-    if (session.heap === delayed) armTimer();
+    session.readyIn = head.slots;
+    readyPipelines.add(head.slots);
   }
 
   function promoteDue(at: number): void {
@@ -344,7 +367,16 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
   function sessionFor(key: string): Session {
     let session = sessions.get(key);
     if (session === undefined) {
-      session = { key, queue: new Fifo(), claims: [], headSeq: 0, dueAt: 0, heap: null, heapIndex: -1 };
+      session = {
+        key,
+        queue: new Fifo(),
+        claims: [],
+        headSeq: 0,
+        dueAt: 0,
+        heap: null,
+        readyIn: null,
+        heapIndex: -1,
+      };
       sessions.set(key, session);
     }
     return session;
@@ -420,7 +452,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     let bestLoad = 0;
     let bestStart = 0;
     let bestHead = 0;
-    for (const slots of pipelines.values()) {
+    for (const slots of readyPipelines) {
       const top = slots.ready.peek();
       if (top === undefined || !hasSlot(slots)) continue;
       const load = usageOf(slots.tenant, at);
@@ -443,6 +475,8 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     tenant.pass = bestStart + 1 / tenant.share.weight;
     const session = best.ready.pop() as Session;
     session.heap = null;
+    session.readyIn = null;
+    if (best.ready.size === 0) readyPipelines.delete(best);
     const { aggregation, busyMode } = best.policy;
     const batchSize =
       aggregation.enabled || busyMode === 'collect' ? headRun(session, aggregation.maxMessages).length : 1;
@@ -671,8 +705,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     async takeAll() {
       const taken: QueuedMessage[] = [];
       for (const session of [...sessions.values()]) {
-        session.heap?.remove(session);
-        session.heap = null;
+        unplace(session);
         for (const entry of session.queue.drain()) taken.push(entry.queued);
         if (session.claims.length === 0) sessions.delete(session.key);
       }

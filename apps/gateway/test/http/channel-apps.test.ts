@@ -1,0 +1,48 @@
+import { createHttpServerShutdown } from '@switchboard/http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { mountChannelApps } from '../../src/http/channel-apps.js';
+
+describe('channel apps', () => {
+  let server: FastifyInstance | undefined;
+  afterEach(async () => {
+    await server?.close();
+  });
+
+  /** A server with one app per prefix, each answering its prefix on every path below it. */
+  async function serverWith(prefixes: string[]): Promise<FastifyInstance> {
+    const root = Fastify();
+    server = root;
+    const apps = mountChannelApps(root, {
+      build: () => Fastify(),
+      shutdown: createHttpServerShutdown(root),
+      version: 'test',
+    });
+    await root.listen({ port: 0, host: '127.0.0.1' });
+    for (const prefix of prefixes) {
+      const app = await apps.create();
+      app.all(`${prefix}/*`, async () => ({ prefix }));
+      app.all(prefix, async () => ({ prefix }));
+      await apps.mount(prefix, prefix, app);
+    }
+    return root;
+  }
+
+  const served = async (root: FastifyInstance, url: string) => {
+    const address = root.server.address() as { port: number };
+    const response = await fetch(`http://127.0.0.1:${address.port}${url}`);
+    return response.status === 404 ? 404 : ((await response.json()) as { prefix: string }).prefix;
+  };
+
+  it('hands a request to the app of the longest prefix it falls under, by whole segments', async () => {
+    const root = await serverWith(['/v1', '/v1/b', '/t999']);
+    expect(await served(root, '/v1/messages')).toBe('/v1');
+    expect(await served(root, '/v1/b/messages?wait=true')).toBe('/v1/b');
+    expect(await served(root, '/v1/bb/messages')).toBe('/v1');
+    expect(await served(root, '/v1')).toBe('/v1');
+    expect(await served(root, '/v1?x=1')).toBe('/v1');
+    expect(await served(root, '/t999/messages')).toBe('/t999');
+    expect(await served(root, '/v10/messages')).toBe(404);
+    expect(await served(root, '/')).toBe(404);
+  });
+});
