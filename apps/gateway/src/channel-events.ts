@@ -1,5 +1,5 @@
 import type { ChannelEvents, EventOrigin } from '@switchboard/channel-openapi';
-import type { Delivery, OutcomeBus, QueryPool, ReplicaEvents, TurnStart } from '@switchboard/core';
+import type { Delivery, Outcome, OutcomeBus, QueryPool, ReplicaEvents, TurnStart } from '@switchboard/core';
 
 /** The engine's events, fanned out to the channels that follow them. */
 export interface ChannelEventFanOut {
@@ -22,6 +22,45 @@ export interface ChannelEventFanOutOptions {
   httpChannels: Pick<ReadonlySet<string>, 'has'>;
 }
 
+/** Listeners filed by the channel whose events they need (`ALL`: every channel's). */
+class ListenersByChannel<Listener> {
+  static readonly ALL = '';
+  readonly #byChannel = new Map<string, Set<Listener>>();
+
+  get size(): number {
+    let size = 0;
+    for (const listeners of this.#byChannel.values()) size += listeners.size;
+    return size;
+  }
+
+  /** Files `listener` under `channel` (none: every channel); returns its removal. */
+  add(listener: Listener, channel = ListenersByChannel.ALL): () => void {
+    let listeners = this.#byChannel.get(channel);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#byChannel.set(channel, listeners);
+    }
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0) this.#byChannel.delete(channel);
+    };
+  }
+
+  /** The listeners of the events of `channels`: each once, those of every channel included. */
+  *of(channels: Iterable<string>): Generator<Listener> {
+    const seen = new Set<string>();
+    for (const channel of channels) {
+      if (seen.has(channel)) continue;
+      seen.add(channel);
+      yield* this.#byChannel.get(channel) ?? [];
+    }
+    yield* this.#byChannel.get(ListenersByChannel.ALL) ?? [];
+  }
+}
+
+type OutcomeListener = Parameters<ChannelEvents['subscribeOutcomes']>[0];
+
 /** One unsubscribe for several subscriptions; the absent ones are skipped. */
 function unsubscribeAll(...stops: Array<(() => unknown) | undefined>): () => void {
   return () => {
@@ -38,31 +77,60 @@ function unsubscribeAll(...stops: Array<(() => unknown) | undefined>): () => voi
  */
 export function fanOutChannelEvents(options: ChannelEventFanOutOptions): ChannelEventFanOut {
   const { outcomes, replicas, pool, httpChannels } = options;
-  const turnStartListeners = new Set<(turn: TurnStart, origin: EventOrigin) => void>();
-  const repliesStoredListeners = new Set<(delivery: Delivery) => void>();
+  // Filed by channel: each event calls the listeners of its channels only, not every channel's.
+  const outcomeListeners = new ListenersByChannel<OutcomeListener>();
+  const turnStartListeners = new ListenersByChannel<(turn: TurnStart, origin: EventOrigin) => void>();
+  const repliesStoredListeners = new ListenersByChannel<(delivery: Delivery) => void>();
+
+  /**
+   * The bus's one listener for the channels': what each listener of the outcome's channel returns
+   * comes back to the bus as one promise (false when any write did not land), so the outcome
+   * counts as recorded once they all have (`OutcomeListener`).
+   */
+  const toChannels = (outcome: Outcome, committed?: Promise<boolean>): unknown => {
+    const writes: Promise<unknown>[] = [];
+    let failure: { error: unknown } | undefined;
+    for (const listener of outcomeListeners.of([outcome.message.channel])) {
+      // One listener's throw must not keep the outcome from the others; the bus reports it.
+      try {
+        const write = listener(outcome, 'local', committed);
+        if (write instanceof Promise) writes.push(write);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure !== undefined) throw failure.error;
+    if (writes.length === 0) return undefined;
+    if (writes.length === 1) return writes[0];
+    return Promise.all(writes).then((landed) => landed.every((done) => done !== false));
+  };
+  let fromBus: (() => void) | undefined;
 
   const events: ChannelEvents = {
-    subscribeOutcomes: (listener) =>
-      unsubscribeAll(
-        // In the outbox's file, the final status joins the commit that ends the message;
-        // elsewhere it is written once that commit succeeded.
-        outcomes.subscribe((outcome, committed) => listener(outcome, 'local', committed), {
-          stores: options.recordsShareOutboxCommit,
-          records: true,
-        }),
-        replicas?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
-      ),
-    subscribeRepliesStored: (listener) => {
-      repliesStoredListeners.add(listener);
-      return () => repliesStoredListeners.delete(listener);
-    },
-    subscribeTurnStarts: (listener) => {
-      turnStartListeners.add(listener);
+    subscribeOutcomes: (listener, channel) => {
+      // In the outbox's file, the final status joins the commit that ends the message;
+      // elsewhere it is written once that commit succeeded.
+      fromBus ??= outcomes.subscribe(toChannels, {
+        stores: options.recordsShareOutboxCommit,
+        records: true,
+      });
+      const remove = outcomeListeners.add(listener, channel);
       return unsubscribeAll(
-        () => turnStartListeners.delete(listener),
-        replicas?.subscribeTurnStarts((turn) => listener(turn, 'relayed')),
+        () => {
+          remove();
+          if (outcomeListeners.size > 0) return;
+          fromBus?.();
+          fromBus = undefined;
+        },
+        replicas?.subscribeOutcomes((outcome) => listener(outcome, 'relayed')),
       );
     },
+    subscribeRepliesStored: (listener, channel) => repliesStoredListeners.add(listener, channel),
+    subscribeTurnStarts: (listener, channel) =>
+      unsubscribeAll(
+        turnStartListeners.add(listener, channel),
+        replicas?.subscribeTurnStarts((turn) => listener(turn, 'relayed')),
+      ),
     ...(replicas === null
       ? {}
       : {
@@ -76,12 +144,13 @@ export function fanOutChannelEvents(options: ChannelEventFanOutOptions): Channel
   return {
     events,
     turnStarted(turn) {
-      for (const listener of turnStartListeners) listener(turn, 'local');
+      const channels = turn.messages.map(({ message }) => message.channel);
+      for (const listener of turnStartListeners.of(channels)) listener(turn, 'local');
       if (replicas !== null && turn.messages.some(({ message }) => httpChannels.has(message.channel)))
         replicas.publishTurnStart(turn);
     },
     repliesStored(delivery) {
-      for (const listener of repliesStoredListeners) listener(delivery);
+      for (const listener of repliesStoredListeners.of([delivery.channel])) listener(delivery);
     },
   };
 }

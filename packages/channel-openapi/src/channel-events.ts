@@ -17,18 +17,24 @@ export interface ChannelEvents {
    * statuses share the commit of the write ending a local outcome, the outcome comes with
    * `committed` (`OutcomeSink.record`), in the tick of that write, so that the final status joins
    * its commit. For a local outcome of this channel the listener returns whether its final status
-   * was written (`OutcomeListener`).
+   * was written (`OutcomeListener`). `channel`: the listener needs only the events of this channel
+   * (it still filters, but the app may skip calling it for others: with a thousand channels, a
+   * message would otherwise call a thousand listeners).
    */
   subscribeOutcomes(
     listener: (outcome: Outcome, origin?: EventOrigin, committed?: Promise<boolean>) => unknown,
+    channel?: string,
   ): () => void;
   /** Calls `listener` whenever a turn starts (again, for a retry); returns the unsubscribe. */
-  subscribeTurnStarts(listener: (turn: TurnStart, origin?: EventOrigin) => void): () => void;
+  subscribeTurnStarts(
+    listener: (turn: TurnStart, origin?: EventOrigin) => void,
+    channel?: string,
+  ): () => void;
   /**
    * Calls `listener` when a turn's replies were stored in the outbox and the turn completed: its
    * messages are answered, their replies on their way. Returns the unsubscribe.
    */
-  subscribeRepliesStored?(listener: (delivery: Delivery) => void): () => void;
+  subscribeRepliesStored?(listener: (delivery: Delivery) => void, channel?: string): () => void;
   /**
    * With a shared pool: hands a local outcome of this channel to the other replicas. The tracker
    * calls it once the final status write has landed (or failed), so that a replica answered by

@@ -263,9 +263,9 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
   }
 
   const unsubscribe = [
-    events.subscribeOutcomes(onOutcome),
-    events.subscribeTurnStarts(onTurnStart),
-    events.subscribeRepliesStored?.(onRepliesStored),
+    events.subscribeOutcomes(onOutcome, channelId),
+    events.subscribeTurnStarts(onTurnStart, channelId),
+    events.subscribeRepliesStored?.(onRepliesStored, channelId),
   ];
 
   return {

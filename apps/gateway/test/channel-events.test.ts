@@ -1,0 +1,68 @@
+import {
+  type Delivery,
+  type Outcome,
+  type QueryPool,
+  type TurnStart,
+  createOutcomeBus,
+  parseInboundMessage,
+} from '@switchboard/core';
+import { describe, expect, it } from 'vitest';
+import { fanOutChannelEvents } from '../src/channel-events.js';
+
+const messageOf = (channel: string) =>
+  parseInboundMessage({
+    id: `m-${channel}`,
+    platform: 'openapi',
+    channel,
+    chat: { type: 'person', id: 's1' },
+    sender: { id: 'u1' },
+    text: 'hi',
+    platform_message_id: '1',
+    received_at: 0,
+  });
+
+describe('channel event fan-out', () => {
+  it('calls the listeners of an event’s channels only, each once, and those of every channel', async () => {
+    const recorded: string[] = [];
+    const bus = createOutcomeBus(undefined, undefined, (outcome) => recorded.push(outcome.message.id));
+    const fanOut = fanOutChannelEvents({
+      outcomes: bus,
+      replicas: null,
+      pool: {} as QueryPool,
+      recordsShareOutboxCommit: false,
+      httpChannels: new Set(),
+    });
+    const heard: string[] = [];
+    for (const channel of ['a', 'b', undefined]) {
+      const name = channel ?? 'all';
+      fanOut.events.subscribeOutcomes((outcome) => {
+        heard.push(`${name}: outcome ${outcome.message.channel}`);
+        return Promise.resolve(true);
+      }, channel);
+      fanOut.events.subscribeTurnStarts((turn) => heard.push(`${name}: turn ${turn.id}`), channel);
+      fanOut.events.subscribeRepliesStored?.(
+        (delivery) => heard.push(`${name}: replies ${delivery.id}`),
+        channel,
+      );
+    }
+
+    bus.record({ kind: 'dropped', reason: 'quota', at: 0, message: messageOf('a'), session: 's' } as Outcome);
+    fanOut.turnStarted({
+      id: 't1',
+      pipeline: 'p',
+      messages: [{ message: messageOf('b') }, { message: messageOf('b') }],
+    } as TurnStart);
+    fanOut.repliesStored({ id: 'd1', channel: 'a' } as Delivery);
+    expect(heard).toEqual([
+      'a: outcome a',
+      'all: outcome a',
+      'b: turn t1',
+      'all: turn t1',
+      'a: replies d1',
+      'all: replies d1',
+    ]);
+    // The writes of the outcome's listeners, combined, count it as recorded.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(recorded).toEqual(['m-a']);
+  });
+});
