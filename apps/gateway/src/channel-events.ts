@@ -20,6 +20,8 @@ export interface ChannelEventFanOutOptions {
   recordsShareOutboxCommit: boolean;
   /** The ids of the HTTP channels: only their trackers follow turns across replicas. */
   httpChannels: Pick<ReadonlySet<string>, 'has'>;
+  /** Where a channel's outcome listener that throws is reported (the bus's own report). */
+  onListenerError(error: unknown): void;
 }
 
 /** Listeners filed by the channel whose events they need (`ALL`: every channel's). */
@@ -42,8 +44,9 @@ class ListenersByChannel<Listener> {
     }
     listeners.add(listener);
     return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0) this.#byChannel.delete(channel);
+      // Called twice, it must not drop the set a later listener of the channel was added to.
+      if (!listeners.delete(listener)) return;
+      if (listeners.size === 0 && this.#byChannel.get(channel) === listeners) this.#byChannel.delete(channel);
     };
   }
 
@@ -89,17 +92,16 @@ export function fanOutChannelEvents(options: ChannelEventFanOutOptions): Channel
    */
   const toChannels = (outcome: Outcome, committed?: Promise<boolean>): unknown => {
     const writes: Promise<unknown>[] = [];
-    let failure: { error: unknown } | undefined;
     for (const listener of outcomeListeners.of([outcome.message.channel])) {
-      // One listener's throw must not keep the outcome from the others; the bus reports it.
+      // As separate subscribers of the bus: a listener that throws is reported and makes no
+      // write, and the others' writes are still waited for.
       try {
         const write = listener(outcome, 'local', committed);
         if (write instanceof Promise) writes.push(write);
       } catch (error) {
-        failure ??= { error };
+        options.onListenerError(error);
       }
     }
-    if (failure !== undefined) throw failure.error;
     if (writes.length === 0) return undefined;
     if (writes.length === 1) return writes[0];
     return Promise.all(writes).then((landed) => landed.every((done) => done !== false));

@@ -88,8 +88,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const routing = createLiveRouting(config, { logger });
   // An outcome a shared store kept beside its settlement is let go once its records landed.
   const keptOutcomes = stores.keptOutcomes?.();
+  const listenerFailed = (err: unknown) => logger.error({ err }, 'outcome listener failed');
   const outcomes = createOutcomeBus(
-    (err) => logger.error({ err }, 'outcome listener failed'),
+    listenerFailed,
     options.mask,
     keptOutcomes === undefined ? undefined : forgetWhenRecorded(kept, keptOutcomes),
   );
@@ -121,6 +122,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     recordsShareOutboxCommit: stores.recordsShareOutboxCommit ?? false,
     // Read as outcomes come, once the channels below exist.
     httpChannels: { has: (id) => channels.httpChannels.has(id) },
+    onListenerError: listenerFailed,
   });
 
   // Tenants' tokens as the configuration in force has them: a reload changes them at once.

@@ -31,6 +31,7 @@ describe('channel event fan-out', () => {
       pool: {} as QueryPool,
       recordsShareOutboxCommit: false,
       httpChannels: new Set(),
+      onListenerError: () => {},
     });
     const heard: string[] = [];
     for (const channel of ['a', 'b', undefined]) {
@@ -62,6 +63,40 @@ describe('channel event fan-out', () => {
       'all: replies d1',
     ]);
     // The writes of the outcome's listeners, combined, count it as recorded.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(recorded).toEqual(['m-a']);
+  });
+
+  it('reports a listener that throws and still waits for the others’ writes; a second unsubscribe drops nothing', async () => {
+    const recorded: string[] = [];
+    const reported: unknown[] = [];
+    const bus = createOutcomeBus(undefined, undefined, (outcome) => recorded.push(outcome.message.id));
+    const fanOut = fanOutChannelEvents({
+      outcomes: bus,
+      replicas: null,
+      pool: {} as QueryPool,
+      recordsShareOutboxCommit: false,
+      httpChannels: new Set(),
+      onListenerError: (error) => reported.push(error),
+    });
+    const first = fanOut.events.subscribeOutcomes(() => Promise.resolve(true), 'a');
+    first();
+    let release: (landed: boolean) => void = () => {};
+    const write = new Promise<boolean>((resolve) => {
+      release = resolve;
+    });
+    fanOut.events.subscribeOutcomes(() => write, 'a');
+    fanOut.events.subscribeOutcomes(() => {
+      throw new Error('broken listener');
+    }, 'a');
+    // The first listener's stop called again must not drop the channel's later listeners.
+    first();
+
+    bus.record({ kind: 'dropped', reason: 'quota', at: 0, message: messageOf('a'), session: 's' } as Outcome);
+    expect(reported).toEqual([new Error('broken listener')]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(recorded).toEqual([]);
+    release(true);
     await new Promise((resolve) => setImmediate(resolve));
     expect(recorded).toEqual(['m-a']);
   });

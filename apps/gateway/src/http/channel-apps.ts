@@ -30,12 +30,16 @@ export interface ChannelApps {
 }
 
 /**
- * The prefixes `url`'s path falls under, longest first: the path cut after each of its segments
- * (`/v1/a/messages?x` → `/v1/a/messages`, `/v1/a`, `/v1`). A prefix is a whole number of segments.
+ * The prefixes `url`'s path falls under, longest first and none longer than `maxLength`: the path
+ * cut after each of its segments (`/v1/a/messages?x` → `/v1/a/messages`, `/v1/a`, `/v1`). A prefix
+ * is a whole number of segments. Cut to `maxLength` first, so that a long path of many segments
+ * costs no more lookups than the longest prefix has segments, each of a bounded key.
  */
-function* prefixesOf(url: string): Generator<string> {
+function* prefixesOf(url: string, maxLength: number): Generator<string> {
   const query = url.indexOf('?');
   let path = query < 0 ? url : url.slice(0, query);
+  // A prefix of length L matches only where the path ends at L or goes on with `/`.
+  if (path.length > maxLength) path = path.slice(0, Math.max(0, path.lastIndexOf('/', maxLength)));
   while (path.length > 1) {
     yield path;
     path = path.slice(0, path.lastIndexOf('/'));
@@ -59,13 +63,16 @@ export function mountChannelApps(
   const mounted = new Map<string, Mounted>();
   /** The mounted apps by prefix: a request finds its own in as many lookups as its path has segments. */
   let byPrefix = new Map<string, Mounted>();
+  let longest = 0;
+  // Of two channels on one prefix (a reload swapping them), the one mounted last serves it.
   const reorder = () => {
     byPrefix = new Map([...mounted.values()].map((entry) => [entry.prefix, entry]));
+    longest = Math.max(0, ...[...byPrefix.keys()].map((prefix) => prefix.length));
   };
 
   /** The app of the longest prefix `url` falls under, so that `/v1/a` wins over `/v1`. */
   function appFor(url: string): Mounted | undefined {
-    for (const prefix of prefixesOf(url)) {
+    for (const prefix of prefixesOf(url, longest)) {
       const entry = byPrefix.get(prefix);
       if (entry !== undefined) return entry;
     }
@@ -100,6 +107,8 @@ export function mountChannelApps(
     async mount(id, prefix, app) {
       await app.ready();
       const previous = mounted.get(id)?.app;
+      // Moved to the end: the channel mounted last wins a prefix two share during a reload.
+      mounted.delete(id);
       mounted.set(id, { prefix, app });
       reorder();
       return previous;

@@ -45,4 +45,12 @@ describe('channel apps', () => {
     expect(await served(root, '/v10/messages')).toBe(404);
     expect(await served(root, '/')).toBe(404);
   });
+
+  it('finds the app of a path far longer than any prefix, of thousands of segments, as of a short one', async () => {
+    const root = await serverWith(['/v1', '/v1/b']);
+    expect(await served(root, `/v1/b/${'x/'.repeat(5000)}messages`)).toBe('/v1/b');
+    expect(await served(root, `/v1/${'b/'.repeat(5000)}`)).toBe('/v1/b');
+    expect(await served(root, `/${'v1/'.repeat(5000)}`)).toBe('/v1');
+    expect(await served(root, `/${'z/'.repeat(5000)}`)).toBe(404);
+  });
 });
