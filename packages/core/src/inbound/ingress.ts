@@ -215,8 +215,8 @@ export function createIngress(options: IngressOptions): Ingress {
       await returnTokens();
       throw error;
     }
-    if (!result.accepted) await returnTokens();
     if (!result.accepted) {
+      await returnTokens();
       if (result.reason === 'duplicate') {
         outcomes.record({ message, session, kind: 'duplicate', reason: 'redelivery', at: now() });
         return { status: 'duplicate' };
