@@ -21,18 +21,28 @@ const messageOf = (channel: string) =>
     received_at: 0,
   });
 
+/**
+ * A fan-out over a real outcome bus; `recorded`: the outcomes the bus counts as recorded,
+ * `reported`: the listener errors the fan-out reports.
+ */
+function fanOutOverBus() {
+  const recorded: string[] = [];
+  const reported: unknown[] = [];
+  const bus = createOutcomeBus(undefined, undefined, (outcome) => recorded.push(outcome.message.id));
+  const fanOut = fanOutChannelEvents({
+    outcomes: bus,
+    replicas: null,
+    pool: {} as QueryPool,
+    recordsShareOutboxCommit: false,
+    httpChannels: new Set(),
+    onListenerError: (error) => reported.push(error),
+  });
+  return { bus, fanOut, recorded, reported };
+}
+
 describe('channel event fan-out', () => {
   it('calls the listeners of an event’s channels only, each once, and those of every channel', async () => {
-    const recorded: string[] = [];
-    const bus = createOutcomeBus(undefined, undefined, (outcome) => recorded.push(outcome.message.id));
-    const fanOut = fanOutChannelEvents({
-      outcomes: bus,
-      replicas: null,
-      pool: {} as QueryPool,
-      recordsShareOutboxCommit: false,
-      httpChannels: new Set(),
-      onListenerError: () => {},
-    });
+    const { bus, fanOut, recorded } = fanOutOverBus();
     const heard: string[] = [];
     for (const channel of ['a', 'b', undefined]) {
       const name = channel ?? 'all';
@@ -68,17 +78,7 @@ describe('channel event fan-out', () => {
   });
 
   it('reports a listener that throws and still waits for the others’ writes; a second unsubscribe drops nothing', async () => {
-    const recorded: string[] = [];
-    const reported: unknown[] = [];
-    const bus = createOutcomeBus(undefined, undefined, (outcome) => recorded.push(outcome.message.id));
-    const fanOut = fanOutChannelEvents({
-      outcomes: bus,
-      replicas: null,
-      pool: {} as QueryPool,
-      recordsShareOutboxCommit: false,
-      httpChannels: new Set(),
-      onListenerError: (error) => reported.push(error),
-    });
+    const { bus, fanOut, recorded, reported } = fanOutOverBus();
     const first = fanOut.events.subscribeOutcomes(() => Promise.resolve(true), 'a');
     first();
     let release: (landed: boolean) => void = () => {};
