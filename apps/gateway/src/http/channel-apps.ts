@@ -109,9 +109,17 @@ export function mountChannelApps(
       const previous = mounted.get(id)?.app;
       // Moved to the end: the channel mounted last wins a prefix two share during a reload.
       mounted.delete(id);
-      mounted.set(id, { prefix, app });
-      reorder();
-      return previous;
+      const entry = { prefix, app };
+      mounted.set(id, entry);
+      if (previous !== undefined) {
+        reorder();
+        return previous;
+      }
+      // A channel mounted for the first time (each one at start) only adds its prefix: rebuilding
+      // the index at every mount made a start with a thousand channels quadratic.
+      byPrefix.set(prefix, entry);
+      longest = Math.max(longest, prefix.length);
+      return undefined;
     },
     unmount(id) {
       const previous = mounted.get(id)?.app;

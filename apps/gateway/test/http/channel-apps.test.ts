@@ -5,6 +5,8 @@ import { mountChannelApps } from '../../src/http/channel-apps.js';
 
 describe('channel apps', () => {
   let server: FastifyInstance | undefined;
+  /** The channel apps of the last server built. */
+  let mounted: ReturnType<typeof mountChannelApps> | undefined;
   afterEach(async () => {
     await server?.close();
   });
@@ -18,6 +20,7 @@ describe('channel apps', () => {
       shutdown: createHttpServerShutdown(root),
       version: 'test',
     });
+    mounted = apps;
     await root.listen({ port: 0, host: '127.0.0.1' });
     for (const prefix of prefixes) {
       const app = await apps.create();
@@ -52,5 +55,22 @@ describe('channel apps', () => {
     expect(await served(root, `/v1/${'b/'.repeat(5000)}`)).toBe('/v1/b');
     expect(await served(root, `/${'v1/'.repeat(5000)}`)).toBe('/v1');
     expect(await served(root, `/${'z/'.repeat(5000)}`)).toBe(404);
+  });
+
+  it('serves a channel remounted under another prefix there only, and nothing once unmounted', async () => {
+    const root = await serverWith([]);
+    const apps = mounted as NonNullable<typeof mounted>;
+    const appAt = async (prefix: string) => {
+      const app = await apps.create();
+      app.all(`${prefix}/*`, async () => ({ prefix }));
+      return app;
+    };
+    await apps.mount('c', '/p', await appAt('/p'));
+    expect(await served(root, '/p/messages')).toBe('/p');
+    await apps.mount('c', '/q', await appAt('/q'));
+    expect(await served(root, '/p/messages')).toBe(404);
+    expect(await served(root, '/q/messages')).toBe('/q');
+    apps.unmount('c');
+    expect(await served(root, '/q/messages')).toBe(404);
   });
 });
