@@ -6,10 +6,12 @@ import {
   type QueryPool,
   type QueuedMessage,
   type QueueLimits,
+  type TenantShare,
   type Turn,
 } from '@switchboard/core';
 import type { StoreHarness } from './store-harness.js';
 import { queuedMessageFixture } from './store-harness.js';
+import { queryPoolTenantsContract } from './query-pool-tenants-contract.js';
 
 /** What a pool factory is asked for by one contract test. */
 export interface QueryPoolFactoryContext {
@@ -17,7 +19,10 @@ export interface QueryPoolFactoryContext {
   now(): number;
   concurrency: Concurrency;
   limits: QueueLimits;
-  pipelines: ReturnType<typeof PipelinePolicySchema.parse>[];
+  /** Each with the tenant it belongs to (none: the default tenant). */
+  pipelines: Array<ReturnType<typeof PipelinePolicySchema.parse> & { tenant?: string | undefined }>;
+  /** The tenants' shares (docs/design.md §10 "Fair shares"); none: every tenant has the default. */
+  tenants?: readonly TenantShare[] | undefined;
 }
 
 export type QueryPoolFactory = (context: QueryPoolFactoryContext) => Promise<StoreHarness<QueryPool>>;
@@ -30,6 +35,7 @@ const CLOCK_START_MS = Date.UTC(2025, 0, 1);
  * without waiting.
  */
 export function queryPoolContract(name: string, factory: QueryPoolFactory): void {
+  queryPoolTenantsContract(name, factory);
   describe(`${name} (QueryPool contract)`, () => {
     let nowMs = CLOCK_START_MS;
     const open: Array<StoreHarness<QueryPool>> = [];

@@ -1,9 +1,11 @@
 --[[
   Claims and their leases (as a model gateway's Redis concurrency control: slots in a ZSET scored by deadline, released explicitly or
   by expiry). A lease record lease:<token> holds the claim's session, pipeline, message seqs
-  (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms).
+  (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms), and
+  the tenant its slot was counted against, if tenants competed then (pool/includes/tenant-shares).
   Needs pool/includes/preamble and place-session.
 ]]
+--- @include "pool/includes/tenant-shares"
 
 local function splitSeqs(joined)
   local seqs = {}
@@ -16,7 +18,7 @@ end
 -- Frees the slots of the claim held by `token`; returns its record, or nil when the token holds
 -- nothing (settled already, or reclaimed after its lease expired).
 local function releaseLease(token)
-  local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica')
+  local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica', 'tenant', 'claimedAt')
   if not fields[1] then
     return nil
   end
@@ -24,6 +26,9 @@ local function releaseLease(token)
   rcall('ZREM', K.leases, token)
   firstDue[K.leases] = nil
   changeCounts({ inflight = -1, ['inflight:' .. fields[2]] = -1 })
+  if fields[5] then
+    uncountClaim(fields[5], tonumber(fields[6]))
+  end
   local running = rcall('HINCRBY', K.sessions, fields[1], -1)
   return {
     session = fields[1],
@@ -35,9 +40,17 @@ local function releaseLease(token)
 end
 
 -- Puts messages of `pipeline` back at the head of their session, in their order, and re-places
--- the session (`running`: its turns running, when the caller knows).
+-- the session (`running`: its turns running, when the caller knows). While tenants compete they
+-- wait counted against the pipeline's tenant now (a reload may have moved it).
 local function putBack(session, pipeline, seqs, running)
   addWaiting(pipeline, seqs)
+  if #seqs > 0 and limits().tenants then
+    local tenant = policyOf(pipeline).tenant
+    countPending(tenant, #seqs)
+    for _, seq in ipairs(seqs) do
+      rcall('HSET', messageKey(seq), 'tenant', tenant)
+    end
+  end
   if #seqs > 0 then
     local reversed = {}
     for index = #seqs, 1, -1 do
@@ -49,14 +62,16 @@ local function putBack(session, pipeline, seqs, running)
   placeSession(session, { running = running })
 end
 
--- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt} each.
+-- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt}
+-- each; and, read in the same HMGET, the tenant each waits counted against (false: none).
 local function messagesOf(seqs)
-  local messages = {}
+  local messages, tenants = {}, {}
   for index, seq in ipairs(seqs) do
-    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt')
+    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt', 'tenant')
     messages[index] = { fields[1], fields[2], fields[3] or '', fields[4] }
+    tenants[index] = fields[5]
   end
-  return messages
+  return messages, tenants
 end
 
 -- Puts the messages of expired leases back at the head of their sessions, attempts kept, at most
