@@ -105,7 +105,7 @@ local function claimNext()
     for index, candidate in ipairs(candidates) do
       ids[index] = policyOf(candidate.pipeline).tenant
     end
-    loadTenants(ids)
+    loadTenants(ids, true)
   end
   local best
   for _, candidate in ipairs(candidates) do
@@ -138,7 +138,7 @@ local function claimNext()
   end
   local messages, counted = messagesOf(seqs)
   -- Taken back from the tenant each was counted against, whether or not tenants compete now.
-  uncountPending(counted)
+  local uncounted = uncountPending(counted, true)
   for index, seq in ipairs(seqs) do
     if counted[index] then
       rcall('HDEL', messageKey(seq), 'tenant')
@@ -149,9 +149,11 @@ local function claimNext()
   local lease = { 'session', bestSession, 'pipeline', best.pipeline, 'seqs', table.concat(seqs, ','),
     'replica', replica, 'claimedAt', now }
   if best.tenant then
-    countClaim(best.tenant, best.load, best.start)
+    countClaim(best.tenant, best.load, best.start, uncounted)
     lease[#lease + 1] = 'tenant'
     lease[#lease + 1] = best.tenant.id
+  elseif #uncounted > 0 then
+    saveTenants(uncounted)
   end
   rcall('HSET', leaseKey(token), unpack(lease))
   local expiresAt = now + leaseMs

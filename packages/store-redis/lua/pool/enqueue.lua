@@ -101,7 +101,7 @@ end
 -- While tenants compete, the message waits counted against its pipeline's tenant, within the
 -- tenant's max_pending (pool/includes/tenant-shares).
 local tenant = limits().tenants and policyOf(ARGV[8]).tenant
-if tenant and ARGV[14] ~= '1' and tenantState(tenant).pending >= tenantState(tenant).maxPending then
+if tenant and ARGV[14] ~= '1' and tenantState(tenant, true).pending >= tenantState(tenant).maxPending then
   return { 'queue_full' }
 end
 

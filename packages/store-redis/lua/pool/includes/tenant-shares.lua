@@ -32,63 +32,78 @@ local function exact(value)
   return string.format('%.17g', value)
 end
 
--- Reads the use and share of each of `ids` this call has not read yet, and the fair clocks:
--- one HMGET of the tenants hash and one of the config, whatever the number of tenants.
-local function loadTenants(ids)
-  local wanted, seen = {}, {}
+-- Reads the use of each of `ids` this call has not read yet, with the fair clocks, in one HMGET
+-- of the tenants hash; `withShares`: their shares too, in one HMGET of the config (only what
+-- compares or charges by weight needs them).
+local function loadTenants(ids, withShares)
+  local wantUse, wantShares, seen = {}, {}, {}
   for _, id in ipairs(ids) do
-    if not tenantStates[id] and not seen[id] then
+    if not seen[id] then
       seen[id] = true
-      wanted[#wanted + 1] = id
+      local known = tenantStates[id]
+      if not known then
+        wantUse[#wantUse + 1] = id
+      end
+      if withShares and not (known and known.weight) then
+        wantShares[#wantShares + 1] = id
+      end
     end
   end
-  if #wanted == 0 and fairClock then
-    return
-  end
-  local useNames = { 'virtualTime', 'fairTime' }
-  local shareNames = {}
-  for _, id in ipairs(wanted) do
-    for _, field in ipairs(TENANT_FIELDS) do
-      useNames[#useNames + 1] = field .. ':' .. id
+  if #wantUse > 0 or not fairClock then
+    local names = { 'virtualTime', 'fairTime' }
+    for _, id in ipairs(wantUse) do
+      for _, field in ipairs(TENANT_FIELDS) do
+        names[#names + 1] = field .. ':' .. id
+      end
     end
-    shareNames[#shareNames + 1] = 'tmax:' .. id
-    shareNames[#shareNames + 1] = 'weight:' .. id
-    shareNames[#shareNames + 1] = 'tpending:' .. id
+    local use = rcall('HMGET', K.tenants, unpack(names))
+    if not fairClock then
+      fairClock = { virtualTime = tonumber(use[1]) or 0, fairTime = tonumber(use[2]) or 0 }
+    end
+    for index, id in ipairs(wantUse) do
+      local at = 2 + (index - 1) * #TENANT_FIELDS
+      tenantStates[id] = {
+        id = id,
+        inflight = tonumber(use[at + 1]) or 0,
+        pending = tonumber(use[at + 2]) or 0,
+        used = tonumber(use[at + 3]) or 0,
+        claimedAt = tonumber(use[at + 4]) or 0,
+        pass = tonumber(use[at + 5]) or 0,
+      }
+    end
   end
-  local use = rcall('HMGET', K.tenants, unpack(useNames))
-  if not fairClock then
-    fairClock = { virtualTime = tonumber(use[1]) or 0, fairTime = tonumber(use[2]) or 0 }
-  end
-  local shares = #shareNames > 0 and rcall('HMGET', K.config, unpack(shareNames)) or {}
-  for index, id in ipairs(wanted) do
-    local at = 2 + (index - 1) * #TENANT_FIELDS
-    local share = (index - 1) * 3
-    tenantStates[id] = {
-      id = id,
-      inflight = tonumber(use[at + 1]) or 0,
-      pending = tonumber(use[at + 2]) or 0,
-      used = tonumber(use[at + 3]) or 0,
-      claimedAt = tonumber(use[at + 4]) or 0,
-      pass = tonumber(use[at + 5]) or 0,
-      maxConcurrency = tonumber(shares[share + 1]) or math.huge,
-      weight = tonumber(shares[share + 2]) or 1,
-      maxPending = tonumber(shares[share + 3]) or math.huge,
-    }
+  if #wantShares > 0 then
+    local names = {}
+    for _, id in ipairs(wantShares) do
+      names[#names + 1] = 'tmax:' .. id
+      names[#names + 1] = 'weight:' .. id
+      names[#names + 1] = 'tpending:' .. id
+    end
+    local shares = rcall('HMGET', K.config, unpack(names))
+    for index, id in ipairs(wantShares) do
+      local tenant, at = tenantStates[id], (index - 1) * 3
+      tenant.maxConcurrency = tonumber(shares[at + 1]) or math.huge
+      tenant.weight = tonumber(shares[at + 2]) or 1
+      tenant.maxPending = tonumber(shares[at + 3]) or math.huge
+    end
   end
 end
 
-local function tenantState(id)
-  loadTenants({ id })
+local function tenantState(id, withShare)
+  loadTenants({ id }, withShare)
   return tenantStates[id]
 end
 
--- Writes the use of `tenants` (and the fair clocks when `withClock`) in one HSET.
+-- Writes the use of `tenants` (each once) and, when `withClock`, the fair clocks, in one HSET.
 local function saveTenants(tenants, withClock)
-  local values = {}
+  local values, saved = {}, {}
   for _, tenant in ipairs(tenants) do
-    for _, field in ipairs(TENANT_FIELDS) do
-      values[#values + 1] = field .. ':' .. tenant.id
-      values[#values + 1] = exact(tenant[field])
+    if not saved[tenant.id] then
+      saved[tenant.id] = true
+      for _, field in ipairs(TENANT_FIELDS) do
+        values[#values + 1] = field .. ':' .. tenant.id
+        values[#values + 1] = exact(tenant[field])
+      end
     end
   end
   if withClock then
@@ -117,7 +132,7 @@ end
 -- Counts `count` messages waiting for tenant `id`; a tenant back from idle saved no slot time
 -- while away. The caller records the tenant on each message.
 local function countPending(id, count)
-  local tenant = tenantState(id)
+  local tenant = tenantState(id, true)
   if tenant.pending == 0 and tenant.inflight == 0 then
     local behind = fairClock.fairTime - usageOf(tenant)
     if behind > 0 then
@@ -129,8 +144,9 @@ local function countPending(id, count)
 end
 
 -- Takes back the waiting messages of `recorded` (the tenant each counted against, or false for
--- one not counted) that no longer wait.
-local function uncountPending(recorded)
+-- one not counted) that no longer wait. `unsaved`: returns the tenants changed for the caller to
+-- write with its own changes, instead of writing them.
+local function uncountPending(recorded, unsaved)
   local byTenant, ids = {}, {}
   for _, id in ipairs(recorded) do
     if id then
@@ -141,7 +157,7 @@ local function uncountPending(recorded)
     end
   end
   if #ids == 0 then
-    return
+    return {}
   end
   loadTenants(ids)
   local changed = {}
@@ -150,17 +166,22 @@ local function uncountPending(recorded)
     tenant.pending = tenant.pending - byTenant[id]
     changed[#changed + 1] = tenant
   end
-  saveTenants(changed)
+  if not unsaved then
+    saveTenants(changed)
+  end
+  return changed
 end
 
--- Counts a claim against `tenant` (its use `load` and start `start` as the claim compared them).
-local function countClaim(tenant, load, start)
+-- Counts a claim against `tenant` (its use `load` and start `start` as the claim compared them),
+-- writing it with the changes to `others`.
+local function countClaim(tenant, load, start, others)
   fairClock.virtualTime = start
   fairClock.fairTime = math.max(fairClock.fairTime, load)
   tenant.pass = start + 1 / tenant.weight
   tenant.inflight = tenant.inflight + 1
   tenant.claimedAt = tenant.claimedAt + now
-  saveTenants({ tenant }, true)
+  others[#others + 1] = tenant
+  saveTenants(others, true)
 end
 
 -- Takes back a claim counted against tenant `id` at `claimedAt`, charging it its slot time.
