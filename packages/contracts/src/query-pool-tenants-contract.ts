@@ -9,7 +9,7 @@ import {
   type Turn,
   defaultTenantShare,
 } from '@switchboard/core';
-import type { QueryPoolFactory } from './query-pool-contract.js';
+import type { QueryPoolFactory } from './query-pool-factory.js';
 import type { StoreHarness } from './store-harness.js';
 import { queuedMessageFixture } from './store-harness.js';
 

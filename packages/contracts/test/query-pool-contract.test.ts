@@ -6,14 +6,17 @@ queryPoolContract('memory query pool', async ({ now, concurrency, limits, pipeli
   close: async () => {},
 }));
 
-queryPoolContract('memory query pool with a journal', async ({ now, concurrency, limits, pipelines, tenants }) => ({
-  store: createMemoryQueryPool({
-    now,
-    concurrency,
-    limits,
-    pipelines,
-    tenants,
-    journal: createMemoryJournal({ now }),
+queryPoolContract(
+  'memory query pool with a journal',
+  async ({ now, concurrency, limits, pipelines, tenants }) => ({
+    store: createMemoryQueryPool({
+      now,
+      concurrency,
+      limits,
+      pipelines,
+      tenants,
+      journal: createMemoryJournal({ now }),
+    }),
+    close: async () => {},
   }),
-  close: async () => {},
-}));
+);
