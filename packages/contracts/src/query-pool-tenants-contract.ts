@@ -295,6 +295,20 @@ export function queryPoolTenantsContract(name: string, factory: QueryPoolFactory
         await offer(p, 'a-bot', 1, 10);
         expect((await p.enqueue(queued('a-over', 'a-bot'))).accepted).toBe(false);
       });
+
+      it('counts a message put back by a retry or an abandon as waiting again', async () => {
+        const p = await pool({ tenants: [share('a', { maxPending: 3 })] });
+        await offer(p, 'a-bot', 2);
+        const first = (await p.claim()) as Turn;
+        const second = (await p.claim()) as Turn;
+        await offer(p, 'a-bot', 1, 10);
+        await p.retry(first, 0);
+        await p.abandon(second);
+        // Three wait again, two of them put back: the tenant takes no more.
+        expect((await p.enqueue(queued('a-over', 'a-bot'))).accepted).toBe(false);
+        await claimAndComplete(p, 3);
+        await offer(p, 'a-bot', 3, 20);
+      });
     });
 
     describe('when there is one tenant', () => {
@@ -345,6 +359,28 @@ export function queryPoolTenantsContract(name: string, factory: QueryPoolFactory
         expect(await p.claim()).toBeNull();
         await p.complete(during);
         expect((await p.claim())?.pipeline).toBe('a-bot');
+      });
+    });
+
+    describe('when a reload stops the tenants competing and another starts it again', () => {
+      it('leaves no count below nothing: a turn claimed while they competed is taken back once', async () => {
+        const limits = { maxPending: 10_000, maxPendingPerSession: 500 };
+        const concurrency = { global: 10, perSession: 1 };
+        const competing = {
+          concurrency,
+          limits,
+          pipelines: [pipeline('a-bot', 'a'), pipeline('b-bot', 'b')],
+          tenants: [share('a', { maxPending: 2 })],
+        };
+        const p = await pool(competing);
+        await offer(p, 'a-bot', 1);
+        const turn = (await p.claim()) as Turn;
+        await p.reconfigure({ concurrency, limits, pipelines: [pipeline('a-bot'), pipeline('b-bot')] });
+        await p.abandon(turn);
+        await claimAndComplete(p, 1);
+        await p.reconfigure(competing);
+        await offer(p, 'a-bot', 2, 10);
+        expect((await p.enqueue(queued('a-over', 'a-bot'))).accepted).toBe(false);
       });
     });
 
