@@ -1,3 +1,4 @@
+import type { TestContext } from 'vitest';
 import type {
   Concurrency,
   PipelinePolicySchema,
@@ -20,3 +21,27 @@ export interface QueryPoolFactoryContext {
 }
 
 export type QueryPoolFactory = (context: QueryPoolFactoryContext) => Promise<StoreHarness<QueryPool>>;
+
+/** The pools a contract test opened: each closed after the test, and a peer of each shared one. */
+export class PoolsUnderTest {
+  private readonly harnesses = new Map<QueryPool, StoreHarness<QueryPool>>();
+
+  /** Keeps `harness` for `closeAll`; returns its pool. */
+  add(harness: StoreHarness<QueryPool>): QueryPool {
+    this.harnesses.set(harness.store, harness);
+    return harness.store;
+  }
+
+  /** A second replica's pool over `pool`'s store; skips the test when the implementation is not shared. */
+  async peerOf(pool: QueryPool, context: TestContext): Promise<QueryPool> {
+    const harness = this.harnesses.get(pool);
+    if (harness?.peer === undefined) context.skip('the pool is not shared by replicas');
+    return (harness as Required<StoreHarness<QueryPool>>).peer();
+  }
+
+  async closeAll(): Promise<void> {
+    const harnesses = [...this.harnesses.values()];
+    this.harnesses.clear();
+    for (const harness of harnesses) await harness.close();
+  }
+}

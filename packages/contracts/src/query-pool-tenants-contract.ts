@@ -9,8 +9,7 @@ import {
   type Turn,
   defaultTenantShare,
 } from '@switchboard/core';
-import type { QueryPoolFactory } from './query-pool-factory.js';
-import type { StoreHarness } from './store-harness.js';
+import { PoolsUnderTest, type QueryPoolFactory } from './query-pool-factory.js';
 import { queuedMessageFixture } from './store-harness.js';
 
 const CLOCK_START_MS = Date.UTC(2025, 0, 1);
@@ -44,11 +43,9 @@ export function queryPoolTenantsContract(name: string, factory: QueryPoolFactory
   describe(`${name} (QueryPool contract: tenant shares)`, () => {
     let nowMs = CLOCK_START_MS;
     let sequence = 0;
-    const open: Array<StoreHarness<QueryPool>> = [];
-    const harnesses = new Map<QueryPool, StoreHarness<QueryPool>>();
+    const pools = new PoolsUnderTest();
     afterEach(async () => {
-      for (const harness of open.splice(0)) await harness.close();
-      harnesses.clear();
+      await pools.closeAll();
       nowMs = CLOCK_START_MS;
     });
 
@@ -61,17 +58,10 @@ export function queryPoolTenantsContract(name: string, factory: QueryPoolFactory
         pipelines: options.pipelines ?? [pipeline('a-bot', 'a'), pipeline('b-bot', 'b'), pipeline('echo')],
         tenants: options.tenants,
       });
-      open.push(harness);
-      harnesses.set(harness.store, harness);
-      return harness.store;
+      return pools.add(harness);
     }
 
-    /** A second replica's pool over `p`'s store; skips the test when the implementation is not shared. */
-    async function peerOf(p: QueryPool, context: TestContext): Promise<QueryPool> {
-      const harness = harnesses.get(p);
-      if (harness?.peer === undefined) context.skip('the pool is not shared by replicas');
-      return (harness as Required<StoreHarness<QueryPool>>).peer();
-    }
+    const peerOf = (p: QueryPool, context: TestContext) => pools.peerOf(p, context);
 
     function queued(session: string, pipelineId: string): QueuedMessage {
       sequence += 1;
