@@ -66,6 +66,7 @@ export function fingerprintOf(config: SharedConfig): string {
   for (const share of config.tenants ?? []) {
     const path = `tenants.${share.id}`;
     entries.push(
+      [path, 'configured'],
       [`${path}.concurrency`, limit(share.maxConcurrency)],
       [`${path}.weight`, String(share.weight)],
       [`${path}.max_pending`, limit(share.maxPending)],
