@@ -31,6 +31,12 @@ type Fingerprint = Array<[string, string]>;
 const ms = (value: number) => `${value}ms`;
 const limit = (value: number) => (Number.isFinite(value) ? String(value) : 'unlimited');
 
+const tenantOf = (policy: PoolPipelinePolicy) => policy.tenant ?? DEFAULT_TENANT;
+
+/** Whether `share` differs from the share of a tenant that configures none. */
+const isConfigured = (share: TenantShare) =>
+  Number.isFinite(share.maxConcurrency) || Number.isFinite(share.maxPending) || share.weight !== 1;
+
 /** The fingerprint as the config file's paths name the values, e.g. `pipelines.p.max_concurrency`. */
 export function fingerprintOf(config: SharedConfig): string {
   const entries: Fingerprint = [
@@ -63,7 +69,8 @@ export function fingerprintOf(config: SharedConfig): string {
     // it had before tenants were shared, so replicas of both versions agree.
     if (tenantOf(policy) !== DEFAULT_TENANT) entries.push([`${path}.tenant`, tenantOf(policy)]);
   }
-  for (const share of config.tenants ?? []) {
+  // Likewise only a share that is not the default one: the gateway lists every tenant's.
+  for (const share of (config.tenants ?? []).filter(isConfigured)) {
     const path = `tenants.${share.id}`;
     entries.push(
       [path, 'configured'],
@@ -107,19 +114,13 @@ export function configMismatch(mine: string, stored: string, retryAfterMs?: numb
   });
 }
 
-const tenantOf = (policy: PoolPipelinePolicy) => policy.tenant ?? DEFAULT_TENANT;
-
 /**
  * Whether tenants compete for the pool's slots: the pipelines have several tenants, or a tenant
  * configures a share that differs from the default one. Only then do the scripts count each
  * tenant's use (lua/pool/includes/tenant-shares.lua): one tenant pays nothing per message.
  */
 export function tenantsCompete(config: SharedConfig): boolean {
-  const shared = (config.tenants ?? []).some(
-    (share) =>
-      Number.isFinite(share.maxConcurrency) || Number.isFinite(share.maxPending) || share.weight !== 1,
-  );
-  return shared || new Set(config.pipelines.map(tenantOf)).size > 1;
+  return (config.tenants ?? []).some(isConfigured) || new Set(config.pipelines.map(tenantOf)).size > 1;
 }
 
 /**

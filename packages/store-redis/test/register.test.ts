@@ -1,4 +1,4 @@
-import { type Turn, isSwitchboardError } from '@switchboard/core';
+import { type Turn, defaultTenantShare, isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import {
@@ -64,6 +64,13 @@ describe.skipIf(!reachable)('pool/register.lua', () => {
       const clock = manualClock();
       await pools.open({ now: clock.now });
       await expect(pools.open({ now: clock.now })).resolves.toBeDefined();
+    });
+
+    it('joins beside one that lists no tenant share when it lists only default ones', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now });
+      const shares = [defaultTenantShare('default'), defaultTenantShare('acme')];
+      await expect(pools.open({ now: clock.now, tenants: shares })).resolves.toBeDefined();
     });
   });
 
