@@ -54,6 +54,6 @@ if ARGV[7] == '0' then
     rcall('HINCRBY', messageKey(seq), 'attempt', -1)
   end
 end
-putBack(lease.session, lease.pipeline, lease.seqs, lease.running)
+putBack(lease.session, lease.pipeline, lease.seqs, lease.running, lease.recorded)
 local state = runnableState(true)
 return { 'settled', state[1], state[2] }

@@ -137,17 +137,17 @@ local function claimNext()
     rcall('HINCRBY', messageKey(seq), 'attempt', 1)
   end
   local messages, counted = messagesOf(seqs)
-  -- Taken back from the tenant each was counted against, whether or not tenants compete now.
+  -- Taken back from the tenant each was counted against, whether or not tenants compete now. The
+  -- record stays until the message waits again (putBack writes it anew, or removes it).
   local uncounted = uncountPending(counted, true)
-  for index, seq in ipairs(seqs) do
-    if counted[index] then
-      rcall('HDEL', messageKey(seq), 'tenant')
-    end
-  end
   changeCounts({ pending = -#seqs, inflight = 1, ['inflight:' .. best.pipeline] = 1 })
   local running = rcall('HINCRBY', K.sessions, bestSession, 1)
   local lease = { 'session', bestSession, 'pipeline', best.pipeline, 'seqs', table.concat(seqs, ','),
     'replica', replica, 'claimedAt', now }
+  if #uncounted > 0 then
+    lease[#lease + 1] = 'recorded'
+    lease[#lease + 1] = '1'
+  end
   if best.tenant then
     countClaim(best.tenant, best.load, best.start, uncounted)
     lease[#lease + 1] = 'tenant'

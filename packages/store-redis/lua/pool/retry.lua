@@ -73,7 +73,7 @@ for _, seq in ipairs(lease.seqs) do
     retried[#retried + 1] = seq
   end
 end
-putBack(lease.session, lease.pipeline, retried, lease.running)
+putBack(lease.session, lease.pipeline, retried, lease.running, lease.recorded)
 keepOutcomes(prefix, ARGV[8], 10 + finalCount)
 local state = runnableState(true)
 return { 'settled', state[1], state[2] }

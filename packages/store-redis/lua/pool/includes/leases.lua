@@ -2,7 +2,9 @@
   Claims and their leases (as a model gateway's Redis concurrency control: slots in a ZSET scored by deadline, released explicitly or
   by expiry). A lease record lease:<token> holds the claim's session, pipeline, message seqs
   (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms), and
-  the tenant its slot was counted against, if tenants competed then (pool/includes/tenant-shares).
+  the tenant its slot was counted against, if tenants competed then, and `recorded` = '1' when
+  its messages hold the tenant they were counted against while they waited
+  (pool/includes/tenant-shares).
   Needs pool/includes/preamble and place-session.
 ]]
 --- @include "pool/includes/tenant-shares"
@@ -18,7 +20,8 @@ end
 -- Frees the slots of the claim held by `token`; returns its record, or nil when the token holds
 -- nothing (settled already, or reclaimed after its lease expired).
 local function releaseLease(token)
-  local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica', 'tenant', 'claimedAt')
+  local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica', 'tenant', 'claimedAt',
+    'recorded')
   if not fields[1] then
     return nil
   end
@@ -36,19 +39,26 @@ local function releaseLease(token)
     seqs = splitSeqs(fields[3]),
     replica = fields[4],
     running = running,
+    recorded = fields[7] == '1',
   }
 end
 
 -- Puts messages of `pipeline` back at the head of their session, in their order, and re-places
 -- the session (`running`: its turns running, when the caller knows). While tenants compete they
--- wait counted against the pipeline's tenant now (a reload may have moved it).
-local function putBack(session, pipeline, seqs, running)
+-- wait counted against the pipeline's tenant now (a reload may have moved it); else they wait
+-- uncounted, and those that still hold the record of their last count (`recorded`: the lease
+-- says some do; it was taken back when they were claimed) lose it.
+local function putBack(session, pipeline, seqs, running, recorded)
   addWaiting(pipeline, seqs)
-  if #seqs > 0 and limits().tenants then
-    local tenant = policyOf(pipeline).tenant
+  local tenant = #seqs > 0 and limits().tenants and policyOf(pipeline).tenant
+  if tenant then
     countPending(tenant, #seqs)
-    for _, seq in ipairs(seqs) do
+  end
+  for _, seq in ipairs(seqs) do
+    if tenant then
       rcall('HSET', messageKey(seq), 'tenant', tenant)
+    elseif recorded then
+      rcall('HDEL', messageKey(seq), 'tenant')
     end
   end
   if #seqs > 0 then
@@ -98,7 +108,7 @@ local function reclaimExpired()
       for index, seq in ipairs(lease.seqs) do
         requestIds[index] = rcall('HGET', messageKey(seq), 'rid')
       end
-      putBack(lease.session, lease.pipeline, lease.seqs, lease.running)
+      putBack(lease.session, lease.pipeline, lease.seqs, lease.running, lease.recorded)
       reclaimed[#reclaimed + 1] = { token, lease.session, lease.pipeline, lease.replica, requestIds }
     else
       rcall('ZREM', K.leases, token)

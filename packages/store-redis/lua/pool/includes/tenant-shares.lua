@@ -8,7 +8,8 @@
   Counted only while the stored configuration says tenants compete (config field `tenants`, set
   when the pipelines have several tenants or a share is configured): a pool of one tenant pays
   nothing for it. Each count is taken back from the tenant it was counted against, as recorded
-  on the message (field `tenant` of m:<seq> while it waits) and on the lease (fields `tenant`
+  on the message (field `tenant` of m:<seq>, written when it starts waiting counted, read when
+  it stops waiting: claimed, dropped, taken) and on the lease (fields `tenant`
   and `claimedAt` of lease:<token>), so a reload that turns counting on or off, or gives a
   pipeline to another tenant, can leave no count negative or stuck.
 
