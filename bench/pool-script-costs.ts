@@ -76,7 +76,7 @@ async function measure(script: string, body: () => Promise<void>): Promise<void>
 async function measurePool(label: string, tenants: readonly string[]): Promise<string> {
   const prefix = `sb-bench-${randomUUID()}`;
   const settings = benchPoolSettings(SLOTS);
-  const [policy] = settings.pipelines;
+  const policy = settings.pipelines[0] as (typeof settings.pipelines)[number];
   const pipelines = tenants.map((tenant, index) => ({ ...policy, id: `${policy.id}-${index}`, tenant }));
   const pool = await createRedisQueryPool({
     url: SETTINGS.redisUrl,
