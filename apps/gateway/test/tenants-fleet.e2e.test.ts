@@ -53,7 +53,8 @@ describe.skipIf(!reachable)('tenants on a fleet of three replicas (end to end)',
     const accepted = [];
     for (let index = 0; index < 6; index += 1) {
       accepted.push((await send(index)).status);
-      if (index === 1) await eventually(() => backend.requests.length === 2, 10_000, 'two turns at the backend');
+      if (index === 1)
+        await eventually(() => backend.requests.length === 2, 10_000, 'two turns at the backend');
     }
     expect(accepted).toEqual([202, 202, 202, 202, 202, 202]);
     for (let index = 6; index < 9; index += 1) {
