@@ -5,15 +5,30 @@ import type { GroupCommit } from './group-commit.js';
 /** Delivery keys marked between two sweeps of expired `dedup` rows. */
 const SWEEP_EVERY_KEYS = 1000;
 
+/**
+ * Journal writes that another store of the same file runs inside a write of its own, so that
+ * both commit or neither does: the reply outbox marks a turn's messages answered with the
+ * insert of its replies, and removes them with the removal of its delivery.
+ */
+export interface JournalRowWrites {
+  /** Marks the messages answered: `load` returns them with `answered`. Unknown ids are ignored. */
+  markAnswered(messageIds: readonly string[]): void;
+  /** Deletes the messages. Unknown ids are ignored. */
+  remove(messageIds: readonly string[]): void;
+}
+
 /** The SQLite `Journal`, with its in-memory bookkeeping made visible for diagnostics and tests. */
 export interface SqliteJournal extends Journal {
   /** Ids whose latest removal has been called and has neither committed nor failed yet. */
   readonly pendingRemovals: number;
+  /** Its writes for the reply outbox of the same file to run inside its own. */
+  readonly rowWrites: JournalRowWrites;
 }
 
 interface JournalRow {
   attempt: number;
   retry_at: number | null;
+  answered: number;
   payload: string;
 }
 
@@ -38,8 +53,11 @@ export function createSqliteJournal(db: Database, commit: GroupCommit, now: () =
   );
   const setAttempt = db.prepare<[number, string]>('UPDATE journal SET attempt = ? WHERE id = ?');
   const setRetryAt = db.prepare<[number, string]>('UPDATE journal SET retry_at = ? WHERE id = ?');
+  const setAnswered = db.prepare<[string]>('UPDATE journal SET answered = 1 WHERE id = ?');
   const remove = db.prepare<[string]>('DELETE FROM journal WHERE id = ?');
-  const load = db.prepare<[], JournalRow>('SELECT attempt, retry_at, payload FROM journal ORDER BY seq');
+  const load = db.prepare<[], JournalRow>(
+    'SELECT attempt, retry_at, answered, payload FROM journal ORDER BY seq',
+  );
   const markKey = db.prepare<{ key: string; expiresAt: number; now: number }>(
     `INSERT INTO dedup (key, expires_at) VALUES (@key, @expiresAt)
      ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= @now`,
@@ -111,11 +129,21 @@ export function createSqliteJournal(db: Database, commit: GroupCommit, now: () =
     get pendingRemovals() {
       return pendingRemoval.size;
     },
+    rowWrites: {
+      markAnswered(messageIds) {
+        for (const id of messageIds) setAnswered.run(id);
+      },
+      remove(messageIds) {
+        for (const id of messageIds) remove.run(id);
+      },
+    },
     async load() {
       // The payload holds `retryAtMs` exactly when `append` wrote a non-null `retry_at`.
       return load.all().map((row) => {
-        const entry = { ...(JSON.parse(row.payload) as QueuedMessage), attempt: row.attempt };
-        return row.retry_at === null ? entry : { ...entry, retryAtMs: row.retry_at };
+        const entry: QueuedMessage = { ...(JSON.parse(row.payload) as QueuedMessage), attempt: row.attempt };
+        if (row.retry_at !== null) entry.retryAtMs = row.retry_at;
+        if (row.answered === 1) entry.answered = true;
+        return entry;
       });
     },
   };

@@ -10,6 +10,7 @@ import {
 } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
+import type { JournalRowWrites } from './sqlite-journal.js';
 
 /** How often expired remembered ids are deleted: each delete is one index range, not per send. */
 const FORGET_EVERY_MS = 60_000;
@@ -73,11 +74,17 @@ function deliveryOf(row: OutboxRow): Delivery {
  * row read, or none for a head this store added (its row is kept until claimed, up to 4 Mi
  * characters of payload per channel). `now` is the clock ended ids are remembered by
  * (`rememberForMs`): the one the reply sender claims by.
+ *
+ * With `journal`, the journal of the same file, a delivery that owns its messages' outcome marks
+ * them answered in the write that stores it, and removes them in the write that ends it: a crash
+ * in between leaves them journaled but answered, so the restarted pool does not run them again
+ * while this outbox sends their answer (docs/design.md §2 "Durability").
  */
 export function createSqliteReplyOutbox(
   db: Database,
   commit: GroupCommit,
   now: () => number = Date.now,
+  journal?: JournalRowWrites,
 ): ReplyOutbox {
   const insert = db.prepare<[string, string, string, number, number, string]>(
     `INSERT INTO outbox (id, channel, chat, attempts, not_before, payload) VALUES (?, ?, ?, ?, ?, ?)
@@ -194,9 +201,12 @@ export function createSqliteReplyOutbox(
     return claims.get(claim.delivery.channel)?.get(claim.delivery.chat) === claim.token;
   }
 
-  /** Removes an ended delivery, remembering its id when it asked to be. */
+  const idsOf = (delivery: Delivery) => delivery.messages.map((answered) => answered.message.id);
+
+  /** Removes an ended delivery, and its messages from the journal, remembering its id when it asked to be. */
   function end(delivery: Delivery): void {
     remove.run(delivery.id);
+    if (delivery.ownsOutcome) journal?.remove(idsOf(delivery));
     if (delivery.rememberForMs === undefined) return;
     const nowMs = now();
     if (expiredLeft || nowMs - forgotAt >= FORGET_EVERY_MS) {
@@ -239,6 +249,8 @@ export function createSqliteReplyOutbox(
           result = 'duplicate';
           return;
         }
+        // A duplicate still stored too: its end removes the messages, whichever run stored it.
+        if (delivery.ownsOutcome) journal?.markAnswered(idsOf(delivery));
         const { changes, lastInsertRowid } = insert.run(
           delivery.id,
           delivery.channel,

@@ -105,12 +105,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     const counts = countWrites(db);
     migrate(db, options.path);
     const commit = createGroupCommit(db);
+    const journal = createSqliteJournal(db, commit, now);
     return {
-      journal: createSqliteJournal(db, commit, now),
+      journal,
       auditLog: createSqliteAuditLog(db, commit),
       statuses: createSqliteMessageStatusStore(db, commit, now),
       history: createSqliteHistoryStore(db, commit, options.historyMaxEntries ?? DEFAULTS.historyMaxEntries),
-      outbox: createSqliteReplyOutbox(db, commit, now),
+      outbox: createSqliteReplyOutbox(db, commit, now, journal.rowWrites),
       handoffs: createSqliteHandoffStore(db, commit),
       counts,
       close: () => {

@@ -10,6 +10,7 @@ import {
   createMemoryQueryPool,
   createOutcomeBus,
   createRouter,
+  deliveryOf,
 } from '@switchboard/core';
 import { auditRecordFixture, queuedMessageFixture } from '@switchboard/contracts';
 import BetterSqlite3 from 'better-sqlite3';
@@ -104,6 +105,37 @@ describe('ingress over a SQLite journal', () => {
       const { ingress, pool } = ingressOver(restarted.journal);
       expect((await pool.recover()).map((entry) => entry.message.id)).toEqual([message.id]);
       expect(await ingress.accept(message, 'update-1')).toEqual({ status: 'duplicate' });
+      restarted.close();
+    });
+  });
+
+  describe("when the process dies between the commit storing a turn's answer and the one ending it", () => {
+    it("follows the message without running it again, and the delivery's end forgets it", async () => {
+      const { folder, path, store } = openStore();
+      const { message } = queuedMessageFixture(1);
+      const running = ingressOver(store.journal);
+      expect((await running.ingress.accept(message, 'update-1')).status).toBe('queued');
+      const turn = await running.pool.claim();
+      if (turn === null) throw new Error('the accepted message is not claimable');
+      const answer = deliveryOf(turn, turn.messages, [{ text: 'first answer' }], {
+        kind: 'answer',
+        nowMs: 1,
+      });
+      expect(await store.outbox.add(answer)).toBe('added');
+      // Killed before the turn completes: its journal removal is not issued yet.
+      const image = crashImage(path, join(folder, 'crashed.db'));
+      store.close();
+
+      const restarted = createSqliteStore({ path: image });
+      const { pool } = ingressOver(restarted.journal);
+      expect(await pool.recover()).toMatchObject([{ message: { id: message.id }, answered: true }]);
+      // Run again, the turn could end a second time (a failure, a merge with later messages)
+      // while the stored answer is sent and ends it too.
+      expect(await pool.claim()).toBeNull();
+      const delivery = await restarted.outbox.claim(answer.channel, Number.MAX_SAFE_INTEGER);
+      expect(delivery?.delivery.replies).toEqual([{ text: 'first answer' }]);
+      expect(await restarted.outbox.delivered(delivery as NonNullable<typeof delivery>)).toBe('settled');
+      expect(await restarted.journal.load()).toEqual([]);
       restarted.close();
     });
   });

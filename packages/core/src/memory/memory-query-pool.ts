@@ -768,8 +768,12 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     async recover() {
       if (journal === undefined) return [];
       const entries = await journal.load();
-      // Everything journaled was accepted once: no cap may drop it now.
-      for (const queued of entries) insert(queued, Number.POSITIVE_INFINITY);
+      // Everything journaled was accepted once: no cap may drop it now. An answered message is
+      // not run again: its delivery in the outbox sends the stored answer and ends it; run again,
+      // it could end a second time (a failure, another merge) while that answer is sent.
+      for (const queued of entries) {
+        if (queued.answered !== true) insert(queued, Number.POSITIVE_INFINITY);
+      }
       notify();
       return entries;
     },

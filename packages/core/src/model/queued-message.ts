@@ -27,4 +27,10 @@ export interface QueuedMessage {
    * take the replay for a re-run of the attempts that failed.
    */
   replayOf?: string;
+  /**
+   * Set by `Journal.load` on a message whose turn's replies were stored in the reply outbox by
+   * the write that marked it (a store holding both, SQLite): that delivery sends them and records
+   * the message's outcome when it ends, so a restart follows the message without running it again.
+   */
+  answered?: true;
 }

@@ -14,7 +14,8 @@ export interface ChannelContext {
   logger: Logger;
   /**
    * This channel's messages accepted before the last stop and recovered from the journal: still
-   * queued, their outcomes to come once the controller starts (after every channel has).
+   * queued, or answered with their replies waiting in the outbox (`answered`), their outcomes to
+   * come once the controller and the reply sender start (after every channel has).
    */
   recovered?: readonly QueuedMessage[];
 }

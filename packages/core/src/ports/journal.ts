@@ -33,6 +33,9 @@ export interface Journal {
   markRetry(messageIds: readonly string[], retryAtMs: number): Promise<void>;
   /** Forgets messages whose outcome is final. Unknown ids are ignored. */
   remove(messageIds: readonly string[]): Promise<void>;
-  /** Every entry still journaled, in acceptance order, with its latest attempt and retry time. */
+  /**
+   * Every entry still journaled, in acceptance order, with its latest attempt and retry time, and
+   * `answered` on those a store holding the reply outbox too marked with their stored replies.
+   */
   load(): Promise<QueuedMessage[]>;
 }

@@ -264,8 +264,10 @@ export interface QueryPool {
   onLeaseLost(listener: (token: string) => void): () => void;
   /**
    * Loads what the store kept from before this process started and makes it claimable; returns
-   * the messages that came back. A journaled pool reloads its journal; a shared pool keeps its
-   * messages in the store and returns none (a dead replica's claims come back by lease expiry).
+   * the messages that came back. A journaled pool reloads its journal, and returns but does not
+   * queue the messages journaled as answered (`QueuedMessage.answered`: their outcome comes with
+   * their delivery); a shared pool keeps its messages in the store and returns none (a dead
+   * replica's claims come back by lease expiry).
    */
   recover(): Promise<QueuedMessage[]>;
   /** Refuses further enqueues through this instance (`draining`); other replicas go on. */

@@ -6,7 +6,7 @@ import {
   createMemoryJournal,
   createMemoryQueryPool,
 } from '../../src/index.js';
-import { capturingLogger, createHarness, message, settle } from '../harness.js';
+import { capturingLogger, createHarness, message, queuedMessage, settle } from '../harness.js';
 
 const debounced = (extra: Record<string, unknown> = {}) => ({
   id: 'p',
@@ -180,6 +180,26 @@ describe('memory query pool', () => {
         ['completed', 'retried', 2],
         ['completed', 'fresh', 2],
       ]);
+    });
+  });
+
+  describe('when the journal holds a message marked answered (its replies wait in the outbox)', () => {
+    it('returns it from recover for the channels to follow, and never hands it out to run again', async () => {
+      const journal = createMemoryJournal();
+      const answered = queuedMessage('A', 'answered before the crash');
+      const waiting = queuedMessage('A', 'still queued');
+      await journal.append({ ...answered, answered: true });
+      await journal.append(waiting);
+      const h = createHarness({ journal, autoReply: true });
+
+      const recovered = await h.pool.recover();
+      expect(recovered.map((queued) => [queued.message.text, queued.answered])).toEqual([
+        ['answered before the crash', true],
+        ['still queued', undefined],
+      ]);
+      h.controller.start();
+      await settle();
+      expect(h.outcomes.map((o) => [o.kind, o.message.text])).toEqual([['completed', 'still queued']]);
     });
   });
 
