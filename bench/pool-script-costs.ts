@@ -7,6 +7,9 @@
  * the CPU time of Redis' main thread per call (`INFO cpu`), which adds reading each call and
  * writing its reply, and leaves out the time Redis waited for a core.
  *
+ * The pool's three scripts are measured twice: with one tenant, and with two competing tenants
+ * (whose use the scripts then count, docs/design.md §10 "Fair shares").
+ *
  * Not a scenario of `bench/run.ts`: a profile to read beside `pool-claims`. The counts are exact
  * whatever the load; the times are not (a loaded machine inflates the wall time most), so
  * compare them only with a run of the same moment. The Redis must be one nobody else uses
@@ -66,27 +69,41 @@ async function measure(script: string, body: () => Promise<void>): Promise<void>
   rows.push(`| ${script} | ${total.toFixed(1)} | ${us.toFixed(0)} | ${cpuUs.toFixed(0)} | ${byCommand} |`);
 }
 
-const poolPrefix = `sb-bench-${randomUUID()}`;
-const pool = await createRedisQueryPool({
-  url: SETTINGS.redisUrl,
-  prefix: poolPrefix,
-  ...benchPoolSettings(SLOTS),
-  ...NO_RENEWAL,
-});
-const messages: QueuedMessage[] = Array.from({ length: CALLS }, (_, index) =>
-  queuedMessageOf(benchMessage(index, `s${index}`)),
-);
-const turns: Turn[] = [];
-await measure('pool/enqueue', async () => {
-  for (const message of messages) await pool.enqueue(message);
-});
-await measure('pool/claim', async () => {
-  for (let index = 0; index < CALLS; index++) turns.push((await pool.claim()) as Turn);
-});
-await measure('pool/complete', async () => {
-  for (const turn of turns) await pool.complete(turn);
-});
-await pool.shutdown();
+/**
+ * Measures the pool's enqueue, claim and complete, as `label` says: with one tenant, or with its
+ * messages shared by two competing tenants (each tenant's use counted, docs/design.md §10).
+ */
+async function measurePool(label: string, tenants: readonly string[]): Promise<string> {
+  const prefix = `sb-bench-${randomUUID()}`;
+  const settings = benchPoolSettings(SLOTS);
+  const policy = settings.pipelines[0] as (typeof settings.pipelines)[number];
+  const pipelines = tenants.map((tenant, index) => ({ ...policy, id: `${policy.id}-${index}`, tenant }));
+  const pool = await createRedisQueryPool({
+    url: SETTINGS.redisUrl,
+    prefix,
+    ...settings,
+    ...(tenants.length > 1 ? { pipelines } : {}),
+    ...NO_RENEWAL,
+  });
+  const messages: QueuedMessage[] = Array.from({ length: CALLS }, (_, index) => {
+    const queued = queuedMessageOf(benchMessage(index, `s${index}`));
+    return tenants.length > 1 ? { ...queued, pipeline: `${policy.id}-${index % tenants.length}` } : queued;
+  });
+  const turns: Turn[] = [];
+  await measure(`pool/enqueue${label}`, async () => {
+    for (const message of messages) await pool.enqueue(message);
+  });
+  await measure(`pool/claim${label}`, async () => {
+    for (let index = 0; index < CALLS; index++) turns.push((await pool.claim()) as Turn);
+  });
+  await measure(`pool/complete${label}`, async () => {
+    for (const turn of turns) await pool.complete(turn);
+  });
+  await pool.shutdown();
+  return prefix;
+}
+
+const poolPrefixes = [await measurePool('', ['default']), await measurePool(' (two tenants)', ['a', 'b'])];
 
 const outboxPrefix = `sb-bench-${randomUUID()}`;
 const outbox = await createRedisReplyOutbox({
@@ -111,7 +128,7 @@ await measure('reply-outbox/remove', async () => {
 });
 await outbox.close();
 
-for (const prefix of [poolPrefix, outboxPrefix]) await removePoolKeys(admin, prefix);
+for (const prefix of [...poolPrefixes, outboxPrefix]) await removePoolKeys(admin, prefix);
 admin.disconnect();
 
 console.log(`${CALLS} calls per script, ${new Date().toISOString()}\n`);

@@ -43,7 +43,7 @@ export interface PoolOptions {
   limits: Config['queue'];
   /** Whole policies: a shared store also checks that replicas agree on retry and timeout. */
   pipelines: readonly (PipelinePolicy & PoolPipelinePolicy)[];
-  /** The tenants' shares of the pool (the config refuses them with `store: redis`). */
+  /** The tenants' shares of the pool, held by every replica together with `store: redis`. */
   tenants?: readonly TenantShare[];
   logger: Logger;
   /**

@@ -262,33 +262,6 @@ function checkSharedAudit(
   });
 }
 
-/**
- * The Redis pool does not divide its slots by tenant yet: a tenant's `concurrency`, `weight` or
- * `max_pending` there would be accepted and not enforced, so they are refused by name.
- */
-function checkSharesOnRedis(
-  config: {
-    store?: { kind?: string };
-    tenants?: Array<{ concurrency?: number; weight?: number; max_pending?: number }>;
-  },
-  ctx: z.RefinementCtx,
-): void {
-  if (config.store?.kind !== 'redis' || !Array.isArray(config.tenants)) return;
-  config.tenants.forEach((tenant, index) => {
-    const set = [
-      tenant?.concurrency !== undefined && 'concurrency',
-      tenant?.weight !== undefined && tenant.weight !== 1 && 'weight',
-      tenant?.max_pending !== undefined && 'max_pending',
-    ].filter((key): key is string => key !== false);
-    for (const key of set)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['tenants', index, key],
-        message: 'not with store.kind redis yet: the Redis pool does not divide its slots by tenant',
-      });
-  });
-}
-
 /** Names a tenant in records, metrics and the admin API. */
 const TenantIdSchema = z
   .string()
@@ -349,7 +322,6 @@ export const ConfigSchema = z
     (config, ctx) => {
       checkTenants(config, ctx);
       checkSharedAudit(config, ctx);
-      checkSharesOnRedis(config, ctx);
     },
     // Report duplicates together with every other problem, not after they are fixed.
     { when: () => true },

@@ -154,18 +154,17 @@ tenants:
         expect(problems.some((problem) => problem.startsWith(`tenants[0].${key}:`))).toBe(true);
     });
 
-    it('refuses it with store.kind redis, whose pool does not divide by tenant yet', () => {
-      const error = thrown(() =>
-        parseConfig(
-          'store: { kind: redis, url: "redis://127.0.0.1:6379" }\naudit: { kind: postgres, url: "postgres://x@127.0.0.1/test" }\n' +
-            'tenants: [ { id: acme, concurrency: 2, weight: 2, routing: { default: __discard__ } } ]',
-        ),
+    it('accepts it with store.kind redis, whose replicas hold the shares together', () => {
+      const config = parseConfig(
+        'store: { kind: redis, url: "redis://127.0.0.1:6379" }\naudit: { kind: postgres, url: "postgres://x@127.0.0.1/test" }\n' +
+          'tenants: [ { id: acme, concurrency: 2, weight: 2, max_pending: 5, routing: { default: __discard__ } } ]',
       );
-      const problems = (error.details?.problems as string[] | undefined) ?? [];
-      expect(problems.filter((problem) => problem.includes('store.kind redis'))).toEqual([
-        'tenants[0].concurrency: not with store.kind redis yet: the Redis pool does not divide its slots by tenant',
-        'tenants[0].weight: not with store.kind redis yet: the Redis pool does not divide its slots by tenant',
-      ]);
+      expect(config.tenants.find((tenant) => tenant.id === 'acme')?.share).toEqual({
+        id: 'acme',
+        maxConcurrency: 2,
+        weight: 2,
+        maxPending: 5,
+      });
     });
   });
 

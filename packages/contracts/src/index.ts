@@ -34,7 +34,7 @@ export { auditRecordFixture, queuedMessageFixture, useStoreUnderTest } from './s
 export type { StoreFactory, StoreFactoryContext, StoreHarness, StoreUnderTest } from './store-harness.js';
 export { deliveryFixture, replyOutboxContract } from './reply-outbox-contract.js';
 export { queryPoolContract } from './query-pool-contract.js';
-export type { QueryPoolFactory, QueryPoolFactoryContext } from './query-pool-contract.js';
+export type { QueryPoolFactory, QueryPoolFactoryContext } from './query-pool-factory.js';
 export { recordingIngress } from './recording-ingress.js';
 export type { RecordedDrop } from './recording-ingress.js';
 export {

@@ -1,26 +1,14 @@
 import { type TestContext, afterEach, describe, expect, it } from 'vitest';
 import {
-  type Concurrency,
   type PipelinePolicyInput,
   PipelinePolicySchema,
   type QueryPool,
   type QueuedMessage,
-  type QueueLimits,
   type Turn,
 } from '@switchboard/core';
-import type { StoreHarness } from './store-harness.js';
 import { queuedMessageFixture } from './store-harness.js';
-
-/** What a pool factory is asked for by one contract test. */
-export interface QueryPoolFactoryContext {
-  /** The suite's clock; the pool must read time through it. */
-  now(): number;
-  concurrency: Concurrency;
-  limits: QueueLimits;
-  pipelines: ReturnType<typeof PipelinePolicySchema.parse>[];
-}
-
-export type QueryPoolFactory = (context: QueryPoolFactoryContext) => Promise<StoreHarness<QueryPool>>;
+import { PoolsUnderTest, type QueryPoolFactory } from './query-pool-factory.js';
+import { queryPoolTenantsContract } from './query-pool-tenants-contract.js';
 
 const CLOCK_START_MS = Date.UTC(2025, 0, 1);
 
@@ -30,12 +18,12 @@ const CLOCK_START_MS = Date.UTC(2025, 0, 1);
  * without waiting.
  */
 export function queryPoolContract(name: string, factory: QueryPoolFactory): void {
+  queryPoolTenantsContract(name, factory);
   describe(`${name} (QueryPool contract)`, () => {
     let nowMs = CLOCK_START_MS;
-    const open: Array<StoreHarness<QueryPool>> = [];
+    const pools = new PoolsUnderTest();
     afterEach(async () => {
-      for (const harness of open.splice(0)) await harness.close();
-      harnesses.clear();
+      await pools.closeAll();
       nowMs = CLOCK_START_MS;
     });
 
@@ -46,9 +34,6 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
       perSessionCap?: number;
       pipelines?: PipelinePolicyInput[];
     };
-    /** The harness of each pool the test opened, for `peerOf`. */
-    const harnesses = new Map<QueryPool, StoreHarness<QueryPool>>();
-
     async function pool(options: PoolOptions = {}): Promise<QueryPool> {
       const harness = await factory({
         now: () => nowMs,
@@ -61,17 +46,10 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
           PipelinePolicySchema.parse(input),
         ),
       });
-      open.push(harness);
-      harnesses.set(harness.store, harness);
-      return harness.store;
+      return pools.add(harness);
     }
 
-    /** A second replica's pool over `p`'s store; skips the test when the implementation is not shared. */
-    async function peerOf(p: QueryPool, context: TestContext): Promise<QueryPool> {
-      const harness = harnesses.get(p);
-      if (harness?.peer === undefined) context.skip('the pool is not shared by replicas');
-      return (harness as Required<StoreHarness<QueryPool>>).peer();
-    }
+    const peerOf = (p: QueryPool, context: TestContext) => pools.peerOf(p, context);
 
     /** Waits (real time, bounded) until `condition` holds: for timers and pub/sub, never a sleep. */
     async function eventually(condition: () => boolean, what: string, withinMs = 5000): Promise<void> {

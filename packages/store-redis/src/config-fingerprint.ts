@@ -1,8 +1,10 @@
 import {
   type Concurrency,
+  DEFAULT_TENANT,
   type PoolPipelinePolicy,
   type QueueLimits,
   SwitchboardError,
+  type TenantShare,
 } from '@switchboard/core';
 
 /**
@@ -19,6 +21,8 @@ export interface SharedConfig {
   concurrency: Concurrency;
   limits: QueueLimits;
   pipelines: readonly SharedPipelinePolicy[];
+  /** The shares of the tenants that configure one (docs/design.md §10 "Fair shares"). */
+  tenants?: readonly TenantShare[] | undefined;
 }
 
 /** `[config path, value]` pairs, sorted by path: the fingerprint compares whole, names by path. */
@@ -26,6 +30,12 @@ type Fingerprint = Array<[string, string]>;
 
 const ms = (value: number) => `${value}ms`;
 const limit = (value: number) => (Number.isFinite(value) ? String(value) : 'unlimited');
+
+const tenantOf = (policy: PoolPipelinePolicy) => policy.tenant ?? DEFAULT_TENANT;
+
+/** Whether `share` differs from the share of a tenant that configures none. */
+const isConfigured = (share: TenantShare) =>
+  Number.isFinite(share.maxConcurrency) || Number.isFinite(share.maxPending) || share.weight !== 1;
 
 /** The fingerprint as the config file's paths name the values, e.g. `pipelines.p.max_concurrency`. */
 export function fingerprintOf(config: SharedConfig): string {
@@ -55,6 +65,19 @@ export function fingerprintOf(config: SharedConfig): string {
       );
     }
     if (policy.timeoutMs !== undefined) entries.push([`${path}.timeout`, ms(policy.timeoutMs)]);
+    // Only another tenant than the default is named: a pool of one tenant keeps the fingerprint
+    // it had before tenants were shared, so replicas of both versions agree.
+    if (tenantOf(policy) !== DEFAULT_TENANT) entries.push([`${path}.tenant`, tenantOf(policy)]);
+  }
+  // Likewise only a share that is not the default one: the gateway lists every tenant's.
+  for (const share of (config.tenants ?? []).filter(isConfigured)) {
+    const path = `tenants.${share.id}`;
+    entries.push(
+      [path, 'configured'],
+      [`${path}.concurrency`, limit(share.maxConcurrency)],
+      [`${path}.weight`, String(share.weight)],
+      [`${path}.max_pending`, limit(share.maxPending)],
+    );
   }
   entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify(entries);
@@ -92,8 +115,18 @@ export function configMismatch(mine: string, stored: string, retryAfterMs?: numb
 }
 
 /**
- * The config hash the scripts read (lua/pool/includes/preamble.lua) as field, value pairs: limits, and
- * per pipeline its slot limit (absent: unlimited) and readiness rules.
+ * Whether tenants compete for the pool's slots: the pipelines have several tenants, or a tenant
+ * configures a share that differs from the default one. Only then do the scripts count each
+ * tenant's use (lua/pool/includes/tenant-shares.lua): one tenant pays nothing per message.
+ */
+export function tenantsCompete(config: SharedConfig): boolean {
+  return (config.tenants ?? []).some(isConfigured) || new Set(config.pipelines.map(tenantOf)).size > 1;
+}
+
+/**
+ * The config hash the scripts read (lua/pool/includes/preamble.lua) as field, value pairs: limits,
+ * per pipeline its slot limit (absent: unlimited) and readiness rules, and while tenants compete
+ * each pipeline's tenant and the tenants' shares (lua/pool/includes/tenant-shares.lua).
  */
 export function configFieldsOf(config: SharedConfig): string[] {
   const fields = [
@@ -120,6 +153,14 @@ export function configFieldsOf(config: SharedConfig): string[] {
       `collect:${id}`,
       busyMode === 'collect' ? '1' : '0',
     );
+  }
+  if (!tenantsCompete(config)) return fields;
+  fields.push('tenants', '1');
+  for (const policy of config.pipelines) fields.push(`tenant:${policy.id}`, tenantOf(policy));
+  for (const share of config.tenants ?? []) {
+    if (Number.isFinite(share.maxConcurrency)) fields.push(`tmax:${share.id}`, String(share.maxConcurrency));
+    fields.push(`weight:${share.id}`, String(share.weight));
+    if (Number.isFinite(share.maxPending)) fields.push(`tpending:${share.id}`, String(share.maxPending));
   }
   return fields;
 }

@@ -29,6 +29,7 @@ const FIXED_KEYS = [
   'pipelines',
   'settled',
   'enqueued',
+  'tenants',
 ] as const;
 
 export function poolKeysOf(prefix: string): PoolKeys {

@@ -11,6 +11,7 @@ import {
   type SessionsView,
   type Settlement,
   SwitchboardError,
+  type TenantShare,
   crashAfter,
   crashPoint,
   type Turn,
@@ -76,6 +77,11 @@ export interface RedisQueryPoolOptions {
   limits: QueueLimits;
   /** The pipelines' policies; pass whole `PipelinePolicy` objects to also agree on retry and timeout. */
   pipelines: readonly SharedPipelinePolicy[];
+  /**
+   * The shares of the tenants that configure one (docs/design.md §10 "Fair shares"); any other
+   * tenant has `defaultTenantShare`. Default: none.
+   */
+  tenants?: readonly TenantShare[] | undefined;
   /**
    * Called when a renewal finds that the stored limits and policies differ from this replica's
    * (another replica reloaded): the caller may reload its own file and `reconfigure` before the
@@ -260,6 +266,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     concurrency: options.concurrency,
     limits: options.limits,
     pipelines: options.pipelines,
+    tenants: options.tenants,
   };
   let fingerprint = fingerprintOf(shared);
 

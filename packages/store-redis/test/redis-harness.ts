@@ -73,7 +73,8 @@ export function manualClock(startMs = Date.UTC(2025, 0, 1)) {
 }
 
 export interface PoolSetup extends Partial<Omit<RedisQueryPoolOptions, 'pipelines'>> {
-  pipelines?: PipelinePolicyInput[];
+  /** Each with the tenant it belongs to (none: the default tenant). */
+  pipelines?: Array<PipelinePolicyInput & { tenant?: string }>;
 }
 
 /**
@@ -103,7 +104,10 @@ export function usePools(url: () => string = () => REDIS_URL) {
         prefix,
         concurrency: { global: 20, perSession: 1 },
         limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-        pipelines: pipelines.map((input) => PipelinePolicySchema.parse(input)),
+        pipelines: pipelines.map(({ tenant, ...input }) => ({
+          ...PipelinePolicySchema.parse(input),
+          tenant,
+        })),
         ...rest,
       };
       prefixes.add(options.prefix);

@@ -8,7 +8,7 @@ import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';
 const reachable = await redisReachable();
 
 describe.skipIf(!reachable)('redis', () => {
-  queryPoolContract('redis', async ({ now, concurrency, limits, pipelines }) => {
+  queryPoolContract('redis', async ({ now, concurrency, limits, pipelines, tenants }) => {
     const prefix = `sb-contract-${randomUUID()}`;
     const replicas: RedisQueryPool[] = [];
     const open = async (): Promise<QueryPool> => {
@@ -19,6 +19,7 @@ describe.skipIf(!reachable)('redis', () => {
         concurrency,
         limits,
         pipelines,
+        tenants,
       });
       replicas.push(pool);
       return pool;

@@ -1,4 +1,4 @@
-import { type Turn, isSwitchboardError } from '@switchboard/core';
+import { type Turn, defaultTenantShare, isSwitchboardError } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { describe, expect, it } from 'vitest';
 import {
@@ -39,10 +39,38 @@ describe.skipIf(!reachable)('pool/register.lua', () => {
       ]);
     });
 
+    it("names a tenant's share and a pipeline's tenant that differ", async () => {
+      const clock = manualClock();
+      const share = { id: 'acme', maxConcurrency: 2, weight: 3, maxPending: Number.POSITIVE_INFINITY };
+      await pools.open({ now: clock.now, tenants: [share] });
+      const refusal = await pools
+        .open({
+          now: clock.now,
+          tenants: [
+            { ...share, weight: 1 },
+            { ...share, id: 'bravo' },
+          ],
+          pipelines: [{ id: 'p' }, { id: 'q', tenant: 'bravo' }],
+        })
+        .catch((err: unknown) => err);
+      expect((refusal as { details: { differences: string[] } }).details.differences).toEqual([
+        'pipelines.q.tenant: this replica bravo, the shared store absent',
+        'tenants.acme.weight: this replica 1, the shared store 3',
+        'tenants.bravo: this replica configured, the shared store absent',
+      ]);
+    });
+
     it('joins when it agrees', async () => {
       const clock = manualClock();
       await pools.open({ now: clock.now });
       await expect(pools.open({ now: clock.now })).resolves.toBeDefined();
+    });
+
+    it('joins beside one that lists no tenant share when it lists only default ones', async () => {
+      const clock = manualClock();
+      await pools.open({ now: clock.now });
+      const shares = [defaultTenantShare('default'), defaultTenantShare('acme')];
+      await expect(pools.open({ now: clock.now, tenants: shares })).resolves.toBeDefined();
     });
   });
 

@@ -101,10 +101,10 @@ handoffStoreContract(
 );
 queryPoolContract(
   'memory query pool with a SQLite journal',
-  async ({ now, concurrency, limits, pipelines }) => {
+  async ({ now, concurrency, limits, pipelines, tenants }) => {
     const sqlite = createSqliteStore({ path: temporaryPath(), now });
     return {
-      store: createMemoryQueryPool({ now, concurrency, limits, pipelines, journal: sqlite.journal }),
+      store: createMemoryQueryPool({ now, concurrency, limits, pipelines, tenants, journal: sqlite.journal }),
       close: async () => sqlite.close(),
     };
   },

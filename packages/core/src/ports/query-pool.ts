@@ -218,8 +218,8 @@ export interface QueryPool {
    * Claims a runnable turn, or null when nothing may run now: of the tenants with a free slot
    * (their `concurrency`), the one that has used the least slot time for its weight (ties, as
    * claims in one instant: the fewest turns for its weight), then that tenant's turn whose head is
-   * oldest (docs/design.md §10 "Fair shares"); with one tenant, the oldest head. The Redis pool does not divide by tenant yet: its claims take the oldest
-   * head of all, and the configuration refuses tenant shares with `store: redis`. The claim
+   * oldest (docs/design.md §10 "Fair shares"); with one tenant, the oldest head. A pool shared
+   * by replicas holds the tenants' slots and slot time across all of them. The claim
    * counts an attempt for each of its messages: a turn whose messages exceed their pipeline's
    * `retry.max_attempts` (a message that killed the process each time it ran) is handed out all
    * the same, and the controller dead-letters it without running it.

@@ -17,6 +17,7 @@
   KEYS[10] pipelines  reads, writes
   KEYS[11] settled    reads, writes
   KEYS[12] enqueued   unused
+  KEYS[13] tenants    reads, writes
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
@@ -53,6 +54,6 @@ if ARGV[7] == '0' then
     rcall('HINCRBY', messageKey(seq), 'attempt', -1)
   end
 end
-putBack(lease.session, lease.pipeline, lease.seqs, lease.running)
+putBack(lease.session, lease.pipeline, lease.seqs, lease.running, lease.recorded)
 local state = runnableState(true)
 return { 'settled', state[1], state[2] }

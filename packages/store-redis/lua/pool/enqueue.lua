@@ -17,6 +17,7 @@
   KEYS[10] pipelines  reads, writes
   KEYS[11] settled    unused
   KEYS[12] enqueued   reads, writes
+  KEYS[13] tenants    reads, writes (while tenants compete, or a dropped message was counted)
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
@@ -56,7 +57,7 @@
 
   Returns
     {'duplicate'}   the delivery key was seen and has not expired
-    {'queue_full'}  max_pending messages wait already
+    {'queue_full'}  max_pending messages wait already, or its tenant's max_pending
     {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt, acceptedAt}...}}
                     the last part lists the messages dropped from the full session; a repeat
                     of an accepted request id answers it again (the same dropped messages)
@@ -97,28 +98,45 @@ if ARGV[14] ~= '1' and countOf('pending') >= limits().maxPending then
   return { 'queue_full' }
 end
 
+-- While tenants compete, the message waits counted against its pipeline's tenant, within the
+-- tenant's max_pending (pool/includes/tenant-shares).
+local tenant = limits().tenants and policyOf(ARGV[8]).tenant
+if tenant and ARGV[14] ~= '1' and tenantState(tenant, true).pending >= tenantState(tenant).maxPending then
+  return { 'queue_full' }
+end
+
 if deliveryKey ~= '' then
   rcall('ZADD', K.dedup, ARGV[13], deliveryKey)
 end
 
 local seq = rcall('INCR', K.seq)
-rcall('HSET', messageKey(seq), 'payload', ARGV[4], 'id', ARGV[5], 'rid', requestId, 'session', session,
-  'pipeline', ARGV[8], 'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10], 'channel', ARGV[15])
+local fields = { 'payload', ARGV[4], 'id', ARGV[5], 'rid', requestId, 'session', session, 'pipeline', ARGV[8],
+  'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10], 'channel', ARGV[15] }
 if ARGV[11] ~= '' then
-  rcall('HSET', messageKey(seq), 'retryAt', ARGV[11])
+  fields[#fields + 1] = 'retryAt'
+  fields[#fields + 1] = ARGV[11]
 end
+if tenant then
+  fields[#fields + 1] = 'tenant'
+  fields[#fields + 1] = tenant
+end
+rcall('HSET', messageKey(seq), unpack(fields))
 rcall('SET', idKey(ARGV[5]), seq)
 -- A session with nothing queued or running has no `sessions` field, and so no place either.
 local newSession = rcall('HSETNX', K.sessions, session, 0) == 1
 
 local queue = queueKey(session)
 local overflowed = {}
+-- The tenant each dropped message was counted against (false: none).
+local droppedTenants = {}
 local length = rcall('LLEN', queue)
 local wasEmpty = length == 0
 while length >= limits().maxPendingPerSession do
   local dropped = rcall('LPOP', queue)
-  local message = messagesOf({ dropped })[1]
+  local messages, counted = messagesOf({ dropped })
+  local message = messages[1]
   overflowed[#overflowed + 1] = message
+  droppedTenants[#droppedTenants + 1] = counted[1]
   if ARGV[16] ~= '' then
     local key = 'm:' .. rcall('HGET', messageKey(dropped), 'rid') .. ':dropped'
     keepOutcome(prefix, ARGV[16], key, cjson.encode({ overflowed = message, at = now }))
@@ -129,6 +147,10 @@ while length >= limits().maxPendingPerSession do
 end
 rcall('RPUSH', queue, seq)
 addWaiting(ARGV[8], { seq })
+uncountPending(droppedTenants)
+if tenant then
+  countPending(tenant, 1)
+end
 changeCounts({ pending = 1 - #overflowed })
 rememberEnqueued(requestId, now + tonumber(ARGV[17]), overflowed)
 

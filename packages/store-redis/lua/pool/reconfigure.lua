@@ -16,6 +16,7 @@
   KEYS[10] pipelines  unused
   KEYS[11] settled    unused
   KEYS[12] enqueued   unused
+  KEYS[13] tenants    unused
   ARGV[1]  key prefix '{<prefix>}:'
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id

@@ -17,6 +17,7 @@
   KEYS[10] pipelines  reads, writes
   KEYS[11] settled    reads, writes
   KEYS[12] enqueued   unused
+  KEYS[13] tenants    reads, writes
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
@@ -72,7 +73,7 @@ for _, seq in ipairs(lease.seqs) do
     retried[#retried + 1] = seq
   end
 end
-putBack(lease.session, lease.pipeline, retried, lease.running)
+putBack(lease.session, lease.pipeline, retried, lease.running, lease.recorded)
 keepOutcomes(prefix, ARGV[8], 10 + finalCount)
 local state = runnableState(true)
 return { 'settled', state[1], state[2] }

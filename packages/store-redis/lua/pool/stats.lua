@@ -13,6 +13,7 @@
   KEYS[10] pipelines  reads
   KEYS[11] settled    unused
   KEYS[12] enqueued   unused
+  KEYS[13] tenants    unused
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id

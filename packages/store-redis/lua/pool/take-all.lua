@@ -15,6 +15,7 @@
   KEYS[10] pipelines  unused
   KEYS[11] settled    unused
   KEYS[12] enqueued   unused
+  KEYS[13] tenants    reads, writes
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
@@ -41,9 +42,11 @@ local taken = {}
 for index = 1, #scan[2], 2 do
   local session = scan[2][index]
   local seqs = rcall('LRANGE', queueKey(session), 0, -1)
-  for _, message in ipairs(messagesOf(seqs)) do
+  local messages, counted = messagesOf(seqs)
+  for _, message in ipairs(messages) do
     taken[#taken + 1] = message
   end
+  uncountPending(counted)
   for _, seq in ipairs(seqs) do
     removeWaiting(rcall('HGET', messageKey(seq), 'pipeline'), { seq })
     forgetMessage(seq)

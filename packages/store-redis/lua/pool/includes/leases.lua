@@ -1,9 +1,13 @@
 --[[
   Claims and their leases (as a model gateway's Redis concurrency control: slots in a ZSET scored by deadline, released explicitly or
   by expiry). A lease record lease:<token> holds the claim's session, pipeline, message seqs
-  (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms).
+  (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms), and
+  the tenant its slot was counted against, if tenants competed then, and `recorded` = '1' when
+  its messages hold the tenant they were counted against while they waited
+  (pool/includes/tenant-shares).
   Needs pool/includes/preamble and place-session.
 ]]
+--- @include "pool/includes/tenant-shares"
 
 local function splitSeqs(joined)
   local seqs = {}
@@ -16,7 +20,8 @@ end
 -- Frees the slots of the claim held by `token`; returns its record, or nil when the token holds
 -- nothing (settled already, or reclaimed after its lease expired).
 local function releaseLease(token)
-  local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica')
+  local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica', 'tenant', 'claimedAt',
+    'recorded')
   if not fields[1] then
     return nil
   end
@@ -24,6 +29,9 @@ local function releaseLease(token)
   rcall('ZREM', K.leases, token)
   firstDue[K.leases] = nil
   changeCounts({ inflight = -1, ['inflight:' .. fields[2]] = -1 })
+  if fields[5] then
+    uncountClaim(fields[5], tonumber(fields[6]))
+  end
   local running = rcall('HINCRBY', K.sessions, fields[1], -1)
   return {
     session = fields[1],
@@ -31,13 +39,28 @@ local function releaseLease(token)
     seqs = splitSeqs(fields[3]),
     replica = fields[4],
     running = running,
+    recorded = fields[7] == '1',
   }
 end
 
 -- Puts messages of `pipeline` back at the head of their session, in their order, and re-places
--- the session (`running`: its turns running, when the caller knows).
-local function putBack(session, pipeline, seqs, running)
+-- the session (`running`: its turns running, when the caller knows). While tenants compete they
+-- wait counted against the pipeline's tenant now (a reload may have moved it); else they wait
+-- uncounted, and those that still hold the record of their last count (`recorded`: the lease
+-- says some do; it was taken back when they were claimed) lose it.
+local function putBack(session, pipeline, seqs, running, recorded)
   addWaiting(pipeline, seqs)
+  local tenant = #seqs > 0 and limits().tenants and policyOf(pipeline).tenant
+  if tenant then
+    countPending(tenant, #seqs)
+  end
+  for _, seq in ipairs(seqs) do
+    if tenant then
+      rcall('HSET', messageKey(seq), 'tenant', tenant)
+    elseif recorded then
+      rcall('HDEL', messageKey(seq), 'tenant')
+    end
+  end
   if #seqs > 0 then
     local reversed = {}
     for index = #seqs, 1, -1 do
@@ -49,14 +72,16 @@ local function putBack(session, pipeline, seqs, running)
   placeSession(session, { running = running })
 end
 
--- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt} each.
+-- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt}
+-- each; and, read in the same HMGET, the tenant each waits counted against (false: none).
 local function messagesOf(seqs)
-  local messages = {}
+  local messages, tenants = {}, {}
   for index, seq in ipairs(seqs) do
-    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt')
+    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt', 'tenant')
     messages[index] = { fields[1], fields[2], fields[3] or '', fields[4] }
+    tenants[index] = fields[5]
   end
-  return messages
+  return messages, tenants
 end
 
 -- Puts the messages of expired leases back at the head of their sessions, attempts kept, at most
@@ -83,7 +108,7 @@ local function reclaimExpired()
       for index, seq in ipairs(lease.seqs) do
         requestIds[index] = rcall('HGET', messageKey(seq), 'rid')
       end
-      putBack(lease.session, lease.pipeline, lease.seqs, lease.running)
+      putBack(lease.session, lease.pipeline, lease.seqs, lease.running, lease.recorded)
       reclaimed[#reclaimed + 1] = { token, lease.session, lease.pipeline, lease.replica, requestIds }
     else
       rcall('ZREM', K.leases, token)

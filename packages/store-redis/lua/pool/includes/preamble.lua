@@ -19,6 +19,10 @@
     KEYS[12] enqueued  ZSET   request id of an accepted enqueue, scored by when it is forgotten
                               (the caller's clock): a repeat answers the first call's result
                               (pool/includes/enqueue-tokens)
+    KEYS[13] tenants   HASH   each tenant's use of its share while tenants compete:
+                              inflight:<tenant>, pending:<tenant>, used:<tenant>,
+                              claimedAt:<tenant>, pass:<tenant>, and the pool's virtualTime and
+                              fairTime (pool/includes/tenant-shares)
 
   ARGV[1] key prefix ('{<prefix>}:') for the keys named by session, message, pipeline or token:
           q:<session> LIST of message seqs, m:<seq> HASH of one message, ready:<pipeline> ZSET
@@ -47,6 +51,7 @@ local K = {
   pipelines = KEYS[10],
   settled = KEYS[11],
   enqueued = KEYS[12],
+  tenants = KEYS[13],
 }
 local prefix = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -183,7 +188,9 @@ end
 
 -- The limits and pipeline policies stored by `register`, read with one HMGET per call (or one
 -- more per pipeline the call did not announce to loadConfig).
-local POLICY_FIELDS = { 'max', 'aggregate', 'delay', 'maxWait', 'maxMessages', 'collect' }
+local POLICY_FIELDS = { 'max', 'aggregate', 'delay', 'maxWait', 'maxMessages', 'collect', 'tenant' }
+-- The tenant of a pipeline stored without one (as DEFAULT_TENANT in @switchboard/core).
+local DEFAULT_TENANT = 'default'
 local cachedLimits
 local cachedPolicies = {}
 
@@ -197,12 +204,13 @@ local function policyFrom(fields, first)
     maxWaitMs = tonumber(fields[first + 3]) or 0,
     maxMessages = tonumber(fields[first + 4]) or 1,
     collect = fields[first + 5] == '1',
+    tenant = fields[first + 6] or DEFAULT_TENANT,
   }
 end
 
 -- Reads the limits, and the policies of `pipelines` beside them, in one HMGET.
 local function loadConfig(pipelines)
-  local names = { 'global', 'perSession', 'maxPending', 'maxPendingPerSession' }
+  local names = { 'global', 'perSession', 'maxPending', 'maxPendingPerSession', 'tenants' }
   local wanted = {}
   for _, pipeline in ipairs(pipelines or {}) do
     if not cachedPolicies[pipeline] then
@@ -222,9 +230,11 @@ local function loadConfig(pipelines)
     perSession = tonumber(fields[2]),
     maxPending = tonumber(fields[3]),
     maxPendingPerSession = tonumber(fields[4]),
+    -- Tenants compete (several among the pipelines, or a share configured): their use is counted.
+    tenants = fields[5] == '1',
   }
   for index, pipeline in ipairs(wanted) do
-    cachedPolicies[pipeline] = policyFrom(fields, 5 + (index - 1) * #POLICY_FIELDS)
+    cachedPolicies[pipeline] = policyFrom(fields, 6 + (index - 1) * #POLICY_FIELDS)
   end
 end
 
