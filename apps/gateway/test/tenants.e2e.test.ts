@@ -149,6 +149,65 @@ describe('tenants (end to end)', () => {
     });
   });
 
+  describe('when a reload adds a tenant and removes another while a turn runs', () => {
+    it('lets the running turn end once, answered, and serves the added tenant, not the removed one', async () => {
+      const backend = await startFakePipeline();
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      backend.respond = async (request) => {
+        await gate;
+        return { status: 200, body: { replies: [{ text: `done: ${request.text}` }] } };
+      };
+      const tenant = (id: string, pipeline: string) =>
+        `  - id: ${id}\n    channels: [ { id: ${id}-api, type: openapi, prefix: /${id} } ]\n` +
+        `    pipelines: [ ${pipeline} ]\n    routing: { default: ${id}-bot }\n`;
+      const base = 'pipelines: [ { id: echo, type: echo } ]\nrouting: { default: echo }\ntenants:\n';
+      const acme = tenant('acme', `{ id: acme-bot, type: http, url: "${backend.url}" }`);
+      const running = await serveYaml(`${base}${acme}${tenant('beta', '{ id: beta-bot, type: echo }')}`);
+      try {
+        const accepted = await post(`${running.url}/acme/messages`, {
+          session_id: 's1',
+          user_id: 'u1',
+          text: 'slow',
+          wait: false,
+        });
+        expect(accepted.status).toBe(202);
+        await eventually(() => backend.requests.length === 1, 10_000, 'acme’s turn at the backend');
+
+        writeFileSync(
+          running.configPath,
+          testConfig(running.dir, `${base}${acme}${tenant('gamma', '{ id: gamma-bot, type: echo }')}`),
+        );
+        const reload = await post(`${running.url}/admin/reload`, {});
+        expect(reload.status).toBe(200);
+        expect(reload.body?.changed).toEqual(
+          expect.arrayContaining(['tenants.beta: removed', 'tenants.gamma: added']),
+        );
+        expect((await say(running, '/beta', 'hi')).status).toBe(404);
+        expect((await say(running, '/gamma', 'hi')).body).toMatchObject({
+          status: 'completed',
+          pipeline: 'gamma-bot',
+        });
+        // Acme's turn was left running through the reload: it ends once, with its answer.
+        const status = await get(`${running.url}/acme/messages/${accepted.body?.id}`);
+        expect(status.body?.status).toBe('running');
+        release();
+        const done = await eventually(async () => {
+          const current = await get(`${running.url}/acme/messages/${accepted.body?.id}`);
+          return current.body?.status === 'completed' && current.body;
+        });
+        expect(done).toMatchObject({ pipeline: 'acme-bot', replies: [{ text: 'done: slow' }] });
+        expect(backend.requests).toHaveLength(1);
+      } finally {
+        release();
+        await running.stop('SIGKILL');
+        await backend.close();
+      }
+    });
+  });
+
   describe('when a tenant’s dead letter is replayed after its pipeline was removed', () => {
     it('is routed again by its tenant’s routing, not the default tenant’s', async () => {
       const backend = await startFakePipeline();

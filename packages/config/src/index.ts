@@ -2,7 +2,7 @@
 
 export { configJsonSchema } from './config-json-schema.js';
 export { configReference } from './config-reference.js';
-export type { LoadedConfig, ParseConfigOptions, TenantFile } from './load-config.js';
+export type { LoadedConfig, LoadedFile, ParseConfigOptions, TenantFile } from './load-config.js';
 export { loadConfig, parseConfig } from './load-config.js';
 export type {
   AuditConfig,

@@ -26,6 +26,13 @@ import { DEFAULT_TENANT } from './tenants.js';
  */
 export type LoadedConfig = Config & { secrets: readonly string[]; secretFiles: readonly string[] };
 
+/**
+ * What `loadConfig` gives: the parsed configuration and every path it read — the file, its
+ * `tenants_dir` (whose listing says which tenant files there are) and the files it named — so a
+ * caller can tell by their stats alone whether loading again could give something else.
+ */
+export type LoadedFile = LoadedConfig & { readFrom: readonly string[] };
+
 export interface ParseConfigOptions {
   /** Where `${VAR}` values (and `VAR_FILE` paths) come from. Default: `process.env`. */
   env?: Env;
@@ -298,7 +305,7 @@ function namingTenantFiles(line: string, listedCount: number, files: readonly Te
 export async function loadConfig(
   path: string,
   options: Omit<ParseConfigOptions, 'source'> = {},
-): Promise<LoadedConfig> {
+): Promise<LoadedFile> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -314,7 +321,11 @@ export async function loadConfig(
   }
   const directory = tenantsDirOf(text, options.env ?? process.env);
   const tenantFiles = directory === undefined ? [] : await readTenantFiles(path, directory);
-  return parseConfig(text, { ...options, source: path, tenantFiles });
+  const config = parseConfig(text, { ...options, source: path, tenantFiles });
+  return {
+    ...config,
+    readFrom: [path, ...(directory === undefined ? [] : [directory]), ...config.secretFiles],
+  };
 }
 
 /**

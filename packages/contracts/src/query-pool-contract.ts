@@ -726,6 +726,15 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.sessions(10)).waiting.map((entry) => entry.session)).toEqual(['S2', 'S1', 'S3']);
       });
 
+      it('lists only the ready sessions of the pipelines asked for, however many older ones others have', async () => {
+        const p = await pool();
+        for (const session of ['P1', 'P2', 'P3']) await p.enqueue(queued(session));
+        await p.enqueue(queued('Q1', { pipeline: 'q' }));
+        expect((await p.sessions(2)).waiting.map((entry) => entry.session)).toEqual(['P1', 'P2']);
+        expect((await p.sessions(2, ['q'])).waiting.map((entry) => entry.session)).toEqual(['Q1']);
+        expect((await p.sessions(2, ['q', 'gone'])).waiting.map((entry) => entry.session)).toEqual(['Q1']);
+      });
+
       it('lists running turns with their session, age and what waits behind them; not as waiting', async () => {
         const p = await pool();
         await p.enqueue(queued('A'));

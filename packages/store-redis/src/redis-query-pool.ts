@@ -728,8 +728,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       return { pending, inflight, sessions, inflightByPipeline, pendingByPipeline, oldestWaitMsByPipeline };
     },
 
-    async sessions(limit): Promise<SessionsView> {
-      const [waiting, running] = await run<[WaitingReply[], RunningReply[]]>('pool/sessions', limit);
+    async sessions(limit, pipelines = []): Promise<SessionsView> {
+      const [waiting, running] = await run<[WaitingReply[], RunningReply[]]>(
+        'pool/sessions',
+        limit,
+        ...pipelines,
+      );
       const at = now();
       return {
         waiting: waiting

@@ -87,6 +87,8 @@ export interface AdminDeps {
   routing(tenant: string | null): RoutingView;
   /** The tenant whose channel `channelId` is (`default` for the top level and unknown ids). */
   tenantOfChannel(channelId: string): string;
+  /** The ids of the pipelines of `tenant` (every pipeline's for null). */
+  pipelinesOf(tenant: string | null): string[];
   /** The ids of the tenants configured now, `default` first. */
   tenantIds(): string[];
   /** The channels in force, for dry runs. */
@@ -316,22 +318,21 @@ export function registerAdminRoutes(server: FastifyInstance, deps: AdminDeps): v
         },
         async (request) => {
           const tenant = tenantFilterOf(request, request.query.tenant);
-          // One tenant's: read as many as may be listed, keep its own, then cut to the limit.
+          // One tenant's: its pipelines' ready sessions (another's backlog takes none of the
+          // limit), then its channels' alone (a pipeline removed leaves its messages to `default`).
           const view = await deps.pool.sessions(
-            tenant === undefined ? request.query.limit : MAX_SESSIONS_LISTED,
+            request.query.limit,
+            tenant === undefined ? undefined : deps.pipelinesOf(tenant),
           );
           const own = (entry: { session: string }) =>
             tenant === undefined || deps.tenantOfChannel(channelOfSession(entry.session)) === tenant;
           return {
-            waiting: view.waiting
-              .filter(own)
-              .slice(0, request.query.limit)
-              .map((entry) => ({
-                session: entry.session,
-                pipeline: entry.pipeline,
-                pending: entry.pending,
-                oldest_wait_ms: entry.oldestWaitMs,
-              })),
+            waiting: view.waiting.filter(own).map((entry) => ({
+              session: entry.session,
+              pipeline: entry.pipeline,
+              pending: entry.pending,
+              oldest_wait_ms: entry.oldestWaitMs,
+            })),
             running: view.running.filter(own).map((turn) => ({
               turn_id: turn.turnId,
               session: turn.session,

@@ -134,6 +134,7 @@ export function registerOperatorRoutes(
       return { ...own, tenants: [] };
     },
     tenantOfChannel,
+    pipelinesOf,
     tenantIds: () => deps.current().tenants.map((tenant) => tenant.id),
     channels: () => deps.current().channels,
     dryRun: deps.routing.dryRun,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { type Config, loadConfig } from '@switchboard/config';
+import { type Config, type LoadedFile, loadConfig } from '@switchboard/config';
 import type { Logger } from '@switchboard/core';
 import type { ConfigReport, FleetConfig } from '@switchboard/store-redis';
 import type { LiveConfig } from './live-config.js';
@@ -27,6 +27,15 @@ export function configDigest(config: Config): string {
   }
   return digest;
 }
+
+/** The size and modification time of each of `paths` (`-` for one missing), as one string. */
+async function statsOf(paths: readonly string[]): Promise<string> {
+  const stats = await Promise.all(paths.map((path) => stat(path).catch(() => undefined)));
+  return stats.map((found) => (found === undefined ? '-' : `${found.size}@${found.mtimeMs}`)).join(',');
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((item, index) => item === b[index]);
 
 /** Each configuration's digest, computed once: every check compares the one in force. */
 const digests = new WeakMap<Config, string>();
@@ -67,6 +76,8 @@ export function followFleetConfig(options: {
   configPath: string | undefined;
   everyMs: number;
   logger: Logger;
+  /** Reads the file; `loadConfig` unless a test counts the reads. */
+  load?: (path: string) => Promise<LoadedFile>;
 }): FleetFollower {
   const { store, live, configPath, logger } = options;
   let version = 0;
@@ -77,20 +88,31 @@ export function followFleetConfig(options: {
   let timer: NodeJS.Timeout | undefined;
   let checking: Promise<void> | undefined;
 
-  /** The file as last read: a replica whose file differs reads it again only once it changed. */
-  let lastRead: { mtimeMs: number; size: number; digest: string | undefined } | undefined;
+  const load = options.load ?? loadConfig;
+  /**
+   * The file as last read, with the stats of every path the read went through (the file, its
+   * `tenants_dir` and the files there): a replica whose file differs reads it again only once one
+   * of them changed — not a thousand tenant files every renewal.
+   */
+  let lastRead: { paths: readonly string[]; stats: string; digest: string | undefined } | undefined;
 
   /** The digest of this replica's file; undefined when it is missing or does not load. */
   async function fileDigest(): Promise<string | undefined> {
     if (configPath === undefined) return undefined;
-    const stats = await stat(configPath).catch(() => undefined);
-    if (stats === undefined) return undefined;
-    if (lastRead?.mtimeMs === stats.mtimeMs && lastRead.size === stats.size) return lastRead.digest;
-    const file = await loadConfig(configPath).catch(() => undefined);
-    const digest = file === undefined ? undefined : configDigest(file);
-    // With tenants its `tenants_dir` files count too, which the main file's stat does not see.
-    const tenanted = file !== undefined && file.tenants.length > 1;
-    lastRead = tenanted ? undefined : { mtimeMs: stats.mtimeMs, size: stats.size, digest };
+    const paths = lastRead?.paths ?? [configPath];
+    const before = await statsOf(paths);
+    if (lastRead?.stats === before) return lastRead.digest;
+    const file = await load(configPath).catch(() => undefined);
+    if (file === undefined) {
+      // What made it fail may lie in a file the main one's stats do not cover: read it all again.
+      lastRead = undefined;
+      return undefined;
+    }
+    const digest = configDigest(file);
+    // Kept only when the read went through the same paths and none moved meanwhile; else the
+    // next check reads again (and keeps it then).
+    const stable = sameList(file.readFrom, paths) && (await statsOf(paths)) === before;
+    lastRead = { paths: file.readFrom, stats: stable ? before : '', digest };
     return digest;
   }
 

@@ -135,3 +135,63 @@ describe('followFleetConfig', () => {
     });
   });
 });
+
+describe('followFleetConfig on a replica whose file differs from the fleet’s', () => {
+  it('reads its file and tenant files again only when one of them changed, or a tenant file came', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-config-'));
+    dirs.push(dir);
+    const path = join(dir, 'switchboard.yaml');
+    const tenants = join(dir, 'tenants');
+    mkdirSync(tenants);
+    writeFileSync(path, `tenants_dir: ${tenants}\n`);
+    const tenant = (id: string, fallback = 'a') =>
+      writeFileSync(
+        join(tenants, `${id}.yaml`),
+        `id: ${id}\npipelines: [ { id: ${id}-a, type: echo }, { id: ${id}-b, type: echo } ]\nrouting: { default: ${id}-${fallback} }\n`,
+      );
+    tenant('acme');
+    tenant('beta');
+    const current: Config = await loadConfig(path);
+    const live = { current: () => current } as unknown as LiveConfig;
+    const store = fleetStore();
+    store.fleet = { version: 7, digest: 'another file' };
+    let reads = 0;
+    const follower = followFleetConfig({
+      store,
+      live,
+      configPath: path,
+      everyMs: 60_000,
+      logger: silentLogger,
+      load: (file) => {
+        reads += 1;
+        return loadConfig(file);
+      },
+    });
+    await follower.start();
+    follower.stop();
+    // The first read learns which paths the file goes through, the second finds them unmoved.
+    await follower.check();
+    expect(reads).toBe(2);
+    for (let check = 0; check < 5; check += 1) await follower.check();
+    expect(reads).toBe(2);
+    expect(store.reports.at(-1)?.state).toBe('differs');
+
+    tenant('beta', 'b');
+    await follower.check();
+    expect(reads).toBe(3);
+    await follower.check();
+    expect(reads).toBe(3);
+
+    tenant('gamma');
+    await follower.check();
+    expect(reads).toBe(4);
+    store.fleet = { version: 8, digest: configDigest(await loadConfig(path)) };
+    let reloads = 0;
+    (live as unknown as { reload: () => Promise<unknown> }).reload = async () => {
+      reloads += 1;
+      return { changed: [] };
+    };
+    await follower.check();
+    expect(reloads).toBe(1);
+  });
+});

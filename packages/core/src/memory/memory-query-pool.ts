@@ -737,10 +737,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       };
     },
 
-    async sessions(limit): Promise<SessionsView> {
+    async sessions(limit, only): Promise<SessionsView> {
       const at = now();
       const ready: Session[] = [];
-      for (const slots of pipelines.values()) ready.push(...slots.ready.first(limit));
+      const listed = only === undefined ? pipelines.values() : only.map((id) => pipelines.get(id));
+      for (const slots of listed) if (slots !== undefined) ready.push(...slots.ready.first(limit));
       ready.sort((a, b) => a.headSeq - b.headSeq);
       const waiting = ready.slice(0, limit).map((session) => {
         const head = (session.queue.peek() as Entry).queued;

@@ -285,9 +285,10 @@ export interface QueryPool {
   /**
    * The `limit` longest-waiting ready sessions and every running turn (`SessionsView`), for
    * operators (`GET /admin/sessions`). Costs O(pipelines × limit × log limit) plus the running
-   * turns; a shared pool answers cluster-wide.
+   * turns; a shared pool answers cluster-wide. `pipelines`: only the ready sessions of these (one
+   * tenant's), so another tenant's backlog cannot push them out of the `limit`.
    */
-  sessions(limit: number): Promise<SessionsView>;
+  sessions(limit: number, pipelines?: readonly string[]): Promise<SessionsView>;
   /**
    * Where a message stands, for a replica asked about one another replica accepted (docs/design.md
    * §5 "Several replicas"); null when the pool does not hold it. A pool of one process leaves

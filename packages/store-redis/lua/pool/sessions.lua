@@ -21,6 +21,7 @@
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
   ARGV[4]  limit: sessions listed at most
+  ARGV[5...] the pipelines whose ready sessions are listed (none: every pipeline's)
 
   Built from ARGV[1]:
     ready:<pipeline>  reads
@@ -39,8 +40,12 @@
 
 local limit = tonumber(ARGV[4])
 
+local listed = { unpack(ARGV, 5) }
+if #listed == 0 then
+  listed = rcall('SMEMBERS', K.pipelines)
+end
 local waiting = {}
-for _, pipeline in ipairs(rcall('SMEMBERS', K.pipelines)) do
+for _, pipeline in ipairs(listed) do
   local top = rcall('ZRANGE', readyKey(pipeline), 0, limit - 1, 'WITHSCORES')
   for index = 1, #top, 2 do
     local session, headSeq = top[index], top[index + 1]
