@@ -68,3 +68,20 @@ export async function startFakePipeline(options: { delayMs?: number } = {}): Pro
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/answer`;
   return fake;
 }
+
+/**
+ * A bot backend that holds every request until `release()`, then answers `done: <text>`: turns
+ * stay running for as long as a test needs them to.
+ */
+export async function startGatedPipeline(): Promise<FakePipeline & { release: () => void }> {
+  const backend = await startFakePipeline();
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  backend.respond = async (request) => {
+    await gate;
+    return { status: 200, body: { replies: [{ text: `done: ${request.text}` }] } };
+  };
+  return Object.assign(backend, { release });
+}

@@ -1,7 +1,7 @@
 import { postgresReachable } from '@switchboard/testkit/postgres';
 import { redisReachable } from '@switchboard/testkit/redis';
 import { describe, expect, it } from 'vitest';
-import { startFakePipeline } from './fake-pipeline.js';
+import { startFakePipeline, startGatedPipeline } from './fake-pipeline.js';
 import { eventually, get, post, useCleanups } from './serve-process.js';
 import { serveOn, sharedStores } from './shared-stores.js';
 
@@ -28,19 +28,12 @@ async function threeReplicas(extra: string) {
 
 describe.skipIf(!reachable)('tenants on a fleet of three replicas (end to end)', () => {
   it('runs no more of a tenant’s turns at once than its concurrency and refuses its excess, fleet-wide', async () => {
-    const backend = await startFakePipeline();
-    let release: () => void = () => {};
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const backend = await startGatedPipeline();
+    const { release } = backend;
     cleanup(async () => {
       release();
       await backend.close();
     });
-    backend.respond = async (request) => {
-      await gate;
-      return { status: 200, body: { replies: [{ text: `done: ${request.text}` }] } };
-    };
     const replicas = await threeReplicas(acme(backend.url, '    concurrency: 2\n    max_pending: 4\n'));
     const send = (index: number) =>
       post(`${replicas[index % 3]?.url}/acme/messages`, {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { metricValue, scrapeMetrics } from '@switchboard/testkit/prometheus';
-import { startFakePipeline } from './fake-pipeline.js';
+import { startFakePipeline, startGatedPipeline } from './fake-pipeline.js';
 import { eventually, get, post, runCli, type ServeProcess, serveYaml, testConfig } from './serve-process.js';
 
 // Tenants against the real `switchboard serve`: each tenant's channels route by its own routing
@@ -151,15 +151,8 @@ describe('tenants (end to end)', () => {
 
   describe('when a reload adds a tenant and removes another while a turn runs', () => {
     it('lets the running turn end once, answered, and serves the added tenant, not the removed one', async () => {
-      const backend = await startFakePipeline();
-      let release: () => void = () => {};
-      const gate = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      backend.respond = async (request) => {
-        await gate;
-        return { status: 200, body: { replies: [{ text: `done: ${request.text}` }] } };
-      };
+      const backend = await startGatedPipeline();
+      const { release } = backend;
       const tenant = (id: string, pipeline: string) =>
         `  - id: ${id}\n    channels: [ { id: ${id}-api, type: openapi, prefix: /${id} } ]\n` +
         `    pipelines: [ ${pipeline} ]\n    routing: { default: ${id}-bot }\n`;
@@ -249,15 +242,8 @@ describe('tenants (end to end)', () => {
 
   describe('when a tenant has a concurrency and a max_pending of its own', () => {
     it('runs no more of its turns at once, refuses its excess with 429, and leaves the rest to others', async () => {
-      const backend = await startFakePipeline();
-      let release: () => void = () => {};
-      const gate = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      backend.respond = async (request) => {
-        await gate;
-        return { status: 200, body: { replies: [{ text: `done: ${request.text}` }] } };
-      };
+      const backend = await startGatedPipeline();
+      const { release } = backend;
       const capped = await serveYaml(
         'pipelines: [ { id: echo, type: echo } ]\nrouting: { default: echo }\n' +
           'tenants:\n  - id: acme\n    concurrency: 2\n    max_pending: 3\n' +
