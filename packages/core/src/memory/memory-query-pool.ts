@@ -737,6 +737,12 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       };
     },
 
+    seen(deliveryKey) {
+      // With a journal the journal marks delivery keys (in the write that journals the message).
+      if (journal !== undefined) return journal.seen(deliveryKey);
+      return Promise.resolve(seenDeliveries.has(deliveryKey, now()));
+    },
+
     async sessions(limit): Promise<SessionsView> {
       const at = now();
       const ready: Session[] = [];

@@ -287,6 +287,13 @@ export interface QueryPool {
    */
   sessions(limit: number): Promise<SessionsView>;
   /**
+   * True when an enqueue marked `deliveryKey` (`DeliveryKey.key`) and its TTL has not run out:
+   * an enqueue with it now would answer `duplicate`. Reads only. Ingress asks it when a quota
+   * refuses a message (docs/design.md §10 "Quotas"), so that a redelivery of an accepted message
+   * ends `duplicate` as the enqueue would have called it, not `dropped` a second time.
+   */
+  seen(deliveryKey: string): Promise<boolean>;
+  /**
    * Where a message stands, for a replica asked about one another replica accepted (docs/design.md
    * §5 "Several replicas"); null when the pool does not hold it. A pool of one process leaves
    * this out: the process follows every message it accepted.
