@@ -19,6 +19,7 @@ export const MIGRATIONS = [
   '0010_status_version_key_scope.sql',
   '0011_handoffs.sql',
   '0012_audit_tenant.sql',
+  '0013_handoff_tenant.sql',
 ] as const;
 
 /**
