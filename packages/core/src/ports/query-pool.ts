@@ -54,7 +54,7 @@ export interface Turn {
 export interface TurnStart {
   id: string;
   pipeline: string;
-  messages: ReadonlyArray<{ message: Pick<InboundMessage, 'id' | 'channel'>; rule?: string }>;
+  messages: ReadonlyArray<{ message: Pick<InboundMessage, 'id' | 'channel' | 'tenant'>; rule?: string }>;
 }
 
 /**
@@ -85,6 +85,8 @@ export interface PooledMessageState {
   pipeline: string;
   /** The channel that accepted it: a channel answers only for its own messages. */
   channel: string;
+  /** Its tenant (`InboundMessage.tenant`, absent for `default`); unknown, so absent, once settled. */
+  tenant?: string;
   /** The routing rule, unknown once settled. */
   rule: string | null;
 }
