@@ -1,7 +1,6 @@
 import {
   type IdempotencyBinding,
   type IdempotencyClaim,
-  type MessageStatus,
   type MessageStatusStore,
   type StoredMessageStatus,
   statusFromStore,

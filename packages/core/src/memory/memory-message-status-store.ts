@@ -1,6 +1,5 @@
 import {
   type IdempotencyBinding,
-  type MessageStatus,
   type MessageStatusStore,
   type StatusRank,
   type StoredMessageStatus,
