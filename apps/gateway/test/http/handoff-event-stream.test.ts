@@ -9,9 +9,10 @@ function fakeResponse() {
   const emitter = new EventEmitter();
   const response = Object.assign(emitter, {
     ended: false,
+    written: [] as unknown[],
     writableLength: 0,
     writeHead: () => response,
-    write: () => true,
+    write: (chunk: unknown) => response.written.push(chunk) > 0,
     end: () => {
       response.ended = true;
     },
@@ -50,8 +51,6 @@ describe('handoff event streams', () => {
   describe('when the caller may no longer read the session', () => {
     it('ends the stream on the first read, asked with the handoff found, before sending any of it', async () => {
       const response = fakeResponse();
-      const written: unknown[] = [];
-      response.write = (chunk: unknown) => written.push(chunk) > 0;
       const asked: unknown[] = [];
       const ended = new Promise<void>((resolve) => {
         response.end = () => {
@@ -68,7 +67,7 @@ describe('handoff event streams', () => {
       );
       await ended;
       expect(asked).toEqual([null]);
-      expect(written.filter((chunk) => String(chunk).startsWith('event:'))).toEqual([]);
+      expect(response.written.filter((chunk) => String(chunk).startsWith('event:'))).toEqual([]);
     });
   });
 });
