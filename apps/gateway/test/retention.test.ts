@@ -6,6 +6,7 @@ const status = (id: string, updatedAt: number) => ({
   id,
   status: 'completed' as const,
   channel: 'api',
+  tenant: 'default',
   generation: 0,
   pipeline: 'echo',
   rule: null,

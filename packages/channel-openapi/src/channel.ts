@@ -94,6 +94,7 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
             pipeline,
             rule: rule ?? null,
             traceId: traceIdOf(message.traceparent),
+            tenant: message.tenant,
             generation: message.generation ?? 0,
           }),
         ),

@@ -155,7 +155,7 @@ export function createReplicaReconciliation(options: ReplicaReconciliationOption
       if (status !== null) return status;
     }
     return {
-      ...emptyStatus(id, channelId, now()),
+      ...emptyStatus(id, channelId, pooled.tenant, now()),
       status: pooled.state === 'queued' ? 'queued' : 'running',
       pipeline: pooled.pipeline,
       rule: pooled.rule,

@@ -154,7 +154,15 @@ function fingerprintOf(body: PostMessageBody): string {
 
 /** What came of the admission step: a message accepted now, or the one an idempotency key names. */
 type Admission =
-  | { kind: 'accepted'; id: string; traceId: string | null; result: IngressResult; watch: StatusWatch }
+  | {
+      kind: 'accepted';
+      id: string;
+      /** `InboundMessage.tenant` as ingress stamped it (absent for `default`). */
+      tenant: string | undefined;
+      traceId: string | null;
+      result: IngressResult;
+      watch: StatusWatch;
+    }
   | { kind: 'replay'; status: MessageStatus };
 
 /**
@@ -205,8 +213,8 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       // Ingress points the message at its receive span when tracing is on, and clears it when off.
       const traceId = traceIdOf(message.traceparent);
       if (result.status === 'queued')
-        tracker.queued(id, { pipeline: result.pipeline, rule: result.rule, traceId });
-      return { kind: 'accepted', id, traceId, result, watch };
+        tracker.queued(id, { pipeline: result.pipeline, rule: result.rule, traceId, tenant: message.tenant });
+      return { kind: 'accepted', id, tenant: message.tenant, traceId, result, watch };
     } catch (error) {
       watch.cancel();
       throw error;
@@ -283,13 +291,13 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
     const admission = await admit(body, inbound, idempotency);
     if (admission.kind === 'replay') return replay(admission.status, body.wait, timeoutMs);
 
-    const { id, traceId, result, watch } = admission;
+    const { id, tenant, traceId, result, watch } = admission;
     if (result.status === 'duplicate') {
       // Another request bound to the same Idempotency-Key enqueued this id first (on another
       // replica, or before a restart): answer as its repeat.
       watch.cancel();
       const status = await tracker.current(id);
-      return replay(status ?? emptyStatus(id, config.id, context.now()), body.wait, timeoutMs);
+      return replay(status ?? emptyStatus(id, config.id, tenant, context.now()), body.wait, timeoutMs);
     }
     if (result.status === 'refused') {
       watch.cancel();

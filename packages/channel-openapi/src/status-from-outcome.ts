@@ -4,6 +4,7 @@ import {
   type MessageStatus,
   type Outcome,
   type Reply,
+  tenantOfMessage,
   traceIdOf,
 } from '@switchboard/core';
 
@@ -15,11 +16,21 @@ function deliveryAfter(outcome: Outcome, base: MessageStatus): MessageStatus['de
   return base.delivery;
 }
 
-/** A message of `channel` known to be accepted, nothing more: queued, with no route yet. */
-export function emptyStatus(id: string, channel: string, updatedAt: number, generation = 0): MessageStatus {
+/**
+ * A message of `channel` known to be accepted, nothing more: queued, with no route yet. `tenant`:
+ * its `InboundMessage.tenant` (absent for `default`).
+ */
+export function emptyStatus(
+  id: string,
+  channel: string,
+  tenant: string | undefined,
+  updatedAt: number,
+  generation = 0,
+): MessageStatus {
   return {
     id,
     channel,
+    tenant: tenantOfMessage({ tenant }),
     generation,
     status: 'queued',
     pipeline: null,
@@ -73,12 +84,13 @@ function deliveredRepliesOf(base: MessageStatus): readonly Reply[] {
 /** The final status `outcome` leaves a message in, over what `current` knew of it, as of `at`. */
 export function finalStatus(outcome: Outcome, current: MessageStatus | null, at: number): MessageStatus {
   const { message } = outcome;
-  const base = current ?? emptyStatus(message.id, message.channel, at);
+  const base = current ?? emptyStatus(message.id, message.channel, message.tenant, at);
   const failed = outcome.kind === 'dropped' || outcome.kind === 'dead_lettered';
   const error = outcome.error === undefined ? null : `${outcome.error.code}: ${outcome.error.message}`;
   return {
     id: message.id,
     channel: message.channel,
+    tenant: tenantOfMessage(message),
     generation: message.generation ?? 0,
     status: outcome.kind,
     pipeline: outcome.pipeline ?? base.pipeline,
@@ -110,7 +122,7 @@ export function answeredStatus(
   current: MessageStatus | null,
 ): MessageStatus {
   const { message } = answered;
-  const base = current ?? emptyStatus(message.id, delivery.channel, delivery.createdAt);
+  const base = current ?? emptyStatus(message.id, delivery.channel, message.tenant, delivery.createdAt);
   return {
     ...base,
     generation: message.generation ?? 0,

@@ -20,6 +20,8 @@ export interface QueuedFields {
   pipeline: string;
   rule: string | null;
   traceId: string | null;
+  /** `InboundMessage.tenant`, as ingress stamped it (absent for `default`). */
+  tenant?: string;
   /** `InboundMessage.generation`: how many dead-letter replays came before. Default 0. */
   generation?: number;
 }
@@ -151,7 +153,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
 
   function trackQueued(id: string, entry: TrackedMessage, fields: QueuedFields): void {
     entry.status = {
-      ...emptyStatus(id, channelId, now(), fields.generation),
+      ...emptyStatus(id, channelId, fields.tenant, now(), fields.generation),
       pipeline: fields.pipeline,
       rule: fields.rule,
       trace_id: fields.traceId,
@@ -217,7 +219,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       const entry = origin === 'relayed' ? tracked.get(message.id) : entryOf(message.id);
       if (entry === undefined || (entry.status !== null && isFinalStatus(entry.status))) continue;
       entry.status = {
-        ...(entry.status ?? emptyStatus(message.id, channelId, at)),
+        ...(entry.status ?? emptyStatus(message.id, channelId, message.tenant, at)),
         status: 'running',
         pipeline: turn.pipeline,
         rule: queued.rule ?? null,

@@ -386,6 +386,7 @@ describe('session event stream', () => {
       await h.statuses.put({
         id: origin.id,
         channel: 'api',
+        tenant: 'default',
         generation: 0,
         status: 'dead_lettered',
         pipeline: 'echo',

@@ -439,6 +439,7 @@ describe('status tracker', () => {
       await store.put({
         id: message.id,
         channel: 'api',
+        tenant: 'default',
         generation: 0,
         status: 'dead_lettered',
         pipeline: 'echo',
@@ -483,6 +484,7 @@ describe('status tracker', () => {
       const done = {
         id: message.id,
         channel: 'api',
+        tenant: 'default',
         generation: 0,
         status: 'completed' as const,
         pipeline: 'echo',
@@ -623,6 +625,7 @@ describe('status tracker', () => {
       await store.put({
         id: other.id,
         channel: 'api-2',
+        tenant: 'default',
         generation: 0,
         status: 'completed',
         pipeline: 'echo',
@@ -651,6 +654,7 @@ describe('status tracker', () => {
       await eventually(async () => (await store.get(message.id))?.status === 'completed');
       expect(await store.get(message.id)).toMatchObject({
         channel: 'api',
+        tenant: 'default',
         generation: 1,
         replies: [{ text: 'at last' }],
       });
@@ -664,6 +668,7 @@ describe('status tracker', () => {
       await store.put({
         id: stored.id,
         channel: 'api',
+        tenant: 'default',
         generation: 0,
         status: 'queued',
         pipeline: 'echo',

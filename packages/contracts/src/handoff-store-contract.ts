@@ -72,6 +72,25 @@ export function handoffStoreContract(name: string, factory: StoreFactory<Handoff
         expect(await store.get(SESSION)).toEqual(first.handoff);
         expect(await store.count()).toBe(1);
       });
+
+      it('keeps the tenant it began with through holds, replies and the end, and `default` when it named none', async () => {
+        const { store } = subject;
+        await store.begin(SESSION, { ...start(1000), tenant: 'acme' });
+        await store.begin(OTHER, start(1000));
+        expect((await store.get(SESSION))?.tenant).toBe('acme');
+        expect((await store.get(OTHER))?.tenant).toBe('default');
+        await store.hold(SESSION, [userMessage('m1', 'hi')], { at: 1100, maxEntries: MAX });
+        await store.reply(
+          SESSION,
+          { id: 'r1', operator: 'ann', text: 'hello', at: 1200 },
+          { maxEntries: MAX },
+        );
+        expect((await store.list(10)).map((handoff) => [handoff.session, handoff.tenant])).toEqual([
+          [SESSION, 'acme'],
+          [OTHER, 'default'],
+        ]);
+        expect((await store.end(SESSION))?.handoff.tenant).toBe('acme');
+      });
     });
 
     describe('when messages are held', () => {

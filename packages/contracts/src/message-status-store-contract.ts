@@ -10,6 +10,7 @@ function status(id: string, overrides: Partial<MessageStatus> = {}): MessageStat
   return {
     id,
     channel: 'api',
+    tenant: 'default',
     generation: 0,
     status: 'queued',
     pipeline: 'assistant',
@@ -48,6 +49,7 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
     describe('when statuses are put', () => {
       it('returns each as put, its channel and replies included', async () => {
         const completed = status('m1', {
+          tenant: 'acme',
           status: 'completed',
           rule: 'support-group',
           turn: 't1',
@@ -62,6 +64,15 @@ export function messageStatusStoreContract(name: string, factory: StoreFactory<M
         await subject.store.put(failed);
         expect(await subject.store.get('m1')).toEqual(completed);
         expect(await subject.store.get('m2')).toEqual(failed);
+      });
+
+      it('keeps the tenant of each, and reads one written before statuses named theirs as default', async () => {
+        const acme = status('m1', { tenant: 'acme', status: 'completed' });
+        await subject.store.put(acme);
+        expect(await subject.store.get('m1')).toEqual(acme);
+        const { tenant: _, ...withoutTenant } = status('m2', { tenant: 'acme', status: 'completed' });
+        await subject.store.put(withoutTenant as MessageStatus);
+        expect(await subject.store.get('m2')).toEqual({ ...withoutTenant, tenant: 'default' });
       });
 
       it('keeps the latest of several puts for one id', async () => {

@@ -651,6 +651,19 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         nowMs += 1000;
         expect(await p.enqueue(queued('A'), delivery('tg:2', 1000))).toMatchObject({ accepted: true });
       });
+
+      it('says a key is seen exactly while an enqueue with it would be a duplicate', async () => {
+        const p = await pool({ maxPending: 1 });
+        expect(await p.seen('tg:3')).toBe(false);
+        await p.enqueue(queued('A'), delivery('tg:3', 1000));
+        expect(await p.seen('tg:3')).toBe(true);
+        expect(await p.seen('tg:4')).toBe(false);
+        // A refused enqueue marks nothing.
+        await p.enqueue(queued('B'), delivery('tg:5'));
+        expect(await p.seen('tg:5')).toBe(false);
+        nowMs += 1000;
+        expect(await p.seen('tg:3')).toBe(false);
+      });
     });
 
     describe('when operators look at the queues (stats per pipeline)', () => {

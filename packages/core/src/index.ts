@@ -208,6 +208,7 @@ export {
   MESSAGE_STATUSES,
   isFinalStatus,
   replacesStatus,
+  statusFromStore,
   statusRank,
   statusVersion,
 } from './ports/message-status-store.js';
@@ -217,6 +218,7 @@ export type {
   MessageStatus,
   MessageStatusStore,
   StatusRank,
+  StoredMessageStatus,
 } from './ports/message-status-store.js';
 export { IGNORING_OBSERVER } from './ports/outbound-observer.js';
 export type { OutboundObserver } from './ports/outbound-observer.js';

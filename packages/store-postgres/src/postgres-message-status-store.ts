@@ -1,8 +1,9 @@
 import {
   type IdempotencyBinding,
   type IdempotencyClaim,
-  type MessageStatus,
   type MessageStatusStore,
+  type StoredMessageStatus,
+  statusFromStore,
   statusRank,
 } from '@switchboard/core';
 import type { Sql } from './postgres-connection.js';
@@ -59,11 +60,12 @@ export function createPostgresMessageStatusStore(
       );
     },
     async get(id) {
-      const { rows } = await sql.query<{ body: MessageStatus }>(
+      const { rows } = await sql.query<{ body: StoredMessageStatus }>(
         `SELECT body FROM ${statuses} WHERE id = $1`,
         [id],
       );
-      return rows[0]?.body ?? null;
+      const stored = rows[0]?.body;
+      return stored === undefined ? null : statusFromStore(stored);
     },
     async claimIdempotencyKey(claim): Promise<IdempotencyBinding | null> {
       // The holder is read by a second statement, which sees the binding of a claim that

@@ -63,6 +63,7 @@ describe.skipIf(!reachable)('postgres', () => {
         await a.statuses.put({
           id: 'm1',
           channel: 'api',
+          tenant: 'default',
           generation: 0,
           status: 'completed',
           pipeline: 'assistant',

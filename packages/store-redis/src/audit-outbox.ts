@@ -7,10 +7,12 @@ import {
   type Logger,
   type MessageStatus,
   type MessageStatusStore,
+  type StoredMessageStatus,
   SwitchboardError,
   isSwitchboardError,
   replacesStatus,
   silentLogger,
+  statusFromStore,
   statusRank,
   within,
 } from '@switchboard/core';
@@ -319,7 +321,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
                 throw storeFailure(err, retryAfterMs);
               });
               if (waiting === null) return statuses.get(id);
-              const copy = JSON.parse(waiting) as MessageStatus;
+              const copy = statusFromStore(JSON.parse(waiting) as StoredMessageStatus);
               const stored = await statuses.get(id).catch(() => null);
               return stored !== null && !replacesStatus(statusRank(stored), statusRank(copy)) ? stored : copy;
             },

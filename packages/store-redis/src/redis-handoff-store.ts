@@ -1,4 +1,5 @@
 import {
+  DEFAULT_TENANT,
   type Handoff,
   type HandoffEntry,
   type HandoffStore,
@@ -66,6 +67,8 @@ const INBOX_SESSION_AT = 32;
 function handoffOf(session: string, fields: Record<string, string>): Handoff {
   return {
     session,
+    // Absent on a handoff begun before handoffs named their tenant.
+    ...(fields.tenant === undefined ? {} : { tenant: fields.tenant }),
     reason: fields.reason as string,
     by: fields.by as string,
     startedAt: Number(fields.startedAt),
@@ -144,6 +147,7 @@ export async function createRedisHandoffStore(options: RedisHandoffStoreOptions)
         start.by,
         start.pipeline ?? '',
         start.origin === undefined ? '' : messageJson(start.origin),
+        start.tenant ?? DEFAULT_TENANT,
       ]);
       return { handoff: handoffOf(session, fieldsOf(pairs)), created: created === 1 };
     },

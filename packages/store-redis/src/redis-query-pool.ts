@@ -250,6 +250,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const logger = (options.logger ?? silentLogger).child({ component: 'pool.redis' });
   const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const keys = poolKeysOf(options.prefix);
+  const dedupKey = `${keys.prefix}dedup`;
   const connection = await openPoolConnection({
     createClient: clientFactoryOf(options),
     prefix: options.prefix,
@@ -782,6 +783,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
     async reportConfig(report) {
       await client.hset(`${keys.prefix}config-replicas`, replicaId, configReportText(report, now()));
+    },
+
+    async seen(deliveryKey) {
+      // The enqueue script scores a key with its expiry on the caller's clock (`now() + ttlMs`).
+      const expiresAt = await client.zscore(dedupKey, deliveryKey);
+      return expiresAt !== null && Number(expiresAt) > now();
     },
 
     async locate(messageId) {

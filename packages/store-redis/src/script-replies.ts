@@ -81,5 +81,11 @@ export function locatedOf(reply: LocateReply): PooledMessageState | null {
   if (reply[0] === 'settled') return { state: 'settled', pipeline: reply[1], channel: reply[2], rule: null };
   const [state, pipeline, payload] = reply;
   const { message, rule } = JSON.parse(payload) as Pick<QueuedMessage, 'message' | 'rule'>;
-  return { state, pipeline, channel: message.channel, rule: rule ?? null };
+  return {
+    state,
+    pipeline,
+    channel: message.channel,
+    ...(message.tenant === undefined ? {} : { tenant: message.tenant }),
+    rule: rule ?? null,
+  };
 }

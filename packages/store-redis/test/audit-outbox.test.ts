@@ -167,6 +167,7 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
       const status = (id: string, state: MessageStatus['status'], at: number): MessageStatus => ({
         id,
         channel: 'api',
+        tenant: 'default',
         generation: 0,
         status: state,
         pipeline: 'p',
@@ -230,6 +231,7 @@ describe.skipIf(!reachable)('createAuditOutbox', () => {
     ): MessageStatus => ({
       id,
       channel: 'api',
+      tenant: 'default',
       generation: 0,
       status: 'completed',
       pipeline: 'p',

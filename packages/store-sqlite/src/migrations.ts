@@ -20,6 +20,7 @@ export const MIGRATIONS = [
   '0011_handoffs.sql',
   '0012_audit_tenant.sql',
   '0013_journal_answered.sql',
+  '0014_handoff_tenant.sql',
 ] as const;
 
 /**

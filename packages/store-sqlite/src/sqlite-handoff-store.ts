@@ -11,9 +11,10 @@ import {
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
 
-/** A row of `handoff` (migrations/0011_handoffs.sql). */
+/** A row of `handoff` (migrations/0011_handoffs.sql, 0014_handoff_tenant.sql). */
 interface HandoffRow {
   session: string;
+  tenant: string | null;
   reason: string;
   started_by: string;
   started_at: number;
@@ -29,6 +30,7 @@ interface HandoffRow {
 function handoffOf(row: HandoffRow): Handoff {
   return {
     session: row.session,
+    ...(row.tenant === null ? {} : { tenant: row.tenant }),
     reason: row.reason,
     by: row.started_by,
     startedAt: row.started_at,
@@ -58,10 +60,10 @@ const entryOf = (row: { seq: number; entry: string }): HandoffEntry =>
 export function createSqliteHandoffStore(db: Database, commit: GroupCommit): HandoffStore {
   const select = db.prepare<[string], HandoffRow>('SELECT * FROM handoff WHERE session = ?');
   const insert = db.prepare<HandoffRow>(
-    `INSERT INTO handoff (session, reason, started_by, started_at, active_at, pipeline, origin, held, unread,
-       waiting_since, last_seq)
-     VALUES (@session, @reason, @started_by, @started_at, @active_at, @pipeline, @origin, @held, @unread,
-       @waiting_since, @last_seq)`,
+    `INSERT INTO handoff (session, tenant, reason, started_by, started_at, active_at, pipeline, origin, held,
+       unread, waiting_since, last_seq)
+     VALUES (@session, @tenant, @reason, @started_by, @started_at, @active_at, @pipeline, @origin, @held,
+       @unread, @waiting_since, @last_seq)`,
   );
   const update = db.prepare<HandoffRow>(
     `UPDATE handoff SET active_at = @active_at, pipeline = @pipeline, origin = @origin, held = @held,
@@ -106,6 +108,7 @@ export function createSqliteHandoffStore(db: Database, commit: GroupCommit): Han
 
   const rowOf = (handoff: Handoff): HandoffRow => ({
     session: handoff.session,
+    tenant: handoff.tenant ?? null,
     reason: handoff.reason,
     started_by: handoff.by,
     started_at: handoff.startedAt,

@@ -63,6 +63,9 @@ export function createSqliteJournal(db: Database, commit: GroupCommit, now: () =
      ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE dedup.expires_at <= @now`,
   );
   const sweepKeys = db.prepare<[number]>('DELETE FROM dedup WHERE expires_at <= ?');
+  const keySeen = db
+    .prepare<[string, number], 1>('SELECT 1 FROM dedup WHERE key = ? AND expires_at > ?')
+    .pluck();
   let keysSinceSweep = 0;
 
   /** Marks the key seen inside the current write; false when it already is, within its TTL. */
@@ -93,6 +96,9 @@ export function createSqliteJournal(db: Database, commit: GroupCommit, now: () =
           insert.run(entry.message.id, entry.attempt, entry.retryAtMs ?? null, payload);
       });
       return result;
+    },
+    async seen(deliveryKey) {
+      return keySeen.get(deliveryKey, now()) !== undefined;
     },
     markStarted(messageIds, attempt) {
       const call = ++calls;

@@ -1,8 +1,9 @@
 import {
   type IdempotencyBinding,
   type IdempotencyClaim,
-  type MessageStatus,
   type MessageStatusStore,
+  type StoredMessageStatus,
+  statusFromStore,
   statusRank,
 } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
@@ -63,7 +64,7 @@ export function createSqliteMessageStatusStore(
     },
     async get(id) {
       const row = get.get(id);
-      return row === undefined ? null : (JSON.parse(row.body) as MessageStatus);
+      return row === undefined ? null : statusFromStore(JSON.parse(row.body) as StoredMessageStatus);
     },
     async claimIdempotencyKey(claimed) {
       // In the group commit rather than a transaction (a WAL commit) of its own per keyed

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { type HandoffStore, type Logger, SwitchboardError } from '@switchboard/core';
+import { type Handoff, type HandoffStore, type Logger, SwitchboardError } from '@switchboard/core';
 import { entryView, handoffView } from '../admin/handoff-view.js';
 
 /** Bounds of the console's conversation streams. */
@@ -29,15 +29,15 @@ const ENTRIES_PER_POLL = 100;
  */
 export interface HandoffEventStreams {
   /**
-   * Streams `session` to `response`; `stillAllowed` is asked before every read, and the stream
-   * ends once it says no (the caller's token was removed or changed by a reload, the session's
-   * channel left the caller's tenant).
+   * Streams `session` to `response`; `stillAllowed` is asked with the handoff each read found,
+   * before anything of it is sent, and the stream ends once it says no (the caller's token was
+   * removed or changed by a reload, the session is no longer the caller's tenant's).
    */
   open(
     session: string,
     afterSeq: number,
     response: ServerResponse,
-    stillAllowed: () => boolean,
+    stillAllowed: (handoff: Handoff | null) => boolean,
     tenant: string | null,
   ): void;
   /** Ends every stream (the server is closing). */
@@ -102,13 +102,13 @@ export function createHandoffEventStreams(
       };
 
       const poll = async () => {
-        if (!stillAllowed()) {
-          close();
-          return;
-        }
         try {
           const handoff = await store.get(session);
           if (closed) return;
+          if (!stillAllowed(handoff)) {
+            close();
+            return;
+          }
           const view = handoff === null ? null : handoffView(handoff);
           const json = JSON.stringify(view);
           if (json !== lastHandoff) {

@@ -1,5 +1,6 @@
 import {
   AttachmentSchema,
+  type Handoff,
   type HandoffDesk,
   type HandoffStore,
   type HistoryStore,
@@ -55,19 +56,10 @@ export interface HandoffRouteDeps {
   logger: Logger;
 }
 
-/**
- * The session key of the path, checked to be one (400 naming it otherwise) and to be of a channel
- * of the request's scope: another tenant's session answers 404, as an unknown one would, so a
- * tenant token learns nothing of it.
- */
-function sessionOf(
-  request: FastifyRequest,
-  key: string,
-  tenantOfChannel: (channelId: string) => string,
-): string {
-  let channel: string;
+/** The channel of the session key of the path, checked to be one (400 naming it otherwise). */
+function channelOfKey(key: string): string {
   try {
-    channel = sessionAddressOf(key).channel;
+    return sessionAddressOf(key).channel;
   } catch (error) {
     const problem = `params.key: ${error instanceof Error ? error.message : String(error)}`;
     throw new SwitchboardError('SB_HTTP_BAD_REQUEST', {
@@ -75,12 +67,6 @@ function sessionOf(
       details: { problems: [problem] },
     });
   }
-  if (!mayAccess(request, tenantOfChannel(channel))) {
-    throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
-      message: `no session ${key} among the channels of tenant ${scopeOf(request).tenant}`,
-    });
-  }
-  return key;
 }
 
 /**
@@ -89,7 +75,28 @@ function sessionOf(
  */
 export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRouteDeps): void {
   const { desk, store } = deps;
-  const sessionIn = (request: FastifyRequest, key: string) => sessionOf(request, key, deps.tenantOfChannel);
+  /**
+   * Whose a session is: its handoff's tenant, the one it began under (a channel moved to another
+   * tenant leaves its open handoffs behind); else — no handoff, or one begun before handoffs named
+   * their tenant — its channel's.
+   */
+  const tenantOfSession = (session: string, handoff: Handoff | null) =>
+    handoff?.tenant ?? deps.tenantOfChannel(channelOfKey(session));
+
+  /**
+   * The session of the path and its handoff, when the session is of the request's scope: another
+   * tenant's answers 404, as an unknown one would, so a tenant token learns nothing of it.
+   */
+  async function sessionIn(request: FastifyRequest, key: string) {
+    channelOfKey(key);
+    const handoff = await store.get(key);
+    if (!mayAccess(request, tenantOfSession(key, handoff))) {
+      throw new SwitchboardError('SB_HTTP_NOT_FOUND', {
+        message: `no session ${key} among the sessions of tenant ${scopeOf(request).tenant}`,
+      });
+    }
+    return { session: key, handoff };
+  }
   const streams = createHandoffEventStreams(store, deps.streams, deps.logger);
   server.addHook('preClose', (done) => {
     streams.closeAll();
@@ -125,7 +132,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
             return { items: (await store.list(request.query.limit)).map(handoffView) };
           // One tenant's: read as many as may be listed, keep its own, then cut to the limit.
           const own = (await store.list(MAX_HANDOFFS_LISTED)).filter(
-            (handoff) => deps.tenantOfChannel(sessionAddressOf(handoff.session).channel) === tenant,
+            (handoff) => tenantOfSession(handoff.session, handoff) === tenant,
           );
           return { items: own.slice(0, request.query.limit).map(handoffView) };
         },
@@ -142,8 +149,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request) => {
-          const session = sessionIn(request, request.params.key);
-          const handoff = await store.get(session);
+          const { session, handoff } = await sessionIn(request, request.params.key);
           const transcript =
             handoff === null
               ? []
@@ -184,15 +190,9 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionIn(request, request.params.key);
-          const stillAllowed = () => {
-            if (!scopeOf(request).held()) return false;
-            try {
-              return sessionIn(request, request.params.key) === session;
-            } catch {
-              return false;
-            }
-          };
+          const { session } = await sessionIn(request, request.params.key);
+          const stillAllowed = (handoff: Handoff | null) =>
+            scopeOf(request).held() && mayAccess(request, tenantOfSession(session, handoff));
           reply.hijack();
           try {
             streams.open(session, request.query.after, reply.raw, stillAllowed, scopeOf(request).tenant);
@@ -220,9 +220,10 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionIn(request, request.params.key);
+          const { session } = await sessionIn(request, request.params.key);
           const operator = scopeOf(request).label;
           const { handoff, created } = await desk.begin(session, {
+            tenant: deps.tenantOfChannel(channelOfKey(session)),
             reason: request.body.reason ?? `taken over by ${operator}`,
             by: `operator:${operator}`,
           });
@@ -250,7 +251,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request) => {
-          const session = sessionIn(request, request.params.key);
+          const { session } = await sessionIn(request, request.params.key);
           const ended = await desk.end(session, { resume: request.body.resume });
           if (ended === null) throw new SwitchboardError('SB_HANDOFF_NOT_FOUND');
           return { resumed: ended.resumed, held: ended.held, message_id: ended.messageId };
@@ -286,7 +287,7 @@ export function registerHandoffRoutes(server: FastifyInstance, deps: HandoffRout
           },
         },
         async (request, reply) => {
-          const session = sessionIn(request, request.params.key);
+          const { session } = await sessionIn(request, request.params.key);
           const operator = scopeOf(request).label;
           const { id, text, attachments } = request.body;
           const sent = await desk.reply(session, {

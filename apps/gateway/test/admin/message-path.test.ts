@@ -33,6 +33,7 @@ function sourcesOf(storeText: AuditConfig['storeText']) {
 const status = (fields: { status: 'completed' | 'queued'; updated_at: number }) => ({
   id: message.id,
   channel: message.channel,
+  tenant: 'default',
   generation: 0,
   pipeline: 'bot',
   rule: null,

@@ -9,9 +9,10 @@ function fakeResponse() {
   const emitter = new EventEmitter();
   const response = Object.assign(emitter, {
     ended: false,
+    written: [] as unknown[],
     writableLength: 0,
     writeHead: () => response,
-    write: () => true,
+    write: (chunk: unknown) => response.written.push(chunk) > 0,
     end: () => {
       response.ended = true;
     },
@@ -48,10 +49,25 @@ describe('handoff event streams', () => {
   });
 
   describe('when the caller may no longer read the session', () => {
-    it('ends the stream before reading', () => {
+    it('ends the stream on the first read, asked with the handoff found, before sending any of it', async () => {
       const response = fakeResponse();
-      streams.open('s', 0, response as unknown as ServerResponse, () => false, 'acme');
-      expect(response.ended).toBe(true);
+      const asked: unknown[] = [];
+      const ended = new Promise<void>((resolve) => {
+        response.end = () => {
+          response.ended = true;
+          resolve();
+        };
+      });
+      streams.open(
+        's',
+        0,
+        response as unknown as ServerResponse,
+        (handoff) => asked.push(handoff) < 0,
+        'acme',
+      );
+      await ended;
+      expect(asked).toEqual([null]);
+      expect(response.written.filter((chunk) => String(chunk).startsWith('event:'))).toEqual([]);
     });
   });
 });

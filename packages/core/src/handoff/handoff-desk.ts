@@ -225,6 +225,7 @@ export function createHandoffDesk(options: HandoffDeskOptions): HandoffDesk {
         // run on. Ended that often meanwhile, it is tried again later, with its backoff.
         for (let tries = 0; tries < BEGIN_TRIES; tries += 1) {
           await begin(turn.session, {
+            tenant: first?.message.tenant,
             reason: rule === undefined ? 'routing default' : `rule ${rule}`,
             by: rule === undefined ? 'routing:default' : `rule:${rule}`,
             ...(first === undefined ? {} : { origin: first.message }),

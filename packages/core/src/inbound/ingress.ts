@@ -176,15 +176,22 @@ export function createIngress(options: IngressOptions): Ingress {
     const judged = judge(message, received);
     if (judged.final !== undefined) return judged.final;
     const { session, route, rule } = judged;
+    const delivery =
+      deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };
     let giveBack: (() => Promise<void>) | undefined;
     if (options.quotas !== undefined) {
-      // Before the enqueue, which also deduplicates: a redelivery of a queued message over its
-      // quota is recorded dropped as well as the first one's outcome. A message the pool then
-      // does not take (refused, a duplicate, a failed store) gets its tokens back, so that the
-      // retries of one message do not use its sender's quota up.
+      // Before the enqueue, which deduplicates: so a refusal asks the pool whether the delivery
+      // was already accepted, and a redelivery ends `duplicate` as the enqueue would have said.
+      // A message the pool then does not take (refused, a duplicate, a failed store) gets its
+      // tokens back, so that the retries of one message do not use its sender's quota up.
       const replier = options.quotas.replierOf(message.channel);
-      const verdict = await options.quotas.check.take(message, session, replier !== undefined);
+      const redelivered = delivery === undefined ? undefined : () => pool.seen(delivery.key);
+      const verdict = await options.quotas.check.take(message, session, replier !== undefined, redelivered);
       if (!verdict.allowed) {
+        if (verdict.redelivered === true) {
+          outcomes.record({ message, session, kind: 'duplicate', reason: 'redelivery', at: now() });
+          return { status: 'duplicate' };
+        }
         outcomes.record({ message, session, kind: 'dropped', reason: 'quota', rule, at: now() });
         if (verdict.reply !== undefined) replier?.(message, verdict.reply);
         return { status: 'dropped', reason: 'quota', retryAfterMs: verdict.retryAfterMs };
@@ -194,8 +201,6 @@ export function createIngress(options: IngressOptions): Ingress {
     // A give-back that fails (the store is away) leaves the token taken: one message's worth.
     const returnTokens = () => giveBack?.().catch(() => undefined);
 
-    const delivery =
-      deliveryId === undefined ? undefined : { key: `${message.channel}:${deliveryId}`, ttlMs: dedupTtlMs };
     let result: Awaited<ReturnType<typeof pool.enqueue>>;
     try {
       result = await pool.enqueue(

@@ -74,6 +74,8 @@ export type QuotaVerdict =
       retryAfterMs: number;
       /** `quota_reply`, when the sender is to be told now (see `QuotaCheck.take`). */
       reply?: string;
+      /** True when `redelivered` said so: the message is a duplicate, and nobody is told. */
+      redelivered?: true;
     };
 
 export interface QuotaCheckOptions {
@@ -91,9 +93,16 @@ export interface QuotaCheck {
    * Takes a token from each of the quotas of `message`'s tenant (all or none); `session` is its
    * session key. Refused, `reply` is set when the tenant has a `quota_reply`, `notify` is true
    * (a chat channel), and no reply for one of the refusing quotas went to this sender (or
-   * session) in that quota's period yet.
+   * session) in that quota's period yet. `redelivered`, asked only when refused and before any
+   * reply is counted: true when the message was already accepted (its delivery key is seen), so
+   * a redelivery spends none of the sender's replies.
    */
-  take(message: InboundMessage, session: SessionKey, notify: boolean): Promise<QuotaVerdict>;
+  take(
+    message: InboundMessage,
+    session: SessionKey,
+    notify: boolean,
+    redelivered?: () => Promise<boolean>,
+  ): Promise<QuotaVerdict>;
 }
 
 /** Whose messages a bucket of `scope` counts: the sender (per channel), the session, nobody apart. */
@@ -121,7 +130,7 @@ const NOTHING_TAKEN: QuotaVerdict = { allowed: true, giveBack: async () => {} };
 export function createQuotaCheck(options: QuotaCheckOptions): QuotaCheck {
   const { buckets } = options;
   return {
-    async take(message, session, notify) {
+    async take(message, session, notify, redelivered) {
       const tenant = tenantOfMessage(message);
       const own = options.quotasOf(tenant);
       if (own === undefined || own.quotas.length === 0) return NOTHING_TAKEN;
@@ -134,6 +143,7 @@ export function createQuotaCheck(options: QuotaCheckOptions): QuotaCheck {
       const attempt = await buckets.attempt(taken);
       if (attempt.waitMs === 0) return { allowed: true, giveBack: () => buckets.giveBack(taken) };
       const refused = { allowed: false as const, retryAfterMs: attempt.waitMs };
+      if (redelivered !== undefined && (await redelivered())) return { ...refused, redelivered: true };
       if (!notify || own.reply === undefined) return refused;
       // One reply per refusing quota's period: a `tenant` quota tells each session once.
       let told = false;

@@ -29,6 +29,9 @@ export function createMemoryJournal(options: MemoryJournalOptions = {}): Journal
       entries.set(entry.message.id, copy);
       return 'appended';
     },
+    async seen(deliveryKey) {
+      return seen.has(deliveryKey, now());
+    },
     async markStarted(messageIds, attempt) {
       for (const id of messageIds) {
         const entry = entries.get(id);

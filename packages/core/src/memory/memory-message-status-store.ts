@@ -1,9 +1,10 @@
 import {
   type IdempotencyBinding,
-  type MessageStatus,
   type MessageStatusStore,
   type StatusRank,
+  type StoredMessageStatus,
   replacesStatus,
+  statusFromStore,
   statusRank,
 } from '../ports/message-status-store.js';
 
@@ -45,7 +46,7 @@ export function createMemoryMessageStatusStore(
     },
     async get(id) {
       const status = statuses.get(id);
-      return status === undefined ? null : (JSON.parse(status.json) as MessageStatus);
+      return status === undefined ? null : statusFromStore(JSON.parse(status.json) as StoredMessageStatus);
     },
     async claimIdempotencyKey({ channel, credential, key, fingerprint, messageId, ttlMs }) {
       const nowMs = now();

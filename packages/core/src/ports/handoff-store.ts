@@ -1,4 +1,4 @@
-import { type AttachmentSummary, type InboundMessage, withoutRaw } from '../model/message.js';
+import { type AttachmentSummary, DEFAULT_TENANT, type InboundMessage, withoutRaw } from '../model/message.js';
 import type { SessionKey } from '../model/session-key.js';
 
 /**
@@ -7,6 +7,12 @@ import type { SessionKey } from '../model/session-key.js';
  */
 export interface Handoff {
   session: SessionKey;
+  /**
+   * The tenant of the session's messages (`InboundMessage.tenant`, `default` when they have none),
+   * as it was when the handoff began. Absent on a handoff a store kept from before handoffs named
+   * their tenant: its session's channel says whose it is.
+   */
+  tenant?: string;
   /** Why it began, as the one who began it said (a rule's name, the pipeline's or operator's reason). */
   reason: string;
   /** Who began it: `operator:<label>`, `rule:<name>`, `routing:default`, `pipeline:<id>`. */
@@ -64,6 +70,8 @@ export interface OperatorReplyEntry {
 
 /** How a handoff begins. */
 export interface HandoffStart {
+  /** The session's tenant (`InboundMessage.tenant`); absent for `default`. */
+  tenant?: string;
   reason: string;
   by: string;
   at: number;
@@ -149,6 +157,7 @@ export function newHandoff(session: SessionKey, start: HandoffStart): Handoff {
   const origin = start.origin === undefined ? null : withoutRaw(start.origin);
   return {
     session,
+    tenant: start.tenant ?? DEFAULT_TENANT,
     reason: start.reason,
     by: start.by,
     startedAt: start.at,

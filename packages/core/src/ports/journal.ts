@@ -24,6 +24,11 @@ export interface Journal {
    * (a replay of a dead letter whose removal failed) replaces it, at the end of acceptance order.
    */
   append(entry: QueuedMessage, delivery?: DeliveryKey): Promise<AppendResult>;
+  /**
+   * True when an append marked `deliveryKey` and its TTL has not run out (an append with it now
+   * would resolve `duplicate`). Reads only.
+   */
+  seen(deliveryKey: string): Promise<boolean>;
   /** Records that a turn started running these messages (their new `attempt`). */
   markStarted(messageIds: readonly string[], attempt: number): Promise<void>;
   /**

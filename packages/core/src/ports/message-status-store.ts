@@ -1,4 +1,4 @@
-import type { Reply } from '../model/message.js';
+import { DEFAULT_TENANT, type Reply } from '../model/message.js';
 import { OUTCOME_KINDS } from '../model/outcome.js';
 
 /** Where a message can stand: waiting, running, or one of the final outcome kinds. */
@@ -74,6 +74,11 @@ export interface MessageStatus {
    */
   channel: string;
   /**
+   * The message's tenant (`InboundMessage.tenant` as ingress stamped it; `default` when it has none):
+   * a status keeps it when its channel later moves to another tenant.
+   */
+  tenant: string;
+  /**
    * How many dead-letter replays came before the run this status tells of: 0 for its first
    * acceptance (`InboundMessage.generation`). Orders statuses with `statusVersion`.
    */
@@ -101,6 +106,14 @@ export interface MessageStatus {
    * never to order statuses (replicas' clocks differ; `statusVersion` orders them).
    */
   updated_at: number;
+}
+
+/** A status as a store kept it: one written before statuses named their tenant has none. */
+export type StoredMessageStatus = Omit<MessageStatus, 'tenant'> & { tenant?: string };
+
+/** `stored` as read: without a tenant, the tenant `default`'s, as audit records of that time are. */
+export function statusFromStore(stored: StoredMessageStatus): MessageStatus {
+  return stored.tenant === undefined ? { ...stored, tenant: DEFAULT_TENANT } : (stored as MessageStatus);
 }
 
 /** An `Idempotency-Key` as one caller sent it, and the message it is to name. */

@@ -54,7 +54,7 @@ export interface Turn {
 export interface TurnStart {
   id: string;
   pipeline: string;
-  messages: ReadonlyArray<{ message: Pick<InboundMessage, 'id' | 'channel'>; rule?: string }>;
+  messages: ReadonlyArray<{ message: Pick<InboundMessage, 'id' | 'channel' | 'tenant'>; rule?: string }>;
 }
 
 /**
@@ -85,6 +85,8 @@ export interface PooledMessageState {
   pipeline: string;
   /** The channel that accepted it: a channel answers only for its own messages. */
   channel: string;
+  /** Its tenant (`InboundMessage.tenant`, absent for `default`); unknown, so absent, once settled. */
+  tenant?: string;
   /** The routing rule, unknown once settled. */
   rule: string | null;
 }
@@ -289,6 +291,13 @@ export interface QueryPool {
    * tenant's), so another tenant's backlog cannot push them out of the `limit`.
    */
   sessions(limit: number, pipelines?: readonly string[]): Promise<SessionsView>;
+  /**
+   * True when an enqueue marked `deliveryKey` (`DeliveryKey.key`) and its TTL has not run out:
+   * an enqueue with it now would answer `duplicate`. Reads only. Ingress asks it when a quota
+   * refuses a message (docs/design.md §10 "Quotas"), so that a redelivery of an accepted message
+   * ends `duplicate` as the enqueue would have called it, not `dropped` a second time.
+   */
+  seen(deliveryKey: string): Promise<boolean>;
   /**
    * Where a message stands, for a replica asked about one another replica accepted (docs/design.md
    * §5 "Several replicas"); null when the pool does not hold it. A pool of one process leaves

@@ -41,14 +41,18 @@ export interface ReplicaEvents {
 
 /**
  * What crosses to the other replicas of a turn start: its id, its pipeline, and each message's id,
- * channel and rule. A whole `Turn` carries every message's text, which the channels never read.
+ * channel, tenant and rule. A whole `Turn` carries every message's text, which the channels never read.
  */
 export function turnStartOf(turn: TurnStart): TurnStart {
   return {
     id: turn.id,
     pipeline: turn.pipeline,
     messages: turn.messages.map(({ message, rule }) => ({
-      message: { id: message.id, channel: message.channel },
+      message: {
+        id: message.id,
+        channel: message.channel,
+        ...(message.tenant === undefined ? {} : { tenant: message.tenant }),
+      },
       ...(rule === undefined ? {} : { rule }),
     })),
   };

@@ -352,6 +352,7 @@ export function createController(options: ControllerOptions): Controller {
     const last = entry.turn.messages.at(-1);
     try {
       await options.handoffs?.begin(entry.turn.session, {
+        tenant: last?.message.tenant,
         reason,
         by: `pipeline:${entry.turn.pipeline}`,
         pipeline: entry.turn.pipeline,

@@ -191,6 +191,22 @@ describe('ingress with quotas', () => {
     expect((await pool.stats()).pending).toBe(1);
   });
 
+  it('calls a redelivery of an accepted message past the quota a duplicate, spending none of the replies', async () => {
+    const { ingress, pool, outcomes, replies } = ingressSetup();
+    const first = message('a', 'one');
+    expect((await ingress.accept(first, 'update-1')).status).toBe('queued');
+    // The sender's one token is spent: the platform delivers the same update again.
+    expect(await ingress.accept(first, 'update-1')).toEqual({ status: 'duplicate' });
+    const second = message('a', 'two');
+    expect(await ingress.accept(second, 'update-2')).toMatchObject({ status: 'dropped', reason: 'quota' });
+    expect(outcomes.map((outcome) => [outcome.kind, outcome.reason, outcome.message.text])).toEqual([
+      ['duplicate', 'redelivery', 'one'],
+      ['dropped', 'quota', 'two'],
+    ]);
+    expect(replies).toEqual([[second.id, 'Slow down.']]);
+    expect((await pool.stats()).pending).toBe(1);
+  });
+
   it('takes no token for a message routing discards or admission ignores', async () => {
     const { ingress, outcomes } = ingressSetup();
     expect((await ingress.accept(message('a', 'spam'))).status).toBe('discarded');

@@ -12,6 +12,7 @@
   ARGV[4]  by
   ARGV[5]  pipeline, '' when not known
   ARGV[6]  origin: the message's JSON without its raw event, '' when none
+  ARGV[7]  tenant of the session's messages
 
   Returns {created (1, or 0 when one was in force), the handoff's HASH as field, value, ...}
 ]]
@@ -20,8 +21,8 @@ local session, at = ARGV[1], ARGV[2]
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return { 0, redis.call('HGETALL', KEYS[1]) }
 end
-redis.call('HSET', KEYS[1], 'reason', ARGV[3], 'by', ARGV[4], 'startedAt', at, 'activeAt', at,
-  'held', 0, 'unread', 0, 'lastSeq', 0)
+redis.call('HSET', KEYS[1], 'tenant', ARGV[7], 'reason', ARGV[3], 'by', ARGV[4], 'startedAt', at,
+  'activeAt', at, 'held', 0, 'unread', 0, 'lastSeq', 0)
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'pipeline', ARGV[5]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'origin', ARGV[6]) end
 redis.call('ZADD', KEYS[4], 0, inboxMember(false, at, session))
