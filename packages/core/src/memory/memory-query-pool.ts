@@ -737,17 +737,13 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       };
     },
 
-<<<<<<< HEAD
-    async sessions(limit, only): Promise<SessionsView> {
-=======
     seen(deliveryKey) {
       // With a journal the journal marks delivery keys (in the write that journals the message).
       if (journal !== undefined) return journal.seen(deliveryKey);
       return Promise.resolve(seenDeliveries.has(deliveryKey, now()));
     },
 
-    async sessions(limit): Promise<SessionsView> {
->>>>>>> wip/tenant-records
+    async sessions(limit, only): Promise<SessionsView> {
       const at = now();
       const ready: Session[] = [];
       const listed = only === undefined ? pipelines.values() : only.map((id) => pipelines.get(id));
