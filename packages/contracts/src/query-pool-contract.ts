@@ -748,6 +748,12 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.sessions(2, ['q', 'gone'])).waiting.map((entry) => entry.session)).toEqual(['Q1']);
       });
 
+      it('lists no ready session for no pipelines (a tenant that has none)', async () => {
+        const p = await pool();
+        await p.enqueue(queued('P1'));
+        expect((await p.sessions(2, [])).waiting).toEqual([]);
+      });
+
       it('lists running turns with their session, age and what waits behind them; not as waiting', async () => {
         const p = await pool();
         await p.enqueue(queued('A'));

@@ -729,11 +729,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       return { pending, inflight, sessions, inflightByPipeline, pendingByPipeline, oldestWaitMsByPipeline };
     },
 
-    async sessions(limit, pipelines = []): Promise<SessionsView> {
+    async sessions(limit, pipelines): Promise<SessionsView> {
       const [waiting, running] = await run<[WaitingReply[], RunningReply[]]>(
         'pool/sessions',
         limit,
-        ...pipelines,
+        pipelines === undefined ? '0' : '1',
+        ...(pipelines ?? []),
       );
       const at = now();
       return {

@@ -93,6 +93,26 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
     });
   });
 
+  describe("when a tenant's turns wait behind its concurrency", () => {
+    it('wakes nobody for them: a claim would find nothing', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({
+        now: clock.now,
+        pipelines: [
+          { id: 'p', tenant: 'acme' },
+          { id: 'q', tenant: 'bravo' },
+        ],
+        tenants: [{ id: 'acme', maxConcurrency: 1, weight: 1, maxPending: Number.POSITIVE_INFINITY }],
+      });
+      await pool.enqueue(queued('A', clock.now()));
+      expect(await pool.claim()).not.toBeNull();
+      const wakeups = countWakeups(pool);
+      await pool.enqueue(queued('B', clock.now()));
+      expect(await pool.claim()).toBeNull();
+      expect(wakeups()).toBe(0);
+    });
+  });
+
   describe('when a debounced run comes due', () => {
     it('wakes the listeners at its due time, without a claim', async () => {
       const pool = await pools.open({

@@ -29,6 +29,7 @@
 
 if rcall('HGET', K.config, 'fingerprint') ~= ARGV[4] then
   rcall('DEL', K.config)
-  rcall('HSET', K.config, 'fingerprint', ARGV[4], unpack(ARGV, 5))
+  rcall('HSET', K.config, 'fingerprint', ARGV[4])
+  hsetAll(K.config, ARGV, 5)
 end
 return 1

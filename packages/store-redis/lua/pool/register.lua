@@ -44,7 +44,8 @@ if rcall('ZCARD', K.replicas) > 0 and stored and stored ~= ARGV[5] then
 end
 if stored ~= ARGV[5] then
   rcall('DEL', K.config)
-  rcall('HSET', K.config, 'fingerprint', ARGV[5], unpack(ARGV, 6))
+  rcall('HSET', K.config, 'fingerprint', ARGV[5])
+  hsetAll(K.config, ARGV, 6)
 end
 rcall('ZADD', K.replicas, ARGV[4], replica)
 return { 1 }

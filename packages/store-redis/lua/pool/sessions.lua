@@ -21,7 +21,8 @@
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id
   ARGV[4]  limit: sessions listed at most
-  ARGV[5...] the pipelines whose ready sessions are listed (none: every pipeline's)
+  ARGV[5]  '1' when only the ready sessions of ARGV[6...] are listed (none: none), '0' for every pipeline's
+  ARGV[6...] the pipelines whose ready sessions are listed, when ARGV[5] is '1'
 
   Built from ARGV[1]:
     ready:<pipeline>  reads
@@ -40,10 +41,7 @@
 
 local limit = tonumber(ARGV[4])
 
-local listed = { unpack(ARGV, 5) }
-if #listed == 0 then
-  listed = rcall('SMEMBERS', K.pipelines)
-end
+local listed = ARGV[5] == '1' and { unpack(ARGV, 6) } or rcall('SMEMBERS', K.pipelines)
 local waiting = {}
 for _, pipeline in ipairs(listed) do
   local top = rcall('ZRANGE', readyKey(pipeline), 0, limit - 1, 'WITHSCORES')

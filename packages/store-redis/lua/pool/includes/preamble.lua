@@ -72,6 +72,29 @@ local DELAYED = '~'
 -- How long a forgotten message's id key still says `settled` (Redis' clock: only a bound on memory).
 local SETTLED_ID_MS = 60000
 
+-- Redis' Lua unpacks at most ~8000 values into one call: longer lists (the config of hundreds of
+-- pipelines and tenants) go in calls of this many.
+local UNPACK_AT_MOST = 4000
+
+-- HMGET of `names` (any number) on `key`, in order.
+local function hmgetAll(key, names)
+  local values = {}
+  for first = 1, #names, UNPACK_AT_MOST do
+    local part = rcall('HMGET', key, unpack(names, first, math.min(first + UNPACK_AT_MOST - 1, #names)))
+    for index = 1, #part do
+      values[#values + 1] = part[index]
+    end
+  end
+  return values
+end
+
+-- HSET of the field, value pairs of `list` from index `from` on (any number) on `key`.
+local function hsetAll(key, list, from)
+  for first = from, #list, UNPACK_AT_MOST do
+    rcall('HSET', key, unpack(list, first, math.min(first + UNPACK_AT_MOST - 1, #list)))
+  end
+end
+
 local function queueKey(session)
   return prefix .. 'q:' .. session
 end
@@ -220,7 +243,7 @@ local function loadConfig(pipelines)
       end
     end
   end
-  local fields = rcall('HMGET', K.config, unpack(names))
+  local fields = hmgetAll(K.config, names)
   if not fields[1] then
     -- Redis lost its data (restarted without persistence, flushed): the caller registers again.
     error({ err = 'SBNOCONFIG the pool has no configuration: register again' })

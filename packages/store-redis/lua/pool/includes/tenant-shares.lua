@@ -57,7 +57,7 @@ local function loadTenants(ids, withShares)
         names[#names + 1] = field .. ':' .. id
       end
     end
-    local use = rcall('HMGET', K.tenants, unpack(names))
+    local use = hmgetAll(K.tenants, names)
     if not fairClock then
       fairClock = { virtualTime = tonumber(use[1]) or 0, fairTime = tonumber(use[2]) or 0 }
     end
@@ -80,7 +80,7 @@ local function loadTenants(ids, withShares)
       names[#names + 1] = 'weight:' .. id
       names[#names + 1] = 'tpending:' .. id
     end
-    local shares = rcall('HMGET', K.config, unpack(names))
+    local shares = hmgetAll(K.config, names)
     for index, id in ipairs(wantShares) do
       local tenant, at = tenantStates[id], (index - 1) * 3
       tenant.maxConcurrency = tonumber(shares[at + 1]) or math.huge
@@ -113,7 +113,7 @@ local function saveTenants(tenants, withClock)
     values[#values + 1] = 'fairTime'
     values[#values + 1] = exact(fairClock.fairTime)
   end
-  rcall('HSET', K.tenants, unpack(values))
+  hsetAll(K.tenants, values, 1)
 end
 
 -- The slot time `tenant` has used by now, for its weight.
