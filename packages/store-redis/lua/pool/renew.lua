@@ -31,7 +31,7 @@
   KEYS[10] pipelines  reads, writes
   KEYS[11] settled    reads, writes
   KEYS[12] enqueued   reads, writes
-  KEYS[13] tenants    unused
+  KEYS[13] tenants    reads
   ARGV[1]  key prefix '{<prefix>}:', from which the per-item keys below are built
   ARGV[2]  now, ms on the pool's clock
   ARGV[3]  replica id

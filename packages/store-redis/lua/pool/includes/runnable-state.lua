@@ -3,6 +3,17 @@
   next delayed session or lease come due (for its wake timer).
   Needs pool/includes/preamble.
 ]]
+--- @include "pool/includes/tenant-shares"
+
+-- Whether `pipeline` may take a turn now: a free slot of its own and, while tenants compete, one
+-- of its tenant's (else every message a capped tenant queues would wake every replica for nothing).
+local function hasFreeSlot(pipeline)
+  local policy = policyOf(pipeline)
+  if countOf('inflight:' .. pipeline) >= policy.maxConcurrency then
+    return false
+  end
+  return not limits().tenants or tenantHasSlot(tenantState(policy.tenant, true))
+end
 
 -- 1 when a global slot is free and a ready session's pipeline has a free slot, else 0.
 local function claimable()
@@ -10,14 +21,13 @@ local function claimable()
     return 0
   end
   for pipeline, filled in pairs(readyState) do
-    if filled and countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+    if filled and hasFreeSlot(pipeline) then
       return 1
     end
   end
   for _, pipeline in ipairs(pipelineList()) do
     -- An empty ready set first: its pipeline's policy need not be read.
-    if readyState[pipeline] == nil and rcall('ZCARD', readyKey(pipeline)) > 0
-        and countOf('inflight:' .. pipeline) < policyOf(pipeline).maxConcurrency then
+    if readyState[pipeline] == nil and rcall('ZCARD', readyKey(pipeline)) > 0 and hasFreeSlot(pipeline) then
       return 1
     end
   end
