@@ -201,12 +201,20 @@ export function createSqliteReplyOutbox(
     return claims.get(claim.delivery.channel)?.get(claim.delivery.chat) === claim.token;
   }
 
-  const idsOf = (delivery: Delivery) => delivery.messages.map((answered) => answered.message.id);
+  /**
+   * The journaled messages whose outcome `delivery` records: a turn's answer's. An operator's
+   * reply owns its outcome too, but was never journaled, and its id is the operator's to choose:
+   * it must not mark or remove a queued message that has the same id.
+   */
+  const journaledIdsOf = (delivery: Delivery) =>
+    delivery.ownsOutcome && delivery.turnId !== null
+      ? delivery.messages.map((answered) => answered.message.id)
+      : [];
 
   /** Removes an ended delivery, and its messages from the journal, remembering its id when it asked to be. */
   function end(delivery: Delivery): void {
     remove.run(delivery.id);
-    if (delivery.ownsOutcome) journal?.remove(idsOf(delivery));
+    journal?.remove(journaledIdsOf(delivery));
     if (delivery.rememberForMs === undefined) return;
     const nowMs = now();
     if (expiredLeft || nowMs - forgotAt >= FORGET_EVERY_MS) {
@@ -250,7 +258,7 @@ export function createSqliteReplyOutbox(
           return;
         }
         // A duplicate still stored too: its end removes the messages, whichever run stored it.
-        if (delivery.ownsOutcome) journal?.markAnswered(idsOf(delivery));
+        journal?.markAnswered(journaledIdsOf(delivery));
         const { changes, lastInsertRowid } = insert.run(
           delivery.id,
           delivery.channel,

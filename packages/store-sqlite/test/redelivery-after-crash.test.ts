@@ -140,6 +140,37 @@ describe('ingress over a SQLite journal', () => {
     });
   });
 
+  describe("when an operator's reply takes the id of a journaled message", () => {
+    it('neither marks that message answered nor removes it when the reply is sent', async () => {
+      const { folder, path, store } = openStore();
+      const { message } = queuedMessageFixture(1);
+      const running = ingressOver(store.journal);
+      expect((await running.ingress.accept(message, 'update-1')).status).toBe('queued');
+      const turn = await running.pool.claim();
+      if (turn === null) throw new Error('the accepted message is not claimable');
+      // An operator's reply owns its outcome, names the id its operator chose, and ran no turn.
+      const reply = {
+        ...deliveryOf(turn, turn.messages, [{ text: 'from the desk' }], { kind: 'answer', nowMs: 1 }),
+        id: `operator:${turn.session}:${message.id}`,
+        turnId: null,
+        operator: 'ops',
+      };
+      expect(await store.outbox.add(reply)).toBe('added');
+      const claimed = await store.outbox.claim(reply.channel, Number.MAX_SAFE_INTEGER);
+      expect(await store.outbox.delivered(claimed as NonNullable<typeof claimed>)).toBe('settled');
+      const image = crashImage(path, join(folder, 'crashed.db'));
+      store.close();
+
+      const restarted = createSqliteStore({ path: image });
+      const { pool } = ingressOver(restarted.journal);
+      const recovered = await pool.recover();
+      expect(recovered).toMatchObject([{ message: { id: message.id } }]);
+      expect(recovered[0]?.answered).not.toBe(true);
+      expect((await pool.claim())?.messages.map((queued) => queued.message.id)).toEqual([message.id]);
+      restarted.close();
+    });
+  });
+
   describe('when the journal write fails after the delivery key was marked in it', () => {
     it('rethrows, and the redelivery is judged again rather than called a duplicate', async () => {
       const { path, store } = openStore();
