@@ -28,10 +28,24 @@ export function configDigest(config: Config): string {
   return digest;
 }
 
-/** The size and modification time of each of `paths` (`-` for one missing), as one string. */
-async function statsOf(paths: readonly string[]): Promise<string> {
+/**
+ * A file modified this recently may be modified again within the same timestamp tick, unseen by
+ * its stats (git's "racy" files): what was read then is not kept.
+ */
+const RACY_MS = 2_000;
+
+/**
+ * The identity, size and times of each of `paths` (`-` for one missing), as one string; '' when
+ * one was modified within RACY_MS of `nowMs`, which matches no later stats.
+ */
+async function statsOf(paths: readonly string[], nowMs: number): Promise<string> {
   const stats = await Promise.all(paths.map((path) => stat(path).catch(() => undefined)));
-  return stats.map((found) => (found === undefined ? '-' : `${found.size}@${found.mtimeMs}`)).join(',');
+  if (stats.some((found) => found !== undefined && nowMs - found.mtimeMs < RACY_MS)) return '';
+  return stats
+    .map((found) =>
+      found === undefined ? '-' : `${found.ino}:${found.size}@${found.mtimeMs}/${found.ctimeMs}`,
+    )
+    .join(',');
 }
 
 const sameList = (a: readonly string[], b: readonly string[]) =>
@@ -100,8 +114,8 @@ export function followFleetConfig(options: {
   async function fileDigest(): Promise<string | undefined> {
     if (configPath === undefined) return undefined;
     const paths = lastRead?.paths ?? [configPath];
-    const before = await statsOf(paths);
-    if (lastRead?.stats === before) return lastRead.digest;
+    const before = await statsOf(paths, Date.now());
+    if (before !== '' && lastRead?.stats === before) return lastRead.digest;
     const file = await load(configPath).catch(() => undefined);
     if (file === undefined) {
       // What made it fail may lie in a file the main one's stats do not cover: read it all again.
@@ -111,7 +125,7 @@ export function followFleetConfig(options: {
     const digest = configDigest(file);
     // Kept only when the read went through the same paths and none moved meanwhile; else the
     // next check reads again (and keeps it then).
-    const stable = sameList(file.readFrom, paths) && (await statsOf(paths)) === before;
+    const stable = sameList(file.readFrom, paths) && (await statsOf(paths, Date.now())) === before;
     lastRead = { paths: file.readFrom, stats: stable ? before : '', digest };
     return digest;
   }

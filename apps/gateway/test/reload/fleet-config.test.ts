@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '@switchboard/config';
@@ -149,8 +149,16 @@ describe('followFleetConfig on a replica whose file differs from the fleet’s',
         join(tenants, `${id}.yaml`),
         `id: ${id}\npipelines: [ { id: ${id}-a, type: echo }, { id: ${id}-b, type: echo } ]\nrouting: { default: ${id}-${fallback} }\n`,
       );
+    // Files as a deployment leaves them: modified a while ago (a file modified within the last
+    // two seconds is read again at every check, as it may change again unseen by its stats).
+    const settle = () => {
+      const past = new Date(Date.now() - 10_000);
+      for (const file of [path, tenants, ...readdirSync(tenants).map((name) => join(tenants, name))])
+        utimesSync(file, past, past);
+    };
     tenant('acme');
     tenant('beta');
+    settle();
     const current: Config = await loadConfig(path);
     const live = { current: () => current } as unknown as LiveConfig;
     const store = fleetStore();
@@ -179,12 +187,24 @@ describe('followFleetConfig on a replica whose file differs from the fleet’s',
     tenant('beta', 'b');
     await follower.check();
     expect(reads).toBe(3);
+    settle();
     await follower.check();
-    expect(reads).toBe(3);
+    expect(reads).toBe(4);
+    await follower.check();
+    expect(reads).toBe(4);
+
+    // Rewritten at the same size and given its old modification time back (as `cp -p` does):
+    // its change time still tells.
+    const beta = join(tenants, 'beta.yaml');
+    const { mtime } = statSync(beta);
+    tenant('beta', 'a');
+    utimesSync(beta, mtime, mtime);
+    await follower.check();
+    expect(reads).toBe(5);
 
     tenant('gamma');
     await follower.check();
-    expect(reads).toBe(4);
+    expect(reads).toBe(6);
     store.fleet = { version: 8, digest: configDigest(await loadConfig(path)) };
     let reloads = 0;
     (live as unknown as { reload: () => Promise<unknown> }).reload = async () => {
