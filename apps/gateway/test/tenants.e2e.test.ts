@@ -193,6 +193,10 @@ describe('tenants (end to end)', () => {
         });
         expect(done).toMatchObject({ pipeline: 'acme-bot', replies: [{ text: 'done: slow' }] });
         expect(backend.requests).toHaveLength(1);
+        const path = await get(`${running.url}/admin/messages/${accepted.body?.id}`);
+        expect(path.body?.turns).toEqual([
+          expect.objectContaining({ pipeline: 'acme-bot', attempt: 1, result: 'completed' }),
+        ]);
       } finally {
         release();
         await running.stop('SIGKILL');
