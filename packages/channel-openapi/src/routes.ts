@@ -66,7 +66,14 @@ interface Answer {
 }
 
 function viewOf(status: MessageStatus, reason?: string): MessageView {
-  const { updated_at: _updatedAt, channel: _channel, generation: _generation, ...view } = status;
+  // The channel and its tenant are the caller's own: what the stored status keeps for operators.
+  const {
+    updated_at: _updatedAt,
+    channel: _channel,
+    generation: _generation,
+    tenant: _tenant,
+    ...view
+  } = status;
   return reason === undefined ? view : { ...view, reason };
 }
 
