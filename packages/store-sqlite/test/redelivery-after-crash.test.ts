@@ -70,6 +70,17 @@ function ingressOver(
   return { ingress, pool };
 }
 
+/** A store whose one accepted message is claimed: its turn runs. */
+async function runningTurn() {
+  const opened = openStore();
+  const { message } = queuedMessageFixture(1);
+  const running = ingressOver(opened.store.journal);
+  expect((await running.ingress.accept(message, 'update-1')).status).toBe('queued');
+  const turn = await running.pool.claim();
+  if (turn === null) throw new Error('the accepted message is not claimable');
+  return { ...opened, message, turn };
+}
+
 describe('ingress over a SQLite journal', () => {
   describe('when the process dies before the group commit that journals a delivery', () => {
     it('accepts the redelivery after the restart instead of calling it a duplicate', async () => {
@@ -111,12 +122,7 @@ describe('ingress over a SQLite journal', () => {
 
   describe("when the process dies between the commit storing a turn's answer and the one ending it", () => {
     it("follows the message without running it again, and the delivery's end forgets it", async () => {
-      const { folder, path, store } = openStore();
-      const { message } = queuedMessageFixture(1);
-      const running = ingressOver(store.journal);
-      expect((await running.ingress.accept(message, 'update-1')).status).toBe('queued');
-      const turn = await running.pool.claim();
-      if (turn === null) throw new Error('the accepted message is not claimable');
+      const { folder, path, store, message, turn } = await runningTurn();
       const answer = deliveryOf(turn, turn.messages, [{ text: 'first answer' }], {
         kind: 'answer',
         nowMs: 1,
@@ -142,12 +148,7 @@ describe('ingress over a SQLite journal', () => {
 
   describe("when an operator's reply takes the id of a journaled message", () => {
     it('neither marks that message answered nor removes it when the reply is sent', async () => {
-      const { folder, path, store } = openStore();
-      const { message } = queuedMessageFixture(1);
-      const running = ingressOver(store.journal);
-      expect((await running.ingress.accept(message, 'update-1')).status).toBe('queued');
-      const turn = await running.pool.claim();
-      if (turn === null) throw new Error('the accepted message is not claimable');
+      const { folder, path, store, message, turn } = await runningTurn();
       // An operator's reply owns its outcome, names the id its operator chose, and ran no turn.
       const reply = {
         ...deliveryOf(turn, turn.messages, [{ text: 'from the desk' }], { kind: 'answer', nowMs: 1 }),
