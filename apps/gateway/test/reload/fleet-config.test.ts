@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Config, loadConfig } from '@switchboard/config';
+import { type Config, type LoadedFile, loadConfig } from '@switchboard/config';
 import { silentLogger } from '@switchboard/core';
 import type { ConfigReport, FleetConfig } from '@switchboard/store-redis';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -41,6 +41,26 @@ function fleetStore(): FleetConfigStore & {
   return store;
 }
 
+/** A follower of `path` that made its first check; its timer stopped, so the test drives the checks. */
+async function startedFollower(
+  store: FleetConfigStore,
+  live: LiveConfig,
+  path: string,
+  load?: (path: string) => Promise<LoadedFile>,
+) {
+  const follower = followFleetConfig({
+    store,
+    live,
+    configPath: path,
+    everyMs: 60_000,
+    logger: silentLogger,
+    ...(load === undefined ? {} : { load }),
+  });
+  await follower.start();
+  follower.stop();
+  return follower;
+}
+
 describe('configDigest', () => {
   it('changes when only a tenant changes (its routing, or one of its files), so the fleet adopts it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-config-'));
@@ -70,15 +90,7 @@ describe('followFleetConfig', () => {
       let current: Config = await loadConfig(path);
       const live = { current: () => current } as unknown as LiveConfig;
       const store = fleetStore();
-      const follower = followFleetConfig({
-        store,
-        live,
-        configPath: path,
-        everyMs: 60_000,
-        logger: silentLogger,
-      });
-      await follower.start();
-      follower.stop();
+      const follower = await startedFollower(store, live, path);
       expect(store.fleet).toEqual({ version: 1, digest: configDigest(current) });
 
       writeFileSync(path, 'concurrency: { pipeline: 3 }\n');
@@ -113,15 +125,7 @@ describe('followFleetConfig', () => {
         },
       } as unknown as LiveConfig;
       const store = fleetStore();
-      const follower = followFleetConfig({
-        store,
-        live,
-        configPath: path,
-        everyMs: 60_000,
-        logger: silentLogger,
-      });
-      await follower.start();
-      follower.stop();
+      const follower = await startedFollower(store, live, path);
 
       // The fleet's version is unchanged: a check alone sees nothing to do.
       writeFileSync(path, 'concurrency: { pipeline: 3 }\n');
@@ -164,19 +168,10 @@ describe('followFleetConfig on a replica whose file differs from the fleet’s',
     const store = fleetStore();
     store.fleet = { version: 7, digest: 'another file' };
     let reads = 0;
-    const follower = followFleetConfig({
-      store,
-      live,
-      configPath: path,
-      everyMs: 60_000,
-      logger: silentLogger,
-      load: (file) => {
-        reads += 1;
-        return loadConfig(file);
-      },
+    const follower = await startedFollower(store, live, path, (file) => {
+      reads += 1;
+      return loadConfig(file);
     });
-    await follower.start();
-    follower.stop();
     // The first read learns which paths the file goes through, the second finds them unmoved.
     await follower.check();
     expect(reads).toBe(2);
