@@ -1,9 +1,10 @@
 /**
  * Messages/s of the cluster path: the built gateway (`switchboard serve`, one process per
- * replica) with `store: redis` and `audit: postgres`, as 1 and as 3 replicas on one Redis prefix
+ * replica) with `store: redis` and `audit: postgres`, as 1, 3 and 5 replicas on one Redis prefix
  * and one PostgreSQL schema, the echo pipeline as the no-op, default limits (20 turns at once
- * across the replicas, 1 per session). The baseline, measured in the same run, is one gateway
- * with `store: memory`: the same HTTP path with no shared store.
+ * across the replicas, 1 per session). The baselines, measured in the same run, are one gateway
+ * with `store: sqlite` (what the fleet's CPU per message is judged against) and one with
+ * `store: memory`: the same HTTP path with no shared store.
  *
  * Load: autocannon `POST /v1/messages` (wait=true, so a 200 is a completed message), every request
  * in a new session, SETTINGS.httpConnections connections in all, split evenly over the replicas
@@ -42,22 +43,27 @@ import { startGateway } from './support/gateway-process.js';
 import { loadMessages } from './support/http-load.js';
 import { cpuTimeMs } from './support/process-cpu.js';
 import { callsPerCycle, commandStats } from './support/redis-commandstats.js';
-import { type Measurement, formatNumber, progress, runScenario } from './support/report.js';
+import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
 import type { ServerProcess } from './support/server-process.js';
 import { SETTINGS } from './support/settings.js';
 
 interface Setup {
   id: string;
-  replicas: 1 | 3;
-  /** Redis' fsync policy for a setup on the shared stores; none for the baseline. */
+  replicas: 1 | 3 | 5;
+  /** The stores of a gateway of one process; absent for the shared setups (Redis + PostgreSQL). */
+  local?: 'memory' | 'sqlite';
+  /** Redis' fsync policy for a setup on the shared stores. */
   appendfsync?: 'always' | 'everysec';
   /** `store.wait_replicas`; the default (0) when absent. */
   waitReplicas?: 1;
 }
 
-const BASELINE: Setup = { id: 'gateway · store memory', replicas: 1 };
+const MEMORY_BASELINE: Setup = { id: 'gateway · store memory', replicas: 1, local: 'memory' };
+/** What the fleet's CPU per message is judged against: one process with its embedded store. */
+const SQLITE_BASELINE: Setup = { id: 'gateway · store sqlite', replicas: 1, local: 'sqlite' };
+const REPLICA_COUNTS = [1, 3, 5] as const;
 const SHARED_SETUPS: readonly Setup[] = (['always', 'everysec'] as const).flatMap((appendfsync) =>
-  ([1, 3] as const).map((replicas) => ({
+  REPLICA_COUNTS.map((replicas) => ({
     id: `redis ${appendfsync} · ${replicas} replica${replicas === 1 ? '' : 's'}`,
     replicas,
     appendfsync,
@@ -70,7 +76,12 @@ const WAITING_SETUP: Setup = {
   appendfsync: 'always',
   waitReplicas: 1,
 };
-const SETUPS: readonly Setup[] = [BASELINE, ...SHARED_SETUPS, WAITING_SETUP];
+const SETUPS: readonly Setup[] = [MEMORY_BASELINE, SQLITE_BASELINE, ...SHARED_SETUPS, WAITING_SETUP];
+/**
+ * `redis always · 1 replica` on 2026-12-04 (docs/BENCHMARKS.md "Several replicas on one Redis"),
+ * before the scripts were merged: the throughput the `appendfsync always` target multiplies.
+ */
+const ALWAYS_ONE_REPLICA_BEFORE_MSG_S = 176;
 /**
  * Commands of the replication link, not of the gateways: the Redis replica's acknowledgements
  * (`REPLCONF ACK`, once a second and after each `WAIT`) and its sync.
@@ -167,17 +178,23 @@ await runScenario('cluster-throughput', async () => {
     // The longest wait_timeout allowed: a write that waits past it is refused (503), and the load fails.
     const waiting =
       setup.waitReplicas === undefined ? '' : `, wait_replicas: ${setup.waitReplicas}, wait_timeout: 1s`;
-    const stores = setup.appendfsync
-      ? {
-          name: 'cluster',
-          store: `{ kind: redis, url: ${JSON.stringify(redis.url)}, prefix: ${prefix}${waiting} }`,
-          audit: `{ kind: postgres, url: ${JSON.stringify(SETTINGS.postgresUrl)}, schema: ${schema} }`,
-        }
-      : { name: 'memory', store: '{ kind: memory }' };
+    const stores =
+      setup.local === undefined
+        ? {
+            name: 'cluster',
+            store: `{ kind: redis, url: ${JSON.stringify(redis.url)}, prefix: ${prefix}${waiting} }`,
+            audit: `{ kind: postgres, url: ${JSON.stringify(SETTINGS.postgresUrl)}, schema: ${schema} }`,
+          }
+        : setup.local === 'memory'
+          ? { name: 'memory', store: '{ kind: memory }' }
+          : {
+              name: 'sqlite',
+              store: `{ kind: sqlite, path: ${JSON.stringify(join(dir, `${prefix}.db`))} }`,
+            };
     const replicas: ServerProcess[] = [];
     const stop = async () => {
       await Promise.all(replicas.map((replica) => replica.stop()));
-      if (setup.appendfsync === undefined) return;
+      if (setup.local !== undefined) return;
       await removePoolKeys(redis.url, prefix);
       await queryPostgres(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`, [], SETTINGS.postgresUrl);
     };
@@ -218,7 +235,7 @@ await runScenario('cluster-throughput', async () => {
             ? null
             : ((gatewayCpuAfter - gatewayCpuBefore) * 1000) / outcomes,
       };
-      if (setup.appendfsync === undefined) return figures;
+      if (setup.local !== undefined) return figures;
       const gatewayCalls = (stats: Map<string, number>) =>
         new Map([...stats].filter(([command]) => !REPLICATION_COMMANDS.has(command)));
       return {
@@ -260,7 +277,7 @@ await runScenario('cluster-throughput', async () => {
     ]),
   );
   const figuresOf = (setup: Setup) => best.get(setup.id) as RoundFigures;
-  const baseline = figuresOf(BASELINE);
+  const baseline = figuresOf(SQLITE_BASELINE);
   const connections = `${SETTINGS.httpConnections} connections`;
   const measurements: Measurement[] = [];
   for (const setup of SETUPS) {
@@ -277,28 +294,35 @@ await runScenario('cluster-throughput', async () => {
         unit: 'µs',
       });
     }
-    if (setup.appendfsync === undefined) continue;
+    if (setup.local !== undefined) continue;
     const calls = f.redisCalls ?? {};
     measurements.push(
-      { metric: `${setup.id} ÷ ${BASELINE.id}`, value: f.messagesPerS / baseline.messagesPerS, unit: '×' },
+      {
+        metric: `${setup.id} ÷ ${SQLITE_BASELINE.id}`,
+        value: f.messagesPerS / baseline.messagesPerS,
+        unit: '×',
+      },
       { metric: `${setup.id} · Redis calls per message`, value: total(calls), unit: 'calls' },
       { metric: `${setup.id} · Redis evalsha per message`, value: calls.evalsha ?? 0, unit: 'calls' },
+      { metric: `${setup.id} · Redis PUBLISH per message`, value: calls.publish ?? 0, unit: 'calls' },
       { metric: `${setup.id} · Redis WAIT per message`, value: calls.wait ?? 0, unit: 'calls' },
       { metric: `${setup.id} · Redis CPU per message`, value: f.redisCpuUsPerMessage ?? 0, unit: 'µs' },
       { metric: `${setup.id} · Redis CPU busy`, value: (f.redisBusy ?? 0) * 100, unit: '%' },
     );
   }
   /** The shared setup with this fsync policy and replica count. */
-  const shared = (appendfsync: Setup['appendfsync'], replicas: Setup['replicas']) =>
+  const shared = (appendfsync: 'always' | 'everysec', replicas: Setup['replicas']) =>
     figuresOf(SHARED_SETUPS.find((s) => s.appendfsync === appendfsync && s.replicas === replicas) as Setup);
   for (const appendfsync of ['always', 'everysec'] as const) {
-    measurements.push({
-      metric: `redis ${appendfsync} · 3 replicas ÷ 1 replica · throughput`,
-      value: shared(appendfsync, 3).messagesPerS / shared(appendfsync, 1).messagesPerS,
-      unit: '×',
-    });
+    for (const replicas of [3, 5] as const) {
+      measurements.push({
+        metric: `redis ${appendfsync} · ${replicas} replicas ÷ 1 replica · throughput`,
+        value: shared(appendfsync, replicas).messagesPerS / shared(appendfsync, 1).messagesPerS,
+        unit: '×',
+      });
+    }
   }
-  for (const replicas of [1, 3] as const) {
+  for (const replicas of REPLICA_COUNTS) {
     measurements.push({
       metric: `redis everysec ÷ always · ${replicas} replica${replicas === 1 ? '' : 's'} · throughput`,
       value: shared('everysec', replicas).messagesPerS / shared('always', replicas).messagesPerS,
@@ -312,7 +336,7 @@ await runScenario('cluster-throughput', async () => {
   });
   return {
     measurements,
-    targets: [],
+    targets: fleetTargets(baseline, shared),
     details: {
       rounds: Object.fromEntries(rounds),
       connections: SETTINGS.httpConnections,
@@ -326,4 +350,69 @@ await runScenario('cluster-throughput', async () => {
 
 function total(calls: Record<string, number>): number {
   return Object.values(calls).reduce((a, b) => a + b, 0);
+}
+
+/**
+ * The fleet's targets (docs/BENCHMARKS.md "Targets"), judged on the `everysec` setups, where
+ * Redis' fsync does not bound the throughput: the whole fleet's CPU per message (the replicas'
+ * and Redis', summed) against one SQLite gateway's in the same run, not growing with the replica
+ * count; Redis' own cost per message; and `always` at one replica against its figure before the
+ * scripts were merged.
+ */
+function fleetTargets(
+  sqlite: RoundFigures,
+  shared: (appendfsync: 'always' | 'everysec', replicas: Setup['replicas']) => RoundFigures,
+): TargetCheck[] {
+  const fleetCpu = (f: RoundFigures) =>
+    (f.gatewayCpuUsPerMessage ?? Number.NaN) + (f.redisCpuUsPerMessage ?? 0);
+  const targets: TargetCheck[] = [];
+  for (const replicas of REPLICA_COUNTS) {
+    const f = shared('everysec', replicas);
+    const ratio = fleetCpu(f) / (sqlite.gatewayCpuUsPerMessage ?? Number.NaN);
+    targets.push({
+      target: `fleet CPU per message ÷ one SQLite gateway's · ${replicas} replica${replicas === 1 ? '' : 's'}`,
+      expected: '≤ 2×',
+      actual: `${formatNumber(ratio)}×`,
+      pass: ratio <= 2,
+    });
+  }
+  const one = shared('everysec', 1);
+  const calls = one.redisCalls ?? {};
+  targets.push(
+    {
+      target: 'Redis CPU per message · 1 replica',
+      expected: '≤ 150 µs',
+      actual: `${formatNumber(one.redisCpuUsPerMessage ?? Number.NaN)} µs`,
+      pass: (one.redisCpuUsPerMessage ?? Number.POSITIVE_INFINITY) <= 150,
+    },
+    {
+      target: 'Redis commands per message · 1 replica',
+      expected: '≤ 30',
+      actual: formatNumber(total(calls)),
+      pass: total(calls) <= 30,
+    },
+    {
+      target: 'script round trips per message · 1 replica',
+      expected: '≤ 3',
+      actual: formatNumber(calls.evalsha ?? Number.NaN),
+      pass: (calls.evalsha ?? Number.POSITIVE_INFINITY) <= 3,
+    },
+  );
+  for (const replicas of [3, 5] as const) {
+    const ratio = fleetCpu(shared('everysec', replicas)) / fleetCpu(one);
+    targets.push({
+      target: `fleet CPU per message · ${replicas} replicas ÷ 1`,
+      expected: '≤ 1.2× (does not grow with replicas)',
+      actual: `${formatNumber(ratio)}×`,
+      pass: ratio <= 1.2,
+    });
+  }
+  const always = shared('always', 1).messagesPerS / ALWAYS_ONE_REPLICA_BEFORE_MSG_S;
+  targets.push({
+    target: `redis always · 1 replica ÷ ${ALWAYS_ONE_REPLICA_BEFORE_MSG_S} msg/s (2026-12-04)`,
+    expected: '≥ 5×',
+    actual: `${formatNumber(always)}×`,
+    pass: always >= 5,
+  });
+  return targets;
 }
