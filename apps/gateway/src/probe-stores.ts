@@ -22,13 +22,14 @@ function separateAuditFile(config: Config): string | undefined {
 }
 
 /** What the Redis probe found, one check per aspect; only the connection when it failed. */
-async function redisChecks(url: string, options: StoreProbeOptions): Promise<NamedCheck[]> {
+/** Each node of a cluster is checked as a Redis of its own: eviction and persistence are per node. */
+async function redisChecks(urls: readonly string[], options: StoreProbeOptions): Promise<NamedCheck[]> {
   const { probeRedisStore } = await import('@switchboard/store-redis');
-  const { connection, ...aspects } = await probeRedisStore({ url, ...options });
-  return [
+  const probes = await Promise.all(urls.map((url) => probeRedisStore({ url, ...options })));
+  return probes.flatMap(({ connection, ...aspects }) => [
     { name: 'store.redis', ...connection },
     ...Object.entries(aspects).map(([aspect, result]) => ({ name: `store.redis.${aspect}`, ...result })),
-  ];
+  ]);
 }
 
 async function sqliteCheck(name: string, path: string, configPath: string): Promise<NamedCheck[]> {
@@ -61,7 +62,7 @@ export async function probeStores(config: Config, options: StoreProbeOptions): P
         ]
       : [],
     store.kind === 'sqlite' ? sqliteCheck('store.sqlite', store.path, 'store.path') : [],
-    store.kind === 'redis' ? redisChecks(store.url, options) : [],
+    store.kind === 'redis' ? redisChecks(store.cluster ?? [store.url as string], options) : [],
     auditFile === undefined ? [] : sqliteCheck('audit.sqlite', auditFile, 'audit.path'),
     audit.kind === 'postgres' ? postgresCheck(audit.url, audit.schema, options.timeoutMs) : [],
   ]);

@@ -283,6 +283,8 @@ async function withRedisPool(
   { keptOutcome }: StoreOptions,
 ): Promise<Stores> {
   const store = config.store as RedisStoreConfig;
+  // The schema gives exactly one of them.
+  const target = store.cluster ?? (store.url as string);
   const {
     createAuditOutbox,
     createRedisChannelLeases,
@@ -296,7 +298,7 @@ async function withRedisPool(
   // Every store whose writes answer for a message (accept it, run it, settle it, reply to it,
   // record it) or own a channel waits for the replicas the config asks for.
   const replicated = {
-    url: store.url,
+    url: target,
     prefix: store.prefix,
     replication: { replicas: store.wait_replicas, timeoutMs: store.wait_timeout },
   };
@@ -351,7 +353,7 @@ async function withRedisPool(
         ...options,
       });
       replicaEvents = await createRedisReplicaEvents({
-        url: store.url,
+        url: target,
         prefix: store.prefix,
         replicaId: opened.replicaId,
         logger: options.logger,
@@ -365,7 +367,7 @@ async function withRedisPool(
         throw err;
       });
       rateBuckets = await createRedisRateBuckets({
-        url: store.url,
+        url: target,
         prefix: store.prefix,
         now: replies.now,
       }).catch(async (err: unknown) => {
@@ -376,7 +378,7 @@ async function withRedisPool(
       });
       // One clock for every replica's takes: Redis' own, not each host's (a quota is cluster-wide).
       quotaBuckets = await createRedisRateBuckets({
-        url: store.url,
+        url: target,
         prefix: store.prefix,
         now: 'redis',
       }).catch(async (err: unknown) => {

@@ -109,7 +109,7 @@ function auditRows(config: Config, messageId: string) {
 /** How many outcomes are kept in Redis now. */
 function keptCount(config: Config): Promise<number> {
   const store = config.store as Extract<Config['store'], { kind: 'redis' }>;
-  return keptOutcomeCount({ redisUrl: store.url, prefix: store.prefix });
+  return keptOutcomeCount({ redisUrl: store.url as string, prefix: store.prefix });
 }
 
 /** A message of the HTTP channel `api`, as queued. */

@@ -84,6 +84,10 @@ export const AdminSchema = z
 /** Where SQLite keeps its file unless `store.path` (or `audit.path`) says otherwise. */
 export const DEFAULT_SQLITE_PATH = './data/switchboard.db';
 
+/** A Redis URL; it may hold a password. */
+const redisUrl = () =>
+  secretField(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }));
+
 // `kind` may be left out for the default backend, so `store: { path: … }` means sqlite.
 export const StoreSchema = z.discriminatedUnion('kind', [
   z.strictObject({
@@ -91,29 +95,45 @@ export const StoreSchema = z.discriminatedUnion('kind', [
     path: z.string().min(1).default(DEFAULT_SQLITE_PATH),
   }),
   z.strictObject({ kind: z.literal('memory') }),
-  z.strictObject({
-    kind: z.literal('redis'),
-    url: secretField(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' })),
-    /**
-     * Names this deployment's keys (`{<prefix>}:…`, one Redis Cluster slot): replicas with the
-     * same prefix share one pool; deployments on one Redis keep apart by their prefixes.
-     */
-    prefix: z
-      .string()
-      .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'use 1 to 64 letters, digits, _ . : -')
-      .default('switchboard'),
-    /**
-     * Replicas that must hold a write (an accepted message, a claim, a settlement, a reply, a
-     * channel lease) before the gateway answers for it: Redis `WAIT` after each. 0 waits for
-     * none, and a failover can lose the last writes (docs/design.md §5 "Failover").
-     */
-    wait_replicas: numeric(z.number().int().min(0).max(16)).prefault(0),
-    /**
-     * How long a write waits for `wait_replicas`; past it the call fails as `SB_STORE_UNAVAILABLE`
-     * (an HTTP message gets 503). Under the 2 s command timeout: commands queue behind a `WAIT`.
-     */
-    wait_timeout: durationMs({ min: '10ms', max: '1s' }).prefault('500ms'),
-  }),
+  z
+    .strictObject({
+      kind: z.literal('redis'),
+      /** One Redis (or a Sentinel-free primary). Either this or `cluster`. */
+      url: redisUrl().optional(),
+      /**
+       * The seed nodes of a Redis Cluster, any reachable one enough to find the others. Every key
+       * of a deployment sits in one slot (`{<prefix>}`), so one deployment uses one primary of the
+       * cluster; deployments with other prefixes spread over the others. Either this or `url`.
+       */
+      cluster: z.array(redisUrl()).min(1).max(64).optional(),
+      /**
+       * Names this deployment's keys (`{<prefix>}:…`, one Redis Cluster slot): replicas with the
+       * same prefix share one pool; deployments on one Redis keep apart by their prefixes.
+       */
+      prefix: z
+        .string()
+        .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'use 1 to 64 letters, digits, _ . : -')
+        .default('switchboard'),
+      /**
+       * Replicas that must hold a write (an accepted message, a claim, a settlement, a reply, a
+       * channel lease) before the gateway answers for it: Redis `WAIT` after each. 0 waits for
+       * none, and a failover can lose the last writes (docs/design.md §5 "Failover").
+       */
+      wait_replicas: numeric(z.number().int().min(0).max(16)).prefault(0),
+      /**
+       * How long a write waits for `wait_replicas`; past it the call fails as `SB_STORE_UNAVAILABLE`
+       * (an HTTP message gets 503). Under the 2 s command timeout: commands queue behind a `WAIT`.
+       */
+      wait_timeout: durationMs({ min: '10ms', max: '1s' }).prefault('500ms'),
+    })
+    .superRefine((store, context) => {
+      if ((store.url === undefined) === (store.cluster === undefined))
+        context.addIssue({
+          code: 'custom',
+          path: store.url === undefined ? ['url'] : ['cluster'],
+          message: 'give either url (one Redis) or cluster (the seed nodes of a Redis Cluster)',
+        });
+    }),
 ]);
 
 const auditFields = {

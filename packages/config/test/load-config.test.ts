@@ -157,6 +157,38 @@ describe('parseConfig', () => {
       ]);
     });
 
+    it('takes the seed nodes of a Redis Cluster in store.cluster, and refuses it beside store.url or neither', () => {
+      const audit = 'audit: { kind: postgres, url: "postgres://127.0.0.1/test" }';
+      const seeds = '["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]';
+      expect(
+        parseConfig(`store: { kind: redis, cluster: ${seeds} }\n${audit}`, { env: {} }).store,
+      ).toMatchObject({
+        cluster: ['redis://127.0.0.1:7000', 'redis://127.0.0.1:7001'],
+      });
+      const both = thrown(() =>
+        parseConfig(`store: { kind: redis, url: "redis://127.0.0.1:6379", cluster: ${seeds} }\n${audit}`, {
+          env: {},
+          source: 'sb.yaml',
+        }),
+      );
+      expect(both.message).toBe(
+        'sb.yaml: invalid configuration\n  store.cluster: give either url (one Redis) or cluster (the seed nodes of a Redis Cluster)',
+      );
+      const neither = thrown(() =>
+        parseConfig(`store: { kind: redis }\n${audit}`, { env: {}, source: 'sb.yaml' }),
+      );
+      expect(neither.message).toBe(
+        'sb.yaml: invalid configuration\n  store.url: give either url (one Redis) or cluster (the seed nodes of a Redis Cluster)',
+      );
+      const notUrl = thrown(() =>
+        parseConfig(`store: { kind: redis, cluster: ["http://127.0.0.1:7000"] }\n${audit}`, {
+          env: {},
+          source: 'sb.yaml',
+        }),
+      );
+      expect(notUrl.message).toContain('store.cluster[0]: must be a redis:// or rediss:// URL');
+    });
+
     it('starts the message with the source and lists one line per problem', () => {
       const error = thrown(() =>
         parseConfig('store: { kind: mongo }\nserver: { port: 70000 }', { env: {}, source: 'sb.yaml' }),

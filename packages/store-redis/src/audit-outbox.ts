@@ -16,7 +16,7 @@ import {
   statusRank,
   within,
 } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient, RedisTarget } from './redis-connection.js';
 import { storeFailure } from './redis-connection.js';
 import { openScriptClient } from './script-client.js';
 import type { ReplicationOptions } from './replication-wait.js';
@@ -28,9 +28,9 @@ export interface AuditOutboxOptions {
    */
   replication?: ReplicationOptions | undefined;
   /** Redis URL; the outbox opens and owns one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
-  url?: string;
+  url?: RedisTarget;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `shutdown()` leaves it open. */
-  client?: Redis;
+  client?: RedisClient;
   /** Key namespace, the pool's: keys are `{<prefix>}:audit-outbox…`. */
   prefix: string;
   /** The audit log the records belong in (PostgreSQL); every read goes to it. */

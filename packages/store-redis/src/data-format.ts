@@ -1,5 +1,5 @@
 import { SwitchboardError } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 
 /**
  * The data format this build writes under a deployment's prefix, and the only one it reads. A
@@ -19,7 +19,7 @@ export function dataFormatKeyOf(prefix: string): string {
  * another: what a newer build stored there is not what these scripts expect. Called by every
  * store of the package when it connects, before it defines or runs a script.
  */
-export async function assertDataFormat(client: Redis, prefix: string): Promise<void> {
+export async function assertDataFormat(client: RedisClient, prefix: string): Promise<void> {
   const key = dataFormatKeyOf(prefix);
   await client.set(key, DATA_FORMAT_VERSION, 'NX');
   const found = await client.get(key);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { type RedisClient, primaryOf } from './redis-connection.js';
 
 /** Whether the shared store can serve the pool, and if not, why (the gateway's `/readyz` shape). */
 export interface StoreHealth {
@@ -23,10 +23,15 @@ function replicasInSync(info: string): number {
  * `noeviction`, a full Redis would silently drop queued messages or leases instead of refusing
  * writes. With `waitReplicas`, also that many replicas acknowledge: with fewer, every write fails.
  */
-export async function checkRedisHealth(client: Redis, waitReplicas = 0): Promise<StoreHealth> {
+export async function checkRedisHealth(
+  client: RedisClient,
+  prefix: string,
+  waitReplicas = 0,
+): Promise<StoreHealth> {
   try {
-    await client.ping();
-    const info = await client.info('memory');
+    const primary = primaryOf(client, prefix);
+    await primary.ping();
+    const info = await primary.info('memory');
     const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
     if (policy !== 'noeviction') {
       return {
@@ -35,7 +40,7 @@ export async function checkRedisHealth(client: Redis, waitReplicas = 0): Promise
       };
     }
     if (waitReplicas > 0) {
-      const inSync = replicasInSync(await client.info('replication'));
+      const inSync = replicasInSync(await primary.info('replication'));
       if (inSync < waitReplicas)
         return {
           ok: false,

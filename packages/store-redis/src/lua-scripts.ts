@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { packageFolder } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 
 /** The Lua files, beside `src/` and `dist/`, found by the package's name (the gateway bundles it). */
 export const LUA_FOLDER = new URL('lua/', packageFolder('@switchboard/store-redis', import.meta.url));
@@ -121,7 +121,7 @@ const commandNameOf = (script: ScriptName) => `switchboard:${script}`;
  * connection and again after a NOSCRIPT). No number of keys is fixed here: each call passes
  * its keys as built by the store that runs it (`runScript`).
  */
-export async function defineLuaScripts(client: Redis): Promise<void> {
+export async function defineLuaScripts(client: RedisClient): Promise<void> {
   for (const script of await loadLuaScripts()) {
     client.defineCommand(commandNameOf(script.name), { lua: script.source });
   }
@@ -131,7 +131,7 @@ type ScriptCommand = (...args: Array<string | number>) => Promise<unknown>;
 
 /** Runs `name` on a client `defineLuaScripts` prepared, with `keys` as KEYS and `args` as ARGV. */
 export function runScript<Reply>(
-  client: Redis,
+  client: RedisClient,
   name: ScriptName,
   keys: readonly string[],
   args: ReadonlyArray<string | number>,

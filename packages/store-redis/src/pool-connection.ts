@@ -1,17 +1,16 @@
 import type { Logger } from '@switchboard/core';
-import type { Redis } from 'ioredis';
 import { assertDataFormat } from './data-format.js';
 import { type ScriptOf, defineLuaScripts, runScript } from './lua-scripts.js';
 import type { PoolKeys } from './pool-keys.js';
 import { startRedisClock } from './redis-clock.js';
-import { type RedisClientFactory, connect, storeFailure } from './redis-connection.js';
+import { type RedisClient, type RedisClientFactory, connect, storeFailure } from './redis-connection.js';
 import { type ReplicationOptions, replicatedWrites } from './replication-wait.js';
 
 /** A pool's two connections, its clock, and the calls of its scripts. */
 export interface PoolConnection {
-  client: Redis;
+  client: RedisClient;
   /** Subscribed to the pool's wake-up channel only. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   now(): number;
   /**
    * Runs `script` with the pool's KEYS and the ARGV every script starts with (prefix, now,
@@ -56,6 +55,7 @@ export async function openPoolConnection(options: PoolConnectionOptions): Promis
     await defineLuaScripts(client);
     if (now === undefined) {
       const clock = await startRedisClock(client, {
+        prefix: options.prefix,
         remeasureEveryMs: options.clockRemeasureEveryMs,
         logger,
       });
@@ -68,7 +68,7 @@ export async function openPoolConnection(options: PoolConnectionOptions): Promis
     throw storeFailure(err, options.retryAfterMs);
   }
   const clock = now;
-  const replicated = replicatedWrites(client, options.replication, options.retryAfterMs);
+  const replicated = replicatedWrites(client, options.prefix, options.replication, options.retryAfterMs);
   return {
     client,
     subscriber,
@@ -92,7 +92,7 @@ export async function openPoolConnection(options: PoolConnectionOptions): Promis
 }
 
 /** Logs a connection's loss and its return once each, not every reconnect attempt. */
-function watchConnection(connection: Redis, role: string, logger: Logger): void {
+function watchConnection(connection: RedisClient, role: string, logger: Logger): void {
   let lost = false;
   connection.on('error', (err: unknown) => {
     if (lost) return;

@@ -1,5 +1,5 @@
 import { type ChannelLease, type ChannelLeases, SwitchboardError } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient, RedisTarget } from './redis-connection.js';
 import type { ScriptOf } from './lua-scripts.js';
 import { openScriptClient } from './script-client.js';
 import type { ReplicationOptions } from './replication-wait.js';
@@ -11,9 +11,9 @@ export interface RedisChannelLeasesOptions {
    */
   replication?: ReplicationOptions | undefined;
   /** Redis URL; the leases open and own one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
-  url?: string;
+  url?: RedisTarget;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
-  client?: Redis;
+  client?: RedisClient;
   /** The deployment's prefix: keys are `{<prefix>}:channel-lease:…`. */
   prefix: string;
   /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */

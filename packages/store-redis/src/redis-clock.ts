@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { type RedisClient, primaryOf } from './redis-connection.js';
 import type { Logger } from '@switchboard/core';
 
 /**
@@ -31,11 +31,11 @@ const SAMPLES = 3;
  * it. Of a few reads, the one with the shortest round trip: a `TIME` queued behind a blocking
  * command on the connection (a `WAIT`) has a long one, and its middle is far from the read.
  */
-async function measureOffsetMs(client: Redis): Promise<number> {
+async function measureOffsetMs(client: RedisClient, prefix: string): Promise<number> {
   let best = { roundTripMs: Number.POSITIVE_INFINITY, offsetMs: 0 };
   for (let sample = 0; sample < SAMPLES; sample++) {
     const sentAt = hostNow();
-    const [seconds, microseconds] = await client.time();
+    const [seconds, microseconds] = await primaryOf(client, prefix).time();
     const receivedAt = hostNow();
     const redisMs = Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
     if (receivedAt - sentAt < best.roundTripMs)
@@ -45,19 +45,23 @@ async function measureOffsetMs(client: Redis): Promise<number> {
 }
 
 export async function startRedisClock(
-  client: Redis,
-  options: { remeasureEveryMs: number; logger: Logger },
+  client: RedisClient,
+  options: {
+    remeasureEveryMs: number;
+    logger: Logger /** The deployment's: its slot's primary is read (a cluster). */;
+    prefix: string;
+  },
 ): Promise<RedisClock> {
   /** The wall clock minus the monotonic one: it moves when either steps, or the host slept. */
   const wallGap = () => Date.now() - hostNow();
-  let offsetMs = await measureOffsetMs(client);
+  let offsetMs = await measureOffsetMs(client, options.prefix);
   let gapAtMeasurement = wallGap();
   let measuring = false;
   function remeasure(): void {
     if (measuring) return;
     measuring = true;
     const gap = wallGap();
-    measureOffsetMs(client)
+    measureOffsetMs(client, options.prefix)
       .then(
         (measured) => {
           offsetMs = measured;

@@ -1,6 +1,8 @@
+/// <reference path="./cluster-key-slot.d.ts" />
 import { once } from 'node:events';
 import { SwitchboardError } from '@switchboard/core';
-import { Redis, type RedisOptions } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 /**
  * Client options that make a command fail at once while Redis is unreachable, instead of waiting
@@ -16,12 +18,64 @@ export const FAIL_FAST_OPTIONS = {
   lazyConnect: true,
 } as const satisfies RedisOptions;
 
-/** Makes the pool's connections: one for commands, one subscribed to the wake-up channel. */
-export type RedisClientFactory = (role: 'commands' | 'subscriber') => Redis;
+/**
+ * Where the store's Redis is (`store.url` or `store.cluster`): one Redis URL, or the seed URLs of a
+ * Redis Cluster, of which any reachable one is enough to find the others.
+ */
+export type RedisTarget = string | readonly string[];
 
-/** A factory connecting to `url` with `FAIL_FAST_OPTIONS`. */
-export function redisClientFactory(url: string): RedisClientFactory {
-  return () => new Redis(url, FAIL_FAST_OPTIONS);
+/** A connection to one Redis, or a client of a Redis Cluster (a connection per node it uses). */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A fail-fast client of `target` (`FAIL_FAST_OPTIONS`). A cluster's nodes take the first seed's
+ * credentials and TLS; every key of a deployment sits in one slot (`{<prefix>}`), so its commands
+ * and scripts go to the one primary holding it, and the client follows that slot when it moves.
+ */
+export function createRedisClient(target: RedisTarget): RedisClient {
+  if (typeof target === 'string') return new Redis(target, FAIL_FAST_OPTIONS);
+  const seeds = target.map((url) => new URL(url));
+  const first = seeds[0];
+  if (first === undefined) throw new Error('a Redis Cluster needs at least one seed URL');
+  const { lazyConnect, enableOfflineQueue, ...nodeOptions } = FAIL_FAST_OPTIONS;
+  return new Cluster(
+    seeds.map((url) => ({ host: url.hostname, port: Number(url.port || 6379) })),
+    {
+      lazyConnect,
+      enableOfflineQueue,
+      // A cluster client that cannot reach a slot's node retries the command itself otherwise.
+      maxRedirections: 16,
+      retryDelayOnClusterDown: 100,
+      redisOptions: {
+        ...nodeOptions,
+        ...(first.username === '' ? {} : { username: decodeURIComponent(first.username) }),
+        ...(first.password === '' ? {} : { password: decodeURIComponent(first.password) }),
+        ...(first.protocol === 'rediss:' ? { tls: {} } : {}),
+      },
+    },
+  );
+}
+
+/**
+ * The connection to the primary that holds `{<prefix>}`'s slot, for the commands without a key
+ * that must reach it (`TIME`, `WAIT`, `INFO`): a cluster client would send them to any node, and
+ * a `WAIT` counts the writes of the connection it is sent on. A single Redis is its own. Throws
+ * while a cluster client does not know that slot's node (not connected, or the slot moving).
+ */
+export function primaryOf(client: RedisClient, prefix: string): Redis {
+  if (client instanceof Redis) return client;
+  const holder = client.slots[calculateSlot(`{${prefix}}`)]?.[0];
+  const node = client.nodes('master').find((each) => `${each.options.host}:${each.options.port}` === holder);
+  if (node === undefined) throw new Error(`no Redis Cluster node is known to hold the slot of {${prefix}}`);
+  return node;
+}
+
+/** Makes the pool's connections: one for commands, one subscribed to the wake-up channel. */
+export type RedisClientFactory = (role: 'commands' | 'subscriber') => RedisClient;
+
+/** A factory connecting to `target` with `FAIL_FAST_OPTIONS`. */
+export function redisClientFactory(target: RedisTarget): RedisClientFactory {
+  return () => createRedisClient(target);
 }
 
 /**
@@ -64,7 +118,7 @@ export function mayHaveRun(err: unknown): boolean {
  * Waits until `client` is ready, connecting it if it was made with `lazyConnect`; on failure
  * closes it, so that its reconnect loop stops.
  */
-export async function connect(client: Redis, retryAfterMs: number): Promise<void> {
+export async function connect(client: RedisClient, retryAfterMs: number): Promise<void> {
   try {
     if (client.status === 'wait') await client.connect();
     else if (client.status !== 'ready') await once(client, 'ready');

@@ -8,7 +8,7 @@ import {
   SwitchboardError,
   replyEntryOf,
 } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient, RedisTarget } from './redis-connection.js';
 import { storeFailure } from './redis-connection.js';
 import { openScriptClient } from './script-client.js';
 import type { ReplicationOptions } from './replication-wait.js';
@@ -20,9 +20,9 @@ export interface RedisHandoffStoreOptions {
    */
   replication?: ReplicationOptions | undefined;
   /** Redis URL; the store opens and owns one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
-  url?: string;
+  url?: RedisTarget;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
-  client?: Redis;
+  client?: RedisClient;
   /** The deployment's prefix: keys are `{<prefix>}:handoff…` (`handoffKeysOf`). */
   prefix: string;
   /** `retryAfterMs` of `SB_STORE_UNAVAILABLE` while Redis does not answer. Default 1000. */

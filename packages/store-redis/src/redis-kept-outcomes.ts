@@ -6,7 +6,7 @@ import {
   overflowOutcomeOf,
   silentLogger,
 } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient, RedisTarget } from './redis-connection.js';
 import { openScriptClient } from './script-client.js';
 import { type MessageReply, queuedOf } from './script-replies.js';
 import type { ReplicationOptions } from './replication-wait.js';
@@ -79,9 +79,9 @@ export interface RedisKeptOutcomesOptions {
    */
   replication?: ReplicationOptions | undefined;
   /** Redis URL (an owned connection with `FAIL_FAST_OPTIONS`), or `client`. */
-  url?: string;
+  url?: RedisTarget;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
-  client?: Redis;
+  client?: RedisClient;
   /** The deployment's prefix: keys are `{<prefix>}:kept-outcomes…`. */
   prefix: string;
   /** The clock of the due times, ms: the pool's. Default `Date.now`. */

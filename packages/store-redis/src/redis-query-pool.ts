@@ -43,6 +43,7 @@ import {
   mayHaveRun,
   redisClientFactory,
   storeFailure,
+  type RedisTarget,
 } from './redis-connection.js';
 import {
   type LocateReply,
@@ -65,7 +66,7 @@ export interface RedisQueryPoolOptions {
    */
   replication?: ReplicationOptions | undefined;
   /** Redis to connect to, e.g. `redis://127.0.0.1:6379/0`. Either this or `createClient`. */
-  url?: string;
+  url?: RedisTarget;
   /**
    * Makes the pool's two connections instead of `url` (give them `FAIL_FAST_OPTIONS`, or
    * enqueues wait in ioredis' offline queue while Redis is down).
@@ -802,7 +803,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         const differences = (mismatch.details as { differences: string[] }).differences.join('; ');
         return { ok: false, detail: `config mismatch with the live replicas: ${differences}` };
       }
-      return checkRedisHealth(client, options.replication?.replicas ?? 0);
+      return checkRedisHealth(client, options.prefix, options.replication?.replicas ?? 0);
     },
 
     async shutdown() {

@@ -5,14 +5,14 @@ import {
   type RateBuckets,
   SwitchboardError,
 } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient, RedisTarget } from './redis-connection.js';
 import { openScriptClient } from './script-client.js';
 
 export interface RedisRateBucketsOptions {
   /** Redis URL; the buckets open and own one connection with `FAIL_FAST_OPTIONS`. Either this or `client`. */
-  url?: string;
+  url?: RedisTarget;
   /** A connection the caller owns (give it `FAIL_FAST_OPTIONS`); `close()` leaves it open. */
-  client?: Redis;
+  client?: RedisClient;
   /** The deployment's prefix: keys are `{<prefix>}:rate:<bucket key>`. */
   prefix: string;
   /**

@@ -6,8 +6,14 @@ import {
   type TurnStart,
   turnStartOf,
 } from '@switchboard/core';
-import type { Redis } from 'ioredis';
-import { connect, redisClientFactory, storeFailure } from './redis-connection.js';
+import {
+  type RedisClient,
+  type RedisTarget,
+  connect,
+  primaryOf,
+  redisClientFactory,
+  storeFailure,
+} from './redis-connection.js';
 
 /**
  * `ReplicaEvents` over Redis pub/sub (docs/design.md §5 "Several replicas"): outcomes and turn
@@ -22,7 +28,7 @@ export interface RedisReplicaEvents extends ReplicaEvents {
 
 export interface RedisReplicaEventsOptions {
   /** The pool's Redis, e.g. `redis://127.0.0.1:6379/0`; connected with `FAIL_FAST_OPTIONS`. */
-  url: string;
+  url: RedisTarget;
   /** The pool's prefix: replicas sharing a pool share its events. */
   prefix: string;
   /** This replica's id (the pool's `replicaId`): its own events come back and are ignored. */
@@ -109,6 +115,15 @@ export async function createRedisReplicaEvents(
     throw storeFailure(err, retryAfterMs);
   }
 
+  /**
+   * Publishes from the primary holding the prefix's slot: on a cluster, the publishes of one
+   * replica then leave one node in the order they were made (another node would relay them over
+   * its own link).
+   */
+  async function send(topic: string, text: string): Promise<number> {
+    return primaryOf(publisher, options.prefix).publish(topic, text);
+  }
+
   function publish(event: RelayedEvent): void {
     let text: string;
     try {
@@ -118,7 +133,7 @@ export async function createRedisReplicaEvents(
       return;
     }
     // Sent at once, never awaited: the outcome path does not wait for the other replicas.
-    publisher.publish(channel, text).catch((err: unknown) => {
+    send(channel, text).catch((err: unknown) => {
       logger.warn({ err, kind: event.kind }, 'event relay failed: the other replicas miss this event');
     });
   }
@@ -160,7 +175,7 @@ export async function createRedisReplicaEvents(
   return {
     publishReplies(replies) {
       const topic = sessionChannelOf(options.prefix, replies.channel, replies.session);
-      publisher.publish(topic, JSON.stringify({ from: replicaId, ...replies })).catch((err: unknown) => {
+      send(topic, JSON.stringify({ from: replicaId, ...replies })).catch((err: unknown) => {
         logger.warn({ err }, 'reply relay failed: streams on other replicas miss these replies');
       });
     },
@@ -203,7 +218,7 @@ export async function createRedisReplicaEvents(
   };
 }
 
-async function quit(connections: Redis[]): Promise<void> {
+async function quit(connections: RedisClient[]): Promise<void> {
   try {
     await Promise.all(connections.map((connection) => connection.quit()));
   } catch {

@@ -16,7 +16,13 @@ import {
 import type { ScriptOf } from './lua-scripts.js';
 import { startRedisClock } from './redis-clock.js';
 import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js';
-import { type RedisClientFactory, connect, redisClientFactory, storeFailure } from './redis-connection.js';
+import {
+  type RedisClientFactory,
+  connect,
+  redisClientFactory,
+  storeFailure,
+  type RedisTarget,
+} from './redis-connection.js';
 import { replyOutboxKeysOf } from './reply-outbox-keys.js';
 import { openScriptClient } from './script-client.js';
 import type { ReplicationOptions } from './replication-wait.js';
@@ -28,7 +34,7 @@ export interface RedisReplyOutboxOptions {
    */
   replication?: ReplicationOptions | undefined;
   /** Redis to connect to, e.g. `redis://127.0.0.1:6379/0`. Either this or `createClient`. */
-  url?: string;
+  url?: RedisTarget;
   /** Makes the outbox's two connections instead of `url` (give them `FAIL_FAST_OPTIONS`). */
   createClient?: RedisClientFactory;
   /** The deployment's prefix (the pool's): keys are `{<prefix>}:reply-outbox:…`. */
@@ -164,6 +170,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     clock = await startRedisClock(commands, {
       remeasureEveryMs: options.clockRemeasureEveryMs ?? DEFAULTS.clockRemeasureEveryMs,
       logger,
+      prefix: options.prefix,
     });
   } catch (err) {
     commands.disconnect();

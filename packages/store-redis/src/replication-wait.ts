@@ -1,5 +1,5 @@
 import { SwitchboardError } from '@switchboard/core';
-import type { Redis } from 'ioredis';
+import { type RedisClient, primaryOf } from './redis-connection.js';
 import { ANSWERED_UNREPLICATED, type ScriptName } from './lua-scripts.js';
 
 /**
@@ -30,7 +30,8 @@ class ReplicationTimeout extends Error {
  * per replication round trip, however many writers).
  */
 export function replicationWaiter(
-  client: Redis,
+  client: RedisClient,
+  prefix: string,
   { replicas, timeoutMs }: ReplicationOptions,
   retryAfterMs: number,
 ): () => Promise<void> {
@@ -40,7 +41,7 @@ export function replicationWaiter(
   async function waitOnce(): Promise<void> {
     let acknowledged: number;
     try {
-      acknowledged = await client.wait(replicas, timeoutMs);
+      acknowledged = await primaryOf(client, prefix).wait(replicas, timeoutMs);
     } catch (err) {
       // Not sent, or refused (`UNBLOCKED` when the primary is demoted): the write itself ran.
       const reason = err instanceof Error ? err.message : String(err);
@@ -80,12 +81,13 @@ export function replicationWaiter(
  * `replication`, or for a script in `ANSWERED_UNREPLICATED`).
  */
 export function replicatedWrites(
-  client: Redis,
+  client: RedisClient,
+  prefix: string,
   replication: ReplicationOptions | undefined,
   retryAfterMs: number,
 ): <Reply>(name: ScriptName, reply: Promise<Reply>) => Promise<Reply> {
   if (replication === undefined || replication.replicas === 0) return (_name, reply) => reply;
-  const waitForReplicas = replicationWaiter(client, replication, retryAfterMs);
+  const waitForReplicas = replicationWaiter(client, prefix, replication, retryAfterMs);
   return async (name, reply) => {
     const answer = await reply;
     if (!ANSWERED_UNREPLICATED.has(name)) await waitForReplicas();

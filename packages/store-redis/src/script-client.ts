@@ -1,12 +1,18 @@
 import { Redis } from 'ioredis';
 import { assertDataFormat } from './data-format.js';
 import { type ScriptName, defineLuaScripts, runScript } from './lua-scripts.js';
-import { FAIL_FAST_OPTIONS, connect, storeFailure } from './redis-connection.js';
+import {
+  FAIL_FAST_OPTIONS,
+  connect,
+  storeFailure,
+  type RedisClient,
+  type RedisTarget,
+} from './redis-connection.js';
 import { type ReplicationOptions, replicatedWrites } from './replication-wait.js';
 
 /** A connection that runs the `lua/` scripts, and whether its user owns (and so closes) it. */
 export interface ScriptClient {
-  client: Redis;
+  client: RedisClient;
   ownsClient: boolean;
   /**
    * Runs `name` with its KEYS and ARGV, and after a write waits for `replication` replicas; Redis
@@ -26,8 +32,8 @@ export interface ScriptClient {
  * build's format; an owned connection is then closed.
  */
 export async function openScriptClient(options: {
-  url: string | undefined;
-  client: Redis | undefined;
+  url: RedisTarget | undefined;
+  client: RedisClient | undefined;
   prefix: string;
   retryAfterMs: number;
   /** Replicas that must hold a write before it is answered; none waited for without. */
@@ -46,7 +52,7 @@ export async function openScriptClient(options: {
     if (ownsClient) client.disconnect();
     throw storeFailure(err, retryAfterMs);
   }
-  const replicated = replicatedWrites(client, options.replication, retryAfterMs);
+  const replicated = replicatedWrites(client, options.prefix, options.replication, retryAfterMs);
   return {
     client,
     ownsClient,

@@ -12,7 +12,11 @@ describe.skipIf(!reachable)('startRedisClock', () => {
     it('reads the same time as this host, to within a few ms', async () => {
       const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
       await client.connect();
-      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const clock = await startRedisClock(client, {
+        remeasureEveryMs: 60_000,
+        logger: recordingLogger(),
+        prefix: 'clock',
+      });
       try {
         expect(Math.abs(clock.now() - Date.now())).toBeLessThan(50);
       } finally {
@@ -28,7 +32,11 @@ describe.skipIf(!reachable)('startRedisClock', () => {
       await client.connect();
       // Blocks this connection 800 ms; the first TIME queues behind it.
       const blocked = client.blpop(`sb-test-clock-${process.pid}`, 0.8);
-      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const clock = await startRedisClock(client, {
+        remeasureEveryMs: 60_000,
+        logger: recordingLogger(),
+        prefix: 'clock',
+      });
       try {
         await blocked;
         const [seconds, microseconds] = await client.time();
@@ -45,7 +53,11 @@ describe.skipIf(!reachable)('startRedisClock', () => {
     it('measures again at once', async () => {
       const client = new Redis(REDIS_URL, { ...FAIL_FAST_OPTIONS, retryStrategy: () => 10 });
       await client.connect();
-      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const clock = await startRedisClock(client, {
+        remeasureEveryMs: 60_000,
+        logger: recordingLogger(),
+        prefix: 'clock',
+      });
       const reads = vi.spyOn(client, 'time');
       try {
         client.disconnect(true);
@@ -62,7 +74,11 @@ describe.skipIf(!reachable)('startRedisClock', () => {
     it("keeps reading Redis' time: the step does not move it until the next measurement", async () => {
       const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
       await client.connect();
-      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const clock = await startRedisClock(client, {
+        remeasureEveryMs: 60_000,
+        logger: recordingLogger(),
+        prefix: 'clock',
+      });
       const wall = Date.now;
       // The host's clock jumps 30 s ahead (an NTP step); its monotonic clock does not.
       const stepped = vi.spyOn(Date, 'now').mockImplementation(() => wall() + 30_000);
@@ -82,7 +98,11 @@ describe.skipIf(!reachable)('startRedisClock', () => {
     it("measures again at once and reads Redis' time, not a minute later", async () => {
       const client = new Redis(REDIS_URL, FAIL_FAST_OPTIONS);
       await client.connect();
-      const clock = await startRedisClock(client, { remeasureEveryMs: 60_000, logger: recordingLogger() });
+      const clock = await startRedisClock(client, {
+        remeasureEveryMs: 60_000,
+        logger: recordingLogger(),
+        prefix: 'clock',
+      });
       const monotonic = performance.now.bind(performance);
       const slept = vi.spyOn(performance, 'now').mockImplementation(() => monotonic() - 30_000);
       try {

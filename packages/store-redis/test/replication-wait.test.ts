@@ -134,7 +134,9 @@ describe('a WAIT that fails itself', () => {
     ],
   ])('%s fails the write as SB_STORE_UNAVAILABLE that may have been applied', async (_case, failure) => {
     const client = { wait: () => Promise.reject(failure) } as unknown as RedisClient;
-    const refusal = await replicationWaiter(client, ONE_REPLICA, 1000)().catch((err: unknown) => err);
+    const refusal = await replicationWaiter(client, 'replication', ONE_REPLICA, 1000)().catch(
+      (err: unknown) => err,
+    );
     expect(isSwitchboardError(refusal, 'SB_STORE_UNAVAILABLE')).toBe(true);
     expect(mayHaveRun(refusal)).toBe(true);
   });

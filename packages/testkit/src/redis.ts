@@ -217,3 +217,42 @@ export async function infoField(url: string, section: string, field: string): Pr
     return undefined;
   }
 }
+
+/**
+ * A Redis Cluster of the test's own: `shards` primaries (no replicas, no persistence) on free
+ * ports, their slots spread by `redis-cli --cluster create`, `cluster_state:ok` on every node
+ * before this resolves. `urls`: one per node, the seeds a cluster client starts from.
+ */
+export async function startPrivateCluster(shards = 3) {
+  const nodes: Array<Awaited<ReturnType<typeof startPrivateRedis>>> = [];
+  try {
+    for (let shard = 0; shard < shards; shard++)
+      nodes.push(await startPrivateRedis(['--appendonly', 'no', '--cluster-enabled', 'yes']));
+    const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-yes'], {
+        stdio: 'ignore',
+      });
+      child.once('error', reject);
+      child.once('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`redis-cli --cluster create exited with ${code}`)),
+      );
+    });
+    await eventually(async () => {
+      const views = await Promise.all(
+        nodes.map((node) => command(node.url, (client) => client.cluster('INFO')).catch(() => '')),
+      );
+      return views.every((view) => /^cluster_state:ok/m.test(String(view)));
+    }, 20_000);
+  } catch (err) {
+    await Promise.all(nodes.map((node) => node.remove()));
+    throw err;
+  }
+  return {
+    urls: nodes.map((node) => node.url),
+    nodes,
+    async remove(): Promise<void> {
+      await Promise.all(nodes.map((node) => node.remove()));
+    },
+  };
+}

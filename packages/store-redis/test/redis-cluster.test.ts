@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import { PipelinePolicySchema } from '@switchboard/core';
+import {
+  channelLeasesContract,
+  handoffStoreContract,
+  queryPoolContract,
+  rateBucketsContract,
+  replicaEventsContract,
+  replyOutboxContract,
+} from '@switchboard/contracts';
+import { startPrivateCluster } from '@switchboard/testkit/redis';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createRedisChannelLeases,
+  createRedisHandoffStore,
+  createRedisQueryPool,
+  createRedisRateBuckets,
+  createRedisReplicaEvents,
+  createRedisReplyOutbox,
+  type RedisQueryPool,
+} from '../src/index.js';
+import { recordingLogger } from './redis-harness.js';
+
+/**
+ * Every store on a Redis Cluster of three primaries (`store.cluster`): each contract suite as on
+ * one Redis. A deployment's keys share one slot, so its scripts run on the primary holding it;
+ * the keys of several prefixes spread over the primaries. The cluster is this file's own, on free
+ * ports, and goes with it (so no key is removed test by test).
+ */
+let cluster: Awaited<ReturnType<typeof startPrivateCluster>>;
+beforeAll(async () => {
+  cluster = await startPrivateCluster(3);
+}, 60_000);
+afterAll(async () => {
+  await cluster?.remove();
+});
+
+/** Opens stores with `open` under one fresh prefix; `close` stops each with `stop`. */
+function opener<Store>(
+  open: (prefix: string) => Promise<Store>,
+  stop: (store: Store) => Promise<void> = (store) => (store as { close(): Promise<void> }).close(),
+) {
+  const prefix = `sb-cluster-${randomUUID()}`;
+  const opened: Store[] = [];
+  return {
+    async open() {
+      const store = await open(prefix);
+      opened.push(store);
+      return store;
+    },
+    async close() {
+      for (const store of opened) await stop(store);
+    },
+  };
+}
+
+describe('on a Redis Cluster', () => {
+  queryPoolContract('redis cluster', async ({ now, concurrency, limits, pipelines, tenants }) => {
+    const pools = opener<RedisQueryPool>(
+      (prefix) =>
+        createRedisQueryPool({ url: cluster.urls, prefix, now, concurrency, limits, pipelines, tenants }),
+      (pool) => pool.shutdown(),
+    );
+    return { store: await pools.open(), peer: pools.open, close: pools.close };
+  });
+
+  replyOutboxContract('redis cluster', async () => {
+    const outboxes = opener((prefix) =>
+      createRedisReplyOutbox({ url: cluster.urls, prefix, leaseMs: 60_000 }),
+    );
+    return { store: await outboxes.open(), peer: outboxes.open, close: outboxes.close };
+  });
+
+  channelLeasesContract('redis cluster', async () => {
+    const leases = opener((prefix) => createRedisChannelLeases({ url: cluster.urls, prefix }));
+    return { store: await leases.open(), close: leases.close };
+  });
+
+  handoffStoreContract('redis cluster', async () => {
+    const stores = opener((prefix) => createRedisHandoffStore({ url: cluster.urls, prefix }));
+    return { store: await stores.open(), peer: stores.open, close: stores.close };
+  });
+
+  rateBucketsContract('redis cluster', async ({ now }) => {
+    const buckets = opener((prefix) => createRedisRateBuckets({ url: cluster.urls, prefix, now }));
+    return { store: await buckets.open(), close: buckets.close };
+  });
+
+  replicaEventsContract('redis cluster', async () => {
+    let replicas = 0;
+    const events = opener((prefix) =>
+      createRedisReplicaEvents({
+        url: cluster.urls,
+        prefix,
+        replicaId: `replica-${++replicas}`,
+        logger: recordingLogger(),
+      }),
+    );
+    return { store: await events.open(), peer: events.open, close: events.close };
+  });
+
+  it('keeps each deployment on one primary and spreads deployments over the primaries', async () => {
+    const prefixes = Array.from({ length: 12 }, (_, index) => `sb-cluster-spread-${index}`);
+    const pools = await Promise.all(
+      prefixes.map((prefix) =>
+        createRedisQueryPool({
+          url: cluster.urls,
+          prefix,
+          concurrency: { global: 20, perSession: 1 },
+          limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+          pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+        }),
+      ),
+    );
+    try {
+      const holders = await Promise.all(
+        cluster.nodes.map(async (node) => {
+          const client = new Redis(node.url);
+          try {
+            const keys = await client.keys('{sb-cluster-spread-*');
+            return new Set(keys.map((key) => key.slice(1, key.indexOf('}'))));
+          } finally {
+            client.disconnect();
+          }
+        }),
+      );
+      for (const prefix of prefixes) expect(holders.filter((held) => held.has(prefix))).toHaveLength(1);
+      expect(holders.filter((held) => held.size > 0).length).toBeGreaterThan(1);
+    } finally {
+      await Promise.all(pools.map((pool) => pool.shutdown()));
+    }
+  });
+});
