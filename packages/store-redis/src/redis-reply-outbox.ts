@@ -347,8 +347,9 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
 
     delivered: end,
 
-    endAndClaim(claim, nowMs, ended) {
-      return remove(claim, ended, nowMs);
+    async endAndClaim(claim, nowMs, ended) {
+      const { settlement, next } = await remove(claim, ended, nowMs);
+      return { settlement, next };
     },
 
     retry(claim, notBeforeMs, error) {

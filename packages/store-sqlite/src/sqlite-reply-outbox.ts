@@ -338,7 +338,7 @@ export function createSqliteReplyOutbox(
 
     async addAndClaim(delivery, nowMs) {
       const result = await store(delivery);
-      return { result, claim: claimNext(delivery.channel, nowMs) };
+      return { result, claim: result === 'added' ? claimNext(delivery.channel, nowMs) : null };
     },
 
     async claim(channel, nowMs) {

@@ -163,7 +163,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
 
     async addAndClaim(delivery, nowMs) {
       const result = store(delivery);
-      return { result, claim: claimNext(delivery.channel, nowMs) };
+      return { result, claim: result === 'added' ? claimNext(delivery.channel, nowMs) : null };
     },
 
     async claim(channel, nowMs) {

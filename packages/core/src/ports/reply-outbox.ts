@@ -142,7 +142,7 @@ export interface ReplyOutbox {
   /**
    * Adds as `add` does, then claims for the caller as `claim(delivery.channel, nowMs)` would,
    * in the same write: the added delivery itself when its chat has nothing ahead, it is due and
-   * no other chat's due head is older. Announces (`onDue`) only what the caller did not take: a
+   * no other chat's due head is older. A `duplicate` claims nothing. Announces (`onDue`) only what the caller did not take: a
    * new due head it left unclaimed. For a caller that can send one delivery of the channel now.
    */
   addAndClaim(delivery: Delivery, nowMs: number): Promise<AddAndClaimResult>;
