@@ -352,7 +352,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     const sends = sendsOf(channel);
     let claimAfter = false;
     const slot: Promise<void> = (async () => {
-      for (let claim = await first; claim !== null; ) {
+      // Once the drain began no send starts: a claim still to send stays (a durable outbox sends
+      // it after the next start; memory records it dropped).
+      for (let claim = await first; claim !== null && !stopped; ) {
         if (claim.moreDue) pump(channel);
         const deliveryId = claim.delivery.id;
         const ended = await attempt(claim, policy).catch((err: unknown) => {
@@ -398,6 +400,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       // The drain began while the claim was on its way: no send starts after it. The claim stays
       // (a durable outbox sends it after the next start; memory records it dropped).
       if (stopped) return;
+      // This loop claims on while more is due: the slot need not look for more.
       occupySlot(channel, Promise.resolve({ ...claim, moreDue: false }), policy);
       if (!claim.moreDue) return;
     }
