@@ -91,6 +91,17 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
     );
   }
 
+  // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
+  const sender = createReplySender({
+    outbox: stores.outbox,
+    now: outboxNow,
+    channel: (id) => adapters.get(id),
+    policy: (id) => outboundPolicies.get(id),
+    outcomes,
+    logger,
+    observer: { deliveryEnded: options.deliveryEnded },
+  });
+
   const controller = createController({
     pool,
     pipelines: pipelines.pipelines,
@@ -98,7 +109,9 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
     outcomes,
     logger,
     tracer: options.tracer,
-    outbox: stores.outbox,
+    // Answers are added through the sender: one this replica can send at once is claimed by its
+    // add (docs/design.md §2 "Outbox"). Every other call goes to the outbox itself.
+    outbox: { ...stores.outbox, add: (delivery) => sender.add(delivery) },
     handoffs: options.handoffs,
     // Deliveries are stamped on the clock the sender claims them by (a skewed replica would hold
     // every reply back by its skew); the same clock as the host's unless the outbox is shared.
@@ -131,17 +144,6 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
     },
     queryFor: options.queryFor,
     observer: options.observer,
-  });
-
-  // Sends what the outbox holds, outside any turn (docs/design.md §2 "Outbox").
-  const sender = createReplySender({
-    outbox: stores.outbox,
-    now: outboxNow,
-    channel: (id) => adapters.get(id),
-    policy: (id) => outboundPolicies.get(id),
-    outcomes,
-    logger,
-    observer: { deliveryEnded: options.deliveryEnded },
   });
 
   return { ingress, controller, sender };

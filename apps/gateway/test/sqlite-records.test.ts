@@ -40,6 +40,11 @@ function gatewayOn(store: SqliteStore) {
       tries.removals += 1;
       return store.outbox.failed(claim, ended);
     },
+    // The running sender's removal, which claims the next delivery with it.
+    endAndClaim: (claim, nowMs, ended) => {
+      tries.removals += 1;
+      return store.outbox.endAndClaim(claim, nowMs, ended);
+    },
   };
   const outcomes = createOutcomeBus();
   const audit = createAuditRecorder({

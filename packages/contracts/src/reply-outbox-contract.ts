@@ -168,6 +168,102 @@ export function replyOutboxContract(name: string, factory: StoreFactory<ReplyOut
       });
     });
 
+    describe('when a claim says whether more is due (moreDue)', () => {
+      it('says so while another chat has a due head unclaimed, and not for a head that waits', async () => {
+        const chatB = 'telegram:tg:person:7';
+        await subject.store.add(deliveryFixture(1));
+        await subject.store.add(deliveryFixture(2, { chat: chatB }));
+        await subject.store.add(deliveryFixture(3));
+        await subject.store.add(deliveryFixture(4, { chat: 'chat-c', notBefore: subject.now() + 1000 }));
+        expect((await claim())?.moreDue).toBe(true);
+        // Left: chat A's second, behind its claimed head, and chat C's, not due yet.
+        const last = await claim();
+        expect([idOf(last), last?.moreDue]).toEqual([deliveryFixture(2).id, false]);
+        expect(await claim()).toBeNull();
+      });
+    });
+
+    describe('when an add claims for its caller (addAndClaim)', () => {
+      it('claims the delivery it adds when its chat is empty and it is due, once', async () => {
+        const delivery = deliveryFixture(1);
+        const { result, claim: claimed } = await subject.store.addAndClaim(delivery, subject.now());
+        expect(result).toBe('added');
+        expect(claimed).toEqual({ delivery, token: expect.any(String), moreDue: false });
+        expect(await claim()).toBeNull();
+        expect(await subject.store.pending()).toEqual({ [CHANNEL]: 1 });
+        expect(await subject.store.delivered(claimed as DeliveryClaim)).toBe('settled');
+        expect(await subject.store.pending()).toEqual({});
+      });
+
+      it("leaves a delivery behind its chat's head to the head's removal, which claims it next", async () => {
+        await subject.store.add(deliveryFixture(1));
+        const head = (await claim()) as DeliveryClaim;
+        expect(await subject.store.addAndClaim(deliveryFixture(2), subject.now())).toEqual({
+          result: 'added',
+          claim: null,
+        });
+        expect(await claim()).toBeNull();
+        const { next } = await subject.store.endAndClaim(head, subject.now());
+        expect(idOf(next)).toBe(deliveryFixture(2).id);
+      });
+
+      it("claims an older chat's due head instead, and says its own is due", async () => {
+        await subject.store.add(deliveryFixture(1));
+        const { claim: claimed } = await subject.store.addAndClaim(
+          deliveryFixture(2, { chat: 'telegram:tg:person:7' }),
+          subject.now(),
+        );
+        expect([idOf(claimed), claimed?.moreDue]).toEqual([deliveryFixture(1).id, true]);
+        expect(idOf(await claim())).toBe(deliveryFixture(2).id);
+      });
+
+      it('claims nothing for a delivery not due yet, nor for an id stored already', async () => {
+        const later = deliveryFixture(1, { notBefore: subject.now() + 1000 });
+        expect((await subject.store.addAndClaim(later, subject.now())).claim).toBeNull();
+        expect(await subject.store.addAndClaim(later, subject.now() + 1000)).toEqual({
+          result: 'duplicate',
+          claim: null,
+        });
+        subject.advance(1000);
+        expect(idOf(await claim())).toBe(later.id);
+      });
+
+      it('tells the onDue listeners nothing about a delivery it claimed', async () => {
+        const woken: string[] = [];
+        const stop = subject.store.onDue((channel) => woken.push(channel));
+        await subject.store.addAndClaim(deliveryFixture(1), subject.now());
+        stop();
+        expect(woken).toEqual([]);
+      });
+    });
+
+    describe('when a removal claims next (endAndClaim)', () => {
+      it("removes the delivery and claims its chat's next one in the same call", async () => {
+        const remembered = deliveryFixture(1, { id: 'replay:01JAUDIT', rememberForMs: 60_000 });
+        await subject.store.add(remembered);
+        await subject.store.add(deliveryFixture(2));
+        const first = (await claim()) as DeliveryClaim;
+        const { settlement, next } = await subject.store.endAndClaim(first, subject.now());
+        expect(settlement).toBe('settled');
+        expect(next).toEqual({ delivery: deliveryFixture(2), token: expect.any(String), moreDue: false });
+        expect(await subject.store.add(remembered)).toBe('duplicate');
+        expect(await subject.store.endAndClaim(next as DeliveryClaim, subject.now())).toEqual({
+          settlement: 'settled',
+          next: null,
+        });
+        expect(await subject.store.pending()).toEqual({});
+      });
+
+      it('answers lost for a claim settled already, and still claims what is due', async () => {
+        await subject.store.add(deliveryFixture(1));
+        await subject.store.add(deliveryFixture(2, { chat: 'telegram:tg:person:7' }));
+        const first = (await claim()) as DeliveryClaim;
+        await subject.store.delivered(first);
+        const { settlement, next } = await subject.store.endAndClaim(first, subject.now());
+        expect([settlement, idOf(next)]).toEqual(['lost', deliveryFixture(2).id]);
+      });
+    });
+
     describe('when two consumers share the store', () => {
       it('never hands them the same delivery, and frees a chat for both once settled', async (context) => {
         const peer = await subject.peer();

@@ -241,11 +241,14 @@ export type {
 export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
 export type { BucketAttempt, BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
 export type {
+  AddAndClaimResult,
   AddResult,
+  ClaimedDelivery,
   Delivery,
   DeliveryClaim,
   DeliveryError,
   DeliveryMessage,
+  EndAndClaimResult,
   ReplyOutbox,
 } from './ports/reply-outbox.js';
 export { turnStartOf } from './ports/replica-events.js';

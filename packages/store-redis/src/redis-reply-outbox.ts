@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   type AddResult,
+  type ClaimedDelivery,
   type Delivery,
   type DeliveryClaim,
   type DeliveryError,
+  type EndAndClaimResult,
   type KeptOutcome,
   type Logger,
   type Outcome,
@@ -205,40 +207,100 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
   const run = <Reply>(script: ScriptOf<'reply-outbox'>, channel: string, ...args: Array<string | number>) =>
     opened.script<Reply>(script, keys.keysOf(channel), [keys.prefix, channel, replicaId, ...args]);
 
-  /**
-   * Tokens whose last removal got no reply (Redis may have applied it): the next removal with the
-   * token says it repeats one, and a delivery ended by that token (its remembered id holds it)
-   * answers `settled` instead of `lost`, so the sender records the messages' outcome
-   * (lua/reply-outbox/remove.lua). Oldest first; bounded, as a sender may give a claim up.
-   */
-  const unansweredRemovals = new Set<string>();
+  /** A claim as the scripts answer it: the delivery's fields, or none. */
+  function claimedOf(fields: DeliveryReply | [], token: string, moreDue: number): ClaimedDelivery | null {
+    return fields.length === 0 ? null : { delivery: deliveryOf(fields), token, moreDue: moreDue === 1 };
+  }
 
-  async function remove(claim: DeliveryClaim, ended?: readonly Outcome[]): Promise<Settlement> {
+  /**
+   * Tokens whose last removal got no reply (Redis may have applied it), with the token of the
+   * claim it asked for next (or ''): the next removal with the token says it repeats one, and a
+   * delivery ended by that token (its remembered id holds it) answers `settled` instead of
+   * `lost`, so the sender records the messages' outcome (lua/reply-outbox/remove.lua), and the
+   * next claim answers the delivery it holds. Oldest first; bounded, as a sender may give a claim
+   * up.
+   */
+  const unansweredRemovals = new Map<string, string>();
+
+  async function remove(
+    claim: DeliveryClaim,
+    ended: readonly Outcome[] | undefined,
+    nowMs?: number,
+  ): Promise<EndAndClaimResult & { nextHead: boolean }> {
     const { id, channel } = claim.delivery;
     const { token } = claim;
-    const repeat = unansweredRemovals.delete(token);
+    const unanswered = unansweredRemovals.get(token);
+    unansweredRemovals.delete(token);
+    const nextToken = nowMs === undefined ? '' : unanswered || randomUUID();
     const kept = keptOutcomeArgs(ended, options.keptOutcome, clock.now() + KEPT_OUTCOME_LEASE_MS);
-    let reply: [Settlement, number?];
+    let reply: [Settlement, DeliveryReply | [], number];
     try {
       reply = await run(
         'reply-outbox/remove',
         channel,
         id,
         token,
-        repeat ? '1' : '0',
+        unanswered === undefined ? '0' : '1',
+        nowMs ?? '',
+        nextToken,
+        nowMs === undefined ? '' : leaseMs,
         keptOutcomeBase,
         kept.dueAt,
         ...kept.pairs,
       );
     } catch (err) {
-      unansweredRemovals.add(token);
+      unansweredRemovals.set(token, nextToken);
       if (unansweredRemovals.size > MAX_UNANSWERED_REMOVALS)
-        unansweredRemovals.delete(unansweredRemovals.values().next().value as string);
+        unansweredRemovals.delete(unansweredRemovals.keys().next().value as string);
       throw err;
     }
-    const [outcome, nextHead] = reply;
-    if (nextHead === 1) notify(channel);
-    return outcome;
+    const [settlement, fields, moreDue] = reply;
+    return { settlement, next: claimedOf(fields, nextToken, moreDue), nextHead: moreDue === 1 };
+  }
+
+  /** `delivered` and `failed`: a removal that claims nothing next. */
+  async function end(claim: DeliveryClaim, ended?: readonly Outcome[]): Promise<Settlement> {
+    const { settlement, nextHead } = await remove(claim, ended);
+    if (nextHead) notify(claim.delivery.channel);
+    return settlement;
+  }
+
+  /**
+   * Runs the add script; with `nowMs` and `token`, asking it to claim for the caller. Answers
+   * {result, claimed (1: the delivery as added, its fields: another one, 0: none), moreDue}.
+   */
+  async function store(
+    delivery: Delivery,
+    nowMs?: number,
+    token?: string,
+  ): Promise<[AddResult, 1 | 0 | DeliveryReply, number]> {
+    const { id, channel, chat, attempts, notBefore, lastError } = delivery;
+    // The retry script stores attempts + 1 as given: anything but an integer would stay.
+    if (!Number.isSafeInteger(attempts) || attempts < 0) {
+      throw new TypeError(`delivery ${id}: attempts must be a whole number >= 0, got ${attempts}`);
+    }
+    // Redis' PX takes a whole number of ms above 0.
+    const { rememberForMs } = delivery;
+    if (rememberForMs !== undefined && (!Number.isSafeInteger(rememberForMs) || rememberForMs <= 0)) {
+      throw new TypeError(`delivery ${id}: rememberForMs must be a whole number > 0, got ${rememberForMs}`);
+    }
+    const reply = await run<[AddResult, 1 | 0 | DeliveryReply, number]>(
+      'reply-outbox/add',
+      channel,
+      id,
+      chat,
+      bodyOf(delivery),
+      attempts,
+      storedTimeOf(notBefore),
+      lastError === undefined ? '' : JSON.stringify(lastError),
+      rememberForMs ?? '',
+      nowMs ?? '',
+      token ?? '',
+      nowMs === undefined ? '' : leaseMs,
+    );
+    // The script announced a new head to the other replicas; this one's sender hears it here.
+    if (nowMs === undefined && reply[2] === 1) notify(channel);
+    return reply;
   }
 
   return {
@@ -247,57 +309,58 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     replicaId,
     now: clock.now,
 
-    async add(delivery): Promise<AddResult> {
-      const { id, channel, chat, attempts, notBefore, lastError } = delivery;
-      // The retry script counts attempts up with HINCRBY, which fails on anything but an integer.
-      if (!Number.isSafeInteger(attempts) || attempts < 0) {
-        throw new TypeError(`delivery ${id}: attempts must be a whole number >= 0, got ${attempts}`);
-      }
-      // Redis' PX takes a whole number of ms above 0.
-      const { rememberForMs } = delivery;
-      if (rememberForMs !== undefined && (!Number.isSafeInteger(rememberForMs) || rememberForMs <= 0)) {
-        throw new TypeError(`delivery ${id}: rememberForMs must be a whole number > 0, got ${rememberForMs}`);
-      }
-      const result = await run<AddResult>(
-        'reply-outbox/add',
-        channel,
-        id,
-        chat,
-        bodyOf(delivery),
-        attempts,
-        storedTimeOf(notBefore),
-        lastError === undefined ? '' : JSON.stringify(lastError),
-        rememberForMs ?? '',
-      );
-      if (result === 'added') notify(channel);
+    async add(delivery) {
+      const [result] = await store(delivery);
       return result;
+    },
+
+    async addAndClaim(delivery, nowMs) {
+      const token = randomUUID();
+      const [result, claimed, moreDue] = await store(delivery, nowMs, token);
+      if (claimed === 0) return { result, claim: null };
+      // Leased as added: the caller's own object is the delivery it sends.
+      if (claimed === 1) return { result, claim: { delivery, token, moreDue: false } };
+      return { result, claim: claimedOf(claimed, token, moreDue) };
     },
 
     async claim(channel, nowMs) {
       const unanswered = unansweredClaims.get(channel) ?? [];
       unansweredClaims.set(channel, unanswered);
-      const token = unanswered.shift() ?? randomUUID();
-      let reply: [Array<[string, string]>, DeliveryReply | []];
+      const repeated = unanswered.shift();
+      const token = repeated ?? randomUUID();
+      let reply: [Array<[string, string]>, DeliveryReply | [], number];
       try {
-        reply = await run('reply-outbox/claim', channel, nowMs, token, leaseMs);
+        reply = await run(
+          'reply-outbox/claim',
+          channel,
+          nowMs,
+          token,
+          leaseMs,
+          repeated === undefined ? '0' : '1',
+        );
       } catch (err) {
         unanswered.push(token);
         throw err;
       }
-      const [reclaimed, fields] = reply;
+      const [reclaimed, fields, moreDue] = reply;
       for (const [deliveryId, chat] of reclaimed) {
         logger.warn(
           { deliveryId, channel, chat, reclaimedBy: replicaId },
           'delivery lease expired: the replica sending it stopped or lost redis; sending it again',
         );
       }
-      return fields.length === 0 ? null : { delivery: deliveryOf(fields), token };
+      return claimedOf(fields, token, moreDue);
     },
 
-    delivered: remove,
+    delivered: end,
+
+    async endAndClaim(claim, nowMs, ended) {
+      const { settlement, next } = await remove(claim, ended, nowMs);
+      return { settlement, next };
+    },
 
     retry(claim, notBeforeMs, error) {
-      const { id, channel } = claim.delivery;
+      const { id, channel, attempts } = claim.delivery;
       return run<Settlement>(
         'reply-outbox/retry',
         channel,
@@ -305,16 +368,22 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
         claim.token,
         storedTimeOf(notBeforeMs),
         JSON.stringify(error),
+        attempts + 1,
       );
     },
 
-    failed: remove,
+    failed: end,
 
     async pending() {
       const counts = await opened.client.hgetall(keys.counts).catch((err: unknown) => {
         throw storeFailure(err, retryAfterMs);
       });
-      return Object.fromEntries(Object.entries(counts).map(([channel, count]) => [channel, Number(count)]));
+      // A channel's count stays at 0 once it emptied (the scripts leave it rather than delete it).
+      return Object.fromEntries(
+        Object.entries(counts)
+          .map(([channel, count]) => [channel, Number(count)] as const)
+          .filter(([, count]) => count > 0),
+      );
     },
 
     async list(channel) {

@@ -148,4 +148,27 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
     expect(await outbox.delivered(held)).toBe('lost');
     expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(deliveryFixture(2).id);
   });
+
+  it('answers the repeat of a removal that claimed next with the same next claim, so its chat is not held until the lease ends', async () => {
+    const clock = manualClock();
+    const outbox = await outboxes.open({
+      url: undefined,
+      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+    });
+    await outbox.add(deliveryFixture(1, { rememberForMs: 60_000 }));
+    await outbox.add(deliveryFixture(2));
+    const held = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    const { admin } = redis;
+    await admin.client('PAUSE', 600, 'WRITE');
+    await expect(outbox.endAndClaim(held, clock.now())).rejects.toMatchObject({
+      code: 'SB_STORE_UNAVAILABLE',
+    });
+    const nextKey = `{${outboxes.prefix}}:reply-outbox:d:${deliveryFixture(2).id}`;
+    await eventually(async () => (await admin.hget(nextKey, 'token')) !== null, 5000, 'the removal applied');
+    const { settlement, next } = await outbox.endAndClaim(held, clock.now());
+    expect(settlement).toBe('settled');
+    expect(next?.delivery).toEqual(deliveryFixture(2));
+    expect(next?.token).toBe(await admin.hget(nextKey, 'token'));
+    expect(await outbox.delivered(next as DeliveryClaim)).toBe('settled');
+  });
 });

@@ -152,7 +152,7 @@ describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
       publisher?.disconnect();
     });
 
-    it('wakes the other replica with the channel, and not itself a second time', async () => {
+    it('wakes the other replica with the channel when a chat gets a head, and not itself a second time', async () => {
       const clock = manualClock();
       const first = await outboxes.open();
       const second = await outboxes.open();
@@ -161,13 +161,14 @@ describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
       first.onDue((channel) => wokenFirst.push(channel));
       second.onDue((channel) => wokenSecond.push(channel));
 
+      // Both of one chat: the second, behind the first, is left to the first's removal.
       await first.add(deliveryFixture(1, { channel: 'sl' }));
       await first.add(deliveryFixture(2, { channel: 'sl' }));
-      await eventually(() => wokenSecond.length === 2, 5000, 'the other replica woken by both adds');
+      await eventually(() => wokenSecond.length === 1, 5000, 'the other replica woken by the new head');
       const claim = (await first.claim('sl', clock.now())) as DeliveryClaim;
       await first.delivered(claim);
-      await eventually(() => wokenSecond.length === 3, 5000, 'the other replica woken by the freed chat');
-      expect(wokenSecond).toEqual(['sl', 'sl', 'sl']);
+      await eventually(() => wokenSecond.length === 2, 5000, 'the other replica woken by the freed chat');
+      expect(wokenSecond).toEqual(['sl', 'sl']);
 
       // A marker published after the echoes arrives after them: once it is seen, none was taken.
       await publisher.publish(
@@ -175,7 +176,7 @@ describe.skipIf(!reachable)('redis reply outbox across replicas', () => {
         JSON.stringify(['marker', 'mk']),
       );
       await eventually(() => wokenFirst.includes('mk'), 5000, 'the marker delivered');
-      expect(wokenFirst).toEqual(['sl', 'sl', 'sl', 'mk']);
+      expect(wokenFirst).toEqual(['sl', 'sl', 'mk']);
     });
   });
 });

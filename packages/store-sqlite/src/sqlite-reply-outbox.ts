@@ -1,5 +1,6 @@
 import {
   type AddResult,
+  type ClaimedDelivery,
   type Delivery,
   type DeliveryClaim,
   type DeliveryError,
@@ -224,8 +225,11 @@ export function createSqliteReplyOutbox(
     remember.run(delivery.id, nowMs + delivery.rememberForMs);
   }
 
-  /** Commits `write` for a claim that still holds, then frees its chat. */
-  async function settle(claim: DeliveryClaim, write: () => void): Promise<Settlement> {
+  /**
+   * Commits `write` for a claim that still holds, then frees its chat, announced when `announce`
+   * (a caller claiming next takes what is due itself).
+   */
+  async function settle(claim: DeliveryClaim, write: () => void, announce = true): Promise<Settlement> {
     if (!holds(claim)) return 'lost';
     const { channel, chat } = claim.delivery;
     // Settling: the token no longer holds (a second settlement is lost), the chat stays claimed.
@@ -240,88 +244,114 @@ export function createSqliteReplyOutbox(
     }
     claims.get(channel)?.delete(chat);
     trackFirstOf(channel, chat);
-    signal(channel);
+    if (announce) signal(channel);
     return 'settled';
+  }
+
+  async function store(delivery: Delivery): Promise<AddResult> {
+    const payload = JSON.stringify(delivery);
+    let result: AddResult = 'added';
+    let seq = 0;
+    await commit(() => {
+      if (remembered.get(delivery.id, now()) !== undefined) {
+        result = 'duplicate';
+        return;
+      }
+      // A duplicate still stored too: its end removes the messages, whichever run stored it.
+      journal?.markAnswered(journaledIdsOf(delivery));
+      const { changes, lastInsertRowid } = insert.run(
+        delivery.id,
+        delivery.channel,
+        delivery.chat,
+        delivery.attempts,
+        delivery.notBefore,
+        payload,
+      );
+      result = changes === 1 ? 'added' : 'duplicate';
+      seq = Number(lastInsertRowid);
+    });
+    if (result === 'added') {
+      // The chat's head when it had none: one it had is older, claimed or tracked.
+      const row = {
+        attempts: delivery.attempts,
+        not_before: delivery.notBefore,
+        last_error: null,
+        payload,
+      };
+      track(delivery.channel, delivery.chat, seq, delivery.notBefore, row);
+    }
+    return result;
+  }
+
+  function claimDue(channel: string, nowMs: number): ClaimedDelivery | null {
+    if (stale.delete(channel)) load(channel);
+    for (let reloaded = false; ; reloaded = true) {
+      const channelHeads = heads.get(channel);
+      if (channelHeads === undefined) return null;
+      const { byChat, ready, delayed } = channelHeads;
+      for (let due = delayed.peek(); due !== undefined && due.notBefore <= nowMs; due = delayed.peek()) {
+        delayed.pop();
+        ready.push(due);
+      }
+      const head = ready.peek();
+      if (head === undefined) return null;
+      const row = head.row ?? rowAt.get(head.seq);
+      if (row === undefined) {
+        // Not where it was tracked (cannot happen while this store is the file's only writer):
+        // the channel's heads are read from the file again, once.
+        if (reloaded) return null;
+        load(channel);
+        continue;
+      }
+      // Read (and parsed) before the head leaves the heaps: a read that throws leaves it there.
+      const delivery = deliveryOf(row);
+      ready.pop();
+      byChat.delete(head.chat);
+      if (head.row !== undefined) channelHeads.keptPayload -= head.row.payload.length;
+      const token = String(++lastToken);
+      let claimed = claims.get(channel);
+      if (claimed === undefined) {
+        claimed = new Map();
+        claims.set(channel, claimed);
+      }
+      claimed.set(delivery.chat, token);
+      return { delivery, token, moreDue: ready.peek() !== undefined };
+    }
+  }
+
+  /** Claims for a caller that just freed or filled a chat, announcing what it leaves due. */
+  function claimNext(channel: string, nowMs: number): ClaimedDelivery | null {
+    const claimed = claimDue(channel, nowMs);
+    if (claimed?.moreDue) signal(channel);
+    return claimed;
   }
 
   return {
     durable: true,
     shared: false,
 
-    async add(delivery): Promise<AddResult> {
-      const payload = JSON.stringify(delivery);
-      let result: AddResult = 'added';
-      let seq = 0;
-      await commit(() => {
-        if (remembered.get(delivery.id, now()) !== undefined) {
-          result = 'duplicate';
-          return;
-        }
-        // A duplicate still stored too: its end removes the messages, whichever run stored it.
-        journal?.markAnswered(journaledIdsOf(delivery));
-        const { changes, lastInsertRowid } = insert.run(
-          delivery.id,
-          delivery.channel,
-          delivery.chat,
-          delivery.attempts,
-          delivery.notBefore,
-          payload,
-        );
-        result = changes === 1 ? 'added' : 'duplicate';
-        seq = Number(lastInsertRowid);
-      });
-      if (result === 'added') {
-        // The chat's head when it had none: one it had is older, claimed or tracked.
-        const row = {
-          attempts: delivery.attempts,
-          not_before: delivery.notBefore,
-          last_error: null,
-          payload,
-        };
-        track(delivery.channel, delivery.chat, seq, delivery.notBefore, row);
-        signal(delivery.channel);
-      }
+    async add(delivery) {
+      const result = await store(delivery);
+      if (result === 'added') signal(delivery.channel);
       return result;
     },
 
+    async addAndClaim(delivery, nowMs) {
+      const result = await store(delivery);
+      return { result, claim: result === 'added' ? claimNext(delivery.channel, nowMs) : null };
+    },
+
     async claim(channel, nowMs) {
-      if (stale.delete(channel)) load(channel);
-      for (let reloaded = false; ; reloaded = true) {
-        const channelHeads = heads.get(channel);
-        if (channelHeads === undefined) return null;
-        const { byChat, ready, delayed } = channelHeads;
-        for (let due = delayed.peek(); due !== undefined && due.notBefore <= nowMs; due = delayed.peek()) {
-          delayed.pop();
-          ready.push(due);
-        }
-        const head = ready.peek();
-        if (head === undefined) return null;
-        const row = head.row ?? rowAt.get(head.seq);
-        if (row === undefined) {
-          // Not where it was tracked (cannot happen while this store is the file's only writer):
-          // the channel's heads are read from the file again, once.
-          if (reloaded) return null;
-          load(channel);
-          continue;
-        }
-        // Read (and parsed) before the head leaves the heaps: a read that throws leaves it there.
-        const delivery = deliveryOf(row);
-        ready.pop();
-        byChat.delete(head.chat);
-        if (head.row !== undefined) channelHeads.keptPayload -= head.row.payload.length;
-        const token = String(++lastToken);
-        let claimed = claims.get(channel);
-        if (claimed === undefined) {
-          claimed = new Map();
-          claims.set(channel, claimed);
-        }
-        claimed.set(delivery.chat, token);
-        return { delivery, token };
-      }
+      return claimDue(channel, nowMs);
     },
 
     delivered(claim) {
       return settle(claim, () => end(claim.delivery));
+    },
+
+    async endAndClaim(claim, nowMs) {
+      const settlement = await settle(claim, () => end(claim.delivery), false);
+      return { settlement, next: claimNext(claim.delivery.channel, nowMs) };
     },
 
     retry(claim, notBeforeMs, error) {

@@ -1,5 +1,11 @@
 import type { Settlement } from '../ports/query-pool.js';
-import type { AddResult, Delivery, DeliveryClaim, ReplyOutbox } from '../ports/reply-outbox.js';
+import type {
+  AddResult,
+  ClaimedDelivery,
+  Delivery,
+  DeliveryClaim,
+  ReplyOutbox,
+} from '../ports/reply-outbox.js';
 import { ExpiringKeys } from '../structures/expiring-keys.js';
 import { Fifo } from '../structures/fifo.js';
 import { type HeapNode, IndexedHeap } from '../structures/indexed-heap.js';
@@ -76,8 +82,11 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     return { queues, queue };
   }
 
-  /** Removes the claimed head; the chat's next delivery becomes its head. */
-  function removeHead(claim: DeliveryClaim): Settlement {
+  /**
+   * Removes the claimed head; the chat's next delivery becomes its head, announced when
+   * `announce` (a caller claiming next takes what is due itself).
+   */
+  function removeHead(claim: DeliveryClaim, announce: boolean): Settlement {
     const held = claimedQueue(claim);
     if (held === null) return 'lost';
     const { queues, queue } = held;
@@ -92,52 +101,82 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     if (queue.deliveries.length === 0) queues.chats.delete(queue.chat);
     // Filed as waiting: the next claim moves it to `ready` by the caller's clock.
     else queues.delayed.push(queue);
-    signal(claim.delivery.channel);
+    if (announce) signal(claim.delivery.channel);
     return 'settled';
+  }
+
+  function store(delivery: Delivery): AddResult {
+    if (ids.has(delivery.id) || ended.has(delivery.id, now())) return 'duplicate';
+    const stored = { delivery: plainCopy(delivery), seq: ++lastSeq };
+    ids.add(delivery.id);
+    const queues = channelOf(delivery.channel);
+    queues.count += 1;
+    let queue = queues.chats.get(delivery.chat);
+    if (queue === undefined) {
+      queue = { chat: delivery.chat, deliveries: new Fifo(), claimToken: null, heapIndex: -1 };
+      queue.deliveries.push(stored);
+      queues.chats.set(delivery.chat, queue);
+      queues.delayed.push(queue);
+    } else {
+      queue.deliveries.push(stored);
+    }
+    return 'added';
+  }
+
+  function claimDue(channel: string, nowMs: number): ClaimedDelivery | null {
+    const queues = channels.get(channel);
+    if (queues === undefined) return null;
+    for (let due = queues.delayed.peek(); due !== undefined; due = queues.delayed.peek()) {
+      if (headOf(due).delivery.notBefore > nowMs) break;
+      queues.delayed.pop();
+      queues.ready.push(due);
+    }
+    const queue = queues.ready.pop();
+    if (queue === undefined) return null;
+    queue.claimToken = String(++lastToken);
+    // Shallow: the store replaces a delivery's own fields (attempts, notBefore, lastError) and
+    // never changes what they hold, so the claim keeps what it was handed. A deep copy here
+    // was a tenth of a gateway's CPU per message (bench/HISTORY.md#console-recorders).
+    return {
+      delivery: { ...headOf(queue).delivery },
+      token: queue.claimToken,
+      moreDue: queues.ready.peek() !== undefined,
+    };
+  }
+
+  /** Claims for a caller that just freed or filled a chat, announcing what it leaves due. */
+  function claimNext(channel: string, nowMs: number): ClaimedDelivery | null {
+    const claimed = claimDue(channel, nowMs);
+    if (claimed?.moreDue) signal(channel);
+    return claimed;
   }
 
   return {
     durable: false,
     shared: false,
 
-    async add(delivery): Promise<AddResult> {
-      if (ids.has(delivery.id) || ended.has(delivery.id, now())) return 'duplicate';
-      const stored = { delivery: plainCopy(delivery), seq: ++lastSeq };
-      ids.add(delivery.id);
-      const queues = channelOf(delivery.channel);
-      queues.count += 1;
-      let queue = queues.chats.get(delivery.chat);
-      if (queue === undefined) {
-        queue = { chat: delivery.chat, deliveries: new Fifo(), claimToken: null, heapIndex: -1 };
-        queue.deliveries.push(stored);
-        queues.chats.set(delivery.chat, queue);
-        queues.delayed.push(queue);
-      } else {
-        queue.deliveries.push(stored);
-      }
-      signal(delivery.channel);
-      return 'added';
+    async add(delivery) {
+      const result = store(delivery);
+      if (result === 'added') signal(delivery.channel);
+      return result;
+    },
+
+    async addAndClaim(delivery, nowMs) {
+      const result = store(delivery);
+      return { result, claim: result === 'added' ? claimNext(delivery.channel, nowMs) : null };
     },
 
     async claim(channel, nowMs) {
-      const queues = channels.get(channel);
-      if (queues === undefined) return null;
-      for (let due = queues.delayed.peek(); due !== undefined; due = queues.delayed.peek()) {
-        if (headOf(due).delivery.notBefore > nowMs) break;
-        queues.delayed.pop();
-        queues.ready.push(due);
-      }
-      const queue = queues.ready.pop();
-      if (queue === undefined) return null;
-      queue.claimToken = String(++lastToken);
-      // Shallow: the store replaces a delivery's own fields (attempts, notBefore, lastError) and
-      // never changes what they hold, so the claim keeps what it was handed. A deep copy here
-      // was a tenth of a gateway's CPU per message (bench/HISTORY.md#console-recorders).
-      return { delivery: { ...headOf(queue).delivery }, token: queue.claimToken };
+      return claimDue(channel, nowMs);
     },
 
     async delivered(claim) {
-      return removeHead(claim);
+      return removeHead(claim, true);
+    },
+
+    async endAndClaim(claim, nowMs) {
+      const settlement = removeHead(claim, false);
+      return { settlement, next: claimNext(claim.delivery.channel, nowMs) };
     },
 
     async retry(claim, notBeforeMs, error) {
@@ -153,7 +192,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     },
 
     async failed(claim) {
-      return removeHead(claim);
+      return removeHead(claim, true);
     },
 
     async pending() {

@@ -6,10 +6,13 @@ import type { ChannelAdapter } from '../ports/channel-adapter.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Settlement } from '../ports/query-pool.js';
 import type {
+  AddResult,
+  ClaimedDelivery,
   Delivery,
   DeliveryClaim,
   DeliveryError,
   DeliveryMessage,
+  EndAndClaimResult,
   ReplyOutbox,
 } from '../ports/reply-outbox.js';
 import { sendWithDeadline } from './send-deadline.js';
@@ -50,6 +53,12 @@ export interface ReplySenderOptions {
 export interface ReplySender {
   /** Starts sending whatever the outbox holds, the deliveries kept from before a restart first. */
   start(): void;
+  /**
+   * Adds a delivery to the outbox (as `ReplyOutbox.add`, with its answer) for this sender to
+   * send: while the channel has a send free here, the add claims in the same write
+   * (`addAndClaim`) and the send starts at once, with no claim and no announcement of its own.
+   */
+  add(delivery: Delivery): Promise<AddResult>;
   /**
    * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
    * deliveries stay stored: sent again after the next start by a durable outbox). With an outbox
@@ -104,7 +113,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   const logger = (options.logger ?? silentLogger).child({ component: 'reply-sender' });
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
-  /** Per channel, the sends under way. */
+  /**
+   * Per channel, the sends under way: each a slot that sends one claim, then the ones its
+   * removals claim next, until a removal claims none.
+   */
   const inFlight = new Map<string, Set<Promise<void>>>();
   /** Channels whose claim loop runs, and those to loop again once it ends. */
   const claiming = new Set<string>();
@@ -170,7 +182,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
    * that was applied before the connection dropped changes nothing when repeated: a removal
    * may answer `settled` (Redis tells the repeat of a remembered delivery), a retry `lost`.
    */
-  async function settleRetrying(claim: DeliveryClaim, write: () => Promise<Settlement>): Promise<Settlement> {
+  async function settleRetrying<Written>(
+    claim: DeliveryClaim,
+    write: () => Promise<Written>,
+  ): Promise<Written> {
     for (let failures = 0; ; failures++) {
       try {
         return await write();
@@ -190,32 +205,34 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   }
 
   /**
-   * Ends a claim with `write` and records the outcomes `ends` makes of it. For an outbox of
-   * this process alone, in the same tick, so that the outcome's audit record joins the write's
-   * group commit; the other listeners hear of it once that commit succeeded, and nobody if it
-   * failed: the claim still holds, and the settlement (never the send) is tried again every
-   * `STORE_RETRY_MS` until it commits (each try records the same end: the same audit id). For a
-   * shared one, after the write — which keeps the outcomes until they are recorded — was applied
-   * (a `lost` claim belongs to whoever claimed it again, who records it).
+   * Ends a claim with `write` and records the outcomes `ends` makes of it; answers the claim the
+   * write made next, if any. For an outbox of this process alone, in the same tick, so that the
+   * outcome's audit record joins the write's group commit; the other listeners hear of it once
+   * that commit succeeded, and nobody if it failed: the claim still holds, and the settlement
+   * (never the send) is tried again every `STORE_RETRY_MS` until it commits (each try records
+   * the same end: the same audit id). For a shared one, after the write — which keeps the
+   * outcomes until they are recorded — was applied (a `lost` claim belongs to whoever claimed it
+   * again, who records it).
    */
   async function settleAndRecord(
     claim: DeliveryClaim,
-    write: (ended: readonly Outcome[]) => Promise<Settlement>,
+    write: (ended: readonly Outcome[]) => Promise<EndAndClaimResult>,
     ends: () => Outcome[],
-  ): Promise<void> {
+  ): Promise<ClaimedDelivery | null> {
     if (!outbox.shared) {
       for (let failures = 0; ; failures++) {
         const ended = ends();
         const written = write(ended);
         const committed = written.then(
-          (settlement) => settlement === 'settled',
+          ({ settlement }) => settlement === 'settled',
           () => false,
         );
         for (const outcome of ended) outcomes.record(outcome, committed);
         try {
-          checkHeld(claim, await written);
+          const { settlement, next } = await written;
+          checkHeld(claim, settlement);
           crashPoint('delivery.after-removal');
-          return;
+          return next;
         } catch (err) {
           if (leftBehind) throw err;
           if (failures === 0)
@@ -231,35 +248,55 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     // written leaves them to another replica (docs/design.md §5 "Outcomes kept with their
     // settlement").
     const ended = ends();
-    const settlement = await settleRetrying(claim, () => write(ended));
+    const { settlement, next } = await settleRetrying(claim, () => write(ended));
     crashPoint('delivery.after-removal');
     checkHeld(claim, settlement);
     if (settlement === 'settled') for (const outcome of ended) outcomes.record(outcome);
+    return next;
   }
 
-  async function giveUp(claim: DeliveryClaim, error: DeliveryError): Promise<void> {
+  /**
+   * The write that removes a claim's delivery (`end`): while the sender runs, it claims the
+   * channel's next due delivery for the same send slot (`endAndClaim`).
+   */
+  function removal(
+    claim: DeliveryClaim,
+    end: 'delivered' | 'failed',
+  ): (ended: readonly Outcome[]) => Promise<EndAndClaimResult> {
+    return async (ended) => {
+      if (!stopped) return outbox.endAndClaim(claim, now(), ended);
+      return { settlement: await outbox[end](claim, ended), next: null };
+    };
+  }
+
+  /** How an attempt ended: the claim its removal made next, and whether to look for more. */
+  interface AttemptEnd {
+    next: ClaimedDelivery | null;
+    /** A retry frees a send without claiming: other chats may be due. */
+    claimAfter: boolean;
+  }
+
+  async function giveUp(claim: DeliveryClaim, error: DeliveryError): Promise<AttemptEnd> {
     const { delivery } = claim;
     logger.error(
       { deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, error },
       'dead letter: replies could not be delivered',
     );
-    await settleAndRecord(
-      claim,
-      (ended) => outbox.failed(claim, ended),
-      () => endsOf(delivery, 'dead_lettered', error),
+    const next = await settleAndRecord(claim, removal(claim, 'failed'), () =>
+      endsOf(delivery, 'dead_lettered', error),
     );
     options.observer?.deliveryEnded?.(delivery, 'failed');
+    return { next, claimAfter: false };
   }
 
-  async function attempt(claim: DeliveryClaim, policy: OutboundPolicy | undefined): Promise<void> {
+  async function attempt(claim: DeliveryClaim, policy: OutboundPolicy | undefined): Promise<AttemptEnd> {
     const { delivery } = claim;
     const channel = options.channel(delivery.channel);
     if (channel === undefined || policy === undefined) {
-      await giveUp(claim, {
+      return giveUp(claim, {
         code: 'SB_CHANNEL_SEND_FAILED',
         message: `channel "${delivery.channel}" is no longer configured`,
       });
-      return;
     }
     crashPoint('send.before-platform-call');
     try {
@@ -269,32 +306,70 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         answer: delivery.ownsOutcome,
       });
     } catch (err) {
-      if (leftBehind) return;
+      if (leftBehind) return { next: null, claimAfter: false };
       const error = describeError(err);
       const retryAfterMs = isSwitchboardError(err) ? err.retryAfterMs : undefined;
       const delayMs = retryDelayMs(delivery.attempts + 1, policy.retry, random, retryAfterMs);
       const retryAt = now() + delayMs;
       const retryable = !isSwitchboardError(err) || err.retryable;
-      if (!retryable || retryAt >= delivery.createdAt + policy.maxAgeMs) {
-        await giveUp(claim, error);
-        return;
-      }
+      if (!retryable || retryAt >= delivery.createdAt + policy.maxAgeMs) return giveUp(claim, error);
       logger.warn(
         { err, deliveryId: delivery.id, channel: delivery.channel, attempts: delivery.attempts + 1, delayMs },
         'send failed, retrying',
       );
       checkHeld(claim, await settleRetrying(claim, () => outbox.retry(claim, retryAt, error)));
       options.observer?.deliveryEnded?.(delivery, 'retried');
-      return;
+      return { next: null, claimAfter: true };
     }
     crashPoint('send.after-platform-call');
-    if (leftBehind) return;
-    await settleAndRecord(
-      claim,
-      (ended) => outbox.delivered(claim, ended),
-      () => endsOf(delivery, 'completed'),
+    if (leftBehind) return { next: null, claimAfter: false };
+    const next = await settleAndRecord(claim, removal(claim, 'delivered'), () =>
+      endsOf(delivery, 'completed'),
     );
     options.observer?.deliveryEnded?.(delivery, 'delivered');
+    return { next, claimAfter: false };
+  }
+
+  function sendsOf(channel: string): Set<Promise<void>> {
+    let sends = inFlight.get(channel);
+    if (sends === undefined) {
+      sends = new Set();
+      inFlight.set(channel, sends);
+    }
+    return sends;
+  }
+
+  /**
+   * Takes a send slot of `channel` for `first` (a claim on its way): sends it, then each delivery
+   * its removal claims next. A claim that says more is due looks for more at once (other slots
+   * may be free); otherwise the channel is not asked again until told or polled.
+   */
+  function occupySlot(
+    channel: string,
+    first: Promise<ClaimedDelivery | null>,
+    policy: OutboundPolicy | undefined,
+  ): void {
+    const sends = sendsOf(channel);
+    let claimAfter = false;
+    const slot: Promise<void> = (async () => {
+      // Once the drain began no send starts: a claim still to send stays (a durable outbox sends
+      // it after the next start; memory records it dropped).
+      for (let claim = await first; claim !== null && !stopped; ) {
+        if (claim.moreDue) pump(channel);
+        const deliveryId = claim.delivery.id;
+        const ended = await attempt(claim, policy).catch((err: unknown) => {
+          logger.error({ err, deliveryId }, 'delivery settlement failed');
+          return { next: null, claimAfter: true };
+        });
+        claim = ended.next;
+        claimAfter = ended.claimAfter;
+      }
+    })().finally(() => {
+      sends.delete(slot);
+      if (claimAfter) pump(channel);
+      checkEmptied();
+    });
+    sends.add(slot);
   }
 
   /** Claims and starts sends for `channel` until its concurrency is used or nothing is due. */
@@ -317,11 +392,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
 
   async function claimDue(channel: string): Promise<void> {
     const policy = options.policy(channel);
-    let sends = inFlight.get(channel);
-    if (sends === undefined) {
-      sends = new Set();
-      inFlight.set(channel, sends);
-    }
+    const sends = sendsOf(channel);
     const limit = policy?.concurrency ?? 1;
     while (!stopped && sends.size < limit) {
       const claim = await outbox.claim(channel, now());
@@ -329,16 +400,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       // The drain began while the claim was on its way: no send starts after it. The claim stays
       // (a durable outbox sends it after the next start; memory records it dropped).
       if (stopped) return;
-      const send: Promise<void> = attempt(claim, policy)
-        .catch((err: unknown) =>
-          logger.error({ err, deliveryId: claim.delivery.id }, 'delivery settlement failed'),
-        )
-        .finally(() => {
-          sends.delete(send);
-          pump(channel);
-          checkEmptied();
-        });
-      sends.add(send);
+      // This loop claims on while more is due: the slot need not look for more.
+      occupySlot(channel, Promise.resolve({ ...claim, moreDue: false }), policy);
+      if (!claim.moreDue) return;
     }
   }
 
@@ -356,6 +420,24 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   }
 
   return {
+    async add(delivery) {
+      const { channel } = delivery;
+      const policy = options.policy(channel);
+      if (stopped || policy === undefined || sendsOf(channel).size >= policy.concurrency)
+        return outbox.add(delivery);
+      const added = outbox.addAndClaim(delivery, now());
+      // The slot is taken while the add is on its way, so that its claim fits the concurrency.
+      occupySlot(
+        channel,
+        added.then(
+          ({ claim }) => claim,
+          () => null,
+        ),
+        policy,
+      );
+      return (await added).result;
+    },
+
     start() {
       if (!stopped) return;
       stopped = false;

@@ -76,8 +76,29 @@ export interface DeliveryClaim {
   token: string;
 }
 
+/**
+ * A claim as a claiming call hands it out, and whether the channel had, besides it, another due
+ * chat left unclaimed: when it had none, the caller need not claim again until told (`onDue`) or
+ * until a due time passes.
+ */
+export interface ClaimedDelivery extends DeliveryClaim {
+  moreDue: boolean;
+}
+
 /** What `add` did: stored the delivery, or found its id stored or remembered (`rememberForMs`). */
 export type AddResult = 'added' | 'duplicate';
+
+/** What `addAndClaim` did: the add's result, and the claim it made for the caller, if any. */
+export interface AddAndClaimResult {
+  result: AddResult;
+  claim: ClaimedDelivery | null;
+}
+
+/** What `endAndClaim` did: the removal's settlement, and the claim it made next, if any. */
+export interface EndAndClaimResult {
+  settlement: Settlement;
+  next: ClaimedDelivery | null;
+}
 
 /**
  * The reply outbox (docs/design.md §2 "Outbox"): the replies of answered turns, stored before the
@@ -89,7 +110,11 @@ export type AddResult = 'added' | 'duplicate';
  * (`notBefore`) holds its chat back. Different chats go in parallel, the chat whose head was
  * added first claimed first.
  *
- * Claims: each claim carries a token. A store of one process holds a claim until it is settled
+ * Claims: each claim carries a token. The calls that fill or free a chat can claim for their
+ * caller in the same write (`addAndClaim`, `endAndClaim`), and every claim says whether more is
+ * due (`moreDue`), so that a sender asks only when there is something to get: a delivery that
+ * can leave at once costs one call to store and claim, and one to remove and claim the next.
+ * A store of one process holds a claim until it is settled
  * or the process stops (a reopened store has no claims). A store shared by replicas holds it for
  * a lease longer than the send deadline; once expired, another consumer may claim the delivery
  * and the late settlement answers `lost`. Two consumers never hold the same delivery at once.
@@ -115,11 +140,18 @@ export interface ReplyOutbox {
    */
   add(delivery: Delivery): Promise<AddResult>;
   /**
+   * Adds as `add` does, then claims for the caller as `claim(delivery.channel, nowMs)` would,
+   * in the same write: the added delivery itself when its chat has nothing ahead, it is due and
+   * no other chat's due head is older. A `duplicate` claims nothing. Announces (`onDue`) only what the caller did not take: a
+   * new due head it left unclaimed. For a caller that can send one delivery of the channel now.
+   */
+  addAndClaim(delivery: Delivery, nowMs: number): Promise<AddAndClaimResult>;
+  /**
    * Claims, for `channel`, the head of a chat that has no claimed delivery and whose head is due
    * (`notBefore <= nowMs`), oldest head first; null when there is none. The delivery handed out
    * is the holder's to read, not to change (a store in memory may share its nested objects).
    */
-  claim(channel: string, nowMs: number): Promise<DeliveryClaim | null>;
+  claim(channel: string, nowMs: number): Promise<ClaimedDelivery | null>;
   /**
    * The delivery was sent: removes it, freeing its chat. A store whose calls can fail after it
    * applied them (a network between them) may answer `settled` to the holder's repeat of a
@@ -137,6 +169,13 @@ export interface ReplyOutbox {
   retry(claim: DeliveryClaim, notBeforeMs: number, error: DeliveryError): Promise<Settlement>;
   /** The delivery is given up (a dead letter): removes it, freeing its chat (a repeat as `delivered`). */
   failed(claim: DeliveryClaim, ended?: readonly Outcome[]): Promise<Settlement>;
+  /**
+   * Ends `claim` by removing its delivery (as `delivered` and `failed` do, with the same answer
+   * to a repeat), then claims for the caller as `claim(channel, nowMs)` would, in the same write:
+   * the sender's way to free one send and take the next. Announces (`onDue`) only a due head the
+   * caller did not take.
+   */
+  endAndClaim(claim: DeliveryClaim, nowMs: number, ended?: readonly Outcome[]): Promise<EndAndClaimResult>;
   /** Deliveries stored per channel, claimed ones included; channels with none are left out. */
   pending(): Promise<Record<string, number>>;
   /** Every stored delivery of `channel`, in the order they were added. */

@@ -61,9 +61,9 @@ function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox)
     random: () => 0.5,
   });
   /** A delivery to chat `chat` created now, answering one message. */
-  const add = (index: number, chat = 'a', ownsOutcome = true) => {
+  const deliveryOf = (index: number, chat = 'a', ownsOutcome = true): Delivery => {
     const origin = message(chat, `m${index}`);
-    const delivery: Delivery = {
+    return {
       id: `d${index}`,
       channel: 'tg',
       chat,
@@ -76,9 +76,10 @@ function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox)
       attempts: 0,
       notBefore: 0,
     };
-    return outbox.add(delivery);
   };
-  return { outbox, outcomes, sends, sender, add };
+  const add = (index: number, chat = 'a', ownsOutcome = true) =>
+    outbox.add(deliveryOf(index, chat, ownsOutcome));
+  return { outbox, outcomes, sends, sender, add, deliveryOf };
 }
 
 describe('reply sender', () => {
@@ -116,6 +117,41 @@ describe('reply sender', () => {
       sends[1]?.finish();
       await settle();
       expect(sends.map((send) => send.chat)).toEqual(['a', 'b', 'c']);
+    });
+  });
+
+  describe('when it adds what it sends, and removes what it sent', () => {
+    it('claims through the add and the removal, and asks the outbox again only when more is due', async () => {
+      const calls: string[] = [];
+      const { outcomes, sends, sender, add, deliveryOf } = setup({}, (outbox) => ({
+        ...outbox,
+        claim: (channel, nowMs) => {
+          calls.push('claim');
+          return outbox.claim(channel, nowMs);
+        },
+      }));
+      sender.start();
+      await settle();
+      expect(await sender.add(deliveryOf(1, 'a'))).toBe('added');
+      await sender.add(deliveryOf(2, 'a'));
+      await sender.add(deliveryOf(3, 'b'));
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r3']);
+      sends[0]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r3', 'r2']);
+      for (const send of sends) send.finish();
+      await settle();
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed', 'completed', 'completed']);
+      expect(calls).toEqual([]);
+
+      // Added by another: announced, claimed once, and not asked for again after its send.
+      await add(4, 'c');
+      await settle();
+      sends[3]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r3', 'r2', 'r4']);
+      expect(calls).toEqual(['claim']);
     });
   });
 

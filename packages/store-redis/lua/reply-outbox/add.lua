@@ -1,13 +1,16 @@
 --[[
-  Stores a delivery at the tail of its chat (src/redis-reply-outbox.ts); an id already stored
-  changes nothing. A chat that was empty gets it as its head, waiting for its notBefore.
+  Adds a delivery at the tail of its chat (src/redis-reply-outbox.ts,
+  reply-outbox/includes/add-delivery); an id already stored or remembered changes nothing. A chat
+  that was empty gets it as its head, waiting for its notBefore. When the caller asks for a claim
+  (it can send one of the channel's deliveries now), the delivery is leased to the caller's token
+  at once if it can leave now; otherwise the caller gets the claim reply-outbox/claim would make.
 
   KEYS[1]  reply-outbox:counts             writes
   KEYS[2]  reply-outbox:seq                writes
   KEYS[3]  reply-outbox:order:<channel>    writes
-  KEYS[4]  reply-outbox:waiting:<channel>  writes
-  KEYS[5]  reply-outbox:ready:<channel>    unused
-  KEYS[6]  reply-outbox:leases:<channel>   unused
+  KEYS[4]  reply-outbox:waiting:<channel>  reads, writes
+  KEYS[5]  reply-outbox:ready:<channel>    reads, writes
+  KEYS[6]  reply-outbox:leases:<channel>   writes
   ARGV[1]  key prefix '{<prefix>}:reply-outbox:', from which the per-chat and per-delivery keys
            below are built
   ARGV[2]  channel
@@ -19,28 +22,55 @@
   ARGV[8]  notBefore, ms
   ARGV[9]  lastError JSON, or ''
   ARGV[10] rememberForMs, or '': how long the id is remembered once the delivery ended
+  ARGV[11] now, ms on the caller's clock, when the caller asks for a claim, else ''
+  ARGV[12] claim token, made by the caller, or ''
+  ARGV[13] lease length, ms, or ''
 
   Built from ARGV[1]:
     d:<id>                 reads, writes
     ended:<id>             reads
     chat:<channel>:<chat>  reads, writes
-  Publishes [instance, channel] on ARGV[1] .. 'due' when the channel may have a claimable head.
+    token:<token>          writes (a claim of another delivery)
+  Publishes [instance, channel] on ARGV[1] .. 'due' when the delivery became a head the caller
+  did not claim, or a due chat is left unclaimed.
 
-  Returns 'added' (and announces the channel) or 'duplicate' (stored, or ended and remembered)
+  Returns {result, claimed, moreDue}
+    result   'added' or 'duplicate' (stored, or ended and remembered)
+    claimed  1 when the added delivery is leased to the token; {body, attempts, notBefore,
+             lastError or ''} of another delivery leased to it; 0 for none
+    moreDue  with a claim: 1 when a due chat is left unclaimed (announced), else 0; without
+             one: 1 when the delivery became its chat's head (announced), else 0
 ]]
 --- @include "reply-outbox/includes/preamble"
+--- @include "reply-outbox/includes/claim-next"
+--- @include "reply-outbox/includes/add-delivery"
 
-local id, chat = ARGV[4], ARGV[5]
-if rcall('EXISTS', deliveryKey(id), endedKey(id)) > 0 then
-  return 'duplicate'
+local now = tonumber(ARGV[11])
+local claim = now and { now = now, token = ARGV[12], leaseMs = tonumber(ARGV[13]) }
+local placed = addDelivery(prefix, channel, {
+  id = ARGV[4],
+  chat = ARGV[5],
+  body = ARGV[6],
+  attempts = ARGV[7],
+  notBefore = ARGV[8],
+  lastError = ARGV[9],
+  rememberForMs = ARGV[10],
+}, claim)
+if placed == 'duplicate' then
+  return { 'duplicate', 0, 0 }
 end
-local seq = rcall('INCR', K.seq)
-rcall('HSET', deliveryKey(id), 'body', ARGV[6], 'chat', chat, 'seq', seq, 'attempts', ARGV[7],
-  'notBefore', ARGV[8], 'lastError', ARGV[9], 'rememberForMs', ARGV[10])
-rcall('ZADD', K.order, seq, id)
-rcall('HINCRBY', K.counts, channel, 1)
-if rcall('RPUSH', chatKey(chat), id) == 1 then
-  placeHead(chat, id, ARGV[8])
+if placed == 'claimed' then
+  return { 'added', 1, 0 }
 end
-announce()
-return 'added'
+if not claim then
+  if placed == 'head' then
+    announce()
+    return { 'added', 0, 1 }
+  end
+  return { 'added', 0, 0 }
+end
+local head, moreDue = claimNext(now, claim.token, claim.leaseMs, false)
+if moreDue then
+  announce()
+end
+return { 'added', head and deliveryFields(head) or 0, moreDue and 1 or 0 }

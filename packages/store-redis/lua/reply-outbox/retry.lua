@@ -18,10 +18,10 @@
   ARGV[5]  claim token
   ARGV[6]  notBefore, ms on the caller's clock
   ARGV[7]  lastError JSON
+  ARGV[8]  attempts now: one more than the claim handed out (its holder alone changes them)
 
   Built from ARGV[1]:
-    d:<id>         reads, writes
-    token:<token>  writes
+    d:<id>  reads, writes
 
   Returns 'settled' or 'lost'
 ]]
@@ -32,8 +32,7 @@ local chat = heldChat(id, ARGV[5])
 if not chat then
   return 'lost'
 end
-releaseClaim(id, ARGV[5])
-rcall('HINCRBY', deliveryKey(id), 'attempts', 1)
-rcall('HSET', deliveryKey(id), 'notBefore', ARGV[6], 'lastError', ARGV[7])
+releaseClaim(id)
+rcall('HSET', deliveryKey(id), 'attempts', ARGV[8], 'notBefore', ARGV[6], 'lastError', ARGV[7])
 rcall('ZADD', K.waiting, ARGV[6], chat)
 return 'settled'

@@ -17,7 +17,8 @@
           no ':'), d:<id> HASH of one delivery: body (the Delivery JSON without attempts,
           notBefore and lastError), chat, seq, attempts, notBefore, lastError (JSON or ''),
           rememberForMs (ms or ''), and token while it is claimed; token:<token> STRING the id a
-          claim holds, while it holds; ended:<id> STRING the token of the claim that ended a
+          claim made by `claim` or a removal holds, expiring with its lease (a repeat checks the
+          delivery's token: a key that outlived its claim names nothing); ended:<id> STRING the token of the claim that ended a
           delivery whose id is remembered, expiring after its rememberForMs
   ARGV[2] channel
   ARGV[3] the calling instance's id, in announcements
@@ -79,12 +80,9 @@ local function heldChat(id, token)
   return nil
 end
 
--- Ends the claim on delivery `id`, held by `token` (false when it holds none): its token, its
--- token key and its lease go. `deleting`: the caller deletes the delivery, its token with it.
-local function releaseClaim(id, token, deleting)
-  if token then
-    rcall('DEL', tokenKey(token))
-  end
+-- Ends the claim on delivery `id`: its token and its lease go (the token key expires on its
+-- own). `deleting`: the caller deletes the delivery, its token with it.
+local function releaseClaim(id, deleting)
   if not deleting then
     rcall('HDEL', deliveryKey(id), 'token')
   end

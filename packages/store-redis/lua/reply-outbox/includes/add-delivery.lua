@@ -1,0 +1,45 @@
+--[[
+  Stores one delivery in the reply outbox (docs/design.md §5 "Reply outbox"): reply-outbox/add
+  runs it, and a script of another family that stores replies in its own write can include it
+  (every key shares the deployment's hash tag). Reads no KEYS or ARGV: every key is built from
+  the outbox's key prefix '{<prefix>}:reply-outbox:' and the channel, named as in
+  src/reply-outbox-keys.ts and reply-outbox/includes/preamble:
+    counts, seq, order:<channel>, waiting:<channel>, ready:<channel>, leases:<channel>,
+    d:<id>, ended:<id>, chat:<channel>:<chat>
+]]
+
+-- Stores `delivery` ({id, chat, body, attempts, notBefore, lastError, rememberForMs}, strings as
+-- the preamble describes the hash) for `channel`, unless its id is stored or remembered. With
+-- `claim` ({now, token, leaseMs}) it leases it at once to the claim's token when it can leave
+-- now: its chat has nothing ahead, it is due, and no other chat of the channel is due (it would
+-- be older). Returns 'duplicate', 'claimed' (leased to the token), 'head' (stored as its chat's
+-- head, waiting for its notBefore) or 'queued' (stored behind its chat's head).
+local function addDelivery(prefix, channel, delivery, claim)
+  local deliveryKey = prefix .. 'd:' .. delivery.id
+  if redis.call('EXISTS', deliveryKey, prefix .. 'ended:' .. delivery.id) > 0 then
+    return 'duplicate'
+  end
+  local seq = redis.call('INCR', prefix .. 'seq')
+  local isHead = redis.call('RPUSH', prefix .. 'chat:' .. channel .. ':' .. delivery.chat, delivery.id) == 1
+  local claimed = claim and isHead and tonumber(delivery.notBefore) <= claim.now
+    and redis.call('ZCARD', prefix .. 'ready:' .. channel) == 0
+    and #redis.call('ZRANGEBYSCORE', prefix .. 'waiting:' .. channel, '-inf', claim.now, 'LIMIT', 0, 1) == 0
+  local fields = { 'body', delivery.body, 'chat', delivery.chat, 'seq', seq, 'attempts', delivery.attempts,
+    'notBefore', delivery.notBefore, 'lastError', delivery.lastError, 'rememberForMs', delivery.rememberForMs }
+  if claimed then
+    fields[#fields + 1] = 'token'
+    fields[#fields + 1] = claim.token
+  end
+  redis.call('HSET', deliveryKey, unpack(fields))
+  redis.call('ZADD', prefix .. 'order:' .. channel, seq, delivery.id)
+  redis.call('HINCRBY', prefix .. 'counts', channel, 1)
+  if claimed then
+    redis.call('ZADD', prefix .. 'leases:' .. channel, claim.now + claim.leaseMs, delivery.id)
+    return 'claimed'
+  end
+  if isHead then
+    redis.call('ZADD', prefix .. 'waiting:' .. channel, delivery.notBefore, delivery.chat)
+    return 'head'
+  end
+  return 'queued'
+end
