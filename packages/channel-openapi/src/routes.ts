@@ -56,6 +56,8 @@ export interface RouteContext {
   sse: SseHub;
   /** The ingress while the channel runs; null before `start` and after `stop`. */
   ingress(): Ingress | null;
+  /** With a shared pool: this replica's id, stamped on the messages accepted here (`ChannelEvents.replicaId`). */
+  replicaId?: string;
   now(): number;
 }
 
@@ -211,6 +213,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       idempotencyKey,
       receivedAt: context.now(),
       traceparent,
+      acceptedBy: context.replicaId,
     });
     const watch = tracker.watch(id);
     try {
