@@ -279,7 +279,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
 
   async function replay(status: MessageStatus, wait: boolean, timeoutMs: number): Promise<Answer> {
     if (!wait || isFinalStatus(status)) return answerOf(status);
-    const watch = tracker.watch(status.id);
+    const watch = tracker.watchAccepted(status.id);
     // The outcome may have landed between the first read and the watch.
     const latest = await tracker.current(status.id);
     if (latest !== null && isFinalStatus(latest)) {
