@@ -27,6 +27,23 @@ const message = parseInboundMessage({
   received_at: 0,
 });
 
+/** The final status another replica stored for `message`, after running its turn `t2`. */
+const completedElsewhere: MessageStatus = {
+  id: message.id,
+  channel: 'api',
+  tenant: 'default',
+  generation: 0,
+  status: 'completed',
+  pipeline: 'echo',
+  rule: null,
+  turn: 't2',
+  replies: [{ text: 'stored by the other replica' }],
+  delivery: null,
+  error: null,
+  trace_id: null,
+  updated_at: 2,
+};
+
 /**
  * A tracker over a memory store that records its writes and reads, with hand-fired events; with
  * `locate`, as on a replica sharing its pool.
@@ -481,21 +498,7 @@ describe('status tracker', () => {
       const watch = tracker.watch(message.id);
       tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       relayed.startTurn();
-      const done = {
-        id: message.id,
-        channel: 'api',
-        tenant: 'default',
-        generation: 0,
-        status: 'completed' as const,
-        pipeline: 'echo',
-        rule: null,
-        turn: 't2',
-        replies: [{ text: 'stored by the other replica' }],
-        delivery: null,
-        error: null,
-        trace_id: null,
-        updated_at: 2,
-      };
+      const done = completedElsewhere;
       await store.put(done);
       // The relayed outcome is lost: the wait times out, and the answer comes from the store.
       expect(await watch.wait(20)).toBeNull();
@@ -508,21 +511,7 @@ describe('status tracker', () => {
   });
 
   describe('when a request here waits on a message another replica accepted (a repeated keyed request)', () => {
-    const done: MessageStatus = {
-      id: message.id,
-      channel: 'api',
-      tenant: 'default',
-      generation: 0,
-      status: 'completed',
-      pipeline: 'echo',
-      rule: null,
-      turn: 't2',
-      replies: [{ text: 'stored by the other replica' }],
-      delivery: null,
-      error: null,
-      trace_id: null,
-      updated_at: 2,
-    };
+    const done = completedElsewhere;
 
     it('answers it from the store once its final status is stored there, its outcome relayed to the other', async () => {
       const { tracker, store } = trackerHarness(async () => null, { checkElsewhereEveryMs: 10 });
