@@ -5,7 +5,7 @@ import type { Delivery, Outcome, OutcomeBus, QueryPool, ReplicaEvents, TurnStart
 export interface ChannelEventFanOut {
   /** What the channels follow (`createChannels`). */
   events: ChannelEvents;
-  /** The controller's `turnStarted`: tells the channels, and the other replicas when they follow it. */
+  /** The controller's `turnStarted`: tells the channels, and the other replicas that follow its messages. */
   turnStarted(turn: TurnStart): void;
   /** The controller's `repliesStored`: tells the channels. */
   repliesStored(delivery: Delivery): void;
@@ -18,8 +18,6 @@ export interface ChannelEventFanOutOptions {
   pool: QueryPool;
   /** Whether the final statuses join the commit that ends a message (`Stores.recordsShareOutboxCommit`). */
   recordsShareOutboxCommit: boolean;
-  /** The ids of the HTTP channels: only their trackers follow turns across replicas. */
-  httpChannels: Pick<ReadonlySet<string>, 'has'>;
   /** Where a channel's outcome listener that throws is reported (the bus's own report). */
   onListenerError(error: unknown): void;
 }
@@ -73,13 +71,13 @@ function unsubscribeAll(...stops: Array<(() => unknown) | undefined>): () => voi
 
 /**
  * Hands the channels this replica's outcomes, turn starts and stored replies, and with a shared
- * pool the other replicas' outcomes and turn starts too, marked `relayed`: another replica may run
- * the turn of a message this one accepted (docs/design.md §5 "Several replicas"). The others'
- * outcomes never reach the local bus: the audit log and metrics count an outcome once, on the
- * replica that recorded it.
+ * pool the outcomes and turn starts other replicas address to this one, marked `relayed`: another
+ * replica may run the turn of a message this one accepted (docs/design.md §5 "Several replicas").
+ * The others' outcomes never reach the local bus: the audit log and metrics count an outcome once,
+ * on the replica that recorded it.
  */
 export function fanOutChannelEvents(options: ChannelEventFanOutOptions): ChannelEventFanOut {
-  const { outcomes, replicas, pool, httpChannels } = options;
+  const { outcomes, replicas, pool } = options;
   // Filed by channel: each event calls the listeners of its channels only, not every channel's.
   const outcomeListeners = new ListenersByChannel<OutcomeListener>();
   const turnStartListeners = new ListenersByChannel<(turn: TurnStart, origin: EventOrigin) => void>();
@@ -136,7 +134,11 @@ export function fanOutChannelEvents(options: ChannelEventFanOutOptions): Channel
     ...(replicas === null
       ? {}
       : {
-          shareOutcome: replicas.publishOutcome,
+          replicaId: replicas.replicaId,
+          shareOutcome: (outcome: Outcome) => {
+            const to = outcome.message.accepted_by;
+            if (to !== undefined) replicas.publishOutcome(to, outcome);
+          },
           shareReplies: replicas.publishReplies,
           followSession: replicas.followSession,
         }),
@@ -148,8 +150,12 @@ export function fanOutChannelEvents(options: ChannelEventFanOutOptions): Channel
     turnStarted(turn) {
       const channels = turn.messages.map(({ message }) => message.channel);
       for (const listener of turnStartListeners.of(channels)) listener(turn, 'local');
-      if (replicas !== null && turn.messages.some(({ message }) => httpChannels.has(message.channel)))
-        replicas.publishTurnStart(turn);
+      if (replicas === null) return;
+      // Once per replica following some of its messages: a merged burst may hold several's.
+      const followers = new Set<string>();
+      for (const { message } of turn.messages)
+        if (message.accepted_by !== undefined) followers.add(message.accepted_by);
+      for (const to of followers) replicas.publishTurnStart(to, turn);
     },
     repliesStored(delivery) {
       for (const listener of repliesStoredListeners.of([delivery.channel])) listener(delivery);

@@ -120,8 +120,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     replicas: stores.replicaEvents(),
     pool,
     recordsShareOutboxCommit: stores.recordsShareOutboxCommit ?? false,
-    // Read as outcomes come, once the channels below exist.
-    httpChannels: { has: (id) => channels.httpChannels.has(id) },
     onListenerError: listenerFailed,
   });
 

@@ -3,15 +3,17 @@ import {
   type Outcome,
   type QueryPool,
   type TurnStart,
+  createMemoryReplicaEvents,
   createOutcomeBus,
   parseInboundMessage,
 } from '@switchboard/core';
 import { describe, expect, it } from 'vitest';
 import { fanOutChannelEvents } from '../src/channel-events.js';
 
-const messageOf = (channel: string) =>
+const messageOf = (channel: string, acceptedBy?: string) =>
   parseInboundMessage({
     id: `m-${channel}`,
+    ...(acceptedBy === undefined ? {} : { accepted_by: acceptedBy }),
     platform: 'openapi',
     channel,
     chat: { type: 'person', id: 's1' },
@@ -34,7 +36,6 @@ function fanOutOverBus() {
     replicas: null,
     pool: {} as QueryPool,
     recordsShareOutboxCommit: false,
-    httpChannels: new Set(),
     onListenerError: (error) => reported.push(error),
   });
   return { bus, fanOut, recorded, reported };
@@ -99,5 +100,59 @@ describe('channel event fan-out', () => {
     release(true);
     await new Promise((resolve) => setImmediate(resolve));
     expect(recorded).toEqual(['m-a']);
+  });
+
+  describe('when replicas share the pool', () => {
+    it('relays a turn start once to each other replica that accepted one of its messages, an outcome to the one that accepted it', async () => {
+      const here = createMemoryReplicaEvents();
+      const [b, c] = [here.peer(), here.peer()];
+      const heard: string[] = [];
+      for (const replica of [here, b, c]) {
+        replica.subscribeTurnStarts((turn) => heard.push(`${replica.replicaId}: turn ${turn.id}`));
+        replica.subscribeOutcomes((outcome) => heard.push(`${replica.replicaId}: outcome ${outcome.turnId}`));
+      }
+      const fanOut = fanOutChannelEvents({
+        outcomes: createOutcomeBus(),
+        replicas: here,
+        pool: {} as QueryPool,
+        recordsShareOutboxCommit: false,
+        onListenerError: () => {},
+      });
+      expect(fanOut.events.replicaId).toBe(here.replicaId);
+
+      fanOut.turnStarted({
+        id: 't1',
+        pipeline: 'p',
+        messages: [
+          { message: messageOf('http', b.replicaId) },
+          { message: messageOf('http', here.replicaId) },
+          { message: messageOf('http', c.replicaId) },
+          { message: messageOf('http', b.replicaId) },
+          { message: messageOf('telegram') },
+        ],
+      } as TurnStart);
+      // Followed by this replica only, or by none: nothing crosses.
+      fanOut.turnStarted({
+        id: 't2',
+        pipeline: 'p',
+        messages: [{ message: messageOf('http', here.replicaId) }],
+      });
+      fanOut.turnStarted({ id: 't3', pipeline: 'p', messages: [{ message: messageOf('telegram') }] });
+      const outcomeOf = (turnId: string, acceptedBy?: string) =>
+        ({
+          kind: 'completed',
+          at: 0,
+          turnId,
+          message: messageOf('http', acceptedBy),
+          session: 's',
+        }) as Outcome;
+      fanOut.events.shareOutcome?.(outcomeOf('t1', c.replicaId));
+      fanOut.events.shareOutcome?.(outcomeOf('t2', here.replicaId));
+      fanOut.events.shareOutcome?.(outcomeOf('t3'));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(heard.sort()).toEqual(
+        [`${b.replicaId}: turn t1`, `${c.replicaId}: turn t1`, `${c.replicaId}: outcome t1`].sort(),
+      );
+    });
   });
 });

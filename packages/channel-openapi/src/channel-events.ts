@@ -36,11 +36,18 @@ export interface ChannelEvents {
    */
   subscribeRepliesStored?(listener: (delivery: Delivery) => void, channel?: string): () => void;
   /**
-   * With a shared pool: hands a local outcome of this channel to the other replicas. The tracker
-   * calls it once the final status write has landed (or failed), so that a replica answered by
-   * it and asked again reads the status from the store.
+   * With a shared pool: this replica's id, which the channel stamps on the messages it accepts
+   * (`InboundMessage.accepted_by`), so that the other replicas relay their turn starts and
+   * outcomes here, and only here.
    */
-  shareOutcome?: ReplicaEvents['publishOutcome'];
+  replicaId?: string;
+  /**
+   * With a shared pool: hands a local outcome of this channel to the replica that accepted its
+   * message (none when that is this one). The tracker calls it once the final status write has
+   * landed (or failed), so that a replica answered by it and asked again reads the status from
+   * the store.
+   */
+  shareOutcome?(outcome: Outcome): void;
   /**
    * With a shared pool: where a message another replica accepted stands (`QueryPool.locate`), so
    * that it reads queued or running here too, and never 404 before its final status is stored.

@@ -76,9 +76,18 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
   });
   let ingress: Ingress | null = null;
 
-  void server.register(channelRoutes({ config, statuses, tracker, sse, ingress: () => ingress, now }), {
-    prefix: config.prefix,
-  });
+  void server.register(
+    channelRoutes({
+      config,
+      statuses,
+      tracker,
+      sse,
+      ingress: () => ingress,
+      replicaId: events.replicaId,
+      now,
+    }),
+    { prefix: config.prefix },
+  );
   server.addHook('onClose', async () => tracker.close());
 
   return {

@@ -13,6 +13,8 @@ export interface NormalizeContext {
   receivedAt: number;
   /** The caller's W3C `traceparent`, when it sent a valid one: the message continues its trace. */
   traceparent?: string;
+  /** With a shared pool: this replica, which follows the message (`InboundMessage.accepted_by`). */
+  acceptedBy?: string;
 }
 
 /**
@@ -33,5 +35,6 @@ export function toInboundMessage(body: PostMessageBody, context: NormalizeContex
     platform_message_id: context.idempotencyKey ?? context.id,
     received_at: context.receivedAt,
     ...(context.traceparent === undefined ? {} : { traceparent: context.traceparent }),
+    ...(context.acceptedBy === undefined ? {} : { accepted_by: context.acceptedBy }),
   };
 }

@@ -14,6 +14,7 @@ const SWEEP_PER_ROUND = 100;
 const DEFAULTS = {
   sweepEveryMs: 30_000,
   staleAfterMs: 60_000,
+  checkElsewhereEveryMs: 1_000,
 } satisfies Partial<ReplicaReconciliationOptions>;
 
 export interface ReplicaReconciliationOptions {
@@ -34,6 +35,11 @@ export interface ReplicaReconciliationOptions {
   sweepEveryMs?: number;
   /** With `locate`: a followed message not final this long (ms) is checked. Default 60 s. */
   staleAfterMs?: number;
+  /**
+   * With `locate`: how often the store is read for a message another replica accepted while a
+   * request waits on it here (`waitedElsewhere`). Default 1 s.
+   */
+  checkElsewhereEveryMs?: number;
 }
 
 /** How a channel's statuses agree with what the other replicas sharing its pool did. */
@@ -51,6 +57,12 @@ export interface ReplicaReconciliation {
    * it is of this channel; null without a shared pool.
    */
   elsewhere(id: string): Promise<MessageStatus | null>;
+  /**
+   * A request waits here on `message`, which another replica accepted (a repeated keyed request):
+   * that replica alone hears its events, so the store is read every `checkElsewhereEveryMs` until
+   * it is final there (then the waiters are answered) or nobody waits any more.
+   */
+  waitedElsewhere(id: string, message: TrackedMessage): void;
   /** Stops the sweep. */
   close(): void;
 }
@@ -146,6 +158,42 @@ export function createReplicaReconciliation(options: ReplicaReconciliationOption
         }, options.sweepEveryMs ?? DEFAULTS.sweepEveryMs);
   sweeper?.unref();
 
+  const waited = new Map<string, TrackedMessage>();
+  let checker: ReturnType<typeof setInterval> | undefined;
+  let checking = false;
+
+  async function checkWaited(): Promise<void> {
+    for (const [id, message] of waited) {
+      const final = message.status !== null && isFinalStatus(message.status);
+      if (final || message.waiters.length === 0 || followed.get(id) !== message) {
+        waited.delete(id);
+        continue;
+      }
+      const status = await stored(id);
+      if (status === null || !isFinalStatus(status)) continue;
+      waited.delete(id);
+      settle(id, message, status);
+    }
+  }
+
+  function waitedElsewhere(id: string, message: TrackedMessage): void {
+    if (locate === undefined) return;
+    waited.set(id, message);
+    checker ??= setInterval(() => {
+      if (checking) return;
+      checking = true;
+      checkWaited()
+        .catch((err: unknown) => log.warn({ err }, 'status check failed: retrying'))
+        .finally(() => {
+          checking = false;
+          if (waited.size > 0) return;
+          clearInterval(checker);
+          checker = undefined;
+        });
+    }, options.checkElsewhereEveryMs ?? DEFAULTS.checkElsewhereEveryMs);
+    checker.unref();
+  }
+
   async function elsewhere(id: string): Promise<MessageStatus | null> {
     const pooled = (await locate?.(id)) ?? null;
     if (pooled === null || pooled.channel !== channelId) return null;
@@ -166,8 +214,11 @@ export function createReplicaReconciliation(options: ReplicaReconciliationOption
     relayedOutcome,
     checked,
     elsewhere,
+    waitedElsewhere,
     close() {
       clearInterval(sweeper);
+      clearInterval(checker);
+      waited.clear();
     },
   };
 }

@@ -56,6 +56,8 @@ export interface RouteContext {
   sse: SseHub;
   /** The ingress while the channel runs; null before `start` and after `stop`. */
   ingress(): Ingress | null;
+  /** With a shared pool: this replica's id, stamped on the messages accepted here (`ChannelEvents.replicaId`). */
+  replicaId?: string;
   now(): number;
 }
 
@@ -211,6 +213,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
       idempotencyKey,
       receivedAt: context.now(),
       traceparent,
+      acceptedBy: context.replicaId,
     });
     const watch = tracker.watch(id);
     try {
@@ -276,7 +279,7 @@ export function channelRoutes(context: RouteContext): FastifyPluginAsync {
 
   async function replay(status: MessageStatus, wait: boolean, timeoutMs: number): Promise<Answer> {
     if (!wait || isFinalStatus(status)) return answerOf(status);
-    const watch = tracker.watch(status.id);
+    const watch = tracker.watchAccepted(status.id);
     // The outcome may have landed between the first read and the watch.
     const latest = await tracker.current(status.id);
     if (latest !== null && isFinalStatus(latest)) {

@@ -36,6 +36,12 @@ export interface StatusTracker {
   /** Watches `id`; call before `ingress.accept`, so that a fast pipeline cannot finish unseen. */
   watch(id: string): StatusWatch;
   /**
+   * Watches `id`, accepted before (a repeated keyed request). With a shared pool, when this
+   * replica does not follow it, the replica that accepted it alone hears its outcome
+   * (docs/design.md §5 "Several replicas"): its stored status is read while the watch lasts.
+   */
+  watchAccepted(id: string): StatusWatch;
+  /**
    * Records `queued`, unless a turn start or the outcome got there first. Call it while watching
    * `id`: the watch keeps an outcome that beat it in memory.
    */
@@ -75,6 +81,11 @@ export interface StatusTrackerOptions {
   sweepEveryMs?: number;
   /** With `events.locate`: a followed message not final this long (ms) is checked. Default 60 s. */
   staleAfterMs?: number;
+  /**
+   * With `events.locate`: how often a message another replica accepted is read from the store
+   * while a request waits on it here (`watchAccepted`). Default 1 s.
+   */
+  checkElsewhereEveryMs?: number;
 }
 
 /**
@@ -149,6 +160,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     logger: log,
     sweepEveryMs: options.sweepEveryMs,
     staleAfterMs: options.staleAfterMs,
+    checkElsewhereEveryMs: options.checkElsewhereEveryMs,
   });
 
   function trackQueued(id: string, entry: TrackedMessage, fields: QueuedFields): void {
@@ -274,6 +286,14 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
     watch(id) {
       const entry = entryOf(id);
       return waiters.watch(entry, () => release(id, entry));
+    },
+
+    watchAccepted(id) {
+      const followedHere = (tracked.get(id)?.status ?? null) !== null;
+      const entry = entryOf(id);
+      const watch = waiters.watch(entry, () => release(id, entry));
+      if (!followedHere) replicas.waitedElsewhere(id, entry);
+      return watch;
     },
 
     queued(id, fields) {

@@ -64,6 +64,13 @@ describe('openapi channel', () => {
         mentions_bot: true,
         platform_message_id: 'k-1',
       });
+      expect(outcome?.message.accepted_by).toBeUndefined();
+    });
+
+    it('stamps the message with this replica when the pool is shared, so that its events come back here', async () => {
+      h = await createHarness({ replicaId: 'replica-a' });
+      await post(message());
+      expect(h.outcomes[0]?.message.accepted_by).toBe('replica-a');
     });
   });
 

@@ -99,6 +99,8 @@ export interface HarnessOptions {
   editIntervalMs?: number;
   /** The channel's logger. Default: silent. */
   logger?: Logger;
+  /** This replica's id, as the gateway passes it when replicas share the pool. Default: none. */
+  replicaId?: string;
 }
 
 export interface Harness {
@@ -166,6 +168,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     server,
     statuses,
     events: {
+      ...(options.replicaId === undefined ? {} : { replicaId: options.replicaId }),
       // As the gateway subscribes it: the final status joins the commit that ends the message.
       subscribeOutcomes: (listener) =>
         bus.subscribe((outcome, committed) => listener(outcome, 'local', committed), { stores: true }),

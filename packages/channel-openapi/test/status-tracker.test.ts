@@ -12,7 +12,7 @@ import {
   statusVersion,
 } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ChannelEvents, EventOrigin } from '../src/channel-events.js';
 import { createStatusTracker } from '../src/status-tracker.js';
 
@@ -27,13 +27,30 @@ const message = parseInboundMessage({
   received_at: 0,
 });
 
+/** The final status another replica stored for `message`, after running its turn `t2`. */
+const completedElsewhere: MessageStatus = {
+  id: message.id,
+  channel: 'api',
+  tenant: 'default',
+  generation: 0,
+  status: 'completed',
+  pipeline: 'echo',
+  rule: null,
+  turn: 't2',
+  replies: [{ text: 'stored by the other replica' }],
+  delivery: null,
+  error: null,
+  trace_id: null,
+  updated_at: 2,
+};
+
 /**
  * A tracker over a memory store that records its writes and reads, with hand-fired events; with
  * `locate`, as on a replica sharing its pool.
  */
 function trackerHarness(
   locate?: ChannelEvents['locate'],
-  sweep?: { sweepEveryMs: number; staleAfterMs: number },
+  sweep?: { sweepEveryMs?: number; staleAfterMs?: number; checkElsewhereEveryMs?: number },
 ) {
   const store = createMemoryMessageStatusStore();
   const writes: string[] = [];
@@ -481,21 +498,7 @@ describe('status tracker', () => {
       const watch = tracker.watch(message.id);
       tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
       relayed.startTurn();
-      const done = {
-        id: message.id,
-        channel: 'api',
-        tenant: 'default',
-        generation: 0,
-        status: 'completed' as const,
-        pipeline: 'echo',
-        rule: null,
-        turn: 't2',
-        replies: [{ text: 'stored by the other replica' }],
-        delivery: null,
-        error: null,
-        trace_id: null,
-        updated_at: 2,
-      };
+      const done = completedElsewhere;
       await store.put(done);
       // The relayed outcome is lost: the wait times out, and the answer comes from the store.
       expect(await watch.wait(20)).toBeNull();
@@ -504,6 +507,37 @@ describe('status tracker', () => {
       reads.length = 0;
       expect(await tracker.current(message.id)).toEqual(done);
       expect(reads).toEqual([message.id]);
+    });
+  });
+
+  describe('when a request here waits on a message another replica accepted (a repeated keyed request)', () => {
+    const done = completedElsewhere;
+
+    it('answers it from the store once its final status is stored there, its outcome relayed to the other', async () => {
+      const { tracker, store } = trackerHarness(async () => null, { checkElsewhereEveryMs: 10 });
+      const watch = tracker.watchAccepted(message.id);
+      const waited = watch.wait(2_000);
+      await store.put({ ...done, status: 'running', replies: [] });
+      await store.put(done);
+      expect((await waited)?.status).toEqual(done);
+      tracker.close();
+    });
+
+    it('reads no store for a message this replica follows: its events come here', async () => {
+      vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+      try {
+        const { tracker, reads, complete } = trackerHarness(async () => null, { checkElsewhereEveryMs: 10 });
+        tracker.watch(message.id);
+        tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+        const waited = tracker.watchAccepted(message.id).wait(10_000);
+        await vi.advanceTimersByTimeAsync(100);
+        expect(reads).toEqual([]);
+        complete();
+        expect((await waited)?.status.status).toBe('completed');
+        tracker.close();
+      } finally {
+        vi.useRealTimers();
+      }
     });
   });
 

@@ -86,45 +86,64 @@ export function replicaEventsContract(name: string, factory: StoreFactory<Replic
     }
 
     describe('when replicas share events', () => {
-      it("hands each one the other's outcomes and turn starts, never its own", async () => {
-        const [a, b] = [subject.store, await peer()];
+      it('hands an outcome or a turn start to the replica it is addressed to only', async () => {
+        const [a, b, c] = [subject.store, await peer(), await peer()];
         const heardByA = listen(a);
         const heardByB = listen(b);
+        const heardByC = listen(c);
 
-        // Each event is published once the previous one arrived, so every echo would have arrived
-        // before the next event: a replica that got the next event has seen its own echo by then.
-        a.publishOutcome(outcomeOf(1));
-        await until(() => expect(heardByB.outcomes).toHaveLength(1));
-        b.publishOutcome(outcomeOf(2));
-        await until(() => expect(heardByA.outcomes).toHaveLength(1));
+        // From one replica, in order: once c hears what a sent it after b's, it would have heard
+        // b's before, had it been handed over to it too.
+        a.publishOutcome(b.replicaId, outcomeOf(1));
+        a.publishOutcome(c.replicaId, outcomeOf(2));
+        await until(() => expect(heardByC.outcomes).toHaveLength(1));
         // A whole turn: only its id, pipeline and each message's id, channel and rule cross.
-        a.publishTurnStart({ ...turnStart, session: 'not relayed', attempt: 1 } as TurnStart);
+        a.publishTurnStart(b.replicaId, { ...turnStart, session: 'not relayed', attempt: 1 } as TurnStart);
+        a.publishOutcome(c.replicaId, outcomeOf(3));
+        await until(() => expect(heardByC.outcomes).toHaveLength(2));
         await until(() => expect(heardByB.turnStarts).toHaveLength(1));
 
         expect(heardByB.outcomes).toEqual([outcomeOf(1)]);
-        expect(heardByA.outcomes).toEqual([outcomeOf(2)]);
         expect(heardByB.turnStarts).toEqual([turnStart]);
-        expect(heardByA.turnStarts).toEqual([]);
+        expect(heardByC.outcomes).toEqual([outcomeOf(2), outcomeOf(3)]);
+        expect(heardByC.turnStarts).toEqual([]);
+        expect(heardByA).toEqual({ outcomes: [], turnStarts: [] });
+      });
+
+      it('hands nothing to a replica of the events it addressed to itself', async () => {
+        const [a, b] = [subject.store, await peer()];
+        const heardByA = listen(a);
+        const heardByB = listen(b);
+        a.publishOutcome(a.replicaId, outcomeOf(1));
+        a.publishTurnStart(a.replicaId, turnStart);
+        // a's own events went out before the event b hears, and b's reply after: a would have
+        // heard its own before b's.
+        a.publishOutcome(b.replicaId, outcomeOf(2));
+        await until(() => expect(heardByB.outcomes).toHaveLength(1));
+        b.publishOutcome(a.replicaId, outcomeOf(3));
+        await until(() => expect(heardByA.outcomes).toHaveLength(1));
+        expect(heardByA).toEqual({ outcomes: [outcomeOf(3)], turnStarts: [] });
+        expect(heardByB).toEqual({ outcomes: [outcomeOf(2)], turnStarts: [] });
       });
 
       it('hands over the events of one replica in the order it published them', async () => {
         const [a, b] = [subject.store, await peer()];
         const heard = listen(b);
-        for (let sequence = 1; sequence <= 5; sequence += 1) a.publishOutcome(outcomeOf(sequence));
+        for (let sequence = 1; sequence <= 5; sequence += 1)
+          a.publishOutcome(b.replicaId, outcomeOf(sequence));
         await until(() => expect(heard.outcomes).toHaveLength(5));
         expect(heard.outcomes.map((outcome) => outcome.turnId)).toEqual(
           [1, 2, 3, 4, 5].map((n) => `turn-${n}`),
         );
       });
 
-      it('hands an event to every replica listening, and to each of its listeners', async () => {
-        const [a, b, c] = [subject.store, await peer(), await peer()];
+      it('hands an event to each listener of its replica', async () => {
+        const [a, b] = [subject.store, await peer()];
         const first = listen(b);
         const second = listen(b);
-        const third = listen(c);
-        a.publishOutcome(outcomeOf(1));
+        a.publishOutcome(b.replicaId, outcomeOf(1));
         await until(() => {
-          for (const heard of [first, second, third]) expect(heard.outcomes).toEqual([outcomeOf(1)]);
+          for (const heard of [first, second]) expect(heard.outcomes).toEqual([outcomeOf(1)]);
         });
       });
 
@@ -136,8 +155,8 @@ export function replicaEventsContract(name: string, factory: StoreFactory<Replic
         const kept = listen(b);
         stopOutcomes();
         stopTurnStarts();
-        a.publishOutcome(outcomeOf(1));
-        a.publishTurnStart(turnStart);
+        a.publishOutcome(b.replicaId, outcomeOf(1));
+        a.publishTurnStart(b.replicaId, turnStart);
         await until(() => expect(kept.turnStarts).toHaveLength(1));
         expect(kept.outcomes).toHaveLength(1);
         expect(dropped).toEqual([]);
@@ -149,8 +168,8 @@ export function replicaEventsContract(name: string, factory: StoreFactory<Replic
           throw new Error('listener failed');
         });
         const heard = listen(b);
-        a.publishOutcome(outcomeOf(1));
-        a.publishOutcome(outcomeOf(2));
+        a.publishOutcome(b.replicaId, outcomeOf(1));
+        a.publishOutcome(b.replicaId, outcomeOf(2));
         await until(() => expect(heard.outcomes).toEqual([outcomeOf(1), outcomeOf(2)]));
       });
     });

@@ -17,9 +17,10 @@ import {
 
 /**
  * `ReplicaEvents` over Redis pub/sub (docs/design.md §5 "Several replicas"): outcomes and turn
- * starts on `{<prefix>}:events`, one session's replies on its own channel (`sessionChannelOf`),
- * subscribed only while this replica follows the session. Pub/sub delivers only to replicas
- * subscribed at the time, in the order the server took the publishes.
+ * starts on their addressee's channel (`eventChannelOf`), which only that replica subscribes to,
+ * one session's replies on its own channel (`sessionChannelOf`), subscribed only while this
+ * replica follows the session. Pub/sub delivers only to replicas subscribed at the time, in the
+ * order the server took the publishes.
  */
 export interface RedisReplicaEvents extends ReplicaEvents {
   /** Quits both connections (drops them at once when Redis is gone). */
@@ -31,7 +32,7 @@ export interface RedisReplicaEventsOptions {
   url: RedisTarget;
   /** The pool's prefix: replicas sharing a pool share its events. */
   prefix: string;
-  /** This replica's id (the pool's `replicaId`): its own events come back and are ignored. */
+  /** This replica's id (the pool's `replicaId`): it hears the events addressed to it. */
   replicaId: string;
   logger: Logger;
   /** The wait reported in `SB_STORE_UNAVAILABLE` when Redis cannot be reached at start. Default: 1000 ms. */
@@ -40,14 +41,15 @@ export interface RedisReplicaEventsOptions {
 
 const DEFAULTS = { retryAfterMs: 1_000 } satisfies Partial<RedisReplicaEventsOptions>;
 
-/** One event on the channel, with the replica that published it. */
-type RelayedEvent =
-  | { from: string; kind: 'outcome'; outcome: Outcome }
-  | { from: string; kind: 'turn_start'; turn: TurnStart };
+/** One event on a replica's channel. */
+type RelayedEvent = { kind: 'outcome'; outcome: Outcome } | { kind: 'turn_start'; turn: TurnStart };
 
-/** The channel of a pool's events, in the pool's hash tag (docs/design.md §5). */
-export function eventChannelOf(prefix: string): string {
-  return `{${prefix}}:events`;
+/**
+ * The channel of the events addressed to one replica of a pool, in the pool's hash tag
+ * (docs/design.md §5).
+ */
+export function eventChannelOf(prefix: string, replicaId: string): string {
+  return `{${prefix}}:events:${replicaId}`;
 }
 
 /**
@@ -59,8 +61,8 @@ export function sessionChannelOf(prefix: string, channel: string, session: strin
 }
 
 /**
- * Connects a publishing and a subscribed connection and subscribes to the pool's event channel
- * before it resolves; on failure leaves nothing open behind.
+ * Connects a publishing and a subscribed connection and subscribes to this replica's event
+ * channel before it resolves; on failure leaves nothing open behind.
  */
 export async function createRedisReplicaEvents(
   options: RedisReplicaEventsOptions,
@@ -68,7 +70,7 @@ export async function createRedisReplicaEvents(
   const { replicaId, logger } = options;
   const retryAfterMs = options.retryAfterMs ?? DEFAULTS.retryAfterMs;
   const createClient = redisClientFactory(options.url);
-  const channel = eventChannelOf(options.prefix);
+  const channel = eventChannelOf(options.prefix, replicaId);
   const publisher = createClient('commands');
   const subscriber = createClient('subscriber');
   // Losses are logged by the pool's own connections; these only must not crash the process.
@@ -91,7 +93,6 @@ export async function createRedisReplicaEvents(
       logger.warn({ channel }, 'relayed event unreadable: ignored');
       return;
     }
-    if (event.from === replicaId) return;
     if (event.kind === 'outcome') deliver(outcomeListeners, event.outcome);
     else deliver(turnStartListeners, event.turn);
   });
@@ -124,7 +125,9 @@ export async function createRedisReplicaEvents(
     return primaryOf(publisher, options.prefix).publish(topic, text);
   }
 
-  function publish(event: RelayedEvent): void {
+  function publish(to: string, event: RelayedEvent): void {
+    // The channels of this replica hear its own events from the outcome bus and the controller.
+    if (to === replicaId) return;
     let text: string;
     try {
       text = JSON.stringify(event);
@@ -133,8 +136,11 @@ export async function createRedisReplicaEvents(
       return;
     }
     // Sent at once, never awaited: the outcome path does not wait for the other replicas.
-    send(channel, text).catch((err: unknown) => {
-      logger.warn({ err, kind: event.kind }, 'event relay failed: the other replicas miss this event');
+    send(eventChannelOf(options.prefix, to), text).catch((err: unknown) => {
+      logger.warn(
+        { err, kind: event.kind, to },
+        'event relay failed: the replica it is for misses this event',
+      );
     });
   }
 
@@ -173,6 +179,7 @@ export async function createRedisReplicaEvents(
   }
 
   return {
+    replicaId,
     publishReplies(replies) {
       const topic = sessionChannelOf(options.prefix, replies.channel, replies.session);
       send(topic, JSON.stringify({ from: replicaId, ...replies })).catch((err: unknown) => {
@@ -195,11 +202,11 @@ export async function createRedisReplicaEvents(
         }
       };
     },
-    publishOutcome(outcome) {
-      publish({ from: replicaId, kind: 'outcome', outcome });
+    publishOutcome(to, outcome) {
+      publish(to, { kind: 'outcome', outcome });
     },
-    publishTurnStart(turn) {
-      publish({ from: replicaId, kind: 'turn_start', turn: turnStartOf(turn) });
+    publishTurnStart(to, turn) {
+      publish(to, { kind: 'turn_start', turn: turnStartOf(turn) });
     },
     subscribeOutcomes(listener) {
       outcomeListeners.add(listener);
@@ -229,10 +236,9 @@ async function quit(connections: RedisClient[]): Promise<void> {
 /** The event in `text`, or null when it is not one (another program on the channel). */
 function parse(text: string): RelayedEvent | null {
   try {
-    const event = JSON.parse(text) as Partial<RelayedEvent> | null;
-    if (typeof event?.from !== 'string') return null;
-    if (event.kind === 'outcome' && typeof event.outcome === 'object') return event as RelayedEvent;
-    if (event.kind === 'turn_start' && typeof event.turn === 'object') return event as RelayedEvent;
+    const event = JSON.parse(text) as { kind?: unknown; outcome?: unknown; turn?: unknown } | null;
+    if (event?.kind === 'outcome' && typeof event.outcome === 'object') return event as RelayedEvent;
+    if (event?.kind === 'turn_start' && typeof event.turn === 'object') return event as RelayedEvent;
     return null;
   } catch {
     return null;

@@ -4,7 +4,12 @@ import { queuedMessageFixture, replicaEventsContract } from '@switchboard/contra
 import { eventually } from '@switchboard/testkit/eventually';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { type RedisReplicaEvents, createRedisReplicaEvents, sessionChannelOf } from '../src/index.js';
+import {
+  type RedisReplicaEvents,
+  createRedisReplicaEvents,
+  eventChannelOf,
+  sessionChannelOf,
+} from '../src/index.js';
 import { REDIS_URL, recordingLogger, redisReachable, startPrivateRedis } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -57,6 +62,50 @@ describe.skipIf(!reachable)('createRedisReplicaEvents', () => {
     opened.push(events);
     return { events, logger };
   }
+
+  describe('when a replica relays the events of its turns', () => {
+    /** The PUBLISH commands the server ran since the last `CONFIG RESETSTAT`. */
+    async function publishes(admin: Redis): Promise<number> {
+      const stats = await admin.info('commandstats');
+      return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+    }
+
+    it('publishes each event once, to its addressee, and nothing for those addressed to itself', {
+      timeout: 30_000,
+    }, async () => {
+      const redis = await startPrivateRedis();
+      const admin = new Redis(redis.url);
+      try {
+        const a = await open('counted', 'replica-a', redis.url);
+        const b = await open('counted', 'replica-b', redis.url);
+        const heardByB: unknown[] = [];
+        b.events.subscribeOutcomes((outcome) => heardByB.push(outcome));
+        b.events.subscribeTurnStarts((turn) => heardByB.push(turn));
+        const turn = { id: 'turn-1', pipeline: 'p', messages: [{ message: { id: 'm-1', channel: 'http' } }] };
+        await admin.config('RESETSTAT');
+
+        a.events.publishOutcome('replica-a', outcomeOf(1));
+        a.events.publishTurnStart('replica-a', turn);
+        // Sent after a's own on the same connection: once b heard it, they went out or never did.
+        a.events.publishOutcome('replica-b', outcomeOf(2));
+        await eventually(() => heardByB.length === 1, 5000, 'b hears the outcome addressed to it');
+        expect(await publishes(admin)).toBe(1);
+
+        a.events.publishTurnStart('replica-b', turn);
+        await eventually(() => heardByB.length === 2, 5000, 'b hears the turn start addressed to it');
+        expect(await publishes(admin)).toBe(2);
+        expect(heardByB).toEqual([outcomeOf(2), turn]);
+        const [, subscribed] = (await admin.pubsub('NUMSUB', eventChannelOf('counted', 'replica-b'))) as [
+          string,
+          number,
+        ];
+        expect(Number(subscribed)).toBe(1);
+      } finally {
+        admin.disconnect();
+        await redis.remove();
+      }
+    });
+  });
 
   describe('when replicas hold event streams on a session', () => {
     const repliesTo = (session: string, text: string): SessionReplies => ({
@@ -169,7 +218,10 @@ describe.skipIf(!reachable)('createRedisReplicaEvents', () => {
             // subscriptions were restored and the session's given up again.
             await eventually(
               async () => {
-                const [, events] = (await after.pubsub('NUMSUB', '{gone}:events')) as [string, number];
+                const [, events] = (await after.pubsub('NUMSUB', eventChannelOf('gone', 'replica-a'))) as [
+                  string,
+                  number,
+                ];
                 return Number(events) === 1;
               },
               15_000,
@@ -206,7 +258,7 @@ describe.skipIf(!reachable)('createRedisReplicaEvents', () => {
       try {
         const a = await open('outage', 'replica-a', redis.url);
         await redis.stop();
-        expect(() => a.events.publishOutcome(outcomeOf(5))).not.toThrow();
+        expect(() => a.events.publishOutcome('replica-b', outcomeOf(5))).not.toThrow();
         await eventually(() =>
           a.logger.lines.some(
             (line) =>

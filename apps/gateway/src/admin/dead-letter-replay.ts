@@ -51,10 +51,12 @@ export function replayDeliveryKey(auditId: string, claimTtlMs: number): Delivery
 
 /**
  * `message` accepted again by a replay: one generation later, so that the statuses of the replay
- * replace those of the run that was dead-lettered (core `statusVersion`).
+ * replace those of the run that was dead-lettered (core `statusVersion`), and followed by no
+ * replica (no request waits for a replay), so that its events are relayed to none.
  */
 function nextGeneration(message: InboundMessage): InboundMessage {
-  return { ...message, generation: (message.generation ?? 0) + 1 };
+  const { accepted_by: _acceptedBy, ...replayed } = message;
+  return { ...replayed, generation: (message.generation ?? 0) + 1 };
 }
 
 /**

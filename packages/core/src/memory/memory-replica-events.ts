@@ -17,6 +17,7 @@ export interface MemoryReplicaEvents extends ReplicaEvents {
 
 /** One replica's listeners. */
 interface Member {
+  id: string;
   outcomes: Set<(outcome: Outcome) => void>;
   turnStarts: Set<(turn: TurnStart) => void>;
   /** By `sessionTopicOf`. */
@@ -36,9 +37,13 @@ export function createMemoryReplicaEvents(options: MemoryReplicaEventsOptions = 
   const logger = options.logger ?? silentLogger;
   const members = new Set<Member>();
 
-  /** Hands `text` to each listener `pick` finds on every member but `from`, each its own copy. */
+  /**
+   * Hands `event` to each listener `pick` finds on the members `to` accepts but `from`, each its
+   * own copy.
+   */
   function publish<Event>(
     from: Member,
+    to: (member: Member) => boolean,
     event: Event,
     pick: (member: Member) => ReadonlySet<(event: Event) => void> | undefined,
   ): void {
@@ -51,7 +56,7 @@ export function createMemoryReplicaEvents(options: MemoryReplicaEventsOptions = 
     }
     queueMicrotask(() => {
       for (const member of members) {
-        if (member === from) continue;
+        if (member === from || !to(member)) continue;
         for (const listener of pick(member) ?? []) {
           try {
             listener(JSON.parse(text) as Event);
@@ -64,18 +69,26 @@ export function createMemoryReplicaEvents(options: MemoryReplicaEventsOptions = 
   }
 
   function replica(): MemoryReplicaEvents {
-    const self: Member = { outcomes: new Set(), turnStarts: new Set(), sessions: new Map() };
+    const self: Member = {
+      id: `replica-${members.size + 1}`,
+      outcomes: new Set(),
+      turnStarts: new Set(),
+      sessions: new Map(),
+    };
     members.add(self);
+    const addressedTo = (to: string) => (member: Member) => member.id === to;
+    const anyone = () => true;
     return {
-      publishOutcome(outcome) {
-        publish(self, outcome, (member) => member.outcomes);
+      replicaId: self.id,
+      publishOutcome(to, outcome) {
+        if (to !== self.id) publish(self, addressedTo(to), outcome, (member) => member.outcomes);
       },
-      publishTurnStart(turn) {
-        publish(self, turnStartOf(turn), (member) => member.turnStarts);
+      publishTurnStart(to, turn) {
+        if (to !== self.id) publish(self, addressedTo(to), turnStartOf(turn), (member) => member.turnStarts);
       },
       publishReplies(replies) {
         const topic = sessionTopicOf(replies.channel, replies.session);
-        publish(self, replies, (member) => member.sessions.get(topic));
+        publish(self, anyone, replies, (member) => member.sessions.get(topic));
       },
       subscribeOutcomes(listener) {
         self.outcomes.add(listener);

@@ -163,6 +163,13 @@ export const InboundMessageSchema = z.object({
    */
   traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
   /**
+   * The replica that accepted the message and follows it until its outcome (the HTTP channel's
+   * status tracker, which answers its status and its waiting requests), when replicas share the
+   * pool (docs/design.md §5 "Several replicas"): the start of its turns and its outcome are relayed
+   * to that replica only, wherever they happen. Set by the channel; absent when no replica follows it.
+   */
+  accepted_by: z.string().min(1).optional(),
+  /**
    * How many dead-letter replays of this message came before this acceptance: absent (0) for
    * the first. A replay accepts it again one generation later, so that its statuses replace the
    * earlier run's (`statusVersion`).

@@ -54,7 +54,10 @@ export interface Turn {
 export interface TurnStart {
   id: string;
   pipeline: string;
-  messages: ReadonlyArray<{ message: Pick<InboundMessage, 'id' | 'channel' | 'tenant'>; rule?: string }>;
+  messages: ReadonlyArray<{
+    message: Pick<InboundMessage, 'id' | 'channel' | 'tenant' | 'accepted_by'>;
+    rule?: string;
+  }>;
 }
 
 /**
