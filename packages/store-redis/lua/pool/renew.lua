@@ -89,5 +89,5 @@ for _, pipeline in ipairs({ unpack(pipelineList()) }) do
     forgetPipeline(pipeline)
   end
 end
-local state = runnableState(false)
+local state = runnableState(false, true)
 return { state[1], state[2], lost }
