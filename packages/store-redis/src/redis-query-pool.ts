@@ -318,6 +318,18 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const unansweredSettlements = new Map<string, string>();
   /** Takes the turns claimed ahead (`onClaimedAhead`); none: nothing is claimed ahead. */
   let claimedAheadTaker: ((turn: ClaimedTurn) => void) | undefined;
+  /** The live replicas, as the last renewal counted them. */
+  let liveReplicas = 1;
+
+  /**
+   * Whether this replica claims in the same step as its own write (an enqueue, a settlement),
+   * holding `held` turns then: only below its share of the global slots, so that under a global
+   * limit the turns spread over the fleet instead of staying with the replicas that held the
+   * slots first. Above it, the script claims nothing and wakes the others for what is claimable.
+   */
+  function claimsInStep(held: number): boolean {
+    return held < Math.ceil(shared.concurrency.global / liveReplicas);
+  }
   /**
    * Request ids whose enqueue may have been applied though no call got an answer, until Redis
    * forgets them (`performance.now()` ms): the same message offered again is a repeat of it, and
@@ -419,7 +431,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     logger.info({}, 'config mismatch resolved: this replica takes work again');
   }
 
-  type RenewReply = [number, number, string[]] | ['config_mismatch', string];
+  type RenewReply = [number, number, string[], number] | ['config_mismatch', string];
   const isMismatch = (reply: RenewReply): reply is ['config_mismatch', string] =>
     reply[0] === 'config_mismatch';
 
@@ -445,7 +457,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         return { lost: [], expiresAt: startedAt + leaseMs };
       }
       acceptWorkAgain();
-      const [claimable, nextDueAt, lost] = reply;
+      const [claimable, nextDueAt, lost, live] = reply;
+      liveReplicas = Math.max(1, live);
       apply(runnableStateOf(claimable, nextDueAt));
       return { lost, expiresAt: startedAt + leaseMs };
     },
@@ -600,8 +613,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     const repeat = unanswered === undefined ? '0' : '1';
     // A repeat claims under the first call's token, so that it answers the turn that call claimed.
     const claimNext = options?.claimNext;
-    const nextToken =
-      unanswered ?? (claimNext === undefined || script === 'pool/abandon' ? '' : randomUUID());
+    const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(leases.size - 1);
+    const nextToken = unanswered ?? (claims ? randomUUID() : '');
     const claimArgs = script === 'pool/abandon' ? [] : [nextToken, leaseMs];
     let reply: [Settlement, number?, number?, TurnReply?];
     try {
@@ -674,7 +687,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       ];
       // The turn claimed with the enqueue is this replica's to run: the same token on every
       // repeat, so that a repeat answers the turn the first call claimed.
-      const claimToken = claimedAheadTaker === undefined || closed ? '' : randomUUID();
+      const claims =
+        claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(leases.size);
+      const claimToken = claims ? randomUUID() : '';
       let reply: [string, number?, number?, MessageReply[]?, TurnReply?];
       try {
         reply = await untilAnswered(queued.message.id, requestIdOf(queued), (repeat) =>

@@ -132,6 +132,37 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
       expect(secondWakeups()).toBe(1);
     });
 
+    it('claims nothing in step past its share of the global slots, leaving it to the others', async () => {
+      const clock = manualClock();
+      const setup = { now: clock.now, concurrency: { global: 2, perSession: 1 }, renewEveryMs: 20 };
+      const first = await pools.open(setup);
+      const second = await openTapped(setup);
+      const taken: ClaimedTurn[] = [];
+      first.onClaimedAhead((turn) => taken.push(turn));
+      // Both replicas renewed since both joined: each counts two live replicas, a share of one slot.
+      const admin = new Redis(REDIS_URL);
+      const heartbeat = async (id: string) => Number(await admin.zscore(`{${pools.prefix}}:replicas`, id));
+      try {
+        const joined = [await heartbeat(first.replicaId), await heartbeat(second.pool.replicaId)];
+        clock.advance(1);
+        await eventually(
+          async () =>
+            (await heartbeat(first.replicaId)) > (joined[0] as number) &&
+            (await heartbeat(second.pool.replicaId)) > (joined[1] as number),
+          5000,
+          'a renewal of each replica',
+        );
+      } finally {
+        admin.disconnect();
+      }
+      await first.enqueue(queued('A', clock.now()));
+      expect(taken.map((turn) => turn.session)).toEqual(['A']);
+      // Its renewals wake it too (every 20 ms): what counts is that the enqueue left B unclaimed.
+      await first.enqueue(queued('B', clock.now()));
+      expect(taken.map((turn) => turn.session)).toEqual(['A']);
+      expect((await second.pool.claim())?.session).toBe('B');
+    });
+
     it('wakes the others when it claims nothing: it is draining', async () => {
       const clock = manualClock();
       const first = await pools.open({ now: clock.now });
