@@ -523,6 +523,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       return;
     }
     leases.hold(turn.lease);
+    crashPoint('claim.after-attempt-mark');
     take(turn);
   }
 
