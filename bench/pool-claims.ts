@@ -1,6 +1,7 @@
 /**
  * Query pool claims/s: enqueue → claim → complete cycles, SETTINGS.poolConcurrency of them in
- * flight per pool, each message its own session, no pipeline and no controller. The memory pool
+ * flight per pool (claiming as the controller does: with the enqueue, with the completion, else
+ * with a claim call), each message its own session, no pipeline and no controller. The memory pool
  * is the baseline, measured in the same run; the Redis pool runs against a real Redis
  * (SETTINGS.redisUrl) as 1, 2 and 3 pools sharing one random prefix, as replicas do — all in this
  * process, so the replicas also share its CPU. claims/s = cycles ÷ time from the first enqueue to
@@ -14,7 +15,7 @@
  * Every key of the prefix is removed afterwards.
  */
 import { randomUUID } from 'node:crypto';
-import type { QueryPool, QueuedMessage } from '@switchboard/core';
+import type { QueryPool, QueuedMessage, Turn } from '@switchboard/core';
 import { FAIL_FAST_OPTIONS, type RedisQueryPool, createRedisQueryPool } from '@switchboard/store-redis';
 import { Redis } from 'ioredis';
 import { callsPerCycle, commandStats } from './support/redis-commandstats.js';
@@ -38,27 +39,38 @@ function messagesOf(count: number): QueuedMessage[] {
   return Array.from({ length: count }, (_, index) => queuedMessageOf(benchMessage(index, `c${index}`)));
 }
 
-/** Runs one enqueue → claim → complete cycle per message, SETTINGS.poolConcurrency in flight per pool. */
+/**
+ * Runs one enqueue → claim → complete cycle per message, SETTINGS.poolConcurrency in flight per
+ * pool, claiming as the controller does: the turns a pool claims ahead with an enqueue
+ * (`onClaimedAhead`) and with a completion (`claimNext`) are taken first, and `claim` is called
+ * only when none was handed over.
+ */
 async function runCycles(pools: readonly QueryPool[], messages: readonly QueuedMessage[]): Promise<void> {
   let next = 0;
   let completed = 0;
+  const handed = new Map(pools.map((pool) => [pool, [] as Turn[]]));
+  const unsubscribe = pools.map((pool) => pool.onClaimedAhead((turn) => handed.get(pool)?.push(turn)));
+  const complete = async (pool: QueryPool, turn: Turn) => {
+    const claimNext = (nextTurn: Turn) => handed.get(pool)?.push(nextTurn);
+    if ((await pool.complete(turn, [], { claimNext })) === 'settled') completed += 1;
+  };
+  const take = async (pool: QueryPool) => handed.get(pool)?.shift() ?? (await pool.claim());
   const settleAll = async (pool: QueryPool) => {
-    for (let turn = await pool.claim(); turn !== null; turn = await pool.claim()) {
-      if ((await pool.complete(turn)) === 'settled') completed += 1;
-    }
+    for (let turn = await take(pool); turn !== null; turn = await take(pool)) await complete(pool, turn);
   };
   const worker = async (pool: QueryPool) => {
     while (next < messages.length) {
       const message = messages[next++] as QueuedMessage;
       const result = await pool.enqueue(message);
       if (!result.accepted) throw new Error(`pool refused ${message.message.id}: ${result.reason}`);
-      const turn = await pool.claim();
-      if (turn !== null && (await pool.complete(turn)) === 'settled') completed += 1;
+      const turn = await take(pool);
+      if (turn !== null) await complete(pool, turn);
     }
   };
   await Promise.all(
     pools.flatMap((pool) => Array.from({ length: SETTINGS.poolConcurrency }, () => worker(pool))),
   );
+  for (const stop of unsubscribe) stop();
   // A claim finds nothing when other workers took every waiting message first: that leaves as
   // many messages behind as claims came back empty.
   for (const pool of pools) await settleAll(pool);

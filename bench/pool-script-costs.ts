@@ -8,7 +8,9 @@
  * writing its reply, and leaves out the time Redis waited for a core.
  *
  * The pool's three scripts are measured twice: with one tenant, and with two competing tenants
- * (whose use the scripts then count, docs/design.md §10 "Fair shares").
+ * (whose use the scripts then count, docs/design.md §10 "Fair shares"); then enqueue and complete
+ * as a running controller calls them, claiming in the same step (docs/design.md §5 "Claims in
+ * the same step").
  *
  * Not a scenario of `bench/run.ts`: a profile to read beside `pool-claims`. The counts are exact
  * whatever the load; the times are not (a loaded machine inflates the wall time most), so
@@ -85,13 +87,16 @@ async function measurePool(label: string, tenants: readonly string[]): Promise<s
     ...(tenants.length > 1 ? { pipelines } : {}),
     ...NO_RENEWAL,
   });
-  const messages: QueuedMessage[] = Array.from({ length: CALLS }, (_, index) => {
-    const queued = queuedMessageOf(benchMessage(index, `s${index}`));
-    return tenants.length > 1 ? { ...queued, pipeline: `${policy.id}-${index % tenants.length}` } : queued;
-  });
+  /** `CALLS` messages (`extra` more), each in a session of its own, numbered from `first`. */
+  const messagesFrom = (first: number, extra = 0): QueuedMessage[] =>
+    Array.from({ length: CALLS + extra }, (_, offset) => {
+      const index = first + offset;
+      const queued = queuedMessageOf(benchMessage(index, `s${index}`));
+      return tenants.length > 1 ? { ...queued, pipeline: `${policy.id}-${index % tenants.length}` } : queued;
+    });
   const turns: Turn[] = [];
   await measure(`pool/enqueue${label}`, async () => {
-    for (const message of messages) await pool.enqueue(message);
+    for (const message of messagesFrom(0)) await pool.enqueue(message);
   });
   await measure(`pool/claim${label}`, async () => {
     for (let index = 0; index < CALLS; index++) turns.push((await pool.claim()) as Turn);
@@ -99,6 +104,28 @@ async function measurePool(label: string, tenants: readonly string[]): Promise<s
   await measure(`pool/complete${label}`, async () => {
     for (const turn of turns) await pool.complete(turn);
   });
+  // A message's path through a running controller: its enqueue claims it, its completion looks
+  // for a next turn (none waits: one message at a time).
+  const claimedAhead: Turn[] = [];
+  const stopClaimingAhead = pool.onClaimedAhead((turn) => claimedAhead.push(turn));
+  await measure(`pool/enqueue claiming${label}`, async () => {
+    for (const message of messagesFrom(CALLS)) await pool.enqueue(message);
+  });
+  stopClaimingAhead();
+  await measure(`pool/complete claiming next, none waits${label}`, async () => {
+    for (const turn of claimedAhead) await pool.complete(turn, [], { claimNext: () => {} });
+  });
+  // Under load: each completion claims the next waiting message.
+  for (const message of messagesFrom(2 * CALLS, 1)) await pool.enqueue(message);
+  let running = (await pool.claim()) as Turn;
+  await measure(`pool/complete claiming next${label}`, async () => {
+    for (let index = 0; index < CALLS; index++) {
+      const next: Turn[] = [];
+      await pool.complete(running, [], { claimNext: (turn) => next.push(turn) });
+      running = next[0] as Turn;
+    }
+  });
+  await pool.complete(running);
   await pool.shutdown();
   return prefix;
 }

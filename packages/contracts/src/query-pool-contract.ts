@@ -1,5 +1,6 @@
 import { type TestContext, afterEach, describe, expect, it } from 'vitest';
 import {
+  type ClaimedTurn,
   type PipelinePolicyInput,
   PipelinePolicySchema,
   type QueryPool,
@@ -123,6 +124,99 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(await p.claim()).toBeNull();
         await p.complete(first as Turn);
         expect(texts(await p.claim())).toEqual([b.message.id]);
+      });
+    });
+
+    describe('when a claim tells whether more may be claimed', () => {
+      it('says more while another turn is claimable, and not after the last one', async () => {
+        const p = await pool({ global: 2 });
+        for (const session of ['A', 'B', 'C']) await p.enqueue(queued(session));
+        expect((await p.claim())?.more).toBe(true);
+        // The global limit is reached: C waits, and a claim now would find nothing.
+        expect((await p.claim())?.more).toBe(false);
+        expect(await p.claim()).toBeNull();
+      });
+
+      it('does not count a session held by its own running turn as more', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        await p.enqueue(queued('A'));
+        expect((await p.claim())?.more).toBe(false);
+      });
+    });
+
+    describe('when a settlement claims the next turn', () => {
+      /** Settles with `settle`, asking for the next turn; returns the turns handed over. */
+      async function settleClaimingNext(
+        settle: (claimNext: (turn: ClaimedTurn) => void) => Promise<unknown>,
+      ): Promise<ClaimedTurn[]> {
+        const handed: ClaimedTurn[] = [];
+        await settle((turn) => handed.push(turn));
+        return handed;
+      }
+
+      it('complete hands over the next message of the session as a claim of its own', async () => {
+        const p = await pool();
+        const [a, b] = [queued('A'), queued('A')];
+        await p.enqueue(a);
+        await p.enqueue(b);
+        const first = (await p.claim()) as Turn;
+        const handed = await settleClaimingNext((claimNext) => p.complete(first, [], { claimNext }));
+        expect(handed.map(texts)).toEqual([[b.message.id]]);
+        const next = handed[0] as ClaimedTurn;
+        expect(next.attempt).toBe(1);
+        expect(next.lease.token).not.toBe(first.lease.token);
+        expect(next.more).toBe(false);
+        expect((await p.stats()).inflight).toBe(1);
+        expect(await p.claim()).toBeNull();
+        expect(await p.complete(next)).toBe('settled');
+        expect(await p.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
+      });
+
+      it('complete hands over a turn of another session when its own has none', async () => {
+        const p = await pool({ global: 1 });
+        await p.enqueue(queued('A'));
+        const b = queued('B');
+        await p.enqueue(b);
+        const first = (await p.claim()) as Turn;
+        const handed = await settleClaimingNext((claimNext) => p.complete(first, [], { claimNext }));
+        expect(handed.map(texts)).toEqual([[b.message.id]]);
+      });
+
+      it('hands over nothing when nothing is claimable, or when the settlement is lost', async () => {
+        const p = await pool();
+        await p.enqueue(queued('A'));
+        const first = (await p.claim()) as Turn;
+        expect(await settleClaimingNext((claimNext) => p.complete(first, [], { claimNext }))).toEqual([]);
+        await p.enqueue(queued('B'));
+        expect(await settleClaimingNext((claimNext) => p.complete(first, [], { claimNext }))).toEqual([]);
+        expect((await p.claim())?.session).toBe('B');
+      });
+
+      it('retry puts the turn back and hands over the next runnable one', async () => {
+        const p = await pool();
+        const [a, b] = [queued('A'), queued('B')];
+        await p.enqueue(a);
+        await p.enqueue(b);
+        const first = (await p.claim()) as Turn;
+        const handed = await settleClaimingNext((claimNext) => p.retry(first, 1000, [], [], { claimNext }));
+        expect(handed.map(texts)).toEqual([[b.message.id]]);
+        nowMs += 1000;
+        const again = await p.claim();
+        expect(texts(again)).toEqual([a.message.id]);
+        expect(again?.attempt).toBe(2);
+      });
+
+      it('retry without delay may hand the same messages straight back, as a new claim', async () => {
+        const p = await pool();
+        const a = queued('A');
+        await p.enqueue(a);
+        const first = (await p.claim()) as Turn;
+        const handed = await settleClaimingNext((claimNext) => p.retry(first, 0, [], [], { claimNext }));
+        expect(handed.map(texts)).toEqual([[a.message.id]]);
+        expect(handed[0]?.attempt).toBe(2);
+        expect(await p.complete(first)).toBe('lost');
+        expect(await p.complete(handed[0] as Turn)).toBe('settled');
       });
     });
 

@@ -224,6 +224,7 @@ export { IGNORING_OBSERVER } from './ports/outbound-observer.js';
 export type { OutboundObserver } from './ports/outbound-observer.js';
 export type { Pipeline, PipelineResult, PipelineRunContext, PipelineStatus } from './ports/pipeline.js';
 export type {
+  ClaimedTurn,
   DeliveryKey,
   EnqueueResult,
   PoolStats,
@@ -232,6 +233,7 @@ export type {
   QueryPool,
   RunningTurn,
   SessionsView,
+  SettleOptions,
   Settlement,
   Turn,
   TurnLease,

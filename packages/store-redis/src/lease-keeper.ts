@@ -52,6 +52,11 @@ export class LeaseKeeper {
   }
 
   /** Whether `token` is still renewed: claimed here, not yet settled nor given up. */
+  /** How many leases this replica holds. */
+  get size(): number {
+    return this.#held.size;
+  }
+
   holds(token: string): boolean {
     return this.#held.has(token);
   }

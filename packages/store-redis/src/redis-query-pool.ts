@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  type ClaimedTurn,
   type Concurrency,
   type EnqueueResult,
   type KeptOutcome,
@@ -9,6 +10,7 @@ import {
   type QueryPool,
   type QueueLimits,
   type SessionsView,
+  type SettleOptions,
   type Settlement,
   SwitchboardError,
   type TenantShare,
@@ -308,11 +310,27 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   /** Tokens of claims whose answer never arrived: the next claim repeats them (idempotent by token). */
   const unansweredClaims: string[] = [];
   /**
-   * Held tokens whose last settlement call got no answer: Redis may have applied it, so the
-   * next call for the token says it repeats one, and finding the first call's tombstone answers
-   * `settled` instead of `lost` (lua/pool/includes/settlement.lua).
+   * Held tokens whose last settlement call got no answer, each with the lease token that call
+   * claimed the next turn under ('' for none): Redis may have applied it, so the next call for
+   * the token says it repeats one with the same next token, and finding the first call's
+   * tombstone answers `settled` (and the turn it claimed) instead of `lost`
+   * (lua/pool/includes/settlement.lua).
    */
-  const unansweredSettlements = new Set<string>();
+  const unansweredSettlements = new Map<string, string>();
+  /** Takes the turns claimed ahead (`onClaimedAhead`); none: nothing is claimed ahead. */
+  let claimedAheadTaker: ((turn: ClaimedTurn) => void) | undefined;
+  /** The live replicas, as the last renewal counted them. */
+  let liveReplicas = 1;
+
+  /**
+   * Whether this replica claims in the same step as its own write (an enqueue, a settlement),
+   * holding `held` turns then: only below its share of the global slots, so that under a global
+   * limit the turns spread over the fleet instead of staying with the replicas that held the
+   * slots first. Above it, the script claims nothing and wakes the others for what is claimable.
+   */
+  function claimsInStep(held: number): boolean {
+    return held < Math.ceil(shared.concurrency.global / liveReplicas);
+  }
   /**
    * Request ids whose enqueue may have been applied though no call got an answer, until Redis
    * forgets them (`performance.now()` ms): the same message offered again is a repeat of it, and
@@ -414,7 +432,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     logger.info({}, 'config mismatch resolved: this replica takes work again');
   }
 
-  type RenewReply = [number, number, string[]] | ['config_mismatch', string];
+  type RenewReply = [number, number, string[], number] | ['config_mismatch', string];
   const isMismatch = (reply: RenewReply): reply is ['config_mismatch', string] =>
     reply[0] === 'config_mismatch';
 
@@ -440,11 +458,15 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         return { lost: [], expiresAt: startedAt + leaseMs };
       }
       acceptWorkAgain();
-      const [claimable, nextDueAt, lost] = reply;
+      const [claimable, nextDueAt, lost, live] = reply;
+      liveReplicas = Math.max(1, live);
       apply(runnableStateOf(claimable, nextDueAt));
       return { lost, expiresAt: startedAt + leaseMs };
     },
     onLost(token) {
+      // Its unanswered settlement may have claimed a next turn: the next claim repeats that token.
+      const next = unansweredSettlements.get(token);
+      if (next !== undefined && next !== '') unansweredClaims.push(next);
       unansweredSettlements.delete(token);
       for (const listener of leaseLostListeners) listener(token);
     },
@@ -458,7 +480,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   /** Claims answered after `shutdown()` began: never started, handed back by the shutdown. */
   const claimedAfterShutdown: string[] = [];
 
-  async function claimOnce(): Promise<Turn | null> {
+  async function claimOnce(): Promise<ClaimedTurn | null> {
     const token = unansweredClaims.shift() ?? randomUUID();
     let reply: [number, number, ReclaimedReply[], TurnReply];
     try {
@@ -467,9 +489,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       unansweredClaims.push(token);
       throw err;
     }
-    const [, nextDueAt, reclaimed, turnReply] = reply;
+    const [claimable, nextDueAt, reclaimed, turnReply] = reply;
     logReclaimed(reclaimed);
-    const turn = turnOf(turnReply);
+    const turn = turnOf(turnReply, claimable);
     // Answered once this replica may no longer start it: nobody would renew the lease, and
     // leaving it to expire would count an attempt that never ran (docs/design.md §5).
     if (turn !== null && shutDown) claimedAfterShutdown.push(token);
@@ -479,10 +501,31 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       leases.hold(turn.lease);
       crashPoint('claim.after-attempt-mark');
     }
-    // The timer only: the caller claims again until null anyway, and the script told the other
-    // replicas about work it reclaimed.
+    // The timer only: the caller claims again while the turn says `more`, and the script told
+    // the other replicas about work it reclaimed.
     apply(runnableStateOf(0, nextDueAt));
     return turn;
+  }
+
+  /**
+   * Takes a turn another script claimed for this replica in the same step as its own write (an
+   * enqueue's, a settlement's): holds its lease and hands it to `take`, or hands it back unrun
+   * when nobody takes it now (the replica is stopping).
+   */
+  function handOver(
+    reply: TurnReply,
+    claimable: number,
+    take: ((turn: ClaimedTurn) => void) | undefined,
+  ): void {
+    const turn = turnOf(reply, claimable);
+    if (turn === null) return;
+    if (take === undefined || shutDown || mismatch !== undefined) {
+      void handBack(turn.lease.token);
+      return;
+    }
+    leases.hold(turn.lease);
+    crashPoint('claim.after-attempt-mark');
+    take(turn);
   }
 
   /**
@@ -559,6 +602,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   async function settle(
     turn: Turn,
     script: 'pool/complete' | 'pool/retry' | 'pool/abandon',
+    options: SettleOptions | undefined,
     ...args: Array<string | number>
   ): Promise<Settlement> {
     const token = turn.lease?.token;
@@ -567,14 +611,21 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     // the caller writes the settlement again (docs/design.md §5 "Redis down"), and the lease must
     // hold meanwhile, or another replica would run the turn again; fencing ends the wait if Redis
     // stays away.
-    const repeat = unansweredSettlements.has(token) ? '1' : '0';
-    let reply: [Settlement, number?, number?];
+    const unanswered = unansweredSettlements.get(token);
+    const repeat = unanswered === undefined ? '0' : '1';
+    // A repeat claims under the first call's token, so that it answers the turn that call claimed.
+    const claimNext = options?.claimNext;
+    const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(leases.size - 1);
+    const nextToken = unanswered ?? (claims ? randomUUID() : '');
+    const claimArgs = script === 'pool/abandon' ? [] : [nextToken, leaseMs];
+    let reply: [Settlement, number?, number?, TurnReply?];
     try {
-      reply = await run(script, token, repeat, tombstoneMs, ...args);
+      reply = await run(script, token, repeat, tombstoneMs, ...claimArgs, ...args);
     } catch (err) {
       if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
         // A token already answered or given up is not held: a later call for it is no repeat.
-        if (leases.holds(token)) unansweredSettlements.add(token);
+        if (leases.holds(token)) unansweredSettlements.set(token, nextToken);
+        else if (nextToken !== '') unansweredClaims.push(nextToken);
         throw err;
       }
       // Writing it again would fail the same way: renewing the lease meanwhile would keep the
@@ -589,10 +640,13 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       }
       throw err;
     }
-    const [outcome, claimable, nextDueAt] = reply;
+    const [outcome, claimable, nextDueAt, next] = reply;
     unansweredSettlements.delete(token);
     leases.release(token);
-    if (outcome === 'settled') apply(runnableStateOf(claimable as number, nextDueAt as number));
+    if (outcome === 'settled') {
+      handOver(next ?? [], claimable as number, claimNext);
+      apply(runnableStateOf(claimable as number, nextDueAt as number));
+    }
     return outcome;
   }
 
@@ -633,13 +687,26 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         options.keptOutcome === undefined ? '' : now() + KEPT_OUTCOME_LEASE_MS,
         enqueueRememberedMs,
       ];
-      const reply = await untilAnswered(queued.message.id, requestIdOf(queued), (repeat) =>
-        run<[string, number?, number?, MessageReply[]?]>('pool/enqueue', ...args, repeat),
-      );
-      const [outcome, claimable, nextDueAt, overflowed] = reply;
+      // The turn claimed with the enqueue is this replica's to run: the same token on every
+      // repeat, so that a repeat answers the turn the first call claimed.
+      const claims =
+        claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(leases.size);
+      const claimToken = claims ? randomUUID() : '';
+      let reply: [string, number?, number?, MessageReply[]?, TurnReply?];
+      try {
+        reply = await untilAnswered(queued.message.id, requestIdOf(queued), (repeat) =>
+          run('pool/enqueue', ...args, repeat, claimToken, leaseMs),
+        );
+      } catch (err) {
+        // It may have been applied, its claim with it: the next claim repeats the token.
+        if (claimToken !== '') unansweredClaims.push(claimToken);
+        throw err;
+      }
+      const [outcome, claimable, nextDueAt, overflowed, claimed] = reply;
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };
       if (outcome === 'queue_full')
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
+      handOver(claimed ?? [], claimable as number, claimedAheadTaker);
       apply(runnableStateOf(claimable as number, nextDueAt as number));
       return { accepted: true, overflowed: (overflowed ?? []).map(queuedOf) };
     },
@@ -655,27 +722,46 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       }
     },
 
-    complete(turn, ended) {
+    complete(turn, ended, settleOptions) {
       const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
-      return crashAfter('settle.after-complete', settle(turn, 'pool/complete', kept.dueAt, ...kept.pairs));
+      return crashAfter(
+        'settle.after-complete',
+        settle(turn, 'pool/complete', settleOptions, kept.dueAt, ...kept.pairs),
+      );
     },
 
-    retry(turn, delayMs, finalIds = [], ended) {
+    retry(turn, delayMs, finalIds = [], ended, settleOptions) {
       const boundedDelayMs = Number.isNaN(delayMs) ? 0 : Math.min(Math.max(0, delayMs), MAX_RETRY_DELAY_MS);
       const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
       return crashAfter(
         'settle.after-retry',
-        settle(turn, 'pool/retry', boundedDelayMs, kept.dueAt, finalIds.length, ...finalIds, ...kept.pairs),
+        settle(
+          turn,
+          'pool/retry',
+          settleOptions,
+          boundedDelayMs,
+          kept.dueAt,
+          finalIds.length,
+          ...finalIds,
+          ...kept.pairs,
+        ),
       );
     },
 
     abandon(turn, abandonOptions = { ran: true }) {
-      return settle(turn, 'pool/abandon', abandonOptions.ran ? '1' : '0');
+      return settle(turn, 'pool/abandon', undefined, abandonOptions.ran ? '1' : '0');
     },
 
     onRunnable(listener) {
       runnableListeners.add(listener);
       return () => runnableListeners.delete(listener);
+    },
+
+    onClaimedAhead(taker) {
+      claimedAheadTaker = taker;
+      return () => {
+        if (claimedAheadTaker === taker) claimedAheadTaker = undefined;
+      };
     },
 
     onLeaseLost(listener) {

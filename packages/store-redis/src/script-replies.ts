@@ -1,7 +1,7 @@
 import {
+  type ClaimedTurn,
   type PooledMessageState,
   type QueuedMessage,
-  type Turn,
   requestIdOf,
   turnIdOf,
 } from '@switchboard/core';
@@ -56,7 +56,8 @@ export function queuedOf([payload, attempt, retryAt, acceptedAt]: MessageReply):
   return queued;
 }
 
-export function turnOf(reply: TurnReply): Turn | null {
+/** A claimed turn; `claimable`: what the script that claimed it said of a further claim. */
+export function turnOf(reply: TurnReply, claimable: number): ClaimedTurn | null {
   if (reply.length === 0) return null;
   const [token, session, pipeline, expiresAt, messages] = reply;
   const queued = messages.map(queuedOf);
@@ -67,6 +68,7 @@ export function turnOf(reply: TurnReply): Turn | null {
     messages: queued,
     attempt: Math.max(...queued.map((message) => message.attempt)),
     lease: { token, expiresAt },
+    more: claimable === 1,
   };
 }
 

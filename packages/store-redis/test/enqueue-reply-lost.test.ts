@@ -57,12 +57,16 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
   describe('when the script is called again with a request id it accepted', () => {
     const pools = usePools();
 
-    /** The ARGV of `pool/enqueue` after the prefix, clock and replica, for `message` in a full session; `repeat` as a lost reply's. */
+    /**
+     * The ARGV of `pool/enqueue` after the prefix, clock and replica, for `message` in a full
+     * session; `repeat` as a lost reply's; `claimToken` to claim a turn in the same step.
+     */
     function enqueueArgs(
       message: ReturnType<typeof queued>,
       deliveryKey: string,
       rememberedMs: number,
       repeat: '0' | '1' = '0',
+      claimToken = '',
     ) {
       const { attempt: _attempt, acceptedAt: _acceptedAt, retryAtMs: _retryAtMs, ...payload } = message;
       return [
@@ -81,6 +85,8 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
         '',
         rememberedMs,
         repeat,
+        claimToken,
+        15_000,
       ];
     }
 
@@ -113,7 +119,7 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       try {
         const message = queued('A', clock.now());
         const first = (await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:1', 1000))) as unknown[];
-        expect(first).toMatchObject(['accepted', 1, -1, [expect.any(Array)]]);
+        expect(first).toMatchObject(['accepted', 1, -1, [expect.any(Array)], []]);
 
         clock.advance(999);
         const stats = await pool.stats();
@@ -133,6 +139,31 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       }
     });
 
+    it('answers the turn its first call claimed, and claims no second', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      await pool.enqueue(queued('A', clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const message = queued('B', clock.now());
+        const first = (await runner.run(
+          'pool/enqueue',
+          ...enqueueArgs(message, 'tg:2', 1000, '0', 'ahead-1'),
+        )) as unknown[];
+        // The oldest head goes first: A's, not the message just accepted.
+        expect(first.slice(0, 4)).toEqual(['accepted', 1, -1, []]);
+        expect((first[4] as unknown[]).slice(0, 2)).toEqual(['ahead-1', 'A']);
+        const stats = await pool.stats();
+        expect(stats).toMatchObject({ pending: 1, inflight: 1 });
+        expect(
+          await runner.run('pool/enqueue', ...enqueueArgs(message, 'tg:2', 1000, '1', 'ahead-1')),
+        ).toEqual(first);
+        expect(await pool.stats()).toEqual(stats);
+      } finally {
+        await runner.close();
+      }
+    });
+
     it('accepted again once forgotten but not yet purged, answers what the new call dropped, not the old', async () => {
       const clock = manualClock();
       const pool = await pools.open({
@@ -144,7 +175,7 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       try {
         const message = queued('A', clock.now());
         const first = (await runner.run('pool/enqueue', ...enqueueArgs(message, '', 1000))) as unknown[];
-        expect(first).toMatchObject(['accepted', 1, -1, [expect.any(Array)]]);
+        expect(first).toMatchObject(['accepted', 1, -1, [expect.any(Array)], []]);
         // Entries forgotten before it, more than the purges of this test can take (bounded per
         // call): its entry outlives its time.
         const earlier = Array.from({ length: 300 }, (_, index) => [clock.now() + index, `older-${index}`]);
@@ -159,11 +190,13 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
           1,
           -1,
           [],
+          [],
         ]);
         expect(await runner.run('pool/enqueue', ...enqueueArgs(again, '', 1000, '1'))).toEqual([
           'accepted',
           1,
           -1,
+          [],
           [],
         ]);
       } finally {

@@ -38,14 +38,24 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (pool/includes/se
       await pool.enqueue(queued('B', clock.now()));
       const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
       await runner.run('pool/claim', 'token-1', 15_000);
-      expect(await runner.run('pool/complete', 'token-1', '0', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
+      expect(await runner.run('pool/complete', 'token-1', '0', TOMBSTONE_MS, '', 15_000)).toEqual([
+        'settled',
+        1,
+        -1,
+        [],
+      ]);
       return { clock, pool, runner, stats: await pool.stats() };
     }
 
     it('answers settled to a flagged repeat of the same settlement and changes nothing', async () => {
       const { pool, runner, stats } = await settledToken();
       try {
-        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
+        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS, '', 15_000)).toEqual([
+          'settled',
+          1,
+          -1,
+          [],
+        ]);
         expect(await pool.stats()).toEqual(stats);
       } finally {
         await runner.close();
@@ -55,10 +65,38 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (pool/includes/se
     it('answers lost to a repeat without the flag, or of another settlement', async () => {
       const { pool, runner, stats } = await settledToken();
       try {
-        expect(await runner.run('pool/complete', 'token-1', '0', TOMBSTONE_MS)).toEqual(['lost']);
-        expect(await runner.run('pool/retry', 'token-1', '1', TOMBSTONE_MS, 0)).toEqual(['lost']);
+        expect(await runner.run('pool/complete', 'token-1', '0', TOMBSTONE_MS, '', 15_000)).toEqual(['lost']);
+        expect(await runner.run('pool/retry', 'token-1', '1', TOMBSTONE_MS, '', 15_000, 0)).toEqual(['lost']);
         expect(await runner.run('pool/abandon', 'token-1', '1', TOMBSTONE_MS, '1')).toEqual(['lost']);
-        expect(await runner.run('pool/complete', 'token-never-claimed', '1', TOMBSTONE_MS)).toEqual(['lost']);
+        expect(
+          await runner.run('pool/complete', 'token-never-claimed', '1', TOMBSTONE_MS, '', 15_000),
+        ).toEqual(['lost']);
+        expect(await pool.stats()).toEqual(stats);
+      } finally {
+        await runner.close();
+      }
+    });
+
+    it('answers the turn its first call claimed to a flagged repeat, and claims no second', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      for (const session of ['A', 'B', 'C']) await pool.enqueue(queued(session, clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        await runner.run('pool/claim', 'token-1', 15_000);
+        const first = (await runner.run('pool/complete', 'token-1', '0', TOMBSTONE_MS, 'next-1', 15_000)) as [
+          string,
+          number,
+          number,
+          unknown[],
+        ];
+        expect(first.slice(0, 3)).toEqual(['settled', 1, -1]);
+        expect(first[3].slice(0, 2)).toEqual(['next-1', 'B']);
+        const stats = await pool.stats();
+        expect(stats).toMatchObject({ pending: 1, inflight: 1 });
+        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS, 'next-1', 15_000)).toEqual(
+          first,
+        );
         expect(await pool.stats()).toEqual(stats);
       } finally {
         await runner.close();
@@ -69,9 +107,14 @@ describe.skipIf(!reachable)('a settlement whose reply was lost (pool/includes/se
       const { clock, runner } = await settledToken();
       try {
         clock.advance(TOMBSTONE_MS - 1);
-        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['settled', 1, -1]);
+        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS, '', 15_000)).toEqual([
+          'settled',
+          1,
+          -1,
+          [],
+        ]);
         clock.advance(1);
-        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS)).toEqual(['lost']);
+        expect(await runner.run('pool/complete', 'token-1', '1', TOMBSTONE_MS, '', 15_000)).toEqual(['lost']);
       } finally {
         await runner.close();
       }

@@ -168,14 +168,16 @@ describe.skipIf(!reachable)('pool/complete.lua, pool/retry.lua, pool/abandon.lua
       await holder.enqueue(queued('A', clock.now()));
       const turn = (await holder.claim()) as Turn;
       const admin = new Redis(REDIS_URL);
-      const settledKey = `{${pools.prefix}}:settled`;
+      const leaseKey = `{${pools.prefix}}:lease:${turn.lease.token}`;
       const heartbeat = async () =>
         Number(await admin.zscore(`{${pools.prefix}}:replicas`, holder.replicaId));
       try {
-        // A key of the wrong type: the script fails with WRONGTYPE before it writes anything.
-        await admin.set(settledKey, 'not a sorted set');
+        // The lease record put aside for a key of the wrong type: the script fails with
+        // WRONGTYPE before it writes anything.
+        await admin.rename(leaseKey, `${leaseKey}:aside`);
+        await admin.set(leaseKey, 'not a hash');
         await expect(holder.complete(turn)).rejects.toThrow(/WRONGTYPE/);
-        await admin.del(settledKey);
+        await admin.rename(`${leaseKey}:aside`, leaseKey);
 
         // Renewals go on for the replica, not for the turn.
         clock.advance(5_000);

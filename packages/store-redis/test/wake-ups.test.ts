@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Turn } from '@switchboard/core';
+import type { ClaimedTurn, Turn } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,6 +93,92 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
     });
   });
 
+  describe('when the replica making work claimable claims it itself', () => {
+    it('claims with the enqueue and wakes only itself for what stays claimable', async () => {
+      const clock = manualClock();
+      const first = await pools.open({ now: clock.now });
+      const second = await openTapped({ now: clock.now });
+      const a = queued('A', clock.now());
+      await first.enqueue(a);
+      // Its announcement delivered before the count starts.
+      await channelBarrier(second.subscriber);
+      const taken: ClaimedTurn[] = [];
+      first.onClaimedAhead((turn) => taken.push(turn));
+      const firstWakeups = countWakeups(first);
+      const secondWakeups = countWakeups(second.pool);
+      await first.enqueue(queued('B', clock.now()));
+      // The oldest head, with B still claimable: the enqueuing replica claims it next.
+      expect(taken.map((turn) => [turn.messages[0]?.message.id, turn.more])).toEqual([[a.message.id, true]]);
+      expect(firstWakeups()).toBe(1);
+      // The marker only.
+      await channelBarrier(second.subscriber);
+      expect(secondWakeups()).toBe(1);
+      expect(await first.complete(taken[0] as ClaimedTurn)).toBe('settled');
+    });
+
+    it('takes the next turn with the completion and wakes only itself for what stays claimable', async () => {
+      const clock = manualClock();
+      const first = await pools.open({ now: clock.now });
+      const second = await openTapped({ now: clock.now });
+      for (const session of ['A', 'B', 'C']) await first.enqueue(queued(session, clock.now()));
+      const running = (await first.claim()) as Turn;
+      await channelBarrier(second.subscriber);
+      const secondWakeups = countWakeups(second.pool);
+      const next: ClaimedTurn[] = [];
+      expect(await first.complete(running, [], { claimNext: (turn) => next.push(turn) })).toBe('settled');
+      // C stays claimable: the completing replica claims it next.
+      expect(next.map((turn) => [turn.session, turn.more])).toEqual([['B', true]]);
+      await channelBarrier(second.subscriber);
+      expect(secondWakeups()).toBe(1);
+    });
+
+    it('claims nothing in step past its share of the global slots, leaving it to the others', async () => {
+      const clock = manualClock();
+      const setup = { now: clock.now, concurrency: { global: 2, perSession: 1 }, renewEveryMs: 20 };
+      const first = await pools.open(setup);
+      const second = await openTapped(setup);
+      const taken: ClaimedTurn[] = [];
+      first.onClaimedAhead((turn) => taken.push(turn));
+      // Both replicas renewed since both joined: each counts two live replicas, a share of one slot.
+      const admin = new Redis(REDIS_URL);
+      const heartbeat = async (id: string) => Number(await admin.zscore(`{${pools.prefix}}:replicas`, id));
+      try {
+        const joined = [await heartbeat(first.replicaId), await heartbeat(second.pool.replicaId)];
+        clock.advance(1);
+        await eventually(
+          async () =>
+            (await heartbeat(first.replicaId)) > (joined[0] as number) &&
+            (await heartbeat(second.pool.replicaId)) > (joined[1] as number),
+          5000,
+          'a renewal of each replica',
+        );
+      } finally {
+        admin.disconnect();
+      }
+      await first.enqueue(queued('A', clock.now()));
+      expect(taken.map((turn) => turn.session)).toEqual(['A']);
+      // Its renewals wake it too (every 20 ms): what counts is that the enqueue left B unclaimed.
+      await first.enqueue(queued('B', clock.now()));
+      expect(taken.map((turn) => turn.session)).toEqual(['A']);
+      expect((await second.pool.claim())?.session).toBe('B');
+    });
+
+    it('wakes the others when it claims nothing: it is draining', async () => {
+      const clock = manualClock();
+      const first = await pools.open({ now: clock.now });
+      const second = await openTapped({ now: clock.now });
+      first.onClaimedAhead(() => {
+        throw new Error('a draining replica claims nothing ahead');
+      });
+      first.close();
+      const secondWakeups = countWakeups(second.pool);
+      await first.enqueue(queued('A', clock.now()), undefined, { last: true });
+      await channelBarrier(second.subscriber);
+      expect(secondWakeups()).toBe(2);
+      expect((await second.pool.claim())?.session).toBe('A');
+    });
+  });
+
   describe("when a tenant's turns wait behind its concurrency", () => {
     it('wakes nobody for them: a claim would find nothing', async () => {
       const clock = manualClock();
@@ -130,7 +216,7 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
   });
 
   describe('when a lease expires', () => {
-    it('wakes the replica that learnt the deadline, whose timer reclaims the turn', async () => {
+    it('wakes a replica at the deadline its renewal reported, whose timer reclaims the turn', async () => {
       const holderClock = manualClock(Date.now());
       // The shortest lease the timing rules allow (fencing plus the 2 s command timeout first).
       const leases = { leaseMs: 2400, renewEveryMs: 100, fenceAfterMs: 300 };
@@ -139,7 +225,7 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
       await holder.enqueue(queued('A', Date.now()));
       const turn = (await holder.claim()) as Turn;
       const wakeups = countWakeups(other);
-      // Waits behind the running turn: not claimable, but the reply carries the lease deadline.
+      // Waits behind the running turn: not claimable; the next renewal reports the lease deadline.
       await other.enqueue(queued('A', Date.now()));
       expect(wakeups()).toBe(0);
       await eventually(() => wakeups() > 0, 5000, 'the wake-up at the lease deadline');

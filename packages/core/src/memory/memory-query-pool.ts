@@ -5,11 +5,13 @@ import { DEFAULT_TENANT } from '../model/message.js';
 import type { AppendResult, Journal } from '../ports/journal.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type {
+  ClaimedTurn,
   EnqueueResult,
   PoolStats,
   QueryPool,
   RunningTurn,
   SessionsView,
+  SettleOptions,
   Settlement,
   Turn,
   TurnLease,
@@ -120,8 +122,9 @@ interface Claim {
  * that complete, retry and abandon reach the session without looking its key up (at 10k sessions
  * that lookup was a tenth of the pool's time). Private: callers see, copy and log a plain turn.
  */
-class ClaimedTurn implements Turn {
+class LinkedTurn implements ClaimedTurn {
   readonly #claim: Claim;
+  more = false;
 
   constructor(
     readonly id: string,
@@ -141,7 +144,7 @@ class ClaimedTurn implements Turn {
   }
 }
 
-const NO_TURN: Promise<Turn | null> = Promise.resolve(null);
+const NO_TURN: Promise<ClaimedTurn | null> = Promise.resolve(null);
 const DUPLICATE: EnqueueResult = { accepted: false, reason: 'duplicate' };
 const SETTLED: Promise<Settlement> = Promise.resolve('settled');
 const LOST: Promise<Settlement> = Promise.resolve('lost');
@@ -409,7 +412,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
 
   /** Frees the turn's slots; returns its claim, or undefined when the turn is not in flight. */
   function release(turn: Turn): Claim | undefined {
-    const linked = ClaimedTurn.claimOf(turn);
+    const linked = LinkedTurn.claimOf(turn);
     const session = linked?.pool === pool ? linked.session : sessions.get(turn.session);
     const claims = session?.claims ?? [];
     // A handed-out turn is matched by its claim, a copy by its lease token, never by its id: the
@@ -444,7 +447,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
    * for the weight: claims in one instant), then whose head is oldest; undefined when nothing may
    * run now.
    */
-  function claimNext(): ClaimedTurn | undefined {
+  function claimNext(): LinkedTurn | undefined {
     if (inflight >= concurrency.global) return undefined;
     const at = now();
     promoteDue(at);
@@ -516,7 +519,29 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     running.push(claim);
     place(session, at);
     const lease: TurnLease = { token, expiresAt: null };
-    return new ClaimedTurn(turnId, session.key, best.policy.id, messages, attempt, lease, claim);
+    const turn = new LinkedTurn(turnId, session.key, best.policy.id, messages, attempt, lease, claim);
+    turn.more = claimable();
+    return turn;
+  }
+
+  /** Claims a turn and journals its start (behind, see `claim`). */
+  function take(): LinkedTurn | undefined {
+    const turn = claimNext();
+    if (turn !== undefined && journal !== undefined)
+      writeBehind(crashAfter('claim.after-attempt-mark', markStarted(journal, turn.messages)), 'turn start');
+    return turn;
+  }
+
+  /**
+   * After a settlement: hands the caller's next turn over when it asked for one, then wakes the
+   * listeners if still more may run (asked first, they would take that turn).
+   */
+  function settled(options: SettleOptions | undefined): void {
+    if (options?.claimNext !== undefined) {
+      const next = take();
+      if (next !== undefined) options.claimNext(next);
+    }
+    notify();
   }
 
   /** Puts a released claim's `entries` back at the head of its session. */
@@ -529,7 +554,6 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     }
     pending += entries.length;
     place(claim.session, at);
-    notify();
   }
 
   const idsOf = (entries: readonly Entry[]) => entries.map((entry) => entry.queued.message.id);
@@ -627,31 +651,25 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
     },
 
     // Claim and complete answer at once, without an async function frame: they run once per turn
-    // (claim twice, the second finding the slots full) at full load. Their journal writes go
+    // at full load. Their journal writes go
     // behind: a turn start or a removal lost in a crash only means one more run after the restart
     // (at least once), and waiting for each would put two commits on every message's path.
-    claim(): Promise<Turn | null> {
-      const turn = claimNext();
-      if (turn === undefined) return NO_TURN;
-      if (journal !== undefined)
-        writeBehind(
-          crashAfter('claim.after-attempt-mark', markStarted(journal, turn.messages)),
-          'turn start',
-        );
-      return Promise.resolve(turn);
+    claim(): Promise<ClaimedTurn | null> {
+      const turn = take();
+      return turn === undefined ? NO_TURN : Promise.resolve(turn);
     },
 
-    complete(turn): Promise<Settlement> {
+    complete(turn, _ended, options): Promise<Settlement> {
       const claim = release(turn);
       if (claim === undefined) return LOST;
       place(claim.session, now());
-      notify();
       if (journal !== undefined)
         writeBehind(crashAfter('settle.after-complete', journal.remove(idsOf(claim.entries))), 'removal');
+      settled(options);
       return SETTLED;
     },
 
-    async retry(turn, delayMs, finalIds = []) {
+    async retry(turn, delayMs, finalIds = [], _ended, options) {
       const claim = release(turn);
       if (claim === undefined) return 'lost';
       const retryAtMs = now() + delayMs;
@@ -660,15 +678,16 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
       const done = claim.entries.filter((entry) => final.has(entry.queued.message.id));
       for (const entry of retried) entry.queued.retryAtMs = retryAtMs;
       putBack(claim, retried);
-      if (journal === undefined) return 'settled';
       // Written behind like turn starts: a retry time lost in a crash only lets the message run
-      // early after the restart, and a lost removal runs it once more (at least once).
-      if (retried.length > 0)
+      // early after the restart, and a lost removal runs it once more (at least once). Issued
+      // before a next claim's turn start, which may be of the same messages.
+      if (journal !== undefined && retried.length > 0)
         writeBehind(
           crashAfter('settle.after-retry', journal.markRetry(idsOf(retried), retryAtMs)),
           'retry time',
         );
-      if (done.length > 0) writeBehind(journal.remove(idsOf(done)), 'removal');
+      if (journal !== undefined && done.length > 0) writeBehind(journal.remove(idsOf(done)), 'removal');
+      settled(options);
       return 'settled';
     },
 
@@ -684,6 +703,7 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
         }
       }
       putBack(claim, claim.entries);
+      notify();
       return 'settled';
     },
 
@@ -694,6 +714,11 @@ export function createMemoryQueryPool(options: MemoryQueryPoolOptions): QueryPoo
 
     // Only this process claims from this pool: a claim holds until it is settled, so no lease is
     // ever lost and there is nothing to tell.
+    // A claim costs nothing here: nothing to save by claiming ahead.
+    onClaimedAhead() {
+      return () => {};
+    },
+
     onLeaseLost() {
       return () => {};
     },

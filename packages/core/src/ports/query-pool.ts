@@ -46,6 +46,28 @@ export interface Turn {
   lease: TurnLease;
 }
 
+/** A turn as a claim hands it out, with what the pool saw right after taking it. */
+export interface ClaimedTurn extends Turn {
+  /**
+   * Whether a further claim may succeed now: false lets the claim loop stop without a claim that
+   * would find nothing (`onRunnable` tells when that changes). Exact on a pool of this process; a
+   * shared pool answers what its store saw in the same atomic step as the claim.
+   */
+  more: boolean;
+}
+
+/** What a settlement (`complete`, `retry`) may do besides settling. */
+export interface SettleOptions {
+  /**
+   * Claims the caller's next turn in the same step as a settlement that is `settled`, as `claim`
+   * would (the slot just freed, or any other), and hands it here before the settlement resolves;
+   * not called when nothing is claimable or the settlement is `lost`. A shared pool does both in
+   * one round trip. A settlement repeated because its answer was lost hands over the turn its
+   * first call claimed, never a second one.
+   */
+  claimNext?: (turn: ClaimedTurn) => void;
+}
+
 /**
  * What a turn start says about its messages: which turn, which pipeline, and each message's id,
  * channel and rule. A `Turn` is one; it is also all that crosses to other replicas
@@ -227,28 +249,31 @@ export interface QueryPool {
    * by replicas holds the tenants' slots and slot time across all of them. The claim
    * counts an attempt for each of its messages: a turn whose messages exceed their pipeline's
    * `retry.max_attempts` (a message that killed the process each time it ran) is handed out all
-   * the same, and the controller dead-letters it without running it.
+   * the same, and the controller dead-letters it without running it. `more` on the turn tells
+   * whether calling again may find another.
    */
-  claim(): Promise<Turn | null>;
+  claim(): Promise<ClaimedTurn | null>;
   /**
    * Frees the turn's slots and forgets its messages (their outcome is final). `ended`: the
    * outcomes this settlement ends, which a pool shared by replicas keeps in the same atomic
    * write until their records are stored (`KeptOutcome`, docs/design.md §5 "Outcomes kept with
    * their settlement"); a pool of one process ignores them (its caller records them in the same
-   * commit).
+   * commit). `options.claimNext`: see `SettleOptions`.
    */
-  complete(turn: Turn, ended?: readonly Outcome[]): Promise<Settlement>;
+  complete(turn: Turn, ended?: readonly Outcome[], options?: SettleOptions): Promise<Settlement>;
   /**
    * Frees the turn's slots and puts its messages back at the head of their session, runnable
    * after `delayMs` on the pool's clock (kept by a durable pool across a restart), except those
    * in `finalIds`: their outcome is final (they reached their attempt limit) and they are
    * forgotten, as by `complete`; `ended` holds their outcomes, as for `complete`.
+   * `options.claimNext`: see `SettleOptions`.
    */
   retry(
     turn: Turn,
     delayMs: number,
     finalIds?: readonly string[],
     ended?: readonly Outcome[],
+    options?: SettleOptions,
   ): Promise<Settlement>;
   /**
    * Frees the turn's slots and puts its messages back at the head of their session, runnable at
@@ -260,6 +285,15 @@ export interface QueryPool {
   abandon(turn: Turn, options?: { ran: boolean }): Promise<Settlement>;
   /** Calls `listener` whenever a claim may now succeed (arrival, freed slot, due timer). */
   onRunnable(listener: () => void): () => void;
+  /**
+   * Lets the pool claim turns for this process ahead of a `claim`, in the same step as another
+   * write this process makes (a shared pool's enqueue: one round trip instead of two), and hand
+   * each to `taker`, which starts it as a claimed one. The controller registers while it runs
+   * (one taker; registering replaces it); without a taker the pool claims nothing ahead, and a
+   * turn claimed as the taker left is handed back unrun. A pool of this process, whose claims
+   * cost no round trip, never claims ahead.
+   */
+  onClaimedAhead(taker: (turn: ClaimedTurn) => void): () => void;
   /**
    * Calls `listener` with the lease token of a turn this process claimed and no longer holds:
    * another replica reclaimed it, or the pool could not renew it in time and gave it up itself

@@ -10,7 +10,7 @@ import { HANDOFF_POLICY } from '../handoff/handoff-policy.js';
 import { HANDOFF } from '../inbound/router.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Pipeline, PipelineResult } from '../ports/pipeline.js';
-import type { QueryPool, Turn } from '../ports/query-pool.js';
+import type { ClaimedTurn, QueryPool, Turn } from '../ports/query-pool.js';
 import type { ReplyStream } from '../outbound/reply-stream.js';
 import type { TypingIndicator } from '../outbound/typing-indicator.js';
 import type { ReplyOutbox } from '../ports/reply-outbox.js';
@@ -107,6 +107,15 @@ export function createController(options: ControllerOptions): Controller {
         ? add()
         : tracer.delivery(entry.trace.span, query, delivery.replies, add));
     },
+    // While not stopping, a turn's end claims this controller's next turn in the same pool step.
+    settleOptions: (entry) =>
+      stopped
+        ? undefined
+        : {
+            claimNext: (turn) => {
+              entry.next = turn;
+            },
+          },
     observer: options.observer,
     random: options.random ?? Math.random,
     now,
@@ -122,6 +131,7 @@ export function createController(options: ControllerOptions): Controller {
   let idleWaiters: Array<() => void> = [];
   let stopping: Promise<void> | undefined;
   let unsubscribe: (() => void) | undefined;
+  let unsubscribeClaimedAhead: (() => void) | undefined;
   let unsubscribeLeaseLost: (() => void) | undefined;
   /** When the claim loop last logged a failure, and how many failed since. */
   let claimErrorLoggedAt = Number.NEGATIVE_INFINITY;
@@ -152,6 +162,9 @@ export function createController(options: ControllerOptions): Controller {
             break;
           }
           startTurn(turn);
+          // The pool saw nothing more to claim: a claim now would find nothing (it wakes the loop
+          // through `onRunnable` when that changes).
+          if (!turn.more) break;
         }
       } while (pumpAgain && !stopped);
     } catch (err) {
@@ -244,13 +257,35 @@ export function createController(options: ControllerOptions): Controller {
   }
 
   /**
-   * The turn no longer runs. Its slot was freed by the pool, which then wakes the claim loop
-   * itself (`onRunnable`): pumping here too started a second claim loop per turn that mostly
-   * found nothing. What is left to check is whether a drain may end.
+   * The turn no longer runs. Its slot was freed by the pool, which claimed the next turn with it
+   * when it could (started here) and wakes the claim loop itself when more may run
+   * (`onRunnable`): pumping here too started a second claim loop per turn that mostly found
+   * nothing. What is left to check is whether a drain may end.
    */
-  function endTurn(entry: RunningTurn): void {
+  async function endTurn(entry: RunningTurn): Promise<void> {
+    const { next } = entry;
+    entry.next = undefined;
+    if (next !== undefined) await startClaimed(next);
     running.delete(entry);
     checkIdle();
+  }
+
+  /**
+   * Starts a turn its predecessor's settlement claimed (`SettleOptions.claimNext`), as the claim
+   * loop starts one: after the previous turn's outcomes were recorded, or handed back unrun when
+   * the drain began meanwhile. The ending turn still counts as running until then, so the drain
+   * waits for the hand-back.
+   */
+  async function startClaimed(turn: ClaimedTurn): Promise<void> {
+    if (!stopped) {
+      startTurn(turn);
+      return;
+    }
+    try {
+      await pool.abandon(turn, { ran: false });
+    } catch (err) {
+      logger.warn({ err, turn: turn.id }, 'handing back a turn claimed during the drain failed');
+    }
   }
 
   /** Runs the pipeline and settles the turn. The whole turn is this one async function. */
@@ -316,7 +351,7 @@ export function createController(options: ControllerOptions): Controller {
       logger.error({ err, turn: entry.turn.id }, 'turn settlement failed');
     } finally {
       entry.trace?.span.end();
-      endTurn(entry);
+      await endTurn(entry);
     }
   }
 
@@ -380,7 +415,7 @@ export function createController(options: ControllerOptions): Controller {
     } finally {
       // The hung pipeline may never return to end it; a late return ends it again, which is a no-op.
       entry.trace?.span.end();
-      endTurn(entry);
+      await endTurn(entry);
     }
   }
 
@@ -389,6 +424,7 @@ export function createController(options: ControllerOptions): Controller {
     // queued work now would only have it aborted at the drain timeout.
     stopped = true;
     unsubscribe?.();
+    unsubscribeClaimedAhead?.();
     pool.close();
     // A claim already on its way is handed back by the loop; wait for that before taking stock.
     await claiming;
@@ -415,6 +451,8 @@ export function createController(options: ControllerOptions): Controller {
       if (started) return;
       started = true;
       unsubscribe = pool.onRunnable(pump);
+      // Registered until the drain begins: a turn claimed ahead then is handed back by the pool.
+      unsubscribeClaimedAhead = pool.onClaimedAhead(startTurn);
       unsubscribeLeaseLost = pool.onLeaseLost(leaseLost);
       pump();
     },

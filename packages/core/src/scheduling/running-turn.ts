@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import { type Logger, lazyChild } from '../ports/logger.js';
 import type { PipelineRunContext } from '../ports/pipeline.js';
-import type { Turn } from '../ports/query-pool.js';
+import type { ClaimedTurn, Turn } from '../ports/query-pool.js';
 import type { SetNode } from '../structures/indexed-set.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 
@@ -18,6 +18,11 @@ export class RunningTurn implements PipelineRunContext, SetNode {
   decided = false;
   /** Set when the pool no longer holds the turn for this process (`QueryPool.onLeaseLost`). */
   leaseLost = false;
+  /**
+   * The turn the pool claimed for this controller with this turn's settlement
+   * (`SettleOptions.claimNext`): started once this one has ended.
+   */
+  next: ClaimedTurn | undefined = undefined;
   /** The whole turn; the drain waits on it. */
   finished: Promise<void> | undefined = undefined;
   /** The turn's span and its ids for log lines, set before anything runs when tracing is on. */

@@ -7,7 +7,7 @@ import type { Reply } from '../model/message.js';
 import type { Outcome, OutcomeReason, OutcomeSink } from '../model/outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { PipelineResult } from '../ports/pipeline.js';
-import type { QueryPool, Settlement, Turn } from '../ports/query-pool.js';
+import type { QueryPool, SettleOptions, Settlement, Turn } from '../ports/query-pool.js';
 import type { QueuedMessage } from '../model/queued-message.js';
 import type { Delivery } from '../ports/reply-outbox.js';
 import type { RunningTurn } from './running-turn.js';
@@ -24,6 +24,11 @@ export interface TurnSettlementOptions {
    * reply sender sends it after the turn ended.
    */
   storeReplies: (entry: RunningTurn, query: Query, delivery: Delivery) => Promise<void>;
+  /**
+   * What a settlement of `entry` that frees its slot asks of the pool besides: the controller
+   * asks it to claim its next turn in the same step while it is not stopping.
+   */
+  settleOptions: (entry: RunningTurn) => SettleOptions | undefined;
   observer?: ControllerObserver;
   /** Jitter source, [0, 1). */
   random: () => number;
@@ -73,7 +78,7 @@ function describeError(error: unknown): { code: string; message: string } {
 
 /** The settling policy of the controller: retry with backoff, dead letter, outcome recording. */
 export function createTurnSettlement(options: TurnSettlementOptions): TurnSettlement {
-  const { pool, outcomes, storeReplies, observer, random, now } = options;
+  const { pool, outcomes, storeReplies, settleOptions, observer, random, now } = options;
 
   /**
    * The outcomes of `messages` ending as `kind`, built before the pool write that ends them: a
@@ -200,8 +205,8 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
     if (apology !== undefined && answered !== undefined) answered.replies = apology.replies;
     const settlement =
       retried.length === 0
-        ? await settle(entry, () => pool.complete(turn, dead))
-        : await settle(entry, () => pool.retry(turn, delayMs, finalIds, dead));
+        ? await settle(entry, () => pool.complete(turn, dead, settleOptions(entry)))
+        : await settle(entry, () => pool.retry(turn, delayMs, finalIds, dead, settleOptions(entry)));
     if (!held(entry, settlement)) return;
     if (retried.length > 0) observer?.turnRetried?.(turn, delayMs);
     recordAll(dead);
@@ -228,7 +233,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       /** Frees the session for its next turn, which may read what the run wrote. */
       const complete = async (ending: readonly Outcome[] = []) => {
         await saved;
-        return settle(entry, () => pool.complete(turn, ending));
+        return settle(entry, () => pool.complete(turn, ending, settleOptions(entry)));
       };
       if (replies.length === 0) {
         const completed = outcomesOf(turn.messages, 'completed', { turn, replies });
@@ -324,7 +329,8 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         turn,
         error,
       });
-      if (!held(entry, await settle(entry, () => pool.complete(turn, deadLettered)))) return;
+      if (!held(entry, await settle(entry, () => pool.complete(turn, deadLettered, settleOptions(entry)))))
+        return;
       recordAll(deadLettered);
       ended(entry, 'dead_lettered');
     },
@@ -338,7 +344,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
           : outcomesOf(turn.messages, 'dropped', { reason: 'queue_overflow', turn });
       if (hold === 'full')
         entry.logger.warn({ messages: turn.messages.length }, 'handoff transcript is full: dropping');
-      if (!held(entry, await settle(entry, () => pool.complete(turn, ends)))) return;
+      if (!held(entry, await settle(entry, () => pool.complete(turn, ends, settleOptions(entry))))) return;
       recordAll(ends);
       ended(entry, hold === 'held' ? 'handed_off' : 'dropped');
     },

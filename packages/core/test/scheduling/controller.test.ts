@@ -370,6 +370,75 @@ describe('controller', () => {
     });
   });
 
+  describe('when the pool tells what may be claimed next', () => {
+    /** A pool wrapper counting claims; its settlements wait for `release()` once `hold()` was called. */
+    function countedClaims() {
+      let claims = 0;
+      let held: Promise<void> | undefined;
+      let release = () => {};
+      const wrap = (pool: QueryPool): QueryPool => ({
+        ...pool,
+        claim: () => {
+          claims += 1;
+          return pool.claim();
+        },
+        complete: async (turn, ended, options) => {
+          await held;
+          return pool.complete(turn, ended, options);
+        },
+      });
+      const hold = () => {
+        held = new Promise((resolve) => {
+          release = resolve;
+        });
+      };
+      return { wrap, claims: () => claims, hold, release: () => release() };
+    }
+
+    it('claims no more when the pool says nothing more is claimable, and runs the turn a completion claimed', async () => {
+      const pool = countedClaims();
+      const h = createHarness({ concurrency: { global: 1 }, wrapPool: pool.wrap });
+      await h.send('A', 'a1');
+      await h.send('B', 'b1');
+      h.controller.start();
+      await settle();
+      expect(h.events).toEqual(['start:a1']);
+      expect(pool.claims()).toBe(1);
+      h.run('a1').resolve();
+      await settle();
+      // b1 came with a1's completion: no claim of its own.
+      expect(h.events).toEqual(['start:a1', 'end:a1', 'start:b1']);
+      expect(pool.claims()).toBe(1);
+      h.run('b1').resolve();
+      await settle();
+      expect(h.outcomes.map((o) => [o.kind, o.message.text])).toEqual([
+        ['completed', 'a1'],
+        ['completed', 'b1'],
+      ]);
+      expect(pool.claims()).toBe(1);
+    });
+
+    it('hands back unrun a turn a completion claimed once the stop had begun', async () => {
+      const pool = countedClaims();
+      const journal = createMemoryJournal();
+      const h = createHarness({ concurrency: { global: 1 }, journal, wrapPool: pool.wrap });
+      h.controller.start();
+      await h.send('A', 'a1');
+      await h.send('B', 'b1');
+      await settle();
+      pool.hold();
+      h.run('a1').resolve();
+      await settle();
+      const stopping = h.controller.stop({ drainTimeoutMs: 30_000 });
+      pool.release();
+      await stopping;
+      expect(h.events).toEqual(['start:a1', 'end:a1']);
+      expect((await journal.load()).map((queued) => [queued.message.text, queued.attempt])).toEqual([
+        ['b1', 0],
+      ]);
+    });
+  });
+
   describe('when stopping', () => {
     it('starts no buffered burst: a memory store drops it as shutdown', async () => {
       const h = createHarness({

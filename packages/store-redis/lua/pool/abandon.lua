@@ -34,18 +34,19 @@
     ready:<pipeline>    reads, writes
   Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
 
-  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
+  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none), {}}
 ]]
 --- @include "pool/includes/preamble"
 --- @include "pool/includes/place-session"
 --- @include "pool/includes/leases"
 --- @include "pool/includes/runnable-state"
 --- @include "pool/includes/tombstones"
+--- @include "pool/includes/claim-turn"
 --- @include "pool/includes/settlement"
 
 assertRegistered()
 
-local lease, reply = settleLease('abandon')
+local lease, reply = settleLease('abandon', '')
 if not lease then
   return reply
 end
@@ -55,5 +56,4 @@ if ARGV[7] == '0' then
   end
 end
 putBack(lease.session, lease.pipeline, lease.seqs, lease.running, lease.recorded)
-local state = runnableState(true)
-return { 'settled', state[1], state[2] }
+return settledReply('')

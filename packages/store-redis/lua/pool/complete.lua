@@ -23,8 +23,10 @@
   ARGV[4]  lease token
   ARGV[5]  '1' when repeating a complete of this token whose reply never came, else '0'
   ARGV[6]  how long the tombstone lasts, ms
-  ARGV[7]  when another replica may record the outcomes kept below (ms), or '' when none are
-  ARGV[8...] pairs of an outcome key and its JSON: the outcomes this complete ends, kept until
+  ARGV[7]  lease token of the caller's next turn, claimed in the same step, or '' to claim none
+  ARGV[8]  that lease's duration, ms
+  ARGV[9]  when another replica may record the outcomes kept below (ms), or '' when none are
+  ARGV[10...] pairs of an outcome key and its JSON: the outcomes this complete ends, kept until
            recorded (kept-outcomes/includes/keep-outcomes)
 
   Built from ARGV[1]:
@@ -35,28 +37,31 @@
     ready:<pipeline>   reads, writes
     kept-outcomes      writes (kept-outcomes/includes/keep-outcomes)
     kept-outcomes:due  writes
-  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
+  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed and the caller
+  claims nothing (ARGV[7] '').
 
-  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
+  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none), turn}
+    turn  the caller's next turn ({} for none), as claim answers it (pool/includes/claim-turn)
 ]]
 --- @include "pool/includes/preamble"
 --- @include "pool/includes/place-session"
 --- @include "pool/includes/leases"
 --- @include "pool/includes/runnable-state"
 --- @include "pool/includes/tombstones"
+--- @include "pool/includes/claim-turn"
 --- @include "pool/includes/settlement"
 --- @include "kept-outcomes/includes/keep-outcomes"
 
-assertRegistered()
+-- A next claim looks at every pipeline: their policies are read with the limits.
+assertRegistered(ARGV[7] ~= '' and pipelineList() or nil)
 
-local lease, reply = settleLease('complete')
+local lease, reply = settleLease('complete', ARGV[7])
 if not lease then
   return reply
 end
 for _, seq in ipairs(lease.seqs) do
   forgetMessage(seq)
 end
-keepOutcomes(prefix, ARGV[7], 8)
+keepOutcomes(prefix, ARGV[9], 10)
 placeSession(lease.session, { running = lease.running })
-local state = runnableState(true)
-return { 'settled', state[1], state[2] }
+return settledReply(ARGV[7], ARGV[8])

@@ -43,6 +43,9 @@
   ARGV[18] '1' when the caller repeats a call whose reply it never got, else '0': only a repeat
            is answered from what was remembered; another caller with the same request id (a
            second replay of one dead letter) is judged by the delivery key like any message
+  ARGV[19] lease token of a turn the caller claims in the same step once the message is accepted
+           (as claim, pool/includes/claim-turn), or '' to claim none
+  ARGV[20] that lease's duration, ms
 
   Built from ARGV[1]:
     q:<session>         reads, writes
@@ -53,25 +56,36 @@
     kept-outcomes       writes, when ARGV[16] is set and a message is dropped
     kept-outcomes:due   writes, likewise
     enqueued:<rid>      reads, writes (what an enqueue dropped, while it is remembered)
-  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
+  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed and the caller
+  claims nothing (ARGV[19] ''): a caller that claims takes what stays claimable itself.
 
   Returns
     {'duplicate'}   the delivery key was seen and has not expired
     {'queue_full'}  max_pending messages wait already, or its tenant's max_pending
-    {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt, acceptedAt}...}}
-                    the last part lists the messages dropped from the full session; a repeat
-                    of an accepted request id answers it again (the same dropped messages)
-                    before any other check, and changes nothing
+    {'accepted', claimable (0|1), nextDueAt (ms, -1 for none), {{payload, attempt, retryAt, acceptedAt}...},
+     turn}
+                    the fourth part lists the messages dropped from the full session; `turn` is
+                    the one claimed under ARGV[19] ({} for none). A repeat of an accepted request
+                    id answers it again (the same dropped messages, the turn its token still
+                    holds) before any other check, and changes nothing
 ]]
 --- @include "pool/includes/preamble"
 --- @include "pool/includes/place-session"
 --- @include "pool/includes/leases"
 --- @include "pool/includes/runnable-state"
+--- @include "pool/includes/claim-turn"
 --- @include "kept-outcomes/includes/keep-outcomes"
 --- @include "pool/includes/enqueue-tokens"
 
--- The policy of the message's pipeline, read with the limits.
-assertRegistered({ ARGV[8] })
+local claimToken = ARGV[19]
+-- The policy of the message's pipeline, read with the limits; a claim looks at every pipeline.
+local policies = { ARGV[8] }
+if claimToken ~= '' then
+  for _, pipeline in ipairs(pipelineList()) do
+    policies[#policies + 1] = pipeline
+  end
+end
+assertRegistered(policies)
 
 local session = ARGV[7]
 local requestId = ARGV[6]
@@ -79,15 +93,17 @@ local deliveryKey = ARGV[12]
 
 -- Before the dedup and the bounds: the first call marked the delivery key, and may have filled
 -- the queue.
-purgeEnqueued(ENQUEUED_PURGE_PER_CALL)
 local answered = ARGV[18] == '1' and enqueuedBefore(requestId)
 if answered then
+  local turn = {}
+  if claimToken ~= '' and rcall('EXISTS', leaseKey(claimToken)) == 1 then
+    turn = turnOf(claimToken)
+  end
   local state = runnableState(false)
-  return { 'accepted', state[1], state[2], answered }
+  return { 'accepted', state[1], state[2], answered, turn }
 end
 
 if deliveryKey ~= '' then
-  purgeExpired(K.dedup, DEDUP_PURGE_PER_CALL)
   local expiresAt = rcall('ZSCORE', K.dedup, deliveryKey)
   if expiresAt and tonumber(expiresAt) > now then
     return { 'duplicate' }
@@ -110,6 +126,12 @@ if deliveryKey ~= '' then
 end
 
 local seq = rcall('INCR', K.seq)
+-- Expired delivery keys and remembered enqueues go in batches, at one enqueue in PURGE_EVERY
+-- (and at each renewal), not with a range read per message.
+if seq % PURGE_EVERY == 0 then
+  purgeExpired(K.dedup, PURGE_EVERY * DEDUP_PURGE_PER_CALL)
+  purgeEnqueued(PURGE_EVERY * ENQUEUED_PURGE_PER_CALL)
+end
 local fields = { 'payload', ARGV[4], 'id', ARGV[5], 'rid', requestId, 'session', session, 'pipeline', ARGV[8],
   'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10], 'channel', ARGV[15] }
 if ARGV[11] ~= '' then
@@ -171,5 +193,10 @@ else
   end
 end
 
-local state = runnableState(true)
-return { 'accepted', state[1], state[2], overflowed }
+local turn = {}
+if claimToken ~= '' then
+  promoteDue()
+  turn = claimTurn(claimToken, tonumber(ARGV[20])) or {}
+end
+local state = runnableState(claimToken == '')
+return { 'accepted', state[1], state[2], overflowed, turn }

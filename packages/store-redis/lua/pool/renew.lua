@@ -49,7 +49,7 @@
     waiting:<pipeline>  reads
     enqueued:<rid>      writes (deleted with its expired entry)
 
-  Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}},
+  Returns {claimable (0|1), nextDueAt (ms, -1 for none), {tokens no longer held}, live replicas},
     or {'config_mismatch', stored fingerprint}: nothing renewed, the replica left the live ones
 ]]
 --- @include "pool/includes/preamble"
@@ -89,5 +89,5 @@ for _, pipeline in ipairs({ unpack(pipelineList()) }) do
     forgetPipeline(pipeline)
   end
 end
-local state = runnableState(false)
-return { state[1], state[2], lost }
+local state = runnableState(false, true)
+return { state[1], state[2], lost, rcall('ZCARD', K.replicas) }

@@ -24,11 +24,13 @@
   ARGV[4]  lease token
   ARGV[5]  '1' when repeating a retry of this token whose reply never came, else '0'
   ARGV[6]  how long the tombstone lasts, ms
-  ARGV[7]  delay, ms
-  ARGV[8]  when another replica may record the outcomes kept below (ms), or '' when none are
-  ARGV[9]  how many messages' outcome is final: n
-  ARGV[10..9+n] their ids
-  ARGV[10+n...] pairs of an outcome key and its JSON: their outcomes, kept until recorded
+  ARGV[7]  lease token of the caller's next turn, claimed in the same step, or '' to claim none
+  ARGV[8]  that lease's duration, ms
+  ARGV[9]  delay, ms
+  ARGV[10] when another replica may record the outcomes kept below (ms), or '' when none are
+  ARGV[11] how many messages' outcome is final: n
+  ARGV[12..11+n] their ids
+  ARGV[12+n...] pairs of an outcome key and its JSON: their outcomes, kept until recorded
            (kept-outcomes/includes/keep-outcomes)
 
   Built from ARGV[1]:
@@ -40,28 +42,33 @@
     ready:<pipeline>    reads, writes
     kept-outcomes       writes (kept-outcomes/includes/keep-outcomes)
     kept-outcomes:due   writes
-  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed.
+  Publishes this replica's id on ARGV[1] .. 'runnable' when a claim may succeed and the caller
+  claims nothing (ARGV[7] '').
 
-  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none)}
+  Returns {'lost'} or {'settled', claimable (0|1), nextDueAt (ms, -1 for none), turn}
+    turn  the caller's next turn ({} for none), as claim answers it (pool/includes/claim-turn);
+          it may hold the retried messages again when their delay is 0
 ]]
 --- @include "pool/includes/preamble"
 --- @include "pool/includes/place-session"
 --- @include "pool/includes/leases"
 --- @include "pool/includes/runnable-state"
 --- @include "pool/includes/tombstones"
+--- @include "pool/includes/claim-turn"
 --- @include "pool/includes/settlement"
 --- @include "kept-outcomes/includes/keep-outcomes"
 
-assertRegistered()
+-- A next claim looks at every pipeline: their policies are read with the limits.
+assertRegistered(ARGV[7] ~= '' and pipelineList() or nil)
 
-local lease, reply = settleLease('retry')
+local lease, reply = settleLease('retry', ARGV[7])
 if not lease then
   return reply
 end
-local retryAt = now + tonumber(ARGV[7])
-local finalCount = tonumber(ARGV[9])
+local retryAt = now + tonumber(ARGV[9])
+local finalCount = tonumber(ARGV[11])
 local final = {}
-for index = 10, 9 + finalCount do
+for index = 12, 11 + finalCount do
   final[ARGV[index]] = true
 end
 local retried = {}
@@ -74,6 +81,5 @@ for _, seq in ipairs(lease.seqs) do
   end
 end
 putBack(lease.session, lease.pipeline, retried, lease.running, lease.recorded)
-keepOutcomes(prefix, ARGV[8], 10 + finalCount)
-local state = runnableState(true)
-return { 'settled', state[1], state[2] }
+keepOutcomes(prefix, ARGV[10], 12 + finalCount)
+return settledReply(ARGV[7], ARGV[8])

@@ -40,5 +40,5 @@ assertRegistered()
 
 local reclaimed = reclaimExpired()
 promoteDue()
-local state = runnableState(true)
+local state = runnableState(true, true)
 return { state[1], state[2], reclaimed }

@@ -65,6 +65,8 @@ local DEDUP_PURGE_PER_CALL = 100
 local DEDUP_PURGE_PER_RENEWAL = 1000
 local TOMBSTONE_PURGE_PER_CALL = 100
 local ENQUEUED_PURGE_PER_CALL = 100
+-- Enqueues purge at one call in this many (by seq), this many times the per-call bounds.
+local PURGE_EVERY = 16
 -- Every accepted enqueue is remembered, keyed or not: as many as delivery keys, at least.
 local ENQUEUED_PURGE_PER_RENEWAL = 1000
 -- Marks a delayed session in `placed`: pipeline ids cannot contain it.
@@ -116,8 +118,10 @@ local readyState = {}
 
 -- The first score of the delayed set and of the leases, by key, as far as this call knows them
 -- (a number; false: the set is empty; nil: unknown, asked when needed). Adding a new member
--- keeps a known first score; removing one makes it unknown.
+-- keeps a known first score; removing one makes it unknown. `addedDue`: the first score this
+-- call added to each, known even when the set's first is not.
 local firstDue = {}
+local addedDue = {}
 local function notedDue(key, score)
   local first = firstDue[key]
   if first == false then
@@ -125,6 +129,7 @@ local function notedDue(key, score)
   elseif first ~= nil then
     firstDue[key] = math.min(first, score)
   end
+  addedDue[key] = math.min(addedDue[key] or score, score)
 end
 
 local function waitingKey(pipeline)

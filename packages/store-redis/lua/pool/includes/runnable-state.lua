@@ -35,13 +35,20 @@ local function claimable()
 end
 
 -- The earliest due time of a delayed session or a lease deadline, ms; -1 when there is none.
-local function nextDueAt()
+-- `full`: both sets are read when this call does not know their first score (the wake timer's
+-- and the renewal's report); else only what the call knows costs nothing: the delayed set's
+-- first score when it read it, or the earliest session it delayed. A replica arms its timer for
+-- the sessions it delays itself; the others' renewals report every due time within a renewal
+-- period (docs/design.md §5 "Wake-ups").
+local function nextDueAt(full)
   local due = -1
-  for _, key in ipairs({ K.delayed, K.leases }) do
+  for _, key in ipairs(full and { K.delayed, K.leases } or { K.delayed }) do
     local at = firstDue[key]
-    if at == nil then
+    if at == nil and full then
       local first = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
       at = first[2] and tonumber(first[2]) or false
+    elseif at == nil then
+      at = addedDue[key] or false
     end
     if at and (due < 0 or at < due) then
       due = at
@@ -50,10 +57,12 @@ local function nextDueAt()
   return due
 end
 
--- {claimable, nextDueAt}; `announce` also tells the other replicas when a claim may succeed,
--- on the '<prefix>runnable' channel with this replica's id (they ignore their own echo).
-local function runnableState(announce)
-  local state = { claimable(), nextDueAt() }
+-- {claimable, nextDueAt} (`full`: see nextDueAt); `announce` also tells the other replicas when a
+-- claim may succeed, on the '<prefix>runnable' channel with this replica's id (they ignore their
+-- own echo). A transition whose caller claims for itself announces nothing: what it leaves
+-- claimable, the caller claims next (docs/design.md §5 "Wake-ups").
+local function runnableState(announce, full)
+  local state = { claimable(), nextDueAt(full) }
   if announce and state[1] == 1 then
     rcall('PUBLISH', prefix .. 'runnable', replica)
   end
