@@ -20,6 +20,22 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
   // Stopped and paused: a Redis of this file's own.
   const redis = usePrivateRedis();
   const outboxes = useReplyOutboxes(redis.url);
+  /** An outbox whose calls give up after 200 ms, so that a `CLIENT PAUSE` loses their replies. */
+  const impatientOutbox = () =>
+    outboxes.open({
+      url: undefined,
+      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+    });
+  /**
+   * An impatient outbox holding the claim of delivery 1, whose id is remembered once it ended (as
+   * the gateway's deliveries are: that record names the token), with delivery 2 behind it.
+   */
+  async function heldBeforeAnother(nowMs: number) {
+    const outbox = await impatientOutbox();
+    await outbox.add(deliveryFixture(1, { rememberForMs: 60_000 }));
+    await outbox.add(deliveryFixture(2));
+    return { outbox, held: (await outbox.claim(CHANNEL, nowMs)) as DeliveryClaim };
+  }
 
   it('rejects calls at once with a retryable SB_STORE_UNAVAILABLE, then keeps what it stored, the claim included, and wakes the other replica again', async () => {
     const clock = manualClock();
@@ -60,11 +76,13 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
     expect((await first.list(CHANNEL)).map((delivery) => delivery.id)).toEqual(
       [2, 3].map((index) => deliveryFixture(index).id),
     );
-    // Each try adds another delivery: one added before the subscription is back goes unheard.
+    // Each try adds a delivery heading a chat of its own (only a new head is announced): one added
+    // before the subscription is back goes unheard.
     let index = 4;
     await eventually(
       async () => {
-        await first.add(deliveryFixture(index++, { channel: 'sl' }));
+        index += 1;
+        await first.add(deliveryFixture(index, { channel: 'sl', chat: `chat-${index}` }));
         return woken.includes('sl');
       },
       10_000,
@@ -74,10 +92,7 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
 
   it('hands out the delivery of a claim whose reply was lost on the next claim, instead of holding its chat until the lease ends', async () => {
     const clock = manualClock();
-    const outbox = await outboxes.open({
-      url: undefined,
-      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
-    });
+    const outbox = await impatientOutbox();
     await outbox.add(deliveryFixture(1));
     await outbox.add(deliveryFixture(2, { chat: 'telegram:tg:person:7' }));
     const { admin } = redis;
@@ -101,10 +116,7 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
 
   it('leases the delivery of a repeated claim again from the repeat, so that no other replica reclaims it while it is sent', async () => {
     const clock = manualClock();
-    const outbox = await outboxes.open({
-      url: undefined,
-      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
-    });
+    const outbox = await impatientOutbox();
     const other = await outboxes.open();
     await outbox.add(deliveryFixture(1));
     const { admin } = redis;
@@ -129,14 +141,7 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
 
   it('answers settled to the repeat of a removal Redis applied but whose reply was lost, so its messages still get their outcome', async () => {
     const clock = manualClock();
-    const outbox = await outboxes.open({
-      url: undefined,
-      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
-    });
-    // Its id remembered once it ended, as the gateway's deliveries are: that record names the token.
-    await outbox.add(deliveryFixture(1, { rememberForMs: 60_000 }));
-    await outbox.add(deliveryFixture(2));
-    const held = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    const { outbox, held } = await heldBeforeAnother(clock.now());
     const { admin } = redis;
     await admin.client('PAUSE', 600, 'WRITE');
     await expect(outbox.delivered(held)).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
@@ -151,13 +156,7 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
 
   it('answers the repeat of a removal that claimed next with the same next claim, so its chat is not held until the lease ends', async () => {
     const clock = manualClock();
-    const outbox = await outboxes.open({
-      url: undefined,
-      createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
-    });
-    await outbox.add(deliveryFixture(1, { rememberForMs: 60_000 }));
-    await outbox.add(deliveryFixture(2));
-    const held = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    const { outbox, held } = await heldBeforeAnother(clock.now());
     const { admin } = redis;
     await admin.client('PAUSE', 600, 'WRITE');
     await expect(outbox.endAndClaim(held, clock.now())).rejects.toMatchObject({
