@@ -51,12 +51,12 @@ export class LeaseKeeper {
     this.#held.set(lease.token, lease);
   }
 
-  /** Whether `token` is still renewed: claimed here, not yet settled nor given up. */
   /** How many leases this replica holds. */
   get size(): number {
     return this.#held.size;
   }
 
+  /** Whether `token` is still renewed: claimed here, not yet settled nor given up. */
   holds(token: string): boolean {
     return this.#held.has(token);
   }

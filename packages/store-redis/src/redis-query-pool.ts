@@ -466,7 +466,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     onLost(token) {
       // Its unanswered settlement may have claimed a next turn: the next claim repeats that token.
       const next = unansweredSettlements.get(token);
-      if (next !== undefined && next !== '') unansweredClaims.push(next);
+      if (next !== undefined && next !== '') repeatClaim(next);
       unansweredSettlements.delete(token);
       for (const listener of leaseLostListeners) listener(token);
     },
@@ -476,6 +476,16 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     logger,
   });
   await wake();
+
+  /**
+   * A turn may have been claimed under `token` by a call whose reply was lost: the next claim
+   * repeats the token, now rather than when something else wakes the claim loop (the script that
+   * claimed it told no other replica, and its lease would hold it until it expired).
+   */
+  function repeatClaim(token: string): void {
+    unansweredClaims.push(token);
+    notify();
+  }
 
   /** Claims answered after `shutdown()` began: never started, handed back by the shutdown. */
   const claimedAfterShutdown: string[] = [];
@@ -491,7 +501,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     }
     const [claimable, nextDueAt, reclaimed, turnReply] = reply;
     logReclaimed(reclaimed);
-    const turn = turnOf(turnReply, claimable);
+    const answered = turnOf(turnReply, claimable);
+    // A repeated token whose turn this replica got meanwhile (a settlement's repeat answered it).
+    const turn = answered !== null && leases.holds(answered.lease.token) ? null : answered;
     // Answered once this replica may no longer start it: nobody would renew the lease, and
     // leaving it to expire would count an attempt that never ran (docs/design.md §5).
     if (turn !== null && shutDown) claimedAfterShutdown.push(token);
@@ -518,7 +530,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     take: ((turn: ClaimedTurn) => void) | undefined,
   ): void {
     const turn = turnOf(reply, claimable);
-    if (turn === null) return;
+    // Null, or held here already: a repeat answered the turn a claim of its token got meanwhile.
+    if (turn === null || leases.holds(turn.lease.token)) return;
     if (take === undefined || shutDown || mismatch !== undefined) {
       void handBack(turn.lease.token);
       return;
@@ -625,7 +638,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
         // A token already answered or given up is not held: a later call for it is no repeat.
         if (leases.holds(token)) unansweredSettlements.set(token, nextToken);
-        else if (nextToken !== '') unansweredClaims.push(nextToken);
+        else if (nextToken !== '') repeatClaim(nextToken);
         throw err;
       }
       // Writing it again would fail the same way: renewing the lease meanwhile would keep the
@@ -699,7 +712,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         );
       } catch (err) {
         // It may have been applied, its claim with it: the next claim repeats the token.
-        if (claimToken !== '') unansweredClaims.push(claimToken);
+        if (claimToken !== '') repeatClaim(claimToken);
         throw err;
       }
       const [outcome, claimable, nextDueAt, overflowed, claimed] = reply;

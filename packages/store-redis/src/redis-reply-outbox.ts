@@ -203,6 +203,14 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
    * held until the lease ends.
    */
   const unansweredClaims = new Map<string, string[]>();
+  function unansweredClaimsOf(channel: string): string[] {
+    let tokens = unansweredClaims.get(channel);
+    if (tokens === undefined) {
+      tokens = [];
+      unansweredClaims.set(channel, tokens);
+    }
+    return tokens;
+  }
 
   const run = <Reply>(script: ScriptOf<'reply-outbox'>, channel: string, ...args: Array<string | number>) =>
     opened.script<Reply>(script, keys.keysOf(channel), [keys.prefix, channel, replicaId, ...args]);
@@ -316,7 +324,16 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
 
     async addAndClaim(delivery, nowMs) {
       const token = randomUUID();
-      const [result, claimed, moreDue] = await store(delivery, nowMs, token);
+      let stored: Awaited<ReturnType<typeof store>>;
+      try {
+        stored = await store(delivery, nowMs, token);
+      } catch (err) {
+        // It may have been applied and claimed under the token: the next claim repeats it, at once.
+        unansweredClaimsOf(delivery.channel).push(token);
+        notify(delivery.channel);
+        throw err;
+      }
+      const [result, claimed, moreDue] = stored;
       if (claimed === 0) return { result, claim: null };
       // Leased as added: the caller's own object is the delivery it sends.
       if (claimed === 1) return { result, claim: { delivery, token, moreDue: false } };
@@ -324,8 +341,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     },
 
     async claim(channel, nowMs) {
-      const unanswered = unansweredClaims.get(channel) ?? [];
-      unansweredClaims.set(channel, unanswered);
+      const unanswered = unansweredClaimsOf(channel);
       const repeated = unanswered.shift();
       const token = repeated ?? randomUUID();
       let reply: [Array<[string, string]>, DeliveryReply | [], number];

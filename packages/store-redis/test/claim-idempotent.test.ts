@@ -38,6 +38,35 @@ describe.skipIf(!reachable)('pool/claim.lua with a token that already holds a le
     });
   });
 
+  describe('when a settlement claims its next turn under a token that holds a lease already', () => {
+    it("answers that lease's turn and claims no second one under it", async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now });
+      for (const session of ['A', 'B', 'C']) await pool.enqueue(queued(session, clock.now()));
+      const runner = await openScriptRunner(REDIS_URL, pools.prefix, clock.now);
+      try {
+        const held = (await runner.run('pool/claim', 'token-1', 15_000)) as unknown[];
+        await runner.run('pool/claim', 'token-2', 15_000);
+        // As a settlement repeat arriving once its next token was claimed with already.
+        const settled = (await runner.run(
+          'pool/complete',
+          'token-2',
+          '0',
+          60_000,
+          'token-1',
+          15_000,
+          '',
+        )) as unknown[];
+        expect(settled[0]).toBe('settled');
+        expect(settled[3]).toEqual(held[3]);
+        // A's turn still runs under token-1; C still waits; B's slot was freed.
+        expect(await pool.stats()).toMatchObject({ pending: 1, inflight: 1 });
+      } finally {
+        await runner.close();
+      }
+    });
+  });
+
   describe('when a claim times out after Redis ran it (its reply lost)', () => {
     // CLIENT PAUSE holds every write of the Redis: only on one of the test's own.
     const redis = usePrivateRedis();

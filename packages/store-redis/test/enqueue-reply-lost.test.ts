@@ -349,6 +349,25 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       expect(await pool.stats()).toMatchObject({ pending: 1 });
     });
 
+    it('that claimed its turn in the same step wakes the claim loop at once, whose next claim hands out that turn', async () => {
+      const clock = manualClock();
+      const pool = await pools.open({ now: clock.now, createClient: failFast(), enqueueRepeatForMs: 300 });
+      const claimedAhead: string[] = [];
+      pool.onClaimedAhead((turn) => claimedAhead.push(turn.session));
+      let woken = 0;
+      pool.onRunnable(() => {
+        woken += 1;
+      });
+      await paused.admin.client('PAUSE', 1500, 'WRITE');
+      const failure = await pool.enqueue(queued('A', clock.now())).catch((err: unknown) => err);
+      expect(isSwitchboardError(failure, 'SB_STORE_UNAVAILABLE')).toBe(true);
+      expect(woken).toBeGreaterThan(0);
+      const turn = await eventually(() => pool.claim().catch(() => null), 5000, 'the turn handed out');
+      expect(turn.session).toBe('A');
+      expect(claimedAhead).toEqual([]);
+      expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 1 });
+    });
+
     it('fails with SB_STORE_UNAVAILABLE when Redis stays silent past enqueueRepeatForMs; the same message offered again is taken once', async () => {
       const clock = manualClock();
       const pool = await pools.open({ now: clock.now, createClient: failFast(), enqueueRepeatForMs: 300 });

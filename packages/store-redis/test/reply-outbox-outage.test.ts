@@ -139,6 +139,22 @@ describe.skipIf(!reachable)('the redis reply outbox while Redis is down', () => 
     expect(await outbox.delivered(repeated)).toBe('settled');
   });
 
+  it('hands out the delivery an add claimed but whose reply was lost on the next claim, instead of holding its chat until the lease ends', async () => {
+    const clock = manualClock();
+    const outbox = await impatientOutbox();
+    const { admin } = redis;
+    await admin.client('PAUSE', 600, 'WRITE');
+    await expect(outbox.addAndClaim(deliveryFixture(1), clock.now())).rejects.toMatchObject({
+      code: 'SB_STORE_UNAVAILABLE',
+    });
+    const deliveryKey = `{${outboxes.prefix}}:reply-outbox:d:${deliveryFixture(1).id}`;
+    await eventually(async () => (await admin.hget(deliveryKey, 'token')) !== null, 5000, 'the add applied');
+    const repeated = (await outbox.claim(CHANNEL, clock.now())) as DeliveryClaim;
+    expect(repeated?.delivery.id).toBe(deliveryFixture(1).id);
+    expect(repeated.token).toBe(await admin.hget(deliveryKey, 'token'));
+    expect(await outbox.delivered(repeated)).toBe('settled');
+  });
+
   it('answers settled to the repeat of a removal Redis applied but whose reply was lost, so its messages still get their outcome', async () => {
     const clock = manualClock();
     const { outbox, held } = await heldBeforeAnother(clock.now());

@@ -395,14 +395,22 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     const sends = sendsOf(channel);
     const limit = policy?.concurrency ?? 1;
     while (!stopped && sends.size < limit) {
-      const claim = await outbox.claim(channel, now());
-      if (claim === null) return;
-      // The drain began while the claim was on its way: no send starts after it. The claim stays
-      // (a durable outbox sends it after the next start; memory records it dropped).
-      if (stopped) return;
-      // This loop claims on while more is due: the slot need not look for more.
-      occupySlot(channel, Promise.resolve({ ...claim, moreDue: false }), policy);
-      if (!claim.moreDue) return;
+      const claimed = outbox.claim(channel, now());
+      // The slot is taken while the claim is on its way, so that an add claiming meanwhile
+      // (`add`) cannot start a send past the channel's concurrency. This loop claims on while
+      // more is due: the slot need not look for more. Once the drain began no send starts (the
+      // slot checks): the claim stays (a durable outbox sends it after the next start; memory
+      // records it dropped).
+      occupySlot(
+        channel,
+        claimed.then(
+          (claim) => (claim === null ? null : { ...claim, moreDue: false }),
+          () => null,
+        ),
+        policy,
+      );
+      const claim = await claimed;
+      if (claim === null || !claim.moreDue) return;
     }
   }
 

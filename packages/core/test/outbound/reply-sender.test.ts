@@ -120,6 +120,34 @@ describe('reply sender', () => {
     });
   });
 
+  describe('when an add comes while a claim of the channel is on its way', () => {
+    it('counts that claim against the concurrency: the add claims nothing, and one send runs at once', async () => {
+      let open = () => {};
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const { sends, sender, add, deliveryOf } = setup({ concurrency: 1 }, (outbox) => ({
+        ...outbox,
+        claim: async (channel, nowMs) => {
+          await gate;
+          return outbox.claim(channel, nowMs);
+        },
+      }));
+      sender.start();
+      await add(1, 'a');
+      await settle();
+      expect(await sender.add(deliveryOf(2, 'b'))).toBe('added');
+      await settle();
+      expect(sends).toEqual([]);
+      open();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1']);
+      sends[0]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r2']);
+    });
+  });
+
   describe('when it adds what it sends, and removes what it sent', () => {
     it('claims through the add and the removal, and asks the outbox again only when more is due', async () => {
       const calls: string[] = [];

@@ -30,7 +30,7 @@
     d:<id>                 reads, writes
     ended:<id>             reads
     chat:<channel>:<chat>  reads, writes
-    token:<token>          writes (a claim of another delivery)
+    token:<token>          writes (the claim made, of this delivery or another)
   Publishes [instance, channel] on ARGV[1] .. 'due' when the delivery became a head the caller
   did not claim, or a due chat is left unclaimed.
 

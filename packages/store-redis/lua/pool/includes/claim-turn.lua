@@ -35,8 +35,14 @@ local function before(a, b)
   return a.seq < b.seq
 end
 
--- Claims the next turn under lease `token` for `leaseMs`; nil when nothing may run now.
+-- Claims the next turn under lease `token` for `leaseMs`; nil when nothing may run now. A token
+-- that holds a lease already answers that turn: a call whose first reply was lost may arrive
+-- after the token was used again, and a second turn written over the first would leave its slot
+-- counted and its messages nowhere.
 local function claimTurn(token, leaseMs)
+  if rcall('EXISTS', leaseKey(token)) == 1 then
+    return turnOf(token)
+  end
   if countOf('inflight') >= limits().global then
     return nil
   end

@@ -23,9 +23,10 @@ local function settleLease(kind, nextToken)
   local token = ARGV[4]
   local lease = releaseLease(token)
   if lease then
-    -- Expired tombstones go in batches, at one settlement in PURGE_EVERY (by its head's seq) and
-    -- at each renewal.
-    if tonumber(lease.seqs[1]) % PURGE_EVERY == 0 then
+    -- Expired tombstones go in batches, at one settlement in PURGE_EVERY on average (by the
+    -- token's first hex digit: tokens are random, a session's seqs may fall in step) and at each
+    -- renewal.
+    if (tonumber(string.sub(token, 1, 1), 16) or 0) % PURGE_EVERY == 0 then
       purgeExpired(K.settled, PURGE_EVERY * TOMBSTONE_PURGE_PER_CALL)
     end
     rcall('ZADD', K.settled, now + tonumber(ARGV[6]), tombstoneOf(kind, token))
