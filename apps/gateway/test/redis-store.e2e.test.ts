@@ -209,14 +209,15 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
     it('answers the waiting request and the status on the accepting replica', {
       timeout: 90_000,
     }, async () => {
-      const { backends, replicas, ranOn } = await twoReplicas();
-      // Four sessions of five messages, sent alternately to each replica: a session's next
-      // message waits for its previous turn, and whichever replica claims it first runs it.
+      const { replicas, ranOn } = await twoReplicas();
+      // Four sessions of five messages, each session's sent alternately to each replica: a
+      // replica claims what it accepts while its session is free, and a session's next message
+      // waits for its previous turn, whose replica claims the next turn as that turn ends.
       const sessions = Array.from({ length: 4 }, () => `s-${randomUUID()}`);
       const sent = Array.from({ length: 20 }, (_, index) => ({
         text: `message ${index}`,
         accepting: replicas[index % 2] as (typeof replicas)[number],
-        session: sessions[index % 4] as string,
+        session: sessions[Math.floor(index / 2) % 4] as string,
       }));
       const answers = await Promise.all(
         sent.map(({ text, accepting, session }) =>
@@ -233,7 +234,6 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
       }
       const crossRuns = sent.filter(({ text }, index) => ranOn(text) !== index % 2);
       expect(crossRuns.length, 'messages run by the replica that did not accept them').toBeGreaterThan(0);
-      expect(backends.map((backend) => backend.requests.length > 0)).toEqual([true, true]);
 
       for (const [index, answer] of answers.entries()) {
         const status = await get(`${sent[index]?.accepting.url}/v1/messages/${answer.body?.id}`);
@@ -334,8 +334,8 @@ describe.skipIf(!reachable)('store: redis (end to end)', () => {
           }),
         );
       }
-      // Turns ran on both replicas, so replica b also read messages whose turn it did not run.
-      expect(new Set(sent.map(ranOn))).toEqual(new Set([0, 1]));
+      // Replica b read messages whose turn it did not run: a claims what it accepts.
+      expect(sent.filter((text) => ranOn(text) === 0).length).toBeGreaterThan(0);
     });
 
     it('accepts one message per Idempotency-Key sent to both replicas at the same moment, 50 times', {
