@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { POSTGRES_URL, dropSchema, postgresReachable, randomSchemaName } from '@switchboard/testkit/postgres';
 import { startPrivateCluster } from '@switchboard/testkit/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { get, post, startServe, tempDir, useCleanups, writeConfig } from './serve-process.js';
+import { get, post, useCleanups } from './serve-process.js';
+import { startReplicas } from './shared-stores.js';
 
 const cleanup = useCleanups();
 const reachable = await postgresReachable();
@@ -31,13 +32,8 @@ audit: { kind: postgres, url: "${POSTGRES_URL}", schema: ${schema} }
 pipelines: [{ id: echo, type: echo }]
 routing: { default: echo }
 `;
-    const replicas = [];
-    for (let index = 0; index < 2; index++) {
-      const dir = tempDir();
-      const replica = await startServe({ dir, configPath: writeConfig(dir, yaml) });
-      cleanup(() => replica.stop('SIGTERM'));
-      replicas.push(replica);
-    }
+    const replicas = await startReplicas(2, yaml);
+    for (const replica of replicas) cleanup(() => replica.stop('SIGTERM'));
     const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
     const texts = Array.from({ length: 20 }, (_, index) => `cluster message ${index}`);
     const answers = await Promise.all(
