@@ -491,10 +491,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   const claimedAfterShutdown: string[] = [];
 
   async function claimOnce(): Promise<ClaimedTurn | null> {
-    const token = unansweredClaims.shift() ?? randomUUID();
+    const repeated = unansweredClaims.shift();
+    const token = repeated ?? randomUUID();
     let reply: [number, number, ReclaimedReply[], TurnReply];
     try {
-      reply = await run('pool/claim', token, leaseMs);
+      // Only a repeated token may hold a lease already: the script looks it up then alone.
+      reply = await run('pool/claim', token, leaseMs, repeated === undefined ? '0' : '1');
     } catch (err) {
       unansweredClaims.push(token);
       throw err;

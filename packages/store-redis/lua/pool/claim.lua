@@ -23,6 +23,8 @@
   ARGV[3]  replica id
   ARGV[4]  lease token, made by the caller, unique per claim
   ARGV[5]  lease duration, ms
+  ARGV[6]  '1' when the token repeats a claim (or a claim in a step) whose reply never came, else
+           '0': only a repeated token may hold a lease already, and only then is it looked up
 
   Built from ARGV[1]:
     lease:<token>       reads, writes (its tenant too, while tenants compete)
@@ -51,14 +53,16 @@ assertRegistered(pipelineList())
 
 local token = ARGV[4]
 local leaseMs = tonumber(ARGV[5])
+local repeated = ARGV[6] == '1'
 
-if rcall('EXISTS', leaseKey(token)) == 1 then
+if repeated and rcall('EXISTS', leaseKey(token)) == 1 then
   local state = runnableState(false, true)
   return { state[1], state[2], {}, turnOf(token) }
 end
 
 local reclaimed = reclaimExpired()
 promoteDue()
-local turn = claimTurn(token, leaseMs) or {}
+-- Looked up above when repeated: the claim looks no further (pool/includes/claim-turn).
+local turn = claimTurn(token, leaseMs, false) or {}
 local state = runnableState(#reclaimed > 0, true)
 return { state[1], state[2], reclaimed, turn }

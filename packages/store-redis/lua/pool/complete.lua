@@ -59,9 +59,9 @@ local lease, reply = settleLease('complete', ARGV[7])
 if not lease then
   return reply
 end
-for _, seq in ipairs(lease.seqs) do
-  forgetMessage(seq)
+for index, seq in ipairs(lease.seqs) do
+  forgetMessage(seq, lease.messages[index], lease.pipeline)
 end
 keepOutcomes(prefix, ARGV[9], 10)
-placeSession(lease.session, { running = lease.running })
+placeSession(lease.session, { running = lease.running, headFirst = true })
 return settledReply(ARGV[7], ARGV[8])

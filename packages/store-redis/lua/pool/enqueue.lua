@@ -132,8 +132,40 @@ if seq % PURGE_EVERY == 0 then
   purgeExpired(K.dedup, PURGE_EVERY * DEDUP_PURGE_PER_CALL)
   purgeEnqueued(PURGE_EVERY * ENQUEUED_PURGE_PER_CALL)
 end
+-- Into a session with nothing queued or running, a message due now (no debounce, no backoff left)
+-- is offered to the claim as it arrives: taken, it goes to the lease without the push, the
+-- placement and the pop (pool/includes/claim-turn); else it waits as any other.
+local offered = claimToken ~= '' and not tenant and not policyOf(ARGV[8]).aggregate
+    and (ARGV[11] == '' or tonumber(ARGV[11]) <= now)
+-- A session with nothing queued or running has no `sessions` field, and so no place either. The
+-- field an offered message creates counts the turn it expects to run; put right if it waits.
+local newSession = rcall('HSETNX', K.sessions, session, offered and 1 or 0) == 1
+
+local turn
+local claimTried = false
+local taken = false
+local attempt = ARGV[10]
+if offered and newSession then
+  claimTried = true
+  promoteDue()
+  local claimedAttempt = tostring(tonumber(ARGV[10]) + 1)
+  turn, taken = claimTurn(claimToken, tonumber(ARGV[20]), ARGV[18] == '1', {
+    session = session,
+    pipeline = ARGV[8],
+    seq = seq,
+    message = { ARGV[4], claimedAttempt, ARGV[11], ARGV[2] },
+    id = ARGV[5],
+    channel = ARGV[15],
+  })
+  if taken then
+    attempt = claimedAttempt
+  else
+    rcall('HSET', K.sessions, session, 0)
+  end
+end
+
 local fields = { 'payload', ARGV[4], 'id', ARGV[5], 'rid', requestId, 'session', session, 'pipeline', ARGV[8],
-  'sender', ARGV[9], 'acceptedAt', now, 'attempt', ARGV[10], 'channel', ARGV[15] }
+  'sender', ARGV[9], 'acceptedAt', now, 'attempt', attempt, 'channel', ARGV[15] }
 if ARGV[11] ~= '' then
   fields[#fields + 1] = 'retryAt'
   fields[#fields + 1] = ARGV[11]
@@ -144,14 +176,18 @@ if tenant then
 end
 rcall('HSET', messageKey(seq), unpack(fields))
 rcall('SET', idKey(ARGV[5]), seq)
--- A session with nothing queued or running has no `sessions` field, and so no place either.
-local newSession = rcall('HSETNX', K.sessions, session, 0) == 1
+if taken then
+  rememberEnqueued(requestId, now + tonumber(ARGV[17]), {})
+  local state = runnableState(false)
+  return { 'accepted', state[1], state[2], {}, turn }
+end
 
 local queue = queueKey(session)
 local overflowed = {}
 -- The tenant each dropped message was counted against (false: none).
 local droppedTenants = {}
-local length = rcall('LLEN', queue)
+-- A new session's queue is empty.
+local length = newSession and 0 or rcall('LLEN', queue)
 local wasEmpty = length == 0
 while length >= limits().maxPendingPerSession do
   local dropped = rcall('LPOP', queue)
@@ -193,10 +229,9 @@ else
   end
 end
 
-local turn = {}
-if claimToken ~= '' then
+if claimToken ~= '' and not claimTried then
   promoteDue()
-  turn = claimTurn(claimToken, tonumber(ARGV[20])) or {}
+  turn = claimTurn(claimToken, tonumber(ARGV[20]), ARGV[18] == '1')
 end
 local state = runnableState(claimToken == '')
-return { 'accepted', state[1], state[2], overflowed, turn }
+return { 'accepted', state[1], state[2], overflowed, turn or {} }

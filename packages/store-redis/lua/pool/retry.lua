@@ -72,9 +72,10 @@ for index = 12, 11 + finalCount do
   final[ARGV[index]] = true
 end
 local retried = {}
-for _, seq in ipairs(lease.seqs) do
-  if final[rcall('HGET', messageKey(seq), 'id')] then
-    forgetMessage(seq)
+for index, seq in ipairs(lease.seqs) do
+  local known = lease.messages[index]
+  if final[known and known[1] or rcall('HGET', messageKey(seq), 'id')] then
+    forgetMessage(seq, known, lease.pipeline)
   else
     rcall('HSET', messageKey(seq), 'retryAt', retryAt)
     retried[#retried + 1] = seq

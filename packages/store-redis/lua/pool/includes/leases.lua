@@ -4,7 +4,8 @@
   (comma-separated, arrival order), the replica that claimed it and when (claimedAt, ms), and
   the tenant its slot was counted against, if tenants competed then, and `recorded` = '1' when
   its messages hold the tenant they were counted against while they waited
-  (pool/includes/tenant-shares).
+  (pool/includes/tenant-shares), and `messages`, {id, channel} of each message as JSON, so that
+  a settlement forgets them without reading them back.
   Needs pool/includes/preamble and place-session.
 ]]
 --- @include "pool/includes/tenant-shares"
@@ -21,7 +22,7 @@ end
 -- nothing (settled already, or reclaimed after its lease expired).
 local function releaseLease(token)
   local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica', 'tenant', 'claimedAt',
-    'recorded')
+    'recorded', 'messages')
   if not fields[1] then
     return nil
   end
@@ -40,6 +41,8 @@ local function releaseLease(token)
     replica = fields[4],
     running = running,
     recorded = fields[7] == '1',
+    -- {id, channel} of each message, in the order of `seqs`.
+    messages = fields[8] and cjson.decode(fields[8]) or {},
   }
 end
 
@@ -73,15 +76,18 @@ local function putBack(session, pipeline, seqs, running, recorded)
 end
 
 -- The messages of a claim as replies carry them: {payload, attempt, retryAt or '', acceptedAt}
--- each; and, read in the same HMGET, the tenant each waits counted against (false: none).
+-- each; and, read in the same HMGET, the tenant each waits counted against (false: none) and
+-- {id, channel} of each, which the lease keeps for the settlement (forgetMessage).
 local function messagesOf(seqs)
-  local messages, tenants = {}, {}
+  local messages, tenants, identities = {}, {}, {}
   for index, seq in ipairs(seqs) do
-    local fields = rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt', 'tenant')
+    local fields =
+      rcall('HMGET', messageKey(seq), 'payload', 'attempt', 'retryAt', 'acceptedAt', 'tenant', 'id', 'channel')
     messages[index] = { fields[1], fields[2], fields[3] or '', fields[4] }
     tenants[index] = fields[5]
+    identities[index] = { fields[6] or '', fields[7] or '' }
   end
-  return messages, tenants
+  return messages, tenants, identities
 end
 
 -- Puts the messages of expired leases back at the head of their sessions, attempts kept, at most

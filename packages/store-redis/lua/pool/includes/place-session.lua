@@ -61,10 +61,22 @@ end
 -- running. `known` (optional) holds what the caller knows already, so it is not read again:
 -- `placed` (what `placed` holds for the session, false for nothing), `running` (its turns
 -- running), `head` ({seq, pipeline, retryAt (nil for none), attempt, acceptedAt} of its head).
+-- `headFirst`: the head is read before `placed`, which is not read when the queue is empty: a
+-- session is placed by its head, so one with an empty queue is placed nowhere (true for every
+-- caller whose step left the queue as it found it, not for take-all, which empties it).
 local function placeSession(session, known)
   known = known or {}
+  local headSeq = known.head and known.head.seq
+  if known.headFirst then
+    headSeq = rcall('LINDEX', queueKey(session), 0)
+    if not headSeq then
+      known.placed = false
+    end
+  end
   unplace(session, known.placed)
-  local headSeq = known.head and known.head.seq or rcall('LINDEX', queueKey(session), 0)
+  if not headSeq and not known.headFirst then
+    headSeq = rcall('LINDEX', queueKey(session), 0)
+  end
   local running = known.running or tonumber(rcall('HGET', K.sessions, session) or 0)
   if not headSeq then
     if running <= 0 then

@@ -204,13 +204,31 @@ end
 
 -- Deletes a message whose outcome is final. Its id key says `settled` a while longer: a replica
 -- asked for its status between now and its final status being stored answers `running`, not 404,
--- if the message is of the channel asking (a channel id has no ':').
-local function forgetMessage(seq)
-  local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline', 'channel')
+-- if the message is of the channel asking (a channel id has no ':'). `known` ({id, channel}, and
+-- `pipeline`): what the caller's lease says of it, so it is not read again; nil to read it.
+local function forgetMessage(seq, known, pipeline)
+  local id, channel = known and known[1], known and known[2]
+  if not known then
+    local fields = rcall('HMGET', messageKey(seq), 'id', 'pipeline', 'channel')
+    id, pipeline, channel = fields[1], fields[2], fields[3] or ''
+  end
   rcall('DEL', messageKey(seq))
-  -- Unless the id names a later copy (a replay of the same message queued meanwhile).
-  if fields[1] and rcall('GET', idKey(fields[1])) == tostring(seq) then
-    rcall('SET', idKey(fields[1]), 'settled:' .. (fields[3] or '') .. ':' .. fields[2], 'PX', SETTLED_ID_MS)
+  if not id then
+    return
+  end
+  -- Written with the previous value read back (one command, not a read and a write), and put
+  -- back when the id names a later copy (a replay of the same message queued meanwhile, or
+  -- settled meanwhile: its marker lasts at most SETTLED_ID_MS longer).
+  local previous = rcall('SET', idKey(id), 'settled:' .. channel .. ':' .. pipeline, 'PX', SETTLED_ID_MS, 'GET')
+  if previous == tostring(seq) then
+    return
+  end
+  if not previous then
+    rcall('DEL', idKey(id))
+  elseif string.sub(previous, 1, 8) == 'settled:' then
+    rcall('SET', idKey(id), previous, 'PX', SETTLED_ID_MS)
+  else
+    rcall('SET', idKey(id), previous)
   end
 end
 

@@ -46,12 +46,13 @@ end
 -- The reply of an applied settlement: {'settled', claimable, nextDueAt, turn}, `turn` claimed
 -- under `nextToken` for `leaseMs` (nextToken '': none asked, {}). The due sessions are placed
 -- first, as a claim places them. Announced to the other replicas only when the caller claims
--- nothing: else what stays claimable is the caller's to claim next.
+-- nothing: else what stays claimable is the caller's to claim next. Only a repeat (ARGV[5])
+-- brings a next token that may hold a lease already (pool/includes/claim-turn).
 local function settledReply(nextToken, leaseMs)
   local next = {}
   if nextToken ~= '' then
     promoteDue()
-    next = claimTurn(nextToken, tonumber(leaseMs)) or {}
+    next = claimTurn(nextToken, tonumber(leaseMs), ARGV[5] == '1') or {}
   end
   local state = runnableState(nextToken == '')
   return { 'settled', state[1], state[2], next }

@@ -1,0 +1,114 @@
+import type { ClaimedTurn } from '@switchboard/core';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import type { RedisQueryPool } from '../src/index.js';
+import { manualClock, queued, redisReachable, usePrivateRedis } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+/**
+ * `calls` of every command Redis ran during `step`, by command name (`INFO commandstats`), the
+ * reading's own INFO and CONFIG left out; a script call counts under `script`, whether ioredis
+ * sent it as EVALSHA or (the first time on a connection) as EVAL.
+ */
+async function commandsSince(admin: Redis, step: () => Promise<unknown>): Promise<Record<string, number>> {
+  await admin.config('RESETSTAT');
+  await step();
+  const counted: Record<string, number> = {};
+  for (const [, command, calls] of (await admin.info('commandstats')).matchAll(
+    /^cmdstat_([^:]+):calls=(\d+)/gm,
+  )) {
+    if (command === 'info' || (command as string).startsWith('config')) continue;
+    const name = command === 'eval' || command === 'evalsha' ? 'script' : (command as string);
+    counted[name] = (counted[name] ?? 0) + Number(calls);
+  }
+  return counted;
+}
+
+// The counts are deterministic: one replica, one pipeline, one message in a session of its own,
+// nothing else on the private Redis. Renewals and wake-ups are kept out of the measured steps by
+// a renewal period far longer than the test.
+describe.skipIf(!reachable)('the Redis commands of one message through the pool', () => {
+  const redis = usePrivateRedis();
+
+  async function openPool(): Promise<{
+    pool: RedisQueryPool;
+    handed: ClaimedTurn[];
+    clock: ReturnType<typeof manualClock>;
+  }> {
+    const clock = manualClock();
+    const pool = await redis.pools.open({
+      now: clock.now,
+      pipelines: [{ id: 'p' }],
+      leaseMs: 120_000,
+      renewEveryMs: 60_000,
+      fenceAfterMs: 90_000,
+    });
+    const handed: ClaimedTurn[] = [];
+    pool.onClaimedAhead((turn) => handed.push(turn));
+    return { pool, handed, clock };
+  }
+
+  describe('when the message enters a session with nothing queued or running and a slot is free', () => {
+    it('is claimed by its enqueue without passing through the session queue or the ready set', async () => {
+      const { pool, handed, clock } = await openPool();
+      const commands = await commandsSince(redis.admin, () => pool.enqueue(queued('A', clock.now())));
+      expect(handed).toHaveLength(1);
+      expect(handed[0]?.messages[0]?.attempt).toBe(1);
+      // No push and pop of the session queue, no ready or waiting set, no lease lookup by token.
+      expect(commands).toEqual({
+        script: 1,
+        smembers: 1,
+        hmget: 1,
+        hgetall: 1,
+        incr: 1,
+        hsetnx: 1,
+        zrange: 1,
+        zadd: 2,
+        hset: 3,
+        set: 1,
+      });
+      expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 1 });
+    });
+
+    it('is completed from what its lease holds, claiming the next turn under a new token unlooked-up', async () => {
+      const { pool, handed, clock } = await openPool();
+      await pool.enqueue(queued('A', clock.now()));
+      const turn = handed[0] as ClaimedTurn;
+      const next: ClaimedTurn[] = [];
+      const commands = await commandsSince(redis.admin, () =>
+        pool.complete(turn, [], { claimNext: (claimed) => next.push(claimed) }),
+      );
+      expect(next).toEqual([]);
+      // The message's id and channel come from the lease: no read of the message before its
+      // deletion; its session's queue is empty, so where it is placed is not read.
+      expect(commands).toEqual({
+        script: 1,
+        smembers: 1,
+        hmget: 2,
+        del: 2,
+        zrem: 1,
+        hgetall: 1,
+        hset: 1,
+        hincrby: 1,
+        zadd: 1,
+        set: 1,
+        lindex: 1,
+        hdel: 1,
+        zrange: 1,
+      });
+      expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 0 });
+      expect(await pool.locate(turn.messages[0]?.message.id as string)).not.toBeNull();
+    });
+  });
+
+  describe('when a claim is made with a new token', () => {
+    it('looks no lease up by that token', async () => {
+      const { pool, clock } = await openPool();
+      // Its enqueue claimed the message: the claim finds nothing to take, and asks nothing of its token.
+      await pool.enqueue(queued('A', clock.now()));
+      const commands = await commandsSince(redis.admin, () => pool.claim());
+      expect(commands.exists).toBeUndefined();
+    });
+  });
+});
