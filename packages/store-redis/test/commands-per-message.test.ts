@@ -69,6 +69,8 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
         set: 1,
       });
       expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 1 });
+      // Its session runs one turn, as if the message had been pushed and popped.
+      expect(await redis.admin.hget(`{${redis.pools.prefix}}:sessions`, 'A')).toBe('1');
     });
 
     it('is completed from what its lease holds, claiming the next turn under a new token unlooked-up', async () => {
