@@ -96,6 +96,12 @@ export interface RedisReplyOutbox extends ReplyOutbox {
 /** `{body, attempts, notBefore, lastError or ''}` as the claim and list scripts answer it. */
 type DeliveryReply = [body: string, attempts: string, notBefore: string, lastError: string];
 
+/** A claim whose reply never came: its token, and the delivery an add may have leased to it. */
+interface UnansweredClaim {
+  token: string;
+  deliveryId?: string;
+}
+
 /** What the scripts store as `body`: the fields scripts update live beside it. */
 function bodyOf(delivery: Delivery): string {
   const { attempts: _attempts, notBefore: _notBefore, lastError: _lastError, ...body } = delivery;
@@ -198,18 +204,19 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
   });
 
   /**
-   * Per channel, tokens of claims whose reply never came (Redis may have applied them): the next
-   * claim of the channel repeats one, which answers that delivery instead of leaving its chat
-   * held until the lease ends.
+   * Per channel, claims whose reply never came (Redis may have applied them): the next claim of
+   * the channel repeats one, which answers that delivery instead of leaving its chat held until
+   * the lease ends. `deliveryId`: the delivery an add may have leased to the token as it stored
+   * it (such a claim leaves no token key: its id finds it).
    */
-  const unansweredClaims = new Map<string, string[]>();
-  function unansweredClaimsOf(channel: string): string[] {
-    let tokens = unansweredClaims.get(channel);
-    if (tokens === undefined) {
-      tokens = [];
-      unansweredClaims.set(channel, tokens);
+  const unansweredClaims = new Map<string, UnansweredClaim[]>();
+  function unansweredClaimsOf(channel: string): UnansweredClaim[] {
+    let claims = unansweredClaims.get(channel);
+    if (claims === undefined) {
+      claims = [];
+      unansweredClaims.set(channel, claims);
     }
-    return tokens;
+    return claims;
   }
 
   const run = <Reply>(script: ScriptOf<'reply-outbox'>, channel: string, ...args: Array<string | number>) =>
@@ -329,7 +336,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
         stored = await store(delivery, nowMs, token);
       } catch (err) {
         // It may have been applied and claimed under the token: the next claim repeats it, at once.
-        unansweredClaimsOf(delivery.channel).push(token);
+        unansweredClaimsOf(delivery.channel).push({ token, deliveryId: delivery.id });
         notify(delivery.channel);
         throw err;
       }
@@ -343,7 +350,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     async claim(channel, nowMs) {
       const unanswered = unansweredClaimsOf(channel);
       const repeated = unanswered.shift();
-      const token = repeated ?? randomUUID();
+      const token = repeated?.token ?? randomUUID();
       let reply: [Array<[string, string]>, DeliveryReply | [], number];
       try {
         reply = await run(
@@ -353,9 +360,10 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
           token,
           leaseMs,
           repeated === undefined ? '0' : '1',
+          repeated?.deliveryId ?? '',
         );
       } catch (err) {
-        unanswered.push(token);
+        unanswered.push(repeated ?? { token });
         throw err;
       }
       const [reclaimed, fields, moreDue] = reply;

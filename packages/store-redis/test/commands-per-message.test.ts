@@ -1,8 +1,9 @@
 import type { ClaimedTurn } from '@switchboard/core';
+import { deliveryFixture } from '@switchboard/contracts';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { RedisQueryPool } from '../src/index.js';
-import { manualClock, queued, redisReachable, usePrivateRedis } from './redis-harness.js';
+import { manualClock, queued, redisReachable, usePrivateRedis, useReplyOutboxes } from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -100,7 +101,11 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
         zrange: 1,
       });
       expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 0 });
-      expect(await pool.locate(turn.messages[0]?.message.id as string)).not.toBeNull();
+      // Its id key says `settled` (with the channel and pipeline the lease kept) for locate.
+      const id = turn.messages[0]?.message.id as string;
+      expect(await redis.admin.get(`{${redis.pools.prefix}}:id:${id}`)).toBe(
+        `settled:${turn.messages[0]?.message.channel}:p`,
+      );
     });
   });
 
@@ -111,6 +116,34 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
       await pool.enqueue(queued('A', clock.now()));
       const commands = await commandsSince(redis.admin, () => pool.claim());
       expect(commands.exists).toBeUndefined();
+    });
+  });
+});
+
+describe.skipIf(!reachable)('the Redis commands of one reply through the reply outbox', () => {
+  const redis = usePrivateRedis();
+  const outboxes = useReplyOutboxes(redis.url);
+
+  describe('when an add leases the delivery it stores', () => {
+    it('writes no token key: a repeat of its claim finds the delivery by its id', async () => {
+      const clock = manualClock();
+      const outbox = await outboxes.open({ now: clock.now });
+      let claimed: Awaited<ReturnType<typeof outbox.addAndClaim>> | undefined;
+      const commands = await commandsSince(redis.admin, async () => {
+        claimed = await outbox.addAndClaim(deliveryFixture(1), clock.now());
+      });
+      expect(claimed?.claim?.delivery.id).toBe(deliveryFixture(1).id);
+      expect(commands).toEqual({
+        script: 1,
+        exists: 1,
+        incr: 1,
+        rpush: 1,
+        zcard: 1,
+        zrangebyscore: 1,
+        hset: 1,
+        zadd: 2,
+        hincrby: 1,
+      });
     });
   });
 });

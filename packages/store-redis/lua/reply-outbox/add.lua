@@ -30,7 +30,8 @@
     d:<id>                 reads, writes
     ended:<id>             reads
     chat:<channel>:<chat>  reads, writes
-    token:<token>          writes (the claim made, of this delivery or another)
+    token:<token>          writes (a claim of another delivery: one of the delivery added has
+                           none, its id finds it, reply-outbox/includes/add-delivery)
   Publishes [instance, channel] on ARGV[1] .. 'due' when the delivery became a head the caller
   did not claim, or a due chat is left unclaimed.
 

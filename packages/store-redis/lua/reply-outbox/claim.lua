@@ -20,6 +20,8 @@
   ARGV[5]  claim token, made by the caller, unique per claim
   ARGV[6]  lease length, ms
   ARGV[7]  '1' when the caller repeats a claim with this token whose reply it never got, else '0'
+  ARGV[8]  with a repeat: the id of the delivery the first call may have leased to the token
+           when the caller knows it (an add's claim of the delivery it stored), else ''
 
   Built from ARGV[1]:
     token:<token>          reads, writes
@@ -35,7 +37,8 @@
 --- @include "reply-outbox/includes/preamble"
 --- @include "reply-outbox/includes/claim-next"
 
-local head, moreDue, reclaimed = claimNext(tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), ARGV[7] == '1')
+local heldId = ARGV[8] ~= '' and ARGV[8] or nil
+local head, moreDue, reclaimed = claimNext(tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), ARGV[7] == '1', heldId)
 if moreDue then
   announce()
 end

@@ -5,7 +5,9 @@
   the outbox's key prefix '{<prefix>}:reply-outbox:' and the channel, named as in
   src/reply-outbox-keys.ts and reply-outbox/includes/preamble:
     counts, seq, order:<channel>, waiting:<channel>, ready:<channel>, leases:<channel>,
-    d:<id>, ended:<id>, chat:<channel>:<chat>, token:<token> (the claim of the delivery added)
+    d:<id>, ended:<id>, chat:<channel>:<chat>
+  A claim of the delivery added is found by its id and token alone: its caller repeats a lost one
+  with both (reply-outbox/includes/claim-next).
 ]]
 
 -- Stores `delivery` ({id, chat, body, attempts, notBefore, lastError, rememberForMs}, strings as
@@ -35,8 +37,8 @@ local function addDelivery(prefix, channel, delivery, claim)
   redis.call('HINCRBY', prefix .. 'counts', channel, 1)
   if claimed then
     redis.call('ZADD', prefix .. 'leases:' .. channel, claim.now + claim.leaseMs, delivery.id)
-    -- A claim whose reply was lost is repeated by its token (reply-outbox/includes/claim-next).
-    redis.call('SET', prefix .. 'token:' .. claim.token, delivery.id, 'PX', claim.leaseMs)
+    -- No token key: a claim whose reply was lost is repeated by its token with this delivery's
+    -- id, which the caller knows (reply-outbox/includes/claim-next).
     return 'claimed'
   end
   if isHead then

@@ -17,12 +17,17 @@ local PROMOTE_PER_CALL = 100
 
 -- Claims the channel's oldest due head for `token`, leased for `leaseMs` from `now`. A
 -- `repeated` token (the caller never got the reply of a claim with it) that still holds its
--- delivery gets that one again, leased anew, and nothing more. Returns the claimed id or false, whether
--- another due chat is left unclaimed, and the leases taken back ({{id, chat}...}).
-local function claimNext(now, token, leaseMs, repeated)
+-- delivery gets that one again, leased anew, and nothing more: the delivery `heldId` names (the
+-- one an add leased as it stored it, which leaves no token key), else the one its token key
+-- names. Returns the claimed id or false, whether another due chat is left unclaimed, and the
+-- leases taken back ({{id, chat}...}).
+local function claimNext(now, token, leaseMs, repeated, heldId)
   local deadline = now + leaseMs
   if repeated then
-    local held = rcall('GET', tokenKey(token))
+    local held = heldId
+    if not held or rcall('HGET', deliveryKey(held), 'token') ~= token then
+      held = rcall('GET', tokenKey(token))
+    end
     if held and rcall('HGET', deliveryKey(held), 'token') == token then
       rcall('ZADD', K.leases, 'XX', deadline, held)
       rcall('SET', tokenKey(token), held, 'PX', leaseMs)
