@@ -32,7 +32,7 @@ async function commandsSince(admin: Redis, step: () => Promise<unknown>): Promis
 describe.skipIf(!reachable)('the Redis commands of one message through the pool', () => {
   const redis = usePrivateRedis();
 
-  async function openPool(): Promise<{
+  async function openPool(maxConcurrency?: number): Promise<{
     pool: RedisQueryPool;
     handed: ClaimedTurn[];
     clock: ReturnType<typeof manualClock>;
@@ -40,7 +40,7 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
     const clock = manualClock();
     const pool = await redis.pools.open({
       now: clock.now,
-      pipelines: [{ id: 'p' }],
+      pipelines: [{ id: 'p', max_concurrency: maxConcurrency }],
       leaseMs: 120_000,
       renewEveryMs: 60_000,
       fenceAfterMs: 90_000,
@@ -106,6 +106,32 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
       expect(await redis.admin.get(`{${redis.pools.prefix}}:id:${id}`)).toBe(
         `settled:${turn.messages[0]?.message.channel}:p`,
       );
+    });
+  });
+
+  describe("when the message enters an idle session while its pipeline's slots are taken", () => {
+    it('waits at once, offered to no claim and counting no turn for its session', async () => {
+      // The replica holds fewer turns than its share of the global slots: it claims in the step.
+      const { pool, handed, clock } = await openPool(1);
+      await pool.enqueue(queued('A', clock.now()));
+      const commands = await commandsSince(redis.admin, () => pool.enqueue(queued('B', clock.now())));
+      expect(handed).toHaveLength(1);
+      // Pushed, placed and counted as waiting; its `sessions` field written once, at 0.
+      expect(commands).toEqual({
+        script: 1,
+        smembers: 1,
+        hmget: 1,
+        hgetall: 1,
+        incr: 1,
+        hsetnx: 1,
+        hset: 3,
+        set: 1,
+        rpush: 1,
+        zadd: 3,
+        sadd: 1,
+        zrange: 1,
+      });
+      expect(await redis.admin.hget(`{${redis.pools.prefix}}:sessions`, 'B')).toBe('0');
     });
   });
 

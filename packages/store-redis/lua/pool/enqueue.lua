@@ -135,10 +135,14 @@ end
 -- Into a session with nothing queued or running, a message due now (no debounce, no backoff left)
 -- is offered to the claim as it arrives: taken, it goes to the lease without the push, the
 -- placement and the pop (pool/includes/claim-turn); else it waits as any other.
+-- Only while its slots are free (the counts read with the bounds): else it waits at once.
 local offered = claimToken ~= '' and not tenant and not policyOf(ARGV[8]).aggregate
     and (ARGV[11] == '' or tonumber(ARGV[11]) <= now)
+    and countOf('inflight') < limits().global
+    and countOf('inflight:' .. ARGV[8]) < policyOf(ARGV[8]).maxConcurrency
 -- A session with nothing queued or running has no `sessions` field, and so no place either. The
--- field an offered message creates counts the turn it expects to run; put right if it waits.
+-- field an offered message creates counts the turn it expects to run; put right if it waits (an
+-- older head went first).
 local newSession = rcall('HSETNX', K.sessions, session, offered and 1 or 0) == 1
 
 local turn
