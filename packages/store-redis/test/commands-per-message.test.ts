@@ -153,7 +153,7 @@ describe.skipIf(!reachable)('the Redis commands of one reply through the reply o
   describe('when an add leases the delivery it stores', () => {
     it('writes no token key: a repeat of its claim finds the delivery by its id', async () => {
       const clock = manualClock();
-      const outbox = await outboxes.open({ now: clock.now });
+      const outbox = await outboxes.open();
       let claimed: Awaited<ReturnType<typeof outbox.addAndClaim>> | undefined;
       const commands = await commandsSince(redis.admin, async () => {
         claimed = await outbox.addAndClaim(deliveryFixture(1), clock.now());
