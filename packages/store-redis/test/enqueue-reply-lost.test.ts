@@ -363,7 +363,7 @@ describe.skipIf(!reachable)('an enqueue whose reply was lost (pool/includes/enqu
       expect(isSwitchboardError(failure, 'SB_STORE_UNAVAILABLE')).toBe(true);
       expect(woken).toBeGreaterThan(0);
       const turn = await eventually(() => pool.claim().catch(() => null), 5000, 'the turn handed out');
-      expect(turn.session).toBe('A');
+      expect(turn?.session).toBe('A');
       expect(claimedAhead).toEqual([]);
       expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 1 });
     });
