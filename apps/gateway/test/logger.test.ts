@@ -77,13 +77,14 @@ describe('withDeferredChildren', () => {
 
   describe('when a child logs at an enabled level', () => {
     it("writes the line pino's own child writes, bindings redacted alike", () => {
-      const bindings = [{ component: 'controller' }, { turn: 't1', options: { api_key: 'sk-secret' } }];
+      const component = { component: 'controller' };
+      const turn = { turn: 't1', options: { api_key: 'sk-secret' } };
       const direct = capture();
       const deferred = capture();
       const root = createRootLogger({ level: 'debug', destination: direct.stream });
-      root.child(bindings[0]).child(bindings[1]).debug({ attempt: 2 }, 'pipeline answered');
+      root.child(component).child(turn).debug({ attempt: 2 }, 'pipeline answered');
       const deferredRoot = createRootLogger({ level: 'debug', destination: deferred.stream });
-      const logger = withDeferredChildren(deferredRoot).child(bindings[0]).child(bindings[1]);
+      const logger = withDeferredChildren(deferredRoot).child(component).child(turn);
       logger.debug({ attempt: 2 }, 'pipeline answered');
       logger.warn({ attempt: 3 }, 'again');
 
