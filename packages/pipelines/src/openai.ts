@@ -68,39 +68,6 @@ const CompletionSchema = z.object({
   ),
 });
 
-/** `firstChoiceText` of a value `CompletionSchema` does not accept. */
-const NOT_A_COMPLETION = Symbol('not a completion');
-
-/** An object, as `z.object` takes one: not null, not an array. */
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A `z.string().nullish()` value. */
-function isNullishString(value: unknown): boolean {
-  return value === undefined || value === null || typeof value === 'string';
-}
-
-/**
- * `content ?? refusal` of the first choice of a parsed answer that `CompletionSchema` accepts;
- * `NOT_A_COMPLETION` for any other. The same check by hand, for every answer: through the schema
- * it cost as much as the rest of the pipeline's own work.
- */
-function firstChoiceText(json: unknown): string | null | undefined | typeof NOT_A_COMPLETION {
-  if (!isObject(json) || !Array.isArray(json.choices)) return NOT_A_COMPLETION;
-  for (const choice of json.choices as unknown[]) {
-    if (!isObject(choice)) return NOT_A_COMPLETION;
-    const { message } = choice;
-    if (message === undefined || message === null) continue;
-    if (!isObject(message) || !isNullishString(message.content) || !isNullishString(message.refusal))
-      return NOT_A_COMPLETION;
-  }
-  const message = (
-    json.choices as Array<{ message?: { content?: string | null; refusal?: string | null } | null }>
-  )[0]?.message;
-  return message?.content ?? message?.refusal;
-}
-
 /** The part of a streamed chunk this pipeline reads; an `error` chunk ends the stream unfinished. */
 const ChunkSchema = z.object({
   choices: z
@@ -219,14 +186,10 @@ export function createOpenAIPipeline(
     } catch {
       throw invalidReply(['response body is not JSON'], text);
     }
-    let answer = firstChoiceText(json);
-    if (answer === NOT_A_COMPLETION) {
-      // The schema tells what is wrong (or reads what the check above was too strict for).
-      const parsed = CompletionSchema.safeParse(json);
-      if (!parsed.success) throw invalidReply(formatIssues(parsed.error), text);
-      const message = parsed.data.choices[0]?.message;
-      answer = message?.content ?? message?.refusal;
-    }
+    const parsed = CompletionSchema.safeParse(json);
+    if (!parsed.success) throw invalidReply(formatIssues(parsed.error), text);
+    const message = parsed.data.choices[0]?.message;
+    const answer = message?.content ?? message?.refusal;
     // No text at all is a broken endpoint.
     if (typeof answer !== 'string') throw invalidReply(['choices[0].message.content: missing'], text);
     return answer;
