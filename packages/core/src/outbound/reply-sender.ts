@@ -36,7 +36,7 @@ export type DeliveryResult = 'delivered' | 'retried' | 'failed';
 export interface ReplySenderOptions {
   outbox: ReplyOutbox;
   /** The channel that sends a delivery, or undefined when it is no longer configured. */
-  channel: (id: string) => Pick<ChannelAdapter, 'id' | 'send'> | undefined;
+  channel: (id: string) => Pick<ChannelAdapter, 'id' | 'send' | 'localSend'> | undefined;
   /** The outbound policy of a channel, or undefined when it is no longer configured. */
   policy: (channelId: string) => OutboundPolicy | undefined;
   outcomes: OutcomeSink;
@@ -427,12 +427,91 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     );
   }
 
+  /**
+   * Sends a delivery its outbox reserved before storing it, for a channel whose send waits for
+   * the write storing it (`ChannelAdapter.localSend`), then stores it ended in one write that also
+   * takes its messages out of the journal; the outcome's records, made in the same tick, join its
+   * commit, and the channel shows the replies outside the process once it committed. One commit
+   * stores the answer and ends the message (docs/design.md §2 "Durability"). A send or a write
+   * that fails adds the delivery to the outbox, to be sent again as any other: a status that
+   * already holds the replies takes nothing twice.
+   */
+  async function sendBeforeStoring(
+    claim: DeliveryClaim,
+    channel: Pick<ChannelAdapter, 'id' | 'send'>,
+    policy: OutboundPolicy,
+  ): Promise<AddResult> {
+    const { delivery } = claim;
+    let commit: (ok: boolean) => void = () => {};
+    const committed = new Promise<boolean>((resolve) => {
+      commit = resolve;
+    });
+    crashPoint('send.before-platform-call');
+    try {
+      await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
+        ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+        ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
+        answer: delivery.ownsOutcome,
+        committed,
+      });
+    } catch (err) {
+      commit(false);
+      outbox.unreserve?.(claim);
+      logger.warn({ err, deliveryId: delivery.id }, 'send failed, storing the delivery to try again');
+      return outbox.add(delivery);
+    }
+    // A crash from here until the write commits leaves nothing stored: the turn runs again.
+    crashPoint('send.after-platform-call');
+    const ended = endsOf(delivery, 'completed');
+    const written = (outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>)(claim);
+    const done = written.then(
+      () => true,
+      () => false,
+    );
+    for (const outcome of ended) outcomes.record(outcome, done);
+    void done.then(commit);
+    try {
+      await written;
+    } catch (err) {
+      logger.error(
+        { err, deliveryId: delivery.id },
+        'storing a sent delivery failed to commit: adding it to send again',
+      );
+      return outbox.add(delivery);
+    }
+    crashPoint('delivery.after-removal');
+    options.observer?.deliveryEnded?.(delivery, 'delivered');
+    return 'ended';
+  }
+
+  /** Reserves `delivery` for `sendBeforeStoring` when its channel and the outbox allow it. */
+  function reserve(delivery: Delivery): DeliveryClaim | 'duplicate' | null {
+    if (outbox.reserve === undefined || outbox.addEnded === undefined) return null;
+    const channel = options.channel(delivery.channel);
+    if (channel?.localSend !== true) return null;
+    return outbox.reserve(delivery, now());
+  }
+
   return {
     async add(delivery) {
       const { channel } = delivery;
       const policy = options.policy(channel);
       if (stopped || policy === undefined || sendsOf(channel).size >= policy.concurrency)
         return outbox.add(delivery);
+      const reserved = reserve(delivery);
+      if (reserved === 'duplicate') return reserved;
+      if (reserved !== null) {
+        const sends = sendsOf(channel);
+        const sent = sendBeforeStoring(reserved, options.channel(channel) as Pick<ChannelAdapter, 'id' | 'send'>, policy);
+        // Holds a send of the channel, as any send does, until its write settled.
+        const slot = sent.then(
+          () => {},
+          () => {},
+        );
+        sends.add(slot);
+        void slot.finally(() => sends.delete(slot));
+        return sent;
+      }
       const added = outbox.addAndClaim(delivery, now());
       // The slot is taken while the add is on its way, so that its claim fits the concurrency.
       occupySlot(
