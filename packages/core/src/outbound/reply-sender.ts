@@ -502,7 +502,11 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       if (reserved === 'duplicate') return reserved;
       if (reserved !== null) {
         const sends = sendsOf(channel);
-        const sent = sendBeforeStoring(reserved, options.channel(channel) as Pick<ChannelAdapter, 'id' | 'send'>, policy);
+        const sent = sendBeforeStoring(
+          reserved,
+          options.channel(channel) as Pick<ChannelAdapter, 'id' | 'send'>,
+          policy,
+        );
         // Holds a send of the channel, as any send does, until its write settled.
         const slot = sent.then(
           () => {},
