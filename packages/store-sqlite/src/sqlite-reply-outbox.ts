@@ -395,12 +395,17 @@ export function createSqliteReplyOutbox(
       return { delivery, token: take(channel, chat) };
     },
 
-    async addEnded(claim) {
+    async addEnded(claim, alongside) {
       const { delivery } = claim;
       if (!holds(claim)) throw new Error(`delivery ${delivery.id} is not reserved`);
       claims.get(delivery.channel)?.set(delivery.chat, SETTLING);
+      let written: Promise<void> = Promise.resolve();
+      commit.unit(() => {
+        written = commit(() => ended(delivery));
+        alongside?.();
+      });
       try {
-        await commit(() => ended(delivery));
+        await written;
       } finally {
         freeReserved(delivery);
       }

@@ -5,6 +5,7 @@ import {
   type Delivery,
   type DeliveryClaim,
   type Logger,
+  type MessageStatus,
   type Outcome,
   createOutcomeBus,
   createReplySender,
@@ -168,7 +169,12 @@ describe('sqlite reply outbox when reading a chat’s next head fails', () => {
 });
 
 /** A store on a new file, with a reply sender for the channel `tg`, whose sends are recorded. */
-function sendingBeforeStoring(options: { localSend: boolean; logger?: Logger }) {
+function sendingBeforeStoring(options: {
+  localSend: boolean;
+  logger?: Logger;
+  /** Runs as each outcome is recorded, with the store's status write. */
+  record?: (outcome: Outcome, write: (status: MessageStatus) => Promise<void>) => void;
+}) {
   const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
   folders.push(folder);
   const path = join(folder, 'switchboard.db');
@@ -177,6 +183,7 @@ function sendingBeforeStoring(options: { localSend: boolean; logger?: Logger }) 
   const bus = {
     record(outcome: Outcome, committed?: Promise<boolean>) {
       outcomes.push({ outcome, committed });
+      options.record?.(outcome, (status) => store.statuses.put(status));
     },
   };
   const sends: Array<{ id: string; committed?: Promise<boolean> }> = [];
@@ -280,7 +287,38 @@ describe('sqlite reply outbox when a channel sends before its delivery is stored
         },
         child: () => logger,
       };
-      const { path, store, sender, sends, outcomes } = sendingBeforeStoring({ localSend: true, logger });
+      let failedStatus = 'not written';
+      const { path, store, sender, sends, outcomes } = sendingBeforeStoring({
+        localSend: true,
+        logger,
+        // The final status of the first outcome, written as the HTTP channel writes it: at once.
+        record: (outcome, write) => {
+          if (failedStatus !== 'not written') return;
+          failedStatus = 'pending';
+          write({
+            id: outcome.message.id,
+            channel: 'tg',
+            tenant: 'default',
+            generation: 0,
+            status: 'completed',
+            pipeline: 'assistant',
+            rule: null,
+            turn: 'turn-1',
+            replies: [{ text: 'answer 1' }],
+            delivery: 'delivered',
+            error: null,
+            trace_id: null,
+            updated_at: 1,
+          }).then(
+            () => {
+              failedStatus = 'fulfilled';
+            },
+            () => {
+              failedStatus = 'rejected';
+            },
+          );
+        },
+      });
       // Another connection makes remembering the id fail, as a full disk would.
       const other = new BetterSqlite3(path);
       other.exec(
@@ -294,6 +332,8 @@ describe('sqlite reply outbox when a channel sends before its delivery is stored
         other.exec('DROP TRIGGER ended_full');
         expect(await added).toBe('added');
         expect(await sends[0]?.committed).toBe(false);
+        // The outcome's final status, written alongside, rolled back with it.
+        expect(failedStatus).toBe('rejected');
         // The journal rows stayed (rolled back with the write), now marked answered.
         expect((await store.journal.load()).map((entry) => entry.answered)).toEqual([true, true]);
         await expect.poll(() => store.outbox.pending()).toEqual({});

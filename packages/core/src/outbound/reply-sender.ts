@@ -463,12 +463,18 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     // A crash from here until the write commits leaves nothing stored: the turn runs again.
     crashPoint('send.after-platform-call');
     const ended = endsOf(delivery, 'completed');
-    const written = (outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>)(claim);
-    const done = written.then(
-      () => true,
-      () => false,
+    let stored: (ok: boolean) => void = () => {};
+    const done = new Promise<boolean>((resolve) => {
+      stored = resolve;
+    });
+    // The outcome's records are one unit with the write: they commit together or not at all.
+    const written = (outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>)(claim, () => {
+      for (const outcome of ended) outcomes.record(outcome, done);
+    });
+    written.then(
+      () => stored(true),
+      () => stored(false),
     );
-    for (const outcome of ended) outcomes.record(outcome, done);
     void done.then(commit);
     try {
       await written;

@@ -195,11 +195,13 @@ export interface ReplyOutbox {
   /**
    * Stores a reserved delivery as sent, in one write: its id remembered (`rememberForMs`) and,
    * with the journal in the same store, its messages' rows removed (for a delivery that owns
-   * their outcome), so that a batch run again one write at a time never splits them; the records
-   * of its outcome made in the same tick commit with it. Frees its chat either way. Rejects when
-   * the write failed: nothing of it is stored, and the caller adds the delivery to send again.
+   * their outcome). Calls `alongside` (the recording of its outcome) while issuing that write:
+   * what it writes to the same store (SQLite: the same file — the audit record, the final status)
+   * is one unit with it, committed whole or not at all, also when a failed group commit is run
+   * again one write at a time. Frees its chat either way. Rejects when the unit failed: nothing
+   * of it is stored, and the caller adds the delivery to send again.
    */
-  addEnded?(claim: DeliveryClaim): Promise<void>;
+  addEnded?(claim: DeliveryClaim, alongside?: () => void): Promise<void>;
   /** Gives a reservation back (its send failed), storing nothing: the caller adds the delivery. */
   unreserve?(claim: DeliveryClaim): void;
   /** Deliveries stored per channel, claimed ones included; channels with none are left out. */
