@@ -429,7 +429,10 @@ describe('session event stream', () => {
       await h.channel.send(origin, [{ text: 'now' }], new AbortController().signal, { turn: 't1' });
       commit(true);
       const text = await readUntil(reader, (received) => received.includes('"stored"'));
-      expect(replyEvents(text).map((event) => event.text)).toEqual(['now', 'stored']);
+      expect(replyEvents(text)).toEqual([
+        { message_id: origin.id, turn: 't1', text: 'now' },
+        { message_id: origin.id, turn: 't1', text: 'stored' },
+      ]);
       abort.abort();
     });
   });

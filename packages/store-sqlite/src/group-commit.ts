@@ -65,7 +65,10 @@ export function createGroupCommit(db: Database): GroupCommit {
 
   function unit(issue: () => void): void {
     // A unit issued inside another is part of it.
-    if (collecting !== undefined) return issue();
+    if (collecting !== undefined) {
+      issue();
+      return;
+    }
     const items: PendingWrite[] = [];
     collecting = items;
     try {
