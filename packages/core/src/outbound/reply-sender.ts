@@ -2,7 +2,7 @@ import { type BackoffPolicy, retryDelayMs } from '../scheduling/backoff.js';
 import { crashPoint } from '../observability/crash-point.js';
 import { isSwitchboardError } from '../model/errors.js';
 import type { Outcome, OutcomeKind, OutcomeSink } from '../model/outcome.js';
-import type { ChannelAdapter } from '../ports/channel-adapter.js';
+import type { ChannelAdapter, ChannelSendOptions } from '../ports/channel-adapter.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Settlement } from '../ports/query-pool.js';
 import type {
@@ -80,6 +80,33 @@ const STORE_RETRY_MS = 1000;
 function describeError(error: unknown): DeliveryError {
   if (isSwitchboardError(error)) return { code: error.code, message: error.message };
   return { code: 'SB_CHANNEL_SEND_FAILED', message: error instanceof Error ? error.message : String(error) };
+}
+
+/** What a send of `delivery` tells its channel; `committed` for a send made before it is stored. */
+function sendOptionsOf(delivery: Delivery, committed?: Promise<boolean>): ChannelSendOptions {
+  return {
+    ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+    ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
+    answer: delivery.ownsOutcome,
+    ...(committed === undefined ? {} : { committed }),
+  };
+}
+
+/** Sends `delivery` once through `channel`, within its deadline. */
+function sendOnce(
+  channel: Pick<ChannelAdapter, 'id' | 'send'>,
+  delivery: Delivery,
+  policy: OutboundPolicy,
+  committed?: Promise<boolean>,
+): Promise<void> {
+  crashPoint('send.before-platform-call');
+  return sendWithDeadline(
+    channel,
+    delivery.origin,
+    delivery.replies,
+    policy.sendTimeoutMs,
+    sendOptionsOf(delivery, committed),
+  );
 }
 
 /** The outcome `kind` of a message a delivery answers, without what only some kinds carry. */
@@ -298,13 +325,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         message: `channel "${delivery.channel}" is no longer configured`,
       });
     }
-    crashPoint('send.before-platform-call');
     try {
-      await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
-        ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
-        ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
-        answer: delivery.ownsOutcome,
-      });
+      await sendOnce(channel, delivery, policy);
     } catch (err) {
       if (leftBehind) return { next: null, claimAfter: false };
       const error = describeError(err);
@@ -442,20 +464,16 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     policy: OutboundPolicy,
   ): Promise<AddResult> {
     const { delivery } = claim;
-    let commit: (ok: boolean) => void = () => {};
+    // Whether the write storing it ended committed: the channel's send and the outcome's
+    // listeners tell nobody outside the process before it did.
+    let stored: (ok: boolean) => void = () => {};
     const committed = new Promise<boolean>((resolve) => {
-      commit = resolve;
+      stored = resolve;
     });
-    crashPoint('send.before-platform-call');
     try {
-      await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
-        ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
-        ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
-        answer: delivery.ownsOutcome,
-        committed,
-      });
+      await sendOnce(channel, delivery, policy, committed);
     } catch (err) {
-      commit(false);
+      stored(false);
       outbox.unreserve?.(claim);
       logger.warn({ err, deliveryId: delivery.id }, 'send failed, storing the delivery to try again');
       return outbox.add(delivery);
@@ -463,19 +481,14 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     // A crash from here until the write commits leaves nothing stored: the turn runs again.
     crashPoint('send.after-platform-call');
     const ended = endsOf(delivery, 'completed');
-    let stored: (ok: boolean) => void = () => {};
-    const done = new Promise<boolean>((resolve) => {
-      stored = resolve;
-    });
     // The outcome's records are one unit with the write: they commit together or not at all.
     const written = (outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>)(claim, () => {
-      for (const outcome of ended) outcomes.record(outcome, done);
+      for (const outcome of ended) outcomes.record(outcome, committed);
     });
     written.then(
       () => stored(true),
       () => stored(false),
     );
-    void done.then(commit);
     try {
       await written;
     } catch (err) {
