@@ -15,6 +15,7 @@ import type {
   EndAndClaimResult,
   ReplyOutbox,
 } from '../ports/reply-outbox.js';
+import { sendBeforeStoring } from './send-before-storing.js';
 import { sendWithDeadline } from './send-deadline.js';
 import { within } from '../structures/within.js';
 
@@ -92,9 +93,12 @@ function sendOptionsOf(delivery: Delivery, committed?: Promise<boolean>): Channe
   };
 }
 
+/** What the sender needs of a channel to send. */
+type SendingChannel = Pick<ChannelAdapter, 'id' | 'send'>;
+
 /** Sends `delivery` once through `channel`, within its deadline. */
 function sendOnce(
-  channel: Pick<ChannelAdapter, 'id' | 'send'>,
+  channel: SendingChannel,
   delivery: Delivery,
   policy: OutboundPolicy,
   committed?: Promise<boolean>,
@@ -449,61 +453,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     );
   }
 
-  /**
-   * Sends a delivery its outbox reserved before storing it, for a channel whose send waits for
-   * the write storing it (`ChannelAdapter.localSend`), then stores it ended in one write that also
-   * takes its messages out of the journal; the outcome's records, made in the same tick, join its
-   * commit, and the channel shows the replies outside the process once it committed. One commit
-   * stores the answer and ends the message (docs/design.md §2 "Durability"). A send or a write
-   * that fails adds the delivery to the outbox, to be sent again as any other: a status that
-   * already holds the replies takes nothing twice.
-   */
-  async function sendBeforeStoring(
-    claim: DeliveryClaim,
-    channel: Pick<ChannelAdapter, 'id' | 'send'>,
-    policy: OutboundPolicy,
-  ): Promise<AddResult> {
-    const { delivery } = claim;
-    // Whether the write storing it ended committed: the channel's send and the outcome's
-    // listeners tell nobody outside the process before it did.
-    let stored: (ok: boolean) => void = () => {};
-    const committed = new Promise<boolean>((resolve) => {
-      stored = resolve;
-    });
-    try {
-      await sendOnce(channel, delivery, policy, committed);
-    } catch (err) {
-      stored(false);
-      outbox.unreserve?.(claim);
-      logger.warn({ err, deliveryId: delivery.id }, 'send failed, storing the delivery to try again');
-      return outbox.add(delivery);
-    }
-    // A crash from here until the write commits leaves nothing stored: the turn runs again.
-    crashPoint('send.after-platform-call');
-    const ended = endsOf(delivery, 'completed');
-    // The outcome's records are one unit with the write: they commit together or not at all.
-    const written = (outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>)(claim, () => {
-      for (const outcome of ended) outcomes.record(outcome, committed);
-    });
-    written.then(
-      () => stored(true),
-      () => stored(false),
-    );
-    try {
-      await written;
-    } catch (err) {
-      logger.error(
-        { err, deliveryId: delivery.id },
-        'storing a sent delivery failed to commit: adding it to send again',
-      );
-      return outbox.add(delivery);
-    }
-    crashPoint('delivery.after-removal');
-    options.observer?.deliveryEnded?.(delivery, 'delivered');
-    return 'ended';
-  }
-
-  /** Reserves `delivery` for `sendBeforeStoring` when its channel and the outbox allow it. */
+  /** Reserves `delivery` to be sent before it is stored, when its channel and the outbox allow it. */
   function reserve(delivery: Delivery): DeliveryClaim | 'duplicate' | null {
     if (outbox.reserve === undefined || outbox.addEnded === undefined) return null;
     const channel = options.channel(delivery.channel);
@@ -521,11 +471,15 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       if (reserved === 'duplicate') return reserved;
       if (reserved !== null) {
         const sends = sendsOf(channel);
-        const sent = sendBeforeStoring(
-          reserved,
-          options.channel(channel) as Pick<ChannelAdapter, 'id' | 'send'>,
-          policy,
-        );
+        const sent = sendBeforeStoring(reserved, {
+          outbox,
+          outcomes,
+          logger,
+          send: (committed) =>
+            sendOnce(options.channel(channel) as SendingChannel, delivery, policy, committed),
+          completed: () => endsOf(delivery, 'completed'),
+          delivered: () => options.observer?.deliveryEnded?.(delivery, 'delivered'),
+        });
         // Holds a send of the channel, as any send does, until its write settled.
         const slot = sent.then(
           () => {},
