@@ -54,89 +54,68 @@ function outboxThat(write: 'commits' | 'fails') {
 }
 
 const silent = { warn() {}, error() {} } as never;
-const completed = (delivery: Delivery) => () =>
-  delivery.messages.map((answered) => ({ kind: 'completed', message: answered.message }) as Outcome);
+
+/** Sends a delivery before storing it through `outboxThat(write)`, the send doing `send`. */
+async function sentBeforeStoring(write: 'commits' | 'fails', send: 'succeeds' | 'fails') {
+  const delivery = deliveryOf();
+  const { outbox, outcomes, calls, recorded } = outboxThat(write);
+  let told: Promise<boolean> | undefined;
+  let callsAtSend: string[] = [];
+  let delivered = 0;
+  const result = await sendBeforeStoring(
+    { delivery, token: '1' },
+    {
+      outbox,
+      outcomes,
+      logger: silent,
+      send: async (committed) => {
+        told = committed;
+        callsAtSend = [...calls];
+        if (send === 'fails') throw new Error('deadline passed');
+      },
+      completed: () =>
+        delivery.messages.map((answered) => ({ kind: 'completed', message: answered.message }) as Outcome),
+      delivered: () => {
+        delivered += 1;
+      },
+    },
+  );
+  return { result, calls, callsAtSend, recorded, told: await told, delivered };
+}
 
 describe('sendBeforeStoring', () => {
   describe('when the send and the write succeed', () => {
     it('stores the delivery ended with its outcome in one unit and tells the send it committed', async () => {
-      const delivery = deliveryOf();
-      const { outbox, outcomes, calls, recorded } = outboxThat('commits');
-      let told: Promise<boolean> | undefined;
-      let delivered = 0;
-      const result = await sendBeforeStoring(
-        { delivery, token: '1' },
-        {
-          outbox,
-          outcomes,
-          logger: silent,
-          send: async (committed) => {
-            told = committed;
-            expect(calls).toEqual([]);
-          },
-          completed: completed(delivery),
-          delivered: () => {
-            delivered += 1;
-          },
-        },
-      );
-      expect(result).toBe('ended');
-      expect(calls).toEqual(['addEnded']);
-      expect(recorded.map(({ inUnit }) => inUnit)).toEqual([true]);
-      expect(await told).toBe(true);
-      expect(await recorded[0]?.committed).toBe(true);
-      expect(delivered).toBe(1);
+      const sent = await sentBeforeStoring('commits', 'succeeds');
+      expect(sent.result).toBe('ended');
+      expect(sent.callsAtSend).toEqual([]);
+      expect(sent.calls).toEqual(['addEnded']);
+      expect(sent.recorded.map(({ inUnit }) => inUnit)).toEqual([true]);
+      expect(sent.told).toBe(true);
+      expect(await sent.recorded[0]?.committed).toBe(true);
+      expect(sent.delivered).toBe(1);
     });
   });
 
   describe('when the send fails', () => {
     it('gives the reservation back, adds the delivery to be sent again and records nothing', async () => {
-      const delivery = deliveryOf();
-      const { outbox, outcomes, calls, recorded } = outboxThat('commits');
-      let told: Promise<boolean> | undefined;
-      const result = await sendBeforeStoring(
-        { delivery, token: '1' },
-        {
-          outbox,
-          outcomes,
-          logger: silent,
-          send: async (committed) => {
-            told = committed;
-            throw new Error('deadline passed');
-          },
-          completed: completed(delivery),
-          delivered: () => {},
-        },
-      );
-      expect(result).toBe('added');
-      expect(calls).toEqual(['unreserve', 'add']);
-      expect(recorded).toEqual([]);
-      expect(await told).toBe(false);
+      const sent = await sentBeforeStoring('commits', 'fails');
+      expect(sent.result).toBe('added');
+      expect(sent.calls).toEqual(['unreserve', 'add']);
+      expect(sent.recorded).toEqual([]);
+      expect(sent.told).toBe(false);
+      expect(sent.delivered).toBe(0);
     });
   });
 
   describe('when the write storing it ended fails', () => {
     it('adds the delivery to be sent again, and the send and the outcome hear it did not commit', async () => {
-      const delivery = deliveryOf();
-      const { outbox, outcomes, calls, recorded } = outboxThat('fails');
-      let told: Promise<boolean> | undefined;
-      const result = await sendBeforeStoring(
-        { delivery, token: '1' },
-        {
-          outbox,
-          outcomes,
-          logger: silent,
-          send: async (committed) => {
-            told = committed;
-          },
-          completed: completed(delivery),
-          delivered: () => {},
-        },
-      );
-      expect(result).toBe('added');
-      expect(calls).toEqual(['addEnded', 'add']);
-      expect(await told).toBe(false);
-      expect(await recorded[0]?.committed).toBe(false);
+      const sent = await sentBeforeStoring('fails', 'succeeds');
+      expect(sent.result).toBe('added');
+      expect(sent.calls).toEqual(['addEnded', 'add']);
+      expect(sent.told).toBe(false);
+      expect(await sent.recorded[0]?.committed).toBe(false);
+      expect(sent.delivered).toBe(0);
     });
   });
 });
