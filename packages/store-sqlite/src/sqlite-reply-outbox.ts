@@ -138,7 +138,8 @@ export function createSqliteReplyOutbox(
   const heads = new Map<string, ChannelHeads>();
   // Channels whose heads must be read from the file again before their next claim.
   const stale = new Set<string>();
-  // Chats (`chatKey`) that had a delivery added while reserved (`reserve`): untracked until freed.
+  // Chats (`chatKey`) that had a delivery added while claimed: untracked until freed. A settled
+  // claim reads the chat's head anyway; a reservation (`reserve`) reads it only when listed here.
   const addedBehind = new Set<string>();
   const chatKey = (delivery: Delivery) => `${delivery.channel}\n${delivery.chat}`;
 
@@ -251,6 +252,8 @@ export function createSqliteReplyOutbox(
       throw err;
     }
     claims.get(channel)?.delete(chat);
+    // Read for any claim: what was added behind it is tracked now.
+    addedBehind.delete(chatKey(claim.delivery));
     trackFirstOf(channel, chat);
     if (announce) signal(channel);
     return 'settled';
