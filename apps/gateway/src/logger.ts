@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { SecretMasker } from '@switchboard/core';
+import type { Logger, SecretMasker } from '@switchboard/core';
 import { type DestinationStream, type Logger as PinoLogger, pino } from 'pino';
 
 /**
@@ -100,4 +100,70 @@ export function createRootLogger(options: RootLoggerOptions = {}): PinoLogger {
     },
     mask === undefined ? out : maskedStream(out, mask),
   );
+}
+
+type Level = 'debug' | 'info' | 'warn' | 'error';
+
+/**
+ * A child of `parent` that becomes a pino child at its first line of an enabled level, not when it
+ * is made: a pino child copies its bindings through every redaction path (`REDACT_PATHS`) as it
+ * is made, and the children of the hot path — one per turn, one per message — mostly log at
+ * `debug`, which the default level drops. Such a child costs one object; the line it writes,
+ * when it writes one, is the line the pino child would have written. The level is the root's:
+ * nothing sets a child's own.
+ */
+class DeferredChild implements Logger {
+  readonly #root: PinoLogger;
+  readonly #parent: () => Logger;
+  readonly #bindings: object;
+  #made: Logger | undefined;
+
+  constructor(root: PinoLogger, parent: () => Logger, bindings: object) {
+    this.#root = root;
+    this.#parent = parent;
+    this.#bindings = bindings;
+  }
+
+  debug(fields: object, message: string): void {
+    this.#write('debug', fields, message);
+  }
+
+  info(fields: object, message: string): void {
+    this.#write('info', fields, message);
+  }
+
+  warn(fields: object, message: string): void {
+    this.#write('warn', fields, message);
+  }
+
+  error(fields: object, message: string): void {
+    this.#write('error', fields, message);
+  }
+
+  child(bindings: object): Logger {
+    return new DeferredChild(this.#root, () => this.#logger(), bindings);
+  }
+
+  #write(level: Level, fields: object, message: string): void {
+    if (this.#root.isLevelEnabled(level)) this.#logger()[level](fields, message);
+  }
+
+  #logger(): Logger {
+    this.#made ??= this.#parent().child(this.#bindings);
+    return this.#made;
+  }
+}
+
+/**
+ * `root` as the packages receive it: its own lines go straight to it, and its children (and
+ * theirs) are made by pino only once they write a line at an enabled level (`DeferredChild`).
+ */
+export function withDeferredChildren(root: PinoLogger): Logger {
+  return {
+    debug: (fields, message) => root.debug(fields, message),
+    info: (fields, message) => root.info(fields, message),
+    warn: (fields, message) => root.warn(fields, message),
+    error: (fields, message) => root.error(fields, message),
+    child: (bindings) => new DeferredChild(root, () => root, bindings),
+  };
 }

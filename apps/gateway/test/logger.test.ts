@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createSecretMasker } from '@switchboard/core';
-import { createRootLogger } from '../src/logger.js';
+import { createRootLogger, withDeferredChildren } from '../src/logger.js';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -58,6 +58,40 @@ describe('root logger', () => {
       });
       // pino prints the cause inside the error's stack.
       expect(text).toContain('https://api.example/bot***');
+    });
+  });
+});
+
+describe('withDeferredChildren', () => {
+  describe('when a child logs only below the level', () => {
+    it('makes no pino child', () => {
+      const { lines, stream } = capture();
+      const root = createRootLogger({ level: 'info', destination: stream });
+      const child = vi.spyOn(root, 'child');
+      const turn = withDeferredChildren(root).child({ component: 'controller' }).child({ turn: 't1' });
+      turn.debug({ durationMs: 3 }, 'pipeline answered');
+      expect(child).not.toHaveBeenCalled();
+      expect(lines).toEqual([]);
+    });
+  });
+
+  describe('when a child logs at an enabled level', () => {
+    it("writes the line pino's own child writes, bindings redacted alike", () => {
+      const component = { component: 'controller' };
+      const turn = { turn: 't1', options: { api_key: 'sk-secret' } };
+      const direct = capture();
+      const deferred = capture();
+      const root = createRootLogger({ level: 'debug', destination: direct.stream });
+      root.child(component).child(turn).debug({ attempt: 2 }, 'pipeline answered');
+      const deferredRoot = createRootLogger({ level: 'debug', destination: deferred.stream });
+      const logger = withDeferredChildren(deferredRoot).child(component).child(turn);
+      logger.debug({ attempt: 2 }, 'pipeline answered');
+      logger.warn({ attempt: 3 }, 'again');
+
+      const withoutTime = ({ time: _, ...line }: Record<string, unknown>) => line;
+      expect(deferred.lines.map(withoutTime)[0]).toEqual(withoutTime(direct.lines[0] ?? {}));
+      expect(deferred.lines[0]).toMatchObject({ turn: 't1', options: { api_key: '[redacted]' } });
+      expect(deferred.lines[1]).toMatchObject({ component: 'controller', turn: 't1', msg: 'again' });
     });
   });
 });

@@ -93,6 +93,9 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
   return {
     id: config.id,
     type: 'openapi',
+    // A send changes the status in memory and tells the event streams: given the commit that
+    // stores it, only once that committed (docs/design.md §2 "Durability").
+    localSend: true,
 
     async start(context) {
       // Answer for messages accepted before a restart as for any other: an `Idempotency-Key`
@@ -124,19 +127,28 @@ export function createOpenApiChannel(options: OpenApiChannelOptions): ChannelAda
     async send(origin, replies, signal, sendOptions) {
       // Local writes that do not hang; a send whose deadline already passed does not start.
       signal.throwIfAborted();
-      // A replayed dead letter's answer names no turn: the stored status does, for the events.
-      const answer = sendOptions?.answer === true && sendOptions.turn !== undefined;
-      const status = await tracker.appendReplies(origin.id, replies, answer);
-      const sent = {
-        channel: config.id,
-        session: origin.chat.id,
-        messageId: origin.id,
-        // The sender's replica may not know the message yet: the delivery names its turn.
-        turn: sendOptions?.turn ?? status?.turn ?? null,
-        replies,
+      const deliver = async () => {
+        // A replayed dead letter's answer names no turn: the stored status does, for the events.
+        const answer = sendOptions?.answer === true && sendOptions.turn !== undefined;
+        const status = await tracker.appendReplies(origin.id, replies, answer);
+        const sent = {
+          channel: config.id,
+          session: origin.chat.id,
+          messageId: origin.id,
+          // The sender's replica may not know the message yet: the delivery names its turn.
+          turn: sendOptions?.turn ?? status?.turn ?? null,
+          replies,
+        };
+        sse.publish(sent.session, replyEventsOf(sent));
+        shareReplies?.(sent);
       };
-      sse.publish(sent.session, replyEventsOf(sent));
-      shareReplies?.(sent);
+      const { committed } = sendOptions ?? {};
+      if (committed === undefined) return deliver();
+      // Sent before its delivery is stored (`localSend`): nothing changes until it is. The final
+      // status carries the answer from its outcome; what this appends to it finds it there.
+      void committed
+        .then((stored) => (stored ? deliver() : undefined))
+        .catch((err: unknown) => logger.error({ err, messageId: origin.id }, 'status update failed'));
     },
 
     // The ref is how much of the answer the session's streams have: each delta is what came since.

@@ -404,4 +404,36 @@ describe('session event stream', () => {
       abort.abort();
     });
   });
+  describe('when a send is given the commit that stores its delivery', () => {
+    const origin = toInboundMessage(
+      { session_id: 's1', user_id: 'u1', text: 'hello', chat_type: 'person', wait: false },
+      { id: '01JSSECOMMIT0000000000001', channelId: 'api', receivedAt: 0 },
+    );
+
+    it('streams the replies only once it committed, and never when it failed', async () => {
+      h = await createHarness();
+      const { reader, abort } = await openS1(await listen());
+      let commit: (stored: boolean) => void = () => {};
+      const committed = new Promise<boolean>((resolve) => {
+        commit = resolve;
+      });
+      await h.channel.send(origin, [{ text: 'stored' }], new AbortController().signal, {
+        turn: 't1',
+        committed,
+      });
+      await h.channel.send(origin, [{ text: 'lost' }], new AbortController().signal, {
+        turn: 't1',
+        committed: Promise.resolve(false),
+      });
+      // Sent without a commit to wait for: streamed at once, ahead of the one waiting.
+      await h.channel.send(origin, [{ text: 'now' }], new AbortController().signal, { turn: 't1' });
+      commit(true);
+      const text = await readUntil(reader, (received) => received.includes('"stored"'));
+      expect(replyEvents(text)).toEqual([
+        { message_id: origin.id, turn: 't1', text: 'now' },
+        { message_id: origin.id, turn: 't1', text: 'stored' },
+      ]);
+      abort.abort();
+    });
+  });
 });

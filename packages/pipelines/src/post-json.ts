@@ -55,13 +55,14 @@ export async function postJson(
   const headers = askedEncoding ? request.headers : { 'accept-encoding': 'identity', ...request.headers };
   let target = url;
   for (let redirects = 0; ; redirects += 1) {
-    const answer = await send(target, {
-      method: 'POST',
-      dispatcher: agent,
-      headers,
-      body: request.body,
-      signal: request.signal,
-    });
+    const where = originAndPath(target);
+    const options = { method: 'POST' as const, headers, body: request.body, signal: request.signal };
+    // What undici's `request(url, { dispatcher })` does with an http(s) URL, without parsing it
+    // again for every call; any other URL goes through it, to fail as it fails there.
+    const answer =
+      where === undefined
+        ? await send(target, { ...options, dispatcher: agent })
+        : await agent.request({ ...options, ...where });
     const { statusCode: status, body } = answer;
     if (status >= 300 && status < 400) {
       discard(body);
@@ -140,6 +141,27 @@ export function drainRest(body: RemoteAnswer['body']): void {
     if (bytes > DRAIN_MAX_BYTES) body.destroy();
   });
   body.resume();
+}
+
+/** Origins and paths of the http(s) URLs called, by URL: a few per pipeline. */
+const targets = new Map<string, { origin: string; path: string }>();
+const MAX_TARGETS = 256;
+
+/**
+ * The origin and path undici's `request` would call for `url` (throwing, as it does, when it is
+ * no URL); undefined for a URL that is not http(s), which undici refuses.
+ */
+function originAndPath(url: string): { origin: string; path: string } | undefined {
+  const known = targets.get(url);
+  if (known !== undefined) return known;
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
+  const where = {
+    origin: parsed.origin,
+    path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname,
+  };
+  if (targets.size < MAX_TARGETS) targets.set(url, where);
+  return where;
 }
 
 /** `location` resolved against `base`, undefined when it is no URL. */

@@ -241,6 +241,29 @@ describe('createOpenAIPipeline', () => {
     });
   });
 
+  describe('when a choice after the first does not have the shape of a choice', () => {
+    it('fails as fatal naming where, though the first choice has text', async () => {
+      const choices = [{ message: { content: 'fine' } }, { message: { content: 42 } }];
+      const { error } = await failureOf({ status: 200, body: { choices } });
+
+      expect(error).toMatchObject({ code: 'SB_PIPELINE_FAILED', retryable: false });
+      expect(error.message).toContain('choices[1].message.content');
+    });
+  });
+
+  describe('when the first choice holds a refusal', () => {
+    it('replies with the refusal', async () => {
+      const { pipeline } = await setUp(() => ({
+        status: 200,
+        body: { choices: [{ message: { content: null, refusal: 'I cannot help with that' } }] },
+      }));
+
+      const result = await pipeline.run(queryOf(['hi']), runContext());
+
+      expect(result.replies).toEqual([{ text: 'I cannot help with that' }]);
+    });
+  });
+
   describe('when organization and project are set', () => {
     it('sends them as OpenAI-Organization and OpenAI-Project', async () => {
       const { pipeline, server } = await setUp(() => completion('ok'), {

@@ -10,6 +10,12 @@ interface PendingWrite {
 export type GroupCommit = ((write: () => void) => Promise<void>) & {
   /** Commits what is pending now, synchronously (before the database closes). */
   flush(): void;
+  /**
+   * Runs `issue`; the writes it issues (synchronously, through this group commit: any store of
+   * the same file) form one unit, which commits whole or not at all, also when a failed batch is
+   * run again one write at a time; each caller's promise settles with the unit.
+   */
+  unit(issue: () => void): void;
 };
 
 /**
@@ -49,10 +55,46 @@ export function createGroupCommit(db: Database): GroupCommit {
     for (const item of batch) item.resolve();
   }
 
+  function enqueue(item: PendingWrite): void {
+    pending.push(item);
+    if (pending.length === 1) setImmediate(flush);
+  }
+
+  /** The writes of the unit being issued, if any. */
+  let collecting: PendingWrite[] | undefined;
+
+  function unit(issue: () => void): void {
+    // A unit issued inside another is part of it.
+    if (collecting !== undefined) {
+      issue();
+      return;
+    }
+    const items: PendingWrite[] = [];
+    collecting = items;
+    try {
+      issue();
+    } finally {
+      collecting = undefined;
+      if (items.length > 0)
+        enqueue({
+          write: () => {
+            for (const item of items) item.write();
+          },
+          resolve: () => {
+            for (const item of items) item.resolve();
+          },
+          reject: (error) => {
+            for (const item of items) item.reject(error);
+          },
+        });
+    }
+  }
+
   const commit = (write: () => void) =>
     new Promise<void>((resolve, reject) => {
-      pending.push({ write, resolve, reject });
-      if (pending.length === 1) setImmediate(flush);
+      const item = { write, resolve, reject };
+      if (collecting === undefined) enqueue(item);
+      else collecting.push(item);
     });
-  return Object.assign(commit, { flush });
+  return Object.assign(commit, { flush, unit });
 }

@@ -4,6 +4,24 @@ import type { GroupCommit } from './group-commit.js';
 
 /** Conversations whose number of rows the store keeps in memory; the least recently appended go first. */
 const COUNTED_CONVERSATIONS = 10_000;
+/**
+ * Characters of content the newest entries of recently used conversations may hold in memory, so
+ * that a session's next turn reads its history without reading the file; the least recently
+ * used conversations go first past it.
+ */
+const KEPT_CONTENT = 4 * 1024 * 1024;
+
+/** A conversation's newest entries as committed, oldest first: the last `window` of its rows. */
+interface KeptHistory {
+  entries: HistoryEntry[];
+  /** The most entries a read asked for: `entries` holds min(window, rows in the file). */
+  window: number;
+  /** Characters of content in `entries`. */
+  chars: number;
+}
+
+const charsOf = (entries: readonly HistoryEntry[]) =>
+  entries.reduce((sum, entry) => sum + entry.content.length, 0);
 
 /**
  * The `HistoryStore` over the `history` table. A conversation is trimmed to its newest
@@ -13,6 +31,10 @@ const COUNTED_CONVERSATIONS = 10_000;
  * conversation's index, up to `maxEntries` rows. A conversation it has no count for is trimmed
  * and counted on its first append. An append resolves once the group commit that holds it has
  * committed.
+ *
+ * `recent` keeps what it read, and the appends that committed after, for the conversations used
+ * last (up to 4 Mi characters of content): the next turn of a session this process answered
+ * reads its history from memory. An append that fails forgets the conversation's kept entries.
  */
 export function createSqliteHistoryStore(
   db: Database,
@@ -40,6 +62,43 @@ export function createSqliteHistoryStore(
    * a write rolled back leaves its count raised, which costs a trim that deletes nothing.
    */
   const rowsOf = new Map<string, number>();
+  /** Kept newest entries per conversation (same key), the least recently used first. */
+  const kept = new Map<string, KeptHistory>();
+  let keptChars = 0;
+  /**
+   * Appends issued and not yet settled, per conversation: a read meanwhile goes to the file and
+   * keeps nothing, since what it reads may or may not hold them yet.
+   */
+  const appending = new Map<string, number>();
+
+  function forget(key: string): void {
+    const found = kept.get(key);
+    if (found === undefined) return;
+    kept.delete(key);
+    keptChars -= found.chars;
+  }
+
+  /** Keeps `history` as the conversation's newest entries, most recently used. */
+  function keep(key: string, history: KeptHistory): void {
+    forget(key);
+    if (history.chars > KEPT_CONTENT) return;
+    kept.set(key, history);
+    keptChars += history.chars;
+    for (const [oldest, found] of kept) {
+      if (keptChars <= KEPT_CONTENT) break;
+      kept.delete(oldest);
+      keptChars -= found.chars;
+    }
+  }
+
+  /** Adds committed `entries` to the conversation's kept ones, if it has any. */
+  function keepAppended(key: string, entries: readonly HistoryEntry[]): void {
+    const found = kept.get(key);
+    if (found === undefined) return;
+    const all = [...found.entries, ...entries];
+    const newest = all.slice(Math.max(0, all.length - Math.min(found.window, maxEntries)));
+    keep(key, { entries: newest, window: found.window, chars: charsOf(newest) });
+  }
 
   /** Trims the conversation if `added` rows took it past the cap; in the current write. */
   function trimPastCap(session: string, pipeline: string, added: number): void {
@@ -70,13 +129,37 @@ export function createSqliteHistoryStore(
       if (entries.length === 0) return;
       // In the group commit, as the other writes of a turn: a transaction of its own would cost
       // one more WAL commit per message.
-      await commit(() => {
-        for (const entry of entries) insert.run(session, pipeline, entry.role, entry.content);
-        trimPastCap(session, pipeline, entries.length);
-      });
+      const key = `${session}\u0000${pipeline}`;
+      const copied = entries.map(({ role, content }) => ({ role, content }));
+      appending.set(key, (appending.get(key) ?? 0) + 1);
+      try {
+        await commit(() => {
+          for (const entry of entries) insert.run(session, pipeline, entry.role, entry.content);
+          trimPastCap(session, pipeline, entries.length);
+        });
+        keepAppended(key, copied);
+      } catch (err) {
+        forget(key);
+        throw err;
+      } finally {
+        const left = (appending.get(key) ?? 1) - 1;
+        if (left === 0) appending.delete(key);
+        else appending.set(key, left);
+      }
     },
     async recent(session, pipeline, limit) {
-      return limit > 0 ? newest.all(session, pipeline, limit).reverse() : [];
+      if (limit <= 0) return [];
+      const key = `${session}\u0000${pipeline}`;
+      const found = kept.get(key);
+      const settled = !appending.has(key);
+      if (found !== undefined && settled && limit <= found.window) {
+        keep(key, found);
+        return found.entries.slice(Math.max(0, found.entries.length - limit)).map((entry) => ({ ...entry }));
+      }
+      const read = newest.all(session, pipeline, limit).reverse();
+      if (settled)
+        keep(key, { entries: read.map((entry) => ({ ...entry })), window: limit, chars: charsOf(read) });
+      return read;
     },
   };
 }

@@ -138,6 +138,10 @@ export function createSqliteReplyOutbox(
   const heads = new Map<string, ChannelHeads>();
   // Channels whose heads must be read from the file again before their next claim.
   const stale = new Set<string>();
+  // Chats (`chatKey`) that had a delivery added while claimed: untracked until freed. A settled
+  // claim reads the chat's head anyway; a reservation (`reserve`) reads it only when listed here.
+  const addedBehind = new Set<string>();
+  const chatKey = (delivery: Delivery) => `${delivery.channel}\n${delivery.chat}`;
 
   function headsOf(channel: string): ChannelHeads {
     let found = heads.get(channel);
@@ -212,9 +216,14 @@ export function createSqliteReplyOutbox(
       ? delivery.messages.map((answered) => answered.message.id)
       : [];
 
-  /** Removes an ended delivery, and its messages from the journal, remembering its id when it asked to be. */
+  /** Removes an ended delivery's row, then ends it (`ended`). */
   function end(delivery: Delivery): void {
     remove.run(delivery.id);
+    ended(delivery);
+  }
+
+  /** Removes an ended delivery's messages from the journal, remembering its id when it asked to be. */
+  function ended(delivery: Delivery): void {
     journal?.remove(journaledIdsOf(delivery));
     if (delivery.rememberForMs === undefined) return;
     const nowMs = now();
@@ -243,6 +252,8 @@ export function createSqliteReplyOutbox(
       throw err;
     }
     claims.get(channel)?.delete(chat);
+    // Read for any claim: what was added behind it is tracked now.
+    addedBehind.delete(chatKey(claim.delivery));
     trackFirstOf(channel, chat);
     if (announce) signal(channel);
     return 'settled';
@@ -271,6 +282,8 @@ export function createSqliteReplyOutbox(
       seq = Number(lastInsertRowid);
     });
     if (result === 'added') {
+      // Added behind a reservation: tracked once the reservation ends.
+      if (claims.get(delivery.channel)?.has(delivery.chat)) addedBehind.add(chatKey(delivery));
       // The chat's head when it had none: one it had is older, claimed or tracked.
       const row = {
         attempts: delivery.attempts,
@@ -281,6 +294,30 @@ export function createSqliteReplyOutbox(
       track(delivery.channel, delivery.chat, seq, delivery.notBefore, row);
     }
     return result;
+  }
+
+  /**
+   * Frees a reserved chat: tracks the row added behind the reservation, if any, announced
+   * (reading nothing when none was: the reservation is on the path of every message).
+   */
+  function freeReserved(delivery: Delivery): void {
+    const { channel, chat } = delivery;
+    claims.get(channel)?.delete(chat);
+    if (!addedBehind.delete(chatKey(delivery))) return;
+    trackFirstOf(channel, chat);
+    signal(channel);
+  }
+
+  /** The claim of a new claim of `channel`'s `chat`, taken now. */
+  function take(channel: string, chat: string): string {
+    const token = String(++lastToken);
+    let claimed = claims.get(channel);
+    if (claimed === undefined) {
+      claimed = new Map();
+      claims.set(channel, claimed);
+    }
+    claimed.set(chat, token);
+    return token;
   }
 
   function claimDue(channel: string, nowMs: number): ClaimedDelivery | null {
@@ -308,14 +345,7 @@ export function createSqliteReplyOutbox(
       ready.pop();
       byChat.delete(head.chat);
       if (head.row !== undefined) channelHeads.keptPayload -= head.row.payload.length;
-      const token = String(++lastToken);
-      let claimed = claims.get(channel);
-      if (claimed === undefined) {
-        claimed = new Map();
-        claims.set(channel, claimed);
-      }
-      claimed.set(delivery.chat, token);
-      return { delivery, token, moreDue: ready.peek() !== undefined };
+      return { delivery, token: take(channel, delivery.chat), moreDue: ready.peek() !== undefined };
     }
   }
 
@@ -352,6 +382,40 @@ export function createSqliteReplyOutbox(
     async endAndClaim(claim, nowMs) {
       const settlement = await settle(claim, () => end(claim.delivery), false);
       return { settlement, next: claimNext(claim.delivery.channel, nowMs) };
+    },
+
+    reserve(delivery, nowMs) {
+      const { channel, chat } = delivery;
+      if (remembered.get(delivery.id, now()) !== undefined) return 'duplicate';
+      if (delivery.notBefore > nowMs || stale.has(channel) || claims.get(channel)?.has(chat)) return null;
+      const channelHeads = heads.get(channel);
+      if (channelHeads !== undefined) {
+        // Something of its chat waits, or another chat's head is due (older: it goes first).
+        if (channelHeads.byChat.has(chat) || channelHeads.ready.size > 0) return null;
+        const next = channelHeads.delayed.peek();
+        if (next !== undefined && next.notBefore <= nowMs) return null;
+      }
+      return { delivery, token: take(channel, chat) };
+    },
+
+    async addEnded(claim, alongside) {
+      const { delivery } = claim;
+      if (!holds(claim)) throw new Error(`delivery ${delivery.id} is not reserved`);
+      claims.get(delivery.channel)?.set(delivery.chat, SETTLING);
+      let written: Promise<void> = Promise.resolve();
+      commit.unit(() => {
+        written = commit(() => ended(delivery));
+        alongside?.();
+      });
+      try {
+        await written;
+      } finally {
+        freeReserved(delivery);
+      }
+    },
+
+    unreserve(claim) {
+      if (holds(claim)) freeReserved(claim.delivery);
     },
 
     retry(claim, notBeforeMs, error) {

@@ -58,4 +58,29 @@ describe('group commit', () => {
       db.close();
     });
   });
+  describe('when a write of a unit fails in a batch', () => {
+    it('rejects the whole unit, commits none of its writes, and commits the writes outside it', async () => {
+      const { db } = database();
+      const commit = createGroupCommit(db);
+      const insert = db.prepare('INSERT INTO t (id, v) VALUES (?, ?)');
+      const writes: Promise<void>[] = [commit(() => insert.run(1, 'a'))];
+      commit.unit(() => {
+        writes.push(commit(() => insert.run(2, 'in the unit')));
+        writes.push(commit(() => insert.run(1, 'duplicate id')));
+      });
+      writes.push(commit(() => insert.run(3, 'c')));
+      const results = await Promise.allSettled(writes);
+      expect(results.map((result) => result.status)).toEqual([
+        'fulfilled',
+        'rejected',
+        'rejected',
+        'fulfilled',
+      ]);
+      expect(db.prepare('SELECT id, v FROM t ORDER BY id').all()).toEqual([
+        { id: 1, v: 'a' },
+        { id: 3, v: 'c' },
+      ]);
+      db.close();
+    });
+  });
 });

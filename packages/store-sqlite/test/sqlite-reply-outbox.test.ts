@@ -5,12 +5,13 @@ import {
   type Delivery,
   type DeliveryClaim,
   type Logger,
+  type MessageStatus,
   type Outcome,
   createOutcomeBus,
   createReplySender,
   silentLogger,
 } from '@switchboard/core';
-import { deliveryFixture } from '@switchboard/contracts';
+import { deliveryFixture, queuedMessageFixture } from '@switchboard/contracts';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGroupCommit } from '../src/group-commit.js';
@@ -164,5 +165,204 @@ describe('sqlite reply outbox when reading a chat’s next head fails', () => {
     } finally {
       db.close();
     }
+  });
+});
+
+/** A store on a new file, with a reply sender for the channel `tg`, whose sends are recorded. */
+function sendingBeforeStoring(options: {
+  localSend: boolean;
+  logger?: Logger;
+  /** Runs as each outcome is recorded, with the store's status write. */
+  record?: (outcome: Outcome, write: (status: MessageStatus) => Promise<void>) => void;
+}) {
+  const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
+  folders.push(folder);
+  const path = join(folder, 'switchboard.db');
+  const store = createSqliteStore({ path });
+  const outcomes: Array<{ outcome: Outcome; committed?: Promise<boolean> }> = [];
+  const bus = {
+    record(outcome: Outcome, committed?: Promise<boolean>) {
+      outcomes.push({ outcome, committed });
+      options.record?.(outcome, (status) => store.statuses.put(status));
+    },
+  };
+  const sends: Array<{ id: string; committed?: Promise<boolean> }> = [];
+  const channel = {
+    id: 'tg',
+    localSend: options.localSend,
+    send: async (
+      origin: { id: string },
+      _replies: unknown,
+      _signal: AbortSignal,
+      sendOptions?: { committed?: Promise<boolean> },
+    ) => {
+      sends.push({ id: origin.id, committed: sendOptions?.committed });
+    },
+  };
+  const sender = createReplySender({
+    outbox: store.outbox,
+    channel: () => channel,
+    policy: () => ({
+      sendTimeoutMs: 5_000,
+      concurrency: 4,
+      maxAgeMs: 60_000,
+      retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 },
+    }),
+    outcomes: bus,
+    logger: options.logger ?? silentLogger,
+    pollMs: 60_000,
+  });
+  return { path, store, sender, sends, outcomes };
+}
+
+/** A delivery answering two messages, both journaled. */
+async function journaledAnswer(
+  store: ReturnType<typeof createSqliteStore>,
+  index: number,
+): Promise<Delivery> {
+  const delivery = deliveryFixture(index, { channel: 'tg', createdAt: Date.now(), rememberForMs: 60_000 });
+  for (const answered of delivery.messages) {
+    const queued = queuedMessageFixture(index);
+    await store.journal.append({ ...queued, message: { ...queued.message, id: answered.message.id } });
+  }
+  return delivery;
+}
+
+describe('sqlite reply outbox when a channel sends before its delivery is stored', () => {
+  describe('when the chat has nothing ahead', () => {
+    it('sends, then stores the delivery ended with its journal removal and outcome in one commit', async () => {
+      const { store, sender, sends, outcomes } = sendingBeforeStoring({ localSend: true });
+      try {
+        sender.start();
+        const delivery = await journaledAnswer(store, 1);
+        const before = store.counts.commits;
+        expect(await sender.add(delivery)).toBe('ended');
+        expect(store.counts.commits - before).toBe(1);
+        expect(sends).toHaveLength(1);
+        expect(await sends[0]?.committed).toBe(true);
+        expect(outcomes.map(({ outcome }) => outcome.kind)).toEqual(['completed', 'completed']);
+        expect(await Promise.all(outcomes.map(({ committed }) => committed))).toEqual([true, true]);
+        expect(await store.journal.load()).toEqual([]);
+        expect(await store.outbox.pending()).toEqual({});
+        // Its id is remembered: the answer of a run again is neither stored nor sent.
+        expect(await sender.add(delivery)).toBe('duplicate');
+        expect(sends).toHaveLength(1);
+      } finally {
+        await sender.stop({ drainTimeoutMs: 0 });
+        store.close();
+      }
+    });
+  });
+
+  describe('when a delivery of the chat waits in the outbox', () => {
+    it('stores the new one behind it and sends both in order', async () => {
+      const { store, sender, sends } = sendingBeforeStoring({ localSend: true });
+      try {
+        const first = deliveryFixture(1, { channel: 'tg', chat: 'x', createdAt: Date.now() });
+        const second = deliveryFixture(2, { channel: 'tg', chat: 'x', createdAt: Date.now() });
+        await store.outbox.add(first);
+        sender.start();
+        expect(await sender.add(second)).toBe('added');
+        await expect.poll(() => store.outbox.pending()).toEqual({});
+        expect(sends.map(({ id }) => id)).toEqual([first.origin.id, second.origin.id]);
+        // Stored first, each was sent without waiting for a later commit.
+        expect(sends.map(({ committed }) => committed)).toEqual([undefined, undefined]);
+      } finally {
+        await sender.stop({ drainTimeoutMs: 0 });
+        store.close();
+      }
+    });
+  });
+
+  describe('when the write storing it ended fails', () => {
+    it('tells the send it was not stored, then stores the delivery and sends it again', async () => {
+      let commitFailed: () => void = () => {};
+      const failed = new Promise<void>((resolve) => {
+        commitFailed = resolve;
+      });
+      const logger: Logger = {
+        ...silentLogger,
+        error: (_bindings, message) => {
+          if (message.startsWith('storing a sent delivery failed')) commitFailed();
+        },
+        child: () => logger,
+      };
+      let failedStatus = 'not written';
+      const { path, store, sender, sends, outcomes } = sendingBeforeStoring({
+        localSend: true,
+        logger,
+        // The final status of the first outcome, written as the HTTP channel writes it: at once.
+        record: (outcome, write) => {
+          if (failedStatus !== 'not written') return;
+          failedStatus = 'pending';
+          write({
+            id: outcome.message.id,
+            channel: 'tg',
+            tenant: 'default',
+            generation: 0,
+            status: 'completed',
+            pipeline: 'assistant',
+            rule: null,
+            turn: 'turn-1',
+            replies: [{ text: 'answer 1' }],
+            delivery: 'delivered',
+            error: null,
+            trace_id: null,
+            updated_at: 1,
+          }).then(
+            () => {
+              failedStatus = 'fulfilled';
+            },
+            () => {
+              failedStatus = 'rejected';
+            },
+          );
+        },
+      });
+      // Another connection makes remembering the id fail, as a full disk would.
+      const other = new BetterSqlite3(path);
+      other.exec(
+        "CREATE TRIGGER ended_full BEFORE INSERT ON outbox_ended BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+      );
+      try {
+        sender.start();
+        const delivery = await journaledAnswer(store, 1);
+        const added = sender.add(delivery);
+        await failed;
+        other.exec('DROP TRIGGER ended_full');
+        expect(await added).toBe('added');
+        expect(await sends[0]?.committed).toBe(false);
+        // The outcome's final status, written alongside, rolled back with it.
+        expect(failedStatus).toBe('rejected');
+        // The journal rows stayed (rolled back with the write), now marked answered.
+        expect((await store.journal.load()).map((entry) => entry.answered)).toEqual([true, true]);
+        await expect.poll(() => store.outbox.pending()).toEqual({});
+        expect(sends).toHaveLength(2);
+        expect(sends[1]?.committed).toBeUndefined();
+        expect(await store.journal.load()).toEqual([]);
+        const ended = await Promise.all(outcomes.map(({ committed }) => committed ?? true));
+        expect(ended).toEqual([false, false, true, true]);
+      } finally {
+        await sender.stop({ drainTimeoutMs: 0 });
+        other.close();
+        store.close();
+      }
+    });
+  });
+
+  describe('when the channel does not send locally', () => {
+    it('stores the delivery before sending it', async () => {
+      const { store, sender, sends } = sendingBeforeStoring({ localSend: false });
+      try {
+        sender.start();
+        const delivery = await journaledAnswer(store, 1);
+        expect(await sender.add(delivery)).toBe('added');
+        await expect.poll(() => store.outbox.pending()).toEqual({});
+        expect(sends).toEqual([{ id: delivery.origin.id, committed: undefined }]);
+      } finally {
+        await sender.stop({ drainTimeoutMs: 0 });
+        store.close();
+      }
+    });
   });
 });

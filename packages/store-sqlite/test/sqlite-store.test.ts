@@ -557,4 +557,57 @@ describe('createSqliteStore', () => {
       }
     });
   });
+  describe('when a session reads its history after appending to it', () => {
+    const turn = (index: number) => [
+      { role: 'user' as const, content: `q${index}` },
+      { role: 'assistant' as const, content: `a${index}` },
+    ];
+
+    it('reads it from memory, as the file holds it, the cap applied', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path, historyMaxEntries: 5 });
+      const read = async (limit: number) => {
+        const before = store.counts.statements;
+        const entries = await store.history.recent('s', 'p', limit);
+        return { entries, statements: store.counts.statements - before };
+      };
+      try {
+        await store.history.append('s', 'p', turn(1));
+        // The first read goes to the file and keeps what it read.
+        expect(await read(4)).toEqual({ entries: turn(1), statements: 1 });
+        for (const index of [2, 3, 4]) await store.history.append('s', 'p', turn(index));
+        const file = inspect(path, (db) =>
+          db.prepare('SELECT role, content FROM history ORDER BY seq').all(),
+        );
+        expect(file).toHaveLength(5);
+        expect(await read(4)).toEqual({ entries: (file as unknown[]).slice(1), statements: 0 });
+        expect(await read(2)).toEqual({ entries: turn(4), statements: 0 });
+        // More than it kept: read from the file.
+        expect(await read(6)).toEqual({ entries: file, statements: 1 });
+      } finally {
+        store.close();
+      }
+    });
+
+    it('reads the file again once an append failed', async () => {
+      const path = temporaryPath();
+      const store = createSqliteStore({ path });
+      try {
+        await store.history.append('s', 'p', turn(1));
+        await store.history.recent('s', 'p', 4);
+        const other = new BetterSqlite3(path);
+        other.exec(
+          "CREATE TRIGGER history_full BEFORE INSERT ON history BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+        );
+        await expect(store.history.append('s', 'p', turn(2))).rejects.toThrow('disk is full');
+        other.exec('DROP TRIGGER history_full');
+        other.close();
+        const before = store.counts.statements;
+        expect(await store.history.recent('s', 'p', 4)).toEqual(turn(1));
+        expect(store.counts.statements - before).toBe(1);
+      } finally {
+        store.close();
+      }
+    });
+  });
 });

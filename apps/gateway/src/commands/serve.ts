@@ -7,7 +7,7 @@ import {
   isSwitchboardError,
 } from '@switchboard/core';
 import { type Gateway, createGateway } from '../gateway.js';
-import { createRootLogger } from '../logger.js';
+import { createRootLogger, withDeferredChildren } from '../logger.js';
 import { type ReloadSignal, holdReloadSignal } from '../reload-signal.js';
 import { startTracing } from '../tracing.js';
 import { VERSION } from '../version.js';
@@ -65,7 +65,7 @@ export async function serve(path: string, reloadSignal: ReloadSignal = holdReloa
       secretFiles: config.secretFiles,
       secrets,
       addSecrets,
-      logger,
+      logger: withDeferredChildren(logger),
       mask,
       httpLogger: logger,
       version: VERSION,

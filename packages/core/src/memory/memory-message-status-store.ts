@@ -1,5 +1,6 @@
 import {
   type IdempotencyBinding,
+  type MessageStatus,
   type MessageStatusStore,
   type StatusRank,
   type StoredMessageStatus,
@@ -17,19 +18,49 @@ export interface MemoryMessageStatusStoreOptions {
 }
 
 /**
+ * What is kept of one message: its rank and time, and its status as JSON text — or, until the end
+ * of the event-loop turn it was put in, as the object put (`unwritten`).
+ */
+interface KeptStatus {
+  rank: StatusRank;
+  updatedAt: number;
+  json: string;
+  unwritten: MessageStatus | undefined;
+}
+
+/**
  * A `MessageStatusStore` in process memory. Statuses stay until `prune` (the app calls it on a
  * timer); idempotency keys past their TTL count as unbound at once and are deleted by `prune`.
- * Statuses are kept as JSON text, like the SQLite store keeps them: callers cannot change what
- * is stored, and a day of statuses is one string each for the garbage collector to skip over
- * rather than a tree of objects to trace (bench/HISTORY.md#tuning-pass-2-maps-and-the-journal).
+ * Statuses are kept as JSON text, like the SQLite store keeps them: a day of statuses is one
+ * string each for the garbage collector to skip over rather than a tree of objects to trace
+ * (bench/HISTORY.md#tuning-pass-2-maps-and-the-journal), and a read gets a copy of its own.
+ *
+ * The text is written at the end of the event-loop turn a status was put in (`setImmediate`):
+ * a message's statuses follow each other within one turn (the answer with its delivery pending,
+ * then the final status once the HTTP channel's send ran), and only the last of them is
+ * serialized. Callers build a new status for each `put` and never change one they put.
  */
 export function createMemoryMessageStatusStore(
   options: MemoryMessageStatusStoreOptions = {},
 ): MessageStatusStore {
   const now = options.now ?? Date.now;
-  const statuses = new Map<string, { rank: StatusRank; updatedAt: number; json: string }>();
+  const statuses = new Map<string, KeptStatus>();
   // By `[channel, credential, key]` as JSON: no separator a key could contain.
   const keys = new Map<string, IdempotencyBinding & { expiresAt: number }>();
+  let unwritten: KeptStatus[] = [];
+
+  /** Serializes what this turn put; a status that cannot be is left for its reads to reject. */
+  const writeAll = () => {
+    const kept = unwritten;
+    unwritten = [];
+    for (const entry of kept) {
+      try {
+        write(entry);
+      } catch {
+        // `get` serializes it again and rejects with the error.
+      }
+    }
+  };
 
   return {
     // Not async: it runs for every message, and has nothing to wait for.
@@ -37,8 +68,17 @@ export function createMemoryMessageStatusStore(
       try {
         const previous = statuses.get(status.id);
         const rank = statusRank(status);
-        if (previous !== undefined && !replacesStatus(previous.rank, rank)) return DONE;
-        statuses.set(status.id, { rank, updatedAt: status.updated_at, json: JSON.stringify(status) });
+        if (previous === undefined) {
+          const entry = { rank, updatedAt: status.updated_at, json: '', unwritten: status };
+          statuses.set(status.id, entry);
+          hold(entry);
+          return DONE;
+        }
+        if (!replacesStatus(previous.rank, rank)) return DONE;
+        previous.rank = rank;
+        previous.updatedAt = status.updated_at;
+        if (previous.unwritten === undefined) hold(previous);
+        previous.unwritten = status;
         return DONE;
       } catch (error) {
         return Promise.reject(error);
@@ -46,7 +86,9 @@ export function createMemoryMessageStatusStore(
     },
     async get(id) {
       const status = statuses.get(id);
-      return status === undefined ? null : statusFromStore(JSON.parse(status.json) as StoredMessageStatus);
+      if (status === undefined) return null;
+      write(status);
+      return statusFromStore(JSON.parse(status.json) as StoredMessageStatus);
     },
     async claimIdempotencyKey({ channel, credential, key, fingerprint, messageId, ttlMs }) {
       const nowMs = now();
@@ -72,4 +114,17 @@ export function createMemoryMessageStatusStore(
       return pruned;
     },
   };
+
+  /** Queues `entry` for `writeAll`, which the first status of a turn schedules. */
+  function hold(entry: KeptStatus): void {
+    if (unwritten.length === 0) setImmediate(writeAll);
+    unwritten.push(entry);
+  }
+}
+
+/** `entry`'s unwritten status as its JSON text. */
+function write(entry: KeptStatus): void {
+  if (entry.unwritten === undefined) return;
+  entry.json = JSON.stringify(entry.unwritten);
+  entry.unwritten = undefined;
 }

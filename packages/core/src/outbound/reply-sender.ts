@@ -2,7 +2,7 @@ import { type BackoffPolicy, retryDelayMs } from '../scheduling/backoff.js';
 import { crashPoint } from '../observability/crash-point.js';
 import { isSwitchboardError } from '../model/errors.js';
 import type { Outcome, OutcomeKind, OutcomeSink } from '../model/outcome.js';
-import type { ChannelAdapter } from '../ports/channel-adapter.js';
+import type { ChannelAdapter, ChannelSendOptions } from '../ports/channel-adapter.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Settlement } from '../ports/query-pool.js';
 import type {
@@ -15,6 +15,7 @@ import type {
   EndAndClaimResult,
   ReplyOutbox,
 } from '../ports/reply-outbox.js';
+import { sendBeforeStoring } from './send-before-storing.js';
 import { sendWithDeadline } from './send-deadline.js';
 import { within } from '../structures/within.js';
 
@@ -36,7 +37,7 @@ export type DeliveryResult = 'delivered' | 'retried' | 'failed';
 export interface ReplySenderOptions {
   outbox: ReplyOutbox;
   /** The channel that sends a delivery, or undefined when it is no longer configured. */
-  channel: (id: string) => Pick<ChannelAdapter, 'id' | 'send'> | undefined;
+  channel: (id: string) => Pick<ChannelAdapter, 'id' | 'send' | 'localSend'> | undefined;
   /** The outbound policy of a channel, or undefined when it is no longer configured. */
   policy: (channelId: string) => OutboundPolicy | undefined;
   outcomes: OutcomeSink;
@@ -80,6 +81,36 @@ const STORE_RETRY_MS = 1000;
 function describeError(error: unknown): DeliveryError {
   if (isSwitchboardError(error)) return { code: error.code, message: error.message };
   return { code: 'SB_CHANNEL_SEND_FAILED', message: error instanceof Error ? error.message : String(error) };
+}
+
+/** What a send of `delivery` tells its channel; `committed` for a send made before it is stored. */
+function sendOptionsOf(delivery: Delivery, committed?: Promise<boolean>): ChannelSendOptions {
+  return {
+    ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
+    ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
+    answer: delivery.ownsOutcome,
+    ...(committed === undefined ? {} : { committed }),
+  };
+}
+
+/** What the sender needs of a channel to send. */
+type SendingChannel = Pick<ChannelAdapter, 'id' | 'send'>;
+
+/** Sends `delivery` once through `channel`, within its deadline. */
+function sendOnce(
+  channel: SendingChannel,
+  delivery: Delivery,
+  policy: OutboundPolicy,
+  committed?: Promise<boolean>,
+): Promise<void> {
+  crashPoint('send.before-platform-call');
+  return sendWithDeadline(
+    channel,
+    delivery.origin,
+    delivery.replies,
+    policy.sendTimeoutMs,
+    sendOptionsOf(delivery, committed),
+  );
 }
 
 /** The outcome `kind` of a message a delivery answers, without what only some kinds carry. */
@@ -298,13 +329,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         message: `channel "${delivery.channel}" is no longer configured`,
       });
     }
-    crashPoint('send.before-platform-call');
     try {
-      await sendWithDeadline(channel, delivery.origin, delivery.replies, policy.sendTimeoutMs, {
-        ...(delivery.draft === undefined ? {} : { draft: delivery.draft }),
-        ...(delivery.turnId === null ? {} : { turn: delivery.turnId }),
-        answer: delivery.ownsOutcome,
-      });
+      await sendOnce(channel, delivery, policy);
     } catch (err) {
       if (leftBehind) return { next: null, claimAfter: false };
       const error = describeError(err);
@@ -427,12 +453,42 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     );
   }
 
+  /** Reserves `delivery` to be sent before it is stored, when its channel and the outbox allow it. */
+  function reserve(delivery: Delivery): DeliveryClaim | 'duplicate' | null {
+    if (outbox.reserve === undefined || outbox.addEnded === undefined) return null;
+    const channel = options.channel(delivery.channel);
+    if (channel?.localSend !== true) return null;
+    return outbox.reserve(delivery, now());
+  }
+
   return {
     async add(delivery) {
       const { channel } = delivery;
       const policy = options.policy(channel);
       if (stopped || policy === undefined || sendsOf(channel).size >= policy.concurrency)
         return outbox.add(delivery);
+      const reserved = reserve(delivery);
+      if (reserved === 'duplicate') return reserved;
+      if (reserved !== null) {
+        const sends = sendsOf(channel);
+        const sent = sendBeforeStoring(reserved, {
+          outbox,
+          outcomes,
+          logger,
+          send: (committed) =>
+            sendOnce(options.channel(channel) as SendingChannel, delivery, policy, committed),
+          completed: () => endsOf(delivery, 'completed'),
+          delivered: () => options.observer?.deliveryEnded?.(delivery, 'delivered'),
+        });
+        // Holds a send of the channel, as any send does, until its write settled.
+        const slot = sent.then(
+          () => {},
+          () => {},
+        );
+        sends.add(slot);
+        void slot.finally(() => sends.delete(slot));
+        return sent;
+      }
       const added = outbox.addAndClaim(delivery, now());
       // The slot is taken while the add is on its way, so that its claim fits the concurrency.
       occupySlot(

@@ -40,6 +40,13 @@ export interface ChannelSendOptions {
    * answer is one, without a `turn`.
    */
   answer?: boolean;
+  /**
+   * Given to a channel whose send waits for the write that stores its delivery
+   * (`ChannelAdapter.localSend`) when that write comes after the send: resolves true once it
+   * committed, false when it did not (the delivery is then stored and sent again). What the send
+   * shows outside the process (an event stream, another replica) waits for true.
+   */
+  committed?: Promise<boolean>;
 }
 
 export interface ChannelHealth {
@@ -86,6 +93,15 @@ export interface ChannelAdapter {
    * again after a stop. `send` must work whether or not it runs. Absent: false.
    */
   readonly singleConsumer?: boolean;
+  /**
+   * True when `send` leaves nothing outside this process before its `options.committed` resolves
+   * true (the HTTP API channel: it changes the message's status, in memory, and tells its event
+   * streams only then, and the outcome's final status carries the answer). The reply sender may then send
+   * a delivery first and store it with its end in one write (`ReplyOutbox.reserve`): a crash
+   * before that write leaves nothing anyone saw, and the turn runs again. Absent: false, the
+   * delivery is stored before `send` is called.
+   */
+  readonly localSend?: boolean;
   start(context: ChannelContext): Promise<void>;
   /**
    * Shutdown began, before the engine drains: release at once whatever waits on this channel

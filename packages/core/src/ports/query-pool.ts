@@ -66,6 +66,12 @@ export interface SettleOptions {
    * first call claimed, never a second one.
    */
   claimNext?: (turn: ClaimedTurn) => void;
+  /**
+   * The turn's messages already left the journal, in the write that stored and ended its answer
+   * (`ReplyOutbox.addEnded`): a pool with a journal writes no removal of its own, which would be
+   * a commit of its own for rows already gone. A pool whose settlement is its own write ignores it.
+   */
+  leftJournal?: boolean;
 }
 
 /**

@@ -85,8 +85,13 @@ export interface ClaimedDelivery extends DeliveryClaim {
   moreDue: boolean;
 }
 
-/** What `add` did: stored the delivery, or found its id stored or remembered (`rememberForMs`). */
-export type AddResult = 'added' | 'duplicate';
+/**
+ * What `add` did: stored the delivery, or found its id stored or remembered (`rememberForMs`).
+ * `ended`, answered only by the reply sender's add (`ReplySender.add`), never by a store: the
+ * delivery was sent first and stored ended, in one write that also took its messages out of the
+ * journal (`reserve`, `addEnded`).
+ */
+export type AddResult = 'added' | 'duplicate' | 'ended';
 
 /** What `addAndClaim` did: the add's result, and the claim it made for the caller, if any. */
 export interface AddAndClaimResult {
@@ -176,6 +181,29 @@ export interface ReplyOutbox {
    * caller did not take.
    */
   endAndClaim(claim: DeliveryClaim, nowMs: number, ended?: readonly Outcome[]): Promise<EndAndClaimResult>;
+  /**
+   * For a channel whose send waits for the write storing its delivery (`ChannelAdapter.localSend`):
+   * claims `delivery` before it is stored, when `addAndClaim` would claim it once added (its chat
+   * has nothing stored or claimed, it is due, no other chat's due head waits), for the caller to
+   * send it and then store it ended (`addEnded`) or give it back (`unreserve`). `duplicate` for
+   * an id remembered within its `rememberForMs` (nothing to send); null when it cannot be claimed
+   * now: the caller adds it instead. Decided at once, reading nothing. Optional: offered by a
+   * store of one process that commits its writes in groups (SQLite), where the send and the
+   * write that ends the message fit in one commit.
+   */
+  reserve?(delivery: Delivery, nowMs: number): DeliveryClaim | 'duplicate' | null;
+  /**
+   * Stores a reserved delivery as sent, in one write: its id remembered (`rememberForMs`) and,
+   * with the journal in the same store, its messages' rows removed (for a delivery that owns
+   * their outcome). Calls `alongside` (the recording of its outcome) while issuing that write:
+   * what it writes to the same store (SQLite: the same file — the audit record, the final status)
+   * is one unit with it, committed whole or not at all, also when a failed group commit is run
+   * again one write at a time. Frees its chat either way. Rejects when the unit failed: nothing
+   * of it is stored, and the caller adds the delivery to send again.
+   */
+  addEnded?(claim: DeliveryClaim, alongside?: () => void): Promise<void>;
+  /** Gives a reservation back (its send failed), storing nothing: the caller adds the delivery. */
+  unreserve?(claim: DeliveryClaim): void;
   /** Deliveries stored per channel, claimed ones included; channels with none are left out. */
   pending(): Promise<Record<string, number>>;
   /** Every stored delivery of `channel`, in the order they were added. */

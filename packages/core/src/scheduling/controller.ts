@@ -13,7 +13,7 @@ import type { Pipeline, PipelineResult } from '../ports/pipeline.js';
 import type { ClaimedTurn, QueryPool, Turn } from '../ports/query-pool.js';
 import type { ReplyStream } from '../outbound/reply-stream.js';
 import type { TypingIndicator } from '../outbound/typing-indicator.js';
-import type { ReplyOutbox } from '../ports/reply-outbox.js';
+import type { AddResult, ReplyOutbox } from '../ports/reply-outbox.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from '../structures/indexed-set.js';
 import { WakeTimer } from '../structures/wake-timer.js';
@@ -99,13 +99,15 @@ export function createController(options: ControllerOptions): Controller {
     pool,
     outcomes: options.outcomes,
     storeReplies: async (entry, query, delivery) => {
+      let added: AddResult = 'added';
       const add = async () => {
-        await outbox.add(delivery);
+        added = await outbox.add(delivery);
         crashPoint('outbox.after-add');
       };
       await (entry.trace === undefined || tracer === undefined
         ? add()
         : tracer.delivery(entry.trace.span, query, delivery.replies, add));
+      return added;
     },
     // While not stopping, a turn's end claims this controller's next turn in the same pool step.
     settleOptions: (entry) =>

@@ -9,7 +9,7 @@ import type { PipelinePolicy } from './pipeline-policy.js';
 import type { PipelineResult } from '../ports/pipeline.js';
 import type { QueryPool, SettleOptions, Settlement, Turn } from '../ports/query-pool.js';
 import type { QueuedMessage } from '../model/queued-message.js';
-import type { Delivery } from '../ports/reply-outbox.js';
+import type { AddResult, Delivery } from '../ports/reply-outbox.js';
 import type { RunningTurn } from './running-turn.js';
 
 /** How long a settlement waits before writing again to a store that did not answer. */
@@ -21,9 +21,10 @@ export interface TurnSettlementOptions {
   outcomes: OutcomeSink;
   /**
    * Stores a delivery of one running turn's replies in the outbox (durable once resolved); the
-   * reply sender sends it after the turn ended.
+   * reply sender sends it after the turn ended, or sent it already and stored it ended, its
+   * messages out of the journal with that write (`ended`).
    */
-  storeReplies: (entry: RunningTurn, query: Query, delivery: Delivery) => Promise<void>;
+  storeReplies: (entry: RunningTurn, query: Query, delivery: Delivery) => Promise<AddResult>;
   /**
    * What a settlement of `entry` that frees its slot asks of the pool besides: the controller
    * asks it to claim its next turn in the same step while it is not stopping.
@@ -231,9 +232,10 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       entry.decided = true;
       const { turn } = entry;
       /** Frees the session for its next turn, which may read what the run wrote. */
-      const complete = async (ending: readonly Outcome[] = []) => {
+      const complete = async (ending: readonly Outcome[] = [], leftJournal = false) => {
         await saved;
-        return settle(entry, () => pool.complete(turn, ending, settleOptions(entry)));
+        const options = leftJournal ? { ...settleOptions(entry), leftJournal } : settleOptions(entry);
+        return settle(entry, () => pool.complete(turn, ending, options));
       };
       if (replies.length === 0) {
         const completed = outcomesOf(turn.messages, 'completed', { turn, replies });
@@ -246,8 +248,9 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
       // never loses its answer (docs/design.md §2 "Durability").
       const answer = deliveryOf(turn, turn.messages, replies, { kind: 'answer', nowMs: now() });
       const delivery = draft === undefined ? answer : { ...answer, draft };
+      let stored: AddResult | 'lost';
       try {
-        const stored = await settle(entry, () => storeReplies(entry, query, delivery));
+        stored = await settle(entry, () => storeReplies(entry, query, delivery));
         if (!held(entry, stored === 'lost' ? stored : 'settled')) return;
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be stored');
@@ -262,7 +265,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         ended(entry, 'dead_lettered');
         return;
       }
-      if (!held(entry, await complete())) return;
+      if (!held(entry, await complete([], stored === 'ended'))) return;
       observer?.repliesStored?.(delivery);
       ended(entry, 'completed');
     },

@@ -1,0 +1,71 @@
+import { crashPoint } from '../observability/crash-point.js';
+import type { Outcome, OutcomeSink } from '../model/outcome.js';
+import type { Logger } from '../ports/logger.js';
+import type { AddResult, DeliveryClaim, ReplyOutbox } from '../ports/reply-outbox.js';
+
+/** What `sendBeforeStoring` works with; the reply sender passes its own. */
+export interface SendBeforeStoringOptions {
+  /** An outbox that offers `reserve`, `addEnded` and `unreserve`. */
+  outbox: ReplyOutbox;
+  outcomes: OutcomeSink;
+  logger: Logger;
+  /** Sends the delivery once, with its deadline, telling the channel `committed`. */
+  send: (committed: Promise<boolean>) => Promise<void>;
+  /** The outcomes of the messages the delivery ends as `completed`. */
+  completed: () => Outcome[];
+  /** Called once the delivery is stored ended. */
+  delivered: () => void;
+}
+
+/**
+ * Sends a delivery its outbox reserved before storing it, for a channel whose send waits for the
+ * write storing it (`ChannelAdapter.localSend`), then stores it ended (`ReplyOutbox.addEnded`):
+ * one write that also takes its messages out of the journal, with the outcome's records issued
+ * as one unit with it. The channel and the outcome's listeners tell nobody outside the process
+ * before that commit succeeded. So one commit stores the answer and ends the message
+ * (docs/design.md §2 "Durability", *Sent before it is stored*). A send or a write that fails adds
+ * the delivery to the outbox, to be sent again as any other (a status that already holds the
+ * replies takes them once); its outcome is recorded again when that delivery ends. Answers
+ * `ended`, or the result of that add.
+ */
+export async function sendBeforeStoring(
+  claim: DeliveryClaim,
+  options: SendBeforeStoringOptions,
+): Promise<AddResult> {
+  const { outbox, outcomes, logger } = options;
+  const { delivery } = claim;
+  let stored: (ok: boolean) => void = () => {};
+  const committed = new Promise<boolean>((resolve) => {
+    stored = resolve;
+  });
+  try {
+    await options.send(committed);
+  } catch (err) {
+    stored(false);
+    outbox.unreserve?.(claim);
+    logger.warn({ err, deliveryId: delivery.id }, 'send failed, storing the delivery to try again');
+    return outbox.add(delivery);
+  }
+  // A crash from here until the write commits leaves nothing stored: the turn runs again.
+  crashPoint('send.after-platform-call');
+  const ended = options.completed();
+  const written = (outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>)(claim, () => {
+    for (const outcome of ended) outcomes.record(outcome, committed);
+  });
+  written.then(
+    () => stored(true),
+    () => stored(false),
+  );
+  try {
+    await written;
+  } catch (err) {
+    logger.error(
+      { err, deliveryId: delivery.id },
+      'storing a sent delivery failed to commit: adding it to send again',
+    );
+    return outbox.add(delivery);
+  }
+  crashPoint('delivery.after-removal');
+  options.delivered();
+  return 'ended';
+}

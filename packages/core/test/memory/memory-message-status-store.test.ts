@@ -1,0 +1,68 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type MessageStatus, createMemoryMessageStatusStore } from '../../src/index.js';
+
+function status(fields: Partial<MessageStatus> = {}): MessageStatus {
+  return {
+    id: 'm1',
+    channel: 'api',
+    tenant: 'default',
+    generation: 0,
+    status: 'completed',
+    pipeline: 'echo',
+    rule: null,
+    turn: 't1',
+    replies: [{ text: 'hi' }],
+    delivery: 'pending',
+    error: null,
+    trace_id: null,
+    updated_at: 1,
+    ...fields,
+  };
+}
+
+describe('createMemoryMessageStatusStore', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  describe("when a message's statuses follow each other within one event-loop turn", () => {
+    it('serializes the last of them only, at the end of the turn', async () => {
+      const store = createMemoryMessageStatusStore();
+      const stringify = vi.spyOn(JSON, 'stringify');
+      await store.put(status());
+      await store.put(status({ delivery: 'delivered', updated_at: 2 }));
+      expect(stringify).not.toHaveBeenCalled();
+      await nextTurn();
+      expect(stringify).toHaveBeenCalledTimes(1);
+      expect(await store.get('m1')).toMatchObject({ delivery: 'delivered', updated_at: 2 });
+    });
+
+    it('still refuses a status that ranks below the one put before it', async () => {
+      const store = createMemoryMessageStatusStore();
+      await store.put(status({ delivery: 'delivered', updated_at: 2 }));
+      await store.put(status({ updated_at: 3 }));
+      expect(await store.get('m1')).toMatchObject({ delivery: 'delivered', updated_at: 2 });
+    });
+  });
+
+  describe('when a status is read before its turn ends', () => {
+    it('returns a copy of what was put', async () => {
+      const store = createMemoryMessageStatusStore();
+      const put = status();
+      await store.put(put);
+      const read = await store.get('m1');
+      expect(read).toEqual(put);
+      expect(read).not.toBe(put);
+    });
+  });
+
+  describe('when the turn a status was put in has ended', () => {
+    it('keeps the status as it was then', async () => {
+      const store = createMemoryMessageStatusStore();
+      const put = status();
+      await store.put(put);
+      await nextTurn();
+      put.replies.push({ text: 'changed later' });
+      expect((await store.get('m1'))?.replies).toEqual([{ text: 'hi' }]);
+    });
+  });
+});
