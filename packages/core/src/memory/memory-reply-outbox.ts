@@ -220,7 +220,8 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     },
 
     reserve(delivery, nowMs) {
-      if (known(delivery.id)) return 'duplicate';
+      // A stored id holds its chat, which answers null below: only a remembered one is looked up.
+      if (ended.size > 0 && ended.has(delivery.id, now())) return 'duplicate';
       if (delivery.notBefore > nowMs) return null;
       const queues = channelOf(delivery.channel);
       // Something of its chat is stored or claimed, or another chat's head is due (older: first).
