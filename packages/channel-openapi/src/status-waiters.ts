@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import type { FinalStatus, TrackedMessage } from './tracked-message.js';
 
 /** Interest in one message's final status, registered before it is accepted. */
@@ -25,18 +24,28 @@ export interface StatusWaiters {
   drain(): void;
 }
 
+/**
+ * The waits under way, each ended at once by a drain. A set of callbacks rather than an
+ * `AbortSignal`'s listeners: adding and removing an `EventTarget` listener per request was a
+ * measurable share of the HTTP path's CPU.
+ */
+interface Drain {
+  drained: boolean;
+  readonly waits: Set<() => void>;
+}
+
 /** A request's interest in one message; `wait` and `cancel` both end it. */
 class Watch implements StatusWatch {
   readonly #message: TrackedMessage;
   readonly #release: () => void;
-  readonly #drained: AbortSignal;
+  readonly #drain: Drain;
   readonly #final: Promise<FinalStatus | null>;
   #settle: ((final: FinalStatus | null) => void) | undefined;
 
-  constructor(message: TrackedMessage, release: () => void, drained: AbortSignal) {
+  constructor(message: TrackedMessage, release: () => void, drain: Drain) {
     this.#message = message;
     this.#release = release;
-    this.#drained = drained;
+    this.#drain = drain;
     this.#final = new Promise((resolve) => {
       this.#settle = resolve;
       message.waiters.push(resolve);
@@ -46,13 +55,14 @@ class Watch implements StatusWatch {
   async wait(timeoutMs: number): Promise<FinalStatus | null> {
     const end = () => this.cancel();
     const timer = setTimeout(end, timeoutMs);
-    this.#drained.addEventListener('abort', end);
-    if (this.#drained.aborted) end();
+    const { waits } = this.#drain;
+    waits.add(end);
+    if (this.#drain.drained) end();
     try {
       return await this.#final;
     } finally {
       clearTimeout(timer);
-      this.#drained.removeEventListener('abort', end);
+      waits.delete(end);
       this.cancel();
     }
   }
@@ -72,9 +82,7 @@ class Watch implements StatusWatch {
 export function createStatusWaiters(): StatusWaiters {
   // Waits end on drain, not watches: a watch also keeps an outcome that beat `queued` in memory,
   // and a request admitted as the drain began still needs that.
-  const drained = new AbortController();
-  // One listener per waiting request: up to max_concurrent_requests, past Node's warning at 10.
-  setMaxListeners(0, drained.signal);
+  const drain: Drain = { drained: false, waits: new Set() };
 
   // Answers leave together at the end of the event-loop turn, not one by one as turns end: the
   // requests read in one turn are all handled before the first answer is written, and a client
@@ -91,7 +99,7 @@ export function createStatusWaiters(): StatusWaiters {
 
   return {
     watch(message, release) {
-      return new Watch(message, release, drained.signal);
+      return new Watch(message, release, drain);
     },
 
     answerSoon(message, final, then) {
@@ -104,7 +112,9 @@ export function createStatusWaiters(): StatusWaiters {
     },
 
     drain() {
-      drained.abort();
+      if (drain.drained) return;
+      drain.drained = true;
+      for (const end of [...drain.waits]) end();
     },
   };
 }

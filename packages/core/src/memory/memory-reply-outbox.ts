@@ -46,6 +46,10 @@ const headOf = (queue: ChatQueue) => queue.deliveries.peek() as Stored;
  * serialize them) and handed out as shallow copies that the holder reads and does not change. A
  * claim is O(log n) in the channel's chats, as the pool's is. `now` is the clock an ended id is
  * remembered by (`rememberForMs`): the one the reply sender claims by.
+ *
+ * It offers `reserve` and `addEnded`: with nothing to commit, a delivery sent before it is stored
+ * costs no copy and no queue, only its chat held while the send lasts; what a crash loses is what
+ * it would lose anyway.
  */
 export function createMemoryReplyOutbox(options: { now?: () => number } = {}): ReplyOutbox {
   const now = options.now ?? Date.now;
@@ -105,8 +109,28 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     return 'settled';
   }
 
+  /** True when `id` is stored or remembered: adding it again is a duplicate. */
+  function known(id: string): boolean {
+    // The clock is read only when some id is remembered: most deliveries ask for none.
+    return ids.has(id) || (ended.size > 0 && ended.has(id, now()));
+  }
+
+  /** Frees a chat whose claim held no stored head (a reservation): what came behind it is due. */
+  function freeReserved(claim: DeliveryClaim): void {
+    const held = claimedQueue(claim);
+    if (held === null) return;
+    const { queues, queue } = held;
+    queue.claimToken = null;
+    if (queue.deliveries.length === 0) {
+      queues.chats.delete(queue.chat);
+      return;
+    }
+    queues.delayed.push(queue);
+    signal(claim.delivery.channel);
+  }
+
   function store(delivery: Delivery): AddResult {
-    if (ids.has(delivery.id) || ended.has(delivery.id, now())) return 'duplicate';
+    if (known(delivery.id)) return 'duplicate';
     const stored = { delivery: plainCopy(delivery), seq: ++lastSeq };
     ids.add(delivery.id);
     const queues = channelOf(delivery.channel);
@@ -193,6 +217,39 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
 
     async failed(claim) {
       return removeHead(claim, true);
+    },
+
+    reserve(delivery, nowMs) {
+      // A stored id holds its chat, which answers null below: only a remembered one is looked up.
+      if (ended.size > 0 && ended.has(delivery.id, now())) return 'duplicate';
+      if (delivery.notBefore > nowMs) return null;
+      const queues = channelOf(delivery.channel);
+      // Something of its chat is stored or claimed, or another chat's head is due (older: first).
+      if (queues.chats.has(delivery.chat) || queues.ready.size > 0) return null;
+      const next = queues.delayed.peek();
+      if (next !== undefined && headOf(next).delivery.notBefore <= nowMs) return null;
+      // The chat is held by a claim with nothing stored: what is added behind it waits, unclaimed.
+      const queue: ChatQueue = {
+        chat: delivery.chat,
+        deliveries: new Fifo(),
+        claimToken: String(++lastToken),
+        heapIndex: -1,
+      };
+      queues.chats.set(delivery.chat, queue);
+      return { delivery, token: queue.claimToken as string };
+    },
+
+    async addEnded(claim, alongside) {
+      const { delivery } = claim;
+      if (claimedQueue(claim) === null) throw new Error(`delivery ${delivery.id} is not reserved`);
+      const { rememberForMs } = delivery;
+      if (rememberForMs !== undefined) ended.add(delivery.id, rememberForMs, now());
+      freeReserved(claim);
+      alongside?.();
+    },
+
+    unreserve(claim) {
+      freeReserved(claim);
     },
 
     async pending() {

@@ -94,7 +94,7 @@ function sendOptionsOf(delivery: Delivery, committed?: Promise<boolean>): Channe
 }
 
 /** What the sender needs of a channel to send. */
-type SendingChannel = Pick<ChannelAdapter, 'id' | 'send'>;
+type SendingChannel = Pick<ChannelAdapter, 'id' | 'send' | 'localSend'>;
 
 /** Sends `delivery` once through `channel`, within its deadline. */
 function sendOnce(

@@ -66,7 +66,8 @@ export interface ChannelHealth {
  * Every send has a deadline (`channels[].outbound.send_timeout`): the caller aborts `signal`
  * when it passes, and does not wait any longer (`sendWithDeadline`), so a hung platform call
  * cannot hold a turn's slot. An adapter passes the signal on to its platform calls so that they
- * stop too; replies already posted stay posted.
+ * stop too; replies already posted stay posted. A `localSend` channel's send has no platform
+ * call: it is handed a signal that never aborts, and the deadline only stops waiting for it.
  *
  * Streamed answers (docs/design.md §4 "Streaming"): a channel that implements `preview` shows an
  * answer while the pipeline is still writing it, by posting a message and editing it; the
@@ -99,7 +100,8 @@ export interface ChannelAdapter {
    * streams only then, and the outcome's final status carries the answer). The reply sender may then send
    * a delivery first and store it with its end in one write (`ReplyOutbox.reserve`): a crash
    * before that write leaves nothing anyone saw, and the turn runs again. Absent: false, the
-   * delivery is stored before `send` is called.
+   * delivery is stored before `send` is called. Its `send` is handed a signal that never aborts
+   * (`sendWithDeadline`).
    */
   readonly localSend?: boolean;
   start(context: ChannelContext): Promise<void>;

@@ -189,7 +189,8 @@ export interface ReplyOutbox {
    * an id remembered within its `rememberForMs` (nothing to send); null when it cannot be claimed
    * now: the caller adds it instead. Decided at once, reading nothing. Optional: offered by a
    * store of one process that commits its writes in groups (SQLite), where the send and the
-   * write that ends the message fit in one commit.
+   * write that ends the message fit in one commit, and by the store in memory, which has nothing
+   * to commit.
    */
   reserve?(delivery: Delivery, nowMs: number): DeliveryClaim | 'duplicate' | null;
   /**

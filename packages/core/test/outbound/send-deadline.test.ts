@@ -3,10 +3,11 @@ import { type ChannelAdapter, isSwitchboardError, sendWithDeadline } from '../..
 import { message } from '../harness.js';
 
 /** A channel whose send settles only when the test says so, and keeps the signal it got. */
-function controllableChannel() {
+function controllableChannel(localSend?: boolean) {
   const sends: { signal: AbortSignal; resolve: () => void; reject: (error: Error) => void }[] = [];
-  const channel: Pick<ChannelAdapter, 'id' | 'send'> = {
+  const channel: Pick<ChannelAdapter, 'id' | 'send' | 'localSend'> = {
     id: 'c',
+    ...(localSend === undefined ? {} : { localSend }),
     send: (_origin, _replies, signal) =>
       new Promise<void>((resolve, reject) => {
         sends.push({ signal, resolve, reject });
@@ -59,6 +60,25 @@ describe('sendWithDeadline', () => {
       await expect(failed).rejects.toThrow('channel_not_found');
       expect(vi.getTimerCount()).toBe(0);
       expect(sends[1]?.signal.aborted).toBe(false);
+    });
+  });
+
+  describe('when the channel sends within the process (localSend)', () => {
+    it('hands a signal that never aborts, and still rejects at the deadline', async () => {
+      const { channel, sends } = controllableChannel(true);
+      const outcome = sendWithDeadline(channel, message('A', 'hi'), [{ text: 'hi' }], 1_000).then(
+        () => 'resolved',
+        (error: unknown) => error,
+      );
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(isSwitchboardError(await outcome, 'SB_CHANNEL_SEND_TIMEOUT')).toBe(true);
+      expect(sends[0]?.signal.aborted).toBe(false);
+      sends[0]?.resolve();
+
+      const sent = sendWithDeadline(channel, message('A', 'hi'), [{ text: 'hi' }], 1_000);
+      sends[1]?.resolve();
+      await expect(sent).resolves.toBeUndefined();
+      expect(vi.getTimerCount()).toBe(0);
     });
   });
 });
