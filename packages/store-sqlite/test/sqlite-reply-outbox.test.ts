@@ -366,3 +366,46 @@ describe('sqlite reply outbox when a channel sends before its delivery is stored
     });
   });
 });
+
+describe('review: a reserved delivery whose write fails, with a delivery of its chat added behind it', () => {
+  it('is still delivered before the one added behind it', async () => {
+    let commitFailed: () => void = () => {};
+    const failed = new Promise<void>((resolve) => {
+      commitFailed = resolve;
+    });
+    const logger: Logger = {
+      ...silentLogger,
+      error: (_bindings, message) => {
+        if (message.startsWith('storing a sent delivery failed')) commitFailed();
+      },
+      child: () => logger,
+    };
+    const { path, store, sender, sends } = sendingBeforeStoring({ localSend: true, logger });
+    const other = new BetterSqlite3(path);
+    // Remembering the first delivery's id fails, as a full disk would; a plain add does not.
+    other.exec(
+      "CREATE TRIGGER ended_full BEFORE INSERT ON outbox_ended BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+    );
+    try {
+      sender.start();
+      const first = deliveryFixture(1, { channel: 'tg', chat: 'x', createdAt: Date.now(), rememberForMs: 60_000 });
+      const second = deliveryFixture(2, { channel: 'tg', chat: 'x', createdAt: Date.now() });
+      const addedFirst = sender.add(first);
+      // E.g. an operator's reply to the same chat, while the first is reserved.
+      const addedSecond = sender.add(second);
+      await failed;
+      other.exec('DROP TRIGGER ended_full');
+      expect(await addedFirst).toBe('added');
+      expect(await addedSecond).toBe('added');
+      await expect.poll(() => store.outbox.pending()).toEqual({});
+      // What the chat saw: the sends that were not rolled back.
+      const seen: string[] = [];
+      for (const send of sends) if ((await send.committed) !== false) seen.push(send.id);
+      expect(seen).toEqual([first.origin.id, second.origin.id]);
+    } finally {
+      await sender.stop({ drainTimeoutMs: 0 });
+      other.close();
+      store.close();
+    }
+  });
+});
