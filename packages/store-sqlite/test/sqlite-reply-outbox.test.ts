@@ -409,3 +409,25 @@ describe('review: a reserved delivery whose write fails, with a delivery of its 
     }
   });
 });
+
+describe('review: a delivery stored while every send slot is held by reservations', () => {
+  it('is sent once a reservation frees its slot, without waiting for the poll', async () => {
+    const { store, sender, sends } = sendingBeforeStoring({ localSend: true });
+    try {
+      sender.start();
+      // Concurrency 4: four chats' answers reserve the four slots; a fifth chat's is stored.
+      const reserved = ['a', 'b', 'c', 'd'].map((chat, index) =>
+        deliveryFixture(index + 1, { channel: 'tg', chat, createdAt: Date.now(), rememberForMs: 60_000 }),
+      );
+      const fifth = deliveryFixture(5, { channel: 'tg', chat: 'e', createdAt: Date.now() });
+      const added = [...reserved.map((delivery) => sender.add(delivery)), sender.add(fifth)];
+      expect(await Promise.all(added)).toEqual(['ended', 'ended', 'ended', 'ended', 'added']);
+      // The poll is 60 s here (1 s by default): the freed slots should take the fifth at once.
+      await expect.poll(() => store.outbox.pending(), { timeout: 2_000 }).toEqual({});
+      expect(sends.map(({ id }) => id)).toContain(fifth.origin.id);
+    } finally {
+      await sender.stop({ drainTimeoutMs: 0 });
+      store.close();
+    }
+  });
+});
