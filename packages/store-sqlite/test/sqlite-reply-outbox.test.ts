@@ -431,3 +431,29 @@ describe('review: a delivery stored while every send slot is held by reservation
     }
   });
 });
+
+describe('review: recording the outcome of a reserved delivery throws', () => {
+  it('frees its chat, so that the chat’s next delivery is sent', async () => {
+    let thrown = false;
+    const { store, sender, sends } = sendingBeforeStoring({
+      localSend: true,
+      record: () => {
+        if (thrown) return;
+        thrown = true;
+        throw new Error('a listener of the sink threw');
+      },
+    });
+    try {
+      sender.start();
+      const first = deliveryFixture(1, { channel: 'tg', chat: 'x', createdAt: Date.now(), rememberForMs: 60_000 });
+      const second = deliveryFixture(2, { channel: 'tg', chat: 'x', createdAt: Date.now() });
+      await sender.add(first).catch(() => {});
+      await sender.add(second);
+      await expect.poll(() => store.outbox.pending(), { timeout: 3_000 }).toEqual({});
+      expect(sends.map(({ id }) => id)).toContain(second.origin.id);
+    } finally {
+      await sender.stop({ drainTimeoutMs: 0 });
+      store.close();
+    }
+  });
+});
