@@ -367,8 +367,8 @@ describe('sqlite reply outbox when a channel sends before its delivery is stored
   });
 });
 
-describe('review: a reserved delivery whose write fails, with a delivery of its chat added behind it', () => {
-  it('is still delivered before the one added behind it', async () => {
+describe('sqlite reply outbox when a reserved delivery’s write fails after a delivery of its chat was added', () => {
+  it('sends the reserved delivery before the one added behind it', async () => {
     let commitFailed: () => void = () => {};
     const failed = new Promise<void>((resolve) => {
       commitFailed = resolve;
@@ -410,8 +410,8 @@ describe('review: a reserved delivery whose write fails, with a delivery of its 
   });
 });
 
-describe('review: a delivery stored while every send slot is held by reservations', () => {
-  it('is sent once a reservation frees its slot, without waiting for the poll', async () => {
+describe('sqlite reply outbox when a delivery is stored while reservations hold every send slot', () => {
+  it('sends it once a reservation frees its slot, without waiting for the poll', async () => {
     const { store, sender, sends } = sendingBeforeStoring({ localSend: true });
     try {
       sender.start();
@@ -432,8 +432,8 @@ describe('review: a delivery stored while every send slot is held by reservation
   });
 });
 
-describe('review: recording the outcome of a reserved delivery throws', () => {
-  it('frees its chat, so that the chat’s next delivery is sent', async () => {
+describe('sqlite reply outbox when recording the outcome of a reserved delivery throws', () => {
+  it('stores the delivery to send again and frees its chat, so that the chat’s next delivery is sent', async () => {
     let thrown = false;
     const { store, sender, sends } = sendingBeforeStoring({
       localSend: true,
