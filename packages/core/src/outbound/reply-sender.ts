@@ -455,7 +455,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
 
   /** Reserves `delivery` to be sent before it is stored, when its channel and the outbox allow it. */
   function reserve(delivery: Delivery): DeliveryClaim | 'duplicate' | null {
-    if (outbox.reserve === undefined || outbox.addEnded === undefined) return null;
+    if (outbox.reserve === undefined || outbox.addEnded === undefined || outbox.addReserved === undefined)
+      return null;
     const channel = options.channel(delivery.channel);
     if (channel?.localSend !== true) return null;
     return outbox.reserve(delivery, now());
