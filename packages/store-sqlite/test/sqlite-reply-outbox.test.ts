@@ -367,6 +367,13 @@ describe('sqlite reply outbox when a channel sends before its delivery is stored
   });
 });
 
+/** What the chat saw: the ids of the sends that were not rolled back, in order. */
+async function seenBy(sends: ReadonlyArray<{ id: string; committed?: Promise<boolean> }>): Promise<string[]> {
+  const seen: string[] = [];
+  for (const send of sends) if ((await send.committed) !== false) seen.push(send.id);
+  return seen;
+}
+
 describe('sqlite reply outbox when a reserved delivery’s write fails after a delivery of its chat was added', () => {
   it('sends the reserved delivery before the one added behind it', async () => {
     let commitFailed: () => void = () => {};
@@ -403,10 +410,7 @@ describe('sqlite reply outbox when a reserved delivery’s write fails after a d
       expect(await addedFirst).toBe('added');
       expect(await addedSecond).toBe('added');
       await expect.poll(() => store.outbox.pending()).toEqual({});
-      // What the chat saw: the sends that were not rolled back.
-      const seen: string[] = [];
-      for (const send of sends) if ((await send.committed) !== false) seen.push(send.id);
-      expect(seen).toEqual([first.origin.id, second.origin.id]);
+      expect(await seenBy(sends)).toEqual([first.origin.id, second.origin.id]);
     } finally {
       await sender.stop({ drainTimeoutMs: 0 });
       other.close();
@@ -461,9 +465,7 @@ describe('sqlite reply outbox when recording the outcome of a reserved delivery 
       await sender.add(second);
       await expect.poll(() => store.outbox.pending(), { timeout: 3_000 }).toEqual({});
       // Nothing of the failed unit was stored: the first is sent again, ahead of the second.
-      const seen: string[] = [];
-      for (const send of sends) if ((await send.committed) !== false) seen.push(send.id);
-      expect(seen).toEqual([first.origin.id, second.origin.id]);
+      expect(await seenBy(sends)).toEqual([first.origin.id, second.origin.id]);
     } finally {
       await sender.stop({ drainTimeoutMs: 0 });
       store.close();
