@@ -13,7 +13,8 @@ export type GroupCommit = ((write: () => void) => Promise<void>) & {
   /**
    * Runs `issue`; the writes it issues (synchronously, through this group commit: any store of
    * the same file) form one unit, which commits whole or not at all, also when a failed batch is
-   * run again one write at a time; each caller's promise settles with the unit.
+   * run again one write at a time; each caller's promise settles with the unit. When `issue`
+   * throws, nothing of the unit runs: its writes reject with that error, which `unit` rethrows.
    */
   unit(issue: () => void): void;
 };
@@ -73,21 +74,25 @@ export function createGroupCommit(db: Database): GroupCommit {
     collecting = items;
     try {
       issue();
+    } catch (error) {
+      // Issued in part: none of it runs, so that the unit stays whole or nothing.
+      for (const item of items) item.reject(error);
+      throw error;
     } finally {
       collecting = undefined;
-      if (items.length > 0)
-        enqueue({
-          write: () => {
-            for (const item of items) item.write();
-          },
-          resolve: () => {
-            for (const item of items) item.resolve();
-          },
-          reject: (error) => {
-            for (const item of items) item.reject(error);
-          },
-        });
     }
+    if (items.length > 0)
+      enqueue({
+        write: () => {
+          for (const item of items) item.write();
+        },
+        resolve: () => {
+          for (const item of items) item.resolve();
+        },
+        reject: (error) => {
+          for (const item of items) item.reject(error);
+        },
+      });
   }
 
   const commit = (write: () => void) =>

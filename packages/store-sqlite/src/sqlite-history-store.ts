@@ -5,23 +5,29 @@ import type { GroupCommit } from './group-commit.js';
 /** Conversations whose number of rows the store keeps in memory; the least recently appended go first. */
 const COUNTED_CONVERSATIONS = 10_000;
 /**
- * Characters of content the newest entries of recently used conversations may hold in memory, so
- * that a session's next turn reads its history without reading the file; the least recently
- * used conversations go first past it.
+ * Characters the newest entries of recently used conversations may hold in memory (content, and
+ * `ENTRY_COST` per entry and `CONVERSATION_COST` per conversation), so that a session's next turn
+ * reads its history without reading the file; the least recently used conversations go first past it.
  */
 const KEPT_CONTENT = 4 * 1024 * 1024;
+/** Conversations whose entries are kept at most, empty ones included: a new session's first read keeps one. */
+const KEPT_CONVERSATIONS = 10_000;
+/** What an entry costs in memory besides its content (its object, role and array slot), in characters. */
+const ENTRY_COST = 64;
+/** What a kept conversation costs besides its entries (its key, record and map slot), in characters. */
+const CONVERSATION_COST = 128;
 
 /** A conversation's newest entries as committed, oldest first: the last `window` of its rows. */
 interface KeptHistory {
   entries: HistoryEntry[];
   /** The most entries a read asked for: `entries` holds min(window, rows in the file). */
   window: number;
-  /** Characters of content in `entries`. */
-  chars: number;
+  /** What it counts toward `KEPT_CONTENT` (`costOf`). */
+  cost: number;
 }
 
-const charsOf = (entries: readonly HistoryEntry[]) =>
-  entries.reduce((sum, entry) => sum + entry.content.length, 0);
+const costOf = (entries: readonly HistoryEntry[]) =>
+  entries.reduce((sum, entry) => sum + entry.content.length + ENTRY_COST, CONVERSATION_COST);
 
 /**
  * The `HistoryStore` over the `history` table. A conversation is trimmed to its newest
@@ -33,7 +39,8 @@ const charsOf = (entries: readonly HistoryEntry[]) =>
  * committed.
  *
  * `recent` keeps what it read, and the appends that committed after, for the conversations used
- * last (up to 4 Mi characters of content): the next turn of a session this process answered
+ * last (up to 10,000 of them and 4 Mi characters, counting a fixed cost per entry and per
+ * conversation besides the content, so that empty histories count too): the next turn of a session this process answered
  * reads its history from memory. An append that fails forgets the conversation's kept entries.
  */
 export function createSqliteHistoryStore(
@@ -64,7 +71,7 @@ export function createSqliteHistoryStore(
   const rowsOf = new Map<string, number>();
   /** Kept newest entries per conversation (same key), the least recently used first. */
   const kept = new Map<string, KeptHistory>();
-  let keptChars = 0;
+  let keptCost = 0;
   /**
    * Appends issued and not yet settled, per conversation: a read meanwhile goes to the file and
    * keeps nothing, since what it reads may or may not hold them yet.
@@ -75,19 +82,19 @@ export function createSqliteHistoryStore(
     const found = kept.get(key);
     if (found === undefined) return;
     kept.delete(key);
-    keptChars -= found.chars;
+    keptCost -= found.cost;
   }
 
   /** Keeps `history` as the conversation's newest entries, most recently used. */
   function keep(key: string, history: KeptHistory): void {
     forget(key);
-    if (history.chars > KEPT_CONTENT) return;
+    if (history.cost > KEPT_CONTENT) return;
     kept.set(key, history);
-    keptChars += history.chars;
+    keptCost += history.cost;
     for (const [oldest, found] of kept) {
-      if (keptChars <= KEPT_CONTENT) break;
+      if (keptCost <= KEPT_CONTENT && kept.size <= KEPT_CONVERSATIONS) break;
       kept.delete(oldest);
-      keptChars -= found.chars;
+      keptCost -= found.cost;
     }
   }
 
@@ -97,7 +104,7 @@ export function createSqliteHistoryStore(
     if (found === undefined) return;
     const all = [...found.entries, ...entries];
     const newest = all.slice(Math.max(0, all.length - Math.min(found.window, maxEntries)));
-    keep(key, { entries: newest, window: found.window, chars: charsOf(newest) });
+    keep(key, { entries: newest, window: found.window, cost: costOf(newest) });
   }
 
   /** Trims the conversation if `added` rows took it past the cap; in the current write. */
@@ -158,7 +165,7 @@ export function createSqliteHistoryStore(
       }
       const read = newest.all(session, pipeline, limit).reverse();
       if (settled)
-        keep(key, { entries: read.map((entry) => ({ ...entry })), window: limit, chars: charsOf(read) });
+        keep(key, { entries: read.map((entry) => ({ ...entry })), window: limit, cost: costOf(read) });
       return read;
     },
   };

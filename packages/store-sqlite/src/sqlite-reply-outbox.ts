@@ -103,6 +103,13 @@ export function createSqliteReplyOutbox(
     'SELECT channel, chat, MIN(seq) AS seq, not_before FROM outbox GROUP BY channel, chat',
   );
   const remove = db.prepare<[string]>('DELETE FROM outbox WHERE id = ?');
+  const rowsOfChat = db.prepare<[string, string], OutboxRow & { id: string }>(
+    'SELECT id, attempts, not_before, last_error, payload FROM outbox WHERE channel = ? AND chat = ? ORDER BY seq',
+  );
+  const insertRow = db.prepare<[string, string, string, number, number, string | null, string]>(
+    `INSERT INTO outbox (id, channel, chat, attempts, not_before, last_error, payload)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
   const remembered = db.prepare<[string, number], { id: string }>(
     'SELECT id FROM outbox_ended WHERE id = ? AND expires_at > ?',
   );
@@ -259,28 +266,37 @@ export function createSqliteReplyOutbox(
     return 'settled';
   }
 
+  /** What `insertDelivery` wrote: `seq` is the added row's. */
+  interface Inserted {
+    result: AddResult;
+    seq: number;
+  }
+
+  /** Inserts `delivery` in the current write, unless its id is stored or remembered. */
+  function insertDelivery(delivery: Delivery, payload: string, inserted: Inserted): void {
+    if (remembered.get(delivery.id, now()) !== undefined) {
+      inserted.result = 'duplicate';
+      return;
+    }
+    // A duplicate still stored too: its end removes the messages, whichever run stored it.
+    journal?.markAnswered(journaledIdsOf(delivery));
+    const { changes, lastInsertRowid } = insert.run(
+      delivery.id,
+      delivery.channel,
+      delivery.chat,
+      delivery.attempts,
+      delivery.notBefore,
+      payload,
+    );
+    inserted.result = changes === 1 ? 'added' : 'duplicate';
+    inserted.seq = Number(lastInsertRowid);
+  }
+
   async function store(delivery: Delivery): Promise<AddResult> {
     const payload = JSON.stringify(delivery);
-    let result: AddResult = 'added';
-    let seq = 0;
-    await commit(() => {
-      if (remembered.get(delivery.id, now()) !== undefined) {
-        result = 'duplicate';
-        return;
-      }
-      // A duplicate still stored too: its end removes the messages, whichever run stored it.
-      journal?.markAnswered(journaledIdsOf(delivery));
-      const { changes, lastInsertRowid } = insert.run(
-        delivery.id,
-        delivery.channel,
-        delivery.chat,
-        delivery.attempts,
-        delivery.notBefore,
-        payload,
-      );
-      result = changes === 1 ? 'added' : 'duplicate';
-      seq = Number(lastInsertRowid);
-    });
+    const inserted: Inserted = { result: 'added', seq: 0 };
+    await commit(() => insertDelivery(delivery, payload, inserted));
+    const { result, seq } = inserted;
     if (result === 'added') {
       // Added behind a reservation: tracked once the reservation ends.
       if (claims.get(delivery.channel)?.has(delivery.chat)) addedBehind.add(chatKey(delivery));
@@ -306,6 +322,46 @@ export function createSqliteReplyOutbox(
     if (!addedBehind.delete(chatKey(delivery))) return;
     trackFirstOf(channel, chat);
     signal(channel);
+  }
+
+  /**
+   * Stores a reserved delivery that was not stored ended, in the place it was reserved at: its
+   * chat had nothing stored then, so every row of the chat was added behind it, and is moved
+   * behind it (deleted and inserted again, taking a later `seq`) in the same write. The chat stays
+   * held until that write settled, so nothing of it is sent meanwhile.
+   */
+  async function storeReserved(delivery: Delivery): Promise<AddResult> {
+    const { channel, chat } = delivery;
+    claims.get(channel)?.set(chat, SETTLING);
+    const payload = JSON.stringify(delivery);
+    const inserted: Inserted = { result: 'added', seq: 0 };
+    let moved = 0;
+    try {
+      await commit(() => {
+        // Read in the write: a row issued before it in the same batch is in the file by then.
+        const behind = rowsOfChat.all(channel, chat);
+        for (const row of behind) remove.run(row.id);
+        insertDelivery(delivery, payload, inserted);
+        for (const row of behind)
+          insertRow.run(row.id, channel, chat, row.attempts, row.not_before, row.last_error, row.payload);
+        moved = behind.length;
+      });
+    } catch (err) {
+      freeReserved(delivery);
+      throw err;
+    }
+    if (moved > 0) addedBehind.add(chatKey(delivery));
+    if (inserted.result === 'added' && !addedBehind.has(chatKey(delivery))) {
+      claims.get(channel)?.delete(chat);
+      track(channel, chat, inserted.seq, delivery.notBefore, {
+        attempts: delivery.attempts,
+        not_before: delivery.notBefore,
+        last_error: null,
+        payload,
+      });
+      signal(channel);
+    } else freeReserved(delivery);
+    return inserted.result;
   }
 
   /** The claim of a new claim of `channel`'s `chat`, taken now. */
@@ -402,20 +458,27 @@ export function createSqliteReplyOutbox(
       const { delivery } = claim;
       if (!holds(claim)) throw new Error(`delivery ${delivery.id} is not reserved`);
       claims.get(delivery.channel)?.set(delivery.chat, SETTLING);
-      let written: Promise<void> = Promise.resolve();
-      commit.unit(() => {
-        written = commit(() => ended(delivery));
-        alongside?.();
-      });
+      let written: Promise<void> | undefined;
       try {
+        commit.unit(() => {
+          written = commit(() => ended(delivery));
+          alongside?.();
+        });
         await written;
-      } finally {
-        freeReserved(delivery);
+      } catch (err) {
+        // Rejected with the same error when `alongside` threw; handled here.
+        written?.catch(() => {});
+        // Nothing of the unit is stored: the reservation holds, for `addReserved` to store the
+        // delivery in its place.
+        claims.get(delivery.channel)?.set(delivery.chat, claim.token);
+        throw err;
       }
+      freeReserved(delivery);
     },
 
-    unreserve(claim) {
-      if (holds(claim)) freeReserved(claim.delivery);
+    async addReserved(claim) {
+      if (!holds(claim)) throw new Error(`delivery ${claim.delivery.id} is not reserved`);
+      return storeReserved(claim.delivery);
     },
 
     retry(claim, notBeforeMs, error) {

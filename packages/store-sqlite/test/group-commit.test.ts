@@ -83,4 +83,25 @@ describe('group commit', () => {
       db.close();
     });
   });
+
+  describe('when the code issuing a unit throws', () => {
+    it('rethrows, rejects the writes it issued with that error and commits none of them', async () => {
+      const { db } = database();
+      const commit = createGroupCommit(db);
+      const insert = db.prepare('INSERT INTO t (id, v) VALUES (?, ?)');
+      const thrown = new Error('a listener threw');
+      const writes: Promise<void>[] = [];
+      expect(() =>
+        commit.unit(() => {
+          writes.push(commit(() => insert.run(1, 'in the unit')));
+          throw thrown;
+        }),
+      ).toThrow(thrown);
+      const after = commit(() => insert.run(2, 'b'));
+      await expect(writes[0]).rejects.toBe(thrown);
+      await after;
+      expect(db.prepare('SELECT id, v FROM t ORDER BY id').all()).toEqual([{ id: 2, v: 'b' }]);
+      db.close();
+    });
+  });
 });

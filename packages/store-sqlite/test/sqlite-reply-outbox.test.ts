@@ -366,3 +366,109 @@ describe('sqlite reply outbox when a channel sends before its delivery is stored
     });
   });
 });
+
+/** What the chat saw: the ids of the sends that were not rolled back, in order. */
+async function seenBy(sends: ReadonlyArray<{ id: string; committed?: Promise<boolean> }>): Promise<string[]> {
+  const seen: string[] = [];
+  for (const send of sends) if ((await send.committed) !== false) seen.push(send.id);
+  return seen;
+}
+
+describe('sqlite reply outbox when a reserved delivery’s write fails after a delivery of its chat was added', () => {
+  it('sends the reserved delivery before the one added behind it', async () => {
+    let commitFailed: () => void = () => {};
+    const failed = new Promise<void>((resolve) => {
+      commitFailed = resolve;
+    });
+    const logger: Logger = {
+      ...silentLogger,
+      error: (_bindings, message) => {
+        if (message.startsWith('storing a sent delivery failed')) commitFailed();
+      },
+      child: () => logger,
+    };
+    const { path, store, sender, sends } = sendingBeforeStoring({ localSend: true, logger });
+    const other = new BetterSqlite3(path);
+    // Remembering the first delivery's id fails, as a full disk would; a plain add does not.
+    other.exec(
+      "CREATE TRIGGER ended_full BEFORE INSERT ON outbox_ended BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+    );
+    try {
+      sender.start();
+      const first = deliveryFixture(1, {
+        channel: 'tg',
+        chat: 'x',
+        createdAt: Date.now(),
+        rememberForMs: 60_000,
+      });
+      const second = deliveryFixture(2, { channel: 'tg', chat: 'x', createdAt: Date.now() });
+      const addedFirst = sender.add(first);
+      // E.g. an operator's reply to the same chat, while the first is reserved.
+      const addedSecond = sender.add(second);
+      await failed;
+      other.exec('DROP TRIGGER ended_full');
+      expect(await addedFirst).toBe('added');
+      expect(await addedSecond).toBe('added');
+      await expect.poll(() => store.outbox.pending()).toEqual({});
+      expect(await seenBy(sends)).toEqual([first.origin.id, second.origin.id]);
+    } finally {
+      await sender.stop({ drainTimeoutMs: 0 });
+      other.close();
+      store.close();
+    }
+  });
+});
+
+describe('sqlite reply outbox when a delivery is stored while reservations hold every send slot', () => {
+  it('sends it once a reservation frees its slot, without waiting for the poll', async () => {
+    const { store, sender, sends } = sendingBeforeStoring({ localSend: true });
+    try {
+      sender.start();
+      // Concurrency 4: four chats' answers reserve the four slots; a fifth chat's is stored.
+      const reserved = ['a', 'b', 'c', 'd'].map((chat, index) =>
+        deliveryFixture(index + 1, { channel: 'tg', chat, createdAt: Date.now(), rememberForMs: 60_000 }),
+      );
+      const fifth = deliveryFixture(5, { channel: 'tg', chat: 'e', createdAt: Date.now() });
+      const added = [...reserved.map((delivery) => sender.add(delivery)), sender.add(fifth)];
+      expect(await Promise.all(added)).toEqual(['ended', 'ended', 'ended', 'ended', 'added']);
+      // The poll is 60 s here (1 s by default): the freed slots should take the fifth at once.
+      await expect.poll(() => store.outbox.pending(), { timeout: 2_000 }).toEqual({});
+      expect(sends.map(({ id }) => id)).toContain(fifth.origin.id);
+    } finally {
+      await sender.stop({ drainTimeoutMs: 0 });
+      store.close();
+    }
+  });
+});
+
+describe('sqlite reply outbox when recording the outcome of a reserved delivery throws', () => {
+  it('stores the delivery to send again and frees its chat, so that the chat’s next delivery is sent', async () => {
+    let thrown = false;
+    const { store, sender, sends } = sendingBeforeStoring({
+      localSend: true,
+      record: () => {
+        if (thrown) return;
+        thrown = true;
+        throw new Error('a listener of the sink threw');
+      },
+    });
+    try {
+      sender.start();
+      const first = deliveryFixture(1, {
+        channel: 'tg',
+        chat: 'x',
+        createdAt: Date.now(),
+        rememberForMs: 60_000,
+      });
+      const second = deliveryFixture(2, { channel: 'tg', chat: 'x', createdAt: Date.now() });
+      await sender.add(first).catch(() => {});
+      await sender.add(second);
+      await expect.poll(() => store.outbox.pending(), { timeout: 3_000 }).toEqual({});
+      // Nothing of the failed unit was stored: the first is sent again, ahead of the second.
+      expect(await seenBy(sends)).toEqual([first.origin.id, second.origin.id]);
+    } finally {
+      await sender.stop({ drainTimeoutMs: 0 });
+      store.close();
+    }
+  });
+});

@@ -38,7 +38,9 @@ interface KeptStatus {
  * The text is written at the end of the event-loop turn a status was put in (`setImmediate`):
  * a message's statuses follow each other within one turn (the answer with its delivery pending,
  * then the final status once the HTTP channel's send ran), and only the last of them is
- * serialized. Callers build a new status for each `put` and never change one they put.
+ * serialized. `put` still rejects a status that cannot be serialized (a BigInt, a cycle), keeping
+ * the one it had: it walks the status for them, without building text. Callers build a new status
+ * for each `put` and never change one they put.
  */
 export function createMemoryMessageStatusStore(
   options: MemoryMessageStatusStoreOptions = {},
@@ -49,7 +51,10 @@ export function createMemoryMessageStatusStore(
   const keys = new Map<string, IdempotencyBinding & { expiresAt: number }>();
   let unwritten: KeptStatus[] = [];
 
-  /** Serializes what this turn put; a status that cannot be is left for its reads to reject. */
+  /**
+   * Serializes what this turn put; `put` checked each, so only a status changed since (callers do
+   * not) can fail here, left for its reads to reject.
+   */
   const writeAll = () => {
     const kept = unwritten;
     unwritten = [];
@@ -68,13 +73,14 @@ export function createMemoryMessageStatusStore(
       try {
         const previous = statuses.get(status.id);
         const rank = statusRank(status);
+        if (previous !== undefined && !replacesStatus(previous.rank, rank)) return DONE;
+        checkSerializable(status, '', []);
         if (previous === undefined) {
           const entry = { rank, updatedAt: status.updated_at, json: '', unwritten: status };
           statuses.set(status.id, entry);
           hold(entry);
           return DONE;
         }
-        if (!replacesStatus(previous.rank, rank)) return DONE;
         previous.rank = rank;
         previous.updatedAt = status.updated_at;
         if (previous.unwritten === undefined) hold(previous);
@@ -127,4 +133,28 @@ function write(entry: KeptStatus): void {
   if (entry.unwritten === undefined) return;
   entry.json = JSON.stringify(entry.unwritten);
   entry.unwritten = undefined;
+}
+
+/**
+ * Throws what `JSON.stringify` would throw for `value` — a BigInt, a cycle, a `toJSON` that
+ * throws — without building the text, so that `put` can refuse a status it could never read back.
+ */
+function checkSerializable(value: unknown, key: string | number, ancestors: object[]): void {
+  let current = value;
+  if (typeof current === 'object' && current !== null) {
+    const { toJSON } = current as { toJSON?: unknown };
+    if (typeof toJSON === 'function') current = toJSON.call(current, String(key)) as unknown;
+  }
+  if (typeof current === 'bigint') throw new TypeError('Do not know how to serialize a BigInt');
+  if (typeof current !== 'object' || current === null) return;
+  if (ancestors.includes(current)) throw new TypeError('Converting circular structure to JSON');
+  ancestors.push(current);
+  if (Array.isArray(current)) {
+    for (let index = 0; index < current.length; index += 1)
+      checkSerializable(current[index], index, ancestors);
+  } else {
+    for (const name of Object.keys(current))
+      checkSerializable((current as Record<string, unknown>)[name], name, ancestors);
+  }
+  ancestors.pop();
 }

@@ -26,6 +26,8 @@ interface ChatQueue extends HeapNode {
   chat: string;
   deliveries: Fifo<Stored>;
   claimToken: string | null;
+  /** The place a reservation holding this chat took in the adding order (`addReserved`). */
+  reservedSeq?: number;
 }
 
 /** One channel's chats and the heaps of those whose head may be claimed. */
@@ -47,7 +49,7 @@ const headOf = (queue: ChatQueue) => queue.deliveries.peek() as Stored;
  * claim is O(log n) in the channel's chats, as the pool's is. `now` is the clock an ended id is
  * remembered by (`rememberForMs`): the one the reply sender claims by.
  *
- * It offers `reserve` and `addEnded`: with nothing to commit, a delivery sent before it is stored
+ * It offers `reserve`, `addEnded` and `addReserved`: with nothing to commit, a delivery sent before it is stored
  * costs no copy and no queue, only its chat held while the send lasts; what a crash loses is what
  * it would lose anyway.
  */
@@ -121,6 +123,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     if (held === null) return;
     const { queues, queue } = held;
     queue.claimToken = null;
+    queue.reservedSeq = undefined;
     if (queue.deliveries.length === 0) {
       queues.chats.delete(queue.chat);
       return;
@@ -234,6 +237,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
         deliveries: new Fifo(),
         claimToken: String(++lastToken),
         heapIndex: -1,
+        reservedSeq: ++lastSeq,
       };
       queues.chats.set(delivery.chat, queue);
       return { delivery, token: queue.claimToken as string };
@@ -242,14 +246,33 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     async addEnded(claim, alongside) {
       const { delivery } = claim;
       if (claimedQueue(claim) === null) throw new Error(`delivery ${delivery.id} is not reserved`);
+      // First: a recording that throws leaves the reservation held, for `addReserved`.
+      alongside?.();
       const { rememberForMs } = delivery;
       if (rememberForMs !== undefined) ended.add(delivery.id, rememberForMs, now());
       freeReserved(claim);
-      alongside?.();
     },
 
-    unreserve(claim) {
+    async addReserved(claim) {
+      const { delivery } = claim;
+      const held = claimedQueue(claim);
+      const seq = held?.queue.reservedSeq;
+      if (held === null || seq === undefined) {
+        const result = store(delivery);
+        if (result === 'added') signal(delivery.channel);
+        return result;
+      }
+      if (known(delivery.id)) {
+        freeReserved(claim);
+        return 'duplicate';
+      }
+      // Ahead of what its chat got while it was held, in the place it was reserved at.
+      const { queues, queue } = held;
+      queue.deliveries.unshiftAll([{ delivery: plainCopy(delivery), seq }]);
+      ids.add(delivery.id);
+      queues.count += 1;
       freeReserved(claim);
+      return 'added';
     },
 
     async pending() {

@@ -455,7 +455,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
 
   /** Reserves `delivery` to be sent before it is stored, when its channel and the outbox allow it. */
   function reserve(delivery: Delivery): DeliveryClaim | 'duplicate' | null {
-    if (outbox.reserve === undefined || outbox.addEnded === undefined) return null;
+    if (outbox.reserve === undefined || outbox.addEnded === undefined || outbox.addReserved === undefined)
+      return null;
     const channel = options.channel(delivery.channel);
     if (channel?.localSend !== true) return null;
     return outbox.reserve(delivery, now());
@@ -480,13 +481,18 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
           completed: () => endsOf(delivery, 'completed'),
           delivered: () => options.observer?.deliveryEnded?.(delivery, 'delivered'),
         });
-        // Holds a send of the channel, as any send does, until its write settled.
+        // Holds a send of the channel, as any send does, until its write settled; then frees it as
+        // a send's slot is freed: a delivery stored while every slot was held is claimed at once.
         const slot = sent.then(
           () => {},
           () => {},
         );
         sends.add(slot);
-        void slot.finally(() => sends.delete(slot));
+        void slot.finally(() => {
+          sends.delete(slot);
+          pump(channel);
+          checkEmptied();
+        });
         return sent;
       }
       const added = outbox.addAndClaim(delivery, now());

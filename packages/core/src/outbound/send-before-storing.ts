@@ -5,7 +5,7 @@ import type { AddResult, DeliveryClaim, ReplyOutbox } from '../ports/reply-outbo
 
 /** What `sendBeforeStoring` works with; the reply sender passes its own. */
 export interface SendBeforeStoringOptions {
-  /** An outbox that offers `reserve`, `addEnded` and `unreserve`. */
+  /** An outbox that offers `reserve`, `addEnded` and `addReserved`. */
   outbox: ReplyOutbox;
   outcomes: OutcomeSink;
   logger: Logger;
@@ -23,10 +23,11 @@ export interface SendBeforeStoringOptions {
  * one write that also takes its messages out of the journal, with the outcome's records issued
  * as one unit with it. The channel and the outcome's listeners tell nobody outside the process
  * before that commit succeeded. So one commit stores the answer and ends the message
- * (docs/design.md §2 "Durability", *Sent before it is stored*). A send or a write that fails adds
- * the delivery to the outbox, to be sent again as any other (a status that already holds the
- * replies takes them once); its outcome is recorded again when that delivery ends. Answers
- * `ended`, or the result of that add.
+ * (docs/design.md §2 "Durability", *Sent before it is stored*). A send or a write that fails
+ * stores the delivery in the place it was reserved at (`addReserved`: ahead of what its chat was
+ * given meanwhile), to be sent again as any other (a status that already holds the replies takes
+ * them once); its outcome is recorded again when that delivery ends. Answers `ended`, or the
+ * result of that add.
  */
 export async function sendBeforeStoring(
   claim: DeliveryClaim,
@@ -34,6 +35,7 @@ export async function sendBeforeStoring(
 ): Promise<AddResult> {
   const { outbox, outcomes, logger } = options;
   const { delivery } = claim;
+  const addReserved = () => (outbox.addReserved as NonNullable<ReplyOutbox['addReserved']>)(claim);
   let stored: (ok: boolean) => void = () => {};
   const committed = new Promise<boolean>((resolve) => {
     stored = resolve;
@@ -42,9 +44,8 @@ export async function sendBeforeStoring(
     await options.send(committed);
   } catch (err) {
     stored(false);
-    outbox.unreserve?.(claim);
     logger.warn({ err, deliveryId: delivery.id }, 'send failed, storing the delivery to try again');
-    return outbox.add(delivery);
+    return addReserved();
   }
   // A crash from here until the write commits leaves nothing stored: the turn runs again.
   crashPoint('send.after-platform-call');
@@ -63,7 +64,7 @@ export async function sendBeforeStoring(
       { err, deliveryId: delivery.id },
       'storing a sent delivery failed to commit: adding it to send again',
     );
-    return outbox.add(delivery);
+    return addReserved();
   }
   crashPoint('delivery.after-removal');
   options.delivered();

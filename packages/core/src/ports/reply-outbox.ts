@@ -185,9 +185,11 @@ export interface ReplyOutbox {
    * For a channel whose send waits for the write storing its delivery (`ChannelAdapter.localSend`):
    * claims `delivery` before it is stored, when `addAndClaim` would claim it once added (its chat
    * has nothing stored or claimed, it is due, no other chat's due head waits), for the caller to
-   * send it and then store it ended (`addEnded`) or give it back (`unreserve`). `duplicate` for
-   * an id remembered within its `rememberForMs` (nothing to send); null when it cannot be claimed
-   * now: the caller adds it instead. Decided at once, reading nothing. Optional: offered by a
+   * send it and then store it ended (`addEnded`) or, when that fails, store it to send again
+   * (`addReserved`). `duplicate` for an id remembered within its `rememberForMs` (nothing to
+   * send); null when it cannot be claimed now: the caller adds it instead. Decided at once,
+   * writing nothing: the only read is whether its id is remembered (SQLite: one lookup in the
+   * index of remembered ids), the rest is the store's claims and heads in memory. Optional: offered by a
    * store of one process that commits its writes in groups (SQLite), where the send and the
    * write that ends the message fit in one commit, and by the store in memory, which has nothing
    * to commit.
@@ -199,12 +201,18 @@ export interface ReplyOutbox {
    * their outcome). Calls `alongside` (the recording of its outcome) while issuing that write:
    * what it writes to the same store (SQLite: the same file — the audit record, the final status)
    * is one unit with it, committed whole or not at all, also when a failed group commit is run
-   * again one write at a time. Frees its chat either way. Rejects when the unit failed: nothing
-   * of it is stored, and the caller adds the delivery to send again.
+   * again one write at a time. Frees its chat once committed. Rejects when the unit failed,
+   * `alongside` throwing included (then nothing of the unit is issued): nothing of it is stored,
+   * the reservation still holds, and the caller stores the delivery to send again (`addReserved`).
    */
   addEnded?(claim: DeliveryClaim, alongside?: () => void): Promise<void>;
-  /** Gives a reservation back (its send failed), storing nothing: the caller adds the delivery. */
-  unreserve?(claim: DeliveryClaim): void;
+  /**
+   * Stores a reserved delivery that was not stored ended (its send or `addEnded` failed) to be
+   * sent again, as `add` does but in the place it was reserved at: ahead of what was added to its
+   * chat since, its chat held until that write settled, so that the chat's deliveries still leave
+   * in the order they came. Frees its chat either way; rejects when the write failed.
+   */
+  addReserved?(claim: DeliveryClaim): Promise<AddResult>;
   /** Deliveries stored per channel, claimed ones included; channels with none are left out. */
   pending(): Promise<Record<string, number>>;
   /** Every stored delivery of `channel`, in the order they were added. */

@@ -65,4 +65,42 @@ describe('createMemoryMessageStatusStore', () => {
       expect((await store.get('m1'))?.replies).toEqual([{ text: 'hi' }]);
     });
   });
+
+  describe('when a status cannot be serialized (a cycle, a BigInt)', () => {
+    it('refuses the put and keeps the status it had', async () => {
+      const store = createMemoryMessageStatusStore();
+      await store.put(status());
+      await nextTurn();
+      const circular: Record<string, unknown> = { text: 'x' };
+      circular.self = circular;
+      const put = store.put(status({ delivery: 'delivered', updated_at: 2, replies: [circular as never] }));
+      await expect(put).rejects.toThrow(/circular/);
+      await nextTurn();
+      expect(await store.get('m1')).toMatchObject({ delivery: 'pending', updated_at: 1 });
+    });
+
+    it('refuses it when put in the same turn as the status it would replace, which stays', async () => {
+      const store = createMemoryMessageStatusStore();
+      await store.put(status());
+      const put = store.put(
+        status({ delivery: 'delivered', updated_at: 2, error: { code: 'X', details: 1n } as never }),
+      );
+      await expect(put).rejects.toThrow(/BigInt/);
+      expect(await store.get('m1')).toMatchObject({ delivery: 'pending', updated_at: 1 });
+      await nextTurn();
+      expect(await store.get('m1')).toMatchObject({ delivery: 'pending', updated_at: 1 });
+    });
+
+    it('accepts what JSON.stringify accepts: a shared object that is no cycle, a toJSON', async () => {
+      const store = createMemoryMessageStatusStore();
+      const shared = { text: 'same' };
+      await store.put(status({ replies: [shared, shared, { text: 'at', at: new Date(0) } as never] }));
+      await nextTurn();
+      expect((await store.get('m1'))?.replies).toEqual([
+        shared,
+        shared,
+        { text: 'at', at: '1970-01-01T00:00:00.000Z' },
+      ]);
+    });
+  });
 });

@@ -103,14 +103,34 @@ describe('memory reply outbox', () => {
       expect(outbox.reserve?.(deliveryOf(3, 'a'), Date.now())).toBeNull();
     });
 
-    it('frees the chat and remembers nothing when a reservation is given back (unreserve)', async () => {
+    it('stores a reservation given back ahead of what its chat got meanwhile (addReserved)', async () => {
       const outbox = createMemoryReplyOutbox();
-      const delivery = deliveryOf(1, 'a', { rememberForMs: 60_000 });
-      const reserved = outbox.reserve?.(delivery, Date.now());
+      const reserved = outbox.reserve?.(deliveryOf(1, 'a', { rememberForMs: 60_000 }), Date.now());
       if (reserved === undefined || reserved === null || reserved === 'duplicate')
         throw new Error('not reserved');
-      outbox.unreserve?.(reserved);
-      expect(await outbox.add(delivery)).toBe('added');
+      expect(await outbox.add(deliveryOf(2, 'a'))).toBe('added');
+      expect(await outbox.claim('api', Date.now())).toBeNull();
+
+      expect(await outbox.addReserved?.(reserved)).toBe('added');
+      const first = await outbox.claim('api', Date.now());
+      expect(first?.delivery.id).toBe('d1');
+      if (first === null) throw new Error('nothing claimed');
+      await outbox.delivered(first);
+      expect((await outbox.claim('api', Date.now()))?.delivery.id).toBe('d2');
+      expect((await outbox.list('api')).map((delivery) => delivery.id)).toEqual(['d2']);
+    });
+
+    it('keeps the reservation and remembers nothing when recording its outcome throws', async () => {
+      const outbox = createMemoryReplyOutbox();
+      const reserved = outbox.reserve?.(deliveryOf(1, 'a', { rememberForMs: 60_000 }), Date.now());
+      if (reserved === undefined || reserved === null || reserved === 'duplicate')
+        throw new Error('not reserved');
+      const failing = () => {
+        throw new Error('listener failed');
+      };
+      await expect(outbox.addEnded?.(reserved, failing)).rejects.toThrow('listener failed');
+
+      expect(await outbox.addReserved?.(reserved)).toBe('added');
       expect((await outbox.claim('api', Date.now()))?.delivery.id).toBe('d1');
     });
   });

@@ -40,8 +40,9 @@ function outboxThat(write: 'commits' | 'fails') {
       issuing = false;
       return write === 'commits' ? Promise.resolve() : Promise.reject(new Error('disk full'));
     },
-    unreserve() {
-      calls.push('unreserve');
+    async addReserved() {
+      calls.push('addReserved');
+      return 'added' as AddResult;
     },
   } as unknown as ReplyOutbox;
   const recorded: Array<{ outcome: Outcome; inUnit: boolean; committed?: Promise<boolean> }> = [];
@@ -98,10 +99,10 @@ describe('sendBeforeStoring', () => {
   });
 
   describe('when the send fails', () => {
-    it('gives the reservation back, adds the delivery to be sent again and records nothing', async () => {
+    it('stores the delivery in the place it was reserved at, to be sent again, and records nothing', async () => {
       const sent = await sentBeforeStoring('commits', 'fails');
       expect(sent.result).toBe('added');
-      expect(sent.calls).toEqual(['unreserve', 'add']);
+      expect(sent.calls).toEqual(['addReserved']);
       expect(sent.recorded).toEqual([]);
       expect(sent.told).toBe(false);
       expect(sent.delivered).toBe(0);
@@ -109,10 +110,10 @@ describe('sendBeforeStoring', () => {
   });
 
   describe('when the write storing it ended fails', () => {
-    it('adds the delivery to be sent again, and the send and the outcome hear it did not commit', async () => {
+    it('stores the delivery in the place it was reserved at, and the send and the outcome hear it did not commit', async () => {
       const sent = await sentBeforeStoring('fails', 'succeeds');
       expect(sent.result).toBe('added');
-      expect(sent.calls).toEqual(['addEnded', 'add']);
+      expect(sent.calls).toEqual(['addEnded', 'addReserved']);
       expect(sent.told).toBe(false);
       expect(await sent.recorded[0]?.committed).toBe(false);
       expect(sent.delivered).toBe(0);
