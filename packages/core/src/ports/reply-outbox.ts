@@ -196,7 +196,8 @@ export interface ReplyOutbox {
    */
   reserve?(delivery: Delivery, nowMs: number): DeliveryClaim | 'duplicate' | null;
   /**
-   * Stores a reserved delivery as sent, in one write: its id remembered (`rememberForMs`) and,
+   * Stores a reserved delivery as ended (sent; or, by a sender stopped with an outbox that is not
+   * durable, dropped unsent), in one write: its id remembered (`rememberForMs`) and,
    * with the journal in the same store, its messages' rows removed (for a delivery that owns
    * their outcome). Calls `alongside` (the recording of its outcome) while issuing that write:
    * what it writes to the same store (SQLite: the same file — the audit record, the final status)

@@ -35,7 +35,12 @@ describe('review: memory outbox, an outcome listener that throws while a reserve
     const channel = {
       id: 'api',
       localSend: true,
-      send: async (origin: InboundMessage, _replies: unknown, _signal: AbortSignal, options?: ChannelSendOptions) => {
+      send: async (
+        origin: InboundMessage,
+        _replies: unknown,
+        _signal: AbortSignal,
+        options?: ChannelSendOptions,
+      ) => {
         sends.push({ id: origin.id, committed: options?.committed });
       },
     };
