@@ -249,4 +249,26 @@ describe('memory reply outbox', () => {
       }
     });
   });
+
+  describe('when a listener of the outcome throws while a delivery sent before storing is stored ended', () => {
+    it('stores it to send again, and the chat sees it once and its message gets one outcome', async () => {
+      let throws = 1;
+      const { outbox, sender, sends, outcomes } = sendingBeforeStoring({
+        records: () => {
+          if (throws-- > 0) throw new Error('listener failed');
+        },
+      });
+      sender.start();
+      try {
+        // A replayed dead letter's answer: its id is remembered once it ended.
+        const delivery = deliveryOf(1, 'a', { rememberForMs: 60_000 });
+        await sender.add(delivery).catch(() => undefined);
+        await expect.poll(() => outbox.pending()).toEqual({});
+        expect(await seenBy(sends)).toEqual([delivery.origin.id]);
+        expect(outcomes.map(({ outcome }) => outcome.kind)).toEqual(['completed']);
+      } finally {
+        await sender.stop({ drainTimeoutMs: 0 });
+      }
+    });
+  });
 });
