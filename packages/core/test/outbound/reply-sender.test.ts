@@ -90,6 +90,23 @@ function setup(
   return { outbox, outcomes, sends, sender, add, deliveryOf };
 }
 
+/**
+ * Starts the sender, adds delivery 1, and stops the sender while its send is under way until
+ * the 5 s drain has passed: the send is left behind. Answers the add, which ends with the send.
+ */
+async function leftBehind({
+  sender,
+  deliveryOf,
+}: ReturnType<typeof setup>): Promise<{ added: Promise<unknown> }> {
+  sender.start();
+  const added = sender.add(deliveryOf(1));
+  await settle();
+  const stopped = sender.stop({ drainTimeoutMs: 5_000 });
+  await vi.advanceTimersByTimeAsync(5_000);
+  await stopped;
+  return { added };
+}
+
 /** The two ways a delivery is sent: claimed from the outbox, or before it is stored (`localSend`). */
 const SENDS = [
   { how: 'sent from the outbox', localSend: false },
@@ -358,13 +375,9 @@ describe('reply sender', () => {
 
       for (const failsAfter of ['stop', 'dropUnsent']) {
         it(`drops a delivery ${how} left behind at the drain deadline whose send fails after ${failsAfter}, its message once`, async () => {
-          const { outcomes, sends, sender, deliveryOf } = setup({}, undefined, localSend);
-          sender.start();
-          const added = sender.add(deliveryOf(1));
-          await settle();
-          const stopped = sender.stop({ drainTimeoutMs: 5_000 });
-          await vi.advanceTimersByTimeAsync(5_000);
-          await stopped;
+          const sending = setup({}, undefined, localSend);
+          const { outcomes, sends, sender } = sending;
+          const { added } = await leftBehind(sending);
           if (failsAfter === 'dropUnsent') await sender.dropUnsent();
           sends[0]?.finish(new Error('send failed'));
           await added;
@@ -382,17 +395,9 @@ describe('reply sender', () => {
   describe('when it stops with a durable outbox while a send is under way', () => {
     for (const { how, localSend } of SENDS) {
       it(`keeps a delivery ${how} left behind whose send fails stored for the next start, with no outcome`, async () => {
-        const { outbox, outcomes, sends, sender, deliveryOf } = setup(
-          {},
-          (memory) => ({ ...memory, durable: true }),
-          localSend,
-        );
-        sender.start();
-        const added = sender.add(deliveryOf(1));
-        await settle();
-        const stopped = sender.stop({ drainTimeoutMs: 5_000 });
-        await vi.advanceTimersByTimeAsync(5_000);
-        await stopped;
+        const sending = setup({}, (memory) => ({ ...memory, durable: true }), localSend);
+        const { outbox, outcomes, sends, sender } = sending;
+        const { added } = await leftBehind(sending);
         await sender.dropUnsent();
         sends[0]?.finish(new Error('send failed'));
         await added;
