@@ -149,6 +149,8 @@ export function createSqliteReplyOutbox(
   // claim reads the chat's head anyway; a reservation (`reserve`) reads it only when listed here.
   const addedBehind = new Set<string>();
   const chatKey = (delivery: Delivery) => `${delivery.channel}\n${delivery.chat}`;
+  // The ids of the deliveries reserved now (`reserve`): adding one again is a duplicate.
+  const reservedIds = new Set<string>();
 
   function headsOf(channel: string): ChannelHeads {
     let found = heads.get(channel);
@@ -293,6 +295,7 @@ export function createSqliteReplyOutbox(
   }
 
   async function store(delivery: Delivery): Promise<AddResult> {
+    if (reservedIds.has(delivery.id)) return 'duplicate';
     const payload = JSON.stringify(delivery);
     const inserted: Inserted = { result: 'added', seq: 0 };
     await commit(() => insertDelivery(delivery, payload, inserted));
@@ -318,6 +321,7 @@ export function createSqliteReplyOutbox(
    */
   function freeReserved(delivery: Delivery): void {
     const { channel, chat } = delivery;
+    reservedIds.delete(delivery.id);
     claims.get(channel)?.delete(chat);
     if (!addedBehind.delete(chatKey(delivery))) return;
     trackFirstOf(channel, chat);
@@ -352,6 +356,7 @@ export function createSqliteReplyOutbox(
     }
     if (moved > 0) addedBehind.add(chatKey(delivery));
     if (inserted.result === 'added' && !addedBehind.has(chatKey(delivery))) {
+      reservedIds.delete(delivery.id);
       claims.get(channel)?.delete(chat);
       track(channel, chat, inserted.seq, delivery.notBefore, {
         attempts: delivery.attempts,
@@ -442,7 +447,8 @@ export function createSqliteReplyOutbox(
 
     reserve(delivery, nowMs) {
       const { channel, chat } = delivery;
-      if (remembered.get(delivery.id, now()) !== undefined) return 'duplicate';
+      if (reservedIds.has(delivery.id) || remembered.get(delivery.id, now()) !== undefined)
+        return 'duplicate';
       if (delivery.notBefore > nowMs || stale.has(channel) || claims.get(channel)?.has(chat)) return null;
       const channelHeads = heads.get(channel);
       if (channelHeads !== undefined) {
@@ -451,6 +457,7 @@ export function createSqliteReplyOutbox(
         const next = channelHeads.delayed.peek();
         if (next !== undefined && next.notBefore <= nowMs) return null;
       }
+      reservedIds.add(delivery.id);
       return { delivery, token: take(channel, chat) };
     },
 

@@ -472,3 +472,30 @@ describe('sqlite reply outbox when recording the outcome of a reserved delivery 
     }
   });
 });
+
+describe('sqlite reply outbox when the same delivery id is added while it is reserved', () => {
+  it('answers duplicate to add, addAndClaim and reserve, and still stores the reservation given back', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
+    folders.push(folder);
+    const store = createSqliteStore({ path: join(folder, 'switchboard.db') });
+    try {
+      const delivery = deliveryFixture(1, { createdAt: Date.now(), rememberForMs: 60_000 });
+      const reserved = store.outbox.reserve?.(delivery, Date.now());
+      if (reserved === undefined || reserved === null || reserved === 'duplicate')
+        throw new Error('not reserved');
+      expect(await store.outbox.add({ ...delivery })).toBe('duplicate');
+      expect(await store.outbox.addAndClaim({ ...delivery }, Date.now())).toEqual({
+        result: 'duplicate',
+        claim: null,
+      });
+      expect(store.outbox.reserve?.({ ...delivery }, Date.now())).toBe('duplicate');
+      expect(await store.outbox.pending()).toEqual({});
+
+      // Its own send failed: the reservation given back is stored, once.
+      expect(await store.outbox.addReserved?.(reserved)).toBe('added');
+      expect((await store.outbox.list(delivery.channel)).map(({ id }) => id)).toEqual([delivery.id]);
+    } finally {
+      store.close();
+    }
+  });
+});

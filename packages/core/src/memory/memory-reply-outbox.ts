@@ -56,6 +56,7 @@ const headOf = (queue: ChatQueue) => queue.deliveries.peek() as Stored;
 export function createMemoryReplyOutbox(options: { now?: () => number } = {}): ReplyOutbox {
   const now = options.now ?? Date.now;
   const channels = new Map<string, ChannelQueues>();
+  // The ids stored or reserved (`reserve`): adding one again is a duplicate.
   const ids = new Set<string>();
   // Ended deliveries whose id is remembered (`rememberForMs`).
   const ended = new ExpiringKeys();
@@ -111,7 +112,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     return 'settled';
   }
 
-  /** True when `id` is stored or remembered: adding it again is a duplicate. */
+  /** True when `id` is stored, reserved or remembered: adding it again is a duplicate. */
   function known(id: string): boolean {
     // The clock is read only when some id is remembered: most deliveries ask for none.
     return ids.has(id) || (ended.size > 0 && ended.has(id, now()));
@@ -223,8 +224,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
     },
 
     reserve(delivery, nowMs) {
-      // A stored id holds its chat, which answers null below: only a remembered one is looked up.
-      if (ended.size > 0 && ended.has(delivery.id, now())) return 'duplicate';
+      if (known(delivery.id)) return 'duplicate';
       if (delivery.notBefore > nowMs) return null;
       const queues = channelOf(delivery.channel);
       // Something of its chat is stored or claimed, or another chat's head is due (older: first).
@@ -240,6 +240,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
         reservedSeq: ++lastSeq,
       };
       queues.chats.set(delivery.chat, queue);
+      ids.add(delivery.id);
       return { delivery, token: queue.claimToken as string };
     },
 
@@ -250,6 +251,7 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
       alongside?.();
       const { rememberForMs } = delivery;
       if (rememberForMs !== undefined) ended.add(delivery.id, rememberForMs, now());
+      ids.delete(delivery.id);
       freeReserved(claim);
     },
 
@@ -262,6 +264,8 @@ export function createMemoryReplyOutbox(options: { now?: () => number } = {}): R
         if (result === 'added') signal(delivery.channel);
         return result;
       }
+      // Its own reservation does not make it a duplicate.
+      ids.delete(delivery.id);
       if (known(delivery.id)) {
         freeReserved(claim);
         return 'duplicate';

@@ -63,13 +63,16 @@ export interface ReplySender {
   /**
    * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
    * deliveries stay stored: sent again after the next start by a durable outbox). With an outbox
-   * that is not durable it first goes on claiming until the outbox is empty or `drainTimeoutMs`
-   * has passed, since what it still holds then is lost.
+   * that is not durable it first goes on claiming until the outbox is empty and no send made
+   * before storing is under way (one that fails stores its delivery), or `drainTimeoutMs` has
+   * passed, since what it still holds then is lost.
    */
   stop(options: { drainTimeoutMs: number }): Promise<void>;
   /**
    * With an outbox that is not durable, records the messages of what it still holds as
-   * `dropped/shutdown`; call after `stop`, once no turn adds replies any more.
+   * `dropped/shutdown`; call after `stop`, once no turn adds replies any more. A send made before
+   * storing that `stop` left behind and that fails records its own `dropped/shutdown`, storing
+   * nothing, whether it fails before this call or after.
    */
   dropUnsent(): Promise<void>;
 }
@@ -158,19 +161,32 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   /**
    * Set when the drain left sends behind: their deliveries stay as they are (a durable outbox
    * sends them after the next start; otherwise they are recorded dropped), so a late end of
-   * theirs settles and records nothing.
+   * theirs settles and records nothing. A send made before storing has no stored delivery: its
+   * late end records its outcome itself (`completed`, or `dropped` with an outbox that is not
+   * durable).
    */
   let leftBehind = false;
   let poller: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
   /** Set while the drain of an outbox in memory waits for it to empty; called once it is. */
   let emptied: (() => void) | undefined;
+  /**
+   * Sends made before their delivery is stored (`reserve`) under way, and how many ended so far:
+   * the outbox does not count them (`pending`), yet one that fails stores its delivery.
+   */
+  let reservedSending = 0;
+  let reservedEnded = 0;
 
+  /** Calls `emptied` once the outbox holds nothing and no send made before storing is under way. */
   function checkEmptied(): void {
-    if (emptied === undefined) return;
+    if (emptied === undefined || reservedSending > 0) return;
+    const endedBefore = reservedEnded;
     outbox.pending().then(
       (pending) => {
-        if (Object.keys(pending).length === 0) emptied?.();
+        // A reserved send that began and ended meanwhile may have stored its delivery after the
+        // read: its own end checks again.
+        if (Object.keys(pending).length === 0 && reservedSending === 0 && reservedEnded === endedBefore)
+          emptied?.();
       },
       (err: unknown) => logger.error({ err }, 'claim failed: the outbox is unreachable'),
     );
@@ -453,6 +469,17 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     );
   }
 
+  /** The outcomes of the messages of `delivery`, not sent before shutdown, as `dropped/shutdown`. */
+  function droppedOf(delivery: Delivery): Outcome[] {
+    if (!delivery.ownsOutcome) return [];
+    return delivery.messages.map((answered) => {
+      const dropped = outcomeOf(delivery, answered, 'dropped', now());
+      dropped.reason = 'shutdown';
+      dropped.error = { code: 'SB_SHUTDOWN', message: 'the replies were not delivered before shutdown' };
+      return dropped;
+    });
+  }
+
   /** Reserves `delivery` to be sent before it is stored, when its channel and the outbox allow it. */
   function reserve(delivery: Delivery): DeliveryClaim | 'duplicate' | null {
     if (outbox.reserve === undefined || outbox.addEnded === undefined || outbox.addReserved === undefined)
@@ -472,6 +499,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       if (reserved === 'duplicate') return reserved;
       if (reserved !== null) {
         const sends = sendsOf(channel);
+        reservedSending += 1;
         const sent = sendBeforeStoring(reserved, {
           outbox,
           outcomes,
@@ -479,6 +507,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
           send: (committed) =>
             sendOnce(options.channel(channel) as SendingChannel, delivery, policy, committed),
           completed: () => endsOf(delivery, 'completed'),
+          // Failing once the drain left it behind, it ends `dropped/shutdown` here: `dropUnsent`
+          // may have run already and lists only what is stored, so an outbox in memory would keep
+          // it unsent and its message without an outcome. A durable one stores it for the next start.
+          unsent: () => (leftBehind && !outbox.durable ? droppedOf(delivery) : null),
           delivered: () => options.observer?.deliveryEnded?.(delivery, 'delivered'),
         });
         // Holds a send of the channel, as any send does, until its write settled; then frees it as
@@ -490,6 +522,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         sends.add(slot);
         void slot.finally(() => {
           sends.delete(slot);
+          reservedSending -= 1;
+          reservedEnded += 1;
           pump(channel);
           checkEmptied();
         });
@@ -550,16 +584,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       if (outbox.durable) return;
       for (const channel of await channelsWithWork()) {
         for (const delivery of await outbox.list(channel)) {
-          if (!delivery.ownsOutcome) continue;
-          for (const answered of delivery.messages) {
-            const dropped = outcomeOf(delivery, answered, 'dropped', now());
-            dropped.reason = 'shutdown';
-            dropped.error = {
-              code: 'SB_SHUTDOWN',
-              message: 'the replies were not delivered before shutdown',
-            };
-            outcomes.record(dropped);
-          }
+          for (const dropped of droppedOf(delivery)) outcomes.record(dropped);
         }
       }
     },

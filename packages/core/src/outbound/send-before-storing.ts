@@ -13,6 +13,12 @@ export interface SendBeforeStoringOptions {
   send: (committed: Promise<boolean>) => Promise<void>;
   /** The outcomes of the messages the delivery ends as `completed`. */
   completed: () => Outcome[];
+  /**
+   * Asked when the send or the write failed: the outcomes to end the delivery with instead of
+   * storing it to send again (a sender stopped with an outbox that is not durable: `dropped`), or
+   * null to store it (`addReserved`).
+   */
+  unsent?: () => Outcome[] | null;
   /** Called once the delivery is stored ended. */
   delivered: () => void;
 }
@@ -26,8 +32,9 @@ export interface SendBeforeStoringOptions {
  * (docs/design.md §2 "Durability", *Sent before it is stored*). A send or a write that fails
  * stores the delivery in the place it was reserved at (`addReserved`: ahead of what its chat was
  * given meanwhile), to be sent again as any other (a status that already holds the replies takes
- * them once); its outcome is recorded again when that delivery ends. Answers `ended`, or the
- * result of that add.
+ * them once); its outcome is recorded again when that delivery ends — unless the caller ends it
+ * unsent (`unsent`: a sender stopped with an outbox that is not durable), with those outcomes in
+ * the write that stores it ended. Answers `ended`, or the result of that add.
  */
 export async function sendBeforeStoring(
   claim: DeliveryClaim,
@@ -35,7 +42,16 @@ export async function sendBeforeStoring(
 ): Promise<AddResult> {
   const { outbox, outcomes, logger } = options;
   const { delivery } = claim;
-  const addReserved = () => (outbox.addReserved as NonNullable<ReplyOutbox['addReserved']>)(claim);
+  const addEnded = outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>;
+  /** Stores the delivery to send again, or ends it with the outcomes `unsent` gives. */
+  const addReserved = async (): Promise<AddResult> => {
+    const unsent = options.unsent?.() ?? null;
+    if (unsent === null) return (outbox.addReserved as NonNullable<ReplyOutbox['addReserved']>)(claim);
+    await addEnded(claim, () => {
+      for (const outcome of unsent) outcomes.record(outcome);
+    });
+    return 'ended';
+  };
   let stored: (ok: boolean) => void = () => {};
   const committed = new Promise<boolean>((resolve) => {
     stored = resolve;
@@ -50,7 +66,7 @@ export async function sendBeforeStoring(
   // A crash from here until the write commits leaves nothing stored: the turn runs again.
   crashPoint('send.after-platform-call');
   const ended = options.completed();
-  const written = (outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>)(claim, () => {
+  const written = addEnded(claim, () => {
     for (const outcome of ended) outcomes.record(outcome, committed);
   });
   written.then(

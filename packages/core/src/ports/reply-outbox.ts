@@ -86,7 +86,7 @@ export interface ClaimedDelivery extends DeliveryClaim {
 }
 
 /**
- * What `add` did: stored the delivery, or found its id stored or remembered (`rememberForMs`).
+ * What `add` did: stored the delivery, or found its id stored, reserved or remembered (`rememberForMs`).
  * `ended`, answered only by the reply sender's add (`ReplySender.add`), never by a store: the
  * delivery was sent first and stored ended, in one write that also took its messages out of the
  * journal (`reserve`, `addEnded`).
@@ -140,8 +140,8 @@ export interface ReplyOutbox {
    */
   readonly shared: boolean;
   /**
-   * Stores a delivery (durable once this resolves); an id already stored, or one that ended
-   * within its `rememberForMs`, answers `duplicate`.
+   * Stores a delivery (durable once this resolves); an id already stored or reserved
+   * (`reserve`), or one that ended within its `rememberForMs`, answers `duplicate`.
    */
   add(delivery: Delivery): Promise<AddResult>;
   /**
@@ -186,8 +186,8 @@ export interface ReplyOutbox {
    * claims `delivery` before it is stored, when `addAndClaim` would claim it once added (its chat
    * has nothing stored or claimed, it is due, no other chat's due head waits), for the caller to
    * send it and then store it ended (`addEnded`) or, when that fails, store it to send again
-   * (`addReserved`). `duplicate` for an id remembered within its `rememberForMs` (nothing to
-   * send); null when it cannot be claimed now: the caller adds it instead. Decided at once,
+   * (`addReserved`). `duplicate` for an id stored, reserved, or remembered within its
+   * `rememberForMs` (nothing to send); null when it cannot be claimed now: the caller adds it instead. Decided at once,
    * writing nothing: the only read is whether its id is remembered (SQLite: one lookup in the
    * index of remembered ids), the rest is the store's claims and heads in memory. Optional: offered by a
    * store of one process that commits its writes in groups (SQLite), where the send and the
@@ -196,7 +196,8 @@ export interface ReplyOutbox {
    */
   reserve?(delivery: Delivery, nowMs: number): DeliveryClaim | 'duplicate' | null;
   /**
-   * Stores a reserved delivery as sent, in one write: its id remembered (`rememberForMs`) and,
+   * Stores a reserved delivery as ended (sent; or, by a sender stopped with an outbox that is not
+   * durable, dropped unsent), in one write: its id remembered (`rememberForMs`) and,
    * with the journal in the same store, its messages' rows removed (for a delivery that owns
    * their outcome). Calls `alongside` (the recording of its outcome) while issuing that write:
    * what it writes to the same store (SQLite: the same file — the audit record, the final status)

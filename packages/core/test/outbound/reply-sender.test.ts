@@ -29,8 +29,15 @@ interface Send {
   finish(error?: unknown): void;
 }
 
-/** An outbox and a sender over channel `tg` whose sends wait in `sends` until the test ends them. */
-function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox) => ReplyOutbox = (o) => o) {
+/**
+ * An outbox and a sender over channel `tg` whose sends wait in `sends` until the test ends them;
+ * `localSend`: the channel sends within the process (the sender sends before storing).
+ */
+function setup(
+  policy: Partial<OutboundPolicy> = {},
+  wrap: (outbox: ReplyOutbox) => ReplyOutbox = (o) => o,
+  localSend = false,
+) {
   const outbox = wrap(createMemoryReplyOutbox());
   const outcomes: Outcome[] = [];
   const bus = createOutcomeBus();
@@ -38,6 +45,7 @@ function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox)
   const sends: Send[] = [];
   const channel = {
     id: 'tg',
+    localSend,
     send: (
       origin: InboundMessage,
       replies: readonly Reply[],
@@ -81,6 +89,29 @@ function setup(policy: Partial<OutboundPolicy> = {}, wrap: (outbox: ReplyOutbox)
     outbox.add(deliveryOf(index, chat, ownsOutcome));
   return { outbox, outcomes, sends, sender, add, deliveryOf };
 }
+
+/**
+ * Starts the sender, adds delivery 1, and stops the sender while its send is under way until
+ * the 5 s drain has passed: the send is left behind. Answers the add, which ends with the send.
+ */
+async function leftBehind({
+  sender,
+  deliveryOf,
+}: ReturnType<typeof setup>): Promise<{ added: Promise<unknown> }> {
+  sender.start();
+  const added = sender.add(deliveryOf(1));
+  await settle();
+  const stopped = sender.stop({ drainTimeoutMs: 5_000 });
+  await vi.advanceTimersByTimeAsync(5_000);
+  await stopped;
+  return { added };
+}
+
+/** The two ways a delivery is sent: claimed from the outbox, or before it is stored (`localSend`). */
+const SENDS = [
+  { how: 'sent from the outbox', localSend: false },
+  { how: 'sent before it is stored', localSend: true },
+];
 
 describe('reply sender', () => {
   beforeEach(() => {
@@ -322,5 +353,58 @@ describe('reply sender', () => {
         ['dropped', 'shutdown', [{ text: 'r2' }]],
       ]);
     });
+
+    for (const { how, localSend } of SENDS) {
+      it(`waits within the drain for a delivery ${how} whose send fails, and sends it again`, async () => {
+        const { outbox, outcomes, sends, sender, deliveryOf } = setup({}, undefined, localSend);
+        sender.start();
+        const added = sender.add(deliveryOf(1));
+        await settle();
+        const stopped = sender.stop({ drainTimeoutMs: 5_000 });
+        sends[0]?.finish(new Error('send failed'));
+        expect(await added).toBe('added');
+        // The backoff of a send from the outbox; within the drain.
+        await vi.advanceTimersByTimeAsync(2_000);
+        sends[1]?.finish();
+        await stopped;
+        await sender.dropUnsent();
+        expect(sends).toHaveLength(2);
+        expect(await outbox.pending()).toEqual({});
+        expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed']);
+      });
+
+      for (const failsAfter of ['stop', 'dropUnsent']) {
+        it(`drops a delivery ${how} left behind at the drain deadline whose send fails after ${failsAfter}, its message once`, async () => {
+          const sending = setup({}, undefined, localSend);
+          const { outcomes, sends, sender } = sending;
+          const { added } = await leftBehind(sending);
+          if (failsAfter === 'dropUnsent') await sender.dropUnsent();
+          sends[0]?.finish(new Error('send failed'));
+          await added;
+          await settle();
+          if (failsAfter === 'stop') await sender.dropUnsent();
+          expect(sends).toHaveLength(1);
+          expect(outcomes.map((outcome) => [outcome.kind, outcome.reason, outcome.replies])).toEqual([
+            ['dropped', 'shutdown', [{ text: 'r1' }]],
+          ]);
+        });
+      }
+    }
+  });
+
+  describe('when it stops with a durable outbox while a send is under way', () => {
+    for (const { how, localSend } of SENDS) {
+      it(`keeps a delivery ${how} left behind whose send fails stored for the next start, with no outcome`, async () => {
+        const sending = setup({}, (memory) => ({ ...memory, durable: true }), localSend);
+        const { outbox, outcomes, sends, sender } = sending;
+        const { added } = await leftBehind(sending);
+        await sender.dropUnsent();
+        sends[0]?.finish(new Error('send failed'));
+        await added;
+        await settle();
+        expect(await outbox.pending()).toEqual({ tg: 1 });
+        expect(outcomes).toEqual([]);
+      });
+    }
   });
 });

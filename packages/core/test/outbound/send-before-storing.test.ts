@@ -56,8 +56,11 @@ function outboxThat(write: 'commits' | 'fails') {
 
 const silent = { warn() {}, error() {} } as never;
 
-/** Sends a delivery before storing it through `outboxThat(write)`, the send doing `send`. */
-async function sentBeforeStoring(write: 'commits' | 'fails', send: 'succeeds' | 'fails') {
+/**
+ * Sends a delivery before storing it through `outboxThat(write)`, the send doing `send`; `unsent`:
+ * the caller ends a delivery it could not send with outcomes of that kind instead of storing it.
+ */
+async function sentBeforeStoring(write: 'commits' | 'fails', send: 'succeeds' | 'fails', unsent?: 'dropped') {
   const delivery = deliveryOf();
   const { outbox, outcomes, calls, recorded } = outboxThat(write);
   let told: Promise<boolean> | undefined;
@@ -76,6 +79,12 @@ async function sentBeforeStoring(write: 'commits' | 'fails', send: 'succeeds' | 
       },
       completed: () =>
         delivery.messages.map((answered) => ({ kind: 'completed', message: answered.message }) as Outcome),
+      ...(unsent === undefined
+        ? {}
+        : {
+            unsent: () =>
+              delivery.messages.map((answered) => ({ kind: unsent, message: answered.message }) as Outcome),
+          }),
       delivered: () => {
         delivered += 1;
       },
@@ -104,6 +113,15 @@ describe('sendBeforeStoring', () => {
       expect(sent.result).toBe('added');
       expect(sent.calls).toEqual(['addReserved']);
       expect(sent.recorded).toEqual([]);
+      expect(sent.told).toBe(false);
+      expect(sent.delivered).toBe(0);
+    });
+
+    it('ends it with the outcomes the caller gives for a delivery it cannot send, storing nothing to send again', async () => {
+      const sent = await sentBeforeStoring('commits', 'fails', 'dropped');
+      expect(sent.result).toBe('ended');
+      expect(sent.calls).toEqual(['addEnded']);
+      expect(sent.recorded.map(({ outcome, inUnit }) => [outcome.kind, inUnit])).toEqual([['dropped', true]]);
       expect(sent.told).toBe(false);
       expect(sent.delivered).toBe(0);
     });
