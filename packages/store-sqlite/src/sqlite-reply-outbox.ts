@@ -151,6 +151,9 @@ export function createSqliteReplyOutbox(
   const chatKey = (delivery: Delivery) => `${delivery.channel}\n${delivery.chat}`;
   // The ids of the deliveries reserved now (`reserve`): adding one again is a duplicate.
   const reservedIds = new Set<string>();
+  // Chats (`chatKey`) with an add still in its commit, and how many: not yet among the heads, so
+  // a reservation must wait for it (it goes first; it may even be the same delivery).
+  const adding = new Map<string, number>();
 
   function headsOf(channel: string): ChannelHeads {
     let found = heads.get(channel);
@@ -298,7 +301,15 @@ export function createSqliteReplyOutbox(
     if (reservedIds.has(delivery.id)) return 'duplicate';
     const payload = JSON.stringify(delivery);
     const inserted: Inserted = { result: 'added', seq: 0 };
-    await commit(() => insertDelivery(delivery, payload, inserted));
+    const key = chatKey(delivery);
+    adding.set(key, (adding.get(key) ?? 0) + 1);
+    try {
+      await commit(() => insertDelivery(delivery, payload, inserted));
+    } finally {
+      const left = (adding.get(key) ?? 1) - 1;
+      if (left === 0) adding.delete(key);
+      else adding.set(key, left);
+    }
     const { result, seq } = inserted;
     if (result === 'added') {
       // Added behind a reservation: tracked once the reservation ends.
@@ -450,6 +461,7 @@ export function createSqliteReplyOutbox(
       if (reservedIds.has(delivery.id) || remembered.get(delivery.id, now()) !== undefined)
         return 'duplicate';
       if (delivery.notBefore > nowMs || stale.has(channel) || claims.get(channel)?.has(chat)) return null;
+      if (adding.size > 0 && adding.has(chatKey(delivery))) return null;
       const channelHeads = heads.get(channel);
       if (channelHeads !== undefined) {
         // Something of its chat waits, or another chat's head is due (older: it goes first).

@@ -499,3 +499,24 @@ describe('sqlite reply outbox when the same delivery id is added while it is res
     }
   });
 });
+
+describe('sqlite reply outbox when a delivery is reserved while an add to its chat is still committing', () => {
+  it('reserves nothing (the add goes first, the same id included), so nothing is sent twice or ahead', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'switchboard-outbox-'));
+    folders.push(folder);
+    const store = createSqliteStore({ path: join(folder, 'switchboard.db') });
+    try {
+      const delivery = deliveryFixture(1, { createdAt: Date.now(), rememberForMs: 60_000 });
+      const later = deliveryFixture(2, { createdAt: Date.now() });
+      // Not awaited: the add's write waits in the group commit.
+      const added = store.outbox.add({ ...delivery });
+      expect(store.outbox.reserve?.({ ...delivery }, Date.now())).toBeNull();
+      expect(store.outbox.reserve?.(later, Date.now())).toBeNull();
+      expect(await added).toBe('added');
+      expect(store.outbox.reserve?.({ ...delivery }, Date.now())).toBeNull();
+      expect((await store.outbox.claim(delivery.channel, Date.now()))?.delivery.id).toBe(delivery.id);
+    } finally {
+      store.close();
+    }
+  });
+});

@@ -545,6 +545,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     start() {
       if (!stopped) return;
       stopped = false;
+      leftBehind = false;
       unsubscribe = outbox.onDue(pump);
       poller = setInterval(pumpAll, options.pollMs ?? DEFAULT_POLL_MS);
       poller.unref();

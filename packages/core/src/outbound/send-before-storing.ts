@@ -14,8 +14,8 @@ export interface SendBeforeStoringOptions {
   /** The outcomes of the messages the delivery ends as `completed`. */
   completed: () => Outcome[];
   /**
-   * Asked when the send or the write failed: the outcomes to end the delivery with instead of
-   * storing it to send again (a sender stopped with an outbox that is not durable: `dropped`), or
+   * Asked when the send failed: the outcomes to end the delivery with instead of storing it to
+   * send again (a sender stopped with an outbox that is not durable: `dropped`), or
    * null to store it (`addReserved`).
    */
   unsent?: () => Outcome[] | null;
@@ -32,9 +32,9 @@ export interface SendBeforeStoringOptions {
  * (docs/design.md §2 "Durability", *Sent before it is stored*). A send or a write that fails
  * stores the delivery in the place it was reserved at (`addReserved`: ahead of what its chat was
  * given meanwhile), to be sent again as any other (a status that already holds the replies takes
- * them once); its outcome is recorded again when that delivery ends — unless the caller ends it
- * unsent (`unsent`: a sender stopped with an outbox that is not durable), with those outcomes in
- * the write that stores it ended. Answers `ended`, or the result of that add.
+ * them once); its outcome is recorded again when that delivery ends — unless its send failed and
+ * the caller ends it unsent (`unsent`: a sender stopped with an outbox that is not durable), with
+ * those outcomes in the write that stores it ended. Answers `ended`, or the result of that add.
  */
 export async function sendBeforeStoring(
   claim: DeliveryClaim,
@@ -43,14 +43,21 @@ export async function sendBeforeStoring(
   const { outbox, outcomes, logger } = options;
   const { delivery } = claim;
   const addEnded = outbox.addEnded as NonNullable<ReplyOutbox['addEnded']>;
-  /** Stores the delivery to send again, or ends it with the outcomes `unsent` gives. */
-  const addReserved = async (): Promise<AddResult> => {
+  const storeAgain = () => (outbox.addReserved as NonNullable<ReplyOutbox['addReserved']>)(claim);
+  /** After a failed send: ends the delivery with the outcomes `unsent` gives, or stores it again. */
+  const unsentOrStored = async (): Promise<AddResult> => {
     const unsent = options.unsent?.() ?? null;
-    if (unsent === null) return (outbox.addReserved as NonNullable<ReplyOutbox['addReserved']>)(claim);
-    await addEnded(claim, () => {
-      for (const outcome of unsent) outcomes.record(outcome);
-    });
-    return 'ended';
+    if (unsent === null) return storeAgain();
+    try {
+      await addEnded(claim, () => {
+        for (const outcome of unsent) outcomes.record(outcome);
+      });
+      return 'ended';
+    } catch (err) {
+      // The reservation still holds (`addEnded` wrote nothing): stored, never left held.
+      logger.error({ err, deliveryId: delivery.id }, 'ending an unsent delivery failed: storing it');
+      return storeAgain();
+    }
   };
   let stored: (ok: boolean) => void = () => {};
   const committed = new Promise<boolean>((resolve) => {
@@ -61,7 +68,7 @@ export async function sendBeforeStoring(
   } catch (err) {
     stored(false);
     logger.warn({ err, deliveryId: delivery.id }, 'send failed, storing the delivery to try again');
-    return addReserved();
+    return unsentOrStored();
   }
   // A crash from here until the write commits leaves nothing stored: the turn runs again.
   crashPoint('send.after-platform-call');
@@ -80,7 +87,8 @@ export async function sendBeforeStoring(
       { err, deliveryId: delivery.id },
       'storing a sent delivery failed to commit: adding it to send again',
     );
-    return addReserved();
+    // It was sent: stored to send again (its status takes the replies once), never ended unsent.
+    return storeAgain();
   }
   crashPoint('delivery.after-removal');
   options.delivered();

@@ -4,6 +4,7 @@ import {
   type Delivery,
   type InboundMessage,
   type Outcome,
+  type OutcomeSink,
   type OutboundPolicy,
   type Reply,
   type ReplyOutbox,
@@ -37,11 +38,19 @@ function setup(
   policy: Partial<OutboundPolicy> = {},
   wrap: (outbox: ReplyOutbox) => ReplyOutbox = (o) => o,
   localSend = false,
+  recordFails: (outcome: Outcome) => boolean = () => false,
 ) {
   const outbox = wrap(createMemoryReplyOutbox());
   const outcomes: Outcome[] = [];
   const bus = createOutcomeBus();
   bus.subscribe((outcome) => outcomes.push(outcome));
+  // A sink that may throw, as a custom one can (the bus itself catches its listeners' errors).
+  const sink: OutcomeSink = {
+    record: (outcome, committed) => {
+      if (recordFails(outcome)) throw new Error('recording failed');
+      bus.record(outcome, committed);
+    },
+  };
   const sends: Send[] = [];
   const channel = {
     id: 'tg',
@@ -65,7 +74,7 @@ function setup(
     outbox,
     channel: (id) => (id === 'tg' ? channel : undefined),
     policy: (id) => (id === 'tg' ? { ...POLICY, ...policy } : undefined),
-    outcomes: bus,
+    outcomes: sink,
     random: () => 0.5,
   });
   /** A delivery to chat `chat` created now, answering one message. */
@@ -406,5 +415,51 @@ describe('reply sender', () => {
         expect(outcomes).toEqual([]);
       });
     }
+  });
+  describe('when a send made before storing is left behind at the drain deadline', () => {
+    it('stores its delivery, never holding its chat, when its send fails and recording it dropped throws', async () => {
+      const sending = setup({}, undefined, true, (outcome) => outcome.kind === 'dropped');
+      const { outbox, sends, sender } = sending;
+      const { added } = await leftBehind(sending);
+      await sender.dropUnsent();
+      sends[0]?.finish(new Error('send failed'));
+      expect(await added).toBe('added');
+      // Stored, as any other: not a reservation held for good.
+      expect(await outbox.pending()).toEqual({ tg: 1 });
+      expect((await outbox.claim('tg', Date.now()))?.delivery.id).toBe('d1');
+    });
+
+    it('is never recorded dropped once its send succeeded, when recording it completed throws', async () => {
+      let failures = 1;
+      const sending = setup({}, undefined, true, (outcome) => outcome.kind === 'completed' && failures-- > 0);
+      const { outcomes, sends, sender } = sending;
+      const { added } = await leftBehind(sending);
+      await sender.dropUnsent();
+      sends[0]?.finish();
+      await added;
+      await settle();
+      expect(sends).toHaveLength(1);
+      expect(outcomes.map((outcome) => outcome.kind)).not.toContain('dropped');
+    });
+
+    it('leaves no mark on the next start: a send failing then is stored and sent again', async () => {
+      const sending = setup({}, undefined, true);
+      const { outcomes, sends, sender, deliveryOf } = sending;
+      const { added } = await leftBehind(sending);
+      sends[0]?.finish();
+      await added;
+      outcomes.length = 0;
+      sender.start();
+      const second = sender.add(deliveryOf(2, 'b'));
+      await settle();
+      sends[1]?.finish(new Error('send failed'));
+      expect(await second).toBe('added');
+      await vi.advanceTimersByTimeAsync(2_000);
+      sends[2]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r2', 'r2']);
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed']);
+      await sender.stop({ drainTimeoutMs: 0 });
+    });
   });
 });
