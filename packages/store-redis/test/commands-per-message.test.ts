@@ -78,9 +78,12 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
         pool.complete(turn, [], { claimNext: (claimed) => next.push(claimed) }),
       );
       expect(next).toEqual([]);
+      // One settlement in 16 (a token starting with 0) also purges expired tombstones: one range read.
+      const purged = turn.lease.token.startsWith('0') ? { zrangebyscore: 1 } : {};
       // The message's id and channel come from the lease: no read of the message before its
       // deletion; its session's queue is empty, so where it is placed is not read.
       expect(commands).toEqual({
+        ...purged,
         script: 1,
         smembers: 1,
         hmget: 2,
