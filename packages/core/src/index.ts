@@ -289,6 +289,7 @@ export { createMemoryReplicaEvents } from './memory/memory-replica-events.js';
 export type { MemoryReplicaEvents, MemoryReplicaEventsOptions } from './memory/memory-replica-events.js';
 
 // Structures: queues, heaps and timers the stores and the scheduler are built from
+export { CountedKeys } from './structures/counted-keys.js';
 export { Fifo } from './structures/fifo.js';
 export { type HeapNode, IndexedHeap } from './structures/indexed-heap.js';
 export { WakeTimer } from './structures/wake-timer.js';

@@ -1,4 +1,4 @@
-import type { HistoryEntry, HistoryStore } from '@switchboard/core';
+import { CountedKeys, type HistoryEntry, type HistoryStore } from '@switchboard/core';
 import type { Database } from 'better-sqlite3';
 import type { GroupCommit } from './group-commit.js';
 
@@ -76,7 +76,7 @@ export function createSqliteHistoryStore(
    * Appends issued and not yet settled, per conversation: a read meanwhile goes to the file and
    * keeps nothing, since what it reads may or may not hold them yet.
    */
-  const appending = new Map<string, number>();
+  const appending = new CountedKeys();
 
   function forget(key: string): void {
     const found = kept.get(key);
@@ -138,7 +138,7 @@ export function createSqliteHistoryStore(
       // one more WAL commit per message.
       const key = `${session}\u0000${pipeline}`;
       const copied = entries.map(({ role, content }) => ({ role, content }));
-      appending.set(key, (appending.get(key) ?? 0) + 1);
+      appending.add(key);
       try {
         await commit(() => {
           for (const entry of entries) insert.run(session, pipeline, entry.role, entry.content);
@@ -149,9 +149,7 @@ export function createSqliteHistoryStore(
         forget(key);
         throw err;
       } finally {
-        const left = (appending.get(key) ?? 1) - 1;
-        if (left === 0) appending.delete(key);
-        else appending.set(key, left);
+        appending.delete(key);
       }
     },
     async recent(session, pipeline, limit) {

@@ -5,6 +5,7 @@ import {
   type DeliveryClaim,
   type DeliveryError,
   type HeapNode,
+  CountedKeys,
   IndexedHeap,
   type ReplyOutbox,
   type Settlement,
@@ -153,7 +154,7 @@ export function createSqliteReplyOutbox(
   const reservedIds = new Set<string>();
   // Chats (`chatKey`) with an add still in its commit, and how many: not yet among the heads, so
   // a reservation must wait for it (it goes first; it may even be the same delivery).
-  const adding = new Map<string, number>();
+  const adding = new CountedKeys();
 
   function headsOf(channel: string): ChannelHeads {
     let found = heads.get(channel);
@@ -302,13 +303,11 @@ export function createSqliteReplyOutbox(
     const payload = JSON.stringify(delivery);
     const inserted: Inserted = { result: 'added', seq: 0 };
     const key = chatKey(delivery);
-    adding.set(key, (adding.get(key) ?? 0) + 1);
+    adding.add(key);
     try {
       await commit(() => insertDelivery(delivery, payload, inserted));
     } finally {
-      const left = (adding.get(key) ?? 1) - 1;
-      if (left === 0) adding.delete(key);
-      else adding.set(key, left);
+      adding.delete(key);
     }
     const { result, seq } = inserted;
     if (result === 'added') {
