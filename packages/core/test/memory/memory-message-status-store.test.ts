@@ -25,17 +25,6 @@ describe('createMemoryMessageStatusStore', () => {
   afterEach(() => vi.restoreAllMocks());
 
   describe("when a message's statuses follow each other within one event-loop turn", () => {
-    it('serializes the last of them only, at the end of the turn', async () => {
-      const store = createMemoryMessageStatusStore();
-      const stringify = vi.spyOn(JSON, 'stringify');
-      await store.put(status());
-      await store.put(status({ delivery: 'delivered', updated_at: 2 }));
-      expect(stringify).not.toHaveBeenCalled();
-      await nextTurn();
-      expect(stringify).toHaveBeenCalledTimes(1);
-      expect(await store.get('m1')).toMatchObject({ delivery: 'delivered', updated_at: 2 });
-    });
-
     it('still refuses a status that ranks below the one put before it', async () => {
       const store = createMemoryMessageStatusStore();
       await store.put(status({ delivery: 'delivered', updated_at: 2 }));
