@@ -1,9 +1,8 @@
-import { Redis } from 'ioredis';
 import { assertDataFormat } from './data-format.js';
 import { type ScriptName, defineLuaScripts, runScript } from './lua-scripts.js';
 import {
-  FAIL_FAST_OPTIONS,
   connect,
+  createRedisClient,
   storeFailure,
   type RedisClient,
   type RedisTarget,
@@ -41,7 +40,7 @@ export async function openScriptClient(options: {
 }): Promise<ScriptClient> {
   const { retryAfterMs } = options;
   const ownsClient = options.client === undefined;
-  const client = options.client ?? new Redis(options.url as string, FAIL_FAST_OPTIONS);
+  const client = options.client ?? createRedisClient(options.url as RedisTarget);
   // Failures are answered per call; the event must not crash the process.
   if (ownsClient) client.on('error', () => {});
   await connect(client, retryAfterMs);
