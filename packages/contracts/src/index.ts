@@ -33,7 +33,7 @@ export { messageStatusStoreContract } from './message-status-store-contract.js';
 export { auditRecordFixture, queuedMessageFixture, useStoreUnderTest } from './store-harness.js';
 export type { StoreFactory, StoreFactoryContext, StoreHarness, StoreUnderTest } from './store-harness.js';
 export { deliveryFixture, replyOutboxContract } from './reply-outbox-contract.js';
-export { queryPoolContract } from './query-pool-contract.js';
+export { queryPoolContract, type QueryPoolScope } from './query-pool-contract.js';
 export type { QueryPoolFactory, QueryPoolFactoryContext } from './query-pool-factory.js';
 export { recordingIngress } from './recording-ingress.js';
 export type { RecordedDrop } from './recording-ingress.js';

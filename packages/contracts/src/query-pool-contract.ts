@@ -13,13 +13,28 @@ import { queryPoolTenantsContract } from './query-pool-tenants-contract.js';
 
 const CLOCK_START_MS = Date.UTC(2025, 0, 1);
 
+/** What a pool under the contract promises beyond one session. */
+export interface QueryPoolScope {
+  /**
+   * The pool spreads its sessions over partitions (docs/design.md §5 "Partitions"): only the
+   * global limit and the per-session promises hold across them; the order between sessions,
+   * pipeline and tenant limits and shares, `max_pending`, a delivery key's deduplication (for
+   * one session's messages only), the turn a settlement hands over and an exact `more` hold
+   * within a partition. The cases that compare sessions pool-wide are skipped.
+   */
+  partitioned?: boolean;
+}
+
 /**
  * The contract of `QueryPool` (docs/design.md §2 "Query pool"): every implementation — in memory,
  * journaled, Redis — runs it. Time is the suite's clock, so debounce and backoff are checked
  * without waiting.
  */
-export function queryPoolContract(name: string, factory: QueryPoolFactory): void {
-  queryPoolTenantsContract(name, factory);
+export function queryPoolContract(name: string, factory: QueryPoolFactory, scope: QueryPoolScope = {}): void {
+  // Tenant shares are kept per partition: the cases compare tenants pool-wide.
+  if (scope.partitioned !== true) queryPoolTenantsContract(name, factory);
+  /** A case that compares sessions, or counts limits, across the whole pool. */
+  const poolWide = scope.partitioned === true ? it.skip : it;
   describe(`${name} (QueryPool contract)`, () => {
     let nowMs = CLOCK_START_MS;
     const pools = new PoolsUnderTest();
@@ -128,7 +143,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     });
 
     describe('when a claim tells whether more may be claimed', () => {
-      it('says more while another turn is claimable, and not after the last one', async () => {
+      poolWide('says more while another turn is claimable, and not after the last one', async () => {
         const p = await pool({ global: 2 });
         for (const session of ['A', 'B', 'C']) await p.enqueue(queued(session));
         expect((await p.claim())?.more).toBe(true);
@@ -137,7 +152,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(await p.claim()).toBeNull();
       });
 
-      it('does not count a session held by its own running turn as more', async () => {
+      poolWide('does not count a session held by its own running turn as more', async () => {
         const p = await pool();
         await p.enqueue(queued('A'));
         await p.enqueue(queued('A'));
@@ -155,7 +170,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         return handed;
       }
 
-      it('complete hands over the next message of the session as a claim of its own', async () => {
+      poolWide('complete hands over the next message of the session as a claim of its own', async () => {
         const p = await pool();
         const [a, b] = [queued('A'), queued('A')];
         await p.enqueue(a);
@@ -173,7 +188,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(await p.stats()).toMatchObject({ pending: 0, inflight: 0, sessions: 0 });
       });
 
-      it('complete hands over a turn of another session when its own has none', async () => {
+      poolWide('complete hands over a turn of another session when its own has none', async () => {
         const p = await pool({ global: 1 });
         await p.enqueue(queued('A'));
         const b = queued('B');
@@ -193,7 +208,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.claim())?.session).toBe('B');
       });
 
-      it('retry puts the turn back and hands over the next runnable one', async () => {
+      poolWide('retry puts the turn back and hands over the next runnable one', async () => {
         const p = await pool();
         const [a, b] = [queued('A'), queued('B')];
         await p.enqueue(a);
@@ -221,7 +236,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     });
 
     describe('when several sessions wait', () => {
-      it('hands out the session whose head is oldest first', async () => {
+      poolWide('hands out the session whose head is oldest first', async () => {
         const p = await pool();
         const order = ['S3', 'S1', 'S2'].map((session) => queued(session));
         for (const message of order) await p.enqueue(message);
@@ -240,7 +255,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.claim())?.session).toBe('C');
       });
 
-      it('keeps a pipeline within its max_concurrency while others run', async () => {
+      poolWide('keeps a pipeline within its max_concurrency while others run', async () => {
         const p = await pool({ pipelines: [{ id: 'p', max_concurrency: 1 }, { id: 'q' }] });
         await p.enqueue(queued('A'));
         await p.enqueue(queued('B'));
@@ -253,33 +268,36 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     });
 
     describe('when a reload reconfigures the pool', () => {
-      it('claims by the new limits from then on, keeping the turns running, and a full queue takes more', async () => {
-        const p = await pool({
-          global: 1,
-          maxPending: 3,
-          pipelines: [{ id: 'p', max_concurrency: 1 }, { id: 'q' }],
-        });
-        for (const session of ['A', 'B', 'C']) await p.enqueue(queued(session));
-        expect((await p.enqueue(queued('D'))).accepted).toBe(false);
-        const running = (await p.claim()) as Turn;
-        expect(await p.claim()).toBeNull();
+      poolWide(
+        'claims by the new limits from then on, keeping the turns running, and a full queue takes more',
+        async () => {
+          const p = await pool({
+            global: 1,
+            maxPending: 3,
+            pipelines: [{ id: 'p', max_concurrency: 1 }, { id: 'q' }],
+          });
+          for (const session of ['A', 'B', 'C']) await p.enqueue(queued(session));
+          expect((await p.enqueue(queued('D'))).accepted).toBe(false);
+          const running = (await p.claim()) as Turn;
+          expect(await p.claim()).toBeNull();
 
-        const policies = [{ id: 'p', max_concurrency: 3 }, { id: 'q' }].map((input) =>
-          PipelinePolicySchema.parse(input),
-        );
-        await p.reconfigure({
-          concurrency: { global: 3, perSession: 1 },
-          limits: { maxPending: 10, maxPendingPerSession: 500 },
-          pipelines: policies,
-        });
-        expect((await p.enqueue(queued('D'))).accepted).toBe(true);
-        expect((await p.claim())?.session).toBe('B');
-        expect((await p.claim())?.session).toBe('C');
-        expect(await p.claim()).toBeNull();
-        expect((await p.stats()).inflight).toBe(3);
-        expect(await p.complete(running)).toBe('settled');
-        expect((await p.claim())?.session).toBe('D');
-      });
+          const policies = [{ id: 'p', max_concurrency: 3 }, { id: 'q' }].map((input) =>
+            PipelinePolicySchema.parse(input),
+          );
+          await p.reconfigure({
+            concurrency: { global: 3, perSession: 1 },
+            limits: { maxPending: 10, maxPendingPerSession: 500 },
+            pipelines: policies,
+          });
+          expect((await p.enqueue(queued('D'))).accepted).toBe(true);
+          expect((await p.claim())?.session).toBe('B');
+          expect((await p.claim())?.session).toBe('C');
+          expect(await p.claim()).toBeNull();
+          expect((await p.stats()).inflight).toBe(3);
+          expect(await p.complete(running)).toBe('settled');
+          expect((await p.claim())?.session).toBe('D');
+        },
+      );
     });
 
     describe('when concurrency.session is 2', () => {
@@ -510,7 +528,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(next?.attempt).toBe(2);
       });
 
-      it('lets the retry due first run first', async () => {
+      poolWide('lets the retry due first run first', async () => {
         const p = await pool();
         await p.enqueue(queued('A'));
         await p.enqueue(queued('B'));
@@ -568,7 +586,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     });
 
     describe('when two replicas share the store', () => {
-      it('holds the global and pipeline limits across both', async (context) => {
+      poolWide('holds the global and pipeline limits across both', async (context) => {
         const a = await pool({ global: 2, pipelines: [{ id: 'p', max_concurrency: 1 }, { id: 'q' }] });
         const b = await peerOf(a, context);
         await a.enqueue(queued('A'));
@@ -684,7 +702,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.stats()).pending).toBe(2);
       });
 
-      it('refuses with queue_full past max_pending and with draining after close', async () => {
+      poolWide('refuses with queue_full past max_pending and with draining after close', async () => {
         const p = await pool({ maxPending: 1 });
         expect((await p.enqueue(queued('A'))).accepted).toBe(true);
         expect(await p.enqueue(queued('B'))).toMatchObject({ accepted: false, reason: 'queue_full' });
@@ -719,7 +737,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.stats()).pending).toBe(1);
       });
 
-      it('accepts exactly one of several concurrent enqueues with one key', async () => {
+      poolWide('accepts exactly one of several concurrent enqueues with one key', async () => {
         const p = await pool();
         const results = await Promise.all(
           ['A', 'B', 'C', 'D'].map((session) => p.enqueue(queued(session), delivery('sl:Ev1'))),
@@ -728,7 +746,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.stats()).pending).toBe(1);
       });
 
-      it('leaves the key of a refused enqueue unseen, so its redelivery is judged again', async () => {
+      poolWide('leaves the key of a refused enqueue unseen, so its redelivery is judged again', async () => {
         const p = await pool({ maxPending: 1 });
         await p.enqueue(queued('A'));
         expect(await p.enqueue(queued('B'), delivery('dc:9'))).toMatchObject({
@@ -746,7 +764,7 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect(await p.enqueue(queued('A'), delivery('tg:2', 1000))).toMatchObject({ accepted: true });
       });
 
-      it('says a key is seen exactly while an enqueue with it would be a duplicate', async () => {
+      poolWide('says a key is seen exactly while an enqueue with it would be a duplicate', async () => {
         const p = await pool({ maxPending: 1 });
         expect(await p.seen('tg:3')).toBe(false);
         await p.enqueue(queued('A'), delivery('tg:3', 1000));
@@ -761,44 +779,47 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
     });
 
     describe('when operators look at the queues (stats per pipeline)', () => {
-      it('counts waiting messages and the oldest wait per pipeline, through claims, overflow and takeAll', async () => {
-        const p = await pool({ perSessionCap: 2 });
-        expect(await p.stats()).toMatchObject({
-          pendingByPipeline: { p: 0, q: 0 },
-          oldestWaitMsByPipeline: { p: 0, q: 0 },
-        });
-        await p.enqueue(queued('A'));
-        nowMs += 100;
-        await p.enqueue(queued('B', { pipeline: 'q' }));
-        nowMs += 50;
-        await p.enqueue(queued('C'));
-        expect(await p.stats()).toMatchObject({
-          pending: 3,
-          pendingByPipeline: { p: 2, q: 1 },
-          oldestWaitMsByPipeline: { p: 150, q: 50 },
-        });
-        // A (the oldest head) runs: p's oldest waiting message is now C.
-        const turn = (await p.claim()) as Turn;
-        expect(turn.session).toBe('A');
-        expect(await p.stats()).toMatchObject({
-          pendingByPipeline: { p: 1, q: 1 },
-          oldestWaitMsByPipeline: { p: 0, q: 50 },
-        });
-        // C's session overflows: its oldest waiting message (C) is dropped.
-        nowMs += 10;
-        await p.enqueue(queued('C'));
-        await p.enqueue(queued('C'));
-        expect(await p.stats()).toMatchObject({
-          pendingByPipeline: { p: 2, q: 1 },
-          oldestWaitMsByPipeline: { p: 0, q: 60 },
-        });
-        await p.takeAll();
-        expect(await p.stats()).toMatchObject({
-          pendingByPipeline: { p: 0, q: 0 },
-          oldestWaitMsByPipeline: { p: 0, q: 0 },
-        });
-        expect(await p.complete(turn)).toBe('settled');
-      });
+      poolWide(
+        'counts waiting messages and the oldest wait per pipeline, through claims, overflow and takeAll',
+        async () => {
+          const p = await pool({ perSessionCap: 2 });
+          expect(await p.stats()).toMatchObject({
+            pendingByPipeline: { p: 0, q: 0 },
+            oldestWaitMsByPipeline: { p: 0, q: 0 },
+          });
+          await p.enqueue(queued('A'));
+          nowMs += 100;
+          await p.enqueue(queued('B', { pipeline: 'q' }));
+          nowMs += 50;
+          await p.enqueue(queued('C'));
+          expect(await p.stats()).toMatchObject({
+            pending: 3,
+            pendingByPipeline: { p: 2, q: 1 },
+            oldestWaitMsByPipeline: { p: 150, q: 50 },
+          });
+          // A (the oldest head) runs: p's oldest waiting message is now C.
+          const turn = (await p.claim()) as Turn;
+          expect(turn.session).toBe('A');
+          expect(await p.stats()).toMatchObject({
+            pendingByPipeline: { p: 1, q: 1 },
+            oldestWaitMsByPipeline: { p: 0, q: 50 },
+          });
+          // C's session overflows: its oldest waiting message (C) is dropped.
+          nowMs += 10;
+          await p.enqueue(queued('C'));
+          await p.enqueue(queued('C'));
+          expect(await p.stats()).toMatchObject({
+            pendingByPipeline: { p: 2, q: 1 },
+            oldestWaitMsByPipeline: { p: 0, q: 60 },
+          });
+          await p.takeAll();
+          expect(await p.stats()).toMatchObject({
+            pendingByPipeline: { p: 0, q: 0 },
+            oldestWaitMsByPipeline: { p: 0, q: 0 },
+          });
+          expect(await p.complete(turn)).toBe('settled');
+        },
+      );
 
       it('gives a retried message back its age in the oldest wait', async () => {
         const p = await pool();
@@ -833,14 +854,17 @@ export function queryPoolContract(name: string, factory: QueryPoolFactory): void
         expect((await p.sessions(10)).waiting.map((entry) => entry.session)).toEqual(['S2', 'S1', 'S3']);
       });
 
-      it('lists only the ready sessions of the pipelines asked for, however many older ones others have', async () => {
-        const p = await pool();
-        for (const session of ['P1', 'P2', 'P3']) await p.enqueue(queued(session));
-        await p.enqueue(queued('Q1', { pipeline: 'q' }));
-        expect((await p.sessions(2)).waiting.map((entry) => entry.session)).toEqual(['P1', 'P2']);
-        expect((await p.sessions(2, ['q'])).waiting.map((entry) => entry.session)).toEqual(['Q1']);
-        expect((await p.sessions(2, ['q', 'gone'])).waiting.map((entry) => entry.session)).toEqual(['Q1']);
-      });
+      poolWide(
+        'lists only the ready sessions of the pipelines asked for, however many older ones others have',
+        async () => {
+          const p = await pool();
+          for (const session of ['P1', 'P2', 'P3']) await p.enqueue(queued(session));
+          await p.enqueue(queued('Q1', { pipeline: 'q' }));
+          expect((await p.sessions(2)).waiting.map((entry) => entry.session)).toEqual(['P1', 'P2']);
+          expect((await p.sessions(2, ['q'])).waiting.map((entry) => entry.session)).toEqual(['Q1']);
+          expect((await p.sessions(2, ['q', 'gone'])).waiting.map((entry) => entry.session)).toEqual(['Q1']);
+        },
+      );
 
       it('lists no ready session for no pipelines (a tenant that has none)', async () => {
         const p = await pool();

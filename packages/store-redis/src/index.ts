@@ -35,3 +35,8 @@ export type { RedisKeptOutcomes, RedisKeptOutcomesOptions } from './redis-kept-o
 export { createRedisHandoffStore, handoffKeysOf } from './redis-handoff-store.js';
 export type { RedisHandoffStore, RedisHandoffStoreOptions } from './redis-handoff-store.js';
 export type { ReplicationOptions } from './replication-wait.js';
+export { createPartitionedQueryPool } from './partitioned-query-pool.js';
+export type { PartitionedQueryPoolOptions } from './partitioned-query-pool.js';
+export { createGlobalPermits, permitKeysOf } from './global-permits.js';
+export type { ClaimPermits, GlobalPermits, GlobalPermitsOptions } from './global-permits.js';
+export { partitionOf, partitionPrefixOf } from './partitions.js';

@@ -47,6 +47,7 @@ export const SCRIPT_NAMES = [
   'handoff/hold',
   'handoff/reply',
   'handoff/end',
+  'global-permits/hold',
 ] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];

@@ -33,6 +33,7 @@ import {
   fingerprintOf,
 } from './config-fingerprint.js';
 import { type StoreHealth, checkRedisHealth } from './health.js';
+import type { ClaimPermits } from './global-permits.js';
 import { LeaseKeeper, type Renewal } from './lease-keeper.js';
 import { DEFAULT_LEASE_TIMING, leaseTimingProblems } from './lease-timing.js';
 import type { ScriptOf } from './lua-scripts.js';
@@ -120,6 +121,12 @@ export interface RedisQueryPoolOptions {
    * of messages an enqueue drops from a full session. Default: none is kept.
    */
   keptOutcome?: KeptOutcome;
+  /**
+   * The global limit as permits shared with pools this one does not see (the other partitions of
+   * a deployment, docs/design.md §5 "Partitions"): every claim, in a step or not, takes a free
+   * permit of this replica's. Default: the global limit counted in this pool alone.
+   */
+  permits?: ClaimPermits;
 }
 
 const DEFAULTS = {
@@ -199,6 +206,10 @@ export interface ConfigReport {
 export interface RedisQueryPool extends QueryPool {
   /** This replica's id in leases and heartbeats. */
   readonly replicaId: string;
+  /** Turns this replica holds a lease on now. */
+  readonly heldTurns: number;
+  /** Gives up every turn held now (`onLeaseLost` for each): they may no longer run here. */
+  giveUpTurns(): void;
   /**
    * The replicas sharing the pool and the turns each runs now, for operators: live ones and those
    * whose heartbeat lapsed but whose entry or leases remain (`alive: false`).
@@ -232,6 +243,7 @@ export interface RedisQueryPool extends QueryPool {
  */
 export async function createRedisQueryPool(options: RedisQueryPoolOptions): Promise<RedisQueryPool> {
   const settings = { ...DEFAULTS, ...options };
+  const { permits } = options;
   const { leaseMs, renewEveryMs, fenceAfterMs, refusalRetryAfterMs } = settings;
   const timingProblems = leaseTimingProblems(
     { leaseMs, renewEveryMs, fenceAfterMs },
@@ -327,8 +339,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * holding `held` turns then: only below its share of the global slots, so that under a global
    * limit the turns spread over the fleet instead of staying with the replicas that held the
    * slots first. Above it, the script claims nothing and wakes the others for what is claimable.
+   * With `permits`, only with a free permit (a settlement's may be the permit of the turn it ends).
    */
-  function claimsInStep(held: number): boolean {
+  function claimsInStep(held: number, ending: number): boolean {
+    if (permits !== undefined) return permits.take(ending);
     return held < Math.ceil(shared.concurrency.global / liveReplicas);
   }
   /**
@@ -630,13 +644,14 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     const repeat = unanswered === undefined ? '0' : '1';
     // A repeat claims under the first call's token, so that it answers the turn that call claimed.
     const claimNext = options?.claimNext;
-    const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(leases.size - 1);
+    const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(leases.size - 1, 1);
     const nextToken = unanswered ?? (claims ? randomUUID() : '');
     const claimArgs = script === 'pool/abandon' ? [] : [nextToken, leaseMs];
     let reply: [Settlement, number?, number?, TurnReply?];
     try {
       reply = await run(script, token, repeat, tombstoneMs, ...claimArgs, ...args);
     } catch (err) {
+      if (claims) permits?.put();
       if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
         // A token already answered or given up is not held: a later call for it is no repeat.
         if (leases.holds(token)) unansweredSettlements.set(token, nextToken);
@@ -662,12 +677,19 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       handOver(next ?? [], claimable as number, claimNext);
       apply(runnableStateOf(claimable as number, nextDueAt as number));
     }
+    if (claims) permits?.put();
     return outcome;
   }
 
   const pool: RedisQueryPool = {
     durable: true,
     replicaId,
+    get heldTurns() {
+      return leases.size;
+    },
+    giveUpTurns() {
+      leases.giveUpAll();
+    },
 
     async reconfigure(next) {
       const nextFingerprint = fingerprintOf(next);
@@ -705,7 +727,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       // The turn claimed with the enqueue is this replica's to run: the same token on every
       // repeat, so that a repeat answers the turn the first call claimed.
       const claims =
-        claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(leases.size);
+        claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(leases.size, 0);
       const claimToken = claims ? randomUUID() : '';
       let reply: [string, number?, number?, MessageReply[]?, TurnReply?];
       try {
@@ -715,25 +737,31 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       } catch (err) {
         // It may have been applied, its claim with it: the next claim repeats the token.
         if (claimToken !== '') repeatClaim(claimToken);
+        if (claims) permits?.put();
         throw err;
       }
       const [outcome, claimable, nextDueAt, overflowed, claimed] = reply;
+      if (claims) {
+        handOver(claimed ?? [], claimable as number, claimedAheadTaker);
+        permits?.put();
+      }
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };
       if (outcome === 'queue_full')
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };
-      handOver(claimed ?? [], claimable as number, claimedAheadTaker);
       apply(runnableStateOf(claimable as number, nextDueAt as number));
       return { accepted: true, overflowed: (overflowed ?? []).map(queuedOf) };
     },
 
     async claim() {
       if (shutDown || mismatch !== undefined) return null;
+      if (permits !== undefined && !permits.take()) return null;
       const attempt = claimOnce();
       claimsUnderWay.add(attempt);
       try {
         return await attempt;
       } finally {
         claimsUnderWay.delete(attempt);
+        permits?.put();
       }
     },
 

@@ -5,6 +5,7 @@ import { LUA_FOLDER, SCRIPT_NAMES, type ScriptName, loadLuaScripts } from '../sr
 import { poolKeysOf } from '../src/pool-keys.js';
 import { channelLeaseKeysOf } from '../src/redis-channel-leases.js';
 import { handoffKeysOf } from '../src/redis-handoff-store.js';
+import { permitKeysOf } from '../src/global-permits.js';
 import { keptOutcomeKeysOf } from '../src/redis-kept-outcomes.js';
 import { rateBucketKeyOf } from '../src/redis-rate-buckets.js';
 import { replyOutboxKeysOf } from '../src/reply-outbox-keys.js';
@@ -32,6 +33,7 @@ const KEYS_OF_FAMILY: Record<string, readonly string[]> = {
   'channel-leases': named(channelLeaseKeysOf('p')),
   'kept-outcomes': named([keptOutcomeKeysOf('p').hash, keptOutcomeKeysOf('p').due]),
   handoff: named(handoffKeysOf('p', '<session>')),
+  'global-permits': named(permitKeysOf('p').keys),
 };
 const audit = auditOutboxKeysOf('p');
 /** ... or, in these families, some of these, as each call passes them. */

@@ -1,0 +1,225 @@
+import { type Logger, silentLogger } from '@switchboard/core';
+import { type RedisClient, type RedisTarget, connect, createRedisClient } from './redis-connection.js';
+import type { ReplicationOptions } from './replication-wait.js';
+import { openScriptClient } from './script-client.js';
+
+/**
+ * Permits of a concurrency limit this replica shares with pools it does not see (the other
+ * partitions): a claim needs one free (`RedisQueryPoolOptions.permits`). A turn the claim got
+ * keeps its permit while its lease is held; the pools count those turns.
+ */
+export interface ClaimPermits {
+  /**
+   * Takes a free permit for a claim about to be sent; false when this replica has none free.
+   * `ending`: turns of this replica that the same call ends (a settlement claiming the next turn
+   * in its step), whose permits it may use.
+   */
+  take(ending?: number): boolean;
+  /** Ends a `take` once its claim was answered (a turn it got counts as running from then on). */
+  put(): void;
+}
+
+export interface GlobalPermitsOptions {
+  /** Redis URL or cluster seeds; the permits open and own their connections. Either this or `client`. */
+  url?: RedisTarget;
+  /** A connection the caller owns for the scripts; the announcements need `url`. */
+  client?: RedisClient;
+  /** Replicas that must hold a hold before it is answered (`WAIT`): a failover then loses none. */
+  replication?: ReplicationOptions | undefined;
+  /** The deployment's prefix: keys are `{<prefix>}:permits:…`, a slot of their own. */
+  prefix: string;
+  replicaId: string;
+  /** The global concurrency limit. */
+  limit: number;
+  /** Turns this replica runs now (in every partition). */
+  running(): number;
+  /** A hold lasts this long without a call (ms): the pool's lease length. */
+  holdMs: number;
+  /** How often the hold is renewed (ms). */
+  renewEveryMs: number;
+  /** Without a renewal for this long the permits may be gone: the turns are given up (ms). */
+  fenceAfterMs: number;
+  /** Called when this replica may run no more turns than it does: give them all up. */
+  onLapsed(): void;
+  logger?: Logger;
+}
+
+export interface GlobalPermits extends ClaimPermits {
+  /** Permits held now. */
+  readonly held: number;
+  /** True when a `take` would succeed now. */
+  available(): boolean;
+  /** Makes one permit free for a claim, asking the limit for it when none is: false when it is full. */
+  acquire(): Promise<boolean>;
+  /** Gives back the permits held and not in use, so that any replica may claim with them. */
+  release(): Promise<void>;
+  /** Calls `listener` when another replica gave permits back while this one was short. */
+  onFreed(listener: () => void): () => void;
+  /** A reload changed the global limit. */
+  setLimit(limit: number): void;
+  /** Stops renewing and gives every permit back (the replica leaves). */
+  close(): Promise<void>;
+}
+
+/** `{held, lapsed}` (lua/global-permits/hold.lua). */
+type HoldReply = [number, number];
+
+/** The keys of the shared limit, in the script's KEYS order, and its announcement channel; one slot. */
+export function permitKeysOf(prefix: string): { keys: string[]; freedChannel: string } {
+  const base = `{${prefix}}:permits`;
+  return { keys: [`${base}:held`, `${base}:deadlines`, `${base}:short`], freedChannel: `${base}:freed` };
+}
+
+/**
+ * The global limit of a partitioned pool (docs/design.md §5 "Partitions"), held as permits in one
+ * slot: a replica holds one per turn it runs or claims. A claim finding no free permit asks for
+ * one; permits not in use go back when a turn ends without a next one and when a claim finds
+ * nothing, so a slot freed by one replica is every replica's at once; a replica that was short is
+ * told when permits come back. The hold is renewed with the leases; a replica whose hold lapsed,
+ * or that could not renew it for `fenceAfterMs`, gives up its turns, so the turns running in the
+ * fleet never exceed the limit.
+ */
+export async function createGlobalPermits(options: GlobalPermitsOptions): Promise<GlobalPermits> {
+  const logger = options.logger ?? silentLogger;
+  const { keys, freedChannel } = permitKeysOf(options.prefix);
+  const opened = await openScriptClient({
+    url: options.url,
+    client: options.client,
+    prefix: options.prefix,
+    retryAfterMs: options.renewEveryMs,
+    replication: options.replication,
+  });
+  const subscriber = options.url === undefined ? undefined : createRedisClient(options.url);
+  const freedListeners = new Set<() => void>();
+  if (subscriber !== undefined) {
+    subscriber.on('error', () => {});
+    subscriber.on('message', () => {
+      for (const listener of freedListeners) listener();
+    });
+    try {
+      await connect(subscriber, options.renewEveryMs);
+      await subscriber.subscribe(freedChannel);
+    } catch (err) {
+      subscriber.disconnect();
+      if (opened.ownsClient) opened.client.disconnect();
+      throw err;
+    }
+  }
+  let limit = options.limit;
+  let held = 0;
+  let reserved = 0;
+  /** Claims waiting for a permit the limit may grant. */
+  let wanting = 0;
+  let lastHeldAt = performance.now();
+  let closed = false;
+  /** The call under way, and the one asked for meanwhile (it runs after, with the numbers of then). */
+  let calling: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+
+  const inUse = () => reserved + options.running();
+
+  async function hold(leave: boolean): Promise<void> {
+    // A settlement claiming its next turn uses its ending turn's permit: for that instant one more
+    // is counted in use than is held, which is no lapse.
+    const used = Math.min(inUse(), held);
+    const [nowHeld, lapsed] = await opened.script<HoldReply>('global-permits/hold', keys, [
+      options.replicaId,
+      used,
+      leave ? 0 : used + wanting,
+      options.holdMs,
+      limit,
+      leave ? '1' : '0',
+      freedChannel,
+    ]);
+    held = nowHeld;
+    lastHeldAt = performance.now();
+    if (lapsed === 1) {
+      logger.error({ held, inUse: used }, "global permits lapsed: giving up this replica's turns");
+      options.onLapsed();
+    }
+  }
+
+  function renewOnce(): Promise<void> {
+    return hold(false).catch((err: unknown) => {
+      logger.warn({ err }, 'global permits: renewal failed');
+      if (performance.now() - lastHeldAt >= options.fenceAfterMs && inUse() > 0) {
+        logger.error({}, "global permits: not renewed for too long, giving up this replica's turns");
+        options.onLapsed();
+      }
+    });
+  }
+
+  /** One call at a time; a request meanwhile is served by one call after it, with the numbers of then. */
+  function request(): Promise<void> {
+    if (calling === undefined) {
+      calling = renewOnce().finally(() => {
+        calling = undefined;
+      });
+      return calling;
+    }
+    next ??= calling.then(() => {
+      next = undefined;
+      return request();
+    });
+    return next;
+  }
+
+  const timer = setInterval(() => void request(), options.renewEveryMs);
+  timer.unref();
+  try {
+    await hold(false);
+  } catch (err) {
+    clearInterval(timer);
+    subscriber?.disconnect();
+    if (opened.ownsClient) opened.client.disconnect();
+    throw err;
+  }
+
+  const available = (ending = 0) => inUse() - ending < held;
+
+  return {
+    get held() {
+      return held;
+    },
+    available: () => available(),
+    take(ending = 0) {
+      if (!available(ending)) return false;
+      reserved += 1;
+      return true;
+    },
+    put() {
+      reserved -= 1;
+    },
+    async acquire() {
+      if (available() || closed) return available();
+      wanting += 1;
+      try {
+        await request();
+      } finally {
+        wanting -= 1;
+      }
+      return available();
+    },
+    async release() {
+      if (held > inUse() && !closed) await request();
+    },
+    onFreed(listener) {
+      freedListeners.add(listener);
+      return () => freedListeners.delete(listener);
+    },
+    setLimit(nextLimit) {
+      limit = nextLimit;
+    },
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      await calling;
+      await next;
+      await hold(true).catch((err: unknown) =>
+        logger.warn({ err }, 'global permits: leaving failed; the hold lapses by itself'),
+      );
+      subscriber?.disconnect();
+      if (opened.ownsClient) opened.client.disconnect();
+    },
+  };
+}

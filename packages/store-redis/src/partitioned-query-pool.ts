@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type {
+  ClaimedTurn,
+  PoolStats,
+  SettleOptions,
+  Settlement,
+  RunningTurn,
+  SessionKey,
+  WaitingSession,
+} from '@switchboard/core';
+import { type GlobalPermits, createGlobalPermits } from './global-permits.js';
+import { DEFAULT_LEASE_TIMING } from './lease-timing.js';
+import { partitionOf, partitionPrefixOf } from './partitions.js';
+import {
+  type RedisQueryPool,
+  type RedisQueryPoolOptions,
+  type ReplicaView,
+  createRedisQueryPool,
+} from './redis-query-pool.js';
+
+export interface PartitionedQueryPoolOptions extends RedisQueryPoolOptions {
+  /** How many partitions the sessions spread over (2 or more; one is `createRedisQueryPool`). */
+  partitions: number;
+}
+
+/**
+ * The query pool over partitions (docs/design.md §5 "Partitions"): each session belongs to one of
+ * `partitions` pools, each under its own hash tag `{<prefix>#<k>}` (one Redis Cluster slot), so
+ * the partitions spread over the shards. A session's order, debounce and dedup hold inside its
+ * partition; pipeline limits and tenant shares hold per partition; the global limit is one, held
+ * as permits in the `{<prefix>}` slot (`createGlobalPermits`). Claims go round the partitions
+ * that may have work, from where the last one ended, so no partition starves another.
+ */
+export async function createPartitionedQueryPool(
+  options: PartitionedQueryPoolOptions,
+): Promise<RedisQueryPool> {
+  const count = options.partitions;
+  const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const timing = { ...DEFAULT_LEASE_TIMING, ...options };
+  const parts: RedisQueryPool[] = [];
+  const runningTurns = () => parts.reduce((sum, part) => sum + part.heldTurns, 0);
+  // A factory's connection is this pool's own to close; a URL's the permits open and close.
+  const permitClient = options.url === undefined ? options.createClient?.('commands') : undefined;
+  const permits: GlobalPermits = await createGlobalPermits({
+    url: options.url,
+    client: permitClient,
+    replication: options.replication,
+    prefix: options.prefix,
+    replicaId,
+    limit: options.concurrency.global,
+    running: runningTurns,
+    holdMs: timing.leaseMs,
+    renewEveryMs: timing.renewEveryMs,
+    fenceAfterMs: timing.fenceAfterMs,
+    onLapsed: () => {
+      for (const part of parts) part.giveUpTurns();
+    },
+    logger: options.logger,
+  });
+  try {
+    for (let index = 0; index < count; index += 1) {
+      parts.push(
+        await createRedisQueryPool({
+          ...options,
+          prefix: partitionPrefixOf(options.prefix, index),
+          replicaId,
+          permits,
+        }),
+      );
+    }
+  } catch (err) {
+    await Promise.all(parts.map((part) => part.shutdown()));
+    await permits.close();
+    permitClient?.disconnect();
+    throw err;
+  }
+
+  const partOf = (session: SessionKey) => parts[partitionOf(session, count)] as RedisQueryPool;
+  const first = parts[0] as RedisQueryPool;
+  const runnableListeners = new Set<() => void>();
+  const wakeUp = () => {
+    for (const listener of runnableListeners) listener();
+  };
+  for (const part of parts) part.onRunnable(wakeUp);
+  permits.onFreed(wakeUp);
+  /** The partition the next claim asks first: the one after the last that answered a turn. */
+  let cursor = 0;
+
+  /**
+   * A turn of a partition. Its `more` speaks for that partition only: the others may have work
+   * too (a claim asks them all), so it says true; the claim that finds nothing anywhere says so.
+   */
+  const withMore = (turn: ClaimedTurn): ClaimedTurn =>
+    turn.more || count === 1 ? turn : { ...turn, more: true };
+
+  /**
+   * A settlement whose turn's permit went unused (no next turn claimed in its step): given back
+   * before it resolves, so that a slot freed here is free for every replica once it is settled.
+   */
+  async function releasing(settling: Promise<Settlement>): Promise<Settlement> {
+    const settlement = await settling;
+    await permits.release();
+    return settlement;
+  }
+
+  const pool: RedisQueryPool = {
+    durable: true,
+    replicaId,
+    get heldTurns() {
+      return runningTurns();
+    },
+    giveUpTurns() {
+      for (const part of parts) part.giveUpTurns();
+    },
+
+    enqueue: (queued, delivery, enqueueOptions) =>
+      partOf(queued.session).enqueue(queued, delivery, enqueueOptions),
+
+    async claim() {
+      for (let asked = 0; asked < count; asked += 1) {
+        if (!(await permits.acquire())) return null;
+        const index = (cursor + asked) % count;
+        const turn = await (parts[index] as RedisQueryPool).claim();
+        if (turn !== null) {
+          cursor = (index + 1) % count;
+          return withMore(turn);
+        }
+      }
+      // Nothing to run here: the permits go back for the other replicas.
+      await permits.release();
+      return null;
+    },
+
+    complete: (turn, ended, settleOptions) =>
+      releasing(partOf(turn.session).complete(turn, ended, withTaker(settleOptions))),
+    retry: (turn, delayMs, finalIds, ended, settleOptions) =>
+      releasing(partOf(turn.session).retry(turn, delayMs, finalIds, ended, withTaker(settleOptions))),
+    abandon: (turn, abandonOptions) => releasing(partOf(turn.session).abandon(turn, abandonOptions)),
+
+    onRunnable(listener) {
+      runnableListeners.add(listener);
+      return () => runnableListeners.delete(listener);
+    },
+    onClaimedAhead(taker) {
+      const offs = parts.map((part) => part.onClaimedAhead((turn) => taker(withMore(turn))));
+      return () => {
+        for (const off of offs) off();
+      };
+    },
+    onLeaseLost(listener) {
+      const offs = parts.map((part) => part.onLeaseLost(listener));
+      return () => {
+        for (const off of offs) off();
+      };
+    },
+    async recover() {
+      return (await Promise.all(parts.map((part) => part.recover()))).flat();
+    },
+    close() {
+      for (const part of parts) part.close();
+    },
+    async reconfigure(shared) {
+      await Promise.all(parts.map((part) => part.reconfigure(shared)));
+      permits.setLimit(shared.concurrency.global);
+    },
+    async takeAll() {
+      return (await Promise.all(parts.map((part) => part.takeAll()))).flat();
+    },
+    async stats() {
+      return sumStats(await Promise.all(parts.map((part) => part.stats())));
+    },
+    async sessions(limit, pipelines) {
+      const views = await Promise.all(parts.map((part) => part.sessions(limit, pipelines)));
+      const waiting: WaitingSession[] = views
+        .flatMap((view) => view.waiting)
+        .sort((a, b) => b.oldestWaitMs - a.oldestWaitMs)
+        .slice(0, limit);
+      const running: RunningTurn[] = views.flatMap((view) => view.running).sort((a, b) => b.ageMs - a.ageMs);
+      return { waiting, running };
+    },
+    async seen(deliveryKey) {
+      return (await Promise.all(parts.map((part) => part.seen(deliveryKey)))).includes(true);
+    },
+    async locate(messageId) {
+      const found = await Promise.all(parts.map((part) => part.locate?.(messageId) ?? null));
+      return found.find((state) => state !== null) ?? null;
+    },
+    async replicas() {
+      return mergeReplicas((await Promise.all(parts.map((part) => part.replicas()))).flat());
+    },
+    // The fleet's configuration version is one: partition 0's slot holds it.
+    publishConfig: (digest) => first.publishConfig(digest),
+    fleetConfig: () => first.fleetConfig(),
+    async reportConfig(report) {
+      await Promise.all(parts.map((part) => part.reportConfig(report)));
+    },
+    async health() {
+      const checks = await Promise.all(parts.map((part) => part.health()));
+      return checks.find((check) => !check.ok) ?? first.health();
+    },
+    async shutdown() {
+      await Promise.all(parts.map((part) => part.shutdown()));
+      await permits.close();
+      permitClient?.disconnect();
+    },
+  };
+
+  /** Settlement options whose next turn, claimed in the step, counts as this replica's work. */
+  function withTaker(settleOptions: SettleOptions | undefined): SettleOptions | undefined {
+    const take = settleOptions?.claimNext;
+    return take === undefined
+      ? settleOptions
+      : { ...settleOptions, claimNext: (turn) => take(withMore(turn)) };
+  }
+
+  return pool;
+}
+
+/** The stats of the partitions as one pool's. */
+function sumStats(all: readonly PoolStats[]): PoolStats {
+  const total: PoolStats = {
+    pending: 0,
+    inflight: 0,
+    sessions: 0,
+    inflightByPipeline: {},
+    pendingByPipeline: {},
+    oldestWaitMsByPipeline: {},
+  };
+  for (const stats of all) {
+    total.pending += stats.pending;
+    total.inflight += stats.inflight;
+    total.sessions += stats.sessions;
+    for (const [pipeline, value] of Object.entries(stats.inflightByPipeline))
+      total.inflightByPipeline[pipeline] = (total.inflightByPipeline[pipeline] ?? 0) + value;
+    for (const [pipeline, value] of Object.entries(stats.pendingByPipeline))
+      total.pendingByPipeline[pipeline] = (total.pendingByPipeline[pipeline] ?? 0) + value;
+    for (const [pipeline, value] of Object.entries(stats.oldestWaitMsByPipeline))
+      total.oldestWaitMsByPipeline[pipeline] = Math.max(total.oldestWaitMsByPipeline[pipeline] ?? 0, value);
+  }
+  return total;
+}
+
+/** One entry per replica: its turns in every partition, its newest heartbeat and report. */
+function mergeReplicas(views: readonly ReplicaView[]): ReplicaView[] {
+  const byId = new Map<string, ReplicaView>();
+  for (const view of views) {
+    const known = byId.get(view.id);
+    if (known === undefined) {
+      byId.set(view.id, { ...view });
+      continue;
+    }
+    known.turnsRunning += view.turnsRunning;
+    known.alive ||= view.alive;
+    known.heartbeatExpiresAt = Math.max(known.heartbeatExpiresAt ?? 0, view.heartbeatExpiresAt ?? 0) || null;
+    known.config ??= view.config;
+  }
+  return [...byId.values()];
+}

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import { PipelinePolicySchema, type QueryPool, type Turn } from '@switchboard/core';
+import { queryPoolContract } from '@switchboard/contracts';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createGlobalPermits,
+  createPartitionedQueryPool,
+  type GlobalPermits,
+  type PartitionedQueryPoolOptions,
+  partitionOf,
+  partitionPrefixOf,
+  type RedisQueryPool,
+} from '../src/index.js';
+import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys } from './redis-harness.js';
+
+const reachable = await redisReachable();
+const PARTITIONS = 3;
+
+/** Deletes the keys of every partition of `prefix`, and of its own slot (the global permits). */
+export async function removePartitionedKeys(prefix: string, partitions: number): Promise<void> {
+  await removePoolKeys(REDIS_URL, prefix);
+  for (let index = 0; index < partitions; index += 1)
+    await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
+}
+
+describe.skipIf(!reachable)('redis, partitioned', () => {
+  queryPoolContract(
+    'redis, 3 partitions',
+    async ({ now, concurrency, limits, pipelines, tenants }) => {
+      const prefix = `sb-partitioned-${randomUUID()}`;
+      const replicas: RedisQueryPool[] = [];
+      const open = async (): Promise<QueryPool> => {
+        const pool = await createPartitionedQueryPool({
+          url: REDIS_URL,
+          prefix,
+          partitions: PARTITIONS,
+          now,
+          concurrency,
+          limits,
+          pipelines,
+          tenants,
+        });
+        replicas.push(pool);
+        return pool;
+      };
+      return {
+        store: await open(),
+        peer: open,
+        async close() {
+          for (const pool of replicas) await pool.shutdown();
+          await removePartitionedKeys(prefix, PARTITIONS);
+        },
+      };
+    },
+    { partitioned: true },
+  );
+});
+
+describe.skipIf(!reachable)('redis, partitioned: the partitions and the one global limit', () => {
+  let prefix = `sb-partitioned-${randomUUID()}`;
+  const opened: Array<{ shutdown(): Promise<void> } | { close(): Promise<void> }> = [];
+  afterEach(async () => {
+    for (const item of opened.splice(0)) await ('shutdown' in item ? item.shutdown() : item.close());
+    await removePartitionedKeys(prefix, PARTITIONS);
+    prefix = `sb-partitioned-${randomUUID()}`;
+  });
+
+  async function replica(options: Partial<PartitionedQueryPoolOptions> = {}): Promise<RedisQueryPool> {
+    const pool = await createPartitionedQueryPool({
+      url: REDIS_URL,
+      prefix,
+      partitions: PARTITIONS,
+      concurrency: { global: 3, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+      ...options,
+    });
+    opened.push(pool);
+    return pool;
+  }
+
+  it("keeps each session's messages in its own partition's slot, the sessions spread over all of them", async () => {
+    const clock = manualClock();
+    const pool = await replica({ now: clock.now });
+    const sessions = Array.from({ length: 24 }, (_, index) => `chat-${index}`);
+    for (const session of sessions) await pool.enqueue(queued(session, clock.now()));
+    const client = new Redis(REDIS_URL);
+    try {
+      const used = new Set<number>();
+      for (const session of sessions) {
+        const home = partitionOf(session, PARTITIONS);
+        used.add(home);
+        for (let index = 0; index < PARTITIONS; index += 1) {
+          const length = await client.llen(`{${partitionPrefixOf(prefix, index)}}:q:${session}`);
+          expect(length, `${session} in partition ${index}`).toBe(index === home ? 1 : 0);
+        }
+      }
+      expect(used.size).toBe(PARTITIONS);
+    } finally {
+      client.disconnect();
+    }
+    expect((await pool.stats()).pending).toBe(24);
+  });
+
+  it('never runs more turns than the global limit over every partition and replica, and runs each message once', async () => {
+    const clock = manualClock();
+    const replicas = [await replica({ now: clock.now }), await replica({ now: clock.now })];
+    const messages = Array.from({ length: 24 }, (_, index) => queued(`chat-${index}`, clock.now()));
+    for (const message of messages) await (replicas[0] as RedisQueryPool).enqueue(message);
+    const running: Array<{ turn: Turn; by: RedisQueryPool }> = [];
+    const ran: string[] = [];
+    let most = 0;
+    for (let round = 0; ran.length < messages.length && round < 200; round += 1) {
+      // Every replica claims all it can, at once; then the oldest turn ends.
+      const claims = await Promise.all(
+        replicas.flatMap((by) => [by, by].map(async () => ({ turn: await by.claim(), by }))),
+      );
+      for (const { turn, by } of claims) if (turn !== null) running.push({ turn, by });
+      most = Math.max(most, running.length);
+      const ending = running.shift();
+      if (ending === undefined) continue;
+      expect(await ending.by.complete(ending.turn)).toBe('settled');
+      ran.push(...ending.turn.messages.map((message) => message.message.id));
+    }
+    expect(most).toBe(3);
+    expect(ran.sort()).toEqual(messages.map((message) => message.message.id).sort());
+  });
+
+  it('gives the slot of an ended turn back to every replica', async () => {
+    const clock = manualClock();
+    const [first, second] = [await replica({ now: clock.now }), await replica({ now: clock.now })] as const;
+    await first.reconfigure({
+      concurrency: { global: 1, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+    });
+    await second.reconfigure({
+      concurrency: { global: 1, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+    });
+    for (let index = 0; index < 4; index += 1) await first.enqueue(queued(`chat-${index}`, clock.now()));
+    const turn = (await first.claim()) as Turn;
+    expect(turn).not.toBeNull();
+    expect(await second.claim()).toBeNull();
+    await first.complete(turn);
+    expect(await second.claim()).not.toBeNull();
+  });
+});
+
+describe.skipIf(!reachable)('global permits', () => {
+  const prefix = `sb-permits-${randomUUID()}`;
+  const opened: GlobalPermits[] = [];
+  afterEach(async () => {
+    for (const permits of opened.splice(0)) await permits.close();
+    await removePoolKeys(REDIS_URL, prefix);
+  });
+
+  async function holder(options: { holdMs?: number; renewEveryMs?: number; onLapsed?: () => void } = {}) {
+    const permits = await createGlobalPermits({
+      url: REDIS_URL,
+      prefix,
+      replicaId: randomUUID(),
+      limit: 2,
+      running: () => 0,
+      holdMs: options.holdMs ?? 15_000,
+      renewEveryMs: options.renewEveryMs ?? 5_000,
+      fenceAfterMs: 10_000,
+      onLapsed: options.onLapsed ?? (() => {}),
+    });
+    opened.push(permits);
+    return permits;
+  }
+
+  /** Waits (real time, bounded) until `condition` holds: for a hold's deadline, never a sleep. */
+  async function eventually(condition: () => Promise<boolean>, what: string): Promise<void> {
+    const deadline = Date.now() + 5_000;
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  it('grants no more than the limit over all replicas, and tells one left short when permits come back', async () => {
+    const first = await holder();
+    const second = await holder();
+    for (const permits of [first, first]) {
+      expect(await permits.acquire()).toBe(true);
+      expect(permits.take()).toBe(true);
+    }
+    expect(await second.acquire()).toBe(false);
+    let told = 0;
+    second.onFreed(() => {
+      told += 1;
+    });
+    first.put();
+    await first.release();
+    await eventually(async () => told > 0, 'the short replica is told');
+    expect(await second.acquire()).toBe(true);
+    expect(first.held).toBe(1);
+  });
+
+  it("gives a replica's permits to the others once its hold lapses, and tells it to give up its turns", async () => {
+    let lapsed = 0;
+    const gone = await holder({ holdMs: 300, renewEveryMs: 60_000, onLapsed: () => (lapsed += 1) });
+    const other = await holder();
+    for (let taken = 0; taken < 2; taken += 1) {
+      expect(await gone.acquire()).toBe(true);
+      expect(gone.take()).toBe(true);
+    }
+    expect(await other.acquire()).toBe(false);
+    await eventually(() => other.acquire(), 'the lapsed permits are granted to the other replica');
+    // Its next call finds its permits gone while it still uses them.
+    expect(await gone.acquire()).toBe(false);
+    expect(lapsed).toBeGreaterThan(0);
+  });
+});
