@@ -37,8 +37,12 @@ const tenantOf = (policy: PoolPipelinePolicy) => policy.tenant ?? DEFAULT_TENANT
 const isConfigured = (share: TenantShare) =>
   Number.isFinite(share.maxConcurrency) || Number.isFinite(share.maxPending) || share.weight !== 1;
 
-/** The fingerprint as the config file's paths name the values, e.g. `pipelines.p.max_concurrency`. */
-export function fingerprintOf(config: SharedConfig): string {
+/**
+ * The fingerprint as the config file's paths name the values, e.g. `pipelines.p.max_concurrency`.
+ * `partitions`: how many the sessions spread over (docs/design.md §5 "Partitions"); replicas
+ * counting otherwise would put one session's messages in two partitions. Named only past one.
+ */
+export function fingerprintOf(config: SharedConfig, partitions = 1): string {
   const entries: Fingerprint = [
     ['concurrency.pipeline', String(config.concurrency.global)],
     ['concurrency.session', String(config.concurrency.perSession)],
@@ -79,6 +83,7 @@ export function fingerprintOf(config: SharedConfig): string {
       [`${path}.max_pending`, limit(share.maxPending)],
     );
   }
+  if (partitions > 1) entries.push(['store.partitions', String(partitions)]);
   entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify(entries);
 }

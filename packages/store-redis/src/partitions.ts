@@ -8,9 +8,14 @@ import calculateSlot from 'cluster-key-slot';
  * the same partition for the same key.
  */
 
-/** The prefix of partition `index` of `prefix`: its keys are `{<prefix>#<index>}:…`. */
+/**
+ * The prefix of partition `index` of `prefix`: its keys are `{<prefix>#<index>}:…`, and partition
+ * 0's are the deployment's own `{<prefix>}:…`, where a pool of one partition keeps them: replicas
+ * of both register there, so a replica counting partitions otherwise is refused
+ * (`store.partitions` is part of the configuration they agree on).
+ */
 export function partitionPrefixOf(prefix: string, index: number): string {
-  return `${prefix}#${index}`;
+  return index === 0 ? prefix : `${prefix}#${index}`;
 }
 
 /** Which of `partitions` holds `key` (a session key, a chat): CRC16 as Redis Cluster computes it. */

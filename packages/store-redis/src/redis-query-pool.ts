@@ -127,6 +127,11 @@ export interface RedisQueryPoolOptions {
    * permit of this replica's. Default: the global limit counted in this pool alone.
    */
   permits?: ClaimPermits;
+  /**
+   * How many partitions the deployment's sessions spread over, this pool one of them
+   * (`createPartitionedQueryPool`): part of the configuration replicas must agree on. Default 1.
+   */
+  partitions?: number;
 }
 
 const DEFAULTS = {
@@ -284,7 +289,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     pipelines: options.pipelines,
     tenants: options.tenants,
   };
-  let fingerprint = fingerprintOf(shared);
+  let fingerprint = fingerprintOf(shared, options.partitions);
 
   /** Stores this replica's configuration, or refuses it while live replicas run another. */
   async function register(): Promise<void> {
@@ -692,7 +697,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     },
 
     async reconfigure(next) {
-      const nextFingerprint = fingerprintOf(next);
+      const nextFingerprint = fingerprintOf(next, options.partitions);
       await run<number>('pool/reconfigure', nextFingerprint, ...configFieldsOf(next));
       shared = next;
       fingerprint = nextFingerprint;

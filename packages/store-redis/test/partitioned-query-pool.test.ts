@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { PipelinePolicySchema, type QueryPool, type Turn } from '@switchboard/core';
+import { PipelinePolicySchema, type QueryPool, type Turn, isSwitchboardError } from '@switchboard/core';
 import { queryPoolContract } from '@switchboard/contracts';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createGlobalPermits,
   createPartitionedQueryPool,
+  createRedisQueryPool,
   type GlobalPermits,
   type PartitionedQueryPoolOptions,
   partitionOf,
@@ -101,6 +102,27 @@ describe.skipIf(!reachable)('redis, partitioned: the partitions and the one glob
       client.disconnect();
     }
     expect((await pool.stats()).pending).toBe(24);
+  });
+
+  it('refuses a replica counting partitions otherwise while one runs, naming store.partitions', async () => {
+    await replica();
+    const refusal = await createRedisQueryPool({
+      url: REDIS_URL,
+      prefix,
+      concurrency: { global: 3, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+    }).then(
+      async (pool) => {
+        await pool.shutdown();
+        return null;
+      },
+      (err: unknown) => err,
+    );
+    expect(isSwitchboardError(refusal, 'SB_STORE_CONFIG_MISMATCH')).toBe(true);
+    expect(String((refusal as Error).message)).toMatch(
+      /store\.partitions: this replica absent, the shared store 3/,
+    );
   });
 
   it('never runs more turns than the global limit over every partition and replica, and runs each message once', async () => {
