@@ -289,6 +289,7 @@ async function withRedisPool(
     createAuditOutbox,
     createRedisChannelLeases,
     createRedisHandoffStore,
+    createPartitionedQueryPool,
     createRedisKeptOutcomes,
     createRedisQueryPool,
     createRedisRateBuckets,
@@ -347,11 +348,15 @@ async function withRedisPool(
     outboxNow: () => replies.now(),
     refusal: outbox.refusal,
     async createPool(options) {
-      const opened = await createRedisQueryPool({
-        ...replicated,
-        keptOutcome,
-        ...options,
-      });
+      const opened =
+        store.partitions > 1
+          ? await createPartitionedQueryPool({
+              ...replicated,
+              keptOutcome,
+              ...options,
+              partitions: store.partitions,
+            })
+          : await createRedisQueryPool({ ...replicated, keptOutcome, ...options });
       replicaEvents = await createRedisReplicaEvents({
         url: target,
         prefix: store.prefix,

@@ -121,6 +121,15 @@ export const StoreSchema = z.discriminatedUnion('kind', [
        */
       wait_replicas: numeric(z.number().int().min(0).max(16)).prefault(0),
       /**
+       * How many partitions the sessions spread over, each under its own hash tag
+       * (`{<prefix>#<k>}`, partition 0 `{<prefix>}`), so that on a Redis Cluster they spread over
+       * the primaries (docs/design.md §5 "Partitions"). A session's order, debounce and
+       * deduplication hold inside its partition, the global limit over all of them; pipeline
+       * limits, tenant shares and `max_pending` per partition. Every replica must count the same;
+       * change it only on a drained pool (queued messages stay in the partition they were in).
+       */
+      partitions: numeric(z.number().int().min(1).max(256)).prefault(1),
+      /**
        * How long a write waits for `wait_replicas`; past it the call fails as `SB_STORE_UNAVAILABLE`
        * (an HTTP message gets 503). Under the 2 s command timeout: commands queue behind a `WAIT`.
        */
