@@ -10,6 +10,7 @@ import type {
   WaitingSession,
 } from '@switchboard/core';
 import { type GlobalPermits, createGlobalPermits } from './global-permits.js';
+import type { StoreHealth } from './health.js';
 import { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 import { partitionOf, partitionPrefixOf } from './partitions.js';
 import {
@@ -197,7 +198,7 @@ export async function createPartitionedQueryPool(
     },
     async health() {
       const checks = await Promise.all(parts.map((part) => part.health()));
-      return checks.find((check) => !check.ok) ?? first.health();
+      return checks.find((check) => !check.ok) ?? (checks[0] as StoreHealth);
     },
     async shutdown() {
       await Promise.all(parts.map((part) => part.shutdown()));
