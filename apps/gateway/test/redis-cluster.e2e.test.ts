@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { POSTGRES_URL, dropSchema, postgresReachable, randomSchemaName } from '@switchboard/testkit/postgres';
 import { startPrivateCluster } from '@switchboard/testkit/redis';
+import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { get, post, useCleanups } from './serve-process.js';
 import { startReplicas } from './shared-stores.js';
@@ -23,11 +24,10 @@ describe.skipIf(!reachable)('store: redis on a Redis Cluster (end to end)', () =
     await dropSchema(schema);
   });
 
-  it('serves messages on two replicas, each answered where it was sent and readable on the other', {
-    timeout: 120_000,
-  }, async () => {
+  /** Two replicas on the cluster, 20 messages of 20 sessions through both; what each answered. */
+  async function serveTwenty(store: string) {
     const yaml = `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, cluster: [${cluster.urls.map((url) => `"${url}"`).join(', ')}], prefix: sb-e2e-${randomUUID()} }
+store: { kind: redis, cluster: [${cluster.urls.map((url) => `"${url}"`).join(', ')}], ${store} }
 audit: { kind: postgres, url: "${POSTGRES_URL}", schema: ${schema} }
 pipelines: [{ id: echo, type: echo }]
 routing: { default: echo }
@@ -57,5 +57,33 @@ routing: { default: echo }
         status: 200,
         body: { checks: { store: { ok: true } } },
       });
+  }
+
+  it('serves messages on two replicas, each answered where it was sent and readable on the other', {
+    timeout: 120_000,
+  }, async () => {
+    await serveTwenty(`prefix: sb-e2e-${randomUUID()}`);
+  });
+
+  it('serves them with the sessions spread over partitions, each partition holding its own', {
+    timeout: 120_000,
+  }, async () => {
+    const prefix = `sb-e2e-${randomUUID()}`;
+    await serveTwenty(`prefix: ${prefix}, partitions: 4`);
+    // Every accepted message is remembered by its partition for a while: each partition served some.
+    const client = new Cluster(
+      cluster.urls.map((url) => ({ host: new URL(url).hostname, port: Number(new URL(url).port) })),
+    );
+    try {
+      const remembered = await Promise.all(
+        [0, 1, 2, 3].map((index) =>
+          client.zcard(`{${index === 0 ? prefix : `${prefix}#${index}`}}:enqueued`),
+        ),
+      );
+      expect(remembered.reduce((sum, count) => sum + count, 0)).toBe(20);
+      expect(remembered.filter((count) => count > 0).length).toBeGreaterThan(1);
+    } finally {
+      client.disconnect();
+    }
   });
 });
