@@ -77,23 +77,53 @@ export async function createPartitionedQueryPool(
     throw err;
   }
 
-  const partOf = (session: SessionKey) => parts[partitionOf(session, count)] as RedisQueryPool;
+  const indexOf = (session: SessionKey) => partitionOf(session, count);
+  const partOf = (session: SessionKey) => parts[indexOf(session)] as RedisQueryPool;
   const first = parts[0] as RedisQueryPool;
   const runnableListeners = new Set<() => void>();
   const wakeUp = () => {
     for (const listener of runnableListeners) listener();
   };
-  for (const part of parts) part.onRunnable(wakeUp);
+  /**
+   * Partitions whose last claim found nothing more, none announcing work since: a claim asks them
+   * last, and a turn's `more` does not count them. Each announcement is counted, so that a claim
+   * under way when one arrives does not mark its partition drained over it.
+   */
+  const drained = new Set<number>();
+  const announced = parts.map(() => 0);
+  parts.forEach((part, index) => {
+    part.onRunnable(() => {
+      drained.delete(index);
+      announced[index] = (announced[index] as number) + 1;
+      wakeUp();
+    });
+  });
   permits.onFreed(wakeUp);
   /** The partition the next claim asks first: the one after the last that answered a turn. */
   let cursor = 0;
 
-  /**
-   * A turn of a partition. Its `more` speaks for that partition only: the others may have work
-   * too (a claim asks them all), so it says true; the claim that finds nothing anywhere says so.
-   */
-  const withMore = (turn: ClaimedTurn): ClaimedTurn =>
-    turn.more || count === 1 ? turn : { ...turn, more: true };
+  /** The partitions in the order a claim asks them: from the cursor on, the drained ones last. */
+  function claimOrder(): number[] {
+    const order = parts.map((_, offset) => (cursor + offset) % count);
+    return [...order.filter((index) => !drained.has(index)), ...order.filter((index) => drained.has(index))];
+  }
+
+  /** A turn of partition `index`: `more` while it says so, or another partition is not drained. */
+  function withMore(turn: ClaimedTurn, index: number): ClaimedTurn {
+    if (turn.more) return turn;
+    const others = parts.some((_, other) => other !== index && !drained.has(other));
+    return others ? { ...turn, more: true } : turn;
+  }
+
+  /** Claims from partition `index`, noting it drained when it has nothing more and said nothing meanwhile. */
+  async function claimFrom(index: number): Promise<ClaimedTurn | null> {
+    const before = announced[index];
+    const turn = await (parts[index] as RedisQueryPool).claim();
+    // A claim refused for want of a permit (another took it meanwhile) says nothing of the partition.
+    const found = turn !== null || permits.available();
+    if (found && turn?.more !== true && announced[index] === before) drained.add(index);
+    return turn;
+  }
 
   /**
    * A settlement whose turn's permit went unused (no next turn claimed in its step): given back
@@ -119,13 +149,12 @@ export async function createPartitionedQueryPool(
       partOf(queued.session).enqueue(queued, delivery, enqueueOptions),
 
     async claim() {
-      for (let asked = 0; asked < count; asked += 1) {
+      for (const index of claimOrder()) {
         if (!(await permits.acquire())) return null;
-        const index = (cursor + asked) % count;
-        const turn = await (parts[index] as RedisQueryPool).claim();
+        const turn = await claimFrom(index);
         if (turn !== null) {
           cursor = (index + 1) % count;
-          return withMore(turn);
+          return withMore(turn, index);
         }
       }
       // Nothing to run here: the permits go back for the other replicas.
@@ -134,9 +163,17 @@ export async function createPartitionedQueryPool(
     },
 
     complete: (turn, ended, settleOptions) =>
-      releasing(partOf(turn.session).complete(turn, ended, withTaker(settleOptions))),
+      releasing(partOf(turn.session).complete(turn, ended, withTaker(settleOptions, indexOf(turn.session)))),
     retry: (turn, delayMs, finalIds, ended, settleOptions) =>
-      releasing(partOf(turn.session).retry(turn, delayMs, finalIds, ended, withTaker(settleOptions))),
+      releasing(
+        partOf(turn.session).retry(
+          turn,
+          delayMs,
+          finalIds,
+          ended,
+          withTaker(settleOptions, indexOf(turn.session)),
+        ),
+      ),
     abandon: (turn, abandonOptions) => releasing(partOf(turn.session).abandon(turn, abandonOptions)),
 
     onRunnable(listener) {
@@ -144,7 +181,7 @@ export async function createPartitionedQueryPool(
       return () => runnableListeners.delete(listener);
     },
     onClaimedAhead(taker) {
-      const offs = parts.map((part) => part.onClaimedAhead((turn) => taker(withMore(turn))));
+      const offs = parts.map((part, index) => part.onClaimedAhead((turn) => taker(withMore(turn, index))));
       return () => {
         for (const off of offs) off();
       };
@@ -208,11 +245,11 @@ export async function createPartitionedQueryPool(
   };
 
   /** Settlement options whose next turn, claimed in the step, counts as this replica's work. */
-  function withTaker(settleOptions: SettleOptions | undefined): SettleOptions | undefined {
+  function withTaker(settleOptions: SettleOptions | undefined, index: number): SettleOptions | undefined {
     const take = settleOptions?.claimNext;
     return take === undefined
       ? settleOptions
-      : { ...settleOptions, claimNext: (turn) => take(withMore(turn)) };
+      : { ...settleOptions, claimNext: (turn) => take(withMore(turn, index)) };
   }
 
   return pool;
