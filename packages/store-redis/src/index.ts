@@ -25,6 +25,8 @@ export type { RedisRateBuckets, RedisRateBucketsOptions } from './redis-rate-buc
 export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 export { createRedisReplyOutbox } from './redis-reply-outbox.js';
 export type { RedisReplyOutbox, RedisReplyOutboxOptions } from './redis-reply-outbox.js';
+export { createPartitionedReplyOutbox } from './partitioned-reply-outbox.js';
+export type { PartitionedReplyOutboxOptions } from './partitioned-reply-outbox.js';
 export {
   KEPT_OUTCOME_LEASE_MS,
   KEPT_OUTCOME_MAX_CLAIMS,
