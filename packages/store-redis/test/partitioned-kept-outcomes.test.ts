@@ -1,0 +1,122 @@
+import type { KeptOutcome, Outcome, Turn } from '@switchboard/core';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import {
+  KEPT_OUTCOME_LEASE_MS,
+  type RedisKeptOutcomes,
+  createPartitionedKeptOutcomes,
+  keptOutcomeKeysOf,
+} from '../src/index.js';
+import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
+import { REDIS_URL, manualClock, queued, redisReachable, usePools } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+const PARTITIONS = 2;
+
+/** Keeps every outcome whole. */
+const keepAll: KeptOutcome = (outcome) => JSON.stringify(outcome);
+
+/** `count` sessions of partition `index`. */
+function sessionsOf(index: number, count: number): string[] {
+  const sessions: string[] = [];
+  for (let n = 0; sessions.length < count; n++) {
+    if (partitionOf(`session-${n}`, PARTITIONS) === index) sessions.push(`session-${n}`);
+  }
+  return sessions;
+}
+
+const byMessage = (outcomes: Outcome[]) =>
+  [...outcomes].sort((a, b) => a.message.id.localeCompare(b.message.id));
+
+describe.skipIf(!reachable)('createPartitionedKeptOutcomes', () => {
+  const pools = usePools();
+
+  /**
+   * Dead-letters a turn of each of `perPartition` sessions of every partition, on the pool of the
+   * session's partition (`{<prefix>#k}`), which keeps the outcomes there; answers them per partition.
+   */
+  async function settleInEveryPartition(now: () => number, perPartition: number): Promise<Outcome[][]> {
+    const kept: Outcome[][] = [];
+    for (let index = 0; index < PARTITIONS; index++) {
+      const pool = await pools.open({
+        prefix: partitionPrefixOf(pools.prefix, index),
+        now,
+        keptOutcome: keepAll,
+      });
+      const ended: Outcome[] = [];
+      for (const session of sessionsOf(index, perPartition)) {
+        await pool.enqueue(queued(session, now()));
+        const turn = (await pool.claim()) as Turn;
+        const outcomes: Outcome[] = turn.messages.map((message) => ({
+          kind: 'dead_lettered',
+          reason: 'fatal_error',
+          at: now(),
+          message: message.message,
+          session: message.session,
+          pipeline: message.pipeline,
+          turnId: turn.id,
+        }));
+        expect(await pool.complete(turn, outcomes)).toBe('settled');
+        ended.push(...outcomes);
+      }
+      kept.push(ended);
+    }
+    return kept;
+  }
+
+  const open = (now: () => number): Promise<RedisKeptOutcomes> =>
+    createPartitionedKeptOutcomes({
+      url: REDIS_URL,
+      prefix: pools.prefix,
+      partitions: PARTITIONS,
+      now,
+      forgetEveryMs: 1,
+    });
+
+  describe('when settlements of several partitions kept outcomes', () => {
+    it('recovers those of every partition once their time came', async () => {
+      const clock = manualClock();
+      const kept = await settleInEveryPartition(clock.now, 1);
+      const outcomes = await open(clock.now);
+      try {
+        expect(await outcomes.claimDue()).toEqual([]);
+        clock.advance(KEPT_OUTCOME_LEASE_MS);
+        expect(byMessage(await outcomes.claimDue())).toEqual(byMessage(kept.flat()));
+      } finally {
+        await outcomes.close();
+      }
+    });
+
+    it('takes from the partitions in turn when a limit leaves some behind', async () => {
+      const clock = manualClock();
+      await settleInEveryPartition(clock.now, 2);
+      clock.advance(KEPT_OUTCOME_LEASE_MS);
+      const outcomes = await open(clock.now);
+      try {
+        const taken = [...(await outcomes.claimDue(1)), ...(await outcomes.claimDue(1))];
+        expect(taken.map((outcome) => partitionOf(outcome.session, PARTITIONS))).toEqual([0, 1]);
+      } finally {
+        await outcomes.close();
+      }
+    });
+
+    it('forgets an outcome in the partition of its session', async () => {
+      const clock = manualClock();
+      const kept = await settleInEveryPartition(clock.now, 3);
+      const outcomes = await open(clock.now);
+      for (const outcome of kept[1] as Outcome[]) outcomes.forget(outcome);
+      // Closing writes the forgets gathered.
+      await outcomes.close();
+      const client = new Redis(REDIS_URL);
+      try {
+        const held = await Promise.all(
+          kept.map((_, index) => client.hlen(keptOutcomeKeysOf(partitionPrefixOf(pools.prefix, index)).hash)),
+        );
+        expect(held).toEqual([(kept[0] as Outcome[]).length, 0]);
+      } finally {
+        client.disconnect();
+      }
+    });
+  });
+});
