@@ -68,16 +68,16 @@ function mergedByCreation(lists: Delivery[][]): Delivery[] {
 
 /**
  * The reply outbox over `partitions` Redis outboxes, partition k under `{<prefix>#k}`
- * (docs/design.md §5 "Partitions"): a delivery lives in the partition of its chat (the session
- * key its origin has: the partition the query pool gives that session), so a chat's order and
- * one-at-a-time hold as in one outbox, and the outcomes its removal keeps sit beside the
- * session's. Each partition is an outbox of its own, with its two connections.
+ * (docs/design.md §5 "Partitioned outbox and kept outcomes"): a delivery lives in the partition
+ * of its chat (the session key its origin has: the partition the query pool gives that session),
+ * so a chat's order and one-at-a-time hold as in one outbox, and the outcomes its removal keeps
+ * sit beside the session's. Each partition is an outbox of its own, with its two connections.
  *
  * Across partitions there is no common add order: a claim asks the partitions in turn, starting
  * after the last one that handed a delivery out, so that none waits behind another's backlog
  * (within one, the oldest head first). A removal that claims next takes its own partition's next
- * head in the same call only when no other partition may be due before it; otherwise it removes,
- * then claims in turn. `moreDue` is true unless every other partition answered, since its last
+ * head in the same call only when it is that partition's turn or no other may be due; otherwise
+ * it removes, then claims in turn. `moreDue` is true unless every other partition answered, since its last
  * announcement and within `IDLE_TRUSTED_FOR_MS`, that nothing was due there.
  */
 export async function createPartitionedReplyOutbox(

@@ -1,14 +1,16 @@
 import type { KeptOutcome, Outcome, Turn } from '@switchboard/core';
+import { deliveryFixture } from '@switchboard/contracts';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import {
   KEPT_OUTCOME_LEASE_MS,
   type RedisKeptOutcomes,
   createPartitionedKeptOutcomes,
+  createPartitionedReplyOutbox,
   keptOutcomeKeysOf,
 } from '../src/index.js';
 import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
-import { REDIS_URL, manualClock, queued, redisReachable, usePools } from './redis-harness.js';
+import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys, usePools } from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -73,6 +75,59 @@ describe.skipIf(!reachable)('createPartitionedKeptOutcomes', () => {
       now,
       forgetEveryMs: 1,
     });
+
+  describe('when the partitioned outbox ended deliveries of several partitions', () => {
+    it('recovers what their removals kept, and forgets it where they kept it', async () => {
+      // The outbox dates what it keeps by Redis' clock.
+      const clock = manualClock(Date.now());
+      const outbox = await createPartitionedReplyOutbox({
+        url: REDIS_URL,
+        prefix: pools.prefix,
+        partitions: PARTITIONS,
+        leaseMs: 60_000,
+        keptOutcome: keepAll,
+      });
+      const ended: Outcome[] = [];
+      try {
+        for (let index = 0; index < PARTITIONS; index++) {
+          for (const [at, chat] of sessionsOf(index, 3).entries())
+            await outbox.add(deliveryFixture(index * 3 + at, { chat }));
+        }
+        for (let claim = await outbox.claim('tg', clock.now()); claim !== null; ) {
+          // The sender's outcome of a delivery: its message's, whose session is the chat.
+          const { delivery } = claim;
+          const outcome: Outcome = {
+            kind: 'completed',
+            at: clock.now(),
+            message: delivery.origin,
+            session: delivery.chat,
+            deliveryId: delivery.id,
+          };
+          ended.push(outcome);
+          ({ next: claim } = await outbox.endAndClaim(claim, clock.now(), [outcome]));
+        }
+      } finally {
+        await outbox.close();
+      }
+      clock.advance(KEPT_OUTCOME_LEASE_MS + 1000);
+      const outcomes = await open(clock.now);
+      try {
+        expect(byMessage(await outcomes.claimDue())).toEqual(byMessage(ended));
+        for (const outcome of ended) outcomes.forget(outcome);
+      } finally {
+        await outcomes.close();
+      }
+      clock.advance(KEPT_OUTCOME_LEASE_MS);
+      const later = await open(clock.now);
+      try {
+        expect(await later.claimDue()).toEqual([]);
+      } finally {
+        await later.close();
+        for (let index = 0; index < PARTITIONS; index++)
+          await removePoolKeys(REDIS_URL, partitionPrefixOf(pools.prefix, index));
+      }
+    });
+  });
 
   describe('when settlements of several partitions kept outcomes', () => {
     it('recovers those of every partition once their time came', async () => {
