@@ -16,10 +16,10 @@ export interface PartitionedKeptOutcomesOptions extends RedisKeptOutcomesOptions
 /**
  * The kept outcomes of a partitioned deployment (docs/design.md §5 "Partitioned outbox and kept
  * outcomes"): a settlement in partition k (the pool's turns of a session of that partition, or
- * the outbox's deliveries of a chat of it) keeps its outcomes under `{<prefix>#k}`, so an outcome
- * is forgotten in the partition of its session, and recovered from every partition in turn. One
- * connection serves them all: the caller's `client`, or one opened to `url` and closed by
- * `close()`.
+ * the outbox's deliveries of a chat of it) keeps its outcomes under that partition's tag, so an
+ * outcome is forgotten in the partition of its session, and recovered from every partition in
+ * turn. One connection serves them all: the caller's `client`, or one opened to `url` and closed
+ * by `close()`.
  */
 export async function createPartitionedKeptOutcomes(
   options: PartitionedKeptOutcomesOptions,

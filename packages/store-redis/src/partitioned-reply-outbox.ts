@@ -67,11 +67,12 @@ function mergedByCreation(lists: Delivery[][]): Delivery[] {
 }
 
 /**
- * The reply outbox over `partitions` Redis outboxes, partition k under `{<prefix>#k}`
- * (docs/design.md §5 "Partitioned outbox and kept outcomes"): a delivery lives in the partition
- * of its chat (the session key its origin has: the partition the query pool gives that session),
- * so a chat's order and one-at-a-time hold as in one outbox, and the outcomes its removal keeps
- * sit beside the session's. Each partition is an outbox of its own, with its two connections.
+ * The reply outbox over `partitions` Redis outboxes, partition k with the prefix
+ * `partitionPrefixOf(prefix, k)` (docs/design.md §5 "Partitioned outbox and kept outcomes"): a
+ * delivery lives in the partition of its chat (the session key its origin has: the partition the
+ * query pool gives that session), so a chat's order and one-at-a-time hold as in one outbox, and
+ * the outcomes its removal keeps sit beside the session's. Each partition is an outbox of its
+ * own, with its two connections.
  *
  * Across partitions there is no common add order: a claim asks the partitions in turn, starting
  * after the last one that handed a delivery out, so that none waits behind another's backlog

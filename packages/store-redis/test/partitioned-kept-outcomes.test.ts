@@ -36,7 +36,7 @@ describe.skipIf(!reachable)('createPartitionedKeptOutcomes', () => {
 
   /**
    * Dead-letters a turn of each of `perPartition` sessions of every partition, on the pool of the
-   * session's partition (`{<prefix>#k}`), which keeps the outcomes there; answers them per partition.
+   * session's partition (`partitionPrefixOf`), which keeps the outcomes there; answers them per partition.
    */
   async function settleInEveryPartition(now: () => number, perPartition: number): Promise<Outcome[][]> {
     const kept: Outcome[][] = [];

@@ -22,6 +22,7 @@ import {
   createRedisReplyOutbox,
   type RedisQueryPool,
 } from '../src/index.js';
+import { partitionPrefixOf } from '../src/partitions.js';
 import { recordingLogger } from './redis-harness.js';
 
 /**
@@ -135,9 +136,11 @@ describe('on a Redis Cluster', () => {
     try {
       for (let index = 0; index < 4 * partitions; index++)
         await outbox.add(deliveryFixture(index, { chat: `chat-${index}` }));
-      const holders = await heldPrefixes('{sb-cluster-partitioned#*');
-      for (let index = 0; index < partitions; index++)
-        expect(holders.filter((held) => held.has(`sb-cluster-partitioned#${index}`))).toHaveLength(1);
+      const holders = await heldPrefixes('{sb-cluster-partitioned*');
+      for (let index = 0; index < partitions; index++) {
+        const prefix = partitionPrefixOf('sb-cluster-partitioned', index);
+        expect(holders.filter((held) => held.has(prefix))).toHaveLength(1);
+      }
       expect(holders.filter((held) => held.size > 0).length).toBeGreaterThan(1);
     } finally {
       await outbox.close();
