@@ -25,13 +25,18 @@ export type { RedisRateBuckets, RedisRateBucketsOptions } from './redis-rate-buc
 export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 export { createRedisReplyOutbox } from './redis-reply-outbox.js';
 export type { RedisReplyOutbox, RedisReplyOutboxOptions } from './redis-reply-outbox.js';
+export { createPartitionedReplyOutbox } from './partitioned-reply-outbox.js';
+export type { PartitionedReplyOutboxOptions } from './partitioned-reply-outbox.js';
 export {
   KEPT_OUTCOME_LEASE_MS,
   KEPT_OUTCOME_MAX_CLAIMS,
+  KEPT_OUTCOMES_PER_CLAIM,
   createRedisKeptOutcomes,
   keptOutcomeKeysOf,
 } from './redis-kept-outcomes.js';
 export type { RedisKeptOutcomes, RedisKeptOutcomesOptions } from './redis-kept-outcomes.js';
+export { createPartitionedKeptOutcomes } from './partitioned-kept-outcomes.js';
+export type { PartitionedKeptOutcomesOptions } from './partitioned-kept-outcomes.js';
 export { createRedisHandoffStore, handoffKeysOf } from './redis-handoff-store.js';
 export type { RedisHandoffStore, RedisHandoffStoreOptions } from './redis-handoff-store.js';
 export type { ReplicationOptions } from './replication-wait.js';

@@ -28,6 +28,9 @@ export const KEPT_OUTCOME_LEASE_MS = 30_000;
  */
 export const KEPT_OUTCOME_MAX_CLAIMS = 10;
 
+/** Kept outcomes `claimDue` takes at most unless told otherwise. */
+export const KEPT_OUTCOMES_PER_CLAIM = 100;
+
 /** Forgets one call removes at most (they are spread as ARGV over Lua's stack). */
 const FORGET_BATCH = 500;
 
@@ -109,9 +112,10 @@ export interface RedisKeptOutcomes {
   /** Forgets `outcome` (its records landed); gathered into one call every `forgetEveryMs`. */
   forget(outcome: Outcome): void;
   /**
-   * Takes up to `limit` kept outcomes whose time came, each this replica's to record for
-   * `KEPT_OUTCOME_LEASE_MS` (then another's, if it is not forgotten meanwhile). One taken
-   * `KEPT_OUTCOME_MAX_CLAIMS` times before is given up instead (ERROR `kept outcome given up`).
+   * Takes up to `limit` (default `KEPT_OUTCOMES_PER_CLAIM`) kept outcomes whose time came, each
+   * this replica's to record for `KEPT_OUTCOME_LEASE_MS` (then another's, if it is not forgotten
+   * meanwhile). One taken `KEPT_OUTCOME_MAX_CLAIMS` times before is given up instead (ERROR
+   * `kept outcome given up`).
    */
   claimDue(limit?: number): Promise<Outcome[]>;
   /**
@@ -170,7 +174,7 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
     }
   }
 
-  async function claimDue(limit = 100): Promise<Outcome[]> {
+  async function claimDue(limit = KEPT_OUTCOMES_PER_CLAIM): Promise<Outcome[]> {
     const [taken, givenUp] = await script<[string[], string[]]>(
       'kept-outcomes/claim',
       [keys.hash, keys.due],

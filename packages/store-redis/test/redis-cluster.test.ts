@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PipelinePolicySchema } from '@switchboard/core';
 import {
   channelLeasesContract,
+  deliveryFixture,
   handoffStoreContract,
   queryPoolContract,
   rateBucketsContract,
@@ -12,6 +13,7 @@ import { startPrivateCluster } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createPartitionedReplyOutbox,
   createRedisChannelLeases,
   createRedisHandoffStore,
   createRedisQueryPool,
@@ -20,6 +22,7 @@ import {
   createRedisReplyOutbox,
   type RedisQueryPool,
 } from '../src/index.js';
+import { partitionPrefixOf } from '../src/partitions.js';
 import { recordingLogger } from './redis-harness.js';
 
 /**
@@ -55,6 +58,21 @@ function opener<Store>(
   };
 }
 
+/** Per node, the hash tags of its keys matching `pattern`. */
+function heldPrefixes(pattern: string): Promise<Array<Set<string>>> {
+  return Promise.all(
+    cluster.nodes.map(async (node) => {
+      const client = new Redis(node.url);
+      try {
+        const keys = await client.keys(pattern);
+        return new Set(keys.map((key) => key.slice(1, key.indexOf('}'))));
+      } finally {
+        client.disconnect();
+      }
+    }),
+  );
+}
+
 describe('on a Redis Cluster', () => {
   queryPoolContract('redis cluster', async ({ now, concurrency, limits, pipelines, tenants }) => {
     const pools = opener<RedisQueryPool>(
@@ -68,6 +86,13 @@ describe('on a Redis Cluster', () => {
   replyOutboxContract('redis cluster', async () => {
     const outboxes = opener((prefix) =>
       createRedisReplyOutbox({ url: cluster.urls, prefix, leaseMs: 60_000 }),
+    );
+    return { store: await outboxes.open(), peer: outboxes.open, close: outboxes.close };
+  });
+
+  replyOutboxContract('redis cluster, 3 partitions', async () => {
+    const outboxes = opener((prefix) =>
+      createPartitionedReplyOutbox({ url: cluster.urls, prefix, leaseMs: 60_000, partitions: 3 }),
     );
     return { store: await outboxes.open(), peer: outboxes.open, close: outboxes.close };
   });
@@ -100,6 +125,28 @@ describe('on a Redis Cluster', () => {
     return { store: await events.open(), peer: events.open, close: events.close };
   });
 
+  it("keeps each partition's deliveries on one primary and spreads the partitions over the primaries", async () => {
+    const partitions = 6;
+    const outbox = await createPartitionedReplyOutbox({
+      url: cluster.urls,
+      prefix: 'sb-cluster-partitioned',
+      leaseMs: 60_000,
+      partitions,
+    });
+    try {
+      for (let index = 0; index < 4 * partitions; index++)
+        await outbox.add(deliveryFixture(index, { chat: `chat-${index}` }));
+      const holders = await heldPrefixes('{sb-cluster-partitioned*');
+      for (let index = 0; index < partitions; index++) {
+        const prefix = partitionPrefixOf('sb-cluster-partitioned', index);
+        expect(holders.filter((held) => held.has(prefix))).toHaveLength(1);
+      }
+      expect(holders.filter((held) => held.size > 0).length).toBeGreaterThan(1);
+    } finally {
+      await outbox.close();
+    }
+  });
+
   it('keeps each deployment on one primary and spreads deployments over the primaries', async () => {
     const prefixes = Array.from({ length: 12 }, (_, index) => `sb-cluster-spread-${index}`);
     const pools = await Promise.all(
@@ -114,17 +161,7 @@ describe('on a Redis Cluster', () => {
       ),
     );
     try {
-      const holders = await Promise.all(
-        cluster.nodes.map(async (node) => {
-          const client = new Redis(node.url);
-          try {
-            const keys = await client.keys('{sb-cluster-spread-*');
-            return new Set(keys.map((key) => key.slice(1, key.indexOf('}'))));
-          } finally {
-            client.disconnect();
-          }
-        }),
-      );
+      const holders = await heldPrefixes('{sb-cluster-spread-*');
       for (const prefix of prefixes) expect(holders.filter((held) => held.has(prefix))).toHaveLength(1);
       expect(holders.filter((held) => held.size > 0).length).toBeGreaterThan(1);
     } finally {

@@ -1,0 +1,177 @@
+import { randomUUID } from 'node:crypto';
+import type { ClaimedDelivery } from '@switchboard/core';
+import { deliveryFixture, replyOutboxContract } from '@switchboard/contracts';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createPartitionedReplyOutbox, type RedisReplyOutbox } from '../src/index.js';
+import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
+import { REDIS_URL, manualClock, poolKeyNames, redisReachable, removePoolKeys } from './redis-harness.js';
+
+const reachable = await redisReachable();
+
+const PARTITIONS = 3;
+const CHANNEL = 'tg';
+
+/** `count` chats of partition `index`. */
+function chatsOf(index: number, count: number): string[] {
+  const chats: string[] = [];
+  for (let n = 0; chats.length < count; n++) {
+    if (partitionOf(`chat-${n}`, PARTITIONS) === index) chats.push(`chat-${n}`);
+  }
+  return chats;
+}
+
+/** Partitioned outboxes on one random prefix, each another replica; `close` closes them and removes their keys. */
+function partitionedOutboxes() {
+  const prefix = `sb-partitioned-${randomUUID()}`;
+  const opened: RedisReplyOutbox[] = [];
+  return {
+    prefix,
+    async open() {
+      const outbox = await createPartitionedReplyOutbox({
+        url: REDIS_URL,
+        prefix,
+        leaseMs: 60_000,
+        partitions: PARTITIONS,
+      });
+      opened.push(outbox);
+      return outbox;
+    },
+    async close() {
+      for (const outbox of opened.splice(0)) await outbox.close();
+      for (let index = 0; index < PARTITIONS; index++)
+        await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
+    },
+  };
+}
+
+/** Sends as a sender of one slot does: claims, then removes each and claims the next, until none is due. */
+async function drain(outbox: RedisReplyOutbox, nowMs: number): Promise<ClaimedDelivery[]> {
+  const sent: ClaimedDelivery[] = [];
+  for (let claim = await outbox.claim(CHANNEL, nowMs); claim !== null; ) {
+    sent.push(claim);
+    ({ next: claim } = await outbox.endAndClaim(claim, nowMs));
+  }
+  return sent;
+}
+
+describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
+  replyOutboxContract(`redis, ${PARTITIONS} partitions`, async () => {
+    const outboxes = partitionedOutboxes();
+    return { store: await outboxes.open(), peer: outboxes.open, close: outboxes.close };
+  });
+
+  let outboxes = partitionedOutboxes();
+  let outbox: RedisReplyOutbox;
+  afterEach(async () => {
+    await outboxes.close();
+    outboxes = partitionedOutboxes();
+  });
+
+  /** One chat per partition, `perChat` deliveries each, added chat after chat in turns. */
+  async function addToEveryPartition(perChat: number) {
+    outbox = await outboxes.open();
+    const chats = Array.from({ length: PARTITIONS }, (_, index) => chatsOf(index, 1)[0] as string);
+    const added: Record<string, string[]> = {};
+    for (let round = 0; round < perChat; round++) {
+      for (const [at, chat] of chats.entries()) {
+        const delivery = deliveryFixture(round * PARTITIONS + at, { chat });
+        await outbox.add(delivery);
+        added[chat] = [...(added[chat] ?? []), delivery.id];
+      }
+    }
+    return { chats, added };
+  }
+
+  describe('when chats of several partitions have deliveries', () => {
+    it("stores each chat's deliveries in its chat's partition, and counts and lists them all", async () => {
+      const { chats, added } = await addToEveryPartition(2);
+      const client = new Redis(REDIS_URL);
+      try {
+        for (const [index, chat] of chats.entries()) {
+          const keys = await poolKeyNames(client, partitionPrefixOf(outboxes.prefix, index));
+          const stored = keys
+            .filter((key) => key.includes(':reply-outbox:d:'))
+            .map((key) => key.split(':d:')[1]);
+          expect(stored.sort()).toEqual([...(added[chat] as string[])].sort());
+        }
+      } finally {
+        client.disconnect();
+      }
+      expect(await outbox.pending()).toEqual({ [CHANNEL]: 2 * PARTITIONS });
+      expect((await outbox.list(CHANNEL)).map((delivery) => delivery.id)).toEqual(
+        Array.from({ length: 2 * PARTITIONS }, (_, index) => deliveryFixture(index).id),
+      );
+    });
+
+    it("sends each chat's deliveries in add order, taking the partitions in turn", async () => {
+      const { added } = await addToEveryPartition(3);
+      const woken: string[] = [];
+      outbox.onDue((channel) => woken.push(channel));
+      const sent = await drain(outbox, manualClock().now());
+      // Each removal's next head was claimed by the drain itself, or said due by its claim.
+      expect(woken).toEqual([]);
+      const sentPerChat: Record<string, string[]> = {};
+      for (const { delivery } of sent)
+        sentPerChat[delivery.chat] = [...(sentPerChat[delivery.chat] ?? []), delivery.id];
+      expect(sentPerChat).toEqual(added);
+      // No partition waits for another's backlog: each round of sends visits every partition.
+      const partitions = sent.map(({ delivery }) => partitionOf(delivery.chat, PARTITIONS));
+      for (let round = 0; round < 3; round++)
+        expect(new Set(partitions.slice(round * PARTITIONS, (round + 1) * PARTITIONS)).size).toBe(PARTITIONS);
+    });
+
+    it('says more is due until every partition with a due chat was asked', async () => {
+      await addToEveryPartition(1);
+      const nowMs = manualClock().now();
+      const moreDue = [];
+      for (
+        let claim = await outbox.claim(CHANNEL, nowMs);
+        claim !== null;
+        claim = await outbox.claim(CHANNEL, nowMs)
+      )
+        moreDue.push(claim.moreDue);
+      expect(moreDue).toEqual([true, true, false]);
+    });
+  });
+
+  describe('when a partition answered that nothing was due', () => {
+    it('asks it again once that answer is older than a second, while another partition has work', async () => {
+      const clock = manualClock();
+      outbox = await outboxes.open();
+      const peer = await outboxes.open();
+      const [busy, quiet] = [chatsOf(0, 1)[0] as string, chatsOf(1, 1)[0] as string];
+      // Put back by another replica to be sent 100 ms later: a retry is not announced.
+      const later = deliveryFixture(9, { chat: quiet });
+      await peer.add(later);
+      const error = { code: 'SB_CHANNEL_UNREACHABLE', message: 'down' };
+      await peer.retry((await peer.claim(CHANNEL, clock.now())) as ClaimedDelivery, clock.now() + 100, error);
+      expect(await outbox.claim(CHANNEL, clock.now())).toBeNull();
+      for (let index = 0; index < 3; index++) await outbox.add(deliveryFixture(index, { chat: busy }));
+      const first = (await outbox.claim(CHANNEL, clock.now())) as ClaimedDelivery;
+      clock.advance(200);
+      const { next: second } = await outbox.endAndClaim(first, clock.now());
+      expect(second?.delivery.id).toBe(deliveryFixture(1).id);
+      clock.advance(800);
+      const { next: third } = await outbox.endAndClaim(second as ClaimedDelivery, clock.now());
+      expect(third?.delivery.id).toBe(later.id);
+    });
+  });
+
+  describe('when another replica adds to a partition', () => {
+    it('hears it and claims it', async () => {
+      outbox = await outboxes.open();
+      const peer = await outboxes.open();
+      const woken: string[] = [];
+      outbox.onDue((channel) => woken.push(channel));
+      const nowMs = manualClock().now();
+      for (let index = 0; index < PARTITIONS; index++) {
+        expect(await outbox.claim(CHANNEL, nowMs)).toBeNull();
+        const delivery = deliveryFixture(index, { chat: chatsOf(index, 1)[0] as string });
+        await peer.add(delivery);
+        await expect.poll(() => woken.length).toBe(index + 1);
+        expect(await outbox.claim(CHANNEL, nowMs)).toMatchObject({ delivery, moreDue: false });
+      }
+    });
+  });
+});
