@@ -289,7 +289,9 @@ async function withRedisPool(
     createAuditOutbox,
     createRedisChannelLeases,
     createRedisHandoffStore,
+    createPartitionedKeptOutcomes,
     createPartitionedQueryPool,
+    createPartitionedReplyOutbox,
     createRedisKeptOutcomes,
     createRedisQueryPool,
     createRedisRateBuckets,
@@ -317,12 +319,11 @@ async function withRedisPool(
   // Redis for that long) has its deliveries claimed again by another.
   const replyLeaseMs =
     Math.max(0, ...config.channels.map((channel) => channel.outbound.sendTimeoutMs)) + REPLY_LEASE_MARGIN_MS;
-  const replies = await createRedisReplyOutbox({
-    ...replicated,
-    leaseMs: replyLeaseMs,
-    keptOutcome,
-    logger,
-  }).catch(async (err: unknown) => {
+  const replyOptions = { ...replicated, leaseMs: replyLeaseMs, keptOutcome, logger };
+  const replies = await (store.partitions > 1
+    ? createPartitionedReplyOutbox({ ...replyOptions, partitions: store.partitions })
+    : createRedisReplyOutbox(replyOptions)
+  ).catch(async (err: unknown) => {
     await outbox.shutdown();
     await records.close();
     throw err;
@@ -393,11 +394,11 @@ async function withRedisPool(
         await opened.shutdown();
         throw err;
       });
-      keptOutcomes = await createRedisKeptOutcomes({
-        ...replicated,
-        now: replies.now,
-        logger: options.logger,
-      }).catch(async (err: unknown) => {
+      const keptOptions = { ...replicated, now: replies.now, logger: options.logger };
+      keptOutcomes = await (store.partitions > 1
+        ? createPartitionedKeptOutcomes({ ...keptOptions, partitions: store.partitions })
+        : createRedisKeptOutcomes(keptOptions)
+      ).catch(async (err: unknown) => {
         await quotaBuckets?.close();
         await rateBuckets?.close();
         await channelLeases?.close();
