@@ -9,14 +9,16 @@ import { openScriptClient } from './script-client.js';
  * keeps its permit while its lease is held; the pools count those turns.
  */
 export interface ClaimPermits {
+  /** Takes a free permit for a claim about to be sent; false when this replica has none free. */
+  take(): boolean;
   /**
-   * Takes a free permit for a claim about to be sent; false when this replica has none free.
-   * `ending`: turns of this replica that the same call ends (a settlement claiming the next turn
-   * in its step), whose permits it may use.
+   * Takes one for a claim in the step of another write: an enqueue's (`ending` 0) or a
+   * settlement's (`ending` 1: the turn it ends, whose permit the claim may use). May refuse
+   * though one is free, to leave the claim to another partition's turn.
    */
-  take(ending?: number): boolean;
-  /** Ends a `take` once its claim was answered (a turn it got counts as running from then on). */
-  put(): void;
+  takeInStep(ending: 0 | 1): boolean;
+  /** Ends a take once its claim was answered (a turn it got counts as running from then on). */
+  put(ending?: 0 | 1): void;
 }
 
 export interface GlobalPermitsOptions {
@@ -45,10 +47,16 @@ export interface GlobalPermitsOptions {
 }
 
 export interface GlobalPermits extends ClaimPermits {
+  /** A refused take is counted: a claim refused for want of a permit says nothing of its partition. */
+  readonly refusals: number;
+  /** The permits nobody held at this replica's last call (a hint: others may have taken them since). */
+  readonly fleetFree: number;
   /** Permits held now. */
   readonly held: number;
   /** True when a `take` would succeed now. */
   available(): boolean;
+  /** Permits free now, counting those of `ending` turns as free. */
+  free(ending?: 0 | 1): number;
   /** Makes one permit free for a claim, asking the limit for it when none is: false when it is full. */
   acquire(): Promise<boolean>;
   /** Gives back the permits held and not in use, so that any replica may claim with them. */
@@ -61,8 +69,8 @@ export interface GlobalPermits extends ClaimPermits {
   close(): Promise<void>;
 }
 
-/** `{held, lapsed}` (lua/global-permits/hold.lua). */
-type HoldReply = [number, number];
+/** `{held, lapsed, free}` (lua/global-permits/hold.lua). */
+type HoldReply = [number, number, number];
 
 /** The keys of the shared limit, in the script's KEYS order, and its announcement channel; one slot. */
 export function permitKeysOf(prefix: string): { keys: string[]; freedChannel: string } {
@@ -93,9 +101,12 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
   const freedListeners = new Set<() => void>();
   if (subscriber !== undefined) {
     subscriber.on('error', () => {});
-    subscriber.on('message', () => {
+    const tell = () => {
       for (const listener of freedListeners) listener();
-    });
+    };
+    subscriber.on('message', tell);
+    // Announcements made while it was away are lost: the listeners look again.
+    subscriber.on('ready', tell);
     try {
       await connect(subscriber, options.renewEveryMs);
       await subscriber.subscribe(freedChannel);
@@ -106,45 +117,77 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
     }
   }
   let limit = options.limit;
+  /** What Redis answered this replica holds, as far as it may be used (see `usable`). */
   let held = 0;
+  /** What the call under way asks to hold: a claim may not count on more until it is answered. */
+  let asking: number | undefined;
+  /** Set when no renewal succeeded for `fenceAfterMs`: the hold may be gone, nothing is usable. */
+  let fenced = false;
   let reserved = 0;
+  /** Takes of settlements claiming in their step, each using the permit of the turn it ends. */
+  let ending = 0;
   /** Claims waiting for a permit the limit may grant. */
   let wanting = 0;
+  let refusals = 0;
+  /** The permits nobody held at the last call: a hint, not a promise. */
+  let fleetFree = 0;
   let lastHeldAt = performance.now();
   let closed = false;
   /** The call under way, and the one asked for meanwhile (it runs after, with the numbers of then). */
   let calling: Promise<void> | undefined;
   let next: Promise<void> | undefined;
 
-  const inUse = () => reserved + options.running();
+  /** Permits in use: turns running, claims under way, less those using an ending turn's permit. */
+  const inUse = () => reserved + options.running() - ending;
+  /**
+   * What a claim may count on: none when fenced; no more than the call under way asks (it may
+   * give the rest back) nor than the limit (a reload may have lowered it).
+   */
+  const usable = () => (fenced ? 0 : Math.min(held, asking ?? held, limit));
 
   async function hold(leave: boolean): Promise<void> {
-    // A settlement claiming its next turn uses its ending turn's permit: for that instant one more
-    // is counted in use than is held, which is no lapse.
-    const used = Math.min(inUse(), held);
-    const [nowHeld, lapsed] = await opened.script<HoldReply>('global-permits/hold', keys, [
-      options.replicaId,
-      used,
-      leave ? 0 : used + wanting,
-      options.holdMs,
-      limit,
-      leave ? '1' : '0',
-      freedChannel,
-    ]);
-    held = nowHeld;
-    lastHeldAt = performance.now();
-    if (lapsed === 1) {
-      logger.error({ held, inUse: used }, "global permits lapsed: giving up this replica's turns");
-      options.onLapsed();
+    const used = inUse();
+    // Past a lowered limit a replica keeps what it uses and asks for nothing more.
+    const asked = leave ? 0 : Math.max(used, Math.min(used + wanting, limit));
+    asking = asked;
+    try {
+      const [nowHeld, lapsed, freeInFleet] = await opened.script<HoldReply>('global-permits/hold', keys, [
+        options.replicaId,
+        used,
+        asked,
+        options.holdMs,
+        limit,
+        leave ? '1' : '0',
+        freedChannel,
+      ]);
+      held = nowHeld;
+      fleetFree = freeInFleet;
+      fenced = false;
+      lastHeldAt = performance.now();
+      if (lapsed === 1) {
+        logger.error({ held, inUse: used }, "global permits lapsed: giving up this replica's turns");
+        options.onLapsed();
+      }
+    } catch (err) {
+      // It may have been applied: a give-back then holds, a take may not.
+      held = Math.min(held, asked);
+      throw err;
+    } finally {
+      asking = undefined;
     }
   }
 
   function renewOnce(): Promise<void> {
     return hold(false).catch((err: unknown) => {
       logger.warn({ err }, 'global permits: renewal failed');
-      if (performance.now() - lastHeldAt >= options.fenceAfterMs && inUse() > 0) {
-        logger.error({}, "global permits: not renewed for too long, giving up this replica's turns");
-        options.onLapsed();
+      if (!fenced && performance.now() - lastHeldAt >= options.fenceAfterMs) {
+        // The hold lapses soon after and others take its permits: use none until a call succeeds.
+        fenced = true;
+        held = 0;
+        if (options.running() > 0) {
+          logger.error({}, "global permits: not renewed for too long, giving up this replica's turns");
+          options.onLapsed();
+        }
       }
     });
   }
@@ -175,20 +218,38 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
     throw err;
   }
 
-  const available = (ending = 0) => inUse() - ending < held;
+  const available = () => inUse() < usable();
+  const reserve = (isAvailable: boolean): boolean => {
+    if (!isAvailable) {
+      refusals += 1;
+      return false;
+    }
+    reserved += 1;
+    return true;
+  };
 
   return {
     get held() {
-      return held;
+      return usable();
     },
-    available: () => available(),
-    take(ending = 0) {
-      if (!available(ending)) return false;
-      reserved += 1;
+    get refusals() {
+      return refusals;
+    },
+    get fleetFree() {
+      return fleetFree;
+    },
+    available,
+    free: (endingTurns = 0) => usable() - (inUse() - endingTurns),
+    take: () => reserve(available()),
+    takeInStep(endingTurns) {
+      // The ending turn's permit counts as free for this claim; it is the claim's once taken.
+      if (!reserve(inUse() - endingTurns < usable())) return false;
+      ending += endingTurns;
       return true;
     },
-    put() {
+    put(endingTurns = 0) {
       reserved -= 1;
+      ending -= endingTurns;
     },
     async acquire() {
       if (available() || closed) return available();
@@ -201,7 +262,7 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
       return available();
     },
     async release() {
-      if (held > inUse() && !closed) await request();
+      if (usable() > inUse() && !closed) await request();
     },
     onFreed(listener) {
       freedListeners.add(listener);

@@ -58,7 +58,16 @@ export async function createPartitionedQueryPool(
       for (const part of parts) part.giveUpTurns();
     },
     logger: options.logger,
+  }).catch((err: unknown) => {
+    permitClient?.disconnect();
+    throw err;
   });
+  /** The partition a claim asks first, and whose settlements and enqueues may claim in their step. */
+  let cursor = 0;
+  /** Partitions whose last claim found nothing more, none announcing work since (`claimFrom`). */
+  const drained = new Set<number>();
+  /** Another partition than `index` may have work: it is not known drained. */
+  const othersMayRun = (index: number) => parts.some((_, other) => other !== index && !drained.has(other));
   try {
     for (let index = 0; index < count; index += 1) {
       parts.push(
@@ -66,7 +75,19 @@ export async function createPartitionedQueryPool(
           ...options,
           prefix: partitionPrefixOf(options.prefix, index),
           replicaId,
-          permits,
+          // While the limit is full, a write claims in its step only in its partition's turn, or
+          // when no other partition may have work: else a partition with a backlog would keep
+          // every freed slot while older heads of the others wait.
+          permits: {
+            take: permits.take,
+            takeInStep: (ending) =>
+              (cursor === index ||
+                !othersMayRun(index) ||
+                permits.fleetFree > 0 ||
+                permits.free(ending) > 1) &&
+              permits.takeInStep(ending),
+            put: permits.put,
+          },
         }),
       );
     }
@@ -84,12 +105,9 @@ export async function createPartitionedQueryPool(
   const wakeUp = () => {
     for (const listener of runnableListeners) listener();
   };
-  /**
-   * Partitions whose last claim found nothing more, none announcing work since: a claim asks them
-   * last, and a turn's `more` does not count them. Each announcement is counted, so that a claim
-   * under way when one arrives does not mark its partition drained over it.
-   */
-  const drained = new Set<number>();
+  // A claim asks the drained partitions last, and a turn's `more` does not count them. Each
+  // announcement is counted, so that a claim under way when one arrives does not mark its
+  // partition drained over it.
   const announced = parts.map(() => 0);
   parts.forEach((part, index) => {
     part.onRunnable(() => {
@@ -99,8 +117,6 @@ export async function createPartitionedQueryPool(
     });
   });
   permits.onFreed(wakeUp);
-  /** The partition the next claim asks first: the one after the last that answered a turn. */
-  let cursor = 0;
 
   /** The partitions in the order a claim asks them: from the cursor on, the drained ones last. */
   function claimOrder(): number[] {
@@ -108,30 +124,36 @@ export async function createPartitionedQueryPool(
     return [...order.filter((index) => !drained.has(index)), ...order.filter((index) => drained.has(index))];
   }
 
-  /** A turn of partition `index`: `more` while it says so, or another partition is not drained. */
-  function withMore(turn: ClaimedTurn, index: number): ClaimedTurn {
-    if (turn.more) return turn;
-    const others = parts.some((_, other) => other !== index && !drained.has(other));
-    return others ? { ...turn, more: true } : turn;
+  /**
+   * A turn of partition `index`, claimed by a claim or in a step: the next turn is the next
+   * partition's; `more` while the partition says so, or another one may have work.
+   */
+  function turnOf(turn: ClaimedTurn, index: number): ClaimedTurn {
+    cursor = (index + 1) % count;
+    return turn.more || !othersMayRun(index) ? turn : { ...turn, more: true };
   }
 
   /** Claims from partition `index`, noting it drained when it has nothing more and said nothing meanwhile. */
   async function claimFrom(index: number): Promise<ClaimedTurn | null> {
-    const before = announced[index];
+    const [announcedBefore, refusedBefore] = [announced[index], permits.refusals];
     const turn = await (parts[index] as RedisQueryPool).claim();
     // A claim refused for want of a permit (another took it meanwhile) says nothing of the partition.
-    const found = turn !== null || permits.available();
-    if (found && turn?.more !== true && announced[index] === before) drained.add(index);
+    const asked = permits.refusals === refusedBefore;
+    if (asked && turn?.more !== true && announced[index] === announcedBefore) drained.add(index);
     return turn;
   }
 
   /**
    * A settlement whose turn's permit went unused (no next turn claimed in its step): given back
-   * before it resolves, so that a slot freed here is free for every replica once it is settled.
+   * before it resolves, so that a slot freed here is every replica's once it is settled. Its
+   * partition wakes the claim loop when it has work; when it has none and another partition may,
+   * the loop is woken here (the freed slot is for that one).
    */
-  async function releasing(settling: Promise<Settlement>): Promise<Settlement> {
+  async function releasing(settling: Promise<Settlement>, index: number): Promise<Settlement> {
+    const announcedBefore = announced[index];
     const settlement = await settling;
     await permits.release();
+    if (announced[index] === announcedBefore && othersMayRun(index)) wakeUp();
     return settlement;
   }
 
@@ -149,39 +171,46 @@ export async function createPartitionedQueryPool(
       partOf(queued.session).enqueue(queued, delivery, enqueueOptions),
 
     async claim() {
+      // A partition whose claims fail (its shard is down) stops none of the others.
+      let failure: unknown;
       for (const index of claimOrder()) {
         if (!(await permits.acquire())) return null;
-        const turn = await claimFrom(index);
-        if (turn !== null) {
-          cursor = (index + 1) % count;
-          return withMore(turn, index);
-        }
+        const turn = await claimFrom(index).catch((err: unknown) => {
+          failure ??= err;
+          return null;
+        });
+        if (turn !== null) return turnOf(turn, index);
       }
+      if (failure !== undefined) throw failure;
       // Nothing to run here: the permits go back for the other replicas.
       await permits.release();
       return null;
     },
 
-    complete: (turn, ended, settleOptions) =>
-      releasing(partOf(turn.session).complete(turn, ended, withTaker(settleOptions, indexOf(turn.session)))),
-    retry: (turn, delayMs, finalIds, ended, settleOptions) =>
-      releasing(
-        partOf(turn.session).retry(
-          turn,
-          delayMs,
-          finalIds,
-          ended,
-          withTaker(settleOptions, indexOf(turn.session)),
-        ),
-      ),
-    abandon: (turn, abandonOptions) => releasing(partOf(turn.session).abandon(turn, abandonOptions)),
+    complete(turn, ended, settleOptions) {
+      const index = indexOf(turn.session);
+      return releasing(partOf(turn.session).complete(turn, ended, withTaker(settleOptions, index)), index);
+    },
+    retry(turn, delayMs, finalIds, ended, settleOptions) {
+      const index = indexOf(turn.session);
+      const settling = partOf(turn.session).retry(
+        turn,
+        delayMs,
+        finalIds,
+        ended,
+        withTaker(settleOptions, index),
+      );
+      return releasing(settling, index);
+    },
+    abandon: (turn, abandonOptions) =>
+      releasing(partOf(turn.session).abandon(turn, abandonOptions), indexOf(turn.session)),
 
     onRunnable(listener) {
       runnableListeners.add(listener);
       return () => runnableListeners.delete(listener);
     },
     onClaimedAhead(taker) {
-      const offs = parts.map((part, index) => part.onClaimedAhead((turn) => taker(withMore(turn, index))));
+      const offs = parts.map((part, index) => part.onClaimedAhead((turn) => taker(turnOf(turn, index))));
       return () => {
         for (const off of offs) off();
       };
@@ -249,7 +278,7 @@ export async function createPartitionedQueryPool(
     const take = settleOptions?.claimNext;
     return take === undefined
       ? settleOptions
-      : { ...settleOptions, claimNext: (turn) => take(withMore(turn, index)) };
+      : { ...settleOptions, claimNext: (turn) => take(turnOf(turn, index)) };
   }
 
   return pool;

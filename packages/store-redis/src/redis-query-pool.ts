@@ -346,8 +346,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * slots first. Above it, the script claims nothing and wakes the others for what is claimable.
    * With `permits`, only with a free permit (a settlement's may be the permit of the turn it ends).
    */
-  function claimsInStep(held: number, ending: number): boolean {
-    if (permits !== undefined) return permits.take(ending);
+  function claimsInStep(held: number, ending: 0 | 1): boolean {
+    if (permits !== undefined) return permits.takeInStep(ending);
     return held < Math.ceil(shared.concurrency.global / liveReplicas);
   }
   /**
@@ -647,16 +647,42 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     // stays away.
     const unanswered = unansweredSettlements.get(token);
     const repeat = unanswered === undefined ? '0' : '1';
-    // A repeat claims under the first call's token, so that it answers the turn that call claimed.
     const claimNext = options?.claimNext;
-    const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(leases.size - 1, 1);
-    const nextToken = unanswered ?? (claims ? randomUUID() : '');
+    let nextToken: string;
+    if (unanswered === undefined) {
+      const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(leases.size - 1, 1);
+      nextToken = claims ? randomUUID() : '';
+    } else if (unanswered !== '' && permits !== undefined && !permits.takeInStep(1)) {
+      // No permit for the turn the first call may have claimed: the next claim repeats its token.
+      repeatClaim(unanswered);
+      nextToken = '';
+    } else {
+      // A repeat claims under the first call's token, so that it answers the turn that call claimed.
+      nextToken = unanswered;
+    }
+    // Given back once the claim is answered (held by then) or failed.
+    const permitTaken = permits !== undefined && nextToken !== '';
+    try {
+      return await settleUnder(turn, token, script, claimNext, repeat, nextToken, args);
+    } finally {
+      if (permitTaken) permits.put(1);
+    }
+  }
+
+  async function settleUnder(
+    turn: Turn,
+    token: string,
+    script: 'pool/complete' | 'pool/retry' | 'pool/abandon',
+    claimNext: SettleOptions['claimNext'],
+    repeat: string,
+    nextToken: string,
+    args: Array<string | number>,
+  ): Promise<Settlement> {
     const claimArgs = script === 'pool/abandon' ? [] : [nextToken, leaseMs];
     let reply: [Settlement, number?, number?, TurnReply?];
     try {
       reply = await run(script, token, repeat, tombstoneMs, ...claimArgs, ...args);
     } catch (err) {
-      if (claims) permits?.put();
       if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
         // A token already answered or given up is not held: a later call for it is no repeat.
         if (leases.holds(token)) unansweredSettlements.set(token, nextToken);
@@ -682,7 +708,6 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       handOver(next ?? [], claimable as number, claimNext);
       apply(runnableStateOf(claimable as number, nextDueAt as number));
     }
-    if (claims) permits?.put();
     return outcome;
   }
 
@@ -739,17 +764,15 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         reply = await untilAnswered(queued.message.id, requestIdOf(queued), (repeat) =>
           run('pool/enqueue', ...args, repeat, claimToken, leaseMs),
         );
+        if (claims) handOver(reply[4] ?? [], reply[1] as number, claimedAheadTaker);
       } catch (err) {
         // It may have been applied, its claim with it: the next claim repeats the token.
         if (claimToken !== '') repeatClaim(claimToken);
-        if (claims) permits?.put();
         throw err;
+      } finally {
+        if (claims) permits?.put();
       }
-      const [outcome, claimable, nextDueAt, overflowed, claimed] = reply;
-      if (claims) {
-        handOver(claimed ?? [], claimable as number, claimedAheadTaker);
-        permits?.put();
-      }
+      const [outcome, claimable, nextDueAt, overflowed] = reply;
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };
       if (outcome === 'queue_full')
         return { accepted: false, reason: 'queue_full', retryAfterMs: refusalRetryAfterMs };

@@ -13,6 +13,7 @@ import { startPrivateCluster } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createPartitionedQueryPool,
   createPartitionedReplyOutbox,
   createRedisChannelLeases,
   createRedisHandoffStore,
@@ -82,6 +83,28 @@ describe('on a Redis Cluster', () => {
     );
     return { store: await pools.open(), peer: pools.open, close: pools.close };
   });
+
+  queryPoolContract(
+    'redis cluster, 3 partitions',
+    async ({ now, concurrency, limits, pipelines, tenants }) => {
+      const pools = opener<RedisQueryPool>(
+        (prefix) =>
+          createPartitionedQueryPool({
+            url: cluster.urls,
+            prefix,
+            partitions: 3,
+            now,
+            concurrency,
+            limits,
+            pipelines,
+            tenants,
+          }),
+        (pool) => pool.shutdown(),
+      );
+      return { store: await pools.open(), peer: pools.open, close: pools.close };
+    },
+    { partitioned: true },
+  );
 
   replyOutboxContract('redis cluster', async () => {
     const outboxes = opener((prefix) =>

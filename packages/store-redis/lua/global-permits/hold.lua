@@ -19,8 +19,10 @@
   ARGV[6]  '1' when the replica leaves (holds nothing, is no longer listed)
   ARGV[7]  the channel on which permits given back while one was short are announced
 
-  Returns {held, lapsed}: `lapsed` is 1 when the replica holds fewer permits than it uses (its
-  hold lapsed and went back): its turns run beyond the limit, it must give them up.
+  Returns {held, lapsed, free}: `free` is what the limit leaves to nobody after this call;
+  `lapsed` is 1 when the replica uses more permits than it holds and
+  the limit cannot grant them again (its hold lapsed and others took them): its turns run beyond
+  the limit, it must give them up.
 ]]
 --- @include "includes/store-clock"
 
@@ -34,19 +36,32 @@ for _, gone in ipairs(rcall('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1
   rcall('ZREM', KEYS[2], gone)
 end
 local current = tonumber(rcall('HGET', KEYS[1], replica) or 0)
-local inUse, asked = tonumber(ARGV[2]), tonumber(ARGV[3])
-local lapsed = current < inUse and 1 or 0
+local inUse, asked, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
+-- The permits the other replicas hold.
+local others = 0
+local holds = rcall('HGETALL', KEYS[1])
+for index = 1, #holds, 2 do
+  if holds[index] ~= replica then
+    others = others + tonumber(holds[index + 1])
+  end
+end
 local held = current
+local lapsed = 0
+if current < inUse and ARGV[6] ~= '1' then
+  -- The replica uses permits it does not hold (its hold lapsed, or a failover lost it): granted
+  -- again while the limit leaves them free, else its turns run beyond the limit.
+  if others + inUse <= limit then
+    held = inUse
+  else
+    lapsed = 1
+  end
+end
 if ARGV[6] == '1' then
   held = 0
 elseif asked < held then
   held = math.max(asked, inUse)
 elseif asked > held and lapsed == 0 then
-  local total = 0
-  for _, count in ipairs(rcall('HVALS', KEYS[1])) do
-    total = total + tonumber(count)
-  end
-  local granted = math.max(0, math.min(asked - held, tonumber(ARGV[5]) - total))
+  local granted = math.max(0, math.min(asked - held, limit - others - held))
   if granted < asked - held then
     rcall('SET', KEYS[3], '1')
   end
@@ -66,4 +81,4 @@ end
 if freed and rcall('DEL', KEYS[3]) == 1 then
   rcall('PUBLISH', ARGV[7], '1')
 end
-return { held, lapsed }
+return { held, lapsed, math.max(0, limit - others - held) }

@@ -1,0 +1,364 @@
+import { randomUUID } from 'node:crypto';
+import { PipelinePolicySchema, type ClaimedTurn, type Turn } from '@switchboard/core';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createGlobalPermits,
+  createPartitionedQueryPool,
+  type GlobalPermits,
+  type PartitionedQueryPoolOptions,
+  partitionOf,
+  partitionPrefixOf,
+  permitKeysOf,
+  type RedisQueryPool,
+} from '../src/index.js';
+import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys } from './redis-harness.js';
+
+const reachable = await redisReachable();
+const HOLD = 'switchboard:global-permits/hold';
+
+async function heldInRedis(prefix: string): Promise<Record<string, string>> {
+  const client = new Redis(REDIS_URL);
+  try {
+    return await client.hgetall(permitKeysOf(prefix).keys[0] as string);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Polls `condition` (real time, bounded): for a deadline on Redis' clock, never a sleep. */
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () => {
+  const prefix = `sb-permit-races-${randomUUID()}`;
+  const opened: GlobalPermits[] = [];
+  const clients: Redis[] = [];
+  afterEach(async () => {
+    for (const permits of opened.splice(0)) await permits.close().catch(() => {});
+    for (const client of clients.splice(0)) client.disconnect();
+    await removePoolKeys(REDIS_URL, prefix);
+  });
+
+  async function holder(
+    running: () => number,
+    options: {
+      client?: Redis;
+      holdMs?: number;
+      renewEveryMs?: number;
+      fenceAfterMs?: number;
+      onLapsed?: () => void;
+    } = {},
+  ) {
+    const permits = await createGlobalPermits({
+      url: options.client === undefined ? REDIS_URL : undefined,
+      client: options.client,
+      prefix,
+      replicaId: randomUUID(),
+      limit: 2,
+      running,
+      holdMs: options.holdMs ?? 15_000,
+      renewEveryMs: options.renewEveryMs ?? 60_000,
+      fenceAfterMs: options.fenceAfterMs ?? 10_000,
+      onLapsed: options.onLapsed ?? (() => {}),
+    });
+    opened.push(permits);
+    return permits;
+  }
+
+  it('counts on no permit that a give-back under way may return, so the fleet stays within the limit', async () => {
+    const runningA = 0;
+    const a = await holder(() => runningA);
+    // A holds both permits and runs nothing now (two turns just ended).
+    expect(await a.acquire()).toBe(true);
+    expect(a.take()).toBe(true);
+    expect(await a.acquire()).toBe(true);
+    expect(a.take()).toBe(true);
+    a.put();
+    a.put();
+    expect(a.held).toBe(2);
+    // The give-back goes out (a settlement's `releasing`, or the timer's renewal) ...
+    const giving = a.release();
+    // ... and the claim loop, woken by the same settlement, may not count on one meanwhile.
+    expect(a.take()).toBe(false);
+    await giving;
+    // B gets both permits: every turn running holds one.
+    const b = await holder(() => 0);
+    expect(await b.acquire()).toBe(true);
+    expect(b.take()).toBe(true);
+    expect(await b.acquire()).toBe(true);
+    expect(b.take()).toBe(true);
+    const inRedis = await heldInRedis(prefix);
+    const total = Object.values(inRedis).reduce((sum, value) => sum + Number(value), 0);
+    expect(runningA + 2, `redis holds ${JSON.stringify(inRedis)}`).toBeLessThanOrEqual(total);
+  });
+
+  it('counts a give-back whose reply was lost as applied', async () => {
+    let runningA = 0;
+    const client = new Redis(REDIS_URL, { lazyConnect: true });
+    clients.push(client);
+    const a = await holder(() => runningA, { client });
+    expect(await a.acquire()).toBe(true);
+    expect(a.take()).toBe(true);
+    expect(await a.acquire()).toBe(true);
+    expect(a.take()).toBe(true);
+    a.put();
+    a.put();
+    // The next hold call is applied, but its reply is lost (a WAIT that timed out, a dropped connection).
+    const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const real = commands[HOLD] as (...args: unknown[]) => Promise<unknown>;
+    commands[HOLD] = async (...args: unknown[]) => {
+      commands[HOLD] = real;
+      await real.apply(client, args);
+      throw new Error('Command timed out');
+    };
+    await a.release();
+    expect(await heldInRedis(prefix)).toEqual({});
+    // A counts none held: no claim goes ahead ...
+    const tookA = [a.take(), a.take()].filter(Boolean).length;
+    runningA = tookA;
+    // ... while B is granted both.
+    const b = await holder(() => 0);
+    let tookB = 0;
+    for (let index = 0; index < 2; index += 1) if ((await b.acquire()) && b.take()) tookB += 1;
+    expect(tookA + tookB, `A took ${tookA}, B took ${tookB}`).toBeLessThanOrEqual(2);
+  });
+
+  it('gives up, at its next call, the turn that a claim under way when the lapse was found lands', async () => {
+    let runningA = 0;
+    let lapses = 0;
+    const a = await holder(() => runningA, {
+      holdMs: 300,
+      onLapsed: () => {
+        lapses += 1;
+        runningA = 0;
+      },
+    });
+    expect(await a.acquire()).toBe(true);
+    expect(a.take()).toBe(true); // a claim is sent; A's hold lapses meanwhile (a stall, a failover)
+    const b = await holder(() => 0);
+    let tookB = 0;
+    await until(async () => {
+      if ((await b.acquire()) && b.take()) tookB += 1;
+      return tookB === 2;
+    }, "B is granted A's lapsed permit");
+    expect(await a.acquire()).toBe(false); // A's next call finds the lapse: its turns are given up
+    expect(lapses).toBe(1);
+    runningA = 1; // ... but the claim on its way answers a turn, which starts
+    a.put();
+    await a.acquire(); // the next call counts that turn in use: it lapses again
+    await a.acquire();
+    expect({ lapses, heldByA: a.held, runningA }).toEqual({ lapses: 2, heldByA: 0, runningA: 0 });
+  });
+
+  it('claims nothing once fenced (no renewal for fenceAfterMs) while its lapsed hold is taken by others', async () => {
+    let runningA = 0;
+    let lapses = 0;
+    const client = new Redis(REDIS_URL, { lazyConnect: true });
+    clients.push(client);
+    const a = await holder(() => runningA, {
+      client,
+      holdMs: 600,
+      renewEveryMs: 50,
+      fenceAfterMs: 300,
+      onLapsed: () => {
+        lapses += 1;
+        runningA = 0; // the turns are given up
+      },
+    });
+    expect(await a.acquire()).toBe(true);
+    expect(a.take()).toBe(true);
+    runningA = 1;
+    a.put();
+    // The permits' slot becomes unreachable (its shard fails over; the other partitions' shards answer).
+    const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    commands[HOLD] = async () => {
+      throw new Error('Connection is closed.');
+    };
+    await until(async () => lapses > 0, 'A gives up its turns, fenced');
+    // The hold lapses in Redis (600 ms): B gets the whole limit.
+    const b = await holder(() => 0);
+    let tookB = 0;
+    await until(async () => {
+      if ((await b.acquire()) && b.take()) tookB += 1;
+      return tookB === 2;
+    }, "B is granted A's lapsed permits");
+    // A, fenced, must not claim: its permits are gone.
+    expect(await a.acquire(), `A still believes it holds ${a.held}`).toBe(false);
+  });
+});
+
+describe.skipIf(!reachable)('partitioned pool under a full limit and failing partitions', () => {
+  let prefix = `sb-partition-races-${randomUUID()}`;
+  const PARTITIONS = 3;
+  const opened: RedisQueryPool[] = [];
+  afterEach(async () => {
+    for (const pool of opened.splice(0)) await pool.shutdown();
+    await removePoolKeys(REDIS_URL, prefix);
+    for (let index = 0; index < PARTITIONS; index += 1)
+      await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
+    prefix = `sb-partition-races-${randomUUID()}`;
+  });
+
+  async function replica(options: Partial<PartitionedQueryPoolOptions> = {}): Promise<RedisQueryPool> {
+    const pool = await createPartitionedQueryPool({
+      url: REDIS_URL,
+      prefix,
+      partitions: PARTITIONS,
+      concurrency: { global: 1, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+      ...options,
+    });
+    opened.push(pool);
+    return pool;
+  }
+
+  /** A session in partition `index`. */
+  function sessionIn(index: number, tag: string): string {
+    for (let n = 0; ; n += 1) if (partitionOf(`${tag}-${n}`, PARTITIONS) === index) return `${tag}-${n}`;
+  }
+
+  it("gives a slot freed under a full limit to the next partition's older head, not back to a partition with a backlog", async () => {
+    const clock = manualClock();
+    const pool = await replica({ now: clock.now });
+    const a = sessionIn(0, 'a');
+    const b = sessionIn(1, 'b');
+    await pool.enqueue(queued(a, clock.now()));
+    let turn = (await pool.claim()) as Turn;
+    expect(turn.session).toBe(a);
+    clock.advance(10);
+    await pool.enqueue(queued(b, clock.now())); // b waits from now on: the oldest head
+    // Session a keeps getting messages, each younger than b's.
+    const order: string[] = [];
+    for (let round = 0; round < 5; round += 1) {
+      clock.advance(10);
+      await pool.enqueue(queued(a, clock.now()));
+      let next: ClaimedTurn | undefined;
+      await pool.complete(turn, [], { claimNext: (claimed) => (next = claimed) });
+      if (next === undefined) next = (await pool.claim()) ?? undefined;
+      expect(next).toBeDefined();
+      turn = next as Turn;
+      order.push(turn.session === a ? 'a' : 'b');
+    }
+    expect(order[0], `turns after b arrived: ${order.join(',')}`).toBe('b');
+  });
+
+  it('enforces a lowered global limit as turns end, settlements claiming in their step included', async () => {
+    const clock = manualClock();
+    const config = (global: number) => ({
+      concurrency: { global, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+    });
+    const pool = await replica({ now: clock.now, ...config(3) });
+    const sessions = [sessionIn(0, 'x'), sessionIn(1, 'y'), sessionIn(2, 'z')];
+    for (const session of sessions)
+      for (let n = 0; n < 4; n += 1) await pool.enqueue(queued(session, clock.now()));
+    let running: Turn[] = [];
+    for (let n = 0; n < 3; n += 1) running.push((await pool.claim()) as Turn);
+    expect(running.every((turn) => turn !== null)).toBe(true);
+    await pool.reconfigure(config(1)); // the operator lowers the limit to 1
+    for (let round = 0; round < 3; round += 1) {
+      const next: Turn[] = [];
+      for (const turn of running)
+        await pool.complete(turn, [], { claimNext: (claimed) => void next.push(claimed) });
+      running = next;
+    }
+    expect(running.length).toBeLessThanOrEqual(1);
+  });
+
+  it('runs no claim on the permit its settlement is giving back to the other replicas', async () => {
+    const clients: Redis[] = [];
+    const a = await replica({
+      url: undefined,
+      createClient: () => {
+        const client = new Redis(REDIS_URL, {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+        });
+        client.on('error', () => {});
+        clients.push(client);
+        return client;
+      },
+    });
+    const b = await replica();
+    // A's give-back is applied and its reply held back (a WAIT for a replica, a loaded primary).
+    const permitClient = clients[0] as Redis;
+    const commands = permitClient as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const real = commands[HOLD] as (...args: unknown[]) => Promise<unknown>;
+    for (const session of [sessionIn(0, 's'), sessionIn(1, 's'), sessionIn(2, 's')])
+      await a.enqueue(queued(session, Date.now()));
+    const first = (await a.claim()) as Turn;
+    expect(first).not.toBeNull();
+    let replyGoes = () => {};
+    let holdSent = () => {};
+    const sent = new Promise<void>((resolve) => {
+      holdSent = resolve;
+    });
+    commands[HOLD] = async (...args: unknown[]) => {
+      const reply = await real.apply(permitClient, args);
+      holdSent();
+      await new Promise<void>((resolve) => {
+        replyGoes = resolve;
+      });
+      return reply;
+    };
+    const completing = a.complete(first); // no next turn in its step: its permit goes back
+    await sent; // applied by Redis, its reply not back yet
+    commands[HOLD] = real;
+    const claiming = a.claim(); // the claim loop, woken by the settlement
+    replyGoes();
+    await completing;
+    const second = await claiming;
+    const third = await b.claim();
+    expect({ a: second !== null, b: third !== null }).not.toEqual({ a: true, b: true });
+  });
+
+  it("claims from the other partitions while one partition's claims fail", async () => {
+    const clock = manualClock();
+    const clients: Redis[] = [];
+    const pool = await replica({
+      url: undefined,
+      createClient: () => {
+        const client = new Redis(REDIS_URL, {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+        });
+        client.on('error', () => {});
+        clients.push(client);
+        return client;
+      },
+      now: clock.now,
+      concurrency: { global: 5, perSession: 1 },
+    });
+    const healthy = sessionIn(2, 'h');
+    await pool.enqueue(queued(healthy, clock.now()));
+    // Partition 1's slot fails (its shard is down); partition 0's (with the permits) and 2's answer.
+    for (const client of clients) {
+      const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+      const real = commands['switchboard:pool/claim'];
+      if (real === undefined) continue;
+      commands['switchboard:pool/claim'] = (...args: unknown[]) =>
+        args.includes(`{${prefix}#1}:`) ? Promise.reject(new Error('CLUSTERDOWN')) : real.apply(client, args);
+    }
+    const answers: string[] = [];
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      answers.push(
+        await pool.claim().then(
+          (turn) => (turn === null ? 'null' : turn.session),
+          (err: unknown) => `failed: ${(err as Error).message}`,
+        ),
+      );
+      if (answers.at(-1) === healthy) break;
+    }
+    expect(answers, answers.join(' / ')).toContain(healthy);
+  });
+});
