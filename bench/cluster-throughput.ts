@@ -112,6 +112,8 @@ const SETUPS: readonly Setup[] = [
  * before the scripts were merged: the throughput the `appendfsync always` target multiplies.
  */
 const ALWAYS_ONE_REPLICA_BEFORE_MSG_S = 176;
+/** Past this share of its ceiling a side counts as what bounded a run (`boundOf`). */
+const SATURATED = 0.8;
 /**
  * Commands of the replication link, not of the gateways: the Redis replica's acknowledgements
  * (`REPLCONF ACK`, once a second and after each `WAIT`) and its sync.
@@ -426,9 +428,6 @@ function total(calls: Record<string, number>): number {
 function percent(busy: number | null | undefined): string {
   return busy === null || busy === undefined ? '—' : `${formatNumber(busy * 100)}%`;
 }
-
-/** Past this share of its ceiling a side counts as what bounded the run. */
-const SATURATED = 0.8;
 
 /**
  * Which side bounded a run, the one nearer its ceiling: the gateways' CPU against the cores they
