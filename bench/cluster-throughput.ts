@@ -28,21 +28,34 @@
  * figure, so it grows as throughput falls. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message
  * show which side is the bottleneck. Everything runs on this machine: the replicas, both Redis
  * servers, PostgreSQL and the client share its cores.
+ *
+ * The Redis Cluster setups run the same load on a private cluster of three primaries
+ * (`startPrivateCluster`: no replicas, no persistence, so no AOF) with `store.cluster`, once with
+ * `store.partitions: 1` (every key in the deployment's one slot: one primary does all the work)
+ * and once with 12 (the sessions spread over the three primaries, docs/design.md §5
+ * "Partitions"), at 1 and 3 replicas (3 only in a quick run, the pair the target divides). Their
+ * Redis figures sum the nodes' `INFO cpu` and `INFO commandstats`, and each node's share of the
+ * cluster's CPU shows whether the work spread. Whether the gateways or Redis bound the run is
+ * printed beside: on a machine with fewer cores than the cluster has primaries, the gateways can
+ * hold the ratio near 1× whatever the spread.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { queryPostgres } from '@switchboard/testkit/postgres';
 import { eventually } from '@switchboard/testkit/eventually';
-import { metricValueAt } from '@switchboard/testkit/prometheus';
-import { infoField, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
-import type autocannon from 'autocannon';
-import { Redis } from 'ioredis';
+import {
+  infoField,
+  removePoolKeys,
+  startPrivateCluster,
+  startPrivateRedis,
+} from '@switchboard/testkit/redis';
+import type { Redis } from 'ioredis';
 import { startGateway } from './support/gateway-process.js';
-import { loadMessages } from './support/http-load.js';
-import { cpuTimeMs } from './support/process-cpu.js';
-import { callsPerCycle, commandStats } from './support/redis-commandstats.js';
+import { callsPerCycle } from './support/redis-commandstats.js';
+import { connectAdmin, redisUsage } from './support/redis-usage.js';
+import { loadAll, outcomesRecorded, replicasCpuMs } from './support/replica-fleet.js';
 import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
 import type { ServerProcess } from './support/server-process.js';
 import { SETTINGS } from './support/settings.js';
@@ -56,6 +69,8 @@ interface Setup {
   appendfsync?: 'always' | 'everysec';
   /** `store.wait_replicas`; the default (0) when absent. */
   waitReplicas?: 1;
+  /** `store.partitions` on the private Redis Cluster; absent: a setup on the one Redis. */
+  clusterPartitions?: 1 | 12;
 }
 
 const MEMORY_BASELINE: Setup = { id: 'gateway · store memory', replicas: 1, local: 'memory' };
@@ -76,12 +91,29 @@ const WAITING_SETUP: Setup = {
   appendfsync: 'always',
   waitReplicas: 1,
 };
-const SETUPS: readonly Setup[] = [MEMORY_BASELINE, SQLITE_BASELINE, ...SHARED_SETUPS, WAITING_SETUP];
+/** A quick run keeps the replica count the target divides at. */
+const CLUSTER_REPLICA_COUNTS = SETTINGS.quick ? ([3] as const) : ([1, 3] as const);
+const CLUSTER_SETUPS: readonly Setup[] = ([1, 12] as const).flatMap((clusterPartitions) =>
+  CLUSTER_REPLICA_COUNTS.map((replicas) => ({
+    id: `redis cluster · partitions ${clusterPartitions} · ${replicas} replica${replicas === 1 ? '' : 's'}`,
+    replicas,
+    clusterPartitions,
+  })),
+);
+const SETUPS: readonly Setup[] = [
+  MEMORY_BASELINE,
+  SQLITE_BASELINE,
+  ...SHARED_SETUPS,
+  WAITING_SETUP,
+  ...CLUSTER_SETUPS,
+];
 /**
  * `redis always · 1 replica` on 2026-12-04 (docs/BENCHMARKS.md "Several replicas on one Redis"),
  * before the scripts were merged: the throughput the `appendfsync always` target multiplies.
  */
 const ALWAYS_ONE_REPLICA_BEFORE_MSG_S = 176;
+/** Past this share of its ceiling a side counts as what bounded a run (`boundOf`). */
+const SATURATED = 0.8;
 /**
  * Commands of the replication link, not of the gateways: the Redis replica's acknowledgements
  * (`REPLCONF ACK`, once a second and after each `WAIT`) and its sync.
@@ -96,52 +128,18 @@ interface RoundFigures {
   /** The slowest replica's client percentiles, ms. */
   p50Ms: number;
   p99Ms: number;
-  /** The replicas' CPU per message, summed, µs; null without procfs. */
+  /** The replicas' CPU per message, summed, µs, and their CPU time ÷ wall time (cores); null without procfs. */
   gatewayCpuUsPerMessage: number | null;
-  /** Shared setups only: Redis commands per message, by command. */
+  gatewayBusy: number | null;
+  /** Setups on Redis only, summed over a cluster's nodes: Redis commands per message, by command. */
   redisCalls?: Record<string, number>;
-  /** Shared setups only: Redis CPU per message, µs, and its CPU time ÷ wall time. */
+  /** Setups on Redis only: Redis CPU per message, µs, and its CPU time ÷ wall time, summed over the nodes. */
   redisCpuUsPerMessage?: number;
   redisBusy?: number;
-}
-
-/** Redis' own CPU time so far, ms (`INFO cpu`: used_cpu_sys + used_cpu_user, in seconds). */
-async function redisCpuMs(admin: Redis): Promise<number> {
-  const info = await admin.info('cpu');
-  const seconds = (name: string) =>
-    Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
-  return (seconds('used_cpu_sys') + seconds('used_cpu_user')) * 1000;
-}
-
-/** CPU ms of every replica so far, summed; null when any is unreadable. */
-function replicasCpuMs(replicas: readonly ServerProcess[]): number | null {
-  let total = 0;
-  for (const replica of replicas) {
-    const ms = cpuTimeMs(replica.child.pid);
-    if (ms === null) return null;
-    total += ms;
-  }
-  return total;
-}
-
-/** Outcomes every replica has recorded so far, summed (each message's is recorded once, where it ran). */
-async function outcomesRecorded(replicas: readonly ServerProcess[]): Promise<number> {
-  const counts = await Promise.all(
-    replicas.map((replica) => metricValueAt(replica.url, 'switchboard_messages_total')),
-  );
-  return counts.reduce((a, b) => a + b, 0);
-}
-
-/** Loads every replica at once, the connections split evenly; resolves each client's result and the wall time. */
-async function loadAll(replicas: readonly ServerProcess[], durationS: number) {
-  const connections = (index: number) =>
-    Math.floor(SETTINGS.httpConnections / replicas.length) +
-    (index < SETTINGS.httpConnections % replicas.length ? 1 : 0);
-  const startedAt = performance.now();
-  const results: autocannon.Result[] = await Promise.all(
-    replicas.map((replica, index) => loadMessages(replica.url, durationS, connections(index))),
-  );
-  return { results, wallMs: performance.now() - startedAt };
+  /** Setups on Redis only: the busiest node's CPU time ÷ wall time (of its one main thread). */
+  busiestNodeBusy?: number;
+  /** Cluster setups only: each node's share of the cluster's Redis CPU, busiest first. */
+  nodeShares?: number[];
 }
 
 await runScenario('cluster-throughput', async () => {
@@ -164,9 +162,12 @@ await runScenario('cluster-throughput', async () => {
     await Promise.all([redisReplica.remove(), redis.remove()]);
     throw err;
   }
-  const admin = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-  admin.on('error', () => {});
-  await admin.connect();
+  const cluster = await startPrivateCluster(3).catch(async (err: unknown) => {
+    await Promise.all([redisReplica.remove(), redis.remove()]);
+    throw err;
+  });
+  const admin = await connectAdmin(redis.url);
+  const clusterNodes = await Promise.all(cluster.urls.map(connectAdmin));
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-cluster-'));
   const rounds = new Map<Setup['id'], RoundFigures[]>(SETUPS.map((setup) => [setup.id, []]));
 
@@ -178,11 +179,15 @@ await runScenario('cluster-throughput', async () => {
     // The longest wait_timeout allowed: a write that waits past it is refused (503), and the load fails.
     const waiting =
       setup.waitReplicas === undefined ? '' : `, wait_replicas: ${setup.waitReplicas}, wait_timeout: 1s`;
+    const redisStore =
+      setup.clusterPartitions === undefined
+        ? `url: ${JSON.stringify(redis.url)}, prefix: ${prefix}${waiting}`
+        : `cluster: [${cluster.urls.map((url) => JSON.stringify(url)).join(', ')}], prefix: ${prefix}, partitions: ${setup.clusterPartitions}`;
     const stores =
       setup.local === undefined
         ? {
             name: 'cluster',
-            store: `{ kind: redis, url: ${JSON.stringify(redis.url)}, prefix: ${prefix}${waiting} }`,
+            store: `{ kind: redis, ${redisStore} }`,
             audit: `{ kind: postgres, url: ${JSON.stringify(SETTINGS.postgresUrl)}, schema: ${schema} }`,
           }
         : setup.local === 'memory'
@@ -195,7 +200,8 @@ await runScenario('cluster-throughput', async () => {
     const stop = async () => {
       await Promise.all(replicas.map((replica) => replica.stop()));
       if (setup.local !== undefined) return;
-      await removePoolKeys(redis.url, prefix);
+      // A cluster's keys go with it at the end of the run; each setup has a prefix of its own.
+      if (setup.clusterPartitions === undefined) await removePoolKeys(redis.url, prefix);
       await queryPostgres(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`, [], SETTINGS.postgresUrl);
     };
     try {
@@ -208,41 +214,51 @@ await runScenario('cluster-throughput', async () => {
     return { replicas, stop };
   }
 
+  /** The Redis nodes a setup runs on: none, the one Redis, or every primary of the cluster. */
+  const redisNodes = (setup: Setup): readonly Redis[] =>
+    setup.local !== undefined ? [] : setup.clusterPartitions === undefined ? [admin] : clusterNodes;
+
   async function measureSetup(setup: Setup): Promise<RoundFigures> {
     const running = await startSetup(setup);
     try {
       await loadAll(running.replicas, SETTINGS.httpWarmupS);
       const gatewayCpuBefore = replicasCpuMs(running.replicas);
       const outcomesBefore = await outcomesRecorded(running.replicas);
-      const statsBefore = await commandStats(admin);
-      const redisCpuBefore = await redisCpuMs(admin);
+      const redisBefore = await redisUsage(redisNodes(setup));
       const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS);
-      const redisCpuAfter = await redisCpuMs(admin);
-      const statsAfter = await commandStats(admin);
+      const redisAfter = await redisUsage(redisNodes(setup));
       const outcomesAfter = await outcomesRecorded(running.replicas);
       const gatewayCpuAfter = replicasCpuMs(running.replicas);
 
       const messages = results.reduce((sum, result) => sum + result.requests.total, 0);
       const outcomes = outcomesAfter - outcomesBefore;
+      const gatewayCpuMs =
+        gatewayCpuBefore === null || gatewayCpuAfter === null ? null : gatewayCpuAfter - gatewayCpuBefore;
       const figures: RoundFigures = {
         messagesPerS: messages / (wallMs / 1000),
         messages,
         outcomes,
         p50Ms: Math.max(...results.map((result) => result.latency.p50)),
         p99Ms: Math.max(...results.map((result) => result.latency.p99)),
-        gatewayCpuUsPerMessage:
-          gatewayCpuBefore === null || gatewayCpuAfter === null
-            ? null
-            : ((gatewayCpuAfter - gatewayCpuBefore) * 1000) / outcomes,
+        gatewayCpuUsPerMessage: gatewayCpuMs === null ? null : (gatewayCpuMs * 1000) / outcomes,
+        gatewayBusy: gatewayCpuMs === null ? null : gatewayCpuMs / wallMs,
       };
       if (setup.local !== undefined) return figures;
       const gatewayCalls = (stats: Map<string, number>) =>
         new Map([...stats].filter(([command]) => !REPLICATION_COMMANDS.has(command)));
+      const nodeCpuMs = redisAfter.cpuMs.map(
+        (after, node) => after - (redisBefore.cpuMs[node] ?? Number.NaN),
+      );
+      const redisCpuMs = nodeCpuMs.reduce((a, b) => a + b, 0);
       return {
         ...figures,
-        redisCalls: callsPerCycle(gatewayCalls(statsBefore.calls), gatewayCalls(statsAfter.calls), outcomes),
-        redisCpuUsPerMessage: ((redisCpuAfter - redisCpuBefore) * 1000) / outcomes,
-        redisBusy: (redisCpuAfter - redisCpuBefore) / wallMs,
+        redisCalls: callsPerCycle(gatewayCalls(redisBefore.calls), gatewayCalls(redisAfter.calls), outcomes),
+        redisCpuUsPerMessage: (redisCpuMs * 1000) / outcomes,
+        redisBusy: redisCpuMs / wallMs,
+        busiestNodeBusy: Math.max(...nodeCpuMs) / wallMs,
+        ...(nodeCpuMs.length > 1 && {
+          nodeShares: nodeCpuMs.map((ms) => ms / redisCpuMs).sort((a, b) => b - a),
+        }),
       };
     } finally {
       await running.stop();
@@ -257,14 +273,17 @@ await runScenario('cluster-throughput', async () => {
         const redisPart =
           measured.redisCalls === undefined
             ? ''
-            : `, ${formatNumber(total(measured.redisCalls))} Redis calls/msg (${formatNumber(measured.redisCalls.evalsha ?? 0)} EVALSHA, ${formatNumber(measured.redisCalls.wait ?? 0)} WAIT), Redis CPU ${formatNumber((measured.redisBusy ?? 0) * 100)}%`;
+            : `, ${formatNumber(total(measured.redisCalls))} Redis calls/msg (${formatNumber(measured.redisCalls.evalsha ?? 0)} EVALSHA, ${formatNumber(measured.redisCalls.wait ?? 0)} WAIT), Redis CPU ${percent(measured.redisBusy)}`;
+        const sharesPart =
+          measured.nodeShares === undefined ? '' : ` (nodes ${measured.nodeShares.map(percent).join(' / ')})`;
         progress(
-          `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms${redisPart}`,
+          `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, gateways' CPU ${percent(measured.gatewayBusy)}${redisPart}${sharesPart}`,
         );
       }
     }
   } finally {
-    admin.disconnect();
+    for (const node of [admin, ...clusterNodes]) node.disconnect();
+    await cluster.remove();
     await redisReplica.remove();
     await redis.remove();
     rmSync(dir, { recursive: true, force: true });
@@ -294,6 +313,13 @@ await runScenario('cluster-throughput', async () => {
         unit: 'µs',
       });
     }
+    if (f.gatewayBusy !== null) {
+      measurements.push({
+        metric: `${setup.id} · gateway CPU busy (all replicas)`,
+        value: f.gatewayBusy * 100,
+        unit: '%',
+      });
+    }
     if (setup.local !== undefined) continue;
     const calls = f.redisCalls ?? {};
     measurements.push(
@@ -308,6 +334,19 @@ await runScenario('cluster-throughput', async () => {
       { metric: `${setup.id} · Redis WAIT per message`, value: calls.wait ?? 0, unit: 'calls' },
       { metric: `${setup.id} · Redis CPU per message`, value: f.redisCpuUsPerMessage ?? 0, unit: 'µs' },
       { metric: `${setup.id} · Redis CPU busy`, value: (f.redisBusy ?? 0) * 100, unit: '%' },
+    );
+    if (f.nodeShares === undefined) continue;
+    measurements.push(
+      {
+        metric: `${setup.id} · Redis CPU busy · busiest node`,
+        value: (f.busiestNodeBusy ?? 0) * 100,
+        unit: '%',
+      },
+      ...f.nodeShares.map((share, rank) => ({
+        metric: `${setup.id} · share of the cluster's Redis CPU · node ${rank + 1} (busiest first)`,
+        value: share * 100,
+        unit: '%',
+      })),
     );
   }
   /** The shared setup with this fsync policy and replica count. */
@@ -334,15 +373,48 @@ await runScenario('cluster-throughput', async () => {
     value: figuresOf(WAITING_SETUP).messagesPerS / shared('always', 1).messagesPerS,
     unit: '×',
   });
+  /** The cluster setup with this partition count and replica count. */
+  const onCluster = (clusterPartitions: 1 | 12, replicas: Setup['replicas']) =>
+    figuresOf(
+      CLUSTER_SETUPS.find(
+        (s) => s.clusterPartitions === clusterPartitions && s.replicas === replicas,
+      ) as Setup,
+    );
+  for (const replicas of CLUSTER_REPLICA_COUNTS) {
+    measurements.push({
+      metric: `redis cluster · partitions 12 ÷ 1 · ${replicas} replica${replicas === 1 ? '' : 's'} · throughput`,
+      value: onCluster(12, replicas).messagesPerS / onCluster(1, replicas).messagesPerS,
+      unit: '×',
+    });
+  }
+  const bounds = Object.fromEntries(
+    ([1, 12] as const).map((partitions) => [
+      `partitions ${partitions} · 3 replicas`,
+      boundOf(onCluster(partitions, 3), 3),
+    ]),
+  );
+  for (const [setup, bound] of Object.entries(bounds)) progress(`redis cluster · ${setup}: ${bound}`);
+  const spread = onCluster(12, 3).messagesPerS / onCluster(1, 3).messagesPerS;
   return {
     measurements,
-    targets: fleetTargets(baseline, shared),
+    targets: [
+      ...fleetTargets(baseline, shared),
+      {
+        target: 'redis cluster · 3 shards (partitions 12) ÷ 1 shard (partitions 1) · 3 replicas · msg/s',
+        expected: '≥ 2.2×',
+        actual: `${formatNumber(spread)}×`,
+        pass: spread >= 2.2,
+      },
+    ],
     details: {
       rounds: Object.fromEntries(rounds),
       connections: SETTINGS.httpConnections,
       durationS: SETTINGS.httpDurationS,
       redis:
         'private redis-server, appendonly yes, no RDB, appendfsync as the setup names; replicated throughout by a private redis-server without persistence',
+      redisCluster:
+        'private Redis Cluster of 3 primaries on this machine, no replicas, no persistence (no AOF, no RDB); Redis figures summed over the nodes',
+      bounds,
       sessions: 'a new session_id per request',
     },
   };
@@ -350,6 +422,30 @@ await runScenario('cluster-throughput', async () => {
 
 function total(calls: Record<string, number>): number {
   return Object.values(calls).reduce((a, b) => a + b, 0);
+}
+
+/** A CPU time ÷ wall time as a percentage of one core; `—` without procfs. */
+function percent(busy: number | null | undefined): string {
+  return busy === null || busy === undefined ? '—' : `${formatNumber(busy * 100)}%`;
+}
+
+/**
+ * Which side bounded a run, the one nearer its ceiling: the gateways' CPU against the cores they
+ * could use (a main thread each, at most the machine's cores), or the busiest Redis node's against
+ * its one main thread. Neither near it: the cores the machine's other work (its load average) left.
+ */
+function boundOf(f: RoundFigures, replicas: number): string {
+  const cores = cpus().length;
+  const gatewayCores = Math.min(replicas, cores);
+  const gateways = (f.gatewayBusy ?? Number.NaN) / gatewayCores;
+  const redis = f.busiestNodeBusy ?? Number.NaN;
+  const side =
+    Math.max(gateways, redis) < SATURATED
+      ? "neither side at its ceiling: the machine's shared cores"
+      : gateways >= redis
+        ? 'the gateways'
+        : 'the busiest Redis node';
+  return `bound by ${side}: the gateways used ${percent(f.gatewayBusy)} CPU (${percent(gateways)} of the ${gatewayCores} cores they could use), the busiest Redis node ${percent(redis)} of its one thread, Redis in all ${percent(f.redisBusy)}; machine: ${cores} cores, load ${formatNumber(loadavg()[0] ?? Number.NaN)}`;
 }
 
 /**

@@ -1,0 +1,40 @@
+import { metricValueAt } from '@switchboard/testkit/prometheus';
+import type autocannon from 'autocannon';
+import { loadMessages } from './http-load.js';
+import { cpuTimeMs } from './process-cpu.js';
+import type { ServerProcess } from './server-process.js';
+import { SETTINGS } from './settings.js';
+
+/** CPU ms of every replica so far, summed; null when any is unreadable. */
+export function replicasCpuMs(replicas: readonly ServerProcess[]): number | null {
+  let total = 0;
+  for (const replica of replicas) {
+    const ms = cpuTimeMs(replica.child.pid);
+    if (ms === null) return null;
+    total += ms;
+  }
+  return total;
+}
+
+/** Outcomes every replica has recorded so far, summed (each message's is recorded once, where it ran). */
+export async function outcomesRecorded(replicas: readonly ServerProcess[]): Promise<number> {
+  const counts = await Promise.all(
+    replicas.map((replica) => metricValueAt(replica.url, 'switchboard_messages_total')),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Loads every replica at once, SETTINGS.httpConnections split evenly (one autocannon per replica,
+ * as a round-robin load balancer would spread them); resolves each client's result and the wall time.
+ */
+export async function loadAll(replicas: readonly ServerProcess[], durationS: number) {
+  const connections = (index: number) =>
+    Math.floor(SETTINGS.httpConnections / replicas.length) +
+    (index < SETTINGS.httpConnections % replicas.length ? 1 : 0);
+  const startedAt = performance.now();
+  const results: autocannon.Result[] = await Promise.all(
+    replicas.map((replica, index) => loadMessages(replica.url, durationS, connections(index))),
+  );
+  return { results, wallMs: performance.now() - startedAt };
+}
