@@ -101,9 +101,10 @@ export const StoreSchema = z.discriminatedUnion('kind', [
       /** One Redis (or a Sentinel-free primary). Either this or `cluster`. */
       url: redisUrl().optional(),
       /**
-       * The seed nodes of a Redis Cluster, any reachable one enough to find the others. Every key
-       * of a deployment sits in one slot (`{<prefix>}`), so one deployment uses one primary of the
-       * cluster; deployments with other prefixes spread over the others. Either this or `url`.
+       * The seed nodes of a Redis Cluster, any reachable one enough to find the others. Without
+       * `partitions` every key of a deployment sits in one slot (`{<prefix>}`), so one deployment
+       * uses one primary of the cluster; deployments with other prefixes spread over the others.
+       * Either this or `url`.
        */
       cluster: z.array(redisUrl()).min(1).max(64).optional(),
       /**
