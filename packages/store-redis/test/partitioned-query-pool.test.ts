@@ -125,6 +125,42 @@ describe.skipIf(!reachable)('redis, partitioned: the partitions and the one glob
     );
   });
 
+  it('refuses another partition count while messages wait under the one recorded, and takes it once they ran', async () => {
+    const clock = manualClock();
+    const first = await replica({ now: clock.now });
+    await first.enqueue(queued('chat-1', clock.now()));
+    await first.shutdown();
+    opened.splice(opened.indexOf(first), 1);
+    const single = {
+      url: REDIS_URL,
+      prefix,
+      now: clock.now,
+      concurrency: { global: 3, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+    };
+    const refusal = await createRedisQueryPool(single).then(
+      async (pool) => {
+        await pool.shutdown();
+        return null;
+      },
+      (err: unknown) => err,
+    );
+    expect(isSwitchboardError(refusal, 'SB_CONFIG_INVALID')).toBe(true);
+    expect(String((refusal as Error).message)).toMatch(
+      /store\.partitions is 1, but the pool still holds 1 messages spread over 3 partitions/,
+    );
+    // Drained with the count it was accepted under, the pool takes the new count.
+    const again = await replica({ now: clock.now });
+    const turn = (await again.claim()) as Turn;
+    expect(await again.complete(turn)).toBe('settled');
+    await again.shutdown();
+    opened.splice(opened.indexOf(again), 1);
+    const pool = await createRedisQueryPool(single);
+    opened.push(pool);
+    expect((await pool.stats()).pending).toBe(0);
+  });
+
   it('never runs more turns than the global limit over every partition and replica, and runs each message once', async () => {
     const clock = manualClock();
     const replicas = [await replica({ now: clock.now }), await replica({ now: clock.now })];
