@@ -61,7 +61,7 @@ export interface GlobalPermits extends ClaimPermits {
   acquire(): Promise<boolean>;
   /** Gives back the permits held and not in use, so that any replica may claim with them. */
   release(): Promise<void>;
-  /** Calls `listener` when another replica gave permits back while this one was short. */
+  /** Calls `listener` when a replica gave permits back while one was short. */
   onFreed(listener: () => void): () => void;
   /** A reload changed the global limit. */
   setLimit(limit: number): void;
@@ -99,23 +99,6 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
   });
   const subscriber = options.url === undefined ? undefined : createRedisClient(options.url);
   const freedListeners = new Set<() => void>();
-  if (subscriber !== undefined) {
-    subscriber.on('error', () => {});
-    const tell = () => {
-      for (const listener of freedListeners) listener();
-    };
-    subscriber.on('message', tell);
-    // Announcements made while it was away are lost: the listeners look again.
-    subscriber.on('ready', tell);
-    try {
-      await connect(subscriber, options.renewEveryMs);
-      await subscriber.subscribe(freedChannel);
-    } catch (err) {
-      subscriber.disconnect();
-      if (opened.ownsClient) opened.client.disconnect();
-      throw err;
-    }
-  }
   let limit = options.limit;
   /** What Redis answered this replica holds, as far as it may be used (see `usable`). */
   let held = 0;
@@ -207,6 +190,26 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
     return next;
   }
 
+  if (subscriber !== undefined) {
+    subscriber.on('error', () => {});
+    const tell = () => {
+      for (const listener of freedListeners) listener();
+    };
+    subscriber.on('message', (_channel: string, announcement: string) => {
+      if (announcement === 'wanted') giveBackUnused();
+      else tell();
+    });
+    // Announcements made while it was away are lost: the listeners look again.
+    subscriber.on('ready', tell);
+    try {
+      await connect(subscriber, options.renewEveryMs);
+      await subscriber.subscribe(freedChannel);
+    } catch (err) {
+      subscriber.disconnect();
+      if (opened.ownsClient) opened.client.disconnect();
+      throw err;
+    }
+  }
   const timer = setInterval(() => void request(), options.renewEveryMs);
   timer.unref();
   try {
@@ -219,6 +222,13 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
   }
 
   const available = () => inUse() < usable();
+  function giveBackUnused(): void {
+    void release();
+  }
+  /** Gives back the permits held and not in use (another replica is short, or this one is idle). */
+  async function release(): Promise<void> {
+    if (usable() > inUse() && !closed) await request();
+  }
   const reserve = (isAvailable: boolean): boolean => {
     if (!isAvailable) {
       refusals += 1;
@@ -261,9 +271,7 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
       }
       return available();
     },
-    async release() {
-      if (usable() > inUse() && !closed) await request();
-    },
+    release,
     onFreed(listener) {
       freedListeners.add(listener);
       return () => freedListeners.delete(listener);

@@ -144,15 +144,17 @@ export async function createPartitionedQueryPool(
   }
 
   /**
-   * A settlement whose turn's permit went unused (no next turn claimed in its step): given back
-   * before it resolves, so that a slot freed here is every replica's once it is settled. Its
-   * partition wakes the claim loop when it has work; when it has none and another partition may,
-   * the loop is woken here (the freed slot is for that one).
+   * A settlement whose turn's permit went unused (no next turn claimed in its step). While the
+   * limit is full it is given back before the settlement resolves, so that the freed slot is every
+   * replica's once settled; while it is not, it stays for this replica's next claim (a replica left
+   * short announces it and is given the unused ones, an idle one gives them back). Its partition
+   * wakes the claim loop when it has work; when it has none and another partition may, the loop
+   * is woken here.
    */
   async function releasing(settling: Promise<Settlement>, index: number): Promise<Settlement> {
     const announcedBefore = announced[index];
     const settlement = await settling;
-    await permits.release();
+    if (permits.fleetFree === 0) await permits.release();
     if (announced[index] === announcedBefore && othersMayRun(index)) wakeUp();
     return settlement;
   }

@@ -98,6 +98,22 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
     expect(runningA + 2, `redis holds ${JSON.stringify(inRedis)}`).toBeLessThanOrEqual(total);
   });
 
+  it('gives the permits it holds unused to a replica left short, which is told when they come back', async () => {
+    const a = await holder(() => 0);
+    expect(await a.acquire()).toBe(true); // A keeps it for its next claim: the limit had room
+    const b = await holder(() => 0);
+    expect(await b.acquire()).toBe(true);
+    expect(b.take()).toBe(true);
+    let told = 0;
+    b.onFreed(() => {
+      told += 1;
+    });
+    expect(await b.acquire()).toBe(false); // short: it announces it
+    await until(async () => told > 0, 'B is told that A gave its unused permit back');
+    expect(a.held).toBe(0);
+    expect(await b.acquire()).toBe(true);
+  });
+
   it('counts a give-back whose reply was lost as applied', async () => {
     let runningA = 0;
     const client = new Redis(REDIS_URL, { lazyConnect: true });

@@ -9,7 +9,8 @@
   KEYS[1]  permits:held       reads, writes: HASH replica -> permits held (absent: none)
   KEYS[2]  permits:deadlines  reads, writes: ZSET replica -> when its hold lapses, ms
   KEYS[3]  permits:short      reads, writes: STRING, set while a replica asked for more than
-                              was free: the next permits given back are announced
+                              was free: setting it announces `wanted` (replicas give back what
+                              they hold unused), the next permits given back announce `freed`
   ARGV[1]  replica id
   ARGV[2]  permits in use by the replica (turns running and claims under way): never given back
   ARGV[3]  permits the replica asks to hold: fewer than held gives the rest back, more takes
@@ -17,7 +18,7 @@
   ARGV[4]  how long the hold lasts without another call (ms)
   ARGV[5]  the global limit
   ARGV[6]  '1' when the replica leaves (holds nothing, is no longer listed)
-  ARGV[7]  the channel on which permits given back while one was short are announced
+  ARGV[7]  the channel of the announcements (`wanted`, `freed`)
 
   Returns {held, lapsed, free}: `free` is what the limit leaves to nobody after this call;
   `lapsed` is 1 when the replica uses more permits than it holds and
@@ -62,8 +63,9 @@ elseif asked < held then
   held = math.max(asked, inUse)
 elseif asked > held and lapsed == 0 then
   local granted = math.max(0, math.min(asked - held, limit - others - held))
-  if granted < asked - held then
-    rcall('SET', KEYS[3], '1')
+  -- The first replica left short asks the others for the permits they hold unused.
+  if granted < asked - held and rcall('SET', KEYS[3], '1', 'NX') then
+    rcall('PUBLISH', ARGV[7], 'wanted')
   end
   held = held + granted
 end
@@ -79,6 +81,6 @@ else
   rcall('ZADD', KEYS[2], now + tonumber(ARGV[4]), replica)
 end
 if freed and rcall('DEL', KEYS[3]) == 1 then
-  rcall('PUBLISH', ARGV[7], '1')
+  rcall('PUBLISH', ARGV[7], 'freed')
 end
 return { held, lapsed, math.max(0, limit - others - held) }
