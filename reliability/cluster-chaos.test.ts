@@ -195,8 +195,13 @@ interface ClientLedger {
   otherAnswers: string[];
 }
 
-describe.skipIf(!reachable)('cluster chaos: three replicas, SIGKILLs and a rolling restart', () => {
-  const stores = newStores();
+// On one pool, and with the sessions spread over partitions (docs/design.md §5 "Partitions"):
+// the cluster limit is then the one global limit the partitions share.
+describe.skipIf(!reachable).each([
+  { pool: 'one pool', partitions: undefined },
+  { pool: 'four partitions', partitions: 4 },
+])('cluster chaos: three replicas, SIGKILLs and a rolling restart ($pool)', ({ partitions }) => {
+  const stores = newStores({ partitions });
   const fleet = new Fleet();
   let backend: ClusterBackend | undefined;
 

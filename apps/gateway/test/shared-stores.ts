@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { POSTGRES_URL, dropSchema, randomSchemaName } from '@switchboard/testkit/postgres';
-import { keptOutcomeKeysOf } from '@switchboard/store-redis';
+import { keptOutcomeKeysOf, partitionPrefixOf } from '@switchboard/store-redis';
 import { REDIS_URL, removePoolKeys } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { type Cleanup, startServe, tempDir, writeConfig } from './serve-process.js';
@@ -13,6 +13,8 @@ export interface SharedStores {
   schema: string;
   /** More keys of `store:`, as YAML flow (`wait_replicas: 1`). */
   storeOptions?: string;
+  /** `store.partitions`, when the pool spreads over more than one. */
+  partitions?: number;
 }
 
 /** A pool prefix and a schema of their own; on the shared servers unless `overrides` say otherwise. */
@@ -28,7 +30,8 @@ export function newStores(overrides: Partial<SharedStores> = {}): SharedStores {
 
 /** Removes the pool's keys and, on the shared PostgreSQL, the schema (stop the replicas first). */
 export async function removeStores(stores: SharedStores): Promise<void> {
-  await removePoolKeys(stores.redisUrl, stores.prefix);
+  for (let index = 0; index < (stores.partitions ?? 1); index += 1)
+    await removePoolKeys(stores.redisUrl, partitionPrefixOf(stores.prefix, index));
   if (stores.postgresUrl === POSTGRES_URL) await dropSchema(stores.schema);
 }
 
@@ -67,7 +70,7 @@ export function describeStores(head = '') {
 /** The head of a config on `stores` (server on a free port, the pool, the records); `rest` follows. */
 export function storesConfig(stores: SharedStores, rest: string): string {
   return `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix}${stores.storeOptions === undefined ? '' : `, ${stores.storeOptions}`} }
+store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix}${stores.storeOptions === undefined ? '' : `, ${stores.storeOptions}`}${stores.partitions === undefined ? '' : `, partitions: ${stores.partitions}`} }
 audit: { kind: postgres, url: "${stores.postgresUrl}", schema: ${stores.schema} }
 ${rest}`;
 }

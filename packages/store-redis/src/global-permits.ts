@@ -19,6 +19,11 @@ export interface ClaimPermits {
   takeInStep(ending: 0 | 1): boolean;
   /** Ends a take once its claim was answered (a turn it got counts as running from then on). */
   put(ending?: 0 | 1): void;
+  /**
+   * The turn whose permit a settlement's claim in its step uses was given up while the claim was
+   * under way: the claim holds that permit on its own now (its `put` then says `ending` 0).
+   */
+  endingGone(): void;
 }
 
 export interface GlobalPermitsOptions {
@@ -53,6 +58,8 @@ export interface GlobalPermits extends ClaimPermits {
   readonly fleetFree: number;
   /** Permits held now. */
   readonly held: number;
+  /** No renewal succeeded for `fenceAfterMs`: no turn may run here (one a claim lands is handed back). */
+  readonly fenced: boolean;
   /** True when a `take` would succeed now. */
   available(): boolean;
   /** Permits free now, counting those of `ending` turns as free. */
@@ -163,14 +170,11 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
   function renewOnce(): Promise<void> {
     return hold(false).catch((err: unknown) => {
       logger.warn({ err }, 'global permits: renewal failed');
-      if (!fenced && performance.now() - lastHeldAt >= options.fenceAfterMs) {
+      if (performance.now() - lastHeldAt >= options.fenceAfterMs) {
         // The hold lapses soon after and others take its permits: use none until a call succeeds.
         fenced = true;
         held = 0;
-        if (options.running() > 0) {
-          logger.error({}, "global permits: not renewed for too long, giving up this replica's turns");
-          options.onLapsed();
-        }
+        giveUpIfFenced();
       }
     });
   }
@@ -222,6 +226,12 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
   }
 
   const available = () => inUse() < usable();
+  /** Fenced, the replica may run no turn: those it runs are given up (at each failed renewal). */
+  function giveUpIfFenced(): void {
+    if (!fenced || options.running() === 0) return;
+    logger.error({}, "global permits: not renewed for too long, giving up this replica's turns");
+    options.onLapsed();
+  }
   function giveBackUnused(): void {
     void release();
   }
@@ -245,6 +255,9 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
     get refusals() {
       return refusals;
     },
+    get fenced() {
+      return fenced;
+    },
     get fleetFree() {
       return fleetFree;
     },
@@ -260,6 +273,9 @@ export async function createGlobalPermits(options: GlobalPermitsOptions): Promis
     put(endingTurns = 0) {
       reserved -= 1;
       ending -= endingTurns;
+    },
+    endingGone() {
+      ending -= 1;
     },
     async acquire() {
       if (available() || closed) return available();

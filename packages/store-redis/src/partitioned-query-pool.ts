@@ -87,6 +87,7 @@ export async function createPartitionedQueryPool(
                 permits.free(ending) > 1) &&
               permits.takeInStep(ending),
             put: permits.put,
+            endingGone: permits.endingGone,
           },
         }),
       );
@@ -131,6 +132,16 @@ export async function createPartitionedQueryPool(
   function turnOf(turn: ClaimedTurn, index: number): ClaimedTurn {
     cursor = (index + 1) % count;
     return turn.more || !othersMayRun(index) ? turn : { ...turn, more: true };
+  }
+
+  /**
+   * A turn a claim sent before the permits fenced lands: it may not run (its permit may be another
+   * replica's by now), so it goes back unrun.
+   */
+  function handedBackFenced(turn: ClaimedTurn, index: number): boolean {
+    if (!permits.fenced) return false;
+    void (parts[index] as RedisQueryPool).abandon(turn, { ran: false });
+    return true;
   }
 
   /** Claims from partition `index`, noting it drained when it has nothing more and said nothing meanwhile. */
@@ -181,6 +192,7 @@ export async function createPartitionedQueryPool(
           failure ??= err;
           return null;
         });
+        if (turn !== null && handedBackFenced(turn, index)) return null;
         if (turn !== null) return turnOf(turn, index);
       }
       if (failure !== undefined) throw failure;
@@ -212,7 +224,11 @@ export async function createPartitionedQueryPool(
       return () => runnableListeners.delete(listener);
     },
     onClaimedAhead(taker) {
-      const offs = parts.map((part, index) => part.onClaimedAhead((turn) => taker(turnOf(turn, index))));
+      const offs = parts.map((part, index) =>
+        part.onClaimedAhead((turn) => {
+          if (!handedBackFenced(turn, index)) taker(turnOf(turn, index));
+        }),
+      );
       return () => {
         for (const off of offs) off();
       };
@@ -280,7 +296,12 @@ export async function createPartitionedQueryPool(
     const take = settleOptions?.claimNext;
     return take === undefined
       ? settleOptions
-      : { ...settleOptions, claimNext: (turn) => take(turnOf(turn, index)) };
+      : {
+          ...settleOptions,
+          claimNext: (turn) => {
+            if (!handedBackFenced(turn, index)) take(turnOf(turn, index));
+          },
+        };
   }
 
   return pool;

@@ -335,6 +335,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * (lua/pool/includes/settlement.lua).
    */
   const unansweredSettlements = new Map<string, string>();
+  /** Tokens whose settlement, under way, claims in its step with their turn's permit (`permits`). */
+  const endingInStep = new Set<string>();
   /** Takes the turns claimed ahead (`onClaimedAhead`); none: nothing is claimed ahead. */
   let claimedAheadTaker: ((turn: ClaimedTurn) => void) | undefined;
   /** The live replicas, as the last renewal counted them. */
@@ -487,6 +489,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       return { lost, expiresAt: startedAt + leaseMs };
     },
     onLost(token) {
+      if (endingInStep.delete(token)) permits?.endingGone();
       // Its unanswered settlement may have claimed a next turn: the next claim repeats that token.
       const next = unansweredSettlements.get(token);
       if (next !== undefined && next !== '') repeatClaim(next);
@@ -664,12 +667,14 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       // A repeat claims under the first call's token, so that it answers the turn that call claimed.
       nextToken = unanswered;
     }
-    // Given back once the claim is answered (held by then) or failed.
+    // Given back once the claim is answered (held by then) or failed; while it is under way the
+    // claim uses the ending turn's permit, unless that turn is given up meanwhile (`onLost`).
     const permitTaken = permits !== undefined && nextToken !== '';
+    if (permitTaken) endingInStep.add(token);
     try {
       return await settleUnder(turn, token, script, claimNext, repeat, nextToken, args);
     } finally {
-      if (permitTaken) permits.put(1);
+      if (permitTaken) permits.put(endingInStep.delete(token) ? 1 : 0);
     }
   }
 

@@ -12,6 +12,7 @@ import {
   permitKeysOf,
   type RedisQueryPool,
 } from '../src/index.js';
+import { redisClientFactory } from '../src/redis-connection.js';
 import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -223,6 +224,43 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
     // A, fenced, must not claim: its permits are gone.
     expect(await a.acquire(), `A still believes it holds ${a.held}`).toBe(false);
   });
+  it('gives up the turn a claim under way when it was fenced lands, while the permits stay unreachable', async () => {
+    let runningA = 0;
+    let lapses = 0;
+    const client = new Redis(REDIS_URL, { lazyConnect: true });
+    clients.push(client);
+    const a = await holder(() => runningA, {
+      client,
+      holdMs: 600,
+      renewEveryMs: 50,
+      fenceAfterMs: 300,
+      onLapsed: () => {
+        lapses += 1;
+        runningA = 0;
+      },
+    });
+    expect(await a.acquire()).toBe(true);
+    expect(a.take()).toBe(true); // a claim is sent to a partition's shard (reachable)
+    // The permits' slot becomes unreachable (its primary fails over; cluster-node-timeout > fenceAfterMs).
+    const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    commands[HOLD] = async () => {
+      throw new Error('Connection is closed.');
+    };
+    await until(async () => a.held === 0, 'A is fenced (no turn running then: nothing to give up)');
+    // The claim under way answers a turn: it starts, with no permit.
+    runningA = 1;
+    a.put();
+    // The hold lapses in Redis (600 ms): B is granted the whole limit of 2.
+    const b = await holder(() => 0);
+    let tookB = 0;
+    await until(async () => {
+      if ((await b.acquire()) && b.take()) tookB += 1;
+      return tookB === 2;
+    }, "B is granted A's lapsed permits");
+    // A's renewals go on failing: its landed turn is given up, or the fleet would run 3 under a limit of 2.
+    await until(async () => lapses === 1, 'A gives up the turn that landed while it was fenced');
+    expect({ lapses, runningA, tookB }).toEqual({ lapses: 1, runningA: 0, tookB: 2 });
+  });
 });
 
 describe.skipIf(!reachable)('partitioned pool under a full limit and failing partitions', () => {
@@ -255,6 +293,60 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
   function sessionIn(index: number, tag: string): string {
     for (let n = 0; ; n += 1) if (partitionOf(`${tag}-${n}`, PARTITIONS) === index) return `${tag}-${n}`;
   }
+
+  it('counts no permit for a settlement claiming in its step once its ending turn is given up', async () => {
+    const clock = manualClock();
+    // Connections in the order made: the permits', then each partition's commands and subscriber.
+    const made: Redis[] = [];
+    const factory = redisClientFactory(REDIS_URL);
+    const pool = await replica({
+      url: undefined,
+      createClient: (role) => {
+        const client = factory(role) as Redis;
+        made.push(client);
+        return client;
+      },
+      now: clock.now,
+      concurrency: { global: 2, perSession: 1 },
+    });
+    // Partition 2's commands answer late from now on (a slow shard, a WAIT): A's settlement is under way a while.
+    let delaying = false;
+    const slow = made[5] as Redis & { sendCommand(command: { promise: Promise<unknown> }): Promise<unknown> };
+    const send = slow.sendCommand.bind(slow);
+    slow.sendCommand = (command) => {
+      if (!delaying) return send(command);
+      setTimeout(() => void send(command), 300);
+      return command.promise;
+    };
+    const [a, b, c, d] = [sessionIn(2, 'a'), sessionIn(1, 'b'), sessionIn(0, 'c'), sessionIn(1, 'd')];
+    await pool.enqueue(queued(a, clock.now()));
+    await pool.enqueue(queued(a, clock.now()));
+    const turnA = (await pool.claim()) as Turn; // partition 2: the cursor goes to 0
+    expect(turnA.session).toBe(a);
+    await pool.enqueue(queued(b, clock.now()));
+    const turnB = (await pool.claim()) as Turn; // partition 1: the cursor goes to 2, A's partition
+    expect(turnB.session).toBe(b);
+    await pool.enqueue(queued(c, clock.now()));
+    await pool.enqueue(queued(d, clock.now()));
+    // A settles claiming its next turn in the step (its partition's turn) ...
+    const inStep: Turn[] = [];
+    delaying = true;
+    const settling = pool.complete(turnA, undefined, { claimNext: (turn) => void inStep.push(turn) });
+    // ... while this replica gives its turns up (its permits lapsed, or its leases were fenced).
+    pool.giveUpTurns();
+    // The claim loop runs meanwhile (two slots of its claim concurrency).
+    const claimed = (await Promise.all([pool.claim(), pool.claim()])).filter(
+      (turn): turn is ClaimedTurn => turn !== null,
+    );
+    expect(await settling).toBe('settled');
+    // Turns this replica runs now, under a global limit of 2 (its permits).
+    const state = {
+      running: pool.heldTurns,
+      inStep: inStep.map((turn) => turn.session),
+      claimed: claimed.map((turn) => turn.session),
+    };
+    expect(state.running, JSON.stringify(state)).toBeLessThanOrEqual(2);
+  });
 
   it("gives a slot freed under a full limit to the next partition's older head, not back to a partition with a backlog", async () => {
     const clock = manualClock();
