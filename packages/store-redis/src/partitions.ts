@@ -2,6 +2,8 @@
 import { SwitchboardError } from '@switchboard/core';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisClient } from './redis-connection.js';
+import { keptOutcomeKeysOf } from './redis-kept-outcomes.js';
+import { replyOutboxKeysOf } from './reply-outbox-keys.js';
 
 /**
  * Partitions of one deployment's keys over Redis Cluster (docs/design.md §5 "Partitions"): a
@@ -34,27 +36,58 @@ export function partitionOf(key: string, partitions: number): number {
 }
 
 /**
- * Records `partitions` as the deployment's count, refusing a change while the pool holds messages
- * under the count recorded before (`SB_CONFIG_INVALID` naming `store.partitions`): a session's
- * queued messages would stay in a partition its new one is not, to run beside or be stranded.
- * Replicas running now with another count are refused by the configuration they agree on.
+ * Refuses `partitions` when it is not the deployment's recorded count while anything is kept
+ * under that count (`SB_CONFIG_INVALID` naming `store.partitions`): a message queued or running,
+ * a reply waiting in the outbox, an outcome kept until recorded. Each lives in the partition of
+ * its session or chat, which another count may not read again, or reads beside a second
+ * partition of the same session (two turns at once, replies out of order). Reads only: the count
+ * is recorded (`recordPartitionCount`) once this replica's configuration is registered, so a
+ * replica refused for another count records nothing.
  */
+export async function checkPartitionCount(
+  client: RedisClient,
+  prefix: string,
+  partitions: number,
+): Promise<void> {
+  const recorded = await recordedCount(client, prefix);
+  if (recorded === partitions) return;
+  for (let index = 0; index < recorded; index += 1) {
+    const kept = await keptIn(client, partitionPrefixOf(prefix, index));
+    if (kept !== undefined)
+      throw new SwitchboardError('SB_CONFIG_INVALID', {
+        message: `store.partitions is ${partitions}, but ${recorded} partitions still hold ${kept} (partition ${index}): drain them with store.partitions: ${recorded} before changing the count`,
+      });
+  }
+}
+
+/** Records `partitions` as the deployment's count (checked by `checkPartitionCount` first). */
 export async function recordPartitionCount(
   client: RedisClient,
   prefix: string,
   partitions: number,
 ): Promise<void> {
-  const key = `{${prefix}}:partitions`;
-  const recorded = Number((await client.get(key)) ?? 1);
-  if (recorded === partitions) return;
-  for (let index = 0; index < recorded; index += 1) {
-    const counts = await client.hmget(`{${partitionPrefixOf(prefix, index)}}:counts`, 'pending', 'inflight');
-    const held = counts.reduce((sum, value) => sum + Number(value ?? 0), 0);
-    if (held > 0)
-      throw new SwitchboardError('SB_CONFIG_INVALID', {
-        message: `store.partitions is ${partitions}, but the pool still holds ${held} messages spread over ${recorded} partitions (partition ${index}): drain it with ${recorded} before changing the count`,
-      });
-  }
-  if (partitions === 1) await client.del(key);
-  else await client.set(key, String(partitions));
+  if ((await recordedCount(client, prefix)) === partitions) return;
+  if (partitions === 1) await client.del(countKeyOf(prefix));
+  else await client.set(countKeyOf(prefix), String(partitions));
+}
+
+const countKeyOf = (prefix: string) => `{${prefix}}:partitions`;
+
+async function recordedCount(client: RedisClient, prefix: string): Promise<number> {
+  return Number((await client.get(countKeyOf(prefix))) ?? 1);
+}
+
+/** What partition `prefix` still holds that its count must stay for, or undefined when nothing. */
+async function keptIn(client: RedisClient, prefix: string): Promise<string | undefined> {
+  const [pending, inflight] = await client.hmget(`{${prefix}}:counts`, 'pending', 'inflight');
+  const messages = Number(pending ?? 0) + Number(inflight ?? 0);
+  if (messages > 0) return `${messages} messages queued or running`;
+  const replies = (await client.hvals(replyOutboxKeysOf(prefix).counts)).reduce(
+    (sum, count) => sum + Number(count),
+    0,
+  );
+  if (replies > 0) return `${replies} replies waiting to be sent`;
+  const outcomes = await client.hlen(keptOutcomeKeysOf(prefix).hash);
+  if (outcomes > 0) return `${outcomes} outcomes kept until recorded`;
+  return undefined;
 }

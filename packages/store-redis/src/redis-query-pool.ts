@@ -39,7 +39,7 @@ import { DEFAULT_LEASE_TIMING, leaseTimingProblems } from './lease-timing.js';
 import type { ScriptOf } from './lua-scripts.js';
 import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js';
 import { openPoolConnection } from './pool-connection.js';
-import { isDeploymentPrefix, recordPartitionCount } from './partitions.js';
+import { checkPartitionCount, isDeploymentPrefix, recordPartitionCount } from './partitions.js';
 import { poolKeysOf } from './pool-keys.js';
 import {
   FAIL_FAST_OPTIONS,
@@ -414,9 +414,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
   subscriber.on('ready', () => void wake());
   try {
     // The deployment's own slot records how many partitions it has.
-    if (isDeploymentPrefix(options.prefix))
-      await recordPartitionCount(client, options.prefix, options.partitions ?? 1);
+    const ownsCount = isDeploymentPrefix(options.prefix);
+    if (ownsCount) await checkPartitionCount(client, options.prefix, options.partitions ?? 1);
     await register();
+    if (ownsCount) await recordPartitionCount(client, options.prefix, options.partitions ?? 1);
     await subscriber.subscribe(keys.runnableChannel);
   } catch (err) {
     await connection.close();

@@ -148,7 +148,7 @@ describe.skipIf(!reachable)('redis, partitioned: the partitions and the one glob
     );
     expect(isSwitchboardError(refusal, 'SB_CONFIG_INVALID')).toBe(true);
     expect(String((refusal as Error).message)).toMatch(
-      /store\.partitions is 1, but the pool still holds 1 messages spread over 3 partitions/,
+      /store\.partitions is 1, but 3 partitions still hold 1 messages queued or running/,
     );
     // Drained with the count it was accepted under, the pool takes the new count.
     const again = await replica({ now: clock.now });
