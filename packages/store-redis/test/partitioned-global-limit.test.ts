@@ -88,6 +88,28 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
     return permits;
   }
 
+  /**
+   * A replica's permits on a connection the test can cut, renewed every 50 ms and fenced after
+   * 300 ms without one, its hold lapsing after 600 ms; `lapses` counts its turns given up (which
+   * sets `running` back to 0).
+   */
+  async function fencedHolder() {
+    const client = new Redis(REDIS_URL, { lazyConnect: true });
+    clients.push(client);
+    const state = { client, lapses: 0, running: 0 };
+    const permits = await holder(() => state.running, {
+      client,
+      holdMs: 600,
+      renewEveryMs: 50,
+      fenceAfterMs: 300,
+      onLapsed: () => {
+        state.lapses += 1;
+        state.running = 0;
+      },
+    });
+    return Object.assign(state, { permits });
+  }
+
   it('counts on no permit that a give-back under way may return, so the fleet stays within the limit', async () => {
     const runningA = 0;
     const a = await holder(() => runningA);
@@ -190,30 +212,18 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
   });
 
   it('claims nothing once fenced (no renewal for fenceAfterMs) while its lapsed hold is taken by others', async () => {
-    let runningA = 0;
-    let lapses = 0;
-    const client = new Redis(REDIS_URL, { lazyConnect: true });
-    clients.push(client);
-    const a = await holder(() => runningA, {
-      client,
-      holdMs: 600,
-      renewEveryMs: 50,
-      fenceAfterMs: 300,
-      onLapsed: () => {
-        lapses += 1;
-        runningA = 0; // the turns are given up
-      },
-    });
+    const fencing = await fencedHolder();
+    const a = fencing.permits;
     expect(await a.acquire()).toBe(true);
     expect(a.take()).toBe(true);
-    runningA = 1;
+    fencing.running = 1;
     a.put();
     // The permits' slot becomes unreachable (its shard fails over; the other partitions' shards answer).
-    const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const commands = fencing.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     commands[HOLD] = async () => {
       throw new Error('Connection is closed.');
     };
-    await until(async () => lapses > 0, 'A gives up its turns, fenced');
+    await until(async () => fencing.lapses > 0, 'A gives up its turns, fenced');
     // The hold lapses in Redis (600 ms): B gets the whole limit.
     const b = await holder(() => 0);
     let tookB = 0;
@@ -225,30 +235,18 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
     expect(await a.acquire(), `A still believes it holds ${a.held}`).toBe(false);
   });
   it('gives up the turn a claim under way when it was fenced lands, while the permits stay unreachable', async () => {
-    let runningA = 0;
-    let lapses = 0;
-    const client = new Redis(REDIS_URL, { lazyConnect: true });
-    clients.push(client);
-    const a = await holder(() => runningA, {
-      client,
-      holdMs: 600,
-      renewEveryMs: 50,
-      fenceAfterMs: 300,
-      onLapsed: () => {
-        lapses += 1;
-        runningA = 0;
-      },
-    });
+    const fencing = await fencedHolder();
+    const a = fencing.permits;
     expect(await a.acquire()).toBe(true);
     expect(a.take()).toBe(true); // a claim is sent to a partition's shard (reachable)
     // The permits' slot becomes unreachable (its primary fails over; cluster-node-timeout > fenceAfterMs).
-    const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const commands = fencing.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     commands[HOLD] = async () => {
       throw new Error('Connection is closed.');
     };
     await until(async () => a.held === 0, 'A is fenced (no turn running then: nothing to give up)');
     // The claim under way answers a turn: it starts, with no permit.
-    runningA = 1;
+    fencing.running = 1;
     a.put();
     // The hold lapses in Redis (600 ms): B is granted the whole limit of 2.
     const b = await holder(() => 0);
@@ -258,8 +256,12 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
       return tookB === 2;
     }, "B is granted A's lapsed permits");
     // A's renewals go on failing: its landed turn is given up, or the fleet would run 3 under a limit of 2.
-    await until(async () => lapses === 1, 'A gives up the turn that landed while it was fenced');
-    expect({ lapses, runningA, tookB }).toEqual({ lapses: 1, runningA: 0, tookB: 2 });
+    await until(async () => fencing.lapses === 1, 'A gives up the turn that landed while it was fenced');
+    expect({ lapses: fencing.lapses, running: fencing.running, tookB }).toEqual({
+      lapses: 1,
+      running: 0,
+      tookB: 2,
+    });
   });
 });
 
