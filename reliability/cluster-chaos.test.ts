@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { postgresReachable } from '@switchboard/testkit/postgres';
-import { redisReachable } from '@switchboard/testkit/redis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { redisReachable, startPrivateCluster } from '@switchboard/testkit/redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ServeProcess,
   eventually,
@@ -195,13 +195,20 @@ interface ClientLedger {
   otherAnswers: string[];
 }
 
-// On one pool, and with the sessions spread over partitions (docs/design.md §5 "Partitions"):
-// the cluster limit is then the one global limit the partitions share.
+// On one pool, and with the sessions spread over partitions (docs/design.md §5 "Partitions") on
+// a Redis Cluster of three primaries: the cluster limit is then the one global limit the
+// partitions share.
 describe.skipIf(!reachable).each([
-  { pool: 'one pool', partitions: undefined },
-  { pool: 'four partitions', partitions: 4 },
-])('cluster chaos: three replicas, SIGKILLs and a rolling restart ($pool)', ({ partitions }) => {
+  { pool: 'one pool', partitions: undefined, onCluster: false },
+  { pool: 'four partitions on a Redis Cluster', partitions: 4, onCluster: true },
+])('cluster chaos: three replicas, SIGKILLs and a rolling restart ($pool)', ({ partitions, onCluster }) => {
   const stores = newStores({ partitions });
+  let redisCluster: Awaited<ReturnType<typeof startPrivateCluster>> | undefined;
+  beforeAll(async () => {
+    if (!onCluster) return;
+    redisCluster = await startPrivateCluster(3);
+    stores.cluster = redisCluster.urls;
+  }, 60_000);
   const fleet = new Fleet();
   let backend: ClusterBackend | undefined;
 
@@ -209,6 +216,7 @@ describe.skipIf(!reachable).each([
     await fleet.stopAll();
     await backend?.close();
     await removeStores(stores);
+    await redisCluster?.remove();
   });
 
   it('loses no message, keeps each session in order and the cluster limit, one id per key, completed on every replica', {

@@ -15,6 +15,8 @@ export interface SharedStores {
   storeOptions?: string;
   /** `store.partitions`, when the pool spreads over more than one. */
   partitions?: number;
+  /** The seed nodes of a Redis Cluster of the test's own, instead of `redisUrl` (removed with it). */
+  cluster?: readonly string[];
 }
 
 /** A pool prefix and a schema of their own; on the shared servers unless `overrides` say otherwise. */
@@ -30,7 +32,7 @@ export function newStores(overrides: Partial<SharedStores> = {}): SharedStores {
 
 /** Removes the pool's keys and, on the shared PostgreSQL, the schema (stop the replicas first). */
 export async function removeStores(stores: SharedStores): Promise<void> {
-  for (let index = 0; index < (stores.partitions ?? 1); index += 1)
+  for (let index = 0; stores.cluster === undefined && index < (stores.partitions ?? 1); index += 1)
     await removePoolKeys(stores.redisUrl, partitionPrefixOf(stores.prefix, index));
   if (stores.postgresUrl === POSTGRES_URL) await dropSchema(stores.schema);
 }
@@ -70,9 +72,15 @@ export function describeStores(head = '') {
 /** The head of a config on `stores` (server on a free port, the pool, the records); `rest` follows. */
 export function storesConfig(stores: SharedStores, rest: string): string {
   return `server: { host: 127.0.0.1, port: 0 }
-store: { kind: redis, url: "${stores.redisUrl}", prefix: ${stores.prefix}${stores.storeOptions === undefined ? '' : `, ${stores.storeOptions}`}${stores.partitions === undefined ? '' : `, partitions: ${stores.partitions}`} }
+store: { kind: redis, ${redisOf(stores)}, prefix: ${stores.prefix}${stores.storeOptions === undefined ? '' : `, ${stores.storeOptions}`}${stores.partitions === undefined ? '' : `, partitions: ${stores.partitions}`} }
 audit: { kind: postgres, url: "${stores.postgresUrl}", schema: ${stores.schema} }
 ${rest}`;
+}
+
+/** Where `store:` finds Redis: the cluster's seeds, or the one URL. */
+function redisOf(stores: SharedStores): string {
+  if (stores.cluster === undefined) return `url: "${stores.redisUrl}"`;
+  return `cluster: [${stores.cluster.map((url) => `"${url}"`).join(', ')}]`;
 }
 
 /** `switchboard serve` `count` times on one config, one after the other (the first takes the leases). */
