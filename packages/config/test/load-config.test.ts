@@ -625,6 +625,7 @@ describe('loadConfig', () => {
         prefix: 'switchboard',
         wait_replicas: 0,
         wait_timeout: 500,
+        partitions: 1,
       });
       expect(cluster.audit).toMatchObject({
         kind: 'postgres',

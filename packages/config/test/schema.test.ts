@@ -100,6 +100,7 @@ describe('ConfigSchema', () => {
         prefix: 'switchboard',
         wait_replicas: 0,
         wait_timeout: 500,
+        partitions: 1,
       });
       expect(config.audit).toEqual({
         kind: 'postgres',
