@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import {
   type AuditLog,
   type AuditRecord,
@@ -20,6 +18,7 @@ import type { RedisClient, RedisTarget } from './redis-connection.js';
 import { storeFailure } from './redis-connection.js';
 import { openScriptClient } from './script-client.js';
 import type { ReplicationOptions } from './replication-wait.js';
+import { defaultReplicaId } from './replica-id.js';
 
 export interface AuditOutboxOptions {
   /**
@@ -147,7 +146,7 @@ export async function createAuditOutbox(options: AuditOutboxOptions): Promise<Au
       details: { problems },
     });
   }
-  const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const replicaId = options.replicaId ?? defaultReplicaId();
   const logger = (options.logger ?? silentLogger).child({ component: 'audit.outbox' });
   const keys = auditOutboxKeysOf(options.prefix);
   const processing = keys.processingOf(replicaId);

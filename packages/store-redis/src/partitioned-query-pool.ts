@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type {
   ClaimedTurn,
   PoolStats,
@@ -19,6 +17,7 @@ import {
   type ReplicaView,
   createRedisQueryPool,
 } from './redis-query-pool.js';
+import { defaultReplicaId } from './replica-id.js';
 
 export interface PartitionedQueryPoolOptions extends RedisQueryPoolOptions {
   /** How many partitions the sessions spread over (2 or more; one is `createRedisQueryPool`). */
@@ -37,7 +36,7 @@ export async function createPartitionedQueryPool(
   options: PartitionedQueryPoolOptions,
 ): Promise<RedisQueryPool> {
   const count = options.partitions;
-  const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const replicaId = options.replicaId ?? defaultReplicaId();
   const timing = { ...DEFAULT_LEASE_TIMING, ...options };
   const parts: RedisQueryPool[] = [];
   const runningTurns = () => parts.reduce((sum, part) => sum + part.heldTurns, 0);

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import {
   type ClaimedTurn,
   type Concurrency,
@@ -62,6 +61,7 @@ import {
   turnOf,
 } from './script-replies.js';
 import type { ReplicationOptions } from './replication-wait.js';
+import { defaultReplicaId } from './replica-id.js';
 
 export interface RedisQueryPoolOptions {
   /**
@@ -269,7 +269,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     });
   }
   const logger = (options.logger ?? silentLogger).child({ component: 'pool.redis' });
-  const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const replicaId = options.replicaId ?? defaultReplicaId();
   const keys = poolKeysOf(options.prefix);
   const dedupKey = `${keys.prefix}dedup`;
   const connection = await openPoolConnection({

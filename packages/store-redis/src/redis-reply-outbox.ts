@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import {
   type AddResult,
   type ClaimedDelivery,
@@ -28,6 +27,7 @@ import {
 import { replyOutboxKeysOf } from './reply-outbox-keys.js';
 import { openScriptClient } from './script-client.js';
 import type { ReplicationOptions } from './replication-wait.js';
+import { defaultReplicaId } from './replica-id.js';
 
 export interface RedisReplyOutboxOptions {
   /**
@@ -152,7 +152,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     });
   }
   const createClient = clientFactoryOf(options);
-  const replicaId = options.replicaId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const replicaId = options.replicaId ?? defaultReplicaId();
   const logger = (options.logger ?? silentLogger).child({ component: 'outbox.redis' });
   const keys = replyOutboxKeysOf(options.prefix);
   /** The base of the kept outcomes' keys (lua/kept-outcomes/includes/keep-outcomes.lua): the deployment's tag. */
