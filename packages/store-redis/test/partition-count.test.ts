@@ -6,24 +6,21 @@ import {
   createPartitionedQueryPool,
   createPartitionedReplyOutbox,
   createRedisQueryPool,
-  partitionOf,
-  partitionPrefixOf,
   type RedisQueryPool,
 } from '../src/index.js';
-import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys } from './redis-harness.js';
-
-async function removePartitionedKeys(prefix: string, partitions: number): Promise<void> {
-  await removePoolKeys(REDIS_URL, prefix);
-  for (let index = 0; index < partitions; index += 1)
-    await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
-}
+import {
+  REDIS_URL,
+  keyInPartition,
+  manualClock,
+  queued,
+  redisReachable,
+  removePartitionedKeys,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 const PARTITIONS = 3;
 
-function chatOf(index: number): string {
-  for (let n = 0; ; n++) if (partitionOf(`chat-${n}`, PARTITIONS) === index) return `chat-${n}`;
-}
+const chatOf = (index: number) => keyInPartition(index, PARTITIONS, 'chat');
 
 describe.skipIf(!reachable)('the partition count recorded by the deployment', () => {
   let prefix = `sb-partition-count-${randomUUID()}`;

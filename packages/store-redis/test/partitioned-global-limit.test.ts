@@ -7,13 +7,19 @@ import {
   createPartitionedQueryPool,
   type GlobalPermits,
   type PartitionedQueryPoolOptions,
-  partitionOf,
-  partitionPrefixOf,
   permitKeysOf,
   type RedisQueryPool,
 } from '../src/index.js';
 import { redisClientFactory } from '../src/redis-connection.js';
-import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys } from './redis-harness.js';
+import {
+  REDIS_URL,
+  keyInPartition,
+  manualClock,
+  queued,
+  redisReachable,
+  removePartitionedKeys,
+  removePoolKeys,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 const HOLD = 'switchboard:global-permits/hold';
@@ -271,9 +277,7 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
   const opened: RedisQueryPool[] = [];
   afterEach(async () => {
     for (const pool of opened.splice(0)) await pool.shutdown();
-    await removePoolKeys(REDIS_URL, prefix);
-    for (let index = 0; index < PARTITIONS; index += 1)
-      await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
+    await removePartitionedKeys(prefix, PARTITIONS);
     prefix = `sb-partition-races-${randomUUID()}`;
   });
 
@@ -291,10 +295,7 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
     return pool;
   }
 
-  /** A session in partition `index`. */
-  function sessionIn(index: number, tag: string): string {
-    for (let n = 0; ; n += 1) if (partitionOf(`${tag}-${n}`, PARTITIONS) === index) return `${tag}-${n}`;
-  }
+  const sessionIn = (index: number, tag: string) => keyInPartition(index, PARTITIONS, tag);
 
   it('counts no permit for a settlement claiming in its step once its ending turn is given up', async () => {
     const clock = manualClock();

@@ -13,17 +13,17 @@ import {
   partitionPrefixOf,
   type RedisQueryPool,
 } from '../src/index.js';
-import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys } from './redis-harness.js';
+import {
+  REDIS_URL,
+  manualClock,
+  queued,
+  redisReachable,
+  removePartitionedKeys,
+  removePoolKeys,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 const PARTITIONS = 3;
-
-/** Deletes the keys of every partition of `prefix`, and of its own slot (the global permits). */
-export async function removePartitionedKeys(prefix: string, partitions: number): Promise<void> {
-  await removePoolKeys(REDIS_URL, prefix);
-  for (let index = 0; index < partitions; index += 1)
-    await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
-}
 
 describe.skipIf(!reachable)('redis, partitioned', () => {
   queryPoolContract(

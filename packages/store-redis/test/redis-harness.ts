@@ -20,6 +20,7 @@ import {
 } from '../src/index.js';
 import { type ScriptOf, defineLuaScripts, runScript } from '../src/lua-scripts.js';
 import { poolKeysOf } from '../src/pool-keys.js';
+import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
 
 export {
   REDIS_URL,
@@ -217,4 +218,15 @@ export async function openScriptRunner(
     },
     close: () => client.quit(),
   };
+}
+
+/** Deletes the keys of every partition of `prefix`; partition 0 is its own slot (with the global permits). */
+export async function removePartitionedKeys(prefix: string, partitions: number): Promise<void> {
+  for (let index = 0; index < partitions; index += 1)
+    await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
+}
+
+/** A session or chat key in partition `index` of `partitions`: the first `<tag>-<n>` that falls there. */
+export function keyInPartition(index: number, partitions: number, tag: string): string {
+  for (let n = 0; ; n += 1) if (partitionOf(`${tag}-${n}`, partitions) === index) return `${tag}-${n}`;
 }
