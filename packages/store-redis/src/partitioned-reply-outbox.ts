@@ -1,11 +1,13 @@
 import {
   type ClaimedDelivery,
   type Delivery,
+  type EndAndClaimResult,
   type Settlement,
   SwitchboardError,
   silentLogger,
 } from '@switchboard/core';
 import { partitionOf, partitionPrefixOf } from './partitions.js';
+import { mayHaveRun } from './redis-connection.js';
 import {
   type RedisReplyOutbox,
   type RedisReplyOutboxOptions,
@@ -24,6 +26,9 @@ export interface PartitionedReplyOutboxOptions extends RedisReplyOutboxOptions {
  * as the reply sender's poll (every second by default) would.
  */
 const IDLE_TRUSTED_FOR_MS = 1000;
+
+/** Claims remembered at most whose one-script removal got no reply: one dropped loses its repeat's way. */
+const MAX_UNANSWERED_REMOVALS = 1000;
 
 /** What this instance knows of one partition's due chats on one channel. */
 interface PartitionView {
@@ -78,8 +83,10 @@ function mergedByCreation(lists: Delivery[][]): Delivery[] {
  * after the last one that handed a delivery out, so that none waits behind another's backlog
  * (within one, the oldest head first). A removal that claims next takes its own partition's next
  * head in the same call only when it is that partition's turn or no other may be due; otherwise
- * it removes, then claims in turn. `moreDue` is true unless every other partition answered, since its last
- * announcement and within `IDLE_TRUSTED_FOR_MS`, that nothing was due there.
+ * it removes, then claims in turn (a repeat of a same-call removal whose reply was lost goes the
+ * same way, so that it gets the head that removal claimed). `moreDue` is true unless every other
+ * partition answered, since its last announcement and within `IDLE_TRUSTED_FOR_MS`, that nothing
+ * was due there.
  */
 export async function createPartitionedReplyOutbox(
   options: PartitionedReplyOutboxOptions,
@@ -131,6 +138,15 @@ export async function createPartitionedReplyOutbox(
     }
     return view;
   }
+
+  /**
+   * Tokens of claims whose removal went to their partition's own `endAndClaim` and got no reply
+   * (Redis may have applied it, leasing the next delivery to that call): a repeat goes the same
+   * way, whatever the view says by then, so that the partition hands that delivery to it (a
+   * removal, then a claim in turn, would leave it held until its lease ends). Oldest first;
+   * bounded, as a sender may give a claim up.
+   */
+  const unansweredRemovals = new Set<string>();
 
   /** Calls under way per `<partition> <channel>` whose own announcement the caller need not hear. */
   const muted = new Map<string, number>();
@@ -240,6 +256,8 @@ export async function createPartitionedReplyOutbox(
     },
 
     delivered(claim, ended) {
+      // The caller asks no next claim now: what a lost one-script removal leased waits for its lease.
+      unansweredRemovals.delete(claim.token);
       return (parts[partOf(claim.delivery)] as RedisReplyOutbox).delivered(claim, ended);
     },
 
@@ -250,6 +268,7 @@ export async function createPartitionedReplyOutbox(
     },
 
     failed(claim, ended) {
+      unansweredRemovals.delete(claim.token);
       return (parts[partOf(claim.delivery)] as RedisReplyOutbox).failed(claim, ended);
     },
 
@@ -259,9 +278,22 @@ export async function createPartitionedReplyOutbox(
       const part = parts[index] as RedisReplyOutbox;
       const view = viewOf(channel, nowMs);
       const othersDue = inTurn(channel, nowMs, true).some((other) => other !== index);
-      if (view.cursor === index || !othersDue) {
+      const repeat = unansweredRemovals.delete(claim.token);
+      if (repeat || view.cursor === index || !othersDue) {
         const heard = (view.partitions[index] as PartitionView).heard;
-        const { settlement, next } = await part.endAndClaim(claim, nowMs, ended);
+        let result: EndAndClaimResult;
+        try {
+          result = await part.endAndClaim(claim, nowMs, ended);
+        } catch (err) {
+          // Forgotten only when Redis surely ran neither this call nor, for a repeat, the first.
+          if (repeat || mayHaveRun(err)) {
+            unansweredRemovals.add(claim.token);
+            if (unansweredRemovals.size > MAX_UNANSWERED_REMOVALS)
+              unansweredRemovals.delete(unansweredRemovals.values().next().value as string);
+          }
+          throw err;
+        }
+        const { settlement, next } = result;
         const handed = answered(channel, index, heard, nowMs, next);
         if (handed !== null || !othersDue) return { settlement, next: handed };
         const order = inTurn(channel, nowMs, true).filter((other) => other !== index);

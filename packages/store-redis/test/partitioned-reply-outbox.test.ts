@@ -1,11 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimedDelivery } from '@switchboard/core';
 import { deliveryFixture, replyOutboxContract } from '@switchboard/contracts';
+import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPartitionedReplyOutbox, type RedisReplyOutbox } from '../src/index.js';
+import {
+  FAIL_FAST_OPTIONS,
+  type PartitionedReplyOutboxOptions,
+  createPartitionedReplyOutbox,
+  type RedisReplyOutbox,
+} from '../src/index.js';
 import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
-import { REDIS_URL, manualClock, poolKeyNames, redisReachable, removePoolKeys } from './redis-harness.js';
+import {
+  REDIS_URL,
+  manualClock,
+  poolKeyNames,
+  redisReachable,
+  removePoolKeys,
+  usePrivateRedis,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -21,18 +34,22 @@ function chatsOf(index: number, count: number): string[] {
   return chats;
 }
 
-/** Partitioned outboxes on one random prefix, each another replica; `close` closes them and removes their keys. */
-function partitionedOutboxes() {
+/**
+ * Partitioned outboxes on one random prefix of the Redis at `url`, each another replica; `close`
+ * closes them and removes their keys.
+ */
+function partitionedOutboxes(url = REDIS_URL) {
   const prefix = `sb-partitioned-${randomUUID()}`;
   const opened: RedisReplyOutbox[] = [];
   return {
     prefix,
-    async open() {
+    async open(options: Partial<PartitionedReplyOutboxOptions> = {}) {
       const outbox = await createPartitionedReplyOutbox({
-        url: REDIS_URL,
+        url,
         prefix,
         leaseMs: 60_000,
         partitions: PARTITIONS,
+        ...options,
       });
       opened.push(outbox);
       return outbox;
@@ -40,7 +57,7 @@ function partitionedOutboxes() {
     async close() {
       for (const outbox of opened.splice(0)) await outbox.close();
       for (let index = 0; index < PARTITIONS; index++)
-        await removePoolKeys(REDIS_URL, partitionPrefixOf(prefix, index));
+        await removePoolKeys(url, partitionPrefixOf(prefix, index));
     },
   };
 }
@@ -172,6 +189,54 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
         await expect.poll(() => woken.length).toBe(index + 1);
         expect(await outbox.claim(CHANNEL, nowMs)).toMatchObject({ delivery, moreDue: false });
       }
+    });
+  });
+
+  describe('when the reply of a removal that claimed next in one script was lost', () => {
+    // Paused: a Redis of this block's own.
+    const redis = usePrivateRedis();
+    let paused: ReturnType<typeof partitionedOutboxes>;
+    afterEach(() => paused.close());
+
+    it('answers its repeat with the delivery that removal claimed next, though the repeat would have removed, then claimed in turn', async () => {
+      paused = partitionedOutboxes(redis.url());
+      const clock = manualClock();
+      // Its calls give up after 200 ms, so that a `CLIENT PAUSE` loses their replies.
+      const outbox = await paused.open({
+        url: undefined,
+        createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+      });
+      // Every partition answers that nothing is due: only partition 0 is heard of after.
+      expect(await outbox.claim(CHANNEL, clock.now())).toBeNull();
+      const chat = chatsOf(0, 1)[0] as string;
+      // Remembered once ended, as the gateway's deliveries are: a repeated removal answers settled.
+      const first = deliveryFixture(1, { chat, rememberForMs: 60_000 });
+      const second = deliveryFixture(2, { chat, rememberForMs: 60_000 });
+      await outbox.add(first);
+      await outbox.add(second);
+      const held = (await outbox.claim(CHANNEL, clock.now())) as ClaimedDelivery;
+      expect(held.delivery.id).toBe(first.id);
+
+      // No other partition may be due: the removal claims next in partition 0's own script.
+      await redis.admin.client('PAUSE', 600, 'WRITE');
+      await expect(outbox.endAndClaim(held, clock.now())).rejects.toMatchObject({
+        code: 'SB_STORE_UNAVAILABLE',
+      });
+      // Once the pause ends, Redis runs the removal whose caller gave up: the second is leased.
+      const nextKey = `{${paused.prefix}}:reply-outbox:d:${second.id}`;
+      await eventually(
+        async () => (await redis.admin.hget(nextKey, 'token')) !== null,
+        5000,
+        'the removal applied',
+      );
+      // A second later the other partitions' answers are no longer trusted, and it is not
+      // partition 0's turn: a first call would remove, then claim in turn.
+      clock.advance(1000);
+      const { settlement, next } = await outbox.endAndClaim(held, clock.now());
+      expect(settlement).toBe('settled');
+      expect(next?.delivery.id).toBe(second.id);
+      expect(next?.token).toBe(await redis.admin.hget(nextKey, 'token'));
+      expect(await outbox.delivered(next as ClaimedDelivery)).toBe('settled');
     });
   });
 });
