@@ -224,6 +224,21 @@ export async function createPartitionedReplyOutbox(
     return null;
   }
 
+  /**
+   * `claimFrom` after a removal that was applied: a claim failing now must not make the caller
+   * repeat the removal (a repeat answers `lost`). What is due waits for the sender's next claim.
+   */
+  function claimAfterRemoval(
+    channel: string,
+    nowMs: number,
+    order: number[],
+  ): Promise<ClaimedDelivery | null> {
+    return claimFrom(channel, nowMs, order).catch((err: unknown) => {
+      logger.warn({ err, channel }, 'claim after a removal failed: left to the next claim');
+      return null;
+    });
+  }
+
   return {
     durable: true,
     shared: true,
@@ -297,7 +312,7 @@ export async function createPartitionedReplyOutbox(
         const handed = answered(channel, index, heard, nowMs, next);
         if (handed !== null || !othersDue) return { settlement, next: handed };
         const order = inTurn(channel, nowMs, true).filter((other) => other !== index);
-        return { settlement, next: await claimFrom(channel, nowMs, order) };
+        return { settlement, next: await claimAfterRemoval(channel, nowMs, order) };
       }
       // Another partition's turn: remove, then claim in turn. Its own partition's announcement of
       // a next head is not passed on: that partition is asked in turn (or the claim says more is
@@ -313,13 +328,7 @@ export async function createPartitionedReplyOutbox(
         if (left === 0) muted.delete(key);
         else muted.set(key, left);
       }
-      // The removal is applied: a claim failing now must not make the caller repeat it (a repeat
-      // answers `lost`). What is due waits for the sender's next claim.
-      const next = await claimFrom(channel, nowMs, inTurn(channel, nowMs, true)).catch((err: unknown) => {
-        logger.warn({ err, channel }, 'claim after a removal failed: left to the next claim');
-        return null;
-      });
-      return { settlement, next };
+      return { settlement, next: await claimAfterRemoval(channel, nowMs, inTurn(channel, nowMs, true)) };
     },
 
     async pending() {

@@ -175,6 +175,33 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
     });
   });
 
+  describe('when another partition fails as a removal claims next', () => {
+    it('answers the removal it applied instead of failing it (its repeat would answer lost), leaving the claim to the next one', async () => {
+      const clock = manualClock();
+      outbox = await outboxes.open();
+      const [own, other] = [chatsOf(0, 1)[0] as string, chatsOf(2, 1)[0] as string];
+      await outbox.add(deliveryFixture(1, { chat: own }));
+      await outbox.add(deliveryFixture(2, { chat: other }));
+      const held = (await outbox.claim(CHANNEL, clock.now())) as ClaimedDelivery;
+      expect(held.delivery.chat).toBe(own);
+      // Partitions 1 and 2 asked in turn: partition 0's turn again.
+      expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.chat).toBe(other);
+      // Partition 1's claim script fails from now on (a key of another type where it reads its leases).
+      const admin = new Redis(REDIS_URL);
+      try {
+        await admin.set(
+          `{${partitionPrefixOf(outboxes.prefix, 1)}}:reply-outbox:leases:${CHANNEL}`,
+          'broken',
+        );
+      } finally {
+        admin.disconnect();
+      }
+      // The other partitions' answers are no longer trusted: they are asked after the removal.
+      clock.advance(1000);
+      expect(await outbox.endAndClaim(held, clock.now())).toEqual({ settlement: 'settled', next: null });
+    });
+  });
+
   describe('when another replica adds to a partition', () => {
     it('hears it and claims it', async () => {
       outbox = await outboxes.open();
