@@ -3,15 +3,18 @@ import {
   type Logger,
   type PipelinePolicyInput,
   PipelinePolicySchema,
+  type QueryPool,
   type QueuedMessage,
 } from '@switchboard/core';
-import { queuedMessageFixture } from '@switchboard/contracts';
+import { type QueryPoolFactory, queuedMessageFixture } from '@switchboard/contracts';
 import { REDIS_URL, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   FAIL_FAST_OPTIONS,
+  createPartitionedQueryPool,
   createRedisQueryPool,
+  type PartitionedQueryPoolOptions,
   createRedisReplyOutbox,
   type RedisQueryPool,
   type RedisQueryPoolOptions,
@@ -229,4 +232,103 @@ export async function removePartitionedKeys(prefix: string, partitions: number):
 /** A session or chat key in partition `index` of `partitions`: the first `<tag>-<n>` that falls there. */
 export function keyInPartition(index: number, partitions: number, tag: string): string {
   for (let n = 0; ; n += 1) if (partitionOf(`${tag}-${n}`, partitions) === index) return `${tag}-${n}`;
+}
+
+/**
+ * A `queryPoolContract` factory on the shared Redis: each test's replicas on one fresh
+ * `<tag>-<uuid>` prefix, over `partitions` partitions (none: one pool, as `createRedisQueryPool`),
+ * all shut down and their keys removed at its end.
+ */
+export function contractPools(tag: string, partitions?: number): QueryPoolFactory {
+  return async ({ now, concurrency, limits, pipelines, tenants }) => {
+    const prefix = `${tag}-${randomUUID()}`;
+    const replicas: RedisQueryPool[] = [];
+    const open = async (): Promise<QueryPool> => {
+      const options = { url: REDIS_URL, prefix, now, concurrency, limits, pipelines, tenants };
+      const pool = await (partitions === undefined
+        ? createRedisQueryPool(options)
+        : createPartitionedQueryPool({ ...options, partitions }));
+      replicas.push(pool);
+      return pool;
+    };
+    return {
+      store: await open(),
+      peer: open,
+      async close() {
+        for (const pool of replicas) await pool.shutdown();
+        await removePartitionedKeys(prefix, partitions ?? 1);
+      },
+    };
+  };
+}
+
+/** The shared configuration of the partition tests' pools: pipeline `p`, a global limit of `global`. */
+export function partitionTestConfig(global: number) {
+  return {
+    concurrency: { global, perSession: 1 },
+    limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+    pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+  };
+}
+
+/**
+ * Partitioned pools of one test on one fresh `<tag>-<uuid>` prefix of the shared Redis, each
+ * `open` another replica over `partitions` partitions with `partitionTestConfig(global)`; shut
+ * down and the keys of every partition removed after the test.
+ */
+export function usePartitionedPools({
+  tag,
+  partitions,
+  global,
+}: {
+  tag: string;
+  partitions: number;
+  global: number;
+}) {
+  const opened: RedisQueryPool[] = [];
+  let prefix = `${tag}-${randomUUID()}`;
+  afterEach(async () => {
+    for (const pool of opened.splice(0)) await pool.shutdown();
+    await removePartitionedKeys(prefix, partitions);
+    prefix = `${tag}-${randomUUID()}`;
+  });
+  /** Options for a pool of one partition on this test's prefix: a replica counting partitions otherwise. */
+  const single = (options: Partial<RedisQueryPoolOptions> = {}): RedisQueryPoolOptions => ({
+    url: REDIS_URL,
+    prefix,
+    ...partitionTestConfig(global),
+    ...options,
+  });
+  return {
+    get prefix() {
+      return prefix;
+    },
+    single,
+    async open(options: Partial<PartitionedQueryPoolOptions> = {}): Promise<RedisQueryPool> {
+      const pool = await createPartitionedQueryPool({ ...single(), partitions, ...options });
+      opened.push(pool);
+      return pool;
+    },
+    /** Shuts `pool` down after the test too (one opened otherwise on this prefix). */
+    keep(pool: RedisQueryPool): RedisQueryPool {
+      opened.push(pool);
+      return pool;
+    },
+    /** Shuts `pool` down before the test ends (its keys are still removed afterwards). */
+    async shutdown(pool: RedisQueryPool) {
+      opened.splice(opened.indexOf(pool), 1);
+      await pool.shutdown();
+    },
+  };
+}
+
+/** What starting a pool is refused with; null when it starts (the pool is shut down then). */
+export function refusalOf(start: Promise<{ shutdown(): Promise<void> }>): Promise<unknown> {
+  return start.then(
+    async (pool) => {
+      await pool.shutdown();
+      return null;
+    },
+    (err: unknown) => err,
+  );
 }
