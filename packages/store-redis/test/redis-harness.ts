@@ -3,7 +3,6 @@ import {
   type Logger,
   type PipelinePolicyInput,
   PipelinePolicySchema,
-  type QueryPool,
   type QueuedMessage,
 } from '@switchboard/core';
 import { type QueryPoolFactory, queuedMessageFixture } from '@switchboard/contracts';
@@ -235,31 +234,48 @@ export function keyInPartition(index: number, partitions: number, tag: string): 
 }
 
 /**
- * A `queryPoolContract` factory on the shared Redis: each test's replicas on one fresh
- * `<tag>-<uuid>` prefix, over `partitions` partitions (none: one pool, as `createRedisQueryPool`),
- * all shut down and their keys removed at its end.
+ * A contract suite's stores of one test on the shared Redis: `store` and each `peer` another
+ * replica opened by `open` on one fresh `<tag>-<uuid>` prefix; `close` stops each in turn with
+ * `stop` and removes the keys of the prefix's `partitions` partitions.
+ */
+export async function contractStores<Store>(
+  open: (prefix: string) => Promise<Store>,
+  stop: (store: Store) => Promise<void>,
+  { tag = 'sb-contract', partitions = 1 }: { tag?: string; partitions?: number } = {},
+): Promise<{ store: Store; peer(): Promise<Store>; close(): Promise<void> }> {
+  const prefix = `${tag}-${randomUUID()}`;
+  const opened: Store[] = [];
+  const peer = async () => {
+    const store = await open(prefix);
+    opened.push(store);
+    return store;
+  };
+  return {
+    store: await peer(),
+    peer,
+    async close() {
+      for (const store of opened) await stop(store);
+      await removePartitionedKeys(prefix, partitions);
+    },
+  };
+}
+
+/**
+ * A `queryPoolContract` factory on the shared Redis (`contractStores`): pools over `partitions`
+ * partitions, or none (one pool, as `createRedisQueryPool`).
  */
 export function contractPools(tag: string, partitions?: number): QueryPoolFactory {
-  return async ({ now, concurrency, limits, pipelines, tenants }) => {
-    const prefix = `${tag}-${randomUUID()}`;
-    const replicas: RedisQueryPool[] = [];
-    const open = async (): Promise<QueryPool> => {
-      const options = { url: REDIS_URL, prefix, now, concurrency, limits, pipelines, tenants };
-      const pool = await (partitions === undefined
-        ? createRedisQueryPool(options)
-        : createPartitionedQueryPool({ ...options, partitions }));
-      replicas.push(pool);
-      return pool;
-    };
-    return {
-      store: await open(),
-      peer: open,
-      async close() {
-        for (const pool of replicas) await pool.shutdown();
-        await removePartitionedKeys(prefix, partitions ?? 1);
+  return ({ now, concurrency, limits, pipelines, tenants }) =>
+    contractStores(
+      (prefix) => {
+        const options = { url: REDIS_URL, prefix, now, concurrency, limits, pipelines, tenants };
+        return partitions === undefined
+          ? createRedisQueryPool(options)
+          : createPartitionedQueryPool({ ...options, partitions });
       },
-    };
-  };
+      (pool) => pool.shutdown(),
+      { tag, partitions },
+    );
 }
 
 /** The shared configuration of the partition tests' pools: pipeline `p`, a global limit of `global`. */
