@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimedTurn, Turn } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGlobalPermits, type GlobalPermits, permitKeysOf } from '../src/index.js';
@@ -44,13 +45,7 @@ function ownClients() {
 }
 
 /** Polls `condition` (real time, bounded): for a deadline on Redis' clock, never a sleep. */
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = (condition: () => Promise<boolean>, what: string) => eventually(condition, 5_000, what);
 
 describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () => {
   const prefix = `sb-permit-races-${randomUUID()}`;

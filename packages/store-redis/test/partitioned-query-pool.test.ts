@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Turn, isSwitchboardError } from '@switchboard/core';
 import { queryPoolContract } from '@switchboard/contracts';
+import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -152,15 +153,6 @@ describe.skipIf(!reachable)('global permits', () => {
     return permits;
   }
 
-  /** Waits (real time, bounded) until `condition` holds: for a hold's deadline, never a sleep. */
-  async function eventually(condition: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 5_000;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-
   it('grants no more than the limit over all replicas, and tells one left short when permits come back', async () => {
     const first = await holder();
     const second = await holder();
@@ -175,7 +167,7 @@ describe.skipIf(!reachable)('global permits', () => {
     });
     first.put();
     await first.release();
-    await eventually(async () => told > 0, 'the short replica is told');
+    await eventually(async () => told > 0, 5_000, 'the short replica is told');
     expect(await second.acquire()).toBe(true);
     expect(first.held).toBe(1);
   });
@@ -189,7 +181,7 @@ describe.skipIf(!reachable)('global permits', () => {
       expect(gone.take()).toBe(true);
     }
     expect(await other.acquire()).toBe(false);
-    await eventually(() => other.acquire(), 'the lapsed permits are granted to the other replica');
+    await eventually(() => other.acquire(), 5_000, 'the lapsed permits are granted to the other replica');
     // Its next call finds its permits gone while it still uses them.
     expect(await gone.acquire()).toBe(false);
     expect(lapsed).toBeGreaterThan(0);
