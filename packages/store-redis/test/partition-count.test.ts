@@ -1,20 +1,15 @@
-import { randomUUID } from 'node:crypto';
-import { PipelinePolicySchema, isSwitchboardError } from '@switchboard/core';
+import { isSwitchboardError } from '@switchboard/core';
 import { deliveryFixture } from '@switchboard/contracts';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createPartitionedQueryPool,
-  createPartitionedReplyOutbox,
-  createRedisQueryPool,
-  type RedisQueryPool,
-} from '../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { createPartitionedReplyOutbox, createRedisQueryPool } from '../src/index.js';
 import {
   REDIS_URL,
   keyInPartition,
   manualClock,
   queued,
   redisReachable,
-  removePartitionedKeys,
+  refusalOf,
+  usePartitionedPools,
 } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -23,42 +18,18 @@ const PARTITIONS = 3;
 const chatOf = (index: number) => keyInPartition(index, PARTITIONS, 'chat');
 
 describe.skipIf(!reachable)('the partition count recorded by the deployment', () => {
-  let prefix = `sb-partition-count-${randomUUID()}`;
-  const opened: Array<{ shutdown(): Promise<void> }> = [];
-  afterEach(async () => {
-    for (const item of opened.splice(0)) await item.shutdown().catch(() => {});
-    await removePartitionedKeys(prefix, PARTITIONS);
-    prefix = `sb-partition-count-${randomUUID()}`;
-  });
-  const base = (clock: ReturnType<typeof manualClock>) => ({
-    url: REDIS_URL,
-    prefix,
-    now: clock.now,
-    concurrency: { global: 3, perSession: 1 },
-    limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-    pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-  });
-  const attempt = (start: Promise<RedisQueryPool>) =>
-    start.then(
-      async (pool) => {
-        await pool.shutdown();
-        return null;
-      },
-      (err: unknown) => err,
-    );
+  const pools = usePartitionedPools({ tag: 'sb-partition-count', partitions: PARTITIONS, global: 3 });
 
   it('is not rewritten by a replica refused for counting otherwise', async () => {
     const clock = manualClock();
-    const running = await createPartitionedQueryPool({ ...base(clock), partitions: PARTITIONS });
-    opened.push(running);
+    const running = await pools.open({ now: clock.now });
     // A replica with 1 partition starts while the 3-partition one runs idle: refused by the fingerprint...
-    const refusal = await attempt(createRedisQueryPool(base(clock)));
+    const refusal = await refusalOf(createRedisQueryPool(pools.single({ now: clock.now })));
     expect(isSwitchboardError(refusal, 'SB_STORE_CONFIG_MISMATCH')).toBe(true);
     await running.enqueue(queued(chatOf(2), clock.now()));
-    await running.shutdown();
-    opened.splice(0);
+    await pools.shutdown(running);
     // The message waits in partition 2 under the count 3: a pool of 1 partition must be refused.
-    const later = await attempt(createRedisQueryPool(base(clock)));
+    const later = await refusalOf(createRedisQueryPool(pools.single({ now: clock.now })));
     expect(isSwitchboardError(later, 'SB_CONFIG_INVALID')).toBe(true);
   });
 
@@ -66,18 +37,16 @@ describe.skipIf(!reachable)('the partition count recorded by the deployment', ()
     const clock = manualClock();
     const outbox = await createPartitionedReplyOutbox({
       url: REDIS_URL,
-      prefix,
+      prefix: pools.prefix,
       leaseMs: 60_000,
       partitions: PARTITIONS,
     });
-    const pool = await createPartitionedQueryPool({ ...base(clock), partitions: PARTITIONS });
-    opened.push(pool);
+    const pool = await pools.open({ now: clock.now });
     await outbox.add(deliveryFixture(1, { chat: chatOf(2), channel: 'tg' }));
     await outbox.close();
-    await pool.shutdown();
-    opened.splice(0);
+    await pools.shutdown(pool);
     // The pool is empty, but the reply waits in partition 2, which one partition never reads.
-    const change = await attempt(createRedisQueryPool(base(clock)));
+    const change = await refusalOf(createRedisQueryPool(pools.single({ now: clock.now })));
     expect(isSwitchboardError(change, 'SB_CONFIG_INVALID')).toBe(true);
     expect(String((change as Error).message)).toMatch(/1 replies waiting to be sent \(partition 2\)/);
   });

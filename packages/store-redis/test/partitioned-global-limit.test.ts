@@ -1,24 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { PipelinePolicySchema, type ClaimedTurn, type Turn } from '@switchboard/core';
+import type { ClaimedTurn, Turn } from '@switchboard/core';
+import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createGlobalPermits,
-  createPartitionedQueryPool,
-  type GlobalPermits,
-  type PartitionedQueryPoolOptions,
-  permitKeysOf,
-  type RedisQueryPool,
-} from '../src/index.js';
+import { createGlobalPermits, type GlobalPermits, permitKeysOf } from '../src/index.js';
 import { redisClientFactory } from '../src/redis-connection.js';
 import {
   REDIS_URL,
   keyInPartition,
   manualClock,
   queued,
+  partitionTestConfig,
   redisReachable,
-  removePartitionedKeys,
   removePoolKeys,
+  usePartitionedPools,
 } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -50,13 +45,7 @@ function ownClients() {
 }
 
 /** Polls `condition` (real time, bounded): for a deadline on Redis' clock, never a sleep. */
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = (condition: () => Promise<boolean>, what: string) => eventually(condition, 5_000, what);
 
 describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () => {
   const prefix = `sb-permit-races-${randomUUID()}`;
@@ -272,28 +261,8 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
 });
 
 describe.skipIf(!reachable)('partitioned pool under a full limit and failing partitions', () => {
-  let prefix = `sb-partition-races-${randomUUID()}`;
   const PARTITIONS = 3;
-  const opened: RedisQueryPool[] = [];
-  afterEach(async () => {
-    for (const pool of opened.splice(0)) await pool.shutdown();
-    await removePartitionedKeys(prefix, PARTITIONS);
-    prefix = `sb-partition-races-${randomUUID()}`;
-  });
-
-  async function replica(options: Partial<PartitionedQueryPoolOptions> = {}): Promise<RedisQueryPool> {
-    const pool = await createPartitionedQueryPool({
-      url: REDIS_URL,
-      prefix,
-      partitions: PARTITIONS,
-      concurrency: { global: 1, perSession: 1 },
-      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-      ...options,
-    });
-    opened.push(pool);
-    return pool;
-  }
+  const pools = usePartitionedPools({ tag: 'sb-partition-races', partitions: PARTITIONS, global: 1 });
 
   const sessionIn = (index: number, tag: string) => keyInPartition(index, PARTITIONS, tag);
 
@@ -302,7 +271,7 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
     // Connections in the order made: the permits', then each partition's commands and subscriber.
     const made: Redis[] = [];
     const factory = redisClientFactory(REDIS_URL);
-    const pool = await replica({
+    const pool = await pools.open({
       url: undefined,
       createClient: (role) => {
         const client = factory(role) as Redis;
@@ -353,7 +322,7 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
 
   it("gives a slot freed under a full limit to the next partition's older head, not back to a partition with a backlog", async () => {
     const clock = manualClock();
-    const pool = await replica({ now: clock.now });
+    const pool = await pools.open({ now: clock.now });
     const a = sessionIn(0, 'a');
     const b = sessionIn(1, 'b');
     await pool.enqueue(queued(a, clock.now()));
@@ -378,19 +347,14 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
 
   it('enforces a lowered global limit as turns end, settlements claiming in their step included', async () => {
     const clock = manualClock();
-    const config = (global: number) => ({
-      concurrency: { global, perSession: 1 },
-      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-    });
-    const pool = await replica({ now: clock.now, ...config(3) });
+    const pool = await pools.open({ now: clock.now, ...partitionTestConfig(3) });
     const sessions = [sessionIn(0, 'x'), sessionIn(1, 'y'), sessionIn(2, 'z')];
     for (const session of sessions)
       for (let n = 0; n < 4; n += 1) await pool.enqueue(queued(session, clock.now()));
     let running: Turn[] = [];
     for (let n = 0; n < 3; n += 1) running.push((await pool.claim()) as Turn);
     expect(running.every((turn) => turn !== null)).toBe(true);
-    await pool.reconfigure(config(1)); // the operator lowers the limit to 1
+    await pool.reconfigure(partitionTestConfig(1)); // the operator lowers the limit to 1
     for (let round = 0; round < 3; round += 1) {
       const next: Turn[] = [];
       for (const turn of running)
@@ -402,11 +366,11 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
 
   it('runs no claim on the permit its settlement is giving back to the other replicas', async () => {
     const { clients, createClient } = ownClients();
-    const a = await replica({
+    const a = await pools.open({
       url: undefined,
       createClient,
     });
-    const b = await replica();
+    const b = await pools.open();
     // A's give-back is applied and its reply held back (a WAIT for a replica, a loaded primary).
     const permitClient = clients[0] as Redis;
     const commands = permitClient as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -443,7 +407,7 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
   it("claims from the other partitions while one partition's claims fail", async () => {
     const clock = manualClock();
     const { clients, createClient } = ownClients();
-    const pool = await replica({
+    const pool = await pools.open({
       url: undefined,
       createClient,
       now: clock.now,
@@ -457,7 +421,9 @@ describe.skipIf(!reachable)('partitioned pool under a full limit and failing par
       const real = commands['switchboard:pool/claim'];
       if (real === undefined) continue;
       commands['switchboard:pool/claim'] = (...args: unknown[]) =>
-        args.includes(`{${prefix}#1}:`) ? Promise.reject(new Error('CLUSTERDOWN')) : real.apply(client, args);
+        args.includes(`{${pools.prefix}#1}:`)
+          ? Promise.reject(new Error('CLUSTERDOWN'))
+          : real.apply(client, args);
     }
     const answers: string[] = [];
     for (let attempt = 0; attempt < 3; attempt += 1) {

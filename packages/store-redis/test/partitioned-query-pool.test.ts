@@ -1,89 +1,44 @@
 import { randomUUID } from 'node:crypto';
-import { PipelinePolicySchema, type QueryPool, type Turn, isSwitchboardError } from '@switchboard/core';
+import { type Turn, isSwitchboardError } from '@switchboard/core';
 import { queryPoolContract } from '@switchboard/contracts';
+import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createGlobalPermits,
-  createPartitionedQueryPool,
   createRedisQueryPool,
   type GlobalPermits,
-  type PartitionedQueryPoolOptions,
   partitionOf,
   partitionPrefixOf,
   type RedisQueryPool,
 } from '../src/index.js';
 import {
   REDIS_URL,
+  contractPools,
   manualClock,
+  partitionTestConfig,
   queued,
   redisReachable,
-  removePartitionedKeys,
+  refusalOf,
   removePoolKeys,
+  usePartitionedPools,
 } from './redis-harness.js';
 
 const reachable = await redisReachable();
 const PARTITIONS = 3;
 
 describe.skipIf(!reachable)('redis, partitioned', () => {
-  queryPoolContract(
-    'redis, 3 partitions',
-    async ({ now, concurrency, limits, pipelines, tenants }) => {
-      const prefix = `sb-partitioned-${randomUUID()}`;
-      const replicas: RedisQueryPool[] = [];
-      const open = async (): Promise<QueryPool> => {
-        const pool = await createPartitionedQueryPool({
-          url: REDIS_URL,
-          prefix,
-          partitions: PARTITIONS,
-          now,
-          concurrency,
-          limits,
-          pipelines,
-          tenants,
-        });
-        replicas.push(pool);
-        return pool;
-      };
-      return {
-        store: await open(),
-        peer: open,
-        async close() {
-          for (const pool of replicas) await pool.shutdown();
-          await removePartitionedKeys(prefix, PARTITIONS);
-        },
-      };
-    },
-    { partitioned: true },
-  );
+  queryPoolContract('redis, 3 partitions', contractPools('sb-partitioned', PARTITIONS), {
+    partitioned: true,
+  });
 });
 
 describe.skipIf(!reachable)('redis, partitioned: the partitions and the one global limit', () => {
-  let prefix = `sb-partitioned-${randomUUID()}`;
-  const opened: Array<{ shutdown(): Promise<void> } | { close(): Promise<void> }> = [];
-  afterEach(async () => {
-    for (const item of opened.splice(0)) await ('shutdown' in item ? item.shutdown() : item.close());
-    await removePartitionedKeys(prefix, PARTITIONS);
-    prefix = `sb-partitioned-${randomUUID()}`;
-  });
-
-  async function replica(options: Partial<PartitionedQueryPoolOptions> = {}): Promise<RedisQueryPool> {
-    const pool = await createPartitionedQueryPool({
-      url: REDIS_URL,
-      prefix,
-      partitions: PARTITIONS,
-      concurrency: { global: 3, perSession: 1 },
-      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-      ...options,
-    });
-    opened.push(pool);
-    return pool;
-  }
+  const pools = usePartitionedPools({ tag: 'sb-partitioned', partitions: PARTITIONS, global: 3 });
 
   it("keeps each session's messages in its own partition's slot, the sessions spread over all of them", async () => {
     const clock = manualClock();
-    const pool = await replica({ now: clock.now });
+    const pool = await pools.open({ now: clock.now });
     const sessions = Array.from({ length: 24 }, (_, index) => `chat-${index}`);
     for (const session of sessions) await pool.enqueue(queued(session, clock.now()));
     const client = new Redis(REDIS_URL);
@@ -93,7 +48,7 @@ describe.skipIf(!reachable)('redis, partitioned: the partitions and the one glob
         const home = partitionOf(session, PARTITIONS);
         used.add(home);
         for (let index = 0; index < PARTITIONS; index += 1) {
-          const length = await client.llen(`{${partitionPrefixOf(prefix, index)}}:q:${session}`);
+          const length = await client.llen(`{${partitionPrefixOf(pools.prefix, index)}}:q:${session}`);
           expect(length, `${session} in partition ${index}`).toBe(index === home ? 1 : 0);
         }
       }
@@ -105,20 +60,8 @@ describe.skipIf(!reachable)('redis, partitioned: the partitions and the one glob
   });
 
   it('refuses a replica counting partitions otherwise while one runs, naming store.partitions', async () => {
-    await replica();
-    const refusal = await createRedisQueryPool({
-      url: REDIS_URL,
-      prefix,
-      concurrency: { global: 3, perSession: 1 },
-      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-    }).then(
-      async (pool) => {
-        await pool.shutdown();
-        return null;
-      },
-      (err: unknown) => err,
-    );
+    await pools.open();
+    const refusal = await refusalOf(createRedisQueryPool(pools.single()));
     expect(isSwitchboardError(refusal, 'SB_STORE_CONFIG_MISMATCH')).toBe(true);
     expect(String((refusal as Error).message)).toMatch(
       /store\.partitions: this replica absent, the shared store 3/,
@@ -127,43 +70,27 @@ describe.skipIf(!reachable)('redis, partitioned: the partitions and the one glob
 
   it('refuses another partition count while messages wait under the one recorded, and takes it once they ran', async () => {
     const clock = manualClock();
-    const first = await replica({ now: clock.now });
+    const first = await pools.open({ now: clock.now });
     await first.enqueue(queued('chat-1', clock.now()));
-    await first.shutdown();
-    opened.splice(opened.indexOf(first), 1);
-    const single = {
-      url: REDIS_URL,
-      prefix,
-      now: clock.now,
-      concurrency: { global: 3, perSession: 1 },
-      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-    };
-    const refusal = await createRedisQueryPool(single).then(
-      async (pool) => {
-        await pool.shutdown();
-        return null;
-      },
-      (err: unknown) => err,
-    );
+    await pools.shutdown(first);
+    const single = pools.single({ now: clock.now });
+    const refusal = await refusalOf(createRedisQueryPool(single));
     expect(isSwitchboardError(refusal, 'SB_CONFIG_INVALID')).toBe(true);
     expect(String((refusal as Error).message)).toMatch(
       /store\.partitions is 1, but 3 partitions still hold 1 messages queued or running/,
     );
     // Drained with the count it was accepted under, the pool takes the new count.
-    const again = await replica({ now: clock.now });
+    const again = await pools.open({ now: clock.now });
     const turn = (await again.claim()) as Turn;
     expect(await again.complete(turn)).toBe('settled');
-    await again.shutdown();
-    opened.splice(opened.indexOf(again), 1);
-    const pool = await createRedisQueryPool(single);
-    opened.push(pool);
+    await pools.shutdown(again);
+    const pool = pools.keep(await createRedisQueryPool(single));
     expect((await pool.stats()).pending).toBe(0);
   });
 
   it('never runs more turns than the global limit over every partition and replica, and runs each message once', async () => {
     const clock = manualClock();
-    const replicas = [await replica({ now: clock.now }), await replica({ now: clock.now })];
+    const replicas = [await pools.open({ now: clock.now }), await pools.open({ now: clock.now })];
     const messages = Array.from({ length: 24 }, (_, index) => queued(`chat-${index}`, clock.now()));
     for (const message of messages) await (replicas[0] as RedisQueryPool).enqueue(message);
     const running: Array<{ turn: Turn; by: RedisQueryPool }> = [];
@@ -187,17 +114,12 @@ describe.skipIf(!reachable)('redis, partitioned: the partitions and the one glob
 
   it('gives the slot of an ended turn back to every replica', async () => {
     const clock = manualClock();
-    const [first, second] = [await replica({ now: clock.now }), await replica({ now: clock.now })] as const;
-    await first.reconfigure({
-      concurrency: { global: 1, perSession: 1 },
-      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-    });
-    await second.reconfigure({
-      concurrency: { global: 1, perSession: 1 },
-      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
-      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
-    });
+    const [first, second] = [
+      await pools.open({ now: clock.now }),
+      await pools.open({ now: clock.now }),
+    ] as const;
+    await first.reconfigure(partitionTestConfig(1));
+    await second.reconfigure(partitionTestConfig(1));
     for (let index = 0; index < 4; index += 1) await first.enqueue(queued(`chat-${index}`, clock.now()));
     const turn = (await first.claim()) as Turn;
     expect(turn).not.toBeNull();
@@ -231,15 +153,6 @@ describe.skipIf(!reachable)('global permits', () => {
     return permits;
   }
 
-  /** Waits (real time, bounded) until `condition` holds: for a hold's deadline, never a sleep. */
-  async function eventually(condition: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 5_000;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-
   it('grants no more than the limit over all replicas, and tells one left short when permits come back', async () => {
     const first = await holder();
     const second = await holder();
@@ -254,7 +167,7 @@ describe.skipIf(!reachable)('global permits', () => {
     });
     first.put();
     await first.release();
-    await eventually(async () => told > 0, 'the short replica is told');
+    await eventually(async () => told > 0, 5_000, 'the short replica is told');
     expect(await second.acquire()).toBe(true);
     expect(first.held).toBe(1);
   });
@@ -268,7 +181,7 @@ describe.skipIf(!reachable)('global permits', () => {
       expect(gone.take()).toBe(true);
     }
     expect(await other.acquire()).toBe(false);
-    await eventually(() => other.acquire(), 'the lapsed permits are granted to the other replica');
+    await eventually(() => other.acquire(), 5_000, 'the lapsed permits are granted to the other replica');
     // Its next call finds its permits gone while it still uses them.
     expect(await gone.acquire()).toBe(false);
     expect(lapsed).toBeGreaterThan(0);

@@ -4,7 +4,7 @@ import type { InboundMessage } from '@switchboard/core';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FAIL_FAST_OPTIONS, type RedisHandoffStore, createRedisHandoffStore } from '../src/index.js';
-import { REDIS_URL, poolKeyNames, redisReachable, removePoolKeys } from './redis-harness.js';
+import { REDIS_URL, contractStores, poolKeyNames, redisReachable, removePoolKeys } from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -27,23 +27,13 @@ function message(id: string): InboundMessage {
 }
 
 describe.skipIf(!reachable)('createRedisHandoffStore', () => {
-  handoffStoreContract('redis', async () => {
-    const prefix = `sb-test-${randomUUID()}`;
-    const opened: RedisHandoffStore[] = [];
-    const open = async () => {
-      const store = await createRedisHandoffStore({ url: REDIS_URL, prefix });
-      opened.push(store);
-      return store;
-    };
-    return {
-      store: await open(),
-      peer: open,
-      async close() {
-        await Promise.all(opened.map((store) => store.close()));
-        await removePoolKeys(REDIS_URL, prefix);
-      },
-    };
-  });
+  handoffStoreContract('redis', () =>
+    contractStores(
+      (prefix) => createRedisHandoffStore({ url: REDIS_URL, prefix }),
+      (store) => store.close(),
+      { tag: 'sb-test' },
+    ),
+  );
 
   describe('with a connection of the caller', () => {
     let prefix: string;

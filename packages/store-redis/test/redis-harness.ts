@@ -5,13 +5,15 @@ import {
   PipelinePolicySchema,
   type QueuedMessage,
 } from '@switchboard/core';
-import { queuedMessageFixture } from '@switchboard/contracts';
+import { type QueryPoolFactory, queuedMessageFixture } from '@switchboard/contracts';
 import { REDIS_URL, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   FAIL_FAST_OPTIONS,
+  createPartitionedQueryPool,
   createRedisQueryPool,
+  type PartitionedQueryPoolOptions,
   createRedisReplyOutbox,
   type RedisQueryPool,
   type RedisQueryPoolOptions,
@@ -229,4 +231,120 @@ export async function removePartitionedKeys(prefix: string, partitions: number):
 /** A session or chat key in partition `index` of `partitions`: the first `<tag>-<n>` that falls there. */
 export function keyInPartition(index: number, partitions: number, tag: string): string {
   for (let n = 0; ; n += 1) if (partitionOf(`${tag}-${n}`, partitions) === index) return `${tag}-${n}`;
+}
+
+/**
+ * A contract suite's stores of one test on the shared Redis: `store` and each `peer` another
+ * replica opened by `open` on one fresh `<tag>-<uuid>` prefix; `close` stops each in turn with
+ * `stop` and removes the keys of the prefix's `partitions` partitions.
+ */
+export async function contractStores<Store>(
+  open: (prefix: string) => Promise<Store>,
+  stop: (store: Store) => Promise<void>,
+  { tag = 'sb-contract', partitions = 1 }: { tag?: string; partitions?: number } = {},
+): Promise<{ store: Store; peer(): Promise<Store>; close(): Promise<void> }> {
+  const prefix = `${tag}-${randomUUID()}`;
+  const opened: Store[] = [];
+  const peer = async () => {
+    const store = await open(prefix);
+    opened.push(store);
+    return store;
+  };
+  return {
+    store: await peer(),
+    peer,
+    async close() {
+      for (const store of opened) await stop(store);
+      await removePartitionedKeys(prefix, partitions);
+    },
+  };
+}
+
+/**
+ * A `queryPoolContract` factory on the shared Redis (`contractStores`): pools over `partitions`
+ * partitions, or none (one pool, as `createRedisQueryPool`).
+ */
+export function contractPools(tag: string, partitions?: number): QueryPoolFactory {
+  return ({ now, concurrency, limits, pipelines, tenants }) =>
+    contractStores(
+      (prefix) => {
+        const options = { url: REDIS_URL, prefix, now, concurrency, limits, pipelines, tenants };
+        return partitions === undefined
+          ? createRedisQueryPool(options)
+          : createPartitionedQueryPool({ ...options, partitions });
+      },
+      (pool) => pool.shutdown(),
+      { tag, partitions },
+    );
+}
+
+/** The shared configuration of the partition tests' pools: pipeline `p`, a global limit of `global`. */
+export function partitionTestConfig(global: number) {
+  return {
+    concurrency: { global, perSession: 1 },
+    limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+    pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+  };
+}
+
+/**
+ * Partitioned pools of one test on one fresh `<tag>-<uuid>` prefix of the shared Redis, each
+ * `open` another replica over `partitions` partitions with `partitionTestConfig(global)`; shut
+ * down and the keys of every partition removed after the test.
+ */
+export function usePartitionedPools({
+  tag,
+  partitions,
+  global,
+}: {
+  tag: string;
+  partitions: number;
+  global: number;
+}) {
+  const opened: RedisQueryPool[] = [];
+  let prefix = `${tag}-${randomUUID()}`;
+  afterEach(async () => {
+    for (const pool of opened.splice(0)) await pool.shutdown();
+    await removePartitionedKeys(prefix, partitions);
+    prefix = `${tag}-${randomUUID()}`;
+  });
+  /** Options for a pool of one partition on this test's prefix: a replica counting partitions otherwise. */
+  const single = (options: Partial<RedisQueryPoolOptions> = {}): RedisQueryPoolOptions => ({
+    url: REDIS_URL,
+    prefix,
+    ...partitionTestConfig(global),
+    ...options,
+  });
+  return {
+    get prefix() {
+      return prefix;
+    },
+    single,
+    async open(options: Partial<PartitionedQueryPoolOptions> = {}): Promise<RedisQueryPool> {
+      const pool = await createPartitionedQueryPool({ ...single(), partitions, ...options });
+      opened.push(pool);
+      return pool;
+    },
+    /** Shuts `pool` down after the test too (one opened otherwise on this prefix). */
+    keep(pool: RedisQueryPool): RedisQueryPool {
+      opened.push(pool);
+      return pool;
+    },
+    /** Shuts `pool` down before the test ends (its keys are still removed afterwards). */
+    async shutdown(pool: RedisQueryPool) {
+      opened.splice(opened.indexOf(pool), 1);
+      await pool.shutdown();
+    },
+  };
+}
+
+/** What starting a pool is refused with; null when it starts (the pool is shut down then). */
+export function refusalOf(start: Promise<{ shutdown(): Promise<void> }>): Promise<unknown> {
+  return start.then(
+    async (pool) => {
+      await pool.shutdown();
+      return null;
+    },
+    (err: unknown) => err,
+  );
 }
