@@ -4,6 +4,7 @@ import {
   type Outcome,
   type PooledMessageState,
   isFinalStatus,
+  statusVersion,
 } from '@switchboard/core';
 import { emptyStatus, finalStatus } from './status-from-outcome.js';
 import type { TrackedMessage } from './tracked-message.js';
@@ -124,7 +125,12 @@ export function createReplicaReconciliation(options: ReplicaReconciliationOption
 
   async function checked(id: string, message: TrackedMessage, status: MessageStatus): Promise<MessageStatus> {
     const inStore = await stored(id);
-    if (inStore === null || !isFinalStatus(inStore)) return message.status ?? status;
+    const known = message.status ?? status;
+    if (inStore === null) return known;
+    // Another replica that ran the turn may have stored it further along (`completed`, its delivery
+    // pending): answered as stored, so that no reader sees the message go back. Not kept here:
+    // this replica's own writes and `relayedOutcome` go by what it wrote itself.
+    if (!isFinalStatus(inStore)) return statusVersion(inStore) > statusVersion(known) ? inStore : known;
     settle(id, message, inStore);
     return inStore;
   }

@@ -508,6 +508,39 @@ describe('status tracker', () => {
       expect(await tracker.current(message.id)).toEqual(done);
       expect(reads).toEqual([message.id]);
     });
+
+    it('reads what the replica that ran it stored when that is further along (completed, delivery pending), never going back to running', async () => {
+      const { tracker, store, writes, relayed } = trackerHarness(async () => ({
+        state: 'settled',
+        pipeline: 'echo',
+        channel: 'api',
+        rule: null,
+      }));
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      relayed.startTurn();
+      expect(await tracker.current(message.id)).toMatchObject({ status: 'running' });
+      // The replica that ran the turn stored its replies: every other replica reads this.
+      const pendingElsewhere: MessageStatus = { ...completedElsewhere, delivery: 'pending' };
+      await store.put(pendingElsewhere);
+      expect(await tracker.current(message.id)).toEqual(pendingElsewhere);
+      // Its delivery ended there: final in the store, and here.
+      await store.put(completedElsewhere);
+      expect(await tracker.current(message.id)).toEqual(completedElsewhere);
+      expect(writes).toEqual([]);
+    });
+
+    it('keeps what it knows when the store holds less (a stale queued status)', async () => {
+      const { tracker, store, relayed } = trackerHarness(async () => ({
+        state: 'running',
+        pipeline: 'echo',
+        channel: 'api',
+        rule: null,
+      }));
+      tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null });
+      relayed.startTurn();
+      await store.put({ ...completedElsewhere, status: 'queued', turn: null, replies: [] });
+      expect(await tracker.current(message.id)).toMatchObject({ status: 'running', turn: 't2' });
+    });
   });
 
   describe('when a request here waits on a message another replica accepted (a repeated keyed request)', () => {
