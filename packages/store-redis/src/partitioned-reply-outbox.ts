@@ -169,7 +169,9 @@ export async function createPartitionedReplyOutbox(
 
   /**
    * Learns from partition `index`'s answer at `nowMs` (`heard`: its announcements when the call
-   * began), and hands its claim out with `moreDue` across the partitions.
+   * began), and hands its claim out with `moreDue` across the partitions. A repeat's answer
+   * (`repeat`) says nothing of what is due: its first call's announcement of more was this
+   * instance's own, which it does not hear.
    */
   function answered(
     channel: string,
@@ -177,10 +179,11 @@ export async function createPartitionedReplyOutbox(
     heard: number,
     nowMs: number,
     claimed: ClaimedDelivery | null,
+    repeat = false,
   ): ClaimedDelivery | null {
     const view = viewOf(channel, nowMs);
     const partition = view.partitions[index] as PartitionView;
-    if (claimed?.moreDue) partition.idleAt = null;
+    if (claimed?.moreDue || repeat) partition.idleAt = null;
     else if (partition.heard === heard) {
       partition.idleAt = nowMs;
       if (partition.dueAt <= nowMs) partition.dueAt = Number.POSITIVE_INFINITY;
@@ -188,7 +191,7 @@ export async function createPartitionedReplyOutbox(
     if (claimed === null) return null;
     view.cursor = (index + 1) % count;
     const othersDue = view.partitions.some((other, at) => at !== index && mayHaveDue(other, nowMs));
-    return othersDue && !claimed.moreDue ? { ...claimed, moreDue: true } : claimed;
+    return (othersDue || repeat) && !claimed.moreDue ? { ...claimed, moreDue: true } : claimed;
   }
 
   /** The partitions in turn from the cursor, those that may be due only when `dueOnly`. */
@@ -309,7 +312,7 @@ export async function createPartitionedReplyOutbox(
           throw err;
         }
         const { settlement, next } = result;
-        const handed = answered(channel, index, heard, nowMs, next);
+        const handed = answered(channel, index, heard, nowMs, next, repeat);
         if (handed !== null || !othersDue) return { settlement, next: handed };
         const order = inTurn(channel, nowMs, true).filter((other) => other !== index);
         return { settlement, next: await claimAfterRemoval(channel, nowMs, order) };

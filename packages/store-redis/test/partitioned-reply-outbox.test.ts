@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimedDelivery } from '@switchboard/core';
-import { deliveryFixture, replyOutboxContract } from '@switchboard/contracts';
+import { capturingLogger, deliveryFixture, replyOutboxContract } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -178,7 +178,8 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
   describe('when another partition fails as a removal claims next', () => {
     it('answers the removal it applied instead of failing it (its repeat would answer lost), leaving the claim to the next one', async () => {
       const clock = manualClock();
-      outbox = await outboxes.open();
+      const logged = capturingLogger();
+      outbox = await outboxes.open({ logger: logged.logger });
       const [own, other] = [chatsOf(0, 1)[0] as string, chatsOf(2, 1)[0] as string];
       await outbox.add(deliveryFixture(1, { chat: own }));
       await outbox.add(deliveryFixture(2, { chat: other }));
@@ -199,6 +200,8 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
       // The other partitions' answers are no longer trusted: they are asked after the removal.
       clock.advance(1000);
       expect(await outbox.endAndClaim(held, clock.now())).toEqual({ settlement: 'settled', next: null });
+      // Partition 1 was asked, and failed.
+      expect(logged.lines.filter((line) => line.includes('claim after a removal failed'))).toHaveLength(1);
     });
   });
 
@@ -264,6 +267,39 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
       expect(next?.delivery.id).toBe(second.id);
       expect(next?.token).toBe(await redis.admin.hget(nextKey, 'token'));
       expect(await outbox.delivered(next as ClaimedDelivery)).toBe('settled');
+    });
+
+    it('says more may be due after its repeat: the announcement of the lost call was its own, unheard', async () => {
+      paused = partitionedOutboxes(redis.url());
+      const clock = manualClock();
+      const outbox = await paused.open({
+        url: undefined,
+        createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
+      });
+      expect(await outbox.claim(CHANNEL, clock.now())).toBeNull();
+      const [chat, otherChat] = chatsOf(0, 2) as [string, string];
+      const first = deliveryFixture(1, { chat, rememberForMs: 60_000 });
+      const second = deliveryFixture(2, { chat, rememberForMs: 60_000 });
+      const third = deliveryFixture(3, { chat: otherChat, rememberForMs: 60_000 });
+      for (const delivery of [first, second, third]) await outbox.add(delivery);
+      const held = (await outbox.claim(CHANNEL, clock.now())) as ClaimedDelivery;
+      expect(held.delivery.id).toBe(first.id);
+
+      await redis.admin.client('PAUSE', 600, 'WRITE');
+      await expect(outbox.endAndClaim(held, clock.now())).rejects.toMatchObject({
+        code: 'SB_STORE_UNAVAILABLE',
+      });
+      const nextKey = `{${paused.prefix}}:reply-outbox:d:${second.id}`;
+      await eventually(
+        async () => (await redis.admin.hget(nextKey, 'token')) !== null,
+        5000,
+        'the removal applied',
+      );
+      // The lost call left the other chat's head due, and announced it to this instance only.
+      const { next } = await outbox.endAndClaim(held, clock.now());
+      expect(next?.delivery.id).toBe(second.id);
+      expect(next?.moreDue).toBe(true);
+      expect((await outbox.claim(CHANNEL, clock.now()))?.delivery.id).toBe(third.id);
     });
   });
 });
