@@ -8,7 +8,10 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
  * Client options that make a command fail at once while Redis is unreachable, instead of waiting
  * in ioredis' offline queue and running after the reconnect (by then its caller has long told
  * the platform to send again): no offline queue, no retry of a command, no resend after a
- * reconnect, and a bound on every command. ioredis still reconnects by itself.
+ * reconnect, and a bound on every command. ioredis still reconnects by itself. A command that may
+ * have run is not sent again by ioredis (see `createRedisClient` for a cluster client): its caller
+ * decides (`mayHaveRun`) and repeats it with its repeat flag, so a script whose reply was lost
+ * does not run a second time as a first call.
  */
 export const FAIL_FAST_OPTIONS = {
   enableOfflineQueue: false,
@@ -43,9 +46,21 @@ export function createRedisClient(target: RedisTarget): RedisClient {
     {
       lazyConnect,
       enableOfflineQueue,
-      // A cluster client that cannot reach a slot's node retries the command itself otherwise.
+      // The client sends a command again, at most 16 times, only when Redis did not run it:
+      // redirected or refused (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), or refused before sending
+      // because its node's connection is not up yet ("Connection is closed.", retried after
+      // `retryDelayOnFailover` with a fresh slot map).
       maxRedirections: 16,
+      retryDelayOnMoved: 0,
+      retryDelayOnTryAgain: 100,
       retryDelayOnClusterDown: 100,
+      retryDelayOnFailover: 100,
+      // A node connection that drops fails the commands it had sent, which may have run, with
+      // `MaxRetriesPerRequestError` (`maxRetriesPerRequest: 0`; not retried), then tries once
+      // more at once. Without a strategy it would fail them with "Connection is closed." too, and
+      // the client would send them again. It still does so when it closes a node connection
+      // itself (a node gone from the slot map, a stale one replaced) with a command on it.
+      clusterNodeRetryStrategy: (times) => (times === 1 ? 0 : null),
       redisOptions: {
         ...nodeOptions,
         ...(first.username === '' ? {} : { username: decodeURIComponent(first.username) }),

@@ -197,7 +197,7 @@ export async function startReplicatedRedis() {
 }
 
 /** Runs `call` on a short-lived probe connection to `url`. */
-async function command<T>(url: string, call: (client: Redis) => Promise<T>): Promise<T> {
+export async function command<T>(url: string, call: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis(url, PROBE_OPTIONS);
   client.on('error', () => {});
   try {

@@ -44,6 +44,14 @@ export async function startTcpProxy(targetPort: number) {
       held = true;
       for (const upstream of upstreams) upstream.pause();
     },
+    /**
+     * Cuts every open connection, as a host dying does: what `hold` kept is lost. New connections
+     * pass everything on again.
+     */
+    cut(): void {
+      held = false;
+      cutAll();
+    },
     /** New connections go to `port` from now on; open ones are cut. */
     retarget(port: number): void {
       target = port;
