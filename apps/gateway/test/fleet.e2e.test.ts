@@ -277,12 +277,21 @@ describe.skipIf(!reachable)('a fleet of replicas on Redis and PostgreSQL (end to
         delayMs: 1000,
         extra: 'concurrency: { pipeline: 6 }\nshutdown: { drain_timeout: 8s }',
       });
-      const messages = await Promise.all(
-        Array.from({ length: 30 }, async (_, index) => {
-          const text = `backlog ${index}`;
-          return { text, id: await send(replicas[index % 3] as Replica, `s${index % 10}-${text}`, text) };
-        }),
-      );
+      const sendAll = (indexes: number[]) =>
+        Promise.all(
+          indexes.map(async (index) => {
+            const text = `backlog ${index}`;
+            return { text, id: await send(replicas[index % 3] as Replica, `s${index % 10}-${text}`, text) };
+          }),
+        );
+      const indexes = Array.from({ length: 30 }, (_, index) => index);
+      // Replica 0's first: each enqueue into a free slot runs at once on the replica that took it,
+      // and each turn's end claims that replica's next, so replica 0 would run nothing if the
+      // others' enqueues took every slot first (the machine's timing decides that order).
+      const messages = [
+        ...(await sendAll(indexes.filter((index) => index % 3 === 0))),
+        ...(await sendAll(indexes.filter((index) => index % 3 !== 0))),
+      ];
       await eventually(() => calls.some((call) => call.replica === 0), 30_000, 'replica 0 running a turn');
       const stoppedAt = Date.now();
       const exitCode = await (replicas[0] as Replica).stop('SIGTERM');
