@@ -107,7 +107,7 @@ export function createReplicaReconciliation(options: ReplicaReconciliationOption
       .then(() => stored(id))
       .then(
         (status) => {
-          if (status !== null && isFinalStatus(status)) {
+          if (status !== null && isFinalStatus(status) && status.generation >= told.generation) {
             settle(id, message, status, outcome.reason);
             return;
           }
@@ -131,6 +131,9 @@ export function createReplicaReconciliation(options: ReplicaReconciliationOption
     // pending): answered as stored, so that no reader sees the message go back. Not kept here:
     // this replica's own writes and `relayedOutcome` go by what it wrote itself.
     if (!isFinalStatus(inStore)) return statusVersion(inStore) > statusVersion(known) ? inStore : known;
+    // A replay of a dead letter runs here: the store keeps the first run's final status until the
+    // replay's replaces it.
+    if (inStore.generation < known.generation) return known;
     settle(id, message, inStore);
     return inStore;
   }

@@ -231,7 +231,7 @@ export function createStatusTracker(options: StatusTrackerOptions): StatusTracke
       const entry = origin === 'relayed' ? tracked.get(message.id) : entryOf(message.id);
       if (entry === undefined || (entry.status !== null && isFinalStatus(entry.status))) continue;
       entry.status = {
-        ...(entry.status ?? emptyStatus(message.id, channelId, message.tenant, at)),
+        ...(entry.status ?? emptyStatus(message.id, channelId, message.tenant, at, message.generation)),
         status: 'running',
         pipeline: turn.pipeline,
         rule: queued.rule ?? null,

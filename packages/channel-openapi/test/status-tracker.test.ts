@@ -726,6 +726,32 @@ describe('status tracker', () => {
         replies: [{ text: 'at last' }],
       });
     });
+
+    it.each([
+      { followed: 'accepted here', queued: true },
+      { followed: 'watched here only', queued: false },
+    ])(
+      'reads the replay running on another replica, not the first run final in the store ($followed)',
+      async ({ queued }) => {
+        const { tracker, store, relayed } = trackerHarness(async () => ({
+          state: 'running',
+          pipeline: 'echo',
+          channel: 'api',
+          rule: null,
+        }));
+        const firstRun: MessageStatus = { ...completedElsewhere, status: 'dead_lettered', replies: [] };
+        await store.put(firstRun);
+        const replay = { ...message, generation: 1 };
+        const watch = tracker.watch(message.id);
+        if (queued)
+          tracker.queued(message.id, { pipeline: 'echo', rule: null, traceId: null, generation: 1 });
+        relayed.startTurn(replay);
+        expect(await tracker.current(message.id)).toMatchObject({ status: 'running', generation: 1 });
+        // Still followed: the replay's own outcome answers the watch.
+        relayed.complete(replay, [{ text: 'at last' }]);
+        expect((await watch.wait(1000))?.status).toMatchObject({ status: 'completed', generation: 1 });
+      },
+    );
   });
 
   describe('when a message comes back from the journal after a restart', () => {

@@ -76,14 +76,14 @@ export interface SettleOptions {
 
 /**
  * What a turn start says about its messages: which turn, which pipeline, and each message's id,
- * channel and rule. A `Turn` is one; it is also all that crosses to other replicas
+ * channel, tenant, generation (a dead letter's replay) and rule. A `Turn` is one; it is also all that crosses to other replicas
  * (docs/design.md §5 "Several replicas").
  */
 export interface TurnStart {
   id: string;
   pipeline: string;
   messages: ReadonlyArray<{
-    message: Pick<InboundMessage, 'id' | 'channel' | 'tenant' | 'accepted_by'>;
+    message: Pick<InboundMessage, 'id' | 'channel' | 'tenant' | 'generation' | 'accepted_by'>;
     rule?: string;
   }>;
 }

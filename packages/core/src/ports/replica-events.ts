@@ -47,7 +47,7 @@ export interface ReplicaEvents {
 
 /**
  * What crosses to the other replicas of a turn start: its id, its pipeline, and each message's id,
- * channel, tenant and rule. A whole `Turn` carries every message's text, which the channels never read.
+ * channel, tenant, generation and rule. A whole `Turn` carries every message's text, which the channels never read.
  */
 export function turnStartOf(turn: TurnStart): TurnStart {
   return {
@@ -58,6 +58,7 @@ export function turnStartOf(turn: TurnStart): TurnStart {
         id: message.id,
         channel: message.channel,
         ...(message.tenant === undefined ? {} : { tenant: message.tenant }),
+        ...(message.generation === undefined ? {} : { generation: message.generation }),
       },
       ...(rule === undefined ? {} : { rule }),
     })),
