@@ -122,8 +122,17 @@ export function storeFailure(err: unknown, retryAfterMs: number): unknown {
   });
 }
 
-/** ioredis' rejection of a command while the connection is down (no offline queue): never sent. */
-const NOT_SENT = "Stream isn't writeable";
+/**
+ * ioredis' rejections of a command it never sent: the connection down (no offline queue), a
+ * cluster client not ready (no offline queue either), or a cluster client giving up after its
+ * last try was refused with a redirection (its earlier tries were refused or not sent, as
+ * `createRedisClient` describes).
+ */
+const NOT_SENT = [
+  /^Stream isn't writeable/,
+  /^Cluster isn't ready/,
+  /^Too many Cluster redirections\. Last error: ReplyError: (MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/,
+];
 
 /**
  * Whether Redis may have run the command whose call failed with `err` (a `storeFailure`): its
@@ -133,7 +142,7 @@ const NOT_SENT = "Stream isn't writeable";
 export function mayHaveRun(err: unknown): boolean {
   const cause = err instanceof SwitchboardError ? err.cause : err;
   if (!(cause instanceof Error)) return false;
-  return cause.name !== 'ReplyError' && !cause.message.startsWith(NOT_SENT);
+  return cause.name !== 'ReplyError' && !NOT_SENT.some((pattern) => pattern.test(cause.message));
 }
 
 /**
