@@ -61,6 +61,12 @@ export function createRedisClient(target: RedisTarget): RedisClient {
       // the client would send them again. It still does so when it closes a node connection
       // itself (a node gone from the slot map, a stale one replaced) with a command on it.
       clusterNodeRetryStrategy: (times) => (times === 1 ? 0 : null),
+      // A node connection that ends (its second try failed too) is dropped from the pool, and
+      // the client adds a node back only from a slot map it reads again: after a `MOVED` reply,
+      // which a command sent on a node's own connection (`primaryOf`) never meets, or every
+      // interval here (one `CLUSTER SLOTS` on a short-lived connection). Without it a primary
+      // back from a restart stays unknown to the client, which its other nodes keep ready.
+      slotsRefreshInterval: 5000,
       redisOptions: {
         ...nodeOptions,
         ...(first.username === '' ? {} : { username: decodeURIComponent(first.username) }),
@@ -75,7 +81,8 @@ export function createRedisClient(target: RedisTarget): RedisClient {
  * The connection to the primary that holds `{<prefix>}`'s slot, for the commands without a key
  * that must reach it (`TIME`, `WAIT`, `INFO`): a cluster client would send them to any node, and
  * a `WAIT` counts the writes of the connection it is sent on. A single Redis is its own. Throws
- * while a cluster client does not know that slot's node (not connected, or the slot moving).
+ * while a cluster client does not know that slot's node (not connected, the slot moving, or its
+ * connection ended until the next slot map read of `createRedisClient`'s interval).
  */
 export function primaryOf(client: RedisClient, prefix: string): Redis {
   if (client instanceof Redis) return client;
@@ -115,8 +122,17 @@ export function storeFailure(err: unknown, retryAfterMs: number): unknown {
   });
 }
 
-/** ioredis' rejection of a command while the connection is down (no offline queue): never sent. */
-const NOT_SENT = "Stream isn't writeable";
+/**
+ * ioredis' rejections of a command it never sent: the connection down (no offline queue), a
+ * cluster client not ready (no offline queue either), or a cluster client giving up after its
+ * last try was refused with a redirection (its earlier tries were refused or not sent, as
+ * `createRedisClient` describes).
+ */
+const NOT_SENT = [
+  /^Stream isn't writeable/,
+  /^Cluster isn't ready/,
+  /^Too many Cluster redirections\. Last error: ReplyError: (MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/,
+];
 
 /**
  * Whether Redis may have run the command whose call failed with `err` (a `storeFailure`): its
@@ -126,7 +142,7 @@ const NOT_SENT = "Stream isn't writeable";
 export function mayHaveRun(err: unknown): boolean {
   const cause = err instanceof SwitchboardError ? err.cause : err;
   if (!(cause instanceof Error)) return false;
-  return cause.name !== 'ReplyError' && !cause.message.startsWith(NOT_SENT);
+  return cause.name !== 'ReplyError' && !NOT_SENT.some((pattern) => pattern.test(cause.message));
 }
 
 /**

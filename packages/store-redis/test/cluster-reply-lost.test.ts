@@ -6,6 +6,8 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, createRedisClient, mayHaveRun, primaryOf, storeFailure } from '../src/redis-connection.js';
+import { createRedisReplicaEvents, eventChannelOf } from '../src/redis-replica-events.js';
+import { recordingLogger } from './redis-harness.js';
 
 const PREFIX = 'sb-cluster-reply-lost';
 const COUNTER = `{${PREFIX}}:runs`;
@@ -128,5 +130,51 @@ describe("the store's Redis Cluster client", () => {
     expect(await client.eval(INCR, 1, key)).toBe(1);
     expect(client.slots[slot]?.[0]).toBe(`127.0.0.1:${target.port}`);
     expect(await command(target.url, (node) => node.get(key))).toBe('1');
+  });
+
+  it("relays events again once the slot's primary is back from an outage longer than a reconnect", {
+    timeout: 30_000,
+  }, async () => {
+    const logger = recordingLogger();
+    const events = await createRedisReplicaEvents({
+      url: cluster.urls,
+      prefix: PREFIX,
+      replicaId: 'replica-a',
+      logger,
+    });
+    // Pub/sub reaches every node: one the proxy does not stand in front of hears every event.
+    const other = cluster.nodes.find((node) => node.port !== holder.options.port);
+    const listener = new Redis(other?.url as string);
+    const heard = new Set<string>();
+    listener.on('message', (_channel: string, text: string) => heard.add(JSON.parse(text).turn.id));
+    const failures = () =>
+      logger.lines.filter((line) => line.message.startsWith('event relay failed')).length;
+    let sent = 0;
+    /** Relays a turn start to replica-b: whether replica-b's channel heard it (false once it failed). */
+    const relayed = async (): Promise<boolean> => {
+      const id = `turn-${++sent}`;
+      const before = failures();
+      events.publishTurnStart('replica-b', { id, pipeline: 'p', messages: [] });
+      await eventually(() => heard.has(id) || failures() > before, 5000, `turn ${id} heard or failed`);
+      return heard.has(id);
+    };
+    try {
+      await listener.subscribe(eventChannelOf(PREFIX, 'replica-b'));
+      expect(await relayed()).toBe(true);
+
+      // The primary restarts: its node connection, tried once more at once, ends.
+      await proxy.refuse();
+      const away = Date.now();
+      await eventually(async () => !(await relayed()), 5000, 'a relay fails while the primary is away');
+      // The length of the outage (not a condition): a few seconds, as a node's restart takes.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 3000 - (Date.now() - away))));
+      expect(await relayed()).toBe(false);
+      await proxy.accept();
+
+      await eventually(relayed, 15_000, 'a relay is heard again after the primary is back');
+    } finally {
+      listener.disconnect();
+      await events.close();
+    }
   });
 });

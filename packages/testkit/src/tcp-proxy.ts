@@ -25,10 +25,15 @@ export async function startTcpProxy(targetPort: number) {
     client.pipe(upstream).pipe(client);
     if (held) upstream.pause();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
+  const listen = (on: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(on, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  await listen(0);
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   const cutAll = () => {
@@ -52,6 +57,18 @@ export async function startTcpProxy(targetPort: number) {
       held = false;
       cutAll();
     },
+    /**
+     * Cuts every open connection and stops listening, so that new ones are refused, as while the
+     * host behind restarts; `accept` listens on the same port again.
+     */
+    async refuse(): Promise<void> {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      cutAll();
+      await closed;
+    },
+    async accept(): Promise<void> {
+      await listen(port);
+    },
     /** New connections go to `port` from now on; open ones are cut. */
     retarget(port: number): void {
       target = port;
@@ -59,6 +76,7 @@ export async function startTcpProxy(targetPort: number) {
     },
     close(): Promise<void> {
       cutAll();
+      // Resolves when refusing too (the server then reports it was not listening).
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
