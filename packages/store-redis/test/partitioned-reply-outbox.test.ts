@@ -228,10 +228,14 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
     let paused: ReturnType<typeof partitionedOutboxes>;
     afterEach(() => paused.close());
 
-    it('answers its repeat with the delivery that removal claimed next, though the repeat would have removed, then claimed in turn', async () => {
+    /**
+     * An outbox whose calls give up after 200 ms (so that a `CLIENT PAUSE` loses their replies),
+     * two deliveries of one chat of partition 0 (plus `more`), the first claimed, then removed by
+     * an `endAndClaim` whose reply was lost once Redis applied it, leasing the second.
+     */
+    async function removalWithLostReply(more: Array<ReturnType<typeof deliveryFixture>> = []) {
       paused = partitionedOutboxes(redis.url());
       const clock = manualClock();
-      // Its calls give up after 200 ms, so that a `CLIENT PAUSE` loses their replies.
       const outbox = await paused.open({
         url: undefined,
         createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
@@ -242,8 +246,7 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
       // Remembered once ended, as the gateway's deliveries are: a repeated removal answers settled.
       const first = deliveryFixture(1, { chat, rememberForMs: 60_000 });
       const second = deliveryFixture(2, { chat, rememberForMs: 60_000 });
-      await outbox.add(first);
-      await outbox.add(second);
+      for (const delivery of [first, second, ...more]) await outbox.add(delivery);
       const held = (await outbox.claim(CHANNEL, clock.now())) as ClaimedDelivery;
       expect(held.delivery.id).toBe(first.id);
 
@@ -259,6 +262,11 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
         5000,
         'the removal applied',
       );
+      return { outbox, clock, held, second, nextKey };
+    }
+
+    it('answers its repeat with the delivery that removal claimed next, though the repeat would have removed, then claimed in turn', async () => {
+      const { outbox, clock, held, second, nextKey } = await removalWithLostReply();
       // A second later the other partitions' answers are no longer trusted, and it is not
       // partition 0's turn: a first call would remove, then claim in turn.
       clock.advance(1000);
@@ -270,31 +278,8 @@ describe.skipIf(!reachable)('createPartitionedReplyOutbox', () => {
     });
 
     it('says more may be due after its repeat: the announcement of the lost call was its own, unheard', async () => {
-      paused = partitionedOutboxes(redis.url());
-      const clock = manualClock();
-      const outbox = await paused.open({
-        url: undefined,
-        createClient: () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 }),
-      });
-      expect(await outbox.claim(CHANNEL, clock.now())).toBeNull();
-      const [chat, otherChat] = chatsOf(0, 2) as [string, string];
-      const first = deliveryFixture(1, { chat, rememberForMs: 60_000 });
-      const second = deliveryFixture(2, { chat, rememberForMs: 60_000 });
-      const third = deliveryFixture(3, { chat: otherChat, rememberForMs: 60_000 });
-      for (const delivery of [first, second, third]) await outbox.add(delivery);
-      const held = (await outbox.claim(CHANNEL, clock.now())) as ClaimedDelivery;
-      expect(held.delivery.id).toBe(first.id);
-
-      await redis.admin.client('PAUSE', 600, 'WRITE');
-      await expect(outbox.endAndClaim(held, clock.now())).rejects.toMatchObject({
-        code: 'SB_STORE_UNAVAILABLE',
-      });
-      const nextKey = `{${paused.prefix}}:reply-outbox:d:${second.id}`;
-      await eventually(
-        async () => (await redis.admin.hget(nextKey, 'token')) !== null,
-        5000,
-        'the removal applied',
-      );
+      const third = deliveryFixture(3, { chat: chatsOf(0, 2)[1] as string, rememberForMs: 60_000 });
+      const { outbox, clock, held, second } = await removalWithLostReply([third]);
       // The lost call left the other chat's head due, and announced it to this instance only.
       const { next } = await outbox.endAndClaim(held, clock.now());
       expect(next?.delivery.id).toBe(second.id);
