@@ -1,13 +1,11 @@
 import {
   type ClaimedDelivery,
   type Delivery,
-  type EndAndClaimResult,
   type Settlement,
   SwitchboardError,
   silentLogger,
 } from '@switchboard/core';
 import { partitionOf, partitionPrefixOf } from './partitions.js';
-import { mayHaveRun } from './redis-connection.js';
 import {
   type RedisReplyOutbox,
   type RedisReplyOutboxOptions,
@@ -26,9 +24,6 @@ export interface PartitionedReplyOutboxOptions extends RedisReplyOutboxOptions {
  * as the reply sender's poll (every second by default) would.
  */
 const IDLE_TRUSTED_FOR_MS = 1000;
-
-/** Claims remembered at most whose one-script removal got no reply: one dropped loses its repeat's way. */
-const MAX_UNANSWERED_REMOVALS = 1000;
 
 /** What this instance knows of one partition's due chats on one channel. */
 interface PartitionView {
@@ -139,15 +134,6 @@ export async function createPartitionedReplyOutbox(
     return view;
   }
 
-  /**
-   * Tokens of claims whose removal went to their partition's own `endAndClaim` and got no reply
-   * (Redis may have applied it, leasing the next delivery to that call): a repeat goes the same
-   * way, whatever the view says by then, so that the partition hands that delivery to it (a
-   * removal, then a claim in turn, would leave it held until its lease ends). Oldest first;
-   * bounded, as a sender may give a claim up.
-   */
-  const unansweredRemovals = new Set<string>();
-
   /** Calls under way per `<partition> <channel>` whose own announcement the caller need not hear. */
   const muted = new Map<string, number>();
   const mutedKey = (index: number, channel: string) => `${index} ${channel}`;
@@ -248,6 +234,10 @@ export async function createPartitionedReplyOutbox(
     replicaId: first.replicaId,
     now: first.now,
 
+    repeatsClaimNext(token) {
+      return parts.some((part) => part.repeatsClaimNext(token));
+    },
+
     async add(delivery) {
       const index = partOf(delivery);
       const result = await (parts[index] as RedisReplyOutbox).add(delivery);
@@ -274,8 +264,6 @@ export async function createPartitionedReplyOutbox(
     },
 
     delivered(claim, ended) {
-      // The caller asks no next claim now: what a lost one-script removal leased waits for its lease.
-      unansweredRemovals.delete(claim.token);
       return (parts[partOf(claim.delivery)] as RedisReplyOutbox).delivered(claim, ended);
     },
 
@@ -286,7 +274,6 @@ export async function createPartitionedReplyOutbox(
     },
 
     failed(claim, ended) {
-      unansweredRemovals.delete(claim.token);
       return (parts[partOf(claim.delivery)] as RedisReplyOutbox).failed(claim, ended);
     },
 
@@ -296,22 +283,13 @@ export async function createPartitionedReplyOutbox(
       const part = parts[index] as RedisReplyOutbox;
       const view = viewOf(channel, nowMs);
       const othersDue = inTurn(channel, nowMs, true).some((other) => other !== index);
-      const repeat = unansweredRemovals.delete(claim.token);
+      // A repeat of a one-script removal whose reply was lost goes the same way, whatever the view
+      // says by then: its partition hands it the delivery that removal leased (a removal, then a
+      // claim in turn, would leave that delivery held until its lease ends).
+      const repeat = part.repeatsClaimNext(claim.token);
       if (repeat || view.cursor === index || !othersDue) {
         const heard = (view.partitions[index] as PartitionView).heard;
-        let result: EndAndClaimResult;
-        try {
-          result = await part.endAndClaim(claim, nowMs, ended);
-        } catch (err) {
-          // Forgotten only when Redis surely ran neither this call nor, for a repeat, the first.
-          if (repeat || mayHaveRun(err)) {
-            unansweredRemovals.add(claim.token);
-            if (unansweredRemovals.size > MAX_UNANSWERED_REMOVALS)
-              unansweredRemovals.delete(unansweredRemovals.values().next().value as string);
-          }
-          throw err;
-        }
-        const { settlement, next } = result;
+        const { settlement, next } = await part.endAndClaim(claim, nowMs, ended);
         const handed = answered(channel, index, heard, nowMs, next, repeat);
         if (handed !== null || !othersDue) return { settlement, next: handed };
         const order = inTurn(channel, nowMs, true).filter((other) => other !== index);

@@ -87,6 +87,12 @@ export interface RedisReplyOutbox extends ReplyOutbox {
    */
   now(): number;
   /**
+   * Whether the next removal with `token` repeats an `endAndClaim` whose reply never came, which
+   * Redis may have applied, leasing the next delivery to it: only that same call, repeated, hands
+   * that delivery back.
+   */
+  repeatsClaimNext(token: string): boolean;
+  /**
    * Unsubscribes and closes both connections. Claims still held are not handed back: they end
    * with their lease, by when a send still under way has passed its deadline.
    */
@@ -322,6 +328,10 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     durable: true,
     shared: true,
     replicaId,
+
+    repeatsClaimNext(token) {
+      return (unansweredRemovals.get(token) ?? '') !== '';
+    },
     now: clock.now,
 
     async add(delivery) {
