@@ -24,7 +24,8 @@ const turnStart: TurnStart = {
   pipeline: 'p',
   messages: [
     { message: { id: 'm-1', channel: 'http' }, rule: 'r' },
-    { message: { id: 'm-2', channel: 'http' } },
+    // A dead letter's replay: its generation crosses too.
+    { message: { id: 'm-2', channel: 'http', generation: 1 } },
   ],
 };
 
