@@ -233,13 +233,14 @@ export type {
   QueryPool,
   RunningTurn,
   SessionsView,
+  SettledReplies,
   SettleOptions,
-  Settlement,
   Turn,
   TurnLease,
   TurnStart,
   WaitingSession,
 } from './ports/query-pool.js';
+export type { Settlement } from './ports/settlement.js';
 export { MAX_BUCKETS_PER_TAKE, bucketKey } from './ports/rate-buckets.js';
 export type { BucketAttempt, BucketScope, RateBucket, RateBuckets } from './ports/rate-buckets.js';
 export type {

@@ -12,10 +12,10 @@ import type {
   RunningTurn,
   SessionsView,
   SettleOptions,
-  Settlement,
   Turn,
   TurnLease,
 } from '../ports/query-pool.js';
+import type { Settlement } from '../ports/settlement.js';
 import type { QueuedMessage } from '../model/queued-message.js';
 import type { SessionKey } from '../model/session-key.js';
 import { ExpiringKeys } from '../structures/expiring-keys.js';

@@ -1,4 +1,4 @@
-import type { Settlement } from '../ports/query-pool.js';
+import type { Settlement } from '../ports/settlement.js';
 import type {
   AddResult,
   ClaimedDelivery,

@@ -4,7 +4,7 @@ import { isSwitchboardError } from '../model/errors.js';
 import type { Outcome, OutcomeKind, OutcomeSink } from '../model/outcome.js';
 import type { ChannelAdapter, ChannelSendOptions } from '../ports/channel-adapter.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
-import type { Settlement } from '../ports/query-pool.js';
+import type { Settlement } from '../ports/settlement.js';
 import type {
   AddResult,
   ClaimedDelivery,

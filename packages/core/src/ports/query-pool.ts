@@ -2,6 +2,8 @@ import type { InboundMessage } from '../model/message.js';
 import type { Outcome } from '../model/outcome.js';
 import type { SessionKey } from '../model/session-key.js';
 import type { QueuedMessage } from '../model/queued-message.js';
+import type { AddAndClaimResult, Delivery } from './reply-outbox.js';
+import type { Settlement } from './settlement.js';
 import type { Concurrency, PoolPipelinePolicy, QueueLimits } from '../scheduling/pipeline-policy.js';
 import type { TenantShare } from '../scheduling/tenant-share.js';
 
@@ -20,14 +22,6 @@ export interface TurnLease {
    */
   expiresAt: number | null;
 }
-
-/**
- * How a settlement (`complete`, `retry`, `abandon`) ended: `settled` when the claim still held
- * and the pool applied it; `lost` when the claim had been taken over or settled already — the
- * pool changed nothing, and the caller must record no outcome (whoever holds the messages now
- * will).
- */
-export type Settlement = 'settled' | 'lost';
 
 /** A claimed unit of work: one or more messages of one session for one pipeline. */
 export interface Turn {
@@ -72,6 +66,29 @@ export interface SettleOptions {
    * a commit of its own for rows already gone. A pool whose settlement is its own write ignores it.
    */
   leftJournal?: boolean;
+  /**
+   * Replies `complete` stores in the reply outbox in the settlement's own write (a pool that
+   * `storesReplies`; others ignore it): stored exactly when the settlement is applied, so that no
+   * crash leaves an answer stored for a turn that runs again, nor a turn completed without its
+   * answer.
+   */
+  replies?: SettledReplies;
+}
+
+/** The delivery a settlement stores (`SettleOptions.replies`), and what its add hands back. */
+export interface SettledReplies {
+  delivery: Delivery;
+  /**
+   * Claims the delivery for this process's reply sender in the same write, at this time on the
+   * outbox's clock, as `ReplyOutbox.addAndClaim` would; absent: claims none (no send is free).
+   */
+  claimAt?: number;
+  /**
+   * Called with what the add did and the claim it made before an applied settlement resolves. A
+   * settlement repeated because its answer was lost answers `duplicate`: the claim the first call
+   * may have made is the outbox's to hand back (its next claim repeats it).
+   */
+  stored(added: AddAndClaimResult): void;
 }
 
 /**
@@ -216,6 +233,12 @@ export interface PoolConfig {
 export interface QueryPool {
   /** True when accepted messages survive a restart (a journal or a shared store). */
   readonly durable: boolean;
+  /**
+   * True when `complete` stores `SettleOptions.replies` in its own write (a shared pool whose
+   * outbox lives in the same store: one round trip instead of two). Absent: the caller stores
+   * the replies first, then completes.
+   */
+  readonly storesReplies?: boolean;
   /**
    * Accepts a message (journaled before this resolves) or refuses it when the pool is full or
    * draining. A full session drops its oldest waiting message, returned in `overflowed`: the

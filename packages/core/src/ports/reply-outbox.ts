@@ -1,7 +1,7 @@
 import type { InboundMessage, Reply } from '../model/message.js';
 import type { Outcome } from '../model/outcome.js';
 import type { SessionKey } from '../model/session-key.js';
-import type { Settlement } from './query-pool.js';
+import type { Settlement } from './settlement.js';
 
 /**
  * One answered message a delivery settles: enough to record its outcome when the delivery ends
