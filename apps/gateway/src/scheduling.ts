@@ -112,6 +112,8 @@ export function createScheduling(options: SchedulingOptions): Scheduling {
     // Answers are added through the sender: one this replica can send at once is claimed by its
     // add (docs/design.md §2 "Outbox"). Every other call goes to the outbox itself.
     outbox: { ...stores.outbox, add: (delivery) => sender.add(delivery) },
+    // With a pool whose settlement stores the answer (`store: redis`), added through that write.
+    addThrough: sender.addThrough,
     handoffs: options.handoffs,
     // Deliveries are stamped on the clock the sender claims them by (a skewed replica would hold
     // every reply back by its skew); the same clock as the host's unless the outbox is shared.

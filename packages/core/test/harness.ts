@@ -14,6 +14,7 @@ import {
   type QueueLimits,
   type QueuedMessage,
   type Reply,
+  type ReplyOutbox,
   createController,
   createMemoryQueryPool,
   createMemoryReplyOutbox,
@@ -81,6 +82,11 @@ export interface HarnessOptions {
   onDeliver?: (origin: InboundMessage, replies: readonly Reply[]) => Promise<void>;
   /** Wraps the pool the controller sees, e.g. to hold its claims. */
   wrapPool?: (pool: QueryPool) => QueryPool;
+  /**
+   * The pool the controller sees stores an answer in the write that completes its turn, as a
+   * shared pool whose outbox is in its store does (`QueryPool.storesReplies`).
+   */
+  storesReplies?: boolean;
   /** Holds the turns of sessions in handoff (`ControllerOptions.handoffs`). */
   handoffs?: ControllerOptions['handoffs'];
   /** Shows typing while turns run (`ControllerOptions.typing`). */
@@ -165,18 +171,6 @@ export function createHarness(options: HarnessOptions = {}) {
   );
 
   const outbox = createMemoryReplyOutbox();
-  const controller = createController({
-    pool: options.wrapPool?.(pool) ?? pool,
-    pipelines,
-    policies: new Map(policies.map((policy) => [policy.id, policy])),
-    outcomes: bus,
-    outbox,
-    random: options.random,
-    logger: options.logger,
-    handoffs: options.handoffs,
-    typing: options.typing,
-    queryFor: options.queryFor,
-  });
   // The test channel `c`: every send is logged in `delivered`.
   const channel = {
     id: 'c',
@@ -202,6 +196,20 @@ export function createHarness(options: HarnessOptions = {}) {
     logger: options.logger,
   });
   sender.start();
+  const storing = options.storesReplies ? storingReplies(pool, outbox) : pool;
+  const controller = createController({
+    pool: options.wrapPool?.(storing) ?? storing,
+    pipelines,
+    policies: new Map(policies.map((policy) => [policy.id, policy])),
+    outcomes: bus,
+    outbox,
+    addThrough: options.storesReplies ? sender.addThrough : undefined,
+    random: options.random,
+    logger: options.logger,
+    handoffs: options.handoffs,
+    typing: options.typing,
+    queryFor: options.queryFor,
+  });
 
   return {
     pool,
@@ -232,6 +240,30 @@ export function createHarness(options: HarnessOptions = {}) {
         throw new Error(`no run for "${text}"; running: ${runs.map((r) => r.query.text)}`);
       runs.splice(runs.indexOf(found), 1);
       return found;
+    },
+  };
+}
+
+/**
+ * `pool`, storing the answer a settlement carries (`SettleOptions.replies`) in `outbox` right
+ * before it completes, in the order a shared pool's one write keeps: handed to `stored` only when
+ * the settlement was applied.
+ */
+function storingReplies(pool: QueryPool, outbox: ReplyOutbox): QueryPool {
+  return {
+    ...pool,
+    storesReplies: true,
+    async complete(turn, ended, options) {
+      const replies = options?.replies;
+      if (replies === undefined) return pool.complete(turn, ended, options);
+      const { delivery, claimAt } = replies;
+      const added =
+        claimAt === undefined
+          ? { result: await outbox.add(delivery), claim: null }
+          : await outbox.addAndClaim(delivery, claimAt);
+      const settlement = await pool.complete(turn, ended, options);
+      if (settlement === 'settled') replies.stored(added);
+      return settlement;
     },
   };
 }

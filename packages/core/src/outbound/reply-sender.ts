@@ -6,6 +6,7 @@ import type { ChannelAdapter, ChannelSendOptions } from '../ports/channel-adapte
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Settlement } from '../ports/settlement.js';
 import type {
+  AddAndClaimResult,
   AddResult,
   ClaimedDelivery,
   Delivery,
@@ -61,6 +62,18 @@ export interface ReplySender {
    */
   add(delivery: Delivery): Promise<AddResult>;
   /**
+   * Adds a delivery as `add` does, through `write`: another store write that stores it in its own
+   * step (a pool settlement with `SettleOptions.replies`), whose result it answers. While the
+   * channel has a send free here, `write` gets the time to claim the delivery at (`claimAt`) and
+   * the send starts with the claim it hands to `stored`; otherwise it claims none. Called again
+   * after a failure, it claims anew: a claim the failed write may have made is the outbox's to
+   * hand back.
+   */
+  addThrough<T>(
+    delivery: Delivery,
+    write: (claimAt: number | undefined, stored: Stored) => Promise<T>,
+  ): Promise<T>;
+  /**
    * Stops claiming, gives the sends under way until `drainTimeoutMs`, then lets them go (their
    * deliveries stay stored: sent again after the next start by a durable outbox). With an outbox
    * that is not durable it first goes on claiming until the outbox is empty and no send made
@@ -76,6 +89,9 @@ export interface ReplySender {
    */
   dropUnsent(): Promise<void>;
 }
+
+/** Takes what an add through another write did (`ReplySender.addThrough`). */
+type Stored = (added: AddAndClaimResult) => void;
 
 const DEFAULT_POLL_MS = 1000;
 /** How long a settlement waits before writing again to an outbox that did not answer. */
@@ -540,6 +556,27 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         policy,
       );
       return (await added).result;
+    },
+
+    async addThrough(delivery, write) {
+      const { channel } = delivery;
+      const policy = options.policy(channel);
+      if (stopped || policy === undefined || sendsOf(channel).size >= policy.concurrency)
+        return write(undefined, () => {});
+      let handOver: (claim: ClaimedDelivery | null) => void = () => {};
+      // The slot is taken while the write is on its way, as for `add`; freed at once if it claims none.
+      occupySlot(
+        channel,
+        new Promise<ClaimedDelivery | null>((resolve) => {
+          handOver = resolve;
+        }),
+        policy,
+      );
+      try {
+        return await write(now(), (added) => handOver(added.claim));
+      } finally {
+        handOver(null);
+      }
     },
 
     start() {

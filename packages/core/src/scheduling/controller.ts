@@ -11,9 +11,10 @@ import { HANDOFF } from '../inbound/router.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import type { Pipeline, PipelineResult } from '../ports/pipeline.js';
 import type { ClaimedTurn, QueryPool, Turn } from '../ports/query-pool.js';
+import type { ReplySender } from '../outbound/reply-sender.js';
 import type { ReplyStream } from '../outbound/reply-stream.js';
 import type { TypingIndicator } from '../outbound/typing-indicator.js';
-import type { AddResult, ReplyOutbox } from '../ports/reply-outbox.js';
+import type { Delivery, ReplyOutbox } from '../ports/reply-outbox.js';
 import { RunningTurn } from './running-turn.js';
 import { IndexedSet } from '../structures/indexed-set.js';
 import { WakeTimer } from '../structures/wake-timer.js';
@@ -27,6 +28,12 @@ export interface ControllerOptions {
   outcomes: OutcomeSink;
   /** Where answered turns leave their replies; the reply sender sends them (reply-sender.ts). */
   outbox: ReplyOutbox;
+  /**
+   * The reply sender's `addThrough`: with a pool that stores replies in its settlement
+   * (`QueryPool.storesReplies`), an answer is added through the write that completes its turn
+   * instead of through `outbox` before it.
+   */
+  addThrough?: ReplySender['addThrough'];
   /**
    * Opens the progressive rendering of a turn's answer (docs/design.md §4 "Streaming") when the
    * channel of `query` shows previews; undefined otherwise. The pipeline then gets `stream`.
@@ -95,20 +102,35 @@ export function createController(options: ControllerOptions): Controller {
   const orphanGraceMs = options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const abortGraceMs = options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS;
   const now = options.now ?? Date.now;
+  const { addThrough } = options;
+
+  /** Stores a turn's replies by `add`, in the turn's trace when it has one. */
+  async function traced<T>(
+    entry: RunningTurn,
+    query: Query,
+    delivery: Delivery,
+    add: () => Promise<T>,
+  ): Promise<T> {
+    let added: T | undefined;
+    const adding = async () => {
+      added = await add();
+      crashPoint('outbox.after-add');
+    };
+    await (entry.trace === undefined || tracer === undefined
+      ? adding()
+      : tracer.delivery(entry.trace.span, query, delivery.replies, adding));
+    return added as T;
+  }
+
   const settlement = createTurnSettlement({
     pool,
     outcomes: options.outcomes,
-    storeReplies: async (entry, query, delivery) => {
-      let added: AddResult = 'added';
-      const add = async () => {
-        added = await outbox.add(delivery);
-        crashPoint('outbox.after-add');
-      };
-      await (entry.trace === undefined || tracer === undefined
-        ? add()
-        : tracer.delivery(entry.trace.span, query, delivery.replies, add));
-      return added;
-    },
+    storeReplies: (entry, query, delivery) => traced(entry, query, delivery, () => outbox.add(delivery)),
+    storeRepliesThrough:
+      addThrough === undefined
+        ? undefined
+        : (entry, query, delivery, complete) =>
+            traced(entry, query, delivery, () => addThrough(delivery, complete)),
     // While not stopping, a turn's end claims this controller's next turn in the same pool step.
     settleOptions: (entry) =>
       stopped

@@ -7,7 +7,7 @@ import type { Reply } from '../model/message.js';
 import type { Outcome, OutcomeReason, OutcomeSink } from '../model/outcome.js';
 import type { PipelinePolicy } from './pipeline-policy.js';
 import type { PipelineResult } from '../ports/pipeline.js';
-import type { QueryPool, SettleOptions, Turn } from '../ports/query-pool.js';
+import type { QueryPool, SettleOptions, SettledReplies, Turn } from '../ports/query-pool.js';
 import type { Settlement } from '../ports/settlement.js';
 import type { QueuedMessage } from '../model/queued-message.js';
 import type { AddResult, Delivery } from '../ports/reply-outbox.js';
@@ -27,6 +27,17 @@ export interface TurnSettlementOptions {
    */
   storeReplies: (entry: RunningTurn, query: Query, delivery: Delivery) => Promise<AddResult>;
   /**
+   * With a pool that stores replies in its settlement (`QueryPool.storesReplies`): stores a
+   * delivery of one running turn's answer through `complete`, the pool write that completes the
+   * turn with it, and answers that write's settlement. Absent: `storeReplies`, then the pool write.
+   */
+  storeRepliesThrough?: (
+    entry: RunningTurn,
+    query: Query,
+    delivery: Delivery,
+    complete: (claimAt: number | undefined, stored: SettledReplies['stored']) => Promise<Settlement>,
+  ) => Promise<Settlement>;
+  /**
    * What a settlement of `entry` that frees its slot asks of the pool besides: the controller
    * asks it to claim its next turn in the same step while it is not stopping.
    */
@@ -45,7 +56,8 @@ export interface TurnSettlementOptions {
 export interface TurnSettlement {
   /**
    * The pipeline answered: its replies are stored in the outbox (with `draft`, the preview of a
-   * streamed answer, for the final send to edit), then the turn completes; the messages' outcome
+   * streamed answer, for the final send to edit), then the turn completes — in one write when the
+   * pool stores replies in its settlement; the messages' outcome
    * is recorded when the delivery ends (reply-sender.ts). Without replies the messages complete at once.
    * The turn completes only once the run's own write (`PipelineResult.saved`, which must not
    * reject) landed too.
@@ -80,7 +92,7 @@ function describeError(error: unknown): { code: string; message: string } {
 
 /** The settling policy of the controller: retry with backoff, dead letter, outcome recording. */
 export function createTurnSettlement(options: TurnSettlementOptions): TurnSettlement {
-  const { pool, outcomes, storeReplies, settleOptions, observer, random, now } = options;
+  const { pool, outcomes, storeReplies, storeRepliesThrough, settleOptions, observer, random, now } = options;
 
   /**
    * The outcomes of `messages` ending as `kind`, built before the pool write that ends them: a
@@ -245,14 +257,28 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         ended(entry, 'completed');
         return;
       }
-      // Stored before the turn completes: a crash in between runs the turn again (at least once),
-      // never loses its answer (docs/design.md §2 "Durability").
       const answer = deliveryOf(turn, turn.messages, replies, { kind: 'answer', nowMs: now() });
       const delivery = draft === undefined ? answer : { ...answer, draft };
-      let stored: AddResult | 'lost';
+      // Stored by the write that completes the turn, both or neither, unless the run's own write
+      // is still under way: the answer then leaves at once, and the turn completes once it landed.
+      const throughSettlement =
+        pool.storesReplies === true && storeRepliesThrough !== undefined && saved === undefined;
+      let leftJournal = false;
       try {
-        stored = await settle(entry, () => storeReplies(entry, query, delivery));
-        if (!held(entry, stored === 'lost' ? stored : 'settled')) return;
+        if (throughSettlement) {
+          const settlement = await settle(entry, () =>
+            storeRepliesThrough(entry, query, delivery, (claimAt, stored) =>
+              pool.complete(turn, [], { ...settleOptions(entry), replies: { delivery, claimAt, stored } }),
+            ),
+          );
+          if (!held(entry, settlement)) return;
+        } else {
+          // Stored before the turn completes: a crash in between runs the turn again (at least
+          // once), never loses its answer (docs/design.md §2 "Durability").
+          const stored = await settle(entry, () => storeReplies(entry, query, delivery));
+          if (!held(entry, stored === 'lost' ? stored : 'settled')) return;
+          leftJournal = stored === 'ended';
+        }
       } catch (err) {
         entry.logger.error({ err }, 'dead letter: replies could not be stored');
         const dead = outcomesOf(turn.messages, 'dead_lettered', {
@@ -266,7 +292,7 @@ export function createTurnSettlement(options: TurnSettlementOptions): TurnSettle
         ended(entry, 'dead_lettered');
         return;
       }
-      if (!held(entry, await complete([], stored === 'ended'))) return;
+      if (!throughSettlement && !held(entry, await complete([], leftJournal))) return;
       observer?.repliesStored?.(delivery);
       ended(entry, 'completed');
     },

@@ -462,4 +462,67 @@ describe('reply sender', () => {
       await sender.stop({ drainTimeoutMs: 0 });
     });
   });
+
+  describe('when a delivery is added through another write (a pool settlement storing it)', () => {
+    /** A setup whose outbox counts the claims it is asked for. */
+    function counted(policy: Partial<OutboundPolicy> = {}) {
+      let claims = 0;
+      const parts = setup(policy, (outbox) => ({
+        ...outbox,
+        claim: (channel, nowMs) => {
+          claims += 1;
+          return outbox.claim(channel, nowMs);
+        },
+      }));
+      return { ...parts, claims: () => claims };
+    }
+
+    it("sends with the claim that write made, asking the outbox nothing, and answers the write's result", async () => {
+      const { outbox, sends, sender, deliveryOf, claims } = counted();
+      sender.start();
+      await settle();
+      const delivery = deliveryOf(1);
+      const answered = await sender.addThrough(delivery, async (claimAt, stored) => {
+        expect(claimAt).toBe(Date.now());
+        stored(await outbox.addAndClaim(delivery, claimAt as number));
+        return 'settled';
+      });
+      await settle();
+      expect(answered).toBe('settled');
+      expect(sends.map((send) => send.text)).toEqual(['r1']);
+      expect(claims()).toBe(0);
+    });
+
+    it('asks that write for no claim while every send of the channel is taken, and sends it after', async () => {
+      const { outbox, sends, sender, add, deliveryOf } = counted({ concurrency: 1 });
+      sender.start();
+      await add(1, 'a');
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1']);
+      const delivery = deliveryOf(2, 'b');
+      let askedAt: number | undefined = -1;
+      await sender.addThrough(delivery, async (claimAt, stored) => {
+        askedAt = claimAt;
+        stored({ result: await outbox.add(delivery), claim: null });
+      });
+      expect(askedAt).toBeUndefined();
+      sends[0]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r2']);
+    });
+
+    it('frees the send it held when that write fails: the next add claims and sends at once', async () => {
+      const { sends, sender, deliveryOf } = counted({ concurrency: 1 });
+      sender.start();
+      await settle();
+      const failed = sender.addThrough(deliveryOf(1, 'a'), async () => {
+        throw new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'redis away' });
+      });
+      await expect(failed).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+      await settle();
+      expect(await sender.add(deliveryOf(2, 'b'))).toBe('added');
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r2']);
+    });
+  });
 });

@@ -126,6 +126,96 @@ describe('controller', () => {
     });
   });
 
+  describe('when the pool stores an answer in the write that completes its turn (a shared pool)', () => {
+    /** A harness whose pool logs the replies each `complete` carries, failing the first with `fail`. */
+    function storing(fail?: () => Error) {
+      const carried: Array<string | undefined> = [];
+      let failNext = fail;
+      const h = createHarness({
+        storesReplies: true,
+        wrapPool: (pool) => ({
+          ...pool,
+          complete: async (turn, ended, options) => {
+            carried.push(options?.replies?.delivery.replies.map((reply) => reply.text).join());
+            const failure = failNext?.();
+            failNext = undefined;
+            if (failure !== undefined) throw failure;
+            return pool.complete(turn, ended, options);
+          },
+        }),
+      });
+      const claim = vi.spyOn(h.outbox, 'claim');
+      const add = vi.spyOn(h.outbox, 'add');
+      h.controller.start();
+      return { h, carried, claim, add };
+    }
+
+    it('completes the turn with its answer in one pool write and sends it with the claim that write made', async () => {
+      const { h, carried, claim, add } = storing();
+      await h.send('A', 'a1');
+      await settle();
+      h.run('a1').resolve();
+      await settle();
+      expect(carried).toEqual(['a1']);
+      expect(add).not.toHaveBeenCalled();
+      expect(h.delivered.map((sent) => sent.replies)).toEqual([[{ text: 'a1' }]]);
+      // Sent without a claim of its own: the settlement claimed it for this sender.
+      expect(claim).not.toHaveBeenCalled();
+      expect(h.outcomes.map((o) => [o.kind, o.message.text])).toEqual([['completed', 'a1']]);
+    });
+
+    it("stores the answer first while the run's own write is under way, and completes once it landed", async () => {
+      const { h, carried } = storing();
+      await h.send('A', 'a1');
+      await h.send('A', 'a2');
+      await settle();
+      let land: () => void = () => {};
+      h.run('a1').resolve(
+        undefined,
+        new Promise<void>((resolve) => {
+          land = resolve;
+        }),
+      );
+      await settle();
+      expect(h.delivered.map((sent) => sent.replies)).toEqual([[{ text: 'a1' }]]);
+      expect(carried).toEqual([]);
+      expect(h.events).not.toContain('start:a2');
+      land();
+      await settle();
+      expect(carried).toEqual([undefined]);
+      expect(h.events).toContain('start:a2');
+    });
+
+    it('makes that write again while the store is unreachable, and sends the answer once', async () => {
+      const { h, carried } = storing(
+        () => new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'redis restarting' }),
+      );
+      await h.send('A', 'a1');
+      await settle();
+      h.run('a1').resolve();
+      await settle();
+      expect(h.delivered).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1000);
+      await settle();
+      expect(carried).toEqual(['a1', 'a1']);
+      expect(h.delivered.map((sent) => sent.replies)).toEqual([[{ text: 'a1' }]]);
+      expect(h.outcomes.map((o) => [o.kind, o.message.text])).toEqual([['completed', 'a1']]);
+    });
+
+    it('dead-letters the turn with its answer undelivered when that write cannot store it', async () => {
+      const { h, carried } = storing(() => new TypeError('delivery d1: attempts must be a whole number'));
+      await h.send('A', 'a1');
+      await settle();
+      h.run('a1').resolve();
+      await settle();
+      expect(carried).toEqual(['a1', undefined]);
+      expect(h.delivered).toEqual([]);
+      expect(h.outcomes.map((o) => [o.kind, o.reason, o.undelivered?.replies])).toEqual([
+        ['dead_lettered', 'delivery_failed', [{ text: 'a1' }]],
+      ]);
+    });
+  });
+
   describe('when a pipeline fails with a retryable error', () => {
     it('retries after 5 s × 2^(n−1) (jitter neutral) keeping the message ahead of later ones', async () => {
       const h = createHarness({ random: () => 0.5 });
