@@ -1,8 +1,8 @@
-import type { ClaimedTurn } from '@switchboard/core';
+import type { AddAndClaimResult, ClaimedTurn } from '@switchboard/core';
 import { deliveryFixture } from '@switchboard/contracts';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { RedisQueryPool } from '../src/index.js';
+import type { RedisQueryPool, RedisReplyOutbox } from '../src/index.js';
 import { manualClock, queued, redisReachable, usePrivateRedis, useReplyOutboxes } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -37,8 +37,12 @@ const ACCEPTING = { script: 1, smembers: 1, hmget: 1, hgetall: 1, incr: 1, hsetn
 // a renewal period far longer than the test.
 describe.skipIf(!reachable)('the Redis commands of one message through the pool', () => {
   const redis = usePrivateRedis();
+  const outboxes = useReplyOutboxes(redis.url);
 
-  async function openPool(maxConcurrency?: number): Promise<{
+  async function openPool(
+    maxConcurrency?: number,
+    outbox?: RedisReplyOutbox,
+  ): Promise<{
     pool: RedisQueryPool;
     handed: ClaimedTurn[];
     clock: ReturnType<typeof manualClock>;
@@ -50,6 +54,7 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
       leaseMs: 120_000,
       renewEveryMs: 60_000,
       fenceAfterMs: 90_000,
+      outbox,
     });
     const handed: ClaimedTurn[] = [];
     pool.onClaimedAhead((turn) => handed.push(turn));
@@ -104,6 +109,49 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
       expect(await redis.admin.get(`{${redis.pools.prefix}}:id:${id}`)).toBe(
         `settled:${turn.messages[0]?.message.channel}:p`,
       );
+    });
+  });
+
+  describe('when the turn completes with its answer, which its reply sender can send at once', () => {
+    it('stores and leases the delivery in the same script call as the completion', async () => {
+      const outbox = await outboxes.open({ prefix: redis.pools.prefix });
+      const { pool, handed, clock } = await openPool(undefined, outbox);
+      await pool.enqueue(queued('A', clock.now()));
+      const turn = handed[0] as ClaimedTurn;
+      const delivery = deliveryFixture(1, { chat: turn.session });
+      const next: ClaimedTurn[] = [];
+      let added: AddAndClaimResult | undefined;
+      const commands = await commandsSince(redis.admin, () =>
+        pool.complete(turn, [], {
+          claimNext: (claimed) => next.push(claimed),
+          replies: { delivery, claimAt: clock.now(), stored: (result) => (added = result) },
+        }),
+      );
+      expect(next).toEqual([]);
+      expect(added?.claim?.delivery).toBe(delivery);
+      const purged = turn.lease.token.startsWith('0') ? { zrangebyscore: 2 } : { zrangebyscore: 1 };
+      // The completion's commands (above), and the add's as reply-outbox/add runs them (below): one
+      // script call for both.
+      expect(commands).toEqual({
+        ...purged,
+        script: 1,
+        smembers: 1,
+        hmget: 2,
+        del: 2,
+        zrem: 1,
+        hgetall: 1,
+        hset: 2,
+        hincrby: 2,
+        zadd: 3,
+        set: 1,
+        lindex: 1,
+        hdel: 1,
+        zrange: 1,
+        exists: 1,
+        incr: 1,
+        rpush: 1,
+        zcard: 1,
+      });
     });
   });
 
