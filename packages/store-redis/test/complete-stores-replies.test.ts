@@ -66,6 +66,28 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
     return { clock, outbox, pool, turn, outboxPrefix: `{${pools.prefix}}:reply-outbox:` };
   }
 
+  /**
+   * Completes `turn` on `pool` storing `delivery`, claimed at `claimAt` when given: the settlement,
+   * what the add answered, and the channels `outbox` told this instance of meanwhile.
+   */
+  async function completeStoring(
+    { pool, outbox, turn }: { pool: RedisQueryPool; outbox: RedisReplyOutbox; turn: Turn },
+    delivery: Delivery,
+    claimAt?: number,
+  ) {
+    const heard: string[] = [];
+    const stopHearing = outbox.onDue((channel) => heard.push(channel));
+    const { replies, added } = repliesOf(delivery, claimAt);
+    try {
+      return { settlement: await pool.complete(turn, [], { replies }), added, heard };
+    } finally {
+      stopHearing();
+    }
+  }
+
+  /** An add that stored its delivery and claimed nothing. */
+  const UNCLAIMED = [{ result: 'added', claim: null }];
+
   it('says it stores replies only when given an outbox', async () => {
     const { pool } = await openWithTurn();
     expect(pool.storesReplies).toBe(true);
@@ -74,10 +96,12 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
 
   describe('when the delivery can leave at once', () => {
     it('stores it as it completes the turn and hands the caller its own delivery as the claim', async () => {
-      const { clock, outbox, pool, turn, outboxPrefix } = await openWithTurn();
+      const opened = await openWithTurn();
+      const { clock, outbox, pool, turn, outboxPrefix } = opened;
       const delivery = deliveryFixture(1, { chat: turn.session });
-      const { replies, added } = repliesOf(delivery, clock.now());
-      expect(await pool.complete(turn, [], { replies })).toBe('settled');
+      const { settlement, added, heard } = await completeStoring(opened, delivery, clock.now());
+      expect(settlement).toBe('settled');
+      expect(heard).toEqual([]);
       expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 0 });
       expect(added).toHaveLength(1);
       const claim = added[0]?.claim as ClaimedDelivery;
@@ -92,41 +116,40 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
     });
 
     it('stores it unclaimed without a claim time, announced to this instance as a new head', async () => {
-      const { clock, outbox, pool, turn } = await openWithTurn();
-      const heard: string[] = [];
-      outbox.onDue((channel) => heard.push(channel));
-      const delivery = deliveryFixture(1, { chat: turn.session });
-      const { replies, added } = repliesOf(delivery);
-      expect(await pool.complete(turn, [], { replies })).toBe('settled');
-      expect(added).toEqual([{ result: 'added', claim: null }]);
-      expect(heard).toEqual([delivery.channel]);
-      expect((await outbox.claim(delivery.channel, clock.now()))?.delivery.id).toBe(delivery.id);
+      const opened = await openWithTurn();
+      const delivery = deliveryFixture(1, { chat: opened.turn.session });
+      expect(await completeStoring(opened, delivery)).toEqual({
+        settlement: 'settled',
+        added: UNCLAIMED,
+        heard: [delivery.channel],
+      });
+      const claimed = await opened.outbox.claim(delivery.channel, opened.clock.now());
+      expect(claimed?.delivery.id).toBe(delivery.id);
     });
   });
 
   describe('when its chat has a delivery ahead', () => {
     it('stores it behind that one and claims nothing', async () => {
-      const { clock, outbox, pool, turn } = await openWithTurn();
+      const opened = await openWithTurn();
+      const { clock, outbox, turn } = opened;
       const ahead = deliveryFixture(1, { chat: turn.session });
       await outbox.add(ahead);
-      const heard: string[] = [];
-      outbox.onDue((channel) => heard.push(channel));
       const delivery = deliveryFixture(2, { chat: turn.session });
-      const { replies, added } = repliesOf(delivery, clock.now());
-      expect(await pool.complete(turn, [], { replies })).toBe('settled');
-      expect(added).toEqual([{ result: 'added', claim: null }]);
       // Not a head: nothing new to announce.
-      expect(heard).toEqual([]);
-      expect((await outbox.list(delivery.channel)).map((stored) => stored.id)).toEqual([
-        ahead.id,
-        delivery.id,
-      ]);
+      expect(await completeStoring(opened, delivery, clock.now())).toEqual({
+        settlement: 'settled',
+        added: UNCLAIMED,
+        heard: [],
+      });
+      const stored = await outbox.list(delivery.channel);
+      expect(stored.map(({ id }) => id)).toEqual([ahead.id, delivery.id]);
     });
   });
 
   describe('when it becomes its chat head but cannot be leased (another chat is due first)', () => {
     it('stores it unclaimed and announces it to this instance and to the others', async () => {
-      const { clock, outbox, pool, turn, outboxPrefix } = await openWithTurn();
+      const opened = await openWithTurn();
+      const { clock, outbox, turn, outboxPrefix } = opened;
       const peer = await outboxes.open({ prefix: pools.prefix });
       const peerHeard: string[] = [];
       peer.onDue((channel) => peerHeard.push(channel));
@@ -134,14 +157,13 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
       await outbox.add(older);
       // The add's own announcement of its head comes first, in order.
       await eventually(() => peerHeard.length === 1, 5000, 'the other instance hears the add');
-      const heard: string[] = [];
-      outbox.onDue((channel) => heard.push(channel));
       const delivery = deliveryFixture(2, { chat: turn.session });
-      const { replies, added } = repliesOf(delivery, clock.now());
-      expect(await pool.complete(turn, [], { replies })).toBe('settled');
-      expect(added).toEqual([{ result: 'added', claim: null }]);
+      expect(await completeStoring(opened, delivery, clock.now())).toEqual({
+        settlement: 'settled',
+        added: UNCLAIMED,
+        heard: [delivery.channel],
+      });
       expect(await tokenOf(admin as Redis, outboxPrefix, delivery.id)).toBeNull();
-      expect(heard).toEqual([delivery.channel]);
       await eventually(() => peerHeard.length === 2, 5000, 'the other instance hears it');
       // The older chat first, then this one.
       expect((await peer.claim(delivery.channel, clock.now()))?.delivery.id).toBe(older.id);
@@ -151,24 +173,28 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
 
   describe('when its id is stored already', () => {
     it('answers duplicate and stores nothing more', async () => {
-      const { clock, outbox, pool, turn } = await openWithTurn();
-      const delivery = deliveryFixture(1, { chat: turn.session });
-      await outbox.add(delivery);
-      const { replies, added } = repliesOf(delivery, clock.now());
-      expect(await pool.complete(turn, [], { replies })).toBe('settled');
-      expect(added).toEqual([{ result: 'duplicate', claim: null }]);
-      expect(await outbox.pending()).toEqual({ [delivery.channel]: 1 });
+      const opened = await openWithTurn();
+      const delivery = deliveryFixture(1, { chat: opened.turn.session });
+      await opened.outbox.add(delivery);
+      expect(await completeStoring(opened, delivery, opened.clock.now())).toEqual({
+        settlement: 'settled',
+        added: [{ result: 'duplicate', claim: null }],
+        heard: [],
+      });
+      expect(await opened.outbox.pending()).toEqual({ [delivery.channel]: 1 });
     });
   });
 
   describe('when the settlement is lost', () => {
+    /** What a lost complete answers: nothing added, nothing announced. */
+    const LOST = { settlement: 'lost', added: [], heard: [] };
+
     it('stores nothing for a turn settled already', async () => {
-      const { clock, outbox, pool, turn } = await openWithTurn();
-      expect(await pool.complete(turn)).toBe('settled');
-      const { replies, added } = repliesOf(deliveryFixture(1, { chat: turn.session }), clock.now());
-      expect(await pool.complete(turn, [], { replies })).toBe('lost');
-      expect(added).toEqual([]);
-      expect(await outbox.pending()).toEqual({});
+      const opened = await openWithTurn();
+      expect(await opened.pool.complete(opened.turn)).toBe('settled');
+      const delivery = deliveryFixture(1, { chat: opened.turn.session });
+      expect(await completeStoring(opened, delivery, opened.clock.now())).toEqual(LOST);
+      expect(await opened.outbox.pending()).toEqual({});
     });
 
     it('stores nothing for a turn another replica took over once its lease expired', async () => {
@@ -176,15 +202,14 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
       const outbox = await outboxes.open({ prefix: pools.prefix });
       // Renewals far apart on the real clock: the takeover below happens before any of them.
       const leases = { now: clock.now, leaseMs: 100_000, renewEveryMs: 60_000, fenceAfterMs: 90_000, outbox };
-      const slow = await pools.open(leases);
+      const pool = await pools.open(leases);
       const taker = await pools.open(leases);
-      await slow.enqueue(queued('A', clock.now()));
-      const turn = (await slow.claim()) as Turn;
+      await pool.enqueue(queued('A', clock.now()));
+      const turn = (await pool.claim()) as Turn;
       clock.advance(100_001);
       expect(((await taker.claim()) as Turn).session).toBe(turn.session);
-      const { replies, added } = repliesOf(deliveryFixture(1, { chat: turn.session }), clock.now());
-      expect(await slow.complete(turn, [], { replies })).toBe('lost');
-      expect(added).toEqual([]);
+      const delivery = deliveryFixture(1, { chat: turn.session });
+      expect(await completeStoring({ pool, outbox, turn }, delivery, clock.now())).toEqual(LOST);
       expect(await outbox.pending()).toEqual({});
     });
   });

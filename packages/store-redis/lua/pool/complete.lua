@@ -33,17 +33,9 @@
            when the complete stores no answer (ARGV[11..22] unused then)
   ARGV[11] channel of the delivery
   ARGV[12] the outbox's instance id, in its announcements
-  ARGV[13] delivery id
-  ARGV[14] chat
-  ARGV[15] body: the Delivery JSON without attempts, notBefore and lastError
-  ARGV[16] attempts
-  ARGV[17] notBefore, ms
-  ARGV[18] lastError JSON, or ''
-  ARGV[19] rememberForMs, or '': how long the id is remembered once the delivery ended
-  ARGV[20] now, ms on the outbox's clock, when the caller claims the delivery for its sender,
-           else ''
-  ARGV[21] claim token, made by the caller, or ''
-  ARGV[22] lease length of that claim, ms, or ''
+  ARGV[13..22] the delivery and its claim, as reply-outbox/add's ARGV[4..13]: id, chat, body,
+           attempts, notBefore, lastError, rememberForMs; now on the outbox's clock when the
+           caller claims the delivery for its sender (else ''), claim token, lease length
   ARGV[23...] pairs of an outcome key and its JSON: the outcomes this complete ends, kept until
            recorded (kept-outcomes/includes/keep-outcomes)
 
@@ -88,28 +80,11 @@ local function addAnswer()
   if not outbox then
     return nil
   end
-  local channel = ARGV[11]
-  local claimAt = tonumber(ARGV[20])
-  local placed = addDelivery(outbox, channel, {
-    id = ARGV[13],
-    chat = ARGV[14],
-    body = ARGV[15],
-    attempts = ARGV[16],
-    notBefore = ARGV[17],
-    lastError = ARGV[18],
-    rememberForMs = ARGV[19],
-  }, claimAt and { now = claimAt, token = ARGV[21], leaseMs = tonumber(ARGV[22]) })
-  if placed == 'duplicate' then
-    return { 'duplicate', 0, 0 }
+  local reply = addedReply(addDelivery(outbox, ARGV[11], addedArgs(13)))
+  if reply[3] == 1 then
+    announceDue(outbox, ARGV[11], ARGV[12])
   end
-  if placed == 'claimed' then
-    return { 'added', 1, 0 }
-  end
-  if placed == 'head' then
-    announceDue(outbox, channel, ARGV[12])
-    return { 'added', 0, 1 }
-  end
-  return { 'added', 0, 0 }
+  return reply
 end
 
 -- A next claim looks at every pipeline: their policies are read with the limits.
