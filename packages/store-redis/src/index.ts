@@ -24,7 +24,13 @@ export { createRedisRateBuckets, rateBucketKeyOf } from './redis-rate-buckets.js
 export type { RedisRateBuckets, RedisRateBucketsOptions } from './redis-rate-buckets.js';
 export { DEFAULT_LEASE_TIMING } from './lease-timing.js';
 export { createRedisReplyOutbox } from './redis-reply-outbox.js';
-export type { RedisReplyOutbox, RedisReplyOutboxOptions } from './redis-reply-outbox.js';
+export type {
+  AddedReply,
+  RedisReplyOutbox,
+  RedisReplyOutboxOptions,
+  ReplyAddition,
+  ReplyAdditions,
+} from './redis-reply-outbox.js';
 export { createPartitionedReplyOutbox } from './partitioned-reply-outbox.js';
 export type { PartitionedReplyOutboxOptions } from './partitioned-reply-outbox.js';
 export {

@@ -171,6 +171,8 @@ export async function createPartitionedQueryPool(
 
   const pool: RedisQueryPool = {
     durable: true,
+    // Each partition's pool stores them with the outbox's partition of the session (its chat).
+    storesReplies: options.outbox !== undefined,
     replicaId,
     get heldTurns() {
       return runningTurns();

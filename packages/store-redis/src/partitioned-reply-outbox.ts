@@ -214,10 +214,11 @@ export async function createPartitionedReplyOutbox(
   }
 
   /**
-   * `claimFrom` after a removal that was applied: a claim failing now must not make the caller
-   * repeat the removal (a repeat answers `lost`). What is due waits for the sender's next claim.
+   * `claimFrom` after a write that was applied (a removal, a settlement that stored a delivery): a
+   * claim failing now must not make the caller repeat the write (a repeat answers `lost`). What is
+   * due waits for the sender's next claim.
    */
-  function claimAfterRemoval(
+  function claimAfterApplied(
     channel: string,
     nowMs: number,
     order: number[],
@@ -258,6 +259,26 @@ export async function createPartitionedReplyOutbox(
       return { result, claim: await claimFrom(channel, nowMs, inTurn(channel, nowMs, true)) };
     },
 
+    additionOf(delivery, nowMs) {
+      const { channel } = delivery;
+      const index = partOf(delivery);
+      const heard = (viewOf(channel, nowMs).partitions[index] as PartitionView).heard;
+      const addition = (parts[index] as RedisReplyOutbox).additionOf(delivery, nowMs);
+      return {
+        ...addition,
+        // As `add` and `addAndClaim` learn from their partition's answer.
+        async answered(reply) {
+          const { result, claim } = await addition.answered(reply);
+          if (result === 'duplicate') return { result, claim };
+          dueLater(channel, index, delivery.notBefore);
+          if (nowMs === undefined) return { result, claim };
+          const handed = answered(channel, index, heard, nowMs, claim);
+          if (handed !== null) return { result, claim: handed };
+          return { result, claim: await claimAfterApplied(channel, nowMs, inTurn(channel, nowMs, true)) };
+        },
+      };
+    },
+
     claim(channel, nowMs) {
       // Every partition, known idle or not: the sender's poll finds here what no announcement told.
       return claimFrom(channel, nowMs, inTurn(channel, nowMs, false));
@@ -293,7 +314,7 @@ export async function createPartitionedReplyOutbox(
         const handed = answered(channel, index, heard, nowMs, next, repeat);
         if (handed !== null || !othersDue) return { settlement, next: handed };
         const order = inTurn(channel, nowMs, true).filter((other) => other !== index);
-        return { settlement, next: await claimAfterRemoval(channel, nowMs, order) };
+        return { settlement, next: await claimAfterApplied(channel, nowMs, order) };
       }
       // Another partition's turn: remove, then claim in turn. Its own partition's announcement of
       // a next head is not passed on: that partition is asked in turn (or the claim says more is
@@ -309,7 +330,7 @@ export async function createPartitionedReplyOutbox(
         if (left === 0) muted.delete(key);
         else muted.set(key, left);
       }
-      return { settlement, next: await claimAfterRemoval(channel, nowMs, inTurn(channel, nowMs, true)) };
+      return { settlement, next: await claimAfterApplied(channel, nowMs, inTurn(channel, nowMs, true)) };
     },
 
     async pending() {

@@ -10,6 +10,7 @@ import {
   type QueueLimits,
   type SessionsView,
   type SettleOptions,
+  type SettledReplies,
   type Settlement,
   SwitchboardError,
   type TenantShare,
@@ -62,6 +63,13 @@ import {
 } from './script-replies.js';
 import type { ReplicationOptions } from './replication-wait.js';
 import { defaultReplicaId } from './replica-id.js';
+import {
+  type AddedReply,
+  NO_ADDITION_ARGS,
+  type ReplyAddition,
+  type ReplyAdditions,
+} from './redis-reply-outbox.js';
+import { replyOutboxKeysOf } from './reply-outbox-keys.js';
 
 export interface RedisQueryPoolOptions {
   /**
@@ -133,6 +141,19 @@ export interface RedisQueryPoolOptions {
    * (`createPartitionedQueryPool`): part of the configuration replicas must agree on. Default 1.
    */
   partitions?: number;
+  /**
+   * The reply outbox of the deployment (`createRedisReplyOutbox`, under the same prefix; a
+   * partitioned pool's: `createPartitionedReplyOutbox`): `complete` then stores
+   * `SettleOptions.replies` in its own script (`storesReplies`), the delivery stored exactly when
+   * the turn completes. Default: none, the caller stores replies first.
+   */
+  outbox?: ReplyAdditions;
+}
+
+/** The answer a `complete` stores in its own call, and whom it tells what the add did. */
+interface StoredAnswer {
+  addition: ReplyAddition;
+  replies: SettledReplies;
 }
 
 const DEFAULTS = {
@@ -645,7 +666,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     turn: Turn,
     script: 'pool/complete' | 'pool/retry' | 'pool/abandon',
     options: SettleOptions | undefined,
-    ...args: Array<string | number>
+    args: Array<string | number>,
+    answer?: StoredAnswer,
   ): Promise<Settlement> {
     const token = turn.lease?.token;
     if (token === undefined) return 'lost';
@@ -673,7 +695,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     const permitTaken = permits !== undefined && nextToken !== '';
     if (permitTaken) endingInStep.add(token);
     try {
-      return await settleUnder(turn, token, script, claimNext, repeat, nextToken, args);
+      return await settleUnder(turn, token, script, claimNext, repeat, nextToken, args, answer);
     } finally {
       if (permitTaken) permits.put(endingInStep.delete(token) ? 1 : 0);
     }
@@ -687,13 +709,16 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     repeat: string,
     nextToken: string,
     args: Array<string | number>,
+    answer: StoredAnswer | undefined,
   ): Promise<Settlement> {
     const claimArgs = script === 'pool/abandon' ? [] : [nextToken, leaseMs];
-    let reply: [Settlement, number?, number?, TurnReply?];
+    let reply: [Settlement, number?, number?, TurnReply?, AddedReply?];
     try {
       reply = await run(script, token, repeat, tombstoneMs, ...claimArgs, ...args);
     } catch (err) {
       if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
+        // Its answer may be stored, and leased to the addition's claim.
+        answer?.addition.unanswered();
         // A token already answered or given up is not held: a later call for it is no repeat.
         if (leases.holds(token)) unansweredSettlements.set(token, nextToken);
         else if (nextToken !== '') repeatClaim(nextToken);
@@ -711,18 +736,39 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       }
       throw err;
     }
-    const [outcome, claimable, nextDueAt, next] = reply;
+    const [outcome, claimable, nextDueAt, next, added] = reply;
     unansweredSettlements.delete(token);
     leases.release(token);
     if (outcome === 'settled') {
       handOver(next ?? [], claimable as number, claimNext);
       apply(runnableStateOf(claimable as number, nextDueAt as number));
+      // No `added`: a repeat answered from the first call's tombstone; that call stored the answer,
+      // and its claim, if it made one, is the outbox's next claim (`unanswered`).
+      if (answer !== undefined)
+        answer.replies.stored(
+          added === undefined ? { result: 'duplicate', claim: null } : await answer.addition.answered(added),
+        );
     }
     return outcome;
   }
 
+  const outboxPrefix = replyOutboxKeysOf(options.prefix).prefix;
+  /** The answer a complete stores with `outbox`, or none (without one, `replies` is the caller's to store). */
+  function answerOf(replies: SettledReplies | undefined): StoredAnswer | undefined {
+    if (replies === undefined || options.outbox === undefined) return undefined;
+    const addition = options.outbox.additionOf(replies.delivery, replies.claimAt);
+    // Another slot's keys in the complete script: Redis Cluster refuses it, and one Redis would
+    // store the answer where this pool's outbox does not look.
+    if (addition.prefix !== outboxPrefix)
+      throw new Error(
+        `redis query pool ${options.prefix}: the outbox stores delivery ${replies.delivery.id} under ${addition.prefix}, not ${outboxPrefix}`,
+      );
+    return { addition, replies };
+  }
+
   const pool: RedisQueryPool = {
     durable: true,
+    storesReplies: options.outbox !== undefined,
     replicaId,
     get heldTurns() {
       return leases.size;
@@ -803,12 +849,12 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       }
     },
 
-    complete(turn, ended, settleOptions) {
+    async complete(turn, ended, settleOptions) {
+      // Built first: a delivery refused here rejects the complete before anything changed.
+      const answer = answerOf(settleOptions?.replies);
       const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
-      return crashAfter(
-        'settle.after-complete',
-        settle(turn, 'pool/complete', settleOptions, kept.dueAt, ...kept.pairs),
-      );
+      const args = [kept.dueAt, ...(answer?.addition.args ?? NO_ADDITION_ARGS), ...kept.pairs];
+      return crashAfter('settle.after-complete', settle(turn, 'pool/complete', settleOptions, args, answer));
     },
 
     retry(turn, delayMs, finalIds = [], ended, settleOptions) {
@@ -816,21 +862,18 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       const kept = keptOutcomeArgs(ended, options.keptOutcome, now() + KEPT_OUTCOME_LEASE_MS);
       return crashAfter(
         'settle.after-retry',
-        settle(
-          turn,
-          'pool/retry',
-          settleOptions,
+        settle(turn, 'pool/retry', settleOptions, [
           boundedDelayMs,
           kept.dueAt,
           finalIds.length,
           ...finalIds,
           ...kept.pairs,
-        ),
+        ]),
       );
     },
 
     abandon(turn, abandonOptions = { ran: true }) {
-      return settle(turn, 'pool/abandon', undefined, abandonOptions.ran ? '1' : '0');
+      return settle(turn, 'pool/abandon', undefined, [abandonOptions.ran ? '1' : '0']);
     },
 
     onRunnable(listener) {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type AddAndClaimResult,
   type AddResult,
   type ClaimedDelivery,
   type Delivery,
@@ -77,8 +78,60 @@ const LIST_PAGE = 100;
 const storedTimeOf = (ms: number) =>
   Number.isNaN(ms) ? 0 : Math.min(Math.max(0, ms), Number.MAX_SAFE_INTEGER);
 
+/**
+ * How many ARGV an add takes (`ReplyAddition.args`): the outbox's prefix, channel and instance id,
+ * the delivery's seven fields, and the claim's three.
+ */
+const ADD_ARG_COUNT = 13;
+
+/** The add's ARGV of a settling script that stores no delivery: an empty prefix, the rest unused. */
+export const NO_ADDITION_ARGS: readonly string[] = Array.from({ length: ADD_ARG_COUNT }, () => '');
+
+/**
+ * What a settling script of the pool answers for the delivery it stored (lua/pool/complete.lua):
+ * {result, claimed (1: leased to the addition's claim token), moreDue (1: it became its chat's
+ * head unclaimed, announced)}.
+ */
+export type AddedReply = [result: AddResult, claimed: 0 | 1, moreDue: 0 | 1];
+
+/**
+ * One delivery to store in another script's call (lua/pool/complete.lua includes
+ * reply-outbox/includes/add-delivery), validated as `add` validates it: what that call passes,
+ * and what its answer means.
+ */
+export interface ReplyAddition {
+  /**
+   * The outbox's key prefix, `{<prefix>}:reply-outbox:`: the calling script's keys must share its
+   * hash tag (one Redis Cluster slot).
+   */
+  readonly prefix: string;
+  /** The add's ARGV in the calling script (`ADD_ARG_COUNT` of them, the prefix first). */
+  readonly args: ReadonlyArray<string | number>;
+  /**
+   * What the add did, from the script's answer: a claim answered 1 is the caller's own delivery
+   * object under the addition's claim token, as `addAndClaim` hands it out. A head stored
+   * unclaimed was announced to the other instances; this one's listeners hear it here.
+   */
+  answered(reply: AddedReply): Promise<AddAndClaimResult>;
+  /**
+   * The call may have been applied without its answer reaching here: the delivery may be leased
+   * to the addition's claim token, which the channel's next claim repeats, at once.
+   */
+  unanswered(): void;
+}
+
+/** Deliveries stored by a settling script's own call (`createRedisQueryPool`'s `outbox`). */
+export interface ReplyAdditions {
+  /**
+   * `delivery` as a settling script stores it; with `nowMs` (the outbox's clock), leased to this
+   * instance at once when it can leave now, as `addAndClaim` would lease it. Throws a `TypeError`
+   * for fields a script could store only halfway (as `add` rejects them), before any call.
+   */
+  additionOf(delivery: Delivery, nowMs?: number): ReplyAddition;
+}
+
 /** A `ReplyOutbox` shared by replicas, plus what only its owner calls. */
-export interface RedisReplyOutbox extends ReplyOutbox {
+export interface RedisReplyOutbox extends ReplyOutbox, ReplyAdditions {
   readonly replicaId: string;
   /**
    * This host's clock corrected to Redis' `TIME`: the clock to claim with and to compute
@@ -287,14 +340,11 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
   }
 
   /**
-   * Runs the add script; with `nowMs` and `token`, asking it to claim for the caller. Answers
-   * {result, claimed (1: the delivery as added, its fields: another one, 0: none), moreDue}.
+   * The add's ARGV (`ADD_ARG_COUNT`: lua/reply-outbox/add.lua's, lua/pool/complete.lua's); with
+   * `nowMs` and `token`, asking it to claim for the caller. Throws before any call on what a script
+   * would store only halfway.
    */
-  async function store(
-    delivery: Delivery,
-    nowMs?: number,
-    token?: string,
-  ): Promise<[AddResult, 1 | 0 | DeliveryReply, number]> {
+  function addArgsOf(delivery: Delivery, nowMs?: number, token?: string): Array<string | number> {
     const { id, channel, chat, attempts, notBefore, lastError } = delivery;
     // The retry script stores attempts + 1 as given: anything but an integer would stay.
     if (!Number.isSafeInteger(attempts) || attempts < 0) {
@@ -305,9 +355,10 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     if (rememberForMs !== undefined && (!Number.isSafeInteger(rememberForMs) || rememberForMs <= 0)) {
       throw new TypeError(`delivery ${id}: rememberForMs must be a whole number > 0, got ${rememberForMs}`);
     }
-    const reply = await run<[AddResult, 1 | 0 | DeliveryReply, number]>(
-      'reply-outbox/add',
+    return [
+      keys.prefix,
       channel,
+      replicaId,
       id,
       chat,
       bodyOf(delivery),
@@ -318,10 +369,32 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
       nowMs ?? '',
       token ?? '',
       nowMs === undefined ? '' : leaseMs,
-    );
-    // The script announced a new head to the other replicas; this one's sender hears it here.
-    if (nowMs === undefined && reply[2] === 1) notify(channel);
-    return reply;
+    ];
+  }
+
+  /** Runs the add script with `addArgsOf`'s ARGV. */
+  const runAdd = (channel: string, args: Array<string | number>) =>
+    opened.script<[AddResult, 1 | 0 | DeliveryReply, number]>('reply-outbox/add', keys.keysOf(channel), args);
+
+  /**
+   * An add's claim under `token` may have been applied unanswered: the next claim of the channel
+   * repeats it, at once, with the delivery's id (such a claim leaves no token key).
+   */
+  function addMayHaveClaimed(delivery: Delivery, token: string): void {
+    unansweredClaimsOf(delivery.channel).push({ token, deliveryId: delivery.id });
+    notify(delivery.channel);
+  }
+
+  /** What an add that asked for a claim under `token` did, from its answer. */
+  function addedOf(
+    delivery: Delivery,
+    token: string,
+    [result, claimed, moreDue]: [AddResult, 1 | 0 | DeliveryReply, number],
+  ): AddAndClaimResult {
+    if (claimed === 0) return { result, claim: null };
+    // Leased as added: the caller's own object is the delivery it sends.
+    if (claimed === 1) return { result, claim: { delivery, token, moreDue: false } };
+    return { result, claim: claimedOf(claimed, token, moreDue) };
   }
 
   return {
@@ -335,26 +408,38 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     now: clock.now,
 
     async add(delivery) {
-      const [result] = await store(delivery);
+      const [result, , newHead] = await runAdd(delivery.channel, addArgsOf(delivery));
+      // The script announced a new head to the other replicas; this one's sender hears it here.
+      if (newHead === 1) notify(delivery.channel);
       return result;
     },
 
     async addAndClaim(delivery, nowMs) {
       const token = randomUUID();
-      let stored: Awaited<ReturnType<typeof store>>;
+      const args = addArgsOf(delivery, nowMs, token);
       try {
-        stored = await store(delivery, nowMs, token);
+        return addedOf(delivery, token, await runAdd(delivery.channel, args));
       } catch (err) {
-        // It may have been applied and claimed under the token: the next claim repeats it, at once.
-        unansweredClaimsOf(delivery.channel).push({ token, deliveryId: delivery.id });
-        notify(delivery.channel);
+        addMayHaveClaimed(delivery, token);
         throw err;
       }
-      const [result, claimed, moreDue] = stored;
-      if (claimed === 0) return { result, claim: null };
-      // Leased as added: the caller's own object is the delivery it sends.
-      if (claimed === 1) return { result, claim: { delivery, token, moreDue: false } };
-      return { result, claim: claimedOf(claimed, token, moreDue) };
+    },
+
+    additionOf(delivery, nowMs) {
+      const token = nowMs === undefined ? undefined : randomUUID();
+      return {
+        prefix: keys.prefix,
+        args: addArgsOf(delivery, nowMs, token),
+        async answered(reply) {
+          if (reply[2] === 1) notify(delivery.channel);
+          return addedOf(delivery, token ?? '', reply);
+        },
+        unanswered() {
+          if (token !== undefined) addMayHaveClaimed(delivery, token);
+          // It may have stored a head, announced to the other instances only.
+          else notify(delivery.channel);
+        },
+      };
     },
 
     async claim(channel, nowMs) {

@@ -1,8 +1,8 @@
-import type { ClaimedTurn } from '@switchboard/core';
+import type { AddAndClaimResult, ClaimedTurn } from '@switchboard/core';
 import { deliveryFixture } from '@switchboard/contracts';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { RedisQueryPool } from '../src/index.js';
+import type { RedisQueryPool, RedisReplyOutbox } from '../src/index.js';
 import { manualClock, queued, redisReachable, usePrivateRedis, useReplyOutboxes } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -32,13 +32,56 @@ async function commandsSince(admin: Redis, step: () => Promise<unknown>): Promis
  */
 const ACCEPTING = { script: 1, smembers: 1, hmget: 1, hgetall: 1, incr: 1, hsetnx: 1, set: 1 };
 
+/**
+ * What a complete of a one-message turn runs, claiming its next turn (none is waiting): the
+ * message's id and channel come from the lease, so no read of the message before its deletion; its
+ * session's queue is empty, so where it is placed is not read.
+ */
+const COMPLETING = {
+  script: 1,
+  smembers: 1,
+  hmget: 2,
+  del: 2,
+  zrem: 1,
+  hgetall: 1,
+  hset: 1,
+  hincrby: 1,
+  zadd: 1,
+  set: 1,
+  lindex: 1,
+  hdel: 1,
+  zrange: 1,
+};
+
+/**
+ * What an add that leases the delivery it stores runs (reply-outbox/includes/add-delivery), in
+ * whichever script includes it: no token key (a repeat of its claim finds the delivery by its id).
+ */
+const ADDING = { exists: 1, incr: 1, rpush: 1, zcard: 1, zrangebyscore: 1, hset: 1, zadd: 2, hincrby: 1 };
+
+/** The counts of every command of `steps` together. */
+function together(...steps: Array<Record<string, number>>): Record<string, number> {
+  const sum: Record<string, number> = {};
+  for (const step of steps)
+    for (const [command, calls] of Object.entries(step)) sum[command] = (sum[command] ?? 0) + calls;
+  return sum;
+}
+
 // The counts are deterministic: one replica, one pipeline, one message in a session of its own,
 // nothing else on the private Redis. Renewals and wake-ups are kept out of the measured steps by
 // a renewal period far longer than the test.
+/** One settlement in 16 (a token starting with 0) also purges expired tombstones: one range read. */
+const purgedBy = (turn: ClaimedTurn): Record<string, number> =>
+  turn.lease.token.startsWith('0') ? { zrangebyscore: 1 } : {};
+
 describe.skipIf(!reachable)('the Redis commands of one message through the pool', () => {
   const redis = usePrivateRedis();
+  const outboxes = useReplyOutboxes(redis.url);
 
-  async function openPool(maxConcurrency?: number): Promise<{
+  async function openPool(
+    maxConcurrency?: number,
+    outbox?: RedisReplyOutbox,
+  ): Promise<{
     pool: RedisQueryPool;
     handed: ClaimedTurn[];
     clock: ReturnType<typeof manualClock>;
@@ -50,6 +93,7 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
       leaseMs: 120_000,
       renewEveryMs: 60_000,
       fenceAfterMs: 90_000,
+      outbox,
     });
     const handed: ClaimedTurn[] = [];
     pool.onClaimedAhead((turn) => handed.push(turn));
@@ -78,32 +122,35 @@ describe.skipIf(!reachable)('the Redis commands of one message through the pool'
         pool.complete(turn, [], { claimNext: (claimed) => next.push(claimed) }),
       );
       expect(next).toEqual([]);
-      // One settlement in 16 (a token starting with 0) also purges expired tombstones: one range read.
-      const purged = turn.lease.token.startsWith('0') ? { zrangebyscore: 1 } : {};
-      // The message's id and channel come from the lease: no read of the message before its
-      // deletion; its session's queue is empty, so where it is placed is not read.
-      expect(commands).toEqual({
-        ...purged,
-        script: 1,
-        smembers: 1,
-        hmget: 2,
-        del: 2,
-        zrem: 1,
-        hgetall: 1,
-        hset: 1,
-        hincrby: 1,
-        zadd: 1,
-        set: 1,
-        lindex: 1,
-        hdel: 1,
-        zrange: 1,
-      });
+      expect(commands).toEqual(together(COMPLETING, purgedBy(turn)));
       expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 0 });
       // Its id key says `settled` (with the channel and pipeline the lease kept) for locate.
       const id = turn.messages[0]?.message.id as string;
       expect(await redis.admin.get(`{${redis.pools.prefix}}:id:${id}`)).toBe(
         `settled:${turn.messages[0]?.message.channel}:p`,
       );
+    });
+  });
+
+  describe('when the turn completes with its answer, which its reply sender can send at once', () => {
+    it('stores and leases the delivery in the same script call as the completion', async () => {
+      const outbox = await outboxes.open({ prefix: redis.pools.prefix });
+      const { pool, handed, clock } = await openPool(undefined, outbox);
+      await pool.enqueue(queued('A', clock.now()));
+      const turn = handed[0] as ClaimedTurn;
+      const delivery = deliveryFixture(1, { chat: turn.session });
+      const next: ClaimedTurn[] = [];
+      let added: AddAndClaimResult | undefined;
+      const commands = await commandsSince(redis.admin, () =>
+        pool.complete(turn, [], {
+          claimNext: (claimed) => next.push(claimed),
+          replies: { delivery, claimAt: clock.now(), stored: (result) => (added = result) },
+        }),
+      );
+      expect(next).toEqual([]);
+      expect(added?.claim?.delivery).toBe(delivery);
+      // One script call for both.
+      expect(commands).toEqual(together(COMPLETING, purgedBy(turn), ADDING));
     });
   });
 
@@ -144,17 +191,7 @@ describe.skipIf(!reachable)('the Redis commands of one reply through the reply o
         claimed = await outbox.addAndClaim(deliveryFixture(1), clock.now());
       });
       expect(claimed?.claim?.delivery.id).toBe(deliveryFixture(1).id);
-      expect(commands).toEqual({
-        script: 1,
-        exists: 1,
-        incr: 1,
-        rpush: 1,
-        zcard: 1,
-        zrangebyscore: 1,
-        hset: 1,
-        zadd: 2,
-        hincrby: 1,
-      });
+      expect(commands).toEqual(together({ script: 1 }, ADDING));
     });
   });
 });

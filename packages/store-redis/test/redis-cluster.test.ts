@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PipelinePolicySchema } from '@switchboard/core';
+import { type AddAndClaimResult, PipelinePolicySchema, type Turn } from '@switchboard/core';
 import {
   channelLeasesContract,
   deliveryFixture,
@@ -24,7 +24,7 @@ import {
   type RedisQueryPool,
 } from '../src/index.js';
 import { partitionPrefixOf } from '../src/partitions.js';
-import { recordingLogger } from './redis-harness.js';
+import { keyInPartition, queued, recordingLogger } from './redis-harness.js';
 
 /**
  * Every store on a Redis Cluster of three primaries (`store.cluster`): each contract suite as on
@@ -166,6 +166,47 @@ describe('on a Redis Cluster', () => {
       }
       expect(holders.filter((held) => held.size > 0).length).toBeGreaterThan(1);
     } finally {
+      await outbox.close();
+    }
+  });
+
+  it("stores a turn's answer in the complete script of its session's partition, on that partition's primary", async () => {
+    const partitions = 3;
+    const prefix = `sb-cluster-answer-${randomUUID()}`;
+    const outbox = await createPartitionedReplyOutbox({
+      url: cluster.urls,
+      prefix,
+      leaseMs: 60_000,
+      partitions,
+    });
+    const pool = await createPartitionedQueryPool({
+      url: cluster.urls,
+      prefix,
+      partitions,
+      concurrency: { global: 20, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+      outbox,
+    });
+    try {
+      for (let index = 0; index < partitions; index++) {
+        const session = keyInPartition(index, partitions, 'session');
+        await pool.enqueue(queued(session, Date.now()));
+        const turn = (await pool.claim()) as Turn;
+        const delivery = deliveryFixture(index, { chat: session });
+        const added: AddAndClaimResult[] = [];
+        const replies = {
+          delivery,
+          claimAt: outbox.now(),
+          stored: (result: AddAndClaimResult) => added.push(result),
+        };
+        expect(await pool.complete(turn, [], { replies })).toBe('settled');
+        expect(added[0]?.claim?.delivery).toBe(delivery);
+      }
+      expect(await outbox.pending()).toEqual({ [deliveryFixture(0).channel]: partitions });
+      expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 0 });
+    } finally {
+      await pool.shutdown();
       await outbox.close();
     }
   });

@@ -46,31 +46,16 @@
 --- @include "reply-outbox/includes/claim-next"
 --- @include "reply-outbox/includes/add-delivery"
 
-local now = tonumber(ARGV[11])
-local claim = now and { now = now, token = ARGV[12], leaseMs = tonumber(ARGV[13]) }
-local placed = addDelivery(prefix, channel, {
-  id = ARGV[4],
-  chat = ARGV[5],
-  body = ARGV[6],
-  attempts = ARGV[7],
-  notBefore = ARGV[8],
-  lastError = ARGV[9],
-  rememberForMs = ARGV[10],
-}, claim)
-if placed == 'duplicate' then
-  return { 'duplicate', 0, 0 }
-end
-if placed == 'claimed' then
-  return { 'added', 1, 0 }
-end
-if not claim then
-  if placed == 'head' then
+local delivery, claim = addedArgs(4)
+local placed = addDelivery(prefix, channel, delivery, claim)
+if placed == 'duplicate' or placed == 'claimed' or not claim then
+  local reply = addedReply(placed)
+  if reply[3] == 1 then
     announce()
-    return { 'added', 0, 1 }
   end
-  return { 'added', 0, 0 }
+  return reply
 end
-local head, moreDue = claimNext(now, claim.token, claim.leaseMs, false)
+local head, moreDue = claimNext(claim.now, claim.token, claim.leaseMs, false)
 if moreDue then
   announce()
 end

@@ -1,8 +1,9 @@
 --[[
   Stores one delivery in the reply outbox (docs/design.md §5 "Reply outbox"): reply-outbox/add
   runs it, and a script of another family that stores replies in its own write can include it
-  (every key shares the deployment's hash tag). Reads no KEYS or ARGV: every key is built from
-  the outbox's key prefix '{<prefix>}:reply-outbox:' and the channel, named as in
+  (every key shares the deployment's hash tag). Reads no KEYS, and ARGV only in `addedArgs`, from
+  where its caller says (the add's fields in one order, wherever they start): every key is built
+  from the outbox's key prefix '{<prefix>}:reply-outbox:' and the channel, named as in
   src/reply-outbox-keys.ts and reply-outbox/includes/preamble:
     counts, seq, order:<channel>, waiting:<channel>, ready:<channel>, leases:<channel>,
     d:<id>, ended:<id>, chat:<channel>:<chat>
@@ -46,4 +47,31 @@ local function addDelivery(prefix, channel, delivery, claim)
     return 'head'
   end
   return 'queued'
+end
+
+-- The reply {result, claimed, moreDue} of an add that placed its delivery as `placed` and claims
+-- nothing else: claimed 1 when leased to the claim's token, moreDue 1 for a head left unclaimed
+-- (the caller announces it).
+local function addedReply(placed)
+  if placed == 'duplicate' then
+    return { 'duplicate', 0, 0 }
+  end
+  return { 'added', placed == 'claimed' and 1 or 0, placed == 'head' and 1 or 0 }
+end
+
+-- The delivery and the claim addDelivery takes, from ARGV[first...] in the order of
+-- reply-outbox/add's ARGV[4..13]: id, chat, body, attempts, notBefore, lastError, rememberForMs,
+-- the claim's now (or '' for no claim), token and lease length.
+local function addedArgs(first)
+  local now = tonumber(ARGV[first + 7])
+  local delivery = {
+    id = ARGV[first],
+    chat = ARGV[first + 1],
+    body = ARGV[first + 2],
+    attempts = ARGV[first + 3],
+    notBefore = ARGV[first + 4],
+    lastError = ARGV[first + 5],
+    rememberForMs = ARGV[first + 6],
+  }
+  return delivery, now and { now = now, token = ARGV[first + 8], leaseMs = tonumber(ARGV[first + 9]) }
 end

@@ -27,6 +27,7 @@
   token and is in `leases`). Times are the caller's (the claim's `now`, a retry's `notBefore`);
   no script reads Redis TIME.
 ]]
+--- @include "reply-outbox/includes/announce-due"
 local rcall = redis.call
 local K = {
   counts = KEYS[1],
@@ -64,10 +65,9 @@ local function placeHead(chat, head, notBefore)
   return head
 end
 
--- Tells the other instances that the channel may have a claimable head, on
--- '<prefix>due' as JSON [instance, channel] (they ignore their own echo).
+-- Tells the other instances that the channel may have a claimable head.
 local function announce()
-  rcall('PUBLISH', prefix .. 'due', cjson.encode({ instance, channel }))
+  announceDue(prefix, channel, instance)
 end
 
 -- The chat of delivery `id` and its rememberForMs (ms, or nil) when `token` still holds its
