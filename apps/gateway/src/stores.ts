@@ -356,8 +356,9 @@ async function withRedisPool(
               keptOutcome,
               ...options,
               partitions: store.partitions,
+              outbox: replies,
             })
-          : await createRedisQueryPool({ ...replicated, keptOutcome, ...options });
+          : await createRedisQueryPool({ ...replicated, keptOutcome, ...options, outbox: replies });
       replicaEvents = await createRedisReplicaEvents({
         url: target,
         prefix: store.prefix,
