@@ -245,24 +245,24 @@ export function createHarness(options: HarnessOptions = {}) {
 }
 
 /**
- * `pool`, storing the answer a settlement carries (`SettleOptions.replies`) in `outbox` right
- * before it completes, in the order a shared pool's one write keeps: handed to `stored` only when
- * the settlement was applied.
+ * `pool`, storing the answer a settlement carries (`SettleOptions.replies`) in `outbox` once the
+ * completion was applied and nothing when it is `lost`: both or neither, as a shared pool's one
+ * write.
  */
 function storingReplies(pool: QueryPool, outbox: ReplyOutbox): QueryPool {
   return {
     ...pool,
     storesReplies: true,
     async complete(turn, ended, options) {
+      const settlement = await pool.complete(turn, ended, options);
       const replies = options?.replies;
-      if (replies === undefined) return pool.complete(turn, ended, options);
+      if (settlement === 'lost' || replies === undefined) return settlement;
       const { delivery, claimAt } = replies;
-      const added =
+      replies.stored(
         claimAt === undefined
           ? { result: await outbox.add(delivery), claim: null }
-          : await outbox.addAndClaim(delivery, claimAt);
-      const settlement = await pool.complete(turn, ended, options);
-      if (settlement === 'settled') replies.stored(added);
+          : await outbox.addAndClaim(delivery, claimAt),
+      );
       return settlement;
     },
   };

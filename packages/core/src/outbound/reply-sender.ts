@@ -65,7 +65,9 @@ export interface ReplySender {
    * Adds a delivery as `add` does, through `write`: another store write that stores it in its own
    * step (a pool settlement with `SettleOptions.replies`), whose result it answers. While the
    * channel has a send free here, `write` gets the time to claim the delivery at (`claimAt`) and
-   * the send starts with the claim it hands to `stored`; otherwise it claims none. Called again
+   * the send starts with the claim it hands to `stored`; otherwise it claims none. A delivery it
+   * stored but did not claim (its chat busy, another chat due first) has the freed send claim
+   * as `add`'s would. Called again
    * after a failure, it claims anew: a claim the failed write may have made is the outbox's to
    * hand back.
    */
@@ -400,13 +402,14 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   /**
    * Takes a send slot of `channel` for `first` (a claim on its way): sends it, then each delivery
    * its removal claims next. A claim that says more is due looks for more at once (other slots
-   * may be free); otherwise the channel is not asked again until told or polled.
+   * may be free); otherwise the channel is not asked again until told or polled. Resolves once
+   * the slot is free again.
    */
   function occupySlot(
     channel: string,
     first: Promise<ClaimedDelivery | null>,
     policy: OutboundPolicy | undefined,
-  ): void {
+  ): Promise<void> {
     const sends = sendsOf(channel);
     let claimAfter = false;
     const slot: Promise<void> = (async () => {
@@ -428,6 +431,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       checkEmptied();
     });
     sends.add(slot);
+    return slot;
   }
 
   /** Claims and starts sends for `channel` until its concurrency is used or nothing is due. */
@@ -564,8 +568,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       if (stopped || policy === undefined || sendsOf(channel).size >= policy.concurrency)
         return write(undefined, () => {});
       let handOver: (claim: ClaimedDelivery | null) => void = () => {};
+      let unclaimed = false;
       // The slot is taken while the write is on its way, as for `add`; freed at once if it claims none.
-      occupySlot(
+      const slot = occupySlot(
         channel,
         new Promise<ClaimedDelivery | null>((resolve) => {
           handOver = resolve;
@@ -573,9 +578,15 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         policy,
       );
       try {
-        return await write(now(), (added) => handOver(added.claim));
+        return await write(now(), (added) => {
+          // Added but not claimed: its chat is busy, or another chat is due first, which the
+          // write does not claim (`addAndClaim` would): the freed slot looks for it.
+          unclaimed = added.result === 'added' && added.claim === null;
+          handOver(added.claim);
+        });
       } finally {
         handOver(null);
+        if (unclaimed) void slot.then(() => pump(channel));
       }
     },
 

@@ -511,6 +511,27 @@ describe('reply sender', () => {
       expect(sends.map((send) => send.text)).toEqual(['r1', 'r2']);
     });
 
+    it('looks for the due delivery that write stored but did not claim once it freed its send, not at the next poll', async () => {
+      // No announcements reach the sender: only its own claims find what is due.
+      const { outbox, sends, sender, deliveryOf } = setup({ concurrency: 1 }, (inner) => ({
+        ...inner,
+        onDue: () => () => {},
+      }));
+      sender.start();
+      await settle();
+      await outbox.add(deliveryOf(1, 'a'));
+      const delivery = deliveryOf(2, 'b');
+      // As a shared pool's settlement does: it stores the delivery and claims none of another chat.
+      await sender.addThrough(delivery, async (_claimAt, stored) => {
+        stored({ result: await outbox.add(delivery), claim: null });
+      });
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1']);
+      sends[0]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r2']);
+    });
+
     it('frees the send it held when that write fails: the next add claims and sends at once', async () => {
       const { sends, sender, deliveryOf } = counted({ concurrency: 1 });
       sender.start();
