@@ -19,6 +19,7 @@ import {
   createRedisReplyOutbox,
   type RedisQueryPool,
   type RedisReplyOutbox,
+  type ReplyAdditions,
 } from '../src/index.js';
 import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
 import {
@@ -271,11 +272,40 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
     });
   });
 
-  describe("when the outbox stores under another prefix than the pool's", () => {
-    it('refuses the complete loudly and changes nothing', async () => {
+  describe("when the outbox is not the pool's", () => {
+    it('refuses the pool as it is made, naming both: another prefix, or other partitions', async () => {
+      const elsewhere = await outboxes.open();
+      await expect(pools.open({ outbox: elsewhere })).rejects.toMatchObject({
+        code: 'SB_CONFIG_INVALID',
+        message: expect.stringContaining(
+          `(${elsewhere.keyPrefixes[0]}), the pool under 1, this one's at {${pools.prefix}}`,
+        ),
+      });
+      const partitioned = await createPartitionedReplyOutbox({
+        url: REDIS_URL,
+        prefix: pools.prefix,
+        leaseMs: REPLY_OUTBOX_LEASE_MS,
+        partitions: PARTITIONS,
+      });
+      try {
+        await expect(pools.open({ outbox: partitioned })).rejects.toMatchObject({
+          code: 'SB_CONFIG_INVALID',
+          message: expect.stringContaining(`stores under ${PARTITIONS} partition(s)`),
+        });
+      } finally {
+        await partitioned.close();
+      }
+    });
+
+    it('refuses a complete whose delivery it would store elsewhere, changing nothing', async () => {
       const clock = manualClock();
       const elsewhere = await outboxes.open();
-      const pool = await pools.open({ now: clock.now, outbox: elsewhere });
+      // Says it stores under the pool's prefix, and places the delivery under its own.
+      const misplacing: ReplyAdditions = {
+        keyPrefixes: [`{${pools.prefix}}:reply-outbox:`],
+        additionOf: (delivery, nowMs) => elsewhere.additionOf(delivery, nowMs),
+      };
+      const pool = await pools.open({ now: clock.now, outbox: misplacing });
       await pool.enqueue(queued('A', clock.now()));
       const turn = (await pool.claim()) as Turn;
       const { replies } = repliesOf(deliveryFixture(1, { chat: turn.session }), clock.now());
@@ -305,6 +335,23 @@ describe.skipIf(!reachable)("a partitioned pool's complete that stores its turn'
     const pool = await pools.open({ now: clock.now, outbox });
     return { clock, outbox, pool };
   }
+
+  it.each([
+    ['of one partition', 1],
+    ['of other partitions', PARTITIONS - 1],
+  ])('refuses an outbox %s as it is made, naming both', async (_name, partitions) => {
+    const outbox = await createPartitionedReplyOutbox({
+      url: REDIS_URL,
+      prefix: pools.prefix,
+      leaseMs: REPLY_OUTBOX_LEASE_MS,
+      partitions,
+    });
+    opened.push(outbox);
+    await expect(pools.open({ outbox })).rejects.toMatchObject({
+      code: 'SB_CONFIG_INVALID',
+      message: expect.stringContaining(`stores under ${partitions} partition(s)`),
+    });
+  });
 
   it("stores the delivery in its session's partition and claims it there", async () => {
     const { clock, outbox, pool } = await open();
