@@ -234,6 +234,7 @@ export async function createPartitionedReplyOutbox(
     shared: true,
     replicaId: first.replicaId,
     now: first.now,
+    keyPrefixes: parts.flatMap((part) => part.keyPrefixes),
 
     repeatsClaimNext(token) {
       return parts.some((part) => part.repeatsClaimNext(token));

@@ -91,3 +91,22 @@ async function keptIn(client: RedisClient, prefix: string): Promise<string | und
   if (outcomes > 0) return `${outcomes} outcomes kept until recorded`;
   return undefined;
 }
+
+/**
+ * Refuses a reply outbox that does not spread over the pool's partitions (`SB_CONFIG_INVALID`
+ * naming both): a complete stores its turn's answer in the outbox's partition of the chat, which
+ * must be the pool's partition of the session, under its hash tag; any other answer would fail
+ * as the turn settles. `outboxPrefixes`: the outbox's `keyPrefixes`; `poolPrefix`: the prefix of
+ * the pool, one of `partitions` (its partition's, in a partitioned pool).
+ */
+export function checkOutboxPartitions(
+  outboxPrefixes: readonly string[],
+  poolPrefix: string,
+  partitions: number,
+): void {
+  const own = replyOutboxKeysOf(poolPrefix).prefix;
+  if (outboxPrefixes.length === partitions && outboxPrefixes.includes(own)) return;
+  throw new SwitchboardError('SB_CONFIG_INVALID', {
+    message: `the reply outbox given to the query pool stores under ${outboxPrefixes.length} partition(s) (${outboxPrefixes.join(', ')}), the pool under ${partitions}, this one's at ${own}: give the pool the outbox of the same store.prefix and store.partitions`,
+  });
+}

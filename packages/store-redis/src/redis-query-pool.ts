@@ -39,7 +39,12 @@ import { DEFAULT_LEASE_TIMING, leaseTimingProblems } from './lease-timing.js';
 import type { ScriptOf } from './lua-scripts.js';
 import { KEPT_OUTCOME_LEASE_MS, keptOutcomeArgs } from './redis-kept-outcomes.js';
 import { openPoolConnection } from './pool-connection.js';
-import { checkPartitionCount, isDeploymentPrefix, recordPartitionCount } from './partitions.js';
+import {
+  checkOutboxPartitions,
+  checkPartitionCount,
+  isDeploymentPrefix,
+  recordPartitionCount,
+} from './partitions.js';
 import { poolKeysOf } from './pool-keys.js';
 import {
   FAIL_FAST_OPTIONS,
@@ -289,6 +294,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       details: { problems: timingProblems },
     });
   }
+  if (options.outbox !== undefined)
+    checkOutboxPartitions(options.outbox.keyPrefixes, options.prefix, options.partitions ?? 1);
   const logger = (options.logger ?? silentLogger).child({ component: 'pool.redis' });
   const replicaId = options.replicaId ?? defaultReplicaId();
   const keys = poolKeysOf(options.prefix);
@@ -758,7 +765,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     if (replies === undefined || options.outbox === undefined) return undefined;
     const addition = options.outbox.additionOf(replies.delivery, replies.claimAt);
     // Another slot's keys in the complete script: Redis Cluster refuses it, and one Redis would
-    // store the answer where this pool's outbox does not look.
+    // store the answer where this pool's outbox does not look. Refused at construction already
+    // (checkOutboxPartitions): a guard against an outbox placing a chat elsewhere.
     if (addition.prefix !== outboxPrefix)
       throw new Error(
         `redis query pool ${options.prefix}: the outbox stores delivery ${replies.delivery.id} under ${addition.prefix}, not ${outboxPrefix}`,

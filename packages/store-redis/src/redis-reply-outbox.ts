@@ -123,6 +123,12 @@ export interface ReplyAddition {
 /** Deliveries stored by a settling script's own call (`createRedisQueryPool`'s `outbox`). */
 export interface ReplyAdditions {
   /**
+   * The key prefix `{<prefix>}:reply-outbox:` of each partition the deliveries spread over,
+   * partition k's at k: one for an outbox of one partition. A pool storing replies must share
+   * them (`createRedisQueryPool`'s `outbox`).
+   */
+  readonly keyPrefixes: readonly string[];
+  /**
    * `delivery` as a settling script stores it; with `nowMs` (the outbox's clock), leased to this
    * instance at once when it can leave now, as `addAndClaim` would lease it. Throws a `TypeError`
    * for fields a script could store only halfway (as `add` rejects them), before any call.
@@ -401,6 +407,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     durable: true,
     shared: true,
     replicaId,
+    keyPrefixes: [keys.prefix],
 
     repeatsClaimNext(token) {
       return (unansweredRemovals.get(token) ?? '') !== '';

@@ -57,7 +57,17 @@ const COMPLETING = {
  * What an add that leases the delivery it stores runs (reply-outbox/includes/add-delivery), in
  * whichever script includes it: no token key (a repeat of its claim finds the delivery by its id).
  */
-const ADDING = { exists: 1, incr: 1, rpush: 1, zcard: 1, zrangebyscore: 1, hset: 1, zadd: 2, hincrby: 1 };
+const ADDING = {
+  exists: 1,
+  llen: 1,
+  incr: 1,
+  rpush: 1,
+  zcard: 1,
+  zrangebyscore: 1,
+  hset: 1,
+  zadd: 2,
+  hincrby: 1,
+};
 
 /** The counts of every command of `steps` together. */
 function together(...steps: Array<Record<string, number>>): Record<string, number> {

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { AddAndClaimResult, ClaimedDelivery, Delivery, SettledReplies, Turn } from '@switchboard/core';
+import {
+  type AddAndClaimResult,
+  type ClaimedDelivery,
+  type Delivery,
+  type Outcome,
+  type SettledReplies,
+  type Turn,
+  createReplySender,
+} from '@switchboard/core';
 import { deliveryFixture } from '@switchboard/contracts';
 import { eventually } from '@switchboard/testkit/eventually';
 import { Redis } from 'ioredis';
@@ -11,6 +19,7 @@ import {
   createRedisReplyOutbox,
   type RedisQueryPool,
   type RedisReplyOutbox,
+  type ReplyAdditions,
 } from '../src/index.js';
 import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
 import {
@@ -214,6 +223,40 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
     });
   });
 
+  describe('when a command of the add fails as Redis runs it', () => {
+    // Redis keeps what a script wrote before a command of it failed: any such failure (a key of
+    // the wrong type here; on a cluster, a key of a slot moving) must find nothing written yet.
+
+    it("leaves the turn held and the pool unchanged: the complete after it settles, and the session's next message is claimable", async () => {
+      const { clock, outbox, pool, turn, outboxPrefix } = await openWithTurn();
+      await pool.enqueue(queued('A', clock.now()));
+      const delivery = deliveryFixture(1, { chat: turn.session });
+      await admin?.set(`${outboxPrefix}chat:${delivery.channel}:${delivery.chat}`, 'not a list');
+      const { replies, added } = repliesOf(delivery, clock.now());
+      await expect(pool.complete(turn, [], { replies })).rejects.toThrow(/WRONGTYPE/);
+      expect(added).toEqual([]);
+      expect(await pool.stats()).toMatchObject({ inflight: 1, pending: 1 });
+      expect(await outbox.pending()).toEqual({});
+      expect(await pool.complete(turn)).toBe('settled');
+      expect((await pool.claim())?.session).toBe(turn.session);
+    });
+
+    it("leaves its chat without it: made again, the complete stores the answer as its chat's head and claims it", async () => {
+      const opened = await openWithTurn();
+      const { clock, outbox, turn, outboxPrefix } = opened;
+      const delivery = deliveryFixture(1, { chat: turn.session });
+      // Read once the add knows the delivery heads its chat: the failure comes between its reads.
+      await admin?.set(`${outboxPrefix}ready:${delivery.channel}`, 'not a sorted set');
+      const { replies } = repliesOf(delivery, clock.now());
+      await expect(opened.pool.complete(turn, [], { replies })).rejects.toThrow(/WRONGTYPE/);
+      await admin?.del(`${outboxPrefix}ready:${delivery.channel}`);
+      const again = await completeStoring(opened, delivery, clock.now());
+      expect(again.settlement).toBe('settled');
+      expect(again.added).toMatchObject([{ result: 'added', claim: { delivery, moreDue: false } }]);
+      expect(await outbox.pending()).toEqual({ [delivery.channel]: 1 });
+    });
+  });
+
   describe('when the delivery has fields a script would store only halfway', () => {
     it('rejects before the call: the turn is still held and completes afterwards', async () => {
       const { clock, outbox, pool, turn } = await openWithTurn();
@@ -229,11 +272,40 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
     });
   });
 
-  describe("when the outbox stores under another prefix than the pool's", () => {
-    it('refuses the complete loudly and changes nothing', async () => {
+  describe("when the outbox is not the pool's", () => {
+    it('refuses the pool as it is made, naming both: another prefix, or other partitions', async () => {
+      const elsewhere = await outboxes.open();
+      await expect(pools.open({ outbox: elsewhere })).rejects.toMatchObject({
+        code: 'SB_CONFIG_INVALID',
+        message: expect.stringContaining(
+          `(${elsewhere.keyPrefixes[0]}), the pool under 1, this one's at {${pools.prefix}}`,
+        ),
+      });
+      const partitioned = await createPartitionedReplyOutbox({
+        url: REDIS_URL,
+        prefix: pools.prefix,
+        leaseMs: REPLY_OUTBOX_LEASE_MS,
+        partitions: PARTITIONS,
+      });
+      try {
+        await expect(pools.open({ outbox: partitioned })).rejects.toMatchObject({
+          code: 'SB_CONFIG_INVALID',
+          message: expect.stringContaining(`stores under ${PARTITIONS} partition(s)`),
+        });
+      } finally {
+        await partitioned.close();
+      }
+    });
+
+    it('refuses a complete whose delivery it would store elsewhere, changing nothing', async () => {
       const clock = manualClock();
       const elsewhere = await outboxes.open();
-      const pool = await pools.open({ now: clock.now, outbox: elsewhere });
+      // Says it stores under the pool's prefix, and places the delivery under its own.
+      const misplacing: ReplyAdditions = {
+        keyPrefixes: [`{${pools.prefix}}:reply-outbox:`],
+        additionOf: (delivery, nowMs) => elsewhere.additionOf(delivery, nowMs),
+      };
+      const pool = await pools.open({ now: clock.now, outbox: misplacing });
       await pool.enqueue(queued('A', clock.now()));
       const turn = (await pool.claim()) as Turn;
       const { replies } = repliesOf(deliveryFixture(1, { chat: turn.session }), clock.now());
@@ -263,6 +335,23 @@ describe.skipIf(!reachable)("a partitioned pool's complete that stores its turn'
     const pool = await pools.open({ now: clock.now, outbox });
     return { clock, outbox, pool };
   }
+
+  it.each([
+    ['of one partition', 1],
+    ['of other partitions', PARTITIONS - 1],
+  ])('refuses an outbox %s as it is made, naming both', async (_name, partitions) => {
+    const outbox = await createPartitionedReplyOutbox({
+      url: REDIS_URL,
+      prefix: pools.prefix,
+      leaseMs: REPLY_OUTBOX_LEASE_MS,
+      partitions,
+    });
+    opened.push(outbox);
+    await expect(pools.open({ outbox })).rejects.toMatchObject({
+      code: 'SB_CONFIG_INVALID',
+      message: expect.stringContaining(`stores under ${partitions} partition(s)`),
+    });
+  });
 
   it("stores the delivery in its session's partition and claims it there", async () => {
     const { clock, outbox, pool } = await open();
@@ -377,3 +466,70 @@ describe.skipIf(!reachable)('a complete storing its answer whose reply was lost 
     },
   );
 });
+
+describe.skipIf(!reachable)(
+  "a reply sender adding a turn's answer through a complete whose reply was lost",
+  () => {
+    const redis = usePrivateRedis();
+    const closing: Array<() => Promise<void>> = [];
+    afterEach(async () => {
+      for (const close of closing.splice(0)) await close();
+    });
+
+    it('sends it once, the claim the lost complete made handed back to it, and settles its end; the repeat answers settled', async () => {
+      const clock = manualClock();
+      const outbox = await createRedisReplyOutbox({
+        url: redis.url(),
+        prefix: redis.pools.prefix,
+        leaseMs: REPLY_OUTBOX_LEASE_MS,
+      });
+      closing.push(() => outbox.close());
+      const createClient = () => new Redis(redis.url(), { ...FAIL_FAST_OPTIONS, commandTimeout: 200 });
+      const pool = await redis.pools.open({ createClient, now: clock.now, outbox });
+      await pool.enqueue(queued('A', clock.now()));
+      const turn = (await pool.claim()) as Turn;
+      const delivery = deliveryFixture(1, { chat: turn.session });
+      const sent: string[] = [];
+      const outcomes: Outcome[] = [];
+      const channel = {
+        id: delivery.channel,
+        localSend: false,
+        send: async (_origin: unknown, replies: readonly { text: string }[]) => {
+          sent.push(replies.map((reply) => reply.text).join());
+        },
+      };
+      const sender = createReplySender({
+        outbox,
+        channel: (id) => (id === delivery.channel ? channel : undefined),
+        policy: () => ({
+          sendTimeoutMs: 5_000,
+          concurrency: 4,
+          maxAgeMs: 60_000,
+          retry: { baseDelayMs: 1_000, maxDelayMs: 10_000 },
+        }),
+        outcomes: { record: (outcome) => outcomes.push(outcome) },
+        // No poll within the test: what sends the delivery is the sender's own claim.
+        pollMs: 3_600_000,
+      });
+      sender.start();
+      closing.push(() => sender.stop({ drainTimeoutMs: 1_000 }));
+      // As the turn's settlement completes it, and repeats the same call when its reply was lost.
+      const complete = () =>
+        sender.addThrough(delivery, (claimAt, stored) =>
+          pool.complete(turn, [], {
+            replies: { delivery, ...(claimAt === undefined ? {} : { claimAt }), stored },
+          }),
+        );
+
+      await redis.admin.client('PAUSE', 600, 'WRITE');
+      await expect(complete()).rejects.toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+      // The outbox tells its sender of the claim the lost add may have made, and hands it back to
+      // the sender's next claim once Redis ran both.
+      await eventually(() => outcomes.length === 2, 5000, "the delivery's end settled");
+      expect(await complete()).toBe('settled');
+      expect(sent).toEqual(['answer 1,and more']);
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed', 'completed']);
+      expect(await outbox.pending()).toEqual({});
+    });
+  },
+);

@@ -74,6 +74,21 @@ function heldPrefixes(pattern: string): Promise<Array<Set<string>>> {
   );
 }
 
+/** How often each node ran `command` (`INFO commandstats`), in the order of `cluster.nodes`. */
+function callsPerNode(command: string): Promise<number[]> {
+  return Promise.all(
+    cluster.nodes.map(async (node) => {
+      const client = new Redis(node.url);
+      try {
+        const stats = await client.info('commandstats');
+        return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+      } finally {
+        client.disconnect();
+      }
+    }),
+  );
+}
+
 describe('on a Redis Cluster', () => {
   queryPoolContract('redis cluster', async ({ now, concurrency, limits, pipelines, tenants }) => {
     const pools = opener<RedisQueryPool>(
@@ -200,8 +215,17 @@ describe('on a Redis Cluster', () => {
           claimAt: outbox.now(),
           stored: (result: AddAndClaimResult) => added.push(result),
         };
+        // The add's LLEN (its chat's length, reply-outbox/includes/add-delivery) runs in the
+        // complete script alone here: it counts where that script ran.
+        const before = await callsPerNode('llen');
         expect(await pool.complete(turn, [], { replies })).toBe('settled');
+        const after = await callsPerNode('llen');
         expect(added[0]?.claim?.delivery).toBe(delivery);
+        const holders = await heldPrefixes(`{${partitionPrefixOf(prefix, index)}}:*`);
+        const primary = holders.findIndex((held) => held.has(partitionPrefixOf(prefix, index)));
+        expect(after.map((calls, node) => calls - (before[node] as number))).toEqual(
+          cluster.nodes.map((_, node) => (node === primary ? 1 : 0)),
+        );
       }
       expect(await outbox.pending()).toEqual({ [deliveryFixture(0).channel]: partitions });
       expect(await pool.stats()).toMatchObject({ pending: 0, inflight: 0 });

@@ -46,7 +46,7 @@
 
 assertRegistered()
 
-local lease, reply = settleLease('abandon', '')
+local lease, reply = settleLease('abandon', heldLease(ARGV[4]), '')
 if not lease then
   return reply
 end

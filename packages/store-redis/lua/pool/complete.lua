@@ -90,7 +90,12 @@ end
 -- A next claim looks at every pipeline: their policies are read with the limits.
 assertRegistered(ARGV[7] ~= '' and pipelineList() or nil)
 
-local lease, reply = settleLease('complete', ARGV[7])
+-- The answer is stored before the pool's first write: Redis keeps what a script wrote before a
+-- command of it failed, so an add that fails (a key of the wrong type; on a cluster, a slot
+-- moving) leaves the lease held and the pool as it was, and the complete can be made again.
+local held = heldLease(ARGV[4])
+local added = held and addAnswer()
+local lease, reply = settleLease('complete', held, ARGV[7])
 if not lease then
   return reply
 end
@@ -98,7 +103,6 @@ for index, seq in ipairs(lease.seqs) do
   forgetMessage(seq, lease.messages[index], lease.pipeline)
 end
 keepOutcomes(prefix, ARGV[9], 23)
-local added = addAnswer()
 placeSession(lease.session, { running = lease.running, headFirst = true })
 local settled = settledReply(ARGV[7], ARGV[8])
 settled[5] = added

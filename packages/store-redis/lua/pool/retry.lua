@@ -61,7 +61,7 @@
 -- A next claim looks at every pipeline: their policies are read with the limits.
 assertRegistered(ARGV[7] ~= '' and pipelineList() or nil)
 
-local lease, reply = settleLease('retry', ARGV[7])
+local lease, reply = settleLease('retry', heldLease(ARGV[4]), ARGV[7])
 if not lease then
   return reply
 end

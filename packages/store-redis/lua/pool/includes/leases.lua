@@ -18,32 +18,49 @@ local function splitSeqs(joined)
   return seqs
 end
 
--- Frees the slots of the claim held by `token`; returns its record, or nil when the token holds
--- nothing (settled already, or reclaimed after its lease expired).
-local function releaseLease(token)
+-- The record of the claim held by `token`, read without a write (a script checks it is held
+-- before its first write), or nil when the token holds nothing (settled already, or reclaimed
+-- after its lease expired).
+local function heldLease(token)
   local fields = rcall('HMGET', leaseKey(token), 'session', 'pipeline', 'seqs', 'replica', 'tenant', 'claimedAt',
     'recorded', 'messages')
   if not fields[1] then
     return nil
   end
-  rcall('DEL', leaseKey(token))
-  rcall('ZREM', K.leases, token)
-  firstDue[K.leases] = nil
-  changeCounts({ inflight = -1, ['inflight:' .. fields[2]] = -1 })
-  if fields[5] then
-    uncountClaim(fields[5], tonumber(fields[6]))
-  end
-  local running = rcall('HINCRBY', K.sessions, fields[1], -1)
   return {
     session = fields[1],
     pipeline = fields[2],
     seqs = splitSeqs(fields[3]),
     replica = fields[4],
-    running = running,
+    tenant = fields[5],
+    claimedAt = tonumber(fields[6]),
     recorded = fields[7] == '1',
     -- {id, channel} of each message, in the order of `seqs`.
     messages = fields[8] and cjson.decode(fields[8]) or {},
   }
+end
+
+-- Frees the slots of `lease`, the record heldLease read for `token`, and sets its `running`: the
+-- turns of its session still running.
+local function freeLease(token, lease)
+  rcall('DEL', leaseKey(token))
+  rcall('ZREM', K.leases, token)
+  firstDue[K.leases] = nil
+  changeCounts({ inflight = -1, ['inflight:' .. lease.pipeline] = -1 })
+  if lease.tenant then
+    uncountClaim(lease.tenant, lease.claimedAt)
+  end
+  lease.running = rcall('HINCRBY', K.sessions, lease.session, -1)
+end
+
+-- Frees the slots of the claim held by `token`; returns its record, or nil when the token holds
+-- nothing.
+local function releaseLease(token)
+  local lease = heldLease(token)
+  if lease then
+    freeLease(token, lease)
+  end
+  return lease
 end
 
 -- Puts messages of `pipeline` back at the head of their session, in their order, and re-places

@@ -15,14 +15,15 @@
   Needs pool/includes/preamble, leases, runnable-state, tombstones and claim-turn.
 ]]
 
--- Releases the lease of ARGV[4] as settlement `kind` and leaves its tombstone; returns the lease
--- record. When the token holds no lease, returns nil and the script's reply: {'settled',
--- claimable, nextDueAt, turn} for a flagged repeat of the same kind (the first call was applied;
--- nothing changes; `turn`: the one it claimed under `nextToken`, if it still holds), else {'lost'}.
-local function settleLease(kind, nextToken)
+-- Releases `lease`, the record heldLease read for ARGV[4], as settlement `kind` and leaves its
+-- tombstone; returns the record. When the token holds no lease (`lease` nil), returns nil and the
+-- script's reply: {'settled', claimable, nextDueAt, turn} for a flagged repeat of the same kind
+-- (the first call was applied; nothing changes; `turn`: the one it claimed under `nextToken`, if
+-- it still holds), else {'lost'}.
+local function settleLease(kind, lease, nextToken)
   local token = ARGV[4]
-  local lease = releaseLease(token)
   if lease then
+    freeLease(token, lease)
     -- Expired tombstones go in batches, at one settlement in PURGE_EVERY on average (by the
     -- token's first hex digit: tokens are random, a session's seqs may fall in step) and at each
     -- renewal.

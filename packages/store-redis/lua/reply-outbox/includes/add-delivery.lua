@@ -22,8 +22,12 @@ local function addDelivery(prefix, channel, delivery, claim)
   if redis.call('EXISTS', deliveryKey, prefix .. 'ended:' .. delivery.id) > 0 then
     return 'duplicate'
   end
+  -- Whether the chat is empty is read before the first write, and its list names the delivery
+  -- only once its hash is written: Redis keeps what a script wrote before a command of it failed,
+  -- and a chat head without its hash would stop every claim of the channel.
+  local chatKey = prefix .. 'chat:' .. channel .. ':' .. delivery.chat
+  local isHead = redis.call('LLEN', chatKey) == 0
   local seq = redis.call('INCR', prefix .. 'seq')
-  local isHead = redis.call('RPUSH', prefix .. 'chat:' .. channel .. ':' .. delivery.chat, delivery.id) == 1
   local claimed = claim and isHead and tonumber(delivery.notBefore) <= claim.now
     and redis.call('ZCARD', prefix .. 'ready:' .. channel) == 0
     and #redis.call('ZRANGEBYSCORE', prefix .. 'waiting:' .. channel, '-inf', claim.now, 'LIMIT', 0, 1) == 0
@@ -34,6 +38,7 @@ local function addDelivery(prefix, channel, delivery, claim)
     fields[#fields + 1] = claim.token
   end
   redis.call('HSET', deliveryKey, unpack(fields))
+  redis.call('RPUSH', chatKey, delivery.id)
   redis.call('ZADD', prefix .. 'order:' .. channel, seq, delivery.id)
   redis.call('HINCRBY', prefix .. 'counts', channel, 1)
   if claimed then
