@@ -20,7 +20,8 @@ export interface InsertBatchOptions<Row> {
    * the conflict, and whether a row written after `held` (of the same key) takes its place.
    * Two rows of one key share a statement as the one of them that sequential upserts would leave;
    * when neither replaces the other, which one stays depends on what is stored, so the later
-   * waits for the next statement.
+   * waits for the next statement. A call whose row gave way settles with the kept one (even had
+   * PostgreSQL refused its own values: what is stored is the same).
    */
   sameKey?: { keyOf(row: Row): string; replaces(held: Row, incoming: Row): boolean };
 }
