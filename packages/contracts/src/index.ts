@@ -30,7 +30,12 @@ export type { InstantDelivery } from './instant-delivery.js';
 export { historyStoreContract } from './history-store-contract.js';
 export { journalContract } from './journal-contract.js';
 export { messageStatusStoreContract } from './message-status-store-contract.js';
-export { auditRecordFixture, queuedMessageFixture, useStoreUnderTest } from './store-harness.js';
+export {
+  auditRecordFixture,
+  messageStatusFixture,
+  queuedMessageFixture,
+  useStoreUnderTest,
+} from './store-harness.js';
 export type { StoreFactory, StoreFactoryContext, StoreHarness, StoreUnderTest } from './store-harness.js';
 export { deliveryFixture, replyOutboxContract } from './reply-outbox-contract.js';
 export { queryPoolContract, type QueryPoolScope } from './query-pool-contract.js';

@@ -1,29 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { IdempotencyClaim, MessageStatus, MessageStatusStore } from '@switchboard/core';
-import { type StoreFactory, useStoreUnderTest } from './store-harness.js';
+import { type StoreFactory, messageStatusFixture as status, useStoreUnderTest } from './store-harness.js';
 
 const TTL_MS = 24 * 60 * 60 * 1000;
 /** How far ahead of the others the clock of a skewed writer runs. */
 const SKEW_MS = 20_000;
-
-function status(id: string, overrides: Partial<MessageStatus> = {}): MessageStatus {
-  return {
-    id,
-    channel: 'api',
-    tenant: 'default',
-    generation: 0,
-    status: 'queued',
-    pipeline: 'assistant',
-    rule: null,
-    turn: null,
-    trace_id: null,
-    replies: [],
-    delivery: null,
-    error: null,
-    updated_at: Date.UTC(2025, 0, 1),
-    ...overrides,
-  };
-}
 
 /** A claim of `key` by the `api` channel's caller `key-a` for `messageId`, with a body 'body-1'. */
 function claim(key: string, messageId: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim {

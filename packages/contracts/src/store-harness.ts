@@ -1,5 +1,5 @@
 import { afterEach, beforeEach } from 'vitest';
-import type { AuditRecord, QueuedMessage } from '@switchboard/core';
+import type { AuditRecord, MessageStatus, QueuedMessage } from '@switchboard/core';
 
 /** One store under test, as a contract suite's factory returns it. */
 export interface StoreHarness<Store> {
@@ -122,6 +122,26 @@ export function queuedMessageFixture(index: number, overrides: Partial<QueuedMes
     rule: 'support-group',
     attempt: 0,
     acceptedAt: CLOCK_START_MS + index,
+    ...overrides,
+  };
+}
+
+/** A queued status of `id` with every field filled; `overrides` pick the rest. */
+export function messageStatusFixture(id: string, overrides: Partial<MessageStatus> = {}): MessageStatus {
+  return {
+    id,
+    channel: 'api',
+    tenant: 'default',
+    generation: 0,
+    status: 'queued',
+    pipeline: 'assistant',
+    rule: null,
+    turn: null,
+    trace_id: null,
+    replies: [],
+    delivery: null,
+    error: null,
+    updated_at: CLOCK_START_MS,
     ...overrides,
   };
 }

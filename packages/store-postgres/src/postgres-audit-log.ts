@@ -7,6 +7,7 @@ import {
   decodeAuditCursor,
   encodeAuditCursor,
 } from '@switchboard/core';
+import { createInsertBatch } from './insert-batch.js';
 import type { Sql } from './postgres-connection.js';
 
 const COLUMNS = AUDIT_RECORD_FIELDS;
@@ -40,24 +41,25 @@ function whereOf(query: AuditQuery): { where: string; values: unknown[] } {
 
 /**
  * The `AuditLog` over `<schema>.audit` (columns and indexes in migrations/0001_init.sql). The
- * payload is a JSON column, so rows come back as the records that were appended.
+ * payload is a JSON column, so rows come back as the records that were appended. Appends issued
+ * together share one insert (`createInsertBatch`); a second record of one id there is ignored as
+ * a later insert would ignore it.
  */
 export function createPostgresAuditLog(sql: Sql, schemaName: string): AuditLog {
   const table = `${schemaName}.audit`;
   const select = `SELECT ${COLUMNS.join(', ')} FROM ${table}`;
-  const insert = `INSERT INTO ${table} (${COLUMNS.join(', ')})
-    VALUES (${COLUMNS.map((_, index) => `$${index + 1}`).join(', ')})
-    ON CONFLICT (id) DO NOTHING`;
+  const insert = createInsertBatch<AuditRecord>(sql, {
+    table,
+    columns: COLUMNS,
+    onConflict: 'ON CONFLICT (id) DO NOTHING',
+    valuesOf: (record) =>
+      COLUMNS.map((column) =>
+        column === 'payload' && record.payload !== null ? JSON.stringify(record.payload) : record[column],
+      ),
+  });
 
   return {
-    async append(record) {
-      await sql.query(
-        insert,
-        COLUMNS.map((column) =>
-          column === 'payload' && record.payload !== null ? JSON.stringify(record.payload) : record[column],
-        ),
-      );
-    },
+    append: insert,
     async query(query) {
       const { where, values } = whereOf(query);
       // One row past the page tells whether another page follows.

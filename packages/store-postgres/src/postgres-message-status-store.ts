@@ -1,16 +1,27 @@
 import {
   type IdempotencyBinding,
   type IdempotencyClaim,
+  type MessageStatus,
   type MessageStatusStore,
+  type StatusRank,
   type StoredMessageStatus,
+  replacesStatus,
   statusFromStore,
   statusRank,
 } from '@switchboard/core';
+import { createInsertBatch } from './insert-batch.js';
 import type { Sql } from './postgres-connection.js';
+
+/** A status to put, with its rank computed once. */
+interface RankedStatus {
+  status: MessageStatus;
+  rank: StatusRank;
+}
 
 /**
  * The `MessageStatusStore` over `<schema>.message_status` and `<schema>.idempotency_key`. Expiry
- * of keys reads the injected clock, never the database's, as the other stores do.
+ * of keys reads the injected clock, never the database's, as the other stores do. Puts issued
+ * together share one upsert (`createInsertBatch`).
  */
 export function createPostgresMessageStatusStore(
   sql: Sql,
@@ -19,6 +30,25 @@ export function createPostgresMessageStatusStore(
 ): MessageStatusStore {
   const statuses = `${schemaName}.message_status`;
   const keys = `${schemaName}.idempotency_key`;
+  const upsert = createInsertBatch<RankedStatus>(sql, {
+    table: statuses,
+    columns: ['id', 'updated_at', 'version', 'final', 'body'],
+    // `replacesStatus` in SQL: a version not lower, and never a non-final status over a final one.
+    onConflict: `ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, version = excluded.version,
+      final = excluded.final, body = excluded.body
+      WHERE excluded.version >= ${statuses}.version AND (excluded.final OR NOT ${statuses}.final)`,
+    valuesOf: ({ status, rank }) => [
+      status.id,
+      status.updated_at,
+      rank.version,
+      rank.final,
+      JSON.stringify(status),
+    ],
+    sameKey: {
+      keyOf: ({ status }) => status.id,
+      replaces: (held, incoming) => replacesStatus(held.rank, incoming.rank),
+    },
+  });
 
   /**
    * Binds the key, with its fingerprint, unless a live binding holds it; true when this call
@@ -48,17 +78,7 @@ export function createPostgresMessageStatusStore(
   }
 
   return {
-    async put(status) {
-      // `replacesStatus` in SQL: a version not lower, and never a non-final status over a final one.
-      const { version, final } = statusRank(status);
-      await sql.query(
-        `INSERT INTO ${statuses} (id, updated_at, version, final, body) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, version = excluded.version,
-           final = excluded.final, body = excluded.body
-         WHERE excluded.version >= ${statuses}.version AND (excluded.final OR NOT ${statuses}.final)`,
-        [status.id, status.updated_at, version, final, JSON.stringify(status)],
-      );
-    },
+    put: (status) => upsert({ status, rank: statusRank(status) }),
     async get(id) {
       const { rows } = await sql.query<{ body: StoredMessageStatus }>(
         `SELECT body FROM ${statuses} WHERE id = $1`,

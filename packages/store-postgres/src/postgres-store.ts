@@ -90,7 +90,7 @@ function poolOf(options: PostgresStoreOptions, logger: Logger): { pool: Pool; ow
  * The shared store of several replicas (docs/design.md §5 "Several replicas"): audit log, message
  * statuses with idempotency keys, and history in one PostgreSQL schema, migrated on open (once,
  * whichever replica starts first). Every call is one statement or one short transaction on the
- * pool. A database out of reach fails calls with SB_STORE_UNAVAILABLE (retryable), within
+ * pool; status puts and audit appends issued together share one statement per table. A database out of reach fails calls with SB_STORE_UNAVAILABLE (retryable), within
  * `connectTimeoutMs` or `queryTimeoutMs`; the pool reconnects by itself when it returns.
  */
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
