@@ -172,10 +172,10 @@ describe.skipIf(!reachable)('pool/complete.lua, pool/retry.lua, pool/abandon.lua
       const heartbeat = async () =>
         Number(await admin.zscore(`{${pools.prefix}}:replicas`, holder.replicaId));
       try {
-        // The lease record put aside for a key of the wrong type: the script fails with
-        // WRONGTYPE before it writes anything.
-        await admin.rename(leaseKey, `${leaseKey}:aside`);
-        await admin.set(leaseKey, 'not a hash');
+        // The lease record put aside for a key of the wrong type, in one step (a renewal between
+        // the two would find no lease and give the turn up): the script fails with WRONGTYPE
+        // before it writes anything.
+        await admin.multi().rename(leaseKey, `${leaseKey}:aside`).set(leaseKey, 'not a hash').exec();
         await expect(holder.complete(turn)).rejects.toThrow(/WRONGTYPE/);
         await admin.rename(`${leaseKey}:aside`, leaseKey);
 
