@@ -317,6 +317,8 @@ describe.skipIf(!reachable)('writes issued together', () => {
 });
 
 describe('writes issued together, when the batch itself fails', () => {
+  /** The answer of a statement that wrote its row. */
+  const inserted = { rows: [], rowCount: 1, command: 'INSERT', oid: 0, fields: [] };
   const rowsOf = (sql: Queryable, keyOf: (id: string) => string = (id) => id) =>
     createInsertBatch<string>(sql, {
       table: 'rows',
@@ -333,7 +335,7 @@ describe('writes issued together, when the batch itself fails', () => {
       async query() {
         statements += 1;
         if (statements === 1) throw toStoreError(deadlock, 'test');
-        return { rows: [], rowCount: 1, command: 'INSERT', oid: 0, fields: [] };
+        return inserted;
       },
     });
     expect(await outcomeOf(write('a'))).toBe('written');
@@ -342,13 +344,10 @@ describe('writes issued together, when the batch itself fails', () => {
 
   it('rejects the calls of a statement it could not form, and writes those issued later', async () => {
     const fault = new Error('no key');
-    const write = rowsOf(
-      { query: async () => ({ rows: [], rowCount: 1, command: 'INSERT', oid: 0, fields: [] }) },
-      (id) => {
-        if (id === 'bad') throw fault;
-        return id;
-      },
-    );
+    const write = rowsOf({ query: async () => inserted }, (id) => {
+      if (id === 'bad') throw fault;
+      return id;
+    });
     expect(await Promise.all([outcomeOf(write('a')), outcomeOf(write('bad'))])).toEqual([fault, fault]);
     expect(await outcomeOf(write('b'))).toBe('written');
   });
