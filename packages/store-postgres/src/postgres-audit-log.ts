@@ -52,6 +52,7 @@ export function createPostgresAuditLog(sql: Sql, schemaName: string): AuditLog {
     table,
     columns: COLUMNS,
     onConflict: 'ON CONFLICT (id) DO NOTHING',
+    keyOf: (record) => record.id,
     valuesOf: (record) =>
       COLUMNS.map((column) =>
         column === 'payload' && record.payload !== null ? JSON.stringify(record.payload) : record[column],

@@ -14,14 +14,14 @@ const ROW_TYPES = new TypeOverrides();
 ROW_TYPES.setTypeParser(types.builtins.INT8, Number);
 
 /**
- * SQLSTATE classes that blame the statement's values, not the server: 22 data exception, 23
- * integrity constraint violation, 54 program limit exceeded (an index row too large for one
+ * SQLSTATE classes that blame the statement's values, not the server: 21 cardinality violation
+ * (one upsert touching a row twice), 22 data exception, 23 integrity constraint violation, 54 program limit exceeded (an index row too large for one
  * record's values: writing it again would fail the same way). Every other server error (08 connection, 53 resources, 57
  * operator intervention, 25006 a read-only standby after a failover, 42501 a revoked permission,
  * 42P01 a missing table) says the database cannot serve us now: a caller keeping work until it
  * answers (the audit outbox) must keep it, not drop it as a bad record.
  */
-const STATEMENT_ERROR_CLASSES = new Set(['22', '23', '54']);
+const STATEMENT_ERROR_CLASSES = new Set(['21', '22', '23', '54']);
 
 /**
  * PostgreSQL text cannot hold U+0000 (it refuses the statement), while platforms and HTTP

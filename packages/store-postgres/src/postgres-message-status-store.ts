@@ -44,10 +44,8 @@ export function createPostgresMessageStatusStore(
       rank.final,
       JSON.stringify(status),
     ],
-    sameKey: {
-      keyOf: ({ status }) => status.id,
-      replaces: (held, incoming) => replacesStatus(held.rank, incoming.rank),
-    },
+    keyOf: ({ status }) => status.id,
+    replaces: (held, incoming) => replacesStatus(held.rank, incoming.rank),
   });
 
   /**

@@ -11,7 +11,12 @@ import { createPostgresMessageStatusStore } from './postgres-message-status-stor
 export interface PostgresStoreOptions {
   /** Connection string (`postgres://user:password@host:5432/database`); the store opens and owns a pool. */
   url?: string;
-  /** A pool the caller owns instead of `url`; `close()` leaves it open. */
+  /**
+   * A pool the caller owns instead of `url`; `close()` leaves it open. It brings its own
+   * timeouts: `queryTimeoutMs` does not apply to it, and without `query_timeout` and
+   * `statement_timeout` (or `lock_timeout`) a statement waiting on a row lock holds up the
+   * status puts (or audit appends) issued after it for as long as the lock is held.
+   */
   pool?: Pool;
   /**
    * The schema holding the tables, created when missing (1–63 characters of a–z, 0–9 and _, not
@@ -26,7 +31,10 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
   /** How long opening a connection may take before the call fails, in ms. Default 5000. */
   connectTimeoutMs?: number;
-  /** How long one statement may wait for its answer before the call fails, in ms. Default 10000. */
+  /**
+   * How long one statement may wait for its answer before the call fails, in ms. Default 10000.
+   * The server cancels the statement (`statement_timeout`, `lock_timeout`) at 90% of it.
+   */
   queryTimeoutMs?: number;
   /** Where failures of idle connections are logged (`{ component: 'store.postgres' }`). */
   logger?: Logger;
@@ -73,11 +81,17 @@ function poolOf(options: PostgresStoreOptions, logger: Logger): { pool: Pool; ow
       details: { field: 'url' },
     });
   }
+  const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs;
+  const serverTimeoutMs = Math.max(1, Math.floor(queryTimeoutMs * 0.9));
   const pool = new Pool({
     connectionString: options.url,
     max: options.maxConnections ?? DEFAULTS.maxConnections,
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
-    query_timeout: options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs,
+    query_timeout: queryTimeoutMs,
+    // The server gives up too, just before the client does: a statement the client stopped
+    // waiting for would otherwise keep running, and keep its row locks, behind its back.
+    statement_timeout: serverTimeoutMs,
+    lock_timeout: serverTimeoutMs,
     keepAlive: true,
   });
   // An idle connection the server drops emits here; unhandled, it would end the process. The

@@ -39,6 +39,12 @@ describe.skipIf(!reachable)('errors of statements the database refuses', () => {
     expect((division as pg.DatabaseError).code).toBe('22012');
   });
 
+  it('passes a cardinality violation (a statement touching one row twice) on as it is', async () => {
+    const twice = await failureOf('SELECT (SELECT x FROM (VALUES (1), (2)) AS v (x))');
+    expect(twice).toBeInstanceOf(pg.DatabaseError);
+    expect((twice as pg.DatabaseError).code).toBe('21000');
+  });
+
   it('passes a statement past a program limit (class 54) on as it is: writing it again fails the same way', async () => {
     const tooMany = await failureOf(`SELECT concat(${Array.from({ length: 101 }, () => "'x'").join(', ')})`);
     expect(tooMany).toBeInstanceOf(pg.DatabaseError);

@@ -1,8 +1,9 @@
 import { auditRecordFixture, messageStatusFixture } from '@switchboard/contracts';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createInsertBatch } from '../src/insert-batch.js';
 import { createPostgresAuditLog } from '../src/postgres-audit-log.js';
-import { type Sql, createSql } from '../src/postgres-connection.js';
+import { type Queryable, type Sql, createSql, toStoreError } from '../src/postgres-connection.js';
 import { createPostgresMessageStatusStore } from '../src/postgres-message-status-store.js';
 import {
   POSTGRES_URL,
@@ -207,6 +208,148 @@ describe.skipIf(!reachable)('writes issued together', () => {
       expect(await storedIds('message_status')).toEqual(['m1', 'm2']);
       expect(await statuses.get('m1')).toEqual(rewritten);
     });
+
+    it('finds it by writing halves of the statement again: a few statements, not one per row', async () => {
+      const { auditLog, counts } = await openStores();
+      const outcomes = await Promise.all(
+        Array.from({ length: 16 }, (_, index) =>
+          outcomeOf(auditLog.append(auditRecordFixture(index, index === 5 ? { at: 1.5 } : {}))),
+        ),
+      );
+      expect(outcomes.filter((outcome) => outcome !== 'written')).toEqual([
+        expect.objectContaining({ code: '22P02' }),
+      ]);
+      expect(outcomes[5]).not.toBe('written');
+      expect(await storedIds('audit')).toHaveLength(15);
+      // The statement, then two halves at each of four levels down to the refused row.
+      expect(counts.statements).toBe(1 + 2 * 4);
+    });
+  });
+
+  describe('when the rows together carry more than 4 MiB of text', () => {
+    it('writes them with more statements, a row larger than that alone', async () => {
+      const { auditLog, counts } = await openStores();
+      const textOf = (characters: number) => 'x'.repeat(characters);
+      await Promise.all([
+        auditLog.append(auditRecordFixture(0, { text: textOf(1_500_000) })),
+        auditLog.append(auditRecordFixture(1, { text: textOf(1_500_000) })),
+        auditLog.append(auditRecordFixture(2, { text: textOf(1_500_000) })),
+        auditLog.append(auditRecordFixture(3, { text: textOf(5_000_000) })),
+      ]);
+      expect(counts.statements).toBe(3);
+      expect(await storedIds('audit')).toEqual([0, 1, 2, 3].map((index) => auditRecordFixture(index).id));
+    });
+  });
+
+  /** Resolves once `count` statements on the schema's tables wait for a row lock. */
+  async function untilWaitingOnLocks(count: number) {
+    for (;;) {
+      const [row] = await queryPostgres<{ waiting: number }>(
+        `SELECT count(*)::int AS waiting FROM pg_stat_activity
+         WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`,
+        [`${pg.escapeIdentifier(schema.name)}.`],
+      );
+      if (row!.waiting >= count) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Begins a transaction holding the row lock of the status of `id`; answers its connection. */
+  async function lockStatus(id: string) {
+    const holder = new pg.Client({ connectionString: POSTGRES_URL });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(
+      `SELECT 1 FROM ${pg.escapeIdentifier(schema.name)}.message_status WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    return holder;
+  }
+
+  describe('when two replicas write overlapping ids issued in opposite orders', () => {
+    it('writes every row without a deadlock: both statements lock rows in key order', async () => {
+      const replicaA = await openStores();
+      const replicaB = await openStores();
+      await Promise.all(['x', 'y', 'z'].map((id) => replicaA.statuses.put(pendingOf(id))));
+      const before = replicaA.counts.statements;
+      // Holding z keeps replica A's statement waiting in the middle of its rows.
+      const holder = await lockStatus('z');
+      try {
+        const writesA = ['x', 'z', 'y'].map((id) => outcomeOf(replicaA.statuses.put(deliveredOf(id))));
+        await untilWaitingOnLocks(1);
+        const writesB = ['y', 'x'].map((id) => outcomeOf(replicaB.statuses.put(deliveredOf(id, 2))));
+        await untilWaitingOnLocks(2);
+        await holder.query('COMMIT');
+        expect(await Promise.all([...writesA, ...writesB])).toEqual(Array(5).fill('written'));
+        // One statement each: none was rolled back and run again.
+        expect(replicaA.counts.statements - before + replicaB.counts.statements).toBe(2);
+      } finally {
+        await holder.end();
+      }
+    });
+  });
+
+  describe('when a row is locked by a transaction that does not end', () => {
+    it('fails the statement waiting for it, and the calls behind it, by the timeout of the server before the client gives up; later calls are written', async () => {
+      const queryTimeoutMs = 1000;
+      const store = await schema.open({ queryTimeoutMs });
+      await store.statuses.put(pendingOf('x'));
+      const holder = await lockStatus('x');
+      try {
+        const started = Date.now();
+        const blocked = outcomeOf(store.statuses.put(deliveredOf('x')));
+        await untilWaitingOnLocks(1);
+        const behind = outcomeOf(store.statuses.put(deliveredOf('y')));
+        const timedOut = {
+          code: 'SB_STORE_UNAVAILABLE',
+          details: { sqlstate: expect.stringMatching(/^(55P03|57014)$/) },
+        };
+        expect(await blocked).toMatchObject(timedOut);
+        expect(await behind).toMatchObject(timedOut);
+        expect(Date.now() - started).toBeLessThan(queryTimeoutMs);
+        expect(await outcomeOf(store.statuses.put(deliveredOf('y')))).toBe('written');
+      } finally {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      }
+    });
+  });
+});
+
+describe('writes issued together, when the batch itself fails', () => {
+  /** The answer of a statement that wrote its row. */
+  const inserted = { rows: [], rowCount: 1, command: 'INSERT', oid: 0, fields: [] };
+  const rowsOf = (sql: Queryable, keyOf: (id: string) => string = (id) => id) =>
+    createInsertBatch<string>(sql, {
+      table: 'rows',
+      columns: ['id'],
+      onConflict: 'ON CONFLICT (id) DO NOTHING',
+      valuesOf: (id) => [id],
+      keyOf,
+    });
+
+  it('runs a statement PostgreSQL rolled back for a deadlock once more', async () => {
+    const deadlock = Object.assign(new pg.DatabaseError('deadlock detected', 0, 'error'), { code: '40P01' });
+    let statements = 0;
+    const write = rowsOf({
+      async query() {
+        statements += 1;
+        if (statements === 1) throw toStoreError(deadlock, 'test');
+        return inserted;
+      },
+    });
+    expect(await outcomeOf(write('a'))).toBe('written');
+    expect(statements).toBe(2);
+  });
+
+  it('rejects the calls of a statement it could not form, and writes those issued later', async () => {
+    const fault = new Error('no key');
+    const write = rowsOf({ query: async () => inserted }, (id) => {
+      if (id === 'bad') throw fault;
+      return id;
+    });
+    expect(await Promise.all([outcomeOf(write('a')), outcomeOf(write('bad'))])).toEqual([fault, fault]);
+    expect(await outcomeOf(write('b'))).toBe('written');
   });
 });
 
