@@ -122,13 +122,13 @@ export function createInsertBatch<Row>(
       const call = pending[index]!;
       const key = keyOf(call.row);
       const held = replaces === undefined ? undefined : rowOfKey.get(key);
-      if (held !== undefined || waiting.has(key)) {
-        if (held === undefined || !mergeInto(held, call)) {
-          waiting.add(key);
-          left.push(call);
-        }
+      // A call behind one that waits waits too, merging with nothing: written in call order.
+      if (waiting.has(key) || (held !== undefined && !mergeInto(held, call))) {
+        waiting.add(key);
+        left.push(call);
         continue;
       }
+      if (held !== undefined) continue;
       const size = charactersOf(call.values);
       if (rows.length === maxRows || (rows.length > 0 && characters + size > MAX_CHARACTERS)) break;
       characters += size;
@@ -141,8 +141,10 @@ export function createInsertBatch<Row>(
 
     /** Keeps whichever of `held` and `call` sequential upserts would leave; false when that depends on what is stored. */
     function mergeInto(held: StatementRow<Row>, call: PendingInsert<Row>): boolean {
-      if (replaces!(held.kept.row, call.row)) held.kept = call;
-      else if (!replaces!(call.row, held.kept.row)) return false;
+      if (replaces!(held.kept.row, call.row)) {
+        characters += charactersOf(call.values) - charactersOf(held.kept.values);
+        held.kept = call;
+      } else if (!replaces!(call.row, held.kept.row)) return false;
       held.calls.push(call);
       return true;
     }
@@ -160,15 +162,26 @@ export function createInsertBatch<Row>(
       return undefined;
     } catch (error) {
       if (isUnavailable(error)) return rejectAll(callsOf(rows), error);
-      if (rows.length === 1) {
-        rejectAll(rows[0]!.calls, error);
-        return undefined;
-      }
+      if (rows.length === 1) return writeEach(rows[0]!.calls, error);
     }
     const half = Math.ceil(rows.length / 2);
     const unavailable = await write(rows.slice(0, half));
     if (unavailable !== undefined) return rejectAll(callsOf(rows.slice(half)), unavailable);
     return write(rows.slice(half));
+  }
+
+  /**
+   * The calls of one refused row: a lone call is refused; calls merged into the row are written
+   * one statement each, in call order, as they would have been without the batch (an earlier
+   * one may be good).
+   */
+  async function writeEach(calls: readonly PendingInsert<Row>[], error: unknown): Promise<unknown> {
+    if (calls.length === 1) return void rejectAll(calls, error);
+    for (const [index, call] of calls.entries()) {
+      const unavailable = await write([{ kept: call, calls: [call] }]);
+      if (unavailable !== undefined) return rejectAll(calls.slice(index + 1), unavailable);
+    }
+    return undefined;
   }
 
   const callsOf = (rows: readonly StatementRow<Row>[]) => rows.flatMap(({ calls }) => calls);

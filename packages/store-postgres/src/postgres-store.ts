@@ -14,7 +14,7 @@ export interface PostgresStoreOptions {
   /**
    * A pool the caller owns instead of `url`; `close()` leaves it open. It brings its own
    * timeouts: `queryTimeoutMs` does not apply to it, and without `query_timeout` and
-   * `statement_timeout` (or `lock_timeout`) a statement waiting on a row lock holds up the
+   * `lock_timeout` a statement waiting on a row lock holds up the
    * status puts (or audit appends) issued after it for as long as the lock is held.
    */
   pool?: Pool;
@@ -33,7 +33,7 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
   /**
    * How long one statement may wait for its answer before the call fails, in ms. Default 10000.
-   * The server cancels the statement (`statement_timeout`, `lock_timeout`) at 90% of it.
+   * The server gives up waiting for a row lock (`lock_timeout`) at 90% of it; 0: no timeout.
    */
   queryTimeoutMs?: number;
   /** Where failures of idle connections are logged (`{ component: 'store.postgres' }`). */
@@ -82,16 +82,16 @@ function poolOf(options: PostgresStoreOptions, logger: Logger): { pool: Pool; ow
     });
   }
   const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULTS.queryTimeoutMs;
-  const serverTimeoutMs = Math.max(1, Math.floor(queryTimeoutMs * 0.9));
   const pool = new Pool({
     connectionString: options.url,
     max: options.maxConnections ?? DEFAULTS.maxConnections,
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
     query_timeout: queryTimeoutMs,
-    // The server gives up too, just before the client does: a statement the client stopped
-    // waiting for would otherwise keep running, and keep its row locks, behind its back.
-    statement_timeout: serverTimeoutMs,
-    lock_timeout: serverTimeoutMs,
+    // A statement waiting for a row lock gives up on the server too, just before the client
+    // does, rather than wait on behind its back (and hold up the writes batched after it). Not
+    // `statement_timeout`: a long prune must still finish. A startup parameter: a pooler in
+    // between must pass it (PgBouncer's `ignore_startup_parameters`).
+    ...(queryTimeoutMs > 0 ? { lock_timeout: Math.max(1, Math.floor(queryTimeoutMs * 0.9)) } : {}),
     keepAlive: true,
   });
   // An idle connection the server drops emits here; unhandled, it would end the process. The
