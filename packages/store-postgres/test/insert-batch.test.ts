@@ -369,6 +369,19 @@ describe('writes issued together, when the batch itself fails', () => {
     expect(statements).toBe(2);
   });
 
+  it('gives a statement rolled back twice up once: its calls fail as unavailable, no third run', async () => {
+    const deadlock = Object.assign(new pg.DatabaseError('deadlock detected', 0, 'error'), { code: '40P01' });
+    let statements = 0;
+    const write = rowsOf({
+      async query() {
+        statements += 1;
+        throw toStoreError(deadlock, 'test');
+      },
+    });
+    expect(await outcomeOf(write('a'))).toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+    expect(statements).toBe(2);
+  });
+
   it('rejects the calls of a statement it could not form, and writes those issued later', async () => {
     const fault = new Error('no key');
     const write = rowsOf({ query: async () => inserted }, (id) => {
