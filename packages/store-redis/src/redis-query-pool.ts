@@ -363,6 +363,13 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * (lua/pool/includes/settlement.lua).
    */
   const unansweredSettlements = new Map<string, string>();
+  /**
+   * Settlement calls sent and not answered yet. Each frees its turn's slot as Redis applies it (or
+   * passes it to the turn it claims next), so the share `claimsInStep` checks leaves them out: an
+   * enqueue racing a settlement whose claim found nothing takes the slot that settlement frees in
+   * its own step, instead of the script announcing it and a claim round trip following.
+   */
+  let settlingCalls = 0;
   /** Tokens whose settlement, under way, claims in its step with their turn's permit (`permits`). */
   const endingInStep = new Set<string>();
   /** Takes the turns claimed ahead (`onClaimedAhead`); none: nothing is claimed ahead. */
@@ -372,14 +379,16 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
   /**
    * Whether this replica claims in the same step as its own write (an enqueue, a settlement),
-   * holding `held` turns then: only below its share of the global slots, so that under a global
-   * limit the turns spread over the fleet instead of staying with the replicas that held the
-   * slots first. Above it, the script claims nothing and wakes the others for what is claimable.
-   * With `permits`, only with a free permit (a settlement's may be the permit of the turn it ends).
+   * while holding the turns it holds less those whose settlement is under way: only below its
+   * share of the global slots, so that under a global limit the turns spread over the fleet
+   * instead of staying with the replicas that held the slots first (the share is passed by at most
+   * the settlements under way that claim a next turn too; the global limit itself is Redis', exact).
+   * Above it, the script claims nothing and wakes the others for what is claimable. With
+   * `permits`, only with a free permit (a settlement's may be the permit of the turn it ends).
    */
-  function claimsInStep(held: number, ending: 0 | 1): boolean {
+  function claimsInStep(ending: 0 | 1): boolean {
     if (permits !== undefined) return permits.takeInStep(ending);
-    return held < Math.ceil(shared.concurrency.global / liveReplicas);
+    return leases.size - settlingCalls < Math.ceil(shared.concurrency.global / liveReplicas);
   }
   /**
    * Request ids whose enqueue may have been applied though no call got an answer, until Redis
@@ -686,8 +695,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     const repeat = unanswered === undefined ? '0' : '1';
     const claimNext = options?.claimNext;
     let nextToken: string;
+    settlingCalls += 1;
     if (unanswered === undefined) {
-      const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(leases.size - 1, 1);
+      const claims = claimNext !== undefined && script !== 'pool/abandon' && claimsInStep(1);
       nextToken = claims ? randomUUID() : '';
     } else if (unanswered !== '' && permits !== undefined && !permits.takeInStep(1)) {
       // No permit for the turn the first call may have claimed: the next claim repeats its token.
@@ -704,6 +714,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     try {
       return await settleUnder(turn, token, script, claimNext, repeat, nextToken, args, answer);
     } finally {
+      settlingCalls -= 1;
       if (permitTaken) permits.put(endingInStep.delete(token) ? 1 : 0);
     }
   }
@@ -821,7 +832,7 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       // The turn claimed with the enqueue is this replica's to run: the same token on every
       // repeat, so that a repeat answers the turn the first call claimed.
       const claims =
-        claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(leases.size, 0);
+        claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(0);
       const claimToken = claims ? randomUUID() : '';
       let reply: [string, number?, number?, MessageReply[]?, TurnReply?];
       try {

@@ -132,6 +132,24 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
       expect(secondWakeups()).toBe(1);
     });
 
+    it('claims with an enqueue the slot a settlement under way frees, with no wake-up for a claim', async () => {
+      const clock = manualClock();
+      const first = await pools.open({ now: clock.now, concurrency: { global: 1, perSession: 1 } });
+      await first.enqueue(queued('A', clock.now()));
+      const running = (await first.claim()) as Turn;
+      const taken: ClaimedTurn[] = [];
+      first.onClaimedAhead((turn) => taken.push(turn));
+      const wakeups = countWakeups(first);
+      // Sent in this order on one connection: Redis frees A's slot (nothing else waits), then
+      // takes the enqueue, which finds it free while A's lease is still held here.
+      const completed = first.complete(running);
+      const enqueued = first.enqueue(queued('B', clock.now()));
+      expect(await completed).toBe('settled');
+      expect((await enqueued).accepted).toBe(true);
+      expect(taken.map((turn) => turn.session)).toEqual(['B']);
+      expect(wakeups()).toBe(0);
+    });
+
     it('claims nothing in step past its share of the global slots, leaving it to the others', async () => {
       const clock = manualClock();
       const setup = { now: clock.now, concurrency: { global: 2, perSession: 1 }, renewEveryMs: 20 };
