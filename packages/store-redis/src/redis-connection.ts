@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { SwitchboardError } from '@switchboard/core';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { writeOncePerTick } from './tick-writes.js';
 
 /**
  * Client options that make a command fail at once while Redis is unreachable, instead of waiting
@@ -31,11 +32,18 @@ export type RedisTarget = string | readonly string[];
 export type RedisClient = Redis | Cluster;
 
 /**
- * A fail-fast client of `target` (`FAIL_FAST_OPTIONS`). A cluster's nodes take the first seed's
- * credentials and TLS; every key of a deployment sits in one slot (`{<prefix>}`), so its commands
- * and scripts go to the one primary holding it, and the client follows that slot when it moves.
+ * A fail-fast client of `target` (`FAIL_FAST_OPTIONS`) whose connections send the commands of a
+ * tick in one write (`writeOncePerTick`). A cluster's nodes take the first seed's credentials and
+ * TLS; every key of a deployment sits in one slot (`{<prefix>}`), so its commands and scripts go
+ * to the one primary holding it, and the client follows that slot when it moves.
  */
 export function createRedisClient(target: RedisTarget): RedisClient {
+  const client = connectionOf(target);
+  writeOncePerTick(client);
+  return client;
+}
+
+function connectionOf(target: RedisTarget): RedisClient {
   if (typeof target === 'string') return new Redis(target, FAIL_FAST_OPTIONS);
   const seeds = target.map((url) => new URL(url));
   const first = seeds[0];

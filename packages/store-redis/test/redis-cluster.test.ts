@@ -10,7 +10,7 @@ import {
   replyOutboxContract,
 } from '@switchboard/contracts';
 import { startPrivateCluster } from '@switchboard/testkit/redis';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createPartitionedQueryPool,
@@ -24,7 +24,8 @@ import {
   type RedisQueryPool,
 } from '../src/index.js';
 import { partitionPrefixOf } from '../src/partitions.js';
-import { keyInPartition, queued, recordingLogger } from './redis-harness.js';
+import { connect, createRedisClient, primaryOf } from '../src/redis-connection.js';
+import { countSocketWrites, keyInPartition, queued, recordingLogger } from './redis-harness.js';
 
 /**
  * Every store on a Redis Cluster of three primaries (`store.cluster`): each contract suite as on
@@ -232,6 +233,24 @@ describe('on a Redis Cluster', () => {
     } finally {
       await pool.shutdown();
       await outbox.close();
+    }
+  });
+
+  it("sends the commands of one tick to a slot's primary in one write of that node's connection", async () => {
+    const client = createRedisClient(cluster.urls) as Cluster;
+    try {
+      await connect(client, 1000);
+      const tag = `{sb-cluster-writes-${randomUUID()}}`;
+      const node = primaryOf(client, tag.slice(1, -1));
+      // The node's connection is up once a command reached it.
+      await client.get(`${tag}:warm`);
+      const counted = countSocketWrites(node);
+      const keys = Array.from({ length: 10 }, (_, index) => `${tag}:${index}`);
+      expect(await Promise.all(keys.map((key) => client.set(key, key)))).toEqual(keys.map(() => 'OK'));
+      expect(counted).toEqual({ writes: 1, chunks: 10 });
+      await client.del(...keys);
+    } finally {
+      client.disconnect();
     }
   });
 

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import {
   type Logger,
@@ -347,4 +348,19 @@ export function refusalOf(start: Promise<{ shutdown(): Promise<void> }>): Promis
     },
     (err: unknown) => err,
   );
+}
+
+/** Counts the socket writes (`_write`, `_writev`) of `client`'s current connection from now on. */
+export function countSocketWrites(client: Redis): { writes: number; chunks: number } {
+  const socket = (client as unknown as { stream: Socket & Record<string, unknown> }).stream;
+  const counted = { writes: 0, chunks: 0 };
+  for (const method of ['_write', '_writev'] as const) {
+    const original = socket[method] as (...args: unknown[]) => void;
+    socket[method] = function (this: Socket, ...args: unknown[]) {
+      counted.writes += 1;
+      counted.chunks += method === '_writev' ? (args[0] as unknown[]).length : 1;
+      return original.apply(this, args);
+    };
+  }
+  return counted;
 }
