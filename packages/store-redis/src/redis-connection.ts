@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { SwitchboardError } from '@switchboard/core';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { writeOncePerTick } from './tick-writes.js';
+import { writeOncePerLoopTurn } from './loop-turn-writes.js';
 
 /**
  * Client options that make a command fail at once while Redis is unreachable, instead of waiting
@@ -33,13 +33,13 @@ export type RedisClient = Redis | Cluster;
 
 /**
  * A fail-fast client of `target` (`FAIL_FAST_OPTIONS`) whose connections send the commands of a
- * tick in one write (`writeOncePerTick`). A cluster's nodes take the first seed's credentials and
+ * turn of the event loop in one write (`writeOncePerLoopTurn`). A cluster's nodes take the first seed's credentials and
  * TLS; every key of a deployment sits in one slot (`{<prefix>}`), so its commands and scripts go
  * to the one primary holding it, and the client follows that slot when it moves.
  */
 export function createRedisClient(target: RedisTarget): RedisClient {
   const client = connectionOf(target);
-  writeOncePerTick(client);
+  writeOncePerLoopTurn(client);
   return client;
 }
 

@@ -236,7 +236,7 @@ describe('on a Redis Cluster', () => {
     }
   });
 
-  it("sends the commands of one tick to a slot's primary in one write of that node's connection", async () => {
+  it("sends the commands of one loop turn to a slot's primary in one write of that node's connection", async () => {
     const client = createRedisClient(cluster.urls) as Cluster;
     try {
       await connect(client, 1000);

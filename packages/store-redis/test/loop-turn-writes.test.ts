@@ -5,11 +5,11 @@ import { REDIS_URL, countSocketWrites, redisReachable } from './redis-harness.js
 
 const reachable = await redisReachable();
 
-describe.skipIf(!reachable)('the commands of one tick leave in one socket write', () => {
+describe.skipIf(!reachable)('the commands of one turn of the event loop leave in one socket write', () => {
   let client: Redis | undefined;
   afterEach(() => client?.disconnect());
 
-  it('sends ten commands called in one tick in one write, answered in order', async () => {
+  it('sends ten commands called in one turn in one write, answered in order', async () => {
     client = createRedisClient(REDIS_URL) as Redis;
     await connect(client, 1000);
     const counted = countSocketWrites(client);
@@ -18,7 +18,22 @@ describe.skipIf(!reachable)('the commands of one tick leave in one socket write'
     expect(counted).toEqual({ writes: 1, chunks: 10 });
   });
 
-  it('sends the commands of the next tick in a write of their own, and again after a reconnect', async () => {
+  it('groups the commands of separate callbacks of one turn, not only of one callback', async () => {
+    client = createRedisClient(REDIS_URL) as Redis;
+    await connect(client, 1000);
+    const counted = countSocketWrites(client);
+    // Two timers due together run in one timers phase, each callback followed by its ticks.
+    const replies = await Promise.all(
+      ['a', 'b'].map(
+        (text) =>
+          new Promise<string | undefined>((resolve) => setTimeout(() => resolve(client?.echo(text)), 0)),
+      ),
+    );
+    expect(replies).toEqual(['a', 'b']);
+    expect(counted).toEqual({ writes: 1, chunks: 2 });
+  });
+
+  it('sends the commands of the next turn in a write of their own, and again after a reconnect', async () => {
     client = createRedisClient(REDIS_URL) as Redis;
     await connect(client, 1000);
     let counted = countSocketWrites(client);
