@@ -767,9 +767,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     // Another slot's keys in the complete script: Redis Cluster refuses it, and one Redis would
     // store the answer where this pool's outbox does not look. Refused at construction already
     // (checkOutboxPartitions): a guard against an outbox placing a chat elsewhere.
-    if (addition.prefix !== outboxPrefix)
+    const [additionPrefix] = addition.args;
+    if (additionPrefix !== outboxPrefix)
       throw new Error(
-        `redis query pool ${options.prefix}: the outbox stores delivery ${replies.delivery.id} under ${addition.prefix}, not ${outboxPrefix}`,
+        `redis query pool ${options.prefix}: the outbox stores delivery ${replies.delivery.id} under ${additionPrefix}, not ${outboxPrefix}`,
       );
     return { addition, replies };
   }

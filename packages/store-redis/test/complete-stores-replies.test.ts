@@ -156,7 +156,7 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
   });
 
   describe('when it becomes its chat head but cannot be leased (another chat is due first)', () => {
-    it('stores it unclaimed and announces it to this instance and to the others', async () => {
+    it('stores it unclaimed, announces it to the others, and tells this instance through its answer that a delivery is due', async () => {
       const opened = await openWithTurn();
       const { clock, outbox, turn, outboxPrefix } = opened;
       const peer = await outboxes.open({ prefix: pools.prefix });
@@ -167,16 +167,32 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
       // The add's own announcement of its head comes first, in order.
       await eventually(() => peerHeard.length === 1, 5000, 'the other instance hears the add');
       const delivery = deliveryFixture(2, { chat: turn.session });
+      // Its caller claims once: no announcement of its own besides.
       expect(await completeStoring(opened, delivery, clock.now())).toEqual({
         settlement: 'settled',
-        added: UNCLAIMED,
-        heard: [delivery.channel],
+        added: [{ result: 'added', claim: null, dueUnclaimed: true }],
+        heard: [],
       });
       expect(await tokenOf(admin as Redis, outboxPrefix, delivery.id)).toBeNull();
       await eventually(() => peerHeard.length === 2, 5000, 'the other instance hears it');
       // The older chat first, then this one.
       expect((await peer.claim(delivery.channel, clock.now()))?.delivery.id).toBe(older.id);
       expect((await peer.claim(delivery.channel, clock.now()))?.delivery.id).toBe(delivery.id);
+    });
+  });
+
+  describe('when it becomes its chat head not due yet', () => {
+    it('stores it unclaimed and tells this instance nothing to claim', async () => {
+      const opened = await openWithTurn();
+      const { clock, outbox, turn } = opened;
+      const delivery = deliveryFixture(1, { chat: turn.session, notBefore: clock.now() + 60_000 });
+      expect(await completeStoring(opened, delivery, clock.now())).toEqual({
+        settlement: 'settled',
+        added: UNCLAIMED,
+        heard: [],
+      });
+      expect(await outbox.claim(delivery.channel, clock.now())).toBeNull();
+      expect((await outbox.claim(delivery.channel, clock.now() + 60_000))?.delivery.id).toBe(delivery.id);
     });
   });
 
@@ -389,6 +405,21 @@ describe.skipIf(!reachable)("a partitioned pool's complete that stores its turn'
     expect(await pool.complete(turn, [], { replies })).toBe('settled');
     expect(added[0]?.result).toBe('added');
     expect(added[0]?.claim?.delivery.id).toBe(elsewhere.id);
+  });
+
+  it("claims its own partition's older due head when that one kept its delivery from being leased", async () => {
+    const { clock, outbox, pool } = await open();
+    const session = keyInPartition(1, PARTITIONS, 'session');
+    const older = deliveryFixture(1, { chat: keyInPartition(1, PARTITIONS, 'chat') });
+    await outbox.add(older);
+    await pool.enqueue(queued(session, clock.now()));
+    const turn = (await pool.claim()) as Turn;
+    const { replies, added } = repliesOf(deliveryFixture(2, { chat: session }), clock.now());
+    expect(await pool.complete(turn, [], { replies })).toBe('settled');
+    // It looked itself: nothing is left for the caller to claim but what the claim says.
+    expect(added).toEqual([
+      { result: 'added', claim: expect.objectContaining({ delivery: older, moreDue: true }) },
+    ]);
   });
 });
 
