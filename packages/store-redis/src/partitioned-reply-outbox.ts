@@ -237,10 +237,10 @@ export async function createPartitionedReplyOutbox(
 
   /**
    * What an add of `delivery` to partition `index` did, learnt from (`heard`: that partition's
-   * announcements when the add began) and handed out across the partitions: with `nowMs` (the
-   * caller claims), the claim it made there, else the one `claimIn` makes in turn from the
-   * partitions that may be due (its own too when it left a due head unclaimed there). So the
-   * caller has looked everywhere: `dueUnclaimed` is not passed on.
+   * announcements when the add began) and, with `nowMs` (the caller claims), handed out across
+   * the partitions: the claim the add made there, or else the one `claimIn` makes in turn from
+   * the partitions that may be due, its own too when the add left a due head unclaimed there.
+   * Having looked, it passes no `dueUnclaimed` on.
    */
   async function addedAcross(
     delivery: Delivery,
