@@ -4,6 +4,7 @@ import {
   type ClaimedDelivery,
   type Delivery,
   type Outcome,
+  type ReplySender,
   type SettledReplies,
   type Turn,
   createReplySender,
@@ -328,6 +329,109 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
       await expect(pool.complete(turn, [], { replies })).rejects.toThrow(/stores delivery .* under/);
       expect(await pool.stats()).toMatchObject({ inflight: 1 });
       expect(await elsewhere.pending()).toEqual({});
+    });
+  });
+
+  describe('when a reply sender adds it through the complete (addThrough), it claims from the outbox only what is due', () => {
+    const stopping: Array<() => Promise<void>> = [];
+    afterEach(async () => {
+      for (const stop of stopping.splice(0)) await stop();
+    });
+
+    /**
+     * A sender of `concurrency` sends over `outbox`, hearing none of its announcements when
+     * `deaf`, counting the claims it asks for; its sends wait until `finish`.
+     */
+    async function senderOver(
+      { outbox, clock }: { outbox: RedisReplyOutbox; clock: { now(): number } },
+      concurrency: number,
+      deaf = false,
+    ) {
+      let claims = 0;
+      let started = false;
+      const sent: string[] = [];
+      const waiting: Array<() => void> = [];
+      const counting = {
+        ...outbox,
+        claim: (channel: string, nowMs: number) => {
+          claims += 1;
+          return outbox.claim(channel, nowMs);
+        },
+        // Read as the sender starts, for the channels to claim from.
+        pending: async () => {
+          const pending = await outbox.pending();
+          started = true;
+          return pending;
+        },
+        ...(deaf ? { onDue: () => () => {} } : {}),
+      };
+      const sender = createReplySender({
+        outbox: counting,
+        channel: (id) => ({
+          id,
+          localSend: false,
+          send: (origin) => {
+            sent.push(origin.id);
+            return new Promise<void>((resolve) => waiting.push(resolve));
+          },
+        }),
+        policy: () => ({
+          sendTimeoutMs: 5_000,
+          concurrency,
+          maxAgeMs: 60_000,
+          retry: { baseDelayMs: 1_000, maxDelayMs: 10_000 },
+        }),
+        outcomes: { record: () => {} },
+        // No poll within the test: only the sender's own claims find what is due.
+        pollMs: 3_600_000,
+        now: clock.now,
+      });
+      sender.start();
+      stopping.push(() => sender.stop({ drainTimeoutMs: 0 }));
+      await eventually(() => started, 5000, 'the sender looked for what is due as it started');
+      return { sender, sent, claims: () => claims, finish: () => waiting.shift()?.() };
+    }
+
+    /** What `sender` adds through completing `turn` on `pool`. */
+    const completeThrough = (sender: ReplySender, pool: RedisQueryPool, turn: Turn, delivery: Delivery) =>
+      sender.addThrough(delivery, (claimAt, stored) =>
+        pool.complete(turn, [], {
+          replies: { delivery, ...(claimAt === undefined ? {} : { claimAt }), stored },
+        }),
+      );
+
+    it('none when its chat has a delivery ahead: the removal of that one claims it', async () => {
+      const opened = await openWithTurn();
+      const { outbox, pool, turn } = opened;
+      const { sender, sent, claims, finish } = await senderOver(opened, 2);
+      const ahead = deliveryFixture(1, { chat: turn.session });
+      await outbox.add(ahead);
+      await eventually(() => sent.length === 1, 5000, 'the delivery ahead is sent');
+      const claimsBefore = claims();
+      const delivery = deliveryFixture(2, { chat: turn.session });
+      expect(await completeThrough(sender, pool, turn, delivery)).toBe('settled');
+      finish();
+      await eventually(() => sent.length === 2, 5000, 'the removal claims it');
+      expect(sent).toEqual([ahead.origin.id, delivery.origin.id]);
+      // A claim once the complete freed its send would have been asked before that removal.
+      expect(claims()).toBe(claimsBefore);
+    });
+
+    it('one when another chat is due first, told by the answer alone', async () => {
+      const opened = await openWithTurn();
+      const { outbox, pool, turn } = opened;
+      const { sender, sent, claims, finish } = await senderOver(opened, 1, true);
+      const older = deliveryFixture(1, { chat: 'another chat' });
+      await outbox.add(older);
+      const claimsBefore = claims();
+      const delivery = deliveryFixture(2, { chat: turn.session });
+      expect(await completeThrough(sender, pool, turn, delivery)).toBe('settled');
+      await eventually(() => sent.length === 1, 5000, 'the older chat is claimed');
+      expect(claims() - claimsBefore).toBe(1);
+      finish();
+      await eventually(() => sent.length === 2, 5000, 'the removal claims the answer');
+      expect(sent).toEqual([older.origin.id, delivery.origin.id]);
+      expect(claims() - claimsBefore).toBe(1);
     });
   });
 });
