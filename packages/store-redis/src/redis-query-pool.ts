@@ -724,8 +724,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       reply = await run(script, token, repeat, tombstoneMs, ...claimArgs, ...args);
     } catch (err) {
       if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
-        // Its answer may be stored, and leased to the addition's claim.
-        answer?.addition.unanswered();
+        // Its answer may be stored, and leased to the addition's claim, unless it never left.
+        answer?.addition.unanswered(err);
         // A token already answered or given up is not held: a later call for it is no repeat.
         if (leases.holds(token)) unansweredSettlements.set(token, nextToken);
         else if (nextToken !== '') repeatClaim(nextToken);

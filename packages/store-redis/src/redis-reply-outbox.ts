@@ -22,6 +22,7 @@ import {
   type RedisClientFactory,
   connect,
   redisClientFactory,
+  mayHaveRun,
   storeFailure,
   type RedisTarget,
 } from './redis-connection.js';
@@ -118,10 +119,11 @@ export interface ReplyAddition {
    */
   answered(reply: AddedReply): Promise<AddAndClaimResult>;
   /**
-   * The call may have been applied without its answer reaching here: the delivery may be leased
-   * to the addition's claim token, which the channel's next claim repeats, at once.
+   * The call failed with `err`, unanswered. When Redis may have applied it (`mayHaveRun`), the
+   * delivery may be leased to the addition's claim token, which the channel's next claim repeats,
+   * at once; a call that was never sent stored nothing, and nothing is repeated.
    */
-  unanswered(): void;
+  unanswered(err: unknown): void;
 }
 
 /** Deliveries stored by a settling script's own call (`createRedisQueryPool`'s `outbox`). */
@@ -449,7 +451,8 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
           else if (storedTimeOf(delivery.notBefore) <= nowMs) return { ...added, dueUnclaimed: true };
           return added;
         },
-        unanswered() {
+        unanswered(err) {
+          if (!mayHaveRun(err)) return;
           if (token !== undefined) addMayHaveClaimed(delivery, token);
           // It may have stored a head, announced to the other instances only.
           else notify(delivery.channel);

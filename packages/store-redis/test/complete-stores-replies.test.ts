@@ -23,6 +23,7 @@ import {
   type ReplyAdditions,
 } from '../src/index.js';
 import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
+import { mayHaveRun } from '../src/redis-connection.js';
 import {
   REDIS_URL,
   REPLY_OUTBOX_LEASE_MS,
@@ -600,6 +601,52 @@ describe.skipIf(!reachable)('a complete storing its answer whose reply was lost 
       expect(await outbox.delivered(claim)).toBe('settled');
     },
   );
+});
+
+describe.skipIf(!reachable)('a complete storing its answer that never left (Redis down)', () => {
+  // Stopped: a Redis of this block's own.
+  const redis = usePrivateRedis();
+  const outboxes = useReplyOutboxes(redis.url);
+
+  it('leaves the outbox nothing to repeat and tells this instance nothing to claim', async () => {
+    const clock = manualClock();
+    const outbox = await outboxes.open({ prefix: redis.pools.prefix });
+    const poolClients: Redis[] = [];
+    const createClient = () => {
+      const client = new Redis(redis.url(), FAIL_FAST_OPTIONS);
+      poolClients.push(client);
+      return client;
+    };
+    const pool = await redis.pools.open({ createClient, now: clock.now, outbox });
+    await pool.enqueue(queued('A', clock.now()));
+    const turn = (await pool.claim()) as Turn;
+    const heard: string[] = [];
+    outbox.onDue((channel) => heard.push(channel));
+    const { replies } = repliesOf(deliveryFixture(1, { chat: turn.session }), clock.now());
+
+    await redis.server.stop();
+    try {
+      await eventually(
+        () => poolClients.every((client) => client.status !== 'ready'),
+        5000,
+        'the pool saw Redis go',
+      );
+      const failure = await pool.complete(turn, [], { replies }).then(
+        () => new Error('completed'),
+        (err: unknown) => err,
+      );
+      expect(failure).toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+      expect(mayHaveRun(failure)).toBe(false);
+      expect(heard).toEqual([]);
+    } finally {
+      await redis.server.start();
+      await eventually(
+        () => poolClients.every((client) => client.status === 'ready'),
+        10_000,
+        'the pool is back',
+      );
+    }
+  });
 });
 
 describe.skipIf(!reachable)(
