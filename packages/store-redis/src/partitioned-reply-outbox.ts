@@ -1,4 +1,5 @@
 import {
+  type AddAndClaimResult,
   type ClaimedDelivery,
   type Delivery,
   type Settlement,
@@ -155,9 +156,10 @@ export async function createPartitionedReplyOutbox(
 
   /**
    * Learns from partition `index`'s answer at `nowMs` (`heard`: its announcements when the call
-   * began), and hands its claim out with `moreDue` across the partitions. A repeat's answer
-   * (`repeat`) says nothing of what is due: its first call's announcement of more was this
-   * instance's own, which it does not hear.
+   * began), and hands its claim out with `moreDue` across the partitions. `mayHaveMore`: the
+   * partition may have more due whatever the claim says: a repeat's answer says nothing of it
+   * (its first call's announcement of more was this instance's own, which it does not hear), and
+   * an add's may leave a due head unclaimed (`dueUnclaimed`).
    */
   function answered(
     channel: string,
@@ -165,11 +167,11 @@ export async function createPartitionedReplyOutbox(
     heard: number,
     nowMs: number,
     claimed: ClaimedDelivery | null,
-    repeat = false,
+    mayHaveMore = false,
   ): ClaimedDelivery | null {
     const view = viewOf(channel, nowMs);
     const partition = view.partitions[index] as PartitionView;
-    if (claimed?.moreDue || repeat) partition.idleAt = null;
+    if (claimed?.moreDue || mayHaveMore) partition.idleAt = null;
     else if (partition.heard === heard) {
       partition.idleAt = nowMs;
       if (partition.dueAt <= nowMs) partition.dueAt = Number.POSITIVE_INFINITY;
@@ -177,7 +179,7 @@ export async function createPartitionedReplyOutbox(
     if (claimed === null) return null;
     view.cursor = (index + 1) % count;
     const othersDue = view.partitions.some((other, at) => at !== index && mayHaveDue(other, nowMs));
-    return (othersDue || repeat) && !claimed.moreDue ? { ...claimed, moreDue: true } : claimed;
+    return (othersDue || mayHaveMore) && !claimed.moreDue ? { ...claimed, moreDue: true } : claimed;
   }
 
   /** The partitions in turn from the cursor, those that may be due only when `dueOnly`. */
@@ -229,6 +231,36 @@ export async function createPartitionedReplyOutbox(
     });
   }
 
+  /** Announcements heard from partition `index` on `channel` so far (`answered`'s `heard`). */
+  const heardFrom = (channel: string, index: number, nowMs?: number) =>
+    (viewOf(channel, nowMs).partitions[index] as PartitionView).heard;
+
+  /**
+   * What an add of `delivery` to partition `index` did, learnt from (`heard`: that partition's
+   * announcements when the add began) and, with `nowMs` (the caller claims), handed out across
+   * the partitions: the claim the add made there, or else the one `claimIn` makes in turn from
+   * the partitions that may be due, its own too when the add left a due head unclaimed there.
+   * Having looked, it passes no `dueUnclaimed` on.
+   */
+  async function addedAcross(
+    delivery: Delivery,
+    index: number,
+    heard: number,
+    nowMs: number | undefined,
+    added: AddAndClaimResult,
+    claimIn: typeof claimFrom,
+  ): Promise<AddAndClaimResult> {
+    const { result, claim } = added;
+    // A duplicate claims nothing, whatever is due.
+    if (result === 'duplicate') return added;
+    const { channel } = delivery;
+    dueLater(channel, index, delivery.notBefore);
+    if (nowMs === undefined) return added;
+    const handed = answered(channel, index, heard, nowMs, claim, added.dueUnclaimed);
+    if (handed !== null) return { result, claim: handed };
+    return { result, claim: await claimIn(channel, nowMs, inTurn(channel, nowMs, true)) };
+  }
+
   return {
     durable: true,
     shared: true,
@@ -248,34 +280,21 @@ export async function createPartitionedReplyOutbox(
     },
 
     async addAndClaim(delivery, nowMs) {
-      const { channel } = delivery;
       const index = partOf(delivery);
-      const heard = (viewOf(channel, nowMs).partitions[index] as PartitionView).heard;
-      const { result, claim } = await (parts[index] as RedisReplyOutbox).addAndClaim(delivery, nowMs);
-      // A duplicate claims nothing, whatever is due.
-      if (result === 'duplicate') return { result, claim };
-      dueLater(channel, index, delivery.notBefore);
-      const handed = answered(channel, index, heard, nowMs, claim);
-      if (handed !== null) return { result, claim: handed };
-      return { result, claim: await claimFrom(channel, nowMs, inTurn(channel, nowMs, true)) };
+      const heard = heardFrom(delivery.channel, index, nowMs);
+      const added = await (parts[index] as RedisReplyOutbox).addAndClaim(delivery, nowMs);
+      return addedAcross(delivery, index, heard, nowMs, added, claimFrom);
     },
 
     additionOf(delivery, nowMs) {
-      const { channel } = delivery;
       const index = partOf(delivery);
-      const heard = (viewOf(channel, nowMs).partitions[index] as PartitionView).heard;
+      const heard = heardFrom(delivery.channel, index, nowMs);
       const addition = (parts[index] as RedisReplyOutbox).additionOf(delivery, nowMs);
       return {
         ...addition,
-        // As `add` and `addAndClaim` learn from their partition's answer.
         async answered(reply) {
-          const { result, claim } = await addition.answered(reply);
-          if (result === 'duplicate') return { result, claim };
-          dueLater(channel, index, delivery.notBefore);
-          if (nowMs === undefined) return { result, claim };
-          const handed = answered(channel, index, heard, nowMs, claim);
-          if (handed !== null) return { result, claim: handed };
-          return { result, claim: await claimAfterApplied(channel, nowMs, inTurn(channel, nowMs, true)) };
+          const added = await addition.answered(reply);
+          return addedAcross(delivery, index, heard, nowMs, added, claimAfterApplied);
         },
       };
     },

@@ -735,8 +735,8 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       reply = await run(script, token, repeat, tombstoneMs, ...claimArgs, ...args);
     } catch (err) {
       if (isSwitchboardError(err, 'SB_STORE_UNAVAILABLE')) {
-        // Its answer may be stored, and leased to the addition's claim.
-        answer?.addition.unanswered();
+        // Its answer may be stored, and leased to the addition's claim, unless it never left.
+        answer?.addition.unanswered(err);
         // A token already answered or given up is not held: a later call for it is no repeat.
         if (leases.holds(token)) unansweredSettlements.set(token, nextToken);
         else if (nextToken !== '') repeatClaim(nextToken);
@@ -778,9 +778,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
     // Another slot's keys in the complete script: Redis Cluster refuses it, and one Redis would
     // store the answer where this pool's outbox does not look. Refused at construction already
     // (checkOutboxPartitions): a guard against an outbox placing a chat elsewhere.
-    if (addition.prefix !== outboxPrefix)
+    const [additionPrefix] = addition.args;
+    if (additionPrefix !== outboxPrefix)
       throw new Error(
-        `redis query pool ${options.prefix}: the outbox stores delivery ${replies.delivery.id} under ${addition.prefix}, not ${outboxPrefix}`,
+        `redis query pool ${options.prefix}: the outbox stores delivery ${replies.delivery.id} under ${additionPrefix}, not ${outboxPrefix}`,
       );
     return { addition, replies };
   }

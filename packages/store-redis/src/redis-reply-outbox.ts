@@ -22,6 +22,7 @@ import {
   type RedisClientFactory,
   connect,
   redisClientFactory,
+  mayHaveRun,
   storeFailure,
   type RedisTarget,
 } from './redis-connection.js';
@@ -84,6 +85,9 @@ const storedTimeOf = (ms: number) =>
  */
 const ADD_ARG_COUNT = 13;
 
+/** An add's ARGV (`ADD_ARG_COUNT`), the outbox's key prefix first. */
+type AddArgs = [prefix: string, ...rest: Array<string | number>];
+
 /** The add's ARGV of a settling script that stores no delivery: an empty prefix, the rest unused. */
 export const NO_ADDITION_ARGS: readonly string[] = Array.from({ length: ADD_ARG_COUNT }, () => '');
 
@@ -101,23 +105,25 @@ export type AddedReply = [result: AddResult, claimed: 0 | 1, moreDue: 0 | 1];
  */
 export interface ReplyAddition {
   /**
-   * The outbox's key prefix, `{<prefix>}:reply-outbox:`: the calling script's keys must share its
-   * hash tag (one Redis Cluster slot).
+   * The add's ARGV in the calling script (`ADD_ARG_COUNT` of them), first the outbox's key prefix
+   * `{<prefix>}:reply-outbox:`: the calling script's keys must share its hash tag (one Redis
+   * Cluster slot).
    */
-  readonly prefix: string;
-  /** The add's ARGV in the calling script (`ADD_ARG_COUNT` of them, the prefix first). */
-  readonly args: ReadonlyArray<string | number>;
+  readonly args: Readonly<AddArgs>;
   /**
    * What the add did, from the script's answer: a claim answered 1 is the caller's own delivery
    * object under the addition's claim token, as `addAndClaim` hands it out. A head stored
-   * unclaimed was announced to the other instances; this one's listeners hear it here.
+   * unclaimed was announced to the other instances. Asked for a claim, a due head it could not
+   * lease (another chat's was due first) answers `dueUnclaimed`, for the caller to claim; asked
+   * for none, the head is announced to this instance's listeners, as `add` does.
    */
   answered(reply: AddedReply): Promise<AddAndClaimResult>;
   /**
-   * The call may have been applied without its answer reaching here: the delivery may be leased
-   * to the addition's claim token, which the channel's next claim repeats, at once.
+   * The call failed with `err`, unanswered. When Redis may have applied it (`mayHaveRun`), the
+   * delivery may be leased to the addition's claim token, which the channel's next claim repeats,
+   * at once; a call that was never sent stored nothing, and nothing is repeated.
    */
-  unanswered(): void;
+  unanswered(err: unknown): void;
 }
 
 /** Deliveries stored by a settling script's own call (`createRedisQueryPool`'s `outbox`). */
@@ -350,7 +356,7 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
    * `nowMs` and `token`, asking it to claim for the caller. Throws before any call on what a script
    * would store only halfway.
    */
-  function addArgsOf(delivery: Delivery, nowMs?: number, token?: string): Array<string | number> {
+  function addArgsOf(delivery: Delivery, nowMs?: number, token?: string): AddArgs {
     const { id, channel, chat, attempts, notBefore, lastError } = delivery;
     // The retry script stores attempts + 1 as given: anything but an integer would stay.
     if (!Number.isSafeInteger(attempts) || attempts < 0) {
@@ -435,13 +441,18 @@ export async function createRedisReplyOutbox(options: RedisReplyOutboxOptions): 
     additionOf(delivery, nowMs) {
       const token = nowMs === undefined ? undefined : randomUUID();
       return {
-        prefix: keys.prefix,
         args: addArgsOf(delivery, nowMs, token),
         async answered(reply) {
-          if (reply[2] === 1) notify(delivery.channel);
-          return addedOf(delivery, token ?? '', reply);
+          const added = addedOf(delivery, token ?? '', reply);
+          if (reply[2] === 0) return added;
+          // A head stored unclaimed. Asked for no claim: told here as `add` tells it. Asked for
+          // one: it was not due yet, or another chat's head was due first, left to the caller.
+          if (nowMs === undefined) notify(delivery.channel);
+          else if (storedTimeOf(delivery.notBefore) <= nowMs) return { ...added, dueUnclaimed: true };
+          return added;
         },
-        unanswered() {
+        unanswered(err) {
+          if (!mayHaveRun(err)) return;
           if (token !== undefined) addMayHaveClaimed(delivery, token);
           // It may have stored a head, announced to the other instances only.
           else notify(delivery.channel);

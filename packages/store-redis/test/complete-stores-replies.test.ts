@@ -4,6 +4,7 @@ import {
   type ClaimedDelivery,
   type Delivery,
   type Outcome,
+  type ReplySender,
   type SettledReplies,
   type Turn,
   createReplySender,
@@ -22,6 +23,7 @@ import {
   type ReplyAdditions,
 } from '../src/index.js';
 import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
+import { mayHaveRun } from '../src/redis-connection.js';
 import {
   REDIS_URL,
   REPLY_OUTBOX_LEASE_MS,
@@ -156,7 +158,7 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
   });
 
   describe('when it becomes its chat head but cannot be leased (another chat is due first)', () => {
-    it('stores it unclaimed and announces it to this instance and to the others', async () => {
+    it('stores it unclaimed, announces it to the others, and tells this instance through its answer that a delivery is due', async () => {
       const opened = await openWithTurn();
       const { clock, outbox, turn, outboxPrefix } = opened;
       const peer = await outboxes.open({ prefix: pools.prefix });
@@ -167,16 +169,32 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
       // The add's own announcement of its head comes first, in order.
       await eventually(() => peerHeard.length === 1, 5000, 'the other instance hears the add');
       const delivery = deliveryFixture(2, { chat: turn.session });
+      // Its caller claims once: no announcement of its own besides.
       expect(await completeStoring(opened, delivery, clock.now())).toEqual({
         settlement: 'settled',
-        added: UNCLAIMED,
-        heard: [delivery.channel],
+        added: [{ result: 'added', claim: null, dueUnclaimed: true }],
+        heard: [],
       });
       expect(await tokenOf(admin as Redis, outboxPrefix, delivery.id)).toBeNull();
       await eventually(() => peerHeard.length === 2, 5000, 'the other instance hears it');
       // The older chat first, then this one.
       expect((await peer.claim(delivery.channel, clock.now()))?.delivery.id).toBe(older.id);
       expect((await peer.claim(delivery.channel, clock.now()))?.delivery.id).toBe(delivery.id);
+    });
+  });
+
+  describe('when it becomes its chat head not due yet', () => {
+    it('stores it unclaimed and tells this instance nothing to claim', async () => {
+      const opened = await openWithTurn();
+      const { clock, outbox, turn } = opened;
+      const delivery = deliveryFixture(1, { chat: turn.session, notBefore: clock.now() + 60_000 });
+      expect(await completeStoring(opened, delivery, clock.now())).toEqual({
+        settlement: 'settled',
+        added: UNCLAIMED,
+        heard: [],
+      });
+      expect(await outbox.claim(delivery.channel, clock.now())).toBeNull();
+      expect((await outbox.claim(delivery.channel, clock.now() + 60_000))?.delivery.id).toBe(delivery.id);
     });
   });
 
@@ -314,6 +332,109 @@ describe.skipIf(!reachable)("a complete that stores its turn's answer (pool/comp
       expect(await elsewhere.pending()).toEqual({});
     });
   });
+
+  describe('when a reply sender adds it through the complete (addThrough), it claims from the outbox only what is due', () => {
+    const stopping: Array<() => Promise<void>> = [];
+    afterEach(async () => {
+      for (const stop of stopping.splice(0)) await stop();
+    });
+
+    /**
+     * A sender of `concurrency` sends over `outbox`, hearing none of its announcements when
+     * `deaf`, counting the claims it asks for; its sends wait until `finish`.
+     */
+    async function senderOver(
+      { outbox, clock }: { outbox: RedisReplyOutbox; clock: { now(): number } },
+      concurrency: number,
+      deaf = false,
+    ) {
+      let claims = 0;
+      let started = false;
+      const sent: string[] = [];
+      const waiting: Array<() => void> = [];
+      const counting = {
+        ...outbox,
+        claim: (channel: string, nowMs: number) => {
+          claims += 1;
+          return outbox.claim(channel, nowMs);
+        },
+        // Read as the sender starts, for the channels to claim from.
+        pending: async () => {
+          const pending = await outbox.pending();
+          started = true;
+          return pending;
+        },
+        ...(deaf ? { onDue: () => () => {} } : {}),
+      };
+      const sender = createReplySender({
+        outbox: counting,
+        channel: (id) => ({
+          id,
+          localSend: false,
+          send: (origin) => {
+            sent.push(origin.id);
+            return new Promise<void>((resolve) => waiting.push(resolve));
+          },
+        }),
+        policy: () => ({
+          sendTimeoutMs: 5_000,
+          concurrency,
+          maxAgeMs: 60_000,
+          retry: { baseDelayMs: 1_000, maxDelayMs: 10_000 },
+        }),
+        outcomes: { record: () => {} },
+        // No poll within the test: only the sender's own claims find what is due.
+        pollMs: 3_600_000,
+        now: clock.now,
+      });
+      sender.start();
+      stopping.push(() => sender.stop({ drainTimeoutMs: 0 }));
+      await eventually(() => started, 5000, 'the sender looked for what is due as it started');
+      return { sender, sent, claims: () => claims, finish: () => waiting.shift()?.() };
+    }
+
+    /** What `sender` adds through completing `turn` on `pool`. */
+    const completeThrough = (sender: ReplySender, pool: RedisQueryPool, turn: Turn, delivery: Delivery) =>
+      sender.addThrough(delivery, (claimAt, stored) =>
+        pool.complete(turn, [], {
+          replies: { delivery, ...(claimAt === undefined ? {} : { claimAt }), stored },
+        }),
+      );
+
+    it('none when its chat has a delivery ahead: the removal of that one claims it', async () => {
+      const opened = await openWithTurn();
+      const { outbox, pool, turn } = opened;
+      const { sender, sent, claims, finish } = await senderOver(opened, 2);
+      const ahead = deliveryFixture(1, { chat: turn.session });
+      await outbox.add(ahead);
+      await eventually(() => sent.length === 1, 5000, 'the delivery ahead is sent');
+      const claimsBefore = claims();
+      const delivery = deliveryFixture(2, { chat: turn.session });
+      expect(await completeThrough(sender, pool, turn, delivery)).toBe('settled');
+      finish();
+      await eventually(() => sent.length === 2, 5000, 'the removal claims it');
+      expect(sent).toEqual([ahead.origin.id, delivery.origin.id]);
+      // A claim once the complete freed its send would have been asked before that removal.
+      expect(claims()).toBe(claimsBefore);
+    });
+
+    it('one when another chat is due first, told by the answer alone', async () => {
+      const opened = await openWithTurn();
+      const { outbox, pool, turn } = opened;
+      const { sender, sent, claims, finish } = await senderOver(opened, 1, true);
+      const older = deliveryFixture(1, { chat: 'another chat' });
+      await outbox.add(older);
+      const claimsBefore = claims();
+      const delivery = deliveryFixture(2, { chat: turn.session });
+      expect(await completeThrough(sender, pool, turn, delivery)).toBe('settled');
+      await eventually(() => sent.length === 1, 5000, 'the older chat is claimed');
+      expect(claims() - claimsBefore).toBe(1);
+      finish();
+      await eventually(() => sent.length === 2, 5000, 'the removal claims the answer');
+      expect(sent).toEqual([older.origin.id, delivery.origin.id]);
+      expect(claims() - claimsBefore).toBe(1);
+    });
+  });
 });
 
 describe.skipIf(!reachable)("a partitioned pool's complete that stores its turn's answer", () => {
@@ -390,6 +511,21 @@ describe.skipIf(!reachable)("a partitioned pool's complete that stores its turn'
     expect(added[0]?.result).toBe('added');
     expect(added[0]?.claim?.delivery.id).toBe(elsewhere.id);
   });
+
+  it("claims its own partition's older due head when that one kept its delivery from being leased", async () => {
+    const { clock, outbox, pool } = await open();
+    const session = keyInPartition(1, PARTITIONS, 'session');
+    const older = deliveryFixture(1, { chat: keyInPartition(1, PARTITIONS, 'chat') });
+    await outbox.add(older);
+    await pool.enqueue(queued(session, clock.now()));
+    const turn = (await pool.claim()) as Turn;
+    const { replies, added } = repliesOf(deliveryFixture(2, { chat: session }), clock.now());
+    expect(await pool.complete(turn, [], { replies })).toBe('settled');
+    // It looked itself: nothing is left for the caller to claim but what the claim says.
+    expect(added).toEqual([
+      { result: 'added', claim: expect.objectContaining({ delivery: older, moreDue: true }) },
+    ]);
+  });
 });
 
 describe.skipIf(!reachable)('a complete storing its answer whose reply was lost after Redis ran it', () => {
@@ -465,6 +601,52 @@ describe.skipIf(!reachable)('a complete storing its answer whose reply was lost 
       expect(await outbox.delivered(claim)).toBe('settled');
     },
   );
+});
+
+describe.skipIf(!reachable)('a complete storing its answer that never left (Redis down)', () => {
+  // Stopped: a Redis of this block's own.
+  const redis = usePrivateRedis();
+  const outboxes = useReplyOutboxes(redis.url);
+
+  it('leaves the outbox nothing to repeat and tells this instance nothing to claim', async () => {
+    const clock = manualClock();
+    const outbox = await outboxes.open({ prefix: redis.pools.prefix });
+    const poolClients: Redis[] = [];
+    const createClient = () => {
+      const client = new Redis(redis.url(), FAIL_FAST_OPTIONS);
+      poolClients.push(client);
+      return client;
+    };
+    const pool = await redis.pools.open({ createClient, now: clock.now, outbox });
+    await pool.enqueue(queued('A', clock.now()));
+    const turn = (await pool.claim()) as Turn;
+    const heard: string[] = [];
+    outbox.onDue((channel) => heard.push(channel));
+    const { replies } = repliesOf(deliveryFixture(1, { chat: turn.session }), clock.now());
+
+    await redis.server.stop();
+    try {
+      await eventually(
+        () => poolClients.every((client) => client.status !== 'ready'),
+        5000,
+        'the pool saw Redis go',
+      );
+      const failure = await pool.complete(turn, [], { replies }).then(
+        () => new Error('completed'),
+        (err: unknown) => err,
+      );
+      expect(failure).toMatchObject({ code: 'SB_STORE_UNAVAILABLE' });
+      expect(mayHaveRun(failure)).toBe(false);
+      expect(heard).toEqual([]);
+    } finally {
+      await redis.server.start();
+      await eventually(
+        () => poolClients.every((client) => client.status === 'ready'),
+        10_000,
+        'the pool is back',
+      );
+    }
+  });
 });
 
 describe.skipIf(!reachable)(

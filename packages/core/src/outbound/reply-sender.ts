@@ -65,9 +65,9 @@ export interface ReplySender {
    * Adds a delivery as `add` does, through `write`: another store write that stores it in its own
    * step (a pool settlement with `SettleOptions.replies`), whose result it answers. While the
    * channel has a send free here, `write` gets the time to claim the delivery at (`claimAt`) and
-   * the send starts with the claim it hands to `stored`; otherwise it claims none. A delivery it
-   * stored but did not claim (its chat busy, another chat due first) has the freed send claim
-   * as `add`'s would. Called again
+   * the send starts with the claim it hands to `stored`; otherwise it claims none. When the write
+   * says a due delivery is left unclaimed (`dueUnclaimed`: another chat was due first), the freed
+   * send claims once, as `add`'s would have; otherwise nothing more is asked. Called again
    * after a failure, it claims anew: a claim the failed write may have made is the outbox's to
    * hand back.
    */
@@ -568,7 +568,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       if (stopped || policy === undefined || sendsOf(channel).size >= policy.concurrency)
         return write(undefined, () => {});
       let handOver: (claim: ClaimedDelivery | null) => void = () => {};
-      let unclaimed = false;
+      let dueUnclaimed = false;
       // The slot is taken while the write is on its way, as for `add`; freed at once if it claims none.
       const slot = occupySlot(
         channel,
@@ -579,14 +579,14 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       );
       try {
         return await write(now(), (added) => {
-          // Added but not claimed: its chat is busy, or another chat is due first, which the
-          // write does not claim (`addAndClaim` would): the freed slot looks for it.
-          unclaimed = added.result === 'added' && added.claim === null;
+          // Another chat was due first, which the write did not claim (`addAndClaim` would): the
+          // freed slot claims once. A delivery stored behind its busy chat leaves nothing to claim.
+          dueUnclaimed = added.dueUnclaimed === true;
           handOver(added.claim);
         });
       } finally {
         handOver(null);
-        if (unclaimed) void slot.then(() => pump(channel));
+        if (dueUnclaimed) void slot.then(() => pump(channel));
       }
     },
 

@@ -97,6 +97,13 @@ export type AddResult = 'added' | 'duplicate' | 'ended';
 export interface AddAndClaimResult {
   result: AddResult;
   claim: ClaimedDelivery | null;
+  /**
+   * Set with no claim when the channel has a due delivery the add left unclaimed: an add made
+   * inside another write (a pool settlement, `SettledReplies`) may lease only the delivery it
+   * stores, and another chat's head was due first. The caller claims once; unset, it need not
+   * claim until told (`onDue`). Never set by `addAndClaim`, which claims what is due.
+   */
+  dueUnclaimed?: boolean;
 }
 
 /** What `endAndClaim` did: the removal's settlement, and the claim it made next, if any. */

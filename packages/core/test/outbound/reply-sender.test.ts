@@ -464,16 +464,22 @@ describe('reply sender', () => {
   });
 
   describe('when a delivery is added through another write (a pool settlement storing it)', () => {
-    /** A setup whose outbox counts the claims it is asked for. */
-    function counted(policy: Partial<OutboundPolicy> = {}) {
+    /** A setup whose outbox (made by `wrap` of the one in memory) counts the claims it is asked for. */
+    function counted(
+      policy: Partial<OutboundPolicy> = {},
+      wrap: (outbox: ReplyOutbox) => ReplyOutbox = (outbox) => outbox,
+    ) {
       let claims = 0;
-      const parts = setup(policy, (outbox) => ({
-        ...outbox,
-        claim: (channel, nowMs) => {
-          claims += 1;
-          return outbox.claim(channel, nowMs);
-        },
-      }));
+      const parts = setup(policy, (inner) => {
+        const outbox = wrap(inner);
+        return {
+          ...outbox,
+          claim: (channel, nowMs) => {
+            claims += 1;
+            return outbox.claim(channel, nowMs);
+          },
+        };
+      });
       return { ...parts, claims: () => claims };
     }
 
@@ -511,25 +517,49 @@ describe('reply sender', () => {
       expect(sends.map((send) => send.text)).toEqual(['r1', 'r2']);
     });
 
-    it('looks for the due delivery that write stored but did not claim once it freed its send, not at the next poll', async () => {
+    it('claims once the due delivery that write left unclaimed, as soon as it freed its send, not at the next poll', async () => {
       // No announcements reach the sender: only its own claims find what is due.
-      const { outbox, sends, sender, deliveryOf } = setup({ concurrency: 1 }, (inner) => ({
+      const { outbox, sends, sender, deliveryOf, claims } = counted({ concurrency: 1 }, (inner) => ({
         ...inner,
         onDue: () => () => {},
       }));
       sender.start();
       await settle();
+      const claimsBefore = claims();
       await outbox.add(deliveryOf(1, 'a'));
       const delivery = deliveryOf(2, 'b');
       // As a shared pool's settlement does: it stores the delivery and claims none of another chat.
       await sender.addThrough(delivery, async (_claimAt, stored) => {
-        stored({ result: await outbox.add(delivery), claim: null });
+        stored({ result: await outbox.add(delivery), claim: null, dueUnclaimed: true });
       });
       await settle();
       expect(sends.map((send) => send.text)).toEqual(['r1']);
+      expect(claims() - claimsBefore).toBe(1);
       sends[0]?.finish();
       await settle();
       expect(sends.map((send) => send.text)).toEqual(['r1', 'r2']);
+    });
+
+    it('asks the outbox nothing more when that write stored the delivery behind its busy chat', async () => {
+      const { outbox, sends, sender, add, deliveryOf, claims } = counted({ concurrency: 2 });
+      sender.start();
+      await add(1, 'a');
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1']);
+      const claimsBefore = claims();
+      const delivery = deliveryOf(2, 'a');
+      await sender.addThrough(delivery, async (claimAt, stored) => {
+        const added = await outbox.addAndClaim(delivery, claimAt as number);
+        expect(added).toEqual({ result: 'added', claim: null });
+        stored(added);
+      });
+      await settle();
+      expect(claims()).toBe(claimsBefore);
+      // Its removal claims the next one.
+      sends[0]?.finish();
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r1', 'r2']);
+      expect(claims()).toBe(claimsBefore);
     });
 
     it('frees the send it held when that write fails: the next add claims and sends at once', async () => {
