@@ -173,6 +173,11 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   /** Channels whose claim loop runs, and those to loop again once it ends. */
   const claiming = new Set<string>();
   const again = new Set<string>();
+  /**
+   * Channels told something is due (`onDue`, a claim saying more) while every send slot was
+   * taken: the next slot that frees without a next claim looks, instead of leaving it to the poll.
+   */
+  const asked = new Set<string>();
   /** The claim loops running now: the drain waits for them before it takes stock of the sends. */
   const claimLoops = new Set<Promise<void>>();
   let stopped = true;
@@ -427,7 +432,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       }
     })().finally(() => {
       sends.delete(slot);
-      if (claimAfter) pump(channel);
+      if (asked.delete(channel) || claimAfter) pump(channel);
       checkEmptied();
     });
     sends.add(slot);
@@ -456,7 +461,13 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     const policy = options.policy(channel);
     const sends = sendsOf(channel);
     const limit = policy?.concurrency ?? 1;
-    while (!stopped && sends.size < limit) {
+    // Looking now: what it was asked before is answered by this loop.
+    asked.delete(channel);
+    while (!stopped) {
+      if (sends.size >= limit) {
+        asked.add(channel);
+        return;
+      }
       const claimed = outbox.claim(channel, now());
       // The slot is taken while the claim is on its way, so that an add claiming meanwhile
       // (`add`) cannot start a send past the channel's concurrency. This loop claims on while

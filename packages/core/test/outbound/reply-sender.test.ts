@@ -562,6 +562,25 @@ describe('reply sender', () => {
       expect(claims()).toBe(claimsBefore);
     });
 
+    it('claims what was announced while that write held the only send, once it freed it, not at the next poll', async () => {
+      const { sends, sender, add, deliveryOf, claims } = counted({ concurrency: 1 });
+      sender.start();
+      await settle();
+      const claimsBefore = claims();
+      const delivery = deliveryOf(1, 'a');
+      await sender.addThrough(delivery, async (_claimAt, stored) => {
+        // Announced by another replica while this write holds the send: no slot to claim it with.
+        await add(2, 'b');
+        await settle();
+        expect(claims()).toBe(claimsBefore);
+        // The write's delivery is already sent elsewhere: it claims nothing.
+        stored({ result: 'duplicate', claim: null });
+      });
+      await settle();
+      expect(sends.map((send) => send.text)).toEqual(['r2']);
+      expect(claims() - claimsBefore).toBe(1);
+    });
+
     it('frees the send it held when that write fails: the next add claims and sends at once', async () => {
       const { sends, sender, deliveryOf } = counted({ concurrency: 1 });
       sender.start();
