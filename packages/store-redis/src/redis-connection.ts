@@ -159,10 +159,30 @@ export function mayHaveRun(err: unknown): boolean {
  */
 export async function connect(client: RedisClient, retryAfterMs: number): Promise<void> {
   try {
-    if (client.status === 'wait') await client.connect();
-    else if (client.status !== 'ready') await once(client, 'ready');
+    if (client.status !== 'ready') await readyOnce(client);
   } catch (err) {
     client.disconnect();
     throw storeFailure(err, retryAfterMs);
   }
+}
+
+/**
+ * The wait for `client` to be ready, one for all its callers: the stores of a partitioned
+ * deployment open together on one client, and a listener pair each would pass Node's
+ * listener-leak warning from 11 partitions on.
+ */
+const readiness = new WeakMap<RedisClient, Promise<void>>();
+
+function readyOnce(client: RedisClient): Promise<void> {
+  let ready = readiness.get(client);
+  if (ready === undefined) {
+    ready = client.status === 'wait' ? client.connect() : once(client, 'ready').then(() => {});
+    readiness.set(client, ready);
+    // Forgotten once settled: a later wait (after a reconnect) is a wait of its own.
+    ready.then(
+      () => readiness.delete(client),
+      () => readiness.delete(client),
+    );
+  }
+  return ready;
 }
