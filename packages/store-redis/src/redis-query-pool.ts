@@ -370,6 +370,11 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * its own step, instead of the script announcing it and a claim round trip following.
    */
   let settlingCalls = 0;
+  /**
+   * Enqueue calls sent with a claim and not answered yet: each may hold a turn once answered, so
+   * the share counts them, or the enqueues of one burst would all claim in their step.
+   */
+  let claimingEnqueues = 0;
   /** Tokens whose settlement, under way, claims in its step with their turn's permit (`permits`). */
   const endingInStep = new Set<string>();
   /** Takes the turns claimed ahead (`onClaimedAhead`); none: nothing is claimed ahead. */
@@ -379,16 +384,18 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
 
   /**
    * Whether this replica claims in the same step as its own write (an enqueue, a settlement),
-   * while holding the turns it holds less those whose settlement is under way: only below its
-   * share of the global slots, so that under a global limit the turns spread over the fleet
-   * instead of staying with the replicas that held the slots first (the share is passed by at most
-   * the settlements under way that claim a next turn too; the global limit itself is Redis', exact).
-   * Above it, the script claims nothing and wakes the others for what is claimable. With
-   * `permits`, only with a free permit (a settlement's may be the permit of the turn it ends).
+   * counting the turns it holds and those its enqueues under way may claim, less those whose
+   * settlement is under way: only below its share of the global slots, so that under a global
+   * limit the turns spread over the fleet instead of staying with the replicas that held the slots
+   * first (the share is passed by at most the settlements under way that claim a next turn too;
+   * the global limit itself is Redis', exact). Above it, the script claims nothing and wakes the
+   * others for what is claimable. With `permits`, only with a free permit (a settlement's may be
+   * the permit of the turn it ends).
    */
   function claimsInStep(ending: 0 | 1): boolean {
     if (permits !== undefined) return permits.takeInStep(ending);
-    return leases.size - settlingCalls < Math.ceil(shared.concurrency.global / liveReplicas);
+    const held = leases.size + claimingEnqueues - settlingCalls;
+    return held < Math.ceil(shared.concurrency.global / liveReplicas);
   }
   /**
    * Request ids whose enqueue may have been applied though no call got an answer, until Redis
@@ -832,9 +839,9 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
       ];
       // The turn claimed with the enqueue is this replica's to run: the same token on every
       // repeat, so that a repeat answers the turn the first call claimed.
-      const claims =
-        claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(0);
+      const claims = claimedAheadTaker !== undefined && !closed && mismatch === undefined && claimsInStep(0);
       const claimToken = claims ? randomUUID() : '';
+      if (claims) claimingEnqueues += 1;
       let reply: [string, number?, number?, MessageReply[]?, TurnReply?];
       try {
         reply = await untilAnswered(queued.message.id, requestIdOf(queued), (repeat) =>
@@ -846,7 +853,10 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
         if (claimToken !== '') repeatClaim(claimToken);
         throw err;
       } finally {
-        if (claims) permits?.put();
+        if (claims) {
+          claimingEnqueues -= 1;
+          permits?.put();
+        }
       }
       const [outcome, claimable, nextDueAt, overflowed] = reply;
       if (outcome === 'duplicate') return { accepted: false, reason: 'duplicate' };

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, createRedisClient } from '../src/redis-connection.js';
@@ -45,5 +46,25 @@ describe.skipIf(!reachable)('the commands of one turn of the event loop leave in
     counted = countSocketWrites(client);
     await Promise.all([client.ping(), client.ping()]);
     expect(counted).toEqual({ writes: 1, chunks: 2 });
+  });
+
+  it('corks a socket once per turn and uncorks it fully, also one replaced while corked', async () => {
+    client = createRedisClient(REDIS_URL) as Redis;
+    await connect(client, 1000);
+    const streamOf = (connected: Redis) => (connected as unknown as { stream: Socket }).stream;
+    const replaced = streamOf(client);
+    const lost = Promise.allSettled([client.ping(), client.ping()]);
+    replaced.destroy();
+    expect((await lost).map((settled) => settled.status)).toEqual(['rejected', 'rejected']);
+    for (let reconnects = 0; reconnects < 3; reconnects += 1) {
+      await new Promise<void>((resolve) => client?.once('ready', () => resolve()));
+      if (reconnects < 2) client.disconnect(true);
+    }
+    const socket = streamOf(client);
+    const replied = client.ping();
+    expect(socket.writableCorked).toBe(1);
+    expect(await replied).toBe('PONG');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(socket.writableCorked).toBe(0);
   });
 });

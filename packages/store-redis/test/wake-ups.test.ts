@@ -150,14 +150,17 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
       expect(wakeups()).toBe(0);
     });
 
-    it('claims nothing in step past its share of the global slots, leaving it to the others', async () => {
+    /**
+     * Two replicas sharing `global` slots, each having renewed since both joined: each counts two
+     * live replicas, a share of half the slots. The first one's claims ahead go to `taken`.
+     */
+    async function openSharingPair(global: number) {
       const clock = manualClock();
-      const setup = { now: clock.now, concurrency: { global: 2, perSession: 1 }, renewEveryMs: 20 };
+      const setup = { now: clock.now, concurrency: { global, perSession: 1 }, renewEveryMs: 20 };
       const first = await pools.open(setup);
       const second = await openTapped(setup);
       const taken: ClaimedTurn[] = [];
       first.onClaimedAhead((turn) => taken.push(turn));
-      // Both replicas renewed since both joined: each counts two live replicas, a share of one slot.
       const admin = new Redis(REDIS_URL);
       const heartbeat = async (id: string) => Number(await admin.zscore(`{${pools.prefix}}:replicas`, id));
       try {
@@ -173,12 +176,54 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
       } finally {
         admin.disconnect();
       }
-      await first.enqueue(queued('A', clock.now()));
+      const enqueue = (session: string) => first.enqueue(queued(session, clock.now()));
+      return { first, second: second.pool, taken, enqueue };
+    }
+
+    it('claims nothing in step past its share of the global slots, leaving it to the others', async () => {
+      const { second, taken, enqueue } = await openSharingPair(2);
+      await enqueue('A');
       expect(taken.map((turn) => turn.session)).toEqual(['A']);
       // Its renewals wake it too (every 20 ms): what counts is that the enqueue left B unclaimed.
-      await first.enqueue(queued('B', clock.now()));
+      await enqueue('B');
       expect(taken.map((turn) => turn.session)).toEqual(['A']);
-      expect((await second.pool.claim())?.session).toBe('B');
+      expect((await second.claim())?.session).toBe('B');
+    });
+
+    it('counts the claims of the enqueues under way against its share', async () => {
+      const { first, second, taken, enqueue } = await openSharingPair(4);
+      await enqueue('A');
+      // Sent together: each would claim, were the claims under way not counted.
+      await Promise.all(['B', 'C', 'D'].map(enqueue));
+      expect(taken.map((turn) => turn.session)).toEqual(['A', 'B']);
+      expect(first.heldTurns).toBe(2);
+      expect((await second.claim())?.session).toBe('C');
+    });
+
+    it('passes its share by no more than the settlements under way that claim a next turn', async () => {
+      const { first, second, taken, enqueue } = await openSharingPair(4);
+      for (const session of ['A', 'B', 'C']) await enqueue(session);
+      // At its share of two: C waits for any replica.
+      expect(taken.map((turn) => turn.session)).toEqual(['A', 'B']);
+      const next: ClaimedTurn[] = [];
+      const completed = first.complete(taken[0] as Turn, [], { claimNext: (turn) => next.push(turn) });
+      const enqueued = Promise.all(['D', 'E'].map(enqueue));
+      expect(await completed).toBe('settled');
+      await enqueued;
+      expect(next.map((turn) => turn.session)).toEqual(['C']);
+      expect(taken.map((turn) => turn.session)).toEqual(['A', 'B', 'D']);
+      expect((await second.claim())?.session).toBe('E');
+    });
+
+    it('counts no settlement as under way once it was answered', async () => {
+      const { first, taken, enqueue } = await openSharingPair(4);
+      await enqueue('A');
+      await enqueue('B');
+      expect(await first.complete(taken[0] as Turn)).toBe('settled');
+      await enqueue('C');
+      // At its share again, nothing under way: D stays unclaimed.
+      await enqueue('D');
+      expect(taken.map((turn) => turn.session)).toEqual(['A', 'B', 'C']);
     });
 
     it('wakes the others when it claims nothing: it is draining', async () => {
