@@ -389,11 +389,15 @@ export async function createRedisQueryPool(options: RedisQueryPoolOptions): Prom
    * limit the turns spread over the fleet instead of staying with the replicas that held the slots
    * first (the share is passed by at most the settlements under way that claim a next turn too;
    * the global limit itself is Redis', exact). Above it, the script claims nothing and wakes the
-   * others for what is claimable. With `permits`, only with a free permit (a settlement's may be
-   * the permit of the turn it ends).
+   * others for what is claimable. Alone (its last renewal counted no other live replica) it
+   * always claims in step: its share is every slot, which Redis counts exactly, and counting the
+   * enqueues under way would only turn claims Redis could make in their step into claim round
+   * trips. With `permits`, only with a free permit (a settlement's may be the permit of the turn
+   * it ends).
    */
   function claimsInStep(ending: 0 | 1): boolean {
     if (permits !== undefined) return permits.takeInStep(ending);
+    if (liveReplicas === 1) return true;
     const held = leases.size + claimingEnqueues - settlingCalls;
     return held < Math.ceil(shared.concurrency.global / liveReplicas);
   }

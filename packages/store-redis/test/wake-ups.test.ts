@@ -150,6 +150,21 @@ describe.skipIf(!reachable)('wake-ups (pool/wake.lua, the runnable channel)', ()
       expect(wakeups()).toBe(0);
     });
 
+    it('claims in step alone whatever its enqueues under way may claim: Redis counts the slots', async () => {
+      const clock = manualClock();
+      const first = await pools.open({ now: clock.now, concurrency: { global: 2, perSession: 1 } });
+      await first.enqueue(queued('A', clock.now()));
+      expect((await first.claim())?.session).toBe('A');
+      const taken: ClaimedTurn[] = [];
+      first.onClaimedAhead((turn) => taken.push(turn));
+      const wakeups = countWakeups(first);
+      // Sent together: the first, behind A's running turn, claims nothing; the second takes the
+      // free slot in its own step.
+      await Promise.all([first.enqueue(queued('A', clock.now())), first.enqueue(queued('B', clock.now()))]);
+      expect(taken.map((turn) => turn.session)).toEqual(['B']);
+      expect(wakeups()).toBe(0);
+    });
+
     /**
      * Two replicas sharing `global` slots, each having renewed since both joined: each counts two
      * live replicas, a share of half the slots. The first one's claims ahead go to `taken`.
