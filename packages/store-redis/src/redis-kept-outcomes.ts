@@ -91,7 +91,10 @@ export interface RedisKeptOutcomesOptions {
   now?: () => number;
   /** How often this replica looks for outcomes whose time came (ms). Default 5000. */
   recoverEveryMs?: number;
-  /** How long forgets are gathered into one call (ms). Default 100. */
+  /**
+   * How long forgets are gathered into one call (ms). Default 1000: one call a second per replica,
+   * well inside the 30 s after which a kept outcome not forgotten is recovered.
+   */
   forgetEveryMs?: number;
   logger?: Logger;
 }
@@ -99,7 +102,7 @@ export interface RedisKeptOutcomesOptions {
 const DEFAULTS = {
   now: Date.now,
   recoverEveryMs: 5000,
-  forgetEveryMs: 100,
+  forgetEveryMs: 1000,
 } satisfies Partial<RedisKeptOutcomesOptions>;
 
 /**
