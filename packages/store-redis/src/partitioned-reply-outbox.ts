@@ -238,9 +238,13 @@ export async function createPartitionedReplyOutbox(
   /**
    * What an add of `delivery` to partition `index` did, learnt from (`heard`: that partition's
    * announcements when the add began) and, with `nowMs` (the caller claims), handed out across
-   * the partitions: the claim the add made there, or else the one `claimIn` makes in turn from
+   * the partitions: the claim the add made there, or else the one it makes in turn from
    * the partitions that may be due, its own too when the add left a due head unclaimed there.
-   * Having looked, it passes no `dueUnclaimed` on.
+   * Having looked, it passes no `dueUnclaimed` on. `by`: an `addAndClaim` claims there as `claim`
+   * does, so claiming nothing says nothing is due there; a settlement's `addition` leases only its
+   * own delivery, so claiming none without `dueUnclaimed` says nothing of the partition's other
+   * chats (a retry this instance gave stays due), and the claim after it must not fail it
+   * (`claimAfterApplied`).
    */
   async function addedAcross(
     delivery: Delivery,
@@ -248,16 +252,18 @@ export async function createPartitionedReplyOutbox(
     heard: number,
     nowMs: number | undefined,
     added: AddAndClaimResult,
-    claimIn: typeof claimFrom,
+    by: 'addAndClaim' | 'addition',
   ): Promise<AddAndClaimResult> {
-    const { result, claim } = added;
+    const { result, claim, dueUnclaimed } = added;
     // A duplicate claims nothing, whatever is due.
     if (result === 'duplicate') return added;
     const { channel } = delivery;
     dueLater(channel, index, delivery.notBefore);
     if (nowMs === undefined) return added;
-    const handed = answered(channel, index, heard, nowMs, claim, added.dueUnclaimed);
+    const saysWhatIsDue = by === 'addAndClaim' || claim !== null || dueUnclaimed === true;
+    const handed = saysWhatIsDue ? answered(channel, index, heard, nowMs, claim, dueUnclaimed) : null;
     if (handed !== null) return { result, claim: handed };
+    const claimIn = by === 'addAndClaim' ? claimFrom : claimAfterApplied;
     return { result, claim: await claimIn(channel, nowMs, inTurn(channel, nowMs, true)) };
   }
 
@@ -283,7 +289,7 @@ export async function createPartitionedReplyOutbox(
       const index = partOf(delivery);
       const heard = heardFrom(delivery.channel, index, nowMs);
       const added = await (parts[index] as RedisReplyOutbox).addAndClaim(delivery, nowMs);
-      return addedAcross(delivery, index, heard, nowMs, added, claimFrom);
+      return addedAcross(delivery, index, heard, nowMs, added, 'addAndClaim');
     },
 
     additionOf(delivery, nowMs) {
@@ -294,7 +300,7 @@ export async function createPartitionedReplyOutbox(
         ...addition,
         async answered(reply) {
           const added = await addition.answered(reply);
-          return addedAcross(delivery, index, heard, nowMs, added, claimAfterApplied);
+          return addedAcross(delivery, index, heard, nowMs, added, 'addition');
         },
       };
     },

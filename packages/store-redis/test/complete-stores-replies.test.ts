@@ -526,6 +526,29 @@ describe.skipIf(!reachable)("a partitioned pool's complete that stores its turn'
       { result: 'added', claim: expect.objectContaining({ delivery: older, moreDue: true }) },
     ]);
   });
+
+  it('claims a retry that came due in its own partition when its delivery is stored behind its busy chat', async () => {
+    const { clock, outbox, pool } = await open();
+    const session = keyInPartition(1, PARTITIONS, 'session');
+    const ahead = deliveryFixture(1, { chat: session });
+    const retried = deliveryFixture(2, { chat: keyInPartition(1, PARTITIONS, 'chat') });
+    await outbox.add(ahead);
+    await outbox.add(retried);
+    // The session's chat is busy; the other chat's head is retried by this instance, which
+    // remembers when it comes due, after a claim that found nothing else due in that partition.
+    expect((await outbox.claim(ahead.channel, clock.now()))?.delivery.id).toBe(ahead.id);
+    const toRetry = (await outbox.claim(ahead.channel, clock.now())) as ClaimedDelivery;
+    expect(toRetry).toMatchObject({ delivery: { id: retried.id }, moreDue: false });
+    const error = { code: 'SB_CHANNEL_SEND_FAILED', message: 'down' };
+    expect(await outbox.retry(toRetry, clock.now() + 10, error)).toBe('settled');
+    clock.advance(20);
+    await pool.enqueue(queued(session, clock.now()));
+    const turn = (await pool.claim()) as Turn;
+    const { replies, added } = repliesOf(deliveryFixture(3, { chat: session }), clock.now());
+    expect(await pool.complete(turn, [], { replies })).toBe('settled');
+    // Stored behind its chat, the answer says nothing of the partition's other chats.
+    expect(added[0]?.claim?.delivery.id).toBe(retried.id);
+  });
 });
 
 describe.skipIf(!reachable)('a complete storing its answer whose reply was lost after Redis ran it', () => {
