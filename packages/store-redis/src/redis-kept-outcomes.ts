@@ -149,13 +149,17 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
   });
   let forgets: string[] = [];
   let forgetTimer: NodeJS.Timeout | undefined;
+  /** The timer's flush under way, if any: `close` lets its later batches reach Redis first. */
+  let flushing: Promise<void> = Promise.resolve();
   let recoverTimer: NodeJS.Timeout | undefined;
   let recovering = false;
 
   /** Gathers `key` for the next forget call. */
   function forgetKey(key: string): void {
     forgets.push(key);
-    forgetTimer ??= setTimeout(() => void flushForgets(), settings.forgetEveryMs);
+    forgetTimer ??= setTimeout(() => {
+      flushing = flushForgets();
+    }, settings.forgetEveryMs);
   }
 
   /**
@@ -249,6 +253,7 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
       recovering = false;
       clearInterval(recoverTimer);
       clearTimeout(forgetTimer);
+      await flushing;
       await flushForgets();
       if (ownsClient) await client.quit().catch(() => client.disconnect());
     },

@@ -1,6 +1,6 @@
 import { type KeptOutcome, type Outcome, type Turn, outcomeKeyOf } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import {
   KEPT_OUTCOME_LEASE_MS,
@@ -278,6 +278,37 @@ describe.skipIf(!reachable)('createRedisKeptOutcomes with the pool', () => {
       } finally {
         await closeAll();
       }
+    });
+  });
+  describe('when it closes while its timer is forgetting more than one call takes', () => {
+    it('lets every batch of that flush reach Redis before it closes its connection', async () => {
+      const keys = keptOutcomeKeysOf(pools.prefix);
+      const outcomes = Array.from({ length: 600 }, (_, index) => ({
+        kind: 'dead_lettered',
+        at: index,
+        message: { ...queued(`S${index}`, 0).message, id: `m${index}` },
+      })) as unknown as Outcome[];
+      await withRedis(async (redis) => {
+        await redis.hset(
+          keys.hash,
+          Object.fromEntries(outcomes.map((outcome) => [outcomeKeyOf(outcome), '{}'])),
+        );
+      });
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        const kept = await createRedisKeptOutcomes({
+          url: REDIS_URL,
+          prefix: pools.prefix,
+          forgetEveryMs: 1000,
+        });
+        for (const outcome of outcomes) kept.forget(outcome);
+        // The timer's flush starts: its first batch of 500 is on its way when the close begins.
+        vi.advanceTimersByTime(1000);
+        await kept.close();
+      } finally {
+        vi.useRealTimers();
+      }
+      expect(await withRedis((redis) => redis.hlen(keys.hash))).toBe(0);
     });
   });
 });

@@ -1,8 +1,8 @@
 --[[
   Settles a claim whose send failed (src/redis-reply-outbox.ts): when the token still holds the
   claim, the delivery stays its chat's head with one attempt more and `lastError`, waiting until
-  `notBefore`. Not announced: the sender keeps its own timer for due times. A token that no
-  longer holds changes nothing.
+  `notBefore`. Not announced: it comes due later, found by the senders' poll (every second) or
+  by a claim made then. A token that no longer holds changes nothing.
 
   KEYS[1]  reply-outbox:counts             unused
   KEYS[2]  reply-outbox:seq                unused
