@@ -355,13 +355,16 @@ describe('writes issued together, when the batch itself fails', () => {
       keyOf,
     });
 
-  it('runs a statement PostgreSQL rolled back for a deadlock once more', async () => {
-    const deadlock = Object.assign(new pg.DatabaseError('deadlock detected', 0, 'error'), { code: '40P01' });
+  it.each([
+    ['a deadlock', '40P01', 'deadlock detected'],
+    ['a serialization failure', '40001', 'could not serialize access due to concurrent update'],
+  ])('runs a statement PostgreSQL rolled back for %s once more', async (_name, code, message) => {
+    const rolledBack = Object.assign(new pg.DatabaseError(message, 0, 'error'), { code });
     let statements = 0;
     const write = rowsOf({
       async query() {
         statements += 1;
-        if (statements === 1) throw toStoreError(deadlock, 'test');
+        if (statements === 1) throw toStoreError(rolledBack, 'test');
         return inserted;
       },
     });
