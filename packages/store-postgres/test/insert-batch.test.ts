@@ -340,6 +340,20 @@ describe.skipIf(!reachable)('writes issued together', () => {
         await holder.end();
       }
     });
+
+    it('waits for the lock as long as it is held when the store has no query timeout (0), then writes', async () => {
+      const store = await schema.open({ queryTimeoutMs: 0 });
+      await store.statuses.put(pendingOf('x'));
+      const holder = await lockStatus('x');
+      try {
+        const blocked = outcomeOf(store.statuses.put(deliveredOf('x')));
+        await untilWaitingOnLocks(1);
+        await holder.query('ROLLBACK');
+        expect(await blocked).toBe('written');
+      } finally {
+        await holder.end();
+      }
+    });
   });
 });
 
