@@ -407,14 +407,14 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   /**
    * Takes a send slot of `channel` for `first` (a claim on its way): sends it, then each delivery
    * its removal claims next. A claim that says more is due looks for more at once (other slots
-   * may be free); otherwise the channel is not asked again until told or polled. Resolves once
-   * the slot is free again.
+   * may be free); otherwise the channel is not asked again until told or polled, or until a
+   * slot frees after it was asked while every slot was taken (`asked`).
    */
   function occupySlot(
     channel: string,
     first: Promise<ClaimedDelivery | null>,
     policy: OutboundPolicy | undefined,
-  ): Promise<void> {
+  ): void {
     const sends = sendsOf(channel);
     let claimAfter = false;
     const slot: Promise<void> = (async () => {
@@ -436,7 +436,6 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       checkEmptied();
     });
     sends.add(slot);
-    return slot;
   }
 
   /** Claims and starts sends for `channel` until its concurrency is used or nothing is due. */
@@ -579,9 +578,8 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       if (stopped || policy === undefined || sendsOf(channel).size >= policy.concurrency)
         return write(undefined, () => {});
       let handOver: (claim: ClaimedDelivery | null) => void = () => {};
-      let dueUnclaimed = false;
       // The slot is taken while the write is on its way, as for `add`; freed at once if it claims none.
-      const slot = occupySlot(
+      occupySlot(
         channel,
         new Promise<ClaimedDelivery | null>((resolve) => {
           handOver = resolve;
@@ -591,13 +589,13 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       try {
         return await write(now(), (added) => {
           // Another chat was due first, which the write did not claim (`addAndClaim` would): the
-          // freed slot claims once. A delivery stored behind its busy chat leaves nothing to claim.
-          dueUnclaimed = added.dueUnclaimed === true;
+          // freed slot claims once, as for an announcement heard while it was taken. A delivery
+          // stored behind its busy chat leaves nothing to claim.
+          if (added.dueUnclaimed === true) asked.add(channel);
           handOver(added.claim);
         });
       } finally {
         handOver(null);
-        if (dueUnclaimed) void slot.then(() => pump(channel));
       }
     },
 
