@@ -38,6 +38,12 @@
  * cluster's CPU shows whether the work spread. Whether the gateways or Redis bound the run is
  * printed beside: on a machine with fewer cores than the cluster has primaries, the gateways can
  * hold the ratio near 1× whatever the spread.
+ *
+ * Last, the SQLite gateway runs once more at the messages/s the one-replica fleet the targets
+ * judge (`everysec`) reached (autocannon's `overallRate`): a gateway spends more CPU per message
+ * at a lower rate (fewer messages per turn of its event loop share each wake-up, read and write),
+ * so the fleet's ratio to it is printed beside the target's, which divides by the SQLite gateway
+ * at its full rate.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -84,6 +90,8 @@ const SHARED_SETUPS: readonly Setup[] = (['always', 'everysec'] as const).flatMa
     appendfsync,
   })),
 );
+/** The setup the fleet's targets judge at one replica (`fleetTargets`). */
+const FLEET_OF_ONE = SHARED_SETUPS.find((s) => s.appendfsync === 'everysec' && s.replicas === 1) as Setup;
 /** Beside `redis always · 1 replica`, which waits for none. */
 const WAITING_SETUP: Setup = {
   id: 'redis always · 1 replica · wait_replicas 1',
@@ -130,6 +138,8 @@ interface RoundFigures {
   p99Ms: number;
   /** The replicas' CPU per message, summed, µs, and their CPU time ÷ wall time (cores); null without procfs. */
   gatewayCpuUsPerMessage: number | null;
+  /** Of `gatewayCpuUsPerMessage`, the part spent in the kernel (system calls), µs; null without procfs. */
+  gatewaySystemUsPerMessage: number | null;
   gatewayBusy: number | null;
   /** Setups on Redis only, summed over a cluster's nodes: Redis commands per message, by command. */
   redisCalls?: Record<string, number>;
@@ -170,6 +180,11 @@ await runScenario('cluster-throughput', async () => {
   const clusterNodes = await Promise.all(cluster.urls.map(connectAdmin));
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-cluster-'));
   const rounds = new Map<Setup['id'], RoundFigures[]>(SETUPS.map((setup) => [setup.id, []]));
+  /** A setup's best round: the most messages a second. */
+  const bestOf = (setup: Setup) =>
+    (rounds.get(setup.id) ?? []).reduce((a, b) => (b.messagesPerS > a.messagesPerS ? b : a));
+  /** The SQLite gateway at the rate `FLEET_OF_ONE` reached. */
+  let paced: RoundFigures | undefined;
 
   /** Starts a setup's replicas, one after the other (the first migrates the schema), on a fresh prefix and schema. */
   async function startSetup(setup: Setup) {
@@ -218,14 +233,15 @@ await runScenario('cluster-throughput', async () => {
   const redisNodes = (setup: Setup): readonly Redis[] =>
     setup.local !== undefined ? [] : setup.clusterPartitions === undefined ? [admin] : clusterNodes;
 
-  async function measureSetup(setup: Setup): Promise<RoundFigures> {
+  /** One round of `setup`; at `ratePerS` messages a second in all when given, else as fast as it answers. */
+  async function measureSetup(setup: Setup, ratePerS?: number): Promise<RoundFigures> {
     const running = await startSetup(setup);
     try {
-      await loadAll(running.replicas, SETTINGS.httpWarmupS);
+      await loadAll(running.replicas, SETTINGS.httpWarmupS, ratePerS);
       const gatewayCpuBefore = replicasCpuMs(running.replicas);
       const outcomesBefore = await outcomesRecorded(running.replicas);
       const redisBefore = await redisUsage(redisNodes(setup));
-      const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS);
+      const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS, ratePerS);
       const redisAfter = await redisUsage(redisNodes(setup));
       const outcomesAfter = await outcomesRecorded(running.replicas);
       const gatewayCpuAfter = replicasCpuMs(running.replicas);
@@ -233,7 +249,13 @@ await runScenario('cluster-throughput', async () => {
       const messages = results.reduce((sum, result) => sum + result.requests.total, 0);
       const outcomes = outcomesAfter - outcomesBefore;
       const gatewayCpuMs =
-        gatewayCpuBefore === null || gatewayCpuAfter === null ? null : gatewayCpuAfter - gatewayCpuBefore;
+        gatewayCpuBefore === null || gatewayCpuAfter === null
+          ? null
+          : gatewayCpuAfter.totalMs - gatewayCpuBefore.totalMs;
+      const gatewaySystemMs =
+        gatewayCpuBefore === null || gatewayCpuAfter === null
+          ? null
+          : gatewayCpuAfter.systemMs - gatewayCpuBefore.systemMs;
       const figures: RoundFigures = {
         messagesPerS: messages / (wallMs / 1000),
         messages,
@@ -241,6 +263,7 @@ await runScenario('cluster-throughput', async () => {
         p50Ms: Math.max(...results.map((result) => result.latency.p50)),
         p99Ms: Math.max(...results.map((result) => result.latency.p99)),
         gatewayCpuUsPerMessage: gatewayCpuMs === null ? null : (gatewayCpuMs * 1000) / outcomes,
+        gatewaySystemUsPerMessage: gatewaySystemMs === null ? null : (gatewaySystemMs * 1000) / outcomes,
         gatewayBusy: gatewayCpuMs === null ? null : gatewayCpuMs / wallMs,
       };
       if (setup.local !== undefined) return figures;
@@ -281,6 +304,14 @@ await runScenario('cluster-throughput', async () => {
         );
       }
     }
+    // A gateway serving fewer messages a second spends more CPU on each (fewer per turn of its
+    // event loop share each wake-up, read and write): the SQLite gateway once more at the rate the
+    // fleet of one replica reached, to read the fleet's ratio at an equal rate beside the target's.
+    const fleetOfOne = bestOf(FLEET_OF_ONE).messagesPerS;
+    paced = await measureSetup(SQLITE_BASELINE, fleetOfOne);
+    progress(
+      `${SQLITE_BASELINE.id} at ${formatNumber(fleetOfOne)} msg/s (${FLEET_OF_ONE.id}'s): ${formatNumber(paced.messagesPerS)} msg/s, gateway CPU ${percent(paced.gatewayBusy)}`,
+    );
   } finally {
     for (const node of [admin, ...clusterNodes]) node.disconnect();
     await cluster.remove();
@@ -289,18 +320,11 @@ await runScenario('cluster-throughput', async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const best = new Map(
-    SETUPS.map((setup) => [
-      setup.id,
-      (rounds.get(setup.id) ?? []).reduce((a, b) => (b.messagesPerS > a.messagesPerS ? b : a)),
-    ]),
-  );
-  const figuresOf = (setup: Setup) => best.get(setup.id) as RoundFigures;
-  const baseline = figuresOf(SQLITE_BASELINE);
+  const baseline = bestOf(SQLITE_BASELINE);
   const connections = `${SETTINGS.httpConnections} connections`;
   const measurements: Measurement[] = [];
   for (const setup of SETUPS) {
-    const f = figuresOf(setup);
+    const f = bestOf(setup);
     measurements.push(
       { metric: `${setup.id} · ${connections} · throughput`, value: f.messagesPerS, unit: 'msg/s' },
       { metric: `${setup.id} · ${connections} · p50`, value: f.p50Ms, unit: 'ms' },
@@ -310,6 +334,13 @@ await runScenario('cluster-throughput', async () => {
       measurements.push({
         metric: `${setup.id} · gateway CPU per message (all replicas)`,
         value: f.gatewayCpuUsPerMessage,
+        unit: 'µs',
+      });
+    }
+    if (f.gatewaySystemUsPerMessage !== null) {
+      measurements.push({
+        metric: `${setup.id} · of it in the kernel (system calls)`,
+        value: f.gatewaySystemUsPerMessage,
         unit: 'µs',
       });
     }
@@ -349,9 +380,28 @@ await runScenario('cluster-throughput', async () => {
       })),
     );
   }
+  if (paced !== undefined && paced.gatewayCpuUsPerMessage !== null) {
+    measurements.push(
+      {
+        metric: `${SQLITE_BASELINE.id} · at ${FLEET_OF_ONE.id}'s msg/s · throughput`,
+        value: paced.messagesPerS,
+        unit: 'msg/s',
+      },
+      {
+        metric: `${SQLITE_BASELINE.id} · at ${FLEET_OF_ONE.id}'s msg/s · gateway CPU per message`,
+        value: paced.gatewayCpuUsPerMessage,
+        unit: 'µs',
+      },
+      {
+        metric: `${FLEET_OF_ONE.id} · fleet CPU per message ÷ the SQLite gateway's at the same msg/s`,
+        value: fleetCpuUsPerMessage(bestOf(FLEET_OF_ONE)) / paced.gatewayCpuUsPerMessage,
+        unit: '×',
+      },
+    );
+  }
   /** The shared setup with this fsync policy and replica count. */
   const shared = (appendfsync: 'always' | 'everysec', replicas: Setup['replicas']) =>
-    figuresOf(SHARED_SETUPS.find((s) => s.appendfsync === appendfsync && s.replicas === replicas) as Setup);
+    bestOf(SHARED_SETUPS.find((s) => s.appendfsync === appendfsync && s.replicas === replicas) as Setup);
   for (const appendfsync of ['always', 'everysec'] as const) {
     for (const replicas of [3, 5] as const) {
       measurements.push({
@@ -370,12 +420,12 @@ await runScenario('cluster-throughput', async () => {
   }
   measurements.push({
     metric: 'redis always · 1 replica · wait_replicas 1 ÷ 0 · throughput',
-    value: figuresOf(WAITING_SETUP).messagesPerS / shared('always', 1).messagesPerS,
+    value: bestOf(WAITING_SETUP).messagesPerS / shared('always', 1).messagesPerS,
     unit: '×',
   });
   /** The cluster setup with this partition count and replica count. */
   const onCluster = (clusterPartitions: 1 | 12, replicas: Setup['replicas']) =>
-    figuresOf(
+    bestOf(
       CLUSTER_SETUPS.find(
         (s) => s.clusterPartitions === clusterPartitions && s.replicas === replicas,
       ) as Setup,
@@ -448,6 +498,11 @@ function boundOf(f: RoundFigures, replicas: number): string {
   return `bound by ${side}: the gateways used ${percent(f.gatewayBusy)} CPU (${percent(gateways)} of the ${gatewayCores} cores they could use), the busiest Redis node ${percent(redis)} of its one thread, Redis in all ${percent(f.redisBusy)}; machine: ${cores} cores, load ${formatNumber(loadavg()[0] ?? Number.NaN)}`;
 }
 
+/** The whole fleet's CPU per message, µs: the replicas' and Redis', summed (NaN without procfs). */
+function fleetCpuUsPerMessage(f: RoundFigures): number {
+  return (f.gatewayCpuUsPerMessage ?? Number.NaN) + (f.redisCpuUsPerMessage ?? 0);
+}
+
 /**
  * The fleet's targets (docs/BENCHMARKS.md "Targets"), judged on the `everysec` setups, where
  * Redis' fsync does not bound the throughput: the whole fleet's CPU per message (the replicas'
@@ -459,8 +514,7 @@ function fleetTargets(
   sqlite: RoundFigures,
   shared: (appendfsync: 'always' | 'everysec', replicas: Setup['replicas']) => RoundFigures,
 ): TargetCheck[] {
-  const fleetCpu = (f: RoundFigures) =>
-    (f.gatewayCpuUsPerMessage ?? Number.NaN) + (f.redisCpuUsPerMessage ?? 0);
+  const fleetCpu = fleetCpuUsPerMessage;
   const targets: TargetCheck[] = [];
   for (const replicas of REPLICA_COUNTS) {
     const f = shared('everysec', replicas);

@@ -11,19 +11,22 @@ export function newSessionBody(): string {
 
 /**
  * autocannon against `POST {url}/v1/messages` for `durationS` seconds, each request in a new
- * session. Throws when any answer is not 2xx, errs or times out: the figures would not be
- * comparable.
+ * session; at most `ratePerS` requests a second over all connections when given (autocannon's
+ * `overallRate`), else as fast as the server answers. Throws when any answer is not 2xx, errs or
+ * times out: the figures would not be comparable.
  */
 export async function loadMessages(
   url: string,
   durationS: number,
   connections: number,
+  ratePerS?: number,
 ): Promise<autocannon.Result> {
   const result = await autocannon({
     url: `${url}/v1/messages`,
     method: 'POST',
     connections,
     duration: durationS,
+    ...(ratePerS === undefined ? {} : { overallRate: Math.max(1, Math.round(ratePerS)) }),
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (req) => ({ ...req, body: newSessionBody() }) }],
   });

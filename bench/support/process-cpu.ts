@@ -1,11 +1,17 @@
 import { readFileSync } from 'node:fs';
 
+/** CPU time a process has used so far, ms: in all, and of it in the kernel (system calls). */
+export interface CpuTimes {
+  totalMs: number;
+  systemMs: number;
+}
+
 /**
- * CPU time (user + system) a process has used so far, in ms, from `/proc/<pid>/stat`; null where
- * there is no procfs. It shows whether a server was saturated: a server the client cannot keep
- * busy uses less CPU than its run lasted.
+ * CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`; null where there
+ * is no procfs. It shows whether a server was saturated (a server the client cannot keep busy
+ * uses less CPU than its run lasted), and the system part how much went to system calls.
  */
-export function cpuTimeMs(pid: number | undefined): number | null {
+export function cpuTimesMs(pid: number | undefined): CpuTimes | null {
   if (pid === undefined) return null;
   let stat: string;
   try {
@@ -15,6 +21,13 @@ export function cpuTimeMs(pid: number | undefined): number | null {
   }
   // Fields after the parenthesized command name; utime and stime are the 12th and 13th of them.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticksPerS = 100; // USER_HZ, 100 on Linux
-  return ((Number(fields[11]) + Number(fields[12])) / ticksPerS) * 1000;
+  const msPerTick = 1000 / 100; // USER_HZ, 100 on Linux
+  const userMs = Number(fields[11]) * msPerTick;
+  const systemMs = Number(fields[12]) * msPerTick;
+  return { totalMs: userMs + systemMs, systemMs };
+}
+
+/** `cpuTimesMs`'s total alone. */
+export function cpuTimeMs(pid: number | undefined): number | null {
+  return cpuTimesMs(pid)?.totalMs ?? null;
 }

@@ -1,17 +1,18 @@
 import { metricValueAt } from '@switchboard/testkit/prometheus';
 import type autocannon from 'autocannon';
 import { loadMessages } from './http-load.js';
-import { cpuTimeMs } from './process-cpu.js';
+import { type CpuTimes, cpuTimesMs } from './process-cpu.js';
 import type { ServerProcess } from './server-process.js';
 import { SETTINGS } from './settings.js';
 
 /** CPU ms of every replica so far, summed; null when any is unreadable. */
-export function replicasCpuMs(replicas: readonly ServerProcess[]): number | null {
-  let total = 0;
+export function replicasCpuMs(replicas: readonly ServerProcess[]): CpuTimes | null {
+  const total = { totalMs: 0, systemMs: 0 };
   for (const replica of replicas) {
-    const ms = cpuTimeMs(replica.child.pid);
-    if (ms === null) return null;
-    total += ms;
+    const times = cpuTimesMs(replica.child.pid);
+    if (times === null) return null;
+    total.totalMs += times.totalMs;
+    total.systemMs += times.systemMs;
   }
   return total;
 }
@@ -26,15 +27,23 @@ export async function outcomesRecorded(replicas: readonly ServerProcess[]): Prom
 
 /**
  * Loads every replica at once, SETTINGS.httpConnections split evenly (one autocannon per replica,
- * as a round-robin load balancer would spread them); resolves each client's result and the wall time.
+ * as a round-robin load balancer would spread them), at `ratePerS` messages a second in all when
+ * given (split evenly too); resolves each client's result and the wall time.
  */
-export async function loadAll(replicas: readonly ServerProcess[], durationS: number) {
+export async function loadAll(replicas: readonly ServerProcess[], durationS: number, ratePerS?: number) {
   const connections = (index: number) =>
     Math.floor(SETTINGS.httpConnections / replicas.length) +
     (index < SETTINGS.httpConnections % replicas.length ? 1 : 0);
   const startedAt = performance.now();
   const results: autocannon.Result[] = await Promise.all(
-    replicas.map((replica, index) => loadMessages(replica.url, durationS, connections(index))),
+    replicas.map((replica, index) =>
+      loadMessages(
+        replica.url,
+        durationS,
+        connections(index),
+        ratePerS === undefined ? undefined : ratePerS / replicas.length,
+      ),
+    ),
   );
   return { results, wallMs: performance.now() - startedAt };
 }
