@@ -33,7 +33,7 @@ export interface GlobalPermitsOptions {
   client?: RedisClient;
   /** Replicas that must hold a hold before it is answered (`WAIT`): a failover then loses none. */
   replication?: ReplicationOptions | undefined;
-  /** The deployment's prefix: keys are `{<prefix>}:permits:…`, a slot of their own. */
+  /** The deployment's prefix: keys are `{<prefix>}:permits:…`, in the deployment's slot (partition 0's). */
   prefix: string;
   replicaId: string;
   /** The global concurrency limit. */
