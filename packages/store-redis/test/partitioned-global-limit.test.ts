@@ -229,6 +229,61 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
     // A, fenced, must not claim: its permits are gone.
     expect(await a.acquire(), `A still believes it holds ${a.held}`).toBe(false);
   });
+  /** What a failover of the permits' slot loses when the promoted replica had received none of the holds. */
+  async function loseEveryHold(): Promise<void> {
+    const client = new Redis(REDIS_URL);
+    try {
+      await client.del(...(permitKeysOf(prefix).keys as [string, ...string[]]));
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  /** A replica running one turn on a permit it holds; `lapses` counts its turns given up. */
+  async function runningOne(renewEveryMs: number) {
+    const state = { lapses: 0, running: 0 };
+    const permits = await holder(() => state.running, {
+      renewEveryMs,
+      onLapsed: () => {
+        state.lapses += 1;
+        state.running = 0;
+      },
+    });
+    expect(await permits.acquire()).toBe(true);
+    expect(permits.take()).toBe(true);
+    state.running = 1;
+    permits.put();
+    return Object.assign(state, { permits });
+  }
+
+  it('after a failover lost every hold, is granted its running turns again at its next renewal while the limit has room', async () => {
+    const a = await runningOne(50);
+    await loseEveryHold();
+    await until(
+      async () => Object.values(await heldInRedis(prefix)).join() === '1',
+      "A's renewal holds its running turn's permit again",
+    );
+    expect({ lapses: a.lapses, running: a.running, held: a.permits.held }).toEqual({
+      lapses: 0,
+      running: 1,
+      held: 1,
+    });
+  });
+
+  it('after a failover lost every hold, gives its running turns up at its next call once others took the whole limit', async () => {
+    const a = await runningOne(60_000);
+    await loseEveryHold();
+    const b = await holder(() => 0);
+    let tookB = 0;
+    await until(async () => {
+      if ((await b.acquire()) && b.take()) tookB += 1;
+      return tookB === 2;
+    }, 'B is granted the whole limit of 2, which the lost holds no longer count');
+    // The fleet runs 3 under a limit of 2 until A's next call, a renewal at the latest.
+    expect(await a.permits.acquire()).toBe(false);
+    expect({ lapses: a.lapses, running: a.running, tookB }).toEqual({ lapses: 1, running: 0, tookB: 2 });
+  });
+
   it('gives up the turn a claim under way when it was fenced lands, while the permits stay unreachable', async () => {
     const fencing = await fencedHolder();
     const a = fencing.permits;
