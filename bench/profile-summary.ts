@@ -34,7 +34,9 @@ interface ProfileNode {
 }
 interface CpuProfile {
   nodes: ProfileNode[];
+  endTime: number;
   samples: number[];
+  /** `timeDeltas[i]`: µs from the sample before (the profile's start) to sample `i`. */
   timeDeltas: number[];
 }
 
@@ -52,7 +54,15 @@ if (file === undefined) {
   );
   process.exit(2);
 }
-const messages = values.messages === undefined ? undefined : Number(values.messages);
+/** A positive whole number given for `--name`, or exits naming it. */
+function countOption(name: string, text: string): number {
+  const count = Number(text);
+  if (Number.isInteger(count) && count > 0) return count;
+  console.error(`--${name} must be a positive whole number, not ${JSON.stringify(text)}`);
+  process.exit(2);
+}
+const messages = values.messages === undefined ? undefined : countOption('messages', values.messages);
+const top = countOption('top', values.top);
 const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
 
 const sourceMaps = new Map<string, SourceMap | null>();
@@ -79,20 +89,37 @@ function sourceOf(frame: CallFrame): string {
     : path;
 }
 
-/** `ioredis` for a file of an npm package, `core` for one of packages/core or apps/…, else the source. */
+const REPOSITORY = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * `ioredis` for a file of an npm package, `core` for one of this repository's packages/core (or
+ * apps/…), `(native)` for a frame with neither a URL nor a name, else the source.
+ */
 function packageOf(source: string): string {
+  if (source === '') return '(native)';
   const npm = source.match(/node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/]+)/);
   if (npm) return npm[1] as string;
-  const workspace = source.match(/\/(?:packages|apps)\/([^/]+)\//);
+  const workspace = source.startsWith(REPOSITORY)
+    ? source.slice(REPOSITORY.length).match(/^(?:packages|apps)\/([^/]+)\//)
+    : null;
   return workspace ? (workspace[1] as string) : source;
 }
 
 const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
 const parents = new Map<number, number>();
 for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
+// A sample stands for the time until the next one (the last: until the profile's end), as
+// DevTools counts it.
 const sampled = new Map<number, number>();
-for (const [index, id] of profile.samples.entries())
-  sampled.set(id, (sampled.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0));
+let sampledAt = profile.endTime - profile.timeDeltas.reduce((sum, delta) => sum + delta, 0);
+const sampleTimes = profile.timeDeltas.map((delta) => {
+  sampledAt += delta;
+  return sampledAt;
+});
+for (const [index, id] of profile.samples.entries()) {
+  const until = sampleTimes[index + 1] ?? profile.endTime;
+  sampled.set(id, (sampled.get(id) ?? 0) + Math.max(0, until - (sampleTimes[index] as number)));
+}
 
 const packages = new Map<number, string>();
 function packageOfNode(id: number): string {
@@ -127,7 +154,7 @@ for (const [id, us] of sampled) {
 
 function print(title: string, totals: Map<string, number>): void {
   console.log(`\n${title}`);
-  const rows = [...totals].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top));
+  const rows = [...totals].sort((a, b) => b[1] - a[1]).slice(0, top);
   for (const [name, us] of rows) {
     const share = `${((100 * us) / busyUs).toFixed(1)}%`.padStart(6);
     const perMessage = messages === undefined ? '' : `${(us / messages).toFixed(1).padStart(8)} µs/msg`;
