@@ -10,8 +10,11 @@
  * in a new session, SETTINGS.httpConnections connections in all, split evenly over the replicas
  * (one autocannon per replica, as a round-robin load balancer would spread them). A message is
  * run by whichever replica claims it first, and its outcome reaches the accepting replica over
- * the event relay. Each setup runs SETTINGS.httpDurationS seconds after a warm-up, in
- * SETTINGS.httpRounds rounds that alternate the setups; each setup's best round counts.
+ * the event relay. Each setup runs SETTINGS.httpDurationS seconds once each of its gateways has
+ * served SETTINGS.replicaWarmupMessages messages, loaded alone one after the other (V8 optimizes a
+ * gateway over its first ~10k messages: a warm-up of fixed length would leave the replicas of the
+ * slower setups, each with a fraction of the load, measured cold), in SETTINGS.httpRounds rounds
+ * that alternate the setups; each setup's best round counts.
  *
  * Redis is a private `redis-server` on a free port with AOF, run with `appendfsync always` as
  * docker/compose.cluster.yaml configures it and again with `everysec` (Redis' default, `CONFIG
@@ -22,9 +25,7 @@
  * calls only (the replication link's own `REPLCONF`/`PSYNC` left out): Redis calls per message =
  * the delta of `calls` over every command during the measured run (the scripts' own commands,
  * renewals, wake-ups, relayed events and `WAIT`s included) ÷ the messages whose outcome the
- * replicas recorded meanwhile (`switchboard_messages_total`), not the client's completions: the
- * messages the warm-up left in flight run inside the window, up to a third of them in a 3 s
- * quick run on a loaded machine. What runs per second whatever the traffic (renewals) is in the
+ * replicas recorded meanwhile (`switchboard_messages_total`), not the client's completions. What runs per second whatever the traffic (renewals) is in the
  * figure, so it grows as throughput falls. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message
  * show which side is the bottleneck. Everything runs on this machine: the replicas, both Redis
  * servers, PostgreSQL and the client share its cores.
@@ -38,12 +39,6 @@
  * cluster's CPU shows whether the work spread. Whether the gateways or Redis bound the run is
  * printed beside: on a machine with fewer cores than the cluster has primaries, the gateways can
  * hold the ratio near 1× whatever the spread.
- *
- * Last, the SQLite gateway runs once more at the messages/s the one-replica fleet the targets
- * judge (`everysec`) reached (autocannon's `overallRate`): a gateway spends more CPU per message
- * at a lower rate (fewer messages per turn of its event loop share each wake-up, read and write),
- * so the fleet's ratio to it is printed beside the target's, which divides by the SQLite gateway
- * at its full rate.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -61,7 +56,7 @@ import type { Redis } from 'ioredis';
 import { startGateway } from './support/gateway-process.js';
 import { callsPerCycle } from './support/redis-commandstats.js';
 import { connectAdmin, redisUsage } from './support/redis-usage.js';
-import { loadAll, outcomesRecorded, replicasCpuMs } from './support/replica-fleet.js';
+import { loadAll, outcomesRecorded, replicasCpuMs, warmUpEach } from './support/replica-fleet.js';
 import { type Measurement, type TargetCheck, formatNumber, progress, runScenario } from './support/report.js';
 import type { ServerProcess } from './support/server-process.js';
 import { SETTINGS } from './support/settings.js';
@@ -90,8 +85,6 @@ const SHARED_SETUPS: readonly Setup[] = (['always', 'everysec'] as const).flatMa
     appendfsync,
   })),
 );
-/** The setup the fleet's targets judge at one replica (`fleetTargets`). */
-const FLEET_OF_ONE = SHARED_SETUPS.find((s) => s.appendfsync === 'everysec' && s.replicas === 1) as Setup;
 /** Beside `redis always · 1 replica`, which waits for none. */
 const WAITING_SETUP: Setup = {
   id: 'redis always · 1 replica · wait_replicas 1',
@@ -180,11 +173,6 @@ await runScenario('cluster-throughput', async () => {
   const clusterNodes = await Promise.all(cluster.urls.map(connectAdmin));
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-cluster-'));
   const rounds = new Map<Setup['id'], RoundFigures[]>(SETUPS.map((setup) => [setup.id, []]));
-  /** A setup's best round: the most messages a second. */
-  const bestOf = (setup: Setup) =>
-    (rounds.get(setup.id) ?? []).reduce((a, b) => (b.messagesPerS > a.messagesPerS ? b : a));
-  /** The SQLite gateway at the rate `FLEET_OF_ONE` reached. */
-  let paced: RoundFigures | undefined;
 
   /** Starts a setup's replicas, one after the other (the first migrates the schema), on a fresh prefix and schema. */
   async function startSetup(setup: Setup) {
@@ -233,15 +221,14 @@ await runScenario('cluster-throughput', async () => {
   const redisNodes = (setup: Setup): readonly Redis[] =>
     setup.local !== undefined ? [] : setup.clusterPartitions === undefined ? [admin] : clusterNodes;
 
-  /** One round of `setup`; at `ratePerS` messages a second in all when given, else as fast as it answers. */
-  async function measureSetup(setup: Setup, ratePerS?: number): Promise<RoundFigures> {
+  async function measureSetup(setup: Setup): Promise<RoundFigures> {
     const running = await startSetup(setup);
     try {
-      await loadAll(running.replicas, SETTINGS.httpWarmupS, ratePerS);
+      await warmUpEach(running.replicas, SETTINGS.replicaWarmupMessages);
       const gatewayCpuBefore = replicasCpuMs(running.replicas);
       const outcomesBefore = await outcomesRecorded(running.replicas);
       const redisBefore = await redisUsage(redisNodes(setup));
-      const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS, ratePerS);
+      const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS);
       const redisAfter = await redisUsage(redisNodes(setup));
       const outcomesAfter = await outcomesRecorded(running.replicas);
       const gatewayCpuAfter = replicasCpuMs(running.replicas);
@@ -304,14 +291,6 @@ await runScenario('cluster-throughput', async () => {
         );
       }
     }
-    // A gateway serving fewer messages a second spends more CPU on each (fewer per turn of its
-    // event loop share each wake-up, read and write): the SQLite gateway once more at the rate the
-    // fleet of one replica reached, to read the fleet's ratio at an equal rate beside the target's.
-    const fleetOfOne = bestOf(FLEET_OF_ONE).messagesPerS;
-    paced = await measureSetup(SQLITE_BASELINE, fleetOfOne);
-    progress(
-      `${SQLITE_BASELINE.id} at ${formatNumber(fleetOfOne)} msg/s (${FLEET_OF_ONE.id}'s): ${formatNumber(paced.messagesPerS)} msg/s, gateway CPU ${percent(paced.gatewayBusy)}`,
-    );
   } finally {
     for (const node of [admin, ...clusterNodes]) node.disconnect();
     await cluster.remove();
@@ -320,11 +299,18 @@ await runScenario('cluster-throughput', async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const baseline = bestOf(SQLITE_BASELINE);
+  const best = new Map(
+    SETUPS.map((setup) => [
+      setup.id,
+      (rounds.get(setup.id) ?? []).reduce((a, b) => (b.messagesPerS > a.messagesPerS ? b : a)),
+    ]),
+  );
+  const figuresOf = (setup: Setup) => best.get(setup.id) as RoundFigures;
+  const baseline = figuresOf(SQLITE_BASELINE);
   const connections = `${SETTINGS.httpConnections} connections`;
   const measurements: Measurement[] = [];
   for (const setup of SETUPS) {
-    const f = bestOf(setup);
+    const f = figuresOf(setup);
     measurements.push(
       { metric: `${setup.id} · ${connections} · throughput`, value: f.messagesPerS, unit: 'msg/s' },
       { metric: `${setup.id} · ${connections} · p50`, value: f.p50Ms, unit: 'ms' },
@@ -380,28 +366,9 @@ await runScenario('cluster-throughput', async () => {
       })),
     );
   }
-  if (paced !== undefined && paced.gatewayCpuUsPerMessage !== null) {
-    measurements.push(
-      {
-        metric: `${SQLITE_BASELINE.id} · at ${FLEET_OF_ONE.id}'s msg/s · throughput`,
-        value: paced.messagesPerS,
-        unit: 'msg/s',
-      },
-      {
-        metric: `${SQLITE_BASELINE.id} · at ${FLEET_OF_ONE.id}'s msg/s · gateway CPU per message`,
-        value: paced.gatewayCpuUsPerMessage,
-        unit: 'µs',
-      },
-      {
-        metric: `${FLEET_OF_ONE.id} · fleet CPU per message ÷ the SQLite gateway's at the same msg/s`,
-        value: fleetCpuUsPerMessage(bestOf(FLEET_OF_ONE)) / paced.gatewayCpuUsPerMessage,
-        unit: '×',
-      },
-    );
-  }
   /** The shared setup with this fsync policy and replica count. */
   const shared = (appendfsync: 'always' | 'everysec', replicas: Setup['replicas']) =>
-    bestOf(SHARED_SETUPS.find((s) => s.appendfsync === appendfsync && s.replicas === replicas) as Setup);
+    figuresOf(SHARED_SETUPS.find((s) => s.appendfsync === appendfsync && s.replicas === replicas) as Setup);
   for (const appendfsync of ['always', 'everysec'] as const) {
     for (const replicas of [3, 5] as const) {
       measurements.push({
@@ -420,12 +387,12 @@ await runScenario('cluster-throughput', async () => {
   }
   measurements.push({
     metric: 'redis always · 1 replica · wait_replicas 1 ÷ 0 · throughput',
-    value: bestOf(WAITING_SETUP).messagesPerS / shared('always', 1).messagesPerS,
+    value: figuresOf(WAITING_SETUP).messagesPerS / shared('always', 1).messagesPerS,
     unit: '×',
   });
   /** The cluster setup with this partition count and replica count. */
   const onCluster = (clusterPartitions: 1 | 12, replicas: Setup['replicas']) =>
-    bestOf(
+    figuresOf(
       CLUSTER_SETUPS.find(
         (s) => s.clusterPartitions === clusterPartitions && s.replicas === replicas,
       ) as Setup,
@@ -498,11 +465,6 @@ function boundOf(f: RoundFigures, replicas: number): string {
   return `bound by ${side}: the gateways used ${percent(f.gatewayBusy)} CPU (${percent(gateways)} of the ${gatewayCores} cores they could use), the busiest Redis node ${percent(redis)} of its one thread, Redis in all ${percent(f.redisBusy)}; machine: ${cores} cores, load ${formatNumber(loadavg()[0] ?? Number.NaN)}`;
 }
 
-/** The whole fleet's CPU per message, µs: the replicas' and Redis', summed (NaN without procfs). */
-function fleetCpuUsPerMessage(f: RoundFigures): number {
-  return (f.gatewayCpuUsPerMessage ?? Number.NaN) + (f.redisCpuUsPerMessage ?? 0);
-}
-
 /**
  * The fleet's targets (docs/BENCHMARKS.md "Targets"), judged on the `everysec` setups, where
  * Redis' fsync does not bound the throughput: the whole fleet's CPU per message (the replicas'
@@ -514,7 +476,8 @@ function fleetTargets(
   sqlite: RoundFigures,
   shared: (appendfsync: 'always' | 'everysec', replicas: Setup['replicas']) => RoundFigures,
 ): TargetCheck[] {
-  const fleetCpu = fleetCpuUsPerMessage;
+  const fleetCpu = (f: RoundFigures) =>
+    (f.gatewayCpuUsPerMessage ?? Number.NaN) + (f.redisCpuUsPerMessage ?? 0);
   const targets: TargetCheck[] = [];
   for (const replicas of REPLICA_COUNTS) {
     const f = shared('everysec', replicas);

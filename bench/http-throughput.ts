@@ -130,13 +130,17 @@ interface ServerFigures {
 async function measureServer(server: Server, dir: string): Promise<ServerFigures> {
   const running = await server.start(dir);
   try {
-    await loadMessages(running.url, SETTINGS.httpWarmupS, SETTINGS.httpConnections);
+    await loadMessages(running.url, { durationS: SETTINGS.httpWarmupS }, SETTINGS.httpConnections);
     // Read between the runs, outside the CPU and wall time measured.
     const counts = () => (server.countsStore === true ? storeCountsAt(running.url) : null);
     const countsBefore = await counts();
     const cpuBefore = cpuTimeMs(running.child.pid);
     const startedAt = performance.now();
-    const loaded = await loadMessages(running.url, SETTINGS.httpDurationS, SETTINGS.httpConnections);
+    const loaded = await loadMessages(
+      running.url,
+      { durationS: SETTINGS.httpDurationS },
+      SETTINGS.httpConnections,
+    );
     const wallMs = performance.now() - startedAt;
     const cpuAfter = cpuTimeMs(running.child.pid);
     const cpuMs = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;

@@ -9,24 +9,23 @@ export function newSessionBody(): string {
   return JSON.stringify({ session_id: `bench-${nextSession}`, user_id: 'bench-user', text: 'hello' });
 }
 
+/** How long a load lasts: seconds, or a number of messages (each answered before it ends). */
+export type LoadLength = { durationS: number } | { messages: number };
+
 /**
- * autocannon against `POST {url}/v1/messages` for `durationS` seconds, each request in a new
- * session; at most `ratePerS` requests a second over all connections when given (autocannon's
- * `overallRate`), else as fast as the server answers. Throws when any answer is not 2xx, errs or
- * times out: the figures would not be comparable.
+ * autocannon against `POST {url}/v1/messages` for `length`, each request in a new session. Throws
+ * when any answer is not 2xx, errs or times out: the figures would not be comparable.
  */
 export async function loadMessages(
   url: string,
-  durationS: number,
+  length: LoadLength,
   connections: number,
-  ratePerS?: number,
 ): Promise<autocannon.Result> {
   const result = await autocannon({
     url: `${url}/v1/messages`,
     method: 'POST',
     connections,
-    duration: durationS,
-    ...(ratePerS === undefined ? {} : { overallRate: Math.max(1, Math.round(ratePerS)) }),
+    ...('messages' in length ? { amount: length.messages } : { duration: length.durationS }),
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (req) => ({ ...req, body: newSessionBody() }) }],
   });

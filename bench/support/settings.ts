@@ -29,6 +29,13 @@ export const SETTINGS = {
   httpDurationS: positiveNumber('BENCH_HTTP_DURATION_S', quick ? 3 : 10),
   /** Length of the warm-up before each measured HTTP run, in seconds. */
   httpWarmupS: positiveNumber('BENCH_HTTP_WARMUP_S', quick ? 1 : 3),
+  /**
+   * Messages each gateway of `cluster-throughput` serves, one gateway loaded at a time, before
+   * its setup's measured run: V8 keeps optimizing a gateway's code over its first ~10k messages
+   * (its CPU per message falls ~2.5× meanwhile), which a time-based warm-up would leave to the
+   * slower setups' measured runs.
+   */
+  replicaWarmupMessages: positiveNumber('BENCH_REPLICA_WARMUP_MESSAGES', quick ? 5000 : 10_000),
   /** Rounds over all HTTP servers, alternating them; each server's best round is reported. */
   httpRounds: positiveNumber('BENCH_HTTP_ROUNDS', quick ? 1 : 2),
   /** Concurrent connections of the loaded HTTP runs. */
