@@ -36,6 +36,8 @@ export const SETTINGS = {
    * slower setups' measured runs.
    */
   replicaWarmupMessages: positiveNumber('BENCH_REPLICA_WARMUP_MESSAGES', quick ? 5000 : 10_000),
+  /** Replicas of `bench/command-log.ts`. */
+  logReplicas: positiveNumber('BENCH_LOG_REPLICAS', 1),
   /** Rounds over all HTTP servers, alternating them; each server's best round is reported. */
   httpRounds: positiveNumber('BENCH_HTTP_ROUNDS', quick ? 1 : 2),
   /** Concurrent connections of the loaded HTTP runs. */

@@ -11,6 +11,9 @@ export type { SharedConfig, SharedPipelinePolicy } from './config-fingerprint.js
 export { FAIL_FAST_OPTIONS, redisClientFactory } from './redis-connection.js';
 export type { RedisClientFactory } from './redis-connection.js';
 export { checkRedisHealth } from './health.js';
+// The scripts as the stores send them (includes inlined): a command log names a call by its SHA.
+export { loadLuaScripts } from './lua-scripts.js';
+export type { LuaScript } from './lua-scripts.js';
 export { probeRedisStore } from './probe-redis.js';
 export type { RedisProbe, RedisProbeOptions } from './probe-redis.js';
 export { createAuditOutbox } from './audit-outbox.js';
