@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { POSTGRES_URL, dropSchema, randomSchemaName } from '@switchboard/testkit/postgres';
 import { keptOutcomeKeysOf, partitionPrefixOf } from '@switchboard/store-redis';
 import { REDIS_URL, removePoolKeys } from '@switchboard/testkit/redis';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { type Cleanup, startServe, tempDir, writeConfig } from './serve-process.js';
 
 /** Where a test's replicas keep things: a pool in Redis and a PostgreSQL schema for the records. */
@@ -47,6 +47,29 @@ export async function keptOutcomeCount(stores: Pick<SharedStores, 'redisUrl' | '
     return await redis.hlen(keptOutcomeKeysOf(stores.prefix).hash);
   } finally {
     redis.disconnect();
+  }
+}
+
+/**
+ * How many messages each partition of `stores` accepted lately, read where the pool keeps them (on
+ * the cluster's nodes, under each partition's hash tag, when it is one): an enqueue is remembered
+ * by its request id for about a minute (`enqueueRepeatForMs` plus a margin).
+ */
+export async function acceptedByPartition(stores: SharedStores): Promise<number[]> {
+  const client =
+    stores.cluster === undefined
+      ? new Redis(stores.redisUrl)
+      : new Cluster(
+          stores.cluster.map((url) => ({ host: new URL(url).hostname, port: Number(new URL(url).port) })),
+        );
+  try {
+    return await Promise.all(
+      Array.from({ length: stores.partitions ?? 1 }, (_, index) =>
+        client.zcard(`{${partitionPrefixOf(stores.prefix, index)}}:enqueued`),
+      ),
+    );
+  } finally {
+    client.disconnect();
   }
 }
 
