@@ -4,11 +4,13 @@ import {
   channelLeasesContract,
   deliveryFixture,
   handoffStoreContract,
+  messageStatusStoreContract,
   queryPoolContract,
   rateBucketsContract,
   replicaEventsContract,
   replyOutboxContract,
 } from '@switchboard/contracts';
+import { postgresReachable } from '@switchboard/testkit/postgres';
 import { startPrivateCluster } from '@switchboard/testkit/redis';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +27,7 @@ import {
 } from '../src/index.js';
 import { partitionPrefixOf } from '../src/partitions.js';
 import { connect, createRedisClient, primaryOf } from '../src/redis-connection.js';
+import { auditOutboxStatuses } from './audit-outbox-statuses.js';
 import { countSocketWrites, keyInPartition, queued, recordingLogger } from './redis-harness.js';
 
 /**
@@ -40,6 +43,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.remove();
 });
+
+// The audit outbox sits in front of PostgreSQL: its statuses need one besides the cluster.
+const auditStoreReachable = await postgresReachable();
 
 /** Opens stores with `open` under one fresh prefix; `close` stops each with `stop`. */
 function opener<Store>(
@@ -162,6 +168,13 @@ describe('on a Redis Cluster', () => {
       }),
     );
     return { store: await events.open(), peer: events.open, close: events.close };
+  });
+
+  describe.skipIf(!auditStoreReachable)('with PostgreSQL behind the audit outbox', () => {
+    messageStatusStoreContract(
+      'redis cluster audit outbox over postgres',
+      auditOutboxStatuses(() => cluster.urls),
+    );
   });
 
   it("keeps each partition's deliveries on one primary and spreads the partitions over the primaries", async () => {
