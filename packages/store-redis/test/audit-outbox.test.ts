@@ -3,13 +3,7 @@ import type { AuditLog, AuditRecord, MessageStatus, MessageStatusStore } from '@
 import { auditRecordFixture, messageStatusStoreContract } from '@switchboard/contracts';
 import { createPostgresStore, type PostgresStore } from '@switchboard/store-postgres';
 import { eventually } from '@switchboard/testkit/eventually';
-import {
-  POSTGRES_URL,
-  dropSchema,
-  postgresReachable,
-  randomSchemaName,
-  startPrivatePostgres,
-} from '@switchboard/testkit/postgres';
+import { postgresReachable, startPrivatePostgres } from '@switchboard/testkit/postgres';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -18,6 +12,7 @@ import {
   createAuditOutbox,
   FAIL_FAST_OPTIONS,
 } from '../src/index.js';
+import { auditOutboxStatuses } from './audit-outbox-statuses.js';
 import { REDIS_URL, redisReachable, removePoolKeys } from './redis-harness.js';
 
 const reachable = (await redisReachable()) && (await postgresReachable());
@@ -39,28 +34,13 @@ function counting(inner: AuditLog) {
 }
 
 describe.skipIf(!reachable)('the audit outbox as a status store', () => {
-  // Its statuses in front of PostgreSQL, as every replica of `store: redis` uses them.
-  messageStatusStoreContract('redis audit outbox over postgres', async ({ now }) => {
-    const schema = randomSchemaName();
-    const prefix = `sb-test-${randomUUID()}`;
-    const store = await createPostgresStore({ url: POSTGRES_URL, schema, now });
-    const outbox = await createAuditOutbox({
-      url: REDIS_URL,
-      prefix,
-      inner: store.auditLog,
-      statuses: store.statuses,
-      drainEveryMs: 60_000,
-    });
-    return {
-      store: outbox.statuses as MessageStatusStore,
-      close: async () => {
-        await outbox.shutdown();
-        await store.close();
-        await dropSchema(schema);
-        await removePoolKeys(REDIS_URL, prefix);
-      },
-    };
-  });
+  messageStatusStoreContract(
+    'redis audit outbox over postgres',
+    auditOutboxStatuses(
+      () => REDIS_URL,
+      (prefix) => removePoolKeys(REDIS_URL, prefix),
+    ),
+  );
 });
 
 describe.skipIf(!reachable)('createAuditOutbox', () => {

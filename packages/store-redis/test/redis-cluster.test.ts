@@ -1,18 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { type AddAndClaimResult, PipelinePolicySchema, type Turn } from '@switchboard/core';
 import {
+  type AddAndClaimResult,
+  PipelinePolicySchema,
+  SwitchboardError,
+  type Turn,
+  createMemoryAuditLog,
+  createMemoryMessageStatusStore,
+} from '@switchboard/core';
+import {
+  auditRecordFixture,
   channelLeasesContract,
   deliveryFixture,
   handoffStoreContract,
+  messageStatusFixture,
+  messageStatusStoreContract,
   queryPoolContract,
   rateBucketsContract,
   replicaEventsContract,
   replyOutboxContract,
 } from '@switchboard/contracts';
+import { postgresReachable } from '@switchboard/testkit/postgres';
 import { startPrivateCluster } from '@switchboard/testkit/redis';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createAuditOutbox,
   createPartitionedQueryPool,
   createPartitionedReplyOutbox,
   createRedisChannelLeases,
@@ -25,6 +37,7 @@ import {
 } from '../src/index.js';
 import { partitionPrefixOf } from '../src/partitions.js';
 import { connect, createRedisClient, primaryOf } from '../src/redis-connection.js';
+import { auditOutboxStatuses } from './audit-outbox-statuses.js';
 import { countSocketWrites, keyInPartition, queued, recordingLogger } from './redis-harness.js';
 
 /**
@@ -40,6 +53,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.remove();
 });
+
+// The audit outbox sits in front of PostgreSQL: its statuses need one besides the cluster.
+const auditStoreReachable = await postgresReachable();
 
 /** Opens stores with `open` under one fresh prefix; `close` stops each with `stop`. */
 function opener<Store>(
@@ -162,6 +178,52 @@ describe('on a Redis Cluster', () => {
       }),
     );
     return { store: await events.open(), peer: events.open, close: events.close };
+  });
+
+  describe.skipIf(!auditStoreReachable)('with PostgreSQL behind the audit outbox', () => {
+    messageStatusStoreContract(
+      'redis cluster audit outbox over postgres',
+      auditOutboxStatuses(() => cluster.urls),
+    );
+  });
+
+  it("keeps the audit outbox's records and statuses on its deployment's primary while the audit store is away, and drains them once it answers", async () => {
+    const log = createMemoryAuditLog();
+    const statuses = createMemoryMessageStatusStore();
+    let away = true;
+    /** `write`, refused while `away` as an unreachable PostgreSQL refuses it. */
+    const unlessAway =
+      <Value>(write: (value: Value) => Promise<void>) =>
+      async (value: Value) => {
+        if (away) throw new SwitchboardError('SB_STORE_UNAVAILABLE', { message: 'audit store away' });
+        await write(value);
+      };
+    // The contract above runs with the audit store answering, so its statuses never reach Redis.
+    const prefix = `sb-cluster-audit-${randomUUID()}`;
+    const outbox = await createAuditOutbox({
+      url: cluster.urls,
+      prefix,
+      inner: { ...log, append: unlessAway((record) => log.append(record)) },
+      statuses: { ...statuses, put: unlessAway((status) => statuses.put(status)) },
+      drainEveryMs: 60_000,
+    });
+    const final = messageStatusFixture('m1', { status: 'completed', updated_at: 5 });
+    try {
+      await outbox.append(auditRecordFixture(1));
+      await outbox.statuses?.put(messageStatusFixture('m1', { status: 'running', updated_at: 4 }));
+      await outbox.statuses?.put(final);
+      expect(await outbox.statuses?.get('m1')).toEqual(final);
+      const holders = await heldPrefixes(`{${prefix}}:*`);
+      expect(holders.filter((held) => held.has(prefix))).toHaveLength(1);
+      away = false;
+      expect(await outbox.drain()).toBe(3);
+      expect(await statuses.get('m1')).toEqual(final);
+      expect((await log.query({ limit: 10 })).items.map((record) => record.id)).toEqual([
+        auditRecordFixture(1).id,
+      ]);
+    } finally {
+      await outbox.shutdown();
+    }
   });
 
   it("keeps each partition's deliveries on one primary and spreads the partitions over the primaries", async () => {
