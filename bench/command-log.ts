@@ -62,12 +62,12 @@ try {
       if (last !== undefined) last.inner.set(name, (last.inner.get(name) ?? 0) + 1);
       return;
     }
-    // A channel's last part is a replica, a session or a chat: the channel's kind is what counts.
+    // What follows a channel's kind names a replica, a session or a chat: the kind is what counts.
     const call =
       name === 'EVALSHA'
         ? `EVALSHA ${scriptNames.get(args[1] ?? '') ?? args[1]}`
         : name === 'PUBLISH'
-          ? `PUBLISH ${(args[1] ?? '').replace(`{${prefix}}`, '{prefix}').replace(/:[^:]*$/, ':*')}`
+          ? `PUBLISH ${(args[1] ?? '').replace(`{${prefix}}`, '{prefix}').replace(/^(\{prefix\}:[^:]+):.*$/, '$1:*')}`
           : name;
     last = counts.get(call) ?? { calls: 0, inner: new Map() };
     last.calls += 1;
