@@ -11,6 +11,7 @@ import {
 } from '../src/index.js';
 import {
   REDIS_URL,
+  deadLetters,
   manualClock,
   queued,
   recordingLogger,
@@ -23,19 +24,6 @@ const reachable = await redisReachable();
 /** Keeps every outcome but `completed` ones, whole. */
 const keepAllButCompleted: KeptOutcome = (outcome) =>
   outcome.kind === 'completed' ? null : JSON.stringify(outcome);
-
-/** The dead-letter outcome of each message of `turn` at `at`. */
-function deadLetters(turn: Turn, at: number): Outcome[] {
-  return turn.messages.map((message) => ({
-    kind: 'dead_lettered',
-    reason: 'fatal_error',
-    at,
-    message: message.message,
-    session: message.session,
-    pipeline: message.pipeline,
-    turnId: turn.id,
-  }));
-}
 
 describe.skipIf(!reachable)('createRedisKeptOutcomes with the pool', () => {
   const pools = usePools();

@@ -10,7 +10,15 @@ import {
   keptOutcomeKeysOf,
 } from '../src/index.js';
 import { partitionOf, partitionPrefixOf } from '../src/partitions.js';
-import { REDIS_URL, manualClock, queued, redisReachable, removePoolKeys, usePools } from './redis-harness.js';
+import {
+  REDIS_URL,
+  deadLetters,
+  manualClock,
+  queued,
+  redisReachable,
+  removePoolKeys,
+  usePools,
+} from './redis-harness.js';
 
 const reachable = await redisReachable();
 
@@ -50,15 +58,7 @@ describe.skipIf(!reachable)('createPartitionedKeptOutcomes', () => {
       for (const session of sessionsOf(index, perPartition)) {
         await pool.enqueue(queued(session, now()));
         const turn = (await pool.claim()) as Turn;
-        const outcomes: Outcome[] = turn.messages.map((message) => ({
-          kind: 'dead_lettered',
-          reason: 'fatal_error',
-          at: now(),
-          message: message.message,
-          session: message.session,
-          pipeline: message.pipeline,
-          turnId: turn.id,
-        }));
+        const outcomes = deadLetters(turn, now());
         expect(await pool.complete(turn, outcomes)).toBe('settled');
         ended.push(...outcomes);
       }

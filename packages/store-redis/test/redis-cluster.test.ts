@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   type AddAndClaimResult,
+  type Outcome,
   PipelinePolicySchema,
   SwitchboardError,
   type Turn,
@@ -24,7 +25,9 @@ import { startPrivateCluster } from '@switchboard/testkit/redis';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  KEPT_OUTCOME_LEASE_MS,
   createAuditOutbox,
+  createPartitionedKeptOutcomes,
   createPartitionedQueryPool,
   createPartitionedReplyOutbox,
   createRedisChannelLeases,
@@ -33,12 +36,20 @@ import {
   createRedisRateBuckets,
   createRedisReplicaEvents,
   createRedisReplyOutbox,
+  keptOutcomeKeysOf,
   type RedisQueryPool,
 } from '../src/index.js';
 import { partitionPrefixOf } from '../src/partitions.js';
 import { connect, createRedisClient, primaryOf } from '../src/redis-connection.js';
 import { auditOutboxStatuses } from './audit-outbox-statuses.js';
-import { countSocketWrites, keyInPartition, queued, recordingLogger } from './redis-harness.js';
+import {
+  countSocketWrites,
+  deadLetters,
+  keyInPartition,
+  manualClock,
+  queued,
+  recordingLogger,
+} from './redis-harness.js';
 
 /**
  * Every store on a Redis Cluster of three primaries (`store.cluster`): each contract suite as on
@@ -295,6 +306,69 @@ describe('on a Redis Cluster', () => {
     } finally {
       await pool.shutdown();
       await outbox.close();
+    }
+  });
+
+  it("keeps a settlement's outcomes in its session's partition, and claims and forgets them on that partition's primary", async () => {
+    const partitions = 3;
+    const prefix = `sb-cluster-kept-${randomUUID()}`;
+    const clock = manualClock();
+    const pool = await createPartitionedQueryPool({
+      url: cluster.urls,
+      prefix,
+      partitions,
+      now: clock.now,
+      concurrency: { global: 20, perSession: 1 },
+      limits: { maxPending: 10_000, maxPendingPerSession: 500 },
+      pipelines: [PipelinePolicySchema.parse({ id: 'p' })],
+      keptOutcome: (outcome) => JSON.stringify(outcome),
+    });
+    const openKept = () =>
+      createPartitionedKeptOutcomes({
+        url: cluster.urls,
+        prefix,
+        partitions,
+        now: clock.now,
+        forgetEveryMs: 1,
+      });
+    const ended: Outcome[] = [];
+    try {
+      for (let index = 0; index < partitions; index++) {
+        await pool.enqueue(queued(keyInPartition(index, partitions, 'session'), clock.now()));
+        const turn = (await pool.claim()) as Turn;
+        const outcomes = deadLetters(turn, clock.now());
+        expect(await pool.complete(turn, outcomes)).toBe('settled');
+        ended.push(...outcomes);
+      }
+      // Each partition's kept outcomes sit on the one primary holding the rest of its keys.
+      const keptHolders = await heldPrefixes(keptOutcomeKeysOf(`${prefix}*`).hash);
+      for (let index = 0; index < partitions; index++) {
+        const partition = partitionPrefixOf(prefix, index);
+        const holders = await heldPrefixes(`{${partition}}:*`);
+        expect(holders.filter((held) => held.has(partition))).toHaveLength(1);
+        expect(keptHolders.map((held) => held.has(partition))).toEqual(
+          holders.map((held) => held.has(partition)),
+        );
+      }
+      const recovering = await openKept();
+      try {
+        expect(await recovering.claimDue()).toEqual([]);
+        clock.advance(KEPT_OUTCOME_LEASE_MS);
+        expect(await recovering.claimDue()).toEqual(ended);
+        for (const outcome of ended) recovering.forget(outcome);
+      } finally {
+        // Closing writes the forgets gathered.
+        await recovering.close();
+      }
+      clock.advance(KEPT_OUTCOME_LEASE_MS);
+      const later = await openKept();
+      try {
+        expect(await later.claimDue()).toEqual([]);
+      } finally {
+        await later.close();
+      }
+    } finally {
+      await pool.shutdown();
     }
   });
 

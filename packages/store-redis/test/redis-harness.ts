@@ -2,9 +2,11 @@ import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import {
   type Logger,
+  type Outcome,
   type PipelinePolicyInput,
   PipelinePolicySchema,
   type QueuedMessage,
+  type Turn,
 } from '@switchboard/core';
 import { type QueryPoolFactory, queuedMessageFixture } from '@switchboard/contracts';
 import { REDIS_URL, removePoolKeys, startPrivateRedis } from '@switchboard/testkit/redis';
@@ -172,6 +174,19 @@ export function queued(
   const base = queuedMessageFixture(sequence);
   base.message.sender = { id: `sender-${session}`, is_bot: false };
   return { ...base, session, pipeline: 'p', attempt: 0, acceptedAt, ...extra };
+}
+
+/** The dead-letter outcome of each message of `turn` at `at`: what a settlement may keep. */
+export function deadLetters(turn: Turn, at: number): Outcome[] {
+  return turn.messages.map((message) => ({
+    kind: 'dead_lettered',
+    reason: 'fatal_error',
+    at,
+    message: message.message,
+    session: message.session,
+    pipeline: message.pipeline,
+    turnId: turn.id,
+  }));
 }
 
 /** A log line kept by `recordingLogger`. */
