@@ -11,7 +11,7 @@
  * (one autocannon per replica, as a round-robin load balancer would spread them). A message is
  * run by whichever replica claims it first, and its outcome reaches the accepting replica over
  * the event relay. Each setup runs SETTINGS.httpDurationS seconds once each of its gateways has
- * served SETTINGS.replicaWarmupMessages messages, loaded alone one after the other (V8 optimizes a
+ * accepted SETTINGS.replicaWarmupMessages messages, loaded alone one after the other (V8 optimizes a
  * gateway over its first ~10k messages: a warm-up of fixed length would leave the replicas of the
  * slower setups, each with a fraction of the load, measured cold), in SETTINGS.httpRounds rounds
  * that alternate the setups; each setup's best round counts.

@@ -63,9 +63,16 @@ try {
       return;
     }
     // What follows a channel's kind names a replica, a session or a chat: the kind is what counts.
+    // A script ioredis sends whole after a NOSCRIPT reply is named by its SHA as well.
+    const sha =
+      name === 'EVAL'
+        ? createHash('sha1')
+            .update(args[1] ?? '')
+            .digest('hex')
+        : args[1];
     const call =
-      name === 'EVALSHA'
-        ? `EVALSHA ${scriptNames.get(args[1] ?? '') ?? args[1]}`
+      name === 'EVALSHA' || name === 'EVAL'
+        ? `${name} ${scriptNames.get(sha ?? '') ?? sha}`
         : name === 'PUBLISH'
           ? `PUBLISH ${(args[1] ?? '').replace(`{${prefix}}`, '{prefix}').replace(/^(\{prefix\}:[^:]+):.*$/, '$1:*')}`
           : name;
@@ -76,6 +83,20 @@ try {
   const outcomesBefore = await outcomesRecorded(replicas);
   await loadAll(replicas, SETTINGS.httpDurationS);
   const messages = (await outcomesRecorded(replicas)) - outcomesBefore;
+  // The log's lines arrive after their commands ran: it ends at a marker sent after the run.
+  const marker = `command-log-end-${randomUUID()}`;
+  const ended = new Promise<void>((resolve) =>
+    log.on('monitor', (_time: string, args: string[]) => {
+      if (args[1] === marker) resolve();
+    }),
+  );
+  const marking = monitor.duplicate();
+  try {
+    await marking.echo(marker);
+  } finally {
+    marking.disconnect();
+  }
+  await ended;
   log.disconnect();
 
   const perMessage = (count: number) => (count / messages).toFixed(3);

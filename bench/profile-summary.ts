@@ -12,7 +12,7 @@
  * shares here as where the thread's time went.
  *
  * Not a scenario of `bench/run.ts`: run a benchmark with `BENCH_CPU_PROF=1` (profiles land in
- * `bench/results/profiles/`), then
+ * `bench/results/profiles/`), then, before the next build replaces the bundle and its maps,
  * `node --import tsx bench/profile-summary.ts <file.cpuprofile> [--messages N] [--top K]`.
  */
 import { readFileSync } from 'node:fs';
@@ -34,6 +34,7 @@ interface ProfileNode {
 }
 interface CpuProfile {
   nodes: ProfileNode[];
+  startTime: number;
   endTime: number;
   samples: number[];
   /** `timeDeltas[i]`: µs from the sample before (the profile's start) to sample `i`. */
@@ -73,6 +74,8 @@ function sourceMapOf(path: string): SourceMap | null {
       map = new SourceMap(JSON.parse(readFileSync(`${path}.map`, 'utf8')));
     } catch {
       map = null;
+      if (path.endsWith('.js'))
+        console.error(`no source map beside ${path} (rebuilt since?): its time counts as the file's`);
     }
     sourceMaps.set(path, map);
   }
@@ -111,7 +114,7 @@ for (const node of profile.nodes) for (const child of node.children ?? []) paren
 // A sample stands for the time until the next one (the last: until the profile's end), as
 // DevTools counts it.
 const sampled = new Map<number, number>();
-let sampledAt = profile.endTime - profile.timeDeltas.reduce((sum, delta) => sum + delta, 0);
+let sampledAt = profile.startTime;
 const sampleTimes = profile.timeDeltas.map((delta) => {
   sampledAt += delta;
   return sampledAt;

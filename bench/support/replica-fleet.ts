@@ -41,9 +41,10 @@ export async function loadAll(replicas: readonly ServerProcess[], durationS: num
 }
 
 /**
- * Loads each replica in turn, alone, with SETTINGS.httpConnections until it answered `messages`:
- * every gateway of a setup then runs warm in its measured run, however few messages its share of
- * the setup's load would have brought it in a warm-up of fixed length.
+ * Loads each replica in turn, alone, with SETTINGS.httpConnections until it answered `messages`
+ * (the other replicas of its pool may run some of them): every gateway of a setup then runs warm
+ * in its measured run, however few messages its share of the setup's load would have brought it
+ * in a warm-up of fixed length.
  */
 export async function warmUpEach(replicas: readonly ServerProcess[], messages: number): Promise<void> {
   for (const replica of replicas) await loadMessages(replica.url, { messages }, SETTINGS.httpConnections);

@@ -30,7 +30,7 @@ export const SETTINGS = {
   /** Length of the warm-up before each measured HTTP run, in seconds. */
   httpWarmupS: positiveNumber('BENCH_HTTP_WARMUP_S', quick ? 1 : 3),
   /**
-   * Messages each gateway of `cluster-throughput` serves, one gateway loaded at a time, before
+   * Messages each gateway of `cluster-throughput` accepts, one gateway loaded at a time, before
    * its setup's measured run: V8 keeps optimizing a gateway's code over its first ~10k messages
    * (its CPU per message falls ~2.5× meanwhile), which a time-based warm-up would leave to the
    * slower setups' measured runs.

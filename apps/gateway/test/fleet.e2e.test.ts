@@ -126,10 +126,15 @@ async function expectAcceptedOnPool(stores: SharedStores, count: number): Promis
 for (const pool of POOLS)
   describe.skipIf(!pool.reachable)(`a fleet of replicas on ${pool.name} and PostgreSQL (end to end)`, () => {
     let started: Awaited<ReturnType<typeof pool.start>>;
+    // Kept so that a start the hook's timeout abandoned is still removed once it finishes.
+    let starting: ReturnType<typeof pool.start> | undefined;
     beforeAll(async () => {
-      started = await pool.start();
+      starting = pool.start();
+      started = await starting;
     }, 60_000);
-    afterAll(() => started?.remove());
+    afterAll(async () => {
+      await (await starting?.catch(() => undefined))?.remove();
+    });
     /** Stores of one test on this pool, removed after it. */
     const storesOnPool = () => sharedStores(cleanup, started.overrides);
 

@@ -20,20 +20,29 @@ export function auditOutboxStatuses(
     const schema = randomSchemaName();
     const prefix = `sb-test-${randomUUID()}`;
     const store = await createPostgresStore({ url: POSTGRES_URL, schema, now });
+    const leave = async () => {
+      await store.close();
+      await dropSchema(schema);
+      await removeKeys(prefix);
+    };
     const outbox = await createAuditOutbox({
       url: url(),
       prefix,
       inner: store.auditLog,
       statuses: store.statuses,
       drainEveryMs: 60_000,
+    }).catch(async (err: unknown) => {
+      await leave();
+      throw err;
     });
     return {
       store: outbox.statuses as MessageStatusStore,
       close: async () => {
-        await outbox.shutdown();
-        await store.close();
-        await dropSchema(schema);
-        await removeKeys(prefix);
+        try {
+          await outbox.shutdown();
+        } finally {
+          await leave();
+        }
       },
     };
   };
