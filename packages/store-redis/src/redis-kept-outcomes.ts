@@ -149,7 +149,7 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
   });
   let forgets: string[] = [];
   let forgetTimer: NodeJS.Timeout | undefined;
-  /** The timer's flush under way, if any: `close` lets its later batches reach Redis first. */
+  /** The timers' flushes under way, if any: `close` lets their later batches reach Redis first. */
   let flushing: Promise<void> = Promise.resolve();
   let recoverTimer: NodeJS.Timeout | undefined;
   let recovering = false;
@@ -158,7 +158,8 @@ export async function createRedisKeptOutcomes(options: RedisKeptOutcomesOptions)
   function forgetKey(key: string): void {
     forgets.push(key);
     forgetTimer ??= setTimeout(() => {
-      flushing = flushForgets();
+      // A flush may still be sending when the next starts (a slow Redis): close waits for both.
+      flushing = Promise.all([flushing, flushForgets()]).then(() => {});
     }, settings.forgetEveryMs);
   }
 

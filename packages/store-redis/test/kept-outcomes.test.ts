@@ -269,19 +269,35 @@ describe.skipIf(!reachable)('createRedisKeptOutcomes with the pool', () => {
     });
   });
   describe('when it closes while its timer is forgetting more than one call takes', () => {
-    it('lets every batch of that flush reach Redis before it closes its connection', async () => {
-      const keys = keptOutcomeKeysOf(pools.prefix);
-      const outcomes = Array.from({ length: 600 }, (_, index) => ({
+    /** Outcomes `first`… kept in Redis (as a settlement keeps them), to forget. */
+    async function keptInRedis(first: number, count: number): Promise<Outcome[]> {
+      const outcomes = Array.from({ length: count }, (_, offset) => ({
         kind: 'dead_lettered',
-        at: index,
-        message: { ...queued(`S${index}`, 0).message, id: `m${index}` },
+        at: first + offset,
+        message: { ...queued(`S${first + offset}`, 0).message, id: `m${first + offset}` },
       })) as unknown as Outcome[];
-      await withRedis(async (redis) => {
-        await redis.hset(
-          keys.hash,
+      await withRedis((redis) =>
+        redis.hset(
+          keptOutcomeKeysOf(pools.prefix).hash,
           Object.fromEntries(outcomes.map((outcome) => [outcomeKeyOf(outcome), '{}'])),
+        ),
+      );
+      return outcomes;
+    }
+
+    it.each([
+      { flushes: [600], what: 'its first batch of 500 on its way' },
+      // The second flush ends first (one batch): the first one's third batch is still to be sent.
+      { flushes: [1100, 10], what: 'a second flush started while the first one sends its batches' },
+    ])('lets every batch reach Redis before it closes its connection: $what', async ({ flushes }) => {
+      const batches: Outcome[][] = [];
+      for (const count of flushes)
+        batches.push(
+          await keptInRedis(
+            batches.reduce((sum, batch) => sum + batch.length, 0),
+            count,
+          ),
         );
-      });
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       try {
         const kept = await createRedisKeptOutcomes({
@@ -289,14 +305,16 @@ describe.skipIf(!reachable)('createRedisKeptOutcomes with the pool', () => {
           prefix: pools.prefix,
           forgetEveryMs: 1000,
         });
-        for (const outcome of outcomes) kept.forget(outcome);
-        // The timer's flush starts: its first batch of 500 is on its way when the close begins.
-        vi.advanceTimersByTime(1000);
+        for (const batch of batches) {
+          for (const outcome of batch) kept.forget(outcome);
+          // The timer's flush starts; its first call is on its way when the next step begins.
+          vi.advanceTimersByTime(1000);
+        }
         await kept.close();
       } finally {
         vi.useRealTimers();
       }
-      expect(await withRedis((redis) => redis.hlen(keys.hash))).toBe(0);
+      expect(await withRedis((redis) => redis.hlen(keptOutcomeKeysOf(pools.prefix).hash))).toBe(0);
     });
   });
 });
