@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimedTurn, Turn } from '@switchboard/core';
 import { eventually } from '@switchboard/testkit/eventually';
+import { command } from '@switchboard/testkit/redis';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGlobalPermits, type GlobalPermits, permitKeysOf } from '../src/index.js';
@@ -19,13 +20,8 @@ import {
 const reachable = await redisReachable();
 const HOLD = 'switchboard:global-permits/hold';
 
-async function heldInRedis(prefix: string): Promise<Record<string, string>> {
-  const client = new Redis(REDIS_URL);
-  try {
-    return await client.hgetall(permitKeysOf(prefix).keys[0] as string);
-  } finally {
-    client.disconnect();
-  }
+function heldInRedis(prefix: string): Promise<Record<string, string>> {
+  return command(REDIS_URL, (client) => client.hgetall(permitKeysOf(prefix).keys[0] as string));
 }
 
 /** Connections a test can reach into (to fail or hold back a script's reply), as a pool's factory. */
@@ -93,25 +89,30 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
   }
 
   /**
-   * A replica's permits on a connection the test can cut, renewed every 50 ms and fenced after
-   * 300 ms without one, its hold lapsing after 600 ms; `lapses` counts its turns given up (which
-   * sets `running` back to 0).
+   * A replica whose turns running are `running`; `lapses` counts its turns given up (which sets
+   * `running` back to 0).
    */
-  async function fencedHolder() {
-    const client = new Redis(REDIS_URL, { lazyConnect: true });
-    clients.push(client);
-    const state = { client, lapses: 0, running: 0 };
+  async function lapsingHolder(options: Omit<NonNullable<Parameters<typeof holder>[1]>, 'onLapsed'>) {
+    const state = { lapses: 0, running: 0 };
     const permits = await holder(() => state.running, {
-      client,
-      holdMs: 600,
-      renewEveryMs: 50,
-      fenceAfterMs: 300,
+      ...options,
       onLapsed: () => {
         state.lapses += 1;
         state.running = 0;
       },
     });
     return Object.assign(state, { permits });
+  }
+
+  /**
+   * A replica's permits on a connection the test can cut, renewed every 50 ms and fenced after
+   * 300 ms without one, its hold lapsing after 600 ms.
+   */
+  async function fencedHolder() {
+    const client = new Redis(REDIS_URL, { lazyConnect: true });
+    clients.push(client);
+    const holding = await lapsingHolder({ client, holdMs: 600, renewEveryMs: 50, fenceAfterMs: 300 });
+    return Object.assign(holding, { client });
   }
 
   it('counts on no permit that a give-back under way may return, so the fleet stays within the limit', async () => {
@@ -230,32 +231,22 @@ describe.skipIf(!reachable)('global permits when calls race, fail or lapse', () 
     // A, fenced, must not claim: its permits are gone.
     expect(await a.acquire(), `A still believes it holds ${a.held}`).toBe(false);
   });
+
   /** What a failover of the permits' slot loses when the promoted replica had received none of the holds. */
   async function loseEveryHold(): Promise<void> {
-    const client = new Redis(REDIS_URL);
-    try {
-      // The holds were there to lose (the test's replica holds one).
-      expect(await client.del(...(permitKeysOf(prefix).keys as [string, ...string[]]))).toBeGreaterThan(0);
-    } finally {
-      client.disconnect();
-    }
+    const [held, ...rest] = permitKeysOf(prefix).keys as [string, ...string[]];
+    // The holds were there to lose (the test's replica holds one).
+    expect(await command(REDIS_URL, (client) => client.del(held, ...rest))).toBeGreaterThan(0);
   }
 
-  /** A replica running one turn on a permit it holds; `lapses` counts its turns given up. */
+  /** A replica running one turn on a permit it holds. */
   async function runningOne(renewEveryMs: number) {
-    const state = { lapses: 0, running: 0 };
-    const permits = await holder(() => state.running, {
-      renewEveryMs,
-      onLapsed: () => {
-        state.lapses += 1;
-        state.running = 0;
-      },
-    });
-    expect(await permits.acquire()).toBe(true);
-    expect(permits.take()).toBe(true);
-    state.running = 1;
-    permits.put();
-    return Object.assign(state, { permits });
+    const holding = await lapsingHolder({ renewEveryMs });
+    expect(await holding.permits.acquire()).toBe(true);
+    expect(holding.permits.take()).toBe(true);
+    holding.running = 1;
+    holding.permits.put();
+    return holding;
   }
 
   it('after a failover lost every hold, is granted its running turns again at its next renewal while the limit has room', async () => {
