@@ -25,9 +25,10 @@
  * calls only (the replication link's own `REPLCONF`/`PSYNC` left out): Redis calls per message =
  * the delta of `calls` over every command during the measured run (the scripts' own commands,
  * renewals, wake-ups, relayed events and `WAIT`s included) ÷ the messages whose outcome the
- * replicas recorded meanwhile (`switchboard_messages_total`), not the client's completions. What runs per second whatever the traffic (renewals) is in the
- * figure, so it grows as throughput falls. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message
- * show which side is the bottleneck. Everything runs on this machine: the replicas, both Redis
+ * replicas recorded meanwhile (`switchboard_messages_total`), not the client's completions. What
+ * runs per second whatever the traffic (renewals) is in the figure, so it grows as throughput
+ * falls. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message show which side is the
+ * bottleneck. Everything runs on this machine: the replicas, both Redis
  * servers, PostgreSQL and the client share its cores.
  *
  * The Redis Cluster setups run the same load on a private cluster of three primaries
@@ -235,23 +236,22 @@ await runScenario('cluster-throughput', async () => {
 
       const messages = results.reduce((sum, result) => sum + result.requests.total, 0);
       const outcomes = outcomesAfter - outcomesBefore;
-      const gatewayCpuMs =
+      const gatewayCpu =
         gatewayCpuBefore === null || gatewayCpuAfter === null
           ? null
-          : gatewayCpuAfter.totalMs - gatewayCpuBefore.totalMs;
-      const gatewaySystemMs =
-        gatewayCpuBefore === null || gatewayCpuAfter === null
-          ? null
-          : gatewayCpuAfter.systemMs - gatewayCpuBefore.systemMs;
+          : {
+              totalMs: gatewayCpuAfter.totalMs - gatewayCpuBefore.totalMs,
+              systemMs: gatewayCpuAfter.systemMs - gatewayCpuBefore.systemMs,
+            };
       const figures: RoundFigures = {
         messagesPerS: messages / (wallMs / 1000),
         messages,
         outcomes,
         p50Ms: Math.max(...results.map((result) => result.latency.p50)),
         p99Ms: Math.max(...results.map((result) => result.latency.p99)),
-        gatewayCpuUsPerMessage: gatewayCpuMs === null ? null : (gatewayCpuMs * 1000) / outcomes,
-        gatewaySystemUsPerMessage: gatewaySystemMs === null ? null : (gatewaySystemMs * 1000) / outcomes,
-        gatewayBusy: gatewayCpuMs === null ? null : gatewayCpuMs / wallMs,
+        gatewayCpuUsPerMessage: gatewayCpu === null ? null : (gatewayCpu.totalMs * 1000) / outcomes,
+        gatewaySystemUsPerMessage: gatewayCpu === null ? null : (gatewayCpu.systemMs * 1000) / outcomes,
+        gatewayBusy: gatewayCpu === null ? null : gatewayCpu.totalMs / wallMs,
       };
       if (setup.local !== undefined) return figures;
       const gatewayCalls = (stats: Map<string, number>) =>
