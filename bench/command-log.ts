@@ -62,8 +62,8 @@ try {
       if (last !== undefined) last.inner.set(name, (last.inner.get(name) ?? 0) + 1);
       return;
     }
-    // What follows a channel's kind names a replica, a session or a chat: the kind is what counts.
-    // A script ioredis sends whole after a NOSCRIPT reply is named by its SHA as well.
+    // A script ioredis sends whole after a NOSCRIPT reply is named by its SHA as well; what
+    // follows a channel's kind names a replica, a session or a chat: the kind is what counts.
     const sha =
       name === 'EVAL'
         ? createHash('sha1')
