@@ -22,7 +22,9 @@ import { eventually } from './eventually.js';
  * JSON); the client answers with the same frame, its payload `{"code":200}` when it took the
  * event. Any other code, or no answer within the ack timeout, and the event is delivered again,
  * possibly to another connection. Pings (control frames `type: ping`) get a pong carrying the
- * client config.
+ * client config. Events go only to connections whose client has sent a frame: the SDK pings at
+ * its socket's open but reads frames only a few promise steps later, so a frame arriving with the
+ * handshake's answer is dropped unanswered (Feishu would deliver it again after its ack timeout).
  */
 
 /** Header of a frame. */
@@ -101,8 +103,8 @@ export interface FakeLongConnection {
   /** Every delivery made, in order. */
   deliveries: SocketDelivery[];
   /**
-   * Sends `event` (an event body, e.g. `messageEvent(...)`) to one open connection, waiting for
-   * one to open, and again while the answer is not 200; resolves with the tries.
+   * Sends `event` (an event body, e.g. `messageEvent(...)`) to one open connection whose client
+   * has sent a frame, waiting for one, and again while the answer is not 200; resolves with the tries.
    */
   deliver(event: Record<string, unknown>, options?: SocketDeliveryOptions): Promise<SocketDelivery>;
   /** Closes every connection from the platform's side, as when Feishu moves them. */
@@ -217,7 +219,7 @@ export function decodeFrame(bytes: Uint8Array): FeishuFrame {
   return frame;
 }
 
-const headerOf = (frame: FeishuFrame, key: string) =>
+export const headerOf = (frame: FeishuFrame, key: string) =>
   frame.headers.find((header) => header.key === key)?.value;
 
 const SERVICE_ID = 7;
@@ -234,6 +236,8 @@ export function serveLongConnection(
   const wss = new WebSocketServer({ noServer: true });
   const open: Array<{ number: number; ws: WebSocket }> = [];
   const silenced = new Set<WebSocket>();
+  /** Connections whose client has sent a frame, so reads them. */
+  const spoken = new WeakSet<WebSocket>();
   /** Answers awaited, by the `message_id` header of the data frame sent. */
   const waiting = new Map<string, (code: number | null) => void>();
   const deliveries: SocketDelivery[] = [];
@@ -244,6 +248,7 @@ export function serveLongConnection(
 
   function onFrame(ws: WebSocket, frame: FeishuFrame) {
     const type = headerOf(frame, 'type');
+    spoken.add(ws);
     if (silenced.has(ws)) return;
     if (frame.method === 0 && type === 'ping') {
       pings += 1;
@@ -295,7 +300,8 @@ export function serveLongConnection(
     ackTimeoutMs: number,
   ): Promise<SocketDeliveryAttempt> {
     // A connection the client is closing is not one Feishu would pick.
-    const usable = () => open.filter(({ ws }) => ws.readyState === ws.OPEN && !silenced.has(ws));
+    const usable = () =>
+      open.filter(({ ws }) => ws.readyState === ws.OPEN && spoken.has(ws) && !silenced.has(ws));
     await eventually(() => usable().length > 0, 5_000, 'a long connection open');
     const candidates = usable();
     const connection = candidates[next++ % candidates.length] as { number: number; ws: WebSocket };
