@@ -5,6 +5,14 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { writeOncePerLoopTurn } from './loop-turn-writes.js';
 
+/** The longest wait between two reconnect attempts. */
+export const RECONNECT_MAX_DELAY_MS = 1000;
+
+/** Doubling from 50 ms up to `RECONNECT_MAX_DELAY_MS`, with up to 100 ms of jitter: replicas do not retry in step. */
+function reconnectDelay(times: number): number {
+  return Math.min(50 * 2 ** (times - 1), RECONNECT_MAX_DELAY_MS) + Math.floor(Math.random() * 100);
+}
+
 /**
  * Client options that make a command fail at once while Redis is unreachable, instead of waiting
  * in ioredis' offline queue and running after the reconnect (by then its caller has long told
@@ -12,7 +20,9 @@ import { writeOncePerLoopTurn } from './loop-turn-writes.js';
  * reconnect, and a bound on every command. ioredis still reconnects by itself. A command that may
  * have run is not sent again by ioredis (see `createRedisClient` for a cluster client): its caller
  * decides (`mayHaveRun`) and repeats it with its repeat flag, so a script whose reply was lost
- * does not run a second time as a first call.
+ * does not run a second time as a first call. Reconnect attempts back off up to
+ * `RECONNECT_MAX_DELAY_MS` (ioredis' own default grows to 5 s): a gateway is ready again within about
+ * a second of Redis' return, however long the outage was.
  */
 export const FAIL_FAST_OPTIONS = {
   enableOfflineQueue: false,
@@ -20,6 +30,7 @@ export const FAIL_FAST_OPTIONS = {
   autoResendUnfulfilledCommands: false,
   commandTimeout: 2000,
   lazyConnect: true,
+  retryStrategy: reconnectDelay,
 } as const satisfies RedisOptions;
 
 /**

@@ -34,8 +34,18 @@ describe.skipIf(!reachable)('writes answered only once a replica holds them (`re
     redis.replica.signal('SIGCONT');
     frozen = false;
   };
-  afterEach(() => {
+  afterEach(async () => {
     if (frozen) thawReplica();
+    // The next test starts with the replica in sync: a thawed replica's acknowledgements (one a
+    // second) resume, and until one arrives the primary reports the lag of the pause.
+    await eventually(
+      async () =>
+        Number(
+          /^slave0:.*state=online,.*lag=(\d+)/m.exec(await primaryAdmin.info('replication'))?.[1] ?? 99,
+        ) <= 1,
+      5000,
+      'the replica in sync again',
+    );
   });
   const pools = usePools(() => redis.primary.url);
   const outboxes = useReplyOutboxes(() => redis.primary.url);
