@@ -219,6 +219,7 @@ export function decodeFrame(bytes: Uint8Array): FeishuFrame {
   return frame;
 }
 
+/** The value of a frame's header `key`. */
 export const headerOf = (frame: FeishuFrame, key: string) =>
   frame.headers.find((header) => header.key === key)?.value;
 
