@@ -5,12 +5,16 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { writeOncePerLoopTurn } from './loop-turn-writes.js';
 
-/** The longest wait between two reconnect attempts. */
+/** The longest wait between two reconnect attempts of a connection to one Redis. */
 export const RECONNECT_MAX_DELAY_MS = 1000;
 
-/** Doubling from 50 ms up to `RECONNECT_MAX_DELAY_MS`, with up to 100 ms of jitter: replicas do not retry in step. */
+/**
+ * Doubling from 50 ms up to `RECONNECT_MAX_DELAY_MS`, each wait drawn from its upper half: the
+ * connections of a fleet that lost Redis together spread their attempts over half a period.
+ */
 function reconnectDelay(times: number): number {
-  return Math.min(50 * 2 ** (times - 1), RECONNECT_MAX_DELAY_MS) + Math.floor(Math.random() * 100);
+  const delay = Math.min(50 * 2 ** (times - 1), RECONNECT_MAX_DELAY_MS);
+  return Math.round(delay / 2 + (Math.random() * delay) / 2);
 }
 
 /**
@@ -20,9 +24,10 @@ function reconnectDelay(times: number): number {
  * reconnect, and a bound on every command. ioredis still reconnects by itself. A command that may
  * have run is not sent again by ioredis (see `createRedisClient` for a cluster client): its caller
  * decides (`mayHaveRun`) and repeats it with its repeat flag, so a script whose reply was lost
- * does not run a second time as a first call. Reconnect attempts back off up to
- * `RECONNECT_MAX_DELAY_MS` (ioredis' own default grows to 5 s): a gateway is ready again within about
- * a second of Redis' return, however long the outage was.
+ * does not run a second time as a first call. Reconnect attempts are at most
+ * `RECONNECT_MAX_DELAY_MS` apart (ioredis' own backoff grows to 5 s): a gateway whose Redis was
+ * restarted is ready again within about a second of its return, however long it was away. (Each
+ * attempt at a host that does not answer at all still waits ioredis' 10 s connect timeout.)
  */
 export const FAIL_FAST_OPTIONS = {
   enableOfflineQueue: false,
@@ -59,7 +64,8 @@ function connectionOf(target: RedisTarget): RedisClient {
   const seeds = target.map((url) => new URL(url));
   const first = seeds[0];
   if (first === undefined) throw new Error('a Redis Cluster needs at least one seed URL');
-  const { lazyConnect, enableOfflineQueue, ...nodeOptions } = FAIL_FAST_OPTIONS;
+  // A cluster's node connections reconnect by `clusterNodeRetryStrategy` below, not `retryStrategy`.
+  const { lazyConnect, enableOfflineQueue, retryStrategy: _nodes, ...nodeOptions } = FAIL_FAST_OPTIONS;
   return new Cluster(
     seeds.map((url) => ({ host: url.hostname, port: Number(url.port || 6379) })),
     {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RECONNECT_MAX_DELAY_MS, connect, createRedisClient } from '../src/redis-connection.js';
+import { connect, createRedisClient } from '../src/redis-connection.js';
 import { REDIS_URL, redisReachable } from './redis-harness.js';
 
 const reachable = await redisReachable();
@@ -34,18 +34,16 @@ describe.skipIf(!reachable)('connect: the wait for a client to be ready', () => 
 });
 
 describe("a client's reconnect attempts", () => {
-  it('back off to at most a second apart however long Redis was away, never all at once', () => {
+  it('back off to at most a second apart however long Redis was away, spread over half of it', () => {
     const client = createRedisClient(REDIS_URL) as Redis;
     const delayOf = client.options.retryStrategy;
     if (typeof delayOf !== 'function') throw new Error('no retryStrategy');
-    const delays = Array.from({ length: 40 }, (_, index) => delayOf(index + 1));
-    expect(delays[0]).toBeLessThan(150);
-    // After 10 s away (ioredis' own strategy waits 5 s by then): the next attempt within a second and a bit.
-    for (const delay of delays) expect(delay).toBeLessThan(RECONNECT_MAX_DELAY_MS + 100);
-    expect(
-      delays.slice(10).every((delay) => typeof delay === 'number' && delay >= RECONNECT_MAX_DELAY_MS),
-    ).toBe(true);
+    const delays = Array.from({ length: 40 }, (_, index) => Number(delayOf(index + 1)));
+    expect(delays[0]).toBeLessThanOrEqual(50);
+    // After 10 s away (ioredis' own strategy waits 5 s by then): the next attempt within a second.
+    for (const delay of delays) expect(delay).toBeLessThanOrEqual(1000);
+    expect(delays.slice(10).every((delay) => delay >= 500)).toBe(true);
     // Jitter: replicas that lost Redis together do not come back in step.
-    expect(new Set(delays.slice(10)).size).toBeGreaterThan(1);
+    expect(new Set(delays.slice(10)).size).toBeGreaterThan(10);
   });
 });

@@ -22,9 +22,10 @@ import { eventually } from './eventually.js';
  * JSON); the client answers with the same frame, its payload `{"code":200}` when it took the
  * event. Any other code, or no answer within the ack timeout, and the event is delivered again,
  * possibly to another connection. Pings (control frames `type: ping`) get a pong carrying the
- * client config. Events go only to connections whose client has sent a frame: the SDK pings at
- * its socket's open but reads frames only a few promise steps later, so a frame arriving with the
- * handshake's answer is dropped unanswered (Feishu would deliver it again after its ack timeout).
+ * client config. Unlike Feishu as far as its documentation says, events go only to connections
+ * whose client has sent a frame: the SDK pings at its socket's open but reads frames only a few
+ * promise steps later, so a frame arriving with the handshake's answer is dropped unanswered
+ * (Feishu would deliver it again after its ack timeout) — a wait the tests would pay at random.
  */
 
 /** Header of a frame. */
@@ -303,7 +304,7 @@ export function serveLongConnection(
     // A connection the client is closing is not one Feishu would pick.
     const usable = () =>
       open.filter(({ ws }) => ws.readyState === ws.OPEN && spoken.has(ws) && !silenced.has(ws));
-    await eventually(() => usable().length > 0, 5_000, 'a long connection open');
+    await eventually(() => usable().length > 0, 5_000, 'a long connection open whose client sent a frame');
     const candidates = usable();
     const connection = candidates[next++ % candidates.length] as { number: number; ws: WebSocket };
     const messageId = randomUUID();
