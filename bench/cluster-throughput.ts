@@ -29,7 +29,8 @@
  * runs per second whatever the traffic (renewals) is in the figure, so it grows as throughput
  * falls. Redis CPU (`INFO cpu`) and the gateways' CPU (`/proc`) per message show which side is the
  * bottleneck. Everything runs on this machine: the replicas, both Redis
- * servers, PostgreSQL and the client share its cores.
+ * servers, PostgreSQL and the client share its cores, and the machine's busy share during each
+ * run (`/proc/stat`, every process) shows whether they left any idle.
  *
  * The Redis Cluster setups run the same load on a private cluster of three primaries
  * (`startPrivateCluster`: no replicas, no persistence, so no AOF) with `store.cluster`, once with
@@ -43,7 +44,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { queryPostgres } from '@switchboard/testkit/postgres';
 import { eventually } from '@switchboard/testkit/eventually';
@@ -55,6 +56,7 @@ import {
 } from '@switchboard/testkit/redis';
 import type { Redis } from 'ioredis';
 import { startGateway } from './support/gateway-process.js';
+import { machineCpuMs } from './support/process-cpu.js';
 import { callsPerCycle } from './support/redis-commandstats.js';
 import { connectAdmin, redisUsage } from './support/redis-usage.js';
 import { loadAll, outcomesRecorded, replicasCpuMs, warmUpEach } from './support/replica-fleet.js';
@@ -135,6 +137,8 @@ interface RoundFigures {
   /** Of `gatewayCpuUsPerMessage`, the part spent in the kernel (system calls), µs; null without procfs. */
   gatewaySystemUsPerMessage: number | null;
   gatewayBusy: number | null;
+  /** Every process's CPU time during the run ÷ wall time, in cores (at most the machine's); null without procfs. */
+  machineBusy: number | null;
   /** Setups on Redis only, summed over a cluster's nodes: Redis commands per message, by command. */
   redisCalls?: Record<string, number>;
   /** Setups on Redis only: Redis CPU per message, µs, and its CPU time ÷ wall time, summed over the nodes. */
@@ -227,12 +231,14 @@ await runScenario('cluster-throughput', async () => {
     try {
       await warmUpEach(running.replicas, SETTINGS.replicaWarmupMessages);
       const gatewayCpuBefore = replicasCpuMs(running.replicas);
+      const machineBefore = machineCpuMs();
       const outcomesBefore = await outcomesRecorded(running.replicas);
       const redisBefore = await redisUsage(redisNodes(setup));
       const { results, wallMs } = await loadAll(running.replicas, SETTINGS.httpDurationS);
       const redisAfter = await redisUsage(redisNodes(setup));
       const outcomesAfter = await outcomesRecorded(running.replicas);
       const gatewayCpuAfter = replicasCpuMs(running.replicas);
+      const machineAfter = machineCpuMs();
 
       const messages = results.reduce((sum, result) => sum + result.requests.total, 0);
       const outcomes = outcomesAfter - outcomesBefore;
@@ -252,6 +258,12 @@ await runScenario('cluster-throughput', async () => {
         gatewayCpuUsPerMessage: gatewayCpu === null ? null : (gatewayCpu.totalMs * 1000) / outcomes,
         gatewaySystemUsPerMessage: gatewayCpu === null ? null : (gatewayCpu.systemMs * 1000) / outcomes,
         gatewayBusy: gatewayCpu === null ? null : gatewayCpu.totalMs / wallMs,
+        machineBusy:
+          machineBefore === null || machineAfter === null
+            ? null
+            : ((machineAfter.busyMs - machineBefore.busyMs) /
+                (machineAfter.totalMs - machineBefore.totalMs)) *
+              cpus().length,
       };
       if (setup.local !== undefined) return figures;
       const gatewayCalls = (stats: Map<string, number>) =>
@@ -287,7 +299,7 @@ await runScenario('cluster-throughput', async () => {
         const sharesPart =
           measured.nodeShares === undefined ? '' : ` (nodes ${measured.nodeShares.map(percent).join(' / ')})`;
         progress(
-          `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, gateways' CPU ${percent(measured.gatewayBusy)}${redisPart}${sharesPart}`,
+          `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, gateways' CPU ${percent(measured.gatewayBusy)}${redisPart}${sharesPart}, machine ${percent(measured.machineBusy)} of ${cpus().length * 100}%`,
         );
       }
     }
@@ -334,6 +346,13 @@ await runScenario('cluster-throughput', async () => {
       measurements.push({
         metric: `${setup.id} · gateway CPU busy (all replicas)`,
         value: f.gatewayBusy * 100,
+        unit: '%',
+      });
+    }
+    if (f.machineBusy !== null) {
+      measurements.push({
+        metric: `${setup.id} · machine CPU busy (every process, of ${cpus().length * 100}%)`,
+        value: f.machineBusy * 100,
         unit: '%',
       });
     }
@@ -449,7 +468,7 @@ function percent(busy: number | null | undefined): string {
 /**
  * Which side bounded a run, the one nearer its ceiling: the gateways' CPU against the cores they
  * could use (a main thread each, at most the machine's cores), or the busiest Redis node's against
- * its one main thread. Neither near it: the cores the machine's other work (its load average) left.
+ * its one main thread. Neither near it: the cores the machine's other work left (its busy share).
  */
 function boundOf(f: RoundFigures, replicas: number): string {
   const cores = cpus().length;
@@ -462,7 +481,7 @@ function boundOf(f: RoundFigures, replicas: number): string {
       : gateways >= redis
         ? 'the gateways'
         : 'the busiest Redis node';
-  return `bound by ${side}: the gateways used ${percent(f.gatewayBusy)} CPU (${percent(gateways)} of the ${gatewayCores} cores they could use), the busiest Redis node ${percent(redis)} of its one thread, Redis in all ${percent(f.redisBusy)}; machine: ${cores} cores, load ${formatNumber(loadavg()[0] ?? Number.NaN)}`;
+  return `bound by ${side}: the gateways used ${percent(f.gatewayBusy)} CPU (${percent(gateways)} of the ${gatewayCores} cores they could use), the busiest Redis node ${percent(redis)} of its one thread, Redis in all ${percent(f.redisBusy)}; machine: ${cores} cores, ${percent(f.machineBusy)} of ${cores * 100}% busy`;
 }
 
 /**

@@ -31,3 +31,29 @@ export function cpuTimesMs(pid: number | undefined): CpuTimes | null {
 export function cpuTimeMs(pid: number | undefined): number | null {
   return cpuTimesMs(pid)?.totalMs ?? null;
 }
+
+/** The machine's CPU time so far over all its cores, ms: busy (neither idle nor waiting on I/O) and in all. */
+export interface MachineCpuTimes {
+  busyMs: number;
+  totalMs: number;
+}
+
+/**
+ * The machine's CPU time from the first line of `/proc/stat` (every process, the kernel's own work
+ * included); null where there is no procfs. A run's busy ÷ total is how much of the cores it left
+ * idle: on a machine shared by the gateways, Redis, PostgreSQL and the load generator, no one
+ * process need be at its ceiling for the machine to be.
+ */
+export function machineCpuMs(): MachineCpuTimes | null {
+  let stat: string;
+  try {
+    stat = readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return null;
+  }
+  // cpu user nice system idle iowait irq softirq steal …, in USER_HZ ticks (100 per second).
+  const ticks = (stat.split('\n')[0] ?? '').trim().split(/\s+/).slice(1, 9).map(Number);
+  const totalMs = ticks.reduce((a, b) => a + b, 0) * 10;
+  const idleMs = ((ticks[3] ?? 0) + (ticks[4] ?? 0)) * 10;
+  return { busyMs: totalMs - idleMs, totalMs };
+}
