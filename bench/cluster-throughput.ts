@@ -137,7 +137,7 @@ interface RoundFigures {
   /** Of `gatewayCpuUsPerMessage`, the part spent in the kernel (system calls), µs; null without procfs. */
   gatewaySystemUsPerMessage: number | null;
   gatewayBusy: number | null;
-  /** Every process's CPU time during the run ÷ wall time, in cores (at most the machine's); null without procfs. */
+  /** The machine's busy (or stolen) share of its CPU ticks during the run, in cores (at most the machine's); null without procfs. */
   machineBusy: number | null;
   /** Setups on Redis only, summed over a cluster's nodes: Redis commands per message, by command. */
   redisCalls?: Record<string, number>;
@@ -468,16 +468,19 @@ function percent(busy: number | null | undefined): string {
 /**
  * Which side bounded a run, the one nearer its ceiling: the gateways' CPU against the cores they
  * could use (a main thread each, at most the machine's cores), or the busiest Redis node's against
- * its one main thread. Neither near it: the cores the machine's other work left (its busy share).
+ * its one main thread. Neither near it: the machine's cores when they were busy, else none of these.
  */
 function boundOf(f: RoundFigures, replicas: number): string {
   const cores = cpus().length;
   const gatewayCores = Math.min(replicas, cores);
   const gateways = (f.gatewayBusy ?? Number.NaN) / gatewayCores;
   const redis = f.busiestNodeBusy ?? Number.NaN;
+  const machineSaturated = (f.machineBusy ?? 0) / cores >= SATURATED;
   const side =
     Math.max(gateways, redis) < SATURATED
-      ? "neither side at its ceiling: the machine's shared cores"
+      ? machineSaturated
+        ? "neither side at its ceiling: the machine's shared cores"
+        : 'neither side nor the machine at its ceiling'
       : gateways >= redis
         ? 'the gateways'
         : 'the busiest Redis node';
