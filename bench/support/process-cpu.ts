@@ -40,9 +40,10 @@ export interface MachineCpuTimes {
 
 /**
  * The machine's CPU time from the first line of `/proc/stat` (every process, the kernel's own work
- * and time stolen by the hypervisor included; waits on I/O count as idle); null where there is no procfs. A run's busy ÷ total is how much of the cores it left
- * idle: on a machine shared by the gateways, Redis, PostgreSQL and the load generator, no one
- * process need be at its ceiling for the machine to be.
+ * and time stolen by the hypervisor included; waits on I/O count as idle); null where there is no
+ * procfs. A run's busy ÷ total is how much of the cores it left idle: on a machine shared by the
+ * gateways, Redis, PostgreSQL and the load generator, no one process need be at its ceiling for
+ * the machine to be.
  */
 export function machineCpuMs(): MachineCpuTimes | null {
   let stat: string;

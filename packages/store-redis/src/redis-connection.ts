@@ -6,7 +6,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { writeOncePerLoopTurn } from './loop-turn-writes.js';
 
 /** The longest wait between two reconnect attempts of a connection to one Redis. */
-export const RECONNECT_MAX_DELAY_MS = 1000;
+const RECONNECT_MAX_DELAY_MS = 1000;
 
 /**
  * Doubling from 50 ms up to `RECONNECT_MAX_DELAY_MS`, each wait drawn from its upper half: the
