@@ -64,8 +64,7 @@ function connectionOf(target: RedisTarget): RedisClient {
   const seeds = target.map((url) => new URL(url));
   const first = seeds[0];
   if (first === undefined) throw new Error('a Redis Cluster needs at least one seed URL');
-  // A cluster's node connections reconnect by `clusterNodeRetryStrategy` below, not `retryStrategy`.
-  const { lazyConnect, enableOfflineQueue, retryStrategy: _nodes, ...nodeOptions } = FAIL_FAST_OPTIONS;
+  const { lazyConnect, enableOfflineQueue, ...nodeOptions } = FAIL_FAST_OPTIONS;
   return new Cluster(
     seeds.map((url) => ({ host: url.hostname, port: Number(url.port || 6379) })),
     {
@@ -84,7 +83,8 @@ function connectionOf(target: RedisTarget): RedisClient {
       // `MaxRetriesPerRequestError` (`maxRetriesPerRequest: 0`; not retried), then tries once
       // more at once. Without a strategy it would fail them with "Connection is closed." too, and
       // the client would send them again. It still does so when it closes a node connection
-      // itself (a node gone from the slot map, a stale one replaced) with a command on it.
+      // itself (a node gone from the slot map, a stale one replaced) with a command on it. It
+      // takes the place of `retryStrategy` for the node connections.
       clusterNodeRetryStrategy: (times) => (times === 1 ? 0 : null),
       // A node connection that ends (its second try failed too) is dropped from the pool, and
       // the client adds a node back only from a slot map it reads again: after a `MOVED` reply,
