@@ -56,7 +56,7 @@ import {
 } from '@switchboard/testkit/redis';
 import type { Redis } from 'ioredis';
 import { startGateway } from './support/gateway-process.js';
-import { machineCpuMs } from './support/process-cpu.js';
+import { busyCoresBetween, machineCpuMs } from './support/process-cpu.js';
 import { callsPerCycle } from './support/redis-commandstats.js';
 import { connectAdmin, redisUsage } from './support/redis-usage.js';
 import { loadAll, outcomesRecorded, replicasCpuMs, warmUpEach } from './support/replica-fleet.js';
@@ -118,6 +118,8 @@ const SETUPS: readonly Setup[] = [
 const ALWAYS_ONE_REPLICA_BEFORE_MSG_S = 176;
 /** Past this share of its ceiling a side counts as what bounded a run (`boundOf`). */
 const SATURATED = 0.8;
+/** The machine's cores, which the replicas, Redis, PostgreSQL and the load generator share. */
+const CORES = cpus().length;
 /**
  * Commands of the replication link, not of the gateways: the Redis replica's acknowledgements
  * (`REPLCONF ACK`, once a second and after each `WAIT`) and its sync.
@@ -258,12 +260,7 @@ await runScenario('cluster-throughput', async () => {
         gatewayCpuUsPerMessage: gatewayCpu === null ? null : (gatewayCpu.totalMs * 1000) / outcomes,
         gatewaySystemUsPerMessage: gatewayCpu === null ? null : (gatewayCpu.systemMs * 1000) / outcomes,
         gatewayBusy: gatewayCpu === null ? null : gatewayCpu.totalMs / wallMs,
-        machineBusy:
-          machineBefore === null || machineAfter === null
-            ? null
-            : ((machineAfter.busyMs - machineBefore.busyMs) /
-                (machineAfter.totalMs - machineBefore.totalMs)) *
-              cpus().length,
+        machineBusy: busyCoresBetween(machineBefore, machineAfter),
       };
       if (setup.local !== undefined) return figures;
       const gatewayCalls = (stats: Map<string, number>) =>
@@ -299,7 +296,7 @@ await runScenario('cluster-throughput', async () => {
         const sharesPart =
           measured.nodeShares === undefined ? '' : ` (nodes ${measured.nodeShares.map(percent).join(' / ')})`;
         progress(
-          `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, gateways' CPU ${percent(measured.gatewayBusy)}${redisPart}${sharesPart}, machine ${percent(measured.machineBusy)} of ${cpus().length * 100}%`,
+          `round ${round + 1} · ${setup.id}: ${formatNumber(measured.messagesPerS)} msg/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, gateways' CPU ${percent(measured.gatewayBusy)}${redisPart}${sharesPart}, machine ${percent(measured.machineBusy)} of ${CORES * 100}%`,
         );
       }
     }
@@ -351,7 +348,7 @@ await runScenario('cluster-throughput', async () => {
     }
     if (f.machineBusy !== null) {
       measurements.push({
-        metric: `${setup.id} · machine CPU busy (every process, of ${cpus().length * 100}%)`,
+        metric: `${setup.id} · machine CPU busy (every process, of ${CORES * 100}%)`,
         value: f.machineBusy * 100,
         unit: '%',
       });
@@ -471,20 +468,19 @@ function percent(busy: number | null | undefined): string {
  * its one main thread. Neither near it: the machine's cores when they were busy, else none of these.
  */
 function boundOf(f: RoundFigures, replicas: number): string {
-  const cores = cpus().length;
-  const gatewayCores = Math.min(replicas, cores);
+  const gatewayCores = Math.min(replicas, CORES);
   const gateways = (f.gatewayBusy ?? Number.NaN) / gatewayCores;
   const redis = f.busiestNodeBusy ?? Number.NaN;
-  const machineSaturated = (f.machineBusy ?? 0) / cores >= SATURATED;
+  const machine = (f.machineBusy ?? Number.NaN) / CORES;
   const side =
-    Math.max(gateways, redis) < SATURATED
-      ? machineSaturated
-        ? "neither side at its ceiling: the machine's shared cores"
-        : 'neither side nor the machine at its ceiling'
-      : gateways >= redis
+    Math.max(gateways, redis) >= SATURATED
+      ? gateways >= redis
         ? 'the gateways'
-        : 'the busiest Redis node';
-  return `bound by ${side}: the gateways used ${percent(f.gatewayBusy)} CPU (${percent(gateways)} of the ${gatewayCores} cores they could use), the busiest Redis node ${percent(redis)} of its one thread, Redis in all ${percent(f.redisBusy)}; machine: ${cores} cores, ${percent(f.machineBusy)} of ${cores * 100}% busy`;
+        : 'the busiest Redis node'
+      : machine >= SATURATED
+        ? "neither side at its ceiling: the machine's shared cores"
+        : 'neither side nor the machine at its ceiling';
+  return `bound by ${side}: the gateways used ${percent(f.gatewayBusy)} CPU (${percent(gateways)} of the ${gatewayCores} cores they could use), the busiest Redis node ${percent(redis)} of its one thread, Redis in all ${percent(f.redisBusy)}; machine: ${CORES} cores, ${percent(f.machineBusy)} of ${CORES * 100}% busy`;
 }
 
 /**

@@ -1,4 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+
+/** `/proc`'s CPU times count ticks of USER_HZ, 100 a second on Linux. */
+const MS_PER_TICK = 1000 / 100;
 
 /** CPU time a process has used so far, ms: in all, and of it in the kernel (system calls). */
 export interface CpuTimes {
@@ -21,9 +25,8 @@ export function cpuTimesMs(pid: number | undefined): CpuTimes | null {
   }
   // Fields after the parenthesized command name; utime and stime are the 12th and 13th of them.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const msPerTick = 1000 / 100; // USER_HZ, 100 on Linux
-  const userMs = Number(fields[11]) * msPerTick;
-  const systemMs = Number(fields[12]) * msPerTick;
+  const userMs = Number(fields[11]) * MS_PER_TICK;
+  const systemMs = Number(fields[12]) * MS_PER_TICK;
   return { totalMs: userMs + systemMs, systemMs };
 }
 
@@ -52,9 +55,18 @@ export function machineCpuMs(): MachineCpuTimes | null {
   } catch {
     return null;
   }
-  // cpu user nice system idle iowait irq softirq steal …, in USER_HZ ticks (100 per second).
+  // cpu user nice system idle iowait irq softirq steal … (guest time is in user and nice already).
   const ticks = (stat.split('\n')[0] ?? '').trim().split(/\s+/).slice(1, 9).map(Number);
-  const totalMs = ticks.reduce((a, b) => a + b, 0) * 10;
-  const idleMs = ((ticks[3] ?? 0) + (ticks[4] ?? 0)) * 10;
+  const totalMs = ticks.reduce((a, b) => a + b, 0) * MS_PER_TICK;
+  const idleMs = ((ticks[3] ?? 0) + (ticks[4] ?? 0)) * MS_PER_TICK;
   return { busyMs: totalMs - idleMs, totalMs };
+}
+
+/** The cores busy between two `machineCpuMs` readings (busy ÷ all ticks × cores); null without either. */
+export function busyCoresBetween(
+  before: MachineCpuTimes | null,
+  after: MachineCpuTimes | null,
+): number | null {
+  if (before === null || after === null) return null;
+  return ((after.busyMs - before.busyMs) / (after.totalMs - before.totalMs)) * cpus().length;
 }
