@@ -47,15 +47,18 @@ async function connect(url: string) {
 
 describe("fake Feishu's long connection", () => {
   it('gives events only to connections whose client has sent a frame', async () => {
-    fake = await startFakeFeishu();
-    const spoken = await connect(fake.longConnection.endpoint().URL);
+    const feishu = await startFakeFeishu();
+    fake = feishu;
+    const spoken = await connect(feishu.longConnection.endpoint().URL);
     await spoken.ping();
-    const silent = await connect(fake.longConnection.endpoint().URL);
-    await fake.longConnection.waitForConnections(2);
+    const silent = await connect(feishu.longConnection.endpoint().URL);
+    await feishu.longConnection.waitForConnections(2);
 
-    const first = [1, 2, 3].map((n) => fake?.messageEvent({ text: `m${n}` }) as Record<string, unknown>);
-    for (const event of first) {
-      const delivery = await fake.longConnection.deliver(event, { maxAttempts: 1, ackTimeoutMs: 2_000 });
+    for (const n of [1, 2, 3]) {
+      const delivery = await feishu.longConnection.deliver(feishu.messageEvent({ text: `m${n}` }), {
+        maxAttempts: 1,
+        ackTimeoutMs: 2_000,
+      });
       expect(delivery.attempts).toEqual([{ connection: 1, code: 200 }]);
     }
     expect(silent.events).toEqual([]);
@@ -64,7 +67,7 @@ describe("fake Feishu's long connection", () => {
     await silent.ping();
     const served = new Set<number | undefined>();
     for (const n of [4, 5]) {
-      const delivery = await fake.longConnection.deliver(fake.messageEvent({ text: `m${n}` }), {
+      const delivery = await feishu.longConnection.deliver(feishu.messageEvent({ text: `m${n}` }), {
         maxAttempts: 1,
       });
       expect(delivery.code).toBe(200);
